@@ -1,0 +1,134 @@
+/* cudafilter — the streaming convolution engine.
+ *
+ * A 1D (audio) engine takes interleaved float32 frames of C_in channels and
+ * returns interleaved float32 frames of C_out channels (C_out = C_in for
+ * shared and per-channel kernels, the matrix's output count for matrix
+ * kernels). For every output channel o:
+ *
+ *     y_o[n] = sum_i sum_k h_oi[k] * x_i[n - k],   x[n < 0] = 0.
+ *
+ * Streaming contract:
+ *  - cf_engine_process() accepts ANY number of frames (0, 1, a prime, a
+ *    million) and writes exactly as many frames as it reads. The output is
+ *    the convolution delayed by cf_engine_latency() frames:
+ *        out[n] = y[n - latency]   (zeros for n < latency),
+ *    so cutting the input into any chunks gives the same concatenated
+ *    output as one call on the whole signal.
+ *  - cf_engine_drain() emits the remaining latency + L_max - 1 frames (the
+ *    delayed tail) and returns the engine to its initial state.
+ *  - cf_engine_reset() forgets all history (a discontinuity).
+ *  - cf_engine_set_kernel() swaps kernels while running, with a linear
+ *    crossfade (see there).
+ * Nothing is allocated and no plan is built inside process().
+ *
+ * An engine is not thread-safe: one thread at a time may call it. */
+#ifndef CUDAFILTER_ENGINE_H
+#define CUDAFILTER_ENGINE_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cf_backend {
+  CF_BACKEND_AUTO, /* CUDA where a usable device exists, else CPU */
+  CF_BACKEND_CPU,
+  CF_BACKEND_CUDA
+} cf_backend;
+
+/* How the CPU (or GPU) computes a 1D convolution. AUTO picks by measured
+ * cost for the kernel length and block size; the others force a path. */
+typedef enum cf_algorithm {
+  CF_ALGO_AUTO,
+  CF_ALGO_DIRECT,         /* time domain, SIMD; latency 0 */
+  CF_ALGO_FFT_UNIFORM,    /* overlap-save, uniform partitions of block_size */
+  CF_ALGO_FFT_NONUNIFORM  /* overlap-save, partitions growing from block_size */
+} cf_algorithm;
+
+typedef struct cf_audio_config {
+  unsigned channels;     /* C_in, 1..CF_MAX_CHANNELS */
+  unsigned block_size;   /* FFT block in frames: the latency the FFT paths
+                            add is block_size - 1; default 1024 */
+  cf_backend backend;    /* default CF_BACKEND_AUTO */
+  int device_id;         /* CUDA device, default 0 */
+  cf_algorithm algorithm;/* default CF_ALGO_AUTO */
+  unsigned threads;      /* worker threads, 0 = one per core (default) */
+  unsigned pipeline_depth; /* CUDA: chunks in flight (default 2) */
+  size_t swap_history;   /* input frames kept so that a kernel swapped in
+                            later sees the past: a new kernel up to this
+                            long (or as long as the current one, if longer)
+                            starts exactly; default 262144 */
+} cf_audio_config;
+
+/* Fill cfg with the defaults above (channels = 1). */
+void cf_audio_config_init(cf_audio_config *cfg);
+
+typedef struct cf_engine cf_engine;
+
+/* Build a 1D engine. The kernel set must fit the stream: shared any
+ * channels; per-channel exactly cfg->channels kernels; matrix
+ * inputs == cfg->channels. The kernel is copied. */
+cf_status cf_engine_new_audio(const cf_audio_config *cfg,
+                              const cf_kernel *kernel, cf_engine **out);
+void cf_engine_free(cf_engine *e);
+
+/* in: frames * in_channels floats, out: frames * out_channels floats.
+ * in == out is allowed when the channel counts are equal. NaN/Inf in the
+ * input propagate to the output as IEEE arithmetic does; they never enter
+ * the kernel. */
+cf_status cf_engine_process(cf_engine *e, const float *in, float *out,
+                            size_t frames);
+
+/* Frames the engine delays its output by (0 on the direct path,
+ * block_size - 1 on the FFT paths). */
+size_t cf_engine_latency(const cf_engine *e);
+/* Frames cf_engine_drain() will write: latency + L_max - 1. */
+size_t cf_engine_tail(const cf_engine *e);
+/* Write the tail (cf_engine_tail() frames, out holds capacity frames) and
+ * reset. CF_E_INVALID if capacity is too small (nothing written). */
+cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
+                          size_t *written);
+cf_status cf_engine_reset(cf_engine *e);
+
+/* Replace the kernel set. With S the number of input frames processed so
+ * far and X = crossfade frames, the convolution becomes
+ *     y[n] = (1 - w(n)) * y_old[n] + w(n) * y_new[n],
+ *     w(n) = 0 for n < S, (n - S + 1) / (X + 1) for S <= n < S + X,
+ *            1 for n >= S + X,
+ * where y_old and y_new are the convolutions of the whole input with the
+ * old and new kernels (the new kernel sees the past input: see
+ * swap_history). X = 0 switches at S. The in/out channel counts must stay
+ * the same; the latency may not change (same block size and path family).
+ * A second swap during a crossfade first completes the running one.
+ * This call may allocate; process() never does. */
+cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
+                               size_t crossfade);
+
+unsigned cf_engine_in_channels(const cf_engine *e);
+unsigned cf_engine_out_channels(const cf_engine *e);
+cf_backend cf_engine_backend(const cf_engine *e);
+/* One line: backend, algorithm, block, partitions, threads. */
+const char *cf_engine_describe(const cf_engine *e);
+
+/* CF_OK if the backend can run here; else CF_E_UNAVAILABLE and *reason
+ * (if reason is not NULL) says why. */
+cf_status cf_backend_available(cf_backend b, const char **reason);
+const char *cf_backend_name(cf_backend b);
+cf_status cf_backend_from_string(const char *s, cf_backend *out);
+const char *cf_algorithm_name(cf_algorithm a);
+/* "auto", "direct", "fft-uniform", "fft-nonuniform". */
+cf_status cf_algorithm_from_string(const char *s, cf_algorithm *out);
+
+/* CUDA devices this process can use (0 when none: reason says why). */
+int cf_device_count(const char **reason);
+/* "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB" */
+cf_status cf_device_describe(int id, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/* cudafilter — kernel sets for 1D (audio) streams, and kernel files.
+ *
+ * A kernel set holds the FIR taps a 1D engine applies. Its routing says how
+ * channels map:
+ *   CF_ROUTING_SHARED       one kernel, applied to every channel;
+ *   CF_ROUTING_PER_CHANNEL  one kernel per channel (C kernels, C in, C out);
+ *   CF_ROUTING_MATRIX       C_out x C_in kernels, y_o = sum_i h_oi * x_i
+ *                           (true-stereo IRs; a filter bank: 1 input feeding
+ *                           N band outputs with kernels of different lengths).
+ * Kernels in one set may have different lengths. Kernel index for
+ * per-channel is the channel; for matrix it is o * inputs + i. */
+#ifndef CUDAFILTER_KERNEL_H
+#define CUDAFILTER_KERNEL_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest kernel accepted (taps): 2^24, about 350 s at 48 kHz. */
+#define CF_KERNEL_MAX_TAPS ((size_t)1 << 24)
+/* Most kernels in one set (C_out x C_in), and most channels of a stream. */
+#define CF_KERNEL_MAX_COUNT 4096u
+#define CF_MAX_CHANNELS 256u
+
+typedef enum cf_routing {
+  CF_ROUTING_SHARED,
+  CF_ROUTING_PER_CHANNEL,
+  CF_ROUTING_MATRIX
+} cf_routing;
+
+typedef struct cf_kernel cf_kernel;
+
+/* A new kernel set with every kernel empty (length 0).
+ * shared: outputs = inputs = 1; per-channel: outputs = inputs = C;
+ * matrix: any outputs, inputs >= 1. */
+cf_status cf_kernel_new(cf_routing routing, unsigned outputs, unsigned inputs,
+                        cf_kernel **out);
+/* Convenience: a shared kernel set holding a copy of taps[0..len). */
+cf_status cf_kernel_new_shared(const float *taps, size_t len, cf_kernel **out);
+void cf_kernel_free(cf_kernel *k);
+cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out);
+
+/* Copy taps into kernel `index`. Every tap must be finite; 1 <= len <=
+ * CF_KERNEL_MAX_TAPS (len 0 is allowed for matrix entries: no path). */
+cf_status cf_kernel_set(cf_kernel *k, unsigned index, const float *taps,
+                        size_t len);
+/* Multiply every tap by `gain` (linear). */
+void cf_kernel_scale(cf_kernel *k, float gain);
+
+cf_routing cf_kernel_routing(const cf_kernel *k);
+unsigned cf_kernel_outputs(const cf_kernel *k);
+unsigned cf_kernel_inputs(const cf_kernel *k);
+unsigned cf_kernel_count(const cf_kernel *k);
+const float *cf_kernel_taps(const cf_kernel *k, unsigned index, size_t *len);
+size_t cf_kernel_max_len(const cf_kernel *k);
+
+/* Kernel files. The format is found from the content, not the name:
+ *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
+ *    1D -> shared, 2D (C x L) -> per-channel, 3D (C_out x C_in x L) -> matrix;
+ *  - text: numbers separated by whitespace and/or commas, '#' starts a
+ *    comment -> shared;
+ *  - any audio file libav decodes (WAV, FLAC, ...): each channel a kernel
+ *    (mono -> shared, else per-channel), resampled with libswresample to
+ *    `rate` when rate != 0 and differs from the file's.
+ * Errors name the file, the position (byte, line:column or tap) and the
+ * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
+cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);
+cf_status cf_kernel_load_text(const char *path, cf_kernel **out);
+cf_status cf_kernel_load_npy(const char *path, cf_kernel **out);
+/* CF_E_UNAVAILABLE when built without libav. */
+cf_status cf_kernel_load_audio(const char *path, unsigned rate,
+                               cf_kernel **out);
+
+const char *cf_routing_name(cf_routing r);
+/* "shared", "per-channel", "matrix". */
+cf_status cf_routing_from_string(const char *s, cf_routing *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

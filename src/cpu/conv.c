@@ -1,0 +1,313 @@
+/* The streaming convolver: a direct head (taps [0, head), SIMD FIR read
+ * `latency` samples back) plus uniform partition stages (overlap-save with
+ * a frequency-domain delay line each). Stage outputs accumulate in a ring
+ * indexed by output time; the ring is read and cleared as output leaves.
+ *
+ * Time: t counts input samples. Every `blk` samples (the smallest stage's
+ * partition) the stages whose partition divides t run. A stage with q = 0
+ * produces y[t - p, t) (it includes the block just ended, so the plan's
+ * latency is p - 1); a stage with q >= 1 produces y[t + (q-1)p, t + qp)
+ * ahead of time. Output sample n is y[n - latency]. */
+#include "conv.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/error_internal.h"
+#include "dsp.h"
+#include "fft.h"
+
+typedef struct stage {
+  cf_stage_plan pl;
+  const cf_fft *fft;
+  size_t nbs;          /* bins per spectrum half (re or im), padded to 16 */
+  float *fdl;          /* pl.n input spectra, 2 * nbs floats each */
+  size_t pos;          /* slot of the newest spectrum */
+  const float **xs;    /* newest-first slot pointers, for cmac */
+  const float **h;     /* k * pl.n kernel spectrum pointers */
+  size_t *nk;          /* partitions kernel i has in this stage */
+  float *hbuf;
+} stage;
+
+struct cf_conv {
+  cf_conv_plan pl;
+  const cf_dsp *dsp;
+  unsigned k;
+  size_t *headk;       /* head taps kernel i has (<= pl.head) */
+  float **hrev;        /* reversed head taps */
+  size_t blk, fill;
+  uint64_t t;
+  float *xbuf;         /* input history: keep samples before xpos */
+  size_t xcap, xpos, keep;
+  stage st[CF_MAX_STAGES];
+  float *ring;         /* k rings of rcap output samples */
+  size_t rmask;
+  float *win, *acc, *tmp;
+};
+
+static size_t pow2_at_least(size_t n)
+{
+  size_t p = 1;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+void cf_conv_free(cf_conv *c)
+{
+  if (!c)
+    return;
+  for (unsigned s = 0; s < c->pl.nstages; s++) {
+    cf_free(c->st[s].fdl);
+    free(c->st[s].xs);
+    free(c->st[s].h);
+    free(c->st[s].nk);
+    cf_free(c->st[s].hbuf);
+  }
+  for (unsigned i = 0; c->hrev && i < c->k; i++)
+    free(c->hrev[i]);
+  free(c->hrev);
+  free(c->headk);
+  cf_free(c->xbuf);
+  cf_free(c->ring);
+  cf_free(c->win);
+  cf_free(c->acc);
+  cf_free(c->tmp);
+  free(c);
+}
+
+/* Kernel spectra of one stage: partition j of kernel i holds taps
+ * [(q + j) p, (q + j + 1) p) in the first half of a 2p frame, scaled by
+ * 1 / 2p so the unnormalised inverse FFT comes out right. */
+static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
+                            const size_t *lens)
+{
+  size_t p = st->pl.p, n = st->pl.n, nb = p + 1;
+  cf_status s = cf_fft_get(2 * p, &st->fft);
+  if (s != CF_OK)
+    return s;
+  st->nbs = round16(nb);
+  st->fdl = cf_alloc(n * 2 * st->nbs * sizeof(float));
+  st->xs = calloc(n, sizeof *st->xs);
+  st->h = calloc((size_t)c->k * n, sizeof *st->h);
+  st->nk = calloc(c->k, sizeof *st->nk);
+  size_t total = 0;
+  for (unsigned i = 0; i < c->k; i++) {
+    size_t first = st->pl.q * p;
+    size_t parts = lens[i] > first ? (lens[i] - first + p - 1) / p : 0;
+    st->nk[i] = parts < n ? parts : n;
+    total += st->nk[i];
+  }
+  st->hbuf = cf_alloc(total * 2 * st->nbs * sizeof(float));
+  if (!st->fdl || !st->xs || !st->h || !st->nk || !st->hbuf)
+    return cf_fail(CF_E_NOMEM, "convolver: out of memory for a stage of "
+                   "%zu x %zu", p, n);
+  float *slot = st->hbuf;
+  for (unsigned i = 0; i < c->k; i++)
+    for (size_t j = 0; j < st->nk[i]; j++, slot += 2 * st->nbs) {
+      size_t from = (st->pl.q + j) * p;
+      size_t cnt = lens[i] - from < p ? lens[i] - from : p;
+      memset(c->win, 0, 2 * p * sizeof(float));
+      for (size_t x = 0; x < cnt; x++)
+        c->win[x] = taps[i][from + x] / (float)(2 * p);
+      cf_fft_forward(st->fft, c->win, slot, slot + st->nbs);
+      st->h[i * n + j] = slot;
+    }
+  return CF_OK;
+}
+
+cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
+                      const size_t *lens, unsigned k, size_t max_chunk,
+                      cf_conv **out)
+{
+  *out = NULL;
+  cf_conv *c = calloc(1, sizeof *c);
+  if (!c)
+    return cf_fail(CF_E_NOMEM, "convolver: out of memory");
+  c->pl = *pl;
+  c->dsp = cf_dsp_get();
+  c->k = k;
+  size_t pmax = 0, ahead = 0;
+  for (unsigned s = 0; s < pl->nstages; s++) {
+    if (pl->st[s].p > pmax)
+      pmax = pl->st[s].p;
+    size_t reach = (pl->st[s].q + 1) * pl->st[s].p;
+    if (reach > ahead)
+      ahead = reach;
+  }
+  c->blk = pl->nstages ? pl->st[0].p : max_chunk;
+  c->keep = 2 * pmax > pl->latency + pl->head ? 2 * pmax
+                                                 : pl->latency + pl->head;
+  size_t room = c->keep;
+  if (room < c->blk)
+    room = c->blk;
+  if (room < max_chunk)
+    room = max_chunk;
+  c->xcap = c->keep + room;
+  c->xbuf = cf_alloc(c->xcap * sizeof(float));
+  c->headk = calloc(k ? k : 1, sizeof *c->headk);
+  c->hrev = calloc(k ? k : 1, sizeof *c->hrev);
+  cf_status s = CF_OK;
+  if (!c->xbuf || !c->headk || !c->hrev) {
+    s = cf_fail(CF_E_NOMEM, "convolver: out of memory for %zu samples of "
+                "history", c->xcap);
+    goto fail;
+  }
+  for (unsigned i = 0; i < k; i++) {
+    size_t hk = lens[i] < pl->head ? lens[i] : pl->head;
+    c->headk[i] = hk;
+    if (!hk)
+      continue;
+    if (!(c->hrev[i] = malloc(hk * sizeof(float)))) {
+      s = cf_fail(CF_E_NOMEM, "convolver: out of memory for %zu taps", hk);
+      goto fail;
+    }
+    for (size_t j = 0; j < hk; j++)
+      c->hrev[i][j] = taps[i][hk - 1 - j];
+  }
+  if (pl->nstages) {
+    size_t rcap = pow2_at_least(ahead + pl->latency + 2 * c->blk);
+    c->rmask = rcap - 1;
+    c->ring = cf_alloc((size_t)k * rcap * sizeof(float));
+    c->win = cf_alloc(2 * pmax * sizeof(float));
+    c->acc = cf_alloc(2 * round16(pmax + 1) * sizeof(float));
+    c->tmp = cf_alloc(2 * pmax * sizeof(float));
+    if (!c->ring || !c->win || !c->acc || !c->tmp) {
+      s = cf_fail(CF_E_NOMEM, "convolver: out of memory for partitions of "
+                  "up to %zu", pmax);
+      goto fail;
+    }
+    for (unsigned i = 0; i < pl->nstages && s == CF_OK; i++) {
+      c->st[i].pl = pl->st[i];
+      s = stage_init(c, &c->st[i], taps, lens);
+    }
+    if (s != CF_OK)
+      goto fail;
+  }
+  cf_conv_reset(c);
+  *out = c;
+  return CF_OK;
+fail:
+  cf_conv_free(c);
+  return s;
+}
+
+void cf_conv_reset(cf_conv *c)
+{
+  memset(c->xbuf, 0, c->xcap * sizeof(float));
+  c->xpos = c->keep;
+  c->fill = 0;
+  c->t = 0;
+  for (unsigned s = 0; s < c->pl.nstages; s++) {
+    stage *st = &c->st[s];
+    memset(st->fdl, 0, st->pl.n * 2 * st->nbs * sizeof(float));
+    st->pos = 0;
+  }
+  if (c->ring)
+    memset(c->ring, 0, (size_t)c->k * (c->rmask + 1) * sizeof(float));
+}
+
+const cf_conv_plan *cf_conv_plan_of(const cf_conv *c) { return &c->pl; }
+
+/* Add v[0..n) into ring r at output times from..from+n (wrapping). */
+static void ring_add(float *r, size_t mask, uint64_t from, const float *v,
+                     size_t n)
+{
+  size_t i0 = (size_t)(from & mask), first = mask + 1 - i0;
+  if (first > n)
+    first = n;
+  for (size_t i = 0; i < first; i++)
+    r[i0 + i] += v[i];
+  for (size_t i = first; i < n; i++)
+    r[i - first] += v[i];
+}
+
+/* out[0..n) += ring at times from..from+n, clearing what was read. */
+static void ring_take(float *r, size_t mask, uint64_t from, float *out,
+                      size_t n)
+{
+  while (n) {
+    size_t i0 = (size_t)(from & mask), run = mask + 1 - i0;
+    if (run > n)
+      run = n;
+    for (size_t i = 0; i < run; i++)
+      out[i] += r[i0 + i];
+    memset(r + i0, 0, run * sizeof(float));
+    out += run;
+    from += run;
+    n -= run;
+  }
+}
+
+static void stage_run(cf_conv *c, stage *st)
+{
+  size_t p = st->pl.p, n = st->pl.n, nbs = st->nbs;
+  memcpy(c->win, c->xbuf + c->xpos - 2 * p, 2 * p * sizeof(float));
+  st->pos = st->pos + 1 == n ? 0 : st->pos + 1;
+  float *slot = st->fdl + st->pos * 2 * nbs;
+  cf_fft_forward(st->fft, c->win, slot, slot + nbs);
+  for (size_t j = 0, i = st->pos; j < n; j++, i = i ? i - 1 : n - 1)
+    st->xs[j] = st->fdl + i * 2 * nbs;
+  /* This stage's block: y[(j + q) p, ...) with j = t / p - 1. */
+  uint64_t from = c->t - p + st->pl.q * p;
+  for (unsigned i = 0; i < c->k; i++) {
+    if (!st->nk[i])
+      continue;
+    memset(c->acc, 0, 2 * nbs * sizeof(float));
+    c->dsp->cmac(c->acc, st->xs, st->h + (size_t)i * n, st->nk[i], nbs);
+    cf_fft_inverse(st->fft, c->acc, c->acc + nbs, c->tmp);
+    ring_add(c->ring + (size_t)i * (c->rmask + 1), c->rmask, from,
+             c->tmp + p, p);
+  }
+}
+
+/* Write outputs for input times t0..t0+m whose samples start at xbuf[seg]. */
+static void emit(cf_conv *c, size_t seg, uint64_t t0, size_t m,
+                 float *const *out, size_t at)
+{
+  size_t d = c->pl.latency;
+  for (unsigned i = 0; i < c->k; i++) {
+    float *o = out[i] + at;
+    size_t hk = c->headk[i];
+    if (hk)
+      c->dsp->fir(c->xbuf + seg - d - hk + 1, c->hrev[i], hk, o, m);
+    else
+      memset(o, 0, m * sizeof(float));
+    if (!c->pl.nstages)
+      continue;
+    /* Output n is y[n - d]; nothing precedes time 0. */
+    size_t skip = t0 < d ? (size_t)(d - t0 < m ? d - t0 : m) : 0;
+    ring_take(c->ring + (size_t)i * (c->rmask + 1), c->rmask,
+              t0 + skip - d, o + skip, m - skip);
+  }
+}
+
+void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
+{
+  size_t done = 0;
+  while (done < m) {
+    size_t t = m - done;
+    if (c->pl.nstages && t > c->blk - c->fill)
+      t = c->blk - c->fill;
+    if (c->xpos + t > c->xcap) {
+      memmove(c->xbuf, c->xbuf + c->xpos - c->keep, c->keep * sizeof(float));
+      c->xpos = c->keep;
+    }
+    size_t seg = c->xpos;
+    uint64_t t0 = c->t;
+    memcpy(c->xbuf + seg, x + done, t * sizeof(float));
+    c->xpos += t;
+    c->t += t;
+    if (c->pl.nstages && (c->fill += t) == c->blk) {
+      c->fill = 0;
+      for (unsigned s = 0; s < c->pl.nstages; s++)
+        if (c->t % c->st[s].pl.p == 0)
+          stage_run(c, &c->st[s]);
+    }
+    emit(c, seg, t0, t, out, done);
+    done += t;
+  }
+}

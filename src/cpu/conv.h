@@ -1,0 +1,24 @@
+/* One streaming convolver: one input channel feeding k kernels (k outputs),
+ * computed as a plan says (direct head + FFT partition stages). Output is
+ * the convolution delayed by the plan's latency. */
+#ifndef CF_CPU_CONV_H
+#define CF_CPU_CONV_H
+
+#include <stddef.h>
+
+#include "plan.h"
+
+typedef struct cf_conv cf_conv;
+
+/* taps[i], lens[i]: kernel i (len 0 allowed: outputs zeros). Every
+ * cf_conv_process() call must pass at most max_chunk frames. */
+cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
+                      const size_t *lens, unsigned k, size_t max_chunk,
+                      cf_conv **out);
+void cf_conv_free(cf_conv *c);
+void cf_conv_reset(cf_conv *c);
+/* x: m samples; out[i]: m outputs of kernel i. Never allocates. */
+void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out);
+const cf_conv_plan *cf_conv_plan_of(const cf_conv *c);
+
+#endif

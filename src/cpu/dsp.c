@@ -1,0 +1,19 @@
+/* Choose the DSP table for this CPU once. */
+#include "dsp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const cf_dsp *cf_dsp_get(void)
+{
+  /* CF_DSP=generic forces the portable table (for testing both). */
+  const char *force = getenv("CF_DSP");
+  if (force && strcmp(force, "generic") == 0)
+    return &cf_dsp_generic;
+#if defined(CF_HAVE_DSP_AVX2) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return &cf_dsp_avx2;
+#endif
+  return &cf_dsp_generic;
+}

@@ -1,0 +1,441 @@
+/* The CPU 1D engine backend.
+ *
+ * A bank is one convolver per input channel (a lane), each feeding the
+ * output channels its kernels route to. Input is taken in steps of at most
+ * STEP frames: lanes deinterleave and convolve their channel (in parallel
+ * when the step is worth a thread hand-off), then outputs are summed where
+ * several lanes feed one channel and interleaved.
+ *
+ * A kernel swap builds a second bank with the same latency, primes it by
+ * replaying the input history (so it starts as if it had always run), and
+ * blends the two banks over the crossfade window; then the old bank is
+ * retired (freed at the next swap, reset or free: never in process()). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/engine_internal.h"
+#include "../engine/kernel_internal.h"
+#include "conv.h"
+#include "dsp.h"
+#include "fft.h"
+#include "pool.h"
+
+#define STEP 8192
+/* Below this much work per step (ns by the plan's cost model) threads cost
+ * more than they give. */
+#define PARALLEL_MIN_NS 40000.0
+
+typedef struct lane {
+  cf_conv *conv; /* NULL when no kernel reads this input */
+  unsigned nk;
+  unsigned *outc; /* output channel of each kernel */
+  float *x;       /* STEP deinterleaved input frames */
+  float **y;      /* nk outputs of STEP frames */
+} lane;
+
+typedef struct bank {
+  lane *lanes;       /* one per input channel */
+  unsigned cout;
+  const float **src; /* per output channel: its samples for this step */
+  float *sum;        /* cout * STEP, for outputs with several sources */
+  unsigned *nsrc;
+  size_t lmax;
+  double cost;       /* model ns per frame, all lanes */
+  char plan[160];
+} bank;
+
+typedef struct fir {
+  unsigned cin, cout;
+  size_t block, latency, swap_history;
+  cf_algorithm algo;
+  cf_pool *pool;
+  bank *cur, *next, *retired;
+  uint64_t t;        /* input frames since start or reset */
+  uint64_t fade_s;   /* swap point S and crossfade X */
+  size_t fade_x;
+  float *hist;       /* cin rings of input history, for priming swaps */
+  size_t hmask;
+  float *zeros;      /* STEP * cin, input while draining */
+  const float *in;   /* the step being processed */
+  size_t m;
+} fir;
+
+static void lane_free(lane *l)
+{
+  cf_conv_free(l->conv);
+  free(l->outc);
+  cf_free(l->x);
+  if (l->y)
+    cf_free(l->y[0]);
+  free(l->y);
+}
+
+static void bank_free(bank *b, unsigned cin)
+{
+  if (!b)
+    return;
+  for (unsigned i = 0; b->lanes && i < cin; i++)
+    lane_free(&b->lanes[i]);
+  free(b->lanes);
+  free(b->src);
+  cf_free(b->sum);
+  free(b->nsrc);
+  free(b);
+}
+
+/* Kernel index of (output o, input i) in k, or -1 if it does not route. */
+static int route(const cf_kernel *k, unsigned o, unsigned i)
+{
+  switch (k->routing) {
+  case CF_ROUTING_SHARED:
+    return o == i ? 0 : -1;
+  case CF_ROUTING_PER_CHANNEL:
+    return o == i ? (int)i : -1;
+  case CF_ROUTING_MATRIX:
+    return k->len[o * k->inputs + i] ? (int)(o * k->inputs + i) : -1;
+  }
+  return -1;
+}
+
+static cf_status lane_init(fir *f, bank *b, lane *l, const cf_kernel *k,
+                           unsigned in)
+{
+  const float *taps[CF_MAX_CHANNELS];
+  size_t lens[CF_MAX_CHANNELS], lmax = 0;
+  l->outc = calloc(f->cout, sizeof *l->outc);
+  l->x = cf_alloc(STEP * sizeof(float));
+  if (!l->outc || !l->x)
+    return cf_fail(CF_E_NOMEM, "engine: out of memory for channel %u", in);
+  for (unsigned o = 0; o < f->cout; o++) {
+    int idx = route(k, o, in);
+    if (idx < 0)
+      continue;
+    taps[l->nk] = k->taps[idx];
+    lens[l->nk] = k->len[idx];
+    if (lens[l->nk] > lmax)
+      lmax = lens[l->nk];
+    l->outc[l->nk++] = o;
+  }
+  if (!l->nk)
+    return CF_OK;
+  l->y = calloc(l->nk, sizeof *l->y);
+  float *ybuf = cf_alloc((size_t)l->nk * STEP * sizeof(float));
+  if (!l->y || !ybuf) {
+    cf_free(ybuf);
+    return cf_fail(CF_E_NOMEM, "engine: out of memory for channel %u", in);
+  }
+  for (unsigned j = 0; j < l->nk; j++)
+    l->y[j] = ybuf + (size_t)j * STEP;
+  cf_conv_plan pl;
+  cf_plan_make(&pl, lmax, l->nk, f->block, f->latency, f->algo);
+  cf_status s = cf_conv_new(&pl, taps, lens, l->nk, STEP, &l->conv);
+  if (s != CF_OK)
+    return s;
+  b->cost += pl.cost;
+  if (lmax >= b->lmax) {
+    b->lmax = lmax;
+    char desc[120];
+    cf_plan_describe(&pl, desc, sizeof desc);
+    snprintf(b->plan, sizeof b->plan, "%s [%s]",
+             cf_algorithm_name(pl.algorithm), desc);
+  }
+  return CF_OK;
+}
+
+static cf_status bank_new(fir *f, const cf_kernel *k, bank **out)
+{
+  bank *b = calloc(1, sizeof *b);
+  cf_status s = CF_OK;
+  *out = NULL;
+  if (!b)
+    return cf_fail(CF_E_NOMEM, "engine: out of memory");
+  b->cout = f->cout;
+  b->lanes = calloc(f->cin, sizeof *b->lanes);
+  b->src = calloc(f->cout, sizeof *b->src);
+  b->nsrc = calloc(f->cout, sizeof *b->nsrc);
+  b->sum = cf_alloc((size_t)f->cout * STEP * sizeof(float));
+  if (!b->lanes || !b->src || !b->nsrc || !b->sum)
+    s = cf_fail(CF_E_NOMEM, "engine: out of memory");
+  for (unsigned i = 0; s == CF_OK && i < f->cin; i++)
+    s = lane_init(f, b, &b->lanes[i], k, i);
+  if (s != CF_OK) {
+    bank_free(b, f->cin);
+    return s;
+  }
+  for (unsigned i = 0; i < f->cin; i++)
+    for (unsigned j = 0; j < b->lanes[i].nk; j++)
+      b->nsrc[b->lanes[i].outc[j]]++;
+  *out = b;
+  return CF_OK;
+}
+
+/* After the lanes ran: point src[o] at output o's samples, summing where
+ * several lanes feed it; zeros where none does. */
+static void bank_gather(bank *b, unsigned cin, size_t m)
+{
+  for (unsigned o = 0; o < b->cout; o++) {
+    b->src[o] = b->sum + (size_t)o * STEP;
+    if (b->nsrc[o] != 1)
+      memset(b->sum + (size_t)o * STEP, 0, m * sizeof(float));
+  }
+  for (unsigned i = 0; i < cin; i++) {
+    const lane *l = &b->lanes[i];
+    for (unsigned j = 0; j < l->nk; j++) {
+      unsigned o = l->outc[j];
+      if (b->nsrc[o] == 1) {
+        b->src[o] = l->y[j];
+        continue;
+      }
+      float *d = b->sum + (size_t)o * STEP;
+      for (size_t n = 0; n < m; n++)
+        d[n] += l->y[j][n];
+    }
+  }
+}
+
+static void lane_job(void *ctx, unsigned item)
+{
+  fir *f = ctx;
+  unsigned c = item % f->cin;
+  bank *b = item < f->cin ? f->cur : f->next;
+  lane *l = &b->lanes[c];
+  if (item < f->cin) { /* once per channel: keep the history */
+    float *h = f->hist + (size_t)c * (f->hmask + 1);
+    for (size_t n = 0; n < f->m; n++)
+      h[(f->t + n) & f->hmask] = f->in[n * f->cin + c];
+  }
+  if (!l->conv)
+    return;
+  for (size_t n = 0; n < f->m; n++)
+    l->x[n] = f->in[n * f->cin + c];
+  cf_conv_process(l->conv, l->x, f->m, l->y);
+}
+
+static void retire(fir *f)
+{
+  bank_free(f->retired, f->cin);
+  f->retired = f->cur;
+  f->cur = f->next;
+  f->next = NULL;
+}
+
+/* w(n) of engine.h for output frame t0 + n (y index t0 + n - latency). */
+static float fade_weight(const fir *f, uint64_t out_index)
+{
+  if (out_index < f->latency + f->fade_s)
+    return 0.0f;
+  uint64_t j = out_index - f->latency - f->fade_s;
+  return j >= f->fade_x ? 1.0f : (float)((double)(j + 1) / (f->fade_x + 1.0));
+}
+
+static void step(fir *f, const float *in, float *out, size_t m)
+{
+  f->in = in;
+  f->m = m;
+  unsigned items = f->cin * (f->next ? 2 : 1);
+  double work = (double)m * (f->cur->cost + (f->next ? f->next->cost : 0));
+  if (work >= PARALLEL_MIN_NS)
+    cf_pool_run(f->pool, lane_job, f, items);
+  else
+    for (unsigned i = 0; i < items; i++)
+      lane_job(f, i);
+  bank_gather(f->cur, f->cin, m);
+  unsigned co = f->cout;
+  if (!f->next) {
+    for (unsigned o = 0; o < co; o++) {
+      const float *s = f->cur->src[o];
+      for (size_t n = 0; n < m; n++)
+        out[n * co + o] = s[n];
+    }
+  } else {
+    bank_gather(f->next, f->cin, m);
+    for (size_t n = 0; n < m; n++) {
+      float w = fade_weight(f, f->t + n);
+      for (unsigned o = 0; o < co; o++) {
+        float a = f->cur->src[o][n], b = f->next->src[o][n];
+        out[n * co + o] = a + w * (b - a);
+      }
+    }
+  }
+  f->t += m;
+  if (f->next && f->t >= f->latency + f->fade_s + f->fade_x)
+    retire(f);
+}
+
+static cf_status fir_process(void *impl, const float *in, float *out,
+                             size_t frames)
+{
+  fir *f = impl;
+  while (frames) {
+    size_t m = frames < STEP ? frames : STEP;
+    step(f, in, out, m);
+    in += m * f->cin;
+    out += m * f->cout;
+    frames -= m;
+  }
+  return CF_OK;
+}
+
+static size_t fir_latency(const void *impl) { return ((const fir *)impl)->latency; }
+
+static size_t fir_tail(const void *impl)
+{
+  const fir *f = impl;
+  size_t l = f->cur->lmax;
+  if (f->next && f->next->lmax > l)
+    l = f->next->lmax;
+  return f->latency + l - 1;
+}
+
+static void fir_reset(void *impl)
+{
+  fir *f = impl;
+  if (f->next)
+    retire(f);
+  for (unsigned i = 0; i < f->cin; i++)
+    if (f->cur->lanes[i].conv)
+      cf_conv_reset(f->cur->lanes[i].conv);
+  memset(f->hist, 0, (size_t)f->cin * (f->hmask + 1) * sizeof(float));
+  f->t = 0;
+}
+
+static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
+{
+  fir *f = impl;
+  size_t left = fir_tail(f);
+  (void)cap;
+  *written = left;
+  while (left) {
+    size_t m = left < STEP ? left : STEP;
+    step(f, f->zeros, out, m);
+    out += m * f->cout;
+    left -= m;
+  }
+  fir_reset(f);
+  return CF_OK;
+}
+
+/* Bring a new bank to time f->t by replaying the input history: from
+ * max(0, t - latency - lmax + 1) on, every output it will give is exact. */
+static void prime(fir *f, bank *b)
+{
+  uint64_t need = f->latency + b->lmax - 1, have = f->hmask + 1 - STEP;
+  if (need > have)
+    need = have; /* a longer kernel than the history: approximate start */
+  uint64_t from = f->t > need ? f->t - need : 0;
+  for (unsigned c = 0; c < f->cin; c++) {
+    lane *l = &b->lanes[c];
+    if (!l->conv)
+      continue;
+    const float *h = f->hist + (size_t)c * (f->hmask + 1);
+    for (uint64_t t = from; t < f->t;) {
+      size_t m = f->t - t < STEP ? (size_t)(f->t - t) : STEP;
+      for (size_t n = 0; n < m; n++)
+        l->x[n] = h[(t + n) & f->hmask];
+      cf_conv_process(l->conv, l->x, m, l->y);
+      t += m;
+    }
+  }
+}
+
+static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
+                                size_t crossfade)
+{
+  fir *f = impl;
+  if (f->next)
+    retire(f); /* finish the running crossfade first */
+  bank *b;
+  cf_status s = bank_new(f, k, &b);
+  if (s != CF_OK)
+    return s;
+  prime(f, b);
+  bank_free(f->retired, f->cin);
+  f->retired = NULL;
+  f->next = b;
+  f->fade_s = f->t;
+  f->fade_x = crossfade;
+  return CF_OK;
+}
+
+static void fir_describe(const void *impl, char *buf, size_t n)
+{
+  const fir *f = impl;
+  snprintf(buf, n, "%s, block %zu, latency %zu, %u thread%s, %s",
+           f->cur->plan, f->block, f->latency, cf_pool_threads(f->pool),
+           cf_pool_threads(f->pool) == 1 ? "" : "s", cf_dsp_get()->name);
+}
+
+static void fir_destroy(void *impl)
+{
+  fir *f = impl;
+  if (!f)
+    return;
+  bank_free(f->cur, f->cin);
+  bank_free(f->next, f->cin);
+  bank_free(f->retired, f->cin);
+  cf_pool_free(f->pool);
+  cf_free(f->hist);
+  cf_free(f->zeros);
+  free(f);
+}
+
+static const cf_backend_ops fir_ops = {
+    fir_process, fir_latency, fir_tail, fir_drain, fir_reset,
+    fir_set_kernel, fir_describe, fir_destroy,
+};
+
+static unsigned max_kernels_per_lane(const cf_kernel *k, unsigned cin,
+                                     unsigned cout)
+{
+  unsigned best = 1;
+  for (unsigned i = 0; i < cin; i++) {
+    unsigned n = 0;
+    for (unsigned o = 0; o < cout; o++)
+      n += route(k, o, i) >= 0;
+    if (n > best)
+      best = n;
+  }
+  return best;
+}
+
+cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                         unsigned cout, void **impl, const cf_backend_ops **ops)
+{
+  fir *f = calloc(1, sizeof *f);
+  if (!f)
+    return cf_fail(CF_E_NOMEM, "engine: out of memory");
+  f->cin = cfg->channels;
+  f->cout = cout;
+  f->block = cfg->block_size;
+  f->algo = cfg->algorithm;
+  size_t lmax = cf_kernel_max_len(k);
+  f->latency = cf_plan_latency(lmax, max_kernels_per_lane(k, f->cin, cout),
+                               f->block, f->algo);
+  size_t keep = cfg->swap_history > lmax ? cfg->swap_history : lmax;
+  size_t hcap = 1;
+  while (hcap < keep + f->latency + STEP)
+    hcap <<= 1;
+  f->hmask = hcap - 1;
+  f->hist = cf_alloc((size_t)f->cin * hcap * sizeof(float));
+  f->zeros = cf_alloc((size_t)f->cin * STEP * sizeof(float));
+  unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
+  if (threads > f->cin)
+    threads = f->cin; /* lanes are the unit of parallel work */
+  cf_status s = CF_OK;
+  if (!f->hist || !f->zeros)
+    s = cf_fail(CF_E_NOMEM, "engine: out of memory for %zu frames of "
+                "history", hcap);
+  if (s == CF_OK)
+    s = cf_pool_new(threads, &f->pool);
+  if (s == CF_OK)
+    s = bank_new(f, k, &f->cur);
+  if (s != CF_OK) {
+    fir_destroy(f);
+    return s;
+  }
+  *impl = f;
+  *ops = &fir_ops;
+  return CF_OK;
+}

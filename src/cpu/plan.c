@@ -1,0 +1,155 @@
+/* Choosing a convolver plan by a cost model whose constants were measured
+ * on the CPU path (bench/bench_engine --crossover; see bench/results/). */
+#include "plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Model constants, ns (2-core x86-64 CI machine, AVX2; see bench/). */
+#define NS_DIRECT_MAC 0.030  /* one tap of the direct FIR per output */
+#define NS_FFT_NLOGN 0.055   /* real FFT of size N costs this * N log2 N */
+#define NS_FFT_FIXED 150.0   /* per FFT call */
+#define NS_CMAC_BIN 0.30     /* one complex bin multiply-accumulate */
+#define NS_PER_SAMPLE 1.0    /* copies in and out */
+
+static double fft_ns(size_t n)
+{
+  return NS_FFT_FIXED + NS_FFT_NLOGN * (double)n * log2((double)n);
+}
+
+static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static double cost(const cf_conv_plan *pl, size_t len, unsigned k)
+{
+  double c = NS_PER_SAMPLE + (double)k * (double)pl->head * NS_DIRECT_MAC;
+  for (unsigned s = 0; s < pl->nstages; s++) {
+    const cf_stage_plan *st = &pl->st[s];
+    double p = (double)st->p;
+    c += (1.0 + k) * fft_ns(2 * st->p) / p;
+    c += (double)k * (double)st->n * (p + 1.0) * NS_CMAC_BIN / p;
+  }
+  (void)len;
+  return c;
+}
+
+/* Stages from `off` (= head) to len: the first of size p0, each next one
+ * `growth` times larger, up to pmax; each stage ends where the next one
+ * starts at its own size (q = 1), the last covers the rest uniformly. */
+static int build_fft(cf_conv_plan *pl, size_t len, size_t p0, size_t head,
+                     size_t growth, size_t pmax)
+{
+  size_t covered = head, p = p0;
+  pl->head = head;
+  pl->nstages = 0;
+  while (covered < len) {
+    if (pl->nstages == CF_MAX_STAGES || covered % p)
+      return 0;
+    cf_stage_plan *st = &pl->st[pl->nstages++];
+    st->p = p;
+    st->q = covered / p;
+    size_t next = p * growth;
+    if (growth > 1 && next <= pmax && len - covered > next - covered &&
+        next > covered) {
+      st->n = (next - covered) / p;
+      covered = next;
+      p = next;
+    } else {
+      st->n = div_up(len - covered, p);
+      covered += st->n * p;
+    }
+  }
+  return 1;
+}
+
+static void consider(cf_conv_plan *best, const cf_conv_plan *cand, size_t len,
+                     unsigned k)
+{
+  double c = cost(cand, len, k);
+  if (best->cost < 0 || c < best->cost) {
+    *best = *cand;
+    best->cost = c;
+  }
+}
+
+static void best_fft(cf_conv_plan *best, size_t len, unsigned k, size_t block,
+                     size_t latency, int uniform)
+{
+  cf_conv_plan c = *best;
+  size_t p0_min = latency ? block : (block < 32 ? block : 32);
+  for (size_t p0 = block; p0 >= p0_min && p0 >= 1; p0 /= 2) {
+    size_t head = latency ? 0 : p0;
+    if (head >= len)
+      head = len;
+    if (uniform) {
+      if (build_fft(&c, len, p0, head, 1, p0))
+        consider(best, &c, len, k);
+    } else {
+      for (size_t g = 2; g <= 8; g *= 2)
+        for (size_t pmax = p0; pmax <= CF_MAX_PARTITION; pmax *= g)
+          if (build_fft(&c, len, p0, head, g, pmax))
+            consider(best, &c, len, k);
+    }
+    if (latency)
+      break; /* q = 0 needs the first stage to be exactly the block */
+    if (p0 % 2)
+      break;
+  }
+}
+
+void cf_plan_make(cf_conv_plan *pl, size_t len, unsigned kernels,
+                  size_t block, size_t latency, cf_algorithm algo)
+{
+  memset(pl, 0, sizeof *pl);
+  pl->block = block;
+  pl->latency = latency;
+  pl->cost = -1;
+  unsigned k = kernels ? kernels : 1;
+  cf_conv_plan direct = *pl;
+  direct.algorithm = CF_ALGO_DIRECT;
+  direct.head = len;
+  if (algo == CF_ALGO_DIRECT || len <= 1) {
+    consider(pl, &direct, len, k);
+    return;
+  }
+  if (algo == CF_ALGO_AUTO)
+    consider(pl, &direct, len, k);
+  if (algo == CF_ALGO_AUTO || algo == CF_ALGO_FFT_UNIFORM) {
+    pl->algorithm = CF_ALGO_FFT_UNIFORM;
+    best_fft(pl, len, k, block, latency, 1);
+  }
+  if (algo == CF_ALGO_AUTO || algo == CF_ALGO_FFT_NONUNIFORM) {
+    cf_conv_plan save = *pl;
+    pl->algorithm = CF_ALGO_FFT_NONUNIFORM;
+    pl->cost = -1;
+    best_fft(pl, len, k, block, latency, 0);
+    if (algo == CF_ALGO_AUTO && save.cost >= 0 && save.cost <= pl->cost)
+      *pl = save;
+  }
+  if (pl->nstages == 0 && pl->head == len)
+    pl->algorithm = CF_ALGO_DIRECT;
+}
+
+size_t cf_plan_latency(size_t len, unsigned kernels, size_t block,
+                       cf_algorithm algo)
+{
+  if (algo == CF_ALGO_DIRECT || block <= 1)
+    return 0;
+  if (algo != CF_ALGO_AUTO)
+    return block - 1;
+  cf_conv_plan d, f;
+  cf_plan_make(&d, len, kernels, block, 0, CF_ALGO_DIRECT);
+  cf_plan_make(&f, len, kernels, block, block - 1, CF_ALGO_AUTO);
+  return f.cost < d.cost ? block - 1 : 0;
+}
+
+void cf_plan_describe(const cf_conv_plan *pl, char *buf, size_t n)
+{
+  size_t w = 0;
+  buf[0] = 0;
+  if (pl->head)
+    w += (size_t)snprintf(buf + w, n - w, "direct %zu", pl->head);
+  for (unsigned s = 0; s < pl->nstages && w < n; s++)
+    w += (size_t)snprintf(buf + w, n - w, "%s%zux%zu", w ? " + " : "",
+                          pl->st[s].p, pl->st[s].n);
+}

@@ -1,0 +1,20 @@
+/* A small persistent worker pool: run fn(ctx, i) for i < n on all threads
+ * (the caller included) and return when every item is done. */
+#ifndef CF_CPU_POOL_H
+#define CF_CPU_POOL_H
+
+#include "cudafilter/error.h"
+
+typedef struct cf_pool cf_pool;
+typedef void (*cf_pool_fn)(void *ctx, unsigned item);
+
+/* threads: total including the caller; 1 makes a pool that runs inline. */
+cf_status cf_pool_new(unsigned threads, cf_pool **out);
+void cf_pool_free(cf_pool *p);
+unsigned cf_pool_threads(const cf_pool *p);
+void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n);
+
+/* Online CPUs of this process (sched affinity), at least 1. */
+unsigned cf_cpu_count(void);
+
+#endif

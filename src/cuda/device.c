@@ -1,0 +1,52 @@
+/* CUDA device discovery through cudart. With no driver (CI machines),
+ * cudaGetDeviceCount fails (cudaErrorInsufficientDriver): that is "no
+ * device", with the runtime's own words as the reason. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "../engine/engine_internal.h"
+
+static _Thread_local char why[256];
+
+CF_PUBLIC int cf_device_count(const char **reason)
+{
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    snprintf(why, sizeof why, "no usable CUDA device: %s (%s)",
+             cudaGetErrorString(err), cudaGetErrorName(err));
+    n = 0;
+  } else if (n == 0) {
+    snprintf(why, sizeof why, "the CUDA driver reports no device");
+  }
+  if (reason)
+    *reason = n ? NULL : why;
+  return n;
+}
+
+CF_PUBLIC cf_status cf_device_describe(int id, char *buf, size_t len)
+{
+  struct cudaDeviceProp prop;
+  cudaError_t err = cudaGetDeviceProperties(&prop, id);
+  if (err != cudaSuccess)
+    return cf_fail(CF_E_DEVICE, "CUDA device %d: %s", id,
+                   cudaGetErrorString(err));
+  snprintf(buf, len, "%s, sm_%d%d, %.1f GiB", prop.name, prop.major,
+           prop.minor, (double)prop.totalGlobalMem / (1024.0 * 1024 * 1024));
+  return CF_OK;
+}
+
+cf_status cf_cuda_usable(int device_id, const char **reason)
+{
+  int n = cf_device_count(reason);
+  if (n == 0)
+    return CF_E_UNAVAILABLE;
+  if (device_id < 0 || device_id >= n) {
+    snprintf(why, sizeof why, "device-id %d out of range (%d devices)",
+             device_id, n);
+    if (reason)
+      *reason = why;
+    return CF_E_UNAVAILABLE;
+  }
+  return CF_OK;
+}

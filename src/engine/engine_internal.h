@@ -1,0 +1,27 @@
+/* Internal: what a backend provides to the engine front (engine.c). */
+#ifndef CF_ENGINE_INTERNAL_H
+#define CF_ENGINE_INTERNAL_H
+
+#include "cudafilter/engine.h"
+#include "error_internal.h"
+
+typedef struct cf_backend_ops {
+  cf_status (*process)(void *impl, const float *in, float *out, size_t n);
+  size_t (*latency)(const void *impl);
+  size_t (*tail)(const void *impl);
+  cf_status (*drain)(void *impl, float *out, size_t cap, size_t *written);
+  void (*reset)(void *impl);
+  cf_status (*set_kernel)(void *impl, const cf_kernel *k, size_t crossfade);
+  void (*describe)(const void *impl, char *buf, size_t n);
+  void (*destroy)(void *impl);
+} cf_backend_ops;
+
+/* The CPU 1D backend (src/cpu/fir.c). */
+cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                         unsigned out_channels, void **impl,
+                         const cf_backend_ops **ops);
+
+/* CUDA device query (src/cuda/device.c or device_none.c). */
+cf_status cf_cuda_usable(int device_id, const char **reason);
+
+#endif

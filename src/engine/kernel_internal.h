@@ -1,0 +1,15 @@
+/* Internal layout of a kernel set. */
+#ifndef CF_KERNEL_INTERNAL_H
+#define CF_KERNEL_INTERNAL_H
+
+#include "cudafilter/kernel.h"
+#include "error_internal.h"
+
+struct cf_kernel {
+  cf_routing routing;
+  unsigned outputs, inputs, count;
+  float **taps; /* count arrays */
+  size_t *len;  /* count lengths */
+};
+
+#endif
