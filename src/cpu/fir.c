@@ -6,10 +6,13 @@
  * when the step is worth a thread hand-off), then outputs are summed where
  * several lanes feed one channel and interleaved.
  *
- * A kernel swap builds a second bank with the same latency, primes it by
+ * A kernel swap builds a new bank with the same latency, primes it by
  * replaying the input history (so it starts as if it had always run), and
- * blends the two banks over the crossfade window; then the old bank is
- * retired (freed at the next swap, reset or free: never in process()). */
+ * blends it in over the crossfade window. Swaps form a short list: swap k
+ * blends bank k over the fold of the banks before it, and is complete
+ * (weight 1) from the next swap's point on, as engine.h defines. A bank no
+ * future output depends on is retired (freed at the next swap, reset or
+ * free: never in process()). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,15 +49,22 @@ typedef struct bank {
   char plan[160];
 } bank;
 
+/* Banks alive at once: the current one and up to MAX_BANKS - 1 swaps
+ * whose crossfade or latency window is still open. */
+#define MAX_BANKS 4
+
 typedef struct fir {
   unsigned cin, cout;
-  size_t block, latency, swap_history;
+  size_t block, latency;
   cf_algorithm algo;
   cf_pool *pool;
-  bank *cur, *next, *retired;
+  bank *b[MAX_BANKS]; /* oldest first */
+  unsigned nb;
+  uint64_t fade_s[MAX_BANKS]; /* bank k >= 1: swap point S and crossfade X */
+  size_t fade_x[MAX_BANKS];
+  bank *retired[MAX_BANKS];
+  unsigned nretired;
   uint64_t t;        /* input frames since start or reset */
-  uint64_t fade_s;   /* swap point S and crossfade X */
-  size_t fade_x;
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
   float *zeros;      /* STEP * cin, input while draining */
@@ -199,7 +209,7 @@ static void lane_job(void *ctx, unsigned item)
 {
   fir *f = ctx;
   unsigned c = item % f->cin;
-  bank *b = item < f->cin ? f->cur : f->next;
+  bank *b = f->b[item / f->cin];
   lane *l = &b->lanes[c];
   if (item < f->cin) { /* once per channel: keep the history */
     float *h = f->hist + (size_t)c * (f->hmask + 1);
@@ -213,55 +223,83 @@ static void lane_job(void *ctx, unsigned item)
   cf_conv_process(l->conv, l->x, f->m, l->y);
 }
 
-static void retire(fir *f)
+static void free_retired(fir *f)
 {
-  bank_free(f->retired, f->cin);
-  f->retired = f->cur;
-  f->cur = f->next;
-  f->next = NULL;
+  for (unsigned i = 0; i < f->nretired; i++)
+    bank_free(f->retired[i], f->cin);
+  f->nretired = 0;
 }
 
-/* w(n) of engine.h for output frame t0 + n (y index t0 + n - latency). */
-static float fade_weight(const fir *f, uint64_t out_index)
+/* Drop the oldest bank (the list never empties). */
+static void retire_oldest(fir *f)
 {
-  if (out_index < f->latency + f->fade_s)
+  f->retired[f->nretired++] = f->b[0];
+  for (unsigned i = 1; i < f->nb; i++) {
+    f->b[i - 1] = f->b[i];
+    f->fade_s[i - 1] = f->fade_s[i];
+    f->fade_x[i - 1] = f->fade_x[i];
+  }
+  f->nb--;
+}
+
+/* w_k(y) of engine.h for swap k at y index y; 1 from the next swap on. */
+static float fade_weight(const fir *f, unsigned k, uint64_t y)
+{
+  if (y < f->fade_s[k])
     return 0.0f;
-  uint64_t j = out_index - f->latency - f->fade_s;
-  return j >= f->fade_x ? 1.0f : (float)((double)(j + 1) / (f->fade_x + 1.0));
+  if (k + 1 < f->nb && y >= f->fade_s[k + 1])
+    return 1.0f;
+  uint64_t j = y - f->fade_s[k];
+  return j >= f->fade_x[k] ? 1.0f : (float)((double)(j + 1) / (f->fade_x[k] + 1.0));
+}
+
+/* Swap 1 is over for every future output (y >= t - latency). */
+static int swap1_done(const fir *f)
+{
+  uint64_t y = f->t >= f->latency ? f->t - f->latency : 0;
+  return y >= f->fade_s[1] + f->fade_x[1] || (f->nb > 2 && y >= f->fade_s[2]);
 }
 
 static void step(fir *f, const float *in, float *out, size_t m)
 {
   f->in = in;
   f->m = m;
-  unsigned items = f->cin * (f->next ? 2 : 1);
-  double work = (double)m * (f->cur->cost + (f->next ? f->next->cost : 0));
+  double work = 0;
+  for (unsigned k = 0; k < f->nb; k++)
+    work += (double)m * f->b[k]->cost;
+  unsigned items = f->cin * f->nb;
   if (work >= PARALLEL_MIN_NS)
     cf_pool_run(f->pool, lane_job, f, items);
   else
     for (unsigned i = 0; i < items; i++)
       lane_job(f, i);
-  bank_gather(f->cur, f->cin, m);
+  for (unsigned k = 0; k < f->nb; k++)
+    bank_gather(f->b[k], f->cin, m);
   unsigned co = f->cout;
-  if (!f->next) {
+  const bank *b0 = f->b[0];
+  if (f->nb == 1) {
     for (unsigned o = 0; o < co; o++) {
-      const float *s = f->cur->src[o];
+      const float *src = b0->src[o];
       for (size_t n = 0; n < m; n++)
-        out[n * co + o] = s[n];
+        out[n * co + o] = src[n];
     }
   } else {
-    bank_gather(f->next, f->cin, m);
     for (size_t n = 0; n < m; n++) {
-      float w = fade_weight(f, f->t + n);
+      float w[MAX_BANKS];
+      uint64_t z = f->t + n;
+      for (unsigned k = 1; k < f->nb; k++)
+        w[k] = z < f->latency ? 0.0f : fade_weight(f, k, z - f->latency);
       for (unsigned o = 0; o < co; o++) {
-        float a = f->cur->src[o][n], b = f->next->src[o][n];
-        out[n * co + o] = a + w * (b - a);
+        float v = b0->src[o][n];
+        for (unsigned k = 1; k < f->nb; k++)
+          v += w[k] * (f->b[k]->src[o][n] - v);
+        out[n * co + o] = v;
       }
     }
   }
   f->t += m;
-  if (f->next && f->t >= f->latency + f->fade_s + f->fade_x)
-    retire(f);
+  while (f->nb > 1 && swap1_done(f))
+    retire_oldest(f);
 }
 
 static cf_status fir_process(void *impl, const float *in, float *out,
@@ -283,20 +321,22 @@ static size_t fir_latency(const void *impl) { return ((const fir *)impl)->latenc
 static size_t fir_tail(const void *impl)
 {
   const fir *f = impl;
-  size_t l = f->cur->lmax;
-  if (f->next && f->next->lmax > l)
-    l = f->next->lmax;
+  size_t l = 0;
+  for (unsigned k = 0; k < f->nb; k++)
+    if (f->b[k]->lmax > l)
+      l = f->b[k]->lmax;
   return f->latency + l - 1;
 }
 
 static void fir_reset(void *impl)
 {
   fir *f = impl;
-  if (f->next)
-    retire(f);
+  while (f->nb > 1) /* a discontinuity completes every swap */
+    retire_oldest(f);
+  free_retired(f);
   for (unsigned i = 0; i < f->cin; i++)
-    if (f->cur->lanes[i].conv)
-      cf_conv_reset(f->cur->lanes[i].conv);
+    if (f->b[0]->lanes[i].conv)
+      cf_conv_reset(f->b[0]->lanes[i].conv);
   memset(f->hist, 0, (size_t)f->cin * (f->hmask + 1) * sizeof(float));
   f->t = 0;
 }
@@ -344,18 +384,18 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
                                 size_t crossfade)
 {
   fir *f = impl;
-  if (f->next)
-    retire(f); /* finish the running crossfade first */
   bank *b;
   cf_status s = bank_new(f, k, &b);
   if (s != CF_OK)
     return s;
   prime(f, b);
-  bank_free(f->retired, f->cin);
-  f->retired = NULL;
-  f->next = b;
-  f->fade_s = f->t;
-  f->fade_x = crossfade;
+  free_retired(f);
+  if (f->nb == MAX_BANKS) /* swaps faster than the latency: drop the oldest */
+    retire_oldest(f);
+  f->b[f->nb] = b;
+  f->fade_s[f->nb] = f->t;
+  f->fade_x[f->nb] = crossfade;
+  f->nb++;
   return CF_OK;
 }
 
@@ -363,7 +403,7 @@ static void fir_describe(const void *impl, char *buf, size_t n)
 {
   const fir *f = impl;
   snprintf(buf, n, "%s, block %zu, latency %zu, %u thread%s, %s",
-           f->cur->plan, f->block, f->latency, cf_pool_threads(f->pool),
+           f->b[f->nb - 1]->plan, f->block, f->latency, cf_pool_threads(f->pool),
            cf_pool_threads(f->pool) == 1 ? "" : "s", cf_dsp_get()->name);
 }
 
@@ -372,9 +412,9 @@ static void fir_destroy(void *impl)
   fir *f = impl;
   if (!f)
     return;
-  bank_free(f->cur, f->cin);
-  bank_free(f->next, f->cin);
-  bank_free(f->retired, f->cin);
+  for (unsigned k = 0; k < f->nb; k++)
+    bank_free(f->b[k], f->cin);
+  free_retired(f);
   cf_pool_free(f->pool);
   cf_free(f->hist);
   cf_free(f->zeros);
@@ -430,7 +470,9 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   if (s == CF_OK)
     s = cf_pool_new(threads, &f->pool);
   if (s == CF_OK)
-    s = bank_new(f, k, &f->cur);
+    s = bank_new(f, k, &f->b[0]);
+  if (s == CF_OK)
+    f->nb = 1;
   if (s != CF_OK) {
     fir_destroy(f);
     return s;
