@@ -1,0 +1,527 @@
+/* cudafilter — command-line tool: stream FIR filtering of raw float32
+ * audio through a pipe (fir), library and device facts (info), and a
+ * self-contained demo (demo, in demo.c). */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The headers one by one: in the build tree version.h is generated into
+ * <builddir>/include/cudafilter, which cudafilter.h's "version.h" misses. */
+#include <cudafilter/engine.h>
+#include <cudafilter/error.h>
+#include <cudafilter/kernel.h>
+#include <cudafilter/version.h>
+
+#include "cf_config.h"
+
+#define PROG "cudafilter"
+
+/* Bytes read from stdin at most per read(); nothing is allocated per read. */
+enum { READ_BYTES = 64 * 1024 };
+
+/* ---- shared helpers (cli.h) ---------------------------------------- */
+
+int cli_error(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fputs(PROG ": ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return CLI_EXIT_RUNTIME;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fputs(PROG ": ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry '" PROG "%s%s --help' for more information.\n",
+          cmd ? " " : "", cmd ? cmd : "");
+  va_end(ap);
+  return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+  /* getopt_long has already advanced optind past the offending word. */
+  const char *word = argv[optind - 1];
+  if (c == ':')
+    return cli_usage_error(cmd, "option '%s' needs a value", word);
+  if (optopt && strncmp(word, "--", 2) != 0)
+    return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  return cli_usage_error(cmd, "unknown option '%s'", word);
+}
+
+bool cli_parse_uint(const char *cmd, const char *opt, const char *s,
+                    unsigned long lo, unsigned long hi, unsigned long *out)
+{
+  char *end = NULL;
+  unsigned long v = 0;
+  errno = 0;
+  /* strtoul accepts " -1" and wraps it: insist on a leading digit. */
+  if (s[0] >= '0' && s[0] <= '9')
+    v = strtoul(s, &end, 10);
+  if (!end || (errno && errno != ERANGE) || *end != '\0') {
+    cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
+    return false;
+  }
+  if (errno == ERANGE || v < lo || v > hi) {
+    cli_usage_error(cmd, "%s: %s is out of range %lu..%lu", opt, s, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_parse_double(const char *cmd, const char *opt, const char *s,
+                      double lo, double hi, double *out)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || *end != '\0' || !isfinite(v)) {
+    cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
+    return false;
+  }
+  if (v < lo || v > hi) {
+    cli_usage_error(cmd, "%s: %g is out of range %g..%g", opt, v, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+int cli_write_all(int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+double cli_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- usage texts ----------------------------------------------------- */
+
+static void usage_main(FILE *f)
+{
+  fputs(
+    "Usage: " PROG " COMMAND [OPTIONS]\n"
+    "Real-time streaming convolution (FIR filtering) on CPU or CUDA.\n"
+    "\n"
+    "Commands:\n"
+    "  fir     filter interleaved float32 audio from stdin to stdout\n"
+    "  info    version, backends, CUDA devices and build features\n"
+    "  demo    filter a generated test signal through a synthetic room\n"
+    "          and write it to a WAV file\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help     show this help ('" PROG " COMMAND --help' for a "
+    "command)\n"
+    "  -V, --version  show the version\n", f);
+}
+
+static void usage_fir(FILE *f)
+{
+  fputs(
+    "Usage: " PROG " fir --kernel FILE --channels C [OPTIONS] < in > out\n"
+    "Filter raw interleaved float32 little-endian audio from stdin to stdout.\n"
+    "Input is processed as it arrives and each piece is written at once, so\n"
+    "the command works inside a live pipe.\n"
+    "\n"
+    "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
+    "                       3D matrix), text (shared) or any audio file\n"
+    "  -c, --channels C     input channels (for a matrix kernel: its inputs)\n"
+    "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
+    "                       file has this routing\n"
+    "      --rate R         sample rate; audio kernel files are resampled to\n"
+    "                       it (default 48000)\n"
+    "  -b, --block N        block size in frames (FFT paths add N-1 frames\n"
+    "                       of latency; default 1024)\n"
+    "      --backend B      auto|cpu|cuda (default auto)\n"
+    "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
+    "      --threads N      worker threads, 0 = one per core (default 0)\n"
+    "      --device ID      CUDA device (default 0)\n"
+    "      --drain          at end of input also write the tail\n"
+    "  -v, --verbose        describe the engine and its latency on stderr\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Output has the kernel's output channel count (C for shared and\n"
+    "per-channel kernels, the matrix's outputs for a matrix). It is the\n"
+    "convolution delayed by the engine's latency (see -v). Without --drain\n"
+    "the output has exactly as many frames as the input; with --drain it\n"
+    "has latency + L - 1 more (L = longest kernel), the full convolution.\n"
+    "\n"
+    "Exit status: 0 ok, 1 runtime error, 2 usage error.\n", f);
+}
+
+/* ---- fir --------------------------------------------------------------- */
+
+typedef struct fir_opts {
+  const char *kernel_path;
+  unsigned long channels;
+  bool have_routing;
+  cf_routing routing;
+  unsigned long rate;
+  cf_audio_config cfg;
+  bool drain;
+  bool verbose;
+} fir_opts;
+
+static void to_host_order(float *x, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  /* The stream is little-endian; swap on big-endian hosts. */
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, &x[i], 4);
+    u = __builtin_bswap32(u);
+    memcpy(&x[i], &u, 4);
+  }
+#else
+  (void)x;
+  (void)n;
+#endif
+}
+
+static int write_failed(void)
+{
+  /* The reader went away (head, a closed pipe): end quietly. */
+  if (errno == EPIPE)
+    return CLI_EXIT_RUNTIME;
+  return cli_error("writing to stdout: %s", strerror(errno));
+}
+
+/* Write out[0..frames) of C channels to stdout in stream byte order. */
+static int emit(float *out, size_t frames, unsigned channels)
+{
+  to_host_order(out, frames * channels); /* the swap is its own inverse */
+  if (cli_write_all(STDOUT_FILENO, out, frames * channels * sizeof *out))
+    return write_failed();
+  return 0;
+}
+
+/* Parse fir's options into o; returns 0 or an exit status. */
+static int fir_parse(int argc, char **argv, fir_opts *o)
+{
+  enum { OPT_ROUTING = 256, OPT_RATE, OPT_BACKEND, OPT_ALGORITHM,
+         OPT_THREADS, OPT_DEVICE, OPT_DRAIN };
+  static const struct option longopts[] = {
+    {"kernel", required_argument, NULL, 'k'},
+    {"channels", required_argument, NULL, 'c'},
+    {"routing", required_argument, NULL, OPT_ROUTING},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {"block", required_argument, NULL, 'b'},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"algorithm", required_argument, NULL, OPT_ALGORITHM},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"drain", no_argument, NULL, OPT_DRAIN},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  unsigned long v;
+  int c;
+
+  memset(o, 0, sizeof *o);
+  o->rate = 48000;
+  cf_audio_config_init(&o->cfg);
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":k:c:b:vh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'k': o->kernel_path = optarg; break;
+    case 'c':
+      if (!cli_parse_uint("fir", "--channels", optarg, 1, CF_MAX_CHANNELS,
+                          &o->channels))
+        return CLI_EXIT_USAGE;
+      break;
+    case OPT_ROUTING:
+      if (cf_routing_from_string(optarg, &o->routing) != CF_OK)
+        return cli_usage_error("fir", "--routing: '%s' is not shared, "
+                               "per-channel or matrix", optarg);
+      o->have_routing = true;
+      break;
+    case OPT_RATE:
+      if (!cli_parse_uint("fir", "--rate", optarg, 1, 10000000, &o->rate))
+        return CLI_EXIT_USAGE;
+      break;
+    case 'b':
+      if (!cli_parse_uint("fir", "--block", optarg, 1, 1u << 24, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.block_size = (unsigned)v;
+      break;
+    case OPT_BACKEND:
+      if (cf_backend_from_string(optarg, &o->cfg.backend) != CF_OK)
+        return cli_usage_error("fir", "--backend: '%s' is not auto, cpu or "
+                               "cuda", optarg);
+      break;
+    case OPT_ALGORITHM:
+      if (cf_algorithm_from_string(optarg, &o->cfg.algorithm) != CF_OK)
+        return cli_usage_error("fir", "--algorithm: '%s' is not auto, "
+                               "direct, fft-uniform or fft-nonuniform",
+                               optarg);
+      break;
+    case OPT_THREADS:
+      if (!cli_parse_uint("fir", "--threads", optarg, 0, 1024, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.threads = (unsigned)v;
+      break;
+    case OPT_DEVICE:
+      if (!cli_parse_uint("fir", "--device", optarg, 0, 1024, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.device_id = (int)v;
+      break;
+    case OPT_DRAIN: o->drain = true; break;
+    case 'v': o->verbose = true; break;
+    case 'h': usage_fir(stdout); exit(0);
+    default: return cli_bad_option("fir", c, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("fir", "unexpected argument '%s' (audio is read "
+                           "from stdin)", argv[optind]);
+  if (!o->kernel_path)
+    return cli_usage_error("fir", "missing --kernel FILE");
+  if (!o->channels)
+    return cli_usage_error("fir", "missing --channels C");
+  o->cfg.channels = (unsigned)o->channels;
+  return 0;
+}
+
+/* Check that the kernel file fits what the user asked for. */
+static int fir_check_kernel(const fir_opts *o, const cf_kernel *k)
+{
+  cf_routing r = cf_kernel_routing(k);
+  unsigned ins = cf_kernel_inputs(k), outs = cf_kernel_outputs(k);
+  if (o->have_routing && r != o->routing)
+    return cli_error("--routing %s given, but kernel %s is %s",
+                     cf_routing_name(o->routing), o->kernel_path,
+                     cf_routing_name(r));
+  if (r == CF_ROUTING_PER_CHANNEL && ins != o->channels)
+    return cli_error("kernel %s has %u per-channel kernels, but --channels "
+                     "is %lu", o->kernel_path, ins, o->channels);
+  if (r == CF_ROUTING_MATRIX && ins != o->channels)
+    return cli_error("kernel %s is a %u x %u matrix (outputs x inputs), but "
+                     "--channels is %lu", o->kernel_path, outs, ins,
+                     o->channels);
+  return 0;
+}
+
+/* Pump stdin through the engine to stdout until end of input. */
+static int fir_stream(cf_engine *e, bool drain)
+{
+  static float in[READ_BYTES / sizeof(float)];
+  const unsigned cin = cf_engine_in_channels(e);
+  const unsigned cout = cf_engine_out_channels(e);
+  const size_t frame_bytes = cin * sizeof(float);
+  const size_t max_frames = sizeof in / frame_bytes;
+  size_t have = 0; /* bytes in `in`: a partial frame left from last read */
+  int rc = 0;
+
+  float *out = malloc(max_frames * cout * sizeof *out);
+  if (!out)
+    return cli_error("out of memory");
+  for (;;) {
+    ssize_t got = read(STDIN_FILENO, (char *)in + have, sizeof in - have);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      rc = cli_error("reading stdin: %s", strerror(errno));
+      goto done;
+    }
+    if (got == 0)
+      break;
+    have += (size_t)got;
+    size_t frames = have / frame_bytes;
+    if (frames == 0)
+      continue;
+    to_host_order(in, frames * cin);
+    if (cf_engine_process(e, in, out, frames) != CF_OK) {
+      rc = cli_error("processing failed: %s", cf_last_error());
+      goto done;
+    }
+    if ((rc = emit(out, frames, cout)))
+      goto done;
+    have -= frames * frame_bytes;
+    memmove(in, (char *)in + frames * frame_bytes, have);
+  }
+  if (have)
+    fprintf(stderr, PROG ": warning: ignored %zu trailing bytes at end of "
+            "input (not a whole frame of %u channels)\n", have, cin);
+  if (drain) {
+    size_t tail = cf_engine_tail(e), written = 0;
+    /* Allocated once, at the end of the stream. */
+    float *t = malloc((tail ? tail : 1) * cout * sizeof *t);
+    if (!t) {
+      rc = cli_error("out of memory for the %zu-frame tail", tail);
+      goto done;
+    }
+    if (cf_engine_drain(e, t, tail, &written) != CF_OK)
+      rc = cli_error("drain failed: %s", cf_last_error());
+    else
+      rc = emit(t, written, cout);
+    free(t);
+  }
+done:
+  free(out);
+  return rc;
+}
+
+static int cmd_fir(int argc, char **argv)
+{
+  fir_opts o;
+  cf_kernel *k = NULL;
+  cf_engine *e = NULL;
+  int rc = fir_parse(argc, argv, &o);
+  if (rc)
+    return rc;
+
+  if (cf_kernel_load(o.kernel_path, (unsigned)o.rate, &k) != CF_OK) {
+    /* The loader's messages usually name the file already. */
+    const char *why = cf_last_error();
+    if (strstr(why, o.kernel_path))
+      return cli_error("cannot load kernel: %s", why);
+    return cli_error("cannot load kernel %s: %s", o.kernel_path, why);
+  }
+  if ((rc = fir_check_kernel(&o, k)))
+    goto done;
+  if (cf_engine_new_audio(&o.cfg, k, &e) != CF_OK) {
+    rc = cli_error("cannot create the engine: %s", cf_last_error());
+    goto done;
+  }
+  if (o.verbose) {
+    size_t lat = cf_engine_latency(e);
+    fprintf(stderr, PROG ": kernel %s: %s, %u output(s) x %u input(s), "
+            "%zu taps\n", o.kernel_path, cf_routing_name(cf_kernel_routing(k)),
+            cf_kernel_outputs(k), cf_kernel_inputs(k), cf_kernel_max_len(k));
+    fprintf(stderr, PROG ": engine: %s\n", cf_engine_describe(e));
+    fprintf(stderr, PROG ": channels %u in, %u out\n",
+            cf_engine_in_channels(e), cf_engine_out_channels(e));
+    fprintf(stderr, PROG ": latency %zu frames (%.2f ms at %lu Hz), tail "
+            "%zu frames\n", lat, 1000.0 * (double)lat / (double)o.rate,
+            o.rate, cf_engine_tail(e));
+  }
+  rc = fir_stream(e, o.drain);
+done:
+  cf_engine_free(e);
+  cf_kernel_free(k);
+  return rc;
+}
+
+/* ---- info -------------------------------------------------------------- */
+
+static int cmd_info(int argc, char **argv)
+{
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  static const cf_backend backends[] = {CF_BACKEND_CPU, CF_BACKEND_CUDA};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c != 'h')
+      return cli_bad_option("info", c, argv);
+    puts("Usage: " PROG " info\n"
+         "Show the version, the backends and whether they can run here, the "
+         "CUDA\ndevices and the features the library was built with.");
+    return 0;
+  }
+  if (optind < argc)
+    return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+
+  printf(PROG " %s\n", cf_version());
+  puts("backends:");
+  for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+    const char *why = NULL;
+    if (cf_backend_available(backends[i], &why) == CF_OK)
+      printf("  %-5s available\n", cf_backend_name(backends[i]));
+    else
+      printf("  %-5s unavailable: %s\n", cf_backend_name(backends[i]),
+             why && *why ? why : "no reason given");
+  }
+  const char *why = NULL;
+  int n = cf_device_count(&why);
+  if (n <= 0)
+    printf("CUDA devices: none (%s)\n", why && *why ? why : "none found");
+  else
+    printf("CUDA devices: %d\n", n);
+  for (int i = 0; i < n; i++) {
+    char desc[256];
+    if (cf_device_describe(i, desc, sizeof desc) == CF_OK)
+      printf("  %d: %s\n", i, desc);
+    else
+      printf("  %d: (cannot describe: %s)\n", i, cf_last_error());
+  }
+  puts("build features:");
+  printf("  CUDA backend compiled in: %s\n", CF_HAVE_CUDA ? "yes" : "no");
+  printf("  libav kernel files (WAV, FLAC, ...): %s\n",
+         CF_HAVE_LIBAV ? "yes" : "no");
+#ifdef CF_CLI_HAVE_LIBAV
+  puts("  demo output: WAV (libav)");
+#else
+  puts("  demo output: raw float32 (built without libav)");
+#endif
+  return 0;
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+  /* A closed stdout shows up as EPIPE from write(), handled there. */
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2) {
+    usage_main(stderr);
+    return CLI_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage_main(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+    printf(PROG " %s", CF_VERSION_STRING);
+    if (strcmp(cf_version(), CF_VERSION_STRING) != 0)
+      printf(" (library %s)", cf_version());
+    putchar('\n');
+    return 0;
+  }
+  /* Each subcommand parses argv[1..] with getopt_long from index 1. */
+  if (!strcmp(cmd, "fir"))
+    return cmd_fir(argc - 1, argv + 1);
+  if (!strcmp(cmd, "info"))
+    return cmd_info(argc - 1, argv + 1);
+  if (!strcmp(cmd, "demo"))
+    return cli_demo(argc - 1, argv + 1);
+  if (cmd[0] == '-')
+    return cli_usage_error(NULL, "unknown option '%s'", cmd);
+  return cli_usage_error(NULL, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,143 @@
+/* Kernel files: find the format from the content, and the helpers every
+ * loader shares. */
+#include "io_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Bytes looked at to tell text from binary. */
+#define SNIFF_BYTES 4096
+
+cf_status cf_io_taps_reserve(cf_io_taps *t, size_t extra, const char *path)
+{
+  if (extra <= t->cap - t->len)
+    return CF_OK;
+  size_t cap = t->cap ? t->cap : 1024;
+  while (cap - t->len < extra)
+    cap *= 2; /* no overflow: callers keep len + extra near MAX_TAPS */
+  float *v = realloc(t->v, cap * sizeof *v);
+  if (!v)
+    return cf_fail(CF_E_NOMEM, "%s: out of memory for %zu taps", path, cap);
+  t->v = v;
+  t->cap = cap;
+  return CF_OK;
+}
+
+void cf_io_taps_free(cf_io_taps *t)
+{
+  free(t->v);
+  *t = (cf_io_taps){0};
+}
+
+cf_status cf_io_check_args(const char *path, cf_kernel **out)
+{
+  if (out)
+    *out = NULL;
+  if (!path || !out)
+    return cf_fail(CF_E_INVALID, "kernel file: %s is NULL",
+                   path ? "out" : "path");
+  return CF_OK;
+}
+
+cf_status cf_io_open(const char *path, FILE **out)
+{
+  *out = fopen(path, "rb");
+  if (!*out)
+    return cf_fail(CF_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(*out), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(*out);
+    *out = NULL;
+    return cf_fail(CF_E_IO, "%s: cannot open: is a directory", path);
+  }
+  return CF_OK;
+}
+
+cf_status cf_io_size(const char *path, FILE *f, size_t *size)
+{
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0)
+    return cf_fail(CF_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return cf_fail(CF_E_IO, "%s: not a regular file", path);
+  *size = (size_t)st.st_size;
+  return CF_OK;
+}
+
+cf_status cf_io_read(const char *path, FILE *f, void *buf, size_t n)
+{
+  size_t got = fread(buf, 1, n, f);
+  if (got == n)
+    return CF_OK;
+  if (ferror(f))
+    return cf_fail(CF_E_IO, "%s: read error: %s", path, strerror(errno));
+  return cf_fail(CF_E_FORMAT, "%s: truncated: expected %zu more bytes, "
+                 "got %zu", path, n, got);
+}
+
+/* Re-records the current message with the file name in front. */
+static cf_status with_path(const char *path, cf_status s)
+{
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", cf_last_error());
+  return cf_fail(s, "%s: %s", path, msg);
+}
+
+cf_status cf_io_make_kernel(const char *path, cf_routing routing,
+                            unsigned outputs, unsigned inputs,
+                            const float *const *taps, size_t len,
+                            cf_kernel **out)
+{
+  cf_kernel *k;
+  cf_status s = cf_kernel_new(routing, outputs, inputs, &k);
+  if (s != CF_OK)
+    return with_path(path, s);
+  for (unsigned i = 0; i < cf_kernel_count(k); i++)
+    if ((s = cf_kernel_set(k, i, taps[i], len)) != CF_OK) {
+      cf_kernel_free(k);
+      return with_path(path, s);
+    }
+  *out = k;
+  return CF_OK;
+}
+
+const char *cf_io_nonfinite_name(double v)
+{
+  return isnan(v) ? "NaN" : isinf(v) ? "infinite" : "finite";
+}
+
+/* Text means printable ASCII and whitespace only: audio containers and
+ * .npy data hold control bytes or bytes >= 0x80 within the first page. */
+static bool looks_like_text(const unsigned char *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if ((p[i] < 0x20 || p[i] > 0x7e) && (p[i] < '\t' || p[i] > '\r'))
+      return false;
+  return true;
+}
+
+CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
+                                   cf_kernel **out)
+{
+  cf_status s = cf_io_check_args(path, out);
+  FILE *f = NULL;
+  if (s == CF_OK)
+    s = cf_io_open(path, &f);
+  if (s != CF_OK)
+    return s;
+  unsigned char head[SNIFF_BYTES];
+  size_t n = fread(head, 1, sizeof head, f);
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed)
+    return cf_fail(CF_E_IO, "%s: read error: %s", path, strerror(errno));
+  if (n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0)
+    return cf_kernel_load_npy(path, out);
+  if (looks_like_text(head, n))
+    return cf_kernel_load_text(path, out);
+  return cf_kernel_load_audio(path, rate, out);
+}

@@ -1,0 +1,349 @@
+/* Audio kernel files (WAV, FLAC, anything libav decodes): each channel is
+ * one kernel, resampled with libswresample to the wanted rate. */
+#include "io_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libswresample/swresample.h>
+
+/* Samples over all channels: a tiny compressed file can decode to
+ * gigabytes, so the total is capped as well as each kernel. */
+#define AUDIO_MAX_TOTAL ((size_t)1 << 27)
+/* Highest output rate accepted (Hz). */
+#define AUDIO_MAX_RATE 1000000u
+
+typedef struct audio_loader {
+  const char *path;
+  AVFormatContext *fmt;
+  AVCodecContext *dec;
+  SwrContext *swr;
+  AVPacket *pkt;
+  AVFrame *frame;
+  int stream;
+  int out_rate;
+  /* Set from the first decoded frame; later frames must match. */
+  AVChannelLayout layout;
+  int in_format, in_rate;
+  unsigned channels;
+  size_t max_len;     /* per channel, after resampling */
+  int64_t decoded;    /* samples per channel at the file's rate */
+  cf_io_taps *chan;   /* channels arrays */
+} audio_loader;
+
+/* A libav error as a message naming the file and the step that failed. */
+static cf_status av_fail(const audio_loader *a, cf_status s, const char *what,
+                         int err)
+{
+  char buf[AV_ERROR_MAX_STRING_SIZE];
+  av_strerror(err, buf, sizeof buf);
+  if (err == AVERROR(ENOMEM))
+    s = CF_E_NOMEM;
+  const char *format = a->fmt ? a->fmt->iformat->name : NULL;
+  return cf_fail(s, "%s: %s%s%s%s: %s", a->path, what,
+                 format ? " (libav took it for '" : "", format ? format : "",
+                 format ? "')" : "", buf);
+}
+
+static cf_status open_input(audio_loader *a)
+{
+  int err = avformat_open_input(&a->fmt, a->path, NULL, NULL);
+  if (err < 0) {
+    bool io = err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
+              err == AVERROR(EISDIR) || err == AVERROR(EIO);
+    return av_fail(a, io ? CF_E_IO : CF_E_FORMAT, "cannot open as audio",
+                   err);
+  }
+  if ((err = avformat_find_stream_info(a->fmt, NULL)) < 0)
+    return av_fail(a, CF_E_FORMAT, "cannot read audio stream info", err);
+  const AVCodec *codec = NULL;
+  a->stream = av_find_best_stream(a->fmt, AVMEDIA_TYPE_AUDIO, -1, -1, &codec,
+                                  0);
+  if (a->stream < 0)
+    return av_fail(a, CF_E_FORMAT, "no decodable audio stream", a->stream);
+  if (!(a->dec = avcodec_alloc_context3(codec)))
+    return av_fail(a, CF_E_NOMEM, "audio decoder", AVERROR(ENOMEM));
+  AVStream *st = a->fmt->streams[a->stream];
+  if ((err = avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
+    return av_fail(a, CF_E_FORMAT, "audio decoder parameters", err);
+  if ((err = avcodec_open2(a->dec, codec, NULL)) < 0)
+    return av_fail(a, CF_E_FORMAT, "cannot open the audio decoder", err);
+  if (!(a->pkt = av_packet_alloc()) || !(a->frame = av_frame_alloc()))
+    return av_fail(a, CF_E_NOMEM, "audio frame", AVERROR(ENOMEM));
+  return CF_OK;
+}
+
+/* The resampler and the channel arrays, from the first frame's format
+ * (some decoders only know the layout once they have decoded). */
+static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
+{
+  unsigned n = (unsigned)fr->ch_layout.nb_channels;
+  if (n < 1 || n > CF_MAX_CHANNELS || fr->sample_rate <= 0)
+    return cf_fail(CF_E_FORMAT, "%s: %u channels at %d Hz: need 1..%u "
+                   "channels and a positive rate", a->path, n,
+                   fr->sample_rate, CF_MAX_CHANNELS);
+  int err = 0;
+  if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
+    av_channel_layout_default(&a->layout, (int)n); /* swr wants an order */
+  else
+    err = av_channel_layout_copy(&a->layout, &fr->ch_layout);
+  if (err < 0)
+    return av_fail(a, CF_E_INTERNAL, "audio channel layout", err);
+  a->channels = n;
+  a->in_format = fr->format;
+  a->in_rate = fr->sample_rate;
+  if (!a->out_rate)
+    a->out_rate = a->in_rate;
+  a->max_len = AUDIO_MAX_TOTAL / n < CF_KERNEL_MAX_TAPS ? AUDIO_MAX_TOTAL / n
+                                                        : CF_KERNEL_MAX_TAPS;
+  /* Same layout in and out: no remixing, each channel stays a kernel. */
+  err = swr_alloc_set_opts2(&a->swr, &a->layout, AV_SAMPLE_FMT_FLTP,
+                            a->out_rate, &a->layout, fr->format,
+                            fr->sample_rate, 0, NULL);
+  if (err >= 0)
+    err = swr_init(a->swr);
+  if (err < 0)
+    return av_fail(a, CF_E_INTERNAL, "cannot set up the audio resampler", err);
+  if (!(a->chan = calloc(n, sizeof *a->chan)))
+    return cf_fail(CF_E_NOMEM, "%s: out of memory", a->path);
+  return CF_OK;
+}
+
+/* Float input is checked before resampling, so the position is exact. */
+static cf_status check_finite(const audio_loader *a, const AVFrame *fr)
+{
+  enum AVSampleFormat f = fr->format;
+  enum AVSampleFormat packed = av_get_packed_sample_fmt(f);
+  if (packed != AV_SAMPLE_FMT_FLT && packed != AV_SAMPLE_FMT_DBL)
+    return CF_OK;
+  bool planar = av_sample_fmt_is_planar(f);
+  size_t bps = (size_t)av_get_bytes_per_sample(f), n = a->channels;
+  for (size_t i = 0; i < (size_t)fr->nb_samples; i++)
+    for (size_t c = 0; c < n; c++) {
+      const uint8_t *p = planar ? fr->extended_data[c] + i * bps
+                                : fr->extended_data[0] + (i * n + c) * bps;
+      float fv;
+      double v;
+      if (bps == 4) {
+        memcpy(&fv, p, 4);
+        v = fv;
+      } else {
+        memcpy(&v, p, 8);
+      }
+      if (!isfinite(v))
+        return cf_fail(CF_E_FORMAT, "%s: channel %zu, sample %lld is %s",
+                       a->path, c, (long long)a->decoded + (long long)i,
+                       cf_io_nonfinite_name(v));
+    }
+  return CF_OK;
+}
+
+static cf_status too_long(const audio_loader *a)
+{
+  return cf_fail(CF_E_FORMAT, "%s: longer than the limit of %zu samples per "
+                 "channel (%u channels at %d Hz)", a->path, a->max_len,
+                 a->channels, a->out_rate);
+}
+
+/* Resamples n input samples (NULL, 0 drains) into the channel arrays;
+ * *got says how many came out. */
+static cf_status resample(audio_loader *a, const uint8_t **in, int n,
+                          int *got)
+{
+  int want = swr_get_out_samples(a->swr, n);
+  if (want < 0)
+    return av_fail(a, CF_E_INTERNAL, "resampler", want);
+  /* One more than fits tells "too long" without buffering it all. */
+  size_t room = a->max_len - a->chan[0].len + 1;
+  if ((size_t)want > room)
+    want = (int)room;
+  uint8_t *outp[CF_MAX_CHANNELS];
+  for (unsigned c = 0; c < a->channels; c++) {
+    cf_status s = cf_io_taps_reserve(&a->chan[c], (size_t)want, a->path);
+    if (s != CF_OK)
+      return s;
+    outp[c] = (uint8_t *)(a->chan[c].v + a->chan[c].len);
+  }
+  *got = swr_convert(a->swr, outp, want, in, n);
+  if (*got < 0)
+    return av_fail(a, CF_E_INTERNAL, "resampling", *got);
+  for (unsigned c = 0; c < a->channels; c++)
+    a->chan[c].len += (size_t)*got;
+  return a->chan[0].len > a->max_len ? too_long(a) : CF_OK;
+}
+
+static cf_status take_frame(audio_loader *a, const AVFrame *fr)
+{
+  cf_status s = CF_OK;
+  if (!a->swr)
+    s = open_resampler(a, fr);
+  if (s != CF_OK)
+    return s;
+  if (fr->format != a->in_format || fr->sample_rate != a->in_rate ||
+      (unsigned)fr->ch_layout.nb_channels != a->channels)
+    return cf_fail(CF_E_FORMAT, "%s: the audio format changes at sample "
+                   "%lld", a->path, (long long)a->decoded);
+  if ((s = check_finite(a, fr)) != CF_OK)
+    return s;
+  int got;
+  s = resample(a, (const uint8_t **)fr->extended_data, fr->nb_samples, &got);
+  a->decoded += fr->nb_samples;
+  return s;
+}
+
+/* Sends one packet (NULL flushes) and takes every frame it yields. */
+static cf_status decode(audio_loader *a, const AVPacket *pkt)
+{
+  char what[64];
+  snprintf(what, sizeof what, "decoding audio after sample %lld",
+           (long long)a->decoded);
+  int err = avcodec_send_packet(a->dec, pkt);
+  if (err < 0)
+    return av_fail(a, CF_E_FORMAT, what, err);
+  for (;;) {
+    err = avcodec_receive_frame(a->dec, a->frame);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
+      return CF_OK;
+    if (err < 0)
+      return av_fail(a, CF_E_FORMAT, what, err);
+    cf_status s = take_frame(a, a->frame);
+    av_frame_unref(a->frame);
+    if (s != CF_OK)
+      return s;
+  }
+}
+
+static cf_status decode_all(audio_loader *a)
+{
+  cf_status s = CF_OK;
+  int err;
+  while (s == CF_OK && (err = av_read_frame(a->fmt, a->pkt)) >= 0) {
+    if (a->pkt->stream_index != a->stream)
+      ; /* another stream */
+    else if (a->pkt->flags & AV_PKT_FLAG_CORRUPT) /* e.g. a short read */
+      s = cf_fail(CF_E_FORMAT, "%s: truncated or corrupt data at byte %lld "
+                  "(after %lld samples)", a->path, (long long)a->pkt->pos,
+                  (long long)a->decoded);
+    else
+      s = decode(a, a->pkt);
+    av_packet_unref(a->pkt);
+  }
+  if (s != CF_OK)
+    return s;
+  if (err != AVERROR_EOF)
+    return av_fail(a, CF_E_IO, "reading audio", err);
+  return decode(a, NULL);
+}
+
+/* libav plays a WAV file cut inside its data without complaint (it trusts
+ * the file size over the header): compare the header's data size with
+ * the file. Sizes 0 and 0xFFFFFFFF mean "unknown" (streams, RF64). */
+static cf_status check_wav_length(const audio_loader *a)
+{
+  if (strcmp(a->fmt->iformat->name, "wav") != 0)
+    return CF_OK;
+  FILE *f;
+  size_t size = 0, at = 12;
+  cf_status s = cf_io_open(a->path, &f);
+  if (s != CF_OK)
+    return s;
+  s = cf_io_size(a->path, f, &size);
+  unsigned char h[8];
+  while (s == CF_OK && at + 8 <= size && fseek(f, (long)at, SEEK_SET) == 0 &&
+         fread(h, 1, 8, f) == 8) {
+    size_t len = h[4] | (size_t)h[5] << 8 | (size_t)h[6] << 16 |
+                 (size_t)h[7] << 24;
+    if (memcmp(h, "data", 4) == 0) {
+      if (len != 0 && len != UINT32_MAX && len > size - at - 8)
+        s = cf_fail(CF_E_FORMAT, "%s: truncated: the WAV header says %zu "
+                    "bytes of data at byte %zu, the file holds %zu",
+                    a->path, len, at + 8, size - at - 8);
+      break;
+    }
+    at += 8 + len + (len & 1);
+  }
+  fclose(f);
+  return s;
+}
+
+/* Lossless streams whose header states the length (WAV, FLAC) must
+ * decode to that length: otherwise the file was cut short. */
+static cf_status check_complete(const audio_loader *a)
+{
+  const AVStream *st = a->fmt->streams[a->stream];
+  const AVCodecDescriptor *d = avcodec_descriptor_get(st->codecpar->codec_id);
+  if (st->duration == AV_NOPTS_VALUE || st->duration <= 0 || !d ||
+      !(d->props & AV_CODEC_PROP_LOSSLESS) ||
+      a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
+    return CF_OK;
+  int64_t want = av_rescale_q(st->duration, st->time_base,
+                              (AVRational){1, a->in_rate});
+  if (a->decoded < want)
+    return cf_fail(CF_E_FORMAT, "%s: truncated: the header says %lld "
+                   "samples, the file holds %lld", a->path, (long long)want,
+                   (long long)a->decoded);
+  return CF_OK;
+}
+
+static cf_status finish(audio_loader *a, cf_kernel **out)
+{
+  if (!a->swr || a->decoded == 0)
+    return cf_fail(CF_E_FORMAT, "%s: no audio samples decoded", a->path);
+  cf_status s = check_complete(a);
+  int got = 1;
+  while (s == CF_OK && got > 0) /* the resampler's tail */
+    s = resample(a, NULL, 0, &got);
+  if (s != CF_OK)
+    return s;
+  if (a->chan[0].len == 0)
+    return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
+                   a->path, a->out_rate);
+  const float *taps[CF_MAX_CHANNELS];
+  for (unsigned c = 0; c < a->channels; c++)
+    taps[c] = a->chan[c].v;
+  cf_routing r = a->channels == 1 ? CF_ROUTING_SHARED
+                                  : CF_ROUTING_PER_CHANNEL;
+  return cf_io_make_kernel(a->path, r, a->channels, a->channels, taps,
+                           a->chan[0].len, out);
+}
+
+static void close_loader(audio_loader *a)
+{
+  for (unsigned c = 0; a->chan && c < a->channels; c++)
+    cf_io_taps_free(&a->chan[c]);
+  free(a->chan);
+  av_channel_layout_uninit(&a->layout);
+  swr_free(&a->swr);
+  av_frame_free(&a->frame);
+  av_packet_free(&a->pkt);
+  avcodec_free_context(&a->dec);
+  avformat_close_input(&a->fmt);
+}
+
+CF_PUBLIC cf_status cf_kernel_load_audio(const char *path, unsigned rate,
+                                         cf_kernel **out)
+{
+  cf_status s = cf_io_check_args(path, out);
+  if (s != CF_OK)
+    return s;
+  if (rate > AUDIO_MAX_RATE)
+    return cf_fail(CF_E_INVALID, "%s: rate %u Hz is out of range (0 = the "
+                   "file's rate, else 1..%u)", path, rate, AUDIO_MAX_RATE);
+  audio_loader a = {.path = path, .out_rate = (int)rate};
+  s = open_input(&a);
+  if (s == CF_OK)
+    s = check_wav_length(&a);
+  if (s == CF_OK)
+    s = decode_all(&a);
+  if (s == CF_OK)
+    s = finish(&a, out);
+  close_loader(&a);
+  return s;
+}

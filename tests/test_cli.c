@@ -1,0 +1,732 @@
+/* The cudafilter command-line tool, run as a real process ($CF_CLI) with
+ * pipes: streamed filtering against the float64 reference, streaming
+ * behaviour in a live pipe, exit codes and messages, info and demo. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ref.h"
+
+static const char *cli_path;
+static char tmp_dir[PATH_MAX];
+
+/* ---- processes ------------------------------------------------------------ */
+
+typedef struct proc {
+  pid_t pid;
+  int in, out, err; /* parent's ends: child's stdin, stdout, stderr */
+} proc;
+
+typedef struct result {
+  unsigned char *out;
+  size_t out_len;
+  char *err; /* NUL-terminated */
+  size_t err_len;
+  int status; /* exit status, or 128 + signal */
+} result;
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* fork + exec $CF_CLI with args (args[0] is ignored: the binary's path is
+ * used), no shell. */
+static void spawn(const char **args, proc *p)
+{
+  int in[2], out[2], err[2];
+  assert_int_equal(pipe(in), 0);
+  assert_int_equal(pipe(out), 0);
+  assert_int_equal(pipe(err), 0);
+  args[0] = cli_path;
+  fflush(NULL);
+  p->pid = fork();
+  assert_true(p->pid >= 0);
+  if (p->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    for (int i = 0; i < 2; i++) {
+      close(in[i]);
+      close(out[i]);
+      close(err[i]);
+    }
+    signal(SIGPIPE, SIG_DFL);
+    execv(cli_path, (char *const *)args);
+    fprintf(stderr, "exec %s: %s\n", cli_path, strerror(errno));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  p->in = in[1];
+  p->out = out[0];
+  p->err = err[0];
+  fcntl(p->in, F_SETFL, O_NONBLOCK);
+  fcntl(p->out, F_SETFL, O_NONBLOCK);
+  fcntl(p->err, F_SETFL, O_NONBLOCK);
+}
+
+/* Append what fd has now; returns 0 at end of file, 1 otherwise. */
+static int drain_fd(int fd, unsigned char **buf, size_t *len, size_t *cap)
+{
+  for (;;) {
+    if (*cap - *len < 65536) {
+      *cap = *cap * 2 + 65536;
+      *buf = realloc(*buf, *cap + 1);
+      assert_non_null(*buf);
+    }
+    ssize_t n = read(fd, *buf + *len, *cap - *len);
+    if (n > 0) {
+      *len += (size_t)n;
+      continue;
+    }
+    if (n == 0)
+      return 0;
+    if (errno == EINTR)
+      continue;
+    assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+    return 1;
+  }
+}
+
+static int wait_status(pid_t pid)
+{
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    assert_int_equal(errno, EINTR);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Size of the next stdin piece: irregular, never a whole number of frames
+ * (when frames are bigger than one byte). */
+static size_t piece_size(ref_rng *r, size_t frame_bytes)
+{
+  size_t s;
+  switch (ref_rng_u64(r) % 4) {
+  case 0: s = ref_rng_range(r, 1, 7); break;
+  case 1: s = ref_rng_range(r, 1, 3 * frame_bytes + 5); break;
+  case 2: s = ref_rng_range(r, 8, 6000); break;
+  default: s = ref_rng_range(r, 6000, 40000); break;
+  }
+  if (frame_bytes > 1 && s % frame_bytes == 0)
+    s++;
+  return s;
+}
+
+/* Run the CLI with `in` on its stdin while reading stdout and stderr
+ * concurrently. With pieces != NULL stdin is fed in irregular pieces with
+ * small pauses between some; else all at once. close_out: close our end
+ * of its stdout first (a reader that went away). */
+static void run_cli(const char **args, const void *in, size_t in_len,
+                    ref_rng *pieces, size_t frame_bytes, int close_out,
+                    result *r)
+{
+  proc p;
+  size_t out_cap = 0, err_cap = 0, sent = 0, piece_left = 0;
+  double next_write = 0.0, deadline = now_s() + 120.0;
+  unsigned char *err = NULL;
+
+  memset(r, 0, sizeof *r);
+  spawn(args, &p);
+  if (close_out) {
+    close(p.out);
+    p.out = -1;
+  }
+  while (p.in >= 0 || p.out >= 0 || p.err >= 0) {
+    struct pollfd fds[3];
+    int nfds = 0, timeout = 1000;
+    double t = now_s();
+    assert_true(t < deadline); /* the CLI hangs */
+    if (p.in >= 0 && sent == in_len) {
+      close(p.in);
+      p.in = -1;
+    }
+    if (p.in >= 0) {
+      if (t >= next_write)
+        fds[nfds++] = (struct pollfd){.fd = p.in, .events = POLLOUT};
+      else
+        timeout = (int)((next_write - t) * 1000.0) + 1;
+    }
+    if (p.out >= 0)
+      fds[nfds++] = (struct pollfd){.fd = p.out, .events = POLLIN};
+    if (p.err >= 0)
+      fds[nfds++] = (struct pollfd){.fd = p.err, .events = POLLIN};
+    if (nfds == 0) {
+      usleep(1000);
+      continue;
+    }
+    int n = poll(fds, (nfds_t)nfds, timeout);
+    if (n < 0 && errno == EINTR)
+      continue;
+    assert_true(n >= 0);
+    for (int i = 0; i < nfds; i++) {
+      if (!fds[i].revents)
+        continue;
+      if (fds[i].fd == p.in) {
+        if (!pieces)
+          piece_left = in_len - sent;
+        else if (piece_left == 0)
+          piece_left = piece_size(pieces, frame_bytes);
+        size_t want = piece_left < in_len - sent ? piece_left : in_len - sent;
+        ssize_t w = write(p.in, (const char *)in + sent, want);
+        if (w < 0 && errno == EPIPE) { /* the CLI has exited */
+          close(p.in);
+          p.in = -1;
+          continue;
+        }
+        if (w < 0) {
+          assert_true(errno == EAGAIN || errno == EINTR);
+          continue;
+        }
+        sent += (size_t)w;
+        piece_left -= (size_t)w;
+        if (pieces && piece_left == 0 && ref_rng_u64(pieces) % 8 == 0)
+          next_write = now_s() + 1e-3 * (double)ref_rng_range(pieces, 1, 5);
+      } else if (fds[i].fd == p.out) {
+        if (!drain_fd(p.out, &r->out, &r->out_len, &out_cap)) {
+          close(p.out);
+          p.out = -1;
+        }
+      } else if (!drain_fd(p.err, &err, &r->err_len, &err_cap)) {
+        close(p.err);
+        p.err = -1;
+      }
+    }
+  }
+  r->status = wait_status(p.pid);
+  if (!err)
+    err = calloc(1, 1);
+  err[r->err_len] = '\0';
+  r->err = (char *)err;
+}
+
+static void result_free(result *r)
+{
+  free(r->out);
+  free(r->err);
+}
+
+static void run_simple(const char **args, result *r)
+{
+  run_cli(args, "", 0, NULL, 1, 0, r);
+}
+
+/* ---- kernel files ------------------------------------------------------------ */
+
+static void tmp_path(char *buf, size_t len, const char *name)
+{
+  int n = snprintf(buf, len, "%s/%s", tmp_dir, name);
+  assert_true(n > 0 && (size_t)n < len);
+}
+
+static void write_text_kernel(const char *path, const float *h, size_t len)
+{
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "# random kernel, %zu taps\n", len);
+  for (size_t k = 0; k < len; k++)
+    fprintf(f, "%.9g%s", (double)h[k], k % 7 == 6 ? "\n" : ", ");
+  fputc('\n', f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* NumPy .npy, version 1.0, C order; float32 or float64 ("<f4", "<f8"). */
+static void write_npy(const char *path, int f64, const size_t *shape,
+                      int ndim, const float *x)
+{
+  char dims[128] = "", hdr[256];
+  size_t count = 1;
+  for (int d = 0; d < ndim; d++) {
+    size_t l = strlen(dims);
+    snprintf(dims + l, sizeof dims - l, "%zu%s", shape[d],
+             ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
+    count *= shape[d];
+  }
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': "
+                   "False, 'shape': (%s), }", f64 ? "<f8" : "<f4", dims);
+  size_t total = 10 + (size_t)n + 1;
+  size_t pad = (64 - total % 64) % 64;
+  memset(hdr + n, ' ', pad);
+  hdr[n + pad] = '\n';
+  uint16_t hlen = (uint16_t)(n + pad + 1);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+  unsigned char le[2] = {(unsigned char)(hlen & 0xff),
+                         (unsigned char)(hlen >> 8)};
+  fwrite(le, 1, 2, f);
+  fwrite(hdr, 1, hlen, f);
+  for (size_t i = 0; i < count; i++) {
+    if (f64) {
+      double v = x[i];
+      fwrite(&v, sizeof v, 1, f); /* little-endian host */
+    } else {
+      fwrite(&x[i], sizeof x[i], 1, f);
+    }
+  }
+  assert_int_equal(fclose(f), 0);
+}
+
+/* ---- streamed filtering against the reference ---------------------------- */
+
+/* "latency N frames" from the CLI's -v output. */
+static size_t parse_latency(const char *err)
+{
+  const char *p = strstr(err, "latency ");
+  unsigned long long lat;
+  if (!p || sscanf(p, "latency %llu frames", &lat) != 1)
+    fail_msg("no 'latency N frames' in stderr:\n%s", err);
+  return (size_t)lat;
+}
+
+static const char *const algorithms[] = {"auto", "direct", "fft-uniform",
+                                         "fft-nonuniform"};
+
+static void fir_case(ref_rng *r, int index)
+{
+  static const char *const routings[] = {"shared", "per-channel", "matrix"};
+  int routing = (int)ref_rng_range(r, 0, 2);
+  unsigned cin = (unsigned)ref_rng_range(r, 1, 4);
+  unsigned cout = routing == 2 ? (unsigned)ref_rng_range(r, 1, 4) : cin;
+  unsigned count = routing == 0 ? 1 : routing == 1 ? cin : cout * cin;
+  size_t len = ref_rng_u64(r) % 3 == 0 ? ref_rng_range(r, 1, 64)
+                                        : ref_rng_range(r, 1, 20000);
+  unsigned block = ref_rng_u64(r) % 2 ? (unsigned)ref_rng_range(r, 1, 4096)
+                   : 1u << ref_rng_range(r, 4, 12);
+  const char *algo = algorithms[ref_rng_u64(r) % 2 ? 0 : ref_rng_range(r, 1, 3)];
+  int drain = (int)(ref_rng_u64(r) % 2);
+  size_t n = ref_rng_range(r, 1, 20000);
+  /* Keep the float64 reference (and the direct path) affordable. */
+  unsigned paths = routing == 0 ? cin : count;
+  while (n > 1 && (double)paths * (double)(n + len) *
+                  (double)(n < len ? n : len) > 3e8)
+    n /= 2;
+
+  float *h = malloc(count * len * sizeof *h);
+  float *x = malloc(n * cin * sizeof *x);
+  float **xi = malloc(cin * sizeof *xi);
+  assert_true(h && x && xi);
+  ref_rng_fill(r, h, count * len);
+  ref_rng_fill(r, x, n * cin);
+  for (unsigned i = 0; i < cin; i++) {
+    xi[i] = malloc(n * sizeof **xi);
+    assert_non_null(xi[i]);
+    for (size_t m = 0; m < n; m++)
+      xi[i][m] = x[m * cin + i];
+  }
+
+  char kpath[PATH_MAX], name[64];
+  int text = routing == 0 && ref_rng_u64(r) % 2;
+  int f64 = (int)(ref_rng_u64(r) % 2);
+  snprintf(name, sizeof name, "fir%d.%s", index, text ? "txt" : "npy");
+  tmp_path(kpath, sizeof kpath, name);
+  size_t shape[3];
+  if (text) {
+    write_text_kernel(kpath, h, len);
+  } else if (routing == 0) {
+    shape[0] = len;
+    write_npy(kpath, f64, shape, 1, h);
+  } else if (routing == 1) {
+    shape[0] = cin;
+    shape[1] = len;
+    write_npy(kpath, f64, shape, 2, h);
+  } else {
+    shape[0] = cout;
+    shape[1] = cin;
+    shape[2] = len;
+    write_npy(kpath, f64, shape, 3, h);
+  }
+
+  char cbuf[16], bbuf[16];
+  snprintf(cbuf, sizeof cbuf, "%u", cin);
+  snprintf(bbuf, sizeof bbuf, "%u", block);
+  const char *args[20] = {NULL, "fir", "--kernel", kpath, "--channels", cbuf,
+                          "--block", bbuf, "--algorithm", algo, "-v",
+                          "--backend", "cpu"};
+  int na = 13;
+  if (ref_rng_u64(r) % 2) {
+    args[na++] = "--routing";
+    args[na++] = routings[routing];
+  }
+  if (drain)
+    args[na++] = "--drain";
+  args[na] = NULL;
+
+  char what[256];
+  snprintf(what, sizeof what, "case %d: %s%s, %u in, %u out, %zu taps, "
+           "%zu frames, block %u, %s%s", index, routings[routing],
+           text ? " (text)" : f64 ? " (npy f8)" : " (npy f4)", cin, cout,
+           len, n, block, algo, drain ? ", drain" : "");
+  printf("%s\n", what);
+
+  result res;
+  run_cli(args, x, n * cin * sizeof *x, r, cin * sizeof(float), 0, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+  size_t lat = parse_latency(res.err);
+  size_t nout = drain ? n + lat + len - 1 : n;
+  if (res.out_len != nout * cout * sizeof(float))
+    fail_msg("%s: latency %zu: %zu output bytes, want %zu", what, lat,
+             res.out_len, nout * cout * sizeof(float));
+
+  const float *got = (const float *)(void *)res.out;
+  double *want = malloc(nout * sizeof *want);
+  assert_non_null(want);
+  for (unsigned o = 0; o < cout; o++) {
+    for (size_t m = 0; m < nout; m++) {
+      double acc = 0.0;
+      if (m >= lat) {
+        for (unsigned i = 0; i < cin; i++) {
+          if (routing == 2 || i == o) {
+            const float *hk = routing == 0 ? h
+                              : routing == 1 ? h + (size_t)o * len
+                              : h + ((size_t)o * cin + i) * len;
+            acc += ref_conv_at(xi[i], n, hk, len, m - lat);
+          }
+        }
+      }
+      want[m] = acc;
+    }
+    double err = ref_rel_l2(got + o, cout, want, 1, nout);
+    if (!(err <= 2e-5))
+      fail_msg("%s: latency %zu: output channel %u: relative L2 error %g "
+               "> 2e-5", what, lat, o, err);
+  }
+
+  free(want);
+  result_free(&res);
+  for (unsigned i = 0; i < cin; i++)
+    free(xi[i]);
+  free(xi);
+  free(x);
+  free(h);
+  unlink(kpath);
+}
+
+static void test_fir_random(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  for (int i = 0; i < 14; i++)
+    fir_case(&r, i);
+}
+
+/* A one-channel shared kernel file; returns its path in buf. */
+static void small_kernel(char *buf, size_t len, const char *name, size_t taps)
+{
+  ref_rng r;
+  float *h = malloc(taps * sizeof *h);
+  assert_non_null(h);
+  ref_rng_init(&r, 7);
+  ref_rng_fill(&r, h, taps);
+  tmp_path(buf, len, name);
+  write_text_kernel(buf, h, taps);
+  free(h);
+}
+
+/* Output must appear while stdin is still open: the CLI streams. */
+static void test_fir_streams_before_eof(void **state)
+{
+  (void)state;
+  enum { BLOCK = 256, CH = 2, FRAMES = 3 * BLOCK };
+  char kpath[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "live.txt", 300);
+  const char *args[] = {NULL, "fir", "--kernel", kpath, "--channels", "2",
+                        "--block", "256", NULL};
+  static float x[FRAMES * CH];
+  ref_rng r;
+  ref_rng_init(&r, 11);
+  ref_rng_fill(&r, x, FRAMES * CH);
+
+  proc p;
+  spawn(args, &p);
+  fcntl(p.in, F_SETFL, 0);
+  /* More than block + latency frames; stdin stays open. */
+  assert_int_equal(write(p.in, x, sizeof x), (ssize_t)sizeof x);
+  unsigned char *out = NULL;
+  size_t out_len = 0, out_cap = 0;
+  double deadline = now_s() + 5.0;
+  while (out_len == 0 && now_s() < deadline) {
+    struct pollfd pfd = {.fd = p.out, .events = POLLIN};
+    if (poll(&pfd, 1, 100) > 0)
+      assert_int_equal(drain_fd(p.out, &out, &out_len, &out_cap), 1);
+  }
+  size_t early = out_len;
+  close(p.in);
+  int open_out = 1;
+  while (open_out) {
+    struct pollfd pfd = {.fd = p.out, .events = POLLIN};
+    assert_true(poll(&pfd, 1, 10000) > 0);
+    open_out = drain_fd(p.out, &out, &out_len, &out_cap);
+  }
+  close(p.out);
+  close(p.err);
+  int status = wait_status(p.pid);
+  printf("live pipe: %zu bytes before end of input, %zu in all\n", early,
+         out_len);
+  assert_true(early > 0);
+  assert_int_equal(status, 0);
+  assert_int_equal(out_len, sizeof x);
+  free(out);
+}
+
+/* A trailing partial frame is dropped with a warning. */
+static void test_fir_partial_frame(void **state)
+{
+  (void)state;
+  char kpath[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "partial.txt", 5);
+  const char *args[] = {NULL, "fir", "--kernel", kpath, "--channels", "3",
+                        NULL};
+  float x[3 * 100 + 1];
+  ref_rng r;
+  ref_rng_init(&r, 3);
+  ref_rng_fill(&r, x, 3 * 100 + 1);
+  result res;
+  run_cli(args, x, 3 * 100 * sizeof(float) + 2, &r, 12, 0, &res);
+  assert_int_equal(res.status, 0);
+  assert_int_equal(res.out_len, 3 * 100 * sizeof(float));
+  assert_non_null(strstr(res.err, "trailing"));
+  result_free(&res);
+}
+
+/* Closing the reader's end makes the CLI exit 1, not die by SIGPIPE. */
+static void test_fir_closed_stdout(void **state)
+{
+  (void)state;
+  enum { FRAMES = 200000 };
+  char kpath[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "epipe.txt", 16);
+  const char *args[] = {NULL, "fir", "--kernel", kpath, "--channels", "1",
+                        NULL};
+  float *x = calloc(FRAMES, sizeof *x);
+  assert_non_null(x);
+  x[0] = 1.0f;
+  result res;
+  run_cli(args, x, FRAMES * sizeof *x, NULL, 4, 1, &res);
+  assert_int_equal(res.status, 1);
+  result_free(&res);
+  free(x);
+}
+
+/* ---- exit codes and messages ------------------------------------------ */
+
+static void expect(const char **args, int status, const char *in_stderr)
+{
+  result res;
+  run_simple(args, &res);
+  if (res.status != status)
+    fail_msg("%s %s: exit %d, want %d; stderr:\n%s", args[1],
+             args[2] ? args[2] : "", res.status, status, res.err);
+  if (in_stderr && !strstr(res.err, in_stderr))
+    fail_msg("%s: stderr lacks '%s':\n%s", args[1], in_stderr, res.err);
+  if (status == 2 && !strstr(res.err, "--help"))
+    fail_msg("usage error without a hint to --help:\n%s", res.err);
+  result_free(&res);
+}
+
+static void test_usage_errors(void **state)
+{
+  (void)state;
+  char kpath[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "usage.txt", 8);
+  const char *unknown[] = {NULL, "fir", "--kernel", kpath, "--channels", "1",
+                           "--bogus", NULL};
+  expect(unknown, 2, "--bogus");
+  const char *zero[] = {NULL, "fir", "--kernel", kpath, "--channels", "0",
+                        NULL};
+  expect(zero, 2, "--channels");
+  const char *nokernel[] = {NULL, "fir", "--channels", "2", NULL};
+  expect(nokernel, 2, "--kernel");
+  const char *badnum[] = {NULL, "fir", "--kernel", kpath, "--channels", "2",
+                          "--block", "12x", NULL};
+  expect(badnum, 2, "12x");
+  const char *negative[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                            "-1", NULL};
+  expect(negative, 2, "--channels");
+  const char *badrouting[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                              "1", "--routing", "diagonal", NULL};
+  expect(badrouting, 2, "diagonal");
+  const char *badbackend[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                              "1", "--backend", "tpu", NULL};
+  expect(badbackend, 2, "tpu");
+  const char *novalue[] = {NULL, "fir", "--channels", NULL};
+  expect(novalue, 2, "--channels");
+  const char *nocmd[] = {NULL, "frobnicate", NULL};
+  expect(nocmd, 2, "frobnicate");
+  const char *noargs[] = {NULL, NULL};
+  expect(noargs, 2, NULL);
+}
+
+static void test_runtime_errors(void **state)
+{
+  (void)state;
+  char missing[PATH_MAX], bad[PATH_MAX], npy[PATH_MAX], trunc[PATH_MAX];
+  tmp_path(missing, sizeof missing, "no-such-kernel.txt");
+  unlink(missing);
+  const char *a1[] = {NULL, "fir", "--kernel", missing, "--channels", "1",
+                      NULL};
+  expect(a1, 1, "no-such-kernel.txt");
+
+  tmp_path(bad, sizeof bad, "malformed-kernel.txt");
+  FILE *f = fopen(bad, "w");
+  assert_non_null(f);
+  fputs("0.5 0.25\n1.0 banana 2.0\n", f);
+  fclose(f);
+  const char *a2[] = {NULL, "fir", "--kernel", bad, "--channels", "1", NULL};
+  expect(a2, 1, "malformed-kernel.txt");
+
+  /* A 2D .npy is per-channel: --routing shared must be refused, naming
+   * both. */
+  float h[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+  size_t shape[2] = {2, 4};
+  tmp_path(npy, sizeof npy, "stereo.npy");
+  write_npy(npy, 0, shape, 2, h);
+  const char *a3[] = {NULL, "fir", "--kernel", npy, "--channels", "2",
+                      "--routing", "shared", NULL};
+  expect(a3, 1, "per-channel");
+  expect(a3, 1, "shared");
+  /* ... and its two kernels do not fit three channels. */
+  const char *a4[] = {NULL, "fir", "--kernel", npy, "--channels", "3", NULL};
+  expect(a4, 1, "stereo.npy");
+
+  /* A truncated .npy. */
+  tmp_path(trunc, sizeof trunc, "truncated.npy");
+  f = fopen(npy, "rb");
+  FILE *g = fopen(trunc, "wb");
+  assert_true(f && g);
+  unsigned char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fwrite(buf, 1, n - 6, g);
+  fclose(f);
+  fclose(g);
+  const char *a5[] = {NULL, "fir", "--kernel", trunc, "--channels", "2",
+                      NULL};
+  expect(a5, 1, "truncated.npy");
+}
+
+/* ---- info, demo, help ------------------------------------------------------ */
+
+static void test_info(void **state)
+{
+  (void)state;
+  const char *args[] = {NULL, "info", NULL};
+  result res;
+  run_simple(args, &res);
+  assert_int_equal(res.status, 0);
+  res.out = realloc(res.out, res.out_len + 1);
+  res.out[res.out_len] = '\0';
+  printf("%s", (char *)res.out);
+  assert_non_null(strstr((char *)res.out, "cpu"));
+  assert_non_null(strstr((char *)res.out, "cuda"));
+  result_free(&res);
+}
+
+static void test_demo(void **state)
+{
+  (void)state;
+  char path[PATH_MAX];
+  struct stat sb;
+  tmp_path(path, sizeof path, "d.wav");
+  unlink(path);
+  const char *args[] = {NULL, "demo", "--seconds", "1", "--out", path, NULL};
+  result res;
+  double t = now_s();
+  run_simple(args, &res);
+  t = now_s() - t;
+  res.out = realloc(res.out, res.out_len + 1);
+  res.out[res.out_len] = '\0';
+  printf("%s(%.2f s)\n", (char *)res.out, t);
+  if (res.status != 0)
+    fail_msg("demo: exit %d, stderr:\n%s", res.status, res.err);
+  assert_non_null(strstr((char *)res.out, path));
+  assert_non_null(strstr((char *)res.out, "real time"));
+  assert_int_equal(stat(path, &sb), 0);
+  /* 1 s + 1.5 s of tail, stereo float32 */
+  assert_true(sb.st_size >= 2 * 48000 * 2 * 4);
+#ifdef CF_TEST_HAVE_LIBAV
+  unsigned char hdr[12];
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fread(hdr, 1, 12, f), 12);
+  fclose(f);
+  assert_memory_equal(hdr, "RIFF", 4);
+  assert_memory_equal(hdr + 8, "WAVE", 4);
+#endif
+  result_free(&res);
+}
+
+static void test_help_version(void **state)
+{
+  (void)state;
+  const char *help[] = {NULL, "--help", NULL};
+  const char *fir_help[] = {NULL, "fir", "--help", NULL};
+  const char *version[] = {NULL, "--version", NULL};
+  result res;
+  run_simple(help, &res);
+  assert_int_equal(res.status, 0);
+  assert_true(res.out_len > 0);
+  result_free(&res);
+  run_simple(fir_help, &res);
+  assert_int_equal(res.status, 0);
+  res.out = realloc(res.out, res.out_len + 1);
+  res.out[res.out_len] = '\0';
+  assert_non_null(strstr((char *)res.out, "--drain"));
+  result_free(&res);
+  run_simple(version, &res);
+  assert_int_equal(res.status, 0);
+  res.out = realloc(res.out, res.out_len + 1);
+  res.out[res.out_len] = '\0';
+  assert_non_null(strstr((char *)res.out, "cudafilter "));
+  result_free(&res);
+}
+
+int main(void)
+{
+  cli_path = getenv("CF_CLI");
+  const char *tmp = getenv("CF_TEST_TMP");
+  if (!cli_path || !tmp) {
+    fprintf(stderr, "CF_CLI and CF_TEST_TMP must be set\n");
+    return 1;
+  }
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/cli", tmp);
+  if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+    return perror(tmp), 1;
+  if (mkdir(tmp_dir, 0777) != 0 && errno != EEXIST)
+    return perror(tmp_dir), 1;
+  /* A CLI that exits early must not kill us through our stdin writes. */
+  signal(SIGPIPE, SIG_IGN);
+  ref_seed();
+
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fir_random),
+    cmocka_unit_test(test_fir_streams_before_eof),
+    cmocka_unit_test(test_fir_partial_frame),
+    cmocka_unit_test(test_fir_closed_stdout),
+    cmocka_unit_test(test_usage_errors),
+    cmocka_unit_test(test_runtime_errors),
+    cmocka_unit_test(test_info),
+    cmocka_unit_test(test_demo),
+    cmocka_unit_test(test_help_version),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,988 @@
+/* Kernel-file loaders: text, .npy and audio fixtures are written at run
+ * time with seeded random data and sizes, loaded back and compared; hostile
+ * files must fail with a message naming the file and the problem. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cudafilter/kernel.h"
+#include "ref.h"
+
+#ifdef CF_TEST_HAVE_LIBAV
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#endif
+
+static ref_rng rng;
+static char tmp_dir[512];
+
+/* A path in the run's fixture directory (a ring of buffers, so a test can
+ * hold a few at once). */
+static const char *fixture(const char *name)
+{
+  static char ring[8][1024];
+  static unsigned next;
+  char *p = ring[next++ % 8];
+  snprintf(p, sizeof ring[0], "%s/%s", tmp_dir, name);
+  return p;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+static unsigned char *read_bytes(const char *path, size_t *n)
+{
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  rewind(f);
+  unsigned char *p = malloc(*n + 1);
+  assert_non_null(p);
+  assert_int_equal(fread(p, 1, *n, f), *n);
+  fclose(f);
+  return p;
+}
+
+static void truncate_file(const char *path, size_t len)
+{
+  assert_int_equal(truncate(path, (off_t)len), 0);
+}
+
+/* A failed load: status, no kernel, and a message with the path and key. */
+static void expect_error(cf_status got, cf_kernel *const *k, cf_status want,
+                         const char *path, const char *key)
+{
+  const char *msg = cf_last_error();
+  if (got != want || !strstr(msg, path) || !strstr(msg, key))
+    print_error("got %s \"%s\"; want %s with \"%s\"\n", cf_status_name(got),
+                msg, cf_status_name(want), key);
+  assert_int_equal(got, want);
+  assert_null(*k);
+  assert_non_null(strstr(msg, path));
+  assert_non_null(strstr(msg, key));
+}
+
+static void expect_ok(cf_status got, const char *path)
+{
+  if (got != CF_OK)
+    print_error("%s: %s\n", path, cf_last_error());
+  assert_int_equal(got, CF_OK);
+}
+
+static void expect_shape(const cf_kernel *k, cf_routing r, unsigned outputs,
+                         unsigned inputs)
+{
+  assert_int_equal(cf_kernel_routing(k), r);
+  assert_int_equal(cf_kernel_outputs(k), outputs);
+  assert_int_equal(cf_kernel_inputs(k), inputs);
+}
+
+/* Kernel `index` holds n taps, each within tol of want (tol 0: equal). */
+static void expect_taps(const cf_kernel *k, unsigned index, const float *want,
+                        size_t n, double tol)
+{
+  size_t len;
+  const float *got = cf_kernel_taps(k, index, &len);
+  assert_int_equal(len, n);
+  for (size_t i = 0; i < n; i++)
+    if (!(fabs((double)got[i] - want[i]) <= tol)) {
+      print_error("kernel %u tap %zu: got %.9g, want %.9g (tol %g)\n", index,
+                  i, got[i], want[i], tol);
+      fail();
+    }
+}
+
+/* Random taps spread over several decades, so exponents show up. */
+static void random_taps(float *x, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    x[i] = ref_rng_sym(&rng) * powf(10.0f, (float)ref_rng_range(&rng, 0, 9) -
+                                               6.0f);
+}
+
+/* ---- text ---------------------------------------------------------- */
+
+static void write_text(const char *path, const float *x, size_t n)
+{
+  static const char *const seps[] = {
+      " ", ",", ", ", "\t", " ,\t", "\n", "\r\n", ",\r\n",
+      "  # a comment: 1 2 abc, nan\n", "\t#\r\n", "#x\n\n"};
+  static const char *const fmts[] = {"%.9g", "%.8e", "%.8E", "%+.9g"};
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  if (ref_rng_range(&rng, 0, 1))
+    fputs("# taps of a test kernel\n  ", f);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f, fmts[ref_rng_range(&rng, 0, 3)], (double)x[i]);
+    if (i + 1 < n || ref_rng_range(&rng, 0, 1))
+      fputs(seps[ref_rng_range(&rng, 0, 10)], f);
+  }
+  assert_int_equal(fclose(f), 0);
+}
+
+static void test_text_formats(void **state)
+{
+  (void)state;
+  for (int round = 0; round < 20; round++) {
+    size_t n = ref_rng_range(&rng, 1, round < 10 ? 20 : 3000);
+    float *x = malloc(n * sizeof *x);
+    random_taps(x, n);
+    const char *path = fixture("taps.txt");
+    write_text(path, x, n);
+    cf_kernel *k;
+    cf_status s = round % 2 ? cf_kernel_load(path, 48000, &k)
+                            : cf_kernel_load_text(path, &k);
+    expect_ok(s, path);
+    expect_shape(k, CF_ROUTING_SHARED, 1, 1);
+    expect_taps(k, 0, x, n, 0.0);
+    cf_kernel_free(k);
+    free(x);
+  }
+}
+
+/* A file of random number lines with `bad` at the end of one line; checks
+ * the message names that line and column. */
+static void expect_bad_text(const char *bad, cf_status want, const char *key)
+{
+  char text[4096] = "";
+  size_t len = 0, lines = ref_rng_range(&rng, 1, 8);
+  size_t bad_line = ref_rng_range(&rng, 1, lines), bad_col = 0;
+  for (size_t l = 1; l <= lines; l++) {
+    size_t m = ref_rng_range(&rng, l == bad_line ? 0 : 1, 5);
+    for (size_t j = 0; j < m; j++)
+      len += (size_t)snprintf(text + len, sizeof text - len, "%.6f, ",
+                              (double)ref_rng_sym(&rng));
+    if (l == bad_line) {
+      size_t line_start = len;
+      while (line_start && text[line_start - 1] != '\n')
+        line_start--;
+      bad_col = len - line_start + 1;
+      len += (size_t)snprintf(text + len, sizeof text - len, "%s", bad);
+    }
+    len += (size_t)snprintf(text + len, sizeof text - len, " # c\n");
+  }
+  const char *path = fixture("bad.txt");
+  write_bytes(path, text, len);
+  char where[1100];
+  snprintf(where, sizeof where, "%s:%zu:%zu:", path, bad_line, bad_col);
+  cf_kernel *k;
+  cf_status s = cf_kernel_load_text(path, &k);
+  expect_error(s, &k, want, where, key);
+  s = cf_kernel_load(path, 0, &k);
+  expect_error(s, &k, want, where, key);
+}
+
+static void test_text_bad_token(void **state)
+{
+  (void)state;
+  expect_bad_text("abc", CF_E_FORMAT, "'abc' is not a number");
+  expect_bad_text("1.5x", CF_E_FORMAT, "not a number");
+  expect_bad_text("1e5e5", CF_E_FORMAT, "not a number");
+  char longtok[300];
+  memset(longtok, '7', sizeof longtok - 1);
+  longtok[sizeof longtok - 1] = '\0';
+  expect_bad_text(longtok, CF_E_FORMAT, "too long");
+}
+
+static void test_text_nonfinite(void **state)
+{
+  (void)state;
+  expect_bad_text("nan", CF_E_FORMAT, "is NaN");
+  expect_bad_text("-NaN", CF_E_FORMAT, "is NaN");
+  expect_bad_text("inf", CF_E_FORMAT, "is infinite");
+  expect_bad_text("-Infinity", CF_E_FORMAT, "is infinite");
+  expect_bad_text("1e39", CF_E_FORMAT, "float32 range");
+}
+
+static void test_text_empty(void **state)
+{
+  (void)state;
+  const char *path = fixture("empty.txt");
+  cf_kernel *k;
+  write_bytes(path, "", 0);
+  expect_error(cf_kernel_load_text(path, &k), &k, CF_E_FORMAT, path, "no taps");
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, "no taps");
+  const char *comments = "# only\n  # comments, 1 2 3\r\n\n , ,\n";
+  write_bytes(path, comments, strlen(comments));
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, "no taps");
+}
+
+/* ---- .npy ---------------------------------------------------------- */
+
+typedef struct npy_spec {
+  unsigned ndim;
+  size_t dims[3];
+  size_t size;  /* 4 or 8 */
+  char order;   /* '<', '>' or '=' */
+  int fortran;
+  int version;
+} npy_spec;
+
+/* Magic, version, length and a dict padded to a multiple of 64 bytes. */
+static size_t npy_header(char *buf, int version, const char *descr,
+                         int fortran, const char *shape)
+{
+  size_t pre = version == 1 ? 10 : 12;
+  char dict[512];
+  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, "
+                   "'shape': %s, }", descr, fortran ? "True" : "False",
+                   shape);
+  size_t len = (size_t)n + 1;
+  while ((pre + len) % 64)
+    len++;
+  memcpy(buf, "\x93NUMPY", 6);
+  buf[6] = (char)version;
+  buf[7] = 0;
+  for (size_t i = 0; i < pre - 8; i++)
+    buf[8 + i] = (char)(len >> (8 * i));
+  memset(buf + pre, ' ', len);
+  memcpy(buf + pre, dict, (size_t)n);
+  buf[pre + len - 1] = '\n';
+  return pre + len;
+}
+
+static void shape_text(const npy_spec *sp, char *buf, size_t cap)
+{
+  if (sp->ndim == 1)
+    snprintf(buf, cap, "(%zu,)", sp->dims[0]);
+  else if (sp->ndim == 2)
+    snprintf(buf, cap, "(%zu, %zu)", sp->dims[0], sp->dims[1]);
+  else
+    snprintf(buf, cap, "(%zu, %zu, %zu)", sp->dims[0], sp->dims[1],
+             sp->dims[2]);
+}
+
+static void put_elem(unsigned char *p, double v, size_t size, int swap)
+{
+  unsigned char b[8];
+  if (size == 4) {
+    float f = (float)v;
+    memcpy(b, &f, 4);
+  } else {
+    memcpy(b, &v, 8);
+  }
+  for (size_t i = 0; i < size; i++)
+    p[i] = b[swap ? size - 1 - i : i];
+}
+
+/* Writes values (in C order) as the spec says; returns the file size. */
+static size_t write_npy(const char *path, const npy_spec *sp, const double *v)
+{
+  char head[640], shape[128], descr[8];
+  shape_text(sp, shape, sizeof shape);
+  snprintf(descr, sizeof descr, "%cf%zu", sp->order, sp->size);
+  size_t hl = npy_header(head, sp->version, descr, sp->fortran, shape);
+  size_t d[3] = {1, 1, 1};
+  memcpy(d + 3 - sp->ndim, sp->dims, sp->ndim * sizeof *d);
+  size_t count = d[0] * d[1] * d[2];
+  unsigned char *data = malloc(hl + count * sp->size);
+  memcpy(data, head, hl);
+  int swap = sp->order == '>';
+  size_t n = 0;
+  for (size_t a = 0; a < d[0]; a++)
+    for (size_t b = 0; b < d[1]; b++)
+      for (size_t c = 0; c < d[2]; c++) {
+        size_t at = sp->fortran ? a + b * d[0] + c * d[0] * d[1] : n;
+        put_elem(data + hl + at * sp->size, v[n++], sp->size, swap);
+      }
+  write_bytes(path, data, hl + count * sp->size);
+  free(data);
+  return hl + count * sp->size;
+}
+
+static void random_spec(npy_spec *sp, unsigned i)
+{
+  sp->size = i & 1 ? 8 : 4;
+  sp->order = i & 2 ? '>' : i % 3 ? '<' : '=';
+  sp->fortran = (i >> 2) & 1;
+  sp->ndim = 1 + (i >> 3) % 3;
+  sp->version = 1 + (int)(i % 3);
+  static const size_t max_len[] = {3000, 400, 200};
+  for (unsigned j = 0; j + 1 < sp->ndim; j++)
+    sp->dims[j] = ref_rng_range(&rng, 1, sp->ndim == 2 ? 6 : 4);
+  sp->dims[sp->ndim - 1] = ref_rng_range(&rng, 1, max_len[sp->ndim - 1]);
+}
+
+static size_t spec_count(const npy_spec *sp)
+{
+  size_t n = 1;
+  for (unsigned j = 0; j < sp->ndim; j++)
+    n *= sp->dims[j];
+  return n;
+}
+
+/* Random values: float32 ones, or full float64 ones for '<f8'. */
+static double *random_values(const npy_spec *sp)
+{
+  size_t n = spec_count(sp);
+  double *v = malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = sp->size == 4 ? (double)ref_rng_sym(&rng)
+                         : (2.0 * ref_rng_unit(&rng) - 1.0) * 1e3;
+  return v;
+}
+
+static void expect_npy_kernel(const cf_kernel *k, const npy_spec *sp,
+                              const double *v)
+{
+  static const cf_routing routing[] = {CF_ROUTING_SHARED,
+                                       CF_ROUTING_PER_CHANNEL,
+                                       CF_ROUTING_MATRIX};
+  unsigned outputs = sp->ndim == 1 ? 1 : (unsigned)sp->dims[0];
+  unsigned inputs = sp->ndim == 3 ? (unsigned)sp->dims[1] : outputs;
+  expect_shape(k, routing[sp->ndim - 1], outputs, inputs);
+  size_t len = sp->dims[sp->ndim - 1];
+  float *want = malloc(len * sizeof *want);
+  for (unsigned i = 0; i < cf_kernel_count(k); i++) {
+    for (size_t t = 0; t < len; t++)
+      want[t] = (float)v[i * len + t]; /* float32 rounding of f8 input */
+    expect_taps(k, i, want, len, 0.0);
+  }
+  free(want);
+}
+
+static void test_npy_roundtrip(void **state)
+{
+  (void)state;
+  for (unsigned i = 0; i < 48; i++) {
+    npy_spec sp;
+    random_spec(&sp, i);
+    double *v = random_values(&sp);
+    const char *path = fixture("k.npy");
+    write_npy(path, &sp, v);
+    cf_kernel *k;
+    cf_status s = i % 2 ? cf_kernel_load(path, 0, &k)
+                        : cf_kernel_load_npy(path, &k);
+    expect_ok(s, path);
+    expect_npy_kernel(k, &sp, v);
+    cf_kernel_free(k);
+    free(v);
+  }
+}
+
+/* A .npy file with a hand-written dtype and shape and `data` bytes. */
+static const char *write_raw_npy(const char *name, int version,
+                                 const char *descr, const char *shape,
+                                 size_t data)
+{
+  char head[640];
+  size_t hl = npy_header(head, version, descr, 0, shape);
+  unsigned char *buf = calloc(1, hl + data);
+  memcpy(buf, head, hl);
+  const char *path = fixture(name);
+  write_bytes(path, buf, hl + data);
+  free(buf);
+  return path;
+}
+
+static void expect_npy_error(const char *path, const char *key)
+{
+  cf_kernel *k;
+  expect_error(cf_kernel_load_npy(path, &k), &k, CF_E_FORMAT, path, key);
+}
+
+static void test_npy_truncated(void **state)
+{
+  (void)state;
+  npy_spec sp = {.ndim = 2, .dims = {2, ref_rng_range(&rng, 2, 500)},
+                 .size = 4, .order = '<', .version = 1};
+  double *v = random_values(&sp);
+  const char *path = fixture("trunc.npy");
+  size_t size = write_npy(path, &sp, v);
+  free(v);
+  size_t cut = ref_rng_range(&rng, 1, spec_count(&sp) * 4);
+  truncate_file(path, size - cut);
+  char key[96];
+  snprintf(key, sizeof key, "expected %zu bytes, the file has %zu",
+           spec_count(&sp) * 4, spec_count(&sp) * 4 - cut);
+  expect_npy_error(path, key);
+  truncate_file(path, 40); /* inside the header */
+  expect_npy_error(path, "truncated .npy header");
+  /* One byte too many is refused as well. */
+  path = write_raw_npy("long.npy", 1, "<f4", "(3,)", 13);
+  expect_npy_error(path, "trailing bytes");
+}
+
+static void test_npy_bad_magic(void **state)
+{
+  (void)state;
+  const char *path = write_raw_npy("magic.npy", 1, "<f4", "(2,)", 8);
+  size_t n;
+  unsigned char *p = read_bytes(path, &n);
+  p[1 + ref_rng_range(&rng, 0, 4)] ^= 0x20;
+  write_bytes(path, p, n);
+  expect_npy_error(path, "magic");
+  memcpy(p, "\x93NUMPY\x04\x00", 8);
+  write_bytes(path, p, n);
+  expect_npy_error(path, "version 4.0");
+  write_bytes(path, p, 7);
+  expect_npy_error(path, "too short");
+  free(p);
+}
+
+static void test_npy_dtypes(void **state)
+{
+  (void)state;
+  static const char *const bad[][2] = {
+      {"<i4", "'<i4' (int32)"},      {">u2", "'>u2' (uint16)"},
+      {"<c8", "'<c8' (complex64)"},  {"<c16", "(complex128)"},
+      {"|b1", "'|b1' (bool)"},      {"<f2", "'<f2' (float16)"},
+      {"<f16", "(float128)"},        {"|O", "'|O' (object)"},
+      {"<U8", "'<U8'"},              {"xyz", "'xyz'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    const char *path = write_raw_npy("dtype.npy", 1, bad[i][0], "(4,)", 32);
+    expect_npy_error(path, bad[i][1]);
+  }
+  /* '|' (no byte order) and '=' (native) mean this host's order. */
+  const char *path = write_raw_npy("native.npy", 2, "|f8", "(4,)", 32);
+  cf_kernel *k;
+  expect_ok(cf_kernel_load_npy(path, &k), path);
+  cf_kernel_free(k);
+}
+
+static void test_npy_absurd_shape(void **state)
+{
+  (void)state;
+  static const char *const bad[][2] = {
+      {"(1099511627776,)", "1099511627776 taps, more than the limit"},
+      {"(99999999999999999999999,)", "more than 64 bits"},
+      {"(18446744073709551615, 18446744073709551615, 2)", "overflows"},
+      {"(3, 0)", "dimension 1 is 0"},
+      {"()", "0 dimensions"},
+      {"(2, 2, 2, 2)", "4 dimensions"},
+      {"(300, 4)", "300 channels"},
+      {"(200, 200, 4)", "40000 kernels"},
+      {"(4,", "expected"},
+      {"(-4,)", "non-negative"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    const char *path = write_raw_npy("shape.npy", 1, "<f4", bad[i][0], 64);
+    expect_npy_error(path, bad[i][1]);
+  }
+  /* A header claiming 1e9 elements, within every limit, in a tiny file:
+   * refused from the file size, before any allocation. */
+  const char *path = write_raw_npy("huge.npy", 2, "<f4", "(64, 64, 244141)",
+                                   16);
+  expect_npy_error(path, "expected 4000006144 bytes, the file has 16");
+}
+
+static void test_npy_header_syntax(void **state)
+{
+  (void)state;
+  static const char *const bad[][2] = {
+      {"{'descr': '<f4', 'shape': (2,)}", "missing key"},
+      {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
+       "'shape': (2,)}", "duplicate key"},
+      {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}",
+       "True or False"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+       "unexpected key"},
+      {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}",
+       "structured"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk",
+       "unexpected bytes"},
+      {"{'descr: '<f4', 'fortran_order': False, 'shape': (2,)}", "expected"},
+      {"'descr': '<f4'", "expected '{'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char buf[256] = {0};
+    size_t n = strlen(bad[i][0]);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (char)(n + 1);
+    buf[9] = 0;
+    memcpy(buf + 10, bad[i][0], n);
+    buf[10 + n] = '\n';
+    const char *path = fixture("syntax.npy");
+    write_bytes(path, buf, 11 + n + 8);
+    expect_npy_error(path, bad[i][1]);
+  }
+  /* A version 2 header claiming 1 MiB. */
+  unsigned char big[16] = "\x93NUMPY\x02\x00\x00\x00\x10\x00{";
+  const char *path = fixture("bighead.npy");
+  write_bytes(path, big, sizeof big);
+  expect_npy_error(path, "too long");
+  /* Python 2 longs and double quotes are fine. */
+  path = fixture("py2.npy");
+  const char *py2 = "{\"descr\": \"<f4\", \"fortran_order\": False, "
+                    "\"shape\": (2L,)}";
+  char buf[128] = {0};
+  size_t n = strlen(py2);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (char)(n + 1);
+  buf[9] = 0;
+  memcpy(buf + 10, py2, n);
+  buf[10 + n] = '\n';
+  float two[2] = {0.25f, -3.0f};
+  memcpy(buf + 11 + n, two, sizeof two);
+  write_bytes(path, buf, 11 + n + sizeof two);
+  cf_kernel *k;
+  expect_ok(cf_kernel_load_npy(path, &k), path);
+  expect_taps(k, 0, two, 2, 0.0);
+  cf_kernel_free(k);
+}
+
+static void test_npy_nonfinite(void **state)
+{
+  (void)state;
+  static const double bad[] = {NAN, INFINITY, -INFINITY, 1e300};
+  static const char *const names[] = {"is NaN", "is infinite", "is infinite",
+                                      "outside the float32 range"};
+  for (unsigned i = 0; i < 4; i++) {
+    npy_spec sp = {.ndim = 3,
+                   .dims = {ref_rng_range(&rng, 1, 3),
+                            ref_rng_range(&rng, 1, 3),
+                            ref_rng_range(&rng, 1, 50)},
+                   .size = i == 3 || ref_rng_range(&rng, 0, 1) ? 8 : 4,
+                   .order = ref_rng_range(&rng, 0, 1) ? '>' : '<',
+                   .fortran = (int)ref_rng_range(&rng, 0, 1),
+                   .version = 1};
+    double *v = random_values(&sp);
+    size_t o = ref_rng_range(&rng, 0, sp.dims[0] - 1);
+    size_t in = ref_rng_range(&rng, 0, sp.dims[1] - 1);
+    size_t t = ref_rng_range(&rng, 0, sp.dims[2] - 1);
+    v[(o * sp.dims[1] + in) * sp.dims[2] + t] = bad[i];
+    const char *path = fixture("nan.npy");
+    write_npy(path, &sp, v);
+    free(v);
+    char key[160];
+    snprintf(key, sizeof key, "element [%zu, %zu, %zu] (kernel %zu, tap %zu)",
+             o, in, t, o * sp.dims[1] + in, t);
+    expect_npy_error(path, key);
+    expect_npy_error(path, names[i]);
+  }
+}
+
+/* Every truncation and random byte flips of a valid file: never a crash,
+ * and whatever loads is a valid kernel set. */
+static void test_npy_fuzz(void **state)
+{
+  (void)state;
+  npy_spec sp = {.ndim = 2, .dims = {2, 7}, .size = 8, .order = '<',
+                 .version = 1};
+  double *v = random_values(&sp);
+  const char *path = fixture("fuzz.npy");
+  size_t size = write_npy(path, &sp, v);
+  free(v);
+  unsigned char *orig = read_bytes(path, &size);
+  cf_kernel *k;
+  for (size_t n = 0; n < size; n++) {
+    write_bytes(path, orig, n);
+    assert_int_not_equal(cf_kernel_load_npy(path, &k), CF_OK);
+    assert_null(k);
+  }
+  unsigned char *p = malloc(size);
+  for (int round = 0; round < 2000; round++) {
+    memcpy(p, orig, size);
+    for (size_t j = ref_rng_range(&rng, 1, 4); j > 0; j--)
+      p[ref_rng_range(&rng, 0, 127)] = (unsigned char)ref_rng_u64(&rng);
+    write_bytes(path, p, size);
+    cf_status s = cf_kernel_load_npy(path, &k);
+    assert_true(s == CF_OK || s == CF_E_FORMAT);
+    if (s == CF_OK) {
+      assert_true(cf_kernel_max_len(k) >= 1);
+      cf_kernel_free(k);
+    } else {
+      assert_non_null(strstr(cf_last_error(), path));
+    }
+  }
+  free(p);
+  free(orig);
+}
+
+/* ---- any file ------------------------------------------------------ */
+
+static void test_missing_file(void **state)
+{
+  (void)state;
+  const char *path = fixture("does-not-exist.txt");
+  cf_kernel *k;
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_IO, path, "cannot open");
+  expect_error(cf_kernel_load_text(path, &k), &k, CF_E_IO, path,
+               "No such file");
+  expect_error(cf_kernel_load_npy(path, &k), &k, CF_E_IO, path,
+               "cannot open");
+  expect_error(cf_kernel_load(tmp_dir, 0, &k), &k, CF_E_IO, tmp_dir,
+               "directory");
+  expect_error(cf_kernel_load(NULL, 0, &k), &k, CF_E_INVALID, "", "NULL");
+}
+
+static void test_random_bytes(void **state)
+{
+  (void)state;
+  size_t n = ref_rng_range(&rng, 100, 8192);
+  unsigned char *p = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    p[i] = (unsigned char)ref_rng_u64(&rng);
+  p[0] = 0; /* surely not text */
+  const char *path = fixture("random.dat");
+  write_bytes(path, p, n);
+  free(p);
+  cf_kernel *k;
+  cf_status s = cf_kernel_load(path, 0, &k);
+#ifdef CF_TEST_HAVE_LIBAV
+  expect_error(s, &k, CF_E_FORMAT, path, "audio");
+#else
+  expect_error(s, &k, CF_E_UNAVAILABLE, path, "libav");
+#endif
+}
+
+/* ---- audio --------------------------------------------------------- */
+
+#ifdef CF_TEST_HAVE_LIBAV
+
+static int16_t to_s16(float x)
+{
+  long q = lrintf(x * 32768.0f);
+  return (int16_t)(q > 32767 ? 32767 : q < -32768 ? -32768 : q);
+}
+
+static void encode(AVCodecContext *enc, const AVFrame *fr, AVFormatContext *oc,
+                   AVStream *st)
+{
+  AVPacket *pkt = av_packet_alloc();
+  assert_true(avcodec_send_frame(enc, fr) >= 0);
+  while (avcodec_receive_packet(enc, pkt) >= 0) {
+    av_packet_rescale_ts(pkt, enc->time_base, st->time_base);
+    pkt->stream_index = st->index;
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  av_packet_free(&pkt);
+}
+
+static void fill_frame(AVFrame *fr, float *const *x, size_t at)
+{
+  int ch = fr->ch_layout.nb_channels;
+  for (int i = 0; i < fr->nb_samples; i++)
+    for (int c = 0; c < ch; c++) {
+      float v = x[c][at + (size_t)i];
+      if (fr->format == AV_SAMPLE_FMT_S16)
+        ((int16_t *)fr->data[0])[i * ch + c] = to_s16(v);
+      else
+        ((float *)fr->data[0])[i * ch + c] = v;
+    }
+}
+
+/* Writes channels x[c][0..n) with libav; the container from the name. */
+static void write_audio(const char *path, enum AVCodecID id,
+                        enum AVSampleFormat sf, int rate, int channels,
+                        float *const *x, size_t n)
+{
+  AVFormatContext *oc = NULL;
+  assert_true(avformat_alloc_output_context2(&oc, NULL, NULL, path) >= 0);
+  const AVCodec *codec = avcodec_find_encoder(id);
+  assert_non_null(codec);
+  AVCodecContext *enc = avcodec_alloc_context3(codec);
+  enc->sample_fmt = sf;
+  enc->sample_rate = rate;
+  enc->time_base = (AVRational){1, rate};
+  av_channel_layout_default(&enc->ch_layout, channels);
+  assert_true(avcodec_open2(enc, codec, NULL) >= 0);
+  AVStream *st = avformat_new_stream(oc, NULL);
+  assert_true(avcodec_parameters_from_context(st->codecpar, enc) >= 0);
+  st->time_base = enc->time_base;
+  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
+  assert_true(avformat_write_header(oc, NULL) >= 0);
+  size_t block = enc->frame_size > 0 ? (size_t)enc->frame_size : 1024;
+  AVFrame *fr = av_frame_alloc();
+  for (size_t at = 0; at < n; at += block) {
+    fr->nb_samples = (int)(n - at < block ? n - at : block);
+    fr->format = sf;
+    fr->sample_rate = rate;
+    av_channel_layout_copy(&fr->ch_layout, &enc->ch_layout);
+    assert_true(av_frame_get_buffer(fr, 0) >= 0);
+    fill_frame(fr, x, at);
+    fr->pts = (int64_t)at;
+    encode(enc, fr, oc, st);
+    av_frame_unref(fr);
+  }
+  encode(enc, NULL, oc, st);
+  assert_true(av_write_trailer(oc) >= 0);
+  av_frame_free(&fr);
+  avio_closep(&oc->pb);
+  avcodec_free_context(&enc);
+  avformat_free_context(oc);
+}
+
+typedef struct audio_case {
+  const char *name;
+  enum AVCodecID codec;
+  enum AVSampleFormat format;
+  int channels;
+  double tol;
+} audio_case;
+
+static float **random_channels(int channels, size_t n)
+{
+  float **x = malloc((size_t)channels * sizeof *x);
+  for (int c = 0; c < channels; c++) {
+    x[c] = malloc(n * sizeof **x);
+    ref_rng_fill(&rng, x[c], n);
+  }
+  return x;
+}
+
+static void free_channels(float **x, int channels)
+{
+  for (int c = 0; c < channels; c++)
+    free(x[c]);
+  free(x);
+}
+
+/* Writes random audio, loads it at the file's rate (0 and explicit) and
+ * with cf_kernel_load, and compares every channel. */
+static void audio_roundtrip(const audio_case *ac)
+{
+  static const int rates[] = {8000, 44100, 48000, 96000};
+  int rate = rates[ref_rng_range(&rng, 0, 3)];
+  size_t n = ref_rng_range(&rng, 1, 20000);
+  float **x = random_channels(ac->channels, n);
+  const char *path = fixture(ac->name);
+  write_audio(path, ac->codec, ac->format, rate, ac->channels, x, n);
+  for (int how = 0; how < 3; how++) {
+    cf_kernel *k;
+    cf_status s = how == 0   ? cf_kernel_load_audio(path, 0, &k)
+                  : how == 1 ? cf_kernel_load_audio(path, (unsigned)rate, &k)
+                             : cf_kernel_load(path, (unsigned)rate, &k);
+    expect_ok(s, path);
+    unsigned ch = (unsigned)ac->channels;
+    expect_shape(k, ch == 1 ? CF_ROUTING_SHARED : CF_ROUTING_PER_CHANNEL, ch,
+                 ch);
+    for (unsigned c = 0; c < ch; c++)
+      expect_taps(k, c, x[c], n, ac->tol);
+    cf_kernel_free(k);
+  }
+  free_channels(x, ac->channels);
+}
+
+static const double s16_tol = 1.0 / 32768.0;
+
+#define SKIP_WITHOUT_LIBAV() ((void)0)
+#else
+#define SKIP_WITHOUT_LIBAV()                                                 \
+  do {                                                                       \
+    cf_kernel *k_;                                                           \
+    assert_int_equal(cf_kernel_load_audio("x.wav", 0, &k_),                  \
+                     CF_E_UNAVAILABLE);                                      \
+    assert_non_null(strstr(cf_last_error(), "built without libav"));        \
+    print_message("skipped: built without libav\n");                        \
+    skip();                                                                  \
+  } while (0)
+#endif
+
+static void test_audio_wav_s16(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (int ch = 1; ch <= 2; ch++)
+    audio_roundtrip(&(audio_case){"s16.wav", AV_CODEC_ID_PCM_S16LE,
+                                  AV_SAMPLE_FMT_S16, ch, s16_tol});
+#endif
+}
+
+static void test_audio_wav_f32(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (int ch = 1; ch <= 3; ch++)
+    audio_roundtrip(&(audio_case){"f32.wav", AV_CODEC_ID_PCM_F32LE,
+                                  AV_SAMPLE_FMT_FLT, ch, 0.0});
+#endif
+}
+
+static void test_audio_flac(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (int ch = 1; ch <= 2; ch++)
+    audio_roundtrip(&(audio_case){"k.flac", AV_CODEC_ID_FLAC,
+                                  AV_SAMPLE_FMT_S16, ch, s16_tol});
+#endif
+}
+
+/* A 1 kHz sine at 44.1 kHz loaded at 48 kHz, against the analytic sine. */
+static void test_audio_resample(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  const double f0 = 1000.0, pi = 3.14159265358979323846;
+  size_t n = 8820; /* 0.2 s */
+  float **x = random_channels(1, n);
+  for (size_t i = 0; i < n; i++)
+    x[0][i] = (float)sin(2.0 * pi * f0 * (double)i / 44100.0);
+  const char *path = fixture("sine.wav");
+  write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 44100, 1, x, n);
+  free_channels(x, 1);
+  cf_kernel *k;
+  expect_ok(cf_kernel_load(path, 48000, &k), path);
+  size_t len;
+  const float *y = cf_kernel_taps(k, 0, &len);
+  if (len + 4 < 9600 || len > 9600 + 4)
+    print_error("resampled length %zu, want 9600 +- 4\n", len);
+  assert_true(len + 4 >= 9600 && len <= 9600 + 4);
+  double worst = 0.0;
+  for (size_t i = 64; i + 64 < len; i++) {
+    double want = sin(2.0 * pi * f0 * (double)i / 48000.0);
+    worst = fmax(worst, fabs(y[i] - want));
+  }
+  if (!(worst <= 1e-3))
+    print_error("resampled sine off by %g\n", worst);
+  assert_true(worst <= 1e-3);
+  cf_kernel_free(k);
+#endif
+}
+
+static void test_audio_nonfinite(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  size_t n = ref_rng_range(&rng, 10, 5000);
+  float **x = random_channels(2, n);
+  size_t c = ref_rng_range(&rng, 0, 1), i = ref_rng_range(&rng, 0, n - 1);
+  x[c][i] = ref_rng_range(&rng, 0, 1) ? NAN : -INFINITY;
+  const char *path = fixture("nan.wav");
+  write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 48000, 2, x, n);
+  char key[96];
+  snprintf(key, sizeof key, "channel %zu, sample %zu is %s", c, i,
+           isnan(x[c][i]) ? "NaN" : "infinite");
+  free_channels(x, 2);
+  cf_kernel *k;
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, key);
+#endif
+}
+
+static void test_audio_truncated(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  size_t n = ref_rng_range(&rng, 100, 5000);
+  float **x = random_channels(2, n);
+  const char *path = fixture("cut.wav");
+  write_audio(path, AV_CODEC_ID_PCM_S16LE, AV_SAMPLE_FMT_S16, 48000, 2, x, n);
+  free_channels(x, 2);
+  cf_kernel *k;
+  /* Cut inside the data (at the file's end): fewer samples than the
+   * header states. */
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  size_t data_at = (size_t)st.st_size - 4 * n;
+  truncate_file(path, data_at + 4 * ref_rng_range(&rng, 1, n - 1));
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+               "truncated");
+  /* Cut inside the header. */
+  truncate_file(path, ref_rng_range(&rng, 1, 30));
+  cf_status s = cf_kernel_load(path, 0, &k);
+  assert_int_not_equal(s, CF_OK);
+  assert_null(k);
+  assert_non_null(strstr(cf_last_error(), path));
+  /* FLAC states its length in STREAMINFO. */
+  n = ref_rng_range(&rng, 20000, 40000);
+  x = random_channels(1, n);
+  path = fixture("cut.flac");
+  write_audio(path, AV_CODEC_ID_FLAC, AV_SAMPLE_FMT_S16, 44100, 1, x, n);
+  free_channels(x, 1);
+  assert_int_equal(stat(path, &st), 0);
+  truncate_file(path, (size_t)st.st_size / 2);
+  /* A cut frame fails to decode; a cut between frames is short. */
+  s = cf_kernel_load(path, 0, &k);
+  const char *msg = cf_last_error();
+  expect_error(s, &k, CF_E_FORMAT, path,
+               strstr(msg, "truncated") ? "truncated" : "decoding audio");
+#endif
+}
+
+static void test_audio_missing(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  const char *path = fixture("missing.wav");
+  cf_kernel *k;
+  expect_error(cf_kernel_load_audio(path, 0, &k), &k, CF_E_IO, path,
+               "No such file");
+  expect_error(cf_kernel_load_audio(path, 4000000, &k), &k, CF_E_INVALID, path,
+               "rate");
+#endif
+}
+
+/* ---- main ---------------------------------------------------------- */
+
+static int remove_fixtures(void **state)
+{
+  (void)state;
+  DIR *d = opendir(tmp_dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (e->d_name[0] != '.')
+      unlink(fixture(e->d_name));
+  if (d)
+    closedir(d);
+  rmdir(tmp_dir);
+  return 0;
+}
+
+int main(void)
+{
+  ref_rng_init(&rng, ref_seed());
+  const char *base = getenv("CF_TEST_TMP");
+  if (!base || !*base)
+    base = "/tmp";
+  mkdir(base, 0777); /* may exist */
+  snprintf(tmp_dir, sizeof tmp_dir, "%s/loaders-%ld", base, (long)getpid());
+  if (mkdir(tmp_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "cannot create %s: %s\n", tmp_dir, strerror(errno));
+    return 1;
+  }
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_QUIET); /* our messages carry libav's reason */
+#endif
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_text_formats),
+      cmocka_unit_test(test_text_bad_token),
+      cmocka_unit_test(test_text_nonfinite),
+      cmocka_unit_test(test_text_empty),
+      cmocka_unit_test(test_npy_roundtrip),
+      cmocka_unit_test(test_npy_truncated),
+      cmocka_unit_test(test_npy_bad_magic),
+      cmocka_unit_test(test_npy_dtypes),
+      cmocka_unit_test(test_npy_absurd_shape),
+      cmocka_unit_test(test_npy_header_syntax),
+      cmocka_unit_test(test_npy_nonfinite),
+      cmocka_unit_test(test_npy_fuzz),
+      cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_random_bytes),
+      cmocka_unit_test(test_audio_wav_s16),
+      cmocka_unit_test(test_audio_wav_f32),
+      cmocka_unit_test(test_audio_flac),
+      cmocka_unit_test(test_audio_resample),
+      cmocka_unit_test(test_audio_nonfinite),
+      cmocka_unit_test(test_audio_truncated),
+      cmocka_unit_test(test_audio_missing),
+  };
+  return cmocka_run_group_tests(tests, NULL, remove_fixtures);
+}
