@@ -243,14 +243,14 @@ static void retire_oldest(fir *f)
 }
 
 /* w_k(y) of engine.h for swap k at y index y; 1 from the next swap on. */
-static float fade_weight(const fir *f, unsigned k, uint64_t y)
+static double fade_weight(const fir *f, unsigned k, uint64_t y)
 {
   if (y < f->fade_s[k])
-    return 0.0f;
+    return 0.0;
   if (k + 1 < f->nb && y >= f->fade_s[k + 1])
-    return 1.0f;
+    return 1.0;
   uint64_t j = y - f->fade_s[k];
-  return j >= f->fade_x[k] ? 1.0f : (float)((double)(j + 1) / (f->fade_x[k] + 1.0));
+  return j >= f->fade_x[k] ? 1.0 : (double)(j + 1) / (f->fade_x[k] + 1.0);
 }
 
 /* Swap 1 is over for every future output (y >= t - latency). */
@@ -284,16 +284,18 @@ static void step(fir *f, const float *in, float *out, size_t m)
         out[n * co + o] = src[n];
     }
   } else {
+    /* The blend in double: where old and new outputs nearly cancel, a
+     * float blend alone would cost more than the 1e-6 the paths meet. */
     for (size_t n = 0; n < m; n++) {
-      float w[MAX_BANKS];
+      double w[MAX_BANKS];
       uint64_t z = f->t + n;
       for (unsigned k = 1; k < f->nb; k++)
-        w[k] = z < f->latency ? 0.0f : fade_weight(f, k, z - f->latency);
+        w[k] = z < f->latency ? 0.0 : fade_weight(f, k, z - f->latency);
       for (unsigned o = 0; o < co; o++) {
-        float v = b0->src[o][n];
+        double v = b0->src[o][n];
         for (unsigned k = 1; k < f->nb; k++)
           v += w[k] * (f->b[k]->src[o][n] - v);
-        out[n * co + o] = v;
+        out[n * co + o] = (float)v;
       }
     }
   }
