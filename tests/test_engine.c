@@ -1,0 +1,1695 @@
+/* The 1D streaming engine against its contract (include/cudafilter/engine.h).
+ *
+ * Every test runs once per variant: each available backend (CPU always, CUDA
+ * where a device exists; an unavailable one prints "skipped: <backend>:
+ * <reason>") and, on the CPU, each forced algorithm (direct, fft-uniform,
+ * fft-nonuniform, auto). Every output is compared with the float64 naive
+ * reference of tests/ref.c, on random kernels, random inputs and random
+ * chunkings; seeds are printed and every failure prints its case.
+ *
+ * Environment: CF_TEST_SEED (replay), CF_TEST_VARIANT (run only variants
+ * whose name contains it, e.g. "cpu-direct"), CF_TEST_FILTER and
+ * CF_TEST_SKIP (cmocka test name patterns to run / to leave out). */
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+/* ------------------------------------------------------------------ */
+/* Variants                                                             */
+
+typedef struct variant {
+  const char *name;
+  cf_backend backend;
+  cf_algorithm algo;
+  unsigned id;
+} variant;
+
+static const variant variants[] = {
+  {"cpu-direct", CF_BACKEND_CPU, CF_ALGO_DIRECT, 1},
+  {"cpu-fft-uniform", CF_BACKEND_CPU, CF_ALGO_FFT_UNIFORM, 2},
+  {"cpu-fft-nonuniform", CF_BACKEND_CPU, CF_ALGO_FFT_NONUNIFORM, 3},
+  {"cpu-auto", CF_BACKEND_CPU, CF_ALGO_AUTO, 4},
+  {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO_AUTO, 5},
+};
+
+static const variant *V;   /* the variant running now */
+static uint64_t g_seed;
+static char g_case[4096];  /* parameters of the case running now */
+
+/* Work limits (multiply-accumulates), chosen so that the whole suite stays
+ * under ~60 s in a -O2 build on 2 cores. */
+#define FULL_REF_MACS 3e7     /* reference over every output up to this */
+#define SAMPLE_REF_MACS 1e8   /* else sampled indices costing about this */
+#define ENGINE_WORK 4e8       /* rough engine work per case */
+#define MUST_MAX 400          /* boundary indices checked per region */
+#define GUARD 8               /* sentinel frames after every write */
+#define SENTINEL (-12345.6789f)
+#define MAXK 64
+#define MAXCHUNKS 4096
+
+static const unsigned blocks[] = {1, 2, 3, 7, 32, 64, 100, 256, 1024, 4096};
+#define NBLOCKS (sizeof blocks / sizeof *blocks)
+
+static int is_direct(void) { return V->algo == CF_ALGO_DIRECT; }
+static int is_fft(void)
+{
+  return V->algo == CF_ALGO_FFT_UNIFORM || V->algo == CF_ALGO_FFT_NONUNIFORM;
+}
+static double tol(void) { return is_direct() ? 1e-6 : 2e-5; }
+/* Longest kernel a case may use: forced direct costs O(L^2) to drain. */
+static size_t long_len_max(void) { return is_direct() ? 32768 : 131072; }
+
+/* ------------------------------------------------------------------ */
+/* Failure reporting                                                    */
+
+static void set_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
+static void set_case(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_case, sizeof g_case, fmt, ap);
+  va_end(ap);
+}
+
+static void add_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
+static void add_case(const char *fmt, ...)
+{
+  size_t used = strlen(g_case);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_case + used, sizeof g_case - used, fmt, ap);
+  va_end(ap);
+}
+
+static void report(const char *file, int line, const char *fmt, ...)
+  CMOCKA_PRINTF_ATTRIBUTE(3, 4);
+static void report(const char *file, int line, const char *fmt, ...)
+{
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  print_error("FAILED at %s:%d: %s\n  variant: %s (seed %llu, rerun with "
+              "CF_TEST_SEED=%llu CF_TEST_VARIANT=%s)\n  case: %s\n",
+              file, line, msg, V->name, (unsigned long long)g_seed,
+              (unsigned long long)g_seed, V->name, g_case);
+}
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      report(__FILE__, __LINE__, __VA_ARGS__);                                \
+      fail();                                                                 \
+    }                                                                         \
+  } while (0)
+
+#define CHECK_OK(expr)                                                        \
+  do {                                                                        \
+    cf_status st_ = (expr);                                                   \
+    CHECK(st_ == CF_OK, "%s returned %s: %s", #expr, cf_status_name(st_),     \
+          cf_last_error());                                                   \
+  } while (0)
+
+static void *xalloc(size_t n)
+{
+  void *p = calloc(n ? n : 1, 1);
+  if (!p) {
+    print_error("out of memory (%zu bytes)\n", n);
+    fail();
+  }
+  return p;
+}
+
+/* Each test draws from its own stream: seed, variant and test number. */
+static void test_rng(ref_rng *r, unsigned test)
+{
+  ref_rng_init(r, g_seed * 1000003ull + V->id * 7919ull + test);
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel sets with the stream's shape                                  */
+
+typedef struct kset {
+  cf_routing routing;
+  unsigned outs, ins, count; /* stream channels; count = kernels */
+  size_t len[MAXK];
+  float *h[MAXK];
+} kset;
+
+static void kset_init(kset *k, cf_routing routing, unsigned outs,
+                      unsigned ins)
+{
+  memset(k, 0, sizeof *k);
+  k->routing = routing;
+  k->outs = outs;
+  k->ins = ins;
+  k->count = routing == CF_ROUTING_MATRIX ? outs * ins
+             : routing == CF_ROUTING_PER_CHANNEL ? outs : 1;
+  assert_true(k->count <= MAXK);
+}
+
+static void kset_free(kset *k)
+{
+  for (unsigned i = 0; i < k->count; i++)
+    free(k->h[i]);
+  memset(k, 0, sizeof *k);
+}
+
+static const float *kpair(const kset *k, unsigned o, unsigned i, size_t *len)
+{
+  unsigned idx;
+  if (k->routing == CF_ROUTING_MATRIX)
+    idx = o * k->ins + i;
+  else if (o != i) {
+    *len = 0;
+    return NULL;
+  } else
+    idx = k->routing == CF_ROUTING_SHARED ? 0 : o;
+  *len = k->len[idx];
+  return k->h[idx];
+}
+
+static size_t kset_lmax(const kset *k)
+{
+  size_t m = 0;
+  for (unsigned i = 0; i < k->count; i++)
+    if (k->len[i] > m)
+      m = k->len[i];
+  return m;
+}
+
+static void fill_taps(ref_rng *r, float *h, size_t len)
+{
+  ref_rng_fill(r, h, len);
+  if (len > 8 && ref_rng_u64(r) % 3 == 0) { /* a decaying IR */
+    double d = 2.0 + 6.0 * ref_rng_unit(r);
+    for (size_t j = 0; j < len; j++)
+      h[j] *= (float)exp(-d * (double)j / (double)len);
+  }
+}
+
+static void kset_set(kset *k, ref_rng *r, unsigned idx, size_t len)
+{
+  free(k->h[idx]);
+  k->h[idx] = NULL;
+  k->len[idx] = len;
+  if (len) {
+    k->h[idx] = xalloc(len * sizeof(float));
+    fill_taps(r, k->h[idx], len);
+  }
+}
+
+static cf_status kset_build(const kset *k, cf_kernel **out)
+{
+  unsigned o = k->routing == CF_ROUTING_SHARED ? 1 : k->outs;
+  unsigned i = k->routing == CF_ROUTING_SHARED ? 1 : k->ins;
+  cf_status s = cf_kernel_new(k->routing, o, i, out);
+  for (unsigned j = 0; s == CF_OK && j < k->count; j++)
+    if (k->len[j])
+      s = cf_kernel_set(*out, j, k->h[j], k->len[j]);
+  if (s != CF_OK) {
+    cf_kernel_free(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+static void kset_describe(const kset *k)
+{
+  add_case("%s %ux%u L=[", k->routing == CF_ROUTING_SHARED ? "shared"
+           : k->routing == CF_ROUTING_PER_CHANNEL ? "per-channel" : "matrix",
+           k->outs, k->ins);
+  for (unsigned i = 0; i < k->count; i++)
+    add_case("%s%zu", i ? "," : "", k->len[i]);
+  add_case("] ");
+}
+
+/* Log-uniform in [lo, hi]. */
+static size_t rand_len(ref_rng *r, size_t lo, size_t hi)
+{
+  double a = log((double)lo), b = log((double)hi + 1.0);
+  size_t len = (size_t)exp(a + (b - a) * ref_rng_unit(r));
+  return len < lo ? lo : len > hi ? hi : len;
+}
+
+/* A short-ish kernel length, with the sizes around the block now and then. */
+static size_t rand_len_short(ref_rng *r, size_t hi, unsigned block)
+{
+  switch (ref_rng_u64(r) % 10) {
+  case 0: return 1;
+  case 1: return block < hi ? block : hi;
+  case 2: return block + 1 < hi ? block + 1 : hi;
+  case 3: return 2 * block - 1 < hi && block > 1 ? 2 * block - 1 : 2;
+  default: return rand_len(r, 1, hi);
+  }
+}
+
+static unsigned rand_block(ref_rng *r)
+{
+  return blocks[ref_rng_u64(r) % NBLOCKS];
+}
+
+/* A rough cost of the engine's work for n frames (per variant). */
+static double engine_work(const kset *k, size_t n, unsigned block)
+{
+  double frames = (double)n + (double)kset_lmax(k) + block, direct = 0,
+         fft = 0;
+  for (unsigned i = 0; i < k->count; i++) {
+    double len = (double)k->len[i], mult = 1.0;
+    if (k->routing == CF_ROUTING_SHARED)
+      mult = k->ins;
+    if (!k->len[i])
+      continue;
+    direct += mult * frames * len;
+    fft += mult * frames * 4.0 * ceil(len / block) * (block + 1.0) / block;
+  }
+  fft += frames * (k->ins + k->outs) * 10.0 * log2(2.0 * block);
+  if (is_direct())
+    return direct;
+  if (is_fft())
+    return fft;
+  return direct < fft ? direct : fft;
+}
+
+/* Shrink n, then grow the block, until the case is affordable. */
+static void fit_work(const kset *k, size_t *n, unsigned *block)
+{
+  while (engine_work(k, *n, *block) > ENGINE_WORK) {
+    if (*n > 512)
+      *n /= 2;
+    else if (!is_direct() && *block < 4096) {
+      unsigned b = *block;
+      for (size_t i = 0; i < NBLOCKS; i++)
+        if (blocks[i] > b) {
+          *block = blocks[i];
+          break;
+        }
+    } else
+      break;
+  }
+}
+
+static size_t rand_frames(ref_rng *r, size_t lmax, unsigned block)
+{
+  switch (ref_rng_u64(r) % 10) {
+  case 0: return 0;
+  case 1:
+  case 2: return lmax > 1 ? ref_rng_range(r, 1, lmax - 1) : 1;
+  case 3: return ref_rng_range(r, 1, 3 * (size_t)block + 2);
+  default: return ref_rng_range(r, 1, 3 * (lmax + block) + 4000);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Inputs                                                               */
+
+typedef struct input {
+  unsigned ch;
+  size_t n;
+  float *x;      /* interleaved n * ch */
+  float *xp[CF_MAX_CHANNELS]; /* planar copies for the reference */
+} input;
+
+static void input_make(input *in, ref_rng *r, unsigned ch, size_t n)
+{
+  memset(in, 0, sizeof *in);
+  assert_true(ch <= CF_MAX_CHANNELS);
+  in->ch = ch;
+  in->n = n;
+  in->x = xalloc(n * ch * sizeof(float));
+  ref_rng_fill(r, in->x, n * ch);
+  for (unsigned c = 0; c < ch; c++) {
+    in->xp[c] = xalloc(n * sizeof(float));
+    for (size_t j = 0; j < n; j++)
+      in->xp[c][j] = in->x[j * ch + c];
+  }
+}
+
+/* Planar view of frames [from, from + n) of `src`. */
+static void input_slice(input *dst, const input *src, size_t from, size_t n)
+{
+  memset(dst, 0, sizeof *dst);
+  dst->ch = src->ch;
+  dst->n = n;
+  dst->x = src->x + from * src->ch;
+  for (unsigned c = 0; c < src->ch; c++)
+    dst->xp[c] = src->xp[c] + from;
+}
+
+static void input_free(input *in)
+{
+  free(in->x);
+  for (unsigned c = 0; c < in->ch; c++)
+    free(in->xp[c]);
+  memset(in, 0, sizeof *in);
+}
+
+/* ------------------------------------------------------------------ */
+/* The expected output: a sequence of kernel sets and swaps              */
+
+typedef struct model {
+  unsigned nstage;      /* kernel sets in use: 1 + number of swaps */
+  const kset *ks[4];
+  size_t S[4], X[4];    /* swap k (k >= 1) at input frame S[k], crossfade X[k] */
+  const input *in;
+} model;
+
+static double conv_o(const kset *k, const input *in, unsigned o, size_t j)
+{
+  double acc = 0.0;
+  for (unsigned i = 0; i < k->ins; i++) {
+    size_t len;
+    const float *h = kpair(k, o, i, &len);
+    if (len)
+      acc += ref_conv_at(in->xp[i], in->n, h, len, j);
+  }
+  return acc;
+}
+
+/* y[j] per engine.h: the last swap at or before j decides; a swap during a
+ * running crossfade first completes it, so its y_old is the previous set. */
+static double model_y(const model *m, unsigned o, size_t j)
+{
+  unsigned k = 0;
+  for (unsigned s = 1; s < m->nstage; s++)
+    if (j >= m->S[s])
+      k = s;
+  if (k == 0)
+    return conv_o(m->ks[0], m->in, o, j);
+  size_t S = m->S[k], X = m->X[k];
+  double w = j >= S + X ? 1.0 : (double)(j - S + 1) / (double)(X + 1);
+  double ynew = conv_o(m->ks[k], m->in, o, j);
+  if (w >= 1.0)
+    return ynew;
+  return (1.0 - w) * conv_o(m->ks[k - 1], m->in, o, j) + w * ynew;
+}
+
+static double model_cost(const model *m)
+{
+  double c = 1.0;
+  for (unsigned s = 0; s < m->nstage; s++)
+    for (unsigned i = 0; i < m->ks[s]->count; i++) {
+      size_t len = m->ks[s]->len[i];
+      double mult = m->ks[s]->routing == CF_ROUTING_SHARED ? m->ks[s]->ins : 1;
+      c += mult * (double)(len < m->in->n ? len : m->in->n);
+    }
+  return c;
+}
+
+/* ------------------------------------------------------------------ */
+/* Index sets                                                           */
+
+typedef struct idxset {
+  size_t *v;
+  size_t n, cap;
+} idxset;
+
+static void idx_add(idxset *s, size_t t)
+{
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 256;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    assert_non_null(s->v);
+  }
+  s->v[s->n++] = t;
+}
+
+static void idx_add3(idxset *s, size_t t)
+{
+  if (t)
+    idx_add(s, t - 1);
+  idx_add(s, t);
+  idx_add(s, t + 1);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void idx_free(idxset *s)
+{
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Running an engine: chunks in, output collected with guard checks     */
+
+typedef struct run {
+  cf_engine *e;
+  unsigned cin, cout, block;
+  size_t lat, tail;
+  float *out;  /* cap frames of cout, SENTINEL where not written */
+  size_t cap, pos;
+  idxset must; /* output indices worth checking (boundaries) */
+  size_t nchunks;
+} run;
+
+static void run_start(run *ru, cf_engine *e, unsigned block, size_t frames)
+{
+  memset(ru, 0, sizeof *ru);
+  ru->e = e;
+  ru->block = block;
+  ru->cin = cf_engine_in_channels(e);
+  ru->cout = cf_engine_out_channels(e);
+  ru->lat = cf_engine_latency(e);
+  ru->tail = cf_engine_tail(e);
+  ru->cap = frames + GUARD;
+  ru->out = xalloc(ru->cap * ru->cout * sizeof(float));
+  for (size_t i = 0; i < ru->cap * ru->cout; i++)
+    ru->out[i] = SENTINEL;
+}
+
+static void run_end(run *ru)
+{
+  cf_engine_free(ru->e);
+  free(ru->out);
+  idx_free(&ru->must);
+  memset(ru, 0, sizeof *ru);
+}
+
+static void check_guard(const run *ru, const char *after)
+{
+  for (size_t t = ru->pos; t < ru->pos + GUARD && t < ru->cap; t++)
+    for (unsigned o = 0; o < ru->cout; o++)
+      CHECK(ru->out[t * ru->cout + o] == SENTINEL,
+            "%s wrote past its frames: output frame %zu channel %u changed",
+            after, t, o);
+}
+
+/* Feed frames [0, n) of `x` (interleaved, cin channels) in a random
+ * chunking; in_place copies every chunk into the output and processes it
+ * there (in == out). */
+static void run_feed(run *ru, ref_rng *r, const float *x, size_t n,
+                     int in_place)
+{
+  size_t *sizes = xalloc(MAXCHUNKS * sizeof *sizes);
+  size_t count = ref_chunking(r, n, ru->block, sizes, MAXCHUNKS), done = 0;
+  add_case("chunks %zu [", count);
+  for (size_t c = 0; c < count && c < 24; c++)
+    add_case("%s%zu", c ? "," : "", sizes[c]);
+  add_case("%s] ", count > 24 ? ",..." : "");
+  for (size_t c = 0; c < count; c++) {
+    size_t f = sizes[c];
+    CHECK(ru->pos + f + GUARD <= ru->cap, "test bug: output buffer too small");
+    float *out = ru->out + ru->pos * ru->cout;
+    const float *in = x + done * ru->cin;
+    if (in_place) {
+      assert_int_equal(ru->cin, ru->cout);
+      memcpy(out, in, f * ru->cin * sizeof(float));
+      in = out;
+    }
+    cf_status st = cf_engine_process(ru->e, in, out, f);
+    CHECK(st == CF_OK, "process(chunk %zu of %zu, %zu frames, at input frame "
+          "%zu) returned %s: %s", c, count, f, done, cf_status_name(st),
+          cf_last_error());
+    idx_add3(&ru->must, ru->pos);
+    done += f;
+    ru->pos += f;
+    check_guard(ru, "process()");
+  }
+  idx_add3(&ru->must, ru->pos);
+  ru->nchunks += count;
+  free(sizes);
+}
+
+static void run_drain(run *ru, ref_rng *r)
+{
+  size_t tail = cf_engine_tail(ru->e), written = (size_t)-1;
+  size_t capacity = tail + ref_rng_range(r, 0, 3);
+  CHECK(ru->pos + capacity + 1 <= ru->cap, "test bug: output buffer too small");
+  cf_status st = cf_engine_drain(ru->e, ru->out + ru->pos * ru->cout,
+                                 capacity, &written);
+  CHECK(st == CF_OK, "drain(capacity %zu, tail %zu) returned %s: %s",
+        capacity, tail, cf_status_name(st), cf_last_error());
+  CHECK(written == tail, "drain wrote %zu frames, cf_engine_tail() said %zu",
+        written, tail);
+  idx_add3(&ru->must, ru->pos);
+  ru->pos += written;
+  idx_add3(&ru->must, ru->pos - 1);
+  check_guard(ru, "drain()");
+}
+
+/* Output frames [t0, t1) (absolute) of a stream that began at output frame
+ * `base` must be [latency zeros, y] with y from the model: the zeros exactly,
+ * y by relative L2 per channel over every index or a sample that holds the
+ * first and last few, the boundary indices and random ones. */
+static void check_region(run *ru, ref_rng *r, const model *m, size_t base,
+                         size_t t0, size_t t1, const char *what)
+{
+  size_t lat = ru->lat, cout = ru->cout;
+  size_t tz = base + lat < t1 ? base + lat : t1; /* zeros in [t0, tz) */
+  for (size_t t = t0; t < tz; t++)
+    for (unsigned o = 0; o < cout; o++)
+      CHECK(ru->out[t * cout + o] == 0.0f,
+            "%s: output frame %zu channel %u is %g, expected exactly 0 "
+            "(within the latency of %zu frames)", what, t, o,
+            (double)ru->out[t * cout + o], lat);
+  size_t ta = t0 > tz ? t0 : tz;
+  if (ta >= t1)
+    return;
+
+  idxset s = {0};
+  double cost = model_cost(m);
+  int sampled = (double)(t1 - ta) * cost > FULL_REF_MACS;
+  if (!sampled) {
+    for (size_t t = ta; t < t1; t++)
+      idx_add(&s, t);
+  } else {
+    for (size_t t = ta; t < ta + 8 && t < t1; t++)
+      idx_add(&s, t);
+    for (size_t t = t1 > ta + 8 ? t1 - 8 : ta; t < t1; t++)
+      idx_add(&s, t);
+    size_t nin = 0;
+    for (size_t i = 0; i < ru->must.n; i++)
+      nin += ru->must.v[i] >= ta && ru->must.v[i] < t1;
+    for (size_t i = 0; i < ru->must.n; i++) {
+      size_t t = ru->must.v[i];
+      if (t >= ta && t < t1 &&
+          (nin <= MUST_MAX || ref_rng_u64(r) % nin < MUST_MAX))
+        idx_add(&s, t);
+    }
+    double k = SAMPLE_REF_MACS / cost;
+    size_t nk = k < 200 ? 200 : k > 2000 ? 2000 : (size_t)k;
+    for (size_t i = 0; i < nk; i++)
+      idx_add(&s, ref_rng_range(r, ta, t1 - 1));
+    qsort(s.v, s.n, sizeof *s.v, cmp_size);
+    size_t u = 0;
+    for (size_t i = 0; i < s.n; i++)
+      if (u == 0 || s.v[i] != s.v[u - 1])
+        s.v[u++] = s.v[i];
+    s.n = u;
+  }
+
+  float *got = xalloc(s.n * sizeof *got);
+  double *want = xalloc(s.n * sizeof *want);
+  for (unsigned o = 0; o < cout; o++) {
+    double ss = 0.0;
+    for (size_t i = 0; i < s.n; i++) {
+      got[i] = ru->out[s.v[i] * cout + o];
+      want[i] = model_y(m, o, s.v[i] - base - lat);
+      ss += want[i] * want[i];
+    }
+    double rms = sqrt(ss / (double)s.n);
+    double rel = ref_rel_l2(got, 1, want, 1, s.n);
+    size_t bad = s.n;
+    for (size_t i = 0; i < s.n && bad == s.n; i++)
+      if (!isfinite(got[i]) ||
+          fabs((double)got[i] - want[i]) > 1e-3 * rms + 1e-5)
+        bad = i;
+    if (bad < s.n || !(rel <= tol())) {
+      if (bad == s.n) /* the worst one, to say where */
+        for (size_t i = 0; i < s.n; i++)
+          if (bad == s.n || fabs((double)got[i] - want[i]) >
+                                fabs((double)got[bad] - want[bad]))
+            bad = i;
+      size_t t = s.v[bad];
+      CHECK(0, "%s: channel %u: relative L2 error %.3g > %.1g over %zu %s "
+            "output frames in [%zu, %zu); at output frame %zu (y index "
+            "%zd, stream start %zu, latency %zu): got %.9g, want %.9g "
+            "(rms %.3g)",
+            what, o, rel, tol(), s.n, sampled ? "sampled" : "(all)", ta, t1,
+            t, (ptrdiff_t)(t - base - lat), base, lat, (double)got[bad],
+            want[bad], rms);
+    }
+  }
+  free(got);
+  free(want);
+  idx_free(&s);
+}
+
+/* Add block-boundary indices of a stream starting at `base`. */
+static void add_block_marks(run *ru, size_t base, size_t frames)
+{
+  size_t b = ru->block;
+  if (b < 2)
+    return;
+  for (size_t t = 0; t <= frames; t += b) {
+    idx_add3(&ru->must, base + t);
+    idx_add3(&ru->must, base + t + ru->lat);
+  }
+  for (size_t p = 2 * b; p <= frames; p *= 2)
+    idx_add3(&ru->must, base + p + ru->lat);
+}
+
+static cf_status engine_new(const kset *k, unsigned block, cf_engine **e)
+{
+  cf_audio_config cfg;
+  cf_kernel *kk = NULL;
+  cf_audio_config_init(&cfg);
+  cfg.channels = k->ins;
+  cfg.block_size = block;
+  cfg.backend = V->backend;
+  cfg.algorithm = V->algo;
+  *e = NULL;
+  cf_status st = kset_build(k, &kk);
+  if (st != CF_OK)
+    return st;
+  st = cf_engine_new_audio(&cfg, kk, e);
+  cf_kernel_free(kk); /* the engine keeps a copy */
+  return st;
+}
+
+static void check_shape(cf_engine *e, const kset *k, unsigned block)
+{
+  size_t lat = cf_engine_latency(e), lmax = kset_lmax(k);
+  CHECK(cf_engine_in_channels(e) == k->ins, "in_channels %u, want %u",
+        cf_engine_in_channels(e), k->ins);
+  CHECK(cf_engine_out_channels(e) == k->outs, "out_channels %u, want %u",
+        cf_engine_out_channels(e), k->outs);
+  if (V->backend != CF_BACKEND_AUTO)
+    CHECK(cf_engine_backend(e) == V->backend, "backend %s, asked for %s",
+          cf_backend_name(cf_engine_backend(e)), cf_backend_name(V->backend));
+  if (is_direct())
+    CHECK(lat == 0, "latency %zu on the direct path, want 0", lat);
+  else if (is_fft())
+    CHECK(lat == block - 1, "latency %zu on an FFT path with block %u, want "
+          "%u", lat, block, block - 1);
+  else
+    CHECK(lat == 0 || lat == block - 1, "latency %zu with block %u: want 0 "
+          "(direct) or %u (FFT)", lat, block, block - 1);
+  CHECK(cf_engine_tail(e) == lat + lmax - 1, "tail %zu, want latency %zu + "
+        "L_max %zu - 1", cf_engine_tail(e), lat, lmax);
+  const char *d = cf_engine_describe(e);
+  CHECK(d && *d, "cf_engine_describe() is empty");
+}
+
+static cf_engine *make_engine(const kset *k, unsigned block)
+{
+  cf_engine *e = NULL;
+  cf_status st = engine_new(k, block, &e);
+  CHECK(st == CF_OK && e, "cf_engine_new_audio returned %s: %s",
+        cf_status_name(st), cf_last_error());
+  add_case("{%s} ", cf_engine_describe(e));
+  check_shape(e, k, block);
+  return e;
+}
+
+/* ------------------------------------------------------------------ */
+/* Chunk invariance                                                     */
+
+/* One streaming case: random chunks, drain, compare everything. */
+static void stream_case(ref_rng *r, const kset *k, unsigned block, size_t n,
+                        int in_place)
+{
+  input in;
+  input_make(&in, r, k->ins, n);
+  cf_engine *e = make_engine(k, block);
+  run ru;
+  run_start(&ru, e, block, n + cf_engine_tail(e) + 4);
+  add_case("n %zu latency %zu tail %zu %s", n, ru.lat, ru.tail,
+           in_place ? "in-place " : "");
+  run_feed(&ru, r, in.x, n, in_place);
+  add_block_marks(&ru, 0, n + ru.tail);
+  run_drain(&ru, r);
+  CHECK(ru.pos == n + ru.lat + kset_lmax(k) - 1, "output %zu frames, want "
+        "n + latency + L_max - 1 = %zu", ru.pos,
+        n + ru.lat + kset_lmax(k) - 1);
+  model m = {.nstage = 1, .ks = {k}, .in = &in};
+  check_region(&ru, r, &m, 0, 0, ru.pos, "stream");
+  run_end(&ru);
+  input_free(&in);
+}
+
+static void test_chunks_shared(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 1);
+  for (unsigned c = 0; c < 22; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 6);
+    size_t len;
+    if (c == 0) { /* the run's long kernel */
+      len = rand_len(&r, 16384, long_len_max());
+      ch = (unsigned)ref_rng_range(&r, 1, 2);
+    } else
+      len = rand_len_short(&r, 16383, block);
+    kset_init(&k, CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k, &r, 0, len);
+    size_t n = rand_frames(&r, len, block);
+    fit_work(&k, &n, &block);
+    set_case("chunks_shared #%u: block %u ", c, block);
+    kset_describe(&k);
+    stream_case(&r, &k, block, n, 0);
+    kset_free(&k);
+  }
+}
+
+static void test_chunks_per_channel(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 2);
+  for (unsigned c = 0; c < 12; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 6);
+    kset_init(&k, CF_ROUTING_PER_CHANNEL, ch, ch);
+    for (unsigned i = 0; i < ch; i++)
+      kset_set(&k, &r, i, rand_len_short(&r, 4096, block));
+    if (c == 0) /* one long channel among short ones */
+      kset_set(&k, &r, (unsigned)ref_rng_range(&r, 0, ch - 1),
+               rand_len(&r, 16384, is_direct() ? 32768 : 65536));
+    size_t n = rand_frames(&r, kset_lmax(&k), block);
+    fit_work(&k, &n, &block);
+    set_case("chunks_per_channel #%u: block %u ", c, block);
+    kset_describe(&k);
+    stream_case(&r, &k, block, n, 0);
+    kset_free(&k);
+  }
+}
+
+static void test_chunks_matrix(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 3);
+  for (unsigned c = 0; c < 12; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    unsigned outs, ins;
+    if (c == 0) { /* filter bank: 1 input, N bands of very different sizes */
+      outs = (unsigned)ref_rng_range(&r, 2, 6);
+      ins = 1;
+    } else if (c == 1) { /* C_out != C_in */
+      do {
+        outs = (unsigned)ref_rng_range(&r, 1, 6);
+        ins = (unsigned)ref_rng_range(&r, 1, 6);
+      } while (outs == ins);
+    } else {
+      outs = (unsigned)ref_rng_range(&r, 1, 4);
+      ins = (unsigned)ref_rng_range(&r, 1, 4);
+    }
+    kset_init(&k, CF_ROUTING_MATRIX, outs, ins);
+    if (c == 0) {
+      static const size_t dec[][2] = {{1, 8}, {9, 120}, {121, 1500},
+                                      {1501, 12000}};
+      unsigned sh = (unsigned)ref_rng_range(&r, 0, 3);
+      for (unsigned o = 0; o < outs; o++) {
+        const size_t *d = dec[(o + sh) % 4];
+        kset_set(&k, &r, o, ref_rng_range(&r, d[0], d[1]));
+      }
+    } else {
+      unsigned nonempty = 0;
+      for (unsigned i = 0; i < k.count; i++)
+        if (ref_rng_u64(&r) % 4) {
+          kset_set(&k, &r, i, rand_len_short(&r, 4096, block));
+          nonempty++;
+        }
+      if (!nonempty || c == 2) /* c == 2: one live path only */
+        kset_set(&k, &r, (unsigned)ref_rng_range(&r, 0, k.count - 1),
+                 rand_len_short(&r, 4096, block));
+    }
+    size_t n = rand_frames(&r, kset_lmax(&k), block);
+    fit_work(&k, &n, &block);
+    set_case("chunks_matrix #%u: block %u ", c, block);
+    kset_describe(&k);
+    stream_case(&r, &k, block, n, 0);
+    kset_free(&k);
+  }
+}
+
+/* Every block size with a few kernel lengths: latency, tail, shape. */
+static void test_latency_tail(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 4);
+  for (size_t b = 0; b < NBLOCKS; b++) {
+    static const size_t lens[] = {1, 2, 100, 5000};
+    for (size_t l = 0; l < 4; l++) {
+      kset k;
+      kset_init(&k, CF_ROUTING_SHARED, 2, 2);
+      kset_set(&k, &r, 0, lens[l]);
+      set_case("latency_tail: block %u ", blocks[b]);
+      kset_describe(&k);
+      cf_engine *e = make_engine(&k, blocks[b]);
+      cf_engine_free(e);
+      kset_free(&k);
+    }
+  }
+}
+
+/* The channel limit itself is a valid stream. */
+static void test_max_channels(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 5);
+  kset k;
+  kset_init(&k, CF_ROUTING_SHARED, CF_MAX_CHANNELS, CF_MAX_CHANNELS);
+  kset_set(&k, &r, 0, 37);
+  unsigned block = 64;
+  set_case("max_channels: block %u ", block);
+  kset_describe(&k);
+  stream_case(&r, &k, block, 700, 0);
+  kset_free(&k);
+}
+
+/* ------------------------------------------------------------------ */
+/* Drain and reset                                                      */
+
+static void random_kset(ref_rng *r, kset *k, unsigned block, size_t lhi)
+{
+  unsigned ch = (unsigned)ref_rng_range(r, 1, 4);
+  switch (ref_rng_u64(r) % 3) {
+  case 0:
+    kset_init(k, CF_ROUTING_SHARED, ch, ch);
+    kset_set(k, r, 0, rand_len_short(r, lhi, block));
+    break;
+  case 1:
+    kset_init(k, CF_ROUTING_PER_CHANNEL, ch, ch);
+    for (unsigned i = 0; i < ch; i++)
+      kset_set(k, r, i, rand_len_short(r, lhi, block));
+    break;
+  default:
+    kset_init(k, CF_ROUTING_MATRIX, (unsigned)ref_rng_range(r, 1, 4), ch);
+    for (unsigned i = 0; i < k->count; i++)
+      if (i == 0 || ref_rng_u64(r) % 4)
+        kset_set(k, r, i, rand_len_short(r, lhi, block));
+    break;
+  }
+}
+
+/* Process A, drain (checked), process B, drain: the second stream equals a
+ * fresh engine's; a drain on a drained engine gives latency + L - 1 zeros. */
+static void test_drain_reuse(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 6);
+  for (unsigned c = 0; c < 8; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    random_kset(&r, &k, block, 6000);
+    size_t na = rand_frames(&r, kset_lmax(&k), block);
+    size_t nb = rand_frames(&r, kset_lmax(&k), block);
+    fit_work(&k, &na, &block);
+    fit_work(&k, &nb, &block);
+    set_case("drain_reuse #%u: block %u na %zu nb %zu ", c, block, na, nb);
+    kset_describe(&k);
+    input a, b;
+    input_make(&a, &r, k.ins, na);
+    input_make(&b, &r, k.ins, nb);
+    cf_engine *e = make_engine(&k, block);
+    size_t tail = cf_engine_tail(e);
+    run ru;
+    run_start(&ru, e, block, na + nb + 3 * tail + 16);
+    run_feed(&ru, &r, a.x, na, 0);
+    add_block_marks(&ru, 0, na + tail);
+    run_drain(&ru, &r);
+    CHECK(cf_engine_tail(e) == tail, "tail changed after drain: %zu -> %zu",
+          tail, cf_engine_tail(e));
+    size_t base = ru.pos;
+    model ma = {.nstage = 1, .ks = {&k}, .in = &a};
+    check_region(&ru, &r, &ma, 0, 0, base, "first stream");
+    run_feed(&ru, &r, b.x, nb, 0);
+    add_block_marks(&ru, base, nb + tail);
+    run_drain(&ru, &r);
+    model mb = {.nstage = 1, .ks = {&k}, .in = &b};
+    check_region(&ru, &r, &mb, base, base, ru.pos, "stream after a drain");
+    /* drained again with no input: only zeros */
+    size_t z = ru.pos;
+    run_drain(&ru, &r);
+    for (size_t t = z * ru.cout; t < ru.pos * ru.cout; t++)
+      CHECK(ru.out[t] == 0.0f, "a drain right after a drain gave %g at "
+            "value %zu, want 0", (double)ru.out[t], t - z * ru.cout);
+    run_end(&ru);
+    input_free(&a);
+    input_free(&b);
+    kset_free(&k);
+  }
+}
+
+/* drain() with too small a capacity: CF_E_INVALID, nothing written, nothing
+ * consumed (a proper drain afterwards gives the whole tail). */
+static void test_drain_small_capacity(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 7);
+  for (unsigned c = 0; c < 6; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    random_kset(&r, &k, block, 3000);
+    if (kset_lmax(&k) < 2)
+      kset_set(&k, &r, 0, 2 + ref_rng_range(&r, 0, 50));
+    size_t n = ref_rng_range(&r, 1, 3 * (kset_lmax(&k) + block));
+    fit_work(&k, &n, &block);
+    set_case("drain_small_capacity #%u: block %u n %zu ", c, block, n);
+    kset_describe(&k);
+    input in;
+    input_make(&in, &r, k.ins, n);
+    cf_engine *e = make_engine(&k, block);
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_tail(e) + 8);
+    run_feed(&ru, &r, in.x, n, 0);
+    size_t tail = cf_engine_tail(e), written = 12345;
+    CHECK(tail >= 1, "tail %zu", tail);
+    size_t small = ref_rng_range(&r, 0, tail - 1);
+    cf_status st = cf_engine_drain(e, ru.out + ru.pos * ru.cout, small,
+                                   &written);
+    CHECK(st == CF_E_INVALID, "drain(capacity %zu < tail %zu) returned %s, "
+          "want CF_E_INVALID", small, tail, cf_status_name(st));
+    CHECK(*cf_last_error(), "no error message after a failed drain");
+    for (size_t t = ru.pos * ru.cout; t < ru.cap * ru.cout; t++)
+      CHECK(ru.out[t] == SENTINEL, "a failed drain wrote output value %zu",
+            t - ru.pos * ru.cout);
+    add_block_marks(&ru, 0, n + tail);
+    run_drain(&ru, &r);
+    model m = {.nstage = 1, .ks = {&k}, .in = &in};
+    check_region(&ru, &r, &m, 0, 0, ru.pos, "stream drained after a failed "
+                 "drain");
+    run_end(&ru);
+    input_free(&in);
+    kset_free(&k);
+  }
+}
+
+/* Reset mid-stream (mid-block too): what follows equals a fresh engine. */
+static void test_reset(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 8);
+  for (unsigned c = 0; c < 8; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    random_kset(&r, &k, block, 6000);
+    size_t n = ref_rng_range(&r, 1, 3 * (kset_lmax(&k) + block) + 3000);
+    fit_work(&k, &n, &block);
+    size_t cut = ref_rng_u64(&r) % 2 ? ref_rng_range(&r, 0, n)
+                 : (n / block) * block + block / 2;
+    if (cut > n)
+      cut = n;
+    set_case("reset #%u: block %u n %zu reset after %zu ", c, block, n, cut);
+    kset_describe(&k);
+    input in, after;
+    input_make(&in, &r, k.ins, n);
+    input_slice(&after, &in, cut, n - cut);
+    cf_engine *e = make_engine(&k, block);
+    size_t tail = cf_engine_tail(e);
+    run ru;
+    run_start(&ru, e, block, n + tail + 8);
+    run_feed(&ru, &r, in.x, cut, 0);
+    CHECK_OK(cf_engine_reset(e));
+    CHECK(cf_engine_latency(e) == ru.lat && cf_engine_tail(e) == tail,
+          "latency/tail changed by reset");
+    size_t base = ru.pos;
+    run_feed(&ru, &r, after.x, n - cut, 0);
+    add_block_marks(&ru, base, n - cut + tail);
+    run_drain(&ru, &r);
+    model m = {.nstage = 1, .ks = {&k}, .in = &after};
+    check_region(&ru, &r, &m, base, base, ru.pos, "stream after reset");
+    run_end(&ru);
+    input_free(&in);
+    kset_free(&k);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel swaps                                                         */
+
+/* A kernel set shaped like `like` (same routing and channels). */
+static void kset_like(ref_rng *r, kset *k, const kset *like, size_t lo,
+                      size_t hi)
+{
+  kset_init(k, like->routing, like->outs, like->ins);
+  for (unsigned i = 0; i < k->count; i++)
+    if (like->routing != CF_ROUTING_MATRIX || i == 0 || ref_rng_u64(r) % 4)
+      kset_set(k, r, i, rand_len(r, lo, hi));
+}
+
+/* nsw swaps (1..3) of ks[1..nsw] at S[k] with crossfade X[k]; compares
+ * the output before, inside and after every crossfade. */
+static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
+                      const size_t *S, const size_t *X, unsigned block,
+                      const input *in)
+{
+  size_t n = in->n, lmax = 0;
+  for (unsigned s = 0; s <= nsw; s++) {
+    size_t l = kset_lmax(ks[s]);
+    lmax = l > lmax ? l : lmax;
+    kset_describe(ks[s]);
+    if (s)
+      add_case("@S=%zu X=%zu ", S[s], X[s]);
+  }
+  add_case("n %zu ", n);
+  cf_engine *e = make_engine(ks[0], block);
+  run ru;
+  run_start(&ru, e, block, n + cf_engine_latency(e) + lmax + 8);
+  size_t done = 0;
+  for (unsigned s = 1; s <= nsw; s++) {
+    run_feed(&ru, r, in->x + done * in->ch, S[s] - done, 0);
+    done = S[s];
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(ks[s], &kk));
+    cf_status st = cf_engine_set_kernel(e, kk, X[s]);
+    cf_kernel_free(kk);
+    CHECK(st == CF_OK, "set_kernel #%u (S %zu, X %zu) returned %s: %s", s,
+          S[s], X[s], cf_status_name(st), cf_last_error());
+    CHECK(cf_engine_latency(e) == ru.lat, "latency changed by set_kernel: "
+          "%zu -> %zu", ru.lat, cf_engine_latency(e));
+    idx_add3(&ru.must, S[s] + ru.lat);
+    idx_add3(&ru.must, S[s] + X[s] + ru.lat);
+  }
+  run_feed(&ru, r, in->x + done * in->ch, n - done, 0);
+  size_t lnew = kset_lmax(ks[nsw]), tail = cf_engine_tail(e);
+  CHECK(tail >= ru.lat + lnew - 1 && tail <= ru.lat + lmax - 1,
+        "tail after the swaps %zu, want latency %zu + L_new %zu - 1 (at most "
+        "latency + the longest kernel seen - 1 = %zu)", tail, ru.lat, lnew,
+        ru.lat + lmax - 1);
+  add_block_marks(&ru, 0, n + tail);
+  run_drain(&ru, r);
+
+  model m = {.nstage = nsw + 1, .in = in};
+  for (unsigned s = 0; s <= nsw; s++) {
+    m.ks[s] = ks[s];
+    m.S[s] = s ? S[s] : 0;
+    m.X[s] = s ? X[s] : 0;
+  }
+  /* regions in output frames: [0, lat + S1), then each [S, S+X), ... */
+  size_t cuts[16], nc = 0;
+  cuts[nc++] = 0;
+  for (unsigned s = 1; s <= nsw; s++) {
+    cuts[nc++] = ru.lat + S[s];
+    cuts[nc++] = ru.lat + S[s] + X[s];
+  }
+  cuts[nc++] = ru.pos;
+  qsort(cuts, nc, sizeof *cuts, cmp_size);
+  /* a region of a few frames is merged into the one before: a relative L2
+   * over a handful of small values measures float rounding, not the engine
+   * (its frames stay in the check, and in `must`) */
+  size_t keep = 1;
+  for (size_t i = 1; i < nc; i++)
+    if (i == nc - 1 || cuts[i] - cuts[keep - 1] >= 32)
+      cuts[keep++] = cuts[i];
+  nc = keep;
+  for (size_t i = 0; i + 1 < nc; i++) {
+    char what[96];
+    size_t a = cuts[i], b = cuts[i + 1] < ru.pos ? cuts[i + 1] : ru.pos;
+    if (a >= b)
+      continue;
+    snprintf(what, sizeof what, "swap region %zu (output frames [%zu, %zu))",
+             i, a, b);
+    check_region(&ru, r, &m, 0, a, b, what);
+  }
+  run_end(&ru);
+}
+
+static size_t rand_swap_point(ref_rng *r, size_t n, unsigned block)
+{
+  size_t S;
+  switch (ref_rng_u64(r) % 5) {
+  case 0: S = 0; break;
+  case 1: S = (ref_rng_range(r, 0, n) / block) * block; break;
+  case 2: S = (ref_rng_range(r, 0, n) / block) * block + block / 2; break;
+  default: S = ref_rng_range(r, 0, n); break;
+  }
+  return S > n ? n : S;
+}
+
+static size_t rand_crossfade(ref_rng *r, size_t room)
+{
+  switch (ref_rng_u64(r) % 4) {
+  case 0: return 0;
+  case 1: return room ? 1 : 0;
+  default: return ref_rng_range(r, 0, room);
+  }
+}
+
+static void test_swap(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 9);
+  size_t lhi = is_direct() ? 8192 : 32768;
+  for (unsigned c = 0; c < 10; c++) {
+    kset k0, k1;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 4);
+    if (ref_rng_u64(&r) % 3) {
+      kset_init(&k0, CF_ROUTING_SHARED, ch, ch);
+      kset_set(&k0, &r, 0, rand_len(&r, 1, lhi));
+    } else if (ref_rng_u64(&r) % 2) {
+      kset_init(&k0, CF_ROUTING_PER_CHANNEL, ch, ch);
+      for (unsigned i = 0; i < ch; i++)
+        kset_set(&k0, &r, i, rand_len(&r, 1, lhi));
+    } else {
+      kset_init(&k0, CF_ROUTING_MATRIX, (unsigned)ref_rng_range(&r, 1, 3),
+                ch);
+      for (unsigned i = 0; i < k0.count; i++)
+        kset_set(&k0, &r, i, rand_len(&r, 1, lhi));
+    }
+    /* even cases: the new kernel longer; odd: shorter */
+    size_t l0 = kset_lmax(&k0);
+    if (c % 2 == 0)
+      kset_like(&r, &k1, &k0, l0 < lhi ? l0 + 1 : lhi, lhi);
+    else
+      kset_like(&r, &k1, &k0, 1, l0 > 1 ? l0 - 1 : 1);
+    size_t lm = l0 > kset_lmax(&k1) ? l0 : kset_lmax(&k1);
+    size_t n = ref_rng_range(&r, 1, 3 * (lm + block) + 3000);
+    fit_work(&k0, &n, &block);
+    fit_work(&k1, &n, &block);
+    size_t S[2] = {0, rand_swap_point(&r, n, block)};
+    size_t X[2] = {0, rand_crossfade(&r, n - S[1])};
+    set_case("swap #%u: block %u ", c, block);
+    input in;
+    input_make(&in, &r, k0.ins, n);
+    const kset *ks[2] = {&k0, &k1};
+    swap_case(&r, ks, 1, S, X, block, &in);
+    input_free(&in);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+}
+
+/* A new kernel much longer than the old one (up to swap_history): it must
+ * see the input from before the swap. */
+static void test_swap_long(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 10);
+  kset k0, k1;
+  unsigned block = is_direct() ? 64 : ref_rng_u64(&r) % 2 ? 1024 : 4096;
+  size_t l1 = is_direct() ? rand_len(&r, 8192, 16384)
+                          : rand_len(&r, 40000, 150000);
+  kset_init(&k0, CF_ROUTING_SHARED, 1, 1);
+  kset_set(&k0, &r, 0, rand_len(&r, 1, 2000));
+  kset_like(&r, &k1, &k0, l1, l1);
+  size_t S[2] = {0, ref_rng_range(&r, l1 / 2, l1 + 3000)};
+  size_t X[2] = {0, ref_rng_range(&r, 0, 5000)};
+  size_t n = S[1] + X[1] + ref_rng_range(&r, 0, 4000);
+  set_case("swap_long: block %u ", block);
+  input in;
+  input_make(&in, &r, 1, n);
+  const kset *ks[2] = {&k0, &k1};
+  swap_case(&r, ks, 1, S, X, block, &in);
+  input_free(&in);
+  kset_free(&k0);
+  kset_free(&k1);
+}
+
+/* A second swap while the first crossfade runs: the first completes, so
+ * the second fades from the first swap's new kernel. Also a third swap
+ * right at the second's S. */
+static void test_swap_during_crossfade(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 11);
+  for (unsigned c = 0; c < 6; c++) {
+    kset k[4];
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+    kset_init(&k[0], CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k[0], &r, 0, rand_len(&r, 1, 4000));
+    for (unsigned s = 1; s < 4; s++)
+      kset_like(&r, &k[s], &k[0], 1, 4000);
+    unsigned nsw = c % 3 == 2 ? 3 : 2;
+    size_t n = ref_rng_range(&r, 200, 20000);
+    fit_work(&k[0], &n, &block);
+    size_t S[4] = {0}, X[4] = {0};
+    S[1] = ref_rng_range(&r, 0, n / 2);
+    X[1] = ref_rng_range(&r, 2, n - S[1]);
+    S[2] = ref_rng_range(&r, S[1] + 1, S[1] + X[1] - 1);
+    X[2] = rand_crossfade(&r, n - S[2]);
+    S[3] = S[2]; /* a swap at the very frame of the previous one */
+    X[3] = rand_crossfade(&r, n - S[3]);
+    set_case("swap_during_crossfade #%u: block %u ", c, block);
+    input in;
+    input_make(&in, &r, ch, n);
+    const kset *ks[4] = {&k[0], &k[1], &k[2], &k[3]};
+    swap_case(&r, ks, nsw, S, X, block, &in);
+    input_free(&in);
+    for (unsigned s = 0; s < 4; s++)
+      kset_free(&k[s]);
+  }
+}
+
+/* Same channel counts, different routing: allowed by the contract. */
+static void test_swap_routing_change(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 12);
+  for (unsigned c = 0; c < 4; c++) {
+    kset k0, k1;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 2, 4);
+    static const cf_routing rt[] = {CF_ROUTING_SHARED,
+                                    CF_ROUTING_PER_CHANNEL,
+                                    CF_ROUTING_MATRIX};
+    cf_routing a = rt[c % 3], b = rt[(c + 1 + c / 3) % 3];
+    kset_init(&k0, a, ch, ch);
+    kset_init(&k1, b, ch, ch);
+    for (unsigned i = 0; i < k0.count; i++)
+      kset_set(&k0, &r, i, rand_len(&r, 1, 3000));
+    for (unsigned i = 0; i < k1.count; i++)
+      kset_set(&k1, &r, i, rand_len(&r, 1, 3000));
+    size_t n = ref_rng_range(&r, 1, 15000);
+    fit_work(&k0, &n, &block);
+    fit_work(&k1, &n, &block);
+    size_t S[2] = {0, rand_swap_point(&r, n, block)};
+    size_t X[2] = {0, rand_crossfade(&r, n - S[1])};
+    set_case("swap_routing_change #%u: block %u ", c, block);
+    input in;
+    input_make(&in, &r, ch, n);
+    const kset *ks[2] = {&k0, &k1};
+    swap_case(&r, ks, 1, S, X, block, &in);
+    input_free(&in);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+}
+
+/* A swap that changes the channel counts fails with CF_E_INVALID and
+ * leaves the engine running the old kernel. */
+static void test_swap_invalid(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 13);
+  struct {
+    cf_routing ra;
+    unsigned oa, ia;
+    cf_routing rb;
+    unsigned ob, ib;
+  } cases[] = {
+    {CF_ROUTING_SHARED, 2, 2, CF_ROUTING_PER_CHANNEL, 3, 3},
+    {CF_ROUTING_PER_CHANNEL, 2, 2, CF_ROUTING_PER_CHANNEL, 1, 1},
+    {CF_ROUTING_MATRIX, 2, 3, CF_ROUTING_MATRIX, 3, 3},
+    {CF_ROUTING_MATRIX, 2, 3, CF_ROUTING_MATRIX, 2, 2},
+    {CF_ROUTING_MATRIX, 1, 1, CF_ROUTING_MATRIX, 2, 1},
+    {CF_ROUTING_SHARED, 3, 3, CF_ROUTING_MATRIX, 3, 2},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    kset k0, k1;
+    unsigned block = rand_block(&r);
+    kset_init(&k0, cases[c].ra, cases[c].oa, cases[c].ia);
+    kset_init(&k1, cases[c].rb, cases[c].ob, cases[c].ib);
+    for (unsigned i = 0; i < k0.count; i++)
+      kset_set(&k0, &r, i, rand_len(&r, 1, 500));
+    for (unsigned i = 0; i < k1.count; i++)
+      kset_set(&k1, &r, i, rand_len(&r, 1, 500));
+    size_t n = ref_rng_range(&r, 1, 5000), cut = ref_rng_range(&r, 0, n);
+    set_case("swap_invalid #%zu: block %u n %zu swap at %zu ", c, block, n,
+             cut);
+    kset_describe(&k0);
+    add_case("-> ");
+    kset_describe(&k1);
+    input in;
+    input_make(&in, &r, k0.ins, n);
+    cf_engine *e = make_engine(&k0, block);
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_tail(e) + 8);
+    run_feed(&ru, &r, in.x, cut, 0);
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(&k1, &kk));
+    cf_status st = cf_engine_set_kernel(e, kk, ref_rng_range(&r, 0, 100));
+    cf_kernel_free(kk);
+    CHECK(st == CF_E_INVALID, "set_kernel changing the channels returned "
+          "%s, want CF_E_INVALID", cf_status_name(st));
+    CHECK(*cf_last_error(), "no error message");
+    /* an empty shared set is no kernel either */
+    CHECK_OK(cf_kernel_new(CF_ROUTING_SHARED, 1, 1, &kk));
+    st = cf_engine_set_kernel(e, kk, 0);
+    cf_kernel_free(kk);
+    CHECK(st == CF_E_INVALID, "set_kernel with an empty shared kernel "
+            "returned %s, want CF_E_INVALID", cf_status_name(st));
+    run_feed(&ru, &r, in.x + cut * in.ch, n - cut, 0);
+    add_block_marks(&ru, 0, n + ru.tail);
+    run_drain(&ru, &r);
+    model m = {.nstage = 1, .ks = {&k0}, .in = &in};
+    check_region(&ru, &r, &m, 0, 0, ru.pos, "stream after refused swaps");
+    run_end(&ru);
+    input_free(&in);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Edges and errors                                                     */
+
+static void test_zero_frames(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 14);
+  kset k;
+  unsigned block = rand_block(&r);
+  kset_init(&k, CF_ROUTING_SHARED, 2, 2);
+  kset_set(&k, &r, 0, rand_len(&r, 1, 500));
+  size_t n = ref_rng_range(&r, 1, 3000);
+  set_case("zero_frames: block %u n %zu ", block, n);
+  kset_describe(&k);
+  input in;
+  input_make(&in, &r, 2, n);
+  cf_engine *e = make_engine(&k, block);
+  run ru;
+  run_start(&ru, e, block, n + cf_engine_tail(e) + 8);
+  CHECK_OK(cf_engine_process(e, in.x, ru.out, 0)); /* before anything */
+  check_guard(&ru, "process(0 frames)");
+  size_t half = n / 2;
+  run_feed(&ru, &r, in.x, half, 0);
+  for (int i = 0; i < 3; i++)
+    CHECK_OK(cf_engine_process(e, in.x + half * 2, ru.out + ru.pos * 2, 0));
+  check_guard(&ru, "process(0 frames)");
+  run_feed(&ru, &r, in.x + half * 2, n - half, 0);
+  CHECK_OK(cf_engine_process(e, in.x, ru.out + ru.pos * 2, 0));
+  run_drain(&ru, &r);
+  model m = {.nstage = 1, .ks = {&k}, .in = &in};
+  check_region(&ru, &r, &m, 0, 0, ru.pos, "stream with empty calls");
+  run_end(&ru);
+  input_free(&in);
+  kset_free(&k);
+}
+
+static void test_in_place(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 15);
+  for (unsigned c = 0; c < 6; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 4);
+    cf_routing rt = c % 3 == 0 ? CF_ROUTING_SHARED
+                    : c % 3 == 1 ? CF_ROUTING_PER_CHANNEL : CF_ROUTING_MATRIX;
+    kset_init(&k, rt, ch, ch);
+    for (unsigned i = 0; i < k.count; i++)
+      kset_set(&k, &r, i, rand_len_short(&r, 3000, block));
+    size_t n = rand_frames(&r, kset_lmax(&k), block);
+    fit_work(&k, &n, &block);
+    set_case("in_place #%u: block %u ", c, block);
+    kset_describe(&k);
+    stream_case(&r, &k, block, n, 1);
+    kset_free(&k);
+  }
+}
+
+/* NaN in one channel: no crash, it reaches that channel's output, the other
+ * channel is untouched, and after a reset the output is finite and right. */
+static void test_nan_input(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 16);
+  for (unsigned c = 0; c < 3; c++) {
+    kset k;
+    unsigned block = rand_block(&r);
+    kset_init(&k, CF_ROUTING_SHARED, 2, 2);
+    kset_set(&k, &r, 0, rand_len(&r, 1, 3000));
+    size_t len = k.len[0];
+    size_t n = ref_rng_range(&r, 1, 3 * (len + block) + 1000);
+    size_t p = ref_rng_range(&r, 0, n - 1);
+    set_case("nan_input #%u: block %u n %zu NaN at frame %zu channel 1 ", c,
+             block, n, p);
+    kset_describe(&k);
+    input in;
+    input_make(&in, &r, 2, n);
+    float bad = c == 2 ? INFINITY : NAN;
+    in.x[p * 2 + 1] = bad;
+    input fresh;
+    input_make(&fresh, &r, 2, ref_rng_range(&r, 1, 2 * (len + block)));
+    cf_engine *e = make_engine(&k, block);
+    run ru;
+    run_start(&ru, e, block, n + fresh.n + 2 * cf_engine_tail(e) + 16);
+    run_feed(&ru, &r, in.x, n, 0);
+    run_drain(&ru, &r);
+    /* y_1[j] for j in [p, p + len) involves the NaN (for Inf: unless
+     * the tap is 0, which random taps are not) */
+    for (size_t j = p; j < p + len && j + ru.lat < ru.pos; j++)
+      CHECK(!isfinite(ru.out[(j + ru.lat) * 2 + 1]),
+            "NaN at input frame %zu did not reach output frame %zu (y index "
+            "%zu): %g", p, j + ru.lat, j,
+            (double)ru.out[(j + ru.lat) * 2 + 1]);
+    /* channel 0 never saw it: compare only channel 0 */
+    {
+      in.xp[1][p] = 0.0f;
+      model m = {.nstage = 1, .ks = {&k}, .in = &in};
+      run ch0 = ru;
+      ch0.must = (idxset){0};
+      size_t tot = ru.pos;
+      float *o0 = xalloc((tot + GUARD) * sizeof(float));
+      for (size_t t = 0; t < tot; t++)
+        o0[t] = ru.out[t * 2];
+      ch0.out = o0;
+      ch0.cout = 1;
+      kset k0;
+      kset_init(&k0, CF_ROUTING_SHARED, 1, 1);
+      k0.len[0] = len;
+      k0.h[0] = k.h[0];
+      m.ks[0] = &k0;
+      check_region(&ch0, &r, &m, 0, 0, tot, "channel 0 beside a NaN in "
+                   "channel 1");
+      free(o0);
+    }
+    CHECK_OK(cf_engine_reset(e));
+    size_t base = ru.pos;
+    run_feed(&ru, &r, fresh.x, fresh.n, 0);
+    run_drain(&ru, &r);
+    for (size_t t = base * 2; t < ru.pos * 2; t++)
+      CHECK(isfinite(ru.out[t]), "output not finite after reset: value %zu "
+            "after the reset is %g", t - base * 2, (double)ru.out[t]);
+    model mf = {.nstage = 1, .ks = {&k}, .in = &fresh};
+    check_region(&ru, &r, &mf, base, base, ru.pos, "stream after NaN and "
+                 "reset");
+    run_end(&ru);
+    input_free(&fresh);
+    input_free(&in);
+    kset_free(&k);
+  }
+}
+
+static void expect_new_fails(const cf_audio_config *cfg, const cf_kernel *k,
+                             cf_status want, const char *what)
+{
+  cf_engine *e = NULL;
+  cf_status st = cf_engine_new_audio(cfg, k, &e);
+  CHECK(st == want, "%s: cf_engine_new_audio returned %s, want %s", what,
+        cf_status_name(st), cf_status_name(want));
+  CHECK(*cf_last_error(), "%s: no error message", what);
+  if (st == CF_OK)
+    cf_engine_free(e);
+}
+
+static void test_bad_config(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 17);
+  float taps[64];
+  ref_rng_fill(&r, taps, 64);
+  cf_audio_config cfg;
+  cf_kernel *k = NULL;
+  set_case("bad_config");
+
+  cf_audio_config_init(&cfg);
+  CHECK(cfg.channels == 1 && cfg.block_size == 1024 &&
+        cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
+        cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 2 &&
+        cfg.swap_history == 262144,
+        "cf_audio_config_init defaults differ from engine.h");
+  cfg.backend = V->backend;
+  cfg.algorithm = V->algo;
+  CHECK_OK(cf_kernel_new_shared(taps, 64, &k));
+
+  cfg.channels = 0;
+  expect_new_fails(&cfg, k, CF_E_INVALID, "channels 0");
+  cfg.channels = CF_MAX_CHANNELS + 1;
+  expect_new_fails(&cfg, k, CF_E_INVALID, "channels > CF_MAX_CHANNELS");
+  cfg.channels = 2;
+  cfg.block_size = 0;
+  expect_new_fails(&cfg, k, CF_E_INVALID, "block_size 0");
+  cfg.block_size = 256;
+  cf_kernel_free(k);
+
+  CHECK_OK(cf_kernel_new(CF_ROUTING_SHARED, 1, 1, &k));
+  expect_new_fails(&cfg, k, CF_E_INVALID, "shared kernel of length 0");
+  cf_kernel_free(k);
+
+  CHECK_OK(cf_kernel_new(CF_ROUTING_PER_CHANNEL, 3, 3, &k));
+  for (unsigned i = 0; i < 3; i++)
+    CHECK_OK(cf_kernel_set(k, i, taps, 10 + i));
+  expect_new_fails(&cfg, k, CF_E_INVALID, "3 per-channel kernels, 2 "
+                   "channels");
+  cf_kernel_free(k);
+
+  CHECK_OK(cf_kernel_new(CF_ROUTING_PER_CHANNEL, 2, 2, &k));
+  CHECK_OK(cf_kernel_set(k, 0, taps, 10));
+  expect_new_fails(&cfg, k, CF_E_INVALID, "per-channel set with an empty "
+                   "kernel");
+  cf_kernel_free(k);
+
+  CHECK_OK(cf_kernel_new(CF_ROUTING_MATRIX, 2, 3, &k));
+  for (unsigned i = 0; i < 6; i++)
+    CHECK_OK(cf_kernel_set(k, i, taps, 1 + i));
+  expect_new_fails(&cfg, k, CF_E_INVALID, "matrix with 3 inputs, 2 channels");
+  cf_kernel_free(k);
+
+  /* valid after all that */
+  CHECK_OK(cf_kernel_new_shared(taps, 64, &k));
+  cf_engine *e = NULL;
+  CHECK_OK(cf_engine_new_audio(&cfg, k, &e));
+  cf_engine_free(e);
+  cf_kernel_free(k);
+}
+
+static void test_kernel_nan_tap(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 18);
+  float taps[2000];
+  ref_rng_fill(&r, taps, 2000);
+  cf_kernel *k = NULL;
+  set_case("kernel_nan_tap");
+  CHECK_OK(cf_kernel_new(CF_ROUTING_PER_CHANNEL, 2, 2, &k));
+  taps[1234] = NAN;
+  cf_status st = cf_kernel_set(k, 1, taps, 2000);
+  CHECK(st == CF_E_INVALID, "NaN tap: cf_kernel_set returned %s",
+        cf_status_name(st));
+  CHECK(strstr(cf_last_error(), "1234"), "NaN tap: message '%s' does not "
+        "name tap 1234", cf_last_error());
+  taps[1234] = 0.5f;
+  taps[1777] = -INFINITY;
+  st = cf_kernel_set(k, 0, taps, 2000);
+  CHECK(st == CF_E_INVALID, "Inf tap: cf_kernel_set returned %s",
+        cf_status_name(st));
+  CHECK(strstr(cf_last_error(), "1777"), "Inf tap: message '%s' does not "
+        "name tap 1777", cf_last_error());
+  cf_kernel_free(k);
+}
+
+static void test_backends(void **state)
+{
+  (void)state;
+  const char *reason = NULL;
+  set_case("backends");
+  CHECK(cf_backend_available(CF_BACKEND_CPU, &reason) == CF_OK,
+        "the CPU backend is not available: %s", reason ? reason : "");
+  cf_status st = cf_backend_available(CF_BACKEND_CUDA, &reason);
+  if (st == CF_OK) {
+    print_message("note: cuda available, the unavailable-backend check does "
+                  "not apply here\n");
+    return;
+  }
+  CHECK(st == CF_E_UNAVAILABLE, "cf_backend_available(cuda) returned %s",
+        cf_status_name(st));
+  CHECK(reason && *reason, "cuda unavailable without a reason");
+  float taps[5] = {1, 2, 3, 4, 5};
+  cf_kernel *k = NULL;
+  CHECK_OK(cf_kernel_new_shared(taps, 5, &k));
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.backend = CF_BACKEND_CUDA;
+  cf_engine *e = NULL;
+  st = cf_engine_new_audio(&cfg, k, &e);
+  CHECK(st == CF_E_UNAVAILABLE, "engine on cuda without a device returned "
+        "%s, want CF_E_UNAVAILABLE", cf_status_name(st));
+  CHECK(strlen(cf_last_error()) > 5, "CF_E_UNAVAILABLE without a reason: "
+        "'%s'", cf_last_error());
+  /* auto falls back to the CPU */
+  cfg.backend = CF_BACKEND_AUTO;
+  CHECK_OK(cf_engine_new_audio(&cfg, k, &e));
+  CHECK(cf_engine_backend(e) == CF_BACKEND_CPU, "auto without cuda chose %s",
+        cf_backend_name(cf_engine_backend(e)));
+  cf_engine_free(e);
+  cf_kernel_free(k);
+  /* names */
+  static const char *const an[] = {"auto", "direct", "fft-uniform",
+                                   "fft-nonuniform"};
+  for (int i = 0; i < 4; i++) {
+    cf_algorithm a;
+    CHECK_OK(cf_algorithm_from_string(an[i], &a));
+    CHECK((int)a == i && !strcmp(cf_algorithm_name(a), an[i]),
+          "algorithm name round trip for '%s'", an[i]);
+  }
+  cf_algorithm a;
+  CHECK(cf_algorithm_from_string("fast", &a) == CF_E_INVALID,
+        "algorithm 'fast' accepted");
+  for (int b = 0; b < 3; b++) {
+    cf_backend bb;
+    CHECK_OK(cf_backend_from_string(cf_backend_name((cf_backend)b), &bb));
+    CHECK((int)bb == b, "backend name round trip for %d", b);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_backends),
+    cmocka_unit_test(test_bad_config),
+    cmocka_unit_test(test_kernel_nan_tap),
+    cmocka_unit_test(test_latency_tail),
+    cmocka_unit_test(test_chunks_shared),
+    cmocka_unit_test(test_chunks_per_channel),
+    cmocka_unit_test(test_chunks_matrix),
+    cmocka_unit_test(test_max_channels),
+    cmocka_unit_test(test_drain_reuse),
+    cmocka_unit_test(test_drain_small_capacity),
+    cmocka_unit_test(test_reset),
+    cmocka_unit_test(test_swap),
+    cmocka_unit_test(test_swap_long),
+    cmocka_unit_test(test_swap_during_crossfade),
+    cmocka_unit_test(test_swap_routing_change),
+    cmocka_unit_test(test_swap_invalid),
+    cmocka_unit_test(test_zero_frames),
+    cmocka_unit_test(test_in_place),
+    cmocka_unit_test(test_nan_input),
+  };
+  /* FFTW_MEASURE planning (the engine's default) costs milliseconds per
+   * new FFT size and these tests build hundreds of engines of random
+   * sizes. Unless CF_FFT_PLANNING is set, the first FFT variant runs with
+   * the default planning (plans are cached per process, so its sizes stay
+   * measured) and the later ones with "estimate" (src/cpu/fft.c). */
+  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
+  g_seed = ref_seed();
+  const char *only = getenv("CF_TEST_VARIANT");
+  const char *filter = getenv("CF_TEST_FILTER");
+  const char *skip = getenv("CF_TEST_SKIP");
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
+  if (skip && *skip)
+    cmocka_set_skip_filter(skip);
+  int failed = 0;
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    V = &variants[v];
+    if (only && *only && !strstr(V->name, only))
+      continue;
+    const char *reason = NULL;
+    if (cf_backend_available(V->backend, &reason) != CF_OK) {
+      printf("skipped: %s: %s\n", cf_backend_name(V->backend),
+             reason && *reason ? reason : "not available");
+      fflush(stdout);
+      continue;
+    }
+    failed += cmocka_run_group_tests_name(V->name, tests, NULL, NULL);
+    if (!planning_set && V->algo != CF_ALGO_DIRECT)
+      setenv("CF_FFT_PLANNING", "estimate", 1);
+  }
+  return failed ? 1 : 0;
+}
