@@ -481,7 +481,8 @@ static int cmd_info(int argc, char **argv)
       printf("  %d: (cannot describe: %s)\n", i, cf_last_error());
   }
   puts("build features:");
-  printf("  CUDA backend compiled in: %s\n", CF_HAVE_CUDA ? "yes" : "no");
+  printf("  CUDA toolkit linked (device discovery): %s\n",
+         CF_HAVE_CUDA ? "yes" : "no");
   printf("  libav kernel files (WAV, FLAC, ...): %s\n",
          CF_HAVE_LIBAV ? "yes" : "no");
 #ifdef CF_CLI_HAVE_LIBAV
