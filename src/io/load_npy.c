@@ -171,9 +171,11 @@ static cf_status parse_entry(npy_cursor *c, npy_header *h)
                   "float64)");
   npy_str d = {0};
   s = parse_string(c, &d);
+  if (s != CF_OK)
+    return s;
   h->descr_len = d.len < sizeof h->descr ? d.len : sizeof h->descr - 1;
   memcpy(h->descr, d.s, h->descr_len);
-  return s;
+  return CF_OK;
 }
 
 static cf_status parse_header(npy_cursor *c, npy_header *h)
