@@ -102,7 +102,7 @@ static cf_status parse(text_parser *p, FILE *f)
   cf_status s;
   int ch;
   do {
-    ch = getc(f);
+    ch = getc_unlocked(f); /* the FILE is ours alone: skip the lock */
     s = feed(p, ch, &in_comment);
   } while (s == CF_OK && ch != EOF);
   if (s == CF_OK && ferror(f))
