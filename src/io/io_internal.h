@@ -22,6 +22,8 @@ void cf_io_taps_free(cf_io_taps *t);
 cf_status cf_io_check_args(const char *path, cf_kernel **out);
 /* fopen(path, "rb"), refusing directories; CF_E_IO names path and errno. */
 cf_status cf_io_open(const char *path, FILE **out);
+/* cf_io_check_args then cf_io_open: how every loader starts. */
+cf_status cf_io_begin(const char *path, cf_kernel **out, FILE **f);
 /* Size of an open regular file. */
 cf_status cf_io_size(const char *path, FILE *f, size_t *size);
 /* Reads exactly n bytes; CF_E_FORMAT at end of file, CF_E_IO on error. */

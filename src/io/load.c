@@ -57,6 +57,13 @@ cf_status cf_io_open(const char *path, FILE **out)
   return CF_OK;
 }
 
+cf_status cf_io_begin(const char *path, cf_kernel **out, FILE **f)
+{
+  *f = NULL;
+  cf_status s = cf_io_check_args(path, out);
+  return s == CF_OK ? cf_io_open(path, f) : s;
+}
+
 cf_status cf_io_size(const char *path, FILE *f, size_t *size)
 {
   struct stat st;
@@ -123,10 +130,8 @@ static bool looks_like_text(const unsigned char *p, size_t n)
 CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
                                    cf_kernel **out)
 {
-  cf_status s = cf_io_check_args(path, out);
-  FILE *f = NULL;
-  if (s == CF_OK)
-    s = cf_io_open(path, &f);
+  FILE *f;
+  cf_status s = cf_io_begin(path, out, &f);
   if (s != CF_OK)
     return s;
   unsigned char head[SNIFF_BYTES];

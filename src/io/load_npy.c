@@ -487,10 +487,8 @@ static cf_status load_data(const char *path, FILE *f, size_t file_size,
 
 CF_PUBLIC cf_status cf_kernel_load_npy(const char *path, cf_kernel **out)
 {
-  cf_status s = cf_io_check_args(path, out);
-  FILE *f = NULL;
-  if (s == CF_OK)
-    s = cf_io_open(path, &f);
+  FILE *f;
+  cf_status s = cf_io_begin(path, out, &f);
   if (s != CF_OK)
     return s;
   size_t file_size = 0, data_at = 0;

@@ -115,10 +115,8 @@ static cf_status parse(text_parser *p, FILE *f)
 
 CF_PUBLIC cf_status cf_kernel_load_text(const char *path, cf_kernel **out)
 {
-  cf_status s = cf_io_check_args(path, out);
-  FILE *f = NULL;
-  if (s == CF_OK)
-    s = cf_io_open(path, &f);
+  FILE *f;
+  cf_status s = cf_io_begin(path, out, &f);
   if (s != CF_OK)
     return s;
   text_parser p = {.path = path, .line = 1};
