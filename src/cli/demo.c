@@ -20,9 +20,9 @@
 #include <cudafilter/kernel.h>
 
 #ifdef CF_CLI_HAVE_LIBAV
-#include <libavformat/avformat.h>
-#include <libavutil/channel_layout.h>
 #include <libavutil/error.h>
+
+#include "../io/av_lazy.h"
 #endif
 
 enum {
@@ -129,20 +129,23 @@ typedef struct writer {
 static int av_failed(const writer *w, const char *what, int err)
 {
   char msg[AV_ERROR_MAX_STRING_SIZE];
-  av_strerror(err, msg, sizeof msg);
+  cf_av->av_strerror(err, msg, sizeof msg);
   return cli_error("demo: %s %s: %s", what, w->path, msg);
 }
 
 static int writer_open(writer *w, const char *path)
 {
   int err;
+  const char *why;
   memset(w, 0, sizeof *w);
   w->path = path;
-  err = avformat_alloc_output_context2(&w->oc, NULL, "wav", path);
+  if (!cf_av_get(&why))
+    return cli_error("demo: cannot write %s: %s", path, why);
+  err = cf_av->avformat_alloc_output_context2(&w->oc, NULL, "wav", path);
   if (err < 0)
     return av_failed(w, "cannot set up a WAV muxer for", err);
-  if (!(w->st = avformat_new_stream(w->oc, NULL)) ||
-      !(w->pkt = av_packet_alloc()))
+  if (!(w->st = cf_av->avformat_new_stream(w->oc, NULL)) ||
+      !(w->pkt = cf_av->av_packet_alloc()))
     return av_failed(w, "cannot set up", AVERROR(ENOMEM));
   /* Raw PCM needs no encoder: packets of interleaved float32 go straight
    * to the muxer. */
@@ -151,14 +154,14 @@ static int writer_open(writer *w, const char *path)
   par->codec_id = AV_CODEC_ID_PCM_F32LE;
   par->format = AV_SAMPLE_FMT_FLT;
   par->sample_rate = RATE;
-  av_channel_layout_default(&par->ch_layout, CHANNELS);
+  cf_av->av_channel_layout_default(&par->ch_layout, CHANNELS);
   par->bits_per_coded_sample = 32;
   par->block_align = 4 * CHANNELS;
   par->bit_rate = (int64_t)RATE * CHANNELS * 32;
   w->st->time_base = (AVRational){1, RATE};
-  if ((err = avio_open(&w->oc->pb, path, AVIO_FLAG_WRITE)) < 0)
+  if ((err = cf_av->avio_open(&w->oc->pb, path, AVIO_FLAG_WRITE)) < 0)
     return av_failed(w, "cannot create", err);
-  if ((err = avformat_write_header(w->oc, NULL)) < 0)
+  if ((err = cf_av->avformat_write_header(w->oc, NULL)) < 0)
     return av_failed(w, "cannot write the header of", err);
   return 0;
 }
@@ -166,17 +169,17 @@ static int writer_open(writer *w, const char *path)
 static int writer_write(writer *w, const float *x, size_t frames)
 {
   int size = (int)(frames * CHANNELS * sizeof *x);
-  int err = av_new_packet(w->pkt, size);
+  int err = cf_av->av_new_packet(w->pkt, size);
   if (err < 0)
     return av_failed(w, "cannot write", err);
   memcpy(w->pkt->data, x, (size_t)size);
   const AVRational tb = {1, RATE};
-  w->pkt->pts = w->pkt->dts = av_rescale_q(w->frames, tb, w->st->time_base);
-  w->pkt->duration = av_rescale_q((int64_t)frames, tb, w->st->time_base);
+  w->pkt->pts = w->pkt->dts = cf_av->av_rescale_q(w->frames, tb, w->st->time_base);
+  w->pkt->duration = cf_av->av_rescale_q((int64_t)frames, tb, w->st->time_base);
   w->pkt->stream_index = w->st->index;
   w->frames += (int64_t)frames;
-  err = av_interleaved_write_frame(w->oc, w->pkt);
-  av_packet_unref(w->pkt);
+  err = cf_av->av_interleaved_write_frame(w->oc, w->pkt);
+  cf_av->av_packet_unref(w->pkt);
   return err < 0 ? av_failed(w, "cannot write", err) : 0;
 }
 
@@ -184,12 +187,12 @@ static int writer_write(writer *w, const float *x, size_t frames)
 static int writer_close(writer *w, bool ok)
 {
   int rc = 0, err;
-  if (ok && (err = av_write_trailer(w->oc)) < 0)
+  if (ok && (err = cf_av->av_write_trailer(w->oc)) < 0)
     rc = av_failed(w, "cannot finish", err);
-  if (w->oc && w->oc->pb && (err = avio_closep(&w->oc->pb)) < 0 && !rc)
+  if (w->oc && w->oc->pb && (err = cf_av->avio_closep(&w->oc->pb)) < 0 && !rc)
     rc = av_failed(w, "cannot close", err);
-  avformat_free_context(w->oc);
-  av_packet_free(&w->pkt);
+  cf_av->avformat_free_context(w->oc);
+  cf_av->av_packet_free(&w->pkt);
   return rc;
 }
 

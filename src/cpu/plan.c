@@ -76,7 +76,10 @@ static void best_fft(cf_conv_plan *best, size_t len, unsigned k, size_t block,
                      size_t latency, int uniform)
 {
   cf_conv_plan c = *best;
-  size_t p0_min = latency ? block : (block < 32 ? block : 32);
+  /* Smaller first partitions cost more FFTs per sample but fit short
+   * kernels better; with latency block - 1 a q = 0 stage of p0 <= block
+   * also works: its output just waits in the ring for the extra delay. */
+  size_t p0_min = block < 32 ? block : 32;
   for (size_t p0 = block; p0 >= p0_min && p0 >= 1; p0 /= 2) {
     size_t head = latency ? 0 : p0;
     if (head >= len)
@@ -90,8 +93,6 @@ static void best_fft(cf_conv_plan *best, size_t len, unsigned k, size_t block,
           if (build_fft(&c, len, p0, head, g, pmax))
             consider(best, &c, len, k);
     }
-    if (latency)
-      break; /* q = 0 needs the first stage to be exactly the block */
     if (p0 % 2)
       break;
   }

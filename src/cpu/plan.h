@@ -12,7 +12,7 @@
 
 /* A uniform partition stage: n partitions of p taps covering kernel taps
  * [q*p, (q+n)*p). q = 0 computes the block that just ended (needs latency
- * p - 1); q >= 1 computes the next block ahead of time (any latency). */
+ * >= p - 1); q >= 1 computes the next block ahead of time (any latency). */
 typedef struct cf_stage_plan {
   size_t p, q, n;
 } cf_stage_plan;

@@ -9,10 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/channel_layout.h>
-#include <libswresample/swresample.h>
+#include "av_lazy.h"
 
 /* Samples over all channels: a tiny compressed file can decode to
  * gigabytes, so the total is capped as well as each kernel. */
@@ -43,7 +40,7 @@ static cf_status av_fail(const audio_loader *a, cf_status s, const char *what,
                          int err)
 {
   char buf[AV_ERROR_MAX_STRING_SIZE];
-  av_strerror(err, buf, sizeof buf);
+  cf_av->av_strerror(err, buf, sizeof buf);
   if (err == AVERROR(ENOMEM))
     s = CF_E_NOMEM;
   const char *format = a->fmt ? a->fmt->iformat->name : NULL;
@@ -54,28 +51,28 @@ static cf_status av_fail(const audio_loader *a, cf_status s, const char *what,
 
 static cf_status open_input(audio_loader *a)
 {
-  int err = avformat_open_input(&a->fmt, a->path, NULL, NULL);
+  int err = cf_av->avformat_open_input(&a->fmt, a->path, NULL, NULL);
   if (err < 0) {
     bool io = err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
               err == AVERROR(EISDIR) || err == AVERROR(EIO);
     return av_fail(a, io ? CF_E_IO : CF_E_FORMAT, "cannot open as audio",
                    err);
   }
-  if ((err = avformat_find_stream_info(a->fmt, NULL)) < 0)
+  if ((err = cf_av->avformat_find_stream_info(a->fmt, NULL)) < 0)
     return av_fail(a, CF_E_FORMAT, "cannot read audio stream info", err);
   const AVCodec *codec = NULL;
-  a->stream = av_find_best_stream(a->fmt, AVMEDIA_TYPE_AUDIO, -1, -1, &codec,
+  a->stream = cf_av->av_find_best_stream(a->fmt, AVMEDIA_TYPE_AUDIO, -1, -1, &codec,
                                   0);
   if (a->stream < 0)
     return av_fail(a, CF_E_FORMAT, "no decodable audio stream", a->stream);
-  if (!(a->dec = avcodec_alloc_context3(codec)))
+  if (!(a->dec = cf_av->avcodec_alloc_context3(codec)))
     return av_fail(a, CF_E_NOMEM, "audio decoder", AVERROR(ENOMEM));
   AVStream *st = a->fmt->streams[a->stream];
-  if ((err = avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
+  if ((err = cf_av->avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
     return av_fail(a, CF_E_FORMAT, "audio decoder parameters", err);
-  if ((err = avcodec_open2(a->dec, codec, NULL)) < 0)
+  if ((err = cf_av->avcodec_open2(a->dec, codec, NULL)) < 0)
     return av_fail(a, CF_E_FORMAT, "cannot open the audio decoder", err);
-  if (!(a->pkt = av_packet_alloc()) || !(a->frame = av_frame_alloc()))
+  if (!(a->pkt = cf_av->av_packet_alloc()) || !(a->frame = cf_av->av_frame_alloc()))
     return av_fail(a, CF_E_NOMEM, "audio frame", AVERROR(ENOMEM));
   return CF_OK;
 }
@@ -91,9 +88,9 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
                    fr->sample_rate, CF_MAX_CHANNELS);
   int err = 0;
   if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
-    av_channel_layout_default(&a->layout, (int)n); /* swr wants an order */
+    cf_av->av_channel_layout_default(&a->layout, (int)n); /* swr wants an order */
   else
-    err = av_channel_layout_copy(&a->layout, &fr->ch_layout);
+    err = cf_av->av_channel_layout_copy(&a->layout, &fr->ch_layout);
   if (err < 0)
     return av_fail(a, CF_E_INTERNAL, "audio channel layout", err);
   a->channels = n;
@@ -104,11 +101,11 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
   a->max_len = AUDIO_MAX_TOTAL / n < CF_KERNEL_MAX_TAPS ? AUDIO_MAX_TOTAL / n
                                                         : CF_KERNEL_MAX_TAPS;
   /* Same layout in and out: no remixing, each channel stays a kernel. */
-  err = swr_alloc_set_opts2(&a->swr, &a->layout, AV_SAMPLE_FMT_FLTP,
+  err = cf_av->swr_alloc_set_opts2(&a->swr, &a->layout, AV_SAMPLE_FMT_FLTP,
                             a->out_rate, &a->layout, fr->format,
                             fr->sample_rate, 0, NULL);
   if (err >= 0)
-    err = swr_init(a->swr);
+    err = cf_av->swr_init(a->swr);
   if (err < 0)
     return av_fail(a, CF_E_INTERNAL, "cannot set up the audio resampler", err);
   if (!(a->chan = calloc(n, sizeof *a->chan)))
@@ -120,11 +117,11 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
 static cf_status check_finite(const audio_loader *a, const AVFrame *fr)
 {
   enum AVSampleFormat f = fr->format;
-  enum AVSampleFormat packed = av_get_packed_sample_fmt(f);
+  enum AVSampleFormat packed = cf_av->av_get_packed_sample_fmt(f);
   if (packed != AV_SAMPLE_FMT_FLT && packed != AV_SAMPLE_FMT_DBL)
     return CF_OK;
-  bool planar = av_sample_fmt_is_planar(f);
-  size_t bps = (size_t)av_get_bytes_per_sample(f), n = a->channels;
+  bool planar = cf_av->av_sample_fmt_is_planar(f);
+  size_t bps = (size_t)cf_av->av_get_bytes_per_sample(f), n = a->channels;
   for (size_t i = 0; i < (size_t)fr->nb_samples; i++)
     for (size_t c = 0; c < n; c++) {
       const uint8_t *p = planar ? fr->extended_data[c] + i * bps
@@ -157,7 +154,7 @@ static cf_status too_long(const audio_loader *a)
 static cf_status resample(audio_loader *a, const uint8_t **in, int n,
                           int *got)
 {
-  int want = swr_get_out_samples(a->swr, n);
+  int want = cf_av->swr_get_out_samples(a->swr, n);
   if (want < 0)
     return av_fail(a, CF_E_INTERNAL, "resampler", want);
   /* One more than fits tells "too long" without buffering it all. */
@@ -171,7 +168,7 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
       return s;
     outp[c] = (uint8_t *)(a->chan[c].v + a->chan[c].len);
   }
-  *got = swr_convert(a->swr, outp, want, in, n);
+  *got = cf_av->swr_convert(a->swr, outp, want, in, n);
   if (*got < 0)
     return av_fail(a, CF_E_INTERNAL, "resampling", *got);
   for (unsigned c = 0; c < a->channels; c++)
@@ -204,17 +201,17 @@ static cf_status decode(audio_loader *a, const AVPacket *pkt)
   char what[64];
   snprintf(what, sizeof what, "decoding audio after sample %lld",
            (long long)a->decoded);
-  int err = avcodec_send_packet(a->dec, pkt);
+  int err = cf_av->avcodec_send_packet(a->dec, pkt);
   if (err < 0)
     return av_fail(a, CF_E_FORMAT, what, err);
   for (;;) {
-    err = avcodec_receive_frame(a->dec, a->frame);
+    err = cf_av->avcodec_receive_frame(a->dec, a->frame);
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
       return CF_OK;
     if (err < 0)
       return av_fail(a, CF_E_FORMAT, what, err);
     cf_status s = take_frame(a, a->frame);
-    av_frame_unref(a->frame);
+    cf_av->av_frame_unref(a->frame);
     if (s != CF_OK)
       return s;
   }
@@ -224,7 +221,7 @@ static cf_status decode_all(audio_loader *a)
 {
   cf_status s = CF_OK;
   int err;
-  while (s == CF_OK && (err = av_read_frame(a->fmt, a->pkt)) >= 0) {
+  while (s == CF_OK && (err = cf_av->av_read_frame(a->fmt, a->pkt)) >= 0) {
     if (a->pkt->stream_index != a->stream)
       ; /* another stream */
     else if (a->pkt->flags & AV_PKT_FLAG_CORRUPT) /* e.g. a short read */
@@ -233,7 +230,7 @@ static cf_status decode_all(audio_loader *a)
                   (long long)a->decoded);
     else
       s = decode(a, a->pkt);
-    av_packet_unref(a->pkt);
+    cf_av->av_packet_unref(a->pkt);
   }
   if (s != CF_OK)
     return s;
@@ -278,12 +275,12 @@ static cf_status check_wav_length(const audio_loader *a)
 static cf_status check_complete(const audio_loader *a)
 {
   const AVStream *st = a->fmt->streams[a->stream];
-  const AVCodecDescriptor *d = avcodec_descriptor_get(st->codecpar->codec_id);
+  const AVCodecDescriptor *d = cf_av->avcodec_descriptor_get(st->codecpar->codec_id);
   if (st->duration == AV_NOPTS_VALUE || st->duration <= 0 || !d ||
       !(d->props & AV_CODEC_PROP_LOSSLESS) ||
       a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
     return CF_OK;
-  int64_t want = av_rescale_q(st->duration, st->time_base,
+  int64_t want = cf_av->av_rescale_q(st->duration, st->time_base,
                               (AVRational){1, a->in_rate});
   if (a->decoded < want)
     return cf_fail(CF_E_FORMAT, "%s: truncated: the header says %lld "
@@ -319,20 +316,24 @@ static void close_loader(audio_loader *a)
   for (unsigned c = 0; a->chan && c < a->channels; c++)
     cf_io_taps_free(&a->chan[c]);
   free(a->chan);
-  av_channel_layout_uninit(&a->layout);
-  swr_free(&a->swr);
-  av_frame_free(&a->frame);
-  av_packet_free(&a->pkt);
-  avcodec_free_context(&a->dec);
-  avformat_close_input(&a->fmt);
+  cf_av->av_channel_layout_uninit(&a->layout);
+  cf_av->swr_free(&a->swr);
+  cf_av->av_frame_free(&a->frame);
+  cf_av->av_packet_free(&a->pkt);
+  cf_av->avcodec_free_context(&a->dec);
+  cf_av->avformat_close_input(&a->fmt);
 }
 
 CF_PUBLIC cf_status cf_kernel_load_audio(const char *path, unsigned rate,
                                          cf_kernel **out)
 {
   cf_status s = cf_io_check_args(path, out);
+  const char *why;
   if (s != CF_OK)
     return s;
+  if (!cf_av_get(&why))
+    return cf_fail(CF_E_UNAVAILABLE, "%s: cannot decode audio files: %s",
+                   path, why);
   if (rate > AUDIO_MAX_RATE)
     return cf_fail(CF_E_INVALID, "%s: rate %u Hz is out of range (0 = the "
                    "file's rate, else 1..%u)", path, rate, AUDIO_MAX_RATE);

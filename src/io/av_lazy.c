@@ -1,0 +1,60 @@
+/* Load libav with dlopen on first use (see av_lazy.h). The sonames come
+ * from the headers we compiled against, so a mismatched libav is refused
+ * instead of being called with the wrong ABI. */
+#include "av_lazy.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const char *const libs[] = {
+    "libavutil.so." STR(LIBAVUTIL_VERSION_MAJOR),
+    "libswresample.so." STR(LIBSWRESAMPLE_VERSION_MAJOR),
+    "libavcodec.so." STR(LIBAVCODEC_VERSION_MAJOR),
+    "libavformat.so." STR(LIBAVFORMAT_VERSION_MAJOR),
+};
+#define NLIBS (sizeof libs / sizeof *libs)
+
+static cf_av_api api;
+const cf_av_api *cf_av;
+static char failure[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void *find(void *const *handles, const char *name)
+{
+  for (size_t i = 0; i < NLIBS; i++) {
+    void *p = dlsym(handles[i], name);
+    if (p)
+      return p;
+  }
+  snprintf(failure, sizeof failure, "libav has no function %s", name);
+  return NULL;
+}
+
+static void load(void)
+{
+  void *handles[NLIBS];
+  for (size_t i = 0; i < NLIBS; i++)
+    if (!(handles[i] = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL))) {
+      snprintf(failure, sizeof failure, "cannot load %s: %s", libs[i],
+               dlerror());
+      return; /* loaded libraries stay: dlclose buys nothing here */
+    }
+  int ok = 1;
+#define CF_AV_FIND(f) ok = ok && (api.f = (__typeof__(f) *)find(handles, #f));
+  CF_AV_FUNCTIONS(CF_AV_FIND)
+#undef CF_AV_FIND
+  if (ok)
+    cf_av = &api;
+}
+
+const cf_av_api *cf_av_get(const char **why)
+{
+  pthread_once(&once, load);
+  if (!cf_av && why)
+    *why = failure;
+  return cf_av;
+}

@@ -1,0 +1,46 @@
+/* libav, loaded on first use with dlopen. Linking it costs every process
+ * about 35 ms at start (libavformat pulls in some 140 shared libraries),
+ * while only audio kernel files and the demo's WAV output need it. The
+ * pointers take their types from libav's own declarations, so a call
+ * through cf_av->f(...) is checked exactly like a call to f(...). */
+#ifndef CF_IO_AV_LAZY_H
+#define CF_IO_AV_LAZY_H
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/frame.h>
+#include <libavutil/samplefmt.h>
+#include <libswresample/swresample.h>
+
+#define CF_AV_FUNCTIONS(X)                                                    \
+  X(av_channel_layout_copy) X(av_channel_layout_default)                     \
+  X(av_channel_layout_uninit) X(av_find_best_stream) X(av_frame_alloc)       \
+  X(av_frame_free) X(av_frame_get_buffer) X(av_frame_unref)                  \
+  X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
+  X(av_interleaved_write_frame) X(av_new_packet) X(av_packet_alloc)          \
+  X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
+  X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
+  X(av_strerror) X(av_write_trailer) X(avcodec_alloc_context3)               \
+  X(avcodec_descriptor_get) X(avcodec_find_decoder) X(avcodec_find_encoder)  \
+  X(avcodec_free_context) X(avcodec_open2) X(avcodec_parameters_from_context)\
+  X(avcodec_parameters_to_context) X(avcodec_receive_frame)                  \
+  X(avcodec_receive_packet) X(avcodec_send_frame) X(avcodec_send_packet)     \
+  X(avformat_alloc_output_context2) X(avformat_close_input)                  \
+  X(avformat_find_stream_info) X(avformat_free_context)                      \
+  X(avformat_new_stream) X(avformat_open_input) X(avformat_write_header)     \
+  X(avio_closep) X(avio_open) X(swr_alloc_set_opts2) X(swr_convert)          \
+  X(swr_free) X(swr_get_out_samples) X(swr_init)
+
+typedef struct cf_av_api {
+#define CF_AV_POINTER(f) __typeof__(f) *f;
+  CF_AV_FUNCTIONS(CF_AV_POINTER)
+#undef CF_AV_POINTER
+} cf_av_api;
+
+/* The loaded functions, or NULL with *why saying what failed. Thread-safe;
+ * after it returned non-NULL, cf_av may be used directly. */
+const cf_av_api *cf_av_get(const char **why);
+extern const cf_av_api *cf_av;
+
+#endif
