@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Model constants, ns (2-core x86-64 CI machine, AVX2; see bench/). */
-#define NS_DIRECT_MAC 0.030  /* one tap of the direct FIR per output */
-#define NS_FFT_NLOGN 0.055   /* real FFT of size N costs this * N log2 N */
-#define NS_FFT_FIXED 150.0   /* per FFT call */
-#define NS_CMAC_BIN 0.30     /* one complex bin multiply-accumulate */
+/* Model constants, ns, measured on the 2-core x86-64 CI machine (AVX2):
+ * FFTW split-complex real FFT + inverse, the SIMD spectral multiply-add
+ * and the direct FIR (bench/results/cost-model-*.md). */
+#define NS_DIRECT_MAC 0.045  /* one tap of the direct FIR per output */
+#define NS_FFT_NLOGN 0.26    /* real FFT of size N costs this * N log2 N */
+#define NS_FFT_FIXED 100.0   /* per FFT call */
+#define NS_CMAC_BIN 0.24     /* one complex bin multiply-add, in cache */
+#define NS_CMAC_BIN_BIG 0.65 /* ... for spectra past 4096 bins (L2-bound) */
 #define NS_PER_SAMPLE 1.0    /* copies in and out */
 
 static double fft_ns(size_t n)
@@ -27,7 +30,8 @@ static double cost(const cf_conv_plan *pl, size_t len, unsigned k)
     const cf_stage_plan *st = &pl->st[s];
     double p = (double)st->p;
     c += (1.0 + k) * fft_ns(2 * st->p) / p;
-    c += (double)k * (double)st->n * (p + 1.0) * NS_CMAC_BIN / p;
+    double bin = st->p > 4096 ? NS_CMAC_BIN_BIG : NS_CMAC_BIN;
+    c += (double)k * (double)st->n * (p + 1.0) * bin / p;
   }
   (void)len;
   return c;
