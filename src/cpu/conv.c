@@ -21,8 +21,8 @@
 typedef struct stage {
   cf_stage_plan pl;
   const cf_fft *fft;
-  size_t nbs;          /* bins per spectrum half (re or im), padded to 16 */
-  float *fdl;          /* pl.n input spectra, 2 * nbs floats each */
+  size_t nbs;          /* complex bins per spectrum, padded to 16 */
+  float *fdl;          /* pl.n interleaved input spectra, 2 * nbs floats */
   size_t pos;          /* slot of the newest spectrum */
   const float **xs;    /* newest-first slot pointers, for cmac */
   const float **h;     /* k * pl.n kernel spectrum pointers */
@@ -113,7 +113,7 @@ static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
       memset(c->win, 0, 2 * p * sizeof(float));
       for (size_t x = 0; x < cnt; x++)
         c->win[x] = taps[i][from + x] / (float)(2 * p);
-      cf_fft_forward(st->fft, c->win, slot, slot + st->nbs);
+      cf_fft_forward(st->fft, c->win, slot);
       st->h[i * n + j] = slot;
     }
   return CF_OK;
@@ -248,7 +248,7 @@ static void stage_run(cf_conv *c, stage *st)
   memcpy(c->win, c->xbuf + c->xpos - 2 * p, 2 * p * sizeof(float));
   st->pos = st->pos + 1 == n ? 0 : st->pos + 1;
   float *slot = st->fdl + st->pos * 2 * nbs;
-  cf_fft_forward(st->fft, c->win, slot, slot + nbs);
+  cf_fft_forward(st->fft, c->win, slot);
   for (size_t j = 0, i = st->pos; j < n; j++, i = i ? i - 1 : n - 1)
     st->xs[j] = st->fdl + i * 2 * nbs;
   /* This stage's block: y[(j + q) p, ...) with j = t / p - 1. */
@@ -258,7 +258,7 @@ static void stage_run(cf_conv *c, stage *st)
       continue;
     memset(c->acc, 0, 2 * nbs * sizeof(float));
     c->dsp->cmac(c->acc, st->xs, st->h + (size_t)i * n, st->nk[i], nbs);
-    cf_fft_inverse(st->fft, c->acc, c->acc + nbs, c->tmp);
+    cf_fft_inverse(st->fft, c->acc, c->tmp);
     ring_add(c->ring + (size_t)i * (c->rmask + 1), c->rmask, from,
              c->tmp + p, p);
   }

@@ -11,9 +11,8 @@ typedef struct cf_dsp {
    * x: the len - 1 samples before the first output, then m more). */
   void (*fir)(const float *x, const float *hrev, size_t len, float *out,
               size_t m);
-  /* acc += sum_p X_p * H_p (complex, split re/im, nb bins, nb % 16 == 0,
-   * 64-byte aligned). X and H are arrays of n pointers to re; im follows
-   * re at +nb floats. */
+  /* acc += sum_p X_p * H_p over nb complex bins stored interleaved
+   * (re, im), nb % 16 == 0, 64-byte aligned; x and h are n pointers. */
   void (*cmac)(float *acc, const float *const *x, const float *const *h,
                size_t n, size_t nb);
 } cf_dsp;

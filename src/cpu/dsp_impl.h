@@ -79,25 +79,34 @@ static void fir(const float *x, const float *hrev, size_t len, float *out,
   }
 }
 
-/* Bins in blocks that stay in L1 while every partition is added. */
-#define CMAC_BLOCK 512
+typedef int v8i __attribute__((vector_size(32)));
 
+/* Interleaved complex multiply-add: a1 += x * (hr, hr) and
+ * a2 += x * (hi, hi) give (xr hr, xi hr) and (xr hi, xi hi); the product
+ * is a1 + (-xi hi, xr hi), i.e. a1 plus a2 with its pairs swapped and the
+ * real part negated, done once per bin after all partitions. Bins are the
+ * outer loop so the accumulators stay in registers (16 floats = 8 bins at
+ * a time) while every partition is added. */
 static void cmac(float *acc, const float *const *x, const float *const *h,
                  size_t n, size_t nb)
 {
-  float *are = acc, *aim = acc + nb;
-  for (size_t b0 = 0; b0 < nb; b0 += CMAC_BLOCK) {
-    size_t b1 = b0 + CMAC_BLOCK < nb ? b0 + CMAC_BLOCK : nb;
+  const v8i dup_re = {0, 0, 2, 2, 4, 4, 6, 6};
+  const v8i dup_im = {1, 1, 3, 3, 5, 5, 7, 7};
+  const v8i swap = {1, 0, 3, 2, 5, 4, 7, 6};
+  const v8 sign = {-1, 1, -1, 1, -1, 1, -1, 1};
+  for (size_t b = 0; b < 2 * nb; b += 16) {
+    v8 r0 = {0}, r1 = {0}, i0 = {0}, i1 = {0};
     for (size_t p = 0; p < n; p++) {
-      const float *xr = x[p], *xim = x[p] + nb;
-      const float *hr = h[p], *him = h[p] + nb;
-      for (size_t b = b0; b < b1; b += 8) {
-        v8 a = load8(xr + b), c = load8(xim + b);
-        v8 e = load8(hr + b), f = load8(him + b);
-        store8(are + b, load8(are + b) + a * e - c * f);
-        store8(aim + b, load8(aim + b) + a * f + c * e);
-      }
+      v8 x0 = load8(x[p] + b), x1 = load8(x[p] + b + 8);
+      v8 h0 = load8(h[p] + b), h1 = load8(h[p] + b + 8);
+      r0 += x0 * __builtin_shuffle(h0, dup_re);
+      i0 += x0 * __builtin_shuffle(h0, dup_im);
+      r1 += x1 * __builtin_shuffle(h1, dup_re);
+      i1 += x1 * __builtin_shuffle(h1, dup_im);
     }
+    store8(acc + b, load8(acc + b) + r0 + sign * __builtin_shuffle(i0, swap));
+    store8(acc + b + 8,
+           load8(acc + b + 8) + r1 + sign * __builtin_shuffle(i1, swap));
   }
 }
 

@@ -2,7 +2,7 @@
  * costs 0.1-1.5 s per size here (for plans up to 1.8x faster than
  * FFTW_ESTIMATE's), so plans are made once per size under a lock, kept for
  * the life of the process, and FFTW's wisdom is kept on disk so the next
- * process plans in milliseconds. fftwf_execute_split_dft_* with new arrays
+ * process plans in milliseconds. fftwf_execute_dft_r2c/c2r with new arrays
  * is thread-safe. */
 #include "fft.h"
 
@@ -96,28 +96,26 @@ static void wisdom_save(void)
 static cf_status make(size_t n, cf_fft *f)
 {
   /* Plan on arrays laid out as the convolvers execute them: 64-byte
-   * aligned, im at re + nbs in one block. */
-  size_t nbs = (n / 2 + 1 + 15) & ~(size_t)15;
+   * aligned (FFTW only reuses a plan on arrays of the same alignment). */
+  size_t nb = n / 2 + 1;
   float *in = cf_alloc(n * sizeof *in);
-  float *re = cf_alloc(2 * nbs * sizeof *re);
-  float *im = re ? re + nbs : NULL;
+  float *spec = cf_alloc(2 * nb * sizeof *spec);
   cf_status s = CF_OK;
-  if (!in || !re) {
+  if (!in || !spec) {
     s = cf_fail(CF_E_NOMEM, "FFT size %zu: out of memory for planning", n);
     goto out;
   }
-  fftw_iodim dim = {(int)n, 1, 1};
   unsigned flags = planner_flags();
-  f->fwd = fftwf_plan_guru_split_dft_r2c(1, &dim, 0, NULL, in, re, im, flags);
-  f->inv = fftwf_plan_guru_split_dft_c2r(1, &dim, 0, NULL, re, im, in,
-                                         flags | FFTW_DESTROY_INPUT);
+  f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
+  f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
+                                 flags | FFTW_DESTROY_INPUT);
   if (!f->fwd || !f->inv)
     s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size %zu",
                 n);
   f->n = n;
 out:
   cf_free(in);
-  cf_free(re);
+  cf_free(spec);
   return s;
 }
 
@@ -147,14 +145,14 @@ cf_status cf_fft_get(size_t n, const cf_fft **out)
   return s;
 }
 
-void cf_fft_forward(const cf_fft *f, float *in, float *re, float *im)
+void cf_fft_forward(const cf_fft *f, float *in, float *spec)
 {
-  fftwf_execute_split_dft_r2c(f->fwd, in, re, im);
+  fftwf_execute_dft_r2c(f->fwd, in, (fftwf_complex *)spec);
 }
 
-void cf_fft_inverse(const cf_fft *f, float *re, float *im, float *out)
+void cf_fft_inverse(const cf_fft *f, float *spec, float *out)
 {
-  fftwf_execute_split_dft_c2r(f->inv, re, im, out);
+  fftwf_execute_dft_c2r(f->inv, (fftwf_complex *)spec, out);
 }
 
 void *cf_alloc(size_t bytes)

@@ -1,5 +1,6 @@
-/* FFTW3f plans for the real FFT sizes the convolvers use, split complex
- * (re and im in separate arrays, so the spectral multiply is plain SIMD). */
+/* FFTW3f plans for the real FFT sizes the convolvers use, in FFTW's
+ * interleaved complex format (1.1-1.5x faster here than split arrays:
+ * bench/results/cost-model-*.md). */
 #ifndef CF_CPU_FFT_H
 #define CF_CPU_FFT_H
 
@@ -13,10 +14,10 @@ typedef struct cf_fft cf_fft;
  * size per process (FFTW_MEASURE; the planner is serialised) and shared:
  * executing them is thread-safe. */
 cf_status cf_fft_get(size_t n, const cf_fft **out);
-/* re/im: n/2 + 1 bins each. All pointers 64-byte aligned. */
-void cf_fft_forward(const cf_fft *f, float *in, float *re, float *im);
-/* Unnormalised: out = n * ifft. re/im are clobbered. */
-void cf_fft_inverse(const cf_fft *f, float *re, float *im, float *out);
+/* spec: n/2 + 1 interleaved (re, im) bins. All pointers 64-byte aligned. */
+void cf_fft_forward(const cf_fft *f, float *in, float *spec);
+/* Unnormalised: out = n * ifft. spec is clobbered. */
+void cf_fft_inverse(const cf_fft *f, float *spec, float *out);
 
 /* 64-byte aligned allocation, zeroed; free with cf_free. */
 void *cf_alloc(size_t bytes);

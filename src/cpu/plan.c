@@ -7,13 +7,13 @@
 #include <string.h>
 
 /* Model constants, ns, measured on the 2-core x86-64 CI machine (AVX2):
- * FFTW split-complex real FFT + inverse, the SIMD spectral multiply-add
+ * FFTW interleaved real FFT + inverse, the SIMD spectral multiply-add
  * and the direct FIR (bench/results/cost-model-*.md). */
 #define NS_DIRECT_MAC 0.045  /* one tap of the direct FIR per output */
-#define NS_FFT_NLOGN 0.26    /* real FFT of size N costs this * N log2 N */
+#define NS_FFT_NLOGN 0.15    /* real FFT of size N costs this * N log2 N */
 #define NS_FFT_FIXED 100.0   /* per FFT call */
-#define NS_CMAC_BIN 0.24     /* one complex bin multiply-add, in cache */
-#define NS_CMAC_BIN_BIG 0.65 /* ... for spectra past 4096 bins (L2-bound) */
+#define NS_CMAC_BIN 0.31     /* one complex bin multiply-add, in cache */
+#define NS_CMAC_BIN_BIG 0.72 /* ... for spectra past 4096 bins (L2-bound) */
 #define NS_PER_SAMPLE 1.0    /* copies in and out */
 
 static double fft_ns(size_t n)
