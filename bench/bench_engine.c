@@ -373,10 +373,15 @@ typedef struct xover {
 static xover find_crossover(const options *o, size_t block, unsigned thr,
                             cf_algorithm fft) {
   xover x = {block, thr, fft, 0, 0, NAN, NAN, NAN, NAN, ""};
-  /* FFT cheaper: f < d. Doubling scan from 1. */
-  size_t prev = 0;
-  double dp = NAN, fp = NAN;
-  for (size_t len = 1; len <= o->max_len; len *= 2) {
+  /* Doubling scan from L = 8 (below that a forced FFT path falls back to
+   * direct, and both costs are the per-frame overhead: noise decides).
+   * The bracket is the LAST length where direct was cheaper and the next
+   * one, so a noisy win of the FFT path at short L does not end the scan;
+   * it stops once the FFT path is under half the direct cost twice. */
+  size_t last_direct = 0, first_fft_after = 0;
+  double dl = NAN, fl = NAN, dh = NAN, fh = NAN;
+  int clear_wins = 0;
+  for (size_t len = 8; len <= o->max_len && clear_wins < 2; len *= 2) {
     const double d = cost_ns(o, len, block, CF_ALGO_DIRECT, thr);
     const double f = cost_ns(o, len, block, fft, thr);
     if (isnan(d) || isnan(f)) {
@@ -384,31 +389,35 @@ static xover find_crossover(const options *o, size_t block, unsigned thr,
       return x;
     }
     if (f < d) {
-      if (prev == 0) {
-        x.lo = 0;
-        x.hi = len;
-        x.f_hi = f;
-        x.d_hi = d;
-        x.note = "FFT cheaper already at L=1";
-        return x;
+      if (first_fft_after == 0) {
+        first_fft_after = len;
+        dh = d;
+        fh = f;
       }
-      x.lo = prev;
-      x.hi = len;
-      x.d_lo = dp;
-      x.f_lo = fp;
-      x.d_hi = d;
-      x.f_hi = f;
-      break;
+      clear_wins = f < 0.5 * d ? clear_wins + 1 : 0;
+    } else {
+      last_direct = len;
+      dl = d;
+      fl = f;
+      first_fft_after = 0;
+      clear_wins = 0;
     }
-    prev = len;
-    dp = d;
-    fp = f;
   }
-  if (x.hi == 0) {
-    x.lo = prev;
-    x.d_lo = dp;
-    x.f_lo = fp;
+  if (first_fft_after == 0) {
+    x.lo = last_direct;
+    x.d_lo = dl;
+    x.f_lo = fl;
     x.note = "direct cheaper up to --max-len";
+    return x;
+  }
+  x.lo = last_direct;
+  x.hi = first_fft_after;
+  x.d_lo = dl;
+  x.f_lo = fl;
+  x.d_hi = dh;
+  x.f_hi = fh;
+  if (last_direct == 0) {
+    x.note = "FFT cheaper already at L=8";
     return x;
   }
   /* Bisection: keep direct cheaper at lo, FFT cheaper at hi. */

@@ -25,9 +25,16 @@ set key outside right top
 set xrange [*:*]
 set offsets graph 0.05, graph 0.05, 0, 0
 
+# Ten distinct colours (the default cycle repeats after 8 lines).
+colors = "#1b9e77 #d95f02 #7570b3 #e7298a #66a61e #e6ab02 #a6761d #666666 #1f78b4 #e31a1c"
+do for [i=1:10] { set linetype i lc rgb word(colors, i) lw 2 pt i + 3 }
+
 # Column count from the header line.
 stats datafile using 1 nooutput
 ncols = STATS_columns
 
-plot for [i=2:ncols] datafile using 1:i with linespoints lw 2 pt (i % 7) + 4 \
-     title columnhead(i)
+# cudafilter (columns headed ours-*) solid, peers dashed.
+header = system(sprintf("head -n 1 '%s'", datafile))
+dash(i) = strstrt(word(header, i), "ours") == 1 ? 1 : 2
+plot for [i=2:ncols] datafile using 1:i with linespoints lt (i - 1) \
+     dashtype dash(i) title word(header, i)
