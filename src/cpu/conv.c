@@ -210,8 +210,6 @@ void cf_conv_reset(cf_conv *c)
     memset(c->ring, 0, (size_t)c->k * (c->rmask + 1) * sizeof(float));
 }
 
-const cf_conv_plan *cf_conv_plan_of(const cf_conv *c) { return &c->pl; }
-
 /* Add v[0..n) into ring r at output times from..from+n (wrapping). */
 static void ring_add(float *r, size_t mask, uint64_t from, const float *v,
                      size_t n)

@@ -19,6 +19,5 @@ void cf_conv_free(cf_conv *c);
 void cf_conv_reset(cf_conv *c);
 /* x: m samples; out[i]: m outputs of kernel i. Never allocates. */
 void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out);
-const cf_conv_plan *cf_conv_plan_of(const cf_conv *c);
 
 #endif

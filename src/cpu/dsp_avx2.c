@@ -1,5 +1,3 @@
 /* The hot loops for AVX2 + FMA (compiled with -mavx2 -mfma). */
-#define STR_(x) #x
-#define STR(x) STR_(x)
 #define DSP_NAME cf_dsp_avx2
 #include "dsp_impl.h"

@@ -1,5 +1,3 @@
 /* The hot loops for any x86-64 (SSE2) or other CPU. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
 #define DSP_NAME cf_dsp_generic
 #include "dsp_impl.h"

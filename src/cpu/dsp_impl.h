@@ -7,6 +7,9 @@
 
 #include "dsp.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 typedef float v8 __attribute__((vector_size(32)));
 
 static inline v8 load8(const float *p)

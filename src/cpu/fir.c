@@ -211,16 +211,18 @@ static void lane_job(void *ctx, unsigned item)
   unsigned c = item % f->cin;
   bank *b = f->b[item / f->cin];
   lane *l = &b->lanes[c];
-  if (item < f->cin) { /* once per channel: keep the history */
-    float *h = f->hist + (size_t)c * (f->hmask + 1);
-    for (size_t n = 0; n < f->m; n++)
-      h[(f->t + n) & f->hmask] = f->in[n * f->cin + c];
-  }
-  if (!l->conv)
-    return;
   for (size_t n = 0; n < f->m; n++)
     l->x[n] = f->in[n * f->cin + c];
-  cf_conv_process(l->conv, l->x, f->m, l->y);
+  if (item < f->cin) { /* once per channel: keep the history */
+    float *h = f->hist + (size_t)c * (f->hmask + 1);
+    size_t at = (size_t)(f->t & f->hmask), first = f->hmask + 1 - at;
+    if (first > f->m)
+      first = f->m;
+    memcpy(h + at, l->x, first * sizeof(float));
+    memcpy(h, l->x + first, (f->m - first) * sizeof(float));
+  }
+  if (l->conv)
+    cf_conv_process(l->conv, l->x, f->m, l->y);
 }
 
 static void free_retired(fir *f)

@@ -23,7 +23,7 @@ static double fft_ns(size_t n)
 
 static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
-static double cost(const cf_conv_plan *pl, size_t len, unsigned k)
+static double cost(const cf_conv_plan *pl, unsigned k)
 {
   double c = NS_PER_SAMPLE + (double)k * (double)pl->head * NS_DIRECT_MAC;
   for (unsigned s = 0; s < pl->nstages; s++) {
@@ -33,7 +33,6 @@ static double cost(const cf_conv_plan *pl, size_t len, unsigned k)
     double bin = st->p > 4096 ? NS_CMAC_BIN_BIG : NS_CMAC_BIN;
     c += (double)k * (double)st->n * (p + 1.0) * bin / p;
   }
-  (void)len;
   return c;
 }
 
@@ -53,7 +52,7 @@ static int build_fft(cf_conv_plan *pl, size_t len, size_t p0, size_t head,
     st->p = p;
     st->q = covered / p;
     size_t next = p * growth;
-    if (growth > 1 && next <= pmax && len - covered > next - covered &&
+    if (growth > 1 && next <= pmax && len > next &&
         next > covered) {
       st->n = (next - covered) / p;
       covered = next;
@@ -66,10 +65,10 @@ static int build_fft(cf_conv_plan *pl, size_t len, size_t p0, size_t head,
   return 1;
 }
 
-static void consider(cf_conv_plan *best, const cf_conv_plan *cand, size_t len,
+static void consider(cf_conv_plan *best, const cf_conv_plan *cand,
                      unsigned k)
 {
-  double c = cost(cand, len, k);
+  double c = cost(cand, k);
   if (best->cost < 0 || c < best->cost) {
     *best = *cand;
     best->cost = c;
@@ -90,12 +89,12 @@ static void best_fft(cf_conv_plan *best, size_t len, unsigned k, size_t block,
       head = len;
     if (uniform) {
       if (build_fft(&c, len, p0, head, 1, p0))
-        consider(best, &c, len, k);
+        consider(best, &c, k);
     } else {
       for (size_t g = 2; g <= 8; g *= 2)
         for (size_t pmax = p0; pmax <= CF_MAX_PARTITION; pmax *= g)
           if (build_fft(&c, len, p0, head, g, pmax))
-            consider(best, &c, len, k);
+            consider(best, &c, k);
     }
     if (p0 % 2)
       break;
@@ -114,11 +113,11 @@ void cf_plan_make(cf_conv_plan *pl, size_t len, unsigned kernels,
   direct.algorithm = CF_ALGO_DIRECT;
   direct.head = len;
   if (algo == CF_ALGO_DIRECT || len <= 1) {
-    consider(pl, &direct, len, k);
+    consider(pl, &direct, k);
     return;
   }
   if (algo == CF_ALGO_AUTO)
-    consider(pl, &direct, len, k);
+    consider(pl, &direct, k);
   if (algo == CF_ALGO_AUTO || algo == CF_ALGO_FFT_UNIFORM) {
     pl->algorithm = CF_ALGO_FFT_UNIFORM;
     best_fft(pl, len, k, block, latency, 1);
