@@ -6,6 +6,8 @@
 #include "engine.h"
 #include "error.h"
 #include "kernel.h"
+#include "kernel2d.h"
+#include "video.h"
 #include "version.h"
 
 #endif

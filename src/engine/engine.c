@@ -6,14 +6,8 @@
 
 #include "engine_internal.h"
 #include "kernel_internal.h"
+#include "video_internal.h"
 
-struct cf_engine {
-  const cf_backend_ops *ops;
-  void *impl;
-  cf_backend backend;
-  unsigned cin, cout;
-  char desc[320];
-};
 
 #define MAX_BLOCK ((size_t)1 << 16)
 
@@ -66,6 +60,24 @@ static cf_status check_kernel(const cf_kernel *k)
   return CF_OK;
 }
 
+cf_status cf_engine_pick_backend(cf_backend requested, cf_backend *out)
+{
+  const char *why = NULL;
+  switch (requested) {
+  case CF_BACKEND_CUDA:
+    if (cf_backend_available(CF_BACKEND_CUDA, &why) != CF_OK)
+      return cf_fail(CF_E_UNAVAILABLE, "backend cuda is not available: %s",
+                     why);
+    *out = CF_BACKEND_CUDA;
+    return CF_OK;
+  case CF_BACKEND_AUTO:
+  case CF_BACKEND_CPU:
+    *out = CF_BACKEND_CPU;
+    return CF_OK;
+  }
+  return cf_fail(CF_E_INVALID, "engine: unknown backend %d", (int)requested);
+}
+
 CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
                                         const cf_kernel *kernel,
                                         cf_engine **out)
@@ -89,21 +101,9 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if (!cout)
     return CF_E_INVALID;
 
-  cf_backend backend = cfg->backend;
-  const char *why = NULL;
-  switch (backend) {
-  case CF_BACKEND_CUDA:
-    if (cf_backend_available(CF_BACKEND_CUDA, &why) != CF_OK)
-      return cf_fail(CF_E_UNAVAILABLE, "backend cuda is not available: %s",
-                     why);
-    break;
-  case CF_BACKEND_AUTO:
-  case CF_BACKEND_CPU:
-    backend = CF_BACKEND_CPU;
-    break;
-  default:
-    return cf_fail(CF_E_INVALID, "engine: unknown backend %d", (int)backend);
-  }
+  cf_backend backend = CF_BACKEND_CPU;
+  if ((s = cf_engine_pick_backend(cfg->backend, &backend)) != CF_OK)
+    return s;
 
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
@@ -124,13 +124,19 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
 {
   if (!e)
     return;
-  e->ops->destroy(e->impl);
+  if (e->vops)
+    e->vops->destroy(e->impl);
+  else
+    e->ops->destroy(e->impl);
   free(e);
 }
 
 CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
                                       float *out, size_t frames)
 {
+  if (e->vops)
+    return cf_fail(CF_E_STATE, "process: this is a video engine (use "
+                   "cf_engine_process_frame)");
   if (frames == 0)
     return CF_OK;
   if (!in || !out)
@@ -144,20 +150,22 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
 
 CF_PUBLIC size_t cf_engine_latency(const cf_engine *e)
 {
-  return e->ops->latency(e->impl);
+  return e->vops ? 0 : e->ops->latency(e->impl);
 }
 
 CF_PUBLIC size_t cf_engine_tail(const cf_engine *e)
 {
-  return e->ops->tail(e->impl);
+  return e->vops ? 0 : e->ops->tail(e->impl);
 }
 
 CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
                                     size_t *written)
 {
-  size_t need = e->ops->tail(e->impl);
   if (written)
     *written = 0;
+  if (e->vops)
+    return cf_fail(CF_E_STATE, "drain: a video engine has no tail");
+  size_t need = e->ops->tail(e->impl);
   if (capacity < need)
     return cf_fail(CF_E_INVALID, "drain: the tail is %zu frames, the buffer "
                    "holds %zu", need, capacity);
@@ -168,13 +176,19 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
 
 CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
 {
-  e->ops->reset(e->impl);
+  if (e->vops)
+    e->vops->reset(e->impl);
+  else
+    e->ops->reset(e->impl);
   return CF_OK;
 }
 
 CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
                                          size_t crossfade)
 {
+  if (e->vops)
+    return cf_fail(CF_E_STATE, "set_kernel: this is a video engine (use "
+                   "cf_engine_set_kernel2d)");
   cf_status s = check_kernel(kernel);
   if (s != CF_OK)
     return s;
@@ -196,6 +210,9 @@ CF_PUBLIC const char *cf_engine_describe(const cf_engine *e)
   cf_engine *m = (cf_engine *)e; /* the description is a cache */
   int w = snprintf(m->desc, sizeof m->desc, "%s: ",
                    cf_backend_name(e->backend));
-  e->ops->describe(e->impl, m->desc + w, sizeof m->desc - (size_t)w);
+  if (e->vops)
+    e->vops->describe(e->impl, m->desc + w, sizeof m->desc - (size_t)w);
+  else
+    e->ops->describe(e->impl, m->desc + w, sizeof m->desc - (size_t)w);
   return e->desc;
 }

@@ -16,6 +16,22 @@ typedef struct cf_backend_ops {
   void (*destroy)(void *impl);
 } cf_backend_ops;
 
+struct cf_video_ops;
+
+/* One engine: audio engines have ops, video engines vops. */
+struct cf_engine {
+  const cf_backend_ops *ops;
+  const struct cf_video_ops *vops;
+  void *impl;
+  cf_backend backend;
+  unsigned cin, cout;
+  char desc[320];
+};
+
+/* CF_OK with *out set to the backend that will run, or the reason the
+ * requested one cannot. */
+cf_status cf_engine_pick_backend(cf_backend requested, cf_backend *out);
+
 /* The CPU 1D backend (src/cpu/fir.c). */
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, void **impl,

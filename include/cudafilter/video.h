@@ -1,0 +1,149 @@
+/* cudafilter — streaming 2D and temporal convolution of video frames.
+ *
+ * A video engine filters frames of one size and pixel format. For every
+ * selected component (a colour channel or a YUV plane, each at its own
+ * resolution) and every frame t:
+ *
+ *     y_t = scale * sum_tau k_tau (*) x_(t-tau) + bias   (then |.| if
+ *                                                         absolute)
+ *
+ * where (*) is scipy.ndimage.convolve(x, k_tau, mode=border, cval=cval,
+ * origin=0) (see kernel2d.h for the index formula). Frames before the first
+ * (and before a reset) contribute nothing. Samples are converted to float
+ * in their own units (GRAY8 0..255, GRAY16 0..65535, float as is; cval is
+ * in the same units); integer formats round to nearest (ties to even) and
+ * saturate on store, NaN storing as 0. Components not selected, and alpha,
+ * are copied unchanged. Border modes, as scipy.ndimage names them, for a
+ * row a b c d:
+ *     constant  k k | a b c d | k k   (k = cval)
+ *     nearest   a a | a b c d | d d
+ *     reflect   b a | a b c d | d c   (half-sample symmetric)
+ *     mirror    c b | a b c d | c b   (whole-sample symmetric)
+ *     wrap      c d | a b c d | a b
+ * repeated as often as needed when the kernel is larger than the frame.
+ *
+ * Frames are processed one per call; the engine keeps the last T - 1 input
+ * frames (converted to float) as state. cf_engine_reset() forgets them.
+ * cf_engine_set_kernel2d() takes effect at the next frame. The CPU backend
+ * adds no latency (cf_engine_latency() is 0 frames). Nothing is allocated
+ * per frame. */
+#ifndef CUDAFILTER_VIDEO_H
+#define CUDAFILTER_VIDEO_H
+
+#include <stddef.h>
+
+#include "engine.h"
+#include "kernel2d.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cf_pixel_format {
+  CF_PIX_GRAY8,
+  CF_PIX_GRAY16_LE,
+  CF_PIX_GRAY32F, /* native float32, host byte order */
+  CF_PIX_RGBA,
+  CF_PIX_BGRA,
+  CF_PIX_RGBX,
+  CF_PIX_BGRX,
+  CF_PIX_RGB,
+  CF_PIX_BGR,
+  CF_PIX_I420,    /* planes Y, U, V; chroma (w + 1) / 2 x (h + 1) / 2 */
+  CF_PIX_NV12     /* planes Y, UV interleaved; chroma as I420 */
+} cf_pixel_format;
+
+/* Component selection: a mask of colours (RGB family), planes (YUV) or the
+ * one gray component. Alpha and X bytes are never filtered. */
+#define CF_COMP_R 1u
+#define CF_COMP_G 2u
+#define CF_COMP_B 4u
+#define CF_COMP_Y 1u
+#define CF_COMP_U 2u
+#define CF_COMP_V 4u
+#define CF_COMP_LUMA CF_COMP_Y
+#define CF_COMP_ALL 7u
+
+typedef enum cf_border {
+  CF_BORDER_CONSTANT,
+  CF_BORDER_NEAREST,
+  CF_BORDER_REFLECT,
+  CF_BORDER_MIRROR,
+  CF_BORDER_WRAP
+} cf_border;
+
+/* How the CPU computes each 2D slice. AUTO: separable where the kernel is
+ * rank 1 (within float tolerance), else direct or FFT by measured cost. */
+typedef enum cf_algorithm2d {
+  CF_ALGO2D_AUTO,
+  CF_ALGO2D_DIRECT,
+  CF_ALGO2D_SEPARABLE, /* refused for a kernel that is not rank 1 */
+  CF_ALGO2D_FFT
+} cf_algorithm2d;
+
+/* Largest frame side accepted. */
+#define CF_VIDEO_MAX_SIDE 32768u
+
+typedef struct cf_video_config {
+  unsigned width, height;  /* luma / full-resolution size, >= 1 */
+  cf_pixel_format format;
+  unsigned components;     /* CF_COMP_* mask; default CF_COMP_ALL */
+  cf_border border;        /* default CF_BORDER_REFLECT (scipy's default) */
+  float cval;              /* value outside the frame for CONSTANT */
+  float scale;             /* default 1 */
+  float bias;              /* default 0 */
+  int absolute;            /* store |scale * conv + bias|; default 0 */
+  cf_backend backend;      /* default CF_BACKEND_AUTO */
+  int device_id;           /* CUDA device, default 0 */
+  cf_algorithm2d algorithm;/* default CF_ALGO2D_AUTO */
+  unsigned threads;        /* 0 = one per core (default) */
+  unsigned pipeline_depth; /* CUDA: frames in flight (default 2) */
+} cf_video_config;
+
+void cf_video_config_init(cf_video_config *cfg);
+
+/* One frame: plane pointers and the bytes between the starts of rows.
+ * Packed formats use plane 0; I420 planes Y, U, V; NV12 planes Y, UV.
+ * A stride may exceed the row's bytes (padded rows). */
+typedef struct cf_frame {
+  void *data[3];
+  size_t stride[3];
+} cf_frame;
+
+/* Describe a tightly packed frame starting at `base` (rows without
+ * padding, planes one after another as in a raw .yuv file). Returns the
+ * frame's size in bytes, or 0 for an unknown format or a zero size. */
+size_t cf_frame_layout(cf_pixel_format fmt, unsigned width, unsigned height,
+                       void *base, cf_frame *out);
+
+/* Build a video engine for frames described by cfg, with kernel k (copied).
+ * CF_E_INVALID names the bad field; CF_E_UNAVAILABLE when the backend
+ * cannot run here. */
+cf_status cf_engine_new_video(const cf_video_config *cfg,
+                              const cf_kernel2d *k, cf_engine **out);
+
+/* Filter one frame. `in` and `out` are frames of the configured size and
+ * format and must not overlap. */
+cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
+                                  const cf_frame *out);
+
+/* Replace the kernel from the next frame on. The temporal state is kept:
+ * a kernel with more temporal taps than before sees only the frames the
+ * engine kept (older ones contribute nothing). May allocate. */
+cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
+
+const char *cf_pixel_format_name(cf_pixel_format f);
+/* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",
+ * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12" (case-insensitive). */
+cf_status cf_pixel_format_from_string(const char *s, cf_pixel_format *out);
+const char *cf_border_name(cf_border b);
+/* "constant", "nearest", "reflect", "mirror", "wrap". */
+cf_status cf_border_from_string(const char *s, cf_border *out);
+const char *cf_algorithm2d_name(cf_algorithm2d a);
+/* "auto", "direct", "separable", "fft". */
+cf_status cf_algorithm2d_from_string(const char *s, cf_algorithm2d *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+/* Internal: pixel format descriptions, and the CPU video backend's entry. */
+#ifndef CF_VIDEO_INTERNAL_H
+#define CF_VIDEO_INTERNAL_H
+
+#include "cudafilter/video.h"
+#include "engine_internal.h"
+
+typedef enum cf_sample { CF_SAMPLE_U8, CF_SAMPLE_U16, CF_SAMPLE_F32 } cf_sample;
+
+/* Where one component's samples live: plane, byte offset within a pixel,
+ * bytes from one sample to the next along a row, and whether its grid is
+ * halved (rounded up) in x and y. */
+typedef struct cf_chan_desc {
+  unsigned plane, offset, step, sub;
+} cf_chan_desc;
+
+typedef struct cf_format_desc {
+  const char *name;
+  cf_sample sample;
+  unsigned planes;
+  unsigned plane_bpp[3];  /* bytes per pixel of each plane's grid */
+  unsigned plane_sub[3];  /* 1 when the plane is chroma-subsampled */
+  unsigned ncomp;         /* colour components: 1 (gray) or 3 */
+  cf_chan_desc comp[3];   /* R, G, B or Y, U, V */
+  int has_extra;          /* an alpha or X byte that passes through */
+  cf_chan_desc extra;
+} cf_format_desc;
+
+const cf_format_desc *cf_format_desc_get(cf_pixel_format f);
+/* Width and height of a grid subsampled by `sub`. */
+static inline unsigned cf_sub_size(unsigned n, unsigned sub)
+{
+  return sub ? (n + 1) / 2 : n;
+}
+
+/* What a video backend provides to the engine front. */
+typedef struct cf_video_ops {
+  cf_status (*process)(void *impl, const cf_frame *in, const cf_frame *out);
+  void (*reset)(void *impl);
+  cf_status (*set_kernel)(void *impl, const cf_kernel2d *k);
+  void (*describe)(const void *impl, char *buf, size_t n);
+  void (*destroy)(void *impl);
+} cf_video_ops;
+
+/* The CPU video backend (src/cpu/video.c). */
+cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                           void **impl, const cf_video_ops **ops);
+
+#endif
