@@ -1,0 +1,1698 @@
+/* The video engine against its contract (include/cudafilter/video.h and
+ * kernel2d.h).
+ *
+ * Every test runs once per variant: each available backend (CPU always,
+ * CUDA where a device exists; an unavailable one prints "skipped: <backend>:
+ * <reason>") and, on the CPU, each forced 2D algorithm (direct, separable,
+ * fft, auto). Every output is compared with the float64 naive reference of
+ * tests/ref2d.c (itself checked against scipy.ndimage.convolve by
+ * tests/ref2d_scipy_check.py) on random frames, sizes, strides and kernels;
+ * the seed is printed and every failure prints its case.
+ *
+ * Tolerances: float formats, relative L2 error per component and frame
+ * <= 1e-6 (direct, separable) or 2e-5 (fft, auto, cuda); integer formats,
+ * every sample within 1 code value. Every byte that is not a selected
+ * sample (unselected components, alpha/X, stride padding) must be exactly
+ * what the contract says: copied from the input, or not written at all.
+ *
+ * Environment: CF_TEST_SEED (replay), CF_TEST_VARIANT (run only variants
+ * whose name contains it, e.g. "cpu-fft"), CF_TEST_FILTER and CF_TEST_SKIP
+ * (cmocka test name patterns to run / to leave out). */
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+#include "ref2d.h"
+
+/* ------------------------------------------------------------------ */
+/* Variants                                                             */
+
+typedef struct variant {
+  const char *name;
+  cf_backend backend;
+  cf_algorithm2d algo;
+  unsigned id;
+} variant;
+
+static const variant variants[] = {
+    {"cpu-direct", CF_BACKEND_CPU, CF_ALGO2D_DIRECT, 1},
+    {"cpu-separable", CF_BACKEND_CPU, CF_ALGO2D_SEPARABLE, 2},
+    {"cpu-fft", CF_BACKEND_CPU, CF_ALGO2D_FFT, 3},
+    {"cpu-auto", CF_BACKEND_CPU, CF_ALGO2D_AUTO, 4},
+    {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 5},
+};
+
+static const variant *V; /* the variant running now */
+static uint64_t g_seed;
+static char g_case[4096]; /* parameters of the case running now */
+
+/* Reference work per frame (multiply-accumulates), so that the suite stays
+ * short on 2 shared cores. */
+#define MAX_REF_MACS 3e6
+#define GUARD 16 /* bytes after every plane that must stay untouched */
+
+static const cf_pixel_format all_formats[] = {
+    CF_PIX_GRAY8, CF_PIX_GRAY16_LE, CF_PIX_GRAY32F, CF_PIX_RGBA,
+    CF_PIX_BGRA,  CF_PIX_RGBX,      CF_PIX_BGRX,    CF_PIX_RGB,
+    CF_PIX_BGR,   CF_PIX_I420,      CF_PIX_NV12};
+#define NFORMATS (sizeof all_formats / sizeof *all_formats)
+static const char *const fmt_names[] = {"GRAY8", "GRAY16_LE", "GRAY32F", "RGBA",
+                                        "BGRA",  "RGBx",      "BGRx",    "RGB",
+                                        "BGR",   "I420",      "NV12"};
+
+static int is_separable(void)
+{
+  return V->algo == CF_ALGO2D_SEPARABLE;
+}
+static int is_exact_path(void)
+{
+  return V->backend == CF_BACKEND_CPU &&
+         (V->algo == CF_ALGO2D_DIRECT || V->algo == CF_ALGO2D_SEPARABLE);
+}
+static double tol(void)
+{
+  return is_exact_path() ? 1e-6 : 2e-5;
+}
+
+/* ------------------------------------------------------------------ */
+/* Failure reporting                                                    */
+
+static void set_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
+static void set_case(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_case, sizeof g_case, fmt, ap);
+  va_end(ap);
+}
+
+static void add_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
+static void add_case(const char *fmt, ...)
+{
+  size_t used = strlen(g_case);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_case + used, sizeof g_case - used, fmt, ap);
+  va_end(ap);
+}
+
+static void report(const char *file, int line, const char *fmt, ...)
+    CMOCKA_PRINTF_ATTRIBUTE(3, 4);
+static void report(const char *file, int line, const char *fmt, ...)
+{
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  print_error("FAILED at %s:%d: %s\n  variant: %s (seed %llu, rerun with "
+              "CF_TEST_SEED=%llu CF_TEST_VARIANT=%s)\n  case: %s\n",
+              file, line, msg, V->name, (unsigned long long)g_seed,
+              (unsigned long long)g_seed, V->name, g_case);
+}
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      report(__FILE__, __LINE__, __VA_ARGS__);                                 \
+      fail();                                                                  \
+    }                                                                          \
+  } while (0)
+
+#define CHECK_OK(expr)                                                         \
+  do {                                                                         \
+    cf_status st_ = (expr);                                                    \
+    CHECK(st_ == CF_OK, "%s returned %s: %s", #expr, cf_status_name(st_),      \
+          cf_last_error());                                                    \
+  } while (0)
+
+static void *xalloc(size_t n)
+{
+  void *p = calloc(n ? n : 1, 1);
+  if (!p) {
+    print_error("out of memory (%zu bytes)\n", n);
+    fail();
+  }
+  return p;
+}
+
+/* Each test draws from its own stream: seed, variant and test number. */
+static void test_rng(ref_rng *r, unsigned test)
+{
+  ref_rng_init(r, g_seed * 1000003ull + V->id * 7919ull + test);
+}
+
+static const char *fmt_name(cf_pixel_format f)
+{
+  return (unsigned)f < NFORMATS ? fmt_names[f] : "?";
+}
+
+static const char *border_name(cf_border b)
+{
+  static const char *const n[] = {"constant", "nearest", "reflect", "mirror",
+                                  "wrap"};
+  return (unsigned)b < 5 ? n[b] : "?";
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernels                                                              */
+
+typedef enum kkind {
+  K_GENERAL,   /* random taps (rank > 1 unless a side is 1) */
+  K_RANK1,     /* every temporal slice outer(u, v) */
+  K_NEAR_RANK1 /* outer(u, v) + noise of ~1e-7 relative */
+} kkind;
+
+static const char *const kkind_names[] = {"general", "rank-1", "near-rank-1"};
+
+typedef struct kern {
+  unsigned t, kh, kw;
+  kkind kind;
+  float *taps;
+} kern;
+
+static void kern_free(kern *k)
+{
+  free(k->taps);
+  memset(k, 0, sizeof *k);
+}
+
+/* Random taps. `positive`: mostly positive, summing to about 1 over all
+ * slices (for integer formats, so that outputs stay mostly in range). */
+static void kern_make(kern *k, ref_rng *r, unsigned t, unsigned kh, unsigned kw,
+                      kkind kind, int positive)
+{
+  k->t = t;
+  k->kh = kh;
+  k->kw = kw;
+  k->kind = kind;
+  size_t slice = (size_t)kh * kw, n = slice * t;
+  free(k->taps);
+  k->taps = xalloc(n * sizeof(float));
+  double *u = xalloc(kh * sizeof(double)), *v = xalloc(kw * sizeof(double));
+  double sum = 0.0;
+  for (unsigned tau = 0; tau < t; tau++) {
+    float *s = k->taps + tau * slice;
+    for (unsigned i = 0; i < kh; i++)
+      u[i] = positive ? 0.1 + ref_rng_unit(r) : ref_rng_sym(r);
+    for (unsigned j = 0; j < kw; j++)
+      v[j] = positive ? 0.1 + ref_rng_unit(r) : ref_rng_sym(r);
+    for (unsigned i = 0; i < kh; i++)
+      for (unsigned j = 0; j < kw; j++) {
+        double x;
+        if (kind == K_GENERAL)
+          x = positive ? ref_rng_unit(r) - 0.15 : ref_rng_sym(r);
+        else
+          x = u[i] * v[j];
+        if (kind == K_NEAR_RANK1)
+          x *= 1.0 + 1e-7 * ref_rng_sym(r);
+        s[(size_t)i * kw + j] = (float)x;
+        sum += x;
+      }
+  }
+  if (positive && sum > 0.0)
+    for (size_t i = 0; i < n; i++)
+      k->taps[i] = (float)(k->taps[i] / sum);
+  /* never an all-zero kernel (a side of 1 with a tap of exactly 0 is
+   * harmless, but make sure the first tap is not) */
+  if (k->taps[0] == 0.0f)
+    k->taps[0] = 0.25f;
+  free(u);
+  free(v);
+}
+
+/* The kind the running variant can take: forced separable only rank 1. */
+static kkind rand_kind(ref_rng *r)
+{
+  if (is_separable())
+    return K_RANK1;
+  switch (ref_rng_u64(r) % 4) {
+  case 0: return K_RANK1;
+  case 1: return K_NEAR_RANK1;
+  default: return K_GENERAL;
+  }
+}
+
+static void kern_describe(const kern *k)
+{
+  add_case("kernel %ux%ux%u %s ", k->t, k->kh, k->kw, kkind_names[k->kind]);
+}
+
+static cf_kernel2d *kern_build(const kern *k)
+{
+  cf_kernel2d *kk = NULL;
+  CHECK_OK(cf_kernel2d_new(k->t, k->kh, k->kw, k->taps, &kk));
+  return kk;
+}
+
+/* ------------------------------------------------------------------ */
+/* Random shapes and configurations                                     */
+
+static unsigned rand_side(ref_rng *r)
+{
+  switch (ref_rng_u64(r) % 10) {
+  case 0: return 1;
+  case 1:
+  case 2:
+  case 3:
+  case 4: return (unsigned)ref_rng_range(r, 2, 9);
+  case 9: return (unsigned)ref_rng_range(r, 41, 80);
+  default: return (unsigned)ref_rng_range(r, 10, 40);
+  }
+}
+
+/* A kernel side for a frame side n: small, medium, or larger than n. */
+static unsigned rand_kside(ref_rng *r, unsigned n)
+{
+  switch (ref_rng_u64(r) % 10) {
+  case 0:
+  case 1: return (unsigned)ref_rng_range(r, n + 1, 2 * n + 3);
+  case 2:
+  case 3: return (unsigned)ref_rng_range(r, 8, 15);
+  default: return (unsigned)ref_rng_range(r, 1, 7);
+  }
+}
+
+/* Shrink the kernel (never below 1) until the reference is affordable. */
+static void fit_kernel(unsigned w, unsigned h, unsigned t, unsigned *kh,
+                       unsigned *kw)
+{
+  while ((double)w * h * 3.0 * t * *kh * *kw > MAX_REF_MACS &&
+         (*kh > 1 || *kw > 1)) {
+    if (*kh >= *kw)
+      *kh = *kh / 2 + (*kh > 1 ? 0 : 1);
+    else
+      *kw = *kw / 2 + (*kw > 1 ? 0 : 1);
+  }
+}
+
+static unsigned fmt_ncomp(cf_pixel_format f)
+{
+  ref2d_fmt d;
+  ref2d_fmt_get(f, &d);
+  return d.ncomp;
+}
+
+static unsigned rand_components(ref_rng *r, cf_pixel_format f)
+{
+  if (fmt_ncomp(f) == 1)
+    return CF_COMP_LUMA;
+  if (ref_rng_u64(r) % 3 == 0)
+    return CF_COMP_ALL;
+  return (unsigned)ref_rng_range(r, 1, 7);
+}
+
+static int fmt_is_int(cf_pixel_format f)
+{
+  return f != CF_PIX_GRAY32F;
+}
+
+static double fmt_max(cf_pixel_format f)
+{
+  return f == CF_PIX_GRAY16_LE ? 65535.0 : f == CF_PIX_GRAY32F ? 1.0 : 255.0;
+}
+
+/* A configuration for the running variant; scale/bias/absolute stay at
+ * their defaults unless `extras`. */
+static void rand_config(cf_video_config *cfg, ref_rng *r, cf_pixel_format f,
+                        unsigned w, unsigned h, int extras)
+{
+  cf_video_config_init(cfg);
+  cfg->width = w;
+  cfg->height = h;
+  cfg->format = f;
+  cfg->components = rand_components(r, f);
+  cfg->border = (cf_border)(ref_rng_u64(r) % 5);
+  double m = fmt_max(f);
+  cfg->cval =
+      (float)(fmt_is_int(f) ? floor(ref_rng_unit(r) * m) : ref_rng_sym(r));
+  cfg->backend = V->backend;
+  cfg->algorithm = V->algo;
+  cfg->threads = (unsigned)ref_rng_range(r, 1, 2);
+  if (extras) {
+    cfg->scale =
+        (float)(fmt_is_int(f) ? 0.5 + ref_rng_unit(r) : 4.0 * ref_rng_sym(r));
+    if (cfg->scale == 0.0f)
+      cfg->scale = 1.0f;
+    cfg->bias = (float)(0.2 * m * ref_rng_sym(r));
+    cfg->absolute = ref_rng_u64(r) % 2 == 0;
+  }
+}
+
+static void config_describe(const cf_video_config *cfg)
+{
+  add_case("%s %ux%u comps 0x%x border %s cval %.9g scale %.9g bias %.9g "
+           "abs %d threads %u ",
+           fmt_name(cfg->format), cfg->width, cfg->height, cfg->components,
+           border_name(cfg->border), (double)cfg->cval, (double)cfg->scale,
+           (double)cfg->bias, cfg->absolute, cfg->threads);
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames in memory                                                     */
+
+typedef struct fbuf {
+  cf_frame f;
+  uint8_t *mem[3];
+  size_t size[3];
+  unsigned planes;
+} fbuf;
+
+/* Random padding per plane: none, or some samples' worth of bytes. */
+static void rand_strides(ref_rng *r, const ref2d_fmt *d, unsigned w,
+                         size_t stride[3])
+{
+  for (unsigned p = 0; p < 3; p++) {
+    stride[p] = 0;
+    if (p >= d->planes)
+      continue;
+    size_t pad = ref_rng_u64(r) % 3 == 0 ? 0 : ref_rng_range(r, 1, 13);
+    stride[p] = ref2d_row_bytes(d, p, w) + pad * d->bytes;
+  }
+}
+
+/* Planes of the given strides; `tight`: the last row ends the buffer (so
+ * that valgrind sees any access past it), else its padding and GUARD bytes
+ * follow. Filled with random bytes. */
+static void fbuf_make(fbuf *b, ref_rng *r, const ref2d_fmt *d, unsigned w,
+                      unsigned h, const size_t stride[3], int tight)
+{
+  memset(b, 0, sizeof *b);
+  b->planes = d->planes;
+  for (unsigned p = 0; p < d->planes; p++) {
+    unsigned pw, ph;
+    ref2d_plane_size(d, p, w, h, &pw, &ph);
+    size_t row = ref2d_row_bytes(d, p, w);
+    b->size[p] =
+        stride[p] * (ph - 1) + row + (tight ? 0 : stride[p] - row + GUARD);
+    b->mem[p] = xalloc(b->size[p]);
+    for (size_t i = 0; i < b->size[p]; i++)
+      b->mem[p][i] = (uint8_t)ref_rng_u64(r);
+    b->f.data[p] = b->mem[p];
+    b->f.stride[p] = stride[p];
+  }
+}
+
+static void fbuf_free(fbuf *b)
+{
+  for (unsigned p = 0; p < b->planes; p++)
+    free(b->mem[p]);
+  memset(b, 0, sizeof *b);
+}
+
+static void fbuf_copy(fbuf *dst, const fbuf *src)
+{
+  for (unsigned p = 0; p < src->planes; p++)
+    memcpy(dst->mem[p], src->mem[p], src->size[p]);
+}
+
+static void fbuf_randomize(fbuf *b, ref_rng *r)
+{
+  for (unsigned p = 0; p < b->planes; p++)
+    for (size_t i = 0; i < b->size[p]; i++)
+      b->mem[p][i] = (uint8_t)ref_rng_u64(r);
+}
+
+static void put_float(const ref2d_fmt *d, const fbuf *b, const ref2d_chan *c,
+                      unsigned x, unsigned y, float v)
+{
+  memcpy((uint8_t *)ref2d_sample_ptr(d, &b->f, c, x, y), &v, sizeof v);
+}
+
+/* Random input: random bytes everywhere (integer samples over their whole
+ * range, never all zero), float samples uniform in [-amp, amp). */
+static void fill_input(fbuf *b, ref_rng *r, const ref2d_fmt *d, unsigned w,
+                       unsigned h, double amp)
+{
+  fbuf_randomize(b, r);
+  if (!d->is_float)
+    return;
+  for (unsigned c = 0; c < d->ncomp; c++) {
+    unsigned cw, ch;
+    ref2d_chan_size(&d->comp[c], w, h, &cw, &ch);
+    for (unsigned y = 0; y < ch; y++)
+      for (unsigned x = 0; x < cw; x++)
+        put_float(d, b, &d->comp[c], x, y, (float)(amp * ref_rng_sym(r)));
+  }
+}
+
+/* What byte i of plane p is, for messages. */
+static void byte_what(const ref2d_fmt *d, const cf_frame *f, unsigned w,
+                      unsigned h, unsigned p, size_t i, char *buf, size_t n)
+{
+  unsigned pw, ph;
+  ref2d_plane_size(d, p, w, h, &pw, &ph);
+  size_t row = i / f->stride[p], col = i % f->stride[p];
+  if (row >= ph || col >= ref2d_row_bytes(d, p, w)) {
+    snprintf(buf, n, "stride padding or guard (plane %u row %zu byte %zu)", p,
+             row, col);
+    return;
+  }
+  size_t px = col / d->plane_bpp[p], off = col % d->plane_bpp[p];
+  for (unsigned c = 0; c < d->ncomp; c++)
+    if (d->comp[c].plane == p && off >= d->comp[c].offset &&
+        off < d->comp[c].offset + d->bytes) {
+      snprintf(buf, n, "component %u at (%zu, %zu) of plane %u", c, px, row, p);
+      return;
+    }
+  snprintf(buf, n, "alpha/X byte at (%zu, %zu) of plane %u", px, row, p);
+}
+
+/* ------------------------------------------------------------------ */
+/* A running case: engine and reference side by side                    */
+
+typedef struct vcase {
+  cf_video_config cfg;
+  ref2d_fmt d;
+  cf_engine *e;
+  ref2d_video *ref;
+  fbuf in, in_copy, got, want;
+  uint8_t *mask[3]; /* 1 where a byte belongs to a selected sample */
+  double *val[3];
+  unsigned cw[3], ch[3];
+  double amp;      /* float input amplitude */
+  unsigned frames; /* processed */
+} vcase;
+
+static void vcase_masks(vcase *c)
+{
+  const ref2d_fmt *d = &c->d;
+  for (unsigned p = 0; p < d->planes; p++) {
+    free(c->mask[p]);
+    c->mask[p] = xalloc(c->got.size[p]);
+  }
+  for (unsigned k = 0; k < d->ncomp; k++) {
+    if (!(c->cfg.components & (1u << k)))
+      continue;
+    const ref2d_chan *ch = &d->comp[k];
+    for (unsigned y = 0; y < c->ch[k]; y++)
+      for (unsigned x = 0; x < c->cw[k]; x++) {
+        size_t o = (size_t)y * c->got.f.stride[ch->plane] +
+                   (size_t)x * ch->step + ch->offset;
+        memset(c->mask[ch->plane] + o, 1, d->bytes);
+      }
+  }
+}
+
+/* Open engine and reference for cfg and kernel k; `st`, if not NULL,
+ * receives the engine's status instead of failing on it. */
+static void vcase_open_status(vcase *c, ref_rng *r, const cf_video_config *cfg,
+                              const kern *k, cf_status *st)
+{
+  memset(c, 0, sizeof *c);
+  c->cfg = *cfg;
+  c->amp = 1.0;
+  CHECK(ref2d_fmt_get(cfg->format, &c->d), "unknown format %d",
+        (int)cfg->format);
+  for (unsigned i = 0; i < c->d.ncomp; i++) {
+    ref2d_chan_size(&c->d.comp[i], cfg->width, cfg->height, &c->cw[i],
+                    &c->ch[i]);
+    c->val[i] = xalloc((size_t)c->cw[i] * c->ch[i] * sizeof(double));
+  }
+  size_t sin[3], sout[3];
+  rand_strides(r, &c->d, cfg->width, sin);
+  rand_strides(r, &c->d, cfg->width, sout);
+  int tight = ref_rng_u64(r) % 2 == 0;
+  add_case("strides in %zu/%zu/%zu out %zu/%zu/%zu%s ", sin[0], sin[1], sin[2],
+           sout[0], sout[1], sout[2], tight ? " tight" : "");
+  kern_describe(k);
+  fbuf_make(&c->in, r, &c->d, cfg->width, cfg->height, sin, tight);
+  fbuf_make(&c->in_copy, r, &c->d, cfg->width, cfg->height, sin, tight);
+  fbuf_make(&c->got, r, &c->d, cfg->width, cfg->height, sout, tight);
+  fbuf_make(&c->want, r, &c->d, cfg->width, cfg->height, sout, tight);
+  vcase_masks(c);
+  c->ref = ref2d_video_new(cfg, k->t, k->kh, k->kw, k->taps);
+  CHECK(c->ref, "reference: out of memory");
+  cf_kernel2d *kk = kern_build(k);
+  cf_status s = cf_engine_new_video(cfg, kk, &c->e);
+  cf_kernel2d_free(kk);
+  if (st)
+    *st = s;
+  else
+    CHECK(s == CF_OK, "cf_engine_new_video returned %s: %s", cf_status_name(s),
+          cf_last_error());
+}
+
+static void vcase_open(vcase *c, ref_rng *r, const cf_video_config *cfg,
+                       const kern *k)
+{
+  vcase_open_status(c, r, cfg, k, NULL);
+}
+
+static void vcase_close(vcase *c)
+{
+  cf_engine_free(c->e);
+  ref2d_video_free(c->ref);
+  fbuf_free(&c->in);
+  fbuf_free(&c->in_copy);
+  fbuf_free(&c->got);
+  fbuf_free(&c->want);
+  for (unsigned i = 0; i < 3; i++) {
+    free(c->mask[i]);
+    free(c->val[i]);
+  }
+  memset(c, 0, sizeof *c);
+}
+
+static void vcase_fill(vcase *c, ref_rng *r)
+{
+  fill_input(&c->in, r, &c->d, c->cfg.width, c->cfg.height, c->amp);
+}
+
+/* Every byte that is not a selected sample: as the reference left it. */
+static void check_other_bytes(const vcase *c, const char *what)
+{
+  for (unsigned p = 0; p < c->d.planes; p++)
+    for (size_t i = 0; i < c->got.size[p]; i++)
+      if (!c->mask[p][i] && c->got.mem[p][i] != c->want.mem[p][i]) {
+        char b[160];
+        byte_what(&c->d, &c->got.f, c->cfg.width, c->cfg.height, p, i, b,
+                  sizeof b);
+        CHECK(0,
+              "%s, frame %u: byte %zu of output plane %u (%s) is 0x%02x, "
+              "want 0x%02x (%s)",
+              what, c->frames, i, p, b, c->got.mem[p][i], c->want.mem[p][i],
+              strstr(b, "padding") ? "must not be written"
+                                   : "copied from the input");
+      }
+}
+
+static void check_input_unchanged(const vcase *c, const char *what)
+{
+  for (unsigned p = 0; p < c->d.planes; p++)
+    CHECK(!memcmp(c->in.mem[p], c->in_copy.mem[p], c->in.size[p]),
+          "%s, frame %u: the engine wrote into its input (plane %u)", what,
+          c->frames, p);
+}
+
+/* Selected samples against the reference. */
+static void check_samples(const vcase *c, const char *what)
+{
+  const ref2d_fmt *d = &c->d;
+  for (unsigned k = 0; k < d->ncomp; k++) {
+    if (!(c->cfg.components & (1u << k)))
+      continue;
+    size_t n = (size_t)c->cw[k] * c->ch[k];
+    if (d->is_float) {
+      float *g = xalloc(n * sizeof(float));
+      for (unsigned y = 0; y < c->ch[k]; y++)
+        for (unsigned x = 0; x < c->cw[k]; x++)
+          g[(size_t)y * c->cw[k] + x] =
+              (float)ref2d_load(d, &c->got.f, &d->comp[k], x, y);
+      double e = ref_rel_l2(g, 1, c->val[k], 1, n);
+      size_t worst = 0;
+      double wd = -1.0;
+      for (size_t i = 0; i < n; i++) {
+        double dd = fabs((double)g[i] - c->val[k][i]);
+        if (!(dd <= wd)) {
+          wd = dd;
+          worst = i;
+        }
+      }
+      float gw = g[worst];
+      free(g);
+      CHECK(e <= tol(),
+            "%s, frame %u, component %u: relative L2 error %.3g "
+            "> %.1g (worst at (%zu, %zu): got %.9g, want %.9g)",
+            what, c->frames, k, e, tol(), worst % c->cw[k], worst / c->cw[k],
+            (double)gw, c->val[k][worst]);
+    } else {
+      size_t bad = 0, first = 0;
+      double fg = 0, fw = 0;
+      for (unsigned y = 0; y < c->ch[k]; y++)
+        for (unsigned x = 0; x < c->cw[k]; x++) {
+          double g = ref2d_load(d, &c->got.f, &d->comp[k], x, y);
+          double w = ref2d_load(d, &c->want.f, &d->comp[k], x, y);
+          if (fabs(g - w) > 1.0) {
+            if (!bad++) {
+              first = (size_t)y * c->cw[k] + x;
+              fg = g;
+              fw = w;
+            }
+          }
+        }
+      CHECK(!bad,
+            "%s, frame %u, component %u: %zu of %zu samples off by "
+            "more than 1 code value; first at (%zu, %zu): got %.0f, want "
+            "%.0f (unrounded %.9g)",
+            what, c->frames, k, bad, n, first % c->cw[k], first / c->cw[k], fg,
+            fw, c->val[k][first]);
+    }
+  }
+}
+
+/* Run the input now in c->in through engine and reference. `samples`: also
+ * compare the selected samples (else the caller does). */
+static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
+{
+  fbuf_randomize(&c->got, r);
+  fbuf_copy(&c->want, &c->got);
+  fbuf_copy(&c->in_copy, &c->in);
+  cf_status s = cf_engine_process_frame(c->e, &c->in.f, &c->got.f);
+  CHECK(s == CF_OK, "%s, frame %u: cf_engine_process_frame returned %s: %s",
+        what, c->frames, cf_status_name(s), cf_last_error());
+  CHECK(ref2d_video_frame(c->ref, &c->in.f, &c->want.f, c->val),
+        "reference: out of memory");
+  check_input_unchanged(c, what);
+  check_other_bytes(c, what);
+  if (samples)
+    check_samples(c, what);
+  c->frames++;
+}
+
+static void vcase_run(vcase *c, ref_rng *r, const char *what)
+{
+  vcase_run_cmp(c, r, what, 1);
+}
+
+static void vcase_step(vcase *c, ref_rng *r, const char *what)
+{
+  vcase_fill(c, r);
+  vcase_run(c, r, what);
+}
+
+static void vcase_set_kernel(vcase *c, const kern *k)
+{
+  cf_kernel2d *kk = kern_build(k);
+  cf_status s = cf_engine_set_kernel2d(c->e, kk);
+  cf_kernel2d_free(kk);
+  CHECK(s == CF_OK, "cf_engine_set_kernel2d(%ux%ux%u) returned %s: %s", k->t,
+        k->kh, k->kw, cf_status_name(s), cf_last_error());
+  CHECK(ref2d_video_set_kernel(c->ref, k->t, k->kh, k->kw, k->taps),
+        "reference: out of memory");
+}
+
+static void vcase_reset(vcase *c)
+{
+  CHECK_OK(cf_engine_reset(c->e));
+  ref2d_video_reset(c->ref);
+}
+
+/* One random single-configuration case: `frames` frames with kernel k. */
+static void run_case(ref_rng *r, const cf_video_config *cfg, const kern *k,
+                     unsigned frames, const char *what)
+{
+  vcase c;
+  vcase_open(&c, r, cfg, k);
+  for (unsigned i = 0; i < frames; i++)
+    vcase_step(&c, r, what);
+  vcase_close(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                                */
+
+/* Defaults, names, cf_frame_layout against the layout written out in
+ * ref2d.c. */
+static void test_api(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 1);
+  set_case("api");
+  cf_video_config cfg;
+  memset(&cfg, 0x5a, sizeof cfg);
+  cf_video_config_init(&cfg);
+  CHECK(cfg.format == CF_PIX_GRAY8 && cfg.components == CF_COMP_ALL &&
+            cfg.border == CF_BORDER_REFLECT && cfg.cval == 0.0f &&
+            cfg.scale == 1.0f && cfg.bias == 0.0f && cfg.absolute == 0 &&
+            cfg.backend == CF_BACKEND_AUTO && cfg.device_id == 0 &&
+            cfg.algorithm == CF_ALGO2D_AUTO && cfg.threads == 0 &&
+            cfg.pipeline_depth == 2,
+        "cf_video_config_init defaults differ from video.h");
+  for (unsigned i = 0; i < NFORMATS; i++) {
+    cf_pixel_format f = all_formats[i], g;
+    ref2d_fmt d;
+    ref2d_fmt_get(f, &d);
+    CHECK(!strcmp(cf_pixel_format_name(f), fmt_names[i]),
+          "format %u is named '%s', want '%s'", i, cf_pixel_format_name(f),
+          fmt_names[i]);
+    char lower[32];
+    size_t n = strlen(fmt_names[i]);
+    for (size_t j = 0; j <= n; j++)
+      lower[j] = (char)((fmt_names[i][j] >= 'A' && fmt_names[i][j] <= 'Z')
+                            ? fmt_names[i][j] + 32
+                            : fmt_names[i][j]);
+    CHECK_OK(cf_pixel_format_from_string(lower, &g));
+    CHECK(g == f, "'%s' parsed as %d", lower, (int)g);
+    for (unsigned c = 0; c < 40; c++) {
+      unsigned w = c < 4 ? 1 + c % 2 : rand_side(&r);
+      unsigned h = c < 4 ? 1 + c / 2 : rand_side(&r);
+      cf_frame fr;
+      memset(&fr, 0, sizeof fr);
+      size_t size = cf_frame_layout(f, w, h, NULL, NULL), off = 0;
+      uint8_t *base = xalloc(size);
+      CHECK(cf_frame_layout(f, w, h, base, &fr) == size,
+            "cf_frame_layout(%s, %u, %u) differs with a base", fmt_names[i], w,
+            h);
+      for (unsigned p = 0; p < d.planes; p++) {
+        unsigned pw, ph;
+        ref2d_plane_size(&d, p, w, h, &pw, &ph);
+        size_t row = ref2d_row_bytes(&d, p, w);
+        CHECK(fr.stride[p] == row && fr.data[p] == base + off,
+              "cf_frame_layout(%s, %u, %u): plane %u stride %zu at offset "
+              "%td, want stride %zu at %zu",
+              fmt_names[i], w, h, p, fr.stride[p], (uint8_t *)fr.data[p] - base,
+              row, off);
+        off += row * ph;
+      }
+      CHECK(size == off, "cf_frame_layout(%s, %u, %u) = %zu, want %zu",
+            fmt_names[i], w, h, size, off);
+      free(base);
+    }
+    CHECK(cf_frame_layout(f, 0, 5, NULL, NULL) == 0 &&
+              cf_frame_layout(f, 5, 0, NULL, NULL) == 0,
+          "cf_frame_layout(%s) of a zero size is not 0", fmt_names[i]);
+  }
+  CHECK(cf_frame_layout((cf_pixel_format)99, 4, 4, NULL, NULL) == 0,
+        "cf_frame_layout of an unknown format is not 0");
+  for (int b = 0; b < 5; b++) {
+    cf_border bb;
+    CHECK_OK(cf_border_from_string(border_name((cf_border)b), &bb));
+    CHECK((int)bb == b && !strcmp(cf_border_name(bb), border_name(bb)),
+          "border name round trip for %d", b);
+  }
+  static const char *const an[] = {"auto", "direct", "separable", "fft"};
+  for (int a = 0; a < 4; a++) {
+    cf_algorithm2d aa;
+    CHECK_OK(cf_algorithm2d_from_string(an[a], &aa));
+    CHECK((int)aa == a && !strcmp(cf_algorithm2d_name(aa), an[a]),
+          "algorithm name round trip for '%s'", an[a]);
+  }
+  cf_border bb;
+  CHECK(cf_border_from_string("clamp", &bb) == CF_E_INVALID,
+        "border 'clamp' accepted");
+}
+
+/* Every border mode with odd and even kernel sizes, on GRAY32F and one
+ * integer format; half of them with a kernel larger than the frame. */
+static void test_borders(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 2);
+  for (unsigned b = 0; b < 5; b++)
+    for (unsigned par = 0; par < 4; par++)
+      for (unsigned big = 0; big < 2; big++) {
+        cf_pixel_format f =
+            (par + big) % 3 == 2 ? CF_PIX_GRAY8 : CF_PIX_GRAY32F;
+        unsigned w = rand_side(&r), h = rand_side(&r);
+        unsigned kh = big ? (unsigned)ref_rng_range(&r, h + 1, 2 * h + 4)
+                          : (unsigned)ref_rng_range(&r, 1, 9);
+        unsigned kw = big ? (unsigned)ref_rng_range(&r, w + 1, 2 * w + 4)
+                          : (unsigned)ref_rng_range(&r, 1, 9);
+        /* parity: bit 0 -> kh even, bit 1 -> kw even */
+        if ((kh % 2 == 0) != ((par & 1) != 0))
+          kh++;
+        if ((kw % 2 == 0) != ((par & 2) != 0))
+          kw++;
+        fit_kernel(w, h, 1, &kh, &kw);
+        cf_video_config cfg;
+        rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 3 == 0);
+        cfg.border = (cf_border)b;
+        kern k = {0};
+        kern_make(&k, &r, 1, kh, kw, rand_kind(&r), fmt_is_int(f));
+        set_case("borders: ");
+        config_describe(&cfg);
+        run_case(&r, &cfg, &k, 2, "borders");
+        kern_free(&k);
+      }
+}
+
+/* Kernels larger than the frame, on both axes, up to 3 periods of it. */
+static void test_large_kernels(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 3);
+  for (unsigned c = 0; c < 30; c++) {
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 7);
+    unsigned h = (unsigned)ref_rng_range(&r, 1, 7);
+    unsigned kh = (unsigned)ref_rng_range(&r, h + 1, 3 * h + 4);
+    unsigned kw = (unsigned)ref_rng_range(&r, w + 1, 3 * w + 4);
+    cf_pixel_format f = all_formats[ref_rng_u64(&r) % NFORMATS];
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    cfg.border = (cf_border)(c % 5);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("large_kernels #%u: ", c);
+    config_describe(&cfg);
+    run_case(&r, &cfg, &k, 3, "large kernel");
+    kern_free(&k);
+  }
+}
+
+/* 1x1, 1xN and Nx1 frames in every border mode. */
+static void test_thin_frames(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 4);
+  for (unsigned c = 0; c < 45; c++) {
+    unsigned n = (unsigned)ref_rng_range(&r, 2, 50);
+    unsigned w = c % 3 == 0 ? 1 : c % 3 == 1 ? n : 1;
+    unsigned h = c % 3 == 0 ? 1 : c % 3 == 1 ? 1 : n;
+    cf_pixel_format f =
+        c < 15 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, 1, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    cfg.border = (cf_border)(c % 5);
+    kern k = {0};
+    kern_make(&k, &r, (unsigned)ref_rng_range(&r, 1, 2), kh, kw, rand_kind(&r),
+              fmt_is_int(f));
+    set_case("thin_frames #%u: ", c);
+    config_describe(&cfg);
+    run_case(&r, &cfg, &k, 2, "thin frame");
+    kern_free(&k);
+  }
+}
+
+/* Every pixel format with every component selection (over the loop),
+ * padded strides: alpha and unselected components copied, padding not
+ * written. */
+static void test_formats(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 5);
+  for (unsigned i = 0; i < NFORMATS; i++) {
+    cf_pixel_format f = all_formats[i];
+    unsigned masks = fmt_ncomp(f) == 1 ? 1 : 7;
+    for (unsigned m = 1; m <= masks; m++) {
+      unsigned w = rand_side(&r), h = rand_side(&r);
+      if (m == 1 && masks > 1) { /* odd sizes: chroma rounds up */
+        w |= 1;
+        h |= 1;
+      }
+      unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+      unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+      fit_kernel(w, h, t, &kh, &kw);
+      cf_video_config cfg;
+      rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+      cfg.components = masks == 1 ? CF_COMP_LUMA : m;
+      kern k = {0};
+      kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+      set_case("formats: ");
+      config_describe(&cfg);
+      run_case(&r, &cfg, &k, 2, "formats");
+      kern_free(&k);
+    }
+  }
+}
+
+/* Temporal kernels (T 2..4) with state across calls; reset() forgets it
+ * (the frame after a reset matches a fresh reference); frames before the
+ * first contribute nothing, not even cval through a constant border. */
+static void test_temporal(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 6);
+  for (unsigned c = 0; c < 16; c++) {
+    cf_pixel_format f =
+        c < 6 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = 2 + c % 3;
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    if (c % 4 == 0) {
+      cfg.border = CF_BORDER_CONSTANT;
+      cfg.cval = (float)(fmt_is_int(f) ? 0.5 * fmt_max(f) : 0.75);
+    }
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("temporal #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    unsigned n1 = (unsigned)ref_rng_range(&r, t, t + 3);
+    for (unsigned i = 0; i < n1; i++)
+      vcase_step(&v, &r, "temporal, before reset");
+    vcase_reset(&v);
+    CHECK(ref2d_video_kept(v.ref) == 0, "reference kept frames after reset");
+    unsigned n2 = (unsigned)ref_rng_range(&r, 1, t + 1);
+    for (unsigned i = 0; i < n2; i++)
+      vcase_step(&v, &r, "temporal, after reset");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* set_kernel2d takes effect at the next frame, with other sizes and other
+ * T; the history kept is what the engine kept (T - 1 frames). */
+static void test_set_kernel(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 7);
+  static const unsigned ts[][5] = {
+      {1, 3, 2, 4, 1}, {4, 1, 4, 2, 3}, {2, 2, 3, 1, 2}, {3, 4, 1, 2, 4}};
+  for (unsigned c = 0; c < 8; c++) {
+    cf_pixel_format f =
+        c < 3 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    if (c % 3 == 0)
+      cfg.border = CF_BORDER_CONSTANT;
+    kern k = {0};
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    const unsigned *tt = ts[c % 4];
+    fit_kernel(w, h, tt[0], &kh, &kw);
+    kern_make(&k, &r, tt[0], kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("set_kernel #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    if (c % 2) { /* a swap before the first frame */
+      kh = rand_kside(&r, h);
+      kw = rand_kside(&r, w);
+      fit_kernel(w, h, tt[0], &kh, &kw);
+      kern_make(&k, &r, tt[0], kh, kw, rand_kind(&r), fmt_is_int(f));
+      add_case("| before frame 0: ");
+      kern_describe(&k);
+      vcase_set_kernel(&v, &k);
+    }
+    for (unsigned s = 0; s < 5; s++) {
+      unsigned n = (unsigned)ref_rng_range(&r, 1, 4);
+      for (unsigned i = 0; i < n; i++)
+        vcase_step(&v, &r, "set_kernel");
+      if (s == 4)
+        break;
+      kh = rand_kside(&r, h);
+      kw = rand_kside(&r, w);
+      fit_kernel(w, h, tt[s + 1], &kh, &kw);
+      kern_make(&k, &r, tt[s + 1], kh, kw, rand_kind(&r), fmt_is_int(f));
+      add_case("| after frame %u: ", v.frames - 1);
+      kern_describe(&k);
+      vcase_set_kernel(&v, &k);
+      if (s == 2) { /* and a reset with the new kernel */
+        add_case("reset ");
+        vcase_reset(&v);
+      }
+    }
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* Integer formats: kernels, scale and bias that push outputs past both
+ * ends (saturation), absolute; float formats with scale, bias, absolute. */
+static void test_saturation(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 8);
+  for (unsigned c = 0; c < 24; c++) {
+    cf_pixel_format f = all_formats[c % NFORMATS];
+    unsigned w = (unsigned)ref_rng_range(&r, 2, 30);
+    unsigned h = (unsigned)ref_rng_range(&r, 2, 30);
+    unsigned kh = (unsigned)ref_rng_range(&r, 1, 6);
+    unsigned kw = (unsigned)ref_rng_range(&r, 2, 6);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 1);
+    double m = fmt_max(f);
+    /* rank-1 taps of both signs (v[0] = 1, v[kw - 1] = -1), |taps| summing
+     * to 3: outputs spread far past both ends of 0..max */
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, K_RANK1, 1);
+    for (unsigned tau = 0; tau < t; tau++)
+      for (unsigned i = 0; i < kh; i++) {
+        float *row = k.taps + ((size_t)tau * kh + i) * kw;
+        float u = row[0];
+        row[kw - 1] = -u;
+      }
+    double sum = 0.0;
+    for (size_t i = 0; i < (size_t)t * kh * kw; i++)
+      sum += fabs(k.taps[i]);
+    for (size_t i = 0; i < (size_t)t * kh * kw; i++)
+      k.taps[i] = (float)(k.taps[i] * 3.0 / sum);
+    cfg.scale = (float)(1.0 + 3.0 * ref_rng_unit(&r));
+    cfg.bias = (float)(m * (0.5 * ref_rng_sym(&r)));
+    cfg.absolute = c % 3 == 1;
+    set_case("saturation #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    unsigned lo = 0, hi = 0;
+    for (unsigned i = 0; i < 3; i++) {
+      vcase_step(&v, &r, "saturation");
+      for (unsigned q = 0; q < v.d.ncomp; q++)
+        if (cfg.components & (1u << q))
+          for (size_t j = 0; j < (size_t)v.cw[q] * v.ch[q]; j++) {
+            lo += v.val[q][j] < -1.0;
+            hi += v.val[q][j] > m + 1.0;
+          }
+    }
+    if (fmt_is_int(f) && !cfg.absolute)
+      CHECK(lo && hi,
+            "the case does not reach both ends (%u below 0, %u "
+            "above %g): the test is too weak",
+            lo, hi, m);
+    if (fmt_is_int(f) && cfg.absolute)
+      CHECK(hi, "the case does not saturate at the top");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* Rounding to nearest, ties to even, on values a float holds exactly: a
+ * 1x1 kernel, bias +-k.5 or scale 0.5. Only where the path is exact. */
+static void test_round_ties(void **state)
+{
+  (void)state;
+  if (!is_exact_path()) {
+    print_message("note: %s is not an exact path, ties checked to 1 code "
+                  "value elsewhere\n",
+                  V->name);
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 9);
+  static const cf_pixel_format fs[] = {CF_PIX_GRAY8, CF_PIX_GRAY16_LE,
+                                       CF_PIX_RGBA, CF_PIX_NV12};
+  for (unsigned c = 0; c < 8; c++) {
+    cf_pixel_format f = fs[c % 4];
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 40);
+    unsigned h = (unsigned)ref_rng_range(&r, 1, 20);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    float one = 1.0f;
+    kern k = {1, 1, 1, K_RANK1, NULL};
+    k.taps = xalloc(sizeof(float));
+    if (c < 4) {
+      k.taps[0] = one;
+      cfg.bias = (float)((double)ref_rng_range(&r, 0, 6) - 3.0 + 0.5);
+    } else {
+      k.taps[0] = 0.5f;
+      cfg.bias = (float)((double)ref_rng_range(&r, 0, 4) - 2.0);
+    }
+    set_case("round_ties #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    for (unsigned i = 0; i < 2; i++) {
+      vcase_step(&v, &r, "round_ties");
+      for (unsigned q = 0; q < v.d.ncomp; q++) {
+        if (!(cfg.components & (1u << q)))
+          continue;
+        for (unsigned y = 0; y < v.ch[q]; y++)
+          for (unsigned x = 0; x < v.cw[q]; x++) {
+            double g = ref2d_load(&v.d, &v.got.f, &v.d.comp[q], x, y);
+            double want = ref2d_load(&v.d, &v.want.f, &v.d.comp[q], x, y);
+            CHECK(g == want,
+                  "component %u at (%u, %u): value %.9g stored "
+                  "as %.0f, want %.0f (nearest, ties to even)",
+                  q, x, y, v.val[q][(size_t)y * v.cw[q] + x], g, want);
+          }
+      }
+    }
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* NaN and Inf in a GRAY32F input reach every output whose footprint holds
+ * them (IEEE; on the FFT path they may reach more) and stay away from the
+ * others on the direct paths; they leave the history after T - 1 frames and
+ * after reset. Integer formats: an accumulation of inf - inf stores 0. */
+static void test_nan(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 10);
+  for (unsigned c = 0; c < 10; c++) {
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, CF_PIX_GRAY32F, w, h, ref_rng_u64(&r) % 2);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), 0);
+    /* no tap exactly 0 (NaN * 0 is NaN, but a path may skip zero taps) */
+    for (size_t i = 0; i < (size_t)t * kh * kw; i++)
+      if (k.taps[i] == 0.0f)
+        k.taps[i] = 0.125f;
+    unsigned px = (unsigned)ref_rng_range(&r, 0, w - 1);
+    unsigned py = (unsigned)ref_rng_range(&r, 0, h - 1);
+    float bad = c % 3 == 2 ? INFINITY : NAN;
+    set_case("nan #%u: %s at (%u, %u) ", c, isnan(bad) ? "NaN" : "Inf", px, py);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    vcase_step(&v, &r, "nan: before");
+    for (unsigned i = 0; i < t + 1; i++) {
+      vcase_fill(&v, &r);
+      if (i == 0)
+        put_float(&v.d, &v.in, &v.d.comp[0], px, py, bad);
+      vcase_run_cmp(&v, &r, "nan", 0);
+      size_t n = (size_t)w * h, fin = 0, bad_reach = 0, first = 0;
+      float *g = xalloc(n * sizeof(float));
+      double *wv = xalloc(n * sizeof(double));
+      for (unsigned y = 0; y < h; y++)
+        for (unsigned x = 0; x < w; x++) {
+          size_t j = (size_t)y * w + x;
+          g[j] = (float)ref2d_load(&v.d, &v.got.f, &v.d.comp[0], x, y);
+          double want = v.val[0][j];
+          if (!isfinite(want)) {
+            if (isfinite(g[j]) && !bad_reach++)
+              first = j;
+            wv[j] = 0.0;
+            g[j] = 0.0f;
+          } else {
+            wv[j] = want;
+            fin++;
+          }
+        }
+      CHECK(!bad_reach,
+            "frame %u (%u after the bad sample): %zu outputs "
+            "whose footprint holds it are finite, first at (%zu, %zu): %g",
+            v.frames - 1, i, bad_reach, first % w, first / w, (double)g[first]);
+      if (is_exact_path() || i >= t) {
+        /* outside the footprint: finite and right (FFT: once the bad
+         * frame has left the history) */
+        size_t nonfin = 0;
+        for (size_t j = 0; j < n; j++)
+          if (!isfinite(g[j]) && !nonfin++)
+            first = j;
+        CHECK(!nonfin,
+              "frame %u (%u after the bad sample): %zu outputs "
+              "outside its footprint are not finite, first at (%zu, %zu)",
+              v.frames - 1, i, nonfin, first % w, first / w);
+        double e = ref_rel_l2(g, 1, wv, 1, n);
+        CHECK(fin == 0 || e <= tol(),
+              "frame %u: relative L2 error %.3g of "
+              "the finite outputs",
+              v.frames - 1, e);
+      }
+      free(g);
+      free(wv);
+    }
+    /* a NaN now, then reset: the next frame is clean */
+    vcase_fill(&v, &r);
+    put_float(&v.d, &v.in, &v.d.comp[0], px, py, NAN);
+    vcase_run_cmp(&v, &r, "nan before reset", 0);
+    vcase_reset(&v);
+    vcase_step(&v, &r, "nan: after reset");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+  /* inf - inf in an integer accumulation: NaN stores as 0 (and a path in
+   * double finds the exact 0): taps +-3e38 on a uniform frame */
+  static const cf_pixel_format ifs[] = {CF_PIX_GRAY8, CF_PIX_GRAY16_LE,
+                                        CF_PIX_RGBA, CF_PIX_I420};
+  for (unsigned c = 0; c < 4; c++) {
+    cf_pixel_format f = ifs[c];
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 20);
+    unsigned h = (unsigned)ref_rng_range(&r, 1, 20);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    cfg.border = (cf_border)(ref_rng_u64(&r) % 4 + 1); /* not constant */
+    cfg.components = CF_COMP_ALL;
+    kern k = {1, 1, 2, K_RANK1, NULL};
+    k.taps = xalloc(2 * sizeof(float));
+    k.taps[0] = 3e38f;
+    k.taps[1] = -3e38f;
+    set_case("nan_int #%u: taps [3e38, -3e38] on a uniform frame ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    vcase_fill(&v, &r);
+    uint8_t u = (uint8_t)ref_rng_range(&r, 2, 255);
+    for (unsigned q = 0; q < v.d.ncomp; q++)
+      for (unsigned y = 0; y < v.ch[q]; y++)
+        for (unsigned x = 0; x < v.cw[q]; x++)
+          memset((uint8_t *)ref2d_sample_ptr(&v.d, &v.in.f, &v.d.comp[q], x, y),
+                 u, v.d.bytes);
+    vcase_run(&v, &r, "nan_int");
+    for (unsigned q = 0; q < v.d.ncomp; q++)
+      for (unsigned y = 0; y < v.ch[q]; y++)
+        for (unsigned x = 0; x < v.cw[q]; x++) {
+          double g = ref2d_load(&v.d, &v.got.f, &v.d.comp[q], x, y);
+          CHECK(g == 0.0, "component %u at (%u, %u): stored %.0f, want 0", q, x,
+                y, g);
+        }
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* Exactly separable and near-rank-1 kernels (outer(u, v) + ~1e-7 relative
+ * noise): within tolerance whatever the path. Forced separable may refuse
+ * a near-rank-1 kernel, but only with CF_E_INVALID. */
+static void test_rank1(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 11);
+  for (unsigned c = 0; c < 16; c++) {
+    cf_pixel_format f =
+        c % 2 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 3);
+    unsigned kh = (unsigned)ref_rng_range(&r, 2, 15);
+    unsigned kw = (unsigned)ref_rng_range(&r, 2, 15);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    kern k = {0};
+    kkind kind = c % 4 < 2 ? K_NEAR_RANK1 : K_RANK1;
+    kern_make(&k, &r, t, kh, kw, kind, fmt_is_int(f));
+    set_case("rank1 #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    cf_status st;
+    vcase_open_status(&v, &r, &cfg, &k, &st);
+    if (st != CF_OK && is_separable() && kind == K_NEAR_RANK1) {
+      CHECK(st == CF_E_INVALID && *cf_last_error(),
+            "forced separable refused a near-rank-1 kernel with %s: '%s'",
+            cf_status_name(st), cf_last_error());
+      vcase_close(&v);
+      kern_free(&k);
+      continue;
+    }
+    CHECK(st == CF_OK, "cf_engine_new_video returned %s: %s",
+          cf_status_name(st), cf_last_error());
+    for (unsigned i = 0; i < t + 1; i++)
+      vcase_step(&v, &r, "rank1");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* Forced separable refuses a clearly rank-2 kernel, at creation and in
+ * set_kernel2d (where the old kernel stays); the other paths take it. */
+static void test_rank2(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 12);
+  for (unsigned c = 0; c < 6; c++) {
+    cf_pixel_format f = c % 2 ? CF_PIX_GRAY32F : CF_PIX_RGBA;
+    unsigned w = (unsigned)ref_rng_range(&r, 3, 30);
+    unsigned h = (unsigned)ref_rng_range(&r, 3, 30);
+    unsigned t = 1 + c % 2;
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    /* rank 2: identity-like plus a cross; in the last slice for T = 2 */
+    kern k2 = {0}, k1 = {0};
+    kern_make(&k1, &r, t, 3, 3, K_RANK1, fmt_is_int(f));
+    kern_make(&k2, &r, t, 3, 3, K_RANK1, fmt_is_int(f));
+    float *s = k2.taps + (size_t)(t - 1) * 9;
+    static const float rank2[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    for (unsigned i = 0; i < 9; i++)
+      s[i] = rank2[i] * (fmt_is_int(f) ? 0.3f : 1.0f) + (i == 1 ? 0.2f : 0);
+    set_case("rank2 #%u: rank-2 slice %u ", c, t - 1);
+    config_describe(&cfg);
+    cf_kernel2d *kk = kern_build(&k2);
+    cf_engine *e = NULL;
+    cf_status st = cf_engine_new_video(&cfg, kk, &e);
+    if (is_separable()) {
+      CHECK(st == CF_E_INVALID,
+            "forced separable with a rank-2 kernel: "
+            "cf_engine_new_video returned %s, want CF_E_INVALID",
+            cf_status_name(st));
+      CHECK(*cf_last_error(), "no error message");
+      cf_engine_free(e);
+      /* set_kernel2d refuses it too; the rank-1 kernel stays */
+      vcase v;
+      vcase_open(&v, &r, &cfg, &k1);
+      vcase_step(&v, &r, "rank2: before the refused swap");
+      st = cf_engine_set_kernel2d(v.e, kk);
+      CHECK(st == CF_E_INVALID && *cf_last_error(),
+            "forced separable: set_kernel2d with a rank-2 kernel returned "
+            "%s, want CF_E_INVALID with a message",
+            cf_status_name(st));
+      vcase_step(&v, &r, "rank2: after the refused swap (old kernel)");
+      vcase_close(&v);
+    } else {
+      CHECK(st == CF_OK, "rank-2 kernel refused by %s: %s", V->name,
+            cf_last_error());
+      cf_engine_free(e);
+      run_case(&r, &cfg, &k2, 2, "rank2");
+    }
+    cf_kernel2d_free(kk);
+    kern_free(&k1);
+    kern_free(&k2);
+  }
+}
+
+/* Threads 1, 2 and 3 on the same frames (rows split between workers). */
+static void test_threads(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 13);
+  for (unsigned c = 0; c < 6; c++) {
+    cf_pixel_format f = all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 90);
+    unsigned h = c == 0 ? 1 : c == 1 ? 2 : (unsigned)ref_rng_range(&r, 3, 70);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    uint64_t sub = ref_rng_u64(&r);
+    for (unsigned th = 1; th <= 3; th++) {
+      ref_rng r2;
+      ref_rng_init(&r2, sub); /* same frames for every thread count */
+      cf_video_config cfg;
+      rand_config(&cfg, &r2, f, w, h, 1);
+      cfg.threads = th;
+      set_case("threads #%u: ", c);
+      config_describe(&cfg);
+      run_case(&r2, &cfg, &k, 3, "threads");
+    }
+    kern_free(&k);
+  }
+}
+
+static void expect_new_fails(const cf_video_config *cfg, const cf_kernel2d *k,
+                             const char *what)
+{
+  cf_engine *e = NULL;
+  cf_status st = cf_engine_new_video(cfg, k, &e);
+  CHECK(st == CF_E_INVALID,
+        "%s: cf_engine_new_video returned %s, want "
+        "CF_E_INVALID",
+        what, cf_status_name(st));
+  CHECK(strlen(cf_last_error()) > 5, "%s: no error message", what);
+  if (st == CF_OK)
+    cf_engine_free(e);
+}
+
+static void test_bad_config(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 14);
+  set_case("bad_config");
+  float taps[9];
+  ref_rng_fill(&r, taps, 9);
+  taps[4] += 2.0f;
+  cf_kernel2d *k = NULL, *kbad = NULL;
+  /* forced separable needs rank 1 */
+  for (unsigned i = 0; i < 3; i++)
+    for (unsigned j = 0; j < 3; j++)
+      taps[i * 3 + j] = (float)((i + 1.0) * (j + 0.5) / 10.0);
+  CHECK_OK(cf_kernel2d_new(1, 3, 3, taps, &k));
+  float nan_taps[9];
+  memcpy(nan_taps, taps, sizeof taps);
+  nan_taps[5] = NAN;
+  cf_status st = cf_kernel2d_new(1, 3, 3, nan_taps, &kbad);
+  CHECK(st == CF_E_INVALID && *cf_last_error(),
+        "a kernel with a NaN tap: cf_kernel2d_new returned %s",
+        cf_status_name(st));
+  cf_video_config base;
+  cf_video_config_init(&base);
+  base.width = 16;
+  base.height = 8;
+  base.format = CF_PIX_RGBA;
+  base.backend = V->backend;
+  base.algorithm = V->algo;
+  cf_video_config cfg = base;
+  cfg.width = 0;
+  expect_new_fails(&cfg, k, "width 0");
+  cfg = base;
+  cfg.height = 0;
+  expect_new_fails(&cfg, k, "height 0");
+  cfg = base;
+  cfg.width = CF_VIDEO_MAX_SIDE + 1;
+  expect_new_fails(&cfg, k, "width > CF_VIDEO_MAX_SIDE");
+  cfg = base;
+  cfg.format = (cf_pixel_format)11;
+  expect_new_fails(&cfg, k, "unknown format 11");
+  cfg.format = (cf_pixel_format)-1;
+  expect_new_fails(&cfg, k, "unknown format -1");
+  cfg = base;
+  cfg.components = 0;
+  expect_new_fails(&cfg, k, "components 0");
+  cfg.components = 8;
+  expect_new_fails(&cfg, k, "components 8");
+  cfg = base;
+  cfg.format = CF_PIX_GRAY8;
+  cfg.components = CF_COMP_LUMA | CF_COMP_U;
+  {
+    /* a gray format has one component: a mask naming U is either refused
+     * or means the luma only; it must never touch anything else */
+    cf_engine *e = NULL;
+    st = cf_engine_new_video(&cfg, k, &e);
+    CHECK(st == CF_OK || st == CF_E_INVALID,
+          "GRAY8 with components 0x3 returned %s", cf_status_name(st));
+    cf_engine_free(e);
+  }
+  cfg = base;
+  cfg.scale = NAN;
+  expect_new_fails(&cfg, k, "scale NaN");
+  cfg = base;
+  cfg.bias = INFINITY;
+  expect_new_fails(&cfg, k, "bias Inf");
+  cfg = base;
+  cfg.cval = NAN;
+  expect_new_fails(&cfg, k, "cval NaN");
+  cfg = base;
+  cfg.border = (cf_border)5;
+  expect_new_fails(&cfg, k, "border 5");
+  cfg = base;
+  cfg.algorithm = (cf_algorithm2d)4;
+  expect_new_fails(&cfg, k, "algorithm 4");
+  cfg = base;
+  expect_new_fails(&cfg, NULL, "NULL kernel");
+  cf_engine *e = NULL;
+  st = cf_engine_new_video(NULL, k, &e);
+  CHECK(st == CF_E_INVALID, "NULL config returned %s", cf_status_name(st));
+  /* valid after all that */
+  CHECK_OK(cf_engine_new_video(&base, k, &e));
+  CHECK(cf_engine_set_kernel2d(e, NULL) == CF_E_INVALID,
+        "set_kernel2d(NULL) accepted");
+  cf_engine_free(e);
+  cf_kernel2d_free(k);
+}
+
+/* Invalid frames are refused with CF_E_INVALID and a message, write
+ * nothing, and leave the engine's state as it was (T = 2: the refused
+ * frame does not enter the history). */
+static void test_bad_frames(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 15);
+  static const cf_pixel_format fs[] = {
+      CF_PIX_GRAY16_LE, CF_PIX_RGB, CF_PIX_I420, CF_PIX_NV12, CF_PIX_GRAY32F};
+  for (unsigned c = 0; c < 5; c++) {
+    cf_pixel_format f = fs[c];
+    unsigned w = (unsigned)ref_rng_range(&r, 2, 20);
+    unsigned h = (unsigned)ref_rng_range(&r, 2, 20);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    kern k = {0};
+    kern_make(&k, &r, 2, 3, 3, rand_kind(&r), fmt_is_int(f));
+    set_case("bad_frames #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    vcase_step(&v, &r, "bad_frames: first");
+    vcase_fill(&v, &r);
+    fbuf_randomize(&v.got, &r);
+    fbuf_copy(&v.want, &v.got);
+    char what[160];
+    uint8_t *ovl = NULL;
+    for (unsigned kind = 0; kind < 5; kind++)
+      for (unsigned p = 0; p < v.d.planes; p++) {
+        cf_frame in = v.in.f, out = v.got.f;
+        switch (kind) {
+        case 0:
+          snprintf(what, sizeof what, "input stride %u smaller than a row", p);
+          in.stride[p] = ref2d_row_bytes(&v.d, p, w) - 1;
+          break;
+        case 1:
+          snprintf(what, sizeof what, "output stride %u smaller than a row", p);
+          out.stride[p] = ref2d_row_bytes(&v.d, p, w) - 1;
+          break;
+        case 2:
+          snprintf(what, sizeof what, "input plane %u NULL", p);
+          in.data[p] = NULL;
+          break;
+        case 3:
+          snprintf(what, sizeof what, "output plane %u NULL", p);
+          out.data[p] = NULL;
+          break;
+        default: { /* both inside one buffer, half a row apart */
+          size_t off = in.stride[p] / 2 + 1;
+          snprintf(what, sizeof what,
+                   "output plane %u overlapping input "
+                   "plane %u (%zu bytes apart)",
+                   p, p, off);
+          ovl = xalloc(v.in.size[p] + off);
+          memcpy(ovl, v.in.mem[p], v.in.size[p]);
+          in.data[p] = ovl;
+          out.data[p] = ovl + off;
+          out.stride[p] = in.stride[p];
+          break;
+        }
+        }
+        fbuf_copy(&v.in_copy, &v.in);
+        cf_status st = cf_engine_process_frame(v.e, &in, &out);
+        if (ovl) {
+          CHECK(!memcmp(ovl, v.in.mem[p], v.in.size[p]),
+                "%s: a refused call wrote into the shared buffer", what);
+          free(ovl);
+          ovl = NULL;
+        }
+        CHECK(st == CF_E_INVALID,
+              "%s: cf_engine_process_frame returned %s, "
+              "want CF_E_INVALID",
+              what, cf_status_name(st));
+        CHECK(strlen(cf_last_error()) > 5, "%s: no error message", what);
+        check_input_unchanged(&v, what);
+        for (unsigned q = 0; q < v.d.planes; q++)
+          CHECK(!memcmp(v.got.mem[q], v.want.mem[q], v.got.size[q]),
+                "%s: a refused call wrote into output plane %u", what, q);
+      }
+    if (v.d.planes > 1) { /* another plane of the input as output */
+      cf_frame out = v.got.f;
+      out.data[1] = v.in.f.data[0];
+      out.stride[1] = v.in.f.stride[0];
+      cf_status st = cf_engine_process_frame(v.e, &v.in.f, &out);
+      CHECK(st == CF_E_INVALID,
+            "output plane 1 on input plane 0: returned "
+            "%s, want CF_E_INVALID",
+            cf_status_name(st));
+    }
+    { /* in == out */
+      cf_status st = cf_engine_process_frame(v.e, &v.in.f, &v.in.f);
+      CHECK(st == CF_E_INVALID, "in == out: returned %s, want CF_E_INVALID",
+            cf_status_name(st));
+    }
+    CHECK(cf_engine_process_frame(v.e, NULL, &v.got.f) == CF_E_INVALID &&
+              cf_engine_process_frame(v.e, &v.in.f, NULL) == CF_E_INVALID,
+          "a NULL frame was not refused with CF_E_INVALID");
+    /* the state is as after the first frame */
+    vcase_step(&v, &r, "bad_frames: after the refused calls");
+    vcase_step(&v, &r, "bad_frames: next");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
+/* Backends: CPU always; CUDA unavailable with a reason (an engine forced
+ * onto it fails with CF_E_UNAVAILABLE, AUTO falls back to the CPU, whose
+ * latency is 0 frames); a video engine refuses the audio calls. */
+static void test_backends(void **state)
+{
+  (void)state;
+  set_case("backends");
+  const char *reason = NULL;
+  CHECK(cf_backend_available(CF_BACKEND_CPU, &reason) == CF_OK,
+        "the CPU backend is not available: %s", reason ? reason : "");
+  float taps[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+  cf_kernel2d *k = NULL;
+  CHECK_OK(cf_kernel2d_new(1, 3, 3, taps, &k));
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.width = 8;
+  cfg.height = 6;
+  cfg.algorithm = V->algo;
+  cf_engine *e = NULL;
+  cf_status st = cf_backend_available(CF_BACKEND_CUDA, &reason);
+  if (st != CF_OK) {
+    CHECK(st == CF_E_UNAVAILABLE && reason && *reason,
+          "cf_backend_available(cuda) returned %s without a reason",
+          cf_status_name(st));
+    cfg.backend = CF_BACKEND_CUDA;
+    st = cf_engine_new_video(&cfg, k, &e);
+    CHECK(st == CF_E_UNAVAILABLE,
+          "video engine on cuda without a device "
+          "returned %s, want CF_E_UNAVAILABLE",
+          cf_status_name(st));
+    CHECK(strlen(cf_last_error()) > 5,
+          "CF_E_UNAVAILABLE without a reason: "
+          "'%s'",
+          cf_last_error());
+    cfg.backend = CF_BACKEND_AUTO;
+    CHECK_OK(cf_engine_new_video(&cfg, k, &e));
+    CHECK(cf_engine_backend(e) == CF_BACKEND_CPU, "auto without cuda chose %s",
+          cf_backend_name(cf_engine_backend(e)));
+    cf_engine_free(e);
+  } else
+    print_message("note: cuda available, the unavailable-backend check does "
+                  "not apply here\n");
+  cfg.backend = CF_BACKEND_CPU;
+  CHECK_OK(cf_engine_new_video(&cfg, k, &e));
+  CHECK(cf_engine_latency(e) == 0, "CPU video latency %zu, want 0",
+        cf_engine_latency(e));
+  const char *desc = cf_engine_describe(e);
+  CHECK(desc && *desc, "empty description");
+  float buf[16] = {0};
+  CHECK(cf_engine_process(e, buf, buf, 4) != CF_OK,
+        "cf_engine_process accepted on a video engine");
+  cf_engine_free(e);
+  cf_kernel2d_free(k);
+}
+
+/* ------------------------------------------------------------------ */
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_backends),    cmocka_unit_test(test_api),
+      cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_bad_frames),
+      cmocka_unit_test(test_borders),     cmocka_unit_test(test_large_kernels),
+      cmocka_unit_test(test_thin_frames), cmocka_unit_test(test_formats),
+      cmocka_unit_test(test_temporal),    cmocka_unit_test(test_set_kernel),
+      cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
+      cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
+      cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
+  };
+  /* Random frame sizes mean many FFT sizes: unless CF_FFT_PLANNING is set,
+   * the first FFT-capable variant plans with the default and the later
+   * ones with "estimate" (as tests/test_engine.c does). */
+  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
+  g_seed = ref_seed();
+  const char *only = getenv("CF_TEST_VARIANT");
+  const char *filter = getenv("CF_TEST_FILTER");
+  const char *skip = getenv("CF_TEST_SKIP");
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
+  if (skip && *skip)
+    cmocka_set_skip_filter(skip);
+  int failed = 0;
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    V = &variants[v];
+    if (only && *only && !strstr(V->name, only))
+      continue;
+    const char *reason = NULL;
+    if (cf_backend_available(V->backend, &reason) != CF_OK) {
+      printf("skipped: %s: %s\n", cf_backend_name(V->backend),
+             reason && *reason ? reason : "not available");
+      fflush(stdout);
+      continue;
+    }
+    failed += cmocka_run_group_tests_name(V->name, tests, NULL, NULL);
+    if (!planning_set &&
+        (V->algo == CF_ALGO2D_FFT || V->algo == CF_ALGO2D_AUTO))
+      setenv("CF_FFT_PLANNING", "estimate", 1);
+  }
+  return failed ? 1 : 0;
+}
