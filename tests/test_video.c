@@ -345,8 +345,15 @@ static void rand_config(cf_video_config *cfg, ref_rng *r, cf_pixel_format f,
   cfg->components = rand_components(r, f);
   cfg->border = (cf_border)(ref_rng_u64(r) % 5);
   double m = fmt_max(f);
-  cfg->cval =
-      (float)(fmt_is_int(f) ? floor(ref_rng_unit(r) * m) : ref_rng_sym(r));
+  /* integer formats: cval in their units, now and then fractional or
+   * outside 0..max */
+  switch (fmt_is_int(f) ? ref_rng_u64(r) % 4 : 4) {
+  case 0: cfg->cval = (float)(ref_rng_unit(r) * m); break;
+  case 1: cfg->cval = (float)(1.5 * m * ref_rng_sym(r)); break;
+  case 2:
+  case 3: cfg->cval = (float)floor(ref_rng_unit(r) * m); break;
+  default: cfg->cval = ref_rng_sym(r); break;
+  }
   cfg->backend = V->backend;
   cfg->algorithm = V->algo;
   cfg->threads = (unsigned)ref_rng_range(r, 1, 2);
@@ -355,6 +362,8 @@ static void rand_config(cf_video_config *cfg, ref_rng *r, cf_pixel_format f,
         (float)(fmt_is_int(f) ? 0.5 + ref_rng_unit(r) : 4.0 * ref_rng_sym(r));
     if (cfg->scale == 0.0f)
       cfg->scale = 1.0f;
+    if (fmt_is_int(f) && ref_rng_u64(r) % 4 == 0)
+      cfg->scale = -cfg->scale; /* all below 0 unless absolute */
     cfg->bias = (float)(0.2 * m * ref_rng_sym(r));
     cfg->absolute = ref_rng_u64(r) % 2 == 0;
   }
@@ -1037,6 +1046,10 @@ static void test_temporal(void **state)
     config_describe(&cfg);
     vcase v;
     vcase_open(&v, &r, &cfg, &k);
+    if (c % 5 == 1) { /* a reset before any frame is harmless */
+      add_case("reset first ");
+      vcase_reset(&v);
+    }
     unsigned n1 = (unsigned)ref_rng_range(&r, t, t + 3);
     for (unsigned i = 0; i < n1; i++)
       vcase_step(&v, &r, "temporal, before reset");
@@ -1476,7 +1489,7 @@ static void test_threads(void **state)
     kern k = {0};
     kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
     uint64_t sub = ref_rng_u64(&r);
-    for (unsigned th = 1; th <= 3; th++) {
+    for (unsigned th = 0; th <= 3; th++) { /* 0: one per core */
       ref_rng r2;
       ref_rng_init(&r2, sub); /* same frames for every thread count */
       cf_video_config cfg;
@@ -1698,6 +1711,47 @@ static void test_bad_frames(void **state)
   }
 }
 
+/* Larger frames (the FFT and threaded paths at a realistic size) and very
+ * wide or tall ones. */
+static void test_big(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 16);
+  static const struct {
+    cf_pixel_format f;
+    unsigned w, h, t, kh, kw;
+  } cs[] = {
+      {CF_PIX_GRAY32F, 128, 96, 1, 25, 25},
+      {CF_PIX_RGBA, 100, 60, 2, 15, 15},
+      {CF_PIX_I420, 121, 81, 1, 31, 9},
+      {CF_PIX_GRAY16_LE, 96, 64, 3, 9, 11},
+      {CF_PIX_GRAY8, 4097, 2, 1, 3, 5},
+      {CF_PIX_GRAY32F, 1, 3000, 2, 7, 1},
+      {CF_PIX_NV12, 2050, 3, 1, 2, 4},
+  };
+  for (unsigned c = 0; c < sizeof cs / sizeof *cs; c++) {
+    cf_video_config cfg;
+    rand_config(&cfg, &r, cs[c].f, cs[c].w, cs[c].h, ref_rng_u64(&r) % 2);
+    cfg.threads = c % 2 ? 2 : 0;
+    kern k = {0};
+    kern_make(&k, &r, cs[c].t, cs[c].kh, cs[c].kw, rand_kind(&r),
+              fmt_is_int(cs[c].f));
+    set_case("big #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    add_case("engine: %s ", cf_engine_describe(v.e));
+    if (getenv("CF_TEST_VERBOSE"))
+      print_message("big #%u (%s): %s\n", c, kkind_names[k.kind],
+                    cf_engine_describe(v.e));
+    for (unsigned i = 0; i < cs[c].t + 1; i++)
+      vcase_step(&v, &r, "big");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
 /* Backends: CPU always; CUDA unavailable with a reason (an engine forced
  * onto it fails with CF_E_UNAVAILABLE, AUTO falls back to the CPU, whose
  * latency is 0 frames); a video engine refuses the audio calls. */
@@ -1766,6 +1820,7 @@ int main(void)
       cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_big),
   };
   /* Random frame sizes mean many FFT sizes: unless CF_FFT_PLANNING is set,
    * the first FFT-capable variant plans with the default and the later
