@@ -113,4 +113,89 @@ static void cmac(float *acc, const float *const *x, const float *const *h,
   }
 }
 
-const cf_dsp DSP_NAME = {STR(DSP_NAME), fir, cmac};
+/* One input row's contribution to 32 outputs of one or two rows. */
+#define CONV_TAP_LOOP(body)                                                  \
+  for (size_t j = 0; j < kw; j++) {                                          \
+    const float *xp = r + x + j;                                             \
+    v8 x0 = load8(xp), x1 = load8(xp + 8), x2 = load8(xp + 16),              \
+       x3 = load8(xp + 24);                                                  \
+    body                                                                     \
+  }
+
+static void conv2d(const float *const *rows, const float *w, size_t kh,
+                   size_t kw, float *o0, float *o1, size_t m, int add)
+{
+  for (size_t x = 0; x < m; x += 32) {
+    v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    if (add) {
+      a0 = load8(o0 + x), a1 = load8(o0 + x + 8);
+      a2 = load8(o0 + x + 16), a3 = load8(o0 + x + 24);
+    }
+    if (!o1) {
+      for (size_t q = 0; q < kh; q++) {
+        const float *r = rows[q], *wq = w + q * kw;
+        CONV_TAP_LOOP(v8 h = bcast(wq[j]); a0 += h * x0; a1 += h * x1;
+                      a2 += h * x2; a3 += h * x3;)
+      }
+    } else {
+      v8 b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+      if (add) {
+        b0 = load8(o1 + x), b1 = load8(o1 + x + 8);
+        b2 = load8(o1 + x + 16), b3 = load8(o1 + x + 24);
+      }
+      /* Row q feeds o0 with kernel row q and o1 with kernel row q - 1. */
+      for (size_t q = 0; q <= kh; q++) {
+        const float *r = rows[q];
+        if (q == 0) {
+          const float *wq = w;
+          CONV_TAP_LOOP(v8 h = bcast(wq[j]); a0 += h * x0; a1 += h * x1;
+                        a2 += h * x2; a3 += h * x3;)
+        } else if (q == kh) {
+          const float *wp = w + (q - 1) * kw;
+          CONV_TAP_LOOP(v8 g = bcast(wp[j]); b0 += g * x0; b1 += g * x1;
+                        b2 += g * x2; b3 += g * x3;)
+        } else {
+          const float *wq = w + q * kw, *wp = wq - kw;
+          CONV_TAP_LOOP(v8 h = bcast(wq[j]); v8 g = bcast(wp[j]);
+                        a0 += h * x0; a1 += h * x1; a2 += h * x2;
+                        a3 += h * x3; b0 += g * x0; b1 += g * x1;
+                        b2 += g * x2; b3 += g * x3;)
+        }
+      }
+      store8(o1 + x, b0);
+      store8(o1 + x + 8, b1);
+      store8(o1 + x + 16, b2);
+      store8(o1 + x + 24, b3);
+    }
+    store8(o0 + x, a0);
+    store8(o0 + x + 8, a1);
+    store8(o0 + x + 16, a2);
+    store8(o0 + x + 24, a3);
+  }
+}
+
+static void colsum(const float *const *rows, const float *v, size_t n,
+                   float *out, size_t m, int add)
+{
+  for (size_t x = 0; x < m; x += 32) {
+    v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    if (add) {
+      a0 = load8(out + x), a1 = load8(out + x + 8);
+      a2 = load8(out + x + 16), a3 = load8(out + x + 24);
+    }
+    for (size_t q = 0; q < n; q++) {
+      const float *r = rows[q] + x;
+      v8 h = bcast(v[q]);
+      a0 += h * load8(r);
+      a1 += h * load8(r + 8);
+      a2 += h * load8(r + 16);
+      a3 += h * load8(r + 24);
+    }
+    store8(out + x, a0);
+    store8(out + x + 8, a1);
+    store8(out + x + 16, a2);
+    store8(out + x + 24, a3);
+  }
+}
+
+const cf_dsp DSP_NAME = {STR(DSP_NAME), fir, cmac, conv2d, colsum};
