@@ -141,6 +141,30 @@ def preset_kernel(name, size, sigma):
 PRESETS = ["gaussian", "box", "sharpen", "unsharp", "sobel-x", "sobel-y",
            "laplacian", "emboss"]
 
+# ---- the reference ---------------------------------------------------------
+
+SCIPY_WORKAROUNDS = [0]
+
+
+def sp_convolve(x, k, mode, cval):
+    """scipy.ndimage.convolve(x, k, mode=mode, cval=cval), float64.
+
+    scipy 1.10.1 (Debian 12) computes mode='reflect' wrongly once the
+    kernel is more than about 8 times the axis (1D: N = 2 from K = 17, N = 3
+    from K = 25, ...; it returns garbage such as 1e249). There the axis is
+    first extended with numpy's 'symmetric' padding (scipy's 'reflect',
+    repeated) by the kernel's size, so scipy never needs to look that far
+    beyond its input, and the result is cropped back."""
+    pads = [(kd, kd) if mode == "reflect" and kd > 4 * n else (0, 0)
+            for n, kd in zip(x.shape, k.shape)]
+    if not any(p[0] for p in pads):
+        return ndi.convolve(x, k, mode=mode, cval=cval)
+    SCIPY_WORKAROUNDS[0] += 1
+    y = ndi.convolve(np.pad(x, pads, mode="symmetric"), k, mode=mode,
+                     cval=cval)
+    return y[tuple(slice(p[0], p[0] + n) for p, n in zip(pads, x.shape))]
+
+
 # ---- kernel files --------------------------------------------------------
 
 
@@ -280,11 +304,16 @@ def components_arg(rng, fmt):
 
 def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
     nrng = np.random.default_rng(rng.getrandbits(63))
-    small = rng.random() < 0.15
-    w = rng.randint(1, 4) if small else rng.randint(1, 72)
-    h = rng.randint(1, 4) if small else rng.randint(1, 56)
+    size_class = rng.random()
+    if size_class < 0.15:    # tiny: kernels larger than the frame
+        w, h = rng.randint(1, 4), rng.randint(1, 4)
+    elif size_class < 0.94:
+        w, h = rng.randint(1, 72), rng.randint(1, 56)
+    else:                    # several FFT tiles, bands for each thread
+        w, h = rng.randint(100, 320), rng.randint(60, 240)
+    large = w * h > 72 * 56
     border = rng.choice(BORDERS)
-    nframes = rng.randint(1, 6)
+    nframes = rng.randint(1, 3 if large else 6)
     use_preset = rng.random() < 0.25
     algos = ["auto", "direct", "fft"]
     desc_kernel = ""
@@ -311,7 +340,8 @@ def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
     else:
         t = 1 if rng.random() < 0.55 else rng.randint(2, 3)
         if rng.random() < 0.1:
-            kh, kw = rng.randint(10, 33), rng.randint(10, 33)
+            top = 17 if large else 33
+            kh, kw = rng.randint(10, top), rng.randint(10, top)
         else:
             kh, kw = rng.randint(1, 9), rng.randint(1, 9)
         separable = rng.random() < 0.25
@@ -400,8 +430,8 @@ def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
                 continue
             ref = np.zeros(got.shape)
             for tau in range(min(k.shape[0], t + 1)):
-                ref += ndi.convolve(ins[t - tau][c].astype(np.float64),
-                                    k[tau], mode=border, cval=cval)
+                ref += sp_convolve(ins[t - tau][c].astype(np.float64),
+                                   k[tau], border, cval)
             ref = scale * ref + bias
             if absolute:
                 ref = np.abs(ref)
@@ -444,7 +474,7 @@ def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int,
-                    default=int(os.environ.get("CF_CONV2D_CASES", "88")))
+                    default=int(os.environ.get("CF_CONV2D_CASES", "220")))
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--cli", default=os.environ.get("CF_CLI"))
     ap.add_argument("--keep", help="keep the kernel files in this folder")
@@ -481,7 +511,8 @@ def main():
           f"{time.monotonic() - t0:.1f} s; worst float relative L2 "
           f"{stats['float_worst']:.3g}; integer: worst {stats['int_worst']:g}"
           f" code values, {stats['int_off_by_one']} of "
-          f"{stats['int_samples']} samples off by 1")
+          f"{stats['int_samples']} samples off by 1; reflect pre-padded "
+          f"for scipy {SCIPY_WORKAROUNDS[0]} times")
     if failures:
         print(f"{len(failures)} failure(s); seed {seed}")
         return 1

@@ -1260,5 +1260,9 @@ int main(void)
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),
   };
+  /* e.g. CF_TEST_FILTER='test_conv2d*' for a short run under valgrind. */
+  const char *filter = getenv("CF_TEST_FILTER");
+  if (filter)
+    cmocka_set_test_filter(filter);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
