@@ -23,20 +23,6 @@
 #define PROG "cudafilter"
 #define CMD "conv2d"
 
-/* TEMPORARY, until the presets and 2D kernel loaders land in the library
- * (branch h-kernels): weak references let this build and run without
- * them, failing with a message instead of a link error. */
-#pragma weak cf_kernel2d_preset
-#pragma weak cf_preset_name
-#pragma weak cf_preset_from_string
-#pragma weak cf_kernel2d_load
-
-static bool have_kernel2d_io(void)
-{
-  return cf_kernel2d_preset && cf_preset_name && cf_preset_from_string &&
-         cf_kernel2d_load;
-}
-
 static void usage_conv2d(FILE *f)
 {
   fputs(
@@ -217,8 +203,6 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
     switch (c) {
     case 'k': o->kernel_path = optarg; break;
     case 'p':
-      if (!have_kernel2d_io())
-        return cli_error("presets are not in this build of the library");
       if (cf_preset_from_string(optarg, &o->preset) != CF_OK)
         return cli_usage_error(CMD, "--preset: '%s' is not gaussian, box, "
                                "sharpen, unsharp, sobel-x, sobel-y, "
@@ -334,8 +318,6 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
 /* The kernel from the file or the preset; returns 0 or an exit status. */
 static int conv2d_kernel(const conv2d_opts *o, cf_kernel2d **k)
 {
-  if (!have_kernel2d_io())
-    return cli_error("2D kernel files are not in this build of the library");
   if (o->preset_name) {
     cf_status s = cf_kernel2d_preset(o->preset, (unsigned)o->size,
                                      o->have_sigma ? o->sigma : 0.0, k);
