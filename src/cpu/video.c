@@ -68,7 +68,7 @@ typedef struct band {
   ring *rings;  /* one per slice */
   float *tmp;   /* separable: one padded input row */
   float **rows; /* row pointers handed to the dsp */
-  float *out;   /* output rows (2 for direct, vh for FFT), m32 floats each */
+  float *out;   /* output rows (2 for direct, vh for FFT), mb floats each */
   float *tile, *spec, *acc; /* FFT */
   float *bandbuf;           /* FFT: t * nh padded rows */
 } band;
@@ -82,7 +82,7 @@ typedef struct video {
   chan ch[4]; /* filtered components, then those copied */
   plan p;
   band *bands;
-  size_t rowlen, m32; /* padded row length, output row length (floats) */
+  size_t rowlen, mb; /* padded row length, output row length (floats) */
   unsigned head, seen;/* history: slot of the current frame, frames kept */
   unsigned hist_t;    /* slots in each history ring */
   /* per frame */
@@ -124,90 +124,6 @@ static long map_index(long i, long n, cf_border b)
   return -1;
 }
 
-/* ---- conversion in and out of the pixel formats ---- */
-
-static void convert_in(const uint8_t *p, unsigned step, cf_sample t,
-                       float *dst, unsigned w)
-{
-  if (t == CF_SAMPLE_F32) {
-    if (step == 4)
-      memcpy(dst, p, (size_t)w * 4);
-    else
-      for (unsigned x = 0; x < w; x++)
-        memcpy(dst + x, p + (size_t)x * step, 4);
-  } else if (t == CF_SAMPLE_U16) {
-    for (unsigned x = 0; x < w; x++)
-      dst[x] = (float)(p[2 * x] | (unsigned)p[2 * x + 1] << 8);
-  } else {
-    switch (step) { /* constant strides let the compiler vectorise */
-    case 1:
-      for (unsigned x = 0; x < w; x++)
-        dst[x] = p[x];
-      break;
-    case 2:
-      for (unsigned x = 0; x < w; x++)
-        dst[x] = p[2 * x];
-      break;
-    case 3:
-      for (unsigned x = 0; x < w; x++)
-        dst[x] = p[3 * x];
-      break;
-    default:
-      for (unsigned x = 0; x < w; x++)
-        dst[x] = p[4 * x];
-    }
-  }
-}
-
-/* Round half to even for 0 <= v < 2^22, in float arithmetic (vectorises
- * without SSE4.1's roundps). */
-static inline float round_even(float v)
-{
-  const float magic = 12582912.0f; /* 1.5 * 2^23 */
-  return (v + magic) - magic;
-}
-
-#define STORE_INT(T, maxv, stepv)                                            \
-  for (unsigned x = 0; x < w; x++) {                                         \
-    float v = acc[x] * scale + bias;                                         \
-    if (absolute)                                                            \
-      v = fabsf(v);                                                          \
-    v = v > 0.0f ? v : 0.0f; /* NaN -> 0 */                                  \
-    v = v < (maxv) ? v : (maxv);                                             \
-    T o = (T)round_even(v);                                                  \
-    memcpy(p + (size_t)x * (stepv), &o, sizeof o);                           \
-  }
-
-static void store_out(const float *acc, uint8_t *p, unsigned step,
-                      cf_sample t, unsigned w, float scale, float bias,
-                      int absolute)
-{
-  if (t == CF_SAMPLE_F32) {
-    for (unsigned x = 0; x < w; x++) {
-      float v = acc[x] * scale + bias;
-      if (absolute)
-        v = fabsf(v);
-      memcpy(p + (size_t)x * step, &v, 4);
-    }
-  } else if (t == CF_SAMPLE_U16) {
-    STORE_INT(uint16_t, 65535.0f, 2) /* little-endian hosts only */
-  } else {
-    switch (step) {
-    case 1:
-      STORE_INT(uint8_t, 255.0f, 1)
-      break;
-    case 2:
-      STORE_INT(uint8_t, 255.0f, 2)
-      break;
-    case 3:
-      STORE_INT(uint8_t, 255.0f, 3)
-      break;
-    default:
-      STORE_INT(uint8_t, 255.0f, 4)
-    }
-  }
-}
-
 static unsigned sample_bytes(cf_sample t)
 {
   return t == CF_SAMPLE_U8 ? 1 : t == CF_SAMPLE_U16 ? 2 : 4;
@@ -242,7 +158,7 @@ static void fetch_row(video *v, const chan *c, unsigned tau, long vr,
   }
   float *mid = dst + p->padl;
   if (tau == 0) {
-    convert_in(row_ptr(v->in, c, r), c->step, c->type, mid, c->w);
+    v->dsp->pix_in(row_ptr(v->in, c, r), c->step, (int)c->type, mid, c->w);
     if (c->hist && r >= own0 && r < own1)
       memcpy(hist_plane(v, c, v->head) + (size_t)r * c->w, mid,
              (size_t)c->w * sizeof *mid);
@@ -294,7 +210,7 @@ static float *ring_hfilt(video *v, band *b, const chan *c, unsigned tau,
   float *row = r->buf + s * r->len;
   if (r->tag[s] != vr) {
     fetch_row(v, c, tau, vr, b->tmp, own0, own1);
-    v->dsp->fir(b->tmp, v->p.s[tau].hrev, v->p.kw, row, v->m32);
+    v->dsp->fir(b->tmp, v->p.s[tau].hrev, v->p.kw, row, v->mb);
     r->tag[s] = vr;
   }
   return row;
@@ -311,8 +227,8 @@ static void store_row(video *v, const chan *c, const float *acc, long r)
 {
   uint8_t *dst = (uint8_t *)v->out->data[c->plane] +
                  (size_t)r * v->out->stride[c->plane] + c->offset;
-  store_out(acc, dst, c->step, c->type, c->w, v->cfg.scale, v->cfg.bias,
-            v->cfg.absolute);
+  v->dsp->pix_out(acc, dst, c->step, (int)c->type, c->w, v->cfg.scale,
+                  v->cfg.bias, v->cfg.absolute);
 }
 
 static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
@@ -320,7 +236,7 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
   const plan *p = &v->p;
   unsigned kh = p->kh, kw = p->kw, nt = active_slices(v);
   unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
-  float *o0 = b->out, *o1 = b->out + v->m32;
+  float *o0 = b->out, *o1 = b->out + v->mb;
   for (long i = y0; i < y1; i += 2) {
     int two = i + 1 < y1;
     for (unsigned tau = 0; tau < nt; tau++) {
@@ -331,7 +247,7 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
         unsigned n = kh - g < group ? kh - g : group;
         v->dsp->conv2d((const float *const *)b->rows + g,
                        p->s[tau].wflip + (size_t)g * kw, n, kw, o0,
-                       two ? o1 : NULL, v->m32, tau > 0 || g > 0);
+                       two ? o1 : NULL, v->mb, tau > 0 || g > 0);
       }
     }
     store_row(v, c, o0, i);
@@ -351,7 +267,7 @@ static void band_separable(video *v, band *b, const chan *c, long y0,
       for (unsigned q = 0; q < p->kh; q++)
         b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
       v->dsp->colsum((const float *const *)b->rows, p->s[tau].vcol, p->kh,
-                     b->out, v->m32, tau > 0);
+                     b->out, v->mb, tau > 0);
     }
     store_row(v, c, b->out, i);
   }
@@ -390,11 +306,11 @@ static void band_fft(video *v, band *b, const chan *c, long y0, long y1)
       cf_fft_inverse(p->fft, b->acc, b->tile);
       size_t n = c->w - tx < vw ? c->w - tx : vw;
       for (long r = 0; r < rows; r++)
-        memcpy(b->out + (size_t)r * v->m32 + tx,
+        memcpy(b->out + (size_t)r * v->mb + tx,
                b->tile + (r + p->kh - 1) * nw + p->kw - 1, n * sizeof(float));
     }
     for (long r = 0; r < rows; r++)
-      store_row(v, c, b->out + (size_t)r * v->m32, ty + r);
+      store_row(v, c, b->out + (size_t)r * v->mb, ty + r);
   }
 }
 
@@ -492,14 +408,18 @@ static int rank1(const float *k, unsigned kh, unsigned kw, double *u,
   return res <= 4e-14 * norm;
 }
 
-/* Measured costs in ns per output sample on one core (bench/results/
- * conv2d-crossover-*.md): direct per tap, separable per tap, per sample
- * for loading and storing, and the FFT per n log2 n and per bin. */
-#define NS_DIRECT_TAP 0.030
-#define NS_SEP_TAP 0.045
+/* Costs in ns on one core, from bench/results/conv2d-crossover-*.md
+ * (1080p GRAY32F, AVX-512): direct per tap and sample, separable per tap
+ * and sample, loading and storing per sample; the FFT per n log2 n of a
+ * tile transform, per bin and slice of the spectral multiply-add, and
+ * per tile sample copied in and out. Direct beats the FFT up to about
+ * 17x17 there. */
+#define NS_DIRECT_TAP 0.045
+#define NS_SEP_TAP 0.08
 #define NS_SAMPLE 0.6
-#define NS_FFT_NLOGN 0.12
-#define NS_FFT_BIN 0.8
+#define NS_FFT_NLOGN 0.3
+#define NS_FFT_BIN 0.5
+#define NS_FFT_COPY 0.5
 
 static const unsigned tile_sizes[] = {8,   12,  16,  24,  32,  48,  64, 96,
                                       128, 192, 256, 384, 512, 768, 1024};
@@ -525,7 +445,7 @@ static double fft_tile(unsigned kh, unsigned kw, unsigned t, unsigned w,
       double tiles = (double)((h + vh - 1) / vh) * (double)((w + vw - 1) / vw);
       double n = (double)(th * tw), bins = (double)(th * (tw / 2 + 1));
       double cost = tiles * ((t + 1) * NS_FFT_NLOGN * n * log2(n) +
-                             t * NS_FFT_BIN * bins + t * n * 0.3);
+                             t * NS_FFT_BIN * bins + (t + 1) * NS_FFT_COPY * n);
       if (best == 0 || cost < best)
         best = cost, *nh = th, *nw = tw;
     }
@@ -690,11 +610,11 @@ static cf_status make_bands(video *v)
   for (unsigned k = 0; k < v->nchan; k++)
     if (v->ch[k].filter && v->ch[k].w > wmax)
       wmax = v->ch[k].w;
-  v->m32 = round_up(wmax, 32);
-  /* Reads run up to m32 + kw - 1 floats into a row. */
-  v->rowlen = round_up(v->m32 + p->padl + p->padr + 32, 16);
-  if (p->algo == ALGO_FFT && v->rowlen < v->m32 + p->nw)
-    v->rowlen = round_up(v->m32 + p->nw, 16);
+  v->mb = round_up(wmax, v->dsp->block);
+  /* Reads run up to mb + kw - 1 floats into a row. */
+  v->rowlen = round_up(v->mb + p->padl + p->padr + 32, 16);
+  if (p->algo == ALGO_FFT && v->rowlen < v->mb + p->nw)
+    v->rowlen = round_up(v->mb + p->nw, 16);
   v->bands = calloc(v->nbands, sizeof *v->bands);
   if (!v->bands)
     return cf_fail(CF_E_NOMEM, "video: out of memory for bands");
@@ -703,11 +623,11 @@ static cf_status make_bands(video *v)
     band *b = &v->bands[i];
     int ok = (b->rings = calloc(p->t, sizeof *b->rings)) &&
              (b->rows = calloc(p->kh + 1, sizeof *b->rows)) &&
-             (b->out = cf_alloc(outrows * v->m32 * sizeof(float)));
+             (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
     for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
       ring *r = &b->rings[t];
       r->n = p->algo == ALGO_DIRECT ? p->kh + 1 : p->kh;
-      r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->m32 + 32;
+      r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
       ok = (r->buf = cf_alloc(r->n * r->len * sizeof(float))) &&
            (r->tag = malloc(r->n * sizeof *r->tag));
     }
@@ -796,7 +716,7 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
   free_plan(&v->p);
   v->p = np;
   v->bands = trial.bands;
-  v->m32 = trial.m32;
+  v->mb = trial.mb;
   v->rowlen = trial.rowlen;
   if ((s = make_xmaps(v)) != CF_OK)
     return s;

@@ -34,7 +34,8 @@ CF_PUBLIC cf_status cf_preset_from_string(const char *s, cf_preset *out)
       *out = (cf_preset)i;
       return CF_OK;
     }
-  return cf_fail(CF_E_INVALID, "preset '%s': expected gaussian, box, "
+  return cf_fail(CF_E_INVALID,
+                 "preset '%s': expected gaussian, box, "
                  "sharpen, unsharp, sobel-x, sobel-y, laplacian or emboss",
                  s ? s : "(null)");
 }
@@ -103,17 +104,25 @@ CF_PUBLIC cf_status cf_kernel2d_preset(cf_preset p, unsigned size, double sigma,
   bool has_sigma = p == CF_PRESET_GAUSSIAN || p == CF_PRESET_UNSHARP;
   bool fixed = !has_sigma && p != CF_PRESET_BOX;
   if (!has_sigma && sigma != 0.0)
-    return cf_fail(CF_E_INVALID, "preset '%s' takes no sigma (got %g; pass "
-                   "0)", name, sigma);
+    return cf_fail(CF_E_INVALID,
+                   "preset '%s' takes no sigma (got %g; pass "
+                   "0)",
+                   name, sigma);
   if (has_sigma && sigma != 0.0 && !(isfinite(sigma) && sigma > 0.0))
-    return cf_fail(CF_E_INVALID, "preset '%s': sigma %g must be finite and "
-                   "> 0 (or 0 for the default)", name, sigma);
+    return cf_fail(CF_E_INVALID,
+                   "preset '%s': sigma %g must be finite and "
+                   "> 0 (or 0 for the default)",
+                   name, sigma);
   if (fixed && size != 0 && size != 3)
-    return cf_fail(CF_E_INVALID, "preset '%s' is 3x3 only: size %u refused "
-                   "(pass 0 or 3)", name, size);
+    return cf_fail(CF_E_INVALID,
+                   "preset '%s' is 3x3 only: size %u refused "
+                   "(pass 0 or 3)",
+                   name, size);
   if (size > CF_KERNEL2D_MAX_SIDE)
-    return cf_fail(CF_E_INVALID, "preset '%s': size %u is larger than the "
-                   "limit of %u", name, size, CF_KERNEL2D_MAX_SIDE);
+    return cf_fail(CF_E_INVALID,
+                   "preset '%s': size %u is larger than the "
+                   "limit of %u",
+                   name, size, CF_KERNEL2D_MAX_SIDE);
   switch (p) {
   case CF_PRESET_GAUSSIAN:
   case CF_PRESET_UNSHARP:

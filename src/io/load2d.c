@@ -57,16 +57,18 @@ static cf_status add_number(grid *g, const cf_io_text_event *ev)
   if (g->row == 0) {
     if (g->rows == 0) {
       if (g->t == CF_KERNEL2D_MAX_FRAMES)
-        return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %u "
-                       "temporal blocks", g->path, ev->line, ev->col,
-                       CF_KERNEL2D_MAX_FRAMES);
+        return cf_fail(CF_E_FORMAT,
+                       "%s:%lu:%lu: more than the limit of %u "
+                       "temporal blocks",
+                       g->path, ev->line, ev->col, CF_KERNEL2D_MAX_FRAMES);
       g->block_line = ev->line;
       g->block_col = ev->col;
     }
     if (g->rows == CF_KERNEL2D_MAX_SIDE)
-      return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %u "
-                     "rows in a temporal block", g->path, ev->line, ev->col,
-                     CF_KERNEL2D_MAX_SIDE);
+      return cf_fail(CF_E_FORMAT,
+                     "%s:%lu:%lu: more than the limit of %u "
+                     "rows in a temporal block",
+                     g->path, ev->line, ev->col, CF_KERNEL2D_MAX_SIDE);
     g->row_line = ev->line;
     g->row_col = ev->col;
   }
@@ -79,12 +81,15 @@ static cf_status add_number(grid *g, const cf_io_text_event *ev)
     return CF_OK;
   }
   if (g->row == CF_KERNEL2D_MAX_SIDE)
-    return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %u "
-                   "numbers in a row", g->path, ev->line, ev->col,
-                   CF_KERNEL2D_MAX_SIDE);
+    return cf_fail(CF_E_FORMAT,
+                   "%s:%lu:%lu: more than the limit of %u "
+                   "numbers in a row",
+                   g->path, ev->line, ev->col, CF_KERNEL2D_MAX_SIDE);
   if (g->taps.len == CF_KERNEL2D_MAX_TAPS)
-    return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %zu "
-                   "taps", g->path, ev->line, ev->col, CF_KERNEL2D_MAX_TAPS);
+    return cf_fail(CF_E_FORMAT,
+                   "%s:%lu:%lu: more than the limit of %zu "
+                   "taps",
+                   g->path, ev->line, ev->col, CF_KERNEL2D_MAX_TAPS);
   cf_status s = cf_io_taps_reserve(&g->taps, 1, g->path);
   if (s == CF_OK) {
     g->taps.v[g->taps.len++] = ev->value;
@@ -100,9 +105,10 @@ static cf_status end_row(grid *g)
     g->kw_line = g->row_line;
   } else if (g->row != g->kw) {
     bool longer = g->row > g->kw;
-    return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: row has %zu numbers, expected "
-                   "%u as in the first row (line %lu)", g->path,
-                   longer ? g->long_line : g->row_line,
+    return cf_fail(CF_E_FORMAT,
+                   "%s:%lu:%lu: row has %zu numbers, expected "
+                   "%u as in the first row (line %lu)",
+                   g->path, longer ? g->long_line : g->row_line,
                    longer ? g->long_col : g->row_col, g->row, g->kw,
                    g->kw_line);
   }
@@ -117,11 +123,12 @@ static cf_status end_block(grid *g)
     g->kh = g->rows;
     g->kh_line = g->block_line;
   } else if (g->rows != g->kh) {
-    return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: temporal block %u (tau = %u) "
+    return cf_fail(CF_E_FORMAT,
+                   "%s:%lu:%lu: temporal block %u (tau = %u) "
                    "has %u row%s, expected %u as in the first block (line "
-                   "%lu)", g->path, g->block_line, g->block_col, g->t + 1,
-                   g->t, g->rows, g->rows == 1 ? "" : "s", g->kh,
-                   g->kh_line);
+                   "%lu)",
+                   g->path, g->block_line, g->block_col, g->t + 1, g->t,
+                   g->rows, g->rows == 1 ? "" : "s", g->kh, g->kh_line);
   }
   g->rows = 0;
   g->t++;
@@ -150,8 +157,10 @@ static cf_status parse_grid(grid *g, FILE *f)
   }
   cf_io_text_free(t);
   if (s == CF_OK && g->t == 0)
-    s = cf_fail(CF_E_FORMAT, "%s: no taps (the file is empty or holds only "
-                "comments)", g->path);
+    s = cf_fail(CF_E_FORMAT,
+                "%s: no taps (the file is empty or holds only "
+                "comments)",
+                g->path);
   return s;
 }
 
@@ -172,23 +181,28 @@ CF_PUBLIC cf_status cf_kernel2d_load_text(const char *path, cf_kernel2d **out)
 
 /* ---- .npy ---------------------------------------------------------- */
 
-static cf_status npy_limits(const char *path, const char *shape,
-                            unsigned ndim, const uint64_t *dims,
-                            uint64_t count)
+static cf_status npy_limits(const char *path, const char *shape, unsigned ndim,
+                            const uint64_t *dims, uint64_t count)
 {
   const uint64_t *side = dims + ndim - 2;
   for (unsigned i = 0; i < 2; i++)
     if (side[i] > CF_KERNEL2D_MAX_SIDE)
-      return cf_fail(CF_E_FORMAT, "%s: shape %s: %s %llu is more than the "
-                     "limit of %u", path, shape, i ? "width" : "height",
+      return cf_fail(CF_E_FORMAT,
+                     "%s: shape %s: %s %llu is more than the "
+                     "limit of %u",
+                     path, shape, i ? "width" : "height",
                      (unsigned long long)side[i], CF_KERNEL2D_MAX_SIDE);
   if (ndim == 3 && dims[0] > CF_KERNEL2D_MAX_FRAMES)
-    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu temporal taps, more "
-                   "than the limit of %u", path, shape,
-                   (unsigned long long)dims[0], CF_KERNEL2D_MAX_FRAMES);
+    return cf_fail(CF_E_FORMAT,
+                   "%s: shape %s: %llu temporal taps, more "
+                   "than the limit of %u",
+                   path, shape, (unsigned long long)dims[0],
+                   CF_KERNEL2D_MAX_FRAMES);
   if (count > CF_KERNEL2D_MAX_TAPS)
-    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu taps, more than the "
-                   "limit of %zu", path, shape, (unsigned long long)count,
+    return cf_fail(CF_E_FORMAT,
+                   "%s: shape %s: %llu taps, more than the "
+                   "limit of %zu",
+                   path, shape, (unsigned long long)count,
                    CF_KERNEL2D_MAX_TAPS);
   return CF_OK;
 }
@@ -241,7 +255,8 @@ CF_PUBLIC cf_status cf_kernel2d_load(const char *path, cf_kernel2d **out)
     return cf_kernel2d_load_npy(path, out);
   if (kind == CF_IO_KIND_TEXT)
     return cf_kernel2d_load_text(path, out);
-  return cf_fail(CF_E_FORMAT, "%s: neither text nor .npy (byte %zu is 0x%02x "
+  return cf_fail(CF_E_FORMAT,
+                 "%s: neither text nor .npy (byte %zu is 0x%02x "
                  "and there is no .npy magic): cannot read a 2D kernel",
                  path, at, byte);
 }
