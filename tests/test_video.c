@@ -508,6 +508,10 @@ typedef struct vcase {
   fbuf ain, aout;
   double *aval[3];
   size_t taps; /* T * Kh * Kw of the kernel in use */
+  /* if set, frames go through one buffer holding, plane by plane, the
+   * input plane and then the output plane (disjoint, spans interleaved) */
+  uint8_t *shared;
+  size_t sh_in[3], sh_out[3];
 } vcase;
 
 /* The filter on magnitudes: |taps|, and the configuration's magnitudes. */
@@ -603,6 +607,7 @@ static void vcase_open(vcase *c, ref_rng *r, const cf_video_config *cfg,
 
 static void vcase_close(vcase *c)
 {
+  free(c->shared);
   cf_engine_free(c->e);
   ref2d_video_free(c->ref);
   fbuf_free(&c->in);
@@ -740,7 +745,24 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
   fbuf_randomize(&c->got, r);
   fbuf_copy(&c->want, &c->got);
   fbuf_copy(&c->in_copy, &c->in);
-  cf_status s = cf_engine_process_frame(c->e, &c->in.f, &c->got.f);
+  cf_status s;
+  if (c->shared) {
+    cf_frame fi = c->in.f, fo = c->got.f;
+    for (unsigned p = 0; p < c->d.planes; p++) {
+      memcpy(c->shared + c->sh_in[p], c->in.mem[p], c->in.size[p]);
+      memcpy(c->shared + c->sh_out[p], c->got.mem[p], c->got.size[p]);
+      fi.data[p] = c->shared + c->sh_in[p];
+      fo.data[p] = c->shared + c->sh_out[p];
+    }
+    s = cf_engine_process_frame(c->e, &fi, &fo);
+    for (unsigned p = 0; p < c->d.planes; p++) {
+      memcpy(c->got.mem[p], c->shared + c->sh_out[p], c->got.size[p]);
+      CHECK(!memcmp(c->shared + c->sh_in[p], c->in.mem[p], c->in.size[p]),
+            "%s, frame %u: the engine wrote into input plane %u", what,
+            c->frames, p);
+    }
+  } else
+    s = cf_engine_process_frame(c->e, &c->in.f, &c->got.f);
   CHECK(s == CF_OK, "%s, frame %u: cf_engine_process_frame returned %s: %s",
         what, c->frames, cf_status_name(s), cf_last_error());
   CHECK(ref2d_video_frame(c->ref, &c->in.f, &c->want.f, c->val),
@@ -1783,6 +1805,44 @@ static void test_big(void **state)
   }
 }
 
+/* Input and output planes in one buffer (in Y, out Y, in U, out U, ...):
+ * disjoint, so accepted, and filtered as from separate buffers. */
+static void test_shared_buffer(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 17);
+  static const cf_pixel_format fs[] = {CF_PIX_I420, CF_PIX_NV12, CF_PIX_RGBA,
+                                       CF_PIX_GRAY16_LE, CF_PIX_GRAY32F};
+  for (unsigned c = 0; c < 5; c++) {
+    cf_pixel_format f = fs[c];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("shared_buffer #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    size_t off = 0;
+    for (unsigned p = 0; p < v.d.planes; p++) {
+      v.sh_in[p] = off;
+      off += (v.in.size[p] + 7) & ~(size_t)7;
+      v.sh_out[p] = off;
+      off += (v.got.size[p] + 7) & ~(size_t)7;
+    }
+    v.shared = xalloc(off);
+    for (unsigned i = 0; i < t + 1; i++)
+      vcase_step(&v, &r, "shared buffer");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
 /* Backends: CPU always; CUDA unavailable with a reason (an engine forced
  * onto it fails with CF_E_UNAVAILABLE, AUTO falls back to the CPU, whose
  * latency is 0 frames); a video engine refuses the audio calls. */
@@ -1851,7 +1911,7 @@ int main(void)
       cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_big),
+      cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
   };
   /* Random frame sizes mean many FFT sizes: unless CF_FFT_PLANNING is set,
    * the first FFT-capable variant plans with the default and the later
