@@ -383,6 +383,7 @@ static void config_describe(const cf_video_config *cfg)
 
 typedef struct fbuf {
   cf_frame f;
+  uint8_t *raw[3]; /* allocations; mem[p] = raw[p] + shift */
   uint8_t *mem[3];
   size_t size[3];
   unsigned planes;
@@ -390,7 +391,7 @@ typedef struct fbuf {
 
 /* Random padding per plane: none, or some samples' worth of bytes. */
 static void rand_strides(ref_rng *r, const ref2d_fmt *d, unsigned w,
-                         size_t stride[3])
+                         size_t stride[3], int misalign)
 {
   for (unsigned p = 0; p < 3; p++) {
     stride[p] = 0;
@@ -398,6 +399,8 @@ static void rand_strides(ref_rng *r, const ref2d_fmt *d, unsigned w,
       continue;
     size_t pad = ref_rng_u64(r) % 3 == 0 ? 0 : ref_rng_range(r, 1, 13);
     stride[p] = ref2d_row_bytes(d, p, w) + pad * d->bytes;
+    if (misalign && d->bytes > 1) /* rows off the sample alignment */
+      stride[p] += ref_rng_range(r, 1, d->bytes - 1);
   }
 }
 
@@ -405,7 +408,8 @@ static void rand_strides(ref_rng *r, const ref2d_fmt *d, unsigned w,
  * that valgrind sees any access past it), else its padding and GUARD bytes
  * follow. Filled with random bytes. */
 static void fbuf_make(fbuf *b, ref_rng *r, const ref2d_fmt *d, unsigned w,
-                      unsigned h, const size_t stride[3], int tight)
+                      unsigned h, const size_t stride[3], int tight,
+                      unsigned shift)
 {
   memset(b, 0, sizeof *b);
   b->planes = d->planes;
@@ -415,7 +419,8 @@ static void fbuf_make(fbuf *b, ref_rng *r, const ref2d_fmt *d, unsigned w,
     size_t row = ref2d_row_bytes(d, p, w);
     b->size[p] =
         stride[p] * (ph - 1) + row + (tight ? 0 : stride[p] - row + GUARD);
-    b->mem[p] = xalloc(b->size[p]);
+    b->raw[p] = xalloc(b->size[p] + shift);
+    b->mem[p] = b->raw[p] + shift;
     for (size_t i = 0; i < b->size[p]; i++)
       b->mem[p][i] = (uint8_t)ref_rng_u64(r);
     b->f.data[p] = b->mem[p];
@@ -426,7 +431,7 @@ static void fbuf_make(fbuf *b, ref_rng *r, const ref2d_fmt *d, unsigned w,
 static void fbuf_free(fbuf *b)
 {
   for (unsigned p = 0; p < b->planes; p++)
-    free(b->mem[p]);
+    free(b->raw[p]);
   memset(b, 0, sizeof *b);
 }
 
@@ -567,16 +572,23 @@ static void vcase_open_status(vcase *c, ref_rng *r, const cf_video_config *cfg,
     c->val[i] = xalloc((size_t)c->cw[i] * c->ch[i] * sizeof(double));
   }
   size_t sin[3], sout[3];
-  rand_strides(r, &c->d, cfg->width, sin);
-  rand_strides(r, &c->d, cfg->width, sout);
+  /* now and then, 16- and 32-bit samples off their alignment (planes and
+   * rows start at odd addresses): nothing in video.h asks for alignment */
+  int mis = c->d.bytes > 1 && ref_rng_u64(r) % 6 == 0;
+  unsigned shin = mis ? (unsigned)ref_rng_range(r, 1, c->d.bytes - 1) : 0;
+  unsigned shout = mis ? (unsigned)ref_rng_range(r, 1, c->d.bytes - 1) : 0;
+  rand_strides(r, &c->d, cfg->width, sin, mis);
+  rand_strides(r, &c->d, cfg->width, sout, mis);
+  if (mis)
+    add_case("misaligned by %u/%u ", shin, shout);
   int tight = ref_rng_u64(r) % 2 == 0;
   add_case("strides in %zu/%zu/%zu out %zu/%zu/%zu%s ", sin[0], sin[1], sin[2],
            sout[0], sout[1], sout[2], tight ? " tight" : "");
   kern_describe(k);
-  fbuf_make(&c->in, r, &c->d, cfg->width, cfg->height, sin, tight);
-  fbuf_make(&c->in_copy, r, &c->d, cfg->width, cfg->height, sin, tight);
-  fbuf_make(&c->got, r, &c->d, cfg->width, cfg->height, sout, tight);
-  fbuf_make(&c->want, r, &c->d, cfg->width, cfg->height, sout, tight);
+  fbuf_make(&c->in, r, &c->d, cfg->width, cfg->height, sin, tight, shin);
+  fbuf_make(&c->in_copy, r, &c->d, cfg->width, cfg->height, sin, tight, 0);
+  fbuf_make(&c->got, r, &c->d, cfg->width, cfg->height, sout, tight, shout);
+  fbuf_make(&c->want, r, &c->d, cfg->width, cfg->height, sout, tight, 0);
   vcase_masks(c);
   c->ref = ref2d_video_new(cfg, k->t, k->kh, k->kw, k->taps);
   CHECK(c->ref, "reference: out of memory");
@@ -584,8 +596,8 @@ static void vcase_open_status(vcase *c, ref_rng *r, const cf_video_config *cfg,
   if (c->d.is_float) {
     c->aref = abs_ref_new(cfg, k);
     CHECK(c->aref, "reference: out of memory");
-    fbuf_make(&c->ain, r, &c->d, cfg->width, cfg->height, sin, tight);
-    fbuf_make(&c->aout, r, &c->d, cfg->width, cfg->height, sout, tight);
+    fbuf_make(&c->ain, r, &c->d, cfg->width, cfg->height, sin, tight, 0);
+    fbuf_make(&c->aout, r, &c->d, cfg->width, cfg->height, sout, tight, 0);
     for (unsigned i = 0; i < c->d.ncomp; i++)
       c->aval[i] = xalloc((size_t)c->cw[i] * c->ch[i] * sizeof(double));
   }
