@@ -873,9 +873,9 @@ static void test_api(void **state)
     cf_pixel_format f = all_formats[i], g;
     ref2d_fmt d;
     ref2d_fmt_get(f, &d);
-    CHECK(!strcmp(cf_pixel_format_name(f), fmt_names[i]),
-          "format %u is named '%s', want '%s'", i, cf_pixel_format_name(f),
-          fmt_names[i]);
+    const char *nm = cf_pixel_format_name(f);
+    CHECK(nm && !strcmp(nm, fmt_names[i]), "format %u is named '%s', want '%s'",
+          i, nm ? nm : "(null)", fmt_names[i]);
     char lower[32];
     size_t n = strlen(fmt_names[i]);
     for (size_t j = 0; j <= n; j++)
