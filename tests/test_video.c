@@ -1786,6 +1786,8 @@ static void test_big(void **state)
       {CF_PIX_GRAY32F, 6, 5, 64, 3, 3},
       {CF_PIX_RGB, 4, 3, 17, 2, 2},
       {CF_PIX_GRAY8, 3, 2, 1, 1000, 1000},
+      {CF_PIX_GRAY32F, 200, 150, 1, 41, 33},
+      {CF_PIX_RGBA, 300, 7, 1, 3, 200},
   };
   for (unsigned c = 0; c < sizeof cs / sizeof *cs; c++) {
     cf_video_config cfg;
