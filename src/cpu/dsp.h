@@ -26,9 +26,6 @@ typedef struct cf_dsp {
    * and wpad + q0 * kw continues the sum). `add` accumulates into o. */
   void (*conv2d)(const float *const *rows, const float *wpad, size_t nq,
                  size_t kw, float *const *o, size_t m, int add);
-  /* out[x] (+)= sum_{q<n} v[q] * rows[q][x] for x < m (m % block == 0). */
-  void (*colsum)(const float *const *rows, const float *v, size_t n,
-                 float *out, size_t m, int add);
   /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
    * float. */
   void (*pix_in)(const unsigned char *p, unsigned step, int type,

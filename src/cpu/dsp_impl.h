@@ -1,14 +1,53 @@
 /* Template for the hot loops: included once per instruction set by
- * dsp_generic.c and dsp_avx2.c, which define DSP_NAME and compile it with
- * their own -m flags. GCC vector extensions keep it portable: v8 lowers to
- * two SSE registers in the generic build and one AVX register (with FMA
- * contraction) in the AVX2 build. */
+ * dsp_generic.c, dsp_avx2.c and dsp_avx512.c, which define DSP_NAME (and
+ * the vector shape) and compile it with their own -m flags. GCC vector
+ * extensions keep it portable: an 8-lane vector lowers to two SSE
+ * registers in the generic build and one AVX register (with FMA
+ * contraction) in the AVX2 build; 16 lanes to one AVX-512 register. */
 #include <string.h>
 
 #include "dsp.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+
+/* The 2D kernels work on vectors of DSP_VW lanes (8: SSE pairs or AVX2;
+ * 16: AVX-512), DSP_NV of them per output row and DSP_ROWS output rows per
+ * pass: as many accumulators as the registers hold (AVX-512: 3 x 6 = 18
+ * of 32; AVX2: 2 x 4 = 8 of 16), so each input vector loaded feeds
+ * DSP_ROWS FMAs (bench/results/conv2d-*.md). */
+#ifndef DSP_VW
+#define DSP_VW 8
+#endif
+#ifndef DSP_ROWS
+#define DSP_ROWS 2
+#endif
+#ifndef DSP_NV
+#define DSP_NV 4
+#endif
+typedef float vf __attribute__((vector_size(DSP_VW * 4)));
+#define BLOCK (DSP_NV * DSP_VW)
+
+static inline vf loadv(const float *p)
+{
+  vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+static inline vf bcastv(float x) { return x - (vf){0}; } /* exact */
+
+/* Keep a loaded vector in a register: otherwise GCC folds the load into
+ * each FMA that uses it, loading (and splitting across cache lines) once
+ * per output row. */
+#if defined(__AVX__)
+#define IN_REG(v) __asm__("" : "+v"(v))
+#else /* the generic build's vectors span two registers */
+#define IN_REG(v) ((void)0)
+#endif
+
 
 typedef float v8 __attribute__((vector_size(32)));
 
@@ -29,45 +68,47 @@ static inline v8 bcast(float x) { return (v8){x, x, x, x, x, x, x, x}; }
  * within 1e-6 of the float64 reference). */
 #define FIR_BLOCK 128
 
-/* 32 outputs per pass (4 accumulators): each tap is broadcast once and
- * used 4 times; loads hit L1 since the window slides by one float. */
+/* 4 * DSP_VW outputs per pass (4 accumulators): each tap is broadcast
+ * once and used 4 times; loads hit L1 since the window slides by one
+ * float. */
 static void fir(const float *x, const float *hrev, size_t len, float *out,
                 size_t m)
 {
+  const size_t W = DSP_VW;
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    v8 t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+  for (; i + 4 * W <= m; i += 4 * W) {
+    vf t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
     const float *xi = x + i;
     for (size_t j0 = 0; j0 < len; j0 += FIR_BLOCK) {
       size_t j1 = j0 + FIR_BLOCK < len ? j0 + FIR_BLOCK : len;
-      v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+      vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
       for (size_t j = j0; j < j1; j++) {
-        v8 h = bcast(hrev[j]);
-        a0 += h * load8(xi + j);
-        a1 += h * load8(xi + j + 8);
-        a2 += h * load8(xi + j + 16);
-        a3 += h * load8(xi + j + 24);
+        vf h = bcastv(hrev[j]);
+        a0 += h * loadv(xi + j);
+        a1 += h * loadv(xi + j + W);
+        a2 += h * loadv(xi + j + 2 * W);
+        a3 += h * loadv(xi + j + 3 * W);
       }
       t0 += a0;
       t1 += a1;
       t2 += a2;
       t3 += a3;
     }
-    store8(out + i, t0);
-    store8(out + i + 8, t1);
-    store8(out + i + 16, t2);
-    store8(out + i + 24, t3);
+    storev(out + i, t0);
+    storev(out + i + W, t1);
+    storev(out + i + 2 * W, t2);
+    storev(out + i + 3 * W, t3);
   }
-  for (; i + 8 <= m; i += 8) {
-    v8 t = {0};
+  for (; i + W <= m; i += W) {
+    vf t = {0};
     for (size_t j0 = 0; j0 < len; j0 += FIR_BLOCK) {
       size_t j1 = j0 + FIR_BLOCK < len ? j0 + FIR_BLOCK : len;
-      v8 a = {0};
+      vf a = {0};
       for (size_t j = j0; j < j1; j++)
-        a += bcast(hrev[j]) * load8(x + i + j);
+        a += bcastv(hrev[j]) * loadv(x + i + j);
       t += a;
     }
-    store8(out + i, t);
+    storev(out + i, t);
   }
   for (; i < m; i++) {
     float t = 0.0f;
@@ -113,43 +154,6 @@ static void cmac(float *acc, const float *const *x, const float *const *h,
   }
 }
 
-/* The 2D kernels work on vectors of DSP_VW lanes (8: SSE pairs or AVX2;
- * 16: AVX-512), DSP_NV of them per output row and DSP_ROWS output rows per
- * pass: as many accumulators as the registers hold (AVX-512: 3 x 6 = 18
- * of 32; AVX2: 2 x 4 = 8 of 16), so each input vector loaded feeds
- * DSP_ROWS FMAs (bench/results/conv2d-*.md). */
-#ifndef DSP_VW
-#define DSP_VW 8
-#endif
-#ifndef DSP_ROWS
-#define DSP_ROWS 2
-#endif
-#ifndef DSP_NV
-#define DSP_NV 4
-#endif
-typedef float vf __attribute__((vector_size(DSP_VW * 4)));
-#define BLOCK (DSP_NV * DSP_VW)
-
-static inline vf loadv(const float *p)
-{
-  vf v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
-static inline vf bcastv(float x) { return x - (vf){0}; } /* exact */
-
-/* Keep a loaded vector in a register: otherwise GCC folds the load into
- * each FMA that uses it, loading (and splitting across cache lines) once
- * per output row. */
-#if defined(__AVX__)
-#define IN_REG(v) __asm__("" : "+v"(v))
-#else /* the generic build's vectors span two registers */
-#define IN_REG(v) ((void)0)
-#endif
-
 /* Input row q feeds output row r with kernel row q - r; wpad has
  * DSP_ROWS - 1 zero rows above and below the kernel, so that holds for
  * every q and r without a branch (the zero taps cost (R - 1) / kh more
@@ -181,24 +185,6 @@ static void conv2d(const float *const *rows, const float *wpad, size_t nq,
     for (int r = 0; r < DSP_ROWS; r++)
       for (int v = 0; v < DSP_NV; v++)
         storev(o[r] + x + v * DSP_VW, a[r][v]);
-  }
-}
-
-static void colsum(const float *const *rows, const float *v, size_t n,
-                   float *out, size_t m, int add)
-{
-  for (size_t x = 0; x < m; x += BLOCK) {
-    vf a[DSP_NV];
-    for (int k = 0; k < DSP_NV; k++)
-      a[k] = add ? loadv(out + x + k * DSP_VW) : (vf){0};
-    for (size_t q = 0; q < n; q++) {
-      const float *r = rows[q] + x;
-      vf h = bcastv(v[q]);
-      for (int k = 0; k < DSP_NV; k++)
-        a[k] += h * loadv(r + k * DSP_VW);
-    }
-    for (int k = 0; k < DSP_NV; k++)
-      storev(out + x + k * DSP_VW, a[k]);
   }
 }
 
@@ -319,5 +305,5 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
 }
 
 const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,     cmac,   BLOCK, DSP_ROWS,
-                         conv2d,         colsum,
+                         conv2d,
                          pix_in, pix_out};

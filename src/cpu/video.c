@@ -8,7 +8,7 @@
  * Three ways to compute a slice (plan.algo, one for all slices):
  *  - direct: dsp->conv2d, several output rows per pass;
  *  - separable (rank-1 slices): dsp->fir along rows into a ring of
- *    filtered rows, then dsp->colsum down the columns;
+ *    filtered rows, then dsp->conv2d with a one-column kernel down them;
  *  - FFT: tiles of nh x nw, FFTW r2c, the spectra of all slices summed,
  *    one inverse per tile.
  * Rounding, saturation, scale, bias and |.| happen in the store of each
@@ -45,7 +45,8 @@ typedef struct chan {
 typedef struct slice {
   float *wpad;       /* direct: kh * kw taps flipped in both axes, with
                         dsp->rows - 1 zero rows above and below */
-  float *hrev, *vcol;/* separable: kw and kh taps, in application order */
+  float *hrev, *vpad;/* separable: kw row taps reversed; kh column taps
+                        flipped and padded as wpad */
   float *spec;       /* FFT: the kernel's spectrum / (nh * nw) */
 } slice;
 
@@ -259,20 +260,29 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
   }
 }
 
+/* The column pass is conv2d with a one-tap-wide kernel: R output rows per
+ * pass share each filtered row they load. */
 static void band_separable(video *v, band *b, const chan *c, long y0,
                            long y1)
 {
   const plan *p = &v->p;
-  unsigned nt = active_slices(v);
-  for (long i = y0; i < y1; i++) {
+  unsigned nt = active_slices(v), R = v->dsp->rows, nq = p->kh + R - 1;
+  float *o[8];
+  for (unsigned r = 0; r < R; r++)
+    o[r] = b->out + r * v->mb;
+  for (long i = y0; i < y1; i += R) {
     for (unsigned tau = 0; tau < nt; tau++) {
       long v0 = i + p->cy - p->kh + 1;
-      for (unsigned q = 0; q < p->kh; q++)
+      for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
-      v->dsp->colsum((const float *const *)b->rows, p->s[tau].vcol, p->kh,
-                     b->out, v->mb, tau > 0);
+      for (unsigned g = 0; g < nq; g += DIRECT_GROUP_TAPS) {
+        unsigned n = nq - g < DIRECT_GROUP_TAPS ? nq - g : DIRECT_GROUP_TAPS;
+        v->dsp->conv2d((const float *const *)b->rows + g, p->s[tau].vpad + g,
+                       n, 1, o, v->mb, tau > 0 || g > 0);
+      }
     }
-    store_row(v, c, b->out, i);
+    for (unsigned r = 0; r < R && i + (long)r < y1; r++)
+      store_row(v, c, o[r], i + r);
   }
 }
 
@@ -461,7 +471,7 @@ static void free_plan(plan *p)
     for (unsigned t = 0; t < p->t; t++) {
       cf_free(p->s[t].wpad);
       cf_free(p->s[t].hrev);
-      cf_free(p->s[t].vcol);
+      cf_free(p->s[t].vpad);
       cf_free(p->s[t].spec);
     }
   free(p->s);
@@ -561,14 +571,15 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
     } else if (p->algo == ALGO_SEPARABLE) {
       rank1(kt, k->kh, k->kw, u, u + k->kh);
       sl->hrev = cf_alloc(k->kw * sizeof(float));
-      sl->vcol = cf_alloc(k->kh * sizeof(float));
-      if (!sl->hrev || !sl->vcol)
+      unsigned z = v->dsp->rows - 1;
+      sl->vpad = cf_alloc((k->kh + 2 * z) * sizeof(float));
+      if (!sl->hrev || !sl->vpad)
         s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
       else {
         for (unsigned j = 0; j < k->kw; j++)
           sl->hrev[j] = (float)u[k->kh + k->kw - 1 - j];
         for (unsigned q = 0; q < k->kh; q++)
-          sl->vcol[q] = (float)u[k->kh - 1 - q];
+          sl->vpad[q + z] = (float)u[k->kh - 1 - q];
       }
     }
   }
@@ -631,7 +642,7 @@ static cf_status make_bands(video *v)
              (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
     for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
       ring *r = &b->rings[t];
-      r->n = p->algo == ALGO_DIRECT ? p->kh + v->dsp->rows - 1 : p->kh;
+      r->n = p->kh + v->dsp->rows - 1;
       r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
       ok = (r->buf = cf_alloc(r->n * r->len * sizeof(float))) &&
            (r->tag = malloc(r->n * sizeof *r->tag));
