@@ -1870,6 +1870,39 @@ static void test_shared_buffer(void **state)
   }
 }
 
+/* Kernels with an all-zero temporal slice, and all-zero kernels (the
+ * output is the bias): every path takes them, forced separable included
+ * (a zero slice is the outer product of a zero column and a row). */
+static void test_zero_slices(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 18);
+  for (unsigned c = 0; c < 8; c++) {
+    cf_pixel_format f =
+        c % 2 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = c < 6 ? (unsigned)ref_rng_range(&r, 2, 4) : 1;
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 1);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    unsigned zero = c < 6 ? (unsigned)ref_rng_range(&r, 0, t - 1) : 0;
+    size_t slice = (size_t)kh * kw;
+    memset(k.taps + zero * slice, 0, slice * sizeof(float));
+    set_case("zero_slices #%u: slice %u of %u zero ", c, zero, t);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    for (unsigned i = 0; i < t + 1; i++)
+      vcase_step(&v, &r, "zero slice");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
 /* Backends: CPU always; CUDA unavailable with a reason (an engine forced
  * onto it fails with CF_E_UNAVAILABLE, AUTO falls back to the CPU, whose
  * latency is 0 frames); a video engine refuses the audio calls. */
@@ -1939,6 +1972,7 @@ int main(void)
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
+      cmocka_unit_test(test_zero_slices),
   };
   /* Random frame sizes mean many FFT sizes: unless CF_FFT_PLANNING is set,
    * the first FFT-capable variant plans with the default and the later
