@@ -81,7 +81,7 @@ typedef enum cf_algorithm2d {
   CF_ALGO2D_AUTO,
   CF_ALGO2D_DIRECT,
   CF_ALGO2D_SEPARABLE, /* refused for a kernel that is not rank 1 */
-  CF_ALGO2D_FFT
+  CF_ALGO2D_FFT        /* refused for a kernel side over 1024 (tile limit) */
 } cf_algorithm2d;
 
 /* Largest frame side accepted. */

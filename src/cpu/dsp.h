@@ -19,13 +19,16 @@ typedef struct cf_dsp {
    * output rows per pass of conv2d. */
   unsigned block, rows;
   /* 2D direct, R = rows output rows at once: for x < m and r < R,
-   *   o[r][x] (+)= sum_{q<nq} sum_{j<kw} wpad[(q + R - 1 - r) * kw + j] *
+   *   o[r][x] (+)= sum_{q<nq} sum_{j<kw} w[(q + R - 1 - r) * kw + j] *
    *                rows[q][x + j],
-   * where wpad holds the flipped kernel with R - 1 zero rows above and
-   * below (so nq = kh + R - 1 covers it all; a later call with rows + q0
-   * and wpad + q0 * kw continues the sum). `add` accumulates into o. */
+   * w pointing at the kernel's rows so that every row indexed exists (a
+   * later call with rows + q0 and w + q0 * kw continues the sum). `add`
+   * accumulates into o. */
   void (*conv2d)(const float *const *rows, const float *wpad, size_t nq,
                  size_t kw, float *const *o, size_t m, int add);
+  /* o[x] += sum_{j<kw} w[j] * row[x + j] for x < m (m % block == 0). */
+  void (*conv1row)(const float *row, const float *w, size_t kw, float *o,
+                   size_t m);
   /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
    * float. */
   void (*pix_in)(const unsigned char *p, unsigned step, int type,

@@ -154,10 +154,10 @@ static void cmac(float *acc, const float *const *x, const float *const *h,
   }
 }
 
-/* Input row q feeds output row r with kernel row q - r; wpad has
- * DSP_ROWS - 1 zero rows above and below the kernel, so that holds for
- * every q and r without a branch (the zero taps cost (R - 1) / kh more
- * FMAs, less than the branches did). */
+/* Input row q feeds output row r with kernel row q - r. Callers pass
+ * only input rows that feed every one of the R output rows (the first and
+ * last R - 1 rows of a window go through conv1row instead), so no tap
+ * outside the kernel ever meets an input: 0 * NaN would spread NaN. */
 static void conv2d(const float *const *rows, const float *wpad, size_t nq,
                    size_t kw, float *const *o, size_t m, int add)
 {
@@ -185,6 +185,33 @@ static void conv2d(const float *const *rows, const float *wpad, size_t nq,
     for (int r = 0; r < DSP_ROWS; r++)
       for (int v = 0; v < DSP_NV; v++)
         storev(o[r] + x + v * DSP_VW, a[r][v]);
+  }
+}
+
+/* o[x] += sum_j w[j] * row[x + j] for x < m (one input row into one
+ * output row; taps summed in blocks of FIR_BLOCK like fir). */
+static void conv1row(const float *row, const float *w, size_t kw, float *o,
+                     size_t m)
+{
+  for (size_t x = 0; x < m; x += BLOCK) {
+    vf t[DSP_NV];
+    for (int v = 0; v < DSP_NV; v++)
+      t[v] = loadv(o + x + v * DSP_VW);
+    for (size_t j0 = 0; j0 < kw; j0 += FIR_BLOCK) {
+      size_t j1 = j0 + FIR_BLOCK < kw ? j0 + FIR_BLOCK : kw;
+      vf a[DSP_NV];
+      for (int v = 0; v < DSP_NV; v++)
+        a[v] = (vf){0};
+      for (size_t j = j0; j < j1; j++) {
+        vf h = bcastv(w[j]);
+        for (int v = 0; v < DSP_NV; v++)
+          a[v] += h * loadv(row + x + j + v * DSP_VW);
+      }
+      for (int v = 0; v < DSP_NV; v++)
+        t[v] += a[v];
+    }
+    for (int v = 0; v < DSP_NV; v++)
+      storev(o + x + v * DSP_VW, t[v]);
   }
 }
 
@@ -305,5 +332,5 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
 }
 
 const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,     cmac,   BLOCK, DSP_ROWS,
-                         conv2d,
+                         conv2d,         conv1row,
                          pix_in, pix_out};

@@ -246,12 +246,40 @@ static void store_row(video *v, const chan *c, const float *acc, long r)
                   v->cfg.bias, v->cfg.absolute);
 }
 
+/* o[r] (+)= sum over input rows q < kh + R - 1 of kernel row q - r (taps
+ * w, flipped, with R - 1 zero rows above and below) applied to rows[q],
+ * for the r < R output rows the window serves. Rows that feed all R
+ * outputs go through dsp->conv2d; the first and last R - 1 feed only
+ * some, and go through conv1row for just those, so a NaN in them never
+ * meets a padding zero. */
+static void conv_rows(const video *v, float *const *rows, const float *w,
+                      unsigned kh, unsigned kw, float *const *o, int add)
+{
+  const cf_dsp *d = v->dsp;
+  unsigned R = d->rows, z = R - 1, nq = kh + z;
+  unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
+  if (!add)
+    for (unsigned r = 0; r < R; r++)
+      memset(o[r], 0, v->mb * sizeof(float));
+  for (unsigned g = z; g < kh; g += group) {
+    unsigned n = kh - g < group ? kh - g : group;
+    d->conv2d((const float *const *)rows + g, w + (size_t)g * kw, n, kw, o,
+              v->mb, 1);
+  }
+  for (unsigned q = 0; q < nq; q++) {
+    if (q >= z && q < kh)
+      continue;
+    for (unsigned r = 0; r < R; r++)
+      if (q >= r && q - r < kh)
+        d->conv1row(rows[q], w + (size_t)(q - r + z) * kw, kw, o[r], v->mb);
+  }
+}
+
 static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
 {
   const plan *p = &v->p;
-  unsigned kh = p->kh, kw = p->kw, nt = active_slices(v), R = v->dsp->rows;
+  unsigned kh = p->kh, nt = active_slices(v), R = v->dsp->rows;
   unsigned nq = kh + R - 1;
-  unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
   float *o[8];
   for (unsigned r = 0; r < R; r++)
     o[r] = b->out + r * v->mb;
@@ -261,20 +289,15 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
       long v0 = i + p->cy - kh + 1;
       for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_raw(v, b, c, tau, v0 + q, y0, y1);
-      for (unsigned g = 0; g < nq; g += group) {
-        unsigned n = nq - g < group ? nq - g : group;
-        v->dsp->conv2d((const float *const *)b->rows + g,
-                       p->s[tau].wpad + (size_t)g * kw, n, kw, o, v->mb,
-                       tau > 0 || g > 0);
-      }
+      conv_rows(v, b->rows, p->s[tau].wpad, kh, p->kw, o, tau > 0);
     }
     for (unsigned r = 0; r < R && i + (long)r < y1; r++)
       store_row(v, c, o[r], i + r);
   }
 }
 
-/* The column pass is conv2d with a one-tap-wide kernel: R output rows per
- * pass share each filtered row they load. */
+/* The column pass is the direct one with a one-tap-wide kernel: R output
+ * rows per pass share each filtered row they load. */
 static void band_separable(video *v, band *b, const chan *c, long y0,
                            long y1)
 {
@@ -288,11 +311,7 @@ static void band_separable(video *v, band *b, const chan *c, long y0,
       long v0 = i + p->cy - p->kh + 1;
       for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
-      for (unsigned g = 0; g < nq; g += DIRECT_GROUP_TAPS) {
-        unsigned n = nq - g < DIRECT_GROUP_TAPS ? nq - g : DIRECT_GROUP_TAPS;
-        v->dsp->conv2d((const float *const *)b->rows + g, p->s[tau].vpad + g,
-                       n, 1, o, v->mb, tau > 0 || g > 0);
-      }
+      conv_rows(v, b->rows, p->s[tau].vpad, p->kh, 1, o, tau > 0);
     }
     for (unsigned r = 0; r < R && i + (long)r < y1; r++)
       store_row(v, c, o[r], i + r);
@@ -401,8 +420,13 @@ static int rank1(const float *k, unsigned kh, unsigned kw, double *u,
       if (a > best)
         best = a, pr = m;
     }
-  if (norm == 0)
-    return 0;
+  if (norm == 0) { /* a zero slice: the product of zeros */
+    for (unsigned m = 0; m < kh; m++)
+      u[m] = 0;
+    for (unsigned n = 0; n < kw; n++)
+      vv[n] = 0;
+    return 1;
+  }
   for (unsigned n = 0; n < kw; n++)
     vv[n] = k[pr * kw + n];
   for (int it = 0; it < 4; it++) {
