@@ -15,11 +15,33 @@ typedef struct cf_dsp {
    * (re, im), nb % 16 == 0, 64-byte aligned; x and h are n pointers. */
   void (*cmac)(float *acc, const float *const *x, const float *const *h,
                size_t n, size_t nb);
+  /* Outputs per pass of the 2D kernels: m below is a multiple of it. */
+  unsigned block;
+  /* 2D direct, two output rows at once (the input rows they share are
+   * loaded once): for x < m (m % block == 0),
+   *   o0[x] (+)= sum_{q<kh} sum_{j<kw} w[q*kw + j] * rows[q][x + j],
+   *   o1[x] (+)= sum_{q<kh} sum_{j<kw} w[q*kw + j] * rows[q + 1][x + j]
+   * (o1 NULL: one row, rows needs kh pointers, else kh + 1). `add`
+   * accumulates into o0/o1 instead of overwriting them. */
+  void (*conv2d)(const float *const *rows, const float *w, size_t kh,
+                 size_t kw, float *o0, float *o1, size_t m, int add);
+  /* out[x] (+)= sum_{q<n} v[q] * rows[q][x] for x < m (m % block == 0). */
+  void (*colsum)(const float *const *rows, const float *v, size_t n,
+                 float *out, size_t m, int add);
+  /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
+   * float. */
+  void (*pix_in)(const unsigned char *p, unsigned step, int type,
+                 float *dst, size_t w);
+  /* scale * acc + bias (|.| if absolute) to w samples; integers round to
+   * nearest even and saturate, NaN -> 0. */
+  void (*pix_out)(const float *acc, unsigned char *p, unsigned step,
+                  int type, size_t w, float scale, float bias, int absolute);
 } cf_dsp;
 
 const cf_dsp *cf_dsp_get(void);
 
 extern const cf_dsp cf_dsp_generic;
 extern const cf_dsp cf_dsp_avx2;
+extern const cf_dsp cf_dsp_avx512;
 
 #endif

@@ -17,7 +17,7 @@
 #include "../engine/error_internal.h"
 
 struct cf_fft {
-  size_t n;
+  size_t rows, n; /* rows = 1: a 1D transform */
   fftwf_plan fwd, inv;
 };
 
@@ -93,12 +93,12 @@ static void wisdom_save(void)
     unlink(tmp);
 }
 
-static cf_status make(size_t n, cf_fft *f)
+static cf_status make(size_t rows, size_t n, cf_fft *f)
 {
   /* Plan on arrays laid out as the convolvers execute them: 64-byte
    * aligned (FFTW only reuses a plan on arrays of the same alignment). */
-  size_t nb = n / 2 + 1;
-  float *in = cf_alloc(n * sizeof *in);
+  size_t nb = rows * (n / 2 + 1);
+  float *in = cf_alloc(rows * n * sizeof *in);
   float *spec = cf_alloc(2 * nb * sizeof *spec);
   cf_status s = CF_OK;
   if (!in || !spec) {
@@ -106,12 +106,20 @@ static cf_status make(size_t n, cf_fft *f)
     goto out;
   }
   unsigned flags = planner_flags();
-  f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
-  f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
-                                 flags | FFTW_DESTROY_INPUT);
+  if (rows == 1) {
+    f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
+    f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
+                                   flags | FFTW_DESTROY_INPUT);
+  } else {
+    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in,
+                                   (fftwf_complex *)spec, flags);
+    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec,
+                                   in, flags | FFTW_DESTROY_INPUT);
+  }
   if (!f->fwd || !f->inv)
-    s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size %zu",
-                n);
+    s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size "
+                "%zux%zu", rows, n);
+  f->rows = rows;
   f->n = n;
 out:
   cf_free(in);
@@ -119,21 +127,19 @@ out:
   return s;
 }
 
-cf_status cf_fft_get(size_t n, const cf_fft **out)
+static cf_status get(size_t rows, size_t n, const cf_fft **out)
 {
-  if (n < 2 || n % 2 || n > ((size_t)1 << 24))
-    return cf_fail(CF_E_INVALID, "FFT size %zu: must be even, 2..2^24", n);
   cf_status s = CF_OK;
   pthread_mutex_lock(&lock);
   size_t i = 0;
-  while (i < cached && cache[i].n != n)
+  while (i < cached && (cache[i].n != n || cache[i].rows != rows))
     i++;
   if (i == cached) {
     if (cached == MAX_SIZES)
       s = cf_fail(CF_E_INTERNAL, "FFT plan cache full (%d sizes)", MAX_SIZES);
     else {
       wisdom_load();
-      if ((s = make(n, &cache[i])) == CF_OK) {
+      if ((s = make(rows, n, &cache[i])) == CF_OK) {
         cached++;
         if (planner_flags() == FFTW_MEASURE)
           wisdom_save();
@@ -143,6 +149,21 @@ cf_status cf_fft_get(size_t n, const cf_fft **out)
   pthread_mutex_unlock(&lock);
   *out = s == CF_OK ? &cache[i] : NULL;
   return s;
+}
+
+cf_status cf_fft_get(size_t n, const cf_fft **out)
+{
+  if (n < 2 || n % 2 || n > ((size_t)1 << 24))
+    return cf_fail(CF_E_INVALID, "FFT size %zu: must be even, 2..2^24", n);
+  return get(1, n, out);
+}
+
+cf_status cf_fft2_get(size_t rows, size_t n, const cf_fft **out)
+{
+  if (rows < 2 || n < 2 || n % 2 || rows > 8192 || n > 8192)
+    return cf_fail(CF_E_INVALID, "2D FFT size %zux%zu: must be 2..8192 with "
+                   "an even row length", rows, n);
+  return get(rows, n, out);
 }
 
 void cf_fft_forward(const cf_fft *f, float *in, float *spec)

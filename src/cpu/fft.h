@@ -14,6 +14,9 @@ typedef struct cf_fft cf_fft;
  * size per process (FFTW_MEASURE; the planner is serialised) and shared:
  * executing them is thread-safe. */
 cf_status cf_fft_get(size_t n, const cf_fft **out);
+/* The same for a rows x n 2D real transform (row-major, n even); the
+ * spectrum is rows x (n/2 + 1) interleaved bins. */
+cf_status cf_fft2_get(size_t rows, size_t n, const cf_fft **out);
 /* spec: n/2 + 1 interleaved (re, im) bins. All pointers 64-byte aligned. */
 void cf_fft_forward(const cf_fft *f, float *in, float *spec);
 /* Unnormalised: out = n * ifft. spec is clobbered. */

@@ -1,9 +1,874 @@
-/* CPU video backend (work in progress). */
+/* CPU video backend. Each filtered component is cut into bands of rows,
+ * one per thread. A band streams its input rows through a small ring of
+ * padded float rows: a row is converted from the pixel format and
+ * border-extended once, as it is loaded, and stays in cache while the
+ * kernel rows that need it run (conversion fused into the pass, no
+ * separate sweep). Each temporal slice k_tau reads its own source: the
+ * input frame for tau = 0, a float history plane for older frames.
+ * Three ways to compute a slice (plan.algo, one for all slices):
+ *  - direct: dsp->conv2d, two output rows per pass;
+ *  - separable (rank-1 slices): dsp->fir along rows into a ring of
+ *    filtered rows, then dsp->colsum down the columns;
+ *  - FFT: tiles of nh x nw, FFTW r2c, the spectra of all slices summed,
+ *    one inverse per tile.
+ * Rounding, saturation, scale, bias and |.| happen in the store of each
+ * finished row. Everything is allocated when the kernel is set. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/kernel_internal.h"
 #include "../engine/video_internal.h"
+#include "dsp.h"
+#include "fft.h"
+#include "pool.h"
+
+enum { ALGO_DIRECT, ALGO_SEPARABLE, ALGO_FFT };
+static const char *const algo_names[] = {"direct", "separable", "fft"};
+
+/* Rows of taps summed into registers before they are added to the output
+ * row: bounds the float32 rounding of long direct kernels. */
+#define DIRECT_GROUP_TAPS 128
+
+/* A component's grid and where its samples are. */
+typedef struct chan {
+  unsigned plane, offset, step, w, h;
+  cf_sample type;
+  int filter;
+  int *xmap;   /* padl + padr source columns for the pads (-1: cval) */
+  float *hist; /* t planes of w * h floats (temporal kernels), a ring */
+} chan;
+
+typedef struct slice {
+  float *wflip;      /* direct: kh * kw taps, flipped in both axes */
+  float *hrev, *vcol;/* separable: kw and kh taps, in application order */
+  float *spec;       /* FFT: the kernel's spectrum / (nh * nw) */
+} slice;
+
+typedef struct plan {
+  unsigned t, kh, kw, cy, cx, padl, padr;
+  int algo;
+  slice *s;
+  size_t nh, nw, nbins; /* FFT tile and its bins (padded to 16) */
+  const cf_fft *fft;
+} plan;
+
+/* Rows a ring holds, tagged with the virtual row each slot has. */
+typedef struct ring {
+  float *buf;
+  long *tag;
+  unsigned n;
+  size_t len;
+} ring;
+
+typedef struct band {
+  ring *rings;  /* one per slice */
+  float *tmp;   /* separable: one padded input row */
+  float **rows; /* row pointers handed to the dsp */
+  float *out;   /* output rows (2 for direct, vh for FFT), mb floats each */
+  float *tile, *spec, *acc; /* FFT */
+  float *bandbuf;           /* FFT: t * nh padded rows */
+} band;
+
+typedef struct video {
+  cf_video_config cfg;
+  const cf_format_desc *fmt;
+  const cf_dsp *dsp;
+  cf_pool *pool;
+  unsigned nchan, nbands;
+  chan ch[4]; /* filtered components, then those copied */
+  plan p;
+  band *bands;
+  size_t rowlen, mb; /* padded row length, output row length (floats) */
+  unsigned head, seen;/* history: slot of the current frame, frames kept */
+  unsigned hist_t;    /* slots in each history ring */
+  /* per frame */
+  const cf_frame *in, *out;
+  char desc[200];
+} video;
+
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* Index of virtual position i in a line of n samples, or -1 for cval. */
+static long map_index(long i, long n, cf_border b)
+{
+  if (i >= 0 && i < n)
+    return i;
+  switch (b) {
+  case CF_BORDER_CONSTANT:
+    return -1;
+  case CF_BORDER_NEAREST:
+    return i < 0 ? 0 : n - 1;
+  case CF_BORDER_REFLECT: { /* d c b a | a b c d | d c b a, period 2n */
+    long r = i % (2 * n);
+    if (r < 0)
+      r += 2 * n;
+    return r < n ? r : 2 * n - 1 - r;
+  }
+  case CF_BORDER_MIRROR: { /* d c b | a b c d | c b a, period 2n - 2 */
+    if (n == 1)
+      return 0;
+    long r = i % (2 * n - 2);
+    if (r < 0)
+      r += 2 * n - 2;
+    return r < n ? r : 2 * n - 2 - r;
+  }
+  case CF_BORDER_WRAP: {
+    long r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  }
+  return -1;
+}
+
+static unsigned sample_bytes(cf_sample t)
+{
+  return t == CF_SAMPLE_U8 ? 1 : t == CF_SAMPLE_U16 ? 2 : 4;
+}
+
+/* ---- rows ---- */
+
+static const uint8_t *row_ptr(const cf_frame *f, const chan *c, long r)
+{
+  return (const uint8_t *)f->data[c->plane] + (size_t)r * f->stride[c->plane] +
+         c->offset;
+}
+
+static float *hist_plane(const video *v, const chan *c, unsigned slot)
+{
+  return c->hist + (size_t)slot * c->w * c->h;
+}
+
+/* Padded row for virtual row `vr` of slice tau's source into dst:
+ * dst[padl + x] = sample x, pads from the border mode. Rows of the
+ * current frame in [own0, own1) are also kept for later frames. */
+static void fetch_row(video *v, const chan *c, unsigned tau, long vr,
+                      float *dst, long own0, long own1)
+{
+  const plan *p = &v->p;
+  long r = map_index(vr, c->h, v->cfg.border);
+  size_t total = (size_t)p->padl + c->w + p->padr;
+  if (r < 0) {
+    for (size_t j = 0; j < total; j++)
+      dst[j] = v->cfg.cval;
+    return;
+  }
+  float *mid = dst + p->padl;
+  if (tau == 0) {
+    v->dsp->pix_in(row_ptr(v->in, c, r), c->step, (int)c->type, mid, c->w);
+    if (c->hist && r >= own0 && r < own1)
+      memcpy(hist_plane(v, c, v->head) + (size_t)r * c->w, mid,
+             (size_t)c->w * sizeof *mid);
+  } else {
+    unsigned slot = (v->head + v->hist_t - tau) % v->hist_t;
+    memcpy(mid, hist_plane(v, c, slot) + (size_t)r * c->w,
+           (size_t)c->w * sizeof *mid);
+  }
+  for (unsigned j = 0; j < p->padl; j++)
+    dst[j] = c->xmap[j] < 0 ? v->cfg.cval : mid[c->xmap[j]];
+  for (unsigned j = 0; j < p->padr; j++) {
+    int s = c->xmap[p->padl + j];
+    mid[c->w + j] = s < 0 ? v->cfg.cval : mid[s];
+  }
+}
+
+static void ring_reset(ring *r)
+{
+  for (unsigned i = 0; i < r->n; i++)
+    r->tag[i] = LONG_MIN;
+}
+
+static unsigned ring_slot(const ring *r, long vr)
+{
+  long s = vr % (long)r->n;
+  return (unsigned)(s < 0 ? s + (long)r->n : s);
+}
+
+/* The padded input row vr of slice tau, loading it if the ring lacks it. */
+static float *ring_raw(video *v, band *b, const chan *c, unsigned tau,
+                       long vr, long own0, long own1)
+{
+  ring *r = &b->rings[tau];
+  unsigned s = ring_slot(r, vr);
+  float *row = r->buf + s * r->len;
+  if (r->tag[s] != vr) {
+    fetch_row(v, c, tau, vr, row, own0, own1);
+    r->tag[s] = vr;
+  }
+  return row;
+}
+
+/* The horizontally filtered row vr of slice tau (separable path). */
+static float *ring_hfilt(video *v, band *b, const chan *c, unsigned tau,
+                         long vr, long own0, long own1)
+{
+  ring *r = &b->rings[tau];
+  unsigned s = ring_slot(r, vr);
+  float *row = r->buf + s * r->len;
+  if (r->tag[s] != vr) {
+    fetch_row(v, c, tau, vr, b->tmp, own0, own1);
+    v->dsp->fir(b->tmp, v->p.s[tau].hrev, v->p.kw, row, v->mb);
+    r->tag[s] = vr;
+  }
+  return row;
+}
+
+/* Slices with a source: the current frame and the frames kept. */
+static unsigned active_slices(const video *v)
+{
+  unsigned n = v->seen + 1;
+  return n < v->p.t ? n : v->p.t;
+}
+
+static void store_row(video *v, const chan *c, const float *acc, long r)
+{
+  uint8_t *dst = (uint8_t *)v->out->data[c->plane] +
+                 (size_t)r * v->out->stride[c->plane] + c->offset;
+  v->dsp->pix_out(acc, dst, c->step, (int)c->type, c->w, v->cfg.scale,
+                  v->cfg.bias, v->cfg.absolute);
+}
+
+static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
+{
+  const plan *p = &v->p;
+  unsigned kh = p->kh, kw = p->kw, nt = active_slices(v);
+  unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
+  float *o0 = b->out, *o1 = b->out + v->mb;
+  for (long i = y0; i < y1; i += 2) {
+    int two = i + 1 < y1;
+    for (unsigned tau = 0; tau < nt; tau++) {
+      long v0 = i + p->cy - kh + 1;
+      for (unsigned q = 0; q < kh + (unsigned)two; q++)
+        b->rows[q] = ring_raw(v, b, c, tau, v0 + q, y0, y1);
+      for (unsigned g = 0; g < kh; g += group) {
+        unsigned n = kh - g < group ? kh - g : group;
+        v->dsp->conv2d((const float *const *)b->rows + g,
+                       p->s[tau].wflip + (size_t)g * kw, n, kw, o0,
+                       two ? o1 : NULL, v->mb, tau > 0 || g > 0);
+      }
+    }
+    store_row(v, c, o0, i);
+    if (two)
+      store_row(v, c, o1, i + 1);
+  }
+}
+
+static void band_separable(video *v, band *b, const chan *c, long y0,
+                           long y1)
+{
+  const plan *p = &v->p;
+  unsigned nt = active_slices(v);
+  for (long i = y0; i < y1; i++) {
+    for (unsigned tau = 0; tau < nt; tau++) {
+      long v0 = i + p->cy - p->kh + 1;
+      for (unsigned q = 0; q < p->kh; q++)
+        b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
+      v->dsp->colsum((const float *const *)b->rows, p->s[tau].vcol, p->kh,
+                     b->out, v->mb, tau > 0);
+    }
+    store_row(v, c, b->out, i);
+  }
+}
+
+static void band_fft(video *v, band *b, const chan *c, long y0, long y1)
+{
+  const plan *p = &v->p;
+  unsigned nt = active_slices(v);
+  size_t nh = p->nh, nw = p->nw, vh = nh - p->kh + 1, vw = nw - p->kw + 1;
+  size_t valid = (size_t)p->padl + c->w + p->padr;
+  for (long ty = y0; ty < y1; ty += (long)vh) {
+    long rows = y1 - ty < (long)vh ? y1 - ty : (long)vh;
+    for (unsigned tau = 0; tau < nt; tau++)
+      for (size_t a = 0; a < nh; a++)
+        fetch_row(v, c, tau, ty + p->cy - p->kh + 1 + (long)a,
+                  b->bandbuf + (tau * nh + a) * v->rowlen, y0, y1);
+    for (size_t tx = 0; tx < c->w; tx += vw) {
+      for (unsigned tau = 0; tau < nt; tau++) {
+        for (size_t a = 0; a < nh; a++) {
+          const float *src = b->bandbuf + (tau * nh + a) * v->rowlen + tx;
+          float *dst = b->tile + a * nw;
+          size_t n = valid - tx < nw ? valid - tx : nw;
+          memcpy(dst, src, n * sizeof *dst);
+          memset(dst + n, 0, (nw - n) * sizeof *dst);
+        }
+        cf_fft_forward(p->fft, b->tile, b->spec + tau * 2 * p->nbins);
+      }
+      const float *xs[CF_KERNEL2D_MAX_FRAMES], *hs[CF_KERNEL2D_MAX_FRAMES];
+      for (unsigned tau = 0; tau < nt; tau++) {
+        xs[tau] = b->spec + tau * 2 * p->nbins;
+        hs[tau] = p->s[tau].spec;
+      }
+      memset(b->acc, 0, 2 * p->nbins * sizeof *b->acc);
+      v->dsp->cmac(b->acc, xs, hs, nt, p->nbins);
+      cf_fft_inverse(p->fft, b->acc, b->tile);
+      size_t n = c->w - tx < vw ? c->w - tx : vw;
+      for (long r = 0; r < rows; r++)
+        memcpy(b->out + (size_t)r * v->mb + tx,
+               b->tile + (r + p->kh - 1) * nw + p->kw - 1, n * sizeof(float));
+    }
+    for (long r = 0; r < rows; r++)
+      store_row(v, c, b->out + (size_t)r * v->mb, ty + r);
+  }
+}
+
+static void band_copy(video *v, const chan *c, long y0, long y1)
+{
+  unsigned sb = sample_bytes(c->type);
+  for (long r = y0; r < y1; r++) {
+    const uint8_t *s = row_ptr(v->in, c, r);
+    uint8_t *d = (uint8_t *)v->out->data[c->plane] +
+                 (size_t)r * v->out->stride[c->plane] + c->offset;
+    if (c->step == sb)
+      memcpy(d, s, (size_t)c->w * sb);
+    else
+      for (unsigned x = 0; x < c->w; x++)
+        memcpy(d + (size_t)x * c->step, s + (size_t)x * c->step, sb);
+  }
+}
+
+static void run_band(void *ctx, unsigned bi)
+{
+  video *v = ctx;
+  band *b = &v->bands[bi];
+  for (unsigned k = 0; k < v->nchan; k++) {
+    const chan *c = &v->ch[k];
+    long y0 = (long)((uint64_t)c->h * bi / v->nbands);
+    long y1 = (long)((uint64_t)c->h * (bi + 1) / v->nbands);
+    if (y0 == y1)
+      continue;
+    if (!c->filter) {
+      band_copy(v, c, y0, y1);
+      continue;
+    }
+    for (unsigned t = 0; t < v->p.t; t++)
+      ring_reset(&b->rings[t]);
+    switch (v->p.algo) {
+    case ALGO_DIRECT:
+      band_direct(v, b, c, y0, y1);
+      break;
+    case ALGO_SEPARABLE:
+      band_separable(v, b, c, y0, y1);
+      break;
+    default:
+      band_fft(v, b, c, y0, y1);
+    }
+  }
+}
+
+/* ---- planning ---- */
+
+/* Best rank-1 approximation u v^T of a kh x kw slice by a few power
+ * iterations in double; true when the residual is below float noise
+ * (||K - u v^T||_F <= 2e-7 ||K||_F). */
+static int rank1(const float *k, unsigned kh, unsigned kw, double *u,
+                 double *vv)
+{
+  double norm = 0, best = -1;
+  unsigned pr = 0;
+  for (unsigned m = 0; m < kh; m++)
+    for (unsigned n = 0; n < kw; n++) {
+      double a = fabs(k[m * kw + n]);
+      norm += a * a;
+      if (a > best)
+        best = a, pr = m;
+    }
+  if (norm == 0)
+    return 0;
+  for (unsigned n = 0; n < kw; n++)
+    vv[n] = k[pr * kw + n];
+  for (int it = 0; it < 4; it++) {
+    double vn = 0;
+    for (unsigned n = 0; n < kw; n++)
+      vn += vv[n] * vv[n];
+    for (unsigned m = 0; m < kh; m++) {
+      double s = 0;
+      for (unsigned n = 0; n < kw; n++)
+        s += k[m * kw + n] * vv[n];
+      u[m] = s / vn;
+    }
+    double un = 0;
+    for (unsigned m = 0; m < kh; m++)
+      un += u[m] * u[m];
+    for (unsigned n = 0; n < kw; n++) {
+      double s = 0;
+      for (unsigned m = 0; m < kh; m++)
+        s += k[m * kw + n] * u[m];
+      vv[n] = s / un;
+    }
+  }
+  double res = 0;
+  for (unsigned m = 0; m < kh; m++)
+    for (unsigned n = 0; n < kw; n++) {
+      double d = k[m * kw + n] - u[m] * vv[n];
+      res += d * d;
+    }
+  return res <= 4e-14 * norm;
+}
+
+/* Measured costs in ns per output sample on one core (bench/results/
+ * conv2d-crossover-*.md): direct per tap, separable per tap, per sample
+ * for loading and storing, and the FFT per n log2 n and per bin. */
+#define NS_DIRECT_TAP 0.030
+#define NS_SEP_TAP 0.045
+#define NS_SAMPLE 0.6
+#define NS_FFT_NLOGN 0.12
+#define NS_FFT_BIN 0.8
+
+static const unsigned tile_sizes[] = {8,   12,  16,  24,  32,  48,  64, 96,
+                                      128, 192, 256, 384, 512, 768, 1024};
+#define NTILE (sizeof tile_sizes / sizeof tile_sizes[0])
+
+/* FFT tile for a kh x kw kernel on a w x h grid, and its cost per frame
+ * (ns, one core, t slices). 0 when no tile fits the kernel. */
+static double fft_tile(unsigned kh, unsigned kw, unsigned t, unsigned w,
+                       unsigned h, size_t *nh, size_t *nw)
+{
+  double best = 0;
+  for (unsigned a = 0; a < NTILE; a++)
+    for (unsigned bb = 0; bb < NTILE; bb++) {
+      size_t th = tile_sizes[a], tw = tile_sizes[bb];
+      if (th < kh || tw < kw)
+        continue;
+      /* No point in tiles far beyond the padded frame. */
+      if (a > 0 && tile_sizes[a - 1] >= h + kh - 1)
+        continue;
+      if (bb > 0 && tile_sizes[bb - 1] >= w + kw - 1)
+        continue;
+      size_t vh = th - kh + 1, vw = tw - kw + 1;
+      double tiles = (double)((h + vh - 1) / vh) * (double)((w + vw - 1) / vw);
+      double n = (double)(th * tw), bins = (double)(th * (tw / 2 + 1));
+      double cost = tiles * ((t + 1) * NS_FFT_NLOGN * n * log2(n) +
+                             t * NS_FFT_BIN * bins + t * n * 0.3);
+      if (best == 0 || cost < best)
+        best = cost, *nh = th, *nw = tw;
+    }
+  return best;
+}
+
+static void free_plan(plan *p)
+{
+  if (p->s)
+    for (unsigned t = 0; t < p->t; t++) {
+      cf_free(p->s[t].wflip);
+      cf_free(p->s[t].hrev);
+      cf_free(p->s[t].vcol);
+      cf_free(p->s[t].spec);
+    }
+  free(p->s);
+  memset(p, 0, sizeof *p);
+}
+
+static cf_status fft_spectra(plan *p, const float *taps)
+{
+  cf_status s = cf_fft2_get(p->nh, p->nw, &p->fft);
+  if (s != CF_OK)
+    return s;
+  p->nbins = round_up(p->nh * (p->nw / 2 + 1), 16);
+  float *tile = cf_alloc(p->nh * p->nw * sizeof *tile);
+  if (!tile)
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT tile");
+  float norm = 1.0f / (float)(p->nh * p->nw);
+  for (unsigned t = 0; t < p->t; t++) {
+    p->s[t].spec = cf_alloc(2 * p->nbins * sizeof(float));
+    if (!p->s[t].spec) {
+      cf_free(tile);
+      return cf_fail(CF_E_NOMEM, "video: out of memory for kernel spectra");
+    }
+    memset(tile, 0, p->nh * p->nw * sizeof *tile);
+    const float *k = taps + (size_t)t * p->kh * p->kw;
+    for (unsigned m = 0; m < p->kh; m++)
+      for (unsigned n = 0; n < p->kw; n++)
+        tile[m * p->nw + n] = k[m * p->kw + n] * norm;
+    cf_fft_forward(p->fft, tile, p->s[t].spec);
+  }
+  cf_free(tile);
+  return CF_OK;
+}
+
+static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
+{
+  memset(p, 0, sizeof *p);
+  p->t = k->t, p->kh = k->kh, p->kw = k->kw;
+  p->cy = k->kh / 2, p->cx = k->kw / 2;
+  p->padl = k->kw - 1 - p->cx, p->padr = p->cx;
+  p->s = calloc(p->t, sizeof *p->s);
+  double *u = malloc((k->kh + k->kw) * sizeof *u);
+  if (!p->s || !u) {
+    free(u);
+    free(p->s);
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the plan");
+  }
+  int separable = 1;
+  for (unsigned t = 0; t < p->t && separable; t++)
+    separable = rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw, u,
+                      u + k->kh);
+  unsigned w = v->cfg.width, h = v->cfg.height;
+  double px = (double)w * h;
+  double c_direct = px * (p->t * NS_DIRECT_TAP * k->kh * k->kw + NS_SAMPLE);
+  double c_sep = px * (p->t * NS_SEP_TAP * (k->kh + k->kw) + NS_SAMPLE);
+  size_t nh = 0, nw = 0;
+  double c_fft = fft_tile(k->kh, k->kw, p->t, w, h, &nh, &nw);
+  cf_status s = CF_OK;
+  switch (v->cfg.algorithm) {
+  case CF_ALGO2D_DIRECT:
+    p->algo = ALGO_DIRECT;
+    break;
+  case CF_ALGO2D_SEPARABLE:
+    if (!separable)
+      s = cf_fail(CF_E_INVALID, "video: algorithm separable needs a rank-1 "
+                  "kernel (every temporal slice the outer product of a "
+                  "column and a row); this %ux%u kernel is not",
+                  k->kh, k->kw);
+    p->algo = ALGO_SEPARABLE;
+    break;
+  case CF_ALGO2D_FFT:
+    if (c_fft == 0)
+      s = cf_fail(CF_E_INVALID, "video: a %ux%u kernel is too large for the "
+                  "FFT path (tiles up to 1024)", k->kh, k->kw);
+    p->algo = ALGO_FFT;
+    break;
+  default:
+    p->algo = ALGO_DIRECT;
+    if (separable && c_sep < c_direct)
+      p->algo = ALGO_SEPARABLE;
+    double best = p->algo == ALGO_SEPARABLE ? c_sep : c_direct;
+    if (c_fft > 0 && c_fft < best)
+      p->algo = ALGO_FFT;
+  }
+  for (unsigned t = 0; s == CF_OK && t < p->t; t++) {
+    const float *kt = k->taps + (size_t)t * k->kh * k->kw;
+    slice *sl = &p->s[t];
+    if (p->algo == ALGO_DIRECT) {
+      if (!(sl->wflip = cf_alloc((size_t)k->kh * k->kw * sizeof(float))))
+        s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
+      else
+        for (unsigned q = 0; q < k->kh; q++)
+          for (unsigned j = 0; j < k->kw; j++)
+            sl->wflip[q * k->kw + j] =
+                kt[(k->kh - 1 - q) * k->kw + (k->kw - 1 - j)];
+    } else if (p->algo == ALGO_SEPARABLE) {
+      rank1(kt, k->kh, k->kw, u, u + k->kh);
+      sl->hrev = cf_alloc(k->kw * sizeof(float));
+      sl->vcol = cf_alloc(k->kh * sizeof(float));
+      if (!sl->hrev || !sl->vcol)
+        s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
+      else {
+        for (unsigned j = 0; j < k->kw; j++)
+          sl->hrev[j] = (float)u[k->kh + k->kw - 1 - j];
+        for (unsigned q = 0; q < k->kh; q++)
+          sl->vcol[q] = (float)u[k->kh - 1 - q];
+      }
+    }
+  }
+  free(u);
+  if (s == CF_OK && p->algo == ALGO_FFT) {
+    p->nh = nh, p->nw = nw;
+    s = fft_spectra(p, k->taps);
+  }
+  if (s != CF_OK)
+    free_plan(p);
+  return s;
+}
+
+/* ---- scratch and history ---- */
+
+static void free_bands(video *v)
+{
+  if (!v->bands)
+    return;
+  for (unsigned i = 0; i < v->nbands; i++) {
+    band *b = &v->bands[i];
+    if (b->rings)
+      for (unsigned t = 0; t < v->p.t; t++) {
+        cf_free(b->rings[t].buf);
+        free(b->rings[t].tag);
+      }
+    free(b->rings);
+    free(b->rows);
+    cf_free(b->tmp);
+    cf_free(b->out);
+    cf_free(b->tile);
+    cf_free(b->spec);
+    cf_free(b->acc);
+    cf_free(b->bandbuf);
+  }
+  free(v->bands);
+  v->bands = NULL;
+}
+
+static cf_status make_bands(video *v)
+{
+  const plan *p = &v->p;
+  unsigned wmax = 0;
+  for (unsigned k = 0; k < v->nchan; k++)
+    if (v->ch[k].filter && v->ch[k].w > wmax)
+      wmax = v->ch[k].w;
+  v->mb = round_up(wmax, v->dsp->block);
+  /* Reads run up to mb + kw - 1 floats into a row. */
+  v->rowlen = round_up(v->mb + p->padl + p->padr + 32, 16);
+  if (p->algo == ALGO_FFT && v->rowlen < v->mb + p->nw)
+    v->rowlen = round_up(v->mb + p->nw, 16);
+  v->bands = calloc(v->nbands, sizeof *v->bands);
+  if (!v->bands)
+    return cf_fail(CF_E_NOMEM, "video: out of memory for bands");
+  size_t outrows = p->algo == ALGO_FFT ? p->nh - p->kh + 1 : 2;
+  for (unsigned i = 0; i < v->nbands; i++) {
+    band *b = &v->bands[i];
+    int ok = (b->rings = calloc(p->t, sizeof *b->rings)) &&
+             (b->rows = calloc(p->kh + 1, sizeof *b->rows)) &&
+             (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
+    for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
+      ring *r = &b->rings[t];
+      r->n = p->algo == ALGO_DIRECT ? p->kh + 1 : p->kh;
+      r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
+      ok = (r->buf = cf_alloc(r->n * r->len * sizeof(float))) &&
+           (r->tag = malloc(r->n * sizeof *r->tag));
+    }
+    if (ok && p->algo == ALGO_SEPARABLE)
+      ok = (b->tmp = cf_alloc(v->rowlen * sizeof(float))) != NULL;
+    if (ok && p->algo == ALGO_FFT)
+      ok = (b->tile = cf_alloc(p->nh * p->nw * sizeof(float))) &&
+           (b->spec = cf_alloc(p->t * 2 * p->nbins * sizeof(float))) &&
+           (b->acc = cf_alloc(2 * p->nbins * sizeof(float))) &&
+           (b->bandbuf = cf_alloc(p->t * p->nh * v->rowlen * sizeof(float)));
+    if (!ok)
+      return cf_fail(CF_E_NOMEM, "video: out of memory for %u-row scratch "
+                     "of %zu floats", p->kh + 1, v->rowlen);
+  }
+  return CF_OK;
+}
+
+static cf_status make_xmaps(video *v)
+{
+  const plan *p = &v->p;
+  for (unsigned k = 0; k < v->nchan; k++) {
+    chan *c = &v->ch[k];
+    free(c->xmap);
+    c->xmap = NULL;
+    if (!c->filter)
+      continue;
+    c->xmap = malloc(((size_t)p->padl + p->padr + 1) * sizeof *c->xmap);
+    if (!c->xmap)
+      return cf_fail(CF_E_NOMEM, "video: out of memory for border maps");
+    for (unsigned j = 0; j < p->padl; j++)
+      c->xmap[j] = (int)map_index((long)j - p->padl, c->w, v->cfg.border);
+    for (unsigned j = 0; j < p->padr; j++)
+      c->xmap[p->padl + j] =
+          (int)map_index((long)c->w + j, c->w, v->cfg.border);
+  }
+  return CF_OK;
+}
+
+/* History rings of t slots; keeps the most recent frames that fit. */
+static cf_status make_history(video *v, unsigned t)
+{
+  unsigned keep = v->seen < t - 1 ? v->seen : t - 1;
+  for (unsigned k = 0; k < v->nchan; k++) {
+    chan *c = &v->ch[k];
+    if (!c->filter)
+      continue;
+    float *nh = NULL;
+    if (t > 1) {
+      nh = cf_alloc((size_t)t * c->w * c->h * sizeof *nh);
+      if (!nh)
+        return cf_fail(CF_E_NOMEM, "video: out of memory for %u frames of "
+                       "temporal state", t - 1);
+      size_t plane = (size_t)c->w * c->h;
+      for (unsigned tau = 1; tau <= keep; tau++)
+        memcpy(nh + (t - tau) * plane,
+               hist_plane(v, c, (v->head + v->hist_t - tau) % v->hist_t),
+               plane * sizeof *nh);
+    }
+    cf_free(c->hist);
+    c->hist = nh;
+  }
+  v->hist_t = t;
+  v->head = 0;
+  v->seen = keep;
+  return CF_OK;
+}
+
+/* Build plan, scratch and maps for kernel k; on failure v is unchanged. */
+static cf_status install_kernel(video *v, const cf_kernel2d *k)
+{
+  plan np;
+  cf_status s = make_plan(v, k, &np);
+  if (s != CF_OK)
+    return s;
+  video trial = *v;
+  trial.p = np;
+  trial.bands = NULL;
+  if ((s = make_bands(&trial)) != CF_OK) {
+    free_bands(&trial);
+    free_plan(&np);
+    return s;
+  }
+  /* Past this point only the history and maps can fail; they are rebuilt
+   * in place. */
+  free_bands(v);
+  free_plan(&v->p);
+  v->p = np;
+  v->bands = trial.bands;
+  v->mb = trial.mb;
+  v->rowlen = trial.rowlen;
+  if ((s = make_xmaps(v)) != CF_OK)
+    return s;
+  if (v->hist_t != k->t || (k->t > 1 && !v->ch[0].hist))
+    s = make_history(v, k->t);
+  snprintf(v->desc, sizeof v->desc,
+           "%ux%u %s, kernel %ux%ux%u, %s%s, %u band%s",
+           v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
+           algo_names[v->p.algo], v->p.algo == ALGO_FFT ? " tiles" : "",
+           v->nbands, v->nbands == 1 ? "" : "s");
+  if (v->p.algo == ALGO_FFT) {
+    size_t l = strlen(v->desc);
+    snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu)", v->p.nh,
+             v->p.nw);
+  }
+  return s;
+}
+
+/* ---- frames ---- */
+
+static int ranges_overlap(const uint8_t *a, size_t na, const uint8_t *b,
+                          size_t nb)
+{
+  return a < b + nb && b < a + na;
+}
+
+static cf_status check_frame(const video *v, const cf_frame *f,
+                             const char *which)
+{
+  const cf_format_desc *d = v->fmt;
+  for (unsigned p = 0; p < d->planes; p++) {
+    size_t w = cf_sub_size(v->cfg.width, d->plane_sub[p]);
+    if (!f->data[p])
+      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u is NULL",
+                     which, p);
+    if (f->stride[p] < w * d->plane_bpp[p])
+      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u stride %zu "
+                     "is less than its row of %zu bytes", which, p,
+                     f->stride[p], w * d->plane_bpp[p]);
+  }
+  return CF_OK;
+}
+
+static size_t plane_span(const video *v, const cf_frame *f, unsigned p)
+{
+  const cf_format_desc *d = v->fmt;
+  size_t w = cf_sub_size(v->cfg.width, d->plane_sub[p]);
+  size_t h = cf_sub_size(v->cfg.height, d->plane_sub[p]);
+  return f->stride[p] * (h - 1) + w * d->plane_bpp[p];
+}
+
+static cf_status video_process(void *impl, const cf_frame *in,
+                               const cf_frame *out)
+{
+  video *v = impl;
+  cf_status s = check_frame(v, in, "input");
+  if (s == CF_OK)
+    s = check_frame(v, out, "output");
+  if (s != CF_OK)
+    return s;
+  for (unsigned a = 0; a < v->fmt->planes; a++)
+    for (unsigned b = 0; b < v->fmt->planes; b++)
+      if (ranges_overlap(in->data[a], plane_span(v, in, a), out->data[b],
+                         plane_span(v, out, b)))
+        return cf_fail(CF_E_INVALID, "process_frame: input plane %u and "
+                       "output plane %u overlap", a, b);
+  v->in = in;
+  v->out = out;
+  cf_pool_run(v->pool, run_band, v, v->nbands);
+  if (v->p.t > 1) {
+    v->head = (v->head + 1) % v->hist_t;
+    if (v->seen < v->p.t - 1)
+      v->seen++;
+  }
+  v->in = v->out = NULL;
+  return CF_OK;
+}
+
+static void video_reset(void *impl)
+{
+  video *v = impl;
+  v->seen = 0;
+  v->head = 0;
+}
+
+static cf_status video_set_kernel(void *impl, const cf_kernel2d *k)
+{
+  return install_kernel(impl, k);
+}
+
+static void video_describe(const void *impl, char *buf, size_t n)
+{
+  const video *v = impl;
+  snprintf(buf, n, "%s, %s", v->desc, v->dsp->name);
+}
+
+static void video_destroy(void *impl)
+{
+  video *v = impl;
+  free_bands(v);
+  free_plan(&v->p);
+  for (unsigned k = 0; k < v->nchan; k++) {
+    free(v->ch[k].xmap);
+    cf_free(v->ch[k].hist);
+  }
+  cf_pool_free(v->pool);
+  free(v);
+}
+
+static const cf_video_ops ops_table = {video_process, video_reset,
+                                       video_set_kernel, video_describe,
+                                       video_destroy};
+
+static void add_chan(video *v, const cf_chan_desc *d, int filter)
+{
+  chan *c = &v->ch[v->nchan++];
+  c->plane = d->plane, c->offset = d->offset, c->step = d->step;
+  c->w = cf_sub_size(v->cfg.width, d->sub);
+  c->h = cf_sub_size(v->cfg.height, d->sub);
+  c->type = v->fmt->sample;
+  c->filter = filter;
+}
 
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            void **impl, const cf_video_ops **ops)
 {
-  (void)cfg; (void)k; (void)impl; (void)ops;
-  return cf_fail(CF_E_UNAVAILABLE, "CPU video path not built yet");
+  video *v = calloc(1, sizeof *v);
+  if (!v)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  v->cfg = *cfg;
+  v->fmt = cf_format_desc_get(cfg->format);
+  v->dsp = cf_dsp_get();
+  unsigned mask = v->fmt->ncomp == 1 ? 1u : cfg->components;
+  for (unsigned i = 0; i < v->fmt->ncomp; i++)
+    if (mask & (1u << i))
+      add_chan(v, &v->fmt->comp[i], 1);
+  for (unsigned i = 0; i < v->fmt->ncomp; i++)
+    if (!(mask & (1u << i)))
+      add_chan(v, &v->fmt->comp[i], 0);
+  if (v->fmt->has_extra)
+    add_chan(v, &v->fmt->extra, 0);
+
+  unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
+  /* Bands below ~16 rows or tiny frames are not worth a hand-off. */
+  unsigned nb = cfg->height / 16 ? cfg->height / 16 : 1;
+  if ((uint64_t)cfg->width * cfg->height * k->kh * k->kw * k->t < 200000)
+    nb = 1;
+  v->nbands = threads < nb ? threads : nb;
+  cf_status s = cf_pool_new(v->nbands, &v->pool);
+  if (s == CF_OK)
+    s = install_kernel(v, k);
+  if (s != CF_OK) {
+    video_destroy(v);
+    return s;
+  }
+  *impl = v;
+  *ops = &ops_table;
+  return CF_OK;
 }

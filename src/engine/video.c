@@ -34,6 +34,10 @@ static cf_status check_config(const cf_video_config *c)
   if (c->components == 0 || (c->components & ~CF_COMP_ALL))
     return cf_fail(CF_E_INVALID, "video engine: components mask 0x%x, must "
                    "be a non-empty subset of 0x7", c->components);
+  if (cf_format_desc_get(c->format)->ncomp == 1 && !(c->components & 1u))
+    return cf_fail(CF_E_INVALID, "video engine: %s has one component; the "
+                   "mask 0x%x does not select it",
+                   cf_pixel_format_name(c->format), c->components);
   if ((unsigned)c->border > CF_BORDER_WRAP)
     return cf_fail(CF_E_INVALID, "video engine: unknown border mode %d",
                    (int)c->border);

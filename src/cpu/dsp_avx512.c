@@ -1,0 +1,5 @@
+/* The hot loops for AVX-512 (F + VL): the 2D kernels on 16-lane vectors;
+ * the 1D ones as in the AVX2 table, with EVEX encodings. */
+#define DSP_NAME cf_dsp_avx512
+#define DSP_VW 16
+#include "dsp_impl.h"
