@@ -592,7 +592,7 @@ int main(int argc, char **argv)
     printf("rate:      %.1f Mpixel/s, %.1f frames/s\n", mpix, 1e3 / ms);
     printf("arith:     %.0f FMA/sample x %.0f samples/frame: %.2f GFMA/s = "
            "%.2f GFLOP/s%s\n", fma_per_sample, samples, gfma, 2.0 * gfma,
-           o.algo == CF_ALGO2D_DIRECT ? "" : " (direct-equivalent)");
+           strstr(describe, " direct") ? "" : " (direct-equivalent)");
   }
   cf_engine_free(w.e);
   cf_kernel2d_free(k);
