@@ -22,6 +22,9 @@
  *     wrap      c d | a b c d | a b
  * repeated as often as needed when the kernel is larger than the frame.
  *
+ * NaN or Inf in a float input reaches the outputs whose window holds it on
+ * the direct and separable paths, and its whole FFT tile on the FFT path.
+ *
  * Frames are processed one per call; the engine keeps the last T - 1 input
  * frames (converted to float) as state. cf_engine_reset() forgets them.
  * cf_engine_set_kernel2d() takes effect at the next frame. The CPU backend

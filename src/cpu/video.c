@@ -408,14 +408,18 @@ static int rank1(const float *k, unsigned kh, unsigned kw, double *u,
   return res <= 4e-14 * norm;
 }
 
-/* Measured costs in ns per output sample on one core (bench/results/
- * conv2d-crossover-*.md): direct per tap, separable per tap, per sample
- * for loading and storing, and the FFT per n log2 n and per bin. */
-#define NS_DIRECT_TAP 0.030
-#define NS_SEP_TAP 0.045
+/* Costs in ns on one core, from bench/results/conv2d-crossover-*.md
+ * (1080p GRAY32F, AVX-512): direct per tap and sample, separable per tap
+ * and sample, loading and storing per sample; the FFT per n log2 n of a
+ * tile transform, per bin and slice of the spectral multiply-add, and
+ * per tile sample copied in and out. Direct beats the FFT up to about
+ * 17x17 there. */
+#define NS_DIRECT_TAP 0.045
+#define NS_SEP_TAP 0.08
 #define NS_SAMPLE 0.6
-#define NS_FFT_NLOGN 0.12
-#define NS_FFT_BIN 0.8
+#define NS_FFT_NLOGN 0.3
+#define NS_FFT_BIN 0.5
+#define NS_FFT_COPY 0.5
 
 static const unsigned tile_sizes[] = {8,   12,  16,  24,  32,  48,  64, 96,
                                       128, 192, 256, 384, 512, 768, 1024};
@@ -441,7 +445,7 @@ static double fft_tile(unsigned kh, unsigned kw, unsigned t, unsigned w,
       double tiles = (double)((h + vh - 1) / vh) * (double)((w + vw - 1) / vw);
       double n = (double)(th * tw), bins = (double)(th * (tw / 2 + 1));
       double cost = tiles * ((t + 1) * NS_FFT_NLOGN * n * log2(n) +
-                             t * NS_FFT_BIN * bins + t * n * 0.3);
+                             t * NS_FFT_BIN * bins + (t + 1) * NS_FFT_COPY * n);
       if (best == 0 || cost < best)
         best = cost, *nh = th, *nw = tw;
     }

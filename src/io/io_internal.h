@@ -2,6 +2,7 @@
 #ifndef CF_IO_INTERNAL_H
 #define CF_IO_INTERNAL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../engine/error_internal.h"
@@ -38,5 +39,76 @@ cf_status cf_io_make_kernel(const char *path, cf_routing routing,
 
 /* "NaN", "infinite" or "finite" (for messages). */
 const char *cf_io_nonfinite_name(double v);
+/* Re-records the current message with "path: " in front; returns s. */
+cf_status cf_io_with_path(const char *path, cf_status s);
+
+/* What the first bytes of a file look like. */
+typedef enum cf_io_kind {
+  CF_IO_KIND_NPY,   /* starts with the .npy magic */
+  CF_IO_KIND_TEXT,  /* printable ASCII and whitespace only (or empty) */
+  CF_IO_KIND_OTHER, /* anything else; *at is the first non-text byte */
+} cf_io_kind;
+/* Opens path (cf_io_open), reads its first page and closes it. */
+cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
+                      unsigned char *byte);
+
+/* ---- text (load_text.c) ---- */
+
+/* A tokenizer for number files: numbers separated by whitespace and/or
+ * commas, '#' comments to the end of the line. It reports numbers and line
+ * ends; every number is finite as float32, else CF_E_FORMAT naming
+ * path:line:column and the token. */
+typedef struct cf_io_text cf_io_text;
+typedef enum cf_io_text_kind {
+  CF_IO_TEXT_NUMBER,
+  CF_IO_TEXT_LINE_END, /* a '\n' */
+  CF_IO_TEXT_EOF       /* the end of the file (and of its last line) */
+} cf_io_text_kind;
+typedef struct cf_io_text_event {
+  cf_io_text_kind kind;
+  float value;             /* CF_IO_TEXT_NUMBER */
+  unsigned long line, col; /* 1-based: the number's first byte, or the line
+                              end ('\n' or the end of the file) */
+  int comment;             /* line ends: the line held a '#' comment */
+} cf_io_text_event;
+/* Reads from f (which stays the caller's); messages name path. */
+cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out);
+cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev);
+void cf_io_text_free(cf_io_text *t);
+
+/* ---- .npy (load_npy.c) ---- */
+
+#define CF_IO_NPY_MAX_NDIM 3
+
+/* What a caller accepts from a .npy file. The reader refuses a number of
+ * dimensions outside [min_ndim, max_ndim] ("shape (...) has N dimensions:
+ * <ndim_help>"), zero dimensions and element counts that overflow, then
+ * calls `limits` (before anything is allocated: the header is untrusted),
+ * then checks the file size. */
+typedef struct cf_io_npy_rules {
+  unsigned min_ndim, max_ndim; /* 1 <= min_ndim <= max_ndim <= 3 */
+  const char *ndim_help;       /* e.g. "need 2 (Kh x Kw) or 3 (T x Kh x Kw)" */
+  /* CF_E_FORMAT naming path and `shape` (as numpy prints it) when a size
+   * is beyond the caller's limits. */
+  cf_status (*limits)(const char *path, const char *shape, unsigned ndim,
+                      const uint64_t *dims, uint64_t count);
+  /* Writes what element idx[0..ndim) is to the caller, e.g. "(kernel 1,
+   * tap 5)", for messages about non-finite values. */
+  void (*describe)(char *buf, size_t cap, unsigned ndim, const size_t *dims,
+                   const size_t *idx);
+} cf_io_npy_rules;
+
+/* A whole .npy array as float32 in C order (transposed from Fortran
+ * order, byte-swapped as needed); every element finite as float32. */
+typedef struct cf_io_npy_array {
+  unsigned ndim;
+  size_t dims[CF_IO_NPY_MAX_NDIM];
+  size_t count;
+  float *v; /* count elements, freed with free() */
+} cf_io_npy_array;
+
+/* Reads path whole (an open file: f at its start); errors name path. */
+cf_status cf_io_npy_read(const char *path, FILE *f,
+                         const cf_io_npy_rules *rules, cf_io_npy_array *out);
 
 #endif

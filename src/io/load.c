@@ -86,8 +86,7 @@ cf_status cf_io_read(const char *path, FILE *f, void *buf, size_t n)
                  "got %zu", path, n, got);
 }
 
-/* Re-records the current message with the file name in front. */
-static cf_status with_path(const char *path, cf_status s)
+cf_status cf_io_with_path(const char *path, cf_status s)
 {
   char msg[512];
   snprintf(msg, sizeof msg, "%s", cf_last_error());
@@ -102,11 +101,11 @@ cf_status cf_io_make_kernel(const char *path, cf_routing routing,
   cf_kernel *k;
   cf_status s = cf_kernel_new(routing, outputs, inputs, &k);
   if (s != CF_OK)
-    return with_path(path, s);
+    return cf_io_with_path(path, s);
   for (unsigned i = 0; i < cf_kernel_count(k); i++)
     if ((s = cf_kernel_set(k, i, taps[i], len)) != CF_OK) {
       cf_kernel_free(k);
-      return with_path(path, s);
+      return cf_io_with_path(path, s);
     }
   *out = k;
   return CF_OK;
@@ -118,20 +117,21 @@ const char *cf_io_nonfinite_name(double v)
 }
 
 /* Text means printable ASCII and whitespace only: audio containers and
- * .npy data hold control bytes or bytes >= 0x80 within the first page. */
-static bool looks_like_text(const unsigned char *p, size_t n)
+ * .npy data hold control bytes or bytes >= 0x80 within the first page.
+ * Returns the offset of the first other byte, or n. */
+static size_t text_prefix(const unsigned char *p, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     if ((p[i] < 0x20 || p[i] > 0x7e) && (p[i] < '\t' || p[i] > '\r'))
-      return false;
-  return true;
+      return i;
+  return n;
 }
 
-CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
-                                   cf_kernel **out)
+cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
+                      unsigned char *byte)
 {
   FILE *f;
-  cf_status s = cf_io_begin(path, out, &f);
+  cf_status s = cf_io_open(path, &f);
   if (s != CF_OK)
     return s;
   unsigned char head[SNIFF_BYTES];
@@ -140,9 +140,28 @@ CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
   fclose(f);
   if (failed)
     return cf_fail(CF_E_IO, "%s: read error: %s", path, strerror(errno));
-  if (n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0)
+  *at = text_prefix(head, n);
+  *byte = *at < n ? head[*at] : 0;
+  *kind = n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0 ? CF_IO_KIND_NPY
+          : *at == n                                  ? CF_IO_KIND_TEXT
+                                                      : CF_IO_KIND_OTHER;
+  return CF_OK;
+}
+
+CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
+                                   cf_kernel **out)
+{
+  cf_status s = cf_io_check_args(path, out);
+  cf_io_kind kind;
+  size_t at;
+  unsigned char byte;
+  if (s == CF_OK)
+    s = cf_io_sniff(path, &kind, &at, &byte);
+  if (s != CF_OK)
+    return s;
+  if (kind == CF_IO_KIND_NPY)
     return cf_kernel_load_npy(path, out);
-  if (looks_like_text(head, n))
+  if (kind == CF_IO_KIND_TEXT)
     return cf_kernel_load_text(path, out);
   return cf_kernel_load_audio(path, rate, out);
 }

@@ -1,8 +1,9 @@
-/* NumPy .npy kernel files (format versions 1, 2 and 3), float32/float64 in
- * either byte order, C or Fortran order:
- * 1D -> shared, 2D (C x L) -> per-channel, 3D (C_out x C_in x L) -> matrix.
- * Every size is checked against the limits and the real file size before
- * anything is allocated: the header is untrusted. */
+/* NumPy .npy files (format versions 1, 2 and 3), float32/float64 in either
+ * byte order, C or Fortran order: cf_io_npy_read reads one whole array for
+ * every .npy loader; 1D kernel sets take 1D -> shared, 2D (C x L) ->
+ * per-channel, 3D (C_out x C_in x L) -> matrix. Every size is checked
+ * against the limits and the real file size before anything is allocated:
+ * the header is untrusted. */
 #include "io_internal.h"
 
 #include <math.h>
@@ -253,16 +254,16 @@ static void format_shape(const npy_header *h, char *buf, size_t cap)
     snprintf(buf + n, cap - n, h->ndim == 1 ? ",)" : ")");
 }
 
-/* Refuses shapes no kernel set can hold; sets the element count. */
+/* Refuses shapes the caller cannot hold; sets the element count. */
 static cf_status check_shape(const char *path, const npy_header *h,
-                             uint64_t *count)
+                             const cf_io_npy_rules *rules, uint64_t *count)
 {
   char shape[128];
   format_shape(h, shape, sizeof shape);
-  if (h->ndim < 1 || h->ndim > 3)
-    return cf_fail(CF_E_FORMAT, "%s: shape %s has %u dimensions: need 1 "
-                   "(shared), 2 (per-channel) or 3 (matrix)", path, shape,
-                   h->ndim);
+  if (h->ndim < rules->min_ndim || h->ndim > rules->max_ndim ||
+      h->ndim > CF_IO_NPY_MAX_NDIM)
+    return cf_fail(CF_E_FORMAT, "%s: shape %s has %u dimensions: %s", path,
+                   shape, h->ndim, rules->ndim_help);
   *count = 1;
   for (unsigned i = 0; i < h->ndim; i++) {
     if (h->dims[i] == 0)
@@ -272,24 +273,9 @@ static cf_status check_shape(const char *path, const npy_header *h,
       return cf_fail(CF_E_FORMAT, "%s: shape %s: element count overflows",
                      path, shape);
   }
-  uint64_t len = h->dims[h->ndim - 1];
-  if (len > CF_KERNEL_MAX_TAPS)
-    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu taps, more than the "
-                   "limit of %zu", path, shape, (unsigned long long)len,
-                   CF_KERNEL_MAX_TAPS);
-  for (unsigned i = 0; i + 1 < h->ndim; i++)
-    if (h->dims[i] > CF_MAX_CHANNELS)
-      return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu channels, more than "
-                     "the limit of %u", path, shape,
-                     (unsigned long long)h->dims[i], CF_MAX_CHANNELS);
-  if (*count / len > CF_KERNEL_MAX_COUNT)
-    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu kernels, more than the "
-                   "limit of %u", path, shape,
-                   (unsigned long long)(*count / len), CF_KERNEL_MAX_COUNT);
-  return CF_OK;
+  return rules->limits(path, shape, h->ndim, h->dims, *count);
 }
 
-/* Magic, version and header length; leaves f at the header text. */
 static cf_status read_preamble(const char *path, FILE *f, size_t file_size,
                                size_t *header_at, size_t *header_len)
 {
@@ -386,19 +372,18 @@ static void make_layout(const npy_header *h, size_t size, bool swap,
   }
 }
 
-static cf_status bad_value(const char *path, const npy_layout *l,
-                           unsigned ndim, size_t idx[3], double v)
+static cf_status bad_value(const char *path, const cf_io_npy_rules *rules,
+                           const npy_layout *l, unsigned ndim,
+                           const size_t idx[3], double v)
 {
-  char where[96];
   const size_t *d = idx + 3 - ndim;
-  if (ndim == 1)
-    snprintf(where, sizeof where, "[%zu] (tap %zu)", d[0], d[0]);
-  else if (ndim == 2)
-    snprintf(where, sizeof where, "[%zu, %zu] (kernel %zu, tap %zu)", d[0],
-             d[1], d[0], d[1]);
-  else
-    snprintf(where, sizeof where, "[%zu, %zu, %zu] (kernel %zu, tap %zu)",
-             d[0], d[1], d[2], d[0] * l->dims[1] + d[1], d[2]);
+  char where[160];
+  size_t n = (size_t)snprintf(where, sizeof where, "[");
+  for (unsigned i = 0; i < ndim; i++)
+    n += (size_t)snprintf(where + n, sizeof where - n, "%s%zu", i ? ", " : "",
+                          d[i]);
+  n += (size_t)snprintf(where + n, sizeof where - n, "] ");
+  rules->describe(where + n, sizeof where - n, ndim, l->dims + 3 - ndim, d);
   if (isfinite(v))
     return cf_fail(CF_E_FORMAT, "%s: element %s = %g is outside the float32 "
                    "range", path, where, v);
@@ -408,8 +393,9 @@ static cf_status bad_value(const char *path, const npy_layout *l,
 
 /* Converts the file's elements to float32 in C order, refusing any value
  * that is not finite as float32. */
-static cf_status convert(const char *path, const unsigned char *raw,
-                         const npy_layout *l, unsigned ndim, float *dst)
+static cf_status convert(const char *path, const cf_io_npy_rules *rules,
+                         const unsigned char *raw, const npy_layout *l,
+                         unsigned ndim, float *dst)
 {
   size_t i[3], n = 0;
   for (i[0] = 0; i[0] < l->dims[0]; i[0]++)
@@ -420,43 +406,22 @@ static cf_status convert(const char *path, const unsigned char *raw,
         double v = load_elem(raw + at * l->size, l->size, l->swap);
         float f = (float)v;
         if (!isfinite(f))
-          return bad_value(path, l, ndim, i, v);
+          return bad_value(path, rules, l, ndim, i, v);
         dst[n++] = f;
       }
   return CF_OK;
 }
 
-static cf_status build(const char *path, const npy_header *h,
-                       const npy_layout *l, const float *taps,
-                       cf_kernel **out)
-{
-  static const cf_routing routing[] = {CF_ROUTING_SHARED,
-                                       CF_ROUTING_PER_CHANNEL,
-                                       CF_ROUTING_MATRIX};
-  size_t len = l->dims[2], count = l->dims[0] * l->dims[1];
-  const float **ptr = malloc(count * sizeof *ptr);
-  if (!ptr)
-    return cf_fail(CF_E_NOMEM, "%s: out of memory", path);
-  for (size_t k = 0; k < count; k++)
-    ptr[k] = taps + k * len;
-  unsigned outputs = h->ndim == 1 ? 1 : (unsigned)h->dims[0];
-  unsigned inputs = h->ndim == 3 ? (unsigned)h->dims[1] : outputs;
-  cf_status s = cf_io_make_kernel(path, routing[h->ndim - 1], outputs,
-                                  inputs, ptr, len, out);
-  free(ptr);
-  return s;
-}
-
 static cf_status load_data(const char *path, FILE *f, size_t file_size,
                            const npy_header *h, size_t data_at,
-                           cf_kernel **out)
+                           const cf_io_npy_rules *rules, cf_io_npy_array *out)
 {
   size_t size = 0;
   bool swap = false;
   uint64_t count = 0, bytes;
   cf_status s = parse_dtype(path, h, &size, &swap);
   if (s == CF_OK)
-    s = check_shape(path, h, &count);
+    s = check_shape(path, h, rules, &count);
   if (s != CF_OK)
     return s;
   size_t have = file_size - data_at;
@@ -470,18 +435,97 @@ static cf_status load_data(const char *path, FILE *f, size_t file_size,
   npy_layout l;
   make_layout(h, size, swap, &l);
   unsigned char *raw = malloc(have ? have : 1);
-  float *taps = malloc((size_t)count * sizeof *taps);
-  if (!raw || !taps)
+  float *v = malloc((size_t)count * sizeof *v);
+  if (!raw || !v)
     s = cf_fail(CF_E_NOMEM, "%s: out of memory for %llu taps", path,
                 (unsigned long long)count);
   if (s == CF_OK)
     s = cf_io_read(path, f, raw, have);
   if (s == CF_OK)
-    s = convert(path, raw, &l, h->ndim, taps);
+    s = convert(path, rules, raw, &l, h->ndim, v);
   free(raw);
+  if (s != CF_OK) {
+    free(v);
+    return s;
+  }
+  out->ndim = h->ndim;
+  for (unsigned i = 0; i < h->ndim; i++)
+    out->dims[i] = (size_t)h->dims[i];
+  out->count = (size_t)count;
+  out->v = v;
+  return CF_OK;
+}
+
+cf_status cf_io_npy_read(const char *path, FILE *f,
+                         const cf_io_npy_rules *rules, cf_io_npy_array *out)
+{
+  *out = (cf_io_npy_array){0};
+  size_t file_size = 0, data_at = 0;
+  npy_header h;
+  cf_status s = cf_io_size(path, f, &file_size);
   if (s == CF_OK)
-    s = build(path, h, &l, taps, out);
-  free(taps);
+    s = read_header(path, f, file_size, &h, &data_at);
+  if (s == CF_OK)
+    s = load_data(path, f, file_size, &h, data_at, rules, out);
+  return s;
+}
+
+/* ---- 1D kernel sets ------------------------------------------------ */
+
+static cf_status kernel_limits(const char *path, const char *shape,
+                               unsigned ndim, const uint64_t *dims,
+                               uint64_t count)
+{
+  uint64_t len = dims[ndim - 1];
+  if (len > CF_KERNEL_MAX_TAPS)
+    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu taps, more than the "
+                   "limit of %zu", path, shape, (unsigned long long)len,
+                   CF_KERNEL_MAX_TAPS);
+  for (unsigned i = 0; i + 1 < ndim; i++)
+    if (dims[i] > CF_MAX_CHANNELS)
+      return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu channels, more than "
+                     "the limit of %u", path, shape,
+                     (unsigned long long)dims[i], CF_MAX_CHANNELS);
+  if (count / len > CF_KERNEL_MAX_COUNT)
+    return cf_fail(CF_E_FORMAT, "%s: shape %s: %llu kernels, more than the "
+                   "limit of %u", path, shape,
+                   (unsigned long long)(count / len), CF_KERNEL_MAX_COUNT);
+  return CF_OK;
+}
+
+static void kernel_describe(char *buf, size_t cap, unsigned ndim,
+                            const size_t *dims, const size_t *idx)
+{
+  if (ndim == 1)
+    snprintf(buf, cap, "(tap %zu)", idx[0]);
+  else if (ndim == 2)
+    snprintf(buf, cap, "(kernel %zu, tap %zu)", idx[0], idx[1]);
+  else
+    snprintf(buf, cap, "(kernel %zu, tap %zu)", idx[0] * dims[1] + idx[1],
+             idx[2]);
+}
+
+static const cf_io_npy_rules kernel_rules = {
+    1, 3, "need 1 (shared), 2 (per-channel) or 3 (matrix)", kernel_limits,
+    kernel_describe};
+
+static cf_status build(const char *path, const cf_io_npy_array *a,
+                       cf_kernel **out)
+{
+  static const cf_routing routing[] = {CF_ROUTING_SHARED,
+                                       CF_ROUTING_PER_CHANNEL,
+                                       CF_ROUTING_MATRIX};
+  size_t len = a->dims[a->ndim - 1], count = a->count / len;
+  const float **ptr = malloc(count * sizeof *ptr);
+  if (!ptr)
+    return cf_fail(CF_E_NOMEM, "%s: out of memory", path);
+  for (size_t k = 0; k < count; k++)
+    ptr[k] = a->v + k * len;
+  unsigned outputs = a->ndim == 1 ? 1 : (unsigned)a->dims[0];
+  unsigned inputs = a->ndim == 3 ? (unsigned)a->dims[1] : outputs;
+  cf_status s = cf_io_make_kernel(path, routing[a->ndim - 1], outputs,
+                                  inputs, ptr, len, out);
+  free(ptr);
   return s;
 }
 
@@ -491,13 +535,11 @@ CF_PUBLIC cf_status cf_kernel_load_npy(const char *path, cf_kernel **out)
   cf_status s = cf_io_begin(path, out, &f);
   if (s != CF_OK)
     return s;
-  size_t file_size = 0, data_at = 0;
-  npy_header h;
-  s = cf_io_size(path, f, &file_size);
-  if (s == CF_OK)
-    s = read_header(path, f, file_size, &h, &data_at);
-  if (s == CF_OK)
-    s = load_data(path, f, file_size, &h, data_at, out);
+  cf_io_npy_array a;
+  s = cf_io_npy_read(path, f, &kernel_rules, &a);
   fclose(f);
+  if (s == CF_OK)
+    s = build(path, &a, out);
+  free(a.v);
   return s;
 }

@@ -1,5 +1,7 @@
 /* Text kernel files: numbers separated by whitespace and/or commas, '#'
- * starts a comment that runs to the end of the line. One shared kernel. */
+ * starts a comment that runs to the end of the line. The tokenizer is
+ * shared with the 2D loader (which also needs the line ends); here the
+ * numbers make one shared kernel. */
 #define _GNU_SOURCE /* strtod_l: numbers must not depend on the locale */
 #include "io_internal.h"
 
@@ -11,15 +13,18 @@
 /* Longer tokens are not numbers anyone writes; refuse rather than buffer. */
 #define TOKEN_MAX 127
 
-typedef struct text_parser {
+struct cf_io_text {
   const char *path;
+  FILE *f;
   locale_t c_locale;
-  cf_io_taps taps;
   char tok[TOKEN_MAX + 1];
-  size_t tok_len;                      /* may exceed TOKEN_MAX (too long) */
-  unsigned long line, col;             /* of the byte just read */
-  unsigned long tok_line, tok_col;     /* of the token's first byte */
-} text_parser;
+  size_t tok_len;                  /* may exceed TOKEN_MAX (too long) */
+  unsigned long line, col;         /* of the byte just read */
+  unsigned long tok_line, tok_col; /* of the token's first byte */
+  bool in_comment, line_comment;
+  int pending; /* a byte read but not handled yet (it ended a token) */
+  bool have_pending;
+};
 
 static bool is_separator(int ch)
 {
@@ -27,89 +32,141 @@ static bool is_separator(int ch)
 }
 
 /* The token as it may appear in a message: control bytes become '?'. */
-static const char *printable_token(text_parser *p)
+static const char *printable_token(cf_io_text *t)
 {
-  for (char *c = p->tok; *c; c++)
+  for (char *c = t->tok; *c; c++)
     if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
       *c = '?';
-  return p->tok;
+  return t->tok;
 }
 
-static cf_status bad_token(text_parser *p, const char *problem)
+static cf_status bad_token(cf_io_text *t, const char *problem)
 {
-  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: '%s'%s%s", p->path, p->tok_line,
-                 p->tok_col, printable_token(p),
-                 p->tok_len > TOKEN_MAX ? "... " : " ", problem);
+  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: '%s'%s%s", t->path, t->tok_line,
+                 t->tok_col, printable_token(t),
+                 t->tok_len > TOKEN_MAX ? "... " : " ", problem);
 }
 
-static cf_status end_token(text_parser *p)
+static cf_status end_token(cf_io_text *t, float *out)
 {
-  if (p->tok_len > TOKEN_MAX) {
-    p->tok[TOKEN_MAX] = '\0';
-    return bad_token(p, "is too long to be a number");
+  if (t->tok_len > TOKEN_MAX) {
+    t->tok[TOKEN_MAX] = '\0';
+    return bad_token(t, "is too long to be a number");
   }
-  p->tok[p->tok_len] = '\0';
+  t->tok[t->tok_len] = '\0';
   char *end;
-  double v = strtod_l(p->tok, &end, p->c_locale);
-  if (end != p->tok + p->tok_len)
-    return bad_token(p, "is not a number");
+  double v = strtod_l(t->tok, &end, t->c_locale);
+  if (end != t->tok + t->tok_len)
+    return bad_token(t, "is not a number");
   if (!isfinite(v))
-    return bad_token(p, isnan(v) ? "is NaN" : "is infinite");
+    return bad_token(t, isnan(v) ? "is NaN" : "is infinite");
   if (isinf((float)v))
-    return bad_token(p, "is outside the float32 range");
-  if (p->taps.len == CF_KERNEL_MAX_TAPS)
-    return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %zu "
-                   "taps", p->path, p->tok_line, p->tok_col,
-                   CF_KERNEL_MAX_TAPS);
-  cf_status s = cf_io_taps_reserve(&p->taps, 1, p->path);
-  if (s == CF_OK)
-    p->taps.v[p->taps.len++] = (float)v;
-  return s;
-}
-
-/* Feeds one byte (or EOF) to the tokenizer. */
-static cf_status feed(text_parser *p, int ch, bool *in_comment)
-{
-  cf_status s = CF_OK;
-  p->col++;
-  if (*in_comment && ch != '\n' && ch != EOF)
-    return CF_OK;
-  if (ch == EOF || ch == '#' || is_separator(ch)) {
-    if (p->tok_len) {
-      s = end_token(p);
-      p->tok_len = 0;
-    }
-    *in_comment = ch == '#';
-    if (ch == '\n') {
-      p->line++;
-      p->col = 0;
-    }
-    return s;
-  }
-  if (p->tok_len == 0) {
-    p->tok_line = p->line;
-    p->tok_col = p->col;
-  }
-  if (p->tok_len < TOKEN_MAX)
-    p->tok[p->tok_len] = (char)ch;
-  p->tok_len++;
+    return bad_token(t, "is outside the float32 range");
+  *out = (float)v;
   return CF_OK;
 }
 
-static cf_status parse(text_parser *p, FILE *f)
+cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out)
 {
-  bool in_comment = false;
-  cf_status s;
-  int ch;
-  do {
-    ch = getc_unlocked(f); /* the FILE is ours alone: skip the lock */
-    s = feed(p, ch, &in_comment);
-  } while (s == CF_OK && ch != EOF);
-  if (s == CF_OK && ferror(f))
-    s = cf_fail(CF_E_IO, "%s:%lu: read error", p->path, p->line);
-  if (s == CF_OK && p->taps.len == 0)
+  cf_io_text *t = calloc(1, sizeof *t);
+  if (!t)
+    return cf_fail(CF_E_NOMEM, "%s: out of memory", path);
+  t->path = path;
+  t->f = f;
+  t->line = 1;
+  t->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+  if (!t->c_locale) {
+    free(t);
+    return cf_fail(CF_E_NOMEM, "%s: cannot create the C locale", path);
+  }
+  *out = t;
+  return CF_OK;
+}
+
+void cf_io_text_free(cf_io_text *t)
+{
+  if (t) {
+    freelocale(t->c_locale);
+    free(t);
+  }
+}
+
+cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
+{
+  for (;;) {
+    int ch;
+    if (t->have_pending) {
+      ch = t->pending;
+      t->have_pending = false;
+    } else {
+      ch = getc_unlocked(t->f); /* the FILE is ours alone: skip the lock */
+      t->col++;
+    }
+    if (t->in_comment && ch != '\n' && ch != EOF)
+      continue;
+    if (ch != EOF && ch != '#' && !is_separator(ch)) {
+      if (t->tok_len == 0) {
+        t->tok_line = t->line;
+        t->tok_col = t->col;
+      }
+      if (t->tok_len < TOKEN_MAX)
+        t->tok[t->tok_len] = (char)ch;
+      t->tok_len++;
+      continue;
+    }
+    if (t->tok_len) { /* ch ends a token: handle ch on the next call */
+      t->pending = ch;
+      t->have_pending = true;
+      *ev = (cf_io_text_event){
+          .kind = CF_IO_TEXT_NUMBER, .line = t->tok_line, .col = t->tok_col};
+      cf_status s = end_token(t, &ev->value);
+      t->tok_len = 0;
+      return s;
+    }
+    if (ch == '#') {
+      t->in_comment = t->line_comment = true;
+      continue;
+    }
+    if (ch != '\n' && ch != EOF)
+      continue;
+    *ev = (cf_io_text_event){
+        .kind = ch == EOF ? CF_IO_TEXT_EOF : CF_IO_TEXT_LINE_END,
+        .line = t->line, .col = t->col, .comment = t->line_comment};
+    t->in_comment = t->line_comment = false;
+    if (ch == '\n') {
+      t->line++;
+      t->col = 0;
+      return CF_OK;
+    }
+    t->pending = EOF; /* stay at the end */
+    t->have_pending = true;
+    if (ferror(t->f))
+      return cf_fail(CF_E_IO, "%s:%lu: read error", t->path, t->line);
+    return CF_OK;
+  }
+}
+
+static cf_status parse(const char *path, FILE *f, cf_io_taps *taps)
+{
+  cf_io_text *t = NULL;
+  cf_status s = cf_io_text_new(path, f, &t);
+  cf_io_text_event ev = {.kind = CF_IO_TEXT_EOF};
+  while (s == CF_OK && (s = cf_io_text_next(t, &ev)) == CF_OK &&
+         ev.kind != CF_IO_TEXT_EOF) {
+    if (ev.kind != CF_IO_TEXT_NUMBER)
+      continue;
+    if (taps->len == CF_KERNEL_MAX_TAPS)
+      s = cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %zu "
+                  "taps", path, ev.line, ev.col, CF_KERNEL_MAX_TAPS);
+    if (s == CF_OK)
+      s = cf_io_taps_reserve(taps, 1, path);
+    if (s == CF_OK)
+      taps->v[taps->len++] = ev.value;
+  }
+  cf_io_text_free(t);
+  if (s == CF_OK && taps->len == 0)
     s = cf_fail(CF_E_FORMAT, "%s: no taps (the file is empty or holds only "
-                "comments)", p->path);
+                "comments)", path);
   return s;
 }
 
@@ -119,20 +176,13 @@ CF_PUBLIC cf_status cf_kernel_load_text(const char *path, cf_kernel **out)
   cf_status s = cf_io_begin(path, out, &f);
   if (s != CF_OK)
     return s;
-  text_parser p = {.path = path, .line = 1};
-  p.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-  if (!p.c_locale)
-    s = cf_fail(CF_E_NOMEM, "%s: cannot create the C locale", path);
-  if (s == CF_OK)
-    s = parse(&p, f);
+  cf_io_taps taps = {0};
+  s = parse(path, f, &taps);
   if (s == CF_OK) {
-    const float *taps = p.taps.v;
-    s = cf_io_make_kernel(path, CF_ROUTING_SHARED, 1, 1, &taps, p.taps.len,
-                          out);
+    const float *v = taps.v;
+    s = cf_io_make_kernel(path, CF_ROUTING_SHARED, 1, 1, &v, taps.len, out);
   }
-  if (p.c_locale)
-    freelocale(p.c_locale);
-  cf_io_taps_free(&p.taps);
+  cf_io_taps_free(&taps);
   fclose(f);
   return s;
 }
