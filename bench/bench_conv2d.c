@@ -9,9 +9,9 @@
  *
  * Kernels: random (uniform positive taps normalised to sum 1: full rank,
  * so not separable, and 8-bit output stays in range) unless --preset
- * names one (gaussian or box, as cf_kernel2d_preset() defines them; T > 1
- * repeats it over the temporal taps, scaled by 1 / T) or --kernel-file
- * gives one (text, 2D or 3D, as cf_kernel2d_load_text() reads).
+ * names one (cf_kernel2d_preset(); T > 1 repeats it over the temporal
+ * taps, scaled by 1 / T) or --kernel-file gives one (cf_kernel2d_load():
+ * text or .npy, 2D or 3D).
  *
  * Reported: ms per frame with its 90% interval, r^2, megapixels per second
  * and the arithmetic rate: T * Kh * Kw multiply-adds per output sample (what
@@ -44,7 +44,8 @@ typedef struct options {
   unsigned width, height;
   cf_pixel_format format;
   unsigned kh, kw, t;
-  int preset; /* PRESET_* */
+  int have_preset;
+  cf_preset preset;
   double sigma;
   const char *kernel_file;
   cf_algorithm2d algo;
@@ -119,140 +120,39 @@ static void fill_random(uint8_t *p, size_t bytes, cf_pixel_format f)
 
 /* ------------------------------------------------------------- kernel -- */
 
-/* The bench builds its kernels itself (the library's presets and kernel
- * loaders are not needed to time the engine, and a bench should not
- * change when they do): the gaussian and box formulas are those of
- * cf_kernel2d_preset() (kernel2d.h); OpenCV's getGaussianKernel uses the
- * same default sigma. */
-enum { PRESET_NONE, PRESET_GAUSSIAN, PRESET_BOX };
-
-static float *preset_taps(int preset, unsigned n, double sigma)
-{
-  float *taps = malloc(sizeof(float) * n * n);
-  if (!taps) return NULL;
-  if (preset == PRESET_BOX) {
-    for (unsigned i = 0; i < n * n; i++) taps[i] = 1.0f / (float)(n * n);
-    return taps;
-  }
-  if (!(sigma > 0.0)) sigma = 0.3 * (((double)n - 1.0) / 2.0 - 1.0) + 0.8;
-  double *g = malloc(sizeof(double) * n), sum = 0.0;
-  if (!g) {
-    free(taps);
-    return NULL;
-  }
-  const double c = ((double)n - 1.0) / 2.0;
-  for (unsigned i = 0; i < n; i++) {
-    g[i] = exp(-((double)i - c) * ((double)i - c) / (2.0 * sigma * sigma));
-    sum += g[i];
-  }
-  for (unsigned i = 0; i < n; i++) g[i] /= sum;
-  for (unsigned y = 0; y < n; y++)
-    for (unsigned x = 0; x < n; x++) taps[y * n + x] = (float)(g[y] * g[x]);
-  free(g);
-  return taps;
-}
-
-/* Text kernel file (the format of cf_kernel2d_load_text): one row per
- * line, numbers separated by whitespace or commas, '#' starts a comment,
- * a blank line between blocks of rows separates temporal taps. */
-static cf_kernel2d *load_text_kernel(const char *path)
-{
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "bench_conv2d: %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-  size_t cap = 1024, n = 0;
-  float *v = malloc(cap * sizeof *v);
-  unsigned t = 0, kh = 0, kw = 0, rows_in_block = 0, line_no = 0;
-  char line[1 << 16];
-  while (v && fgets(line, sizeof line, f)) {
-    line_no++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    unsigned cols = 0;
-    char *p = line;
-    for (;;) {
-      while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r' ||
-             *p == '\n')
-        p++;
-      if (!*p) break;
-      char *end;
-      const double x = strtod(p, &end);
-      if (end == p) {
-        fprintf(stderr, "bench_conv2d: %s:%u: not a number: %.20s\n", path,
-                line_no, p);
-        exit(1);
-      }
-      if (n == cap) {
-        cap *= 2;
-        v = realloc(v, cap * sizeof *v);
-        if (!v) break;
-      }
-      v[n++] = (float)x;
-      cols++;
-      p = end;
-    }
-    if (!v) break;
-    if (cols == 0) { /* a blank line ends a temporal block */
-      if (rows_in_block) {
-        if (t == 0) kh = rows_in_block;
-        else if (rows_in_block != kh) goto ragged;
-        t++;
-        rows_in_block = 0;
-      }
-      continue;
-    }
-    if (kw == 0) kw = cols;
-    else if (cols != kw) goto ragged;
-    rows_in_block++;
-  }
-  fclose(f);
-  if (!v) {
-    fprintf(stderr, "bench_conv2d: out of memory\n");
-    exit(1);
-  }
-  if (rows_in_block) {
-    if (t == 0) kh = rows_in_block;
-    else if (rows_in_block != kh) goto ragged;
-    t++;
-  }
-  if (t == 0) {
-    fprintf(stderr, "bench_conv2d: %s: no taps\n", path);
-    exit(1);
-  }
-  cf_kernel2d *k = NULL;
-  if (cf_kernel2d_new(t, kh, kw, v, &k) != CF_OK) die(path);
-  free(v);
-  return k;
-ragged:
-  fprintf(stderr, "bench_conv2d: %s:%u: rows of different lengths or "
-                  "temporal blocks of different heights\n", path, line_no);
-  exit(1);
-}
-
 static cf_kernel2d *make_kernel(const options *o)
 {
   cf_kernel2d *k = NULL;
-  if (o->kernel_file) return load_text_kernel(o->kernel_file);
+  if (o->kernel_file) {
+    if (cf_kernel2d_load(o->kernel_file, &k) != CF_OK) die("kernel file");
+    return k;
+  }
+  if (o->have_preset) {
+    cf_kernel2d *p = NULL;
+    if (cf_kernel2d_preset(o->preset, o->kh, o->sigma, &p) != CF_OK)
+      die("preset");
+    if (o->t == 1) return p;
+    const unsigned kh = cf_kernel2d_height(p), kw = cf_kernel2d_width(p);
+    const float *src = cf_kernel2d_taps(p);
+    float *taps = malloc(sizeof(float) * o->t * kh * kw);
+    if (!taps) die("out of memory");
+    for (unsigned tau = 0; tau < o->t; tau++)
+      for (unsigned i = 0; i < kh * kw; i++)
+        taps[(size_t)tau * kh * kw + i] = src[i] / (float)o->t;
+    cf_kernel2d_free(p);
+    if (cf_kernel2d_new(o->t, kh, kw, taps, &k) != CF_OK) die("kernel");
+    free(taps);
+    return k;
+  }
   const size_t n = (size_t)o->t * o->kh * o->kw;
   float *taps = malloc(sizeof(float) * n);
   if (!taps) die("out of memory");
-  if (o->preset != PRESET_NONE) {
-    float *p = preset_taps(o->preset, o->kh, o->sigma);
-    if (!p) die("out of memory");
-    for (unsigned tau = 0; tau < o->t; tau++)
-      for (size_t i = 0; i < (size_t)o->kh * o->kw; i++)
-        taps[(size_t)tau * o->kh * o->kw + i] = p[i] / (float)o->t;
-    free(p);
-  } else {
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-      taps[i] = (float)(0.05 + urand());
-      sum += taps[i];
-    }
-    for (size_t i = 0; i < n; i++) taps[i] = (float)(taps[i] / sum);
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    taps[i] = (float)(0.05 + urand());
+    sum += taps[i];
   }
+  for (size_t i = 0; i < n; i++) taps[i] = (float)(taps[i] / sum);
   if (cf_kernel2d_new(o->t, o->kh, o->kw, taps, &k) != CF_OK) die("kernel");
   free(taps);
   return k;
@@ -294,10 +194,11 @@ static void usage(FILE *f)
     "  --format GRAY8|GRAY16_LE|GRAY32F|RGBA|BGRA|RGBx|BGRx|RGB|BGR|I420|NV12\n"
     "           (default GRAY32F)\n"
     "  --kernel N or KhxKw (default 13); --temporal T taps (default 1);\n"
-    "  --preset gaussian|box (size from --kernel, default 5 / 3; --sigma,\n"
-    "           default OpenCV's rule), repeated over T taps scaled 1/T;\n"
-    "  --kernel-file F: a text kernel (rows; blank line between temporal\n"
-    "           taps), overrides the above;\n"
+    "  --preset gaussian|box|sharpen|unsharp|sobel-x|sobel-y|laplacian|emboss\n"
+    "           (cf_kernel2d_preset; size from --kernel, 0 or none = the\n"
+    "           preset's default; --sigma), repeated over T taps scaled 1/T;\n"
+    "  --kernel-file F: text or .npy kernel (cf_kernel2d_load), overrides\n"
+    "           the above;\n"
     "  random kernels otherwise (full rank, positive, sum 1);\n"
     "  --algo auto|direct|separable|fft (default auto);\n"
     "  --threads N (0 = one per core, the default);\n"
@@ -398,9 +299,8 @@ static void parse(int argc, char **argv, options *o)
       if (parse_uint(v, 1, CF_KERNEL2D_MAX_FRAMES, &o->t) != 0) bad(a, v);
     } else if (!strcmp(a, "--preset")) {
       NEEDV();
-      if (!strcmp(v, "gaussian")) o->preset = PRESET_GAUSSIAN;
-      else if (!strcmp(v, "box")) o->preset = PRESET_BOX;
-      else bad(a, v);
+      if (cf_preset_from_string(v, &o->preset) != CF_OK) bad(a, v);
+      o->have_preset = 1;
     } else if (!strcmp(a, "--sigma")) {
       NEEDV();
       o->sigma = atof(v);
@@ -442,11 +342,10 @@ static void parse(int argc, char **argv, options *o)
     }
 #undef NEEDV
   }
-  if (o->preset != PRESET_NONE && (!kernel_set || o->kh == 0))
-    o->kh = o->kw = o->preset == PRESET_GAUSSIAN ? 5 : 3;
-  if (o->preset != PRESET_NONE && o->kh != o->kw)
+  if (o->have_preset && !kernel_set) o->kh = o->kw = 0; /* its default */
+  if (o->have_preset && o->kh != o->kw)
     bad("--kernel", "presets are square: give one size");
-  if (o->preset == PRESET_NONE && !o->kernel_file && o->kh == 0)
+  if (!o->have_preset && !o->kernel_file && o->kh == 0)
     bad("--kernel", "0 (only with --preset)");
   if (o->seed == 0) o->seed = 1;
 }
@@ -554,9 +453,9 @@ int main(int argc, char **argv)
   char kdesc[128];
   if (o.kernel_file)
     snprintf(kdesc, sizeof kdesc, "file:%ux%ux%u", kt, kh, kw);
-  else if (o.preset != PRESET_NONE)
-    snprintf(kdesc, sizeof kdesc, "%s:%ux%ux%u",
-             o.preset == PRESET_GAUSSIAN ? "gaussian" : "box", kt, kh, kw);
+  else if (o.have_preset)
+    snprintf(kdesc, sizeof kdesc, "%s:%ux%ux%u", cf_preset_name(o.preset),
+             kt, kh, kw);
   else
     snprintf(kdesc, sizeof kdesc, "random:%ux%ux%u", kt, kh, kw);
 
