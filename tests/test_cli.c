@@ -1,9 +1,11 @@
 /* The cudafilter command-line tool, run as a real process ($CF_CLI) with
- * pipes: streamed filtering against the float64 reference, streaming
- * behaviour in a live pipe, exit codes and messages, info and demo. */
+ * pipes: streamed filtering (fir: audio, conv2d: video frames) against
+ * float64 references, streaming behaviour in a live pipe, exit codes and
+ * messages, info and demo. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -624,6 +626,531 @@ static void test_runtime_errors(void **state)
   expect(a5, 1, "truncated.npy");
 }
 
+/* ---- conv2d: raw video frames against a float64 reference ------------- */
+
+/* The pixel formats the CLI tests use, described independently of the
+ * library: sample type, layout, where each component lives. */
+enum { S_U8, S_U16, S_F32 };
+enum { L_PACKED, L_I420, L_NV12 };
+typedef struct vfmt {
+  const char *name;
+  int sample, layout;
+  unsigned bpp;        /* packed: bytes per pixel */
+  unsigned ncomp;
+  unsigned off[3];     /* packed: byte offset of R, G, B (or gray) */
+  int alpha;           /* packed: offset of alpha / X, or -1 */
+} vfmt;
+
+static const vfmt vfmts[] = {
+  {"GRAY8", S_U8, L_PACKED, 1, 1, {0, 0, 0}, -1},
+  {"GRAY16_LE", S_U16, L_PACKED, 2, 1, {0, 0, 0}, -1},
+  {"GRAY32F", S_F32, L_PACKED, 4, 1, {0, 0, 0}, -1},
+  {"RGBA", S_U8, L_PACKED, 4, 3, {0, 1, 2}, 3},
+  {"BGR", S_U8, L_PACKED, 3, 3, {2, 1, 0}, -1},
+  {"I420", S_U8, L_I420, 1, 3, {0, 0, 0}, -1},
+  {"NV12", S_U8, L_NV12, 1, 3, {0, 0, 0}, -1},
+};
+#define NVFMTS (sizeof vfmts / sizeof vfmts[0])
+
+static const vfmt *vfmt_find(const char *name)
+{
+  for (size_t i = 0; i < NVFMTS; i++)
+    if (!strcmp(vfmts[i].name, name))
+      return &vfmts[i];
+  fail_msg("no test format %s", name);
+  return NULL;
+}
+
+/* One component of a tightly packed frame: where its samples are. */
+typedef struct cview {
+  size_t base, row, step; /* bytes */
+  unsigned w, h;
+  int sample;
+} cview;
+
+static size_t vfmt_frame_bytes(const vfmt *f, unsigned w, unsigned h)
+{
+  size_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+  if (f->layout == L_PACKED)
+    return (size_t)w * h * f->bpp;
+  return (size_t)w * h + 2 * cw * ch;
+}
+
+static cview comp_view(const vfmt *f, unsigned w, unsigned h, unsigned c)
+{
+  unsigned cw = (w + 1) / 2, ch = (h + 1) / 2;
+  size_t luma = (size_t)w * h;
+  cview v = {0, 0, 0, w, h, f->sample};
+  if (f->layout == L_PACKED) {
+    v.base = f->off[c] * (f->sample == S_U16 ? 2u : 1u);
+    v.step = f->bpp;
+    v.row = (size_t)w * f->bpp;
+  } else if (c == 0) {
+    v.step = 1;
+    v.row = w;
+  } else if (f->layout == L_I420) {
+    v = (cview){luma + (c - 1) * (size_t)cw * ch, cw, 1, cw, ch, S_U8};
+  } else {
+    v = (cview){luma + (c - 1), 2 * (size_t)cw, 2, cw, ch, S_U8};
+  }
+  return v;
+}
+
+static double cv_get(const cview *v, const unsigned char *frame, unsigned x,
+                     unsigned y)
+{
+  const unsigned char *p = frame + v->base + y * v->row + x * v->step;
+  if (v->sample == S_U8)
+    return p[0];
+  if (v->sample == S_U16)
+    return p[0] | (unsigned)p[1] << 8;
+  float f;
+  memcpy(&f, p, 4);
+  return f;
+}
+
+/* Map an index outside 0..n-1 into it as scipy.ndimage does; -1 means
+ * "the constant". */
+static long border_index(long i, long n, const char *mode)
+{
+  if (i >= 0 && i < n)
+    return i;
+  if (!strcmp(mode, "constant"))
+    return -1;
+  if (!strcmp(mode, "nearest"))
+    return i < 0 ? 0 : n - 1;
+  if (!strcmp(mode, "wrap"))
+    return ((i % n) + n) % n;
+  if (!strcmp(mode, "reflect")) { /* d c b a | a b c d | d c b a */
+    long p = 2 * n, j = ((i % p) + p) % p;
+    return j < n ? j : p - 1 - j;
+  }
+  /* mirror: d c b | a b c d | c b a */
+  if (n == 1)
+    return 0;
+  long p = 2 * n - 2, j = ((i % p) + p) % p;
+  return j < n ? j : p - j;
+}
+
+typedef struct conv2d_params {
+  unsigned t, kh, kw;
+  const float *taps; /* t x kh x kw */
+  const char *border;
+  double cval, scale, bias;
+  int absolute;
+} conv2d_params;
+
+/* y_t for one component at (x, y) in float64, before rounding:
+ * frames[0..t] are the input frames so far (frames[t] the current one). */
+static double ref_conv2d_at(const conv2d_params *p, const cview *v,
+                            unsigned char *const *frames, size_t t,
+                            unsigned x, unsigned y)
+{
+  long cy = p->kh / 2, cx = p->kw / 2;
+  double acc = 0.0;
+  for (unsigned tau = 0; tau < p->t && tau <= t; tau++) {
+    const unsigned char *fr = frames[t - tau];
+    for (unsigned m = 0; m < p->kh; m++) {
+      long yi = border_index((long)y - (long)m + cy, v->h, p->border);
+      for (unsigned n = 0; n < p->kw; n++) {
+        long xi = border_index((long)x - (long)n + cx, v->w, p->border);
+        double s = xi < 0 || yi < 0
+                     ? p->cval
+                     : cv_get(v, fr, (unsigned)xi, (unsigned)yi);
+        acc += (double)p->taps[((size_t)tau * p->kh + m) * p->kw + n] * s;
+      }
+    }
+  }
+  acc = p->scale * acc + p->bias;
+  return p->absolute ? fabs(acc) : acc;
+}
+
+/* Check output frame t against the reference: filtered components within
+ * tolerance (integers: 1 code value after rounding and saturation; float:
+ * relative L2 2e-5), the others and alpha byte for byte. */
+static void check_frame(const char *what, const vfmt *f, unsigned w,
+                        unsigned h, unsigned comps, const conv2d_params *p,
+                        unsigned char *const *frames, size_t t,
+                        const unsigned char *got)
+{
+  for (unsigned c = 0; c < f->ncomp; c++) {
+    cview v = comp_view(f, w, h, c);
+    double num = 0.0, den = 0.0, worst = 0.0;
+    for (unsigned y = 0; y < v.h; y++)
+      for (unsigned x = 0; x < v.w; x++) {
+        double g = cv_get(&v, got, x, y);
+        if (!(comps >> c & 1u)) {
+          if (g != cv_get(&v, frames[t], x, y))
+            fail_msg("%s: frame %zu component %u (not selected) changed at "
+                     "(%u, %u)", what, t, c, x, y);
+          continue;
+        }
+        double want = ref_conv2d_at(p, &v, frames, t, x, y);
+        if (v.sample == S_F32) {
+          num += (g - want) * (g - want);
+          den += want * want;
+          if (isnan(g))
+            num = NAN;
+        } else {
+          double hi = v.sample == S_U8 ? 255.0 : 65535.0;
+          want = nearbyint(want);
+          want = want < 0.0 ? 0.0 : want > hi ? hi : want;
+          double d = fabs(g - want);
+          if (d > worst)
+            worst = d;
+          if (d > 1.0)
+            fail_msg("%s: frame %zu component %u at (%u, %u): got %g, want "
+                     "%g", what, t, c, x, y, g, want);
+        }
+      }
+    if (v.sample == S_F32 && comps >> c & 1u) {
+      double err = den > 0.0 ? sqrt(num / den) : sqrt(num);
+      if (!(err <= 2e-5))
+        fail_msg("%s: frame %zu component %u: relative L2 error %g > 2e-5",
+                 what, t, c, err);
+    }
+  }
+  if (f->alpha >= 0) {
+    for (size_t i = 0; i < (size_t)w * h; i++)
+      if (got[i * f->bpp + (unsigned)f->alpha] !=
+          frames[t][i * f->bpp + (unsigned)f->alpha])
+        fail_msg("%s: frame %zu: alpha changed at pixel %zu", what, t, i);
+  }
+}
+
+/* A 2D or 3D kernel as text: one row per line, a blank line between
+ * temporal taps. */
+static void write_text_kernel2d(const char *path, const conv2d_params *p)
+{
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "# %u x %u x %u\n", p->t, p->kh, p->kw);
+  for (unsigned tau = 0; tau < p->t; tau++) {
+    if (tau)
+      fputc('\n', f);
+    for (unsigned m = 0; m < p->kh; m++)
+      for (unsigned n = 0; n < p->kw; n++)
+        fprintf(f, "%.9g%s",
+                (double)p->taps[((size_t)tau * p->kh + m) * p->kw + n],
+                n + 1 < p->kw ? (m % 2 ? " " : ", ") : "\n");
+  }
+  assert_int_equal(fclose(f), 0);
+}
+
+static void fill_frames(ref_rng *r, const vfmt *f, unsigned char *buf,
+                        size_t bytes)
+{
+  if (f->sample != S_F32) {
+    for (size_t i = 0; i < bytes; i++)
+      buf[i] = (unsigned char)ref_rng_u64(r);
+    return;
+  }
+  for (size_t i = 0; i < bytes / 4; i++) {
+    float v = ref_rng_sym(r);
+    memcpy(buf + 4 * i, &v, 4);
+  }
+}
+
+static void conv2d_case(ref_rng *r, int index, const char *fmt_name)
+{
+  static const char *const borders[] = {"reflect", "mirror", "nearest",
+                                        "wrap", "constant"};
+  static const char *const algos[] = {"auto", "direct", "fft"};
+  const vfmt *f = vfmt_find(fmt_name);
+  unsigned w = (unsigned)ref_rng_range(r, 1, 40);
+  unsigned h = (unsigned)ref_rng_range(r, 1, 30);
+  conv2d_params p = {0};
+  p.t = ref_rng_u64(r) % 3 ? 1 : (unsigned)ref_rng_range(r, 2, 3);
+  p.kh = (unsigned)ref_rng_range(r, 1, 7);
+  p.kw = (unsigned)ref_rng_range(r, 1, 7);
+  p.border = borders[ref_rng_u64(r) % 5];
+  int separable = ref_rng_u64(r) % 4 == 0;
+  const char *algo = separable ? "separable" : algos[ref_rng_u64(r) % 3];
+  size_t ntaps = (size_t)p.t * p.kh * p.kw;
+  float *taps = malloc(ntaps * sizeof *taps);
+  assert_non_null(taps);
+  double l1 = 0.0;
+  for (unsigned tau = 0; tau < p.t; tau++) {
+    float a[7], b[7];
+    ref_rng_fill(r, a, p.kh);
+    ref_rng_fill(r, b, p.kw);
+    for (unsigned m = 0; m < p.kh; m++)
+      for (unsigned n = 0; n < p.kw; n++) {
+        size_t j = ((size_t)tau * p.kh + m) * p.kw + n;
+        taps[j] = separable ? a[m] * b[n] : ref_rng_sym(r);
+        l1 += fabs(taps[j]);
+      }
+  }
+  /* Integer formats: keep most outputs inside the range (some saturate). */
+  double range = f->sample == S_U8 ? 255.0 : f->sample == S_U16 ? 65535.0
+                                                                : 1.0;
+  p.taps = taps;
+  p.scale = f->sample == S_F32 ? 1.0 : 1.2 / l1;
+  p.bias = f->sample == S_F32 ? 0.0 : 0.4 * range;
+  if (ref_rng_u64(r) % 4 == 0)
+    p.scale = -p.scale;
+  p.absolute = ref_rng_u64(r) % 4 == 0;
+  p.cval = f->sample == S_F32 ? 0.5 : floor(0.3 * range);
+  unsigned comps = f->ncomp == 1 ? 1u : (unsigned)ref_rng_range(r, 1, 7);
+  size_t nframes = ref_rng_range(r, 1, 5);
+  size_t fb = vfmt_frame_bytes(f, w, h);
+
+  char kpath[PATH_MAX], name[64];
+  int text = ref_rng_u64(r) % 2;
+  snprintf(name, sizeof name, "conv2d%d.%s", index, text ? "txt" : "npy");
+  tmp_path(kpath, sizeof kpath, name);
+  if (text) {
+    write_text_kernel2d(kpath, &p);
+  } else {
+    size_t shape[3] = {p.t, p.kh, p.kw};
+    if (p.t == 1)
+      write_npy(kpath, (int)(ref_rng_u64(r) % 2), shape + 1, 2, taps);
+    else
+      write_npy(kpath, (int)(ref_rng_u64(r) % 2), shape, 3, taps);
+  }
+
+  char wbuf[16], hbuf[16], sbuf[32], bbuf[32], cbuf[32], mbuf[16];
+  snprintf(wbuf, sizeof wbuf, "%u", w);
+  snprintf(hbuf, sizeof hbuf, "%u", h);
+  snprintf(sbuf, sizeof sbuf, "%.17g", p.scale);
+  snprintf(bbuf, sizeof bbuf, "%.17g", p.bias);
+  snprintf(cbuf, sizeof cbuf, "%.17g", p.cval);
+  snprintf(mbuf, sizeof mbuf, "%u", comps);
+  /* The float reference uses the values as the CLI parses them: floats. */
+  p.scale = (float)p.scale;
+  p.bias = (float)p.bias;
+  p.cval = (float)p.cval;
+  const char *args[32] = {NULL, "conv2d", "--kernel", kpath, "--width", wbuf,
+                          "--height", hbuf, "--format", fmt_name,
+                          "--border", p.border, "--cval", cbuf, "--scale",
+                          sbuf, "--bias", bbuf, "--components", mbuf,
+                          "--algorithm", algo, "--backend", "cpu", "-v"};
+  int na = 25;
+  if (p.absolute)
+    args[na++] = "--absolute";
+  args[na] = NULL;
+
+  char what[256];
+  snprintf(what, sizeof what, "conv2d case %d: %s %ux%u, %zu frames, kernel "
+           "%ux%ux%u (%s), %s, %s, components %u%s", index, fmt_name, w, h,
+           nframes, p.t, p.kh, p.kw, text ? "text" : "npy", p.border, algo,
+           comps, p.absolute ? ", absolute" : "");
+  printf("%s\n", what);
+
+  unsigned char *in = malloc(nframes * fb);
+  unsigned char **frames = malloc(nframes * sizeof *frames);
+  assert_true(in && frames);
+  fill_frames(r, f, in, nframes * fb);
+  for (size_t t = 0; t < nframes; t++)
+    frames[t] = in + t * fb;
+  result res;
+  run_cli(args, in, nframes * fb, r, fb, 0, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+  if (!strstr(res.err, "engine: "))
+    fail_msg("%s: -v printed no engine description:\n%s", what, res.err);
+  if (res.out_len != nframes * fb)
+    fail_msg("%s: %zu output bytes, want %zu", what, res.out_len,
+             nframes * fb);
+  for (size_t t = 0; t < nframes; t++)
+    check_frame(what, f, w, h, comps, &p, frames, t, res.out + t * fb);
+
+  result_free(&res);
+  free(frames);
+  free(in);
+  free(taps);
+  unlink(kpath);
+}
+
+static void test_conv2d_random(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 1);
+  int index = 0;
+  /* GRAY8, GRAY32F and I420 always; the others now and then. */
+  for (int i = 0; i < 3; i++) {
+    conv2d_case(&r, index++, "GRAY8");
+    conv2d_case(&r, index++, "GRAY32F");
+    conv2d_case(&r, index++, "I420");
+  }
+  for (int i = 0; i < 4; i++)
+    conv2d_case(&r, index++, vfmts[ref_rng_u64(&r) % NVFMTS].name);
+}
+
+/* A preset against the same reference: box 3 on GRAY8 is every tap 1/9. */
+static void test_conv2d_preset(void **state)
+{
+  (void)state;
+  enum { W = 23, H = 17, FRAMES = 3 };
+  const vfmt *f = vfmt_find("GRAY8");
+  float taps[9];
+  for (int i = 0; i < 9; i++)
+    taps[i] = 1.0f / 9.0f;
+  conv2d_params p = {1, 3, 3, taps, "nearest", 0.0, 1.0, 0.0, 0};
+  const char *args[] = {NULL, "conv2d", "--preset", "box", "--size", "3",
+                        "-W", "23", "-H", "17", "-f", "gray8", "--border",
+                        "nearest", NULL};
+  static unsigned char in[FRAMES * W * H];
+  unsigned char *frames[FRAMES];
+  ref_rng r;
+  ref_rng_init(&r, 5);
+  fill_frames(&r, f, in, sizeof in);
+  for (int t = 0; t < FRAMES; t++)
+    frames[t] = in + (size_t)t * W * H;
+  result res;
+  run_cli(args, in, sizeof in, &r, W * H, 0, &res);
+  if (res.status != 0)
+    fail_msg("preset box: exit %d, stderr:\n%s", res.status, res.err);
+  assert_int_equal(res.out_len, sizeof in);
+  for (size_t t = 0; t < FRAMES; t++)
+    check_frame("preset box", f, W, H, 1, &p, frames, t,
+                res.out + t * W * H);
+  result_free(&res);
+}
+
+/* A small kernel file for the pipe and error tests. */
+static void small_kernel2d(char *buf, size_t len)
+{
+  static const float taps[9] = {0, 0.25f, 0, 0.25f, 0, 0.25f, 0, 0.25f, 0};
+  conv2d_params p = {1, 3, 3, taps, "reflect", 0, 1, 0, 0};
+  tmp_path(buf, len, "small2d.txt");
+  write_text_kernel2d(buf, &p);
+}
+
+/* Frame 1 comes out while stdin is still open; then a partial second
+ * frame at end of input is an error naming the bytes left over, after
+ * frame 1 has been written whole. */
+static void test_conv2d_streams_before_eof(void **state)
+{
+  (void)state;
+  enum { W = 64, H = 48, FB = W * H * 3 / 2 }; /* I420 */
+  char kpath[PATH_MAX];
+  small_kernel2d(kpath, sizeof kpath);
+  const char *args[] = {NULL, "conv2d", "-k", kpath, "-W", "64", "-H", "48",
+                        "-f", "I420", NULL};
+  static unsigned char x[FB + 10];
+  ref_rng r;
+  ref_rng_init(&r, 13);
+  fill_frames(&r, vfmt_find("I420"), x, sizeof x);
+
+  proc p;
+  spawn(args, &p);
+  fcntl(p.in, F_SETFL, 0);
+  /* Frame 1 in two pieces with a pause, then 10 bytes of frame 2. */
+  assert_int_equal(write(p.in, x, 1000), 1000);
+  usleep(20000);
+  assert_int_equal(write(p.in, x + 1000, FB - 1000 + 10), FB - 1000 + 10);
+  unsigned char *out = NULL;
+  size_t out_len = 0, out_cap = 0;
+  double deadline = now_s() + 10.0;
+  while (out_len < FB && now_s() < deadline) {
+    struct pollfd pfd = {.fd = p.out, .events = POLLIN};
+    if (poll(&pfd, 1, 100) > 0 &&
+        !drain_fd(p.out, &out, &out_len, &out_cap))
+      break;
+  }
+  size_t early = out_len;
+  close(p.in);
+  int open_out = 1;
+  while (open_out) {
+    struct pollfd pfd = {.fd = p.out, .events = POLLIN};
+    assert_true(poll(&pfd, 1, 10000) > 0);
+    open_out = drain_fd(p.out, &out, &out_len, &out_cap);
+  }
+  unsigned char *err = NULL;
+  size_t err_len = 0, err_cap = 0;
+  fcntl(p.err, F_SETFL, 0);
+  while (drain_fd(p.err, &err, &err_len, &err_cap))
+    ;
+  err[err_len] = '\0';
+  close(p.out);
+  close(p.err);
+  int status = wait_status(p.pid);
+  printf("conv2d live pipe: %zu bytes before end of input, %zu in all; "
+         "stderr: %s", early, out_len, (char *)err);
+  assert_int_equal(early, FB);
+  assert_int_equal(out_len, FB);
+  assert_int_equal(status, 1);
+  assert_non_null(strstr((char *)err, "10 bytes"));
+  free(err);
+  free(out);
+}
+
+/* Irregular pieces, 3 whole frames and 7 bytes: 3 frames out, exit 1. */
+static void test_conv2d_partial_frame(void **state)
+{
+  (void)state;
+  enum { W = 31, H = 9, FB = W * H * 4 };
+  char kpath[PATH_MAX];
+  small_kernel2d(kpath, sizeof kpath);
+  const char *args[] = {NULL, "conv2d", "-k", kpath, "-W", "31", "-H", "9",
+                        "-f", "RGBA", "-c", "r,g", NULL};
+  static unsigned char x[3 * FB + 7];
+  ref_rng r;
+  ref_rng_init(&r, 17);
+  fill_frames(&r, vfmt_find("RGBA"), x, sizeof x);
+  result res;
+  run_cli(args, x, sizeof x, &r, FB, 0, &res);
+  if (res.status != 1)
+    fail_msg("partial frame: exit %d, want 1; stderr:\n%s", res.status,
+             res.err);
+  assert_int_equal(res.out_len, 3 * FB);
+  if (!strstr(res.err, "7 bytes"))
+    fail_msg("partial frame: stderr does not name the 7 bytes:\n%s",
+             res.err);
+  result_free(&res);
+}
+
+static void test_conv2d_usage_errors(void **state)
+{
+  (void)state;
+  char k[PATH_MAX];
+  small_kernel2d(k, sizeof k);
+#define CONV2D_EXPECT(status, msg, ...)                                       \
+  do {                                                                        \
+    const char *a_[] = {NULL, "conv2d", __VA_ARGS__, NULL};                   \
+    expect(a_, status, msg);                                                  \
+  } while (0)
+  CONV2D_EXPECT(2, "YUV9", "-k", k, "-W", "8", "-H", "8", "-f", "YUV9");
+  CONV2D_EXPECT(2, "diagonal", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
+                "--border", "diagonal");
+  CONV2D_EXPECT(2, "blur9", "--preset", "blur9", "-W", "8", "-H", "8", "-f",
+                "GRAY8");
+  CONV2D_EXPECT(2, "--width", "-k", k, "-W", "0", "-H", "8", "-f", "GRAY8");
+  CONV2D_EXPECT(2, "--height", "-k", k, "-W", "8", "-f", "GRAY8");
+  CONV2D_EXPECT(2, "--scale", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
+                "--scale", "nan");
+  CONV2D_EXPECT(2, "--cval", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
+                "--cval", "1e400");
+  CONV2D_EXPECT(2, "not both", "-k", k, "--preset", "box", "-W", "8", "-H",
+                "8", "-f", "GRAY8");
+  CONV2D_EXPECT(2, "--preset", "-W", "8", "-H", "8", "-f", "GRAY8");
+  CONV2D_EXPECT(2, "sharpen", "--preset", "sharpen", "--size", "5", "-W",
+                "8", "-H", "8", "-f", "GRAY8");
+  CONV2D_EXPECT(2, "--size", "-k", k, "--size", "5", "-W", "8", "-H", "8",
+                "-f", "GRAY8");
+  CONV2D_EXPECT(2, "'u'", "-k", k, "-W", "8", "-H", "8", "-f", "RGB", "-c",
+                "r,u");
+  CONV2D_EXPECT(2, "'q'", "-k", k, "-W", "8", "-H", "8", "-f", "I420", "-c",
+                "y,q");
+  CONV2D_EXPECT(2, "--components", "-k", k, "-W", "8", "-H", "8", "-f",
+                "I420", "-c", "8");
+  CONV2D_EXPECT(2, "fastest", "-k", k, "-W", "8", "-H", "8", "-f", "I420",
+                "--algorithm", "fastest");
+  CONV2D_EXPECT(2, "--bogus", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
+                "--bogus");
+  CONV2D_EXPECT(2, "extra", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
+                "extra");
+  /* Runtime errors: a missing kernel file. */
+  char missing[PATH_MAX];
+  tmp_path(missing, sizeof missing, "no-such-kernel2d.npy");
+  unlink(missing);
+  CONV2D_EXPECT(1, "no-such-kernel2d.npy", "-k", missing, "-W", "8", "-H",
+                "8", "-f", "GRAY8");
+#undef CONV2D_EXPECT
+}
+
 /* ---- info, demo, help ------------------------------------------------------ */
 
 static void test_info(void **state)
@@ -724,9 +1251,18 @@ int main(void)
     cmocka_unit_test(test_fir_closed_stdout),
     cmocka_unit_test(test_usage_errors),
     cmocka_unit_test(test_runtime_errors),
+    cmocka_unit_test(test_conv2d_random),
+    cmocka_unit_test(test_conv2d_preset),
+    cmocka_unit_test(test_conv2d_streams_before_eof),
+    cmocka_unit_test(test_conv2d_partial_frame),
+    cmocka_unit_test(test_conv2d_usage_errors),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),
   };
+  /* e.g. CF_TEST_FILTER='test_conv2d*' for a short run under valgrind. */
+  const char *filter = getenv("CF_TEST_FILTER");
+  if (filter)
+    cmocka_set_test_filter(filter);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,5 +32,7 @@ int cli_write_all(int fd, const void *buf, size_t len);
 double cli_now(void);
 
 int cli_demo(int argc, char **argv);
+/* `conv2d` (conv2d.c). */
+int cli_conv2d(int argc, char **argv);
 
 #endif

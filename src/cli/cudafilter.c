@@ -1,6 +1,7 @@
 /* cudafilter — command-line tool: stream FIR filtering of raw float32
- * audio through a pipe (fir), library and device facts (info), and a
- * self-contained demo (demo, in demo.c). */
+ * audio through a pipe (fir), 2D filtering of raw video frames (conv2d, in
+ * conv2d.c), library and device facts (info), and a self-contained demo
+ * (demo, in demo.c). */
 #include "cli.h"
 
 #include <errno.h>
@@ -137,6 +138,8 @@ static void usage_main(FILE *f)
     "\n"
     "Commands:\n"
     "  fir     filter interleaved float32 audio from stdin to stdout\n"
+    "  conv2d  filter raw video frames (2D or temporal kernel, presets)\n"
+    "          from stdin to stdout\n"
     "  info    version, backends, CUDA devices and build features\n"
     "  demo    filter a generated test signal through a synthetic room\n"
     "          and write it to a WAV file\n"
@@ -518,6 +521,8 @@ int main(int argc, char **argv)
   /* Each subcommand parses argv[1..] with getopt_long from index 1. */
   if (!strcmp(cmd, "fir"))
     return cmd_fir(argc - 1, argv + 1);
+  if (!strcmp(cmd, "conv2d"))
+    return cli_conv2d(argc - 1, argv + 1);
   if (!strcmp(cmd, "info"))
     return cmd_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "demo"))

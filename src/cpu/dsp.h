@@ -15,19 +15,17 @@ typedef struct cf_dsp {
    * (re, im), nb % 16 == 0, 64-byte aligned; x and h are n pointers. */
   void (*cmac)(float *acc, const float *const *x, const float *const *h,
                size_t n, size_t nb);
-  /* Outputs per pass of the 2D kernels: m below is a multiple of it. */
-  unsigned block;
-  /* 2D direct, two output rows at once (the input rows they share are
-   * loaded once): for x < m (m % block == 0),
-   *   o0[x] (+)= sum_{q<kh} sum_{j<kw} w[q*kw + j] * rows[q][x + j],
-   *   o1[x] (+)= sum_{q<kh} sum_{j<kw} w[q*kw + j] * rows[q + 1][x + j]
-   * (o1 NULL: one row, rows needs kh pointers, else kh + 1). `add`
-   * accumulates into o0/o1 instead of overwriting them. */
-  void (*conv2d)(const float *const *rows, const float *w, size_t kh,
-                 size_t kw, float *o0, float *o1, size_t m, int add);
-  /* out[x] (+)= sum_{q<n} v[q] * rows[q][x] for x < m (m % block == 0). */
-  void (*colsum)(const float *const *rows, const float *v, size_t n,
-                 float *out, size_t m, int add);
+  /* Outputs per pass of the 2D kernels (m below is a multiple of it), and
+   * output rows per pass of conv2d. */
+  unsigned block, rows;
+  /* 2D direct, R = rows output rows at once: for x < m and r < R,
+   *   o[r][x] (+)= sum_{q<nq} sum_{j<kw} wpad[(q + R - 1 - r) * kw + j] *
+   *                rows[q][x + j],
+   * where wpad holds the flipped kernel with R - 1 zero rows above and
+   * below (so nq = kh + R - 1 covers it all; a later call with rows + q0
+   * and wpad + q0 * kw continues the sum). `add` accumulates into o. */
+  void (*conv2d)(const float *const *rows, const float *wpad, size_t nq,
+                 size_t kw, float *const *o, size_t m, int add);
   /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
    * float. */
   void (*pix_in)(const unsigned char *p, unsigned step, int type,

@@ -1,14 +1,53 @@
 /* Template for the hot loops: included once per instruction set by
- * dsp_generic.c and dsp_avx2.c, which define DSP_NAME and compile it with
- * their own -m flags. GCC vector extensions keep it portable: v8 lowers to
- * two SSE registers in the generic build and one AVX register (with FMA
- * contraction) in the AVX2 build. */
+ * dsp_generic.c, dsp_avx2.c and dsp_avx512.c, which define DSP_NAME (and
+ * the vector shape) and compile it with their own -m flags. GCC vector
+ * extensions keep it portable: an 8-lane vector lowers to two SSE
+ * registers in the generic build and one AVX register (with FMA
+ * contraction) in the AVX2 build; 16 lanes to one AVX-512 register. */
 #include <string.h>
 
 #include "dsp.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+
+/* The 2D kernels work on vectors of DSP_VW lanes (8: SSE pairs or AVX2;
+ * 16: AVX-512), DSP_NV of them per output row and DSP_ROWS output rows per
+ * pass: as many accumulators as the registers hold (AVX-512: 3 x 6 = 18
+ * of 32; AVX2: 2 x 4 = 8 of 16), so each input vector loaded feeds
+ * DSP_ROWS FMAs (bench/results/conv2d-*.md). */
+#ifndef DSP_VW
+#define DSP_VW 8
+#endif
+#ifndef DSP_ROWS
+#define DSP_ROWS 2
+#endif
+#ifndef DSP_NV
+#define DSP_NV 4
+#endif
+typedef float vf __attribute__((vector_size(DSP_VW * 4)));
+#define BLOCK (DSP_NV * DSP_VW)
+
+static inline vf loadv(const float *p)
+{
+  vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+static inline vf bcastv(float x) { return x - (vf){0}; } /* exact */
+
+/* Keep a loaded vector in a register: otherwise GCC folds the load into
+ * each FMA that uses it, loading (and splitting across cache lines) once
+ * per output row. */
+#if defined(__AVX__)
+#define IN_REG(v) __asm__("" : "+v"(v))
+#else /* the generic build's vectors span two registers */
+#define IN_REG(v) ((void)0)
+#endif
+
 
 typedef float v8 __attribute__((vector_size(32)));
 
@@ -29,45 +68,47 @@ static inline v8 bcast(float x) { return (v8){x, x, x, x, x, x, x, x}; }
  * within 1e-6 of the float64 reference). */
 #define FIR_BLOCK 128
 
-/* 32 outputs per pass (4 accumulators): each tap is broadcast once and
- * used 4 times; loads hit L1 since the window slides by one float. */
+/* 4 * DSP_VW outputs per pass (4 accumulators): each tap is broadcast
+ * once and used 4 times; loads hit L1 since the window slides by one
+ * float. */
 static void fir(const float *x, const float *hrev, size_t len, float *out,
                 size_t m)
 {
+  const size_t W = DSP_VW;
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    v8 t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+  for (; i + 4 * W <= m; i += 4 * W) {
+    vf t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
     const float *xi = x + i;
     for (size_t j0 = 0; j0 < len; j0 += FIR_BLOCK) {
       size_t j1 = j0 + FIR_BLOCK < len ? j0 + FIR_BLOCK : len;
-      v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+      vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
       for (size_t j = j0; j < j1; j++) {
-        v8 h = bcast(hrev[j]);
-        a0 += h * load8(xi + j);
-        a1 += h * load8(xi + j + 8);
-        a2 += h * load8(xi + j + 16);
-        a3 += h * load8(xi + j + 24);
+        vf h = bcastv(hrev[j]);
+        a0 += h * loadv(xi + j);
+        a1 += h * loadv(xi + j + W);
+        a2 += h * loadv(xi + j + 2 * W);
+        a3 += h * loadv(xi + j + 3 * W);
       }
       t0 += a0;
       t1 += a1;
       t2 += a2;
       t3 += a3;
     }
-    store8(out + i, t0);
-    store8(out + i + 8, t1);
-    store8(out + i + 16, t2);
-    store8(out + i + 24, t3);
+    storev(out + i, t0);
+    storev(out + i + W, t1);
+    storev(out + i + 2 * W, t2);
+    storev(out + i + 3 * W, t3);
   }
-  for (; i + 8 <= m; i += 8) {
-    v8 t = {0};
+  for (; i + W <= m; i += W) {
+    vf t = {0};
     for (size_t j0 = 0; j0 < len; j0 += FIR_BLOCK) {
       size_t j1 = j0 + FIR_BLOCK < len ? j0 + FIR_BLOCK : len;
-      v8 a = {0};
+      vf a = {0};
       for (size_t j = j0; j < j1; j++)
-        a += bcast(hrev[j]) * load8(x + i + j);
+        a += bcastv(hrev[j]) * loadv(x + i + j);
       t += a;
     }
-    store8(out + i, t);
+    storev(out + i, t);
   }
   for (; i < m; i++) {
     float t = 0.0f;
@@ -113,111 +154,37 @@ static void cmac(float *acc, const float *const *x, const float *const *h,
   }
 }
 
-/* The 2D kernels work on vectors of DSP_VW lanes (8: SSE pairs or AVX2;
- * 16: AVX-512), four per pass. */
-#ifndef DSP_VW
-#define DSP_VW 8
-#endif
-typedef float vf __attribute__((vector_size(DSP_VW * 4)));
-#define BLOCK (4 * DSP_VW)
-
-static inline vf loadv(const float *p)
-{
-  vf v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
-static inline vf bcastv(float x) { return x - (vf){0}; } /* exact */
-
-/* Keep a loaded vector in a register: otherwise GCC folds the load into
- * each FMA that uses it, loading (and splitting across cache lines) twice. */
-#if defined(__AVX__)
-#define IN_REG(v) __asm__("" : "+v"(v))
-#else /* the generic build's vectors span two registers */
-#define IN_REG(v) ((void)0)
-#endif
-
-/* One input row's contribution to BLOCK outputs of one or two rows. */
-#define CONV_TAP_LOOP(body)                                                  \
-  for (size_t j = 0; j < kw; j++) {                                          \
-    const float *xp = r + x + j;                                             \
-    vf x0 = loadv(xp), x1 = loadv(xp + DSP_VW), x2 = loadv(xp + 2 * DSP_VW), \
-       x3 = loadv(xp + 3 * DSP_VW);                                          \
-    IN_REG(x0);                                                              \
-    IN_REG(x1);                                                              \
-    IN_REG(x2);                                                              \
-    IN_REG(x3);                                                              \
-    body                                                                     \
-  }
-
-#define LOAD4(a, p)                                                          \
-  a##0 = loadv(p), a##1 = loadv(p + DSP_VW), a##2 = loadv(p + 2 * DSP_VW),   \
-  a##3 = loadv(p + 3 * DSP_VW)
-#define STORE4(p, a)                                                         \
-  storev(p, a##0), storev(p + DSP_VW, a##1), storev(p + 2 * DSP_VW, a##2),   \
-      storev(p + 3 * DSP_VW, a##3)
-
-static void conv2d(const float *const *rows, const float *w, size_t kh,
-                   size_t kw, float *o0, float *o1, size_t m, int add)
+/* Input row q feeds output row r with kernel row q - r; wpad has
+ * DSP_ROWS - 1 zero rows above and below the kernel, so that holds for
+ * every q and r without a branch (the zero taps cost (R - 1) / kh more
+ * FMAs, less than the branches did). */
+static void conv2d(const float *const *rows, const float *wpad, size_t nq,
+                   size_t kw, float *const *o, size_t m, int add)
 {
   for (size_t x = 0; x < m; x += BLOCK) {
-    vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    if (add)
-      LOAD4(a, o0 + x);
-    if (!o1) {
-      for (size_t q = 0; q < kh; q++) {
-        const float *r = rows[q], *wq = w + q * kw;
-        CONV_TAP_LOOP(vf h = bcastv(wq[j]); a0 += h * x0; a1 += h * x1;
-                      a2 += h * x2; a3 += h * x3;)
-      }
-    } else {
-      vf b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
-      if (add)
-        LOAD4(b, o1 + x);
-      /* Row q feeds o0 with kernel row q and o1 with kernel row q - 1. */
-      for (size_t q = 0; q <= kh; q++) {
-        const float *r = rows[q];
-        if (q == 0) {
-          const float *wq = w;
-          CONV_TAP_LOOP(vf h = bcastv(wq[j]); a0 += h * x0; a1 += h * x1;
-                        a2 += h * x2; a3 += h * x3;)
-        } else if (q == kh) {
-          const float *wp = w + (q - 1) * kw;
-          CONV_TAP_LOOP(vf g = bcastv(wp[j]); b0 += g * x0; b1 += g * x1;
-                        b2 += g * x2; b3 += g * x3;)
-        } else {
-          const float *wq = w + q * kw, *wp = wq - kw;
-          CONV_TAP_LOOP(vf h = bcastv(wq[j]); vf g = bcastv(wp[j]);
-                        a0 += h * x0; a1 += h * x1; a2 += h * x2;
-                        a3 += h * x3; b0 += g * x0; b1 += g * x1;
-                        b2 += g * x2; b3 += g * x3;)
+    vf a[DSP_ROWS][DSP_NV];
+    for (int r = 0; r < DSP_ROWS; r++)
+      for (int v = 0; v < DSP_NV; v++)
+        a[r][v] = add ? loadv(o[r] + x + v * DSP_VW) : (vf){0};
+    for (size_t q = 0; q < nq; q++) {
+      const float *xr = rows[q] + x;
+      const float *wq = wpad + (q + DSP_ROWS - 1) * kw;
+      for (size_t j = 0; j < kw; j++) {
+        vf xv[DSP_NV];
+        for (int v = 0; v < DSP_NV; v++) {
+          xv[v] = loadv(xr + j + v * DSP_VW);
+          IN_REG(xv[v]);
+        }
+        for (int r = 0; r < DSP_ROWS; r++) {
+          vf h = bcastv(wq[j - (size_t)r * kw]);
+          for (int v = 0; v < DSP_NV; v++)
+            a[r][v] += h * xv[v];
         }
       }
-      STORE4(o1 + x, b);
     }
-    STORE4(o0 + x, a);
-  }
-}
-
-static void colsum(const float *const *rows, const float *v, size_t n,
-                   float *out, size_t m, int add)
-{
-  for (size_t x = 0; x < m; x += BLOCK) {
-    vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    if (add)
-      LOAD4(a, out + x);
-    for (size_t q = 0; q < n; q++) {
-      const float *r = rows[q] + x;
-      vf h = bcastv(v[q]);
-      a0 += h * loadv(r);
-      a1 += h * loadv(r + DSP_VW);
-      a2 += h * loadv(r + 2 * DSP_VW);
-      a3 += h * loadv(r + 3 * DSP_VW);
-    }
-    STORE4(out + x, a);
+    for (int r = 0; r < DSP_ROWS; r++)
+      for (int v = 0; v < DSP_NV; v++)
+        storev(o[r] + x + v * DSP_VW, a[r][v]);
   }
 }
 
@@ -337,5 +304,6 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
   }
 }
 
-const cf_dsp DSP_NAME = {STR(DSP_NAME), fir, cmac, BLOCK, conv2d, colsum,
+const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,     cmac,   BLOCK, DSP_ROWS,
+                         conv2d,
                          pix_in, pix_out};

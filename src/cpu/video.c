@@ -6,9 +6,9 @@
  * separate sweep). Each temporal slice k_tau reads its own source: the
  * input frame for tau = 0, a float history plane for older frames.
  * Three ways to compute a slice (plan.algo, one for all slices):
- *  - direct: dsp->conv2d, two output rows per pass;
+ *  - direct: dsp->conv2d, several output rows per pass;
  *  - separable (rank-1 slices): dsp->fir along rows into a ring of
- *    filtered rows, then dsp->colsum down the columns;
+ *    filtered rows, then dsp->conv2d with a one-column kernel down them;
  *  - FFT: tiles of nh x nw, FFTW r2c, the spectra of all slices summed,
  *    one inverse per tile.
  * Rounding, saturation, scale, bias and |.| happen in the store of each
@@ -43,8 +43,10 @@ typedef struct chan {
 } chan;
 
 typedef struct slice {
-  float *wflip;      /* direct: kh * kw taps, flipped in both axes */
-  float *hrev, *vcol;/* separable: kw and kh taps, in application order */
+  float *wpad;       /* direct: kh * kw taps flipped in both axes, with
+                        dsp->rows - 1 zero rows above and below */
+  float *hrev, *vpad;/* separable: kw row taps reversed; kh column taps
+                        flipped and padded as wpad */
   float *spec;       /* FFT: the kernel's spectrum / (nh * nw) */
 } slice;
 
@@ -234,42 +236,53 @@ static void store_row(video *v, const chan *c, const float *acc, long r)
 static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
 {
   const plan *p = &v->p;
-  unsigned kh = p->kh, kw = p->kw, nt = active_slices(v);
+  unsigned kh = p->kh, kw = p->kw, nt = active_slices(v), R = v->dsp->rows;
+  unsigned nq = kh + R - 1;
   unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
-  float *o0 = b->out, *o1 = b->out + v->mb;
-  for (long i = y0; i < y1; i += 2) {
-    int two = i + 1 < y1;
+  float *o[8];
+  for (unsigned r = 0; r < R; r++)
+    o[r] = b->out + r * v->mb;
+  /* R output rows per pass; past y1 they are computed and dropped. */
+  for (long i = y0; i < y1; i += R) {
     for (unsigned tau = 0; tau < nt; tau++) {
       long v0 = i + p->cy - kh + 1;
-      for (unsigned q = 0; q < kh + (unsigned)two; q++)
+      for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_raw(v, b, c, tau, v0 + q, y0, y1);
-      for (unsigned g = 0; g < kh; g += group) {
-        unsigned n = kh - g < group ? kh - g : group;
+      for (unsigned g = 0; g < nq; g += group) {
+        unsigned n = nq - g < group ? nq - g : group;
         v->dsp->conv2d((const float *const *)b->rows + g,
-                       p->s[tau].wflip + (size_t)g * kw, n, kw, o0,
-                       two ? o1 : NULL, v->mb, tau > 0 || g > 0);
+                       p->s[tau].wpad + (size_t)g * kw, n, kw, o, v->mb,
+                       tau > 0 || g > 0);
       }
     }
-    store_row(v, c, o0, i);
-    if (two)
-      store_row(v, c, o1, i + 1);
+    for (unsigned r = 0; r < R && i + (long)r < y1; r++)
+      store_row(v, c, o[r], i + r);
   }
 }
 
+/* The column pass is conv2d with a one-tap-wide kernel: R output rows per
+ * pass share each filtered row they load. */
 static void band_separable(video *v, band *b, const chan *c, long y0,
                            long y1)
 {
   const plan *p = &v->p;
-  unsigned nt = active_slices(v);
-  for (long i = y0; i < y1; i++) {
+  unsigned nt = active_slices(v), R = v->dsp->rows, nq = p->kh + R - 1;
+  float *o[8];
+  for (unsigned r = 0; r < R; r++)
+    o[r] = b->out + r * v->mb;
+  for (long i = y0; i < y1; i += R) {
     for (unsigned tau = 0; tau < nt; tau++) {
       long v0 = i + p->cy - p->kh + 1;
-      for (unsigned q = 0; q < p->kh; q++)
+      for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
-      v->dsp->colsum((const float *const *)b->rows, p->s[tau].vcol, p->kh,
-                     b->out, v->mb, tau > 0);
+      for (unsigned g = 0; g < nq; g += DIRECT_GROUP_TAPS) {
+        unsigned n = nq - g < DIRECT_GROUP_TAPS ? nq - g : DIRECT_GROUP_TAPS;
+        v->dsp->conv2d((const float *const *)b->rows + g, p->s[tau].vpad + g,
+                       n, 1, o, v->mb, tau > 0 || g > 0);
+      }
     }
-    store_row(v, c, b->out, i);
+    for (unsigned r = 0; r < R && i + (long)r < y1; r++)
+      store_row(v, c, o[r], i + r);
   }
 }
 
@@ -456,9 +469,9 @@ static void free_plan(plan *p)
 {
   if (p->s)
     for (unsigned t = 0; t < p->t; t++) {
-      cf_free(p->s[t].wflip);
+      cf_free(p->s[t].wpad);
       cf_free(p->s[t].hrev);
-      cf_free(p->s[t].vcol);
+      cf_free(p->s[t].vpad);
       cf_free(p->s[t].spec);
     }
   free(p->s);
@@ -546,24 +559,27 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
     const float *kt = k->taps + (size_t)t * k->kh * k->kw;
     slice *sl = &p->s[t];
     if (p->algo == ALGO_DIRECT) {
-      if (!(sl->wflip = cf_alloc((size_t)k->kh * k->kw * sizeof(float))))
+      unsigned z = v->dsp->rows - 1;
+      if (!(sl->wpad = cf_alloc((size_t)(k->kh + 2 * z) * k->kw *
+                                sizeof(float))))
         s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
       else
         for (unsigned q = 0; q < k->kh; q++)
           for (unsigned j = 0; j < k->kw; j++)
-            sl->wflip[q * k->kw + j] =
+            sl->wpad[(q + z) * k->kw + j] =
                 kt[(k->kh - 1 - q) * k->kw + (k->kw - 1 - j)];
     } else if (p->algo == ALGO_SEPARABLE) {
       rank1(kt, k->kh, k->kw, u, u + k->kh);
       sl->hrev = cf_alloc(k->kw * sizeof(float));
-      sl->vcol = cf_alloc(k->kh * sizeof(float));
-      if (!sl->hrev || !sl->vcol)
+      unsigned z = v->dsp->rows - 1;
+      sl->vpad = cf_alloc((k->kh + 2 * z) * sizeof(float));
+      if (!sl->hrev || !sl->vpad)
         s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
       else {
         for (unsigned j = 0; j < k->kw; j++)
           sl->hrev[j] = (float)u[k->kh + k->kw - 1 - j];
         for (unsigned q = 0; q < k->kh; q++)
-          sl->vcol[q] = (float)u[k->kh - 1 - q];
+          sl->vpad[q + z] = (float)u[k->kh - 1 - q];
       }
     }
   }
@@ -618,15 +634,15 @@ static cf_status make_bands(video *v)
   v->bands = calloc(v->nbands, sizeof *v->bands);
   if (!v->bands)
     return cf_fail(CF_E_NOMEM, "video: out of memory for bands");
-  size_t outrows = p->algo == ALGO_FFT ? p->nh - p->kh + 1 : 2;
+  size_t outrows = p->algo == ALGO_FFT ? p->nh - p->kh + 1 : v->dsp->rows;
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
     int ok = (b->rings = calloc(p->t, sizeof *b->rings)) &&
-             (b->rows = calloc(p->kh + 1, sizeof *b->rows)) &&
+             (b->rows = calloc(p->kh + v->dsp->rows, sizeof *b->rows)) &&
              (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
     for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
       ring *r = &b->rings[t];
-      r->n = p->algo == ALGO_DIRECT ? p->kh + 1 : p->kh;
+      r->n = p->kh + v->dsp->rows - 1;
       r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
       ok = (r->buf = cf_alloc(r->n * r->len * sizeof(float))) &&
            (r->tag = malloc(r->n * sizeof *r->tag));

@@ -1,0 +1,451 @@
+/* `cudafilter conv2d`: stream 2D (and temporal) convolution of raw video
+ * frames from stdin to stdout. Each frame is written as soon as it has
+ * been read whole and filtered, so the command works inside a live pipe. */
+#include "cli.h"
+
+#include <errno.h>
+#include <float.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* The headers one by one: in the build tree version.h is generated into
+ * <builddir>/include/cudafilter, which cudafilter.h's "version.h" misses. */
+#include <cudafilter/engine.h>
+#include <cudafilter/error.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
+#define PROG "cudafilter"
+#define CMD "conv2d"
+
+static void usage_conv2d(FILE *f)
+{
+  fputs(
+    "Usage: " PROG " conv2d (--kernel FILE | --preset NAME) --width W\n"
+    "         --height H --format FMT [OPTIONS] < in > out\n"
+    "Filter raw video frames from stdin to stdout with a 2D (or temporal 3D)\n"
+    "kernel, as scipy.ndimage.convolve does. Frames are tightly packed rows,\n"
+    "the planes of I420/NV12 one after another (as in a raw .yuv file). Each\n"
+    "frame is written as soon as it is complete.\n"
+    "\n"
+    "  -k, --kernel FILE    kernel file: text (one row per line; a blank line\n"
+    "                       separates temporal taps) or .npy, 2D (Kh x Kw) or\n"
+    "                       3D (T x Kh x Kw, tau = 0 the current frame)\n"
+    "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
+    "                       sobel-y, laplacian or emboss\n"
+    "      --size N         preset size N x N (gaussian, box, unsharp)\n"
+    "      --sigma S        preset sigma (gaussian, unsharp)\n"
+    "  -W, --width W        frame width in pixels\n"
+    "  -H, --height H       frame height in pixels\n"
+    "  -f, --format FMT     GRAY8, GRAY16_LE, GRAY32F, RGBA, BGRA, RGBx,\n"
+    "                       BGRx, RGB, BGR, I420 or NV12\n"
+    "      --border MODE    reflect (default), mirror, nearest, wrap or\n"
+    "                       constant\n"
+    "      --cval V         value outside the frame for constant (in sample\n"
+    "                       units: 0..255 for 8-bit formats; default 0)\n"
+    "      --scale S        multiply the convolution by S (default 1)\n"
+    "      --bias B         then add B (default 0)\n"
+    "      --absolute       then take the absolute value\n"
+    "  -c, --components C   what to filter: a mask (1 = R/Y, 2 = G/U,\n"
+    "                       4 = B/V) or names: all, luma, chroma, r,g,b or\n"
+    "                       y,u,v (default all; the rest, and alpha, pass\n"
+    "                       through unchanged)\n"
+    "      --algorithm A    auto|direct|separable|fft (default auto)\n"
+    "      --threads N      worker threads, 0 = one per core (default 0)\n"
+    "      --backend B      auto|cpu|cuda (default auto)\n"
+    "      --device ID      CUDA device (default 0)\n"
+    "  -v, --verbose        describe the kernel and the engine on stderr\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Integer formats round to nearest and saturate. Input that ends inside a\n"
+    "frame is an error (after every whole frame has been written).\n"
+    "\n"
+    "Exit status: 0 ok, 1 runtime error, 2 usage error.\n",
+    f);
+}
+
+typedef struct conv2d_opts {
+  const char *kernel_path;
+  const char *preset_name;
+  cf_preset preset;
+  unsigned long size;
+  double sigma;
+  bool have_size, have_sigma, have_width, have_height, have_format;
+  const char *components; /* as given, checked against the format */
+  cf_video_config cfg;
+  bool verbose;
+} conv2d_opts;
+
+/* Component names and the family they belong to. */
+enum { FAM_ANY, FAM_RGB, FAM_YUV };
+static const struct {
+  const char *name;
+  unsigned mask;
+  int family;
+} comp_names[] = {
+  {"all", CF_COMP_ALL, FAM_ANY},  {"r", CF_COMP_R, FAM_RGB},
+  {"red", CF_COMP_R, FAM_RGB},    {"g", CF_COMP_G, FAM_RGB},
+  {"green", CF_COMP_G, FAM_RGB},  {"b", CF_COMP_B, FAM_RGB},
+  {"blue", CF_COMP_B, FAM_RGB},   {"y", CF_COMP_Y, FAM_YUV},
+  {"luma", CF_COMP_LUMA, FAM_YUV}, {"u", CF_COMP_U, FAM_YUV},
+  {"v", CF_COMP_V, FAM_YUV},      {"chroma", CF_COMP_U | CF_COMP_V, FAM_YUV},
+};
+
+static int format_family(cf_pixel_format f)
+{
+  switch (f) {
+  case CF_PIX_GRAY8:
+  case CF_PIX_GRAY16_LE:
+  case CF_PIX_GRAY32F: return FAM_ANY;
+  case CF_PIX_I420:
+  case CF_PIX_NV12: return FAM_YUV;
+  default: return FAM_RGB;
+  }
+}
+
+static bool is_gray(cf_pixel_format f)
+{
+  return f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE || f == CF_PIX_GRAY32F;
+}
+
+/* Parse --components for format fmt: a mask (decimal or 0x hex) or a
+ * comma-separated list of names. Returns 0 or an exit status. */
+static int parse_components(const char *s, cf_pixel_format fmt,
+                            unsigned *out)
+{
+  const char *fname = cf_pixel_format_name(fmt);
+  unsigned mask = 0;
+  if (s[0] >= '0' && s[0] <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 0);
+    if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
+      return cli_usage_error(CMD, "--components: '%s' is not a mask 1..7 "
+                             "or a list of names", s);
+    mask = (unsigned)v;
+  } else {
+    const char *p = s;
+    for (;;) {
+      size_t len = strcspn(p, ",");
+      size_t i, n = sizeof comp_names / sizeof comp_names[0];
+      for (i = 0; i < n; i++)
+        if (strlen(comp_names[i].name) == len &&
+            strncasecmp(p, comp_names[i].name, len) == 0)
+          break;
+      if (i == n)
+        return cli_usage_error(CMD, "--components: unknown component "
+                               "'%.*s' in '%s' (expected all, luma, "
+                               "chroma, r, g, b, y, u or v)", (int)len, p,
+                               s);
+      int fam = comp_names[i].family;
+      /* Gray has one component: "y"/"luma" name it, colours do not. */
+      if ((is_gray(fmt) && fam == FAM_RGB) ||
+          (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
+        return cli_usage_error(CMD, "--components: '%.*s' is not a "
+                               "component of %s", (int)len, p, fname);
+      mask |= comp_names[i].mask;
+      if (p[len] == '\0')
+        break;
+      p += len + 1;
+    }
+  }
+  if (is_gray(fmt) && !(mask & CF_COMP_Y))
+    return cli_usage_error(CMD, "--components: %s has one component "
+                           "(mask 1); '%s' selects none of it", fname, s);
+  if (is_gray(fmt))
+    mask &= CF_COMP_Y;
+  *out = mask;
+  return 0;
+}
+
+/* Parse conv2d's options into o; returns 0 or an exit status. */
+static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
+{
+  enum { OPT_SIZE = 256, OPT_SIGMA, OPT_BORDER, OPT_CVAL, OPT_SCALE,
+         OPT_BIAS, OPT_ABSOLUTE, OPT_ALGORITHM, OPT_THREADS, OPT_BACKEND,
+         OPT_DEVICE };
+  static const struct option longopts[] = {
+    {"kernel", required_argument, NULL, 'k'},
+    {"preset", required_argument, NULL, 'p'},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"sigma", required_argument, NULL, OPT_SIGMA},
+    {"width", required_argument, NULL, 'W'},
+    {"height", required_argument, NULL, 'H'},
+    {"format", required_argument, NULL, 'f'},
+    {"border", required_argument, NULL, OPT_BORDER},
+    {"cval", required_argument, NULL, OPT_CVAL},
+    {"scale", required_argument, NULL, OPT_SCALE},
+    {"bias", required_argument, NULL, OPT_BIAS},
+    {"absolute", no_argument, NULL, OPT_ABSOLUTE},
+    {"components", required_argument, NULL, 'c'},
+    {"algorithm", required_argument, NULL, OPT_ALGORITHM},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  unsigned long v;
+  double d;
+  int c;
+
+  memset(o, 0, sizeof *o);
+  cf_video_config_init(&o->cfg);
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":k:p:W:H:f:c:vh", longopts, NULL)) !=
+         -1) {
+    switch (c) {
+    case 'k': o->kernel_path = optarg; break;
+    case 'p':
+      if (cf_preset_from_string(optarg, &o->preset) != CF_OK)
+        return cli_usage_error(CMD, "--preset: '%s' is not gaussian, box, "
+                               "sharpen, unsharp, sobel-x, sobel-y, "
+                               "laplacian or emboss", optarg);
+      o->preset_name = optarg;
+      break;
+    case OPT_SIZE:
+      if (!cli_parse_uint(CMD, "--size", optarg, 1, CF_KERNEL2D_MAX_SIDE,
+                          &o->size))
+        return CLI_EXIT_USAGE;
+      o->have_size = true;
+      break;
+    case OPT_SIGMA:
+      if (!cli_parse_double(CMD, "--sigma", optarg, 0.0, 1e6, &o->sigma))
+        return CLI_EXIT_USAGE;
+      if (o->sigma <= 0.0)
+        return cli_usage_error(CMD, "--sigma: %s must be greater than 0",
+                               optarg);
+      o->have_sigma = true;
+      break;
+    case 'W':
+    case 'H':
+      if (!cli_parse_uint(CMD, c == 'W' ? "--width" : "--height", optarg, 1,
+                          CF_VIDEO_MAX_SIDE, &v))
+        return CLI_EXIT_USAGE;
+      if (c == 'W') {
+        o->cfg.width = (unsigned)v;
+        o->have_width = true;
+      } else {
+        o->cfg.height = (unsigned)v;
+        o->have_height = true;
+      }
+      break;
+    case 'f':
+      if (cf_pixel_format_from_string(optarg, &o->cfg.format) != CF_OK)
+        return cli_usage_error(CMD, "--format: '%s' is not GRAY8, GRAY16_LE, "
+                               "GRAY32F, RGBA, BGRA, RGBx, BGRx, RGB, BGR, "
+                               "I420 or NV12", optarg);
+      o->have_format = true;
+      break;
+    case OPT_BORDER:
+      if (cf_border_from_string(optarg, &o->cfg.border) != CF_OK)
+        return cli_usage_error(CMD, "--border: '%s' is not reflect, mirror, "
+                               "nearest, wrap or constant", optarg);
+      break;
+    case OPT_CVAL:
+    case OPT_SCALE:
+    case OPT_BIAS:
+      if (!cli_parse_double(CMD, c == OPT_CVAL    ? "--cval"
+                                 : c == OPT_SCALE ? "--scale"
+                                                  : "--bias",
+                            optarg, -FLT_MAX, FLT_MAX, &d))
+        return CLI_EXIT_USAGE;
+      if (c == OPT_CVAL)
+        o->cfg.cval = (float)d;
+      else if (c == OPT_SCALE)
+        o->cfg.scale = (float)d;
+      else
+        o->cfg.bias = (float)d;
+      break;
+    case OPT_ABSOLUTE: o->cfg.absolute = 1; break;
+    case 'c': o->components = optarg; break;
+    case OPT_ALGORITHM:
+      if (cf_algorithm2d_from_string(optarg, &o->cfg.algorithm) != CF_OK)
+        return cli_usage_error(CMD, "--algorithm: '%s' is not auto, direct, "
+                               "separable or fft", optarg);
+      break;
+    case OPT_THREADS:
+      if (!cli_parse_uint(CMD, "--threads", optarg, 0, 1024, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.threads = (unsigned)v;
+      break;
+    case OPT_BACKEND:
+      if (cf_backend_from_string(optarg, &o->cfg.backend) != CF_OK)
+        return cli_usage_error(CMD, "--backend: '%s' is not auto, cpu or "
+                               "cuda", optarg);
+      break;
+    case OPT_DEVICE:
+      if (!cli_parse_uint(CMD, "--device", optarg, 0, 1024, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.device_id = (int)v;
+      break;
+    case 'v': o->verbose = true; break;
+    case 'h': usage_conv2d(stdout); exit(0);
+    default: return cli_bad_option(CMD, c, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error(CMD, "unexpected argument '%s' (frames are read "
+                           "from stdin)", argv[optind]);
+  if (o->kernel_path && o->preset_name)
+    return cli_usage_error(CMD, "give either --kernel or --preset, not both");
+  if (!o->kernel_path && !o->preset_name)
+    return cli_usage_error(CMD, "missing --kernel FILE or --preset NAME");
+  if (o->kernel_path && (o->have_size || o->have_sigma))
+    return cli_usage_error(CMD, "%s only applies to --preset",
+                           o->have_size ? "--size" : "--sigma");
+  if (!o->have_width)
+    return cli_usage_error(CMD, "missing --width W");
+  if (!o->have_height)
+    return cli_usage_error(CMD, "missing --height H");
+  if (!o->have_format)
+    return cli_usage_error(CMD, "missing --format FMT");
+  if (o->components) {
+    int rc = parse_components(o->components, o->cfg.format,
+                              &o->cfg.components);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* The kernel from the file or the preset; returns 0 or an exit status. */
+static int conv2d_kernel(const conv2d_opts *o, cf_kernel2d **k)
+{
+  if (o->preset_name) {
+    cf_status s = cf_kernel2d_preset(o->preset, (unsigned)o->size,
+                                     o->have_sigma ? o->sigma : 0.0, k);
+    if (s == CF_OK)
+      return 0;
+    /* A size or sigma the preset refuses is the user's choice. */
+    if (s == CF_E_INVALID)
+      return cli_usage_error(CMD, "--preset %s: %s",
+                             cf_preset_name(o->preset), cf_last_error());
+    return cli_error("preset %s: %s", cf_preset_name(o->preset),
+                     cf_last_error());
+  }
+  if (cf_kernel2d_load(o->kernel_path, k) != CF_OK) {
+    /* The loader's messages usually name the file already. */
+    const char *why = cf_last_error();
+    if (strstr(why, o->kernel_path))
+      return cli_error("cannot load kernel: %s", why);
+    return cli_error("cannot load kernel %s: %s", o->kernel_path, why);
+  }
+  return 0;
+}
+
+/* Read until buf holds len bytes or input ends; *got says how many came.
+ * Returns 0, or -1 with errno set. */
+static int read_full(int fd, unsigned char *buf, size_t len, size_t *got)
+{
+  size_t have = 0;
+  while (have < len) {
+    ssize_t n = read(fd, buf + have, len - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      *got = have;
+      return -1;
+    }
+    if (n == 0)
+      break;
+    have += (size_t)n;
+  }
+  *got = have;
+  return 0;
+}
+
+/* Pump frames from stdin through the engine to stdout until end of input. */
+static int conv2d_stream(cf_engine *e, const cf_video_config *cfg,
+                         size_t frame_bytes, bool verbose)
+{
+  unsigned char *in = malloc(frame_bytes), *out = malloc(frame_bytes);
+  cf_frame fin, fout;
+  unsigned long long frames = 0;
+  int rc = 0;
+
+  if (!in || !out) {
+    rc = cli_error("out of memory for two frames of %zu bytes", frame_bytes);
+    goto done;
+  }
+  cf_frame_layout(cfg->format, cfg->width, cfg->height, in, &fin);
+  cf_frame_layout(cfg->format, cfg->width, cfg->height, out, &fout);
+  for (;;) {
+    size_t got;
+    if (read_full(STDIN_FILENO, in, frame_bytes, &got)) {
+      rc = cli_error("reading stdin: %s", strerror(errno));
+      goto done;
+    }
+    if (got == 0)
+      break;
+    if (got < frame_bytes) {
+      rc = cli_error("input ended inside frame %llu: %zu bytes left over "
+                     "(a %ux%u %s frame is %zu bytes)", frames + 1, got,
+                     cfg->width, cfg->height,
+                     cf_pixel_format_name(cfg->format), frame_bytes);
+      goto done;
+    }
+    if (cf_engine_process_frame(e, &fin, &fout) != CF_OK) {
+      rc = cli_error("frame %llu: processing failed: %s", frames + 1,
+                     cf_last_error());
+      goto done;
+    }
+    /* Unbuffered: the frame leaves at once (no stdio buffer to flush). */
+    if (cli_write_all(STDOUT_FILENO, out, frame_bytes)) {
+      /* The reader went away (head, a closed pipe): end quietly. */
+      rc = errno == EPIPE ? CLI_EXIT_RUNTIME
+                          : cli_error("writing to stdout: %s",
+                                      strerror(errno));
+      goto done;
+    }
+    frames++;
+  }
+  if (verbose)
+    fprintf(stderr, PROG ": %llu frames\n", frames);
+done:
+  free(in);
+  free(out);
+  return rc;
+}
+
+int cli_conv2d(int argc, char **argv)
+{
+  conv2d_opts o;
+  cf_kernel2d *k = NULL;
+  cf_engine *e = NULL;
+  int rc = conv2d_parse(argc, argv, &o);
+  if (rc)
+    return rc;
+  if ((rc = conv2d_kernel(&o, &k)))
+    return rc;
+
+  size_t frame_bytes = cf_frame_layout(o.cfg.format, o.cfg.width,
+                                       o.cfg.height, NULL, NULL);
+  if (cf_engine_new_video(&o.cfg, k, &e) != CF_OK) {
+    rc = cli_error("cannot create the engine: %s", cf_last_error());
+    goto done;
+  }
+  if (o.verbose) {
+    if (o.preset_name)
+      fprintf(stderr, PROG ": kernel: preset %s", cf_preset_name(o.preset));
+    else
+      fprintf(stderr, PROG ": kernel: %s", o.kernel_path);
+    fprintf(stderr, ", %u x %u x %u (frames x rows x columns)\n",
+            cf_kernel2d_frames(k), cf_kernel2d_height(k),
+            cf_kernel2d_width(k));
+    fprintf(stderr, PROG ": engine: %s\n", cf_engine_describe(e));
+    fprintf(stderr, PROG ": frames %ux%u %s, %zu bytes each\n", o.cfg.width,
+            o.cfg.height, cf_pixel_format_name(o.cfg.format), frame_bytes);
+  }
+  rc = conv2d_stream(e, &o.cfg, frame_bytes, o.verbose);
+done:
+  cf_engine_free(e);
+  cf_kernel2d_free(k);
+  return rc;
+}
