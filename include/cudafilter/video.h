@@ -26,7 +26,7 @@
  * the direct and separable paths, and its whole FFT tile on the FFT path.
  *
  * Frames are processed one per call; the engine keeps the last T - 1 input
- * frames (converted to float) as state. cf_engine_reset() forgets them.
+ * frames (their filtered components) as state. cf_engine_reset() forgets them.
  * cf_engine_set_kernel2d() takes effect at the next frame. The CPU backend
  * adds no latency (cf_engine_latency() is 0 frames). Nothing is allocated
  * per frame. */

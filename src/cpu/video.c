@@ -4,7 +4,9 @@
  * border-extended once, as it is loaded, and stays in cache while the
  * kernel rows that need it run (conversion fused into the pass, no
  * separate sweep). Each temporal slice k_tau reads its own source: the
- * input frame for tau = 0, a float history plane for older frames.
+ * input frame for tau = 0, a history plane for older frames (the
+ * component's samples as they came, densely packed: a quarter of the
+ * memory traffic of floats for 8-bit video).
  * Three ways to compute a slice (plan.algo, one for all slices):
  *  - direct: dsp->conv2d, several output rows per pass;
  *  - separable (rank-1 slices): dsp->fir along rows into a ring of
@@ -39,7 +41,7 @@ typedef struct chan {
   cf_sample type;
   int filter;
   int *xmap;   /* padl + padr source columns for the pads (-1: cval) */
-  float *hist; /* t planes of w * h floats (temporal kernels), a ring */
+  uint8_t *hist; /* t planes of w * h samples (temporal kernels), a ring */
 } chan;
 
 typedef struct slice {
@@ -139,9 +141,13 @@ static const uint8_t *row_ptr(const cf_frame *f, const chan *c, long r)
          c->offset;
 }
 
-static float *hist_plane(const video *v, const chan *c, unsigned slot)
+static unsigned sample_bytes(cf_sample t);
+
+/* Row r of history slot `slot`. */
+static uint8_t *hist_row(const chan *c, unsigned slot, long r)
 {
-  return c->hist + (size_t)slot * c->w * c->h;
+  size_t sb = sample_bytes(c->type);
+  return c->hist + ((size_t)slot * c->h + (size_t)r) * c->w * sb;
 }
 
 /* Padded row for virtual row `vr` of slice tau's source into dst:
@@ -160,14 +166,21 @@ static void fetch_row(video *v, const chan *c, unsigned tau, long vr,
   }
   float *mid = dst + p->padl;
   if (tau == 0) {
-    v->dsp->pix_in(row_ptr(v->in, c, r), c->step, (int)c->type, mid, c->w);
-    if (c->hist && r >= own0 && r < own1)
-      memcpy(hist_plane(v, c, v->head) + (size_t)r * c->w, mid,
-             (size_t)c->w * sizeof *mid);
+    const uint8_t *src = row_ptr(v->in, c, r);
+    v->dsp->pix_in(src, c->step, (int)c->type, mid, c->w);
+    if (c->hist && r >= own0 && r < own1) {
+      uint8_t *h = hist_row(c, v->head, r);
+      unsigned sb = sample_bytes(c->type);
+      if (c->step == sb)
+        memcpy(h, src, (size_t)c->w * sb);
+      else
+        for (unsigned x = 0; x < c->w; x++)
+          memcpy(h + (size_t)x * sb, src + (size_t)x * c->step, sb);
+    }
   } else {
     unsigned slot = (v->head + v->hist_t - tau) % v->hist_t;
-    memcpy(mid, hist_plane(v, c, slot) + (size_t)r * c->w,
-           (size_t)c->w * sizeof *mid);
+    v->dsp->pix_in(hist_row(c, slot, r), sample_bytes(c->type), (int)c->type,
+                   mid, c->w);
   }
   for (unsigned j = 0; j < p->padl; j++)
     dst[j] = c->xmap[j] < 0 ? v->cfg.cval : mid[c->xmap[j]];
@@ -690,17 +703,17 @@ static cf_status make_history(video *v, unsigned t)
     chan *c = &v->ch[k];
     if (!c->filter)
       continue;
-    float *nh = NULL;
+    uint8_t *nh = NULL;
+    size_t plane = (size_t)c->w * c->h * sample_bytes(c->type);
     if (t > 1) {
-      nh = cf_alloc((size_t)t * c->w * c->h * sizeof *nh);
+      nh = cf_alloc((size_t)t * plane);
       if (!nh)
         return cf_fail(CF_E_NOMEM, "video: out of memory for %u frames of "
                        "temporal state", t - 1);
-      size_t plane = (size_t)c->w * c->h;
       for (unsigned tau = 1; tau <= keep; tau++)
         memcpy(nh + (t - tau) * plane,
-               hist_plane(v, c, (v->head + v->hist_t - tau) % v->hist_t),
-               plane * sizeof *nh);
+               hist_row(c, (v->head + v->hist_t - tau) % v->hist_t, 0),
+               plane);
     }
     cf_free(c->hist);
     c->hist = nh;
