@@ -26,6 +26,7 @@
 #define DSP_NV 4
 #endif
 typedef float vf __attribute__((vector_size(DSP_VW * 4)));
+typedef int vi __attribute__((vector_size(DSP_VW * 4)));
 #define BLOCK (DSP_NV * DSP_VW)
 
 static inline vf loadv(const float *p)
@@ -239,7 +240,16 @@ static void pix_in(const unsigned char *p, unsigned step, int type,
     for (size_t x = 0; x < w; x++)
       dst[x] = p[3 * x];
   } else {
-    for (size_t x = 0; x < w; x++)
+    /* 4-byte pixels: whole pixels as 32-bit words, the sample in the low
+     * byte (little-endian hosts). The last pixel is read alone, so no
+     * word reaches past the row. */
+    size_t x = 0;
+    for (; x + DSP_VW < w; x += DSP_VW) {
+      vi wv;
+      memcpy(&wv, p + 4 * x, sizeof wv);
+      storev(dst + x, __builtin_convertvector(wv & 0xff, vf));
+    }
+    for (; x < w; x++)
       dst[x] = p[4 * x];
   }
 }
@@ -264,8 +274,6 @@ static void pix_in(const unsigned char *p, unsigned step, int type,
     else                                                                     \
       PIX_LOOP(T, maxv, stepv, 0)                                            \
   } while (0)
-
-typedef int vi __attribute__((vector_size(DSP_VW * 4)));
 
 /* One vector of pix_out: the same arithmetic as PIX_LOOP, in bit masks
  * (a comparison with NaN is false, so NaN stores as 0). */
@@ -301,7 +309,7 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
         o[k] = (unsigned short)q[k];
       memcpy(p + 2 * x, o, sizeof o);
     }
-  } else if (type == 0) {
+  } else if (type == 0 && step != 4) {
     const vf vmax = bcastv(255.0f);
     for (; x + DSP_VW <= w; x += DSP_VW) {
       vi q = pix_round(loadv(acc + x) * vs + vb, vmax, absolute);
@@ -313,6 +321,18 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
       else
         for (int k = 0; k < DSP_VW; k++)
           p[(x + k) * step] = o[k];
+    }
+  } else if (type == 0 && step == 4) {
+    /* Replace the low byte of each pixel's 32-bit word (the other bytes
+     * are written back as they are; one thread owns the row). Stops one
+     * pixel short so no word reaches past the row. */
+    const vf vmax = bcastv(255.0f);
+    for (; x + DSP_VW < w; x += DSP_VW) {
+      vi q = pix_round(loadv(acc + x) * vs + vb, vmax, absolute);
+      vi wv;
+      memcpy(&wv, p + 4 * x, sizeof wv);
+      wv = (wv & ~0xff) | q;
+      memcpy(p + 4 * x, &wv, sizeof wv);
     }
   }
   /* The rest (and float with a pixel step) one sample at a time. */

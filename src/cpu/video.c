@@ -83,6 +83,8 @@ typedef struct video {
   const cf_dsp *dsp;
   cf_pool *pool;
   unsigned nchan, nbands;
+  int copy_rows; /* packed format with bytes passing through: copy each
+                    band's rows whole first, then filter over them */
   chan ch[4]; /* filtered components, then those copied */
   plan p;
   band *bands;
@@ -378,6 +380,15 @@ static void run_band(void *ctx, unsigned bi)
 {
   video *v = ctx;
   band *b = &v->bands[bi];
+  if (v->copy_rows) {
+    long y0 = (long)((uint64_t)v->cfg.height * bi / v->nbands);
+    long y1 = (long)((uint64_t)v->cfg.height * (bi + 1) / v->nbands);
+    size_t row = (size_t)v->cfg.width * v->fmt->plane_bpp[0];
+    for (long r = y0; r < y1; r++)
+      memcpy((uint8_t *)v->out->data[0] + (size_t)r * v->out->stride[0],
+             (const uint8_t *)v->in->data[0] + (size_t)r * v->in->stride[0],
+             row);
+  }
   for (unsigned k = 0; k < v->nchan; k++) {
     const chan *c = &v->ch[k];
     long y0 = (long)((uint64_t)c->h * bi / v->nbands);
@@ -908,11 +919,15 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   for (unsigned i = 0; i < v->fmt->ncomp; i++)
     if (mask & (1u << i))
       add_chan(v, &v->fmt->comp[i], 1);
+  /* Packed pixels: one memcpy per row beats copying alpha (or unselected
+   * components) a byte at a time. */
+  unsigned unselected = 0;
   for (unsigned i = 0; i < v->fmt->ncomp; i++)
+    unselected += !(mask & (1u << i));
+  v->copy_rows = v->fmt->planes == 1 && (unselected || v->fmt->has_extra);
+  for (unsigned i = 0; i < v->fmt->ncomp && !v->copy_rows; i++)
     if (!(mask & (1u << i)))
       add_chan(v, &v->fmt->comp[i], 0);
-  if (v->fmt->has_extra)
-    add_chan(v, &v->fmt->extra, 0);
 
   unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
   /* Bands below ~16 rows or tiny frames are not worth a hand-off. */
