@@ -29,6 +29,11 @@ typedef struct cf_dsp {
   /* o[x] += sum_{j<kw} w[j] * row[x + j] for x < m (m % block == 0). */
   void (*conv1row)(const float *row, const float *w, size_t kw, float *o,
                    size_t m);
+  /* o[r][x] += sum_{j<kw} wq[j - r * kw] * row[x + j] for the output
+   * rows r0 <= r < r0 + nr (nr <= rows; kw <= 128 for float32 accuracy:
+   * no blocking inside). */
+  void (*conv2d_edge)(const float *row, const float *wq, size_t kw,
+                      float *const *o, unsigned r0, unsigned nr, size_t m);
   /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
    * float. */
   void (*pix_in)(const unsigned char *p, unsigned step, int type,

@@ -189,6 +189,64 @@ static void conv2d(const float *const *rows, const float *wpad, size_t nq,
   }
 }
 
+/* One input row into output rows r0 .. r0 + nr - 1 of an R-row window
+ * (the window's first and last rows feed only some outputs):
+ * o[r][x] += sum_j wq[j - r * kw] * row[x + j]. nr is a constant in each
+ * instance below, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void
+edge_rows(const float *row, const float *wq, size_t kw, float *const *o,
+          unsigned r0, const int nr, size_t m)
+{
+  for (size_t x = 0; x < m; x += BLOCK) {
+    vf a[DSP_ROWS][DSP_NV];
+    for (int r = 0; r < nr; r++)
+      for (int v = 0; v < DSP_NV; v++)
+        a[r][v] = loadv(o[r0 + r] + x + v * DSP_VW);
+    for (size_t j = 0; j < kw; j++) {
+      vf xv[DSP_NV];
+      for (int v = 0; v < DSP_NV; v++) {
+        xv[v] = loadv(row + x + j + v * DSP_VW);
+        IN_REG(xv[v]);
+      }
+      for (int r = 0; r < nr; r++) {
+        vf h = bcastv(wq[j - (size_t)(r0 + r) * kw]);
+        for (int v = 0; v < DSP_NV; v++)
+          a[r][v] += h * xv[v];
+      }
+    }
+    for (int r = 0; r < nr; r++)
+      for (int v = 0; v < DSP_NV; v++)
+        storev(o[r0 + r] + x + v * DSP_VW, a[r][v]);
+  }
+}
+
+static void conv2d_edge(const float *row, const float *wq, size_t kw,
+                        float *const *o, unsigned r0, unsigned nr, size_t m)
+{
+  switch (nr) {
+  case 1:
+    edge_rows(row, wq, kw, o, r0, 1, m);
+    break;
+#if DSP_ROWS >= 2
+  case 2:
+    edge_rows(row, wq, kw, o, r0, 2, m);
+    break;
+#endif
+#if DSP_ROWS >= 3
+  case 3:
+    edge_rows(row, wq, kw, o, r0, 3, m);
+    break;
+#endif
+#if DSP_ROWS >= 4
+  case 4:
+    edge_rows(row, wq, kw, o, r0, 4, m);
+    break;
+#endif
+  default:
+    break;
+  }
+}
+
 /* o[x] += sum_j w[j] * row[x + j] for x < m (one input row into one
  * output row; taps summed in blocks of FIR_BLOCK like fir). */
 static void conv1row(const float *row, const float *w, size_t kw, float *o,
@@ -352,5 +410,5 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
 }
 
 const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,     cmac,   BLOCK, DSP_ROWS,
-                         conv2d,         conv1row,
+                         conv2d,         conv1row,      conv2d_edge,
                          pix_in, pix_out};

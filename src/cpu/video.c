@@ -271,8 +271,12 @@ static void conv_rows(const video *v, float *const *rows, const float *w,
   for (unsigned q = 0; q < nq; q++) {
     if (q >= z && q < kh)
       continue;
-    for (unsigned r = 0; r < R; r++)
-      if (q >= r && q - r < kh)
+    unsigned r0 = q + 1 > kh ? q + 1 - kh : 0, r1 = q < z ? q : z;
+    if (kw <= DIRECT_GROUP_TAPS) /* the outputs it feeds share its loads */
+      d->conv2d_edge(rows[q], w + (size_t)(q + z) * kw, kw, o, r0,
+                     r1 - r0 + 1, v->mb);
+    else
+      for (unsigned r = r0; r <= r1; r++)
         d->conv1row(rows[q], w + (size_t)(q - r + z) * kw, kw, o[r], v->mb);
   }
 }
