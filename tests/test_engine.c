@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "ref.h"
 
 /* ------------------------------------------------------------------ */
@@ -47,7 +48,6 @@ static const variant variants[] = {
 
 static const variant *V;   /* the variant running now */
 static uint64_t g_seed;
-static char g_case[4096];  /* parameters of the case running now */
 
 /* Work limits (multiply-accumulates), chosen so that the whole suite stays
  * under ~60 s in a -O2 build on 2 cores. */
@@ -75,64 +75,6 @@ static size_t long_len_max(void) { return is_direct() ? 32768 : 131072; }
 /* ------------------------------------------------------------------ */
 /* Failure reporting                                                    */
 
-static void set_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
-static void set_case(const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_case, sizeof g_case, fmt, ap);
-  va_end(ap);
-}
-
-static void add_case(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
-static void add_case(const char *fmt, ...)
-{
-  size_t used = strlen(g_case);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_case + used, sizeof g_case - used, fmt, ap);
-  va_end(ap);
-}
-
-static void report(const char *file, int line, const char *fmt, ...)
-  CMOCKA_PRINTF_ATTRIBUTE(3, 4);
-static void report(const char *file, int line, const char *fmt, ...)
-{
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  print_error("FAILED at %s:%d: %s\n  variant: %s (seed %llu, rerun with "
-              "CF_TEST_SEED=%llu CF_TEST_VARIANT=%s)\n  case: %s\n",
-              file, line, msg, V->name, (unsigned long long)g_seed,
-              (unsigned long long)g_seed, V->name, g_case);
-}
-
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      report(__FILE__, __LINE__, __VA_ARGS__);                                \
-      fail();                                                                 \
-    }                                                                         \
-  } while (0)
-
-#define CHECK_OK(expr)                                                        \
-  do {                                                                        \
-    cf_status st_ = (expr);                                                   \
-    CHECK(st_ == CF_OK, "%s returned %s: %s", #expr, cf_status_name(st_),     \
-          cf_last_error());                                                   \
-  } while (0)
-
-static void *xalloc(size_t n)
-{
-  void *p = calloc(n ? n : 1, 1);
-  if (!p) {
-    print_error("out of memory (%zu bytes)\n", n);
-    fail();
-  }
-  return p;
-}
 
 /* Each test draws from its own stream: seed, variant and test number. */
 static void test_rng(ref_rng *r, unsigned test)
@@ -1719,6 +1661,8 @@ int main(void)
   int failed = 0;
   for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
     V = &variants[v];
+    check_variant = V->name;
+    check_seed = g_seed;
     if (only && *only && !strstr(V->name, only))
       continue;
     const char *reason = NULL;
