@@ -72,7 +72,7 @@ typedef struct band {
   ring *rings;  /* one per slice */
   float *tmp;   /* separable: one padded input row */
   float **rows; /* row pointers handed to the dsp */
-  float *out;   /* output rows (2 for direct, vh for FFT), mb floats each */
+  float *out;   /* output rows (dsp->rows, or vh for FFT), mb floats each */
   float *tile, *spec, *acc; /* FFT */
   float *bandbuf;           /* FFT: t * nh padded rows */
 } band;
