@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cudafilter/kernel.h"
+#include "fixture.h"
 #include "ref.h"
 
 #ifdef CF_TEST_HAVE_LIBAV
@@ -27,26 +28,6 @@
 #endif
 
 static ref_rng rng;
-static char tmp_dir[512];
-
-/* A path in the run's fixture directory (a ring of buffers, so a test can
- * hold a few at once). */
-static const char *fixture(const char *name)
-{
-  static char ring[8][1024];
-  static unsigned next;
-  char *p = ring[next++ % 8];
-  snprintf(p, sizeof ring[0], "%s/%s", tmp_dir, name);
-  return p;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, n, f), n);
-  assert_int_equal(fclose(f), 0);
-}
 
 static unsigned char *read_bytes(const char *path, size_t *n)
 {
@@ -237,29 +218,6 @@ typedef struct npy_spec {
   int version;
 } npy_spec;
 
-/* Magic, version, length and a dict padded to a multiple of 64 bytes. */
-static size_t npy_header(char *buf, int version, const char *descr,
-                         int fortran, const char *shape)
-{
-  size_t pre = version == 1 ? 10 : 12;
-  char dict[512];
-  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, "
-                   "'shape': %s, }", descr, fortran ? "True" : "False",
-                   shape);
-  size_t len = (size_t)n + 1;
-  while ((pre + len) % 64)
-    len++;
-  memcpy(buf, "\x93NUMPY", 6);
-  buf[6] = (char)version;
-  buf[7] = 0;
-  for (size_t i = 0; i < pre - 8; i++)
-    buf[8 + i] = (char)(len >> (8 * i));
-  memset(buf + pre, ' ', len);
-  memcpy(buf + pre, dict, (size_t)n);
-  buf[pre + len - 1] = '\n';
-  return pre + len;
-}
-
 static void shape_text(const npy_spec *sp, char *buf, size_t cap)
 {
   if (sp->ndim == 1)
@@ -269,19 +227,6 @@ static void shape_text(const npy_spec *sp, char *buf, size_t cap)
   else
     snprintf(buf, cap, "(%zu, %zu, %zu)", sp->dims[0], sp->dims[1],
              sp->dims[2]);
-}
-
-static void put_elem(unsigned char *p, double v, size_t size, int swap)
-{
-  unsigned char b[8];
-  if (size == 4) {
-    float f = (float)v;
-    memcpy(b, &f, 4);
-  } else {
-    memcpy(b, &v, 8);
-  }
-  for (size_t i = 0; i < size; i++)
-    p[i] = b[swap ? size - 1 - i : i];
 }
 
 /* Writes values (in C order) as the spec says; returns the file size. */
@@ -302,7 +247,7 @@ static size_t write_npy(const char *path, const npy_spec *sp, const double *v)
     for (size_t b = 0; b < d[1]; b++)
       for (size_t c = 0; c < d[2]; c++) {
         size_t at = sp->fortran ? a + b * d[0] + c * d[0] * d[1] : n;
-        put_elem(data + hl + at * sp->size, v[n++], sp->size, swap);
+        npy_put_elem(data + hl + at * sp->size, v[n++], sp->size, swap);
       }
   write_bytes(path, data, hl + count * sp->size);
   free(data);
@@ -932,32 +877,11 @@ static void test_audio_missing(void **state)
 
 /* ---- main ---------------------------------------------------------- */
 
-static int remove_fixtures(void **state)
-{
-  (void)state;
-  DIR *d = opendir(tmp_dir);
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.')
-      unlink(fixture(e->d_name));
-  if (d)
-    closedir(d);
-  rmdir(tmp_dir);
-  return 0;
-}
-
 int main(void)
 {
   ref_rng_init(&rng, ref_seed());
-  const char *base = getenv("CF_TEST_TMP");
-  if (!base || !*base)
-    base = "/tmp";
-  mkdir(base, 0777); /* may exist */
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/loaders-%ld", base, (long)getpid());
-  if (mkdir(tmp_dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "cannot create %s: %s\n", tmp_dir, strerror(errno));
+  if (fixture_init("loaders"))
     return 1;
-  }
 #ifdef CF_TEST_HAVE_LIBAV
   av_log_set_level(AV_LOG_QUIET); /* our messages carry libav's reason */
 #endif
@@ -984,5 +908,5 @@ int main(void)
       cmocka_unit_test(test_audio_truncated),
       cmocka_unit_test(test_audio_missing),
   };
-  return cmocka_run_group_tests(tests, NULL, remove_fixtures);
+  return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }
