@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "ref.h"
+
 char g_case[4096];
 const char *check_variant = "";
 uint64_t check_seed;
@@ -51,4 +53,36 @@ void *xalloc(size_t n)
     fail();
   }
   return p;
+}
+
+int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
+                       size_t nvariants, check_variant_info (*select)(size_t))
+{
+  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
+  check_seed = ref_seed();
+  const char *only = getenv("CF_TEST_VARIANT");
+  const char *filter = getenv("CF_TEST_FILTER");
+  const char *skip = getenv("CF_TEST_SKIP");
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
+  if (skip && *skip)
+    cmocka_set_skip_filter(skip);
+  int failed = 0;
+  for (size_t v = 0; v < nvariants; v++) {
+    check_variant_info info = select(v);
+    check_variant = info.name;
+    if (only && *only && !strstr(info.name, only))
+      continue;
+    const char *reason = NULL;
+    if (cf_backend_available(info.backend, &reason) != CF_OK) {
+      printf("skipped: %s: %s\n", cf_backend_name(info.backend),
+             reason && *reason ? reason : "not available");
+      fflush(stdout);
+      continue;
+    }
+    failed += _cmocka_run_group_tests(info.name, tests, ntests, NULL, NULL);
+    if (!planning_set && info.uses_fft)
+      setenv("CF_FFT_PLANNING", "estimate", 1);
+  }
+  return failed ? 1 : 0;
 }

@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cudafilter/engine.h>
+
+struct CMUnitTest;
+
 extern char g_case[4096];         /* parameters of the case running now */
 extern const char *check_variant; /* the variant running now */
 extern uint64_t check_seed;
@@ -17,6 +21,25 @@ void check_report(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* calloc that fails the test instead of returning NULL. */
 void *xalloc(size_t n);
+
+/* How the runner sees variant v: its name and backend, and whether it
+ * plans FFTs (the first such variant plans with the engine's default,
+ * the later ones with CF_FFT_PLANNING=estimate, unless that is set:
+ * random sizes mean hundreds of FFT sizes, and plans are cached per
+ * process). select() also makes v the suite's current variant. */
+typedef struct check_variant_info {
+  const char *name;
+  cf_backend backend;
+  int uses_fft;
+} check_variant_info;
+
+/* Run `tests` once per variant, honouring CF_TEST_VARIANT (a substring of
+ * the names), CF_TEST_FILTER and CF_TEST_SKIP; a variant whose backend is
+ * unavailable prints "skipped: <backend>: <reason>". Sets check_seed from
+ * ref_seed() first. Returns the process exit code. */
+int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
+                       size_t nvariants,
+                       check_variant_info (*select)(size_t v));
 
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \

@@ -57,7 +57,6 @@ static const variant variants[] = {
 };
 
 static const variant *V; /* the variant running now */
-static uint64_t g_seed;
 
 /* Reference work per frame (multiply-accumulates), so that the suite stays
  * short on 2 shared cores. */
@@ -102,7 +101,7 @@ static double tol(void)
 /* Each test draws from its own stream: seed, variant and test number. */
 static void test_rng(ref_rng *r, unsigned test)
 {
-  ref_rng_init(r, g_seed * 1000003ull + V->id * 7919ull + test);
+  ref_rng_init(r, check_seed * 1000003ull + V->id * 7919ull + test);
 }
 
 static const char *fmt_name(cf_pixel_format f)
@@ -1902,6 +1901,12 @@ static void test_backends(void **state)
 
 /* ------------------------------------------------------------------ */
 
+static check_variant_info select_variant(size_t v)
+{
+  V = &variants[v];
+  return (check_variant_info){V->name, V->backend, V->algo == CF_ALGO2D_FFT || V->algo == CF_ALGO2D_AUTO};
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1916,36 +1921,7 @@ int main(void)
       cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
       cmocka_unit_test(test_zero_slices),
   };
-  /* Random frame sizes mean many FFT sizes: unless CF_FFT_PLANNING is set,
-   * the first FFT-capable variant plans with the default and the later
-   * ones with "estimate" (as tests/test_engine.c does). */
-  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
-  g_seed = ref_seed();
-  const char *only = getenv("CF_TEST_VARIANT");
-  const char *filter = getenv("CF_TEST_FILTER");
-  const char *skip = getenv("CF_TEST_SKIP");
-  if (filter && *filter)
-    cmocka_set_test_filter(filter);
-  if (skip && *skip)
-    cmocka_set_skip_filter(skip);
-  int failed = 0;
-  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
-    V = &variants[v];
-    check_variant = V->name;
-    check_seed = g_seed;
-    if (only && *only && !strstr(V->name, only))
-      continue;
-    const char *reason = NULL;
-    if (cf_backend_available(V->backend, &reason) != CF_OK) {
-      printf("skipped: %s: %s\n", cf_backend_name(V->backend),
-             reason && *reason ? reason : "not available");
-      fflush(stdout);
-      continue;
-    }
-    failed += cmocka_run_group_tests_name(V->name, tests, NULL, NULL);
-    if (!planning_set &&
-        (V->algo == CF_ALGO2D_FFT || V->algo == CF_ALGO2D_AUTO))
-      setenv("CF_FFT_PLANNING", "estimate", 1);
-  }
-  return failed ? 1 : 0;
+  return check_run_variants(tests, sizeof tests / sizeof *tests,
+                            sizeof variants / sizeof *variants,
+                            select_variant);
 }
