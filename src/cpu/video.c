@@ -260,13 +260,13 @@ static void conv_rows(const video *v, float *const *rows, const float *w,
   const cf_dsp *d = v->dsp;
   unsigned R = d->rows, z = R - 1, nq = kh + z;
   unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
-  if (!add)
+  if (!add && kh <= z) /* no interior row to start the sums */
     for (unsigned r = 0; r < R; r++)
       memset(o[r], 0, v->mb * sizeof(float));
   for (unsigned g = z; g < kh; g += group) {
     unsigned n = kh - g < group ? kh - g : group;
     d->conv2d((const float *const *)rows + g, w + (size_t)g * kw, n, kw, o,
-              v->mb, 1);
+              v->mb, add || g > z);
   }
   for (unsigned q = 0; q < nq; q++) {
     if (q >= z && q < kh)
