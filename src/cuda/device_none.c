@@ -1,7 +1,7 @@
 /* Device discovery in a build without the CUDA toolkit. */
 #include <stdio.h>
 
-#include "../engine/engine_internal.h"
+#include "../engine/video_internal.h"
 
 static const char no_cuda[] = "built without CUDA (nvcc was not found at "
                               "configure time)";
@@ -26,4 +26,19 @@ cf_status cf_cuda_usable(int device_id, const char **reason)
   if (reason)
     *reason = no_cuda;
   return CF_E_UNAVAILABLE;
+}
+
+cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                          unsigned out_channels, void **impl,
+                          const cf_backend_ops **ops)
+{
+  (void)cfg, (void)k, (void)out_channels, (void)impl, (void)ops;
+  return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
+}
+
+cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                            void **impl, const cf_video_ops **ops)
+{
+  (void)cfg, (void)k, (void)impl, (void)ops;
+  return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
 }

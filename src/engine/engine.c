@@ -60,17 +60,21 @@ static cf_status check_kernel(const cf_kernel *k)
   return CF_OK;
 }
 
-cf_status cf_engine_pick_backend(cf_backend requested, cf_backend *out)
+cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
+                                 cf_backend *out)
 {
   const char *why = NULL;
   switch (requested) {
   case CF_BACKEND_CUDA:
-    if (cf_backend_available(CF_BACKEND_CUDA, &why) != CF_OK)
+    if (cf_cuda_usable(device_id, &why) != CF_OK)
       return cf_fail(CF_E_UNAVAILABLE, "backend cuda is not available: %s",
                      why);
     *out = CF_BACKEND_CUDA;
     return CF_OK;
   case CF_BACKEND_AUTO:
+    *out = cf_cuda_usable(device_id, NULL) == CF_OK ? CF_BACKEND_CUDA
+                                                     : CF_BACKEND_CPU;
+    return CF_OK;
   case CF_BACKEND_CPU:
     *out = CF_BACKEND_CPU;
     return CF_OK;
@@ -102,16 +106,25 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
     return CF_E_INVALID;
 
   cf_backend backend = CF_BACKEND_CPU;
-  if ((s = cf_engine_pick_backend(cfg->backend, &backend)) != CF_OK)
+  if ((s = cf_engine_pick_backend(cfg->backend, cfg->device_id, &backend)) !=
+      CF_OK)
     return s;
 
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "engine: out of memory");
-  e->backend = backend;
   e->cin = cfg->channels;
   e->cout = cout;
-  s = cf_cpu_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
+  s = CF_E_UNAVAILABLE;
+  if (backend == CF_BACKEND_CUDA) {
+    s = cf_cuda_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
+    /* auto takes the CPU where the CUDA path cannot serve this stream */
+    if (s != CF_OK && cfg->backend == CF_BACKEND_AUTO)
+      backend = CF_BACKEND_CPU;
+  }
+  if (backend == CF_BACKEND_CPU)
+    s = cf_cpu_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
+  e->backend = backend;
   if (s != CF_OK) {
     free(e);
     return s;

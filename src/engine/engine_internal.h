@@ -30,12 +30,20 @@ struct cf_engine {
 
 /* CF_OK with *out set to the backend that will run, or the reason the
  * requested one cannot. */
-cf_status cf_engine_pick_backend(cf_backend requested, cf_backend *out);
+cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
+                                 cf_backend *out);
 
 /* The CPU 1D backend (src/cpu/fir.c). */
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, void **impl,
                          const cf_backend_ops **ops);
+
+/* The CUDA 1D backend (src/cuda/; CF_E_UNAVAILABLE with a recorded
+ * reason where it cannot serve this stream: built without CUDA, or a
+ * configuration the CUDA path does not take yet). */
+cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                          unsigned out_channels, void **impl,
+                          const cf_backend_ops **ops);
 
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);

@@ -57,13 +57,7 @@ CF_PUBLIC cf_status cf_backend_available(cf_backend b, const char **reason)
   case CF_BACKEND_CPU:
     break;
   case CF_BACKEND_CUDA:
-    /* A device alone is not enough: the CUDA engine path is not part of
-     * this build yet, so say so rather than pretend. */
-    if (cf_cuda_usable(0, &why) == CF_OK) {
-      why = "a CUDA device is present, but this version has no CUDA engine "
-            "path yet (CPU only)";
-    }
-    s = CF_E_UNAVAILABLE;
+    s = cf_cuda_usable(0, &why);
     break;
   default:
     why = "unknown backend";

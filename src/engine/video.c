@@ -72,15 +72,23 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     s = check_kernel2d(k);
   cf_backend backend = CF_BACKEND_CPU;
   if (s == CF_OK)
-    s = cf_engine_pick_backend(cfg->backend, &backend);
+    s = cf_engine_pick_backend(cfg->backend, cfg->device_id, &backend);
   if (s != CF_OK)
     return s;
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
-  e->backend = backend;
   e->cin = e->cout = cf_format_desc_get(cfg->format)->ncomp;
-  s = cf_cpu_video_new(cfg, k, &e->impl, &e->vops);
+  s = CF_E_UNAVAILABLE;
+  if (backend == CF_BACKEND_CUDA) {
+    s = cf_cuda_video_new(cfg, k, &e->impl, &e->vops);
+    /* auto takes the CPU where the CUDA path cannot serve this stream */
+    if (s != CF_OK && cfg->backend == CF_BACKEND_AUTO)
+      backend = CF_BACKEND_CPU;
+  }
+  if (backend == CF_BACKEND_CPU)
+    s = cf_cpu_video_new(cfg, k, &e->impl, &e->vops);
+  e->backend = backend;
   if (s != CF_OK) {
     free(e);
     return s;

@@ -46,4 +46,9 @@ typedef struct cf_video_ops {
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            void **impl, const cf_video_ops **ops);
 
+/* The CUDA video backend (src/cuda/; CF_E_UNAVAILABLE with a recorded
+ * reason where it cannot serve this stream). */
+cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                            void **impl, const cf_video_ops **ops);
+
 #endif

@@ -1,0 +1,111 @@
+/* CUDA backend: error mapping, checked allocation and fault injection
+ * (see cuda_internal.h). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+static const char *base(const char *file)
+{
+  const char *s = strrchr(file, '/');
+  return s ? s + 1 : file;
+}
+
+cf_status cf_cuda_status(cudaError_t err, const char *call, const char *file,
+                         int line)
+{
+  cf_status st = err == cudaErrorMemoryAllocation ? CF_E_NOMEM : CF_E_DEVICE;
+  return cf_fail(st, "CUDA: %s failed: %s (%s) at %s:%d", call,
+                 cudaGetErrorString(err), cudaGetErrorName(err), base(file),
+                 line);
+}
+
+const char *cf_cufft_result_name(cufftResult r)
+{
+  switch (r) {
+  case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+  case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+  case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+  case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+  case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+  case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+  case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+  case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+  case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+  case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
+  case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+  case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+  case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+  case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+  case CUFFT_MISSING_DEPENDENCY: return "CUFFT_MISSING_DEPENDENCY";
+  case CUFFT_NVRTC_FAILURE: return "CUFFT_NVRTC_FAILURE";
+  case CUFFT_NVJITLINK_FAILURE: return "CUFFT_NVJITLINK_FAILURE";
+  case CUFFT_NVSHMEM_FAILURE: return "CUFFT_NVSHMEM_FAILURE";
+  default: return "unknown cufftResult";
+  }
+}
+
+cf_status cf_cufft_status(cufftResult r, const char *call, const char *file,
+                          int line)
+{
+  cf_status st = r == CUFFT_ALLOC_FAILED ? CF_E_NOMEM : CF_E_DEVICE;
+  return cf_fail(st, "cuFFT: %s failed: %s (%d) at %s:%d", call,
+                 cf_cufft_result_name(r), (int)r, base(file), line);
+}
+
+/* ---- fault injection ---------------------------------------------------- */
+
+static atomic_long n_alloc, n_launch;
+
+/* The count CF_CUDA_FAULT gives for `key` ("alloc" or "launch"), or 0. */
+static long fault_at(const char *key)
+{
+  const char *env = getenv("CF_CUDA_FAULT");
+  if (!env)
+    return 0;
+  size_t kl = strlen(key);
+  for (const char *p = env; p && *p;) {
+    if (!strncmp(p, key, kl) && p[kl] == ':')
+      return strtol(p + kl + 1, NULL, 10);
+    p = strchr(p, ',');
+    if (p)
+      p++;
+  }
+  return 0;
+}
+
+cudaError_t cf_cuda_malloc(void **p, size_t bytes)
+{
+  long at = fault_at("alloc");
+  if (at > 0 && atomic_fetch_add(&n_alloc, 1) + 1 == at) {
+    *p = NULL;
+    return cudaErrorMemoryAllocation;
+  }
+  return cudaMalloc(p, bytes);
+}
+
+cudaError_t cf_cuda_host_alloc(void **p, size_t bytes)
+{
+  long at = fault_at("alloc");
+  if (at > 0 && atomic_fetch_add(&n_alloc, 1) + 1 == at) {
+    *p = NULL;
+    return cudaErrorMemoryAllocation;
+  }
+  return cudaHostAlloc(p, bytes, cudaHostAllocPortable);
+}
+
+cudaError_t cf_cuda_fault_launch(cudaError_t err)
+{
+  long at = fault_at("launch");
+  if (at > 0 && atomic_fetch_add(&n_launch, 1) + 1 == at)
+    return cudaErrorLaunchFailure;
+  return err;
+}
+
+cf_status cf_cuda_use_device(int id)
+{
+  CF_CU(cudaSetDevice(id));
+  return CF_OK;
+}
