@@ -7,6 +7,7 @@
 #include "error.h"
 #include "kernel.h"
 #include "kernel2d.h"
+#include "memory.h"
 #include "video.h"
 #include "version.h"
 

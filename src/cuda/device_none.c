@@ -42,3 +42,14 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   (void)cfg, (void)k, (void)impl, (void)ops;
   return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
 }
+
+void *cf_cuda_pinned_alloc(size_t bytes)
+{
+  (void)bytes;
+  return NULL;
+}
+
+void cf_cuda_pinned_free(void *p)
+{
+  (void)p;
+}

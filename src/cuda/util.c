@@ -109,3 +109,15 @@ cf_status cf_cuda_use_device(int id)
   CF_CU(cudaSetDevice(id));
   return CF_OK;
 }
+
+void *cf_cuda_pinned_alloc(size_t bytes)
+{
+  void *p = NULL;
+  return cf_cuda_host_alloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+
+void cf_cuda_pinned_free(void *p)
+{
+  if (p)
+    (void)cudaFreeHost(p); /* a failure at free time has no one to tell */
+}

@@ -47,5 +47,8 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
 
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);
+/* Page-locked host memory, or NULL (no device, or the runtime refused). */
+void *cf_cuda_pinned_alloc(size_t bytes);
+void cf_cuda_pinned_free(void *p);
 
 #endif

@@ -1,0 +1,26 @@
+/* cudafilter — host memory the engine copies from and to fastest.
+ *
+ * With a usable CUDA device, cf_host_alloc() returns page-locked (pinned)
+ * memory registered with the CUDA runtime: the CUDA backend copies it to
+ * and from the device directly, without a staging copy. Without one it
+ * returns ordinary memory aligned to 64 bytes. Either way, free it with
+ * cf_host_free(). Applications (and the GStreamer buffer pool) allocate
+ * their frames here so that data lands where the GPU copies from. */
+#ifndef CUDAFILTER_MEMORY_H
+#define CUDAFILTER_MEMORY_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* bytes > 0. Returns NULL when out of memory (cf_last_error() says why).
+ * *pinned (if not NULL) is set to 1 for pinned memory, else 0. */
+void *cf_host_alloc(size_t bytes, int *pinned);
+void cf_host_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

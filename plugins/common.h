@@ -1,0 +1,32 @@
+/* What the two elements of the cudafilter plugin share: the backend
+ * property's enum type, an allocator of host memory the engine copies
+ * from fastest (pinned where a CUDA device exists), and engine errors as
+ * GStreamer errors. The plugin never touches CUDA itself: memory comes
+ * from cf_host_alloc(). */
+#ifndef CF_GST_COMMON_H
+#define CF_GST_COMMON_H
+
+#include <cudafilter/cudafilter.h>
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* GEnum of cf_backend: "auto", "cpu", "cuda". */
+#define CF_GST_TYPE_BACKEND (cf_gst_backend_get_type())
+GType cf_gst_backend_get_type(void);
+
+/* An allocator handing out cf_host_alloc() memory ("CudaFilterHost"). */
+#define CF_GST_TYPE_HOST_ALLOCATOR (cf_gst_host_allocator_get_type())
+GType cf_gst_host_allocator_get_type(void);
+/* The process-wide instance (a new reference). */
+GstAllocator *cf_gst_host_allocator_get(void);
+/* Whether memory `m` came from our allocator and is pinned. */
+gboolean cf_gst_memory_is_pinned(GstMemory *m);
+
+/* The element registrations, one per element file. */
+gboolean cf_gst_register_cudafir(GstPlugin *plugin);
+gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin);
+
+G_END_DECLS
+
+#endif
