@@ -125,6 +125,7 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if (backend == CF_BACKEND_CPU)
     s = cf_cpu_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
   e->backend = backend;
+  e->requested = cfg->backend;
   if (s != CF_OK) {
     free(e);
     return s;

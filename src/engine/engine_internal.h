@@ -23,7 +23,9 @@ struct cf_engine {
   const cf_backend_ops *ops;
   const struct cf_video_ops *vops;
   void *impl;
-  cf_backend backend;
+  cf_backend backend;   /* the backend running now */
+  cf_backend requested; /* what the configuration asked for (auto may fall
+                           back to the CPU mid-stream) */
   unsigned cin, cout;
   char desc[320];
 };

@@ -89,6 +89,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   if (backend == CF_BACKEND_CPU)
     s = cf_cpu_video_new(cfg, k, &e->impl, &e->vops);
   e->backend = backend;
+  e->requested = cfg->backend;
   if (s != CF_OK) {
     free(e);
     return s;
