@@ -1,8 +1,1202 @@
-/* cudafir: being written (issue 5); registers nothing yet. */
+/* cudafir: streaming FIR convolution of audio, on the cudafilter engine
+ * (CUDA where a device exists, else the CPU).
+ *
+ * SECTION:element-cudafir
+ *
+ * Convolves every channel of an interleaved audio stream with a kernel
+ * (an impulse response): a reverb from a recorded room, a cabinet, an
+ * equaliser designed elsewhere, a filter bank. Long kernels run on
+ * uniformly partitioned FFT convolution with a block of `block-size`
+ * frames, which is also the latency it adds (block-size - 1 frames, told
+ * truthfully in the latency query and in the read-only `latency`
+ * property); short kernels run directly, with no latency.
+ *
+ * The output is timestamped for its content: the element holds back
+ * `latency` frames, so the first buffers come out shorter and the held
+ * frames (plus, with drain=true, the filter's ring-out) come out at EOS
+ * or before a discontinuity. A DISCONT buffer and a flush restart the
+ * filter history. Changing `kernel` or `kernel-file` while PLAYING blends
+ * from the old to the new kernel over `crossfade`, without a click.
+ *
+ * The kernel comes from `kernel` (one kernel for every channel) or
+ * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
+ * the stream's rate; mono gives one shared kernel, more channels one per
+ * channel), a NumPy .npy (1D shared, 2D per channel, 3D C_out x C_in
+ * matrix) or a text file of numbers. `routing` reinterprets a file: with
+ * routing=matrix an N-channel file on a C-channel stream is an
+ * (N / C) x C matrix (a 4-channel true-stereo IR on stereo: LL, LR, RL,
+ * RR), and the output has N / C channels. Without a kernel the element
+ * passes audio through unchanged (the identity kernel).
+ *
+ * Examples:
+ * |[
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
+ * gst-launch-1.0 filesrc location=in.wav ! wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert ! wavenc ! filesink location=out.wav
+ * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
+ * ]|
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <gst/audio/audio.h>
+#include <gst/audio/gstaudiofilter.h>
+
 #include "common.h"
+
+GST_DEBUG_CATEGORY_STATIC(cudafir_debug);
+#define GST_CAT_DEFAULT cudafir_debug
+
+/* How a kernel file's kernels map onto the stream's channels. */
+typedef enum {
+  ROUTING_AUTO = -1,
+  ROUTING_SHARED = CF_ROUTING_SHARED,
+  ROUTING_PER_CHANNEL = CF_ROUTING_PER_CHANNEL,
+  ROUTING_MATRIX = CF_ROUTING_MATRIX,
+} GstCudaFirRouting;
+
+static GType cf_gst_routing_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {ROUTING_AUTO, "As the kernel file says (mono or 1D: shared; several "
+                   "channels or 2D: per channel; 3D .npy: matrix)", "auto"},
+    {ROUTING_SHARED, "One kernel for every channel", "shared"},
+    {ROUTING_PER_CHANNEL, "One kernel per channel (a mono kernel is used "
+                          "for every channel)", "per-channel"},
+    {ROUTING_MATRIX, "C_out x C_in kernels: the output has C_out channels",
+     "matrix"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("CudaFirRouting", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+#define DEFAULT_BLOCK_SIZE 1024
+#define DEFAULT_PIPELINE_DEPTH 2
+#define DEFAULT_CROSSFADE (20 * GST_MSECOND)
+#define DEFAULT_GAIN 0.0
+#define DEFAULT_DRAIN TRUE
+#define DEFAULT_TRIM FALSE
+#define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
+
+enum {
+  PROP_0,
+  PROP_KERNEL,
+  PROP_KERNEL_FILE,
+  PROP_ROUTING,
+  PROP_BLOCK_SIZE,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_PIPELINE_DEPTH,
+  PROP_CROSSFADE,
+  PROP_GAIN,
+  PROP_DRAIN,
+  PROP_TRIM,
+  PROP_LATENCY,
+  PROP_BACKEND_IN_USE,
+};
+
+typedef struct {
+  GstAudioFilter parent;
+
+  /* properties (object lock) */
+  GArray *taps;       /* `kernel`, floats; empty = none */
+  gchar *kernel_file;
+  GstCudaFirRouting routing;
+  guint block_size;
+  cf_backend backend;
+  gint device_id;
+  guint pipeline_depth;
+  guint64 crossfade;
+  gdouble gain_db;
+  gboolean drain;
+  gboolean trim;
+  /* a checked kernel change waiting for the streaming thread */
+  cf_kernel *pending;
+  /* How the properties map channels, for caps: mat_in x mat_out for a
+   * matrix kernel (0: the count stays); mat_n kernels read as a matrix
+   * on whatever channel count divides it (routing=matrix on a file of
+   * per-channel kernels). */
+  guint mat_in, mat_out, mat_n;
+
+  /* streaming state (streaming thread; engine pointer also read under the
+   * object lock for the read-only properties) */
+  cf_engine *engine;
+  GstAudioFormat format;
+  guint rate, cin, cout;
+  gsize in_bpf;
+  size_t latency;       /* frames the engine delays by */
+  size_t skip;          /* leading output frames still to drop */
+  GstClockTime base_ts; /* timestamp of the first frame since a restart */
+  guint64 base_offset;
+  guint64 frames_in, frames_out; /* since the restart */
+  gboolean discont;     /* the next output buffer starts a new run */
+  float *fin, *fout;   /* conversion scratch */
+  size_t scratch_frames;
+} GstCudaFir;
+
+typedef struct {
+  GstAudioFilterClass parent_class;
+} GstCudaFirClass;
+
+GType gst_cuda_fir_get_type(void);
+G_DEFINE_TYPE(GstCudaFir, gst_cuda_fir, GST_TYPE_AUDIO_FILTER)
+
+/* The last problem found in this thread: ours, or the engine's words. */
+static _Thread_local char fir_error[512];
+
+static cf_status fir_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static cf_status fir_fail(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_vsnprintf(fir_error, sizeof fir_error, fmt, ap);
+  va_end(ap);
+  return CF_E_INVALID;
+}
+
+/* After a failed cf_ call: keep its message. */
+static cf_status fir_engine_error(cf_status s)
+{
+  g_strlcpy(fir_error, cf_last_error(), sizeof fir_error);
+  return s;
+}
+
+#define GST_CUDA_FIR(o) ((GstCudaFir *)(o))
+
+/* ---- kernels -------------------------------------------------------- */
+
+/* Cut the leading taps below TRIM_DB of the set's peak from every kernel
+ * (the same count from each, keeping the channels aligned). */
+static cf_status trim_kernel(cf_kernel **kp)
+{
+  cf_kernel *k = *kp;
+  unsigned n = cf_kernel_count(k);
+  float peak = 0.0f;
+  for (unsigned i = 0; i < n; i++) {
+    size_t len;
+    const float *t = cf_kernel_taps(k, i, &len);
+    for (size_t j = 0; j < len; j++)
+      peak = fmaxf(peak, fabsf(t[j]));
+  }
+  float thr = peak * (float)pow(10.0, TRIM_DB / 20.0);
+  size_t cut = SIZE_MAX;
+  for (unsigned i = 0; i < n; i++) {
+    size_t len, j = 0;
+    const float *t = cf_kernel_taps(k, i, &len);
+    if (len == 0)
+      continue;
+    while (j < len && fabsf(t[j]) < thr)
+      j++;
+    cut = MIN(cut, j);
+  }
+  if (cut == 0 || cut == SIZE_MAX)
+    return CF_OK;
+  cf_kernel *t2;
+  cf_status s = cf_kernel_new(cf_kernel_routing(k), cf_kernel_outputs(k),
+                              cf_kernel_inputs(k), &t2);
+  for (unsigned i = 0; s == CF_OK && i < n; i++) {
+    size_t len;
+    const float *t = cf_kernel_taps(k, i, &len);
+    if (len > cut)
+      s = cf_kernel_set(t2, i, t + cut, len - cut);
+  }
+  if (s != CF_OK) {
+    cf_kernel_free(t2);
+    return s;
+  }
+  cf_kernel_free(k);
+  *kp = t2;
+  return CF_OK;
+}
+
+/* Reshape a loaded set to the routing asked for, on a stream of
+ * `channels` (0: not known yet, only the shape is checked). */
+static cf_status apply_routing(cf_kernel **kp, GstCudaFirRouting routing,
+                               unsigned channels, const char *what)
+{
+  cf_kernel *k = *kp;
+  cf_routing r = cf_kernel_routing(k);
+  unsigned n = cf_kernel_count(k);
+  cf_kernel *t = NULL;
+  cf_status s = CF_OK;
+  switch (routing) {
+  case ROUTING_AUTO:
+    return CF_OK;
+  case ROUTING_SHARED:
+    if (r != CF_ROUTING_SHARED)
+      return fir_fail("routing=shared needs one kernel, %s "
+                     "holds %u", what, n);
+    return CF_OK;
+  case ROUTING_PER_CHANNEL:
+    if (r == CF_ROUTING_PER_CHANNEL || r == CF_ROUTING_SHARED)
+      return CF_OK; /* a shared kernel serves every channel */
+    return fir_fail("routing=per-channel: %s is a %u x %u "
+                   "matrix", what, cf_kernel_outputs(k), cf_kernel_inputs(k));
+  case ROUTING_MATRIX:
+    if (r == CF_ROUTING_MATRIX)
+      return CF_OK;
+    if (channels == 0)
+      return CF_OK;
+    if (n % channels != 0)
+      return fir_fail("routing=matrix: %s holds %u kernels, "
+                     "not a multiple of the stream's %u channels", what, n,
+                     channels);
+    s = cf_kernel_new(CF_ROUTING_MATRIX, n / channels, channels, &t);
+    for (unsigned i = 0; s == CF_OK && i < n; i++) {
+      size_t len;
+      const float *taps = cf_kernel_taps(k, i, &len);
+      s = cf_kernel_set(t, i, taps, len);
+    }
+    if (s != CF_OK) {
+      cf_kernel_free(t);
+      return fir_engine_error(s);
+    }
+    cf_kernel_free(k);
+    *kp = t;
+    return CF_OK;
+  }
+  return fir_fail("unknown routing %d", (int)routing);
+}
+
+/* The kernel set the properties describe, for a stream of `channels` at
+ * `rate` (0, 0: for validation and caps before the stream is known).
+ * Called with the object lock held; the file is read with it held too
+ * (property changes are rare). NULL with fir_error set on failure. */
+static cf_kernel *build_kernel(GstCudaFir *self, unsigned rate,
+                               unsigned channels)
+{
+  cf_kernel *k = NULL;
+  cf_status s;
+  const char *what;
+  if (self->kernel_file) {
+    what = self->kernel_file;
+    s = cf_kernel_load(self->kernel_file, rate, &k);
+  } else if (self->taps->len) {
+    what = "kernel";
+    s = cf_kernel_new_shared((const float *)self->taps->data, self->taps->len,
+                             &k);
+  } else {
+    static const float one = 1.0f;
+    what = "the identity kernel";
+    s = cf_kernel_new_shared(&one, 1, &k);
+  }
+  if (s != CF_OK)
+    fir_engine_error(s);
+  if (s == CF_OK && self->trim && (s = trim_kernel(&k)) != CF_OK)
+    fir_engine_error(s);
+  if (s == CF_OK)
+    s = apply_routing(&k, self->routing, channels, what);
+  if (s == CF_OK && self->gain_db != 0.0)
+    cf_kernel_scale(k, (float)pow(10.0, self->gain_db / 20.0));
+  /* per-channel with a shared kernel: the engine takes shared as is */
+  if (s != CF_OK) {
+    cf_kernel_free(k);
+    return NULL;
+  }
+  return k;
+}
+
+/* Update mat_in/mat_out (the caps' channel mapping) from the properties.
+ * Object lock held. */
+static void update_shape(GstCudaFir *self, const cf_kernel *k)
+{
+  self->mat_in = self->mat_out = self->mat_n = 0;
+  if (k && cf_kernel_routing(k) == CF_ROUTING_MATRIX) {
+    self->mat_in = cf_kernel_inputs(k);
+    self->mat_out = cf_kernel_outputs(k);
+  } else if (k && self->routing == ROUTING_MATRIX) {
+    self->mat_n = cf_kernel_count(k);
+  }
+}
+
+/* ---- conversion ------------------------------------------------------- */
+
+static gboolean ensure_scratch(GstCudaFir *self, size_t frames)
+{
+  if (frames <= self->scratch_frames)
+    return TRUE;
+  size_t n = MAX(frames, 1024);
+  float *a = g_try_realloc(self->fin, n * self->cin * sizeof(float));
+  if (a)
+    self->fin = a;
+  float *b = g_try_realloc(self->fout, n * MAX(self->cout, 1) * sizeof(float));
+  if (b)
+    self->fout = b;
+  if (!a || !b)
+    return FALSE;
+  self->scratch_frames = n;
+  return TRUE;
+}
+
+/* Samples of the negotiated format to float (n samples). */
+static void to_float(GstAudioFormat f, const void *src, float *dst, size_t n)
+{
+  switch (f) {
+  case GST_AUDIO_FORMAT_S16LE: {
+    const gint16 *s = src;
+    for (size_t i = 0; i < n; i++)
+      dst[i] = (float)GINT16_FROM_LE(s[i]) * (1.0f / 32768.0f);
+    break;
+  }
+  case GST_AUDIO_FORMAT_S32LE: {
+    const gint32 *s = src;
+    for (size_t i = 0; i < n; i++)
+      dst[i] = (float)((double)GINT32_FROM_LE(s[i]) * (1.0 / 2147483648.0));
+    break;
+  }
+  case GST_AUDIO_FORMAT_F64LE: {
+    const gdouble *s = src;
+    for (size_t i = 0; i < n; i++)
+      dst[i] = (float)s[i];
+    break;
+  }
+  default:
+    memcpy(dst, src, n * sizeof(float));
+  }
+}
+
+/* Float to the negotiated format: integers round to nearest and saturate
+ * (NaN becomes 0). */
+static void from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
+{
+  switch (f) {
+  case GST_AUDIO_FORMAT_S16LE: {
+    gint16 *d = dst;
+    for (size_t i = 0; i < n; i++) {
+      float v = rintf(src[i] * 32768.0f);
+      v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
+      d[i] = GINT16_TO_LE(isnan(v) ? 0 : (gint16)v);
+    }
+    break;
+  }
+  case GST_AUDIO_FORMAT_S32LE: {
+    gint32 *d = dst;
+    for (size_t i = 0; i < n; i++) {
+      double v = rint((double)src[i] * 2147483648.0);
+      v = v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0
+                                                              : v;
+      d[i] = GINT32_TO_LE(isnan(v) ? 0 : (gint32)v);
+    }
+    break;
+  }
+  case GST_AUDIO_FORMAT_F64LE: {
+    gdouble *d = dst;
+    for (size_t i = 0; i < n; i++)
+      d[i] = src[i];
+    break;
+  }
+  default:
+    memcpy(dst, src, n * sizeof(float));
+  }
+}
+
+/* ---- engine ------------------------------------------------------------ */
+
+static void free_engine(GstCudaFir *self)
+{
+  GST_OBJECT_LOCK(self);
+  cf_engine *e = self->engine;
+  self->engine = NULL;
+  GST_OBJECT_UNLOCK(self);
+  cf_engine_free(e);
+}
+
+/* Forget the history: the next buffer starts a new run of timestamps. */
+static void restart(GstCudaFir *self)
+{
+  if (self->engine)
+    cf_engine_reset(self->engine);
+  self->skip = self->latency;
+  self->base_ts = GST_CLOCK_TIME_NONE;
+  self->base_offset = GST_BUFFER_OFFSET_NONE;
+  self->frames_in = self->frames_out = 0;
+  self->discont = TRUE;
+}
+
+static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
+{
+  guint rate = GST_AUDIO_INFO_RATE(info);
+  guint channels = GST_AUDIO_INFO_CHANNELS(info);
+
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = channels;
+  GST_OBJECT_LOCK(self);
+  cfg.block_size = self->block_size;
+  cfg.backend = self->backend;
+  cfg.device_id = self->device_id;
+  cfg.pipeline_depth = self->pipeline_depth;
+  cf_kernel *k = build_kernel(self, rate, channels);
+  g_clear_pointer(&self->pending, cf_kernel_free);
+  GST_OBJECT_UNLOCK(self);
+  if (!k) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("cudafir: bad kernel"),
+                      ("%s", fir_error));
+    return FALSE;
+  }
+  cf_engine *e = NULL;
+  cf_status s = cf_engine_new_audio(&cfg, k, &e);
+  cf_kernel_free(k);
+  if (s != CF_OK) {
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                      ("cudafir: cannot filter %u channels at %u Hz",
+                       channels, rate),
+                      ("%s", cf_last_error()));
+    return FALSE;
+  }
+  size_t latency = cf_engine_latency(e);
+  gboolean latency_changed = self->engine && latency != self->latency;
+  GST_OBJECT_LOCK(self);
+  cf_engine *old = self->engine;
+  self->engine = e;
+  self->rate = rate;
+  self->cin = channels;
+  self->cout = cf_engine_out_channels(e);
+  self->format = GST_AUDIO_INFO_FORMAT(info);
+  self->in_bpf = GST_AUDIO_INFO_BPF(info);
+  self->latency = latency;
+  GST_OBJECT_UNLOCK(self);
+  cf_engine_free(old);
+  self->scratch_frames = 0; /* channel counts may have changed */
+  restart(self);
+  GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
+                  latency);
+  if (latency_changed)
+    gst_element_post_message(GST_ELEMENT(self),
+                             gst_message_new_latency(GST_OBJECT(self)));
+  return TRUE;
+}
+
+/* Push what the engine still holds: the `latency` frames behind the
+ * input, and with drain the ring-out too. Then restart. */
+static GstFlowReturn push_residue(GstCudaFir *self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (!self->engine || self->frames_in == 0) {
+    restart(self);
+    return ret;
+  }
+  size_t tail = cf_engine_tail(self->engine);
+  /* never more than what the held input accounts for, unless draining */
+  size_t held = self->latency - MIN(self->latency, self->skip);
+  size_t want = self->drain ? tail - MIN(tail, self->skip) : held;
+  if (tail == 0 || want == 0 || !ensure_scratch(self, tail)) {
+    restart(self);
+    return ret;
+  }
+  size_t got = 0;
+  cf_status s = cf_engine_drain(self->engine, self->fout, self->scratch_frames,
+                                &got);
+  if (s != CF_OK) {
+    GST_ELEMENT_WARNING(self, STREAM, FAILED, ("cudafir: drain failed"),
+                        ("%s", cf_last_error()));
+    restart(self);
+    return ret;
+  }
+  size_t skip = MIN(self->skip, got);
+  want = MIN(want, got - skip);
+  gsize bpf = (gsize)self->cout * GST_AUDIO_FORMAT_INFO_WIDTH(
+                  gst_audio_format_get_info(self->format)) / 8;
+  GstAllocator *alloc = cf_gst_host_allocator_get();
+  GstBuffer *out = gst_buffer_new_allocate(alloc, want * bpf, NULL);
+  gst_object_unref(alloc);
+  if (!out) {
+    restart(self);
+    return GST_FLOW_ERROR;
+  }
+  GstMapInfo map;
+  if (!gst_buffer_map(out, &map, GST_MAP_WRITE)) {
+    gst_buffer_unref(out);
+    restart(self);
+    return GST_FLOW_ERROR;
+  }
+  from_float(self->format, self->fout + skip * self->cout, map.data,
+             want * self->cout);
+  gst_buffer_unmap(out, &map);
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime t0 = self->base_ts + gst_util_uint64_scale_int_round(
+                                          self->frames_out, GST_SECOND,
+                                          self->rate);
+    GstClockTime t1 = self->base_ts + gst_util_uint64_scale_int_round(
+                                          self->frames_out + want, GST_SECOND,
+                                          self->rate);
+    GST_BUFFER_PTS(out) = t0;
+    GST_BUFFER_DURATION(out) = t1 - t0;
+  }
+  if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
+    GST_BUFFER_OFFSET(out) = self->base_offset + self->frames_out;
+    GST_BUFFER_OFFSET_END(out) = self->base_offset + self->frames_out + want;
+  }
+  if (self->discont)
+    GST_BUFFER_FLAG_SET(out, GST_BUFFER_FLAG_DISCONT);
+  GST_DEBUG_OBJECT(self, "pushing %zu residual frames", want);
+  restart(self);
+  return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
+}
+
+/* Apply a kernel change made while streaming (checked when it was set). */
+static void apply_kernel_change(GstCudaFir *self)
+{
+  GST_OBJECT_LOCK(self);
+  cf_kernel *k = self->pending;
+  self->pending = NULL;
+  guint64 xf = gst_util_uint64_scale_int_round(self->crossfade, self->rate,
+                                               GST_SECOND);
+  GST_OBJECT_UNLOCK(self);
+  if (!k)
+    return;
+  cf_status s = cf_engine_set_kernel(self->engine, k, (size_t)xf);
+  cf_kernel_free(k);
+  if (s != CF_OK)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("cudafir: kernel change refused, keeping the "
+                         "current kernel"),
+                        ("%s", cf_last_error()));
+  else
+    GST_INFO_OBJECT(self, "kernel swapped (crossfade %" G_GUINT64_FORMAT
+                    " frames)", xf);
+}
+
+/* ---- GstBaseTransform ---------------------------------------------------- */
+
+static gboolean gst_cuda_fir_setup(GstAudioFilter *filter,
+                                 const GstAudioInfo *info)
+{
+  GstCudaFir *self = GST_CUDA_FIR(filter);
+  return build_engine(self, info);
+}
+
+/* Matrix routing maps C_in channels to C_out: caps change accordingly. */
+static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
+                                          GstPadDirection dir, GstCaps *caps,
+                                          GstCaps *filter)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  /* the (in, out) channel pairs the kernel allows */
+  guint pin[64], pout[64], np = 0;
+  GST_OBJECT_LOCK(self);
+  if (self->mat_in) {
+    pin[0] = self->mat_in;
+    pout[0] = self->mat_out;
+    np = 1;
+  } else if (self->mat_n) {
+    for (guint c = 1; c <= MIN(self->mat_n, 256u) && np < 64; c++)
+      if (self->mat_n % c == 0 && self->mat_n / c <= 256) {
+        pin[np] = c;
+        pout[np++] = self->mat_n / c;
+      }
+  }
+  GST_OBJECT_UNLOCK(self);
+  GstCaps *res;
+  if (np == 0) {
+    res = gst_caps_ref(caps);
+  } else {
+    res = gst_caps_new_empty();
+    for (guint i = 0; i < gst_caps_get_size(caps); i++) {
+      GstStructure *st = gst_caps_get_structure(caps, i);
+      const GValue *ch = gst_structure_get_value(st, "channels");
+      for (guint p = 0; p < np; p++) {
+        guint from = dir == GST_PAD_SINK ? pin[p] : pout[p];
+        guint to = dir == GST_PAD_SINK ? pout[p] : pin[p];
+        GValue want = G_VALUE_INIT;
+        g_value_init(&want, G_TYPE_INT);
+        g_value_set_int(&want, (gint)from);
+        gboolean fits = !ch || gst_value_can_intersect(ch, &want);
+        g_value_unset(&want);
+        if (!fits)
+          continue;
+        GstStructure *n = gst_structure_copy(st);
+        gst_structure_set(n, "channels", G_TYPE_INT, (gint)to, NULL);
+        gst_structure_remove_field(n, "channel-mask");
+        if (to > 2)
+          gst_structure_set(n, "channel-mask", GST_TYPE_BITMASK, (guint64)0,
+                            NULL);
+        res = gst_caps_merge_structure(res, n);
+      }
+    }
+  }
+  if (filter) {
+    GstCaps *t = gst_caps_intersect_full(filter, res,
+                                         GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(res);
+    res = t;
+  }
+  GST_DEBUG_OBJECT(self, "transformed %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT,
+                   caps, res);
+  return res;
+}
+
+static gboolean gst_cuda_fir_transform_size(GstBaseTransform *bt,
+                                          GstPadDirection dir, GstCaps *caps,
+                                          gsize size, GstCaps *othercaps,
+                                          gsize *othersize)
+{
+  GstAudioInfo a, b;
+  if (!gst_audio_info_from_caps(&a, caps) ||
+      !gst_audio_info_from_caps(&b, othercaps) || a.bpf == 0)
+    return FALSE;
+  *othersize = size / (gsize)a.bpf * (gsize)b.bpf;
+  return TRUE;
+}
+
+static gboolean gst_cuda_fir_start(GstBaseTransform *bt)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  restart(self);
+  return TRUE;
+}
+
+static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  free_engine(self);
+  g_clear_pointer(&self->fin, g_free);
+  g_clear_pointer(&self->fout, g_free);
+  self->scratch_frames = 0;
+  return TRUE;
+}
+
+static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  switch (GST_EVENT_TYPE(ev)) {
+  case GST_EVENT_CAPS:
+    /* the held frames go out in the old format, before the new caps */
+    if (self->frames_in)
+      push_residue(self);
+    break;
+  case GST_EVENT_FLUSH_STOP:
+    restart(self);
+    break;
+  case GST_EVENT_EOS:
+    push_residue(self);
+    break;
+  case GST_EVENT_SEGMENT:
+    /* a new segment after data is a discontinuity in the history */
+    if (self->frames_in)
+      push_residue(self);
+    break;
+  default:
+    break;
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)->sink_event(bt, ev);
+}
+
+static gboolean gst_cuda_fir_query(GstBaseTransform *bt, GstPadDirection dir,
+                                 GstQuery *q)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  if (GST_QUERY_TYPE(q) != GST_QUERY_LATENCY || dir != GST_PAD_SRC)
+    return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
+        ->query(bt, dir, q);
+  if (!gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(bt), q))
+    return FALSE;
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(q, &live, &min, &max);
+  GST_OBJECT_LOCK(self);
+  GstClockTime ours = self->rate ? gst_util_uint64_scale_int_round(
+                                       self->latency, GST_SECOND, self->rate)
+                                 : 0;
+  GST_OBJECT_UNLOCK(self);
+  min += ours;
+  if (GST_CLOCK_TIME_IS_VALID(max))
+    max += ours;
+  GST_DEBUG_OBJECT(self, "latency: ours %" GST_TIME_FORMAT ", total min %"
+                   GST_TIME_FORMAT, GST_TIME_ARGS(ours), GST_TIME_ARGS(min));
+  gst_query_set_latency(q, live, min, max);
+  return TRUE;
+}
+
+static gboolean gst_cuda_fir_propose_allocation(GstBaseTransform *bt,
+                                              GstQuery *decide, GstQuery *q)
+{
+  /* host memory the engine copies from fastest (pinned with CUDA) */
+  GstAllocator *alloc = cf_gst_host_allocator_get();
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = 63;
+  gst_query_add_allocation_param(q, alloc, &params);
+  gst_object_unref(alloc);
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
+      ->propose_allocation(bt, decide, q);
+}
+
+static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
+                                                GstBuffer **outbuf)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  GstBuffer *in = bt->queued_buf;
+  bt->queued_buf = NULL;
+  *outbuf = NULL;
+  if (!in)
+    return GST_FLOW_OK;
+  if (!self->engine) {
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("cudafir: no format"),
+                      ("a buffer came before caps"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (GST_BUFFER_IS_DISCONT(in) && self->frames_in) {
+    GST_DEBUG_OBJECT(self, "discontinuity: pushing the held frames");
+    ret = push_residue(self);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref(in);
+      return ret;
+    }
+  }
+  apply_kernel_change(self);
+
+  gsize in_bpf = self->in_bpf;
+  gsize sample = in_bpf / self->cin;
+  gsize out_bpf = sample * self->cout;
+  GstMapInfo im;
+  if (!gst_buffer_map(in, &im, GST_MAP_READ)) {
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudafir: cannot map input"),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (im.size % in_bpf)
+    GST_WARNING_OBJECT(self, "buffer of %" G_GSIZE_FORMAT " bytes is not a "
+                       "whole number of %" G_GSIZE_FORMAT "-byte frames; "
+                       "dropping the partial frame", im.size, in_bpf);
+  size_t n = im.size / in_bpf;
+  if (self->frames_in == 0) {
+    self->base_ts = GST_BUFFER_PTS(in);
+    self->base_offset = GST_BUFFER_OFFSET(in);
+  }
+  if (n && !ensure_scratch(self, n)) {
+    gst_buffer_unmap(in, &im);
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
+                      ("%zu frames", n));
+    return GST_FLOW_ERROR;
+  }
+  cf_status s = CF_OK;
+  if (n) {
+    to_float(self->format, im.data, self->fin, n * self->cin);
+    s = cf_engine_process(self->engine, self->fin, self->fout, n);
+  }
+  gst_buffer_unmap(in, &im);
+  if (s != CF_OK) {
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudafir: filtering failed"),
+                      ("%s", cf_last_error()));
+    return GST_FLOW_ERROR;
+  }
+  self->frames_in += n;
+  size_t skip = MIN(self->skip, n);
+  self->skip -= skip;
+  size_t m = n - skip;
+  if (m == 0) {
+    gst_buffer_unref(in);
+    return GST_FLOW_OK;
+  }
+  GstAllocator *alloc = cf_gst_host_allocator_get();
+  GstBuffer *out = gst_buffer_new_allocate(alloc, m * out_bpf, NULL);
+  gst_object_unref(alloc);
+  GstMapInfo om;
+  if (!out || !gst_buffer_map(out, &om, GST_MAP_WRITE)) {
+    if (out)
+      gst_buffer_unref(out);
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  from_float(self->format, self->fout + skip * self->cout, om.data,
+             m * self->cout);
+  gst_buffer_unmap(out, &om);
+  gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
+                       0, -1);
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime t0 = self->base_ts + gst_util_uint64_scale_int_round(
+                                          self->frames_out, GST_SECOND,
+                                          self->rate);
+    GstClockTime t1 = self->base_ts + gst_util_uint64_scale_int_round(
+                                          self->frames_out + m, GST_SECOND,
+                                          self->rate);
+    GST_BUFFER_PTS(out) = t0;
+    GST_BUFFER_DTS(out) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_DURATION(out) = t1 - t0;
+  } else {
+    GST_BUFFER_PTS(out) = GST_BUFFER_DURATION(out) = GST_CLOCK_TIME_NONE;
+  }
+  if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
+    GST_BUFFER_OFFSET(out) = self->base_offset + self->frames_out;
+    GST_BUFFER_OFFSET_END(out) = self->base_offset + self->frames_out + m;
+  } else {
+    GST_BUFFER_OFFSET(out) = GST_BUFFER_OFFSET_END(out) =
+        GST_BUFFER_OFFSET_NONE;
+  }
+  /* DISCONT marks the first buffer after a restart only */
+  if (self->discont)
+    GST_BUFFER_FLAG_SET(out, GST_BUFFER_FLAG_DISCONT);
+  else
+    GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
+  self->discont = FALSE;
+  self->frames_out += m;
+  gst_buffer_unref(in);
+  *outbuf = out;
+  return ret;
+}
+
+/* ---- GObject -------------------------------------------------------------- */
+
+/* Take a property change of the kernel: check it now (so a bad value is
+ * refused with a message while the old kernel stays); while streaming,
+ * hand the checked set to the streaming thread. Object lock held;
+ * returns FALSE if refused. */
+static gboolean accept_kernel_change(GstCudaFir *self)
+{
+  gboolean streaming = self->engine != NULL;
+  cf_kernel *k = build_kernel(self, streaming ? self->rate : 0,
+                              streaming ? self->cin : 0);
+  if (!k && !streaming) {
+    /* kept: starting will fail with this message as an element error */
+    GST_WARNING_OBJECT(self, "kernel: %s", fir_error);
+    update_shape(self, NULL);
+    return TRUE;
+  }
+  if (!k)
+    return FALSE;
+  if (streaming) {
+    unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
+                       ? cf_kernel_outputs(k)
+                       : self->cin;
+    unsigned in = cf_kernel_routing(k) == CF_ROUTING_MATRIX
+                      ? cf_kernel_inputs(k)
+                      : self->cin;
+    if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
+      in = out = cf_kernel_inputs(k);
+    if (in != self->cin || out != self->cout) {
+      fir_fail("the new kernel set maps %u to %u channels; the running "
+               "stream has %u in, %u out (change it in READY)", in, out,
+               self->cin, self->cout);
+      cf_kernel_free(k);
+      return FALSE;
+    }
+    if (self->pending)
+      cf_kernel_free(self->pending);
+    self->pending = k;
+    return TRUE;
+  }
+  update_shape(self, k);
+  cf_kernel_free(k);
+  return TRUE;
+}
+
+static void refuse(GstCudaFir *self, const char *prop)
+{
+  char msg[512];
+  g_strlcpy(msg, fir_error, sizeof msg);
+  GST_WARNING_OBJECT(self, "%s refused: %s", prop, msg);
+  GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                      ("cudafir: %s refused, keeping the previous value",
+                       prop),
+                      ("%s", msg));
+}
+
+static void gst_cuda_fir_set_property(GObject *obj, guint id,
+                                    const GValue *value, GParamSpec *pspec)
+{
+  GstCudaFir *self = GST_CUDA_FIR(obj);
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+  case PROP_KERNEL: {
+    guint n = gst_value_array_get_size(value);
+    GArray *old = self->taps;
+    GArray *taps = g_array_sized_new(FALSE, FALSE, sizeof(float), n);
+    for (guint i = 0; i < n; i++) {
+      const GValue *v = gst_value_array_get_value(value, i);
+      double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
+                 : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
+                 : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
+                                           : NAN;
+      float f = (float)d; /* NaN/Inf are refused by the kernel set */
+      g_array_append_val(taps, f);
+    }
+    gchar *old_file = self->kernel_file;
+    self->taps = taps;
+    self->kernel_file = NULL; /* the last one set wins */
+    if (!accept_kernel_change(self)) {
+      self->taps = old;
+      self->kernel_file = old_file;
+      g_array_free(taps, TRUE);
+      GST_OBJECT_UNLOCK(self);
+      refuse(self, "kernel");
+      return;
+    }
+    g_array_free(old, TRUE);
+    g_free(old_file);
+    break;
+  }
+  case PROP_KERNEL_FILE: {
+    gchar *old = self->kernel_file;
+    const gchar *path = g_value_get_string(value);
+    self->kernel_file = path && *path ? g_strdup(path) : NULL;
+    if (!accept_kernel_change(self)) {
+      g_free(self->kernel_file);
+      self->kernel_file = old;
+      GST_OBJECT_UNLOCK(self);
+      refuse(self, "kernel-file");
+      return;
+    }
+    g_free(old);
+    if (self->kernel_file)
+      g_array_set_size(self->taps, 0);
+    break;
+  }
+  case PROP_ROUTING: {
+    GstCudaFirRouting old = self->routing;
+    self->routing = g_value_get_enum(value);
+    if (!accept_kernel_change(self)) {
+      self->routing = old;
+      GST_OBJECT_UNLOCK(self);
+      refuse(self, "routing");
+      return;
+    }
+    break;
+  }
+  case PROP_GAIN:
+    self->gain_db = g_value_get_double(value);
+    accept_kernel_change(self); /* a gain is always valid */
+    break;
+  case PROP_TRIM:
+    self->trim = g_value_get_boolean(value);
+    accept_kernel_change(self);
+    break;
+  case PROP_BLOCK_SIZE:
+    self->block_size = g_value_get_uint(value);
+    break;
+  case PROP_BACKEND:
+    self->backend = g_value_get_enum(value);
+    break;
+  case PROP_DEVICE_ID:
+    self->device_id = g_value_get_int(value);
+    break;
+  case PROP_PIPELINE_DEPTH:
+    self->pipeline_depth = g_value_get_uint(value);
+    break;
+  case PROP_CROSSFADE:
+    self->crossfade = g_value_get_uint64(value);
+    break;
+  case PROP_DRAIN:
+    self->drain = g_value_get_boolean(value);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
+                                    GParamSpec *pspec)
+{
+  GstCudaFir *self = GST_CUDA_FIR(obj);
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+  case PROP_KERNEL: {
+    for (guint i = 0; i < self->taps->len; i++) {
+      GValue v = G_VALUE_INIT;
+      g_value_init(&v, G_TYPE_FLOAT);
+      g_value_set_float(&v, g_array_index(self->taps, float, i));
+      gst_value_array_append_and_take_value(value, &v);
+    }
+    break;
+  }
+  case PROP_KERNEL_FILE:
+    g_value_set_string(value, self->kernel_file);
+    break;
+  case PROP_ROUTING:
+    g_value_set_enum(value, self->routing);
+    break;
+  case PROP_BLOCK_SIZE:
+    g_value_set_uint(value, self->block_size);
+    break;
+  case PROP_BACKEND:
+    g_value_set_enum(value, self->backend);
+    break;
+  case PROP_DEVICE_ID:
+    g_value_set_int(value, self->device_id);
+    break;
+  case PROP_PIPELINE_DEPTH:
+    g_value_set_uint(value, self->pipeline_depth);
+    break;
+  case PROP_CROSSFADE:
+    g_value_set_uint64(value, self->crossfade);
+    break;
+  case PROP_GAIN:
+    g_value_set_double(value, self->gain_db);
+    break;
+  case PROP_DRAIN:
+    g_value_set_boolean(value, self->drain);
+    break;
+  case PROP_TRIM:
+    g_value_set_boolean(value, self->trim);
+    break;
+  case PROP_LATENCY:
+    g_value_set_uint64(value, self->engine && self->rate
+                                  ? gst_util_uint64_scale_int_round(
+                                        self->latency, GST_SECOND, self->rate)
+                                  : 0);
+    break;
+  case PROP_BACKEND_IN_USE:
+    g_value_set_string(value, self->engine ? cf_backend_name(cf_engine_backend(
+                                                 self->engine))
+                                           : "none");
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_cuda_fir_finalize(GObject *obj)
+{
+  GstCudaFir *self = GST_CUDA_FIR(obj);
+  cf_engine_free(self->engine);
+  cf_kernel_free(self->pending);
+  g_array_free(self->taps, TRUE);
+  g_free(self->kernel_file);
+  g_free(self->fin);
+  g_free(self->fout);
+  G_OBJECT_CLASS(gst_cuda_fir_parent_class)->finalize(obj);
+}
+
+static void gst_cuda_fir_init(GstCudaFir *self)
+{
+  self->taps = g_array_new(FALSE, FALSE, sizeof(float));
+  self->routing = ROUTING_AUTO;
+  self->block_size = DEFAULT_BLOCK_SIZE;
+  self->backend = CF_BACKEND_AUTO;
+  self->pipeline_depth = DEFAULT_PIPELINE_DEPTH;
+  self->crossfade = DEFAULT_CROSSFADE;
+  self->gain_db = DEFAULT_GAIN;
+  self->drain = DEFAULT_DRAIN;
+  self->trim = DEFAULT_TRIM;
+  restart(self);
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), FALSE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+#define FORMATS "{ F32LE, S16LE, S32LE, F64LE }"
+
+static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
+{
+  GObjectClass *oc = G_OBJECT_CLASS(klass);
+  GstElementClass *ec = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *bc = GST_BASE_TRANSFORM_CLASS(klass);
+  GstAudioFilterClass *ac = GST_AUDIO_FILTER_CLASS(klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  const GParamFlags live = rw | GST_PARAM_MUTABLE_PLAYING;
+  const GParamFlags ready = rw | GST_PARAM_MUTABLE_READY;
+
+  oc->set_property = gst_cuda_fir_set_property;
+  oc->get_property = gst_cuda_fir_get_property;
+  oc->finalize = gst_cuda_fir_finalize;
+
+  g_object_class_install_property(oc, PROP_KERNEL,
+      gst_param_spec_array("kernel", "Kernel",
+          "FIR taps applied to every channel, e.g. \"<0.25, 0.5, 0.25>\" "
+          "(finite floats; setting it clears kernel-file; empty: the "
+          "identity). Changes while PLAYING crossfade",
+          g_param_spec_float("tap", "Tap", "One FIR tap", -G_MAXFLOAT,
+                             G_MAXFLOAT, 0.0f, rw),
+          live));
+  g_object_class_install_property(oc, PROP_KERNEL_FILE,
+      g_param_spec_string("kernel-file", "Kernel file",
+          "Impulse response: an audio file (WAV, FLAC, ...: resampled to "
+          "the stream rate), .npy or text; setting it clears kernel. "
+          "Changes while PLAYING crossfade",
+          NULL, live));
+  g_object_class_install_property(oc, PROP_ROUTING,
+      g_param_spec_enum("routing", "Routing",
+          "How the kernels map onto channels (matrix changes the output "
+          "channel count)",
+          cf_gst_routing_get_type(), ROUTING_AUTO, ready));
+  g_object_class_install_property(oc, PROP_BLOCK_SIZE,
+      g_param_spec_uint("block-size", "Block size",
+          "Frames per FFT block: the latency of the FFT path is "
+          "block-size - 1 frames (short kernels run directly, latency 0)",
+          1, 65536, DEFAULT_BLOCK_SIZE, ready));
+  g_object_class_install_property(oc, PROP_BACKEND,
+      g_param_spec_enum("backend", "Backend",
+          "Where the convolution runs", CF_GST_TYPE_BACKEND, CF_BACKEND_AUTO,
+          ready));
+  g_object_class_install_property(oc, PROP_DEVICE_ID,
+      g_param_spec_int("device-id", "Device ID",
+          "CUDA device index (backend cuda or auto)", 0, 255, 0, ready));
+  g_object_class_install_property(oc, PROP_PIPELINE_DEPTH,
+      g_param_spec_uint("pipeline-depth", "Pipeline depth",
+          "CUDA: blocks in flight on the device (more hides copies, the "
+          "CPU ignores it)", 0, 16, DEFAULT_PIPELINE_DEPTH, ready));
+  g_object_class_install_property(oc, PROP_CROSSFADE,
+      g_param_spec_uint64("crossfade", "Crossfade",
+          "Time in ns over which a kernel change blends linearly from the "
+          "old kernel to the new one (0: switch at once)",
+          0, 60 * GST_SECOND, DEFAULT_CROSSFADE, live));
+  g_object_class_install_property(oc, PROP_GAIN,
+      g_param_spec_double("gain", "Gain",
+          "Gain in dB applied to the kernel", -120.0, 60.0, DEFAULT_GAIN,
+          live));
+  g_object_class_install_property(oc, PROP_DRAIN,
+      g_param_spec_boolean("drain", "Drain",
+          "At EOS and before a discontinuity also emit the filter's "
+          "ring-out (kernel length - 1 frames) after the held frames",
+          DEFAULT_DRAIN, live));
+  g_object_class_install_property(oc, PROP_TRIM,
+      g_param_spec_boolean("trim", "Trim",
+          "Cut the leading silence of the kernel (taps below -60 dB of its "
+          "peak, the same count from every channel)",
+          DEFAULT_TRIM, live));
+  g_object_class_install_property(oc, PROP_LATENCY,
+      g_param_spec_uint64("latency", "Latency",
+          "Latency the filter adds, in ns (0 until the format is known)",
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property(oc, PROP_BACKEND_IN_USE,
+      g_param_spec_string("backend-in-use", "Backend in use",
+          "The backend filtering now: cpu, cuda, or none before the format "
+          "is known", "none", G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_set_static_metadata(ec, "CUDA FIR filter",
+      "Filter/Effect/Audio",
+      "Convolves audio with an FIR kernel or impulse response (any length, "
+      "partitioned FFT), on CUDA or the CPU",
+      "cudafilter developers");
+  GstCaps *caps = gst_caps_from_string(
+      "audio/x-raw, format = (string) " FORMATS ", rate = (int) [ 1, MAX ], "
+      "channels = (int) [ 1, 256 ], layout = (string) interleaved");
+  gst_audio_filter_class_add_pad_templates(ac, caps);
+  gst_caps_unref(caps);
+
+  ac->setup = gst_cuda_fir_setup;
+  bc->transform_caps = gst_cuda_fir_transform_caps;
+  bc->transform_size = gst_cuda_fir_transform_size;
+  bc->start = gst_cuda_fir_start;
+  bc->stop = gst_cuda_fir_stop;
+  bc->sink_event = gst_cuda_fir_sink_event;
+  bc->query = gst_cuda_fir_query;
+  bc->propose_allocation = gst_cuda_fir_propose_allocation;
+  bc->generate_output = gst_cuda_fir_generate_output;
+  bc->passthrough_on_same_caps = FALSE;
+
+  gst_type_mark_as_plugin_api(cf_gst_routing_get_type(), 0);
+  gst_type_mark_as_plugin_api(CF_GST_TYPE_BACKEND, 0);
+}
 
 gboolean cf_gst_register_cudafir(GstPlugin *plugin)
 {
-  (void)plugin;
-  return TRUE;
+  GST_DEBUG_CATEGORY_INIT(cudafir_debug, "cudafir", 0,
+                          "cudafilter FIR convolution of audio");
+  return gst_element_register(plugin, "cudafir", GST_RANK_NONE,
+                              gst_cuda_fir_get_type());
 }

@@ -1,0 +1,1037 @@
+/* The cudafir element through GstHarness, against the float64 reference
+ * (tests/ref.h) on random kernels, formats, channel counts and buffer
+ * sizes: content, timestamps, latency (query, property and the delay of
+ * an impulse), DISCONT, flush, EOS drain, caps renegotiation, kernel swap
+ * while playing, matrix routing, gain and trim, bad property values, and
+ * a real filesrc ! rawaudioparse ! cudafir ! filesink pipeline.
+ *
+ * Runs on the backend the element picks (auto: CUDA where a device is
+ * usable, else the CPU); CF_GST_BACKEND=cpu|cuda forces one. Environment:
+ * CF_TEST_SEED to replay. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <gst/audio/audio.h>
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+
+#include <cudafilter/cudafilter.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "ref.h"
+
+static ref_rng rng;
+static const char *backend = "auto";
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void set_taps(GstElement *e, const float *h, size_t len)
+{
+  GValue arr = G_VALUE_INIT;
+  gst_value_array_init(&arr, (guint)len);
+  for (size_t i = 0; i < len; i++) {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_TYPE_FLOAT);
+    g_value_set_float(&v, h[i]);
+    gst_value_array_append_and_take_value(&arr, &v);
+  }
+  g_object_set_property(G_OBJECT(e), "kernel", &arr);
+  g_value_unset(&arr);
+}
+
+static size_t get_ntaps(GstElement *e, float *first)
+{
+  GValue arr = G_VALUE_INIT;
+  g_value_init(&arr, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(e), "kernel", &arr);
+  size_t n = gst_value_array_get_size(&arr);
+  if (n && first)
+    *first = g_value_get_float(gst_value_array_get_value(&arr, 0));
+  g_value_unset(&arr);
+  return n;
+}
+
+/* Random kernel with a decaying tail, scaled to unit L2 norm (so integer
+ * outputs stay in range and are not clipped). */
+static float *random_kernel(size_t len)
+{
+  float *h = xalloc(len * sizeof *h);
+  double e = 0;
+  for (size_t i = 0; i < len; i++) {
+    h[i] = ref_rng_sym(&rng) * (float)exp(-3.0 * (double)i / (double)len);
+    e += (double)h[i] * h[i];
+  }
+  float g = e > 0 ? (float)(1.0 / sqrt(e)) : 1.0f;
+  for (size_t i = 0; i < len; i++)
+    h[i] *= g;
+  return h;
+}
+
+/* min(r, left), with r drawn once (MIN would draw twice). */
+static size_t pick(size_t r, size_t left)
+{
+  return r < left ? r : left;
+}
+
+static size_t random_len(void)
+{
+  switch (ref_rng_u64(&rng) % 4) {
+  case 0: return ref_rng_range(&rng, 1, 8);
+  case 1: return ref_rng_range(&rng, 9, 200);
+  case 2: return ref_rng_range(&rng, 201, 3000);
+  default: return ref_rng_range(&rng, 3001, 20000);
+  }
+}
+
+static GstHarness *new_fir(void)
+{
+  GstElementFactory *f = gst_element_factory_find("cudafir");
+  CHECK(f, "element cudafir not found: is GST_PLUGIN_PATH the build's "
+        "plugins/ directory?");
+  gst_object_unref(f);
+  GstHarness *h = gst_harness_new("cudafir");
+  gst_util_set_object_arg(G_OBJECT(h->element), "backend", backend);
+  return h;
+}
+
+static const char *fmt_name(GstAudioFormat f)
+{
+  return gst_audio_format_to_string(f);
+}
+
+static void set_caps(GstHarness *h, GstAudioFormat f, unsigned rate,
+                     unsigned cin, unsigned cout)
+{
+  char in[256], out[256];
+  snprintf(in, sizeof in, "audio/x-raw,format=%s,rate=%u,channels=%u,"
+           "layout=interleaved%s", fmt_name(f), rate, cin,
+           cin > 2 ? ",channel-mask=(bitmask)0" : "");
+  snprintf(out, sizeof out, "audio/x-raw,format=%s,rate=%u,channels=%u,"
+           "layout=interleaved%s", fmt_name(f), rate, cout,
+           cout > 2 ? ",channel-mask=(bitmask)0" : "");
+  gst_harness_set_caps_str(h, in, out);
+}
+
+static size_t sample_size(GstAudioFormat f)
+{
+  return f == GST_AUDIO_FORMAT_S16LE ? 2 : f == GST_AUDIO_FORMAT_F64LE ? 8 : 4;
+}
+
+/* Float samples (values as the element reads them) to bytes of f; the
+ * float values are replaced by what the format can hold, so the reference
+ * sees exactly the element's input. */
+static void encode(GstAudioFormat f, float *x, size_t n, void *dst)
+{
+  for (size_t i = 0; i < n; i++) {
+    switch (f) {
+    case GST_AUDIO_FORMAT_S16LE: { /* |x| <= 0.5: no clipping */
+      gint16 v = (gint16)lrintf(x[i] * 32768.0f);
+      ((gint16 *)dst)[i] = GINT16_TO_LE(v);
+      x[i] = (float)v / 32768.0f;
+      break;
+    }
+    case GST_AUDIO_FORMAT_S32LE: {
+      gint32 v = (gint32)lrint((double)x[i] * 2147483648.0);
+      ((gint32 *)dst)[i] = GINT32_TO_LE(v);
+      x[i] = (float)((double)v / 2147483648.0);
+      break;
+    }
+    case GST_AUDIO_FORMAT_F64LE:
+      ((double *)dst)[i] = x[i];
+      break;
+    default:
+      ((float *)dst)[i] = x[i];
+    }
+  }
+}
+
+static double decode1(GstAudioFormat f, const guint8 *p, size_t i)
+{
+  switch (f) {
+  case GST_AUDIO_FORMAT_S16LE:
+    return GINT16_FROM_LE(((const gint16 *)p)[i]) / 32768.0;
+  case GST_AUDIO_FORMAT_S32LE:
+    return GINT32_FROM_LE(((const gint32 *)p)[i]) / 2147483648.0;
+  case GST_AUDIO_FORMAT_F64LE:
+    return ((const double *)p)[i];
+  default:
+    return ((const float *)p)[i];
+  }
+}
+
+/* What came out: samples (as float), frame count, and the check that
+ * timestamps run on without gaps from `t0`. */
+typedef struct {
+  float *y;
+  size_t frames, cap;
+  unsigned channels;
+  GstClockTime t0;
+  unsigned rate;
+  size_t buffers;
+  int discont_seen;
+} collected;
+
+static void collect_init(collected *c, unsigned channels, unsigned rate,
+                         GstClockTime t0, size_t cap)
+{
+  memset(c, 0, sizeof *c);
+  c->channels = channels;
+  c->rate = rate;
+  c->t0 = t0;
+  c->cap = cap;
+  c->y = xalloc(cap * channels * sizeof(float));
+}
+
+/* Take one output buffer: check its size, timestamps and offsets. */
+static void collect_buf(collected *c, GstBuffer *b, GstAudioFormat f)
+{
+  GstMapInfo m;
+  assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
+  size_t bpf = sample_size(f) * c->channels;
+  CHECK(m.size % bpf == 0, "buffer of %zu bytes, frames of %zu", m.size, bpf);
+  size_t n = m.size / bpf;
+  CHECK(c->frames + n <= c->cap, "more output than expected: %zu + %zu > "
+        "%zu frames", c->frames, n, c->cap);
+  for (size_t i = 0; i < n * c->channels; i++)
+    c->y[c->frames * c->channels + i] = (float)decode1(f, m.data, i);
+  GstClockTime want = c->t0 + gst_util_uint64_scale_int_round(
+                                  c->frames, GST_SECOND, (gint)c->rate);
+  GstClockTime end = c->t0 + gst_util_uint64_scale_int_round(
+                                 c->frames + n, GST_SECOND, (gint)c->rate);
+  CHECK(GST_BUFFER_PTS(b) == want, "buffer %zu: pts %" GST_TIME_FORMAT
+        ", expected %" GST_TIME_FORMAT " (frame %zu)", c->buffers,
+        GST_TIME_ARGS(GST_BUFFER_PTS(b)), GST_TIME_ARGS(want), c->frames);
+  CHECK(GST_BUFFER_DURATION(b) == end - want, "buffer %zu: duration %"
+        GST_TIME_FORMAT ", expected %" GST_TIME_FORMAT, c->buffers,
+        GST_TIME_ARGS(GST_BUFFER_DURATION(b)), GST_TIME_ARGS(end - want));
+  CHECK(GST_BUFFER_OFFSET(b) == c->frames, "buffer %zu: offset %"
+        G_GUINT64_FORMAT ", expected %zu", c->buffers, GST_BUFFER_OFFSET(b),
+        c->frames);
+  if (GST_BUFFER_IS_DISCONT(b))
+    c->discont_seen++;
+  c->frames += n;
+  c->buffers++;
+  gst_buffer_unmap(b, &m);
+  gst_buffer_unref(b);
+}
+
+/* Pull every queued buffer into c. */
+static void collect(GstHarness *h, collected *c, GstAudioFormat f)
+{
+  GstBuffer *b;
+  while ((b = gst_harness_try_pull(h)))
+    collect_buf(c, b, f);
+}
+
+/* Pull every queued buffer: those stamped before tb into a, the rest b. */
+static void collect_split(GstHarness *h, collected *a, collected *b,
+                          GstClockTime tb, GstAudioFormat f)
+{
+  GstBuffer *buf;
+  while ((buf = gst_harness_try_pull(h)))
+    collect_buf(GST_BUFFER_PTS(buf) < tb ? a : b, buf, f);
+}
+
+/* Push frames [from, from + n) of x (interleaved, cin channels) as one
+ * buffer of format f, timestamped on the grid from t0 (frame `from`
+ * counted from the segment's frame 0). */
+static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
+                                 const float *x, size_t from, size_t n,
+                                 unsigned cin, unsigned rate, GstClockTime t0,
+                                 gboolean discont)
+{
+  size_t bytes = n * cin * sample_size(f);
+  GstBuffer *b = gst_buffer_new_allocate(NULL, bytes, NULL);
+  GstMapInfo m;
+  assert_true(gst_buffer_map(b, &m, GST_MAP_WRITE));
+  float *tmp = xalloc(n * cin * sizeof(float) + 1);
+  memcpy(tmp, x + from * cin, n * cin * sizeof(float));
+  encode(f, tmp, n * cin, m.data); /* x already holds representable values */
+  free(tmp);
+  gst_buffer_unmap(b, &m);
+  GST_BUFFER_PTS(b) = t0 + gst_util_uint64_scale_int_round(from, GST_SECOND,
+                                                           (gint)rate);
+  GST_BUFFER_DURATION(b) =
+      t0 + gst_util_uint64_scale_int_round(from + n, GST_SECOND, (gint)rate) -
+      GST_BUFFER_PTS(b);
+  GST_BUFFER_OFFSET(b) = from;
+  GST_BUFFER_OFFSET_END(b) = from + n;
+  if (discont)
+    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+  return gst_harness_push(h, b);
+}
+
+/* Random input in [-0.5, 0.5), made representable in format f. */
+static float *random_input(GstAudioFormat f, size_t samples)
+{
+  float *x = xalloc(samples * sizeof *x + 4);
+  void *scratch = xalloc(samples * 8 + 8);
+  for (size_t i = 0; i < samples; i++)
+    x[i] = 0.5f * ref_rng_sym(&rng);
+  encode(f, x, samples, scratch); /* rounds x to what f holds */
+  free(scratch);
+  return x;
+}
+
+/* Reference: channel c of x (cin interleaved) through h, float64, for
+ * output frames [0, ny). */
+static double *ref_channel(const float *x, size_t n, unsigned cin, unsigned c,
+                           const float *h, size_t len, size_t ny)
+{
+  float *xc = xalloc(n * sizeof *xc + 4);
+  for (size_t i = 0; i < n; i++)
+    xc[i] = x[i * cin + c];
+  double *y = xalloc(ny * sizeof *y + 8);
+  ref_conv(xc, n, h, len, y, ny);
+  free(xc);
+  return y;
+}
+
+/* The error bound for format f: float paths relative L2, integer formats
+ * the quantisation of the output as well. */
+static double tolerance(GstAudioFormat f, size_t len)
+{
+  (void)len;
+  switch (f) {
+  case GST_AUDIO_FORMAT_S16LE: return 1e-3; /* + the 1-LSB check */
+  default: return 2e-5;
+  }
+}
+
+/* ---- content, timestamps, drain, on random everything ------------------ */
+
+static void run_random_stream(GstAudioFormat f, int cases)
+{
+  for (int cs = 0; cs < cases; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 4);
+    unsigned rate = (unsigned)ref_rng_range(&rng, 8000, 96000);
+    size_t len = random_len();
+    unsigned block = 1u << ref_rng_range(&rng, 4, 11);
+    size_t n = ref_rng_range(&rng, 1, 40000);
+    gboolean drain = ref_rng_u64(&rng) % 4 != 0;
+    set_case("format %s, %u ch, %u Hz, %zu taps, block-size %u, %zu frames, "
+             "drain %d", fmt_name(f), ch, rate, len, block, n, drain);
+    float *hk = random_kernel(len);
+    float *x = random_input(f, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "drain", drain, NULL);
+    set_caps(h, f, rate, ch, ch);
+    GstClockTime t0 = ref_rng_range(&rng, 0, 1000) * GST_MSECOND;
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096);
+    size_t total = n + (drain ? len - 1 : 0);
+    collected c;
+    collect_init(&c, ch, rate, t0, total + 1);
+    size_t at = 0;
+    for (size_t i = 0; i < nc; i++) {
+      CHECK(push_frames(h, f, x, at, sizes[i], ch, rate, t0, i == 0) ==
+                GST_FLOW_OK, "push %zu failed", i);
+      at += sizes[i];
+      collect(h, &c, f);
+    }
+    CHECK(at == n, "chunking covers %zu of %zu frames", at, n);
+    guint64 lat_ns;
+    g_object_get(h->element, "latency", &lat_ns, NULL);
+    gchar *in_use;
+    g_object_get(h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use && (!strcmp(in_use, "cpu") || !strcmp(in_use, "cuda")),
+          "backend-in-use = %s while streaming", in_use ? in_use : "(null)");
+    g_free(in_use);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, f);
+    CHECK(c.frames == total, "%zu frames out, expected %zu (latency %"
+          G_GUINT64_FORMAT " ns)", c.frames, total, lat_ns);
+    CHECK(c.discont_seen == 1, "%d DISCONT buffers out, expected 1",
+          c.discont_seen);
+    for (unsigned k = 0; k < ch; k++) {
+      double *want = ref_channel(x, n, ch, k, hk, len, total);
+      if (f == GST_AUDIO_FORMAT_S16LE || f == GST_AUDIO_FORMAT_S32LE)
+        for (size_t i = 0; i < total; i++) /* integer outputs saturate */
+          want[i] = want[i] > 1.0 ? 1.0 : want[i] < -1.0 ? -1.0 : want[i];
+      double err = ref_rel_l2(c.y + k, ch, want, 1, total);
+      CHECK(err <= tolerance(f, len), "channel %u: relative L2 error %.3g",
+            k, err);
+      if (f == GST_AUDIO_FORMAT_S16LE)
+        for (size_t i = 0; i < total; i++) {
+          double w = want[i] * 32768.0;
+          w = w > 32767 ? 32767 : w < -32768 ? -32768 : w;
+          double got = c.y[i * ch + k] * 32768.0;
+          CHECK(fabs(got - w) <= 1.0 + 1e-3, "channel %u frame %zu: %g, "
+                "expected %g (more than 1 LSB off)", k, i, got, w);
+        }
+      free(want);
+    }
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hk);
+  }
+}
+
+static void test_random_f32(void **state)
+{
+  (void)state;
+  run_random_stream(GST_AUDIO_FORMAT_F32LE, 14);
+}
+
+static void test_random_formats(void **state)
+{
+  (void)state;
+  run_random_stream(GST_AUDIO_FORMAT_S16LE, 4);
+  run_random_stream(GST_AUDIO_FORMAT_S32LE, 4);
+  run_random_stream(GST_AUDIO_FORMAT_F64LE, 4);
+}
+
+/* ---- latency: the query, the property and an impulse agree ------------- */
+
+static void test_latency_impulse(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned rate = 48000;
+    unsigned block = 1u << ref_rng_range(&rng, 5, 11);
+    size_t len = cs % 2 ? ref_rng_range(&rng, 2, 6)
+                        : ref_rng_range(&rng, 4000, 12000);
+    set_case("%zu taps, block-size %u", len, block);
+    float *hk = random_kernel(len);
+    hk[0] = 1.0f; /* the impulse shows at once */
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, 1, 1);
+    GstClockTime upstream = 7 * GST_MSECOND;
+    gst_harness_set_upstream_latency(h, upstream);
+    /* the impulse at frame 100, then zeros, one frame per buffer */
+    size_t n = 100 + 3 * block + 16;
+    float *x = xalloc(n * sizeof *x);
+    x[100] = 1.0f;
+    collected c;
+    collect_init(&c, 1, rate, 0, n + len);
+    size_t pushed_when_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, i, 1, 1, rate, 0,
+                        i == 0) == GST_FLOW_OK, "push failed");
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+      if (!pushed_when_seen && c.frames > 100)
+        pushed_when_seen = i + 1;
+    }
+    CHECK(pushed_when_seen, "the impulse never came out");
+    CHECK(fabsf(c.y[100] - 1.0f) < 1e-5f, "impulse came out as %g at its "
+          "own timestamp", c.y[100]);
+    size_t delay = pushed_when_seen - 101; /* frames held back */
+    guint64 lat_prop;
+    g_object_get(h->element, "latency", &lat_prop, NULL);
+    GstClockTime q = gst_harness_query_latency(h);
+    GstClockTime meas = gst_util_uint64_scale_int_round(delay, GST_SECOND,
+                                                        (gint)rate);
+    CHECK(lat_prop == meas, "latency property %" G_GUINT64_FORMAT " ns, the "
+          "impulse was held %zu frames (%" G_GUINT64_FORMAT " ns)", lat_prop,
+          delay, meas);
+    CHECK(q == upstream + meas, "latency query %" GST_TIME_FORMAT
+          ", expected upstream %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT,
+          GST_TIME_ARGS(q), GST_TIME_ARGS(upstream), GST_TIME_ARGS(meas));
+    if (len < 8)
+      CHECK(delay == 0, "short kernel: %zu frames of latency", delay);
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hk);
+  }
+}
+
+/* ---- DISCONT, flush, drain=false ------------------------------------------ */
+
+/* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 new
+ * segment): A's output is complete (except after a flush, which drops
+ * what was held) and B restarts from silence. */
+static void run_break(int how)
+{
+  unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+  size_t len = random_len();
+  unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+  size_t na = ref_rng_range(&rng, 1, 9000), nb = ref_rng_range(&rng, 1, 9000);
+  set_case("break %d, %u ch, %zu taps, block %u, A %zu, B %zu frames", how,
+           ch, len, block, na, nb);
+  float *hk = random_kernel(len);
+  float *xa = random_input(GST_AUDIO_FORMAT_F32LE, na * ch);
+  float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
+  GstHarness *h = new_fir();
+  set_taps(h->element, hk, len);
+  g_object_set(h->element, "block-size", block, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  collected a, b;
+  collect_init(&a, ch, rate, 0, na + len);
+  for (size_t at = 0; at < na;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, 0,
+                      at == 0) == GST_FLOW_OK, "push A");
+    at += k;
+  }
+  collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+  size_t a_before = a.frames;
+  GstClockTime tb = 10 * GST_SECOND;
+  if (how == 1) {
+    assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
+    assert_true(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    /* the flush drops what was pending downstream too */
+    GstBuffer *stale;
+    while ((stale = gst_harness_try_pull(h)))
+      gst_buffer_unref(stale);
+  } else if (how == 2) {
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.start = seg.time = tb;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+  }
+  if (how == 1)
+    a.frames = a_before;
+  collect_init(&b, ch, rate, tb, nb + len);
+  for (size_t at = 0; at < nb;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 3000), nb - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, at, k, ch, rate, tb,
+                      at == 0 && how != 2) == GST_FLOW_OK, "push B");
+    at += k;
+    if (how == 1)
+      collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+    else
+      collect_split(h, &a, &b, tb, GST_AUDIO_FORMAT_F32LE);
+  }
+  if (how != 1) /* A's held frames and ring-out came out before B */
+    CHECK(a.frames == na + len - 1, "A: %zu frames out, expected %zu",
+          a.frames, na + len - 1);
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+  CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
+        b.frames, nb + len - 1);
+  for (unsigned k = 0; k < ch; k++) {
+    double *wa = ref_channel(xa, na, ch, k, hk, len, na + len - 1);
+    double *wb = ref_channel(xb, nb, ch, k, hk, len, nb + len - 1);
+    double ea = ref_rel_l2(a.y + k, ch, wa, 1, a.frames);
+    double eb = ref_rel_l2(b.y + k, ch, wb, 1, b.frames);
+    CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error %.3g "
+          "(B must start from silence)", k, ea, eb);
+    free(wa);
+    free(wb);
+  }
+  gst_harness_teardown(h);
+  free(a.y);
+  free(b.y);
+  free(xa);
+  free(xb);
+  free(hk);
+}
+
+static void test_discont(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 4; i++)
+    run_break(0);
+}
+
+static void test_flush(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 4; i++)
+    run_break(1);
+}
+
+static void test_new_segment(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 3; i++)
+    run_break(2);
+}
+
+/* ---- caps renegotiation mid-stream ---------------------------------------- */
+
+static void test_renegotiate(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 3; cs++) {
+    size_t len = random_len();
+    unsigned ch1 = (unsigned)ref_rng_range(&rng, 1, 3),
+             ch2 = (unsigned)ref_rng_range(&rng, 1, 3);
+    unsigned r1 = 48000, r2 = 22050;
+    size_t n1 = ref_rng_range(&rng, 100, 5000),
+           n2 = ref_rng_range(&rng, 100, 5000);
+    set_case("%zu taps, %u ch F32 at %u then %u ch S16 at %u, %zu + %zu "
+             "frames", len, ch1, r1, ch2, r2, n1, n2);
+    float *hk = random_kernel(len);
+    float *x1 = random_input(GST_AUDIO_FORMAT_F32LE, n1 * ch1);
+    float *x2 = random_input(GST_AUDIO_FORMAT_S16LE, n2 * ch2);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, r1, ch1, ch1);
+    collected a, b;
+    collect_init(&a, ch1, r1, 0, n1 + len);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x1, 0, n1, ch1, r1, 0,
+                      TRUE) == GST_FLOW_OK, "push 1");
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+    set_caps(h, GST_AUDIO_FORMAT_S16LE, r2, ch2, ch2);
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+    CHECK(a.frames == n1 + len - 1, "first format: %zu frames, expected %zu",
+          a.frames, n1 + len - 1);
+    GstClockTime t2 = 5 * GST_SECOND;
+    collect_init(&b, ch2, r2, t2, n2 + len);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_S16LE, x2, 0, n2, ch2, r2, t2,
+                      TRUE) == GST_FLOW_OK, "push 2");
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &b, GST_AUDIO_FORMAT_S16LE);
+    CHECK(b.frames == n2 + len - 1, "second format: %zu frames, expected %zu",
+          b.frames, n2 + len - 1);
+    for (unsigned k = 0; k < ch1; k++) {
+      double *w = ref_channel(x1, n1, ch1, k, hk, len, a.frames);
+      double e = ref_rel_l2(a.y + k, ch1, w, 1, a.frames);
+      CHECK(e <= 2e-5, "first format channel %u: error %.3g", k, e);
+      free(w);
+    }
+    for (unsigned k = 0; k < ch2; k++) {
+      double *w = ref_channel(x2, n2, ch2, k, hk, len, b.frames);
+      for (size_t i = 0; i < b.frames; i++) /* S16 saturates */
+        w[i] = w[i] > 1.0 ? 1.0 : w[i] < -1.0 ? -1.0 : w[i];
+      double e = ref_rel_l2(b.y + k, ch2, w, 1, b.frames);
+      CHECK(e <= 1e-3, "second format channel %u: error %.3g", k, e);
+      free(w);
+    }
+    gst_harness_teardown(h);
+    free(a.y);
+    free(b.y);
+    free(x1);
+    free(x2);
+    free(hk);
+  }
+}
+
+/* ---- kernel swap while playing: the crossfade of engine.h --------------- */
+
+static void test_kernel_swap(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t l1 = ref_rng_range(&rng, 1, 300), l2 = ref_rng_range(&rng, 1, 300);
+    size_t xf = ref_rng_range(&rng, 0, 2000);
+    size_t n1 = ref_rng_range(&rng, 1, 6000), n2 = ref_rng_range(&rng, 1, 6000);
+    set_case("swap %zu -> %zu taps after %zu frames, crossfade %zu frames, "
+             "%zu more frames, %u ch", l1, l2, n1, xf, n2, ch);
+    float *h1 = random_kernel(l1), *h2 = random_kernel(l2);
+    size_t n = n1 + n2;
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, h1, l1);
+    g_object_set(h->element, "crossfade",
+                 (guint64)gst_util_uint64_scale_int(xf, GST_SECOND,
+                                                    (gint)rate),
+                 "drain", FALSE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected c;
+    collect_init(&c, ch, rate, 0, n + 1);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
+                      TRUE) == GST_FLOW_OK, "push 1");
+    set_taps(h->element, h2, l2);
+    for (size_t at = n1; at < n;) {
+      size_t k = pick(ref_rng_range(&rng, 1, 999), n - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        FALSE) == GST_FLOW_OK, "push 2");
+      at += k;
+    }
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+    for (unsigned k = 0; k < ch; k++) {
+      double *y1 = ref_channel(x, n, ch, k, h1, l1, n);
+      double *y2 = ref_channel(x, n, ch, k, h2, l2, n);
+      for (size_t i = 0; i < n; i++) {
+        double w = i < n1 ? 0.0
+                   : i - n1 + 1 >= xf + 1
+                       ? 1.0
+                       : (double)(i - n1 + 1) / (double)(xf + 1);
+        y1[i] = (1.0 - w) * y1[i] + w * y2[i];
+      }
+      double e = ref_rel_l2(c.y + k, ch, y1, 1, n);
+      CHECK(e <= 2e-5, "channel %u: error %.3g against the crossfade", k, e);
+      free(y1);
+      free(y2);
+    }
+    float first = 0;
+    CHECK(get_ntaps(h->element, &first) == l2 && first == h2[0],
+          "kernel property does not read back the new taps");
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(h1);
+    free(h2);
+  }
+}
+
+/* ---- kernel files: matrix routing, gain, trim, per-channel .npy -------- */
+
+/* Write a float32 .npy of `shape` ("(2, 3, 100)") holding v. */
+static void write_npy(const char *path, const char *shape, const float *v,
+                      size_t n)
+{
+  char hdr[256];
+  size_t hl = npy_header(hdr, 1, "<f4", 0, shape);
+  unsigned char *buf = xalloc(hl + n * 4);
+  memcpy(buf, hdr, hl);
+  for (size_t i = 0; i < n; i++)
+    npy_put_elem(buf + hl + 4 * i, v[i], 4, 0);
+  write_bytes(path, buf, hl + n * 4);
+  free(buf);
+}
+
+static void test_matrix_file(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned ci = (unsigned)ref_rng_range(&rng, 1, 3),
+             co = (unsigned)ref_rng_range(&rng, 1, 4);
+    size_t len = ref_rng_range(&rng, 1, 2500);
+    size_t n = ref_rng_range(&rng, 1, 8000);
+    double gain_db = (double)ref_rng_range(&rng, 0, 24) - 18.0;
+    set_case("matrix %u out x %u in, %zu taps, %zu frames, gain %g dB", co,
+             ci, len, n, gain_db);
+    float *hm = random_kernel((size_t)ci * co * len);
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%u, %u, %zu)", co, ci, len);
+    const char *path = fixture("matrix.npy");
+    write_npy(path, shape, hm, (size_t)ci * co * len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ci);
+    GstHarness *h = new_fir();
+    g_object_set(h->element, "kernel-file", path, "gain", gain_db, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 32000, ci, co);
+    collected c;
+    collect_init(&c, co, 32000, 0, n + len);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ci, 32000, 0,
+                      TRUE) == GST_FLOW_OK, "push (negotiation of %u -> %u "
+          "channels?)", ci, co);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    size_t total = n + len - 1;
+    CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
+    double g = pow(10.0, gain_db / 20.0);
+    for (unsigned o = 0; o < co; o++) {
+      double *want = xalloc(total * sizeof *want);
+      for (unsigned i = 0; i < ci; i++) {
+        double *y = ref_channel(x, n, ci, i, hm + ((size_t)o * ci + i) * len,
+                                len, total);
+        for (size_t t = 0; t < total; t++)
+          want[t] += g * y[t];
+        free(y);
+      }
+      double e = ref_rel_l2(c.y + o, co, want, 1, total);
+      CHECK(e <= 2e-5, "output %u: error %.3g", o, e);
+      free(want);
+    }
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hm);
+  }
+}
+
+static void test_trim_and_per_channel(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 3; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 2, 3);
+    size_t lead = ref_rng_range(&rng, 0, 300), len = ref_rng_range(&rng, 2, 900);
+    size_t n = ref_rng_range(&rng, 10, 5000);
+    set_case("%u per-channel kernels of %zu taps after %zu near-silent ones, "
+             "%zu frames", ch, len, lead, n);
+    size_t L = lead + len;
+    float *hk = xalloc(ch * L * sizeof *hk);
+    for (unsigned k = 0; k < ch; k++) {
+      for (size_t i = 0; i < lead; i++)
+        hk[k * L + i] = 1e-5f * ref_rng_sym(&rng); /* below -60 dB */
+      for (size_t i = 0; i < len; i++)
+        hk[k * L + lead + i] = ref_rng_sym(&rng);
+      hk[k * L + lead] = k == 0 ? 0.9f : 0.1f; /* channel 0 sets the start */
+      hk[k * L + lead + len - 1] = 1.0f;      /* the peak */
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%u, %zu)", ch, L);
+    const char *path = fixture("perch.npy");
+    write_npy(path, shape, hk, ch * L);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    g_object_set(h->element, "kernel-file", path, "trim", TRUE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 16000, ch, ch);
+    collected c;
+    collect_init(&c, ch, 16000, 0, n + L);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ch, 16000, 0,
+                      TRUE) == GST_FLOW_OK, "push");
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n + len - 1, "%zu frames out, expected %zu (trimmed "
+          "kernel of %zu taps)", c.frames, n + len - 1, len);
+    for (unsigned k = 0; k < ch; k++) {
+      double *w = ref_channel(x, n, ch, k, hk + k * L + lead, len, c.frames);
+      double e = ref_rel_l2(c.y + k, ch, w, 1, c.frames);
+      CHECK(e <= 2e-5, "channel %u: error %.3g", k, e);
+      free(w);
+    }
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hk);
+  }
+}
+
+/* ---- bad values ------------------------------------------------------------ */
+
+/* An element error or warning on the element's bus naming `needle`. */
+static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
+{
+  GstMessage *m;
+  int found = 0;
+  while ((m = gst_bus_pop_filtered(bus, type))) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    if (type == GST_MESSAGE_ERROR)
+      gst_message_parse_error(m, &err, &dbg);
+    else
+      gst_message_parse_warning(m, &err, &dbg);
+    if ((err && strstr(err->message, needle)) || (dbg && strstr(dbg, needle)))
+      found = 1;
+    g_clear_error(&err);
+    g_free(dbg);
+    gst_message_unref(m);
+  }
+  return found;
+}
+
+static void test_bad_values(void **state)
+{
+  (void)state;
+  set_case("bad property values");
+  /* before streaming: kept, then a clear element error at negotiation */
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", "/nonexistent/ir.wav", NULL);
+  gst_harness_set_caps_str(h, "audio/x-raw,format=F32LE,rate=48000,"
+                              "channels=1,layout=interleaved",
+                           "audio/x-raw,format=F32LE,rate=48000,channels=1,"
+                           "layout=interleaved");
+  float x[64] = {0.5f};
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 1, 48000, 0, TRUE) !=
+            GST_FLOW_OK, "a missing kernel file streamed");
+  CHECK(bus_has(bus, GST_MESSAGE_ERROR, "/nonexistent/ir.wav"),
+        "no element error naming the missing file");
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+
+  /* NaN and Inf taps are refused by the property's own validation (GLib
+   * prints the warning) and the kernel stays as it was */
+  h = new_fir();
+  float nan_taps[3] = {0.5f, NAN, 0.25f};
+  float one = 0.75f;
+  set_taps(h->element, &one, 1);
+  print_message("(a GLib warning about an invalid 'kernel' value follows: "
+                "expected)\n");
+  set_taps(h->element, nan_taps, 3);
+  float first = 0;
+  CHECK(get_ntaps(h->element, &first) == 1 && first == 0.75f,
+        "a NaN kernel was taken");
+  gst_harness_teardown(h);
+
+  /* while streaming: refused with a warning, the old kernel keeps going */
+  h = new_fir();
+  gst_element_set_bus(h->element, bus);
+  float good[2] = {0.5f, 0.25f};
+  set_taps(h->element, good, 2);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+  float *xr = random_input(GST_AUDIO_FORMAT_F32LE, 4000);
+  collected c;
+  collect_init(&c, 1, 48000, 0, 4001);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xr, 0, 1000, 1, 48000, 0,
+                    TRUE) == GST_FLOW_OK, "push");
+  set_taps(h->element, nan_taps, 3);
+  CHECK(get_ntaps(h->element, NULL) == 2, "the refused kernel replaced the "
+        "property");
+  g_object_set(h->element, "kernel-file", "/nonexistent/ir.wav", NULL);
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "/nonexistent/ir.wav"),
+        "missing file while playing: no warning naming it");
+  const char *mpath = fixture("bad-matrix.npy");
+  float m[2 * 3 * 4] = {0};
+  m[0] = 1;
+  write_npy(mpath, "(2, 3, 4)", m, 24);
+  g_object_set(h->element, "kernel-file", mpath, NULL);
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "channels"),
+        "a 2x3 matrix on a mono stream while playing: no warning");
+  gchar *kf = NULL;
+  g_object_get(h->element, "kernel-file", &kf, NULL);
+  CHECK(kf == NULL, "refused kernel-file reads back as %s", kf);
+  g_free(kf);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xr, 1000, 3000, 1, 48000, 0,
+                    FALSE) == GST_FLOW_OK, "the stream stopped after a "
+        "refused change");
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  double *w = ref_channel(xr, 4000, 1, 0, good, 2, 4001);
+  CHECK(c.frames == 4001, "%zu frames", c.frames);
+  double e = ref_rel_l2(c.y, 1, w, 1, 4001);
+  CHECK(e <= 1e-6, "the old kernel did not keep going: error %.3g", e);
+  free(w);
+  free(c.y);
+  free(xr);
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+
+  /* a matrix that does not fit the stream: a negotiation error */
+  h = new_fir();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", mpath, NULL);
+  gst_harness_set_caps_str(h, "audio/x-raw,format=F32LE,rate=48000,"
+                              "channels=1,layout=interleaved",
+                           "audio/x-raw,format=F32LE,rate=48000,channels=1,"
+                           "layout=interleaved");
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 1, 48000, 0, TRUE) !=
+            GST_FLOW_OK, "a 2x3 matrix streamed on mono");
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}
+
+/* ---- a real pipeline from file to file ----------------------------------- */
+
+static void test_pipeline_files(void **state)
+{
+  (void)state;
+  unsigned ch = 2, rate = 48000;
+  size_t n = ref_rng_range(&rng, 1000, 60000), len = random_len();
+  set_case("filesrc ! rawaudioparse ! cudafir ! filesink, %zu frames, %zu "
+           "taps", n, len);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+  float *hk = random_kernel(len);
+  const char *in = fixture("pipe-in.raw");
+  char inp[512], outp[512], kp[512];
+  snprintf(inp, sizeof inp, "%s", in);
+  snprintf(outp, sizeof outp, "%s", fixture("pipe-out.raw"));
+  snprintf(kp, sizeof kp, "%s", fixture("pipe-k.txt"));
+  write_bytes(inp, x, n * ch * sizeof(float));
+  FILE *f = fopen(kp, "w");
+  assert_non_null(f);
+  for (size_t i = 0; i < len; i++)
+    fprintf(f, "%.9g\n", hk[i]);
+  fclose(f);
+  char desc[2048];
+  snprintf(desc, sizeof desc,
+           "filesrc location=%s blocksize=%u ! rawaudioparse format=pcm "
+           "pcm-format=f32le sample-rate=%u num-channels=%u ! cudafir "
+           "kernel-file=%s backend=%s ! filesink location=%s",
+           inp, (unsigned)ref_rng_range(&rng, 1, 9000) * 8, rate, ch, kp,
+           backend, outp);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE, "PLAYING failed");
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
+                                             GST_MESSAGE_EOS |
+                                                 GST_MESSAGE_ERROR);
+  CHECK(m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "pipeline ended with %s",
+        m ? GST_MESSAGE_TYPE_NAME(m) : "a timeout");
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  gchar *data = NULL;
+  gsize got = 0;
+  assert_true(g_file_get_contents(outp, &data, &got, NULL));
+  size_t total = n + len - 1;
+  CHECK(got == total * ch * sizeof(float), "output file holds %zu bytes, "
+        "expected %zu frames", (size_t)got, total);
+  for (unsigned k = 0; k < ch; k++) {
+    double *w = ref_channel(x, n, ch, k, hk, len, total);
+    double e = ref_rel_l2((const float *)data + k, ch, w, 1, total);
+    CHECK(e <= 2e-5, "channel %u: error %.3g", k, e);
+    free(w);
+  }
+  g_free(data);
+  free(x);
+  free(hk);
+}
+
+/* ---- properties read back ------------------------------------------------- */
+
+static void test_properties(void **state)
+{
+  (void)state;
+  set_case("properties");
+  GstElement *e = gst_element_factory_make("cudafir", NULL);
+  assert_non_null(e);
+  guint bs;
+  gboolean drain, trim;
+  guint64 xf, lat;
+  gdouble gain;
+  gchar *inuse;
+  g_object_get(e, "block-size", &bs, "drain", &drain, "trim", &trim,
+               "crossfade", &xf, "gain", &gain, "latency", &lat,
+               "backend-in-use", &inuse, NULL);
+  CHECK(bs == 1024 && drain && !trim && xf == 20 * GST_MSECOND &&
+            gain == 0.0 && lat == 0 && !strcmp(inuse, "none"),
+        "defaults: block %u drain %d trim %d crossfade %" G_GUINT64_FORMAT
+        " gain %g latency %" G_GUINT64_FORMAT " in use %s", bs, drain, trim,
+        xf, gain, lat, inuse);
+  g_free(inuse);
+  g_object_set(e, "block-size", 256, "drain", FALSE, "trim", TRUE,
+               "crossfade", (guint64)GST_SECOND, "gain", -6.0, NULL);
+  gst_util_set_object_arg(G_OBJECT(e), "routing", "matrix");
+  gst_util_set_object_arg(G_OBJECT(e), "backend", "cpu");
+  gint routing, be;
+  g_object_get(e, "block-size", &bs, "drain", &drain, "trim", &trim,
+               "crossfade", &xf, "gain", &gain, "routing", &routing,
+               "backend", &be, NULL);
+  CHECK(bs == 256 && !drain && trim && xf == GST_SECOND && gain == -6.0 &&
+            routing == CF_ROUTING_MATRIX && be == CF_BACKEND_CPU,
+        "values did not read back");
+  gst_object_unref(e);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  gst_init(NULL, NULL);
+  const char *b = getenv("CF_GST_BACKEND");
+  if (b && *b)
+    backend = b;
+  check_variant = backend;
+  check_seed = ref_seed();
+  ref_rng_init(&rng, check_seed);
+  return fixture_init("gst-cudafir");
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_properties),
+      cmocka_unit_test(test_random_f32),
+      cmocka_unit_test(test_random_formats),
+      cmocka_unit_test(test_latency_impulse),
+      cmocka_unit_test(test_discont),
+      cmocka_unit_test(test_flush),
+      cmocka_unit_test(test_new_segment),
+      cmocka_unit_test(test_renegotiate),
+      cmocka_unit_test(test_kernel_swap),
+      cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_trim_and_per_channel),
+      cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_pipeline_files),
+  };
+  return cmocka_run_group_tests(tests, setup, fixture_cleanup);
+}
