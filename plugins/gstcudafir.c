@@ -773,48 +773,63 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     self->base_ts = GST_BUFFER_PTS(in);
     self->base_offset = GST_BUFFER_OFFSET(in);
   }
-  if (n && !ensure_scratch(self, n)) {
+  size_t skip = MIN(self->skip, n);
+  size_t m = n - skip;
+  /* F32 without frames to drop: the engine reads the mapped input and
+   * writes straight into the output buffer (no conversion copies) */
+  gboolean direct = self->format == GST_AUDIO_FORMAT_F32LE && skip == 0 &&
+                    ((guintptr)im.data % sizeof(float)) == 0;
+  if (n && !direct && !ensure_scratch(self, n)) {
     gst_buffer_unmap(in, &im);
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
                       ("%zu frames", n));
     return GST_FLOW_ERROR;
   }
+  GstBuffer *out = NULL;
+  GstMapInfo om;
+  if (m) {
+    GstAllocator *alloc = cf_gst_host_allocator_get();
+    out = gst_buffer_new_allocate(alloc, m * out_bpf, NULL);
+    gst_object_unref(alloc);
+    if (!out || !gst_buffer_map(out, &om, GST_MAP_WRITE)) {
+      if (out)
+        gst_buffer_unref(out);
+      gst_buffer_unmap(in, &im);
+      gst_buffer_unref(in);
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
+                        (NULL));
+      return GST_FLOW_ERROR;
+    }
+  }
   cf_status s = CF_OK;
-  if (n) {
+  if (n && direct) {
+    s = cf_engine_process(self->engine, (const float *)im.data,
+                          (float *)om.data, n);
+  } else if (n) {
     to_float(self->format, im.data, self->fin, n * self->cin);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
+    if (s == CF_OK && m)
+      from_float(self->format, self->fout + skip * self->cout, om.data,
+                 m * self->cout);
   }
   gst_buffer_unmap(in, &im);
+  if (out)
+    gst_buffer_unmap(out, &om);
   if (s != CF_OK) {
+    if (out)
+      gst_buffer_unref(out);
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudafir: filtering failed"),
                       ("%s", cf_last_error()));
     return GST_FLOW_ERROR;
   }
   self->frames_in += n;
-  size_t skip = MIN(self->skip, n);
   self->skip -= skip;
-  size_t m = n - skip;
   if (m == 0) {
     gst_buffer_unref(in);
     return GST_FLOW_OK;
   }
-  GstAllocator *alloc = cf_gst_host_allocator_get();
-  GstBuffer *out = gst_buffer_new_allocate(alloc, m * out_bpf, NULL);
-  gst_object_unref(alloc);
-  GstMapInfo om;
-  if (!out || !gst_buffer_map(out, &om, GST_MAP_WRITE)) {
-    if (out)
-      gst_buffer_unref(out);
-    gst_buffer_unref(in);
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
-                      (NULL));
-    return GST_FLOW_ERROR;
-  }
-  from_float(self->format, self->fout + skip * self->cout, om.data,
-             m * self->cout);
-  gst_buffer_unmap(out, &om);
   gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
                        0, -1);
   if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
