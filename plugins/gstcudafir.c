@@ -302,12 +302,15 @@ static cf_kernel *build_kernel(GstCudaFir *self, unsigned rate,
   return k;
 }
 
-/* Update mat_in/mat_out (the caps' channel mapping) from the properties.
- * Object lock held. */
+/* Update mat_in/mat_out/mat_n (the caps' channel mapping) from the
+ * kernel the properties give. Object lock held. */
 static void update_shape(GstCudaFir *self, const cf_kernel *k)
 {
   self->mat_in = self->mat_out = self->mat_n = 0;
-  if (k && cf_kernel_routing(k) == CF_ROUTING_MATRIX) {
+  if (k && cf_kernel_routing(k) != CF_ROUTING_SHARED &&
+      !(cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL &&
+        self->routing == ROUTING_MATRIX)) {
+    /* a matrix maps C_in to C_out; per-channel kernels fix the count */
     self->mat_in = cf_kernel_inputs(k);
     self->mat_out = cf_kernel_outputs(k);
   } else if (k && self->routing == ROUTING_MATRIX) {

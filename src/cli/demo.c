@@ -231,11 +231,52 @@ static const char *writer_kind(void)
 
 /* ---- the command ----------------------------------------------------- */
 
+/* `demo --ir FILE`: the room as a stereo WAV, one kernel per channel (for
+ * `cudafir kernel-file=FILE` and the examples in the README). */
+static int write_room(const char *path)
+{
+  cf_kernel *room = NULL;
+  float *ir = NULL;
+  writer w = {0};
+  int rc = 0;
+  if (make_room(&room) != CF_OK) {
+    rc = cli_error("demo: cannot build the room kernel: %s", cf_last_error());
+    goto done;
+  }
+  if (!(ir = malloc((size_t)IR_TAPS * CHANNELS * sizeof *ir))) {
+    rc = cli_error("demo: out of memory");
+    goto done;
+  }
+  for (unsigned ch = 0; ch < CHANNELS; ch++) {
+    size_t len;
+    const float *h = cf_kernel_taps(room, ch, &len);
+    for (size_t k = 0; k < (size_t)IR_TAPS; k++)
+      ir[k * CHANNELS + ch] = k < len ? 0.5f * h[k] : 0.0f;
+  }
+  if ((rc = writer_open(&w, path)))
+    goto done;
+  if ((rc = writer_write(&w, ir, IR_TAPS))) {
+    writer_close(&w, false);
+    goto done;
+  }
+  if ((rc = writer_close(&w, true)))
+    goto done;
+  printf("wrote %s: the demo's room impulse response at -6 dB, %d taps "
+         "(%.1f s) per channel, stereo, %d Hz, %s\n", path, IR_TAPS,
+         (double)IR_TAPS / RATE, RATE, writer_kind());
+done:
+  free(ir);
+  cf_kernel_free(room);
+  return rc;
+}
+
 static int demo_parse(int argc, char **argv, const char **out_path,
-                      double *seconds, cf_backend *backend)
+                      double *seconds, cf_backend *backend,
+                      const char **ir_path)
 {
   static const struct option longopts[] = {
     {"out", required_argument, NULL, 'o'},
+    {"ir", required_argument, NULL, 'I'},
     {"seconds", required_argument, NULL, 's'},
     {"backend", required_argument, NULL, 'B'},
     {"help", no_argument, NULL, 'h'},
@@ -246,6 +287,7 @@ static int demo_parse(int argc, char **argv, const char **out_path,
   while ((c = getopt_long(argc, argv, ":o:s:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'o': *out_path = optarg; break;
+    case 'I': *ir_path = optarg; break;
     case 's':
       if (!cli_parse_double("demo", "--seconds", optarg, 0.01, 3600.0,
                             seconds))
@@ -259,6 +301,8 @@ static int demo_parse(int argc, char **argv, const char **out_path,
     case 'h':
       puts("Usage: cudafilter demo [--out FILE] [--seconds S] "
            "[--backend auto|cpu|cuda]\n"
+           "       cudafilter demo --ir FILE   (write the room impulse "
+           "response only)\n"
            "Generate S seconds (default 10) of 48 kHz stereo test signal (a "
            "sweep, clicks,\nnoise), filter it through a synthetic 1.5 s room "
            "impulse response (72000\ntaps per channel, block 1024) and write "
@@ -289,8 +333,11 @@ int cli_demo(int argc, char **argv)
   int rc;
 
   cf_audio_config_init(&cfg);
-  if ((rc = demo_parse(argc, argv, &path, &seconds, &cfg.backend)))
+  const char *ir_path = NULL;
+  if ((rc = demo_parse(argc, argv, &path, &seconds, &cfg.backend, &ir_path)))
     return rc;
+  if (ir_path)
+    return write_room(ir_path);
   cfg.channels = CHANNELS;
   cfg.block_size = BLOCK;
   const size_t total = (size_t)(seconds * RATE + 0.5);
