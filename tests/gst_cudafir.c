@@ -967,6 +967,75 @@ static void test_pipeline_files(void **state)
   free(hk);
 }
 
+/* ---- misuse: state cycling, changes while running, data before caps ---- */
+
+static void test_misuse(void **state)
+{
+  (void)state;
+  set_case("misuse");
+  GstElement *e = gst_element_factory_make("cudafir", NULL);
+  assert_non_null(e);
+  static const GstState cycle[] = {GST_STATE_READY, GST_STATE_PAUSED,
+                                   GST_STATE_PLAYING, GST_STATE_PAUSED,
+                                   GST_STATE_NULL, GST_STATE_PLAYING,
+                                   GST_STATE_NULL};
+  for (size_t i = 0; i < G_N_ELEMENTS(cycle); i++)
+    gst_element_set_state(e, cycle[i]);
+  gst_object_unref(e);
+
+  /* data before caps: refused with an error, not a crash */
+  GstHarness *h = new_fir();
+  gst_harness_play(h);
+  GstBuffer *b = gst_buffer_new_allocate(NULL, 64, NULL);
+  CHECK(gst_harness_push(h, b) != GST_FLOW_OK, "a buffer without caps was "
+        "taken");
+  gst_harness_teardown(h);
+
+  /* a pipeline run twice, with every live property changed while it runs */
+  char desc[512];
+  snprintf(desc, sizeof desc,
+           "audiotestsrc num-buffers=300 samplesperbuffer=257 ! "
+           "audio/x-raw,channels=2 ! cudafir name=f backend=%s ! "
+           "fakesink sync=false", backend);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  GstElement *f = gst_bin_get_by_name(GST_BIN(p), "f");
+  for (int run = 0; run < 2; run++) {
+    g_object_set(f, "block-size", run ? 64u : 512u, NULL);
+    CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
+              GST_STATE_CHANGE_FAILURE, "PLAYING failed");
+    GstBus *bus = gst_element_get_bus(p);
+    GstMessage *m = NULL;
+    for (int i = 0; !m; i++) {
+      float taps[5];
+      for (int k = 0; k < 5; k++)
+        taps[k] = ref_rng_sym(&rng);
+      switch (i % 5) {
+      case 0: set_taps(f, taps, 1 + (size_t)(i % 5)); break;
+      case 1: g_object_set(f, "gain", -3.0 * (i % 7), NULL); break;
+      case 2: g_object_set(f, "trim", i % 2, NULL); break;
+      case 3: g_object_set(f, "crossfade", (guint64)(i % 3) * GST_MSECOND,
+                           NULL); break;
+      default: g_object_set(f, "drain", i % 2, NULL); break;
+      }
+      guint64 lat;
+      gchar *use;
+      g_object_get(f, "latency", &lat, "backend-in-use", &use, NULL);
+      g_free(use);
+      m = gst_bus_timed_pop_filtered(bus, GST_MSECOND,
+                                     GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    }
+    CHECK(GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "run %d ended with %s", run,
+          GST_MESSAGE_TYPE_NAME(m));
+    gst_message_unref(m);
+    gst_object_unref(bus);
+    gst_element_set_state(p, GST_STATE_NULL);
+  }
+  gst_object_unref(f);
+  gst_object_unref(p);
+}
+
 /* ---- properties read back ------------------------------------------------- */
 
 static void test_properties(void **state)
@@ -1032,6 +1101,7 @@ int main(void)
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_pipeline_files),
+      cmocka_unit_test(test_misuse),
   };
   return cmocka_run_group_tests(tests, setup, fixture_cleanup);
 }
