@@ -500,15 +500,30 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   refused:
     /* one report per change, as for kernels */
     self->engine_config_serial = self->config_serial;
+    if (note->msg) {
+      gchar *both = g_strdup_printf("%s; %s", note->msg, err);
+      g_free(err);
+      err = both;
+    }
     g_free(note->msg);
     note->msg = err;
     note->fatal = !self->engine || rebuild;
-    cf_kernel2d_free(newk);
-    return;
-  } else if (newk && cf_engine_set_kernel2d(self->engine, newk) != CF_OK) {
+    if (note->fatal) {
+      cf_kernel2d_free(newk);
+      return;
+    }
+    /* the previous engine goes on, with the new kernel if there is one */
+  }
+  if (newk && cf_engine_set_kernel2d(self->engine, newk) != CF_OK) {
+    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
+                                 "the previous kernel", cf_last_error());
+    if (note->msg) {
+      gchar *both = g_strdup_printf("%s; %s", note->msg, why);
+      g_free(why);
+      why = both;
+    }
     g_free(note->msg);
-    note->msg = g_strdup_printf("kernel refused by the engine: %s; keeping "
-                                "the previous kernel", cf_last_error());
+    note->msg = why;
     cf_kernel2d_free(newk);
     return;
   }
