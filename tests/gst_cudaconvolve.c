@@ -622,6 +622,11 @@ static void push_check(gcase *c, ref_rng *r, int padded, int discont,
   gst_buffer_unref(out);
 }
 
+/* How rand_case gives the kernel: the array, a .npy file (2D when T = 1)
+ * or a text file. */
+enum { VIA_ARRAY, VIA_NPY, VIA_TEXT };
+static int g_kernel_via = VIA_ARRAY;
+
 /* A random case on format f: configuration, kernel, caps. */
 static void rand_case(gcase *c, ref_rng *r, const gfmt *f, unsigned t,
                       int extras)
@@ -630,7 +635,14 @@ static void rand_case(gcase *c, ref_rng *r, const gfmt *f, unsigned t,
   rand_config(c, r, f, extras);
   rand_ksides(r, w, h, t, &kh, &kw);
   kern_make(&c->k, r, t, kh, kw, c->cfg.absolute && ref_rng_u64(r) % 2);
-  set_kernel(c->h->element, &c->k);
+  if (g_kernel_via == VIA_ARRAY) {
+    set_kernel(c->h->element, &c->k);
+  } else {
+    char *path = g_kernel_via == VIA_NPY ? write_npy("case.npy", &c->k, 0)
+                                         : write_text("case.txt", &c->k);
+    g_object_set(c->h->element, "kernel-file", path, NULL);
+    g_free(path);
+  }
   set_caps(c, f, w, h);
   gcase_new_ref(c);
   config_describe(c);
@@ -651,7 +663,12 @@ static void test_formats(void **state)
       gcase_open(&c);
       set_case("formats %u/%u: ", i, rep);
       unsigned t = ref_rng_u64(&r) % 3 == 0 ? 2 : 1;
+      g_kernel_via = rep; /* array, .npy, text */
       rand_case(&c, &r, &formats[i], t, rep > 0);
+      g_kernel_via = VIA_ARRAY;
+      add_case("kernel given as %s ", rep == 0   ? "array"
+                                      : rep == 1 ? ".npy"
+                                                 : "text");
       for (unsigned f = 0; f < 3; f++)
         push_check(&c, &r, ref_rng_u64(&r) % 2, 0, "frame");
       check_no_bus_errors(&c);
