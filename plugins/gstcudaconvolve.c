@@ -1,8 +1,1147 @@
-/* cudaconvolve: being written (issue 5); registers nothing yet. */
+/* cudaconvolve: 2D (and temporal 3D) convolution of raw video on the
+ * cudafilter engine, CUDA where a usable device exists, else the CPU.
+ *
+ * Every frame is filtered as scipy.ndimage.convolve(frame, kernel,
+ * mode=border, cval=cval, origin=0) per selected component (a colour
+ * channel or a YUV plane at its own resolution), then scaled, biased,
+ * optionally made absolute, rounded and saturated: see
+ * include/cudafilter/video.h. A 3D kernel (T x Kh x Kw, from a .npy or a
+ * text file) also weighs the T - 1 previous frames; a flush or a DISCONT
+ * buffer forgets them.
+ *
+ * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
+ * was set last; with none of them the kernel is the 1 x 1 identity (frames
+ * pass unchanged, apart from scale/bias/absolute). Kernel changes while
+ * PLAYING take effect at the next frame and keep the temporal history.
+ * Changes to border, cval, scale, bias, absolute, components, backend,
+ * device-id, pipeline-depth or threads rebuild the engine at the next frame
+ * (the temporal history restarts), as does a caps change.
+ *
+ * A property value that is wrong on its own (a NaN tap, a missing or
+ * malformed kernel file, a size or sigma the preset refuses, an unknown
+ * component name) is refused with a g_warning and the property keeps its
+ * value. A kernel array whose length disagrees with kernel-width /
+ * kernel-height is reported when the kernel is needed: at negotiation as an
+ * element error, while streaming as an element warning, the stream keeping
+ * its previous kernel (so that the three properties can be set in any
+ * order).
+ *
+ * Latency: the element adds none. Should the engine report a pipelined
+ * latency (the CUDA backend's frames in flight), cudaconvolve rebuilds it
+ * with pipeline-depth 0, its no-added-latency mode.
+ *
+ * Upstream is offered a GstVideoBufferPool on host memory from
+ * cf_host_alloc() (pinned where a CUDA device exists). GstCudaMemory is not
+ * handled: frames always pass through host memory.
+ *
+ * Examples:
+ *   gst-launch-1.0 videotestsrc num-buffers=100 ! \
+ *     video/x-raw,format=RGBA,width=640,height=480 ! \
+ *     cudaconvolve preset=gaussian size=13 ! videoconvert ! fakesink
+ *   gst-launch-1.0 videotestsrc num-buffers=50 ! \
+ *     video/x-raw,format=I420,width=320,height=240 ! \
+ *     cudaconvolve preset=sobel-x absolute=true components=y ! \
+ *     filesink location=edges.yuv
+ *   gst-launch-1.0 filesrc location=in.rgb ! \
+ *     rawvideoparse format=rgb width=640 height=480 framerate=25/1 ! \
+ *     cudaconvolve kernel="<0,-1,0,-1,5,-1,0,-1,0>" border=nearest ! \
+ *     filesink location=out.rgb
+ */
+#define G_LOG_DOMAIN "cudaconvolve"
+
 #include "common.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <gst/video/gstvideofilter.h>
+#include <gst/video/video.h>
+
+GST_DEBUG_CATEGORY_STATIC(cudaconvolve_debug);
+#define GST_CAT_DEFAULT cudaconvolve_debug
+
+/* ---- enums --------------------------------------------------------------- */
+
+/* Preset 0 is "none"; the others are cf_preset + 1. */
+#define CF_GST_PRESET_NONE 0
+
+static GType cf_gst_preset_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {CF_GST_PRESET_NONE, "No preset (the kernel or kernel-file, else the "
+                         "1x1 identity)", "none"},
+    {CF_PRESET_GAUSSIAN + 1, "Gaussian blur, size x size (default 5), "
+                             "sigma", "gaussian"},
+    {CF_PRESET_BOX + 1, "Box blur, size x size (default 3)", "box"},
+    {CF_PRESET_SHARPEN + 1, "Sharpen 3x3", "sharpen"},
+    {CF_PRESET_UNSHARP + 1, "Unsharp mask, size x size (default 5), sigma",
+     "unsharp"},
+    {CF_PRESET_SOBEL_X + 1, "Sobel 3x3, horizontal gradient", "sobel-x"},
+    {CF_PRESET_SOBEL_Y + 1, "Sobel 3x3, vertical gradient", "sobel-y"},
+    {CF_PRESET_LAPLACIAN + 1, "Laplacian 3x3", "laplacian"},
+    {CF_PRESET_EMBOSS + 1, "Emboss 3x3 (add bias=128 on 8-bit video)",
+     "emboss"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("CudaConvolvePreset", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+static GType cf_gst_border_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {CF_BORDER_CONSTANT, "cval outside the frame", "constant"},
+    {CF_BORDER_NEAREST, "Repeat the edge sample (a a | a b c)", "nearest"},
+    {CF_BORDER_REFLECT, "Half-sample symmetric (b a | a b c)", "reflect"},
+    {CF_BORDER_MIRROR, "Whole-sample symmetric (c b | a b c)", "mirror"},
+    {CF_BORDER_WRAP, "Periodic (b c | a b c)", "wrap"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("CudaConvolveBorder", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+/* ---- the element ------------------------------------------------------- */
+
+typedef enum {
+  SRC_IDENTITY,
+  SRC_ARRAY,
+  SRC_FILE,
+  SRC_PRESET
+} KernelSource;
+
+typedef struct {
+  GstVideoFilter parent;
+
+  /* properties, under the object lock */
+  GArray *taps; /* gfloat: the kernel property */
+  guint kernel_width, kernel_height;
+  gchar *kernel_file;
+  cf_kernel2d *file_kernel; /* kernel_file, loaded when set */
+  gint preset;
+  guint size;
+  gdouble sigma;
+  KernelSource source; /* the one of the three set last */
+  cf_border border;
+  gfloat cval, scale, bias;
+  gboolean absolute;
+  gchar *components;
+  cf_backend backend;
+  gint device_id;
+  guint pipeline_depth, threads;
+
+  /* derived from the properties, under the object lock */
+  cf_kernel2d *kernel; /* NULL while the settings disagree: */
+  gchar *kernel_error; /* why */
+  guint kernel_serial; /* bumped by every kernel change */
+  guint config_serial; /* bumped by every change needing a new engine */
+  gchar *backend_in_use;
+  guint latency_frames;
+
+  /* the streaming side (engine calls happen in the streaming thread or
+   * with it stopped); built and swapped under the object lock */
+  cf_engine *engine;
+  cf_kernel2d *active; /* the engine's kernel */
+  guint engine_kernel_serial, engine_config_serial;
+} GstCudaConvolve;
+
+typedef struct {
+  GstVideoFilterClass parent_class;
+} GstCudaConvolveClass;
+
+#define GST_TYPE_CUDA_CONVOLVE (gst_cuda_convolve_get_type())
+#define GST_CUDA_CONVOLVE(obj)                                                 \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_CUDA_CONVOLVE, GstCudaConvolve))
+GType gst_cuda_convolve_get_type(void);
+G_DEFINE_TYPE(GstCudaConvolve, gst_cuda_convolve, GST_TYPE_VIDEO_FILTER)
+
+enum {
+  PROP_0,
+  PROP_KERNEL,
+  PROP_KERNEL_WIDTH,
+  PROP_KERNEL_HEIGHT,
+  PROP_KERNEL_FILE,
+  PROP_PRESET,
+  PROP_SIZE,
+  PROP_SIGMA,
+  PROP_BORDER,
+  PROP_CVAL,
+  PROP_SCALE,
+  PROP_BIAS,
+  PROP_ABSOLUTE,
+  PROP_COMPONENTS,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_PIPELINE_DEPTH,
+  PROP_THREADS,
+  PROP_BACKEND_IN_USE
+};
+
+#define DEFAULT_KERNEL_WIDTH 0
+#define DEFAULT_KERNEL_HEIGHT 0
+#define DEFAULT_KERNEL_FILE NULL
+#define DEFAULT_PRESET CF_GST_PRESET_NONE
+#define DEFAULT_SIZE 0
+#define DEFAULT_SIGMA 0.0
+#define DEFAULT_BORDER CF_BORDER_REFLECT
+#define DEFAULT_CVAL 0.0f
+#define DEFAULT_SCALE 1.0f
+#define DEFAULT_BIAS 0.0f
+#define DEFAULT_ABSOLUTE FALSE
+#define DEFAULT_COMPONENTS "all"
+#define DEFAULT_BACKEND CF_BACKEND_AUTO
+#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_PIPELINE_DEPTH 2
+#define DEFAULT_THREADS 0
+#define MAX_SIGMA 1e6
+
+#define CAPS_STR                                                               \
+  "video/x-raw, format = (string) { GRAY8, GRAY16_LE, RGBA, BGRA, RGBx, "     \
+  "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) " \
+  "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+
+/* ---- components ------------------------------------------------------ */
+
+enum { FAM_GRAY, FAM_RGB, FAM_YUV, FAM_UNKNOWN };
+
+static int format_family(cf_pixel_format f)
+{
+  switch (f) {
+  case CF_PIX_GRAY8:
+  case CF_PIX_GRAY16_LE:
+  case CF_PIX_GRAY32F: return FAM_GRAY;
+  case CF_PIX_I420:
+  case CF_PIX_NV12: return FAM_YUV;
+  default: return FAM_RGB;
+  }
+}
+
+/* Parse a components string: "all", "luma", "chroma", a mask 1..7, or runs
+ * of letters from r, g, b or y, u, v ("rgb", "gb", "y", "uv"), separated
+ * by commas or spaces. With family FAM_UNKNOWN only the syntax is checked.
+ * Returns the mask, or 0 with *err set. */
+static guint parse_components(const gchar *s, int family, gchar **err)
+{
+  guint mask = 0;
+  gchar **tok = g_strsplit_set(s ? s : "", ", ", -1);
+  for (gchar **t = tok; *t; t++) {
+    const gchar *w = *t;
+    if (!*w)
+      continue;
+    int fam = FAM_UNKNOWN; /* the family the word names, if any */
+    guint m = 0;
+    if (g_ascii_isdigit(w[0])) {
+      gchar *end;
+      guint64 v = g_ascii_strtoull(w, &end, 0);
+      if (*end || v == 0 || v > CF_COMP_ALL) {
+        *err = g_strdup_printf("components: '%s' is not a mask 1..7", w);
+        goto fail;
+      }
+      m = (guint)v;
+    } else if (!g_ascii_strcasecmp(w, "all")) {
+      m = CF_COMP_ALL;
+    } else if (!g_ascii_strcasecmp(w, "luma")) {
+      m = CF_COMP_Y;
+      fam = FAM_YUV;
+    } else if (!g_ascii_strcasecmp(w, "chroma")) {
+      m = CF_COMP_U | CF_COMP_V;
+      fam = FAM_YUV;
+    } else {
+      for (const gchar *c = w; *c; c++) {
+        const gchar *rgb = "rgb", *yuv = "yuv";
+        gchar lc = g_ascii_tolower(*c);
+        const gchar *p;
+        int f;
+        if ((p = strchr(rgb, lc)) != NULL)
+          f = FAM_RGB, m |= 1u << (p - rgb);
+        else if ((p = strchr(yuv, lc)) != NULL)
+          f = FAM_YUV, m |= 1u << (p - yuv);
+        else {
+          *err = g_strdup_printf("components: unknown component '%c' in "
+                                 "'%s' (expected all, luma, chroma, a mask "
+                                 "1..7, or letters of rgb or yuv)", *c, s);
+          goto fail;
+        }
+        if (fam != FAM_UNKNOWN && f != fam) {
+          *err = g_strdup_printf("components: '%s' mixes RGB and YUV "
+                                 "letters", w);
+          goto fail;
+        }
+        fam = f;
+      }
+    }
+    /* a gray format has one component, which "y" and "luma" name */
+    if (family != FAM_UNKNOWN && fam != FAM_UNKNOWN && fam != family &&
+        !(family == FAM_GRAY && fam == FAM_YUV && m == CF_COMP_Y)) {
+      *err = g_strdup_printf("components: '%s' is not a component of %s "
+                             "video", w,
+                             family == FAM_GRAY  ? "gray"
+                             : family == FAM_RGB ? "RGB"
+                                                 : "YUV");
+      goto fail;
+    }
+    mask |= m;
+  }
+  g_strfreev(tok);
+  if (!mask) {
+    *err = g_strdup_printf("components: '%s' selects nothing", s ? s : "");
+    return 0;
+  }
+  if (family == FAM_GRAY) {
+    if (!(mask & CF_COMP_Y)) {
+      *err = g_strdup_printf("components: gray video has one component "
+                             "(y, mask 1); '%s' does not select it", s);
+      return 0;
+    }
+    mask = CF_COMP_Y;
+  }
+  return mask;
+fail:
+  g_strfreev(tok);
+  return 0;
+}
+
+/* ---- kernels --------------------------------------------------------- */
+
+/* The kernel the settings describe, or NULL with *err set. Object lock
+ * held. */
+static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
+{
+  cf_kernel2d *k = NULL;
+  cf_status s = CF_OK;
+  *err = NULL;
+  switch (self->source) {
+  case SRC_IDENTITY: {
+    const float one = 1.0f;
+    s = cf_kernel2d_new(1, 1, 1, &one, &k);
+    break;
+  }
+  case SRC_FILE: s = cf_kernel2d_copy(self->file_kernel, &k); break;
+  case SRC_PRESET:
+    s = cf_kernel2d_preset((cf_preset)(self->preset - 1), self->size,
+                           self->sigma, &k);
+    break;
+  case SRC_ARRAY: {
+    guint n = self->taps->len, w = self->kernel_width, h = self->kernel_height;
+    guint t = 1;
+    if (!w && !h) {
+      guint side = (guint)llround(sqrt((double)n));
+      if ((guint64)side * side != n) {
+        *err = g_strdup_printf("kernel has %u taps, not a square number: "
+                               "set kernel-width and kernel-height", n);
+        return NULL;
+      }
+      w = h = side;
+    } else if (!w || !h) {
+      guint given = w ? w : h;
+      if (n % given) {
+        *err = g_strdup_printf("kernel has %u taps, not a multiple of "
+                               "kernel-%s %u", n, w ? "width" : "height",
+                               given);
+        return NULL;
+      }
+      if (w)
+        h = n / w;
+      else
+        w = n / h;
+    } else {
+      guint64 slice = (guint64)w * h;
+      if (n % slice) {
+        *err = g_strdup_printf("kernel has %u taps, but kernel-width x "
+                               "kernel-height is %u x %u = %" G_GUINT64_FORMAT
+                               " (the length must be T x %" G_GUINT64_FORMAT
+                               " for T temporal taps)", n, w, h, slice, slice);
+        return NULL;
+      }
+      t = (guint)(n / slice);
+    }
+    s = cf_kernel2d_new(t, h, w, (const float *)self->taps->data, &k);
+    break;
+  }
+  }
+  if (s != CF_OK) {
+    *err = g_strdup_printf("kernel: %s", cf_last_error());
+    return NULL;
+  }
+  return k;
+}
+
+/* Recompile after a kernel setting changed. Object lock held. */
+static void update_kernel(GstCudaConvolve *self)
+{
+  gchar *err;
+  cf_kernel2d *k = compile_kernel(self, &err);
+  cf_kernel2d_free(self->kernel);
+  g_free(self->kernel_error);
+  self->kernel = k;
+  self->kernel_error = err;
+  self->kernel_serial++;
+  if (err)
+    GST_DEBUG_OBJECT(self, "kernel settings disagree for now: %s", err);
+}
+
+/* ---- the engine -------------------------------------------------------- */
+
+/* Outcome of ensure_engine: what to report once the lock is released. */
+typedef struct {
+  gchar *msg;
+  gboolean fatal; /* no engine to go on with */
+} EngineNote;
+
+/* The engine's configuration from the properties and the negotiated info.
+ * Object lock held. */
+static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
+                            cf_video_config *cfg, gchar **err)
+{
+  cf_video_config_init(cfg);
+  const gchar *fname = gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info));
+  if (!fname || cf_pixel_format_from_string(fname, &cfg->format) != CF_OK) {
+    *err = g_strdup_printf("format %s is not supported", fname ? fname : "?");
+    return FALSE;
+  }
+  cfg->width = GST_VIDEO_INFO_WIDTH(info);
+  cfg->height = GST_VIDEO_INFO_HEIGHT(info);
+  cfg->components =
+      parse_components(self->components, format_family(cfg->format), err);
+  if (!cfg->components)
+    return FALSE;
+  cfg->border = self->border;
+  cfg->cval = self->cval;
+  cfg->scale = self->scale;
+  cfg->bias = self->bias;
+  cfg->absolute = self->absolute;
+  cfg->backend = self->backend;
+  cfg->device_id = self->device_id;
+  cfg->pipeline_depth = self->pipeline_depth;
+  cfg->threads = self->threads;
+  return TRUE;
+}
+
+/* Bring the engine up to date with the properties: a new engine when there
+ * is none, the configuration changed or `rebuild`; else a new kernel when
+ * it changed. Anything refused leaves the engine and its kernel as they
+ * were. Object lock held; *note is filled for the caller to report. */
+static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
+                          gboolean rebuild, EngineNote *note)
+{
+  note->msg = NULL;
+  note->fatal = FALSE;
+  gboolean need_config = rebuild || !self->engine ||
+                         self->config_serial != self->engine_config_serial;
+  cf_kernel2d *newk = NULL;
+  if (self->kernel_serial != self->engine_kernel_serial || !self->active) {
+    if (self->kernel) {
+      if (cf_kernel2d_copy(self->kernel, &newk) != CF_OK) {
+        note->msg = g_strdup_printf("kernel: %s", cf_last_error());
+        note->fatal = !self->engine;
+        return;
+      }
+    } else {
+      note->msg = g_strdup_printf("%s; %s", self->kernel_error,
+                                  self->active ? "keeping the previous kernel"
+                                               : "no kernel to filter with");
+      if (!self->active) {
+        note->fatal = TRUE;
+        return;
+      }
+    }
+    /* reported once: the next try waits for the next change */
+    self->engine_kernel_serial = self->kernel_serial;
+  }
+
+  if (need_config) {
+    cf_video_config cfg;
+    gchar *err = NULL;
+    cf_engine *e = NULL;
+    if (!make_config(self, info, &cfg, &err))
+      goto refused;
+    const cf_kernel2d *k = newk ? newk : self->active;
+    if (cf_engine_new_video(&cfg, k, &e) != CF_OK) {
+      err = g_strdup_printf("cannot build the engine (%ux%u %s, backend "
+                            "%s): %s", cfg.width, cfg.height,
+                            cf_pixel_format_name(cfg.format),
+                            cf_backend_name(cfg.backend), cf_last_error());
+      goto refused;
+    }
+    if (cf_engine_latency(e) > 0 && cfg.pipeline_depth > 0) {
+      /* no delayed output: run the engine's no-added-latency mode */
+      GST_INFO_OBJECT(self, "engine latency %zu frames: rebuilding with "
+                      "pipeline-depth 0", cf_engine_latency(e));
+      cf_engine_free(e);
+      e = NULL;
+      cfg.pipeline_depth = 0;
+      if (cf_engine_new_video(&cfg, k, &e) != CF_OK) {
+        err = g_strdup_printf("cannot build the engine with pipeline-depth "
+                              "0: %s", cf_last_error());
+        goto refused;
+      }
+    }
+    cf_engine_free(self->engine);
+    self->engine = e;
+    self->engine_config_serial = self->config_serial;
+    self->latency_frames = (guint)cf_engine_latency(e);
+    g_free(self->backend_in_use);
+    self->backend_in_use = g_strdup(cf_engine_describe(e));
+    GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
+    goto kernel_done;
+  refused:
+    /* one report per change, as for kernels */
+    self->engine_config_serial = self->config_serial;
+    if (note->msg) {
+      gchar *both = g_strdup_printf("%s; %s", note->msg, err);
+      g_free(err);
+      err = both;
+    }
+    g_free(note->msg);
+    note->msg = err;
+    note->fatal = !self->engine || rebuild;
+    if (note->fatal) {
+      cf_kernel2d_free(newk);
+      return;
+    }
+    /* the previous engine goes on, with the new kernel if there is one */
+  }
+  if (newk && cf_engine_set_kernel2d(self->engine, newk) != CF_OK) {
+    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
+                                 "the previous kernel", cf_last_error());
+    if (note->msg) {
+      gchar *both = g_strdup_printf("%s; %s", note->msg, why);
+      g_free(why);
+      why = both;
+    }
+    g_free(note->msg);
+    note->msg = why;
+    cf_kernel2d_free(newk);
+    return;
+  }
+kernel_done:
+  if (newk) {
+    cf_kernel2d_free(self->active);
+    self->active = newk;
+    GST_DEBUG_OBJECT(self, "kernel %ux%ux%u in use", cf_kernel2d_frames(newk),
+                     cf_kernel2d_height(newk), cf_kernel2d_width(newk));
+  }
+}
+
+static void free_engine(GstCudaConvolve *self)
+{
+  cf_engine_free(self->engine);
+  self->engine = NULL;
+  cf_kernel2d_free(self->active);
+  self->active = NULL;
+}
+
+/* ---- GstVideoFilter ---------------------------------------------------- */
+
+static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
+                                           GstCaps *incaps,
+                                           GstVideoInfo *in_info,
+                                           GstCaps *outcaps,
+                                           GstVideoInfo *out_info)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(filter);
+  EngineNote note;
+  GST_DEBUG_OBJECT(self, "caps %" GST_PTR_FORMAT, incaps);
+  GST_OBJECT_LOCK(self);
+  /* a new format or size: a new engine (the temporal history restarts) */
+  ensure_engine(self, in_info, TRUE, &note);
+  GST_OBJECT_UNLOCK(self);
+  if (note.msg && note.fatal) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("cudaconvolve cannot filter this stream"),
+                      ("%s", note.msg));
+    g_free(note.msg);
+    return FALSE;
+  }
+  if (note.msg) {
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("cudaconvolve refused a setting"), ("%s", note.msg));
+    g_free(note.msg);
+  }
+  return TRUE;
+}
+
+static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
+                                                       GstVideoFrame *in,
+                                                       GstVideoFrame *out)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(filter);
+  EngineNote note;
+  GST_OBJECT_LOCK(self);
+  ensure_engine(self, &filter->in_info, FALSE, &note);
+  GST_OBJECT_UNLOCK(self);
+  if (note.msg) {
+    if (note.fatal || !self->engine) {
+      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                        ("cudaconvolve cannot filter this stream"),
+                        ("%s", note.msg));
+      g_free(note.msg);
+      return GST_FLOW_ERROR;
+    }
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("cudaconvolve refused a setting"), ("%s", note.msg));
+    g_free(note.msg);
+  }
+
+  if (GST_BUFFER_IS_DISCONT(in->buffer)) {
+    GST_DEBUG_OBJECT(self, "discont: temporal history restarts");
+    cf_engine_reset(self->engine);
+  }
+
+  cf_frame fin, fout;
+  memset(&fin, 0, sizeof fin);
+  memset(&fout, 0, sizeof fout);
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(in) && p < 3; p++) {
+    fin.data[p] = GST_VIDEO_FRAME_PLANE_DATA(in, p);
+    fin.stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(in, p);
+    fout.data[p] = GST_VIDEO_FRAME_PLANE_DATA(out, p);
+    fout.stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(out, p);
+  }
+  if (cf_engine_process_frame(self->engine, &fin, &fout) != CF_OK) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
+                      ("processing a frame: %s", cf_last_error()));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
+                                             GstEvent *event)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP && self->engine) {
+    GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
+    cf_engine_reset(self->engine);
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+      ->sink_event(trans, event);
+}
+
+static gboolean gst_cuda_convolve_query(GstBaseTransform *trans,
+                                        GstPadDirection direction,
+                                        GstQuery *query)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  gboolean res = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+                     ->query(trans, direction, query);
+  if (res && direction == GST_PAD_SRC &&
+      GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    gboolean live;
+    GstClockTime min, max, ours = 0;
+    gst_query_parse_latency(query, &live, &min, &max);
+    GST_OBJECT_LOCK(self);
+    guint frames = self->latency_frames;
+    gint fps_n = GST_VIDEO_INFO_FPS_N(&GST_VIDEO_FILTER(self)->in_info);
+    gint fps_d = GST_VIDEO_INFO_FPS_D(&GST_VIDEO_FILTER(self)->in_info);
+    GST_OBJECT_UNLOCK(self);
+    if (frames > 0 && fps_n > 0)
+      ours = gst_util_uint64_scale_int_round(frames * GST_SECOND, fps_d,
+                                             fps_n);
+    GST_DEBUG_OBJECT(self, "latency: %u frames, %" GST_TIME_FORMAT, frames,
+                     GST_TIME_ARGS(ours));
+    min += ours;
+    if (GST_CLOCK_TIME_IS_VALID(max))
+      max += ours;
+    gst_query_set_latency(query, live, min, max);
+  }
+  return res;
+}
+
+/* Upstream gets a video buffer pool on our host memory, pinned where a CUDA
+ * device exists, so that frames land where the GPU copies from. */
+static gboolean gst_cuda_convolve_propose_allocation(GstBaseTransform *trans,
+                                                     GstQuery *decide_query,
+                                                     GstQuery *query)
+{
+  if (gst_base_transform_is_passthrough(trans))
+    return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+        ->propose_allocation(trans, decide_query, query);
+  GstCaps *caps;
+  gboolean need_pool;
+  GstVideoInfo info;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  if (!caps || !gst_video_info_from_caps(&info, caps))
+    return FALSE;
+  GstAllocator *alloc = cf_gst_host_allocator_get();
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = 63;
+  if (need_pool) {
+    GstBufferPool *pool = gst_video_buffer_pool_new();
+    GstStructure *config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_set_params(config, caps, (guint)info.size, 0, 0);
+    gst_buffer_pool_config_set_allocator(config, alloc, &params);
+    gst_buffer_pool_config_add_option(config,
+                                      GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!gst_buffer_pool_set_config(pool, config)) {
+      GST_WARNING_OBJECT(trans, "buffer pool refused its configuration");
+      gst_object_unref(pool);
+      gst_object_unref(alloc);
+      return FALSE;
+    }
+    gst_query_add_allocation_pool(query, pool, (guint)info.size, 0, 0);
+    gst_object_unref(pool);
+  }
+  gst_query_add_allocation_param(query, alloc, &params);
+  gst_object_unref(alloc);
+  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  return TRUE;
+}
+
+static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  GST_OBJECT_LOCK(self);
+  free_engine(self);
+  self->latency_frames = 0;
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
+/* ---- properties ---------------------------------------------------------- */
+
+static gboolean value_to_float(const GValue *v, gfloat *out)
+{
+  GValue d = G_VALUE_INIT;
+  g_value_init(&d, G_TYPE_DOUBLE);
+  gboolean ok = g_value_transform(v, &d);
+  if (ok)
+    *out = (gfloat)g_value_get_double(&d);
+  g_value_unset(&d);
+  return ok;
+}
+
+/* Refuse a value: a warning naming the property and why. */
+#define REFUSE(self, prop, ...)                                                \
+  do {                                                                         \
+    gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
+    GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
+    g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);        \
+    g_free(why_);                                                              \
+  } while (0)
+
+static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
+{
+  guint n = gst_value_array_get_size(value);
+  GArray *taps = g_array_sized_new(FALSE, FALSE, sizeof(gfloat), n);
+  for (guint i = 0; i < n; i++) {
+    gfloat f;
+    if (!value_to_float(gst_value_array_get_value(value, i), &f) ||
+        !isfinite(f)) {
+      REFUSE(self, "kernel", "tap %u is %s; the kernel stays as it was", i,
+             isnan(f) ? "NaN" : isinf(f) ? "infinite" : "not a number");
+      g_array_unref(taps);
+      return;
+    }
+    g_array_append_val(taps, f);
+  }
+  GST_OBJECT_LOCK(self);
+  g_array_unref(self->taps);
+  self->taps = taps;
+  if (n)
+    self->source = SRC_ARRAY;
+  else if (self->source == SRC_ARRAY)
+    self->source = SRC_IDENTITY;
+  update_kernel(self);
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
+{
+  cf_kernel2d *k = NULL;
+  if (path && *path && cf_kernel2d_load(path, &k) != CF_OK) {
+    const char *why = cf_last_error();
+    if (strstr(why, path))
+      REFUSE(self, "kernel-file", "%s", why);
+    else
+      REFUSE(self, "kernel-file", "%s: %s", path, why);
+    return;
+  }
+  GST_OBJECT_LOCK(self);
+  cf_kernel2d_free(self->file_kernel);
+  self->file_kernel = k;
+  g_free(self->kernel_file);
+  self->kernel_file = k ? g_strdup(path) : NULL;
+  if (k)
+    self->source = SRC_FILE;
+  else if (self->source == SRC_FILE)
+    self->source = SRC_IDENTITY;
+  update_kernel(self);
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* preset, size, sigma: the preset must accept the combination. */
+static void set_preset(GstCudaConvolve *self, gint preset, guint size,
+                       gdouble sigma, const char *prop)
+{
+  GST_OBJECT_LOCK(self);
+  gboolean is_preset_prop = !strcmp(prop, "preset");
+  /* check what the preset would be asked for, when it is (or becomes) the
+   * kernel's source */
+  if (preset != CF_GST_PRESET_NONE &&
+      (is_preset_prop || self->source == SRC_PRESET)) {
+    cf_kernel2d *k = NULL;
+    if (cf_kernel2d_preset((cf_preset)(preset - 1), size, sigma, &k) !=
+        CF_OK) {
+      gchar *why = g_strdup(cf_last_error());
+      GST_OBJECT_UNLOCK(self);
+      REFUSE(self, prop, "%s", why);
+      g_free(why);
+      return;
+    }
+    cf_kernel2d_free(k);
+  }
+  gboolean was = self->source == SRC_PRESET;
+  self->preset = preset;
+  self->size = size;
+  self->sigma = sigma;
+  if (is_preset_prop)
+    self->source = preset != CF_GST_PRESET_NONE ? SRC_PRESET
+                   : was                        ? SRC_IDENTITY
+                                                : self->source;
+  if (was || self->source == SRC_PRESET)
+    update_kernel(self);
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
+                       const char *prop)
+{
+  if (!isfinite(v)) {
+    REFUSE(self, prop, "%s is not a finite number", isnan(v) ? "NaN" : "inf");
+    return;
+  }
+  GST_OBJECT_LOCK(self);
+  *field = v;
+  self->config_serial++;
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
+                                           const GValue *value,
+                                           GParamSpec *pspec)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  switch (prop_id) {
+  case PROP_KERNEL: set_kernel_array(self, value); return;
+  case PROP_KERNEL_FILE: set_kernel_file(self, g_value_get_string(value));
+    return;
+  case PROP_PRESET:
+    set_preset(self, g_value_get_enum(value), self->size, self->sigma,
+               "preset");
+    return;
+  case PROP_SIZE:
+    set_preset(self, self->preset, g_value_get_uint(value), self->sigma,
+               "size");
+    return;
+  case PROP_SIGMA:
+    set_preset(self, self->preset, self->size, g_value_get_double(value),
+               "sigma");
+    return;
+  case PROP_CVAL: set_finite(self, &self->cval, g_value_get_float(value),
+                             "cval");
+    return;
+  case PROP_SCALE: set_finite(self, &self->scale, g_value_get_float(value),
+                              "scale");
+    return;
+  case PROP_BIAS: set_finite(self, &self->bias, g_value_get_float(value),
+                             "bias");
+    return;
+  case PROP_COMPONENTS: {
+    const gchar *s = g_value_get_string(value);
+    gchar *err = NULL;
+    if (!s)
+      s = DEFAULT_COMPONENTS;
+    if (!parse_components(s, FAM_UNKNOWN, &err)) {
+      REFUSE(self, "components", "%s", err);
+      g_free(err);
+      return;
+    }
+    GST_OBJECT_LOCK(self);
+    g_free(self->components);
+    self->components = g_strdup(s);
+    self->config_serial++;
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
+  default: break;
+  }
+
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_KERNEL_WIDTH:
+  case PROP_KERNEL_HEIGHT:
+    if (prop_id == PROP_KERNEL_WIDTH)
+      self->kernel_width = g_value_get_uint(value);
+    else
+      self->kernel_height = g_value_get_uint(value);
+    if (self->source == SRC_ARRAY)
+      update_kernel(self);
+    break;
+  case PROP_BORDER: self->border = (cf_border)g_value_get_enum(value); break;
+  case PROP_ABSOLUTE: self->absolute = g_value_get_boolean(value); break;
+  case PROP_BACKEND: self->backend = (cf_backend)g_value_get_enum(value); break;
+  case PROP_DEVICE_ID: self->device_id = g_value_get_int(value); break;
+  case PROP_PIPELINE_DEPTH: self->pipeline_depth = g_value_get_uint(value);
+    break;
+  case PROP_THREADS: self->threads = g_value_get_uint(value); break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
+  if (prop_id != PROP_KERNEL_WIDTH && prop_id != PROP_KERNEL_HEIGHT)
+    self->config_serial++;
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_cuda_convolve_get_property(GObject *object, guint prop_id,
+                                           GValue *value, GParamSpec *pspec)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_KERNEL:
+    for (guint i = 0; i < self->taps->len; i++) {
+      GValue v = G_VALUE_INIT;
+      g_value_init(&v, G_TYPE_FLOAT);
+      g_value_set_float(&v, g_array_index(self->taps, gfloat, i));
+      gst_value_array_append_and_take_value(value, &v);
+    }
+    break;
+  case PROP_KERNEL_WIDTH: g_value_set_uint(value, self->kernel_width); break;
+  case PROP_KERNEL_HEIGHT: g_value_set_uint(value, self->kernel_height); break;
+  case PROP_KERNEL_FILE: g_value_set_string(value, self->kernel_file); break;
+  case PROP_PRESET: g_value_set_enum(value, self->preset); break;
+  case PROP_SIZE: g_value_set_uint(value, self->size); break;
+  case PROP_SIGMA: g_value_set_double(value, self->sigma); break;
+  case PROP_BORDER: g_value_set_enum(value, self->border); break;
+  case PROP_CVAL: g_value_set_float(value, self->cval); break;
+  case PROP_SCALE: g_value_set_float(value, self->scale); break;
+  case PROP_BIAS: g_value_set_float(value, self->bias); break;
+  case PROP_ABSOLUTE: g_value_set_boolean(value, self->absolute); break;
+  case PROP_COMPONENTS: g_value_set_string(value, self->components); break;
+  case PROP_BACKEND: g_value_set_enum(value, self->backend); break;
+  case PROP_DEVICE_ID: g_value_set_int(value, self->device_id); break;
+  case PROP_PIPELINE_DEPTH: g_value_set_uint(value, self->pipeline_depth);
+    break;
+  case PROP_THREADS: g_value_set_uint(value, self->threads); break;
+  case PROP_BACKEND_IN_USE: g_value_set_string(value, self->backend_in_use);
+    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_cuda_convolve_finalize(GObject *object)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  free_engine(self);
+  g_array_unref(self->taps);
+  g_free(self->kernel_file);
+  cf_kernel2d_free(self->file_kernel);
+  g_free(self->components);
+  cf_kernel2d_free(self->kernel);
+  g_free(self->kernel_error);
+  g_free(self->backend_in_use);
+  G_OBJECT_CLASS(gst_cuda_convolve_parent_class)->finalize(object);
+}
+
+static void gst_cuda_convolve_init(GstCudaConvolve *self)
+{
+  self->taps = g_array_new(FALSE, FALSE, sizeof(gfloat));
+  self->kernel_width = DEFAULT_KERNEL_WIDTH;
+  self->kernel_height = DEFAULT_KERNEL_HEIGHT;
+  self->preset = DEFAULT_PRESET;
+  self->size = DEFAULT_SIZE;
+  self->sigma = DEFAULT_SIGMA;
+  self->source = SRC_IDENTITY;
+  self->border = DEFAULT_BORDER;
+  self->cval = DEFAULT_CVAL;
+  self->scale = DEFAULT_SCALE;
+  self->bias = DEFAULT_BIAS;
+  self->absolute = DEFAULT_ABSOLUTE;
+  self->components = g_strdup(DEFAULT_COMPONENTS);
+  self->backend = DEFAULT_BACKEND;
+  self->device_id = DEFAULT_DEVICE_ID;
+  self->pipeline_depth = DEFAULT_PIPELINE_DEPTH;
+  self->threads = DEFAULT_THREADS;
+  update_kernel(self);
+}
+
+#define PARAM_FLAGS                                                            \
+  (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)
+
+static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
+
+  GST_DEBUG_CATEGORY_INIT(cudaconvolve_debug, "cudaconvolve", 0,
+                          "cudafilter 2D/temporal video convolution");
+
+  gobject_class->set_property = gst_cuda_convolve_set_property;
+  gobject_class->get_property = gst_cuda_convolve_get_property;
+  gobject_class->finalize = gst_cuda_convolve_finalize;
+
+  const GParamFlags flags = PARAM_FLAGS;
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL,
+      gst_param_spec_array(
+          "kernel", "Kernel",
+          "Kernel taps, row-major (T x kernel-height x kernel-width, "
+          "current frame first), e.g. \"<0,-1,0,-1,5,-1,0,-1,0>\"; with "
+          "kernel-width and kernel-height 0 it must be square. Empty: "
+          "not used",
+          g_param_spec_float("tap", "Tap", "One kernel tap (finite)",
+                             -G_MAXFLOAT, G_MAXFLOAT, 0.0f,
+                             G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS),
+          flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_WIDTH,
+      g_param_spec_uint("kernel-width", "Kernel width",
+                        "Columns of the kernel array (0: derived from its "
+                        "length and kernel-height, or square)",
+                        0, CF_KERNEL2D_MAX_SIDE, DEFAULT_KERNEL_WIDTH, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_HEIGHT,
+      g_param_spec_uint("kernel-height", "Kernel height",
+                        "Rows of the kernel array (0: derived from its "
+                        "length and kernel-width, or square)",
+                        0, CF_KERNEL2D_MAX_SIDE, DEFAULT_KERNEL_HEIGHT, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KERNEL_FILE,
+      g_param_spec_string(
+          "kernel-file", "Kernel file",
+          "Kernel from a file: .npy (float32/64, 2D Kh x Kw or 3D T x Kh x "
+          "Kw for temporal taps) or text (one row per line, a blank line "
+          "between temporal taps); loaded when set. NULL: not used",
+          DEFAULT_KERNEL_FILE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_PRESET,
+      g_param_spec_enum("preset", "Preset",
+                        "A built-in kernel (with size and sigma). The last "
+                        "set of kernel, kernel-file and preset is used; "
+                        "with none of them the 1x1 identity",
+                        cf_gst_preset_get_type(), DEFAULT_PRESET, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_SIZE,
+      g_param_spec_uint("size", "Preset size",
+                        "Preset kernel side N (N x N) for gaussian, box and "
+                        "unsharp; 0: the preset's default",
+                        0, CF_KERNEL2D_MAX_SIDE, DEFAULT_SIZE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_SIGMA,
+      g_param_spec_double("sigma", "Preset sigma",
+                          "Gaussian sigma in pixels for gaussian and "
+                          "unsharp; 0: 0.3 * ((size - 1) / 2 - 1) + 0.8",
+                          0.0, MAX_SIGMA, DEFAULT_SIGMA, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_BORDER,
+      g_param_spec_enum("border", "Border",
+                        "Samples outside the frame, as "
+                        "scipy.ndimage.convolve's mode",
+                        cf_gst_border_get_type(), DEFAULT_BORDER, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CVAL,
+      g_param_spec_float("cval", "Constant value",
+                         "Value outside the frame for border=constant, in "
+                         "sample units (0..255 for 8-bit, 0..65535 for "
+                         "16-bit)",
+                         -G_MAXFLOAT, G_MAXFLOAT, DEFAULT_CVAL, flags | GST_PARAM_CONTROLLABLE));
+  g_object_class_install_property(
+      gobject_class, PROP_SCALE,
+      g_param_spec_float("scale", "Scale",
+                         "Multiply the convolution by this",
+                         -G_MAXFLOAT, G_MAXFLOAT, DEFAULT_SCALE, flags | GST_PARAM_CONTROLLABLE));
+  g_object_class_install_property(
+      gobject_class, PROP_BIAS,
+      g_param_spec_float("bias", "Bias",
+                         "Add this after scaling, in sample units",
+                         -G_MAXFLOAT, G_MAXFLOAT, DEFAULT_BIAS, flags | GST_PARAM_CONTROLLABLE));
+  g_object_class_install_property(
+      gobject_class, PROP_ABSOLUTE,
+      g_param_spec_boolean("absolute", "Absolute",
+                           "Store |scale * conv + bias| (edge detectors)",
+                           DEFAULT_ABSOLUTE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_COMPONENTS,
+      g_param_spec_string(
+          "components", "Components",
+          "What is filtered (the rest and alpha pass unchanged): \"all\", "
+          "letters of rgb (\"r\", \"gb\") for RGB video, of yuv or "
+          "\"luma\"/\"chroma\" for I420/NV12, or a mask 1..7 (1 = R/Y, 2 = "
+          "G/U, 4 = B/V); gray video has one component",
+          DEFAULT_COMPONENTS, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_BACKEND,
+      g_param_spec_enum("backend", "Backend",
+                        "Where the convolution runs", CF_GST_TYPE_BACKEND,
+                        DEFAULT_BACKEND, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int("device-id", "Device id",
+                       "CUDA device for the cuda and auto backends",
+                       0, 1023, DEFAULT_DEVICE_ID,
+                       flags));
+  g_object_class_install_property(
+      gobject_class, PROP_PIPELINE_DEPTH,
+      g_param_spec_uint("pipeline-depth", "Pipeline depth",
+                        "CUDA frames in flight. cudaconvolve adds no "
+                        "latency: an engine that would delay frames is "
+                        "rebuilt with depth 0",
+                        0, 64, DEFAULT_PIPELINE_DEPTH,
+                        flags));
+  g_object_class_install_property(
+      gobject_class, PROP_THREADS,
+      g_param_spec_uint("threads", "Threads",
+                        "CPU worker threads (0: one per core)", 0, 1024,
+                        DEFAULT_THREADS, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_BACKEND_IN_USE,
+      g_param_spec_string("backend-in-use", "Backend in use",
+                          "The engine now running (backend, algorithm, "
+                          "threads); NULL before negotiation",
+                          NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_set_static_metadata(
+      element_class, "CUDA video convolution", "Filter/Effect/Video",
+      "2D and temporal convolution of raw video (scipy.ndimage.convolve "
+      "semantics) on CUDA or the CPU",
+      "cudafilter developers");
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_convolve_sink_event);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_convolve_query);
+  trans_class->propose_allocation =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_propose_allocation);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_convolve_stop);
+  filter_class->set_info = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_info);
+  filter_class->transform_frame =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_transform_frame);
+
+  gst_type_mark_as_plugin_api(cf_gst_preset_get_type(), 0);
+  gst_type_mark_as_plugin_api(cf_gst_border_get_type(), 0);
+}
 
 gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin)
 {
-  (void)plugin;
-  return TRUE;
+  return gst_element_register(plugin, "cudaconvolve", GST_RANK_NONE,
+                              GST_TYPE_CUDA_CONVOLVE);
 }

@@ -1,0 +1,1417 @@
+/* The cudaconvolve element (plugins/gstcudaconvolve.c) through GstHarness
+ * and one real pipeline.
+ *
+ * Every output is compared with the float64 naive reference of
+ * tests/ref2d.c on random frames of random sizes: every format the element
+ * takes, random kernels (given as the kernel array, a .npy or text file, or
+ * a preset), borders, cval, scale/bias/absolute and components. All the
+ * element's formats are integer: every selected sample must be within 1
+ * code value of the reference; unselected components and alpha/X bytes
+ * must be copied exactly. Also: padded input strides (GstVideoMeta),
+ * temporal 3D kernels with flush and DISCONT restarting the history, kernel
+ * and configuration changes while playing, caps renegotiation, the latency
+ * query, timestamps, refused property values, property round trips, the
+ * allocation proposal and gst_parse_launch.
+ *
+ * The backend is forced to the CPU with 1 or 2 threads (the engine tests
+ * cover the CUDA backend against the same reference).
+ *
+ * Environment: CF_TEST_SEED (replay), CF_TEST_FILTER / CF_TEST_SKIP
+ * (cmocka test name patterns). */
+#include <glib/gstdio.h>
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cudafilter/engine.h>
+#include <cudafilter/error.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
+#include "check.h"
+#include "ref.h"
+#include "ref2d.h"
+
+/* Reference work per frame (multiply-accumulates). */
+#define MAX_REF_MACS 1.5e6
+
+typedef struct gfmt {
+  const char *gst;
+  cf_pixel_format cf;
+} gfmt;
+
+static const gfmt formats[] = {
+    {"GRAY8", CF_PIX_GRAY8}, {"GRAY16_LE", CF_PIX_GRAY16_LE},
+    {"RGBA", CF_PIX_RGBA},   {"BGRA", CF_PIX_BGRA},
+    {"RGBx", CF_PIX_RGBX},   {"BGRx", CF_PIX_BGRX},
+    {"RGB", CF_PIX_RGB},     {"BGR", CF_PIX_BGR},
+    {"I420", CF_PIX_I420},   {"NV12", CF_PIX_NV12}};
+#define NFORMATS (sizeof formats / sizeof *formats)
+
+static const char *const border_names[] = {"constant", "nearest", "reflect",
+                                           "mirror", "wrap"};
+
+static void test_rng(ref_rng *r, unsigned test)
+{
+  ref_rng_init(r, check_seed * 1000003ull + test);
+}
+
+/* ------------------------------------------------------------------ */
+/* Refusals: g_warning from the element ("cudaconvolve" domain), or from
+ * GObject's own validation ("GLib-GObject": NaN and Inf are outside every
+ * float range, so GObject refuses them before the element sees them). */
+
+static int g_warnings;
+static char g_last_warning[1024];
+
+static void on_warning(const gchar *domain, GLogLevelFlags level,
+                       const gchar *msg, gpointer data)
+{
+  (void)domain;
+  (void)level;
+  (void)data;
+  g_warnings++;
+  snprintf(g_last_warning, sizeof g_last_warning, "%s", msg);
+}
+
+/* A refusal must have happened since `before`, naming `what`. */
+#define CHECK_REFUSED(before, what)                                            \
+  do {                                                                         \
+    CHECK(g_warnings == (before) + 1, "expected one warning for %s, got %d",   \
+          what, g_warnings - (before));                                        \
+    CHECK(strstr(g_last_warning, what) != NULL,                                \
+          "warning '%s' does not name '%s'", g_last_warning, what);            \
+  } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Kernels                                                              */
+
+typedef struct kern {
+  unsigned t, kh, kw;
+  float *taps;
+} kern;
+
+static void kern_free(kern *k)
+{
+  free(k->taps);
+  memset(k, 0, sizeof *k);
+}
+
+/* Random taps, mostly positive and summing to about 1 (outputs of integer
+ * formats stay mostly in range), or symmetric around 0 if `signed_`. */
+static void kern_make(kern *k, ref_rng *r, unsigned t, unsigned kh,
+                      unsigned kw, int signed_)
+{
+  kern_free(k);
+  k->t = t;
+  k->kh = kh;
+  k->kw = kw;
+  size_t n = (size_t)t * kh * kw;
+  k->taps = xalloc(n * sizeof(float));
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double x = signed_ ? ref_rng_sym(r) : ref_rng_unit(r) - 0.15;
+    k->taps[i] = (float)x;
+    sum += x;
+  }
+  if (!signed_ && sum > 0.0)
+    for (size_t i = 0; i < n; i++)
+      k->taps[i] = (float)(k->taps[i] / sum);
+  if (k->taps[0] == 0.0f)
+    k->taps[0] = 0.25f;
+}
+
+static void kern_from(kern *k, const cf_kernel2d *kk)
+{
+  kern_free(k);
+  k->t = cf_kernel2d_frames(kk);
+  k->kh = cf_kernel2d_height(kk);
+  k->kw = cf_kernel2d_width(kk);
+  size_t n = (size_t)k->t * k->kh * k->kw;
+  k->taps = xalloc(n * sizeof(float));
+  memcpy(k->taps, cf_kernel2d_taps(kk), n * sizeof(float));
+}
+
+static void kern_preset(kern *k, const char *name, unsigned size, double sigma)
+{
+  cf_preset p;
+  cf_kernel2d *kk = NULL;
+  CHECK_OK(cf_preset_from_string(name, &p));
+  CHECK_OK(cf_kernel2d_preset(p, size, sigma, &kk));
+  kern_from(k, kk);
+  cf_kernel2d_free(kk);
+}
+
+/* Kernel sides for a w x h frame: small, medium, or larger than the frame,
+ * shrunk until the reference is affordable. */
+static void rand_ksides(ref_rng *r, unsigned w, unsigned h, unsigned t,
+                        unsigned *kh, unsigned *kw)
+{
+  unsigned n[2] = {h, w}, *k[2] = {kh, kw};
+  for (int i = 0; i < 2; i++) {
+    switch (ref_rng_u64(r) % 8) {
+    case 0: *k[i] = (unsigned)ref_rng_range(r, n[i] + 1, 2 * n[i] + 3); break;
+    case 1: *k[i] = (unsigned)ref_rng_range(r, 8, 13); break;
+    default: *k[i] = (unsigned)ref_rng_range(r, 1, 7); break;
+    }
+  }
+  while ((double)w * h * 3.0 * t * *kh * *kw > MAX_REF_MACS &&
+         (*kh > 1 || *kw > 1)) {
+    if (*kh >= *kw)
+      *kh = (*kh + 1) / 2;
+    else
+      *kw = (*kw + 1) / 2;
+  }
+}
+
+static unsigned rand_side(ref_rng *r)
+{
+  switch (ref_rng_u64(r) % 8) {
+  case 0: return 1;
+  case 1:
+  case 2: return (unsigned)ref_rng_range(r, 2, 9);
+  case 7: return (unsigned)ref_rng_range(r, 41, 70);
+  default: return (unsigned)ref_rng_range(r, 10, 40);
+  }
+}
+
+/* The kernel as the element's properties: width, height, then the array
+ * (T temporal taps when longer than width x height). */
+static void set_kernel(GstElement *e, const kern *k)
+{
+  GValue arr = G_VALUE_INIT;
+  g_value_init(&arr, GST_TYPE_ARRAY);
+  size_t n = (size_t)k->t * k->kh * k->kw;
+  for (size_t i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_TYPE_FLOAT);
+    g_value_set_float(&v, k->taps[i]);
+    gst_value_array_append_and_take_value(&arr, &v);
+  }
+  g_object_set(e, "kernel-width", k->kw, "kernel-height", k->kh, NULL);
+  g_object_set_property(G_OBJECT(e), "kernel", &arr);
+  g_value_unset(&arr);
+}
+
+/* Files in a temporary folder, removed at the end of the test. */
+static char *g_tmpdir;
+
+static char *tmp_path(const char *name)
+{
+  if (!g_tmpdir) {
+    /* under the build tree's CF_TEST_TMP where meson gives one */
+    const char *base = getenv("CF_TEST_TMP");
+    if (!base || !*base)
+      base = g_get_tmp_dir();
+    g_mkdir_with_parents(base, 0700);
+    g_tmpdir = g_build_filename(base, "gst-cudaconvolve-XXXXXX", NULL);
+    CHECK(g_mkdtemp(g_tmpdir) != NULL, "no temporary folder in %s", base);
+  }
+  return g_build_filename(g_tmpdir, name, NULL);
+}
+
+static void tmp_cleanup(void)
+{
+  if (!g_tmpdir)
+    return;
+  GDir *d = g_dir_open(g_tmpdir, 0, NULL);
+  const gchar *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    gchar *p = g_build_filename(g_tmpdir, name, NULL);
+    g_unlink(p);
+    g_free(p);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(g_tmpdir);
+  g_free(g_tmpdir);
+  g_tmpdir = NULL;
+}
+
+/* A little-endian float32 .npy of the kernel: 3D (T x Kh x Kw) when t > 1
+ * or `force3d`, else 2D. */
+static char *write_npy(const char *name, const kern *k, int force3d)
+{
+  char *path = tmp_path(name);
+  char dict[256];
+  if (k->t > 1 || force3d)
+    snprintf(dict, sizeof dict,
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (%u, %u, "
+             "%u), }", k->t, k->kh, k->kw);
+  else
+    snprintf(dict, sizeof dict,
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (%u, %u), }",
+             k->kh, k->kw);
+  size_t hl = strlen(dict) + 1; /* + '\n' */
+  size_t pad = (64 - (10 + hl) % 64) % 64;
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+  magic[8] = (unsigned char)((hl + pad) & 0xff);
+  magic[9] = (unsigned char)((hl + pad) >> 8);
+  fwrite(magic, 1, 10, f);
+  fputs(dict, f);
+  for (size_t i = 0; i < pad; i++)
+    fputc(' ', f);
+  fputc('\n', f);
+  fwrite(k->taps, sizeof(float), (size_t)k->t * k->kh * k->kw, f);
+  fclose(f);
+  return path;
+}
+
+/* The kernel as a text file: rows per line, a blank line between temporal
+ * taps; %.9g keeps every float exact. */
+static char *write_text(const char *name, const kern *k)
+{
+  char *path = tmp_path(name);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "cannot write %s", path);
+  fputs("# kernel written by gst_cudaconvolve\n", f);
+  for (unsigned t = 0; t < k->t; t++) {
+    if (t)
+      fputc('\n', f);
+    for (unsigned i = 0; i < k->kh; i++) {
+      for (unsigned j = 0; j < k->kw; j++)
+        fprintf(f, "%s%.9g", j ? ", " : "",
+                (double)k->taps[((size_t)t * k->kh + i) * k->kw + j]);
+      fputc('\n', f);
+    }
+  }
+  fclose(f);
+  return path;
+}
+
+/* ------------------------------------------------------------------ */
+/* Configurations                                                       */
+
+static int family(cf_pixel_format f)
+{
+  if (f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE)
+    return 0;
+  return f == CF_PIX_I420 || f == CF_PIX_NV12 ? 2 : 1;
+}
+
+/* A random components string and the mask it means. */
+static const char *rand_components(ref_rng *r, cf_pixel_format f,
+                                   unsigned *mask, char *buf)
+{
+  unsigned m = (unsigned)ref_rng_range(r, 1, 7);
+  switch (family(f)) {
+  case 0: {
+    static const char *const g[] = {"all", "y", "luma", "1"};
+    *mask = CF_COMP_Y;
+    return g[ref_rng_u64(r) % 4];
+  }
+  default: {
+    const char *letters = family(f) == 1 ? "rgb" : "yuv";
+    switch (ref_rng_u64(r) % 6) {
+    case 0: *mask = CF_COMP_ALL; return "all";
+    case 1: *mask = m; sprintf(buf, "%u", m); return buf;
+    case 2:
+      if (family(f) == 2) {
+        *mask = ref_rng_u64(r) % 2 ? CF_COMP_Y : CF_COMP_U | CF_COMP_V;
+        return *mask == CF_COMP_Y ? "luma" : "chroma";
+      }
+      /* fall through */
+    default: {
+      char *p = buf;
+      for (unsigned b = 0; b < 3; b++)
+        if (m & (1u << b)) {
+          if (p != buf && ref_rng_u64(r) % 2)
+            *p++ = ',';
+          *p++ = letters[b];
+        }
+      *p = '\0';
+      *mask = m;
+      return buf;
+    }
+    }
+  }
+  }
+}
+
+typedef struct gcase {
+  GstHarness *h;
+  GstBus *bus;
+  const gfmt *fmt;
+  GstVideoInfo info;
+  ref2d_fmt d;
+  cf_video_config cfg; /* what the reference gets */
+  kern k;
+  ref2d_video *ref;
+  guint64 n; /* frames pushed */
+} gcase;
+
+static void config_describe(const gcase *c)
+{
+  add_case("%s %ux%u comps 0x%x border %s cval %.9g scale %.9g bias %.9g "
+           "abs %d kernel %ux%ux%u ",
+           c->fmt->gst, c->cfg.width, c->cfg.height, c->cfg.components,
+           border_names[c->cfg.border], (double)c->cfg.cval,
+           (double)c->cfg.scale, (double)c->cfg.bias, c->cfg.absolute, c->k.t,
+           c->k.kh, c->k.kw);
+}
+
+static GstHarness *harness_new(void)
+{
+  GstHarness *h = gst_harness_new("cudaconvolve");
+  CHECK(h != NULL, "no cudaconvolve element (GST_PLUGIN_PATH?)");
+  gst_util_set_object_arg(G_OBJECT(h->element), "backend", "cpu");
+  g_object_set(h->element, "threads", 1 + (unsigned)(check_seed % 2), NULL);
+  return h;
+}
+
+static char *caps_str(const gfmt *f, unsigned w, unsigned h)
+{
+  return g_strdup_printf("video/x-raw,format=%s,width=%u,height=%u,"
+                         "framerate=25/1", f->gst, w, h);
+}
+
+static void set_caps(gcase *c, const gfmt *f, unsigned w, unsigned h)
+{
+  c->fmt = f;
+  char *s = caps_str(f, w, h);
+  GstCaps *caps = gst_caps_from_string(s);
+  CHECK(gst_video_info_from_caps(&c->info, caps), "bad caps %s", s);
+  gst_caps_unref(caps);
+  CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+  gst_harness_set_src_caps_str(c->h, s);
+  g_free(s);
+  c->cfg.width = w;
+  c->cfg.height = h;
+  c->cfg.format = f->cf;
+}
+
+/* A random configuration on the element and in c->cfg (kernel apart). */
+static void rand_config(gcase *c, ref_rng *r, const gfmt *f, int extras)
+{
+  cf_video_config *cfg = &c->cfg;
+  GstElement *e = c->h->element;
+  char buf[16];
+  cf_video_config_init(cfg);
+  cfg->format = f->cf;
+  const char *comps = rand_components(r, f->cf, &cfg->components, buf);
+  cfg->border = (cf_border)(ref_rng_u64(r) % 5);
+  double m = f->cf == CF_PIX_GRAY16_LE ? 65535.0 : 255.0;
+  switch (ref_rng_u64(r) % 3) {
+  case 0: cfg->cval = (float)(ref_rng_unit(r) * m); break;
+  case 1: cfg->cval = (float)(1.5 * m * ref_rng_sym(r)); break;
+  default: cfg->cval = (float)floor(ref_rng_unit(r) * m); break;
+  }
+  if (extras) {
+    cfg->scale = (float)(0.5 + ref_rng_unit(r));
+    if (ref_rng_u64(r) % 4 == 0)
+      cfg->scale = -cfg->scale;
+    cfg->bias = (float)(0.2 * m * ref_rng_sym(r));
+    cfg->absolute = ref_rng_u64(r) % 2 == 0;
+  }
+  g_object_set(e, "components", comps, "cval", cfg->cval, "scale",
+               cfg->scale, "bias", cfg->bias, "absolute", cfg->absolute,
+               NULL);
+  gst_util_set_object_arg(G_OBJECT(e), "border", border_names[cfg->border]);
+}
+
+static void gcase_new_ref(gcase *c)
+{
+  ref2d_video_free(c->ref);
+  c->ref = ref2d_video_new(&c->cfg, c->k.t, c->k.kh, c->k.kw, c->k.taps);
+  CHECK(c->ref != NULL, "reference: out of memory");
+}
+
+static void gcase_open(gcase *c)
+{
+  memset(c, 0, sizeof *c);
+  c->h = harness_new();
+  c->bus = gst_bus_new();
+  gst_element_set_bus(c->h->element, c->bus);
+}
+
+static void gcase_close(gcase *c)
+{
+  if (c->h) {
+    gst_element_set_bus(c->h->element, NULL);
+    gst_harness_teardown(c->h);
+  }
+  if (c->bus)
+    gst_object_unref(c->bus);
+  ref2d_video_free(c->ref);
+  kern_free(&c->k);
+  memset(c, 0, sizeof *c);
+}
+
+/* The first message of `type` on the bus (its text in buf), or 0. */
+static int bus_pop(gcase *c, GstMessageType type, char *buf, size_t n)
+{
+  GstMessage *m = gst_bus_pop_filtered(c->bus, type);
+  if (!m)
+    return 0;
+  GError *err = NULL;
+  gchar *dbg = NULL;
+  if (type == GST_MESSAGE_ERROR)
+    gst_message_parse_error(m, &err, &dbg);
+  else
+    gst_message_parse_warning(m, &err, &dbg);
+  snprintf(buf, n, "%s | %s", err ? err->message : "", dbg ? dbg : "");
+  g_clear_error(&err);
+  g_free(dbg);
+  gst_message_unref(m);
+  return 1;
+}
+
+static void check_no_bus_errors(gcase *c)
+{
+  char msg[1024];
+  CHECK(!bus_pop(c, GST_MESSAGE_ERROR, msg, sizeof msg), "element error: %s",
+        msg);
+  CHECK(!bus_pop(c, GST_MESSAGE_WARNING, msg, sizeof msg),
+        "element warning: %s", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                               */
+
+/* A buffer with a random frame. `padded`: rows padded beyond GStreamer's
+ * own strides (by 1..13 samples), described by a GstVideoMeta. */
+static GstBuffer *make_input(ref_rng *r, const gcase *c, int padded)
+{
+  const GstVideoInfo *info = &c->info;
+  unsigned w = GST_VIDEO_INFO_WIDTH(info), h = GST_VIDEO_INFO_HEIGHT(info);
+  gsize offset[GST_VIDEO_MAX_PLANES] = {0};
+  gint stride[GST_VIDEO_MAX_PLANES] = {0};
+  gsize size = 0;
+  unsigned planes = GST_VIDEO_INFO_N_PLANES(info);
+  CHECK(planes == c->d.planes, "%s: %u planes in GStreamer, %u in ref2d",
+        c->fmt->gst, planes, c->d.planes);
+  if (!padded) {
+    size = GST_VIDEO_INFO_SIZE(info);
+  } else {
+    for (unsigned p = 0; p < planes; p++) {
+      unsigned pw, ph;
+      ref2d_plane_size(&c->d, p, w, h, &pw, &ph);
+      stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(info, p) +
+                  (gint)(ref_rng_range(r, 1, 13) * c->d.bytes);
+      offset[p] = size;
+      size += (gsize)stride[p] * ph;
+    }
+  }
+  GstBuffer *b = gst_buffer_new_allocate(NULL, size, NULL);
+  GstMapInfo map;
+  CHECK(gst_buffer_map(b, &map, GST_MAP_WRITE), "cannot map");
+  for (gsize i = 0; i < size; i++)
+    map.data[i] = (guint8)ref_rng_u64(r);
+  gst_buffer_unmap(b, &map);
+  if (padded)
+    gst_buffer_add_video_meta_full(b, GST_VIDEO_FRAME_FLAG_NONE,
+                                   GST_VIDEO_INFO_FORMAT(info), w, h, planes,
+                                   offset, stride);
+  return b;
+}
+
+static void frame_of(GstVideoFrame *vf, cf_frame *f)
+{
+  memset(f, 0, sizeof *f);
+  for (unsigned p = 0; p < GST_VIDEO_FRAME_N_PLANES(vf) && p < 3; p++) {
+    f->data[p] = GST_VIDEO_FRAME_PLANE_DATA(vf, p);
+    f->stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(vf, p);
+  }
+}
+
+/* got against the reference's want: selected samples within 1, the rest
+ * and alpha/X exactly the input's. */
+static void compare(const gcase *c, const cf_frame *in, const cf_frame *got,
+                    const cf_frame *want, const char *what)
+{
+  const ref2d_fmt *d = &c->d;
+  unsigned w = c->cfg.width, h = c->cfg.height;
+  for (unsigned k = 0; k < d->ncomp; k++) {
+    int sel = (c->cfg.components >> k) & 1u;
+    unsigned cw, ch;
+    ref2d_chan_size(&d->comp[k], w, h, &cw, &ch);
+    for (unsigned y = 0; y < ch; y++)
+      for (unsigned x = 0; x < cw; x++) {
+        double g = ref2d_load(d, got, &d->comp[k], x, y);
+        double e = ref2d_load(d, sel ? want : in, &d->comp[k], x, y);
+        CHECK(sel ? fabs(g - e) <= 1.0 : g == e,
+              "%s: component %u (%s) at (%u, %u): got %g, want %g", what, k,
+              sel ? "filtered" : "copied", x, y, g, e);
+      }
+  }
+  if (d->nextra) {
+    unsigned cw, ch;
+    ref2d_chan_size(&d->extra, w, h, &cw, &ch);
+    for (unsigned y = 0; y < ch; y++)
+      for (unsigned x = 0; x < cw; x++) {
+        double g = ref2d_load(d, got, &d->extra, x, y);
+        double e = ref2d_load(d, in, &d->extra, x, y);
+        CHECK(g == e, "%s: alpha/X at (%u, %u): got %g, want %g", what, x, y,
+              g, e);
+      }
+  }
+}
+
+/* The reference's output for `in` (tight planes). */
+static void ref_frame(gcase *c, const cf_frame *in, cf_frame *want,
+                      uint8_t **mem)
+{
+  memset(want, 0, sizeof *want);
+  for (unsigned p = 0; p < c->d.planes; p++) {
+    unsigned pw, ph;
+    ref2d_plane_size(&c->d, p, c->cfg.width, c->cfg.height, &pw, &ph);
+    size_t row = ref2d_row_bytes(&c->d, p, c->cfg.width);
+    mem[p] = xalloc(row * ph);
+    want->data[p] = mem[p];
+    want->stride[p] = row;
+  }
+  CHECK(ref2d_video_frame(c->ref, in, want, NULL), "reference failed");
+}
+
+/* Push one random frame, pull the output, compare with the reference. */
+static void push_check(gcase *c, ref_rng *r, int padded, int discont,
+                       const char *what)
+{
+  GstBuffer *in = make_input(r, c, padded);
+  GstClockTime dur = GST_SECOND / 25;
+  GST_BUFFER_PTS(in) = 1000 + c->n * dur;
+  GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : 500 + c->n * dur;
+  GST_BUFFER_DURATION(in) = dur;
+  GST_BUFFER_OFFSET(in) = c->n;
+  if (discont) {
+    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+    ref2d_video_reset(c->ref);
+  }
+  c->n++;
+  GstFlowReturn fr = gst_harness_push(c->h, gst_buffer_ref(in));
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what,
+        gst_flow_get_name(fr));
+  GstBuffer *out = gst_harness_try_pull(c->h);
+  CHECK(out != NULL, "%s: no output buffer", what);
+  CHECK(GST_BUFFER_PTS(out) == GST_BUFFER_PTS(in) &&
+            GST_BUFFER_DTS(out) == GST_BUFFER_DTS(in) &&
+            GST_BUFFER_DURATION(out) == GST_BUFFER_DURATION(in),
+        "%s: timestamps changed: pts %" GST_TIME_FORMAT " -> %" GST_TIME_FORMAT
+        " dts %" GST_TIME_FORMAT " -> %" GST_TIME_FORMAT,
+        what, GST_TIME_ARGS(GST_BUFFER_PTS(in)),
+        GST_TIME_ARGS(GST_BUFFER_PTS(out)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
+        GST_TIME_ARGS(GST_BUFFER_DTS(out)));
+  GstVideoFrame vin, vout;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vout, &c->info, out, GST_MAP_READ), "map out");
+  cf_frame fin, fout, want;
+  uint8_t *mem[3] = {NULL, NULL, NULL};
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  ref_frame(c, &fin, &want, mem);
+  compare(c, &fin, &fout, &want, what);
+  for (unsigned p = 0; p < 3; p++)
+    free(mem[p]);
+  gst_video_frame_unmap(&vin);
+  gst_video_frame_unmap(&vout);
+  gst_buffer_unref(in);
+  gst_buffer_unref(out);
+}
+
+/* How rand_case gives the kernel: the array, a .npy file (2D when T = 1)
+ * or a text file. */
+enum { VIA_ARRAY, VIA_NPY, VIA_TEXT };
+static int g_kernel_via = VIA_ARRAY;
+
+/* A random case on format f: configuration, kernel, caps. */
+static void rand_case(gcase *c, ref_rng *r, const gfmt *f, unsigned t,
+                      int extras)
+{
+  unsigned w = rand_side(r), h = rand_side(r), kh, kw;
+  rand_config(c, r, f, extras);
+  rand_ksides(r, w, h, t, &kh, &kw);
+  kern_make(&c->k, r, t, kh, kw, c->cfg.absolute && ref_rng_u64(r) % 2);
+  if (g_kernel_via == VIA_ARRAY) {
+    set_kernel(c->h->element, &c->k);
+  } else {
+    char *path = g_kernel_via == VIA_NPY ? write_npy("case.npy", &c->k, 0)
+                                         : write_text("case.txt", &c->k);
+    g_object_set(c->h->element, "kernel-file", path, NULL);
+    g_free(path);
+  }
+  set_caps(c, f, w, h);
+  gcase_new_ref(c);
+  config_describe(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                                */
+
+/* Every format, random everything, a few frames each. */
+static void test_formats(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 1);
+  for (unsigned i = 0; i < NFORMATS; i++)
+    for (unsigned rep = 0; rep < 3; rep++) {
+      gcase c;
+      gcase_open(&c);
+      set_case("formats %u/%u: ", i, rep);
+      unsigned t = ref_rng_u64(&r) % 3 == 0 ? 2 : 1;
+      g_kernel_via = rep; /* array, .npy, text */
+      rand_case(&c, &r, &formats[i], t, rep > 0);
+      g_kernel_via = VIA_ARRAY;
+      add_case("kernel given as %s ", rep == 0   ? "array"
+                                      : rep == 1 ? ".npy"
+                                                 : "text");
+      for (unsigned f = 0; f < 3; f++)
+        push_check(&c, &r, ref_rng_u64(&r) % 2, 0, "frame");
+      check_no_bus_errors(&c);
+      gcase_close(&c);
+    }
+}
+
+/* Input rows padded beyond GStreamer's strides, given by a GstVideoMeta. */
+static void test_padded_strides(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 2);
+  for (unsigned i = 0; i < NFORMATS; i++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("padded: ");
+    rand_case(&c, &r, &formats[i], 1, 1);
+    push_check(&c, &r, 1, 0, "padded frame");
+    push_check(&c, &r, 1, 0, "padded frame");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
+/* A 3D kernel from a .npy file (then a text file) over several frames;
+ * flush and a DISCONT buffer restart the history. */
+static void test_temporal_flush_discont(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 3);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    gcase_open(&c);
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r), t = 3 + rep % 2, kh, kw;
+    set_case("temporal %u: ", rep);
+    rand_config(&c, &r, f, rep % 2);
+    rand_ksides(&r, w, h, t, &kh, &kw);
+    kern_make(&c.k, &r, t, kh, kw, 0);
+    char *path = rep < 2 ? write_npy("k3d.npy", &c.k, 1)
+                         : write_text("k3d.txt", &c.k);
+    g_object_set(c.h->element, "kernel-file", path, NULL);
+    gchar *got = NULL;
+    g_object_get(c.h->element, "kernel-file", &got, NULL);
+    CHECK(got && !strcmp(got, path), "kernel-file reads back as %s",
+          got ? got : "NULL");
+    g_free(got);
+    g_free(path);
+    set_caps(&c, f, w, h);
+    gcase_new_ref(&c);
+    config_describe(&c);
+    for (unsigned i = 0; i < 5; i++)
+      push_check(&c, &r, 0, 0, "temporal frame");
+    /* flush: the history restarts */
+    CHECK(gst_harness_push_event(c.h, gst_event_new_flush_start()),
+          "flush-start");
+    CHECK(gst_harness_push_event(c.h, gst_event_new_flush_stop(TRUE)),
+          "flush-stop");
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+          "segment");
+    ref2d_video_reset(c.ref);
+    for (unsigned i = 0; i < 3; i++)
+      push_check(&c, &r, 0, 0, "frame after flush");
+    /* discont: the same */
+    push_check(&c, &r, 0, 1, "discont frame");
+    for (unsigned i = 0; i < 2; i++)
+      push_check(&c, &r, 0, 0, "frame after discont");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
+/* Kernel changes while playing apply from the next frame and keep the
+ * history; configuration changes rebuild the engine (history restarts). */
+static void test_change_while_playing(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 4);
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("live %u: ", rep);
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    rand_case(&c, &r, f, 2, 0);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "first kernel");
+    push_check(&c, &r, 0, 0, "first kernel");
+
+    /* another array, other sizes, T = 2 */
+    unsigned kh, kw;
+    rand_ksides(&r, c.cfg.width, c.cfg.height, 2, &kh, &kw);
+    kern_make(&c.k, &r, 2, kh, kw, 0);
+    set_kernel(c.h->element, &c.k);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "second kernel (array)");
+    push_check(&c, &r, 0, 0, "second kernel (array)");
+
+    /* a preset */
+    unsigned size = 1 + 2 * (unsigned)ref_rng_range(&r, 0, 3);
+    g_object_set(c.h->element, "size", size, NULL);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "gaussian");
+    kern_preset(&c.k, "gaussian", size, 0.0);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "gaussian preset");
+    g_object_set(c.h->element, "sigma", 2.5, NULL);
+    kern_preset(&c.k, "gaussian", size, 2.5);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "gaussian preset, sigma 2.5");
+
+    /* a file (T = 3: it sees the frames kept so far) */
+    kern_make(&c.k, &r, 3, 3, 2, 0);
+    char *path = write_npy("live.npy", &c.k, 0);
+    g_object_set(c.h->element, "kernel-file", path, NULL);
+    g_free(path);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "kernel file");
+    push_check(&c, &r, 0, 0, "kernel file");
+
+    /* the file unset: no source is left, the 1x1 identity */
+    g_object_set(c.h->element, "kernel-file", NULL, NULL);
+    float one = 1.0f;
+    ref2d_video_set_kernel(c.ref, 1, 1, 1, &one);
+    push_check(&c, &r, 0, 0, "identity");
+
+    /* a configuration change: new engine, history restarts */
+    kern_make(&c.k, &r, 2, 3, 3, 0);
+    set_kernel(c.h->element, &c.k);
+    c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+    c.cfg.scale = 0.75f;
+    c.cfg.bias = 3.0f;
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "border",
+                            border_names[c.cfg.border]);
+    g_object_set(c.h->element, "scale", c.cfg.scale, "bias", c.cfg.bias,
+                 NULL);
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "after a configuration change");
+    push_check(&c, &r, 0, 0, "after a configuration change");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
+/* New caps mid-stream (size and format): a new engine for them. */
+static void test_renegotiation(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 5);
+  gcase c;
+  gcase_open(&c);
+  set_case("renegotiation: ");
+  rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 2, 0);
+  for (unsigned step = 0; step < 5; step++) {
+    push_check(&c, &r, 0, 0, "before the caps change");
+    push_check(&c, &r, 0, 0, "before the caps change");
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    if (f == c.fmt && w == c.cfg.width && h == c.cfg.height)
+      w++; /* equal caps would not renegotiate */
+    /* components must fit every format: "all" */
+    g_object_set(c.h->element, "components", "all", NULL);
+    c.cfg.components = f->cf == CF_PIX_GRAY8 || f->cf == CF_PIX_GRAY16_LE
+                           ? CF_COMP_Y
+                           : CF_COMP_ALL;
+    set_caps(&c, f, w, h);
+    gcase_new_ref(&c); /* the history restarts with the new engine */
+    set_case("renegotiation step %u: ", step);
+    config_describe(&c);
+  }
+  push_check(&c, &r, 1, 0, "after the caps changes");
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
+/* The latency query: upstream's latency plus none of our own. */
+static void test_latency(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 6);
+  gcase c;
+  gcase_open(&c);
+  set_case("latency: ");
+  rand_case(&c, &r, &formats[0], 1, 0);
+  push_check(&c, &r, 0, 0, "frame");
+  gst_harness_set_upstream_latency(c.h, 5 * GST_MSECOND);
+  GstClockTime lat = gst_harness_query_latency(c.h);
+  CHECK(lat == 5 * GST_MSECOND, "latency %" GST_TIME_FORMAT ", want 5 ms",
+        GST_TIME_ARGS(lat));
+  GstQuery *q = gst_query_new_latency();
+  CHECK(gst_pad_peer_query(c.h->sinkpad, q), "latency query failed");
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(q, &live, &min, &max);
+  CHECK(min == 5 * GST_MSECOND, "min latency %" GST_TIME_FORMAT,
+        GST_TIME_ARGS(min));
+  gst_query_unref(q);
+  gchar *in_use = NULL;
+  g_object_get(c.h->element, "backend-in-use", &in_use, NULL);
+  CHECK(in_use && strstr(in_use, "cpu"), "backend-in-use '%s'",
+        in_use ? in_use : "NULL");
+  g_free(in_use);
+  gcase_close(&c);
+}
+
+/* Timestamps, duration and offsets pass through; many frames. */
+static void test_timestamps(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 7);
+  gcase c;
+  gcase_open(&c);
+  set_case("timestamps: ");
+  rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 0);
+  for (unsigned i = 0; i < 6; i++)
+    push_check(&c, &r, 0, 0, "frame");
+  gcase_close(&c);
+}
+
+/* Values wrong on their own are refused with a warning naming them, the
+ * property keeping its value; settings that disagree fail negotiation with
+ * an element error, or, while streaming, leave the previous kernel with an
+ * element warning. Nothing crashes. */
+static void test_bad_values(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 8);
+  int w0;
+
+  /* refused properties, not streaming */
+  GstElement *e = gst_element_factory_make("cudaconvolve", NULL);
+  CHECK(e != NULL, "no cudaconvolve");
+  set_case("bad values (not streaming): ");
+  kern k = {0};
+  kern_make(&k, &r, 1, 3, 3, 1);
+  set_kernel(e, &k);
+  float saved = k.taps[4];
+  k.taps[4] = NAN;
+  w0 = g_warnings;
+  set_kernel(e, &k);
+  CHECK_REFUSED(w0, "kernel");
+  CHECK(strstr(g_last_warning, "nan") || strstr(g_last_warning, "NaN"),
+        "warning '%s' does not show the NaN", g_last_warning);
+  k.taps[4] = INFINITY;
+  w0 = g_warnings;
+  set_kernel(e, &k);
+  CHECK_REFUSED(w0, "kernel");
+  k.taps[4] = saved;
+  {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, GST_TYPE_ARRAY);
+    g_object_get_property(G_OBJECT(e), "kernel", &v);
+    CHECK(gst_value_array_get_size(&v) == 9, "kernel length %u after a "
+          "refusal", gst_value_array_get_size(&v));
+    CHECK(g_value_get_float(gst_value_array_get_value(&v, 4)) == saved,
+          "kernel changed by a refused value");
+    g_value_unset(&v);
+  }
+  char *missing = tmp_path("missing.npy");
+  w0 = g_warnings;
+  g_object_set(e, "kernel-file", missing, NULL);
+  CHECK_REFUSED(w0, "missing.npy");
+  g_free(missing);
+  gchar *s = NULL;
+  g_object_get(e, "kernel-file", &s, NULL);
+  CHECK(s == NULL, "kernel-file '%s' after a refusal", s);
+  char *bad = tmp_path("ragged.txt");
+  FILE *f = fopen(bad, "w");
+  CHECK(f != NULL, "cannot write %s", bad);
+  fputs("1 2 3\n4 5\n", f);
+  fclose(f);
+  w0 = g_warnings;
+  g_object_set(e, "kernel-file", bad, NULL);
+  CHECK_REFUSED(w0, "ragged.txt");
+  g_free(bad);
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "sharpen");
+  w0 = g_warnings;
+  g_object_set(e, "size", 5u, NULL);
+  CHECK_REFUSED(w0, "size");
+  guint size;
+  g_object_get(e, "size", &size, NULL);
+  CHECK(size == 0, "size %u after a refusal", size);
+  w0 = g_warnings;
+  g_object_set(e, "sigma", 1.5, NULL);
+  CHECK_REFUSED(w0, "sigma");
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "none");
+  g_object_set(e, "size", 4u, NULL); /* no preset: nothing to refuse yet */
+  w0 = g_warnings;
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "laplacian");
+  CHECK_REFUSED(w0, "preset");
+  gint preset;
+  g_object_get(e, "preset", &preset, NULL);
+  CHECK(preset == 0, "preset %d after a refusal", preset);
+  w0 = g_warnings;
+  g_object_set(e, "components", "rgq", NULL);
+  CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "components", "9", NULL);
+  CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "components", "ry", NULL);
+  CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "cval", (float)NAN, NULL);
+  CHECK_REFUSED(w0, "cval");
+  w0 = g_warnings;
+  g_object_set(e, "scale", (float)NAN, NULL);
+  CHECK_REFUSED(w0, "scale");
+  gst_object_unref(e);
+  kern_free(&k);
+
+  /* settings that disagree at negotiation: an element error */
+  static const struct {
+    const char *what, *fmt, *expect;
+  } neg[] = {
+      {"wrong length", "GRAY8", "6 taps"},
+      {"not square", "RGBA", "not a square"},
+      {"components of another family", "I420", "components"},
+      {"gray without its component", "GRAY16_LE", "components"},
+  };
+  for (unsigned i = 0; i < sizeof neg / sizeof *neg; i++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("bad values at negotiation: %s: ", neg[i].what);
+    if (i == 0) {
+      kern_make(&c.k, &r, 1, 2, 3, 0);
+      set_kernel(c.h->element, &c.k);
+      g_object_set(c.h->element, "kernel-width", 4u, NULL);
+    } else if (i == 1) {
+      kern_make(&c.k, &r, 1, 2, 3, 0);
+      set_kernel(c.h->element, &c.k);
+      g_object_set(c.h->element, "kernel-width", 0u, "kernel-height", 0u,
+                   NULL);
+    } else {
+      g_object_set(c.h->element, "components", i == 2 ? "rgb" : "uv", NULL);
+    }
+    const gfmt *nf = NULL;
+    for (unsigned j = 0; j < NFORMATS; j++)
+      if (!strcmp(formats[j].gst, neg[i].fmt))
+        nf = &formats[j];
+    CHECK(nf != NULL, "no format %s", neg[i].fmt);
+    set_caps(&c, nf, 8, 8);
+    GstBuffer *b = make_input(&r, &c, 0);
+    GstFlowReturn fr = gst_harness_push(c.h, b);
+    CHECK(fr != GST_FLOW_OK, "push returned OK");
+    char msg[1024];
+    CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "no error posted");
+    CHECK(strstr(msg, neg[i].expect) != NULL, "error '%s' does not say '%s'",
+          msg, neg[i].expect);
+    gcase_close(&c);
+  }
+
+  /* the cuda backend where none is usable */
+  if (cf_backend_available(CF_BACKEND_CUDA, NULL) != CF_OK) {
+    gcase c;
+    gcase_open(&c);
+    set_case("bad values: backend cuda without a device: ");
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "backend", "cuda");
+    set_caps(&c, &formats[2], 8, 8);
+    GstFlowReturn fr = gst_harness_push(c.h, make_input(&r, &c, 0));
+    CHECK(fr != GST_FLOW_OK, "push returned OK");
+    char msg[1024];
+    CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "no error posted");
+    CHECK(strstr(msg, "cuda") != NULL, "error '%s' does not say cuda", msg);
+    gcase_close(&c);
+  }
+
+  /* while streaming: the previous kernel stays */
+  {
+    gcase c;
+    gcase_open(&c);
+    set_case("bad values while streaming: ");
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 0);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "good kernel");
+    char msg[1024];
+    /* 9 taps against 4 x 2: an element warning, the frame still filtered */
+    kern nk = {0};
+    kern_make(&nk, &r, 1, 3, 3, 0);
+    g_object_set(c.h->element, "kernel-width", 0u, "kernel-height", 0u,
+                 NULL);
+    set_kernel(c.h->element, &nk);
+    g_object_set(c.h->element, "kernel-width", 4u, "kernel-height", 2u,
+                 NULL);
+    push_check(&c, &r, 0, 0, "kept kernel after a wrong length");
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+          "no warning posted for a wrong length");
+    CHECK(strstr(msg, "9 taps"), "warning '%s' does not say '9 taps'", msg);
+    push_check(&c, &r, 0, 0, "kept kernel, once reported");
+    CHECK(!bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+          "a second warning: %s", msg);
+    /* the kernel fixed: it applies */
+    g_object_set(c.h->element, "kernel-width", 3u, "kernel-height", 3u,
+                 NULL);
+    kern_free(&c.k);
+    c.k = nk;
+    memset(&nk, 0, sizeof nk); /* c.k owns the taps now */
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "fixed kernel");
+    /* refused values leave it */
+    kern_make(&nk, &r, 1, 3, 3, 0);
+    nk.taps[2] = NAN;
+    w0 = g_warnings;
+    set_kernel(c.h->element, &nk);
+    CHECK_REFUSED(w0, "kernel");
+    kern_free(&nk);
+    char *missing2 = tmp_path("nothing.txt");
+    w0 = g_warnings;
+    g_object_set(c.h->element, "kernel-file", missing2, NULL);
+    CHECK_REFUSED(w0, "nothing.txt");
+    g_free(missing2);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "box");
+    g_object_set(c.h->element, "size", 0u, NULL);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "none");
+    set_kernel(c.h->element, &c.k);
+    push_check(&c, &r, 0, 0, "kept kernel after refusals");
+    /* a configuration the engine refuses: warning, the old engine stays */
+    if (family(c.fmt->cf) != 2) {
+      g_object_set(c.h->element, "components", "chroma", NULL);
+      push_check(&c, &r, 0, 0, "kept engine after bad components");
+      CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+            "no warning posted for bad components");
+      CHECK(strstr(msg, "components"), "warning '%s'", msg);
+    }
+    CHECK(!bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "error: %s", msg);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
+/* gst_element_factory_make, defaults, set/get round trips, and every
+ * property documented. */
+static void test_properties(void **state)
+{
+  (void)state;
+  set_case("properties: ");
+  GstElement *e = gst_element_factory_make("cudaconvolve", "cc");
+  CHECK(e != NULL, "no cudaconvolve");
+  guint n;
+  GParamSpec **ps = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
+  static const char *const ours[] = {
+      "kernel", "kernel-width", "kernel-height", "kernel-file", "preset",
+      "size", "sigma", "border", "cval", "scale", "bias", "absolute",
+      "components", "backend", "device-id", "pipeline-depth", "threads",
+      "backend-in-use"};
+  for (unsigned i = 0; i < sizeof ours / sizeof *ours; i++) {
+    GParamSpec *p = g_object_class_find_property(G_OBJECT_GET_CLASS(e),
+                                                 ours[i]);
+    CHECK(p != NULL, "no property %s", ours[i]);
+    const char *nick = g_param_spec_get_nick(p),
+               *blurb = g_param_spec_get_blurb(p);
+    CHECK(nick && *nick && strcmp(nick, ours[i]) && blurb &&
+              strlen(blurb) > 10,
+          "property %s is not documented (nick '%s', blurb '%s')", ours[i],
+          nick ? nick : "", blurb ? blurb : "");
+  }
+  g_free(ps);
+
+  /* defaults */
+  gchar *comps, *file, *in_use;
+  guint kw, kh, size, depth, threads;
+  gint preset, border, backend, dev;
+  gdouble sigma;
+  gfloat cval, scale, bias;
+  gboolean absolute;
+  g_object_get(e, "kernel-width", &kw, "kernel-height", &kh, "kernel-file",
+               &file, "preset", &preset, "size", &size, "sigma", &sigma,
+               "border", &border, "cval", &cval, "scale", &scale, "bias",
+               &bias, "absolute", &absolute, "components", &comps, "backend",
+               &backend, "device-id", &dev, "pipeline-depth", &depth,
+               "threads", &threads, "backend-in-use", &in_use, NULL);
+  CHECK(kw == 0 && kh == 0 && !file && preset == 0 && size == 0 &&
+            sigma == 0.0 && border == CF_BORDER_REFLECT && cval == 0.0f &&
+            scale == 1.0f && bias == 0.0f && !absolute &&
+            !strcmp(comps, "all") && backend == CF_BACKEND_AUTO && dev == 0 &&
+            depth == 2 && threads == 0 && !in_use,
+        "unexpected defaults");
+  g_free(comps);
+
+  /* round trips */
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "unsharp");
+  gst_util_set_object_arg(G_OBJECT(e), "border", "wrap");
+  gst_util_set_object_arg(G_OBJECT(e), "backend", "cpu");
+  g_object_set(e, "kernel-width", 4u, "kernel-height", 2u, "size", 7u,
+               "sigma", 1.25, "cval", 17.5f, "scale", -2.0f, "bias", 128.0f,
+               "absolute", TRUE, "components", "gb", "device-id", 3,
+               "pipeline-depth", 0u, "threads", 2u, NULL);
+  g_object_get(e, "kernel-width", &kw, "kernel-height", &kh, "preset",
+               &preset, "size", &size, "sigma", &sigma, "border", &border,
+               "cval", &cval, "scale", &scale, "bias", &bias, "absolute",
+               &absolute, "components", &comps, "backend", &backend,
+               "device-id", &dev, "pipeline-depth", &depth, "threads",
+               &threads, NULL);
+  CHECK(kw == 4 && kh == 2 && preset == CF_PRESET_UNSHARP + 1 && size == 7 &&
+            sigma == 1.25 && border == CF_BORDER_WRAP && cval == 17.5f &&
+            scale == -2.0f && bias == 128.0f && absolute &&
+            !strcmp(comps, "gb") && backend == CF_BACKEND_CPU && dev == 3 &&
+            depth == 0 && threads == 2,
+        "properties do not read back as set");
+  g_free(comps);
+  /* the kernel array, from a string as gst-launch gives it */
+  gst_util_set_object_arg(G_OBJECT(e), "kernel", "<1, -2.5, 3, 0.125>");
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(e), "kernel", &v);
+  static const float want[] = {1.0f, -2.5f, 3.0f, 0.125f};
+  CHECK(gst_value_array_get_size(&v) == 4, "kernel length %u",
+        gst_value_array_get_size(&v));
+  for (unsigned i = 0; i < 4; i++)
+    CHECK(g_value_get_float(gst_value_array_get_value(&v, i)) == want[i],
+          "kernel tap %u", i);
+  g_value_unset(&v);
+  /* a kernel file */
+  kern k = {0};
+  ref_rng r;
+  test_rng(&r, 9);
+  kern_make(&k, &r, 1, 2, 5, 1);
+  char *path = write_text("props.txt", &k);
+  g_object_set(e, "kernel-file", path, NULL);
+  g_object_get(e, "kernel-file", &file, NULL);
+  CHECK(file && !strcmp(file, path), "kernel-file reads back as %s",
+        file ? file : "NULL");
+  g_free(file);
+  g_free(path);
+  kern_free(&k);
+  gst_object_unref(e);
+  tmp_cleanup();
+}
+
+/* Upstream is offered a video pool on the cudafilter host allocator. */
+static void test_allocation(void **state)
+{
+  (void)state;
+  set_case("allocation: ");
+  ref_rng r;
+  test_rng(&r, 10);
+  gcase c;
+  gcase_open(&c);
+  rand_case(&c, &r, &formats[8], 1, 0);
+  GstCaps *caps = gst_video_info_to_caps(&c.info);
+  GstQuery *q = gst_query_new_allocation(caps, TRUE);
+  CHECK(gst_pad_peer_query(c.h->srcpad, q), "allocation query failed");
+  CHECK(gst_query_get_n_allocation_pools(q) >= 1, "no pool proposed");
+  GstBufferPool *pool = NULL;
+  guint size, minb, maxb;
+  gst_query_parse_nth_allocation_pool(q, 0, &pool, &size, &minb, &maxb);
+  CHECK(pool && GST_IS_VIDEO_BUFFER_POOL(pool), "not a video buffer pool");
+  CHECK(size >= GST_VIDEO_INFO_SIZE(&c.info), "pool size %u", size);
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstAllocator *alloc = NULL;
+  CHECK(gst_buffer_pool_config_get_allocator(config, &alloc, NULL) && alloc,
+        "pool without an allocator");
+  CHECK(!strcmp(G_OBJECT_TYPE_NAME(alloc), "CfGstHostAllocator"),
+        "pool allocator %s", G_OBJECT_TYPE_NAME(alloc));
+  CHECK(gst_buffer_pool_config_has_option(config,
+                                          GST_BUFFER_POOL_OPTION_VIDEO_META),
+        "pool without the video meta option");
+  gst_structure_free(config);
+  guint idx;
+  CHECK(gst_query_find_allocation_meta(q, GST_VIDEO_META_API_TYPE, &idx),
+        "video meta not offered");
+  /* buffers from it go through the element */
+  CHECK(gst_buffer_pool_set_active(pool, TRUE), "pool does not start");
+  GstBuffer *b = NULL;
+  CHECK(gst_buffer_pool_acquire_buffer(pool, &b, NULL) == GST_FLOW_OK,
+        "no buffer from the pool");
+  GstFlowReturn fr = gst_harness_push(c.h, b);
+  CHECK(fr == GST_FLOW_OK, "push: %s", gst_flow_get_name(fr));
+  GstBuffer *out = gst_harness_try_pull(c.h);
+  CHECK(out != NULL, "no output");
+  gst_buffer_unref(out);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_query_unref(q);
+  gst_caps_unref(caps);
+  gcase_close(&c);
+}
+
+static guint8 *read_file(const char *path, gsize *len)
+{
+  gchar *data = NULL;
+  GError *err = NULL;
+  CHECK(g_file_get_contents(path, &data, len, &err), "cannot read %s: %s",
+        path, err ? err->message : "?");
+  return (guint8 *)data;
+}
+
+/* A real pipeline from gst_parse_launch: videotestsrc, a tee writing the
+ * input and the filtered frames to files, compared with the reference. */
+static void test_pipeline(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 11);
+  gcase c;
+  memset(&c, 0, sizeof c);
+  const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+  unsigned w = (unsigned)ref_rng_range(&r, 5, 70),
+           h = (unsigned)ref_rng_range(&r, 5, 50);
+  set_case("pipeline: ");
+  /* a kernel of eighths, exact in the text of the launch line */
+  unsigned kh = (unsigned)ref_rng_range(&r, 1, 5),
+           kw = (unsigned)ref_rng_range(&r, 1, 5);
+  c.k.t = 1;
+  c.k.kh = kh;
+  c.k.kw = kw;
+  c.k.taps = xalloc(kh * kw * sizeof(float));
+  GString *ks = g_string_new("<");
+  for (unsigned i = 0; i < kh * kw; i++) {
+    c.k.taps[i] = (float)((double)ref_rng_range(&r, 0, 8) - 2.0) / 8.0f;
+    g_string_append_printf(ks, "%s%g", i ? "," : "", (double)c.k.taps[i]);
+  }
+  g_string_append(ks, ">");
+  char *in_path = tmp_path("in.raw"), *out_path = tmp_path("out.raw");
+  cf_video_config_init(&c.cfg);
+  c.cfg.width = w;
+  c.cfg.height = h;
+  c.cfg.format = f->cf;
+  c.cfg.border = (cf_border)(ref_rng_u64(&r) % 5);
+  c.cfg.cval = 40.0f;
+  c.cfg.bias = 10.0f;
+  c.cfg.components = family(f->cf) == 0 ? CF_COMP_Y : CF_COMP_ALL;
+  gchar *line = g_strdup_printf(
+      "videotestsrc num-buffers=5 pattern=snow ! capsfilter "
+      "caps=\"video/x-raw,format=%s,width=%u,height=%u,framerate=25/1\" ! "
+      "tee name=t ! queue ! filesink location=\"%s\" "
+      "t. ! queue ! cudaconvolve backend=cpu threads=1 kernel=\"%s\" "
+      "kernel-width=%u kernel-height=%u border=%s cval=40 bias=10 ! "
+      "filesink location=\"%s\"",
+      f->gst, w, h, in_path, ks->str, kw, kh, border_names[c.cfg.border],
+      out_path);
+  g_string_free(ks, TRUE);
+  add_case("%s", line);
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch(line, &err);
+  g_free(line);
+  CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE,
+        "pipeline does not start");
+  GstBus *bus = gst_element_get_bus(pipe);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  char msg[1024] = "timeout";
+  int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
+  if (m && !eos) {
+    GError *e2 = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error(m, &e2, &dbg);
+    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "",
+             dbg ? dbg : "");
+    g_clear_error(&e2);
+    g_free(dbg);
+  }
+  if (m)
+    gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(pipe);
+  CHECK(eos, "pipeline did not reach EOS: %s", msg);
+
+  GstCaps *caps = gst_caps_from_string("video/x-raw");
+  gst_caps_set_simple(caps, "format", G_TYPE_STRING, f->gst, "width",
+                      G_TYPE_INT, (int)w, "height", G_TYPE_INT, (int)h,
+                      "framerate", GST_TYPE_FRACTION, 25, 1, NULL);
+  CHECK(gst_video_info_from_caps(&c.info, caps), "caps");
+  gst_caps_unref(caps);
+  c.fmt = f;
+  CHECK(ref2d_fmt_get(f->cf, &c.d), "ref2d");
+  gcase_new_ref(&c);
+  gsize in_len, out_len, fs = GST_VIDEO_INFO_SIZE(&c.info);
+  guint8 *in = read_file(in_path, &in_len), *out = read_file(out_path,
+                                                             &out_len);
+  CHECK(in_len == 5 * fs && out_len == 5 * fs,
+        "file sizes %zu and %zu, want %zu", (size_t)in_len, (size_t)out_len,
+        (size_t)(5 * fs));
+  for (unsigned i = 0; i < 5; i++) {
+    cf_frame fin, fout, want;
+    memset(&fin, 0, sizeof fin);
+    memset(&fout, 0, sizeof fout);
+    for (unsigned p = 0; p < GST_VIDEO_INFO_N_PLANES(&c.info); p++) {
+      fin.data[p] = in + i * fs + GST_VIDEO_INFO_PLANE_OFFSET(&c.info, p);
+      fout.data[p] = out + i * fs + GST_VIDEO_INFO_PLANE_OFFSET(&c.info, p);
+      fin.stride[p] = fout.stride[p] =
+          (size_t)GST_VIDEO_INFO_PLANE_STRIDE(&c.info, p);
+    }
+    uint8_t *mem[3] = {NULL, NULL, NULL};
+    ref_frame(&c, &fin, &want, mem);
+    compare(&c, &fin, &fout, &want, "pipeline frame");
+    for (unsigned p = 0; p < 3; p++)
+      free(mem[p]);
+  }
+  g_free(in);
+  g_free(out);
+  g_free(in_path);
+  g_free(out_path);
+  ref2d_video_free(c.ref);
+  kern_free(&c.k);
+  tmp_cleanup();
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  tmp_cleanup();
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  gst_init(&argc, &argv);
+  g_log_set_handler("cudaconvolve", G_LOG_LEVEL_WARNING, on_warning, NULL);
+  g_log_set_handler("GLib-GObject", G_LOG_LEVEL_WARNING, on_warning, NULL);
+  check_variant = "gst-cpu";
+  check_seed = ref_seed();
+  const char *filter = getenv("CF_TEST_FILTER"), *skip = getenv("CF_TEST_SKIP");
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
+  if (skip && *skip)
+    cmocka_set_skip_filter(skip);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_properties, teardown),
+      cmocka_unit_test_teardown(test_formats, teardown),
+      cmocka_unit_test_teardown(test_padded_strides, teardown),
+      cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
+      cmocka_unit_test_teardown(test_change_while_playing, teardown),
+      cmocka_unit_test_teardown(test_renegotiation, teardown),
+      cmocka_unit_test_teardown(test_latency, teardown),
+      cmocka_unit_test_teardown(test_timestamps, teardown),
+      cmocka_unit_test_teardown(test_bad_values, teardown),
+      cmocka_unit_test_teardown(test_allocation, teardown),
+      cmocka_unit_test_teardown(test_pipeline, teardown),
+  };
+  int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
+  gst_deinit();
+  return rc;
+}
