@@ -21,6 +21,76 @@ cudaError_t cf_k_crossfade(float *y_new, const float *y_old, size_t frames,
                            unsigned channels, size_t pos, size_t X,
                            cudaStream_t stream);
 
+/* ---- audio: 1D streaming (kernels/ring.cu, fir1d.cu, ols.cu) -----------
+ * The input lives on the device as planar rings: channel c's frame at
+ * absolute time tau is ring[c * (rmask + 1) + (tau & rmask)]. The time of
+ * the step being computed is read from device memory (*d_t), so that a
+ * captured CUDA graph replays unchanged; cf_k_time_advance moves it on. */
+
+/* ring <- `frames` interleaved frames of `in` at times *d_t + f. */
+cudaError_t cf_k_ring_write(float *ring, size_t rmask, const float *in,
+                            unsigned channels, unsigned frames,
+                            const unsigned long long *d_t,
+                            cudaStream_t stream);
+/* *d_t += frames (one thread). */
+cudaError_t cf_k_time_advance(unsigned long long *d_t, unsigned frames,
+                              cudaStream_t stream);
+
+/* Direct FIR (kernels/fir1d.cu). Output o sums its routes
+ * [route_off[o], route_off[o + 1]): input `in` convolved with the `len`
+ * taps at `off` (len a multiple of CF_FIR1D_TAP_PAD, zero padded). */
+#define CF_FIR1D_TAP_PAD 8u
+typedef struct cf_fir1d_route {
+  unsigned in, len;
+  unsigned long long off; /* into `taps`, or into the constant pool */
+} cf_fir1d_route;
+/* y[f * cout + o] = sum_routes sum_k h[k] x_in[*d_t + f - k] for f <
+ * frames (x before time 0 is 0). const_taps != 0: `off` is into the
+ * constant pool (cf_k_fir1d_const_put), else into the device array taps.
+ * max_len: the longest route's len. */
+cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
+                       size_t rmask, const unsigned long long *d_t,
+                       unsigned frames, const cf_fir1d_route *routes,
+                       const unsigned *route_off, unsigned max_len,
+                       const float *taps, int const_taps,
+                       cudaStream_t stream);
+/* Place n taps in the __constant__ pool shared by all engines of the
+ * process: *off where they went, or *placed = 0 when the pool is full
+ * (then use device memory). Blocking copy; release with ..._drop. */
+cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,
+                                 size_t *off, int *placed);
+void cf_k_fir1d_const_drop(size_t off, size_t n);
+
+/* Uniformly partitioned overlap-save (kernels/ols.cu), block B, FFT size
+ * 2B, bins = B + 1; spectra are float2 (cufftComplex). */
+typedef struct cf_ols_route {
+  unsigned in, parts;     /* input channel, partitions of this kernel */
+  unsigned long long hoff; /* its spectra: parts x bins, from here */
+} cf_ols_route;
+/* xw[c * 2B + i] = x_c[*d_t - B + i], i < 2B (0 before time 0). */
+cudaError_t cf_k_ols_window(float *xw, const float *ring, size_t rmask,
+                            unsigned channels, unsigned B,
+                            const unsigned long long *d_t,
+                            cudaStream_t stream);
+/* fdl[(c * pcap + (*d_t / B) % pcap) * bins + k] = X[c * bins + k]. */
+cudaError_t cf_k_ols_push(void *fdl, const void *X, unsigned channels,
+                          unsigned B, unsigned pcap,
+                          const unsigned long long *d_t, cudaStream_t stream);
+/* partial[(g * cout + o) * bins + k] = the part g of groups of
+ * sum_routes sum_p H[hoff + p * bins + k] * fdl[in][block - p][k]. */
+cudaError_t cf_k_ols_cmac(void *partial, const void *fdl, const void *H,
+                          const cf_ols_route *routes,
+                          const unsigned *route_off, unsigned cout,
+                          unsigned B, unsigned pcap, unsigned groups,
+                          const unsigned long long *d_t,
+                          cudaStream_t stream);
+/* Y[o * bins + k] = sum_g partial[(g * cout + o) * bins + k], in order. */
+cudaError_t cf_k_ols_reduce(void *Y, const void *partial, unsigned cout,
+                            unsigned B, unsigned groups, cudaStream_t stream);
+/* y[f * cout + o] = scale * yw[o * 2B + B + f], f < B. */
+cudaError_t cf_k_ols_extract(float *y, const float *yw, unsigned cout,
+                             unsigned B, float scale, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

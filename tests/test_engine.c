@@ -44,6 +44,10 @@ static const variant variants[] = {
   {"cpu-fft-nonuniform", CF_BACKEND_CPU, CF_ALGO_FFT_NONUNIFORM, 3},
   {"cpu-auto", CF_BACKEND_CPU, CF_ALGO_AUTO, 4},
   {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO_AUTO, 5},
+  /* the CUDA paths forced: kernels/fir1d.cu (latency 0) and the uniform
+   * overlap-save of kernels/ols.cu (latency block - 1) */
+  {"cuda-direct", CF_BACKEND_CUDA, CF_ALGO_DIRECT, 6},
+  {"cuda-fft-uniform", CF_BACKEND_CUDA, CF_ALGO_FFT_UNIFORM, 7},
 };
 
 static const variant *V;   /* the variant running now */

@@ -10,6 +10,9 @@
 
 
 #define MAX_BLOCK ((size_t)1 << 16)
+/* backend=auto on CUDA: process() goes to the device in pieces of at most
+ * this many frames, each first kept in the fallback ring. */
+#define FB_PIECE ((size_t)1 << 16)
 
 CF_PUBLIC void cf_audio_config_init(cf_audio_config *cfg)
 {
@@ -82,6 +85,134 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
   return cf_fail(CF_E_INVALID, "engine: unknown backend %d", (int)requested);
 }
 
+/* ---- backend=auto: switching from CUDA to the CPU mid-stream ----------
+ * While auto runs on CUDA, the engine keeps the last L_max - 1 + block
+ * input frames (plus the piece being processed) on the host. When the
+ * device fails, a CPU backend of the same latency (direct for latency 0,
+ * uniform FFT for block - 1) is built with the newest kernel set, primed
+ * with that history (its output discarded), and it processes the failed
+ * piece: no sample is lost or repeated. A crossfade running at that
+ * moment completes at once (the CPU starts with the newest kernel). */
+
+static int fb_active(const cf_engine *e)
+{
+  return e->requested == CF_BACKEND_AUTO && e->backend == CF_BACKEND_CUDA &&
+         e->fb;
+}
+
+/* (Re)size the ring for the current kernel, keeping its contents. */
+static cf_status fb_prepare(cf_engine *e, const cf_kernel *k)
+{
+  if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
+    return CF_OK;
+  size_t need = cf_kernel_max_len(k) + e->cfg.block_size + FB_PIECE, cap = 1;
+  while (cap < need)
+    cap <<= 1;
+  cf_kernel *copy = NULL;
+  cf_status s = cf_kernel_copy(k, &copy);
+  if (s != CF_OK)
+    return s;
+  if (!e->fb || cap > e->fb_mask + 1) {
+    float *fb = calloc(cap * e->cin, sizeof *fb);
+    if (!fb) {
+      cf_kernel_free(copy);
+      return cf_fail(CF_E_NOMEM, "engine: out of memory for the CPU "
+                     "fallback history (%zu frames)", cap);
+    }
+    if (e->fb) /* keep the frames already seen */
+      for (size_t i = 0; i <= e->fb_mask && i < e->fb_t; i++) {
+        unsigned long long t = e->fb_t - 1 - i;
+        memcpy(fb + (t & (cap - 1)) * e->cin,
+               e->fb + (t & e->fb_mask) * e->cin, e->cin * sizeof(float));
+      }
+    free(e->fb);
+    e->fb = fb;
+    e->fb_mask = cap - 1;
+  }
+  cf_kernel_free(e->kernel);
+  e->kernel = copy;
+  return CF_OK;
+}
+
+static void fb_record(cf_engine *e, const float *in, size_t n)
+{
+  for (size_t i = 0; i < n;) {
+    size_t at = (size_t)(e->fb_t & e->fb_mask), m = e->fb_mask + 1 - at;
+    if (m > n - i)
+      m = n - i;
+    memcpy(e->fb + at * e->cin, in + i * e->cin, m * e->cin * sizeof(float));
+    e->fb_t += m;
+    i += m;
+  }
+}
+
+static void fb_clear(cf_engine *e)
+{
+  if (e->fb)
+    memset(e->fb, 0, (e->fb_mask + 1) * e->cin * sizeof(float));
+  e->fb_t = 0;
+}
+
+/* The device failed on the last `piece` frames recorded: continue on the
+ * CPU, writing that piece's output to out (NULL: nothing to replay). */
+static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
+                           cf_status why)
+{
+  char reason[256];
+  snprintf(reason, sizeof reason, "%s", cf_last_error());
+  size_t lat = e->ops->latency(e->impl);
+  cf_audio_config cfg = e->cfg;
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.algorithm = lat ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
+  void *impl = NULL;
+  const cf_backend_ops *ops = NULL;
+  cf_status s = cf_cpu_fir_new(&cfg, e->kernel, e->cout, &impl, &ops);
+  if (s != CF_OK)
+    return s;
+  if (ops->latency(impl) != lat) {
+    ops->destroy(impl);
+    return cf_fail(why, "engine: the CUDA backend failed (%s) and the CPU "
+                   "cannot take over at latency %zu", reason, lat);
+  }
+  size_t hist = cf_kernel_max_len(e->kernel) - 1 + e->cfg.block_size;
+  unsigned long long end = e->fb_t, from = end - piece;
+  unsigned long long start = from > hist ? from - hist : 0;
+  size_t step = 4096;
+  float *x = malloc(step * e->cin * sizeof(float));
+  float *y = malloc(step * e->cout * sizeof(float));
+  if (!x || !y) {
+    free(x), free(y);
+    ops->destroy(impl);
+    return cf_fail(CF_E_NOMEM, "engine: out of memory switching to the CPU");
+  }
+  for (unsigned long long t = start; s == CF_OK && t < end;) {
+    size_t m = end - t < step ? (size_t)(end - t) : step;
+    if (t < from && from - t < m)
+      m = (size_t)(from - t); /* priming and replay never share a step */
+    for (size_t i = 0; i < m; i++)
+      memcpy(x + i * e->cin, e->fb + ((t + i) & e->fb_mask) * e->cin,
+             e->cin * sizeof(float));
+    int replay = t >= from;
+    s = ops->process(impl, x, replay ? out + (t - from) * e->cout : y, m);
+    t += m;
+  }
+  free(x);
+  free(y);
+  if (s != CF_OK) {
+    ops->destroy(impl);
+    return s;
+  }
+  e->ops->destroy(e->impl);
+  e->impl = impl;
+  e->ops = ops;
+  e->backend = CF_BACKEND_CPU;
+  free(e->fb);
+  e->fb = NULL;
+  fprintf(stderr, "cudafilter: CUDA failed (%s); continuing on the CPU\n",
+          reason);
+  return CF_OK;
+}
+
 CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
                                         const cf_kernel *kernel,
                                         cf_engine **out)
@@ -126,6 +257,9 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
     s = cf_cpu_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
   e->backend = backend;
   e->requested = cfg->backend;
+  e->cfg = *cfg;
+  if (s == CF_OK && (s = fb_prepare(e, kernel)) != CF_OK)
+    e->ops->destroy(e->impl);
   if (s != CF_OK) {
     free(e);
     return s;
@@ -142,6 +276,8 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
     e->vops->destroy(e->impl);
   else
     e->ops->destroy(e->impl);
+  cf_kernel_free(e->kernel);
+  free(e->fb);
   free(e);
 }
 
@@ -159,7 +295,21 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
   if (in == out && e->cin != e->cout)
     return cf_fail(CF_E_INVALID, "process: in-place needs equal channel "
                    "counts (%u in, %u out)", e->cin, e->cout);
-  return e->ops->process(e->impl, in, out, frames);
+  if (!fb_active(e))
+    return e->ops->process(e->impl, in, out, frames);
+  while (frames) {
+    size_t m = frames < FB_PIECE ? frames : FB_PIECE;
+    fb_record(e, in, m);
+    cf_status s = e->ops->process(e->impl, in, out, m);
+    if (s != CF_OK && (s = fb_switch(e, m, out, s)) != CF_OK)
+      return s;
+    in += m * e->cin;
+    out += m * e->cout;
+    frames -= m;
+    if (!fb_active(e) && frames)
+      return e->ops->process(e->impl, in, out, frames);
+  }
+  return CF_OK;
 }
 
 CF_PUBLIC size_t cf_engine_latency(const cf_engine *e)
@@ -185,7 +335,12 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
                    "holds %zu", need, capacity);
   if (need && !out)
     return cf_fail(CF_E_INVALID, "drain: NULL buffer");
-  return e->ops->drain(e->impl, out, capacity, written);
+  cf_status s = e->ops->drain(e->impl, out, capacity, written);
+  if (s != CF_OK && fb_active(e) && (s = fb_switch(e, 0, NULL, s)) == CF_OK)
+    s = e->ops->drain(e->impl, out, capacity, written);
+  if (s == CF_OK)
+    fb_clear(e);
+  return s;
 }
 
 CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
@@ -194,6 +349,7 @@ CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
     e->vops->reset(e->impl);
   else
     e->ops->reset(e->impl);
+  fb_clear(e);
   return CF_OK;
 }
 
@@ -212,7 +368,9 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
   if (cout != e->cout)
     return cf_fail(CF_E_INVALID, "set_kernel: the new kernel set has %u "
                    "outputs, the stream has %u", cout, e->cout);
-  return e->ops->set_kernel(e->impl, kernel, crossfade);
+  if ((s = e->ops->set_kernel(e->impl, kernel, crossfade)) != CF_OK)
+    return s;
+  return fb_prepare(e, kernel);
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }

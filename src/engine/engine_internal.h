@@ -28,6 +28,14 @@ struct cf_engine {
                            back to the CPU mid-stream) */
   unsigned cin, cout;
   char desc[320];
+  /* backend=auto running on CUDA: what a switch to the CPU mid-stream
+   * needs (engine.c, fallback_*): the configuration, the newest kernel
+   * set, and a ring of the last input frames (fb_mask + 1 frames). */
+  cf_audio_config cfg;
+  cf_kernel *kernel;
+  float *fb;
+  size_t fb_mask;
+  unsigned long long fb_t;
 };
 
 /* CF_OK with *out set to the backend that will run, or the reason the

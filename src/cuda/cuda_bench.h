@@ -1,0 +1,18 @@
+/* Internal, not installed: the kernel-only measurement that
+ * bench/bench_gpu_audio.c makes of the direct 1D kernel. */
+#ifndef CF_CUDA_BENCH_H
+#define CF_CUDA_BENCH_H
+
+#include <stddef.h>
+
+#include "cudafilter/error.h"
+
+/* Run kernels/fir1d.cu `iters` times over `frames` frames of `channels`
+ * device-resident channels (shared kernel of `taps` random taps, taps in
+ * the constant pool when they fit) and return the mean seconds per run,
+ * measured with CUDA events. */
+__attribute__((visibility("default"))) cf_status
+cf_cuda_bench_direct(unsigned taps, unsigned channels, size_t frames,
+                     int iters, double *seconds);
+
+#endif

@@ -1,0 +1,889 @@
+/* The CUDA 1D engine backend: the same contract as src/cpu/fir.c.
+ *
+ * Two paths, chosen at creation (the latency may not change later):
+ *  - direct (kernels/fir1d.cu), latency 0: every process() call is cut
+ *    into steps of at most `cap` frames, each step's outputs are ready
+ *    when the call returns;
+ *  - uniformly partitioned overlap-save (kernels/ols.cu + cuFFT), latency
+ *    B - 1 like the CPU's FFT paths: input collects into blocks of B
+ *    frames; when frame jB + B - 1 arrives, block j is computed and its
+ *    outputs y[jB .. jB + B) leave at output times jB + B - 1 ..
+ *    jB + 2B - 2.
+ * The input history lives on the device (a ring per channel, and for
+ * overlap-save a frequency-domain delay line of past block spectra), so a
+ * swapped-in kernel reads the past like the old one and needs no priming.
+ *
+ * Steps go through N slots (pinned staging, device buffers, a stream and
+ * two events each): step i waits on an event of step i - 1 (the compute
+ * is ordered through the device state), never on the host; the host waits
+ * only for outputs it must return. A step of the graph size (the block)
+ * with one kernel bank replays a CUDA graph captured at creation or
+ * set_kernel; other steps are enqueued call by call. Nothing is allocated
+ * in process(). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/kernel_internal.h"
+#include "cf_kernels.h"
+#include "cuda_internal.h"
+
+#define MAX_BANKS 4
+#define MAX_SLOTS 8
+#define DIRECT_STEP 8192     /* direct path: frames per step, at least */
+#define AUTO_DIRECT_TAPS 128 /* CF_ALGO_AUTO: direct up to this length */
+#define AUTO_DIRECT_BLOCK 16 /* ... and for any length below this block */
+#define CONST_TAPS_MAX 4096  /* a bank's taps try the constant pool */
+
+typedef struct slot {
+  float *h_in, *h_out; /* pinned */
+  float *d_in, *d_out;
+  cudaStream_t st;
+  cudaEvent_t ev_comp, ev_done; /* after the compute / after the download */
+  int busy;                     /* launched, not yet waited for */
+  int valid;                    /* h_out holds a finished step */
+  uint64_t w;                   /* output time of h_out[0] */
+  size_t len, emitted;          /* frames in h_out, frames handed out */
+} slot;
+
+typedef struct bank {
+  size_t lmax;
+  unsigned nroutes, max_len, groups, pmax;
+  unsigned *d_route_off;
+  void *d_routes;
+  float *d_taps; /* direct, when not in the constant pool */
+  int in_const;
+  size_t const_off, const_n;
+  cufftComplex *d_H, *d_partial, *d_Y; /* overlap-save */
+  float *d_yw;
+  float *d_y; /* its output (cap x cout) while blended */
+  cudaGraphExec_t gx[MAX_SLOTS];
+  int graph;
+} bank;
+
+typedef struct cfir {
+  unsigned cin, cout;
+  int device;
+  int ols;
+  int nonuniform_asked;
+  size_t B, cap, latency, hcap;
+  size_t rmask;
+  float *d_ring;
+  unsigned long long *d_t;
+  unsigned pcap; /* overlap-save: spectra kept per input */
+  float *d_xw;
+  cufftComplex *d_X, *d_fdl;
+  cufftHandle r2c, c2r;
+  int have_r2c, have_c2r;
+  slot s[MAX_SLOTS];
+  unsigned ns, cur;
+  int last; /* slot of the last launched step, -1 none */
+  size_t pos;
+  uint64_t t;
+  bank *b[MAX_BANKS];
+  unsigned nb;
+  uint64_t fade_s[MAX_BANKS];
+  size_t fade_x[MAX_BANKS];
+  bank *retired[MAX_BANKS];
+  unsigned nretired;
+  float *zeros;
+  int broken;
+  char graph_note[96];
+} cfir;
+
+/* ---- banks ------------------------------------------------------------- */
+
+static int route(const cf_kernel *k, unsigned o, unsigned i)
+{
+  switch (k->routing) {
+  case CF_ROUTING_SHARED:
+    return o == i ? 0 : -1;
+  case CF_ROUTING_PER_CHANNEL:
+    return o == i ? (int)i : -1;
+  case CF_ROUTING_MATRIX:
+    return k->len[o * k->inputs + i] ? (int)(o * k->inputs + i) : -1;
+  }
+  return -1;
+}
+
+static void bank_free(bank *b)
+{
+  if (!b)
+    return;
+  for (unsigned i = 0; i < MAX_SLOTS; i++)
+    if (b->gx[i])
+      (void)cudaGraphExecDestroy(b->gx[i]);
+  if (b->in_const)
+    cf_k_fir1d_const_drop(b->const_off, b->const_n);
+  void *p[] = {b->d_route_off, b->d_routes, b->d_taps, b->d_H, b->d_partial,
+               b->d_Y, b->d_yw, b->d_y};
+  for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+    if (p[i])
+      (void)cudaFree(p[i]); /* nothing to tell at free time */
+  free(b);
+}
+
+static size_t pad8(size_t n)
+{
+  return (n + CF_FIR1D_TAP_PAD - 1) / CF_FIR1D_TAP_PAD * CF_FIR1D_TAP_PAD;
+}
+
+static cf_status dev_alloc(void **p, size_t bytes)
+{
+  CF_CU(cf_cuda_malloc(p, bytes ? bytes : 1));
+  return CF_OK;
+}
+
+/* The direct bank: padded taps (constant pool or device), routes. */
+static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
+                             const int *kidx_off, float *host_taps,
+                             size_t ntaps)
+{
+  cf_fir1d_route *r = calloc(b->nroutes ? b->nroutes : 1, sizeof *r);
+  unsigned *off = calloc(f->cout + 1, sizeof *off);
+  cf_status s = CF_OK;
+  if (!r || !off)
+    s = cf_fail(CF_E_NOMEM, "cuda: out of memory");
+  unsigned e = 0;
+  for (unsigned o = 0; s == CF_OK && o < f->cout; o++) {
+    off[o] = e;
+    for (unsigned i = 0; i < f->cin; i++) {
+      int x = route(k, o, i);
+      if (x < 0)
+        continue;
+      r[e].in = i;
+      r[e].len = (unsigned)pad8(k->len[x]);
+      r[e].off = (unsigned long long)kidx_off[x];
+      e++;
+    }
+  }
+  off[f->cout] = e;
+  if (s == CF_OK && ntaps <= CONST_TAPS_MAX) {
+    size_t coff = 0;
+    int placed = 0;
+    cudaError_t err = cf_k_fir1d_const_put(host_taps, ntaps, &coff, &placed);
+    if (err != cudaSuccess)
+      s = cf_cuda_status(err, "cf_k_fir1d_const_put", __FILE__, __LINE__);
+    else if (placed) {
+      b->in_const = 1;
+      b->const_off = coff;
+      b->const_n = ntaps;
+      for (unsigned j = 0; j < e; j++)
+        r[j].off += coff;
+    }
+  }
+  if (s == CF_OK && !b->in_const) {
+    s = dev_alloc((void **)&b->d_taps, ntaps * sizeof(float));
+    if (s == CF_OK) {
+      cudaError_t err = cudaMemcpy(b->d_taps, host_taps, ntaps * sizeof(float),
+                                   cudaMemcpyHostToDevice);
+      if (err != cudaSuccess)
+        s = cf_cuda_status(err, "cudaMemcpy(taps)", __FILE__, __LINE__);
+    }
+  }
+  if (s == CF_OK)
+    s = dev_alloc(&b->d_routes, (e ? e : 1) * sizeof *r);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_route_off, (f->cout + 1) * sizeof *off);
+  if (s == CF_OK) {
+    cudaError_t err = cudaMemcpy(b->d_routes, r, (e ? e : 1) * sizeof *r,
+                                 cudaMemcpyHostToDevice);
+    if (err == cudaSuccess)
+      err = cudaMemcpy(b->d_route_off, off, (f->cout + 1) * sizeof *off,
+                       cudaMemcpyHostToDevice);
+    if (err != cudaSuccess)
+      s = cf_cuda_status(err, "cudaMemcpy(routes)", __FILE__, __LINE__);
+  }
+  free(r);
+  free(off);
+  return s;
+}
+
+/* The overlap-save bank: partition spectra of every kernel (one batched
+ * R2C at creation), routes, per-bank accumulation buffers. */
+static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
+{
+  size_t B = f->B, n = 2 * B, bins = B + 1, ptot = 0;
+  size_t *hoff = calloc(k->count, sizeof *hoff);
+  cf_ols_route *r = calloc(b->nroutes ? b->nroutes : 1, sizeof *r);
+  unsigned *off = calloc(f->cout + 1, sizeof *off);
+  float *host = NULL, *d_real = NULL;
+  cufftHandle plan = 0;
+  int have_plan = 0;
+  cf_status s = CF_OK;
+  if (!hoff || !r || !off)
+    s = cf_fail(CF_E_NOMEM, "cuda: out of memory");
+  for (unsigned x = 0; s == CF_OK && x < k->count; x++) {
+    hoff[x] = ptot;
+    size_t parts = (k->len[x] + B - 1) / B;
+    ptot += parts;
+    if (parts > b->pmax)
+      b->pmax = (unsigned)parts;
+  }
+  if (s == CF_OK && (host = calloc(ptot * n, sizeof *host)) == NULL)
+    s = cf_fail(CF_E_NOMEM, "cuda: out of memory for %zu kernel partitions",
+                ptot);
+  for (unsigned x = 0; s == CF_OK && x < k->count; x++)
+    for (size_t j = 0; j < k->len[x]; j++)
+      host[(hoff[x] + j / B) * n + j % B] = k->taps[x][j];
+  unsigned e = 0;
+  for (unsigned o = 0; s == CF_OK && o < f->cout; o++) {
+    off[o] = e;
+    for (unsigned i = 0; i < f->cin; i++) {
+      int x = route(k, o, i);
+      if (x < 0)
+        continue;
+      r[e].in = i;
+      r[e].parts = (unsigned)((k->len[x] + B - 1) / B);
+      r[e].hoff = (unsigned long long)(hoff[x] * bins);
+      e++;
+    }
+  }
+  off[f->cout] = e;
+  b->groups = (b->pmax + 63) / 64;
+  if (b->groups < 1)
+    b->groups = 1;
+  if (b->groups > 4096)
+    b->groups = 4096;
+  if (s == CF_OK && ptot) {
+    s = dev_alloc((void **)&d_real, ptot * n * sizeof(float));
+    if (s == CF_OK)
+      s = dev_alloc((void **)&b->d_H, ptot * bins * sizeof(cufftComplex));
+    if (s == CF_OK) {
+      cudaError_t err = cudaMemcpy(d_real, host, ptot * n * sizeof(float),
+                                   cudaMemcpyHostToDevice);
+      if (err != cudaSuccess)
+        s = cf_cuda_status(err, "cudaMemcpy(partitions)", __FILE__, __LINE__);
+    }
+    int nn = (int)n;
+    cufftResult fr = CUFFT_SUCCESS;
+    if (s == CF_OK) {
+      fr = cufftPlanMany(&plan, 1, &nn, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C,
+                         (int)ptot);
+      have_plan = fr == CUFFT_SUCCESS;
+      if (fr == CUFFT_SUCCESS)
+        fr = cufftSetStream(plan, f->s[0].st);
+      if (fr == CUFFT_SUCCESS)
+        fr = cufftExecR2C(plan, d_real, b->d_H);
+      if (fr != CUFFT_SUCCESS)
+        s = cf_cufft_status(fr, "kernel spectra (cufftPlanMany/ExecR2C)",
+                            __FILE__, __LINE__);
+    }
+    if (s == CF_OK) {
+      cudaError_t err = cudaStreamSynchronize(f->s[0].st);
+      if (err != cudaSuccess)
+        s = cf_cuda_status(err, "cudaStreamSynchronize", __FILE__, __LINE__);
+    }
+  }
+  if (have_plan)
+    (void)cufftDestroy(plan);
+  if (d_real)
+    (void)cudaFree(d_real);
+  free(host);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_partial,
+                  (size_t)b->groups * f->cout * bins * sizeof(cufftComplex));
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_Y, f->cout * bins * sizeof(cufftComplex));
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_yw, f->cout * n * sizeof(float));
+  if (s == CF_OK)
+    s = dev_alloc(&b->d_routes, (e ? e : 1) * sizeof *r);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_route_off, (f->cout + 1) * sizeof *off);
+  if (s == CF_OK) {
+    cudaError_t err = cudaMemcpy(b->d_routes, r, (e ? e : 1) * sizeof *r,
+                                 cudaMemcpyHostToDevice);
+    if (err == cudaSuccess)
+      err = cudaMemcpy(b->d_route_off, off, (f->cout + 1) * sizeof *off,
+                       cudaMemcpyHostToDevice);
+    if (err != cudaSuccess)
+      s = cf_cuda_status(err, "cudaMemcpy(routes)", __FILE__, __LINE__);
+  }
+  free(hoff);
+  free(r);
+  free(off);
+  return s;
+}
+
+/* Bank k's output for the step (frames m) into dst, on stream st. */
+static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
+                          cudaStream_t st)
+{
+  if (!f->ols) {
+    CF_LAUNCHED(cf_k_fir1d(dst, f->cout, f->d_ring, f->rmask, f->d_t,
+                           (unsigned)m, b->d_routes, b->d_route_off,
+                           b->max_len, b->d_taps, b->in_const, st));
+    return CF_OK;
+  }
+  CF_LAUNCHED(cf_k_ols_cmac(b->d_partial, f->d_fdl, b->d_H, b->d_routes,
+                            b->d_route_off, f->cout, (unsigned)f->B, f->pcap,
+                            b->groups, f->d_t, st));
+  CF_LAUNCHED(cf_k_ols_reduce(b->d_Y, b->d_partial, f->cout, (unsigned)f->B,
+                              b->groups, st));
+  CF_FFT(cufftSetStream(f->c2r, st));
+  CF_FFT(cufftExecC2R(f->c2r, b->d_Y, b->d_yw));
+  CF_LAUNCHED(cf_k_ols_extract(dst, b->d_yw, f->cout, (unsigned)f->B,
+                               1.0f / (float)(2 * f->B), st));
+  return CF_OK;
+}
+
+/* The compute of one step of m frames starting at input time y0 (already
+ * uploaded to s->d_in), with banks b[0..nb), output into s->d_out. */
+static cf_status compute(cfir *f, slot *s, bank *const *bk, unsigned nb,
+                         size_t m, uint64_t y0)
+{
+  cudaStream_t st = s->st;
+  cf_status r;
+  CF_LAUNCHED(cf_k_ring_write(f->d_ring, f->rmask, s->d_in, f->cin,
+                              (unsigned)m, f->d_t, st));
+  if (f->ols) {
+    CF_LAUNCHED(cf_k_ols_window(f->d_xw, f->d_ring, f->rmask, f->cin,
+                                (unsigned)f->B, f->d_t, st));
+    CF_FFT(cufftSetStream(f->r2c, st));
+    CF_FFT(cufftExecR2C(f->r2c, f->d_xw, f->d_X));
+    CF_LAUNCHED(cf_k_ols_push(f->d_fdl, f->d_X, f->cin, (unsigned)f->B,
+                              f->pcap, f->d_t, st));
+  }
+  for (unsigned k = 0; k < nb; k++)
+    if ((r = bank_run(f, bk[k], k + 1 == nb ? s->d_out : bk[k]->d_y, m,
+                      st)) != CF_OK)
+      return r;
+  /* The fold of engine.h's crossfades, as the CPU does: swap k blends
+   * over the banks before it from S_k, and is complete from S_k+1. */
+  const float *prev = nb > 1 ? bk[0]->d_y : NULL;
+  size_t cs = f->cout * sizeof(float);
+  for (unsigned k = 1; k < nb; k++) {
+    float *dst = k + 1 == nb ? s->d_out : bk[k]->d_y;
+    uint64_t S = f->fade_s[k], y1 = y0 + m;
+    uint64_t next = k + 1 < nb ? f->fade_s[k + 1] : UINT64_MAX;
+    uint64_t a = y0, e = S < y1 ? S : y1;
+    if (e > a)
+      CF_CU(cudaMemcpyAsync(dst, prev, (size_t)(e - a) * cs,
+                            cudaMemcpyDeviceToDevice, st));
+    a = S > y0 ? S : y0;
+    e = next < y1 ? next : y1;
+    if (e > a)
+      CF_LAUNCHED(cf_k_crossfade(dst + (a - y0) * f->cout,
+                                 prev + (a - y0) * f->cout, (size_t)(e - a),
+                                 f->cout, (size_t)(a - S), f->fade_x[k], st));
+    prev = dst;
+  }
+  CF_LAUNCHED(cf_k_time_advance(f->d_t, (unsigned)m, st));
+  return CF_OK;
+}
+
+/* Capture bank b's whole step (upload, compute, download) for slot i. */
+static cf_status capture(cfir *f, bank *b, unsigned i)
+{
+  slot *s = &f->s[i];
+  cudaGraph_t g = NULL;
+  size_t m = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
+  CF_CU(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
+  cf_status r = CF_OK;
+  cudaError_t err = cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
+                                    cudaMemcpyHostToDevice, s->st);
+  if (err != cudaSuccess)
+    r = cf_cuda_status(err, "cudaMemcpyAsync(upload)", __FILE__, __LINE__);
+  bank *one[1] = {b};
+  if (r == CF_OK)
+    r = compute(f, s, one, 1, m, 0);
+  if (r == CF_OK) {
+    err = cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
+                          cudaMemcpyDeviceToHost, s->st);
+    if (err != cudaSuccess)
+      r = cf_cuda_status(err, "cudaMemcpyAsync(download)", __FILE__, __LINE__);
+  }
+  err = cudaStreamEndCapture(s->st, &g);
+  if (r == CF_OK && err != cudaSuccess)
+    r = cf_cuda_status(err, "cudaStreamEndCapture", __FILE__, __LINE__);
+  if (r == CF_OK) {
+    err = cudaGraphInstantiate(&b->gx[i], g, 0);
+    if (err != cudaSuccess)
+      r = cf_cuda_status(err, "cudaGraphInstantiate", __FILE__, __LINE__);
+  }
+  if (g)
+    (void)cudaGraphDestroy(g);
+  return r;
+}
+
+static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
+{
+  *out = NULL;
+  bank *b = calloc(1, sizeof *b);
+  int *kidx_off = calloc(k->count, sizeof *kidx_off);
+  float *host_taps = NULL;
+  cf_status s = CF_OK;
+  if (!b || !kidx_off) {
+    free(b);
+    free(kidx_off);
+    return cf_fail(CF_E_NOMEM, "cuda: out of memory");
+  }
+  b->lmax = cf_kernel_max_len(k);
+  for (unsigned o = 0; o < f->cout; o++)
+    for (unsigned i = 0; i < f->cin; i++)
+      b->nroutes += route(k, o, i) >= 0;
+  if (!f->ols) {
+    size_t ntaps = 0;
+    for (unsigned x = 0; x < k->count; x++) {
+      kidx_off[x] = (int)ntaps;
+      ntaps += pad8(k->len[x]);
+      if (pad8(k->len[x]) > b->max_len)
+        b->max_len = (unsigned)pad8(k->len[x]);
+    }
+    host_taps = calloc(ntaps ? ntaps : 1, sizeof *host_taps);
+    if (!host_taps)
+      s = cf_fail(CF_E_NOMEM, "cuda: out of memory for %zu taps", ntaps);
+    for (unsigned x = 0; s == CF_OK && x < k->count; x++)
+      memcpy(host_taps + kidx_off[x], k->taps[x], k->len[x] * sizeof(float));
+    if (s == CF_OK)
+      s = bank_direct(f, b, k, kidx_off, host_taps, ntaps);
+  } else {
+    s = bank_ols(f, b, k);
+  }
+  free(host_taps);
+  free(kidx_off);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_y, f->cap * f->cout * sizeof(float));
+  /* Graphs: a capture that fails leaves this bank on plain launches (the
+   * same work; a real device fault shows again in process()). */
+  b->graph = 1;
+  for (unsigned i = 0; s == CF_OK && i < f->ns && b->graph; i++) {
+    cf_status g = capture(f, b, i);
+    if (g != CF_OK) {
+      b->graph = 0;
+      snprintf(f->graph_note, sizeof f->graph_note, "off (capture failed)");
+      (void)cudaGetLastError();
+    }
+  }
+  if (s != CF_OK) {
+    bank_free(b);
+    return s;
+  }
+  *out = b;
+  return CF_OK;
+}
+
+/* ---- streaming ----------------------------------------------------------- */
+
+static cf_status slot_wait(slot *s)
+{
+  if (!s->busy)
+    return CF_OK;
+  CF_CU(cudaEventSynchronize(s->ev_done));
+  s->busy = 0;
+  s->valid = 1;
+  return CF_OK;
+}
+
+/* Hand out the frames of s's finished step that fall in [T0, T1). */
+static void emit(const cfir *f, slot *s, uint64_t T0, uint64_t T1, float *out)
+{
+  if (!s->valid)
+    return;
+  uint64_t a = s->w + s->emitted, e = s->w + s->len;
+  if (a < T0)
+    a = T0;
+  if (e > T1)
+    e = T1;
+  if (a >= e)
+    return;
+  memcpy(out + (size_t)(a - T0) * f->cout, s->h_out + (size_t)(a - s->w) * f->cout,
+         (size_t)(e - a) * f->cout * sizeof(float));
+  s->emitted = (size_t)(e - s->w);
+}
+
+/* Launch the step of m frames in slot i (input time f->t - m ..). */
+static cf_status launch(cfir *f, unsigned i, size_t m)
+{
+  slot *s = &f->s[i];
+  uint64_t y0 = f->t - m;
+  cudaEvent_t prev = f->last >= 0 ? f->s[f->last].ev_comp : NULL;
+  size_t gsize = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
+  if (f->nb == 1 && f->b[0]->graph && m == gsize) {
+    if (prev)
+      CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
+    CF_LAUNCHED(cudaGraphLaunch(f->b[0]->gx[i], s->st));
+    CF_CU(cudaEventRecord(s->ev_comp, s->st));
+  } else {
+    CF_CU(cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
+                          cudaMemcpyHostToDevice, s->st));
+    if (prev)
+      CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
+    cf_status r = compute(f, s, f->b, f->nb, m, y0);
+    if (r != CF_OK)
+      return r;
+    CF_CU(cudaEventRecord(s->ev_comp, s->st));
+    CF_CU(cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
+                          cudaMemcpyDeviceToHost, s->st));
+  }
+  CF_CU(cudaEventRecord(s->ev_done, s->st));
+  s->busy = 1;
+  s->valid = 0;
+  s->w = f->ols ? y0 + f->B - 1 : y0;
+  s->len = m;
+  s->emitted = 0;
+  f->last = (int)i;
+  /* banks no future output needs (y >= y0 + m) step back */
+  uint64_t y = y0 + m;
+  while (f->nb > 1 && (y >= f->fade_s[1] + f->fade_x[1] ||
+                       (f->nb > 2 && y >= f->fade_s[2]))) {
+    f->retired[f->nretired++] = f->b[0];
+    for (unsigned k = 1; k < f->nb; k++) {
+      f->b[k - 1] = f->b[k];
+      f->fade_s[k - 1] = f->fade_s[k];
+      f->fade_x[k - 1] = f->fade_x[k];
+    }
+    f->nb--;
+  }
+  return CF_OK;
+}
+
+static cf_status wait_all(cfir *f, uint64_t T0, uint64_t T1, float *out)
+{
+  for (unsigned i = 0; i < f->ns; i++) {
+    cf_status r = slot_wait(&f->s[i]);
+    if (r != CF_OK)
+      return r;
+    if (out)
+      emit(f, &f->s[i], T0, T1, out);
+  }
+  return CF_OK;
+}
+
+static cf_status cfir_process(void *impl, const float *in, float *out,
+                              size_t n)
+{
+  cfir *f = impl;
+  if (f->broken)
+    return cf_fail(CF_E_DEVICE, "cuda: the engine failed earlier (device "
+                   "error); reset it or build a new one");
+  cf_status r = cf_cuda_use_device(f->device);
+  if (r != CF_OK)
+    goto fail;
+  /* out may alias in: a frame of out is written only once its input frame
+   * is taken. The last block's outputs may reach into this call
+   * (overlap-save): they go out as the input advances. */
+  uint64_t T0 = f->t, T1 = T0 + n;
+  size_t done = 0;
+  while (done < n) {
+    slot *s = &f->s[f->cur];
+    if (f->pos == 0) {
+      if ((r = slot_wait(s)) != CF_OK)
+        goto fail;
+      emit(f, s, T0, f->t, out);
+      s->valid = 0;
+    }
+    size_t m = n - done < f->cap - f->pos ? n - done : f->cap - f->pos;
+    memcpy(s->h_in + f->pos * f->cin, in + done * f->cin,
+           m * f->cin * sizeof(float));
+    f->pos += m;
+    done += m;
+    f->t += m;
+    for (unsigned i = 0; f->ols && i < f->ns; i++)
+      if (i != f->cur)
+        emit(f, &f->s[i], T0, f->t, out);
+    if (f->pos == f->cap || (!f->ols && done == n)) {
+      if ((r = launch(f, f->cur, f->pos)) != CF_OK)
+        goto fail;
+      f->pos = 0;
+      f->cur = (f->cur + 1) % f->ns;
+    }
+  }
+  if ((r = wait_all(f, T0, T1, out)) != CF_OK)
+    goto fail;
+  if (T0 < f->latency) { /* before the first block's output: silence */
+    uint64_t z = (T1 < f->latency ? T1 : f->latency) - T0;
+    memset(out, 0, (size_t)z * f->cout * sizeof(float));
+  }
+  return CF_OK;
+fail:
+  f->broken = 1;
+  return r;
+}
+
+static size_t cfir_latency(const void *impl)
+{
+  return ((const cfir *)impl)->latency;
+}
+
+static size_t cfir_tail(const void *impl)
+{
+  const cfir *f = impl;
+  size_t l = 0;
+  for (unsigned k = 0; k < f->nb; k++)
+    if (f->b[k]->lmax > l)
+      l = f->b[k]->lmax;
+  return f->latency + l - 1;
+}
+
+static void free_retired(cfir *f)
+{
+  for (unsigned i = 0; i < f->nretired; i++)
+    bank_free(f->retired[i]);
+  f->nretired = 0;
+}
+
+static cf_status zero_state(cfir *f)
+{
+  cudaStream_t st = f->s[0].st;
+  CF_CU(cudaMemsetAsync(f->d_ring, 0,
+                        (f->rmask + 1) * f->cin * sizeof(float), st));
+  CF_CU(cudaMemsetAsync(f->d_t, 0, sizeof *f->d_t, st));
+  if (f->ols)
+    CF_CU(cudaMemsetAsync(f->d_fdl, 0,
+                          (size_t)f->pcap * (f->B + 1) * f->cin *
+                              sizeof(cufftComplex),
+                          st));
+  CF_CU(cudaStreamSynchronize(st));
+  return CF_OK;
+}
+
+static void cfir_reset(void *impl)
+{
+  cfir *f = impl;
+  cf_status r = cf_cuda_use_device(f->device);
+  if (r == CF_OK)
+    r = wait_all(f, 0, 0, NULL);
+  while (f->nb > 1) { /* a discontinuity completes every swap */
+    f->retired[f->nretired++] = f->b[0];
+    for (unsigned k = 1; k < f->nb; k++) {
+      f->b[k - 1] = f->b[k];
+      f->fade_s[k - 1] = f->fade_s[k];
+      f->fade_x[k - 1] = f->fade_x[k];
+    }
+    f->nb--;
+  }
+  if (r == CF_OK)
+    free_retired(f);
+  if (r == CF_OK)
+    r = zero_state(f);
+  for (unsigned i = 0; i < f->ns; i++)
+    f->s[i].busy = f->s[i].valid = 0;
+  f->t = 0;
+  f->pos = 0;
+  f->cur = 0;
+  f->last = -1;
+  f->broken = r != CF_OK; /* a reset that worked clears an earlier fault */
+}
+
+static cf_status cfir_drain(void *impl, float *out, size_t cap,
+                            size_t *written)
+{
+  cfir *f = impl;
+  size_t left = cfir_tail(f);
+  (void)cap;
+  *written = 0;
+  while (left) {
+    size_t m = left < f->cap ? left : f->cap;
+    cf_status r = cfir_process(f, f->zeros, out, m);
+    if (r != CF_OK)
+      return r;
+    out += m * f->cout;
+    left -= m;
+    *written += m;
+  }
+  cfir_reset(f);
+  return f->broken ? cf_fail(CF_E_DEVICE, "cuda: reset after drain failed")
+                   : CF_OK;
+}
+
+static cf_status cfir_set_kernel(void *impl, const cf_kernel *k,
+                                 size_t crossfade)
+{
+  cfir *f = impl;
+  size_t l = cf_kernel_max_len(k);
+  if (l > f->hcap)
+    return cf_fail(CF_E_INVALID, "set_kernel: the CUDA engine keeps %zu "
+                   "frames of history (swap_history or the first kernel); "
+                   "a %zu-tap kernel needs a new engine", f->hcap, l);
+  cf_status r = cf_cuda_use_device(f->device);
+  if (r == CF_OK)
+    r = wait_all(f, 0, 0, NULL); /* outputs are all handed out already */
+  if (r != CF_OK)
+    return r;
+  bank *b;
+  if ((r = bank_new(f, k, &b)) != CF_OK)
+    return r;
+  free_retired(f);
+  if (f->nb == MAX_BANKS) { /* swaps faster than the fades: drop the oldest */
+    bank_free(f->b[0]);
+    for (unsigned i = 1; i < f->nb; i++) {
+      f->b[i - 1] = f->b[i];
+      f->fade_s[i - 1] = f->fade_s[i];
+      f->fade_x[i - 1] = f->fade_x[i];
+    }
+    f->nb--;
+  }
+  f->b[f->nb] = b;
+  f->fade_s[f->nb] = f->t;
+  f->fade_x[f->nb] = crossfade;
+  f->nb++;
+  return CF_OK;
+}
+
+static void cfir_describe(const void *impl, char *buf, size_t n)
+{
+  const cfir *f = impl;
+  const bank *b = f->b[f->nb - 1];
+  char path[96];
+  if (f->ols)
+    snprintf(path, sizeof path, "fft-uniform%s, %u partitions of %zu",
+             f->nonuniform_asked ? " (for fft-nonuniform: same latency)" : "",
+             b->pmax, f->B);
+  else
+    snprintf(path, sizeof path, "direct %zu taps (%s)", b->lmax,
+             b->in_const ? "constant memory" : "device memory");
+  snprintf(buf, n, "%s, block %zu, latency %zu, %u slots, graph %s", path,
+           f->B, f->latency, f->ns,
+           b->graph ? "on" : f->graph_note[0] ? f->graph_note : "off");
+}
+
+static void cfir_destroy(void *impl)
+{
+  cfir *f = impl;
+  if (!f)
+    return;
+  if (cf_cuda_use_device(f->device) == CF_OK)
+    (void)wait_all(f, 0, 0, NULL);
+  for (unsigned k = 0; k < f->nb; k++)
+    bank_free(f->b[k]);
+  free_retired(f);
+  for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    slot *s = &f->s[i];
+    if (s->h_in)
+      (void)cudaFreeHost(s->h_in);
+    if (s->h_out)
+      (void)cudaFreeHost(s->h_out);
+    if (s->d_in)
+      (void)cudaFree(s->d_in);
+    if (s->d_out)
+      (void)cudaFree(s->d_out);
+    if (s->ev_comp)
+      (void)cudaEventDestroy(s->ev_comp);
+    if (s->ev_done)
+      (void)cudaEventDestroy(s->ev_done);
+    if (s->st)
+      (void)cudaStreamDestroy(s->st);
+  }
+  if (f->have_r2c)
+    (void)cufftDestroy(f->r2c);
+  if (f->have_c2r)
+    (void)cufftDestroy(f->c2r);
+  void *p[] = {f->d_ring, f->d_t, f->d_xw, f->d_X, f->d_fdl};
+  for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+    if (p[i])
+      (void)cudaFree(p[i]);
+  free(f->zeros);
+  free(f);
+}
+
+static const cf_backend_ops cfir_ops = {
+    cfir_process, cfir_latency, cfir_tail,     cfir_drain,
+    cfir_reset,   cfir_set_kernel, cfir_describe, cfir_destroy,
+};
+
+static cf_status slot_init(cfir *f, slot *s)
+{
+  CF_CU(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
+  CF_CU(cudaEventCreateWithFlags(&s->ev_comp, cudaEventDisableTiming));
+  CF_CU(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming));
+  CF_CU(cf_cuda_host_alloc((void **)&s->h_in, f->cap * f->cin * sizeof(float)));
+  CF_CU(cf_cuda_host_alloc((void **)&s->h_out,
+                           f->cap * f->cout * sizeof(float)));
+  CF_CU(cf_cuda_malloc((void **)&s->d_in, f->cap * f->cin * sizeof(float)));
+  CF_CU(cf_cuda_malloc((void **)&s->d_out, f->cap * f->cout * sizeof(float)));
+  memset(s->h_in, 0, f->cap * f->cin * sizeof(float));
+  return CF_OK;
+}
+
+static cf_status engine_init(cfir *f)
+{
+  cf_status r;
+  for (unsigned i = 0; i < f->ns; i++)
+    if ((r = slot_init(f, &f->s[i])) != CF_OK)
+      return r;
+  /* direct: the longest kernel's history plus a step; overlap-save: the
+   * 2B window (older input lives in the delay line) */
+  size_t need = f->ols ? 4 * f->B : f->hcap + f->cap + 1, R = 1;
+  while (R < need)
+    R <<= 1;
+  f->rmask = R - 1;
+  CF_CU(cf_cuda_malloc((void **)&f->d_ring, R * f->cin * sizeof(float)));
+  CF_CU(cf_cuda_malloc((void **)&f->d_t, sizeof *f->d_t));
+  if (f->ols) {
+    size_t bins = f->B + 1;
+    f->pcap = (unsigned)((f->hcap + f->B - 1) / f->B + 1);
+    CF_CU(cf_cuda_malloc((void **)&f->d_xw, 2 * f->B * f->cin * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&f->d_X,
+                         bins * f->cin * sizeof(cufftComplex)));
+    CF_CU(cf_cuda_malloc((void **)&f->d_fdl, (size_t)f->pcap * bins * f->cin *
+                                                  sizeof(cufftComplex)));
+    int n = (int)(2 * f->B);
+    CF_FFT(cufftPlanMany(&f->r2c, 1, &n, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C,
+                         (int)f->cin));
+    f->have_r2c = 1;
+    CF_FFT(cufftPlanMany(&f->c2r, 1, &n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R,
+                         (int)f->cout));
+    f->have_c2r = 1;
+  }
+  f->zeros = calloc(f->cap * f->cin, sizeof(float));
+  if (!f->zeros)
+    return cf_fail(CF_E_NOMEM, "cuda: out of memory");
+  return zero_state(f);
+}
+
+cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                          unsigned out_channels, void **impl,
+                          const cf_backend_ops **ops)
+{
+  cf_status r = cf_cuda_use_device(cfg->device_id);
+  if (r != CF_OK)
+    return r;
+  cfir *f = calloc(1, sizeof *f);
+  if (!f)
+    return cf_fail(CF_E_NOMEM, "cuda: out of memory");
+  size_t lmax = cf_kernel_max_len(k);
+  f->cin = cfg->channels;
+  f->cout = out_channels;
+  f->device = cfg->device_id;
+  f->B = cfg->block_size;
+  f->last = -1;
+  switch (cfg->algorithm) {
+  case CF_ALGO_DIRECT:
+    f->ols = 0;
+    break;
+  case CF_ALGO_FFT_NONUNIFORM:
+    /* The CPU's non-uniform plans have the uniform path's latency
+     * (block - 1), so uniform partitions serve it exactly. */
+    f->nonuniform_asked = 1;
+    f->ols = 1;
+    break;
+  case CF_ALGO_FFT_UNIFORM:
+    f->ols = 1;
+    break;
+  default:
+    f->ols = lmax > AUTO_DIRECT_TAPS && f->B >= AUTO_DIRECT_BLOCK;
+    break;
+  }
+  f->latency = f->ols ? f->B - 1 : 0;
+  f->hcap = cfg->swap_history > lmax ? cfg->swap_history : lmax;
+  if (f->hcap > CF_KERNEL_MAX_TAPS)
+    f->hcap = CF_KERNEL_MAX_TAPS;
+  f->cap = f->ols ? f->B : f->B > DIRECT_STEP ? f->B : DIRECT_STEP;
+  f->ns = cfg->pipeline_depth < 2 ? 2 : cfg->pipeline_depth;
+  if (f->ns > MAX_SLOTS)
+    f->ns = MAX_SLOTS;
+  r = engine_init(f);
+  if (r == CF_OK)
+    r = bank_new(f, k, &f->b[0]);
+  if (r != CF_OK) {
+    cfir_destroy(f);
+    return r;
+  }
+  f->nb = 1;
+  *impl = f;
+  *ops = &cfir_ops;
+  return CF_OK;
+}

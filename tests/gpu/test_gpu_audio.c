@@ -1,0 +1,260 @@
+/* The CUDA audio backend beyond the shared engine suite (tests/test_engine.c
+ * runs the contract on the cuda-* variants): graph replay against plain
+ * launches, fault injection (explicit cuda fails clearly, auto switches to
+ * the CPU without losing a sample), random chunkings on both CUDA paths.
+ * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel.h>
+
+#include "../ref.h"
+
+static uint64_t seed;
+
+static cf_engine *make(unsigned ch, unsigned block, cf_backend be,
+                       cf_algorithm algo, const float *h, size_t len)
+{
+  cf_kernel *k = NULL;
+  assert_int_equal(cf_kernel_new_shared(h, len, &k), CF_OK);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = ch;
+  cfg.block_size = block;
+  cfg.backend = be;
+  cfg.algorithm = algo;
+  cf_engine *e = NULL;
+  cf_status s = cf_engine_new_audio(&cfg, k, &e);
+  cf_kernel_free(k);
+  if (s != CF_OK)
+    print_error("engine: %s: %s\n", cf_status_name(s), cf_last_error());
+  return s == CF_OK ? e : NULL;
+}
+
+/* Run x (n frames of ch) through e in the given chunking, then drain;
+ * y gets n + tail frames. */
+static cf_status run(cf_engine *e, const float *x, size_t n, unsigned ch,
+                     const size_t *chunks, size_t nchunks, float *y)
+{
+  size_t pos = 0;
+  for (size_t i = 0; i < nchunks && pos < n; i++) {
+    size_t m = chunks[i] < n - pos ? chunks[i] : n - pos;
+    cf_status s = cf_engine_process(e, x + pos * ch, y + pos * ch, m);
+    if (s != CF_OK)
+      return s;
+    pos += m;
+  }
+  if (pos < n) {
+    cf_status s = cf_engine_process(e, x + pos * ch, y + pos * ch, n - pos);
+    if (s != CF_OK)
+      return s;
+  }
+  size_t w = 0;
+  return cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w);
+}
+
+/* ||y - ref|| / ||ref|| over channel c, y delayed by lat. */
+static double err(const float *x, const float *y, size_t n, unsigned ch,
+                  const float *h, size_t len, size_t lat)
+{
+  size_t ny = n + len - 1;
+  double *ref = malloc(ny * sizeof *ref), worst = 0;
+  float *xc = malloc(n * sizeof *xc), *yc = malloc(ny * sizeof *yc);
+  assert_non_null(ref);
+  assert_non_null(xc);
+  assert_non_null(yc);
+  for (unsigned c = 0; c < ch; c++) {
+    for (size_t i = 0; i < n; i++)
+      xc[i] = x[i * ch + c];
+    for (size_t i = 0; i < ny; i++)
+      yc[i] = y[(i + lat) * ch + c];
+    ref_conv(xc, n, h, len, ref, ny);
+    double e = ref_rel_l2(yc, 1, ref, 1, ny);
+    if (!(e <= worst))
+      worst = e;
+  }
+  free(ref), free(xc), free(yc);
+  return worst;
+}
+
+static void check_paths(cf_algorithm algo, size_t len, unsigned block,
+                        double tol)
+{
+  ref_rng r;
+  ref_rng_init(&r, seed ^ (len * 31 + block));
+  unsigned ch = 2;
+  size_t n = 20000;
+  float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
+  float *y = calloc((n + len + block) * ch, sizeof *y);
+  size_t chunks[4096];
+  ref_rng_fill(&r, h, len);
+  ref_rng_fill(&r, x, n * ch);
+  size_t nc = ref_chunking(&r, n, block, chunks, 4096);
+  cf_engine *e = make(ch, block, CF_BACKEND_CUDA, algo, h, len);
+  assert_non_null(e);
+  size_t lat = cf_engine_latency(e);
+  assert_int_equal(run(e, x, n, ch, chunks, nc, y), CF_OK);
+  double er = err(x, y, n, ch, h, len, lat);
+  if (!(er <= tol))
+    fail_msg("%s: len %zu block %u: error %g > %g (seed %llu)",
+             cf_engine_describe(e), len, block, er, tol,
+             (unsigned long long)seed);
+  cf_engine_free(e);
+  free(h), free(x), free(y);
+}
+
+static void test_random_chunks(void **state)
+{
+  (void)state;
+  check_paths(CF_ALGO_DIRECT, 37, 64, 1e-6);
+  check_paths(CF_ALGO_DIRECT, 3001, 256, 1e-6);
+  check_paths(CF_ALGO_FFT_UNIFORM, 5000, 64, 2e-5);
+  check_paths(CF_ALGO_FFT_UNIFORM, 131072 / 8, 1024, 2e-5);
+  check_paths(CF_ALGO_AUTO, 700, 7, 2e-5);
+}
+
+/* Chunks of exactly the block replay the graph; chunks of block + 1 take
+ * plain launches: the outputs must agree. */
+static void test_graph_vs_plain(void **state)
+{
+  (void)state;
+  for (int path = 0; path < 2; path++) {
+    ref_rng r;
+    ref_rng_init(&r, seed + 7 + path);
+    unsigned ch = 2, block = 64;
+    size_t len = path ? 4096 : 48, n = 64 * 65 * 4;
+    cf_algorithm a = path ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
+    float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
+    float *y1 = calloc((n + len + block) * ch, sizeof *y1);
+    float *y2 = calloc((n + len + block) * ch, sizeof *y2);
+    ref_rng_fill(&r, h, len);
+    ref_rng_fill(&r, x, n * ch);
+    size_t c1[1] = {block}, c2[1] = {block + 1};
+    size_t chunks1[4096], chunks2[4096];
+    for (size_t i = 0; i < 4096; i++)
+      chunks1[i] = c1[0], chunks2[i] = c2[0];
+    cf_engine *e = make(ch, block, CF_BACKEND_CUDA, a, h, len);
+    assert_non_null(e);
+    print_message("%s\n", cf_engine_describe(e));
+    assert_int_equal(run(e, x, n, ch, chunks1, 4096, y1), CF_OK);
+    cf_engine_free(e);
+    e = make(ch, block, CF_BACKEND_CUDA, a, h, len);
+    assert_non_null(e);
+    assert_int_equal(run(e, x, n, ch, chunks2, 4096, y2), CF_OK);
+    size_t lat = cf_engine_latency(e);
+    cf_engine_free(e);
+    double er = err(x, y1, n, ch, h, len, lat);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < (n + len - 1 + lat) * ch; i++) {
+      diff += ((double)y1[i] - y2[i]) * ((double)y1[i] - y2[i]);
+      norm += (double)y2[i] * y2[i];
+    }
+    if (!(er <= 2e-5) || !(diff <= 1e-12 * norm))
+      fail_msg("graph vs plain (%s): error %g, difference %g of %g",
+               path ? "ols" : "direct", er, diff, norm);
+    free(h), free(x), free(y1), free(y2);
+  }
+}
+
+/* Fault cases run in a fresh process each (the fault counters are
+ * process-wide): this program re-runs itself with --fault CASE and
+ * CF_CUDA_FAULT set. */
+static const char *self;
+
+static int fault_case(const char *which)
+{
+  ref_rng r;
+  ref_rng_init(&r, 99);
+  unsigned ch = 2, block = 64;
+  size_t len = 1000, n = 64 * 800;
+  float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
+  float *y = calloc((n + len + block) * ch, sizeof *y);
+  ref_rng_fill(&r, h, len);
+  ref_rng_fill(&r, x, n * ch);
+  static size_t chunks[800];
+  for (size_t i = 0; i < 800; i++)
+    chunks[i] = i % 7 == 3 ? 63 : i % 7 == 4 ? 65 : 64;
+  int ok = 1;
+  if (!strcmp(which, "explicit")) { /* a clear CF_E_DEVICE */
+    cf_engine *e = make(ch, block, CF_BACKEND_CUDA, CF_ALGO_FFT_UNIFORM, h,
+                        len);
+    cf_status s = e ? run(e, x, n, ch, chunks, 800, y) : CF_E_DEVICE;
+    printf("explicit cuda: %s '%s'\n", cf_status_name(s), cf_last_error());
+    ok = s == CF_E_DEVICE && strstr(cf_last_error(), "launch");
+    cf_engine_free(e);
+  } else if (!strcmp(which, "alloc")) { /* creation: NOMEM, auto = CPU */
+    cf_kernel *k = NULL;
+    cf_engine *e = NULL;
+    cf_kernel_new_shared(h, len, &k);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.backend = CF_BACKEND_CUDA;
+    cf_status s = cf_engine_new_audio(&cfg, k, &e);
+    printf("alloc fault, explicit cuda: %s '%s'\n", cf_status_name(s),
+           cf_last_error());
+    ok = s == CF_E_NOMEM;
+    cf_kernel_free(k);
+  } else { /* auto: the CPU takes over mid-stream, output still exact */
+    cf_algorithm a = !strcmp(which, "auto-ols") ? CF_ALGO_FFT_UNIFORM
+                                                 : CF_ALGO_DIRECT;
+    cf_engine *e = make(ch, block, CF_BACKEND_AUTO, a, h, len);
+    if (!e)
+      return 1;
+    size_t lat = cf_engine_latency(e);
+    cf_status s = run(e, x, n, ch, chunks, 800, y);
+    double er = s == CF_OK ? err(x, y, n, ch, h, len, lat) : 1.0;
+    printf("%s: %s, now on %s, error %g\n", which, cf_status_name(s),
+           cf_backend_name(cf_engine_backend(e)), er);
+    ok = s == CF_OK && cf_engine_backend(e) == CF_BACKEND_CPU && er <= 2e-5;
+    cf_engine_free(e);
+  }
+  free(h), free(x), free(y);
+  return ok ? 0 : 1;
+}
+
+static void test_faults(void **state)
+{
+  (void)state;
+  static const char *const cases[][2] = {
+    {"launch:40", "explicit"},
+    {"launch:40", "auto-direct"},
+    {"launch:40", "auto-ols"},
+    {"alloc:3", "alloc"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "CF_CUDA_FAULT=%s '%s' --fault %s",
+             cases[i][0], self, cases[i][1]);
+    int rc = system(cmd);
+    if (rc != 0)
+      fail_msg("fault case %s (%s) failed (status %d)", cases[i][1],
+               cases[i][0], rc);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  const char *why = NULL;
+  self = argv[0];
+  if (cf_device_count(&why) == 0) {
+    printf("skipped: no CUDA device: %s\n", why ? why : "unknown");
+    return 77;
+  }
+  if (argc == 3 && !strcmp(argv[1], "--fault"))
+    return fault_case(argv[2]);
+  seed = ref_seed();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_random_chunks),
+    cmocka_unit_test(test_graph_vs_plain),
+    cmocka_unit_test(test_faults),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
