@@ -1244,6 +1244,7 @@ static void test_allocation(void **state)
   GstBuffer *b = NULL;
   CHECK(gst_buffer_pool_acquire_buffer(pool, &b, NULL) == GST_FLOW_OK,
         "no buffer from the pool");
+  gst_buffer_memset(b, 0, 0x5a, gst_buffer_get_size(b)); /* defined input */
   GstFlowReturn fr = gst_harness_push(c.h, b);
   CHECK(fr == GST_FLOW_OK, "push: %s", gst_flow_get_name(fr));
   GstBuffer *out = gst_harness_try_pull(c.h);
