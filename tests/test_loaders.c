@@ -797,6 +797,29 @@ static void test_audio_resample(void **state)
     print_error("resampled sine off by %g\n", worst);
   assert_true(worst <= 1e-3);
   cf_kernel_free(k);
+
+  /* Kernels shorter than the resampler's filter (libswresample alone
+   * gives nothing for them) come out with ceil(n * out / in) finite,
+   * bounded taps. */
+  for (size_t m = 1; m <= 40; m += 13) {
+    float **c = random_channels(1, m);
+    for (size_t i = 0; i < m; i++)
+      c[0][i] = 0.5f;
+    path = fixture("short.wav");
+    write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 48000, 1, c,
+                m);
+    free_channels(c, 1);
+    expect_ok(cf_kernel_load(path, 44100, &k), path);
+    y = cf_kernel_taps(k, 0, &len);
+    size_t want = (m * 44100 + 47999) / 48000;
+    if (len != want)
+      print_error("%zu taps at 48 kHz: %zu at 44.1 kHz, want %zu\n", m, len,
+                  want);
+    assert_int_equal(len, want);
+    for (size_t i = 0; i < len; i++)
+      assert_true(isfinite(y[i]) && fabsf(y[i]) < 1.0f);
+    cf_kernel_free(k);
+  }
 #endif
 }
 

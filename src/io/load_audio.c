@@ -157,6 +157,11 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
   int want = cf_av->swr_get_out_samples(a->swr, n);
   if (want < 0)
     return av_fail(a, CF_E_INTERNAL, "resampler", want);
+  /* Draining, that bound can be 0 while the filter still holds samples
+   * (a kernel shorter than the resampling filter came out empty): ask for
+   * a generous piece; the caller loops until nothing more comes. */
+  if (n == 0 && want < 1024)
+    want = 1024;
   /* One more than fits tells "too long" without buffering it all. */
   size_t room = a->max_len - a->chan[0].len + 1;
   if ((size_t)want > room)
@@ -295,10 +300,38 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
     return cf_fail(CF_E_FORMAT, "%s: no audio samples decoded", a->path);
   cf_status s = check_complete(a);
   int got = 1;
+  /* Resampling: libswresample keeps back its filter's delay and gives
+   * nothing at all for a kernel shorter than it (a 16-tap FIR at 48 kHz
+   * came out empty at 44.1 kHz). Feed silence past the end, drain, and cut
+   * to ceil(samples * out / in): the kernel's own length at the new rate. */
+  size_t target = 0;
+  if (s == CF_OK && a->out_rate != a->in_rate) {
+    target = (size_t)(((unsigned long long)a->decoded * (unsigned)a->out_rate +
+                       (unsigned)a->in_rate - 1) / (unsigned)a->in_rate);
+    enum { PAD = 256 };
+    int bps = cf_av->av_get_bytes_per_sample(a->in_format);
+    int planar = cf_av->av_sample_fmt_is_planar(a->in_format);
+    size_t plane = (size_t)PAD * (size_t)bps * (planar ? 1 : a->channels);
+    uint8_t *zeros = bps > 0 ? malloc(plane) : NULL;
+    if (!zeros)
+      return cf_fail(CF_E_NOMEM, "%s: out of memory", a->path);
+    /* silence is 0, except unsigned 8-bit, whose middle is 0x80 */
+    memset(zeros, a->in_format == AV_SAMPLE_FMT_U8 ||
+                      a->in_format == AV_SAMPLE_FMT_U8P ? 0x80 : 0, plane);
+    const uint8_t *in[CF_MAX_CHANNELS];
+    for (unsigned c = 0; c < a->channels; c++)
+      in[c] = zeros;
+    s = resample(a, in, PAD, &got);
+    free(zeros);
+    got = 1;
+  }
   while (s == CF_OK && got > 0) /* the resampler's tail */
     s = resample(a, NULL, 0, &got);
   if (s != CF_OK)
     return s;
+  if (target && a->chan[0].len > target)
+    for (unsigned c = 0; c < a->channels; c++)
+      a->chan[c].len = target;
   if (a->chan[0].len == 0)
     return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
                    a->path, a->out_rate);
