@@ -13,7 +13,8 @@
  * query, timestamps, refused property values, property round trips, the
  * allocation proposal and gst_parse_launch.
  *
- * The backend is forced to the CPU with 1 or 2 threads (the engine tests
+ * The backend is the CPU with 1 or 2 threads unless CF_GST_BACKEND names
+ * another (cuda on a GPU machine; the engine tests
  * cover the CUDA backend against the same reference).
  *
  * Environment: CF_TEST_SEED (replay), CF_TEST_FILTER / CF_TEST_SKIP
@@ -364,11 +365,19 @@ static void config_describe(const gcase *c)
            c->k.kh, c->k.kw);
 }
 
+/* The backend the cases run on: cpu unless CF_GST_BACKEND says otherwise
+ * (bench/gpu-check runs the suite again with CF_GST_BACKEND=cuda). */
+static const char *case_backend(void)
+{
+  const char *b = getenv("CF_GST_BACKEND");
+  return b && *b ? b : "cpu";
+}
+
 static GstHarness *harness_new(void)
 {
   GstHarness *h = gst_harness_new("cudaconvolve");
   CHECK(h != NULL, "no cudaconvolve element (GST_PLUGIN_PATH?)");
-  gst_util_set_object_arg(G_OBJECT(h->element), "backend", "cpu");
+  gst_util_set_object_arg(G_OBJECT(h->element), "backend", case_backend());
   g_object_set(h->element, "threads", 1 + (unsigned)(check_seed % 2), NULL);
   return h;
 }
