@@ -775,6 +775,11 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   if (self->frames_in == 0) {
     self->base_ts = GST_BUFFER_PTS(in);
     self->base_offset = GST_BUFFER_OFFSET(in);
+    if (gst_buffer_n_memory(in) > 0)
+      GST_DEBUG_OBJECT(self, "input memory is %spinned",
+                       cf_gst_memory_is_pinned(gst_buffer_peek_memory(in, 0))
+                           ? ""
+                           : "not ");
   }
   size_t skip = MIN(self->skip, n);
   size_t m = n - skip;
