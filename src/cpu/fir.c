@@ -95,20 +95,6 @@ static void bank_free(bank *b, unsigned cin)
   free(b);
 }
 
-/* Kernel index of (output o, input i) in k, or -1 if it does not route. */
-static int route(const cf_kernel *k, unsigned o, unsigned i)
-{
-  switch (k->routing) {
-  case CF_ROUTING_SHARED:
-    return o == i ? 0 : -1;
-  case CF_ROUTING_PER_CHANNEL:
-    return o == i ? (int)i : -1;
-  case CF_ROUTING_MATRIX:
-    return k->len[o * k->inputs + i] ? (int)(o * k->inputs + i) : -1;
-  }
-  return -1;
-}
-
 static cf_status lane_init(fir *f, bank *b, lane *l, const cf_kernel *k,
                            unsigned in)
 {
@@ -119,7 +105,7 @@ static cf_status lane_init(fir *f, bank *b, lane *l, const cf_kernel *k,
   if (!l->outc || !l->x)
     return cf_fail(CF_E_NOMEM, "engine: out of memory for channel %u", in);
   for (unsigned o = 0; o < f->cout; o++) {
-    int idx = route(k, o, in);
+    int idx = cf_kernel_route(k, o, in);
     if (idx < 0)
       continue;
     taps[l->nk] = k->taps[idx];
@@ -437,7 +423,7 @@ static unsigned max_kernels_per_lane(const cf_kernel *k, unsigned cin,
   for (unsigned i = 0; i < cin; i++) {
     unsigned n = 0;
     for (unsigned o = 0; o < cout; o++)
-      n += route(k, o, i) >= 0;
+      n += cf_kernel_route(k, o, i) >= 0;
     if (n > best)
       best = n;
   }

@@ -94,18 +94,6 @@ typedef struct cfir {
 
 /* ---- banks ------------------------------------------------------------- */
 
-static int route(const cf_kernel *k, unsigned o, unsigned i)
-{
-  switch (k->routing) {
-  case CF_ROUTING_SHARED:
-    return o == i ? 0 : -1;
-  case CF_ROUTING_PER_CHANNEL:
-    return o == i ? (int)i : -1;
-  case CF_ROUTING_MATRIX:
-    return k->len[o * k->inputs + i] ? (int)(o * k->inputs + i) : -1;
-  }
-  return -1;
-}
 
 static void bank_free(bank *b)
 {
@@ -136,6 +124,25 @@ static cf_status dev_alloc(void **p, size_t bytes)
 }
 
 /* The direct bank: padded taps (constant pool or device), routes. */
+/* The bank's routes (`bytes` of them) and the per-output offsets into
+ * them, copied to the device. */
+static cf_status upload_routes(cfir *f, bank *b, const void *r, size_t bytes,
+                               const unsigned *off)
+{
+  cf_status s = dev_alloc(&b->d_routes, bytes);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&b->d_route_off, (f->cout + 1) * sizeof *off);
+  if (s != CF_OK)
+    return s;
+  cudaError_t err = cudaMemcpy(b->d_routes, r, bytes, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess)
+    err = cudaMemcpy(b->d_route_off, off, (f->cout + 1) * sizeof *off,
+                     cudaMemcpyHostToDevice);
+  if (err != cudaSuccess)
+    return cf_cuda_status(err, "cudaMemcpy(routes)", __FILE__, __LINE__);
+  return CF_OK;
+}
+
 static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
                              const int *kidx_off, float *host_taps,
                              size_t ntaps)
@@ -149,7 +156,7 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
   for (unsigned o = 0; s == CF_OK && o < f->cout; o++) {
     off[o] = e;
     for (unsigned i = 0; i < f->cin; i++) {
-      int x = route(k, o, i);
+      int x = cf_kernel_route(k, o, i);
       if (x < 0)
         continue;
       r[e].in = i;
@@ -183,18 +190,7 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
     }
   }
   if (s == CF_OK)
-    s = dev_alloc(&b->d_routes, (e ? e : 1) * sizeof *r);
-  if (s == CF_OK)
-    s = dev_alloc((void **)&b->d_route_off, (f->cout + 1) * sizeof *off);
-  if (s == CF_OK) {
-    cudaError_t err = cudaMemcpy(b->d_routes, r, (e ? e : 1) * sizeof *r,
-                                 cudaMemcpyHostToDevice);
-    if (err == cudaSuccess)
-      err = cudaMemcpy(b->d_route_off, off, (f->cout + 1) * sizeof *off,
-                       cudaMemcpyHostToDevice);
-    if (err != cudaSuccess)
-      s = cf_cuda_status(err, "cudaMemcpy(routes)", __FILE__, __LINE__);
-  }
+    s = upload_routes(f, b, r, (e ? e : 1) * sizeof *r, off);
   free(r);
   free(off);
   return s;
@@ -231,7 +227,7 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
   for (unsigned o = 0; s == CF_OK && o < f->cout; o++) {
     off[o] = e;
     for (unsigned i = 0; i < f->cin; i++) {
-      int x = route(k, o, i);
+      int x = cf_kernel_route(k, o, i);
       if (x < 0)
         continue;
       r[e].in = i;
@@ -289,18 +285,7 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
   if (s == CF_OK)
     s = dev_alloc((void **)&b->d_yw, f->cout * n * sizeof(float));
   if (s == CF_OK)
-    s = dev_alloc(&b->d_routes, (e ? e : 1) * sizeof *r);
-  if (s == CF_OK)
-    s = dev_alloc((void **)&b->d_route_off, (f->cout + 1) * sizeof *off);
-  if (s == CF_OK) {
-    cudaError_t err = cudaMemcpy(b->d_routes, r, (e ? e : 1) * sizeof *r,
-                                 cudaMemcpyHostToDevice);
-    if (err == cudaSuccess)
-      err = cudaMemcpy(b->d_route_off, off, (f->cout + 1) * sizeof *off,
-                       cudaMemcpyHostToDevice);
-    if (err != cudaSuccess)
-      s = cf_cuda_status(err, "cudaMemcpy(routes)", __FILE__, __LINE__);
-  }
+    s = upload_routes(f, b, r, (e ? e : 1) * sizeof *r, off);
   free(hoff);
   free(r);
   free(off);
@@ -423,7 +408,7 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
   b->lmax = cf_kernel_max_len(k);
   for (unsigned o = 0; o < f->cout; o++)
     for (unsigned i = 0; i < f->cin; i++)
-      b->nroutes += route(k, o, i) >= 0;
+      b->nroutes += cf_kernel_route(k, o, i) >= 0;
   if (!f->ols) {
     size_t ntaps = 0;
     for (unsigned x = 0; x < k->count; x++) {

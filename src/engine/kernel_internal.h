@@ -18,4 +18,18 @@ struct cf_kernel2d {
   float *taps; /* t * kh * kw, row-major */
 };
 
+/* Kernel index of (output o, input i) in k, or -1 if it does not route. */
+static inline int cf_kernel_route(const cf_kernel *k, unsigned o, unsigned i)
+{
+  switch (k->routing) {
+  case CF_ROUTING_SHARED:
+    return o == i ? 0 : -1;
+  case CF_ROUTING_PER_CHANNEL:
+    return o == i ? (int)i : -1;
+  case CF_ROUTING_MATRIX:
+    return k->len[o * k->inputs + i] ? (int)(o * k->inputs + i) : -1;
+  }
+  return -1;
+}
+
 #endif
