@@ -4,7 +4,8 @@
  * median time of each and the median of per-round ratios engine/element
  * (1.0: the element adds nothing; the issue asks >= 0.9).
  *
- *   bench_gst [--rounds N] [--audio-seconds S] [--frames N] [--only audio|video]
+ *   bench_gst [--rounds N] [--audio-seconds S] [--frames N] [--threads N]
+ *             [--only audio|video]
  *
  * The element is found through GST_PLUGIN_PATH (the build's plugins/).
  * Buffers are made before timing and pushed by reference, so neither side
@@ -106,10 +107,11 @@ static void report(const char *name, double *te, double *tg, int rounds,
 
 /* ---- audio ----------------------------------------------------------------- */
 
-static void bench_audio(int rounds, double seconds, size_t taps)
+static unsigned threads; /* --threads: the engine's, both sides */
+
+static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
 {
   const unsigned rate = 48000, ch = 2;
-  const size_t block = 1024; /* frames per buffer */
   size_t nbuf = (size_t)(seconds * rate / block);
   float *h = malloc(taps * sizeof *h);
   for (size_t i = 0; i < taps; i++)
@@ -141,15 +143,16 @@ static void bench_audio(int rounds, double seconds, size_t taps)
   char desc[1024];
   snprintf(desc, sizeof desc,
            "appsrc name=src ! cudafir kernel-file=%s backend=cpu "
-           "drain=false ! fakesink sync=false", kpath);
+           "threads=%u drain=false ! fakesink sync=false", kpath, threads);
   const char *caps = "audio/x-raw,format=F32LE,rate=48000,channels=2,"
                      "layout=interleaved";
-  double te[64], tg[64];
+  double te[64], tg[64], tb[64];
   float *out = malloc(block * ch * sizeof *out);
   for (int r = 0; r < rounds; r++) {
     cf_audio_config cfg;
     cf_audio_config_init(&cfg);
     cfg.channels = ch;
+    cfg.threads = threads;
     cfg.backend = CF_BACKEND_CPU;
     cf_kernel *k;
     cf_engine *e;
@@ -168,13 +171,19 @@ static void bench_audio(int rounds, double seconds, size_t taps)
     cf_engine_free(e);
     cf_kernel_free(k);
     tg[r] = run_pipeline(desc, bufs, nbuf, caps);
-    if (tg[r] <= 0)
+    /* the same buffers through the pipeline without the element */
+    tb[r] = run_pipeline("appsrc name=src ! fakesink sync=false", bufs, nbuf,
+                         caps);
+    if (tg[r] <= 0 || tb[r] <= 0)
       exit(1);
   }
-  char name[64];
-  snprintf(name, sizeof name, "cudafir %zu taps, stereo F32, 1024-frame "
-           "buffers", taps);
+  char name[96];
+  snprintf(name, sizeof name, "cudafir %zu taps, stereo F32, %zu-frame "
+           "buffers", taps, block);
+  double base = median(tb, rounds);
   report(name, te, tg, rounds, (double)nbuf * block / 1e6, "Mframes/s");
+  printf("|  (appsrc ! fakesink alone: %.1f ms, %.2f us per buffer) | | | | "
+         "| |\n", base * 1e3, base * 1e6 / (double)nbuf);
   unlink(kpath);
   for (size_t i = 0; i < nbuf; i++)
     gst_buffer_unref(bufs[i]);
@@ -268,11 +277,13 @@ int main(int argc, char **argv)
       seconds = atof(argv[++i]);
     else if (!strcmp(argv[i], "--frames") && i + 1 < argc)
       frames = (size_t)atol(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = (unsigned)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
     else {
       fprintf(stderr, "usage: bench_gst [--rounds N] [--audio-seconds S] "
-              "[--frames N] [--only audio|video]\n");
+              "[--frames N] [--threads N] [--only audio|video]\n");
       return 2;
     }
   }
@@ -282,8 +293,10 @@ int main(int argc, char **argv)
          "units/s | engine/element (median of rounds) |\n"
          "|---|---:|---:|---:|---:|---:|\n");
   if (!only || !strcmp(only, "audio")) {
-    bench_audio(rounds, seconds, 1024);
-    bench_audio(rounds, seconds, 65536);
+    bench_audio(rounds, seconds, 1024, 1024);
+    bench_audio(rounds, seconds, 65536, 1024);
+    bench_audio(rounds, seconds, 1024, 4096);
+    bench_audio(rounds, seconds, 65536, 4096);
   }
   if (!only || !strcmp(only, "video")) {
     GstElementFactory *f = gst_element_factory_find("cudaconvolve");

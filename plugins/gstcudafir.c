@@ -93,6 +93,7 @@ enum {
   PROP_BACKEND,
   PROP_DEVICE_ID,
   PROP_PIPELINE_DEPTH,
+  PROP_THREADS,
   PROP_CROSSFADE,
   PROP_GAIN,
   PROP_DRAIN,
@@ -112,6 +113,7 @@ typedef struct {
   cf_backend backend;
   gint device_id;
   guint pipeline_depth;
+  guint threads;
   guint64 crossfade;
   gdouble gain_db;
   gboolean drain;
@@ -435,6 +437,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cfg.backend = self->backend;
   cfg.device_id = self->device_id;
   cfg.pipeline_depth = self->pipeline_depth;
+  cfg.threads = self->threads;
   cf_kernel *k = build_kernel(self, rate, channels);
   g_clear_pointer(&self->pending, cf_kernel_free);
   GST_OBJECT_UNLOCK(self);
@@ -1009,6 +1012,9 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
   case PROP_PIPELINE_DEPTH:
     self->pipeline_depth = g_value_get_uint(value);
     break;
+  case PROP_THREADS:
+    self->threads = g_value_get_uint(value);
+    break;
   case PROP_CROSSFADE:
     self->crossfade = g_value_get_uint64(value);
     break;
@@ -1053,6 +1059,9 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
     break;
   case PROP_PIPELINE_DEPTH:
     g_value_set_uint(value, self->pipeline_depth);
+    break;
+  case PROP_THREADS:
+    g_value_set_uint(value, self->threads);
     break;
   case PROP_CROSSFADE:
     g_value_set_uint64(value, self->crossfade);
@@ -1162,6 +1171,10 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_uint("pipeline-depth", "Pipeline depth",
           "CUDA: blocks in flight on the device (more hides copies, the "
           "CPU ignores it)", 0, 16, DEFAULT_PIPELINE_DEPTH, ready));
+  g_object_class_install_property(oc, PROP_THREADS,
+      g_param_spec_uint("threads", "Threads",
+          "CPU worker threads (0: one per core); channels are spread over "
+          "them", 0, 256, 0, ready));
   g_object_class_install_property(oc, PROP_CROSSFADE,
       g_param_spec_uint64("crossfade", "Crossfade",
           "Time in ns over which a kernel change blends linearly from the "

@@ -2,6 +2,7 @@
  * backend where a device is usable, else aligned heap memory. A small
  * header in front of the block remembers which, so cf_host_free() needs
  * no flag. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -11,6 +12,21 @@
 #define HDR 64 /* keeps the caller's pointer 64-byte aligned */
 #define MAGIC_HEAP 0x6366686561700000ull   /* "cfheap" */
 #define MAGIC_PINNED 0x6366706e6e640000ull /* "cfpnnd" */
+
+/* Whether a CUDA device is usable, asked once: the runtime's answer does
+ * not change within a process, and asking costs a cudart call per buffer
+ * (the GStreamer allocator allocates per buffer). 0 unknown, 1 yes, 2 no. */
+static atomic_int device_state;
+
+static int have_device(void)
+{
+  int st = atomic_load(&device_state);
+  if (st == 0) {
+    st = cf_cuda_usable(0, NULL) == CF_OK ? 1 : 2;
+    atomic_store(&device_state, st);
+  }
+  return st == 1;
+}
 
 CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
 {
@@ -22,7 +38,7 @@ CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
   }
   uint64_t magic = MAGIC_PINNED;
   void *base = NULL;
-  if (cf_cuda_usable(0, NULL) == CF_OK)
+  if (have_device())
     base = cf_cuda_pinned_alloc(bytes + HDR);
   if (!base) {
     magic = MAGIC_HEAP;
