@@ -323,7 +323,8 @@ static void run_random_stream(GstAudioFormat f, int cases)
     float *x = random_input(f, n * ch);
     GstHarness *h = new_fir();
     set_taps(h->element, hk, len);
-    g_object_set(h->element, "block-size", block, "drain", drain, NULL);
+    g_object_set(h->element, "block-size", block, "drain", drain,
+                 "threads", (guint)ref_rng_range(&rng, 0, 3), NULL);
     set_caps(h, f, rate, ch, ch);
     GstClockTime t0 = ref_rng_range(&rng, 0, 1000) * GST_MSECOND;
     size_t sizes[4096];
@@ -1158,7 +1159,11 @@ static void test_properties(void **state)
         xf, gain, lat, inuse);
   g_free(inuse);
   g_object_set(e, "block-size", 256, "drain", FALSE, "trim", TRUE,
-               "crossfade", (guint64)GST_SECOND, "gain", -6.0, NULL);
+               "crossfade", (guint64)GST_SECOND, "gain", -6.0, "threads", 1u,
+               NULL);
+  guint thr;
+  g_object_get(e, "threads", &thr, NULL);
+  CHECK(thr == 1, "threads reads back %u", thr);
   gst_util_set_object_arg(G_OBJECT(e), "routing", "matrix");
   gst_util_set_object_arg(G_OBJECT(e), "backend", "cpu");
   gint routing, be;
