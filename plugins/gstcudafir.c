@@ -14,8 +14,10 @@
  * The output is timestamped for its content: the element holds back
  * `latency` frames, so the first buffers come out shorter and the held
  * frames (plus, with drain=true, the filter's ring-out) come out at EOS
- * or before a discontinuity. A DISCONT buffer and a flush restart the
- * filter history. Changing `kernel` or `kernel-file` while PLAYING blends
+ * or before a discontinuity: a DISCONT buffer, or timestamps that jump by
+ * more than 40 ms from where the frame count puts them. A discontinuity
+ * and a flush restart the filter history; the same caps or segment sent
+ * again do not. Changing `kernel` or `kernel-file` while PLAYING blends
  * from the old to the new kernel over `crossfade`, without a click.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
@@ -83,6 +85,7 @@ static GType cf_gst_routing_get_type(void)
 #define DEFAULT_DRAIN TRUE
 #define DEFAULT_TRIM FALSE
 #define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
+#define JUMP_TOLERANCE ((GstClockTimeDiff)(40 * GST_MSECOND))
 
 enum {
   PROP_0,
@@ -132,6 +135,7 @@ typedef struct {
   GstAudioFormat format;
   guint rate, cin, cout;
   gsize in_bpf;
+  GstAudioInfo info;    /* the format the engine was built for */
   size_t latency;       /* frames the engine delays by */
   size_t skip;          /* leading output frames still to drop */
   GstClockTime base_ts; /* timestamp of the first frame since a restart */
@@ -465,6 +469,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   self->cin = channels;
   self->cout = cf_engine_out_channels(e);
   self->format = GST_AUDIO_INFO_FORMAT(info);
+  self->info = *info;
   self->in_bpf = GST_AUDIO_INFO_BPF(info);
   self->latency = latency;
   GST_OBJECT_UNLOCK(self);
@@ -575,6 +580,9 @@ static gboolean gst_cuda_fir_setup(GstAudioFilter *filter,
                                  const GstAudioInfo *info)
 {
   GstCudaFir *self = GST_CUDA_FIR(filter);
+  /* the same format again (elements resend caps): keep the stream going */
+  if (self->engine && gst_audio_info_is_equal(info, &self->info))
+    return TRUE;
   return build_engine(self, info);
 }
 
@@ -672,21 +680,23 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
   switch (GST_EVENT_TYPE(ev)) {
-  case GST_EVENT_CAPS:
-    /* the held frames go out in the old format, before the new caps */
-    if (self->frames_in)
+  case GST_EVENT_CAPS: {
+    /* the held frames go out in the old format, before the new caps; the
+     * same caps again change nothing */
+    GstCaps *caps;
+    GstAudioInfo info;
+    gst_event_parse_caps(ev, &caps);
+    if (self->frames_in && self->engine &&
+        !(gst_audio_info_from_caps(&info, caps) &&
+          gst_audio_info_is_equal(&info, &self->info)))
       push_residue(self);
     break;
+  }
   case GST_EVENT_FLUSH_STOP:
     restart(self);
     break;
   case GST_EVENT_EOS:
     push_residue(self);
-    break;
-  case GST_EVENT_SEGMENT:
-    /* a new segment after data is a discontinuity in the history */
-    if (self->frames_in)
-      push_residue(self);
     break;
   default:
     break;
@@ -750,8 +760,21 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     return GST_FLOW_NOT_NEGOTIATED;
   }
   GstFlowReturn ret = GST_FLOW_OK;
-  if (GST_BUFFER_IS_DISCONT(in) && self->frames_in) {
-    GST_DEBUG_OBJECT(self, "discontinuity: pushing the held frames");
+  /* A discontinuity: the DISCONT flag, or timestamps that jump by more
+   * than JUMP_TOLERANCE from where the stream's frame count puts them
+   * (live sources jitter by less; a new segment alone is not one). */
+  gboolean jump = FALSE;
+  if (self->frames_in && GST_BUFFER_PTS_IS_VALID(in) &&
+      GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime expect = self->base_ts + gst_util_uint64_scale_int_round(
+                                              self->frames_in, GST_SECOND,
+                                              self->rate);
+    GstClockTimeDiff d = GST_CLOCK_DIFF(expect, GST_BUFFER_PTS(in));
+    jump = d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE;
+  }
+  if ((GST_BUFFER_IS_DISCONT(in) || jump) && self->frames_in) {
+    GST_DEBUG_OBJECT(self, "discontinuity%s: pushing the held frames",
+                     jump ? " (timestamp jump)" : "");
     ret = push_residue(self);
     if (ret != GST_FLOW_OK) {
       gst_buffer_unref(in);

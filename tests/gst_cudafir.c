@@ -451,9 +451,10 @@ static void test_latency_impulse(void **state)
 
 /* ---- DISCONT, flush, drain=false ------------------------------------------ */
 
-/* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 new
- * segment): A's output is complete (except after a flush, which drops
- * what was held) and B restarts from silence. */
+/* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 a new
+ * segment whose buffers jump ahead in time without DISCONT): A's output is
+ * complete (except after a flush, which drops what was held) and B
+ * restarts from silence. */
 static void run_break(int how)
 {
   unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 3);
@@ -611,6 +612,51 @@ static void test_renegotiate(void **state)
     free(b.y);
     free(x1);
     free(x2);
+    free(hk);
+  }
+}
+
+/* The same caps (and segment) sent again mid-stream, as elements do, and
+ * a few ms of timestamp jitter must not cut the stream: the output equals
+ * one uninterrupted filter. */
+static void test_same_caps_again(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 3; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2), rate = 48000;
+    size_t len = random_len(), n = ref_rng_range(&rng, 2, 20000);
+    size_t cut = ref_rng_range(&rng, 1, n - 1);
+    set_case("%zu taps, %u ch, caps resent after %zu of %zu frames", len, ch,
+             cut, n);
+    float *hk = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected c;
+    collect_init(&c, ch, rate, 0, n + len);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, cut, ch, rate, 0,
+                      TRUE) == GST_FLOW_OK, "push 1");
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    /* and its timestamps jitter by a few ms, as a live source's do */
+    GstClockTime jitter = ref_rng_range(&rng, 0, 5) * GST_MSECOND;
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, cut, n - cut, ch, rate,
+                      jitter, FALSE) == GST_FLOW_OK, "push 2");
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n + len - 1, "%zu frames out, expected %zu", c.frames,
+          n + len - 1);
+    CHECK(c.discont_seen == 1, "%d DISCONT buffers: the resent caps cut the "
+          "stream", c.discont_seen);
+    for (unsigned k = 0; k < ch; k++) {
+      double *w = ref_channel(x, n, ch, k, hk, len, c.frames);
+      double e = ref_rel_l2(c.y + k, ch, w, 1, c.frames);
+      CHECK(e <= 2e-5, "channel %u: error %.3g", k, e);
+      free(w);
+    }
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
     free(hk);
   }
 }
@@ -1200,6 +1246,7 @@ int main(void)
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_renegotiate),
+      cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_trim_and_per_channel),
