@@ -91,6 +91,56 @@ cudaError_t cf_k_ols_reduce(void *Y, const void *partial, unsigned cout,
 cudaError_t cf_k_ols_extract(float *y, const float *yw, unsigned cout,
                              unsigned B, float scale, cudaStream_t stream);
 
+/* ---- video (kernels/conv2d.cu) -------------------------------------
+ * One component of a frame held on the device in the host's layout made
+ * tight: sample (x, y) of tau-th previous frame is at
+ *   src + slot * slot_bytes + offset + y * pitch + x * step,
+ *   slot = (head + nslots - tau) % nslots,
+ * of type 0 = uint8, 1 = uint16 (native order), 2 = float32. Outputs go
+ * to dst + offset + y * pitch + x * step, same type. Everything follows
+ * scipy.ndimage.convolve (origin 0, true convolution, cy = kh / 2,
+ * cx = kw / 2) and the store rules of video.h (scale, bias, |.|, round
+ * half to even and saturate for integers, NaN -> 0). */
+typedef struct cf_conv2d_args {
+  const unsigned char *src;
+  unsigned char *dst;
+  size_t slot_bytes, offset, pitch;
+  unsigned nslots, head, nt; /* frame ring; slices with a source */
+  unsigned step, type, w, h;
+  unsigned row0, row1; /* output rows computed: [row0, row1) */
+  unsigned kh, kw, cy, cx;
+  int border; /* cf_border */
+  float cval, scale, bias;
+  int absolute;
+} cf_conv2d_args;
+
+/* Direct 2D/3D convolution: taps T x kh x kw as in kernel2d.h (all nt
+ * slices used), from the constant pool at const_off when const_taps,
+ * else from the device array taps. */
+cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
+                        int const_taps, size_t const_off,
+                        cudaStream_t stream);
+/* Place n taps in conv2d.cu's __constant__ pool (shared by every video
+ * engine of the process): *placed = 0 when it is full. Blocking copy;
+ * release with cf_k_conv2d_const_drop. */
+cudaError_t cf_k_conv2d_const_put(const float *host_taps, size_t n,
+                                  size_t *off, int *placed);
+void cf_k_conv2d_const_drop(size_t off, size_t n);
+
+/* Separable pass 1 for slice tau: tmp[q * w + x] = sum_n hrow[n] *
+ * X_tau[vr0 + q][x - n + cx] for q < nrows (border applied in both axes),
+ * hrow = the kw column-direction factors (device). */
+cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
+                             const float *hrow, int vr0, unsigned nrows,
+                             float *tmp, cudaStream_t stream);
+/* Separable pass 2: s = sum_m vcol[m] * tmp[(i - m + cy - vr0) * w + x]
+ * for output rows i in [row0, row1); acc_in: add acc[(i - row0) * w + x];
+ * store: write the pixel to dst, else s (+ acc) back to acc. */
+cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a, const float *vcol,
+                             const float *tmp, int vr0, unsigned nrows,
+                             float *acc, int acc_in, int store,
+                             cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

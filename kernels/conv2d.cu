@@ -1,0 +1,335 @@
+// 2D and temporal (3D) convolution of one video component (the contract is
+// include/cudafilter/video.h; the arguments are in cf_kernels.h).
+//
+// Direct: a block of 32 x 8 threads owns an output tile of 32 x 32 pixels
+// (each thread 4 rows, 8 apart: register blocking with conflict-free
+// shared loads). For each temporal slice it stages the tile plus the
+// (kh - 1) x (kw - 1) halo once in dynamic shared memory, converting the
+// samples to float and applying the border mode as it loads; kernels
+// larger than KC x KC are staged in KC x KC pieces of taps (same sums,
+// 64 KiB-free shared memory). Taps come from a __constant__ pool when they
+// fit (broadcast to the warp), else from global memory (one address per
+// warp: L1 broadcast).
+//
+// Separable: a row pass into a float band (kh - 1 rows of halo) and a
+// column pass that stores, both with the same border and store rules.
+#include <mutex>
+
+#include "cf_kernels.h"
+
+#define TW 32             // tile width = threads in x
+#define TY 8              // threads in y
+#define RY 4              // output rows per thread
+#define TH (TY * RY)      // tile height
+#define KC 64             // kernel rows / columns staged at once
+#define CONST_TAPS 8192   // 32 KiB constant pool for video taps
+#define CONST_GRAIN 64
+#define ROW_T 256         // row pass: outputs per block
+#define ROW_KC 1024       // row pass: taps staged at once
+#define COL_RY 4          // column pass: rows per thread
+
+__constant__ float cf_c2d_taps[CONST_TAPS];
+static unsigned char const_used[CONST_TAPS / CONST_GRAIN];
+static std::mutex const_lock;
+
+// Index of virtual position i in a line of n samples, or -1 for cval
+// (the CPU's map_index, src/cpu/video.c).
+__device__ __forceinline__ int map_index(int i, int n, int border)
+{
+  if (i >= 0 && i < n)
+    return i;
+  switch (border) {
+  case 0: // constant
+    return -1;
+  case 1: // nearest
+    return i < 0 ? 0 : n - 1;
+  case 2: { // reflect, period 2n
+    int r = i % (2 * n);
+    if (r < 0)
+      r += 2 * n;
+    return r < n ? r : 2 * n - 1 - r;
+  }
+  case 3: { // mirror, period 2n - 2
+    if (n == 1)
+      return 0;
+    int r = i % (2 * n - 2);
+    if (r < 0)
+      r += 2 * n - 2;
+    return r < n ? r : 2 * n - 2 - r;
+  }
+  default: { // wrap
+    int r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  }
+}
+
+// Sample (vx, vy) of the component at `base` (virtual coordinates: the
+// border mode decides), as float.
+__device__ __forceinline__ float load_sample(const cf_conv2d_args &a,
+                                             const unsigned char *base,
+                                             int vx, int vy)
+{
+  int y = map_index(vy, (int)a.h, a.border);
+  int x = map_index(vx, (int)a.w, a.border);
+  if (x < 0 || y < 0)
+    return a.cval;
+  const unsigned char *p = base + (size_t)y * a.pitch + (size_t)x * a.step;
+  switch (a.type) {
+  case 0:
+    return (float)*p;
+  case 1:
+    return (float)*(const unsigned short *)p;
+  default:
+    return *(const float *)p;
+  }
+}
+
+__device__ __forceinline__ const unsigned char *slice_base(
+    const cf_conv2d_args &a, unsigned tau)
+{
+  unsigned slot = (a.head + a.nslots - tau) % a.nslots;
+  return a.src + (size_t)slot * a.slot_bytes + a.offset;
+}
+
+// scale, bias, |.|, then the format's store (video.h).
+__device__ __forceinline__ void store_pixel(const cf_conv2d_args &a,
+                                            unsigned x, unsigned y, float s)
+{
+  float v = s * a.scale + a.bias;
+  if (a.absolute)
+    v = fabsf(v);
+  unsigned char *p = a.dst + a.offset + (size_t)y * a.pitch +
+                     (size_t)x * a.step;
+  if (a.type == 2) {
+    *(float *)p = v;
+    return;
+  }
+  float vmax = a.type == 0 ? 255.0f : 65535.0f;
+  v = v > 0.0f ? fminf(v, vmax) : 0.0f; // NaN compares false: 0
+  v = rintf(v);                           // ties to even
+  if (a.type == 0)
+    *p = (unsigned char)v;
+  else
+    *(unsigned short *)p = (unsigned short)v;
+}
+
+template <bool CT>
+__global__ void __launch_bounds__(TW *TY)
+    conv2d_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
+                  unsigned toff)
+{
+  extern __shared__ float sm[];
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+  const int tid = ty * TW + tx;
+  const int x0 = (int)(blockIdx.x * TW);
+  const int y0 = (int)(a.row0 + blockIdx.y * TH);
+  float acc[RY];
+#pragma unroll
+  for (int j = 0; j < RY; j++)
+    acc[j] = 0.0f;
+  const unsigned kh = a.kh, kw = a.kw;
+  for (unsigned tau = 0; tau < a.nt; tau++) {
+    const unsigned char *base = slice_base(a, tau);
+    const unsigned tbase = toff + tau * kh * kw;
+    for (unsigned m0 = 0; m0 < kh; m0 += KC) {
+      const int mc = (int)min(KC, kh - m0);
+      for (unsigned n0 = 0; n0 < kw; n0 += KC) {
+        const int nc = (int)min(KC, kw - n0);
+        const int sw = TW + nc - 1, sh = TH + mc - 1;
+        // s[r][c] = X[vy0 + r][vx0 + c]: output row y0 + li with kernel
+        // row m0 + mm reads r = li + mc - 1 - mm (columns alike).
+        const int vy0 = y0 + (int)a.cy - (int)(m0 + mc - 1);
+        const int vx0 = x0 + (int)a.cx - (int)(n0 + nc - 1);
+        __syncthreads(); // the previous piece's readers are done
+        for (int i = tid; i < sw * sh; i += TW * TY) {
+          int r = i / sw, c = i - r * sw;
+          sm[i] = load_sample(a, base, vx0 + c, vy0 + r);
+        }
+        __syncthreads();
+        for (int mm = 0; mm < mc; mm++) {
+          const float *trow = CT ? cf_c2d_taps + tbase + (m0 + mm) * kw + n0
+                                 : taps + tbase + (m0 + mm) * kw + n0;
+          const float *srow = sm + (ty + mc - 1 - mm) * sw + tx + nc - 1;
+          for (int nn = 0; nn < nc; nn++) {
+            const float k = CT ? trow[nn] : __ldg(trow + nn);
+#pragma unroll
+            for (int j = 0; j < RY; j++)
+              acc[j] = fmaf(k, srow[j * TY * sw - nn], acc[j]);
+          }
+        }
+      }
+    }
+  }
+  const unsigned x = (unsigned)(x0 + tx);
+  if (x >= a.w)
+    return;
+#pragma unroll
+  for (int j = 0; j < RY; j++) {
+    const unsigned y = (unsigned)(y0 + ty + j * TY);
+    if (y < a.row1)
+      store_pixel(a, x, y, acc[j]);
+  }
+}
+
+extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
+                                   int const_taps, size_t const_off,
+                                   cudaStream_t stream)
+{
+  if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
+    return cudaSuccess;
+  unsigned mc = a->kh < KC ? a->kh : KC, nc = a->kw < KC ? a->kw : KC;
+  size_t smem = (size_t)(TW + nc - 1) * (TH + mc - 1) * sizeof(float);
+  dim3 block(TW, TY);
+  dim3 grid((a->w + TW - 1) / TW, (a->row1 - a->row0 + TH - 1) / TH);
+  if (const_taps)
+    conv2d_kernel<true><<<grid, block, smem, stream>>>(*a, nullptr,
+                                                       (unsigned)const_off);
+  else
+    conv2d_kernel<false><<<grid, block, smem, stream>>>(*a, taps, 0u);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t cf_k_conv2d_const_put(const float *host_taps, size_t n,
+                                             size_t *off, int *placed)
+{
+  *placed = 0;
+  *off = 0;
+  size_t need = (n + CONST_GRAIN - 1) / CONST_GRAIN;
+  size_t total = CONST_TAPS / CONST_GRAIN;
+  if (n == 0 || need > total)
+    return cudaSuccess;
+  std::lock_guard<std::mutex> hold(const_lock);
+  for (size_t g = 0; g + need <= total; g++) {
+    size_t run = 0;
+    while (run < need && !const_used[g + run])
+      run++;
+    if (run < need) {
+      g += run;
+      continue;
+    }
+    cudaError_t err = cudaMemcpyToSymbol(cf_c2d_taps, host_taps,
+                                         n * sizeof(float),
+                                         g * CONST_GRAIN * sizeof(float));
+    if (err != cudaSuccess)
+      return err;
+    for (size_t i = 0; i < need; i++)
+      const_used[g + i] = 1;
+    *off = g * CONST_GRAIN;
+    *placed = 1;
+    return cudaSuccess;
+  }
+  return cudaSuccess;
+}
+
+extern "C" void cf_k_conv2d_const_drop(size_t off, size_t n)
+{
+  size_t need = (n + CONST_GRAIN - 1) / CONST_GRAIN;
+  std::lock_guard<std::mutex> hold(const_lock);
+  for (size_t i = 0; i < need; i++)
+    const_used[off / CONST_GRAIN + i] = 0;
+}
+
+// ---- separable -----------------------------------------------------------
+
+__global__ void __launch_bounds__(ROW_T)
+    conv2d_rows_kernel(const cf_conv2d_args a, unsigned tau,
+                       const float *__restrict__ hrow, int vr0, float *tmp)
+{
+  extern __shared__ float sm[];
+  const int tx = (int)threadIdx.x;
+  const int x0 = (int)(blockIdx.x * ROW_T);
+  const int q = (int)blockIdx.y;
+  const unsigned char *base = slice_base(a, tau);
+  const int vy = vr0 + q;
+  float acc = 0.0f;
+  for (unsigned n0 = 0; n0 < a.kw; n0 += ROW_KC) {
+    const int nc = (int)min(ROW_KC, a.kw - n0);
+    const int sw = ROW_T + nc - 1;
+    const int vx0 = x0 + (int)a.cx - (int)(n0 + nc - 1);
+    __syncthreads();
+    for (int i = tx; i < sw; i += ROW_T)
+      sm[i] = load_sample(a, base, vx0 + i, vy);
+    __syncthreads();
+    const float *s = sm + tx + nc - 1;
+    for (int nn = 0; nn < nc; nn++)
+      acc = fmaf(__ldg(hrow + n0 + nn), s[-nn], acc);
+  }
+  const unsigned x = (unsigned)(x0 + tx);
+  if (x < a.w)
+    tmp[(size_t)q * a.w + x] = acc;
+}
+
+extern "C" cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
+                                        const float *hrow, int vr0,
+                                        unsigned nrows, float *tmp,
+                                        cudaStream_t stream)
+{
+  if (nrows == 0 || a->w == 0)
+    return cudaSuccess;
+  unsigned nc = a->kw < ROW_KC ? a->kw : ROW_KC;
+  size_t smem = (size_t)(ROW_T + nc - 1) * sizeof(float);
+  dim3 grid((a->w + ROW_T - 1) / ROW_T, nrows);
+  conv2d_rows_kernel<<<grid, ROW_T, smem, stream>>>(*a, tau, hrow, vr0, tmp);
+  return cudaGetLastError();
+}
+
+// Thread (x, rows ib .. ib + COL_RY): tmp row ib - vr0 + cy - m + j feeds
+// output row ib + j through vcol[m]; q = j + kh - 1 - m walks the rows
+// once, each loaded row serving every output that needs it.
+__global__ void __launch_bounds__(TW *TY)
+    conv2d_cols_kernel(const cf_conv2d_args a, const float *__restrict__ vcol,
+                       const float *__restrict__ tmp, int vr0, unsigned nrows,
+                       float *acc_buf, int acc_in, int store)
+{
+  const unsigned x = blockIdx.x * TW + threadIdx.x;
+  const int ib = (int)(a.row0 + (blockIdx.y * TY + threadIdx.y) * COL_RY);
+  if (x >= a.w || ib >= (int)a.row1)
+    return;
+  const int kh = (int)a.kh;
+  const int base = ib - vr0 + (int)a.cy - (kh - 1);
+  float acc[COL_RY];
+#pragma unroll
+  for (int j = 0; j < COL_RY; j++)
+    acc[j] = 0.0f;
+  for (int q = 0; q < kh + COL_RY - 1; q++) {
+    const int r = base + q;
+    if (r < 0 || r >= (int)nrows)
+      continue; // only rows past row1 would need it
+    const float v = tmp[(size_t)r * a.w + x];
+#pragma unroll
+    for (int j = 0; j < COL_RY; j++) {
+      const int m = kh - 1 - q + j;
+      if (m >= 0 && m < kh)
+        acc[j] = fmaf(__ldg(vcol + m), v, acc[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < COL_RY; j++) {
+    const unsigned y = (unsigned)(ib + j);
+    if (y >= a.row1)
+      break;
+    float *ap = acc_buf + (size_t)(y - a.row0) * a.w + x;
+    float s = acc_in ? *ap + acc[j] : acc[j];
+    if (store)
+      store_pixel(a, x, y, s);
+    else
+      *ap = s;
+  }
+}
+
+extern "C" cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a,
+                                        const float *vcol, const float *tmp,
+                                        int vr0, unsigned nrows, float *acc,
+                                        int acc_in, int store,
+                                        cudaStream_t stream)
+{
+  if (a->row1 <= a->row0 || a->w == 0)
+    return cudaSuccess;
+  dim3 block(TW, TY);
+  unsigned rows = a->row1 - a->row0;
+  dim3 grid((a->w + TW - 1) / TW, (rows + TY * COL_RY - 1) / (TY * COL_RY));
+  conv2d_cols_kernel<<<grid, block, 0, stream>>>(*a, vcol, tmp, vr0, nrows,
+                                                 acc, acc_in, store);
+  return cudaGetLastError();
+}
