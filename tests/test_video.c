@@ -811,7 +811,7 @@ static void test_api(void **state)
             cfg.scale == 1.0f && cfg.bias == 0.0f && cfg.absolute == 0 &&
             cfg.backend == CF_BACKEND_AUTO && cfg.device_id == 0 &&
             cfg.algorithm == CF_ALGO2D_AUTO && cfg.threads == 0 &&
-            cfg.pipeline_depth == 2,
+            cfg.pipeline_depth == 0,
         "cf_video_config_init defaults differ from video.h");
   for (unsigned i = 0; i < NFORMATS; i++) {
     cf_pixel_format f = all_formats[i], g;

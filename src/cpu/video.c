@@ -420,59 +420,6 @@ static void run_band(void *ctx, unsigned bi)
 
 /* ---- planning ---- */
 
-/* Best rank-1 approximation u v^T of a kh x kw slice by a few power
- * iterations in double; true when the residual is below float noise
- * (||K - u v^T||_F <= 2e-7 ||K||_F). */
-static int rank1(const float *k, unsigned kh, unsigned kw, double *u,
-                 double *vv)
-{
-  double norm = 0, best = -1;
-  unsigned pr = 0;
-  for (unsigned m = 0; m < kh; m++)
-    for (unsigned n = 0; n < kw; n++) {
-      double a = fabs(k[m * kw + n]);
-      norm += a * a;
-      if (a > best)
-        best = a, pr = m;
-    }
-  if (norm == 0) { /* a zero slice: the product of zeros */
-    for (unsigned m = 0; m < kh; m++)
-      u[m] = 0;
-    for (unsigned n = 0; n < kw; n++)
-      vv[n] = 0;
-    return 1;
-  }
-  for (unsigned n = 0; n < kw; n++)
-    vv[n] = k[pr * kw + n];
-  for (int it = 0; it < 4; it++) {
-    double vn = 0;
-    for (unsigned n = 0; n < kw; n++)
-      vn += vv[n] * vv[n];
-    for (unsigned m = 0; m < kh; m++) {
-      double s = 0;
-      for (unsigned n = 0; n < kw; n++)
-        s += k[m * kw + n] * vv[n];
-      u[m] = s / vn;
-    }
-    double un = 0;
-    for (unsigned m = 0; m < kh; m++)
-      un += u[m] * u[m];
-    for (unsigned n = 0; n < kw; n++) {
-      double s = 0;
-      for (unsigned m = 0; m < kh; m++)
-        s += k[m * kw + n] * u[m];
-      vv[n] = s / un;
-    }
-  }
-  double res = 0;
-  for (unsigned m = 0; m < kh; m++)
-    for (unsigned n = 0; n < kw; n++) {
-      double d = k[m * kw + n] - u[m] * vv[n];
-      res += d * d;
-    }
-  return res <= 4e-14 * norm;
-}
-
 /* Costs in ns on one core, from bench/results/conv2d-crossover-*.md
  * (1080p GRAY32F, AVX-512): direct per tap and sample, separable per tap
  * and sample, loading and storing per sample; the FFT per n log2 n of a
@@ -572,7 +519,7 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
   }
   int separable = 1;
   for (unsigned t = 0; t < p->t && separable; t++)
-    separable = rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw, u,
+    separable = cf_rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw, u,
                       u + k->kh);
   unsigned w = v->cfg.width, h = v->cfg.height;
   double px = (double)w * h;
@@ -623,7 +570,7 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
             sl->wpad[(q + z) * k->kw + j] =
                 kt[(k->kh - 1 - q) * k->kw + (k->kw - 1 - j)];
     } else if (p->algo == ALGO_SEPARABLE) {
-      rank1(kt, k->kh, k->kw, u, u + k->kh);
+      cf_rank1(kt, k->kh, k->kw, u, u + k->kh);
       sl->hrev = cf_alloc(k->kw * sizeof(float));
       unsigned z = v->dsp->rows - 1;
       sl->vpad = cf_alloc((k->kh + 2 * z) * sizeof(float));
@@ -807,52 +754,13 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
 
 /* ---- frames ---- */
 
-static int ranges_overlap(const uint8_t *a, size_t na, const uint8_t *b,
-                          size_t nb)
-{
-  return a < b + nb && b < a + na;
-}
-
-static cf_status check_frame(const video *v, const cf_frame *f,
-                             const char *which)
-{
-  const cf_format_desc *d = v->fmt;
-  for (unsigned p = 0; p < d->planes; p++) {
-    size_t w = cf_sub_size(v->cfg.width, d->plane_sub[p]);
-    if (!f->data[p])
-      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u is NULL",
-                     which, p);
-    if (f->stride[p] < w * d->plane_bpp[p])
-      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u stride %zu "
-                     "is less than its row of %zu bytes", which, p,
-                     f->stride[p], w * d->plane_bpp[p]);
-  }
-  return CF_OK;
-}
-
-static size_t plane_span(const video *v, const cf_frame *f, unsigned p)
-{
-  const cf_format_desc *d = v->fmt;
-  size_t w = cf_sub_size(v->cfg.width, d->plane_sub[p]);
-  size_t h = cf_sub_size(v->cfg.height, d->plane_sub[p]);
-  return f->stride[p] * (h - 1) + w * d->plane_bpp[p];
-}
-
 static cf_status video_process(void *impl, const cf_frame *in,
                                const cf_frame *out)
 {
   video *v = impl;
-  cf_status s = check_frame(v, in, "input");
-  if (s == CF_OK)
-    s = check_frame(v, out, "output");
+  cf_status s = cf_video_check_frames(&v->cfg, in, out);
   if (s != CF_OK)
     return s;
-  for (unsigned a = 0; a < v->fmt->planes; a++)
-    for (unsigned b = 0; b < v->fmt->planes; b++)
-      if (ranges_overlap(in->data[a], plane_span(v, in, a), out->data[b],
-                         plane_span(v, out, b)))
-        return cf_fail(CF_E_INVALID, "process_frame: input plane %u and "
-                       "output plane %u overlap", a, b);
   v->in = in;
   v->out = out;
   cf_pool_run(v->pool, run_band, v, v->nbands);
@@ -877,6 +785,19 @@ static cf_status video_set_kernel(void *impl, const cf_kernel2d *k)
   return install_kernel(impl, k);
 }
 
+static size_t video_latency(const void *impl)
+{
+  (void)impl;
+  return 0;
+}
+
+static cf_status video_flush(void *impl, const cf_frame *out, int *got)
+{
+  (void)impl, (void)out;
+  *got = 0; /* no latency: nothing is ever pending */
+  return CF_OK;
+}
+
 static void video_describe(const void *impl, char *buf, size_t n)
 {
   const video *v = impl;
@@ -896,9 +817,9 @@ static void video_destroy(void *impl)
   free(v);
 }
 
-static const cf_video_ops ops_table = {video_process, video_reset,
-                                       video_set_kernel, video_describe,
-                                       video_destroy};
+static const cf_video_ops ops_table = {
+    video_process,  video_reset,   video_set_kernel, video_describe,
+    video_destroy,  video_latency, video_flush};
 
 static void add_chan(video *v, const cf_chan_desc *d, int filter)
 {

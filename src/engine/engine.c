@@ -273,7 +273,7 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
   if (!e)
     return;
   if (e->vops)
-    e->vops->destroy(e->impl);
+    cf_video_front_free(e);
   else
     e->ops->destroy(e->impl);
   cf_kernel_free(e->kernel);
@@ -314,7 +314,7 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
 
 CF_PUBLIC size_t cf_engine_latency(const cf_engine *e)
 {
-  return e->vops ? 0 : e->ops->latency(e->impl);
+  return e->vops ? cf_video_latency(e) : e->ops->latency(e->impl);
 }
 
 CF_PUBLIC size_t cf_engine_tail(const cf_engine *e)
@@ -346,7 +346,7 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
 CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
 {
   if (e->vops)
-    e->vops->reset(e->impl);
+    cf_video_reset(e);
   else
     e->ops->reset(e->impl);
   fb_clear(e);

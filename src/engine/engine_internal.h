@@ -36,6 +36,8 @@ struct cf_engine {
   float *fb;
   size_t fb_mask;
   unsigned long long fb_t;
+  /* video: the front's state (src/engine/video.c), NULL for audio */
+  struct cf_video_front *vfront;
 };
 
 /* CF_OK with *out set to the backend that will run, or the reason the

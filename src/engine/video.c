@@ -1,6 +1,7 @@
 /* The engine front for video: validates the configuration, the kernel and
  * each frame, then forwards to the backend. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ CF_PUBLIC void cf_video_config_init(cf_video_config *cfg)
   cfg->scale = 1.0f;
   cfg->backend = CF_BACKEND_AUTO;
   cfg->algorithm = CF_ALGO2D_AUTO;
-  cfg->pipeline_depth = 2;
+  cfg->pipeline_depth = 0; /* live: no latency unless asked */
 }
 
 static cf_status check_config(const cf_video_config *c)
@@ -61,6 +62,219 @@ static cf_status check_kernel2d(const cf_kernel2d *k)
   return CF_OK;
 }
 
+/* ---- frames (both backends check them the same way) ---- */
+
+static int ranges_overlap(const uint8_t *a, size_t na, const uint8_t *b,
+                          size_t nb)
+{
+  return a < b + nb && b < a + na;
+}
+
+cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
+                               const char *which)
+{
+  const cf_format_desc *d = cf_format_desc_get(c->format);
+  for (unsigned p = 0; p < d->planes; p++) {
+    size_t w = cf_sub_size(c->width, d->plane_sub[p]);
+    if (!f->data[p])
+      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u is NULL",
+                     which, p);
+    if (f->stride[p] < w * d->plane_bpp[p])
+      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u stride %zu "
+                     "is less than its row of %zu bytes", which, p,
+                     f->stride[p], w * d->plane_bpp[p]);
+  }
+  return CF_OK;
+}
+
+static size_t plane_span(const cf_video_config *c, const cf_frame *f,
+                         unsigned p)
+{
+  const cf_format_desc *d = cf_format_desc_get(c->format);
+  size_t w = cf_sub_size(c->width, d->plane_sub[p]);
+  size_t h = cf_sub_size(c->height, d->plane_sub[p]);
+  return f->stride[p] * (h - 1) + w * d->plane_bpp[p];
+}
+
+cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
+                                const cf_frame *out)
+{
+  cf_status s = cf_video_check_frame(c, in, "input");
+  if (s == CF_OK)
+    s = cf_video_check_frame(c, out, "output");
+  if (s != CF_OK)
+    return s;
+  unsigned planes = cf_format_desc_get(c->format)->planes;
+  for (unsigned a = 0; a < planes; a++)
+    for (unsigned b = 0; b < planes; b++)
+      if (ranges_overlap(in->data[a], plane_span(c, in, a), out->data[b],
+                         plane_span(c, out, b)))
+        return cf_fail(CF_E_INVALID, "process_frame: input plane %u and "
+                       "output plane %u overlap", a, b);
+  return CF_OK;
+}
+
+/* ---- backend=auto: switching from CUDA to the CPU mid-stream ----------
+ * While auto runs on CUDA, the front keeps host copies (tight layout) of
+ * the last T - 1 + depth + 1 input frames. When the device fails in
+ * process_frame or flush_frame, a CPU backend is built with the newest
+ * kernel, primed with the T - 1 frames before the oldest undelivered one
+ * (outputs discarded), and it computes every undelivered frame. With
+ * pipeline_depth D > 0 the front then keeps the stream's latency: CPU
+ * results wait in a queue of D + 1 host frames and leave D calls later
+ * (or through flush), exactly as the CUDA pipeline would have. A reset
+ * among the undelivered frames is replayed at its place (the newest one
+ * only). */
+struct cf_video_front {
+  cf_video_config cfg;
+  cf_kernel2d *kernel;
+  size_t frame_bytes;
+  unsigned depth;
+  /* input history while auto runs on CUDA: hcap frames */
+  uint8_t *hist;
+  unsigned hcap;
+  unsigned long long n, delivered, last_reset;
+  /* after a switch with depth > 0: CPU results not yet handed out */
+  uint8_t *queue;
+  unsigned qhead, qlen;
+};
+
+static cf_frame tight_at(const struct cf_video_front *f, uint8_t *base)
+{
+  cf_frame t;
+  cf_frame_layout(f->cfg.format, f->cfg.width, f->cfg.height, base, &t);
+  return t;
+}
+
+static uint8_t *hist_frame(const struct cf_video_front *f,
+                           unsigned long long i)
+{
+  return f->hist + (size_t)(i % f->hcap) * f->frame_bytes;
+}
+
+/* Copy frame `src` (any strides) into / out of a tight buffer. */
+static void frame_copy(const struct cf_video_front *f, const cf_frame *src,
+                       const cf_frame *dst)
+{
+  const cf_format_desc *d = cf_format_desc_get(f->cfg.format);
+  for (unsigned p = 0; p < d->planes; p++) {
+    size_t row = cf_sub_size(f->cfg.width, d->plane_sub[p]) * d->plane_bpp[p];
+    size_t h = cf_sub_size(f->cfg.height, d->plane_sub[p]);
+    for (size_t r = 0; r < h; r++)
+      memcpy((uint8_t *)dst->data[p] + r * dst->stride[p],
+             (const uint8_t *)src->data[p] + r * src->stride[p], row);
+  }
+}
+
+static int front_watching(const cf_engine *e)
+{
+  return e->vfront && e->vfront->hist && e->backend == CF_BACKEND_CUDA;
+}
+
+/* (Re)size the history for kernel k, keeping the frames it holds. */
+static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
+{
+  struct cf_video_front *f = e->vfront;
+  cf_kernel2d *copy = NULL;
+  cf_status s = cf_kernel2d_copy(k, &copy);
+  if (s != CF_OK)
+    return s;
+  cf_kernel2d_free(f->kernel);
+  f->kernel = copy;
+  if (e->backend != CF_BACKEND_CUDA || e->requested != CF_BACKEND_AUTO)
+    return CF_OK;
+  unsigned cap = k->t - 1 + f->depth + 1;
+  if (f->hist && cap <= f->hcap)
+    return CF_OK;
+  uint8_t *h = malloc((size_t)cap * f->frame_bytes);
+  if (!h)
+    return cf_fail(CF_E_NOMEM, "video engine: out of memory for the CPU "
+                   "fallback history (%u frames)", cap);
+  for (unsigned long long i = f->n > f->hcap ? f->n - f->hcap : 0;
+       f->hist && i < f->n; i++)
+    memcpy(h + (size_t)(i % cap) * f->frame_bytes, hist_frame(f, i),
+           f->frame_bytes);
+  free(f->hist);
+  f->hist = h;
+  f->hcap = cap;
+  return CF_OK;
+}
+
+/* The device failed: continue on the CPU. Frames [delivered, n) are
+ * computed there; with depth 0 the newest goes to out, else they join
+ * the queue and the oldest leaves to out when the stream owes one
+ * (`flushing`: when any is queued). *got: whether out was written. */
+static cf_status front_switch(cf_engine *e, const cf_frame *out,
+                              int flushing, int *got)
+{
+  struct cf_video_front *f = e->vfront;
+  char reason[256];
+  snprintf(reason, sizeof reason, "%s", cf_last_error());
+  cf_video_config cfg = f->cfg;
+  cfg.backend = CF_BACKEND_CPU;
+  void *impl = NULL;
+  const cf_video_ops *ops = NULL;
+  cf_status s = cf_cpu_video_new(&cfg, f->kernel, &impl, &ops);
+  if (s != CF_OK)
+    return s;
+  uint8_t *scratch = malloc(f->frame_bytes);
+  if (f->depth && !f->queue)
+    f->queue = malloc((size_t)(f->depth + 1) * f->frame_bytes);
+  if (!scratch || (f->depth && !f->queue)) {
+    free(scratch);
+    ops->destroy(impl);
+    return cf_fail(CF_E_NOMEM, "video engine: out of memory switching to "
+                   "the CPU");
+  }
+  unsigned long long from = f->delivered, end = f->n;
+  unsigned long long start = from > f->kernel->t - 1 ? from - (f->kernel->t - 1)
+                                                     : 0;
+  if (start < f->last_reset && f->last_reset <= from)
+    start = f->last_reset;
+  if (end - start > f->hcap) /* never: the history holds them */
+    start = end - f->hcap;
+  for (unsigned long long i = start; s == CF_OK && i < end; i++) {
+    if (i == f->last_reset && i > start)
+      ops->reset(impl);
+    cf_frame in = tight_at(f, hist_frame(f, i)), o;
+    if (i < from)
+      o = tight_at(f, scratch);
+    else if (!f->depth)
+      o = *out;
+    else
+      o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen++) %
+                                          (f->depth + 1)) * f->frame_bytes);
+    s = ops->process(impl, &in, &o);
+  }
+  free(scratch);
+  if (s != CF_OK) {
+    ops->destroy(impl);
+    return s;
+  }
+  *got = !f->depth;
+  if (f->depth && (f->qlen > f->depth || (flushing && f->qlen))) {
+    cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
+    frame_copy(f, &q, out);
+    f->qhead = (f->qhead + 1) % (f->depth + 1);
+    f->qlen--;
+    *got = 1;
+  }
+  e->vops->destroy(e->impl);
+  e->impl = impl;
+  e->vops = ops;
+  e->backend = CF_BACKEND_CPU;
+  free(f->hist);
+  f->hist = NULL;
+  fprintf(stderr, "cudafilter: CUDA failed (%s); video continues on the "
+          "CPU\n", reason);
+  return CF_OK;
+}
+
+static int device_failure(cf_status s)
+{
+  return s == CF_E_DEVICE || s == CF_E_NOMEM;
+}
+
 CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
                                         const cf_kernel2d *k, cf_engine **out)
 {
@@ -90,12 +304,53 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     s = cf_cpu_video_new(cfg, k, &e->impl, &e->vops);
   e->backend = backend;
   e->requested = cfg->backend;
+  if (s == CF_OK && !(e->vfront = calloc(1, sizeof *e->vfront)))
+    s = cf_fail(CF_E_NOMEM, "video engine: out of memory");
+  if (s == CF_OK) {
+    struct cf_video_front *f = e->vfront;
+    f->cfg = *cfg;
+    f->depth = (unsigned)e->vops->latency(e->impl);
+    f->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
+                                     NULL, NULL);
+    s = front_prepare(e, k);
+  }
   if (s != CF_OK) {
-    free(e);
+    if (e->vops)
+      cf_video_front_free(e);
+    else
+      free(e);
     return s;
   }
   *out = e;
   return CF_OK;
+}
+
+void cf_video_front_free(cf_engine *e)
+{
+  if (e->impl)
+    e->vops->destroy(e->impl);
+  e->impl = NULL;
+  if (e->vfront) {
+    cf_kernel2d_free(e->vfront->kernel);
+    free(e->vfront->hist);
+    free(e->vfront->queue);
+    free(e->vfront);
+    e->vfront = NULL;
+  }
+}
+
+size_t cf_video_latency(const cf_engine *e)
+{
+  /* after a switch the front keeps the latency the stream started with */
+  return e->vfront && e->vfront->queue ? e->vfront->depth
+                                       : e->vops->latency(e->impl);
+}
+
+void cf_video_reset(cf_engine *e)
+{
+  e->vops->reset(e->impl);
+  if (e->vfront)
+    e->vfront->last_reset = e->vfront->n;
 }
 
 CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
@@ -106,7 +361,71 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (!in || !out)
     return cf_fail(CF_E_INVALID, "process_frame: %s frame is NULL",
                    in ? "output" : "input");
-  return e->vops->process(e->impl, in, out);
+  struct cf_video_front *f = e->vfront;
+  if (f && f->queue) { /* on the CPU after a switch, latency kept */
+    cf_status s = cf_video_check_frames(&f->cfg, in, out);
+    if (s != CF_OK)
+      return s;
+    unsigned d1 = f->depth + 1;
+    cf_frame o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen) % d1) *
+                                            f->frame_bytes);
+    if ((s = e->vops->process(e->impl, in, &o)) != CF_OK)
+      return s;
+    if (++f->qlen > f->depth) {
+      cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
+      frame_copy(f, &q, out);
+      f->qhead = (f->qhead + 1) % d1;
+      f->qlen--;
+    }
+    return CF_OK;
+  }
+  if (!front_watching(e))
+    return e->vops->process(e->impl, in, out);
+  cf_status s = cf_video_check_frames(&f->cfg, in, out);
+  if (s != CF_OK)
+    return s;
+  cf_frame h = tight_at(f, hist_frame(f, f->n));
+  frame_copy(f, in, &h);
+  f->n++;
+  s = e->vops->process(e->impl, in, out);
+  if (s == CF_OK && f->n - f->delivered > f->depth)
+    f->delivered++;
+  if (!device_failure(s))
+    return s;
+  int got = 0;
+  return front_switch(e, out, 0, &got);
+}
+
+CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
+                                          int *got)
+{
+  if (!got)
+    return cf_fail(CF_E_INVALID, "flush_frame: got is NULL");
+  *got = 0;
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
+  if (!out)
+    return cf_fail(CF_E_INVALID, "flush_frame: output frame is NULL");
+  struct cf_video_front *f = e->vfront;
+  if (f && f->queue) {
+    if (!f->qlen)
+      return CF_OK;
+    cf_status s = cf_video_check_frame(&f->cfg, out, "output");
+    if (s != CF_OK)
+      return s;
+    cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
+    frame_copy(f, &q, out);
+    f->qhead = (f->qhead + 1) % (f->depth + 1);
+    f->qlen--;
+    *got = 1;
+    return CF_OK;
+  }
+  cf_status s = e->vops->flush(e->impl, out, got);
+  if (front_watching(e) && s == CF_OK && *got)
+    f->delivered++;
+  if (!front_watching(e) || !device_failure(s))
+    return s;
+  return front_switch(e, out, 1, got);
 }
 
 CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
@@ -114,5 +433,9 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
   if (!e->vops)
     return cf_fail(CF_E_STATE, "set_kernel2d: this is an audio engine");
   cf_status s = check_kernel2d(k);
-  return s == CF_OK ? e->vops->set_kernel(e->impl, k) : s;
+  if (s == CF_OK)
+    s = e->vops->set_kernel(e->impl, k);
+  if (s == CF_OK && e->vfront)
+    s = front_prepare(e, k);
+  return s;
 }

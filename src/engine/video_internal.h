@@ -40,7 +40,30 @@ typedef struct cf_video_ops {
   cf_status (*set_kernel)(void *impl, const cf_kernel2d *k);
   void (*describe)(const void *impl, char *buf, size_t n);
   void (*destroy)(void *impl);
+  /* Frames between a frame's process call and the call that writes its
+   * result (video.h: pipeline_depth on CUDA, 0 on the CPU). */
+  size_t (*latency)(const void *impl);
+  /* Write the oldest pending result to out (*got = 1), or *got = 0. */
+  cf_status (*flush)(void *impl, const cf_frame *out, int *got);
 } cf_video_ops;
+
+/* The checks every backend makes of a frame pair: planes present, strides
+ * large enough, input and output not overlapping (src/engine/video.c). */
+cf_status cf_video_check_frame(const cf_video_config *cfg, const cf_frame *f,
+                               const char *which);
+cf_status cf_video_check_frames(const cf_video_config *cfg,
+                                const cf_frame *in, const cf_frame *out);
+
+/* The engine front's video calls that engine.c forwards (video.c). */
+size_t cf_video_latency(const cf_engine *e);
+void cf_video_reset(cf_engine *e);
+/* Destroys the backend and the front's state. */
+void cf_video_front_free(cf_engine *e);
+
+/* Best rank-1 approximation u v^T (u: kh rows, v: kw columns) of a kh x kw
+ * slice by power iterations in double; true when the residual is below
+ * float noise (src/engine/rank1.c). */
+int cf_rank1(const float *k, unsigned kh, unsigned kw, double *u, double *v);
 
 /* The CPU video backend (src/cpu/video.c). */
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,

@@ -1,0 +1,871 @@
+/* The CUDA video backend: the same contract as src/cpu/video.c.
+ *
+ * A frame lives on the device in the host's layout made tight (planes one
+ * after another, rows without padding: cf_frame_layout). Per frame: upload,
+ * a device copy of the input into the output where bytes pass through
+ * (alpha, unselected components), the convolution of each selected
+ * component (kernels/conv2d.cu: tiled direct, or row + column passes for
+ * rank-1 kernels) writing only its samples, download.
+ *
+ * Temporal kernels (T > 1) read a ring of the last T frames on the device
+ * (raw samples): the frame being filtered is copied in first, slice tau
+ * reads the slot tau frames back. The order between frames is an event
+ * (ev_frame: the previous frame's compute), never a host wait.
+ *
+ * Two ways to overlap (cf_video_config.pipeline_depth):
+ *  - 0, live: no added latency. The frame is cut into B horizontal bands;
+ *    band j's upload (+ ring and pass-through copies) runs on stream
+ *    j % S and records ev_up[j]; band b's compute waits on the ev_up of
+ *    every band holding a row its window (border included) reads, then
+ *    computes and downloads on stream b % S. Uploads are issued just
+ *    ahead of the computes that need them, so copies of one band overlap
+ *    the compute of another. process_frame returns with the frame done.
+ *  - D >= 1, pipelined: D + 1 slots (pinned staging, device frames, a
+ *    stream, events). process_frame enqueues frame t on slot t % (D + 1)
+ *    and writes the result of frame t - D (nothing for the first D calls);
+ *    cf_engine_flush_frame hands out the rest. Latency D frames.
+ * Caller memory that is pinned (cudaPointerGetAttributes: host-registered,
+ * e.g. cf_host_alloc) is copied from directly (both modes; the pipelined
+ * mode waits for that upload before returning, so the caller may reuse
+ * the frame) and, in live mode, copied to directly; other memory goes
+ * through the slot's pinned staging.
+ * Everything is allocated at creation or set_kernel, nothing per frame.
+ * After a device error the engine refuses further frames (CF_E_DEVICE);
+ * the engine front switches backend=auto streams to the CPU. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/kernel_internal.h"
+#include "../engine/video_internal.h"
+#include "cf_kernels.h"
+#include "cuda_internal.h"
+#include "video_bench.h"
+
+#define MAX_SLOTS 8
+#define LIVE_STREAMS 3
+#define MAX_BANDS 8
+#define BAND_ROWS 128      /* live mode: at least this many rows a band */
+#define CONST_TAPS_MAX 8192 /* direct taps try conv2d.cu's constant pool */
+
+enum { ALGO_DIRECT, ALGO_SEPARABLE };
+
+typedef struct slot {
+  uint8_t *h_in, *h_out; /* pinned staging, frame_bytes each */
+  uint8_t *d_in, *d_out;
+  float *d_tmp, *d_acc;  /* separable scratch for this slot's stream */
+  cudaStream_t st;
+  cudaEvent_t ev_up, ev_done;
+} slot;
+
+typedef struct comp {
+  unsigned plane, w, h;
+  size_t offset, pitch; /* within a tight frame */
+  unsigned step;
+} comp;
+
+typedef struct cvideo {
+  cf_video_config cfg;
+  const cf_format_desc *fmt;
+  int dev;
+  unsigned ncomp;
+  comp c[3];
+  size_t plane_off[3], pitch[3], rows[3], frame_bytes;
+  int passthrough; /* bytes besides the selected samples to copy */
+  unsigned depth, nslots, nbands;
+  slot s[MAX_SLOTS];
+  cudaEvent_t ev_up[MAX_BANDS], ev_down[MAX_BANDS], ev_frame;
+  uint32_t band_deps[MAX_BANDS];
+  int have_prev; /* ev_frame recorded */
+  /* kernel */
+  unsigned t, kh, kw, cy, cx;
+  int algo;
+  float *d_taps;             /* direct, when not in the constant pool */
+  int in_const;
+  size_t const_off, const_n;
+  float *d_hrow, *d_vcol;    /* separable factors, T x kw and T x kh */
+  size_t scratch_rows;       /* rows of each slot's d_tmp / d_acc */
+  /* temporal ring (T > 1) */
+  uint8_t *d_ring;
+  unsigned ring_n, head, seen;
+  /* pipelined queue */
+  unsigned long long enq, deq;
+  int broken;
+  char desc[240];
+} cvideo;
+
+/* ---- geometry ---- */
+
+static unsigned band_row(const cvideo *v, unsigned p, unsigned b)
+{
+  return (unsigned)((uint64_t)v->rows[p] * b / v->nbands);
+}
+
+static unsigned band_of(const cvideo *v, unsigned p, unsigned r)
+{
+  unsigned b = 0;
+  while (b + 1 < v->nbands && band_row(v, p, b + 1) <= r)
+    b++;
+  return b;
+}
+
+/* The CPU's border index map (src/cpu/video.c map_index). */
+static long map_row(long i, long n, cf_border b)
+{
+  if (i >= 0 && i < n)
+    return i;
+  switch (b) {
+  case CF_BORDER_CONSTANT: return -1;
+  case CF_BORDER_NEAREST: return i < 0 ? 0 : n - 1;
+  case CF_BORDER_REFLECT: {
+    long r = i % (2 * n);
+    if (r < 0)
+      r += 2 * n;
+    return r < n ? r : 2 * n - 1 - r;
+  }
+  case CF_BORDER_MIRROR: {
+    if (n == 1)
+      return 0;
+    long r = i % (2 * n - 2);
+    if (r < 0)
+      r += 2 * n - 2;
+    return r < n ? r : 2 * n - 2 - r;
+  }
+  case CF_BORDER_WRAP: {
+    long r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  }
+  return -1;
+}
+
+/* Bands whose rows band b's windows read, for the current kernel. */
+static void make_band_deps(cvideo *v)
+{
+  for (unsigned b = 0; b < v->nbands; b++) {
+    uint32_t m = 1u << b;
+    for (unsigned k = 0; k < v->ncomp; k++) {
+      const comp *c = &v->c[k];
+      long r0 = band_row(v, c->plane, b), r1 = band_row(v, c->plane, b + 1);
+      if (r0 == r1)
+        continue;
+      long a = r0 - (long)(v->kh - 1 - v->cy), z = r1 - 1 + (long)v->cy;
+      if (z - a + 1 >= (long)c->h) {
+        m = (1u << v->nbands) - 1; /* reads (nearly) every row */
+        break;
+      }
+      for (long vr = a; vr <= z; vr++) {
+        long r = map_row(vr, c->h, v->cfg.border);
+        if (r >= 0)
+          m |= 1u << band_of(v, c->plane, (unsigned)r);
+      }
+    }
+    v->band_deps[b] = m;
+  }
+}
+
+/* ---- kernel ---- */
+
+static void free_kernel(cvideo *v)
+{
+  if (v->in_const)
+    cf_k_conv2d_const_drop(v->const_off, v->const_n);
+  v->in_const = 0;
+  cudaFree(v->d_taps);
+  cudaFree(v->d_hrow);
+  cudaFree(v->d_vcol);
+  v->d_taps = v->d_hrow = v->d_vcol = NULL;
+  for (unsigned i = 0; i < v->nslots; i++) {
+    cudaFree(v->s[i].d_tmp);
+    cudaFree(v->s[i].d_acc);
+    v->s[i].d_tmp = v->s[i].d_acc = NULL;
+  }
+}
+
+static cf_status upload_floats(float **d, const float *h, size_t n)
+{
+  CF_CU(cf_cuda_malloc((void **)d, n * sizeof(float)));
+  CF_CU(cudaMemcpy(*d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  return CF_OK;
+}
+
+/* The path for kernel k: CF_OK with *algo, or why the request is refused. */
+static cf_status choose_algo(const cvideo *v, const cf_kernel2d *k,
+                             float **factors, int *algo)
+{
+  *factors = NULL;
+  if (v->cfg.algorithm == CF_ALGO2D_FFT)
+    return cf_fail(CF_E_UNAVAILABLE, "video: the CUDA backend has no 2D FFT "
+                   "path yet (algorithm fft); use auto, direct or separable "
+                   "on cuda, or the CPU backend for fft");
+  double *u = malloc((k->kh + k->kw) * sizeof *u);
+  float *f = malloc((size_t)k->t * (k->kh + k->kw) * sizeof *f);
+  if (!u || !f) {
+    free(u), free(f);
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the plan");
+  }
+  int separable = 1;
+  for (unsigned t = 0; t < k->t && separable; t++) {
+    separable = cf_rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw,
+                         u, u + k->kh);
+    /* f: T x kw row factors, then T x kh column factors */
+    for (unsigned n = 0; n < k->kw; n++)
+      f[(size_t)t * k->kw + n] = (float)u[k->kh + n];
+    for (unsigned m = 0; m < k->kh; m++)
+      f[(size_t)k->t * k->kw + (size_t)t * k->kh + m] = (float)u[m];
+  }
+  free(u);
+  cf_status s = CF_OK;
+  switch (v->cfg.algorithm) {
+  case CF_ALGO2D_DIRECT:
+    *algo = ALGO_DIRECT;
+    break;
+  case CF_ALGO2D_SEPARABLE:
+    if (!separable)
+      s = cf_fail(CF_E_INVALID, "video: algorithm separable needs a rank-1 "
+                  "kernel (every temporal slice the outer product of a "
+                  "column and a row); this %ux%u kernel is not",
+                  k->kh, k->kw);
+    *algo = ALGO_SEPARABLE;
+    break;
+  default: /* two passes pay once they save a third of the taps */
+    *algo = separable && (size_t)k->kh * k->kw > 3 * (size_t)(k->kh + k->kw)
+                ? ALGO_SEPARABLE
+                : ALGO_DIRECT;
+  }
+  if (s == CF_OK && *algo == ALGO_SEPARABLE)
+    *factors = f;
+  else
+    free(f);
+  return s;
+}
+
+/* Move the ring to t slots (T > 1), keeping the newest frames that fit. */
+static cf_status resize_ring(cvideo *v, unsigned t)
+{
+  if (t <= 1) {
+    cudaFree(v->d_ring);
+    v->d_ring = NULL;
+    v->ring_n = 0, v->head = 0, v->seen = 0;
+    return CF_OK;
+  }
+  if (t == v->ring_n)
+    return CF_OK;
+  uint8_t *ring = NULL;
+  CF_CU(cf_cuda_malloc((void **)&ring, (size_t)t * v->frame_bytes));
+  unsigned keep = !v->ring_n ? 0 : v->seen < t - 1 ? v->seen : t - 1;
+  for (unsigned i = 0; i < keep; i++) { /* i frames back from the newest */
+    unsigned from = (v->head + v->ring_n - i) % v->ring_n;
+    unsigned to = (t - i) % t;
+    cudaError_t e = cudaMemcpy(ring + (size_t)to * v->frame_bytes,
+                               v->d_ring + (size_t)from * v->frame_bytes,
+                               v->frame_bytes, cudaMemcpyDeviceToDevice);
+    if (e != cudaSuccess) {
+      cudaFree(ring);
+      return cf_cuda_status(e, "cudaMemcpy(ring)", __FILE__, __LINE__);
+    }
+  }
+  cudaFree(v->d_ring);
+  v->d_ring = ring;
+  v->ring_n = t;
+  v->head = 0;
+  v->seen = keep;
+  return CF_OK;
+}
+
+static cf_status sync_all(cvideo *v)
+{
+  for (unsigned i = 0; i < v->nslots; i++)
+    if (v->s[i].st)
+      CF_CU(cudaStreamSynchronize(v->s[i].st));
+  return CF_OK;
+}
+
+static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
+{
+  float *factors = NULL;
+  int algo = ALGO_DIRECT;
+  cf_status s = choose_algo(v, k, &factors, &algo);
+  if (s != CF_OK)
+    return s;
+  /* Work already enqueued reads the old taps and scratch. */
+  if ((s = sync_all(v)) != CF_OK) {
+    free(factors);
+    return s;
+  }
+  free_kernel(v);
+  v->t = k->t, v->kh = k->kh, v->kw = k->kw;
+  v->cy = k->kh / 2, v->cx = k->kw / 2;
+  v->algo = algo;
+  size_t ntaps = (size_t)k->t * k->kh * k->kw;
+  if (algo == ALGO_DIRECT) {
+    if (ntaps <= CONST_TAPS_MAX) {
+      int placed = 0;
+      cudaError_t e = cf_k_conv2d_const_put(k->taps, ntaps, &v->const_off,
+                                            &placed);
+      if (e != cudaSuccess)
+        s = cf_cuda_status(e, "cf_k_conv2d_const_put", __FILE__, __LINE__);
+      v->in_const = placed;
+      v->const_n = ntaps;
+    }
+    if (s == CF_OK && !v->in_const)
+      s = upload_floats(&v->d_taps, k->taps, ntaps);
+  } else {
+    s = upload_floats(&v->d_hrow, factors, (size_t)k->t * k->kw);
+    if (s == CF_OK)
+      s = upload_floats(&v->d_vcol, factors + (size_t)k->t * k->kw,
+                        (size_t)k->t * k->kh);
+    /* the largest band's rows plus the kernel's halo, in each slot */
+    size_t rows = 0, wmax = 0;
+    for (unsigned i = 0; i < v->ncomp; i++) {
+      const comp *c = &v->c[i];
+      size_t r = v->depth ? c->h : (c->h + v->nbands - 1) / v->nbands + 1;
+      rows = r > rows ? r : rows;
+      wmax = c->w > wmax ? c->w : wmax;
+    }
+    v->scratch_rows = rows;
+    for (unsigned i = 0; s == CF_OK && i < v->nslots; i++) {
+      cudaError_t e = cf_cuda_malloc((void **)&v->s[i].d_tmp,
+                                     (rows + k->kh - 1) * wmax * sizeof(float));
+      if (e == cudaSuccess)
+        e = cf_cuda_malloc((void **)&v->s[i].d_acc,
+                           rows * wmax * sizeof(float));
+      if (e != cudaSuccess)
+        s = cf_cuda_status(e, "cf_cuda_malloc(separable scratch)", __FILE__,
+                           __LINE__);
+    }
+  }
+  free(factors);
+  if (s == CF_OK)
+    s = resize_ring(v, k->t);
+  if (s == CF_OK && v->nbands > 1)
+    make_band_deps(v);
+  snprintf(v->desc, sizeof v->desc,
+           "%ux%u %s, kernel %ux%ux%u, %s, tile 32x32 (4 rows a thread), "
+           "taps in %s, %u slot%s, %s", v->cfg.width, v->cfg.height,
+           v->fmt->name, k->t, k->kh, k->kw,
+           algo == ALGO_DIRECT ? "direct" : "separable",
+           algo == ALGO_SEPARABLE ? "global memory"
+           : v->in_const          ? "constant memory"
+                                  : "global memory",
+           v->nslots, v->nslots == 1 ? "" : "s",
+           v->depth ? "pipelined" : "live");
+  size_t l = strlen(v->desc);
+  if (v->depth)
+    snprintf(v->desc + l, sizeof v->desc - l, " (depth %u)", v->depth);
+  else
+    snprintf(v->desc + l, sizeof v->desc - l, " (%u band%s)", v->nbands,
+             v->nbands == 1 ? "" : "s");
+  return s;
+}
+
+/* ---- per frame ---- */
+
+static int is_pinned(const void *p)
+{
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError(); /* not ours to keep */
+    return 0;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+static int frame_pinned(const cvideo *v, const cf_frame *f)
+{
+  for (unsigned p = 0; p < v->fmt->planes; p++)
+    if (!is_pinned(f->data[p]))
+      return 0;
+  return 1;
+}
+
+static size_t row_bytes(const cvideo *v, unsigned p)
+{
+  return v->pitch[p];
+}
+
+/* Host rows [r0, r1) of every plane's band between a frame and a tight
+ * staging buffer. */
+static void host_rows(const cvideo *v, const cf_frame *f, uint8_t *tight,
+                      unsigned b, int to_tight)
+{
+  for (unsigned p = 0; p < v->fmt->planes; p++) {
+    unsigned r0 = v->nbands > 1 ? band_row(v, p, b) : 0;
+    unsigned r1 = v->nbands > 1 ? band_row(v, p, b + 1) : (unsigned)v->rows[p];
+    for (unsigned r = r0; r < r1; r++) {
+      uint8_t *t = tight + v->plane_off[p] + (size_t)r * v->pitch[p];
+      uint8_t *u = (uint8_t *)f->data[p] + (size_t)r * f->stride[p];
+      if (to_tight)
+        memcpy(t, u, row_bytes(v, p));
+      else
+        memcpy(u, t, row_bytes(v, p));
+    }
+  }
+}
+
+/* Rows of plane p in band b (the whole plane with one band). */
+static void band_rows(const cvideo *v, unsigned p, unsigned b, unsigned *r0,
+                      unsigned *r1)
+{
+  *r0 = band_row(v, p, b);
+  *r1 = band_row(v, p, b + 1);
+}
+
+/* Upload band b of the frame into `dst` (tight), from the pinned caller
+ * frame or through staging h; then the pass-through copy into d_out. */
+static cf_status upload_band(cvideo *v, const cf_frame *in, int pinned,
+                             uint8_t *h, uint8_t *dst, uint8_t *d_out,
+                             unsigned b, cudaStream_t st)
+{
+  if (!pinned)
+    host_rows(v, in, h, b, 1);
+  for (unsigned p = 0; p < v->fmt->planes; p++) {
+    unsigned r0, r1;
+    band_rows(v, p, b, &r0, &r1);
+    if (r1 == r0)
+      continue;
+    size_t off = v->plane_off[p] + (size_t)r0 * v->pitch[p];
+    size_t n = (size_t)(r1 - r0) * v->pitch[p];
+    if (pinned)
+      CF_CU(cudaMemcpy2DAsync(dst + off, v->pitch[p],
+                              (const uint8_t *)in->data[p] +
+                                  (size_t)r0 * in->stride[p],
+                              in->stride[p], v->pitch[p], r1 - r0,
+                              cudaMemcpyHostToDevice, st));
+    else
+      CF_CU(cudaMemcpyAsync(dst + off, h + off, n, cudaMemcpyHostToDevice,
+                            st));
+    if (v->passthrough)
+      CF_CU(cudaMemcpyAsync(d_out + off, dst + off, n,
+                            cudaMemcpyDeviceToDevice, st));
+  }
+  return CF_OK;
+}
+
+static cf_status download_band(cvideo *v, const cf_frame *out, int pinned,
+                               uint8_t *h, const uint8_t *d_out, unsigned b,
+                               cudaStream_t st)
+{
+  for (unsigned p = 0; p < v->fmt->planes; p++) {
+    unsigned r0, r1;
+    band_rows(v, p, b, &r0, &r1);
+    if (r1 == r0)
+      continue;
+    size_t off = v->plane_off[p] + (size_t)r0 * v->pitch[p];
+    if (pinned)
+      CF_CU(cudaMemcpy2DAsync((uint8_t *)out->data[p] +
+                                  (size_t)r0 * out->stride[p],
+                              out->stride[p], d_out + off, v->pitch[p],
+                              v->pitch[p], r1 - r0, cudaMemcpyDeviceToHost,
+                              st));
+    else
+      CF_CU(cudaMemcpyAsync(h + off, d_out + off,
+                            (size_t)(r1 - r0) * v->pitch[p],
+                            cudaMemcpyDeviceToHost, st));
+  }
+  return CF_OK;
+}
+
+/* Convolve band b (all rows when nbands is 1) of every selected
+ * component: source ring `src` of nslots slots with the newest at head,
+ * nt slices; output frame d_out; scratch of slot sl. */
+static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
+                              unsigned head, unsigned nt, uint8_t *d_out,
+                              unsigned b, const slot *sl)
+{
+  for (unsigned k = 0; k < v->ncomp; k++) {
+    const comp *c = &v->c[k];
+    cf_conv2d_args a;
+    memset(&a, 0, sizeof a);
+    a.src = src, a.dst = d_out;
+    a.slot_bytes = v->frame_bytes, a.offset = c->offset, a.pitch = c->pitch;
+    a.nslots = nslots, a.head = head, a.nt = nt;
+    a.step = c->step, a.type = (unsigned)v->fmt->sample;
+    a.w = c->w, a.h = c->h;
+    band_rows(v, c->plane, b, &a.row0, &a.row1);
+    if (a.row1 == a.row0)
+      continue;
+    a.kh = v->kh, a.kw = v->kw, a.cy = v->cy, a.cx = v->cx;
+    a.border = (int)v->cfg.border;
+    a.cval = v->cfg.cval, a.scale = v->cfg.scale, a.bias = v->cfg.bias;
+    a.absolute = v->cfg.absolute;
+    if (v->algo == ALGO_DIRECT) {
+      CF_LAUNCHED(cf_k_conv2d(&a, v->d_taps, v->in_const, v->const_off,
+                              sl->st));
+      continue;
+    }
+    int vr0 = (int)a.row0 + (int)v->cy - (int)(v->kh - 1);
+    unsigned nrows = a.row1 - a.row0 + v->kh - 1;
+    for (unsigned tau = 0; tau < nt; tau++) {
+      CF_LAUNCHED(cf_k_conv2d_rows(&a, tau, v->d_hrow + (size_t)tau * v->kw,
+                                   vr0, nrows, sl->d_tmp, sl->st));
+      CF_LAUNCHED(cf_k_conv2d_cols(&a, v->d_vcol + (size_t)tau * v->kh,
+                                   sl->d_tmp, vr0, nrows, sl->d_acc, tau > 0,
+                                   tau + 1 == nt, sl->st));
+    }
+  }
+  return CF_OK;
+}
+
+static unsigned active_slices(const cvideo *v)
+{
+  unsigned n = v->seen + 1;
+  return n < v->t ? n : v->t;
+}
+
+static void advance_history(cvideo *v)
+{
+  if (v->t > 1) {
+    v->head = (v->head + 1) % v->ring_n;
+    if (v->seen < v->t - 1)
+      v->seen++;
+  }
+}
+
+/* Live: bands on rotating streams, the frame done on return. */
+static cf_status process_live(cvideo *v, const cf_frame *in,
+                              const cf_frame *out)
+{
+  slot *s0 = &v->s[0];
+  int pin_in = frame_pinned(v, in), pin_out = frame_pinned(v, out);
+  unsigned nt = active_slices(v);
+  unsigned head = v->t > 1 ? (v->head + 1) % v->ring_n : 0;
+  /* The frame goes straight into its ring slot: nothing else reads that
+   * slot now (live mode waits for each frame). */
+  uint8_t *src = v->t > 1 ? v->d_ring : s0->d_in;
+  uint8_t *frame = src + (size_t)head * v->frame_bytes;
+  unsigned nslots = v->t > 1 ? v->ring_n : 1, up = 0;
+  for (unsigned b = 0; b < v->nbands; b++) {
+    unsigned need = 0; /* uploads issued before this band's compute */
+    for (unsigned j = 0; j < v->nbands; j++)
+      if (v->band_deps[b] >> j & 1)
+        need = j + 1;
+    if (v->nbands == 1)
+      need = 1;
+    for (; up < need; up++) {
+      const slot *su = &v->s[up % v->nslots];
+      cf_status s = upload_band(v, in, pin_in, s0->h_in, frame, s0->d_out,
+                                up, su->st);
+      if (s != CF_OK)
+        return s;
+      CF_CU(cudaEventRecord(v->ev_up[up], su->st));
+    }
+    const slot *sc = &v->s[b % v->nslots];
+    for (unsigned j = 0; j < v->nbands; j++)
+      if ((v->nbands == 1 || v->band_deps[b] >> j & 1) && j % v->nslots !=
+                                                              b % v->nslots)
+        CF_CU(cudaStreamWaitEvent(sc->st, v->ev_up[j], 0));
+    cf_status s = compute_band(v, src, nslots, head, nt, s0->d_out, b, sc);
+    if (s == CF_OK)
+      s = download_band(v, out, pin_out, s0->h_out, s0->d_out, b, sc->st);
+    if (s != CF_OK)
+      return s;
+    CF_CU(cudaEventRecord(v->ev_down[b], sc->st));
+  }
+  for (unsigned b = 0; b < v->nbands; b++) {
+    CF_CU(cudaEventSynchronize(v->ev_down[b]));
+    if (!pin_out)
+      host_rows(v, out, s0->h_out, b, 0);
+  }
+  v->head = head;
+  if (v->t > 1 && v->seen < v->t - 1)
+    v->seen++;
+  return CF_OK;
+}
+
+/* Pipelined: write the oldest pending frame to out. */
+static cf_status deliver(cvideo *v, const cf_frame *out)
+{
+  slot *sl = &v->s[v->deq % v->nslots];
+  CF_CU(cudaEventSynchronize(sl->ev_done));
+  host_rows(v, out, sl->h_out, 0, 0);
+  v->deq++;
+  return CF_OK;
+}
+
+static cf_status process_pipelined(cvideo *v, const cf_frame *in,
+                                   const cf_frame *out)
+{
+  slot *sl = &v->s[v->enq % v->nslots];
+  /* The slot's previous frame was delivered (at most depth pending), so
+   * its staging and device buffers are free once its events are. */
+  CF_CU(cudaEventSynchronize(sl->ev_done));
+  int pin_in = frame_pinned(v, in);
+  cf_status s = upload_band(v, in, pin_in, sl->h_in, sl->d_in,
+                            v->passthrough ? sl->d_out : NULL, 0, sl->st);
+  if (s != CF_OK)
+    return s;
+  CF_CU(cudaEventRecord(sl->ev_up, sl->st));
+  unsigned nt = active_slices(v), head = 0, nslots = 1;
+  const uint8_t *src = sl->d_in;
+  if (v->t > 1) {
+    /* The previous frame's compute has read the slot this one takes. */
+    if (v->have_prev)
+      CF_CU(cudaStreamWaitEvent(sl->st, v->ev_frame, 0));
+    head = (v->head + 1) % v->ring_n;
+    CF_CU(cudaMemcpyAsync(v->d_ring + (size_t)head * v->frame_bytes,
+                          sl->d_in, v->frame_bytes, cudaMemcpyDeviceToDevice,
+                          sl->st));
+    src = v->d_ring, nslots = v->ring_n;
+  }
+  if ((s = compute_band(v, src, nslots, head, nt, sl->d_out, 0, sl)) != CF_OK)
+    return s;
+  if (v->t > 1) {
+    CF_CU(cudaEventRecord(v->ev_frame, sl->st));
+    v->have_prev = 1;
+  }
+  CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
+                        cudaMemcpyDeviceToHost, sl->st));
+  CF_CU(cudaEventRecord(sl->ev_done, sl->st));
+  advance_history(v);
+  v->enq++;
+  if (pin_in) /* the caller may reuse its frame when we return */
+    CF_CU(cudaEventSynchronize(sl->ev_up));
+  if (v->enq - v->deq > v->depth)
+    return deliver(v, out);
+  return CF_OK;
+}
+
+static cf_status video_process(void *impl, const cf_frame *in,
+                               const cf_frame *out)
+{
+  cvideo *v = impl;
+  cf_status s = cf_video_check_frames(&v->cfg, in, out);
+  if (s != CF_OK)
+    return s;
+  if (v->broken)
+    return cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a "
+                   "device error; create a new engine");
+  if ((s = cf_cuda_use_device(v->dev)) != CF_OK)
+    return s;
+  s = v->depth ? process_pipelined(v, in, out) : process_live(v, in, out);
+  if (s != CF_OK && s != CF_E_INVALID)
+    v->broken = 1;
+  return s;
+}
+
+static cf_status video_flush(void *impl, const cf_frame *out, int *got)
+{
+  cvideo *v = impl;
+  *got = 0;
+  if (v->enq == v->deq)
+    return CF_OK;
+  cf_status s = cf_video_check_frame(&v->cfg, out, "output");
+  if (s != CF_OK)
+    return s;
+  if (v->broken)
+    return cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a "
+                   "device error; create a new engine");
+  if ((s = cf_cuda_use_device(v->dev)) != CF_OK ||
+      (s = deliver(v, out)) != CF_OK)
+    v->broken = 1;
+  else
+    *got = 1;
+  return s;
+}
+
+static size_t video_latency(const void *impl)
+{
+  return ((const cvideo *)impl)->depth;
+}
+
+static void video_reset(void *impl)
+{
+  cvideo *v = impl;
+  v->seen = 0; /* frames already enqueued keep the history they had */
+}
+
+static cf_status video_set_kernel(void *impl, const cf_kernel2d *k)
+{
+  cvideo *v = impl;
+  cf_status s = cf_cuda_use_device(v->dev);
+  if (s == CF_OK && v->broken)
+    s = cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a device "
+                "error; create a new engine");
+  if (s == CF_OK && (s = install_kernel(v, k)) != CF_OK &&
+      s != CF_E_INVALID && s != CF_E_UNAVAILABLE)
+    v->broken = 1; /* half installed */
+  return s;
+}
+
+static void video_describe(const void *impl, char *buf, size_t n)
+{
+  snprintf(buf, n, "%s", ((const cvideo *)impl)->desc);
+}
+
+static void video_destroy(void *impl)
+{
+  cvideo *v = impl;
+  if (cudaSetDevice(v->dev) != cudaSuccess)
+    (void)cudaGetLastError();
+  for (unsigned i = 0; i < MAX_SLOTS; i++)
+    if (v->s[i].st)
+      (void)cudaStreamSynchronize(v->s[i].st); /* nothing to tell */
+  free_kernel(v);
+  cudaFree(v->d_ring);
+  for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    slot *sl = &v->s[i];
+    cudaFreeHost(sl->h_in);
+    cudaFreeHost(sl->h_out);
+    cudaFree(sl->d_in);
+    cudaFree(sl->d_out);
+    if (sl->ev_up)
+      cudaEventDestroy(sl->ev_up);
+    if (sl->ev_done)
+      cudaEventDestroy(sl->ev_done);
+    if (sl->st)
+      cudaStreamDestroy(sl->st);
+  }
+  for (unsigned b = 0; b < MAX_BANDS; b++) {
+    if (v->ev_up[b])
+      cudaEventDestroy(v->ev_up[b]);
+    if (v->ev_down[b])
+      cudaEventDestroy(v->ev_down[b]);
+  }
+  if (v->ev_frame)
+    cudaEventDestroy(v->ev_frame);
+  (void)cudaGetLastError();
+  free(v);
+}
+
+static const cf_video_ops ops_table = {
+    video_process,  video_reset,   video_set_kernel, video_describe,
+    video_destroy,  video_latency, video_flush};
+
+static cf_status make_slots(cvideo *v)
+{
+  const unsigned flags = cudaEventDisableTiming;
+  /* live mode: one frame's buffers, LIVE_STREAMS streams for the bands */
+  unsigned nbuf = v->depth ? v->nslots : 1;
+  for (unsigned i = 0; i < v->nslots; i++) {
+    slot *sl = &v->s[i];
+    CF_CU(cudaStreamCreateWithFlags(&sl->st, cudaStreamNonBlocking));
+    CF_CU(cudaEventCreateWithFlags(&sl->ev_up, flags));
+    CF_CU(cudaEventCreateWithFlags(&sl->ev_done, flags));
+    if (i >= nbuf)
+      continue;
+    CF_CU(cf_cuda_host_alloc((void **)&sl->h_in, v->frame_bytes));
+    CF_CU(cf_cuda_host_alloc((void **)&sl->h_out, v->frame_bytes));
+    CF_CU(cf_cuda_malloc((void **)&sl->d_in, v->frame_bytes));
+    CF_CU(cf_cuda_malloc((void **)&sl->d_out, v->frame_bytes));
+  }
+  for (unsigned b = 0; b < v->nbands; b++) {
+    CF_CU(cudaEventCreateWithFlags(&v->ev_up[b], flags));
+    CF_CU(cudaEventCreateWithFlags(&v->ev_down[b], flags));
+  }
+  CF_CU(cudaEventCreateWithFlags(&v->ev_frame, flags));
+  return CF_OK;
+}
+
+cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                            void **impl, const cf_video_ops **ops)
+{
+  if (cfg->algorithm == CF_ALGO2D_FFT)
+    return cf_fail(CF_E_UNAVAILABLE, "video: the CUDA backend has no 2D FFT "
+                   "path yet (algorithm fft); use auto, direct or separable "
+                   "on cuda, or the CPU backend for fft");
+  if (cfg->pipeline_depth >= MAX_SLOTS)
+    return cf_fail(CF_E_INVALID, "video: pipeline_depth %u, the CUDA "
+                   "backend takes 0..%u", cfg->pipeline_depth, MAX_SLOTS - 1);
+  cf_status s = cf_cuda_use_device(cfg->device_id);
+  if (s != CF_OK)
+    return s;
+  cvideo *v = calloc(1, sizeof *v);
+  if (!v)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  v->cfg = *cfg;
+  v->fmt = cf_format_desc_get(cfg->format);
+  v->dev = cfg->device_id;
+  v->depth = cfg->pipeline_depth;
+  v->nslots = v->depth ? v->depth + 1 : LIVE_STREAMS;
+  unsigned nb = cfg->height / BAND_ROWS;
+  v->nbands = v->depth || nb < 1 ? 1 : nb > MAX_BANDS ? MAX_BANDS : nb;
+  cf_frame tight;
+  v->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
+                                   NULL, &tight);
+  for (unsigned p = 0; p < v->fmt->planes; p++) {
+    v->pitch[p] = tight.stride[p];
+    v->rows[p] = cf_sub_size(cfg->height, v->fmt->plane_sub[p]);
+    v->plane_off[p] = p ? v->plane_off[p - 1] + v->pitch[p - 1] *
+                                                    v->rows[p - 1]
+                        : 0;
+  }
+  unsigned mask = v->fmt->ncomp == 1 ? 1u : cfg->components;
+  for (unsigned i = 0; i < v->fmt->ncomp; i++) {
+    const cf_chan_desc *d = &v->fmt->comp[i];
+    if (!(mask & (1u << i))) {
+      v->passthrough = 1;
+      continue;
+    }
+    comp *c = &v->c[v->ncomp++];
+    c->plane = d->plane;
+    c->w = cf_sub_size(cfg->width, d->sub);
+    c->h = cf_sub_size(cfg->height, d->sub);
+    c->offset = v->plane_off[d->plane] + d->offset;
+    c->pitch = v->pitch[d->plane];
+    c->step = d->step;
+  }
+  if (v->fmt->has_extra)
+    v->passthrough = 1;
+  s = make_slots(v);
+  if (s == CF_OK)
+    s = install_kernel(v, k);
+  if (s != CF_OK) {
+    video_destroy(v);
+    return s;
+  }
+  *impl = v;
+  *ops = &ops_table;
+  return CF_OK;
+}
+
+/* ---- bench/bench_gpu_video.c: the parts alone ---- */
+
+cf_status cf_cuda_bench_video(const cf_video_config *cfg,
+                              const cf_kernel2d *k, int iters,
+                              double seconds[3])
+{
+  void *impl = NULL;
+  const cf_video_ops *ops = NULL;
+  cf_video_config c = *cfg;
+  c.pipeline_depth = 1; /* one frame's buffers on one stream */
+  cf_status s = cf_cuda_video_new(&c, k, &impl, &ops);
+  if (s != CF_OK)
+    return s;
+  cvideo *v = impl;
+  slot *sl = &v->s[0];
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  memset(sl->h_in, 0x55, v->frame_bytes);
+  float ms = 0;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+    s = cf_fail(CF_E_DEVICE, "bench: cudaEventCreate failed");
+  for (int part = 0; s == CF_OK && part < 3; part++) {
+    cudaError_t e = cudaEventRecord(e0, sl->st);
+    for (int i = 0; e == cudaSuccess && s == CF_OK && i < iters; i++) {
+      if (part == 0)
+        e = cudaMemcpyAsync(sl->d_in, sl->h_in, v->frame_bytes,
+                            cudaMemcpyHostToDevice, sl->st);
+      else if (part == 1)
+        s = compute_band(v, sl->d_in, 1, 0, 1, sl->d_out, 0, sl);
+      else
+        e = cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
+                            cudaMemcpyDeviceToHost, sl->st);
+    }
+    if (e == cudaSuccess)
+      e = cudaEventRecord(e1, sl->st);
+    if (e == cudaSuccess)
+      e = cudaEventSynchronize(e1);
+    if (e == cudaSuccess)
+      e = cudaEventElapsedTime(&ms, e0, e1);
+    if (e != cudaSuccess && s == CF_OK)
+      s = cf_cuda_status(e, "bench copies", __FILE__, __LINE__);
+    seconds[part] = ms * 1e-3;
+  }
+  if (e0)
+    cudaEventDestroy(e0);
+  if (e1)
+    cudaEventDestroy(e1);
+  video_destroy(v);
+  return s;
+}
