@@ -1899,6 +1899,46 @@ static void test_backends(void **state)
   cf_kernel2d_free(k);
 }
 
+/* The latency API on the CPU: latency 0 frames, nothing ever pending for
+ * cf_engine_flush_frame, which leaves the frame untouched. */
+static void test_flush_cpu(void **state)
+{
+  (void)state;
+  set_case("flush on the CPU");
+  float taps[4] = {1, 2, 3, 4};
+  cf_kernel2d *k = NULL;
+  CHECK_OK(cf_kernel2d_new(1, 2, 2, taps, &k));
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.width = 5;
+  cfg.height = 3;
+  cfg.backend = CF_BACKEND_CPU;
+  cf_engine *e = NULL;
+  CHECK_OK(cf_engine_new_video(&cfg, k, &e));
+  CHECK(cf_engine_latency(e) == 0, "CPU video latency %zu, want 0",
+        cf_engine_latency(e));
+  uint8_t in[15], out[15];
+  for (unsigned i = 0; i < 15; i++)
+    in[i] = (uint8_t)(i * 17), out[i] = 0xa5;
+  cf_frame fi = {{in}, {5}}, fo = {{out}, {5}};
+  int got = -1;
+  CHECK_OK(cf_engine_flush_frame(e, &fo, &got));
+  CHECK(got == 0, "flush before any frame: got %d, want 0", got);
+  CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
+  uint8_t after[15];
+  memcpy(after, out, sizeof after);
+  got = -1;
+  CHECK_OK(cf_engine_flush_frame(e, &fo, &got));
+  CHECK(got == 0, "flush after a frame: got %d, want 0", got);
+  CHECK(!memcmp(after, out, sizeof after), "flush wrote to the frame");
+  CHECK(cf_engine_flush_frame(e, &fo, NULL) == CF_E_INVALID,
+        "flush with got NULL accepted");
+  CHECK(cf_engine_flush_frame(e, NULL, &got) == CF_E_INVALID,
+        "flush with a NULL frame accepted");
+  cf_engine_free(e);
+  cf_kernel2d_free(k);
+}
+
 /* ------------------------------------------------------------------ */
 
 static check_variant_info select_variant(size_t v)
@@ -1919,7 +1959,7 @@ int main(void)
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
-      cmocka_unit_test(test_zero_slices),
+      cmocka_unit_test(test_zero_slices), cmocka_unit_test(test_flush_cpu),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,
