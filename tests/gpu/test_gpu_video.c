@@ -1,0 +1,424 @@
+/* The CUDA video backend beyond the shared suite (tests/test_video.c runs
+ * the contract on the cuda-auto variant with small frames, one band):
+ *  - live mode (pipeline_depth 0) on frames tall enough for several bands,
+ *    every border mode, kernels up to larger than the frame, T up to 3,
+ *    pinned and ordinary caller memory, forced direct and separable;
+ *  - pipelined mode (depth 1, 2): latency reported, nothing written by the
+ *    first `depth` calls, the rest handed out by cf_engine_flush_frame;
+ *  - fault injection (CF_CUDA_FAULT, one child process per case): explicit
+ *    cuda fails with CF_E_NOMEM / CF_E_DEVICE and a message, auto moves to
+ *    the CPU without losing or repeating a frame.
+ * The reference is the CPU engine (direct path, itself checked against the
+ * float64 reference by tests/test_video.c): integer samples within 1 code
+ * value, every other byte equal; float frames relative L2 <= 2e-5.
+ * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/memory.h>
+#include <cudafilter/video.h>
+
+#include "../ref.h"
+
+static uint64_t seed;
+static const char *self;
+
+static const cf_pixel_format formats[] = {
+    CF_PIX_GRAY8, CF_PIX_GRAY16_LE, CF_PIX_GRAY32F, CF_PIX_RGBA,
+    CF_PIX_BGRX,  CF_PIX_RGB,       CF_PIX_I420,    CF_PIX_NV12};
+#define NFMT (sizeof formats / sizeof *formats)
+
+typedef struct fr {
+  uint8_t *mem;
+  size_t bytes;
+  cf_frame f;
+  int pinned;
+} fr;
+
+static void fr_make(fr *b, const cf_video_config *c, int pinned)
+{
+  b->bytes = cf_frame_layout(c->format, c->width, c->height, NULL, NULL);
+  b->pinned = pinned;
+  b->mem = pinned ? cf_host_alloc(b->bytes, NULL) : malloc(b->bytes);
+  assert_non_null(b->mem);
+  cf_frame_layout(c->format, c->width, c->height, b->mem, &b->f);
+}
+
+static void fr_free(fr *b)
+{
+  if (b->pinned)
+    cf_host_free(b->mem);
+  else
+    free(b->mem);
+}
+
+static void fr_random(fr *b, const cf_video_config *c, ref_rng *r)
+{
+  if (c->format == CF_PIX_GRAY32F) {
+    for (size_t i = 0; i + 4 <= b->bytes; i += 4) {
+      float v = (float)ref_rng_sym(r);
+      memcpy(b->mem + i, &v, 4);
+    }
+  } else
+    for (size_t i = 0; i < b->bytes; i++)
+      b->mem[i] = (uint8_t)ref_rng_u64(r);
+}
+
+/* got against want: 1 when within the tolerances above. */
+static int fr_close(const fr *got, const fr *want, const cf_video_config *c,
+                    char *why, size_t n)
+{
+  if (c->format == CF_PIX_GRAY32F) {
+    double e = 0, w = 0;
+    for (size_t i = 0; i + 4 <= got->bytes; i += 4) {
+      float a, b;
+      memcpy(&a, got->mem + i, 4);
+      memcpy(&b, want->mem + i, 4);
+      if (isnan(a) != isnan(b)) {
+        snprintf(why, n, "float sample %zu: %g, want %g", i / 4, a, b);
+        return 0;
+      }
+      e += ((double)a - b) * ((double)a - b);
+      w += (double)b * b;
+    }
+    if (e > 4e-10 * w) {
+      snprintf(why, n, "relative L2 error %.3g", sqrt(e / (w ? w : 1)));
+      return 0;
+    }
+    return 1;
+  }
+  for (size_t i = 0; i < got->bytes; i++) {
+    int d = (int)got->mem[i] - (int)want->mem[i];
+    if (c->format == CF_PIX_GRAY16_LE && (i & 1)) { /* compare words */
+      int a = got->mem[i - 1] | got->mem[i] << 8;
+      int b = want->mem[i - 1] | want->mem[i] << 8;
+      d = a - b;
+    } else if (c->format == CF_PIX_GRAY16_LE)
+      continue;
+    if (d > 1 || d < -1) {
+      snprintf(why, n, "byte %zu: %d, want %d", i, got->mem[i],
+               want->mem[i]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+typedef struct vcase {
+  cf_video_config cfg;
+  unsigned t, kh, kw;
+  float *taps;
+  char desc[256];
+} vcase;
+
+static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
+{
+  cf_video_config *c = &v->cfg;
+  cf_video_config_init(c);
+  c->format = formats[ref_rng_u64(r) % NFMT];
+  c->width = (unsigned)ref_rng_range(r, 1, 300);
+  c->height = (unsigned)ref_rng_range(r, hmin, hmax);
+  c->components = (unsigned)ref_rng_range(r, 1, 7);
+  c->border = (cf_border)(ref_rng_u64(r) % 5);
+  c->cval = (float)(c->format == CF_PIX_GRAY32F ? ref_rng_sym(r)
+                                                : 255 * ref_rng_unit(r));
+  if (ref_rng_u64(r) % 2) {
+    c->scale = (float)(0.5 + ref_rng_unit(r));
+    c->bias = (float)(20 * ref_rng_sym(r));
+    c->absolute = (int)(ref_rng_u64(r) % 2);
+  }
+  v->t = (unsigned)ref_rng_range(r, 1, 3);
+  unsigned big = (unsigned)(ref_rng_u64(r) % 8 == 0);
+  v->kh = big ? (unsigned)ref_rng_range(r, 20, 80)
+              : (unsigned)ref_rng_range(r, 1, 15);
+  v->kw = big ? (unsigned)ref_rng_range(r, 20, 80)
+              : (unsigned)ref_rng_range(r, 1, 15);
+  size_t n = (size_t)v->t * v->kh * v->kw;
+  v->taps = malloc(n * sizeof *v->taps);
+  assert_non_null(v->taps);
+  int rank1 = ref_rng_u64(r) % 3 == 0;
+  for (unsigned tau = 0; tau < v->t; tau++)
+    for (unsigned m = 0; m < v->kh; m++)
+      for (unsigned k = 0; k < v->kw; k++)
+        v->taps[((size_t)tau * v->kh + m) * v->kw + k] =
+            rank1 ? (float)((0.2 + m % 5) * (0.3 + k % 7)) /
+                        (float)(v->kh * v->kw * 4 * v->t)
+                  : (float)((ref_rng_unit(r) - 0.2) / (v->kh * v->kw * v->t));
+  snprintf(v->desc, sizeof v->desc,
+           "%s %ux%u comps %u border %s cval %g scale %g bias %g abs %d, "
+           "kernel %ux%ux%u%s",
+           cf_pixel_format_name(c->format), c->width, c->height,
+           c->components, cf_border_name(c->border), (double)c->cval,
+           (double)c->scale, (double)c->bias, c->absolute, v->t, v->kh,
+           v->kw, rank1 ? " rank-1" : "");
+}
+
+static cf_engine *vcase_engine(const vcase *v, cf_backend be, unsigned depth,
+                               cf_algorithm2d algo, cf_status *st)
+{
+  cf_kernel2d *k = NULL;
+  assert_int_equal(cf_kernel2d_new(v->t, v->kh, v->kw, v->taps, &k), CF_OK);
+  cf_video_config c = v->cfg;
+  c.backend = be;
+  c.pipeline_depth = depth;
+  c.algorithm = algo;
+  cf_engine *e = NULL;
+  cf_status s = cf_engine_new_video(&c, k, &e);
+  cf_kernel2d_free(k);
+  if (st)
+    *st = s;
+  else if (s != CF_OK) {
+    print_error("engine (%s): %s: %s\n", v->desc, cf_status_name(s),
+                cf_last_error());
+    fail();
+  }
+  return e;
+}
+
+#define FRAMES 7
+
+/* Run FRAMES random frames (a reset before frame 4) through the CPU and
+ * through `gpu` (latency `depth`), flush, compare frame by frame. */
+static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
+                        ref_rng *r, int pinned)
+{
+  cf_engine *cpu = vcase_engine(v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
+  assert_int_equal(cf_engine_latency(gpu), depth);
+  fr in, want[FRAMES], got[FRAMES + 1];
+  fr_make(&in, &v->cfg, pinned);
+  for (unsigned i = 0; i < FRAMES; i++) {
+    fr_make(&want[i], &v->cfg, 0);
+    memset(want[i].mem, 0x3c, want[i].bytes);
+  }
+  for (unsigned i = 0; i <= FRAMES; i++) {
+    fr_make(&got[i], &v->cfg, pinned && i % 2);
+    memset(got[i].mem, 0x3c, got[i].bytes);
+  }
+  for (unsigned t = 0; t < FRAMES; t++) {
+    if (t == 4) {
+      cf_engine_reset(cpu);
+      cf_engine_reset(gpu);
+    }
+    fr_random(&in, &v->cfg, r);
+    assert_int_equal(cf_engine_process_frame(cpu, &in.f, &want[t].f), CF_OK);
+    cf_status s = cf_engine_process_frame(gpu, &in.f, &got[t].f);
+    if (s != CF_OK) {
+      print_error("%s: frame %u: %s: %s\n", v->desc, t, cf_status_name(s),
+                  cf_last_error());
+      fail();
+    }
+  }
+  /* call t wrote frame t - depth; the first depth calls wrote nothing */
+  unsigned flushed = 0;
+  for (int g = 1; flushed <= depth;) {
+    fr *o = &got[FRAMES];
+    assert_int_equal(cf_engine_flush_frame(gpu, &o->f, &g), CF_OK);
+    if (!g)
+      break;
+    /* flush k (from 0) hands out frame FRAMES - depth + k */
+    unsigned f = FRAMES - depth + flushed++;
+    char why[200];
+    if (!fr_close(o, &want[f], &v->cfg, why, sizeof why)) {
+      print_error("%s, depth %u: flushed frame %u: %s\n", v->desc, depth, f,
+                  why);
+      fail();
+    }
+    memset(o->mem, 0x3c, o->bytes);
+  }
+  if (flushed != depth) {
+    print_error("%s: flushed %u frames, want %u\n", v->desc, flushed, depth);
+    fail();
+  }
+  for (unsigned t = 0; t < FRAMES; t++) {
+    char why[200];
+    if (t < depth) { /* untouched */
+      for (size_t i = 0; i < got[t].bytes; i++)
+        if (got[t].mem[i] != 0x3c) {
+          print_error("%s: call %u (< depth %u) wrote byte %zu\n", v->desc, t,
+                      depth, i);
+          fail();
+        }
+      continue;
+    }
+    if (!fr_close(&got[t], &want[t - depth], &v->cfg, why, sizeof why)) {
+      print_error("%s, depth %u%s: frame %u: %s\n", v->desc, depth,
+                  pinned ? ", pinned" : "", t - depth, why);
+      fail();
+    }
+  }
+  for (unsigned i = 0; i < FRAMES; i++)
+    fr_free(&want[i]);
+  for (unsigned i = 0; i <= FRAMES; i++)
+    fr_free(&got[i]);
+  fr_free(&in);
+  cf_engine_free(cpu);
+}
+
+/* Live mode on frames of 130..700 rows: several bands. */
+static void test_live_bands(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, seed + 1);
+  for (unsigned i = 0; i < 40; i++) {
+    vcase v;
+    vcase_random(&v, &r, 130, 700);
+    cf_algorithm2d algo = i % 4 == 3 ? CF_ALGO2D_DIRECT : CF_ALGO2D_AUTO;
+    cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, 0, algo, NULL);
+    run_compare(&v, e, 0, &r, i % 2);
+    cf_engine_free(e);
+    free(v.taps);
+  }
+}
+
+/* Pipelined: depth 1 and 2. */
+static void test_pipelined(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, seed + 2);
+  for (unsigned i = 0; i < 40; i++) {
+    vcase v;
+    vcase_random(&v, &r, 1, 300);
+    unsigned depth = 1 + i % 2;
+    cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
+                                NULL);
+    run_compare(&v, e, depth, &r, i % 3 == 0);
+    cf_engine_free(e);
+    free(v.taps);
+  }
+}
+
+/* Forced separable on rank-1 kernels; fft refused with a message. */
+static void test_paths(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, seed + 3);
+  vcase v;
+  vcase_random(&v, &r, 200, 300);
+  for (size_t i = 0; i < (size_t)v.t * v.kh * v.kw; i++) /* rank 1 */
+    v.taps[i] = (float)(1 + i / v.kw % 3) * (float)(1 + i % v.kw % 4) / 64.f;
+  cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, 0, CF_ALGO2D_SEPARABLE,
+                              NULL);
+  run_compare(&v, e, 0, &r, 0);
+  cf_engine_free(e);
+  cf_status s;
+  e = vcase_engine(&v, CF_BACKEND_CUDA, 0, CF_ALGO2D_FFT, &s);
+  assert_null(e);
+  assert_int_equal(s, CF_E_UNAVAILABLE);
+  assert_true(strstr(cf_last_error(), "FFT") != NULL);
+  free(v.taps);
+}
+
+/* ---- faults: one child process per case (the counters are global) ---- */
+
+/* argv: --fault SPEC: with CF_CUDA_FAULT=SPEC set by the parent, runs
+ * explicit cuda (expects a clean error or success) and auto (expects the
+ * CPU's results) at depth 0 and 2, T = 2. Returns 0 on success. */
+static int fault_case(const char *spec)
+{
+  ref_rng r;
+  ref_rng_init(&r, seed + 4);
+  vcase v;
+  vcase_random(&v, &r, 260, 300);
+  v.cfg.format = CF_PIX_RGBA;
+  for (unsigned depth = 0; depth <= 2; depth += 2) {
+    cf_status s;
+    cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
+                                &s);
+    if (!e) {
+      if ((s != CF_E_NOMEM && s != CF_E_DEVICE) || strlen(cf_last_error()) < 10) {
+        fprintf(stderr, "%s: explicit cuda creation: %s '%s'\n", spec,
+                cf_status_name(s), cf_last_error());
+        return 1;
+      }
+    } else {
+      fr in, out;
+      fr_make(&in, &v.cfg, 0);
+      fr_make(&out, &v.cfg, 0);
+      int failed = 0;
+      for (unsigned t = 0; t < 6 && !failed; t++) {
+        fr_random(&in, &v.cfg, &r);
+        s = cf_engine_process_frame(e, &in.f, &out.f);
+        if (s != CF_OK) {
+          failed = 1;
+          if ((s != CF_E_NOMEM && s != CF_E_DEVICE) ||
+              strlen(cf_last_error()) < 10) {
+            fprintf(stderr, "%s: explicit cuda frame %u: %s '%s'\n", spec, t,
+                    cf_status_name(s), cf_last_error());
+            return 1;
+          }
+        }
+      }
+      fr_free(&in);
+      fr_free(&out);
+      cf_engine_free(e);
+    }
+    e = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO, &s);
+    if (!e) {
+      fprintf(stderr, "%s: auto creation: %s '%s'\n", spec,
+              cf_status_name(s), cf_last_error());
+      return 1;
+    }
+    run_compare(&v, e, (unsigned)cf_engine_latency(e), &r, depth == 2);
+    if (cf_engine_latency(e) != depth) {
+      fprintf(stderr, "%s: auto latency %zu, want %u\n", spec,
+              cf_engine_latency(e), depth);
+      return 1;
+    }
+    fprintf(stderr, "%s depth %u: auto ends on %s\n", spec, depth,
+            cf_backend_name(cf_engine_backend(e)));
+    cf_engine_free(e);
+  }
+  free(v.taps);
+  return 0;
+}
+
+static void test_faults(void **state)
+{
+  (void)state;
+  static const char *const specs[] = {"alloc:1", "alloc:3", "alloc:9",
+                                      "launch:1", "launch:4", "launch:12"};
+  for (unsigned i = 0; i < sizeof specs / sizeof *specs; i++) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "CF_CUDA_FAULT=%s CF_TEST_SEED=%llu '%s' "
+             "--fault %s", specs[i], (unsigned long long)seed, self, specs[i]);
+    int rc = system(cmd);
+    if (rc != 0) {
+      print_error("fault case %s failed (status %d)\n", specs[i], rc);
+      fail();
+    }
+  }
+}
+
+int main(int argc, char **argv)
+{
+  const char *why = NULL;
+  self = argv[0];
+  if (cf_device_count(&why) == 0) {
+    printf("skipped: no CUDA device: %s\n", why ? why : "unknown");
+    return 77;
+  }
+  seed = ref_seed();
+  if (argc == 3 && !strcmp(argv[1], "--fault"))
+    return fault_case(argv[2]);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_live_bands),
+      cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_paths),
+      cmocka_unit_test(test_faults),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
