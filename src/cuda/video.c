@@ -342,10 +342,11 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
   if (s == CF_OK && v->nbands > 1)
     make_band_deps(v);
   snprintf(v->desc, sizeof v->desc,
-           "%ux%u %s, kernel %ux%ux%u, %s, tile 32x32 (4 rows a thread), "
-           "taps in %s, %u slot%s, %s", v->cfg.width, v->cfg.height,
-           v->fmt->name, k->t, k->kh, k->kw,
-           algo == ALGO_DIRECT ? "direct" : "separable",
+           "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
+           v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
+           algo == ALGO_DIRECT
+               ? "direct (tile 32x32, 4 rows a thread)"
+               : "separable (rows 256 a block, columns 32x32, 4 a thread)",
            algo == ALGO_SEPARABLE ? "global memory"
            : v->in_const          ? "constant memory"
                                   : "global memory",

@@ -116,7 +116,8 @@ cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
 
 /* ---- backend=auto: switching from CUDA to the CPU mid-stream ----------
  * While auto runs on CUDA, the front keeps host copies (tight layout) of
- * the last T - 1 + depth + 1 input frames. When the device fails in
+ * the last T - 1 + depth input frames before the current one (none for a
+ * spatial kernel at depth 0). When the device fails in
  * process_frame or flush_frame, a CPU backend is built with the newest
  * kernel, primed with the T - 1 frames before the oldest undelivered one
  * (outputs discarded), and it computes every undelivered frame. With
@@ -130,7 +131,8 @@ struct cf_video_front {
   cf_kernel2d *kernel;
   size_t frame_bytes;
   unsigned depth;
-  /* input history while auto runs on CUDA: hcap frames */
+  /* input history while auto runs on CUDA: frames [n - hcap, n) */
+  int watch;
   uint8_t *hist;
   unsigned hcap;
   unsigned long long n, delivered, last_reset;
@@ -168,7 +170,7 @@ static void frame_copy(const struct cf_video_front *f, const cf_frame *src,
 
 static int front_watching(const cf_engine *e)
 {
-  return e->vfront && e->vfront->hist && e->backend == CF_BACKEND_CUDA;
+  return e->vfront && e->vfront->watch && e->backend == CF_BACKEND_CUDA;
 }
 
 /* (Re)size the history for kernel k, keeping the frames it holds. */
@@ -183,15 +185,16 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
   f->kernel = copy;
   if (e->backend != CF_BACKEND_CUDA || e->requested != CF_BACKEND_AUTO)
     return CF_OK;
-  unsigned cap = k->t - 1 + f->depth + 1;
-  if (f->hist && cap <= f->hcap)
+  f->watch = 1;
+  unsigned cap = k->t - 1 + f->depth;
+  if (cap <= f->hcap)
     return CF_OK;
   uint8_t *h = malloc((size_t)cap * f->frame_bytes);
   if (!h)
     return cf_fail(CF_E_NOMEM, "video engine: out of memory for the CPU "
                    "fallback history (%u frames)", cap);
   for (unsigned long long i = f->n > f->hcap ? f->n - f->hcap : 0;
-       f->hist && i < f->n; i++)
+       f->hcap && i < f->n; i++)
     memcpy(h + (size_t)(i % cap) * f->frame_bytes, hist_frame(f, i),
            f->frame_bytes);
   free(f->hist);
@@ -200,12 +203,13 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
   return CF_OK;
 }
 
-/* The device failed: continue on the CPU. Frames [delivered, n) are
- * computed there; with depth 0 the newest goes to out, else they join
- * the queue and the oldest leaves to out when the stream owes one
+/* The device failed: continue on the CPU. The undelivered frames
+ * [delivered, n) and the current one `cur` (NULL when flushing) are
+ * computed there; with depth 0 the current one goes to out, else they
+ * join the queue and the oldest leaves to out when the stream owes one
  * (`flushing`: when any is queued). *got: whether out was written. */
-static cf_status front_switch(cf_engine *e, const cf_frame *out,
-                              int flushing, int *got)
+static cf_status front_switch(cf_engine *e, const cf_frame *cur,
+                              const cf_frame *out, int flushing, int *got)
 {
   struct cf_video_front *f = e->vfront;
   char reason[256];
@@ -226,17 +230,17 @@ static cf_status front_switch(cf_engine *e, const cf_frame *out,
     return cf_fail(CF_E_NOMEM, "video engine: out of memory switching to "
                    "the CPU");
   }
-  unsigned long long from = f->delivered, end = f->n;
+  unsigned long long from = f->delivered, end = f->n + (cur != NULL);
   unsigned long long start = from > f->kernel->t - 1 ? from - (f->kernel->t - 1)
                                                      : 0;
   if (start < f->last_reset && f->last_reset <= from)
     start = f->last_reset;
-  if (end - start > f->hcap) /* never: the history holds them */
-    start = end - f->hcap;
+  if (f->n - start > f->hcap) /* never: the history holds them */
+    start = f->n - f->hcap;
   for (unsigned long long i = start; s == CF_OK && i < end; i++) {
     if (i == f->last_reset && i > start)
       ops->reset(impl);
-    cf_frame in = tight_at(f, hist_frame(f, i)), o;
+    cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i)), o;
     if (i < from)
       o = tight_at(f, scratch);
     else if (!f->depth)
@@ -251,6 +255,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *out,
     ops->destroy(impl);
     return s;
   }
+  f->n = end;
   *got = !f->depth;
   if (f->depth && (f->qlen > f->depth || (flushing && f->qlen))) {
     cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
@@ -265,6 +270,8 @@ static cf_status front_switch(cf_engine *e, const cf_frame *out,
   e->backend = CF_BACKEND_CPU;
   free(f->hist);
   f->hist = NULL;
+  f->hcap = 0;
+  f->watch = 0;
   fprintf(stderr, "cudafilter: CUDA failed (%s); video continues on the "
           "CPU\n", reason);
   return CF_OK;
@@ -317,8 +324,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   if (s != CF_OK) {
     if (e->vops)
       cf_video_front_free(e);
-    else
-      free(e);
+    free(e);
     return s;
   }
   *out = e;
@@ -384,16 +390,19 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   cf_status s = cf_video_check_frames(&f->cfg, in, out);
   if (s != CF_OK)
     return s;
-  cf_frame h = tight_at(f, hist_frame(f, f->n));
-  frame_copy(f, in, &h);
-  f->n++;
   s = e->vops->process(e->impl, in, out);
-  if (s == CF_OK && f->n - f->delivered > f->depth)
-    f->delivered++;
+  if (s == CF_OK) {
+    if (f->hcap) {
+      cf_frame h = tight_at(f, hist_frame(f, f->n));
+      frame_copy(f, in, &h);
+    }
+    if (++f->n - f->delivered > f->depth)
+      f->delivered++;
+  }
   if (!device_failure(s))
     return s;
   int got = 0;
-  return front_switch(e, out, 0, &got);
+  return front_switch(e, in, out, 0, &got);
 }
 
 CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
@@ -425,7 +434,7 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     f->delivered++;
   if (!front_watching(e) || !device_failure(s))
     return s;
-  return front_switch(e, out, 1, got);
+  return front_switch(e, NULL, out, 1, got);
 }
 
 CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)

@@ -324,63 +324,73 @@ static void test_paths(void **state)
 
 /* ---- faults: one child process per case (the counters are global) ---- */
 
-/* argv: --fault SPEC: with CF_CUDA_FAULT=SPEC set by the parent, runs
- * explicit cuda (expects a clean error or success) and auto (expects the
- * CPU's results) at depth 0 and 2, T = 2. Returns 0 on success. */
-static int fault_case(const char *spec)
+/* argv: --fault SPEC MODE DEPTH, with CF_CUDA_FAULT=SPEC set by the
+ * parent (the fault counters count from the process start): MODE "cuda"
+ * expects success or CF_E_NOMEM / CF_E_DEVICE with a message; "auto"
+ * expects the CPU's results, the latency kept, and (for a launch fault)
+ * the engine on the CPU at the end. RGBA with T = 2. Returns 0 when
+ * right. */
+static int fault_case(const char *spec, const char *mode, unsigned depth)
 {
   ref_rng r;
   ref_rng_init(&r, seed + 4);
   vcase v;
   vcase_random(&v, &r, 260, 300);
   v.cfg.format = CF_PIX_RGBA;
-  for (unsigned depth = 0; depth <= 2; depth += 2) {
-    cf_status s;
+  v.t = 2 <= v.t ? v.t : 2;
+  free(v.taps);
+  v.taps = malloc((size_t)v.t * v.kh * v.kw * sizeof *v.taps);
+  for (size_t i = 0; i < (size_t)v.t * v.kh * v.kw; i++)
+    v.taps[i] = (float)ref_rng_unit(&r) / (float)(v.t * v.kh * v.kw);
+  cf_status s;
+  if (!strcmp(mode, "cuda")) {
     cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
                                 &s);
-    if (!e) {
-      if ((s != CF_E_NOMEM && s != CF_E_DEVICE) || strlen(cf_last_error()) < 10) {
-        fprintf(stderr, "%s: explicit cuda creation: %s '%s'\n", spec,
-                cf_status_name(s), cf_last_error());
-        return 1;
-      }
-    } else {
+    for (unsigned t = 0; e && s == CF_OK && t < 6; t++) {
       fr in, out;
       fr_make(&in, &v.cfg, 0);
       fr_make(&out, &v.cfg, 0);
-      int failed = 0;
-      for (unsigned t = 0; t < 6 && !failed; t++) {
-        fr_random(&in, &v.cfg, &r);
-        s = cf_engine_process_frame(e, &in.f, &out.f);
-        if (s != CF_OK) {
-          failed = 1;
-          if ((s != CF_E_NOMEM && s != CF_E_DEVICE) ||
-              strlen(cf_last_error()) < 10) {
-            fprintf(stderr, "%s: explicit cuda frame %u: %s '%s'\n", spec, t,
-                    cf_status_name(s), cf_last_error());
-            return 1;
-          }
-        }
-      }
+      fr_random(&in, &v.cfg, &r);
+      s = cf_engine_process_frame(e, &in.f, &out.f);
       fr_free(&in);
       fr_free(&out);
-      cf_engine_free(e);
     }
-    e = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO, &s);
+    cf_engine_free(e);
+    if (s != CF_OK && ((s != CF_E_NOMEM && s != CF_E_DEVICE) ||
+                       strlen(cf_last_error()) < 10)) {
+      fprintf(stderr, "%s: explicit cuda: %s '%s'\n", spec,
+              cf_status_name(s), cf_last_error());
+      return 1;
+    }
+    fprintf(stderr, "%s depth %u: explicit cuda: %s: %s\n", spec, depth,
+            cf_status_name(s), s == CF_OK ? "" : cf_last_error());
+  } else {
+    cf_engine *e = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO,
+                                &s);
     if (!e) {
       fprintf(stderr, "%s: auto creation: %s '%s'\n", spec,
               cf_status_name(s), cf_last_error());
       return 1;
     }
-    run_compare(&v, e, (unsigned)cf_engine_latency(e), &r, depth == 2);
-    if (cf_engine_latency(e) != depth) {
-      fprintf(stderr, "%s: auto latency %zu, want %u\n", spec,
-              cf_engine_latency(e), depth);
+    unsigned lat = (unsigned)cf_engine_latency(e);
+    if (cf_engine_backend(e) == CF_BACKEND_CUDA && lat != depth) {
+      fprintf(stderr, "%s: latency %u, want %u\n", spec, lat, depth);
       return 1;
     }
-    fprintf(stderr, "%s depth %u: auto ends on %s\n", spec, depth,
-            cf_backend_name(cf_engine_backend(e)));
+    run_compare(&v, e, lat, &r, 0);
+    if (cf_engine_latency(e) != lat) {
+      fprintf(stderr, "%s: latency changed to %zu from %u\n", spec,
+              cf_engine_latency(e), lat);
+      return 1;
+    }
+    cf_backend b = cf_engine_backend(e);
+    fprintf(stderr, "%s depth %u: auto ends on %s (%s)\n", spec, depth,
+            cf_backend_name(b), cf_engine_describe(e));
     cf_engine_free(e);
+    if (!strncmp(spec, "launch:", 7) && b != CF_BACKEND_CPU) {
+      fprintf(stderr, "%s: auto did not switch to the CPU\n", spec);
+      return 1;
+    }
   }
   free(v.taps);
   return 0;
@@ -389,18 +399,23 @@ static int fault_case(const char *spec)
 static void test_faults(void **state)
 {
   (void)state;
-  static const char *const specs[] = {"alloc:1", "alloc:3", "alloc:9",
-                                      "launch:1", "launch:4", "launch:12"};
-  for (unsigned i = 0; i < sizeof specs / sizeof *specs; i++) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "CF_CUDA_FAULT=%s CF_TEST_SEED=%llu '%s' "
-             "--fault %s", specs[i], (unsigned long long)seed, self, specs[i]);
-    int rc = system(cmd);
-    if (rc != 0) {
-      print_error("fault case %s failed (status %d)\n", specs[i], rc);
-      fail();
-    }
-  }
+  static const char *const specs[] = {"alloc:1", "alloc:3", "alloc:6",
+                                      "launch:1", "launch:4", "launch:9"};
+  for (unsigned i = 0; i < sizeof specs / sizeof *specs; i++)
+    for (unsigned m = 0; m < 2; m++)
+      for (unsigned depth = 0; depth <= 2; depth += 2) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 "CF_CUDA_FAULT=%s CF_TEST_SEED=%llu '%s' --fault %s %s %u",
+                 specs[i], (unsigned long long)seed, self, specs[i],
+                 m ? "auto" : "cuda", depth);
+        int rc = system(cmd);
+        if (rc != 0) {
+          print_error("fault case %s %s depth %u failed (status %d)\n",
+                      specs[i], m ? "auto" : "cuda", depth, rc);
+          fail();
+        }
+      }
 }
 
 int main(int argc, char **argv)
@@ -412,8 +427,8 @@ int main(int argc, char **argv)
     return 77;
   }
   seed = ref_seed();
-  if (argc == 3 && !strcmp(argv[1], "--fault"))
-    return fault_case(argv[2]);
+  if (argc == 5 && !strcmp(argv[1], "--fault"))
+    return fault_case(argv[2], argv[3], (unsigned)atoi(argv[4]));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_live_bands),
       cmocka_unit_test(test_pipelined),
