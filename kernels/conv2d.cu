@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "cf_kernels.h"
+#include "const_pool.cuh"
 
 #define TW 32             // tile width = threads in x
 #define TY 8              // threads in y
@@ -29,8 +30,7 @@
 #define COL_RY 4          // column pass: rows per thread
 
 __constant__ float cf_c2d_taps[CONST_TAPS];
-static unsigned char const_used[CONST_TAPS / CONST_GRAIN];
-static std::mutex const_lock;
+static cf_const_pool<CONST_TAPS, CONST_GRAIN> const_pool;
 
 // Index of virtual position i in a line of n samples, or -1 for cval
 // (the CPU's map_index, src/cpu/video.c).
@@ -191,43 +191,14 @@ extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
 }
 
 extern "C" cudaError_t cf_k_conv2d_const_put(const float *host_taps, size_t n,
-                                             size_t *off, int *placed)
+                                  size_t *off, int *placed)
 {
-  *placed = 0;
-  *off = 0;
-  size_t need = (n + CONST_GRAIN - 1) / CONST_GRAIN;
-  size_t total = CONST_TAPS / CONST_GRAIN;
-  if (n == 0 || need > total)
-    return cudaSuccess;
-  std::lock_guard<std::mutex> hold(const_lock);
-  for (size_t g = 0; g + need <= total; g++) {
-    size_t run = 0;
-    while (run < need && !const_used[g + run])
-      run++;
-    if (run < need) {
-      g += run;
-      continue;
-    }
-    cudaError_t err = cudaMemcpyToSymbol(cf_c2d_taps, host_taps,
-                                         n * sizeof(float),
-                                         g * CONST_GRAIN * sizeof(float));
-    if (err != cudaSuccess)
-      return err;
-    for (size_t i = 0; i < need; i++)
-      const_used[g + i] = 1;
-    *off = g * CONST_GRAIN;
-    *placed = 1;
-    return cudaSuccess;
-  }
-  return cudaSuccess;
+  return const_pool.put(cf_c2d_taps, host_taps, n, off, placed);
 }
 
 extern "C" void cf_k_conv2d_const_drop(size_t off, size_t n)
 {
-  size_t need = (n + CONST_GRAIN - 1) / CONST_GRAIN;
-  std::lock_guard<std::mutex> hold(const_lock);
-  for (size_t i = 0; i < need; i++)
-    const_used[off / CONST_GRAIN + i] = 0;
+  const_pool.drop(off, n);
 }
 
 // ---- separable -----------------------------------------------------------
