@@ -1089,6 +1089,16 @@ static void test_set_kernel(void **state)
       kw = rand_kside(&r, w);
       fit_kernel(w, h, tt[s + 1], &kh, &kw);
       kern_make(&k, &r, tt[s + 1], kh, kw, rand_kind(&r), fmt_is_int(f));
+      if (s == 1) { /* two swaps in a row are the second: a 1-frame kernel
+                       in between forgets no history */
+        kern k1 = {0};
+        kern_make(&k1, &r, 1, 1 + kh / 2, 1 + kw / 2, rand_kind(&r),
+                  fmt_is_int(f));
+        add_case("| after frame %u: ", v.frames - 1);
+        kern_describe(&k1);
+        vcase_set_kernel(&v, &k1);
+        kern_free(&k1);
+      }
       add_case("| after frame %u: ", v.frames - 1);
       kern_describe(&k);
       vcase_set_kernel(&v, &k);

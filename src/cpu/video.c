@@ -737,7 +737,11 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
   v->rowlen = trial.rowlen;
   if ((s = make_xmaps(v)) != CF_OK)
     return s;
-  if (v->hist_t != k->t || (k->t > 1 && !v->ch[0].hist))
+  /* A shorter kernel keeps the ring as it is: the frames beyond its
+   * t - 1 are forgotten after its first frame, not now, so that a longer
+   * kernel set before that frame still finds them (two swaps in a row
+   * are the last one). */
+  if (k->t > v->hist_t || (k->t > 1 && !v->ch[0].hist))
     s = make_history(v, k->t);
   snprintf(v->desc, sizeof v->desc,
            "%ux%u %s, kernel %ux%ux%u, %s%s, %u band%s",
@@ -764,10 +768,9 @@ static cf_status video_process(void *impl, const cf_frame *in,
   v->in = in;
   v->out = out;
   cf_pool_run(v->pool, run_band, v, v->nbands);
-  if (v->p.t > 1) {
+  if (v->hist_t > 1) { /* this frame went into the ring's head */
     v->head = (v->head + 1) % v->hist_t;
-    if (v->seen < v->p.t - 1)
-      v->seen++;
+    v->seen = v->seen + 1 < v->p.t - 1 ? v->seen + 1 : v->p.t - 1;
   }
   v->in = v->out = NULL;
   return CF_OK;

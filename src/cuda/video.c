@@ -241,16 +241,14 @@ static cf_status choose_algo(const cvideo *v, const cf_kernel2d *k,
   return s;
 }
 
-/* Move the ring to t slots (T > 1), keeping the newest frames that fit. */
+/* Grow the ring to t slots (T > 1), keeping the newest frames that fit.
+ * A shorter kernel keeps the ring as it is: the frames beyond its t - 1
+ * are forgotten after its first frame (advance_history), not now, so that
+ * a longer kernel set before that frame still finds them (two swaps in a
+ * row are the last one, as on the CPU). */
 static cf_status resize_ring(cvideo *v, unsigned t)
 {
-  if (t <= 1) {
-    cudaFree(v->d_ring);
-    v->d_ring = NULL;
-    v->ring_n = 0, v->head = 0, v->seen = 0;
-    return CF_OK;
-  }
-  if (t == v->ring_n)
+  if (t <= 1 || t <= v->ring_n)
     return CF_OK;
   uint8_t *ring = NULL;
   CF_CU(cf_cuda_malloc((void **)&ring, (size_t)t * v->frame_bytes));
@@ -515,13 +513,13 @@ static unsigned active_slices(const cvideo *v)
   return n < v->t ? n : v->t;
 }
 
+/* After a frame: it is the newest of the history (T > 1: it went into
+ * the ring's next slot), which keeps T - 1 frames. */
 static void advance_history(cvideo *v)
 {
-  if (v->t > 1) {
+  if (v->t > 1)
     v->head = (v->head + 1) % v->ring_n;
-    if (v->seen < v->t - 1)
-      v->seen++;
-  }
+  v->seen = v->seen + 1 < v->t - 1 ? v->seen + 1 : v->t - 1;
 }
 
 /* Live: bands on rotating streams, the frame done on return. */
@@ -569,9 +567,7 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
     if (!pin_out)
       host_rows(v, out, s0->h_out, b, 0);
   }
-  v->head = head;
-  if (v->t > 1 && v->seen < v->t - 1)
-    v->seen++;
+  advance_history(v); /* the frame went into slot head */
   return CF_OK;
 }
 
