@@ -46,14 +46,17 @@ typedef struct variant {
   cf_backend backend;
   cf_algorithm2d algo;
   unsigned id;
+  int pipelined; /* random cases run with pipeline_depth 1..3 */
 } variant;
 
 static const variant variants[] = {
-    {"cpu-direct", CF_BACKEND_CPU, CF_ALGO2D_DIRECT, 1},
-    {"cpu-separable", CF_BACKEND_CPU, CF_ALGO2D_SEPARABLE, 2},
-    {"cpu-fft", CF_BACKEND_CPU, CF_ALGO2D_FFT, 3},
-    {"cpu-auto", CF_BACKEND_CPU, CF_ALGO2D_AUTO, 4},
-    {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 5},
+    {"cpu-direct", CF_BACKEND_CPU, CF_ALGO2D_DIRECT, 1, 0},
+    {"cpu-separable", CF_BACKEND_CPU, CF_ALGO2D_SEPARABLE, 2, 0},
+    {"cpu-fft", CF_BACKEND_CPU, CF_ALGO2D_FFT, 3, 0},
+    {"cpu-auto", CF_BACKEND_CPU, CF_ALGO2D_AUTO, 4, 0},
+    {"cpu-pipelined", CF_BACKEND_CPU, CF_ALGO2D_AUTO, 6, 1},
+    {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 5, 0},
+    {"cuda-pipelined", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 7, 1},
 };
 
 static const variant *V; /* the variant running now */
@@ -301,6 +304,8 @@ static void rand_config(cf_video_config *cfg, ref_rng *r, cf_pixel_format f,
   cfg->backend = V->backend;
   cfg->algorithm = V->algo;
   cfg->threads = (unsigned)ref_rng_range(r, 1, 2);
+  if (V->pipelined)
+    cfg->pipeline_depth = (unsigned)ref_rng_range(r, 1, 3);
   if (extras) {
     cfg->scale =
         (float)(fmt_is_int(f) ? 0.5 + ref_rng_unit(r) : 4.0 * ref_rng_sym(r));
@@ -316,10 +321,11 @@ static void rand_config(cf_video_config *cfg, ref_rng *r, cf_pixel_format f,
 static void config_describe(const cf_video_config *cfg)
 {
   add_case("%s %ux%u comps 0x%x border %s cval %.9g scale %.9g bias %.9g "
-           "abs %d threads %u ",
+           "abs %d threads %u depth %u ",
            fmt_name(cfg->format), cfg->width, cfg->height, cfg->components,
            border_name(cfg->border), (double)cfg->cval, (double)cfg->scale,
-           (double)cfg->bias, cfg->absolute, cfg->threads);
+           (double)cfg->bias, cfg->absolute, cfg->threads,
+           cfg->pipeline_depth);
 }
 
 /* ------------------------------------------------------------------ */
@@ -461,6 +467,19 @@ typedef struct vcase {
    * input plane and then the output plane (disjoint, spans interleaved) */
   uint8_t *shared;
   size_t sh_in[3], sh_out[3];
+  /* pipeline_depth D > 0: the result of frame t arrives with frame t + D
+   * (or from cf_engine_flush_frame). Each frame's expected output waits in
+   * a ring of D + 1 slots; the output buffer is always prefilled with
+   * `bg`, so bytes the engine must not write are bg in both. */
+  unsigned depth;
+  fbuf bg;
+  struct vslot {
+    fbuf want;
+    double *val[3], *aval[3];
+    size_t taps;
+    unsigned frame;
+  } *q;
+  unsigned qhead, qlen;
 } vcase;
 
 /* The filter on magnitudes: |taps|, and the configuration's magnitudes. */
@@ -545,9 +564,30 @@ static void vcase_open_status(vcase *c, ref_rng *r, const cf_video_config *cfg,
     for (unsigned i = 0; i < c->d.ncomp; i++)
       c->aval[i] = xalloc((size_t)c->cw[i] * c->ch[i] * sizeof(double));
   }
+  c->depth = cfg->pipeline_depth;
+  if (c->depth) {
+    /* its own stream: a case draws the same frames at any depth */
+    ref_rng lr;
+    ref_rng_init(&lr, check_seed ^ 0x9e3779b97f4a7c15ull);
+    fbuf_make(&c->bg, &lr, &c->d, cfg->width, cfg->height, sout, tight, 0);
+    c->q = xalloc((c->depth + 1) * sizeof *c->q);
+    for (unsigned j = 0; j <= c->depth; j++) {
+      fbuf_make(&c->q[j].want, &lr, &c->d, cfg->width, cfg->height, sout, tight,
+                0);
+      for (unsigned i = 0; i < c->d.ncomp; i++) {
+        size_t n = (size_t)c->cw[i] * c->ch[i] * sizeof(double);
+        c->q[j].val[i] = xalloc(n);
+        c->q[j].aval[i] = xalloc(n);
+      }
+    }
+  }
   cf_kernel2d *kk = kern_build(k);
   cf_status s = cf_engine_new_video(cfg, kk, &c->e);
   cf_kernel2d_free(kk);
+  if (s == CF_OK)
+    CHECK(cf_engine_latency(c->e) == c->depth,
+          "pipeline_depth %u: cf_engine_latency %zu", c->depth,
+          cf_engine_latency(c->e));
   if (st)
     *st = s;
   else
@@ -561,8 +601,22 @@ static void vcase_open(vcase *c, ref_rng *r, const cf_video_config *cfg,
   vcase_open_status(c, r, cfg, k, NULL);
 }
 
+static void vcase_flush(vcase *c, const char *what);
+
+/* Closing checks the frames still in the pipeline first. */
 static void vcase_close(vcase *c)
 {
+  if (c->e)
+    vcase_flush(c, "the frames pending at the end");
+  for (unsigned j = 0; c->q && j <= c->depth; j++) {
+    fbuf_free(&c->q[j].want);
+    for (unsigned i = 0; i < 3; i++) {
+      free(c->q[j].val[i]);
+      free(c->q[j].aval[i]);
+    }
+  }
+  free(c->q);
+  fbuf_free(&c->bg);
   free(c->shared);
   cf_engine_free(c->e);
   ref2d_video_free(c->ref);
@@ -694,12 +748,88 @@ static void check_samples(const vcase *c, const char *what)
   }
 }
 
+/* The oldest expected frame of the pipeline against what the engine just
+ * wrote into c->got: its expectations take the place of c->want, val and
+ * aval (so that a caller inspecting them sees the frame delivered). */
+static void vcase_deliver(vcase *c, const char *what, int samples)
+{
+  struct vslot *q = &c->q[c->qhead];
+  fbuf tw = c->want;
+  c->want = q->want;
+  q->want = tw;
+  for (unsigned i = 0; i < 3; i++) {
+    double *t = c->val[i];
+    c->val[i] = q->val[i];
+    q->val[i] = t;
+    t = c->aval[i];
+    c->aval[i] = q->aval[i];
+    q->aval[i] = t;
+  }
+  size_t taps = c->taps;
+  unsigned frames = c->frames;
+  c->taps = q->taps;
+  c->frames = q->frame;
+  check_other_bytes(c, what);
+  if (samples)
+    check_samples(c, what);
+  c->taps = taps;
+  c->frames = frames;
+  c->qhead = (c->qhead + 1) % (c->depth + 1);
+  c->qlen--;
+}
+
+/* The output buffer is bg, untouched (a call that delivered nothing). */
+static void check_untouched(const vcase *c, const char *what)
+{
+  for (unsigned p = 0; p < c->d.planes; p++)
+    CHECK(!memcmp(c->got.mem[p], c->bg.mem[p], c->got.size[p]),
+          "%s, frame %u: the engine wrote to output plane %u with only %u "
+          "of pipeline_depth %u frames in flight",
+          what, c->frames, p, c->qlen, c->depth);
+}
+
+/* Hand out every pending frame (cf_engine_flush_frame) and check each;
+ * then a flush with nothing pending writes nothing. */
+static void vcase_flush(vcase *c, const char *what)
+{
+  for (;;) {
+    if (c->depth)
+      fbuf_copy(&c->got, &c->bg);
+    int got = -1;
+    cf_status s = cf_engine_flush_frame(c->e, &c->got.f, &got);
+    CHECK(s == CF_OK, "%s: cf_engine_flush_frame returned %s: %s", what,
+          cf_status_name(s), cf_last_error());
+    if (!got) {
+      CHECK(c->qlen == 0, "%s: cf_engine_flush_frame gave nothing with %u "
+            "frames pending", what, c->qlen);
+      if (c->depth)
+        check_untouched(c, what);
+      return;
+    }
+    CHECK(got == 1 && c->qlen > 0, "%s: cf_engine_flush_frame set got %d "
+          "with %u frames pending", what, got, c->qlen);
+    vcase_deliver(c, what, 1);
+  }
+}
+
 /* Run the input now in c->in through engine and reference. `samples`: also
- * compare the selected samples (else the caller does). */
+ * compare the selected samples (else the caller does). With a pipeline,
+ * the frame checked is the one the engine hands out now, if any. */
 static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
 {
-  fbuf_randomize(&c->got, r);
-  fbuf_copy(&c->want, &c->got);
+  struct vslot *q = NULL;
+  fbuf *want = &c->want;
+  double **val = c->val, **aval = c->aval;
+  if (c->depth) {
+    q = &c->q[(c->qhead + c->qlen) % (c->depth + 1)];
+    want = &q->want;
+    val = q->val;
+    aval = q->aval;
+  }
+  fbuf_randomize(&c->got, r); /* drawn at any depth: the same stream */
+  if (q)
+    fbuf_copy(&c->got, &c->bg);
+  fbuf_copy(want, &c->got);
   fbuf_copy(&c->in_copy, &c->in);
   cf_status s;
   if (c->shared) {
@@ -721,7 +851,7 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
     s = cf_engine_process_frame(c->e, &c->in.f, &c->got.f);
   CHECK(s == CF_OK, "%s, frame %u: cf_engine_process_frame returned %s: %s",
         what, c->frames, cf_status_name(s), cf_last_error());
-  CHECK(ref2d_video_frame(c->ref, &c->in.f, &c->want.f, c->val),
+  CHECK(ref2d_video_frame(c->ref, &c->in.f, &want->f, val),
         "reference: out of memory");
   if (c->aref) {
     fbuf_copy(&c->ain, &c->in);
@@ -731,13 +861,24 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
           put_float(
               &c->d, &c->ain, &c->d.comp[k], x, y,
               fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
-    CHECK(ref2d_video_frame(c->aref, &c->ain.f, &c->aout.f, c->aval),
+    CHECK(ref2d_video_frame(c->aref, &c->ain.f, &c->aout.f, aval),
           "reference: out of memory");
   }
   check_input_unchanged(c, what);
-  check_other_bytes(c, what);
-  if (samples)
-    check_samples(c, what);
+  if (q) {
+    q->taps = c->taps;
+    q->frame = c->frames;
+    if (++c->qlen > c->depth)
+      vcase_deliver(c, what, samples);
+    else {
+      check_untouched(c, what);
+      fbuf_copy(&c->want, &c->bg); /* nothing delivered: got == want */
+    }
+  } else {
+    check_other_bytes(c, what);
+    if (samples)
+      check_samples(c, what);
+  }
   c->frames++;
 }
 
@@ -1128,6 +1269,7 @@ static void test_saturation(void **state)
     unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
     cf_video_config cfg;
     rand_config(&cfg, &r, f, w, h, 1);
+    cfg.pipeline_depth = 0; /* reads v.val of the frame it just gave */
     double m = fmt_max(f);
     /* rank-1 slices u x v with u = [1, small...], v = [1, -1, small...]
      * (slices after the first scaled by 0.1): the output is about
@@ -1195,6 +1337,7 @@ static void test_round_ties(void **state)
     unsigned h = (unsigned)ref_rng_range(&r, 1, 20);
     cf_video_config cfg;
     rand_config(&cfg, &r, f, w, h, 0);
+    cfg.pipeline_depth = 0; /* reads the output of the frame just given */
     float one = 1.0f;
     kern k = {1, 1, 1, K_RANK1, NULL};
     k.taps = xalloc(sizeof(float));
@@ -1246,6 +1389,7 @@ static void test_nan(void **state)
     fit_kernel(w, h, t, &kh, &kw);
     cf_video_config cfg;
     rand_config(&cfg, &r, CF_PIX_GRAY32F, w, h, ref_rng_u64(&r) % 2);
+    cfg.pipeline_depth = 0; /* reads the output of the frame just given */
     kern k = {0};
     kern_make(&k, &r, t, kh, kw, rand_kind(&r), 0);
     /* no tap exactly 0 (NaN * 0 is NaN, but a path may skip zero taps) */
@@ -1334,6 +1478,7 @@ static void test_nan(void **state)
     unsigned h = (unsigned)ref_rng_range(&r, 1, 20);
     cf_video_config cfg;
     rand_config(&cfg, &r, f, w, h, 0);
+    cfg.pipeline_depth = 0;
     cfg.border = (cf_border)(ref_rng_u64(&r) % 4 + 1); /* not constant */
     cfg.components = CF_COMP_ALL;
     kern k = {1, 1, 2, K_RANK1, NULL};
@@ -1553,6 +1698,9 @@ static void test_bad_config(void **state)
   cfg = base;
   cfg.height = 0;
   expect_new_fails(&cfg, k, "height 0");
+  cfg = base;
+  cfg.pipeline_depth = CF_VIDEO_MAX_DEPTH + 1;
+  expect_new_fails(&cfg, k, "pipeline_depth > CF_VIDEO_MAX_DEPTH");
   cfg = base;
   cfg.width = CF_VIDEO_MAX_SIDE + 1;
   expect_new_fails(&cfg, k, "width > CF_VIDEO_MAX_SIDE");
@@ -1949,6 +2097,69 @@ static void test_flush_cpu(void **state)
   cf_kernel2d_free(k);
 }
 
+/* pipeline_depth 1..CF_VIDEO_MAX_DEPTH on every variant: frame t's result
+ * arrives with frame t + D, the first D calls after the start or a flush
+ * write nothing, flushes mid-stream hand out every pending frame (oldest
+ * first) and the stream goes on; resets and kernel swaps land between the
+ * frames they were made between; refused frames change nothing. */
+static void test_pipeline(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 19);
+  for (unsigned c = 0; c < 10; c++) {
+    cf_pixel_format f =
+        c < 2 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    cfg.pipeline_depth = c == 0 ? CF_VIDEO_MAX_DEPTH
+                                : (unsigned)ref_rng_range(&r, 1, 4);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("pipeline #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    add_case("engine: %s | ", cf_engine_describe(v.e));
+    unsigned ops = (unsigned)ref_rng_range(&r, 10, 24);
+    for (unsigned i = 0; i < ops; i++) {
+      unsigned op = (unsigned)(ref_rng_u64(&r) % 10);
+      if (op == 0) {
+        add_case("flush@%u ", v.frames);
+        vcase_flush(&v, "pipeline: flush mid-stream");
+      } else if (op == 1) {
+        add_case("reset@%u ", v.frames);
+        vcase_reset(&v);
+      } else if (op == 2) {
+        t = (unsigned)ref_rng_range(&r, 1, 3);
+        kh = rand_kside(&r, h);
+        kw = rand_kside(&r, w);
+        fit_kernel(w, h, t, &kh, &kw);
+        kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+        add_case("kernel@%u ", v.frames);
+        kern_describe(&k);
+        vcase_set_kernel(&v, &k);
+      } else if (op == 3) { /* a refused frame: nothing enqueued */
+        cf_frame in = v.in.f;
+        in.data[0] = NULL;
+        cf_status st = cf_engine_process_frame(v.e, &in, &v.got.f);
+        CHECK(st == CF_E_INVALID, "pipeline: a NULL plane returned %s",
+              cf_status_name(st));
+      } else
+        vcase_step(&v, &r, "pipeline");
+    }
+    CHECK(cf_engine_latency(v.e) == cfg.pipeline_depth,
+          "pipeline: latency %zu after the run, want %u",
+          cf_engine_latency(v.e), cfg.pipeline_depth);
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
 /* ------------------------------------------------------------------ */
 
 static check_variant_info select_variant(size_t v)
@@ -1970,6 +2181,7 @@ int main(void)
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
       cmocka_unit_test(test_zero_slices), cmocka_unit_test(test_flush_cpu),
+      cmocka_unit_test(test_pipeline),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

@@ -30,18 +30,22 @@
  * cf_engine_set_kernel2d() takes effect at the next frame. Nothing is
  * allocated per frame.
  *
- * Latency. The CPU backend, and the CUDA backend with pipeline_depth 0
- * (the default: "live", frames cut into bands whose copies and compute
- * overlap), add none: cf_engine_process_frame() returns with the frame's
- * result in `out`, and cf_engine_latency() is 0. With pipeline_depth
- * D >= 1 on CUDA ("throughput": D frames in flight, copies and compute
- * of different frames overlapping), cf_engine_latency() is D: the call
- * for frame t enqueues it and writes into `out` the result of frame
+ * Latency. With pipeline_depth 0 (the default, "live") no latency is
+ * added: cf_engine_process_frame() returns with the frame's result in
+ * `out`, and cf_engine_latency() is 0 (on CUDA the frame is cut into bands
+ * whose copies and compute overlap). With pipeline_depth D >= 1
+ * ("throughput": D frames in flight) cf_engine_latency() is D, on either
+ * backend: the call for frame t enqueues it (its input is copied; the
+ * caller may reuse it at once) and writes into `out` the result of frame
  * t - D, so the first D calls (and the first D after a flush emptied the
  * pipeline) write nothing to `out`; cf_engine_flush_frame() hands out the
- * frames still pending, oldest first, e.g. at end of stream. A reset
- * keeps the pending results (their frames were filtered with the history
- * they had). With backend auto, a device failure mid-stream moves the
+ * frames still pending, oldest first, e.g. at end of stream. On CUDA the
+ * copies and compute of different frames overlap; on the CPU a worker
+ * thread filters frame t while the caller goes on (upstream and
+ * downstream work overlap the filtering), at the cost of two frame copies.
+ * A reset keeps the pending results (their frames were filtered with the
+ * history they had); a kernel set takes effect from the next frame
+ * enqueued. With backend auto, a device failure mid-stream moves the
  * engine to the CPU (cf_engine_backend() says so) without losing or
  * repeating a frame and with the same latency: the engine keeps host
  * copies of the last T - 1 + D + 1 input frames for that (a kernel set
@@ -102,6 +106,8 @@ typedef enum cf_algorithm2d {
 
 /* Largest frame side accepted. */
 #define CF_VIDEO_MAX_SIDE 32768u
+/* Largest pipeline_depth accepted. */
+#define CF_VIDEO_MAX_DEPTH 7u
 
 typedef struct cf_video_config {
   unsigned width, height;  /* luma / full-resolution size, >= 1 */
@@ -116,8 +122,9 @@ typedef struct cf_video_config {
   int device_id;           /* CUDA device, default 0 */
   cf_algorithm2d algorithm;/* default CF_ALGO2D_AUTO */
   unsigned threads;        /* 0 = one per core (default) */
-  unsigned pipeline_depth; /* CUDA: frames in flight, 0..7 (default 0):
-                              the latency in frames, see above */
+  unsigned pipeline_depth; /* frames in flight, 0..CF_VIDEO_MAX_DEPTH
+                              (default 0): the latency in frames, see
+                              above */
 } cf_video_config;
 
 void cf_video_config_init(cf_video_config *cfg);
@@ -147,9 +154,9 @@ cf_status cf_engine_new_video(const cf_video_config *cfg,
 cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
                                   const cf_frame *out);
 
-/* Write the oldest result still pending (pipeline_depth > 0 on CUDA) to
- * `out` and set *got = 1, or set *got = 0 when none is pending (always
- * on the CPU and with pipeline_depth 0). */
+/* Write the oldest result still pending (pipeline_depth > 0) to `out` and
+ * set *got = 1, or set *got = 0 when none is pending (always with
+ * pipeline_depth 0). */
 cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
 
 /* Replace the kernel from the next frame on. The temporal state is kept:

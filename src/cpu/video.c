@@ -797,7 +797,7 @@ static size_t video_latency(const void *impl)
 static cf_status video_flush(void *impl, const cf_frame *out, int *got)
 {
   (void)impl, (void)out;
-  *got = 0; /* no latency: nothing is ever pending */
+  *got = 0; /* no latency (video_pipe.c delays): nothing is ever pending */
   return CF_OK;
 }
 
@@ -837,6 +837,8 @@ static void add_chan(video *v, const cf_chan_desc *d, int filter)
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            void **impl, const cf_video_ops **ops)
 {
+  if (cfg->pipeline_depth)
+    return cf_cpu_video_pipe_new(cfg, k, impl, ops);
   video *v = calloc(1, sizeof *v);
   if (!v)
     return cf_fail(CF_E_NOMEM, "video: out of memory");

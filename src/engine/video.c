@@ -42,6 +42,9 @@ static cf_status check_config(const cf_video_config *c)
   if ((unsigned)c->border > CF_BORDER_WRAP)
     return cf_fail(CF_E_INVALID, "video engine: unknown border mode %d",
                    (int)c->border);
+  if (c->pipeline_depth > CF_VIDEO_MAX_DEPTH)
+    return cf_fail(CF_E_INVALID, "video engine: pipeline_depth %u, must be "
+                   "0..%u", c->pipeline_depth, CF_VIDEO_MAX_DEPTH);
   if ((unsigned)c->algorithm > CF_ALGO2D_FFT)
     return cf_fail(CF_E_INVALID, "video engine: unknown algorithm %d",
                    (int)c->algorithm);
@@ -154,18 +157,24 @@ static uint8_t *hist_frame(const struct cf_video_front *f,
   return f->hist + (size_t)(i % f->hcap) * f->frame_bytes;
 }
 
-/* Copy frame `src` (any strides) into / out of a tight buffer. */
-static void frame_copy(const struct cf_video_front *f, const cf_frame *src,
-                       const cf_frame *dst)
+void cf_video_copy_frame(const cf_video_config *c, const cf_frame *src,
+                         const cf_frame *dst)
 {
-  const cf_format_desc *d = cf_format_desc_get(f->cfg.format);
+  const cf_format_desc *d = cf_format_desc_get(c->format);
   for (unsigned p = 0; p < d->planes; p++) {
-    size_t row = cf_sub_size(f->cfg.width, d->plane_sub[p]) * d->plane_bpp[p];
-    size_t h = cf_sub_size(f->cfg.height, d->plane_sub[p]);
+    size_t row = cf_sub_size(c->width, d->plane_sub[p]) * d->plane_bpp[p];
+    size_t h = cf_sub_size(c->height, d->plane_sub[p]);
     for (size_t r = 0; r < h; r++)
       memcpy((uint8_t *)dst->data[p] + r * dst->stride[p],
              (const uint8_t *)src->data[p] + r * src->stride[p], row);
   }
+}
+
+/* Copy frame `src` (any strides) into / out of a tight buffer. */
+static void frame_copy(const struct cf_video_front *f, const cf_frame *src,
+                       const cf_frame *dst)
+{
+  cf_video_copy_frame(&f->cfg, src, dst);
 }
 
 static int front_watching(const cf_engine *e)
@@ -216,6 +225,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   snprintf(reason, sizeof reason, "%s", cf_last_error());
   cf_video_config cfg = f->cfg;
   cfg.backend = CF_BACKEND_CPU;
+  cfg.pipeline_depth = 0; /* the front's queue keeps the latency */
   void *impl = NULL;
   const cf_video_ops *ops = NULL;
   cf_status s = cf_cpu_video_new(&cfg, f->kernel, &impl, &ops);

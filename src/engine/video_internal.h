@@ -41,7 +41,7 @@ typedef struct cf_video_ops {
   void (*describe)(const void *impl, char *buf, size_t n);
   void (*destroy)(void *impl);
   /* Frames between a frame's process call and the call that writes its
-   * result (video.h: pipeline_depth on CUDA, 0 on the CPU). */
+   * result (video.h: pipeline_depth, on either backend). */
   size_t (*latency)(const void *impl);
   /* Write the oldest pending result to out (*got = 1), or *got = 0. */
   cf_status (*flush)(void *impl, const cf_frame *out, int *got);
@@ -54,6 +54,11 @@ cf_status cf_video_check_frame(const cf_video_config *cfg, const cf_frame *f,
 cf_status cf_video_check_frames(const cf_video_config *cfg,
                                 const cf_frame *in, const cf_frame *out);
 
+/* Copy the samples of frame src to frame dst (any strides; row padding
+ * is left alone). */
+void cf_video_copy_frame(const cf_video_config *cfg, const cf_frame *src,
+                         const cf_frame *dst);
+
 /* The engine front's video calls that engine.c forwards (video.c). */
 size_t cf_video_latency(const cf_engine *e);
 void cf_video_reset(cf_engine *e);
@@ -65,9 +70,13 @@ void cf_video_front_free(cf_engine *e);
  * float noise (src/engine/rank1.c). */
 int cf_rank1(const float *k, unsigned kh, unsigned kw, double *u, double *v);
 
-/* The CPU video backend (src/cpu/video.c). */
+/* The CPU video backend (src/cpu/video.c); with cfg->pipeline_depth > 0
+ * the pipelined wrapper around it (src/cpu/video_pipe.c). */
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            void **impl, const cf_video_ops **ops);
+cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
+                                const cf_kernel2d *k, void **impl,
+                                const cf_video_ops **ops);
 
 /* The CUDA video backend (src/cuda/; CF_E_UNAVAILABLE with a recorded
  * reason where it cannot serve this stream). */

@@ -1,0 +1,252 @@
+/* CPU video, pipelined (pipeline_depth D >= 1): the caller hands in frame
+ * t and goes on while a worker thread filters it; the call returns the
+ * result of frame t - D, which had D calls' worth of the caller's time to
+ * finish. In a GStreamer pipeline that lets upstream (a decoder, a source)
+ * and downstream work on other frames while this one is filtered; the
+ * price is D frames of latency and two frame copies per frame.
+ *
+ * The filtering itself is the plain CPU backend (video.c), driven only by
+ * the worker: jobs run strictly in order, each on a tight copy of its
+ * input, into one of D + 1 result slots. A reset or a kernel change
+ * between two frames applies between them: a reset is carried by the next
+ * job; a kernel change waits until the queued jobs are done (they keep
+ * the kernel they were enqueued with), as on the CUDA pipeline. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/video_internal.h"
+
+typedef struct job {
+  uint8_t *in, *out; /* tight frames */
+  int reset_first;   /* reset the history before filtering this one */
+  int done;
+  cf_status status;
+  char err[256];
+} job;
+
+typedef struct vpipe {
+  void *inner;
+  const cf_video_ops *iops;
+  cf_video_config cfg;
+  unsigned depth, nslots;
+  job *jobs;
+  /* jobs [head, head + count) are pending, in order; those before `next`
+   * are done, `next` is the one the worker runs or waits for */
+  unsigned head, count, next;
+  int reset_pending, quit, started;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+} vpipe;
+
+static cf_frame tight(const vpipe *p, uint8_t *base)
+{
+  cf_frame f;
+  cf_frame_layout(p->cfg.format, p->cfg.width, p->cfg.height, base, &f);
+  return f;
+}
+
+static void *worker(void *arg)
+{
+  vpipe *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->quit && p->next == p->head + p->count)
+      pthread_cond_wait(&p->work, &p->mu);
+    if (p->quit)
+      break;
+    job *j = &p->jobs[p->next % p->nslots];
+    pthread_mutex_unlock(&p->mu);
+    if (j->reset_first)
+      p->iops->reset(p->inner);
+    cf_frame in = tight(p, j->in), out = tight(p, j->out);
+    j->status = p->iops->process(p->inner, &in, &out);
+    if (j->status != CF_OK)
+      snprintf(j->err, sizeof j->err, "%s", cf_last_error());
+    pthread_mutex_lock(&p->mu);
+    j->done = 1;
+    p->next++;
+    pthread_cond_broadcast(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+/* Wait until the worker has finished every job enqueued so far. */
+static void wait_idle(vpipe *p)
+{
+  pthread_mutex_lock(&p->mu);
+  while (p->next != p->head + p->count)
+    pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Hand the oldest pending result to out (waiting for it) and free its
+ * slot. A frame the worker failed on gives its error, once. */
+static cf_status deliver(vpipe *p, const cf_frame *out)
+{
+  job *j = &p->jobs[p->head % p->nslots];
+  pthread_mutex_lock(&p->mu);
+  while (!j->done)
+    pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  cf_status s = j->status;
+  if (s == CF_OK) {
+    cf_frame r = tight(p, j->out);
+    cf_video_copy_frame(&p->cfg, &r, out);
+  }
+  pthread_mutex_lock(&p->mu);
+  p->head++;
+  p->count--;
+  pthread_mutex_unlock(&p->mu);
+  if (s != CF_OK)
+    return cf_fail(s, "%s", j->err);
+  return CF_OK;
+}
+
+static cf_status pipe_process(void *impl, const cf_frame *in,
+                              const cf_frame *out)
+{
+  vpipe *p = impl;
+  cf_status s = cf_video_check_frames(&p->cfg, in, out);
+  if (s != CF_OK)
+    return s;
+  /* count <= depth here, so the slot after the pending ones is free: its
+   * last job was delivered, and the worker is done with it */
+  job *j = &p->jobs[(p->head + p->count) % p->nslots];
+  cf_frame t = tight(p, j->in);
+  cf_video_copy_frame(&p->cfg, in, &t);
+  j->reset_first = p->reset_pending;
+  p->reset_pending = 0;
+  j->done = 0;
+  pthread_mutex_lock(&p->mu);
+  p->count++;
+  pthread_cond_signal(&p->work);
+  pthread_mutex_unlock(&p->mu);
+  return p->count > p->depth ? deliver(p, out) : CF_OK;
+}
+
+static cf_status pipe_flush(void *impl, const cf_frame *out, int *got)
+{
+  vpipe *p = impl;
+  *got = 0;
+  if (!p->count)
+    return CF_OK;
+  cf_status s = cf_video_check_frame(&p->cfg, out, "output");
+  if (s == CF_OK)
+    s = deliver(p, out);
+  *got = s == CF_OK;
+  return s;
+}
+
+static void pipe_reset(void *impl)
+{
+  ((vpipe *)impl)->reset_pending = 1;
+}
+
+static cf_status pipe_set_kernel(void *impl, const cf_kernel2d *k)
+{
+  vpipe *p = impl;
+  wait_idle(p);
+  return p->iops->set_kernel(p->inner, k);
+}
+
+static size_t pipe_latency(const void *impl)
+{
+  return ((const vpipe *)impl)->depth;
+}
+
+static void pipe_describe(const void *impl, char *buf, size_t n)
+{
+  const vpipe *p = impl;
+  char inner[200];
+  p->iops->describe(p->inner, inner, sizeof inner);
+  snprintf(buf, n, "%s, pipelined (%u frame%s in flight)", inner, p->depth,
+           p->depth == 1 ? "" : "s");
+}
+
+static void pipe_destroy(void *impl)
+{
+  vpipe *p = impl;
+  if (p->started) {
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+  }
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->work);
+  pthread_cond_destroy(&p->done);
+  for (unsigned i = 0; p->jobs && i < p->nslots; i++) {
+    free(p->jobs[i].in);
+    free(p->jobs[i].out);
+  }
+  free(p->jobs);
+  if (p->inner)
+    p->iops->destroy(p->inner);
+  free(p);
+}
+
+static const cf_video_ops pipe_ops = {
+    pipe_process, pipe_reset,   pipe_set_kernel, pipe_describe,
+    pipe_destroy, pipe_latency, pipe_flush};
+
+static uint8_t *alloc_frame(size_t bytes)
+{
+  return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
+                                const cf_kernel2d *k, void **impl,
+                                const cf_video_ops **ops)
+{
+  vpipe *p = calloc(1, sizeof *p);
+  if (!p)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->work, NULL);
+  pthread_cond_init(&p->done, NULL);
+  p->cfg = *cfg;
+  p->depth = cfg->pipeline_depth;
+  p->nslots = p->depth + 1;
+  cf_video_config plain = *cfg;
+  plain.pipeline_depth = 0;
+  cf_status s = cf_cpu_video_new(&plain, k, &p->inner, &p->iops);
+  if (s != CF_OK) {
+    p->inner = NULL;
+    pipe_destroy(p);
+    return s;
+  }
+  size_t bytes =
+      cf_frame_layout(cfg->format, cfg->width, cfg->height, NULL, NULL);
+  p->jobs = calloc(p->nslots, sizeof *p->jobs);
+  for (unsigned i = 0; p->jobs && i < p->nslots; i++) {
+    p->jobs[i].in = alloc_frame(bytes);
+    p->jobs[i].out = alloc_frame(bytes);
+    if (!p->jobs[i].in || !p->jobs[i].out) {
+      s = cf_fail(CF_E_NOMEM,
+                  "video: out of memory for %u pipelined "
+                  "frames of %zu bytes",
+                  2 * p->nslots, bytes);
+      break;
+    }
+  }
+  if (s == CF_OK && !p->jobs)
+    s = cf_fail(CF_E_NOMEM, "video: out of memory");
+  if (s == CF_OK) {
+    p->started = pthread_create(&p->thread, NULL, worker, p) == 0;
+    if (!p->started)
+      s = cf_fail(CF_E_INTERNAL, "video: cannot start the pipeline thread");
+  }
+  if (s != CF_OK) {
+    pipe_destroy(p);
+    return s;
+  }
+  *impl = p;
+  *ops = &pipe_ops;
+  return CF_OK;
+}
