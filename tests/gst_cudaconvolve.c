@@ -1162,7 +1162,7 @@ static void test_properties(void **state)
             sigma == 0.0 && border == CF_BORDER_REFLECT && cval == 0.0f &&
             scale == 1.0f && bias == 0.0f && !absolute &&
             !strcmp(comps, "all") && backend == CF_BACKEND_AUTO && dev == 0 &&
-            depth == 2 && threads == 0 && !in_use,
+            depth == 0 && threads == 0 && !in_use,
         "unexpected defaults");
   g_free(comps);
 
