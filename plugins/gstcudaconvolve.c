@@ -53,6 +53,10 @@
  *     video/x-raw,format=I420,width=320,height=240 ! \
  *     cudaconvolve preset=sobel-x absolute=true components=y ! \
  *     filesink location=edges.yuv
+ *   gst-launch-1.0 videotestsrc num-buffers=300 ! \
+ *     video/x-raw,format=RGBA,width=1280,height=720 ! \
+ *     cudaconvolve preset=gaussian size=13 pipeline-depth=2 ! \
+ *     filesink location=blur.rgba
  *   gst-launch-1.0 filesrc location=in.rgb ! \
  *     rawvideoparse format=rgb width=640 height=480 framerate=25/1 ! \
  *     cudaconvolve kernel="<0,-1,0,-1,5,-1,0,-1,0>" border=nearest ! \
