@@ -1507,11 +1507,12 @@ static void ds_expect(dstream *s, unsigned n, const char *what)
     ds_check_out(s, what);
 }
 
-/* Push a random frame (DISCONT if asked) and check what comes out. */
-static void ds_push(dstream *s, ref_rng *r, int discont, const char *what)
+/* Push frame `in` (DISCONT if asked) and check what comes out; the
+ * element must keep no reference to `in` (upstream's pool may be small). */
+static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
+                        const char *what)
 {
   gcase *c = s->c;
-  GstBuffer *in = make_input(r, c, ref_rng_u64(r) % 4 == 0);
   GST_BUFFER_PTS(in) = s->pts;
   GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : s->pts / 2;
   GST_BUFFER_DURATION(in) = s->dur;
@@ -1549,7 +1550,17 @@ static void ds_push(dstream *s, ref_rng *r, int discont, const char *what)
   GstFlowReturn fr = gst_harness_push(c->h, in);
   CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what,
         gst_flow_get_name(fr));
+  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) == 1, "%s: the element keeps "
+        "%d references to its input", what,
+        GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) - 1);
   ds_expect(s, n, what);
+}
+
+/* Push a random frame (DISCONT if asked) and check what comes out. */
+static void ds_push(dstream *s, ref_rng *r, int discont, const char *what)
+{
+  ds_push_buf(s, make_input(r, s->c, ref_rng_u64(r) % 4 == 0), discont,
+              what);
 }
 
 /* EOS: the held frames come out before it (after EOS the element's
@@ -2025,6 +2036,49 @@ static void test_depth_launch(void **state)
   kern_free(&c.k);
 }
 
+/* At depth D, frames from the pool offered upstream (pinned host memory
+ * where CUDA exists) go through as from anywhere else, and the element
+ * keeps none of them while their results are pending. */
+static void test_depth_allocation(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 18);
+  gcase c;
+  dstream s;
+  unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+  set_case("depth allocation: ");
+  depth_case(&c, &s, &r, depth, 2);
+  GstCaps *caps = gst_video_info_to_caps(&c.info);
+  GstQuery *q = gst_query_new_allocation(caps, TRUE);
+  CHECK(gst_pad_peer_query(c.h->srcpad, q), "allocation query failed");
+  CHECK(gst_query_get_n_allocation_pools(q) >= 1, "no pool proposed");
+  GstBufferPool *pool = NULL;
+  gst_query_parse_nth_allocation_pool(q, 0, &pool, NULL, NULL, NULL);
+  CHECK(pool != NULL, "no pool");
+  CHECK(gst_buffer_pool_set_active(pool, TRUE), "pool does not start");
+  unsigned n = depth + (unsigned)ref_rng_range(&r, 1, 4);
+  for (unsigned i = 0; i < n; i++) {
+    GstBuffer *b = NULL;
+    CHECK(gst_buffer_pool_acquire_buffer(pool, &b, NULL) == GST_FLOW_OK,
+          "no buffer from the pool");
+    GstMapInfo map;
+    CHECK(gst_buffer_map(b, &map, GST_MAP_WRITE), "cannot map");
+    for (gsize k = 0; k < map.size; k++)
+      map.data[k] = (guint8)ref_rng_u64(&r);
+    gst_buffer_unmap(b, &map);
+    ds_push_buf(&s, b, i == 0, "pool frame");
+  }
+  ds_eos(&s);
+  check_no_bus_errors(&c);
+  ds_clear(&s);
+  CHECK(gst_buffer_pool_set_active(pool, FALSE), "pool does not stop");
+  gst_object_unref(pool);
+  gst_query_unref(q);
+  gst_caps_unref(caps);
+  gcase_close(&c);
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -2062,6 +2116,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_discont, teardown),
       cmocka_unit_test_teardown(test_depth_changes, teardown),
       cmocka_unit_test_teardown(test_depth_launch, teardown),
+      cmocka_unit_test_teardown(test_depth_allocation, teardown),
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
   gst_deinit();
