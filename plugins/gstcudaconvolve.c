@@ -163,9 +163,9 @@ typedef struct {
   guint latency_frames; /* the engine's latency D */
 
   /* what the latency query answers from, under the object lock */
-  gint fps_n, fps_d;          /* the negotiated framerate */
-  GstClockTime max_duration;  /* longest buffer seen (for framerate 0/1) */
-  GstClockTime announced;     /* our latency when last announced */
+  gint fps_n, fps_d;         /* the negotiated framerate */
+  GstClockTime max_duration; /* longest buffer seen (for framerate 0/1) */
+  GstClockTime announced;    /* our latency when last announced */
 
   /* the streaming side (engine calls happen in the streaming thread or
    * with it stopped); built and swapped under the object lock */
@@ -509,11 +509,9 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->engine_config_serial = self->config_serial;
     self->latency_frames = (guint)cf_engine_latency(e);
     g_free(self->backend_in_use);
-    self->backend_in_use = g_strdup_printf("%s; latency %u frame%s",
-                                           cf_engine_describe(e),
-                                           self->latency_frames,
-                                           self->latency_frames == 1 ? ""
-                                                                     : "s");
+    self->backend_in_use = g_strdup_printf(
+        "%s; latency %u frame%s", cf_engine_describe(e), self->latency_frames,
+        self->latency_frames == 1 ? "" : "s");
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;
   refused:
@@ -641,8 +639,7 @@ static GstFlowReturn alloc_output(GstCudaConvolve *self, GstBuffer **out)
     gst_object_unref(alloc);
   if (!*out) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                      ("cudaconvolve cannot allocate an output frame"),
-                      (NULL));
+                      ("cudaconvolve cannot allocate an output frame"), (NULL));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
@@ -715,8 +712,8 @@ static void drop_pending(GstCudaConvolve *self)
     GstBuffer *scratch = gst_buffer_new_allocate(
         NULL, GST_VIDEO_INFO_SIZE(&filter->out_info), NULL);
     GstVideoFrame v;
-    if (scratch && gst_video_frame_map(&v, &filter->out_info, scratch,
-                                       GST_MAP_WRITE)) {
+    if (scratch &&
+        gst_video_frame_map(&v, &filter->out_info, scratch, GST_MAP_WRITE)) {
       cf_frame f;
       frame_of(&v, &f);
       int got = 1;
@@ -729,7 +726,7 @@ static void drop_pending(GstCudaConvolve *self)
       gst_video_frame_unmap(&v);
     } else {
       GST_WARNING_OBJECT(self, "no scratch frame to drop the pending "
-                         "frames into");
+                               "frames into");
     }
     if (scratch)
       gst_buffer_unref(scratch);
@@ -892,7 +889,10 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   GST_DEBUG_OBJECT(self, "caps %" GST_PTR_FORMAT, incaps);
   /* the old engine's frames go out in the old format, before the new caps
    * (filter->out_info and the pool are still the old ones here) */
-  push_pending(self, "new caps");
+  GstFlowReturn ret = push_pending(self, "new caps");
+  if (ret != GST_FLOW_OK) /* dropped; the new format goes on regardless */
+    GST_INFO_OBJECT(self, "frames held before new caps: %s",
+                    gst_flow_get_name(ret));
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
@@ -906,8 +906,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   return ok;
 }
 
-static GstFlowReturn
-gst_cuda_convolve_generate_output(GstBaseTransform *trans, GstBuffer **outbuf)
+static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
+                                                       GstBuffer **outbuf)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   *outbuf = NULL;
@@ -961,10 +961,14 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
   case GST_EVENT_SEGMENT:
   case GST_EVENT_GAP:
   case GST_EVENT_STREAM_START:
-  case GST_EVENT_SEGMENT_DONE:
+  case GST_EVENT_SEGMENT_DONE: {
     /* the frames in flight come before the event */
-    push_pending(self, GST_EVENT_TYPE_NAME(event));
+    GstFlowReturn ret = push_pending(self, GST_EVENT_TYPE_NAME(event));
+    if (ret != GST_FLOW_OK) /* dropped; the event goes on regardless */
+      GST_INFO_OBJECT(self, "frames held before %s: %s",
+                      GST_EVENT_TYPE_NAME(event), gst_flow_get_name(ret));
     break;
+  }
   default: break;
   }
   return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
@@ -1302,7 +1306,10 @@ static void gst_cuda_convolve_finalize(GObject *object)
   G_OBJECT_CLASS(gst_cuda_convolve_parent_class)->finalize(object);
 }
 
-static void unref_buffer(gpointer buf) { gst_buffer_unref(buf); }
+static void unref_buffer(gpointer buf)
+{
+  gst_buffer_unref(buf);
+}
 
 static void gst_cuda_convolve_init(GstCudaConvolve *self)
 {
@@ -1461,8 +1468,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
                         "times the longest buffer duration seen); EOS, "
                         "DISCONT, segments and caps changes push the "
                         "frames in flight out, a flush drops them",
-                        0, CF_VIDEO_MAX_DEPTH, DEFAULT_PIPELINE_DEPTH,
-                        flags));
+                        0, CF_VIDEO_MAX_DEPTH, DEFAULT_PIPELINE_DEPTH, flags));
   g_object_class_install_property(
       gobject_class, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",

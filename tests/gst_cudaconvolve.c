@@ -1428,13 +1428,13 @@ static void pend_free(gpointer data)
  * engine, and a flush drops them. */
 typedef struct dstream {
   gcase *c;
-  unsigned depth;       /* the element's depth for the next frame */
-  unsigned held;        /* frames the element holds */
-  int drain_next;       /* a rebuilding setting changed */
-  GstClockTime dur;     /* duration of the next frames */
-  GstClockTime pts;     /* of the next frame */
-  GQueue expect;        /* pend *, oldest first */
-  guint64 in, out;      /* frames pushed, frames seen coming out */
+  unsigned depth;   /* the element's depth for the next frame */
+  unsigned held;    /* frames the element holds */
+  int drain_next;   /* a rebuilding setting changed */
+  GstClockTime dur; /* duration of the next frames */
+  GstClockTime pts; /* of the next frame */
+  GQueue expect;    /* pend *, oldest first */
+  guint64 in, out;  /* frames pushed, frames seen coming out */
 } dstream;
 
 static void ds_init(dstream *s, gcase *c, unsigned depth)
@@ -1457,11 +1457,10 @@ static void ds_clear(dstream *s)
 static void ds_check_out(dstream *s, const char *what)
 {
   GstBuffer *out = gst_harness_try_pull(s->c->h);
-  CHECK(out != NULL, "%s: output %" G_GUINT64_FORMAT " did not come out",
-        what, s->out);
+  CHECK(out != NULL, "%s: output %" G_GUINT64_FORMAT " did not come out", what,
+        s->out);
   pend *p = g_queue_pop_head(&s->expect);
-  CHECK(p != NULL, "%s: an output buffer more than the frames pushed",
-        what);
+  CHECK(p != NULL, "%s: an output buffer more than the frames pushed", what);
   GstBuffer *in = p->in;
   CHECK(GST_BUFFER_PTS(out) == GST_BUFFER_PTS(in) &&
             GST_BUFFER_DTS(out) == GST_BUFFER_DTS(in) &&
@@ -1469,9 +1468,9 @@ static void ds_check_out(dstream *s, const char *what)
             GST_BUFFER_OFFSET(out) == GST_BUFFER_OFFSET(in),
         "%s: output %" G_GUINT64_FORMAT " carries pts %" GST_TIME_FORMAT
         " dts %" GST_TIME_FORMAT " duration %" GST_TIME_FORMAT
-        " offset %" G_GUINT64_FORMAT ", its frame came with pts %"
-        GST_TIME_FORMAT " dts %" GST_TIME_FORMAT " duration %"
-        GST_TIME_FORMAT " offset %" G_GUINT64_FORMAT,
+        " offset %" G_GUINT64_FORMAT
+        ", its frame came with pts %" GST_TIME_FORMAT " dts %" GST_TIME_FORMAT
+        " duration %" GST_TIME_FORMAT " offset %" G_GUINT64_FORMAT,
         what, s->out, GST_TIME_ARGS(GST_BUFFER_PTS(out)),
         GST_TIME_ARGS(GST_BUFFER_DTS(out)),
         GST_TIME_ARGS(GST_BUFFER_DURATION(out)), GST_BUFFER_OFFSET(out),
@@ -1487,8 +1486,7 @@ static void ds_check_out(dstream *s, const char *what)
   view.d = p->d;
   view.cfg = p->cfg;
   char label[160];
-  snprintf(label, sizeof label, "%s: output %" G_GUINT64_FORMAT, what,
-           s->out);
+  snprintf(label, sizeof label, "%s: output %" G_GUINT64_FORMAT, what, s->out);
   compare(&view, &fin, &fout, &p->want, label);
   gst_video_frame_unmap(&vin);
   gst_video_frame_unmap(&vout);
@@ -1501,8 +1499,10 @@ static void ds_check_out(dstream *s, const char *what)
 static void ds_expect(dstream *s, unsigned n, const char *what)
 {
   guint have = gst_harness_buffers_in_queue(s->c->h);
-  CHECK(have == n, "%s: %u buffers came out, want %u (depth %u, then %u "
-        "held)", what, have, n, s->depth, s->held);
+  CHECK(have == n,
+        "%s: %u buffers came out, want %u (depth %u, then %u "
+        "held)",
+        what, have, n, s->depth, s->held);
   for (unsigned i = 0; i < n; i++)
     ds_check_out(s, what);
 }
@@ -1548,19 +1548,18 @@ static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
   else
     s->held++;
   GstFlowReturn fr = gst_harness_push(c->h, in);
-  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what,
-        gst_flow_get_name(fr));
-  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) == 1, "%s: the element keeps "
-        "%d references to its input", what,
-        GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) - 1);
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what, gst_flow_get_name(fr));
+  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) == 1,
+        "%s: the element keeps "
+        "%d references to its input",
+        what, GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) - 1);
   ds_expect(s, n, what);
 }
 
 /* Push a random frame (DISCONT if asked) and check what comes out. */
 static void ds_push(dstream *s, ref_rng *r, int discont, const char *what)
 {
-  ds_push_buf(s, make_input(r, s->c, ref_rng_u64(r) % 4 == 0), discont,
-              what);
+  ds_push_buf(s, make_input(r, s->c, ref_rng_u64(r) % 4 == 0), discont, what);
 }
 
 /* EOS: the held frames come out before it (after EOS the element's
@@ -1572,8 +1571,8 @@ static void ds_eos(dstream *s)
   ds_expect(s, s->held, "at EOS");
   s->held = 0;
   CHECK(g_queue_is_empty(&s->expect) && s->in == s->out,
-        "after EOS: %" G_GUINT64_FORMAT " frames in, %" G_GUINT64_FORMAT
-        " out", s->in, s->out);
+        "after EOS: %" G_GUINT64_FORMAT " frames in, %" G_GUINT64_FORMAT " out",
+        s->in, s->out);
   int eos = 0;
   GstEvent *ev;
   while ((ev = gst_harness_try_pull_event(h)) != NULL) {
@@ -1588,8 +1587,7 @@ static void ds_eos(dstream *s)
 static void ds_flush(dstream *s)
 {
   GstHarness *h = s->c->h;
-  CHECK(gst_harness_push_event(h, gst_event_new_flush_start()),
-        "flush-start");
+  CHECK(gst_harness_push_event(h, gst_event_new_flush_start()), "flush-start");
   CHECK(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)),
         "flush-stop");
   GstSegment seg;
@@ -1622,8 +1620,10 @@ static void check_in_use_latency(gcase *c, unsigned depth)
   g_object_get(c->h->element, "backend-in-use", &in_use, NULL);
   char want[64];
   snprintf(want, sizeof want, "latency %u frame", depth);
-  CHECK(in_use && strstr(in_use, want), "backend-in-use '%s' does not say "
-        "'%s'", in_use ? in_use : "NULL", want);
+  CHECK(in_use && strstr(in_use, want),
+        "backend-in-use '%s' does not say "
+        "'%s'",
+        in_use ? in_use : "NULL", want);
   g_free(in_use);
 }
 
@@ -1633,8 +1633,7 @@ static void depth_case(gcase *c, dstream *s, ref_rng *r, unsigned depth,
 {
   gcase_open(c);
   g_object_set(c->h->element, "pipeline-depth", depth, NULL);
-  rand_case(c, r, &formats[ref_rng_u64(r) % NFORMATS], t,
-            ref_rng_u64(r) % 2);
+  rand_case(c, r, &formats[ref_rng_u64(r) % NFORMATS], t, ref_rng_u64(r) % 2);
   add_case("depth %u ", depth);
   ds_init(s, c, depth);
 }
@@ -1691,14 +1690,16 @@ static void test_depth_latency(void **state)
     cf_engine *e = NULL;
     CHECK_OK(cf_kernel2d_new(c.k.t, c.k.kh, c.k.kw, c.k.taps, &kk));
     CHECK_OK(cf_engine_new_video(&ecfg, kk, &e));
-    CHECK(cf_engine_latency(e) == depth, "a CPU engine of depth %u reports "
-          "latency %zu", depth, cf_engine_latency(e));
+    CHECK(cf_engine_latency(e) == depth,
+          "a CPU engine of depth %u reports "
+          "latency %zu",
+          depth, cf_engine_latency(e));
     cf_engine_free(e);
     cf_kernel2d_free(kk);
 
     char *caps = g_strdup_printf("video/x-raw,format=%s,width=%u,height=%u,"
-                                 "framerate=%d/%d", c.fmt->gst, c.cfg.width,
-                                 c.cfg.height, fn, fd);
+                                 "framerate=%d/%d",
+                                 c.fmt->gst, c.cfg.width, c.cfg.height, fn, fd);
     gst_harness_set_src_caps_str(c.h, caps);
     g_free(caps);
     GstClockTime up = (GstClockTime)ref_rng_range(&r, 0, 50) * GST_MSECOND;
@@ -1706,21 +1707,20 @@ static void test_depth_latency(void **state)
     GstClockTime longest = 0;
     for (unsigned i = 0; i < depth + 2; i++) {
       if (vfr) { /* the last one shortest: the longest counts, not the last */
-        s.dur = i == depth + 1 ? 5 * GST_MSECOND
-                               : (GstClockTime)ref_rng_range(&r, 10, 90) *
-                                     GST_MSECOND;
+        s.dur = i == depth + 1
+                    ? 5 * GST_MSECOND
+                    : (GstClockTime)ref_rng_range(&r, 10, 90) * GST_MSECOND;
         longest = MAX(longest, s.dur);
       }
       ds_push(&s, &r, i == 0, "frame");
     }
-    GstClockTime frame = vfr ? longest
-                             : gst_util_uint64_scale_int_round(GST_SECOND,
-                                                               fd, fn);
+    GstClockTime frame =
+        vfr ? longest : gst_util_uint64_scale_int_round(GST_SECOND, fd, fn);
     for (unsigned step = 0; step < 2; step++) {
       GstClockTime want =
-          up + (vfr ? depth * longest
-                    : gst_util_uint64_scale_int_round(depth * GST_SECOND, fd,
-                                                      fn));
+          up +
+          (vfr ? depth * longest
+               : gst_util_uint64_scale_int_round(depth * GST_SECOND, fd, fn));
       GstQuery *q = gst_query_new_latency();
       CHECK(gst_pad_peer_query(c.h->sinkpad, q), "latency query failed");
       gboolean live;
@@ -1728,14 +1728,14 @@ static void test_depth_latency(void **state)
       gst_query_parse_latency(q, &live, &min, &max);
       gst_query_unref(q);
       CHECK(min == want && (max == GST_CLOCK_TIME_NONE || max >= want),
-            "depth %u, frame %" GST_TIME_FORMAT ": min latency %"
-            GST_TIME_FORMAT " max %" GST_TIME_FORMAT ", want min %"
-            GST_TIME_FORMAT, depth, GST_TIME_ARGS(frame), GST_TIME_ARGS(min),
-            GST_TIME_ARGS(max), GST_TIME_ARGS(want));
-      CHECK(gst_harness_query_latency(c.h) == want, "harness latency %"
-            GST_TIME_FORMAT ", want %" GST_TIME_FORMAT,
-            GST_TIME_ARGS(gst_harness_query_latency(c.h)),
+            "depth %u, frame %" GST_TIME_FORMAT
+            ": min latency %" GST_TIME_FORMAT " max %" GST_TIME_FORMAT
+            ", want min %" GST_TIME_FORMAT,
+            depth, GST_TIME_ARGS(frame), GST_TIME_ARGS(min), GST_TIME_ARGS(max),
             GST_TIME_ARGS(want));
+      CHECK(gst_harness_query_latency(c.h) == want,
+            "harness latency %" GST_TIME_FORMAT ", want %" GST_TIME_FORMAT,
+            GST_TIME_ARGS(gst_harness_query_latency(c.h)), GST_TIME_ARGS(want));
       check_in_use_latency(&c, depth);
       if (step == 1)
         break;
@@ -1748,8 +1748,10 @@ static void test_depth_latency(void **state)
       ds_set_depth(&s, depth);
       ds_push(&s, &r, 0, "frame after a new depth");
       m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY);
-      CHECK(m != NULL, "no latency message after pipeline-depth changed to "
-            "%u", depth);
+      CHECK(m != NULL,
+            "no latency message after pipeline-depth changed to "
+            "%u",
+            depth);
       gst_message_unref(m);
     }
     ds_eos(&s);
@@ -1950,8 +1952,8 @@ static void test_depth_launch(void **state)
   static const char *const names[2] = {"in", "out"};
   for (unsigned i = 0; i < 2; i++) {
     g_mutex_init(&col[i].lock);
-    col[i].bufs = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)gst_mini_object_unref);
+    col[i].bufs =
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_mini_object_unref);
     GstElement *sink = gst_bin_get_by_name(GST_BIN(pipe), names[i]);
     CHECK(sink != NULL, "no element %s", names[i]);
     g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), &col[i]);
@@ -1969,8 +1971,7 @@ static void test_depth_launch(void **state)
     GError *e2 = NULL;
     gchar *dbg = NULL;
     gst_message_parse_error(m, &e2, &dbg);
-    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "",
-             dbg ? dbg : "");
+    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "", dbg ? dbg : "");
     g_clear_error(&e2);
     g_free(dbg);
   }
@@ -1982,17 +1983,15 @@ static void test_depth_launch(void **state)
   gchar *in_use = NULL;
   g_object_get(cc, "backend-in-use", &in_use, NULL);
   gst_object_unref(cc);
-  CHECK(gst_element_set_state(pipe, GST_STATE_NULL) ==
-            GST_STATE_CHANGE_SUCCESS,
+  CHECK(gst_element_set_state(pipe, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS,
         "pipeline does not stop");
   gst_object_unref(pipe);
   CHECK(eos, "pipeline did not reach EOS: %s", msg);
-  CHECK(in_use && strstr(in_use, "latency 2 frames"),
-        "backend-in-use '%s'", in_use ? in_use : "NULL");
+  CHECK(in_use && strstr(in_use, "latency 2 frames"), "backend-in-use '%s'",
+        in_use ? in_use : "NULL");
   g_free(in_use);
   CHECK(col[0].bufs->len == n && col[1].bufs->len == n,
-        "%u frames in, %u out, want %u", col[0].bufs->len, col[1].bufs->len,
-        n);
+        "%u frames in, %u out, want %u", col[0].bufs->len, col[1].bufs->len, n);
 
   GstCaps *caps = gst_caps_from_string("video/x-raw");
   gst_caps_set_simple(caps, "format", G_TYPE_STRING, f->gst, "width",
