@@ -12,10 +12,11 @@
  * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
  * was set last; with none of them the kernel is the 1 x 1 identity (frames
  * pass unchanged, apart from scale/bias/absolute). Kernel changes while
- * PLAYING take effect at the next frame and keep the temporal history.
- * Changes to border, cval, scale, bias, absolute, components, backend,
- * device-id, pipeline-depth or threads rebuild the engine at the next frame
- * (the temporal history restarts), as does a caps change.
+ * PLAYING take effect at the next frame handed to the engine and keep the
+ * temporal history. Changes to border, cval, scale, bias, absolute,
+ * components, backend, device-id, pipeline-depth or threads rebuild the
+ * engine at the next frame (the temporal history restarts), as does a caps
+ * change; the frames the old engine holds are pushed out first.
  *
  * A property value that is wrong on its own (a NaN tap, a missing or
  * malformed kernel file, a size or sigma the preset refuses, an unknown
@@ -26,9 +27,19 @@
  * its previous kernel (so that the three properties can be set in any
  * order).
  *
- * Latency: the element adds none. Should the engine report a pipelined
- * latency (the CUDA backend's frames in flight), cudaconvolve rebuilds it
- * with pipeline-depth 0, its no-added-latency mode.
+ * Latency. With pipeline-depth 0 (the default) the element adds none:
+ * each frame leaves filtered in the call that brought it. With
+ * pipeline-depth D in 1..7 the engine keeps D frames in flight (CUDA
+ * overlaps the copies and compute of different frames; the CPU filters a
+ * frame on a worker thread while the element goes on), so frame t leaves
+ * when frame t + D arrives, with its own timestamps, duration, offsets,
+ * flags and metas. The latency query adds D frame durations (from the
+ * framerate; at a variable framerate, 0/1, D times the longest buffer
+ * duration seen so far) and a latency message is posted when that changes.
+ * The frames in flight are pushed out at EOS and before a DISCONT buffer
+ * (they are filtered with the history they had), a segment, a gap, new
+ * caps or a rebuilt engine; a flush drops them. `backend-in-use` names the
+ * engine and its latency in frames.
  *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists). GstCudaMemory is not
@@ -42,6 +53,10 @@
  *     video/x-raw,format=I420,width=320,height=240 ! \
  *     cudaconvolve preset=sobel-x absolute=true components=y ! \
  *     filesink location=edges.yuv
+ *   gst-launch-1.0 videotestsrc num-buffers=300 ! \
+ *     video/x-raw,format=RGBA,width=1280,height=720 ! \
+ *     cudaconvolve preset=gaussian size=13 pipeline-depth=2 ! \
+ *     filesink location=blur.rgba
  *   gst-launch-1.0 filesrc location=in.rgb ! \
  *     rawvideoparse format=rgb width=640 height=480 framerate=25/1 ! \
  *     cudaconvolve kernel="<0,-1,0,-1,5,-1,0,-1,0>" border=nearest ! \
@@ -54,6 +69,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <gst/base/gstqueuearray.h>
 #include <gst/video/gstvideofilter.h>
 #include <gst/video/video.h>
 
@@ -144,13 +160,22 @@ typedef struct {
   guint kernel_serial; /* bumped by every kernel change */
   guint config_serial; /* bumped by every change needing a new engine */
   gchar *backend_in_use;
-  guint latency_frames;
+  guint latency_frames; /* the engine's latency D */
+
+  /* what the latency query answers from, under the object lock */
+  gint fps_n, fps_d;         /* the negotiated framerate */
+  GstClockTime max_duration; /* longest buffer seen (for framerate 0/1) */
+  GstClockTime announced;    /* our latency when last announced */
 
   /* the streaming side (engine calls happen in the streaming thread or
    * with it stopped); built and swapped under the object lock */
   cf_engine *engine;
   cf_kernel2d *active; /* the engine's kernel */
   guint engine_kernel_serial, engine_config_serial;
+  /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
+   * engine holds, oldest first, as buffers without memory; touched only
+   * by the streaming thread or with it stopped */
+  GstQueueArray *inflight;
 } GstCudaConvolve;
 
 typedef struct {
@@ -199,7 +224,7 @@ enum {
 #define DEFAULT_COMPONENTS "all"
 #define DEFAULT_BACKEND CF_BACKEND_AUTO
 #define DEFAULT_DEVICE_ID 0
-#define DEFAULT_PIPELINE_DEPTH 2
+#define DEFAULT_PIPELINE_DEPTH 0
 #define DEFAULT_THREADS 0
 #define MAX_SIGMA 1e6
 
@@ -476,25 +501,17 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
                             cf_backend_name(cfg.backend), cf_last_error());
       goto refused;
     }
-    if (cf_engine_latency(e) > 0 && cfg.pipeline_depth > 0) {
-      /* no delayed output: run the engine's no-added-latency mode */
-      GST_INFO_OBJECT(self, "engine latency %zu frames: rebuilding with "
-                      "pipeline-depth 0", cf_engine_latency(e));
-      cf_engine_free(e);
-      e = NULL;
-      cfg.pipeline_depth = 0;
-      if (cf_engine_new_video(&cfg, k, &e) != CF_OK) {
-        err = g_strdup_printf("cannot build the engine with pipeline-depth "
-                              "0: %s", cf_last_error());
-        goto refused;
-      }
-    }
+    /* the old engine's frames in flight were pushed out before
+     * (prepare_engine, set_info) */
+    g_warn_if_fail(gst_queue_array_is_empty(self->inflight));
     cf_engine_free(self->engine);
     self->engine = e;
     self->engine_config_serial = self->config_serial;
     self->latency_frames = (guint)cf_engine_latency(e);
     g_free(self->backend_in_use);
-    self->backend_in_use = g_strdup(cf_engine_describe(e));
+    self->backend_in_use = g_strdup_printf(
+        "%s; latency %u frame%s", cf_engine_describe(e), self->latency_frames,
+        self->latency_frames == 1 ? "" : "s");
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;
   refused:
@@ -536,15 +553,329 @@ kernel_done:
   }
 }
 
+/* Drop the engine and the metadata of the frames it held. */
 static void free_engine(GstCudaConvolve *self)
 {
   cf_engine_free(self->engine);
   self->engine = NULL;
   cf_kernel2d_free(self->active);
   self->active = NULL;
+  if (self->inflight)
+    gst_queue_array_clear(self->inflight);
 }
 
-/* ---- GstVideoFilter ---------------------------------------------------- */
+/* ---- latency ------------------------------------------------------------- */
+
+/* What the element adds: D frame durations from the framerate, or at a
+ * variable framerate (0/1) from the longest buffer seen. Object lock
+ * held. */
+static GstClockTime our_latency(GstCudaConvolve *self)
+{
+  if (!self->latency_frames)
+    return 0;
+  if (self->fps_n > 0 && self->fps_d > 0)
+    return gst_util_uint64_scale_int_round(
+        (guint64)self->latency_frames * GST_SECOND, self->fps_d, self->fps_n);
+  return GST_CLOCK_TIME_IS_VALID(self->max_duration)
+             ? self->latency_frames * self->max_duration
+             : 0;
+}
+
+/* A latency message when our latency changed (another depth, framerate,
+ * or a longer buffer at a variable framerate): the pipeline asks again. */
+static void announce_latency(GstCudaConvolve *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstClockTime now = our_latency(self);
+  gboolean changed = now != self->announced;
+  self->announced = now;
+  GST_OBJECT_UNLOCK(self);
+  if (!changed)
+    return;
+  GST_INFO_OBJECT(self, "latency now %" GST_TIME_FORMAT, GST_TIME_ARGS(now));
+  if (!gst_element_post_message(GST_ELEMENT(self),
+                                gst_message_new_latency(GST_OBJECT(self))))
+    GST_DEBUG_OBJECT(self, "no bus took the latency message");
+}
+
+/* ---- frames in flight (pipeline-depth D > 0) ---------------------------- */
+
+static void frame_of(const GstVideoFrame *vf, cf_frame *f)
+{
+  memset(f, 0, sizeof *f);
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(vf) && p < 3; p++) {
+    f->data[p] = GST_VIDEO_FRAME_PLANE_DATA(vf, p);
+    f->stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(vf, p);
+  }
+}
+
+/* An output buffer as the base class allocates one: from the negotiated
+ * pool, else with the negotiated allocator. */
+static GstFlowReturn alloc_output(GstCudaConvolve *self, GstBuffer **out)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  GstFlowReturn ret = GST_FLOW_OK;
+  *out = NULL;
+  GstBufferPool *pool = gst_base_transform_get_buffer_pool(trans);
+  if (pool) {
+    if (!gst_buffer_pool_is_active(pool) &&
+        !gst_buffer_pool_set_active(pool, TRUE)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("failed to activate bufferpool"),
+                        ("failed to activate bufferpool"));
+      ret = GST_FLOW_ERROR;
+    } else {
+      ret = gst_buffer_pool_acquire_buffer(pool, out, NULL);
+    }
+    gst_object_unref(pool);
+    return ret;
+  }
+  GstAllocator *alloc = NULL;
+  GstAllocationParams params;
+  gst_base_transform_get_allocator(trans, &alloc, &params);
+  *out = gst_buffer_new_allocate(
+      alloc, GST_VIDEO_INFO_SIZE(&GST_VIDEO_FILTER(self)->out_info), &params);
+  if (alloc)
+    gst_object_unref(alloc);
+  if (!*out) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("cudaconvolve cannot allocate an output frame"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+/* The metadata of a frame (flags, timestamps, offsets and the metas the
+ * class keeps) from `src` onto `dst`, as the base class copies it. */
+static void copy_meta(GstCudaConvolve *self, GstBuffer *src, GstBuffer *dst)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  GstBaseTransformClass *bclass = GST_BASE_TRANSFORM_GET_CLASS(trans);
+  if (bclass->copy_metadata && !bclass->copy_metadata(trans, src, dst))
+    GST_ELEMENT_WARNING(self, STREAM, NOT_IMPLEMENTED,
+                        ("could not copy metadata"), (NULL));
+}
+
+/* The oldest frame the engine holds, in a new output buffer carrying the
+ * metadata its input came with; *out is NULL when none is left. */
+static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
+{
+  GstVideoFilter *filter = GST_VIDEO_FILTER(self);
+  *out = NULL;
+  if (gst_queue_array_is_empty(self->inflight))
+    return GST_FLOW_OK;
+  GstBuffer *buf;
+  GstFlowReturn ret = alloc_output(self, &buf);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  GstVideoFrame vout;
+  if (!gst_video_frame_map(&vout, &filter->out_info, buf,
+                           GST_MAP_WRITE | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudaconvolve failed"),
+                      ("cannot map an output buffer"));
+    return GST_FLOW_ERROR;
+  }
+  cf_frame f;
+  frame_of(&vout, &f);
+  int got = 0;
+  cf_status s = cf_engine_flush_frame(self->engine, &f, &got);
+  gst_video_frame_unmap(&vout);
+  if (s != CF_OK) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
+                      ("flushing a frame: %s", cf_last_error()));
+    return GST_FLOW_ERROR;
+  }
+  if (!got) { /* the engine's contract says this cannot happen */
+    GST_WARNING_OBJECT(self, "the engine holds no frame, %u expected",
+                       gst_queue_array_get_length(self->inflight));
+    gst_queue_array_clear(self->inflight);
+    gst_buffer_unref(buf);
+    return GST_FLOW_OK;
+  }
+  GstBuffer *meta = gst_queue_array_pop_head(self->inflight);
+  copy_meta(self, meta, buf);
+  gst_buffer_unref(meta);
+  *out = buf;
+  return GST_FLOW_OK;
+}
+
+/* Forget the frames in flight (a flush, or a push that failed): the
+ * engine hands them out into scratch memory, which is dropped. */
+static void drop_pending(GstCudaConvolve *self)
+{
+  GstVideoFilter *filter = GST_VIDEO_FILTER(self);
+  if (self->engine && !gst_queue_array_is_empty(self->inflight)) {
+    GST_DEBUG_OBJECT(self, "dropping %u pending frames",
+                     gst_queue_array_get_length(self->inflight));
+    GstBuffer *scratch = gst_buffer_new_allocate(
+        NULL, GST_VIDEO_INFO_SIZE(&filter->out_info), NULL);
+    GstVideoFrame v;
+    if (scratch &&
+        gst_video_frame_map(&v, &filter->out_info, scratch, GST_MAP_WRITE)) {
+      cf_frame f;
+      frame_of(&v, &f);
+      int got = 1;
+      while (got)
+        if (cf_engine_flush_frame(self->engine, &f, &got) != CF_OK) {
+          GST_WARNING_OBJECT(self, "dropping the pending frames: %s",
+                             cf_last_error());
+          break;
+        }
+      gst_video_frame_unmap(&v);
+    } else {
+      GST_WARNING_OBJECT(self, "no scratch frame to drop the pending "
+                               "frames into");
+    }
+    if (scratch)
+      gst_buffer_unref(scratch);
+  }
+  gst_queue_array_clear(self->inflight);
+}
+
+/* Push the frames in flight downstream, oldest first: at EOS, and before
+ * a DISCONT buffer, a segment, new caps or a new engine, which they
+ * precede. What a failed push leaves is dropped. */
+static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (gst_queue_array_is_empty(self->inflight))
+    return ret;
+  GST_DEBUG_OBJECT(self, "%s: pushing the %u pending frames", why,
+                   gst_queue_array_get_length(self->inflight));
+  while (ret == GST_FLOW_OK) {
+    GstBuffer *out;
+    ret = flush_one(self, &out);
+    if (ret != GST_FLOW_OK || !out)
+      break;
+    ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
+  }
+  if (!gst_queue_array_is_empty(self->inflight)) {
+    GST_DEBUG_OBJECT(self, "push returned %s", gst_flow_get_name(ret));
+    drop_pending(self);
+  }
+  return ret;
+}
+
+/* Report what ensure_engine noted; FALSE when the stream cannot go on. */
+static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
+{
+  if (!note->msg)
+    return TRUE;
+  gboolean fatal = note->fatal || !self->engine;
+  if (fatal)
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("cudaconvolve cannot filter this stream"),
+                      ("%s", note->msg));
+  else
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("cudaconvolve refused a setting"), ("%s", note->msg));
+  g_free(note->msg);
+  note->msg = NULL;
+  return !fatal;
+}
+
+/* Before frame `in` reaches the engine: the frames in flight leave first
+ * when `in` starts a new stream (DISCONT) or the engine is to be rebuilt;
+ * then the settings apply and a DISCONT forgets the history. */
+static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
+{
+  GstVideoFilter *filter = GST_VIDEO_FILTER(self);
+  gboolean discont = GST_BUFFER_IS_DISCONT(in);
+  for (;;) {
+    GST_OBJECT_LOCK(self);
+    gboolean rebuild =
+        self->engine && self->config_serial != self->engine_config_serial;
+    if (gst_queue_array_is_empty(self->inflight) || !(discont || rebuild))
+      break; /* with the lock held: no rebuild may slip in */
+    GST_OBJECT_UNLOCK(self);
+    GstFlowReturn ret =
+        push_pending(self, discont ? "discont" : "new settings");
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  EngineNote note;
+  ensure_engine(self, &filter->in_info, FALSE, &note);
+  GstClockTime dur = GST_BUFFER_DURATION(in);
+  if (GST_CLOCK_TIME_IS_VALID(dur) &&
+      (!GST_CLOCK_TIME_IS_VALID(self->max_duration) ||
+       dur > self->max_duration))
+    self->max_duration = dur;
+  GST_OBJECT_UNLOCK(self);
+  if (!report_note(self, &note))
+    return GST_FLOW_ERROR;
+  if (discont) {
+    GST_DEBUG_OBJECT(self, "discont: temporal history restarts");
+    cf_engine_reset(self->engine);
+  }
+  announce_latency(self);
+  return GST_FLOW_OK;
+}
+
+/* Pipelined (D > 0): frame t enters the engine, which writes frame t - D
+ * once D frames are in flight; that output gets frame t - D's metadata. */
+static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
+                                     GstBuffer **outbuf)
+{
+  GstVideoFilter *filter = GST_VIDEO_FILTER(self);
+  GstBuffer *out;
+  /* the engine needs an output frame even when it writes nothing to it */
+  GstFlowReturn ret = alloc_output(self, &out);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref(in);
+    return ret;
+  }
+  GstVideoFrame vin, vout;
+  if (!gst_video_frame_map(&vin, &filter->in_info, in,
+                           GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
+    /* as GstVideoFilter does: the frame is skipped */
+    GST_ELEMENT_WARNING(self, CORE, NOT_IMPLEMENTED, (NULL),
+                        ("invalid video buffer received"));
+    gst_buffer_unref(in);
+    gst_buffer_unref(out);
+    return GST_FLOW_OK;
+  }
+  if (!gst_video_frame_map(&vout, &filter->out_info, out,
+                           GST_MAP_WRITE | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
+    gst_video_frame_unmap(&vin);
+    gst_buffer_unref(in);
+    gst_buffer_unref(out);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudaconvolve failed"),
+                      ("cannot map an output buffer"));
+    return GST_FLOW_ERROR;
+  }
+  cf_frame fin, fout;
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
+  gst_video_frame_unmap(&vout);
+  gst_video_frame_unmap(&vin);
+  if (s != CF_OK) {
+    gst_buffer_unref(in);
+    gst_buffer_unref(out);
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
+                      ("processing a frame: %s", cf_last_error()));
+    return GST_FLOW_ERROR;
+  }
+  gboolean wrote =
+      gst_queue_array_get_length(self->inflight) >= self->latency_frames;
+  GstBuffer *meta = gst_buffer_new();
+  copy_meta(self, in, meta);
+  gst_buffer_unref(in);
+  gst_queue_array_push_tail(self->inflight, meta);
+  if (!wrote) {
+    gst_buffer_unref(out);
+    return GST_FLOW_OK;
+  }
+  meta = gst_queue_array_pop_head(self->inflight);
+  copy_meta(self, meta, out);
+  gst_buffer_unref(meta);
+  *outbuf = out;
+  return GST_FLOW_OK;
+}
+
+/* ---- GstBaseTransform / GstVideoFilter ---------------------------------- */
 
 static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                                            GstCaps *incaps,
@@ -553,63 +884,58 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                                            GstVideoInfo *out_info)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(filter);
-  EngineNote note;
+  (void)outcaps;
+  (void)out_info;
   GST_DEBUG_OBJECT(self, "caps %" GST_PTR_FORMAT, incaps);
+  /* the old engine's frames go out in the old format, before the new caps
+   * (filter->out_info and the pool are still the old ones here) */
+  GstFlowReturn ret = push_pending(self, "new caps");
+  if (ret != GST_FLOW_OK) /* dropped; the new format goes on regardless */
+    GST_INFO_OBJECT(self, "frames held before new caps: %s",
+                    gst_flow_get_name(ret));
+  EngineNote note;
   GST_OBJECT_LOCK(self);
+  self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
+  self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
+  self->max_duration = GST_CLOCK_TIME_NONE;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, TRUE, &note);
   GST_OBJECT_UNLOCK(self);
-  if (note.msg && note.fatal) {
-    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                      ("cudaconvolve cannot filter this stream"),
-                      ("%s", note.msg));
-    g_free(note.msg);
-    return FALSE;
-  }
-  if (note.msg) {
-    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                        ("cudaconvolve refused a setting"), ("%s", note.msg));
-    g_free(note.msg);
-  }
-  return TRUE;
+  gboolean ok = report_note(self, &note);
+  announce_latency(self);
+  return ok;
 }
 
+static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
+                                                       GstBuffer **outbuf)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  *outbuf = NULL;
+  if (!trans->queued_buf)
+    return GST_FLOW_OK;
+  GstFlowReturn ret = prepare_engine(self, trans->queued_buf);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_replace(&trans->queued_buf, NULL);
+    return ret;
+  }
+  if (self->latency_frames == 0 && gst_queue_array_is_empty(self->inflight))
+    /* live: the base class's frame in, frame out (transform_frame) */
+    return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+        ->generate_output(trans, outbuf);
+  GstBuffer *in = trans->queued_buf;
+  trans->queued_buf = NULL;
+  return process_delayed(self, in, outbuf);
+}
+
+/* Latency 0 only (generate_output): the frame's result into `out`. */
 static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
                                                        GstVideoFrame *in,
                                                        GstVideoFrame *out)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(filter);
-  EngineNote note;
-  GST_OBJECT_LOCK(self);
-  ensure_engine(self, &filter->in_info, FALSE, &note);
-  GST_OBJECT_UNLOCK(self);
-  if (note.msg) {
-    if (note.fatal || !self->engine) {
-      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                        ("cudaconvolve cannot filter this stream"),
-                        ("%s", note.msg));
-      g_free(note.msg);
-      return GST_FLOW_ERROR;
-    }
-    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                        ("cudaconvolve refused a setting"), ("%s", note.msg));
-    g_free(note.msg);
-  }
-
-  if (GST_BUFFER_IS_DISCONT(in->buffer)) {
-    GST_DEBUG_OBJECT(self, "discont: temporal history restarts");
-    cf_engine_reset(self->engine);
-  }
-
   cf_frame fin, fout;
-  memset(&fin, 0, sizeof fin);
-  memset(&fout, 0, sizeof fout);
-  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(in) && p < 3; p++) {
-    fin.data[p] = GST_VIDEO_FRAME_PLANE_DATA(in, p);
-    fin.stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(in, p);
-    fout.data[p] = GST_VIDEO_FRAME_PLANE_DATA(out, p);
-    fout.stride[p] = (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(out, p);
-  }
+  frame_of(in, &fin);
+  frame_of(out, &fout);
   if (cf_engine_process_frame(self->engine, &fin, &fout) != CF_OK) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
                       ("processing a frame: %s", cf_last_error()));
@@ -622,9 +948,28 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
                                              GstEvent *event)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
-  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP && self->engine) {
-    GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
-    cf_engine_reset(self->engine);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_FLUSH_STOP:
+    /* the frames in flight belong to before the flush */
+    drop_pending(self);
+    if (self->engine) {
+      GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
+      cf_engine_reset(self->engine);
+    }
+    break;
+  case GST_EVENT_EOS:
+  case GST_EVENT_SEGMENT:
+  case GST_EVENT_GAP:
+  case GST_EVENT_STREAM_START:
+  case GST_EVENT_SEGMENT_DONE: {
+    /* the frames in flight come before the event */
+    GstFlowReturn ret = push_pending(self, GST_EVENT_TYPE_NAME(event));
+    if (ret != GST_FLOW_OK) /* dropped; the event goes on regardless */
+      GST_INFO_OBJECT(self, "frames held before %s: %s",
+                      GST_EVENT_TYPE_NAME(event), gst_flow_get_name(ret));
+    break;
+  }
+  default: break;
   }
   return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
       ->sink_event(trans, event);
@@ -640,16 +985,12 @@ static gboolean gst_cuda_convolve_query(GstBaseTransform *trans,
   if (res && direction == GST_PAD_SRC &&
       GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
     gboolean live;
-    GstClockTime min, max, ours = 0;
+    GstClockTime min, max;
     gst_query_parse_latency(query, &live, &min, &max);
     GST_OBJECT_LOCK(self);
     guint frames = self->latency_frames;
-    gint fps_n = GST_VIDEO_INFO_FPS_N(&GST_VIDEO_FILTER(self)->in_info);
-    gint fps_d = GST_VIDEO_INFO_FPS_D(&GST_VIDEO_FILTER(self)->in_info);
+    GstClockTime ours = our_latency(self);
     GST_OBJECT_UNLOCK(self);
-    if (frames > 0 && fps_n > 0)
-      ours = gst_util_uint64_scale_int_round(frames * GST_SECOND, fps_d,
-                                             fps_n);
     GST_DEBUG_OBJECT(self, "latency: %u frames, %" GST_TIME_FORMAT, frames,
                      GST_TIME_ARGS(ours));
     min += ours;
@@ -705,8 +1046,12 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   GST_OBJECT_LOCK(self);
-  free_engine(self);
+  free_engine(self); /* and the frames in flight */
   self->latency_frames = 0;
+  self->fps_n = 0;
+  self->fps_d = 1;
+  self->max_duration = GST_CLOCK_TIME_NONE;
+  self->announced = 0;
   GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
@@ -950,6 +1295,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
   free_engine(self);
+  gst_queue_array_free(self->inflight);
   g_array_unref(self->taps);
   g_free(self->kernel_file);
   cf_kernel2d_free(self->file_kernel);
@@ -958,6 +1304,11 @@ static void gst_cuda_convolve_finalize(GObject *object)
   g_free(self->kernel_error);
   g_free(self->backend_in_use);
   G_OBJECT_CLASS(gst_cuda_convolve_parent_class)->finalize(object);
+}
+
+static void unref_buffer(gpointer buf)
+{
+  gst_buffer_unref(buf);
 }
 
 static void gst_cuda_convolve_init(GstCudaConvolve *self)
@@ -979,6 +1330,10 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->device_id = DEFAULT_DEVICE_ID;
   self->pipeline_depth = DEFAULT_PIPELINE_DEPTH;
   self->threads = DEFAULT_THREADS;
+  self->fps_d = 1;
+  self->max_duration = GST_CLOCK_TIME_NONE;
+  self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
+  gst_queue_array_set_clear_func(self->inflight, unref_buffer);
   update_kernel(self);
 }
 
@@ -1102,11 +1457,18 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   g_object_class_install_property(
       gobject_class, PROP_PIPELINE_DEPTH,
       g_param_spec_uint("pipeline-depth", "Pipeline depth",
-                        "CUDA frames in flight. cudaconvolve adds no "
-                        "latency: an engine that would delay frames is "
-                        "rebuilt with depth 0",
-                        0, 64, DEFAULT_PIPELINE_DEPTH,
-                        flags));
+                        "Frames in flight, the latency added in frames. 0: "
+                        "none (CUDA overlaps copies and compute within a "
+                        "frame, by bands). D >= 1: frame t leaves when "
+                        "frame t + D arrives, with its own timestamps; "
+                        "CUDA overlaps the copies and compute of "
+                        "different frames, the CPU filters on a worker "
+                        "thread while the element goes on. The latency "
+                        "query adds D frame durations (at framerate 0/1: D "
+                        "times the longest buffer duration seen); EOS, "
+                        "DISCONT, segments and caps changes push the "
+                        "frames in flight out, a flush drops them",
+                        0, CF_VIDEO_MAX_DEPTH, DEFAULT_PIPELINE_DEPTH, flags));
   g_object_class_install_property(
       gobject_class, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",
@@ -1116,7 +1478,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       gobject_class, PROP_BACKEND_IN_USE,
       g_param_spec_string("backend-in-use", "Backend in use",
                           "The engine now running (backend, algorithm, "
-                          "threads); NULL before negotiation",
+                          "threads, \"; latency D frames\"); NULL before "
+                          "negotiation",
                           NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata(
@@ -1133,6 +1496,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_propose_allocation);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_convolve_stop);
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_info);
+  trans_class->generate_output =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_generate_output);
   filter_class->transform_frame =
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_transform_frame);
 

@@ -13,6 +13,15 @@
  * query, timestamps, refused property values, property round trips, the
  * allocation proposal and gst_parse_launch.
  *
+ * pipeline-depth D in 1..3 (test_depth_*): every frame comes out exactly
+ * D buffers after it went in (the buffer counts after each push are
+ * checked), with its own PTS/DTS/duration/offset and the reference's
+ * content for the settings and history it went in with; the held frames
+ * come out at EOS (before it), before a DISCONT frame, new caps or a
+ * rebuilt engine, and a flush drops them; the latency query adds D frame
+ * durations (the longest buffer at framerate 0/1) and a new depth posts a
+ * latency message.
+ *
  * The backend is the CPU with 1 or 2 threads unless CF_GST_BACKEND names
  * another (cuda on a GPU machine; the engine tests
  * cover the CUDA backend against the same reference).
@@ -1162,7 +1171,7 @@ static void test_properties(void **state)
             sigma == 0.0 && border == CF_BORDER_REFLECT && cval == 0.0f &&
             scale == 1.0f && bias == 0.0f && !absolute &&
             !strcmp(comps, "all") && backend == CF_BACKEND_AUTO && dev == 0 &&
-            depth == 2 && threads == 0 && !in_use,
+            depth == 0 && threads == 0 && !in_use,
         "unexpected defaults");
   g_free(comps);
 
@@ -1389,6 +1398,686 @@ static void test_pipeline(void **state)
   tmp_cleanup();
 }
 
+/* ------------------------------------------------------------------ */
+/* Pipelined output (pipeline-depth D > 0)                              */
+
+/* A frame pushed and not yet seen coming out: its input, its reference
+ * output (computed when it entered, with the settings and history in
+ * force then) and what the comparison needs from that moment. */
+typedef struct pend {
+  GstBuffer *in;
+  GstVideoInfo info;
+  ref2d_fmt d;
+  cf_video_config cfg;
+  uint8_t *mem[3];
+  cf_frame want;
+} pend;
+
+static void pend_free(gpointer data)
+{
+  pend *p = data;
+  gst_buffer_unref(p->in);
+  for (unsigned i = 0; i < 3; i++)
+    free(p->mem[i]);
+  free(p);
+}
+
+/* A stream through an element of depth D, checked against what
+ * pipeline-depth promises: frame t leaves when frame t + D arrives, the
+ * frames held leave before EOS, a DISCONT frame, new caps or a rebuilt
+ * engine, and a flush drops them. */
+typedef struct dstream {
+  gcase *c;
+  unsigned depth;   /* the element's depth for the next frame */
+  unsigned held;    /* frames the element holds */
+  int drain_next;   /* a rebuilding setting changed */
+  GstClockTime dur; /* duration of the next frames */
+  GstClockTime pts; /* of the next frame */
+  GQueue expect;    /* pend *, oldest first */
+  guint64 in, out;  /* frames pushed, frames seen coming out */
+} dstream;
+
+static void ds_init(dstream *s, gcase *c, unsigned depth)
+{
+  memset(s, 0, sizeof *s);
+  s->c = c;
+  s->depth = depth;
+  s->dur = GST_SECOND / 25;
+  s->pts = 1000;
+  g_queue_init(&s->expect);
+}
+
+static void ds_clear(dstream *s)
+{
+  g_queue_clear_full(&s->expect, pend_free);
+}
+
+/* The next output buffer: the oldest frame still expected, with that
+ * frame's timestamps, offset and filtered content. */
+static void ds_check_out(dstream *s, const char *what)
+{
+  GstBuffer *out = gst_harness_try_pull(s->c->h);
+  CHECK(out != NULL, "%s: output %" G_GUINT64_FORMAT " did not come out", what,
+        s->out);
+  pend *p = g_queue_pop_head(&s->expect);
+  CHECK(p != NULL, "%s: an output buffer more than the frames pushed", what);
+  GstBuffer *in = p->in;
+  CHECK(GST_BUFFER_PTS(out) == GST_BUFFER_PTS(in) &&
+            GST_BUFFER_DTS(out) == GST_BUFFER_DTS(in) &&
+            GST_BUFFER_DURATION(out) == GST_BUFFER_DURATION(in) &&
+            GST_BUFFER_OFFSET(out) == GST_BUFFER_OFFSET(in),
+        "%s: output %" G_GUINT64_FORMAT " carries pts %" GST_TIME_FORMAT
+        " dts %" GST_TIME_FORMAT " duration %" GST_TIME_FORMAT
+        " offset %" G_GUINT64_FORMAT
+        ", its frame came with pts %" GST_TIME_FORMAT " dts %" GST_TIME_FORMAT
+        " duration %" GST_TIME_FORMAT " offset %" G_GUINT64_FORMAT,
+        what, s->out, GST_TIME_ARGS(GST_BUFFER_PTS(out)),
+        GST_TIME_ARGS(GST_BUFFER_DTS(out)),
+        GST_TIME_ARGS(GST_BUFFER_DURATION(out)), GST_BUFFER_OFFSET(out),
+        GST_TIME_ARGS(GST_BUFFER_PTS(in)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
+        GST_TIME_ARGS(GST_BUFFER_DURATION(in)), GST_BUFFER_OFFSET(in));
+  GstVideoFrame vin, vout;
+  CHECK(gst_video_frame_map(&vin, &p->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vout, &p->info, out, GST_MAP_READ), "map out");
+  cf_frame fin, fout;
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  gcase view = *s->c;
+  view.d = p->d;
+  view.cfg = p->cfg;
+  char label[160];
+  snprintf(label, sizeof label, "%s: output %" G_GUINT64_FORMAT, what, s->out);
+  compare(&view, &fin, &fout, &p->want, label);
+  gst_video_frame_unmap(&vin);
+  gst_video_frame_unmap(&vout);
+  gst_buffer_unref(out);
+  pend_free(p);
+  s->out++;
+}
+
+/* Exactly n buffers came out since the last check, each as expected. */
+static void ds_expect(dstream *s, unsigned n, const char *what)
+{
+  guint have = gst_harness_buffers_in_queue(s->c->h);
+  CHECK(have == n,
+        "%s: %u buffers came out, want %u (depth %u, then %u "
+        "held)",
+        what, have, n, s->depth, s->held);
+  for (unsigned i = 0; i < n; i++)
+    ds_check_out(s, what);
+}
+
+/* Push frame `in` (DISCONT if asked) and check what comes out; the
+ * element must keep no reference to `in` (upstream's pool may be small). */
+static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
+                        const char *what)
+{
+  gcase *c = s->c;
+  GST_BUFFER_PTS(in) = s->pts;
+  GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : s->pts / 2;
+  GST_BUFFER_DURATION(in) = s->dur;
+  GST_BUFFER_OFFSET(in) = c->n;
+  s->pts += s->dur;
+  if (discont) {
+    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+    ref2d_video_reset(c->ref);
+  }
+  pend *p = xalloc(sizeof *p);
+  p->in = gst_buffer_ref(in);
+  p->info = c->info;
+  p->d = c->d;
+  p->cfg = c->cfg;
+  GstVideoFrame vin;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  cf_frame fin;
+  frame_of(&vin, &fin);
+  ref_frame(c, &fin, &p->want, p->mem);
+  gst_video_frame_unmap(&vin);
+  g_queue_push_tail(&s->expect, p);
+  c->n++;
+  s->in++;
+  /* what the element must push while taking this frame */
+  unsigned n = 0;
+  if (discont || s->drain_next) {
+    n = s->held; /* the held frames first, then the new engine/history */
+    s->held = 0;
+    s->drain_next = 0;
+  }
+  if (s->held == s->depth)
+    n++;
+  else
+    s->held++;
+  GstFlowReturn fr = gst_harness_push(c->h, in);
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what, gst_flow_get_name(fr));
+  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) == 1,
+        "%s: the element keeps "
+        "%d references to its input",
+        what, GST_MINI_OBJECT_REFCOUNT_VALUE(p->in) - 1);
+  ds_expect(s, n, what);
+}
+
+/* Push a random frame (DISCONT if asked) and check what comes out. */
+static void ds_push(dstream *s, ref_rng *r, int discont, const char *what)
+{
+  ds_push_buf(s, make_input(r, s->c, ref_rng_u64(r) % 4 == 0), discont, what);
+}
+
+/* EOS: the held frames come out before it (after EOS the element's
+ * source pad would refuse them), every frame pushed came out once. */
+static void ds_eos(dstream *s)
+{
+  GstHarness *h = s->c->h;
+  CHECK(gst_harness_push_event(h, gst_event_new_eos()), "EOS refused");
+  ds_expect(s, s->held, "at EOS");
+  s->held = 0;
+  CHECK(g_queue_is_empty(&s->expect) && s->in == s->out,
+        "after EOS: %" G_GUINT64_FORMAT " frames in, %" G_GUINT64_FORMAT " out",
+        s->in, s->out);
+  int eos = 0;
+  GstEvent *ev;
+  while ((ev = gst_harness_try_pull_event(h)) != NULL) {
+    eos |= GST_EVENT_TYPE(ev) == GST_EVENT_EOS;
+    gst_event_unref(ev);
+  }
+  CHECK(eos, "EOS did not come out");
+}
+
+/* flush-start, flush-stop, segment: the held frames are dropped and the
+ * history restarts. */
+static void ds_flush(dstream *s)
+{
+  GstHarness *h = s->c->h;
+  CHECK(gst_harness_push_event(h, gst_event_new_flush_start()), "flush-start");
+  CHECK(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)),
+        "flush-stop");
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_TIME);
+  CHECK(gst_harness_push_event(h, gst_event_new_segment(&seg)), "segment");
+  guint have = gst_harness_buffers_in_queue(h);
+  CHECK(have == 0, "flush: %u held frames came out", have);
+  s->in -= g_queue_get_length(&s->expect); /* dropped, by design */
+  g_queue_clear_full(&s->expect, pend_free);
+  s->held = 0;
+  ref2d_video_reset(s->c->ref);
+}
+
+/* pipeline-depth D on the element, with the check that a rebuild follows
+ * while streaming. */
+static void ds_set_depth(dstream *s, unsigned depth)
+{
+  g_object_set(s->c->h->element, "pipeline-depth", depth, NULL);
+  guint got;
+  g_object_get(s->c->h->element, "pipeline-depth", &got, NULL);
+  CHECK(got == depth, "pipeline-depth reads back %u, set %u", got, depth);
+  s->depth = depth;
+  s->drain_next = 1;
+}
+
+/* backend-in-use names the latency the engine reports. */
+static void check_in_use_latency(gcase *c, unsigned depth)
+{
+  gchar *in_use = NULL;
+  g_object_get(c->h->element, "backend-in-use", &in_use, NULL);
+  char want[64];
+  snprintf(want, sizeof want, "latency %u frame", depth);
+  CHECK(in_use && strstr(in_use, want),
+        "backend-in-use '%s' does not say "
+        "'%s'",
+        in_use ? in_use : "NULL", want);
+  g_free(in_use);
+}
+
+/* A random case at depth D (the property set before negotiation). */
+static void depth_case(gcase *c, dstream *s, ref_rng *r, unsigned depth,
+                       unsigned t)
+{
+  gcase_open(c);
+  g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+  rand_case(c, r, &formats[ref_rng_u64(r) % NFORMATS], t, ref_rng_u64(r) % 2);
+  add_case("depth %u ", depth);
+  ds_init(s, c, depth);
+}
+
+/* Frame t comes out when frame t + D goes in, as the reference filtered
+ * it, with its own timestamps; the D held come out at EOS. */
+static void test_depth_stream(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 12);
+  for (unsigned rep = 0; rep < 6; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth stream %u: ", rep);
+    depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 1, 3));
+    gst_harness_play(c.h);
+    unsigned n = depth + (unsigned)ref_rng_range(&r, 0, 6);
+    for (unsigned i = 0; i < n; i++)
+      ds_push(&s, &r, i == 0, "frame");
+    check_in_use_latency(&c, depth);
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
+/* The latency query adds D frame durations to upstream's, D being what
+ * the engine reports; at framerate 0/1 the longest buffer seen counts. A
+ * new depth posts a latency message and the query follows it. */
+static void test_depth_latency(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 13);
+  static const int rates[][2] = {{25, 1}, {30000, 1001}, {60, 1}, {24, 1}};
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    int vfr = rep == 3;
+    int fn = vfr ? 0 : rates[rep][0], fd = vfr ? 1 : rates[rep][1];
+    set_case("depth latency %u: ", rep);
+    depth_case(&c, &s, &r, depth, 1);
+    add_case("framerate %d/%d ", fn, fd);
+    /* the engine's own word for this configuration */
+    cf_video_config ecfg = c.cfg;
+    ecfg.backend = CF_BACKEND_CPU;
+    ecfg.pipeline_depth = depth;
+    cf_kernel2d *kk = NULL;
+    cf_engine *e = NULL;
+    CHECK_OK(cf_kernel2d_new(c.k.t, c.k.kh, c.k.kw, c.k.taps, &kk));
+    CHECK_OK(cf_engine_new_video(&ecfg, kk, &e));
+    CHECK(cf_engine_latency(e) == depth,
+          "a CPU engine of depth %u reports "
+          "latency %zu",
+          depth, cf_engine_latency(e));
+    cf_engine_free(e);
+    cf_kernel2d_free(kk);
+
+    char *caps = g_strdup_printf("video/x-raw,format=%s,width=%u,height=%u,"
+                                 "framerate=%d/%d",
+                                 c.fmt->gst, c.cfg.width, c.cfg.height, fn, fd);
+    gst_harness_set_src_caps_str(c.h, caps);
+    g_free(caps);
+    GstClockTime up = (GstClockTime)ref_rng_range(&r, 0, 50) * GST_MSECOND;
+    gst_harness_set_upstream_latency(c.h, up);
+    GstClockTime longest = 0;
+    for (unsigned i = 0; i < depth + 2; i++) {
+      if (vfr) { /* the last one shortest: the longest counts, not the last */
+        s.dur = i == depth + 1
+                    ? 5 * GST_MSECOND
+                    : (GstClockTime)ref_rng_range(&r, 10, 90) * GST_MSECOND;
+        longest = MAX(longest, s.dur);
+      }
+      ds_push(&s, &r, i == 0, "frame");
+    }
+    GstClockTime frame =
+        vfr ? longest : gst_util_uint64_scale_int_round(GST_SECOND, fd, fn);
+    for (unsigned step = 0; step < 2; step++) {
+      GstClockTime want =
+          up +
+          (vfr ? depth * longest
+               : gst_util_uint64_scale_int_round(depth * GST_SECOND, fd, fn));
+      GstQuery *q = gst_query_new_latency();
+      CHECK(gst_pad_peer_query(c.h->sinkpad, q), "latency query failed");
+      gboolean live;
+      GstClockTime min, max;
+      gst_query_parse_latency(q, &live, &min, &max);
+      gst_query_unref(q);
+      CHECK(min == want && (max == GST_CLOCK_TIME_NONE || max >= want),
+            "depth %u, frame %" GST_TIME_FORMAT
+            ": min latency %" GST_TIME_FORMAT " max %" GST_TIME_FORMAT
+            ", want min %" GST_TIME_FORMAT,
+            depth, GST_TIME_ARGS(frame), GST_TIME_ARGS(min), GST_TIME_ARGS(max),
+            GST_TIME_ARGS(want));
+      CHECK(gst_harness_query_latency(c.h) == want,
+            "harness latency %" GST_TIME_FORMAT ", want %" GST_TIME_FORMAT,
+            GST_TIME_ARGS(gst_harness_query_latency(c.h)), GST_TIME_ARGS(want));
+      check_in_use_latency(&c, depth);
+      if (step == 1)
+        break;
+      /* another depth while playing: a latency message, then the query
+       * says the new latency */
+      GstMessage *m;
+      while ((m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY)))
+        gst_message_unref(m);
+      depth = depth % 3 + 1;
+      ds_set_depth(&s, depth);
+      ds_push(&s, &r, 0, "frame after a new depth");
+      m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY);
+      CHECK(m != NULL,
+            "no latency message after pipeline-depth changed to "
+            "%u",
+            depth);
+      gst_message_unref(m);
+    }
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+}
+
+/* A flush drops the held frames; the frames after it match a fresh
+ * reference. The element is torn down with frames held (nothing leaks). */
+static void test_depth_flush(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 14);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth flush %u: ", rep);
+    depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 2, 3));
+    unsigned n = (unsigned)ref_rng_range(&r, 1, depth + 3);
+    for (unsigned i = 0; i < n; i++)
+      ds_push(&s, &r, i == 0, "frame before the flush");
+    ds_flush(&s);
+    n = depth + (unsigned)ref_rng_range(&r, 1, 4);
+    for (unsigned i = 0; i < n; i++)
+      ds_push(&s, &r, 0, "frame after the flush");
+    if (rep % 2)
+      ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c); /* with frames held when rep is even */
+  }
+  tmp_cleanup();
+}
+
+/* A DISCONT frame: the held frames come out first, filtered with the
+ * history they had; the DISCONT frame starts a new history. */
+static void test_depth_discont(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 15);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth discont %u: ", rep);
+    depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 2, 3));
+    for (unsigned k = 0; k < 3; k++) {
+      unsigned n = (unsigned)ref_rng_range(&r, 1, depth + 3);
+      for (unsigned i = 0; i < n; i++)
+        ds_push(&s, &r, k == 0 && i == 0, "frame");
+      /* a jump in time, as after a dropped stretch */
+      s.pts += (GstClockTime)ref_rng_range(&r, 1, 10) * s.dur;
+      ds_push(&s, &r, 1, "discont frame");
+    }
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
+/* Changes mid-stream: a setting that rebuilds the engine (border, scale,
+ * pipeline-depth to 0 and back), a kernel (no rebuild: from the next
+ * frame in), new caps. Nothing is lost or repeated, every frame matches
+ * the reference for the settings in force when it went in. */
+static void test_depth_changes(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 16);
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth changes %u: ", rep);
+    depth_case(&c, &s, &r, depth, 2);
+    gst_harness_play(c.h);
+#define SOME(what)                                                             \
+  for (unsigned i_ = (unsigned)ref_rng_range(&r, 1, 4); i_ > 0; i_--)          \
+  ds_push(&s, &r, 0, what)
+    ds_push(&s, &r, 1, "first frame");
+    SOME("first settings");
+
+    /* border: a new engine, a new history */
+    c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "border",
+                            border_names[c.cfg.border]);
+    s.drain_next = 1;
+    gcase_new_ref(&c);
+    SOME("after a new border");
+
+    /* a kernel: the same engine and history, from the next frame in */
+    unsigned kh, kw;
+    rand_ksides(&r, c.cfg.width, c.cfg.height, 2, &kh, &kw);
+    kern_make(&c.k, &r, 2, kh, kw, 0);
+    set_kernel(c.h->element, &c.k);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    SOME("after a new kernel");
+
+    /* depth 0 and back */
+    ds_set_depth(&s, 0);
+    gcase_new_ref(&c);
+    SOME("at depth 0");
+    check_in_use_latency(&c, 0);
+    ds_set_depth(&s, depth);
+    gcase_new_ref(&c);
+    SOME("back at depth");
+    check_in_use_latency(&c, depth);
+
+    /* new caps (another size): the held frames leave in the old format
+     * before the caps go downstream */
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    if (w == c.cfg.width && h == c.cfg.height)
+      w++;
+    rand_ksides(&r, w, h, 2, &kh, &kw);
+    kern_make(&c.k, &r, 2, kh, kw, 0);
+    set_kernel(c.h->element, &c.k);
+    set_caps(&c, c.fmt, w, h);
+    ds_expect(&s, s.held, "at new caps");
+    s.held = 0;
+    gcase_new_ref(&c);
+    add_case("then %ux%u kernel %ux%ux%u ", w, h, c.k.t, c.k.kh, c.k.kw);
+    SOME("after new caps");
+
+    /* scale: a rebuild again, then the end */
+    c.cfg.scale = (float)(0.5 + ref_rng_unit(&r));
+    g_object_set(c.h->element, "scale", c.cfg.scale, NULL);
+    s.drain_next = 1;
+    gcase_new_ref(&c);
+    SOME("after a new scale");
+#undef SOME
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+}
+
+/* Collects the buffers a fakesink hands over. */
+typedef struct {
+  GMutex lock;
+  GPtrArray *bufs;
+} collected;
+
+static void on_handoff(GstElement *sink, GstBuffer *buf, GstPad *pad,
+                       gpointer data)
+{
+  (void)sink;
+  (void)pad;
+  collected *col = data;
+  g_mutex_lock(&col->lock);
+  g_ptr_array_add(col->bufs, gst_buffer_ref(buf));
+  g_mutex_unlock(&col->lock);
+}
+
+/* gst_parse_launch with pipeline-depth 2 on the CPU: videotestsrc's N
+ * frames all come out (the 2 held at EOS too), each with its input's
+ * timestamps and the reference's content. */
+static void test_depth_launch(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 17);
+  gcase c;
+  memset(&c, 0, sizeof c);
+  const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+  unsigned w = (unsigned)ref_rng_range(&r, 5, 40),
+           h = (unsigned)ref_rng_range(&r, 5, 30),
+           n = (unsigned)ref_rng_range(&r, 1, 12);
+  set_case("depth launch: ");
+  cf_video_config_init(&c.cfg);
+  c.cfg.width = w;
+  c.cfg.height = h;
+  c.cfg.format = f->cf;
+  c.cfg.border = CF_BORDER_NEAREST;
+  c.cfg.components = family(f->cf) == 0 ? CF_COMP_Y : CF_COMP_ALL;
+  kern_preset(&c.k, "gaussian", 3, 0.0);
+  gchar *line = g_strdup_printf(
+      "videotestsrc num-buffers=%u pattern=snow ! capsfilter "
+      "caps=\"video/x-raw,format=%s,width=%u,height=%u,framerate=25/1\" ! "
+      "tee name=t ! queue ! fakesink name=in signal-handoffs=true "
+      "t. ! queue ! cudaconvolve name=cc backend=cpu threads=1 "
+      "pipeline-depth=2 preset=gaussian size=3 border=nearest ! "
+      "fakesink name=out signal-handoffs=true",
+      n, f->gst, w, h);
+  add_case("%s", line);
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch(line, &err);
+  g_free(line);
+  CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  collected col[2];
+  static const char *const names[2] = {"in", "out"};
+  for (unsigned i = 0; i < 2; i++) {
+    g_mutex_init(&col[i].lock);
+    col[i].bufs =
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_mini_object_unref);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipe), names[i]);
+    CHECK(sink != NULL, "no element %s", names[i]);
+    g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), &col[i]);
+    gst_object_unref(sink);
+  }
+  CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE,
+        "pipeline does not start");
+  GstBus *bus = gst_element_get_bus(pipe);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
+  char msg[1024] = "timeout";
+  if (m && !eos) {
+    GError *e2 = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error(m, &e2, &dbg);
+    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "", dbg ? dbg : "");
+    g_clear_error(&e2);
+    g_free(dbg);
+  }
+  if (m)
+    gst_message_unref(m);
+  gst_object_unref(bus);
+  GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
+  CHECK(cc != NULL, "no element cc");
+  gchar *in_use = NULL;
+  g_object_get(cc, "backend-in-use", &in_use, NULL);
+  gst_object_unref(cc);
+  CHECK(gst_element_set_state(pipe, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS,
+        "pipeline does not stop");
+  gst_object_unref(pipe);
+  CHECK(eos, "pipeline did not reach EOS: %s", msg);
+  CHECK(in_use && strstr(in_use, "latency 2 frames"), "backend-in-use '%s'",
+        in_use ? in_use : "NULL");
+  g_free(in_use);
+  CHECK(col[0].bufs->len == n && col[1].bufs->len == n,
+        "%u frames in, %u out, want %u", col[0].bufs->len, col[1].bufs->len, n);
+
+  GstCaps *caps = gst_caps_from_string("video/x-raw");
+  gst_caps_set_simple(caps, "format", G_TYPE_STRING, f->gst, "width",
+                      G_TYPE_INT, (int)w, "height", G_TYPE_INT, (int)h,
+                      "framerate", GST_TYPE_FRACTION, 25, 1, NULL);
+  CHECK(gst_video_info_from_caps(&c.info, caps), "caps");
+  gst_caps_unref(caps);
+  c.fmt = f;
+  CHECK(ref2d_fmt_get(f->cf, &c.d), "ref2d");
+  gcase_new_ref(&c);
+  for (unsigned i = 0; i < n; i++) {
+    GstBuffer *bi = g_ptr_array_index(col[0].bufs, i),
+              *bo = g_ptr_array_index(col[1].bufs, i);
+    CHECK(GST_BUFFER_PTS(bi) == GST_BUFFER_PTS(bo) &&
+              GST_BUFFER_DURATION(bi) == GST_BUFFER_DURATION(bo),
+          "frame %u: pts %" GST_TIME_FORMAT " duration %" GST_TIME_FORMAT
+          " came out as pts %" GST_TIME_FORMAT " duration %" GST_TIME_FORMAT,
+          i, GST_TIME_ARGS(GST_BUFFER_PTS(bi)),
+          GST_TIME_ARGS(GST_BUFFER_DURATION(bi)),
+          GST_TIME_ARGS(GST_BUFFER_PTS(bo)),
+          GST_TIME_ARGS(GST_BUFFER_DURATION(bo)));
+    GstVideoFrame vin, vout;
+    CHECK(gst_video_frame_map(&vin, &c.info, bi, GST_MAP_READ), "map in");
+    CHECK(gst_video_frame_map(&vout, &c.info, bo, GST_MAP_READ), "map out");
+    cf_frame fin, fout, want;
+    uint8_t *mem[3] = {NULL, NULL, NULL};
+    frame_of(&vin, &fin);
+    frame_of(&vout, &fout);
+    ref_frame(&c, &fin, &want, mem);
+    compare(&c, &fin, &fout, &want, "launched frame");
+    for (unsigned p = 0; p < 3; p++)
+      free(mem[p]);
+    gst_video_frame_unmap(&vin);
+    gst_video_frame_unmap(&vout);
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    g_ptr_array_unref(col[i].bufs);
+    g_mutex_clear(&col[i].lock);
+  }
+  ref2d_video_free(c.ref);
+  kern_free(&c.k);
+}
+
+/* At depth D, frames from the pool offered upstream (pinned host memory
+ * where CUDA exists) go through as from anywhere else, and the element
+ * keeps none of them while their results are pending. */
+static void test_depth_allocation(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 18);
+  gcase c;
+  dstream s;
+  unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+  set_case("depth allocation: ");
+  depth_case(&c, &s, &r, depth, 2);
+  GstCaps *caps = gst_video_info_to_caps(&c.info);
+  GstQuery *q = gst_query_new_allocation(caps, TRUE);
+  CHECK(gst_pad_peer_query(c.h->srcpad, q), "allocation query failed");
+  CHECK(gst_query_get_n_allocation_pools(q) >= 1, "no pool proposed");
+  GstBufferPool *pool = NULL;
+  gst_query_parse_nth_allocation_pool(q, 0, &pool, NULL, NULL, NULL);
+  CHECK(pool != NULL, "no pool");
+  CHECK(gst_buffer_pool_set_active(pool, TRUE), "pool does not start");
+  unsigned n = depth + (unsigned)ref_rng_range(&r, 1, 4);
+  for (unsigned i = 0; i < n; i++) {
+    GstBuffer *b = NULL;
+    CHECK(gst_buffer_pool_acquire_buffer(pool, &b, NULL) == GST_FLOW_OK,
+          "no buffer from the pool");
+    GstMapInfo map;
+    CHECK(gst_buffer_map(b, &map, GST_MAP_WRITE), "cannot map");
+    for (gsize k = 0; k < map.size; k++)
+      map.data[k] = (guint8)ref_rng_u64(&r);
+    gst_buffer_unmap(b, &map);
+    ds_push_buf(&s, b, i == 0, "pool frame");
+  }
+  ds_eos(&s);
+  check_no_bus_errors(&c);
+  ds_clear(&s);
+  CHECK(gst_buffer_pool_set_active(pool, FALSE), "pool does not stop");
+  gst_object_unref(pool);
+  gst_query_unref(q);
+  gst_caps_unref(caps);
+  gcase_close(&c);
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -1420,6 +2109,13 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
+      cmocka_unit_test_teardown(test_depth_stream, teardown),
+      cmocka_unit_test_teardown(test_depth_latency, teardown),
+      cmocka_unit_test_teardown(test_depth_flush, teardown),
+      cmocka_unit_test_teardown(test_depth_discont, teardown),
+      cmocka_unit_test_teardown(test_depth_changes, teardown),
+      cmocka_unit_test_teardown(test_depth_launch, teardown),
+      cmocka_unit_test_teardown(test_depth_allocation, teardown),
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
   gst_deinit();
