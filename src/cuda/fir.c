@@ -246,11 +246,15 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
     s = dev_alloc((void **)&d_real, ptot * n * sizeof(float));
     if (s == CF_OK)
       s = dev_alloc((void **)&b->d_H, ptot * bins * sizeof(cufftComplex));
+    /* On the stream of the transform that reads it: a plain cudaMemcpy
+     * from pageable memory may return before its DMA lands, on the legacy
+     * stream, which orders nothing on our non-blocking streams. */
     if (s == CF_OK) {
-      cudaError_t err = cudaMemcpy(d_real, host, ptot * n * sizeof(float),
-                                   cudaMemcpyHostToDevice);
+      cudaError_t err = cudaMemcpyAsync(d_real, host, ptot * n * sizeof(float),
+                                        cudaMemcpyHostToDevice, f->s[0].st);
       if (err != cudaSuccess)
-        s = cf_cuda_status(err, "cudaMemcpy(partitions)", __FILE__, __LINE__);
+        s = cf_cuda_status(err, "cudaMemcpyAsync(partitions)", __FILE__,
+                           __LINE__);
     }
     int nn = (int)n;
     cufftResult fr = CUFFT_SUCCESS;
@@ -431,6 +435,16 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
   free(kidx_off);
   if (s == CF_OK)
     s = dev_alloc((void **)&b->d_y, f->cap * f->cout * sizeof(float));
+  /* The taps, routes and constant-pool copies above went through the
+   * legacy stream from pageable memory: they may still be in flight when
+   * cudaMemcpy returns, and nothing orders them before the kernels on the
+   * slots' non-blocking streams. */
+  if (s == CF_OK) {
+    cudaError_t err = cudaStreamSynchronize(cudaStreamLegacy);
+    if (err != cudaSuccess)
+      s = cf_cuda_status(err, "cudaStreamSynchronize(cudaStreamLegacy)",
+                         __FILE__, __LINE__);
+  }
   /* Graphs: a capture that fails leaves this bank on plain launches (the
    * same work; a real device fault shows again in process()). */
   b->graph = 1;
