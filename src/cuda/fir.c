@@ -803,9 +803,11 @@ static cf_status engine_init(cfir *f)
   for (unsigned i = 0; i < f->ns; i++)
     if ((r = slot_init(f, &f->s[i])) != CF_OK)
       return r;
-  /* direct: the longest kernel's history plus a step; overlap-save: the
-   * 2B window (older input lives in the delay line) */
-  size_t need = f->ols ? 4 * f->B : f->hcap + f->cap + 1, R = 1;
+  /* direct: the longest kernel's history (its taps padded to 8: the
+   * zero taps read the ring too, and an aliased Inf or NaN times 0 would
+   * leak into the sum) plus a step; overlap-save: the 2B window (older
+   * input lives in the delay line) */
+  size_t need = f->ols ? 4 * f->B : pad8(f->hcap) + f->cap + 1, R = 1;
   while (R < need)
     R <<= 1;
   f->rmask = R - 1;
