@@ -3,7 +3,13 @@
  *      on backend cuda: host-to-host time per block over 20000 blocks,
  *      p50 / p99 / max;
  *  (b) the direct kernel alone (kernels/fir1d.cu) for 16/32/64 taps on
- *      device-resident data: GB/s of input + output traffic. */
+ *      2^24 device-resident samples of one channel: GB/s of input + output
+ *      traffic.
+ * Besides the tables, one `RESULT case=... ms=...` line per case for
+ * bench/gpu-check's summary (bench/README.md, "GPU check"): fir16-16M,
+ * fir32-16M, fir64-16M (the peers' cases), audio-block64-131072taps (p50
+ * and p99 per block) and fir131072-48k-stereo-1s as the time for 1 s of
+ * audio in 64-frame blocks, host to host (variant=block64-host-to-host). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +67,9 @@ static int low_latency(void)
     }
     t[i] = now() - a;
   }
+  double sum = 0;
+  for (size_t i = 0; i < blocks; i++)
+    sum += t[i];
   qsort(t, blocks, sizeof *t, cmp);
   printf("## low latency: 48 kHz stereo, block %u, %zu taps, cuda\n\n%s\n\n",
          block, len, cf_engine_describe(e));
@@ -68,6 +77,12 @@ static int low_latency(void)
          "|---|---|---|---|---|\n| %zu | %.1f | %.1f | %.1f | %.1f |\n\n",
          blocks, t[blocks / 2] * 1e6, t[blocks * 99 / 100] * 1e6,
          t[blocks - 1] * 1e6, block / 48000.0 * 1e6);
+  printf("RESULT case=audio-block%u-%zutaps ms=%.6f p99_ms=%.6f max_ms=%.6f\n",
+         block, len, t[blocks / 2] * 1e3, t[blocks * 99 / 100] * 1e3,
+         t[blocks - 1] * 1e3);
+  printf("RESULT case=fir131072-48k-stereo-1s ms=%.6f "
+         "variant=block%u-host-to-host\n\n",
+         sum / (double)blocks * (48000.0 / block) * 1e3, block);
   cf_engine_free(e);
   cf_kernel_free(k);
   free(h), free(x), free(y), free(t);
@@ -77,11 +92,12 @@ static int low_latency(void)
 static int direct_kernel(void)
 {
   static const unsigned taps[] = {16, 32, 64};
-  const unsigned ch = 2;
+  const unsigned ch = 1; /* the peers' fir cases: one channel */
   const size_t frames = (size_t)1 << 24;
   printf("## direct kernel only (device-resident, %u channels, %zu frames)\n\n"
          "| taps | time (ms) | GB/s (in + out) |\n|---|---|---|\n",
          ch, frames);
+  double res[3] = {0};
   for (size_t i = 0; i < 3; i++) {
     double s = 0;
     if (cf_cuda_bench_direct(taps[i], ch, frames, 20, &s) != CF_OK) {
@@ -90,7 +106,12 @@ static int direct_kernel(void)
     }
     double bytes = 2.0 * frames * ch * sizeof(float);
     printf("| %u | %.3f | %.1f |\n", taps[i], s * 1e3, bytes / s * 1e-9);
+    res[i] = s;
   }
+  printf("\n");
+  for (size_t i = 0; i < 3; i++)
+    printf("RESULT case=fir%u-16M ms=%.6f bytes=%.0f\n", taps[i],
+           res[i] * 1e3, 2.0 * frames * ch * sizeof(float));
   return 0;
 }
 

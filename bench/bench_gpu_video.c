@@ -6,8 +6,12 @@
  *    with the data resident on the device, download;
  *  - the engine end to end (host clock, pinned caller frames from
  *    cf_host_alloc): pipeline_depth 2 (with the final flush) and 0;
- * and the direct kernel's rate on GRAY32F 4K: 2 * 169 FLOP per pixel.
- * Prints a markdown table. */
+ * and the direct kernel's rate on GRAY32F 1080p and 4K: 2 * 169 FLOP per
+ * pixel. Prints markdown tables, then one `RESULT case=... ms=...` line per
+ * case for bench/gpu-check's summary (bench/README.md, "GPU check"), times
+ * per frame: conv2d-13x13-1080p / -2160p (the peers' cases: one float32
+ * plane, kernel time only) and video-rgba-<size>-depth2 / -depth0 (wall
+ * time end to end, with the parts alone and the bytes each way). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +117,8 @@ int main(void)
          FRAMES);
   printf("|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
+  char results[8][512];
+  unsigned nres = 0;
   for (unsigned i = 0; i < 2; i++) {
     cf_video_config c;
     config(&c, CF_PIX_RGBA, sizes[i].w, sizes[i].h);
@@ -127,19 +133,39 @@ int main(void)
     printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
            sizes[i].name, parts[0] * 1e3, parts[1] * 1e3, parts[2] * 1e3,
            d2 * 1e3, d0 * 1e3, FRAMES / d2, FRAMES / d0);
+    size_t fb = cf_frame_layout(c.format, c.width, c.height, NULL, NULL);
+    for (unsigned d = 0; d < 2; d++)
+      snprintf(results[nres++], sizeof *results,
+               "RESULT case=video-rgba-%s-depth%u ms=%.6f upload_ms=%.6f "
+               "compute_ms=%.6f download_ms=%.6f h2d_bytes=%zu "
+               "d2h_bytes=%zu",
+               sizes[i].h == 1080 ? "1080p" : "2160p", d ? 0u : 2u,
+               (d ? d0 : d2) * 1e3 / FRAMES, parts[0] * 1e3 / FRAMES,
+               parts[1] * 1e3 / FRAMES, parts[2] * 1e3 / FRAMES, fb, fb);
   }
-  cf_video_config c;
-  config(&c, CF_PIX_GRAY32F, 3840, 2160);
-  double parts[3] = {0};
-  if (cf_cuda_bench_video(&c, k, FRAMES, parts) == CF_OK) {
-    double flop = 2.0 * KS * KS * 3840.0 * 2160.0 * FRAMES;
-    printf("\n| kernel only, GRAY32F 4K, 13x13 direct | ms / frame | "
-           "GFLOP/s |\n|---|---|---|\n| conv2d | %.3f | %.0f |\n",
-           parts[1] * 1e3 / FRAMES, flop / parts[1] * 1e-9);
-  } else {
-    fprintf(stderr, "bench: %s\n", cf_last_error());
-    rc = 1;
+  printf("\n| kernel only, GRAY32F, 13x13 direct | ms / frame | GFLOP/s |\n"
+         "|---|---|---|\n");
+  for (unsigned i = 0; i < 2; i++) {
+    cf_video_config c;
+    config(&c, CF_PIX_GRAY32F, sizes[i].w, sizes[i].h);
+    double parts[3] = {0};
+    if (cf_cuda_bench_video(&c, k, FRAMES, parts) == CF_OK) {
+      double px = (double)sizes[i].w * sizes[i].h;
+      double flop = 2.0 * KS * KS * px * FRAMES;
+      printf("| conv2d %s | %.3f | %.0f |\n", sizes[i].name,
+             parts[1] * 1e3 / FRAMES, flop / parts[1] * 1e-9);
+      snprintf(results[nres++], sizeof *results,
+               "RESULT case=conv2d-13x13-%s ms=%.6f flops=%.0f",
+               sizes[i].h == 1080 ? "1080p" : "2160p",
+               parts[1] * 1e3 / FRAMES, 2.0 * KS * KS * px);
+    } else {
+      fprintf(stderr, "bench: %s\n", cf_last_error());
+      rc = 1;
+    }
   }
+  printf("\n");
+  for (unsigned i = 0; i < nres; i++)
+    printf("%s\n", results[i]);
   cf_kernel2d_free(k);
   return rc;
 }

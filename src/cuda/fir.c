@@ -246,11 +246,15 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
     s = dev_alloc((void **)&d_real, ptot * n * sizeof(float));
     if (s == CF_OK)
       s = dev_alloc((void **)&b->d_H, ptot * bins * sizeof(cufftComplex));
+    /* On the stream of the transform that reads it: a plain cudaMemcpy
+     * from pageable memory may return before its DMA lands, on the legacy
+     * stream, which orders nothing on our non-blocking streams. */
     if (s == CF_OK) {
-      cudaError_t err = cudaMemcpy(d_real, host, ptot * n * sizeof(float),
-                                   cudaMemcpyHostToDevice);
+      cudaError_t err = cudaMemcpyAsync(d_real, host, ptot * n * sizeof(float),
+                                        cudaMemcpyHostToDevice, f->s[0].st);
       if (err != cudaSuccess)
-        s = cf_cuda_status(err, "cudaMemcpy(partitions)", __FILE__, __LINE__);
+        s = cf_cuda_status(err, "cudaMemcpyAsync(partitions)", __FILE__,
+                           __LINE__);
     }
     int nn = (int)n;
     cufftResult fr = CUFFT_SUCCESS;
@@ -431,6 +435,16 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
   free(kidx_off);
   if (s == CF_OK)
     s = dev_alloc((void **)&b->d_y, f->cap * f->cout * sizeof(float));
+  /* The taps, routes and constant-pool copies above went through the
+   * legacy stream from pageable memory: they may still be in flight when
+   * cudaMemcpy returns, and nothing orders them before the kernels on the
+   * slots' non-blocking streams. */
+  if (s == CF_OK) {
+    cudaError_t err = cudaStreamSynchronize(cudaStreamLegacy);
+    if (err != cudaSuccess)
+      s = cf_cuda_status(err, "cudaStreamSynchronize(cudaStreamLegacy)",
+                         __FILE__, __LINE__);
+  }
   /* Graphs: a capture that fails leaves this bank on plain launches (the
    * same work; a real device fault shows again in process()). */
   b->graph = 1;
@@ -789,9 +803,11 @@ static cf_status engine_init(cfir *f)
   for (unsigned i = 0; i < f->ns; i++)
     if ((r = slot_init(f, &f->s[i])) != CF_OK)
       return r;
-  /* direct: the longest kernel's history plus a step; overlap-save: the
-   * 2B window (older input lives in the delay line) */
-  size_t need = f->ols ? 4 * f->B : f->hcap + f->cap + 1, R = 1;
+  /* direct: the longest kernel's history (its taps padded to 8: the
+   * zero taps read the ring too, and an aliased Inf or NaN times 0 would
+   * leak into the sum) plus a step; overlap-save: the 2B window (older
+   * input lives in the delay line) */
+  size_t need = f->ols ? 4 * f->B : pad8(f->hcap) + f->cap + 1, R = 1;
   while (R < need)
     R <<= 1;
   f->rmask = R - 1;

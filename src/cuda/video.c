@@ -264,6 +264,15 @@ static cf_status resize_ring(cvideo *v, unsigned t)
       return cf_cuda_status(e, "cudaMemcpy(ring)", __FILE__, __LINE__);
     }
   }
+  /* A device-to-device cudaMemcpy returns before it is done, and it runs
+   * on the legacy stream: finish it before the old ring goes and before
+   * frames on the non-blocking streams read the new one. */
+  cudaError_t e = keep ? cudaStreamSynchronize(cudaStreamLegacy) : cudaSuccess;
+  if (e != cudaSuccess) {
+    cudaFree(ring);
+    return cf_cuda_status(e, "cudaStreamSynchronize(cudaStreamLegacy)",
+                          __FILE__, __LINE__);
+  }
   cudaFree(v->d_ring);
   v->d_ring = ring;
   v->ring_n = t;
@@ -337,6 +346,15 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
   free(factors);
   if (s == CF_OK)
     s = resize_ring(v, k->t);
+  /* The taps went up by cudaMemcpy / cudaMemcpyToSymbol from pageable
+   * memory: on the legacy stream, possibly still in flight on return, and
+   * unordered with the frames' non-blocking streams. */
+  if (s == CF_OK) {
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (e != cudaSuccess)
+      s = cf_cuda_status(e, "cudaStreamSynchronize(cudaStreamLegacy)",
+                         __FILE__, __LINE__);
+  }
   if (s == CF_OK && v->nbands > 1)
     make_band_deps(v);
   snprintf(v->desc, sizeof v->desc,
@@ -637,8 +655,15 @@ static cf_status video_process(void *impl, const cf_frame *in,
   if ((s = cf_cuda_use_device(v->dev)) != CF_OK)
     return s;
   s = v->depth ? process_pipelined(v, in, out) : process_live(v, in, out);
-  if (s != CF_OK && s != CF_E_INVALID)
+  if (s != CF_OK && s != CF_E_INVALID) {
     v->broken = 1;
+    /* Copies already enqueued may read the caller's pinned input or write
+     * its pinned output (live mode): let them end before the caller (or
+     * the CPU taking over) touches those frames again. */
+    for (unsigned i = 0; i < v->nslots; i++)
+      if (v->s[i].st)
+        (void)cudaStreamSynchronize(v->s[i].st);
+  }
   return s;
 }
 

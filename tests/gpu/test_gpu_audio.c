@@ -2,6 +2,8 @@
  * runs the contract on the cuda-* variants): graph replay against plain
  * launches, fault injection (explicit cuda fails clearly, auto switches to
  * the CPU without losing a sample), random chunkings on both CUDA paths.
+ * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): shorter
+ * signals, the same paths and checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include "../ref.h"
 
 static uint64_t seed;
+static int quick; /* CF_TEST_QUICK */
 
 static cf_engine *make(unsigned ch, unsigned block, cf_backend be,
                        cf_algorithm algo, const float *h, size_t len)
@@ -91,7 +94,7 @@ static void check_paths(cf_algorithm algo, size_t len, unsigned block,
   ref_rng r;
   ref_rng_init(&r, seed ^ (len * 31 + block));
   unsigned ch = 2;
-  size_t n = 20000;
+  size_t n = quick ? 6000 : 20000;
   float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
   float *y = calloc((n + len + block) * ch, sizeof *y);
   size_t chunks[4096];
@@ -174,7 +177,8 @@ static int fault_case(const char *which)
   ref_rng r;
   ref_rng_init(&r, 99);
   unsigned ch = 2, block = 64;
-  size_t len = 1000, n = 64 * 800;
+  /* launch:40 comes within the first 60 blocks on both paths */
+  size_t len = 1000, n = 64 * (quick ? 200 : 800);
   float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
   float *y = calloc((n + len + block) * ch, sizeof *y);
   ref_rng_fill(&r, h, len);
@@ -244,6 +248,8 @@ int main(int argc, char **argv)
 {
   const char *why = NULL;
   self = argv[0];
+  const char *q = getenv("CF_TEST_QUICK");
+  quick = q && *q && strcmp(q, "0") != 0;
   if (cf_device_count(&why) == 0) {
     printf("skipped: no CUDA device: %s\n", why ? why : "unknown");
     return 77;

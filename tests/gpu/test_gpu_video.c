@@ -11,6 +11,9 @@
  * The reference is the CPU engine (direct path, itself checked against the
  * float64 reference by tests/test_video.c): integer samples within 1 code
  * value, every other byte equal; float frames relative L2 <= 2e-5.
+ * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): fewer cases,
+ * frames at most 64 wide, "big" kernels only tall or only wide (still past
+ * the 64-tap pieces), 4 fault processes instead of 24; the same checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +36,7 @@
 
 static uint64_t seed;
 static const char *self;
+static int quick; /* CF_TEST_QUICK */
 
 static const cf_pixel_format formats[] = {
     CF_PIX_GRAY8, CF_PIX_GRAY16_LE, CF_PIX_GRAY32F, CF_PIX_RGBA,
@@ -127,7 +131,7 @@ static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
   cf_video_config *c = &v->cfg;
   cf_video_config_init(c);
   c->format = formats[ref_rng_u64(r) % NFMT];
-  c->width = (unsigned)ref_rng_range(r, 1, 300);
+  c->width = (unsigned)ref_rng_range(r, 1, quick ? 64 : 300);
   c->height = (unsigned)ref_rng_range(r, hmin, hmax);
   c->components = (unsigned)ref_rng_range(r, 1, 7);
   c->border = (cf_border)(ref_rng_u64(r) % 5);
@@ -144,6 +148,13 @@ static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
               : (unsigned)ref_rng_range(r, 1, 15);
   v->kw = big ? (unsigned)ref_rng_range(r, 20, 80)
               : (unsigned)ref_rng_range(r, 1, 15);
+  if (big && quick) { /* one side past KC = 64, the other short */
+    int tall = ref_rng_u64(r) % 2;
+    v->kh = tall ? (unsigned)ref_rng_range(r, 65, 70)
+                 : (unsigned)ref_rng_range(r, 1, 5);
+    v->kw = tall ? (unsigned)ref_rng_range(r, 1, 5)
+                 : (unsigned)ref_rng_range(r, 65, 70);
+  }
   size_t n = (size_t)v->t * v->kh * v->kw;
   v->taps = malloc(n * sizeof *v->taps);
   assert_non_null(v->taps);
@@ -271,9 +282,9 @@ static void test_live_bands(void **state)
   (void)state;
   ref_rng r;
   ref_rng_init(&r, seed + 1);
-  for (unsigned i = 0; i < 40; i++) {
+  for (unsigned i = 0; i < (quick ? 6u : 40u); i++) {
     vcase v;
-    vcase_random(&v, &r, 130, 700);
+    vcase_random(&v, &r, quick ? 256 : 130, quick ? 400 : 700);
     cf_algorithm2d algo = i % 4 == 3 ? CF_ALGO2D_DIRECT : CF_ALGO2D_AUTO;
     cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, 0, algo, NULL);
     run_compare(&v, e, 0, &r, i % 2);
@@ -288,7 +299,7 @@ static void test_pipelined(void **state)
   (void)state;
   ref_rng r;
   ref_rng_init(&r, seed + 2);
-  for (unsigned i = 0; i < 40; i++) {
+  for (unsigned i = 0; i < (quick ? 6u : 40u); i++) {
     vcase v;
     vcase_random(&v, &r, 1, 300);
     unsigned depth = 1 + i % 2;
@@ -337,6 +348,10 @@ static int fault_case(const char *spec, const char *mode, unsigned depth)
   vcase v;
   vcase_random(&v, &r, 260, 300);
   v.cfg.format = CF_PIX_RGBA;
+  /* R, G and B: 3 launches a frame and band, so that "launch:9" is reached
+   * within the frames run (with one component and depth 2, 7 frames make
+   * 7 launches and the auto case would never see its fault). */
+  v.cfg.components = 7;
   v.t = 2 <= v.t ? v.t : 2;
   free(v.taps);
   v.taps = malloc((size_t)v.t * v.kh * v.kw * sizeof *v.taps);
@@ -399,11 +414,14 @@ static int fault_case(const char *spec, const char *mode, unsigned depth)
 static void test_faults(void **state)
 {
   (void)state;
-  static const char *const specs[] = {"alloc:1", "alloc:3", "alloc:6",
-                                      "launch:1", "launch:4", "launch:9"};
-  for (unsigned i = 0; i < sizeof specs / sizeof *specs; i++)
+  static const char *const specs[] = {"alloc:3", "launch:4", "alloc:1",
+                                      "alloc:6", "launch:1", "launch:9"};
+  unsigned nspecs = quick ? 2 : sizeof specs / sizeof *specs;
+  for (unsigned i = 0; i < nspecs; i++)
     for (unsigned m = 0; m < 2; m++)
       for (unsigned depth = 0; depth <= 2; depth += 2) {
+        if (quick && depth != (i == 0 ? 2u : 0u))
+          continue; /* alloc:3 pipelined, launch:4 live */
         char cmd[4096];
         snprintf(cmd, sizeof cmd,
                  "CF_CUDA_FAULT=%s CF_TEST_SEED=%llu '%s' --fault %s %s %u",
@@ -427,6 +445,8 @@ int main(int argc, char **argv)
     return 77;
   }
   seed = ref_seed();
+  const char *q = getenv("CF_TEST_QUICK");
+  quick = q && *q && strcmp(q, "0") != 0;
   if (argc == 5 && !strcmp(argv[1], "--fault"))
     return fault_case(argv[2], argv[3], (unsigned)atoi(argv[4]));
   const struct CMUnitTest tests[] = {
