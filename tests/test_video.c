@@ -668,12 +668,14 @@ static void check_input_unchanged(const vcase *c, const char *what)
 
 /* Relative L2 error of got against want; the denominator is at least the
  * size random cancellation leaves of the sums the engine rounds (the
- * filter on magnitudes, aval, over sqrt(taps)): a tiny frame whose few
- * outputs happen to cancel to near 0 is not held to 1e-6 of themselves.
- * den and fl receive the squared norms. NaN if got is not finite. */
+ * filter on magnitudes, aval, over sqrt(taps)) and the bias, which is
+ * added once in float (its rounding does not shrink with the taps): a
+ * tiny frame whose few outputs happen to cancel to near 0 is not held to
+ * 1e-6 of themselves. den and fl receive the squared norms. NaN if got
+ * is not finite. */
 static double float_err(const float *got, const double *want,
-                        const double *aval, size_t n, size_t taps, double *den,
-                        double *fl)
+                        const double *aval, size_t n, size_t taps, float bias,
+                        double *den, double *fl)
 {
   double e = ref_rel_l2(got, 1, want, 1, n), num = 0;
   *den = *fl = 0;
@@ -683,7 +685,7 @@ static double float_err(const float *got, const double *want,
     *den += want[i] * want[i];
     *fl += aval[i] * aval[i];
   }
-  *fl /= (double)taps;
+  *fl = *fl / (double)taps + (double)n * bias * bias;
   if (isfinite(e) && *fl > *den && *den > 0)
     e = sqrt(num / *fl);
   return e;
@@ -705,7 +707,8 @@ static void check_samples(const vcase *c, const char *what)
               (float)ref2d_load(d, &c->got.f, &d->comp[k], x, y);
       double den, fl;
       g_taps = c->taps;
-      double e = float_err(g, c->val[k], c->aval[k], n, c->taps, &den, &fl);
+      double e = float_err(g, c->val[k], c->aval[k], n, c->taps,
+                           c->cfg.bias, &den, &fl);
       size_t worst = 0;
       double wd = -1.0;
       for (size_t i = 0; i < n; i++) {
@@ -1446,7 +1449,7 @@ static void test_nan(void **state)
               v.frames - 1, i, nonfin, first % w, first / w);
         double den, fl;
         g_taps = v.taps;
-        double e = float_err(g, wv, av, n, v.taps, &den, &fl);
+        double e = float_err(g, wv, av, n, v.taps, cfg.bias, &den, &fl);
         CHECK(fin == 0 || e <= tol(),
               "frame %u: relative L2 error %.3g of "
               "the finite outputs",
