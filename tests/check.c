@@ -86,3 +86,15 @@ int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
   }
   return failed ? 1 : 0;
 }
+
+int check_backend_skip(const char *name)
+{
+  cf_backend b;
+  const char *reason = NULL;
+  if (!name || !*name || cf_backend_from_string(name, &b) != CF_OK ||
+      cf_backend_available(b, &reason) == CF_OK)
+    return 0;
+  printf("skipped: %s: %s\n", name,
+         reason && *reason ? reason : "not available");
+  return 1;
+}

@@ -41,6 +41,11 @@ int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
                        size_t nvariants,
                        check_variant_info (*select)(size_t v));
 
+/* A suite forced onto backend `name` (cpu, cuda, auto; NULL or "" for
+ * none) where that backend is unavailable: prints "skipped: <name>:
+ * <reason>" and returns 1 (the suite then exits 77), else 0. */
+int check_backend_skip(const char *name);
+
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \
     if (!(cond)) {                                                             \

@@ -2108,6 +2108,8 @@ int main(int argc, char **argv)
   gst_init(&argc, &argv);
   g_log_set_handler("cudaconvolve", G_LOG_LEVEL_WARNING, on_warning, NULL);
   g_log_set_handler("GLib-GObject", G_LOG_LEVEL_WARNING, on_warning, NULL);
+  if (check_backend_skip(getenv("CF_GST_BACKEND")))
+    return 77;
   check_variant = "gst-cpu";
   check_seed = ref_seed();
   const char *filter = getenv("CF_TEST_FILTER"), *skip = getenv("CF_TEST_SKIP");
