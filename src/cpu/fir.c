@@ -27,8 +27,11 @@
 
 #define STEP 8192
 /* Below this much work per step (ns by the plan's cost model) threads cost
- * more than they give. */
+ * more than they give: waking a sleeping worker costs tens of us on a VM.
+ * While the workers still spin after the last step (steps back to back),
+ * a hand-off costs about a microsecond and smaller steps gain. */
 #define PARALLEL_MIN_NS 40000.0
+#define PARALLEL_MIN_HOT_NS 10000.0
 
 typedef struct lane {
   cf_conv *conv; /* NULL when no kernel reads this input */
@@ -256,7 +259,8 @@ static void step(fir *f, const float *in, float *out, size_t m)
   for (unsigned k = 0; k < f->nb; k++)
     work += (double)m * f->b[k]->cost;
   unsigned items = f->cin * f->nb;
-  if (work >= PARALLEL_MIN_NS)
+  if (work >= PARALLEL_MIN_NS ||
+      (work >= PARALLEL_MIN_HOT_NS && cf_pool_hot(f->pool)))
     cf_pool_run(f->pool, lane_job, f, items);
   else
     for (unsigned i = 0; i < items; i++)

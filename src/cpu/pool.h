@@ -13,6 +13,9 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out);
 void cf_pool_free(cf_pool *p);
 unsigned cf_pool_threads(const cf_pool *p);
 void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n);
+/* Whether every worker is awake (spinning after a recent job or working),
+ * so that a job now costs no wake-up: a hint, read without a lock. */
+int cf_pool_hot(const cf_pool *p);
 
 /* Online CPUs of this process (sched affinity), at least 1. */
 unsigned cf_cpu_count(void);
