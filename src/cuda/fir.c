@@ -446,8 +446,14 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
                          __FILE__, __LINE__);
   }
   /* Graphs: a capture that fails leaves this bank on plain launches (the
-   * same work; a real device fault shows again in process()). */
-  b->graph = 1;
+   * same work; a real device fault shows again in process()).
+   * CF_CUDA_GRAPHS=0 turns them off (tests/gpu compares both ways: on
+   * the overlap-save path every step is a block, so without it plain
+   * launches would only run during crossfades). */
+  const char *ge = getenv("CF_CUDA_GRAPHS");
+  b->graph = !(ge && strcmp(ge, "0") == 0);
+  if (!b->graph)
+    snprintf(f->graph_note, sizeof f->graph_note, "off (CF_CUDA_GRAPHS=0)");
   for (unsigned i = 0; s == CF_OK && i < f->ns && b->graph; i++) {
     cf_status g = capture(f, b, i);
     if (g != CF_OK) {
