@@ -1042,6 +1042,42 @@ static gboolean gst_cuda_convolve_propose_allocation(GstBaseTransform *trans,
   return TRUE;
 }
 
+/* Downstream offering neither a pool nor an allocator (fakesink,
+ * filesink, appsink): the output pool GstVideoFilter would make uses the
+ * system allocator; ours uses the host allocator instead, so that on a
+ * CUDA machine frames are downloaded straight into pinned memory (no
+ * staging copy). Downstream's own pool or allocator still wins. */
+static gboolean gst_cuda_convolve_decide_allocation(GstBaseTransform *trans,
+                                                    GstQuery *query)
+{
+  GstCaps *caps = NULL;
+  GstVideoInfo info;
+  gst_query_parse_allocation(query, &caps, NULL);
+  if (gst_query_get_n_allocation_pools(query) == 0 && caps &&
+      gst_video_info_from_caps(&info, caps)) {
+    GstAllocator *alloc = cf_gst_host_allocator_get();
+    GstAllocationParams params;
+    gst_allocation_params_init(&params);
+    params.align = 63;
+    GstBufferPool *pool = gst_video_buffer_pool_new();
+    GstStructure *config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_set_params(config, caps, (guint)info.size, 2, 0);
+    gst_buffer_pool_config_set_allocator(config, alloc, &params);
+    if (gst_buffer_pool_set_config(pool, config)) {
+      gst_query_add_allocation_pool(query, pool, (guint)info.size, 2, 0);
+      if (gst_query_get_n_allocation_params(query) == 0)
+        gst_query_add_allocation_param(query, alloc, &params);
+    } else {
+      GST_WARNING_OBJECT(trans, "our output pool refused its configuration; "
+                         "allocating each frame");
+    }
+    gst_object_unref(pool);
+    gst_object_unref(alloc);
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+      ->decide_allocation(trans, query);
+}
+
 static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
@@ -1494,6 +1530,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_convolve_query);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_propose_allocation);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_decide_allocation);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_convolve_stop);
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_info);
   trans_class->generate_output =

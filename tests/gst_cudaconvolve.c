@@ -1244,6 +1244,24 @@ static void test_properties(void **state)
 }
 
 /* Upstream is offered a video pool on the cudafilter host allocator. */
+typedef struct alloc_check {
+  unsigned frames, ours;
+} alloc_check;
+
+static void on_alloc_handoff(GstElement *sink, GstBuffer *b, GstPad *pad,
+                             gpointer data)
+{
+  (void)sink, (void)pad;
+  alloc_check *hc = data;
+  /* the host allocator wraps its blocks and marks each memory with this
+   * qdata (plugins/common.c): 1 pageable, 2 pinned */
+  GQuark mark = g_quark_try_string("cudafilter-host-pinned");
+  GstMemory *m = gst_buffer_peek_memory(b, 0);
+  hc->frames++;
+  hc->ours += b->pool && m && mark &&
+              gst_mini_object_get_qdata(GST_MINI_OBJECT(m), mark) != NULL;
+}
+
 static void test_allocation(void **state)
 {
   (void)state;
@@ -1290,7 +1308,63 @@ static void test_allocation(void **state)
   gst_object_unref(pool);
   gst_query_unref(q);
   gst_caps_unref(caps);
+  /* Output: downstream (the harness) offers no pool, so frames come from
+   * the element's own pool (on the allocator downstream names, else ours)
+   * and are reused: six frames, each released before the next, use at
+   * most its 2 buffers. */
+  guint8 *seen[6];
+  unsigned nseen = 0;
+  for (unsigned i = 0; i < 6; i++) {
+    GstBuffer *in = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&c.info),
+                                            NULL);
+    gst_buffer_memset(in, 0, (guint8)i, gst_buffer_get_size(in));
+    fr = gst_harness_push(c.h, in);
+    CHECK(fr == GST_FLOW_OK, "push %u: %s", i, gst_flow_get_name(fr));
+    out = gst_harness_try_pull(c.h);
+    CHECK(out != NULL, "no output for frame %u", i);
+    CHECK(out->pool != NULL, "output frame %u is not from a buffer pool", i);
+    GstMapInfo mi;
+    CHECK(gst_buffer_map(out, &mi, GST_MAP_READ), "map output %u", i);
+    unsigned k = 0;
+    while (k < nseen && seen[k] != mi.data)
+      k++;
+    if (k == nseen)
+      seen[nseen++] = mi.data;
+    gst_buffer_unmap(out, &mi);
+    gst_buffer_unref(out);
+  }
+  CHECK(nseen <= 2, "6 output frames, released one by one, used %u "
+        "different buffers: not reused from a pool", nseen);
   gcase_close(&c);
+
+  /* fakesink names no allocator: the frames come from our pool on the
+   * host allocator (pinned memory where a CUDA device exists) */
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(
+      "videotestsrc num-buffers=3 ! video/x-raw,format=RGBA,width=64,"
+      "height=48 ! cudaconvolve backend=cpu ! fakesink name=sink "
+      "signal-handoffs=true",
+      &err);
+  CHECK(p != NULL, "pipeline: %s", err ? err->message : "?");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
+  alloc_check hc = {0, 0};
+  g_signal_connect(sink, "handoff", G_CALLBACK(on_alloc_handoff), &hc);
+  CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE,
+        "pipeline does not start");
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  CHECK(m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "pipeline did not end "
+        "with EOS");
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(p);
+  CHECK(hc.frames == 3 && hc.ours == 3, "fakesink got %u frames, %u of "
+        "them from our pool and host allocator; want 3 and 3", hc.frames,
+        hc.ours);
 }
 
 static guint8 *read_file(const char *path, gsize *len)
