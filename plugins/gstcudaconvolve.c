@@ -42,8 +42,9 @@
  * engine and its latency in frames.
  *
  * Upstream is offered a GstVideoBufferPool on host memory from
- * cf_host_alloc() (pinned where a CUDA device exists). GstCudaMemory is not
- * handled: frames always pass through host memory.
+ * cf_host_alloc() (pinned where a CUDA device exists); output frames come
+ * from such a pool too unless downstream names its own pool or allocator.
+ * GstCudaMemory is not handled: frames always pass through host memory.
  *
  * Examples:
  *   gst-launch-1.0 videotestsrc num-buffers=100 ! \
