@@ -170,13 +170,6 @@ void cf_video_copy_frame(const cf_video_config *c, const cf_frame *src,
   }
 }
 
-/* Copy frame `src` (any strides) into / out of a tight buffer. */
-static void frame_copy(const struct cf_video_front *f, const cf_frame *src,
-                       const cf_frame *dst)
-{
-  cf_video_copy_frame(&f->cfg, src, dst);
-}
-
 static int front_watching(const cf_engine *e)
 {
   return e->vfront && e->vfront->watch && e->backend == CF_BACKEND_CUDA;
@@ -269,7 +262,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   *got = !f->depth;
   if (f->depth && (f->qlen > f->depth || (flushing && f->qlen))) {
     cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-    frame_copy(f, &q, out);
+    cf_video_copy_frame(&f->cfg, &q, out);
     f->qhead = (f->qhead + 1) % (f->depth + 1);
     f->qlen--;
     *got = 1;
@@ -389,7 +382,7 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
       return s;
     if (++f->qlen > f->depth) {
       cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-      frame_copy(f, &q, out);
+      cf_video_copy_frame(&f->cfg, &q, out);
       f->qhead = (f->qhead + 1) % d1;
       f->qlen--;
     }
@@ -404,7 +397,7 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (s == CF_OK) {
     if (f->hcap) {
       cf_frame h = tight_at(f, hist_frame(f, f->n));
-      frame_copy(f, in, &h);
+      cf_video_copy_frame(&f->cfg, in, &h);
     }
     if (++f->n - f->delivered > f->depth)
       f->delivered++;
@@ -433,7 +426,7 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     if (s != CF_OK)
       return s;
     cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-    frame_copy(f, &q, out);
+    cf_video_copy_frame(&f->cfg, &q, out);
     f->qhead = (f->qhead + 1) % (f->depth + 1);
     f->qlen--;
     *got = 1;
