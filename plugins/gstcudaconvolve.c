@@ -38,8 +38,11 @@
  * duration seen so far) and a latency message is posted when that changes.
  * The frames in flight are pushed out at EOS and before a DISCONT buffer
  * (they are filtered with the history they had), a segment, a gap, new
- * caps or a rebuilt engine; a flush drops them. `backend-in-use` names the
- * engine and its latency in frames.
+ * caps or a rebuilt engine; a flush drops them. Serialized events that
+ * arrive while frames are held (tags, TOC, custom events) wait among them
+ * and leave in the order they came; a flush drops them, except sticky
+ * ones (tags), which stay on the source pad for the next frame.
+ * `backend-in-use` names the engine and its latency in frames.
  *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
@@ -174,9 +177,12 @@ typedef struct {
   cf_kernel2d *active; /* the engine's kernel */
   guint engine_kernel_serial, engine_config_serial;
   /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
-   * engine holds, oldest first, as buffers without memory; touched only
-   * by the streaming thread or with it stopped */
+   * engine holds, oldest first, as buffers without memory, and between
+   * them the serialized events that came between those frames (held so
+   * that they leave in order); touched only by the streaming thread or
+   * with it stopped */
   GstQueueArray *inflight;
+  guint inflight_frames; /* the buffers in `inflight` */
 } GstCudaConvolve;
 
 typedef struct {
@@ -563,6 +569,7 @@ static void free_engine(GstCudaConvolve *self)
   self->active = NULL;
   if (self->inflight)
     gst_queue_array_clear(self->inflight);
+  self->inflight_frames = 0;
 }
 
 /* ---- latency ------------------------------------------------------------- */
@@ -657,13 +664,37 @@ static void copy_meta(GstCudaConvolve *self, GstBuffer *src, GstBuffer *dst)
                         ("could not copy metadata"), (NULL));
 }
 
+/* The events held before the oldest frame held go downstream (those that
+ * came after the last frame that left and before that one). */
+static void push_held_events(GstCudaConvolve *self)
+{
+  while (!gst_queue_array_is_empty(self->inflight) &&
+         GST_IS_EVENT(gst_queue_array_peek_head(self->inflight))) {
+    GstEvent *ev = gst_queue_array_pop_head(self->inflight);
+    GST_DEBUG_OBJECT(self, "held %s event goes out", GST_EVENT_TYPE_NAME(ev));
+    if (!gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self), ev))
+      GST_DEBUG_OBJECT(self, "downstream refused a held event");
+  }
+}
+
+/* The metadata of the oldest frame held, once the events before it have
+ * gone out (its output follows them). */
+static GstBuffer *pop_frame(GstCudaConvolve *self)
+{
+  push_held_events(self);
+  GstBuffer *meta = gst_queue_array_pop_head(self->inflight);
+  g_assert(meta && GST_IS_BUFFER(meta) && self->inflight_frames > 0);
+  self->inflight_frames--;
+  return meta;
+}
+
 /* The oldest frame the engine holds, in a new output buffer carrying the
  * metadata its input came with; *out is NULL when none is left. */
 static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
 {
   GstVideoFilter *filter = GST_VIDEO_FILTER(self);
   *out = NULL;
-  if (gst_queue_array_is_empty(self->inflight))
+  if (!self->inflight_frames)
     return GST_FLOW_OK;
   GstBuffer *buf;
   GstFlowReturn ret = alloc_output(self, &buf);
@@ -690,12 +721,13 @@ static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
   }
   if (!got) { /* the engine's contract says this cannot happen */
     GST_WARNING_OBJECT(self, "the engine holds no frame, %u expected",
-                       gst_queue_array_get_length(self->inflight));
+                       self->inflight_frames);
     gst_queue_array_clear(self->inflight);
+    self->inflight_frames = 0;
     gst_buffer_unref(buf);
     return GST_FLOW_OK;
   }
-  GstBuffer *meta = gst_queue_array_pop_head(self->inflight);
+  GstBuffer *meta = pop_frame(self);
   copy_meta(self, meta, buf);
   gst_buffer_unref(meta);
   *out = buf;
@@ -703,13 +735,16 @@ static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
 }
 
 /* Forget the frames in flight (a flush, or a push that failed): the
- * engine hands them out into scratch memory, which is dropped. */
-static void drop_pending(GstCudaConvolve *self)
+ * engine hands them out into scratch memory, which is dropped. The events
+ * held between them are dropped too, except that with `sticky` the sticky
+ * ones (tags, TOC, ...) are handed back there, oldest first, for the
+ * caller to keep on the source pad, as a flush keeps sticky events. */
+static void drop_pending(GstCudaConvolve *self, GList **sticky)
 {
   GstVideoFilter *filter = GST_VIDEO_FILTER(self);
-  if (self->engine && !gst_queue_array_is_empty(self->inflight)) {
+  if (self->engine && self->inflight_frames) {
     GST_DEBUG_OBJECT(self, "dropping %u pending frames",
-                     gst_queue_array_get_length(self->inflight));
+                     self->inflight_frames);
     GstBuffer *scratch = gst_buffer_new_allocate(
         NULL, GST_VIDEO_INFO_SIZE(&filter->out_info), NULL);
     GstVideoFrame v;
@@ -732,19 +767,27 @@ static void drop_pending(GstCudaConvolve *self)
     if (scratch)
       gst_buffer_unref(scratch);
   }
-  gst_queue_array_clear(self->inflight);
+  GstMiniObject *o;
+  while ((o = gst_queue_array_pop_head(self->inflight)) != NULL) {
+    if (sticky && GST_IS_EVENT(o) && GST_EVENT_IS_STICKY(GST_EVENT_CAST(o)))
+      *sticky = g_list_append(*sticky, o);
+    else
+      gst_mini_object_unref(o);
+  }
+  self->inflight_frames = 0;
 }
 
-/* Push the frames in flight downstream, oldest first: at EOS, and before
- * a DISCONT buffer, a segment, new caps or a new engine, which they
- * precede. What a failed push leaves is dropped. */
+/* Push the frames in flight downstream, oldest first, with the events
+ * held between them and after them: at EOS, and before a DISCONT buffer,
+ * a segment, new caps or a new engine, which they precede. What a failed
+ * push leaves is dropped. */
 static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   if (gst_queue_array_is_empty(self->inflight))
     return ret;
   GST_DEBUG_OBJECT(self, "%s: pushing the %u pending frames", why,
-                   gst_queue_array_get_length(self->inflight));
+                   self->inflight_frames);
   while (ret == GST_FLOW_OK) {
     GstBuffer *out;
     ret = flush_one(self, &out);
@@ -752,9 +795,11 @@ static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
       break;
     ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
   }
+  if (ret == GST_FLOW_OK)
+    push_held_events(self); /* those after the last frame */
   if (!gst_queue_array_is_empty(self->inflight)) {
     GST_DEBUG_OBJECT(self, "push returned %s", gst_flow_get_name(ret));
-    drop_pending(self);
+    drop_pending(self, NULL);
   }
   return ret;
 }
@@ -788,7 +833,7 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
     GST_OBJECT_LOCK(self);
     gboolean rebuild =
         self->engine && self->config_serial != self->engine_config_serial;
-    if (gst_queue_array_is_empty(self->inflight) || !(discont || rebuild))
+    if (!self->inflight_frames || !(discont || rebuild))
       break; /* with the lock held: no rebuild may slip in */
     GST_OBJECT_UNLOCK(self);
     GstFlowReturn ret =
@@ -859,17 +904,17 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
                       ("processing a frame: %s", cf_last_error()));
     return GST_FLOW_ERROR;
   }
-  gboolean wrote =
-      gst_queue_array_get_length(self->inflight) >= self->latency_frames;
+  gboolean wrote = self->inflight_frames >= self->latency_frames;
   GstBuffer *meta = gst_buffer_new();
   copy_meta(self, in, meta);
   gst_buffer_unref(in);
   gst_queue_array_push_tail(self->inflight, meta);
+  self->inflight_frames++;
   if (!wrote) {
     gst_buffer_unref(out);
     return GST_FLOW_OK;
   }
-  meta = gst_queue_array_pop_head(self->inflight);
+  meta = pop_frame(self);
   copy_meta(self, meta, out);
   gst_buffer_unref(meta);
   *outbuf = out;
@@ -919,7 +964,7 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
     gst_buffer_replace(&trans->queued_buf, NULL);
     return ret;
   }
-  if (self->latency_frames == 0 && gst_queue_array_is_empty(self->inflight))
+  if (self->latency_frames == 0 && !self->inflight_frames)
     /* live: the base class's frame in, frame out (transform_frame) */
     return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
         ->generate_output(trans, outbuf);
@@ -950,14 +995,29 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   switch (GST_EVENT_TYPE(event)) {
-  case GST_EVENT_FLUSH_STOP:
-    /* the frames in flight belong to before the flush */
-    drop_pending(self);
+  case GST_EVENT_FLUSH_STOP: {
+    /* the frames in flight belong to before the flush; the sticky events
+     * held with them stay on the source pad, as a flush keeps them, and
+     * go out before the next frame (not before flush-stop: a flushing pad
+     * refuses them) */
+    GList *sticky = NULL;
+    drop_pending(self, &sticky);
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
       cf_engine_reset(self->engine);
     }
-    break;
+    gboolean ok = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+                      ->sink_event(trans, event);
+    for (GList *l = sticky; l; l = l->next) {
+      GstFlowReturn fr =
+          gst_pad_store_sticky_event(GST_BASE_TRANSFORM_SRC_PAD(self), l->data);
+      if (fr != GST_FLOW_OK)
+        GST_DEBUG_OBJECT(self, "held %s not kept after the flush: %s",
+                         GST_EVENT_TYPE_NAME(l->data), gst_flow_get_name(fr));
+    }
+    g_list_free_full(sticky, (GDestroyNotify)gst_event_unref);
+    return ok;
+  }
   case GST_EVENT_EOS:
   case GST_EVENT_SEGMENT:
   case GST_EVENT_GAP:
@@ -970,7 +1030,17 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
                       GST_EVENT_TYPE_NAME(event), gst_flow_get_name(ret));
     break;
   }
-  default: break;
+  case GST_EVENT_CAPS: break; /* set_info pushes the frames out first */
+  default:
+    /* tags, TOC, custom serialized events: they follow the frames that
+     * came before them, which are still held */
+    if (GST_EVENT_IS_SERIALIZED(event) && self->inflight_frames) {
+      GST_DEBUG_OBJECT(self, "%s held behind %u frames",
+                       GST_EVENT_TYPE_NAME(event), self->inflight_frames);
+      gst_queue_array_push_tail(self->inflight, event);
+      return TRUE;
+    }
+    break;
   }
   return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
       ->sink_event(trans, event);
@@ -1343,9 +1413,9 @@ static void gst_cuda_convolve_finalize(GObject *object)
   G_OBJECT_CLASS(gst_cuda_convolve_parent_class)->finalize(object);
 }
 
-static void unref_buffer(gpointer buf)
+static void unref_held(gpointer obj)
 {
-  gst_buffer_unref(buf);
+  gst_mini_object_unref(obj);
 }
 
 static void gst_cuda_convolve_init(GstCudaConvolve *self)
@@ -1370,7 +1440,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
-  gst_queue_array_set_clear_func(self->inflight, unref_buffer);
+  gst_queue_array_set_clear_func(self->inflight, unref_held);
   update_kernel(self);
 }
 

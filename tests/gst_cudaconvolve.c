@@ -2170,6 +2170,172 @@ static void test_depth_allocation(void **state)
   gcase_close(&c);
 }
 
+/* ---- serialized events at depth D -------------------------------------- */
+
+/* What left the element, in order: "F<offset>" for a frame, "E<id>" for
+ * our serialized custom event, "T<id>" for our tag, "O<id>" for our
+ * out-of-band event; everything else is not ours and not logged. */
+static GstPadProbeReturn on_out_item(GstPad *pad, GstPadProbeInfo *info,
+                                     gpointer data)
+{
+  (void)pad;
+  GPtrArray *log = data;
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER(info);
+    g_ptr_array_add(log, g_strdup_printf("F%" G_GUINT64_FORMAT,
+                                         GST_BUFFER_OFFSET(b)));
+    return GST_PAD_PROBE_OK;
+  }
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT(info);
+  const GstStructure *st = gst_event_get_structure(ev);
+  gint id;
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_TAG) {
+    GstTagList *tags;
+    gchar *title = NULL;
+    gst_event_parse_tag(ev, &tags);
+    if (gst_tag_list_get_string(tags, GST_TAG_TITLE, &title) &&
+        sscanf(title, "cf-test %d", &id) == 1)
+      g_ptr_array_add(log, g_strdup_printf("T%d", id));
+    g_free(title);
+  } else if (st && gst_structure_has_name(st, "cf-test") &&
+             gst_structure_get_int(st, "id", &id)) {
+    g_ptr_array_add(log, g_strdup_printf("%c%d", GST_EVENT_IS_SERIALIZED(ev)
+                                                     ? 'E' : 'O', id));
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static GstEvent *test_event(int kind, int id)
+{
+  if (kind == 'T') {
+    gchar *title = g_strdup_printf("cf-test %d", id);
+    GstEvent *ev =
+        gst_event_new_tag(gst_tag_list_new(GST_TAG_TITLE, title, NULL));
+    g_free(title);
+    return ev;
+  }
+  return gst_event_new_custom(kind == 'E' ? GST_EVENT_CUSTOM_DOWNSTREAM
+                                          : GST_EVENT_CUSTOM_DOWNSTREAM_OOB,
+                              gst_structure_new("cf-test", "id", G_TYPE_INT,
+                                                id, NULL));
+}
+
+static void log_check(GPtrArray *log, GPtrArray *want, const char *what)
+{
+  GString *a = g_string_new(NULL), *b = g_string_new(NULL);
+  for (guint i = 0; i < log->len; i++)
+    g_string_append_printf(a, " %s", (char *)log->pdata[i]);
+  for (guint i = 0; i < want->len; i++)
+    g_string_append_printf(b, " %s", (char *)want->pdata[i]);
+  int same = strcmp(a->str, b->str) == 0;
+  CHECK(same, "%s: out of the element came%s\nin this order, want%s", what,
+        a->str, b->str);
+  g_string_free(a, TRUE);
+  g_string_free(b, TRUE);
+}
+
+/* Serialized events (tags, custom events) that arrive while frames are
+ * held leave after those frames and before the ones that followed them:
+ * downstream sees frames and events in the order upstream sent them,
+ * through DISCONT frames, settings that rebuild the engine and EOS.
+ * Out-of-band events are not held. A flush drops the held custom events
+ * and keeps the held tag (sticky) for the frames after it. */
+static void test_depth_events(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 19);
+  for (unsigned rep = 0; rep < 8; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth events %u: ", rep);
+    depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 1, 2));
+    GPtrArray *log = g_ptr_array_new_with_free_func(g_free);
+    GPtrArray *want = g_ptr_array_new_with_free_func(g_free);
+    gulong probe = gst_pad_add_probe(
+        c.h->sinkpad,
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        on_out_item, log, NULL);
+    gst_harness_play(c.h);
+    int id = 0;
+    unsigned steps = (unsigned)ref_rng_range(&r, 4, 24);
+    for (unsigned i = 0; i < steps; i++) {
+      unsigned what = (unsigned)ref_rng_range(&r, 0, 9);
+      if (i == 0 || what < 4) {
+        g_ptr_array_add(want, g_strdup_printf("F%" G_GUINT64_FORMAT, c.n));
+        ds_push(&s, &r, i == 0 || what == 0, "frame");
+      } else if (what < 8) {
+        int kind = what == 4 ? 'T' : what == 7 ? 'O' : 'E';
+        id++;
+        guint before = log->len;
+        CHECK(gst_harness_push_event(c.h, test_event(kind, id)),
+              "event %c%d refused", kind, id);
+        char oob[32];
+        snprintf(oob, sizeof oob, "O%d", id);
+        if (kind == 'O') /* out of band: out at once */
+          CHECK(log->len == before + 1 && !strcmp(log->pdata[before], oob),
+                "out-of-band event %s did not pass at once", oob);
+        else
+          g_ptr_array_add(want, g_strdup_printf("%c%d", kind, id));
+      } else {
+        ds_set_depth(&s, (unsigned)ref_rng_range(&r, 0, 3));
+        gcase_new_ref(&c); /* a new engine: the history restarts */
+      }
+    }
+    ds_eos(&s);
+    /* the out-of-band ones are checked above */
+    for (guint i = log->len; i-- > 0;)
+      if (((char *)log->pdata[i])[0] == 'O')
+        g_ptr_array_remove_index(log, i);
+    log_check(log, want, "through EOS");
+    gst_pad_remove_probe(c.h->sinkpad, probe);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    g_ptr_array_unref(log);
+    g_ptr_array_unref(want);
+    gcase_close(&c);
+  }
+
+  /* a flush with a tag and a custom event held */
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("depth events flush %u: ", rep);
+    depth_case(&c, &s, &r, depth, 1);
+    GPtrArray *log = g_ptr_array_new_with_free_func(g_free);
+    gulong probe = gst_pad_add_probe(
+        c.h->sinkpad,
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        on_out_item, log, NULL);
+    gst_harness_play(c.h);
+    for (unsigned i = 0; i < depth; i++)
+      ds_push(&s, &r, i == 0, "frame before the flush");
+    CHECK(gst_harness_push_event(c.h, test_event('T', 1)), "tag refused");
+    CHECK(gst_harness_push_event(c.h, test_event('E', 2)), "event refused");
+    CHECK(log->len == 0, "%u items left with %u frames held", log->len,
+          depth);
+    ds_flush(&s);
+    guint64 first = c.n;
+    ds_push(&s, &r, 0, "frame after the flush");
+    for (unsigned i = 0; i < depth; i++)
+      ds_push(&s, &r, 0, "frame after the flush");
+    GPtrArray *want = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(want, g_strdup("T1"));
+    g_ptr_array_add(want, g_strdup_printf("F%" G_GUINT64_FORMAT, first));
+    log_check(log, want, "after a flush");
+    ds_eos(&s);
+    gst_pad_remove_probe(c.h->sinkpad, probe);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    g_ptr_array_unref(log);
+    g_ptr_array_unref(want);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -2210,6 +2376,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_changes, teardown),
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
+      cmocka_unit_test_teardown(test_depth_events, teardown),
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
   gst_deinit();
