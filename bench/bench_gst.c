@@ -5,7 +5,17 @@
  * (1.0: the element adds nothing; the issue asks >= 0.9).
  *
  *   bench_gst [--rounds N] [--audio-seconds S] [--frames N] [--threads N]
- *             [--only audio|video]
+ *             [--only audio|video] [--backend cpu|cuda|auto] [--depth D]
+ *             [--size WxH]
+ *
+ * --backend: both sides' backend (default cpu). --depth: cudaconvolve's
+ * pipeline-depth and the engine's pipeline_depth (default 0; the held
+ * frames are flushed inside the timing on both sides). --size: the video
+ * frames (default 1920x1080, RGBA, 13x13 kernel, 60 fps timestamps).
+ * Video frames are allocated with cf_host_alloc() (pinned where a CUDA
+ * device exists) and the line says whether the input and the element's
+ * output buffers were pinned, and how many times faster than real time
+ * (60 fps) the element ran.
  *
  * The element is found through GST_PLUGIN_PATH (the build's plugins/).
  * Buffers are made before timing and pushed by reference, so neither side
@@ -21,6 +31,7 @@
 #include <unistd.h>
 
 #include <cudafilter/cudafilter.h>
+#include <cudafilter/memory.h>
 
 static double now(void)
 {
@@ -41,8 +52,26 @@ static double median(double *v, int n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Run `desc` (which holds an appsrc named src) with bufs pushed in order;
- * the wall time from PLAYING to EOS, or -1. */
+/* What the first output buffer's memory was: 2 pinned, 1 the element's
+ * host memory not pinned, 0 another allocator's (the mark the plugin's
+ * host allocator puts on its memory); -1 none seen. */
+static int out_mark = -1;
+
+static void on_handoff(GstElement *sink, GstBuffer *buf, GstPad *pad,
+                       gpointer data)
+{
+  (void)sink, (void)pad, (void)data;
+  if (out_mark >= 0 || gst_buffer_n_memory(buf) == 0)
+    return;
+  GQuark q = g_quark_try_string("cudafilter-host-pinned");
+  out_mark = q ? GPOINTER_TO_INT(gst_mini_object_get_qdata(
+                     GST_MINI_OBJECT(gst_buffer_peek_memory(buf, 0)), q))
+               : 0;
+}
+
+/* Run `desc` (which holds an appsrc named src, and maybe a fakesink named
+ * sink, whose first buffer sets out_mark) with bufs pushed in order; the
+ * wall time from PLAYING to EOS, or -1. */
 static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
                            const char *caps)
 {
@@ -54,6 +83,13 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
     return -1;
   }
   GstElement *src = gst_bin_get_by_name(GST_BIN(p), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
+  if (sink) {
+    out_mark = -1;
+    g_object_set(sink, "signal-handoffs", TRUE, NULL);
+    g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), NULL);
+    gst_object_unref(sink);
+  }
   GstCaps *c = gst_caps_from_string(caps);
   /* An unbounded queue (max-bytes 0): with a bound, the pushing thread
    * blocks once it is full and is woken for every buffer the streaming
@@ -113,6 +149,8 @@ static void report(const char *name, double *te, double *tg, int rounds,
 /* ---- audio ----------------------------------------------------------------- */
 
 static unsigned threads; /* --threads: the engine's, both sides */
+static cf_backend backend = CF_BACKEND_CPU; /* --backend, both sides */
+static unsigned depth;                       /* --depth (video) */
 
 static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
 {
@@ -147,8 +185,9 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   fclose(kf);
   char desc[1024];
   snprintf(desc, sizeof desc,
-           "appsrc name=src ! cudafir kernel-file=%s backend=cpu "
-           "threads=%u drain=false ! fakesink sync=false", kpath, threads);
+           "appsrc name=src ! cudafir kernel-file=%s backend=%s "
+           "threads=%u drain=false ! fakesink sync=false", kpath,
+           cf_backend_name(backend), threads);
   const char *caps = "audio/x-raw,format=F32LE,rate=48000,channels=2,"
                      "layout=interleaved";
   double te[64], tg[64], tb[64];
@@ -158,7 +197,7 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
     cf_audio_config_init(&cfg);
     cfg.channels = ch;
     cfg.threads = threads;
-    cfg.backend = CF_BACKEND_CPU;
+    cfg.backend = backend;
     cf_kernel *k;
     cf_engine *e;
     /* the element loads the file and builds the engine inside its run:
@@ -207,12 +246,28 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
   for (unsigned i = 0; i < K * K; i++)
     taps[i] = (float)(0.01 * sin(1.7 * i) + (i == K * K / 2));
   size_t fsize = (size_t)w * hgt * 4;
+  /* 8 distinct frames in host memory from cf_host_alloc (pinned where a
+   * CUDA device exists), cycled: both sides read the same memory */
+  enum { NDISTINCT = 8 };
+  guint8 *pix[NDISTINCT];
+  int in_pinned = 1;
+  for (unsigned f = 0; f < NDISTINCT; f++) {
+    int pinned = 0;
+    pix[f] = cf_host_alloc(fsize, &pinned);
+    if (!pix[f]) {
+      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+      exit(1);
+    }
+    in_pinned &= pinned;
+    for (size_t i = 0; i < fsize; i++)
+      pix[f][i] = (guint8)((i + 7919 * f) * 2654435761u >> 24);
+  }
   GstBuffer **bufs = malloc(frames * sizeof *bufs);
-  guint8 *pix = malloc(fsize);
-  for (size_t i = 0; i < fsize; i++)
-    pix[i] = (guint8)(i * 2654435761u >> 24);
   for (size_t i = 0; i < frames; i++) {
-    bufs[i] = gst_buffer_new_memdup(pix, fsize);
+    /* wrapped, not copied: the element reads the pinned frames */
+    bufs[i] = gst_buffer_new_wrapped_full(GST_MEMORY_FLAG_READONLY,
+                                          pix[i % NDISTINCT], fsize, 0, fsize,
+                                          NULL, NULL);
     GST_BUFFER_PTS(bufs[i]) = gst_util_uint64_scale(i, GST_SECOND, 60);
     GST_BUFFER_DURATION(bufs[i]) = GST_SECOND / 60;
   }
@@ -222,48 +277,79 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
   g_string_append(arr, ">");
   char *desc = g_strdup_printf(
       "appsrc name=src ! cudaconvolve kernel=\"%s\" kernel-width=13 "
-      "kernel-height=13 backend=cpu ! fakesink sync=false", arr->str);
+      "kernel-height=13 backend=%s threads=%u pipeline-depth=%u ! "
+      "fakesink name=sink sync=false",
+      arr->str, cf_backend_name(backend), threads, depth);
   char caps[256];
   snprintf(caps, sizeof caps, "video/x-raw,format=RGBA,width=%u,height=%u,"
            "framerate=60/1", w, hgt);
   double te[64], tg[64];
-  guint8 *out = malloc(fsize);
+  guint8 *out = cf_host_alloc(fsize, NULL);
+  char used[320] = "";
+  int marks = -1;
   for (int r = 0; r < rounds; r++) {
     cf_video_config cfg;
     cf_video_config_init(&cfg);
     cfg.width = w;
     cfg.height = hgt;
     cfg.format = CF_PIX_RGBA;
-    cfg.backend = CF_BACKEND_CPU;
+    cfg.backend = backend;
+    cfg.threads = threads;
+    cfg.pipeline_depth = depth;
     cf_kernel2d *k;
     cf_engine *e;
+    /* the element builds its engine inside its run: so does this side */
+    double t0 = now();
     if (cf_kernel2d_new(1, K, K, taps, &k) != CF_OK ||
         cf_engine_new_video(&cfg, k, &e) != CF_OK) {
       fprintf(stderr, "bench_gst: %s\n", cf_last_error());
       exit(1);
     }
     cf_frame in, o;
-    cf_frame_layout(CF_PIX_RGBA, w, hgt, pix, &in);
     cf_frame_layout(CF_PIX_RGBA, w, hgt, out, &o);
-    double t0 = now();
-    for (size_t i = 0; i < frames; i++)
-      if (cf_engine_process_frame(e, &in, &o) != CF_OK)
+    for (size_t i = 0; i < frames; i++) {
+      cf_frame_layout(CF_PIX_RGBA, w, hgt, pix[i % NDISTINCT], &in);
+      if (cf_engine_process_frame(e, &in, &o) != CF_OK) {
+        fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+        exit(1);
+      }
+    }
+    for (int got = 1; got;)
+      if (cf_engine_flush_frame(e, &o, &got) != CF_OK)
         exit(1);
     te[r] = now() - t0;
+    snprintf(used, sizeof used, "%s", cf_engine_describe(e));
     cf_engine_free(e);
     cf_kernel2d_free(k);
     tg[r] = run_pipeline(desc, bufs, frames, caps);
     if (tg[r] <= 0)
       exit(1);
+    marks = out_mark;
   }
   char name[96];
   snprintf(name, sizeof name, "cudaconvolve 13x13 RGBA %ux%u", w, hgt);
   report(name, te, tg, rounds, (double)frames, "frames/s");
+  double fps = (double)frames / median(tg, rounds);
+  printf("|  (%s, depth %u: %.1f frames/s through the element = %.1fx real "
+         "time at 60 fps; input %s, element output %s; engine: %s) | | | | "
+         "| |\n",
+         cf_backend_name(backend), depth, fps, fps / 60.0,
+         in_pinned ? "pinned" : "not pinned",
+         marks == 2   ? "pinned"
+         : marks == 1 ? "host memory, not pinned"
+         : marks == 0 ? "another allocator's memory"
+                      : "not seen",
+         used);
+  printf("RESULT case=%s backend=%s depth=%u element_fps=%.2f "
+         "x_realtime_60=%.2f in_pinned=%d out_mark=%d\n",
+         name, cf_backend_name(backend), depth, fps, fps / 60.0, in_pinned,
+         marks);
   for (size_t i = 0; i < frames; i++)
     gst_buffer_unref(bufs[i]);
   free(bufs);
-  free(pix);
-  free(out);
+  for (unsigned f = 0; f < NDISTINCT; f++)
+    cf_host_free(pix[f]);
+  cf_host_free(out);
   g_free(desc);
   g_string_free(arr, TRUE);
 }
@@ -275,6 +361,7 @@ int main(int argc, char **argv)
   double seconds = 20;
   size_t frames = 60;
   const char *only = NULL;
+  unsigned vw = 1920, vh = 1080;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       rounds = atoi(argv[++i]);
@@ -286,9 +373,18 @@ int main(int argc, char **argv)
       threads = (unsigned)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
+    else if (!strcmp(argv[i], "--backend") && i + 1 < argc &&
+             cf_backend_from_string(argv[i + 1], &backend) == CF_OK)
+      i++;
+    else if (!strcmp(argv[i], "--depth") && i + 1 < argc)
+      depth = (unsigned)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc &&
+             sscanf(argv[i + 1], "%ux%u", &vw, &vh) == 2 && vw && vh)
+      i++;
     else {
       fprintf(stderr, "usage: bench_gst [--rounds N] [--audio-seconds S] "
-              "[--frames N] [--threads N] [--only audio|video]\n");
+              "[--frames N] [--threads N] [--only audio|video] "
+              "[--backend cpu|cuda|auto] [--depth D] [--size WxH]\n");
       return 2;
     }
   }
@@ -307,7 +403,7 @@ int main(int argc, char **argv)
     GstElementFactory *f = gst_element_factory_find("cudaconvolve");
     if (f) {
       gst_object_unref(f);
-      bench_video(rounds, frames, 1920, 1080);
+      bench_video(rounds, frames, vw, vh);
     } else {
       printf("| cudaconvolve | not found (GST_PLUGIN_PATH?) | | | | |\n");
     }
