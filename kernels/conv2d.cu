@@ -29,6 +29,13 @@
 #define ROW_KC 1024       // row pass: taps staged at once
 #define COL_RY 4          // column pass: rows per thread
 
+// Dynamic shared memory stays within the 48 KiB a launch gets without
+// cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize).
+static_assert((TW + KC - 1) * (TH + KC - 1) * sizeof(float) <= 48 * 1024,
+              "conv2d tile over 48 KiB");
+static_assert((ROW_T + ROW_KC - 1) * sizeof(float) <= 48 * 1024,
+              "row pass over 48 KiB");
+
 __constant__ float cf_c2d_taps[CONST_TAPS];
 static cf_const_pool<CONST_TAPS, CONST_GRAIN> const_pool;
 

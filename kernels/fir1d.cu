@@ -32,10 +32,16 @@ static_assert(FIR_KU == CF_FIR1D_TAP_PAD, "taps are padded to the unroll");
 __constant__ float cf_c_taps[CONST_TAPS];
 static cf_const_pool<CONST_TAPS, CONST_GRAIN> const_pool;
 
-__host__ __device__ static inline unsigned padded(unsigned i)
+__host__ __device__ constexpr unsigned padded(unsigned i)
 {
   return i + (i >> 5);
 }
+
+// The largest launch (kseg = FIR_KSEG, taps staged) within the 48 KiB of
+// dynamic shared memory a launch gets without cudaFuncSetAttribute.
+static_assert((padded(FIR_TILE + FIR_KSEG - 1) + 1 + FIR_KSEG) *
+                      sizeof(float) <= 48 * 1024,
+              "fir1d shared memory over 48 KiB");
 
 template <bool CT>
 __global__ void __launch_bounds__(FIR_THREADS)
