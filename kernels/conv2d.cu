@@ -121,6 +121,32 @@ __device__ __forceinline__ void store_pixel(const cf_conv2d_args &a,
     *(unsigned short *)p = (unsigned short)v;
 }
 
+// Staged rows a tile reads: s[r] serves output rows li = r - (mc - 1) +
+// mm (mm < mc) of the tile, and only li < left = row1 - y0 are stored.
+__host__ __device__ constexpr int tile_rows_read(int sh, int mc, int left)
+{
+  return left + mc - 1 < sh ? left + mc - 1 : sh;
+}
+
+// Host-side check of tile_rows_read against the definition, for piece
+// heights at the edges (and every number of rows left in the tile).
+constexpr bool tile_rows_read_ok()
+{
+  constexpr int mcs[] = {1, 2, 3, 7, TH - 1, TH, TH + 1, KC - 1, KC};
+  for (int mc : mcs)
+    for (int left = 1; left <= TH + 2; left++) {
+      const int sh = TH + mc - 1;
+      int need = 0; // 1 + the last staged row an output below row1 reads
+      for (int li = 0; li < TH && li < left; li++)
+        for (int mm = 0; mm < mc; mm++)
+          need = li + mc - 1 - mm + 1 > need ? li + mc - 1 - mm + 1 : need;
+      if (tile_rows_read(sh, mc, left) != need)
+        return false;
+    }
+  return true;
+}
+static_assert(tile_rows_read_ok(), "tile rows read");
+
 template <bool CT>
 __global__ void __launch_bounds__(TW *TY)
     conv2d_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
@@ -148,10 +174,15 @@ __global__ void __launch_bounds__(TW *TY)
         // row m0 + mm reads r = li + mc - 1 - mm (columns alike).
         const int vy0 = y0 + (int)a.cy - (int)(m0 + mc - 1);
         const int vx0 = x0 + (int)a.cx - (int)(n0 + nc - 1);
+        // Rows from rlim on feed only outputs at or past row1 (the last
+        // tile of a band): they are not read, as in live mode their band
+        // may not be uploaded yet (a race with its copy, and on the first
+        // frames an uninitialised read for compute-sanitizer initcheck).
+        const int rlim = tile_rows_read(sh, mc, (int)a.row1 - y0);
         __syncthreads(); // the previous piece's readers are done
         for (int i = tid; i < sw * sh; i += TW * TY) {
           int r = i / sw, c = i - r * sw;
-          sm[i] = load_sample(a, base, vx0 + c, vy0 + r);
+          sm[i] = r < rlim ? load_sample(a, base, vx0 + c, vy0 + r) : 0.0f;
         }
         __syncthreads();
         for (int mm = 0; mm < mc; mm++) {
