@@ -28,9 +28,11 @@ CF_PUBLIC cf_status cf_device_describe(int id, char *buf, size_t len)
 {
   struct cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties(&prop, id);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError(); /* reported here, not at the next launch */
     return cf_fail(CF_E_DEVICE, "CUDA device %d: %s", id,
                    cudaGetErrorString(err));
+  }
   snprintf(buf, len, "%s, sm_%d%d, %.1f GiB", prop.name, prop.major,
            prop.minor, (double)prop.totalGlobalMem / (1024.0 * 1024 * 1024));
   return CF_OK;

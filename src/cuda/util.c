@@ -17,6 +17,12 @@ cf_status cf_cuda_status(cudaError_t err, const char *call, const char *file,
                          int line)
 {
   cf_status st = err == cudaErrorMemoryAllocation ? CF_E_NOMEM : CF_E_DEVICE;
+  /* A failing runtime call also leaves its error as the thread's last
+   * error, which the next launcher's cudaGetLastError() would return: an
+   * out-of-memory at one engine's creation (auto then takes the CPU) would
+   * fail the first launch of the next engine built on this thread. It is
+   * reported now; clear it (a sticky error stays, as it must). */
+  (void)cudaGetLastError();
   return cf_fail(st, "CUDA: %s failed: %s (%s) at %s:%d", call,
                  cudaGetErrorString(err), cudaGetErrorName(err), base(file),
                  line);
