@@ -57,6 +57,16 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           unsigned out_channels, void **impl,
                           const cf_backend_ops **ops);
 
+/* Test only (src/engine/fake.c): 1 with *fail_at set (0: never) where
+ * CF_TEST_FAKE_DEVICE asks backend=auto to take the CPU as if it were the
+ * device, else 0. */
+int cf_fake_device(unsigned long long *fail_at);
+/* The CPU 1D backend wrapped so that its fail_at-th process or drain call
+ * fails with CF_E_DEVICE (fake.c). */
+cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                          unsigned out_channels, unsigned long long fail_at,
+                          void **impl, const cf_backend_ops **ops);
+
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);
 /* Page-locked host memory, or NULL (no device, or the runtime refused). */

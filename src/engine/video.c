@@ -304,7 +304,11 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
   e->cin = e->cout = cf_format_desc_get(cfg->format)->ncomp;
   s = CF_E_UNAVAILABLE;
-  if (backend == CF_BACKEND_CUDA) {
+  unsigned long long fail_at;
+  if (cfg->backend == CF_BACKEND_AUTO && cf_fake_device(&fail_at)) {
+    backend = CF_BACKEND_CUDA; /* a test's stand-in for the device */
+    s = cf_fake_video_new(cfg, k, fail_at, &e->impl, &e->vops);
+  } else if (backend == CF_BACKEND_CUDA) {
     s = cf_cuda_video_new(cfg, k, &e->impl, &e->vops);
     /* auto takes the CPU where the CUDA path cannot serve this stream */
     if (s != CF_OK && cfg->backend == CF_BACKEND_AUTO)
