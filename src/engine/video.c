@@ -123,13 +123,12 @@ cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
  * processed with, whether a reset came before it, and how many frames
  * before it the engine used (T - 1 at most; fewer after a reset, at the
  * start, or when a shorter kernel ran just before). When the device fails
- * in process_frame or flush_frame, a CPU backend is built and fed, from
- * the oldest frame an undelivered one depends on, every frame with its
- * resets and kernel swaps (outputs before the oldest undelivered frame
- * discarded): it computes every undelivered frame. With pipeline_depth
- * D > 0 the front then keeps the stream's latency: CPU results wait in a
- * queue of D + 1 host frames and leave D calls later (or through flush),
- * exactly as the CUDA pipeline would have. */
+ * in process_frame or flush_frame, a CPU backend of the same pipeline
+ * depth is built and fed, from the oldest frame an undelivered one
+ * depends on, every frame with its resets and kernel swaps; the outputs
+ * before the oldest undelivered frame are discarded, and the CPU then
+ * owes exactly the frames the device owed: none is lost or repeated and
+ * the latency stays. */
 typedef struct front_frame {
   const cf_kernel2d *k;
   unsigned used;      /* frames before this one its output depends on */
@@ -151,9 +150,6 @@ struct cf_video_front {
   unsigned long long n, delivered;
   unsigned seen;     /* frames before the next one the engine holds */
   int reset_pending; /* a reset came after frame n - 1 */
-  /* after a switch with depth > 0: CPU results not yet handed out */
-  uint8_t *queue;
-  unsigned qhead, qlen;
 };
 
 static cf_frame tight_at(const struct cf_video_front *f, uint8_t *base)
@@ -264,21 +260,11 @@ static front_frame front_meta(const struct cf_video_front *f,
                        f->reset_pending};
 }
 
-/* The oldest result in the queue to out. */
-static void queue_pop(struct cf_video_front *f, const cf_frame *out)
-{
-  cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-  cf_video_copy_frame(&f->cfg, &q, out);
-  f->qhead = (f->qhead + 1) % (f->depth + 1);
-  f->qlen--;
-}
-
 /* The device failed: continue on the CPU. The undelivered frames
- * [delivered, n) and the current one `cur` (NULL when flushing) are
- * computed there, after the frames they depend on; with depth 0 the
- * current one goes to out, else they join the queue and the oldest leaves
- * to out when the stream owes one (flushing: when any is queued). *got:
- * whether out was written. */
+ * [delivered, n) and the current one `cur` (NULL when flushing) go to a
+ * CPU backend of the same depth, after the frames they depend on; then
+ * with `cur` the call's result (if the stream owes one now) goes to out,
+ * and when flushing the oldest pending frame (*got). */
 static cf_status front_switch(cf_engine *e, const cf_frame *cur,
                               const cf_frame *out, int *got)
 {
@@ -299,7 +285,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       start = i - front_meta(f, i).used;
   cf_video_config cfg = f->cfg;
   cfg.backend = CF_BACKEND_CPU;
-  cfg.pipeline_depth = 0; /* the front's queue keeps the latency */
+  cfg.pipeline_depth = f->depth;
   void *impl = NULL;
   const cf_video_ops *ops = NULL;
   const cf_kernel2d *k = front_meta(f, start).k;
@@ -307,10 +293,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   if (s != CF_OK)
     return s;
   uint8_t *scratch = malloc(f->frame_bytes);
-  if (f->depth && !f->queue)
-    f->queue = malloc((size_t)(f->depth + 1) * f->frame_bytes);
-  if (!scratch || (f->depth && !f->queue)) {
-    free(scratch);
+  if (!scratch) {
     ops->destroy(impl);
     return cf_fail(CF_E_NOMEM, "video engine: out of memory switching to "
                    "the CPU");
@@ -322,14 +305,12 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       ops->reset(impl);
     if (m.k != k)
       s = ops->set_kernel(impl, k = m.k);
-    cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i)), o = sf;
-    if (i >= from && !f->depth)
-      o = *out;
-    else if (i >= from)
-      o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen++) %
-                                          (f->depth + 1)) * f->frame_bytes);
+    cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i));
     if (s == CF_OK)
-      s = ops->process(impl, &in, &o);
+      s = ops->process(impl, &in, i == f->n ? out : &sf);
+    if (s == CF_OK && i + 1 == from) /* the outputs before it go */
+      for (int any = 1; s == CF_OK && any;)
+        s = ops->flush(impl, &sf, &any);
   }
   free(scratch);
   if (!cur) { /* what came after the last frame, for the next one */
@@ -337,15 +318,12 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       ops->reset(impl);
     if (s == CF_OK && k != f->kern[f->nkern - 1])
       s = ops->set_kernel(impl, f->kern[f->nkern - 1]);
+    if (s == CF_OK)
+      s = ops->flush(impl, out, got);
   }
   if (s != CF_OK) {
     ops->destroy(impl);
     return s;
-  }
-  *got = 0;
-  if (f->depth && (f->qlen > f->depth || (!cur && f->qlen))) {
-    queue_pop(f, out);
-    *got = 1;
   }
   e->vops->destroy(e->impl);
   e->impl = impl;
@@ -422,7 +400,6 @@ void cf_video_front_free(cf_engine *e)
   e->impl = NULL;
   if (e->vfront) {
     front_forget(e->vfront);
-    free(e->vfront->queue);
     free(e->vfront);
     e->vfront = NULL;
   }
@@ -430,9 +407,7 @@ void cf_video_front_free(cf_engine *e)
 
 size_t cf_video_latency(const cf_engine *e)
 {
-  /* after a switch the front keeps the latency the stream started with */
-  return e->vfront && e->vfront->queue ? e->vfront->depth
-                                       : e->vops->latency(e->impl);
+  return e->vops->latency(e->impl);
 }
 
 void cf_video_reset(cf_engine *e)
@@ -452,22 +427,9 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (!in || !out)
     return cf_fail(CF_E_INVALID, "process_frame: %s frame is NULL",
                    in ? "output" : "input");
-  struct cf_video_front *f = e->vfront;
-  if (f && f->queue) { /* on the CPU after a switch, latency kept */
-    cf_status s = cf_video_check_frames(&f->cfg, in, out);
-    if (s != CF_OK)
-      return s;
-    cf_frame o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen) %
-                                                 (f->depth + 1)) *
-                                            f->frame_bytes);
-    if ((s = e->vops->process(e->impl, in, &o)) != CF_OK)
-      return s;
-    if (++f->qlen > f->depth)
-      queue_pop(f, out);
-    return CF_OK;
-  }
   if (!front_watching(e))
     return e->vops->process(e->impl, in, out);
+  struct cf_video_front *f = e->vfront;
   cf_status s = cf_video_check_frames(&f->cfg, in, out);
   if (s != CF_OK)
     return s;
@@ -500,17 +462,6 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
   if (!out)
     return cf_fail(CF_E_INVALID, "flush_frame: output frame is NULL");
-  struct cf_video_front *f = e->vfront;
-  if (f && f->queue) {
-    if (!f->qlen)
-      return CF_OK;
-    cf_status s = cf_video_check_frame(&f->cfg, out, "output");
-    if (s != CF_OK)
-      return s;
-    queue_pop(f, out);
-    *got = 1;
-    return CF_OK;
-  }
   cf_status s = e->vops->flush(e->impl, out, got);
   if (front_watching(e) && s == CF_OK && *got)
     e->vfront->delivered++;
