@@ -1353,8 +1353,8 @@ static void test_swap_invalid(void **state)
  * reset or a drain between them), each a random chunking with up to three
  * kernel swaps, crossfades included; F falls on the first call, the last
  * (the final drain), the first after a swap (its crossfade in flight),
- * the first after the reset or drain, the drain between the segments, or
- * anywhere. The whole output must match the reference with the swaps as
+ * the first after the reset or drain, the drain between the segments, the
+ * last before a swap to a longer kernel, or anywhere. The whole output must match the reference with the swaps as
  * made, the engine must be on the device before call F and on the CPU
  * from it on. Chunks stay under 65536 frames, so that each non-empty
  * process() is one backend call. `long_swap`: a swap to a kernel of over
@@ -1484,7 +1484,7 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   }
   /* the call that fails */
   size_t F = 0, at;
-  switch (long_swap ? 2 : c % 6) {
+  switch (long_swap ? 2 : c % 7) {
   case 0: F = 1; break;
   case 1: F = p.calls; break;
   case 2: /* right after a swap: its crossfade (if any) in flight */
@@ -1499,6 +1499,17 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     break;
   case 4: /* the drain between the segments, or the first one */
     F = fplan_call_at(&p, fplan_pick(&p, r, OP_DRAIN));
+    break;
+  case 5: /* right before a swap to a longer kernel: the CPU must have the
+             past it reads */
+    if ((at = fplan_pick(&p, r, OP_SWAP)) != SIZE_MAX &&
+        (F = fplan_call_at(&p, at) - 1) > 0) {
+      kset_free(&k[p.ops[at].stage]);
+      kset_like(r, &k[p.ops[at].stage], &k[0], lmax + 1, lmax + 3000);
+      lmax = kset_lmax(&k[p.ops[at].stage]);
+      add_case("| swap to set %u made longer: L_max %zu ", p.ops[at].stage,
+               lmax);
+    }
     break;
   }
   if (F == 0 || F > p.calls)
@@ -1604,10 +1615,10 @@ static void test_fallback(void **state)
   }
   ref_rng r;
   test_rng(&r, 19);
-  for (unsigned c = 0; c < 24; c++)
+  for (unsigned c = 0; c < 28; c++)
     fault_case(&r, c, 0);
   if (!is_direct()) /* the direct path is too slow for 2^17 taps */
-    fault_case(&r, 24, 1);
+    fault_case(&r, 28, 1);
 }
 
 /* ------------------------------------------------------------------ */
