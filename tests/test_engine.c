@@ -1435,8 +1435,10 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     random_kset(r, &k[0], block, 3000);
   for (unsigned i = 1; i < 7; i++)
     kset_like(r, &k[i], &k[0], 1, 3000);
-  if (long_swap)
+  if (long_swap) {
+    kset_free(&k[1]);
     kset_like(r, &k[1], &k[0], 135000, 150000);
+  }
   size_t lmax = 0, lk = 0;
   for (unsigned i = 0; i < 7; i++)
     if (kset_lmax(&k[i]) > lmax)
