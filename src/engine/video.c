@@ -229,7 +229,7 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
   if (cap <= f->hcap)
     return CF_OK;
   uint8_t *h = malloc((size_t)cap * f->frame_bytes);
-  front_frame *m = malloc(cap * sizeof *m);
+  front_frame *m = calloc(cap, sizeof *m); /* k NULL: never recorded */
   if (!h || !m) {
     free(h);
     free(m);
