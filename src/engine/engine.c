@@ -132,9 +132,8 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, size_t x)
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
   size_t lat = e->ops->latency(e->impl);
-  fb_drop(e, e->nstage ? fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat
-                                                           : 0)
-                       : 0);
+  if (e->nstage) /* the stages no coming output depends on go */
+    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0));
   cf_fb_stage *st = realloc(e->stage, (e->nstage + 1) * sizeof *st);
   if (!st)
     return cf_fail(CF_E_NOMEM, "engine: out of memory");

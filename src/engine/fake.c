@@ -74,8 +74,7 @@ static fake *fake_new(unsigned long long fail_at)
 
 /* ---- audio ---- */
 
-static cf_status fa_process(void *impl, const float *in, float *out,
-                            size_t n)
+static cf_status fa_process(void *impl, const float *in, float *out, size_t n)
 {
   fake *f = impl;
   cf_status s = fake_call(f);
@@ -142,8 +141,7 @@ cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
 
 /* ---- video ---- */
 
-static cf_status fv_process(void *impl, const cf_frame *in,
-                            const cf_frame *out)
+static cf_status fv_process(void *impl, const cf_frame *in, const cf_frame *out)
 {
   fake *f = impl;
   cf_status s = fake_call(f);
