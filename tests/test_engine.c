@@ -1024,6 +1024,40 @@ static void kset_like(ref_rng *r, kset *k, const kset *like, size_t lo,
       kset_set(k, r, i, rand_len(r, lo, hi));
 }
 
+/* Output frames [base, end) of a stream that began at output frame base
+ * against model m (its swaps at input frames S[k] of that stream): the
+ * region before, inside and after every crossfade, each on its own. */
+static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
+                        size_t end, const char *what)
+{
+  /* regions in output frames: [0, lat + S1), then each [S, S+X), ... */
+  size_t cuts[16], nc = 0;
+  cuts[nc++] = base;
+  for (unsigned s = 1; s < m->nstage; s++) {
+    cuts[nc++] = base + ru->lat + m->S[s];
+    cuts[nc++] = base + ru->lat + m->S[s] + m->X[s];
+  }
+  cuts[nc++] = end;
+  qsort(cuts, nc, sizeof *cuts, cmp_size);
+  /* a region of a few frames is merged into the one before: a relative L2
+   * over a handful of small values measures float rounding, not the engine
+   * (its frames stay in the check, and in `must`) */
+  size_t keep = 1;
+  for (size_t i = 1; i < nc; i++)
+    if (i == nc - 1 || cuts[i] - cuts[keep - 1] >= 32)
+      cuts[keep++] = cuts[i];
+  nc = keep;
+  for (size_t i = 0; i + 1 < nc; i++) {
+    char region[160];
+    size_t a = cuts[i], b = cuts[i + 1] < end ? cuts[i + 1] : end;
+    if (a >= b)
+      continue;
+    snprintf(region, sizeof region, "%s region %zu (output frames [%zu, "
+             "%zu))", what, i, a, b);
+    check_region(ru, r, m, base, a, b, region);
+  }
+}
+
 /* nsw swaps (1..3) of ks[1..nsw] at S[k] with crossfade X[k]; compares
  * the output before, inside and after every crossfade. */
 static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
@@ -1072,32 +1106,7 @@ static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
     m.S[s] = s ? S[s] : 0;
     m.X[s] = s ? X[s] : 0;
   }
-  /* regions in output frames: [0, lat + S1), then each [S, S+X), ... */
-  size_t cuts[16], nc = 0;
-  cuts[nc++] = 0;
-  for (unsigned s = 1; s <= nsw; s++) {
-    cuts[nc++] = ru.lat + S[s];
-    cuts[nc++] = ru.lat + S[s] + X[s];
-  }
-  cuts[nc++] = ru.pos;
-  qsort(cuts, nc, sizeof *cuts, cmp_size);
-  /* a region of a few frames is merged into the one before: a relative L2
-   * over a handful of small values measures float rounding, not the engine
-   * (its frames stay in the check, and in `must`) */
-  size_t keep = 1;
-  for (size_t i = 1; i < nc; i++)
-    if (i == nc - 1 || cuts[i] - cuts[keep - 1] >= 32)
-      cuts[keep++] = cuts[i];
-  nc = keep;
-  for (size_t i = 0; i + 1 < nc; i++) {
-    char what[96];
-    size_t a = cuts[i], b = cuts[i + 1] < ru.pos ? cuts[i + 1] : ru.pos;
-    if (a >= b)
-      continue;
-    snprintf(what, sizeof what, "swap region %zu (output frames [%zu, %zu))",
-             i, a, b);
-    check_region(&ru, r, &m, 0, a, b, what);
-  }
+  check_model(&ru, r, &m, 0, ru.pos, "swap");
   run_end(&ru);
 }
 
@@ -1332,6 +1341,286 @@ static void test_swap_invalid(void **state)
     kset_free(&k0);
     kset_free(&k1);
   }
+}
+
+/* ------------------------------------------------------------------ */
+/* backend=auto: the switch from the device to the CPU mid-stream       */
+
+/* Tested on the CPU through the fake device of src/engine/fake.c:
+ * CF_TEST_FAKE_DEVICE=call:F (set while the engine is created) makes
+ * backend=auto take the CPU as if it were CUDA, and its F-th process or
+ * drain call fail as a device error. A case is one or two segments (a
+ * reset or a drain between them), each a random chunking with up to three
+ * kernel swaps, crossfades included; F falls on the first call, the last
+ * (the final drain), the first after a swap (its crossfade in flight),
+ * the first after the reset or drain, the drain between the segments, the
+ * last before a swap to a longer kernel, or anywhere. The whole output must match the reference with the swaps as
+ * made, the engine must be on the device before call F and on the CPU
+ * from it on. Chunks stay under 65536 frames, so that each non-empty
+ * process() is one backend call. `long_swap`: a swap to a kernel of over
+ * 2^17 taps, which reads that far into the past, and the fault right
+ * after it. */
+
+enum { OP_PROCESS, OP_SWAP, OP_RESET, OP_DRAIN };
+
+typedef struct fop {
+  int op;
+  size_t n;       /* OP_PROCESS: frames; OP_SWAP: crossfade */
+  unsigned stage; /* OP_SWAP: the kernel set swapped in */
+} fop;
+
+typedef struct fplan {
+  fop *ops;
+  size_t nops, calls;
+} fplan;
+
+static void fplan_add(fplan *p, int op, size_t n, unsigned stage)
+{
+  CHECK(p->nops < 4 * MAXCHUNKS, "test bug: too many operations");
+  p->ops[p->nops++] = (fop){op, n, stage};
+  p->calls += op == OP_DRAIN || (op == OP_PROCESS && n);
+}
+
+/* Process calls for n frames in a random chunking. */
+static void fplan_feed(fplan *p, ref_rng *r, size_t n, unsigned block)
+{
+  size_t *sizes = xalloc(MAXCHUNKS * sizeof *sizes);
+  size_t count = ref_chunking(r, n, block, sizes, MAXCHUNKS);
+  for (size_t c = 0; c < count; c++) {
+    for (; sizes[c] > 65536; sizes[c] -= 65536) /* one backend call each */
+      fplan_add(p, OP_PROCESS, 65536, 0);
+    fplan_add(p, OP_PROCESS, sizes[c], 0);
+  }
+  free(sizes);
+}
+
+/* The number of the first data call at or after operation i (calls + 1
+ * if none). */
+static size_t fplan_call_at(const fplan *p, size_t i)
+{
+  size_t calls = 0;
+  for (size_t j = 0; j < p->nops; j++) {
+    int data = p->ops[j].op == OP_DRAIN ||
+               (p->ops[j].op == OP_PROCESS && p->ops[j].n);
+    if (j >= i && data)
+      return calls + 1;
+    calls += data;
+  }
+  return calls + 1;
+}
+
+/* A random operation of kind op (SIZE_MAX if none). */
+static size_t fplan_pick(const fplan *p, ref_rng *r, int op)
+{
+  size_t n = 0, pick;
+  for (size_t j = 0; j < p->nops; j++)
+    n += p->ops[j].op == op;
+  if (!n)
+    return SIZE_MAX;
+  pick = ref_rng_range(r, 0, n - 1);
+  for (size_t j = 0; j < p->nops; j++)
+    if (p->ops[j].op == op && !pick--)
+      return j;
+  return SIZE_MAX;
+}
+
+static void fault_case(ref_rng *r, unsigned c, int long_swap)
+{
+  unsigned block = long_swap ? 1024u << (ref_rng_u64(r) % 3) : rand_block(r);
+  kset k[7];
+  if (long_swap) {
+    kset_init(&k[0], CF_ROUTING_SHARED, 1, 1);
+    kset_set(&k[0], r, 0, rand_len(r, 1, 2000));
+  } else
+    random_kset(r, &k[0], block, 3000);
+  for (unsigned i = 1; i < 7; i++)
+    kset_like(r, &k[i], &k[0], 1, 3000);
+  if (long_swap) {
+    kset_free(&k[1]);
+    kset_like(r, &k[1], &k[0], 135000, 150000);
+  }
+  size_t lmax = 0, lk = 0;
+  for (unsigned i = 0; i < 7; i++)
+    if (kset_lmax(&k[i]) > lmax)
+      lmax = kset_lmax(&k[i]), lk = i;
+  unsigned nseg = ref_rng_u64(r) % 3 ? 2 : 1;
+  int cut_drain = ref_rng_u64(r) % 2;
+  size_t n[2], S[2][4] = {{0}}, X[2][4] = {{0}};
+  unsigned nsw[2] = {0, 0}, first[2];
+  for (unsigned g = 0; g < 2; g++) {
+    n[g] = g < nseg ? rand_frames(r, lmax, block) : 0;
+    if (n[g] > 30000)
+      n[g] = 30000;
+    fit_work(&k[lk], &n[g], &block);
+  }
+  if (long_swap) {
+    nseg = 1;
+    n[0] = lmax + ref_rng_range(r, 3000, 9000);
+  }
+  fplan p = {xalloc(4 * MAXCHUNKS * sizeof(fop)), 0, 0};
+  unsigned stage = 0;
+  set_case("fallback #%u: block %u ", c, block);
+  for (unsigned g = 0; g < nseg; g++) {
+    first[g] = stage; /* the set in use when the segment starts */
+    nsw[g] = long_swap ? 1 : (unsigned)(ref_rng_u64(r) % 4);
+    size_t done = 0;
+    add_case("| segment %u: n %zu ", g, n[g]);
+    kset_describe(&k[stage]);
+    for (unsigned s = 1; s <= nsw[g]; s++) {
+      S[g][s] = ref_rng_u64(r) % 4 ? rand_swap_point(r, n[g], block) : done;
+      if (long_swap)
+        S[g][s] = ref_rng_range(r, lmax - 2000, lmax + 1000);
+      if (S[g][s] < done)
+        S[g][s] = done;
+      X[g][s] = rand_crossfade(r, n[g] - S[g][s] + block);
+      fplan_feed(&p, r, S[g][s] - done, block);
+      done = S[g][s];
+      fplan_add(&p, OP_SWAP, X[g][s], ++stage);
+      add_case("swap@%zu X=%zu ", S[g][s], X[g][s]);
+      kset_describe(&k[stage]);
+    }
+    fplan_feed(&p, r, n[g] - done, block);
+    int drain = g + 1 == nseg || cut_drain;
+    add_case("%s ", drain ? "drain" : "reset");
+    fplan_add(&p, drain ? OP_DRAIN : OP_RESET, 0, 0);
+  }
+  /* the call that fails */
+  size_t F = 0, at;
+  switch (long_swap ? 2 : c % 7) {
+  case 0: F = 1; break;
+  case 1: F = p.calls; break;
+  case 2: /* right after a swap: its crossfade (if any) in flight */
+    if ((at = fplan_pick(&p, r, OP_SWAP)) != SIZE_MAX)
+      F = fplan_call_at(&p, at + 1);
+    break;
+  case 3: /* right after the reset or drain between the segments */
+    if (nseg == 2)
+      for (at = 0; !F && at < p.nops; at++)
+        if (p.ops[at].op == OP_RESET || p.ops[at].op == OP_DRAIN)
+          F = fplan_call_at(&p, at + 1);
+    break;
+  case 4: /* the drain between the segments, or the first one */
+    F = fplan_call_at(&p, fplan_pick(&p, r, OP_DRAIN));
+    break;
+  case 5: /* right before a swap to a longer kernel: the CPU must have the
+             past it reads */
+    if ((at = fplan_pick(&p, r, OP_SWAP)) != SIZE_MAX &&
+        (F = fplan_call_at(&p, at) - 1) > 0) {
+      kset_free(&k[p.ops[at].stage]);
+      kset_like(r, &k[p.ops[at].stage], &k[0], lmax + 1, lmax + 3000);
+      lmax = kset_lmax(&k[p.ops[at].stage]);
+      add_case("| swap to set %u made longer: L_max %zu ", p.ops[at].stage,
+               lmax);
+    }
+    break;
+  }
+  if (F == 0 || F > p.calls)
+    F = ref_rng_range(r, 1, p.calls);
+  add_case("| fault at call %zu of %zu ", F, p.calls);
+
+  input in, seg[2];
+  input_make(&in, r, k[0].ins, n[0] + n[1]);
+  input_slice(&seg[0], &in, 0, n[0]);
+  input_slice(&seg[1], &in, n[0], n[1]);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = k[0].ins;
+  cfg.block_size = block;
+  cfg.algorithm = V->algo;
+  cf_kernel *kk = NULL;
+  CHECK_OK(kset_build(&k[0], &kk));
+  char env[64];
+  snprintf(env, sizeof env, "call:%zu", F);
+  setenv("CF_TEST_FAKE_DEVICE", env, 1);
+  cf_engine *e = NULL;
+  cf_status st = cf_engine_new_audio(&cfg, kk, &e);
+  unsetenv("CF_TEST_FAKE_DEVICE");
+  cf_kernel_free(kk);
+  CHECK(st == CF_OK, "cf_engine_new_audio (auto, fake device) returned %s: "
+        "%s", cf_status_name(st), cf_last_error());
+  CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA &&
+        strstr(cf_engine_describe(e), "fake device"),
+        "the fake device is not in use: backend %s, '%s'",
+        cf_backend_name(cf_engine_backend(e)), cf_engine_describe(e));
+  add_case("{%s} ", cf_engine_describe(e));
+  run ru;
+  run_start(&ru, e, block, n[0] + n[1] + 2 * (block + lmax) + 16);
+  size_t done = 0, calls = 0, end[2] = {0, 0};
+  unsigned g = 0;
+  for (size_t i = 0; i < p.nops; i++) {
+    const fop *o = &p.ops[i];
+    int data = o->op == OP_DRAIN || (o->op == OP_PROCESS && o->n);
+    if (data && ++calls == F) { /* the outputs around the switch */
+      for (size_t d = 0; d < 4; d++)
+        idx_add3(&ru.must, ru.pos + (d & 1 ? ru.lat : 0) + (d & 2 ? o->n : 0));
+    }
+    if (o->op == OP_PROCESS) {
+      CHECK(ru.pos + o->n + GUARD <= ru.cap, "test bug: output too small");
+      st = cf_engine_process(e, in.x + done * in.ch, ru.out + ru.pos * ru.cout,
+                             o->n);
+      CHECK(st == CF_OK, "process(%zu frames, call %zu, input frame %zu) "
+            "returned %s: %s", o->n, calls, done, cf_status_name(st),
+            cf_last_error());
+      idx_add3(&ru.must, ru.pos);
+      done += o->n;
+      ru.pos += o->n;
+      check_guard(&ru, "process()");
+    } else if (o->op == OP_SWAP) {
+      CHECK_OK(kset_build(&k[o->stage], &kk));
+      st = cf_engine_set_kernel(e, kk, o->n);
+      cf_kernel_free(kk);
+      CHECK(st == CF_OK, "set_kernel (stage %u, X %zu) returned %s: %s",
+            o->stage, o->n, cf_status_name(st), cf_last_error());
+      idx_add3(&ru.must, ru.pos + ru.lat);
+      idx_add3(&ru.must, ru.pos + ru.lat + o->n);
+    } else {
+      if (o->op == OP_RESET)
+        CHECK_OK(cf_engine_reset(e));
+      else
+        run_drain(&ru, r);
+      end[g++] = ru.pos;
+    }
+    CHECK(cf_engine_latency(e) == ru.lat, "latency %zu, was %zu",
+          cf_engine_latency(e), ru.lat);
+    cf_backend want = calls >= F ? CF_BACKEND_CPU : CF_BACKEND_CUDA;
+    CHECK(cf_engine_backend(e) == want, "after call %zu (fault at %zu) the "
+          "engine is on %s, want %s", calls, F,
+          cf_backend_name(cf_engine_backend(e)), cf_backend_name(want));
+  }
+  CHECK(!strstr(cf_engine_describe(e), "fake"), "after the switch the "
+        "engine says '%s'", cf_engine_describe(e));
+  for (g = 0; g < nseg; g++) {
+    size_t base = g ? end[g - 1] : 0;
+    model m = {.nstage = nsw[g] + 1, .in = &seg[g]};
+    for (unsigned s = 0; s <= nsw[g]; s++) {
+      m.ks[s] = &k[first[g] + s];
+      m.S[s] = S[g][s];
+      m.X[s] = X[g][s];
+    }
+    add_block_marks(&ru, base, end[g] - base);
+    check_model(&ru, r, &m, base, end[g], g ? "segment 1" : "segment 0");
+  }
+  run_end(&ru);
+  free(p.ops);
+  input_free(&in);
+  for (unsigned i = 0; i < 7; i++)
+    kset_free(&k[i]);
+}
+
+static void test_fallback(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU) {
+    print_message("note: the fallback runs on the CPU's fake device: "
+                  "tested in the cpu variants\n");
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 19);
+  for (unsigned c = 0; c < 28; c++)
+    fault_case(&r, c, 0);
+  if (!is_direct()) /* the direct path is too slow for 2^17 taps */
+    fault_case(&r, 28, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1652,6 +1941,7 @@ int main(void)
     cmocka_unit_test(test_zero_frames),
     cmocka_unit_test(test_in_place),
     cmocka_unit_test(test_nan_input),
+    cmocka_unit_test(test_fallback),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

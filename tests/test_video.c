@@ -2163,6 +2163,145 @@ static void test_pipeline(void **state)
   }
 }
 
+/* backend=auto switching from the device to the CPU mid-stream, tested
+ * through the fake device of src/engine/fake.c: CF_TEST_FAKE_DEVICE=
+ * call:F (set while the engine is created) makes backend=auto take the
+ * CPU as if it were CUDA (pipelined at depth D as CUDA would be) and its
+ * F-th process_frame or flush_frame call fail as a device error. Random
+ * formats, sizes, temporal kernels, depths 0..7 and a random sequence of
+ * frames, flushes, resets and kernel swaps (other sizes and T); F falls on
+ * the first call, the last (a flush with nothing pending), the first
+ * after a swap, a reset or a flush, a flush that owes frames, or anywhere.
+ * Every frame must equal the reference, delivered in order with the
+ * stream's latency, none lost or repeated; the engine must be on the
+ * device before call F and on the CPU from it on. */
+enum { VOP_STEP, VOP_FLUSH, VOP_RESET, VOP_KERNEL };
+
+static void fault_case(ref_rng *r, unsigned c)
+{
+  cf_pixel_format f =
+      c < 3 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(r) % NFORMATS];
+  unsigned w = rand_side(r), h = rand_side(r);
+  unsigned t = c % 4 == 3 ? 1 : (unsigned)ref_rng_range(r, 2, 4);
+  unsigned kh = rand_kside(r, h), kw = rand_kside(r, w);
+  fit_kernel(w, h, t, &kh, &kw);
+  cf_video_config cfg;
+  rand_config(&cfg, r, f, w, h, ref_rng_u64(r) % 2);
+  cfg.backend = CF_BACKEND_AUTO;
+  cfg.pipeline_depth = c % 8 < 2 ? (c % 8 ? CF_VIDEO_MAX_DEPTH : 0)
+                                 : (unsigned)ref_rng_range(r, 0, 4);
+  unsigned depth = cfg.pipeline_depth;
+  kern k = {0};
+  kern_make(&k, r, t, kh, kw, rand_kind(r), fmt_is_int(f));
+  /* the operations, and the data calls each makes (a flush: one per
+   * frame owed, and the one that finds none) */
+  int ops[40];
+  unsigned nops = (unsigned)ref_rng_range(r, 6, 40), calls[41], qlen = 0;
+  calls[0] = 0;
+  for (unsigned i = 0; i < nops; i++) {
+    unsigned x = (unsigned)(ref_rng_u64(r) % 12);
+    ops[i] = x < 7 ? VOP_STEP : x < 8 ? VOP_FLUSH : x < 10 ? VOP_KERNEL
+                                                          : VOP_RESET;
+    calls[i + 1] = calls[i];
+    if (ops[i] == VOP_STEP) {
+      calls[i + 1]++;
+      qlen += qlen < depth;
+    } else if (ops[i] == VOP_FLUSH) {
+      calls[i + 1] += qlen + 1;
+      qlen = 0;
+    }
+  }
+  unsigned total = calls[nops] + qlen + 1; /* and the final flush */
+  /* the call that fails */
+  unsigned F = 0, pick = (unsigned)ref_rng_range(r, 0, nops - 1);
+  int want = -1;
+  switch (c % 7) {
+  case 0: F = 1; break;
+  case 1: F = total; break;
+  case 2: want = VOP_KERNEL; break;
+  case 3: want = VOP_RESET; break;
+  case 4: want = VOP_FLUSH; break;
+  case 5: /* a flush owing frames, or the final one */
+    F = calls[nops] + 1;
+    break;
+  }
+  for (unsigned i = 0; want >= 0 && i < nops; i++) {
+    unsigned j = (pick + i) % nops;
+    if (ops[j] == want) {
+      F = calls[j + 1] + 1; /* the first call after it */
+      break;
+    }
+  }
+  if (F == 0 || F > total)
+    F = (unsigned)ref_rng_range(r, 1, total);
+  set_case("fallback #%u: fault at call %u of %u: ", c, F, total);
+  config_describe(&cfg);
+  char env[64];
+  snprintf(env, sizeof env, "call:%u", F);
+  setenv("CF_TEST_FAKE_DEVICE", env, 1);
+  vcase v;
+  cf_status st;
+  vcase_open_status(&v, r, &cfg, &k, &st);
+  unsetenv("CF_TEST_FAKE_DEVICE");
+  CHECK(st == CF_OK, "cf_engine_new_video (auto, fake device) returned %s: "
+        "%s", cf_status_name(st), cf_last_error());
+  CHECK(cf_engine_backend(v.e) == CF_BACKEND_CUDA &&
+        strstr(cf_engine_describe(v.e), "fake device"),
+        "the fake device is not in use: backend %s, '%s'",
+        cf_backend_name(cf_engine_backend(v.e)), cf_engine_describe(v.e));
+  add_case("| ");
+  for (unsigned i = 0; i <= nops; i++) {
+    cf_backend b = cf_engine_backend(v.e);
+    CHECK(b == (calls[i] >= F ? CF_BACKEND_CPU : CF_BACKEND_CUDA),
+          "after %u calls (fault at call %u) the engine is on %s", calls[i],
+          F, cf_backend_name(b));
+    CHECK(cf_engine_latency(v.e) == depth, "latency %zu after %u calls, "
+          "want %u", cf_engine_latency(v.e), calls[i], depth);
+    if (i == nops)
+      break;
+    if (ops[i] == VOP_STEP) {
+      add_case("f ");
+      vcase_step(&v, r, "fallback");
+    } else if (ops[i] == VOP_FLUSH) {
+      add_case("flush ");
+      vcase_flush(&v, "fallback: flush");
+    } else if (ops[i] == VOP_RESET) {
+      add_case("reset ");
+      vcase_reset(&v);
+    } else {
+      t = (unsigned)ref_rng_range(r, 1, 4);
+      kh = rand_kside(r, h);
+      kw = rand_kside(r, w);
+      fit_kernel(w, h, t, &kh, &kw);
+      kern_make(&k, r, t, kh, kw, rand_kind(r), fmt_is_int(f));
+      add_case("swap to ");
+      kern_describe(&k);
+      vcase_set_kernel(&v, &k);
+    }
+  }
+  vcase_flush(&v, "fallback: the frames pending at the end");
+  CHECK(cf_engine_backend(v.e) == CF_BACKEND_CPU &&
+        !strstr(cf_engine_describe(v.e), "fake"),
+        "after the last call the engine is on %s: '%s'",
+        cf_backend_name(cf_engine_backend(v.e)), cf_engine_describe(v.e));
+  vcase_close(&v);
+  kern_free(&k);
+}
+
+static void test_fallback(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU) {
+    print_message("note: the fallback runs on the CPU's fake device: "
+                  "tested in the cpu variants\n");
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 20);
+  for (unsigned c = 0; c < 64; c++)
+    fault_case(&r, c);
+}
+
 /* ------------------------------------------------------------------ */
 
 static check_variant_info select_variant(size_t v)
@@ -2184,7 +2323,7 @@ int main(void)
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
       cmocka_unit_test(test_zero_slices), cmocka_unit_test(test_flush_cpu),
-      cmocka_unit_test(test_pipeline),
+      cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_fallback),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

@@ -48,8 +48,8 @@
  * enqueued. With backend auto, a device failure mid-stream moves the
  * engine to the CPU (cf_engine_backend() says so) without losing or
  * repeating a frame and with the same latency: the engine keeps host
- * copies of the last T - 1 + D + 1 input frames for that (a kernel set
- * while frames were in flight is used for them too). */
+ * copies of the last T - 1 + D input frames for that, each with the
+ * kernel it was filtered with. */
 #ifndef CUDAFILTER_VIDEO_H
 #define CUDAFILTER_VIDEO_H
 

@@ -470,6 +470,10 @@ static int cmd_info(int argc, char **argv)
       printf("  %-5s unavailable: %s\n", cf_backend_name(backends[i]),
              why && *why ? why : "no reason given");
   }
+  const char *fake = getenv("CF_TEST_FAKE_DEVICE"); /* src/engine/fake.c */
+  if (fake && *fake)
+    printf("  note: CF_TEST_FAKE_DEVICE=%s: backend=auto runs the CPU as a "
+           "fake device (tests only)\n", fake);
   const char *why = NULL;
   int n = cf_device_count(&why);
   if (n <= 0)

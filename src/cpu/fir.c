@@ -393,6 +393,15 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
   return CF_OK;
 }
 
+void cf_cpu_fir_preload(void *impl, const float *in, size_t n)
+{
+  fir *f = impl;
+  for (size_t i = 0; i < n; i++, f->t++)
+    for (unsigned c = 0; c < f->cin; c++)
+      f->hist[(size_t)c * (f->hmask + 1) + (f->t & f->hmask)] =
+          in[i * f->cin + c];
+}
+
 static void fir_describe(const void *impl, char *buf, size_t n)
 {
   const fir *f = impl;

@@ -86,13 +86,16 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
 }
 
 /* ---- backend=auto: switching from CUDA to the CPU mid-stream ----------
- * While auto runs on CUDA, the engine keeps the last L_max - 1 + block
- * input frames (plus the piece being processed) on the host. When the
- * device fails, a CPU backend of the same latency (direct for latency 0,
- * uniform FFT for block - 1) is built with the newest kernel set, primed
- * with that history (its output discarded), and it processes the failed
- * piece: no sample is lost or repeated. A crossfade running at that
- * moment completes at once (the CPU starts with the newest kernel). */
+ * While auto runs on CUDA, the front keeps on the host what a CPU backend
+ * needs to take over at any call: a ring of the last input frames and the
+ * stages, the kernel sets the coming outputs may still depend on (the one
+ * in use, or the one before it while a crossfade runs, and every swap
+ * since, with its swap point and crossfade). When the device fails, a
+ * CPU backend of the same latency (direct for latency 0, uniform FFT for
+ * block - 1) is built with the oldest stage, fed the input from far
+ * enough back (its output discarded) with the later swaps made at their
+ * points, and it processes the failed piece: no sample is lost or
+ * repeated, and a crossfade running at that moment goes on. */
 
 static int fb_active(const cf_engine *e)
 {
@@ -100,25 +103,60 @@ static int fb_active(const cf_engine *e)
          e->fb;
 }
 
-/* (Re)size the ring for the current kernel, keeping its contents. */
-static cf_status fb_prepare(cf_engine *e, const cf_kernel *k)
+/* The oldest stage the outputs from y index y on depend on. */
+static unsigned fb_first_stage(const cf_engine *e, unsigned long long y)
+{
+  unsigned k = 0;
+  while (k + 1 < e->nstage && e->stage[k + 1].s <= y)
+    k++;
+  return k && y < e->stage[k].s + e->stage[k].x ? k - 1 : k;
+}
+
+/* Drop the stages before `keep`. */
+static void fb_drop(cf_engine *e, unsigned keep)
+{
+  if (!keep)
+    return;
+  for (unsigned k = 0; k < keep; k++)
+    cf_kernel_free(e->stage[k].k);
+  memmove(e->stage, e->stage + keep, (e->nstage - keep) * sizeof *e->stage);
+  e->nstage -= keep;
+}
+
+/* A swap to k with crossfade x now (at creation: the first kernel): add
+ * its stage, and (re)size the ring to hold what a switch may replay,
+ * keeping its contents. A swap sees up to swap_history frames of the past
+ * (engine.h), so the ring holds that much from the start. */
+static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, size_t x)
 {
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
-  size_t need = cf_kernel_max_len(k) + e->cfg.block_size + FB_PIECE, cap = 1;
-  while (cap < need)
-    cap <<= 1;
-  cf_kernel *copy = NULL;
-  cf_status s = cf_kernel_copy(k, &copy);
+  size_t lat = e->ops->latency(e->impl);
+  if (e->nstage) /* the stages no coming output depends on go */
+    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0));
+  cf_fb_stage *st = realloc(e->stage, (e->nstage + 1) * sizeof *st);
+  if (!st)
+    return cf_fail(CF_E_NOMEM, "engine: out of memory");
+  e->stage = st;
+  cf_status s = cf_kernel_copy(k, &st[e->nstage].k);
   if (s != CF_OK)
     return s;
+  st[e->nstage].s = e->fb_t;
+  st[e->nstage++].x = x;
+  size_t lmax = e->cfg.swap_history, xmax = 0, cap = 1;
+  for (unsigned i = 0; i < e->nstage; i++) {
+    if (cf_kernel_max_len(st[i].k) > lmax)
+      lmax = cf_kernel_max_len(st[i].k);
+    if (st[i].x > xmax)
+      xmax = st[i].x;
+  }
+  while (cap < lmax + xmax + e->cfg.block_size + FB_PIECE)
+    cap <<= 1;
   if (!e->fb || cap > e->fb_mask + 1) {
     float *fb = calloc(cap * e->cin, sizeof *fb);
-    if (!fb) {
-      cf_kernel_free(copy);
+    if (!fb)
       return cf_fail(CF_E_NOMEM, "engine: out of memory for the CPU "
                      "fallback history (%zu frames)", cap);
-    }
     if (e->fb) /* keep the frames already seen */
       for (size_t i = 0; i <= e->fb_mask && i < e->fb_t; i++) {
         unsigned long long t = e->fb_t - 1 - i;
@@ -129,8 +167,6 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k)
     e->fb = fb;
     e->fb_mask = cap - 1;
   }
-  cf_kernel_free(e->kernel);
-  e->kernel = copy;
   return CF_OK;
 }
 
@@ -146,10 +182,23 @@ static void fb_record(cf_engine *e, const float *in, size_t n)
   }
 }
 
+/* Input frames [t, t + m) from the ring to x. */
+static void fb_gather(const cf_engine *e, unsigned long long t, size_t m,
+                      float *x)
+{
+  for (size_t i = 0; i < m; i++)
+    memcpy(x + i * e->cin, e->fb + ((t + i) & e->fb_mask) * e->cin,
+           e->cin * sizeof(float));
+}
+
+/* A reset or drain: the history goes, and every swap completes. */
 static void fb_clear(cf_engine *e)
 {
-  if (e->fb)
-    memset(e->fb, 0, (e->fb_mask + 1) * e->cin * sizeof(float));
+  if (e->nstage) {
+    fb_drop(e, e->nstage - 1);
+    e->stage[0].s = 0;
+    e->stage[0].x = 0;
+  }
   e->fb_t = 0;
 }
 
@@ -161,12 +210,15 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   char reason[256];
   snprintf(reason, sizeof reason, "%s", cf_last_error());
   size_t lat = e->ops->latency(e->impl);
+  unsigned long long end = e->fb_t, from = end - piece;
+  unsigned long long y0 = from > lat ? from - lat : 0;
+  unsigned next = fb_first_stage(e, y0);
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
   cfg.algorithm = lat ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
   void *impl = NULL;
   const cf_backend_ops *ops = NULL;
-  cf_status s = cf_cpu_fir_new(&cfg, e->kernel, e->cout, &impl, &ops);
+  cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, &impl, &ops);
   if (s != CF_OK)
     return s;
   if (ops->latency(impl) != lat) {
@@ -174,9 +226,19 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
     return cf_fail(why, "engine: the CUDA backend failed (%s) and the CPU "
                    "cannot take over at latency %zu", reason, lat);
   }
-  size_t hist = cf_kernel_max_len(e->kernel) - 1 + e->cfg.block_size;
-  unsigned long long end = e->fb_t, from = end - piece;
-  unsigned long long start = from > hist ? from - hist : 0;
+  /* Convolved from start on, every stage's output at y >= y0 is exact,
+   * and the later swaps happen at their points; before that, the frames
+   * a swap after the switch may prime from go into the history only. */
+  size_t lmax = 0;
+  for (unsigned k = next; k < e->nstage; k++)
+    if (cf_kernel_max_len(e->stage[k].k) > lmax)
+      lmax = cf_kernel_max_len(e->stage[k].k);
+  unsigned long long start = y0 > lmax - 1 ? y0 - (lmax - 1) : 0;
+  if (++next < e->nstage && e->stage[next].s < start)
+    start = e->stage[next].s;
+  size_t keep = (e->cfg.swap_history > lmax ? e->cfg.swap_history : lmax) +
+                lat;
+  unsigned long long t = end > keep ? end - keep : 0;
   size_t step = 4096;
   float *x = malloc(step * e->cin * sizeof(float));
   float *y = malloc(step * e->cout * sizeof(float));
@@ -185,13 +247,23 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
     ops->destroy(impl);
     return cf_fail(CF_E_NOMEM, "engine: out of memory switching to the CPU");
   }
-  for (unsigned long long t = start; s == CF_OK && t < end;) {
+  for (; t < start;) {
+    size_t m = start - t < step ? (size_t)(start - t) : step;
+    fb_gather(e, t, m, x);
+    cf_cpu_fir_preload(impl, x, m);
+    t += m;
+  }
+  for (t = start; s == CF_OK;) {
+    for (; s == CF_OK && next < e->nstage && e->stage[next].s == t; next++)
+      s = ops->set_kernel(impl, e->stage[next].k, e->stage[next].x);
+    if (t == end || s != CF_OK)
+      break;
     size_t m = end - t < step ? (size_t)(end - t) : step;
     if (t < from && from - t < m)
       m = (size_t)(from - t); /* priming and replay never share a step */
-    for (size_t i = 0; i < m; i++)
-      memcpy(x + i * e->cin, e->fb + ((t + i) & e->fb_mask) * e->cin,
-             e->cin * sizeof(float));
+    if (next < e->nstage && e->stage[next].s - t < m)
+      m = (size_t)(e->stage[next].s - t);
+    fb_gather(e, t, m, x);
     int replay = t >= from;
     s = ops->process(impl, x, replay ? out + (t - from) * e->cout : y, m);
     t += m;
@@ -208,6 +280,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   e->backend = CF_BACKEND_CPU;
   free(e->fb);
   e->fb = NULL;
+  fb_drop(e, e->nstage);
   fprintf(stderr, "cudafilter: CUDA failed (%s); continuing on the CPU\n",
           reason);
   return CF_OK;
@@ -247,7 +320,11 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   e->cin = cfg->channels;
   e->cout = cout;
   s = CF_E_UNAVAILABLE;
-  if (backend == CF_BACKEND_CUDA) {
+  unsigned long long fail_at;
+  if (cfg->backend == CF_BACKEND_AUTO && cf_fake_device(&fail_at)) {
+    backend = CF_BACKEND_CUDA; /* a test's stand-in for the device */
+    s = cf_fake_fir_new(cfg, kernel, cout, fail_at, &e->impl, &e->ops);
+  } else if (backend == CF_BACKEND_CUDA) {
     s = cf_cuda_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
     /* auto takes the CPU where the CUDA path cannot serve this stream */
     if (s != CF_OK && cfg->backend == CF_BACKEND_AUTO)
@@ -258,9 +335,12 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   e->backend = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;
-  if (s == CF_OK && (s = fb_prepare(e, kernel)) != CF_OK)
+  if (s == CF_OK && (s = fb_prepare(e, kernel, 0)) != CF_OK)
     e->ops->destroy(e->impl);
   if (s != CF_OK) {
+    fb_drop(e, e->nstage);
+    free(e->stage);
+    free(e->fb);
     free(e);
     return s;
   }
@@ -276,7 +356,8 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
     cf_video_front_free(e);
   else
     e->ops->destroy(e->impl);
-  cf_kernel_free(e->kernel);
+  fb_drop(e, e->nstage);
+  free(e->stage);
   free(e->fb);
   free(e);
 }
@@ -336,8 +417,22 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
   if (need && !out)
     return cf_fail(CF_E_INVALID, "drain: NULL buffer");
   cf_status s = e->ops->drain(e->impl, out, capacity, written);
-  if (s != CF_OK && fb_active(e) && (s = fb_switch(e, 0, NULL, s)) == CF_OK)
-    s = e->ops->drain(e->impl, out, capacity, written);
+  if (s != CF_OK && fb_active(e) && (s = fb_switch(e, 0, NULL, s)) == CF_OK) {
+    /* The CPU took only the stages the tail depends on (the device may
+     * still have held one that no longer counts): its tail may be shorter,
+     * and past it the tail is zeros. */
+    size_t got = e->ops->tail(e->impl);
+    if (got > need) /* never: the device held every stage the CPU took */
+      return cf_fail(CF_E_INTERNAL, "drain: the CPU taking over has a tail "
+                     "of %zu frames, not %zu", got, need);
+    if ((s = e->ops->drain(e->impl, out, capacity, &got)) == CF_OK) {
+      if (got < need)
+        memset(out + got * e->cout, 0,
+               (need - got) * e->cout * sizeof(float));
+      if (written)
+        *written = need;
+    }
+  }
   if (s == CF_OK)
     fb_clear(e);
   return s;
@@ -370,7 +465,7 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
                    "outputs, the stream has %u", cout, e->cout);
   if ((s = e->ops->set_kernel(e->impl, kernel, crossfade)) != CF_OK)
     return s;
-  return fb_prepare(e, kernel);
+  return fb_prepare(e, kernel, crossfade);
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }

@@ -17,6 +17,7 @@ typedef struct cf_backend_ops {
 } cf_backend_ops;
 
 struct cf_video_ops;
+typedef struct cf_fb_stage cf_fb_stage;
 
 /* One engine: audio engines have ops, video engines vops. */
 struct cf_engine {
@@ -29,10 +30,16 @@ struct cf_engine {
   unsigned cin, cout;
   char desc[320];
   /* backend=auto running on CUDA: what a switch to the CPU mid-stream
-   * needs (engine.c, fallback_*): the configuration, the newest kernel
-   * set, and a ring of the last input frames (fb_mask + 1 frames). */
+   * needs (engine.c, fb_*): the configuration, the stages (kernel sets
+   * with the input frame of their swap and its crossfade, oldest first),
+   * and a ring of the last input frames (fb_mask + 1 frames). */
   cf_audio_config cfg;
-  cf_kernel *kernel;
+  struct cf_fb_stage {
+    cf_kernel *k;
+    unsigned long long s;
+    size_t x;
+  } *stage;
+  unsigned nstage;
   float *fb;
   size_t fb_mask;
   unsigned long long fb_t;
@@ -50,12 +57,28 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, void **impl,
                          const cf_backend_ops **ops);
 
+/* Take n input frames into the history a later swap primes from, and
+ * not into the convolutions (whose output until they have seen L - 1
+ * frames is then wrong): a CPU backend taking over from CUDA gets the
+ * past of the stream at the cost of a copy (src/cpu/fir.c). */
+void cf_cpu_fir_preload(void *impl, const float *in, size_t n);
+
 /* The CUDA 1D backend (src/cuda/; CF_E_UNAVAILABLE with a recorded
  * reason where it cannot serve this stream: built without CUDA, or a
  * configuration the CUDA path does not take yet). */
 cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           unsigned out_channels, void **impl,
                           const cf_backend_ops **ops);
+
+/* Test only (src/engine/fake.c): 1 with *fail_at set (0: never) where
+ * CF_TEST_FAKE_DEVICE asks backend=auto to take the CPU as if it were the
+ * device, else 0. */
+int cf_fake_device(unsigned long long *fail_at);
+/* The CPU 1D backend wrapped so that its fail_at-th process or drain call
+ * fails with CF_E_DEVICE (fake.c). */
+cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
+                          unsigned out_channels, unsigned long long fail_at,
+                          void **impl, const cf_backend_ops **ops);
 
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);

@@ -119,29 +119,37 @@ cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
 
 /* ---- backend=auto: switching from CUDA to the CPU mid-stream ----------
  * While auto runs on CUDA, the front keeps host copies (tight layout) of
- * the last T - 1 + depth input frames before the current one (none for a
- * spatial kernel at depth 0). When the device fails in
- * process_frame or flush_frame, a CPU backend is built with the newest
- * kernel, primed with the T - 1 frames before the oldest undelivered one
- * (outputs discarded), and it computes every undelivered frame. With
- * pipeline_depth D > 0 the front then keeps the stream's latency: CPU
- * results wait in a queue of D + 1 host frames and leave D calls later
- * (or through flush), exactly as the CUDA pipeline would have. A reset
- * among the undelivered frames is replayed at its place (the newest one
- * only). */
+ * the last T - 1 + depth input frames, each with the kernel it was
+ * processed with, whether a reset came before it, and how many frames
+ * before it the engine used (T - 1 at most; fewer after a reset, at the
+ * start, or when a shorter kernel ran just before). When the device fails
+ * in process_frame or flush_frame, a CPU backend of the same pipeline
+ * depth is built and fed, from the oldest frame an undelivered one
+ * depends on, every frame with its resets and kernel swaps; the outputs
+ * before the oldest undelivered frame are discarded, and the CPU then
+ * owes exactly the frames the device owed: none is lost or repeated and
+ * the latency stays. */
+typedef struct front_frame {
+  const cf_kernel2d *k;
+  unsigned used;      /* frames before this one its output depends on */
+  int reset;          /* a reset came just before it */
+} front_frame;
+
 struct cf_video_front {
   cf_video_config cfg;
-  cf_kernel2d *kernel;
   size_t frame_bytes;
   unsigned depth;
-  /* input history while auto runs on CUDA: frames [n - hcap, n) */
+  /* while auto runs on CUDA: frames [n - hcap, n) in hist and meta; the
+   * kernels they and the next frame use (the newest last) */
   int watch;
   uint8_t *hist;
+  front_frame *meta;
   unsigned hcap;
-  unsigned long long n, delivered, last_reset;
-  /* after a switch with depth > 0: CPU results not yet handed out */
-  uint8_t *queue;
-  unsigned qhead, qlen;
+  cf_kernel2d **kern;
+  unsigned nkern;
+  unsigned long long n, delivered;
+  unsigned seen;     /* frames before the next one the engine holds */
+  int reset_pending; /* a reset came after frame n - 1 */
 };
 
 static cf_frame tight_at(const struct cf_video_front *f, uint8_t *base)
@@ -175,106 +183,153 @@ static int front_watching(const cf_engine *e)
   return e->vfront && e->vfront->watch && e->backend == CF_BACKEND_CUDA;
 }
 
-/* (Re)size the history for kernel k, keeping the frames it holds. */
+static void front_forget(struct cf_video_front *f)
+{
+  for (unsigned i = 0; i < f->nkern; i++)
+    cf_kernel2d_free(f->kern[i]);
+  free(f->kern);
+  free(f->hist);
+  free(f->meta);
+  f->kern = NULL;
+  f->hist = NULL;
+  f->meta = NULL;
+  f->nkern = f->hcap = 0;
+  f->watch = 0;
+}
+
+/* The next frames use kernel k: keep a copy, drop the kernels no frame
+ * held uses, and (re)size the history for k, keeping the frames in it. */
 static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
 {
   struct cf_video_front *f = e->vfront;
-  cf_kernel2d *copy = NULL;
-  cf_status s = cf_kernel2d_copy(k, &copy);
-  if (s != CF_OK)
-    return s;
-  cf_kernel2d_free(f->kernel);
-  f->kernel = copy;
   if (e->backend != CF_BACKEND_CUDA || e->requested != CF_BACKEND_AUTO)
     return CF_OK;
   f->watch = 1;
+  unsigned long long first = f->n > f->hcap ? f->n - f->hcap : 0;
+  unsigned keep = 0;
+  for (unsigned j = 0; j < f->nkern; j++) {
+    int used = 0;
+    for (unsigned long long i = first; i < f->n && !used; i++)
+      used = f->meta[i % f->hcap].k == f->kern[j];
+    if (used)
+      f->kern[keep++] = f->kern[j];
+    else
+      cf_kernel2d_free(f->kern[j]);
+  }
+  f->nkern = keep;
+  cf_kernel2d **kern = realloc(f->kern, (keep + 1) * sizeof *kern);
+  if (!kern)
+    return cf_fail(CF_E_NOMEM, "video engine: out of memory");
+  f->kern = kern;
+  cf_status s = cf_kernel2d_copy(k, &kern[keep]);
+  if (s != CF_OK)
+    return s;
+  f->nkern++;
   unsigned cap = k->t - 1 + f->depth;
   if (cap <= f->hcap)
     return CF_OK;
   uint8_t *h = malloc((size_t)cap * f->frame_bytes);
-  if (!h)
+  front_frame *m = calloc(cap, sizeof *m); /* k NULL: never recorded */
+  if (!h || !m) {
+    free(h);
+    free(m);
     return cf_fail(CF_E_NOMEM, "video engine: out of memory for the CPU "
                    "fallback history (%u frames)", cap);
-  for (unsigned long long i = f->n > f->hcap ? f->n - f->hcap : 0;
-       f->hcap && i < f->n; i++)
+  }
+  for (unsigned long long i = first; i < f->n; i++) {
     memcpy(h + (size_t)(i % cap) * f->frame_bytes, hist_frame(f, i),
            f->frame_bytes);
+    m[i % cap] = f->meta[i % f->hcap];
+  }
   free(f->hist);
+  free(f->meta);
   f->hist = h;
+  f->meta = m;
   f->hcap = cap;
   return CF_OK;
 }
 
+/* Frame i's record: from the history, or for i == n the frame coming. */
+static front_frame front_meta(const struct cf_video_front *f,
+                              unsigned long long i)
+{
+  if (i < f->n)
+    return f->meta[i % f->hcap];
+  const cf_kernel2d *k = f->kern[f->nkern - 1];
+  return (front_frame){k, f->seen < k->t - 1 ? f->seen : k->t - 1,
+                       f->reset_pending};
+}
+
 /* The device failed: continue on the CPU. The undelivered frames
- * [delivered, n) and the current one `cur` (NULL when flushing) are
- * computed there; with depth 0 the current one goes to out, else they
- * join the queue and the oldest leaves to out when the stream owes one
- * (`flushing`: when any is queued). *got: whether out was written. */
+ * [delivered, n) and the current one `cur` (NULL when flushing) go to a
+ * CPU backend of the same depth, after the frames they depend on; then
+ * with `cur` the call's result (if the stream owes one now) goes to out,
+ * and when flushing the oldest pending frame (*got). */
 static cf_status front_switch(cf_engine *e, const cf_frame *cur,
-                              const cf_frame *out, int flushing, int *got)
+                              const cf_frame *out, int *got)
 {
   struct cf_video_front *f = e->vfront;
   char reason[256];
   snprintf(reason, sizeof reason, "%s", cf_last_error());
+  unsigned long long from = f->delivered, end = f->n + (cur != NULL);
+  /* the frames the engine holds for the next frame, and those each
+   * undelivered one depends on */
+  unsigned held = f->seen;
+  if (cur) {
+    unsigned t1 = f->kern[f->nkern - 1]->t - 1;
+    held = held + 1 < t1 ? held + 1 : t1;
+  }
+  unsigned long long start = end - held;
+  for (unsigned long long i = from; i < end; i++)
+    if (i - front_meta(f, i).used < start)
+      start = i - front_meta(f, i).used;
   cf_video_config cfg = f->cfg;
   cfg.backend = CF_BACKEND_CPU;
-  cfg.pipeline_depth = 0; /* the front's queue keeps the latency */
+  cfg.pipeline_depth = f->depth;
   void *impl = NULL;
   const cf_video_ops *ops = NULL;
-  cf_status s = cf_cpu_video_new(&cfg, f->kernel, &impl, &ops);
+  const cf_kernel2d *k = front_meta(f, start).k;
+  cf_status s = cf_cpu_video_new(&cfg, k, &impl, &ops);
   if (s != CF_OK)
     return s;
   uint8_t *scratch = malloc(f->frame_bytes);
-  if (f->depth && !f->queue)
-    f->queue = malloc((size_t)(f->depth + 1) * f->frame_bytes);
-  if (!scratch || (f->depth && !f->queue)) {
-    free(scratch);
+  if (!scratch) {
     ops->destroy(impl);
     return cf_fail(CF_E_NOMEM, "video engine: out of memory switching to "
                    "the CPU");
   }
-  unsigned long long from = f->delivered, end = f->n + (cur != NULL);
-  unsigned long long start = from > f->kernel->t - 1 ? from - (f->kernel->t - 1)
-                                                     : 0;
-  if (start < f->last_reset && f->last_reset <= from)
-    start = f->last_reset;
-  if (f->n - start > f->hcap) /* never: the history holds them */
-    start = f->n - f->hcap;
+  cf_frame sf = tight_at(f, scratch);
   for (unsigned long long i = start; s == CF_OK && i < end; i++) {
-    if (i == f->last_reset && i > start)
+    front_frame m = front_meta(f, i);
+    if (m.reset && i > start)
       ops->reset(impl);
-    cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i)), o;
-    if (i < from)
-      o = tight_at(f, scratch);
-    else if (!f->depth)
-      o = *out;
-    else
-      o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen++) %
-                                          (f->depth + 1)) * f->frame_bytes);
-    s = ops->process(impl, &in, &o);
+    if (m.k != k)
+      s = ops->set_kernel(impl, k = m.k);
+    cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i));
+    if (s == CF_OK)
+      s = ops->process(impl, &in, i == f->n ? out : &sf);
+    if (s == CF_OK && i + 1 == from) /* the outputs before it go */
+      for (int any = 1; s == CF_OK && any;)
+        s = ops->flush(impl, &sf, &any);
   }
   free(scratch);
+  if (!cur) { /* what came after the last frame, for the next one */
+    if (s == CF_OK && f->reset_pending && end > start)
+      ops->reset(impl);
+    if (s == CF_OK && k != f->kern[f->nkern - 1])
+      s = ops->set_kernel(impl, f->kern[f->nkern - 1]);
+    if (s == CF_OK)
+      s = ops->flush(impl, out, got);
+  }
   if (s != CF_OK) {
     ops->destroy(impl);
     return s;
-  }
-  f->n = end;
-  *got = !f->depth;
-  if (f->depth && (f->qlen > f->depth || (flushing && f->qlen))) {
-    cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-    cf_video_copy_frame(&f->cfg, &q, out);
-    f->qhead = (f->qhead + 1) % (f->depth + 1);
-    f->qlen--;
-    *got = 1;
   }
   e->vops->destroy(e->impl);
   e->impl = impl;
   e->vops = ops;
   e->backend = CF_BACKEND_CPU;
-  free(f->hist);
-  f->hist = NULL;
-  f->hcap = 0;
-  f->watch = 0;
+  front_forget(f);
   fprintf(stderr, "cudafilter: CUDA failed (%s); video continues on the "
           "CPU\n", reason);
   return CF_OK;
@@ -304,7 +359,11 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
   e->cin = e->cout = cf_format_desc_get(cfg->format)->ncomp;
   s = CF_E_UNAVAILABLE;
-  if (backend == CF_BACKEND_CUDA) {
+  unsigned long long fail_at;
+  if (cfg->backend == CF_BACKEND_AUTO && cf_fake_device(&fail_at)) {
+    backend = CF_BACKEND_CUDA; /* a test's stand-in for the device */
+    s = cf_fake_video_new(cfg, k, fail_at, &e->impl, &e->vops);
+  } else if (backend == CF_BACKEND_CUDA) {
     s = cf_cuda_video_new(cfg, k, &e->impl, &e->vops);
     /* auto takes the CPU where the CUDA path cannot serve this stream */
     if (s != CF_OK && cfg->backend == CF_BACKEND_AUTO)
@@ -340,9 +399,7 @@ void cf_video_front_free(cf_engine *e)
     e->vops->destroy(e->impl);
   e->impl = NULL;
   if (e->vfront) {
-    cf_kernel2d_free(e->vfront->kernel);
-    free(e->vfront->hist);
-    free(e->vfront->queue);
+    front_forget(e->vfront);
     free(e->vfront);
     e->vfront = NULL;
   }
@@ -350,16 +407,16 @@ void cf_video_front_free(cf_engine *e)
 
 size_t cf_video_latency(const cf_engine *e)
 {
-  /* after a switch the front keeps the latency the stream started with */
-  return e->vfront && e->vfront->queue ? e->vfront->depth
-                                       : e->vops->latency(e->impl);
+  return e->vops->latency(e->impl);
 }
 
 void cf_video_reset(cf_engine *e)
 {
   e->vops->reset(e->impl);
-  if (e->vfront)
-    e->vfront->last_reset = e->vfront->n;
+  if (front_watching(e)) {
+    e->vfront->seen = 0;
+    e->vfront->reset_pending = 1;
+  }
 }
 
 CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
@@ -370,42 +427,29 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (!in || !out)
     return cf_fail(CF_E_INVALID, "process_frame: %s frame is NULL",
                    in ? "output" : "input");
-  struct cf_video_front *f = e->vfront;
-  if (f && f->queue) { /* on the CPU after a switch, latency kept */
-    cf_status s = cf_video_check_frames(&f->cfg, in, out);
-    if (s != CF_OK)
-      return s;
-    unsigned d1 = f->depth + 1;
-    cf_frame o = tight_at(f, f->queue + (size_t)((f->qhead + f->qlen) % d1) *
-                                            f->frame_bytes);
-    if ((s = e->vops->process(e->impl, in, &o)) != CF_OK)
-      return s;
-    if (++f->qlen > f->depth) {
-      cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-      cf_video_copy_frame(&f->cfg, &q, out);
-      f->qhead = (f->qhead + 1) % d1;
-      f->qlen--;
-    }
-    return CF_OK;
-  }
   if (!front_watching(e))
     return e->vops->process(e->impl, in, out);
+  struct cf_video_front *f = e->vfront;
   cf_status s = cf_video_check_frames(&f->cfg, in, out);
   if (s != CF_OK)
     return s;
   s = e->vops->process(e->impl, in, out);
   if (s == CF_OK) {
+    front_frame m = front_meta(f, f->n);
     if (f->hcap) {
       cf_frame h = tight_at(f, hist_frame(f, f->n));
       cf_video_copy_frame(&f->cfg, in, &h);
+      f->meta[f->n % f->hcap] = m;
     }
+    f->seen = f->seen + 1 < m.k->t - 1 ? f->seen + 1 : m.k->t - 1;
+    f->reset_pending = 0;
     if (++f->n - f->delivered > f->depth)
       f->delivered++;
   }
   if (!device_failure(s))
     return s;
   int got = 0;
-  return front_switch(e, in, out, 0, &got);
+  return front_switch(e, in, out, &got);
 }
 
 CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
@@ -418,26 +462,12 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
   if (!out)
     return cf_fail(CF_E_INVALID, "flush_frame: output frame is NULL");
-  struct cf_video_front *f = e->vfront;
-  if (f && f->queue) {
-    if (!f->qlen)
-      return CF_OK;
-    cf_status s = cf_video_check_frame(&f->cfg, out, "output");
-    if (s != CF_OK)
-      return s;
-    cf_frame q = tight_at(f, f->queue + (size_t)f->qhead * f->frame_bytes);
-    cf_video_copy_frame(&f->cfg, &q, out);
-    f->qhead = (f->qhead + 1) % (f->depth + 1);
-    f->qlen--;
-    *got = 1;
-    return CF_OK;
-  }
   cf_status s = e->vops->flush(e->impl, out, got);
   if (front_watching(e) && s == CF_OK && *got)
-    f->delivered++;
+    e->vfront->delivered++;
   if (!front_watching(e) || !device_failure(s))
     return s;
-  return front_switch(e, NULL, out, 1, got);
+  return front_switch(e, NULL, out, got);
 }
 
 CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
