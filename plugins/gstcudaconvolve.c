@@ -42,7 +42,10 @@
  * arrive while frames are held (tags, TOC, custom events) wait among them
  * and leave in the order they came; a flush drops them, except sticky
  * ones (tags), which stay on the source pad for the next frame.
- * `backend-in-use` names the engine and its latency in frames.
+ * `backend-in-use` names the engine and its latency in frames. With
+ * backend=auto, a CUDA device that fails mid-stream leaves the frames to
+ * the CPU, none lost or repeated: a warning goes on the bus and
+ * `backend-in-use` changes (notify).
  *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
@@ -164,6 +167,8 @@ typedef struct {
   guint kernel_serial; /* bumped by every kernel change */
   guint config_serial; /* bumped by every change needing a new engine */
   gchar *backend_in_use;
+  cf_backend running;   /* the engine's backend as last seen (backend=auto
+                           may leave CUDA mid-stream) */
   guint latency_frames; /* the engine's latency D */
 
   /* what the latency query answers from, under the object lock */
@@ -462,6 +467,37 @@ static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
   return TRUE;
 }
 
+/* backend-in-use: the engine and its latency. Object lock held. */
+static void describe_engine(GstCudaConvolve *self)
+{
+  g_free(self->backend_in_use);
+  self->backend_in_use = g_strdup_printf(
+      "%s; latency %u frame%s", cf_engine_describe(self->engine),
+      self->latency_frames, self->latency_frames == 1 ? "" : "s");
+}
+
+/* After an engine call: backend=auto leaves a failing CUDA device for the
+ * CPU inside the call, losing no frame (the engine's contract). Say so on
+ * the bus, once, and in backend-in-use. */
+static void note_fallback(GstCudaConvolve *self)
+{
+  cf_backend now = cf_engine_backend(self->engine);
+  GST_OBJECT_LOCK(self);
+  cf_backend was = self->running;
+  self->running = now;
+  if (now != was)
+    describe_engine(self);
+  GST_OBJECT_UNLOCK(self);
+  if (now == was)
+    return;
+  GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                      ("cudaconvolve: the %s backend failed; filtering goes "
+                       "on on the %s, no frame lost",
+                       cf_backend_name(was), cf_backend_name(now)),
+                      ("now: %s", cf_engine_describe(self->engine)));
+  g_object_notify(G_OBJECT(self), "backend-in-use");
+}
+
 /* Bring the engine up to date with the properties: a new engine when there
  * is none, the configuration changed or `rebuild`; else a new kernel when
  * it changed. Anything refused leaves the engine and its kernel as they
@@ -515,10 +551,8 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->engine = e;
     self->engine_config_serial = self->config_serial;
     self->latency_frames = (guint)cf_engine_latency(e);
-    g_free(self->backend_in_use);
-    self->backend_in_use = g_strdup_printf(
-        "%s; latency %u frame%s", cf_engine_describe(e), self->latency_frames,
-        self->latency_frames == 1 ? "" : "s");
+    self->running = cf_engine_backend(e);
+    describe_engine(self);
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;
   refused:
@@ -713,6 +747,7 @@ static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
   int got = 0;
   cf_status s = cf_engine_flush_frame(self->engine, &f, &got);
   gst_video_frame_unmap(&vout);
+  note_fallback(self);
   if (s != CF_OK) {
     gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
@@ -897,6 +932,7 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
   cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
   gst_video_frame_unmap(&vout);
   gst_video_frame_unmap(&vin);
+  note_fallback(self);
   if (s != CF_OK) {
     gst_buffer_unref(in);
     gst_buffer_unref(out);
@@ -982,7 +1018,9 @@ static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
   cf_frame fin, fout;
   frame_of(in, &fin);
   frame_of(out, &fout);
-  if (cf_engine_process_frame(self->engine, &fin, &fout) != CF_OK) {
+  cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
+  note_fallback(self);
+  if (s != CF_OK) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
                       ("processing a frame: %s", cf_last_error()));
     return GST_FLOW_ERROR;

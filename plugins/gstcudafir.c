@@ -30,6 +30,10 @@
  * RR), and the output has N / C channels. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
  *
+ * With backend=auto, a CUDA device that fails mid-stream leaves the
+ * filtering to the CPU inside the call that failed, losing nothing: a
+ * warning goes on the bus and `backend-in-use` changes (notify).
+ *
  * Examples:
  * |[
  * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
@@ -132,6 +136,8 @@ typedef struct {
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
   cf_engine *engine;
+  cf_backend running;   /* the engine's backend as last seen (object lock;
+                           backend=auto may leave CUDA mid-stream) */
   GstAudioFormat format;
   guint rate, cin, cout;
   gsize in_bpf;
@@ -465,6 +471,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   GST_OBJECT_LOCK(self);
   cf_engine *old = self->engine;
   self->engine = e;
+  self->running = cf_engine_backend(e);
   self->rate = rate;
   self->cin = channels;
   self->cout = cf_engine_out_channels(e);
@@ -482,6 +489,26 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
     gst_element_post_message(GST_ELEMENT(self),
                              gst_message_new_latency(GST_OBJECT(self)));
   return TRUE;
+}
+
+/* After an engine call: backend=auto leaves a failing CUDA device for the
+ * CPU inside the call, losing nothing (the engine's contract). Say so on
+ * the bus, once, and in backend-in-use. */
+static void note_fallback(GstCudaFir *self)
+{
+  cf_backend now = cf_engine_backend(self->engine);
+  GST_OBJECT_LOCK(self);
+  cf_backend was = self->running;
+  self->running = now;
+  GST_OBJECT_UNLOCK(self);
+  if (now == was)
+    return;
+  GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                      ("cudafir: the %s backend failed; filtering goes on "
+                       "on the %s, nothing lost",
+                       cf_backend_name(was), cf_backend_name(now)),
+                      ("now: %s", cf_engine_describe(self->engine)));
+  g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
 /* Push what the engine still holds: the `latency` frames behind the
@@ -504,6 +531,7 @@ static GstFlowReturn push_residue(GstCudaFir *self)
   size_t got = 0;
   cf_status s = cf_engine_drain(self->engine, self->fout, self->scratch_frames,
                                 &got);
+  note_fallback(self);
   if (s != CF_OK) {
     GST_ELEMENT_WARNING(self, STREAM, FAILED, ("cudafir: drain failed"),
                         ("%s", cf_last_error()));
@@ -850,6 +878,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   gst_buffer_unmap(in, &im);
   if (out)
     gst_buffer_unmap(out, &om);
+  if (n)
+    note_fallback(self);
   if (s != CF_OK) {
     if (out)
       gst_buffer_unref(out);
@@ -1105,9 +1135,8 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
                                   : 0);
     break;
   case PROP_BACKEND_IN_USE:
-    g_value_set_string(value, self->engine ? cf_backend_name(cf_engine_backend(
-                                                 self->engine))
-                                           : "none");
+    g_value_set_string(value,
+                       self->engine ? cf_backend_name(self->running) : "none");
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
@@ -1224,7 +1253,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_BACKEND_IN_USE,
       g_param_spec_string("backend-in-use", "Backend in use",
           "The backend filtering now: cpu, cuda, or none before the format "
-          "is known", "none", G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "is known (cuda turns to cpu if the device fails mid-stream with "
+          "backend=auto)", "none", G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata(ec, "CUDA FIR filter",
       "Filter/Effect/Audio",

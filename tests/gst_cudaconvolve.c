@@ -2336,6 +2336,59 @@ static void test_depth_events(void **state)
   tmp_cleanup();
 }
 
+/* backend=auto leaving a failing device mid-stream: a fake one
+ * (CF_TEST_FAKE_DEVICE, src/engine/fake.c: the CPU taken as the device,
+ * its K-th data call failing). Every frame still comes out once, equal to
+ * the reference, at every depth and with temporal taps; the element says
+ * so once on the bus and in backend-in-use. */
+static void test_device_fallback(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 20);
+  for (unsigned rep = 0; rep < 8; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 0, 3);
+    unsigned n = depth + (unsigned)ref_rng_range(&r, 2, 8);
+    unsigned fail_at = (unsigned)ref_rng_range(&r, 1, n);
+    set_case("device fallback %u (fake device failing at data call %u): ",
+             rep, fail_at);
+    gcase_open(&c);
+    g_object_set(c.h->element, "pipeline-depth", depth, NULL);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "backend", "auto");
+    char spec[32];
+    snprintf(spec, sizeof spec, "call:%u", fail_at);
+    setenv("CF_TEST_FAKE_DEVICE", spec, 1); /* read as the engine is built */
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS],
+              (unsigned)ref_rng_range(&r, 1, 3), ref_rng_u64(&r) % 2);
+    unsetenv("CF_TEST_FAKE_DEVICE");
+    add_case("depth %u ", depth);
+    ds_init(&s, &c, depth);
+    gchar *in_use = NULL;
+    g_object_get(c.h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use && strstr(in_use, "fake device"),
+          "backend-in-use '%s' before the fault", in_use ? in_use : "NULL");
+    g_free(in_use);
+    gst_harness_play(c.h);
+    for (unsigned i = 0; i < n; i++)
+      ds_push(&s, &r, i == 0, "frame");
+    ds_eos(&s);
+    g_object_get(c.h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use && !strncmp(in_use, "cpu", 3),
+          "backend-in-use '%s' after the fault", in_use ? in_use : "NULL");
+    g_free(in_use);
+    char msg[1024];
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, "backend failed"),
+          "no warning about the fallback on the bus");
+    check_no_bus_errors(&c); /* and only one warning */
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -2377,6 +2430,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
       cmocka_unit_test_teardown(test_depth_events, teardown),
+      cmocka_unit_test_teardown(test_device_fallback, teardown),
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
   gst_deinit();

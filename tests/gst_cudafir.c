@@ -308,7 +308,32 @@ static double tolerance(GstAudioFormat f, size_t len)
 
 /* ---- content, timestamps, drain, on random everything ------------------ */
 
-static void run_random_stream(GstAudioFormat f, int cases)
+static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
+{
+  GstMessage *m;
+  int found = 0;
+  while ((m = gst_bus_pop_filtered(bus, type))) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    if (type == GST_MESSAGE_ERROR)
+      gst_message_parse_error(m, &err, &dbg);
+    else
+      gst_message_parse_warning(m, &err, &dbg);
+    if ((err && strstr(err->message, needle)) || (dbg && strstr(dbg, needle)))
+      found = 1;
+    g_clear_error(&err);
+    g_free(dbg);
+    gst_message_unref(m);
+  }
+  return found;
+}
+
+/* Random streams through the element against the float64 reference.
+ * fault: the engine is built on CF_TEST_FAKE_DEVICE (src/engine/fake.c:
+ * backend=auto takes the CPU as a device whose K-th data call fails) and
+ * the element must go on on the CPU with nothing lost, say so once on the
+ * bus and in backend-in-use. */
+static void run_random_stream(GstAudioFormat f, int cases, int fault)
 {
   for (int cs = 0; cs < cases; cs++) {
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 4);
@@ -325,10 +350,32 @@ static void run_random_stream(GstAudioFormat f, int cases)
     set_taps(h->element, hk, len);
     g_object_set(h->element, "block-size", block, "drain", drain,
                  "threads", (guint)ref_rng_range(&rng, 0, 3), NULL);
-    set_caps(h, f, rate, ch, ch);
     GstClockTime t0 = ref_rng_range(&rng, 0, 1000) * GST_MSECOND;
     size_t sizes[4096];
     size_t nc = ref_chunking(&rng, n, block, sizes, 4096);
+    GstBus *bus = NULL;
+    size_t fail_at = 0, calls = 0; /* data calls sure to happen */
+    for (size_t i = 0; i < nc; i++)
+      calls += sizes[i] > 0;
+    if (fault) {
+      fail_at = (size_t)ref_rng_range(&rng, 1, calls + 1);
+      char spec[64];
+      snprintf(spec, sizeof spec, "call:%zu", fail_at);
+      add_case(", fake device failing at data call %zu", fail_at);
+      gst_util_set_object_arg(G_OBJECT(h->element), "backend", "auto");
+      bus = gst_bus_new();
+      gst_element_set_bus(h->element, bus);
+      setenv("CF_TEST_FAKE_DEVICE", spec, 1); /* read as the engine is built */
+    }
+    set_caps(h, f, rate, ch, ch);
+    if (fault) {
+      unsetenv("CF_TEST_FAKE_DEVICE");
+      gchar *dev;
+      g_object_get(h->element, "backend-in-use", &dev, NULL);
+      CHECK(dev && !strcmp(dev, "cuda"), "backend-in-use = %s on the fake "
+            "device", dev ? dev : "(null)");
+      g_free(dev);
+    }
     size_t total = n + (drain ? len - 1 : 0);
     collected c;
     collect_init(&c, ch, rate, t0, total + 1);
@@ -346,6 +393,13 @@ static void run_random_stream(GstAudioFormat f, int cases)
     g_object_get(h->element, "backend-in-use", &in_use, NULL);
     CHECK(in_use && (!strcmp(in_use, "cpu") || !strcmp(in_use, "cuda")),
           "backend-in-use = %s while streaming", in_use ? in_use : "(null)");
+    if (fault && fail_at <= calls) {
+      CHECK(!strcmp(in_use, "cpu"), "backend-in-use = %s after the fake "
+            "device failed", in_use);
+      CHECK(bus_has(bus, GST_MESSAGE_WARNING, "backend failed"),
+            "no warning on the bus after the fake device failed");
+      CHECK(!bus_has(bus, GST_MESSAGE_ERROR, ""), "an error on the bus");
+    }
     g_free(in_use);
     assert_true(gst_harness_push_event(h, gst_event_new_eos()));
     collect(h, &c, f);
@@ -371,6 +425,10 @@ static void run_random_stream(GstAudioFormat f, int cases)
         }
       free(want);
     }
+    if (bus) {
+      gst_element_set_bus(h->element, NULL);
+      gst_object_unref(bus);
+    }
     gst_harness_teardown(h);
     free(c.y);
     free(x);
@@ -381,15 +439,28 @@ static void run_random_stream(GstAudioFormat f, int cases)
 static void test_random_f32(void **state)
 {
   (void)state;
-  run_random_stream(GST_AUDIO_FORMAT_F32LE, 14);
+  run_random_stream(GST_AUDIO_FORMAT_F32LE, 14, 0);
+}
+
+/* backend=auto leaving a failing device mid-stream (a fake one, on the
+ * CPU): the output still equals the reference, the element says so. */
+static void test_device_fallback(void **state)
+{
+  (void)state;
+  if (strcmp(backend, "auto")) {
+    print_message("skipped: test_device_fallback needs backend auto\n");
+    return;
+  }
+  run_random_stream(GST_AUDIO_FORMAT_F32LE, 8, 1);
+  run_random_stream(GST_AUDIO_FORMAT_S16LE, 2, 1);
 }
 
 static void test_random_formats(void **state)
 {
   (void)state;
-  run_random_stream(GST_AUDIO_FORMAT_S16LE, 4);
-  run_random_stream(GST_AUDIO_FORMAT_S32LE, 4);
-  run_random_stream(GST_AUDIO_FORMAT_F64LE, 4);
+  run_random_stream(GST_AUDIO_FORMAT_S16LE, 4, 0);
+  run_random_stream(GST_AUDIO_FORMAT_S32LE, 4, 0);
+  run_random_stream(GST_AUDIO_FORMAT_F64LE, 4, 0);
 }
 
 /* ---- latency: the query, the property and an impulse agree ------------- */
@@ -939,26 +1010,6 @@ static void test_wav_kernel(void **state)
 /* ---- bad values ------------------------------------------------------------ */
 
 /* An element error or warning on the element's bus naming `needle`. */
-static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
-{
-  GstMessage *m;
-  int found = 0;
-  while ((m = gst_bus_pop_filtered(bus, type))) {
-    GError *err = NULL;
-    gchar *dbg = NULL;
-    if (type == GST_MESSAGE_ERROR)
-      gst_message_parse_error(m, &err, &dbg);
-    else
-      gst_message_parse_warning(m, &err, &dbg);
-    if ((err && strstr(err->message, needle)) || (dbg && strstr(dbg, needle)))
-      found = 1;
-    g_clear_error(&err);
-    g_free(dbg);
-    gst_message_unref(m);
-  }
-  return found;
-}
-
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -1241,6 +1292,7 @@ int main(void)
       cmocka_unit_test(test_properties),
       cmocka_unit_test(test_random_f32),
       cmocka_unit_test(test_random_formats),
+      cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_latency_impulse),
       cmocka_unit_test(test_discont),
       cmocka_unit_test(test_flush),
