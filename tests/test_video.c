@@ -86,14 +86,18 @@ static int is_exact_path(void)
 }
 /* Direct and separable paths round every product and sum in float: the
  * error of a sum of K taps grows as sqrt(K) (measured on the CPU direct
- * path: up to about 5e-8 * sqrt(K) relative), so beyond ~156 taps the
- * 1e-6 grows as 8e-8 * sqrt(K). */
+ * path: usually under 5e-8 * sqrt(K) relative, but up to 9.9e-8 * sqrt(K)
+ * on the AVX2 and generic tables, e.g. CF_TEST_SEED=1795512287 CF_DSP=avx2
+ * test_set_kernel: a 14x76 kernel over a 60x1 frame, mostly constant
+ * border, where the rounding of every output is the same so the L2 does not
+ * average it out), so beyond ~44 taps the 1e-6 grows as 1.5e-7 * sqrt(K)
+ * (2.5 units of float rounding). */
 static size_t g_taps = 1; /* T * Kh * Kw of the kernel checked now */
 static double tol(void)
 {
   if (!is_exact_path())
     return 2e-5;
-  double t = 8e-8 * sqrt((double)g_taps);
+  double t = 1.5e-7 * sqrt((double)g_taps);
   return t > 1e-6 ? t : 1e-6;
 }
 
