@@ -42,6 +42,13 @@ typedef struct result {
   int status; /* exit status, or 128 + signal */
 } result;
 
+/* How long to wait for the CLI before calling it hung. Generous: these only
+ * bound a wait that normally ends at once, and under valgrind
+ * (meson test --setup valgrind, which traces the CLI too) its start-up
+ * alone takes seconds. */
+#define HANG_S 120.0
+#define HANG_MS 120000
+
 static double now_s(void)
 {
   struct timespec ts;
@@ -143,7 +150,7 @@ static void run_cli(const char **args, const void *in, size_t in_len,
 {
   proc p;
   size_t out_cap = 0, err_cap = 0, sent = 0, piece_left = 0;
-  double next_write = 0.0, deadline = now_s() + 120.0;
+  double next_write = 0.0, deadline = now_s() + HANG_S;
   unsigned char *err = NULL;
 
   memset(r, 0, sizeof *r);
@@ -466,7 +473,7 @@ static void test_fir_streams_before_eof(void **state)
   assert_int_equal(write(p.in, x, sizeof x), (ssize_t)sizeof x);
   unsigned char *out = NULL;
   size_t out_len = 0, out_cap = 0;
-  double deadline = now_s() + 5.0;
+  double deadline = now_s() + HANG_S;
   while (out_len == 0 && now_s() < deadline) {
     struct pollfd pfd = {.fd = p.out, .events = POLLIN};
     if (poll(&pfd, 1, 100) > 0)
@@ -477,7 +484,7 @@ static void test_fir_streams_before_eof(void **state)
   int open_out = 1;
   while (open_out) {
     struct pollfd pfd = {.fd = p.out, .events = POLLIN};
-    assert_true(poll(&pfd, 1, 10000) > 0);
+    assert_true(poll(&pfd, 1, HANG_MS) > 0);
     open_out = drain_fd(p.out, &out, &out_len, &out_cap);
   }
   close(p.out);
@@ -1043,7 +1050,7 @@ static void test_conv2d_streams_before_eof(void **state)
   assert_int_equal(write(p.in, x + 1000, FB - 1000 + 10), FB - 1000 + 10);
   unsigned char *out = NULL;
   size_t out_len = 0, out_cap = 0;
-  double deadline = now_s() + 10.0;
+  double deadline = now_s() + HANG_S;
   while (out_len < FB && now_s() < deadline) {
     struct pollfd pfd = {.fd = p.out, .events = POLLIN};
     if (poll(&pfd, 1, 100) > 0 &&
@@ -1055,7 +1062,7 @@ static void test_conv2d_streams_before_eof(void **state)
   int open_out = 1;
   while (open_out) {
     struct pollfd pfd = {.fd = p.out, .events = POLLIN};
-    assert_true(poll(&pfd, 1, 10000) > 0);
+    assert_true(poll(&pfd, 1, HANG_MS) > 0);
     open_out = drain_fd(p.out, &out, &out_len, &out_cap);
   }
   unsigned char *err = NULL;
