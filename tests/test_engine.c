@@ -1349,7 +1349,8 @@ static void test_swap_invalid(void **state)
 /* Tested on the CPU through the fake device of src/engine/fake.c:
  * CF_TEST_FAKE_DEVICE=call:F (set while the engine is created) makes
  * backend=auto take the CPU as if it were CUDA, and its F-th process or
- * drain call fail as a device error. A case is one or two segments (a
+ * drain call fail as a device error (kernel:K: its K-th set_kernel fail
+ * as a device allocation would). A case is one or two segments (a
  * reset or a drain between them), each a random chunking with up to three
  * kernel swaps, crossfades included; F falls on the first call, the last
  * (the final drain), the first after a swap (its crossfade in flight),
@@ -1484,9 +1485,13 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     add_case("%s ", drain ? "drain" : "reset");
     fplan_add(&p, drain ? OP_DRAIN : OP_RESET, 0, 0);
   }
-  /* the call that fails */
-  size_t F = 0, at;
-  switch (long_swap ? 2 : c % 7) {
+  /* the call that fails: a data call F, or (kernel:K) the K-th swap */
+  size_t F = 0, K = 0, at, nswap = 0;
+  for (at = 0; at < p.nops; at++)
+    nswap += p.ops[at].op == OP_SWAP;
+  if (!long_swap && c % 8 == 7 && nswap)
+    K = ref_rng_range(r, 1, nswap);
+  switch (long_swap ? 2 : K ? 6 : c % 8) {
   case 0: F = 1; break;
   case 1: F = p.calls; break;
   case 2: /* right after a swap: its crossfade (if any) in flight */
@@ -1514,9 +1519,13 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     }
     break;
   }
-  if (F == 0 || F > p.calls)
-    F = ref_rng_range(r, 1, p.calls);
-  add_case("| fault at call %zu of %zu ", F, p.calls);
+  if (K)
+    add_case("| fault at swap %zu of %zu ", K, nswap);
+  else {
+    if (F == 0 || F > p.calls)
+      F = ref_rng_range(r, 1, p.calls);
+    add_case("| fault at call %zu of %zu ", F, p.calls);
+  }
 
   input in, seg[2];
   input_make(&in, r, k[0].ins, n[0] + n[1]);
@@ -1530,7 +1539,10 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   cf_kernel *kk = NULL;
   CHECK_OK(kset_build(&k[0], &kk));
   char env[64];
-  snprintf(env, sizeof env, "call:%zu", F);
+  if (K)
+    snprintf(env, sizeof env, "kernel:%zu", K);
+  else
+    snprintf(env, sizeof env, "call:%zu", F);
   setenv("CF_TEST_FAKE_DEVICE", env, 1);
   cf_engine *e = NULL;
   cf_status st = cf_engine_new_audio(&cfg, kk, &e);
@@ -1545,7 +1557,7 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   add_case("{%s} ", cf_engine_describe(e));
   run ru;
   run_start(&ru, e, block, n[0] + n[1] + 2 * (block + lmax) + 16);
-  size_t done = 0, calls = 0, end[2] = {0, 0};
+  size_t done = 0, calls = 0, swaps = 0, end[2] = {0, 0};
   unsigned g = 0;
   for (size_t i = 0; i < p.nops; i++) {
     const fop *o = &p.ops[i];
@@ -1567,6 +1579,9 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
       check_guard(&ru, "process()");
     } else if (o->op == OP_SWAP) {
       CHECK_OK(kset_build(&k[o->stage], &kk));
+      if (++swaps == K) /* the outputs around the switch */
+        for (size_t d = 0; d < 2; d++)
+          idx_add3(&ru.must, ru.pos + (d ? ru.lat : 0));
       st = cf_engine_set_kernel(e, kk, o->n);
       cf_kernel_free(kk);
       CHECK(st == CF_OK, "set_kernel (stage %u, X %zu) returned %s: %s",
@@ -1582,10 +1597,18 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     }
     CHECK(cf_engine_latency(e) == ru.lat, "latency %zu, was %zu",
           cf_engine_latency(e), ru.lat);
-    cf_backend want = calls >= F ? CF_BACKEND_CPU : CF_BACKEND_CUDA;
-    CHECK(cf_engine_backend(e) == want, "after call %zu (fault at %zu) the "
-          "engine is on %s, want %s", calls, F,
+    int off = K ? swaps >= K : calls >= F;
+    cf_backend want = off ? CF_BACKEND_CPU : CF_BACKEND_CUDA;
+    CHECK(cf_engine_backend(e) == want, "after call %zu, swap %zu (fault at "
+          "%s %zu) the engine is on %s, want %s", calls, swaps,
+          K ? "swap" : "call", K ? K : F,
           cf_backend_name(cf_engine_backend(e)), cf_backend_name(want));
+    CHECK(!off == !cf_engine_fallback_reason(e) &&
+              (!off || strstr(cf_engine_fallback_reason(e), "fake device")),
+          "fallback reason '%s' %s the switch",
+          cf_engine_fallback_reason(e) ? cf_engine_fallback_reason(e)
+                                       : "(none)",
+          off ? "after" : "before");
   }
   CHECK(!strstr(cf_engine_describe(e), "fake"), "after the switch the "
         "engine says '%s'", cf_engine_describe(e));
@@ -1617,10 +1640,10 @@ static void test_fallback(void **state)
   }
   ref_rng r;
   test_rng(&r, 19);
-  for (unsigned c = 0; c < 28; c++)
+  for (unsigned c = 0; c < 32; c++)
     fault_case(&r, c, 0);
   if (!is_direct()) /* the direct path is too slow for 2^17 taps */
-    fault_case(&r, 28, 1);
+    fault_case(&r, 32, 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -2171,7 +2171,8 @@ static void test_pipeline(void **state)
  * through the fake device of src/engine/fake.c: CF_TEST_FAKE_DEVICE=
  * call:F (set while the engine is created) makes backend=auto take the
  * CPU as if it were CUDA (pipelined at depth D as CUDA would be) and its
- * F-th process_frame or flush_frame call fail as a device error. Random
+ * F-th process_frame or flush_frame call fail as a device error (kernel:K:
+ * its K-th kernel set fail as a device allocation would). Random
  * formats, sizes, temporal kernels, depths 0..7 and a random sequence of
  * frames, flushes, resets and kernel swaps (other sizes and T); F falls on
  * the first call, the last (a flush with nothing pending), the first
@@ -2216,10 +2217,15 @@ static void fault_case(ref_rng *r, unsigned c)
     }
   }
   unsigned total = calls[nops] + qlen + 1; /* and the final flush */
-  /* the call that fails */
-  unsigned F = 0, pick = (unsigned)ref_rng_range(r, 0, nops - 1);
+  /* the call that fails: data call F, or (kernel:K) the K-th swap */
+  unsigned F = 0, K = 0, nswap = 0, pick = (unsigned)ref_rng_range(r, 0,
+                                                                  nops - 1);
+  for (unsigned i = 0; i < nops; i++)
+    nswap += ops[i] == VOP_KERNEL;
+  if (c % 8 == 7 && nswap)
+    K = (unsigned)ref_rng_range(r, 1, nswap);
   int want = -1;
-  switch (c % 7) {
+  switch (K ? 6 : c % 7) {
   case 0: F = 1; break;
   case 1: F = total; break;
   case 2: want = VOP_KERNEL; break;
@@ -2236,12 +2242,15 @@ static void fault_case(ref_rng *r, unsigned c)
       break;
     }
   }
-  if (F == 0 || F > total)
+  if (!K && (F == 0 || F > total))
     F = (unsigned)ref_rng_range(r, 1, total);
-  set_case("fallback #%u: fault at call %u of %u: ", c, F, total);
+  if (K)
+    set_case("fallback #%u: fault at swap %u of %u: ", c, K, nswap);
+  else
+    set_case("fallback #%u: fault at call %u of %u: ", c, F, total);
   config_describe(&cfg);
   char env[64];
-  snprintf(env, sizeof env, "call:%u", F);
+  snprintf(env, sizeof env, K ? "kernel:%u" : "call:%u", K ? K : F);
   setenv("CF_TEST_FAKE_DEVICE", env, 1);
   vcase v;
   cf_status st;
@@ -2254,11 +2263,19 @@ static void fault_case(ref_rng *r, unsigned c)
         "the fake device is not in use: backend %s, '%s'",
         cf_backend_name(cf_engine_backend(v.e)), cf_engine_describe(v.e));
   add_case("| ");
-  for (unsigned i = 0; i <= nops; i++) {
+  for (unsigned i = 0, swaps = 0; i <= nops; i++) {
     cf_backend b = cf_engine_backend(v.e);
-    CHECK(b == (calls[i] >= F ? CF_BACKEND_CPU : CF_BACKEND_CUDA),
-          "after %u calls (fault at call %u) the engine is on %s", calls[i],
-          F, cf_backend_name(b));
+    int off = K ? swaps >= K : calls[i] >= F;
+    CHECK(b == (off ? CF_BACKEND_CPU : CF_BACKEND_CUDA),
+          "after %u calls and %u swaps (fault at %s %u) the engine is on %s",
+          calls[i], swaps, K ? "swap" : "call", K ? K : F,
+          cf_backend_name(b));
+    CHECK(!off == !cf_engine_fallback_reason(v.e) &&
+              (!off || strstr(cf_engine_fallback_reason(v.e), "fake device")),
+          "fallback reason '%s' %s the switch",
+          cf_engine_fallback_reason(v.e) ? cf_engine_fallback_reason(v.e)
+                                         : "(none)",
+          off ? "after" : "before");
     CHECK(cf_engine_latency(v.e) == depth, "latency %zu after %u calls, "
           "want %u", cf_engine_latency(v.e), calls[i], depth);
     if (i == nops)
@@ -2281,6 +2298,7 @@ static void fault_case(ref_rng *r, unsigned c)
       add_case("swap to ");
       kern_describe(&k);
       vcase_set_kernel(&v, &k);
+      swaps++;
     }
   }
   vcase_flush(&v, "fallback: the frames pending at the end");

@@ -110,7 +110,15 @@ cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
 
 unsigned cf_engine_in_channels(const cf_engine *e);
 unsigned cf_engine_out_channels(const cf_engine *e);
+/* The backend running now. With CF_BACKEND_AUTO on CUDA, a device
+ * failure (CF_E_DEVICE, CF_E_NOMEM) in process, drain or set_kernel moves
+ * the engine to the CPU for good, within that call and without losing or
+ * repeating a sample (a crossfade running goes on); the call succeeds if
+ * the CPU could take over. Any other error is returned as it is. */
 cf_backend cf_engine_backend(const cf_engine *e);
+/* Why backend auto left the device (the device's error message), or NULL
+ * while it has not. */
+const char *cf_engine_fallback_reason(const cf_engine *e);
 /* One line: backend, algorithm, block, partitions, threads. */
 const char *cf_engine_describe(const cf_engine *e);
 

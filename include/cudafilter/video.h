@@ -45,11 +45,12 @@
  * downstream work overlap the filtering), at the cost of two frame copies.
  * A reset keeps the pending results (their frames were filtered with the
  * history they had); a kernel set takes effect from the next frame
- * enqueued. With backend auto, a device failure mid-stream moves the
- * engine to the CPU (cf_engine_backend() says so) without losing or
- * repeating a frame and with the same latency: the engine keeps host
- * copies of the last T - 1 + D input frames for that, each with the
- * kernel it was filtered with. */
+ * enqueued. With backend auto, a device failure mid-stream (in a frame,
+ * a flush or a kernel set) moves the engine to the CPU (cf_engine_backend()
+ * and cf_engine_fallback_reason() say so) without losing or repeating a
+ * frame and with the same latency: the engine keeps host copies of the
+ * last T - 1 + D input frames for that, each with the kernel it was
+ * filtered with. */
 #ifndef CUDAFILTER_VIDEO_H
 #define CUDAFILTER_VIDEO_H
 

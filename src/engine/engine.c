@@ -281,8 +281,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   free(e->fb);
   e->fb = NULL;
   fb_drop(e, e->nstage);
-  fprintf(stderr, "cudafilter: CUDA failed (%s); continuing on the CPU\n",
-          reason);
+  snprintf(e->fallback, sizeof e->fallback, "%s", reason);
   return CF_OK;
 }
 
@@ -320,7 +319,7 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   e->cin = cfg->channels;
   e->cout = cout;
   s = CF_E_UNAVAILABLE;
-  unsigned long long fail_at;
+  cf_fake_fault fail_at;
   if (cfg->backend == CF_BACKEND_AUTO && cf_fake_device(&fail_at)) {
     backend = CF_BACKEND_CUDA; /* a test's stand-in for the device */
     s = cf_fake_fir_new(cfg, kernel, cout, fail_at, &e->impl, &e->ops);
@@ -382,7 +381,8 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
     size_t m = frames < FB_PIECE ? frames : FB_PIECE;
     fb_record(e, in, m);
     cf_status s = e->ops->process(e->impl, in, out, m);
-    if (s != CF_OK && (s = fb_switch(e, m, out, s)) != CF_OK)
+    if (s != CF_OK &&
+        (!cf_device_failure(s) || (s = fb_switch(e, m, out, s)) != CF_OK))
       return s;
     in += m * e->cin;
     out += m * e->cout;
@@ -417,7 +417,8 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
   if (need && !out)
     return cf_fail(CF_E_INVALID, "drain: NULL buffer");
   cf_status s = e->ops->drain(e->impl, out, capacity, written);
-  if (s != CF_OK && fb_active(e) && (s = fb_switch(e, 0, NULL, s)) == CF_OK) {
+  if (s != CF_OK && fb_active(e) && cf_device_failure(s) &&
+      (s = fb_switch(e, 0, NULL, s)) == CF_OK) {
     /* The CPU took only the stages the tail depends on (the device may
      * still have held one that no longer counts): its tail may be shorter,
      * and past it the tail is zeros. */
@@ -463,14 +464,27 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
   if (cout != e->cout)
     return cf_fail(CF_E_INVALID, "set_kernel: the new kernel set has %u "
                    "outputs, the stream has %u", cout, e->cout);
-  if ((s = e->ops->set_kernel(e->impl, kernel, crossfade)) != CF_OK)
+  if (!fb_active(e))
+    return e->ops->set_kernel(e->impl, kernel, crossfade);
+  /* The stage first: once the device has swapped, a switch must know. */
+  if ((s = fb_prepare(e, kernel, crossfade)) != CF_OK)
     return s;
-  return fb_prepare(e, kernel, crossfade);
+  if ((s = e->ops->set_kernel(e->impl, kernel, crossfade)) == CF_OK)
+    return CF_OK;
+  cf_kernel_free(e->stage[--e->nstage].k); /* the device did not swap */
+  if (!cf_device_failure(s) || (s = fb_switch(e, 0, NULL, s)) != CF_OK)
+    return s;
+  return e->ops->set_kernel(e->impl, kernel, crossfade);
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }
 CF_PUBLIC unsigned cf_engine_out_channels(const cf_engine *e) { return e->cout; }
 CF_PUBLIC cf_backend cf_engine_backend(const cf_engine *e) { return e->backend; }
+
+CF_PUBLIC const char *cf_engine_fallback_reason(const cf_engine *e)
+{
+  return e->fallback[0] ? e->fallback : NULL;
+}
 
 CF_PUBLIC const char *cf_engine_describe(const cf_engine *e)
 {

@@ -29,6 +29,7 @@ struct cf_engine {
                            back to the CPU mid-stream) */
   unsigned cin, cout;
   char desc[320];
+  char fallback[256]; /* why auto left the device ("" while it has not) */
   /* backend=auto running on CUDA: what a switch to the CPU mid-stream
    * needs (engine.c, fb_*): the configuration, the stages (kernel sets
    * with the input frame of their swap and its crossfade, oldest first),
@@ -70,15 +71,27 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           unsigned out_channels, void **impl,
                           const cf_backend_ops **ops);
 
-/* Test only (src/engine/fake.c): 1 with *fail_at set (0: never) where
- * CF_TEST_FAKE_DEVICE asks backend=auto to take the CPU as if it were the
- * device, else 0. */
-int cf_fake_device(unsigned long long *fail_at);
-/* The CPU 1D backend wrapped so that its fail_at-th process or drain call
- * fails with CF_E_DEVICE (fake.c). */
+/* Test only (src/engine/fake.c): which call of a fake device fails (0:
+ * none), counting the calls that move data and the kernel swaps. */
+typedef struct cf_fake_fault {
+  unsigned long long call, swap;
+} cf_fake_fault;
+/* 1 with *at set where CF_TEST_FAKE_DEVICE asks backend=auto to take the
+ * CPU as if it were the device, else 0. */
+int cf_fake_device(cf_fake_fault *at);
+/* The CPU 1D backend wrapped so that its at->call-th process or drain
+ * call fails with CF_E_DEVICE, and its at->swap-th set_kernel with
+ * CF_E_NOMEM (fake.c). */
 cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
-                          unsigned out_channels, unsigned long long fail_at,
+                          unsigned out_channels, cf_fake_fault at,
                           void **impl, const cf_backend_ops **ops);
+
+/* backend=auto: the errors that move an engine off the device (a failed
+ * allocation, launch or copy); any other error is the caller's. */
+static inline int cf_device_failure(cf_status s)
+{
+  return s == CF_E_DEVICE || s == CF_E_NOMEM;
+}
 
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);

@@ -9,8 +9,10 @@
  * history exactly as for CUDA. With CF_TEST_FAKE_DEVICE="call:N" the N-th
  * call of that engine that moves data (audio: the backend's process or
  * drain; video: process_frame or flush_frame) fails with CF_E_DEVICE,
- * having done nothing, and the front switches to a real CPU backend; any
- * other value fakes a device that never fails. Unset, nothing changes. */
+ * having done nothing, and the front switches to a real CPU backend; with
+ * "kernel:N" its N-th kernel swap fails so, with CF_E_NOMEM (a device
+ * allocation failing for a new kernel); any other value fakes a device
+ * that never fails. Unset, nothing changes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,24 +23,35 @@ typedef struct fake {
   void *inner;
   const cf_backend_ops *ops;
   const cf_video_ops *vops;
-  unsigned long long calls, fail_at; /* fail_at 0: never */
+  cf_fake_fault at; /* 0: never */
+  unsigned long long calls, swaps;
 } fake;
 
-int cf_fake_device(unsigned long long *fail_at)
+int cf_fake_device(cf_fake_fault *at)
 {
   const char *env = getenv("CF_TEST_FAKE_DEVICE");
   if (!env || !*env)
     return 0;
-  *fail_at = strncmp(env, "call:", 5) ? 0 : strtoull(env + 5, NULL, 10);
+  at->call = strncmp(env, "call:", 5) ? 0 : strtoull(env + 5, NULL, 10);
+  at->swap = strncmp(env, "kernel:", 7) ? 0 : strtoull(env + 7, NULL, 10);
   return 1;
 }
 
 static cf_status fake_call(fake *f)
 {
-  if (++f->calls != f->fail_at)
+  if (++f->calls != f->at.call)
     return CF_OK;
   return cf_fail(CF_E_DEVICE, "fake device: call %llu fails "
-                 "(CF_TEST_FAKE_DEVICE=call:%llu)", f->calls, f->fail_at);
+                 "(CF_TEST_FAKE_DEVICE=call:%llu)", f->calls, f->at.call);
+}
+
+static cf_status fake_swap(fake *f)
+{
+  if (++f->swaps != f->at.swap)
+    return CF_OK;
+  return cf_fail(CF_E_NOMEM, "fake device: out of memory for kernel swap "
+                 "%llu (CF_TEST_FAKE_DEVICE=kernel:%llu)", f->swaps,
+                 f->at.swap);
 }
 
 static void fake_describe(const fake *f, char *buf, size_t n)
@@ -49,7 +62,8 @@ static void fake_describe(const fake *f, char *buf, size_t n)
   else
     f->vops->describe(f->inner, inner, sizeof inner);
   snprintf(buf, n, "fake device (CPU, CF_TEST_FAKE_DEVICE), %llu calls "
-           "made, fails at call %llu: %s", f->calls, f->fail_at, inner);
+           "and %llu swaps made, fails at call %llu, swap %llu: %s",
+           f->calls, f->swaps, f->at.call, f->at.swap, inner);
 }
 
 static void fake_destroy(void *impl)
@@ -62,11 +76,11 @@ static void fake_destroy(void *impl)
   free(f);
 }
 
-static fake *fake_new(unsigned long long fail_at)
+static fake *fake_new(cf_fake_fault at)
 {
   fake *f = calloc(1, sizeof *f);
   if (f)
-    f->fail_at = fail_at;
+    f->at = at;
   else
     cf_fail(CF_E_NOMEM, "fake device: out of memory");
   return f;
@@ -109,7 +123,8 @@ static void fa_reset(void *impl)
 static cf_status fa_set_kernel(void *impl, const cf_kernel *k, size_t xfade)
 {
   fake *f = impl;
-  return f->ops->set_kernel(f->inner, k, xfade);
+  cf_status s = fake_swap(f);
+  return s == CF_OK ? f->ops->set_kernel(f->inner, k, xfade) : s;
 }
 
 static void fa_describe(const void *impl, char *buf, size_t n)
@@ -123,10 +138,10 @@ static const cf_backend_ops fake_audio_ops = {
 };
 
 cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
-                          unsigned out_channels, unsigned long long fail_at,
+                          unsigned out_channels, cf_fake_fault at,
                           void **impl, const cf_backend_ops **ops)
 {
-  fake *f = fake_new(fail_at);
+  fake *f = fake_new(at);
   if (!f)
     return CF_E_NOMEM;
   cf_status s = cf_cpu_fir_new(cfg, k, out_channels, &f->inner, &f->ops);
@@ -157,7 +172,8 @@ static void fv_reset(void *impl)
 static cf_status fv_set_kernel(void *impl, const cf_kernel2d *k)
 {
   fake *f = impl;
-  return f->vops->set_kernel(f->inner, k);
+  cf_status s = fake_swap(f);
+  return s == CF_OK ? f->vops->set_kernel(f->inner, k) : s;
 }
 
 static void fv_describe(const void *impl, char *buf, size_t n)
@@ -185,10 +201,10 @@ static const cf_video_ops fake_video_ops = {
 };
 
 cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
-                            unsigned long long fail_at, void **impl,
+                            cf_fake_fault at, void **impl,
                             const cf_video_ops **ops)
 {
-  fake *f = fake_new(fail_at);
+  fake *f = fake_new(at);
   if (!f)
     return CF_E_NOMEM;
   cf_status s = cf_cpu_video_new(cfg, k, &f->inner, &f->vops);

@@ -198,7 +198,8 @@ static void front_forget(struct cf_video_front *f)
 }
 
 /* The next frames use kernel k: keep a copy, drop the kernels no frame
- * held uses, and (re)size the history for k, keeping the frames in it. */
+ * held uses (but the current one, which a failed swap goes back to), and
+ * (re)size the history for k, keeping the frames in it. */
 static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
 {
   struct cf_video_front *f = e->vfront;
@@ -208,7 +209,7 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
   unsigned long long first = f->n > f->hcap ? f->n - f->hcap : 0;
   unsigned keep = 0;
   for (unsigned j = 0; j < f->nkern; j++) {
-    int used = 0;
+    int used = j + 1 == f->nkern; /* the current one: a failed swap keeps it */
     for (unsigned long long i = first; i < f->n && !used; i++)
       used = f->meta[i % f->hcap].k == f->kern[j];
     if (used)
@@ -261,10 +262,11 @@ static front_frame front_meta(const struct cf_video_front *f,
 }
 
 /* The device failed: continue on the CPU. The undelivered frames
- * [delivered, n) and the current one `cur` (NULL when flushing) go to a
- * CPU backend of the same depth, after the frames they depend on; then
- * with `cur` the call's result (if the stream owes one now) goes to out,
- * and when flushing the oldest pending frame (*got). */
+ * [delivered, n) and the current one `cur` (NULL when flushing or
+ * swapping kernels) go to a CPU backend of the same depth, after the
+ * frames they depend on; then with `cur` the call's result (if the stream
+ * owes one now) goes to out, and when flushing (out not NULL) the oldest
+ * pending frame (*got). */
 static cf_status front_switch(cf_engine *e, const cf_frame *cur,
                               const cf_frame *out, int *got)
 {
@@ -318,7 +320,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       ops->reset(impl);
     if (s == CF_OK && k != f->kern[f->nkern - 1])
       s = ops->set_kernel(impl, f->kern[f->nkern - 1]);
-    if (s == CF_OK)
+    if (s == CF_OK && out)
       s = ops->flush(impl, out, got);
   }
   if (s != CF_OK) {
@@ -330,14 +332,8 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   e->vops = ops;
   e->backend = CF_BACKEND_CPU;
   front_forget(f);
-  fprintf(stderr, "cudafilter: CUDA failed (%s); video continues on the "
-          "CPU\n", reason);
+  snprintf(e->fallback, sizeof e->fallback, "%s", reason);
   return CF_OK;
-}
-
-static int device_failure(cf_status s)
-{
-  return s == CF_E_DEVICE || s == CF_E_NOMEM;
 }
 
 CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
@@ -359,7 +355,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
   e->cin = e->cout = cf_format_desc_get(cfg->format)->ncomp;
   s = CF_E_UNAVAILABLE;
-  unsigned long long fail_at;
+  cf_fake_fault fail_at;
   if (cfg->backend == CF_BACKEND_AUTO && cf_fake_device(&fail_at)) {
     backend = CF_BACKEND_CUDA; /* a test's stand-in for the device */
     s = cf_fake_video_new(cfg, k, fail_at, &e->impl, &e->vops);
@@ -446,7 +442,7 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
     if (++f->n - f->delivered > f->depth)
       f->delivered++;
   }
-  if (!device_failure(s))
+  if (!cf_device_failure(s))
     return s;
   int got = 0;
   return front_switch(e, in, out, &got);
@@ -465,7 +461,7 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
   cf_status s = e->vops->flush(e->impl, out, got);
   if (front_watching(e) && s == CF_OK && *got)
     e->vfront->delivered++;
-  if (!front_watching(e) || !device_failure(s))
+  if (!front_watching(e) || !cf_device_failure(s))
     return s;
   return front_switch(e, NULL, out, got);
 }
@@ -475,9 +471,17 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
   if (!e->vops)
     return cf_fail(CF_E_STATE, "set_kernel2d: this is an audio engine");
   cf_status s = check_kernel2d(k);
-  if (s == CF_OK)
-    s = e->vops->set_kernel(e->impl, k);
-  if (s == CF_OK && e->vfront)
-    s = front_prepare(e, k);
-  return s;
+  if (s != CF_OK || !front_watching(e))
+    return s != CF_OK ? s : e->vops->set_kernel(e->impl, k);
+  /* The copy first: once the device has swapped, a switch must know. */
+  struct cf_video_front *f = e->vfront;
+  if ((s = front_prepare(e, k)) != CF_OK)
+    return s;
+  if ((s = e->vops->set_kernel(e->impl, k)) == CF_OK)
+    return CF_OK;
+  cf_kernel2d_free(f->kern[--f->nkern]); /* the device did not swap */
+  if (!cf_device_failure(s) || (s = front_switch(e, NULL, NULL, NULL)) !=
+                                   CF_OK)
+    return s;
+  return e->vops->set_kernel(e->impl, k);
 }

@@ -78,10 +78,11 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
                                 const cf_kernel2d *k, void **impl,
                                 const cf_video_ops **ops);
 
-/* The CPU video backend wrapped so that its fail_at-th process or flush
- * call fails with CF_E_DEVICE (test only, src/engine/fake.c). */
+/* The CPU video backend wrapped so that its at.call-th process or flush
+ * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with
+ * CF_E_NOMEM (test only, src/engine/fake.c). */
 cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
-                            unsigned long long fail_at, void **impl,
+                            cf_fake_fault at, void **impl,
                             const cf_video_ops **ops);
 
 /* The CUDA video backend (src/cuda/; CF_E_UNAVAILABLE with a recorded
