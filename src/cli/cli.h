@@ -28,6 +28,11 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *s,
  * 0 on success, -1 with errno set. */
 int cli_write_all(int fd, const void *buf, size_t len);
 
+/* Once per engine (*told): a warning on stderr when backend auto has
+ * left the device mid-stream, with the device's error. */
+struct cf_engine;
+void cli_note_fallback(const struct cf_engine *e, bool *told);
+
 /* Monotonic clock in seconds. */
 double cli_now(void);
 

@@ -368,6 +368,7 @@ static int conv2d_stream(cf_engine *e, const cf_video_config *cfg,
   unsigned char *in = malloc(frame_bytes), *out = malloc(frame_bytes);
   cf_frame fin, fout;
   unsigned long long frames = 0;
+  bool told = false;
   int rc = 0;
 
   if (!in || !out) {
@@ -391,7 +392,9 @@ static int conv2d_stream(cf_engine *e, const cf_video_config *cfg,
                      cf_pixel_format_name(cfg->format), frame_bytes);
       goto done;
     }
-    if (cf_engine_process_frame(e, &fin, &fout) != CF_OK) {
+    cf_status st = cf_engine_process_frame(e, &fin, &fout);
+    cli_note_fallback(e, &told);
+    if (st != CF_OK) {
       rc = cli_error("frame %llu: processing failed: %s", frames + 1,
                      cf_last_error());
       goto done;

@@ -43,6 +43,16 @@ int cli_error(const char *fmt, ...)
   return CLI_EXIT_RUNTIME;
 }
 
+void cli_note_fallback(const cf_engine *e, bool *told)
+{
+  const char *why = cf_engine_fallback_reason(e);
+  if (!why || *told)
+    return;
+  *told = true;
+  fprintf(stderr, PROG ": warning: the cuda backend failed (%s); filtering "
+          "goes on on the cpu, nothing lost\n", why);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
   va_list ap;
@@ -346,6 +356,7 @@ static int fir_stream(cf_engine *e, bool drain)
   const size_t frame_bytes = cin * sizeof(float);
   const size_t max_frames = sizeof in / frame_bytes;
   size_t have = 0; /* bytes in `in`: a partial frame left from last read */
+  bool told = false;
   int rc = 0;
 
   float *out = malloc(max_frames * cout * sizeof *out);
@@ -366,7 +377,9 @@ static int fir_stream(cf_engine *e, bool drain)
     if (frames == 0)
       continue;
     to_host_order(in, frames * cin);
-    if (cf_engine_process(e, in, out, frames) != CF_OK) {
+    cf_status st = cf_engine_process(e, in, out, frames);
+    cli_note_fallback(e, &told);
+    if (st != CF_OK) {
       rc = cli_error("processing failed: %s", cf_last_error());
       goto done;
     }
@@ -386,7 +399,9 @@ static int fir_stream(cf_engine *e, bool drain)
       rc = cli_error("out of memory for the %zu-frame tail", tail);
       goto done;
     }
-    if (cf_engine_drain(e, t, tail, &written) != CF_OK)
+    cf_status st = cf_engine_drain(e, t, tail, &written);
+    cli_note_fallback(e, &told);
+    if (st != CF_OK)
       rc = cli_error("drain failed: %s", cf_last_error());
     else
       rc = emit(t, written, cout);

@@ -330,6 +330,7 @@ int cli_demo(int argc, char **argv)
   bool opened = false;
   uint64_t noise = 12345;
   size_t tail_frames = 0, written = 0;
+  bool told = false;
   int rc;
 
   cf_audio_config_init(&cfg);
@@ -362,7 +363,9 @@ int cli_demo(int argc, char **argv)
     size_t n = total - t0 < BLOCK ? total - t0 : BLOCK;
     make_signal(in, t0, n, total, &noise);
     t = cli_now();
-    if (cf_engine_process(e, in, out, n) != CF_OK) {
+    cf_status st = cf_engine_process(e, in, out, n);
+    cli_note_fallback(e, &told);
+    if (st != CF_OK) {
       rc = cli_error("demo: processing failed: %s", cf_last_error());
       goto done;
     }
@@ -376,7 +379,9 @@ int cli_demo(int argc, char **argv)
     goto done;
   }
   t = cli_now();
-  if (cf_engine_drain(e, tail, tail_frames, &written) != CF_OK) {
+  cf_status st = cf_engine_drain(e, tail, tail_frames, &written);
+  cli_note_fallback(e, &told);
+  if (st != CF_OK) {
     rc = cli_error("demo: drain failed: %s", cf_last_error());
     goto done;
   }
