@@ -494,7 +494,11 @@ static void note_fallback(GstCudaConvolve *self)
                       ("cudaconvolve: the %s backend failed; filtering goes "
                        "on on the %s, no frame lost",
                        cf_backend_name(was), cf_backend_name(now)),
-                      ("now: %s", cf_engine_describe(self->engine)));
+                      ("%s; now: %s",
+                       cf_engine_fallback_reason(self->engine)
+                           ? cf_engine_fallback_reason(self->engine)
+                           : "no reason given",
+                       cf_engine_describe(self->engine)));
   g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
@@ -884,6 +888,8 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
        dur > self->max_duration))
     self->max_duration = dur;
   GST_OBJECT_UNLOCK(self);
+  if (self->engine) /* a kernel swap may have moved it off the device */
+    note_fallback(self);
   if (!report_note(self, &note))
     return GST_FLOW_ERROR;
   if (discont) {

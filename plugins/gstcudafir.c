@@ -507,7 +507,11 @@ static void note_fallback(GstCudaFir *self)
                       ("cudafir: the %s backend failed; filtering goes on "
                        "on the %s, nothing lost",
                        cf_backend_name(was), cf_backend_name(now)),
-                      ("now: %s", cf_engine_describe(self->engine)));
+                      ("%s; now: %s",
+                       cf_engine_fallback_reason(self->engine)
+                           ? cf_engine_fallback_reason(self->engine)
+                           : "no reason given",
+                       cf_engine_describe(self->engine)));
   g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
@@ -592,6 +596,7 @@ static void apply_kernel_change(GstCudaFir *self)
     return;
   cf_status s = cf_engine_set_kernel(self->engine, k, (size_t)xf);
   cf_kernel_free(k);
+  note_fallback(self); /* the device may have failed the swap */
   if (s != CF_OK)
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                         ("cudafir: kernel change refused, keeping the "

@@ -734,10 +734,20 @@ static void test_same_caps_again(void **state)
 
 /* ---- kernel swap while playing: the crossfade of engine.h --------------- */
 
+/* Cases 4 and 5 run on a fake device (src/engine/fake.c) whose kernel
+ * swap fails as a device allocation would: with backend=auto the element
+ * must go on on the CPU with the new kernel and the same crossfade, and
+ * say so on the bus and in backend-in-use. */
 static void test_kernel_swap(void **state)
 {
   (void)state;
-  for (int cs = 0; cs < 4; cs++) {
+  for (int cs = 0; cs < 6; cs++) {
+    int fault = cs >= 4;
+    if (fault && strcmp(backend, "auto")) {
+      print_message("skipped: the swap on a failing device needs backend "
+                    "auto\n");
+      break;
+    }
     unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
     size_t l1 = ref_rng_range(&rng, 1, 300), l2 = ref_rng_range(&rng, 1, 300);
     size_t xf = ref_rng_range(&rng, 0, 2000);
@@ -753,7 +763,16 @@ static void test_kernel_swap(void **state)
                  (guint64)gst_util_uint64_scale_int(xf, GST_SECOND,
                                                     (gint)rate),
                  "drain", FALSE, NULL);
+    GstBus *bus = NULL;
+    if (fault) {
+      add_case(", fake device failing the swap");
+      gst_util_set_object_arg(G_OBJECT(h->element), "backend", "auto");
+      bus = gst_bus_new();
+      gst_element_set_bus(h->element, bus);
+      setenv("CF_TEST_FAKE_DEVICE", "kernel:1", 1);
+    }
     set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    unsetenv("CF_TEST_FAKE_DEVICE");
     collected c;
     collect_init(&c, ch, rate, 0, n + 1);
     CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
@@ -786,6 +805,18 @@ static void test_kernel_swap(void **state)
     float first = 0;
     CHECK(get_ntaps(h->element, &first) == l2 && first == h2[0],
           "kernel property does not read back the new taps");
+    if (bus) {
+      gchar *in_use;
+      g_object_get(h->element, "backend-in-use", &in_use, NULL);
+      CHECK(in_use && !strcmp(in_use, "cpu"), "backend-in-use = %s after "
+            "the fake device failed the swap", in_use ? in_use : "(null)");
+      g_free(in_use);
+      CHECK(bus_has(bus, GST_MESSAGE_WARNING, "fake device: out of memory"),
+            "no warning naming the device's error on the bus");
+      CHECK(!bus_has(bus, GST_MESSAGE_ERROR, ""), "an error on the bus");
+      gst_element_set_bus(h->element, NULL);
+      gst_object_unref(bus);
+    }
     gst_harness_teardown(h);
     free(c.y);
     free(x);
