@@ -117,7 +117,7 @@ int main(void)
          FRAMES);
   printf("|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
-  char results[8][512];
+  char results[12][512];
   unsigned nres = 0;
   for (unsigned i = 0; i < 2; i++) {
     cf_video_config c;
@@ -143,26 +143,34 @@ int main(void)
                (d ? d0 : d2) * 1e3 / FRAMES, parts[0] * 1e3 / FRAMES,
                parts[1] * 1e3 / FRAMES, parts[2] * 1e3 / FRAMES, fb, fb);
   }
+  /* the register-blocked kernel (conv2d_rb.cuh) the engine uses, then the
+   * generic direct kernel it replaced for these sizes */
   printf("\n| kernel only, GRAY32F, 13x13 direct | ms / frame | GFLOP/s |\n"
          "|---|---|---|\n");
-  for (unsigned i = 0; i < 2; i++) {
-    cf_video_config c;
-    config(&c, CF_PIX_GRAY32F, sizes[i].w, sizes[i].h);
-    double parts[3] = {0};
-    if (cf_cuda_bench_video(&c, k, FRAMES, parts) == CF_OK) {
-      double px = (double)sizes[i].w * sizes[i].h;
-      double flop = 2.0 * KS * KS * px * FRAMES;
-      printf("| conv2d %s | %.3f | %.0f |\n", sizes[i].name,
-             parts[1] * 1e3 / FRAMES, flop / parts[1] * 1e-9);
-      snprintf(results[nres++], sizeof *results,
-               "RESULT case=conv2d-13x13-%s ms=%.6f flops=%.0f",
-               sizes[i].h == 1080 ? "1080p" : "2160p",
-               parts[1] * 1e3 / FRAMES, 2.0 * KS * KS * px);
-    } else {
-      fprintf(stderr, "bench: %s\n", cf_last_error());
-      rc = 1;
+  for (unsigned g = 0; g < 2; g++) {
+    if (g)
+      setenv("CF_CONV2D_KERNEL", "generic", 1);
+    for (unsigned i = 0; i < 2; i++) {
+      cf_video_config c;
+      config(&c, CF_PIX_GRAY32F, sizes[i].w, sizes[i].h);
+      double parts[3] = {0};
+      if (cf_cuda_bench_video(&c, k, FRAMES, parts) == CF_OK) {
+        double px = (double)sizes[i].w * sizes[i].h;
+        double flop = 2.0 * KS * KS * px * FRAMES;
+        printf("| conv2d %s%s | %.3f | %.0f |\n", sizes[i].name,
+               g ? " (generic kernel)" : "", parts[1] * 1e3 / FRAMES,
+               flop / parts[1] * 1e-9);
+        snprintf(results[nres++], sizeof *results,
+                 "RESULT case=conv2d-13x13-%s%s ms=%.6f flops=%.0f",
+                 sizes[i].h == 1080 ? "1080p" : "2160p", g ? "-generic" : "",
+                 parts[1] * 1e3 / FRAMES, 2.0 * KS * KS * px);
+      } else {
+        fprintf(stderr, "bench: %s\n", cf_last_error());
+        rc = 1;
+      }
     }
   }
+  unsetenv("CF_CONV2D_KERNEL");
   printf("\n");
   for (unsigned i = 0; i < nres; i++)
     printf("%s\n", results[i]);

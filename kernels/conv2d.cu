@@ -11,12 +11,20 @@
 // fit (broadcast to the warp), else from global memory (one address per
 // warp: L1 broadcast).
 //
+// Register-blocked (conv2d_rb.cuh): odd widths 3..15 and heights up to
+// 16 take a kernel whose threads hold 8 x 4 outputs and reuse each staged
+// sample from registers, so that the FMAs, not shared memory, set its pace.
+//
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
 #include <mutex>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cf_kernels.h"
 #include "const_pool.cuh"
+#include "conv2d_common.cuh"
+#include "conv2d_rb.cuh"
 
 #define TW 32             // tile width = threads in x
 #define TY 8              // threads in y
@@ -39,105 +47,16 @@ static_assert((ROW_T + ROW_KC - 1) * sizeof(float) <= 48 * 1024,
 __constant__ float cf_c2d_taps[CONST_TAPS];
 static cf_const_pool<CONST_TAPS, CONST_GRAIN> const_pool;
 
-// Index of virtual position i in a line of n samples, or -1 for cval
-// (the CPU's map_index, src/cpu/video.c).
-__device__ __forceinline__ int map_index(int i, int n, int border)
-{
-  if (i >= 0 && i < n)
-    return i;
-  switch (border) {
-  case 0: // constant
-    return -1;
-  case 1: // nearest
-    return i < 0 ? 0 : n - 1;
-  case 2: { // reflect, period 2n
-    int r = i % (2 * n);
-    if (r < 0)
-      r += 2 * n;
-    return r < n ? r : 2 * n - 1 - r;
-  }
-  case 3: { // mirror, period 2n - 2
-    if (n == 1)
-      return 0;
-    int r = i % (2 * n - 2);
-    if (r < 0)
-      r += 2 * n - 2;
-    return r < n ? r : 2 * n - 2 - r;
-  }
-  default: { // wrap
-    int r = i % n;
-    return r < 0 ? r + n : r;
-  }
-  }
-}
-
-// Sample (vx, vy) of the component at `base` (virtual coordinates: the
-// border mode decides), as float.
-__device__ __forceinline__ float load_sample(const cf_conv2d_args &a,
-                                             const unsigned char *base,
-                                             int vx, int vy)
-{
-  int y = map_index(vy, (int)a.h, a.border);
-  int x = map_index(vx, (int)a.w, a.border);
-  if (x < 0 || y < 0)
-    return a.cval;
-  const unsigned char *p = base + (size_t)y * a.pitch + (size_t)x * a.step;
-  switch (a.type) {
-  case 0:
-    return (float)*p;
-  case 1:
-    return (float)*(const unsigned short *)p;
-  default:
-    return *(const float *)p;
-  }
-}
-
-__device__ __forceinline__ const unsigned char *slice_base(
-    const cf_conv2d_args &a, unsigned tau)
-{
-  unsigned slot = (a.head + a.nslots - tau) % a.nslots;
-  return a.src + (size_t)slot * a.slot_bytes + a.offset;
-}
-
-// scale, bias, |.|, then the format's store (video.h).
-__device__ __forceinline__ void store_pixel(const cf_conv2d_args &a,
-                                            unsigned x, unsigned y, float s)
-{
-  float v = s * a.scale + a.bias;
-  if (a.absolute)
-    v = fabsf(v);
-  unsigned char *p = a.dst + a.offset + (size_t)y * a.pitch +
-                     (size_t)x * a.step;
-  if (a.type == 2) {
-    *(float *)p = v;
-    return;
-  }
-  float vmax = a.type == 0 ? 255.0f : 65535.0f;
-  v = v > 0.0f ? fminf(v, vmax) : 0.0f; // NaN compares false: 0
-  v = rintf(v);                           // ties to even
-  if (a.type == 0)
-    *p = (unsigned char)v;
-  else
-    *(unsigned short *)p = (unsigned short)v;
-}
-
-// Staged rows a tile reads: s[r] serves output rows li = r - (mc - 1) +
-// mm (mm < mc) of the tile, and only li < left = row1 - y0 are stored.
-__host__ __device__ constexpr int tile_rows_read(int sh, int mc, int left)
-{
-  return left + mc - 1 < sh ? left + mc - 1 : sh;
-}
-
 // Host-side check of tile_rows_read against the definition, for piece
 // heights at the edges (and every number of rows left in the tile).
-constexpr bool tile_rows_read_ok()
+template <int T> constexpr bool tile_rows_read_ok()
 {
-  constexpr int mcs[] = {1, 2, 3, 7, TH - 1, TH, TH + 1, KC - 1, KC};
+  constexpr int mcs[] = {1, 2, 3, 7, T - 1, T, T + 1, KC - 1, KC};
   for (int mc : mcs)
-    for (int left = 1; left <= TH + 2; left++) {
-      const int sh = TH + mc - 1;
+    for (int left = 1; left <= T + 2; left++) {
+      const int sh = T + mc - 1;
       int need = 0; // 1 + the last staged row an output below row1 reads
-      for (int li = 0; li < TH && li < left; li++)
+      for (int li = 0; li < T && li < left; li++)
         for (int mm = 0; mm < mc; mm++)
           need = li + mc - 1 - mm + 1 > need ? li + mc - 1 - mm + 1 : need;
       if (tile_rows_read(sh, mc, left) != need)
@@ -145,7 +64,8 @@ constexpr bool tile_rows_read_ok()
     }
   return true;
 }
-static_assert(tile_rows_read_ok(), "tile rows read");
+static_assert(tile_rows_read_ok<TH>() && tile_rows_read_ok<RB_TH>(),
+              "tile rows read");
 
 template <bool CT>
 __global__ void __launch_bounds__(TW *TY)
@@ -210,12 +130,86 @@ __global__ void __launch_bounds__(TW *TY)
   }
 }
 
+// ---- register-blocked (conv2d_rb.cuh) -------------------------------------
+
+struct rb_const_taps {
+  unsigned off;
+  __device__ float operator()(int i) const { return cf_c2d_taps[off + i]; }
+};
+
+template <int KW, bool CT>
+__global__ void __launch_bounds__(RB_TX *RB_TY)
+    conv2d_rb_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
+                     unsigned toff)
+{
+  extern __shared__ float4 sm4[]; // float4: the rows' loads are aligned
+  float *sm = reinterpret_cast<float *>(sm4);
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+  const int x0 = (int)(blockIdx.x * RB_TW);
+  const int y0 = (int)(a.row0 + blockIdx.y * RB_TH);
+  const int kh = (int)a.kh;
+  const int rlim = tile_rows_read(RB_TH + kh - 1, kh, (int)a.row1 - y0);
+  float acc[RB_RY][RB_RX];
+#pragma unroll
+  for (int j = 0; j < RB_RY; j++)
+#pragma unroll
+    for (int i = 0; i < RB_RX; i++)
+      acc[j][i] = 0.0f;
+  for (unsigned tau = 0; tau < a.nt; tau++) {
+    if (tau)
+      __syncthreads(); // the previous slice's readers are done
+    rb_stage<KW>(a, slice_base(a, tau), sm, tx, ty, x0, y0, rlim);
+    __syncthreads();
+    const unsigned tb = toff + tau * (unsigned)kh * KW;
+    if (CT)
+      rb_compute<KW>(sm, tx, ty, kh, rb_const_taps{tb}, acc);
+    else
+      rb_compute<KW>(sm, tx, ty, kh, rb_global_taps{taps + tb}, acc);
+  }
+  rb_store(a, x0, y0, tx, ty, acc);
+}
+
+template <int KW>
+static void rb_launch(const cf_conv2d_args *a, const float *taps,
+                      int const_taps, size_t const_off, cudaStream_t stream)
+{
+  dim3 block(RB_TX, RB_TY);
+  dim3 grid((a->w + RB_TW - 1) / RB_TW,
+            (a->row1 - a->row0 + RB_TH - 1) / RB_TH);
+  size_t smem = rb_smem(KW, (int)a->kh);
+  if (const_taps)
+    conv2d_rb_kernel<KW, true><<<grid, block, smem, stream>>>(
+        *a, nullptr, (unsigned)const_off);
+  else
+    conv2d_rb_kernel<KW, false><<<grid, block, smem, stream>>>(*a, taps, 0u);
+}
+
+// CF_CONV2D_KERNEL=generic keeps every kernel on the generic direct
+// kernel (for comparison: bench_gpu_video reports both).
+static bool rb_disabled()
+{
+  const char *e = getenv("CF_CONV2D_KERNEL");
+  return e && !strcmp(e, "generic");
+}
+
 extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
                                    int const_taps, size_t const_off,
                                    cudaStream_t stream)
 {
   if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
     return cudaSuccess;
+  if (rb_fits(a->kw, a->kh) && !rb_disabled()) {
+    switch (a->kw) {
+    case 3: rb_launch<3>(a, taps, const_taps, const_off, stream); break;
+    case 5: rb_launch<5>(a, taps, const_taps, const_off, stream); break;
+    case 7: rb_launch<7>(a, taps, const_taps, const_off, stream); break;
+    case 9: rb_launch<9>(a, taps, const_taps, const_off, stream); break;
+    case 11: rb_launch<11>(a, taps, const_taps, const_off, stream); break;
+    case 13: rb_launch<13>(a, taps, const_taps, const_off, stream); break;
+    default: rb_launch<15>(a, taps, const_taps, const_off, stream); break;
+    }
+    return cudaGetLastError();
+  }
   unsigned mc = a->kh < KC ? a->kh : KC, nc = a->kw < KC ? a->kw : KC;
   size_t smem = (size_t)(TW + nc - 1) * (TH + mc - 1) * sizeof(float);
   dim3 block(TW, TY);

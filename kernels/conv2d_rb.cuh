@@ -1,0 +1,161 @@
+// The register-blocked direct 2D/3D convolution (conv2d.cu launches it)
+// for the common kernels: odd widths 3..15 (a template parameter, so the
+// tap loops unroll) and heights up to RB_KH_MAX.
+//
+// The generic direct kernel does one shared-memory load per FMA, so
+// shared memory caps it near a quarter of the FMA rate. Here a block of
+// RB_TX x RB_TY threads owns a tile of RB_TW x RB_TH outputs; a thread
+// owns RB_RX adjacent columns of RB_RY adjacent rows. It walks the
+// RB_RY + kh - 1 staged rows its outputs read once, loading each row's
+// window of RB_RX + KW - 1 samples into registers with float4 loads, and
+// every output row that reads that staged row takes its KW x RB_RX FMAs
+// from the registers: per staged row, ceil((RB_RX + KW - 1) / 4) shared
+// loads, one (broadcast) tap load per RB_RX FMAs.
+//
+// The thread code is host-callable (tests/conv2d_emu.cu runs it on the
+// CPU, phase by phase, against a float64 reference): rb_stage() is what
+// a thread does before the barrier, rb_compute() after it, rb_store() at
+// the end.
+#ifndef CF_CONV2D_RB_CUH
+#define CF_CONV2D_RB_CUH
+
+#include "conv2d_common.cuh"
+
+#define RB_TX 32                // threads in x
+#define RB_TY 4                 // threads in y
+#define RB_RX 8                 // adjacent output columns per thread
+#define RB_RY 4                 // adjacent output rows per thread
+#define RB_TW (RB_TX * RB_RX)   // tile width: 256
+#define RB_TH (RB_TY * RB_RY)   // tile height: 16
+#define RB_KW_MAX 15
+#define RB_KH_MAX 16
+
+// Floats per staged row for width kw: the tile, its halo, and the last
+// thread's last float4 (a multiple of 4, so each row is 16-byte aligned).
+CF_HD constexpr int rb_sw(int kw) { return (RB_TW + kw - 1 + 3) / 4 * 4; }
+// float4 loads per staged row and thread.
+CF_HD constexpr int rb_nv(int kw) { return (RB_RX + kw - 1 + 3) / 4; }
+// Dynamic shared memory of a launch, in bytes.
+CF_HD constexpr size_t rb_smem(int kw, int kh)
+{
+  return (size_t)rb_sw(kw) * (RB_TH + kh - 1) * sizeof(float);
+}
+// The kernels this path takes.
+CF_HD constexpr bool rb_fits(unsigned kw, unsigned kh)
+{
+  return kw >= 3 && kw <= RB_KW_MAX && kw % 2 == 1 && kh >= 1 &&
+         kh <= RB_KH_MAX;
+}
+
+static_assert(RB_TX * RB_RX + 4 * rb_nv(RB_KW_MAX) - RB_RX <=
+                  rb_sw(RB_KW_MAX),
+              "the last thread's window overruns its staged row");
+static_assert(rb_smem(RB_KW_MAX, RB_KH_MAX) <= 48 * 1024,
+              "register-blocked tile over 48 KiB");
+
+// Stage the samples slice `base` holds for the tile at (x0, y0): staged
+// s[r][c] = X[vy0 + r][vx0 + c] with vy0 = y0 + cy - (kh - 1) and vx0 =
+// x0 + cx - (KW - 1), so output (y0 + li, x0 + lj) with tap (mm, nn) reads
+// s[li + kh - 1 - mm][lj + KW - 1 - nn]. Rows from rlim on feed only
+// outputs past row1 and are not read (their band may not be on the
+// device yet); they, and the columns past the halo, are zeros.
+template <int KW>
+CF_HD inline void rb_stage(const cf_conv2d_args &a, const unsigned char *base,
+                           float *sm, int tx, int ty, int x0, int y0,
+                           int rlim)
+{
+  constexpr int SW = rb_sw(KW), WU = RB_TW + KW - 1;
+  const int kh = (int)a.kh, sh = RB_TH + kh - 1;
+  const int vy0 = y0 + (int)a.cy - (kh - 1);
+  const int vx0 = x0 + (int)a.cx - (KW - 1);
+  // the whole window inside the component: no border mapping
+  const bool inside = vx0 >= 0 && vx0 + WU <= (int)a.w && vy0 >= 0 &&
+                      vy0 + rlim <= (int)a.h;
+  for (int r = ty; r < sh; r += RB_TY) {
+    float *srow = sm + r * SW;
+    if (r >= rlim) {
+      for (int c = tx; c < SW; c += RB_TX)
+        srow[c] = 0.0f;
+      continue;
+    }
+    if (inside) {
+      const unsigned char *p = base + (size_t)(vy0 + r) * a.pitch +
+                               (size_t)vx0 * a.step;
+      for (int c = tx; c < SW; c += RB_TX)
+        srow[c] = c < WU ? load_at(a, p + (size_t)c * a.step) : 0.0f;
+    } else {
+      for (int c = tx; c < SW; c += RB_TX)
+        srow[c] = c < WU ? load_sample(a, base, vx0 + c, vy0 + r) : 0.0f;
+    }
+  }
+}
+
+// Taps of the slice being summed: tap(mm * KW + nn).
+struct rb_global_taps {
+  const float *p;
+  CF_HD float operator()(int i) const
+  {
+#ifdef __CUDA_ARCH__
+    return __ldg(p + i);
+#else
+    return p[i];
+#endif
+  }
+};
+
+// The thread's sums over one staged slice (see the top of the file).
+template <int KW, typename Taps>
+CF_HD inline void rb_compute(const float *sm, int tx, int ty, int kh,
+                             const Taps &tap, float (&acc)[RB_RY][RB_RX])
+{
+  constexpr int SW = rb_sw(KW), NV = rb_nv(KW);
+  const float *row = sm + ty * RB_RY * SW + tx * RB_RX;
+  const int nq = RB_RY + kh - 1;
+  for (int q = 0; q < nq; q++, row += SW) {
+    float win[4 * NV];
+CF_UNROLL
+    for (int v = 0; v < NV; v++) {
+      const float4 f = reinterpret_cast<const float4 *>(row)[v];
+      win[4 * v] = f.x;
+      win[4 * v + 1] = f.y;
+      win[4 * v + 2] = f.z;
+      win[4 * v + 3] = f.w;
+    }
+    // staged row ty * RB_RY + q serves output row j with tap row
+    // mm = j + kh - 1 - q
+CF_UNROLL
+    for (int j = 0; j < RB_RY; j++) {
+      const int mm = j + kh - 1 - q;
+      if (mm < 0 || mm >= kh)
+        continue;
+CF_UNROLL
+      for (int nn = 0; nn < KW; nn++) {
+        const float t = tap(mm * KW + nn);
+CF_UNROLL
+        for (int i = 0; i < RB_RX; i++)
+          acc[j][i] = fmaf(t, win[i + KW - 1 - nn], acc[j][i]);
+      }
+    }
+  }
+}
+
+// The thread's outputs of the tile at (x0, y0) that are in the frame and
+// in the band (rows below row1).
+CF_HD inline void rb_store(const cf_conv2d_args &a, int x0, int y0, int tx,
+                           int ty, const float (&acc)[RB_RY][RB_RX])
+{
+CF_UNROLL
+  for (int j = 0; j < RB_RY; j++) {
+    const unsigned y = (unsigned)(y0 + ty * RB_RY + j);
+    if (y >= a.row1)
+      break;
+CF_UNROLL
+    for (int i = 0; i < RB_RX; i++) {
+      const unsigned x = (unsigned)(x0 + tx * RB_RX + i);
+      if (x < a.w)
+        store_pixel(a, x, y, acc[j][i]);
+    }
+  }
+}
+
+#endif
