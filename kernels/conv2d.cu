@@ -192,13 +192,18 @@ static bool rb_disabled()
   return e && !strcmp(e, "generic");
 }
 
+extern "C" int cf_k_conv2d_blocked(unsigned kw, unsigned kh)
+{
+  return rb_fits(kw, kh) && !rb_disabled();
+}
+
 extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
                                    int const_taps, size_t const_off,
                                    cudaStream_t stream)
 {
   if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
     return cudaSuccess;
-  if (rb_fits(a->kw, a->kh) && !rb_disabled()) {
+  if (cf_k_conv2d_blocked(a->kw, a->kh)) {
     switch (a->kw) {
     case 3: rb_launch<3>(a, taps, const_taps, const_off, stream); break;
     case 5: rb_launch<5>(a, taps, const_taps, const_off, stream); break;

@@ -361,7 +361,9 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
            "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
            v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
            algo == ALGO_DIRECT
-               ? "direct (tile 32x32, 4 rows a thread)"
+               ? (cf_k_conv2d_blocked(k->kw, k->kh)
+                      ? "direct (register-blocked: tile 256x16, 8x4 a thread)"
+                      : "direct (tile 32x32, 4 rows a thread)")
                : "separable (rows 256 a block, columns 32x32, 4 a thread)",
            algo == ALGO_SEPARABLE ? "global memory"
            : v->in_const          ? "constant memory"
