@@ -5,7 +5,11 @@
 #ifndef CF_KERNELS_H
 #define CF_KERNELS_H
 
+#ifdef CF_EMU
+#include "cf_emu.h" /* the CPU stand-in: tests/emu */
+#else
 #include <cuda_runtime_api.h>
+#endif
 #include <stddef.h>
 
 #ifdef __cplusplus

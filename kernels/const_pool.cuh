@@ -4,7 +4,7 @@
 #ifndef CF_CONST_POOL_CUH
 #define CF_CONST_POOL_CUH
 
-#include <cuda_runtime.h>
+#include "cf_device.cuh"
 #include <mutex>
 
 template <size_t Taps, size_t Grain> struct cf_const_pool {

@@ -17,10 +17,10 @@
 //
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
-#include <mutex>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cf_device.cuh"
 #include "cf_kernels.h"
 #include "const_pool.cuh"
 #include "conv2d_common.cuh"
@@ -72,13 +72,13 @@ __global__ void __launch_bounds__(TW *TY)
     conv2d_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
                   unsigned toff)
 {
-  extern __shared__ float sm[];
+  CF_DYN_SHARED(float, sm);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
   const int tid = ty * TW + tx;
   const int x0 = (int)(blockIdx.x * TW);
   const int y0 = (int)(a.row0 + blockIdx.y * TH);
   float acc[RY];
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < RY; j++)
     acc[j] = 0.0f;
   const unsigned kh = a.kh, kw = a.kw;
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(TW *TY)
           const float *srow = sm + (ty + mc - 1 - mm) * sw + tx + nc - 1;
           for (int nn = 0; nn < nc; nn++) {
             const float k = CT ? trow[nn] : __ldg(trow + nn);
-#pragma unroll
+CF_UNROLL
             for (int j = 0; j < RY; j++)
               acc[j] = fmaf(k, srow[j * TY * sw - nn], acc[j]);
           }
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(TW *TY)
   const unsigned x = (unsigned)(x0 + tx);
   if (x >= a.w)
     return;
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < RY; j++) {
     const unsigned y = (unsigned)(y0 + ty + j * TY);
     if (y < a.row1)
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(RB_TX *RB_TY)
     conv2d_rb_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
                      unsigned toff)
 {
-  extern __shared__ float4 sm4[]; // float4: the rows' loads are aligned
+  CF_DYN_SHARED(float4, sm4); // float4: the rows' loads are aligned
   float *sm = reinterpret_cast<float *>(sm4);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
   const int x0 = (int)(blockIdx.x * RB_TW);
@@ -150,9 +150,9 @@ __global__ void __launch_bounds__(RB_TX *RB_TY)
   const int kh = (int)a.kh;
   const int rlim = tile_rows_read(RB_TH + kh - 1, kh, (int)a.row1 - y0);
   float acc[RB_RY][RB_RX];
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < RB_RY; j++)
-#pragma unroll
+CF_UNROLL
     for (int i = 0; i < RB_RX; i++)
       acc[j][i] = 0.0f;
   for (unsigned tau = 0; tau < a.nt; tau++) {
@@ -178,10 +178,11 @@ static void rb_launch(const cf_conv2d_args *a, const float *taps,
             (a->row1 - a->row0 + RB_TH - 1) / RB_TH);
   size_t smem = rb_smem(KW, (int)a->kh);
   if (const_taps)
-    conv2d_rb_kernel<KW, true><<<grid, block, smem, stream>>>(
-        *a, nullptr, (unsigned)const_off);
+    CF_LAUNCH(grid, block, smem, stream,
+              conv2d_rb_kernel<KW, true>)(*a, nullptr, (unsigned)const_off);
   else
-    conv2d_rb_kernel<KW, false><<<grid, block, smem, stream>>>(*a, taps, 0u);
+    CF_LAUNCH(grid, block, smem, stream,
+              conv2d_rb_kernel<KW, false>)(*a, taps, 0u);
 }
 
 // CF_CONV2D_KERNEL=generic keeps every kernel on the generic direct
@@ -220,10 +221,10 @@ extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
   dim3 block(TW, TY);
   dim3 grid((a->w + TW - 1) / TW, (a->row1 - a->row0 + TH - 1) / TH);
   if (const_taps)
-    conv2d_kernel<true><<<grid, block, smem, stream>>>(*a, nullptr,
-                                                       (unsigned)const_off);
+    CF_LAUNCH(grid, block, smem, stream,
+              conv2d_kernel<true>)(*a, nullptr, (unsigned)const_off);
   else
-    conv2d_kernel<false><<<grid, block, smem, stream>>>(*a, taps, 0u);
+    CF_LAUNCH(grid, block, smem, stream, conv2d_kernel<false>)(*a, taps, 0u);
   return cudaGetLastError();
 }
 
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(ROW_T)
     conv2d_rows_kernel(const cf_conv2d_args a, unsigned tau,
                        const float *__restrict__ hrow, int vr0, float *tmp)
 {
-  extern __shared__ float sm[];
+  CF_DYN_SHARED(float, sm);
   const int tx = (int)threadIdx.x;
   const int x0 = (int)(blockIdx.x * ROW_T);
   const int q = (int)blockIdx.y;
@@ -278,7 +279,8 @@ extern "C" cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
   unsigned nc = a->kw < ROW_KC ? a->kw : ROW_KC;
   size_t smem = (size_t)(ROW_T + nc - 1) * sizeof(float);
   dim3 grid((a->w + ROW_T - 1) / ROW_T, nrows);
-  conv2d_rows_kernel<<<grid, ROW_T, smem, stream>>>(*a, tau, hrow, vr0, tmp);
+  CF_LAUNCH(grid, ROW_T, smem, stream,
+            conv2d_rows_kernel)(*a, tau, hrow, vr0, tmp);
   return cudaGetLastError();
 }
 
@@ -297,7 +299,7 @@ __global__ void __launch_bounds__(TW *TY)
   const int kh = (int)a.kh;
   const int base = ib - vr0 + (int)a.cy - (kh - 1);
   float acc[COL_RY];
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < COL_RY; j++)
     acc[j] = 0.0f;
   for (int q = 0; q < kh + COL_RY - 1; q++) {
@@ -305,14 +307,14 @@ __global__ void __launch_bounds__(TW *TY)
     if (r < 0 || r >= (int)nrows)
       continue; // only rows past row1 would need it
     const float v = tmp[(size_t)r * a.w + x];
-#pragma unroll
+CF_UNROLL
     for (int j = 0; j < COL_RY; j++) {
       const int m = kh - 1 - q + j;
       if (m >= 0 && m < kh)
         acc[j] = fmaf(__ldg(vcol + m), v, acc[j]);
     }
   }
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < COL_RY; j++) {
     const unsigned y = (unsigned)(ib + j);
     if (y >= a.row1)
@@ -337,7 +339,7 @@ extern "C" cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a,
   dim3 block(TW, TY);
   unsigned rows = a->row1 - a->row0;
   dim3 grid((a->w + TW - 1) / TW, (rows + TY * COL_RY - 1) / (TY * COL_RY));
-  conv2d_cols_kernel<<<grid, block, 0, stream>>>(*a, vcol, tmp, vr0, nrows,
-                                                 acc, acc_in, store);
+  CF_LAUNCH(grid, block, 0, stream,
+            conv2d_cols_kernel)(*a, vcol, tmp, vr0, nrows, acc, acc_in, store);
   return cudaGetLastError();
 }

@@ -1,21 +1,13 @@
-// Per-sample rules of the video kernels (conv2d.cu), host-callable too so
-// that tests/conv2d_emu.cu can run the register-blocked kernel's thread
-// code on the CPU: border mapping, typed loads and the store rules.
+// Per-sample rules of the video kernels (conv2d.cu): border mapping,
+// typed loads and the store rules.
 #ifndef CF_CONV2D_COMMON_CUH
 #define CF_CONV2D_COMMON_CUH
 
-#include <cuda_runtime.h>
+#include "cf_device.cuh"
 #include <math.h>
 
 #include "cf_kernels.h"
 
-#define CF_HD __host__ __device__
-// #pragma unroll for the device pass only (the host compiler warns)
-#ifdef __CUDA_ARCH__
-#define CF_UNROLL _Pragma("unroll")
-#else
-#define CF_UNROLL
-#endif
 
 // Index of virtual position i in a line of n samples, or -1 for cval
 // (the CPU's map_index, src/cpu/video.c).

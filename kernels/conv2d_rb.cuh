@@ -12,10 +12,9 @@
 // from the registers: per staged row, ceil((RB_RX + KW - 1) / 4) shared
 // loads, one (broadcast) tap load per RB_RX FMAs.
 //
-// The thread code is host-callable (tests/conv2d_emu.cu runs it on the
-// CPU, phase by phase, against a float64 reference): rb_stage() is what
-// a thread does before the barrier, rb_compute() after it, rb_store() at
-// the end.
+// rb_stage() is what a thread does before the barrier, rb_compute() after
+// it, rb_store() at the end (tests/test_kernels_emu.cc runs them on the
+// CPU through the launcher, against a float64 reference).
 #ifndef CF_CONV2D_RB_CUH
 #define CF_CONV2D_RB_CUH
 

@@ -1,6 +1,7 @@
 // Kernel swap crossfade: old and new outputs blended by a linear ramp
 // (the formula is in cf_kernels.h). One thread per sample; the ramp
 // weight is computed in double so that long crossfades stay exact.
+#include "cf_device.cuh"
 #include "cf_kernels.h"
 
 __global__ void cf_crossfade_kernel(float *__restrict__ y_new,
@@ -29,7 +30,7 @@ extern "C" cudaError_t cf_k_crossfade(float *y_new, const float *y_old,
   size_t blocks = (samples + threads - 1) / threads;
   if (blocks > 4096)
     blocks = 4096;
-  cf_crossfade_kernel<<<(unsigned)blocks, threads, 0, stream>>>(
-      y_new, y_old, samples, channels, pos, X);
+  CF_LAUNCH((unsigned)blocks, threads, 0, stream,
+            cf_crossfade_kernel)(y_new, y_old, samples, channels, pos, X);
   return cudaGetLastError();
 }

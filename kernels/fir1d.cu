@@ -11,8 +11,8 @@
 // from the __constant__ pool (broadcast) when they fit, else they are
 // staged per segment in shared memory. Sums run in float over 64 taps and
 // are collected in double, so long kernels meet the 1e-6 target.
-#include <mutex>
 
+#include "cf_device.cuh"
 #include "cf_kernels.h"
 #include "const_pool.cuh"
 
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(FIR_THREADS)
                     const unsigned *__restrict__ route_off, unsigned kseg,
                     const float *__restrict__ taps)
 {
-  extern __shared__ float sm[];
+  CF_DYN_SHARED(float, sm);
   float *xs = sm;
   float *hs = sm + padded(FIR_TILE + kseg - 1) + 1;
   const unsigned o = blockIdx.y;
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(FIR_THREADS)
   const size_t tile0 = (size_t)blockIdx.x * FIR_TILE;
   const int b = (int)(threadIdx.x * FIR_RB);
   double dacc[FIR_RB];
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < FIR_RB; j++)
     dacc[j] = 0.0;
 
@@ -87,31 +87,31 @@ __global__ void __launch_bounds__(FIR_THREADS)
       for (unsigned k1 = 0; k1 < seglen; k1 += FIR_DCHUNK) {
         const unsigned kend = min(seglen, k1 + FIR_DCHUNK);
         float acc[FIR_RB];
-#pragma unroll
+CF_UNROLL
         for (int j = 0; j < FIR_RB; j++)
           acc[j] = 0.0f;
         for (unsigned kk0 = k1; kk0 < kend; kk0 += FIR_KU) {
           float v[FIR_RB + FIR_KU - 1];
           const int i0 = b + c - (int)kk0 - FIR_KU + 1;
-#pragma unroll
+CF_UNROLL
           for (int q = 0; q < FIR_RB + FIR_KU - 1; q++)
             v[q] = xs[padded((unsigned)(i0 + q))];
-#pragma unroll
+CF_UNROLL
           for (int u = 0; u < FIR_KU; u++) {
             const float h = CT ? cf_c_taps[r.off + seg0 + kk0 + u]
                                : hs[kk0 + u];
-#pragma unroll
+CF_UNROLL
             for (int j = 0; j < FIR_RB; j++)
               acc[j] = fmaf(h, v[j - u + FIR_KU - 1], acc[j]);
           }
         }
-#pragma unroll
+CF_UNROLL
         for (int j = 0; j < FIR_RB; j++)
           dacc[j] += (double)acc[j];
       }
     }
   }
-#pragma unroll
+CF_UNROLL
   for (int j = 0; j < FIR_RB; j++) {
     size_t f = tile0 + (size_t)b + (size_t)j;
     if (f < frames)
@@ -137,11 +137,13 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
     shared += (size_t)kseg * sizeof(float);
   dim3 grid((frames + FIR_TILE - 1) / FIR_TILE, cout);
   if (const_taps)
-    cf_fir1d_kernel<true><<<grid, FIR_THREADS, shared, stream>>>(
-        y, cout, ring, rmask, d_t, frames, routes, route_off, kseg, taps);
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_kernel<true>)(y, cout, ring, rmask, d_t, frames, routes,
+                  route_off, kseg, taps);
   else
-    cf_fir1d_kernel<false><<<grid, FIR_THREADS, shared, stream>>>(
-        y, cout, ring, rmask, d_t, frames, routes, route_off, kseg, taps);
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_kernel<false>)(y, cout, ring, rmask, d_t, frames, routes,
+                  route_off, kseg, taps);
   return cudaGetLastError();
 }
 

@@ -6,6 +6,7 @@
 //
 // The FDL of input c is a ring of pcap spectra; block j's spectrum sits at
 // slot j % pcap, so partition p of a kernel pairs with slot (j - p) % pcap.
+#include "cf_device.cuh"
 #include "cf_kernels.h"
 
 #define CMAC_BINS 32
@@ -86,7 +87,7 @@ __global__ void __launch_bounds__(CMAC_BINS *CMAC_SPLIT)
   __syncthreads();
   if (threadIdx.y == 0 && k < bins) {
     float sx = 0.0f, sy = 0.0f;
-#pragma unroll
+CF_UNROLL
     for (int q = 0; q < CMAC_SPLIT; q++) {
       sx += red[q][threadIdx.x].x;
       sy += red[q][threadIdx.x].y;
@@ -139,8 +140,8 @@ extern "C" cudaError_t cf_k_ols_window(float *xw, const float *ring,
                                        const unsigned long long *d_t,
                                        cudaStream_t stream)
 {
-  cf_ols_window_kernel<<<grid_for(2 * (size_t)B * channels, 256), 256, 0,
-                         stream>>>(xw, ring, rmask, channels, B, d_t);
+  CF_LAUNCH(grid_for(2 * (size_t)B * channels, 256), 256, 0, stream,
+            cf_ols_window_kernel)(xw, ring, rmask, channels, B, d_t);
   return cudaGetLastError();
 }
 
@@ -150,9 +151,9 @@ extern "C" cudaError_t cf_k_ols_push(void *fdl, const void *X,
                                      const unsigned long long *d_t,
                                      cudaStream_t stream)
 {
-  cf_ols_push_kernel<<<grid_for((size_t)(B + 1) * channels, 256), 256, 0,
-                       stream>>>((float2 *)fdl, (const float2 *)X, channels,
-                                 B, pcap, d_t);
+  CF_LAUNCH(grid_for((size_t)(B + 1) * channels, 256), 256, 0, stream,
+            cf_ols_push_kernel)((float2 *)fdl, (const float2 *)X, channels, B,
+                pcap, d_t);
   return cudaGetLastError();
 }
 
@@ -167,9 +168,10 @@ extern "C" cudaError_t cf_k_ols_cmac(void *partial, const void *fdl,
 {
   dim3 block(CMAC_BINS, CMAC_SPLIT);
   dim3 grid((B + 1 + CMAC_BINS - 1) / CMAC_BINS, cout, groups);
-  cf_ols_cmac_kernel<<<grid, block, 0, stream>>>(
-      (float2 *)partial, (const float2 *)fdl, (const float2 *)H, routes,
-      route_off, cout, B, pcap, groups, d_t);
+  CF_LAUNCH(grid, block, 0, stream,
+            cf_ols_cmac_kernel)((float2 *)partial, (const float2 *)fdl,
+                (const float2 *)H, routes, route_off, cout, B, pcap, groups,
+                d_t);
   return cudaGetLastError();
 }
 
@@ -177,9 +179,9 @@ extern "C" cudaError_t cf_k_ols_reduce(void *Y, const void *partial,
                                        unsigned cout, unsigned B,
                                        unsigned groups, cudaStream_t stream)
 {
-  cf_ols_reduce_kernel<<<grid_for((size_t)cout * (B + 1), 256), 256, 0,
-                         stream>>>((float2 *)Y, (const float2 *)partial, cout,
-                                   B + 1, groups);
+  CF_LAUNCH(grid_for((size_t)cout * (B + 1), 256), 256, 0, stream,
+            cf_ols_reduce_kernel)((float2 *)Y, (const float2 *)partial, cout,
+                B + 1, groups);
   return cudaGetLastError();
 }
 
@@ -187,7 +189,7 @@ extern "C" cudaError_t cf_k_ols_extract(float *y, const float *yw,
                                         unsigned cout, unsigned B,
                                         float scale, cudaStream_t stream)
 {
-  cf_ols_extract_kernel<<<grid_for((size_t)B * cout, 256), 256, 0, stream>>>(
-      y, yw, cout, B, scale);
+  CF_LAUNCH(grid_for((size_t)B * cout, 256), 256, 0, stream,
+            cf_ols_extract_kernel)(y, yw, cout, B, scale);
   return cudaGetLastError();
 }

@@ -1,6 +1,7 @@
 // The device-resident input history of the audio paths: planar rings
 // written from the uploaded interleaved block, and the stream time that
 // the other audio kernels read (so that CUDA graphs replay unchanged).
+#include "cf_device.cuh"
 #include "cf_kernels.h"
 
 __global__ void cf_ring_write_kernel(float *__restrict__ ring, size_t rmask,
@@ -38,14 +39,14 @@ extern "C" cudaError_t cf_k_ring_write(float *ring, size_t rmask,
   size_t blocks = (samples + threads - 1) / threads;
   if (blocks > 2048)
     blocks = 2048;
-  cf_ring_write_kernel<<<(unsigned)blocks, threads, 0, stream>>>(
-      ring, rmask, in, channels, frames, d_t);
+  CF_LAUNCH((unsigned)blocks, threads, 0, stream,
+            cf_ring_write_kernel)(ring, rmask, in, channels, frames, d_t);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t cf_k_time_advance(unsigned long long *d_t,
                                          unsigned frames, cudaStream_t stream)
 {
-  cf_time_advance_kernel<<<1, 32, 0, stream>>>(d_t, frames);
+  CF_LAUNCH(1, 32, 0, stream, cf_time_advance_kernel)(d_t, frames);
   return cudaGetLastError();
 }

@@ -1,0 +1,29 @@
+// What every kernel file includes: the CUDA runtime, or with CF_EMU the
+// CPU stand-in of tests/emu/cf_emu.h (the kernels then compile as C++ and
+// run on the host, for the tests); and the few macros that keep the device
+// code the same for both.
+#ifndef CF_DEVICE_CUH
+#define CF_DEVICE_CUH
+
+#ifdef CF_EMU
+#include "cf_emu.h"
+// kernel<<<grid, block, smem, stream>>>(args), as CF_LAUNCH(grid, block,
+// smem, stream, kernel)(args)
+#define CF_LAUNCH(g, b, s, st, ...) cf_emu::launch(g, b, s, st, __VA_ARGS__)
+// extern __shared__ T name[]: the block's dynamic shared memory
+#define CF_DYN_SHARED(T, name) T *name = static_cast<T *>(cf_emu::dyn_shared())
+#else
+#include <cuda_runtime.h>
+#define CF_LAUNCH(g, b, s, st, ...) __VA_ARGS__<<<g, b, s, st>>>
+#define CF_DYN_SHARED(T, name) extern __shared__ T name[]
+#endif
+
+#define CF_HD __host__ __device__
+// #pragma unroll for the device pass only (the host compiler warns)
+#ifdef __CUDA_ARCH__
+#define CF_UNROLL _Pragma("unroll")
+#else
+#define CF_UNROLL
+#endif
+
+#endif
