@@ -1,0 +1,129 @@
+// A CPU stand-in for the small part of CUDA that kernels/*.cu use, so that
+// the device code compiles as plain C++ (with -DCF_EMU, see meson.build)
+// and runs in CI where there is no GPU: tests/test_kernels_emu.cc calls
+// the kernels' launchers (cf_k_*) on host memory and checks them against
+// float64 references.
+//
+// A launch runs the grid one block at a time; the threads of a block are
+// fibers (ucontext) on one OS thread, and __syncthreads() returns to the
+// scheduler, which resumes every thread of the block once per round: all
+// threads reach a barrier before any passes it, as on the device. Shared
+// memory is a fresh buffer per block, filled with NaN bytes so that reading
+// a position no thread wrote shows in the results; a launch the device
+// would refuse (block over 1024 threads, dynamic shared memory over the
+// 48 KiB a launch gets without opting in) fails as it would there.
+//
+// Not emulated: warps (no lockstep, no shuffles or atomics: the kernels
+// use none), concurrency between blocks or streams, races (left to
+// compute-sanitizer on a device).
+#ifndef CF_EMU_H
+#define CF_EMU_H
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <functional>
+#include <type_traits>
+
+// ---- types and qualifiers ------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __constant__
+#define __shared__ static // one block runs at a time
+#define __launch_bounds__(...)
+
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_)
+  {
+  }
+};
+struct uint3 {
+  unsigned x, y, z;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
+typedef enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+} cudaError_t;
+typedef struct CUstream_st *cudaStream_t;
+
+template <class T> inline T __ldg(const T *p) { return *p; }
+template <class A, class B>
+inline typename std::common_type<A, B>::type min(A a, B b)
+{
+  typedef typename std::common_type<A, B>::type T;
+  return (T)a < (T)b ? (T)a : (T)b;
+}
+template <class A, class B>
+inline typename std::common_type<A, B>::type max(A a, B b)
+{
+  typedef typename std::common_type<A, B>::type T;
+  return (T)a > (T)b ? (T)a : (T)b;
+}
+
+// ---- the emulated runtime (cf_emu.cc) ------------------------------------
+namespace cf_emu {
+extern uint3 thread_idx, block_idx;
+extern dim3 block_dim, grid_dim;
+// Run f once per thread of every block (see the top of the file); an
+// invalid configuration is recorded for cudaGetLastError() instead.
+void run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f);
+void sync_threads();
+void *dyn_shared();
+cudaError_t last_error(bool reset);
+
+template <class K> struct launcher {
+  K kernel;
+  dim3 grid, block;
+  size_t smem;
+  template <class... A> void operator()(A... args) const
+  {
+    K k = kernel;
+    run(grid, block, smem, [=]() { k(args...); });
+  }
+};
+template <class K>
+launcher<K> launch(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   K kernel)
+{
+  (void)stream; // one stream: launches run in call order, synchronously
+  return launcher<K>{kernel, grid, block, smem};
+}
+} // namespace cf_emu
+
+#define threadIdx (cf_emu::thread_idx)
+#define blockIdx (cf_emu::block_idx)
+#define blockDim (cf_emu::block_dim)
+#define gridDim (cf_emu::grid_dim)
+#define __syncthreads() cf_emu::sync_threads()
+
+inline cudaError_t cudaGetLastError(void) { return cf_emu::last_error(true); }
+inline cudaError_t cudaPeekAtLastError(void)
+{
+  return cf_emu::last_error(false);
+}
+// __constant__ symbols are plain arrays here.
+template <class T>
+inline cudaError_t cudaMemcpyToSymbol(T &symbol, const void *src, size_t count,
+                                      size_t offset = 0)
+{
+  if (offset + count > sizeof symbol)
+    return cudaErrorInvalidValue;
+  memcpy((char *)&symbol + offset, src, count);
+  return cudaSuccess;
+}
+
+#endif

@@ -1,0 +1,2 @@
+// kernels/ols.cu compiled as C++ on the emulated runtime (cf_emu.h).
+#include "ols.cu"
