@@ -134,6 +134,9 @@ static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
   c->width = (unsigned)ref_rng_range(r, 1, quick ? 64 : 300);
   c->height = (unsigned)ref_rng_range(r, hmin, hmax);
   c->components = (unsigned)ref_rng_range(r, 1, 7);
+  if (c->format == CF_PIX_GRAY8 || c->format == CF_PIX_GRAY16_LE ||
+      c->format == CF_PIX_GRAY32F) /* one component: the mask must name it */
+    c->components |= 1;
   c->border = (cf_border)(ref_rng_u64(r) % 5);
   c->cval = (float)(c->format == CF_PIX_GRAY32F ? ref_rng_sym(r)
                                                 : 255 * ref_rng_unit(r));
