@@ -425,7 +425,8 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
     if (!host_taps)
       s = cf_fail(CF_E_NOMEM, "cuda: out of memory for %zu taps", ntaps);
     for (unsigned x = 0; s == CF_OK && x < k->count; x++)
-      memcpy(host_taps + kidx_off[x], k->taps[x], k->len[x] * sizeof(float));
+      if (k->len[x]) /* a matrix's silent pairs have no taps (NULL) */
+        memcpy(host_taps + kidx_off[x], k->taps[x], k->len[x] * sizeof(float));
     if (s == CF_OK)
       s = bank_direct(f, b, k, kidx_off, host_taps, ntaps);
   } else {
