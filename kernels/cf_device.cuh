@@ -8,13 +8,18 @@
 #ifdef CF_EMU
 #include "cf_emu.h"
 // kernel<<<grid, block, smem, stream>>>(args), as CF_LAUNCH(grid, block,
-// smem, stream, kernel)(args)
-#define CF_LAUNCH(g, b, s, st, ...) cf_emu::launch(g, b, s, st, __VA_ARGS__)
+// smem, stream, kernel)(args); CF_LAUNCH_NOSYNC for a kernel that has no
+// __syncthreads (the emulation then runs its threads as plain calls)
+#define CF_LAUNCH(g, b, s, st, ...)                                           \
+  cf_emu::launch(false, g, b, s, st, __VA_ARGS__)
+#define CF_LAUNCH_NOSYNC(g, b, s, st, ...)                                    \
+  cf_emu::launch(true, g, b, s, st, __VA_ARGS__)
 // extern __shared__ T name[]: the block's dynamic shared memory
 #define CF_DYN_SHARED(T, name) T *name = static_cast<T *>(cf_emu::dyn_shared())
 #else
 #include <cuda_runtime.h>
 #define CF_LAUNCH(g, b, s, st, ...) __VA_ARGS__<<<g, b, s, st>>>
+#define CF_LAUNCH_NOSYNC(g, b, s, st, ...) __VA_ARGS__<<<g, b, s, st>>>
 #define CF_DYN_SHARED(T, name) extern __shared__ T name[]
 #endif
 

@@ -339,7 +339,8 @@ extern "C" cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a,
   dim3 block(TW, TY);
   unsigned rows = a->row1 - a->row0;
   dim3 grid((a->w + TW - 1) / TW, (rows + TY * COL_RY - 1) / (TY * COL_RY));
-  CF_LAUNCH(grid, block, 0, stream,
-            conv2d_cols_kernel)(*a, vcol, tmp, vr0, nrows, acc, acc_in, store);
+  CF_LAUNCH_NOSYNC(grid, block, 0, stream,
+                   conv2d_cols_kernel)(*a, vcol, tmp, vr0, nrows, acc, acc_in,
+                       store);
   return cudaGetLastError();
 }

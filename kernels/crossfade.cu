@@ -30,7 +30,8 @@ extern "C" cudaError_t cf_k_crossfade(float *y_new, const float *y_old,
   size_t blocks = (samples + threads - 1) / threads;
   if (blocks > 4096)
     blocks = 4096;
-  CF_LAUNCH((unsigned)blocks, threads, 0, stream,
-            cf_crossfade_kernel)(y_new, y_old, samples, channels, pos, X);
+  CF_LAUNCH_NOSYNC((unsigned)blocks, threads, 0, stream,
+                   cf_crossfade_kernel)(y_new, y_old, samples, channels, pos,
+                       X);
   return cudaGetLastError();
 }

@@ -140,8 +140,8 @@ extern "C" cudaError_t cf_k_ols_window(float *xw, const float *ring,
                                        const unsigned long long *d_t,
                                        cudaStream_t stream)
 {
-  CF_LAUNCH(grid_for(2 * (size_t)B * channels, 256), 256, 0, stream,
-            cf_ols_window_kernel)(xw, ring, rmask, channels, B, d_t);
+  CF_LAUNCH_NOSYNC(grid_for(2 * (size_t)B * channels, 256), 256, 0, stream,
+                   cf_ols_window_kernel)(xw, ring, rmask, channels, B, d_t);
   return cudaGetLastError();
 }
 
@@ -151,9 +151,10 @@ extern "C" cudaError_t cf_k_ols_push(void *fdl, const void *X,
                                      const unsigned long long *d_t,
                                      cudaStream_t stream)
 {
-  CF_LAUNCH(grid_for((size_t)(B + 1) * channels, 256), 256, 0, stream,
-            cf_ols_push_kernel)((float2 *)fdl, (const float2 *)X, channels, B,
-                pcap, d_t);
+  const unsigned grid = grid_for((size_t)(B + 1) * channels, 256);
+  CF_LAUNCH_NOSYNC(grid, 256, 0, stream,
+                   cf_ols_push_kernel)((float2 *)fdl, (const float2 *)X,
+                                       channels, B, pcap, d_t);
   return cudaGetLastError();
 }
 
@@ -179,9 +180,9 @@ extern "C" cudaError_t cf_k_ols_reduce(void *Y, const void *partial,
                                        unsigned cout, unsigned B,
                                        unsigned groups, cudaStream_t stream)
 {
-  CF_LAUNCH(grid_for((size_t)cout * (B + 1), 256), 256, 0, stream,
-            cf_ols_reduce_kernel)((float2 *)Y, (const float2 *)partial, cout,
-                B + 1, groups);
+  CF_LAUNCH_NOSYNC(grid_for((size_t)cout * (B + 1), 256), 256, 0, stream,
+                   cf_ols_reduce_kernel)((float2 *)Y, (const float2 *)partial,
+                       cout, B + 1, groups);
   return cudaGetLastError();
 }
 
@@ -189,7 +190,7 @@ extern "C" cudaError_t cf_k_ols_extract(float *y, const float *yw,
                                         unsigned cout, unsigned B,
                                         float scale, cudaStream_t stream)
 {
-  CF_LAUNCH(grid_for((size_t)B * cout, 256), 256, 0, stream,
-            cf_ols_extract_kernel)(y, yw, cout, B, scale);
+  CF_LAUNCH_NOSYNC(grid_for((size_t)B * cout, 256), 256, 0, stream,
+                   cf_ols_extract_kernel)(y, yw, cout, B, scale);
   return cudaGetLastError();
 }

@@ -39,14 +39,15 @@ extern "C" cudaError_t cf_k_ring_write(float *ring, size_t rmask,
   size_t blocks = (samples + threads - 1) / threads;
   if (blocks > 2048)
     blocks = 2048;
-  CF_LAUNCH((unsigned)blocks, threads, 0, stream,
-            cf_ring_write_kernel)(ring, rmask, in, channels, frames, d_t);
+  CF_LAUNCH_NOSYNC((unsigned)blocks, threads, 0, stream,
+                   cf_ring_write_kernel)(ring, rmask, in, channels, frames,
+                       d_t);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t cf_k_time_advance(unsigned long long *d_t,
                                          unsigned frames, cudaStream_t stream)
 {
-  CF_LAUNCH(1, 32, 0, stream, cf_time_advance_kernel)(d_t, frames);
+  CF_LAUNCH_NOSYNC(1, 32, 0, stream, cf_time_advance_kernel)(d_t, frames);
   return cudaGetLastError();
 }

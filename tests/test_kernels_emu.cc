@@ -69,8 +69,14 @@ static int range(int lo, int hi) // lo..hi inclusive, either may be < 0
   return (int)((long long)ref_rng_range(&rng, 0, (size_t)((long long)hi - lo)) +
                lo);
 }
-static double unit(void) { return ref_rng_unit(&rng); }
-static uint64_t bits(void) { return ref_rng_u64(&rng); }
+static double unit(void)
+{
+  return ref_rng_unit(&rng);
+}
+static uint64_t bits(void)
+{
+  return ref_rng_u64(&rng);
+}
 
 static void launched(cudaError_t e, const char *what)
 {
@@ -196,8 +202,8 @@ static void conv2d_case(unsigned c, int path)
   for (unsigned s = 0; s < nslots; s++)
     for (unsigned y = 0; y < h; y++)
       for (unsigned x = 0; x < w; x++) {
-        uint8_t *p = src.data() + s * a.slot_bytes + a.offset +
-                     y * a.pitch + (size_t)x * a.step;
+        uint8_t *p = src.data() + s * a.slot_bytes + a.offset + y * a.pitch +
+                     (size_t)x * a.step;
         double v = type == 2 ? (need[y] ? unit() * 2 - 1 : NAN)
                              : floor(unit() * (maxv + 1));
         put(p, type, v);
@@ -212,14 +218,15 @@ static void conv2d_case(unsigned c, int path)
   if (path == PATH_SEPARABLE) {
     int vr0 = (int)a.row0 + (int)a.cy - (int)(kh - 1);
     unsigned nrows = a.row1 - a.row0 + kh - 1;
-    std::vector<float> tmp((size_t)nrows * w), acc((size_t)(a.row1 - a.row0) * w);
+    std::vector<float> tmp((size_t)nrows * w),
+        acc((size_t)(a.row1 - a.row0) * w);
     for (unsigned tau = 0; tau < nt; tau++) {
       launched(cf_k_conv2d_rows(&a, tau, hrow.data() + (size_t)tau * kw, vr0,
                                 nrows, tmp.data(), nullptr),
                "cf_k_conv2d_rows");
       launched(cf_k_conv2d_cols(&a, vcol.data() + (size_t)tau * kh, tmp.data(),
-                                vr0, nrows, acc.data(), tau > 0,
-                                tau + 1 == nt, nullptr),
+                                vr0, nrows, acc.data(), tau > 0, tau + 1 == nt,
+                                nullptr),
                "cf_k_conv2d_cols");
     }
   } else {
@@ -234,8 +241,7 @@ static void conv2d_case(unsigned c, int path)
     if (const_taps)
       launched(cf_k_conv2d_const_put(taps.data(), taps.size(), &off, &placed),
                "cf_k_conv2d_const_put");
-    launched(cf_k_conv2d(&a, taps.data(), placed, off, nullptr),
-             "cf_k_conv2d");
+    launched(cf_k_conv2d(&a, taps.data(), placed, off, nullptr), "cf_k_conv2d");
     if (placed)
       cf_k_conv2d_const_drop(off, taps.size());
     unsetenv("CF_CONV2D_KERNEL");
@@ -265,8 +271,9 @@ static void conv2d_case(unsigned c, int path)
   }
   // float32 sums of n terms: within n * 2^-24 of the sum of |terms|, and
   // the separable passes round twice
-  const double n_terms = (double)nt * (kh + kw) * (path == PATH_SEPARABLE ? 2 : 1) +
-                         (path == PATH_SEPARABLE ? 0 : (double)nt * kh * kw) + 2;
+  const double n_terms =
+      (double)nt * (kh + kw) * (path == PATH_SEPARABLE ? 2 : 1) +
+      (path == PATH_SEPARABLE ? 0 : (double)nt * kh * kw) + 2;
   for (unsigned r = a.row0; r < a.row1; r++)
     for (unsigned q = 0; q < w; q++) {
       const size_t o = a.offset + r * a.pitch + (size_t)q * a.step;
@@ -278,11 +285,14 @@ static void conv2d_case(unsigned c, int path)
       const double got = get(&dst[o], type);
       if (type == 2) {
         if (!(fabs(got - v) <= err + 0x1p-24 * fabs(v)))
-          emu_fail("pixel (%u, %u): %.9g, reference %.9g (allowed %.3g)", q,
-                   r, got, v, err);
+          emu_fail("pixel (%u, %u): %.9g, reference %.9g (allowed %.3g)", q, r,
+                   got, v, err);
         continue;
       }
-      const double want = v != v ? 0 : v <= 0 ? 0 : v >= maxv ? maxv : nearbyint(v);
+      const double want = v != v      ? 0
+                          : v <= 0    ? 0
+                          : v >= maxv ? maxv
+                                      : nearbyint(v);
       const bool near_tie = fabs(v - floor(v) - 0.5) <= err;
       if (got != want && !(near_tie && fabs(got - want) <= 1))
         emu_fail("pixel (%u, %u): %g, reference %g (%.6f before rounding)", q,
@@ -293,12 +303,13 @@ static void conv2d_case(unsigned c, int path)
     bool ours = false;
     if (i >= a.offset) {
       const size_t j = i - a.offset, r = j / a.pitch, rem = j % a.pitch;
-      ours = r >= a.row0 && r < a.row1 && rem / a.step < w &&
-             rem % a.step < bytes;
+      ours =
+          r >= a.row0 && r < a.row1 && rem / a.step < w && rem % a.step < bytes;
     }
     if (!ours && dst[i] != before[i])
       emu_fail("byte %zu (row %zu of the frame) is not an output of the band "
-               "[%u, %u) but was written", i, i / a.pitch, a.row0, a.row1);
+               "[%u, %u) but was written",
+               i, i / a.pitch, a.row0, a.row1);
   }
 }
 
@@ -323,7 +334,8 @@ static void test_separable(void **state)
     conv2d_case(c, PATH_SEPARABLE);
 }
 
-// ---- audio -------------------------------------------------------------------
+// ---- audio
+// -------------------------------------------------------------------
 
 // Routes of a random kernel set on cin inputs: shared (one kernel, output
 // i reads input i), per-channel (kernel i), or a matrix (cout x cin, some
@@ -366,9 +378,8 @@ static routing random_routing(size_t maxlen)
 }
 
 // y[f][o] = sum_i sum_k h_(o,i)[k] x_i[f - k], float64.
-static std::vector<double> routed_reference(const routing &R,
-                                            const std::vector<float> &x,
-                                            size_t n)
+static std::vector<double>
+routed_reference(const routing &R, const std::vector<float> &x, size_t n)
 {
   std::vector<double> y(n * R.cout, 0.0);
   std::vector<float> xi(n);
@@ -393,8 +404,8 @@ static void check_audio(const char *what, const std::vector<float> &got,
   for (unsigned o = 0; o < cout; o++) {
     double e = ref_rel_l2(got.data() + o, cout, want.data() + o, cout, n);
     if (!(e <= 2e-6))
-      emu_fail("%s: output %u: relative L2 error %.3g over %zu frames", what,
-               o, e, n);
+      emu_fail("%s: output %u: relative L2 error %.3g over %zu frames", what, o,
+               e, n);
   }
 }
 
@@ -491,8 +502,8 @@ static void test_fir1d(void **state)
 
 static void ols_case(unsigned c)
 {
-  const unsigned B = (unsigned)(bits() % 2 ? 1u << range(4, 9)
-                                           : (unsigned)range(8, 300));
+  const unsigned B =
+      (unsigned)(bits() % 2 ? 1u << range(4, 9) : (unsigned)range(8, 300));
   routing R = random_routing(bits() % 3 ? (size_t)B * 3 : (size_t)B * 12);
   const unsigned nblocks = (unsigned)range(1, 24);
   const size_t n = (size_t)B * nblocks, n2 = 2 * (size_t)B, bins = B + 1;
@@ -559,12 +570,12 @@ static void ols_case(unsigned c)
     v = float2{0.0f, 0.0f};
   unsigned long long t = 0;
   for (unsigned j = 0; j < nblocks; j++) {
-    launched(cf_k_ring_write(ring.data(), cap - 1, x.data() + t * R.cin,
-                             R.cin, B, &t, nullptr),
+    launched(cf_k_ring_write(ring.data(), cap - 1, x.data() + t * R.cin, R.cin,
+                             B, &t, nullptr),
              "cf_k_ring_write");
-    launched(cf_k_ols_window(xw.data(), ring.data(), cap - 1, R.cin, B, &t,
-                             nullptr),
-             "cf_k_ols_window");
+    launched(
+        cf_k_ols_window(xw.data(), ring.data(), cap - 1, R.cin, B, &t, nullptr),
+        "cf_k_ols_window");
     for (unsigned i = 0; i < R.cin; i++) { // cuFFT's batched R2C
       plan = fftwf_plan_dft_r2c_1d((int)n2, xw.data() + i * n2,
                                    (fftwf_complex *)(X.data() + i * bins),
@@ -578,12 +589,13 @@ static void ols_case(unsigned c)
                            route_off.data(), R.cout, B, pcap, groups, &t,
                            nullptr),
              "cf_k_ols_cmac");
-    launched(cf_k_ols_reduce(Y.data(), partial.data(), R.cout, B, groups,
-                             nullptr),
-             "cf_k_ols_reduce");
+    launched(
+        cf_k_ols_reduce(Y.data(), partial.data(), R.cout, B, groups, nullptr),
+        "cf_k_ols_reduce");
     for (unsigned o = 0; o < R.cout; o++) { // cuFFT's batched C2R
-      plan = fftwf_plan_dft_c2r_1d((int)n2, (fftwf_complex *)(Y.data() + o * bins),
-                                   yw.data() + o * n2, FFTW_ESTIMATE);
+      plan =
+          fftwf_plan_dft_c2r_1d((int)n2, (fftwf_complex *)(Y.data() + o * bins),
+                                yw.data() + o * n2, FFTW_ESTIMATE);
       fftwf_execute(plan);
       fftwf_destroy_plan(plan);
     }
@@ -621,8 +633,9 @@ static void test_crossfade(void **state)
              "cf_k_crossfade");
     for (size_t f = 0; f < frames; f++)
       for (unsigned k = 0; k < ch; k++) {
-        double w = pos + f + 1 >= X + 1 ? 1.0
-                                        : (double)(pos + f + 1) / (double)(X + 1);
+        double w = pos + f + 1 >= X + 1
+                       ? 1.0
+                       : (double)(pos + f + 1) / (double)(X + 1);
         double v = (1 - w) * yo[f * ch + k] + w * want[f * ch + k];
         if (fabs(yn[f * ch + k] - v) > 1e-6 * (1 + fabs(v)))
           emu_fail("frame %zu channel %u: %.9g, want %.9g", f, k,
@@ -639,9 +652,12 @@ int main(void)
   if (filter && *filter)
     cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv2d_blocked), cmocka_unit_test(test_conv2d_generic),
-      cmocka_unit_test(test_separable),      cmocka_unit_test(test_fir1d),
-      cmocka_unit_test(test_ols),            cmocka_unit_test(test_crossfade),
+      cmocka_unit_test(test_conv2d_blocked),
+      cmocka_unit_test(test_conv2d_generic),
+      cmocka_unit_test(test_separable),
+      cmocka_unit_test(test_fir1d),
+      cmocka_unit_test(test_ols),
+      cmocka_unit_test(test_crossfade),
   };
   return cmocka_run_group_tests_name("kernels_emu", tests, NULL, NULL);
 }

@@ -1,81 +1,218 @@
 // The emulated runtime of cf_emu.h: blocks one after another, each
 // block's threads as fibers switched at __syncthreads().
+//
+// A fiber lives from its first launch to the end of the process: it runs
+// the launch's body for its thread of the current block, parks (done), and
+// runs it again for the next block or launch. On x86-64 a switch is a few
+// register moves (cf_emu_switch below), told to ASan where it runs (it must
+// know which stack is in use); elsewhere it goes through ucontext, whose
+// swapcontext makes a system call each time (about 10x slower).
 #include "cf_emu.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <ucontext.h>
 
+#include <mutex>
 #include <vector>
 
-namespace cf_emu {
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define CF_EMU_ASAN 1
+#endif
+
+#if defined(__x86_64__)
+#define CF_EMU_ASM_SWITCH 1
+// Save the callee-saved registers on this stack, store its pointer in
+// *save_sp, continue on the stack at `to` (which was saved the same way).
+extern "C" void cf_emu_switch(void **save_sp, void *to);
+asm(R"(
+  .text
+  .globl cf_emu_switch
+  .type cf_emu_switch, @function
+cf_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cf_emu_switch, .-cf_emu_switch
+  .section .note.GNU-stack,"",@progbits
+  .text
+)");
+#else
+#include <ucontext.h>
+#endif
+
+namespace cf_emu
+{
 
 uint3 thread_idx, block_idx;
 dim3 block_dim, grid_dim;
+bool (*capture_hook)(cudaStream_t, const std::function<void()> &);
 
-namespace {
+namespace
+{
 
 const size_t stack_bytes = 64 * 1024;
 const size_t max_dyn_shared = 48 * 1024;
 
 struct fiber {
+  char *stack;
+#ifdef CF_EMU_ASM_SWITCH
+  void *sp; // where it stopped
+#else
   ucontext_t ctx;
-  char *stack; // stack_bytes, kept from launch to launch
+#endif
   uint3 tid;
   bool done;
 };
+// Fibers never move: the pool holds pointers.
 struct fiber_pool {
-  std::vector<fiber> v;
+  std::vector<fiber *> v;
   ~fiber_pool()
   {
-    for (fiber &f : v)
-      free(f.stack);
+    for (fiber *f : v) {
+      free(f->stack);
+      delete f;
+    }
   }
 } pool;
 
+#ifdef CF_EMU_ASM_SWITCH
+void *scheduler_sp;
+#ifdef CF_EMU_ASAN
+const void *scheduler_bottom; // the launching thread's stack, for ASan
+size_t scheduler_size;
+#endif
+#else
 ucontext_t scheduler;
+#endif
 fiber *current;
 const std::function<void()> *body;
 std::vector<unsigned char> shared;
-cudaError_t error = cudaSuccess;
+// A launch of a kernel without barriers (CF_LAUNCH_NOSYNC): its threads
+// run one after another as plain calls, no fibers; a barrier aborts.
+bool direct;
+thread_local cudaError_t error = cudaSuccess; // the launching thread's
 bool running;
 
-void entry()
+#ifdef CF_EMU_ASM_SWITCH
+// cf_emu_switch, with ASan told that the stack [bottom, bottom + size)
+// takes over, and when this side runs again, which one it came from
+// (*from_bottom, *from_size, if not NULL).
+void switch_stack(void **save_sp, void *to, const void *bottom, size_t size,
+                  const void **from_bottom, size_t *from_size)
 {
-  (*body)();
-  current->done = true; // returning resumes the scheduler (uc_link)
+#ifdef CF_EMU_ASAN
+  void *fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, bottom, size);
+  cf_emu_switch(save_sp, to);
+  __sanitizer_finish_switch_fiber(fake, from_bottom, from_size);
+#else
+  (void)bottom, (void)size, (void)from_bottom, (void)from_size;
+  cf_emu_switch(save_sp, to);
+#endif
+}
+#endif
+
+// Back to the scheduler, from fiber `me`.
+void park(fiber *me)
+{
+#ifdef CF_EMU_ASM_SWITCH
+#ifdef CF_EMU_ASAN // resumed later, perhaps by another thread's launch
+  switch_stack(&me->sp, scheduler_sp, scheduler_bottom, scheduler_size,
+               &scheduler_bottom, &scheduler_size);
+#else
+  switch_stack(&me->sp, scheduler_sp, nullptr, 0, nullptr, nullptr);
+#endif
+#else
+  swapcontext(&me->ctx, &scheduler);
+#endif
 }
 
-// Thread t at its start. (A function of its own: getcontext returns
-// twice, as setjmp does, which the callers' loops need not know.)
-__attribute__((noinline)) void start_fiber(fiber &t, uint3 tid)
+// Run fiber f until it parks.
+void resume(fiber *f)
 {
-  t.tid = tid;
-  t.done = false;
-  getcontext(&t.ctx);
-  t.ctx.uc_stack.ss_sp = t.stack;
-  t.ctx.uc_stack.ss_size = stack_bytes;
-  t.ctx.uc_link = &scheduler;
-  makecontext(&t.ctx, entry, 0);
+  current = f;
+  thread_idx = f->tid;
+#ifdef CF_EMU_ASM_SWITCH
+  switch_stack(&scheduler_sp, f->sp, f->stack, stack_bytes, nullptr, nullptr);
+#else
+  swapcontext(&scheduler, &f->ctx);
+#endif
 }
 
-// One block: its threads from the start, in rounds, each unfinished
-// thread running to its next barrier or its end.
-void run_block(fiber *th, size_t nthreads, dim3 block)
+// A fiber's whole life: the body for its thread of each block it is
+// resumed for, then park as done.
+void fiber_main()
 {
-  for (size_t i = 0; i < nthreads; i++)
-    start_fiber(th[i], uint3{(unsigned)(i % block.x),
-                             (unsigned)(i / block.x % block.y),
-                             (unsigned)(i / ((size_t)block.x * block.y))});
+#ifdef CF_EMU_ASAN // first entry: where from (the scheduler's stack)
+  __sanitizer_finish_switch_fiber(nullptr, &scheduler_bottom, &scheduler_size);
+#endif
+  for (;;) {
+    (*body)();
+    fiber *me = current;
+    me->done = true;
+    park(me);
+  }
+}
+
+fiber *new_fiber()
+{
+  fiber *f = new fiber();
+  f->stack = static_cast<char *>(malloc(stack_bytes));
+  if (!f->stack) {
+    fprintf(stderr, "cf_emu: out of memory for a thread's stack\n");
+    abort();
+  }
+#ifdef CF_EMU_ASM_SWITCH
+  // as if it had called cf_emu_switch: six saved registers and the return
+  // address fiber_main, which then starts with rsp = 8 mod 16 (the ABI's)
+  uintptr_t top = ((uintptr_t)f->stack + stack_bytes) & ~(uintptr_t)15;
+  void **sp = (void **)(top - 64);
+  for (int i = 0; i < 6; i++)
+    sp[i] = nullptr;
+  sp[6] = (void *)fiber_main;
+  f->sp = sp;
+#else
+  getcontext(&f->ctx);
+  f->ctx.uc_stack.ss_sp = f->stack;
+  f->ctx.uc_stack.ss_size = stack_bytes;
+  f->ctx.uc_link = nullptr; // fiber_main never returns
+  makecontext(&f->ctx, fiber_main, 0);
+#endif
+  return f;
+}
+
+// One block: its threads in rounds, each unfinished thread running to its
+// next barrier or its end; a fiber resumed after its end starts over.
+void run_block(size_t nthreads, dim3 block)
+{
+  for (size_t i = 0; i < nthreads; i++) {
+    fiber *t = pool.v[i];
+    t->tid = uint3{(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
+                   (unsigned)(i / ((size_t)block.x * block.y))};
+    t->done = false;
+  }
   for (size_t left = nthreads; left;) {
     left = 0;
     for (size_t i = 0; i < nthreads; i++) {
-      if (th[i].done)
+      fiber *t = pool.v[i];
+      if (t->done)
         continue;
-      current = &th[i];
-      thread_idx = th[i].tid;
-      swapcontext(&scheduler, &th[i].ctx);
-      left += !th[i].done;
+      resume(t);
+      left += !t->done;
     }
   }
 }
@@ -84,14 +221,19 @@ void run_block(fiber *th, size_t nthreads, dim3 block)
 
 void sync_threads()
 {
-  if (!running) {
-    fprintf(stderr, "cf_emu: __syncthreads() outside a launch\n");
+  if (!running || direct) {
+    fprintf(stderr, "cf_emu: __syncthreads() %s\n",
+            running ? "in a kernel launched with CF_LAUNCH_NOSYNC"
+                    : "outside a launch");
     abort();
   }
-  swapcontext(&current->ctx, &scheduler);
+  park(current);
 }
 
-void *dyn_shared() { return shared.data(); }
+void *dyn_shared()
+{
+  return shared.data();
+}
 
 cudaError_t last_error(bool reset)
 {
@@ -101,7 +243,8 @@ cudaError_t last_error(bool reset)
   return e;
 }
 
-void run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f)
+void run(bool nosync, dim3 grid, dim3 block, size_t smem,
+         const std::function<void()> &f)
 {
   const size_t nthreads = (size_t)block.x * block.y * block.z;
   if (nthreads == 0 || nthreads > 1024 || block.z > 64 || grid.x == 0 ||
@@ -113,6 +256,8 @@ void run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f)
     error = cudaErrorInvalidValue;
     return;
   }
+  static std::mutex one_at_a_time; // engines may launch from any thread
+  std::lock_guard<std::mutex> hold(one_at_a_time);
   if (running) {
     fprintf(stderr, "cf_emu: a launch inside a kernel\n");
     abort();
@@ -121,21 +266,26 @@ void run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f)
   body = &f;
   block_dim = block;
   grid_dim = grid;
-  while (pool.v.size() < nthreads) {
-    fiber f = {};
-    if (!(f.stack = static_cast<char *>(malloc(stack_bytes)))) {
-      fprintf(stderr, "cf_emu: out of memory for a thread's stack\n");
-      abort();
-    }
-    pool.v.push_back(f);
-  }
+  direct = nosync;
+  while (!direct && pool.v.size() < nthreads)
+    pool.v.push_back(new_fiber());
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
       for (unsigned bx = 0; bx < grid.x; bx++) {
         block_idx = uint3{bx, by, bz};
         shared.assign(smem ? smem : 1, 0xff); // NaN for every float
-        run_block(pool.v.data(), nthreads, block);
+        if (!direct) {
+          run_block(nthreads, block);
+          continue;
+        }
+        for (size_t i = 0; i < nthreads; i++) {
+          thread_idx =
+              uint3{(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
+                    (unsigned)(i / ((size_t)block.x * block.y))};
+          f();
+        }
       }
+  direct = false;
   running = false;
 }
 

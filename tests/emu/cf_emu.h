@@ -50,7 +50,10 @@ struct alignas(8) float2 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
-inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float2 make_float2(float x, float y)
+{
+  return float2{x, y};
+}
 
 typedef enum cudaError {
   cudaSuccess = 0,
@@ -60,7 +63,10 @@ typedef enum cudaError {
 } cudaError_t;
 typedef struct CUstream_st *cudaStream_t;
 
-template <class T> inline T __ldg(const T *p) { return *p; }
+template <class T> inline T __ldg(const T *p)
+{
+  return *p;
+}
 template <class A, class B>
 inline typename std::common_type<A, B>::type min(A a, B b)
 {
@@ -75,32 +81,50 @@ inline typename std::common_type<A, B>::type max(A a, B b)
 }
 
 // ---- the emulated runtime (cf_emu.cc) ------------------------------------
-namespace cf_emu {
+namespace cf_emu
+{
 extern uint3 thread_idx, block_idx;
 extern dim3 block_dim, grid_dim;
-// Run f once per thread of every block (see the top of the file); an
-// invalid configuration is recorded for cudaGetLastError() instead.
-void run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f);
+// Run f once per thread of every block (see the top of the file; nosync:
+// a kernel without barriers, its threads as plain calls); an invalid
+// configuration is recorded for cudaGetLastError() instead.
+void run(bool nosync, dim3 grid, dim3 block, size_t smem,
+         const std::function<void()> &f);
 void sync_threads();
 void *dyn_shared();
 cudaError_t last_error(bool reset);
 
+// Set by the emulated runtime (cudart_emu.cc): records op and returns true
+// when `stream` is being captured into a graph.
+extern bool (*capture_hook)(cudaStream_t stream,
+                            const std::function<void()> &op);
+
+// A launch runs at once, in call order, whatever its stream (unless that
+// stream is being captured).
 template <class K> struct launcher {
   K kernel;
   dim3 grid, block;
   size_t smem;
+  cudaStream_t stream;
+  bool nosync;
   template <class... A> void operator()(A... args) const
   {
     K k = kernel;
-    run(grid, block, smem, [=]() { k(args...); });
+    dim3 g = grid, b = block;
+    size_t s = smem;
+    bool ns = nosync;
+    std::function<void()> op = [=]() {
+      run(ns, g, b, s, [=]() { k(args...); });
+    };
+    if (!capture_hook || !capture_hook(stream, op))
+      op();
   }
 };
 template <class K>
-launcher<K> launch(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   K kernel)
+launcher<K> launch(bool nosync, dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t stream, K kernel)
 {
-  (void)stream; // one stream: launches run in call order, synchronously
-  return launcher<K>{kernel, grid, block, smem};
+  return launcher<K>{kernel, grid, block, smem, stream, nosync};
 }
 } // namespace cf_emu
 
@@ -110,7 +134,10 @@ launcher<K> launch(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
 #define gridDim (cf_emu::grid_dim)
 #define __syncthreads() cf_emu::sync_threads()
 
-inline cudaError_t cudaGetLastError(void) { return cf_emu::last_error(true); }
+inline cudaError_t cudaGetLastError(void)
+{
+  return cf_emu::last_error(true);
+}
 inline cudaError_t cudaPeekAtLastError(void)
 {
   return cf_emu::last_error(false);
