@@ -58,7 +58,9 @@
  * neither restarts the temporal history (the frames kept are filtered
  * with the history of the frames kept) nor pushes the frames in flight
  * out; a dropped DISCONT frame passes its new stream on to the next frame
- * kept.
+ * kept. For the same reason a DISCONT frame's flag is taken off before
+ * GstBaseTransform's chain sees it and put back on that frame's output:
+ * DISCONT comes out on the frames after a gap and on no other.
  *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
@@ -213,6 +215,13 @@ typedef struct {
    * those was a DISCONT frame (the next one kept starts a new stream) */
   guint64 qos_processed, qos_dropped;
   gboolean qos_gap, qos_lost_discont;
+
+  /* DISCONT, which GstBaseTransform never sees (gst_cuda_convolve_chain);
+   * the streaming thread's: the frame being chained came DISCONT; the
+   * frame in queued_buf starts a new stream (prepare_engine), its output
+   * carries DISCONT */
+  GstPadChainFunction base_chain;
+  gboolean in_discont, frame_new_stream, frame_discont;
 } GstCudaConvolve;
 
 typedef struct {
@@ -887,13 +896,14 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
 }
 
 /* Before frame `in` reaches the engine: the frames in flight leave first
- * when `in` starts a new stream (DISCONT, or the first frame kept after a
- * DISCONT frame QoS dropped) or the engine is to be rebuilt; then the
- * settings apply and a new stream forgets the history. */
+ * when `in` starts a new stream (it came DISCONT, or is the first frame
+ * kept after a DISCONT frame QoS dropped: frame_new_stream) or the engine
+ * is to be rebuilt; then the settings apply and a new stream forgets the
+ * history. */
 static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
 {
   GstVideoFilter *filter = GST_VIDEO_FILTER(self);
-  gboolean discont = GST_BUFFER_IS_DISCONT(in) || self->qos_lost_discont;
+  gboolean discont = self->frame_new_stream;
   for (;;) {
     GST_OBJECT_LOCK(self);
     gboolean rebuild =
@@ -921,7 +931,6 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
   if (discont) {
     GST_DEBUG_OBJECT(self, "discont: temporal history restarts");
     cf_engine_reset(self->engine);
-    self->qos_lost_discont = FALSE;
   }
   announce_latency(self);
   return GST_FLOW_OK;
@@ -977,12 +986,8 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
   GstBuffer *meta = gst_buffer_new();
   copy_meta(self, in, meta);
   gst_buffer_unref(in);
-  if (self->qos_gap) {
-    /* the first frame after a QoS drop: its output, D frames later,
-     * follows the gap (prepare_engine saw the input as it came) */
+  if (self->frame_discont) /* its output, D frames later, follows a gap */
     GST_BUFFER_FLAG_SET(meta, GST_BUFFER_FLAG_DISCONT);
-    self->qos_gap = FALSE;
-  }
   gst_queue_array_push_tail(self->inflight, meta);
   self->inflight_frames++;
   if (!wrote) {
@@ -1073,6 +1078,24 @@ static gboolean gst_cuda_convolve_src_event(GstBaseTransform *trans,
   return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
 }
 
+/* The sink pad's chain function, around GstBaseTransform's: a DISCONT
+ * buffer loses the flag first. The base class would mark the next buffer
+ * its chain pushes, which at depth D is not that frame, and if that frame
+ * leaves among the frames pushed out at a rebuild or a segment, a later
+ * frame after no gap. The element marks the frame's own output instead
+ * (submit_input_buffer). */
+static GstFlowReturn gst_cuda_convolve_chain(GstPad *pad, GstObject *parent,
+                                             GstBuffer *buf)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(parent);
+  if (GST_BUFFER_IS_DISCONT(buf)) {
+    buf = gst_buffer_make_writable(buf); /* the metadata, not the frame */
+    GST_BUFFER_FLAG_UNSET(buf, GST_BUFFER_FLAG_DISCONT);
+    self->in_discont = TRUE;
+  }
+  return self->base_chain(pad, parent, buf);
+}
+
 /* A frame comes in: the base class checks negotiation and stashes it in
  * queued_buf (its own QoS check never fires: it has no QoS values, see
  * src_event); then a late frame is dropped here, as the base class would,
@@ -1085,11 +1108,18 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
                                       gboolean is_discont, GstBuffer *input)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  /* DISCONT as it came (still on the buffer in pull mode) */
+  gboolean discont = self->in_discont || GST_BUFFER_IS_DISCONT(input);
+  self->in_discont = FALSE;
   GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
                           ->submit_input_buffer(trans, is_discont, input);
   GstBuffer *in = trans->queued_buf;
-  if (ret != GST_FLOW_OK || !in)
+  if (ret != GST_FLOW_OK || !in) {
+    /* refused: its DISCONT goes to the next frame, as in the base class */
+    if (discont)
+      self->qos_gap = self->qos_lost_discont = TRUE;
     return ret;
+  }
   /* on the running time of a TIME segment, as the base class */
   GstClockTime timestamp = GST_BUFFER_PTS(in);
   GstClockTime running_time = GST_CLOCK_TIME_NONE;
@@ -1107,6 +1137,9 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
   if (!GST_CLOCK_TIME_IS_VALID(running_time) ||
       !GST_CLOCK_TIME_IS_VALID(earliest) || running_time > earliest) {
     self->qos_processed++;
+    self->frame_new_stream = discont || self->qos_lost_discont;
+    self->frame_discont = discont || self->qos_gap;
+    self->qos_gap = self->qos_lost_discont = FALSE;
     return GST_FLOW_OK;
   }
 
@@ -1116,7 +1149,7 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
                    GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest));
   self->qos_dropped++;
   self->qos_gap = TRUE;
-  if (GST_BUFFER_IS_DISCONT(in))
+  if (discont)
     self->qos_lost_discont = TRUE;
   GstMessage *msg = gst_message_new_qos(
       GST_OBJECT_CAST(self), FALSE, running_time,
@@ -1149,12 +1182,9 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
     /* live: the base class's frame in, frame out (transform_frame) */
     ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
               ->generate_output(trans, outbuf);
-    if (ret == GST_FLOW_OK && *outbuf && self->qos_gap) {
-      /* the first frame after a QoS drop (set on the output, not the
-       * input: prepare_engine must not take the gap for a new stream) */
+    if (ret == GST_FLOW_OK && *outbuf && self->frame_discont) {
       *outbuf = gst_buffer_make_writable(*outbuf);
       GST_BUFFER_FLAG_SET(*outbuf, GST_BUFFER_FLAG_DISCONT);
-      self->qos_gap = FALSE;
     }
     return ret;
   }
@@ -1643,6 +1673,10 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
   gst_queue_array_set_clear_func(self->inflight, unref_held);
+  /* around the base class's chain (set in its instance init, before this) */
+  GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);
+  self->base_chain = GST_PAD_CHAINFUNC(sink);
+  gst_pad_set_chain_function(sink, GST_DEBUG_FUNCPTR(gst_cuda_convolve_chain));
   update_kernel(self);
 }
 

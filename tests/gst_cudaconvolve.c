@@ -15,12 +15,12 @@
  *
  * pipeline-depth D in 1..3 (test_depth_*): every frame comes out exactly
  * D buffers after it went in (the buffer counts after each push are
- * checked), with its own PTS/DTS/duration/offset and the reference's
- * content for the settings and history it went in with; the held frames
- * come out at EOS (before it), before a DISCONT frame, new caps or a
- * rebuilt engine, and a flush drops them; the latency query adds D frame
- * durations (the longest buffer at framerate 0/1) and a new depth posts a
- * latency message.
+ * checked), with its own PTS/DTS/duration/offset, DISCONT only if it
+ * came DISCONT, and the reference's content for the settings and history
+ * it went in with; the held frames come out at EOS (before it), before a
+ * DISCONT frame, new caps or a rebuilt engine, and a flush drops them;
+ * the latency query adds D frame durations (the longest buffer at
+ * framerate 0/1) and a new depth posts a latency message.
  *
  * QoS at depth 0..3 (test_qos_depth): exactly the frames late for the
  * last QoS event are dropped, each with a QoS message; the others come
@@ -1504,7 +1504,7 @@ static void test_pipeline(void **state)
  * comparison needs from that moment. */
 typedef struct pend {
   GstBuffer *in;
-  int discont; /* 1: its output carries DISCONT, 0: not, -1: unchecked */
+  int discont; /* its output carries DISCONT */
   GstVideoInfo info;
   ref2d_fmt d;
   cf_video_config cfg;
@@ -1575,7 +1575,7 @@ static void ds_check_out(dstream *s, const char *what)
         GST_TIME_ARGS(GST_BUFFER_DURATION(out)), GST_BUFFER_OFFSET(out),
         GST_TIME_ARGS(GST_BUFFER_PTS(in)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
         GST_TIME_ARGS(GST_BUFFER_DURATION(in)), GST_BUFFER_OFFSET(in));
-  CHECK(p->discont < 0 || !GST_BUFFER_IS_DISCONT(out) == !p->discont,
+  CHECK(!GST_BUFFER_IS_DISCONT(out) == !p->discont,
         "%s: output %" G_GUINT64_FORMAT " (pts %" GST_TIME_FORMAT ") %s "
         "DISCONT, want %s",
         what, s->out, GST_TIME_ARGS(GST_BUFFER_PTS(out)),
@@ -1629,7 +1629,7 @@ static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
   }
   pend *p = xalloc(sizeof *p);
   p->in = gst_buffer_ref(in);
-  p->discont = -1;
+  p->discont = discont; /* DISCONT in, DISCONT out, at any depth */
   p->info = c->info;
   p->d = c->d;
   p->cfg = c->cfg;
