@@ -47,6 +47,21 @@
  * the CPU, none lost or repeated: a warning goes on the bus and
  * `backend-in-use` changes (notify).
  *
+ * QoS (the `qos` property, on by default as for every video filter): a
+ * frame whose running time is not after the earliest time of the last QoS
+ * event from downstream is dropped before it reaches the engine, with a
+ * QoS message on the bus (jitter, proportion, frames processed and
+ * dropped). The element does this itself rather than leave it to
+ * GstBaseTransform, which marks DISCONT on the next buffer it pushes:
+ * with D frames in flight that is a frame from before the gap. Here the
+ * first frame kept after a drop carries DISCONT, at any depth. A drop
+ * neither restarts the temporal history (the frames kept are filtered
+ * with the history of the frames kept) nor pushes the frames in flight
+ * out; a dropped DISCONT frame passes its new stream on to the next frame
+ * kept. For the same reason a DISCONT frame's flag is taken off before
+ * GstBaseTransform's chain sees it and put back on that frame's output:
+ * DISCONT comes out on the frames after a gap and on no other.
+ *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
  * from such a pool too unless downstream names its own pool or allocator.
@@ -188,6 +203,25 @@ typedef struct {
    * with it stopped */
   GstQueueArray *inflight;
   guint inflight_frames; /* the buffers in `inflight` */
+
+  /* QoS, kept here and not in GstBaseTransform (see
+   * gst_cuda_convolve_submit_input_buffer): the last QoS event's values,
+   * under the object lock (events come from downstream's thread) */
+  gdouble qos_proportion;
+  GstClockTime qos_earliest; /* running time; NONE: no QoS event yet */
+  /* the streaming thread's, reset under the object lock: the counts for
+   * the QoS messages; whether a frame was dropped since the last one kept
+   * (the next one kept carries DISCONT on its output), and whether one of
+   * those was a DISCONT frame (the next one kept starts a new stream) */
+  guint64 qos_processed, qos_dropped;
+  gboolean qos_gap, qos_lost_discont;
+
+  /* DISCONT, which GstBaseTransform never sees (gst_cuda_convolve_chain);
+   * the streaming thread's: the frame being chained came DISCONT; the
+   * frame in queued_buf starts a new stream (prepare_engine), its output
+   * carries DISCONT */
+  GstPadChainFunction base_chain;
+  gboolean in_discont, frame_new_stream, frame_discont;
 } GstCudaConvolve;
 
 typedef struct {
@@ -862,12 +896,14 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
 }
 
 /* Before frame `in` reaches the engine: the frames in flight leave first
- * when `in` starts a new stream (DISCONT) or the engine is to be rebuilt;
- * then the settings apply and a DISCONT forgets the history. */
+ * when `in` starts a new stream (it came DISCONT, or is the first frame
+ * kept after a DISCONT frame QoS dropped: frame_new_stream) or the engine
+ * is to be rebuilt; then the settings apply and a new stream forgets the
+ * history. */
 static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
 {
   GstVideoFilter *filter = GST_VIDEO_FILTER(self);
-  gboolean discont = GST_BUFFER_IS_DISCONT(in);
+  gboolean discont = self->frame_new_stream;
   for (;;) {
     GST_OBJECT_LOCK(self);
     gboolean rebuild =
@@ -950,6 +986,8 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
   GstBuffer *meta = gst_buffer_new();
   copy_meta(self, in, meta);
   gst_buffer_unref(in);
+  if (self->frame_discont) /* its output, D frames later, follows a gap */
+    GST_BUFFER_FLAG_SET(meta, GST_BUFFER_FLAG_DISCONT);
   gst_queue_array_push_tail(self->inflight, meta);
   self->inflight_frames++;
   if (!wrote) {
@@ -994,6 +1032,140 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   return ok;
 }
 
+/* ---- QoS ---------------------------------------------------------------- */
+
+/* Forget the QoS state, as GstBaseTransform does at flush-stop and when
+ * it starts. */
+static void reset_qos(GstCudaConvolve *self)
+{
+  GST_OBJECT_LOCK(self);
+  self->qos_proportion = 1.0;
+  self->qos_earliest = GST_CLOCK_TIME_NONE;
+  self->qos_processed = 0;
+  self->qos_dropped = 0;
+  self->qos_gap = FALSE;
+  self->qos_lost_discont = FALSE;
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* A QoS event: its values are kept here, not handed to
+ * gst_base_transform_update_qos, so that the base class never drops a
+ * frame itself (submit_input_buffer does); it goes upstream as the base
+ * class sends it. */
+static gboolean gst_cuda_convolve_src_event(GstBaseTransform *trans,
+                                            GstEvent *event)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_QOS)
+    return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+        ->src_event(trans, event);
+  gdouble proportion;
+  GstClockTimeDiff diff;
+  GstClockTime timestamp;
+  gst_event_parse_qos(event, NULL, &proportion, &diff, &timestamp);
+  GST_OBJECT_LOCK(self);
+  self->qos_proportion = proportion;
+  /* as the base class: frames up to timestamp + diff (running time) are
+   * late; gst_event_new_qos keeps that sum >= 0 */
+  self->qos_earliest = GST_CLOCK_TIME_IS_VALID(timestamp)
+                           ? (GstClockTime)((GstClockTimeDiff)timestamp + diff)
+                           : GST_CLOCK_TIME_NONE;
+  GST_OBJECT_UNLOCK(self);
+  GST_DEBUG_OBJECT(self,
+                   "qos: proportion %g, diff %" G_GINT64_FORMAT
+                   ", timestamp %" GST_TIME_FORMAT,
+                   proportion, diff, GST_TIME_ARGS(timestamp));
+  return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
+}
+
+/* The sink pad's chain function, around GstBaseTransform's: a DISCONT
+ * buffer loses the flag first. The base class would mark the next buffer
+ * its chain pushes, which at depth D is not that frame, and if that frame
+ * leaves among the frames pushed out at a rebuild or a segment, a later
+ * frame after no gap. The element marks the frame's own output instead
+ * (submit_input_buffer). */
+static GstFlowReturn gst_cuda_convolve_chain(GstPad *pad, GstObject *parent,
+                                             GstBuffer *buf)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(parent);
+  if (GST_BUFFER_IS_DISCONT(buf)) {
+    buf = gst_buffer_make_writable(buf); /* the metadata, not the frame */
+    GST_BUFFER_FLAG_UNSET(buf, GST_BUFFER_FLAG_DISCONT);
+    self->in_discont = TRUE;
+  }
+  return self->base_chain(pad, parent, buf);
+}
+
+/* A frame comes in: the base class checks negotiation and stashes it in
+ * queued_buf (its own QoS check never fires: it has no QoS values, see
+ * src_event); then a late frame is dropped here, as the base class would,
+ * with the same QoS message. Not with GST_BASE_TRANSFORM_FLOW_DROPPED:
+ * on that the base class's chain marks DISCONT on the next buffer it
+ * pushes, which at depth D is a frame from before the gap. The frame kept
+ * next carries DISCONT instead (generate_output, process_delayed). */
+static GstFlowReturn
+gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
+                                      gboolean is_discont, GstBuffer *input)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  /* DISCONT as it came (still on the buffer in pull mode) */
+  gboolean discont = self->in_discont || GST_BUFFER_IS_DISCONT(input);
+  self->in_discont = FALSE;
+  GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+                          ->submit_input_buffer(trans, is_discont, input);
+  GstBuffer *in = trans->queued_buf;
+  if (ret != GST_FLOW_OK || !in) {
+    /* refused: its DISCONT goes to the next frame, as in the base class */
+    if (discont)
+      self->qos_gap = self->qos_lost_discont = TRUE;
+    return ret;
+  }
+  /* on the running time of a TIME segment, as the base class */
+  GstClockTime timestamp = GST_BUFFER_PTS(in);
+  GstClockTime running_time = GST_CLOCK_TIME_NONE;
+  GstClockTime earliest = GST_CLOCK_TIME_NONE;
+  gdouble proportion = 1.0;
+  if (trans->segment.format == GST_FORMAT_TIME &&
+      gst_base_transform_is_qos_enabled(trans)) {
+    running_time = gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME,
+                                               timestamp);
+    GST_OBJECT_LOCK(self);
+    earliest = self->qos_earliest;
+    proportion = self->qos_proportion;
+    GST_OBJECT_UNLOCK(self);
+  }
+  if (!GST_CLOCK_TIME_IS_VALID(running_time) ||
+      !GST_CLOCK_TIME_IS_VALID(earliest) || running_time > earliest) {
+    self->qos_processed++;
+    self->frame_new_stream = discont || self->qos_lost_discont;
+    self->frame_discont = discont || self->qos_gap;
+    self->qos_gap = self->qos_lost_discont = FALSE;
+    return GST_FLOW_OK;
+  }
+
+  GST_DEBUG_OBJECT(self,
+                   "dropping a late frame: running time %" GST_TIME_FORMAT
+                   " <= %" GST_TIME_FORMAT,
+                   GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest));
+  self->qos_dropped++;
+  self->qos_gap = TRUE;
+  if (discont)
+    self->qos_lost_discont = TRUE;
+  GstMessage *msg = gst_message_new_qos(
+      GST_OBJECT_CAST(self), FALSE, running_time,
+      gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME, timestamp),
+      timestamp, GST_BUFFER_DURATION(in));
+  gst_message_set_qos_values(msg, GST_CLOCK_DIFF(running_time, earliest),
+                             proportion, 1000000);
+  gst_message_set_qos_stats(msg, GST_FORMAT_BUFFERS, self->qos_processed,
+                            self->qos_dropped);
+  if (!gst_element_post_message(GST_ELEMENT_CAST(self), msg))
+    GST_DEBUG_OBJECT(self, "no bus took the QoS message");
+  gst_buffer_replace(&trans->queued_buf, NULL);
+  /* generate_output finds no frame and pushes nothing */
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
                                                        GstBuffer **outbuf)
 {
@@ -1006,10 +1178,16 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
     gst_buffer_replace(&trans->queued_buf, NULL);
     return ret;
   }
-  if (self->latency_frames == 0 && !self->inflight_frames)
+  if (self->latency_frames == 0 && !self->inflight_frames) {
     /* live: the base class's frame in, frame out (transform_frame) */
-    return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
-        ->generate_output(trans, outbuf);
+    ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+              ->generate_output(trans, outbuf);
+    if (ret == GST_FLOW_OK && *outbuf && self->frame_discont) {
+      *outbuf = gst_buffer_make_writable(*outbuf);
+      GST_BUFFER_FLAG_SET(*outbuf, GST_BUFFER_FLAG_DISCONT);
+    }
+    return ret;
+  }
   GstBuffer *in = trans->queued_buf;
   trans->queued_buf = NULL;
   return process_delayed(self, in, outbuf);
@@ -1046,6 +1224,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
      * refuses them) */
     GList *sticky = NULL;
     drop_pending(self, &sticky);
+    reset_qos(self); /* as the base class's own, which it never uses */
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
       cf_engine_reset(self->engine);
@@ -1193,9 +1372,16 @@ static gboolean gst_cuda_convolve_decide_allocation(GstBaseTransform *trans,
       ->decide_allocation(trans, query);
 }
 
+static gboolean gst_cuda_convolve_start(GstBaseTransform *trans)
+{
+  reset_qos(GST_CUDA_CONVOLVE(trans));
+  return TRUE;
+}
+
 static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  reset_qos(self);
   GST_OBJECT_LOCK(self);
   free_engine(self); /* and the frames in flight */
   self->latency_frames = 0;
@@ -1483,8 +1669,14 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->threads = DEFAULT_THREADS;
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
+  self->qos_proportion = 1.0;
+  self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
   gst_queue_array_set_clear_func(self->inflight, unref_held);
+  /* around the base class's chain (set in its instance init, before this) */
+  GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);
+  self->base_chain = GST_PAD_CHAINFUNC(sink);
+  gst_pad_set_chain_function(sink, GST_DEBUG_FUNCPTR(gst_cuda_convolve_chain));
   update_kernel(self);
 }
 
@@ -1647,6 +1839,10 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_decide_allocation);
+  trans_class->src_event = GST_DEBUG_FUNCPTR(gst_cuda_convolve_src_event);
+  trans_class->submit_input_buffer =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_submit_input_buffer);
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_convolve_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_convolve_stop);
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_info);
   trans_class->generate_output =

@@ -15,12 +15,17 @@
  *
  * pipeline-depth D in 1..3 (test_depth_*): every frame comes out exactly
  * D buffers after it went in (the buffer counts after each push are
- * checked), with its own PTS/DTS/duration/offset and the reference's
- * content for the settings and history it went in with; the held frames
- * come out at EOS (before it), before a DISCONT frame, new caps or a
- * rebuilt engine, and a flush drops them; the latency query adds D frame
- * durations (the longest buffer at framerate 0/1) and a new depth posts a
- * latency message.
+ * checked), with its own PTS/DTS/duration/offset, DISCONT only if it
+ * came DISCONT, and the reference's content for the settings and history
+ * it went in with; the held frames come out at EOS (before it), before a
+ * DISCONT frame, new caps or a rebuilt engine, and a flush drops them;
+ * the latency query adds D frame durations (the longest buffer at
+ * framerate 0/1) and a new depth posts a latency message.
+ *
+ * QoS at depth 0..3 (test_qos_depth): exactly the frames late for the
+ * last QoS event are dropped, each with a QoS message; the others come
+ * out as the reference filters the frames kept; the first frame kept
+ * after a drop comes out DISCONT; qos=false drops nothing.
  *
  * The backend is the CPU with 1 or 2 threads unless CF_GST_BACKEND names
  * another (cuda on a GPU machine; the engine tests
@@ -1495,9 +1500,11 @@ static void test_pipeline(void **state)
 
 /* A frame pushed and not yet seen coming out: its input, its reference
  * output (computed when it entered, with the settings and history in
- * force then) and what the comparison needs from that moment. */
+ * force then), whether its output must carry DISCONT, and what the
+ * comparison needs from that moment. */
 typedef struct pend {
   GstBuffer *in;
+  int discont; /* its output carries DISCONT */
   GstVideoInfo info;
   ref2d_fmt d;
   cf_video_config cfg;
@@ -1568,6 +1575,12 @@ static void ds_check_out(dstream *s, const char *what)
         GST_TIME_ARGS(GST_BUFFER_DURATION(out)), GST_BUFFER_OFFSET(out),
         GST_TIME_ARGS(GST_BUFFER_PTS(in)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
         GST_TIME_ARGS(GST_BUFFER_DURATION(in)), GST_BUFFER_OFFSET(in));
+  CHECK(!GST_BUFFER_IS_DISCONT(out) == !p->discont,
+        "%s: output %" G_GUINT64_FORMAT " (pts %" GST_TIME_FORMAT ") %s "
+        "DISCONT, want %s",
+        what, s->out, GST_TIME_ARGS(GST_BUFFER_PTS(out)),
+        GST_BUFFER_IS_DISCONT(out) ? "carries" : "lacks",
+        p->discont ? "it" : "none");
   GstVideoFrame vin, vout;
   CHECK(gst_video_frame_map(&vin, &p->info, in, GST_MAP_READ), "map in");
   CHECK(gst_video_frame_map(&vout, &p->info, out, GST_MAP_READ), "map out");
@@ -1616,6 +1629,7 @@ static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
   }
   pend *p = xalloc(sizeof *p);
   p->in = gst_buffer_ref(in);
+  p->discont = discont; /* DISCONT in, DISCONT out, at any depth */
   p->info = c->info;
   p->d = c->d;
   p->cfg = c->cfg;
@@ -2336,6 +2350,270 @@ static void test_depth_events(void **state)
   tmp_cleanup();
 }
 
+/* ------------------------------------------------------------------ */
+/* QoS                                                                  */
+
+/* What the element must do with QoS (with the qos property on): a frame
+ * whose running time is at or before the earliest time of the last QoS
+ * event is dropped, with one QoS message; the first frame kept after a
+ * drop comes out DISCONT, whenever it leaves at depth D; a drop neither
+ * restarts the history nor pushes the held frames out, but a dropped
+ * DISCONT frame's new stream starts at the next frame kept. A flush
+ * forgets all of it. */
+typedef struct qmodel {
+  int qos;               /* the element's qos property */
+  GstClockTime earliest; /* of the last QoS event (running time); NONE */
+  gdouble proportion;
+  int gap;               /* a frame dropped since the last one kept */
+  int lost_discont;      /* one of those was DISCONT */
+  guint64 kept, dropped; /* since the last flush */
+  guint64 out_base;      /* frames out before the last flush */
+} qmodel;
+
+static void qm_reset(qmodel *m, const dstream *s)
+{
+  m->earliest = GST_CLOCK_TIME_NONE;
+  m->proportion = 1.0;
+  m->gap = m->lost_discont = 0;
+  m->kept = m->dropped = 0;
+  m->out_base = s->out;
+}
+
+/* A small random case at depth D with t temporal taps. */
+static void qos_case(gcase *c, ref_rng *r, unsigned depth, unsigned t)
+{
+  gcase_open(c);
+  g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+  const gfmt *f = &formats[ref_rng_u64(r) % NFORMATS];
+  unsigned w = (unsigned)ref_rng_range(r, 1, 24);
+  unsigned h = (unsigned)ref_rng_range(r, 1, 24);
+  rand_config(c, r, f, ref_rng_u64(r) % 2);
+  kern_make(&c->k, r, t, (unsigned)ref_rng_range(r, 1, 5),
+            (unsigned)ref_rng_range(r, 1, 5),
+            c->cfg.absolute && ref_rng_u64(r) % 2);
+  set_kernel(c->h->element, &c->k);
+  set_caps(c, f, w, h);
+  gcase_new_ref(c);
+  config_describe(c);
+  add_case("depth %u ", depth);
+}
+
+/* A QoS event from downstream, as a sink sends it (timestamp + diff is
+ * the earliest running time it wants), making about the next `late`
+ * frames late (none with 0); it must reach upstream unchanged. */
+static void qos_event(dstream *s, qmodel *m, ref_rng *r, unsigned late)
+{
+  GstClockTime earliest;
+  if (!late)
+    earliest = (GstClockTime)ref_rng_range(r, 0, s->pts - 1);
+  else if (ref_rng_u64(r) % 2) /* exactly the last late frame's */
+    earliest = s->pts + (late - 1) * s->dur;
+  else
+    earliest = s->pts + (late - 1) * s->dur +
+               (GstClockTime)ref_rng_range(r, 0, s->dur - 1);
+  GstClockTime ts = (GstClockTime)ref_rng_range(r, 0, earliest + 2 * s->dur);
+  GstClockTimeDiff diff = (GstClockTimeDiff)earliest - (GstClockTimeDiff)ts;
+  gdouble prop = 0.5 + 1.5 * ref_rng_unit(r);
+  GstEvent *ev = gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, prop, diff, ts);
+  CHECK(ev != NULL, "no QoS event");
+  CHECK(gst_harness_push_upstream_event(s->c->h, ev), "QoS event refused");
+  m->earliest = earliest;
+  m->proportion = prop;
+  /* upstream got it (other upstream events may come with it) */
+  int seen = 0;
+  GstEvent *up;
+  while ((up = gst_harness_try_pull_upstream_event(s->c->h)) != NULL) {
+    if (GST_EVENT_TYPE(up) == GST_EVENT_QOS) {
+      GstQOSType type;
+      gdouble p;
+      GstClockTimeDiff d;
+      GstClockTime t;
+      gst_event_parse_qos(up, &type, &p, &d, &t);
+      CHECK(!seen && type == GST_QOS_TYPE_UNDERFLOW && p == prop && d == diff &&
+                t == ts,
+            "upstream got a QoS event %g %" G_GINT64_FORMAT
+            " %" G_GUINT64_FORMAT ", sent %g %" G_GINT64_FORMAT
+            " %" G_GUINT64_FORMAT,
+            p, d, t, prop, diff, ts);
+      seen = 1;
+    }
+    gst_event_unref(up);
+  }
+  CHECK(seen, "the QoS event did not reach upstream");
+}
+
+/* After a push: the one QoS message a drop posts (pts valid: the frame
+ * dropped), or none. */
+static void qos_check_message(dstream *s, const qmodel *m, GstClockTime pts,
+                              GstClockTime dur, const char *what)
+{
+  gcase *c = s->c;
+  GstMessage *msg = gst_bus_pop_filtered(c->bus, GST_MESSAGE_QOS);
+  if (!GST_CLOCK_TIME_IS_VALID(pts)) {
+    CHECK(msg == NULL, "%s: kept, but a QoS message came", what);
+    return;
+  }
+  CHECK(msg != NULL,
+        "%s: pts %" GST_TIME_FORMAT " is late (earliest %" GST_TIME_FORMAT
+        ") but no QoS message came",
+        what, GST_TIME_ARGS(pts), GST_TIME_ARGS(m->earliest));
+  gboolean live;
+  guint64 rt, st, ts, d;
+  gint64 jitter;
+  gdouble prop;
+  gint quality;
+  GstFormat fmt;
+  guint64 processed, dropped;
+  gst_message_parse_qos(msg, &live, &rt, &st, &ts, &d);
+  gst_message_parse_qos_values(msg, &jitter, &prop, &quality);
+  gst_message_parse_qos_stats(msg, &fmt, &processed, &dropped);
+  int from_us = GST_MESSAGE_SRC(msg) == GST_OBJECT_CAST(c->h->element);
+  gst_message_unref(msg);
+  CHECK(from_us, "%s: the QoS message is not the element's", what);
+  /* the harness's segment starts at 0: running and stream time are pts */
+  CHECK(!live && rt == pts && st == pts && ts == pts && d == dur,
+        "%s: QoS message live %d running %" GST_TIME_FORMAT
+        " stream %" GST_TIME_FORMAT " timestamp %" GST_TIME_FORMAT
+        " duration %" GST_TIME_FORMAT ", the frame's pts %" GST_TIME_FORMAT,
+        what, live, GST_TIME_ARGS(rt), GST_TIME_ARGS(st), GST_TIME_ARGS(ts),
+        GST_TIME_ARGS(d), GST_TIME_ARGS(pts));
+  CHECK(jitter == GST_CLOCK_DIFF(pts, m->earliest) && prop == m->proportion &&
+            quality == 1000000,
+        "%s: QoS values jitter %" G_GINT64_FORMAT " proportion %g quality "
+        "%d, want %" G_GINT64_FORMAT " %g 1000000",
+        what, jitter, prop, quality, GST_CLOCK_DIFF(pts, m->earliest),
+        m->proportion);
+  /* processed: frames taken in, or at least those that came out */
+  CHECK(fmt == GST_FORMAT_BUFFERS && dropped == m->dropped &&
+            processed <= m->kept && processed >= s->out - m->out_base,
+        "%s: QoS stats %s processed %" G_GUINT64_FORMAT
+        " dropped %" G_GUINT64_FORMAT ", want dropped %" G_GUINT64_FORMAT
+        ", processed %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT,
+        what, gst_format_get_name(fmt), processed, dropped, m->dropped,
+        s->out - m->out_base, m->kept);
+  msg = gst_bus_pop_filtered(c->bus, GST_MESSAGE_QOS);
+  CHECK(msg == NULL, "%s: two QoS messages for one frame", what);
+}
+
+/* Push a random frame (DISCONT if asked, after a jump in time) and check
+ * what the model says: dropped (a QoS message, nothing out) or kept (the
+ * held frames out first if it starts a new stream, then frame t - D). */
+static void qos_push(dstream *s, qmodel *m, ref_rng *r, int discont,
+                     const char *what)
+{
+  gcase *c = s->c;
+  GstBuffer *in = make_input(r, c, ref_rng_u64(r) % 4 == 0);
+  if (discont)
+    s->pts += (GstClockTime)ref_rng_range(r, 0, 3) * s->dur;
+  GstClockTime pts = s->pts;
+  GST_BUFFER_PTS(in) = pts;
+  GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : pts / 2;
+  GST_BUFFER_DURATION(in) = s->dur;
+  GST_BUFFER_OFFSET(in) = c->n;
+  s->pts += s->dur;
+  if (discont)
+    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+  int late =
+      m->qos && GST_CLOCK_TIME_IS_VALID(m->earliest) && pts <= m->earliest;
+  unsigned n = 0;
+  if (late) {
+    m->dropped++;
+    m->gap = 1;
+    m->lost_discont |= discont;
+  } else {
+    if (discont || m->lost_discont) {
+      n = s->held; /* the held frames leave first; a new history */
+      s->held = 0;
+      ref2d_video_reset(c->ref);
+    }
+    m->lost_discont = 0;
+    pend *p = xalloc(sizeof *p);
+    p->in = gst_buffer_ref(in);
+    p->discont = discont || m->gap;
+    m->gap = 0;
+    p->info = c->info;
+    p->d = c->d;
+    p->cfg = c->cfg;
+    GstVideoFrame vin;
+    CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+    cf_frame fin;
+    frame_of(&vin, &fin);
+    ref_frame(c, &fin, &p->want, p->mem);
+    gst_video_frame_unmap(&vin);
+    g_queue_push_tail(&s->expect, p);
+    s->in++;
+    m->kept++;
+    if (s->held == s->depth)
+      n++;
+    else
+      s->held++;
+  }
+  c->n++;
+  GstBuffer *mine = gst_buffer_ref(in);
+  GstFlowReturn fr = gst_harness_push(c->h, in);
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what, gst_flow_get_name(fr));
+  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(mine) == 1 + !late,
+        "%s: the element keeps %d references to its input", what,
+        GST_MINI_OBJECT_REFCOUNT_VALUE(mine) - 1 - !late);
+  gst_buffer_unref(mine);
+  qos_check_message(s, m, late ? pts : GST_CLOCK_TIME_NONE, s->dur, what);
+  ds_expect(s, n, what);
+}
+
+/* QoS at depth D = 0..3: a random stream with QoS events at random
+ * points, some making the next frames late, DISCONT frames, flushes and
+ * the qos property switched. Exactly the late frames are missing, each
+ * with one QoS message (running time, jitter, proportion, counts); the
+ * others come out as without QoS, filtered with the history of the
+ * frames kept (a drop is no new stream), with their own timestamps; the
+ * first frame kept after a drop comes out DISCONT, and no other frame but
+ * a DISCONT one, at every depth. With qos=false nothing is dropped. */
+static void test_qos_depth(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 21);
+  for (unsigned rep = 0; rep < 16; rep++) {
+    gcase c;
+    dstream s;
+    qmodel m;
+    unsigned depth = (unsigned)ref_rng_range(&r, 0, 3);
+    set_case("qos %u: ", rep);
+    qos_case(&c, &r, depth, (unsigned)ref_rng_range(&r, 1, 3));
+    ds_init(&s, &c, depth);
+    qm_reset(&m, &s);
+    m.qos = ref_rng_u64(&r) % 5 != 0;
+    add_case("qos %d ", m.qos);
+    g_object_set(c.h->element, "qos", m.qos, NULL);
+    gst_harness_play(c.h);
+    unsigned n = (unsigned)ref_rng_range(&r, 8, 30);
+    for (unsigned i = 0; i < n; i++) {
+      unsigned what = (unsigned)ref_rng_range(&r, 0, 19);
+      if (what < 5) {
+        qos_event(&s, &m, &r, (unsigned)ref_rng_range(&r, 0, 3));
+      } else if (what == 5) {
+        m.qos = !m.qos;
+        add_case("qos %d at %u ", m.qos, i);
+        g_object_set(c.h->element, "qos", m.qos, NULL);
+      } else if (what == 6) {
+        /* the flush forgets the QoS event just before it */
+        qos_event(&s, &m, &r, 2);
+        ds_flush(&s);
+        qm_reset(&m, &s);
+      }
+      int discont = i == 0 ? ref_rng_u64(&r) % 2 : ref_rng_u64(&r) % 10 == 0;
+      qos_push(&s, &m, &r, discont, discont ? "discont frame" : "frame");
+    }
+    ds_eos(&s);
+    GstMessage *msg = gst_bus_pop_filtered(c.bus, GST_MESSAGE_QOS);
+    CHECK(msg == NULL, "a QoS message too many");
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
 /* backend=auto leaving a failing device mid-stream: a fake one
  * (CF_TEST_FAKE_DEVICE, src/engine/fake.c: the CPU taken as the device,
  * its K-th data call failing). Every frame still comes out once, equal to
@@ -2430,6 +2708,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
       cmocka_unit_test_teardown(test_depth_events, teardown),
+      cmocka_unit_test_teardown(test_qos_depth, teardown),
       cmocka_unit_test_teardown(test_device_fallback, teardown),
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
