@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cudafilter/engine.h>
@@ -33,9 +34,13 @@ static int cmp(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* CF_BENCH_SMOKE=1: a few blocks and frames (tests/meson.build runs that
+ * on the emulated device: every path here runs, no number counts). */
+static int smoke;
+
 static int low_latency(void)
 {
-  const size_t len = 131072, blocks = 20000;
+  const size_t len = smoke ? 4096 : 131072, blocks = smoke ? 20 : 20000;
   const unsigned block = 64, ch = 2;
   float *h = malloc(len * sizeof *h);
   float *x = malloc(block * ch * sizeof *x), *y = malloc(block * ch * sizeof *y);
@@ -57,7 +62,7 @@ static int low_latency(void)
     fprintf(stderr, "engine: %s\n", cf_last_error());
     return 1;
   }
-  for (int i = 0; i < 200; i++) /* warm-up */
+  for (int i = 0; i < (smoke ? 2 : 200); i++) /* warm-up */
     cf_engine_process(e, x, y, block);
   for (size_t i = 0; i < blocks; i++) {
     double a = now();
@@ -93,14 +98,15 @@ static int direct_kernel(void)
 {
   static const unsigned taps[] = {16, 32, 64};
   const unsigned ch = 1; /* the peers' fir cases: one channel */
-  const size_t frames = (size_t)1 << 24;
+  const size_t frames = (size_t)1 << (smoke ? 12 : 24);
   printf("## direct kernel only (device-resident, %u channels, %zu frames)\n\n"
          "| taps | time (ms) | GB/s (in + out) |\n|---|---|---|\n",
          ch, frames);
   double res[3] = {0};
   for (size_t i = 0; i < 3; i++) {
     double s = 0;
-    if (cf_cuda_bench_direct(taps[i], ch, frames, 20, &s) != CF_OK) {
+    if (cf_cuda_bench_direct(taps[i], ch, frames, smoke ? 2 : 20, &s) !=
+        CF_OK) {
       fprintf(stderr, "bench: %s\n", cf_last_error());
       return 1;
     }
@@ -117,6 +123,8 @@ static int direct_kernel(void)
 
 int main(void)
 {
+  const char *env = getenv("CF_BENCH_SMOKE");
+  smoke = env && *env && strcmp(env, "0");
   const char *why = NULL;
   if (cf_device_count(&why) == 0) {
     printf("skipped: no CUDA device: %s\n", why ? why : "unknown");
