@@ -116,6 +116,8 @@ typedef struct cf_conv2d_args {
   int border; /* cf_border */
   float cval, scale, bias;
   int absolute;
+  int generic; /* the generic direct kernel even where the register-
+                  blocked one fits (CF_CONV2D_KERNEL=generic) */
 } cf_conv2d_args;
 
 /* Direct 2D/3D convolution: taps T x kh x kw as in kernel2d.h (all nt
@@ -125,8 +127,8 @@ cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
                         int const_taps, size_t const_off,
                         cudaStream_t stream);
 /* 1 when cf_k_conv2d takes the register-blocked kernel for a kh x kw
- * kernel (odd kw 3..15, kh <= 16, and CF_CONV2D_KERNEL is not "generic"),
- * 0 when the generic tiled one. */
+ * kernel (odd kw 3..15, kh <= 16) unless args.generic is set, 0 when it
+ * takes the generic tiled one. */
 int cf_k_conv2d_blocked(unsigned kw, unsigned kh);
 /* Place n taps in conv2d.cu's __constant__ pool (shared by every video
  * engine of the process): *placed = 0 when it is full. Blocking copy;

@@ -17,8 +17,6 @@
 //
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
-#include <stdlib.h>
-#include <string.h>
 
 #include "cf_device.cuh"
 #include "cf_kernels.h"
@@ -185,17 +183,9 @@ static void rb_launch(const cf_conv2d_args *a, const float *taps,
               conv2d_rb_kernel<KW, false>)(*a, taps, 0u);
 }
 
-// CF_CONV2D_KERNEL=generic keeps every kernel on the generic direct
-// kernel (for comparison: bench_gpu_video reports both).
-static bool rb_disabled()
-{
-  const char *e = getenv("CF_CONV2D_KERNEL");
-  return e && !strcmp(e, "generic");
-}
-
 extern "C" int cf_k_conv2d_blocked(unsigned kw, unsigned kh)
 {
-  return rb_fits(kw, kh) && !rb_disabled();
+  return rb_fits(kw, kh);
 }
 
 extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
@@ -204,7 +194,7 @@ extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
 {
   if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
     return cudaSuccess;
-  if (cf_k_conv2d_blocked(a->kw, a->kh)) {
+  if (!a->generic && cf_k_conv2d_blocked(a->kw, a->kh)) {
     switch (a->kw) {
     case 3: rb_launch<3>(a, taps, const_taps, const_off, stream); break;
     case 5: rb_launch<5>(a, taps, const_taps, const_off, stream); break;

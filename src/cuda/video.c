@@ -83,6 +83,7 @@ typedef struct cvideo {
   int algo;
   float *d_taps;             /* direct, when not in the constant pool */
   int in_const;
+  int generic; /* CF_CONV2D_KERNEL=generic, read once at creation */
   size_t const_off, const_n;
   float *d_hrow, *d_vcol;    /* separable factors, T x kw and T x kh */
   size_t scratch_rows;       /* rows of each slot's d_tmp / d_acc */
@@ -361,7 +362,7 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
            "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
            v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
            algo == ALGO_DIRECT
-               ? (cf_k_conv2d_blocked(k->kw, k->kh)
+               ? (!v->generic && cf_k_conv2d_blocked(k->kw, k->kh)
                       ? "direct (register-blocked: tile 256x16, 8x4 a thread)"
                       : "direct (tile 32x32, 4 rows a thread)")
                : "separable (rows 256 a block, columns 32x32, 4 a thread)",
@@ -509,6 +510,7 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
     a.border = (int)v->cfg.border;
     a.cval = v->cfg.cval, a.scale = v->cfg.scale, a.bias = v->cfg.bias;
     a.absolute = v->cfg.absolute;
+    a.generic = v->generic;
     if (v->algo == ALGO_DIRECT) {
       CF_LAUNCHED(cf_k_conv2d(&a, v->d_taps, v->in_const, v->const_off,
                               sl->st));
@@ -799,6 +801,8 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   if (!v)
     return cf_fail(CF_E_NOMEM, "video: out of memory");
   v->cfg = *cfg;
+  const char *gk = getenv("CF_CONV2D_KERNEL"); /* for comparison (bench) */
+  v->generic = gk && !strcmp(gk, "generic");
   v->fmt = cf_format_desc_get(cfg->format);
   v->dev = cfg->device_id;
   v->depth = cfg->pipeline_depth;
