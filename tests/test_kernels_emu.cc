@@ -373,6 +373,27 @@ static routing random_routing(size_t maxlen)
   return R;
 }
 
+// The launchers' routes of R: output o's are [off[o], off[o + 1]), one per
+// input with a kernel, made by make(input, kernel index).
+template <class Route, class Make>
+static void routes_of(const routing &R, Make make, std::vector<Route> &routes,
+                      std::vector<unsigned> &off)
+{
+  for (unsigned o = 0; o < R.cout; o++) {
+    off.push_back((unsigned)routes.size());
+    for (unsigned i = 0; i < R.cin; i++)
+      if (R.route[o * R.cin + i] >= 0)
+        routes.push_back(make(i, (size_t)R.route[o * R.cin + i]));
+  }
+  off.push_back((unsigned)routes.size());
+}
+
+static unsigned tap_pad(size_t len)
+{
+  return (unsigned)((len + CF_FIR1D_TAP_PAD - 1) / CF_FIR1D_TAP_PAD *
+                    CF_FIR1D_TAP_PAD);
+}
+
 // y[f][o] = sum_i sum_k h_(o,i)[k] x_i[f - k], float64.
 static std::vector<double>
 routed_reference(const routing &R, const std::vector<float> &x, size_t n)
@@ -416,29 +437,19 @@ static void fir1d_case(unsigned c)
   unsigned max_len = 0;
   for (auto &h : R.kern) {
     koff.push_back(taps.size());
-    unsigned len = (unsigned)((h.size() + CF_FIR1D_TAP_PAD - 1) /
-                              CF_FIR1D_TAP_PAD * CF_FIR1D_TAP_PAD);
+    unsigned len = tap_pad(h.size());
     taps.insert(taps.end(), h.begin(), h.end());
     taps.resize(koff.back() + len, 0.0f);
     max_len = len > max_len ? len : max_len;
   }
   std::vector<cf_fir1d_route> routes;
   std::vector<unsigned> route_off;
-  for (unsigned o = 0; o < R.cout; o++) {
-    route_off.push_back((unsigned)routes.size());
-    for (unsigned i = 0; i < R.cin; i++) {
-      int r = R.route[o * R.cin + i];
-      if (r < 0)
-        continue;
-      cf_fir1d_route e;
-      e.in = i;
-      e.len = (unsigned)((R.kern[(size_t)r].size() + CF_FIR1D_TAP_PAD - 1) /
-                         CF_FIR1D_TAP_PAD * CF_FIR1D_TAP_PAD);
-      e.off = koff[(size_t)r];
-      routes.push_back(e);
-    }
-  }
-  route_off.push_back((unsigned)routes.size());
+  routes_of(
+      R,
+      [&](unsigned i, size_t x) {
+        return cf_fir1d_route{i, tap_pad(R.kern[x].size()), koff[x]};
+      },
+      routes, route_off);
   size_t off = 0;
   int placed = 0;
   if (const_taps)
@@ -532,20 +543,13 @@ static void ols_case(unsigned c)
   }
   std::vector<cf_ols_route> routes;
   std::vector<unsigned> route_off;
-  for (unsigned o = 0; o < R.cout; o++) {
-    route_off.push_back((unsigned)routes.size());
-    for (unsigned i = 0; i < R.cin; i++) {
-      int r = R.route[o * R.cin + i];
-      if (r < 0)
-        continue;
-      cf_ols_route e;
-      e.in = i;
-      e.parts = (unsigned)((R.kern[(size_t)r].size() + B - 1) / B);
-      e.hoff = hoff[(size_t)r];
-      routes.push_back(e);
-    }
-  }
-  route_off.push_back((unsigned)routes.size());
+  routes_of(
+      R,
+      [&](unsigned i, size_t x) {
+        return cf_ols_route{i, (unsigned)((R.kern[x].size() + B - 1) / B),
+                            hoff[x]};
+      },
+      routes, route_off);
   const unsigned pcap = pmax + (unsigned)range(0, 3);
   const unsigned groups = (unsigned)range(1, 3);
   size_t cap = 1;

@@ -161,54 +161,48 @@ cudaError_t cudaGetLastError(void)
   return e;
 }
 
-cudaError_t cudaMalloc(void **p, size_t bytes)
+// An allocation recorded in `m` (device or pinned memory).
+static cudaError_t tracked_alloc(std::map<const char *, size_t> &m, void **p,
+                                 size_t bytes)
 {
-  // NaN bytes: a read of what was never written shows
   *p = malloc(bytes ? bytes : 1);
   if (!*p)
     return fail(cudaErrorMemoryAllocation);
-  memset(*p, 0xff, bytes);
   std::lock_guard<std::mutex> g(lock);
-  device[(const char *)*p] = bytes;
+  m[(const char *)*p] = bytes;
   return cudaSuccess;
 }
 
-cudaError_t cudaFree(void *p)
+static cudaError_t tracked_free(std::map<const char *, size_t> &m, void *p)
 {
   if (!p)
     return cudaSuccess;
   {
     std::lock_guard<std::mutex> g(lock);
-    if (!device.erase((const char *)p))
+    if (!m.erase((const char *)p))
       return fail(cudaErrorInvalidValue);
   }
   free(p);
   return cudaSuccess;
 }
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+  cudaError_t e = tracked_alloc(device, p, bytes);
+  if (e == cudaSuccess) // NaN bytes: a read of what was never written shows
+    memset(*p, 0xff, bytes);
+  return e;
+}
+
+cudaError_t cudaFree(void *p) { return tracked_free(device, p); }
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
   (void)flags;
-  *p = malloc(bytes ? bytes : 1);
-  if (!*p)
-    return fail(cudaErrorMemoryAllocation);
-  std::lock_guard<std::mutex> g(lock);
-  pinned[(const char *)*p] = bytes;
-  return cudaSuccess;
+  return tracked_alloc(pinned, p, bytes);
 }
 
-cudaError_t cudaFreeHost(void *p)
-{
-  if (!p)
-    return cudaSuccess;
-  {
-    std::lock_guard<std::mutex> g(lock);
-    if (!pinned.erase((const char *)p))
-      return fail(cudaErrorInvalidValue);
-  }
-  free(p);
-  return cudaSuccess;
-}
+cudaError_t cudaFreeHost(void *p) { return tracked_free(pinned, p); }
 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p)
