@@ -194,7 +194,10 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
   return e;
 }
 
-cudaError_t cudaFree(void *p) { return tracked_free(device, p); }
+cudaError_t cudaFree(void *p)
+{
+  return tracked_free(device, p);
+}
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
@@ -202,7 +205,10 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
   return tracked_alloc(pinned, p, bytes);
 }
 
-cudaError_t cudaFreeHost(void *p) { return tracked_free(pinned, p); }
+cudaError_t cudaFreeHost(void *p)
+{
+  return tracked_free(pinned, p);
+}
 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p)
