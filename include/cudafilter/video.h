@@ -151,7 +151,13 @@ cf_status cf_engine_new_video(const cf_video_config *cfg,
                               const cf_kernel2d *k, cf_engine **out);
 
 /* Filter one frame. `in` and `out` are frames of the configured size and
- * format and must not overlap. */
+ * format and must not overlap. Host memory always; with backend
+ * CF_BACKEND_CUDA the planes may also be device memory of the engine's
+ * device (cudaMalloc, a GstCudaMemory mapped with GST_MAP_CUDA, any
+ * context), copied device to device and never through the host; the
+ * result is there when the call returns (as with host memory). Backend
+ * auto refuses device frames (CF_E_INVALID): it keeps host copies to fall
+ * back to the CPU. */
 cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
                                   const cf_frame *out);
 

@@ -53,3 +53,9 @@ void cf_cuda_pinned_free(void *p)
 {
   (void)p;
 }
+
+int cf_cuda_device_memory(const void *p)
+{
+  (void)p;
+  return 0;
+}

@@ -116,6 +116,16 @@ cf_status cf_cuda_use_device(int id)
   return CF_OK;
 }
 
+int cf_cuda_device_memory(const void *p)
+{
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError(); /* pageable memory on older runtimes */
+    return 0;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 void *cf_cuda_pinned_alloc(size_t bytes)
 {
   void *p = NULL;

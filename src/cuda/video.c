@@ -25,10 +25,11 @@
  *    and writes the result of frame t - D (nothing for the first D calls);
  *    cf_engine_flush_frame hands out the rest. Latency D frames.
  * Caller memory that is pinned (cudaPointerGetAttributes: host-registered,
- * e.g. cf_host_alloc) is copied from directly (both modes; the pipelined
- * mode waits for that upload before returning, so the caller may reuse
- * the frame) and, in live mode, copied to directly; other memory goes
- * through the slot's pinned staging.
+ * e.g. cf_host_alloc) or on the device (cudaMalloc, a GstCudaMemory: any
+ * context of the device, the copies are cudaMemcpyDefault) is copied from
+ * and to directly (the pipelined mode waits for that upload before
+ * returning, so the caller may reuse the frame); other memory goes through
+ * the slot's pinned staging. Device frames thus never pass the host.
  * Everything is allocated at creation or set_kernel, nothing per frame.
  * After a device error the engine refuses further frames (CF_E_DEVICE);
  * the engine front switches backend=auto streams to the CPU. */
@@ -57,6 +58,7 @@ typedef struct slot {
   float *d_tmp, *d_acc;  /* separable scratch for this slot's stream */
   cudaStream_t st;
   cudaEvent_t ev_up, ev_done;
+  int staged; /* pipelined: its result also copied to h_out */
 } slot;
 
 typedef struct comp {
@@ -382,20 +384,24 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
 
 /* ---- per frame ---- */
 
-static int is_pinned(const void *p)
+/* Memory the copies can reach directly: pinned host memory or device
+ * memory (a GstCudaMemory, a cudaMalloc'd frame). Pageable memory goes
+ * through the slot's pinned staging. */
+static int is_direct(const void *p)
 {
   struct cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError(); /* not ours to keep */
     return 0;
   }
-  return a.type == cudaMemoryTypeHost;
+  return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeDevice ||
+         a.type == cudaMemoryTypeManaged;
 }
 
-static int frame_pinned(const cvideo *v, const cf_frame *f)
+static int frame_direct(const cvideo *v, const cf_frame *f)
 {
   for (unsigned p = 0; p < v->fmt->planes; p++)
-    if (!is_pinned(f->data[p]))
+    if (!is_direct(f->data[p]))
       return 0;
   return 1;
 }
@@ -432,13 +438,14 @@ static void band_rows(const cvideo *v, unsigned p, unsigned b, unsigned *r0,
   *r1 = band_row(v, p, b + 1);
 }
 
-/* Upload band b of the frame into `dst` (tight), from the pinned caller
- * frame or through staging h; then the pass-through copy into d_out. */
-static cf_status upload_band(cvideo *v, const cf_frame *in, int pinned,
+/* Upload band b of the frame into `dst` (tight), from the caller's frame
+ * where it is direct (pinned or device memory) or through staging h; then
+ * the pass-through copy into d_out. */
+static cf_status upload_band(cvideo *v, const cf_frame *in, int direct,
                              uint8_t *h, uint8_t *dst, uint8_t *d_out,
                              unsigned b, cudaStream_t st)
 {
-  if (!pinned)
+  if (!direct)
     host_rows(v, in, h, b, 1);
   for (unsigned p = 0; p < v->fmt->planes; p++) {
     unsigned r0, r1;
@@ -447,12 +454,12 @@ static cf_status upload_band(cvideo *v, const cf_frame *in, int pinned,
       continue;
     size_t off = v->plane_off[p] + (size_t)r0 * v->pitch[p];
     size_t n = (size_t)(r1 - r0) * v->pitch[p];
-    if (pinned)
+    if (direct)
       CF_CU(cudaMemcpy2DAsync(dst + off, v->pitch[p],
                               (const uint8_t *)in->data[p] +
                                   (size_t)r0 * in->stride[p],
                               in->stride[p], v->pitch[p], r1 - r0,
-                              cudaMemcpyHostToDevice, st));
+                              cudaMemcpyDefault, st)); /* host or device */
     else
       CF_CU(cudaMemcpyAsync(dst + off, h + off, n, cudaMemcpyHostToDevice,
                             st));
@@ -463,7 +470,7 @@ static cf_status upload_band(cvideo *v, const cf_frame *in, int pinned,
   return CF_OK;
 }
 
-static cf_status download_band(cvideo *v, const cf_frame *out, int pinned,
+static cf_status download_band(cvideo *v, const cf_frame *out, int direct,
                                uint8_t *h, const uint8_t *d_out, unsigned b,
                                cudaStream_t st)
 {
@@ -473,12 +480,11 @@ static cf_status download_band(cvideo *v, const cf_frame *out, int pinned,
     if (r1 == r0)
       continue;
     size_t off = v->plane_off[p] + (size_t)r0 * v->pitch[p];
-    if (pinned)
+    if (direct)
       CF_CU(cudaMemcpy2DAsync((uint8_t *)out->data[p] +
                                   (size_t)r0 * out->stride[p],
                               out->stride[p], d_out + off, v->pitch[p],
-                              v->pitch[p], r1 - r0, cudaMemcpyDeviceToHost,
-                              st));
+                              v->pitch[p], r1 - r0, cudaMemcpyDefault, st));
     else
       CF_CU(cudaMemcpyAsync(h + off, d_out + off,
                             (size_t)(r1 - r0) * v->pitch[p],
@@ -549,7 +555,7 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
                               const cf_frame *out)
 {
   slot *s0 = &v->s[0];
-  int pin_in = frame_pinned(v, in), pin_out = frame_pinned(v, out);
+  int pin_in = frame_direct(v, in), pin_out = frame_direct(v, out);
   unsigned nt = active_slices(v);
   unsigned head = v->t > 1 ? (v->head + 1) % v->ring_n : 0;
   /* The frame goes straight into its ring slot: nothing else reads that
@@ -593,12 +599,25 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
   return CF_OK;
 }
 
-/* Pipelined: write the oldest pending frame to out. */
+/* Pipelined: write the oldest pending frame to out: from the slot's
+ * device frame where out is direct (pinned or device memory; on the
+ * slot's stream, after its compute), else from its pinned staging copy
+ * (made now if the frame was enqueued for a direct output). */
 static cf_status deliver(cvideo *v, const cf_frame *out)
 {
   slot *sl = &v->s[v->deq % v->nslots];
-  CF_CU(cudaEventSynchronize(sl->ev_done));
-  host_rows(v, out, sl->h_out, 0, 0);
+  if (frame_direct(v, out)) {
+    cf_status s = download_band(v, out, 1, NULL, sl->d_out, 0, sl->st);
+    if (s != CF_OK)
+      return s;
+    CF_CU(cudaStreamSynchronize(sl->st));
+  } else {
+    if (!sl->staged)
+      CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
+                            cudaMemcpyDeviceToHost, sl->st));
+    CF_CU(cudaStreamSynchronize(sl->st));
+    host_rows(v, out, sl->h_out, 0, 0);
+  }
   v->deq++;
   return CF_OK;
 }
@@ -610,7 +629,7 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
   /* The slot's previous frame was delivered (at most depth pending), so
    * its staging and device buffers are free once its events are. */
   CF_CU(cudaEventSynchronize(sl->ev_done));
-  int pin_in = frame_pinned(v, in);
+  int pin_in = frame_direct(v, in);
   cf_status s = upload_band(v, in, pin_in, sl->h_in, sl->d_in,
                             v->passthrough ? sl->d_out : NULL, 0, sl->st);
   if (s != CF_OK)
@@ -634,8 +653,13 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
     CF_CU(cudaEventRecord(v->ev_frame, sl->st));
     v->have_prev = 1;
   }
-  CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
-                        cudaMemcpyDeviceToHost, sl->st));
+  /* The download overlaps the next frames where the caller's outputs are
+   * host memory to stage through; for direct outputs (device memory above
+   * all) deliver copies from d_out. The output given now says which. */
+  sl->staged = !frame_direct(v, out);
+  if (sl->staged)
+    CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
+                          cudaMemcpyDeviceToHost, sl->st));
   CF_CU(cudaEventRecord(sl->ev_done, sl->st));
   advance_history(v);
   v->enq++;

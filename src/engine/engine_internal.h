@@ -98,5 +98,8 @@ cf_status cf_cuda_usable(int device_id, const char **reason);
 /* Page-locked host memory, or NULL (no device, or the runtime refused). */
 void *cf_cuda_pinned_alloc(size_t bytes);
 void cf_cuda_pinned_free(void *p);
+/* 1 when p is device memory of a CUDA device (cudaMalloc, cuMemAlloc,
+ * any context), else 0. */
+int cf_cuda_device_memory(const void *p);
 
 #endif

@@ -415,6 +415,20 @@ void cf_video_reset(cf_engine *e)
   }
 }
 
+/* backend=auto keeps host copies to go on on the CPU: frames in device
+ * memory are for backend cuda only (memory.h). */
+static cf_status front_host_frame(const struct cf_video_front *f,
+                                  const cf_frame *fr, const char *what)
+{
+  unsigned planes = cf_format_desc_get(f->cfg.format)->planes;
+  for (unsigned p = 0; p < planes; p++)
+    if (cf_cuda_device_memory(fr->data[p]))
+      return cf_fail(CF_E_INVALID, "process_frame: the %s frame is in device "
+                     "memory, which needs backend cuda (backend auto keeps "
+                     "host copies to fall back to the CPU)", what);
+  return CF_OK;
+}
+
 CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
                                             const cf_frame *out)
 {
@@ -427,6 +441,10 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
     return e->vops->process(e->impl, in, out);
   struct cf_video_front *f = e->vfront;
   cf_status s = cf_video_check_frames(&f->cfg, in, out);
+  if (s == CF_OK)
+    s = front_host_frame(f, in, "input");
+  if (s == CF_OK)
+    s = front_host_frame(f, out, "output");
   if (s != CF_OK)
     return s;
   s = e->vops->process(e->impl, in, out);
@@ -458,7 +476,11 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
   if (!out)
     return cf_fail(CF_E_INVALID, "flush_frame: output frame is NULL");
-  cf_status s = e->vops->flush(e->impl, out, got);
+  cf_status s = front_watching(e) ? front_host_frame(e->vfront, out, "output")
+                                  : CF_OK;
+  if (s != CF_OK)
+    return s;
+  s = e->vops->flush(e->impl, out, got);
   if (front_watching(e) && s == CF_OK && *got)
     e->vfront->delivered++;
   if (!front_watching(e) || !cf_device_failure(s))

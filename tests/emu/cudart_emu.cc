@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -96,9 +97,44 @@ bool within(const std::map<const char *, size_t> &m, const void *p)
   return (const char *)p < it->first + it->second;
 }
 
+bool on_device(const void *p)
+{
+  std::lock_guard<std::mutex> g(lock);
+  return within(device, p);
+}
+
+// Bytes copied host to device, device to host, device to device and host
+// to host (cf_emu_copied).
+std::atomic<unsigned long long> copied[4];
+
+// The direction of a copy (an index of `copied`), or -1 where `kind`
+// contradicts the pointers: the driver refuses a copy whose kind names
+// the wrong side (cudaMemcpyDefault infers it, as on a UVA system).
+int copy_dir(const void *dst, const void *src, cudaMemcpyKind kind)
+{
+  bool d = on_device(dst), s = on_device(src);
+  int dir = s ? (d ? 2 : 1) : (d ? 0 : 3);
+  switch (kind) {
+  case cudaMemcpyHostToDevice: return dir == 0 ? dir : -1;
+  case cudaMemcpyDeviceToHost: return dir == 1 ? dir : -1;
+  case cudaMemcpyDeviceToDevice: return dir == 2 ? dir : -1;
+  case cudaMemcpyHostToHost: return dir == 3 ? dir : -1;
+  default: return dir;
+  }
+}
+
 } // namespace
 
 extern "C" {
+
+// For tests: the bytes the emulated device copied so far, by direction.
+void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
+                   unsigned long long *d2d)
+{
+  *h2d = copied[0];
+  *d2h = copied[1];
+  *d2d = copied[2];
+}
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
@@ -232,7 +268,10 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
                        enum cudaMemcpyKind kind)
 {
-  (void)kind;
+  int dir = copy_dir(dst, src, kind);
+  if (dir < 0)
+    return fail(cudaErrorInvalidValue);
+  copied[dir] += n;
   memmove(dst, src, n);
   return cudaSuccess;
 }
@@ -240,18 +279,24 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                             enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  (void)kind;
-  return enqueue(s, [=]() { memmove(dst, src, n); });
+  int dir = copy_dir(dst, src, kind);
+  if (dir < 0)
+    return fail(cudaErrorInvalidValue);
+  return enqueue(s, [=]() {
+    copied[dir] += n;
+    memmove(dst, src, n);
+  });
 }
 
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                               size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  (void)kind;
-  if (width > dpitch || width > spitch)
+  int dir = copy_dir(dst, src, kind);
+  if (dir < 0 || width > dpitch || width > spitch)
     return fail(cudaErrorInvalidValue);
   return enqueue(s, [=]() {
+    copied[dir] += width * height;
     for (size_t r = 0; r < height; r++)
       memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
   });

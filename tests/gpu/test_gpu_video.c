@@ -5,6 +5,10 @@
  *    pinned and ordinary caller memory, forced direct and separable;
  *  - pipelined mode (depth 1, 2): latency reported, nothing written by the
  *    first `depth` calls, the rest handed out by cf_engine_flush_frame;
+ *  - frames in device memory (cudaMalloc, rows padded), as a
+ *    GstCudaMemory hands them: same results, both modes; on the emulated
+ *    device, no byte of them crosses to the host; backend auto refuses
+ *    them with a message;
  *  - fault injection (CF_CUDA_FAULT, one child process per case): explicit
  *    cuda fails with CF_E_NOMEM / CF_E_DEVICE and a message, auto moves to
  *    the CPU without losing or repeating a frame.
@@ -32,7 +36,16 @@
 #include <cudafilter/memory.h>
 #include <cudafilter/video.h>
 
+#ifndef CF_TEST_NO_CUDART /* a build without CUDA: main() skips */
+#include <cuda_runtime_api.h>
+#endif
+
 #include "../ref.h"
+
+/* The emulated device (tests/emu, suite cudaemu) counts the bytes it
+ * copies; a real device has no such call. */
+void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
+                   unsigned long long *d2d) __attribute__((weak));
 
 static uint64_t seed;
 static const char *self;
@@ -336,6 +349,170 @@ static void test_paths(void **state)
   free(v.taps);
 }
 
+#ifndef CF_TEST_NO_CUDART
+/* A frame in device memory: each plane's rows padded by `pad` bytes. */
+typedef struct dfr {
+  uint8_t *mem;
+  cf_frame f;
+  size_t rows[3];
+} dfr;
+
+static void dfr_make(dfr *d, const fr *host, const cf_video_config *c,
+                     size_t pad)
+{
+  unsigned planes = c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12
+                                                       ? 2
+                                                       : 1;
+  size_t total = 0;
+  for (unsigned p = 0; p < planes; p++) {
+    const uint8_t *end = p + 1 < planes ? (const uint8_t *)host->f.data[p + 1]
+                                        : host->mem + host->bytes;
+    d->rows[p] = (size_t)(end - (const uint8_t *)host->f.data[p]) /
+                 host->f.stride[p];
+    d->f.stride[p] = host->f.stride[p] + pad;
+    total += d->rows[p] * d->f.stride[p];
+  }
+  assert_int_equal(cudaMalloc((void **)&d->mem, total), cudaSuccess);
+  assert_int_equal(cudaMemset(d->mem, 0x3c, total), cudaSuccess);
+  size_t off = 0;
+  for (unsigned p = 0; p < 3; p++) {
+    d->f.data[p] = p < planes ? d->mem + off : NULL;
+    if (p < planes)
+      off += d->rows[p] * d->f.stride[p];
+  }
+}
+
+/* host -> device (up) or device -> host, plane by plane */
+static void dfr_copy(dfr *d, fr *host, const cf_video_config *c, int up)
+{
+  unsigned planes = c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12
+                                                       ? 2
+                                                       : 1;
+  for (unsigned p = 0; p < planes; p++) {
+    void *dst = up ? d->f.data[p] : host->f.data[p];
+    const void *src = up ? host->f.data[p] : d->f.data[p];
+    size_t dp = up ? d->f.stride[p] : host->f.stride[p];
+    size_t sp = up ? host->f.stride[p] : d->f.stride[p];
+    assert_int_equal(cudaMemcpy2DAsync(dst, dp, src, sp, host->f.stride[p],
+                                       d->rows[p], cudaMemcpyDefault, 0),
+                     cudaSuccess);
+  }
+  assert_int_equal(cudaStreamSynchronize(0), cudaSuccess);
+}
+
+static void copied_now(unsigned long long c[3])
+{
+  c[0] = c[1] = c[2] = 0;
+  if (cf_emu_copied)
+    cf_emu_copied(&c[0], &c[1], &c[2]);
+}
+
+/* Frames in device memory, padded rows, depth 0 and 1: equal to the CPU
+ * on host frames; the padding untouched; no host traffic (emulated). */
+static void test_device_frames(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, seed + 5);
+  for (unsigned i = 0; i < (quick ? 4u : 12u); i++) {
+    vcase v;
+    vcase_random(&v, &r, 1, i % 3 == 0 ? 300 : 60);
+    unsigned depth = i % 2;
+    cf_engine *gpu = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
+                                  NULL);
+    cf_engine *cpu = vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT,
+                                  NULL);
+    size_t pad = 1 + ref_rng_u64(&r) % 64;
+    fr in, want[FRAMES], got;
+    fr_make(&in, &v.cfg, 0);
+    fr_make(&got, &v.cfg, 0);
+    dfr din, dout[FRAMES + 1];
+    dfr_make(&din, &in, &v.cfg, pad);
+    for (unsigned t = 0; t <= FRAMES; t++)
+      dfr_make(&dout[t], &in, &v.cfg, pad);
+    unsigned long long host_bytes = 0;
+    for (unsigned t = 0; t < FRAMES; t++) {
+      fr_make(&want[t], &v.cfg, 0);
+      fr_random(&in, &v.cfg, &r);
+      assert_int_equal(cf_engine_process_frame(cpu, &in.f, &want[t].f), CF_OK);
+      dfr_copy(&din, &in, &v.cfg, 1);
+      unsigned long long c0[3], c1[3];
+      copied_now(c0);
+      cf_status s = cf_engine_process_frame(gpu, &din.f, &dout[t].f);
+      copied_now(c1);
+      host_bytes += c1[0] - c0[0] + c1[1] - c0[1];
+      if (s != CF_OK) {
+        print_error("%s, depth %u, device frames: frame %u: %s: %s\n",
+                    v.desc, depth, t, cf_status_name(s), cf_last_error());
+        fail();
+      }
+    }
+    int g = 0;
+    unsigned long long c0[3], c1[3];
+    copied_now(c0);
+    assert_int_equal(cf_engine_flush_frame(gpu, &dout[FRAMES].f, &g), CF_OK);
+    copied_now(c1);
+    host_bytes += c1[0] - c0[0] + c1[1] - c0[1];
+    assert_int_equal(g, (int)depth);
+    for (unsigned t = depth; t <= FRAMES; t++) {
+      if (t == FRAMES && !depth)
+        break;
+      char why[200];
+      dfr_copy(&dout[t], &got, &v.cfg, 0);
+      if (!fr_close(&got, &want[t - depth], &v.cfg, why, sizeof why)) {
+        print_error("%s, depth %u, device frames, pad %zu: frame %u: %s\n",
+                    v.desc, depth, pad, t - depth, why);
+        fail();
+      }
+    }
+    /* the rows' padding of an output is not the engine's to write */
+    uint8_t *pb = malloc(pad);
+    assert_non_null(pb);
+    const dfr *last = &dout[FRAMES - 1]; /* written in both modes */
+    for (unsigned p = 0; p < 3 && last->f.data[p]; p++)
+      for (size_t row = 0; row < last->rows[p]; row++) {
+        const uint8_t *at = (const uint8_t *)last->f.data[p] +
+                            row * last->f.stride[p] + last->f.stride[p] - pad;
+        assert_int_equal(cudaMemcpy(pb, at, pad, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        for (size_t k = 0; k < pad; k++)
+          if (pb[k] != 0x3c) {
+            print_error("%s: padding byte %zu of row %zu, plane %u written\n",
+                        v.desc, k, row, p);
+            fail();
+          }
+      }
+    free(pb);
+    if (host_bytes) {
+      print_error("%s, depth %u: device frames moved %llu bytes through the "
+                  "host\n", v.desc, depth, host_bytes);
+      fail();
+    }
+    /* auto keeps host copies: it refuses device frames, with a message */
+    cf_status s;
+    cf_engine *a = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO,
+                                &s);
+    assert_non_null(a);
+    if (cf_engine_backend(a) == CF_BACKEND_CUDA) {
+      assert_int_equal(cf_engine_process_frame(a, &din.f, &dout[0].f),
+                       CF_E_INVALID);
+      assert_non_null(strstr(cf_last_error(), "device memory"));
+    }
+    cf_engine_free(a);
+    cudaFree(din.mem);
+    for (unsigned t = 0; t <= FRAMES; t++)
+      cudaFree(dout[t].mem);
+    for (unsigned t = 0; t < FRAMES; t++)
+      fr_free(&want[t]);
+    fr_free(&in);
+    fr_free(&got);
+    cf_engine_free(gpu);
+    cf_engine_free(cpu);
+    free(v.taps);
+  }
+}
+#endif
+
 /* ---- faults: one child process per case (the counters are global) ---- */
 
 /* argv: --fault SPEC MODE DEPTH, with CF_CUDA_FAULT=SPEC set by the
@@ -456,6 +633,9 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_live_bands),
       cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_paths),
+#ifndef CF_TEST_NO_CUDART
+      cmocka_unit_test(test_device_frames),
+#endif
       cmocka_unit_test(test_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
