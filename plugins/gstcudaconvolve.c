@@ -65,7 +65,22 @@
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
  * from such a pool too unless downstream names its own pool or allocator.
- * GstCudaMemory is not handled: frames always pass through host memory.
+ *
+ * CUDA memory. Where the plugin was built with gstreamer-cuda-1.0 and both
+ * gst_cuda_load_library() and the engine find a device when the element
+ * registers, the pads also take video/x-raw(memory:CUDAMemory) (RGBA,
+ * BGRA, RGBx, BGRx, RGB, BGR, I420, NV12: what 1.22's GstCudaMemory
+ * holds), preferred over system memory, the same on both pads. Then frames
+ * stay on the device: the engine (backend cuda, also for backend=auto)
+ * copies each input from its GstCudaMemory and the result into the output
+ * GstCudaMemory device to device, with no host round trip. The element
+ * shares its GstCudaContext with its neighbours (GstContext
+ * "gst.cuda.context"), offers upstream a GstCudaBufferPool and makes one
+ * for its output unless downstream offers one. With backend=cpu such
+ * frames are mapped on the host (GstCudaMemory downloads and uploads
+ * them). A device error with CUDA memory is an element error: the
+ * frames' memory is on that device, there is nothing to fall back to.
+ * Without gstcuda or a device the CUDA caps are simply not offered.
  *
  * Examples:
  *   gst-launch-1.0 videotestsrc num-buffers=100 ! \
@@ -94,6 +109,13 @@
 #include <gst/base/gstqueuearray.h>
 #include <gst/video/gstvideofilter.h>
 #include <gst/video/video.h>
+#ifdef CF_HAVE_GSTCUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
 
 GST_DEBUG_CATEGORY_STATIC(cudaconvolve_debug);
 #define GST_CAT_DEFAULT cudaconvolve_debug
@@ -222,6 +244,12 @@ typedef struct {
    * carries DISCONT */
   GstPadChainFunction base_chain;
   gboolean in_discont, frame_new_stream, frame_discont;
+
+  /* the negotiated caps are video/x-raw(memory:CUDAMemory) (set_info) */
+  gboolean cuda_caps;
+#ifdef CF_HAVE_GSTCUDA
+  GstCudaContext *cuda_ctx; /* shared with the neighbours (GstContext) */
+#endif
 } GstCudaConvolve;
 
 typedef struct {
@@ -279,10 +307,34 @@ enum {
   "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) " \
   "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+/* what 1.22's GstCudaMemory allocates (no GRAY8, GRAY16_LE) */
+#define CUDA_CAPS_STR                                                          \
+  "video/x-raw(memory:CUDAMemory), format = (string) { RGBA, BGRA, RGBx, "    \
+  "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) " \
+  "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
+
+/* The pads' caps: CUDA memory first where gstcuda and the engine both
+ * find a device (checked once, when the element registers). */
+static GstCaps *template_caps(void)
+{
+  GstCaps *caps = gst_caps_from_string(CAPS_STR);
+#ifdef CF_HAVE_GSTCUDA
+  if (gst_cuda_load_library() && CuInit(0) == CUDA_SUCCESS &&
+      cf_device_count(NULL) > 0) {
+    gst_cuda_memory_init_once();
+    caps = gst_caps_merge(gst_caps_from_string(CUDA_CAPS_STR), caps);
+  }
+#endif
+  return caps;
+}
+
+static gboolean caps_cuda(GstCaps *caps)
+{
+  GstCapsFeatures *f = caps && gst_caps_get_size(caps)
+                           ? gst_caps_get_features(caps, 0)
+                           : NULL;
+  return f && gst_caps_features_contains(f, "memory:CUDAMemory");
+}
 
 /* ---- components ------------------------------------------------------ */
 
@@ -495,6 +547,10 @@ static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
   cfg->bias = self->bias;
   cfg->absolute = self->absolute;
   cfg->backend = self->backend;
+  /* CUDA memory: frames the engine takes on the device, which backend
+   * auto refuses (it keeps host copies to fall back with) */
+  if (self->cuda_caps && cfg->backend == CF_BACKEND_AUTO)
+    cfg->backend = CF_BACKEND_CUDA;
   cfg->device_id = self->device_id;
   cfg->pipeline_depth = self->pipeline_depth;
   cfg->threads = self->threads;
@@ -575,7 +631,15 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     if (!make_config(self, info, &cfg, &err))
       goto refused;
     const cf_kernel2d *k = newk ? newk : self->active;
-    if (cf_engine_new_video(&cfg, k, &e) != CF_OK) {
+    cf_status st = cf_engine_new_video(&cfg, k, &e);
+    if (st != CF_OK && self->cuda_caps && self->backend == CF_BACKEND_AUTO) {
+      GST_WARNING_OBJECT(self, "CUDA memory, but the CUDA engine cannot run "
+                         "(%s): the CPU filters it through host mappings",
+                         cf_last_error());
+      cfg.backend = CF_BACKEND_CPU;
+      st = cf_engine_new_video(&cfg, k, &e);
+    }
+    if (st != CF_OK) {
       err = g_strdup_printf("cannot build the engine (%ux%u %s, backend "
                             "%s): %s", cfg.width, cfg.height,
                             cf_pixel_format_name(cfg.format),
@@ -689,6 +753,58 @@ static void frame_of(const GstVideoFrame *vf, cf_frame *f)
   }
 }
 
+/* A buffer mapped for the engine. CUDA memory: on the device
+ * (GST_MAP_CUDA: planes as device pointers) when the engine runs on CUDA,
+ * else on the host (GstCudaMemory downloads, and uploads what is written),
+ * either way laid out as the memory's own info says (rows at the device's
+ * pitch). Other memory: a video frame mapping on the host. */
+typedef struct {
+  GstVideoFrame vf;
+  GstMemory *mem; /* the CUDA memory mapped, or NULL */
+  GstMapInfo map;
+} FrameMap;
+
+static gboolean map_frame(GstCudaConvolve *self, const GstVideoInfo *info,
+                          GstBuffer *buf, GstMapFlags flags, FrameMap *m,
+                          cf_frame *f)
+{
+  m->mem = NULL;
+#ifdef CF_HAVE_GSTCUDA
+  GstMemory *mem = gst_buffer_n_memory(buf) == 1
+                       ? gst_buffer_peek_memory(buf, 0)
+                       : NULL;
+  if (self->cuda_caps && mem && gst_is_cuda_memory(mem)) {
+    if (cf_engine_backend(self->engine) == CF_BACKEND_CUDA)
+      flags |= GST_MAP_CUDA;
+    if (!gst_memory_map(mem, &m->map, flags))
+      return FALSE;
+    const GstVideoInfo *ci = &GST_CUDA_MEMORY_CAST(mem)->info;
+    memset(f, 0, sizeof *f);
+    for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(ci) && p < 3; p++) {
+      f->data[p] = (guint8 *)m->map.data + GST_VIDEO_INFO_PLANE_OFFSET(ci, p);
+      f->stride[p] = (size_t)GST_VIDEO_INFO_PLANE_STRIDE(ci, p);
+    }
+    m->mem = mem;
+    return TRUE;
+  }
+#else
+  (void)self;
+#endif
+  if (!gst_video_frame_map(&m->vf, info, buf,
+                           flags | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))
+    return FALSE;
+  frame_of(&m->vf, f);
+  return TRUE;
+}
+
+static void unmap_frame(FrameMap *m)
+{
+  if (m->mem)
+    gst_memory_unmap(m->mem, &m->map);
+  else
+    gst_video_frame_unmap(&m->vf);
+}
+
 /* An output buffer as the base class allocates one: from the negotiated
  * pool, else with the negotiated allocator. */
 static GstFlowReturn alloc_output(GstCudaConvolve *self, GstBuffer **out)
@@ -772,19 +888,17 @@ static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
   GstFlowReturn ret = alloc_output(self, &buf);
   if (ret != GST_FLOW_OK)
     return ret;
-  GstVideoFrame vout;
-  if (!gst_video_frame_map(&vout, &filter->out_info, buf,
-                           GST_MAP_WRITE | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
+  FrameMap vout;
+  cf_frame f;
+  if (!map_frame(self, &filter->out_info, buf, GST_MAP_WRITE, &vout, &f)) {
     gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudaconvolve failed"),
                       ("cannot map an output buffer"));
     return GST_FLOW_ERROR;
   }
-  cf_frame f;
-  frame_of(&vout, &f);
   int got = 0;
   cf_status s = cf_engine_flush_frame(self->engine, &f, &got);
-  gst_video_frame_unmap(&vout);
+  unmap_frame(&vout);
   note_fallback(self);
   if (s != CF_OK) {
     gst_buffer_unref(buf);
@@ -937,7 +1051,9 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
 }
 
 /* Pipelined (D > 0): frame t enters the engine, which writes frame t - D
- * once D frames are in flight; that output gets frame t - D's metadata. */
+ * once D frames are in flight; that output gets frame t - D's metadata.
+ * Also every frame of CUDA memory (D = 0 too): GstVideoFilter would map
+ * those on the host. */
 static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
                                      GstBuffer **outbuf)
 {
@@ -949,9 +1065,9 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
     gst_buffer_unref(in);
     return ret;
   }
-  GstVideoFrame vin, vout;
-  if (!gst_video_frame_map(&vin, &filter->in_info, in,
-                           GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
+  FrameMap vin, vout;
+  cf_frame fin, fout;
+  if (!map_frame(self, &filter->in_info, in, GST_MAP_READ, &vin, &fin)) {
     /* as GstVideoFilter does: the frame is skipped */
     GST_ELEMENT_WARNING(self, CORE, NOT_IMPLEMENTED, (NULL),
                         ("invalid video buffer received"));
@@ -959,21 +1075,17 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
     gst_buffer_unref(out);
     return GST_FLOW_OK;
   }
-  if (!gst_video_frame_map(&vout, &filter->out_info, out,
-                           GST_MAP_WRITE | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)) {
-    gst_video_frame_unmap(&vin);
+  if (!map_frame(self, &filter->out_info, out, GST_MAP_WRITE, &vout, &fout)) {
+    unmap_frame(&vin);
     gst_buffer_unref(in);
     gst_buffer_unref(out);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudaconvolve failed"),
                       ("cannot map an output buffer"));
     return GST_FLOW_ERROR;
   }
-  cf_frame fin, fout;
-  frame_of(&vin, &fin);
-  frame_of(&vout, &fout);
   cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
-  gst_video_frame_unmap(&vout);
-  gst_video_frame_unmap(&vin);
+  unmap_frame(&vout);
+  unmap_frame(&vin);
   note_fallback(self);
   if (s != CF_OK) {
     gst_buffer_unref(in);
@@ -1013,6 +1125,17 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   (void)outcaps;
   (void)out_info;
   GST_DEBUG_OBJECT(self, "caps %" GST_PTR_FORMAT, incaps);
+  if (caps_cuda(incaps) &&
+      GST_VIDEO_INFO_FORMAT(in_info) == GST_VIDEO_FORMAT_I420 &&
+      GST_VIDEO_INFO_HEIGHT(in_info) % 2) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("cudaconvolve cannot filter I420 in CUDA memory with "
+                       "an odd height (%d)", GST_VIDEO_INFO_HEIGHT(in_info)),
+                      ("GStreamer 1.22's GstCudaMemory puts the last U row "
+                       "and the first V row of an odd height at the same "
+                       "address; use NV12 or system memory"));
+    return FALSE;
+  }
   /* the old engine's frames go out in the old format, before the new caps
    * (filter->out_info and the pool are still the old ones here) */
   GstFlowReturn ret = push_pending(self, "new caps");
@@ -1021,6 +1144,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                     gst_flow_get_name(ret));
   EngineNote note;
   GST_OBJECT_LOCK(self);
+  self->cuda_caps = caps_cuda(incaps);
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
   self->max_duration = GST_CLOCK_TIME_NONE;
@@ -1178,7 +1302,8 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
     gst_buffer_replace(&trans->queued_buf, NULL);
     return ret;
   }
-  if (self->latency_frames == 0 && !self->inflight_frames) {
+  if (self->latency_frames == 0 && !self->inflight_frames &&
+      !self->cuda_caps) {
     /* live: the base class's frame in, frame out (transform_frame) */
     ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
               ->generate_output(trans, outbuf);
@@ -1274,6 +1399,11 @@ static gboolean gst_cuda_convolve_query(GstBaseTransform *trans,
                                         GstQuery *query)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+#ifdef CF_HAVE_GSTCUDA
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT &&
+      gst_cuda_handle_context_query(GST_ELEMENT(self), query, self->cuda_ctx))
+    return TRUE;
+#endif
   gboolean res = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
                      ->query(trans, direction, query);
   if (res && direction == GST_PAD_SRC &&
@@ -1295,8 +1425,57 @@ static gboolean gst_cuda_convolve_query(GstBaseTransform *trans,
   return res;
 }
 
+#ifdef CF_HAVE_GSTCUDA
+/* Our GstCudaContext: a neighbour's (GstContext) or a new one for
+ * device-id, shared in turn. */
+static gboolean ensure_cuda_context(GstCudaConvolve *self)
+{
+  if (gst_cuda_ensure_element_context(GST_ELEMENT(self), self->device_id,
+                                      &self->cuda_ctx))
+    return TRUE;
+  GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                    ("cudaconvolve has no CUDA context for CUDA memory"),
+                    ("no GstCudaContext for device %d", self->device_id));
+  return FALSE;
+}
+
+/* A GstCudaBufferPool for `caps` in our context; *size is the pool's
+ * buffer size (rows padded to the device's pitch). NULL if refused. */
+static GstBufferPool *cuda_pool_new(GstCudaConvolve *self, GstCaps *caps,
+                                    guint min, guint max, guint *size)
+{
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, caps))
+    return NULL;
+  GstBufferPool *pool = gst_cuda_buffer_pool_new(self->cuda_ctx);
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, (guint)info.size, min, max);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config(pool, config)) {
+    GST_WARNING_OBJECT(self, "the CUDA buffer pool refused its configuration");
+    gst_object_unref(pool);
+    return NULL;
+  }
+  config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_get_params(config, NULL, size, NULL, NULL);
+  gst_structure_free(config);
+  return pool;
+}
+
+static void gst_cuda_convolve_set_context(GstElement *element,
+                                          GstContext *context)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(element);
+  gst_cuda_handle_set_context(element, context, self->device_id,
+                              &self->cuda_ctx);
+  GST_ELEMENT_CLASS(gst_cuda_convolve_parent_class)
+      ->set_context(element, context);
+}
+#endif
+
 /* Upstream gets a video buffer pool on our host memory, pinned where a CUDA
- * device exists, so that frames land where the GPU copies from. */
+ * device exists, so that frames land where the GPU copies from; for CUDA
+ * memory, a GstCudaBufferPool in our context. */
 static gboolean gst_cuda_convolve_propose_allocation(GstBaseTransform *trans,
                                                      GstQuery *decide_query,
                                                      GstQuery *query)
@@ -1310,6 +1489,22 @@ static gboolean gst_cuda_convolve_propose_allocation(GstBaseTransform *trans,
   gst_query_parse_allocation(query, &caps, &need_pool);
   if (!caps || !gst_video_info_from_caps(&info, caps))
     return FALSE;
+#ifdef CF_HAVE_GSTCUDA
+  if (caps_cuda(caps)) {
+    GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+    if (!ensure_cuda_context(self))
+      return FALSE;
+    guint size = 0;
+    GstBufferPool *pool = need_pool ? cuda_pool_new(self, caps, 0, 0, &size)
+                                    : NULL;
+    if (pool) {
+      gst_query_add_allocation_pool(query, pool, size, 0, 0);
+      gst_object_unref(pool);
+    }
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+    return TRUE;
+  }
+#endif
   GstAllocator *alloc = cf_gst_host_allocator_get();
   GstAllocationParams params;
   gst_allocation_params_init(&params);
@@ -1347,6 +1542,33 @@ static gboolean gst_cuda_convolve_decide_allocation(GstBaseTransform *trans,
   GstCaps *caps = NULL;
   GstVideoInfo info;
   gst_query_parse_allocation(query, &caps, NULL);
+#ifdef CF_HAVE_GSTCUDA
+  /* CUDA memory: a GstCudaBufferPool of ours (in our context, configured
+   * for these caps), with the counts downstream asked for */
+  if (caps_cuda(caps)) {
+    GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+    if (!ensure_cuda_context(self))
+      return FALSE;
+    guint size = 0, min = 0, max = 0;
+    guint n = gst_query_get_n_allocation_pools(query);
+    if (n > 0)
+      gst_query_parse_nth_allocation_pool(query, 0, NULL, &size, &min, &max);
+    GstBufferPool *pool = cuda_pool_new(self, caps, min, max, &size);
+    if (!pool) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("cudaconvolve cannot allocate CUDA memory"),
+                        ("the CUDA buffer pool refused %" GST_PTR_FORMAT,
+                         caps));
+      return FALSE;
+    }
+    if (n > 0)
+      gst_query_set_nth_allocation_pool(query, 0, pool, size, min, max);
+    else
+      gst_query_add_allocation_pool(query, pool, size, min, max);
+    gst_object_unref(pool);
+    return TRUE;
+  }
+#endif
   if (gst_query_get_n_allocation_pools(query) == 0 && caps &&
       gst_video_info_from_caps(&info, caps)) {
     GstAllocator *alloc = cf_gst_host_allocator_get();
@@ -1640,6 +1862,9 @@ static void gst_cuda_convolve_finalize(GObject *object)
   cf_kernel2d_free(self->kernel);
   g_free(self->kernel_error);
   g_free(self->backend_in_use);
+#ifdef CF_HAVE_GSTCUDA
+  gst_clear_object(&self->cuda_ctx);
+#endif
   G_OBJECT_CLASS(gst_cuda_convolve_parent_class)->finalize(object);
 }
 
@@ -1830,8 +2055,17 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       "2D and temporal convolution of raw video (scipy.ndimage.convolve "
       "semantics) on CUDA or the CPU",
       "cudafilter developers");
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  GstCaps *caps = template_caps();
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK,
+                                          GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class,
+      gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
+#ifdef CF_HAVE_GSTCUDA
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_context);
+#endif
 
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_convolve_sink_event);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_convolve_query);

@@ -55,6 +55,13 @@
 #include <cudafilter/kernel2d.h>
 #include <cudafilter/video.h>
 
+#ifdef CF_HAVE_GSTCUDA
+#include <dlfcn.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#endif
+
 #include "check.h"
 #include "ref.h"
 #include "ref2d.h"
@@ -2668,6 +2675,216 @@ static void test_device_fallback(void **state)
   tmp_cleanup();
 }
 
+#ifdef CF_HAVE_GSTCUDA
+/* The caps of the element's sink template include CUDA memory. */
+static int offers_cuda_memory(void)
+{
+  GstElementFactory *f = gst_element_factory_find("cudaconvolve");
+  CHECK(f != NULL, "no cudaconvolve element (GST_PLUGIN_PATH?)");
+  GstCaps *caps = NULL;
+  for (const GList *l = gst_element_factory_get_static_pad_templates(f); l;
+       l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+    if (t->direction == GST_PAD_SINK)
+      caps = gst_static_caps_get(&t->static_caps);
+  }
+  int yes = 0;
+  for (guint i = 0; caps && i < gst_caps_get_size(caps); i++)
+    yes |= gst_caps_features_contains(gst_caps_get_features(caps, i),
+                                      "memory:CUDAMemory");
+  if (caps)
+    gst_caps_unref(caps);
+  gst_object_unref(f);
+  return yes;
+}
+
+/* A cf_frame over a mapped GstCudaMemory (host or device mapping). */
+static void cuda_frame_of(GstMemory *mem, guint8 *base, cf_frame *f)
+{
+  const GstVideoInfo *ci = &GST_CUDA_MEMORY_CAST(mem)->info;
+  memset(f, 0, sizeof *f);
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(ci) && p < 3; p++) {
+    f->data[p] = base + GST_VIDEO_INFO_PLANE_OFFSET(ci, p);
+    f->stride[p] = (size_t)GST_VIDEO_INFO_PLANE_STRIDE(ci, p);
+  }
+}
+
+/* Plane rows of `from` into `to` (same format and size). */
+static void copy_planes(const gcase *c, const cf_frame *from,
+                        const cf_frame *to)
+{
+  for (unsigned p = 0; p < c->d.planes; p++) {
+    unsigned pw, ph;
+    ref2d_plane_size(&c->d, p, c->cfg.width, c->cfg.height, &pw, &ph);
+    size_t row = ref2d_row_bytes(&c->d, p, c->cfg.width);
+    for (unsigned y = 0; y < ph; y++)
+      memcpy((guint8 *)to->data[p] + y * to->stride[p],
+             (const guint8 *)from->data[p] + y * from->stride[p], row);
+  }
+}
+
+typedef void (*emu_copied_fn)(unsigned long long *, unsigned long long *,
+                              unsigned long long *);
+
+/* Frames in GstCudaMemory (video/x-raw(memory:CUDAMemory)) through the
+ * element at depth 0..2, backend auto (which takes the CUDA engine) or
+ * cpu (host mappings): every output is CUDA memory equal to the
+ * reference. On the emulated device (cf_emu_copied, preloaded), with the
+ * CUDA engine no byte crosses between host and device in the element.
+ * Skipped where the element offers no CUDA memory (no gstcuda device). */
+static void test_cuda_memory(void **state)
+{
+  (void)state;
+  if (!offers_cuda_memory() || !gst_cuda_load_library()) {
+    printf("skipped: cudaconvolve offers no CUDA memory here (gstcuda or "
+           "the engine finds no device)\n");
+    skip();
+  }
+  emu_copied_fn copied = (emu_copied_fn)dlsym(RTLD_DEFAULT, "cf_emu_copied");
+  ref_rng r;
+  test_rng(&r, 40);
+  GstCudaContext *ctx = gst_cuda_context_new(0);
+  CHECK(ctx != NULL, "gst_cuda_context_new(0) failed");
+  gst_cuda_memory_init_once();
+  GstAllocator *alloc = gst_allocator_find(GST_CUDA_MEMORY_TYPE_NAME);
+  CHECK(alloc != NULL, "no CUDA allocator");
+  static const char *const cuda_formats[] = {"RGBA", "BGRA", "RGBx", "BGRx",
+                                             "RGB",  "BGR",  "I420", "NV12"};
+  for (unsigned i = 0; i < 8; i++) {
+    const gfmt *f = NULL;
+    const char *want_fmt = cuda_formats[(i + ref_rng_u64(&r)) % 8];
+    for (unsigned k = 0; k < NFORMATS; k++)
+      if (!strcmp(formats[k].gst, want_fmt))
+        f = &formats[k];
+    gcase c;
+    gcase_open(&c);
+    unsigned depth = i % 3;
+    const char *backend = i % 4 == 3 ? "cpu" : "auto";
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "backend", backend);
+    g_object_set(c.h->element, "pipeline-depth", depth, NULL);
+    rand_case(&c, &r, f, 1 + i % 2, i % 2);
+    if (f->cf == CF_PIX_I420 && c.cfg.height % 2) { /* refused: see below */
+      set_caps(&c, f, c.cfg.width, c.cfg.height + 1);
+      gcase_new_ref(&c);
+    }
+    add_case("CUDA memory, depth %u, backend %s", depth, backend);
+    char *sys = caps_str(f, c.cfg.width, c.cfg.height);
+    char *cuda = g_strdup_printf("video/x-raw(memory:CUDAMemory),%s",
+                                 sys + strlen("video/x-raw,"));
+    gst_harness_set_caps_str(c.h, cuda, cuda);
+    unsigned frames = 4 + depth, pulled = 0;
+    GstBuffer *ins[8];
+    uint8_t *wmem[8][3] = {{NULL}};
+    cf_frame want[8];
+    for (unsigned t = 0; t < frames; t++) {
+      /* a random frame, into CUDA memory through its host mapping, then
+       * uploaded (a device mapping) before the element sees it */
+      ins[t] = make_input(&r, &c, 0);
+      GstMemory *mem = gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(alloc), ctx,
+                                                &c.info);
+      CHECK(mem != NULL, "cannot allocate CUDA memory");
+      GstVideoFrame vin;
+      GstMapInfo map;
+      cf_frame fin, fdev;
+      CHECK(gst_video_frame_map(&vin, &c.info, ins[t], GST_MAP_READ), "map");
+      frame_of(&vin, &fin);
+      CHECK(gst_memory_map(mem, &map, GST_MAP_WRITE), "map CUDA memory");
+      cuda_frame_of(mem, map.data, &fdev);
+      copy_planes(&c, &fin, &fdev);
+      gst_memory_unmap(mem, &map);
+      CHECK(gst_memory_map(mem, &map, GST_MAP_READ | GST_MAP_CUDA),
+            "upload");
+      gst_memory_unmap(mem, &map);
+      ref_frame(&c, &fin, &want[t], wmem[t]);
+      gst_video_frame_unmap(&vin);
+      GstBuffer *b = gst_buffer_new();
+      gst_buffer_append_memory(b, mem);
+      GST_BUFFER_PTS(b) = t * GST_SECOND / 25;
+      GST_BUFFER_DURATION(b) = GST_SECOND / 25;
+      unsigned long long c0[3] = {0}, c1[3] = {0};
+      if (copied)
+        copied(&c0[0], &c0[1], &c0[2]);
+      GstFlowReturn ret = gst_harness_push(c.h, b);
+      if (copied)
+        copied(&c1[0], &c1[1], &c1[2]);
+      CHECK(ret == GST_FLOW_OK, "push: %s", gst_flow_get_name(ret));
+      gchar *in_use = NULL;
+      g_object_get(c.h->element, "backend-in-use", &in_use, NULL);
+      int on_cuda = in_use && !strncmp(in_use, "cuda", 4);
+      CHECK(on_cuda == !strcmp(backend, "auto"),
+            "backend %s with CUDA memory runs on %s", backend, in_use);
+      g_free(in_use);
+      CHECK(!on_cuda || (c1[0] == c0[0] && c1[1] == c0[1]),
+            "frame %u: the element moved %llu bytes up, %llu down between "
+            "host and device", t, c1[0] - c0[0], c1[1] - c0[1]);
+      if (t + 1 == frames)
+        CHECK(gst_harness_push_event(c.h, gst_event_new_eos()), "EOS");
+      GstBuffer *out;
+      while ((out = gst_harness_try_pull(c.h))) {
+        CHECK(pulled <= t, "more outputs than inputs");
+        CHECK(gst_buffer_n_memory(out) == 1 &&
+                  gst_is_cuda_memory(gst_buffer_peek_memory(out, 0)),
+              "output %u is not CUDA memory", pulled);
+        CHECK(GST_BUFFER_PTS(out) == pulled * GST_SECOND / 25,
+              "output %u: pts %" GST_TIME_FORMAT, pulled,
+              GST_TIME_ARGS(GST_BUFFER_PTS(out)));
+        GstMemory *om = gst_buffer_peek_memory(out, 0);
+        GstVideoFrame vi;
+        cf_frame fo, fi;
+        CHECK(gst_memory_map(om, &map, GST_MAP_READ), "map output");
+        cuda_frame_of(om, map.data, &fo);
+        CHECK(gst_video_frame_map(&vi, &c.info, ins[pulled], GST_MAP_READ),
+              "map");
+        frame_of(&vi, &fi);
+        char what[64];
+        snprintf(what, sizeof what, "CUDA memory frame %u", pulled);
+        compare(&c, &fi, &fo, &want[pulled], what);
+        gst_video_frame_unmap(&vi);
+        gst_memory_unmap(om, &map);
+        gst_buffer_unref(out);
+        pulled++;
+      }
+      CHECK(pulled + depth >= t + 1, "frame %u: %u outputs, depth %u", t,
+            pulled, depth);
+    }
+    CHECK(pulled == frames, "%u outputs for %u frames", pulled, frames);
+    for (unsigned t = 0; t < frames; t++) {
+      gst_buffer_unref(ins[t]);
+      for (unsigned p = 0; p < 3; p++)
+        free(wmem[t][p]);
+    }
+    g_free(sys);
+    g_free(cuda);
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+  /* I420 of an odd height: 1.22's GstCudaMemory overlaps U and V there;
+   * refused at negotiation with an error that says so */
+  gcase c;
+  gcase_open(&c);
+  gst_harness_set_caps_str(c.h,
+                           "video/x-raw(memory:CUDAMemory),format=I420,"
+                           "width=16,height=9,framerate=25/1",
+                           "video/x-raw(memory:CUDAMemory),format=I420,"
+                           "width=16,height=9,framerate=25/1");
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, 16, 9);
+  GstBuffer *b = gst_buffer_new();
+  gst_buffer_append_memory(
+      b, gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(alloc), ctx, &info));
+  GstFlowReturn ret = gst_harness_push(c.h, b);
+  CHECK(ret == GST_FLOW_NOT_NEGOTIATED, "odd-height I420 in CUDA memory: %s",
+        gst_flow_get_name(ret));
+  char msg[1024];
+  CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg) &&
+            strstr(msg, "odd height"),
+        "no error naming the odd height on the bus");
+  gcase_close(&c);
+  gst_object_unref(alloc);
+  gst_object_unref(ctx);
+}
+#endif
+
 static int teardown(void **state)
 {
   (void)state;
@@ -2711,6 +2928,9 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_events, teardown),
       cmocka_unit_test_teardown(test_qos_depth, teardown),
       cmocka_unit_test_teardown(test_device_fallback, teardown),
+#ifdef CF_HAVE_GSTCUDA
+      cmocka_unit_test_teardown(test_cuda_memory, teardown),
+#endif
   };
   int rc = cmocka_run_group_tests_name("gst_cudaconvolve", tests, NULL, NULL);
   gst_deinit();

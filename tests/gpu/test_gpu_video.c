@@ -14,7 +14,8 @@
  *    the CPU without losing or repeating a frame.
  * The reference is the CPU engine (direct path, itself checked against the
  * float64 reference by tests/test_video.c): integer samples within 1 code
- * value, every other byte equal; float frames relative L2 <= 2e-5.
+ * value (more for long kernels on 16-bit video: vcase_tol), every other
+ * byte equal; float frames relative L2 <= 2e-5.
  * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): fewer cases,
  * frames at most 64 wide, "big" kernels only tall or only wide (still past
  * the 64-tap pieces), 4 fault processes instead of 24; the same checks.
@@ -92,9 +93,10 @@ static void fr_random(fr *b, const cf_video_config *c, ref_rng *r)
       b->mem[i] = (uint8_t)ref_rng_u64(r);
 }
 
-/* got against want: 1 when within the tolerances above. */
+/* got against want: 1 when within the tolerances above, integer samples
+ * within `tol` code values. */
 static int fr_close(const fr *got, const fr *want, const cf_video_config *c,
-                    char *why, size_t n)
+                    double tol, char *why, size_t n)
 {
   if (c->format == CF_PIX_GRAY32F) {
     double e = 0, w = 0;
@@ -123,7 +125,7 @@ static int fr_close(const fr *got, const fr *want, const cf_video_config *c,
       d = a - b;
     } else if (c->format == CF_PIX_GRAY16_LE)
       continue;
-    if (d > 1 || d < -1) {
+    if (d > tol || d < -tol) {
       snprintf(why, n, "byte %zu: %d, want %d", i, got->mem[i],
                want->mem[i]);
       return 0;
@@ -138,6 +140,24 @@ typedef struct vcase {
   float *taps;
   char desc[256];
 } vcase;
+
+/* Integer samples: 1 code value for rounding, plus the float32 summation
+ * error of both sides, each up to ~1e-7 sqrt(taps) times the size of the
+ * sums (|scale| sum|k| max: the CPU direct path's measured bound, see
+ * tests/test_video.c). Only long kernels on 16-bit video get past 1:
+ * 3x80x80 random taps on GRAY16 allow ~1.9. (test_live_bands failed once
+ * in CI with a fixed 1, under ASan, on a seed the log did not keep; 80
+ * seeds here did not repeat it; this is the likely cause.) */
+static double vcase_tol(const vcase *v)
+{
+  size_t n = (size_t)v->t * v->kh * v->kw;
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++)
+    sum += fabs((double)v->taps[i]);
+  double maxv = v->cfg.format == CF_PIX_GRAY16_LE ? 65535.0 : 255.0;
+  return 1.0 + 2e-7 * sqrt((double)n) * fabs((double)v->cfg.scale) * sum *
+                   maxv;
+}
 
 static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
 {
@@ -256,7 +276,7 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
     /* flush k (from 0) hands out frame FRAMES - depth + k */
     unsigned f = FRAMES - depth + flushed++;
     char why[200];
-    if (!fr_close(o, &want[f], &v->cfg, why, sizeof why)) {
+    if (!fr_close(o, &want[f], &v->cfg, vcase_tol(v), why, sizeof why)) {
       print_error("%s, depth %u: flushed frame %u: %s\n", v->desc, depth, f,
                   why);
       fail();
@@ -278,7 +298,8 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
         }
       continue;
     }
-    if (!fr_close(&got[t], &want[t - depth], &v->cfg, why, sizeof why)) {
+    if (!fr_close(&got[t], &want[t - depth], &v->cfg, vcase_tol(v), why,
+                  sizeof why)) {
       print_error("%s, depth %u%s: frame %u: %s\n", v->desc, depth,
                   pinned ? ", pinned" : "", t - depth, why);
       fail();
@@ -459,7 +480,8 @@ static void test_device_frames(void **state)
         break;
       char why[200];
       dfr_copy(&dout[t], &got, &v.cfg, 0);
-      if (!fr_close(&got, &want[t - depth], &v.cfg, why, sizeof why)) {
+      if (!fr_close(&got, &want[t - depth], &v.cfg, vcase_tol(&v), why,
+                    sizeof why)) {
         print_error("%s, depth %u, device frames, pad %zu: frame %u: %s\n",
                     v.desc, depth, pad, t - depth, why);
         fail();

@@ -1,0 +1,308 @@
+// The CUDA driver API calls GStreamer's gstcuda library makes (1.22's
+// gst_cuda_load_library() list), on the emulated device of cudart_emu.cc:
+// cuMemAllocPitch is cudaMalloc there, so a GstCudaMemory is device memory
+// to cudaPointerGetAttributes and every copy is counted by direction
+// (cf_emu_copied). Contexts are handles on a per-thread stack; graphics
+// interop, modules, textures and launches answer CUDA_ERROR_NOT_SUPPORTED
+// (gstcuda's memory and buffer pool do not need them).
+//
+// Exported from the emulated libcudafilter.so.0; tests/emulib's
+// libcuda.so.1 depends on it, so that gstcuda's g_module_open of
+// "libcuda.so.1" (LD_LIBRARY_PATH) finds these symbols. The types are
+// declared here, not taken from the toolkit's cuda.h, whose prototypes
+// of the same names have moved on (cuCtxCreate_v4).
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <vector>
+
+namespace
+{
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+struct cf_emu_ctx {
+  CUdevice dev;
+};
+typedef cf_emu_ctx *CUcontext;
+typedef cudaStream_t CUstream;
+
+enum {
+  SUCCESS = 0,
+  INVALID_VALUE = 1,
+  OUT_OF_MEMORY = 2,
+  INVALID_DEVICE = 101,
+  INVALID_CONTEXT = 201,
+  NOT_SUPPORTED = 801,
+};
+
+enum { MEM_HOST = 1, MEM_DEVICE = 2, MEM_ARRAY = 3, MEM_UNIFIED = 4 };
+
+struct memcpy2d { // CUDA_MEMCPY2D (the driver's ABI)
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
+
+thread_local std::vector<CUcontext> ctx_stack;
+
+CUresult from_rt(cudaError_t e)
+{
+  switch (e) {
+  case cudaSuccess: return SUCCESS;
+  case cudaErrorMemoryAllocation: return OUT_OF_MEMORY;
+  case cudaErrorInvalidDevice: return INVALID_DEVICE;
+  default: return INVALID_VALUE;
+  }
+}
+
+// the start of one side of a 2D copy
+const void *side(int type, const void *host, CUdeviceptr dev, size_t x,
+                 size_t y, size_t pitch, bool *ok)
+{
+  *ok = type == MEM_HOST || type == MEM_DEVICE || type == MEM_UNIFIED;
+  const char *base = type == MEM_HOST ? (const char *)host
+                                      : (const char *)(uintptr_t)dev;
+  return base ? base + y * pitch + x : nullptr;
+}
+
+CUresult copy2d(const memcpy2d *c, CUstream s)
+{
+  bool ok_s, ok_d;
+  const void *src = side(c->srcMemoryType, c->srcHost, c->srcDevice,
+                         c->srcXInBytes, c->srcY, c->srcPitch, &ok_s);
+  void *dst = (void *)side(c->dstMemoryType, c->dstHost, c->dstDevice,
+                           c->dstXInBytes, c->dstY, c->dstPitch, &ok_d);
+  if (!ok_s || !ok_d)
+    return NOT_SUPPORTED; // CUDA arrays
+  if (!src || !dst)
+    return INVALID_VALUE;
+  return from_rt(cudaMemcpy2DAsync(dst, c->dstPitch, src, c->srcPitch,
+                                   c->WidthInBytes, c->Height,
+                                   cudaMemcpyDefault, s));
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned flags)
+{
+  return flags ? INVALID_VALUE : SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+  *v = 12000;
+  return SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult e, const char **s)
+{
+  switch (e) {
+  case SUCCESS: *s = "CUDA_SUCCESS"; break;
+  case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+  case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+  case INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+  case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+  case NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+  default: *s = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult e, const char **s)
+{
+  return cuGetErrorName(e, s);
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+  *n = 1;
+  return SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+  if (ordinal != 0)
+    return INVALID_DEVICE;
+  *d = 0;
+  return SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+  if (d != 0)
+    return INVALID_DEVICE;
+  snprintf(name, (size_t)len, "cf_emu (CPU emulation)");
+  return SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+  if (d != 0)
+    return INVALID_DEVICE;
+  switch (attr) {
+  case 14: *v = 512; break;  // TEXTURE_ALIGNMENT
+  case 41: *v = 1; break;    // UNIFIED_ADDRESSING
+  case 75: *v = 9; break;    // COMPUTE_CAPABILITY_MAJOR
+  case 76: *v = 0; break;    // COMPUTE_CAPABILITY_MINOR
+  default: *v = 0; break;
+  }
+  return SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b)
+{
+  (void)a, (void)b;
+  *can = 0;
+  return SUCCESS;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice d)
+{
+  (void)flags;
+  if (d != 0)
+    return INVALID_DEVICE;
+  *c = new cf_emu_ctx{d};
+  ctx_stack.push_back(*c); // created current, as the driver does
+  return SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(CUcontext c)
+{
+  if (!c)
+    return INVALID_CONTEXT;
+  for (size_t i = ctx_stack.size(); i-- > 0;)
+    if (ctx_stack[i] == c)
+      ctx_stack.erase(ctx_stack.begin() + (long)i);
+  delete c;
+  return SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+  if (!c)
+    return INVALID_CONTEXT;
+  ctx_stack.push_back(c);
+  return SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+  if (ctx_stack.empty())
+    return INVALID_CONTEXT;
+  if (c)
+    *c = ctx_stack.back();
+  ctx_stack.pop_back();
+  return SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+  (void)peer, (void)flags;
+  return NOT_SUPPORTED;
+}
+
+CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+  (void)peer;
+  return NOT_SUPPORTED;
+}
+
+// Device memory needs a current context, as with the driver.
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+  if (ctx_stack.empty())
+    return INVALID_CONTEXT;
+  void *q = nullptr;
+  CUresult r = from_rt(cudaMalloc(&q, bytes));
+  *p = (CUdeviceptr)(uintptr_t)q;
+  return r;
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width,
+                            size_t height, unsigned elem)
+{
+  if (elem != 4 && elem != 8 && elem != 16)
+    return INVALID_VALUE;
+  *pitch = (width + 511) / 512 * 512; // padded rows, as on the device
+  return cuMemAlloc_v2(p, *pitch * height);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p)
+{
+  return from_rt(cudaFree((void *)(uintptr_t)p));
+}
+
+// gstcuda declares the size unsigned int: only its low 32 bits count.
+CUresult cuMemAllocHost_v2(void **p, size_t bytes)
+{
+  if (ctx_stack.empty())
+    return INVALID_CONTEXT;
+  return from_rt(cudaHostAlloc(p, (unsigned)bytes, 0));
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+  return from_rt(cudaFreeHost(p));
+}
+
+CUresult cuMemcpy2D_v2(const memcpy2d *c)
+{
+  return copy2d(c, 0);
+}
+
+CUresult cuMemcpy2DAsync_v2(const memcpy2d *c, CUstream s)
+{
+  return copy2d(c, s);
+}
+
+CUresult cuStreamCreate(CUstream *s, unsigned flags)
+{
+  return from_rt(cudaStreamCreateWithFlags(s, flags));
+}
+
+CUresult cuStreamDestroy(CUstream s)
+{
+  return from_rt(cudaStreamDestroy(s));
+}
+
+CUresult cuStreamSynchronize(CUstream s)
+{
+  return from_rt(cudaStreamSynchronize(s));
+}
+
+#define CF_EMU_UNSUPPORTED(name)                                               \
+  CUresult name(void) { return NOT_SUPPORTED; }
+CF_EMU_UNSUPPORTED(cuGraphicsMapResources)
+CF_EMU_UNSUPPORTED(cuGraphicsUnmapResources)
+CF_EMU_UNSUPPORTED(cuGraphicsResourceSetMapFlags_v2)
+CF_EMU_UNSUPPORTED(cuGraphicsSubResourceGetMappedArray)
+CF_EMU_UNSUPPORTED(cuGraphicsResourceGetMappedPointer_v2)
+CF_EMU_UNSUPPORTED(cuGraphicsUnregisterResource)
+CF_EMU_UNSUPPORTED(cuGraphicsGLRegisterImage)
+CF_EMU_UNSUPPORTED(cuGraphicsGLRegisterBuffer)
+CF_EMU_UNSUPPORTED(cuGLGetDevices_v2)
+CF_EMU_UNSUPPORTED(cuModuleLoadData)
+CF_EMU_UNSUPPORTED(cuModuleUnload)
+CF_EMU_UNSUPPORTED(cuModuleGetFunction)
+CF_EMU_UNSUPPORTED(cuTexObjectCreate)
+CF_EMU_UNSUPPORTED(cuTexObjectDestroy)
+CF_EMU_UNSUPPORTED(cuLaunchKernel)
+
+} // extern "C"
