@@ -309,8 +309,8 @@ enum {
 
 /* what 1.22's GstCudaMemory allocates (no GRAY8, GRAY16_LE) */
 #define CUDA_CAPS_STR                                                          \
-  "video/x-raw(memory:CUDAMemory), format = (string) { RGBA, BGRA, RGBx, "    \
-  "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) " \
+  "video/x-raw(memory:CUDAMemory), format = (string) { RGBA, BGRA, RGBx, "     \
+  "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) "  \
   "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
 
 /* The pads' caps: CUDA memory first where gstcuda and the engine both
@@ -330,9 +330,8 @@ static GstCaps *template_caps(void)
 
 static gboolean caps_cuda(GstCaps *caps)
 {
-  GstCapsFeatures *f = caps && gst_caps_get_size(caps)
-                           ? gst_caps_get_features(caps, 0)
-                           : NULL;
+  GstCapsFeatures *f =
+      caps && gst_caps_get_size(caps) ? gst_caps_get_features(caps, 0) : NULL;
   return f && gst_caps_features_contains(f, "memory:CUDAMemory");
 }
 
@@ -633,7 +632,8 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     const cf_kernel2d *k = newk ? newk : self->active;
     cf_status st = cf_engine_new_video(&cfg, k, &e);
     if (st != CF_OK && self->cuda_caps && self->backend == CF_BACKEND_AUTO) {
-      GST_WARNING_OBJECT(self, "CUDA memory, but the CUDA engine cannot run "
+      GST_WARNING_OBJECT(self,
+                         "CUDA memory, but the CUDA engine cannot run "
                          "(%s): the CPU filters it through host mappings",
                          cf_last_error());
       cfg.backend = CF_BACKEND_CPU;
@@ -770,9 +770,8 @@ static gboolean map_frame(GstCudaConvolve *self, const GstVideoInfo *info,
 {
   m->mem = NULL;
 #ifdef CF_HAVE_GSTCUDA
-  GstMemory *mem = gst_buffer_n_memory(buf) == 1
-                       ? gst_buffer_peek_memory(buf, 0)
-                       : NULL;
+  GstMemory *mem =
+      gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : NULL;
   if (self->cuda_caps && mem && gst_is_cuda_memory(mem)) {
     if (cf_engine_backend(self->engine) == CF_BACKEND_CUDA)
       flags |= GST_MAP_CUDA;
@@ -1130,7 +1129,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
       GST_VIDEO_INFO_HEIGHT(in_info) % 2) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
                       ("cudaconvolve cannot filter I420 in CUDA memory with "
-                       "an odd height (%d)", GST_VIDEO_INFO_HEIGHT(in_info)),
+                       "an odd height (%d)",
+                       GST_VIDEO_INFO_HEIGHT(in_info)),
                       ("GStreamer 1.22's GstCudaMemory puts the last U row "
                        "and the first V row of an odd height at the same "
                        "address; use NV12 or system memory"));
@@ -1302,8 +1302,7 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
     gst_buffer_replace(&trans->queued_buf, NULL);
     return ret;
   }
-  if (self->latency_frames == 0 && !self->inflight_frames &&
-      !self->cuda_caps) {
+  if (self->latency_frames == 0 && !self->inflight_frames && !self->cuda_caps) {
     /* live: the base class's frame in, frame out (transform_frame) */
     ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
               ->generate_output(trans, outbuf);
@@ -1495,8 +1494,8 @@ static gboolean gst_cuda_convolve_propose_allocation(GstBaseTransform *trans,
     if (!ensure_cuda_context(self))
       return FALSE;
     guint size = 0;
-    GstBufferPool *pool = need_pool ? cuda_pool_new(self, caps, 0, 0, &size)
-                                    : NULL;
+    GstBufferPool *pool =
+        need_pool ? cuda_pool_new(self, caps, 0, 0, &size) : NULL;
     if (pool) {
       gst_query_add_allocation_pool(query, pool, size, 0, 0);
       gst_object_unref(pool);
@@ -1555,10 +1554,10 @@ static gboolean gst_cuda_convolve_decide_allocation(GstBaseTransform *trans,
       gst_query_parse_nth_allocation_pool(query, 0, NULL, &size, &min, &max);
     GstBufferPool *pool = cuda_pool_new(self, caps, min, max, &size);
     if (!pool) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("cudaconvolve cannot allocate CUDA memory"),
-                        ("the CUDA buffer pool refused %" GST_PTR_FORMAT,
-                         caps));
+      GST_ELEMENT_ERROR(
+          self, RESOURCE, SETTINGS,
+          ("cudaconvolve cannot allocate CUDA memory"),
+          ("the CUDA buffer pool refused %" GST_PTR_FORMAT, caps));
       return FALSE;
     }
     if (n > 0)
@@ -2057,8 +2056,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       "cudafilter developers");
   GstCaps *caps = template_caps();
   gst_element_class_add_pad_template(
-      element_class, gst_pad_template_new("sink", GST_PAD_SINK,
-                                          GST_PAD_ALWAYS, caps));
+      element_class,
+      gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template(
       element_class,
       gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));

@@ -2780,8 +2780,8 @@ static void test_cuda_memory(void **state)
       /* a random frame, into CUDA memory through its host mapping, then
        * uploaded (a device mapping) before the element sees it */
       ins[t] = make_input(&r, &c, 0);
-      GstMemory *mem = gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(alloc), ctx,
-                                                &c.info);
+      GstMemory *mem =
+          gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(alloc), ctx, &c.info);
       CHECK(mem != NULL, "cannot allocate CUDA memory");
       GstVideoFrame vin;
       GstMapInfo map;
@@ -2792,8 +2792,7 @@ static void test_cuda_memory(void **state)
       cuda_frame_of(mem, map.data, &fdev);
       copy_planes(&c, &fin, &fdev);
       gst_memory_unmap(mem, &map);
-      CHECK(gst_memory_map(mem, &map, GST_MAP_READ | GST_MAP_CUDA),
-            "upload");
+      CHECK(gst_memory_map(mem, &map, GST_MAP_READ | GST_MAP_CUDA), "upload");
       gst_memory_unmap(mem, &map);
       ref_frame(&c, &fin, &want[t], wmem[t]);
       gst_video_frame_unmap(&vin);
@@ -2816,7 +2815,8 @@ static void test_cuda_memory(void **state)
       g_free(in_use);
       CHECK(!on_cuda || (c1[0] == c0[0] && c1[1] == c0[1]),
             "frame %u: the element moved %llu bytes up, %llu down between "
-            "host and device", t, c1[0] - c0[0], c1[1] - c0[1]);
+            "host and device",
+            t, c1[0] - c0[0], c1[1] - c0[1]);
       if (t + 1 == frames)
         CHECK(gst_harness_push_event(c.h, gst_event_new_eos()), "EOS");
       GstBuffer *out;

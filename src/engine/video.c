@@ -423,9 +423,11 @@ static cf_status front_host_frame(const struct cf_video_front *f,
   unsigned planes = cf_format_desc_get(f->cfg.format)->planes;
   for (unsigned p = 0; p < planes; p++)
     if (cf_cuda_device_memory(fr->data[p]))
-      return cf_fail(CF_E_INVALID, "process_frame: the %s frame is in device "
+      return cf_fail(CF_E_INVALID,
+                     "process_frame: the %s frame is in device "
                      "memory, which needs backend cuda (backend auto keeps "
-                     "host copies to fall back to the CPU)", what);
+                     "host copies to fall back to the CPU)",
+                     what);
   return CF_OK;
 }
 
@@ -476,8 +478,8 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
     return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
   if (!out)
     return cf_fail(CF_E_INVALID, "flush_frame: output frame is NULL");
-  cf_status s = front_watching(e) ? front_host_frame(e->vfront, out, "output")
-                                  : CF_OK;
+  cf_status s =
+      front_watching(e) ? front_host_frame(e->vfront, out, "output") : CF_OK;
   if (s != CF_OK)
     return s;
   s = e->vops->flush(e->impl, out, got);

@@ -75,8 +75,8 @@ const void *side(int type, const void *host, CUdeviceptr dev, size_t x,
                  size_t y, size_t pitch, bool *ok)
 {
   *ok = type == MEM_HOST || type == MEM_DEVICE || type == MEM_UNIFIED;
-  const char *base = type == MEM_HOST ? (const char *)host
-                                      : (const char *)(uintptr_t)dev;
+  const char *base =
+      type == MEM_HOST ? (const char *)host : (const char *)(uintptr_t)dev;
   return base ? base + y * pitch + x : nullptr;
 }
 
@@ -157,10 +157,10 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
   if (d != 0)
     return INVALID_DEVICE;
   switch (attr) {
-  case 14: *v = 512; break;  // TEXTURE_ALIGNMENT
-  case 41: *v = 1; break;    // UNIFIED_ADDRESSING
-  case 75: *v = 9; break;    // COMPUTE_CAPABILITY_MAJOR
-  case 76: *v = 0; break;    // COMPUTE_CAPABILITY_MINOR
+  case 14: *v = 512; break; // TEXTURE_ALIGNMENT
+  case 41: *v = 1; break;   // UNIFIED_ADDRESSING
+  case 75: *v = 9; break;   // COMPUTE_CAPABILITY_MAJOR
+  case 76: *v = 0; break;   // COMPUTE_CAPABILITY_MINOR
   default: *v = 0; break;
   }
   return SUCCESS;
@@ -288,7 +288,10 @@ CUresult cuStreamSynchronize(CUstream s)
 }
 
 #define CF_EMU_UNSUPPORTED(name)                                               \
-  CUresult name(void) { return NOT_SUPPORTED; }
+  CUresult name(void)                                                          \
+  {                                                                            \
+    return NOT_SUPPORTED;                                                      \
+  }
 CF_EMU_UNSUPPORTED(cuGraphicsMapResources)
 CF_EMU_UNSUPPORTED(cuGraphicsUnmapResources)
 CF_EMU_UNSUPPORTED(cuGraphicsResourceSetMapFlags_v2)

@@ -155,8 +155,7 @@ static double vcase_tol(const vcase *v)
   for (size_t i = 0; i < n; i++)
     sum += fabs((double)v->taps[i]);
   double maxv = v->cfg.format == CF_PIX_GRAY16_LE ? 65535.0 : 255.0;
-  return 1.0 + 2e-7 * sqrt((double)n) * fabs((double)v->cfg.scale) * sum *
-                   maxv;
+  return 1.0 + 2e-7 * sqrt((double)n) * fabs((double)v->cfg.scale) * sum * maxv;
 }
 
 static void vcase_random(vcase *v, ref_rng *r, unsigned hmin, unsigned hmax)
@@ -381,15 +380,15 @@ typedef struct dfr {
 static void dfr_make(dfr *d, const fr *host, const cf_video_config *c,
                      size_t pad)
 {
-  unsigned planes = c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12
-                                                       ? 2
-                                                       : 1;
+  unsigned planes = c->format == CF_PIX_I420   ? 3
+                    : c->format == CF_PIX_NV12 ? 2
+                                               : 1;
   size_t total = 0;
   for (unsigned p = 0; p < planes; p++) {
     const uint8_t *end = p + 1 < planes ? (const uint8_t *)host->f.data[p + 1]
                                         : host->mem + host->bytes;
-    d->rows[p] = (size_t)(end - (const uint8_t *)host->f.data[p]) /
-                 host->f.stride[p];
+    d->rows[p] =
+        (size_t)(end - (const uint8_t *)host->f.data[p]) / host->f.stride[p];
     d->f.stride[p] = host->f.stride[p] + pad;
     total += d->rows[p] * d->f.stride[p];
   }
@@ -406,9 +405,9 @@ static void dfr_make(dfr *d, const fr *host, const cf_video_config *c,
 /* host -> device (up) or device -> host, plane by plane */
 static void dfr_copy(dfr *d, fr *host, const cf_video_config *c, int up)
 {
-  unsigned planes = c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12
-                                                       ? 2
-                                                       : 1;
+  unsigned planes = c->format == CF_PIX_I420   ? 3
+                    : c->format == CF_PIX_NV12 ? 2
+                                               : 1;
   for (unsigned p = 0; p < planes; p++) {
     void *dst = up ? d->f.data[p] : host->f.data[p];
     const void *src = up ? host->f.data[p] : d->f.data[p];
@@ -439,10 +438,10 @@ static void test_device_frames(void **state)
     vcase v;
     vcase_random(&v, &r, 1, i % 3 == 0 ? 300 : 60);
     unsigned depth = i % 2;
-    cf_engine *gpu = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
-                                  NULL);
-    cf_engine *cpu = vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT,
-                                  NULL);
+    cf_engine *gpu =
+        vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO, NULL);
+    cf_engine *cpu =
+        vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
     size_t pad = 1 + ref_rng_u64(&r) % 64;
     fr in, want[FRAMES], got;
     fr_make(&in, &v.cfg, 0);
@@ -463,8 +462,8 @@ static void test_device_frames(void **state)
       copied_now(c1);
       host_bytes += c1[0] - c0[0] + c1[1] - c0[1];
       if (s != CF_OK) {
-        print_error("%s, depth %u, device frames: frame %u: %s: %s\n",
-                    v.desc, depth, t, cf_status_name(s), cf_last_error());
+        print_error("%s, depth %u, device frames: frame %u: %s: %s\n", v.desc,
+                    depth, t, cf_status_name(s), cf_last_error());
         fail();
       }
     }
@@ -507,13 +506,13 @@ static void test_device_frames(void **state)
     free(pb);
     if (host_bytes) {
       print_error("%s, depth %u: device frames moved %llu bytes through the "
-                  "host\n", v.desc, depth, host_bytes);
+                  "host\n",
+                  v.desc, depth, host_bytes);
       fail();
     }
     /* auto keeps host copies: it refuses device frames, with a message */
     cf_status s;
-    cf_engine *a = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO,
-                                &s);
+    cf_engine *a = vcase_engine(&v, CF_BACKEND_AUTO, depth, CF_ALGO2D_AUTO, &s);
     assert_non_null(a);
     if (cf_engine_backend(a) == CF_BACKEND_CUDA) {
       assert_int_equal(cf_engine_process_frame(a, &din.f, &dout[0].f),
@@ -652,8 +651,7 @@ int main(int argc, char **argv)
   if (argc == 5 && !strcmp(argv[1], "--fault"))
     return fault_case(argv[2], argv[3], (unsigned)atoi(argv[4]));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_live_bands),
-      cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_live_bands),    cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_paths),
 #ifndef CF_TEST_NO_CUDART
       cmocka_unit_test(test_device_frames),
