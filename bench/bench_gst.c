@@ -23,6 +23,12 @@
  * harness does not read (fakesink / a scratch buffer). */
 #include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
+#ifdef CF_HAVE_GSTCUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +62,7 @@ static double median(double *v, int n)
  * host memory not pinned, 0 another allocator's (the mark the plugin's
  * host allocator puts on its memory); -1 none seen. */
 static int out_mark = -1;
+static GstContext *pipeline_context; /* set on the pipeline if not NULL */
 
 static void on_handoff(GstElement *sink, GstBuffer *buf, GstPad *pad,
                        gpointer data)
@@ -90,6 +97,8 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
     g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), NULL);
     gst_object_unref(sink);
   }
+  if (pipeline_context)
+    gst_element_set_context(p, pipeline_context);
   GstCaps *c = gst_caps_from_string(caps);
   /* An unbounded queue (max-bytes 0): with a bound, the pushing thread
    * blocks once it is full and is woken for every buffer the streaming
@@ -354,6 +363,145 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
   g_string_free(arr, TRUE);
 }
 
+#ifdef CF_HAVE_GSTCUDA
+/* Frames that stay on the device: GstCudaMemory in (the context shared
+ * with the element through a GstContext), GstCudaMemory out of the
+ * element's own pool; the engine alone on the same device frames (mapped
+ * with GST_MAP_CUDA) into one device output. No host copy on either side:
+ * the figure a decoder-to-encoder pipeline (nvcodec) would see. */
+static void bench_video_cuda(int rounds, size_t frames, unsigned w,
+                             unsigned hgt)
+{
+  if (!gst_cuda_load_library()) {
+    printf("| cudaconvolve, CUDA memory | no libcuda for gstcuda | | | | |\n");
+    return;
+  }
+  GstCudaContext *ctx = gst_cuda_context_new(0);
+  if (!ctx) {
+    printf("| cudaconvolve, CUDA memory | no GstCudaContext | | | | |\n");
+    return;
+  }
+  gst_cuda_memory_init_once();
+  GstAllocator *alloc = gst_allocator_find(GST_CUDA_MEMORY_TYPE_NAME);
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGBA, w, hgt);
+  const unsigned K = 13;
+  float taps[13 * 13];
+  for (unsigned i = 0; i < K * K; i++)
+    taps[i] = (float)(0.01 * sin(1.7 * i) + (i == K * K / 2));
+  enum { NDISTINCT = 8 };
+  GstMemory *mem[NDISTINCT + 1];
+  for (unsigned f = 0; f <= NDISTINCT; f++) { /* the last: engine output */
+    mem[f] = gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(alloc), ctx, &info);
+    GstMapInfo map;
+    if (!mem[f] || !gst_memory_map(mem[f], &map, GST_MAP_WRITE)) {
+      fprintf(stderr, "bench_gst: cannot allocate CUDA memory\n");
+      exit(1);
+    }
+    for (size_t i = 0; i < map.size; i++)
+      map.data[i] = (guint8)((i + 7919 * f) * 2654435761u >> 24);
+    gst_memory_unmap(mem[f], &map);
+    /* uploaded now, not in the timed runs */
+    if (!gst_memory_map(mem[f], &map, GST_MAP_READ | GST_MAP_CUDA))
+      exit(1);
+    gst_memory_unmap(mem[f], &map);
+  }
+  GstBuffer **bufs = malloc(frames * sizeof *bufs);
+  for (size_t i = 0; i < frames; i++) {
+    bufs[i] = gst_buffer_new();
+    gst_buffer_append_memory(bufs[i], gst_memory_ref(mem[i % NDISTINCT]));
+    GST_BUFFER_PTS(bufs[i]) = gst_util_uint64_scale(i, GST_SECOND, 60);
+    GST_BUFFER_DURATION(bufs[i]) = GST_SECOND / 60;
+  }
+  GString *arr = g_string_new("<");
+  for (unsigned i = 0; i < K * K; i++)
+    g_string_append_printf(arr, "%s%.9g", i ? ", " : "", taps[i]);
+  g_string_append(arr, ">");
+  char *desc = g_strdup_printf(
+      "appsrc name=src ! cudaconvolve kernel=\"%s\" kernel-width=13 "
+      "kernel-height=13 backend=cuda pipeline-depth=%u ! "
+      "fakesink name=sink sync=false",
+      arr->str, depth);
+  char caps[256];
+  snprintf(caps, sizeof caps, "video/x-raw(memory:CUDAMemory),format=RGBA,"
+           "width=%u,height=%u,framerate=60/1", w, hgt);
+  pipeline_context = gst_context_new_cuda_context(ctx);
+  double te[64], tg[64];
+  char used[320] = "";
+  for (int r = 0; r < rounds; r++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.width = w;
+    cfg.height = hgt;
+    cfg.format = CF_PIX_RGBA;
+    cfg.backend = CF_BACKEND_CUDA;
+    cfg.pipeline_depth = depth;
+    cf_kernel2d *k;
+    cf_engine *e;
+    double t0 = now();
+    if (cf_kernel2d_new(1, K, K, taps, &k) != CF_OK ||
+        cf_engine_new_video(&cfg, k, &e) != CF_OK) {
+      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+      exit(1);
+    }
+    GstMapInfo om;
+    if (!gst_memory_map(mem[NDISTINCT], &om, GST_MAP_WRITE | GST_MAP_CUDA))
+      exit(1);
+    const GstVideoInfo *ci = &GST_CUDA_MEMORY_CAST(mem[NDISTINCT])->info;
+    cf_frame o = {{om.data}, {(size_t)GST_VIDEO_INFO_PLANE_STRIDE(ci, 0)}};
+    for (size_t i = 0; i < frames; i++) {
+      GstMemory *m = mem[i % NDISTINCT];
+      GstMapInfo im;
+      if (!gst_memory_map(m, &im, GST_MAP_READ | GST_MAP_CUDA))
+        exit(1);
+      cf_frame in = {{im.data},
+                     {(size_t)GST_VIDEO_INFO_PLANE_STRIDE(
+                         &GST_CUDA_MEMORY_CAST(m)->info, 0)}};
+      cf_status st = cf_engine_process_frame(e, &in, &o);
+      gst_memory_unmap(m, &im);
+      if (st != CF_OK) {
+        fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+        exit(1);
+      }
+    }
+    for (int got = 1; got;)
+      if (cf_engine_flush_frame(e, &o, &got) != CF_OK)
+        exit(1);
+    gst_memory_unmap(mem[NDISTINCT], &om);
+    te[r] = now() - t0;
+    snprintf(used, sizeof used, "%s", cf_engine_describe(e));
+    cf_engine_free(e);
+    cf_kernel2d_free(k);
+    tg[r] = run_pipeline(desc, bufs, frames, caps);
+    if (tg[r] <= 0)
+      exit(1);
+  }
+  char name[96];
+  snprintf(name, sizeof name, "cudaconvolve 13x13 RGBA %ux%u CUDA memory", w,
+           hgt);
+  report(name, te, tg, rounds, (double)frames, "frames/s");
+  double fps = (double)frames / median(tg, rounds);
+  printf("|  (depth %u: %.1f frames/s through the element = %.1fx real time "
+         "at 60 fps, frames on the device both sides; engine: %s) | | | | "
+         "| |\n",
+         depth, fps, fps / 60.0, used);
+  printf("RESULT case=%s backend=cuda depth=%u element_fps=%.2f "
+         "x_realtime_60=%.2f\n",
+         name, depth, fps, fps / 60.0);
+  gst_context_unref(pipeline_context);
+  pipeline_context = NULL;
+  for (size_t i = 0; i < frames; i++)
+    gst_buffer_unref(bufs[i]);
+  free(bufs);
+  for (unsigned f = 0; f <= NDISTINCT; f++)
+    gst_memory_unref(mem[f]);
+  g_free(desc);
+  g_string_free(arr, TRUE);
+  gst_object_unref(alloc);
+  gst_object_unref(ctx);
+}
+#endif
+
 int main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
@@ -404,6 +552,10 @@ int main(int argc, char **argv)
     if (f) {
       gst_object_unref(f);
       bench_video(rounds, frames, vw, vh);
+#ifdef CF_HAVE_GSTCUDA
+      if (backend == CF_BACKEND_CUDA)
+        bench_video_cuda(rounds, frames, vw, vh);
+#endif
     } else {
       printf("| cudaconvolve | not found (GST_PLUGIN_PATH?) | | | | |\n");
     }
