@@ -126,7 +126,7 @@ int main(void)
          FRAMES);
   printf("|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
-  char results[12][512];
+  char results[24][512];
   unsigned nres = 0;
   for (unsigned i = 0; i < 2; i++) {
     cf_video_config c;
@@ -180,6 +180,46 @@ int main(void)
     }
   }
   unsetenv("CF_CONV2D_KERNEL");
+  /* direct against FFT for larger kernels, GRAY32F 1080p kernel time:
+   * where auto's FFT_AUTO_TAPS (2048, an estimate) should be */
+  printf("\n| kernel only, GRAY32F 1080p, not separable | direct ms | fft ms "
+         "|\n|---|---|---|\n");
+  static const unsigned ks[] = {15, 31, 47, 63};
+  unsigned cframes = FRAMES / 10 > 2 ? FRAMES / 10 : 2;
+  for (unsigned i = 0; i < sizeof ks / sizeof *ks; i++) {
+    unsigned n = ks[i] * ks[i];
+    float *t = malloc(n * sizeof *t);
+    cf_kernel2d *kk = NULL;
+    for (unsigned j = 0; t && j < n; j++)
+      t[j] = (float)((j * 2654435761u % 1000) / 1000.0 - 0.3) / (float)n;
+    if (!t || cf_kernel2d_new(1, ks[i], ks[i], t, &kk) != CF_OK) {
+      fprintf(stderr, "bench: %s\n", cf_last_error());
+      free(t);
+      rc = 1;
+      continue;
+    }
+    free(t);
+    double ms[2] = {0, 0};
+    for (unsigned a = 0; a < 2; a++) {
+      cf_video_config c;
+      config(&c, CF_PIX_GRAY32F, sizes[0].w, sizes[0].h);
+      c.algorithm = a ? CF_ALGO2D_FFT : CF_ALGO2D_DIRECT;
+      double parts[3] = {0};
+      if (cf_cuda_bench_video(&c, kk, (int)cframes, parts) != CF_OK) {
+        fprintf(stderr, "bench: %s\n", cf_last_error());
+        rc = 1;
+        continue;
+      }
+      ms[a] = parts[1] * 1e3 / cframes;
+      if (nres < sizeof results / sizeof *results)
+        snprintf(results[nres++], sizeof *results,
+                 "RESULT case=conv2d-%s-%ux%u-1080p ms=%.6f",
+                 a ? "fft" : "direct", ks[i], ks[i], ms[a]);
+    }
+    printf("| %ux%u (%u taps) | %.3f | %.3f |\n", ks[i], ks[i], n, ms[0],
+           ms[1]);
+    cf_kernel2d_free(kk);
+  }
   printf("\n");
   for (unsigned i = 0; i < nres; i++)
     printf("%s\n", results[i]);

@@ -57,6 +57,7 @@ static const variant variants[] = {
     {"cpu-pipelined", CF_BACKEND_CPU, CF_ALGO2D_AUTO, 6, 1},
     {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 5, 0},
     {"cuda-pipelined", CF_BACKEND_CUDA, CF_ALGO2D_AUTO, 7, 1},
+    {"cuda-fft", CF_BACKEND_CUDA, CF_ALGO2D_FFT, 8, 0},
 };
 
 static const variant *V; /* the variant running now */

@@ -96,13 +96,16 @@ typedef enum cf_border {
   CF_BORDER_WRAP
 } cf_border;
 
-/* How the CPU computes each 2D slice. AUTO: separable where the kernel is
- * rank 1 (within float tolerance), else direct or FFT by measured cost. */
+/* How each 2D slice is computed. AUTO: separable where the kernel is
+ * rank 1 (within float tolerance), else on the CPU direct or FFT by
+ * measured cost, on CUDA direct up to 2048 taps a slice and FFT beyond
+ * (whole components through cuFFT). */
 typedef enum cf_algorithm2d {
   CF_ALGO2D_AUTO,
   CF_ALGO2D_DIRECT,
   CF_ALGO2D_SEPARABLE, /* refused for a kernel that is not rank 1 */
-  CF_ALGO2D_FFT        /* refused for a kernel side over 1024 (tile limit) */
+  CF_ALGO2D_FFT        /* CPU: refused for a kernel side over 1024 (tile
+                          limit) */
 } cf_algorithm2d;
 
 /* Largest frame side accepted. */

@@ -49,8 +49,24 @@
 #define MAX_BANDS 8
 #define BAND_ROWS 128      /* live mode: at least this many rows a band */
 #define CONST_TAPS_MAX 8192 /* direct taps try conv2d.cu's constant pool */
+/* auto: a slice of more taps than this (and not rank 1) goes through the
+ * FFT. An estimate (H100: ~24 TFMA/s direct at 40% of peak against ~10
+ * memory passes of the frame and two transforms), to be measured. */
+#define FFT_AUTO_TAPS 2048
+#define FFT_GEOS 2 /* component sizes: luma and chroma at most */
 
-enum { ALGO_DIRECT, ALGO_SEPARABLE };
+enum { ALGO_DIRECT, ALGO_SEPARABLE, ALGO_FFT };
+
+/* FFT path: one component size w x h with transforms of n x m (>= h + kh -
+ * 1, w + kw - 1; factors 2, 3, 5, 7), the kernel's spectra (T slices of n
+ * x (m / 2 + 1) complex, normalised by 1 / nm), plans per slot that
+ * computes (a plan's work area serves one stream at a time). */
+typedef struct fftgeo {
+  unsigned w, h, n, m;
+  float *d_kspec;
+  cufftHandle r2c[MAX_SLOTS], c2r[MAX_SLOTS];
+  int planned[MAX_SLOTS];
+} fftgeo;
 
 typedef struct slot {
   uint8_t *h_in, *h_out; /* pinned staging, frame_bytes each */
@@ -59,6 +75,7 @@ typedef struct slot {
   cudaStream_t st;
   cudaEvent_t ev_up, ev_done;
   int staged; /* pipelined: its result also copied to h_out */
+  float *d_fre, *d_fspec, *d_facc; /* FFT: plane, spectrum, sum */
 } slot;
 
 typedef struct comp {
@@ -76,6 +93,7 @@ typedef struct cvideo {
   size_t plane_off[3], pitch[3], rows[3], frame_bytes;
   int passthrough; /* bytes besides the selected samples to copy */
   unsigned depth, nslots, nbands;
+  unsigned nbands_live; /* live mode's bands (the FFT path takes one) */
   slot s[MAX_SLOTS];
   cudaEvent_t ev_up[MAX_BANDS], ev_down[MAX_BANDS], ev_frame;
   uint32_t band_deps[MAX_BANDS];
@@ -89,6 +107,8 @@ typedef struct cvideo {
   size_t const_off, const_n;
   float *d_hrow, *d_vcol;    /* separable factors, T x kw and T x kh */
   size_t scratch_rows;       /* rows of each slot's d_tmp / d_acc */
+  fftgeo fg[FFT_GEOS];
+  unsigned nfg, comp_geo[3];
   /* temporal ring (T > 1) */
   uint8_t *d_ring;
   unsigned ring_n, head, seen;
@@ -180,10 +200,116 @@ static void free_kernel(cvideo *v)
   cudaFree(v->d_vcol);
   v->d_taps = v->d_hrow = v->d_vcol = NULL;
   for (unsigned i = 0; i < v->nslots; i++) {
-    cudaFree(v->s[i].d_tmp);
-    cudaFree(v->s[i].d_acc);
-    v->s[i].d_tmp = v->s[i].d_acc = NULL;
+    slot *sl = &v->s[i];
+    cudaFree(sl->d_tmp);
+    cudaFree(sl->d_acc);
+    cudaFree(sl->d_fre);
+    cudaFree(sl->d_fspec);
+    cudaFree(sl->d_facc);
+    sl->d_tmp = sl->d_acc = sl->d_fre = sl->d_fspec = sl->d_facc = NULL;
   }
+  for (unsigned g = 0; g < v->nfg; g++) {
+    fftgeo *f = &v->fg[g];
+    for (unsigned i = 0; i < MAX_SLOTS; i++)
+      if (f->planned[i]) {
+        cufftDestroy(f->r2c[i]); /* nothing to tell at teardown */
+        cufftDestroy(f->c2r[i]);
+      }
+    cudaFree(f->d_kspec);
+  }
+  memset(v->fg, 0, sizeof v->fg);
+  v->nfg = 0;
+}
+
+/* The least size >= x whose factors are 2, 3, 5 and 7 (cuFFT's fast
+ * radices). */
+static unsigned fft_size(unsigned x)
+{
+  for (unsigned n = x;; n++) {
+    unsigned r = n;
+    for (unsigned p = 2; p <= 7; p++)
+      while (r % p == 0)
+        r /= p;
+    if (r == 1)
+      return n;
+  }
+}
+
+/* FFT path: sizes, plans, spectra of kernel k, each slot's scratch. */
+static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
+{
+  size_t fre = 0, fsp = 0;
+  for (unsigned i = 0; i < v->ncomp; i++) {
+    const comp *c = &v->c[i];
+    unsigned g = 0;
+    while (g < v->nfg && !(v->fg[g].w == c->w && v->fg[g].h == c->h))
+      g++;
+    if (g == v->nfg) {
+      fftgeo *f = &v->fg[v->nfg++];
+      f->w = c->w, f->h = c->h;
+      f->n = fft_size(c->h + k->kh - 1);
+      f->m = fft_size(c->w + k->kw - 1);
+      size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
+      fre = re > fre ? re : fre;
+      fsp = sp > fsp ? sp : fsp;
+    }
+    v->comp_geo[i] = g;
+  }
+  /* live mode computes on slot 0 (one band), pipelined on every slot */
+  unsigned nplan = v->depth ? v->nslots : 1;
+  for (unsigned i = 0; i < nplan; i++) {
+    slot *sl = &v->s[i];
+    CF_CU(cf_cuda_malloc((void **)&sl->d_fre, fre * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&sl->d_fspec, fsp * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&sl->d_facc, fsp * sizeof(float)));
+  }
+  float *h = NULL;
+  cf_status s = CF_OK;
+  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++) {
+    fftgeo *f = &v->fg[g];
+    int dims[2] = {(int)f->n, (int)f->m};
+    for (unsigned i = 0; i < nplan; i++) {
+      CF_FFT(cufftPlanMany(&f->r2c[i], 2, dims, NULL, 1, 0, NULL, 1, 0,
+                           CUFFT_R2C, 1));
+      cufftResult r = cufftPlanMany(&f->c2r[i], 2, dims, NULL, 1, 0, NULL, 1,
+                                    0, CUFFT_C2R, 1);
+      if (r != CUFFT_SUCCESS) {
+        cufftDestroy(f->r2c[i]);
+        return cf_cufft_status(r, "cufftPlanMany(C2R)", __FILE__, __LINE__);
+      }
+      f->planned[i] = 1;
+    }
+    size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
+    CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
+    /* each slice zero-padded to n x m, transformed on slot 0's stream */
+    free(h);
+    if (!(h = calloc(re, sizeof *h)))
+      return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
+    slot *s0 = &v->s[0];
+    CF_FFT(cufftSetStream(f->r2c[0], s0->st));
+    for (unsigned tau = 0; tau < k->t && s == CF_OK; tau++) {
+      const float *kt = k->taps + (size_t)tau * k->kh * k->kw;
+      for (unsigned a = 0; a < k->kh; a++)
+        memcpy(h + (size_t)a * f->m, kt + (size_t)a * k->kw,
+               k->kw * sizeof(float));
+      cudaError_t e = cudaMemcpyAsync(s0->d_fre, h, re * sizeof(float),
+                                      cudaMemcpyHostToDevice, s0->st);
+      cufftResult r = e == cudaSuccess
+                          ? cufftExecR2C(f->r2c[0], s0->d_fre,
+                                         (cufftComplex *)(f->d_kspec +
+                                                          tau * sp))
+                          : CUFFT_SUCCESS;
+      /* h is pageable and reused for the next slice */
+      if (e == cudaSuccess && r == CUFFT_SUCCESS)
+        e = cudaStreamSynchronize(s0->st);
+      if (e != cudaSuccess)
+        s = cf_cuda_status(e, "the kernel's spectrum", __FILE__, __LINE__);
+      else if (r != CUFFT_SUCCESS)
+        s = cf_cufft_status(r, "cufftExecR2C(kernel)", __FILE__, __LINE__);
+    }
+  }
+  free(h);
+  return s;
 }
 
 static cf_status upload_floats(float **d, const float *h, size_t n)
@@ -198,10 +324,10 @@ static cf_status choose_algo(const cvideo *v, const cf_kernel2d *k,
                              float **factors, int *algo)
 {
   *factors = NULL;
-  if (v->cfg.algorithm == CF_ALGO2D_FFT)
-    return cf_fail(CF_E_UNAVAILABLE, "video: the CUDA backend has no 2D FFT "
-                   "path yet (algorithm fft); use auto, direct or separable "
-                   "on cuda, or the CPU backend for fft");
+  if (v->cfg.algorithm == CF_ALGO2D_FFT) {
+    *algo = ALGO_FFT;
+    return CF_OK;
+  }
   double *u = malloc((k->kh + k->kw) * sizeof *u);
   float *f = malloc((size_t)k->t * (k->kh + k->kw) * sizeof *f);
   if (!u || !f) {
@@ -235,6 +361,8 @@ static cf_status choose_algo(const cvideo *v, const cf_kernel2d *k,
   default: /* two passes pay once they save a third of the taps */
     *algo = separable && (size_t)k->kh * k->kw > 3 * (size_t)(k->kh + k->kw)
                 ? ALGO_SEPARABLE
+            : !separable && (size_t)k->kh * k->kw > FFT_AUTO_TAPS
+                ? ALGO_FFT
                 : ALGO_DIRECT;
   }
   if (s == CF_OK && *algo == ALGO_SEPARABLE)
@@ -308,8 +436,12 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
   v->t = k->t, v->kh = k->kh, v->kw = k->kw;
   v->cy = k->kh / 2, v->cx = k->kw / 2;
   v->algo = algo;
+  /* the FFT path transforms whole components: one band */
+  v->nbands = algo == ALGO_FFT ? 1 : v->nbands_live;
   size_t ntaps = (size_t)k->t * k->kh * k->kw;
-  if (algo == ALGO_DIRECT) {
+  if (algo == ALGO_FFT) {
+    s = install_fft(v, k);
+  } else if (algo == ALGO_DIRECT) {
     if (ntaps <= CONST_TAPS_MAX) {
       int placed = 0;
       cudaError_t e = cf_k_conv2d_const_put(k->taps, ntaps, &v->const_off,
@@ -367,8 +499,12 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
                ? (!v->generic && cf_k_conv2d_blocked(k->kw, k->kh)
                       ? "direct (register-blocked: tile 256x16, 8x4 a thread)"
                       : "direct (tile 32x32, 4 rows a thread)")
+           : algo == ALGO_FFT
+               ? "fft (cuFFT R2C/C2R per component, spectra summed over "
+                 "slices)"
                : "separable (rows 256 a block, columns 32x32, 4 a thread)",
-           algo == ALGO_SEPARABLE ? "global memory"
+           algo == ALGO_FFT         ? "spectra in global memory"
+           : algo == ALGO_SEPARABLE ? "global memory"
            : v->in_const          ? "constant memory"
                                   : "global memory",
            v->nslots, v->nslots == 1 ? "" : "s",
@@ -517,6 +653,25 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
     a.cval = v->cfg.cval, a.scale = v->cfg.scale, a.bias = v->cfg.bias;
     a.absolute = v->cfg.absolute;
     a.generic = v->generic;
+    if (v->algo == ALGO_FFT) {
+      unsigned si = (unsigned)(sl - v->s);
+      const fftgeo *g = &v->fg[v->comp_geo[k]];
+      size_t half = (size_t)g->n * (g->m / 2 + 1);
+      float norm = 1.0f / ((float)g->n * (float)g->m);
+      CF_FFT(cufftSetStream(g->r2c[si], sl->st));
+      CF_FFT(cufftSetStream(g->c2r[si], sl->st));
+      for (unsigned tau = 0; tau < nt; tau++) {
+        CF_LAUNCHED(cf_k_fft_stage(&a, tau, g->n, g->m, sl->d_fre, sl->st));
+        CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre,
+                            (cufftComplex *)sl->d_fspec));
+        CF_LAUNCHED(cf_k_fft_mac(sl->d_fspec, g->d_kspec + tau * half * 2,
+                                 sl->d_facc, half, tau == 0, norm, sl->st));
+      }
+      CF_FFT(cufftExecC2R(g->c2r[si], (cufftComplex *)sl->d_facc,
+                          sl->d_fre));
+      CF_LAUNCHED(cf_k_fft_store(&a, sl->d_fre, g->m, sl->st));
+      continue;
+    }
     if (v->algo == ALGO_DIRECT) {
       CF_LAUNCHED(cf_k_conv2d(&a, v->d_taps, v->in_const, v->const_off,
                               sl->st));
@@ -811,10 +966,6 @@ static cf_status make_slots(cvideo *v)
 cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                             void **impl, const cf_video_ops **ops)
 {
-  if (cfg->algorithm == CF_ALGO2D_FFT)
-    return cf_fail(CF_E_UNAVAILABLE, "video: the CUDA backend has no 2D FFT "
-                   "path yet (algorithm fft); use auto, direct or separable "
-                   "on cuda, or the CPU backend for fft");
   if (cfg->pipeline_depth >= MAX_SLOTS)
     return cf_fail(CF_E_INVALID, "video: pipeline_depth %u, the CUDA "
                    "backend takes 0..%u", cfg->pipeline_depth, MAX_SLOTS - 1);
@@ -833,6 +984,7 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   v->nslots = v->depth ? v->depth + 1 : LIVE_STREAMS;
   unsigned nb = cfg->height / BAND_ROWS;
   v->nbands = v->depth || nb < 1 ? 1 : nb > MAX_BANDS ? MAX_BANDS : nb;
+  v->nbands_live = v->nbands;
   cf_frame tight;
   v->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
                                    NULL, &tight);

@@ -429,7 +429,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 namespace
 {
 struct fft_plan {
-  int n, batch;
+  int rank, n[2], batch; // rank 1: n[0]; rank 2: n[0] x n[1], row-major
   cufftType type;
   cudaStream_t stream;
 };
@@ -440,15 +440,18 @@ std::mutex fft_lock; // FFTW's planner is not thread-safe
 void run_fft(const fft_plan &p, void *in, void *out)
 {
   std::lock_guard<std::mutex> g(fft_lock);
-  int n = p.n;
+  int n[2] = {p.n[0], p.n[1]};
+  int last = n[p.rank - 1];
+  int real = p.rank == 1 ? n[0] : n[0] * n[1];
+  int cplx = real / last * (last / 2 + 1);
   fftwf_plan f;
   if (p.type == CUFFT_R2C)
-    f = fftwf_plan_many_dft_r2c(1, &n, p.batch, (float *)in, NULL, 1, n,
-                                (fftwf_complex *)out, NULL, 1, n / 2 + 1,
+    f = fftwf_plan_many_dft_r2c(p.rank, n, p.batch, (float *)in, NULL, 1,
+                                real, (fftwf_complex *)out, NULL, 1, cplx,
                                 FFTW_ESTIMATE | FFTW_UNALIGNED);
   else // C2R: FFTW may overwrite its input, cuFFT may too
-    f = fftwf_plan_many_dft_c2r(1, &n, p.batch, (fftwf_complex *)in, NULL, 1,
-                                n / 2 + 1, (float *)out, NULL, 1, n,
+    f = fftwf_plan_many_dft_c2r(p.rank, n, p.batch, (fftwf_complex *)in, NULL,
+                                1, cplx, (float *)out, NULL, 1, real,
                                 FFTW_ESTIMATE | FFTW_UNALIGNED);
   fftwf_execute(f);
   fftwf_destroy_plan(f);
@@ -460,12 +463,13 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
                           int odist, cufftType type, int batch)
 {
   (void)istride, (void)idist, (void)ostride, (void)odist;
-  if (rank != 1 || inembed || onembed ||
+  if ((rank != 1 && rank != 2) || inembed || onembed ||
       (type != CUFFT_R2C && type != CUFFT_C2R))
     return CUFFT_NOT_IMPLEMENTED; // what src/cuda/ does not use
   std::lock_guard<std::mutex> g(fft_lock);
   *plan = next_plan++;
-  plans[*plan] = fft_plan{n[0], batch, type, nullptr};
+  plans[*plan] =
+      fft_plan{rank, {n[0], rank == 2 ? n[1] : 1}, batch, type, nullptr};
   return CUFFT_SUCCESS;
 }
 

@@ -2,7 +2,8 @@
  * the contract on the cuda-auto variant with small frames, one band):
  *  - live mode (pipeline_depth 0) on frames tall enough for several bands,
  *    every border mode, kernels up to larger than the frame, T up to 3,
- *    pinned and ordinary caller memory, forced direct and separable;
+ *    pinned and ordinary caller memory, forced direct, separable and fft
+ *    (cuFFT), auto taking the FFT for large kernels;
  *  - pipelined mode (depth 1, 2): latency reported, nothing written by the
  *    first `depth` calls, the rest handed out by cf_engine_flush_frame;
  *  - frames in device memory (cudaMalloc, rows padded), as a
@@ -321,7 +322,9 @@ static void test_live_bands(void **state)
   for (unsigned i = 0; i < (quick ? 6u : 40u); i++) {
     vcase v;
     vcase_random(&v, &r, quick ? 256 : 130, quick ? 400 : 700);
-    cf_algorithm2d algo = i % 4 == 3 ? CF_ALGO2D_DIRECT : CF_ALGO2D_AUTO;
+    cf_algorithm2d algo = i % 4 == 3   ? CF_ALGO2D_DIRECT
+                          : i % 4 == 2 ? CF_ALGO2D_FFT
+                                       : CF_ALGO2D_AUTO;
     cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, 0, algo, NULL);
     run_compare(&v, e, 0, &r, i % 2);
     cf_engine_free(e);
@@ -339,7 +342,8 @@ static void test_pipelined(void **state)
     vcase v;
     vcase_random(&v, &r, 1, 300);
     unsigned depth = 1 + i % 2;
-    cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO,
+    cf_engine *e = vcase_engine(&v, CF_BACKEND_CUDA, depth,
+                                i % 3 == 2 ? CF_ALGO2D_FFT : CF_ALGO2D_AUTO,
                                 NULL);
     run_compare(&v, e, depth, &r, i % 3 == 0);
     cf_engine_free(e);
@@ -347,7 +351,9 @@ static void test_pipelined(void **state)
   }
 }
 
-/* Forced separable on rank-1 kernels; fft refused with a message. */
+/* Forced separable on rank-1 kernels; forced fft on the same frames with
+ * a kernel that is not rank 1, and auto's choice of fft for a large one
+ * (the engine says which path it took). */
 static void test_paths(void **state)
 {
   (void)state;
@@ -361,11 +367,22 @@ static void test_paths(void **state)
                               NULL);
   run_compare(&v, e, 0, &r, 0);
   cf_engine_free(e);
-  cf_status s;
-  e = vcase_engine(&v, CF_BACKEND_CUDA, 0, CF_ALGO2D_FFT, &s);
-  assert_null(e);
-  assert_int_equal(s, CF_E_UNAVAILABLE);
-  assert_true(strstr(cf_last_error(), "FFT") != NULL);
+  for (size_t i = 0; i < (size_t)v.t * v.kh * v.kw; i++)
+    v.taps[i] = (float)((ref_rng_unit(&r) - 0.3) / (v.t * v.kh * v.kw));
+  e = vcase_engine(&v, CF_BACKEND_CUDA, 0, CF_ALGO2D_FFT, NULL);
+  assert_non_null(strstr(cf_engine_describe(e), "fft"));
+  run_compare(&v, e, 0, &r, 0);
+  cf_engine_free(e);
+  free(v.taps);
+  v.t = 1, v.kh = 47, v.kw = 45; /* 2115 taps: auto takes the FFT */
+  v.taps = malloc((size_t)v.kh * v.kw * sizeof *v.taps);
+  assert_non_null(v.taps);
+  for (size_t i = 0; i < (size_t)v.kh * v.kw; i++)
+    v.taps[i] = (float)((ref_rng_unit(&r) - 0.3) / (v.kh * v.kw));
+  e = vcase_engine(&v, CF_BACKEND_CUDA, 1, CF_ALGO2D_AUTO, NULL);
+  assert_non_null(strstr(cf_engine_describe(e), "fft"));
+  run_compare(&v, e, 1, &r, 1);
+  cf_engine_free(e);
   free(v.taps);
 }
 
