@@ -248,12 +248,58 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
 
 /* ---- video ----------------------------------------------------------------- */
 
-static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
+/* The video cases' 13x13 kernel: not separable, near the identity. */
+#define K 13
+static void video_taps(float taps[K * K])
 {
-  const unsigned K = 13;
-  float taps[13 * 13];
   for (unsigned i = 0; i < K * K; i++)
     taps[i] = (float)(0.01 * sin(1.7 * i) + (i == K * K / 2));
+}
+
+/* appsrc ! cudaconvolve (those taps, backend be, depth) ! fakesink */
+static char *video_desc(const float *taps, cf_backend be)
+{
+  GString *arr = g_string_new("<");
+  for (unsigned i = 0; i < K * K; i++)
+    g_string_append_printf(arr, "%s%.9g", i ? ", " : "", taps[i]);
+  g_string_append(arr, ">");
+  char *desc = g_strdup_printf(
+      "appsrc name=src ! cudaconvolve kernel=\"%s\" kernel-width=%u "
+      "kernel-height=%u backend=%s threads=%u pipeline-depth=%u ! "
+      "fakesink name=sink sync=false",
+      arr->str, K, K, cf_backend_name(be), threads, depth);
+  g_string_free(arr, TRUE);
+  return desc;
+}
+
+/* The engine-alone side's engine, RGBA w x h (built inside the timed run,
+ * as the element builds its own). Exits on failure. */
+static cf_engine *video_engine(unsigned w, unsigned hgt, cf_backend be,
+                               const float *taps)
+{
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.width = w;
+  cfg.height = hgt;
+  cfg.format = CF_PIX_RGBA;
+  cfg.backend = be;
+  cfg.threads = threads;
+  cfg.pipeline_depth = depth;
+  cf_kernel2d *k = NULL;
+  cf_engine *e = NULL;
+  if (cf_kernel2d_new(1, K, K, taps, &k) != CF_OK ||
+      cf_engine_new_video(&cfg, k, &e) != CF_OK) {
+    fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+    exit(1);
+  }
+  cf_kernel2d_free(k);
+  return e;
+}
+
+static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
+{
+  float taps[K * K];
+  video_taps(taps);
   size_t fsize = (size_t)w * hgt * 4;
   /* 8 distinct frames in host memory from cf_host_alloc (pinned where a
    * CUDA device exists), cycled: both sides read the same memory */
@@ -280,15 +326,7 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
     GST_BUFFER_PTS(bufs[i]) = gst_util_uint64_scale(i, GST_SECOND, 60);
     GST_BUFFER_DURATION(bufs[i]) = GST_SECOND / 60;
   }
-  GString *arr = g_string_new("<");
-  for (unsigned i = 0; i < K * K; i++)
-    g_string_append_printf(arr, "%s%.9g", i ? ", " : "", taps[i]);
-  g_string_append(arr, ">");
-  char *desc = g_strdup_printf(
-      "appsrc name=src ! cudaconvolve kernel=\"%s\" kernel-width=13 "
-      "kernel-height=13 backend=%s threads=%u pipeline-depth=%u ! "
-      "fakesink name=sink sync=false",
-      arr->str, cf_backend_name(backend), threads, depth);
+  char *desc = video_desc(taps, backend);
   char caps[256];
   snprintf(caps, sizeof caps, "video/x-raw,format=RGBA,width=%u,height=%u,"
            "framerate=60/1", w, hgt);
@@ -297,23 +335,8 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
   char used[320] = "";
   int marks = -1;
   for (int r = 0; r < rounds; r++) {
-    cf_video_config cfg;
-    cf_video_config_init(&cfg);
-    cfg.width = w;
-    cfg.height = hgt;
-    cfg.format = CF_PIX_RGBA;
-    cfg.backend = backend;
-    cfg.threads = threads;
-    cfg.pipeline_depth = depth;
-    cf_kernel2d *k;
-    cf_engine *e;
-    /* the element builds its engine inside its run: so does this side */
     double t0 = now();
-    if (cf_kernel2d_new(1, K, K, taps, &k) != CF_OK ||
-        cf_engine_new_video(&cfg, k, &e) != CF_OK) {
-      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
-      exit(1);
-    }
+    cf_engine *e = video_engine(w, hgt, backend, taps);
     cf_frame in, o;
     cf_frame_layout(CF_PIX_RGBA, w, hgt, out, &o);
     for (size_t i = 0; i < frames; i++) {
@@ -329,7 +352,6 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
     te[r] = now() - t0;
     snprintf(used, sizeof used, "%s", cf_engine_describe(e));
     cf_engine_free(e);
-    cf_kernel2d_free(k);
     tg[r] = run_pipeline(desc, bufs, frames, caps);
     if (tg[r] <= 0)
       exit(1);
@@ -360,7 +382,6 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
     cf_host_free(pix[f]);
   cf_host_free(out);
   g_free(desc);
-  g_string_free(arr, TRUE);
 }
 
 #ifdef CF_HAVE_GSTCUDA
@@ -385,10 +406,8 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
   GstAllocator *alloc = gst_allocator_find(GST_CUDA_MEMORY_TYPE_NAME);
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGBA, w, hgt);
-  const unsigned K = 13;
-  float taps[13 * 13];
-  for (unsigned i = 0; i < K * K; i++)
-    taps[i] = (float)(0.01 * sin(1.7 * i) + (i == K * K / 2));
+  float taps[K * K];
+  video_taps(taps);
   enum { NDISTINCT = 8 };
   GstMemory *mem[NDISTINCT + 1];
   for (unsigned f = 0; f <= NDISTINCT; f++) { /* the last: engine output */
@@ -413,15 +432,7 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
     GST_BUFFER_PTS(bufs[i]) = gst_util_uint64_scale(i, GST_SECOND, 60);
     GST_BUFFER_DURATION(bufs[i]) = GST_SECOND / 60;
   }
-  GString *arr = g_string_new("<");
-  for (unsigned i = 0; i < K * K; i++)
-    g_string_append_printf(arr, "%s%.9g", i ? ", " : "", taps[i]);
-  g_string_append(arr, ">");
-  char *desc = g_strdup_printf(
-      "appsrc name=src ! cudaconvolve kernel=\"%s\" kernel-width=13 "
-      "kernel-height=13 backend=cuda pipeline-depth=%u ! "
-      "fakesink name=sink sync=false",
-      arr->str, depth);
+  char *desc = video_desc(taps, CF_BACKEND_CUDA);
   char caps[256];
   snprintf(caps, sizeof caps, "video/x-raw(memory:CUDAMemory),format=RGBA,"
            "width=%u,height=%u,framerate=60/1", w, hgt);
@@ -429,21 +440,8 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
   double te[64], tg[64];
   char used[320] = "";
   for (int r = 0; r < rounds; r++) {
-    cf_video_config cfg;
-    cf_video_config_init(&cfg);
-    cfg.width = w;
-    cfg.height = hgt;
-    cfg.format = CF_PIX_RGBA;
-    cfg.backend = CF_BACKEND_CUDA;
-    cfg.pipeline_depth = depth;
-    cf_kernel2d *k;
-    cf_engine *e;
     double t0 = now();
-    if (cf_kernel2d_new(1, K, K, taps, &k) != CF_OK ||
-        cf_engine_new_video(&cfg, k, &e) != CF_OK) {
-      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
-      exit(1);
-    }
+    cf_engine *e = video_engine(w, hgt, CF_BACKEND_CUDA, taps);
     GstMapInfo om;
     if (!gst_memory_map(mem[NDISTINCT], &om, GST_MAP_WRITE | GST_MAP_CUDA))
       exit(1);
@@ -471,7 +469,6 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
     te[r] = now() - t0;
     snprintf(used, sizeof used, "%s", cf_engine_describe(e));
     cf_engine_free(e);
-    cf_kernel2d_free(k);
     tg[r] = run_pipeline(desc, bufs, frames, caps);
     if (tg[r] <= 0)
       exit(1);
@@ -496,7 +493,6 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
   for (unsigned f = 0; f <= NDISTINCT; f++)
     gst_memory_unref(mem[f]);
   g_free(desc);
-  g_string_free(arr, TRUE);
   gst_object_unref(alloc);
   gst_object_unref(ctx);
 }
