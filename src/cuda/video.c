@@ -235,6 +235,30 @@ static unsigned fft_size(unsigned x)
   }
 }
 
+/* The spectra of k's slices for geometry f: each slice zero-padded to n x
+ * m in h (host, n x m floats at least), transformed on slot 0's stream. */
+static cf_status kernel_spectra(cvideo *v, fftgeo *f, const cf_kernel2d *k,
+                                float *h)
+{
+  size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
+  slot *s0 = &v->s[0];
+  memset(h, 0, re * sizeof *h);
+  CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
+  CF_FFT(cufftSetStream(f->r2c[0], s0->st));
+  for (unsigned tau = 0; tau < k->t; tau++) {
+    const float *kt = k->taps + (size_t)tau * k->kh * k->kw;
+    for (unsigned a = 0; a < k->kh; a++)
+      memcpy(h + (size_t)a * f->m, kt + (size_t)a * k->kw,
+             k->kw * sizeof(float));
+    CF_CU(cudaMemcpyAsync(s0->d_fre, h, re * sizeof(float),
+                          cudaMemcpyHostToDevice, s0->st));
+    CF_FFT(cufftExecR2C(f->r2c[0], s0->d_fre,
+                        (cufftComplex *)(f->d_kspec + tau * sp)));
+    CF_CU(cudaStreamSynchronize(s0->st)); /* h is the next slice's */
+  }
+  return CF_OK;
+}
+
 /* FFT path: sizes, plans, spectra of kernel k, each slot's scratch. */
 static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
 {
@@ -263,9 +287,7 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
     CF_CU(cf_cuda_malloc((void **)&sl->d_fspec, fsp * sizeof(float)));
     CF_CU(cf_cuda_malloc((void **)&sl->d_facc, fsp * sizeof(float)));
   }
-  float *h = NULL;
-  cf_status s = CF_OK;
-  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++) {
+  for (unsigned g = 0; g < v->nfg; g++) {
     fftgeo *f = &v->fg[g];
     int dims[2] = {(int)f->n, (int)f->m};
     for (unsigned i = 0; i < nplan; i++) {
@@ -279,35 +301,13 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
       }
       f->planned[i] = 1;
     }
-    size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
-    CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
-    /* each slice zero-padded to n x m, transformed on slot 0's stream */
-    free(h);
-    if (!(h = calloc(re, sizeof *h)))
-      return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
-    slot *s0 = &v->s[0];
-    CF_FFT(cufftSetStream(f->r2c[0], s0->st));
-    for (unsigned tau = 0; tau < k->t && s == CF_OK; tau++) {
-      const float *kt = k->taps + (size_t)tau * k->kh * k->kw;
-      for (unsigned a = 0; a < k->kh; a++)
-        memcpy(h + (size_t)a * f->m, kt + (size_t)a * k->kw,
-               k->kw * sizeof(float));
-      cudaError_t e = cudaMemcpyAsync(s0->d_fre, h, re * sizeof(float),
-                                      cudaMemcpyHostToDevice, s0->st);
-      cufftResult r = e == cudaSuccess
-                          ? cufftExecR2C(f->r2c[0], s0->d_fre,
-                                         (cufftComplex *)(f->d_kspec +
-                                                          tau * sp))
-                          : CUFFT_SUCCESS;
-      /* h is pageable and reused for the next slice */
-      if (e == cudaSuccess && r == CUFFT_SUCCESS)
-        e = cudaStreamSynchronize(s0->st);
-      if (e != cudaSuccess)
-        s = cf_cuda_status(e, "the kernel's spectrum", __FILE__, __LINE__);
-      else if (r != CUFFT_SUCCESS)
-        s = cf_cufft_status(r, "cufftExecR2C(kernel)", __FILE__, __LINE__);
-    }
   }
+  float *h = malloc(fre * sizeof *h);
+  if (!h)
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
+  cf_status s = CF_OK;
+  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
+    s = kernel_spectra(v, &v->fg[g], k, h);
   free(h);
   return s;
 }

@@ -212,18 +212,6 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c)
   return SUCCESS;
 }
 
-CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
-{
-  (void)peer, (void)flags;
-  return NOT_SUPPORTED;
-}
-
-CUresult cuCtxDisablePeerAccess(CUcontext peer)
-{
-  (void)peer;
-  return NOT_SUPPORTED;
-}
-
 // Device memory needs a current context, as with the driver.
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
@@ -287,11 +275,14 @@ CUresult cuStreamSynchronize(CUstream s)
   return from_rt(cudaStreamSynchronize(s));
 }
 
+// called through the loader's own prototypes; the arguments are ignored
 #define CF_EMU_UNSUPPORTED(name)                                               \
   CUresult name(void)                                                          \
   {                                                                            \
     return NOT_SUPPORTED;                                                      \
   }
+CF_EMU_UNSUPPORTED(cuCtxEnablePeerAccess) // one device: never asked
+CF_EMU_UNSUPPORTED(cuCtxDisablePeerAccess)
 CF_EMU_UNSUPPORTED(cuGraphicsMapResources)
 CF_EMU_UNSUPPORTED(cuGraphicsUnmapResources)
 CF_EMU_UNSUPPORTED(cuGraphicsResourceSetMapFlags_v2)

@@ -387,6 +387,11 @@ static void test_paths(void **state)
 }
 
 #ifndef CF_TEST_NO_CUDART
+static unsigned fmt_planes(const cf_video_config *c)
+{
+  return c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12 ? 2 : 1;
+}
+
 /* A frame in device memory: each plane's rows padded by `pad` bytes. */
 typedef struct dfr {
   uint8_t *mem;
@@ -397,9 +402,7 @@ typedef struct dfr {
 static void dfr_make(dfr *d, const fr *host, const cf_video_config *c,
                      size_t pad)
 {
-  unsigned planes = c->format == CF_PIX_I420   ? 3
-                    : c->format == CF_PIX_NV12 ? 2
-                                               : 1;
+  unsigned planes = fmt_planes(c);
   size_t total = 0;
   for (unsigned p = 0; p < planes; p++) {
     const uint8_t *end = p + 1 < planes ? (const uint8_t *)host->f.data[p + 1]
@@ -422,9 +425,7 @@ static void dfr_make(dfr *d, const fr *host, const cf_video_config *c,
 /* host -> device (up) or device -> host, plane by plane */
 static void dfr_copy(dfr *d, fr *host, const cf_video_config *c, int up)
 {
-  unsigned planes = c->format == CF_PIX_I420   ? 3
-                    : c->format == CF_PIX_NV12 ? 2
-                                               : 1;
+  unsigned planes = fmt_planes(c);
   for (unsigned p = 0; p < planes; p++) {
     void *dst = up ? d->f.data[p] : host->f.data[p];
     const void *src = up ? host->f.data[p] : d->f.data[p];
