@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -59,7 +60,7 @@ namespace cf_emu
 
 uint3 thread_idx, block_idx;
 dim3 block_dim, grid_dim;
-bool (*capture_hook)(cudaStream_t, const std::function<void()> &);
+bool (*enqueue_hook)(cudaStream_t, const std::function<void()> &);
 
 namespace
 {
@@ -195,25 +196,67 @@ fiber *new_fiber()
   return f;
 }
 
+// The order threads and blocks run in, a seeded choice per launch
+// (CF_EMU_SEED, else CF_TEST_SEED): in index order, reversed, or shuffled
+// anew each round. On a device the threads between two barriers run in no
+// order the kernel may rely on, so a read of shared memory that another
+// thread writes in the same round, or a block that reads what another
+// block writes, gives results that change with the seed.
+unsigned long long order_rng = [] {
+  const char *seed = getenv("CF_EMU_SEED");
+  if (!seed)
+    seed = getenv("CF_TEST_SEED");
+  return seed ? strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull + 7 : 7;
+}();
+enum { IN_ORDER, REVERSED, SHUFFLED };
+
+unsigned long long next_order_rand()
+{
+  order_rng ^= order_rng << 13;
+  order_rng ^= order_rng >> 7;
+  order_rng ^= order_rng << 17;
+  return order_rng;
+}
+
+void arrange(std::vector<size_t> &v, int how)
+{
+  for (size_t i = 0; i < v.size(); i++)
+    v[i] = how == REVERSED ? v.size() - 1 - i : i;
+  if (how == SHUFFLED)
+    for (size_t i = v.size(); i > 1; i--)
+      std::swap(v[i - 1], v[next_order_rand() % i]);
+}
+
+std::vector<size_t> thread_order, block_order;
+
+uint3 index3(size_t i, dim3 d)
+{
+  return uint3{(unsigned)(i % d.x), (unsigned)(i / d.x % d.y),
+               (unsigned)(i / ((size_t)d.x * d.y))};
+}
+
 // One block: its threads in rounds, each unfinished thread running to its
 // next barrier or its end; a fiber resumed after its end starts over.
-void run_block(size_t nthreads, dim3 block)
+void run_block(size_t nthreads, dim3 block, int how)
 {
   for (size_t i = 0; i < nthreads; i++) {
     fiber *t = pool.v[i];
-    t->tid = uint3{(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
-                   (unsigned)(i / ((size_t)block.x * block.y))};
+    t->tid = index3(i, block);
     t->done = false;
   }
+  thread_order.resize(nthreads);
+  arrange(thread_order, how);
   for (size_t left = nthreads; left;) {
     left = 0;
     for (size_t i = 0; i < nthreads; i++) {
-      fiber *t = pool.v[i];
+      fiber *t = pool.v[thread_order[i]];
       if (t->done)
         continue;
       resume(t);
       left += !t->done;
     }
+    if (how == SHUFFLED)
+      arrange(thread_order, how);
   }
 }
 
@@ -243,19 +286,27 @@ cudaError_t last_error(bool reset)
   return e;
 }
 
-void run(bool nosync, dim3 grid, dim3 block, size_t smem,
-         const std::function<void()> &f)
+bool check(dim3 grid, dim3 block, size_t smem)
 {
   const size_t nthreads = (size_t)block.x * block.y * block.z;
   if (nthreads == 0 || nthreads > 1024 || block.z > 64 || grid.x == 0 ||
       grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
     error = cudaErrorInvalidConfiguration;
-    return;
+    return false;
   }
   if (smem > max_dyn_shared) {
     error = cudaErrorInvalidValue;
-    return;
+    return false;
   }
+  return true;
+}
+
+void run(bool nosync, dim3 grid, dim3 block, size_t smem,
+         const std::function<void()> &f)
+{
+  const size_t nthreads = (size_t)block.x * block.y * block.z;
+  if (!check(grid, block, smem))
+    return;
   static std::mutex one_at_a_time; // engines may launch from any thread
   std::lock_guard<std::mutex> hold(one_at_a_time);
   if (running) {
@@ -269,22 +320,23 @@ void run(bool nosync, dim3 grid, dim3 block, size_t smem,
   direct = nosync;
   while (!direct && pool.v.size() < nthreads)
     pool.v.push_back(new_fiber());
-  for (unsigned bz = 0; bz < grid.z; bz++)
-    for (unsigned by = 0; by < grid.y; by++)
-      for (unsigned bx = 0; bx < grid.x; bx++) {
-        block_idx = uint3{bx, by, bz};
-        shared.assign(smem ? smem : 1, 0xff); // NaN for every float
-        if (!direct) {
-          run_block(nthreads, block);
-          continue;
-        }
-        for (size_t i = 0; i < nthreads; i++) {
-          thread_idx =
-              uint3{(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
-                    (unsigned)(i / ((size_t)block.x * block.y))};
-          f();
-        }
-      }
+  const int threads_how = (int)(next_order_rand() % 3);
+  block_order.resize((size_t)grid.x * grid.y * grid.z);
+  arrange(block_order, (int)(next_order_rand() % 3));
+  for (size_t bi : block_order) {
+    block_idx = index3(bi, grid);
+    shared.assign(smem ? smem : 1, 0xff); // NaN for every float
+    if (!direct) {
+      run_block(nthreads, block, threads_how);
+      continue;
+    }
+    thread_order.resize(nthreads);
+    arrange(thread_order, threads_how);
+    for (size_t i : thread_order) {
+      thread_idx = index3(i, block);
+      f();
+    }
+  }
   direct = false;
   running = false;
 }

@@ -7,15 +7,20 @@
 // A launch runs the grid one block at a time; the threads of a block are
 // fibers (ucontext) on one OS thread, and __syncthreads() returns to the
 // scheduler, which resumes every thread of the block once per round: all
-// threads reach a barrier before any passes it, as on the device. Shared
-// memory is a fresh buffer per block, filled with NaN bytes so that reading
-// a position no thread wrote shows in the results; a launch the device
-// would refuse (block over 1024 threads, dynamic shared memory over the
-// 48 KiB a launch gets without opting in) fails as it would there.
+// threads reach a barrier before any passes it, as on the device. The
+// blocks, and the threads within each round, run in an order chosen per
+// launch from a seed (CF_EMU_SEED, else CF_TEST_SEED): in index order,
+// reversed or shuffled, so a kernel that leans on an order the device does
+// not promise (a thread reading shared memory another writes in the same
+// round, a block reading another's output) gives seed-dependent results.
+// Shared memory is a fresh buffer per block, filled with NaN bytes so that
+// reading a position no thread wrote shows in the results; a launch the
+// device would refuse (block over 1024 threads, dynamic shared memory over
+// the 48 KiB a launch gets without opting in) fails as it would there.
 //
 // Not emulated: warps (no lockstep, no shuffles or atomics: the kernels
-// use none), concurrency between blocks or streams, races (left to
-// compute-sanitizer on a device).
+// use none), blocks running at the same time. Streams are the emulated
+// runtime's (cudart_emu.cc): launches go into their queues.
 #ifndef CF_EMU_H
 #define CF_EMU_H
 
@@ -24,7 +29,9 @@
 #include <string.h>
 
 #include <functional>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 // ---- types and qualifiers ------------------------------------------------
 #define __global__
@@ -94,13 +101,17 @@ void sync_threads();
 void *dyn_shared();
 cudaError_t last_error(bool reset);
 
-// Set by the emulated runtime (cudart_emu.cc): records op and returns true
-// when `stream` is being captured into a graph.
-extern bool (*capture_hook)(cudaStream_t stream,
+// A configuration the device refuses (block over 1024 threads, dynamic
+// shared memory over 48 KiB, ...): false, and the error recorded for the
+// launching thread's cudaGetLastError().
+bool check(dim3 grid, dim3 block, size_t smem);
+
+// Set by the emulated runtime (cudart_emu.cc): takes op into `stream`'s
+// queue (or the graph being captured there) and returns true; unset (the
+// kernel tests, no runtime), a launch runs at once.
+extern bool (*enqueue_hook)(cudaStream_t stream,
                             const std::function<void()> &op);
 
-// A launch runs at once, in call order, whatever its stream (unless that
-// stream is being captured).
 template <class K> struct launcher {
   K kernel;
   dim3 grid, block;
@@ -109,6 +120,8 @@ template <class K> struct launcher {
   bool nosync;
   template <class... A> void operator()(A... args) const
   {
+    if (!check(grid, block, smem))
+      return;
     K k = kernel;
     dim3 g = grid, b = block;
     size_t s = smem;
@@ -116,7 +129,7 @@ template <class K> struct launcher {
     std::function<void()> op = [=]() {
       run(ns, g, b, s, [=]() { k(args...); });
     };
-    if (!capture_hook || !capture_hook(stream, op))
+    if (!enqueue_hook || !enqueue_hook(stream, op))
       op();
   }
 };
@@ -142,14 +155,20 @@ inline cudaError_t cudaPeekAtLastError(void)
 {
   return cf_emu::last_error(false);
 }
-// __constant__ symbols are plain arrays here.
+// __constant__ symbols are plain arrays here. As on the device, the copy
+// is an operation of the legacy stream, its source taken at the call.
 template <class T>
 inline cudaError_t cudaMemcpyToSymbol(T &symbol, const void *src, size_t count,
                                       size_t offset = 0)
 {
   if (offset + count > sizeof symbol)
     return cudaErrorInvalidValue;
-  memcpy((char *)&symbol + offset, src, count);
+  std::shared_ptr<std::vector<char>> from = std::make_shared<
+      std::vector<char>>((const char *)src, (const char *)src + count);
+  char *to = (char *)&symbol + offset;
+  std::function<void()> op = [=]() { memcpy(to, from->data(), count); };
+  if (!cf_emu::enqueue_hook || !cf_emu::enqueue_hook(nullptr, op))
+    op();
   return cudaSuccess;
 }
 

@@ -80,7 +80,8 @@ const void *side(int type, const void *host, CUdeviceptr dev, size_t x,
   return base ? base + y * pitch + x : nullptr;
 }
 
-CUresult copy2d(const memcpy2d *c, CUstream s)
+// The synchronous call (s unused) or the asynchronous one on s.
+CUresult copy2d(const memcpy2d *c, bool sync, CUstream s)
 {
   bool ok_s, ok_d;
   const void *src = side(c->srcMemoryType, c->srcHost, c->srcDevice,
@@ -91,6 +92,9 @@ CUresult copy2d(const memcpy2d *c, CUstream s)
     return NOT_SUPPORTED; // CUDA arrays
   if (!src || !dst)
     return INVALID_VALUE;
+  if (sync)
+    return from_rt(cudaMemcpy2D(dst, c->dstPitch, src, c->srcPitch,
+                                c->WidthInBytes, c->Height, cudaMemcpyDefault));
   return from_rt(cudaMemcpy2DAsync(dst, c->dstPitch, src, c->srcPitch,
                                    c->WidthInBytes, c->Height,
                                    cudaMemcpyDefault, s));
@@ -252,12 +256,12 @@ CUresult cuMemFreeHost(void *p)
 
 CUresult cuMemcpy2D_v2(const memcpy2d *c)
 {
-  return copy2d(c, 0);
+  return copy2d(c, true, 0);
 }
 
 CUresult cuMemcpy2DAsync_v2(const memcpy2d *c, CUstream s)
 {
-  return copy2d(c, s);
+  return copy2d(c, false, s);
 }
 
 CUresult cuStreamCreate(CUstream *s, unsigned flags)

@@ -3,14 +3,28 @@
 // whole CUDA backend (host code as built for the device, kernels on
 // tests/emu/cf_emu.h) runs the engine's own tests in CI.
 //
-// One emulated device ("cf_emu", sm_90). Device memory is host memory;
-// every operation runs when it is enqueued, in call order, so streams and
-// events order nothing and are always complete (what ordering the host
-// code gets wrong is left to the device and compute-sanitizer); a stream
-// being captured records its operations (copies, memsets, kernels, FFTs)
-// into the graph, and a graph launch replays them. Pinned memory
-// (cudaHostAlloc) is tracked, so cudaPointerGetAttributes tells it from
-// pageable memory as the driver does. cuFFT's R2C/C2R plans are FFTW
+// One emulated device ("cf_emu", sm_90). Device memory is host memory.
+//
+// Streams are queues, run as late as the CUDA programming guide allows:
+// an operation runs only when the host has to see it done (a stream or
+// event synchronisation, cudaDeviceSynchronize, cudaFree, a synchronous
+// copy to the host), or when a stream that waits on it (cudaStreamWaitEvent)
+// is run that far, and at each of those points other streams may run some
+// of their operations first (a seeded choice, CF_EMU_SEED). So a missing
+// cudaStreamWaitEvent, a host write into a pinned buffer an upload has not
+// read yet, or a host read of a download that has not run, shows as wrong
+// data in the results, as it would on a device, only every time.
+// CF_EMU_STREAMS=eager runs every operation when it is enqueued (to tell a
+// synchronisation bug from any other). The legacy default stream (0,
+// cudaStreamLegacy, cudaStreamPerThread) is one more queue, ordered against
+// blocking streams as the runtime orders it; copies from pageable memory
+// take their source when called, and those to pageable memory return done,
+// as the runtime's documented synchronisation behaviour says.
+//
+// A stream being captured records its operations (copies, memsets,
+// kernels, FFTs) into the graph, and a graph launch enqueues them. Pinned
+// memory (cudaHostAlloc) is tracked, so cudaPointerGetAttributes tells it
+// from pageable memory as the driver does. cuFFT's R2C/C2R plans are FFTW
 // plans of the same layout (unnormalised, as cuFFT).
 #include <cuda_runtime_api.h>
 #include <cufft.h>
@@ -21,23 +35,36 @@
 #include <string.h>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 namespace cf_emu
 {
-// kernels' launches go through this when their stream is being captured
-extern bool (*capture_hook)(cudaStream_t, const std::function<void()> &);
+// kernels' launches go through this (cf_emu.h)
+extern bool (*enqueue_hook)(cudaStream_t, const std::function<void()> &);
 } // namespace cf_emu
 
+// An operation of a stream: fn, or (fn empty) a wait until stream `sid`
+// has run `pos` operations.
+struct pending_op {
+  std::function<void()> fn;
+  unsigned long long sid, pos;
+};
 struct CUstream_st {
   bool capturing;
-  std::vector<std::function<void()>> ops;
+  std::vector<std::function<void()>> ops; // what the capture recorded
+  unsigned long long id;
+  bool blocking; // created without cudaStreamNonBlocking
+  std::deque<pending_op> q;
+  unsigned long long enq, done; // operations enqueued, run
+  bool stepping; // its first operation is running (a wait, perhaps)
 };
 struct CUevent_st {
-  int unused;
+  unsigned long long sid, pos; // the recorded work: sid's first pos ops
 };
 struct CUgraph_st {
   std::vector<std::function<void()>> ops;
@@ -53,39 +80,161 @@ std::mutex lock; // the maps below (engines may run on several threads)
 std::map<const char *, size_t> pinned, device; // start -> bytes
 thread_local cudaError_t last = cudaSuccess;
 
-// 0, cudaStreamLegacy (1) and cudaStreamPerThread (2) are handles, not
-// streams of ours.
-bool ours(cudaStream_t s)
-{
-  return (uintptr_t)s > 2;
-}
-
 cudaError_t fail(cudaError_t e)
 {
   last = e;
   return e;
 }
 
-// Run op now, or record it when `s` is being captured.
+// ---- streams -----------------------------------------------------------------
+
+std::recursive_mutex qlock; // every queue; held while operations run
+CUstream_st legacy_stream{false, {}, 1, true, {}, 0, 0, false};
+std::map<unsigned long long, CUstream_st *> live = {{1, &legacy_stream}};
+unsigned long long next_id = 2;
+bool eager, wandering = true;
+unsigned long long rng; // xorshift64, the choice of other streams to run
+
+struct queue_setup {
+  queue_setup()
+  {
+    const char *m = getenv("CF_EMU_STREAMS");
+    eager = m && !strcmp(m, "eager");
+    wandering = !(m && !strcmp(m, "lazy")); // lazy: no other stream first
+    const char *seed = getenv("CF_EMU_SEED");
+    if (!seed)
+      seed = getenv("CF_TEST_SEED");
+    rng = seed ? strtoull(seed, NULL, 0) * 2654435761ull + 1 : 1;
+  }
+} setup_queues;
+
+unsigned long long next_rand()
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+// 0, cudaStreamLegacy (1) and cudaStreamPerThread (2) are handles, not
+// streams of ours: all three are the legacy stream here.
+bool ours(cudaStream_t s)
+{
+  return (uintptr_t)s > 2;
+}
+
+CUstream_st *resolve(cudaStream_t s)
+{
+  return ours(s) ? s : &legacy_stream;
+}
+
+bool reached(unsigned long long sid, unsigned long long pos);
+void run_to(CUstream_st *s, unsigned long long pos);
+
+// Run s's first operation.
+void step(CUstream_st *s)
+{
+  pending_op op = std::move(s->q.front());
+  s->q.pop_front();
+  s->stepping = true;
+  if (op.fn)
+    op.fn();
+  else if (!reached(op.sid, op.pos))
+    run_to(live[op.sid], op.pos);
+  s->stepping = false;
+  s->done++;
+}
+
+// Now and then, some operations of the streams other than s first: any
+// order that keeps each stream's order and its waits is one a device may
+// take. Only operations that need no other stream to run: a wait that is
+// not over could lead back to a stream in the middle of its own wait.
+void wander(CUstream_st *s)
+{
+  for (auto &kv : live) {
+    CUstream_st *t = kv.second;
+    if (!wandering || t == s || t->stepping || t->q.empty() ||
+        next_rand() % 4)
+      continue;
+    for (unsigned long long k = next_rand() % 3 + 1; k && !t->q.empty(); k--) {
+      const pending_op &op = t->q.front();
+      if (!op.fn && !reached(op.sid, op.pos))
+        break;
+      step(t);
+    }
+  }
+}
+
+// Run s until it has run `pos` operations.
+void run_to(CUstream_st *s, unsigned long long pos)
+{
+  if (s->done < pos)
+    wander(s);
+  while (s->done < pos)
+    step(s);
+}
+
+bool reached(unsigned long long sid, unsigned long long pos)
+{
+  auto it = live.find(sid);
+  return it == live.end() || it->second->done >= pos; // destroyed: ran
+}
+
+void push(CUstream_st *s, pending_op op)
+{
+  s->q.push_back(std::move(op));
+  s->enq++;
+}
+
+// Queue fn on s, behind what the legacy stream's ordering puts before it.
+void enqueue_on(CUstream_st *s, std::function<void()> fn)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  if (s == &legacy_stream) { // after all earlier work of blocking streams
+    for (auto &kv : live) {
+      CUstream_st *t = kv.second;
+      if (t != s && t->blocking && t->done < t->enq)
+        push(s, pending_op{nullptr, t->id, t->enq});
+    }
+  } else if (s->blocking && legacy_stream.done < legacy_stream.enq) {
+    push(s, pending_op{nullptr, legacy_stream.id, legacy_stream.enq});
+  }
+  push(s, pending_op{std::move(fn), 0, 0});
+  if (eager)
+    run_to(s, s->enq);
+}
+
+void sync_stream(CUstream_st *s)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  run_to(s, s->enq);
+}
+
+void sync_device()
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  for (auto &kv : live)
+    run_to(kv.second, kv.second->enq);
+}
+
+// Queue op on s, or record it when s is being captured.
 cudaError_t enqueue(cudaStream_t s, std::function<void()> op)
 {
   if (ours(s) && s->capturing)
     s->ops.push_back(std::move(op));
   else
-    op();
+    enqueue_on(resolve(s), std::move(op));
   return cudaSuccess;
 }
 
-bool capture(cudaStream_t s, const std::function<void()> &op)
+bool take_launch(cudaStream_t s, const std::function<void()> &op)
 {
-  if (!ours(s) || !s->capturing)
-    return false;
-  s->ops.push_back(op);
+  enqueue(s, op);
   return true;
 }
 
 struct hook_setter {
-  hook_setter() { cf_emu::capture_hook = capture; }
+  hook_setter() { cf_emu::enqueue_hook = take_launch; }
 } set_hook;
 
 bool within(const std::map<const char *, size_t> &m, const void *p)
@@ -101,6 +250,12 @@ bool on_device(const void *p)
 {
   std::lock_guard<std::mutex> g(lock);
   return within(device, p);
+}
+
+bool is_pinned(const void *p)
+{
+  std::lock_guard<std::mutex> g(lock);
+  return within(pinned, p);
 }
 
 // Bytes copied host to device, device to host, device to device and host
@@ -131,6 +286,7 @@ extern "C" {
 void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
                    unsigned long long *d2d)
 {
+  sync_device(); // what was enqueued has been copied
   *h2d = copied[0];
   *d2h = copied[1];
   *d2d = copied[2];
@@ -232,6 +388,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 
 cudaError_t cudaFree(void *p)
 {
+  sync_device(); // as the runtime does
   return tracked_free(device, p);
 }
 
@@ -243,6 +400,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *p)
 {
+  sync_device();
   return tracked_free(pinned, p);
 }
 
@@ -265,46 +423,84 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
   return cudaSuccess;
 }
 
+// A 2D copy on stream s (the legacy one for the synchronous calls, `sync`),
+// with the runtime's documented behaviour towards the host: from pageable
+// memory the source is taken at the call; to pageable memory, and for a
+// synchronous call to any host memory (or from pinned memory), the call
+// returns with the copy done; the rest is queued.
+static cudaError_t copy2d(void *dst, size_t dpitch, const void *src,
+                          size_t spitch, size_t width, size_t height,
+                          enum cudaMemcpyKind kind, cudaStream_t s, bool sync)
+{
+  int dir = copy_dir(dst, src, kind);
+  if (dir < 0 || width > dpitch || width > spitch)
+    return fail(cudaErrorInvalidValue);
+  bool d_dev = on_device(dst), s_dev = on_device(src);
+  bool d_pageable = !d_dev && !is_pinned(dst);
+  bool s_pageable = !s_dev && !is_pinned(src);
+  bool capturing = ours(s) && s->capturing;
+  std::function<void()> op;
+  if (s_pageable && !d_pageable && !capturing) {
+    std::shared_ptr<std::vector<char>> staged =
+        std::make_shared<std::vector<char>>(width * height);
+    for (size_t r = 0; r < height; r++)
+      memcpy(staged->data() + r * width, (const char *)src + r * spitch, width);
+    op = [=]() {
+      copied[dir] += width * height;
+      for (size_t r = 0; r < height; r++)
+        memcpy((char *)dst + r * dpitch, staged->data() + r * width, width);
+    };
+  } else {
+    op = [=]() {
+      copied[dir] += width * height;
+      for (size_t r = 0; r < height; r++)
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch,
+                width);
+    };
+  }
+  if (capturing)
+    return enqueue(s, std::move(op));
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  CUstream_st *q = resolve(s);
+  enqueue_on(q, std::move(op));
+  if (d_pageable || (sync && !(d_dev && s_dev) && !s_pageable))
+    run_to(q, q->enq);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
                        enum cudaMemcpyKind kind)
 {
-  int dir = copy_dir(dst, src, kind);
-  if (dir < 0)
-    return fail(cudaErrorInvalidValue);
-  copied[dir] += n;
-  memmove(dst, src, n);
-  return cudaSuccess;
+  return copy2d(dst, n, src, n, n, 1, kind, 0, true);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                             enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  int dir = copy_dir(dst, src, kind);
-  if (dir < 0)
-    return fail(cudaErrorInvalidValue);
-  return enqueue(s, [=]() {
-    copied[dir] += n;
-    memmove(dst, src, n);
-  });
+  return copy2d(dst, n, src, n, n, 1, kind, s, false);
+}
+
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
+                         size_t spitch, size_t width, size_t height,
+                         enum cudaMemcpyKind kind)
+{
+  return copy2d(dst, dpitch, src, spitch, width, height, kind, 0, true);
 }
 
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                               size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  int dir = copy_dir(dst, src, kind);
-  if (dir < 0 || width > dpitch || width > spitch)
-    return fail(cudaErrorInvalidValue);
-  return enqueue(s, [=]() {
-    copied[dir] += width * height;
-    for (size_t r = 0; r < height; r++)
-      memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
-  });
+  return copy2d(dst, dpitch, src, spitch, width, height, kind, s, false);
 }
 
+// Asynchronous towards the host unless the target is pinned host memory.
 cudaError_t cudaMemset(void *p, int v, size_t n)
 {
-  memset(p, v, n);
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  enqueue_on(&legacy_stream, [=]() { memset(p, v, n); });
+  if (is_pinned(p))
+    run_to(&legacy_stream, legacy_stream.enq);
   return cudaSuccess;
 }
 
@@ -315,27 +511,54 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
-  (void)flags;
-  *s = new CUstream_st();
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  *s = new CUstream_st{false, {}, next_id++,
+                       !(flags & cudaStreamNonBlocking), {}, 0, 0, false};
+  live[(*s)->id] = *s;
   return cudaSuccess;
 }
 
+// What was queued still runs (the runtime lets it finish in the background).
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+  if (!ours(s))
+    return fail(cudaErrorInvalidResourceHandle);
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  run_to(s, s->enq);
+  live.erase(s->id);
   delete s;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-  return ours(s) && s->capturing ? fail(cudaErrorStreamCaptureUnsupported)
-                                 : cudaSuccess;
+  if (ours(s) && s->capturing)
+    return fail(cudaErrorStreamCaptureUnsupported);
+  sync_stream(resolve(s));
+  return cudaSuccess;
 }
 
+cudaError_t cudaDeviceSynchronize(void)
+{
+  sync_device();
+  return cudaSuccess;
+}
+
+// Work queued on s from now on waits for the work e recorded (none if e was
+// never recorded). A capture may not wait on work outside it.
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
                                 unsigned int flags)
 {
-  (void)s, (void)e, (void)flags;
+  (void)flags;
+  if (ours(s) && s->capturing)
+    return e->sid ? fail(cudaErrorStreamCaptureIsolation) : cudaSuccess;
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  CUstream_st *q = resolve(s);
+  if (e->sid && !reached(e->sid, e->pos)) {
+    push(q, pending_op{nullptr, e->sid, e->pos});
+    if (eager)
+      run_to(q, q->enq);
+  }
   return cudaSuccess;
 }
 
@@ -405,22 +628,37 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
   return cudaSuccess;
 }
 
+// e now stands for the work queued on s so far. src/cuda/ records no event
+// inside a capture; here that would be an error.
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
-  (void)e, (void)s;
+  if (ours(s) && s->capturing)
+    return fail(cudaErrorStreamCaptureUnsupported);
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  CUstream_st *q = resolve(s);
+  e->sid = q->id;
+  e->pos = q->enq;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-  (void)e;
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  if (e->sid && !reached(e->sid, e->pos))
+    run_to(live[e->sid], e->pos);
   return cudaSuccess;
 }
 
+// No clock: 0 ms between two events, once both have happened (the runtime
+// says cudaErrorNotReady before).
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
-  (void)a, (void)b;
-  *ms = 0.0f; // no clock: everything ran when enqueued
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  if (!a->sid || !b->sid)
+    return fail(cudaErrorInvalidResourceHandle);
+  if (!reached(a->sid, a->pos) || !reached(b->sid, b->pos))
+    return fail(cudaErrorNotReady);
+  *ms = 0.0f;
   return cudaSuccess;
 }
 
