@@ -65,6 +65,7 @@ struct CUstream_st {
 };
 struct CUevent_st {
   unsigned long long sid, pos; // the recorded work: sid's first pos ops
+  bool timing;                 // not cudaEventDisableTiming
 };
 struct CUgraph_st {
   std::vector<std::function<void()>> ops;
@@ -610,16 +611,15 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *e)
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
-  *e = new CUevent_st();
+  *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming)};
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
+cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
-  (void)flags;
-  return cudaEventCreate(e);
+  return cudaEventCreateWithFlags(e, cudaEventDefault);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e)
@@ -650,11 +650,12 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 }
 
 // No clock: 0 ms between two events, once both have happened (the runtime
-// says cudaErrorNotReady before).
+// says cudaErrorNotReady before), if both time (the runtime refuses an
+// event created with cudaEventDisableTiming).
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
-  if (!a->sid || !b->sid)
+  if (!a->sid || !b->sid || !a->timing || !b->timing)
     return fail(cudaErrorInvalidResourceHandle);
   if (!reached(a->sid, a->pos) || !reached(b->sid, b->pos))
     return fail(cudaErrorNotReady);

@@ -198,8 +198,8 @@ static void test_pageable(void **state)
   }
 }
 
-/* Events: elapsed time is refused until both have happened; an event
- * never recorded orders nothing; cudaEventSynchronize waits for exactly
+/* Events: elapsed time is refused until both have happened, and for an
+ * event without timing; an event never recorded orders nothing; cudaEventSynchronize waits for exactly
  * the work recorded (lazy: later work on the stream has not run). */
 static void test_events(void **state)
 {
@@ -217,7 +217,7 @@ static void test_events(void **state)
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CU(cudaEventCreate(&e0));
   CU(cudaEventCreate(&e1));
-  CU(cudaEventCreate(&never));
+  CU(cudaEventCreateWithFlags(&never, cudaEventDisableTiming));
   CU(cudaStreamWaitEvent(s, never, 0)); /* nothing to wait for */
   fill(&r, h1, n);
   memcpy(want1, h1, n);
@@ -238,6 +238,11 @@ static void test_events(void **state)
     CHECK(h2[0] != want1[0], "work after the event ran with it");
   CU(cudaDeviceSynchronize());
   CHECK(memcmp(h2, want1, n) == 0, "the download after the event is wrong");
+  CU(cudaEventRecord(never, s));
+  CU(cudaEventSynchronize(never));
+  got = cudaEventElapsedTime(&ms, e0, never);
+  CHECK(got == cudaErrorInvalidResourceHandle,
+        "elapsed time to an event without timing: %s", cudaGetErrorName(got));
   CU(cudaEventDestroy(e0));
   CU(cudaEventDestroy(e1));
   CU(cudaEventDestroy(never));
