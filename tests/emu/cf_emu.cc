@@ -197,15 +197,13 @@ fiber *new_fiber()
 }
 
 // The order threads and blocks run in, a seeded choice per launch
-// (CF_EMU_SEED, else CF_TEST_SEED): in index order, reversed, or shuffled
+// (CF_EMU_SEED): in index order, reversed, or shuffled
 // anew each round. On a device the threads between two barriers run in no
 // order the kernel may rely on, so a read of shared memory that another
 // thread writes in the same round, or a block that reads what another
 // block writes, gives results that change with the seed.
 unsigned long long order_rng = [] {
-  const char *seed = getenv("CF_EMU_SEED");
-  if (!seed)
-    seed = getenv("CF_TEST_SEED");
+  const char *seed = getenv("CF_EMU_SEED"); // see cudart_emu.cc
   return seed ? strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull + 7 : 7;
 }();
 enum { IN_ORDER, REVERSED, SHUFFLED };

@@ -9,7 +9,7 @@
 // scheduler, which resumes every thread of the block once per round: all
 // threads reach a barrier before any passes it, as on the device. The
 // blocks, and the threads within each round, run in an order chosen per
-// launch from a seed (CF_EMU_SEED, else CF_TEST_SEED): in index order,
+// launch from a seed (CF_EMU_SEED, fixed if unset): in index order,
 // reversed or shuffled, so a kernel that leans on an order the device does
 // not promise (a thread reading shared memory another writes in the same
 // round, a block reading another's output) gives seed-dependent results.

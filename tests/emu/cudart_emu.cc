@@ -10,10 +10,11 @@
 // event synchronisation, cudaDeviceSynchronize, cudaFree, a synchronous
 // copy to the host), or when a stream that waits on it (cudaStreamWaitEvent)
 // is run that far, and at each of those points other streams may run some
-// of their operations first (a seeded choice, CF_EMU_SEED). So a missing
+// of their operations first (a seeded choice, CF_EMU_SEED, fixed if unset:
+// not CF_TEST_SEED, so that a test's rerun line replays it). So a missing
 // cudaStreamWaitEvent, a host write into a pinned buffer an upload has not
 // read yet, or a host read of a download that has not run, shows as wrong
-// data in the results, as it would on a device, only every time.
+// data in the results, where a device would show it now and then.
 // CF_EMU_STREAMS=eager runs every operation when it is enqueued (to tell a
 // synchronisation bug from any other). The legacy default stream (0,
 // cudaStreamLegacy, cudaStreamPerThread) is one more queue, ordered against
@@ -102,9 +103,9 @@ struct queue_setup {
     const char *m = getenv("CF_EMU_STREAMS");
     eager = m && !strcmp(m, "eager");
     wandering = !(m && !strcmp(m, "lazy")); // lazy: no other stream first
+    // not CF_TEST_SEED: a failure seen with the clock's seed must replay
+    // with CF_TEST_SEED set to it
     const char *seed = getenv("CF_EMU_SEED");
-    if (!seed)
-      seed = getenv("CF_TEST_SEED");
     rng = seed ? strtoull(seed, NULL, 0) * 2654435761ull + 1 : 1;
   }
 } setup_queues;
