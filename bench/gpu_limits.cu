@@ -14,8 +14,18 @@
  *     theoretical peak SMs x clock x FP32 lanes per SM x 2 beside it.
  * Prints a markdown table and one `RESULT case=limit-<name> ms=<median>
  * <unit>=<value>` line per measurement (bench/README.md, "GPU check").
+ *
+ * Then one probe, not a limit: whether the runtime's cudaMemcpy2DAsync
+ * (cudaMemcpyDefault, on a stream of the primary context, as the engine
+ * copies) moves pitched device memory of another context of the same
+ * device both ways: the memory gstcuda 1.22 hands cudaconvolve
+ * (GstCudaMemory, cuMemAllocPitch in a context of its own). One line
+ * `RESULT case=probe-cross-context to=<ok|error> from=<ok|error>` with
+ * the error named.
  * Without a usable device it prints "skipped: no CUDA device: <reason>" and
  * exits 77. */
+#include <cuda.h> /* driver API types only: its functions come through
+                     cudaGetDriverEntryPointByVersion, libcuda is not linked */
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -150,6 +160,137 @@ void usage(void)
                "usage: gpu_limits [--quick] [--device N] [--reps R] "
                "[--mib M]\n");
   std::exit(2);
+}
+
+} // namespace
+
+
+/* ---- cross-context copies ------------------------------------------------ */
+
+namespace {
+
+typedef CUresult (*fn_DeviceGet)(CUdevice *, int);
+typedef CUresult (*fn_CtxCreate)(CUcontext *, unsigned, CUdevice);
+typedef CUresult (*fn_CtxPop)(CUcontext *);
+typedef CUresult (*fn_CtxPush)(CUcontext);
+typedef CUresult (*fn_CtxDestroy)(CUcontext);
+typedef CUresult (*fn_MemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
+                                     unsigned);
+typedef CUresult (*fn_MemFree)(CUdeviceptr);
+
+template <typename F> bool driver_fn(const char *name, F *f)
+{
+  void *p = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000,
+                                                   cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
+    std::printf("probe: no driver entry point %s (%s)\n", name,
+                cudaGetErrorName(e));
+    return false;
+  }
+  *f = reinterpret_cast<F>(p);
+  return true;
+}
+
+/* A pattern of w x h bytes through `dst` (pitch dp) from `src` (pitch
+ * sp), both device memory; "ok", or what went wrong. */
+const char *probe_copy(void *dst, size_t dp, const void *src, size_t sp,
+                       size_t w, size_t h, const void *src_host,
+                       cudaStream_t st, char *why, size_t n)
+{
+  cudaError_t e = cudaMemcpy2DAsync(dst, dp, src, sp, w, h, cudaMemcpyDefault,
+                                    st);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(st);
+  std::vector<unsigned char> back(w * h);
+  if (e == cudaSuccess)
+    e = cudaMemcpy2D(back.data(), w, dst, dp, w, h, cudaMemcpyDefault);
+  if (e != cudaSuccess) {
+    std::snprintf(why, n, "error:%s", cudaGetErrorName(e));
+    (void)cudaGetLastError();
+    return why;
+  }
+  return std::memcmp(back.data(), src_host, w * h) ? "wrong-data" : "ok";
+}
+
+void probe_cross_context(int dev)
+{
+  fn_DeviceGet device_get;
+  fn_CtxCreate ctx_create;
+  fn_CtxPop ctx_pop;
+  fn_CtxPush ctx_push;
+  fn_CtxDestroy ctx_destroy;
+  fn_MemAllocPitch alloc_pitch;
+  fn_MemFree mem_free;
+  if (!driver_fn("cuDeviceGet", &device_get) ||
+      !driver_fn("cuCtxCreate", &ctx_create) ||
+      !driver_fn("cuCtxPopCurrent", &ctx_pop) ||
+      !driver_fn("cuCtxPushCurrent", &ctx_push) ||
+      !driver_fn("cuCtxDestroy", &ctx_destroy) ||
+      !driver_fn("cuMemAllocPitch", &alloc_pitch) ||
+      !driver_fn("cuMemFree", &mem_free)) {
+    std::printf("RESULT case=probe-cross-context to=skipped from=skipped\n");
+    return;
+  }
+  const size_t w = 1920 * 4 + 12, h = 67; /* an RGBA row, unaligned */
+  CUdevice cdev;
+  CUcontext other = nullptr, popped = nullptr;
+  CUdeviceptr d_other = 0;
+  size_t other_pitch = 0;
+  CUresult r = device_get(&cdev, dev);
+  if (r == CUDA_SUCCESS)
+    r = ctx_create(&other, 0, cdev); /* now current */
+  if (r == CUDA_SUCCESS) {
+    r = alloc_pitch(&d_other, &other_pitch, w, h, 4);
+    CUresult r2 = ctx_pop(&popped); /* back to the primary context */
+    if (r == CUDA_SUCCESS)
+      r = r2;
+  }
+  if (r != CUDA_SUCCESS) {
+    std::printf("probe: another context: CUresult %d\n", (int)r);
+    std::printf("RESULT case=probe-cross-context to=error:setup "
+                "from=error:setup\n");
+    if (other)
+      ctx_destroy(other);
+    return;
+  }
+  std::vector<unsigned char> pat(w * h), pat2(w * h);
+  for (size_t i = 0; i < pat.size(); i++) {
+    pat[i] = (unsigned char)(i * 2654435761u >> 13);
+    pat2[i] = (unsigned char)~pat[i];
+  }
+  void *d_ours = nullptr;
+  size_t ours_pitch = 0;
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CK(cudaMallocPitch(&d_ours, &ours_pitch, w, h));
+  CK(cudaMemcpy2D(d_ours, ours_pitch, pat.data(), w, w, h,
+                  cudaMemcpyHostToDevice));
+  char why_to[96], why_from[96];
+  /* ours -> the other context's memory, then back into ours over pat2 */
+  const char *to = probe_copy((void *)d_other, other_pitch, d_ours,
+                              ours_pitch, w, h, pat.data(), st, why_to,
+                              sizeof why_to);
+  CK(cudaMemcpy2D(d_ours, ours_pitch, pat2.data(), w, w, h,
+                  cudaMemcpyHostToDevice));
+  const char *from = std::strcmp(to, "ok")
+                         ? "untried"
+                         : probe_copy(d_ours, ours_pitch, (void *)d_other,
+                                      other_pitch, w, h, pat.data(), st,
+                                      why_from, sizeof why_from);
+  std::printf("\nCopies with memory of another context of the device "
+              "(cuMemAllocPitch, pitch %zu; ours pitch %zu): to it %s, from "
+              "it %s\n",
+              other_pitch, ours_pitch, to, from);
+  std::printf("RESULT case=probe-cross-context to=%s from=%s\n", to, from);
+  CK(cudaStreamDestroy(st));
+  CK(cudaFree(d_ours));
+  if (ctx_push(other) == CUDA_SUCCESS) {
+    mem_free(d_other);
+    ctx_pop(&popped);
+  }
+  ctx_destroy(other);
 }
 
 } // namespace
@@ -401,6 +542,7 @@ int main(int argc, char **argv)
                 r.flops ? "gflops" : "gbps",
                 r.bytes_or_flops / (r.s.med_ms * 1e-3) / 1e9);
   std::printf("RESULT case=limit-fp32-peak gflops=%.3f\n", peak_gflops);
+  probe_cross_context(dev);
 
   CK(cudaStreamDestroy(s_up));
   CK(cudaStreamDestroy(s_down));
