@@ -303,8 +303,6 @@ void run(bool nosync, dim3 grid, dim3 block, size_t smem,
          const std::function<void()> &f)
 {
   const size_t nthreads = (size_t)block.x * block.y * block.z;
-  if (!check(grid, block, smem))
-    return;
   static std::mutex one_at_a_time; // engines may launch from any thread
   std::lock_guard<std::mutex> hold(one_at_a_time);
   if (running) {

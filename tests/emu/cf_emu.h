@@ -93,8 +93,8 @@ namespace cf_emu
 extern uint3 thread_idx, block_idx;
 extern dim3 block_dim, grid_dim;
 // Run f once per thread of every block (see the top of the file; nosync:
-// a kernel without barriers, its threads as plain calls); an invalid
-// configuration is recorded for cudaGetLastError() instead.
+// a kernel without barriers, its threads as plain calls), a configuration
+// check() has passed.
 void run(bool nosync, dim3 grid, dim3 block, size_t smem,
          const std::function<void()> &f);
 void sync_threads();

@@ -437,29 +437,27 @@ static cudaError_t copy2d(void *dst, size_t dpitch, const void *src,
   int dir = copy_dir(dst, src, kind);
   if (dir < 0 || width > dpitch || width > spitch)
     return fail(cudaErrorInvalidValue);
-  bool d_dev = on_device(dst), s_dev = on_device(src);
+  bool d_dev = dir == 0 || dir == 2, s_dev = dir == 1 || dir == 2;
   bool d_pageable = !d_dev && !is_pinned(dst);
   bool s_pageable = !s_dev && !is_pinned(src);
   bool capturing = ours(s) && s->capturing;
-  std::function<void()> op;
+  // the rows the copy reads: src, or a copy of it taken now
+  std::shared_ptr<std::vector<char>> staged;
+  const char *from = (const char *)src;
+  size_t from_pitch = spitch;
   if (s_pageable && !d_pageable && !capturing) {
-    std::shared_ptr<std::vector<char>> staged =
-        std::make_shared<std::vector<char>>(width * height);
+    staged = std::make_shared<std::vector<char>>(width * height);
     for (size_t r = 0; r < height; r++)
-      memcpy(staged->data() + r * width, (const char *)src + r * spitch, width);
-    op = [=]() {
-      copied[dir] += width * height;
-      for (size_t r = 0; r < height; r++)
-        memcpy((char *)dst + r * dpitch, staged->data() + r * width, width);
-    };
-  } else {
-    op = [=]() {
-      copied[dir] += width * height;
-      for (size_t r = 0; r < height; r++)
-        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch,
-                width);
-    };
+      memcpy(staged->data() + r * width, from + r * spitch, width);
+    from = staged->data();
+    from_pitch = width;
   }
+  std::function<void()> op = [=]() {
+    (void)staged; // kept alive until the copy ran
+    copied[dir] += width * height;
+    for (size_t r = 0; r < height; r++)
+      memmove((char *)dst + r * dpitch, from + r * from_pitch, width);
+  };
   if (capturing)
     return enqueue(s, std::move(op));
   std::lock_guard<std::recursive_mutex> g(qlock);
