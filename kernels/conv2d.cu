@@ -131,8 +131,9 @@ CF_UNROLL
 // ---- register-blocked (conv2d_rb.cuh) -------------------------------------
 
 struct rb_const_taps {
-  unsigned off;
-  __device__ float operator()(int i) const { return cf_c2d_taps[off + i]; }
+  const float *p; // into cf_c2d_taps
+  __device__ rb_const_taps row(int i) const { return {p + i}; }
+  __device__ float operator()(int i) const { return p[i]; }
 };
 
 template <int KW, bool CT>
@@ -160,7 +161,7 @@ CF_UNROLL
     __syncthreads();
     const unsigned tb = toff + tau * (unsigned)kh * KW;
     if (CT)
-      rb_compute<KW>(sm, tx, ty, kh, rb_const_taps{tb}, acc);
+      rb_compute<KW>(sm, tx, ty, kh, rb_const_taps{cf_c2d_taps + tb}, acc);
     else
       rb_compute<KW>(sm, tx, ty, kh, rb_global_taps{taps + tb}, acc);
   }
@@ -250,9 +251,12 @@ __global__ void __launch_bounds__(ROW_T)
     for (int i = tx; i < sw; i += ROW_T)
       sm[i] = load_sample(a, base, vx0 + i, vy);
     __syncthreads();
+    // walked by pointers, so that the unrolled loads take constant
+    // offsets (an index sums and widens an address per tap)
     const float *s = sm + tx + nc - 1;
+    const float *h = hrow + n0;
     for (int nn = 0; nn < nc; nn++)
-      acc = fmaf(__ldg(hrow + n0 + nn), s[-nn], acc);
+      acc = fmaf(__ldg(h++), *s--, acc);
   }
   const unsigned x = (unsigned)(x0 + tx);
   if (x < a.w)

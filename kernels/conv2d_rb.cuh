@@ -89,9 +89,12 @@ CF_HD inline void rb_stage(const cf_conv2d_args &a, const unsigned char *base,
   }
 }
 
-// Taps of the slice being summed: tap(mm * KW + nn).
+// Taps of the slice being summed: tap.row(mm * KW)(nn). A row is a
+// pointer, so that its taps are loaded at constant offsets from it (one
+// instruction a tap; an index summed per tap costs three).
 struct rb_global_taps {
   const float *p;
+  CF_HD rb_global_taps row(int i) const { return {p + i}; }
   CF_HD float operator()(int i) const
   {
 #ifdef __CUDA_ARCH__
@@ -127,9 +130,10 @@ CF_UNROLL
       const int mm = j + kh - 1 - q;
       if (mm < 0 || mm >= kh)
         continue;
+      const Taps trow = tap.row(mm * KW);
 CF_UNROLL
       for (int nn = 0; nn < KW; nn++) {
-        const float t = tap(mm * KW + nn);
+        const float t = trow(nn);
 CF_UNROLL
         for (int i = 0; i < RB_RX; i++)
           acc[j][i] = fmaf(t, win[i + KW - 1 - nn], acc[j][i]);
