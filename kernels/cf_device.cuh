@@ -27,8 +27,10 @@
 // #pragma unroll for the device pass only (the host compiler warns)
 #ifdef __CUDA_ARCH__
 #define CF_UNROLL _Pragma("unroll")
+#define CF_UNROLL2 _Pragma("unroll 2")
 #else
 #define CF_UNROLL
+#define CF_UNROLL2
 #endif
 
 #endif

@@ -61,6 +61,10 @@ inline float2 make_float2(float x, float y)
 {
   return float2{x, y};
 }
+inline float4 make_float4(float x, float y, float z, float w)
+{
+  return float4{x, y, z, w};
+}
 
 typedef enum cudaError {
   cudaSuccess = 0,
