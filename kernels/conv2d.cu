@@ -107,11 +107,12 @@ CF_UNROLL
           const float *trow = CT ? cf_c2d_taps + tbase + (m0 + mm) * kw + n0
                                  : taps + tbase + (m0 + mm) * kw + n0;
           const float *srow = sm + (ty + mc - 1 - mm) * sw + tx + nc - 1;
-          for (int nn = 0; nn < nc; nn++) {
-            const float k = CT ? trow[nn] : __ldg(trow + nn);
+          // walked by pointers: the unrolled loads take constant offsets
+          for (int nn = 0; nn < nc; nn++, trow++, srow--) {
+            const float k = CT ? *trow : __ldg(trow);
 CF_UNROLL
             for (int j = 0; j < RY; j++)
-              acc[j] = fmaf(k, srow[j * TY * sw - nn], acc[j]);
+              acc[j] = fmaf(k, srow[j * TY * sw], acc[j]);
           }
         }
       }
