@@ -152,15 +152,20 @@ cudaError_t cf_k_fft_mac(const float *spec, const float *kspec, float *acc,
 cudaError_t cf_k_fft_store(const cf_conv2d_args *a, const float *full,
                            unsigned m, cudaStream_t stream);
 
-/* Separable pass 1 for slice tau: tmp[q * w + x] = sum_n hrow[n] *
- * X_tau[vr0 + q][x - n + cx] for q < nrows (border applied in both axes),
- * hrow = the kw column-direction factors (device). */
+/* Row pitch, in floats, of the separable passes' tmp and acc buffers
+ * (whole float4s: the column pass reads four columns at once). */
+#define CF_SEP_PITCH(w) (((size_t)(w) + 3u) / 4u * 4u)
+/* Separable pass 1 for slice tau: tmp[q * P + x] = sum_n hrow[n] *
+ * X_tau[vr0 + q][x - n + cx] for q < nrows, x < w (border applied in both
+ * axes), 0 for w <= x < P; P = CF_SEP_PITCH(w), hrow = the kw
+ * column-direction factors (device). */
 cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
                              const float *hrow, int vr0, unsigned nrows,
                              float *tmp, cudaStream_t stream);
-/* Separable pass 2: s = sum_m vcol[m] * tmp[(i - m + cy - vr0) * w + x]
- * for output rows i in [row0, row1); acc_in: add acc[(i - row0) * w + x];
- * store: write the pixel to dst, else s (+ acc) back to acc. */
+/* Separable pass 2: s = sum_m vcol[m] * tmp[(i - m + cy - vr0) * P + x]
+ * for output rows i in [row0, row1); acc_in: add acc[(i - row0) * P + x];
+ * store: write the pixel to dst, else s (+ acc) back to acc. tmp and acc
+ * 16-byte aligned. */
 cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a, const float *vcol,
                              const float *tmp, int vr0, unsigned nrows,
                              float *acc, int acc_in, int store,

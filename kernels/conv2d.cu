@@ -260,8 +260,9 @@ __global__ void __launch_bounds__(ROW_T)
       acc = fmaf(__ldg(h++), *s--, acc);
   }
   const unsigned x = (unsigned)(x0 + tx);
-  if (x < a.w)
-    tmp[(size_t)q * a.w + x] = acc;
+  const size_t pitch = CF_SEP_PITCH(a.w);
+  if (x < pitch) // the pitch's padding: zeros, read by the column pass
+    tmp[(size_t)q * pitch + x] = x < a.w ? acc : 0.0f;
 }
 
 extern "C" cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
@@ -273,53 +274,94 @@ extern "C" cudaError_t cf_k_conv2d_rows(const cf_conv2d_args *a, unsigned tau,
     return cudaSuccess;
   unsigned nc = a->kw < ROW_KC ? a->kw : ROW_KC;
   size_t smem = (size_t)(ROW_T + nc - 1) * sizeof(float);
-  dim3 grid((a->w + ROW_T - 1) / ROW_T, nrows);
+  dim3 grid((unsigned)((CF_SEP_PITCH(a->w) + ROW_T - 1) / ROW_T), nrows);
   CF_LAUNCH(grid, ROW_T, smem, stream,
             conv2d_rows_kernel)(*a, tau, hrow, vr0, tmp);
   return cudaGetLastError();
 }
 
-// Thread (x, rows ib .. ib + COL_RY): tmp row ib - vr0 + cy - m + j feeds
-// output row ib + j through vcol[m]; q = j + kh - 1 - m walks the rows
-// once, each loaded row serving every output that needs it.
+// Thread (columns x .. x + 3, rows ib .. ib + COL_RY): tmp row ib - vr0 +
+// cy - m + j feeds output row ib + j through vcol[m]; q = j + kh - 1 - m
+// walks the rows once, each row's four columns (one float4) serving every
+// output that needs them: per row, one load and COL_RY taps for 4 COL_RY
+// FMAs. Rows q in [COL_RY - 1, kh - 1] that are in tmp serve every j and
+// go through a loop without tests; the others test each j.
+template <bool ALL>
+__device__ __forceinline__ void cols_row(const float *col, size_t pitch,
+                                         int r, const float *vcol, int kh,
+                                         int q, float4 (&acc)[COL_RY])
+{
+  const float4 v = *reinterpret_cast<const float4 *>(col + (size_t)r * pitch);
+  const float *vq = vcol + (kh - 1 - q); // tap m = kh - 1 - q + j
+CF_UNROLL
+  for (int j = 0; j < COL_RY; j++) {
+    const int m = kh - 1 - q + j;
+    if (ALL || (m >= 0 && m < kh)) {
+      const float t = __ldg(vq + j);
+      acc[j].x = fmaf(t, v.x, acc[j].x);
+      acc[j].y = fmaf(t, v.y, acc[j].y);
+      acc[j].z = fmaf(t, v.z, acc[j].z);
+      acc[j].w = fmaf(t, v.w, acc[j].w);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(TW *TY)
     conv2d_cols_kernel(const cf_conv2d_args a, const float *__restrict__ vcol,
                        const float *__restrict__ tmp, int vr0, unsigned nrows,
                        float *acc_buf, int acc_in, int store)
 {
-  const unsigned x = blockIdx.x * TW + threadIdx.x;
+  const size_t pitch = CF_SEP_PITCH(a.w);
+  const unsigned x = (blockIdx.x * TW + threadIdx.x) * 4;
   const int ib = (int)(a.row0 + (blockIdx.y * TY + threadIdx.y) * COL_RY);
-  if (x >= a.w || ib >= (int)a.row1)
+  if (x >= pitch || ib >= (int)a.row1)
     return;
   const int kh = (int)a.kh;
   const int base = ib - vr0 + (int)a.cy - (kh - 1);
-  float acc[COL_RY];
+  float4 acc[COL_RY];
 CF_UNROLL
   for (int j = 0; j < COL_RY; j++)
-    acc[j] = 0.0f;
-  for (int q = 0; q < kh + COL_RY - 1; q++) {
+    acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const float *col = tmp + x;
+  // [q0, q1): the rows q in tmp (r = base + q in [0, nrows)) that serve
+  // every j; the rows before and after test theirs
+  const int qend = kh + COL_RY - 1;
+  const int qa = max(COL_RY - 1, -base);
+  const int qb = min(kh - 1, (int)nrows - 1 - base);
+  const int q0 = qa <= qb ? qa : qend, q1 = qa <= qb ? qb + 1 : qend;
+  for (int q = 0; q < qend; q++) {
+    if (q == q0)
+      for (; q < q1; q++)
+        cols_row<true>(col, pitch, base + q, vcol, kh, q, acc);
     const int r = base + q;
-    if (r < 0 || r >= (int)nrows)
+    if (q >= qend || r < 0 || r >= (int)nrows)
       continue; // only rows past row1 would need it
-    const float v = tmp[(size_t)r * a.w + x];
-CF_UNROLL
-    for (int j = 0; j < COL_RY; j++) {
-      const int m = kh - 1 - q + j;
-      if (m >= 0 && m < kh)
-        acc[j] = fmaf(__ldg(vcol + m), v, acc[j]);
-    }
+    cols_row<false>(col, pitch, r, vcol, kh, q, acc);
   }
 CF_UNROLL
   for (int j = 0; j < COL_RY; j++) {
     const unsigned y = (unsigned)(ib + j);
     if (y >= a.row1)
       break;
-    float *ap = acc_buf + (size_t)(y - a.row0) * a.w + x;
-    float s = acc_in ? *ap + acc[j] : acc[j];
-    if (store)
-      store_pixel(a, x, y, s);
-    else
+    float4 *ap = reinterpret_cast<float4 *>(acc_buf +
+                                            (size_t)(y - a.row0) * pitch + x);
+    float4 s = acc[j];
+    if (acc_in) {
+      const float4 p = *ap;
+      s.x += p.x;
+      s.y += p.y;
+      s.z += p.z;
+      s.w += p.w;
+    }
+    if (!store) {
       *ap = s;
+      continue;
+    }
+    const float sv[4] = {s.x, s.y, s.z, s.w};
+CF_UNROLL
+    for (int i = 0; i < 4; i++)
+      if (x + i < a.w)
+        store_pixel(a, x + i, y, sv[i]);
   }
 }
 
@@ -333,7 +375,8 @@ extern "C" cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a,
     return cudaSuccess;
   dim3 block(TW, TY);
   unsigned rows = a->row1 - a->row0;
-  dim3 grid((a->w + TW - 1) / TW, (rows + TY * COL_RY - 1) / (TY * COL_RY));
+  const unsigned quads = (unsigned)(CF_SEP_PITCH(a->w) / 4);
+  dim3 grid((quads + TW - 1) / TW, (rows + TY * COL_RY - 1) / (TY * COL_RY));
   CF_LAUNCH_NOSYNC(grid, block, 0, stream,
                    conv2d_cols_kernel)(*a, vcol, tmp, vr0, nrows, acc, acc_in,
                        store);

@@ -218,8 +218,9 @@ static void conv2d_case(unsigned c, int path)
   if (path == PATH_SEPARABLE) {
     int vr0 = (int)a.row0 + (int)a.cy - (int)(kh - 1);
     unsigned nrows = a.row1 - a.row0 + kh - 1;
-    std::vector<float> tmp((size_t)nrows * w),
-        acc((size_t)(a.row1 - a.row0) * w);
+    // NaN: a read of what the row pass did not write shows
+    std::vector<float> tmp((size_t)nrows * CF_SEP_PITCH(w), NAN),
+        acc((size_t)(a.row1 - a.row0) * CF_SEP_PITCH(w), NAN);
     for (unsigned tau = 0; tau < nt; tau++) {
       launched(cf_k_conv2d_rows(&a, tau, hrow.data() + (size_t)tau * kw, vr0,
                                 nrows, tmp.data(), nullptr),

@@ -464,7 +464,7 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
       const comp *c = &v->c[i];
       size_t r = v->depth ? c->h : (c->h + v->nbands - 1) / v->nbands + 1;
       rows = r > rows ? r : rows;
-      wmax = c->w > wmax ? c->w : wmax;
+      wmax = CF_SEP_PITCH(c->w) > wmax ? CF_SEP_PITCH(c->w) : wmax;
     }
     v->scratch_rows = rows;
     for (unsigned i = 0; s == CF_OK && i < v->nslots; i++) {
