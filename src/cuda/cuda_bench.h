@@ -8,11 +8,12 @@
 #include "cudafilter/error.h"
 
 /* Run kernels/fir1d.cu `iters` times over `frames` frames of `channels`
- * device-resident channels (shared kernel of `taps` random taps, taps in
- * the constant pool when they fit) and return the mean seconds per run,
- * measured with CUDA events. */
+ * device-resident channels (shared kernel of `taps` random taps; with
+ * const_taps, in the constant pool when they fit, else in device memory,
+ * which the kernel stages in shared memory) and return the mean seconds
+ * per run, measured with CUDA events. */
 __attribute__((visibility("default"))) cf_status
 cf_cuda_bench_direct(unsigned taps, unsigned channels, size_t frames,
-                     int iters, double *seconds);
+                     int const_taps, int iters, double *seconds);
 
 #endif
