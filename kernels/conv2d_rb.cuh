@@ -20,12 +20,17 @@
 
 #include "conv2d_common.cuh"
 
-#define RB_TX 32                // threads in x
-#define RB_TY 4                 // threads in y
+// A tile of 128 x 32: 1920 and 3840 are whole numbers of tiles wide, a
+// 1080p plane is 510 tiles (3.9 per SM on 132 SMs: the busiest SM has 4,
+// where 256 x 16 tiles gave 544, 4.1, the busiest 5 and half-empty tiles
+// at the right edge), and a tile stages 1.5 samples per output (1.8 for
+// 256 x 16) with a 13x13 kernel.
+#define RB_TX 16                // threads in x
+#define RB_TY 8                 // threads in y
 #define RB_RX 8                 // adjacent output columns per thread
 #define RB_RY 4                 // adjacent output rows per thread
-#define RB_TW (RB_TX * RB_RX)   // tile width: 256
-#define RB_TH (RB_TY * RB_RY)   // tile height: 16
+#define RB_TW (RB_TX * RB_RX)   // tile width: 128
+#define RB_TH (RB_TY * RB_RY)   // tile height: 32
 #define RB_KW_MAX 15
 #define RB_KH_MAX 16
 
@@ -64,28 +69,22 @@ CF_HD inline void rb_stage(const cf_conv2d_args &a, const unsigned char *base,
                            int rlim)
 {
   constexpr int SW = rb_sw(KW), WU = RB_TW + KW - 1;
-  const int kh = (int)a.kh, sh = RB_TH + kh - 1;
+  const int kh = (int)a.kh, n = (RB_TH + kh - 1) * SW;
   const int vy0 = y0 + (int)a.cy - (kh - 1);
   const int vx0 = x0 + (int)a.cx - (KW - 1);
   // the whole window inside the component: no border mapping
   const bool inside = vx0 >= 0 && vx0 + WU <= (int)a.w && vy0 >= 0 &&
                       vy0 + rlim <= (int)a.h;
-  for (int r = ty; r < sh; r += RB_TY) {
-    float *srow = sm + r * SW;
-    if (r >= rlim) {
-      for (int c = tx; c < SW; c += RB_TX)
-        srow[c] = 0.0f;
-      continue;
-    }
-    if (inside) {
-      const unsigned char *p = base + (size_t)(vy0 + r) * a.pitch +
-                               (size_t)vx0 * a.step;
-      for (int c = tx; c < SW; c += RB_TX)
-        srow[c] = c < WU ? load_at(a, p + (size_t)c * a.step) : 0.0f;
-    } else {
-      for (int c = tx; c < SW; c += RB_TX)
-        srow[c] = c < WU ? load_sample(a, base, vx0 + c, vy0 + r) : 0.0f;
-    }
+  // the block's threads take consecutive samples of the staged rows
+  // (s[r][c] is sm[r * SW + c]): whole warps on one row
+  for (int i = ty * RB_TX + tx; i < n; i += RB_TX * RB_TY) {
+    const int r = i / SW, c = i - r * SW; // SW is a constant
+    float v = 0.0f;
+    if (r < rlim && c < WU)
+      v = inside ? load_at(a, base + (size_t)(vy0 + r) * a.pitch +
+                                  (size_t)(vx0 + c) * a.step)
+                 : load_sample(a, base, vx0 + c, vy0 + r);
+    sm[i] = v;
   }
 }
 
