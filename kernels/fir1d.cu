@@ -53,11 +53,8 @@ __host__ __device__ constexpr unsigned plane(unsigned kseg)
 {
   return (staged(kseg) / 2u + 31u) / 32u * 32u + 16u;
 }
-// Where staged sample i lives.
-__device__ __forceinline__ unsigned at(unsigned i, unsigned pl)
-{
-  return (i & 4u ? pl : 0u) + (i >> 3) * 4u + (i & 3u);
-}
+// Staged sample i lives in plane (i >> 2) & 1 (at xs or xs + pl), at
+// (i >> 3) * 4 + (i & 3) in it.
 // Shared floats of a launch: both planes, then the staged taps (aligned).
 __host__ __device__ constexpr unsigned shared_floats(unsigned kseg, bool ct)
 {
@@ -111,12 +108,33 @@ CF_UNROLL
       const long long base =
           (long long)(t + tile0) - (long long)seg0 - (long long)(seglen - 1);
       const unsigned nst = FIR_TILE + seglen - 1;
+      // staged sample i is x[base + i], at ring index (r0 + i) & rm; the
+      // first `lead` are before time 0 and the ones from nst on past the
+      // halo: zeros (the launcher keeps the ring within 32-bit indices)
+      const unsigned rm = (unsigned)rmask;
+      const unsigned r0 = (unsigned)((unsigned long long)base & rmask);
+      const unsigned lead =
+          base >= 0 ? 0u : (unsigned)min(-base, (long long)nst);
       __syncthreads(); // the previous segment's reads are done
-      for (unsigned i = threadIdx.x; i < staged(seglen); i += FIR_THREADS) {
-        const long long tau = base + (long long)i;
-        xs[at(i, pl)] = tau < 0 || i >= nst
-                         ? 0.0f
-                         : xr[(unsigned long long)tau & rmask];
+      // a thread stages a float4 chunk: four samples into one plane
+      for (unsigned c = threadIdx.x; c < staged(seglen) / 4;
+           c += FIR_THREADS) {
+        float v[4];
+        const unsigned i0 = 4 * c, q0 = (r0 + i0) & rm;
+        if (i0 >= lead && i0 + 3 < nst && q0 + 3 <= rm) {
+          const float *p = xr + q0; // all four in range, none wrapping
+CF_UNROLL
+          for (unsigned k = 0; k < 4; k++)
+            v[k] = p[k];
+        } else {
+CF_UNROLL
+          for (unsigned k = 0; k < 4; k++) {
+            const unsigned i = i0 + k;
+            v[k] = i < lead || i >= nst ? 0.0f : xr[(r0 + i) & rm];
+          }
+        }
+        *reinterpret_cast<float4 *>(xs + (c & 1u) * pl + (c >> 1) * 4) =
+            make_float4(v[0], v[1], v[2], v[3]);
       }
       if (!CT)
         for (unsigned i = threadIdx.x; i < seglen; i += FIR_THREADS)
@@ -185,6 +203,8 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
 {
   if (frames == 0 || cout == 0)
     return cudaSuccess;
+  if (rmask > 0xffffffffu) // the kernel indexes a channel's ring in 32 bits
+    return cudaErrorInvalidValue;
   unsigned kseg = max_len < FIR_KSEG ? max_len : FIR_KSEG;
   if (kseg < FIR_KU)
     kseg = FIR_KU;
