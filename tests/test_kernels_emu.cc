@@ -556,8 +556,10 @@ static void ols_case(unsigned c)
       routes, route_off);
   const unsigned pcap = pmax + (unsigned)range(0, 3);
   const unsigned groups = (unsigned)range(1, 3);
+  // the engine's ring: 4B frames, a power of two (the stream wraps it
+  // from the fourth block on)
   size_t cap = 1;
-  while (cap < n + n2)
+  while (cap < 2 * n2)
     cap <<= 1;
   std::vector<float> ring(cap * R.cin, NAN), x(n * R.cin), y(n * R.cout);
   ref_rng_fill(&rng, x.data(), x.size());
