@@ -4,8 +4,9 @@
  *      p50 / p99 / max;
  *  (b) the direct kernel alone (kernels/fir1d.cu) for 16/32/64 taps on
  *      2^24 device-resident samples of one channel: GB/s of input + output
- *      traffic, with the taps in the constant pool and staged from device
- *      memory (variant=staged-taps).
+ *      traffic, with the taps in the constant pool, staged from device
+ *      memory (variant=staged-taps), and with 8 outputs per thread instead
+ *      of the 16 the launcher picks at this size (variant=8-per-thread).
  * Besides the tables, one `RESULT case=... ms=...` line per case for
  * bench/gpu-check's summary (bench/README.md, "GPU check"): fir16-16M,
  * fir32-16M, fir64-16M (the peers' cases), audio-block64-131072taps (p50
@@ -20,6 +21,7 @@
 #include <cudafilter/engine.h>
 #include <cudafilter/kernel.h>
 
+#include "kernels/cf_kernels.h"
 #include "src/cuda/cuda_bench.h"
 
 static double now(void)
@@ -98,34 +100,42 @@ static int low_latency(void)
 static int direct_kernel(void)
 {
   static const unsigned taps[] = {16, 32, 64};
+  /* the criterion's line first, then the variants the first GPU runs
+   * settle: taps staged from device memory; 8 outputs per thread */
+  static const struct {
+    int const_taps, per_thread;
+    const char *variant;
+  } how[] = {{1, 0, NULL}, {0, 0, "staged-taps"}, {1, 8, "8-per-thread"}};
   const unsigned ch = 1; /* the peers' fir cases: one channel */
   const size_t frames = (size_t)1 << (smoke ? 12 : 24);
   const double bytes = 2.0 * frames * ch * sizeof(float);
   printf("## direct kernel only (device-resident, %u channels, %zu frames)\n\n"
-         "Taps from the constant pool (what the engine uses when they fit) "
-         "and from device memory, staged in shared memory per block.\n\n"
-         "| taps | constant pool (ms) | GB/s (in + out) | staged (ms) | GB/s |\n"
-         "|---|---|---|---|---|\n",
-         ch, frames);
-  double res[3][2] = {{0}};
+         "ms and GB/s (input + output): taps from the constant pool (what "
+         "the engine uses when they fit, %s outputs per thread at this "
+         "size), staged from device memory, and 8 outputs per thread.\n\n"
+         "| taps | constant pool | GB/s | staged taps | GB/s | 8 per thread "
+         "| GB/s |\n|---|---|---|---|---|---|---|\n",
+         ch, frames, frames * ch >= CF_FIR1D_WIDE_MIN ? "16" : "8");
+  double res[3][3] = {{0}};
   for (size_t i = 0; i < 3; i++) {
-    for (int k = 0; k < 2; k++)
-      if (cf_cuda_bench_direct(taps[i], ch, frames, k == 0,
-                               smoke ? 2 : 20, &res[i][k]) != CF_OK) {
+    printf("| %u ", taps[i]);
+    for (size_t k = 0; k < 3; k++) {
+      if (cf_cuda_bench_direct(taps[i], ch, frames, how[k].const_taps,
+                               how[k].per_thread, smoke ? 2 : 20,
+                               &res[i][k]) != CF_OK) {
         fprintf(stderr, "bench: %s\n", cf_last_error());
         return 1;
       }
-    printf("| %u | %.3f | %.1f | %.3f | %.1f |\n", taps[i], res[i][0] * 1e3,
-           bytes / res[i][0] * 1e-9, res[i][1] * 1e3,
-           bytes / res[i][1] * 1e-9);
+      printf("| %.3f | %.1f ", res[i][k] * 1e3, bytes / res[i][k] * 1e-9);
+    }
+    printf("|\n");
   }
   printf("\n");
-  for (size_t i = 0; i < 3; i++) {
-    printf("RESULT case=fir%u-16M ms=%.6f bytes=%.0f\n", taps[i],
-           res[i][0] * 1e3, bytes);
-    printf("RESULT case=fir%u-16M variant=staged-taps ms=%.6f bytes=%.0f\n",
-           taps[i], res[i][1] * 1e3, bytes);
-  }
+  for (size_t i = 0; i < 3; i++)
+    for (size_t k = 0; k < 3; k++)
+      printf("RESULT case=fir%u-16M%s%s ms=%.6f bytes=%.0f\n", taps[i],
+             how[k].variant ? " variant=" : "",
+             how[k].variant ? how[k].variant : "", res[i][k] * 1e3, bytes);
   return 0;
 }
 

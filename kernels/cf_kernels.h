@@ -64,6 +64,12 @@ cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
 cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,
                                  size_t *off, int *placed);
 void cf_k_fir1d_const_drop(size_t off, size_t n);
+/* cf_k_fir1d gives each thread 16 outputs instead of 8 in launches of at
+ * least `outputs` outputs (frames x cout; default CF_FIR1D_WIDE_MIN:
+ * large enough that the larger tiles still fill the device). For tests
+ * and benchmarks; not thread-safe against running launches. */
+#define CF_FIR1D_WIDE_MIN ((size_t)1 << 20)
+void cf_k_fir1d_set_wide_min(size_t outputs);
 
 /* Uniformly partitioned overlap-save (kernels/ols.cu), block B, FFT size
  * 2B, bins = B + 1; spectra are float2 (cufftComplex). */

@@ -431,6 +431,9 @@ static void fir1d_case(unsigned c)
 {
   routing R = random_routing(bits() % 5 ? 300 : 3000);
   bool const_taps = bits() % 2;
+  // 16 outputs per thread in every launch, or the default (8 here)
+  const bool wide = bits() % 2;
+  cf_k_fir1d_set_wide_min(wide ? 0 : CF_FIR1D_WIDE_MIN);
   // taps padded to CF_FIR1D_TAP_PAD, routes per output
   std::vector<float> taps;
   std::vector<unsigned long long> koff;
@@ -474,9 +477,9 @@ static void fir1d_case(unsigned c)
   size_t nc = ref_chunking(&rng, n, 64, sizes, 4096), done = 0;
   snprintf(case_desc, sizeof case_desc,
            "fir1d #%u: %s, %u in, %u out, max len %u, %zu frames in %zu "
-           "chunks, ring %zu%s",
+           "chunks, ring %zu%s, %d outputs a thread",
            c, R.kind, R.cin, R.cout, max_len, n, nc, cap,
-           placed ? ", constant taps" : "");
+           placed ? ", constant taps" : "", wide ? 16 : 8);
   for (size_t k = 0; k < nc; k++) {
     size_t m = sizes[k] > 4096 ? 4096 : sizes[k];
     if (k + 1 == nc)
@@ -499,6 +502,7 @@ static void fir1d_case(unsigned c)
   }
   if (placed)
     cf_k_fir1d_const_drop(off, taps.size());
+  cf_k_fir1d_set_wide_min(CF_FIR1D_WIDE_MIN);
   if (t != n)
     emu_fail("the device time is %llu after %zu frames", t, n);
   check_audio("fir1d", y, routed_reference(R, x, n), R.cout, n);

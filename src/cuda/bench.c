@@ -1,4 +1,5 @@
 /* Kernel-only timing of the direct 1D kernel (see cuda_bench.h). */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "cf_kernels.h"
@@ -87,14 +88,18 @@ static cf_status bench_run(bench_mem *m, unsigned taps, unsigned channels,
 }
 
 cf_status cf_cuda_bench_direct(unsigned taps, unsigned channels,
-                               size_t frames, int const_taps, int iters,
-                               double *seconds)
+                               size_t frames, int const_taps, int per_thread,
+                               int iters, double *seconds)
 {
   bench_mem m = {0};
-  if (taps == 0 || channels == 0 || frames == 0 || frames > 0xffffffffu)
+  if (taps == 0 || channels == 0 || frames == 0 || frames > 0xffffffffu ||
+      (per_thread != 0 && per_thread != 8 && per_thread != 16))
     return cf_fail(CF_E_INVALID, "bench: bad sizes");
+  if (per_thread)
+    cf_k_fir1d_set_wide_min(per_thread == 16 ? 0 : SIZE_MAX);
   cf_status s =
       bench_run(&m, taps, channels, frames, const_taps, iters, seconds);
+  cf_k_fir1d_set_wide_min(CF_FIR1D_WIDE_MIN);
   if (m.placed)
     cf_k_fir1d_const_drop(m.coff, m.cn);
   void *p[] = {m.ring, m.y, m.taps, m.t, m.routes, m.off};
