@@ -132,9 +132,10 @@ typedef struct cf_conv2d_args {
 cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
                         int const_taps, size_t const_off,
                         cudaStream_t stream);
-/* 1 when cf_k_conv2d takes the register-blocked kernel for a kh x kw
- * kernel (odd kw 3..15, kh <= 16) unless args.generic is set, 0 when it
- * takes the generic tiled one. */
+/* Which kernel cf_k_conv2d takes for a kh x kw kernel unless
+ * args.generic is set: 1 the register-blocked one of a fixed width (odd
+ * kw 3..15, kh <= 16), 2 the register-blocked one of any width (kw <= 64,
+ * any kh), 0 the generic tiled one. */
 int cf_k_conv2d_blocked(unsigned kw, unsigned kh);
 /* Place n taps in conv2d.cu's __constant__ pool (shared by every video
  * engine of the process): *placed = 0 when it is full. Blocking copy;

@@ -1,7 +1,8 @@
 // 2D and temporal (3D) convolution of one video component (the contract is
 // include/cudafilter/video.h; the arguments are in cf_kernels.h).
 //
-// Direct: a block of 32 x 8 threads owns an output tile of 32 x 32 pixels
+// Generic direct (kernels wider than 64, or CF_CONV2D_KERNEL=generic): a
+// block of 32 x 8 threads owns an output tile of 32 x 32 pixels
 // (each thread 4 rows, 8 apart: register blocking with conflict-free
 // shared loads). For each temporal slice it stages the tile plus the
 // (kh - 1) x (kw - 1) halo once in dynamic shared memory, converting the
@@ -14,6 +15,8 @@
 // Register-blocked (conv2d_rb.cuh): odd widths 3..15 and heights up to
 // 16 take a kernel whose threads hold 8 x 4 outputs and reuse each staged
 // sample from registers, so that the FMAs, not shared memory, set its pace.
+// Other widths up to 64 (any height) take its "wide" variant: the same
+// tile, the taps four columns at a time, the rows in staged pieces.
 //
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
@@ -185,9 +188,52 @@ static void rb_launch(const cf_conv2d_args *a, const float *taps,
               conv2d_rb_kernel<KW, false>)(*a, taps, 0u);
 }
 
+template <bool CT>
+__global__ void __launch_bounds__(RB_TX *RB_TY)
+    conv2d_rbw_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
+                      unsigned toff)
+{
+  CF_DYN_SHARED(float4, sm4); // float4: the windows' loads are aligned
+  float *sm = reinterpret_cast<float *>(sm4);
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+  const int x0 = (int)(blockIdx.x * RB_TW);
+  const int y0 = (int)(a.row0 + blockIdx.y * RB_TH);
+  const int kh = (int)a.kh, kw = (int)a.kw, kwp = rbw_kwp(kw);
+  const int kc = rbw_kc(kwp);
+  float acc[RB_RY][RB_RX];
+CF_UNROLL
+  for (int j = 0; j < RB_RY; j++)
+CF_UNROLL
+    for (int i = 0; i < RB_RX; i++)
+      acc[j][i] = 0.0f;
+  bool first = true;
+  for (unsigned tau = 0; tau < a.nt; tau++) {
+    const unsigned char *base = slice_base(a, tau);
+    const unsigned tb = toff + tau * (unsigned)kh * (unsigned)kw;
+    for (int m0 = 0; m0 < kh; m0 += kc) {
+      const int mc = kh - m0 < kc ? kh - m0 : kc;
+      const int rlim =
+          tile_rows_read(RB_TH + mc - 1, mc, (int)a.row1 - y0);
+      if (!first)
+        __syncthreads(); // the previous piece's readers are done
+      first = false;
+      rbw_stage(a, base, sm, ty * RB_TX + tx, x0, y0, m0, mc, kwp, rlim);
+      __syncthreads();
+      const unsigned t0 = tb + (unsigned)m0 * (unsigned)kw;
+      if (CT)
+        rbw_compute(sm, tx, ty, mc, kw, kwp,
+                    rb_const_taps{cf_c2d_taps + t0}, acc);
+      else
+        rbw_compute(sm, tx, ty, mc, kw, kwp, rb_global_taps{taps + t0},
+                    acc);
+    }
+  }
+  rb_store(a, x0, y0, tx, ty, acc);
+}
+
 extern "C" int cf_k_conv2d_blocked(unsigned kw, unsigned kh)
 {
-  return rb_fits(kw, kh);
+  return rb_fits(kw, kh) ? 1 : rbw_fits(kw, kh) ? 2 : 0;
 }
 
 extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
@@ -196,7 +242,21 @@ extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
 {
   if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
     return cudaSuccess;
-  if (!a->generic && cf_k_conv2d_blocked(a->kw, a->kh)) {
+  const int blocked = a->generic ? 0 : cf_k_conv2d_blocked(a->kw, a->kh);
+  if (blocked == 2) {
+    dim3 block(RB_TX, RB_TY);
+    dim3 grid((a->w + RB_TW - 1) / RB_TW,
+              (a->row1 - a->row0 + RB_TH - 1) / RB_TH);
+    size_t smem = rbw_smem(rbw_kwp((int)a->kw), (int)a->kh);
+    if (const_taps)
+      CF_LAUNCH(grid, block, smem, stream,
+                conv2d_rbw_kernel<true>)(*a, nullptr, (unsigned)const_off);
+    else
+      CF_LAUNCH(grid, block, smem, stream,
+                conv2d_rbw_kernel<false>)(*a, taps, 0u);
+    return cudaGetLastError();
+  }
+  if (blocked == 1) {
     switch (a->kw) {
     case 3: rb_launch<3>(a, taps, const_taps, const_off, stream); break;
     case 5: rb_launch<5>(a, taps, const_taps, const_off, stream); break;

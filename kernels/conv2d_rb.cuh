@@ -141,6 +141,142 @@ CF_UNROLL
   }
 }
 
+// ---- any width up to RBW_KW_MAX, any height: the "wide" variant -------
+//
+// Same tile and thread layout. The kernel's width kw is a run-time value:
+// it is taken in pieces of 4 columns from a staged width of kwp = kw
+// rounded up to 4 (taps past kw count as zeros), each piece's window of
+// RB_RX + 3 samples loaded as three float4s; its height in pieces of at
+// most rbw_kc(kwp) rows, each staged on its own (sums carried in the
+// registers).
+#define RBW_KW_MAX 64
+CF_HD constexpr int rbw_kwp(int kw) { return (kw + 3) / 4 * 4; }
+// Floats per staged row: the tile, the kwp - 1 halo columns, one float
+// of padding (a multiple of 4).
+CF_HD constexpr int rbw_sw(int kwp) { return RB_TW + kwp; }
+// Kernel rows per staged piece: as many as 48 KiB of staged rows allow.
+CF_HD constexpr int rbw_kc(int kwp)
+{
+  return 48 * 1024 / (int)sizeof(float) / rbw_sw(kwp) - (RB_TH - 1);
+}
+CF_HD constexpr size_t rbw_smem(int kwp, int kh)
+{
+  return (size_t)rbw_sw(kwp) *
+         (size_t)(RB_TH + (kh < rbw_kc(kwp) ? kh : rbw_kc(kwp)) - 1) *
+         sizeof(float);
+}
+CF_HD constexpr bool rbw_fits(unsigned kw, unsigned kh)
+{
+  return kw >= 1 && kw <= RBW_KW_MAX && kh >= 1;
+}
+static_assert(rbw_kc(RBW_KW_MAX) >= 16, "wide pieces of too few rows");
+static_assert(RB_TX * RB_RX + 12 - RB_RX + (RBW_KW_MAX - 4) <=
+                  rbw_sw(RBW_KW_MAX),
+              "the last thread's window overruns its staged row");
+
+// Stage rows m0 .. m0 + mc - 1 of the kernel's reach for the tile at (x0,
+// y0): s[r][c] = X[vy0 + r][vx0 + c], vy0 = y0 + cy - (m0 + mc - 1), vx0 =
+// x0 + cx - (kwp - 1); output (y0 + li, x0 + lj) with tap (m0 + mm, nn)
+// reads s[li + mc - 1 - mm][lj + kwp - 1 - nn]. Rows from rlim on, and
+// the padding column, are zeros.
+CF_HD inline void rbw_stage(const cf_conv2d_args &a,
+                            const unsigned char *base, float *sm, int tid,
+                            int x0, int y0, int m0, int mc, int kwp,
+                            int rlim)
+{
+  const int sw = rbw_sw(kwp), wu = RB_TW + kwp - 1, sh = RB_TH + mc - 1;
+  const int vy0 = y0 + (int)a.cy - (m0 + mc - 1);
+  const int vx0 = x0 + (int)a.cx - (kwp - 1);
+  const bool inside = vx0 >= 0 && vx0 + wu <= (int)a.w && vy0 >= 0 &&
+                      vy0 + rlim <= (int)a.h;
+  // consecutive threads on consecutive samples of a row (sw > the block)
+  int r = 0, c = tid;
+  for (int i = tid; i < sh * sw; i += RB_TX * RB_TY) {
+    float v = 0.0f;
+    if (r < rlim && c < wu)
+      v = inside ? load_at(a, base + (size_t)(vy0 + r) * a.pitch +
+                                  (size_t)(vx0 + c) * a.step)
+                 : load_sample(a, base, vx0 + c, vy0 + r);
+    sm[i] = v;
+    c += RB_TX * RB_TY;
+    if (c >= sw) {
+      c -= sw;
+      r++;
+    }
+  }
+}
+
+// One staged row's window for taps 4 p .. 4 p + 3 (win[i + 3 - u] for
+// output i and tap 4 p + u), times those taps of the tap rows
+// tap.row(mm * kw) that the row serves: mm = j + mc - 1 - q for output row
+// j. ALLJ: every j is served (no tests); WHOLE: the four taps are all
+// before kw (else those from kw on are zeros).
+template <bool ALLJ, bool WHOLE, typename Taps>
+CF_HD inline void rbw_piece(const float *row, int p, int q, int mc, int kw,
+                            const Taps &tap, float (&acc)[RB_RY][RB_RX])
+{
+  float win[12];
+  const float4 *w4 = reinterpret_cast<const float4 *>(row - 4 * p);
+CF_UNROLL
+  for (int v = 0; v < 3; v++) {
+    const float4 f = w4[v];
+    win[4 * v] = f.x;
+    win[4 * v + 1] = f.y;
+    win[4 * v + 2] = f.z;
+    win[4 * v + 3] = f.w;
+  }
+CF_UNROLL
+  for (int j = 0; j < RB_RY; j++) {
+    const int mm = j + mc - 1 - q;
+    if (!ALLJ && (mm < 0 || mm >= mc))
+      continue;
+    const Taps trow = tap.row(mm * kw + 4 * p);
+    float t[4];
+CF_UNROLL
+    for (int u = 0; u < 4; u++)
+      t[u] = WHOLE || 4 * p + u < kw ? trow(u) : 0.0f;
+CF_UNROLL
+    for (int u = 0; u < 4; u++)
+CF_UNROLL
+      for (int i = 0; i < RB_RX; i++)
+        acc[j][i] = fmaf(t[u], win[i + 3 - u], acc[j][i]);
+  }
+}
+
+// Every piece of staged row q (row: its window origin for piece 0).
+template <bool ALLJ, typename Taps>
+CF_HD inline void rbw_row(const float *row, int q, int mc, int kw,
+                          const Taps &tap, float (&acc)[RB_RY][RB_RX])
+{
+  const int whole = kw / 4;
+  for (int p = 0; p < whole; p++)
+    rbw_piece<ALLJ, true>(row, p, q, mc, kw, tap, acc);
+  if (kw % 4)
+    rbw_piece<ALLJ, false>(row, whole, q, mc, kw, tap, acc);
+}
+
+// The thread's sums over one staged piece of mc kernel rows: tap.row(mm *
+// kw)(nn) is the tap at row m0 + mm, column nn. Staged rows q in [RB_RY -
+// 1, mc - 1] serve all RB_RY output rows and skip the tests.
+template <typename Taps>
+CF_HD inline void rbw_compute(const float *sm, int tx, int ty, int mc,
+                              int kw, int kwp, const Taps &tap,
+                              float (&acc)[RB_RY][RB_RX])
+{
+  const int sw = rbw_sw(kwp);
+  const float *row = sm + ty * RB_RY * sw + tx * RB_RX + kwp - 4;
+  const int qend = RB_RY + mc - 1;
+  const int q0 = RB_RY - 1 <= mc - 1 ? RB_RY - 1 : qend;
+  const int q1 = RB_RY - 1 <= mc - 1 ? mc : qend;
+  for (int q = 0; q < qend; q++) {
+    if (q == q0)
+      for (; q < q1; q++)
+        rbw_row<true>(row + q * sw, q, mc, kw, tap, acc);
+    if (q < qend)
+      rbw_row<false>(row + q * sw, q, mc, kw, tap, acc);
+  }
+}
+
 // The thread's outputs of the tile at (x0, y0) that are in the frame and
 // in the band (rows below row1).
 CF_HD inline void rb_store(const cf_conv2d_args &a, int x0, int y0, int tx,

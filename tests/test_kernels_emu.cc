@@ -113,7 +113,7 @@ static void put(uint8_t *p, unsigned type, double v)
   }
 }
 
-enum { PATH_BLOCKED, PATH_GENERIC, PATH_SEPARABLE };
+enum { PATH_BLOCKED, PATH_GENERIC, PATH_SEPARABLE, PATH_WIDE };
 
 static void conv2d_case(unsigned c, int path)
 {
@@ -122,6 +122,11 @@ static void conv2d_case(unsigned c, int path)
   if (path == PATH_BLOCKED) {
     kw = 2 * (unsigned)range(1, 7) + 1;
     kh = (unsigned)range(1, RB_KH_MAX);
+  } else if (path == PATH_WIDE) { // what the fixed-width kernels do not take
+    do {
+      kw = (unsigned)range(1, RBW_KW_MAX);
+      kh = (unsigned)(bits() % 4 ? range(1, 40) : range(30, 80));
+    } while (rb_fits(kw, kh));
   } else if (bits() % 6 == 0) { // beyond one staged piece of 64
     kw = (unsigned)range(1, 80);
     kh = (unsigned)range(1, 80);
@@ -165,7 +170,8 @@ static void conv2d_case(unsigned c, int path)
   a.scale = (float)(bits() % 2 ? 1.0 : 0.5 + unit());
   a.bias = (float)(bits() % 2 ? 0.0 : (unit() - 0.5) * maxv * 0.2);
   a.absolute = bits() % 4 == 0;
-  static const char *names[] = {"register-blocked", "generic", "separable"};
+  static const char *names[] = {"register-blocked", "generic", "separable",
+                                "register-blocked, any width"};
   snprintf(case_desc, sizeof case_desc,
            "conv2d #%u (%s%s): type %u, %ux%u, comp %u of %u, pitch %zu, "
            "kernel %ux%u, border %d, %u slices of %u (head %u), rows [%u, "
@@ -232,8 +238,12 @@ static void conv2d_case(unsigned c, int path)
     }
   } else {
     a.generic = path == PATH_GENERIC;
-    if (path == PATH_BLOCKED && !cf_k_conv2d_blocked(kw, kh))
-      emu_fail("cf_k_conv2d_blocked(%u, %u) = 0", kw, kh);
+    if (path == PATH_BLOCKED && cf_k_conv2d_blocked(kw, kh) != 1)
+      emu_fail("cf_k_conv2d_blocked(%u, %u) = %d, not 1", kw, kh,
+               cf_k_conv2d_blocked(kw, kh));
+    if (path == PATH_WIDE && cf_k_conv2d_blocked(kw, kh) != 2)
+      emu_fail("cf_k_conv2d_blocked(%u, %u) = %d, not 2", kw, kh,
+               cf_k_conv2d_blocked(kw, kh));
     size_t off = 0;
     int placed = 0;
     if (const_taps)
@@ -315,6 +325,13 @@ static void test_conv2d_blocked(void **state)
   (void)state;
   for (unsigned c = 0; c < 120; c++)
     conv2d_case(c, PATH_BLOCKED);
+}
+
+static void test_conv2d_wide(void **state)
+{
+  (void)state;
+  for (unsigned c = 0; c < 60; c++)
+    conv2d_case(c, PATH_WIDE);
 }
 
 static void test_conv2d_generic(void **state)
@@ -663,6 +680,7 @@ int main(void)
     cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d_blocked),
+      cmocka_unit_test(test_conv2d_wide),
       cmocka_unit_test(test_conv2d_generic),
       cmocka_unit_test(test_separable),
       cmocka_unit_test(test_fir1d),

@@ -496,8 +496,12 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
            "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
            v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
            algo == ALGO_DIRECT
-               ? (!v->generic && cf_k_conv2d_blocked(k->kw, k->kh)
-                      ? "direct (register-blocked: tile 256x16, 8x4 a thread)"
+               ? (v->generic ? "direct (tile 32x32, 4 rows a thread)"
+                  : cf_k_conv2d_blocked(k->kw, k->kh) == 1
+                      ? "direct (register-blocked: tile 128x32, 8x4 a thread)"
+                  : cf_k_conv2d_blocked(k->kw, k->kh) == 2
+                      ? "direct (register-blocked, any width: tile 128x32, "
+                        "8x4 a thread, 4 columns of taps at a time)"
                       : "direct (tile 32x32, 4 rows a thread)")
            : algo == ALGO_FFT
                ? "fft (cuFFT R2C/C2R per component, spectra summed over "
