@@ -176,7 +176,9 @@ CF_UNROLL
         // steps) or gp[1] (odd): groups of a parity step 16 / (RB / 4)
         // floats apart within their planes
         const int g0 = (int)(b + seglen - FIR_KU - k1) / 8;
-        const float *gp[2] = {group<RB>(xs, pl, g0), group<RB>(xs, pl, g0 - 1)};
+        // (g0 = 0: one step only, gp[1] unused but kept inside xs)
+        const float *gp[2] = {group<RB>(xs, pl, g0),
+                              group<RB>(xs, pl, g0 > 0 ? g0 - 1 : 0)};
         float w[RB + 8];
 CF_UNROLL
         for (int g = 1; g <= RB / 8; g++)
