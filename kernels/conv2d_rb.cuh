@@ -145,10 +145,10 @@ CF_UNROLL
 //
 // Same tile and thread layout. The kernel's width kw is a run-time value:
 // it is taken in pieces of 4 columns from a staged width of kwp = kw
-// rounded up to 4 (taps past kw count as zeros), each piece's window of
-// RB_RX + 3 samples loaded as three float4s; its height in pieces of at
-// most rbw_kc(kwp) rows, each staged on its own (sums carried in the
-// registers).
+// rounded up to 4 (the last piece has kw % 4 taps if any), each piece's
+// window of RB_RX + 3 samples loaded as three float4s; its height in
+// pieces of at most rbw_kc(kwp) rows, each staged on its own (sums
+// carried in the registers).
 #define RBW_KW_MAX 64
 CF_HD constexpr int rbw_kwp(int kw) { return (kw + 3) / 4 * 4; }
 // Floats per staged row: the tile, the kwp - 1 halo columns, one float
@@ -209,9 +209,11 @@ CF_HD inline void rbw_stage(const cf_conv2d_args &a,
 // One staged row's window for taps 4 p .. 4 p + 3 (win[i + 3 - u] for
 // output i and tap 4 p + u), times those taps of the tap rows
 // tap.row(mm * kw) that the row serves: mm = j + mc - 1 - q for output row
-// j. ALLJ: every j is served (no tests); WHOLE: the four taps are all
-// before kw (else those from kw on are zeros).
-template <bool ALLJ, bool WHOLE, typename Taps>
+// j. ALLJ: every j is served (no tests); NT: the piece's taps before kw
+// (4, or kw % 4 for the last piece). The staged samples the taps past kw
+// would meet are not read: multiplied by a zero, an Inf or NaN there
+// would reach outputs whose window does not hold it.
+template <bool ALLJ, int NT, typename Taps>
 CF_HD inline void rbw_piece(const float *row, int p, int q, int mc, int kw,
                             const Taps &tap, float (&acc)[RB_RY][RB_RX])
 {
@@ -231,12 +233,12 @@ CF_UNROLL
     if (!ALLJ && (mm < 0 || mm >= mc))
       continue;
     const Taps trow = tap.row(mm * kw + 4 * p);
-    float t[4];
+    float t[NT];
 CF_UNROLL
-    for (int u = 0; u < 4; u++)
-      t[u] = WHOLE || 4 * p + u < kw ? trow(u) : 0.0f;
+    for (int u = 0; u < NT; u++)
+      t[u] = trow(u);
 CF_UNROLL
-    for (int u = 0; u < 4; u++)
+    for (int u = 0; u < NT; u++)
 CF_UNROLL
       for (int i = 0; i < RB_RX; i++)
         acc[j][i] = fmaf(t[u], win[i + 3 - u], acc[j][i]);
@@ -250,9 +252,13 @@ CF_HD inline void rbw_row(const float *row, int q, int mc, int kw,
 {
   const int whole = kw / 4;
   for (int p = 0; p < whole; p++)
-    rbw_piece<ALLJ, true>(row, p, q, mc, kw, tap, acc);
-  if (kw % 4)
-    rbw_piece<ALLJ, false>(row, whole, q, mc, kw, tap, acc);
+    rbw_piece<ALLJ, 4>(row, p, q, mc, kw, tap, acc);
+  switch (kw % 4) {
+  case 1: rbw_piece<ALLJ, 1>(row, whole, q, mc, kw, tap, acc); break;
+  case 2: rbw_piece<ALLJ, 2>(row, whole, q, mc, kw, tap, acc); break;
+  case 3: rbw_piece<ALLJ, 3>(row, whole, q, mc, kw, tap, acc); break;
+  default: break;
+  }
 }
 
 // The thread's sums over one staged piece of mc kernel rows: tap.row(mm *
