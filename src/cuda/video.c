@@ -109,6 +109,13 @@ typedef struct cvideo {
   size_t scratch_rows;       /* rows of each slot's d_tmp / d_acc */
   fftgeo fg[FFT_GEOS];
   unsigned nfg, comp_geo[3];
+  /* FFT path with T > 1: the spectrum of each frame in the temporal ring,
+   * per component, at the frame's ring slot (sring_n = ring_n slots);
+   * svalid[k * sring_n + slot]: that spectrum is the slot's frame's for
+   * the current kernel's geometry (else it is computed when needed) */
+  float *d_sring[3];
+  unsigned sring_n;
+  unsigned char *svalid;
   /* temporal ring (T > 1) */
   uint8_t *d_ring;
   unsigned ring_n, head, seen;
@@ -219,6 +226,37 @@ static void free_kernel(cvideo *v)
   }
   memset(v->fg, 0, sizeof v->fg);
   v->nfg = 0;
+  for (unsigned i = 0; i < 3; i++) {
+    cudaFree(v->d_sring[i]);
+    v->d_sring[i] = NULL;
+  }
+  free(v->svalid);
+  v->svalid = NULL;
+  v->sring_n = 0;
+}
+
+/* FFT path, T > 1: a spectrum per component and ring slot, none valid. */
+static cf_status alloc_spectra_ring(cvideo *v)
+{
+  v->svalid = calloc((size_t)v->ncomp * v->ring_n, 1);
+  if (!v->svalid)
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the spectra ring");
+  v->sring_n = v->ring_n;
+  for (unsigned k = 0; k < v->ncomp; k++) {
+    const fftgeo *g = &v->fg[v->comp_geo[k]];
+    size_t sp = (size_t)g->n * (g->m / 2 + 1) * 2;
+    CF_CU(cf_cuda_malloc((void **)&v->d_sring[k],
+                         v->ring_n * sp * sizeof(float)));
+  }
+  return CF_OK;
+}
+
+/* A new frame went into ring slot rs: its spectra are not computed. */
+static void spectra_slot_written(cvideo *v, unsigned rs)
+{
+  if (v->svalid)
+    for (unsigned k = 0; k < v->ncomp; k++)
+      v->svalid[(size_t)k * v->sring_n + rs] = 0;
 }
 
 /* The least size >= x whose factors are 2, 3, 5 and 7 (cuFFT's fast
@@ -481,6 +519,8 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
   free(factors);
   if (s == CF_OK)
     s = resize_ring(v, k->t);
+  if (s == CF_OK && algo == ALGO_FFT && k->t > 1)
+    s = alloc_spectra_ring(v);
   /* The taps went up by cudaMemcpy / cudaMemcpyToSymbol from pageable
    * memory: on the legacy stream, possibly still in flight on return, and
    * unordered with the frames' non-blocking streams. */
@@ -665,10 +705,23 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
       CF_FFT(cufftSetStream(g->r2c[si], sl->st));
       CF_FFT(cufftSetStream(g->c2r[si], sl->st));
       for (unsigned tau = 0; tau < nt; tau++) {
-        CF_LAUNCHED(cf_k_fft_stage(&a, tau, g->n, g->m, sl->d_fre, sl->st));
-        CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre,
-                            (cufftComplex *)sl->d_fspec));
-        CF_LAUNCHED(cf_k_fft_mac(sl->d_fspec, g->d_kspec + tau * half * 2,
+        /* T > 1: slice tau's spectrum from the ring, transformed only if
+         * no earlier frame did (frames compute in order: pipelined T > 1
+         * frames wait for the previous one's compute) */
+        float *spec = sl->d_fspec;
+        int need = 1;
+        if (v->d_sring[k]) {
+          unsigned rs = (head + nslots - tau) % nslots;
+          unsigned char *ok = &v->svalid[(size_t)k * v->sring_n + rs];
+          spec = v->d_sring[k] + rs * half * 2;
+          need = !*ok;
+          *ok = 1;
+        }
+        if (need) {
+          CF_LAUNCHED(cf_k_fft_stage(&a, tau, g->n, g->m, sl->d_fre, sl->st));
+          CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre, (cufftComplex *)spec));
+        }
+        CF_LAUNCHED(cf_k_fft_mac(spec, g->d_kspec + tau * half * 2,
                                  sl->d_facc, half, tau == 0, norm, sl->st));
       }
       CF_FFT(cufftExecC2R(g->c2r[si], (cufftComplex *)sl->d_facc,
@@ -722,6 +775,8 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
   uint8_t *src = v->t > 1 ? v->d_ring : s0->d_in;
   uint8_t *frame = src + (size_t)head * v->frame_bytes;
   unsigned nslots = v->t > 1 ? v->ring_n : 1, up = 0;
+  if (v->t > 1)
+    spectra_slot_written(v, head);
   for (unsigned b = 0; b < v->nbands; b++) {
     unsigned need = 0; /* uploads issued before this band's compute */
     for (unsigned j = 0; j < v->nbands; j++)
@@ -801,6 +856,7 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
     if (v->have_prev)
       CF_CU(cudaStreamWaitEvent(sl->st, v->ev_frame, 0));
     head = (v->head + 1) % v->ring_n;
+    spectra_slot_written(v, head);
     CF_CU(cudaMemcpyAsync(v->d_ring + (size_t)head * v->frame_bytes,
                           sl->d_in, v->frame_bytes, cudaMemcpyDeviceToDevice,
                           sl->st));
