@@ -544,9 +544,10 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
                         "8x4 a thread, 4 columns of taps at a time)"
                       : "direct (tile 32x32, 4 rows a thread)")
            : algo == ALGO_FFT
-               ? "fft (cuFFT R2C/C2R per component, spectra summed over "
-                 "slices)"
-               : "separable (rows 256 a block, columns 32x32, 4 a thread)",
+               ? "fft (cuFFT R2C/C2R per component, one forward "
+                 "transform a frame, products summed over slices)"
+               : "separable (rows 256 a block, columns 128x32, 4x4 a "
+                 "thread)",
            algo == ALGO_FFT         ? "spectra in global memory"
            : algo == ALGO_SEPARABLE ? "global memory"
            : v->in_const          ? "constant memory"
