@@ -147,14 +147,18 @@ void cf_k_conv2d_const_drop(size_t off, size_t n);
 /* 2D FFT path (conv2d_fft.cu), one component: the padded plane of slice
  * tau into plane (n x m floats, row-major: the samples border-extended by
  * kh - 1 - cy rows above, kw - 1 - cx columns left, zero beyond (h + kh -
- * 1) x (w + kw - 1)); acc = (first ? 0 : acc) + spec * kspec * norm over
- * count complex values (interleaved re, im); the store of rows [row0,
+ * 1) x (w + kw - 1)); the products of the slices' spectra with the
+ * kernel's (interleaved re, im), summed; the store of rows [row0,
  * row1) from the inverse transform full (n x m): pixel (x, y) is full[(y +
  * kh - 1) * m + x + kw - 1], then scale, bias, |.|, the format's store. */
 cudaError_t cf_k_fft_stage(const cf_conv2d_args *a, unsigned tau, unsigned n,
                            unsigned m, float *plane, cudaStream_t stream);
-cudaError_t cf_k_fft_mac(const float *spec, const float *kspec, float *acc,
-                         size_t count, int first, float norm,
+/* acc = norm * sum over slices t < nt of spec[t] * kspec[t * count ..]
+ * (complex, count values; spec: nt device pointers in a host array),
+ * one pass over acc per CF_FFT_MAC_SLICES slices. */
+#define CF_FFT_MAC_SLICES 8
+cudaError_t cf_k_fft_mac(const float *const *spec, const float *kspec,
+                         float *acc, size_t count, unsigned nt, float norm,
                          cudaStream_t stream);
 cudaError_t cf_k_fft_store(const cf_conv2d_args *a, const float *full,
                            unsigned m, cudaStream_t stream);

@@ -43,18 +43,29 @@ extern "C" cudaError_t cf_k_fft_stage(const cf_conv2d_args *a, unsigned tau,
   return cudaGetLastError();
 }
 
-// acc = (first ? 0 : acc) + spec * kspec * norm, complex, count values.
+// The spectra of up to CF_FFT_MAC_SLICES slices, by value.
+struct fft_specs {
+  const float2 *p[CF_FFT_MAC_SLICES];
+};
+
+// acc = (first ? 0 : acc) + norm * sum over the ns slices of spec[t] *
+// kspec[t * count ..], complex, count values: one pass over acc for all
+// of a frame's slices.
 __global__ void __launch_bounds__(MAC_T)
-    fft_mac_kernel(const float2 *__restrict__ spec,
-                   const float2 *__restrict__ kspec, float2 *acc, size_t count,
-                   int first, float norm)
+    fft_mac_kernel(const fft_specs spec, unsigned ns,
+                   const float2 *__restrict__ kspec, float2 *acc,
+                   size_t count, int first, float norm)
 {
   const size_t i = (size_t)blockIdx.x * MAC_T + threadIdx.x;
   if (i >= count)
     return;
-  const float2 s = spec[i], k = kspec[i];
-  float2 r = make_float2((s.x * k.x - s.y * k.y) * norm,
-                         (s.x * k.y + s.y * k.x) * norm);
+  float2 sum = make_float2(0.0f, 0.0f);
+  for (unsigned t = 0; t < ns; t++) {
+    const float2 x = spec.p[t][i], k = kspec[t * count + i];
+    sum.x += x.x * k.x - x.y * k.y;
+    sum.y += x.x * k.y + x.y * k.x;
+  }
+  float2 r = make_float2(sum.x * norm, sum.y * norm);
   if (!first) {
     const float2 o = acc[i];
     r.x += o.x;
@@ -63,16 +74,24 @@ __global__ void __launch_bounds__(MAC_T)
   acc[i] = r;
 }
 
-extern "C" cudaError_t cf_k_fft_mac(const float *spec, const float *kspec,
-                                    float *acc, size_t count, int first,
-                                    float norm, cudaStream_t stream)
+extern "C" cudaError_t cf_k_fft_mac(const float *const *spec,
+                                    const float *kspec, float *acc,
+                                    size_t count, unsigned nt, float norm,
+                                    cudaStream_t stream)
 {
-  if (count == 0)
+  if (count == 0 || nt == 0)
     return cudaSuccess;
   unsigned blocks = (unsigned)((count + MAC_T - 1) / MAC_T);
-  CF_LAUNCH_NOSYNC(blocks, MAC_T, 0, stream, fft_mac_kernel)
-  ((const float2 *)spec, (const float2 *)kspec, (float2 *)acc, count, first,
-   norm);
+  for (unsigned t0 = 0; t0 < nt; t0 += CF_FFT_MAC_SLICES) {
+    const unsigned ns =
+        nt - t0 < CF_FFT_MAC_SLICES ? nt - t0 : CF_FFT_MAC_SLICES;
+    fft_specs sp = {};
+    for (unsigned t = 0; t < ns; t++)
+      sp.p[t] = (const float2 *)spec[t0 + t];
+    CF_LAUNCH_NOSYNC(blocks, MAC_T, 0, stream, fft_mac_kernel)
+    (sp, ns, (const float2 *)(kspec + 2 * t0 * count), (float2 *)acc, count,
+     t0 == 0, norm);
+  }
   return cudaGetLastError();
 }
 

@@ -705,26 +705,28 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
       float norm = 1.0f / ((float)g->n * (float)g->m);
       CF_FFT(cufftSetStream(g->r2c[si], sl->st));
       CF_FFT(cufftSetStream(g->c2r[si], sl->st));
+      /* T > 1: slice tau's spectrum from the ring, transformed only if
+       * no earlier frame did (frames compute in order: pipelined T > 1
+       * frames wait for the previous one's compute); T = 1: the slot's */
+      const float *spec[CF_KERNEL2D_MAX_FRAMES];
       for (unsigned tau = 0; tau < nt; tau++) {
-        /* T > 1: slice tau's spectrum from the ring, transformed only if
-         * no earlier frame did (frames compute in order: pipelined T > 1
-         * frames wait for the previous one's compute) */
-        float *spec = sl->d_fspec;
+        float *sp = sl->d_fspec;
         int need = 1;
         if (v->d_sring[k]) {
           unsigned rs = (head + nslots - tau) % nslots;
           unsigned char *ok = &v->svalid[(size_t)k * v->sring_n + rs];
-          spec = v->d_sring[k] + rs * half * 2;
+          sp = v->d_sring[k] + rs * half * 2;
           need = !*ok;
           *ok = 1;
         }
         if (need) {
           CF_LAUNCHED(cf_k_fft_stage(&a, tau, g->n, g->m, sl->d_fre, sl->st));
-          CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre, (cufftComplex *)spec));
+          CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre, (cufftComplex *)sp));
         }
-        CF_LAUNCHED(cf_k_fft_mac(spec, g->d_kspec + tau * half * 2,
-                                 sl->d_facc, half, tau == 0, norm, sl->st));
+        spec[tau] = sp;
       }
+      CF_LAUNCHED(cf_k_fft_mac(spec, g->d_kspec, sl->d_facc, half, nt, norm,
+                               sl->st));
       CF_FFT(cufftExecC2R(g->c2r[si], (cufftComplex *)sl->d_facc,
                           sl->d_fre));
       CF_LAUNCHED(cf_k_fft_store(&a, sl->d_fre, g->m, sl->st));
