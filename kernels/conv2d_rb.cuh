@@ -57,6 +57,16 @@ static_assert(RB_TX * RB_RX + 4 * rb_nv(RB_KW_MAX) - RB_RX <=
 static_assert(rb_smem(RB_KW_MAX, RB_KH_MAX) <= 48 * 1024,
               "register-blocked tile over 48 KiB");
 
+// Sample (x, y) of the slice at base, as float: `inside` (the tile's
+// whole staged window is in the component) skips the border mapping.
+CF_HD inline float rb_sample(const cf_conv2d_args &a,
+                             const unsigned char *base, bool inside, int x,
+                             int y)
+{
+  return inside ? load_at(a, base + (size_t)y * a.pitch + (size_t)x * a.step)
+                : load_sample(a, base, x, y);
+}
+
 // Stage the samples slice `base` holds for the tile at (x0, y0): staged
 // s[r][c] = X[vy0 + r][vx0 + c] with vy0 = y0 + cy - (kh - 1) and vx0 =
 // x0 + cx - (KW - 1), so output (y0 + li, x0 + lj) with tap (mm, nn) reads
@@ -79,12 +89,22 @@ CF_HD inline void rb_stage(const cf_conv2d_args &a, const unsigned char *base,
   // (s[r][c] is sm[r * SW + c]): whole warps on one row
   for (int i = ty * RB_TX + tx; i < n; i += RB_TX * RB_TY) {
     const int r = i / SW, c = i - r * SW; // SW is a constant
-    float v = 0.0f;
-    if (r < rlim && c < WU)
-      v = inside ? load_at(a, base + (size_t)(vy0 + r) * a.pitch +
-                                  (size_t)(vx0 + c) * a.step)
-                 : load_sample(a, base, vx0 + c, vy0 + r);
-    sm[i] = v;
+    sm[i] = r < rlim && c < WU ? rb_sample(a, base, inside, vx0 + c, vy0 + r)
+                               : 0.0f;
+  }
+}
+
+// A thread's window: n float4s of a staged row from p (16-byte aligned)
+// into w[0 .. 4 n).
+template <int N> CF_HD inline void rb_window(const float *p, float *w)
+{
+CF_UNROLL
+  for (int v = 0; v < N; v++) {
+    const float4 f = reinterpret_cast<const float4 *>(p)[v];
+    w[4 * v] = f.x;
+    w[4 * v + 1] = f.y;
+    w[4 * v + 2] = f.z;
+    w[4 * v + 3] = f.w;
   }
 }
 
@@ -114,14 +134,7 @@ CF_HD inline void rb_compute(const float *sm, int tx, int ty, int kh,
   const int nq = RB_RY + kh - 1;
   for (int q = 0; q < nq; q++, row += SW) {
     float win[4 * NV];
-CF_UNROLL
-    for (int v = 0; v < NV; v++) {
-      const float4 f = reinterpret_cast<const float4 *>(row)[v];
-      win[4 * v] = f.x;
-      win[4 * v + 1] = f.y;
-      win[4 * v + 2] = f.z;
-      win[4 * v + 3] = f.w;
-    }
+    rb_window<NV>(row, win);
     // staged row ty * RB_RY + q serves output row j with tap row
     // mm = j + kh - 1 - q
 CF_UNROLL
@@ -192,12 +205,8 @@ CF_HD inline void rbw_stage(const cf_conv2d_args &a,
   // consecutive threads on consecutive samples of a row (sw > the block)
   int r = 0, c = tid;
   for (int i = tid; i < sh * sw; i += RB_TX * RB_TY) {
-    float v = 0.0f;
-    if (r < rlim && c < wu)
-      v = inside ? load_at(a, base + (size_t)(vy0 + r) * a.pitch +
-                                  (size_t)(vx0 + c) * a.step)
-                 : load_sample(a, base, vx0 + c, vy0 + r);
-    sm[i] = v;
+    sm[i] = r < rlim && c < wu ? rb_sample(a, base, inside, vx0 + c, vy0 + r)
+                               : 0.0f;
     c += RB_TX * RB_TY;
     if (c >= sw) {
       c -= sw;
@@ -218,15 +227,7 @@ CF_HD inline void rbw_piece(const float *row, int p, int q, int mc, int kw,
                             const Taps &tap, float (&acc)[RB_RY][RB_RX])
 {
   float win[12];
-  const float4 *w4 = reinterpret_cast<const float4 *>(row - 4 * p);
-CF_UNROLL
-  for (int v = 0; v < 3; v++) {
-    const float4 f = w4[v];
-    win[4 * v] = f.x;
-    win[4 * v + 1] = f.y;
-    win[4 * v + 2] = f.z;
-    win[4 * v + 3] = f.w;
-  }
+  rb_window<3>(row - 4 * p, win);
 CF_UNROLL
   for (int j = 0; j < RB_RY; j++) {
     const int mm = j + mc - 1 - q;
