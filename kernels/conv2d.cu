@@ -389,15 +389,16 @@ CF_UNROLL
   const int qa = max(COL_RY - 1, -base);
   const int qb = min(kh - 1, (int)nrows - 1 - base);
   const int q0 = qa <= qb ? qa : qend, q1 = qa <= qb ? qb + 1 : qend;
-  for (int q = 0; q < qend; q++) {
-    if (q == q0)
-      for (; q < q1; q++)
-        cols_row<true>(col, pitch, base + q, vcol, kh, q, acc);
-    const int r = base + q;
-    if (q >= qend || r < 0 || r >= (int)nrows)
-      continue; // only rows past row1 would need it
-    cols_row<false>(col, pitch, r, vcol, kh, q, acc);
-  }
+  // three loops, so that the middle one is compiled without the tests
+  int q = 0;
+  for (; q < q0; q++)
+    if (base + q >= 0 && base + q < (int)nrows) // only rows past row1 lack
+      cols_row<false>(col, pitch, base + q, vcol, kh, q, acc);
+  for (; q < q1; q++)
+    cols_row<true>(col, pitch, base + q, vcol, kh, q, acc);
+  for (; q < qend; q++)
+    if (base + q >= 0 && base + q < (int)nrows)
+      cols_row<false>(col, pitch, base + q, vcol, kh, q, acc);
 CF_UNROLL
   for (int j = 0; j < COL_RY; j++) {
     const unsigned y = (unsigned)(ib + j);

@@ -275,13 +275,14 @@ CF_HD inline void rbw_compute(const float *sm, int tx, int ty, int mc,
   const int qend = RB_RY + mc - 1;
   const int q0 = RB_RY - 1 <= mc - 1 ? RB_RY - 1 : qend;
   const int q1 = RB_RY - 1 <= mc - 1 ? mc : qend;
-  for (int q = 0; q < qend; q++) {
-    if (q == q0)
-      for (; q < q1; q++)
-        rbw_row<true>(row + q * sw, q, mc, kw, tap, acc);
-    if (q < qend)
-      rbw_row<false>(row + q * sw, q, mc, kw, tap, acc);
-  }
+  // three loops, so that the middle one is compiled without the tests
+  int q = 0;
+  for (; q < q0; q++)
+    rbw_row<false>(row + q * sw, q, mc, kw, tap, acc);
+  for (; q < q1; q++)
+    rbw_row<true>(row + q * sw, q, mc, kw, tap, acc);
+  for (; q < qend; q++)
+    rbw_row<false>(row + q * sw, q, mc, kw, tap, acc);
 }
 
 // The thread's outputs of the tile at (x0, y0) that are in the frame and

@@ -778,8 +778,7 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
   uint8_t *src = v->t > 1 ? v->d_ring : s0->d_in;
   uint8_t *frame = src + (size_t)head * v->frame_bytes;
   unsigned nslots = v->t > 1 ? v->ring_n : 1, up = 0;
-  if (v->t > 1)
-    spectra_slot_written(v, head);
+  spectra_slot_written(v, head); /* (no spectra ring: nothing) */
   for (unsigned b = 0; b < v->nbands; b++) {
     unsigned need = 0; /* uploads issued before this band's compute */
     for (unsigned j = 0; j < v->nbands; j++)
