@@ -60,7 +60,12 @@ __global__ void __launch_bounds__(MAC_T)
   if (i >= count)
     return;
   float2 sum = make_float2(0.0f, 0.0f);
-  for (unsigned t = 0; t < ns; t++) {
+  // unrolled, so that each pointer is read from the parameters, not from
+  // a local copy of them indexed at run time
+CF_UNROLL
+  for (unsigned t = 0; t < CF_FFT_MAC_SLICES; t++) {
+    if (t >= ns)
+      break;
     const float2 x = spec.p[t][i], k = kspec[t * count + i];
     sum.x += x.x * k.x - x.y * k.y;
     sum.y += x.x * k.y + x.y * k.x;
