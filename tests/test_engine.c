@@ -306,10 +306,12 @@ static void input_free(input *in)
 /* ------------------------------------------------------------------ */
 /* The expected output: a sequence of kernel sets and swaps              */
 
+#define MODEL_STAGES 8
 typedef struct model {
   unsigned nstage;      /* kernel sets in use: 1 + number of swaps */
-  const kset *ks[4];
-  size_t S[4], X[4];    /* swap k (k >= 1) at input frame S[k], crossfade X[k] */
+  const kset *ks[MODEL_STAGES];
+  size_t S[MODEL_STAGES], X[MODEL_STAGES]; /* swap k (k >= 1) at input
+                                              frame S[k], crossfade X[k] */
   const input *in;
 } model;
 
@@ -576,7 +578,7 @@ static void check_region(run *ru, ref_rng *r, const model *m, size_t base,
   float *got = xalloc(s.n * sizeof *got);
   double *want = xalloc(s.n * sizeof *want);
   for (unsigned o = 0; o < cout; o++) {
-    double ss = 0.0, sc = 0.0, se = 0.0, srms[4];
+    double ss = 0.0, sc = 0.0, se = 0.0, srms[MODEL_STAGES];
     model_rms(m, o, r, srms);
     for (size_t i = 0; i < s.n; i++) {
       got[i] = ru->out[s.v[i] * cout + o];
@@ -970,7 +972,12 @@ static void test_drain_small_capacity(void **state)
   }
 }
 
-/* Reset mid-stream (mid-block too): what follows equals a fresh engine. */
+static void kset_like(ref_rng *r, kset *k, const kset *like, size_t lo,
+                      size_t hi);
+
+/* Reset mid-stream (mid-block too): what follows equals a fresh engine.
+ * Odd cases swap kernels first, the reset falling inside the crossfade:
+ * the swap completes, and a fresh engine with the new kernel follows. */
 static void test_reset(void **state)
 {
   (void)state;
@@ -994,11 +1001,30 @@ static void test_reset(void **state)
     cf_engine *e = make_engine(&k, block);
     size_t tail = cf_engine_tail(e);
     run ru;
-    run_start(&ru, e, block, n + tail + 8);
-    run_feed(&ru, &r, in.x, cut, 0);
+    run_start(&ru, e, block, n + 2 * tail + 6008);
+    if (c % 2) { /* a swap whose crossfade the reset cuts short */
+      kset k2;
+      kset_like(&r, &k2, &k, 1, 6000);
+      size_t S = ref_rng_range(&r, 0, cut), X = cut - S + ref_rng_range(&r, 1, 5000);
+      add_case("swap at %zu X %zu to ", S, X);
+      kset_describe(&k2);
+      run_feed(&ru, &r, in.x, S, 0);
+      cf_kernel *kk = NULL;
+      CHECK_OK(kset_build(&k2, &kk));
+      cf_status st = cf_engine_set_kernel(e, kk, X);
+      cf_kernel_free(kk);
+      CHECK(st == CF_OK, "set_kernel returned %s: %s", cf_status_name(st),
+            cf_last_error());
+      run_feed(&ru, &r, in.x + S * in.ch, cut - S, 0);
+      kset_free(&k);
+      k = k2;
+      tail = ru.lat + kset_lmax(&k) - 1;
+    } else
+      run_feed(&ru, &r, in.x, cut, 0);
     CHECK_OK(cf_engine_reset(e));
     CHECK(cf_engine_latency(e) == ru.lat && cf_engine_tail(e) == tail,
-          "latency/tail changed by reset");
+          "latency/tail changed by reset: %zu/%zu, want %zu/%zu",
+          cf_engine_latency(e), cf_engine_tail(e), ru.lat, tail);
     size_t base = ru.pos;
     run_feed(&ru, &r, after.x, n - cut, 0);
     add_block_marks(&ru, base, n - cut + tail);
@@ -1058,7 +1084,7 @@ static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
   }
 }
 
-/* nsw swaps (1..3) of ks[1..nsw] at S[k] with crossfade X[k]; compares
+/* nsw swaps (1..MODEL_STAGES - 1) of ks[1..nsw] at S[k] with crossfade X[k]; compares
  * the output before, inside and after every crossfade. */
 static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
                       const size_t *S, const size_t *X, unsigned block,
@@ -1241,6 +1267,49 @@ static void test_swap_during_crossfade(void **state)
   }
 }
 
+/* Swaps in a burst, as from a GUI slider: 4 to 7 of them within one
+ * block (on the FFT paths, within the latency: every set still has
+ * outputs to give when the next arrives), some at the same frame. */
+static void test_swap_burst(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 22);
+  for (unsigned c = 0; c < 6; c++) {
+    kset k[MODEL_STAGES];
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 2);
+    kset_init(&k[0], CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k[0], &r, 0, rand_len(&r, 1, 2000));
+    for (unsigned s = 1; s < MODEL_STAGES; s++)
+      kset_like(&r, &k[s], &k[0], 1, 2000);
+    unsigned nsw = (unsigned)ref_rng_range(&r, 4, MODEL_STAGES - 1);
+    size_t n = ref_rng_range(&r, 3 * (size_t)block, 3 * (size_t)block + 9000);
+    fit_work(&k[0], &n, &block);
+    size_t S[MODEL_STAGES] = {0}, X[MODEL_STAGES] = {0};
+    size_t w = block > 1 ? block - 1 : 1; /* the burst's span */
+    S[1] = ref_rng_range(&r, 0, n > w ? n - w : 0);
+    for (unsigned s = 1; s <= nsw; s++) {
+      if (s > 1)
+        S[s] = ref_rng_u64(&r) % 4 ? S[s - 1] + ref_rng_range(&r, 0, w / nsw)
+                                   : S[s - 1];
+      if (S[s] > n)
+        S[s] = n;
+      X[s] = rand_crossfade(&r, n - S[s] < 2 * w ? n - S[s] : 2 * w);
+    }
+    set_case("swap_burst #%u: block %u %u swaps ", c, block, nsw);
+    input in;
+    input_make(&in, &r, ch, n);
+    const kset *ks[MODEL_STAGES];
+    for (unsigned s = 0; s < MODEL_STAGES; s++)
+      ks[s] = &k[s];
+    swap_case(&r, ks, nsw, S, X, block, &in);
+    input_free(&in);
+    for (unsigned s = 0; s < MODEL_STAGES; s++)
+      kset_free(&k[s]);
+  }
+}
+
 /* Same channel counts, different routing: allowed by the contract. */
 static void test_swap_routing_change(void **state)
 {
@@ -1352,7 +1421,7 @@ static void test_swap_invalid(void **state)
  * drain call fail as a device error (kernel:K: its K-th set_kernel fail
  * as a device allocation would). A case is one or two segments (a
  * reset or a drain between them), each a random chunking with up to three
- * kernel swaps, crossfades included; F falls on the first call, the last
+ * kernel swaps, crossfades included, or a burst of 4 to 6 within a block; F falls on the first call, the last
  * (the final drain), the first after a swap (its crossfade in flight),
  * the first after the reset or drain, the drain between the segments, the
  * last before a swap to a longer kernel, or anywhere. The whole output must match the reference with the swaps as
@@ -1428,25 +1497,26 @@ static size_t fplan_pick(const fplan *p, ref_rng *r, int op)
 static void fault_case(ref_rng *r, unsigned c, int long_swap)
 {
   unsigned block = long_swap ? 1024u << (ref_rng_u64(r) % 3) : rand_block(r);
-  kset k[7];
+  enum { NK = 2 * (MODEL_STAGES - 2) + 1 }; /* two segments of <= 6 swaps */
+  kset k[NK];
   if (long_swap) {
     kset_init(&k[0], CF_ROUTING_SHARED, 1, 1);
     kset_set(&k[0], r, 0, rand_len(r, 1, 2000));
   } else
     random_kset(r, &k[0], block, 3000);
-  for (unsigned i = 1; i < 7; i++)
+  for (unsigned i = 1; i < NK; i++)
     kset_like(r, &k[i], &k[0], 1, 3000);
   if (long_swap) {
     kset_free(&k[1]);
     kset_like(r, &k[1], &k[0], 135000, 150000);
   }
   size_t lmax = 0, lk = 0;
-  for (unsigned i = 0; i < 7; i++)
+  for (unsigned i = 0; i < NK; i++)
     if (kset_lmax(&k[i]) > lmax)
       lmax = kset_lmax(&k[i]), lk = i;
   unsigned nseg = ref_rng_u64(r) % 3 ? 2 : 1;
   int cut_drain = ref_rng_u64(r) % 2;
-  size_t n[2], S[2][4] = {{0}}, X[2][4] = {{0}};
+  size_t n[2], S[2][MODEL_STAGES] = {{0}}, X[2][MODEL_STAGES] = {{0}};
   unsigned nsw[2] = {0, 0}, first[2];
   for (unsigned g = 0; g < 2; g++) {
     n[g] = g < nseg ? rand_frames(r, lmax, block) : 0;
@@ -1463,7 +1533,11 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   set_case("fallback #%u: block %u ", c, block);
   for (unsigned g = 0; g < nseg; g++) {
     first[g] = stage; /* the set in use when the segment starts */
-    nsw[g] = long_swap ? 1 : (unsigned)(ref_rng_u64(r) % 4);
+    /* a burst: 4 to 6 swaps within one block (test_swap_burst) */
+    int burst = !long_swap && ref_rng_u64(r) % 4 == 0;
+    nsw[g] = long_swap ? 1
+             : burst   ? (unsigned)ref_rng_range(r, 4, MODEL_STAGES - 2)
+                       : (unsigned)(ref_rng_u64(r) % 4);
     size_t done = 0;
     add_case("| segment %u: n %zu ", g, n[g]);
     kset_describe(&k[stage]);
@@ -1471,6 +1545,10 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
       S[g][s] = ref_rng_u64(r) % 4 ? rand_swap_point(r, n[g], block) : done;
       if (long_swap)
         S[g][s] = ref_rng_range(r, lmax - 2000, lmax + 1000);
+      if (burst && s > 1)
+        S[g][s] = done + ref_rng_range(r, 0, block / nsw[g]);
+      if (S[g][s] > n[g])
+        S[g][s] = n[g];
       if (S[g][s] < done)
         S[g][s] = done;
       X[g][s] = rand_crossfade(r, n[g] - S[g][s] + block);
@@ -1626,7 +1704,7 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   run_end(&ru);
   free(p.ops);
   input_free(&in);
-  for (unsigned i = 0; i < 7; i++)
+  for (unsigned i = 0; i < NK; i++)
     kset_free(&k[i]);
 }
 
@@ -1959,6 +2037,7 @@ int main(void)
     cmocka_unit_test(test_swap),
     cmocka_unit_test(test_swap_long),
     cmocka_unit_test(test_swap_during_crossfade),
+    cmocka_unit_test(test_swap_burst),
     cmocka_unit_test(test_swap_routing_change),
     cmocka_unit_test(test_swap_invalid),
     cmocka_unit_test(test_zero_frames),

@@ -8,11 +8,13 @@
  *
  * A kernel swap builds a new bank with the same latency, primes it by
  * replaying the input history (so it starts as if it had always run), and
- * blends it in over the crossfade window. Swaps form a short list: swap k
- * blends bank k over the fold of the banks before it, and is complete
- * (weight 1) from the next swap's point on, as engine.h defines. A bank no
- * future output depends on is retired (freed at the next swap, reset or
- * free: never in process()). */
+ * blends it in over the crossfade window. Swaps form a list, oldest first:
+ * output y comes from the last bank whose swap point is at or before y,
+ * blended with the one before it while its crossfade runs (engine.h: a
+ * swap completes the one before it). A bank no future output depends on is
+ * retired (freed at the next swap, reset or free: never in process()); the
+ * list grows in set_kernel when swaps come faster than the latency lets
+ * banks go, as a burst of swaps within one block does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,21 +54,12 @@ typedef struct bank {
   char plan[160];
 } bank;
 
-/* Banks alive at once: the current one and up to MAX_BANKS - 1 swaps
- * whose crossfade or latency window is still open. */
-#define MAX_BANKS 4
-
 typedef struct fir {
   unsigned cin, cout;
   size_t block, latency;
   cf_algorithm algo;
   cf_pool *pool;
-  bank *b[MAX_BANKS]; /* oldest first */
-  unsigned nb;
-  uint64_t fade_s[MAX_BANKS]; /* bank k >= 1: swap point S and crossfade X */
-  size_t fade_x[MAX_BANKS];
-  bank *retired[MAX_BANKS];
-  unsigned nretired;
+  cf_swaps banks; /* bank pointers, oldest first */
   uint64_t t;        /* input frames since start or reset */
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
@@ -74,6 +67,8 @@ typedef struct fir {
   const float *in;   /* the step being processed */
   size_t m;
 } fir;
+
+static bank *bk(const fir *f, unsigned k) { return f->banks.bank[k]; }
 
 static void lane_free(lane *l)
 {
@@ -198,7 +193,7 @@ static void lane_job(void *ctx, unsigned item)
 {
   fir *f = ctx;
   unsigned c = item % f->cin;
-  bank *b = f->b[item / f->cin];
+  bank *b = bk(f, item / f->cin);
   lane *l = &b->lanes[c];
   for (size_t n = 0; n < f->m; n++)
     l->x[n] = f->in[n * f->cin + c];
@@ -216,39 +211,21 @@ static void lane_job(void *ctx, unsigned item)
 
 static void free_retired(fir *f)
 {
-  for (unsigned i = 0; i < f->nretired; i++)
-    bank_free(f->retired[i], f->cin);
-  f->nretired = 0;
+  for (unsigned i = 0; i < f->banks.nretired; i++)
+    bank_free(f->banks.retired[i], f->cin);
+  f->banks.nretired = 0;
 }
 
-/* Drop the oldest bank (the list never empties). */
-static void retire_oldest(fir *f)
+/* Output y from the banks' outputs at step index n (engine.h's fold). */
+static double blend(const fir *f, unsigned o, size_t n, uint64_t y)
 {
-  f->retired[f->nretired++] = f->b[0];
-  for (unsigned i = 1; i < f->nb; i++) {
-    f->b[i - 1] = f->b[i];
-    f->fade_s[i - 1] = f->fade_s[i];
-    f->fade_x[i - 1] = f->fade_x[i];
-  }
-  f->nb--;
-}
-
-/* w_k(y) of engine.h for swap k at y index y; 1 from the next swap on. */
-static double fade_weight(const fir *f, unsigned k, uint64_t y)
-{
-  if (y < f->fade_s[k])
-    return 0.0;
-  if (k + 1 < f->nb && y >= f->fade_s[k + 1])
-    return 1.0;
-  uint64_t j = y - f->fade_s[k];
-  return j >= f->fade_x[k] ? 1.0 : (double)(j + 1) / (f->fade_x[k] + 1.0);
-}
-
-/* Swap 1 is over for every future output (y >= t - latency). */
-static int swap1_done(const fir *f)
-{
-  uint64_t y = f->t >= f->latency ? f->t - f->latency : 0;
-  return y >= f->fade_s[1] + f->fade_x[1] || (f->nb > 2 && y >= f->fade_s[2]);
+  double w;
+  unsigned k = cf_swaps_pick(&f->banks, y, &w);
+  double v = bk(f, k)->src[o][n];
+  if (w == 1.0)
+    return v;
+  double u = bk(f, k - 1)->src[o][n];
+  return u + w * (v - u);
 }
 
 static void step(fir *f, const float *in, float *out, size_t m)
@@ -256,20 +233,21 @@ static void step(fir *f, const float *in, float *out, size_t m)
   f->in = in;
   f->m = m;
   double work = 0;
-  for (unsigned k = 0; k < f->nb; k++)
-    work += (double)m * f->b[k]->cost;
-  unsigned items = f->cin * f->nb;
+  unsigned nb = f->banks.n;
+  for (unsigned k = 0; k < nb; k++)
+    work += (double)m * bk(f, k)->cost;
+  unsigned items = f->cin * nb;
   if (work >= PARALLEL_MIN_NS ||
       (work >= PARALLEL_MIN_HOT_NS && cf_pool_hot(f->pool)))
     cf_pool_run(f->pool, lane_job, f, items);
   else
     for (unsigned i = 0; i < items; i++)
       lane_job(f, i);
-  for (unsigned k = 0; k < f->nb; k++)
-    bank_gather(f->b[k], f->cin, m);
+  for (unsigned k = 0; k < nb; k++)
+    bank_gather(bk(f, k), f->cin, m);
   unsigned co = f->cout;
-  const bank *b0 = f->b[0];
-  if (f->nb == 1) {
+  const bank *b0 = bk(f, 0);
+  if (nb == 1) {
     for (unsigned o = 0; o < co; o++) {
       const float *src = b0->src[o];
       for (size_t n = 0; n < m; n++)
@@ -277,23 +255,18 @@ static void step(fir *f, const float *in, float *out, size_t m)
     }
   } else {
     /* The blend in double: where old and new outputs nearly cancel, a
-     * float blend alone would cost more than the 1e-6 the paths meet. */
+     * float blend alone would cost more than the 1e-6 the paths meet.
+     * Within the first latency frames every bank gives zeros. */
     for (size_t n = 0; n < m; n++) {
-      double w[MAX_BANKS];
       uint64_t z = f->t + n;
-      for (unsigned k = 1; k < f->nb; k++)
-        w[k] = z < f->latency ? 0.0 : fade_weight(f, k, z - f->latency);
-      for (unsigned o = 0; o < co; o++) {
-        double v = b0->src[o][n];
-        for (unsigned k = 1; k < f->nb; k++)
-          v += w[k] * (f->b[k]->src[o][n] - v);
-        out[n * co + o] = (float)v;
-      }
+      for (unsigned o = 0; o < co; o++)
+        out[n * co + o] = z < f->latency ? b0->src[o][n]
+                          : (float)blend(f, o, n, z - f->latency);
     }
   }
   f->t += m;
-  while (f->nb > 1 && swap1_done(f))
-    retire_oldest(f);
+  if (nb > 1)
+    cf_swaps_retire(&f->banks, f->t >= f->latency ? f->t - f->latency : 0);
 }
 
 static cf_status fir_process(void *impl, const float *in, float *out,
@@ -316,21 +289,20 @@ static size_t fir_tail(const void *impl)
 {
   const fir *f = impl;
   size_t l = 0;
-  for (unsigned k = 0; k < f->nb; k++)
-    if (f->b[k]->lmax > l)
-      l = f->b[k]->lmax;
+  for (unsigned k = 0; k < f->banks.n; k++)
+    if (bk(f, k)->lmax > l)
+      l = bk(f, k)->lmax;
   return f->latency + l - 1;
 }
 
 static void fir_reset(void *impl)
 {
   fir *f = impl;
-  while (f->nb > 1) /* a discontinuity completes every swap */
-    retire_oldest(f);
+  cf_swaps_reset(&f->banks); /* a discontinuity completes every swap */
   free_retired(f);
   for (unsigned i = 0; i < f->cin; i++)
-    if (f->b[0]->lanes[i].conv)
-      cf_conv_reset(f->b[0]->lanes[i].conv);
+    if (bk(f, 0)->lanes[i].conv)
+      cf_conv_reset(bk(f, 0)->lanes[i].conv);
   memset(f->hist, 0, (size_t)f->cin * (f->hmask + 1) * sizeof(float));
   f->t = 0;
 }
@@ -382,14 +354,13 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
   cf_status s = bank_new(f, k, &b);
   if (s != CF_OK)
     return s;
-  prime(f, b);
   free_retired(f);
-  if (f->nb == MAX_BANKS) /* swaps faster than the latency: drop the oldest */
-    retire_oldest(f);
-  f->b[f->nb] = b;
-  f->fade_s[f->nb] = f->t;
-  f->fade_x[f->nb] = crossfade;
-  f->nb++;
+  if ((s = cf_swaps_reserve(&f->banks)) != CF_OK) {
+    bank_free(b, f->cin);
+    return s;
+  }
+  prime(f, b);
+  cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
 }
 
@@ -406,7 +377,7 @@ static void fir_describe(const void *impl, char *buf, size_t n)
 {
   const fir *f = impl;
   snprintf(buf, n, "%s, block %zu, latency %zu, %u thread%s, %s",
-           f->b[f->nb - 1]->plan, f->block, f->latency, cf_pool_threads(f->pool),
+           bk(f, f->banks.n - 1)->plan, f->block, f->latency, cf_pool_threads(f->pool),
            cf_pool_threads(f->pool) == 1 ? "" : "s", cf_dsp_get()->name);
 }
 
@@ -415,9 +386,10 @@ static void fir_destroy(void *impl)
   fir *f = impl;
   if (!f)
     return;
-  for (unsigned k = 0; k < f->nb; k++)
-    bank_free(f->b[k], f->cin);
+  for (unsigned k = 0; k < f->banks.n; k++)
+    bank_free(bk(f, k), f->cin);
   free_retired(f);
+  cf_swaps_free(&f->banks);
   cf_pool_free(f->pool);
   cf_free(f->hist);
   cf_free(f->zeros);
@@ -472,10 +444,11 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                 "history", hcap);
   if (s == CF_OK)
     s = cf_pool_new(threads, &f->pool);
+  bank *b0 = NULL;
   if (s == CF_OK)
-    s = bank_new(f, k, &f->b[0]);
-  if (s == CF_OK)
-    f->nb = 1;
+    s = bank_new(f, k, &b0);
+  if (s == CF_OK && (s = cf_swaps_init(&f->banks, b0)) != CF_OK)
+    bank_free(b0, f->cin);
   if (s != CF_OK) {
     fir_destroy(f);
     return s;

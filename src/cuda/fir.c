@@ -29,7 +29,6 @@
 #include "cf_kernels.h"
 #include "cuda_internal.h"
 
-#define MAX_BANKS 4
 #define MAX_SLOTS 8
 #define DIRECT_STEP 8192     /* direct path: frames per step, at least */
 #define AUTO_DIRECT_TAPS 128 /* CF_ALGO_AUTO: direct up to this length */
@@ -81,12 +80,7 @@ typedef struct cfir {
   int last; /* slot of the last launched step, -1 none */
   size_t pos;
   uint64_t t;
-  bank *b[MAX_BANKS];
-  unsigned nb;
-  uint64_t fade_s[MAX_BANKS];
-  size_t fade_x[MAX_BANKS];
-  bank *retired[MAX_BANKS];
-  unsigned nretired;
+  cf_swaps banks; /* bank pointers, oldest first */
   float *zeros;
   int broken;
   char graph_note[96];
@@ -318,10 +312,13 @@ static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
   return CF_OK;
 }
 
+static bank *bk(const cfir *f, unsigned k) { return f->banks.bank[k]; }
+
 /* The compute of one step of m frames starting at input time y0 (already
- * uploaded to s->d_in), with banks b[0..nb), output into s->d_out. */
-static cf_status compute(cfir *f, slot *s, bank *const *bk, unsigned nb,
-                         size_t m, uint64_t y0)
+ * uploaded to s->d_in), output into s->d_out: with the banks of the swap
+ * list, or with bank `only` alone (a graph's capture). */
+static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0,
+                         bank *only)
 {
   cudaStream_t st = s->st;
   cf_status r;
@@ -335,18 +332,22 @@ static cf_status compute(cfir *f, slot *s, bank *const *bk, unsigned nb,
     CF_LAUNCHED(cf_k_ols_push(f->d_fdl, f->d_X, f->cin, (unsigned)f->B,
                               f->pcap, f->d_t, st));
   }
-  for (unsigned k = 0; k < nb; k++)
-    if ((r = bank_run(f, bk[k], k + 1 == nb ? s->d_out : bk[k]->d_y, m,
-                      st)) != CF_OK)
+  unsigned nb = only ? 1 : f->banks.n;
+  for (unsigned k = 0; k < nb; k++) {
+    bank *b = only ? only : bk(f, k);
+    if ((r = bank_run(f, b, k + 1 == nb ? s->d_out : b->d_y, m, st)) != CF_OK)
       return r;
-  /* The fold of engine.h's crossfades, as the CPU does: swap k blends
-   * over the banks before it from S_k, and is complete from S_k+1. */
-  const float *prev = nb > 1 ? bk[0]->d_y : NULL;
+  }
+  /* The fold of engine.h's crossfades: swap k blends over the banks
+   * before it from S_k, and is complete from the next swap's point. A
+   * bank whose successor was retired gives no output this step reads in
+   * between (engine_internal.h, cf_swaps). */
+  const float *prev = nb > 1 ? bk(f, 0)->d_y : NULL;
   size_t cs = f->cout * sizeof(float);
   for (unsigned k = 1; k < nb; k++) {
-    float *dst = k + 1 == nb ? s->d_out : bk[k]->d_y;
-    uint64_t S = f->fade_s[k], y1 = y0 + m;
-    uint64_t next = k + 1 < nb ? f->fade_s[k + 1] : UINT64_MAX;
+    float *dst = k + 1 == nb ? s->d_out : bk(f, k)->d_y;
+    const cf_swap *sw = &f->banks.sw[k];
+    uint64_t S = sw->s, y1 = y0 + m, next = sw->end;
     uint64_t a = y0, e = S < y1 ? S : y1;
     if (e > a)
       CF_CU(cudaMemcpyAsync(dst, prev, (size_t)(e - a) * cs,
@@ -356,7 +357,7 @@ static cf_status compute(cfir *f, slot *s, bank *const *bk, unsigned nb,
     if (e > a)
       CF_LAUNCHED(cf_k_crossfade(dst + (a - y0) * f->cout,
                                  prev + (a - y0) * f->cout, (size_t)(e - a),
-                                 f->cout, (size_t)(a - S), f->fade_x[k], st));
+                                 f->cout, (size_t)(a - S), sw->x, st));
     prev = dst;
   }
   CF_LAUNCHED(cf_k_time_advance(f->d_t, (unsigned)m, st));
@@ -375,9 +376,8 @@ static cf_status capture(cfir *f, bank *b, unsigned i)
                                     cudaMemcpyHostToDevice, s->st);
   if (err != cudaSuccess)
     r = cf_cuda_status(err, "cudaMemcpyAsync(upload)", __FILE__, __LINE__);
-  bank *one[1] = {b};
   if (r == CF_OK)
-    r = compute(f, s, one, 1, m, 0);
+    r = compute(f, s, m, 0, b);
   if (r == CF_OK) {
     err = cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
                           cudaMemcpyDeviceToHost, s->st);
@@ -507,17 +507,17 @@ static cf_status launch(cfir *f, unsigned i, size_t m)
   uint64_t y0 = f->t - m;
   cudaEvent_t prev = f->last >= 0 ? f->s[f->last].ev_comp : NULL;
   size_t gsize = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
-  if (f->nb == 1 && f->b[0]->graph && m == gsize) {
+  if (f->banks.n == 1 && bk(f, 0)->graph && m == gsize) {
     if (prev)
       CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
-    CF_LAUNCHED(cudaGraphLaunch(f->b[0]->gx[i], s->st));
+    CF_LAUNCHED(cudaGraphLaunch(bk(f, 0)->gx[i], s->st));
     CF_CU(cudaEventRecord(s->ev_comp, s->st));
   } else {
     CF_CU(cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
                           cudaMemcpyHostToDevice, s->st));
     if (prev)
       CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
-    cf_status r = compute(f, s, f->b, f->nb, m, y0);
+    cf_status r = compute(f, s, m, y0, NULL);
     if (r != CF_OK)
       return r;
     CF_CU(cudaEventRecord(s->ev_comp, s->st));
@@ -532,17 +532,7 @@ static cf_status launch(cfir *f, unsigned i, size_t m)
   s->emitted = 0;
   f->last = (int)i;
   /* banks no future output needs (y >= y0 + m) step back */
-  uint64_t y = y0 + m;
-  while (f->nb > 1 && (y >= f->fade_s[1] + f->fade_x[1] ||
-                       (f->nb > 2 && y >= f->fade_s[2]))) {
-    f->retired[f->nretired++] = f->b[0];
-    for (unsigned k = 1; k < f->nb; k++) {
-      f->b[k - 1] = f->b[k];
-      f->fade_s[k - 1] = f->fade_s[k];
-      f->fade_x[k - 1] = f->fade_x[k];
-    }
-    f->nb--;
-  }
+  cf_swaps_retire(&f->banks, y0 + m);
   return CF_OK;
 }
 
@@ -618,17 +608,17 @@ static size_t cfir_tail(const void *impl)
 {
   const cfir *f = impl;
   size_t l = 0;
-  for (unsigned k = 0; k < f->nb; k++)
-    if (f->b[k]->lmax > l)
-      l = f->b[k]->lmax;
+  for (unsigned k = 0; k < f->banks.n; k++)
+    if (bk(f, k)->lmax > l)
+      l = bk(f, k)->lmax;
   return f->latency + l - 1;
 }
 
 static void free_retired(cfir *f)
 {
-  for (unsigned i = 0; i < f->nretired; i++)
-    bank_free(f->retired[i]);
-  f->nretired = 0;
+  for (unsigned i = 0; i < f->banks.nretired; i++)
+    bank_free(f->banks.retired[i]);
+  f->banks.nretired = 0;
 }
 
 static cf_status zero_state(cfir *f)
@@ -652,15 +642,7 @@ static void cfir_reset(void *impl)
   cf_status r = cf_cuda_use_device(f->device);
   if (r == CF_OK)
     r = wait_all(f, 0, 0, NULL);
-  while (f->nb > 1) { /* a discontinuity completes every swap */
-    f->retired[f->nretired++] = f->b[0];
-    for (unsigned k = 1; k < f->nb; k++) {
-      f->b[k - 1] = f->b[k];
-      f->fade_s[k - 1] = f->fade_s[k];
-      f->fade_x[k - 1] = f->fade_x[k];
-    }
-    f->nb--;
-  }
+  cf_swaps_reset(&f->banks); /* a discontinuity completes every swap */
   if (r == CF_OK)
     free_retired(f);
   if (r == CF_OK)
@@ -709,30 +691,20 @@ static cf_status cfir_set_kernel(void *impl, const cf_kernel *k,
     r = wait_all(f, 0, 0, NULL); /* outputs are all handed out already */
   if (r != CF_OK)
     return r;
+  free_retired(f);
+  if ((r = cf_swaps_reserve(&f->banks)) != CF_OK)
+    return r;
   bank *b;
   if ((r = bank_new(f, k, &b)) != CF_OK)
     return r;
-  free_retired(f);
-  if (f->nb == MAX_BANKS) { /* swaps faster than the fades: drop the oldest */
-    bank_free(f->b[0]);
-    for (unsigned i = 1; i < f->nb; i++) {
-      f->b[i - 1] = f->b[i];
-      f->fade_s[i - 1] = f->fade_s[i];
-      f->fade_x[i - 1] = f->fade_x[i];
-    }
-    f->nb--;
-  }
-  f->b[f->nb] = b;
-  f->fade_s[f->nb] = f->t;
-  f->fade_x[f->nb] = crossfade;
-  f->nb++;
+  cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
 }
 
 static void cfir_describe(const void *impl, char *buf, size_t n)
 {
   const cfir *f = impl;
-  const bank *b = f->b[f->nb - 1];
+  const bank *b = bk(f, f->banks.n - 1);
   char path[96];
   if (f->ols)
     snprintf(path, sizeof path, "fft-uniform%s, %u partitions of %zu",
@@ -753,9 +725,10 @@ static void cfir_destroy(void *impl)
     return;
   if (cf_cuda_use_device(f->device) == CF_OK)
     (void)wait_all(f, 0, 0, NULL);
-  for (unsigned k = 0; k < f->nb; k++)
-    bank_free(f->b[k]);
+  for (unsigned k = 0; k < f->banks.n; k++)
+    bank_free(bk(f, k));
   free_retired(f);
+  cf_swaps_free(&f->banks);
   for (unsigned i = 0; i < MAX_SLOTS; i++) {
     slot *s = &f->s[i];
     if (s->h_in)
@@ -884,13 +857,15 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   if (f->ns > MAX_SLOTS)
     f->ns = MAX_SLOTS;
   r = engine_init(f);
+  bank *b0 = NULL;
   if (r == CF_OK)
-    r = bank_new(f, k, &f->b[0]);
+    r = bank_new(f, k, &b0);
+  if (r == CF_OK && (r = cf_swaps_init(&f->banks, b0)) != CF_OK)
+    bank_free(b0);
   if (r != CF_OK) {
     cfir_destroy(f);
     return r;
   }
-  f->nb = 1;
   *impl = f;
   *ops = &cfir_ops;
   return CF_OK;

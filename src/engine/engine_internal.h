@@ -2,6 +2,8 @@
 #ifndef CF_ENGINE_INTERNAL_H
 #define CF_ENGINE_INTERNAL_H
 
+#include <stdint.h>
+
 #include "cudafilter/engine.h"
 #include "error_internal.h"
 
@@ -92,6 +94,43 @@ static inline int cf_device_failure(cf_status s)
 {
   return s == CF_E_DEVICE || s == CF_E_NOMEM;
 }
+
+/* A backend's kernel sets in swap order (src/cpu/fir.c, src/cuda/fir.c;
+ * engine.h's cf_engine_set_kernel): output y comes from the last bank
+ * whose swap point s is at or before y, blended with the bank before it
+ * while y < s + x. Banks no coming output needs move to `retired`, for the
+ * backend to free outside process(). The list grows (in set_kernel) when
+ * swaps come faster than the latency lets banks go, as a burst of swaps
+ * within one block does. src/engine/swaps.c. */
+typedef struct cf_swap {
+  uint64_t s;   /* swap point: in force from this y index */
+  uint64_t end; /* the next swap's point (UINT64_MAX while the last) */
+  size_t x;     /* crossfade frames from the bank before it */
+} cf_swap;
+
+typedef struct cf_swaps {
+  void **bank;    /* n banks, oldest first */
+  cf_swap *sw;    /* bank[i]'s place */
+  void **retired; /* nretired banks to free */
+  unsigned n, nretired, cap;
+} cf_swaps;
+
+/* The first bank, in force from 0 (l zeroed before). */
+cf_status cf_swaps_init(cf_swaps *l, void *first);
+/* Room for one more bank (the only call that allocates). */
+cf_status cf_swaps_reserve(cf_swaps *l);
+/* After cf_swaps_reserve: bank in force from s, crossfading over x. */
+void cf_swaps_push(cf_swaps *l, void *bank, uint64_t s, size_t x);
+/* Retire the banks no output at a y index >= y needs. */
+void cf_swaps_retire(cf_swaps *l, uint64_t y);
+/* A discontinuity: every swap completes, the newest bank is in force
+ * from 0, the others are retired. */
+void cf_swaps_reset(cf_swaps *l);
+/* The bank in force at y, and in *w its weight against the bank before
+ * it (1: alone). */
+unsigned cf_swaps_pick(const cf_swaps *l, uint64_t y, double *w);
+/* The arrays (the banks are the backend's). */
+void cf_swaps_free(cf_swaps *l);
 
 /* CUDA device query (src/cuda/device.c or device_none.c). */
 cf_status cf_cuda_usable(int device_id, const char **reason);
