@@ -825,6 +825,79 @@ static void test_kernel_swap(void **state)
   }
 }
 
+/* Kernel changes as from a slider: a new kernel before many of the small
+ * buffers, several within one FFT block (the engine's latency), each
+ * crossfading from the one before (engine.h: a swap completes the running
+ * one). */
+static void test_kernel_burst(void **state)
+{
+  (void)state;
+  enum { NK = 10 };
+  for (int cs = 0; cs < 3; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    guint block = 256u << (2 * (unsigned)ref_rng_range(&rng, 0, 2));
+    size_t xf = ref_rng_range(&rng, 0, 600), n = ref_rng_range(&rng, 3000, 9000);
+    float *hk[NK];
+    size_t lk[NK], S[NK] = {0};
+    for (int k = 0; k < NK; k++) {
+      lk[k] = ref_rng_range(&rng, 129, 1500);
+      hk[k] = random_kernel(lk[k]);
+    }
+    set_case("slider: block %u, crossfade %zu frames, %zu frames, %u ch",
+             block, xf, n, ch);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk[0], lk[0]);
+    g_object_set(h->element, "block-size", block, "crossfade",
+                 (guint64)gst_util_uint64_scale_int(xf, GST_SECOND,
+                                                    (gint)rate),
+                 "drain", FALSE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected c;
+    collect_init(&c, ch, rate, 0, n + 1);
+    int nsw = 0;
+    for (size_t at = 0; at < n;) {
+      size_t k = pick(ref_rng_range(&rng, 16, 200), n - at);
+      if (at && nsw + 1 < NK && ref_rng_u64(&rng) % 3) {
+        S[++nsw] = at;
+        set_taps(h->element, hk[nsw], lk[nsw]);
+      }
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        at == 0) == GST_FLOW_OK, "push at frame %zu", at);
+      at += k;
+    }
+    add_case(", %d swaps at", nsw);
+    for (int j = 1; j <= nsw; j++)
+      add_case(" %zu", S[j]);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+    for (unsigned k = 0; k < ch; k++) {
+      double *y[NK], *want = xalloc(n * sizeof *want);
+      for (int j = 0; j <= nsw; j++)
+        y[j] = ref_channel(x, n, ch, k, hk[j], lk[j], n);
+      for (size_t i = 0, j = 0; i < n; i++) {
+        while (j < (size_t)nsw && S[j + 1] <= i)
+          j++;
+        double w = j == 0 || i - S[j] >= xf
+                       ? 1.0
+                       : (double)(i - S[j] + 1) / (double)(xf + 1);
+        want[i] = w == 1.0 ? y[j][i] : (1.0 - w) * y[j - 1][i] + w * y[j][i];
+      }
+      double e = ref_rel_l2(c.y + k, ch, want, 1, n);
+      CHECK(e <= 2e-5, "channel %u: error %.3g against the crossfades", k, e);
+      for (int j = 0; j <= nsw; j++)
+        free(y[j]);
+      free(want);
+    }
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    for (int k = 0; k < NK; k++)
+      free(hk[k]);
+  }
+}
+
 /* ---- kernel files: matrix routing, gain, trim, per-channel .npy -------- */
 
 /* Write a float32 .npy of `shape` ("(2, 3, 100)") holding v. */
@@ -1331,6 +1404,7 @@ int main(void)
       cmocka_unit_test(test_renegotiate),
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
+      cmocka_unit_test(test_kernel_burst),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
