@@ -330,6 +330,24 @@ static void update_shape(GstCudaFir *self, const cf_kernel *k)
   }
 }
 
+/* Why a stream of ch channels cannot take the kernel set the properties
+ * give (NULL: it can). transform_caps refuses such caps; this names the
+ * reason where "not negotiated" would not. Object lock held. */
+static gchar *channels_refused(GstCudaFir *self, guint ch)
+{
+  const char *what = self->kernel_file ? self->kernel_file : "kernel";
+  if (self->mat_in && ch != self->mat_in)
+    return g_strdup_printf("%s maps %u input channels to %u (%u x %u "
+                           "kernels), the stream has %u", what,
+                           self->mat_in, self->mat_out, self->mat_out,
+                           self->mat_in, ch);
+  if (self->mat_n && (self->mat_n % ch || self->mat_n / ch > 256))
+    return g_strdup_printf("routing=matrix: %s holds %u kernels, not a "
+                           "multiple of the stream's %u channels", what,
+                           self->mat_n, ch);
+  return NULL;
+}
+
 /* ---- conversion ------------------------------------------------------- */
 
 static gboolean ensure_scratch(GstCudaFir *self, size_t frames)
@@ -719,6 +737,21 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     GstCaps *caps;
     GstAudioInfo info;
     gst_event_parse_caps(ev, &caps);
+    gint ch = 0;
+    gchar *why = NULL;
+    GST_OBJECT_LOCK(self);
+    if (gst_caps_get_size(caps) == 1 &&
+        gst_structure_get_int(gst_caps_get_structure(caps, 0), "channels",
+                              &ch) && ch > 0)
+      why = channels_refused(self, (guint)ch);
+    GST_OBJECT_UNLOCK(self);
+    if (why) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("cudafir: %s", why),
+                        ("caps %" GST_PTR_FORMAT, caps));
+      g_free(why);
+      gst_event_unref(ev);
+      return FALSE;
+    }
     if (self->frames_in && self->engine &&
         !(gst_audio_info_from_caps(&info, caps) &&
           gst_audio_info_is_equal(&info, &self->info)))

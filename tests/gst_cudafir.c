@@ -964,6 +964,110 @@ static void test_matrix_file(void **state)
   }
 }
 
+/* The `routing` property against the float64 reference: matrix
+ * reinterprets an N-kernel file on a C-channel stream as (N / C) x C
+ * (the doc's true-stereo IR: LL, LR, RL, RR), shared and per-channel
+ * take a single kernel for every channel; a file routing cannot serve is a
+ * negotiation error naming the problem. */
+static void routing_case(const char *routing, const char *path,
+                         const float *taps, size_t ntaps, unsigned ci,
+                         unsigned co, const float *hm, size_t len)
+{
+  size_t n = ref_rng_range(&rng, 1, 6000), total = n + len - 1;
+  add_case(", routing=%s, %u -> %u channels, %zu taps, %zu frames", routing,
+           ci, co, len, n);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ci);
+  GstHarness *h = new_fir();
+  gst_util_set_object_arg(G_OBJECT(h->element), "routing", routing);
+  if (path)
+    g_object_set(h->element, "kernel-file", path, NULL);
+  else
+    set_taps(h->element, taps, ntaps);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 44100, ci, co);
+  collected c;
+  collect_init(&c, co, 44100, 0, total);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ci, 44100, 0, TRUE) ==
+            GST_FLOW_OK, "push");
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
+  for (unsigned o = 0; o < co; o++) {
+    double *want = xalloc(total * sizeof *want);
+    for (unsigned i = 0; i < ci; i++) {
+      const float *hk = hm ? hm + ((size_t)o * ci + i) * len
+                           : i == o ? taps : NULL;
+      if (!hk)
+        continue;
+      double *y = ref_channel(x, n, ci, i, hk, len, total);
+      for (size_t t = 0; t < total; t++)
+        want[t] += y[t];
+      free(y);
+    }
+    double e = ref_rel_l2(c.y + o, co, want, 1, total);
+    CHECK(e <= 2e-5, "output %u: error %.3g", o, e);
+    free(want);
+  }
+  gst_harness_teardown(h);
+  free(c.y);
+  free(x);
+}
+
+static void routing_refused(const char *routing, const char *path,
+                            unsigned ch, const char *needle)
+{
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_util_set_object_arg(G_OBJECT(h->element), "routing", routing);
+  g_object_set(h->element, "kernel-file", path, NULL);
+  char caps[160];
+  snprintf(caps, sizeof caps, "audio/x-raw,format=F32LE,rate=44100,"
+           "channels=%u,layout=interleaved", ch);
+  gst_harness_set_caps_str(h, caps, caps);
+  float x[2 * 64] = {0.5f};
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64 / ch, ch, 44100, 0,
+                    TRUE) != GST_FLOW_OK, "routing=%s with %s on %u "
+        "channels streamed", routing, path, ch);
+  CHECK(bus_has(bus, GST_MESSAGE_ERROR, needle), "routing=%s with %s on %u "
+        "channels: no element error saying '%s'", routing, path, ch, needle);
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}
+
+static void test_routing(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned ci = (unsigned)ref_rng_range(&rng, 1, 3),
+             co = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = ref_rng_range(&rng, 1, 2000);
+    set_case("case %d", cs);
+    /* a 2D file of co * ci kernels, taken as a co x ci matrix */
+    float *hm = random_kernel((size_t)co * ci * len);
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%u, %zu)", co * ci, len);
+    const char *path = fixture("routing.npy");
+    write_npy(path, shape, hm, (size_t)co * ci * len);
+    routing_case("matrix", path, NULL, 0, ci, co, hm, len);
+    /* one kernel (the property) for every channel */
+    routing_case(cs % 2 ? "shared" : "per-channel", NULL, hm, len, ci, ci,
+                 NULL, len);
+    free(hm);
+  }
+  set_case("routings a file cannot serve");
+  float m[3 * 4] = {1, 0, 0, 0, 0.5f, 0, 0, 0, 0.25f};
+  const char *p2 = fixture("routing-2.npy"), *p3 = fixture("routing-3.npy"),
+             *pm = fixture("routing-m.npy");
+  write_npy(p2, "(2, 4)", m, 8);
+  write_npy(p3, "(3, 4)", m, 12);
+  write_npy(pm, "(1, 2, 4)", m, 8);
+  routing_refused("shared", p2, 2, "routing=shared");
+  routing_refused("per-channel", pm, 2, "routing=per-channel");
+  routing_refused("matrix", p3, 2, "not a multiple");
+  routing_refused("auto", p2, 3, "maps 2 input channels to 2");
+}
+
 static void test_trim_and_per_channel(void **state)
 {
   (void)state;
@@ -1405,6 +1509,7 @@ int main(void)
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_burst),
+      cmocka_unit_test(test_routing),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
