@@ -216,18 +216,6 @@ static void free_retired(fir *f)
   f->banks.nretired = 0;
 }
 
-/* Output y from the banks' outputs at step index n (engine.h's fold). */
-static double blend(const fir *f, unsigned o, size_t n, uint64_t y)
-{
-  double w;
-  unsigned k = cf_swaps_pick(&f->banks, y, &w);
-  double v = bk(f, k)->src[o][n];
-  if (w == 1.0)
-    return v;
-  double u = bk(f, k - 1)->src[o][n];
-  return u + w * (v - u);
-}
-
 static void step(fir *f, const float *in, float *out, size_t m)
 {
   f->in = in;
@@ -259,9 +247,19 @@ static void step(fir *f, const float *in, float *out, size_t m)
      * Within the first latency frames every bank gives zeros. */
     for (size_t n = 0; n < m; n++) {
       uint64_t z = f->t + n;
-      for (unsigned o = 0; o < co; o++)
-        out[n * co + o] = z < f->latency ? b0->src[o][n]
-                          : (float)blend(f, o, n, z - f->latency);
+      double w = 1.0;
+      unsigned k = z < f->latency ? 0 : cf_swaps_pick(&f->banks,
+                                                      z - f->latency, &w);
+      const bank *bn = bk(f, k);
+      if (w == 1.0) {
+        for (unsigned o = 0; o < co; o++)
+          out[n * co + o] = bn->src[o][n];
+        continue;
+      }
+      const bank *bp = bk(f, k - 1);
+      for (unsigned o = 0; o < co; o++) /* engine.h's form, as CUDA's */
+        out[n * co + o] =
+            (float)((1.0 - w) * bp->src[o][n] + w * bn->src[o][n]);
     }
   }
   f->t += m;
