@@ -1424,12 +1424,14 @@ static void test_swap_invalid(void **state)
  * kernel swaps, crossfades included, or a burst of 4 to 6 within a block; F falls on the first call, the last
  * (the final drain), the first after a swap (its crossfade in flight),
  * the first after the reset or drain, the drain between the segments, the
- * last before a swap to a longer kernel, or anywhere. The whole output must match the reference with the swaps as
- * made, the engine must be on the device before call F and on the CPU
- * from it on. Chunks stay under 65536 frames, so that each non-empty
- * process() is one backend call. `long_swap`: a swap to a kernel of over
- * 2^17 taps, which reads that far into the past, and the fault right
- * after it. */
+ * last before a swap to a longer kernel, or anywhere. The whole output
+ * must match the reference with the swaps as made, the engine must be on
+ * the device before call F and on the CPU from it on. Chunks stay under
+ * 65536 frames, so that each non-empty process() is one backend call.
+ * Mode 1 (`long_swap`): a swap to a kernel of over 2^17 taps, which reads
+ * that far into the past, and the fault right after it. Mode 2: a
+ * crossfade of over 200000 frames, more than the fallback's input ring
+ * held (it grows, keeping what it has), and the fault inside it. */
 
 enum { OP_PROCESS, OP_SWAP, OP_RESET, OP_DRAIN };
 
@@ -1494,12 +1496,13 @@ static size_t fplan_pick(const fplan *p, ref_rng *r, int op)
   return SIZE_MAX;
 }
 
-static void fault_case(ref_rng *r, unsigned c, int long_swap)
+static void fault_case(ref_rng *r, unsigned c, int mode)
 {
-  unsigned block = long_swap ? 1024u << (ref_rng_u64(r) % 3) : rand_block(r);
+  int long_swap = mode == 1, long_fade = mode == 2;
+  unsigned block = mode ? 1024u << (ref_rng_u64(r) % 3) : rand_block(r);
   enum { NK = 2 * (MODEL_STAGES - 2) + 1 }; /* two segments of <= 6 swaps */
   kset k[NK];
-  if (long_swap) {
+  if (mode) {
     kset_init(&k[0], CF_ROUTING_SHARED, 1, 1);
     kset_set(&k[0], r, 0, rand_len(r, 1, 2000));
   } else
@@ -1528,14 +1531,20 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
     nseg = 1;
     n[0] = lmax + ref_rng_range(r, 3000, 9000);
   }
+  size_t fade = 0; /* long_fade: more than the fallback ring held before */
+  if (long_fade) {
+    nseg = 1;
+    fade = ref_rng_range(r, 200000, 300000);
+    n[0] = fade + ref_rng_range(r, 6000, 20000);
+  }
   fplan p = {xalloc(4 * MAXCHUNKS * sizeof(fop)), 0, 0};
   unsigned stage = 0;
   set_case("fallback #%u: block %u ", c, block);
   for (unsigned g = 0; g < nseg; g++) {
     first[g] = stage; /* the set in use when the segment starts */
     /* a burst: 4 to 6 swaps within one block (test_swap_burst) */
-    int burst = !long_swap && ref_rng_u64(r) % 4 == 0;
-    nsw[g] = long_swap ? 1
+    int burst = !mode && ref_rng_u64(r) % 4 == 0;
+    nsw[g] = mode ? 1
              : burst   ? (unsigned)ref_rng_range(r, 4, MODEL_STAGES - 2)
                        : (unsigned)(ref_rng_u64(r) % 4);
     size_t done = 0;
@@ -1552,6 +1561,10 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
       if (S[g][s] < done)
         S[g][s] = done;
       X[g][s] = rand_crossfade(r, n[g] - S[g][s] + block);
+      if (long_fade) {
+        S[g][s] = ref_rng_range(r, 1000, 5000);
+        X[g][s] = fade;
+      }
       fplan_feed(&p, r, S[g][s] - done, block);
       done = S[g][s];
       fplan_add(&p, OP_SWAP, X[g][s], ++stage);
@@ -1567,9 +1580,9 @@ static void fault_case(ref_rng *r, unsigned c, int long_swap)
   size_t F = 0, K = 0, at, nswap = 0;
   for (at = 0; at < p.nops; at++)
     nswap += p.ops[at].op == OP_SWAP;
-  if (!long_swap && c % 8 == 7 && nswap)
+  if (!mode && c % 8 == 7 && nswap)
     K = ref_rng_range(r, 1, nswap);
-  switch (long_swap ? 2 : K ? 6 : c % 8) {
+  switch (mode ? 2 : K ? 6 : c % 8) {
   case 0: F = 1; break;
   case 1: F = p.calls; break;
   case 2: /* right after a swap: its crossfade (if any) in flight */
@@ -1722,6 +1735,7 @@ static void test_fallback(void **state)
     fault_case(&r, c, 0);
   if (!is_direct()) /* the direct path is too slow for 2^17 taps */
     fault_case(&r, 32, 1);
+  fault_case(&r, 33, 2);
 }
 
 /* ------------------------------------------------------------------ */
