@@ -15,7 +15,14 @@
  * scan brackets it, then bisection over L on measured times narrows it to
  * about 3%. The result is what CF_ALGO_AUTO should use.
  *
- *   bench_engine [--quick] [--crossover] [--budget S] [--channels C]
+ * --swap: per kernel length x block (algorithm auto, the first thread
+ * count), the time cf_engine_set_kernel() takes on a running engine (the
+ * CPU builds the new kernel's plan and primes it on the past input), 15
+ * swaps each followed by one block: median and max, against the block's
+ * duration (a live stream's budget per block). The call runs in the
+ * streaming thread of cudafir.
+ *
+ *   bench_engine [--quick] [--crossover | --swap] [--budget S] [--channels C]
  *                [--rate HZ] [--lengths L,L,..] [--blocks B,..]
  *                [--algos a,..] [--threads T,..] [--cap-xrt X]
  *                [--max-len L] [--tsv FILE]
@@ -51,6 +58,7 @@ typedef struct options {
   size_t max_len; /* crossover: scan limit */
   const char *tsv_path;
   int crossover;
+  int swap;
   int quick;
 } options;
 
@@ -199,7 +207,8 @@ static int parse_algos(const char *s, options *o) {
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: bench_engine [--quick] [--crossover] [--budget S] [--channels C]\n"
+    "usage: bench_engine [--quick] [--crossover | --swap] [--budget S]\n"
+    "                    [--channels C]\n"
     "                    [--rate HZ] [--lengths L,..] [--blocks B,..]\n"
     "                    [--algos a,..] [--threads T,..] [--cap-xrt X]\n"
     "                    [--max-len L] [--tsv FILE]\n"
@@ -207,6 +216,8 @@ static void usage(FILE *f) {
     "    kernel length x block x algorithm x threads (0 = all cores);\n"
     "  --crossover: per block and thread count, the kernel length where\n"
     "    fft-uniform / fft-nonuniform become cheaper than direct.\n"
+    "  --swap: ms per cf_engine_set_kernel() on a running engine, per\n"
+    "    kernel length x block, against the block's duration.\n"
     "  algorithms: auto, direct, fft-uniform, fft-nonuniform.\n");
 }
 
@@ -330,6 +341,72 @@ static int grid(const options *o) {
   free(best);
   free(autot);
   if (tsv) fclose(tsv);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- swap -- */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int swap_cost(const options *o) {
+  enum { NSWAP = 15 };
+  print_env(stdout, o);
+  printf("# set_kernel on a running engine (algorithm auto, %zu thread(s), "
+         "0 = all cores): ms per call over %d swaps\n",
+         o->threads.v[0], NSWAP);
+  printf("%8s %6s %10s %10s %10s  %s\n", "taps", "block", "median_ms",
+         "max_ms", "block_ms", "engine");
+  size_t warm = 2 * (size_t)o->rate;
+  if (ensure_buffers(warm, o->channels)) return 1;
+  for (size_t li = 0; li < o->lengths.n; li++)
+    for (size_t bi = 0; bi < o->blocks.n; bi++) {
+      size_t len = o->lengths.v[li], block = o->blocks.v[bi];
+      cf_audio_config cfg;
+      cf_audio_config_init(&cfg);
+      cfg.channels = o->channels;
+      cfg.block_size = block;
+      cfg.backend = CF_BACKEND_CPU;
+      cfg.threads = (unsigned)o->threads.v[0];
+      float *taps[2] = {make_taps(len), make_taps(len)};
+      cf_kernel *k[2] = {NULL, NULL};
+      cf_engine *e = NULL;
+      if (!taps[0] || !taps[1] || cf_kernel_new_shared(taps[0], len, &k[0]) ||
+          cf_kernel_new_shared(taps[1], len, &k[1]) ||
+          cf_engine_new_audio(&cfg, k[0], &e) ||
+          cf_engine_process(e, g_in, g_out, warm)) {
+        fprintf(stderr, "bench_engine: swap %zu taps, block %zu: %s\n", len,
+                block, cf_last_error());
+        return 1;
+      }
+      double t[NSWAP];
+      for (int i = 0; i < NSWAP; i++) {
+        double t0 = now_s();
+        if (cf_engine_set_kernel(e, k[(i + 1) % 2], block)) {
+          fprintf(stderr, "bench_engine: set_kernel: %s\n", cf_last_error());
+          return 1;
+        }
+        t[i] = (now_s() - t0) * 1e3;
+        if (cf_engine_process(e, g_in, g_out, block)) return 1;
+      }
+      qsort(t, NSWAP, sizeof *t, cmp_double);
+      printf("%8zu %6zu %10.3f %10.3f %10.3f  %s\n", len, block,
+             t[NSWAP / 2], t[NSWAP - 1], 1e3 * (double)block / o->rate,
+             cf_engine_describe(e));
+      cf_engine_free(e);
+      cf_kernel_free(k[0]);
+      cf_kernel_free(k[1]);
+      free(taps[0]);
+      free(taps[1]);
+    }
   return 0;
 }
 
@@ -539,6 +616,8 @@ int main(int argc, char **argv) {
       o.quick = 1;
     } else if (!strcmp(a, "--crossover")) {
       o.crossover = 1;
+    } else if (!strcmp(a, "--swap")) {
+      o.swap = 1;
     } else if (!strcmp(a, "--budget") && v) {
       o.budget = atof(v);
       budget_set = 1;
@@ -612,7 +691,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < o.blocks.n; i++)
     if (o.blocks.v[i] == 0) goto bad;
 
-  const int rc = o.crossover ? crossover(&o) : grid(&o);
+  if (o.swap && !lengths_set) {
+    const size_t swap_lengths[] = {4096, 16384, 65536, 131072};
+    set_list(&o.lengths, swap_lengths, 4);
+  }
+  const int rc = o.swap ? swap_cost(&o) : o.crossover ? crossover(&o) : grid(&o);
   free(g_in);
   free(g_out);
   return rc;

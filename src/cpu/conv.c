@@ -38,6 +38,7 @@ struct cf_conv {
   float **hrev;        /* reversed head taps */
   size_t blk, fill;
   uint64_t t;
+  uint64_t skip;       /* y indices below this are not wanted */
   float *xbuf;         /* input history: keep samples before xpos */
   size_t xcap, xpos, keep;
   stage st[CF_MAX_STAGES];
@@ -201,6 +202,7 @@ void cf_conv_reset(cf_conv *c)
   c->xpos = c->keep;
   c->fill = 0;
   c->t = 0;
+  c->skip = 0;
   for (unsigned s = 0; s < c->pl.nstages; s++) {
     stage *st = &c->st[s];
     memset(st->fdl, 0, st->pl.n * 2 * st->nbs * sizeof(float));
@@ -251,6 +253,8 @@ static void stage_run(cf_conv *c, stage *st)
     st->xs[j] = st->fdl + i * 2 * nbs;
   /* This stage's block: y[(j + q) p, ...) with j = t / p - 1. */
   uint64_t from = c->t - p + st->pl.q * p;
+  if (from + p <= c->skip)
+    return; /* its spectrum is kept for later blocks; its outputs are not */
   for (unsigned i = 0; i < c->k; i++) {
     if (!st->nk[i])
       continue;
@@ -270,7 +274,7 @@ static void emit(cf_conv *c, size_t seg, uint64_t t0, size_t m,
   for (unsigned i = 0; i < c->k; i++) {
     float *o = out[i] + at;
     size_t hk = c->headk[i];
-    if (hk)
+    if (hk && t0 + m > d + c->skip) /* some of these outputs are wanted */
       c->dsp->fir(c->xbuf + seg - d - hk + 1, c->hrev[i], hk, o, m);
     else
       memset(o, 0, m * sizeof(float));
@@ -282,6 +286,8 @@ static void emit(cf_conv *c, size_t seg, uint64_t t0, size_t m,
               t0 + skip - d, o + skip, m - skip);
   }
 }
+
+void cf_conv_skip_before(cf_conv *c, uint64_t y) { c->skip = y; }
 
 void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
 {

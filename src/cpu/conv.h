@@ -5,6 +5,7 @@
 #define CF_CPU_CONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plan.h"
 
@@ -19,5 +20,11 @@ void cf_conv_free(cf_conv *c);
 void cf_conv_reset(cf_conv *c);
 /* x: m samples; out[i]: m outputs of kernel i. Never allocates. */
 void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out);
+/* Outputs of y index < y (y[j], the convolution before the delay) are not
+ * wanted: process() skips their work (the FFT stages' multiply-adds and
+ * inverse transforms, the head) and writes anything there, but keeps the
+ * state later outputs need. For priming a convolver on past input. Reset
+ * forgets it. */
+void cf_conv_skip_before(cf_conv *c, uint64_t y);
 
 #endif

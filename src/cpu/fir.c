@@ -333,6 +333,9 @@ static void prime(fir *f, bank *b)
     lane *l = &b->lanes[c];
     if (!l->conv)
       continue;
+    /* its outputs before the swap point are never read (y < S: the blend
+     * takes the banks before it): only the state is built */
+    cf_conv_skip_before(l->conv, f->t - from);
     const float *h = f->hist + (size_t)c * (f->hmask + 1);
     for (uint64_t t = from; t < f->t;) {
       size_t m = f->t - t < STEP ? (size_t)(f->t - t) : STEP;
