@@ -245,8 +245,12 @@ static void ring_take(float *r, size_t mask, uint64_t from, float *out,
 static void stage_run(cf_conv *c, stage *st)
 {
   size_t p = st->pl.p, n = st->pl.n, nbs = st->nbs;
-  memcpy(c->win, c->xbuf + c->xpos - 2 * p, 2 * p * sizeof(float));
   st->pos = st->pos + 1 == n ? 0 : st->pos + 1;
+  /* The blocks reading this spectrum run at t .. t + (n - 1) p and give
+   * y up to (their time) + qp: none wanted, no transform. */
+  if (c->t + (n - 1 + st->pl.q) * p <= c->skip)
+    return;
+  memcpy(c->win, c->xbuf + c->xpos - 2 * p, 2 * p * sizeof(float));
   float *slot = st->fdl + st->pos * 2 * nbs;
   cf_fft_forward(st->fft, c->win, slot);
   for (size_t j = 0, i = st->pos; j < n; j++, i = i ? i - 1 : n - 1)
