@@ -17,7 +17,11 @@
  * or before a discontinuity: a DISCONT buffer, or timestamps that jump by
  * more than 40 ms from where the frame count puts them. A discontinuity
  * and a flush restart the filter history; the same caps or segment sent
- * again do not. Changing `kernel` or `kernel-file` while PLAYING blends
+ * again do not. A GAP event is silence: the held frames and the kernel's
+ * tail ring out through it in order (a gap longer than the tail goes on
+ * downstream as a GAP after them), and output buffers never carry the
+ * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
+ * while PLAYING blends
  * from the old to the new kernel over `crossfade`, without a click.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
@@ -148,6 +152,7 @@ typedef struct {
   guint64 base_offset;
   guint64 frames_in, frames_out; /* since the restart */
   gboolean discont;     /* the next output buffer starts a new run */
+  GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
   float *fin, *fout;   /* conversion scratch */
   size_t scratch_frames;
 } GstCudaFir;
@@ -589,6 +594,7 @@ static GstFlowReturn push_residue(GstCudaFir *self)
                                           self->rate);
     GST_BUFFER_PTS(out) = t0;
     GST_BUFFER_DURATION(out) = t1 - t0;
+    self->out_end = t1;
   }
   if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
     GST_BUFFER_OFFSET(out) = self->base_offset + self->frames_out;
@@ -727,6 +733,72 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
   return TRUE;
 }
 
+static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
+                                                GstBuffer **outbuf);
+
+/* A GAP event while frames are held: the gap is silence, through which
+ * the held frames and the kernel's tail ring out. Up to the engine's tail
+ * of it is filtered as zeros, as a buffer would be; the rest, if any,
+ * follows as a GAP event after the held frames, and the stream restarts
+ * at the next buffer (its state is all zeros by then). TRUE when the
+ * event was taken care of here; FALSE: forward it as it is. */
+static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
+                               GstFlowReturn *ret)
+{
+  GstBaseTransform *bt = GST_BASE_TRANSFORM(self);
+  GstClockTime ts, dur;
+  gst_event_parse_gap(ev, &ts, &dur);
+  *ret = GST_FLOW_OK;
+  if (!self->engine || !self->frames_in ||
+      !GST_CLOCK_TIME_IS_VALID(self->base_ts) || !GST_CLOCK_TIME_IS_VALID(ts))
+    return FALSE;
+  GstClockTime expect = self->base_ts + gst_util_uint64_scale_int_round(
+                                            self->frames_in, GST_SECOND,
+                                            self->rate);
+  GstClockTimeDiff d = GST_CLOCK_DIFF(expect, ts);
+  guint64 n = GST_CLOCK_TIME_IS_VALID(dur)
+                  ? gst_util_uint64_scale_int_round(dur, (gint)self->rate,
+                                                    GST_SECOND)
+                  : 0;
+  if (n == 0 || d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE) {
+    *ret = push_residue(self); /* not where the stream is: a discontinuity */
+    return FALSE;
+  }
+  guint64 k = MIN(n, (guint64)cf_engine_tail(self->engine));
+  GstBuffer *zeros = gst_buffer_new_allocate(NULL, k * self->in_bpf, NULL);
+  if (!zeros) {
+    *ret = push_residue(self);
+    return FALSE;
+  }
+  gst_buffer_memset(zeros, 0, 0, k * self->in_bpf);
+  GST_BUFFER_PTS(zeros) = expect;
+  GST_BUFFER_DURATION(zeros) = gst_util_uint64_scale_int_round(
+      k, GST_SECOND, (gint)self->rate);
+  GST_BUFFER_FLAG_SET(zeros, GST_BUFFER_FLAG_GAP);
+  GST_DEBUG_OBJECT(self, "gap of %" G_GUINT64_FORMAT " frames: %"
+                   G_GUINT64_FORMAT " filtered as silence", n, k);
+  gst_buffer_replace(&bt->queued_buf, NULL);
+  bt->queued_buf = zeros;
+  GstBuffer *out = NULL;
+  *ret = gst_cuda_fir_generate_output(bt, &out);
+  if (*ret == GST_FLOW_OK && out)
+    *ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(bt), out);
+  else if (out)
+    gst_buffer_unref(out);
+  if (*ret != GST_FLOW_OK || n == k)
+    return TRUE;
+  /* a longer gap: the held frames (silence by now) go out, then the rest
+   * of the gap from where they end */
+  GstClockTime rest = ts + GST_BUFFER_DURATION(zeros), end = ts + dur;
+  *ret = push_residue(self);
+  if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
+    rest = self->out_end;
+  if (*ret == GST_FLOW_OK && rest < end)
+    gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(bt),
+                       gst_event_new_gap(rest, end - rest));
+  return TRUE;
+}
+
 static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
@@ -761,6 +833,14 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
   case GST_EVENT_FLUSH_STOP:
     restart(self);
     break;
+  case GST_EVENT_GAP: {
+    GstFlowReturn ret;
+    if (gap_as_silence(self, ev, &ret)) {
+      gst_event_unref(ev);
+      return ret == GST_FLOW_OK;
+    }
+    break;
+  }
   case GST_EVENT_EOS:
     push_residue(self);
     break;
@@ -934,6 +1014,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
                        0, -1);
+  /* silence in, but the kernel's tail out: a sink skips GAP buffers */
+  GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);
   if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
     GstClockTime t0 = self->base_ts + gst_util_uint64_scale_int_round(
                                           self->frames_out, GST_SECOND,
@@ -944,6 +1026,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     GST_BUFFER_PTS(out) = t0;
     GST_BUFFER_DTS(out) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_DURATION(out) = t1 - t0;
+    self->out_end = t1;
   } else {
     GST_BUFFER_PTS(out) = GST_BUFFER_DURATION(out) = GST_CLOCK_TIME_NONE;
   }
@@ -1205,6 +1288,7 @@ static void gst_cuda_fir_init(GstCudaFir *self)
   self->gain_db = DEFAULT_GAIN;
   self->drain = DEFAULT_DRAIN;
   self->trim = DEFAULT_TRIM;
+  self->out_end = GST_CLOCK_TIME_NONE;
   restart(self);
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), FALSE);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);

@@ -898,6 +898,134 @@ static void test_kernel_burst(void **state)
   }
 }
 
+/* GAP events (a jitter buffer's lost packets, a mixer's silent input): the
+ * gap is silence the held frames and the kernel's tail ring out through,
+ * in timestamp order. Short gaps: the output is one contiguous stream
+ * equal to the reference of the input with zeros in the gap. Long gaps
+ * (past the engine's tail): the data before and after are exact, the
+ * frames the output leaves out are silent in the reference, and the rest
+ * of the gap goes on downstream as a GAP event after the data before it.
+ * A GAP-flagged buffer of zeros in the stream: its output carries the
+ * tail, so it must not keep the flag (a sink skips GAP buffers). */
+static void test_gap(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    guint block = cs % 2 ? 256 : 1024;
+    size_t len = ref_rng_range(&rng, 129, 1500);
+    size_t n1 = ref_rng_range(&rng, 500, 5000), n2 = ref_rng_range(&rng, 1, 5000);
+    int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4;
+    size_t g = long_gap ? ref_rng_range(&rng, 2 * (block + len), 30000)
+                        : ref_rng_range(&rng, 1, block + len);
+    size_t n = n1 + g + n2, total = n + len - 1;
+    set_case("%s of %zu frames after %zu, %zu more, block %u, %zu taps, %u "
+             "ch", flagged ? "GAP buffer" : long_gap ? "long gap" : "gap", g,
+             n1, n2, block, len, ch);
+    float *h1 = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    memset(x + n1 * ch, 0, g * ch * sizeof *x);
+    GstHarness *hn = new_fir();
+    set_taps(hn->element, h1, len);
+    g_object_set(hn->element, "block-size", block, NULL);
+    set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0, TRUE)
+              == GST_FLOW_OK, "push before the gap");
+    GstClockTime t1 = gst_util_uint64_scale_int_round(n1, GST_SECOND,
+                                                      (gint)rate),
+                 t2 = gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
+                                                      (gint)rate);
+    if (flagged) {
+      GstBuffer *b = gst_buffer_new_allocate(NULL, g * ch * sizeof(float),
+                                             NULL);
+      gst_buffer_memset(b, 0, 0, g * ch * sizeof(float));
+      GST_BUFFER_PTS(b) = t1;
+      GST_BUFFER_DURATION(b) = t2 - t1;
+      GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_GAP);
+      CHECK(gst_harness_push(hn, b) == GST_FLOW_OK, "push the GAP buffer");
+    } else
+      assert_true(gst_harness_push_event(hn, gst_event_new_gap(t1, t2 - t1)));
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, n1 + g, n2, ch, rate, 0,
+                      FALSE) == GST_FLOW_OK, "push after the gap");
+    assert_true(gst_harness_push_event(hn, gst_event_new_eos()));
+    /* place every output buffer by its timestamp */
+    float *y = xalloc(total * ch * sizeof *y);
+    unsigned char *have = xalloc(total);
+    memset(have, 0, total);
+    GstClockTime last_end = 0, gap_at = GST_CLOCK_TIME_NONE;
+    GstBuffer *b;
+    GstEvent *ev;
+    while ((ev = gst_harness_try_pull_event(hn))) {
+      if (GST_EVENT_TYPE(ev) == GST_EVENT_GAP) {
+        GstClockTime ts, dur;
+        gst_event_parse_gap(ev, &ts, &dur);
+        gap_at = ts;
+      }
+      gst_event_unref(ev);
+    }
+    size_t nbuf = 0;
+    while ((b = gst_harness_try_pull(hn))) {
+      GstClockTime pts = GST_BUFFER_PTS(b);
+      CHECK(GST_CLOCK_TIME_IS_VALID(pts) && pts >= last_end, "buffer %zu at "
+            "%" GST_TIME_FORMAT " before the end of the one before, %"
+            GST_TIME_FORMAT, nbuf, GST_TIME_ARGS(pts), GST_TIME_ARGS(last_end));
+      CHECK(!GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_GAP), "buffer %zu at %"
+            GST_TIME_FORMAT " is flagged GAP", nbuf, GST_TIME_ARGS(pts));
+      size_t at = (size_t)gst_util_uint64_scale_round(pts, rate, GST_SECOND);
+      GstMapInfo m;
+      assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
+      size_t fr = m.size / (ch * sizeof(float));
+      CHECK(at + fr <= total, "buffer %zu: frames [%zu, %zu) past the %zu "
+            "expected", nbuf, at, at + fr, total);
+      memcpy(y + at * ch, m.data, fr * ch * sizeof(float));
+      memset(have + at, 1, fr);
+      gst_buffer_unmap(b, &m);
+      last_end = pts + GST_BUFFER_DURATION(b);
+      gst_buffer_unref(b);
+      nbuf++;
+    }
+    size_t missing = 0, first_missing = total;
+    for (size_t i = 0; i < total; i++)
+      if (!have[i]) {
+        missing++;
+        if (first_missing == total)
+          first_missing = i;
+      }
+    if (!long_gap)
+      CHECK(missing == 0, "%zu output frames missing, the first at %zu",
+            missing, first_missing);
+    else {
+      CHECK(missing > 0 && first_missing >= n1 + len - 1 &&
+                first_missing + missing <= n1 + g,
+            "long gap: %zu frames left out from %zu; the silence in the "
+            "reference is [%zu, %zu)", missing, first_missing, n1 + len - 1,
+            n1 + g);
+      CHECK(GST_CLOCK_TIME_IS_VALID(gap_at), "long gap: no GAP event "
+            "downstream");
+      GstClockTime hole = gst_util_uint64_scale_int_round(
+          first_missing, GST_SECOND, (gint)rate);
+      CHECK(gap_at + GST_MSECOND / 10 >= hole, "the GAP event at %"
+            GST_TIME_FORMAT " is before the data it follows (to %"
+            GST_TIME_FORMAT ")", GST_TIME_ARGS(gap_at), GST_TIME_ARGS(hole));
+    }
+    for (unsigned k = 0; k < ch; k++) {
+      double *want = ref_channel(x, n, ch, k, h1, len, total);
+      for (size_t i = 0; i < total; i++)
+        if (!have[i])
+          want[i] = 0.0, y[i * ch + k] = 0.0f;
+      double e = ref_rel_l2(y + k, ch, want, 1, total);
+      CHECK(e <= 2e-5, "channel %u: error %.3g against the input with "
+            "silence in the gap", k, e);
+      free(want);
+    }
+    gst_harness_teardown(hn);
+    free(y);
+    free(have);
+    free(x);
+    free(h1);
+  }
+}
+
 /* ---- kernel files: matrix routing, gain, trim, per-channel .npy -------- */
 
 /* Write a float32 .npy of `shape` ("(2, 3, 100)") holding v. */
@@ -1510,6 +1638,7 @@ int main(void)
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_burst),
       cmocka_unit_test(test_routing),
+      cmocka_unit_test(test_gap),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
