@@ -771,14 +771,15 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     return FALSE;
   }
   gst_buffer_memset(zeros, 0, 0, k * self->in_bpf);
+  GstClockTime kdur = gst_util_uint64_scale_int_round(k, GST_SECOND,
+                                                      (gint)self->rate);
   GST_BUFFER_PTS(zeros) = expect;
-  GST_BUFFER_DURATION(zeros) = gst_util_uint64_scale_int_round(
-      k, GST_SECOND, (gint)self->rate);
+  GST_BUFFER_DURATION(zeros) = kdur;
   GST_BUFFER_FLAG_SET(zeros, GST_BUFFER_FLAG_GAP);
   GST_DEBUG_OBJECT(self, "gap of %" G_GUINT64_FORMAT " frames: %"
                    G_GUINT64_FORMAT " filtered as silence", n, k);
   gst_buffer_replace(&bt->queued_buf, NULL);
-  bt->queued_buf = zeros;
+  bt->queued_buf = zeros; /* generate_output takes it */
   GstBuffer *out = NULL;
   *ret = gst_cuda_fir_generate_output(bt, &out);
   if (*ret == GST_FLOW_OK && out)
@@ -789,7 +790,7 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     return TRUE;
   /* a longer gap: the held frames (silence by now) go out, then the rest
    * of the gap from where they end */
-  GstClockTime rest = ts + GST_BUFFER_DURATION(zeros), end = ts + dur;
+  GstClockTime rest = ts + kdur, end = ts + dur;
   *ret = push_residue(self);
   if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
     rest = self->out_end;

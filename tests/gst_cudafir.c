@@ -915,7 +915,7 @@ static void test_gap(void **state)
     guint block = cs % 2 ? 256 : 1024;
     size_t len = ref_rng_range(&rng, 129, 1500);
     size_t n1 = ref_rng_range(&rng, 500, 5000), n2 = ref_rng_range(&rng, 1, 5000);
-    int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4;
+    int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4; /* as asked */
     size_t g = long_gap ? ref_rng_range(&rng, 2 * (block + len), 30000)
                         : ref_rng_range(&rng, 1, block + len);
     size_t n = n1 + g + n2, total = n + len - 1;
@@ -931,6 +931,14 @@ static void test_gap(void **state)
     set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
     CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0, TRUE)
               == GST_FLOW_OK, "push before the gap");
+    /* the engine's tail: a gap up to this long comes out as data */
+    guint64 lat_ns = 0;
+    g_object_get(hn->element, "latency", &lat_ns, NULL);
+    size_t tail = (size_t)gst_util_uint64_scale_round(lat_ns, rate,
+                                                      GST_SECOND) + len - 1;
+    if (!flagged)
+      long_gap = g > tail;
+    add_case(", tail %zu: %s", tail, long_gap ? "long" : "short");
     GstClockTime t1 = gst_util_uint64_scale_int_round(n1, GST_SECOND,
                                                       (gint)rate),
                  t2 = gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
