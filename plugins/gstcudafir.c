@@ -21,8 +21,8 @@
  * tail ring out through it in order (a gap longer than the tail goes on
  * downstream as a GAP after them), and output buffers never carry the
  * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
- * while PLAYING blends
- * from the old to the new kernel over `crossfade`, without a click.
+ * while PLAYING blends from the old to the new kernel over `crossfade`,
+ * without a click.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
@@ -343,13 +343,13 @@ static gchar *channels_refused(GstCudaFir *self, guint ch)
   const char *what = self->kernel_file ? self->kernel_file : "kernel";
   if (self->mat_in && ch != self->mat_in)
     return g_strdup_printf("%s maps %u input channels to %u (%u x %u "
-                           "kernels), the stream has %u", what,
-                           self->mat_in, self->mat_out, self->mat_out,
+                           "kernels), the stream has %u",
+                           what, self->mat_in, self->mat_out, self->mat_out,
                            self->mat_in, ch);
   if (self->mat_n && (self->mat_n % ch || self->mat_n / ch > 256))
     return g_strdup_printf("routing=matrix: %s holds %u kernels, not a "
-                           "multiple of the stream's %u channels", what,
-                           self->mat_n, ch);
+                           "multiple of the stream's %u channels",
+                           what, self->mat_n, ch);
   return NULL;
 }
 
@@ -734,7 +734,7 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
 }
 
 static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
-                                                GstBuffer **outbuf);
+                                                  GstBuffer **outbuf);
 
 /* A GAP event while frames are held: the gap is silence, through which
  * the held frames and the kernel's tail ring out. Up to the engine's tail
@@ -752,14 +752,14 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
   if (!self->engine || !self->frames_in ||
       !GST_CLOCK_TIME_IS_VALID(self->base_ts) || !GST_CLOCK_TIME_IS_VALID(ts))
     return FALSE;
-  GstClockTime expect = self->base_ts + gst_util_uint64_scale_int_round(
-                                            self->frames_in, GST_SECOND,
-                                            self->rate);
+  GstClockTime expect =
+      self->base_ts +
+      gst_util_uint64_scale_int_round(self->frames_in, GST_SECOND, self->rate);
   GstClockTimeDiff d = GST_CLOCK_DIFF(expect, ts);
-  guint64 n = GST_CLOCK_TIME_IS_VALID(dur)
-                  ? gst_util_uint64_scale_int_round(dur, (gint)self->rate,
-                                                    GST_SECOND)
-                  : 0;
+  guint64 n =
+      GST_CLOCK_TIME_IS_VALID(dur)
+          ? gst_util_uint64_scale_int_round(dur, (gint)self->rate, GST_SECOND)
+          : 0;
   if (n == 0 || d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE) {
     *ret = push_residue(self); /* not where the stream is: a discontinuity */
     return FALSE;
@@ -771,13 +771,15 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     return FALSE;
   }
   gst_buffer_memset(zeros, 0, 0, k * self->in_bpf);
-  GstClockTime kdur = gst_util_uint64_scale_int_round(k, GST_SECOND,
-                                                      (gint)self->rate);
+  GstClockTime kdur =
+      gst_util_uint64_scale_int_round(k, GST_SECOND, (gint)self->rate);
   GST_BUFFER_PTS(zeros) = expect;
   GST_BUFFER_DURATION(zeros) = kdur;
   GST_BUFFER_FLAG_SET(zeros, GST_BUFFER_FLAG_GAP);
-  GST_DEBUG_OBJECT(self, "gap of %" G_GUINT64_FORMAT " frames: %"
-                   G_GUINT64_FORMAT " filtered as silence", n, k);
+  GST_DEBUG_OBJECT(self,
+                   "gap of %" G_GUINT64_FORMAT " frames: %" G_GUINT64_FORMAT
+                   " filtered as silence",
+                   n, k);
   gst_buffer_replace(&bt->queued_buf, NULL);
   bt->queued_buf = zeros; /* generate_output takes it */
   GstBuffer *out = NULL;
@@ -815,7 +817,8 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     GST_OBJECT_LOCK(self);
     if (gst_caps_get_size(caps) == 1 &&
         gst_structure_get_int(gst_caps_get_structure(caps, 0), "channels",
-                              &ch) && ch > 0)
+                              &ch) &&
+        ch > 0)
       why = channels_refused(self, (guint)ch);
     GST_OBJECT_UNLOCK(self);
     if (why) {

@@ -836,21 +836,21 @@ static void test_kernel_burst(void **state)
   for (int cs = 0; cs < 3; cs++) {
     unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
     guint block = 256u << (2 * (unsigned)ref_rng_range(&rng, 0, 2));
-    size_t xf = ref_rng_range(&rng, 0, 600), n = ref_rng_range(&rng, 3000, 9000);
+    size_t xf = ref_rng_range(&rng, 0, 600),
+           n = ref_rng_range(&rng, 3000, 9000);
     float *hk[NK];
     size_t lk[NK], S[NK] = {0};
     for (int k = 0; k < NK; k++) {
       lk[k] = ref_rng_range(&rng, 129, 1500);
       hk[k] = random_kernel(lk[k]);
     }
-    set_case("slider: block %u, crossfade %zu frames, %zu frames, %u ch",
-             block, xf, n, ch);
+    set_case("slider: block %u, crossfade %zu frames, %zu frames, %u ch", block,
+             xf, n, ch);
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
     GstHarness *h = new_fir();
     set_taps(h->element, hk[0], lk[0]);
     g_object_set(h->element, "block-size", block, "crossfade",
-                 (guint64)gst_util_uint64_scale_int(xf, GST_SECOND,
-                                                    (gint)rate),
+                 (guint64)gst_util_uint64_scale_int(xf, GST_SECOND, (gint)rate),
                  "drain", FALSE, NULL);
     set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
     collected c;
@@ -863,7 +863,8 @@ static void test_kernel_burst(void **state)
         set_taps(h->element, hk[nsw], lk[nsw]);
       }
       CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
-                        at == 0) == GST_FLOW_OK, "push at frame %zu", at);
+                        at == 0) == GST_FLOW_OK,
+            "push at frame %zu", at);
       at += k;
     }
     add_case(", %d swaps at", nsw);
@@ -914,14 +915,18 @@ static void test_gap(void **state)
     unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
     guint block = cs % 2 ? 256 : 1024;
     size_t len = ref_rng_range(&rng, 129, 1500);
-    size_t n1 = ref_rng_range(&rng, 500, 5000), n2 = ref_rng_range(&rng, 1, 5000);
+    size_t n1 = ref_rng_range(&rng, 500, 5000),
+           n2 = ref_rng_range(&rng, 1, 5000);
     int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4; /* as asked */
     size_t g = long_gap ? ref_rng_range(&rng, 2 * (block + len), 30000)
                         : ref_rng_range(&rng, 1, block + len);
     size_t n = n1 + g + n2, total = n + len - 1;
     set_case("%s of %zu frames after %zu, %zu more, block %u, %zu taps, %u "
-             "ch", flagged ? "GAP buffer" : long_gap ? "long gap" : "gap", g,
-             n1, n2, block, len, ch);
+             "ch",
+             flagged    ? "GAP buffer"
+             : long_gap ? "long gap"
+                        : "gap",
+             g, n1, n2, block, len, ch);
     float *h1 = random_kernel(len);
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
     memset(x + n1 * ch, 0, g * ch * sizeof *x);
@@ -929,13 +934,14 @@ static void test_gap(void **state)
     set_taps(hn->element, h1, len);
     g_object_set(hn->element, "block-size", block, NULL);
     set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
-    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0, TRUE)
-              == GST_FLOW_OK, "push before the gap");
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
+                      TRUE) == GST_FLOW_OK,
+          "push before the gap");
     /* the engine's tail: a gap up to this long comes out as data */
     guint64 lat_ns = 0;
     g_object_get(hn->element, "latency", &lat_ns, NULL);
-    size_t tail = (size_t)gst_util_uint64_scale_round(lat_ns, rate,
-                                                      GST_SECOND) + len - 1;
+    size_t tail =
+        (size_t)gst_util_uint64_scale_round(lat_ns, rate, GST_SECOND) + len - 1;
     if (!flagged)
       long_gap = g > tail;
     add_case(", tail %zu: %s", tail, long_gap ? "long" : "short");
@@ -944,8 +950,8 @@ static void test_gap(void **state)
                  t2 = gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
                                                       (gint)rate);
     if (flagged) {
-      GstBuffer *b = gst_buffer_new_allocate(NULL, g * ch * sizeof(float),
-                                             NULL);
+      GstBuffer *b =
+          gst_buffer_new_allocate(NULL, g * ch * sizeof(float), NULL);
       gst_buffer_memset(b, 0, 0, g * ch * sizeof(float));
       GST_BUFFER_PTS(b) = t1;
       GST_BUFFER_DURATION(b) = t2 - t1;
@@ -954,7 +960,8 @@ static void test_gap(void **state)
     } else
       assert_true(gst_harness_push_event(hn, gst_event_new_gap(t1, t2 - t1)));
     CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, n1 + g, n2, ch, rate, 0,
-                      FALSE) == GST_FLOW_OK, "push after the gap");
+                      FALSE) == GST_FLOW_OK,
+          "push after the gap");
     assert_true(gst_harness_push_event(hn, gst_event_new_eos()));
     /* place every output buffer by its timestamp */
     float *y = xalloc(total * ch * sizeof *y);
@@ -974,17 +981,22 @@ static void test_gap(void **state)
     size_t nbuf = 0;
     while ((b = gst_harness_try_pull(hn))) {
       GstClockTime pts = GST_BUFFER_PTS(b);
-      CHECK(GST_CLOCK_TIME_IS_VALID(pts) && pts >= last_end, "buffer %zu at "
-            "%" GST_TIME_FORMAT " before the end of the one before, %"
-            GST_TIME_FORMAT, nbuf, GST_TIME_ARGS(pts), GST_TIME_ARGS(last_end));
-      CHECK(!GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_GAP), "buffer %zu at %"
-            GST_TIME_FORMAT " is flagged GAP", nbuf, GST_TIME_ARGS(pts));
+      CHECK(GST_CLOCK_TIME_IS_VALID(pts) && pts >= last_end,
+            "buffer %zu at "
+            "%" GST_TIME_FORMAT
+            " before the end of the one before, %" GST_TIME_FORMAT,
+            nbuf, GST_TIME_ARGS(pts), GST_TIME_ARGS(last_end));
+      CHECK(!GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_GAP),
+            "buffer %zu at %" GST_TIME_FORMAT " is flagged GAP", nbuf,
+            GST_TIME_ARGS(pts));
       size_t at = (size_t)gst_util_uint64_scale_round(pts, rate, GST_SECOND);
       GstMapInfo m;
       assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
       size_t fr = m.size / (ch * sizeof(float));
-      CHECK(at + fr <= total, "buffer %zu: frames [%zu, %zu) past the %zu "
-            "expected", nbuf, at, at + fr, total);
+      CHECK(at + fr <= total,
+            "buffer %zu: frames [%zu, %zu) past the %zu "
+            "expected",
+            nbuf, at, at + fr, total);
       memcpy(y + at * ch, m.data, fr * ch * sizeof(float));
       memset(have + at, 1, fr);
       gst_buffer_unmap(b, &m);
@@ -1006,15 +1018,16 @@ static void test_gap(void **state)
       CHECK(missing > 0 && first_missing >= n1 + len - 1 &&
                 first_missing + missing <= n1 + g,
             "long gap: %zu frames left out from %zu; the silence in the "
-            "reference is [%zu, %zu)", missing, first_missing, n1 + len - 1,
-            n1 + g);
+            "reference is [%zu, %zu)",
+            missing, first_missing, n1 + len - 1, n1 + g);
       CHECK(GST_CLOCK_TIME_IS_VALID(gap_at), "long gap: no GAP event "
-            "downstream");
+                                             "downstream");
       GstClockTime hole = gst_util_uint64_scale_int_round(
           first_missing, GST_SECOND, (gint)rate);
-      CHECK(gap_at + GST_MSECOND / 10 >= hole, "the GAP event at %"
-            GST_TIME_FORMAT " is before the data it follows (to %"
-            GST_TIME_FORMAT ")", GST_TIME_ARGS(gap_at), GST_TIME_ARGS(hole));
+      CHECK(gap_at + GST_MSECOND / 10 >= hole,
+            "the GAP event at %" GST_TIME_FORMAT
+            " is before the data it follows (to %" GST_TIME_FORMAT ")",
+            GST_TIME_ARGS(gap_at), GST_TIME_ARGS(hole));
     }
     for (unsigned k = 0; k < ch; k++) {
       double *want = ref_channel(x, n, ch, k, h1, len, total);
@@ -1022,8 +1035,10 @@ static void test_gap(void **state)
         if (!have[i])
           want[i] = 0.0, y[i * ch + k] = 0.0f;
       double e = ref_rel_l2(y + k, ch, want, 1, total);
-      CHECK(e <= 2e-5, "channel %u: error %.3g against the input with "
-            "silence in the gap", k, e);
+      CHECK(e <= 2e-5,
+            "channel %u: error %.3g against the input with "
+            "silence in the gap",
+            k, e);
       free(want);
     }
     gst_harness_teardown(hn);
@@ -1110,8 +1125,8 @@ static void routing_case(const char *routing, const char *path,
                          unsigned co, const float *hm, size_t len)
 {
   size_t n = ref_rng_range(&rng, 1, 6000), total = n + len - 1;
-  add_case(", routing=%s, %u -> %u channels, %zu taps, %zu frames", routing,
-           ci, co, len, n);
+  add_case(", routing=%s, %u -> %u channels, %zu taps, %zu frames", routing, ci,
+           co, len, n);
   float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ci);
   GstHarness *h = new_fir();
   gst_util_set_object_arg(G_OBJECT(h->element), "routing", routing);
@@ -1123,15 +1138,17 @@ static void routing_case(const char *routing, const char *path,
   collected c;
   collect_init(&c, co, 44100, 0, total);
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ci, 44100, 0, TRUE) ==
-            GST_FLOW_OK, "push");
+            GST_FLOW_OK,
+        "push");
   assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   collect(h, &c, GST_AUDIO_FORMAT_F32LE);
   CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
   for (unsigned o = 0; o < co; o++) {
     double *want = xalloc(total * sizeof *want);
     for (unsigned i = 0; i < ci; i++) {
-      const float *hk = hm ? hm + ((size_t)o * ci + i) * len
-                           : i == o ? taps : NULL;
+      const float *hk = hm       ? hm + ((size_t)o * ci + i) * len
+                        : i == o ? taps
+                                 : NULL;
       if (!hk)
         continue;
       double *y = ref_channel(x, n, ci, i, hk, len, total);
@@ -1148,8 +1165,8 @@ static void routing_case(const char *routing, const char *path,
   free(x);
 }
 
-static void routing_refused(const char *routing, const char *path,
-                            unsigned ch, const char *needle)
+static void routing_refused(const char *routing, const char *path, unsigned ch,
+                            const char *needle)
 {
   GstHarness *h = new_fir();
   GstBus *bus = gst_bus_new();
@@ -1157,15 +1174,21 @@ static void routing_refused(const char *routing, const char *path,
   gst_util_set_object_arg(G_OBJECT(h->element), "routing", routing);
   g_object_set(h->element, "kernel-file", path, NULL);
   char caps[160];
-  snprintf(caps, sizeof caps, "audio/x-raw,format=F32LE,rate=44100,"
-           "channels=%u,layout=interleaved", ch);
+  snprintf(caps, sizeof caps,
+           "audio/x-raw,format=F32LE,rate=44100,"
+           "channels=%u,layout=interleaved",
+           ch);
   gst_harness_set_caps_str(h, caps, caps);
   float x[2 * 64] = {0.5f};
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64 / ch, ch, 44100, 0,
-                    TRUE) != GST_FLOW_OK, "routing=%s with %s on %u "
-        "channels streamed", routing, path, ch);
-  CHECK(bus_has(bus, GST_MESSAGE_ERROR, needle), "routing=%s with %s on %u "
-        "channels: no element error saying '%s'", routing, path, ch, needle);
+                    TRUE) != GST_FLOW_OK,
+        "routing=%s with %s on %u "
+        "channels streamed",
+        routing, path, ch);
+  CHECK(bus_has(bus, GST_MESSAGE_ERROR, needle),
+        "routing=%s with %s on %u "
+        "channels: no element error saying '%s'",
+        routing, path, ch, needle);
   gst_element_set_bus(h->element, NULL);
   gst_harness_teardown(h);
   gst_object_unref(bus);
@@ -1187,8 +1210,8 @@ static void test_routing(void **state)
     write_npy(path, shape, hm, (size_t)co * ci * len);
     routing_case("matrix", path, NULL, 0, ci, co, hm, len);
     /* one kernel (the property) for every channel */
-    routing_case(cs % 2 ? "shared" : "per-channel", NULL, hm, len, ci, ci,
-                 NULL, len);
+    routing_case(cs % 2 ? "shared" : "per-channel", NULL, hm, len, ci, ci, NULL,
+                 len);
     free(hm);
   }
   set_case("routings a file cannot serve");

@@ -1005,7 +1005,8 @@ static void test_reset(void **state)
     if (c % 2) { /* a swap whose crossfade the reset cuts short */
       kset k2;
       kset_like(&r, &k2, &k, 1, 6000);
-      size_t S = ref_rng_range(&r, 0, cut), X = cut - S + ref_rng_range(&r, 1, 5000);
+      size_t S = ref_rng_range(&r, 0, cut),
+             X = cut - S + ref_rng_range(&r, 1, 5000);
       add_case("swap at %zu X %zu to ", S, X);
       kset_describe(&k2);
       run_feed(&ru, &r, in.x, S, 0);
@@ -1084,8 +1085,8 @@ static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
   }
 }
 
-/* nsw swaps (1..MODEL_STAGES - 1) of ks[1..nsw] at S[k] with crossfade X[k]; compares
- * the output before, inside and after every crossfade. */
+/* nsw swaps (1..MODEL_STAGES - 1) of ks[1..nsw] at S[k] with crossfade X[k];
+ * compares the output before, inside and after every crossfade. */
 static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
                       const size_t *S, const size_t *X, unsigned block,
                       const input *in)
@@ -1421,13 +1422,13 @@ static void test_swap_invalid(void **state)
  * drain call fail as a device error (kernel:K: its K-th set_kernel fail
  * as a device allocation would). A case is one or two segments (a
  * reset or a drain between them), each a random chunking with up to three
- * kernel swaps, crossfades included, or a burst of 4 to 6 within a block; F falls on the first call, the last
- * (the final drain), the first after a swap (its crossfade in flight),
- * the first after the reset or drain, the drain between the segments, the
- * last before a swap to a longer kernel, or anywhere. The whole output
- * must match the reference with the swaps as made, the engine must be on
- * the device before call F and on the CPU from it on. Chunks stay under
- * 65536 frames, so that each non-empty process() is one backend call.
+ * kernel swaps, crossfades included, or a burst of 4 to 6 within a block; F
+ * falls on the first call, the last (the final drain), the first after a swap
+ * (its crossfade in flight), the first after the reset or drain, the drain
+ * between the segments, the last before a swap to a longer kernel, or anywhere.
+ * The whole output must match the reference with the swaps as made, the engine
+ * must be on the device before call F and on the CPU from it on. Chunks stay
+ * under 65536 frames, so that each non-empty process() is one backend call.
  * Mode 1 (`long_swap`): a swap to a kernel of over 2^17 taps, which reads
  * that far into the past, and the fault right after it. Mode 2: a
  * crossfade of over 200000 frames, more than the fallback's input ring
@@ -1544,9 +1545,9 @@ static void fault_case(ref_rng *r, unsigned c, int mode)
     first[g] = stage; /* the set in use when the segment starts */
     /* a burst: 4 to 6 swaps within one block (test_swap_burst) */
     int burst = !mode && ref_rng_u64(r) % 4 == 0;
-    nsw[g] = mode ? 1
-             : burst   ? (unsigned)ref_rng_range(r, 4, MODEL_STAGES - 2)
-                       : (unsigned)(ref_rng_u64(r) % 4);
+    nsw[g] = mode    ? 1
+             : burst ? (unsigned)ref_rng_range(r, 4, MODEL_STAGES - 2)
+                     : (unsigned)(ref_rng_u64(r) % 4);
     size_t done = 0;
     add_case("| segment %u: n %zu ", g, n[g]);
     kset_describe(&k[stage]);

@@ -291,7 +291,10 @@ static void emit(cf_conv *c, size_t seg, uint64_t t0, size_t m,
   }
 }
 
-void cf_conv_skip_before(cf_conv *c, uint64_t y) { c->skip = y; }
+void cf_conv_skip_before(cf_conv *c, uint64_t y)
+{
+  c->skip = y;
+}
 
 void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
 {

@@ -59,7 +59,7 @@ typedef struct fir {
   size_t block, latency;
   cf_algorithm algo;
   cf_pool *pool;
-  cf_swaps banks; /* bank pointers, oldest first */
+  cf_swaps banks;    /* bank pointers, oldest first */
   uint64_t t;        /* input frames since start or reset */
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
@@ -68,7 +68,10 @@ typedef struct fir {
   size_t m;
 } fir;
 
-static bank *bk(const fir *f, unsigned k) { return f->banks.bank[k]; }
+static bank *bk(const fir *f, unsigned k)
+{
+  return f->banks.bank[k];
+}
 
 static void lane_free(lane *l)
 {
@@ -248,8 +251,8 @@ static void step(fir *f, const float *in, float *out, size_t m)
     for (size_t n = 0; n < m; n++) {
       uint64_t z = f->t + n;
       double w = 1.0;
-      unsigned k = z < f->latency ? 0 : cf_swaps_pick(&f->banks,
-                                                      z - f->latency, &w);
+      unsigned k =
+          z < f->latency ? 0 : cf_swaps_pick(&f->banks, z - f->latency, &w);
       const bank *bn = bk(f, k);
       if (w == 1.0) {
         for (unsigned o = 0; o < co; o++)
@@ -378,8 +381,9 @@ static void fir_describe(const void *impl, char *buf, size_t n)
 {
   const fir *f = impl;
   snprintf(buf, n, "%s, block %zu, latency %zu, %u thread%s, %s",
-           bk(f, f->banks.n - 1)->plan, f->block, f->latency, cf_pool_threads(f->pool),
-           cf_pool_threads(f->pool) == 1 ? "" : "s", cf_dsp_get()->name);
+           bk(f, f->banks.n - 1)->plan, f->block, f->latency,
+           cf_pool_threads(f->pool), cf_pool_threads(f->pool) == 1 ? "" : "s",
+           cf_dsp_get()->name);
 }
 
 static void fir_destroy(void *impl)

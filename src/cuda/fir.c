@@ -312,13 +312,15 @@ static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
   return CF_OK;
 }
 
-static bank *bk(const cfir *f, unsigned k) { return f->banks.bank[k]; }
+static bank *bk(const cfir *f, unsigned k)
+{
+  return f->banks.bank[k];
+}
 
 /* The compute of one step of m frames starting at input time y0 (already
  * uploaded to s->d_in), output into s->d_out: with the banks of the swap
  * list, or with bank `only` alone (a graph's capture). */
-static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0,
-                         bank *only)
+static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0, bank *only)
 {
   cudaStream_t st = s->st;
   cf_status r;

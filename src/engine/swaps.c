@@ -27,8 +27,7 @@ cf_status cf_swaps_reserve(cf_swaps *l)
   if (r)
     l->retired = r;
   if (!r)
-    return cf_fail(CF_E_NOMEM, "engine: out of memory for %u kernel sets",
-                   cap);
+    return cf_fail(CF_E_NOMEM, "engine: out of memory for %u kernel sets", cap);
   l->cap = cap;
   return CF_OK;
 }
