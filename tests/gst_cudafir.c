@@ -1065,6 +1065,32 @@ static void write_npy(const char *path, const char *shape, const float *v,
   free(buf);
 }
 
+/* Each of c's outputs o against g * sum_i (x_i * h_oi) in float64, for
+ * output frames [0, total): h_oi = hm[(o * ci + i) * len], or with hm
+ * NULL, `diag` for i == o and nothing else. */
+static void check_routed(const collected *c, const float *x, size_t n,
+                         unsigned ci, const float *hm, const float *diag,
+                         size_t len, double g, size_t total)
+{
+  for (unsigned o = 0; o < c->channels; o++) {
+    double *want = xalloc(total * sizeof *want);
+    for (unsigned i = 0; i < ci; i++) {
+      const float *hk = hm       ? hm + ((size_t)o * ci + i) * len
+                        : i == o ? diag
+                                 : NULL;
+      if (!hk)
+        continue;
+      double *y = ref_channel(x, n, ci, i, hk, len, total);
+      for (size_t t = 0; t < total; t++)
+        want[t] += g * y[t];
+      free(y);
+    }
+    double e = ref_rel_l2(c->y + o, c->channels, want, 1, total);
+    CHECK(e <= 2e-5, "output %u: error %.3g", o, e);
+    free(want);
+  }
+}
+
 static void test_matrix_file(void **state)
 {
   (void)state;
@@ -1094,20 +1120,8 @@ static void test_matrix_file(void **state)
     collect(h, &c, GST_AUDIO_FORMAT_F32LE);
     size_t total = n + len - 1;
     CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
-    double g = pow(10.0, gain_db / 20.0);
-    for (unsigned o = 0; o < co; o++) {
-      double *want = xalloc(total * sizeof *want);
-      for (unsigned i = 0; i < ci; i++) {
-        double *y = ref_channel(x, n, ci, i, hm + ((size_t)o * ci + i) * len,
-                                len, total);
-        for (size_t t = 0; t < total; t++)
-          want[t] += g * y[t];
-        free(y);
-      }
-      double e = ref_rel_l2(c.y + o, co, want, 1, total);
-      CHECK(e <= 2e-5, "output %u: error %.3g", o, e);
-      free(want);
-    }
+    check_routed(&c, x, n, ci, hm, NULL, len, pow(10.0, gain_db / 20.0),
+                 total);
     gst_harness_teardown(h);
     free(c.y);
     free(x);
@@ -1143,23 +1157,7 @@ static void routing_case(const char *routing, const char *path,
   assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   collect(h, &c, GST_AUDIO_FORMAT_F32LE);
   CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
-  for (unsigned o = 0; o < co; o++) {
-    double *want = xalloc(total * sizeof *want);
-    for (unsigned i = 0; i < ci; i++) {
-      const float *hk = hm       ? hm + ((size_t)o * ci + i) * len
-                        : i == o ? taps
-                                 : NULL;
-      if (!hk)
-        continue;
-      double *y = ref_channel(x, n, ci, i, hk, len, total);
-      for (size_t t = 0; t < total; t++)
-        want[t] += y[t];
-      free(y);
-    }
-    double e = ref_rel_l2(c.y + o, co, want, 1, total);
-    CHECK(e <= 2e-5, "output %u: error %.3g", o, e);
-    free(want);
-  }
+  check_routed(&c, x, n, ci, hm, taps, len, 1.0, total);
   gst_harness_teardown(h);
   free(c.y);
   free(x);
