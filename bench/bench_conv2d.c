@@ -23,7 +23,14 @@
  *                [--kernel N|KhxKw] [--temporal T] [--preset NAME]
  *                [--sigma S] [--kernel-file F] [--algo A] [--threads N]
  *                [--border B] [--components MASK] [--frames N] [--in FILE]
- *                [--seed N] [--check-out FILE] [--tsv]
+ *                [--seed N] [--check-out FILE] [--swap-from N] [--tsv]
+ *
+ * --swap-from N: the engine starts on a random N x N kernel and filters one
+ * frame; the kernel is then changed to the one benchmarked
+ * (cf_engine_set_kernel2d(), as cudaconvolve does while PLAYING) and the
+ * call and the next frame are timed once ("swap:" line). With
+ * CF_FFT_WISDOM=none in a new process that is the first change to an FFT
+ * size on a machine.
  */
 #include <errno.h>
 #include <math.h>
@@ -56,6 +63,7 @@ typedef struct options {
   const char *in_path;
   uint64_t seed;
   const char *check_out;
+  unsigned swap_from; /* --swap-from N: start on an N x N kernel */
   int tsv;
 } options;
 
@@ -187,7 +195,7 @@ static void usage(FILE *f)
     "                    [--sigma S] [--kernel-file F] [--algo A]\n"
     "                    [--threads N] [--border B] [--components MASK]\n"
     "                    [--frames N] [--in FILE] [--seed N]\n"
-    "                    [--check-out FILE] [--tsv]\n"
+    "                    [--check-out FILE] [--swap-from N] [--tsv]\n"
     "  Times cf_engine_process_frame() on 1080p (default) frames by\n"
     "  regression: ms/frame (90%% CI), Mpixel/s, and T*Kh*Kw multiply-adds\n"
     "  per output sample x samples / time (GFMA/s, GFLOP/s).\n"
@@ -335,6 +343,9 @@ static void parse(int argc, char **argv, options *o)
     } else if (!strcmp(a, "--check-out")) {
       NEEDV();
       o->check_out = v;
+    } else if (!strcmp(a, "--swap-from")) {
+      NEEDV();
+      if (parse_uint(v, 1, 1024, &o->swap_from) != 0) bad(a, v);
     } else {
       fprintf(stderr, "bench_conv2d: unknown argument %s\n", a);
       usage(stderr);
@@ -409,8 +420,29 @@ int main(int argc, char **argv)
   cfg.backend = CF_BACKEND_CPU;
   cfg.algorithm = o.algo;
   cfg.threads = o.threads;
+  double swap_ms = -1, after_ms = 0;
   const double t_new0 = cf_bench_now();
-  if (cf_engine_new_video(&cfg, k, &w.e) != CF_OK) die("engine");
+  if (o.swap_from) {
+    options so = o;
+    so.kh = so.kw = o.swap_from;
+    so.t = 1;
+    so.have_preset = 0;
+    so.kernel_file = NULL;
+    cf_kernel2d *k0 = make_kernel(&so);
+    if (cf_engine_new_video(&cfg, k0, &w.e) != CF_OK) die("engine");
+    cf_kernel2d_free(k0);
+    if (cf_engine_process_frame(w.e, &w.in[0], &w.out) != CF_OK)
+      die("process_frame");
+    const double t0 = cf_bench_now();
+    if (cf_engine_set_kernel2d(w.e, k) != CF_OK) die("set_kernel2d");
+    const double t1 = cf_bench_now();
+    if (cf_engine_process_frame(w.e, &w.in[1 % o.nframes], &w.out) != CF_OK)
+      die("process_frame");
+    swap_ms = (t1 - t0) * 1e3;
+    after_ms = (cf_bench_now() - t1) * 1e3;
+  } else if (cf_engine_new_video(&cfg, k, &w.e) != CF_OK) {
+    die("engine");
+  }
   const double t_new = cf_bench_now() - t_new0;
   char describe[512];
   snprintf(describe, sizeof describe, "%s", cf_engine_describe(w.e));
@@ -485,6 +517,9 @@ int main(int argc, char **argv)
            cf_algorithm2d_name(o.algo), o.threads,
            o.threads ? "" : " (one per core)");
     printf("engine:    %s (built in %.1f ms)\n", describe, t_new * 1e3);
+    if (swap_ms >= 0)
+      printf("swap:      set_kernel2d from %ux%u %.2f ms, the next frame "
+             "%.2f ms\n", o.swap_from, o.swap_from, swap_ms, after_ms);
     printf("time:      %.3f ms/frame, 90%% CI %.3f..%.3f, r2 %.4f, %zu "
            "points, %zu frames\n", ms, ms_lo, ms_hi, r.r2, r.points,
            r.total_iters);

@@ -20,7 +20,12 @@
  * CPU builds the new kernel's plan and primes it on the past input), 15
  * swaps each followed by one block: median and max, against the block's
  * duration (a live stream's budget per block). The call runs in the
- * streaming thread of cudafir.
+ * streaming thread of cudafir. first_ms is the first swap (to the same
+ * plan sizes as the engine's). --cold runs each row in a process of its
+ * own with FFTW wisdom off (CF_FFT_WISDOM=none) and fft-nonuniform forced:
+ * the engine starts on a kernel 1/16 as long, so the first swap needs FFT
+ * sizes this process never planned (a kernel-file change on a live
+ * stream, the first time on a machine).
  *
  *   bench_engine [--quick] [--crossover | --swap] [--budget S] [--channels C]
  *                [--rate HZ] [--lengths L,L,..] [--blocks B,..]
@@ -34,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cudafilter/engine.h"
@@ -59,6 +65,7 @@ typedef struct options {
   const char *tsv_path;
   int crossover;
   int swap;
+  int cold;
   int quick;
 } options;
 
@@ -207,7 +214,8 @@ static int parse_algos(const char *s, options *o) {
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: bench_engine [--quick] [--crossover | --swap] [--budget S]\n"
+    "usage: bench_engine [--quick] [--crossover | --swap [--cold]]\n"
+    "                    [--budget S]\n"
     "                    [--channels C]\n"
     "                    [--rate HZ] [--lengths L,..] [--blocks B,..]\n"
     "                    [--algos a,..] [--threads T,..] [--cap-xrt X]\n"
@@ -217,7 +225,8 @@ static void usage(FILE *f) {
     "  --crossover: per block and thread count, the kernel length where\n"
     "    fft-uniform / fft-nonuniform become cheaper than direct.\n"
     "  --swap: ms per cf_engine_set_kernel() on a running engine, per\n"
-    "    kernel length x block, against the block's duration.\n"
+    "    kernel length x block, against the block's duration; with\n"
+    "    --cold, each row in a new process, from a 1/16 kernel, no wisdom.\n"
     "  algorithms: auto, direct, fft-uniform, fft-nonuniform.\n");
 }
 
@@ -357,55 +366,87 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int swap_cost(const options *o) {
+/* One row: an engine on kernel k[0] (cold: a 1/16 one), the first swap to
+ * k[1], then NSWAP swaps between k[1] and k[2]. */
+static int swap_row(const options *o, size_t len, size_t block) {
   enum { NSWAP = 15 };
-  print_env(stdout, o);
-  printf("# set_kernel on a running engine (algorithm auto, %zu thread(s), "
-         "0 = all cores): ms per call over %d swaps\n",
-         o->threads.v[0], NSWAP);
-  printf("%8s %6s %10s %10s %10s  %s\n", "taps", "block", "median_ms",
-         "max_ms", "block_ms", "engine");
   size_t warm = 2 * (size_t)o->rate;
-  if (ensure_buffers(warm, o->channels)) return 1;
+  size_t short_len = len / 16 > 64 ? len / 16 : 64;
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = o->channels;
+  cfg.block_size = block;
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.threads = (unsigned)o->threads.v[0];
+  if (o->cold) cfg.algorithm = CF_ALGO_FFT_NONUNIFORM;
+  size_t lens[3] = {o->cold ? short_len : len, len, len};
+  float *taps[3] = {make_taps(lens[0]), make_taps(len), make_taps(len)};
+  cf_kernel *k[3] = {NULL, NULL, NULL};
+  cf_engine *e = NULL;
+  int bad = !taps[0] || !taps[1] || !taps[2];
+  for (int i = 0; i < 3 && !bad; i++)
+    bad = cf_kernel_new_shared(taps[i], lens[i], &k[i]) != CF_OK;
+  if (bad || cf_engine_new_audio(&cfg, k[0], &e) ||
+      cf_engine_process(e, g_in, g_out, warm)) {
+    fprintf(stderr, "bench_engine: swap %zu taps, block %zu: %s\n", len,
+            block, cf_last_error());
+    return 1;
+  }
+  double first = 0, t[NSWAP];
+  for (int i = -1; i < NSWAP; i++) {
+    double t0 = now_s();
+    if (cf_engine_set_kernel(e, k[i < 0 ? 1 : 1 + (i + 1) % 2], block)) {
+      fprintf(stderr, "bench_engine: set_kernel: %s\n", cf_last_error());
+      return 1;
+    }
+    double ms = (now_s() - t0) * 1e3;
+    if (i < 0)
+      first = ms;
+    else
+      t[i] = ms;
+    if (cf_engine_process(e, g_in, g_out, block)) return 1;
+  }
+  qsort(t, NSWAP, sizeof *t, cmp_double);
+  printf("%8zu %6zu %10.3f %10.3f %10.3f %10.3f  %s\n", len, block, first,
+         t[NSWAP / 2], t[NSWAP - 1], 1e3 * (double)block / o->rate,
+         cf_engine_describe(e));
+  fflush(stdout);
+  cf_engine_free(e);
+  for (int i = 0; i < 3; i++) {
+    cf_kernel_free(k[i]);
+    free(taps[i]);
+  }
+  return 0;
+}
+
+static int swap_cost(const options *o) {
+  print_env(stdout, o);
+  printf("# set_kernel on a running engine (algorithm %s, %zu thread(s), "
+         "0 = all cores): ms per call; median and max over 15 swaps%s\n",
+         o->cold ? "fft-nonuniform" : "auto", o->threads.v[0],
+         o->cold ? "; each row a new process without FFTW wisdom, first_ms "
+                   "from a kernel 1/16 as long" : "");
+  printf("%8s %6s %10s %10s %10s %10s  %s\n", "taps", "block", "first_ms",
+         "median_ms", "max_ms", "block_ms", "engine");
+  fflush(stdout);
+  if (ensure_buffers(2 * (size_t)o->rate, o->channels)) return 1;
+  if (o->cold) setenv("CF_FFT_WISDOM", "none", 1);
   for (size_t li = 0; li < o->lengths.n; li++)
     for (size_t bi = 0; bi < o->blocks.n; bi++) {
       size_t len = o->lengths.v[li], block = o->blocks.v[bi];
-      cf_audio_config cfg;
-      cf_audio_config_init(&cfg);
-      cfg.channels = o->channels;
-      cfg.block_size = block;
-      cfg.backend = CF_BACKEND_CPU;
-      cfg.threads = (unsigned)o->threads.v[0];
-      float *taps[2] = {make_taps(len), make_taps(len)};
-      cf_kernel *k[2] = {NULL, NULL};
-      cf_engine *e = NULL;
-      if (!taps[0] || !taps[1] || cf_kernel_new_shared(taps[0], len, &k[0]) ||
-          cf_kernel_new_shared(taps[1], len, &k[1]) ||
-          cf_engine_new_audio(&cfg, k[0], &e) ||
-          cf_engine_process(e, g_in, g_out, warm)) {
-        fprintf(stderr, "bench_engine: swap %zu taps, block %zu: %s\n", len,
-                block, cf_last_error());
+      if (!o->cold) {
+        if (swap_row(o, len, block)) return 1;
+        continue;
+      }
+      pid_t pid = fork();
+      if (pid < 0) {
+        perror("bench_engine: fork");
         return 1;
       }
-      double t[NSWAP];
-      for (int i = 0; i < NSWAP; i++) {
-        double t0 = now_s();
-        if (cf_engine_set_kernel(e, k[(i + 1) % 2], block)) {
-          fprintf(stderr, "bench_engine: set_kernel: %s\n", cf_last_error());
-          return 1;
-        }
-        t[i] = (now_s() - t0) * 1e3;
-        if (cf_engine_process(e, g_in, g_out, block)) return 1;
-      }
-      qsort(t, NSWAP, sizeof *t, cmp_double);
-      printf("%8zu %6zu %10.3f %10.3f %10.3f  %s\n", len, block,
-             t[NSWAP / 2], t[NSWAP - 1], 1e3 * (double)block / o->rate,
-             cf_engine_describe(e));
-      cf_engine_free(e);
-      cf_kernel_free(k[0]);
-      cf_kernel_free(k[1]);
-      free(taps[0]);
-      free(taps[1]);
+      if (pid == 0) _exit(swap_row(o, len, block));
+      int st = 0;
+      if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+        return 1;
     }
   return 0;
 }
@@ -618,6 +659,8 @@ int main(int argc, char **argv) {
       o.crossover = 1;
     } else if (!strcmp(a, "--swap")) {
       o.swap = 1;
+    } else if (!strcmp(a, "--cold")) {
+      o.cold = 1;
     } else if (!strcmp(a, "--budget") && v) {
       o.budget = atof(v);
       budget_set = 1;

@@ -84,10 +84,10 @@ void cf_conv_free(cf_conv *c)
  * [(q + j) p, (q + j + 1) p) in the first half of a 2p frame, scaled by
  * 1 / 2p so the unnormalised inverse FFT comes out right. */
 static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
-                            const size_t *lens)
+                            const size_t *lens, cf_fft_mode mode)
 {
   size_t p = st->pl.p, n = st->pl.n, nb = p + 1;
-  cf_status s = cf_fft_get(2 * p, &st->fft);
+  cf_status s = cf_fft_get(2 * p, mode, &st->fft);
   if (s != CF_OK)
     return s;
   st->nbs = round16(nb);
@@ -122,7 +122,7 @@ static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
 
 cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
                       const size_t *lens, unsigned k, size_t max_chunk,
-                      cf_conv **out)
+                      cf_fft_mode mode, cf_conv **out)
 {
   *out = NULL;
   cf_conv *c = calloc(1, sizeof *c);
@@ -183,7 +183,7 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
     }
     for (unsigned i = 0; i < pl->nstages && s == CF_OK; i++) {
       c->st[i].pl = pl->st[i];
-      s = stage_init(c, &c->st[i], taps, lens);
+      s = stage_init(c, &c->st[i], taps, lens, mode);
     }
     if (s != CF_OK)
       goto fail;
@@ -194,6 +194,14 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
 fail:
   cf_conv_free(c);
   return s;
+}
+
+int cf_conv_hasty(const cf_conv *c)
+{
+  for (unsigned s = 0; s < c->pl.nstages; s++)
+    if (cf_fft_hasty(c->st[s].fft))
+      return 1;
+  return 0;
 }
 
 void cf_conv_reset(cf_conv *c)

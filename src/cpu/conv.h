@@ -7,15 +7,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fft.h"
 #include "plan.h"
 
 typedef struct cf_conv cf_conv;
 
 /* taps[i], lens[i]: kernel i (len 0 allowed: outputs zeros). Every
- * cf_conv_process() call must pass at most max_chunk frames. */
+ * cf_conv_process() call must pass at most max_chunk frames. mode: how
+ * FFT plans not made yet are made (CF_FFT_QUICK in a running stream). */
 cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
                       const size_t *lens, unsigned k, size_t max_chunk,
-                      cf_conv **out);
+                      cf_fft_mode mode, cf_conv **out);
+/* 1 if a stage runs on an estimated FFT plan (cf_fft_hasty). */
+int cf_conv_hasty(const cf_conv *c);
 void cf_conv_free(cf_conv *c);
 void cf_conv_reset(cf_conv *c);
 /* x: m samples; out[i]: m outputs of kernel i. Never allocates. */

@@ -3,7 +3,15 @@
  * FFTW_ESTIMATE's), so plans are made once per size under a lock, kept for
  * the life of the process, and FFTW's wisdom is kept on disk so the next
  * process plans in milliseconds. fftwf_execute_dft_r2c/c2r with new arrays
- * is thread-safe. */
+ * is thread-safe.
+ *
+ * A stream that is running (a kernel swap, a switch to the CPU) cannot wait
+ * for FFTW_MEASURE: CF_FFT_QUICK takes any plan already made for the size,
+ * else one from FFTW's wisdom (loaded from disk, or measured earlier in
+ * this process), else FFTW_ESTIMATE's, made in well under a millisecond.
+ * Such a plan is kept beside the measured one a later CF_FFT_MEASURE
+ * request makes: entries never change once made, so a plan in use is
+ * never replaced under a convolver. */
 #include "fft.h"
 
 #include <fftw3.h>
@@ -19,6 +27,7 @@
 struct cf_fft {
   size_t rows, n; /* rows = 1: a 1D transform */
   fftwf_plan fwd, inv;
+  int hasty;      /* FFTW_ESTIMATE where FFTW_MEASURE was asked for */
 };
 
 #define MAX_SIZES 512
@@ -93,7 +102,31 @@ static void wisdom_save(void)
     unlink(tmp);
 }
 
-static cf_status make(size_t rows, size_t n, cf_fft *f)
+static void plan_pair(size_t rows, size_t n, float *in, float *spec,
+                      unsigned flags, cf_fft *f)
+{
+  if (rows == 1) {
+    f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
+    f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
+                                   flags | FFTW_DESTROY_INPUT);
+  } else {
+    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in,
+                                   (fftwf_complex *)spec, flags);
+    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec,
+                                   in, flags | FFTW_DESTROY_INPUT);
+  }
+}
+
+static void plan_drop(cf_fft *f)
+{
+  if (f->fwd)
+    fftwf_destroy_plan(f->fwd);
+  if (f->inv)
+    fftwf_destroy_plan(f->inv);
+  f->fwd = f->inv = NULL;
+}
+
+static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
 {
   /* Plan on arrays laid out as the convolvers execute them: 64-byte
    * aligned (FFTW only reuses a plan on arrays of the same alignment). */
@@ -106,16 +139,17 @@ static cf_status make(size_t rows, size_t n, cf_fft *f)
     goto out;
   }
   unsigned flags = planner_flags();
-  if (rows == 1) {
-    f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
-    f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
-                                   flags | FFTW_DESTROY_INPUT);
-  } else {
-    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in,
-                                   (fftwf_complex *)spec, flags);
-    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec,
-                                   in, flags | FFTW_DESTROY_INPUT);
+  f->hasty = 0;
+  if (flags == FFTW_MEASURE && mode == CF_FFT_QUICK) {
+    plan_pair(rows, n, in, spec, flags | FFTW_WISDOM_ONLY, f);
+    if (!f->fwd || !f->inv) { /* no wisdom for this size */
+      plan_drop(f);
+      flags = FFTW_ESTIMATE;
+      f->hasty = 1;
+    }
   }
+  if (!f->fwd)
+    plan_pair(rows, n, in, spec, flags, f);
   if (!f->fwd || !f->inv)
     s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size "
                 "%zux%zu", rows, n);
@@ -127,21 +161,26 @@ out:
   return s;
 }
 
-static cf_status get(size_t rows, size_t n, const cf_fft **out)
+static cf_status get(size_t rows, size_t n, cf_fft_mode mode,
+                     const cf_fft **out)
 {
   cf_status s = CF_OK;
   pthread_mutex_lock(&lock);
-  size_t i = 0;
-  while (i < cached && (cache[i].n != n || cache[i].rows != rows))
-    i++;
+  /* A plan as good as asked for; in quick mode, a hasty one will do. */
+  size_t i = cached;
+  for (size_t j = 0; j < cached; j++)
+    if (cache[j].n == n && cache[j].rows == rows &&
+        (!cache[j].hasty || (mode == CF_FFT_QUICK && i == cached)))
+      i = j;
   if (i == cached) {
     if (cached == MAX_SIZES)
       s = cf_fail(CF_E_INTERNAL, "FFT plan cache full (%d sizes)", MAX_SIZES);
     else {
       wisdom_load();
-      if ((s = make(rows, n, &cache[i])) == CF_OK) {
+      if ((s = make(rows, n, mode, &cache[i])) == CF_OK) {
         cached++;
-        if (planner_flags() == FFTW_MEASURE)
+        if (planner_flags() == FFTW_MEASURE && !cache[i].hasty &&
+            mode == CF_FFT_MEASURE)
           wisdom_save();
       }
     }
@@ -151,20 +190,23 @@ static cf_status get(size_t rows, size_t n, const cf_fft **out)
   return s;
 }
 
-cf_status cf_fft_get(size_t n, const cf_fft **out)
+cf_status cf_fft_get(size_t n, cf_fft_mode mode, const cf_fft **out)
 {
   if (n < 2 || n % 2 || n > ((size_t)1 << 24))
     return cf_fail(CF_E_INVALID, "FFT size %zu: must be even, 2..2^24", n);
-  return get(1, n, out);
+  return get(1, n, mode, out);
 }
 
-cf_status cf_fft2_get(size_t rows, size_t n, const cf_fft **out)
+cf_status cf_fft2_get(size_t rows, size_t n, cf_fft_mode mode,
+                      const cf_fft **out)
 {
   if (rows < 2 || n < 2 || n % 2 || rows > 8192 || n > 8192)
     return cf_fail(CF_E_INVALID, "2D FFT size %zux%zu: must be 2..8192 with "
                    "an even row length", rows, n);
-  return get(rows, n, out);
+  return get(rows, n, mode, out);
 }
+
+int cf_fft_hasty(const cf_fft *f) { return f->hasty; }
 
 void cf_fft_forward(const cf_fft *f, float *in, float *spec)
 {

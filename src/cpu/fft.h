@@ -10,13 +10,24 @@
 
 typedef struct cf_fft cf_fft;
 
+/* How a plan not made yet is made. CF_FFT_MEASURE: FFTW_MEASURE (or what
+ * CF_FFT_PLANNING says), 0.1-1.5 s per size the first time on a machine
+ * and milliseconds once FFTW's wisdom is on disk. CF_FFT_QUICK, for a
+ * stream already running (a kernel swap, a switch to the CPU): never
+ * measures; a plan FFTW's wisdom has, else FFTW_ESTIMATE's. */
+typedef enum cf_fft_mode { CF_FFT_MEASURE, CF_FFT_QUICK } cf_fft_mode;
+
 /* A forward/inverse pair for real size n (even). Plans are made once per
- * size per process (FFTW_MEASURE; the planner is serialised) and shared:
+ * size and mode per process (the planner is serialised) and shared:
  * executing them is thread-safe. */
-cf_status cf_fft_get(size_t n, const cf_fft **out);
+cf_status cf_fft_get(size_t n, cf_fft_mode mode, const cf_fft **out);
 /* The same for a rows x n 2D real transform (row-major, n even); the
  * spectrum is rows x (n/2 + 1) interleaved bins. */
-cf_status cf_fft2_get(size_t rows, size_t n, const cf_fft **out);
+cf_status cf_fft2_get(size_t rows, size_t n, cf_fft_mode mode,
+                      const cf_fft **out);
+/* 1 if the plan was estimated where CF_FFT_PLANNING asked for measuring
+ * (CF_FFT_QUICK without wisdom): it may run up to ~1.8x slower. */
+int cf_fft_hasty(const cf_fft *f);
 /* spec: n/2 + 1 interleaved (re, im) bins. All pointers 64-byte aligned. */
 void cf_fft_forward(const cf_fft *f, float *in, float *spec);
 /* Unnormalised: out = n * ifft. spec is clobbered. */

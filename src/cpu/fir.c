@@ -41,6 +41,12 @@ typedef struct lane {
   unsigned *outc; /* output channel of each kernel */
   float *x;       /* STEP deinterleaved input frames */
   float **y;      /* nk outputs of STEP frames */
+  /* What building it found (lanes are built in parallel) */
+  size_t lmax;
+  double cost;
+  char plan[160];
+  cf_status status;
+  char error[256];
 } lane;
 
 typedef struct bank {
@@ -58,6 +64,7 @@ typedef struct fir {
   unsigned cin, cout;
   size_t block, latency;
   cf_algorithm algo;
+  cf_fft_mode fft_mode; /* CF_FFT_QUICK once the stream runs */
   cf_pool *pool;
   cf_swaps banks;    /* bank pointers, oldest first */
   uint64_t t;        /* input frames since start or reset */
@@ -96,7 +103,7 @@ static void bank_free(bank *b, unsigned cin)
   free(b);
 }
 
-static cf_status lane_init(fir *f, bank *b, lane *l, const cf_kernel *k,
+static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
                            unsigned in)
 {
   const float *taps[CF_MAX_CHANNELS];
@@ -127,21 +134,44 @@ static cf_status lane_init(fir *f, bank *b, lane *l, const cf_kernel *k,
     l->y[j] = ybuf + (size_t)j * STEP;
   cf_conv_plan pl;
   cf_plan_make(&pl, lmax, l->nk, f->block, f->latency, f->algo);
-  cf_status s = cf_conv_new(&pl, taps, lens, l->nk, STEP, &l->conv);
+  cf_status s = cf_conv_new(&pl, taps, lens, l->nk, STEP, f->fft_mode,
+                            &l->conv);
   if (s != CF_OK)
     return s;
-  b->cost += pl.cost;
-  if (lmax >= b->lmax) {
-    b->lmax = lmax;
-    char desc[120];
-    cf_plan_describe(&pl, desc, sizeof desc);
-    snprintf(b->plan, sizeof b->plan, "%s [%s]",
-             cf_algorithm_name(pl.algorithm), desc);
-  }
+  l->cost = pl.cost;
+  l->lmax = lmax;
+  char desc[96];
+  cf_plan_describe(&pl, desc, sizeof desc);
+  snprintf(l->plan, sizeof l->plan, "%s [%s]%s",
+           cf_algorithm_name(pl.algorithm), desc,
+           cf_conv_hasty(l->conv) ? ", FFT plans not measured" : "");
   return CF_OK;
 }
 
-static cf_status bank_new(fir *f, const cf_kernel *k, bank **out)
+static void prime(fir *f, bank *b, unsigned c);
+
+/* Building a bank: one job per input channel (the kernel spectra, then
+ * with `prime` the replay of its history), on the pool: a swap's cost in
+ * the streaming thread is divided among the cores. */
+typedef struct build_job {
+  fir *f;
+  bank *b;
+  const cf_kernel *k;
+  int prime;
+} build_job;
+
+static void build_lane(void *ctx, unsigned c)
+{
+  build_job *j = ctx;
+  lane *l = &j->b->lanes[c];
+  l->status = lane_init(j->f, l, j->k, c);
+  if (l->status != CF_OK)
+    snprintf(l->error, sizeof l->error, "%s", cf_last_error());
+  else if (j->prime && l->conv)
+    prime(j->f, j->b, c);
+}
+
+static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
 {
   bank *b = calloc(1, sizeof *b);
   cf_status s = CF_OK;
@@ -155,8 +185,20 @@ static cf_status bank_new(fir *f, const cf_kernel *k, bank **out)
   b->sum = cf_alloc((size_t)f->cout * STEP * sizeof(float));
   if (!b->lanes || !b->src || !b->nsrc || !b->sum)
     s = cf_fail(CF_E_NOMEM, "engine: out of memory");
-  for (unsigned i = 0; s == CF_OK && i < f->cin; i++)
-    s = lane_init(f, b, &b->lanes[i], k, i);
+  if (s == CF_OK) {
+    build_job job = {f, b, k, primed};
+    cf_pool_run(f->pool, build_lane, &job, f->cin);
+  }
+  for (unsigned i = 0; s == CF_OK && i < f->cin; i++) {
+    const lane *l = &b->lanes[i];
+    if (l->status != CF_OK) /* the worker's message, in this thread */
+      s = cf_fail(l->status, "%s", l->error);
+    b->cost += l->cost;
+    if (l->nk && l->lmax >= b->lmax) {
+      b->lmax = l->lmax;
+      snprintf(b->plan, sizeof b->plan, "%s", l->plan);
+    }
+  }
   if (s != CF_OK) {
     bank_free(b, f->cin);
     return s;
@@ -324,29 +366,26 @@ static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
   return CF_OK;
 }
 
-/* Bring a new bank to time f->t by replaying the input history: from
- * max(0, t - latency - lmax + 1) on, every output it will give is exact. */
-static void prime(fir *f, bank *b)
+/* Bring lane c of a new bank to time f->t by replaying its input history:
+ * from max(0, t - latency - lmax + 1) on, every output it will give is
+ * exact (lmax: this lane's longest kernel). */
+static void prime(fir *f, bank *b, unsigned c)
 {
-  uint64_t need = f->latency + b->lmax - 1, have = f->hmask + 1 - STEP;
+  lane *l = &b->lanes[c];
+  uint64_t need = f->latency + l->lmax - 1, have = f->hmask + 1 - STEP;
   if (need > have)
     need = have; /* a longer kernel than the history: approximate start */
   uint64_t from = f->t > need ? f->t - need : 0;
-  for (unsigned c = 0; c < f->cin; c++) {
-    lane *l = &b->lanes[c];
-    if (!l->conv)
-      continue;
-    /* its outputs before the swap point are never read (y < S: the blend
-     * takes the banks before it): only the state is built */
-    cf_conv_skip_before(l->conv, f->t - from);
-    const float *h = f->hist + (size_t)c * (f->hmask + 1);
-    for (uint64_t t = from; t < f->t;) {
-      size_t m = f->t - t < STEP ? (size_t)(f->t - t) : STEP;
-      for (size_t n = 0; n < m; n++)
-        l->x[n] = h[(t + n) & f->hmask];
-      cf_conv_process(l->conv, l->x, m, l->y);
-      t += m;
-    }
+  /* its outputs before the swap point are never read (y < S: the blend
+   * takes the banks before it): only the state is built */
+  cf_conv_skip_before(l->conv, f->t - from);
+  const float *h = f->hist + (size_t)c * (f->hmask + 1);
+  for (uint64_t t = from; t < f->t;) {
+    size_t m = f->t - t < STEP ? (size_t)(f->t - t) : STEP;
+    for (size_t n = 0; n < m; n++)
+      l->x[n] = h[(t + n) & f->hmask];
+    cf_conv_process(l->conv, l->x, m, l->y);
+    t += m;
   }
 }
 
@@ -355,15 +394,12 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
 {
   fir *f = impl;
   bank *b;
-  cf_status s = bank_new(f, k, &b);
+  free_retired(f);
+  cf_status s = cf_swaps_reserve(&f->banks);
+  if (s == CF_OK)
+    s = bank_new(f, k, 1, &b);
   if (s != CF_OK)
     return s;
-  free_retired(f);
-  if ((s = cf_swaps_reserve(&f->banks)) != CF_OK) {
-    bank_free(b, f->cin);
-    return s;
-  }
-  prime(f, b);
   cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
 }
@@ -421,7 +457,8 @@ static unsigned max_kernels_per_lane(const cf_kernel *k, unsigned cin,
 }
 
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
-                         unsigned cout, void **impl, const cf_backend_ops **ops)
+                         unsigned cout, cf_fft_mode fft_mode, void **impl,
+                         const cf_backend_ops **ops)
 {
   fir *f = calloc(1, sizeof *f);
   if (!f)
@@ -430,6 +467,7 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   f->cout = cout;
   f->block = cfg->block_size;
   f->algo = cfg->algorithm;
+  f->fft_mode = fft_mode;
   size_t lmax = cf_kernel_max_len(k);
   f->latency = cf_plan_latency(lmax, max_kernels_per_lane(k, f->cin, cout),
                                f->block, f->algo);
@@ -451,13 +489,14 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
     s = cf_pool_new(threads, &f->pool);
   bank *b0 = NULL;
   if (s == CF_OK)
-    s = bank_new(f, k, &b0);
+    s = bank_new(f, k, 0, &b0);
   if (s == CF_OK && (s = cf_swaps_init(&f->banks, b0)) != CF_OK)
     bank_free(b0, f->cin);
   if (s != CF_OK) {
     fir_destroy(f);
     return s;
   }
+  f->fft_mode = CF_FFT_QUICK; /* from now on the stream may be running */
   *impl = f;
   *ops = &fir_ops;
   return CF_OK;

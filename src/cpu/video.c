@@ -81,6 +81,7 @@ typedef struct video {
   cf_video_config cfg;
   const cf_format_desc *fmt;
   const cf_dsp *dsp;
+  cf_fft_mode fft_mode; /* CF_FFT_QUICK once frames may be flowing */
   cf_pool *pool;
   unsigned nchan, nbands;
   int copy_rows; /* packed format with bytes passing through: copy each
@@ -477,9 +478,9 @@ static void free_plan(plan *p)
   memset(p, 0, sizeof *p);
 }
 
-static cf_status fft_spectra(plan *p, const float *taps)
+static cf_status fft_spectra(plan *p, const float *taps, cf_fft_mode mode)
 {
-  cf_status s = cf_fft2_get(p->nh, p->nw, &p->fft);
+  cf_status s = cf_fft2_get(p->nh, p->nw, mode, &p->fft);
   if (s != CF_OK)
     return s;
   p->nbins = round_up(p->nh * (p->nw / 2 + 1), 16);
@@ -587,7 +588,7 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
   free(u);
   if (s == CF_OK && p->algo == ALGO_FFT) {
     p->nh = nh, p->nw = nw;
-    s = fft_spectra(p, k->taps);
+    s = fft_spectra(p, k->taps, v->fft_mode);
   }
   if (s != CF_OK)
     free_plan(p);
@@ -750,8 +751,9 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
            v->nbands, v->nbands == 1 ? "" : "s");
   if (v->p.algo == ALGO_FFT) {
     size_t l = strlen(v->desc);
-    snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu)", v->p.nh,
-             v->p.nw);
+    snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu%s)", v->p.nh,
+             v->p.nw,
+             cf_fft_hasty(v->p.fft) ? ", FFT plan not measured" : "");
   }
   return s;
 }
@@ -835,16 +837,18 @@ static void add_chan(video *v, const cf_chan_desc *d, int filter)
 }
 
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
-                           void **impl, const cf_video_ops **ops)
+                           cf_fft_mode fft_mode, void **impl,
+                           const cf_video_ops **ops)
 {
   if (cfg->pipeline_depth)
-    return cf_cpu_video_pipe_new(cfg, k, impl, ops);
+    return cf_cpu_video_pipe_new(cfg, k, fft_mode, impl, ops);
   video *v = calloc(1, sizeof *v);
   if (!v)
     return cf_fail(CF_E_NOMEM, "video: out of memory");
   v->cfg = *cfg;
   v->fmt = cf_format_desc_get(cfg->format);
   v->dsp = cf_dsp_get();
+  v->fft_mode = fft_mode;
   unsigned mask = v->fmt->ncomp == 1 ? 1u : cfg->components;
   for (unsigned i = 0; i < v->fmt->ncomp; i++)
     if (mask & (1u << i))
@@ -872,6 +876,7 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
     video_destroy(v);
     return s;
   }
+  v->fft_mode = CF_FFT_QUICK; /* a kernel change comes between frames */
   *impl = v;
   *ops = &ops_table;
   return CF_OK;

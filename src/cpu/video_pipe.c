@@ -201,8 +201,8 @@ static uint8_t *alloc_frame(size_t bytes)
 }
 
 cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
-                                const cf_kernel2d *k, void **impl,
-                                const cf_video_ops **ops)
+                                const cf_kernel2d *k, cf_fft_mode fft_mode,
+                                void **impl, const cf_video_ops **ops)
 {
   vpipe *p = calloc(1, sizeof *p);
   if (!p)
@@ -215,7 +215,7 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
   p->nslots = p->depth + 1;
   cf_video_config plain = *cfg;
   plain.pipeline_depth = 0;
-  cf_status s = cf_cpu_video_new(&plain, k, &p->inner, &p->iops);
+  cf_status s = cf_cpu_video_new(&plain, k, fft_mode, &p->inner, &p->iops);
   if (s != CF_OK) {
     p->inner = NULL;
     pipe_destroy(p);

@@ -218,7 +218,8 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   cfg.algorithm = lat ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
   void *impl = NULL;
   const cf_backend_ops *ops = NULL;
-  cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, &impl, &ops);
+  cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, CF_FFT_QUICK,
+                               &impl, &ops);
   if (s != CF_OK)
     return s;
   if (ops->latency(impl) != lat) {
@@ -330,7 +331,8 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
       backend = CF_BACKEND_CPU;
   }
   if (backend == CF_BACKEND_CPU)
-    s = cf_cpu_fir_new(cfg, kernel, cout, &e->impl, &e->ops);
+    s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, &e->impl,
+                       &e->ops);
   e->backend = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;

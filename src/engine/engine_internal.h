@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "../cpu/fft.h"
 #include "cudafilter/engine.h"
 #include "error_internal.h"
 
@@ -55,10 +56,12 @@ struct cf_engine {
 cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
                                  cf_backend *out);
 
-/* The CPU 1D backend (src/cpu/fir.c). */
+/* The CPU 1D backend (src/cpu/fir.c). fft_mode: CF_FFT_QUICK when the
+ * stream is already running (a switch from the device); its kernel swaps
+ * are always quick. */
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
-                         unsigned out_channels, void **impl,
-                         const cf_backend_ops **ops);
+                         unsigned out_channels, cf_fft_mode fft_mode,
+                         void **impl, const cf_backend_ops **ops);
 
 /* Take n input frames into the history a later swap primes from, and
  * not into the convolutions (whose output until they have seen L - 1

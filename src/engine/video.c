@@ -291,7 +291,7 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   void *impl = NULL;
   const cf_video_ops *ops = NULL;
   const cf_kernel2d *k = front_meta(f, start).k;
-  cf_status s = cf_cpu_video_new(&cfg, k, &impl, &ops);
+  cf_status s = cf_cpu_video_new(&cfg, k, CF_FFT_QUICK, &impl, &ops);
   if (s != CF_OK)
     return s;
   uint8_t *scratch = malloc(f->frame_bytes);
@@ -366,7 +366,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
       backend = CF_BACKEND_CPU;
   }
   if (backend == CF_BACKEND_CPU)
-    s = cf_cpu_video_new(cfg, k, &e->impl, &e->vops);
+    s = cf_cpu_video_new(cfg, k, CF_FFT_MEASURE, &e->impl, &e->vops);
   e->backend = backend;
   e->requested = cfg->backend;
   if (s == CF_OK && !(e->vfront = calloc(1, sizeof *e->vfront)))

@@ -71,12 +71,15 @@ void cf_video_front_free(cf_engine *e);
 int cf_rank1(const float *k, unsigned kh, unsigned kw, double *u, double *v);
 
 /* The CPU video backend (src/cpu/video.c); with cfg->pipeline_depth > 0
- * the pipelined wrapper around it (src/cpu/video_pipe.c). */
+ * the pipelined wrapper around it (src/cpu/video_pipe.c). fft_mode:
+ * CF_FFT_QUICK when frames are already flowing (a switch from the
+ * device); its kernel changes are always quick. */
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
-                           void **impl, const cf_video_ops **ops);
+                           cf_fft_mode fft_mode, void **impl,
+                           const cf_video_ops **ops);
 cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
-                                const cf_kernel2d *k, void **impl,
-                                const cf_video_ops **ops);
+                                const cf_kernel2d *k, cf_fft_mode fft_mode,
+                                void **impl, const cf_video_ops **ops);
 
 /* The CPU video backend wrapped so that its at.call-th process or flush
  * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with

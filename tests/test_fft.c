@@ -1,0 +1,263 @@
+/* The FFT plan cache (src/cpu/fft.c, compiled into this test) and what a
+ * running stream gets from it: CF_FFT_QUICK never runs FFTW's measuring
+ * planner (0.1-1.5 s per size the first time: a kernel swap on a live
+ * stream stalled that long), takes FFTW's wisdom where it has the size,
+ * else an estimated plan, and every plan computes the DFT (float64 naive
+ * reference). Then the same through the library: a swap to a kernel that
+ * needs new sizes says "not measured" in the engine's description, and a
+ * new engine for that kernel measures.
+ *
+ * Measuring is on here (CF_FFT_PLANNING unset) and wisdom is in memory
+ * only (CF_FFT_WISDOM=none), so each size this process has not planned is
+ * new to FFTW: the suite must run in a process of its own. */
+#include <fftw3.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
+#include "../src/cpu/fft.h"
+#include "../src/engine/error_internal.h"
+#include "check.h"
+#include "ref.h"
+
+/* fft.c's error reporting (the library's own copy is hidden). */
+static char fft_error[512];
+cf_status cf_fail(cf_status status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fft_error, sizeof fft_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* Sizes no other case of this process plans: each case draws from its own
+ * range (1D: even sizes, 2D: rows x even columns). FFTW's wisdom is
+ * shared by every plan (sub-problems included) and by the library: a case
+ * that needs a size new to FFTW forgets it first. */
+static size_t fresh_even(ref_rng *r, size_t lo, size_t hi)
+{
+  return 2 * ref_rng_range(r, lo / 2, hi / 2);
+}
+
+/* Forward then inverse against a float64 DFT of random input. */
+static void check_transform(const cf_fft *f, size_t rows, size_t n,
+                            ref_rng *r)
+{
+  size_t nb = n / 2 + 1, count = rows * n;
+  float *x = cf_alloc(count * sizeof *x), *in = cf_alloc(count * sizeof *in);
+  float *spec = cf_alloc(2 * rows * nb * sizeof *spec);
+  float *back = cf_alloc(count * sizeof *back);
+  CHECK(x && in && spec && back, "out of memory");
+  ref_rng_fill(r, x, count);
+  memcpy(in, x, count * sizeof *x);
+  cf_fft_forward(f, in, spec);
+  double err = 0, norm = 0;
+  for (size_t u = 0; u < rows; u++)
+    for (size_t k = 0; k < nb; k++) {
+      double re = 0, im = 0;
+      for (size_t a = 0; a < rows; a++)
+        for (size_t b = 0; b < n; b++) {
+          double ph = -2 * M_PI * ((double)(u * a % rows) / (double)rows +
+                                   (double)(k * b % n) / (double)n);
+          re += x[a * n + b] * cos(ph);
+          im += x[a * n + b] * sin(ph);
+        }
+      const float *g = spec + 2 * (u * nb + k);
+      err += (g[0] - re) * (g[0] - re) + (g[1] - im) * (g[1] - im);
+      norm += re * re + im * im;
+    }
+  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu forward: relative L2 %.3g", rows,
+        n, sqrt(err / norm));
+  cf_fft_inverse(f, spec, back); /* unnormalised: count * x */
+  err = norm = 0;
+  for (size_t i = 0; i < count; i++) {
+    double d = back[i] / (double)count - x[i];
+    err += d * d;
+    norm += (double)x[i] * x[i];
+  }
+  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu inverse: relative L2 %.3g", rows,
+        n, sqrt(err / norm));
+  cf_free(x), cf_free(in), cf_free(spec), cf_free(back);
+}
+
+static const cf_fft *get(size_t rows, size_t n, cf_fft_mode mode)
+{
+  const cf_fft *f = NULL;
+  cf_status s = rows == 1 ? cf_fft_get(n, mode, &f)
+                          : cf_fft2_get(rows, n, mode, &f);
+  CHECK(s == CF_OK && f, "%zux%zu %s: %s", rows, n,
+        mode == CF_FFT_QUICK ? "quick" : "measure", fft_error);
+  return f;
+}
+
+/* Quick on a new size estimates; measure then makes a second, measured
+ * plan; quick afterwards prefers it. */
+static void test_quick_then_measure(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed);
+  for (size_t i = 0; i < 6; i++) {
+    size_t rows = i % 2 ? ref_rng_range(&r, 2, 24) : 1;
+    size_t n = rows == 1 ? fresh_even(&r, 100 * i + 2, 100 * i + 100)
+                         : fresh_even(&r, 6 * i + 2, 6 * i + 6);
+    set_case("%zux%zu", rows, n);
+    fftwf_forget_wisdom(); /* what planning other sizes taught FFTW */
+    const cf_fft *q = get(rows, n, CF_FFT_QUICK);
+    CHECK(cf_fft_hasty(q), "quick on a size never planned was measured");
+    CHECK(get(rows, n, CF_FFT_QUICK) == q, "quick made a second plan");
+    check_transform(q, rows, n, &r);
+    const cf_fft *m = get(rows, n, CF_FFT_MEASURE);
+    CHECK(m != q && !cf_fft_hasty(m), "measure took the estimated plan");
+    CHECK(get(rows, n, CF_FFT_QUICK) == m, "quick ignored the measured plan");
+    CHECK(get(rows, n, CF_FFT_MEASURE) == m, "measure planned twice");
+    check_transform(m, rows, n, &r);
+  }
+}
+
+/* Measure first: quick takes that plan, never a new one. */
+static void test_measure_then_quick(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 1);
+  for (int i = 0; i < 4; i++) {
+    size_t rows = i % 2 ? ref_rng_range(&r, 25, 40) : 1;
+    size_t n = rows == 1 ? fresh_even(&r, 602, 1200) : fresh_even(&r, 42, 60);
+    set_case("%zux%zu", rows, n);
+    const cf_fft *m = get(rows, n, CF_FFT_MEASURE);
+    CHECK(!cf_fft_hasty(m), "measure estimated");
+    CHECK(get(rows, n, CF_FFT_QUICK) == m, "quick did not take the plan");
+  }
+}
+
+/* A size FFTW has wisdom for (here: measured by FFTW directly, as wisdom
+ * loaded from disk would give) comes out measured in quick mode. */
+static void test_quick_from_wisdom(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 2);
+  size_t n = fresh_even(&r, 1202, 1800);
+  set_case("n %zu", n);
+  fftwf_forget_wisdom();
+  float *in = cf_alloc(n * sizeof *in), *spec = cf_alloc((n + 2) * 4);
+  CHECK(in && spec, "out of memory");
+  fftwf_plan a = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec,
+                                       FFTW_MEASURE);
+  fftwf_plan b = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
+                                       FFTW_MEASURE | FFTW_DESTROY_INPUT);
+  CHECK(a && b, "FFTW could not plan %zu", n);
+  fftwf_destroy_plan(a), fftwf_destroy_plan(b);
+  cf_free(in), cf_free(spec);
+  const cf_fft *q = get(1, n, CF_FFT_QUICK);
+  CHECK(!cf_fft_hasty(q), "quick estimated a size FFTW has wisdom for");
+  CHECK(get(1, n, CF_FFT_MEASURE) == q, "measure planned again");
+  check_transform(q, 1, n, &r);
+}
+
+/* CF_FFT_PLANNING=estimate: one plan per size whatever the mode, and it is
+ * not "hasty" (nothing better was asked for). */
+static void test_estimate_setting(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 3);
+  size_t n = fresh_even(&r, 1802, 2400);
+  set_case("n %zu", n);
+  setenv("CF_FFT_PLANNING", "estimate", 1);
+  const cf_fft *m = get(1, n, CF_FFT_MEASURE);
+  const cf_fft *q = get(1, n, CF_FFT_QUICK);
+  unsetenv("CF_FFT_PLANNING");
+  CHECK(m == q && !cf_fft_hasty(m), "estimate setting: two plans, or hasty");
+}
+
+static int described_hasty(const cf_engine *e)
+{
+  return strstr(cf_engine_describe(e), "not measured") != NULL;
+}
+
+/* Through the library (its own plan cache): an audio kernel swap to
+ * partition sizes the engine never planned, and a video kernel change to
+ * FFT tiles, estimate; a new engine for the same kernel measures. */
+static void test_engine_swap_is_quick(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 4);
+  size_t l0 = 100, l1 = ref_rng_range(&r, 20000, 40000);
+  fftwf_forget_wisdom();
+  set_case("audio: %zu -> %zu taps, block 16", l0, l1);
+  float *h = xalloc(l1 * sizeof *h);
+  ref_rng_fill(&r, h, l1);
+  cf_kernel *k0, *k1;
+  CHECK_OK(cf_kernel_new_shared(h, l0, &k0));
+  CHECK_OK(cf_kernel_new_shared(h, l1, &k1));
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.block_size = 16;
+  cfg.algorithm = CF_ALGO_FFT_NONUNIFORM;
+  cf_engine *e, *e2;
+  CHECK_OK(cf_engine_new_audio(&cfg, k0, &e));
+  CHECK(!described_hasty(e), "a new engine did not measure: %s",
+        cf_engine_describe(e));
+  float x[64] = {0}, y[64];
+  CHECK_OK(cf_engine_process(e, x, y, 64));
+  CHECK_OK(cf_engine_set_kernel(e, k1, 0));
+  CHECK(described_hasty(e), "the swap measured: %s", cf_engine_describe(e));
+  CHECK_OK(cf_engine_new_audio(&cfg, k1, &e2));
+  CHECK(!described_hasty(e2), "a new engine took the estimated plans: %s",
+        cf_engine_describe(e2));
+  cf_engine_free(e), cf_engine_free(e2);
+  cf_kernel_free(k0), cf_kernel_free(k1);
+
+  unsigned side = (unsigned)ref_rng_range(&r, 35, 45);
+  set_case("video: 3x3 -> %ux%u, GRAY8 160x120", side, side);
+  cf_kernel2d *v0, *v1;
+  float *t = xalloc((size_t)side * side * sizeof *t);
+  ref_rng_fill(&r, t, (size_t)side * side);
+  CHECK_OK(cf_kernel2d_new(1, 3, 3, t, &v0));
+  CHECK_OK(cf_kernel2d_new(1, side, side, t, &v1));
+  cf_video_config vc;
+  cf_video_config_init(&vc);
+  vc.width = 160, vc.height = 120, vc.format = CF_PIX_GRAY8;
+  vc.backend = CF_BACKEND_CPU;
+  vc.algorithm = CF_ALGO2D_FFT;
+  CHECK_OK(cf_engine_new_video(&vc, v0, &e));
+  CHECK_OK(cf_engine_set_kernel2d(e, v1));
+  CHECK(described_hasty(e), "the kernel change measured: %s",
+        cf_engine_describe(e));
+  CHECK_OK(cf_engine_new_video(&vc, v1, &e2));
+  CHECK(!described_hasty(e2), "a new engine took the estimated plan: %s",
+        cf_engine_describe(e2));
+  cf_engine_free(e), cf_engine_free(e2);
+  cf_kernel2d_free(v0), cf_kernel2d_free(v1);
+  free(t), free(h);
+}
+
+int main(void)
+{
+  setenv("CF_FFT_WISDOM", "none", 1);
+  unsetenv("CF_FFT_PLANNING");
+  check_seed = ref_seed();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_engine_swap_is_quick),
+      cmocka_unit_test(test_quick_then_measure),
+      cmocka_unit_test(test_measure_then_quick),
+      cmocka_unit_test(test_quick_from_wisdom),
+      cmocka_unit_test(test_estimate_setting),
+  };
+  return cmocka_run_group_tests_name("fft", tests, NULL, NULL);
+}
