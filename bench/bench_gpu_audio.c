@@ -1,7 +1,9 @@
 /* GPU audio benchmarks (needs a CUDA device; else "skipped", exit 77):
  *  (a) low latency: 48 kHz stereo, 64-frame blocks, a 131072-tap kernel
  *      on backend cuda: host-to-host time per block over 20000 blocks,
- *      p50 / p99 / max;
+ *      p50 / p99 / max; then 15 kernel swaps on the running engine (a
+ *      kernel-file change in cudafir's streaming thread), each followed
+ *      by one block: the set_kernel call and that block, median / max;
  *  (b) the direct kernel alone (kernels/fir1d.cu) for 16/32/64 taps on
  *      2^24 device-resident samples of one channel: GB/s of input + output
  *      traffic, with the taps in the constant pool, staged from device
@@ -10,8 +12,10 @@
  * Besides the tables, one `RESULT case=... ms=...` line per case for
  * bench/gpu-check's summary (bench/README.md, "GPU check"): fir16-16M,
  * fir32-16M, fir64-16M (the peers' cases), audio-block64-131072taps (p50
- * and p99 per block) and fir131072-48k-stereo-1s as the time for 1 s of
- * audio in 64-frame blocks, host to host (variant=block64-host-to-host). */
+ * and p99 per block), fir131072-48k-stereo-1s as the time for 1 s of
+ * audio in 64-frame blocks, host to host (variant=block64-host-to-host),
+ * and swap-131072taps-block64 (median set_kernel, with its max and the
+ * block after it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +95,46 @@ static int low_latency(void)
   printf("RESULT case=fir131072-48k-stereo-1s ms=%.6f "
          "variant=block%u-host-to-host\n\n",
          sum / (double)blocks * (48000.0 / block) * 1e3, block);
+
+  /* Swaps between k and a second kernel of the same length. */
+  enum { NSWAP = 15 };
+  cf_kernel *k2 = NULL;
+  for (size_t i = 0; i < len; i++)
+    h[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * expf(-(float)i / 20000.f);
+  if (cf_kernel_new_shared(h, len, &k2) != CF_OK) {
+    fprintf(stderr, "kernel: %s\n", cf_last_error());
+    return 1;
+  }
+  double ts[NSWAP], tb[NSWAP];
+  for (int i = 0; i < NSWAP; i++) {
+    double a = now();
+    if (cf_engine_set_kernel(e, i % 2 ? k : k2, block) != CF_OK) {
+      fprintf(stderr, "set_kernel: %s\n", cf_last_error());
+      return 1;
+    }
+    double b = now();
+    if (cf_engine_process(e, x, y, block) != CF_OK) {
+      fprintf(stderr, "process: %s\n", cf_last_error());
+      return 1;
+    }
+    ts[i] = b - a;
+    tb[i] = now() - b;
+  }
+  qsort(ts, NSWAP, sizeof *ts, cmp);
+  qsort(tb, NSWAP, sizeof *tb, cmp);
+  printf("## kernel swaps on the running engine (%d, crossfade one block)\n\n"
+         "| set_kernel median (us) | max (us) | next block median (us) | "
+         "max (us) | block period (us) |\n|---|---|---|---|---|\n"
+         "| %.1f | %.1f | %.1f | %.1f | %.1f |\n\n",
+         NSWAP, ts[NSWAP / 2] * 1e6, ts[NSWAP - 1] * 1e6, tb[NSWAP / 2] * 1e6,
+         tb[NSWAP - 1] * 1e6, block / 48000.0 * 1e6);
+  printf("RESULT case=swap-%zutaps-block%u ms=%.6f max_ms=%.6f "
+         "next_block_max_ms=%.6f\n\n",
+         len, block, ts[NSWAP / 2] * 1e3, ts[NSWAP - 1] * 1e3,
+         tb[NSWAP - 1] * 1e3);
   cf_engine_free(e);
   cf_kernel_free(k);
+  cf_kernel_free(k2);
   free(h), free(x), free(y), free(t);
   return 0;
 }
