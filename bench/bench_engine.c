@@ -20,7 +20,10 @@
  * CPU builds the new kernel's plan and primes it on the past input), 15
  * swaps each followed by one block: median and max, against the block's
  * duration (a live stream's budget per block). The call runs in the
- * streaming thread of cudafir. first_ms is the first swap (to the same
+ * streaming thread of cudafir. --gap N processes N blocks after each swap
+ * instead of one (enough for the crossfade to end and the old kernel's
+ * bank to retire: the next swap of the same layout reuses it). first_ms
+ * is the first swap (to the same
  * plan sizes as the engine's). --cold runs each row in a process of its
  * own with FFTW wisdom off (CF_FFT_WISDOM=none) and fft-nonuniform forced:
  * the engine starts on a kernel 1/16 as long, so the first swap needs FFT
@@ -66,6 +69,7 @@ typedef struct options {
   int crossover;
   int swap;
   int cold;
+  size_t gap; /* --swap: blocks after each swap */
   int quick;
 } options;
 
@@ -214,7 +218,7 @@ static int parse_algos(const char *s, options *o) {
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: bench_engine [--quick] [--crossover | --swap [--cold]]\n"
+    "usage: bench_engine [--quick] [--crossover | --swap [--cold] [--gap N]]\n"
     "                    [--budget S]\n"
     "                    [--channels C]\n"
     "                    [--rate HZ] [--lengths L,..] [--blocks B,..]\n"
@@ -226,7 +230,8 @@ static void usage(FILE *f) {
     "    fft-uniform / fft-nonuniform become cheaper than direct.\n"
     "  --swap: ms per cf_engine_set_kernel() on a running engine, per\n"
     "    kernel length x block, against the block's duration; with\n"
-    "    --cold, each row in a new process, from a 1/16 kernel, no wisdom.\n"
+    "    --cold, each row in a new process, from a 1/16 kernel, no wisdom;\n"
+    "    --gap N: N blocks after each swap (default 1).\n"
     "  algorithms: auto, direct, fft-uniform, fft-nonuniform.\n");
 }
 
@@ -404,7 +409,9 @@ static int swap_row(const options *o, size_t len, size_t block) {
       first = ms;
     else
       t[i] = ms;
-    if (cf_engine_process(e, g_in, g_out, block)) return 1;
+    for (size_t b = 0; b < o->gap; b++)
+      if (cf_engine_process(e, g_in, g_out, block))
+        return 1;
   }
   qsort(t, NSWAP, sizeof *t, cmp_double);
   printf("%8zu %6zu %10.3f %10.3f %10.3f %10.3f  %s\n", len, block, first,
@@ -634,6 +641,7 @@ int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof(o));
   o.budget = 0.2;
+  o.gap = 1;
   o.channels = 2;
   o.rate = 48000;
   o.cap_xrt = 0.25;
@@ -661,6 +669,9 @@ int main(int argc, char **argv) {
       o.swap = 1;
     } else if (!strcmp(a, "--cold")) {
       o.cold = 1;
+    } else if (!strcmp(a, "--gap") && v) {
+      o.gap = (size_t)atol(v);
+      i++;
     } else if (!strcmp(a, "--budget") && v) {
       o.budget = atof(v);
       budget_set = 1;

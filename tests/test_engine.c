@@ -1311,6 +1311,62 @@ static void test_swap_burst(void **state)
   }
 }
 
+/* A kernel set of like's routing and lengths with new taps. */
+static void kset_retap(ref_rng *r, kset *k, const kset *like)
+{
+  kset_init(k, like->routing, like->outs, like->ins);
+  for (unsigned i = 0; i < k->count; i++)
+    if (like->len[i])
+      kset_set(k, r, i, like->len[i]);
+}
+
+/* Swaps, mostly to new taps of the same lengths, at random points (some
+ * far apart, so that banks retire in between): the CPU then reuses a
+ * retired bank's convolvers (src/cpu/fir.c), which must start as new. Now
+ * and then a different layout, which must not reuse it. */
+static void test_swap_reuse(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 23);
+  for (unsigned c = 0; c < 8; c++) {
+    kset k[MODEL_STAGES];
+    unsigned block = rand_block(&r);
+    random_kset(&r, &k[0], block, 6000);
+    unsigned nsw = (unsigned)ref_rng_range(&r, 3, MODEL_STAGES - 1);
+    size_t lmax = kset_lmax(&k[0]);
+    for (unsigned s = 1; s <= nsw; s++) {
+      if (ref_rng_u64(&r) % 4)
+        kset_retap(&r, &k[s], &k[s > 1 && ref_rng_u64(&r) % 2 ? s - 2 : s - 1]);
+      else
+        kset_like(&r, &k[s], &k[0], 1, 6000);
+      if (kset_lmax(&k[s]) > lmax)
+        lmax = kset_lmax(&k[s]);
+    }
+    size_t n = (nsw + 1) * (lmax + 2 * (size_t)block) + 4000;
+    for (unsigned s = 0; s <= nsw; s++)
+      fit_work(&k[s], &n, &block);
+    size_t S[MODEL_STAGES] = {0}, X[MODEL_STAGES] = {0};
+    for (unsigned s = 1; s <= nsw; s++)
+      S[s] = ref_rng_range(&r, 0, n);
+    qsort(S + 1, nsw, sizeof *S, cmp_size);
+    for (unsigned s = 1; s <= nsw; s++) {
+      size_t gap = s < nsw ? S[s + 1] - S[s] : n - S[s];
+      X[s] = rand_crossfade(&r, gap + block);
+    }
+    set_case("swap_reuse #%u: block %u %u swaps ", c, block, nsw);
+    input in;
+    input_make(&in, &r, k[0].ins, n);
+    const kset *ks[MODEL_STAGES];
+    for (unsigned s = 0; s <= nsw; s++)
+      ks[s] = &k[s];
+    swap_case(&r, ks, nsw, S, X, block, &in);
+    input_free(&in);
+    for (unsigned s = 0; s <= nsw; s++)
+      kset_free(&k[s]);
+  }
+}
+
 /* Same channel counts, different routing: allowed by the contract. */
 static void test_swap_routing_change(void **state)
 {
@@ -2053,6 +2109,7 @@ int main(void)
     cmocka_unit_test(test_swap_long),
     cmocka_unit_test(test_swap_during_crossfade),
     cmocka_unit_test(test_swap_burst),
+    cmocka_unit_test(test_swap_reuse),
     cmocka_unit_test(test_swap_routing_change),
     cmocka_unit_test(test_swap_invalid),
     cmocka_unit_test(test_zero_frames),

@@ -80,9 +80,32 @@ void cf_conv_free(cf_conv *c)
   free(c);
 }
 
+/* Partitions kernel i (len taps) has in a stage. */
+static size_t stage_parts(const cf_stage_plan *pl, size_t len)
+{
+  size_t first = pl->q * pl->p;
+  size_t parts = len > first ? (len - first + pl->p - 1) / pl->p : 0;
+  return parts < pl->n ? parts : pl->n;
+}
+
 /* Kernel spectra of one stage: partition j of kernel i holds taps
  * [(q + j) p, (q + j + 1) p) in the first half of a 2p frame, scaled by
  * 1 / 2p so the unnormalised inverse FFT comes out right. */
+static void stage_fill(cf_conv *c, stage *st, const float *const *taps,
+                       const size_t *lens)
+{
+  size_t p = st->pl.p, n = st->pl.n;
+  for (unsigned i = 0; i < c->k; i++)
+    for (size_t j = 0; j < st->nk[i]; j++) {
+      size_t from = (st->pl.q + j) * p;
+      size_t cnt = lens[i] - from < p ? lens[i] - from : p;
+      memset(c->win, 0, 2 * p * sizeof(float));
+      for (size_t x = 0; x < cnt; x++)
+        c->win[x] = taps[i][from + x] / (float)(2 * p);
+      cf_fft_forward(st->fft, c->win, (float *)st->h[i * n + j]);
+    }
+}
+
 static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
                             const size_t *lens, cf_fft_mode mode)
 {
@@ -96,28 +119,25 @@ static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
   st->h = calloc((size_t)c->k * n, sizeof *st->h);
   st->nk = calloc(c->k, sizeof *st->nk);
   size_t total = 0;
-  for (unsigned i = 0; i < c->k; i++) {
-    size_t first = st->pl.q * p;
-    size_t parts = lens[i] > first ? (lens[i] - first + p - 1) / p : 0;
-    st->nk[i] = parts < n ? parts : n;
-    total += st->nk[i];
-  }
+  for (unsigned i = 0; st->nk && i < c->k; i++)
+    total += st->nk[i] = stage_parts(&st->pl, lens[i]);
   st->hbuf = cf_alloc(total * 2 * st->nbs * sizeof(float));
   if (!st->fdl || !st->xs || !st->h || !st->nk || !st->hbuf)
     return cf_fail(CF_E_NOMEM, "convolver: out of memory for a stage of "
                    "%zu x %zu", p, n);
   float *slot = st->hbuf;
   for (unsigned i = 0; i < c->k; i++)
-    for (size_t j = 0; j < st->nk[i]; j++, slot += 2 * st->nbs) {
-      size_t from = (st->pl.q + j) * p;
-      size_t cnt = lens[i] - from < p ? lens[i] - from : p;
-      memset(c->win, 0, 2 * p * sizeof(float));
-      for (size_t x = 0; x < cnt; x++)
-        c->win[x] = taps[i][from + x] / (float)(2 * p);
-      cf_fft_forward(st->fft, c->win, slot);
+    for (size_t j = 0; j < st->nk[i]; j++, slot += 2 * st->nbs)
       st->h[i * n + j] = slot;
-    }
+  stage_fill(c, st, taps, lens);
   return CF_OK;
+}
+
+/* Reversed head taps of kernel i. */
+static void head_fill(cf_conv *c, unsigned i, const float *taps)
+{
+  for (size_t j = 0; j < c->headk[i]; j++)
+    c->hrev[i][j] = taps[c->headk[i] - 1 - j];
 }
 
 cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
@@ -166,8 +186,7 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
       s = cf_fail(CF_E_NOMEM, "convolver: out of memory for %zu taps", hk);
       goto fail;
     }
-    for (size_t j = 0; j < hk; j++)
-      c->hrev[i][j] = taps[i][hk - 1 - j];
+    head_fill(c, i, taps[i]);
   }
   if (pl->nstages) {
     size_t rcap = pow2_at_least(ahead + pl->latency + 2 * c->blk);
@@ -194,6 +213,35 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
 fail:
   cf_conv_free(c);
   return s;
+}
+
+int cf_conv_fits(const cf_conv *c, const cf_conv_plan *pl,
+                 const size_t *lens, unsigned k)
+{
+  if (k != c->k || pl->nstages != c->pl.nstages || pl->head != c->pl.head ||
+      pl->latency != c->pl.latency || pl->block != c->pl.block)
+    return 0;
+  for (unsigned s = 0; s < pl->nstages; s++)
+    if (pl->st[s].p != c->pl.st[s].p || pl->st[s].q != c->pl.st[s].q ||
+        pl->st[s].n != c->pl.st[s].n)
+      return 0;
+  for (unsigned i = 0; i < k; i++) {
+    if ((lens[i] < pl->head ? lens[i] : pl->head) != c->headk[i])
+      return 0;
+    for (unsigned s = 0; s < pl->nstages; s++)
+      if (stage_parts(&pl->st[s], lens[i]) != c->st[s].nk[i])
+        return 0;
+  }
+  return 1;
+}
+
+void cf_conv_reload(cf_conv *c, const float *const *taps, const size_t *lens)
+{
+  for (unsigned i = 0; i < c->k; i++)
+    head_fill(c, i, taps[i]);
+  for (unsigned s = 0; s < c->pl.nstages; s++)
+    stage_fill(c, &c->st[s], taps, lens);
+  cf_conv_reset(c);
 }
 
 int cf_conv_hasty(const cf_conv *c)

@@ -14,7 +14,15 @@
  * swap completes the one before it). A bank no future output depends on is
  * retired (freed at the next swap, reset or free: never in process()); the
  * list grows in set_kernel when swaps come faster than the latency lets
- * banks go, as a burst of swaps within one block does. */
+ * banks go, as a burst of swaps within one block does. One retired bank
+ * is kept as a spare: a swap to a kernel set of the same layout (the same
+ * lengths, as a slider or an A/B switch between impulse responses gives)
+ * loads it in place, with no allocation and no page to fault in.
+ *
+ * The lanes of a new bank are built and primed in parallel on the pool,
+ * and a running engine plans new FFT sizes with CF_FFT_QUICK (fft.h):
+ * the swap's cost in the calling thread is the kernel's spectra and the
+ * replay, divided among the cores. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +75,7 @@ typedef struct fir {
   cf_fft_mode fft_mode; /* CF_FFT_QUICK once the stream runs */
   cf_pool *pool;
   cf_swaps banks;    /* bank pointers, oldest first */
+  bank *spare;       /* a retired bank kept for the next swap to reuse */
   uint64_t t;        /* input frames since start or reset */
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
@@ -103,25 +112,56 @@ static void bank_free(bank *b, unsigned cin)
   free(b);
 }
 
-static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
-                           unsigned in)
-{
+/* The kernels of k that read input `in`: taps, lengths and output channel
+ * of each, their number and the longest. */
+typedef struct lane_kernels {
   const float *taps[CF_MAX_CHANNELS];
-  size_t lens[CF_MAX_CHANNELS], lmax = 0;
-  l->outc = calloc(f->cout, sizeof *l->outc);
-  l->x = cf_alloc(STEP * sizeof(float));
-  if (!l->outc || !l->x)
-    return cf_fail(CF_E_NOMEM, "engine: out of memory for channel %u", in);
+  size_t lens[CF_MAX_CHANNELS];
+  unsigned outc[CF_MAX_CHANNELS];
+  unsigned nk;
+  size_t lmax;
+} lane_kernels;
+
+static void lane_route(const fir *f, const cf_kernel *k, unsigned in,
+                       lane_kernels *r)
+{
+  r->nk = 0;
+  r->lmax = 0;
   for (unsigned o = 0; o < f->cout; o++) {
     int idx = cf_kernel_route(k, o, in);
     if (idx < 0)
       continue;
-    taps[l->nk] = k->taps[idx];
-    lens[l->nk] = k->len[idx];
-    if (lens[l->nk] > lmax)
-      lmax = lens[l->nk];
-    l->outc[l->nk++] = o;
+    r->taps[r->nk] = k->taps[idx];
+    r->lens[r->nk] = k->len[idx];
+    if (r->lens[r->nk] > r->lmax)
+      r->lmax = r->lens[r->nk];
+    r->outc[r->nk++] = o;
   }
+}
+
+/* What a lane records of its plan (lanes are built in parallel). */
+static void lane_describe(lane *l, const cf_conv_plan *pl, size_t lmax)
+{
+  l->cost = pl->cost;
+  l->lmax = lmax;
+  char desc[96];
+  cf_plan_describe(pl, desc, sizeof desc);
+  snprintf(l->plan, sizeof l->plan, "%s [%s]%s",
+           cf_algorithm_name(pl->algorithm), desc,
+           cf_conv_hasty(l->conv) ? ", FFT plans not measured" : "");
+}
+
+static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
+                           unsigned in)
+{
+  lane_kernels r;
+  lane_route(f, k, in, &r);
+  l->outc = calloc(f->cout, sizeof *l->outc);
+  l->x = cf_alloc(STEP * sizeof(float));
+  if (!l->outc || !l->x)
+    return cf_fail(CF_E_NOMEM, "engine: out of memory for channel %u", in);
+  l->nk = r.nk;
+  memcpy(l->outc, r.outc, r.nk * sizeof *l->outc);
   if (!l->nk)
     return CF_OK;
   l->y = calloc(l->nk, sizeof *l->y);
@@ -133,19 +173,42 @@ static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
   for (unsigned j = 0; j < l->nk; j++)
     l->y[j] = ybuf + (size_t)j * STEP;
   cf_conv_plan pl;
-  cf_plan_make(&pl, lmax, l->nk, f->block, f->latency, f->algo);
-  cf_status s = cf_conv_new(&pl, taps, lens, l->nk, STEP, f->fft_mode,
+  cf_plan_make(&pl, r.lmax, l->nk, f->block, f->latency, f->algo);
+  cf_status s = cf_conv_new(&pl, r.taps, r.lens, l->nk, STEP, f->fft_mode,
                             &l->conv);
-  if (s != CF_OK)
-    return s;
-  l->cost = pl.cost;
-  l->lmax = lmax;
-  char desc[96];
-  cf_plan_describe(&pl, desc, sizeof desc);
-  snprintf(l->plan, sizeof l->plan, "%s [%s]%s",
-           cf_algorithm_name(pl.algorithm), desc,
-           cf_conv_hasty(l->conv) ? ", FFT plans not measured" : "");
-  return CF_OK;
+  if (s == CF_OK)
+    lane_describe(l, &pl, r.lmax);
+  return s;
+}
+
+/* Whether lane l (of a retired bank) can take k's kernels for input `in`
+ * as they are: the same outputs, and a convolver of the same layout. */
+static int lane_fits(const fir *f, const lane *l, const cf_kernel *k,
+                     unsigned in)
+{
+  lane_kernels r;
+  lane_route(f, k, in, &r);
+  if (r.nk != l->nk || memcmp(r.outc, l->outc, r.nk * sizeof *r.outc))
+    return 0;
+  if (!r.nk)
+    return 1;
+  cf_conv_plan pl;
+  cf_plan_make(&pl, r.lmax, r.nk, f->block, f->latency, f->algo);
+  return cf_conv_fits(l->conv, &pl, r.lens, r.nk);
+}
+
+/* Load k into a lane that fits (lane_fits): nothing allocated. */
+static void lane_reload(const fir *f, lane *l, const cf_kernel *k,
+                        unsigned in)
+{
+  lane_kernels r;
+  lane_route(f, k, in, &r);
+  if (!r.nk)
+    return;
+  cf_conv_plan pl;
+  cf_plan_make(&pl, r.lmax, r.nk, f->block, f->latency, f->algo);
+  cf_conv_reload(l->conv, r.taps, r.lens);
+  lane_describe(l, &pl, r.lmax);
 }
 
 static void prime(fir *f, bank *b, unsigned c);
@@ -157,36 +220,56 @@ typedef struct build_job {
   fir *f;
   bank *b;
   const cf_kernel *k;
-  int prime;
+  int prime, reuse;
 } build_job;
 
 static void build_lane(void *ctx, unsigned c)
 {
   build_job *j = ctx;
   lane *l = &j->b->lanes[c];
-  l->status = lane_init(j->f, l, j->k, c);
+  l->status = CF_OK;
+  if (j->reuse)
+    lane_reload(j->f, l, j->k, c);
+  else
+    l->status = lane_init(j->f, l, j->k, c);
   if (l->status != CF_OK)
     snprintf(l->error, sizeof l->error, "%s", cf_last_error());
   else if (j->prime && l->conv)
     prime(j->f, j->b, c);
 }
 
+/* A bank for k: the spare one where k fits it (a swap between kernels of
+ * the same layout allocates nothing), else a new one. With `primed`, its
+ * convolvers are brought to time f->t. */
 static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
 {
-  bank *b = calloc(1, sizeof *b);
+  bank *b = f->spare;
+  int reuse = b != NULL;
+  for (unsigned i = 0; reuse && i < f->cin; i++)
+    reuse = lane_fits(f, &b->lanes[i], k, i);
+  if (reuse) {
+    f->spare = NULL;
+    b->cost = 0;
+    b->lmax = 0;
+    memset(b->nsrc, 0, f->cout * sizeof *b->nsrc);
+  } else {
+    b = calloc(1, sizeof *b);
+  }
   cf_status s = CF_OK;
   *out = NULL;
   if (!b)
     return cf_fail(CF_E_NOMEM, "engine: out of memory");
-  b->cout = f->cout;
-  b->lanes = calloc(f->cin, sizeof *b->lanes);
-  b->src = calloc(f->cout, sizeof *b->src);
-  b->nsrc = calloc(f->cout, sizeof *b->nsrc);
-  b->sum = cf_alloc((size_t)f->cout * STEP * sizeof(float));
-  if (!b->lanes || !b->src || !b->nsrc || !b->sum)
-    s = cf_fail(CF_E_NOMEM, "engine: out of memory");
+  if (!reuse) {
+    b->cout = f->cout;
+    b->lanes = calloc(f->cin, sizeof *b->lanes);
+    b->src = calloc(f->cout, sizeof *b->src);
+    b->nsrc = calloc(f->cout, sizeof *b->nsrc);
+    b->sum = cf_alloc((size_t)f->cout * STEP * sizeof(float));
+    if (!b->lanes || !b->src || !b->nsrc || !b->sum)
+      s = cf_fail(CF_E_NOMEM, "engine: out of memory");
+  }
   if (s == CF_OK) {
-    build_job job = {f, b, k, primed};
+    build_job job = {f, b, k, primed, reuse};
     cf_pool_run(f->pool, build_lane, &job, f->cin);
   }
   for (unsigned i = 0; s == CF_OK && i < f->cin; i++) {
@@ -254,10 +337,16 @@ static void lane_job(void *ctx, unsigned item)
     cf_conv_process(l->conv, l->x, f->m, l->y);
 }
 
+/* Banks no output needs any more: one is kept for the next swap. */
 static void free_retired(fir *f)
 {
-  for (unsigned i = 0; i < f->banks.nretired; i++)
-    bank_free(f->banks.retired[i], f->cin);
+  for (unsigned i = 0; i < f->banks.nretired; i++) {
+    bank *b = f->banks.retired[i];
+    if (!f->spare)
+      f->spare = b;
+    else
+      bank_free(b, f->cin);
+  }
   f->banks.nretired = 0;
 }
 
@@ -430,6 +519,7 @@ static void fir_destroy(void *impl)
   for (unsigned k = 0; k < f->banks.n; k++)
     bank_free(bk(f, k), f->cin);
   free_retired(f);
+  bank_free(f->spare, f->cin);
   cf_swaps_free(&f->banks);
   cf_pool_free(f->pool);
   cf_free(f->hist);
