@@ -131,6 +131,12 @@ typedef struct {
   gboolean trim;
   /* a checked kernel change waiting for the streaming thread */
   cf_kernel *pending;
+  /* Serialises kernel changes and engine builds, which read kernel files
+   * (libav decoding and resampling: tens of ms) with the object lock
+   * free: the streaming thread takes only the object lock. Taken before
+   * the object lock. */
+  GMutex kernel_lock;
+  guint stream_gen; /* object lock: +1 at each engine build or free */
   /* How the properties map channels, for caps: mat_in x mat_out for a
    * matrix kernel (0: the count stays); mat_n kernels read as a matrix
    * on whatever channel count divides it (routing=matrix on a file of
@@ -281,23 +287,65 @@ static cf_status apply_routing(cf_kernel **kp, GstCudaFirRouting routing,
   return fir_fail("unknown routing %d", (int)routing);
 }
 
-/* The kernel set the properties describe, for a stream of `channels` at
+/* The properties a kernel set is built from: a copy, so that a file is
+ * read without the object lock. */
+typedef struct kernel_params {
+  gchar *file;
+  GArray *taps;
+  GstCudaFirRouting routing;
+  gdouble gain_db;
+  gboolean trim;
+} kernel_params;
+
+/* Object lock held. */
+static void params_take(const GstCudaFir *self, kernel_params *p)
+{
+  p->file = g_strdup(self->kernel_file);
+  p->taps = g_array_sized_new(FALSE, FALSE, sizeof(float), self->taps->len);
+  g_array_append_vals(p->taps, self->taps->data, self->taps->len);
+  p->routing = self->routing;
+  p->gain_db = self->gain_db;
+  p->trim = self->trim;
+}
+
+/* Object lock held: p's values become the properties' (p is emptied). */
+static void params_store(GstCudaFir *self, kernel_params *p)
+{
+  g_free(self->kernel_file);
+  self->kernel_file = p->file;
+  g_array_free(self->taps, TRUE);
+  self->taps = p->taps;
+  self->routing = p->routing;
+  self->gain_db = p->gain_db;
+  self->trim = p->trim;
+  p->file = NULL;
+  p->taps = NULL;
+}
+
+static void params_clear(kernel_params *p)
+{
+  g_clear_pointer(&p->file, g_free);
+  if (p->taps)
+    g_array_free(p->taps, TRUE);
+  p->taps = NULL;
+}
+
+/* The kernel set the properties p describe, for a stream of `channels` at
  * `rate` (0, 0: for validation and caps before the stream is known).
- * Called with the object lock held; the file is read with it held too
- * (property changes are rare). NULL with fir_error set on failure. */
-static cf_kernel *build_kernel(GstCudaFir *self, unsigned rate,
+ * Reads the file: call it without the object lock. NULL with fir_error
+ * set on failure. */
+static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
                                unsigned channels)
 {
   cf_kernel *k = NULL;
   cf_status s;
   const char *what;
-  if (self->kernel_file) {
-    what = self->kernel_file;
-    s = cf_kernel_load(self->kernel_file, rate, &k);
-  } else if (self->taps->len) {
+  if (p->file) {
+    what = p->file;
+    s = cf_kernel_load(p->file, rate, &k);
+  } else if (p->taps->len) {
     what = "kernel";
-    s = cf_kernel_new_shared((const float *)self->taps->data, self->taps->len,
-                             &k);
+    s = cf_kernel_new_shared((const float *)p->taps->data, p->taps->len, &k);
   } else {
     static const float one = 1.0f;
     what = "the identity kernel";
@@ -305,12 +353,12 @@ static cf_kernel *build_kernel(GstCudaFir *self, unsigned rate,
   }
   if (s != CF_OK)
     fir_engine_error(s);
-  if (s == CF_OK && self->trim && (s = trim_kernel(&k)) != CF_OK)
+  if (s == CF_OK && p->trim && (s = trim_kernel(&k)) != CF_OK)
     fir_engine_error(s);
   if (s == CF_OK)
-    s = apply_routing(&k, self->routing, channels, what);
-  if (s == CF_OK && self->gain_db != 0.0)
-    cf_kernel_scale(k, (float)pow(10.0, self->gain_db / 20.0));
+    s = apply_routing(&k, p->routing, channels, what);
+  if (s == CF_OK && p->gain_db != 0.0)
+    cf_kernel_scale(k, (float)pow(10.0, p->gain_db / 20.0));
   /* per-channel with a shared kernel: the engine takes shared as is */
   if (s != CF_OK) {
     cf_kernel_free(k);
@@ -441,6 +489,7 @@ static void free_engine(GstCudaFir *self)
   GST_OBJECT_LOCK(self);
   cf_engine *e = self->engine;
   self->engine = NULL;
+  self->stream_gen++;
   GST_OBJECT_UNLOCK(self);
   cf_engine_free(e);
 }
@@ -465,16 +514,21 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
   cfg.channels = channels;
+  kernel_params p;
+  /* no kernel change between reading the properties and installing */
+  g_mutex_lock(&self->kernel_lock);
   GST_OBJECT_LOCK(self);
   cfg.block_size = self->block_size;
   cfg.backend = self->backend;
   cfg.device_id = self->device_id;
   cfg.pipeline_depth = self->pipeline_depth;
   cfg.threads = self->threads;
-  cf_kernel *k = build_kernel(self, rate, channels);
-  g_clear_pointer(&self->pending, cf_kernel_free);
+  params_take(self, &p);
   GST_OBJECT_UNLOCK(self);
+  cf_kernel *k = build_kernel(&p, rate, channels);
+  params_clear(&p);
   if (!k) {
+    g_mutex_unlock(&self->kernel_lock);
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("cudafir: bad kernel"),
                       ("%s", fir_error));
     return FALSE;
@@ -483,6 +537,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cf_status s = cf_engine_new_audio(&cfg, k, &e);
   cf_kernel_free(k);
   if (s != CF_OK) {
+    g_mutex_unlock(&self->kernel_lock);
     GST_ELEMENT_ERROR(self, LIBRARY, INIT,
                       ("cudafir: cannot filter %u channels at %u Hz",
                        channels, rate),
@@ -492,6 +547,8 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   size_t latency = cf_engine_latency(e);
   gboolean latency_changed = self->engine && latency != self->latency;
   GST_OBJECT_LOCK(self);
+  g_clear_pointer(&self->pending, cf_kernel_free); /* built for the old one */
+  self->stream_gen++;
   cf_engine *old = self->engine;
   self->engine = e;
   self->running = cf_engine_backend(e);
@@ -503,6 +560,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   self->in_bpf = GST_AUDIO_INFO_BPF(info);
   self->latency = latency;
   GST_OBJECT_UNLOCK(self);
+  g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(old);
   self->scratch_frames = 0; /* channel counts may have changed */
   restart(self);
@@ -1055,49 +1113,6 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
 
 /* ---- GObject -------------------------------------------------------------- */
 
-/* Take a property change of the kernel: check it now (so a bad value is
- * refused with a message while the old kernel stays); while streaming,
- * hand the checked set to the streaming thread. Object lock held;
- * returns FALSE if refused. */
-static gboolean accept_kernel_change(GstCudaFir *self)
-{
-  gboolean streaming = self->engine != NULL;
-  cf_kernel *k = build_kernel(self, streaming ? self->rate : 0,
-                              streaming ? self->cin : 0);
-  if (!k && !streaming) {
-    /* kept: starting will fail with this message as an element error */
-    GST_WARNING_OBJECT(self, "kernel: %s", fir_error);
-    update_shape(self, NULL);
-    return TRUE;
-  }
-  if (!k)
-    return FALSE;
-  if (streaming) {
-    unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
-                       ? cf_kernel_outputs(k)
-                       : self->cin;
-    unsigned in = cf_kernel_routing(k) == CF_ROUTING_MATRIX
-                      ? cf_kernel_inputs(k)
-                      : self->cin;
-    if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
-      in = out = cf_kernel_inputs(k);
-    if (in != self->cin || out != self->cout) {
-      fir_fail("the new kernel set maps %u to %u channels; the running "
-               "stream has %u in, %u out (change it in READY)", in, out,
-               self->cin, self->cout);
-      cf_kernel_free(k);
-      return FALSE;
-    }
-    if (self->pending)
-      cf_kernel_free(self->pending);
-    self->pending = k;
-    return TRUE;
-  }
-  update_shape(self, k);
-  cf_kernel_free(k);
-  return TRUE;
-}
-
 static void refuse(GstCudaFir *self, const char *prop)
 {
   char msg[512];
@@ -1109,75 +1124,130 @@ static void refuse(GstCudaFir *self, const char *prop)
                       ("%s", msg));
 }
 
+/* A change of kernel, kernel-file, routing, gain or trim. The new set is
+ * built (a file decoded and resampled: tens of ms) with only kernel_lock
+ * held, so the streaming thread never waits for it, and checked before
+ * the value is taken: while streaming, a set that cannot be built or maps
+ * channels differently is refused with a message and the old kernel
+ * stays (a gain or trim is taken anyway); a checked set goes to the
+ * streaming thread (pending), which swaps it in at its next buffer.
+ * Before streaming, a set that cannot be built is kept: starting fails
+ * with its message as an element error. */
+static void set_kernel_property(GstCudaFir *self, guint id,
+                                const GValue *value, const char *name)
+{
+  kernel_params p;
+  cf_kernel *k = NULL;
+  gboolean ok, streaming;
+  g_mutex_lock(&self->kernel_lock);
+  for (;;) {
+    GST_OBJECT_LOCK(self);
+    params_take(self, &p);
+    guint gen = self->stream_gen;
+    streaming = self->engine != NULL;
+    guint rate = self->rate, cin = self->cin, cout = self->cout;
+    GST_OBJECT_UNLOCK(self);
+    switch (id) {
+    case PROP_KERNEL: {
+      guint n = gst_value_array_get_size(value);
+      g_array_set_size(p.taps, 0);
+      for (guint i = 0; i < n; i++) {
+        const GValue *v = gst_value_array_get_value(value, i);
+        double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
+                   : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
+                   : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
+                                             : NAN;
+        float f = (float)d; /* NaN/Inf are refused by the kernel set */
+        g_array_append_val(p.taps, f);
+      }
+      g_clear_pointer(&p.file, g_free); /* the last one set wins */
+      break;
+    }
+    case PROP_KERNEL_FILE: {
+      const gchar *path = g_value_get_string(value);
+      g_free(p.file);
+      p.file = path && *path ? g_strdup(path) : NULL;
+      if (p.file)
+        g_array_set_size(p.taps, 0);
+      break;
+    }
+    case PROP_ROUTING:
+      p.routing = g_value_get_enum(value);
+      break;
+    case PROP_GAIN:
+      p.gain_db = g_value_get_double(value);
+      break;
+    case PROP_TRIM:
+      p.trim = g_value_get_boolean(value);
+      break;
+    }
+    k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
+    ok = k != NULL || !streaming;
+    if (k && streaming) {
+      unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
+                         ? cf_kernel_outputs(k)
+                         : cin;
+      unsigned in = cf_kernel_routing(k) == CF_ROUTING_MATRIX
+                        ? cf_kernel_inputs(k)
+                        : cin;
+      if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
+        in = out = cf_kernel_inputs(k);
+      if (in != cin || out != cout) {
+        fir_fail("the new kernel set maps %u to %u channels; the running "
+                 "stream has %u in, %u out (change it in READY)", in, out,
+                 cin, cout);
+        g_clear_pointer(&k, cf_kernel_free);
+        ok = FALSE;
+      }
+    }
+    GST_OBJECT_LOCK(self);
+    if (self->stream_gen != gen) { /* the stream changed meanwhile: again */
+      GST_OBJECT_UNLOCK(self);
+      g_clear_pointer(&k, cf_kernel_free);
+      params_clear(&p);
+      continue;
+    }
+    if (ok || id == PROP_GAIN || id == PROP_TRIM)
+      params_store(self, &p);
+    if (ok && streaming) {
+      if (self->pending)
+        cf_kernel_free(self->pending);
+      self->pending = g_steal_pointer(&k);
+    } else if (ok) {
+      update_shape(self, k);
+    }
+    GST_OBJECT_UNLOCK(self);
+    break;
+  }
+  g_mutex_unlock(&self->kernel_lock);
+  if (!ok && id != PROP_GAIN && id != PROP_TRIM)
+    refuse(self, name);
+  else if (!k && !streaming) /* kept: see above */
+    GST_WARNING_OBJECT(self, "kernel: %s", fir_error);
+  else if (!ok)
+    GST_WARNING_OBJECT(self, "%s taken, the kernel set stays: %s", name,
+                       fir_error);
+  cf_kernel_free(k);
+  params_clear(&p);
+}
+
 static void gst_cuda_fir_set_property(GObject *obj, guint id,
                                     const GValue *value, GParamSpec *pspec)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
+  switch (id) {
+  case PROP_KERNEL:
+  case PROP_KERNEL_FILE:
+  case PROP_ROUTING:
+  case PROP_GAIN:
+  case PROP_TRIM:
+    set_kernel_property(self, id, value, g_param_spec_get_name(pspec));
+    return;
+  default:
+    break;
+  }
   GST_OBJECT_LOCK(self);
   switch (id) {
-  case PROP_KERNEL: {
-    guint n = gst_value_array_get_size(value);
-    GArray *old = self->taps;
-    GArray *taps = g_array_sized_new(FALSE, FALSE, sizeof(float), n);
-    for (guint i = 0; i < n; i++) {
-      const GValue *v = gst_value_array_get_value(value, i);
-      double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
-                 : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
-                 : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
-                                           : NAN;
-      float f = (float)d; /* NaN/Inf are refused by the kernel set */
-      g_array_append_val(taps, f);
-    }
-    gchar *old_file = self->kernel_file;
-    self->taps = taps;
-    self->kernel_file = NULL; /* the last one set wins */
-    if (!accept_kernel_change(self)) {
-      self->taps = old;
-      self->kernel_file = old_file;
-      g_array_free(taps, TRUE);
-      GST_OBJECT_UNLOCK(self);
-      refuse(self, "kernel");
-      return;
-    }
-    g_array_free(old, TRUE);
-    g_free(old_file);
-    break;
-  }
-  case PROP_KERNEL_FILE: {
-    gchar *old = self->kernel_file;
-    const gchar *path = g_value_get_string(value);
-    self->kernel_file = path && *path ? g_strdup(path) : NULL;
-    if (!accept_kernel_change(self)) {
-      g_free(self->kernel_file);
-      self->kernel_file = old;
-      GST_OBJECT_UNLOCK(self);
-      refuse(self, "kernel-file");
-      return;
-    }
-    g_free(old);
-    if (self->kernel_file)
-      g_array_set_size(self->taps, 0);
-    break;
-  }
-  case PROP_ROUTING: {
-    GstCudaFirRouting old = self->routing;
-    self->routing = g_value_get_enum(value);
-    if (!accept_kernel_change(self)) {
-      self->routing = old;
-      GST_OBJECT_UNLOCK(self);
-      refuse(self, "routing");
-      return;
-    }
-    break;
-  }
-  case PROP_GAIN:
-    self->gain_db = g_value_get_double(value);
-    accept_kernel_change(self); /* a gain is always valid */
-    break;
-  case PROP_TRIM:
-    self->trim = g_value_get_boolean(value);
-    accept_kernel_change(self);
-    break;
   case PROP_BLOCK_SIZE:
     self->block_size = g_value_get_uint(value);
     break;
@@ -1274,6 +1344,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   GstCudaFir *self = GST_CUDA_FIR(obj);
   cf_engine_free(self->engine);
   cf_kernel_free(self->pending);
+  g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
   g_free(self->kernel_file);
   g_free(self->fin);
@@ -1284,6 +1355,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
 static void gst_cuda_fir_init(GstCudaFir *self)
 {
   self->taps = g_array_new(FALSE, FALSE, sizeof(float));
+  g_mutex_init(&self->kernel_lock);
   self->routing = ROUTING_AUTO;
   self->block_size = DEFAULT_BLOCK_SIZE;
   self->backend = CF_BACKEND_AUTO;

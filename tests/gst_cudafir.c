@@ -8,6 +8,7 @@
  * Runs on the backend the element picks (auto: CUDA where a device is
  * usable, else the CPU); CF_GST_BACKEND=cpu|cuda forces one. Environment:
  * CF_TEST_SEED to replay. */
+#include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -823,6 +824,169 @@ static void test_kernel_swap(void **state)
     free(h1);
     free(h2);
   }
+}
+
+/* A gate on opening one file: the library's fopen64 comes here (the
+ * executable's definition is found first), and opening `gate_path` waits
+ * until the gate opens. A test holds a kernel-file load still so. */
+static GMutex gate_mu;
+static GCond gate_cv;
+static const char *gate_path;
+static gboolean gate_shut, gate_hit;
+
+__attribute__((visibility("default"))) FILE *fopen64(const char *path,
+                                                     const char *mode);
+FILE *fopen64(const char *path, const char *mode)
+{
+  static FILE *(*real)(const char *, const char *);
+  if (!real)
+    real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT,
+                                                         "fopen64");
+  g_mutex_lock(&gate_mu);
+  if (gate_path && path && strcmp(path, gate_path) == 0) {
+    gate_hit = TRUE;
+    g_cond_broadcast(&gate_cv);
+    while (gate_shut)
+      g_cond_wait(&gate_cv, &gate_mu);
+  }
+  g_mutex_unlock(&gate_mu);
+  return real(path, mode);
+}
+
+static void gate_set(const char *path, gboolean shut)
+{
+  g_mutex_lock(&gate_mu);
+  gate_path = path;
+  gate_shut = shut;
+  gate_hit = FALSE;
+  g_cond_broadcast(&gate_cv);
+  g_mutex_unlock(&gate_mu);
+}
+
+/* Wait up to 10 s for *flag (under gate_mu); whether it came. */
+static gboolean gate_wait(gboolean *flag)
+{
+  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&gate_mu);
+  while (!*flag && g_cond_wait_until(&gate_cv, &gate_mu, end))
+    ;
+  gboolean got = *flag;
+  g_mutex_unlock(&gate_mu);
+  return got;
+}
+
+typedef struct loader_job {
+  GstElement *e;
+  const char *path;
+} loader_job;
+
+static gpointer set_file_thread(gpointer data)
+{
+  loader_job *j = data;
+  g_object_set(j->e, "kernel-file", j->path, NULL);
+  return NULL;
+}
+
+typedef struct push_job {
+  GstHarness *h;
+  const float *x;
+  size_t from, n;
+  unsigned ch, rate;
+  gboolean done;
+  GstFlowReturn ret;
+} push_job;
+
+static gpointer push_thread(gpointer data)
+{
+  push_job *j = data;
+  GstFlowReturn r = GST_FLOW_OK;
+  for (size_t at = j->from; r == GST_FLOW_OK && at < j->from + j->n;) {
+    size_t k = MIN((size_t)97, j->from + j->n - at);
+    r = push_frames(j->h, GST_AUDIO_FORMAT_F32LE, j->x, at, k, j->ch, j->rate,
+                    0, FALSE);
+    at += k;
+  }
+  g_mutex_lock(&gate_mu);
+  j->ret = r;
+  j->done = TRUE;
+  g_cond_broadcast(&gate_cv);
+  g_mutex_unlock(&gate_mu);
+  return NULL;
+}
+
+/* kernel-file set while PLAYING, its file slow to read (held at open):
+ * buffers keep flowing with the old kernel meanwhile (the streaming
+ * thread never waits for a file), and once it is read the new kernel
+ * crossfades in at the next buffer, exactly. */
+static void test_file_load_off_thread(void **state)
+{
+  (void)state;
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t l1 = ref_rng_range(&rng, 1, 3000), l2 = ref_rng_range(&rng, 1, 3000);
+  size_t n1 = ref_rng_range(&rng, 1, 5000), n2 = ref_rng_range(&rng, 1, 5000),
+         n3 = ref_rng_range(&rng, 1, 5000), n = n1 + n2 + n3;
+  size_t xf = ref_rng_range(&rng, 0, 2000);
+  set_case("kernel-file while playing: %u ch, taps %zu -> %zu, swap after "
+           "%zu + %zu frames, crossfade %zu", ch, l1, l2, n1, n2, xf);
+  float *h1 = random_kernel(l1), *h2 = random_kernel(l2);
+  const char *path = fixture("slow-kernel.txt");
+  GString *text = g_string_new(NULL);
+  for (size_t i = 0; i < l2; i++)
+    g_string_append_printf(text, "%.9g\n", (double)h2[i]);
+  write_bytes(path, text->str, text->len);
+  g_string_free(text, TRUE);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+  GstHarness *h = new_fir();
+  set_taps(h->element, h1, l1);
+  g_object_set(h->element, "crossfade",
+               (guint64)gst_util_uint64_scale_int(xf, GST_SECOND, (gint)rate),
+               "drain", FALSE, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  collected c;
+  collect_init(&c, ch, rate, 0, n + 1);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0, TRUE) ==
+            GST_FLOW_OK, "push 1");
+
+  gate_set(path, TRUE);
+  loader_job lj = {h->element, path};
+  GThread *loader = g_thread_new("set-kernel-file", set_file_thread, &lj);
+  gboolean held = gate_wait(&gate_hit);
+  push_job pj = {h, x, n1, n2, ch, rate, FALSE, GST_FLOW_OK};
+  GThread *pusher = held ? g_thread_new("push", push_thread, &pj) : NULL;
+  gboolean flowed = held && gate_wait(&pj.done);
+  gate_set(NULL, FALSE); /* let the file be read */
+  g_thread_join(loader);
+  if (pusher)
+    g_thread_join(pusher);
+  CHECK(held, "setting kernel-file never opened %s", path);
+  CHECK(flowed, "buffers pushed while kernel-file was being read did not "
+        "get through within 10 s: the streaming thread waited for the file");
+  CHECK(pj.ret == GST_FLOW_OK, "push 2: %s", gst_flow_get_name(pj.ret));
+
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, n1 + n2, n3, ch, rate, 0,
+                    FALSE) == GST_FLOW_OK, "push 3");
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+  size_t S = n1 + n2;
+  for (unsigned k = 0; k < ch; k++) {
+    double *y1 = ref_channel(x, n, ch, k, h1, l1, n);
+    double *y2 = ref_channel(x, n, ch, k, h2, l2, n);
+    for (size_t i = S; i < n; i++) {
+      double w = i - S >= xf ? 1.0 : (double)(i - S + 1) / (double)(xf + 1);
+      y1[i] = w == 1.0 ? y2[i] : (1.0 - w) * y1[i] + w * y2[i];
+    }
+    double e = ref_rel_l2(c.y + k, ch, y1, 1, n);
+    CHECK(e <= 2e-5, "channel %u: error %.3g against the old kernel, then "
+          "the file's crossfading in at frame %zu", k, e, S);
+    free(y1);
+    free(y2);
+  }
+  gst_harness_teardown(h);
+  free(c.y);
+  free(x);
+  free(h1);
+  free(h2);
 }
 
 /* Kernel changes as from a slider: a new kernel before many of the small
@@ -1666,6 +1830,7 @@ int main(void)
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_burst),
+      cmocka_unit_test(test_file_load_off_thread),
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
       cmocka_unit_test(test_matrix_file),
