@@ -42,6 +42,11 @@
  * a hand-off costs about a microsecond and smaller steps gain. */
 #define PARALLEL_MIN_NS 40000.0
 #define PARALLEL_MIN_HOT_NS 10000.0
+/* A bank is built on the pool from this many taps over its lanes (input
+ * channels x the longest kernel) on: below, waking a sleeping worker
+ * (0.1-0.3 ms on a VM) costs more than the work (0.03 ms for 4096 taps
+ * stereo, bench_engine --swap --gap 20). */
+#define BUILD_PARALLEL_MIN_TAPS 32768.0
 
 typedef struct lane {
   cf_conv *conv; /* NULL when no kernel reads this input */
@@ -270,7 +275,13 @@ static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
   }
   if (s == CF_OK) {
     build_job job = {f, b, k, primed, reuse};
-    cf_pool_run(f->pool, build_lane, &job, f->cin);
+    if ((double)f->cin * (double)cf_kernel_max_len(k) >=
+            BUILD_PARALLEL_MIN_TAPS ||
+        cf_pool_hot(f->pool))
+      cf_pool_run(f->pool, build_lane, &job, f->cin);
+    else
+      for (unsigned i = 0; i < f->cin; i++)
+        build_lane(&job, i);
   }
   for (unsigned i = 0; s == CF_OK && i < f->cin; i++) {
     const lane *l = &b->lanes[i];
