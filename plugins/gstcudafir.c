@@ -1133,8 +1133,8 @@ static void refuse(GstCudaFir *self, const char *prop)
  * streaming thread (pending), which swaps it in at its next buffer.
  * Before streaming, a set that cannot be built is kept: starting fails
  * with its message as an element error. */
-static void set_kernel_property(GstCudaFir *self, guint id,
-                                const GValue *value, const char *name)
+static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
+                                const char *name)
 {
   kernel_params p;
   cf_kernel *k = NULL;
@@ -1171,15 +1171,9 @@ static void set_kernel_property(GstCudaFir *self, guint id,
         g_array_set_size(p.taps, 0);
       break;
     }
-    case PROP_ROUTING:
-      p.routing = g_value_get_enum(value);
-      break;
-    case PROP_GAIN:
-      p.gain_db = g_value_get_double(value);
-      break;
-    case PROP_TRIM:
-      p.trim = g_value_get_boolean(value);
-      break;
+    case PROP_ROUTING: p.routing = g_value_get_enum(value); break;
+    case PROP_GAIN: p.gain_db = g_value_get_double(value); break;
+    case PROP_TRIM: p.trim = g_value_get_boolean(value); break;
     }
     k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
     ok = k != NULL || !streaming;
@@ -1187,15 +1181,14 @@ static void set_kernel_property(GstCudaFir *self, guint id,
       unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
                          ? cf_kernel_outputs(k)
                          : cin;
-      unsigned in = cf_kernel_routing(k) == CF_ROUTING_MATRIX
-                        ? cf_kernel_inputs(k)
-                        : cin;
+      unsigned in =
+          cf_kernel_routing(k) == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cin;
       if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
         in = out = cf_kernel_inputs(k);
       if (in != cin || out != cout) {
         fir_fail("the new kernel set maps %u to %u channels; the running "
-                 "stream has %u in, %u out (change it in READY)", in, out,
-                 cin, cout);
+                 "stream has %u in, %u out (change it in READY)",
+                 in, out, cin, cout);
         g_clear_pointer(&k, cf_kernel_free);
         ok = FALSE;
       }
@@ -1232,7 +1225,7 @@ static void set_kernel_property(GstCudaFir *self, guint id,
 }
 
 static void gst_cuda_fir_set_property(GObject *obj, guint id,
-                                    const GValue *value, GParamSpec *pspec)
+                                      const GValue *value, GParamSpec *pspec)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
   switch (id) {
@@ -1243,8 +1236,7 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
   case PROP_TRIM:
     set_kernel_property(self, id, value, g_param_spec_get_name(pspec));
     return;
-  default:
-    break;
+  default: break;
   }
   GST_OBJECT_LOCK(self);
   switch (id) {

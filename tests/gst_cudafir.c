@@ -840,8 +840,7 @@ FILE *fopen64(const char *path, const char *mode)
 {
   static FILE *(*real)(const char *, const char *);
   if (!real)
-    real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT,
-                                                         "fopen64");
+    real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");
   g_mutex_lock(&gate_mu);
   if (gate_path && path && strcmp(path, gate_path) == 0) {
     gate_hit = TRUE;
@@ -927,7 +926,8 @@ static void test_file_load_off_thread(void **state)
          n3 = ref_rng_range(&rng, 1, 5000), n = n1 + n2 + n3;
   size_t xf = ref_rng_range(&rng, 0, 2000);
   set_case("kernel-file while playing: %u ch, taps %zu -> %zu, swap after "
-           "%zu + %zu frames, crossfade %zu", ch, l1, l2, n1, n2, xf);
+           "%zu + %zu frames, crossfade %zu",
+           ch, l1, l2, n1, n2, xf);
   float *h1 = random_kernel(l1), *h2 = random_kernel(l2);
   const char *path = fixture("slow-kernel.txt");
   GString *text = g_string_new(NULL);
@@ -945,7 +945,8 @@ static void test_file_load_off_thread(void **state)
   collected c;
   collect_init(&c, ch, rate, 0, n + 1);
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0, TRUE) ==
-            GST_FLOW_OK, "push 1");
+            GST_FLOW_OK,
+        "push 1");
 
   gate_set(path, TRUE);
   loader_job lj = {h->element, path};
@@ -959,12 +960,14 @@ static void test_file_load_off_thread(void **state)
   if (pusher)
     g_thread_join(pusher);
   CHECK(held, "setting kernel-file never opened %s", path);
-  CHECK(flowed, "buffers pushed while kernel-file was being read did not "
+  CHECK(flowed,
+        "buffers pushed while kernel-file was being read did not "
         "get through within 10 s: the streaming thread waited for the file");
   CHECK(pj.ret == GST_FLOW_OK, "push 2: %s", gst_flow_get_name(pj.ret));
 
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, n1 + n2, n3, ch, rate, 0,
-                    FALSE) == GST_FLOW_OK, "push 3");
+                    FALSE) == GST_FLOW_OK,
+        "push 3");
   assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   collect(h, &c, GST_AUDIO_FORMAT_F32LE);
   CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
@@ -977,8 +980,10 @@ static void test_file_load_off_thread(void **state)
       y1[i] = w == 1.0 ? y2[i] : (1.0 - w) * y1[i] + w * y2[i];
     }
     double e = ref_rel_l2(c.y + k, ch, y1, 1, n);
-    CHECK(e <= 2e-5, "channel %u: error %.3g against the old kernel, then "
-          "the file's crossfading in at frame %zu", k, e, S);
+    CHECK(e <= 2e-5,
+          "channel %u: error %.3g against the old kernel, then "
+          "the file's crossfading in at frame %zu",
+          k, e, S);
     free(y1);
     free(y2);
   }

@@ -51,8 +51,7 @@ static size_t fresh_even(ref_rng *r, size_t lo, size_t hi)
 }
 
 /* Forward then inverse against a float64 DFT of random input. */
-static void check_transform(const cf_fft *f, size_t rows, size_t n,
-                            ref_rng *r)
+static void check_transform(const cf_fft *f, size_t rows, size_t n, ref_rng *r)
 {
   size_t nb = n / 2 + 1, count = rows * n;
   float *x = cf_alloc(count * sizeof *x), *in = cf_alloc(count * sizeof *in);
@@ -68,8 +67,9 @@ static void check_transform(const cf_fft *f, size_t rows, size_t n,
       double re = 0, im = 0;
       for (size_t a = 0; a < rows; a++)
         for (size_t b = 0; b < n; b++) {
-          double ph = -2 * M_PI * ((double)(u * a % rows) / (double)rows +
-                                   (double)(k * b % n) / (double)n);
+          double ph = -2 * M_PI *
+                      ((double)(u * a % rows) / (double)rows +
+                       (double)(k * b % n) / (double)n);
           re += x[a * n + b] * cos(ph);
           im += x[a * n + b] * sin(ph);
         }
@@ -77,8 +77,8 @@ static void check_transform(const cf_fft *f, size_t rows, size_t n,
       err += (g[0] - re) * (g[0] - re) + (g[1] - im) * (g[1] - im);
       norm += re * re + im * im;
     }
-  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu forward: relative L2 %.3g", rows,
-        n, sqrt(err / norm));
+  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu forward: relative L2 %.3g", rows, n,
+        sqrt(err / norm));
   cf_fft_inverse(f, spec, back); /* unnormalised: count * x */
   err = norm = 0;
   for (size_t i = 0; i < count; i++) {
@@ -86,16 +86,16 @@ static void check_transform(const cf_fft *f, size_t rows, size_t n,
     err += d * d;
     norm += (double)x[i] * x[i];
   }
-  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu inverse: relative L2 %.3g", rows,
-        n, sqrt(err / norm));
+  CHECK(sqrt(err / norm) < 1e-5, "%zux%zu inverse: relative L2 %.3g", rows, n,
+        sqrt(err / norm));
   cf_free(x), cf_free(in), cf_free(spec), cf_free(back);
 }
 
 static const cf_fft *get(size_t rows, size_t n, cf_fft_mode mode)
 {
   const cf_fft *f = NULL;
-  cf_status s = rows == 1 ? cf_fft_get(n, mode, &f)
-                          : cf_fft2_get(rows, n, mode, &f);
+  cf_status s =
+      rows == 1 ? cf_fft_get(n, mode, &f) : cf_fft2_get(rows, n, mode, &f);
   CHECK(s == CF_OK && f, "%zux%zu %s: %s", rows, n,
         mode == CF_FFT_QUICK ? "quick" : "measure", fft_error);
   return f;
@@ -154,8 +154,8 @@ static void test_quick_from_wisdom(void **state)
   fftwf_forget_wisdom();
   float *in = cf_alloc(n * sizeof *in), *spec = cf_alloc((n + 2) * 4);
   CHECK(in && spec, "out of memory");
-  fftwf_plan a = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec,
-                                       FFTW_MEASURE);
+  fftwf_plan a =
+      fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, FFTW_MEASURE);
   fftwf_plan b = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
                                        FFTW_MEASURE | FFTW_DESTROY_INPUT);
   CHECK(a && b, "FFTW could not plan %zu", n);

@@ -215,8 +215,8 @@ fail:
   return s;
 }
 
-int cf_conv_fits(const cf_conv *c, const cf_conv_plan *pl,
-                 const size_t *lens, unsigned k)
+int cf_conv_fits(const cf_conv *c, const cf_conv_plan *pl, const size_t *lens,
+                 unsigned k)
 {
   if (k != c->k || pl->nstages != c->pl.nstages || pl->head != c->pl.head ||
       pl->latency != c->pl.latency || pl->block != c->pl.block)

@@ -21,8 +21,8 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
 /* Whether c's partition layout is the one plan pl gives kernels of these
  * lengths (same stages, head and partitions per kernel): then
  * cf_conv_reload() can take them without allocating. */
-int cf_conv_fits(const cf_conv *c, const cf_conv_plan *pl,
-                 const size_t *lens, unsigned k);
+int cf_conv_fits(const cf_conv *c, const cf_conv_plan *pl, const size_t *lens,
+                 unsigned k);
 /* New taps (lengths that fit, see above), and reset. Allocates nothing
  * and plans nothing: a kernel swap reuses a retired convolver so. */
 void cf_conv_reload(cf_conv *c, const float *const *taps, const size_t *lens);

@@ -27,7 +27,7 @@
 struct cf_fft {
   size_t rows, n; /* rows = 1: a 1D transform */
   fftwf_plan fwd, inv;
-  int hasty;      /* FFTW_ESTIMATE where FFTW_MEASURE was asked for */
+  int hasty; /* FFTW_ESTIMATE where FFTW_MEASURE was asked for */
 };
 
 #define MAX_SIZES 512
@@ -110,10 +110,10 @@ static void plan_pair(size_t rows, size_t n, float *in, float *spec,
     f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
                                    flags | FFTW_DESTROY_INPUT);
   } else {
-    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in,
-                                   (fftwf_complex *)spec, flags);
-    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec,
-                                   in, flags | FFTW_DESTROY_INPUT);
+    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in, (fftwf_complex *)spec,
+                                   flags);
+    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec, in,
+                                   flags | FFTW_DESTROY_INPUT);
   }
 }
 
@@ -206,7 +206,10 @@ cf_status cf_fft2_get(size_t rows, size_t n, cf_fft_mode mode,
   return get(rows, n, mode, out);
 }
 
-int cf_fft_hasty(const cf_fft *f) { return f->hasty; }
+int cf_fft_hasty(const cf_fft *f)
+{
+  return f->hasty;
+}
 
 void cf_fft_forward(const cf_fft *f, float *in, float *spec)
 {

@@ -179,8 +179,8 @@ static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
     l->y[j] = ybuf + (size_t)j * STEP;
   cf_conv_plan pl;
   cf_plan_make(&pl, r.lmax, l->nk, f->block, f->latency, f->algo);
-  cf_status s = cf_conv_new(&pl, r.taps, r.lens, l->nk, STEP, f->fft_mode,
-                            &l->conv);
+  cf_status s =
+      cf_conv_new(&pl, r.taps, r.lens, l->nk, STEP, f->fft_mode, &l->conv);
   if (s == CF_OK)
     lane_describe(l, &pl, r.lmax);
   return s;
@@ -203,8 +203,7 @@ static int lane_fits(const fir *f, const lane *l, const cf_kernel *k,
 }
 
 /* Load k into a lane that fits (lane_fits): nothing allocated. */
-static void lane_reload(const fir *f, lane *l, const cf_kernel *k,
-                        unsigned in)
+static void lane_reload(const fir *f, lane *l, const cf_kernel *k, unsigned in)
 {
   lane_kernels r;
   lane_route(f, k, in, &r);

@@ -751,8 +751,7 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
            v->nbands, v->nbands == 1 ? "" : "s");
   if (v->p.algo == ALGO_FFT) {
     size_t l = strlen(v->desc);
-    snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu%s)", v->p.nh,
-             v->p.nw,
+    snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu%s)", v->p.nh, v->p.nw,
              cf_fft_hasty(v->p.fft) ? ", FFT plan not measured" : "");
   }
   return s;

@@ -331,8 +331,7 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
       backend = CF_BACKEND_CPU;
   }
   if (backend == CF_BACKEND_CPU)
-    s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, &e->impl,
-                       &e->ops);
+    s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, &e->impl, &e->ops);
   e->backend = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;

@@ -144,8 +144,8 @@ cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   fake *f = fake_new(at);
   if (!f)
     return CF_E_NOMEM;
-  cf_status s = cf_cpu_fir_new(cfg, k, out_channels, CF_FFT_MEASURE,
-                               &f->inner, &f->ops);
+  cf_status s =
+      cf_cpu_fir_new(cfg, k, out_channels, CF_FFT_MEASURE, &f->inner, &f->ops);
   if (s != CF_OK) {
     free(f);
     return s;
@@ -208,8 +208,7 @@ cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   fake *f = fake_new(at);
   if (!f)
     return CF_E_NOMEM;
-  cf_status s = cf_cpu_video_new(cfg, k, CF_FFT_MEASURE, &f->inner,
-                                 &f->vops);
+  cf_status s = cf_cpu_video_new(cfg, k, CF_FFT_MEASURE, &f->inner, &f->vops);
   if (s != CF_OK) {
     free(f);
     return s;
