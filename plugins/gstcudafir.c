@@ -22,7 +22,9 @@
  * downstream as a GAP after them), and output buffers never carry the
  * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`,
- * without a click.
+ * without a click: the file is read in the thread that sets the property
+ * (g_object_set returns once it is checked), never in the streaming
+ * thread, which takes the new kernel at its next buffer.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
