@@ -22,9 +22,11 @@
  * downstream as a GAP after them), and output buffers never carry the
  * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`,
- * without a click: the file is read in the thread that sets the property
- * (g_object_set returns once it is checked), never in the streaming
- * thread, which takes the new kernel at its next buffer.
+ * without a click: the file is read, and the FFT plans the new kernel
+ * needs are made (measured: up to a second the first time on a machine),
+ * in the thread that sets the property (g_object_set returns once that is
+ * done), never in the streaming thread, which takes the new kernel at its
+ * next buffer.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
@@ -488,11 +490,13 @@ static void from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
 
 static void free_engine(GstCudaFir *self)
 {
+  g_mutex_lock(&self->kernel_lock); /* a kernel change may be preparing it */
   GST_OBJECT_LOCK(self);
   cf_engine *e = self->engine;
   self->engine = NULL;
   self->stream_gen++;
   GST_OBJECT_UNLOCK(self);
+  g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(e);
 }
 
@@ -1127,9 +1131,10 @@ static void refuse(GstCudaFir *self, const char *prop)
 }
 
 /* A change of kernel, kernel-file, routing, gain or trim. The new set is
- * built (a file decoded and resampled: tens of ms) with only kernel_lock
- * held, so the streaming thread never waits for it, and checked before
- * the value is taken: while streaming, a set that cannot be built or maps
+ * built (a file decoded and resampled: tens of ms) and, while streaming,
+ * its FFT plans made (cf_engine_prepare_kernel) with only kernel_lock
+ * held, so the streaming thread never waits for either; it is checked
+ * before the value is taken: while streaming, a set that cannot be built or maps
  * channels differently is refused with a message and the old kernel
  * stays (a gain or trim is taken anyway); a checked set goes to the
  * streaming thread (pending), which swaps it in at its next buffer.
@@ -1146,7 +1151,8 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     GST_OBJECT_LOCK(self);
     params_take(self, &p);
     guint gen = self->stream_gen;
-    streaming = self->engine != NULL;
+    cf_engine *engine = self->engine; /* kept alive by kernel_lock */
+    streaming = engine != NULL;
     guint rate = self->rate, cin = self->cin, cout = self->cout;
     GST_OBJECT_UNLOCK(self);
     switch (id) {
@@ -1195,6 +1201,11 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
         ok = FALSE;
       }
     }
+    /* the FFT plans the swap needs, measured here rather than estimated
+     * in the streaming thread */
+    if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
+      GST_WARNING_OBJECT(self, "preparing the new kernel: %s",
+                         cf_last_error());
     GST_OBJECT_LOCK(self);
     if (self->stream_gen != gen) { /* the stream changed meanwhile: again */
       GST_OBJECT_UNLOCK(self);

@@ -12,6 +12,7 @@
  * new to FFTW: the suite must run in a process of its own. */
 #include <fftw3.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -247,6 +248,69 @@ static void test_engine_swap_is_quick(void **state)
   free(t), free(h);
 }
 
+typedef struct prep_job {
+  const cf_engine *e;
+  const cf_kernel *k;
+  cf_status s;
+} prep_job;
+
+static void *prepare_thread(void *arg)
+{
+  prep_job *j = arg;
+  j->s = cf_engine_prepare_kernel(j->e, j->k);
+  return NULL;
+}
+
+/* cf_engine_prepare_kernel, in another thread while the engine runs (TSan
+ * watches this in build-tsan): the swap that follows finds measured plans
+ * for the sizes it lacked. Sets that do not fit are refused as by
+ * set_kernel. */
+static void test_prepare_kernel(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 5);
+  unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+  size_t l0 = ref_rng_range(&r, 50, 200), l1 = ref_rng_range(&r, 40000, 60000);
+  set_case("%u ch, %zu -> %zu taps, block 32", ch, l0, l1);
+  fftwf_forget_wisdom();
+  float *h = xalloc(l1 * sizeof *h);
+  ref_rng_fill(&r, h, l1);
+  cf_kernel *k0, *k1, *bad;
+  CHECK_OK(cf_kernel_new_shared(h, l0, &k0));
+  CHECK_OK(cf_kernel_new_shared(h, l1, &k1));
+  CHECK_OK(cf_kernel_new(CF_ROUTING_MATRIX, 1, ch + 1, &bad));
+  for (unsigned i = 0; i < ch + 1; i++)
+    CHECK_OK(cf_kernel_set(bad, i, h, 10));
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = ch;
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.block_size = 32;
+  cfg.algorithm = CF_ALGO_FFT_NONUNIFORM;
+  cf_engine *e;
+  CHECK_OK(cf_engine_new_audio(&cfg, k0, &e));
+  size_t frames = 32 * 64;
+  float *x = xalloc(frames * ch * sizeof *x), *y = xalloc(frames * ch * 4);
+  ref_rng_fill(&r, x, frames * ch);
+  prep_job j = {e, k1, CF_E_INTERNAL};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, prepare_thread, &j) == 0, "pthread_create");
+  for (int i = 0; i < 20; i++)
+    CHECK_OK(cf_engine_process(e, x, y, frames));
+  pthread_join(t, NULL);
+  CHECK(j.s == CF_OK, "prepare_kernel: %s", cf_last_error());
+  CHECK_OK(cf_engine_set_kernel(e, k1, 100));
+  CHECK(!described_hasty(e), "the swap after prepare_kernel estimated: %s",
+        cf_engine_describe(e));
+  CHECK_OK(cf_engine_process(e, x, y, frames));
+  CHECK(cf_engine_prepare_kernel(e, bad) == CF_E_INVALID,
+        "a matrix of %u inputs on %u channels was not refused", ch + 1, ch);
+  cf_engine_free(e);
+  cf_kernel_free(k0), cf_kernel_free(k1), cf_kernel_free(bad);
+  free(h), free(x), free(y);
+}
+
 int main(void)
 {
   setenv("CF_FFT_WISDOM", "none", 1);
@@ -254,6 +318,7 @@ int main(void)
   check_seed = ref_seed();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_engine_swap_is_quick),
+      cmocka_unit_test(test_prepare_kernel),
       cmocka_unit_test(test_quick_then_measure),
       cmocka_unit_test(test_measure_then_quick),
       cmocka_unit_test(test_quick_from_wisdom),

@@ -16,6 +16,7 @@
 
 #include <fftw3.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,13 @@ struct cf_fft {
 
 #define MAX_SIZES 512
 
+/* The lock serialises FFTW's planner and the cache's growth. Entries
+ * [0, cached) are complete and never change: finding one takes no lock,
+ * so a swap that needs only sizes already planned never waits for another
+ * thread's planning (an engine being built, cf_engine_prepare_kernel). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cf_fft cache[MAX_SIZES];
-static size_t cached;
+static _Atomic size_t cached;
 
 /* FFTW_MEASURE by default; CF_FFT_PLANNING=estimate trades speed for
  * start-up time (tests create many engines of random sizes). */
@@ -161,25 +166,39 @@ out:
   return s;
 }
 
+/* The entry for the size as good as `mode` asks (in quick mode a hasty
+ * one will do, a measured one first) among the first m; m if none. */
+static size_t find(size_t m, size_t rows, size_t n, cf_fft_mode mode)
+{
+  size_t i = m;
+  for (size_t j = 0; j < m; j++)
+    if (cache[j].n == n && cache[j].rows == rows &&
+        (!cache[j].hasty || (mode == CF_FFT_QUICK && i == m)))
+      i = j;
+  return i;
+}
+
 static cf_status get(size_t rows, size_t n, cf_fft_mode mode,
                      const cf_fft **out)
 {
+  size_t m = atomic_load_explicit(&cached, memory_order_acquire);
+  size_t i = find(m, rows, n, mode);
+  if (i < m) {
+    *out = &cache[i];
+    return CF_OK;
+  }
   cf_status s = CF_OK;
   pthread_mutex_lock(&lock);
-  /* A plan as good as asked for; in quick mode, a hasty one will do. */
-  size_t i = cached;
-  for (size_t j = 0; j < cached; j++)
-    if (cache[j].n == n && cache[j].rows == rows &&
-        (!cache[j].hasty || (mode == CF_FFT_QUICK && i == cached)))
-      i = j;
-  if (i == cached) {
-    if (cached == MAX_SIZES)
+  m = atomic_load_explicit(&cached, memory_order_relaxed);
+  i = find(m, rows, n, mode);
+  if (i == m) {
+    if (m == MAX_SIZES)
       s = cf_fail(CF_E_INTERNAL, "FFT plan cache full (%d sizes)", MAX_SIZES);
     else {
       wisdom_load();
-      if ((s = make(rows, n, mode, &cache[i])) == CF_OK) {
-        cached++;
-        if (planner_flags() == FFTW_MEASURE && !cache[i].hasty &&
+      if ((s = make(rows, n, mode, &cache[m])) == CF_OK) {
+        atomic_store_explicit(&cached, m + 1, memory_order_release);
+        if (planner_flags() == FFTW_MEASURE && !cache[m].hasty &&
             mode == CF_FFT_MEASURE)
           wisdom_save();
       }

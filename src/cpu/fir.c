@@ -512,6 +512,29 @@ void cf_cpu_fir_preload(void *impl, const float *in, size_t n)
           in[i * f->cin + c];
 }
 
+cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
+                             size_t latency, cf_algorithm algo,
+                             const cf_kernel *k)
+{
+  fir f = {.cin = cfg->channels, .cout = out_channels,
+           .block = cfg->block_size, .latency = latency, .algo = algo};
+  lane_kernels r;
+  for (unsigned in = 0; in < f.cin; in++) {
+    lane_route(&f, k, in, &r);
+    if (!r.nk)
+      continue;
+    cf_conv_plan pl;
+    cf_plan_make(&pl, r.lmax, r.nk, f.block, f.latency, f.algo);
+    for (unsigned s = 0; s < pl.nstages; s++) {
+      const cf_fft *fft;
+      cf_status st = cf_fft_get(2 * pl.st[s].p, CF_FFT_MEASURE, &fft);
+      if (st != CF_OK)
+        return st;
+    }
+  }
+  return CF_OK;
+}
+
 static void fir_describe(const void *impl, char *buf, size_t n)
 {
   const fir *f = impl;

@@ -332,9 +332,11 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   }
   if (backend == CF_BACKEND_CPU)
     s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, &e->impl, &e->ops);
-  e->backend = backend;
+  e->backend = e->started = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;
+  if (s == CF_OK)
+    e->latency = e->ops->latency(e->impl);
   if (s == CF_OK && (s = fb_prepare(e, kernel, 0)) != CF_OK)
     e->ops->destroy(e->impl);
   if (s != CF_OK) {
@@ -476,6 +478,27 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
   if (!cf_device_failure(s) || (s = fb_switch(e, 0, NULL, s)) != CF_OK)
     return s;
   return e->ops->set_kernel(e->impl, kernel, crossfade);
+}
+
+CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
+                                             const cf_kernel *kernel)
+{
+  if (e->vops)
+    return cf_fail(CF_E_STATE, "prepare_kernel: this is a video engine");
+  cf_status s = check_kernel(kernel);
+  if (s != CF_OK)
+    return s;
+  unsigned cout = fit_outputs(kernel, e->cin);
+  if (!cout)
+    return CF_E_INVALID;
+  if (cout != e->cout)
+    return cf_fail(CF_E_INVALID, "prepare_kernel: the kernel set has %u "
+                   "outputs, the stream has %u", cout, e->cout);
+  /* the CPU plan the backend uses, or a switch from the device would */
+  cf_algorithm algo = e->started == CF_BACKEND_CPU ? e->cfg.algorithm
+                      : e->latency ? CF_ALGO_FFT_UNIFORM
+                                   : CF_ALGO_DIRECT;
+  return cf_cpu_fir_prepare(&e->cfg, cout, e->latency, algo, kernel);
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }

@@ -31,6 +31,9 @@ struct cf_engine {
   cf_backend requested; /* what the configuration asked for (auto may fall
                            back to the CPU mid-stream) */
   unsigned cin, cout;
+  /* audio, fixed at creation (prepare_kernel reads them from any thread) */
+  size_t latency;
+  cf_backend started;
   char desc[320];
   char fallback[256]; /* why auto left the device ("" while it has not) */
   /* backend=auto running on CUDA: what a switch to the CPU mid-stream
@@ -62,6 +65,12 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, cf_fft_mode fft_mode,
                          void **impl, const cf_backend_ops **ops);
+/* Make (measured) the FFT plans a CPU engine of cfg->channels in,
+ * out_channels out, at `latency` with cfg's block and `algo` needs to take
+ * kernel set k. Touches no engine: any thread. */
+cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
+                             size_t latency, cf_algorithm algo,
+                             const cf_kernel *k);
 
 /* Take n input frames into the history a later swap primes from, and
  * not into the convolutions (whose output until they have seen L - 1
