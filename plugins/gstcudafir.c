@@ -1133,11 +1133,11 @@ static void refuse(GstCudaFir *self, const char *prop)
 /* A change of kernel, kernel-file, routing, gain or trim. The new set is
  * built (a file decoded and resampled: tens of ms) and, while streaming,
  * its FFT plans made (cf_engine_prepare_kernel) with only kernel_lock
- * held, so the streaming thread never waits for either; it is checked
- * before the value is taken: while streaming, a set that cannot be built or maps
- * channels differently is refused with a message and the old kernel
- * stays (a gain or trim is taken anyway); a checked set goes to the
- * streaming thread (pending), which swaps it in at its next buffer.
+ * held, so the streaming thread never waits for either. It is checked
+ * before the value is taken: while streaming, a set that cannot be built
+ * or maps channels differently is refused with a message and the old
+ * kernel stays (a gain or trim is taken anyway); a checked set goes to
+ * the streaming thread (pending), which swaps it in at its next buffer.
  * Before streaming, a set that cannot be built is kept: starting fails
  * with its message as an element error. */
 static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
@@ -1204,8 +1204,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     /* the FFT plans the swap needs, measured here rather than estimated
      * in the streaming thread */
     if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
-      GST_WARNING_OBJECT(self, "preparing the new kernel: %s",
-                         cf_last_error());
+      GST_WARNING_OBJECT(self, "preparing the new kernel: %s", cf_last_error());
     GST_OBJECT_LOCK(self);
     if (self->stream_gen != gen) { /* the stream changed meanwhile: again */
       GST_OBJECT_UNLOCK(self);

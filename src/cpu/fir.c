@@ -516,8 +516,11 @@ cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
                              size_t latency, cf_algorithm algo,
                              const cf_kernel *k)
 {
-  fir f = {.cin = cfg->channels, .cout = out_channels,
-           .block = cfg->block_size, .latency = latency, .algo = algo};
+  fir f = {.cin = cfg->channels,
+           .cout = out_channels,
+           .block = cfg->block_size,
+           .latency = latency,
+           .algo = algo};
   lane_kernels r;
   for (unsigned in = 0; in < f.cin; in++) {
     lane_route(&f, k, in, &r);

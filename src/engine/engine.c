@@ -492,12 +492,14 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
   if (!cout)
     return CF_E_INVALID;
   if (cout != e->cout)
-    return cf_fail(CF_E_INVALID, "prepare_kernel: the kernel set has %u "
-                   "outputs, the stream has %u", cout, e->cout);
+    return cf_fail(CF_E_INVALID,
+                   "prepare_kernel: the kernel set has %u "
+                   "outputs, the stream has %u",
+                   cout, e->cout);
   /* the CPU plan the backend uses, or a switch from the device would */
   cf_algorithm algo = e->started == CF_BACKEND_CPU ? e->cfg.algorithm
-                      : e->latency ? CF_ALGO_FFT_UNIFORM
-                                   : CF_ALGO_DIRECT;
+                      : e->latency                 ? CF_ALGO_FFT_UNIFORM
+                                                   : CF_ALGO_DIRECT;
   return cf_cpu_fir_prepare(&e->cfg, cout, e->latency, algo, kernel);
 }
 
