@@ -452,12 +452,14 @@ CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
   return CF_OK;
 }
 
-CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
-                                         size_t crossfade)
+/* A set an audio engine can swap to: the same output channels. `what`
+ * names the call in messages. */
+static cf_status check_swap(const cf_engine *e, const cf_kernel *kernel,
+                            const char *what)
 {
   if (e->vops)
-    return cf_fail(CF_E_STATE, "set_kernel: this is a video engine (use "
-                   "cf_engine_set_kernel2d)");
+    return cf_fail(CF_E_STATE, "%s: this is a video engine (use "
+                   "cf_engine_set_kernel2d)", what);
   cf_status s = check_kernel(kernel);
   if (s != CF_OK)
     return s;
@@ -465,8 +467,17 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
   if (!cout)
     return CF_E_INVALID;
   if (cout != e->cout)
-    return cf_fail(CF_E_INVALID, "set_kernel: the new kernel set has %u "
-                   "outputs, the stream has %u", cout, e->cout);
+    return cf_fail(CF_E_INVALID, "%s: the new kernel set has %u outputs, "
+                   "the stream has %u", what, cout, e->cout);
+  return CF_OK;
+}
+
+CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
+                                         size_t crossfade)
+{
+  cf_status s = check_swap(e, kernel, "set_kernel");
+  if (s != CF_OK)
+    return s;
   if (!fb_active(e))
     return e->ops->set_kernel(e->impl, kernel, crossfade);
   /* The stage first: once the device has swapped, a switch must know. */
@@ -483,24 +494,14 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
 CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
                                              const cf_kernel *kernel)
 {
-  if (e->vops)
-    return cf_fail(CF_E_STATE, "prepare_kernel: this is a video engine");
-  cf_status s = check_kernel(kernel);
+  cf_status s = check_swap(e, kernel, "prepare_kernel");
   if (s != CF_OK)
     return s;
-  unsigned cout = fit_outputs(kernel, e->cin);
-  if (!cout)
-    return CF_E_INVALID;
-  if (cout != e->cout)
-    return cf_fail(CF_E_INVALID,
-                   "prepare_kernel: the kernel set has %u "
-                   "outputs, the stream has %u",
-                   cout, e->cout);
   /* the CPU plan the backend uses, or a switch from the device would */
   cf_algorithm algo = e->started == CF_BACKEND_CPU ? e->cfg.algorithm
                       : e->latency                 ? CF_ALGO_FFT_UNIFORM
                                                    : CF_ALGO_DIRECT;
-  return cf_cpu_fir_prepare(&e->cfg, cout, e->latency, algo, kernel);
+  return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }
