@@ -1329,21 +1329,21 @@ static void test_swap_reuse(void **state)
   (void)state;
   ref_rng r;
   test_rng(&r, 23);
-  for (unsigned c = 0; c < 8; c++) {
+  for (unsigned c = 0; c < 6; c++) {
     kset k[MODEL_STAGES];
     unsigned block = rand_block(&r);
-    random_kset(&r, &k[0], block, 6000);
+    random_kset(&r, &k[0], block, 2000);
     unsigned nsw = (unsigned)ref_rng_range(&r, 3, MODEL_STAGES - 1);
     size_t lmax = kset_lmax(&k[0]);
     for (unsigned s = 1; s <= nsw; s++) {
       if (ref_rng_u64(&r) % 4)
         kset_retap(&r, &k[s], &k[s > 1 && ref_rng_u64(&r) % 2 ? s - 2 : s - 1]);
       else
-        kset_like(&r, &k[s], &k[0], 1, 6000);
+        kset_like(&r, &k[s], &k[0], 1, 2000);
       if (kset_lmax(&k[s]) > lmax)
         lmax = kset_lmax(&k[s]);
     }
-    size_t n = (nsw + 1) * (lmax + 2 * (size_t)block) + 4000;
+    size_t n = (nsw + 1) * (lmax + (size_t)block) + 2000;
     for (unsigned s = 0; s <= nsw; s++)
       fit_work(&k[s], &n, &block);
     size_t S[MODEL_STAGES] = {0}, X[MODEL_STAGES] = {0};
