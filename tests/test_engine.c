@@ -1332,14 +1332,14 @@ static void test_swap_reuse(void **state)
   for (unsigned c = 0; c < 6; c++) {
     kset k[MODEL_STAGES];
     unsigned block = rand_block(&r);
-    random_kset(&r, &k[0], block, 2000);
+    random_kset(&r, &k[0], block, 6000);
     unsigned nsw = (unsigned)ref_rng_range(&r, 3, MODEL_STAGES - 1);
     size_t lmax = kset_lmax(&k[0]);
     for (unsigned s = 1; s <= nsw; s++) {
       if (ref_rng_u64(&r) % 4)
         kset_retap(&r, &k[s], &k[s > 1 && ref_rng_u64(&r) % 2 ? s - 2 : s - 1]);
       else
-        kset_like(&r, &k[s], &k[0], 1, 2000);
+        kset_like(&r, &k[s], &k[0], 1, 6000);
       if (kset_lmax(&k[s]) > lmax)
         lmax = kset_lmax(&k[s]);
     }
