@@ -135,12 +135,12 @@ typedef struct {
   gboolean trim;
   /* a checked kernel change waiting for the streaming thread */
   cf_kernel *pending;
-  /* Serialises kernel changes and engine builds, which read kernel files
-   * (libav decoding and resampling: tens of ms) with the object lock
-   * free: the streaming thread takes only the object lock. Taken before
-   * the object lock. */
+  /* Serialises kernel changes and engine builds and frees: kernel changes
+   * read files (libav decoding and resampling: tens of ms) and plan FFTs
+   * with the object lock free, since the streaming thread takes it at
+   * every buffer; while it is held the engine, rate and channels stay as
+   * they are. Taken before the object lock. */
   GMutex kernel_lock;
-  guint stream_gen; /* object lock: +1 at each engine build or free */
   /* How the properties map channels, for caps: mat_in x mat_out for a
    * matrix kernel (0: the count stays); mat_n kernels read as a matrix
    * on whatever channel count divides it (routing=matrix on a file of
@@ -494,7 +494,6 @@ static void free_engine(GstCudaFir *self)
   GST_OBJECT_LOCK(self);
   cf_engine *e = self->engine;
   self->engine = NULL;
-  self->stream_gen++;
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(e);
@@ -554,7 +553,6 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   gboolean latency_changed = self->engine && latency != self->latency;
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->pending, cf_kernel_free); /* built for the old one */
-  self->stream_gen++;
   cf_engine *old = self->engine;
   self->engine = e;
   self->running = cf_engine_backend(e);
@@ -1146,84 +1144,76 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   kernel_params p;
   cf_kernel *k = NULL;
   gboolean ok, streaming;
+  /* kernel_lock also keeps the stream as it is (engine, rate, channels):
+   * build_engine and free_engine take it */
   g_mutex_lock(&self->kernel_lock);
-  for (;;) {
-    GST_OBJECT_LOCK(self);
-    params_take(self, &p);
-    guint gen = self->stream_gen;
-    cf_engine *engine = self->engine; /* kept alive by kernel_lock */
-    streaming = engine != NULL;
-    guint rate = self->rate, cin = self->cin, cout = self->cout;
-    GST_OBJECT_UNLOCK(self);
-    switch (id) {
-    case PROP_KERNEL: {
-      guint n = gst_value_array_get_size(value);
-      g_array_set_size(p.taps, 0);
-      for (guint i = 0; i < n; i++) {
-        const GValue *v = gst_value_array_get_value(value, i);
-        double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
-                   : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
-                   : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
-                                             : NAN;
-        float f = (float)d; /* NaN/Inf are refused by the kernel set */
-        g_array_append_val(p.taps, f);
-      }
-      g_clear_pointer(&p.file, g_free); /* the last one set wins */
-      break;
+  GST_OBJECT_LOCK(self);
+  params_take(self, &p);
+  cf_engine *engine = self->engine;
+  streaming = engine != NULL;
+  guint rate = self->rate, cin = self->cin, cout = self->cout;
+  GST_OBJECT_UNLOCK(self);
+  switch (id) {
+  case PROP_KERNEL: {
+    guint n = gst_value_array_get_size(value);
+    g_array_set_size(p.taps, 0);
+    for (guint i = 0; i < n; i++) {
+      const GValue *v = gst_value_array_get_value(value, i);
+      double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
+                 : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
+                 : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
+                                           : NAN;
+      float f = (float)d; /* NaN/Inf are refused by the kernel set */
+      g_array_append_val(p.taps, f);
     }
-    case PROP_KERNEL_FILE: {
-      const gchar *path = g_value_get_string(value);
-      g_free(p.file);
-      p.file = path && *path ? g_strdup(path) : NULL;
-      if (p.file)
-        g_array_set_size(p.taps, 0);
-      break;
-    }
-    case PROP_ROUTING: p.routing = g_value_get_enum(value); break;
-    case PROP_GAIN: p.gain_db = g_value_get_double(value); break;
-    case PROP_TRIM: p.trim = g_value_get_boolean(value); break;
-    }
-    k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
-    ok = k != NULL || !streaming;
-    if (k && streaming) {
-      unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
-                         ? cf_kernel_outputs(k)
-                         : cin;
-      unsigned in =
-          cf_kernel_routing(k) == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cin;
-      if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
-        in = out = cf_kernel_inputs(k);
-      if (in != cin || out != cout) {
-        fir_fail("the new kernel set maps %u to %u channels; the running "
-                 "stream has %u in, %u out (change it in READY)",
-                 in, out, cin, cout);
-        g_clear_pointer(&k, cf_kernel_free);
-        ok = FALSE;
-      }
-    }
-    /* the FFT plans the swap needs, measured here rather than estimated
-     * in the streaming thread */
-    if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
-      GST_WARNING_OBJECT(self, "preparing the new kernel: %s", cf_last_error());
-    GST_OBJECT_LOCK(self);
-    if (self->stream_gen != gen) { /* the stream changed meanwhile: again */
-      GST_OBJECT_UNLOCK(self);
-      g_clear_pointer(&k, cf_kernel_free);
-      params_clear(&p);
-      continue;
-    }
-    if (ok || id == PROP_GAIN || id == PROP_TRIM)
-      params_store(self, &p);
-    if (ok && streaming) {
-      if (self->pending)
-        cf_kernel_free(self->pending);
-      self->pending = g_steal_pointer(&k);
-    } else if (ok) {
-      update_shape(self, k);
-    }
-    GST_OBJECT_UNLOCK(self);
+    g_clear_pointer(&p.file, g_free); /* the last one set wins */
     break;
   }
+  case PROP_KERNEL_FILE: {
+    const gchar *path = g_value_get_string(value);
+    g_free(p.file);
+    p.file = path && *path ? g_strdup(path) : NULL;
+    if (p.file)
+      g_array_set_size(p.taps, 0);
+    break;
+  }
+  case PROP_ROUTING: p.routing = g_value_get_enum(value); break;
+  case PROP_GAIN: p.gain_db = g_value_get_double(value); break;
+  case PROP_TRIM: p.trim = g_value_get_boolean(value); break;
+  }
+  k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
+  ok = k != NULL || !streaming;
+  if (k && streaming) {
+    unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
+                       ? cf_kernel_outputs(k)
+                       : cin;
+    unsigned in =
+        cf_kernel_routing(k) == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cin;
+    if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
+      in = out = cf_kernel_inputs(k);
+    if (in != cin || out != cout) {
+      fir_fail("the new kernel set maps %u to %u channels; the running "
+               "stream has %u in, %u out (change it in READY)",
+               in, out, cin, cout);
+      g_clear_pointer(&k, cf_kernel_free);
+      ok = FALSE;
+    }
+  }
+  /* the FFT plans the swap needs, measured here rather than estimated
+   * in the streaming thread */
+  if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
+    GST_WARNING_OBJECT(self, "preparing the new kernel: %s", cf_last_error());
+  GST_OBJECT_LOCK(self);
+  if (ok || id == PROP_GAIN || id == PROP_TRIM)
+    params_store(self, &p);
+  if (ok && streaming) {
+    if (self->pending)
+      cf_kernel_free(self->pending);
+    self->pending = g_steal_pointer(&k);
+  } else if (ok) {
+    update_shape(self, k);
+  }
+  GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   if (!ok && id != PROP_GAIN && id != PROP_TRIM)
     refuse(self, name);
