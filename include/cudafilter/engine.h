@@ -104,7 +104,9 @@ cf_status cf_engine_reset(cf_engine *e);
  * swap_history). X = 0 switches at S. The in/out channel counts must stay
  * the same; the latency may not change (same block size and path family).
  * A second swap during a crossfade first completes the running one.
- * This call may allocate; process() never does. */
+ * This call may allocate; process() never does. It never runs FFTW's
+ * measuring planner: FFT sizes no plan exists for yet are estimated
+ * (cf_engine_prepare_kernel() measures them beforehand). */
 cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
                                size_t crossfade);
 

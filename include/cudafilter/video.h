@@ -171,7 +171,9 @@ cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
 
 /* Replace the kernel from the next frame on. The temporal state is kept:
  * a kernel with more temporal taps than before sees only the frames the
- * engine kept (older ones contribute nothing). May allocate. */
+ * engine kept (older ones contribute nothing). May allocate; never runs
+ * FFTW's measuring planner (an FFT tile size not planned yet is
+ * estimated, and measured by the next engine built for it). */
 cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
 
 const char *cf_pixel_format_name(cf_pixel_format f);
