@@ -145,6 +145,7 @@ static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
   }
   unsigned flags = planner_flags();
   f->hasty = 0;
+  f->fwd = f->inv = NULL; /* the slot may hold a failed attempt's */
   if (flags == FFTW_MEASURE && mode == CF_FFT_QUICK) {
     plan_pair(rows, n, in, spec, flags | FFTW_WISDOM_ONLY, f);
     if (!f->fwd || !f->inv) { /* no wisdom for this size */
@@ -155,9 +156,11 @@ static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
   }
   if (!f->fwd)
     plan_pair(rows, n, in, spec, flags, f);
-  if (!f->fwd || !f->inv)
+  if (!f->fwd || !f->inv) {
+    plan_drop(f);
     s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size "
                 "%zux%zu", rows, n);
+  }
   f->rows = rows;
   f->n = n;
 out:
