@@ -127,8 +127,10 @@ typedef struct lane_kernels {
   size_t lmax;
 } lane_kernels;
 
-static void lane_route(const fir *f, const cf_kernel *k, unsigned in,
-                       lane_kernels *r)
+/* Route k's kernels for input `in` into r and, where any reads it, plan
+ * their convolver into pl. Returns their number. */
+static unsigned lane_route(const fir *f, const cf_kernel *k, unsigned in,
+                           lane_kernels *r, cf_conv_plan *pl)
 {
   r->nk = 0;
   r->lmax = 0;
@@ -142,6 +144,9 @@ static void lane_route(const fir *f, const cf_kernel *k, unsigned in,
       r->lmax = r->lens[r->nk];
     r->outc[r->nk++] = o;
   }
+  if (r->nk)
+    cf_plan_make(pl, r->lmax, r->nk, f->block, f->latency, f->algo);
+  return r->nk;
 }
 
 /* What a lane records of its plan (lanes are built in parallel). */
@@ -160,7 +165,8 @@ static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
                            unsigned in)
 {
   lane_kernels r;
-  lane_route(f, k, in, &r);
+  cf_conv_plan pl;
+  lane_route(f, k, in, &r, &pl);
   l->outc = calloc(f->cout, sizeof *l->outc);
   l->x = cf_alloc(STEP * sizeof(float));
   if (!l->outc || !l->x)
@@ -177,8 +183,6 @@ static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
   }
   for (unsigned j = 0; j < l->nk; j++)
     l->y[j] = ybuf + (size_t)j * STEP;
-  cf_conv_plan pl;
-  cf_plan_make(&pl, r.lmax, l->nk, f->block, f->latency, f->algo);
   cf_status s =
       cf_conv_new(&pl, r.taps, r.lens, l->nk, STEP, f->fft_mode, &l->conv);
   if (s == CF_OK)
@@ -192,25 +196,20 @@ static int lane_fits(const fir *f, const lane *l, const cf_kernel *k,
                      unsigned in)
 {
   lane_kernels r;
-  lane_route(f, k, in, &r);
-  if (r.nk != l->nk || memcmp(r.outc, l->outc, r.nk * sizeof *r.outc))
-    return 0;
-  if (!r.nk)
-    return 1;
   cf_conv_plan pl;
-  cf_plan_make(&pl, r.lmax, r.nk, f->block, f->latency, f->algo);
-  return cf_conv_fits(l->conv, &pl, r.lens, r.nk);
+  if (lane_route(f, k, in, &r, &pl) != l->nk ||
+      memcmp(r.outc, l->outc, r.nk * sizeof *r.outc))
+    return 0;
+  return !r.nk || cf_conv_fits(l->conv, &pl, r.lens, r.nk);
 }
 
 /* Load k into a lane that fits (lane_fits): nothing allocated. */
 static void lane_reload(const fir *f, lane *l, const cf_kernel *k, unsigned in)
 {
   lane_kernels r;
-  lane_route(f, k, in, &r);
-  if (!r.nk)
-    return;
   cf_conv_plan pl;
-  cf_plan_make(&pl, r.lmax, r.nk, f->block, f->latency, f->algo);
+  if (!lane_route(f, k, in, &r, &pl))
+    return;
   cf_conv_reload(l->conv, r.taps, r.lens);
   lane_describe(l, &pl, r.lmax);
 }
@@ -522,12 +521,10 @@ cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
            .latency = latency,
            .algo = algo};
   lane_kernels r;
+  cf_conv_plan pl;
   for (unsigned in = 0; in < f.cin; in++) {
-    lane_route(&f, k, in, &r);
-    if (!r.nk)
+    if (!lane_route(&f, k, in, &r, &pl))
       continue;
-    cf_conv_plan pl;
-    cf_plan_make(&pl, r.lmax, r.nk, f.block, f.latency, f.algo);
     for (unsigned s = 0; s < pl.nstages; s++) {
       const cf_fft *fft;
       cf_status st = cf_fft_get(2 * pl.st[s].p, CF_FFT_MEASURE, &fft);

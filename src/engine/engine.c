@@ -202,6 +202,12 @@ static void fb_clear(cf_engine *e)
   e->fb_t = 0;
 }
 
+/* The CPU path that takes over from the device at its latency. */
+static cf_algorithm takeover_algorithm(size_t latency)
+{
+  return latency ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
+}
+
 /* The device failed on the last `piece` frames recorded: continue on the
  * CPU, writing that piece's output to out (NULL: nothing to replay). */
 static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
@@ -215,7 +221,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   unsigned next = fb_first_stage(e, y0);
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
-  cfg.algorithm = lat ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
+  cfg.algorithm = takeover_algorithm(lat);
   void *impl = NULL;
   const cf_backend_ops *ops = NULL;
   cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, CF_FFT_QUICK,
@@ -498,9 +504,9 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
   if (s != CF_OK)
     return s;
   /* the CPU plan the backend uses, or a switch from the device would */
-  cf_algorithm algo = e->started == CF_BACKEND_CPU ? e->cfg.algorithm
-                      : e->latency                 ? CF_ALGO_FFT_UNIFORM
-                                                   : CF_ALGO_DIRECT;
+  cf_algorithm algo = e->started == CF_BACKEND_CPU
+                          ? e->cfg.algorithm
+                          : takeover_algorithm(e->latency);
   return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
 }
 
