@@ -311,6 +311,105 @@ static void test_prepare_kernel(void **state)
   free(h), free(x), free(y);
 }
 
+typedef struct prep2d_job {
+  const cf_engine *e;
+  const cf_kernel2d *k;
+  cf_status s;
+} prep2d_job;
+
+static void *prepare2d_thread(void *arg)
+{
+  prep2d_job *j = arg;
+  j->s = cf_engine_prepare_kernel2d(j->e, j->k);
+  return NULL;
+}
+
+/* The same for video: cf_engine_prepare_kernel2d in another thread while
+ * the engine filters frames; the kernel change that follows finds the
+ * measured tile plan. A twin engine changed before the prepare shows the
+ * tile was new (estimated). */
+static void test_prepare_kernel2d(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 6);
+  unsigned w = (unsigned)ref_rng_range(&r, 200, 300);
+  unsigned h = (unsigned)ref_rng_range(&r, 150, 250);
+  unsigned side = (unsigned)ref_rng_range(&r, 47, 60);
+  unsigned depth = (unsigned)ref_rng_range(&r, 0, 1);
+  set_case("GRAY8 %ux%u, depth %u, 3x3 -> %ux%u", w, h, depth, side, side);
+  fftwf_forget_wisdom();
+  float *t = xalloc((size_t)side * side * sizeof *t);
+  ref_rng_fill(&r, t, (size_t)side * side);
+  cf_kernel2d *v0, *v1;
+  CHECK_OK(cf_kernel2d_new(1, 3, 3, t, &v0));
+  CHECK_OK(cf_kernel2d_new(1, side, side, t, &v1));
+  cf_video_config vc;
+  cf_video_config_init(&vc);
+  vc.width = w, vc.height = h, vc.format = CF_PIX_GRAY8;
+  vc.backend = CF_BACKEND_CPU;
+  vc.algorithm = CF_ALGO2D_FFT;
+  vc.pipeline_depth = depth;
+  vc.threads = 2;
+  cf_engine *e, *twin;
+  CHECK_OK(cf_engine_new_video(&vc, v0, &e));
+  CHECK_OK(cf_engine_new_video(&vc, v0, &twin));
+  CHECK_OK(cf_engine_set_kernel2d(twin, v1));
+  CHECK(described_hasty(twin),
+        "the tile was planned before the prepare: "
+        "%s",
+        cf_engine_describe(twin));
+  uint8_t *in = xalloc((size_t)w * h), *out = xalloc((size_t)w * h);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    in[i] = (uint8_t)ref_rng_range(&r, 0, 255);
+  cf_frame fi, fo;
+  cf_frame_layout(vc.format, w, h, in, &fi);
+  cf_frame_layout(vc.format, w, h, out, &fo);
+  prep2d_job j = {e, v1, CF_E_INTERNAL};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, prepare2d_thread, &j) == 0, "pthread_create");
+  for (int i = 0; i < 10; i++)
+    CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
+  pthread_join(th, NULL);
+  CHECK(j.s == CF_OK, "prepare_kernel2d: %s", cf_last_error());
+  CHECK_OK(cf_engine_set_kernel2d(e, v1));
+  CHECK(!described_hasty(e),
+        "the change after prepare_kernel2d estimated: "
+        "%s",
+        cf_engine_describe(e));
+  CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
+  cf_engine_free(e), cf_engine_free(twin);
+
+  /* refused as set_kernel2d refuses: a kernel the algorithm cannot run */
+  vc.algorithm = CF_ALGO2D_SEPARABLE;
+  cf_kernel2d *sep, *full;
+  float col[3] = {1, 2, 1};
+  CHECK_OK(cf_kernel2d_new(1, 1, 3, col, &sep));
+  CHECK_OK(
+      cf_kernel2d_new(1, 3, 3, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, &full));
+  CHECK_OK(cf_engine_new_video(&vc, sep, &e));
+  CHECK(cf_engine_prepare_kernel2d(e, full) == CF_E_INVALID,
+        "a rank-3 kernel for algorithm separable was not refused");
+  CHECK(cf_engine_set_kernel2d(e, full) == CF_E_INVALID,
+        "set_kernel2d took what prepare_kernel2d refused");
+  CHECK(cf_engine_prepare_kernel2d(e, NULL) == CF_E_INVALID,
+        "a NULL kernel was not refused");
+  cf_engine_free(e);
+  cf_audio_config ac;
+  cf_audio_config_init(&ac);
+  ac.backend = CF_BACKEND_CPU;
+  cf_kernel *a;
+  CHECK_OK(cf_kernel_new_shared(t, 8, &a));
+  CHECK_OK(cf_engine_new_audio(&ac, a, &e));
+  CHECK(cf_engine_prepare_kernel2d(e, v1) == CF_E_STATE,
+        "an audio engine took a video kernel");
+  cf_engine_free(e);
+  cf_kernel_free(a);
+  cf_kernel2d_free(v0), cf_kernel2d_free(v1);
+  cf_kernel2d_free(sep), cf_kernel2d_free(full);
+  free(t), free(in), free(out);
+}
+
 int main(void)
 {
   setenv("CF_FFT_WISDOM", "none", 1);
@@ -319,6 +418,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_engine_swap_is_quick),
       cmocka_unit_test(test_prepare_kernel),
+      cmocka_unit_test(test_prepare_kernel2d),
       cmocka_unit_test(test_quick_then_measure),
       cmocka_unit_test(test_measure_then_quick),
       cmocka_unit_test(test_quick_from_wisdom),

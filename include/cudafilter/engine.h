@@ -117,8 +117,9 @@ cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
  * without this it plans what it lacks by estimate, which runs up to ~40%
  * slower. Unlike the other calls, it may run in another thread while the
  * engine runs (it reads only what the engine was built with); the engine
- * must outlive it. On an engine that started on CUDA it prepares the plans
- * a switch to the CPU would use. CF_E_INVALID where set_kernel would
+ * must outlive it. On an engine that started on CUDA with backend auto it
+ * prepares the plans a switch to the CPU would use (with backend cuda
+ * there is nothing to prepare). CF_E_INVALID where set_kernel would
  * refuse the set. */
 cf_status cf_engine_prepare_kernel(const cf_engine *e,
                                    const cf_kernel *kernel);

@@ -172,9 +172,22 @@ cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
 /* Replace the kernel from the next frame on. The temporal state is kept:
  * a kernel with more temporal taps than before sees only the frames the
  * engine kept (older ones contribute nothing). May allocate; never runs
- * FFTW's measuring planner (an FFT tile size not planned yet is
- * estimated, and measured by the next engine built for it). */
+ * FFTW's measuring planner: an FFT tile size not planned yet is estimated
+ * (15-30% slower per frame at 1080p) unless cf_engine_prepare_kernel2d()
+ * measured it beforehand. */
 cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
+
+/* Get ready for a later cf_engine_set_kernel2d(e, k): make, in the calling
+ * thread, the FFT plan the CPU would use for k (measured, as at creation:
+ * up to a second the first time on a machine, then from FFTW's wisdom on
+ * disk); nothing when k runs direct or separable. It may run in another
+ * thread while the engine runs (it reads only what the engine was built
+ * with); the engine must outlive it. On an engine that started on CUDA
+ * with backend auto it prepares what a switch to the CPU would use; with
+ * backend cuda there is nothing to prepare. CF_E_INVALID where the CPU's
+ * set_kernel2d would refuse k (a kernel the configured algorithm cannot
+ * run). */
+cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
 
 const char *cf_pixel_format_name(cf_pixel_format f);
 /* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",

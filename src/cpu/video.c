@@ -505,6 +505,53 @@ static cf_status fft_spectra(plan *p, const float *taps, cf_fft_mode mode)
   return CF_OK;
 }
 
+/* The path a plan for k takes on frames of cfg cut into nbands bands, and
+ * for ALGO_FFT its tile (*nh x *nw). u: kh + kw doubles of scratch.
+ * Reads nothing else: cf_cpu_video_prepare() asks it from any thread. */
+static cf_status choose_algo(const cf_video_config *cfg, unsigned nbands,
+                             const cf_kernel2d *k, double *u, int *algo,
+                             size_t *nh, size_t *nw)
+{
+  int separable = 1;
+  for (unsigned t = 0; t < k->t && separable; t++)
+    separable = cf_rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw, u,
+                      u + k->kh);
+  unsigned w = cfg->width, h = cfg->height;
+  double px = (double)w * h;
+  double c_direct = px * (k->t * NS_DIRECT_TAP * k->kh * k->kw + NS_SAMPLE);
+  double c_sep = px * (k->t * NS_SEP_TAP * (k->kh + k->kw) + NS_SAMPLE);
+  *nh = *nw = 0;
+  /* Tiles cover one band of rows (each thread's), not the whole frame. */
+  unsigned hb = (h + nbands - 1) / nbands;
+  double c_fft = nbands * fft_tile(k->kh, k->kw, k->t, w, hb, nh, nw);
+  switch (cfg->algorithm) {
+  case CF_ALGO2D_DIRECT: *algo = ALGO_DIRECT; return CF_OK;
+  case CF_ALGO2D_SEPARABLE:
+    *algo = ALGO_SEPARABLE;
+    if (!separable)
+      return cf_fail(CF_E_INVALID,
+                     "video: algorithm separable needs a "
+                     "rank-1 kernel (every temporal slice the outer product "
+                     "of a column and a row); this %ux%u kernel is not",
+                     k->kh, k->kw);
+    return CF_OK;
+  case CF_ALGO2D_FFT:
+    *algo = ALGO_FFT;
+    if (c_fft == 0)
+      return cf_fail(CF_E_INVALID,
+                     "video: a %ux%u kernel is too large for "
+                     "the FFT path (tiles up to 1024)",
+                     k->kh, k->kw);
+    return CF_OK;
+  default:
+    *algo = separable && c_sep < c_direct ? ALGO_SEPARABLE : ALGO_DIRECT;
+    double best = *algo == ALGO_SEPARABLE ? c_sep : c_direct;
+    if (c_fft > 0 && c_fft < best)
+      *algo = ALGO_FFT;
+    return CF_OK;
+  }
+}
+
 static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
 {
   memset(p, 0, sizeof *p);
@@ -518,45 +565,8 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
     free(p->s);
     return cf_fail(CF_E_NOMEM, "video: out of memory for the plan");
   }
-  int separable = 1;
-  for (unsigned t = 0; t < p->t && separable; t++)
-    separable = cf_rank1(k->taps + (size_t)t * k->kh * k->kw, k->kh, k->kw, u,
-                      u + k->kh);
-  unsigned w = v->cfg.width, h = v->cfg.height;
-  double px = (double)w * h;
-  double c_direct = px * (p->t * NS_DIRECT_TAP * k->kh * k->kw + NS_SAMPLE);
-  double c_sep = px * (p->t * NS_SEP_TAP * (k->kh + k->kw) + NS_SAMPLE);
-  size_t nh = 0, nw = 0;
-  /* Tiles cover one band of rows (each thread's), not the whole frame. */
-  unsigned hb = (h + v->nbands - 1) / v->nbands;
-  double c_fft = v->nbands * fft_tile(k->kh, k->kw, p->t, w, hb, &nh, &nw);
-  cf_status s = CF_OK;
-  switch (v->cfg.algorithm) {
-  case CF_ALGO2D_DIRECT:
-    p->algo = ALGO_DIRECT;
-    break;
-  case CF_ALGO2D_SEPARABLE:
-    if (!separable)
-      s = cf_fail(CF_E_INVALID, "video: algorithm separable needs a rank-1 "
-                  "kernel (every temporal slice the outer product of a "
-                  "column and a row); this %ux%u kernel is not",
-                  k->kh, k->kw);
-    p->algo = ALGO_SEPARABLE;
-    break;
-  case CF_ALGO2D_FFT:
-    if (c_fft == 0)
-      s = cf_fail(CF_E_INVALID, "video: a %ux%u kernel is too large for the "
-                  "FFT path (tiles up to 1024)", k->kh, k->kw);
-    p->algo = ALGO_FFT;
-    break;
-  default:
-    p->algo = ALGO_DIRECT;
-    if (separable && c_sep < c_direct)
-      p->algo = ALGO_SEPARABLE;
-    double best = p->algo == ALGO_SEPARABLE ? c_sep : c_direct;
-    if (c_fft > 0 && c_fft < best)
-      p->algo = ALGO_FFT;
-  }
+  size_t nh, nw;
+  cf_status s = choose_algo(&v->cfg, v->nbands, k, u, &p->algo, &nh, &nw);
   for (unsigned t = 0; s == CF_OK && t < p->t; t++) {
     const float *kt = k->taps + (size_t)t * k->kh * k->kw;
     slice *sl = &p->s[t];
@@ -835,6 +845,34 @@ static void add_chan(video *v, const cf_chan_desc *d, int filter)
   c->filter = filter;
 }
 
+unsigned cf_cpu_video_bands(const cf_video_config *cfg, const cf_kernel2d *k)
+{
+  unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
+  /* Bands below ~16 rows or tiny frames are not worth a hand-off. */
+  unsigned nb = cfg->height / 16 ? cfg->height / 16 : 1;
+  if ((uint64_t)cfg->width * cfg->height * k->kh * k->kw * k->t < 200000)
+    nb = 1;
+  return threads < nb ? threads : nb;
+}
+
+cf_status cf_cpu_video_prepare(const cf_video_config *cfg, unsigned nbands,
+                               const cf_kernel2d *k)
+{
+  double *u = malloc((k->kh + k->kw) * sizeof *u);
+  if (!u)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  size_t nh, nw;
+  int algo;
+  cf_status s = choose_algo(cfg, nbands ? nbands : cf_cpu_video_bands(cfg, k),
+                            k, u, &algo, &nh, &nw);
+  free(u);
+  if (s == CF_OK && algo == ALGO_FFT) {
+    const cf_fft *fft;
+    s = cf_fft2_get(nh, nw, CF_FFT_MEASURE, &fft);
+  }
+  return s;
+}
+
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            cf_fft_mode fft_mode, void **impl,
                            const cf_video_ops **ops)
@@ -862,12 +900,7 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
     if (!(mask & (1u << i)))
       add_chan(v, &v->fmt->comp[i], 0);
 
-  unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
-  /* Bands below ~16 rows or tiny frames are not worth a hand-off. */
-  unsigned nb = cfg->height / 16 ? cfg->height / 16 : 1;
-  if ((uint64_t)cfg->width * cfg->height * k->kh * k->kw * k->t < 200000)
-    nb = 1;
-  v->nbands = threads < nb ? threads : nb;
+  v->nbands = cf_cpu_video_bands(cfg, k);
   cf_status s = cf_pool_new(v->nbands, &v->pool);
   if (s == CF_OK)
     s = install_kernel(v, k);

@@ -501,8 +501,9 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
                                              const cf_kernel *kernel)
 {
   cf_status s = check_swap(e, kernel, "prepare_kernel");
-  if (s != CF_OK)
-    return s;
+  if (s != CF_OK ||
+      (e->started == CF_BACKEND_CUDA && e->requested != CF_BACKEND_AUTO))
+    return s; /* CUDA for good: no CPU plan to make */
   /* the CPU plan the backend uses, or a switch from the device would */
   cf_algorithm algo = e->started == CF_BACKEND_CPU
                           ? e->cfg.algorithm

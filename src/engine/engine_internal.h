@@ -31,7 +31,8 @@ struct cf_engine {
   cf_backend requested; /* what the configuration asked for (auto may fall
                            back to the CPU mid-stream) */
   unsigned cin, cout;
-  /* audio, fixed at creation (prepare_kernel reads them from any thread) */
+  /* fixed at creation (prepare_kernel reads them from any thread): the
+   * backend it started on; audio: the latency */
   size_t latency;
   cf_backend started;
   char desc[320];

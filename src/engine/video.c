@@ -136,9 +136,11 @@ typedef struct front_frame {
 } front_frame;
 
 struct cf_video_front {
+  /* fixed at creation (prepare_kernel2d reads them from any thread) */
   cf_video_config cfg;
   size_t frame_bytes;
   unsigned depth;
+  unsigned bands; /* the CPU backend's, when the engine started on it */
   /* while auto runs on CUDA: frames [n - hcap, n) in hist and meta; the
    * kernels they and the next frame use (the newest last) */
   int watch;
@@ -377,6 +379,9 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     f->depth = (unsigned)e->vops->latency(e->impl);
     f->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
                                      NULL, NULL);
+    e->started = backend;
+    if (backend == CF_BACKEND_CPU)
+      f->bands = cf_cpu_video_bands(cfg, k);
     s = front_prepare(e, k);
   }
   if (s != CF_OK) {
@@ -508,4 +513,18 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
                                    CF_OK)
     return s;
   return e->vops->set_kernel(e->impl, k);
+}
+
+CF_PUBLIC cf_status cf_engine_prepare_kernel2d(const cf_engine *e,
+                                               const cf_kernel2d *k)
+{
+  if (!e->vfront)
+    return cf_fail(CF_E_STATE, "prepare_kernel2d: this is an audio engine");
+  cf_status s = check_kernel2d(k);
+  if (s != CF_OK ||
+      (e->started == CF_BACKEND_CUDA && e->requested != CF_BACKEND_AUTO))
+    return s; /* CUDA for good: no CPU plan to make */
+  /* the CPU's plan, or the one a switch from the device would make (its
+   * bands from the kernel it starts with: this one, or one before) */
+  return cf_cpu_video_prepare(&e->vfront->cfg, e->vfront->bands, k);
 }

@@ -80,6 +80,15 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
 cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
                                 const cf_kernel2d *k, cf_fft_mode fft_mode,
                                 void **impl, const cf_video_ops **ops);
+/* The bands (threads' shares of rows) a CPU engine built for cfg and
+ * kernel k cuts frames into; its kernel changes keep them. */
+unsigned cf_cpu_video_bands(const cf_video_config *cfg, const cf_kernel2d *k);
+/* Measure the FFT plan a CPU engine for cfg cut into nbands bands (0: as
+ * many as one built with k would) would use for kernel k, if it would use
+ * one; CF_E_INVALID where its set_kernel would refuse k. Reads only its
+ * arguments: any thread (cf_engine_prepare_kernel2d). */
+cf_status cf_cpu_video_prepare(const cf_video_config *cfg, unsigned nbands,
+                               const cf_kernel2d *k);
 
 /* The CPU video backend wrapped so that its at.call-th process or flush
  * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with
