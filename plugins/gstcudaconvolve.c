@@ -12,11 +12,16 @@
  * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
  * was set last; with none of them the kernel is the 1 x 1 identity (frames
  * pass unchanged, apart from scale/bias/absolute). Kernel changes while
- * PLAYING take effect at the next frame handed to the engine and keep the
- * temporal history. Changes to border, cval, scale, bias, absolute,
- * components, backend, device-id, pipeline-depth or threads rebuild the
- * engine at the next frame (the temporal history restarts), as does a caps
- * change; the frames the old engine holds are pushed out first.
+ * PLAYING take effect at the next frame handed to the engine after the
+ * property is set, and keep the temporal history. A new kernel that runs on
+ * FFT tiles of a size not planned yet has its FFT plan made (measured: up
+ * to a second the first time on a machine, then from FFTW's wisdom) in the
+ * thread that sets the property (g_object_set returns once it is done);
+ * frames keep flowing with the previous kernel meanwhile. Changes to
+ * border, cval, scale, bias, absolute, components, backend, device-id,
+ * pipeline-depth or threads rebuild the engine at the next frame (the
+ * temporal history restarts), as does a caps change; the frames the old
+ * engine holds are pushed out first.
  *
  * A property value that is wrong on its own (a NaN tap, a missing or
  * malformed kernel file, a size or sigma the preset refuses, an unknown
@@ -202,6 +207,9 @@ typedef struct {
   cf_kernel2d *kernel; /* NULL while the settings disagree: */
   gchar *kernel_error; /* why */
   guint kernel_serial; /* bumped by every kernel change */
+  guint preparing;     /* kernel changes whose FFT plan the setter is still
+                          making (prepare_kernel): the streaming thread
+                          keeps the kernel it has until they are done */
   guint config_serial; /* bumped by every change needing a new engine */
   gchar *backend_in_use;
   cf_backend running;   /* the engine's backend as last seen (backend=auto
@@ -214,8 +222,11 @@ typedef struct {
   GstClockTime announced;    /* our latency when last announced */
 
   /* the streaming side (engine calls happen in the streaming thread or
-   * with it stopped); built and swapped under the object lock */
+   * with it stopped); built and swapped under the object lock and
+   * engine_lock, which a setter's prepare_kernel holds without the object
+   * lock: the engine it prepares for stays while it works */
   cf_engine *engine;
+  GMutex engine_lock;
   cf_kernel2d *active; /* the engine's kernel */
   guint engine_kernel_serial, engine_config_serial;
   /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
@@ -501,8 +512,12 @@ static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
   return k;
 }
 
-/* Recompile after a kernel setting changed. Object lock held. */
-static void update_kernel(GstCudaConvolve *self)
+/* Recompile after a kernel setting changed. Object lock held. With an
+ * engine running, returns a copy of the new kernel for prepare_kernel(),
+ * which the caller must call once it has released the lock (the
+ * streaming thread takes the new kernel only after that), else NULL. */
+static G_GNUC_WARN_UNUSED_RESULT cf_kernel2d *
+update_kernel(GstCudaConvolve *self)
 {
   gchar *err;
   cf_kernel2d *k = compile_kernel(self, &err);
@@ -513,6 +528,31 @@ static void update_kernel(GstCudaConvolve *self)
   self->kernel_serial++;
   if (err)
     GST_DEBUG_OBJECT(self, "kernel settings disagree for now: %s", err);
+  cf_kernel2d *copy = NULL;
+  if (k && self->engine && cf_kernel2d_copy(k, &copy) == CF_OK)
+    self->preparing++;
+  return copy; /* out of memory: the change just goes unprepared */
+}
+
+/* In the setter's thread, before the streaming thread takes kernel k (from
+ * update_kernel): make the FFT plan the engine will need for it, measured
+ * (cf_engine_prepare_kernel2d: up to a second the first time on a
+ * machine, then from FFTW's wisdom on disk). The engine's own kernel
+ * change never measures: without this a new tile size would run on an
+ * estimated plan, 15-30% slower per frame, until the engine is rebuilt.
+ * The stream goes on with the previous kernel meanwhile. No lock held. */
+static void prepare_kernel(GstCudaConvolve *self, cf_kernel2d *k)
+{
+  if (!k)
+    return;
+  g_mutex_lock(&self->engine_lock);
+  if (self->engine && cf_engine_prepare_kernel2d(self->engine, k) != CF_OK)
+    GST_DEBUG_OBJECT(self, "no plan made ahead: %s", cf_last_error());
+  g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
+  cf_kernel2d_free(k);
+  GST_OBJECT_LOCK(self);
+  self->preparing--;
+  GST_OBJECT_UNLOCK(self);
 }
 
 /* ---- the engine -------------------------------------------------------- */
@@ -603,7 +643,8 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   gboolean need_config = rebuild || !self->engine ||
                          self->config_serial != self->engine_config_serial;
   cf_kernel2d *newk = NULL;
-  if (self->kernel_serial != self->engine_kernel_serial || !self->active) {
+  if ((self->kernel_serial != self->engine_kernel_serial && !self->preparing) ||
+      !self->active) {
     if (self->kernel) {
       if (cf_kernel2d_copy(self->kernel, &newk) != CF_OK) {
         note->msg = g_strdup_printf("kernel: %s", cf_last_error());
@@ -649,8 +690,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* the old engine's frames in flight were pushed out before
      * (prepare_engine, set_info) */
     g_warn_if_fail(gst_queue_array_is_empty(self->inflight));
+    g_mutex_lock(&self->engine_lock);
     cf_engine_free(self->engine);
     self->engine = e;
+    g_mutex_unlock(&self->engine_lock);
     self->engine_config_serial = self->config_serial;
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
@@ -691,6 +734,7 @@ kernel_done:
   if (newk) {
     cf_kernel2d_free(self->active);
     self->active = newk;
+    describe_engine(self); /* the path the new kernel takes */
     GST_DEBUG_OBJECT(self, "kernel %ux%ux%u in use", cf_kernel2d_frames(newk),
                      cf_kernel2d_height(newk), cf_kernel2d_width(newk));
   }
@@ -699,8 +743,10 @@ kernel_done:
 /* Drop the engine and the metadata of the frames it held. */
 static void free_engine(GstCudaConvolve *self)
 {
+  g_mutex_lock(&self->engine_lock);
   cf_engine_free(self->engine);
   self->engine = NULL;
+  g_mutex_unlock(&self->engine_lock);
   cf_kernel2d_free(self->active);
   self->active = NULL;
   if (self->inflight)
@@ -1658,8 +1704,9 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
     self->source = SRC_ARRAY;
   else if (self->source == SRC_ARRAY)
     self->source = SRC_IDENTITY;
-  update_kernel(self);
+  cf_kernel2d *prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
+  prepare_kernel(self, prep);
 }
 
 static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
@@ -1682,8 +1729,9 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
     self->source = SRC_FILE;
   else if (self->source == SRC_FILE)
     self->source = SRC_IDENTITY;
-  update_kernel(self);
+  cf_kernel2d *prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
+  prepare_kernel(self, prep);
 }
 
 /* preset, size, sigma: the preset must accept the combination. */
@@ -1715,9 +1763,11 @@ static void set_preset(GstCudaConvolve *self, gint preset, guint size,
     self->source = preset != CF_GST_PRESET_NONE ? SRC_PRESET
                    : was                        ? SRC_IDENTITY
                                                 : self->source;
+  cf_kernel2d *prep = NULL;
   if (was || self->source == SRC_PRESET)
-    update_kernel(self);
+    prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
+  prepare_kernel(self, prep);
 }
 
 static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
@@ -1783,6 +1833,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   default: break;
   }
 
+  cf_kernel2d *prep = NULL;
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
   case PROP_KERNEL_WIDTH:
@@ -1792,7 +1843,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     else
       self->kernel_height = g_value_get_uint(value);
     if (self->source == SRC_ARRAY)
-      update_kernel(self);
+      prep = update_kernel(self);
     break;
   case PROP_BORDER: self->border = (cf_border)g_value_get_enum(value); break;
   case PROP_ABSOLUTE: self->absolute = g_value_get_boolean(value); break;
@@ -1809,6 +1860,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   if (prop_id != PROP_KERNEL_WIDTH && prop_id != PROP_KERNEL_HEIGHT)
     self->config_serial++;
   GST_OBJECT_UNLOCK(self);
+  prepare_kernel(self, prep);
 }
 
 static void gst_cuda_convolve_get_property(GObject *object, guint prop_id,
@@ -1861,6 +1913,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   cf_kernel2d_free(self->kernel);
   g_free(self->kernel_error);
   g_free(self->backend_in_use);
+  g_mutex_clear(&self->engine_lock);
 #ifdef CF_HAVE_GSTCUDA
   gst_clear_object(&self->cuda_ctx);
 #endif
@@ -1901,7 +1954,11 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);
   self->base_chain = GST_PAD_CHAINFUNC(sink);
   gst_pad_set_chain_function(sink, GST_DEBUG_FUNCPTR(gst_cuda_convolve_chain));
-  update_kernel(self);
+  g_mutex_init(&self->engine_lock);
+  GST_OBJECT_LOCK(self);
+  cf_kernel2d *prep = update_kernel(self); /* no engine yet: NULL */
+  GST_OBJECT_UNLOCK(self);
+  prepare_kernel(self, prep);
 }
 
 #define PARAM_FLAGS                                                            \
