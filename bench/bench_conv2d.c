@@ -23,14 +23,19 @@
  *                [--kernel N|KhxKw] [--temporal T] [--preset NAME]
  *                [--sigma S] [--kernel-file F] [--algo A] [--threads N]
  *                [--border B] [--components MASK] [--frames N] [--in FILE]
- *                [--seed N] [--check-out FILE] [--swap-from N] [--tsv]
+ *                [--seed N] [--check-out FILE] [--swap-from N [--prepare]]
+ *                [--tsv]
  *
  * --swap-from N: the engine starts on a random N x N kernel and filters one
  * frame; the kernel is then changed to the one benchmarked
  * (cf_engine_set_kernel2d(), as cudaconvolve does while PLAYING) and the
  * call and the next frame are timed once ("swap:" line). With
  * CF_FFT_WISDOM=none in a new process that is the first change to an FFT
- * size on a machine.
+ * size on a machine; the frames timed after it run on the plan the change
+ * made (estimated where the size was new). --prepare calls
+ * cf_engine_prepare_kernel2d() first (timed too), as cudaconvolve does in
+ * the thread that sets the property: the change then finds a measured
+ * plan.
  */
 #include <errno.h>
 #include <math.h>
@@ -64,6 +69,7 @@ typedef struct options {
   uint64_t seed;
   const char *check_out;
   unsigned swap_from; /* --swap-from N: start on an N x N kernel */
+  int prepare;        /* --prepare: cf_engine_prepare_kernel2d first */
   int tsv;
 } options;
 
@@ -195,7 +201,8 @@ static void usage(FILE *f)
     "                    [--sigma S] [--kernel-file F] [--algo A]\n"
     "                    [--threads N] [--border B] [--components MASK]\n"
     "                    [--frames N] [--in FILE] [--seed N]\n"
-    "                    [--check-out FILE] [--swap-from N] [--tsv]\n"
+    "                    [--check-out FILE] [--swap-from N [--prepare]]\n"
+    "                    [--tsv]\n"
     "  Times cf_engine_process_frame() on 1080p (default) frames by\n"
     "  regression: ms/frame (90%% CI), Mpixel/s, and T*Kh*Kw multiply-adds\n"
     "  per output sample x samples / time (GFMA/s, GFLOP/s).\n"
@@ -216,6 +223,8 @@ static void usage(FILE *f)
     "           the format and size; fewer frames than --frames is fine);\n"
     "  --check-out FILE: no timing; process the ring's frames once, in\n"
     "           order, from a fresh engine and write the outputs there;\n"
+    "  --swap-from N: start on an N x N kernel, change to this one, time\n"
+    "           the change; --prepare: cf_engine_prepare_kernel2d() first;\n"
     "  --tsv: one tab-separated result line (see bench/README.md).\n");
 }
 
@@ -346,6 +355,8 @@ static void parse(int argc, char **argv, options *o)
     } else if (!strcmp(a, "--swap-from")) {
       NEEDV();
       if (parse_uint(v, 1, 1024, &o->swap_from) != 0) bad(a, v);
+    } else if (!strcmp(a, "--prepare")) {
+      o->prepare = 1;
     } else {
       fprintf(stderr, "bench_conv2d: unknown argument %s\n", a);
       usage(stderr);
@@ -420,7 +431,7 @@ int main(int argc, char **argv)
   cfg.backend = CF_BACKEND_CPU;
   cfg.algorithm = o.algo;
   cfg.threads = o.threads;
-  double swap_ms = -1, after_ms = 0;
+  double swap_ms = -1, after_ms = 0, prep_ms = -1;
   const double t_new0 = cf_bench_now();
   if (o.swap_from) {
     options so = o;
@@ -433,6 +444,12 @@ int main(int argc, char **argv)
     cf_kernel2d_free(k0);
     if (cf_engine_process_frame(w.e, &w.in[0], &w.out) != CF_OK)
       die("process_frame");
+    if (o.prepare) {
+      const double tp = cf_bench_now();
+      if (cf_engine_prepare_kernel2d(w.e, k) != CF_OK)
+        die("prepare_kernel2d");
+      prep_ms = (cf_bench_now() - tp) * 1e3;
+    }
     const double t0 = cf_bench_now();
     if (cf_engine_set_kernel2d(w.e, k) != CF_OK) die("set_kernel2d");
     const double t1 = cf_bench_now();
@@ -520,6 +537,9 @@ int main(int argc, char **argv)
     if (swap_ms >= 0)
       printf("swap:      set_kernel2d from %ux%u %.2f ms, the next frame "
              "%.2f ms\n", o.swap_from, o.swap_from, swap_ms, after_ms);
+    if (prep_ms >= 0)
+      printf("prepare:   prepare_kernel2d %.2f ms (before the change)\n",
+             prep_ms);
     printf("time:      %.3f ms/frame, 90%% CI %.3f..%.3f, r2 %.4f, %zu "
            "points, %zu frames\n", ms, ms_lo, ms_hi, r.r2, r.points,
            r.total_iters);
