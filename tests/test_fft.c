@@ -248,16 +248,19 @@ static void test_engine_swap_is_quick(void **state)
   free(t), free(h);
 }
 
+/* A prepare call for a second thread: audio (k) or video (k2d). */
 typedef struct prep_job {
   const cf_engine *e;
   const cf_kernel *k;
+  const cf_kernel2d *k2d;
   cf_status s;
 } prep_job;
 
 static void *prepare_thread(void *arg)
 {
   prep_job *j = arg;
-  j->s = cf_engine_prepare_kernel(j->e, j->k);
+  j->s = j->k2d ? cf_engine_prepare_kernel2d(j->e, j->k2d)
+                : cf_engine_prepare_kernel(j->e, j->k);
   return NULL;
 }
 
@@ -293,7 +296,7 @@ static void test_prepare_kernel(void **state)
   size_t frames = 32 * 64;
   float *x = xalloc(frames * ch * sizeof *x), *y = xalloc(frames * ch * 4);
   ref_rng_fill(&r, x, frames * ch);
-  prep_job j = {e, k1, CF_E_INTERNAL};
+  prep_job j = {e, k1, NULL, CF_E_INTERNAL};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, prepare_thread, &j) == 0, "pthread_create");
   for (int i = 0; i < 20; i++)
@@ -309,19 +312,6 @@ static void test_prepare_kernel(void **state)
   cf_engine_free(e);
   cf_kernel_free(k0), cf_kernel_free(k1), cf_kernel_free(bad);
   free(h), free(x), free(y);
-}
-
-typedef struct prep2d_job {
-  const cf_engine *e;
-  const cf_kernel2d *k;
-  cf_status s;
-} prep2d_job;
-
-static void *prepare2d_thread(void *arg)
-{
-  prep2d_job *j = arg;
-  j->s = cf_engine_prepare_kernel2d(j->e, j->k);
-  return NULL;
 }
 
 /* The same for video: cf_engine_prepare_kernel2d in another thread while
@@ -365,9 +355,9 @@ static void test_prepare_kernel2d(void **state)
   cf_frame fi, fo;
   cf_frame_layout(vc.format, w, h, in, &fi);
   cf_frame_layout(vc.format, w, h, out, &fo);
-  prep2d_job j = {e, v1, CF_E_INTERNAL};
+  prep_job j = {e, NULL, v1, CF_E_INTERNAL};
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, prepare2d_thread, &j) == 0, "pthread_create");
+  CHECK(pthread_create(&th, NULL, prepare_thread, &j) == 0, "pthread_create");
   for (int i = 0; i < 10; i++)
     CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
   pthread_join(th, NULL);
