@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+/* rows and col_rows below are at most this */
+#define CF_DSP_MAX_ROWS 8
+
 typedef struct cf_dsp {
   const char *name;
   /* out[i] = sum_{j<len} hrev[j] * x[i + j] for i < m (hrev: reversed taps,
@@ -34,6 +37,12 @@ typedef struct cf_dsp {
    * no blocking inside). */
   void (*conv2d_edge)(const float *row, const float *wq, size_t kw,
                       float *const *o, unsigned r0, unsigned nr, size_t m);
+  /* One-tap-wide 2D (the separable path's column pass), R = col_rows
+   * output rows at once: o[r][x] (+)= sum_{j<kh} w[j] * rows[r + j][x]
+   * for x < m (m % block == 0), r < R; `add` accumulates into o. */
+  void (*conv_cols)(const float *const *rows, const float *w, size_t kh,
+                    float *const *o, size_t m, int add);
+  unsigned col_rows;
   /* w samples (type 0 u8, 1 u16 LE, 2 float32) `step` bytes apart to
    * float. */
   void (*pix_in)(const unsigned char *p, unsigned step, int type,

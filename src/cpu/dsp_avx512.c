@@ -5,4 +5,6 @@
 #define DSP_VW 16
 #define DSP_ROWS 3
 #define DSP_NV 6
+#define DSP_CROWS 8
+#define DSP_CNV 3
 #include "dsp_impl.h"

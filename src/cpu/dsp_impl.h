@@ -25,9 +25,22 @@
 #ifndef DSP_NV
 #define DSP_NV 4
 #endif
+/* conv_cols (one tap wide) has no taps across to share loads over, so it
+ * takes more output rows a pass instead, DSP_CROWS of DSP_CNV vectors:
+ * each filtered row it pulls from L2 then serves more outputs. */
+#ifndef DSP_CROWS
+#define DSP_CROWS 4
+#endif
+#ifndef DSP_CNV
+#define DSP_CNV 1
+#endif
 typedef float vf __attribute__((vector_size(DSP_VW * 4)));
 typedef int vi __attribute__((vector_size(DSP_VW * 4)));
 #define BLOCK (DSP_NV * DSP_VW)
+#define CBLOCK (DSP_CNV * DSP_VW)
+_Static_assert(BLOCK % CBLOCK == 0, "conv_cols' block must divide BLOCK");
+_Static_assert(DSP_ROWS <= CF_DSP_MAX_ROWS && DSP_CROWS <= CF_DSP_MAX_ROWS,
+               "more output rows a pass than video.c holds");
 
 static inline vf loadv(const float *p)
 {
@@ -185,6 +198,37 @@ static void conv2d(const float *const *rows, const float *wpad, size_t nq,
     }
     for (int r = 0; r < DSP_ROWS; r++)
       for (int v = 0; v < DSP_NV; v++)
+        storev(o[r] + x + v * DSP_VW, a[r][v]);
+  }
+}
+
+/* The separable path's column pass: o[r][x] (+)= sum_{j<kh} w[j] *
+ * rows[r + j][x] for r < DSP_CROWS, x < m. Tap-major: each tap is
+ * broadcast once and every aligned load feeds one FMA, with no edge rows
+ * apart (conv2d's window shares loads across taps of a row, which a
+ * one-tap-wide kernel does not have, and its first and last rows went
+ * through conv2d_edge's loads and stores of the accumulators). The kh +
+ * DSP_CROWS - 1 rows a pass reads come from L2 (a band's ring is larger
+ * than L1); the more output rows a pass, the fewer times each is read.
+ * An output only meets its own kh rows, never a padding zero. */
+static void conv_cols(const float *const *rows, const float *w, size_t kh,
+                      float *const *o, size_t m, int add)
+{
+  for (size_t x = 0; x < m; x += CBLOCK) {
+    vf a[DSP_CROWS][DSP_CNV];
+    for (int r = 0; r < DSP_CROWS; r++)
+      for (int v = 0; v < DSP_CNV; v++)
+        a[r][v] = add ? loadv(o[r] + x + v * DSP_VW) : (vf){0};
+    for (size_t j = 0; j < kh; j++) {
+      vf h = bcastv(w[j]);
+      for (int r = 0; r < DSP_CROWS; r++) {
+        const float *p = rows[r + j] + x;
+        for (int v = 0; v < DSP_CNV; v++)
+          a[r][v] += h * loadv(p + v * DSP_VW);
+      }
+    }
+    for (int r = 0; r < DSP_CROWS; r++)
+      for (int v = 0; v < DSP_CNV; v++)
         storev(o[r] + x + v * DSP_VW, a[r][v]);
   }
 }
@@ -409,6 +453,6 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
   }
 }
 
-const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,     cmac,   BLOCK, DSP_ROWS,
-                         conv2d,         conv1row,      conv2d_edge,
-                         pix_in, pix_out};
+const cf_dsp DSP_NAME = {STR(DSP_NAME), fir,       cmac,     BLOCK,
+                         DSP_ROWS,      conv2d,    conv1row, conv2d_edge,
+                         conv_cols,     DSP_CROWS, pix_in,   pix_out};

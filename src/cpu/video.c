@@ -47,8 +47,8 @@ typedef struct chan {
 typedef struct slice {
   float *wpad;       /* direct: kh * kw taps flipped in both axes, with
                         dsp->rows - 1 zero rows above and below */
-  float *hrev, *vpad;/* separable: kw row taps reversed; kh column taps
-                        flipped and padded as wpad */
+  float *hrev, *vrev; /* separable: kw row taps and kh column taps,
+                         each reversed */
   float *spec;       /* FFT: the kernel's spectrum / (nh * nw) */
 } slice;
 
@@ -72,7 +72,8 @@ typedef struct band {
   ring *rings;  /* one per slice */
   float *tmp;   /* separable: one padded input row */
   float **rows; /* row pointers handed to the dsp */
-  float *out;   /* output rows (dsp->rows, or vh for FFT), mb floats each */
+  float *out;   /* output rows (dsp->rows, dsp->col_rows for separable, vh
+                   for FFT), mb floats each */
   float *tile, *spec, *acc; /* FFT */
   float *bandbuf;           /* FFT: t * nh padded rows */
 } band;
@@ -287,7 +288,7 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
   const plan *p = &v->p;
   unsigned kh = p->kh, nt = active_slices(v), R = v->dsp->rows;
   unsigned nq = kh + R - 1;
-  float *o[8];
+  float *o[CF_DSP_MAX_ROWS];
   for (unsigned r = 0; r < R; r++)
     o[r] = b->out + r * v->mb;
   /* R output rows per pass; past y1 they are computed and dropped. */
@@ -303,14 +304,15 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
   }
 }
 
-/* The column pass is the direct one with a one-tap-wide kernel: R output
- * rows per pass share each filtered row they load. */
+/* The rows pass filters each row once into the band's ring (ring_hfilt);
+ * the column pass (dsp->conv_cols) makes R output rows a pass from the
+ * kh + R - 1 filtered rows they span. */
 static void band_separable(video *v, band *b, const chan *c, long y0,
                            long y1)
 {
   const plan *p = &v->p;
-  unsigned nt = active_slices(v), R = v->dsp->rows, nq = p->kh + R - 1;
-  float *o[8];
+  unsigned nt = active_slices(v), R = v->dsp->col_rows, nq = p->kh + R - 1;
+  float *o[CF_DSP_MAX_ROWS];
   for (unsigned r = 0; r < R; r++)
     o[r] = b->out + r * v->mb;
   for (long i = y0; i < y1; i += R) {
@@ -318,7 +320,8 @@ static void band_separable(video *v, band *b, const chan *c, long y0,
       long v0 = i + p->cy - p->kh + 1;
       for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_hfilt(v, b, c, tau, v0 + q, y0, y1);
-      conv_rows(v, b->rows, p->s[tau].vpad, p->kh, 1, o, tau > 0);
+      v->dsp->conv_cols((const float *const *)b->rows, p->s[tau].vrev, p->kh, o,
+                        v->mb, tau > 0);
     }
     for (unsigned r = 0; r < R && i + (long)r < y1; r++)
       store_row(v, c, o[r], i + r);
@@ -471,7 +474,7 @@ static void free_plan(plan *p)
     for (unsigned t = 0; t < p->t; t++) {
       cf_free(p->s[t].wpad);
       cf_free(p->s[t].hrev);
-      cf_free(p->s[t].vpad);
+      cf_free(p->s[t].vrev);
       cf_free(p->s[t].spec);
     }
   free(p->s);
@@ -583,15 +586,14 @@ static cf_status make_plan(const video *v, const cf_kernel2d *k, plan *p)
     } else if (p->algo == ALGO_SEPARABLE) {
       cf_rank1(kt, k->kh, k->kw, u, u + k->kh);
       sl->hrev = cf_alloc(k->kw * sizeof(float));
-      unsigned z = v->dsp->rows - 1;
-      sl->vpad = cf_alloc((k->kh + 2 * z) * sizeof(float));
-      if (!sl->hrev || !sl->vpad)
+      sl->vrev = cf_alloc(k->kh * sizeof(float));
+      if (!sl->hrev || !sl->vrev)
         s = cf_fail(CF_E_NOMEM, "video: out of memory for taps");
       else {
         for (unsigned j = 0; j < k->kw; j++)
           sl->hrev[j] = (float)u[k->kh + k->kw - 1 - j];
         for (unsigned q = 0; q < k->kh; q++)
-          sl->vpad[q + z] = (float)u[k->kh - 1 - q];
+          sl->vrev[q] = (float)u[k->kh - 1 - q];
       }
     }
   }
@@ -646,15 +648,18 @@ static cf_status make_bands(video *v)
   v->bands = calloc(v->nbands, sizeof *v->bands);
   if (!v->bands)
     return cf_fail(CF_E_NOMEM, "video: out of memory for bands");
-  size_t outrows = p->algo == ALGO_FFT ? p->nh - p->kh + 1 : v->dsp->rows;
+  /* output rows a pass (direct, separable), or a tile's (FFT) */
+  size_t outrows = p->algo == ALGO_FFT         ? p->nh - p->kh + 1
+                   : p->algo == ALGO_SEPARABLE ? v->dsp->col_rows
+                                               : v->dsp->rows;
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
     int ok = (b->rings = calloc(p->t, sizeof *b->rings)) &&
-             (b->rows = calloc(p->kh + v->dsp->rows, sizeof *b->rows)) &&
+             (b->rows = calloc(p->kh + outrows, sizeof *b->rows)) &&
              (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
     for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
       ring *r = &b->rings[t];
-      r->n = p->kh + v->dsp->rows - 1;
+      r->n = p->kh + (unsigned)outrows - 1;
       r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
       ok = (r->buf = cf_alloc(r->n * r->len * sizeof(float))) &&
            (r->tag = malloc(r->n * sizeof *r->tag));
