@@ -1024,6 +1024,25 @@ static void test_api(void **state)
   cf_border bb;
   CHECK(cf_border_from_string("clamp", &bb) == CF_E_INVALID,
         "border 'clamp' accepted");
+  /* CF_DSP (the video-avx2 and video-generic runs): the CPU engine runs
+   * the table asked for, or a narrower one, never AVX-512 */
+  const char *dsp = getenv("CF_DSP");
+  if (dsp && *dsp && V->backend == CF_BACKEND_CPU) {
+    cf_video_config_init(&cfg);
+    cfg.width = cfg.height = 16;
+    cfg.backend = CF_BACKEND_CPU;
+    cf_kernel2d *k;
+    cf_engine *e;
+    const float one = 1.0f;
+    CHECK_OK(cf_kernel2d_new(1, 1, 1, &one, &k));
+    CHECK_OK(cf_engine_new_video(&cfg, k, &e));
+    const char *d = cf_engine_describe(e);
+    CHECK(!strstr(d, "cf_dsp_avx512") &&
+              (strcmp(dsp, "generic") || strstr(d, "cf_dsp_generic")),
+          "CF_DSP=%s, and the engine runs %s", dsp, d);
+    cf_engine_free(e);
+    cf_kernel2d_free(k);
+  }
 }
 
 /* Every border mode with odd and even kernel sizes, on GRAY32F and one
