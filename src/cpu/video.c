@@ -69,7 +69,9 @@ typedef struct ring {
 } ring;
 
 typedef struct band {
-  ring *rings;  /* one per slice */
+  ring *rings; /* one per slice, or per slice and component (chunked) */
+  unsigned nrings;
+  ring *cur;    /* the rings of the component being filtered */
   float *tmp;   /* separable: one padded input row */
   float **rows; /* row pointers handed to the dsp */
   float *out;   /* output rows (dsp->rows, dsp->col_rows for separable, vh
@@ -87,6 +89,10 @@ typedef struct video {
   unsigned nchan, nbands;
   int copy_rows; /* packed format with bytes passing through: copy each
                     band's rows whole first, then filter over them */
+  unsigned chunk; /* packed format, several components filtered (direct
+                     or separable): rows of a band done a chunk at a
+                     time, every component of it before the next; 0 for
+                     a component at a time over the whole band */
   chan ch[4]; /* filtered components, then those copied */
   plan p;
   band *bands;
@@ -210,7 +216,7 @@ static unsigned ring_slot(const ring *r, long vr)
 static float *ring_raw(video *v, band *b, const chan *c, unsigned tau,
                        long vr, long own0, long own1)
 {
-  ring *r = &b->rings[tau];
+  ring *r = &b->cur[tau];
   unsigned s = ring_slot(r, vr);
   float *row = r->buf + s * r->len;
   if (r->tag[s] != vr) {
@@ -224,7 +230,7 @@ static float *ring_raw(video *v, band *b, const chan *c, unsigned tau,
 static float *ring_hfilt(video *v, band *b, const chan *c, unsigned tau,
                          long vr, long own0, long own1)
 {
-  ring *r = &b->rings[tau];
+  ring *r = &b->cur[tau];
   unsigned s = ring_slot(r, vr);
   float *row = r->buf + s * r->len;
   if (r->tag[s] != vr) {
@@ -283,7 +289,10 @@ static void conv_rows(const video *v, float *const *rows, const float *w,
   }
 }
 
-static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
+/* Output rows [ya, yb) of the band [y0, y1) (whose rows the rings keep
+ * from one call to the next). */
+static void band_direct(video *v, band *b, const chan *c, long y0, long y1,
+                        long ya, long yb)
 {
   const plan *p = &v->p;
   unsigned kh = p->kh, nt = active_slices(v), R = v->dsp->rows;
@@ -291,15 +300,16 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
   float *o[CF_DSP_MAX_ROWS];
   for (unsigned r = 0; r < R; r++)
     o[r] = b->out + r * v->mb;
-  /* R output rows per pass; past y1 they are computed and dropped. */
-  for (long i = y0; i < y1; i += R) {
+  /* R output rows per pass; past yb they are computed and dropped (a
+   * chunk is a multiple of R rows: only at the band's end). */
+  for (long i = ya; i < yb; i += R) {
     for (unsigned tau = 0; tau < nt; tau++) {
       long v0 = i + p->cy - kh + 1;
       for (unsigned q = 0; q < nq; q++)
         b->rows[q] = ring_raw(v, b, c, tau, v0 + q, y0, y1);
       conv_rows(v, b->rows, p->s[tau].wpad, kh, p->kw, o, tau > 0);
     }
-    for (unsigned r = 0; r < R && i + (long)r < y1; r++)
+    for (unsigned r = 0; r < R && i + (long)r < yb; r++)
       store_row(v, c, o[r], i + r);
   }
 }
@@ -307,15 +317,15 @@ static void band_direct(video *v, band *b, const chan *c, long y0, long y1)
 /* The rows pass filters each row once into the band's ring (ring_hfilt);
  * the column pass (dsp->conv_cols) makes R output rows a pass from the
  * kh + R - 1 filtered rows they span. */
-static void band_separable(video *v, band *b, const chan *c, long y0,
-                           long y1)
+static void band_separable(video *v, band *b, const chan *c, long y0, long y1,
+                           long ya, long yb)
 {
   const plan *p = &v->p;
   unsigned nt = active_slices(v), R = v->dsp->col_rows, nq = p->kh + R - 1;
   float *o[CF_DSP_MAX_ROWS];
   for (unsigned r = 0; r < R; r++)
     o[r] = b->out + r * v->mb;
-  for (long i = y0; i < y1; i += R) {
+  for (long i = ya; i < yb; i += R) {
     for (unsigned tau = 0; tau < nt; tau++) {
       long v0 = i + p->cy - p->kh + 1;
       for (unsigned q = 0; q < nq; q++)
@@ -323,7 +333,7 @@ static void band_separable(video *v, band *b, const chan *c, long y0,
       v->dsp->conv_cols((const float *const *)b->rows, p->s[tau].vrev, p->kh, o,
                         v->mb, tau > 0);
     }
-    for (unsigned r = 0; r < R && i + (long)r < y1; r++)
+    for (unsigned r = 0; r < R && i + (long)r < yb; r++)
       store_row(v, c, o[r], i + r);
   }
 }
@@ -384,19 +394,64 @@ static void band_copy(video *v, const chan *c, long y0, long y1)
   }
 }
 
+static void copy_band_rows(video *v, long y0, long y1)
+{
+  size_t row = (size_t)v->cfg.width * v->fmt->plane_bpp[0];
+  for (long r = y0; r < y1; r++)
+    memcpy((uint8_t *)v->out->data[0] + (size_t)r * v->out->stride[0],
+           (const uint8_t *)v->in->data[0] + (size_t)r * v->in->stride[0], row);
+}
+
+static void filter_rows(video *v, band *b, const chan *c, long y0, long y1,
+                        long ya, long yb)
+{
+  if (v->p.algo == ALGO_DIRECT)
+    band_direct(v, b, c, y0, y1, ya, yb);
+  else
+    band_separable(v, b, c, y0, y1, ya, yb);
+}
+
+/* Packed pixels, several components filtered: a chunk of rows at a time,
+ * each component over it before the next chunk, so that the chunk's
+ * input and output rows stay in cache from one component to the next
+ * (a component at a time over the whole band read an RGBA band from
+ * memory three times and rewrote its output three times). Each component
+ * keeps its own rings from chunk to chunk. */
+static void run_band_chunked(video *v, band *b, long y0, long y1)
+{
+  for (unsigned i = 0; i < b->nrings; i++)
+    ring_reset(&b->rings[i]);
+  for (long ya = y0; ya < y1; ya += v->chunk) {
+    long yb = ya + (long)v->chunk < y1 ? ya + (long)v->chunk : y1;
+    if (v->copy_rows)
+      copy_band_rows(v, ya, yb);
+    for (unsigned k = 0; k < v->nchan; k++) {
+      const chan *c = &v->ch[k];
+      if (!c->filter) {
+        band_copy(v, c, ya, yb);
+        continue;
+      }
+      b->cur = b->rings + (size_t)k * v->p.t;
+      filter_rows(v, b, c, y0, y1, ya, yb);
+    }
+  }
+}
+
 static void run_band(void *ctx, unsigned bi)
 {
   video *v = ctx;
   band *b = &v->bands[bi];
-  if (v->copy_rows) {
+  if (v->chunk) { /* every component has the frame's height */
     long y0 = (long)((uint64_t)v->cfg.height * bi / v->nbands);
     long y1 = (long)((uint64_t)v->cfg.height * (bi + 1) / v->nbands);
-    size_t row = (size_t)v->cfg.width * v->fmt->plane_bpp[0];
-    for (long r = y0; r < y1; r++)
-      memcpy((uint8_t *)v->out->data[0] + (size_t)r * v->out->stride[0],
-             (const uint8_t *)v->in->data[0] + (size_t)r * v->in->stride[0],
-             row);
+    if (y0 < y1)
+      run_band_chunked(v, b, y0, y1);
+    return;
   }
+  if (v->copy_rows)
+    copy_band_rows(v, (long)((uint64_t)v->cfg.height * bi / v->nbands),
+                   (long)((uint64_t)v->cfg.height * (bi + 1) / v->nbands));
+  b->cur = b->rings;
   for (unsigned k = 0; k < v->nchan; k++) {
     const chan *c = &v->ch[k];
     long y0 = (long)((uint64_t)c->h * bi / v->nbands);
@@ -409,16 +464,10 @@ static void run_band(void *ctx, unsigned bi)
     }
     for (unsigned t = 0; t < v->p.t; t++)
       ring_reset(&b->rings[t]);
-    switch (v->p.algo) {
-    case ALGO_DIRECT:
-      band_direct(v, b, c, y0, y1);
-      break;
-    case ALGO_SEPARABLE:
-      band_separable(v, b, c, y0, y1);
-      break;
-    default:
+    if (v->p.algo == ALGO_FFT)
       band_fft(v, b, c, y0, y1);
-    }
+    else
+      filter_rows(v, b, c, y0, y1, y0, y1);
   }
 }
 
@@ -616,9 +665,9 @@ static void free_bands(video *v)
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
     if (b->rings)
-      for (unsigned t = 0; t < v->p.t; t++) {
-        cf_free(b->rings[t].buf);
-        free(b->rings[t].tag);
+      for (unsigned j = 0; j < b->nrings; j++) {
+        cf_free(b->rings[j].buf);
+        free(b->rings[j].tag);
       }
     free(b->rings);
     free(b->rows);
@@ -652,12 +701,22 @@ static cf_status make_bands(video *v)
   size_t outrows = p->algo == ALGO_FFT         ? p->nh - p->kh + 1
                    : p->algo == ALGO_SEPARABLE ? v->dsp->col_rows
                                                : v->dsp->rows;
+  unsigned nf = 0; /* filtered components: the first ones of v->ch */
+  for (unsigned k = 0; k < v->nchan; k++)
+    nf += v->ch[k].filter;
+  /* chunks of about 32 rows, a whole number of passes: 32 RGBA rows of
+   * 1920 in and out and the rings of three components are ~1 MB */
+  v->chunk = v->fmt->planes == 1 && nf > 1 && p->algo != ALGO_FFT
+                 ? (unsigned)((32 + outrows - 1) / outrows * outrows)
+                 : 0;
+  unsigned nrings = p->t * (v->chunk ? nf : 1);
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
-    int ok = (b->rings = calloc(p->t, sizeof *b->rings)) &&
+    int ok = (b->rings = calloc(nrings, sizeof *b->rings)) &&
              (b->rows = calloc(p->kh + outrows, sizeof *b->rows)) &&
              (b->out = cf_alloc(outrows * v->mb * sizeof(float)));
-    for (unsigned t = 0; ok && t < p->t && p->algo != ALGO_FFT; t++) {
+    b->nrings = b->rings ? nrings : 0;
+    for (unsigned t = 0; ok && t < nrings && p->algo != ALGO_FFT; t++) {
       ring *r = &b->rings[t];
       r->n = p->kh + (unsigned)outrows - 1;
       r->len = p->algo == ALGO_DIRECT ? v->rowlen : v->mb;
@@ -751,6 +810,7 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
   v->bands = trial.bands;
   v->mb = trial.mb;
   v->rowlen = trial.rowlen;
+  v->chunk = trial.chunk;
   if ((s = make_xmaps(v)) != CF_OK)
     return s;
   /* A shorter kernel keeps the ring as it is: the frames beyond its
