@@ -451,7 +451,19 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
       vu16 o = low16(pix_round(loadv(acc + x) * vs + vb, vmax, absolute));
       memcpy(p + 2 * x, &o, sizeof o);
     }
-  } else if (type == 0 && step != 4) {
+  } else if (type == 0 && step == 2) {
+    /* Two interleaved components (NV12's UV plane): replace the low byte
+     * of each 16-bit word, as below with 32-bit ones, rather than store a
+     * byte at a time. */
+    const vf vmax = bcastv(255.0f);
+    for (; x + DSP_VW < w; x += DSP_VW) {
+      vu16 lo = low16(pix_round(loadv(acc + x) * vs + vb, vmax, absolute));
+      vu16 wv;
+      memcpy(&wv, p + 2 * x, sizeof wv);
+      wv = (wv & 0xff00) | lo;
+      memcpy(p + 2 * x, &wv, sizeof wv);
+    }
+  } else if (type == 0 && step != 4) { /* 1, or 3 (RGB, BGR) */
     const vf vmax = bcastv(255.0f);
     for (; x + DSP_VW <= w; x += DSP_VW) {
       vu8 o = low8(pix_round(loadv(acc + x) * vs + vb, vmax, absolute));
