@@ -248,6 +248,18 @@ static void test_engine_swap_is_quick(void **state)
   free(t), free(h);
 }
 
+/* A random GRAY8 input frame and an output frame, tightly packed. */
+static void gray8_frames(ref_rng *r, unsigned w, unsigned h, uint8_t **in,
+                         uint8_t **out, cf_frame *fi, cf_frame *fo)
+{
+  *in = xalloc((size_t)w * h);
+  *out = xalloc((size_t)w * h);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    (*in)[i] = (uint8_t)ref_rng_range(r, 0, 255);
+  cf_frame_layout(CF_PIX_GRAY8, w, h, *in, fi);
+  cf_frame_layout(CF_PIX_GRAY8, w, h, *out, fo);
+}
+
 /* A prepare call for a second thread: audio (k) or video (k2d). */
 typedef struct prep_job {
   const cf_engine *e;
@@ -358,12 +370,9 @@ static void test_prepare_kernel2d(void **state)
   vc.pipeline_depth = (unsigned)ref_rng_range(&r, 0, 1);
   add_case(", depth %u", vc.pipeline_depth);
   CHECK_OK(cf_engine_new_video(&vc, v0, &e));
-  uint8_t *in = xalloc((size_t)w * h), *out = xalloc((size_t)w * h);
-  for (size_t i = 0; i < (size_t)w * h; i++)
-    in[i] = (uint8_t)ref_rng_range(&r, 0, 255);
+  uint8_t *in, *out;
   cf_frame fi, fo;
-  cf_frame_layout(vc.format, w, h, in, &fi);
-  cf_frame_layout(vc.format, w, h, out, &fo);
+  gray8_frames(&r, w, h, &in, &out, &fi, &fo);
   prep_job j = {e, NULL, v1, CF_E_INTERNAL};
   pthread_t th;
   CHECK(pthread_create(&th, NULL, prepare_thread, &j) == 0, "pthread_create");
@@ -463,12 +472,9 @@ static void test_prepare_kernel2d_takeover(void **state)
     vc.backend = CF_BACKEND_AUTO;
     vc.algorithm = CF_ALGO2D_FFT;
     vc.threads = 1;
-    uint8_t *in = xalloc((size_t)w * h), *out = xalloc((size_t)w * h);
-    for (size_t i = 0; i < (size_t)w * h; i++)
-      in[i] = (uint8_t)ref_rng_range(&r, 0, 255);
+    uint8_t *in, *out;
     cf_frame fi, fo;
-    cf_frame_layout(vc.format, w, h, in, &fi);
-    cf_frame_layout(vc.format, w, h, out, &fo);
+    gray8_frames(&r, w, h, &in, &out, &fi, &fo);
     /* without a prepare first: a tile new to the process is estimated */
     fresh = takeover_hasty(&vc, v0, v1, 0, &fi, &fo);
     if (fresh)
