@@ -437,25 +437,29 @@ static void run_band_chunked(video *v, band *b, long y0, long y1)
   }
 }
 
+/* Band bi's first row of a plane h rows high (its end: bi + 1). */
+static long band_row(const video *v, unsigned h, unsigned bi)
+{
+  return (long)((uint64_t)h * bi / v->nbands);
+}
+
 static void run_band(void *ctx, unsigned bi)
 {
   video *v = ctx;
   band *b = &v->bands[bi];
+  long f0 = band_row(v, v->cfg.height, bi);
+  long f1 = band_row(v, v->cfg.height, bi + 1);
   if (v->chunk) { /* every component has the frame's height */
-    long y0 = (long)((uint64_t)v->cfg.height * bi / v->nbands);
-    long y1 = (long)((uint64_t)v->cfg.height * (bi + 1) / v->nbands);
-    if (y0 < y1)
-      run_band_chunked(v, b, y0, y1);
+    if (f0 < f1)
+      run_band_chunked(v, b, f0, f1);
     return;
   }
   if (v->copy_rows)
-    copy_band_rows(v, (long)((uint64_t)v->cfg.height * bi / v->nbands),
-                   (long)((uint64_t)v->cfg.height * (bi + 1) / v->nbands));
+    copy_band_rows(v, f0, f1);
   b->cur = b->rings;
   for (unsigned k = 0; k < v->nchan; k++) {
     const chan *c = &v->ch[k];
-    long y0 = (long)((uint64_t)c->h * bi / v->nbands);
-    long y1 = (long)((uint64_t)c->h * (bi + 1) / v->nbands);
+    long y0 = band_row(v, c->h, bi), y1 = band_row(v, c->h, bi + 1);
     if (y0 == y1)
       continue;
     if (!c->filter) {
