@@ -1,0 +1,519 @@
+/* A live audio stream: PortAudio input -> engine -> PortAudio output, in
+ * PortAudio's callback (the lowest latency PortAudio offers: one period).
+ *
+ * The callback never waits for the control thread. A new kernel is built
+ * and its FFT plans are made in the thread that asks for it
+ * (cf_engine_prepare_kernel), then handed over through one atomic pointer
+ * that the callback takes at its next period; the engine crossfades. */
+#include "cfd.h"
+
+#ifdef CFD_HAVE_PORTAUDIO
+
+#include <math.h>
+#include <portaudio.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#define RING 4096 /* periods the processing-time statistics cover */
+
+struct cfd_audio {
+  cfd_stream_conf *sc; /* live keys (kernel, gain, crossfade) follow set */
+  cf_engine *e;
+  PaStream *pa;
+  unsigned out_channels;
+  float *silence;   /* block * channels zeros: a period with no input */
+  double budget_us; /* one period */
+  uint64_t limit;   /* input frames before the stream ends; 0: none */
+  size_t latency;   /* frames the engine delays its output by */
+
+  _Atomic(cf_kernel *) pending;
+  _Atomic double pending_crossfade;
+
+  /* written by the callback, read by status */
+  _Atomic uint64_t frames, periods, xruns, errors, swaps, swap_frame;
+  _Atomic int backend;    /* cf_backend now running */
+  _Atomic int last_error; /* cf_status of the last failed call, or 0 */
+  _Atomic bool finished;
+  _Atomic float proc_us[RING];
+  _Atomic uint64_t proc_n;
+};
+
+static int pa_users;
+static G_LOCK_DEFINE(pa_lock);
+
+bool cfd_audio_available(const char **why)
+{
+  (void)why;
+  return true;
+}
+
+static bool pa_ok(PaError pe, const char *what, GError **err)
+{
+  if (pe >= 0)
+    return true;
+  const PaHostErrorInfo *h =
+      pe == paUnanticipatedHostError ? Pa_GetLastHostErrorInfo() : NULL;
+  g_set_error(err, CFD_ERROR, 0, "PortAudio: %s: %s%s%s", what,
+              Pa_GetErrorText(pe), h && h->errorText ? ": " : "",
+              h && h->errorText ? h->errorText : "");
+  return false;
+}
+
+static bool pa_ref(GError **err)
+{
+  bool ok = true;
+  G_LOCK(pa_lock);
+  if (pa_users == 0)
+    ok = pa_ok(Pa_Initialize(), "initialising", err);
+  if (ok)
+    pa_users++;
+  G_UNLOCK(pa_lock);
+  return ok;
+}
+
+static void pa_unref(void)
+{
+  G_LOCK(pa_lock);
+  if (--pa_users == 0)
+    Pa_Terminate(); /* its error, if any, changes nothing here */
+  G_UNLOCK(pa_lock);
+}
+
+static double now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* "default", a device index, its exact name, or a part of exactly one
+ * name (case-insensitive); for input or output. */
+static PaDeviceIndex find_device(const char *want, bool input,
+                                 unsigned channels, GError **err)
+{
+  const char *dir = input ? "input" : "output";
+  int n = Pa_GetDeviceCount();
+  if (n < 0) {
+    pa_ok(n, "listing devices", err);
+    return paNoDevice;
+  }
+  PaDeviceIndex found = paNoDevice;
+  if (!strcmp(want, "default")) {
+    found = input ? Pa_GetDefaultInputDevice() : Pa_GetDefaultOutputDevice();
+    if (found == paNoDevice) {
+      g_set_error(err, CFD_ERROR, 0, "no default %s device (%d devices)", dir,
+                  n);
+      return paNoDevice;
+    }
+  } else {
+    char *end;
+    long idx = strtol(want, &end, 10);
+    if (*want && !*end) {
+      if (idx < 0 || idx >= n) {
+        g_set_error(err, CFD_ERROR, 0, "%s device %ld: there are devices 0..%d",
+                    dir, idx, n - 1);
+        return paNoDevice;
+      }
+      found = (PaDeviceIndex)idx;
+    }
+    for (int i = 0; found == paNoDevice && i < n; i++) {
+      const PaDeviceInfo *d = Pa_GetDeviceInfo(i);
+      if (d && !strcmp(d->name, want))
+        found = i;
+    }
+    char *lw = g_utf8_strdown(want, -1);
+    int matches = 0;
+    for (int i = 0; found == paNoDevice && i < n; i++) {
+      const PaDeviceInfo *d = Pa_GetDeviceInfo(i);
+      char *ln = d ? g_utf8_strdown(d->name, -1) : NULL;
+      if (ln && strstr(ln, lw) &&
+          (input ? d->maxInputChannels : d->maxOutputChannels) > 0) {
+        matches++;
+        found = i;
+      }
+      g_free(ln);
+    }
+    if (matches > 1)
+      found = paNoDevice;
+    g_free(lw);
+    if (found == paNoDevice) {
+      GString *list = g_string_new(NULL);
+      for (int i = 0; i < n; i++) {
+        const PaDeviceInfo *d = Pa_GetDeviceInfo(i);
+        if (d)
+          g_string_append_printf(list, "%s %d '%s' (in %d, out %d)",
+                                 i ? "," : "", i, d->name, d->maxInputChannels,
+                                 d->maxOutputChannels);
+      }
+      g_set_error(err, CFD_ERROR, 0, "%s device '%s': %s; devices:%s", dir,
+                  want,
+                  matches > 1 ? "names several, give more of the name"
+                              : "no device has that name",
+                  list->len ? list->str : " none");
+      g_string_free(list, TRUE);
+      return paNoDevice;
+    }
+  }
+  const PaDeviceInfo *d = Pa_GetDeviceInfo(found);
+  int have = d ? (input ? d->maxInputChannels : d->maxOutputChannels) : 0;
+  if (have < (int)channels) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s device %d '%s' has %d %s channels, "
+                "the stream needs %u",
+                dir, found, d ? d->name : "?", have, dir, channels);
+    return paNoDevice;
+  }
+  return found;
+}
+
+static int callback(const void *in, void *out, unsigned long n,
+                    const PaStreamCallbackTimeInfo *ti,
+                    PaStreamCallbackFlags flags, void *user)
+{
+  cfd_audio *a = user;
+  (void)ti;
+  double t0 = now_us();
+  if (flags & (paInputUnderflow | paInputOverflow | paOutputUnderflow |
+               paOutputOverflow))
+    atomic_fetch_add_explicit(&a->xruns, 1, memory_order_relaxed);
+  uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
+
+  cf_kernel *k = atomic_exchange(&a->pending, NULL);
+  if (k) {
+    double xf = atomic_load(&a->pending_crossfade);
+    cf_status s =
+        cf_engine_set_kernel(a->e, k, (size_t)llround(xf * a->sc->rate));
+    if (s == CF_OK) {
+      atomic_store(&a->swap_frame, done);
+      atomic_fetch_add(&a->swaps, 1);
+    } else {
+      atomic_fetch_add(&a->errors, 1);
+      atomic_store(&a->last_error, (int)s);
+    }
+    cf_kernel_free(k);
+  }
+
+  size_t todo = n;
+  if (a->limit && done + todo > a->limit)
+    todo = (size_t)(a->limit - done);
+  const float *src = in ? in : a->silence;
+  cf_status s = cf_engine_process(a->e, src, out, todo);
+  if (s != CF_OK) {
+    /* the stream goes on: a period of silence, counted */
+    memset(out, 0, (size_t)n * a->out_channels * sizeof(float));
+    atomic_fetch_add(&a->errors, 1);
+    atomic_store(&a->last_error, (int)s);
+  } else if (todo < n) {
+    memset((float *)out + todo * a->out_channels, 0,
+           (n - todo) * a->out_channels * sizeof(float));
+  }
+  atomic_store_explicit(&a->frames, done + todo, memory_order_relaxed);
+  atomic_store_explicit(&a->backend, (int)cf_engine_backend(a->e),
+                        memory_order_relaxed);
+  uint64_t i = atomic_fetch_add_explicit(&a->periods, 1, memory_order_relaxed);
+  atomic_store_explicit(&a->proc_us[i % RING], (float)(now_us() - t0),
+                        memory_order_relaxed);
+  atomic_store_explicit(&a->proc_n, i + 1, memory_order_release);
+  return a->limit && done + todo >= a->limit ? paComplete : paContinue;
+}
+
+static void finished(void *user)
+{
+  cfd_audio *a = user;
+  atomic_store(&a->finished, true);
+}
+
+static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
+{
+  cfd_stream_conf *c = g_new0(cfd_stream_conf, 1);
+  *c = *sc;
+  c->name = g_strdup(sc->name);
+  c->shape = g_strdup(sc->shape);
+  c->input = g_strdup(sc->input);
+  c->output = g_strdup(sc->output);
+  c->kernel_file = g_strdup(sc->kernel_file);
+  c->kernel_taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
+  c->kernel = NULL;
+  c->pipeline = NULL;
+  c->filter = NULL;
+  return c;
+}
+
+cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
+{
+  if (!pa_ref(err))
+    return NULL;
+  cfd_audio *a = g_new0(cfd_audio, 1);
+  a->sc = conf_copy(sc);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = sc->channels;
+  cfg.block_size = sc->block;
+  cfg.backend = sc->backend;
+  cfg.device_id = sc->device_id;
+  cfg.algorithm = sc->algorithm;
+  cfg.threads = sc->threads;
+  cf_status s = cf_engine_new_audio(&cfg, sc->kernel, &a->e);
+  if (s != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "engine: %s", cf_last_error());
+    goto fail;
+  }
+  a->out_channels = cf_engine_out_channels(a->e);
+  a->silence = g_new0(float, (size_t)sc->block * sc->channels);
+  a->budget_us = 1e6 * sc->block / sc->rate;
+  a->limit = (uint64_t)llround(sc->duration * sc->rate);
+  a->latency = cf_engine_latency(a->e);
+  atomic_store(&a->backend, (int)cf_engine_backend(a->e));
+
+  GError *e = NULL;
+  PaDeviceIndex din = find_device(sc->input, true, sc->channels, &e);
+  PaDeviceIndex dout =
+      din == paNoDevice ? paNoDevice
+                        : find_device(sc->output, false, a->out_channels, &e);
+  if (dout == paNoDevice) {
+    g_propagate_error(err, e);
+    goto fail;
+  }
+  const PaDeviceInfo *ii = Pa_GetDeviceInfo(din);
+  const PaDeviceInfo *oi = Pa_GetDeviceInfo(dout);
+  PaStreamParameters ip = {
+      din, (int)sc->channels, paFloat32,
+      sc->latency > 0 ? sc->latency : ii->defaultLowInputLatency, NULL};
+  PaStreamParameters op = {
+      dout, (int)a->out_channels, paFloat32,
+      sc->latency > 0 ? sc->latency : oi->defaultLowOutputLatency, NULL};
+  char *what = g_strdup_printf("opening '%s' -> '%s' at %u Hz, %u frames a "
+                               "period",
+                               ii->name, oi->name, sc->rate, sc->block);
+  bool ok = pa_ok(Pa_OpenStream(&a->pa, &ip, &op, sc->rate, sc->block, paNoFlag,
+                                callback, a),
+                  what, err);
+  g_free(what);
+  if (!ok)
+    goto fail;
+  if (!pa_ok(Pa_SetStreamFinishedCallback(a->pa, finished), "stream", err) ||
+      !pa_ok(Pa_StartStream(a->pa), "starting the stream", err))
+    goto fail;
+  return a;
+fail:
+  cfd_audio_stop(a);
+  return NULL;
+}
+
+void cfd_audio_stop(cfd_audio *a)
+{
+  if (!a)
+    return;
+  if (a->pa) {
+    if (Pa_IsStreamStopped(a->pa) == 0)
+      Pa_StopStream(a->pa); /* plays what is queued; errors: closing anyway */
+    Pa_CloseStream(a->pa);
+  }
+  cf_kernel_free(atomic_exchange(&a->pending, NULL));
+  cf_engine_free(a->e);
+  g_free(a->silence);
+  cfd_stream_conf_free(a->sc);
+  g_free(a);
+  pa_unref();
+}
+
+void cfd_audio_status(cfd_audio *a, GString *out)
+{
+  uint64_t n = atomic_load_explicit(&a->proc_n, memory_order_acquire);
+  size_t m = n < RING ? (size_t)n : RING;
+  float *v = g_new(float, m ? m : 1);
+  for (size_t i = 0; i < m; i++)
+    v[i] = atomic_load_explicit(&a->proc_us[i], memory_order_relaxed);
+  double p50, p99, max;
+  cfd_percentiles(v, m, &p50, &p99, &max);
+  g_free(v);
+  int err = atomic_load(&a->last_error);
+  const PaStreamInfo *info = Pa_GetStreamInfo(a->pa);
+  g_string_append_printf(
+      out,
+      "state=%s backend=%s rate=%u channels=%u->%u block=%u "
+      "latency-frames=%zu device-latency-ms=%.1f/%.1f frames=%" G_GUINT64_FORMAT
+      " periods=%" G_GUINT64_FORMAT " xruns=%" G_GUINT64_FORMAT
+      " errors=%" G_GUINT64_FORMAT
+      " proc-us-p50=%.1f proc-us-p99=%.1f proc-us-max=%.1f budget-us=%.1f "
+      "swaps=%" G_GUINT64_FORMAT " last-swap-frame=%" G_GUINT64_FORMAT
+      " kernel=%s gain=%g crossfade=%g",
+      atomic_load(&a->finished) ? "finished" : "running",
+      cf_backend_name((cf_backend)atomic_load(&a->backend)), a->sc->rate,
+      a->sc->channels, a->out_channels, a->sc->block, a->latency,
+      info ? info->inputLatency * 1e3 : 0.0,
+      info ? info->outputLatency * 1e3 : 0.0, (guint64)atomic_load(&a->frames),
+      (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
+      (guint64)atomic_load(&a->errors), p50, p99, max, a->budget_us,
+      (guint64)atomic_load(&a->swaps), (guint64)atomic_load(&a->swap_frame),
+      a->sc->kernel_file ? a->sc->kernel_file : "(taps)", a->sc->gain_db,
+      a->sc->crossfade);
+  if (err)
+    g_string_append_printf(out, " last-error=%s",
+                           cf_status_name((cf_status)err));
+}
+
+bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
+{
+  /* refusals (a kernel set that does not fit the stream) come here, not
+   * in the callback; the plans are measured in this thread */
+  if (cf_engine_prepare_kernel(a->e, k) != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+    cf_kernel_free(k);
+    return false;
+  }
+  atomic_store(&a->pending_crossfade, crossfade);
+  /* a kernel the callback has not taken yet is replaced */
+  cf_kernel_free(atomic_exchange(&a->pending, k));
+  return true;
+}
+
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
+{
+  cf_kernel *k = sc->kernel;
+  sc->kernel = NULL;
+  if (!cfd_audio_swap(a, k, sc->crossfade, err))
+    return false;
+  cfd_stream_conf *own = a->sc;
+  g_free(own->kernel_file);
+  g_free(own->kernel_taps);
+  own->kernel_file = g_strdup(sc->kernel_file);
+  own->kernel_taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
+  own->kernel_len = sc->kernel_len;
+  own->gain_db = sc->gain_db;
+  own->crossfade = sc->crossfade;
+  return true;
+}
+
+bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
+                   GError **err)
+{
+  cfd_stream_conf *sc = a->sc;
+  char *file = NULL;
+  float *taps = NULL;
+  size_t len = 0;
+  double gain = sc->gain_db;
+  char *end;
+  if (!strcmp(key, "crossfade")) {
+    double x = g_ascii_strtod(value, &end);
+    if (!*value || *end || !(x >= 0 && x <= 60)) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "crossfade: '%s' is not a number of "
+                  "seconds in 0..60",
+                  value);
+      return false;
+    }
+    sc->crossfade = x;
+    return true;
+  }
+  if (!strcmp(key, "gain")) {
+    gain = g_ascii_strtod(value, &end);
+    if (!*value || *end || !(gain >= -120 && gain <= 120)) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "gain: '%s' is not a number of dB in "
+                  "-120..120",
+                  value);
+      return false;
+    }
+  } else if (!strcmp(key, "kernel-file")) {
+    file = g_strdup(value);
+  } else if (!strcmp(key, "kernel")) {
+    if (!cfd_parse_taps(value, &taps, &len, err))
+      return false;
+  } else {
+    g_set_error(err, CFD_ERROR, 0,
+                "'%s' cannot change while the stream "
+                "runs (kernel-file, kernel, gain and crossfade can; "
+                "reload for the rest)",
+                key);
+    return false;
+  }
+  if (!file && !taps) { /* gain: the same kernel again */
+    file = g_strdup(sc->kernel_file);
+    taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
+    len = sc->kernel_len;
+  }
+  cf_kernel *k = cfd_kernel_build(file, taps, len, sc->rate, gain, err);
+  bool ok = k && cfd_audio_swap(a, k, sc->crossfade, err);
+  if (ok) {
+    g_free(sc->kernel_file);
+    g_free(sc->kernel_taps);
+    sc->kernel_file = file;
+    sc->kernel_taps = taps;
+    sc->kernel_len = len;
+    sc->gain_db = gain;
+  } else {
+    g_free(file);
+    g_free(taps);
+  }
+  return ok;
+}
+
+#else /* no PortAudio */
+
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
+{
+  (void)a;
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  return false;
+}
+
+bool cfd_audio_available(const char **why)
+{
+  *why = "this cudafilterd was built without PortAudio (type=audio); "
+         "a type=pipeline stream can use GStreamer's audio sources";
+  return false;
+}
+cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  return NULL;
+}
+void cfd_audio_stop(cfd_audio *a)
+{
+  (void)a;
+}
+void cfd_audio_status(cfd_audio *a, GString *out)
+{
+  (void)a;
+  (void)out;
+}
+bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
+{
+  (void)a;
+  (void)crossfade;
+  cf_kernel_free(k);
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  return false;
+}
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
+{
+  cf_kernel *k = sc->kernel;
+  sc->kernel = NULL;
+  if (!cfd_audio_swap(a, k, sc->crossfade, err))
+    return false;
+  cfd_stream_conf *own = a->sc;
+  g_free(own->kernel_file);
+  g_free(own->kernel_taps);
+  own->kernel_file = g_strdup(sc->kernel_file);
+  own->kernel_taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
+  own->kernel_len = sc->kernel_len;
+  own->gain_db = sc->gain_db;
+  own->crossfade = sc->crossfade;
+  return true;
+}
+
+bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
+                   GError **err)
+{
+  (void)a;
+  (void)key;
+  (void)value;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  return false;
+}
+
+#endif

@@ -1,0 +1,116 @@
+/* cudafilterd: what the daemon's files share.
+ *
+ * config.c reads a config file into cfd_config (every value checked, every
+ * kernel loaded), audio.c runs a PortAudio stream (callback -> engine ->
+ * callback), pipeline.c a GStreamer pipeline, daemon.c owns the streams,
+ * the control socket, reloads and signals. The daemon never touches CUDA:
+ * the engine and the elements choose the backend. */
+#ifndef CFD_H
+#define CFD_H
+
+#include <cudafilter/cudafilter.h>
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define CFD_ERROR (cfd_error_quark())
+GQuark cfd_error_quark(void);
+
+typedef enum cfd_type { CFD_AUDIO, CFD_PIPELINE } cfd_type;
+
+/* One [stream NAME] section, checked. */
+typedef struct cfd_stream_conf {
+  char *name;
+  cfd_type type;
+  /* The section's keys and values, sorted ("key=value\n"...), without the
+   * kernel keys (kernel, kernel-file, gain, crossfade): on a reload, equal
+   * `shape` means the running stream can take the new kernel live. */
+  char *shape;
+  /* audio */
+  char *input, *output;    /* PortAudio device: name, part of one, index */
+  unsigned rate, channels; /* frames per second, input channels */
+  unsigned block;          /* frames per callback (and the FFT block) */
+  unsigned threads;
+  int device_id;
+  cf_backend backend;
+  cf_algorithm algorithm;
+  double latency;    /* PortAudio suggested latency, s; 0: low */
+  double duration;   /* s of input, then the stream ends; 0: never */
+  char *kernel_file; /* or NULL: kernel_taps */
+  float *kernel_taps;
+  size_t kernel_len;
+  double gain_db;
+  double crossfade;  /* s */
+  cf_kernel *kernel; /* loaded at rate, gain applied */
+  /* pipeline */
+  char *pipeline; /* gst-launch-1.0 syntax */
+  char *filter;   /* element that swap-kernel sets, or NULL */
+} cfd_stream_conf;
+
+typedef struct cfd_config {
+  char *path;
+  char *socket;       /* NULL: the default path */
+  GPtrArray *streams; /* cfd_stream_conf *, in file order */
+} cfd_config;
+
+/* Read and check `path`. Errors name the file, the section, the key and
+ * what the value must be. */
+cfd_config *cfd_config_load(const char *path, GError **err);
+void cfd_config_free(cfd_config *c);
+void cfd_stream_conf_free(cfd_stream_conf *sc);
+
+/* The kernel for an audio stream: `file` (any format cf_kernel_load
+ * reads, resampled to `rate`) or `taps`, scaled by gain_db. */
+cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
+                            unsigned rate, double gain_db, GError **err);
+
+/* Parse "1, -0.5, 0.25" (commas and/or spaces). */
+bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
+
+/* $XDG_RUNTIME_DIR/cudafilterd.sock, else /tmp/cudafilterd-UID.sock. */
+char *cfd_default_socket(void);
+
+/* p50, p99 and max of n values (µs); zeros when n == 0. */
+void cfd_percentiles(const float *v, size_t n, double *p50, double *p99,
+                     double *max);
+
+/* ---- streams ---- */
+typedef struct cfd_audio cfd_audio;
+typedef struct cfd_pipeline cfd_pipeline;
+
+/* Whether this build has the type (and why not). */
+bool cfd_audio_available(const char **why);
+bool cfd_pipeline_available(const char **why);
+
+/* Start the stream sc describes (sc is copied where needed: the caller
+ * keeps it). */
+cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err);
+/* Let the buffered output play, close the devices, free. */
+void cfd_audio_stop(cfd_audio *a);
+/* key=value pairs on one line, no newline. */
+void cfd_audio_status(cfd_audio *a, GString *out);
+/* Take kernel k (ownership passes) with a crossfade of `crossfade` s at
+ * the next callback; its FFT plans are made here, in the caller's
+ * thread. */
+bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
+/* The kernel keys of section sc (its kernel is taken), as a reload
+ * brings them. */
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err);
+/* Live keys: kernel-file, kernel, gain, crossfade. */
+bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
+                   GError **err);
+
+cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err);
+/* Send EOS, wait up to 2 s for it to reach the sinks, then stop. */
+void cfd_pipeline_stop(cfd_pipeline *p);
+void cfd_pipeline_status(cfd_pipeline *p, GString *out);
+/* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). */
+bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
+                      GError **err);
+/* The filter element's kernel-file (and crossfade, for cudafir, when
+ * crossfade >= 0). */
+bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
+                       GError **err);
+
+#endif

@@ -1,0 +1,487 @@
+/* cudafilterd's config file: GKeyFile syntax, one [daemon] section and a
+ * [stream NAME] section per stream (config/cudafilterd.conf documents the
+ * keys). Everything is checked here, kernels included, so that a reload
+ * either gets a config that can run or keeps the old one. */
+#include "cfd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK(cfd - error - quark, cfd_error)
+
+/* The keys a section may have; `kernel` marks those a running audio
+ * stream takes without a restart. */
+typedef struct key_info {
+  const char *name;
+  int type; /* -1: any section type, else cfd_type */
+  bool kernel;
+} key_info;
+
+static const key_info stream_keys[] = {
+    {"type", -1, false},
+    {"input", CFD_AUDIO, false},
+    {"output", CFD_AUDIO, false},
+    {"rate", CFD_AUDIO, false},
+    {"channels", CFD_AUDIO, false},
+    {"block", CFD_AUDIO, false},
+    {"threads", CFD_AUDIO, false},
+    {"device-id", CFD_AUDIO, false},
+    {"backend", CFD_AUDIO, false},
+    {"algorithm", CFD_AUDIO, false},
+    {"latency", CFD_AUDIO, false},
+    {"duration", CFD_AUDIO, false},
+    {"kernel-file", CFD_AUDIO, true},
+    {"kernel", CFD_AUDIO, true},
+    {"gain", CFD_AUDIO, true},
+    {"crossfade", CFD_AUDIO, true},
+    {"pipeline", CFD_PIPELINE, false},
+    {"filter", CFD_PIPELINE, false},
+};
+
+static const key_info *find_key(const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS(stream_keys); i++)
+    if (!strcmp(stream_keys[i].name, name))
+      return &stream_keys[i];
+  return NULL;
+}
+
+void cfd_stream_conf_free(cfd_stream_conf *sc)
+{
+  if (!sc)
+    return;
+  g_free(sc->name);
+  g_free(sc->shape);
+  g_free(sc->input);
+  g_free(sc->output);
+  g_free(sc->kernel_file);
+  g_free(sc->kernel_taps);
+  cf_kernel_free(sc->kernel);
+  g_free(sc->pipeline);
+  g_free(sc->filter);
+  g_free(sc);
+}
+
+void cfd_config_free(cfd_config *c)
+{
+  if (!c)
+    return;
+  g_free(c->path);
+  g_free(c->socket);
+  if (c->streams)
+    g_ptr_array_free(c->streams, TRUE);
+  g_free(c);
+}
+
+char *cfd_default_socket(void)
+{
+  const char *run = g_getenv("XDG_RUNTIME_DIR");
+  if (run && *run && g_file_test(run, G_FILE_TEST_IS_DIR))
+    return g_build_filename(run, "cudafilterd.sock", NULL);
+  return g_strdup_printf("/tmp/cudafilterd-%u.sock", (unsigned)getuid());
+}
+
+bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(float));
+  const char *p = s;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == ',')
+      p++;
+    if (!*p)
+      break;
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    if (end == p || errno == ERANGE || !isfinite(v) || fabs(v) > 3.4e38) {
+      g_set_error(err, CFD_ERROR, 0, "tap %u is not a finite number: '%.20s'",
+                  a->len + 1, p);
+      g_array_free(a, TRUE);
+      return false;
+    }
+    float f = (float)v;
+    g_array_append_val(a, f);
+    p = end;
+    if (*p && *p != ' ' && *p != '\t' && *p != ',') {
+      g_set_error(err, CFD_ERROR, 0, "tap %u: unexpected '%c'", a->len, *p);
+      g_array_free(a, TRUE);
+      return false;
+    }
+  }
+  if (a->len == 0) {
+    g_set_error(err, CFD_ERROR, 0, "no taps");
+    g_array_free(a, TRUE);
+    return false;
+  }
+  *len = a->len;
+  *taps = (float *)g_array_free(a, FALSE);
+  return true;
+}
+
+cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
+                            unsigned rate, double gain_db, GError **err)
+{
+  cf_kernel *k = NULL;
+  cf_status s = file ? cf_kernel_load(file, rate, &k)
+                     : cf_kernel_new_shared(taps, len, &k);
+  if (s != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+    return NULL;
+  }
+  if (gain_db != 0.0)
+    cf_kernel_scale(k, (float)pow(10.0, gain_db / 20.0));
+  return k;
+}
+
+/* ---- values ---- */
+
+typedef struct reader {
+  GKeyFile *kf;
+  const char *path, *group;
+  GError **err;
+} reader;
+
+static bool bad(reader *r, const char *key, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+static bool bad(reader *r, const char *key, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  if (key)
+    g_set_error(r->err, CFD_ERROR, 0, "%s: [%s] %s: %s", r->path, r->group, key,
+                msg);
+  else
+    g_set_error(r->err, CFD_ERROR, 0, "%s: [%s]: %s", r->path, r->group, msg);
+  g_free(msg);
+  return false;
+}
+
+/* The value as written (GKeyFile unescapes it), or NULL when absent. */
+static char *get(reader *r, const char *key)
+{
+  return g_key_file_get_string(r->kf, r->group, key, NULL);
+}
+
+static bool get_uint(reader *r, const char *key, unsigned lo, unsigned hi,
+                     unsigned def, unsigned *out)
+{
+  char *v = get(r, key);
+  if (!v) {
+    *out = def;
+    return true;
+  }
+  char *end;
+  errno = 0;
+  unsigned long x = strtoul(g_strstrip(v), &end, 10);
+  bool ok = *v && !*end && v[0] != '-' && errno == 0 && x >= lo && x <= hi;
+  if (!ok)
+    bad(r, key, "'%s' is not a whole number in %u..%u", v, lo, hi);
+  else
+    *out = (unsigned)x;
+  g_free(v);
+  return ok;
+}
+
+static bool get_double(reader *r, const char *key, double lo, double hi,
+                       double def, double *out)
+{
+  char *v = get(r, key);
+  if (!v) {
+    *out = def;
+    return true;
+  }
+  char *end;
+  errno = 0;
+  double x = g_ascii_strtod(g_strstrip(v), &end);
+  bool ok = *v && !*end && errno == 0 && isfinite(x) && x >= lo && x <= hi;
+  if (!ok)
+    bad(r, key, "'%s' is not a number in %g..%g", v, lo, hi);
+  else
+    *out = x;
+  g_free(v);
+  return ok;
+}
+
+static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
+{
+  char *v;
+  sc->input = get(r, "input");
+  sc->output = get(r, "output");
+  if (!sc->input)
+    sc->input = g_strdup("default");
+  if (!sc->output)
+    sc->output = g_strdup("default");
+  unsigned dev = 0;
+  if (!get_uint(r, "rate", 1000, 768000, 48000, &sc->rate) ||
+      !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels) ||
+      !get_uint(r, "block", 1, 16384, 256, &sc->block) ||
+      !get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
+      !get_uint(r, "device-id", 0, 63, 0, &dev) ||
+      !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
+      !get_double(r, "duration", 0, 1e7, 0, &sc->duration) ||
+      !get_double(r, "gain", -120, 120, 0, &sc->gain_db) ||
+      !get_double(r, "crossfade", 0, 60, 0.05, &sc->crossfade))
+    return false;
+  sc->device_id = (int)dev;
+  sc->backend = CF_BACKEND_AUTO;
+  if ((v = get(r, "backend"))) {
+    cf_status s = cf_backend_from_string(g_strstrip(v), &sc->backend);
+    if (s != CF_OK)
+      bad(r, "backend", "'%s' is not auto, cpu or cuda", v);
+    g_free(v);
+    if (s != CF_OK)
+      return false;
+  }
+  sc->algorithm = CF_ALGO_AUTO;
+  if ((v = get(r, "algorithm"))) {
+    cf_status s = cf_algorithm_from_string(g_strstrip(v), &sc->algorithm);
+    if (s != CF_OK)
+      bad(r, "algorithm",
+          "'%s' is not auto, direct, fft-uniform or fft-nonuniform", v);
+    g_free(v);
+    if (s != CF_OK)
+      return false;
+  }
+  char *file = get(r, "kernel-file");
+  char *taps = get(r, "kernel");
+  if (!file == !taps) {
+    g_free(file);
+    g_free(taps);
+    return bad(r, NULL,
+               "needs one of kernel-file (a file) or kernel "
+               "(taps), not %s",
+               file ? "both" : "neither");
+  }
+  GError *e = NULL;
+  if (taps) {
+    bool ok = cfd_parse_taps(taps, &sc->kernel_taps, &sc->kernel_len, &e);
+    g_free(taps);
+    if (!ok) {
+      bad(r, "kernel", "%s", e->message);
+      g_error_free(e);
+      return false;
+    }
+  } else {
+    /* relative to the config file's folder */
+    char *cwd = g_get_current_dir();
+    char *base = g_canonicalize_filename(dir, cwd);
+    sc->kernel_file = g_canonicalize_filename(file, base);
+    g_free(base);
+    g_free(cwd);
+    g_free(file);
+  }
+  sc->kernel = cfd_kernel_build(sc->kernel_file, sc->kernel_taps,
+                                sc->kernel_len, sc->rate, sc->gain_db, &e);
+  if (!sc->kernel) {
+    bad(r, sc->kernel_file ? "kernel-file" : "kernel", "%s", e->message);
+    g_error_free(e);
+    return false;
+  }
+  cf_routing rt = cf_kernel_routing(sc->kernel);
+  if ((rt == CF_ROUTING_PER_CHANNEL &&
+       cf_kernel_count(sc->kernel) != sc->channels) ||
+      (rt == CF_ROUTING_MATRIX && cf_kernel_inputs(sc->kernel) != sc->channels))
+    return bad(r, sc->kernel_file ? "kernel-file" : "kernel",
+               "a %s kernel set for %u input channel%s, but channels = %u",
+               cf_routing_name(rt),
+               rt == CF_ROUTING_MATRIX ? cf_kernel_inputs(sc->kernel)
+                                       : cf_kernel_count(sc->kernel),
+               (rt == CF_ROUTING_MATRIX ? cf_kernel_inputs(sc->kernel)
+                                        : cf_kernel_count(sc->kernel)) == 1
+                   ? ""
+                   : "s",
+               sc->channels);
+  return true;
+}
+
+static bool read_pipeline(reader *r, cfd_stream_conf *sc)
+{
+  sc->pipeline = get(r, "pipeline");
+  sc->filter = get(r, "filter");
+  if (!sc->pipeline || !*g_strstrip(sc->pipeline))
+    return bad(r, "pipeline", "missing: a gst-launch-1.0 description");
+  if (sc->filter && !*g_strstrip(sc->filter))
+    return bad(r, "filter", "empty: the name of an element");
+  return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static cfd_stream_conf *read_stream(reader *r, const char *dir)
+{
+  cfd_stream_conf *sc = g_new0(cfd_stream_conf, 1);
+  sc->name = g_strdup(r->group + strlen("stream "));
+  g_strstrip(sc->name);
+  bool ok = true;
+  if (!*sc->name || strpbrk(sc->name, " \t")) {
+    ok = bad(r, NULL, "a stream's name is one word: [stream NAME]");
+    goto out;
+  }
+  char *type = get(r, "type");
+  if (!type) {
+    ok = bad(r, "type", "missing: audio or pipeline");
+    goto out;
+  }
+  g_strstrip(type);
+  if (!strcmp(type, "audio"))
+    sc->type = CFD_AUDIO;
+  else if (!strcmp(type, "pipeline"))
+    sc->type = CFD_PIPELINE;
+  else
+    ok = bad(r, "type", "'%s' is not audio or pipeline", type);
+  g_free(type);
+  if (!ok)
+    goto out;
+
+  gsize n = 0;
+  char **keys = g_key_file_get_keys(r->kf, r->group, &n, NULL);
+  GString *shape = g_string_new(NULL);
+  qsort(keys, n, sizeof *keys, cmp_str);
+  for (gsize i = 0; ok && i < n; i++) {
+    const key_info *ki = find_key(keys[i]);
+    if (!ki)
+      ok = bad(r, keys[i], "unknown key");
+    else if (ki->type >= 0 && ki->type != (int)sc->type)
+      ok = bad(r, keys[i], "only %s streams have it",
+               ki->type == CFD_AUDIO ? "type=audio" : "type=pipeline");
+    else if (!ki->kernel) {
+      char *v = get(r, keys[i]);
+      g_string_append_printf(shape, "%s=%s\n", keys[i], v ? v : "");
+      g_free(v);
+    }
+  }
+  g_strfreev(keys);
+  sc->shape = g_string_free(shape, FALSE);
+  if (ok)
+    ok = sc->type == CFD_AUDIO ? read_audio(r, dir, sc) : read_pipeline(r, sc);
+  if (ok) {
+    const char *why = NULL;
+    bool have = sc->type == CFD_AUDIO ? cfd_audio_available(&why)
+                                      : cfd_pipeline_available(&why);
+    if (!have)
+      ok = bad(r, "type", "%s", why);
+  }
+out:
+  if (!ok) {
+    cfd_stream_conf_free(sc);
+    return NULL;
+  }
+  return sc;
+}
+
+cfd_config *cfd_config_load(const char *path, GError **err)
+{
+  GKeyFile *kf = g_key_file_new();
+  GError *e = NULL;
+  char *text = NULL;
+  gsize len = 0;
+  if (!g_file_get_contents(path, &text, &len, &e) ||
+      !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
+    g_set_error(err, CFD_ERROR, 0, "%s: %s", path, e->message);
+    g_error_free(e);
+    g_key_file_free(kf);
+    g_free(text);
+    return NULL;
+  }
+  /* GKeyFile merges a section given twice: a copied section would
+   * silently override the first */
+  GHashTable *seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  char **lines = g_strsplit(text, "\n", -1);
+  g_free(text);
+  bool dup = false;
+  for (guint i = 0; lines[i] && !dup; i++) {
+    char *l = g_strstrip(lines[i]);
+    if (*l != '[')
+      continue;
+    if (!g_hash_table_add(seen, g_strdup(l))) {
+      g_set_error(err, CFD_ERROR, 0, "%s:%u: a second %s section", path, i + 1,
+                  l);
+      dup = true;
+    }
+  }
+  g_strfreev(lines);
+  g_hash_table_destroy(seen);
+  if (dup) {
+    g_key_file_free(kf);
+    return NULL;
+  }
+  cfd_config *c = g_new0(cfd_config, 1);
+  c->path = g_strdup(path);
+  c->streams =
+      g_ptr_array_new_with_free_func((GDestroyNotify)cfd_stream_conf_free);
+  char *dir = g_path_get_dirname(path);
+  gsize n = 0;
+  char **groups = g_key_file_get_groups(kf, &n);
+  bool ok = true;
+  for (gsize i = 0; ok && i < n; i++) {
+    reader r = {kf, path, groups[i], err};
+    if (!strcmp(groups[i], "daemon")) {
+      gsize nk = 0;
+      char **keys = g_key_file_get_keys(kf, groups[i], &nk, NULL);
+      for (gsize j = 0; ok && j < nk; j++)
+        if (strcmp(keys[j], "socket"))
+          ok = bad(&r, keys[j],
+                   "unknown key (the [daemon] section has "
+                   "only socket)");
+      g_strfreev(keys);
+      c->socket = get(&r, "socket");
+      if (ok && c->socket && !*g_strstrip(c->socket))
+        ok = bad(&r, "socket", "empty: a path");
+    } else if (g_str_has_prefix(groups[i], "stream ")) {
+      cfd_stream_conf *sc = read_stream(&r, dir);
+      ok = sc != NULL;
+      for (guint j = 0; ok && j < c->streams->len; j++)
+        if (!strcmp(((cfd_stream_conf *)c->streams->pdata[j])->name, sc->name))
+          ok = bad(&r, NULL, "a second stream named '%s'", sc->name);
+      if (sc && !ok)
+        cfd_stream_conf_free(sc);
+      else if (sc)
+        g_ptr_array_add(c->streams, sc);
+    } else {
+      ok = bad(&r, NULL,
+               "unknown section (there are [daemon] and "
+               "[stream NAME])");
+    }
+  }
+  if (ok && c->streams->len == 0) {
+    g_set_error(err, CFD_ERROR, 0, "%s: no [stream NAME] section", path);
+    ok = false;
+  }
+  g_strfreev(groups);
+  g_free(dir);
+  g_key_file_free(kf);
+  if (!ok) {
+    cfd_config_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+void cfd_percentiles(const float *v, size_t n, double *p50, double *p99,
+                     double *max)
+{
+  *p50 = *p99 = *max = 0;
+  if (n == 0)
+    return;
+  float *s = g_memdup2(v, n * sizeof *v);
+  qsort(s, n, sizeof *s, cmp_float);
+  *p50 = s[(n - 1) / 2];
+  *p99 = s[(size_t)ceil(0.99 * (double)n) - 1];
+  *max = s[n - 1];
+  g_free(s);
+}

@@ -1,0 +1,114 @@
+/* cudafilterctl: one command to a running cudafilterd.
+ *
+ *   cudafilterctl [-s SOCKET] status [STREAM]
+ *   cudafilterctl [-s SOCKET] set STREAM KEY VALUE
+ *   cudafilterctl [-s SOCKET] swap-kernel STREAM FILE [CROSSFADE_SECONDS]
+ *   cudafilterctl [-s SOCKET] reload
+ *
+ * Prints the daemon's answer; exits 1 when it ends in "error:", 2 on a
+ * usage error, 3 when no daemon answers. */
+#include "cfd.h"
+
+#include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: cudafilterctl [-s SOCKET] COMMAND [ARGS]\n"
+             "  status [STREAM]\n"
+             "  set STREAM KEY VALUE      (audio: kernel-file, kernel, gain, "
+             "crossfade;\n"
+             "                             pipeline: [ELEMENT.]PROPERTY)\n"
+             "  swap-kernel STREAM FILE [CROSSFADE_SECONDS]\n"
+             "  reload\n"
+             "SOCKET defaults to $XDG_RUNTIME_DIR/cudafilterd.sock (else "
+             "/tmp/cudafilterd-UID.sock).\n");
+}
+
+int main(int argc, char **argv)
+{
+  char *sock = NULL;
+  int i = 1;
+  if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+    usage(stdout);
+    return 0;
+  }
+  if (i + 1 < argc &&
+      (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))) {
+    sock = g_strdup(argv[i + 1]);
+    i += 2;
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  if (!sock)
+    sock = cfd_default_socket();
+  /* files are the client's: the daemon runs elsewhere */
+  if (!strcmp(argv[i], "swap-kernel") && i + 2 < argc)
+    argv[i + 2] = g_canonicalize_filename(argv[i + 2], NULL);
+  if (!strcmp(argv[i], "set") && i + 3 < argc &&
+      (!strcmp(argv[i + 2], "kernel-file") ||
+       g_str_has_suffix(argv[i + 2], ".kernel-file")))
+    argv[i + 3] = g_canonicalize_filename(argv[i + 3], NULL);
+  GString *req = g_string_new(NULL);
+  for (int j = i; j < argc; j++) {
+    if (strchr(argv[j], '\n')) {
+      fprintf(stderr, "cudafilterctl: an argument holds a newline\n");
+      return 2;
+    }
+    g_string_append_printf(req, "%s%s", j > i ? " " : "", argv[j]);
+  }
+  g_string_append_c(req, '\n');
+
+  GError *e = NULL;
+  int rc = 0;
+  GString *ans = g_string_new(NULL);
+  GSocketClient *cl = g_socket_client_new();
+  GSocketAddress *addr = g_unix_socket_address_new(sock);
+  GSocketConnection *conn =
+      g_socket_client_connect(cl, G_SOCKET_CONNECTABLE(addr), NULL, &e);
+  g_object_unref(addr);
+  g_object_unref(cl);
+  if (!conn) {
+    fprintf(stderr, "cudafilterctl: no cudafilterd on %s: %s\n", sock,
+            e->message);
+    rc = 3;
+    goto done;
+  }
+  GOutputStream *os = g_io_stream_get_output_stream(G_IO_STREAM(conn));
+  GInputStream *is = g_io_stream_get_input_stream(G_IO_STREAM(conn));
+  gssize r = -1;
+  char buf[4096];
+  if (g_output_stream_write_all(os, req->str, req->len, NULL, NULL, &e))
+    while ((r = g_input_stream_read(is, buf, sizeof buf, NULL, &e)) > 0)
+      g_string_append_len(ans, buf, r);
+  g_object_unref(conn);
+  if (r < 0) {
+    fprintf(stderr, "cudafilterctl: %s: %s\n", sock, e->message);
+    rc = 3;
+    goto done;
+  }
+  /* the last line is the verdict */
+  if (ans->len && ans->str[ans->len - 1] == '\n')
+    g_string_truncate(ans, ans->len - 1);
+  char *last = strrchr(ans->str, '\n');
+  const char *verdict = last ? last + 1 : ans->str;
+  if (last)
+    printf("%.*s\n", (int)(last - ans->str), ans->str);
+  if (g_str_has_prefix(verdict, "error:")) {
+    fprintf(stderr, "cudafilterctl: %s\n", verdict + 7);
+    rc = 1;
+  } else if (strcmp(verdict, "ok")) {
+    fprintf(stderr, "cudafilterctl: unexpected answer: %s\n", verdict);
+    rc = 1;
+  }
+done:
+  g_clear_error(&e);
+  g_string_free(ans, TRUE);
+  g_string_free(req, TRUE);
+  g_free(sock);
+  return rc;
+}

@@ -1,0 +1,602 @@
+/* cudafilterd: runs the streams of a config file until SIGTERM.
+ *
+ *   cudafilterd -c FILE [-s SOCKET] [--check]
+ *
+ * A control socket (mode 0600) takes one command per connection, a line of
+ * words, and answers with lines, the last "ok" or "error: MESSAGE":
+ *   status                         a line per stream, key=value pairs
+ *   set STREAM KEY VALUE...        a live change (audio: kernel-file,
+ *                                  kernel, gain, crossfade; pipeline:
+ *                                  [ELEMENT.]PROPERTY)
+ *   swap-kernel STREAM FILE [S]    a new kernel, crossfaded over S seconds
+ *   reload                         what SIGHUP does
+ * Reload reads the file again. A file that does not check out changes
+ * nothing; a stream whose only changes are its kernel keys takes the new
+ * kernel live; a changed stream restarts (the old one comes back if the
+ * new cannot start); streams no longer in the file stop. */
+#include "cfd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#ifdef CFD_HAVE_GST
+#include <gst/gst.h>
+#endif
+
+typedef struct stream {
+  cfd_stream_conf *sc; /* the section it was started from */
+  cfd_audio *audio;
+  cfd_pipeline *pipe;
+} stream;
+
+typedef struct daemon_state {
+  char *config_path;
+  char *socket_path;
+  GPtrArray *streams; /* stream * */
+  GSocket *listener;
+  GMainLoop *loop;
+  int exit_code;
+} daemon_state;
+
+static void say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void say(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *m = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "cudafilterd: %s\n", m);
+  g_free(m);
+}
+
+static void stream_stop(stream *s)
+{
+  if (!s)
+    return;
+  cfd_audio_stop(s->audio);
+  cfd_pipeline_stop(s->pipe);
+  cfd_stream_conf_free(s->sc);
+  g_free(s);
+}
+
+/* Start sc (ownership passes on success). */
+static stream *stream_start(cfd_stream_conf *sc, GError **err)
+{
+  stream *s = g_new0(stream, 1);
+  if (sc->type == CFD_AUDIO)
+    s->audio = cfd_audio_start(sc, err);
+  else
+    s->pipe = cfd_pipeline_start(sc, err);
+  if (!s->audio && !s->pipe) {
+    g_prefix_error(err, "stream %s: ", sc->name);
+    g_free(s);
+    return NULL;
+  }
+  s->sc = sc;
+  return s;
+}
+
+static stream *find_stream(daemon_state *d, const char *name)
+{
+  for (guint i = 0; i < d->streams->len; i++) {
+    stream *s = d->streams->pdata[i];
+    if (!strcmp(s->sc->name, name))
+      return s;
+  }
+  return NULL;
+}
+
+/* Steal stream conf i of c (c keeps a NULL there). */
+static cfd_stream_conf *take_conf(cfd_config *c, guint i)
+{
+  cfd_stream_conf *sc = c->streams->pdata[i];
+  c->streams->pdata[i] = NULL;
+  return sc;
+}
+
+static bool same_kernel(const cfd_stream_conf *a, const cfd_stream_conf *b)
+{
+  return g_strcmp0(a->kernel_file, b->kernel_file) == 0 &&
+         a->kernel_len == b->kernel_len &&
+         (!a->kernel_len || !memcmp(a->kernel_taps, b->kernel_taps,
+                                    a->kernel_len * sizeof(float))) &&
+         a->gain_db == b->gain_db;
+}
+
+/* ---- reload ---- */
+
+static bool reload(daemon_state *d, GString *report, GError **err)
+{
+  cfd_config *c = cfd_config_load(d->config_path, err);
+  if (!c) {
+    g_prefix_error(err, "reload refused, the running streams stay: ");
+    return false;
+  }
+  if (g_strcmp0(c->socket, NULL) && d->socket_path &&
+      strcmp(c->socket, d->socket_path))
+    g_string_append_printf(report,
+                           "socket: a new path takes a restart; "
+                           "still %s\n",
+                           d->socket_path);
+  GPtrArray *next = g_ptr_array_new();
+  bool ok = true;
+  for (guint i = 0; i < c->streams->len; i++) {
+    cfd_stream_conf *sc = c->streams->pdata[i];
+    stream *old = find_stream(d, sc->name);
+    if (old) /* taken over or replaced below; not stopped as removed */
+      g_ptr_array_remove(d->streams, old);
+    if (old && old->sc->type == sc->type &&
+        !strcmp(old->sc->shape, sc->shape)) {
+      if (sc->type == CFD_AUDIO && !same_kernel(old->sc, sc)) {
+        GError *e = NULL;
+        if (cfd_audio_retune(old->audio, sc, &e)) {
+          g_string_append_printf(report, "%s: new kernel\n", sc->name);
+          cfd_stream_conf_free(old->sc);
+          old->sc = take_conf(c, i);
+        } else {
+          g_string_append_printf(report,
+                                 "%s: kernel refused (%s); the old "
+                                 "one stays\n",
+                                 sc->name, e->message);
+          g_error_free(e);
+          ok = false;
+        }
+      } else if (sc->type == CFD_AUDIO && old->sc->crossfade != sc->crossfade) {
+        char v[G_ASCII_DTOSTR_BUF_SIZE];
+        cfd_audio_set(old->audio, "crossfade",
+                      g_ascii_dtostr(v, sizeof v, sc->crossfade), NULL);
+        old->sc->crossfade = sc->crossfade;
+      }
+      g_ptr_array_add(next, old);
+      continue;
+    }
+    /* new, or changed beyond its kernel: restart. The old section is
+     * kept to start again should the new one fail. */
+    cfd_stream_conf *old_sc = NULL;
+    if (old) {
+      old_sc = old->sc;
+      old->sc = NULL;
+      stream_stop(old);
+    }
+    GError *e = NULL;
+    stream *s = stream_start(take_conf(c, i), &e);
+    if (!s) {
+      ok = false;
+      g_string_append_printf(report, "%s\n", e->message);
+      g_clear_error(&e);
+      if (old_sc) {
+        const char *name = sc->name;
+        s = stream_start(old_sc, &e);
+        g_string_append_printf(report, "%s: %s%s\n", name,
+                               s ? "the old section runs again"
+                                 : "the old section cannot start again: ",
+                               s ? "" : e->message);
+        g_clear_error(&e);
+        if (s)
+          g_ptr_array_add(next, s);
+        else
+          cfd_stream_conf_free(old_sc);
+      }
+      cfd_stream_conf_free(sc); /* taken from c: not freed with it */
+      continue;
+    }
+    cfd_stream_conf_free(old_sc);
+    g_string_append_printf(report, "%s: %s\n", s->sc->name,
+                           old ? "restarted" : "started");
+    g_ptr_array_add(next, s);
+  }
+  /* what is left ran from sections the file no longer has */
+  for (guint i = 0; i < d->streams->len; i++) {
+    stream *s = d->streams->pdata[i];
+    g_string_append_printf(report, "%s: stopped (not in the file)\n",
+                           s->sc->name);
+    stream_stop(s);
+  }
+  g_ptr_array_free(d->streams, TRUE);
+  d->streams = next;
+  cfd_config_free(c);
+  if (!ok)
+    g_set_error(err, CFD_ERROR, 0,
+                "reload: some streams did not take the "
+                "new config (above)");
+  return ok;
+}
+
+/* ---- control commands ---- */
+
+static bool cmd_status(daemon_state *d, char **argv, GString *out, GError **err)
+{
+  bool any = false;
+  for (guint i = 0; i < d->streams->len; i++) {
+    stream *s = d->streams->pdata[i];
+    if (argv[1] && strcmp(argv[1], s->sc->name))
+      continue;
+    any = true;
+    g_string_append_printf(out, "%s type=%s ", s->sc->name,
+                           s->audio ? "audio" : "pipeline");
+    if (s->audio)
+      cfd_audio_status(s->audio, out);
+    else
+      cfd_pipeline_status(s->pipe, out);
+    g_string_append_c(out, '\n');
+  }
+  if (argv[1] && !any) {
+    g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", argv[1]);
+    return false;
+  }
+  return true;
+}
+
+static stream *need_stream(daemon_state *d, const char *name, GError **err)
+{
+  stream *s = name ? find_stream(d, name) : NULL;
+  if (!s)
+    g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", name ? name : "");
+  return s;
+}
+
+static bool cmd_set(daemon_state *d, char **argv, const char *rest,
+                    GString *out, GError **err)
+{
+  (void)out;
+  if (!argv[1] || !argv[2] || !rest) {
+    g_set_error(err, CFD_ERROR, 0, "usage: set STREAM KEY VALUE");
+    return false;
+  }
+  stream *s = need_stream(d, argv[1], err);
+  if (!s)
+    return false;
+  return s->audio ? cfd_audio_set(s->audio, argv[2], rest, err)
+                  : cfd_pipeline_set(s->pipe, argv[2], rest, err);
+}
+
+static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
+{
+  (void)out;
+  if (!argv[1] || !argv[2] || (argv[3] && argv[4])) {
+    g_set_error(err, CFD_ERROR, 0,
+                "usage: swap-kernel STREAM FILE [CROSSFADE_SECONDS]");
+    return false;
+  }
+  stream *s = need_stream(d, argv[1], err);
+  if (!s)
+    return false;
+  double xf = -1;
+  if (argv[3]) {
+    char *end;
+    xf = g_ascii_strtod(argv[3], &end);
+    if (*end || !(xf >= 0 && xf <= 60)) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "crossfade '%s' is not a number of "
+                  "seconds in 0..60",
+                  argv[3]);
+      return false;
+    }
+  }
+  if (s->pipe)
+    return cfd_pipeline_swap(s->pipe, argv[2], xf, err);
+  if (xf >= 0 && !cfd_audio_set(s->audio, "crossfade", argv[3], err))
+    return false;
+  return cfd_audio_set(s->audio, "kernel-file", argv[2], err);
+}
+
+/* One request line; the answer in out, the last line "ok" or "error:". */
+static void handle(daemon_state *d, const char *line, GString *out)
+{
+  GError *err = NULL;
+  char **argv = g_strsplit_set(line, " \t", -1);
+  /* drop empty words (several spaces) */
+  guint n = 0;
+  for (guint i = 0; argv[i]; i++)
+    if (*argv[i])
+      argv[n++] = argv[i];
+    else
+      g_free(argv[i]);
+  argv[n] = NULL;
+  bool ok = false;
+  if (n == 0) {
+    g_set_error(&err, CFD_ERROR, 0, "empty command");
+  } else if (!strcmp(argv[0], "status")) {
+    ok = cmd_status(d, argv, out, &err);
+  } else if (!strcmp(argv[0], "set")) {
+    /* the value is the rest of the line: it may hold spaces */
+    const char *rest = NULL;
+    if (n >= 4) {
+      const char *p = line;
+      for (int w = 0; w < 3; w++) {
+        p += strspn(p, " \t");
+        p += strcspn(p, " \t");
+      }
+      rest = p + strspn(p, " \t");
+    }
+    ok = cmd_set(d, argv, rest, out, &err);
+  } else if (!strcmp(argv[0], "swap-kernel")) {
+    ok = cmd_swap(d, argv, out, &err);
+  } else if (!strcmp(argv[0], "reload")) {
+    ok = reload(d, out, &err);
+  } else {
+    g_set_error(&err, CFD_ERROR, 0,
+                "unknown command '%s' (status, set, "
+                "swap-kernel, reload)",
+                argv[0]);
+  }
+  g_strfreev(argv);
+  if (ok) {
+    g_string_append(out, "ok\n");
+  } else {
+    g_string_append_printf(out, "error: %s\n", err->message);
+    g_error_free(err);
+  }
+}
+
+static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
+{
+  daemon_state *d = user;
+  (void)cond;
+  GError *e = NULL;
+  GSocket *c = g_socket_accept(listener, NULL, &e);
+  if (!c) {
+    say("control socket: %s", e->message);
+    g_error_free(e);
+    return G_SOURCE_CONTINUE;
+  }
+  /* a client that sends nothing must not hold the daemon */
+  g_socket_set_blocking(c, TRUE);
+  g_socket_set_timeout(c, 2);
+  GString *line = g_string_new(NULL);
+  char buf[1024];
+  bool got = false;
+  while (line->len < 65536 && !got) {
+    gssize r = g_socket_receive(c, buf, sizeof buf, NULL, &e);
+    if (r <= 0)
+      break;
+    g_string_append_len(line, buf, r);
+    got = memchr(buf, '\n', (size_t)r) != NULL;
+  }
+  g_clear_error(&e);
+  char *nl = strchr(line->str, '\n');
+  if (nl)
+    *nl = 0;
+  if (line->len && line->str[strlen(line->str) - 1] == '\r')
+    line->str[strlen(line->str) - 1] = 0;
+  GString *out = g_string_new(NULL);
+  if (!got && !nl)
+    g_string_append(out, "error: a command is one line, ended by a "
+                         "newline\n");
+  else
+    handle(d, line->str, out);
+  const char *p = out->str;
+  gsize left = out->len;
+  while (left) {
+    gssize w = g_socket_send(c, p, left, NULL, &e);
+    if (w <= 0)
+      break;
+    p += w;
+    left -= (gsize)w;
+  }
+  g_clear_error(&e);
+  g_socket_close(c, NULL);
+  g_object_unref(c);
+  g_string_free(out, TRUE);
+  g_string_free(line, TRUE);
+  return G_SOURCE_CONTINUE;
+}
+
+/* Bind the control socket, mode 0600. An existing path is taken over only
+ * when no daemon answers there. */
+static bool listen_socket(daemon_state *d, GError **err)
+{
+  if (strlen(d->socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "socket path too long (%zu bytes, at "
+                "most %zu): %s",
+                strlen(d->socket_path),
+                sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
+                d->socket_path);
+    return false;
+  }
+  GSocketAddress *addr = g_unix_socket_address_new(d->socket_path);
+  struct stat st;
+  if (lstat(d->socket_path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0, "%s exists and is not a socket",
+                d->socket_path);
+    g_object_unref(addr);
+    return false;
+  }
+  if (g_file_test(d->socket_path, G_FILE_TEST_EXISTS)) {
+    GSocket *probe = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
+                                  G_SOCKET_PROTOCOL_DEFAULT, NULL);
+    bool live = probe && g_socket_connect(probe, addr, NULL, NULL);
+    if (probe)
+      g_object_unref(probe);
+    if (live) {
+      g_set_error(err, CFD_ERROR, 0, "another cudafilterd answers on %s",
+                  d->socket_path);
+      g_object_unref(addr);
+      return false;
+    }
+    unlink(d->socket_path); /* stale */
+  }
+  /* bound and listening under a temporary name, then renamed: a client
+   * that sees the path can connect */
+  char *tmp = g_strdup_printf("%s.%d", d->socket_path, (int)getpid());
+  GSocketAddress *taddr = g_unix_socket_address_new(tmp);
+  unlink(tmp);
+  d->listener = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
+                             G_SOCKET_PROTOCOL_DEFAULT, err);
+  bool ok = d->listener != NULL;
+  if (ok) {
+    mode_t old = umask(0077); /* no moment when others may connect */
+    ok = g_socket_bind(d->listener, taddr, FALSE, err);
+    umask(old);
+  }
+  g_object_unref(taddr);
+  g_object_unref(addr);
+  if (ok && chmod(tmp, 0600) != 0) {
+    g_set_error(err, CFD_ERROR, 0, "chmod %s: %s", tmp, g_strerror(errno));
+    ok = false;
+  }
+  if (ok)
+    ok = g_socket_listen(d->listener, err);
+  if (ok && rename(tmp, d->socket_path) != 0) {
+    g_set_error(err, CFD_ERROR, 0, "rename to %s: %s", d->socket_path,
+                g_strerror(errno));
+    ok = false;
+  }
+  if (!ok)
+    unlink(tmp);
+  g_free(tmp);
+  if (!ok) {
+    g_prefix_error(err, "control socket %s: ", d->socket_path);
+    return false;
+  }
+  GSource *src = g_socket_create_source(d->listener, G_IO_IN, NULL);
+  g_source_set_callback(src, (GSourceFunc)(void (*)(void))on_client, d, NULL);
+  g_source_attach(src, NULL);
+  g_source_unref(src);
+  return true;
+}
+
+static gboolean on_hup(gpointer user)
+{
+  daemon_state *d = user;
+  GString *report = g_string_new(NULL);
+  GError *e = NULL;
+  bool ok = reload(d, report, &e);
+  char **lines = g_strsplit(report->str, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l)
+      say("reload: %s", *l);
+  g_strfreev(lines);
+  if (!ok) {
+    say("%s", e->message);
+    g_error_free(e);
+  } else {
+    say("reloaded %s", d->config_path);
+  }
+  g_string_free(report, TRUE);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_term(gpointer user)
+{
+  daemon_state *d = user;
+  g_main_loop_quit(d->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: cudafilterd -c FILE [-s SOCKET] [--check]\n"
+          "Filter live audio (PortAudio) and GStreamer pipelines through "
+          "cudafilter,\nas the config FILE says (see config/cudafilterd.conf)."
+          "\n\n"
+          "  -c, --config FILE   the streams to run\n"
+          "  -s, --socket PATH   control socket (default: the config's, "
+          "else\n"
+          "                      $XDG_RUNTIME_DIR/cudafilterd.sock)\n"
+          "      --check         check FILE (kernels loaded) and exit\n"
+          "  -h, --help\n\n"
+          "SIGHUP reloads FILE; SIGTERM and SIGINT stop. cudafilterctl talks "
+          "to\nthe control socket.\n");
+}
+
+int main(int argc, char **argv)
+{
+  static const struct option opts[] = {{"config", 1, NULL, 'c'},
+                                       {"socket", 1, NULL, 's'},
+                                       {"check", 0, NULL, 'k'},
+                                       {"help", 0, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *cfg_path = NULL, *sock = NULL;
+  bool check = false;
+  int o;
+  while ((o = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': cfg_path = optarg; break;
+    case 's': sock = optarg; break;
+    case 'k': check = true; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (!cfg_path || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+#ifdef CFD_HAVE_GST
+  GError *ge = NULL;
+  if (!gst_init_check(NULL, NULL, &ge)) {
+    say("GStreamer: %s", ge ? ge->message : "cannot initialise");
+    return 1;
+  }
+#endif
+  GError *err = NULL;
+  cfd_config *c = cfd_config_load(cfg_path, &err);
+  if (!c) {
+    say("%s", err->message);
+    g_error_free(err);
+    return 2;
+  }
+  if (check) {
+    printf("%s: %u stream%s, ok\n", cfg_path, c->streams->len,
+           c->streams->len == 1 ? "" : "s");
+    cfd_config_free(c);
+    return 0;
+  }
+  daemon_state d = {0};
+  d.config_path = g_strdup(cfg_path);
+  d.socket_path = sock        ? g_strdup(sock)
+                  : c->socket ? g_strdup(c->socket)
+                              : cfd_default_socket();
+  d.streams = g_ptr_array_new();
+  d.loop = g_main_loop_new(NULL, FALSE);
+  signal(SIGPIPE, SIG_IGN); /* a client that hangs up */
+  bool ok = listen_socket(&d, &err);
+  for (guint i = 0; ok && i < c->streams->len; i++) {
+    cfd_stream_conf *sc = take_conf(c, i);
+    stream *s = stream_start(sc, &err);
+    if (s)
+      g_ptr_array_add(d.streams, s);
+    else
+      cfd_stream_conf_free(sc);
+    ok = s != NULL;
+  }
+  cfd_config_free(c);
+  if (ok) {
+    g_unix_signal_add(SIGHUP, on_hup, &d);
+    g_unix_signal_add(SIGTERM, on_term, &d);
+    g_unix_signal_add(SIGINT, on_term, &d);
+    say("%u stream%s running; control socket %s", d.streams->len,
+        d.streams->len == 1 ? "" : "s", d.socket_path);
+    g_main_loop_run(d.loop);
+    say("stopping");
+  } else {
+    say("%s", err->message);
+    g_error_free(err);
+    d.exit_code = 1;
+  }
+  for (guint i = 0; i < d.streams->len; i++)
+    stream_stop(d.streams->pdata[i]);
+  g_ptr_array_free(d.streams, TRUE);
+  if (d.listener) {
+    g_socket_close(d.listener, NULL);
+    g_object_unref(d.listener);
+    unlink(d.socket_path);
+  }
+  g_main_loop_unref(d.loop);
+  g_free(d.socket_path);
+  g_free(d.config_path);
+#ifdef CFD_HAVE_GST
+  gst_deinit();
+#endif
+  return d.exit_code;
+}

@@ -1,0 +1,383 @@
+/* A GStreamer pipeline stream: anything gst-launch-1.0 runs (a webcam, a
+ * microphone, a network source, files), with our elements in it. The
+ * daemon watches its bus, changes element properties on request, and
+ * times the filter element's buffers with two pad probes. */
+#include "cfd.h"
+
+#ifdef CFD_HAVE_GST
+
+#include <gst/gst.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define RING 4096
+
+struct cfd_pipeline {
+  char *name;
+  GstElement *pipe;
+  GstElement *filter; /* cudafir/cudaconvolve (or the configured one) */
+  guint watch;
+  char *error; /* the bus's first error: the pipeline is stopped */
+  bool eos;
+  gint64 t_in; /* filter sink pad: when the buffer arrived */
+  _Atomic uint64_t buffers, proc_n;
+  _Atomic float proc_us[RING];
+};
+
+bool cfd_pipeline_available(const char **why)
+{
+  (void)why;
+  return true;
+}
+
+static gboolean on_bus(GstBus *bus, GstMessage *m, gpointer user)
+{
+  cfd_pipeline *p = user;
+  (void)bus;
+  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR && !p->error) {
+    GError *e = NULL;
+    char *dbg = NULL;
+    gst_message_parse_error(m, &e, &dbg);
+    p->error = g_strdup_printf("%s: %s", GST_OBJECT_NAME(m->src),
+                               e ? e->message : "error");
+    g_printerr("cudafilterd: stream %s stopped: %s%s%s\n", p->name, p->error,
+               dbg ? " (" : "", dbg ? dbg : "");
+    if (dbg)
+      g_printerr(")\n");
+    g_clear_error(&e);
+    g_free(dbg);
+    gst_element_set_state(p->pipe, GST_STATE_NULL);
+  } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS) {
+    p->eos = true;
+    gst_element_set_state(p->pipe, GST_STATE_NULL);
+  } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) {
+    GError *e = NULL;
+    gst_message_parse_warning(m, &e, NULL);
+    g_printerr("cudafilterd: stream %s: warning from %s: %s\n", p->name,
+               GST_OBJECT_NAME(m->src), e ? e->message : "?");
+    g_clear_error(&e);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static GstPadProbeReturn probe_in(GstPad *pad, GstPadProbeInfo *info,
+                                  gpointer user)
+{
+  (void)pad;
+  (void)info;
+  ((cfd_pipeline *)user)->t_in = g_get_monotonic_time();
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn probe_out(GstPad *pad, GstPadProbeInfo *info,
+                                   gpointer user)
+{
+  cfd_pipeline *p = user;
+  (void)pad;
+  (void)info;
+  uint64_t i = atomic_fetch_add(&p->buffers, 1);
+  atomic_store_explicit(&p->proc_us[i % RING],
+                        (float)(g_get_monotonic_time() - p->t_in),
+                        memory_order_relaxed);
+  atomic_store_explicit(&p->proc_n, i + 1, memory_order_release);
+  return GST_PAD_PROBE_OK;
+}
+
+static bool is_ours(GstElement *el)
+{
+  GstElementFactory *f = gst_element_get_factory(el);
+  const char *n = f ? GST_OBJECT_NAME(f) : "";
+  return !strcmp(n, "cudafir") || !strcmp(n, "cudaconvolve");
+}
+
+/* The configured filter, else the one cudafir/cudaconvolve. */
+static GstElement *find_filter(GstElement *pipe, const char *name, GError **err)
+{
+  if (!GST_IS_BIN(pipe)) {
+    if (!name && is_ours(pipe))
+      return gst_object_ref(pipe);
+    g_set_error(err, CFD_ERROR, 0, "the pipeline is a single element");
+    return NULL;
+  }
+  if (name) {
+    GstElement *el = gst_bin_get_by_name(GST_BIN(pipe), name);
+    if (!el)
+      g_set_error(err, CFD_ERROR, 0,
+                  "filter: no element named '%s' in "
+                  "the pipeline",
+                  name);
+    return el;
+  }
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipe));
+  GValue v = G_VALUE_INIT;
+  GstElement *found = NULL;
+  int n = 0;
+  bool done = false;
+  while (!done) {
+    switch (gst_iterator_next(it, &v)) {
+    case GST_ITERATOR_OK: {
+      GstElement *el = g_value_get_object(&v);
+      if (is_ours(el) && n++ == 0)
+        found = gst_object_ref(el);
+      g_value_reset(&v);
+      break;
+    }
+    case GST_ITERATOR_RESYNC:
+      gst_iterator_resync(it);
+      n = 0;
+      gst_clear_object(&found);
+      break;
+    default: done = true; break;
+    }
+  }
+  g_value_unset(&v);
+  gst_iterator_free(it);
+  if (n != 1) {
+    gst_clear_object(&found);
+    g_set_error(err, CFD_ERROR, 0,
+                "%s; name the one to control with "
+                "filter = NAME",
+                n ? "the pipeline has several cudafir/"
+                    "cudaconvolve elements"
+                  : "the pipeline has no cudafir or "
+                    "cudaconvolve element");
+  }
+  return found;
+}
+
+static void add_probe(GstElement *el, const char *pad, GstPadProbeCallback cb,
+                      cfd_pipeline *p)
+{
+  GstPad *pd = gst_element_get_static_pad(el, pad);
+  if (pd) {
+    gst_pad_add_probe(pd, GST_PAD_PROBE_TYPE_BUFFER, cb, p, NULL);
+    gst_object_unref(pd);
+  }
+}
+
+cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
+{
+  GError *e = NULL;
+  GstElement *pipe = gst_parse_launch_full(sc->pipeline, NULL,
+                                           GST_PARSE_FLAG_FATAL_ERRORS, &e);
+  if (!pipe) {
+    g_set_error(err, CFD_ERROR, 0, "pipeline: %s",
+                e ? e->message : "cannot be built");
+    g_clear_error(&e);
+    return NULL;
+  }
+  cfd_pipeline *p = g_new0(cfd_pipeline, 1);
+  p->name = g_strdup(sc->name);
+  p->pipe = gst_object_ref_sink(pipe);
+  p->filter = find_filter(pipe, sc->filter, err);
+  if (!p->filter)
+    goto fail;
+  add_probe(p->filter, "sink", probe_in, p);
+  add_probe(p->filter, "src", probe_out, p);
+  GstBus *bus = gst_element_get_bus(pipe);
+  p->watch = gst_bus_add_watch(bus, on_bus, p);
+  gst_object_unref(bus);
+  if (gst_element_set_state(pipe, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE) {
+    /* the bus holds why */
+    GstBus *b = gst_element_get_bus(pipe);
+    GstMessage *m = gst_bus_pop_filtered(b, GST_MESSAGE_ERROR);
+    GError *ge = NULL;
+    if (m)
+      gst_message_parse_error(m, &ge, NULL);
+    g_set_error(err, CFD_ERROR, 0, "pipeline cannot start: %s%s%s",
+                m ? GST_OBJECT_NAME(m->src) : "", m ? ": " : "",
+                ge ? ge->message : "state change failed");
+    g_clear_error(&ge);
+    if (m)
+      gst_message_unref(m);
+    gst_object_unref(b);
+    goto fail;
+  }
+  return p;
+fail:
+  cfd_pipeline_stop(p);
+  return NULL;
+}
+
+void cfd_pipeline_stop(cfd_pipeline *p)
+{
+  if (!p)
+    return;
+  if (p->watch)
+    g_source_remove(p->watch);
+  GstState st = GST_STATE_NULL;
+  gst_element_get_state(p->pipe, &st, NULL, 0);
+  if (st == GST_STATE_PLAYING && !p->error && !p->eos) {
+    /* let muxers and file sinks finish their files */
+    GstBus *bus = gst_element_get_bus(p->pipe);
+    if (gst_element_send_event(p->pipe, gst_event_new_eos())) {
+      GstMessage *m = gst_bus_timed_pop_filtered(
+          bus, 2 * GST_SECOND,
+          (GstMessageType)(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+      if (m)
+        gst_message_unref(m);
+    }
+    gst_object_unref(bus);
+  }
+  gst_element_set_state(p->pipe, GST_STATE_NULL);
+  gst_clear_object(&p->filter);
+  gst_object_unref(p->pipe);
+  g_free(p->error);
+  g_free(p->name);
+  g_free(p);
+}
+
+void cfd_pipeline_status(cfd_pipeline *p, GString *out)
+{
+  GstState st = GST_STATE_NULL;
+  gst_element_get_state(p->pipe, &st, NULL, 0);
+  uint64_t n = atomic_load_explicit(&p->proc_n, memory_order_acquire);
+  size_t m = n < RING ? (size_t)n : RING;
+  float *v = g_new(float, m ? m : 1);
+  for (size_t i = 0; i < m; i++)
+    v[i] = atomic_load_explicit(&p->proc_us[i], memory_order_relaxed);
+  double p50, p99, max;
+  cfd_percentiles(v, m, &p50, &p99, &max);
+  g_free(v);
+  char *backend = NULL;
+  if (g_object_class_find_property(G_OBJECT_GET_CLASS(p->filter),
+                                   "backend-in-use"))
+    g_object_get(p->filter, "backend-in-use", &backend, NULL);
+  g_string_append_printf(out,
+                         "state=%s filter=%s buffers=%" G_GUINT64_FORMAT
+                         " proc-us-p50=%.1f proc-us-p99=%.1f proc-us-max=%.1f "
+                         "backend-in-use=\"%s\"",
+                         p->error ? "error"
+                         : p->eos ? "finished"
+                                  : gst_element_state_get_name(st),
+                         GST_OBJECT_NAME(p->filter),
+                         (guint64)atomic_load(&p->buffers), p50, p99, max,
+                         backend ? backend : "none");
+  if (p->error)
+    g_string_append_printf(out, " error=\"%s\"", p->error);
+  g_free(backend);
+}
+
+bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
+                      GError **err)
+{
+  const char *dot = strrchr(key, '.');
+  GstElement *el;
+  if (dot) {
+    char *en = g_strndup(key, (gsize)(dot - key));
+    el = GST_IS_BIN(p->pipe) ? gst_bin_get_by_name(GST_BIN(p->pipe), en) : NULL;
+    if (!el)
+      g_set_error(err, CFD_ERROR, 0,
+                  "no element named '%s' in the "
+                  "pipeline",
+                  en);
+    g_free(en);
+    if (!el)
+      return false;
+    key = dot + 1;
+  } else {
+    el = gst_object_ref(p->filter);
+  }
+  GParamSpec *ps = g_object_class_find_property(G_OBJECT_GET_CLASS(el), key);
+  bool ok = false;
+  if (!ps)
+    g_set_error(err, CFD_ERROR, 0, "%s has no property '%s'",
+                GST_OBJECT_NAME(el), key);
+  else if (!(ps->flags & G_PARAM_WRITABLE) ||
+           (ps->flags & G_PARAM_CONSTRUCT_ONLY))
+    g_set_error(err, CFD_ERROR, 0, "%s.%s cannot be set", GST_OBJECT_NAME(el),
+                key);
+  else {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(ps));
+    if (!gst_value_deserialize_with_pspec(&v, value, ps) ||
+        g_param_value_validate(ps, &v))
+      g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s",
+                  GST_OBJECT_NAME(el), key, value,
+                  g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)));
+    else {
+      g_object_set_property(G_OBJECT(el), key, &v);
+      ok = true;
+    }
+    g_value_unset(&v);
+  }
+  gst_object_unref(el);
+  return ok;
+}
+
+bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
+                       GError **err)
+{
+  if (!g_file_test(file, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(err, CFD_ERROR, 0, "%s: no such file", file);
+    return false;
+  }
+  GObjectClass *oc = G_OBJECT_GET_CLASS(p->filter);
+  if (crossfade >= 0) {
+    if (!g_object_class_find_property(oc, "crossfade")) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s has no crossfade (a video kernel "
+                  "changes at the next frame)",
+                  GST_OBJECT_NAME(p->filter));
+      return false;
+    }
+    g_object_set(p->filter, "crossfade", (guint64)(crossfade * GST_SECOND),
+                 NULL);
+  }
+  g_object_set(p->filter, "kernel-file", file, NULL);
+  /* the elements keep their kernel when a file does not load: say so */
+  char *now = NULL;
+  g_object_get(p->filter, "kernel-file", &now, NULL);
+  bool ok = now && !strcmp(now, file);
+  if (!ok)
+    g_set_error(err, CFD_ERROR, 0,
+                "%s refused %s (its kernel is "
+                "unchanged; the daemon's log has the element's message)",
+                GST_OBJECT_NAME(p->filter), file);
+  g_free(now);
+  return ok;
+}
+
+#else /* no GStreamer */
+
+bool cfd_pipeline_available(const char **why)
+{
+  *why = "this cudafilterd was built without GStreamer (type=pipeline)";
+  return false;
+}
+cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
+  return NULL;
+}
+void cfd_pipeline_stop(cfd_pipeline *p)
+{
+  (void)p;
+}
+void cfd_pipeline_status(cfd_pipeline *p, GString *out)
+{
+  (void)p;
+  (void)out;
+}
+bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
+                      GError **err)
+{
+  (void)p;
+  (void)key;
+  (void)value;
+  g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
+  return false;
+}
+bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
+                       GError **err)
+{
+  (void)p;
+  (void)file;
+  (void)crossfade;
+  g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
+  return false;
+}
+
+#endif

@@ -1,0 +1,920 @@
+/* cudafilterd and cudafilterctl, as a user runs them: real config files, a
+ * real control socket, and PortAudio on ALSA PCMs that read and write
+ * files (the `file` plugin over `null`: no sound card). Output is checked
+ * against the float64 reference of tests/ref.c.
+ *
+ * The ALSA `null` PCM does not keep time: a stream runs as fast as the
+ * engine. A test that must change something mid-stream feeds the capture
+ * PCM through a FIFO, written a half at a time. */
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stddef.h>
+/* cmocka after the headers it needs */
+#include <cmocka.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "ref.h"
+
+static const char *daemon_bin, *ctl_bin;
+static pid_t live_pid; /* a daemon a failed test left running */
+static ref_rng rng;
+static int have_portaudio, have_gst;
+
+/* ---- the daemon as a process ---- */
+
+typedef struct running {
+  pid_t pid;
+  char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  char log[600];
+} running;
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (n)
+      *n = 0;
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = xalloc((size_t)len + 1);
+  size_t got = fread(b, 1, (size_t)len, f);
+  fclose(f);
+  b[got] = 0;
+  if (n)
+    *n = got;
+  return b;
+}
+
+static void write_text(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void write_text(const char *path, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char buf[16384];
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  CHECK(n > 0 && (size_t)n < sizeof buf, "text for %s too long", path);
+  write_bytes(path, buf, (size_t)n);
+}
+
+/* ALSA PCMs `cfin` (capture from `in`) and `cfout` (playback into
+ * `out`), in $HOME/.asoundrc of the run's directory. */
+static void write_asoundrc(const char *in, const char *out)
+{
+  write_text(fixture(".asoundrc"),
+             "pcm.cfin { type file slave.pcm \"null\" file \"/dev/null\" "
+             "infile \"%s\" format \"raw\" }\n"
+             "pcm.cfout { type file slave.pcm \"null\" file \"%s\" "
+             "format \"raw\" }\n",
+             in, out);
+}
+
+/* Start cudafilterd -c conf; wait for its socket. Returns 0, or the exit
+ * status (+1000 for a signal) when it ended first. */
+static int start_daemon(running *r, const char *conf)
+{
+  snprintf(r->sock, sizeof r->sock, "%s", fixture("ctl.sock"));
+  snprintf(r->log, sizeof r->log, "%s", fixture("daemon.log"));
+  unlink(r->sock);
+  r->pid = fork();
+  CHECK(r->pid >= 0, "fork: %s", strerror(errno));
+  live_pid = r->pid;
+  if (r->pid == 0) {
+    int fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    setenv("HOME", tmp_dir, 1);
+    unsetenv("XDG_RUNTIME_DIR");
+    setenv("JACK_NO_START_SERVER", "1", 1);
+    execl(daemon_bin, daemon_bin, "-c", conf, "-s", r->sock, (char *)NULL);
+    _exit(127);
+  }
+  double t0 = now_s();
+  while (now_s() - t0 < 30) {
+    int st;
+    if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
+      r->pid = live_pid = 0;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+    }
+    struct stat sb;
+    if (stat(r->sock, &sb) == 0 && S_ISSOCK(sb.st_mode))
+      return 0;
+    usleep(10000);
+  }
+  CHECK(0, "cudafilterd did not open %s in 30 s", r->sock);
+  return -1;
+}
+
+static void print_log(const running *r)
+{
+  char *l = slurp(r->log, NULL);
+  fprintf(stderr, "---- cudafilterd's log ----\n%s----\n", l ? l : "");
+  free(l);
+}
+
+/* SIGTERM; the daemon must exit 0 within 10 s and remove its socket. */
+static void stop_daemon(running *r)
+{
+  if (r->pid <= 0)
+    return;
+  kill(r->pid, SIGTERM);
+  double t0 = now_s();
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(r->pid, &st, WNOHANG)) == 0 && now_s() - t0 < 10)
+    usleep(10000);
+  if (w == 0) {
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, &st, 0);
+    print_log(r);
+    CHECK(0, "cudafilterd did not stop within 10 s of SIGTERM");
+  }
+  r->pid = live_pid = 0;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    print_log(r);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "cudafilterd ended with status %d after SIGTERM", st);
+  struct stat sb;
+  CHECK(stat(r->sock, &sb) != 0, "the socket is left behind");
+}
+
+/* cmocka teardown: no daemon outlives its test */
+static int kill_left(void **state)
+{
+  (void)state;
+  if (live_pid > 0) {
+    kill(live_pid, SIGKILL);
+    waitpid(live_pid, NULL, 0);
+    live_pid = 0;
+  }
+  return 0;
+}
+
+/* One command; the answer (malloc'd), whose last line is ok/error. */
+static char *ctl(const running *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static char *ctl(const running *r, const char *fmt, ...)
+{
+  char line[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  strcat(line, "\n");
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  CHECK(fd >= 0, "socket: %s", strerror(errno));
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
+  CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect %s: %s",
+        r->sock, strerror(errno));
+  CHECK(write(fd, line, strlen(line)) == (ssize_t)strlen(line), "write");
+  size_t cap = 1 << 16, n = 0;
+  char *ans = xalloc(cap);
+  ssize_t k;
+  while ((k = read(fd, ans + n, cap - 1 - n)) > 0)
+    n += (size_t)k;
+  close(fd);
+  ans[n] = 0;
+  return ans;
+}
+
+static int answer_ok(const char *ans)
+{
+  size_t n = strlen(ans);
+  return n >= 3 && !strcmp(ans + n - 3, "ok\n");
+}
+
+/* The value of key=... in stream `name`'s status line (static buffer). */
+static const char *field(const char *status, const char *name, const char *key)
+{
+  static char val[512];
+  char want[256];
+  snprintf(want, sizeof want, "%s type=", name);
+  const char *line = status;
+  while (line && strncmp(line, want, strlen(want)))
+    line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+  if (!line)
+    return NULL;
+  const char *end = strchr(line, '\n');
+  snprintf(want, sizeof want, " %s=", key);
+  const char *p = strstr(line, want);
+  if (!p || (end && p > end))
+    return NULL;
+  p += strlen(want);
+  size_t n = 0;
+  if (*p == '"') {
+    p++;
+    while (p[n] && p[n] != '"')
+      n++;
+  } else {
+    while (p[n] && p[n] != ' ' && p[n] != '\n')
+      n++;
+  }
+  snprintf(val, sizeof val, "%.*s", (int)n, p);
+  return val;
+}
+
+static double status_num(const running *r, const char *name, const char *key)
+{
+  char *s = ctl(r, "status");
+  const char *v = field(s, name, key);
+  if (!v) {
+    fprintf(stderr, "status: %s", s);
+    print_log(r);
+  }
+  CHECK(v, "status has no %s for %s", key, name);
+  double x = atof(v);
+  free(s);
+  return x;
+}
+
+/* Wait until key of stream name reaches at least want (or 30 s). */
+static double wait_for(const running *r, const char *name, const char *key,
+                       double want)
+{
+  double t0 = now_s(), v = 0;
+  while ((v = status_num(r, name, key)) < want && now_s() - t0 < 30)
+    usleep(20000);
+  return v;
+}
+
+static void wait_state(const running *r, const char *name, const char *st)
+{
+  double t0 = now_s();
+  char *s = NULL;
+  const char *v = NULL;
+  for (;;) {
+    free(s);
+    s = ctl(r, "status");
+    v = field(s, name, "state");
+    if ((v && !strcmp(v, st)) || now_s() - t0 > 30)
+      break;
+    usleep(20000);
+  }
+  if (!v || strcmp(v, st)) {
+    fprintf(stderr, "status: %s", s);
+    print_log(r);
+  }
+  CHECK(v && !strcmp(v, st), "stream %s is %s, not %s", name, v ? v : "missing",
+        st);
+  free(s);
+}
+
+/* ---- kernels and signals ---- */
+
+typedef struct kset {
+  int routing; /* 0 shared (text), 1 per-channel (.npy 2D), 2 matrix (3D) */
+  unsigned cin, cout, len;
+  float *h; /* [cout][cin or 1][len] as the routing needs */
+} kset;
+
+static const float *taps_of(const kset *k, unsigned o, unsigned i)
+{
+  switch (k->routing) {
+  case 0: return k->h;
+  case 1: return k->h + (size_t)o * k->len;
+  default: return k->h + ((size_t)o * k->cin + i) * k->len;
+  }
+}
+
+static void kset_random(kset *k, unsigned cin, unsigned len, int routing)
+{
+  k->routing = routing;
+  k->cin = cin;
+  k->cout = routing == 2 ? (unsigned)ref_rng_range(&rng, 1, 3) : cin;
+  k->len = len;
+  size_t n = routing == 0   ? len
+             : routing == 1 ? (size_t)cin * len
+                            : (size_t)k->cout * cin * len;
+  k->h = xalloc(n * sizeof(float));
+  ref_rng_fill(&rng, k->h, n);
+}
+
+/* shared: text (the format that names every tap), else .npy */
+static void kset_write(const kset *k, const char *path)
+{
+  if (k->routing == 0) {
+    size_t cap = (size_t)k->len * 24 + 16, n = 0;
+    char *t = xalloc(cap);
+    for (unsigned i = 0; i < k->len; i++)
+      n += (size_t)snprintf(t + n, cap - n, "%.9g%s", k->h[i],
+                            i % 8 == 7 ? "\n" : ", ");
+    write_bytes(path, t, n);
+    free(t);
+    return;
+  }
+  char shape[64];
+  size_t n;
+  if (k->routing == 1) {
+    snprintf(shape, sizeof shape, "(%u, %u)", k->cin, k->len);
+    n = (size_t)k->cin * k->len;
+  } else {
+    snprintf(shape, sizeof shape, "(%u, %u, %u)", k->cout, k->cin, k->len);
+    n = (size_t)k->cout * k->cin * k->len;
+  }
+  unsigned char *b = xalloc(256 + n * 4);
+  size_t hl = npy_header((char *)b, 1, "<f4", 0, shape);
+  for (size_t i = 0; i < n; i++)
+    npy_put_elem(b + hl + 4 * i, k->h[i], 4, 0);
+  write_bytes(path, b, hl + 4 * n);
+  free(b);
+}
+
+/* y[o][n] = g * sum_i (h_oi * x_i)[n], n < frames, x interleaved. */
+static double *reference(const kset *k, const float *x, size_t frames, double g)
+{
+  double *y = xalloc(sizeof(double) * frames * k->cout);
+  float *xc = xalloc(sizeof(float) * frames);
+  double *t = xalloc(sizeof(double) * frames);
+  for (unsigned o = 0; o < k->cout; o++)
+    for (unsigned i = 0; i < k->cin; i++) {
+      if (k->routing != 2 && i != o)
+        continue;
+      for (size_t n = 0; n < frames; n++)
+        xc[n] = x[n * k->cin + i];
+      ref_conv(xc, frames, taps_of(k, o, i), k->len, t, frames);
+      for (size_t n = 0; n < frames; n++)
+        y[n * k->cout + o] += g * t[n];
+    }
+  free(xc);
+  free(t);
+  return y;
+}
+
+/* Where the engine's output starts in the playback file: PortAudio plays
+ * a few periods of silence first. The offset whose first frames best
+ * match want. */
+static size_t find_start(const float *got, size_t got_frames,
+                         const double *want, size_t frames, unsigned ch)
+{
+  size_t probe = frames < 512 ? frames : 512, best = 0;
+  double best_e = INFINITY;
+  for (size_t p = 0; p + frames <= got_frames; p++) {
+    double e = 0;
+    for (size_t i = 0; i < probe * ch && e < best_e; i++) {
+      double d = got[p * ch + i] - want[i];
+      e += d * d;
+    }
+    if (e < best_e) {
+      best_e = e;
+      best = p;
+    }
+  }
+  return best;
+}
+
+/* ---- tests ---- */
+
+static int skip_without_portaudio(void)
+{
+  if (have_portaudio)
+    return 0;
+  printf("skipped: this cudafilterd has no PortAudio (type=audio)\n");
+  return 1;
+}
+
+/* A live audio stream on random everything: rate, channels, period,
+ * kernel (shared, per-channel, matrix), gain, algorithm, length. */
+static void test_audio_reference(void **state)
+{
+  (void)state;
+  if (skip_without_portaudio())
+    skip();
+  static const unsigned rates[] = {8000, 22050, 44100, 48000, 96000};
+  static const char *algos[] = {"auto", "direct", "fft-uniform",
+                                "fft-nonuniform"};
+  for (int round = 0; round < 4; round++) {
+    unsigned rate = rates[ref_rng_range(&rng, 0, 4)];
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    unsigned block = (unsigned)ref_rng_range(&rng, 0, 1)
+                         ? (unsigned)ref_rng_range(&rng, 8, 700)
+                         : 1u << ref_rng_range(&rng, 5, 10);
+    unsigned len =
+        (unsigned)(ref_rng_range(&rng, 0, 2) ? ref_rng_range(&rng, 1, 300)
+                                             : ref_rng_range(&rng, 301, 5000));
+    int routing = (int)ref_rng_range(&rng, 0, 2);
+    const char *algo = algos[ref_rng_range(&rng, 0, 3)];
+    double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
+    size_t frames = ref_rng_range(&rng, 3000, 40000);
+    set_case("round %d: rate %u, %u channels, period %u, %u taps, "
+             "routing %d, %s, gain %.1f dB, %zu frames",
+             round, rate, ch, block, len, routing, algo, gain, frames);
+    kset k;
+    kset_random(&k, ch, len, routing);
+    const char *kpath = fixture(routing ? "k.npy" : "k.txt");
+    kset_write(&k, kpath);
+    /* input: a few periods more than is filtered */
+    size_t in_frames = frames + 4 * (size_t)block;
+    float *x = xalloc(sizeof(float) * in_frames * ch);
+    ref_rng_fill(&rng, x, in_frames * ch);
+    for (size_t i = 0; i < in_frames * ch; i++)
+      x[i] *= 0.5f;
+    char in[600], out[600];
+    snprintf(in, sizeof in, "%s", fixture("in.raw"));
+    snprintf(out, sizeof out, "%s", fixture("out.raw"));
+    write_bytes(in, x, sizeof(float) * in_frames * ch);
+    unlink(out);
+    write_asoundrc(in, out);
+    const char *conf = fixture("a.conf");
+    write_text(conf,
+               "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
+               "rate = %u\nchannels = %u\nblock = %u\nalgorithm = %s\n"
+               "backend = cpu\nkernel-file = %s\ngain = %.1f\n"
+               "duration = %.17g\n",
+               rate, ch, block, algo, strrchr(kpath, '/') + 1, gain,
+               (double)frames / rate);
+    running r;
+    int rc = start_daemon(&r, conf);
+    if (rc)
+      print_log(&r);
+    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    wait_state(&r, "mic", "finished");
+    double got_frames = status_num(&r, "mic", "frames");
+    double lat = status_num(&r, "mic", "latency-frames");
+    double xruns = status_num(&r, "mic", "xruns");
+    double errors = status_num(&r, "mic", "errors");
+    stop_daemon(&r);
+    CHECK(got_frames == (double)frames, "status says %.0f frames, not %zu",
+          got_frames, frames);
+    CHECK(errors == 0, "%.0f engine errors", errors);
+    CHECK(lat < frames, "latency %.0f", lat);
+    (void)xruns; /* the null PCM underruns when it likes; counted only */
+
+    size_t nbytes;
+    float *o = (float *)slurp(out, &nbytes);
+    CHECK(o, "no output file");
+    size_t oframes = nbytes / (sizeof(float) * k.cout);
+    double *y = reference(&k, x, frames, pow(10.0, gain / 20.0));
+    size_t L = (size_t)lat, cmp = frames - L;
+    CHECK(oframes >= frames, "%zu frames played, %zu filtered", oframes,
+          frames);
+    size_t p = find_start(o, oframes, y, cmp, k.cout);
+    /* the engine's delay comes first: p points past it */
+    CHECK(p >= L, "output starts %zu frames in, before the latency %zu", p, L);
+    for (size_t i = (p - L) * k.cout; i < p * k.cout; i++)
+      CHECK(o[i] == 0.0f, "a latency frame is not silent");
+    for (unsigned c = 0; c < k.cout; c++) {
+      double e = ref_rel_l2(o + p * k.cout + c, k.cout, y + c, k.cout, cmp);
+      CHECK(e <= 2e-5, "channel %u: relative L2 error %.3g (start %zu)", c, e,
+            p);
+    }
+    free(o);
+    free(y);
+    free(x);
+    free(k.h);
+  }
+}
+
+/* A kernel change while the stream runs: the stream stops halfway (its
+ * capture FIFO runs dry), the change is made, the rest is written. The
+ * output must follow the engine's crossfade exactly from the frame the
+ * daemon reports. how: 0 swap-kernel through cudafilterctl, 1 `set gain`,
+ * 2 the config file changed and SIGHUP. */
+static void run_live_change(int how)
+{
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  unsigned block = 1u << ref_rng_range(&rng, 5, 9);
+  size_t half = 4096 * ref_rng_range(&rng, 2, 5), frames = 2 * half;
+  double xf = (double)ref_rng_range(&rng, 0, 2000) / rate;
+  double gain1 = -3.0, gain2 = how == 1 ? 4.5 : gain1;
+  set_case("live change %d: %u channels, period %u, %zu frames, crossfade "
+           "%.0f frames",
+           how, ch, block, frames, xf * rate);
+  kset k1, k2;
+  kset_random(&k1, ch, (unsigned)ref_rng_range(&rng, 1, 400), 0);
+  kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 400), 0);
+  if (how == 1) {
+    free(k2.h);
+    k2 = k1;
+  } else {
+    kset_write(&k2, fixture("k2.txt"));
+  }
+  kset_write(&k1, fixture("k1.txt"));
+  char fifo[600], out[600];
+  snprintf(fifo, sizeof fifo, "%s", fixture("in.fifo"));
+  snprintf(out, sizeof out, "%s", fixture("out.raw"));
+  unlink(fifo);
+  unlink(out);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+  /* read-write: ALSA's opens never block, reads wait for data; 1 MiB
+   * holds a half, so each half is one write the reader sees whole */
+  int wfd = open(fifo, O_RDWR);
+  CHECK(wfd >= 0, "open fifo: %s", strerror(errno));
+  CHECK(fcntl(wfd, F_SETPIPE_SZ, 1 << 20) >= (1 << 20), "F_SETPIPE_SZ");
+  write_asoundrc(fifo, out);
+  float *x = xalloc(sizeof(float) * (frames + 4 * block) * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  const char *conf = fixture("live.conf");
+  const char *fmt = "[stream mic]\ntype = audio\ninput = cfin\n"
+                    "output = cfout\nrate = %u\nchannels = %u\n"
+                    "block = %u\nbackend = cpu\nkernel-file = %s\n"
+                    "gain = %.1f\ncrossfade = %.17g\nduration = %.17g\n";
+  write_text(conf, fmt, rate, ch, block, "k1.txt", gain1, xf,
+             (double)frames / rate);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  CHECK(write(wfd, x, sizeof(float) * half * ch) ==
+            (ssize_t)(sizeof(float) * half * ch),
+        "fifo write");
+  /* it runs dry at the end of the half (a whole number of periods) */
+  double done = wait_for(&r, "mic", "frames", (double)half);
+  CHECK(done == (double)half, "%.0f frames before the change, not %zu", done,
+        half);
+  if (how == 0) {
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "%s -s %s swap-kernel mic %s %.17g >/dev/null",
+             ctl_bin, r.sock, fixture("k2.txt"), xf);
+    CHECK(system(cmd) == 0, "%s failed", cmd);
+  } else if (how == 1) {
+    char *a = ctl(&r, "set mic gain %.1f", gain2);
+    CHECK(answer_ok(a), "set gain: %s", a);
+    free(a);
+  } else {
+    write_text(conf, fmt, rate, ch, block, "k2.txt", gain1, xf,
+               (double)frames / rate);
+    kill(r.pid, SIGHUP);
+    /* the reload is done when the stream names the new file */
+    double t0 = now_s();
+    for (;;) {
+      char *st = ctl(&r, "status");
+      const char *kf = field(st, "mic", "kernel");
+      int got = kf && strstr(kf, "k2.txt") != NULL;
+      free(st);
+      if (got)
+        break;
+      CHECK(now_s() - t0 < 30, "SIGHUP: no new kernel in 30 s");
+      usleep(20000);
+    }
+  }
+  /* the change waits in the daemon until the next period */
+  CHECK(status_num(&r, "mic", "swaps") == 0, "swapped with no input");
+  /* the rest, plus padding for the last period */
+  memset(x + frames * ch, 0, sizeof(float) * 4 * block * ch);
+  size_t rest = (frames - half + 4 * block) * ch * sizeof(float);
+  CHECK(write(wfd, x + half * ch, rest) == (ssize_t)rest, "fifo write");
+  wait_state(&r, "mic", "finished");
+  double swaps = status_num(&r, "mic", "swaps");
+  double S = status_num(&r, "mic", "last-swap-frame");
+  double lat = status_num(&r, "mic", "latency-frames");
+  stop_daemon(&r);
+  close(wfd);
+  CHECK(swaps == 1, "%.0f swaps", swaps);
+  CHECK(S == done, "swapped at frame %.0f, the stream stood at %.0f", S, done);
+
+  double *y1 = reference(&k1, x, frames, pow(10.0, gain1 / 20.0));
+  double *y2 = reference(&k2, x, frames, pow(10.0, gain2 / 20.0));
+  size_t X = (size_t)llround(xf * rate), s = (size_t)S;
+  for (size_t n = 0; n < frames; n++) {
+    double w = n < s ? 0 : n < s + X ? (double)(n - s + 1) / (X + 1) : 1;
+    for (unsigned c = 0; c < ch; c++)
+      y1[n * ch + c] = (1 - w) * y1[n * ch + c] + w * y2[n * ch + c];
+  }
+  size_t nbytes;
+  float *o = (float *)slurp(out, &nbytes);
+  CHECK(o, "no output");
+  size_t oframes = nbytes / (sizeof(float) * ch), L = (size_t)lat;
+  size_t cmp = frames - L;
+  CHECK(oframes >= frames, "%zu frames played", oframes);
+  size_t p = find_start(o, oframes, y1, cmp, ch);
+  for (unsigned c = 0; c < ch; c++) {
+    double e = ref_rel_l2(o + p * ch + c, ch, y1 + c, ch, cmp);
+    CHECK(e <= 2e-5, "channel %u: relative L2 error %.3g", c, e);
+  }
+  /* and the change made a difference where it says */
+  if (how != 1 || gain1 != gain2) {
+    double *old = reference(&k1, x, frames, pow(10.0, gain1 / 20.0));
+    double e = ref_rel_l2(o + p * ch, ch, old, ch, cmp);
+    CHECK(e > 1e-3, "the output is the old kernel's (error %.3g)", e);
+    free(old);
+  }
+  free(o);
+  free(y1);
+  free(y2);
+  free(x);
+  free(k1.h);
+  if (how != 1)
+    free(k2.h);
+}
+
+static void test_live_change(void **state)
+{
+  (void)state;
+  if (skip_without_portaudio())
+    skip();
+  for (int how = 0; how < 3; how++)
+    run_live_change(how);
+}
+
+/* Configs that must be refused, each with the words the message must
+ * hold. --check exits 2 and names the problem. */
+static void test_bad_config(void **state)
+{
+  (void)state;
+  write_text(fixture("ok.txt"), "1 0.5 0.25\n");
+  write_text(fixture("ok2.npy"), "not an npy");
+  static const struct {
+    const char *body, *words;
+  } cases[] = {
+      {"[stream a]\ntype = audio\nkernel = 1\nrate = 4x\n", "rate"},
+      {"[stream a]\ntype = audio\nkernel = 1\nrate = 100\n", "1000..768000"},
+      {"[stream a]\nkernel = 1\n", "type"},
+      {"[stream a]\ntype = video\n", "audio or pipeline"},
+      {"[stream a]\ntype = audio\nkernel = 1\nkernel-file = ok.txt\n",
+       "not both"},
+      {"[stream a]\ntype = audio\n", "neither"},
+      {"[stream a]\ntype = audio\nkernel = 1, nan, 2\n", "tap 2"},
+      {"[stream a]\ntype = audio\nkernel-file = missing.wav\n", "missing.wav"},
+      {"[stream a]\ntype = audio\nkernel-file = ok2.npy\n", "ok2.npy"},
+      {"[stream a]\ntype = audio\nkernel = 1\nblok = 64\n", "blok"},
+      {"[stream a]\ntype = audio\nkernel = 1\npipeline = x\n", "type=pipeline"},
+      {"[stream a]\ntype = audio\nkernel = 1\ngain = 500\n", "gain"},
+      {"[stream a]\ntype = audio\nkernel = 1\nbackend = gpu\n", "backend"},
+      {"[stream a]\ntype = audio\nkernel = 1\n[stream a]\ntype = audio\n"
+       "kernel = 1\n",
+       "a second [stream a]"},
+      {"[stream a]\ntype = pipeline\n", "pipeline"},
+      {"[daemon]\nsocket = /tmp/x\nport = 3\n", "port"},
+      {"[deamon]\n", "unknown section"},
+      {"[daemon]\n", "no [stream"},
+      {"this is not a key file\n", "bad.conf"},
+  };
+  char cmd[1400];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    set_case("bad config %zu: %s", i, cases[i].body);
+    write_text(fixture("bad.conf"), "%s", cases[i].body);
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("bad.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "--check exited %d: %s", st,
+          msg);
+    CHECK(strstr(msg, cases[i].words), "the message lacks '%s': %s",
+          cases[i].words, msg);
+    CHECK(!strstr(msg, "Segmentation") && !strstr(msg, "Sanitizer"), "%s", msg);
+    free(msg);
+  }
+  /* and a good one passes */
+  write_text(fixture("good.conf"), "[stream a]\ntype = audio\n"
+                                   "kernel-file = ok.txt\nrate = 44100\n");
+  snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null 2>&1", daemon_bin,
+           fixture("good.conf"));
+  if (have_portaudio)
+    CHECK(system(cmd) == 0, "a good config was refused");
+  /* the example the README points to */
+  const char *ex = getenv("CF_DAEMON_EXAMPLE");
+  snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null", daemon_bin,
+           ex ? ex : "");
+  if (have_portaudio && ex)
+    CHECK(system(cmd) == 0, "config/cudafilterd.conf does not check out");
+}
+
+static const char *live_pipe(const char *name, int size)
+{
+  static char b[2][512];
+  static int i;
+  i ^= 1;
+  snprintf(b[i], sizeof b[i],
+           "[stream %s]\ntype = pipeline\npipeline = videotestsrc "
+           "is-live=true ! video/x-raw,format=GRAY8,width=64,height=48,"
+           "framerate=200/1 ! cudaconvolve name=f preset=box size=%d "
+           "backend=cpu ! fakesink\n",
+           name, size);
+  return b[i];
+}
+
+/* Pipelines: live changes, reload (bad file kept out, then streams
+ * changed, removed and added), errors from cudafilterctl, the socket. */
+static void test_pipelines_reload(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  const char *conf = fixture("p.conf");
+  write_text(conf, "%s%s", live_pipe("a", 3), live_pipe("b", 5));
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  struct stat sb;
+  CHECK(stat(r.sock, &sb) == 0 && (sb.st_mode & 0777) == 0600,
+        "socket mode %o, not 600", sb.st_mode & 0777);
+  wait_state(&r, "a", "PLAYING");
+  wait_for(&r, "a", "buffers", 5);
+  wait_for(&r, "b", "buffers", 5);
+
+  /* live property changes: good and bad */
+  char *a = ctl(&r, "set a f.preset gaussian");
+  CHECK(answer_ok(a), "set preset: %s", a);
+  free(a);
+  a = ctl(&r, "set a size 7");
+  CHECK(answer_ok(a), "set size on the filter: %s", a);
+  free(a);
+  static const struct {
+    const char *cmd, *words;
+  } bad[] = {
+      {"set a f.nosuch 1", "no property 'nosuch'"},
+      {"set a f.size many", "not a valid"},
+      {"set a f.size 100000", "not a valid"},
+      {"set a nosuch.size 3", "no element named 'nosuch'"},
+      {"set zz size 3", "no stream named 'zz'"},
+      {"set a size", "usage"},
+      {"swap-kernel a /nonexistent/k.npy", "no such file"},
+      {"frobnicate", "unknown command"},
+      {"status zz", "no stream"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    a = ctl(&r, "%s", bad[i].cmd);
+    CHECK(!answer_ok(a) && strstr(a, "error: ") && strstr(a, bad[i].words),
+          "'%s' answered: %s", bad[i].cmd, a);
+    free(a);
+  }
+  /* a swap-kernel the element takes */
+  write_text(fixture("k3.txt"), "0 1 0\n1 -4 1\n0 1 0\n");
+  a = ctl(&r, "swap-kernel a %s", fixture("k3.txt"));
+  CHECK(answer_ok(a), "swap-kernel: %s", a);
+  free(a);
+  /* the stream goes on through all that */
+  double b0 = status_num(&r, "a", "buffers");
+  wait_for(&r, "a", "buffers", b0 + 5);
+
+  /* a broken file changes nothing */
+  write_text(conf, "%s[stream c]\ntype = pipeline\n", live_pipe("a", 3));
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "reload refused") && strstr(a, "pipeline"),
+        "reload of a broken file: %s", a);
+  free(a);
+  kill(r.pid, SIGHUP); /* the same, by signal */
+  usleep(200000);
+  char *s = ctl(&r, "status");
+  CHECK(field(s, "a", "state") && field(s, "b", "state"),
+        "streams lost on a refused reload: %s", s);
+  free(s);
+  /* a changed, b removed, c added */
+  write_text(conf, "%s%s", live_pipe("a", 9), live_pipe("c", 3));
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "a: restarted") && strstr(a, "b: stopped") &&
+            strstr(a, "c: started"),
+        "reload: %s", a);
+  free(a);
+  wait_for(&r, "c", "buffers", 3);
+  s = ctl(&r, "status");
+  CHECK(!field(s, "b", "state") && field(s, "a", "state"), "status: %s", s);
+  free(s);
+  /* a stream that cannot start: the old one runs again */
+  write_text(conf,
+             "%s[stream c]\ntype = pipeline\npipeline = "
+             "videotestsrc ! cudaconvolve ! nosuchelement\n",
+             live_pipe("a", 9));
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "c: the old section runs again"),
+        "reload with a bad pipeline: %s", a);
+  free(a);
+  wait_state(&r, "c", "PLAYING");
+
+  /* cudafilterctl's exit codes: 0 ok, 1 error, 3 no daemon */
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "%s -s %s status >/dev/null", ctl_bin, r.sock);
+  CHECK(system(cmd) == 0, "cudafilterctl status");
+  snprintf(cmd, sizeof cmd, "%s -s %s set a nope 1 2>/dev/null", ctl_bin,
+           r.sock);
+  int st = system(cmd);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "error exit %d", st);
+  /* a second daemon on the same socket is refused */
+  snprintf(cmd, sizeof cmd, "%s -c %s -s %s 2>%s", daemon_bin, conf, r.sock,
+           fixture("second.log"));
+  st = system(cmd);
+  char *m = slurp(fixture("second.log"), NULL);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+            strstr(m, "another cudafilterd"),
+        "a second daemon: %d %s", st, m);
+  free(m);
+  /* a client that says nothing does not hold the daemon */
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un ad = {.sun_family = AF_UNIX};
+  snprintf(ad.sun_path, sizeof ad.sun_path, "%s", r.sock);
+  CHECK(connect(fd, (struct sockaddr *)&ad, sizeof ad) == 0, "connect");
+  double t0 = now_s();
+  a = ctl(&r, "status"); /* waits at most the daemon's 2 s timeout */
+  CHECK(answer_ok(a) && now_s() - t0 < 5, "status behind a mute client");
+  free(a);
+  close(fd);
+  stop_daemon(&r);
+  snprintf(cmd, sizeof cmd, "%s -s %s status 2>/dev/null", ctl_bin, r.sock);
+  st = system(cmd);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no daemon: exit %d", st);
+}
+
+/* A file-to-file pipeline: cudafir's output equals the reference, and
+ * the stream reports finished at the end of the file. */
+static void test_pipeline_file(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t frames = ref_rng_range(&rng, 1000, 30000);
+  kset k;
+  kset_random(&k, ch, (unsigned)ref_rng_range(&rng, 1, 200), 0);
+  set_case("file pipeline: %u channels, %zu frames, %u taps", ch, frames,
+           k.len);
+  kset_write(&k, fixture("kf.txt"));
+  float *x = xalloc(sizeof(float) * frames * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  write_bytes(fixture("fin.raw"), x, sizeof(float) * frames * ch);
+  unlink(fixture("fout.raw"));
+  const char *conf = fixture("f.conf");
+  char in[600], out[600], kf[600];
+  snprintf(in, sizeof in, "%s", fixture("fin.raw"));
+  snprintf(out, sizeof out, "%s", fixture("fout.raw"));
+  snprintf(kf, sizeof kf, "%s", fixture("kf.txt"));
+  write_text(conf,
+             "[stream f]\ntype = pipeline\npipeline = filesrc location=%s ! "
+             "rawaudioparse format=pcm pcm-format=f32le sample-rate=48000 "
+             "num-channels=%u ! cudafir kernel-file=%s backend=cpu "
+             "drain=false ! filesink location=%s\n",
+             in, ch, kf, out);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "f", "finished");
+  stop_daemon(&r);
+  size_t nbytes;
+  float *o = (float *)slurp(out, &nbytes);
+  CHECK(o && nbytes == sizeof(float) * frames * ch, "%zu bytes out, %zu in",
+        nbytes, sizeof(float) * frames * ch);
+  double *y = reference(&k, x, frames, 1.0);
+  for (unsigned c = 0; c < ch; c++) {
+    double e = ref_rel_l2(o + c, ch, y + c, ch, frames);
+    CHECK(e <= 2e-5, "channel %u: relative L2 error %.3g", c, e);
+  }
+  free(o);
+  free(y);
+  free(x);
+  free(k.h);
+}
+
+int main(void)
+{
+  daemon_bin = getenv("CF_DAEMON");
+  ctl_bin = getenv("CF_DAEMON_CTL");
+  if (!daemon_bin || !ctl_bin) {
+    fprintf(stderr, "CF_DAEMON and CF_DAEMON_CTL must name the programs\n");
+    return 1;
+  }
+  const char *f = getenv("CF_DAEMON_FEATURES");
+  have_portaudio = f && strstr(f, "portaudio") != NULL;
+  have_gst = f && strstr(f, "gst") != NULL;
+  check_seed = ref_seed();
+  ref_rng_init(&rng, check_seed);
+  if (fixture_init("daemon"))
+    return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_bad_config, kill_left),
+      cmocka_unit_test_teardown(test_audio_reference, kill_left),
+      cmocka_unit_test_teardown(test_live_change, kill_left),
+      cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+  };
+  return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
+}
