@@ -45,7 +45,7 @@ int fixture_cleanup(void **state)
   DIR *d = opendir(tmp_dir);
   struct dirent *e;
   while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.')
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
       unlink(fixture(e->d_name));
   if (d)
     closedir(d);

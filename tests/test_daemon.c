@@ -33,7 +33,8 @@
 #include "ref.h"
 
 static const char *daemon_bin, *ctl_bin;
-static pid_t live_pid; /* a daemon a failed test left running */
+static pid_t live_pid;          /* a daemon a failed test left running */
+static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static ref_rng rng;
 static int have_portaudio, have_gst;
 
@@ -117,6 +118,8 @@ static int start_daemon(running *r, const char *conf)
     setenv("HOME", tmp_dir, 1);
     unsetenv("XDG_RUNTIME_DIR");
     setenv("JACK_NO_START_SERVER", "1", 1);
+    if (fake_device)
+      setenv("CF_TEST_FAKE_DEVICE", fake_device, 1);
     execl(daemon_bin, daemon_bin, "-c", conf, "-s", r->sock, (char *)NULL);
     _exit(127);
   }
@@ -414,7 +417,11 @@ static void test_audio_reference(void **state)
   static const unsigned rates[] = {8000, 22050, 44100, 48000, 96000};
   static const char *algos[] = {"auto", "direct", "fft-uniform",
                                 "fft-nonuniform"};
-  for (int round = 0; round < 4; round++) {
+  /* the last round runs backend auto on the fake device (src/engine/
+   * fake.c), whose N-th call fails: the stream must go on, on the CPU,
+   * without a sample lost or repeated */
+  for (int round = 0; round < 5; round++) {
+    int fallback = round == 4;
     unsigned rate = rates[ref_rng_range(&rng, 0, 4)];
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
     unsigned block = (unsigned)ref_rng_range(&rng, 0, 1)
@@ -427,9 +434,15 @@ static void test_audio_reference(void **state)
     const char *algo = algos[ref_rng_range(&rng, 0, 3)];
     double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
     size_t frames = ref_rng_range(&rng, 3000, 40000);
+    char fault[32];
+    snprintf(fault, sizeof fault, "call:%zu",
+             ref_rng_range(&rng, 1, frames / block / 2 + 1));
+    fake_device = fallback ? fault : NULL;
     set_case("round %d: rate %u, %u channels, period %u, %u taps, "
-             "routing %d, %s, gain %.1f dB, %zu frames",
-             round, rate, ch, block, len, routing, algo, gain, frames);
+             "routing %d, %s, gain %.1f dB, %zu frames%s%s",
+             round, rate, ch, block, len, routing, algo, gain, frames,
+             fallback ? ", fake device failing at " : "",
+             fallback ? fault : "");
     kset k;
     kset_random(&k, ch, len, routing);
     const char *kpath = fixture(routing ? "k.npy" : "k.txt");
@@ -446,14 +459,15 @@ static void test_audio_reference(void **state)
     write_bytes(in, x, sizeof(float) * in_frames * ch);
     unlink(out);
     write_asoundrc(in, out);
-    const char *conf = fixture("a.conf");
+    char conf[600]; /* fixture() reuses its buffers */
+    snprintf(conf, sizeof conf, "%s", fixture("a.conf"));
     write_text(conf,
                "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
                "rate = %u\nchannels = %u\nblock = %u\nalgorithm = %s\n"
-               "backend = cpu\nkernel-file = %s\ngain = %.1f\n"
+               "backend = %s\nkernel-file = %s\ngain = %.1f\n"
                "duration = %.17g\n",
-               rate, ch, block, algo, strrchr(kpath, '/') + 1, gain,
-               (double)frames / rate);
+               rate, ch, block, algo, fallback ? "auto" : "cpu",
+               strrchr(kpath, '/') + 1, gain, (double)frames / rate);
     running r;
     int rc = start_daemon(&r, conf);
     if (rc)
@@ -464,6 +478,12 @@ static void test_audio_reference(void **state)
     double lat = status_num(&r, "mic", "latency-frames");
     double xruns = status_num(&r, "mic", "xruns");
     double errors = status_num(&r, "mic", "errors");
+    char *st = ctl(&r, "status mic");
+    const char *be = field(st, "mic", "backend");
+    CHECK(be && !strcmp(be, "cpu"), "backend %s at the end: %s",
+          be ? be : "missing", st);
+    free(st);
+    fake_device = NULL;
     stop_daemon(&r);
     CHECK(got_frames == (double)frames, "status says %.0f frames, not %zu",
           got_frames, frames);
@@ -535,7 +555,8 @@ static void run_live_change(int how)
   write_asoundrc(fifo, out);
   float *x = xalloc(sizeof(float) * (frames + 4 * block) * ch);
   ref_rng_fill(&rng, x, frames * ch);
-  const char *conf = fixture("live.conf");
+  char conf[600]; /* fixture() reuses its buffers */
+  snprintf(conf, sizeof conf, "%s", fixture("live.conf"));
   const char *fmt = "[stream mic]\ntype = audio\ninput = cfin\n"
                     "output = cfout\nrate = %u\nchannels = %u\n"
                     "block = %u\nbackend = cpu\nkernel-file = %s\n"
@@ -725,7 +746,8 @@ static void test_pipelines_reload(void **state)
     printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
     skip();
   }
-  const char *conf = fixture("p.conf");
+  char conf[600]; /* fixture() reuses its buffers */
+  snprintf(conf, sizeof conf, "%s", fixture("p.conf"));
   write_text(conf, "%s%s", live_pipe("a", 3), live_pipe("b", 5));
   running r;
   int rc = start_daemon(&r, conf);
@@ -839,6 +861,31 @@ static void test_pipelines_reload(void **state)
   snprintf(cmd, sizeof cmd, "%s -s %s status 2>/dev/null", ctl_bin, r.sock);
   st = system(cmd);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no daemon: exit %d", st);
+
+  /* SIGTERM ends a live pipeline with EOS: wavenc writes its sizes */
+  char wav[600];
+  snprintf(wav, sizeof wav, "%s", fixture("live.wav"));
+  unlink(wav);
+  write_text(conf,
+             "[stream w]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true samplesperbuffer=480 ! audio/x-raw,"
+             "format=F32LE,rate=48000,channels=1 ! cudafir "
+             "backend=cpu ! wavenc ! filesink location=%s\n",
+             wav);
+  rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_for(&r, "w", "buffers", 10);
+  stop_daemon(&r);
+  size_t nb;
+  unsigned char *w = (unsigned char *)slurp(wav, &nb);
+  CHECK(w && nb > 44 + 4800 * 4, "%zu bytes of WAV", nb);
+  uint32_t riff = (uint32_t)w[4] | (uint32_t)w[5] << 8 | (uint32_t)w[6] << 16 |
+                  (uint32_t)w[7] << 24;
+  CHECK(riff == nb - 8, "RIFF size %u in a file of %zu bytes: no EOS", riff,
+        nb);
+  free(w);
 }
 
 /* A file-to-file pipeline: cudafir's output equals the reference, and
@@ -861,7 +908,8 @@ static void test_pipeline_file(void **state)
   ref_rng_fill(&rng, x, frames * ch);
   write_bytes(fixture("fin.raw"), x, sizeof(float) * frames * ch);
   unlink(fixture("fout.raw"));
-  const char *conf = fixture("f.conf");
+  char conf[600]; /* fixture() reuses its buffers */
+  snprintf(conf, sizeof conf, "%s", fixture("f.conf"));
   char in[600], out[600], kf[600];
   snprintf(in, sizeof in, "%s", fixture("fin.raw"));
   snprintf(out, sizeof out, "%s", fixture("fout.raw"));
