@@ -325,8 +325,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
   float *v = g_new(float, m ? m : 1);
   for (size_t i = 0; i < m; i++)
     v[i] = atomic_load_explicit(&a->proc_us[i], memory_order_relaxed);
-  double p50, p99, max;
-  cfd_percentiles(v, m, &p50, &p99, &max);
+  double mean, p50, p99, max;
+  cfd_percentiles(v, m, &mean, &p50, &p99, &max);
   g_free(v);
   int err = atomic_load(&a->last_error);
   const PaStreamInfo *info = Pa_GetStreamInfo(a->pa);
@@ -336,7 +336,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       "latency-frames=%zu device-latency-ms=%.1f/%.1f frames=%" G_GUINT64_FORMAT
       " periods=%" G_GUINT64_FORMAT " xruns=%" G_GUINT64_FORMAT
       " errors=%" G_GUINT64_FORMAT
-      " proc-us-p50=%.1f proc-us-p99=%.1f proc-us-max=%.1f budget-us=%.1f "
+      " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
+      "proc-us-max=%.1f budget-us=%.1f "
       "swaps=%" G_GUINT64_FORMAT " last-swap-frame=%" G_GUINT64_FORMAT
       " kernel=%s gain=%g crossfade=%g",
       atomic_load(&a->finished) ? "finished" : "running",
@@ -345,7 +346,7 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       info ? info->inputLatency * 1e3 : 0.0,
       info ? info->outputLatency * 1e3 : 0.0, (guint64)atomic_load(&a->frames),
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
-      (guint64)atomic_load(&a->errors), p50, p99, max, a->budget_us,
+      (guint64)atomic_load(&a->errors), mean, p50, p99, max, a->budget_us,
       (guint64)atomic_load(&a->swaps), (guint64)atomic_load(&a->swap_frame),
       a->sc->kernel_file ? a->sc->kernel_file : "(taps)", a->sc->gain_db,
       a->sc->crossfade);

@@ -71,9 +71,9 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
 /* $XDG_RUNTIME_DIR/cudafilterd.sock, else /tmp/cudafilterd-UID.sock. */
 char *cfd_default_socket(void);
 
-/* p50, p99 and max of n values (µs); zeros when n == 0. */
-void cfd_percentiles(const float *v, size_t n, double *p50, double *p99,
-                     double *max);
+/* mean, p50, p99 and max of n values (µs); zeros when n == 0. */
+void cfd_percentiles(const float *v, size_t n, double *mean, double *p50,
+                     double *p99, double *max);
 
 /* ---- streams ---- */
 typedef struct cfd_audio cfd_audio;

@@ -472,12 +472,15 @@ static int cmp_float(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-void cfd_percentiles(const float *v, size_t n, double *p50, double *p99,
-                     double *max)
+void cfd_percentiles(const float *v, size_t n, double *mean, double *p50,
+                     double *p99, double *max)
 {
-  *p50 = *p99 = *max = 0;
+  *mean = *p50 = *p99 = *max = 0;
   if (n == 0)
     return;
+  for (size_t i = 0; i < n; i++)
+    *mean += v[i];
+  *mean /= (double)n;
   float *s = g_memdup2(v, n * sizeof *v);
   qsort(s, n, sizeof *s, cmp_float);
   *p50 = s[(n - 1) / 2];

@@ -237,8 +237,8 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   float *v = g_new(float, m ? m : 1);
   for (size_t i = 0; i < m; i++)
     v[i] = atomic_load_explicit(&p->proc_us[i], memory_order_relaxed);
-  double p50, p99, max;
-  cfd_percentiles(v, m, &p50, &p99, &max);
+  double mean, p50, p99, max;
+  cfd_percentiles(v, m, &mean, &p50, &p99, &max);
   g_free(v);
   char *backend = NULL;
   if (g_object_class_find_property(G_OBJECT_GET_CLASS(p->filter),
@@ -246,13 +246,14 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
     g_object_get(p->filter, "backend-in-use", &backend, NULL);
   g_string_append_printf(out,
                          "state=%s filter=%s buffers=%" G_GUINT64_FORMAT
-                         " proc-us-p50=%.1f proc-us-p99=%.1f proc-us-max=%.1f "
+                         " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
+                         "proc-us-max=%.1f "
                          "backend-in-use=\"%s\"",
                          p->error ? "error"
                          : p->eos ? "finished"
                                   : gst_element_state_get_name(st),
                          GST_OBJECT_NAME(p->filter),
-                         (guint64)atomic_load(&p->buffers), p50, p99, max,
+                         (guint64)atomic_load(&p->buffers), mean, p50, p99, max,
                          backend ? backend : "none");
   if (p->error)
     g_string_append_printf(out, " error=\"%s\"", p->error);
