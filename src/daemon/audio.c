@@ -490,23 +490,6 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
   return false;
 }
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
-{
-  cf_kernel *k = sc->kernel;
-  sc->kernel = NULL;
-  if (!cfd_audio_swap(a, k, sc->crossfade, err))
-    return false;
-  cfd_stream_conf *own = a->sc;
-  g_free(own->kernel_file);
-  g_free(own->kernel_taps);
-  own->kernel_file = g_strdup(sc->kernel_file);
-  own->kernel_taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
-  own->kernel_len = sc->kernel_len;
-  own->gain_db = sc->gain_db;
-  own->crossfade = sc->crossfade;
-  return true;
-}
-
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
                    GError **err)
 {
