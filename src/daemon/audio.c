@@ -35,6 +35,7 @@ struct cfd_audio {
   _Atomic int backend;    /* cf_backend now running */
   _Atomic int last_error; /* cf_status of the last failed call, or 0 */
   _Atomic bool finished;
+  _Atomic float swap_us; /* the last cf_engine_set_kernel, in the callback */
   _Atomic float proc_us[RING];
   _Atomic uint64_t proc_n;
 };
@@ -182,8 +183,10 @@ static int callback(const void *in, void *out, unsigned long n,
   cf_kernel *k = atomic_exchange(&a->pending, NULL);
   if (k) {
     double xf = atomic_load(&a->pending_crossfade);
+    double t1 = now_us();
     cf_status s =
         cf_engine_set_kernel(a->e, k, (size_t)llround(xf * a->sc->rate));
+    atomic_store(&a->swap_us, (float)(now_us() - t1));
     if (s == CF_OK) {
       atomic_store(&a->swap_frame, done);
       atomic_fetch_add(&a->swaps, 1);
@@ -339,6 +342,7 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
       "proc-us-max=%.1f budget-us=%.1f "
       "swaps=%" G_GUINT64_FORMAT " last-swap-frame=%" G_GUINT64_FORMAT
+      " last-swap-us=%.1f"
       " kernel=%s gain=%g crossfade=%g",
       atomic_load(&a->finished) ? "finished" : "running",
       cf_backend_name((cf_backend)atomic_load(&a->backend)), a->sc->rate,
@@ -348,6 +352,7 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
       (guint64)atomic_load(&a->errors), mean, p50, p99, max, a->budget_us,
       (guint64)atomic_load(&a->swaps), (guint64)atomic_load(&a->swap_frame),
+      (double)atomic_load(&a->swap_us),
       a->sc->kernel_file ? a->sc->kernel_file : "(taps)", a->sc->gain_db,
       a->sc->crossfade);
   if (err)
