@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1085,6 +1086,65 @@ static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
   }
 }
 
+/* With `prepared` set, swap_case makes each swap through
+ * cf_engine_prepare_swap (built in a second thread while the main one
+ * feeds the engine from t0 to the swap point, t0 drawn before it) and
+ * cf_engine_set_prepared, whose output must be set_kernel's. */
+static int prepared;
+
+typedef struct prep_job {
+  const cf_engine *e;
+  const cf_kernel *k;
+  const float *hist;
+  size_t n;
+  unsigned long long t0;
+  cf_swap_prep *p;
+  cf_status st;
+  char err[256];
+} prep_job;
+
+static void *prep_thread(void *arg)
+{
+  prep_job *j = arg;
+  j->st = cf_engine_prepare_swap(j->e, j->k, j->hist, j->n, j->t0, &j->p);
+  if (j->st != CF_OK)
+    snprintf(j->err, sizeof j->err, "%s", cf_last_error());
+  return NULL;
+}
+
+/* Feed [done, S) and swap to kk at S, as `prepared` says. */
+static void feed_and_swap(run *ru, ref_rng *r, const input *in, size_t done,
+                          size_t S, const cf_kernel *kk, size_t X)
+{
+  if (!prepared) {
+    run_feed(ru, r, in->x + done * in->ch, S - done, 0);
+    cf_status st = cf_engine_set_kernel(ru->e, kk, X);
+    CHECK(st == CF_OK, "set_kernel (S %zu, X %zu) returned %s: %s", S, X,
+          cf_status_name(st), cf_last_error());
+    return;
+  }
+  /* t0 in [done, S]: the copy of the input is made there */
+  size_t t0 = done + (size_t)ref_rng_range(r, 0, S - done);
+  run_feed(ru, r, in->x + done * in->ch, t0 - done, 0);
+  size_t need = cf_engine_swap_history(ru->e, kk, t0);
+  size_t n = need + (size_t)ref_rng_range(r, 0, 64);
+  if (n > t0)
+    n = t0;
+  CHECK(need <= n, "swap_history %zu frames before frame %zu", need, t0);
+  add_case("t0=%zu hist %zu ", t0, n);
+  prep_job j = {ru->e, kk, in->x + (t0 - n) * in->ch, n, t0, NULL, CF_OK,
+                ""};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, prep_thread, &j) == 0, "pthread_create");
+  run_feed(ru, r, in->x + t0 * in->ch, S - t0, 0);
+  pthread_join(th, NULL);
+  CHECK(j.st == CF_OK, "prepare_swap (t0 %zu, %zu frames) returned %s: %s",
+        t0, n, cf_status_name(j.st), j.err);
+  cf_status st = cf_engine_set_prepared(ru->e, j.p, X);
+  CHECK(st == CF_OK, "set_prepared (t0 %zu, S %zu, X %zu) returned %s: %s",
+        t0, S, X, cf_status_name(st), cf_last_error());
+}
+
 /* nsw swaps (1..MODEL_STAGES - 1) of ks[1..nsw] at S[k] with crossfade X[k];
  * compares the output before, inside and after every crossfade. */
 static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
@@ -1105,14 +1165,12 @@ static void swap_case(ref_rng *r, const kset *const *ks, unsigned nsw,
   run_start(&ru, e, block, n + cf_engine_latency(e) + lmax + 8);
   size_t done = 0;
   for (unsigned s = 1; s <= nsw; s++) {
-    run_feed(&ru, r, in->x + done * in->ch, S[s] - done, 0);
-    done = S[s];
     cf_kernel *kk = NULL;
     CHECK_OK(kset_build(ks[s], &kk));
-    cf_status st = cf_engine_set_kernel(e, kk, X[s]);
+    add_case("swap %u: ", s);
+    feed_and_swap(&ru, r, in, done, S[s], kk, X[s]);
+    done = S[s];
     cf_kernel_free(kk);
-    CHECK(st == CF_OK, "set_kernel #%u (S %zu, X %zu) returned %s: %s", s,
-          S[s], X[s], cf_status_name(st), cf_last_error());
     CHECK(cf_engine_latency(e) == ru.lat, "latency changed by set_kernel: "
           "%zu -> %zu", ru.lat, cf_engine_latency(e));
     idx_add3(&ru.must, S[s] + ru.lat);
@@ -1405,6 +1463,107 @@ static void test_swap_routing_change(void **state)
 
 /* A swap that changes the channel counts fails with CF_E_INVALID and
  * leaves the engine running the old kernel. */
+/* The swaps of test_swap, test_swap_during_crossfade and test_swap_burst
+ * made through cf_engine_prepare_swap / cf_engine_set_prepared. */
+static void test_swap_prepared(void **state)
+{
+  prepared = 1;
+  test_swap(state);
+  test_swap_during_crossfade(state);
+  test_swap_burst(state);
+  prepared = 0;
+}
+
+static int prepared_off(void **state)
+{
+  (void)state;
+  prepared = 0;
+  return 0;
+}
+
+/* What set_prepared does where the work cannot serve: a reset between
+ * (the stream starts again), a swap the engine refuses, a too short
+ * history. Each must behave as set_kernel. */
+static void test_swap_prepared_misfit(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 31);
+  for (unsigned c = 0; c < 4; c++) {
+    kset k0, k1;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+    kset_init(&k0, CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k0, &r, 0, rand_len(&r, 1, 4000));
+    kset_like(&r, &k1, &k0, 1, 4000);
+    size_t n = ref_rng_range(&r, 2000, 12000);
+    fit_work(&k0, &n, &block);
+    fit_work(&k1, &n, &block);
+    set_case("swap_prepared_misfit #%u: block %u ", c, block);
+    kset_describe(&k0);
+    kset_describe(&k1);
+    input in;
+    input_make(&in, &r, ch, n);
+    cf_engine *e = make_engine(&k0, block);
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(&k1, &kk));
+    size_t t0 = n / 2;
+    float *scratch = xalloc(sizeof(float) * n * cf_engine_out_channels(e));
+    CHECK_OK(cf_engine_process(e, in.x, scratch, t0));
+    size_t need = cf_engine_swap_history(e, kk, t0);
+    if (need) { /* the CPU: one frame short is refused */
+      cf_swap_prep *bad = NULL;
+      cf_status st = cf_engine_prepare_swap(e, kk, in.x + (t0 - need + 1) *
+                                                       ch, need - 1, t0, &bad);
+      CHECK(st == CF_E_INVALID && !bad, "a short history gave %s",
+            cf_status_name(st));
+    }
+    cf_swap_prep *p = NULL;
+    CHECK_OK(cf_engine_prepare_swap(e, kk, in.x + (t0 - need) * ch, need, t0,
+                                    &p));
+    /* NULL, and a set of other channel counts */
+    CHECK(cf_engine_set_prepared(e, NULL, 0) == CF_E_INVALID, "NULL swap");
+    kset k2;
+    kset_init(&k2, CF_ROUTING_MATRIX, ch + 1, ch);
+    for (unsigned i = 0; i < k2.count; i++)
+      kset_set(&k2, &r, i, 3);
+    cf_kernel *k2k = NULL;
+    CHECK_OK(kset_build(&k2, &k2k));
+    cf_swap_prep *q = NULL;
+    cf_status st = cf_engine_prepare_swap(e, k2k, in.x, n, n, &q);
+    CHECK(st == CF_E_INVALID && !q, "a set of %u outputs for a stream of %u "
+          "was prepared: %s: %s", ch + 1, ch, cf_status_name(st),
+          cf_last_error());
+    cf_kernel_free(k2k);
+    kset_free(&k2);
+    /* a reset, and then the stream from its start: the swap lands at
+     * frame S of the new stream, as set_kernel would put it */
+    CHECK_OK(cf_engine_reset(e));
+    size_t S = (size_t)ref_rng_range(&r, 0, n);
+    size_t X = rand_crossfade(&r, n - S);
+    add_case("reset, swap at %zu X %zu ", S, X);
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_latency(e) + 8000 + 8);
+    run_feed(&ru, &r, in.x, S, 0);
+    CHECK_OK(cf_engine_set_prepared(e, p, X));
+    run_feed(&ru, &r, in.x + S * ch, n - S, 0);
+    add_block_marks(&ru, 0, n + cf_engine_tail(e));
+    run_drain(&ru, &r);
+    model m = {.nstage = 2, .in = &in};
+    m.ks[0] = &k0;
+    m.ks[1] = &k1;
+    m.S[1] = S;
+    m.X[1] = X;
+    check_model(&ru, &r, &m, 0, ru.pos, "prepared across a reset");
+    run_end(&ru);
+    cf_kernel_free(kk);
+    free(scratch);
+    input_free(&in);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+}
+
 static void test_swap_invalid(void **state)
 {
   (void)state;
@@ -2112,6 +2271,8 @@ int main(void)
     cmocka_unit_test(test_swap_reuse),
     cmocka_unit_test(test_swap_routing_change),
     cmocka_unit_test(test_swap_invalid),
+    cmocka_unit_test_teardown(test_swap_prepared, prepared_off),
+    cmocka_unit_test(test_swap_prepared_misfit),
     cmocka_unit_test(test_zero_frames),
     cmocka_unit_test(test_in_place),
     cmocka_unit_test(test_nan_input),

@@ -124,6 +124,34 @@ cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
 cf_status cf_engine_prepare_kernel(const cf_engine *e,
                                    const cf_kernel *kernel);
 
+/* A kernel swap built ahead, for real-time streams. set_kernel builds the
+ * new set's spectra and replays the input history through it (at 131072
+ * taps, a millisecond or more: longer than a small block). Here that work
+ * runs in the calling thread, while the engine runs in another, on the
+ * caller's copy of its input:
+ *   - history: the n input frames (interleaved, as given to process())
+ *     just before frame t0, t0 counting the frames process() had taken
+ *     since the engine's creation or its last reset/drain when the copy
+ *     was made. n must be at least cf_engine_swap_history(e, kernel, t0);
+ *     more is fine.
+ *   - cf_engine_set_prepared(e, p, crossfade), later, in the engine's
+ *     thread: exactly cf_engine_set_kernel(e, kernel, crossfade) at that
+ *     moment (the same swap point, the same output up to rounding), but
+ *     it replays only the frames since t0. It takes p in every case.
+ * Where the prepared work cannot serve (an engine on CUDA, a reset or
+ * drain since, the history since t0 no longer held: about swap_history
+ * frames), set_prepared makes a plain set_kernel. The engine must outlive
+ * p; free one not used with cf_swap_prep_free. */
+typedef struct cf_swap_prep cf_swap_prep;
+size_t cf_engine_swap_history(const cf_engine *e, const cf_kernel *kernel,
+                              unsigned long long t0);
+cf_status cf_engine_prepare_swap(const cf_engine *e, const cf_kernel *kernel,
+                                 const float *history, size_t n,
+                                 unsigned long long t0, cf_swap_prep **out);
+cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
+                                 size_t crossfade);
+void cf_swap_prep_free(cf_swap_prep *p);
+
 unsigned cf_engine_in_channels(const cf_engine *e);
 unsigned cf_engine_out_channels(const cf_engine *e);
 /* The backend running now. With CF_BACKEND_AUTO on CUDA, a device

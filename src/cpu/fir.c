@@ -214,13 +214,13 @@ static void lane_reload(const fir *f, lane *l, const cf_kernel *k, unsigned in)
   lane_describe(l, &pl, r.lmax);
 }
 
-static void prime(fir *f, bank *b, unsigned c);
+static void prime(const fir *f, bank *b, unsigned c);
 
 /* Building a bank: one job per input channel (the kernel spectra, then
  * with `prime` the replay of its history), on the pool: a swap's cost in
  * the streaming thread is divided among the cores. */
 typedef struct build_job {
-  fir *f;
+  const fir *f;
   bank *b;
   const cf_kernel *k;
   int prime, reuse;
@@ -241,17 +241,14 @@ static void build_lane(void *ctx, unsigned c)
     prime(j->f, j->b, c);
 }
 
-/* A bank for k: the spare one where k fits it (a swap between kernels of
- * the same layout allocates nothing), else a new one. With `primed`, its
+/* A bank for k: `reuse` (a retired bank k fits: nothing allocated) or a
+ * new one, built on `pool` (NULL: in this thread). With `primed`, its
  * convolvers are brought to time f->t. */
-static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
+static cf_status bank_make(const fir *f, bank *reuse, cf_pool *pool,
+                           const cf_kernel *k, int primed, bank **out)
 {
-  bank *b = f->spare;
-  int reuse = b != NULL;
-  for (unsigned i = 0; reuse && i < f->cin; i++)
-    reuse = lane_fits(f, &b->lanes[i], k, i);
+  bank *b = reuse;
   if (reuse) {
-    f->spare = NULL;
     b->cost = 0;
     b->lmax = 0;
     memset(b->nsrc, 0, f->cout * sizeof *b->nsrc);
@@ -272,11 +269,11 @@ static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
       s = cf_fail(CF_E_NOMEM, "engine: out of memory");
   }
   if (s == CF_OK) {
-    build_job job = {f, b, k, primed, reuse};
-    if ((double)f->cin * (double)cf_kernel_max_len(k) >=
-            BUILD_PARALLEL_MIN_TAPS ||
-        cf_pool_hot(f->pool))
-      cf_pool_run(f->pool, build_lane, &job, f->cin);
+    build_job job = {f, b, k, primed, reuse != NULL};
+    if (pool && ((double)f->cin * (double)cf_kernel_max_len(k) >=
+                     BUILD_PARALLEL_MIN_TAPS ||
+                 cf_pool_hot(pool)))
+      cf_pool_run(pool, build_lane, &job, f->cin);
     else
       for (unsigned i = 0; i < f->cin; i++)
         build_lane(&job, i);
@@ -300,6 +297,19 @@ static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
       b->nsrc[b->lanes[i].outc[j]]++;
   *out = b;
   return CF_OK;
+}
+
+/* bank_make with the spare bank where k fits it (a swap between kernels of
+ * the same layout allocates nothing), on the engine's pool. */
+static cf_status bank_new(fir *f, const cf_kernel *k, int primed, bank **out)
+{
+  bank *b = f->spare;
+  int reuse = b != NULL;
+  for (unsigned i = 0; reuse && i < f->cin; i++)
+    reuse = lane_fits(f, &b->lanes[i], k, i);
+  if (reuse)
+    f->spare = NULL;
+  return bank_make(f, reuse ? b : NULL, f->pool, k, primed, out);
 }
 
 /* After the lanes ran: point src[o] at output o's samples, summing where
@@ -467,7 +477,7 @@ static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
 /* Bring lane c of a new bank to time f->t by replaying its input history:
  * from max(0, t - latency - lmax + 1) on, every output it will give is
  * exact (lmax: this lane's longest kernel). */
-static void prime(fir *f, bank *b, unsigned c)
+static void prime(const fir *f, bank *b, unsigned c)
 {
   lane *l = &b->lanes[c];
   uint64_t need = f->latency + l->lmax - 1, have = f->hmask + 1 - STEP;
@@ -498,6 +508,110 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
     s = bank_new(f, k, 1, &b);
   if (s != CF_OK)
     return s;
+  cf_swaps_push(&f->banks, b, f->t, crossfade);
+  return CF_OK;
+}
+
+/* ---- swaps built ahead (engine.h, cf_engine_prepare_swap) ----
+ * A bank built and primed in another thread on the caller's copy of the
+ * input up to frame t0, then, in the streaming thread, brought from t0 to
+ * f->t with the engine's own history and pushed as set_kernel would. The
+ * convolvers see the same input as prime()'s, from an earlier frame on:
+ * the state they reach at f->t is the same (up to rounding). */
+
+/* Frames before t0 that a lane of longest kernel lmax needs. */
+static uint64_t prime_from(const fir *f, size_t lmax, uint64_t t0)
+{
+  uint64_t need = f->latency + lmax - 1;
+  return t0 > need ? t0 - need : 0;
+}
+
+size_t cf_cpu_fir_prepare_needs(const void *impl, const cf_kernel *k,
+                                uint64_t t0)
+{
+  const fir *f = impl;
+  return (size_t)(t0 - prime_from(f, cf_kernel_max_len(k), t0));
+}
+
+cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                  const float *hist, size_t n, uint64_t t0,
+                                  void **out)
+{
+  const fir *f = impl;
+  bank *b;
+  cf_status s = bank_make(f, NULL, NULL, k, 0, &b);
+  if (s != CF_OK)
+    return s;
+  for (unsigned c = 0; c < f->cin; c++) {
+    lane *l = &b->lanes[c];
+    if (!l->conv)
+      continue;
+    uint64_t from = prime_from(f, l->lmax, t0);
+    const float *h = hist + (size_t)(n - (t0 - from)) * f->cin + c;
+    cf_conv_skip_before(l->conv, t0 - from);
+    for (uint64_t t = from; t < t0;) {
+      size_t m = t0 - t < STEP ? (size_t)(t0 - t) : STEP;
+      for (size_t i = 0; i < m; i++)
+        l->x[i] = h[(size_t)(t - from + i) * f->cin];
+      cf_conv_process(l->conv, l->x, m, l->y);
+      t += m;
+    }
+  }
+  *out = b;
+  return CF_OK;
+}
+
+void cf_cpu_fir_free_prepared(const void *impl, void *prepared)
+{
+  bank_free(prepared, ((const fir *)impl)->cin);
+}
+
+typedef struct catchup_job {
+  const fir *f;
+  bank *b;
+  uint64_t t0;
+} catchup_job;
+
+static void catchup_lane(void *ctx, unsigned c)
+{
+  catchup_job *j = ctx;
+  const fir *f = j->f;
+  lane *l = &j->b->lanes[c];
+  if (!l->conv)
+    return;
+  cf_conv_skip_before(l->conv, f->t - prime_from(f, l->lmax, j->t0));
+  const float *h = f->hist + (size_t)c * (f->hmask + 1);
+  for (uint64_t t = j->t0; t < f->t;) {
+    size_t m = f->t - t < STEP ? (size_t)(f->t - t) : STEP;
+    for (size_t n = 0; n < m; n++)
+      l->x[n] = h[(t + n) & f->hmask];
+    cf_conv_process(l->conv, l->x, m, l->y);
+    t += m;
+  }
+}
+
+cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
+                                  size_t crossfade)
+{
+  fir *f = impl;
+  bank *b = prepared;
+  if (t0 > f->t)
+    return cf_fail(CF_E_INVALID,
+                   "set_prepared: the swap was built on "
+                   "%llu frames, the engine has processed %llu",
+                   (unsigned long long)t0, (unsigned long long)f->t);
+  if (f->t - t0 > f->hmask + 1 - STEP)
+    return CF_E_STATE; /* the history since t0 is gone: swap as usual */
+  free_retired(f);
+  cf_status s = cf_swaps_reserve(&f->banks);
+  if (s != CF_OK)
+    return s;
+  catchup_job job = {f, b, t0};
+  if ((double)(f->t - t0) * b->cost >= PARALLEL_MIN_NS)
+    cf_pool_run(f->pool, catchup_lane, &job, f->cin);
+  else
+    for (unsigned c = 0; c < f->cin; c++)
+      catchup_lane(&job, c);
   cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
 }
@@ -564,6 +678,8 @@ static const cf_backend_ops fir_ops = {
     fir_process, fir_latency, fir_tail, fir_drain, fir_reset,
     fir_set_kernel, fir_describe, fir_destroy,
 };
+
+int cf_cpu_fir_is(const cf_backend_ops *ops) { return ops == &fir_ops; }
 
 static unsigned max_kernels_per_lane(const cf_kernel *k, unsigned cin,
                                      unsigned cout)

@@ -445,6 +445,7 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
   }
   if (s == CF_OK)
     fb_clear(e);
+  __atomic_add_fetch(&e->resets, 1, __ATOMIC_RELEASE);
   return s;
 }
 
@@ -455,6 +456,7 @@ CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
   else
     e->ops->reset(e->impl);
   fb_clear(e);
+  __atomic_add_fetch(&e->resets, 1, __ATOMIC_RELEASE);
   return CF_OK;
 }
 
@@ -509,6 +511,101 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
                           ? e->cfg.algorithm
                           : takeover_algorithm(e->latency);
   return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
+}
+
+struct cf_swap_prep {
+  cf_kernel *k;     /* for a plain swap where the bank cannot serve */
+  void *bank;       /* the CPU's bank primed to t0, or NULL */
+  const void *impl; /* the backend it was built for */
+  unsigned long long t0;
+  unsigned resets;
+};
+
+CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
+{
+  if (!p)
+    return;
+  if (p->bank)
+    cf_cpu_fir_free_prepared(p->impl, p->bank);
+  cf_kernel_free(p->k);
+  free(p);
+}
+
+/* The CPU backend it started on runs for good: its impl never changes,
+ * and another thread may build on it. */
+static int cpu_for_good(const cf_engine *e)
+{
+  return e->started == CF_BACKEND_CPU && cf_cpu_fir_is(e->ops);
+}
+
+CF_PUBLIC size_t cf_engine_swap_history(const cf_engine *e,
+                                        const cf_kernel *kernel,
+                                        unsigned long long t0)
+{
+  if (e->vops || !kernel || !cpu_for_good(e))
+    return 0;
+  return cf_cpu_fir_prepare_needs(e->impl, kernel, t0);
+}
+
+CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
+                                           const cf_kernel *kernel,
+                                           const float *history, size_t n,
+                                           unsigned long long t0,
+                                           cf_swap_prep **out)
+{
+  if (!out)
+    return cf_fail(CF_E_INVALID, "prepare_swap: NULL out");
+  *out = NULL;
+  cf_status s = check_swap(e, kernel, "prepare_swap");
+  if (s != CF_OK)
+    return s;
+  cf_swap_prep *p = calloc(1, sizeof *p);
+  if (!p)
+    return cf_fail(CF_E_NOMEM, "prepare_swap: out of memory");
+  p->impl = e->impl;
+  p->t0 = t0;
+  p->resets = __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE);
+  if ((s = cf_kernel_copy(kernel, &p->k)) != CF_OK) {
+    free(p);
+    return s;
+  }
+  if (cpu_for_good(e)) {
+    size_t need = cf_cpu_fir_prepare_needs(e->impl, kernel, t0);
+    if (n < need || (need && !history))
+      s = cf_fail(CF_E_INVALID,
+                  "prepare_swap: the swap needs the last %zu "
+                  "input frames before frame %llu, %zu given",
+                  need, t0, n);
+    else
+      s = cf_cpu_fir_prepare_swap(e->impl, kernel, history, n, t0, &p->bank);
+  } else {
+    /* the device swaps in set_prepared; the plans a CPU would use */
+    s = cf_engine_prepare_kernel(e, kernel);
+  }
+  if (s != CF_OK) {
+    cf_swap_prep_free(p);
+    return s;
+  }
+  *out = p;
+  return CF_OK;
+}
+
+CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
+                                           size_t crossfade)
+{
+  if (!p)
+    return cf_fail(CF_E_INVALID, "set_prepared: NULL swap");
+  cf_status s = CF_E_STATE;
+  if (p->bank && p->impl == e->impl && !fb_active(e) &&
+      p->resets == __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE)) {
+    s = cf_cpu_fir_set_prepared(e->impl, p->bank, p->t0, crossfade);
+    if (s == CF_OK)
+      p->bank = NULL; /* the engine's now */
+  }
+  if (s == CF_E_STATE) /* built for another time line: swap as usual */
+    s = cf_engine_set_kernel(e, p->k, crossfade);
+  cf_swap_prep_free(p);
+  return s;
 }
 
 CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }

@@ -37,6 +37,9 @@ struct cf_engine {
   cf_backend started;
   char desc[320];
   char fallback[256]; /* why auto left the device ("" while it has not) */
+  /* resets and drains so far (__atomic: prepare_swap reads it from any
+   * thread): a swap built before one does not fit after it */
+  unsigned resets;
   /* backend=auto running on CUDA: what a switch to the CPU mid-stream
    * needs (engine.c, fb_*): the configuration, the stages (kernel sets
    * with the input frame of their swap and its crossfade, oldest first),
@@ -66,6 +69,21 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, cf_fft_mode fft_mode,
                          void **impl, const cf_backend_ops **ops);
+/* Kernel swaps built ahead on the CPU backend (engine.h,
+ * cf_engine_prepare_swap): whether ops are the CPU's; the input frames
+ * before t0 a swap to k needs; a bank for k primed on hist (the n frames
+ * before t0, interleaved), from any thread while the engine runs; taking
+ * it at the engine's time (CF_E_STATE: the engine's history no longer
+ * reaches back to t0, nothing done); freeing one not taken. */
+int cf_cpu_fir_is(const cf_backend_ops *ops);
+size_t cf_cpu_fir_prepare_needs(const void *impl, const cf_kernel *k,
+                                uint64_t t0);
+cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                  const float *hist, size_t n, uint64_t t0,
+                                  void **out);
+cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
+                                  size_t crossfade);
+void cf_cpu_fir_free_prepared(const void *impl, void *prepared);
 /* Make (measured) the FFT plans a CPU engine of cfg->channels in,
  * out_channels out, at `latency` with cfg's block and `algo` needs to take
  * kernel set k. Touches no engine: any thread. */
