@@ -1143,6 +1143,9 @@ static void feed_and_swap(run *ru, ref_rng *r, const input *in, size_t done,
   cf_status st = cf_engine_set_prepared(ru->e, j.p, X);
   CHECK(st == CF_OK, "set_prepared (t0 %zu, S %zu, X %zu) returned %s: %s",
         t0, S, X, cf_status_name(st), cf_last_error());
+  CHECK(cf_engine_set_prepared(ru->e, j.p, X) == CF_E_INVALID,
+        "a prepared swap made twice");
+  cf_swap_prep_free(j.p); /* with the banks it retired */
 }
 
 /* nsw swaps (1..MODEL_STAGES - 1) of ks[1..nsw] at S[k] with crossfade X[k];
@@ -1546,6 +1549,7 @@ static void test_swap_prepared_misfit(void **state)
     run_start(&ru, e, block, n + cf_engine_latency(e) + 8000 + 8);
     run_feed(&ru, &r, in.x, S, 0);
     CHECK_OK(cf_engine_set_prepared(e, p, X));
+    cf_swap_prep_free(p);
     run_feed(&ru, &r, in.x + S * ch, n - S, 0);
     add_block_marks(&ru, 0, n + cf_engine_tail(e));
     run_drain(&ru, &r);

@@ -137,11 +137,13 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  *   - cf_engine_set_prepared(e, p, crossfade), later, in the engine's
  *     thread: exactly cf_engine_set_kernel(e, kernel, crossfade) at that
  *     moment (the same swap point, the same output up to rounding), but
- *     it replays only the frames since t0. It takes p in every case.
+ *     it replays only the frames since t0, and frees nothing: the memory
+ *     of the kernel sets the swap retires goes into p.
+ *   - cf_swap_prep_free(p) then, in any thread (made or not; not in a
+ *     real-time one: it gives memory back). The engine must outlive p.
  * Where the prepared work cannot serve (an engine on CUDA, a reset or
  * drain since, the history since t0 no longer held: about swap_history
- * frames), set_prepared makes a plain set_kernel. The engine must outlive
- * p; free one not used with cf_swap_prep_free. */
+ * frames), set_prepared makes a plain set_kernel. A p is made once. */
 typedef struct cf_swap_prep cf_swap_prep;
 size_t cf_engine_swap_history(const cf_engine *e, const cf_kernel *kernel,
                               unsigned long long t0);

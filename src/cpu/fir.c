@@ -591,7 +591,8 @@ static void catchup_lane(void *ctx, unsigned c)
 }
 
 cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
-                                  size_t crossfade)
+                                  size_t crossfade, void **dead,
+                                  unsigned *ndead, unsigned cap)
 {
   fir *f = impl;
   bank *b = prepared;
@@ -602,6 +603,15 @@ cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
                    (unsigned long long)t0, (unsigned long long)f->t);
   if (f->t - t0 > f->hmask + 1 - STEP)
     return CF_E_STATE; /* the history since t0 is gone: swap as usual */
+  /* retired banks go to the caller, to free outside this thread (a bank
+   * of 131072 taps takes 0.3 ms to give back to the system); the spare
+   * stays for plain swaps */
+  unsigned i = 0;
+  for (; i < f->banks.nretired && *ndead < cap; i++)
+    dead[(*ndead)++] = f->banks.retired[i];
+  memmove(f->banks.retired, f->banks.retired + i,
+          (f->banks.nretired - i) * sizeof *f->banks.retired);
+  f->banks.nretired -= i;
   free_retired(f);
   cf_status s = cf_swaps_reserve(&f->banks);
   if (s != CF_OK)

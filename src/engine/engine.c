@@ -513,12 +513,17 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
   return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
 }
 
+#define PREP_DEAD 8
+
 struct cf_swap_prep {
-  cf_kernel *k;     /* for a plain swap where the bank cannot serve */
-  void *bank;       /* the CPU's bank primed to t0, or NULL */
-  const void *impl; /* the backend it was built for */
+  cf_kernel *k;       /* for a plain swap where the bank cannot serve */
+  void *bank;         /* the CPU's bank primed to t0, or NULL */
+  const void *impl;   /* the backend it was built for */
   unsigned long long t0;
   unsigned resets;
+  int used;           /* set_prepared ran */
+  void *dead[PREP_DEAD]; /* banks the engine let go at set_prepared */
+  unsigned ndead;
 };
 
 CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
@@ -527,6 +532,8 @@ CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
     return;
   if (p->bank)
     cf_cpu_fir_free_prepared(p->impl, p->bank);
+  for (unsigned i = 0; i < p->ndead; i++)
+    cf_cpu_fir_free_prepared(p->impl, p->dead[i]);
   cf_kernel_free(p->k);
   free(p);
 }
@@ -595,16 +602,19 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
 {
   if (!p)
     return cf_fail(CF_E_INVALID, "set_prepared: NULL swap");
+  if (p->used)
+    return cf_fail(CF_E_INVALID, "set_prepared: this swap was made");
+  p->used = 1;
   cf_status s = CF_E_STATE;
   if (p->bank && p->impl == e->impl && !fb_active(e) &&
       p->resets == __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE)) {
-    s = cf_cpu_fir_set_prepared(e->impl, p->bank, p->t0, crossfade);
+    s = cf_cpu_fir_set_prepared(e->impl, p->bank, p->t0, crossfade, p->dead,
+                                &p->ndead, PREP_DEAD);
     if (s == CF_OK)
       p->bank = NULL; /* the engine's now */
   }
   if (s == CF_E_STATE) /* built for another time line: swap as usual */
     s = cf_engine_set_kernel(e, p->k, crossfade);
-  cf_swap_prep_free(p);
   return s;
 }
 
