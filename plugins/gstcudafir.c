@@ -22,11 +22,14 @@
  * downstream as a GAP after them), and output buffers never carry the
  * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`,
- * without a click: the file is read, and the FFT plans the new kernel
- * needs are made (measured: up to a second the first time on a machine),
- * in the thread that sets the property (g_object_set returns once that is
- * done), never in the streaming thread, which takes the new kernel at its
- * next buffer.
+ * without a click: the file is read, the FFT plans the new kernel needs
+ * are made (measured: up to a second the first time on a machine), and
+ * the swap itself is built on a copy of the recent input
+ * (cf_engine_prepare_swap), in the thread that sets the property
+ * (g_object_set returns once that is done). The streaming thread takes it
+ * at its next buffer and replays only the buffers since the copy: a swap
+ * to a 131072-tap stereo kernel costs it microseconds, not the
+ * milliseconds of replaying the whole kernel's length there.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
@@ -133,8 +136,12 @@ typedef struct {
   gdouble gain_db;
   gboolean drain;
   gboolean trim;
-  /* a checked kernel change waiting for the streaming thread */
+  /* a checked kernel change waiting for the streaming thread: the swap
+   * built ahead (pending_prep) or, where it could not be, the kernel set;
+   * `made`: a built swap the streaming thread made, whose memory the next
+   * kernel change or engine free gives back (object lock) */
   cf_kernel *pending;
+  cf_swap_prep *pending_prep, *made;
   /* Serialises kernel changes and engine builds and frees: kernel changes
    * read files (libav decoding and resampling: tens of ms) and plan FFTs
    * with the object lock free, since the streaming thread takes it at
@@ -165,6 +172,15 @@ typedef struct {
   GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
   float *fin, *fout;   /* conversion scratch */
   size_t scratch_frames;
+  /* The input the engine took since its creation or last reset, for the
+   * swaps a kernel change builds in the setter's thread: hist_cap frames
+   * (frame t at t % hist_cap). Written by the streaming thread; hist_t
+   * (frames so far) and epoch (restarts) are __atomic, read by a setter
+   * holding kernel_lock (which keeps hist itself in place). */
+  float *hist;
+  size_t hist_cap;
+  guint64 hist_t;
+  guint epoch;
 } GstCudaFir;
 
 typedef struct {
@@ -488,15 +504,74 @@ static void from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
 
 /* ---- engine ------------------------------------------------------------ */
 
+/* The swaps built for the engine going away (object lock held; they
+ * must go before the engine). */
+static void drop_swaps(GstCudaFir *self)
+{
+  g_clear_pointer(&self->pending_prep, cf_swap_prep_free);
+  g_clear_pointer(&self->made, cf_swap_prep_free);
+}
+
 static void free_engine(GstCudaFir *self)
 {
   g_mutex_lock(&self->kernel_lock); /* a kernel change may be preparing it */
   GST_OBJECT_LOCK(self);
+  drop_swaps(self);
   cf_engine *e = self->engine;
   self->engine = NULL;
+  float *hist = self->hist;
+  self->hist = NULL;
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(e);
+  g_free(hist);
+}
+
+/* Frames n of input the engine takes next, into the history. */
+static void keep_input(GstCudaFir *self, const float *x, size_t n)
+{
+  guint64 t = self->hist_t; /* only this thread writes it */
+  size_t ch = self->cin, cap = self->hist_cap;
+  for (size_t done = 0; done < n;) {
+    size_t at = (size_t)((t + done) % cap);
+    size_t m = MIN(n - done, cap - at);
+    memcpy(self->hist + at * ch, x + done * ch, m * ch * sizeof(float));
+    done += m;
+  }
+  __atomic_store_n(&self->hist_t, t + n, __ATOMIC_RELEASE);
+}
+
+/* The swap to k built on a copy of the recent input, in the setter's
+ * thread (kernel_lock held: engine and history stay), or NULL where no
+ * consistent copy could be had: the kernel needs more history than is
+ * kept, or a restart or the streaming thread overwrote the copy while it
+ * was made. */
+static cf_swap_prep *build_swap(GstCudaFir *self, cf_engine *e,
+                                const cf_kernel *k)
+{
+  size_t ch = self->cin;
+  for (int tries = 0; self->hist && tries < 3; tries++) {
+    guint epoch = __atomic_load_n(&self->epoch, __ATOMIC_ACQUIRE);
+    guint64 t0 = __atomic_load_n(&self->hist_t, __ATOMIC_ACQUIRE);
+    size_t need = cf_engine_swap_history(e, k, t0);
+    if (need + self->rate > self->hist_cap)
+      return NULL;
+    float *h = g_new(float, need * ch + 1);
+    for (size_t i = 0; i < need; i++)
+      memcpy(h + i * ch, self->hist + ((t0 - need + i) % self->hist_cap) * ch,
+             ch * sizeof(float));
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    guint64 now = __atomic_load_n(&self->hist_t, __ATOMIC_ACQUIRE);
+    cf_swap_prep *p = NULL;
+    if (__atomic_load_n(&self->epoch, __ATOMIC_ACQUIRE) == epoch &&
+        now >= t0 && now - t0 + need <= self->hist_cap &&
+        cf_engine_prepare_swap(e, k, h, need, t0, &p) != CF_OK)
+      GST_WARNING_OBJECT(self, "building the swap: %s", cf_last_error());
+    g_free(h);
+    if (p)
+      return p;
+  }
+  return NULL;
 }
 
 /* Forget the history: the next buffer starts a new run of timestamps. */
@@ -504,6 +579,8 @@ static void restart(GstCudaFir *self)
 {
   if (self->engine)
     cf_engine_reset(self->engine);
+  __atomic_add_fetch(&self->epoch, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&self->hist_t, 0, __ATOMIC_RELEASE);
   self->skip = self->latency;
   self->base_ts = GST_CLOCK_TIME_NONE;
   self->base_offset = GST_BUFFER_OFFSET_NONE;
@@ -551,9 +628,17 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   }
   size_t latency = cf_engine_latency(e);
   gboolean latency_changed = self->engine && latency != self->latency;
+  /* the history a swap builds on: kernels up to the engine's default
+   * swap_history, and a second of buffers while a copy is made */
+  size_t hist_cap = 262144 + latency + rate;
+  float *hist = g_try_new0(float, hist_cap * channels);
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->pending, cf_kernel_free); /* built for the old one */
+  drop_swaps(self);
   cf_engine *old = self->engine;
+  float *old_hist = self->hist;
+  self->hist = hist; /* NULL: kernel changes swap in the streaming thread */
+  self->hist_cap = hist_cap;
   self->engine = e;
   self->running = cf_engine_backend(e);
   self->rate = rate;
@@ -566,6 +651,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(old);
+  g_free(old_hist);
   self->scratch_frames = 0; /* channel counts may have changed */
   restart(self);
   GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
@@ -674,14 +760,25 @@ static void apply_kernel_change(GstCudaFir *self)
 {
   GST_OBJECT_LOCK(self);
   cf_kernel *k = self->pending;
+  cf_swap_prep *p = self->pending_prep;
   self->pending = NULL;
+  self->pending_prep = NULL;
   guint64 xf = gst_util_uint64_scale_int_round(self->crossfade, self->rate,
                                                GST_SECOND);
   GST_OBJECT_UNLOCK(self);
-  if (!k)
+  if (!k && !p)
     return;
-  cf_status s = cf_engine_set_kernel(self->engine, k, (size_t)xf);
+  /* a built swap replays only the buffers since it was built */
+  cf_status s = p ? cf_engine_set_prepared(self->engine, p, (size_t)xf)
+                  : cf_engine_set_kernel(self->engine, k, (size_t)xf);
   cf_kernel_free(k);
+  if (p) { /* its memory goes back in the setter's thread */
+    GST_OBJECT_LOCK(self);
+    cf_swap_prep *older = self->made;
+    self->made = p;
+    GST_OBJECT_UNLOCK(self);
+    cf_swap_prep_free(older); /* never: one change is built at a time */
+  }
   note_fallback(self); /* the device may have failed the swap */
   if (s != CF_OK)
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
@@ -1050,10 +1147,14 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   cf_status s = CF_OK;
   if (n && direct) {
+    if (self->hist)
+      keep_input(self, (const float *)im.data, n);
     s = cf_engine_process(self->engine, (const float *)im.data,
                           (float *)om.data, n);
   } else if (n) {
     to_float(self->format, im.data, self->fin, n * self->cin);
+    if (self->hist)
+      keep_input(self, self->fin, n);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
     if (s == CF_OK && m)
       from_float(self->format, self->fout + skip * self->cout, om.data,
@@ -1148,11 +1249,14 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
    * build_engine and free_engine take it */
   g_mutex_lock(&self->kernel_lock);
   GST_OBJECT_LOCK(self);
+  cf_swap_prep *made = self->made; /* freed below, the lock released */
+  self->made = NULL;
   params_take(self, &p);
   cf_engine *engine = self->engine;
   streaming = engine != NULL;
   guint rate = self->rate, cin = self->cin, cout = self->cout;
   GST_OBJECT_UNLOCK(self);
+  cf_swap_prep_free(made);
   switch (id) {
   case PROP_KERNEL: {
     guint n = gst_value_array_get_size(value);
@@ -1203,13 +1307,21 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
    * in the streaming thread */
   if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
     GST_WARNING_OBJECT(self, "preparing the new kernel: %s", cf_last_error());
+  /* and the swap itself, on a copy of the recent input: the streaming
+   * thread then replays only the buffers since */
+  cf_swap_prep *prep = ok && k && streaming ? build_swap(self, engine, k)
+                                            : NULL;
   GST_OBJECT_LOCK(self);
   if (ok || id == PROP_GAIN || id == PROP_TRIM)
     params_store(self, &p);
   if (ok && streaming) {
-    if (self->pending)
-      cf_kernel_free(self->pending);
-    self->pending = g_steal_pointer(&k);
+    /* the last change wins */
+    g_clear_pointer(&self->pending, cf_kernel_free);
+    g_clear_pointer(&self->pending_prep, cf_swap_prep_free);
+    if (prep)
+      self->pending_prep = g_steal_pointer(&prep);
+    else
+      self->pending = g_steal_pointer(&k);
   } else if (ok) {
     update_shape(self, k);
   }
@@ -1336,7 +1448,9 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
 static void gst_cuda_fir_finalize(GObject *obj)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
+  drop_swaps(self); /* before the engine they were built for */
   cf_engine_free(self->engine);
+  g_free(self->hist);
   cf_kernel_free(self->pending);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
