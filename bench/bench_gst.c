@@ -5,8 +5,12 @@
  * (1.0: the element adds nothing; the issue asks >= 0.9).
  *
  *   bench_gst [--rounds N] [--audio-seconds S] [--frames N] [--threads N]
- *             [--only audio|video] [--backend cpu|cuda|auto] [--depth D]
- *             [--size WxH]
+ *             [--only audio|video|swap] [--backend cpu|cuda|auto]
+ *             [--depth D] [--size WxH]
+ *
+ * --only swap: what a kernel change costs cudafir's streaming thread
+ * instead (bench_swap below; --audio-seconds of input per case, at real
+ * time).
  *
  * --backend: both sides' backend (default cpu). --depth: cudaconvolve's
  * pipeline-depth and the engine's pipeline_depth (default 0; the held
@@ -244,6 +248,160 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   free(x);
   free(out);
   free(h);
+}
+
+/* ---- kernel changes while playing (--only swap) ---------------------------- */
+
+/* What a kernel change costs the streaming thread: 64-frame stereo
+ * buffers through appsrc ! cudafir ! fakesink, pushed at real time
+ * (CF_BENCH_PACE=N: N times faster),
+ * while a second thread sets kernel-file to one of two kernels of `taps`
+ * every 100 ms. Two pad probes time each buffer inside the element; the
+ * slowest buffers are the swaps (every other buffer takes microseconds).
+ * Prints the swaps made, the buffers' p50 and p99, and the mean and max
+ * of the `swaps` slowest buffers, timed from 20 ms before the first
+ * change (the element builds its engine at the first buffer). */
+typedef struct swap_run {
+  gint64 t_in;
+  GArray *us;          /* per buffer, in the streaming thread */
+  GstElement *fir;
+  const char *file[2];
+  volatile gint stop;
+  volatile gint on; /* timing: from just before the first change (the
+                       element builds its engine at the first buffer) to
+                       the last buffer pushed */
+  int changes;
+} swap_run;
+
+static GstPadProbeReturn sw_in(GstPad *pad, GstPadProbeInfo *info, gpointer u)
+{
+  (void)pad, (void)info;
+  ((swap_run *)u)->t_in = g_get_monotonic_time();
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn sw_out(GstPad *pad, GstPadProbeInfo *info,
+                                gpointer u)
+{
+  swap_run *r = u;
+  (void)pad, (void)info;
+  double d = (double)(g_get_monotonic_time() - r->t_in);
+  if (g_atomic_int_get(&r->on))
+    g_array_append_val(r->us, d);
+  return GST_PAD_PROBE_OK;
+}
+
+static gpointer sw_setter(gpointer u)
+{
+  swap_run *r = u;
+  g_usleep(200000);
+  g_atomic_int_set(&r->on, 1);
+  g_usleep(20000);
+  for (int i = 1; !g_atomic_int_get(&r->stop); i++) {
+    g_object_set(r->fir, "kernel-file", r->file[i % 2], NULL);
+    r->changes++;
+    g_usleep(100000);
+  }
+  return NULL;
+}
+
+static void write_kernel(char *path, size_t taps, double f)
+{
+  int fd = mkstemp(path);
+  FILE *kf = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!kf) {
+    perror("bench_gst: kernel file");
+    exit(1);
+  }
+  for (size_t i = 0; i < taps; i++)
+    fprintf(kf, "%.9g\n", sin(f * (double)i) * exp(-4.0 * (double)i / taps));
+  fclose(kf);
+}
+
+static void bench_swap(double seconds, size_t taps)
+{
+  const unsigned rate = 48000, ch = 2, block = 64;
+  size_t nbuf = (size_t)(seconds * rate / block);
+  char ka[] = "/tmp/bench_gst_kaXXXXXX", kb[] = "/tmp/bench_gst_kbXXXXXX";
+  write_kernel(ka, taps, 0.37);
+  write_kernel(kb, taps, 0.11);
+  char desc[1024];
+  snprintf(desc, sizeof desc,
+           "appsrc name=src ! cudafir name=f kernel-file=%s backend=%s "
+           "block-size=%u threads=%u crossfade=50000000 drain=false ! "
+           "fakesink sync=false",
+           ka, cf_backend_name(backend), block, threads);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  if (!p) {
+    fprintf(stderr, "bench_gst: %s\n", err ? err->message : desc);
+    exit(1);
+  }
+  swap_run r = {0, g_array_new(FALSE, FALSE, sizeof(double)), NULL,
+                {ka, kb}, 0, 0, 0};
+  r.fir = gst_bin_get_by_name(GST_BIN(p), "f");
+  GstPad *in = gst_element_get_static_pad(r.fir, "sink");
+  GstPad *out = gst_element_get_static_pad(r.fir, "src");
+  gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_BUFFER, sw_in, &r, NULL);
+  gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, sw_out, &r, NULL);
+  gst_object_unref(in);
+  gst_object_unref(out);
+  GstElement *src = gst_bin_get_by_name(GST_BIN(p), "src");
+  GstCaps *c = gst_caps_from_string("audio/x-raw,format=F32LE,rate=48000,"
+                                    "channels=2,layout=interleaved");
+  g_object_set(src, "caps", c, "format", GST_FORMAT_TIME, NULL);
+  gst_caps_unref(c);
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GThread *setter = g_thread_new("setter", sw_setter, &r);
+  float *x = malloc(block * ch * sizeof *x);
+  const double pace = getenv("CF_BENCH_PACE") ? atof(getenv("CF_BENCH_PACE"))
+                                              : 1.0;
+  double t0 = now();
+  for (size_t i = 0; i < nbuf; i++) {
+    for (size_t j = 0; j < block * ch; j++)
+      x[j] = (float)sin(0.001 * (double)(i * block * ch + j));
+    GstBuffer *b = gst_buffer_new_memdup(x, block * ch * sizeof *x);
+    GST_BUFFER_PTS(b) = gst_util_uint64_scale(i * block, GST_SECOND, rate);
+    if (gst_app_src_push_buffer(GST_APP_SRC(src), b) != GST_FLOW_OK)
+      break;
+    double wait = t0 + (double)(i + 1) * block / rate / pace - now();
+    if (wait > 0)
+      g_usleep((gulong)(wait * 1e6));
+  }
+  /* the end (EOS, the last change) is not timed */
+  g_atomic_int_set(&r.on, 0);
+  g_atomic_int_set(&r.stop, 1);
+  g_thread_join(setter);
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, GST_CLOCK_TIME_NONE, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (m)
+    gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(src);
+  gst_object_unref(r.fir);
+  gst_object_unref(p);
+  double *v = (double *)r.us->data;
+  size_t n = r.us->len;
+  qsort(v, n, sizeof *v, cmp_d);
+  size_t k = (size_t)r.changes < n ? (size_t)r.changes : n;
+  double top = 0;
+  for (size_t i = n - k; i < n; i++)
+    top += v[i];
+  printf("| cudafir %zu taps, stereo, 64-frame buffers | %d | %.1f | %.1f | "
+         "%.1f | %.1f |\n",
+         taps, r.changes, v[n / 2], v[(size_t)(0.99 * (double)(n - 1))],
+         k ? top / (double)k : 0.0, v[n - 1]);
+  printf("RESULT case=swap taps=%zu changes=%d p50_us=%.1f p99_us=%.1f "
+         "swap_mean_us=%.1f max_us=%.1f\n",
+         taps, r.changes, v[n / 2], v[(size_t)(0.99 * (double)(n - 1))],
+         k ? top / (double)k : 0.0, v[n - 1]);
+  g_array_free(r.us, TRUE);
+  free(x);
+  unlink(ka);
+  unlink(kb);
 }
 
 /* ---- video ----------------------------------------------------------------- */
@@ -527,13 +685,23 @@ int main(int argc, char **argv)
       i++;
     else {
       fprintf(stderr, "usage: bench_gst [--rounds N] [--audio-seconds S] "
-              "[--frames N] [--threads N] [--only audio|video] "
+              "[--frames N] [--threads N] [--only audio|video|swap] "
               "[--backend cpu|cuda|auto] [--depth D] [--size WxH]\n");
       return 2;
     }
   }
   if (rounds < 1 || rounds > 64)
     rounds = 5;
+  if (only && !strcmp(only, "swap")) {
+    printf("| case | kernel changes | buffer p50 us | p99 us | the "
+           "changes' buffers, mean us | max us |\n"
+           "|---|---:|---:|---:|---:|---:|\n");
+    for (int r = 0; r < rounds; r++) {
+      bench_swap(seconds, 16384);
+      bench_swap(seconds, 131072);
+    }
+    return 0;
+  }
   printf("| case | engine ms | element ms | engine units/s | element "
          "units/s | engine/element (median of rounds) |\n"
          "|---|---:|---:|---:|---:|---:|\n");
