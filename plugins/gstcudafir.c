@@ -24,10 +24,10 @@
  * while PLAYING blends from the old to the new kernel over `crossfade`,
  * without a click: the file is read, the FFT plans the new kernel needs
  * are made (measured: up to a second the first time on a machine), and
- * the swap itself is built on a copy of the recent input
+ * the swap itself is built on the engine's input history
  * (cf_engine_prepare_swap), in the thread that sets the property
  * (g_object_set returns once that is done). The streaming thread takes it
- * at its next buffer and replays only the buffers since the copy: a swap
+ * at its next buffer and replays only the buffers since: a swap
  * to a 131072-tap stereo kernel costs it microseconds, not the
  * milliseconds of replaying the whole kernel's length there.
  *
@@ -172,15 +172,6 @@ typedef struct {
   GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
   float *fin, *fout;   /* conversion scratch */
   size_t scratch_frames;
-  /* The input the engine took since its creation or last reset, for the
-   * swaps a kernel change builds in the setter's thread: hist_cap frames
-   * (frame t at t % hist_cap). Written by the streaming thread; hist_t
-   * (frames so far) and epoch (restarts) are __atomic, read by a setter
-   * holding kernel_lock (which keeps hist itself in place). */
-  float *hist;
-  size_t hist_cap;
-  guint64 hist_t;
-  guint epoch;
 } GstCudaFir;
 
 typedef struct {
@@ -519,59 +510,9 @@ static void free_engine(GstCudaFir *self)
   drop_swaps(self);
   cf_engine *e = self->engine;
   self->engine = NULL;
-  float *hist = self->hist;
-  self->hist = NULL;
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(e);
-  g_free(hist);
-}
-
-/* Frames n of input the engine takes next, into the history. */
-static void keep_input(GstCudaFir *self, const float *x, size_t n)
-{
-  guint64 t = self->hist_t; /* only this thread writes it */
-  size_t ch = self->cin, cap = self->hist_cap;
-  for (size_t done = 0; done < n;) {
-    size_t at = (size_t)((t + done) % cap);
-    size_t m = MIN(n - done, cap - at);
-    memcpy(self->hist + at * ch, x + done * ch, m * ch * sizeof(float));
-    done += m;
-  }
-  __atomic_store_n(&self->hist_t, t + n, __ATOMIC_RELEASE);
-}
-
-/* The swap to k built on a copy of the recent input, in the setter's
- * thread (kernel_lock held: engine and history stay), or NULL where no
- * consistent copy could be had: the kernel needs more history than is
- * kept, or a restart or the streaming thread overwrote the copy while it
- * was made. */
-static cf_swap_prep *build_swap(GstCudaFir *self, cf_engine *e,
-                                const cf_kernel *k)
-{
-  size_t ch = self->cin;
-  for (int tries = 0; self->hist && tries < 3; tries++) {
-    guint epoch = __atomic_load_n(&self->epoch, __ATOMIC_ACQUIRE);
-    guint64 t0 = __atomic_load_n(&self->hist_t, __ATOMIC_ACQUIRE);
-    size_t need = cf_engine_swap_history(e, k, t0);
-    if (need + self->rate > self->hist_cap)
-      return NULL;
-    float *h = g_new(float, need * ch + 1);
-    for (size_t i = 0; i < need; i++)
-      memcpy(h + i * ch, self->hist + ((t0 - need + i) % self->hist_cap) * ch,
-             ch * sizeof(float));
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    guint64 now = __atomic_load_n(&self->hist_t, __ATOMIC_ACQUIRE);
-    cf_swap_prep *p = NULL;
-    if (__atomic_load_n(&self->epoch, __ATOMIC_ACQUIRE) == epoch &&
-        now >= t0 && now - t0 + need <= self->hist_cap &&
-        cf_engine_prepare_swap(e, k, h, need, t0, &p) != CF_OK)
-      GST_WARNING_OBJECT(self, "building the swap: %s", cf_last_error());
-    g_free(h);
-    if (p)
-      return p;
-  }
-  return NULL;
 }
 
 /* Forget the history: the next buffer starts a new run of timestamps. */
@@ -579,8 +520,6 @@ static void restart(GstCudaFir *self)
 {
   if (self->engine)
     cf_engine_reset(self->engine);
-  __atomic_add_fetch(&self->epoch, 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&self->hist_t, 0, __ATOMIC_RELEASE);
   self->skip = self->latency;
   self->base_ts = GST_CLOCK_TIME_NONE;
   self->base_offset = GST_BUFFER_OFFSET_NONE;
@@ -628,17 +567,10 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   }
   size_t latency = cf_engine_latency(e);
   gboolean latency_changed = self->engine && latency != self->latency;
-  /* the history a swap builds on: kernels up to the engine's default
-   * swap_history, and a second of buffers while a copy is made */
-  size_t hist_cap = 262144 + latency + rate;
-  float *hist = g_try_new0(float, hist_cap * channels);
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->pending, cf_kernel_free); /* built for the old one */
   drop_swaps(self);
   cf_engine *old = self->engine;
-  float *old_hist = self->hist;
-  self->hist = hist; /* NULL: kernel changes swap in the streaming thread */
-  self->hist_cap = hist_cap;
   self->engine = e;
   self->running = cf_engine_backend(e);
   self->rate = rate;
@@ -651,7 +583,6 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(old);
-  g_free(old_hist);
   self->scratch_frames = 0; /* channel counts may have changed */
   restart(self);
   GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
@@ -1147,14 +1078,10 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   cf_status s = CF_OK;
   if (n && direct) {
-    if (self->hist)
-      keep_input(self, (const float *)im.data, n);
     s = cf_engine_process(self->engine, (const float *)im.data,
                           (float *)om.data, n);
   } else if (n) {
     to_float(self->format, im.data, self->fin, n * self->cin);
-    if (self->hist)
-      keep_input(self, self->fin, n);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
     if (s == CF_OK && m)
       from_float(self->format, self->fout + skip * self->cout, om.data,
@@ -1307,10 +1234,12 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
    * in the streaming thread */
   if (k && streaming && cf_engine_prepare_kernel(engine, k) != CF_OK)
     GST_WARNING_OBJECT(self, "preparing the new kernel: %s", cf_last_error());
-  /* and the swap itself, on a copy of the recent input: the streaming
+  /* and the swap itself, on the engine's input history: the streaming
    * thread then replays only the buffers since */
-  cf_swap_prep *prep = ok && k && streaming ? build_swap(self, engine, k)
-                                            : NULL;
+  cf_swap_prep *prep = NULL;
+  if (ok && k && streaming &&
+      cf_engine_prepare_swap(engine, k, &prep) != CF_OK)
+    GST_WARNING_OBJECT(self, "building the swap: %s", cf_last_error());
   GST_OBJECT_LOCK(self);
   if (ok || id == PROP_GAIN || id == PROP_TRIM)
     params_store(self, &p);
@@ -1450,7 +1379,6 @@ static void gst_cuda_fir_finalize(GObject *obj)
   GstCudaFir *self = GST_CUDA_FIR(obj);
   drop_swaps(self); /* before the engine they were built for */
   cf_engine_free(self->engine);
-  g_free(self->hist);
   cf_kernel_free(self->pending);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);

@@ -637,11 +637,15 @@ static void add_block_marks(run *ru, size_t base, size_t frames)
     idx_add3(&ru->must, base + p + ru->lat);
 }
 
+static size_t swap_history; /* engine_new's cfg.swap_history, 0: default */
+
 static cf_status engine_new(const kset *k, unsigned block, cf_engine **e)
 {
   cf_audio_config cfg;
   cf_kernel *kk = NULL;
   cf_audio_config_init(&cfg);
+  if (swap_history)
+    cfg.swap_history = swap_history;
   cfg.channels = k->ins;
   cfg.block_size = block;
   cfg.backend = V->backend;
@@ -1088,16 +1092,13 @@ static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
 
 /* With `prepared` set, swap_case makes each swap through
  * cf_engine_prepare_swap (built in a second thread while the main one
- * feeds the engine from t0 to the swap point, t0 drawn before it) and
- * cf_engine_set_prepared, whose output must be set_kernel's. */
+ * feeds the engine up to the swap point) and cf_engine_set_prepared,
+ * whose output must be set_kernel's. */
 static int prepared;
 
 typedef struct prep_job {
   const cf_engine *e;
   const cf_kernel *k;
-  const float *hist;
-  size_t n;
-  unsigned long long t0;
   cf_swap_prep *p;
   cf_status st;
   char err[256];
@@ -1106,7 +1107,7 @@ typedef struct prep_job {
 static void *prep_thread(void *arg)
 {
   prep_job *j = arg;
-  j->st = cf_engine_prepare_swap(j->e, j->k, j->hist, j->n, j->t0, &j->p);
+  j->st = cf_engine_prepare_swap(j->e, j->k, &j->p);
   if (j->st != CF_OK)
     snprintf(j->err, sizeof j->err, "%s", cf_last_error());
   return NULL;
@@ -1123,26 +1124,20 @@ static void feed_and_swap(run *ru, ref_rng *r, const input *in, size_t done,
           cf_status_name(st), cf_last_error());
     return;
   }
-  /* t0 in [done, S]: the copy of the input is made there */
+  /* the build starts at t0 in [done, S] and runs while the rest is fed */
   size_t t0 = done + (size_t)ref_rng_range(r, 0, S - done);
   run_feed(ru, r, in->x + done * in->ch, t0 - done, 0);
-  size_t need = cf_engine_swap_history(ru->e, kk, t0);
-  size_t n = need + (size_t)ref_rng_range(r, 0, 64);
-  if (n > t0)
-    n = t0;
-  CHECK(need <= n, "swap_history %zu frames before frame %zu", need, t0);
-  add_case("t0=%zu hist %zu ", t0, n);
-  prep_job j = {ru->e, kk, in->x + (t0 - n) * in->ch, n, t0, NULL, CF_OK,
-                ""};
+  add_case("build from %zu ", t0);
+  prep_job j = {ru->e, kk, NULL, CF_OK, ""};
   pthread_t th;
   CHECK(pthread_create(&th, NULL, prep_thread, &j) == 0, "pthread_create");
   run_feed(ru, r, in->x + t0 * in->ch, S - t0, 0);
   pthread_join(th, NULL);
-  CHECK(j.st == CF_OK, "prepare_swap (t0 %zu, %zu frames) returned %s: %s",
-        t0, n, cf_status_name(j.st), j.err);
+  CHECK(j.st == CF_OK, "prepare_swap (from frame %zu) returned %s: %s", t0,
+        cf_status_name(j.st), j.err);
   cf_status st = cf_engine_set_prepared(ru->e, j.p, X);
-  CHECK(st == CF_OK, "set_prepared (t0 %zu, S %zu, X %zu) returned %s: %s",
-        t0, S, X, cf_status_name(st), cf_last_error());
+  CHECK(st == CF_OK, "set_prepared (S %zu, X %zu) returned %s: %s", S, X,
+        cf_status_name(st), cf_last_error());
   CHECK(cf_engine_set_prepared(ru->e, j.p, X) == CF_E_INVALID,
         "a prepared swap made twice");
   cf_swap_prep_free(j.p); /* with the banks it retired */
@@ -1481,12 +1476,13 @@ static int prepared_off(void **state)
 {
   (void)state;
   prepared = 0;
+  swap_history = 0;
   return 0;
 }
 
 /* What set_prepared does where the work cannot serve: a reset between
- * (the stream starts again), a swap the engine refuses, a too short
- * history. Each must behave as set_kernel. */
+ * (the stream starts again), more input since than the history holds;
+ * and what prepare_swap refuses. Each swap must be set_kernel's. */
 static void test_swap_prepared_misfit(void **state)
 {
   (void)state;
@@ -1513,17 +1509,8 @@ static void test_swap_prepared_misfit(void **state)
     size_t t0 = n / 2;
     float *scratch = xalloc(sizeof(float) * n * cf_engine_out_channels(e));
     CHECK_OK(cf_engine_process(e, in.x, scratch, t0));
-    size_t need = cf_engine_swap_history(e, kk, t0);
-    if (need) { /* the CPU: one frame short is refused */
-      cf_swap_prep *bad = NULL;
-      cf_status st = cf_engine_prepare_swap(e, kk, in.x + (t0 - need + 1) *
-                                                       ch, need - 1, t0, &bad);
-      CHECK(st == CF_E_INVALID && !bad, "a short history gave %s",
-            cf_status_name(st));
-    }
     cf_swap_prep *p = NULL;
-    CHECK_OK(cf_engine_prepare_swap(e, kk, in.x + (t0 - need) * ch, need, t0,
-                                    &p));
+    CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
     /* NULL, and a set of other channel counts */
     CHECK(cf_engine_set_prepared(e, NULL, 0) == CF_E_INVALID, "NULL swap");
     kset k2;
@@ -1533,7 +1520,7 @@ static void test_swap_prepared_misfit(void **state)
     cf_kernel *k2k = NULL;
     CHECK_OK(kset_build(&k2, &k2k));
     cf_swap_prep *q = NULL;
-    cf_status st = cf_engine_prepare_swap(e, k2k, in.x, n, n, &q);
+    cf_status st = cf_engine_prepare_swap(e, k2k, &q);
     CHECK(st == CF_E_INVALID && !q, "a set of %u outputs for a stream of %u "
           "was prepared: %s: %s", ch + 1, ch, cf_status_name(st),
           cf_last_error());
@@ -1566,6 +1553,61 @@ static void test_swap_prepared_misfit(void **state)
     kset_free(&k0);
     kset_free(&k1);
   }
+  /* A swap built, then more input than the engine's history holds
+   * (swap_history 1024: a ring of 16384 frames here) before it is made:
+   * set_prepared swaps as set_kernel would (replaying more than the ring
+   * would cost more than priming afresh; the output is the same). */
+  swap_history = 1024;
+  for (unsigned c = 0; c < 3; c++) {
+    kset k0, k1;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 2);
+    kset_init(&k0, CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k0, &r, 0, rand_len(&r, 1, 1000));
+    kset_like(&r, &k1, &k0, 1, 1000);
+    size_t t0 = ref_rng_range(&r, 0, 3000);
+    size_t S = t0 + ref_rng_range(&r, 20000, 30000);
+    size_t n = S + ref_rng_range(&r, 0, 3000);
+    fit_work(&k0, &n, &block);
+    fit_work(&k1, &n, &block);
+    if (S > n)
+      S = n;
+    if (t0 > S)
+      t0 = S;
+    set_case("swap_prepared_misfit, history gone #%u: block %u built at %zu "
+             "made at %zu ", c, block, t0, S);
+    kset_describe(&k0);
+    kset_describe(&k1);
+    input in;
+    input_make(&in, &r, ch, n);
+    cf_engine *e = make_engine(&k0, block);
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(&k1, &kk));
+    size_t X = rand_crossfade(&r, n - S);
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_latency(e) + 1000 + 8);
+    run_feed(&ru, &r, in.x, t0, 0);
+    cf_swap_prep *p = NULL;
+    CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
+    run_feed(&ru, &r, in.x + t0 * ch, S - t0, 0);
+    CHECK_OK(cf_engine_set_prepared(e, p, X));
+    cf_swap_prep_free(p);
+    run_feed(&ru, &r, in.x + S * ch, n - S, 0);
+    add_block_marks(&ru, 0, n + cf_engine_tail(e));
+    run_drain(&ru, &r);
+    model m = {.nstage = 2, .in = &in};
+    m.ks[0] = &k0;
+    m.ks[1] = &k1;
+    m.S[1] = S;
+    m.X[1] = X;
+    check_model(&ru, &r, &m, 0, ru.pos, "prepared, history gone");
+    run_end(&ru);
+    cf_kernel_free(kk);
+    input_free(&in);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+  swap_history = 0;
 }
 
 static void test_swap_invalid(void **state)
@@ -2276,7 +2318,7 @@ int main(void)
     cmocka_unit_test(test_swap_routing_change),
     cmocka_unit_test(test_swap_invalid),
     cmocka_unit_test_teardown(test_swap_prepared, prepared_off),
-    cmocka_unit_test(test_swap_prepared_misfit),
+    cmocka_unit_test_teardown(test_swap_prepared_misfit, prepared_off),
     cmocka_unit_test(test_zero_frames),
     cmocka_unit_test(test_in_place),
     cmocka_unit_test(test_nan_input),

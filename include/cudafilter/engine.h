@@ -127,29 +127,25 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
 /* A kernel swap built ahead, for real-time streams. set_kernel builds the
  * new set's spectra and replays the input history through it (at 131072
  * taps, a millisecond or more: longer than a small block). Here that work
- * runs in the calling thread, while the engine runs in another, on the
- * caller's copy of its input:
- *   - history: the n input frames (interleaved, as given to process())
- *     just before frame t0, t0 counting the frames process() had taken
- *     since the engine's creation or its last reset/drain when the copy
- *     was made. n must be at least cf_engine_swap_history(e, kernel, t0);
- *     more is fine.
+ * runs in the calling thread while the engine runs in another:
+ *   - cf_engine_prepare_swap(e, kernel, &p), in any thread (like
+ *     prepare_kernel, it may run while another thread calls process()):
+ *     the new set built and run over the engine's input history up to the
+ *     frame process() had reached;
  *   - cf_engine_set_prepared(e, p, crossfade), later, in the engine's
  *     thread: exactly cf_engine_set_kernel(e, kernel, crossfade) at that
  *     moment (the same swap point, the same output up to rounding), but
- *     it replays only the frames since t0, and frees nothing: the memory
- *     of the kernel sets the swap retires goes into p.
+ *     it replays only the frames since prepare_swap, and frees nothing:
+ *     the memory of the kernel sets the swap retires goes into p;
  *   - cf_swap_prep_free(p) then, in any thread (made or not; not in a
  *     real-time one: it gives memory back). The engine must outlive p.
  * Where the prepared work cannot serve (an engine on CUDA, a reset or
- * drain since, the history since t0 no longer held: about swap_history
- * frames), set_prepared makes a plain set_kernel. A p is made once. */
+ * drain since, more input since than the history holds: about
+ * swap_history frames), set_prepared makes a plain set_kernel. A p is
+ * made once. */
 typedef struct cf_swap_prep cf_swap_prep;
-size_t cf_engine_swap_history(const cf_engine *e, const cf_kernel *kernel,
-                              unsigned long long t0);
 cf_status cf_engine_prepare_swap(const cf_engine *e, const cf_kernel *kernel,
-                                 const float *history, size_t n,
-                                 unsigned long long t0, cf_swap_prep **out);
+                                 cf_swap_prep **out);
 cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
                                  size_t crossfade);
 void cf_swap_prep_free(cf_swap_prep *p);

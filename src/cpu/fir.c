@@ -82,6 +82,8 @@ typedef struct fir {
   cf_swaps banks;    /* bank pointers, oldest first */
   bank *spare;       /* a retired bank kept for the next swap to reuse */
   uint64_t t;        /* input frames since start or reset */
+  uint64_t tpub;     /* t, published after its history is written
+                        (__atomic: prepare_swap reads it in any thread) */
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
   float *zeros;      /* STEP * cin, input while draining */
@@ -416,6 +418,7 @@ static void step(fir *f, const float *in, float *out, size_t m)
     }
   }
   f->t += m;
+  __atomic_store_n(&f->tpub, f->t, __ATOMIC_RELEASE);
   if (nb > 1)
     cf_swaps_retire(&f->banks, f->t >= f->latency ? f->t - f->latency : 0);
 }
@@ -454,8 +457,10 @@ static void fir_reset(void *impl)
   for (unsigned i = 0; i < f->cin; i++)
     if (bk(f, 0)->lanes[i].conv)
       cf_conv_reset(bk(f, 0)->lanes[i].conv);
-  memset(f->hist, 0, (size_t)f->cin * (f->hmask + 1) * sizeof(float));
+  /* the history stays: priming reads no frame before 0 of the new run,
+   * and prepare_swap may be reading it */
   f->t = 0;
+  __atomic_store_n(&f->tpub, 0, __ATOMIC_RELEASE);
 }
 
 static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
@@ -513,52 +518,65 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
 }
 
 /* ---- swaps built ahead (engine.h, cf_engine_prepare_swap) ----
- * A bank built and primed in another thread on the caller's copy of the
- * input up to frame t0, then, in the streaming thread, brought from t0 to
- * f->t with the engine's own history and pushed as set_kernel would. The
- * convolvers see the same input as prime()'s, from an earlier frame on:
- * the state they reach at f->t is the same (up to rounding). */
+ * A bank built and primed in another thread on the engine's own input
+ * history up to frame t0 (the frames the streaming thread had published),
+ * then, in the streaming thread, brought from t0 to f->t and pushed as
+ * set_kernel would. The convolvers see the same input as prime()'s, from
+ * an earlier frame on: the state they reach at f->t is the same (up to
+ * rounding). The history is a ring the streaming thread goes on writing:
+ * what the priming read counts only if the ring did not come round to it
+ * meanwhile (checked after, as a seqlock reader does). */
 
-/* Frames before t0 that a lane of longest kernel lmax needs. */
+/* Frames before t0 that a lane of longest kernel lmax needs, as prime()
+ * takes them (no further back than the ring holds). */
 static uint64_t prime_from(const fir *f, size_t lmax, uint64_t t0)
 {
-  uint64_t need = f->latency + lmax - 1;
+  uint64_t need = f->latency + lmax - 1, have = f->hmask + 1 - STEP;
+  if (need > have)
+    need = have;
   return t0 > need ? t0 - need : 0;
 }
 
-size_t cf_cpu_fir_prepare_needs(const void *impl, const cf_kernel *k,
-                                uint64_t t0)
-{
-  const fir *f = impl;
-  return (size_t)(t0 - prime_from(f, cf_kernel_max_len(k), t0));
-}
-
 cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
-                                  const float *hist, size_t n, uint64_t t0,
-                                  void **out)
+                                  uint64_t *t0_out, void **out)
 {
   const fir *f = impl;
-  bank *b;
-  cf_status s = bank_make(f, NULL, NULL, k, 0, &b);
-  if (s != CF_OK)
-    return s;
-  for (unsigned c = 0; c < f->cin; c++) {
-    lane *l = &b->lanes[c];
-    if (!l->conv)
-      continue;
-    uint64_t from = prime_from(f, l->lmax, t0);
-    const float *h = hist + (size_t)(n - (t0 - from)) * f->cin + c;
-    cf_conv_skip_before(l->conv, t0 - from);
-    for (uint64_t t = from; t < t0;) {
-      size_t m = t0 - t < STEP ? (size_t)(t0 - t) : STEP;
-      for (size_t i = 0; i < m; i++)
-        l->x[i] = h[(size_t)(t - from + i) * f->cin];
-      cf_conv_process(l->conv, l->x, m, l->y);
-      t += m;
+  *out = NULL;
+  for (int tries = 0; tries < 3; tries++) {
+    uint64_t t0 = __atomic_load_n(&f->tpub, __ATOMIC_ACQUIRE), first = t0;
+    bank *b;
+    cf_status s = bank_make(f, NULL, NULL, k, 0, &b);
+    if (s != CF_OK)
+      return s;
+    for (unsigned c = 0; c < f->cin; c++) {
+      lane *l = &b->lanes[c];
+      if (!l->conv)
+        continue;
+      uint64_t from = prime_from(f, l->lmax, t0);
+      if (from < first)
+        first = from;
+      const float *h = f->hist + (size_t)c * (f->hmask + 1);
+      cf_conv_skip_before(l->conv, t0 - from);
+      for (uint64_t t = from; t < t0;) {
+        size_t m = t0 - t < STEP ? (size_t)(t0 - t) : STEP;
+        for (size_t i = 0; i < m; i++)
+          l->x[i] = h[(t + i) & f->hmask];
+        cf_conv_process(l->conv, l->x, m, l->y);
+        t += m;
+      }
     }
+    /* the streaming thread writes at most a step past what it published:
+     * was [first, t0) still there all along? (a reset publishes 0) */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint64_t now = __atomic_load_n(&f->tpub, __ATOMIC_ACQUIRE);
+    if (now >= t0 && now + STEP - first <= f->hmask + 1) {
+      *t0_out = t0;
+      *out = b;
+      return CF_OK;
+    }
+    bank_free(b, f->cin);
   }
-  *out = b;
-  return CF_OK;
+  return CF_OK; /* the stream runs too fast to copy from: no bank */
 }
 
 void cf_cpu_fir_free_prepared(const void *impl, void *prepared)
@@ -633,6 +651,7 @@ void cf_cpu_fir_preload(void *impl, const float *in, size_t n)
     for (unsigned c = 0; c < f->cin; c++)
       f->hist[(size_t)c * (f->hmask + 1) + (f->t & f->hmask)] =
           in[i * f->cin + c];
+  __atomic_store_n(&f->tpub, f->t, __ATOMIC_RELEASE);
 }
 
 cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,

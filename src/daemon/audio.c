@@ -3,11 +3,10 @@
  *
  * The callback never waits for the control thread. A new kernel is loaded
  * in the thread that asks for it, and there also the swap is built
- * (cf_engine_prepare_swap) on a copy of the input the callback keeps in a
- * ring: the callback then only replays the periods since the copy
- * (cf_engine_set_prepared) instead of the whole kernel's length. It is
- * handed over through one atomic pointer that the callback takes at its
- * next period; the engine crossfades. */
+ * (cf_engine_prepare_swap, on the engine's input history): the callback
+ * then only replays the periods since (cf_engine_set_prepared) instead of
+ * the whole kernel's length. It is handed over through one atomic pointer
+ * that the callback takes at its next period; the engine crossfades. */
 #include "cfd.h"
 
 #ifdef CFD_HAVE_PORTAUDIO
@@ -30,15 +29,9 @@ struct cfd_audio {
   uint64_t limit;   /* input frames before the stream ends; 0: none */
   size_t latency;   /* frames the engine delays its output by */
 
-  _Atomic(cf_kernel *) pending; /* a plain swap */
   _Atomic(cf_swap_prep *) prep; /* a swap built ahead */
   _Atomic(cf_swap_prep *) made; /* one the callback made: to free */
   _Atomic double pending_crossfade;
-  /* the input given to the engine: hist_cap frames, interleaved, frame t
-   * at (t % hist_cap); hist_t frames written so far */
-  float *hist;
-  size_t hist_cap;
-  _Atomic uint64_t hist_t;
 
   /* written by the callback, read by status */
   _Atomic uint64_t frames, periods, xruns, errors, swaps, swap_frame;
@@ -191,13 +184,11 @@ static int callback(const void *in, void *out, unsigned long n,
   uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
 
   cf_swap_prep *p = atomic_exchange(&a->prep, NULL);
-  cf_kernel *k = p ? NULL : atomic_exchange(&a->pending, NULL);
-  if (p || k) {
+  if (p) {
     size_t xf =
         (size_t)llround(atomic_load(&a->pending_crossfade) * a->sc->rate);
     double t1 = now_us();
-    cf_status s = p ? cf_engine_set_prepared(a->e, p, xf)
-                    : cf_engine_set_kernel(a->e, k, xf);
+    cf_status s = cf_engine_set_prepared(a->e, p, xf);
     atomic_store(&a->swap_us, (float)(now_us() - t1));
     if (s == CF_OK) {
       atomic_store(&a->swap_frame, done);
@@ -206,24 +197,16 @@ static int callback(const void *in, void *out, unsigned long n,
       atomic_fetch_add(&a->errors, 1);
       atomic_store(&a->last_error, (int)s);
     }
-    cf_kernel_free(k);
     /* what the swap let go is freed in the control thread; one made
      * before it and still there (never: one swap is built at a time) is
      * freed here */
-    if (p)
-      cf_swap_prep_free(atomic_exchange(&a->made, p));
+    cf_swap_prep_free(atomic_exchange(&a->made, p));
   }
 
   size_t todo = n;
   if (a->limit && done + todo > a->limit)
     todo = (size_t)(a->limit - done);
   const float *src = in ? in : a->silence;
-  /* what the engine takes, kept for swaps built ahead */
-  size_t ch = a->sc->channels, at = (size_t)(done % a->hist_cap);
-  size_t first = a->hist_cap - at < todo ? a->hist_cap - at : todo;
-  memcpy(a->hist + at * ch, src, first * ch * sizeof(float));
-  memcpy(a->hist, src + first * ch, (todo - first) * ch * sizeof(float));
-  atomic_store_explicit(&a->hist_t, done + todo, memory_order_release);
   cf_status s = cf_engine_process(a->e, src, out, todo);
   if (s != CF_OK) {
     /* the stream goes on: a period of silence, counted */
@@ -287,11 +270,6 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   }
   a->out_channels = cf_engine_out_channels(a->e);
   a->silence = g_new0(float, (size_t)sc->block * sc->channels);
-  /* a swap needs the engine's latency + the kernel's length of input;
-   * room for that much at the default swap_history, and for the periods
-   * that go by while the copy is made */
-  a->hist_cap = 262144 + cf_engine_latency(a->e) + 4 * (size_t)sc->rate;
-  a->hist = g_new0(float, a->hist_cap * sc->channels);
   a->budget_us = 1e6 * sc->block / sc->rate;
   a->limit = (uint64_t)llround(sc->duration * sc->rate);
   a->latency = cf_engine_latency(a->e);
@@ -341,11 +319,9 @@ void cfd_audio_stop(cfd_audio *a)
       Pa_StopStream(a->pa); /* plays what is queued; errors: closing anyway */
     Pa_CloseStream(a->pa);
   }
-  cf_kernel_free(atomic_exchange(&a->pending, NULL));
   cf_swap_prep_free(atomic_exchange(&a->prep, NULL));
   cf_swap_prep_free(atomic_exchange(&a->made, NULL));
   cf_engine_free(a->e);
-  g_free(a->hist);
   g_free(a->silence);
   cfd_stream_conf_free(a->sc);
   g_free(a);
@@ -391,40 +367,6 @@ void cfd_audio_status(cfd_audio *a, GString *out)
                            cf_status_name((cf_status)err));
 }
 
-/* The swap to k built on a copy of the recent input, or NULL where the
- * ring cannot give a consistent copy (the kernel needs more history than
- * it holds; the callback overwrote the copy while it was made, three
- * times). */
-static cf_swap_prep *build_ahead(cfd_audio *a, const cf_kernel *k, GError **err)
-{
-  size_t ch = a->sc->channels;
-  for (int tries = 0; tries < 3; tries++) {
-    uint64_t t0 = atomic_load_explicit(&a->hist_t, memory_order_acquire);
-    size_t need = cf_engine_swap_history(a->e, k, t0);
-    if (need + 4 * (size_t)a->sc->block > a->hist_cap)
-      return NULL;
-    float *h = g_new(float, need *ch + 1);
-    for (size_t i = 0; i < need; i++) {
-      size_t at = (size_t)((t0 - need + i) % a->hist_cap);
-      memcpy(h + i * ch, a->hist + at * ch, ch * sizeof(float));
-    }
-    /* the callback writes ahead of t0: was the copy's span kept? */
-    atomic_thread_fence(memory_order_acquire);
-    uint64_t now = atomic_load_explicit(&a->hist_t, memory_order_acquire);
-    cf_swap_prep *p = NULL;
-    if (now - t0 + need <= a->hist_cap &&
-        cf_engine_prepare_swap(a->e, k, h, need, t0, &p) != CF_OK) {
-      g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
-      g_free(h);
-      return NULL;
-    }
-    g_free(h);
-    if (p)
-      return p;
-  }
-  return NULL;
-}
-
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
   /* refusals (a kernel set that does not fit the stream) come here, not
@@ -435,23 +377,16 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
     return false;
   }
   cf_swap_prep_free(atomic_exchange(&a->made, NULL));
-  GError *e = NULL;
-  cf_swap_prep *p = build_ahead(a, k, &e);
-  if (e) {
-    g_propagate_error(err, e);
+  cf_swap_prep *p = NULL;
+  if (cf_engine_prepare_swap(a->e, k, &p) != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     cf_kernel_free(k);
     return false;
   }
+  cf_kernel_free(k);
   atomic_store(&a->pending_crossfade, crossfade);
   /* a swap the callback has not taken yet is replaced */
-  if (p) {
-    cf_kernel_free(atomic_exchange(&a->pending, NULL));
-    cf_swap_prep_free(atomic_exchange(&a->prep, p));
-    cf_kernel_free(k);
-  } else {
-    cf_swap_prep_free(atomic_exchange(&a->prep, NULL));
-    cf_kernel_free(atomic_exchange(&a->pending, k));
-  }
+  cf_swap_prep_free(atomic_exchange(&a->prep, p));
   return true;
 }
 

@@ -545,19 +545,8 @@ static int cpu_for_good(const cf_engine *e)
   return e->started == CF_BACKEND_CPU && cf_cpu_fir_is(e->ops);
 }
 
-CF_PUBLIC size_t cf_engine_swap_history(const cf_engine *e,
-                                        const cf_kernel *kernel,
-                                        unsigned long long t0)
-{
-  if (e->vops || !kernel || !cpu_for_good(e))
-    return 0;
-  return cf_cpu_fir_prepare_needs(e->impl, kernel, t0);
-}
-
 CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
                                            const cf_kernel *kernel,
-                                           const float *history, size_t n,
-                                           unsigned long long t0,
                                            cf_swap_prep **out)
 {
   if (!out)
@@ -570,25 +559,18 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
   if (!p)
     return cf_fail(CF_E_NOMEM, "prepare_swap: out of memory");
   p->impl = e->impl;
-  p->t0 = t0;
+  /* before the history is read: a reset meanwhile shows at set_prepared */
   p->resets = __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE);
   if ((s = cf_kernel_copy(kernel, &p->k)) != CF_OK) {
     free(p);
     return s;
   }
-  if (cpu_for_good(e)) {
-    size_t need = cf_cpu_fir_prepare_needs(e->impl, kernel, t0);
-    if (n < need || (need && !history))
-      s = cf_fail(CF_E_INVALID,
-                  "prepare_swap: the swap needs the last %zu "
-                  "input frames before frame %llu, %zu given",
-                  need, t0, n);
-    else
-      s = cf_cpu_fir_prepare_swap(e->impl, kernel, history, n, t0, &p->bank);
-  } else {
-    /* the device swaps in set_prepared; the plans a CPU would use */
+  uint64_t t0 = 0;
+  if (cpu_for_good(e))
+    s = cf_cpu_fir_prepare_swap(e->impl, kernel, &t0, &p->bank);
+  else /* the device swaps in set_prepared; the plans a CPU would use */
     s = cf_engine_prepare_kernel(e, kernel);
-  }
+  p->t0 = t0;
   if (s != CF_OK) {
     cf_swap_prep_free(p);
     return s;

@@ -70,18 +70,16 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, cf_fft_mode fft_mode,
                          void **impl, const cf_backend_ops **ops);
 /* Kernel swaps built ahead on the CPU backend (engine.h,
- * cf_engine_prepare_swap): whether ops are the CPU's; the input frames
- * before t0 a swap to k needs; a bank for k primed on hist (the n frames
- * before t0, interleaved), from any thread while the engine runs; taking
- * it at the engine's time, the banks it retired moved to dead (up to cap)
- * for the caller to free (CF_E_STATE: the engine's history no longer
- * reaches back to t0, nothing done); freeing one. */
+ * cf_engine_prepare_swap): whether ops are the CPU's; a bank for k primed
+ * on the engine's history up to the frame it had published (*t0), from
+ * any thread while the engine runs (no bank, CF_OK: the stream overwrote
+ * the history while it was read, three times); taking it at the engine's
+ * time, the banks it retired moved to dead (up to cap) for the caller to
+ * free (CF_E_STATE: the engine's history no longer reaches back to t0,
+ * nothing done); freeing one. */
 int cf_cpu_fir_is(const cf_backend_ops *ops);
-size_t cf_cpu_fir_prepare_needs(const void *impl, const cf_kernel *k,
-                                uint64_t t0);
 cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
-                                  const float *hist, size_t n, uint64_t t0,
-                                  void **out);
+                                  uint64_t *t0, void **out);
 cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
                                   size_t crossfade, void **dead,
                                   unsigned *ndead, unsigned cap);
