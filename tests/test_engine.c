@@ -1480,6 +1480,29 @@ static int prepared_off(void **state)
   return 0;
 }
 
+/* The rest of a one-swap stream that began at input frame 0 and stands
+ * at `from`: feed to S, make p there with crossfade X, feed the rest,
+ * drain, and check the whole output against k0 swapped to k1 at S. */
+static void finish_prepared(run *ru, ref_rng *r, const input *in,
+                            size_t from, size_t S, cf_swap_prep *p, size_t X,
+                            const kset *k0, const kset *k1, const char *what)
+{
+  size_t n = in->n, ch = in->ch;
+  run_feed(ru, r, in->x + from * ch, S - from, 0);
+  CHECK_OK(cf_engine_set_prepared(ru->e, p, X));
+  cf_swap_prep_free(p);
+  run_feed(ru, r, in->x + S * ch, n - S, 0);
+  add_block_marks(ru, 0, n + cf_engine_tail(ru->e));
+  run_drain(ru, r);
+  model m = {.nstage = 2, .in = in};
+  m.ks[0] = k0;
+  m.ks[1] = k1;
+  m.S[1] = S;
+  m.X[1] = X;
+  check_model(ru, r, &m, 0, ru->pos, what);
+  run_end(ru);
+}
+
 /* What set_prepared does where the work cannot serve: a reset between
  * (the stream starts again), more input since than the history holds;
  * and what prepare_swap refuses. Each swap must be set_kernel's. */
@@ -1534,19 +1557,8 @@ static void test_swap_prepared_misfit(void **state)
     add_case("reset, swap at %zu X %zu ", S, X);
     run ru;
     run_start(&ru, e, block, n + cf_engine_latency(e) + 8000 + 8);
-    run_feed(&ru, &r, in.x, S, 0);
-    CHECK_OK(cf_engine_set_prepared(e, p, X));
-    cf_swap_prep_free(p);
-    run_feed(&ru, &r, in.x + S * ch, n - S, 0);
-    add_block_marks(&ru, 0, n + cf_engine_tail(e));
-    run_drain(&ru, &r);
-    model m = {.nstage = 2, .in = &in};
-    m.ks[0] = &k0;
-    m.ks[1] = &k1;
-    m.S[1] = S;
-    m.X[1] = X;
-    check_model(&ru, &r, &m, 0, ru.pos, "prepared across a reset");
-    run_end(&ru);
+    finish_prepared(&ru, &r, &in, 0, S, p, X, &k0, &k1,
+                    "prepared across a reset");
     cf_kernel_free(kk);
     free(scratch);
     input_free(&in);
@@ -1589,19 +1601,8 @@ static void test_swap_prepared_misfit(void **state)
     run_feed(&ru, &r, in.x, t0, 0);
     cf_swap_prep *p = NULL;
     CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
-    run_feed(&ru, &r, in.x + t0 * ch, S - t0, 0);
-    CHECK_OK(cf_engine_set_prepared(e, p, X));
-    cf_swap_prep_free(p);
-    run_feed(&ru, &r, in.x + S * ch, n - S, 0);
-    add_block_marks(&ru, 0, n + cf_engine_tail(e));
-    run_drain(&ru, &r);
-    model m = {.nstage = 2, .in = &in};
-    m.ks[0] = &k0;
-    m.ks[1] = &k1;
-    m.S[1] = S;
-    m.X[1] = X;
-    check_model(&ru, &r, &m, 0, ru.pos, "prepared, history gone");
-    run_end(&ru);
+    finish_prepared(&ru, &r, &in, t0, S, p, X, &k0, &k1,
+                    "prepared, history gone");
     cf_kernel_free(kk);
     input_free(&in);
     kset_free(&k0);
