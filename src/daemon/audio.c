@@ -392,8 +392,11 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
 {
-  cf_kernel *k = sc->kernel;
-  sc->kernel = NULL;
+  cf_kernel *k = NULL;
+  if (cf_kernel_copy(sc->kernel, &k) != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+    return false;
+  }
   if (!cfd_audio_swap(a, k, sc->crossfade, err))
     return false;
   cfd_stream_conf *own = a->sc;

@@ -94,8 +94,7 @@ void cfd_audio_status(cfd_audio *a, GString *out);
  * the next callback; its FFT plans are made here, in the caller's
  * thread. */
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
-/* The kernel keys of section sc (its kernel is taken), as a reload
- * brings them. */
+/* The kernel keys of section sc, as a reload brings them. */
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err);
 /* Live keys: kernel-file, kernel, gain, crossfade. */
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,

@@ -101,13 +101,23 @@ static cfd_stream_conf *take_conf(cfd_config *c, guint i)
   return sc;
 }
 
-static bool same_kernel(const cfd_stream_conf *a, const cfd_stream_conf *b)
+/* The same kernel sets, taps and all (a reload reads the files again: an
+ * edited impulse response at the same path is a new kernel). */
+static bool same_kernel(const cf_kernel *a, const cf_kernel *b)
 {
-  return g_strcmp0(a->kernel_file, b->kernel_file) == 0 &&
-         a->kernel_len == b->kernel_len &&
-         (!a->kernel_len || !memcmp(a->kernel_taps, b->kernel_taps,
-                                    a->kernel_len * sizeof(float))) &&
-         a->gain_db == b->gain_db;
+  if (cf_kernel_routing(a) != cf_kernel_routing(b) ||
+      cf_kernel_outputs(a) != cf_kernel_outputs(b) ||
+      cf_kernel_inputs(a) != cf_kernel_inputs(b) ||
+      cf_kernel_count(a) != cf_kernel_count(b))
+    return false;
+  for (unsigned i = 0; i < cf_kernel_count(a); i++) {
+    size_t la, lb;
+    const float *ta = cf_kernel_taps(a, i, &la),
+                *tb = cf_kernel_taps(b, i, &lb);
+    if (la != lb || (la && memcmp(ta, tb, la * sizeof *ta)))
+      return false;
+  }
+  return true;
 }
 
 /* ---- reload ---- */
@@ -134,7 +144,7 @@ static bool reload(daemon_state *d, GString *report, GError **err)
       g_ptr_array_remove(d->streams, old);
     if (old && old->sc->type == sc->type &&
         !strcmp(old->sc->shape, sc->shape)) {
-      if (sc->type == CFD_AUDIO && !same_kernel(old->sc, sc)) {
+      if (sc->type == CFD_AUDIO && !same_kernel(old->sc->kernel, sc->kernel)) {
         GError *e = NULL;
         if (cfd_audio_retune(old->audio, sc, &e)) {
           g_string_append_printf(report, "%s: new kernel\n", sc->name);
