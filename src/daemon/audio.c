@@ -390,14 +390,15 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   return true;
 }
 
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
+                      GError **err)
 {
   cf_kernel *k = NULL;
-  if (cf_kernel_copy(sc->kernel, &k) != CF_OK) {
+  if (swap && cf_kernel_copy(sc->kernel, &k) != CF_OK) {
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     return false;
   }
-  if (!cfd_audio_swap(a, k, sc->crossfade, err))
+  if (swap && !cfd_audio_swap(a, k, sc->crossfade, err))
     return false;
   cfd_stream_conf *own = a->sc;
   g_free(own->kernel_file);
@@ -476,10 +477,12 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
 
 #else /* no PortAudio */
 
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err)
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
+                      GError **err)
 {
   (void)a;
   (void)sc;
+  (void)swap;
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
   return false;
 }

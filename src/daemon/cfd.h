@@ -94,8 +94,10 @@ void cfd_audio_status(cfd_audio *a, GString *out);
  * the next callback; its FFT plans are made here, in the caller's
  * thread. */
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
-/* The kernel keys of section sc, as a reload brings them. */
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, GError **err);
+/* The kernel keys of section sc, as a reload brings them; with `swap`
+ * its kernel is swapped in (else only crossfade and the keys change). */
+bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
+                      GError **err);
 /* Live keys: kernel-file, kernel, gain, crossfade. */
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
                    GError **err);

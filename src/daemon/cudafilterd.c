@@ -129,8 +129,7 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     g_prefix_error(err, "reload refused, the running streams stay: ");
     return false;
   }
-  if (g_strcmp0(c->socket, NULL) && d->socket_path &&
-      strcmp(c->socket, d->socket_path))
+  if (c->socket && strcmp(c->socket, d->socket_path))
     g_string_append_printf(report,
                            "socket: a new path takes a restart; "
                            "still %s\n",
@@ -144,10 +143,12 @@ static bool reload(daemon_state *d, GString *report, GError **err)
       g_ptr_array_remove(d->streams, old);
     if (old && old->sc->type == sc->type &&
         !strcmp(old->sc->shape, sc->shape)) {
-      if (sc->type == CFD_AUDIO && !same_kernel(old->sc->kernel, sc->kernel)) {
+      if (sc->type == CFD_AUDIO) {
         GError *e = NULL;
-        if (cfd_audio_retune(old->audio, sc, &e)) {
-          g_string_append_printf(report, "%s: new kernel\n", sc->name);
+        bool swap = !same_kernel(old->sc->kernel, sc->kernel);
+        if (cfd_audio_retune(old->audio, sc, swap, &e)) {
+          if (swap)
+            g_string_append_printf(report, "%s: new kernel\n", sc->name);
           cfd_stream_conf_free(old->sc);
           old->sc = take_conf(c, i);
         } else {
@@ -158,11 +159,6 @@ static bool reload(daemon_state *d, GString *report, GError **err)
           g_error_free(e);
           ok = false;
         }
-      } else if (sc->type == CFD_AUDIO && old->sc->crossfade != sc->crossfade) {
-        char v[G_ASCII_DTOSTR_BUF_SIZE];
-        cfd_audio_set(old->audio, "crossfade",
-                      g_ascii_dtostr(v, sizeof v, sc->crossfade), NULL);
-        old->sc->crossfade = sc->crossfade;
       }
       g_ptr_array_add(next, old);
       continue;
