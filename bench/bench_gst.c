@@ -165,13 +165,25 @@ static unsigned threads; /* --threads: the engine's, both sides */
 static cf_backend backend = CF_BACKEND_CPU; /* --backend, both sides */
 static unsigned depth;                       /* --depth (video) */
 
+/* A decaying test kernel, sin(f i) exp(-4 i / taps), as a text file at a
+ * fresh name made from the template `path`. */
+static void write_kernel(char *path, size_t taps, double f)
+{
+  int fd = mkstemp(path);
+  FILE *kf = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!kf) {
+    perror("bench_gst: kernel file");
+    exit(1);
+  }
+  for (size_t i = 0; i < taps; i++)
+    fprintf(kf, "%.9g\n", sin(f * (double)i) * exp(-4.0 * (double)i / taps));
+  fclose(kf);
+}
+
 static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
 {
   const unsigned rate = 48000, ch = 2;
   size_t nbuf = (size_t)(seconds * rate / block);
-  float *h = malloc(taps * sizeof *h);
-  for (size_t i = 0; i < taps; i++)
-    h[i] = (float)(sin(0.37 * (double)i) * exp(-4.0 * (double)i / taps));
   GstBuffer **bufs = malloc(nbuf * sizeof *bufs);
   float *x = malloc(nbuf * block * ch * sizeof *x);
   for (size_t i = 0; i < nbuf * block * ch; i++)
@@ -187,15 +199,7 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   }
   /* the kernel as a text file for kernel-file */
   char kpath[] = "/tmp/bench_gst_kXXXXXX";
-  int fd = mkstemp(kpath);
-  FILE *kf = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!kf) {
-    perror("bench_gst: kernel file");
-    exit(1);
-  }
-  for (size_t i = 0; i < taps; i++)
-    fprintf(kf, "%.9g\n", h[i]);
-  fclose(kf);
+  write_kernel(kpath, taps, 0.37);
   char desc[1024];
   snprintf(desc, sizeof desc,
            "appsrc name=src ! cudafir kernel-file=%s backend=%s "
@@ -247,7 +251,6 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   free(bufs);
   free(x);
   free(out);
-  free(h);
 }
 
 /* ---- kernel changes while playing (--only swap) ---------------------------- */
@@ -303,19 +306,6 @@ static gpointer sw_setter(gpointer u)
     g_usleep(100000);
   }
   return NULL;
-}
-
-static void write_kernel(char *path, size_t taps, double f)
-{
-  int fd = mkstemp(path);
-  FILE *kf = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!kf) {
-    perror("bench_gst: kernel file");
-    exit(1);
-  }
-  for (size_t i = 0; i < taps; i++)
-    fprintf(kf, "%.9g\n", sin(f * (double)i) * exp(-4.0 * (double)i / taps));
-  fclose(kf);
 }
 
 static void bench_swap(double seconds, size_t taps)
