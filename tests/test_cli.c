@@ -1160,6 +1160,552 @@ static void test_conv2d_usage_errors(void **state)
 
 /* ---- info, demo, help ------------------------------------------------------ */
 
+/* ---- apply: audio files against the reference ------------------------------ */
+
+/* WAV written and read here byte by byte, so the check does not go
+ * through libav. Sample kinds: 16/24/32-bit integer, 32-bit float. */
+enum { W_S16, W_S24, W_S32, W_F32 };
+static const unsigned wav_bytes[] = {2, 3, 4, 4};
+static const char *const wav_names[] = {"s16", "s24", "s32", "f32"};
+
+static void put_le(unsigned char *p, uint64_t v, unsigned n)
+{
+  for (unsigned i = 0; i < n; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* x holds frames * ch values, integers already quantised (x * 2^(bits-1)
+ * exact) for the integer kinds. */
+static void write_wav(const char *path, int kind, unsigned rate, unsigned ch,
+                      const float *x, size_t frames)
+{
+  unsigned b = wav_bytes[kind];
+  size_t data = frames * ch * b;
+  unsigned char hdr[44];
+  memcpy(hdr, "RIFF", 4);
+  put_le(hdr + 4, 36 + data, 4);
+  memcpy(hdr + 8, "WAVEfmt ", 8);
+  put_le(hdr + 16, 16, 4);
+  put_le(hdr + 20, kind == W_F32 ? 3 : 1, 2);
+  put_le(hdr + 22, ch, 2);
+  put_le(hdr + 24, rate, 4);
+  put_le(hdr + 28, (uint64_t)rate * ch * b, 4);
+  put_le(hdr + 32, ch * b, 2);
+  put_le(hdr + 34, 8 * b, 2);
+  memcpy(hdr + 36, "data", 4);
+  put_le(hdr + 40, data, 4);
+  unsigned char *buf = malloc(data + 1);
+  assert_non_null(buf);
+  for (size_t i = 0; i < frames * ch; i++) {
+    if (kind == W_F32) {
+      memcpy(buf + 4 * i, &x[i], 4);
+    } else {
+      double s = ldexp((double)x[i], 8 * (int)b - 1);
+      put_le(buf + b * i, (uint64_t)(int64_t)s, b);
+    }
+  }
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(hdr, 1, 44, f), 44);
+  assert_int_equal(fwrite(buf, 1, data, f), data);
+  assert_int_equal(fclose(f), 0);
+  free(buf);
+}
+
+static uint32_t get_le(const unsigned char *p, unsigned n)
+{
+  uint32_t v = 0;
+  for (unsigned i = 0; i < n; i++)
+    v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+
+typedef struct wav {
+  int kind;
+  unsigned rate, ch;
+  size_t frames;
+  double *x; /* integer kinds: the integers; float: the values */
+} wav;
+
+/* Parse a WAV file (plain or WAVE_FORMAT_EXTENSIBLE); fails the test if
+ * it is not one. */
+static void read_wav(const char *path, wav *w)
+{
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc((size_t)size);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  assert_true(size >= 12 && !memcmp(buf, "RIFF", 4) &&
+              !memcmp(buf + 8, "WAVE", 4));
+  unsigned fmt = 0, bits = 0;
+  memset(w, 0, sizeof *w);
+  for (long at = 12; at + 8 <= size;) {
+    uint32_t len = get_le(buf + at + 4, 4);
+    const unsigned char *c = buf + at + 8;
+    if (!memcmp(buf + at, "fmt ", 4)) {
+      fmt = get_le(c, 2);
+      w->ch = get_le(c + 2, 2);
+      w->rate = get_le(c + 4, 4);
+      bits = get_le(c + 14, 2);
+      if (fmt == 0xfffe)
+        fmt = get_le(c + 24, 2); /* the sub-format GUID's first bytes */
+    } else if (!memcmp(buf + at, "data", 4)) {
+      assert_true(fmt == 1 || fmt == 3);
+      w->kind = fmt == 3 ? W_F32 : bits == 16 ? W_S16 : bits == 24 ? W_S24
+                                                                   : W_S32;
+      assert_true(fmt == 3 ? bits == 32 : (bits == 16 || bits == 24 ||
+                                           bits == 32));
+      unsigned b = bits / 8;
+      if (len > (uint64_t)(size - at - 8))
+        len = (uint32_t)(size - at - 8);
+      w->frames = len / (b * w->ch);
+      w->x = malloc((w->frames * w->ch + 1) * sizeof *w->x);
+      assert_non_null(w->x);
+      for (size_t i = 0; i < w->frames * w->ch; i++) {
+        uint32_t u = get_le(c + b * i, b);
+        if (fmt == 3) {
+          float v;
+          memcpy(&v, &u, 4);
+          w->x[i] = v;
+        } else {
+          int64_t s = (int64_t)u;
+          if (u >> (bits - 1) & 1)
+            s -= (int64_t)1 << bits;
+          w->x[i] = (double)s;
+        }
+      }
+      break;
+    }
+    at += 8 + len + (len & 1);
+  }
+  assert_non_null(w->x);
+  free(buf);
+}
+
+/* What libswresample stores for a float y in an output of `kind`: round
+ * to nearest at 16 or 32 bits with saturation; 24-bit drops the low byte
+ * of the 32-bit value. */
+static double quantise(double y, int kind)
+{
+  if (kind == W_F32)
+    return (double)(float)y;
+  if (kind == W_S16) {
+    double v = nearbyint(y * 32768.0);
+    return v > 32767.0 ? 32767.0 : v < -32768.0 ? -32768.0 : v;
+  }
+  double v = nearbyint(y * 2147483648.0);
+  v = v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0 : v;
+  return kind == W_S24 ? floor(v / 256.0) : v;
+}
+
+/* The run's "wrote OUT: N frames" line. */
+static size_t parse_written(const char *err)
+{
+  const char *p = strstr(err, "wrote ");
+  const char *q = p ? strstr(p, ": ") : NULL;
+  unsigned long long n;
+  if (!q || sscanf(q, ": %llu frames", &n) != 1)
+    fail_msg("no 'wrote OUT: N frames' in stderr:\n%s", err);
+  return (size_t)n;
+}
+
+static void apply_case(ref_rng *r, int index)
+{
+  static const char *const routings[] = {"shared", "per-channel", "matrix"};
+  static const unsigned rates[] = {8000, 22050, 44100, 48000, 96000};
+  int routing = (int)ref_rng_range(r, 0, 2);
+  unsigned cin = (unsigned)ref_rng_range(r, 1, 3);
+  unsigned cout = routing == 2 ? (unsigned)ref_rng_range(r, 1, 3) : cin;
+  unsigned count = routing == 0 ? 1 : routing == 1 ? cin : cout * cin;
+  unsigned rate = ref_rng_u64(r) % 4 ? rates[ref_rng_range(r, 0, 4)]
+                                     : (unsigned)ref_rng_range(r, 1000, 200000);
+  size_t len = ref_rng_u64(r) % 3 == 0 ? ref_rng_range(r, 1, 64)
+                                        : ref_rng_range(r, 1, 12000);
+  size_t n = ref_rng_range(r, 1, 30000);
+  unsigned block = 1u << ref_rng_range(r, 5, 12);
+  const char *algo = algorithms[ref_rng_u64(r) % 2 ? 0 : ref_rng_range(r, 1, 3)];
+  int tail = (int)(ref_rng_u64(r) % 2);
+  int in_kind = (int)ref_rng_range(r, 0, 3);
+  /* the default codec follows the input's precision; -c forces one */
+  int forced = ref_rng_u64(r) % 3 == 0 ? (int)ref_rng_range(r, 0, 3) : -1;
+  int out_kind = forced >= 0 ? forced : in_kind;
+  double gain_db = ref_rng_u64(r) % 2 ? 0.0 : -12.0 + 18.0 * ref_rng_unit(r);
+  /* an audio file as the kernel (at the input's rate: no resampling) */
+  int wav_kernel = routing != 2 && ref_rng_u64(r) % 3 == 0;
+  if (wav_kernel && count == 1)
+    routing = 0; /* a one-channel file is a shared kernel */
+  unsigned paths = routing == 0 ? cin : count;
+  while (n > 1 && (double)paths * (double)(n + len) *
+                  (double)(n < len ? n : len) > 2e8)
+    n /= 2;
+
+  /* Kernel taps scaled so that outputs mostly stay within full scale
+   * (integer outputs clip, and the check follows the clip). */
+  float *h = malloc(count * len * sizeof *h);
+  float *x = malloc(n * cin * sizeof *x);
+  assert_true(h && x);
+  ref_rng_fill(r, h, count * len);
+  float hs = (float)(1.2 / sqrt((double)len * (routing == 2 ? cin : 1)));
+  for (size_t i = 0; i < count * len; i++)
+    h[i] *= hs;
+  ref_rng_fill(r, x, n * cin);
+  if (in_kind != W_F32) { /* exactly representable at the file's depth */
+    int bits = 8 * (int)wav_bytes[in_kind] - 1;
+    for (size_t i = 0; i < n * cin; i++)
+      x[i] = (float)ldexp(floor(ldexp((double)x[i], bits)), -bits);
+  }
+
+  /* FLAC (an encoder with fixed frame sizes), read back into WAV by a
+   * second run through a one-tap identity kernel: lossless both ways. */
+  int flac = forced < 0 && in_kind <= W_S24 && rate % 1000 == 0 &&
+             ref_rng_u64(r) % 2 == 0; /* FLAC takes common rates only */
+
+  char inp[PATH_MAX], outp[PATH_MAX], kpath[PATH_MAX], name[64];
+  char flacp[PATH_MAX], onep[PATH_MAX];
+  snprintf(name, sizeof name, "apply%d-in.wav", index);
+  tmp_path(inp, sizeof inp, name);
+  snprintf(name, sizeof name, "apply%d-out.wav", index);
+  tmp_path(outp, sizeof outp, name);
+  snprintf(name, sizeof name, "apply%d-out.flac", index);
+  tmp_path(flacp, sizeof flacp, name);
+  tmp_path(onep, sizeof onep, "apply-one.txt");
+  unlink(outp);
+  unlink(flacp);
+  write_wav(inp, in_kind, rate, cin, x, n);
+  size_t shape[3] = {cout, cin, len};
+  if (wav_kernel) {
+    /* one channel: shared; C channels: per-channel (interleaved) */
+    float *hi = malloc(count * len * sizeof *hi);
+    assert_non_null(hi);
+    for (unsigned c = 0; c < count; c++)
+      for (size_t k = 0; k < len; k++)
+        hi[k * count + c] = h[c * len + k];
+    snprintf(name, sizeof name, "apply%d-k.wav", index);
+    tmp_path(kpath, sizeof kpath, name);
+    write_wav(kpath, W_F32, rate, count, hi, len);
+    free(hi);
+  } else {
+    snprintf(name, sizeof name, "apply%d-k.npy", index);
+    tmp_path(kpath, sizeof kpath, name);
+    if (routing == 0)
+      write_npy(kpath, 0, shape + 2, 1, h);
+    else if (routing == 1)
+      write_npy(kpath, 0, shape + 1, 2, h);
+    else
+      write_npy(kpath, 1, shape, 3, h);
+  }
+
+  static const char *const codecs[] = {"pcm_s16le", "pcm_s24le",
+                                        "pcm_s32le", "pcm_f32le"};
+  char bbuf[16], gbuf[32];
+  snprintf(bbuf, sizeof bbuf, "%u", block);
+  snprintf(gbuf, sizeof gbuf, "%.4f", gain_db);
+  const char *args[24] = {NULL, "apply", "-k", kpath, "--block", bbuf,
+                          "--algorithm", algo, "--backend", "cpu", "-v",
+                          "--gain", gbuf};
+  int na = 13;
+  if (tail)
+    args[na++] = "--tail";
+  if (forced >= 0) {
+    args[na++] = "-c";
+    args[na++] = codecs[forced];
+  }
+  if (ref_rng_u64(r) % 2) {
+    args[na++] = "--routing";
+    args[na++] = routings[routing];
+  }
+  args[na++] = inp;
+  args[na++] = flac ? flacp : outp;
+  args[na] = NULL;
+
+  char what[320];
+  snprintf(what, sizeof what, "apply case %d: %s%s, %u in, %u out, %u Hz, "
+           "%zu taps, %zu frames, block %u, %s, %s -> %s%s%s, gain %s dB%s",
+           index, routings[routing], wav_kernel ? " (wav kernel)" : "", cin,
+           cout, rate, len, n, block, algo, wav_names[in_kind],
+           flac ? "flac -> wav " : "", wav_names[out_kind],
+           forced >= 0 ? " (-c)" : "", gbuf, tail ? ", tail" : "");
+  printf("%s\n", what);
+
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+  size_t nout = n + (tail ? len - 1 : 0);
+  if (parse_written(res.err) != nout)
+    fail_msg("%s: wrote %zu frames, want %zu:\n%s", what,
+             parse_written(res.err), nout, res.err);
+  if (flac) {
+    float one = 1.0f;
+    write_text_kernel(onep, &one, 1);
+    const char *back[] = {NULL, "apply", "-q", "-k", onep, "-c",
+                          codecs[in_kind], flacp, outp, NULL};
+    result res2;
+    run_simple(back, &res2);
+    if (res2.status != 0)
+      fail_msg("%s: reading the FLAC back: exit %d, stderr:\n%s", what,
+               res2.status, res2.err);
+    result_free(&res2);
+  }
+  wav w;
+  read_wav(outp, &w);
+  if (w.kind != out_kind || w.ch != cout || w.rate != rate ||
+      w.frames != nout)
+    fail_msg("%s: output is %s, %u channels, %u Hz, %zu frames; want %s, "
+             "%u, %u, %zu", what, wav_names[w.kind], w.ch, w.rate, w.frames,
+             wav_names[out_kind], cout, rate, nout);
+
+  /* The reference: aligned with the input (no latency), gain on the taps,
+   * then what the output's sample format stores. */
+  double g = pow(10.0, gain_db / 20.0), peak = 0.0;
+  double *want = malloc(nout * cout * sizeof *want);
+  float *xi = malloc(n * sizeof *xi);
+  assert_true(want && xi);
+  memset(want, 0, nout * cout * sizeof *want);
+  for (unsigned i = 0; i < cin; i++) {
+    for (size_t m = 0; m < n; m++)
+      xi[m] = x[m * cin + i];
+    for (unsigned o = 0; o < cout; o++) {
+      if (routing != 2 && i != o)
+        continue;
+      const float *hk = routing == 0 ? h : routing == 1 ? h + (size_t)o * len
+                        : h + ((size_t)o * cin + i) * len;
+      for (size_t m = 0; m < nout; m++)
+        want[m * cout + o] += g * ref_conv_at(xi, n, hk, len, m);
+    }
+  }
+  for (size_t i = 0; i < nout * cout; i++)
+    peak = fmax(peak, fabs(want[i]));
+  double num = 0.0, den = 0.0, worst = 0.0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < nout * cout; i++) {
+    double q = quantise(want[i], out_kind), d = fabs(w.x[i] - q);
+    num += d * d;
+    den += q * q;
+    if (d > worst) {
+      worst = d;
+      worst_at = i;
+    }
+  }
+  double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+  /* 16-bit: one step at most (rounding of a value within 1e-6 of a
+   * half step); wider: the engine's tolerance. */
+  if (out_kind == W_S16 ? worst > 1.0 : !(rel <= 2e-5))
+    fail_msg("%s: relative L2 error %g, worst %g at frame %zu channel %zu "
+             "(got %g, want %g)", what, rel, worst, worst_at / cout,
+             worst_at % cout, w.x[worst_at],
+             quantise(want[worst_at], out_kind));
+  /* Clipping is reported where the output stores integers. */
+  int told = strstr(res.err, "clipped") != NULL;
+  if (out_kind != W_F32 && peak > 1.001 && !told)
+    fail_msg("%s: peak %g but no clipping warning:\n%s", what, peak, res.err);
+  if ((out_kind == W_F32 || peak < 0.999) && told)
+    fail_msg("%s: peak %g, %s output, yet a clipping warning:\n%s", what,
+             peak, wav_names[out_kind], res.err);
+
+  free(w.x);
+  free(want);
+  free(xi);
+  result_free(&res);
+  unlink(inp);
+  unlink(outp);
+  unlink(flacp);
+  unlink(kpath);
+  free(x);
+  free(h);
+}
+
+static void test_apply_random(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  for (int i = 0; i < 12; i++)
+    apply_case(&r, i);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+static int file_equals(const char *path, const char *text)
+{
+  char buf[256];
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strcmp(buf, text) == 0;
+}
+
+/* No file named OUTPUT.cf-part-* is left in the test directory. */
+static void assert_no_part_files(void)
+{
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep -q cf-part", tmp_dir);
+  if (system(cmd) == 0)
+    fail_msg("a temporary .cf-part file was left in %s", tmp_dir);
+}
+
+static void test_apply_errors(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], nanp[PATH_MAX];
+  char pc[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "apply-k.txt", 5);
+  tmp_path(inp, sizeof inp, "apply-e-in.wav");
+  tmp_path(outp, sizeof outp, "apply-e-out.wav");
+  tmp_path(nanp, sizeof nanp, "apply-e-nan.wav");
+  float x[3 * 2 * 100];
+  ref_rng r;
+  ref_rng_init(&r, 11);
+  ref_rng_fill(&r, x, 3 * 100);
+  write_wav(inp, W_F32, 12345, 3, x, 100);
+
+  /* An existing OUTPUT is refused without -y, and kept when a run fails. */
+  FILE *old = fopen(outp, "wb");
+  assert_non_null(old);
+  fputs("old", old);
+  assert_int_equal(fclose(old), 0);
+  const char *a1[] = {NULL, "apply", "-k", kpath, inp, outp, NULL};
+  expect(a1, 1, "-y");
+  assert_true(file_equals(outp, "old"));
+  x[3 * 57 + 2] = NAN;
+  write_wav(nanp, W_F32, 12345, 3, x, 100);
+  const char *a2[] = {NULL, "apply", "-y", "-k", kpath, nanp, outp, NULL};
+  expect(a2, 1, "sample 57 of channel 2");
+  expect(a2, 1, "NaN");
+  assert_true(file_equals(outp, "old"));
+  assert_no_part_files();
+  const char *a3[] = {NULL, "apply", "-y", "-k", kpath, inp, inp, NULL};
+  expect(a3, 1, "OUTPUT is INPUT");
+
+  /* Kernels that do not fit the file's three channels. */
+  float h2[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+  size_t shape[2] = {2, 4};
+  tmp_path(pc, sizeof pc, "apply-pc.npy");
+  write_npy(pc, 0, shape, 2, h2);
+  const char *a4[] = {NULL, "apply", "-y", "-k", pc, inp, outp, NULL};
+  expect(a4, 1, "3 channels");
+  const char *a5[] = {NULL, "apply", "-y", "--routing", "matrix", "-k", kpath,
+                      inp, outp, NULL};
+  expect(a5, 1, "--routing matrix");
+
+  /* Formats, encoders and rates libav cannot take. */
+  char xyz[PATH_MAX];
+  tmp_path(xyz, sizeof xyz, "apply-out.xyz");
+  const char *a6[] = {NULL, "apply", "-k", kpath, inp, xyz, NULL};
+  expect(a6, 1, "--format");
+  const char *a7[] = {NULL, "apply", "-y", "-c", "no-such-codec", "-k", kpath,
+                      inp, outp, NULL};
+  expect(a7, 1, "no-such-codec");
+  char mp2[PATH_MAX];
+  tmp_path(mp2, sizeof mp2, "apply-out.mp2");
+  const char *a8[] = {NULL, "apply", "-k", kpath, inp, mp2, NULL};
+  expect(a8, 1, "12345 Hz");
+  /* Inputs that are not audio, or not there. */
+  const char *a9[] = {NULL, "apply", "-y", "-k", kpath, kpath, outp, NULL};
+  expect(a9, 1, kpath);
+  char missing[PATH_MAX];
+  tmp_path(missing, sizeof missing, "apply-missing.wav");
+  const char *a10[] = {NULL, "apply", "-y", "-k", kpath, missing, outp, NULL};
+  expect(a10, 1, "apply-missing.wav");
+  assert_true(file_equals(outp, "old"));
+  assert_no_part_files();
+
+  /* Usage. */
+  const char *u1[] = {NULL, "apply", inp, outp, NULL};
+  expect(u1, 2, "--kernel");
+  const char *u2[] = {NULL, "apply", "-k", kpath, inp, NULL};
+  expect(u2, 2, "OUTPUT");
+  const char *u3[] = {NULL, "apply", "-k", kpath, "--gain", "loud", inp, outp,
+                      NULL};
+  expect(u3, 2, "loud");
+  const char *u4[] = {NULL, "apply", "-k", kpath, inp, outp, "extra", NULL};
+  expect(u4, 2, "extra");
+  unlink(outp);
+  unlink(inp);
+  unlink(nanp);
+  unlink(pc);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+/* SIGINT while the input blocks (a FIFO that stays open): exit 130, no
+ * output file and no temporary file left. */
+static void test_apply_interrupt(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char kpath[PATH_MAX], fifo[PATH_MAX], outp[PATH_MAX], wavp[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "apply-int.txt", 9);
+  tmp_path(fifo, sizeof fifo, "apply-int.fifo");
+  tmp_path(outp, sizeof outp, "apply-int-out.wav");
+  tmp_path(wavp, sizeof wavp, "apply-int-src.wav");
+  unlink(fifo);
+  unlink(outp);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  /* A WAV header announcing far more data than is sent. */
+  enum { FRAMES = 48000 };
+  float *x = calloc(FRAMES, sizeof *x);
+  assert_non_null(x);
+  write_wav(wavp, W_S16, 48000, 1, x, FRAMES);
+  free(x);
+  FILE *f = fopen(wavp, "rb");
+  assert_non_null(f);
+  static unsigned char buf[44 + 2 * FRAMES];
+  assert_int_equal(fread(buf, 1, sizeof buf, f), sizeof buf);
+  fclose(f);
+  put_le(buf + 40, 1u << 30, 4);
+
+  const char *args[] = {NULL, "apply", "-k", kpath, fifo, outp, NULL};
+  proc p;
+  spawn(args, &p);
+  int w = open(fifo, O_WRONLY); /* blocks until the CLI opens it */
+  assert_true(w >= 0);
+  assert_int_equal(write(w, buf, sizeof buf), (ssize_t)sizeof buf);
+  usleep(300000); /* it has read what there is and waits for more */
+  kill(p.pid, SIGINT);
+  result res = {0};
+  size_t cap = 0;
+  unsigned char *err = NULL;
+  double deadline = now_s() + HANG_S;
+  while (drain_fd(p.err, &err, &res.err_len, &cap)) {
+    assert_true(now_s() < deadline);
+    usleep(10000);
+  }
+  int status = wait_status(p.pid);
+  close(w);
+  close(p.in);
+  close(p.out);
+  close(p.err);
+  err = realloc(err, res.err_len + 1);
+  err[res.err_len] = '\0';
+  if (status != 130 || !strstr((char *)err, "interrupted"))
+    fail_msg("exit %d, want 130; stderr:\n%s", status, (char *)err);
+  struct stat sb;
+  assert_true(stat(outp, &sb) != 0);
+  assert_no_part_files();
+  free(err);
+  unlink(fifo);
+  unlink(wavp);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_info(void **state)
 {
   (void)state;
@@ -1215,7 +1761,14 @@ static void test_help_version(void **state)
   const char *help[] = {NULL, "--help", NULL};
   const char *fir_help[] = {NULL, "fir", "--help", NULL};
   const char *version[] = {NULL, "--version", NULL};
+  const char *apply_help[] = {NULL, "apply", "--help", NULL};
   result res;
+  run_simple(apply_help, &res);
+  assert_int_equal(res.status, 0);
+  res.out = realloc(res.out, res.out_len + 1);
+  res.out[res.out_len] = '\0';
+  assert_non_null(strstr((char *)res.out, "--tail"));
+  result_free(&res);
   run_simple(help, &res);
   assert_int_equal(res.status, 0);
   assert_true(res.out_len > 0);
@@ -1263,6 +1816,9 @@ int main(void)
     cmocka_unit_test(test_conv2d_streams_before_eof),
     cmocka_unit_test(test_conv2d_partial_frame),
     cmocka_unit_test(test_conv2d_usage_errors),
+    cmocka_unit_test(test_apply_random),
+    cmocka_unit_test(test_apply_errors),
+    cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),

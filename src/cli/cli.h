@@ -37,6 +37,8 @@ void cli_note_fallback(const struct cf_engine *e, bool *told);
 double cli_now(void);
 
 int cli_demo(int argc, char **argv);
+/* `apply` (apply.c): audio files through libav. */
+int cli_apply(int argc, char **argv);
 /* `conv2d` (conv2d.c). */
 int cli_conv2d(int argc, char **argv);
 

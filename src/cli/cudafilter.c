@@ -150,6 +150,8 @@ static void usage_main(FILE *f)
     "  fir     filter interleaved float32 audio from stdin to stdout\n"
     "  conv2d  filter raw video frames (2D or temporal kernel, presets)\n"
     "          from stdin to stdout\n"
+    "  apply   filter an audio file into another (any format libav reads\n"
+    "          and writes: WAV, FLAC, MP3, Ogg, ...)\n"
     "  info    version, backends, CUDA devices and build features\n"
     "  demo    filter a generated test signal through a synthetic room\n"
     "          and write it to a WAV file\n"
@@ -542,6 +544,8 @@ int main(int argc, char **argv)
     return cmd_fir(argc - 1, argv + 1);
   if (!strcmp(cmd, "conv2d"))
     return cli_conv2d(argc - 1, argv + 1);
+  if (!strcmp(cmd, "apply"))
+    return cli_apply(argc - 1, argv + 1);
   if (!strcmp(cmd, "info"))
     return cmd_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "demo"))
