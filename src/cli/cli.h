@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
 #define CLI_EXIT_RUNTIME 1
 #define CLI_EXIT_USAGE 2
 
@@ -37,6 +40,36 @@ void cli_note_fallback(const struct cf_engine *e, bool *told);
 double cli_now(void);
 
 int cli_demo(int argc, char **argv);
+/* Video kernel and filter options, shared by conv2d and apply
+ * (conv2d.c): option codes for getopt_long's tables. */
+enum {
+  CLI_V_KERNEL = 512, CLI_V_PRESET, CLI_V_SIZE, CLI_V_SIGMA, CLI_V_BORDER,
+  CLI_V_CVAL, CLI_V_SCALE, CLI_V_BIAS, CLI_V_ABSOLUTE, CLI_V_COMPONENTS,
+  CLI_V_ALGORITHM
+};
+typedef struct cli_video_opts {
+  const char *kernel_path;
+  const char *preset_name;
+  cf_preset preset;
+  unsigned long size;
+  double sigma;
+  bool have_size, have_sigma;
+  const char *components; /* as given, checked against the format */
+} cli_video_opts;
+/* Take option c (CLI_V_*) with its value into o and cfg; 0 or an exit
+ * status after a usage error naming the option. */
+int cli_video_option(const char *cmd, int c, const char *arg,
+                     cli_video_opts *o, cf_video_config *cfg);
+/* Options that contradict each other; 0 or an exit status. */
+int cli_video_check(const char *cmd, const cli_video_opts *o);
+/* --components for format fmt: a mask (decimal or 0x hex) or a
+ * comma-separated list of names; 0 or an exit status. */
+int cli_video_components(const char *cmd, const char *s,
+                         cf_pixel_format fmt, unsigned *out);
+/* The kernel from the file or the preset; 0 or an exit status. */
+int cli_video_kernel(const char *cmd, const cli_video_opts *o,
+                     cf_kernel2d **k);
+
 /* `apply` (apply.c): audio files through libav. */
 int cli_apply(int argc, char **argv);
 /* `conv2d` (conv2d.c). */

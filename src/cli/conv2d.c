@@ -70,13 +70,8 @@ static void usage_conv2d(FILE *f)
 }
 
 typedef struct conv2d_opts {
-  const char *kernel_path;
-  const char *preset_name;
-  cf_preset preset;
-  unsigned long size;
-  double sigma;
-  bool have_size, have_sigma, have_width, have_height, have_format;
-  const char *components; /* as given, checked against the format */
+  cli_video_opts v;
+  bool have_width, have_height, have_format;
   cf_video_config cfg;
   bool verbose;
 } conv2d_opts;
@@ -113,10 +108,8 @@ static bool is_gray(cf_pixel_format f)
   return f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE || f == CF_PIX_GRAY32F;
 }
 
-/* Parse --components for format fmt: a mask (decimal or 0x hex) or a
- * comma-separated list of names. Returns 0 or an exit status. */
-static int parse_components(const char *s, cf_pixel_format fmt,
-                            unsigned *out)
+int cli_video_components(const char *cmd, const char *s,
+                         cf_pixel_format fmt, unsigned *out)
 {
   const char *fname = cf_pixel_format_name(fmt);
   unsigned mask = 0;
@@ -125,7 +118,7 @@ static int parse_components(const char *s, cf_pixel_format fmt,
     errno = 0;
     unsigned long v = strtoul(s, &end, 0);
     if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
-      return cli_usage_error(CMD, "--components: '%s' is not a mask 1..7 "
+      return cli_usage_error(cmd, "--components: '%s' is not a mask 1..7 "
                              "or a list of names", s);
     mask = (unsigned)v;
   } else {
@@ -138,7 +131,7 @@ static int parse_components(const char *s, cf_pixel_format fmt,
             strncasecmp(p, comp_names[i].name, len) == 0)
           break;
       if (i == n)
-        return cli_usage_error(CMD, "--components: unknown component "
+        return cli_usage_error(cmd, "--components: unknown component "
                                "'%.*s' in '%s' (expected all, luma, "
                                "chroma, r, g, b, y, u or v)", (int)len, p,
                                s);
@@ -146,7 +139,7 @@ static int parse_components(const char *s, cf_pixel_format fmt,
       /* Gray has one component: "y"/"luma" name it, colours do not. */
       if ((is_gray(fmt) && fam == FAM_RGB) ||
           (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
-        return cli_usage_error(CMD, "--components: '%.*s' is not a "
+        return cli_usage_error(cmd, "--components: '%.*s' is not a "
                                "component of %s", (int)len, p, fname);
       mask |= comp_names[i].mask;
       if (p[len] == '\0')
@@ -155,7 +148,7 @@ static int parse_components(const char *s, cf_pixel_format fmt,
     }
   }
   if (is_gray(fmt) && !(mask & CF_COMP_Y))
-    return cli_usage_error(CMD, "--components: %s has one component "
+    return cli_usage_error(cmd, "--components: %s has one component "
                            "(mask 1); '%s' selects none of it", fname, s);
   if (is_gray(fmt))
     mask &= CF_COMP_Y;
@@ -163,27 +156,96 @@ static int parse_components(const char *s, cf_pixel_format fmt,
   return 0;
 }
 
+int cli_video_option(const char *cmd, int c, const char *arg,
+                     cli_video_opts *o, cf_video_config *cfg)
+{
+  double d;
+  switch (c) {
+  case CLI_V_KERNEL: o->kernel_path = arg; return 0;
+  case CLI_V_PRESET:
+    if (cf_preset_from_string(arg, &o->preset) != CF_OK)
+      return cli_usage_error(cmd, "--preset: '%s' is not gaussian, box, "
+                             "sharpen, unsharp, sobel-x, sobel-y, "
+                             "laplacian or emboss", arg);
+    o->preset_name = arg;
+    return 0;
+  case CLI_V_SIZE:
+    if (!cli_parse_uint(cmd, "--size", arg, 1, CF_KERNEL2D_MAX_SIDE,
+                        &o->size))
+      return CLI_EXIT_USAGE;
+    o->have_size = true;
+    return 0;
+  case CLI_V_SIGMA:
+    if (!cli_parse_double(cmd, "--sigma", arg, 0.0, 1e6, &o->sigma))
+      return CLI_EXIT_USAGE;
+    if (o->sigma <= 0.0)
+      return cli_usage_error(cmd, "--sigma: %s must be greater than 0", arg);
+    o->have_sigma = true;
+    return 0;
+  case CLI_V_BORDER:
+    if (cf_border_from_string(arg, &cfg->border) != CF_OK)
+      return cli_usage_error(cmd, "--border: '%s' is not reflect, mirror, "
+                             "nearest, wrap or constant", arg);
+    return 0;
+  case CLI_V_CVAL:
+  case CLI_V_SCALE:
+  case CLI_V_BIAS:
+    if (!cli_parse_double(cmd, c == CLI_V_CVAL    ? "--cval"
+                               : c == CLI_V_SCALE ? "--scale"
+                                                  : "--bias",
+                          arg, -FLT_MAX, FLT_MAX, &d))
+      return CLI_EXIT_USAGE;
+    if (c == CLI_V_CVAL)
+      cfg->cval = (float)d;
+    else if (c == CLI_V_SCALE)
+      cfg->scale = (float)d;
+    else
+      cfg->bias = (float)d;
+    return 0;
+  case CLI_V_ABSOLUTE: cfg->absolute = 1; return 0;
+  case CLI_V_COMPONENTS: o->components = arg; return 0;
+  case CLI_V_ALGORITHM:
+    if (cf_algorithm2d_from_string(arg, &cfg->algorithm) != CF_OK)
+      return cli_usage_error(cmd, "--algorithm: '%s' is not auto, direct, "
+                             "separable or fft", arg);
+    return 0;
+  default: return cli_usage_error(cmd, "internal: option %d", c);
+  }
+}
+
+int cli_video_check(const char *cmd, const cli_video_opts *o)
+{
+  if (o->kernel_path && o->preset_name)
+    return cli_usage_error(cmd, "give either a kernel file or --preset, "
+                           "not both");
+  if (o->kernel_path && (o->have_size || o->have_sigma))
+    return cli_usage_error(cmd, "%s only applies to --preset",
+                           o->have_size ? "--size" : "--sigma");
+  if (!o->preset_name && (o->have_size || o->have_sigma))
+    return cli_usage_error(cmd, "%s needs --preset",
+                           o->have_size ? "--size" : "--sigma");
+  return 0;
+}
+
 /* Parse conv2d's options into o; returns 0 or an exit status. */
 static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
 {
-  enum { OPT_SIZE = 256, OPT_SIGMA, OPT_BORDER, OPT_CVAL, OPT_SCALE,
-         OPT_BIAS, OPT_ABSOLUTE, OPT_ALGORITHM, OPT_THREADS, OPT_BACKEND,
-         OPT_DEVICE };
+  enum { OPT_THREADS = 256, OPT_BACKEND, OPT_DEVICE };
   static const struct option longopts[] = {
     {"kernel", required_argument, NULL, 'k'},
     {"preset", required_argument, NULL, 'p'},
-    {"size", required_argument, NULL, OPT_SIZE},
-    {"sigma", required_argument, NULL, OPT_SIGMA},
+    {"size", required_argument, NULL, CLI_V_SIZE},
+    {"sigma", required_argument, NULL, CLI_V_SIGMA},
     {"width", required_argument, NULL, 'W'},
     {"height", required_argument, NULL, 'H'},
     {"format", required_argument, NULL, 'f'},
-    {"border", required_argument, NULL, OPT_BORDER},
-    {"cval", required_argument, NULL, OPT_CVAL},
-    {"scale", required_argument, NULL, OPT_SCALE},
-    {"bias", required_argument, NULL, OPT_BIAS},
-    {"absolute", no_argument, NULL, OPT_ABSOLUTE},
+    {"border", required_argument, NULL, CLI_V_BORDER},
+    {"cval", required_argument, NULL, CLI_V_CVAL},
+    {"scale", required_argument, NULL, CLI_V_SCALE},
+    {"bias", required_argument, NULL, CLI_V_BIAS},
+    {"absolute", no_argument, NULL, CLI_V_ABSOLUTE},
     {"components", required_argument, NULL, 'c'},
-    {"algorithm", required_argument, NULL, OPT_ALGORITHM},
+    {"algorithm", required_argument, NULL, CLI_V_ALGORITHM},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -192,8 +254,7 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
     {NULL, 0, NULL, 0},
   };
   unsigned long v;
-  double d;
-  int c;
+  int c, rc;
 
   memset(o, 0, sizeof *o);
   cf_video_config_init(&o->cfg);
@@ -201,27 +262,22 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
   while ((c = getopt_long(argc, argv, ":k:p:W:H:f:c:vh", longopts, NULL)) !=
          -1) {
     switch (c) {
-    case 'k': o->kernel_path = optarg; break;
+    case 'k':
     case 'p':
-      if (cf_preset_from_string(optarg, &o->preset) != CF_OK)
-        return cli_usage_error(CMD, "--preset: '%s' is not gaussian, box, "
-                               "sharpen, unsharp, sobel-x, sobel-y, "
-                               "laplacian or emboss", optarg);
-      o->preset_name = optarg;
-      break;
-    case OPT_SIZE:
-      if (!cli_parse_uint(CMD, "--size", optarg, 1, CF_KERNEL2D_MAX_SIDE,
-                          &o->size))
-        return CLI_EXIT_USAGE;
-      o->have_size = true;
-      break;
-    case OPT_SIGMA:
-      if (!cli_parse_double(CMD, "--sigma", optarg, 0.0, 1e6, &o->sigma))
-        return CLI_EXIT_USAGE;
-      if (o->sigma <= 0.0)
-        return cli_usage_error(CMD, "--sigma: %s must be greater than 0",
-                               optarg);
-      o->have_sigma = true;
+    case 'c':
+    case CLI_V_SIZE:
+    case CLI_V_SIGMA:
+    case CLI_V_BORDER:
+    case CLI_V_CVAL:
+    case CLI_V_SCALE:
+    case CLI_V_BIAS:
+    case CLI_V_ABSOLUTE:
+    case CLI_V_ALGORITHM:
+      rc = cli_video_option(CMD, c == 'k' ? CLI_V_KERNEL : c == 'p'
+                            ? CLI_V_PRESET : c == 'c' ? CLI_V_COMPONENTS : c,
+                            optarg, &o->v, &o->cfg);
+      if (rc)
+        return rc;
       break;
     case 'W':
     case 'H':
@@ -242,33 +298,6 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
                                "GRAY32F, RGBA, BGRA, RGBx, BGRx, RGB, BGR, "
                                "I420 or NV12", optarg);
       o->have_format = true;
-      break;
-    case OPT_BORDER:
-      if (cf_border_from_string(optarg, &o->cfg.border) != CF_OK)
-        return cli_usage_error(CMD, "--border: '%s' is not reflect, mirror, "
-                               "nearest, wrap or constant", optarg);
-      break;
-    case OPT_CVAL:
-    case OPT_SCALE:
-    case OPT_BIAS:
-      if (!cli_parse_double(CMD, c == OPT_CVAL    ? "--cval"
-                                 : c == OPT_SCALE ? "--scale"
-                                                  : "--bias",
-                            optarg, -FLT_MAX, FLT_MAX, &d))
-        return CLI_EXIT_USAGE;
-      if (c == OPT_CVAL)
-        o->cfg.cval = (float)d;
-      else if (c == OPT_SCALE)
-        o->cfg.scale = (float)d;
-      else
-        o->cfg.bias = (float)d;
-      break;
-    case OPT_ABSOLUTE: o->cfg.absolute = 1; break;
-    case 'c': o->components = optarg; break;
-    case OPT_ALGORITHM:
-      if (cf_algorithm2d_from_string(optarg, &o->cfg.algorithm) != CF_OK)
-        return cli_usage_error(CMD, "--algorithm: '%s' is not auto, direct, "
-                               "separable or fft", optarg);
       break;
     case OPT_THREADS:
       if (!cli_parse_uint(CMD, "--threads", optarg, 0, 1024, &v))
@@ -293,30 +322,25 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
   if (optind < argc)
     return cli_usage_error(CMD, "unexpected argument '%s' (frames are read "
                            "from stdin)", argv[optind]);
-  if (o->kernel_path && o->preset_name)
-    return cli_usage_error(CMD, "give either --kernel or --preset, not both");
-  if (!o->kernel_path && !o->preset_name)
+  if ((rc = cli_video_check(CMD, &o->v)))
+    return rc;
+  if (!o->v.kernel_path && !o->v.preset_name)
     return cli_usage_error(CMD, "missing --kernel FILE or --preset NAME");
-  if (o->kernel_path && (o->have_size || o->have_sigma))
-    return cli_usage_error(CMD, "%s only applies to --preset",
-                           o->have_size ? "--size" : "--sigma");
   if (!o->have_width)
     return cli_usage_error(CMD, "missing --width W");
   if (!o->have_height)
     return cli_usage_error(CMD, "missing --height H");
   if (!o->have_format)
     return cli_usage_error(CMD, "missing --format FMT");
-  if (o->components) {
-    int rc = parse_components(o->components, o->cfg.format,
-                              &o->cfg.components);
-    if (rc)
-      return rc;
-  }
+  if (o->v.components &&
+      (rc = cli_video_components(CMD, o->v.components, o->cfg.format,
+                                 &o->cfg.components)))
+    return rc;
   return 0;
 }
 
-/* The kernel from the file or the preset; returns 0 or an exit status. */
-static int conv2d_kernel(const conv2d_opts *o, cf_kernel2d **k)
+int cli_video_kernel(const char *cmd, const cli_video_opts *o,
+                     cf_kernel2d **k)
 {
   if (o->preset_name) {
     cf_status s = cf_kernel2d_preset(o->preset, (unsigned)o->size,
@@ -325,7 +349,7 @@ static int conv2d_kernel(const conv2d_opts *o, cf_kernel2d **k)
       return 0;
     /* A size or sigma the preset refuses is the user's choice. */
     if (s == CF_E_INVALID)
-      return cli_usage_error(CMD, "--preset %s: %s",
+      return cli_usage_error(cmd, "--preset %s: %s",
                              cf_preset_name(o->preset), cf_last_error());
     return cli_error("preset %s: %s", cf_preset_name(o->preset),
                      cf_last_error());
@@ -425,7 +449,7 @@ int cli_conv2d(int argc, char **argv)
   int rc = conv2d_parse(argc, argv, &o);
   if (rc)
     return rc;
-  if ((rc = conv2d_kernel(&o, &k)))
+  if ((rc = cli_video_kernel(CMD, &o.v, &k)))
     return rc;
 
   size_t frame_bytes = cf_frame_layout(o.cfg.format, o.cfg.width,
@@ -435,10 +459,11 @@ int cli_conv2d(int argc, char **argv)
     goto done;
   }
   if (o.verbose) {
-    if (o.preset_name)
-      fprintf(stderr, PROG ": kernel: preset %s", cf_preset_name(o.preset));
+    if (o.v.preset_name)
+      fprintf(stderr, PROG ": kernel: preset %s",
+              cf_preset_name(o.v.preset));
     else
-      fprintf(stderr, PROG ": kernel: %s", o.kernel_path);
+      fprintf(stderr, PROG ": kernel: %s", o.v.kernel_path);
     fprintf(stderr, ", %u x %u x %u (frames x rows x columns)\n",
             cf_kernel2d_frames(k), cf_kernel2d_height(k),
             cf_kernel2d_width(k));
