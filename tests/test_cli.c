@@ -858,7 +858,57 @@ static void fill_frames(ref_rng *r, const vfmt *f, unsigned char *buf,
   }
 }
 
-static void conv2d_case(ref_rng *r, int index, const char *fmt_name)
+/* YUV4MPEG2 files for `apply` on video: the frames as raw .yuv with a
+ * text header and a FRAME line before each (GRAY8: Cmono, I420: C420). */
+static void write_y4m(const char *path, const vfmt *f, unsigned w,
+                      unsigned h, unsigned char *const *frames, size_t n)
+{
+  FILE *o = fopen(path, "wb");
+  assert_non_null(o);
+  fprintf(o, "YUV4MPEG2 W%u H%u F25:1 Ip A1:1 C%s\n", w, h,
+          f->layout == L_I420 ? "420jpeg" : "mono");
+  size_t fb = vfmt_frame_bytes(f, w, h);
+  for (size_t t = 0; t < n; t++) {
+    fputs("FRAME\n", o);
+    assert_int_equal(fwrite(frames[t], 1, fb, o), fb);
+  }
+  assert_int_equal(fclose(o), 0);
+}
+
+/* The frames of a YUV4MPEG2 file of the given size and format, packed
+ * one after another into *out; their count. */
+static size_t read_y4m(const char *path, const vfmt *f, unsigned w,
+                       unsigned h, unsigned char **out)
+{
+  FILE *i = fopen(path, "rb");
+  assert_non_null(i);
+  char line[512];
+  assert_non_null(fgets(line, sizeof line, i));
+  unsigned gw = 0, gh = 0;
+  char *c = strstr(line, " C");
+  if (sscanf(line, "YUV4MPEG2 W%u H%u", &gw, &gh) != 2 || gw != w ||
+      gh != h || !c ||
+      strncmp(c + 2, f->layout == L_I420 ? "420" : "mono", 3) != 0)
+    fail_msg("%s: header '%s', want %ux%u %s", path, line, w, h, f->name);
+  size_t fb = vfmt_frame_bytes(f, w, h), n = 0;
+  unsigned char *buf = NULL;
+  while (fgets(line, sizeof line, i)) {
+    assert_true(strncmp(line, "FRAME", 5) == 0);
+    buf = realloc(buf, (n + 1) * fb);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf + n * fb, 1, fb, i), fb);
+    n++;
+  }
+  fclose(i);
+  *out = buf;
+  return n;
+}
+
+/* One random case of conv2d (raw frames through a pipe) or, with
+ * via_apply, of `apply` on a YUV4MPEG2 file (GRAY8 and I420: what
+ * libav's y4m reads and writes as they are). */
+static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
+                        int via_apply)
 {
   static const char *const borders[] = {"reflect", "mirror", "nearest",
                                         "wrap", "constant"};
@@ -904,7 +954,8 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name)
 
   char kpath[PATH_MAX], name[64];
   int text = ref_rng_u64(r) % 2;
-  snprintf(name, sizeof name, "conv2d%d.%s", index, text ? "txt" : "npy");
+  snprintf(name, sizeof name, "conv2d%d%s.%s", index, via_apply ? "a" : "",
+           text ? "txt" : "npy");
   tmp_path(kpath, sizeof kpath, name);
   if (text) {
     write_text_kernel2d(kpath, &p);
@@ -935,11 +986,35 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name)
   int na = 25;
   if (p.absolute)
     args[na++] = "--absolute";
+  char inp[PATH_MAX], outp[PATH_MAX];
+  if (via_apply) {
+    /* apply takes the same options, less the frame's size and format
+     * (the file has them), and the kernel file as --kernel2d */
+    static const char *const apply_args[] = {
+        "apply", "--kernel2d", NULL, "--border", NULL, "--cval", NULL,
+        "--scale", NULL, "--bias", NULL, "--components", NULL,
+        "--algorithm", NULL, "--backend", "cpu", "-v"};
+    const char *vals[] = {kpath, p.border, cbuf, sbuf, bbuf, mbuf, algo};
+    na = 1;
+    for (size_t j = 0, v = 0; j < sizeof apply_args / sizeof *apply_args;
+         j++)
+      args[na++] = apply_args[j] ? apply_args[j] : vals[v++];
+    if (p.absolute)
+      args[na++] = "--absolute";
+    snprintf(name, sizeof name, "conv2d%d-in.y4m", index);
+    tmp_path(inp, sizeof inp, name);
+    snprintf(name, sizeof name, "conv2d%d-out.y4m", index);
+    tmp_path(outp, sizeof outp, name);
+    unlink(outp);
+    args[na++] = inp;
+    args[na++] = outp;
+  }
   args[na] = NULL;
 
   char what[256];
-  snprintf(what, sizeof what, "conv2d case %d: %s %ux%u, %zu frames, kernel "
-           "%ux%ux%u (%s), %s, %s, components %u%s", index, fmt_name, w, h,
+  snprintf(what, sizeof what, "%s case %d: %s %ux%u, %zu frames, kernel "
+           "%ux%ux%u (%s), %s, %s, components %u%s",
+           via_apply ? "apply (y4m)" : "conv2d", index, fmt_name, w, h,
            nframes, p.t, p.kh, p.kw, text ? "text" : "npy", p.border, algo,
            comps, p.absolute ? ", absolute" : "");
   printf("%s\n", what);
@@ -951,7 +1026,18 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name)
   for (size_t t = 0; t < nframes; t++)
     frames[t] = in + t * fb;
   result res;
-  run_cli(args, in, nframes * fb, r, fb, 0, &res);
+  if (via_apply) {
+    write_y4m(inp, f, w, h, frames, nframes);
+    run_simple(args, &res);
+    if (res.status != 0)
+      fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+    free(res.out);
+    res.out_len = read_y4m(outp, f, w, h, &res.out) * fb;
+    unlink(inp);
+    unlink(outp);
+  } else {
+    run_cli(args, in, nframes * fb, r, fb, 0, &res);
+  }
   if (res.status != 0)
     fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
   if (!strstr(res.err, "engine: "))
@@ -977,12 +1063,12 @@ static void test_conv2d_random(void **state)
   int index = 0;
   /* GRAY8, GRAY32F and I420 always; the others now and then. */
   for (int i = 0; i < 3; i++) {
-    conv2d_case(&r, index++, "GRAY8");
-    conv2d_case(&r, index++, "GRAY32F");
-    conv2d_case(&r, index++, "I420");
+    conv2d_case(&r, index++, "GRAY8", 0);
+    conv2d_case(&r, index++, "GRAY32F", 0);
+    conv2d_case(&r, index++, "I420", 0);
   }
   for (int i = 0; i < 4; i++)
-    conv2d_case(&r, index++, vfmts[ref_rng_u64(&r) % NVFMTS].name);
+    conv2d_case(&r, index++, vfmts[ref_rng_u64(&r) % NVFMTS].name, 0);
 }
 
 /* A preset against the same reference: box 3 on GRAY8 is every tap 1/9. */
@@ -1534,6 +1620,21 @@ static void test_apply_random(void **state)
 #endif
 }
 
+/* apply on video files: the conv2d cases, through YUV4MPEG2 files. */
+static void test_apply_video_random(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 2);
+  for (int i = 0; i < 8; i++)
+    conv2d_case(&r, i, i % 2 ? "I420" : "GRAY8", 1);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static int file_equals(const char *path, const char *text)
 {
   char buf[256];
@@ -1621,6 +1722,28 @@ static void test_apply_errors(void **state)
   expect(a10, 1, "apply-missing.wav");
   assert_true(file_equals(outp, "old"));
   assert_no_part_files();
+
+  /* Video: options that belong to the other kind, and a file with no
+   * video. */
+  const char *v1[] = {NULL, "apply", "-y", "--preset", "box", "--tail", inp,
+                      outp, NULL};
+  expect(v1, 2, "--tail");
+  const char *v2[] = {NULL, "apply", "-y", "-k", kpath, "--border", "wrap",
+                      inp, outp, NULL};
+  expect(v2, 2, "--border");
+  const char *v3[] = {NULL, "apply", "-y", "-k", kpath, "--preset", "box",
+                      inp, outp, NULL};
+  expect(v3, 2, "not both");
+  const char *v4[] = {NULL, "apply", "-y", "--preset", "box", inp, outp,
+                      NULL};
+  expect(v4, 1, "no video stream");
+  const char *v5[] = {NULL, "apply", "-y", "--preset", "blur", inp, outp,
+                      NULL};
+  expect(v5, 2, "blur");
+  const char *v6[] = {NULL, "apply", "-y", "--kernel2d", kpath, "--size", "3",
+                      inp, outp, NULL};
+  expect(v6, 2, "--size");
+  assert_true(file_equals(outp, "old"));
 
   /* Usage. */
   const char *u1[] = {NULL, "apply", inp, outp, NULL};
@@ -1817,6 +1940,7 @@ int main(void)
     cmocka_unit_test(test_conv2d_partial_frame),
     cmocka_unit_test(test_conv2d_usage_errors),
     cmocka_unit_test(test_apply_random),
+    cmocka_unit_test(test_apply_video_random),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),

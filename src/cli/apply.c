@@ -24,21 +24,12 @@
 
 #ifdef CF_CLI_HAVE_LIBAV
 #include "../io/av_lazy.h"
+#include "apply.h"
 
 /* Frames per encoder frame where the encoder takes any size (PCM). */
 enum { PCM_FRAME = 4096 };
 /* Default FFT block (see apply_parse). */
 enum { APPLY_BLOCK = 4096 };
-
-typedef struct apply_opts {
-  const char *kernel_path, *in_path, *out_path;
-  const char *codec, *format;
-  bool have_routing;
-  cf_routing routing;
-  double gain_db;
-  cf_audio_config cfg;
-  bool tail, overwrite, quiet, verbose;
-} apply_opts;
 
 typedef struct input {
   const char *path;
@@ -77,7 +68,8 @@ typedef struct output {
   double peak;
 } output;
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t apply_interrupted;
+#define interrupted apply_interrupted
 
 static void on_signal(int sig)
 {
@@ -85,14 +77,22 @@ static void on_signal(int sig)
   interrupted = 1;
 }
 
-/* libav's blocking reads (a FIFO, a network input) end on a signal too. */
-static int check_interrupt(void *opaque)
+int apply_commit(const apply_opts *o, const char *tmp)
+{
+  if (tmp && rename(tmp, o->out_path) != 0)
+    return cli_error("cannot rename %s to %s: %s", tmp, o->out_path,
+                     strerror(errno));
+  return 0;
+}
+
+int apply_check_interrupt(void *opaque)
 {
   (void)opaque;
   return interrupted;
 }
+#define check_interrupt apply_check_interrupt
 
-static int av_error(const char *path, const char *what, int err)
+int apply_av_error(const char *path, const char *what, int err)
 {
   char msg[AV_ERROR_MAX_STRING_SIZE];
   cf_av->av_strerror(err, msg, sizeof msg);
@@ -102,45 +102,67 @@ static int av_error(const char *path, const char *what, int err)
 static void usage_apply(FILE *f)
 {
   fputs(
-      "Usage: cudafilter apply --kernel FILE [OPTIONS] INPUT OUTPUT\n"
-      "Filter an audio file. INPUT is anything libav decodes (WAV, FLAC,\n"
-      "MP3, Ogg, the audio of a video file, ...); OUTPUT's format comes from\n"
-      "its name (.wav, .flac, .ogg, ...) or --format. The output starts with\n"
-      "the input (the engine's latency is taken out) and is as long as the\n"
-      "input; --tail adds the kernel's L-1 frames of tail.\n"
-      "\n"
-      "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
-      "                       3D matrix), text (shared) or an audio file (an\n"
-      "                       impulse response, resampled to INPUT's rate)\n"
-      "      --routing R      shared|per-channel|matrix: fail unless the "
-      "kernel\n"
-      "                       file has this routing\n"
-      "      --gain DB        gain in dB applied to the kernel (default 0)\n"
-      "      --tail           also write the tail: the full convolution\n"
-      "  -c, --codec NAME     encoder (default: the format's own; for WAV and\n"
-      "                       AIFF the PCM codec that keeps INPUT's "
-      "precision:\n"
-      "                       16-bit, 24-bit, 32-bit or float)\n"
-      "  -f, --format NAME    output format, where the name does not tell it\n"
-      "  -y, --overwrite      replace OUTPUT if it exists\n"
-      "  -b, --block N        FFT block size in frames (default 4096; the\n"
-      "                       latency it adds is taken out of the file)\n"
-      "      --backend B      auto|cpu|cuda (default auto)\n"
-      "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
-      "      --threads N      worker threads, 0 = one per core (default 0)\n"
-      "      --device ID      CUDA device (default 0)\n"
-      "  -q, --quiet          no progress line and no summary\n"
-      "  -v, --verbose        describe the files, the engine and its latency\n"
-      "  -h, --help           show this help\n"
-      "\n"
-      "Integer outputs clip at full scale: the number of clipped samples and\n"
-      "the peak are reported (lower --gain to avoid them). A float input with\n"
-      "NaN or infinity is refused, naming the sample. OUTPUT is written under\n"
-      "a temporary name and renamed when complete: a failed or interrupted\n"
-      "run leaves no partial file and an existing OUTPUT untouched.\n"
-      "\n"
-      "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
-      f);
+    "Usage: cudafilter apply --kernel FILE [OPTIONS] INPUT OUTPUT   (audio)\n"
+    "       cudafilter apply (--kernel2d FILE | --preset NAME) [OPTIONS]\n"
+    "                        INPUT OUTPUT                           (video)\n"
+    "Filter a media file. INPUT is anything libav decodes; OUTPUT's format\n"
+    "comes from its name (.wav, .flac, .mkv, .mp4, .y4m, ...) or --format.\n"
+    "\n"
+    "Audio (--kernel): INPUT's main audio stream is filtered (WAV, FLAC, MP3,\n"
+    "Ogg, the sound of a video file, ...). The output starts with the input\n"
+    "(the engine's latency is taken out) and is as long as the input; --tail\n"
+    "adds the kernel's L-1 frames of tail.\n"
+    "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
+    "                       3D matrix), text (shared) or an audio file (an\n"
+    "                       impulse response, resampled to INPUT's rate)\n"
+    "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
+    "                       file has this routing\n"
+    "      --gain DB        gain in dB applied to the kernel (default 0)\n"
+    "      --tail           also write the tail: the full convolution\n"
+    "  -b, --block N        FFT block size in frames (default 4096; the\n"
+    "                       latency it adds is taken out of the file)\n"
+    "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
+    "\n"
+    "Video (--kernel2d or --preset): INPUT's main video stream is filtered\n"
+    "frame by frame as 'cudafilter conv2d' filters raw frames; its audio\n"
+    "streams are copied unchanged (where OUTPUT's format can hold them).\n"
+    "Pixel formats the engine does not take (yuv444p, ...) are converted to\n"
+    "the nearest one it does (with a note), and the result to what the\n"
+    "encoder takes.\n"
+    "      --kernel2d FILE  text or .npy, 2D (Kh x Kw) or 3D (T x Kh x Kw:\n"
+    "                       temporal taps over the last T frames)\n"
+    "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
+    "                       sobel-y, laplacian or emboss\n"
+    "      --size N, --sigma S   preset size and sigma\n"
+    "      --border MODE    reflect (default), mirror, nearest, wrap,\n"
+    "                       constant\n"
+    "      --cval V, --scale S, --bias B, --absolute   as in conv2d\n"
+    "      --components C   all (default), luma, chroma, r,g,b or y,u,v\n"
+    "      --algorithm A    auto|direct|separable|fft\n"
+    "\n"
+    "Both:\n"
+    "  -c, --codec NAME     encoder (default: the format's own; for WAV and\n"
+    "                       AIFF the PCM codec that keeps INPUT's precision:\n"
+    "                       16-bit, 24-bit, 32-bit or float)\n"
+    "  -f, --format NAME    output format, where the name does not tell it\n"
+    "  -y, --overwrite      replace OUTPUT if it exists\n"
+    "      --backend B      auto|cpu|cuda (default auto)\n"
+    "      --threads N      worker threads, 0 = one per core (default 0)\n"
+    "      --device ID      CUDA device (default 0)\n"
+    "  -q, --quiet          no progress line, no summary, only libav errors\n"
+    "  -v, --verbose        describe the files and the engine (and show\n"
+    "                       libav's notes)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Integer audio outputs clip at full scale: the number of clipped samples\n"
+    "and the peak are reported (lower --gain to avoid them). A float input\n"
+    "with NaN or infinity is refused, naming the sample. OUTPUT is written\n"
+    "under a temporary name and renamed when complete: a failed or\n"
+    "interrupted run leaves no partial file and an existing OUTPUT\n"
+    "untouched.\n"
+    "\n"
+    "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
+    f);
 }
 
 static int apply_parse(int argc, char **argv, apply_opts *o)
@@ -167,23 +189,54 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
       {"algorithm", required_argument, NULL, OPT_ALGORITHM},
       {"threads", required_argument, NULL, OPT_THREADS},
       {"device", required_argument, NULL, OPT_DEVICE},
+      {"kernel2d", required_argument, NULL, CLI_V_KERNEL},
+      {"preset", required_argument, NULL, 'p'},
+      {"size", required_argument, NULL, CLI_V_SIZE},
+      {"sigma", required_argument, NULL, CLI_V_SIGMA},
+      {"border", required_argument, NULL, CLI_V_BORDER},
+      {"cval", required_argument, NULL, CLI_V_CVAL},
+      {"scale", required_argument, NULL, CLI_V_SCALE},
+      {"bias", required_argument, NULL, CLI_V_BIAS},
+      {"absolute", no_argument, NULL, CLI_V_ABSOLUTE},
+      {"components", required_argument, NULL, CLI_V_COMPONENTS},
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   unsigned long v;
-  int c;
+  int c, rc;
+  const char *algorithm = NULL;
+  bool audio_only = false; /* an audio option was given */
 
   memset(o, 0, sizeof *o);
   cf_audio_config_init(&o->cfg);
+  cf_video_config_init(&o->vcfg);
   /* The latency is taken out of a file, so the FFT paths may use larger
    * blocks than live use would: 4096 is 17% faster than 1024 for a 1.5 s
    * stereo IR (bench/run-apply). */
   o->cfg.block_size = APPLY_BLOCK;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":k:c:f:yb:qvh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":k:p:c:f:yb:qvh", longopts, NULL)) !=
+         -1) {
+    if (c == OPT_ROUTING || c == OPT_GAIN || c == OPT_TAIL || c == 'b')
+      audio_only = true;
     switch (c) {
+    case 'p':
+    case CLI_V_KERNEL:
+    case CLI_V_SIZE:
+    case CLI_V_SIGMA:
+    case CLI_V_BORDER:
+    case CLI_V_CVAL:
+    case CLI_V_SCALE:
+    case CLI_V_BIAS:
+    case CLI_V_ABSOLUTE:
+    case CLI_V_COMPONENTS:
+      rc = cli_video_option("apply", c == 'p' ? CLI_V_PRESET : c, optarg, &o->v,
+                            &o->vcfg);
+      if (rc)
+        return rc;
+      break;
     case 'k': o->kernel_path = optarg; break;
     case OPT_ROUTING:
       if (cf_routing_from_string(optarg, &o->routing) != CF_OK)
@@ -214,13 +267,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
                                "or cuda",
                                optarg);
       break;
-    case OPT_ALGORITHM:
-      if (cf_algorithm_from_string(optarg, &o->cfg.algorithm) != CF_OK)
-        return cli_usage_error("apply",
-                               "--algorithm: '%s' is not auto, "
-                               "direct, fft-uniform or fft-nonuniform",
-                               optarg);
-      break;
+    case OPT_ALGORITHM: algorithm = optarg; break;
     case OPT_THREADS:
       if (!cli_parse_uint("apply", "--threads", optarg, 0, 1024, &v))
         return CLI_EXIT_USAGE;
@@ -237,8 +284,39 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
     default: return cli_bad_option("apply", c, argv);
     }
   }
-  if (!o->kernel_path)
-    return cli_usage_error("apply", "missing --kernel FILE");
+  o->video = o->v.kernel_path || o->v.preset_name;
+  if (o->video && o->kernel_path)
+    return cli_usage_error("apply", "filter the audio (--kernel) or the "
+                                    "video (--kernel2d, --preset), not both");
+  if (!o->video && !o->kernel_path)
+    return cli_usage_error("apply", "missing --kernel FILE (audio) or "
+                                    "--kernel2d FILE / --preset NAME (video)");
+  if (o->video && audio_only)
+    return cli_usage_error("apply", "--routing, --gain, --tail and --block "
+                                    "apply to audio (--kernel)");
+  if ((rc = cli_video_check("apply", &o->v)))
+    return rc;
+  if (!o->video &&
+      (o->v.components || o->vcfg.absolute || o->vcfg.scale != 1.0f ||
+       o->vcfg.bias != 0.0f || o->vcfg.cval != 0.0f ||
+       o->vcfg.border != CF_BORDER_REFLECT))
+    return cli_usage_error("apply",
+                           "--border, --cval, --scale, --bias, "
+                           "--absolute and --components apply to video "
+                           "(--kernel2d, --preset)");
+  if (algorithm && !o->video &&
+      cf_algorithm_from_string(algorithm, &o->cfg.algorithm) != CF_OK)
+    return cli_usage_error("apply",
+                           "--algorithm: '%s' is not auto, direct, "
+                           "fft-uniform or fft-nonuniform (audio)",
+                           algorithm);
+  if (algorithm && o->video &&
+      (rc = cli_video_option("apply", CLI_V_ALGORITHM, algorithm, &o->v,
+                             &o->vcfg)))
+    return rc;
+  o->vcfg.backend = o->cfg.backend;
+  o->vcfg.threads = o->cfg.threads;
+  o->vcfg.device_id = o->cfg.device_id;
   if (argc - optind < 2)
     return cli_usage_error("apply", "missing %s",
                            argc - optind == 0 ? "INPUT and OUTPUT" : "OUTPUT");
@@ -261,15 +339,16 @@ static int input_open(input *in, const char *path)
     return cli_error("out of memory");
   in->fmt->interrupt_callback.callback = check_interrupt;
   if ((err = cf_av->avformat_open_input(&in->fmt, path, NULL, NULL)) < 0)
-    return interrupted ? 130 : av_error(path, "cannot open", err);
+    return interrupted ? 130 : apply_av_error(path, "cannot open", err);
   if ((err = cf_av->avformat_find_stream_info(in->fmt, NULL)) < 0)
-    return interrupted ? 130
-                       : av_error(path, "cannot read its stream info", err);
+    return interrupted
+               ? 130
+               : apply_av_error(path, "cannot read its stream info", err);
   const AVCodec *codec = NULL;
   in->stream = cf_av->av_find_best_stream(in->fmt, AVMEDIA_TYPE_AUDIO, -1, -1,
                                           &codec, 0);
   if (in->stream < 0)
-    return av_error(path, "no audio stream libav can decode", in->stream);
+    return apply_av_error(path, "no audio stream libav can decode", in->stream);
   AVStream *st = in->fmt->streams[in->stream];
   if (!(in->dec = cf_av->avcodec_alloc_context3(codec)) ||
       !(in->pkt = cf_av->av_packet_alloc()) ||
@@ -277,7 +356,7 @@ static int input_open(input *in, const char *path)
     return cli_error("out of memory");
   if ((err = cf_av->avcodec_parameters_to_context(in->dec, st->codecpar)) < 0 ||
       (err = cf_av->avcodec_open2(in->dec, codec, NULL)) < 0)
-    return av_error(path, "cannot open the audio decoder", err);
+    return apply_av_error(path, "cannot open the audio decoder", err);
   int n = in->dec->ch_layout.nb_channels;
   if (in->dec->sample_rate <= 0 || n <= 0)
     return cli_error("%s: the audio stream has no rate or channel count", path);
@@ -316,7 +395,7 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
     if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
       cf_av->av_channel_layout_default(&layout, (int)in->channels);
     else if ((err = cf_av->av_channel_layout_copy(&layout, &fr->ch_layout)) < 0)
-      return av_error(in->path, "channel layout", err);
+      return apply_av_error(in->path, "channel layout", err);
     /* Same layout and rate out: a pure sample format conversion. */
     err = cf_av->swr_alloc_set_opts2(&in->swr, &layout, AV_SAMPLE_FMT_FLT,
                                      in->rate, &layout, fr->format, in->rate, 0,
@@ -325,10 +404,11 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       err = cf_av->swr_init(in->swr);
     cf_av->av_channel_layout_uninit(&layout);
     if (err < 0)
-      return av_error(in->path, "cannot set up the sample converter", err);
+      return apply_av_error(in->path, "cannot set up the sample converter",
+                            err);
     if ((err = cf_av->av_channel_layout_copy(&in->swr_layout, &fr->ch_layout)) <
         0)
-      return av_error(in->path, "channel layout", err);
+      return apply_av_error(in->path, "channel layout", err);
     in->swr_format = fr->format;
   }
   size_t want = (size_t)fr->nb_samples;
@@ -344,7 +424,7 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       cf_av->swr_convert(in->swr, &dst, (int)in->cap,
                          (const uint8_t **)fr->extended_data, fr->nb_samples);
   if (got < 0)
-    return av_error(in->path, "sample conversion failed", got);
+    return apply_av_error(in->path, "sample conversion failed", got);
   /* NaN or infinity would spread over a kernel's length of output. */
   for (size_t i = 0; i < (size_t)got * in->channels; i++)
     if (!isfinite(in->buf[i]))
@@ -376,17 +456,17 @@ static int input_read(input *in, size_t *frames)
       return 0;
     }
     if (err != AVERROR(EAGAIN))
-      return av_error(in->path, "decoding failed", err);
+      return apply_av_error(in->path, "decoding failed", err);
     err = cf_av->av_read_frame(in->fmt, in->pkt);
     if (err == AVERROR_EOF) {
       if ((err = cf_av->avcodec_send_packet(in->dec, NULL)) < 0)
-        return av_error(in->path, "decoding failed", err);
+        return apply_av_error(in->path, "decoding failed", err);
       continue;
     }
     if (interrupted)
       return 130;
     if (err < 0)
-      return av_error(in->path, "reading failed", err);
+      return apply_av_error(in->path, "reading failed", err);
     if (in->pkt->stream_index == in->stream) {
       err = cf_av->avcodec_send_packet(in->dec, in->pkt);
       /* A damaged packet is skipped, as ffmpeg does; counted and told. */
@@ -394,7 +474,7 @@ static int input_read(input *in, size_t *frames)
         in->corrupt++;
       else if (err < 0) {
         cf_av->av_packet_unref(in->pkt);
-        return av_error(in->path, "decoding failed", err);
+        return apply_av_error(in->path, "decoding failed", err);
       }
     }
     cf_av->av_packet_unref(in->pkt);
@@ -520,7 +600,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   else
     cf_av->av_channel_layout_default(&o->enc->ch_layout, (int)channels);
   if (err < 0)
-    return av_error(path, "channel layout", err);
+    return apply_av_error(path, "channel layout", err);
   enum AVSampleFormat ef = cf_av->av_get_packed_sample_fmt(o->enc->sample_fmt);
   o->integer = !is_float_fmt(ef);
   if (ef == AV_SAMPLE_FMT_S32) {
@@ -538,7 +618,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
     snprintf(what, sizeof what, "encoder %s refuses %d Hz, %u channels, %s",
              codec->name, in->rate, channels,
              cf_av->av_get_sample_fmt_name(o->enc->sample_fmt));
-    return av_error(path, what, err);
+    return apply_av_error(path, what, err);
   }
   o->frame_size = o->enc->frame_size > 0 && !(codec->capabilities &
                                               AV_CODEC_CAP_VARIABLE_FRAME_SIZE)
@@ -551,7 +631,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
     return cli_error("out of memory");
   if ((err = cf_av->avcodec_parameters_from_context(o->st->codecpar, o->enc)) <
       0)
-    return av_error(path, "stream parameters", err);
+    return apply_av_error(path, "stream parameters", err);
   o->st->time_base = o->enc->time_base;
 
   err = cf_av->swr_alloc_set_opts2(
@@ -560,15 +640,15 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   if (err >= 0)
     err = cf_av->swr_init(o->swr);
   if (err < 0)
-    return av_error(path, "cannot set up the sample converter", err);
+    return apply_av_error(path, "cannot set up the sample converter", err);
 
   if (!(o->oc->oformat->flags & AVFMT_NOFILE)) {
     const char *target = o->tmp ? o->tmp : path;
     if ((err = cf_av->avio_open(&o->oc->pb, target, AVIO_FLAG_WRITE)) < 0)
-      return av_error(target, "cannot create", err);
+      return apply_av_error(target, "cannot create", err);
   }
   if ((err = cf_av->avformat_write_header(o->oc, NULL)) < 0)
-    return av_error(path, "cannot write the header", err);
+    return apply_av_error(path, "cannot write the header", err);
   return 0;
 }
 
@@ -580,13 +660,13 @@ static int output_packets(output *o)
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
       return 0;
     if (err < 0)
-      return av_error(o->path, "encoding failed", err);
+      return apply_av_error(o->path, "encoding failed", err);
     cf_av->av_packet_rescale_ts(o->pkt, o->enc->time_base, o->st->time_base);
     o->pkt->stream_index = o->st->index;
     err = cf_av->av_interleaved_write_frame(o->oc, o->pkt);
     cf_av->av_packet_unref(o->pkt);
     if (err < 0)
-      return av_error(o->path, "writing failed", err);
+      return apply_av_error(o->path, "writing failed", err);
   }
 }
 
@@ -601,17 +681,17 @@ static int output_encode(output *o, const float *x, size_t frames)
   if ((err = cf_av->av_channel_layout_copy(&o->frame->ch_layout,
                                            &o->enc->ch_layout)) < 0 ||
       (err = cf_av->av_frame_get_buffer(o->frame, 0)) < 0)
-    return av_error(o->path, "encoder frame", err);
+    return apply_av_error(o->path, "encoder frame", err);
   const uint8_t *src = (const uint8_t *)x;
   err = cf_av->swr_convert(o->swr, o->frame->extended_data, (int)frames, &src,
                            (int)frames);
   if (err != (int)frames)
-    return av_error(o->path, "sample conversion failed",
-                    err < 0 ? err : AVERROR_BUG);
+    return apply_av_error(o->path, "sample conversion failed",
+                          err < 0 ? err : AVERROR_BUG);
   o->frame->pts = o->frames;
   o->frames += (int64_t)frames;
   if ((err = cf_av->avcodec_send_frame(o->enc, o->frame)) < 0)
-    return av_error(o->path, "encoding failed", err);
+    return apply_av_error(o->path, "encoding failed", err);
   return output_packets(o);
 }
 
@@ -654,14 +734,14 @@ static int output_finish(output *o)
 {
   int err = cf_av->avcodec_send_frame(o->enc, NULL);
   if (err < 0)
-    return av_error(o->path, "encoding failed", err);
+    return apply_av_error(o->path, "encoding failed", err);
   int rc = output_packets(o);
   if (rc)
     return rc;
   if ((err = cf_av->av_write_trailer(o->oc)) < 0)
-    return av_error(o->path, "cannot finish", err);
+    return apply_av_error(o->path, "cannot finish", err);
   if (o->oc->pb && (err = cf_av->avio_closep(&o->oc->pb)) < 0)
-    return av_error(o->path, "cannot close", err);
+    return apply_av_error(o->path, "cannot close", err);
   return 0;
 }
 
@@ -679,21 +759,17 @@ static void output_close(output *o)
 
 /* ---- the run ------------------------------------------------------------ */
 
-typedef struct progress {
-  bool on;
-  double start, last;
-} progress;
-
-static void progress_show(progress *p, const input *in, bool done)
+void apply_progress(apply_progress_state *p, double secs, double total,
+                    bool done)
 {
   double t = cli_now();
   if (!p->on || (!done && t - p->last < 0.1))
     return;
   p->last = t;
-  double secs = (double)in->frames / in->rate, el = t - p->start;
+  double el = t - p->start;
   char bar[64] = "";
-  if (in->expect > 0) {
-    double f = (double)in->frames / (double)in->expect;
+  if (total > 0) {
+    double f = secs / total;
     f = f > 1.0 ? 1.0 : f;
     int fill = (int)(f * 24.0 + 0.5);
     snprintf(bar, sizeof bar, "[%.*s%.*s] %3d%% ", fill,
@@ -701,8 +777,8 @@ static void progress_show(progress *p, const input *in, bool done)
              (int)(f * 100.0 + 0.5));
   }
   fprintf(stderr, "\r%s%8.2f s", bar, secs);
-  if (in->expect > 0)
-    fprintf(stderr, " of %.2f s", (double)in->expect / in->rate);
+  if (total > 0)
+    fprintf(stderr, " of %.2f s", total);
   if (el > 0.0 && secs > 0.0)
     fprintf(stderr, "  %.1fx real time", secs / el);
   fputs(done ? "\n" : "   ", stderr);
@@ -736,7 +812,9 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
   size_t made = 0, cap = 0;
   float *y = NULL;
   bool told = false;
-  progress p = {.on = !opt->quiet && isatty(STDERR_FILENO), .start = cli_now()};
+  apply_progress_state p = {.on = !opt->quiet && isatty(STDERR_FILENO),
+                            .start = cli_now()};
+  const double total = (double)in->expect / in->rate;
   int rc = 0;
 
   while (!rc && !in->eof) {
@@ -762,7 +840,7 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
       rc = cli_error("filtering failed: %s", cf_last_error());
     else
       rc = emit(o, y, n, &made, lat, SIZE_MAX, false);
-    progress_show(&p, in, false);
+    apply_progress(&p, (double)in->frames / in->rate, total, false);
   }
   if (!rc) {
     size_t tail = cf_engine_tail(e), written = 0;
@@ -784,7 +862,7 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
   if (!rc)
     rc = output_finish(o);
   if (!rc)
-    progress_show(&p, in, true);
+    apply_progress(&p, (double)in->frames / in->rate, total, true);
   else if (p.on)
     fputc('\n', stderr);
   free(y);
@@ -794,7 +872,7 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
 /* The temporary name OUTPUT is written under (NULL: write OUTPUT itself,
  * which is not a regular file: a FIFO, /dev/null, a protocol URL). Checks
  * -y and that OUTPUT is not INPUT. */
-static int choose_target(const apply_opts *o, char **tmp)
+int apply_choose_target(const apply_opts *o, char **tmp)
 {
   struct stat so, si;
   *tmp = NULL;
@@ -879,7 +957,11 @@ int cli_apply(int argc, char **argv)
     return rc;
   if (!cf_av_get(&why))
     return cli_error("apply needs libav: %s", why);
-  if ((rc = choose_target(&opt, &tmp)))
+  /* libav's own notes (encoder settings, statistics) only with -v. */
+  cf_av->av_log_set_level(opt.quiet     ? AV_LOG_ERROR
+                          : opt.verbose ? AV_LOG_INFO
+                                        : AV_LOG_WARNING);
+  if ((rc = apply_choose_target(&opt, &tmp)))
     return rc;
   out.tmp = tmp;
   /* No SA_RESTART: a blocked open or read returns, and the run ends
@@ -889,6 +971,10 @@ int cli_apply(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  if (opt.video) {
+    rc = apply_video(&opt, tmp);
+    goto done;
+  }
   double t0 = cli_now();
   if ((rc = input_open(&in, opt.in_path)))
     goto done;
@@ -914,10 +1000,7 @@ int cli_apply(int argc, char **argv)
     describe(&opt, &in, &out, k, e);
 
   rc = run(&opt, &in, &out, e, cf_kernel_max_len(k));
-  if (!rc && tmp && rename(tmp, opt.out_path) != 0)
-    rc = cli_error("cannot rename %s to %s: %s", tmp, opt.out_path,
-                   strerror(errno));
-  if (rc)
+  if (rc || (rc = apply_commit(&opt, tmp)))
     goto done;
 
   if (in.corrupt)

@@ -70,7 +70,7 @@ int cli_video_components(const char *cmd, const char *s,
 int cli_video_kernel(const char *cmd, const cli_video_opts *o,
                      cf_kernel2d **k);
 
-/* `apply` (apply.c): audio files through libav. */
+/* `apply` (apply.c, apply_video.c): media files through libav. */
 int cli_apply(int argc, char **argv);
 /* `conv2d` (conv2d.c). */
 int cli_conv2d(int argc, char **argv);

@@ -10,6 +10,8 @@
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/frame.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
 #include <libavutil/samplefmt.h>
 #include <libswresample/swresample.h>
 
@@ -17,22 +19,24 @@
   X(av_channel_layout_compare) X(av_channel_layout_copy)                     \
   X(av_channel_layout_default) X(av_channel_layout_describe)                \
   X(av_channel_layout_uninit) X(av_find_best_stream) X(av_frame_alloc)       \
-  X(av_frame_free) X(av_frame_get_buffer) X(av_frame_unref)                  \
+  X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable)          \
+  X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_frame_rate)           \
+  X(av_pix_fmt_desc_get)                                                     \
   X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
   X(av_get_sample_fmt_name)                                                  \
-  X(av_interleaved_write_frame) X(av_new_packet) X(av_packet_alloc)          \
+  X(av_interleaved_write_frame) X(av_log_set_level) X(av_new_packet) X(av_packet_alloc)          \
   X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
   X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
   X(av_strerror) X(av_write_trailer) X(avcodec_alloc_context3)               \
   X(avcodec_descriptor_get) X(avcodec_find_decoder) X(avcodec_find_encoder)  \
-  X(avcodec_find_encoder_by_name) X(avcodec_free_context)                    \
+  X(avcodec_find_best_pix_fmt_of_list) X(avcodec_find_encoder_by_name) X(avcodec_free_context)                    \
   X(avcodec_get_name) X(avcodec_open2) X(avcodec_parameters_from_context)\
-  X(avcodec_parameters_to_context) X(avcodec_receive_frame)                  \
+  X(avcodec_parameters_copy) X(avcodec_parameters_to_context) X(avcodec_receive_frame)                  \
   X(avcodec_receive_packet) X(avcodec_send_frame) X(avcodec_send_packet)     \
   X(avformat_alloc_context) X(avformat_alloc_output_context2)               \
   X(avformat_close_input)                                                    \
   X(avformat_find_stream_info) X(avformat_free_context)                      \
-  X(avformat_new_stream) X(avformat_open_input) X(avformat_write_header)     \
+  X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
   X(avio_closep) X(avio_open) X(swr_alloc_set_opts2) X(swr_convert)          \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
 

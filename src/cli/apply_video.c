@@ -1,0 +1,592 @@
+/* `cudafilter apply` on video: INPUT's main video stream decoded,
+ * filtered frame by frame by the video engine, encoded into OUTPUT; its
+ * audio streams copied as they are (no re-encoding). Frames in a pixel
+ * format the engine takes (GRAY8, GRAY16LE, GRAYF32, RGBA/BGRA/RGB0/BGR0,
+ * RGB24/BGR24, YUV420P, NV12) are filtered as decoded; others are
+ * converted with libswscale to the closest one first, and the result to
+ * what the encoder takes where it differs. */
+#ifdef CF_CLI_HAVE_LIBAV
+#include "apply.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cudafilter/error.h>
+#include <cudafilter/kernel2d.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
+#include "../io/av_lazy.h"
+
+#define interrupted apply_interrupted
+
+/* libswscale, loaded here on first use (only video needs it; the
+ * library's own libav loader leaves it out). */
+#define SWS_FUNCTIONS(X) X(sws_getContext) X(sws_scale_frame) X(sws_freeContext)
+static struct {
+#define SWS_POINTER(f) __typeof__(f) *f;
+  SWS_FUNCTIONS(SWS_POINTER)
+#undef SWS_POINTER
+} sws;
+
+static int sws_load(void)
+{
+  static const char lib[] =
+      "libswscale.so." AV_STRINGIFY(LIBSWSCALE_VERSION_MAJOR);
+  if (sws.sws_getContext)
+    return 0;
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return cli_error("cannot load %s: %s", lib, dlerror());
+#define SWS_FIND(f)                                                            \
+  if (!(sws.f = (__typeof__(f) *)dlsym(h, #f)))                                \
+    return cli_error("%s has no function %s", lib, #f);
+  SWS_FUNCTIONS(SWS_FIND)
+#undef SWS_FIND
+  return 0;
+}
+
+/* The engine's formats as libav names them. */
+static const struct {
+  enum AVPixelFormat av;
+  cf_pixel_format cf;
+} formats[] = {
+    {AV_PIX_FMT_GRAY8, CF_PIX_GRAY8},
+    {AV_PIX_FMT_GRAY16LE, CF_PIX_GRAY16_LE},
+    {AV_PIX_FMT_GRAYF32LE, CF_PIX_GRAY32F},
+    {AV_PIX_FMT_RGBA, CF_PIX_RGBA},
+    {AV_PIX_FMT_BGRA, CF_PIX_BGRA},
+    {AV_PIX_FMT_RGB0, CF_PIX_RGBX},
+    {AV_PIX_FMT_BGR0, CF_PIX_BGRX},
+    {AV_PIX_FMT_RGB24, CF_PIX_RGB},
+    {AV_PIX_FMT_BGR24, CF_PIX_BGR},
+    {AV_PIX_FMT_YUV420P, CF_PIX_I420},
+    {AV_PIX_FMT_YUVJ420P, CF_PIX_I420},
+    {AV_PIX_FMT_NV12, CF_PIX_NV12},
+};
+#define NFORMATS (sizeof formats / sizeof *formats)
+
+static bool engine_format(enum AVPixelFormat f, cf_pixel_format *out)
+{
+  for (size_t i = 0; i < NFORMATS; i++)
+    if (formats[i].av == f) {
+      *out = formats[i].cf;
+      return true;
+    }
+  return false;
+}
+
+typedef struct vrun {
+  const apply_opts *o;
+  const char *out_path; /* for messages */
+  AVFormatContext *fmt, *oc;
+  AVCodecContext *dec, *enc;
+  AVStream *ist, *ost;
+  int vstream;
+  int *map; /* input stream -> output stream for copied streams, or -1 */
+  AVPacket *pkt, *opkt;
+  AVFrame *frame;
+  /* what the engine filters; to_proc/to_enc convert where needed */
+  enum AVPixelFormat proc;
+  int width, height;
+  enum AVPixelFormat dec_fmt;
+  struct SwsContext *to_proc, *to_enc;
+  AVFrame *pin, *pout, *penc;
+  cf_engine *e;
+  int64_t frames, last_pts;
+  unsigned corrupt;
+  bool told;
+} vrun;
+
+static int av_err(const vrun *r, const char *path, const char *what, int err)
+{
+  (void)r;
+  return apply_av_error(path, what, err);
+}
+
+/* A frame buffer of the run's size in format f. */
+static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
+{
+  AVFrame *fr = cf_av->av_frame_alloc();
+  if (!fr)
+    return cli_error("out of memory");
+  fr->format = f;
+  fr->width = r->width;
+  fr->height = r->height;
+  int err = cf_av->av_frame_get_buffer(fr, 0);
+  if (err < 0) {
+    cf_av->av_frame_free(&fr);
+    return apply_av_error(r->out_path, "frame buffer", err);
+  }
+  *out = fr;
+  return 0;
+}
+
+static int open_input(vrun *r)
+{
+  const char *path = r->o->in_path;
+  int err;
+  if (!(r->fmt = cf_av->avformat_alloc_context()))
+    return cli_error("out of memory");
+  r->fmt->interrupt_callback.callback = apply_check_interrupt;
+  if ((err = cf_av->avformat_open_input(&r->fmt, path, NULL, NULL)) < 0)
+    return interrupted ? 130 : av_err(r, path, "cannot open", err);
+  if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
+    return interrupted ? 130
+                       : av_err(r, path, "cannot read its stream info", err);
+  const AVCodec *codec = NULL;
+  r->vstream =
+      cf_av->av_find_best_stream(r->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  if (r->vstream < 0)
+    return av_err(r, path, "no video stream libav can decode", r->vstream);
+  r->ist = r->fmt->streams[r->vstream];
+  if (!(r->dec = cf_av->avcodec_alloc_context3(codec)) ||
+      !(r->pkt = cf_av->av_packet_alloc()) ||
+      !(r->opkt = cf_av->av_packet_alloc()) ||
+      !(r->frame = cf_av->av_frame_alloc()))
+    return cli_error("out of memory");
+  if ((err = cf_av->avcodec_parameters_to_context(r->dec, r->ist->codecpar)) <
+      0)
+    return av_err(r, path, "video decoder parameters", err);
+  r->dec->thread_count = 0; /* libav picks */
+  if ((err = cf_av->avcodec_open2(r->dec, codec, NULL)) < 0)
+    return av_err(r, path, "cannot open the video decoder", err);
+  r->width = r->dec->width;
+  r->height = r->dec->height;
+  r->dec_fmt = r->dec->pix_fmt;
+  if (r->width <= 0 || r->height <= 0 || r->dec_fmt == AV_PIX_FMT_NONE)
+    return cli_error("%s: the video stream has no size or pixel format", path);
+  if ((unsigned)r->width > CF_VIDEO_MAX_SIDE ||
+      (unsigned)r->height > CF_VIDEO_MAX_SIDE)
+    return cli_error("%s: %dx%d: a side over %u is not supported", path,
+                     r->width, r->height, CF_VIDEO_MAX_SIDE);
+  return 0;
+}
+
+/* The engine's format for the decoder's: the same where the engine takes
+ * it, else the one libav loses least in converting to. */
+static int choose_proc(vrun *r, cf_pixel_format *cf)
+{
+  if (engine_format(r->dec_fmt, cf)) {
+    r->proc = r->dec_fmt;
+    return 0;
+  }
+  enum AVPixelFormat list[NFORMATS + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < NFORMATS; i++)
+    if (formats[i].av != AV_PIX_FMT_YUVJ420P) /* the same layout */
+      list[n++] = formats[i].av;
+  list[n] = AV_PIX_FMT_NONE;
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
+  int alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
+  r->proc =
+      cf_av->avcodec_find_best_pix_fmt_of_list(list, r->dec_fmt, alpha, NULL);
+  if (r->proc == AV_PIX_FMT_NONE || !engine_format(r->proc, cf))
+    return cli_error("%s: no filterable pixel format for %s", r->o->in_path,
+                     cf_av->av_get_pix_fmt_name(r->dec_fmt));
+  if (!r->o->quiet)
+    fprintf(stderr,
+            "cudafilter: note: %s is %s, filtered as %s (the "
+            "nearest format the engine takes)\n",
+            r->o->in_path, cf_av->av_get_pix_fmt_name(r->dec_fmt),
+            cf_av->av_get_pix_fmt_name(r->proc));
+  int rc = sws_load();
+  if (rc)
+    return rc;
+  r->to_proc = sws.sws_getContext(
+      r->width, r->height, r->dec_fmt, r->width, r->height, r->proc,
+      SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+  if (!r->to_proc)
+    return cli_error("%s: libswscale cannot convert %s to %s", r->o->in_path,
+                     cf_av->av_get_pix_fmt_name(r->dec_fmt),
+                     cf_av->av_get_pix_fmt_name(r->proc));
+  return new_frame(r, r->proc, &r->pin);
+}
+
+static int open_output(vrun *r, const char *tmp)
+{
+  const apply_opts *o = r->o;
+  const char *path = o->out_path;
+  int err =
+      cf_av->avformat_alloc_output_context2(&r->oc, NULL, o->format, path);
+  if (err < 0 || !r->oc) {
+    if (o->format)
+      return cli_error("--format: libav has no output format '%s'", o->format);
+    return cli_error("%s: cannot tell the output format from the name; "
+                     "use an extension such as .mkv or .mp4, or --format",
+                     path);
+  }
+  const AVCodec *codec;
+  if (o->codec) {
+    codec = cf_av->avcodec_find_encoder_by_name(o->codec);
+    if (!codec)
+      return cli_error("--codec: libav has no encoder '%s'", o->codec);
+    if (codec->type != AVMEDIA_TYPE_VIDEO)
+      return cli_error("--codec: '%s' is not a video encoder", o->codec);
+  } else {
+    enum AVCodecID id = r->oc->oformat->video_codec;
+    if (id == AV_CODEC_ID_NONE)
+      return cli_error("%s: format '%s' holds no video", path,
+                       r->oc->oformat->name);
+    if (!(codec = cf_av->avcodec_find_encoder(id)))
+      return cli_error("%s: libav has no encoder for %s (format '%s'); "
+                       "choose one with --codec",
+                       path, cf_av->avcodec_get_name(id), r->oc->oformat->name);
+  }
+  if (!(r->enc = cf_av->avcodec_alloc_context3(codec)))
+    return cli_error("out of memory");
+  enum AVPixelFormat ef = r->proc;
+  if (codec->pix_fmts) {
+    const enum AVPixelFormat *p = codec->pix_fmts;
+    while (*p != AV_PIX_FMT_NONE && *p != r->proc)
+      p++;
+    if (*p == AV_PIX_FMT_NONE)
+      ef = cf_av->avcodec_find_best_pix_fmt_of_list(codec->pix_fmts, r->proc, 0,
+                                                    NULL);
+  }
+  if (ef != r->proc) {
+    int rc = sws_load();
+    if (rc)
+      return rc;
+    r->to_enc = sws.sws_getContext(
+        r->width, r->height, r->proc, r->width, r->height, ef,
+        SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+    if (!r->to_enc)
+      return cli_error("%s: libswscale cannot convert %s to %s", path,
+                       cf_av->av_get_pix_fmt_name(r->proc),
+                       cf_av->av_get_pix_fmt_name(ef));
+    if ((rc = new_frame(r, ef, &r->penc)))
+      return rc;
+  }
+  AVRational fps = cf_av->av_guess_frame_rate(r->fmt, r->ist, NULL);
+  r->enc->width = r->width;
+  r->enc->height = r->height;
+  r->enc->pix_fmt = ef;
+  r->enc->sample_aspect_ratio = r->dec->sample_aspect_ratio;
+  if (ef == r->dec_fmt) {
+    /* the decoded pixels, filtered: their colour description holds */
+    r->enc->color_range = r->dec->color_range;
+    r->enc->color_primaries = r->dec->color_primaries;
+    r->enc->color_trc = r->dec->color_trc;
+    r->enc->colorspace = r->dec->colorspace;
+    r->enc->chroma_sample_location = r->dec->chroma_sample_location;
+  } else {
+    /* libswscale's conversions write limited-range YUV */
+    const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(ef);
+    if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB) && d->nb_components >= 3)
+      r->enc->color_range = AVCOL_RANGE_MPEG;
+  }
+  r->enc->framerate = fps;
+  /* 1/fps as ffmpeg does (some encoders want a small time base); the
+   * stream's own where the rate is unknown. */
+  r->enc->time_base = fps.num > 0 && fps.den > 0
+                          ? (AVRational){fps.den, fps.num}
+                          : r->ist->time_base;
+  if (r->oc->oformat->flags & AVFMT_GLOBALHEADER)
+    r->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  if ((err = cf_av->avcodec_open2(r->enc, codec, NULL)) < 0) {
+    char what[160];
+    snprintf(what, sizeof what, "encoder %s refuses %dx%d %s", codec->name,
+             r->width, r->height, cf_av->av_get_pix_fmt_name(ef));
+    return apply_av_error(path, what, err);
+  }
+  if (!(r->ost = cf_av->avformat_new_stream(r->oc, NULL)))
+    return cli_error("out of memory");
+  if ((err = cf_av->avcodec_parameters_from_context(r->ost->codecpar, r->enc)) <
+      0)
+    return apply_av_error(path, "stream parameters", err);
+  r->ost->time_base = r->enc->time_base;
+  r->ost->avg_frame_rate = fps;
+
+  /* The other audio streams, copied where the format can hold them. */
+  if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)))
+    return cli_error("out of memory");
+  for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
+    AVStream *is = r->fmt->streams[i];
+    r->map[i] = -1;
+    if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
+      continue;
+    if (r->oc->oformat->audio_codec == AV_CODEC_ID_NONE ||
+        cf_av->avformat_query_codec(r->oc->oformat, is->codecpar->codec_id,
+                                    FF_COMPLIANCE_NORMAL) == 0) {
+      fprintf(stderr,
+              "cudafilter: warning: %s: audio stream %u (%s) "
+              "left out: format '%s' cannot hold it\n",
+              path, i, cf_av->avcodec_get_name(is->codecpar->codec_id),
+              r->oc->oformat->name);
+      continue;
+    }
+    AVStream *os = cf_av->avformat_new_stream(r->oc, NULL);
+    if (!os)
+      return cli_error("out of memory");
+    if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
+      return apply_av_error(path, "audio stream parameters", err);
+    os->codecpar->codec_tag = 0;
+    os->time_base = is->time_base;
+    r->map[i] = os->index;
+  }
+
+  if (!(r->oc->oformat->flags & AVFMT_NOFILE)) {
+    const char *target = tmp ? tmp : path;
+    if ((err = cf_av->avio_open(&r->oc->pb, target, AVIO_FLAG_WRITE)) < 0)
+      return apply_av_error(target, "cannot create", err);
+  }
+  if ((err = cf_av->avformat_write_header(r->oc, NULL)) < 0)
+    return apply_av_error(path, "cannot write the header", err);
+  return new_frame(r, r->proc, &r->pout);
+}
+
+static int write_packets(vrun *r)
+{
+  for (;;) {
+    int err = cf_av->avcodec_receive_packet(r->enc, r->opkt);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
+      return 0;
+    if (err < 0)
+      return apply_av_error(r->out_path, "encoding failed", err);
+    cf_av->av_packet_rescale_ts(r->opkt, r->enc->time_base, r->ost->time_base);
+    r->opkt->stream_index = r->ost->index;
+    err = cf_av->av_interleaved_write_frame(r->oc, r->opkt);
+    if (err < 0)
+      return apply_av_error(r->out_path, "writing failed", err);
+  }
+}
+
+static void as_cf_frame(const AVFrame *f, cf_frame *out)
+{
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < 3; i++) {
+    out->data[i] = f->data[i];
+    out->stride[i] = f->linesize[i] > 0 ? (size_t)f->linesize[i] : 0;
+  }
+}
+
+/* Filter one decoded frame and hand it to the encoder. */
+static int filter_frame(vrun *r, AVFrame *fr)
+{
+  int err;
+  if (fr->width != r->width || fr->height != r->height ||
+      fr->format != r->dec_fmt)
+    return cli_error("%s: the video changes from %dx%d %s to %dx%d %s at "
+                     "frame %lld: not supported",
+                     r->o->in_path, r->width, r->height,
+                     cf_av->av_get_pix_fmt_name(r->dec_fmt), fr->width,
+                     fr->height, cf_av->av_get_pix_fmt_name(fr->format),
+                     (long long)r->frames + 1);
+  for (int i = 0; i < 4; i++)
+    if (fr->linesize[i] < 0)
+      return cli_error("%s: bottom-up frames are not supported", r->o->in_path);
+  AVFrame *src = fr;
+  if (r->to_proc) {
+    if ((err = cf_av->av_frame_make_writable(r->pin)) < 0 ||
+        (err = sws.sws_scale_frame(r->to_proc, r->pin, fr)) < 0)
+      return apply_av_error(r->o->in_path, "pixel format conversion", err);
+    src = r->pin;
+  }
+  if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
+    return apply_av_error(r->out_path, "frame buffer", err);
+  cf_frame in, out;
+  as_cf_frame(src, &in);
+  as_cf_frame(r->pout, &out);
+  cf_status st = cf_engine_process_frame(r->e, &in, &out);
+  cli_note_fallback(r->e, &r->told);
+  if (st != CF_OK)
+    return cli_error("frame %lld: filtering failed: %s",
+                     (long long)r->frames + 1, cf_last_error());
+  AVFrame *dst = r->pout;
+  if (r->to_enc) {
+    if ((err = cf_av->av_frame_make_writable(r->penc)) < 0 ||
+        (err = sws.sws_scale_frame(r->to_enc, r->penc, r->pout)) < 0)
+      return apply_av_error(r->out_path, "pixel format conversion", err);
+    dst = r->penc;
+  }
+  /* Timestamps from the decoder, in the encoder's time base; strictly
+   * increasing, as encoders require. */
+  int64_t pts = fr->best_effort_timestamp;
+  pts = pts == AV_NOPTS_VALUE
+            ? r->last_pts + 1
+            : cf_av->av_rescale_q(pts, r->ist->time_base, r->enc->time_base);
+  if (r->frames > 0 && pts <= r->last_pts)
+    pts = r->last_pts + 1;
+  r->last_pts = pts;
+  dst->pts = pts;
+  dst->sample_aspect_ratio = fr->sample_aspect_ratio;
+  dst->pict_type = AV_PICTURE_TYPE_NONE;
+  r->frames++;
+  if ((err = cf_av->avcodec_send_frame(r->enc, dst)) < 0)
+    return apply_av_error(r->out_path, "encoding failed", err);
+  return write_packets(r);
+}
+
+static int decode_ready(vrun *r)
+{
+  for (;;) {
+    int err = cf_av->avcodec_receive_frame(r->dec, r->frame);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
+      return 0;
+    if (err < 0)
+      return apply_av_error(r->o->in_path, "decoding failed", err);
+    int rc = filter_frame(r, r->frame);
+    cf_av->av_frame_unref(r->frame);
+    if (rc)
+      return rc;
+  }
+}
+
+static int pump(vrun *r)
+{
+  apply_progress_state p = {.on = !r->o->quiet && isatty(STDERR_FILENO),
+                            .start = cli_now()};
+  double total =
+      r->fmt->duration > 0 ? (double)r->fmt->duration / AV_TIME_BASE : 0.0;
+  int rc = 0, err;
+  while (!rc) {
+    if (interrupted)
+      return 130;
+    err = cf_av->av_read_frame(r->fmt, r->pkt);
+    if (err == AVERROR_EOF)
+      break;
+    if (err < 0)
+      return interrupted ? 130
+                         : apply_av_error(r->o->in_path, "reading failed", err);
+    int si = r->pkt->stream_index;
+    if (si == r->vstream) {
+      err = cf_av->avcodec_send_packet(r->dec, r->pkt);
+      if (err == AVERROR_INVALIDDATA)
+        r->corrupt++; /* skipped, as ffmpeg does; told at the end */
+      else if (err < 0)
+        rc = apply_av_error(r->o->in_path, "decoding failed", err);
+      else
+        rc = decode_ready(r);
+    } else if (si >= 0 && (unsigned)si < r->fmt->nb_streams &&
+               r->map[si] >= 0) {
+      AVStream *os = r->oc->streams[r->map[si]];
+      cf_av->av_packet_rescale_ts(r->pkt, r->fmt->streams[si]->time_base,
+                                  os->time_base);
+      r->pkt->stream_index = os->index;
+      r->pkt->pos = -1;
+      if ((err = cf_av->av_interleaved_write_frame(r->oc, r->pkt)) < 0)
+        rc = apply_av_error(r->out_path, "writing failed", err);
+    }
+    cf_av->av_packet_unref(r->pkt);
+    if (r->frames > 0)
+      apply_progress(&p, (double)r->last_pts * av_q2d(r->enc->time_base), total,
+                     false);
+  }
+  if (rc)
+    return rc;
+  if ((err = cf_av->avcodec_send_packet(r->dec, NULL)) < 0)
+    return apply_av_error(r->o->in_path, "decoding failed", err);
+  if ((rc = decode_ready(r)))
+    return rc;
+  if ((err = cf_av->avcodec_send_frame(r->enc, NULL)) < 0)
+    return apply_av_error(r->out_path, "encoding failed", err);
+  if ((rc = write_packets(r)))
+    return rc;
+  if ((err = cf_av->av_write_trailer(r->oc)) < 0)
+    return apply_av_error(r->out_path, "cannot finish", err);
+  if (r->oc->pb && (err = cf_av->avio_closep(&r->oc->pb)) < 0)
+    return apply_av_error(r->out_path, "cannot close", err);
+  apply_progress(&p, (double)r->last_pts * av_q2d(r->enc->time_base), total,
+                 true);
+  return 0;
+}
+
+static void describe(const vrun *r, const cf_kernel2d *k)
+{
+  const apply_opts *o = r->o;
+  fprintf(stderr, "cudafilter: %s: %s, %s, %dx%d %s\n", o->in_path,
+          r->fmt->iformat->name, r->dec->codec->name, r->width, r->height,
+          cf_av->av_get_pix_fmt_name(r->dec_fmt));
+  if (o->v.preset_name)
+    fprintf(stderr, "cudafilter: kernel: preset %s",
+            cf_preset_name(o->v.preset));
+  else
+    fprintf(stderr, "cudafilter: kernel: %s", o->v.kernel_path);
+  fprintf(stderr, ", %u x %u x %u (frames x rows x columns)\n",
+          cf_kernel2d_frames(k), cf_kernel2d_height(k), cf_kernel2d_width(k));
+  fprintf(stderr, "cudafilter: engine: %s\n", cf_engine_describe(r->e));
+  fprintf(stderr, "cudafilter: filtering %s%s%s\n",
+          cf_av->av_get_pix_fmt_name(r->proc),
+          r->to_proc ? " (converted from " : "",
+          r->to_proc ? cf_av->av_get_pix_fmt_name(r->dec_fmt) : "");
+  fprintf(stderr, "cudafilter: %s: %s, %s (%s)\n", o->out_path,
+          r->oc->oformat->name, r->enc->codec->name,
+          cf_av->av_get_pix_fmt_name(r->enc->pix_fmt));
+}
+
+static void close_run(vrun *r)
+{
+  if (r->oc && r->oc->pb)
+    cf_av->avio_closep(&r->oc->pb);
+  cf_av->avformat_free_context(r->oc);
+  cf_av->avcodec_free_context(&r->enc);
+  cf_av->avcodec_free_context(&r->dec);
+  cf_av->avformat_close_input(&r->fmt);
+  cf_av->av_packet_free(&r->pkt);
+  cf_av->av_packet_free(&r->opkt);
+  cf_av->av_frame_free(&r->frame);
+  cf_av->av_frame_free(&r->pin);
+  cf_av->av_frame_free(&r->pout);
+  cf_av->av_frame_free(&r->penc);
+  if (r->to_proc)
+    sws.sws_freeContext(r->to_proc);
+  if (r->to_enc)
+    sws.sws_freeContext(r->to_enc);
+  cf_engine_free(r->e);
+  free(r->map);
+}
+
+int apply_video(const apply_opts *o, const char *tmp)
+{
+  vrun r = {.o = o, .out_path = o->out_path, .vstream = -1};
+  cf_kernel2d *k = NULL;
+  cf_pixel_format cf = CF_PIX_GRAY8;
+  cf_video_config cfg = o->vcfg;
+  double t0 = cli_now();
+  int rc;
+  if ((rc = cli_video_kernel("apply", &o->v, &k)) || (rc = open_input(&r)) ||
+      (rc = choose_proc(&r, &cf)))
+    goto done;
+  cfg.width = (unsigned)r.width;
+  cfg.height = (unsigned)r.height;
+  cfg.format = cf;
+  if (o->v.components && (rc = cli_video_components("apply", o->v.components,
+                                                    cf, &cfg.components)))
+    goto done;
+  if (cf_engine_new_video(&cfg, k, &r.e) != CF_OK) {
+    rc = cli_error("cannot create the engine: %s", cf_last_error());
+    goto done;
+  }
+  if ((rc = open_output(&r, tmp)))
+    goto done;
+  if (o->verbose)
+    describe(&r, k);
+  if ((rc = pump(&r)) || (rc = apply_commit(o, tmp)))
+    goto done;
+  if (r.corrupt)
+    fprintf(stderr,
+            "cudafilter: warning: %s: %u damaged packet(s) "
+            "skipped\n",
+            o->in_path, r.corrupt);
+  if (!o->quiet || o->verbose) {
+    double el = cli_now() - t0;
+    fprintf(stderr,
+            "cudafilter: wrote %s: %lld frames, %dx%d, %s (%s); "
+            "%.1f frames/s on %s\n",
+            o->out_path, (long long)r.frames, r.width, r.height,
+            r.enc->codec->name, cf_av->av_get_pix_fmt_name(r.enc->pix_fmt),
+            el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e));
+  }
+done:
+  close_run(&r);
+  cf_kernel2d_free(k);
+  return rc;
+}
+#endif
