@@ -715,7 +715,8 @@ static int output_write(output *o, const float *x, size_t frames, bool final)
     o->pend = p;
     o->cap = cap;
   }
-  memcpy(o->pend + o->npend * ch, x, frames * ch * sizeof *x);
+  if (frames) /* pend may still be NULL */
+    memcpy(o->pend + o->npend * ch, x, frames * ch * sizeof *x);
   o->npend += frames;
   size_t done = 0;
   int rc = 0;
@@ -726,7 +727,9 @@ static int output_write(output *o, const float *x, size_t frames, bool final)
     rc = output_encode(o, o->pend + done * ch, n);
     done += n;
   }
-  memmove(o->pend, o->pend + done * ch, (o->npend - done) * ch * sizeof *x);
+  if (done && o->npend > done)
+    memmove(o->pend, o->pend + done * ch,
+            (o->npend - done) * ch * sizeof *x);
   o->npend -= done;
   return rc;
 }
