@@ -546,40 +546,72 @@ static enum AVSampleFormat pick_sample_fmt(const AVCodec *c, const input *in)
   return best != AV_SAMPLE_FMT_NONE ? best : widest;
 }
 
-static int output_open(output *o, const apply_opts *opt, const input *in,
-                       unsigned channels)
+int apply_muxer(const apply_opts *o, AVFormatContext **oc)
 {
-  int err;
-  const char *path = opt->out_path;
-  o->path = path;
-  o->channels = channels;
-  err = cf_av->avformat_alloc_output_context2(&o->oc, NULL, opt->format, path);
-  if (err < 0 || !o->oc) {
-    if (opt->format)
-      return cli_error("--format: libav has no output format '%s'",
-                       opt->format);
-    return cli_error("%s: cannot tell the output format from the name; "
-                     "use an extension such as .wav or .flac, or --format",
-                     path);
-  }
+  int err =
+      cf_av->avformat_alloc_output_context2(oc, NULL, o->format, o->out_path);
+  if (err >= 0 && *oc)
+    return 0;
+  if (o->format)
+    return cli_error("--format: libav has no output format '%s'", o->format);
+  return cli_error("%s: cannot tell the output format from the name; use "
+                   "an extension such as .wav, .flac or .mkv, or --format",
+                   o->out_path);
+}
+
+int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
+                  enum AVMediaType type, enum AVCodecID id,
+                  const AVCodec **out)
+{
+  const char *kind = type == AVMEDIA_TYPE_AUDIO ? "audio" : "video";
   const AVCodec *codec;
-  if (opt->codec) {
-    codec = cf_av->avcodec_find_encoder_by_name(opt->codec);
-    if (!codec)
-      return cli_error("--codec: libav has no encoder '%s'", opt->codec);
-    if (codec->type != AVMEDIA_TYPE_AUDIO)
-      return cli_error("--codec: '%s' is not an audio encoder", opt->codec);
+  if (o->codec) {
+    if (!(codec = cf_av->avcodec_find_encoder_by_name(o->codec)))
+      return cli_error("--codec: libav has no encoder '%s'", o->codec);
+    if (codec->type != type)
+      return cli_error("--codec: '%s' is not an %s encoder", o->codec, kind);
   } else {
-    enum AVCodecID id = o->oc->oformat->audio_codec;
     if (id == AV_CODEC_ID_NONE)
-      return cli_error("%s: format '%s' holds no audio", path,
-                       o->oc->oformat->name);
-    id = pcm_for_input(id, in);
+      return cli_error("%s: format '%s' holds no %s", o->out_path,
+                       oc->oformat->name, kind);
     if (!(codec = cf_av->avcodec_find_encoder(id)))
       return cli_error("%s: libav has no encoder for %s (format '%s'); "
                        "choose one with --codec",
-                       path, cf_av->avcodec_get_name(id), o->oc->oformat->name);
+                       o->out_path, cf_av->avcodec_get_name(id),
+                       oc->oformat->name);
   }
+  *out = codec;
+  return 0;
+}
+
+int apply_write_header(const apply_opts *o, AVFormatContext *oc,
+                       const char *tmp)
+{
+  int err;
+  if (!(oc->oformat->flags & AVFMT_NOFILE)) {
+    const char *target = tmp ? tmp : o->out_path;
+    if ((err = cf_av->avio_open(&oc->pb, target, AVIO_FLAG_WRITE)) < 0)
+      return apply_av_error(target, "cannot create", err);
+  }
+  if ((err = cf_av->avformat_write_header(oc, NULL)) < 0)
+    return apply_av_error(o->out_path, "cannot write the header", err);
+  return 0;
+}
+
+static int output_open(output *o, const apply_opts *opt, const input *in,
+                       unsigned channels)
+{
+  int err = 0;
+  const char *path = opt->out_path;
+  o->path = path;
+  o->channels = channels;
+  const AVCodec *codec;
+  int rc = apply_muxer(opt, &o->oc);
+  if (rc || (rc = apply_encoder(opt, o->oc, AVMEDIA_TYPE_AUDIO,
+                                pcm_for_input(o->oc->oformat->audio_codec,
+                                              in),
+                                &codec)))
+    return rc;
   if (codec->supported_samplerates) {
     const int *r = codec->supported_samplerates;
     while (*r && *r != in->rate)
@@ -643,14 +675,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   if (err < 0)
     return apply_av_error(path, "cannot set up the sample converter", err);
 
-  if (!(o->oc->oformat->flags & AVFMT_NOFILE)) {
-    const char *target = o->tmp ? o->tmp : path;
-    if ((err = cf_av->avio_open(&o->oc->pb, target, AVIO_FLAG_WRITE)) < 0)
-      return apply_av_error(target, "cannot create", err);
-  }
-  if ((err = cf_av->avformat_write_header(o->oc, NULL)) < 0)
-    return apply_av_error(path, "cannot write the header", err);
-  return 0;
+  return apply_write_header(opt, o->oc, o->tmp);
 }
 
 /* Write the packets the encoder has ready. */

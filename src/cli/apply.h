@@ -9,6 +9,7 @@
 #include <cudafilter/engine.h>
 #include <cudafilter/video.h>
 
+#include "../io/av_lazy.h"
 #include "cli.h"
 
 typedef struct apply_opts {
@@ -36,6 +37,17 @@ int apply_av_error(const char *path, const char *what, int err);
 /* The temporary name OUTPUT is written under (*tmp NULL: OUTPUT itself);
  * refuses an existing OUTPUT without -y, and OUTPUT == INPUT. */
 int apply_choose_target(const apply_opts *o, char **tmp);
+
+/* OUTPUT's muxer, from --format or OUTPUT's name. */
+int apply_muxer(const apply_opts *o, AVFormatContext **oc);
+/* The encoder: --codec (of the right type), else `id` (the format's own,
+ * or what the caller makes of it); clear errors where there is none. */
+int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
+                  enum AVMediaType type, enum AVCodecID id,
+                  const AVCodec **out);
+/* Open the temporary file (or OUTPUT) and write the header. */
+int apply_write_header(const apply_opts *o, AVFormatContext *oc,
+                       const char *tmp);
 
 /* Give the finished temporary file OUTPUT's name (nothing when tmp is
  * NULL); 0 or an exit status. */

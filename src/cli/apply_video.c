@@ -213,32 +213,11 @@ static int open_output(vrun *r, const char *tmp)
 {
   const apply_opts *o = r->o;
   const char *path = o->out_path;
-  int err =
-      cf_av->avformat_alloc_output_context2(&r->oc, NULL, o->format, path);
-  if (err < 0 || !r->oc) {
-    if (o->format)
-      return cli_error("--format: libav has no output format '%s'", o->format);
-    return cli_error("%s: cannot tell the output format from the name; "
-                     "use an extension such as .mkv or .mp4, or --format",
-                     path);
-  }
   const AVCodec *codec;
-  if (o->codec) {
-    codec = cf_av->avcodec_find_encoder_by_name(o->codec);
-    if (!codec)
-      return cli_error("--codec: libav has no encoder '%s'", o->codec);
-    if (codec->type != AVMEDIA_TYPE_VIDEO)
-      return cli_error("--codec: '%s' is not a video encoder", o->codec);
-  } else {
-    enum AVCodecID id = r->oc->oformat->video_codec;
-    if (id == AV_CODEC_ID_NONE)
-      return cli_error("%s: format '%s' holds no video", path,
-                       r->oc->oformat->name);
-    if (!(codec = cf_av->avcodec_find_encoder(id)))
-      return cli_error("%s: libav has no encoder for %s (format '%s'); "
-                       "choose one with --codec",
-                       path, cf_av->avcodec_get_name(id), r->oc->oformat->name);
-  }
+  int err, rc = apply_muxer(o, &r->oc);
+  if (rc || (rc = apply_encoder(o, r->oc, AVMEDIA_TYPE_VIDEO,
+                                r->oc->oformat->video_codec, &codec)))
+    return rc;
   if (!(r->enc = cf_av->avcodec_alloc_context3(codec)))
     return cli_error("out of memory");
   enum AVPixelFormat ef = r->proc;
@@ -251,7 +230,7 @@ static int open_output(vrun *r, const char *tmp)
                                                     NULL);
   }
   if (ef != r->proc) {
-    int rc = sws_load();
+    rc = sws_load();
     if (rc)
       return rc;
     r->to_enc = sws.sws_getContext(
@@ -332,13 +311,8 @@ static int open_output(vrun *r, const char *tmp)
     r->map[i] = os->index;
   }
 
-  if (!(r->oc->oformat->flags & AVFMT_NOFILE)) {
-    const char *target = tmp ? tmp : path;
-    if ((err = cf_av->avio_open(&r->oc->pb, target, AVIO_FLAG_WRITE)) < 0)
-      return apply_av_error(target, "cannot create", err);
-  }
-  if ((err = cf_av->avformat_write_header(r->oc, NULL)) < 0)
-    return apply_av_error(path, "cannot write the header", err);
+  if ((rc = apply_write_header(o, r->oc, tmp)))
+    return rc;
   return new_frame(r, r->proc, &r->pout);
 }
 
