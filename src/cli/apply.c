@@ -1,4 +1,5 @@
-/* `cudafilter apply`: filter an audio file into another through libav.
+/* `cudafilter apply`: the command line (the audio half is apply_audio.c,
+ * the video half apply_video.c). Audio: filter an audio file into another.
  * Any input libav decodes (the first, or best, audio stream); any output
  * format and encoder libav writes. The output is time-aligned with the
  * input (the engine's latency is taken out), as long as the input or,
@@ -26,50 +27,9 @@
 #include "../io/av_lazy.h"
 #include "apply.h"
 
-/* Frames per encoder frame where the encoder takes any size (PCM). */
-enum { PCM_FRAME = 4096 };
+#define interrupted apply_interrupted
 /* Default FFT block (see apply_parse). */
 enum { APPLY_BLOCK = 4096 };
-
-typedef struct input {
-  const char *path;
-  AVFormatContext *fmt;
-  AVCodecContext *dec;
-  SwrContext *swr;
-  AVPacket *pkt;
-  AVFrame *frame;
-  int stream, rate;
-  unsigned channels;
-  int swr_format; /* what swr converts from, -1 before */
-  AVChannelLayout swr_layout;
-  float *buf; /* interleaved float32, cap frames */
-  size_t cap;
-  int64_t frames;   /* decoded, per channel */
-  int64_t expect;   /* frames the container announces, or 0 */
-  unsigned corrupt; /* packets the decoder refused */
-  bool eof;
-} input;
-
-typedef struct output {
-  const char *path, *tmp; /* tmp: written there, renamed to path */
-  AVFormatContext *oc;
-  AVCodecContext *enc;
-  AVStream *st;
-  SwrContext *swr;
-  AVFrame *frame;
-  AVPacket *pkt;
-  unsigned channels;
-  size_t frame_size; /* frames per encoder frame */
-  float *pend;       /* filtered frames not yet encoded */
-  size_t npend, cap;
-  int64_t frames;   /* frames sent to the encoder */
-  bool integer;     /* the encoder stores integers: values clip at 1.0 */
-  uint64_t clipped; /* samples beyond full scale */
-  double peak;
-} output;
-
-volatile sig_atomic_t apply_interrupted;
-#define interrupted apply_interrupted
 
 static void on_signal(int sig)
 {
@@ -77,93 +37,76 @@ static void on_signal(int sig)
   interrupted = 1;
 }
 
-int apply_commit(const apply_opts *o, const char *tmp)
-{
-  if (tmp && rename(tmp, o->out_path) != 0)
-    return cli_error("cannot rename %s to %s: %s", tmp, o->out_path,
-                     strerror(errno));
-  return 0;
-}
-
-int apply_check_interrupt(void *opaque)
-{
-  (void)opaque;
-  return interrupted;
-}
-#define check_interrupt apply_check_interrupt
-
-int apply_av_error(const char *path, const char *what, int err)
-{
-  char msg[AV_ERROR_MAX_STRING_SIZE];
-  cf_av->av_strerror(err, msg, sizeof msg);
-  return cli_error("%s: %s: %s", path, what, msg);
-}
-
 static void usage_apply(FILE *f)
 {
   fputs(
-    "Usage: cudafilter apply --kernel FILE [OPTIONS] INPUT OUTPUT   (audio)\n"
-    "       cudafilter apply (--kernel2d FILE | --preset NAME) [OPTIONS]\n"
-    "                        INPUT OUTPUT                           (video)\n"
-    "Filter a media file. INPUT is anything libav decodes; OUTPUT's format\n"
-    "comes from its name (.wav, .flac, .mkv, .mp4, .y4m, ...) or --format.\n"
-    "\n"
-    "Audio (--kernel): INPUT's main audio stream is filtered (WAV, FLAC, MP3,\n"
-    "Ogg, the sound of a video file, ...). The output starts with the input\n"
-    "(the engine's latency is taken out) and is as long as the input; --tail\n"
-    "adds the kernel's L-1 frames of tail. OUTPUT holds that audio only\n"
-    "(a video file's picture is not carried over).\n"
-    "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
-    "                       3D matrix), text (shared) or an audio file (an\n"
-    "                       impulse response, resampled to INPUT's rate)\n"
-    "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
-    "                       file has this routing\n"
-    "      --gain DB        gain in dB applied to the kernel (default 0)\n"
-    "      --tail           also write the tail: the full convolution\n"
-    "  -b, --block N        FFT block size in frames (default 4096; the\n"
-    "                       latency it adds is taken out of the file)\n"
-    "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
-    "\n"
-    "Video (--kernel2d or --preset): INPUT's main video stream is filtered\n"
-    "frame by frame as 'cudafilter conv2d' filters raw frames; its audio\n"
-    "streams are copied unchanged (where OUTPUT's format can hold them).\n"
-    "Pixel formats the engine does not take (yuv444p, ...) are converted to\n"
-    "the nearest one it does (with a note), and the result to what the\n"
-    "encoder takes.\n"
-    "      --kernel2d FILE  text or .npy, 2D (Kh x Kw) or 3D (T x Kh x Kw:\n"
-    "                       temporal taps over the last T frames)\n"
-    "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
-    "                       sobel-y, laplacian or emboss\n"
-    "      --size N, --sigma S   preset size and sigma\n"
-    "      --border MODE    reflect (default), mirror, nearest, wrap,\n"
-    "                       constant\n"
-    "      --cval V, --scale S, --bias B, --absolute   as in conv2d\n"
-    "      --components C   all (default), luma, chroma, r,g,b or y,u,v\n"
-    "      --algorithm A    auto|direct|separable|fft\n"
-    "\n"
-    "Both:\n"
-    "  -c, --codec NAME     encoder (default: the format's own; for WAV and\n"
-    "                       AIFF the PCM codec that keeps INPUT's precision:\n"
-    "                       16-bit, 24-bit, 32-bit or float)\n"
-    "  -f, --format NAME    output format, where the name does not tell it\n"
-    "  -y, --overwrite      replace OUTPUT if it exists\n"
-    "      --backend B      auto|cpu|cuda (default auto)\n"
-    "      --threads N      worker threads, 0 = one per core (default 0)\n"
-    "      --device ID      CUDA device (default 0)\n"
-    "  -q, --quiet          no progress line, no summary, only libav errors\n"
-    "  -v, --verbose        describe the files and the engine (and show\n"
-    "                       libav's notes)\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "Integer audio outputs clip at full scale: the number of clipped samples\n"
-    "and the peak are reported (lower --gain to avoid them). A float input\n"
-    "with NaN or infinity is refused, naming the sample. OUTPUT is written\n"
-    "under a temporary name and renamed when complete: a failed or\n"
-    "interrupted run leaves no partial file and an existing OUTPUT\n"
-    "untouched.\n"
-    "\n"
-    "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
-    f);
+      "Usage: cudafilter apply --kernel FILE [OPTIONS] INPUT OUTPUT   (audio)\n"
+      "       cudafilter apply (--kernel2d FILE | --preset NAME) [OPTIONS]\n"
+      "                        INPUT OUTPUT                           (video)\n"
+      "Filter a media file. INPUT is anything libav decodes; OUTPUT's format\n"
+      "comes from its name (.wav, .flac, .mkv, .mp4, .y4m, ...) or --format.\n"
+      "\n"
+      "Audio (--kernel): INPUT's main audio stream is filtered (WAV, FLAC, "
+      "MP3,\n"
+      "Ogg, the sound of a video file, ...). The output starts with the input\n"
+      "(the engine's latency is taken out) and is as long as the input; "
+      "--tail\n"
+      "adds the kernel's L-1 frames of tail. OUTPUT holds that audio only\n"
+      "(a video file's picture is not carried over).\n"
+      "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
+      "                       3D matrix), text (shared) or an audio file (an\n"
+      "                       impulse response, resampled to INPUT's rate)\n"
+      "      --routing R      shared|per-channel|matrix: fail unless the "
+      "kernel\n"
+      "                       file has this routing\n"
+      "      --gain DB        gain in dB applied to the kernel (default 0)\n"
+      "      --tail           also write the tail: the full convolution\n"
+      "  -b, --block N        FFT block size in frames (default 4096; the\n"
+      "                       latency it adds is taken out of the file)\n"
+      "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
+      "\n"
+      "Video (--kernel2d or --preset): INPUT's main video stream is filtered\n"
+      "frame by frame as 'cudafilter conv2d' filters raw frames; its audio\n"
+      "streams are copied unchanged (where OUTPUT's format can hold them).\n"
+      "Pixel formats the engine does not take (yuv444p, ...) are converted to\n"
+      "the nearest one it does (with a note), and the result to what the\n"
+      "encoder takes.\n"
+      "      --kernel2d FILE  text or .npy, 2D (Kh x Kw) or 3D (T x Kh x Kw:\n"
+      "                       temporal taps over the last T frames)\n"
+      "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
+      "                       sobel-y, laplacian or emboss\n"
+      "      --size N, --sigma S   preset size and sigma\n"
+      "      --border MODE    reflect (default), mirror, nearest, wrap,\n"
+      "                       constant\n"
+      "      --cval V, --scale S, --bias B, --absolute   as in conv2d\n"
+      "      --components C   all (default), luma, chroma, r,g,b or y,u,v\n"
+      "      --algorithm A    auto|direct|separable|fft\n"
+      "\n"
+      "Both:\n"
+      "  -c, --codec NAME     encoder (default: the format's own; for WAV and\n"
+      "                       AIFF the PCM codec that keeps INPUT's "
+      "precision:\n"
+      "                       16-bit, 24-bit, 32-bit or float)\n"
+      "  -f, --format NAME    output format, where the name does not tell it\n"
+      "  -y, --overwrite      replace OUTPUT if it exists\n"
+      "      --backend B      auto|cpu|cuda (default auto)\n"
+      "      --threads N      worker threads, 0 = one per core (default 0)\n"
+      "      --device ID      CUDA device (default 0)\n"
+      "  -q, --quiet          no progress line, no summary, only libav errors\n"
+      "  -v, --verbose        describe the files and the engine (and show\n"
+      "                       libav's notes)\n"
+      "  -h, --help           show this help\n"
+      "\n"
+      "Integer audio outputs clip at full scale: the number of clipped "
+      "samples\n"
+      "and the peak are reported (lower --gain to avoid them). A float input\n"
+      "with NaN or infinity is refused, naming the sample. OUTPUT is written\n"
+      "under a temporary name and renamed when complete: a failed or\n"
+      "interrupted run leaves no partial file and an existing OUTPUT\n"
+      "untouched.\n"
+      "\n"
+      "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
+      f);
 }
 
 static int apply_parse(int argc, char **argv, apply_opts *o)
@@ -329,656 +272,10 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   return 0;
 }
 
-/* ---- input ------------------------------------------------------------- */
-
-static int input_open(input *in, const char *path)
-{
-  int err;
-  in->path = path;
-  in->swr_format = -1;
-  if (!(in->fmt = cf_av->avformat_alloc_context()))
-    return cli_error("out of memory");
-  in->fmt->interrupt_callback.callback = check_interrupt;
-  if ((err = cf_av->avformat_open_input(&in->fmt, path, NULL, NULL)) < 0)
-    return interrupted ? 130 : apply_av_error(path, "cannot open", err);
-  if ((err = cf_av->avformat_find_stream_info(in->fmt, NULL)) < 0)
-    return interrupted
-               ? 130
-               : apply_av_error(path, "cannot read its stream info", err);
-  const AVCodec *codec = NULL;
-  in->stream = cf_av->av_find_best_stream(in->fmt, AVMEDIA_TYPE_AUDIO, -1, -1,
-                                          &codec, 0);
-  if (in->stream < 0)
-    return apply_av_error(path, "no audio stream libav can decode", in->stream);
-  AVStream *st = in->fmt->streams[in->stream];
-  if (!(in->dec = cf_av->avcodec_alloc_context3(codec)) ||
-      !(in->pkt = cf_av->av_packet_alloc()) ||
-      !(in->frame = cf_av->av_frame_alloc()))
-    return cli_error("out of memory");
-  if ((err = cf_av->avcodec_parameters_to_context(in->dec, st->codecpar)) < 0 ||
-      (err = cf_av->avcodec_open2(in->dec, codec, NULL)) < 0)
-    return apply_av_error(path, "cannot open the audio decoder", err);
-  int n = in->dec->ch_layout.nb_channels;
-  if (in->dec->sample_rate <= 0 || n <= 0)
-    return cli_error("%s: the audio stream has no rate or channel count", path);
-  if ((unsigned)n > CF_MAX_CHANNELS)
-    return cli_error("%s: %d channels: at most %u are supported", path, n,
-                     CF_MAX_CHANNELS);
-  in->rate = in->dec->sample_rate;
-  in->channels = (unsigned)n;
-  if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
-    in->expect = cf_av->av_rescale_q(st->duration, st->time_base,
-                                     (AVRational){1, in->rate});
-  else if (in->fmt->duration > 0)
-    in->expect = cf_av->av_rescale_q(in->fmt->duration, AV_TIME_BASE_Q,
-                                     (AVRational){1, in->rate});
-  return 0;
-}
-
-/* Convert a decoded frame to interleaved float32 in in->buf; its frame
- * count in *frames. The rate and channel count must stay those of the
- * start (the engine and the output are built for them); a change of
- * sample format or layout only rebuilds the converter. */
-static int input_convert(input *in, const AVFrame *fr, size_t *frames)
-{
-  int err;
-  if (fr->sample_rate != in->rate ||
-      (unsigned)fr->ch_layout.nb_channels != in->channels)
-    return cli_error("%s: the audio changes from %d Hz, %u channels to %d "
-                     "Hz, %d channels at %.3f s: not supported",
-                     in->path, in->rate, in->channels, fr->sample_rate,
-                     fr->ch_layout.nb_channels, (double)in->frames / in->rate);
-  if (fr->format != in->swr_format ||
-      cf_av->av_channel_layout_compare(&fr->ch_layout, &in->swr_layout)) {
-    AVChannelLayout layout = {0};
-    cf_av->swr_free(&in->swr);
-    cf_av->av_channel_layout_uninit(&in->swr_layout);
-    if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
-      cf_av->av_channel_layout_default(&layout, (int)in->channels);
-    else if ((err = cf_av->av_channel_layout_copy(&layout, &fr->ch_layout)) < 0)
-      return apply_av_error(in->path, "channel layout", err);
-    /* Same layout and rate out: a pure sample format conversion. */
-    err = cf_av->swr_alloc_set_opts2(&in->swr, &layout, AV_SAMPLE_FMT_FLT,
-                                     in->rate, &layout, fr->format, in->rate, 0,
-                                     NULL);
-    if (err >= 0)
-      err = cf_av->swr_init(in->swr);
-    cf_av->av_channel_layout_uninit(&layout);
-    if (err < 0)
-      return apply_av_error(in->path, "cannot set up the sample converter",
-                            err);
-    if ((err = cf_av->av_channel_layout_copy(&in->swr_layout, &fr->ch_layout)) <
-        0)
-      return apply_av_error(in->path, "channel layout", err);
-    in->swr_format = fr->format;
-  }
-  size_t want = (size_t)fr->nb_samples;
-  if (want > in->cap) {
-    float *b = realloc(in->buf, want * in->channels * sizeof *b);
-    if (!b)
-      return cli_error("out of memory");
-    in->buf = b;
-    in->cap = want;
-  }
-  uint8_t *dst = (uint8_t *)in->buf;
-  int got =
-      cf_av->swr_convert(in->swr, &dst, (int)in->cap,
-                         (const uint8_t **)fr->extended_data, fr->nb_samples);
-  if (got < 0)
-    return apply_av_error(in->path, "sample conversion failed", got);
-  /* NaN or infinity would spread over a kernel's length of output. */
-  for (size_t i = 0; i < (size_t)got * in->channels; i++)
-    if (!isfinite(in->buf[i]))
-      return cli_error(
-          "%s: sample %lld of channel %zu (%.6f s) is %s: "
-          "refused",
-          in->path, (long long)(in->frames + (int64_t)(i / in->channels)),
-          i % in->channels,
-          (double)(in->frames + (int64_t)(i / in->channels)) / in->rate,
-          isnan(in->buf[i]) ? "NaN" : "infinite");
-  *frames = (size_t)got;
-  in->frames += got;
-  return 0;
-}
-
-/* The next decoded frame, converted: *frames = 0 and in->eof at the end. */
-static int input_read(input *in, size_t *frames)
-{
-  *frames = 0;
-  for (;;) {
-    int err = cf_av->avcodec_receive_frame(in->dec, in->frame);
-    if (err == 0) {
-      int rc = input_convert(in, in->frame, frames);
-      cf_av->av_frame_unref(in->frame);
-      return rc;
-    }
-    if (err == AVERROR_EOF) {
-      in->eof = true;
-      return 0;
-    }
-    if (err != AVERROR(EAGAIN))
-      return apply_av_error(in->path, "decoding failed", err);
-    err = cf_av->av_read_frame(in->fmt, in->pkt);
-    if (err == AVERROR_EOF) {
-      if ((err = cf_av->avcodec_send_packet(in->dec, NULL)) < 0)
-        return apply_av_error(in->path, "decoding failed", err);
-      continue;
-    }
-    if (interrupted)
-      return 130;
-    if (err < 0)
-      return apply_av_error(in->path, "reading failed", err);
-    if (in->pkt->stream_index == in->stream) {
-      err = cf_av->avcodec_send_packet(in->dec, in->pkt);
-      /* A damaged packet is skipped, as ffmpeg does; counted and told. */
-      if (err == AVERROR_INVALIDDATA)
-        in->corrupt++;
-      else if (err < 0) {
-        cf_av->av_packet_unref(in->pkt);
-        return apply_av_error(in->path, "decoding failed", err);
-      }
-    }
-    cf_av->av_packet_unref(in->pkt);
-  }
-}
-
-static void input_close(input *in)
-{
-  cf_av->swr_free(&in->swr);
-  cf_av->av_channel_layout_uninit(&in->swr_layout);
-  cf_av->av_frame_free(&in->frame);
-  cf_av->av_packet_free(&in->pkt);
-  cf_av->avcodec_free_context(&in->dec);
-  cf_av->avformat_close_input(&in->fmt);
-  free(in->buf);
-}
-
-/* ---- output ------------------------------------------------------------ */
-
-/* For a format whose own codec is 16-bit PCM (WAV, AIFF, ...), the PCM
- * codec that keeps the input's precision. */
-static enum AVCodecID pcm_for_input(enum AVCodecID def, const input *in)
-{
-  bool le = def == AV_CODEC_ID_PCM_S16LE;
-  if (!le && def != AV_CODEC_ID_PCM_S16BE)
-    return def;
-  enum AVSampleFormat f = cf_av->av_get_packed_sample_fmt(in->dec->sample_fmt);
-  int bits = in->dec->bits_per_raw_sample;
-  switch (f) {
-  case AV_SAMPLE_FMT_FLT:
-  case AV_SAMPLE_FMT_DBL:
-    return le ? AV_CODEC_ID_PCM_F32LE : AV_CODEC_ID_PCM_F32BE;
-  case AV_SAMPLE_FMT_S32:
-  case AV_SAMPLE_FMT_S64:
-    if (bits > 0 && bits <= 24)
-      return le ? AV_CODEC_ID_PCM_S24LE : AV_CODEC_ID_PCM_S24BE;
-    return le ? AV_CODEC_ID_PCM_S32LE : AV_CODEC_ID_PCM_S32BE;
-  default: return def;
-  }
-}
-
-static bool is_float_fmt(enum AVSampleFormat f)
-{
-  f = cf_av->av_get_packed_sample_fmt(f);
-  return f == AV_SAMPLE_FMT_FLT || f == AV_SAMPLE_FMT_DBL;
-}
-
-/* The encoder's sample format closest to the input's precision: float
- * where both are, else the smallest at least as wide, else the widest. */
-static enum AVSampleFormat pick_sample_fmt(const AVCodec *c, const input *in)
-{
-  const enum AVSampleFormat *f = c->sample_fmts;
-  if (!f)
-    return AV_SAMPLE_FMT_FLT;
-  bool want_float = is_float_fmt(in->dec->sample_fmt);
-  int want = cf_av->av_get_bytes_per_sample(in->dec->sample_fmt);
-  enum AVSampleFormat best = AV_SAMPLE_FMT_NONE, widest = f[0];
-  for (; *f != AV_SAMPLE_FMT_NONE; f++) {
-    int b = cf_av->av_get_bytes_per_sample(*f);
-    if (want_float && is_float_fmt(*f) && b == 4)
-      return *f;
-    if (b > cf_av->av_get_bytes_per_sample(widest))
-      widest = *f;
-    if (b >= want && (best == AV_SAMPLE_FMT_NONE ||
-                      b < cf_av->av_get_bytes_per_sample(best)))
-      best = *f;
-  }
-  return best != AV_SAMPLE_FMT_NONE ? best : widest;
-}
-
-int apply_muxer(const apply_opts *o, AVFormatContext **oc)
-{
-  int err =
-      cf_av->avformat_alloc_output_context2(oc, NULL, o->format, o->out_path);
-  if (err >= 0 && *oc)
-    return 0;
-  if (o->format)
-    return cli_error("--format: libav has no output format '%s'", o->format);
-  return cli_error("%s: cannot tell the output format from the name; use "
-                   "an extension such as .wav, .flac or .mkv, or --format",
-                   o->out_path);
-}
-
-int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
-                  enum AVMediaType type, enum AVCodecID id,
-                  const AVCodec **out)
-{
-  const char *kind = type == AVMEDIA_TYPE_AUDIO ? "audio" : "video";
-  const AVCodec *codec;
-  if (o->codec) {
-    if (!(codec = cf_av->avcodec_find_encoder_by_name(o->codec)))
-      return cli_error("--codec: libav has no encoder '%s'", o->codec);
-    if (codec->type != type)
-      return cli_error("--codec: '%s' is not an %s encoder", o->codec, kind);
-  } else {
-    if (id == AV_CODEC_ID_NONE)
-      return cli_error("%s: format '%s' holds no %s", o->out_path,
-                       oc->oformat->name, kind);
-    if (!(codec = cf_av->avcodec_find_encoder(id)))
-      return cli_error("%s: libav has no encoder for %s (format '%s'); "
-                       "choose one with --codec",
-                       o->out_path, cf_av->avcodec_get_name(id),
-                       oc->oformat->name);
-  }
-  *out = codec;
-  return 0;
-}
-
-int apply_write_header(const apply_opts *o, AVFormatContext *oc,
-                       const char *tmp)
-{
-  int err;
-  if (!(oc->oformat->flags & AVFMT_NOFILE)) {
-    const char *target = tmp ? tmp : o->out_path;
-    if ((err = cf_av->avio_open(&oc->pb, target, AVIO_FLAG_WRITE)) < 0)
-      return apply_av_error(target, "cannot create", err);
-  }
-  if ((err = cf_av->avformat_write_header(oc, NULL)) < 0)
-    return apply_av_error(o->out_path, "cannot write the header", err);
-  return 0;
-}
-
-static int output_open(output *o, const apply_opts *opt, const input *in,
-                       unsigned channels)
-{
-  int err = 0;
-  const char *path = opt->out_path;
-  o->path = path;
-  o->channels = channels;
-  const AVCodec *codec;
-  int rc = apply_muxer(opt, &o->oc);
-  if (rc || (rc = apply_encoder(opt, o->oc, AVMEDIA_TYPE_AUDIO,
-                                pcm_for_input(o->oc->oformat->audio_codec,
-                                              in),
-                                &codec)))
-    return rc;
-  if (codec->supported_samplerates) {
-    const int *r = codec->supported_samplerates;
-    while (*r && *r != in->rate)
-      r++;
-    if (!*r)
-      return cli_error("%s: encoder %s cannot write %d Hz; choose another "
-                       "with --codec",
-                       path, codec->name, in->rate);
-  }
-  if (!(o->enc = cf_av->avcodec_alloc_context3(codec)))
-    return cli_error("out of memory");
-  o->enc->sample_fmt = pick_sample_fmt(codec, in);
-  o->enc->sample_rate = in->rate;
-  o->enc->time_base = (AVRational){1, in->rate};
-  if (channels == in->channels &&
-      in->dec->ch_layout.order != AV_CHANNEL_ORDER_UNSPEC)
-    err =
-        cf_av->av_channel_layout_copy(&o->enc->ch_layout, &in->dec->ch_layout);
-  else
-    cf_av->av_channel_layout_default(&o->enc->ch_layout, (int)channels);
-  if (err < 0)
-    return apply_av_error(path, "channel layout", err);
-  enum AVSampleFormat ef = cf_av->av_get_packed_sample_fmt(o->enc->sample_fmt);
-  o->integer = !is_float_fmt(ef);
-  if (ef == AV_SAMPLE_FMT_S32) {
-    int bits = is_float_fmt(in->dec->sample_fmt)  ? 24
-               : in->dec->bits_per_raw_sample > 0 ? in->dec->bits_per_raw_sample
-                                                  : 32;
-    if (codec->id == AV_CODEC_ID_FLAC && bits > 24)
-      bits = 24;
-    o->enc->bits_per_raw_sample = bits;
-  }
-  if (o->oc->oformat->flags & AVFMT_GLOBALHEADER)
-    o->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  if ((err = cf_av->avcodec_open2(o->enc, codec, NULL)) < 0) {
-    char what[160];
-    snprintf(what, sizeof what, "encoder %s refuses %d Hz, %u channels, %s",
-             codec->name, in->rate, channels,
-             cf_av->av_get_sample_fmt_name(o->enc->sample_fmt));
-    return apply_av_error(path, what, err);
-  }
-  o->frame_size = o->enc->frame_size > 0 && !(codec->capabilities &
-                                              AV_CODEC_CAP_VARIABLE_FRAME_SIZE)
-                      ? (size_t)o->enc->frame_size
-                      : PCM_FRAME;
-
-  if (!(o->st = cf_av->avformat_new_stream(o->oc, NULL)) ||
-      !(o->frame = cf_av->av_frame_alloc()) ||
-      !(o->pkt = cf_av->av_packet_alloc()))
-    return cli_error("out of memory");
-  if ((err = cf_av->avcodec_parameters_from_context(o->st->codecpar, o->enc)) <
-      0)
-    return apply_av_error(path, "stream parameters", err);
-  o->st->time_base = o->enc->time_base;
-
-  err = cf_av->swr_alloc_set_opts2(
-      &o->swr, &o->enc->ch_layout, o->enc->sample_fmt, in->rate,
-      &o->enc->ch_layout, AV_SAMPLE_FMT_FLT, in->rate, 0, NULL);
-  if (err >= 0)
-    err = cf_av->swr_init(o->swr);
-  if (err < 0)
-    return apply_av_error(path, "cannot set up the sample converter", err);
-
-  return apply_write_header(opt, o->oc, o->tmp);
-}
-
-/* Write the packets the encoder has ready. */
-static int output_packets(output *o)
-{
-  for (;;) {
-    int err = cf_av->avcodec_receive_packet(o->enc, o->pkt);
-    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
-      return 0;
-    if (err < 0)
-      return apply_av_error(o->path, "encoding failed", err);
-    cf_av->av_packet_rescale_ts(o->pkt, o->enc->time_base, o->st->time_base);
-    o->pkt->stream_index = o->st->index;
-    err = cf_av->av_interleaved_write_frame(o->oc, o->pkt);
-    cf_av->av_packet_unref(o->pkt);
-    if (err < 0)
-      return apply_av_error(o->path, "writing failed", err);
-  }
-}
-
-/* Encode x[0..frames) of interleaved float32. */
-static int output_encode(output *o, const float *x, size_t frames)
-{
-  int err;
-  cf_av->av_frame_unref(o->frame);
-  o->frame->nb_samples = (int)frames;
-  o->frame->format = o->enc->sample_fmt;
-  o->frame->sample_rate = o->enc->sample_rate;
-  if ((err = cf_av->av_channel_layout_copy(&o->frame->ch_layout,
-                                           &o->enc->ch_layout)) < 0 ||
-      (err = cf_av->av_frame_get_buffer(o->frame, 0)) < 0)
-    return apply_av_error(o->path, "encoder frame", err);
-  const uint8_t *src = (const uint8_t *)x;
-  err = cf_av->swr_convert(o->swr, o->frame->extended_data, (int)frames, &src,
-                           (int)frames);
-  if (err != (int)frames)
-    return apply_av_error(o->path, "sample conversion failed",
-                          err < 0 ? err : AVERROR_BUG);
-  o->frame->pts = o->frames;
-  o->frames += (int64_t)frames;
-  if ((err = cf_av->avcodec_send_frame(o->enc, o->frame)) < 0)
-    return apply_av_error(o->path, "encoding failed", err);
-  return output_packets(o);
-}
-
-/* Queue filtered frames; encode whole encoder frames (all, when final). */
-static int output_write(output *o, const float *x, size_t frames, bool final)
-{
-  const size_t ch = o->channels;
-  for (size_t i = 0; i < frames * ch; i++) {
-    double a = fabs((double)x[i]);
-    if (a > o->peak)
-      o->peak = a;
-    if (o->integer && a > 1.0)
-      o->clipped++;
-  }
-  if (o->npend + frames > o->cap) {
-    size_t cap = o->npend + frames + o->frame_size;
-    float *p = realloc(o->pend, cap * ch * sizeof *p);
-    if (!p)
-      return cli_error("out of memory");
-    o->pend = p;
-    o->cap = cap;
-  }
-  if (frames) /* pend may still be NULL */
-    memcpy(o->pend + o->npend * ch, x, frames * ch * sizeof *x);
-  o->npend += frames;
-  size_t done = 0;
-  int rc = 0;
-  while (!rc &&
-         (o->npend - done >= o->frame_size || (final && done < o->npend))) {
-    size_t n =
-        o->npend - done < o->frame_size ? o->npend - done : o->frame_size;
-    rc = output_encode(o, o->pend + done * ch, n);
-    done += n;
-  }
-  if (done && o->npend > done)
-    memmove(o->pend, o->pend + done * ch,
-            (o->npend - done) * ch * sizeof *x);
-  o->npend -= done;
-  return rc;
-}
-
-static int output_finish(output *o)
-{
-  int err = cf_av->avcodec_send_frame(o->enc, NULL);
-  if (err < 0)
-    return apply_av_error(o->path, "encoding failed", err);
-  int rc = output_packets(o);
-  if (rc)
-    return rc;
-  if ((err = cf_av->av_write_trailer(o->oc)) < 0)
-    return apply_av_error(o->path, "cannot finish", err);
-  if (o->oc->pb && (err = cf_av->avio_closep(&o->oc->pb)) < 0)
-    return apply_av_error(o->path, "cannot close", err);
-  return 0;
-}
-
-static void output_close(output *o)
-{
-  if (o->oc && o->oc->pb)
-    cf_av->avio_closep(&o->oc->pb);
-  cf_av->avformat_free_context(o->oc);
-  cf_av->avcodec_free_context(&o->enc);
-  cf_av->swr_free(&o->swr);
-  cf_av->av_frame_free(&o->frame);
-  cf_av->av_packet_free(&o->pkt);
-  free(o->pend);
-}
-
-/* ---- the run ------------------------------------------------------------ */
-
-void apply_progress(apply_progress_state *p, double secs, double total,
-                    bool done)
-{
-  double t = cli_now();
-  if (!p->on || (!done && t - p->last < 0.1))
-    return;
-  p->last = t;
-  double el = t - p->start;
-  char bar[64] = "";
-  if (total > 0) {
-    double f = secs / total;
-    f = f > 1.0 ? 1.0 : f;
-    int fill = (int)(f * 24.0 + 0.5);
-    snprintf(bar, sizeof bar, "[%.*s%.*s] %3d%% ", fill,
-             "########################", 24 - fill, "........................",
-             (int)(f * 100.0 + 0.5));
-  }
-  fprintf(stderr, "\r%s%8.2f s", bar, secs);
-  if (total > 0)
-    fprintf(stderr, " of %.2f s", total);
-  if (el > 0.0 && secs > 0.0)
-    fprintf(stderr, "  %.1fx real time", secs / el);
-  fputs(done ? "\n" : "   ", stderr);
-  fflush(stderr);
-}
-
-/* Hand frames [made, made + n) of the engine's output to the file: the
- * first `skip` frames (the latency) are dropped, and nothing past `limit`
- * frames of output is written (SIZE_MAX while the length is unknown). */
-static int emit(output *o, const float *y, size_t n, size_t *made, size_t skip,
-                size_t limit, bool final)
-{
-  size_t first = *made < skip ? skip - *made : 0;
-  *made += n;
-  if (first > n)
-    first = n;
-  size_t at = *made - n + first - skip; /* output frame index of y[first] */
-  size_t keep = n - first;
-  if (at >= limit)
-    keep = 0;
-  else if (keep > limit - at)
-    keep = limit - at;
-  return output_write(o, y + first * o->channels, keep, final);
-}
-
-static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
-               size_t kernel_len)
-{
-  const size_t lat = cf_engine_latency(e);
-  const unsigned cout = cf_engine_out_channels(e);
-  size_t made = 0, cap = 0;
-  float *y = NULL;
-  bool told = false;
-  apply_progress_state p = {.on = !opt->quiet && isatty(STDERR_FILENO),
-                            .start = cli_now()};
-  const double total = (double)in->expect / in->rate;
-  int rc = 0;
-
-  while (!rc && !in->eof) {
-    size_t n;
-    if (interrupted) {
-      rc = 130;
-      break;
-    }
-    if ((rc = input_read(in, &n)) || n == 0)
-      continue;
-    if (n > cap) {
-      float *b = realloc(y, n * cout * sizeof *b);
-      if (!b) {
-        rc = cli_error("out of memory");
-        break;
-      }
-      y = b;
-      cap = n;
-    }
-    cf_status st = cf_engine_process(e, in->buf, y, n);
-    cli_note_fallback(e, &told);
-    if (st != CF_OK)
-      rc = cli_error("filtering failed: %s", cf_last_error());
-    else
-      rc = emit(o, y, n, &made, lat, SIZE_MAX, false);
-    apply_progress(&p, (double)in->frames / in->rate, total, false);
-  }
-  if (!rc) {
-    size_t tail = cf_engine_tail(e), written = 0;
-    size_t limit = (size_t)in->frames + (opt->tail ? kernel_len - 1 : 0);
-    if (tail > cap) {
-      float *b = realloc(y, tail * cout * sizeof *b);
-      if (!b)
-        rc = cli_error("out of memory for the %zu-frame tail", tail);
-      else
-        y = b;
-    }
-    cf_status st = rc ? CF_OK : cf_engine_drain(e, y, tail, &written);
-    cli_note_fallback(e, &told);
-    if (st != CF_OK)
-      rc = cli_error("filtering failed: %s", cf_last_error());
-    else if (!rc)
-      rc = emit(o, y, written, &made, lat, limit, true);
-  }
-  if (!rc)
-    rc = output_finish(o);
-  if (!rc)
-    apply_progress(&p, (double)in->frames / in->rate, total, true);
-  else if (p.on)
-    fputc('\n', stderr);
-  free(y);
-  return rc;
-}
-
-/* The temporary name OUTPUT is written under (NULL: write OUTPUT itself,
- * which is not a regular file: a FIFO, /dev/null, a protocol URL). Checks
- * -y and that OUTPUT is not INPUT. */
-int apply_choose_target(const apply_opts *o, char **tmp)
-{
-  struct stat so, si;
-  *tmp = NULL;
-  if (strstr(o->out_path, "://") || !strncmp(o->out_path, "pipe:", 5))
-    return 0;
-  if (stat(o->out_path, &so) == 0) {
-    if (stat(o->in_path, &si) == 0 && si.st_dev == so.st_dev &&
-        si.st_ino == so.st_ino)
-      return cli_error("%s: OUTPUT is INPUT; write to another file",
-                       o->out_path);
-    if (!S_ISREG(so.st_mode))
-      return 0;
-    if (!o->overwrite)
-      return cli_error("%s exists; use -y to replace it", o->out_path);
-  }
-  size_t len = strlen(o->out_path) + 32;
-  if (!(*tmp = malloc(len)))
-    return cli_error("out of memory");
-  snprintf(*tmp, len, "%s.cf-part-%ld", o->out_path, (long)getpid());
-  return 0;
-}
-
-static int check_kernel(const apply_opts *o, const cf_kernel *k,
-                        unsigned channels)
-{
-  cf_routing r = cf_kernel_routing(k);
-  unsigned ins = cf_kernel_inputs(k), outs = cf_kernel_outputs(k);
-  if (o->have_routing && r != o->routing)
-    return cli_error("--routing %s given, but kernel %s is %s",
-                     cf_routing_name(o->routing), o->kernel_path,
-                     cf_routing_name(r));
-  if (r == CF_ROUTING_PER_CHANNEL && ins != channels)
-    return cli_error("kernel %s has %u per-channel kernels, but %s has %u "
-                     "channels",
-                     o->kernel_path, ins, o->in_path, channels);
-  if (r == CF_ROUTING_MATRIX && ins != channels)
-    return cli_error("kernel %s is a %u x %u matrix (outputs x inputs), but "
-                     "%s has %u channels",
-                     o->kernel_path, outs, ins, o->in_path, channels);
-  return 0;
-}
-
-static void describe(const apply_opts *opt, const input *in, const output *o,
-                     const cf_kernel *k, const cf_engine *e)
-{
-  char layout[64] = "";
-  cf_av->av_channel_layout_describe(&in->dec->ch_layout, layout, sizeof layout);
-  fprintf(stderr, "cudafilter: %s: %s, %s, %d Hz, %u channels (%s)\n", in->path,
-          in->fmt->iformat->name, in->dec->codec->name, in->rate, in->channels,
-          layout);
-  fprintf(stderr,
-          "cudafilter: kernel %s: %s, %u output(s) x %u input(s), "
-          "%zu taps, gain %+.2f dB\n",
-          opt->kernel_path, cf_routing_name(cf_kernel_routing(k)),
-          cf_kernel_outputs(k), cf_kernel_inputs(k), cf_kernel_max_len(k),
-          opt->gain_db);
-  fprintf(stderr, "cudafilter: engine: %s\n", cf_engine_describe(e));
-  fprintf(stderr,
-          "cudafilter: latency %zu frames (taken out), tail %zu "
-          "frames\n",
-          cf_engine_latency(e), cf_engine_tail(e));
-  fprintf(stderr, "cudafilter: %s: %s, %s (%s, %d bits), %u channels\n",
-          o->path, o->oc->oformat->name, o->enc->codec->name,
-          cf_av->av_get_sample_fmt_name(o->enc->sample_fmt),
-          o->enc->bits_per_raw_sample
-              ? o->enc->bits_per_raw_sample
-              : 8 * cf_av->av_get_bytes_per_sample(o->enc->sample_fmt),
-          o->channels);
-}
-
 int cli_apply(int argc, char **argv)
 {
   apply_opts opt;
-  input in = {0};
-  output out = {0};
-  cf_kernel *k = NULL;
-  cf_engine *e = NULL;
+  apply_result res;
   char *tmp = NULL;
   const char *why = NULL;
   int rc = apply_parse(argc, argv, &opt);
@@ -992,7 +289,6 @@ int cli_apply(int argc, char **argv)
                                         : AV_LOG_WARNING);
   if ((rc = apply_choose_target(&opt, &tmp)))
     return rc;
-  out.tmp = tmp;
   /* No SA_RESTART: a blocked open or read returns, and the run ends
    * cleanly (the temporary file removed). */
   struct sigaction sa = {.sa_handler = on_signal};
@@ -1000,71 +296,39 @@ int cli_apply(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  if (opt.video) {
-    rc = apply_video(&opt, tmp);
-    goto done;
-  }
   double t0 = cli_now();
-  if ((rc = input_open(&in, opt.in_path)))
-    goto done;
-  if (cf_kernel_load(opt.kernel_path, (unsigned)in.rate, &k) != CF_OK) {
-    const char *msg = cf_last_error();
-    rc = strstr(msg, opt.kernel_path)
-             ? cli_error("cannot load kernel: %s", msg)
-             : cli_error("cannot load kernel %s: %s", opt.kernel_path, msg);
-    goto done;
+  rc = opt.video ? apply_video(&opt, tmp) : apply_audio(&opt, tmp, NULL, &res);
+  if (!rc && !opt.video) {
+    if (res.corrupt)
+      fprintf(stderr,
+              "cudafilter: warning: %s: %u damaged packet(s) "
+              "skipped\n",
+              opt.in_path, res.corrupt);
+    if (res.clipped)
+      fprintf(stderr,
+              "cudafilter: warning: %llu sample(s) clipped (peak "
+              "%+.2f dBFS); lower --gain by %.1f dB or write float "
+              "(-c pcm_f32le)\n",
+              (unsigned long long)res.clipped, 20.0 * log10(res.peak),
+              ceil(20.0 * log10(res.peak) * 10) / 10);
+    if (!opt.quiet || opt.verbose) {
+      double secs = (double)res.frames_out / res.rate, el = cli_now() - t0;
+      fprintf(stderr,
+              "cudafilter: wrote %s: %lld frames (%.2f s), %u "
+              "channels, %u Hz, %s, peak %+.2f dBFS; %.1fx real time on "
+              "%s\n",
+              opt.out_path, (long long)res.frames_out, secs, res.out_channels,
+              res.rate, res.codec,
+              res.peak > 0.0 ? 20.0 * log10(res.peak) : -INFINITY,
+              el > 0.0 ? secs / el : 0.0, res.engine);
+    }
   }
-  if ((rc = check_kernel(&opt, k, in.channels)))
-    goto done;
-  if (opt.gain_db != 0.0)
-    cf_kernel_scale(k, (float)pow(10.0, opt.gain_db / 20.0));
-  opt.cfg.channels = in.channels;
-  if (cf_engine_new_audio(&opt.cfg, k, &e) != CF_OK) {
-    rc = cli_error("cannot create the engine: %s", cf_last_error());
-    goto done;
-  }
-  if ((rc = output_open(&out, &opt, &in, cf_engine_out_channels(e))))
-    goto done;
-  if (opt.verbose)
-    describe(&opt, &in, &out, k, e);
-
-  rc = run(&opt, &in, &out, e, cf_kernel_max_len(k));
-  if (rc || (rc = apply_commit(&opt, tmp)))
-    goto done;
-
-  if (in.corrupt)
-    fprintf(stderr,
-            "cudafilter: warning: %s: %u damaged packet(s) "
-            "skipped\n",
-            opt.in_path, in.corrupt);
-  if (out.clipped)
-    fprintf(stderr,
-            "cudafilter: warning: %llu sample(s) clipped (peak "
-            "%+.2f dBFS); lower --gain by %.1f dB or write float "
-            "(-c pcm_f32le)\n",
-            (unsigned long long)out.clipped, 20.0 * log10(out.peak),
-            ceil(20.0 * log10(out.peak) * 10) / 10);
-  if (!opt.quiet || opt.verbose) {
-    double secs = (double)out.frames / in.rate, el = cli_now() - t0;
-    fprintf(stderr,
-            "cudafilter: wrote %s: %lld frames (%.2f s), %u "
-            "channels, %d Hz, %s, peak %+.2f dBFS; %.1fx real time on %s\n",
-            opt.out_path, (long long)out.frames, secs, out.channels, in.rate,
-            out.enc->codec->name,
-            out.peak > 0.0 ? 20.0 * log10(out.peak) : -INFINITY,
-            el > 0.0 ? secs / el : 0.0, cf_engine_describe(e));
-  }
-done:
+  if (rc && tmp)
+    unlink(tmp);
   if (rc && interrupted) {
     rc = 130;
     fprintf(stderr, "cudafilter: interrupted; %s not written\n", opt.out_path);
   }
-  output_close(&out);
-  if (rc && tmp)
-    unlink(tmp);
-  input_close(&in);
-  cf_engine_free(e);
-  cf_kernel_free(k);
   free(tmp);
   return rc;
 }

@@ -1,5 +1,7 @@
-/* `cudafilter apply`: what the audio (apply.c) and video (apply_video.c)
- * halves share. Only built with libav. */
+/* `cudafilter apply`: the command line (apply.c), the audio half and the
+ * file helpers (apply_audio.c), the video half (apply_video.c). Only built
+ * with libav. apply_audio.c is also cudafilterd's file stream: it uses
+ * nothing of cli.h but the exit codes. */
 #ifndef CF_CLI_APPLY_H
 #define CF_CLI_APPLY_H
 
@@ -31,6 +33,14 @@ typedef struct apply_opts {
 extern volatile sig_atomic_t apply_interrupted;
 int apply_check_interrupt(void *opaque);
 
+/* "cudafilter: MESSAGE" on stderr; returns CLI_EXIT_RUNTIME. In a thread
+ * that called apply_capture(buf, len), the first message goes into buf
+ * instead (apply_capture(NULL, 0) ends that). */
+int apply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void apply_capture(char *buf, size_t len);
+/* Monotonic clock, seconds. */
+double apply_now(void);
+
 /* "cudafilter: PATH: WHAT: libav's message"; returns CLI_EXIT_RUNTIME. */
 int apply_av_error(const char *path, const char *what, int err);
 
@@ -61,6 +71,46 @@ typedef struct apply_progress_state {
 } apply_progress_state;
 void apply_progress(apply_progress_state *p, double secs, double total,
                     bool done);
+
+/* What a caller other than the command line brings to an audio run
+ * (cudafilterd's file streams). */
+typedef struct apply_hooks {
+  void *user;
+  /* Non-zero: the input ends here. The output is finished with what was
+   * read (the latency taken out) and committed. Also asked while libav
+   * waits for input. */
+  int (*stop)(void *user);
+  /* The engine's work on a block, in place of cf_engine_process(engine,
+   * ...): the caller takes kernel swaps there. */
+  cf_status (*process)(void *user, const float *x, float *y, size_t frames);
+  /* The caller's engine, made for `rate` Hz and `channels` input
+   * channels, which INPUT must have; its kernel is the caller's. */
+  cf_engine *engine;
+  unsigned rate, channels;
+} apply_hooks;
+
+typedef struct apply_result {
+  int64_t frames_in, frames_out; /* per channel */
+  unsigned rate, out_channels;
+  uint64_t clipped; /* samples beyond full scale (integer outputs) */
+  double peak;      /* largest |output sample| */
+  unsigned corrupt; /* damaged input packets skipped */
+  bool stopped;     /* hooks->stop ended the input early */
+  char codec[32];   /* the encoder */
+  char engine[160]; /* cf_engine_describe (no hooks) */
+} apply_result;
+
+/* The audio half: INPUT's main audio stream through the kernel (or
+ * h->engine) into tmp, renamed to OUTPUT when complete (tmp NULL: OUTPUT
+ * written in place). 0, 130 (interrupted) or CLI_EXIT_RUNTIME; on an
+ * error tmp is removed. h may be NULL. */
+int apply_audio(const apply_opts *o, const char *tmp, const apply_hooks *h,
+                apply_result *res);
+
+/* INPUT's main audio stream: its rate, channels and announced length in
+ * seconds (0: not known); 0 or CLI_EXIT_RUNTIME. */
+int apply_probe(const char *path, unsigned *rate, unsigned *channels,
+                double *seconds);
 
 /* The video half: filter INPUT's main video stream, copy its audio. */
 int apply_video(const apply_opts *o, const char *tmp);
