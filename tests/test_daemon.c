@@ -31,12 +31,13 @@
 #include "check.h"
 #include "fixture.h"
 #include "ref.h"
+#include "wav.h"
 
 static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static ref_rng rng;
-static int have_portaudio, have_gst;
+static int have_portaudio, have_gst, have_libav;
 
 /* ---- the daemon as a process ---- */
 
@@ -678,7 +679,7 @@ static void test_bad_config(void **state)
       {"[stream a]\ntype = audio\nkernel = 1\nrate = 4x\n", "rate"},
       {"[stream a]\ntype = audio\nkernel = 1\nrate = 100\n", "1000..768000"},
       {"[stream a]\nkernel = 1\n", "type"},
-      {"[stream a]\ntype = video\n", "audio or pipeline"},
+      {"[stream a]\ntype = video\n", "audio, pipeline or file"},
       {"[stream a]\ntype = audio\nkernel = 1\nkernel-file = ok.txt\n",
        "not both"},
       {"[stream a]\ntype = audio\n", "neither"},
@@ -868,15 +869,15 @@ static void test_pipelines_reload(void **state)
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no daemon: exit %d", st);
 
   /* SIGTERM ends a live pipeline with EOS: wavenc writes its sizes */
-  char wav[600];
-  snprintf(wav, sizeof wav, "%s", fixture("live.wav"));
-  unlink(wav);
+  char wavp[600];
+  snprintf(wavp, sizeof wavp, "%s", fixture("live.wav"));
+  unlink(wavp);
   write_text(conf,
              "[stream w]\ntype = pipeline\npipeline = audiotestsrc "
              "is-live=true samplesperbuffer=480 ! audio/x-raw,"
              "format=F32LE,rate=48000,channels=1 ! cudafir "
              "backend=cpu ! wavenc ! filesink location=%s\n",
-             wav);
+             wavp);
   rc = start_daemon(&r, conf);
   if (rc)
     print_log(&r);
@@ -884,7 +885,7 @@ static void test_pipelines_reload(void **state)
   wait_for(&r, "w", "buffers", 10);
   stop_daemon(&r);
   size_t nb;
-  unsigned char *w = (unsigned char *)slurp(wav, &nb);
+  unsigned char *w = (unsigned char *)slurp(wavp, &nb);
   CHECK(w && nb > 44 + 4800 * 4, "%zu bytes of WAV", nb);
   uint32_t riff = (uint32_t)w[4] | (uint32_t)w[5] << 8 | (uint32_t)w[6] << 16 |
                   (uint32_t)w[7] << 24;
@@ -947,6 +948,338 @@ static void test_pipeline_file(void **state)
   free(k.h);
 }
 
+/* ---- type=file: audio files through libav ---- */
+
+static int skip_without_libav(void)
+{
+  if (have_libav)
+    return 0;
+  printf("skipped: this cudafilterd has no libav (type=file)\n");
+  return 1;
+}
+
+/* Relative L2 error of got against want, both strided. */
+static double rel_l2_dd(const double *got, const double *want, size_t stride,
+                        size_t n)
+{
+  double e = 0, w = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = got[i * stride] - want[i * stride];
+    e += d * d;
+    w += want[i * stride] * want[i * stride];
+  }
+  return w > 0 ? sqrt(e / w) : sqrt(e);
+}
+
+/* The output WAV (float32, as the input) against want[frames][cout]. */
+static void check_wav(const char *path, const double *want, size_t frames,
+                      unsigned cout, unsigned rate)
+{
+  wav w;
+  read_wav(path, &w);
+  CHECK(w.kind == W_F32 && w.ch == cout && w.rate == rate,
+        "%s: %s, %u channels, %u Hz; want f32, %u, %u", path, wav_names[w.kind],
+        w.ch, w.rate, cout, rate);
+  CHECK(w.frames == frames, "%s: %zu frames, want %zu", path, w.frames, frames);
+  for (unsigned c = 0; c < cout; c++) {
+    double e = rel_l2_dd(w.x + c, want + c, cout, frames);
+    CHECK(e <= 2e-5, "channel %u: relative L2 error %.3g", c, e);
+  }
+  free(w.x);
+}
+
+/* Random files through random kernels, as fast as they go; the output
+ * time-aligned and as long as the input. Then the kernel file changes
+ * and a reload runs the finished stream again. */
+static void test_file_streams(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  static const unsigned rates[] = {8000, 22050, 44100, 48000, 96000, 12345};
+  static const char *algos[] = {"auto", "direct", "fft-uniform",
+                                "fft-nonuniform"};
+  for (int round = 0; round < 4; round++) {
+    unsigned rate = rates[ref_rng_range(&rng, 0, 5)];
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    unsigned block = (unsigned)ref_rng_range(&rng, 0, 1)
+                         ? (unsigned)ref_rng_range(&rng, 1, 5000)
+                         : 1u << ref_rng_range(&rng, 6, 13);
+    unsigned len =
+        (unsigned)(ref_rng_range(&rng, 0, 2) ? ref_rng_range(&rng, 1, 300)
+                                             : ref_rng_range(&rng, 301, 6000));
+    int routing = (int)ref_rng_range(&rng, 0, 2);
+    const char *algo = algos[ref_rng_range(&rng, 0, 3)];
+    double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
+    size_t frames = ref_rng_range(&rng, 1, 60000);
+    set_case("file round %d: rate %u, %u channels, block %u, %u taps, "
+             "routing %d, %s, gain %.1f dB, %zu frames",
+             round, rate, ch, block, len, routing, algo, gain, frames);
+    kset k, k2;
+    kset_random(&k, ch, len, routing);
+    kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 2000), routing);
+    k2.cout = k.cout; /* the same shape: a matrix keeps its outputs */
+    if (routing == 2) {
+      free(k2.h);
+      k2.h = xalloc(sizeof(float) * k2.cout * ch * k2.len);
+      ref_rng_fill(&rng, k2.h, (size_t)k2.cout * ch * k2.len);
+    }
+    char kpath[600], in[600], out[600], conf[600];
+    snprintf(kpath, sizeof kpath, "%s", fixture(routing ? "fk.npy" : "fk.txt"));
+    snprintf(in, sizeof in, "%s", fixture("fin.wav"));
+    snprintf(out, sizeof out, "%s", fixture("fout.wav"));
+    snprintf(conf, sizeof conf, "%s", fixture("file.conf"));
+    kset_write(&k, kpath);
+    float *x = xalloc(sizeof(float) * frames * ch);
+    ref_rng_fill(&rng, x, frames * ch);
+    for (size_t i = 0; i < frames * ch; i++)
+      x[i] *= 0.5f;
+    write_wav(in, W_F32, rate, ch, x, frames);
+    unlink(out);
+    /* paths relative to the config file */
+    write_text(conf,
+               "[stream render]\ntype = file\ninput = fin.wav\n"
+               "output = fout.wav\nblock = %u\nalgorithm = %s\n"
+               "backend = cpu\nkernel-file = %s\ngain = %.1f\n",
+               block, algo, strrchr(kpath, '/') + 1, gain);
+    running r;
+    int rc = start_daemon(&r, conf);
+    if (rc)
+      print_log(&r);
+    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    wait_state(&r, "render", "finished");
+    CHECK(status_num(&r, "render", "frames") == (double)frames,
+          "status: not %zu frames", frames);
+    CHECK(status_num(&r, "render", "written-frames") == (double)frames,
+          "status: not %zu frames written", frames);
+    double g = pow(10.0, gain / 20.0);
+    double *y = reference(&k, x, frames, g);
+    check_wav(out, y, frames, k.cout, rate);
+    free(y);
+
+    /* the kernel file rewritten: a reload runs it again */
+    kset_write(&k2, kpath);
+    kill(r.pid, SIGHUP);
+    double t0 = now_s();
+    for (;;) {
+      char *l = slurp(r.log, NULL);
+      int got = l && strstr(l, "reload: render: restarted") != NULL;
+      free(l);
+      if (got)
+        break;
+      if (now_s() - t0 > 30)
+        print_log(&r);
+      CHECK(now_s() - t0 < 30, "SIGHUP: the stream did not run again");
+      usleep(20000);
+    }
+    wait_state(&r, "render", "finished");
+    stop_daemon(&r);
+    y = reference(&k2, x, frames, g);
+    check_wav(out, y, frames, k2.cout, rate);
+    free(y);
+    /* no temporary file left */
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q cf-part", tmp_dir);
+    CHECK(system(cmd) != 0, "a temporary file is left in %s", tmp_dir);
+    free(x);
+    free(k.h);
+    free(k2.h);
+  }
+}
+
+/* Paced at the input's rate: a kernel swap while the file runs follows
+ * the engine's crossfade from the frame the daemon reports; SIGTERM then
+ * ends the next run where its input stands, with the output finished and
+ * equal to the reference so far. */
+static void test_file_live(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 8000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t frames = ref_rng_range(&rng, 8000, 12000);
+  double xf = (double)ref_rng_range(&rng, 0, 800) / rate;
+  unsigned block = 1u << ref_rng_range(&rng, 6, 10);
+  set_case("live file: %u channels, block %u, %zu frames, crossfade %.0f "
+           "frames",
+           ch, block, frames, xf * rate);
+  kset k1, k2;
+  kset_random(&k1, ch, (unsigned)ref_rng_range(&rng, 1, 500), 0);
+  kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 500), 0);
+  char k1p[600], k2p[600], in[600], out[600], conf[600];
+  snprintf(k1p, sizeof k1p, "%s", fixture("lk1.txt"));
+  snprintf(k2p, sizeof k2p, "%s", fixture("lk2.txt"));
+  snprintf(in, sizeof in, "%s", fixture("lin.wav"));
+  snprintf(out, sizeof out, "%s", fixture("lout.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("live-file.conf"));
+  kset_write(&k1, k1p);
+  kset_write(&k2, k2p);
+  float *x = xalloc(sizeof(float) * frames * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  write_wav(in, W_F32, rate, ch, x, frames);
+  unlink(out);
+  write_text(conf,
+             "[stream live]\ntype = file\ninput = %s\noutput = %s\n"
+             "block = %u\nbackend = cpu\nkernel-file = %s\n"
+             "crossfade = %.17g\nrealtime = true\n",
+             in, out, block, k1p, xf);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  /* realtime: about a quarter in */
+  wait_for(&r, "live", "frames", (double)frames / 4);
+  char *a = ctl(&r, "swap-kernel live %s", k2p);
+  CHECK(answer_ok(a), "swap-kernel: %s", a);
+  free(a);
+  wait_state(&r, "live", "finished");
+  double swaps = status_num(&r, "live", "swaps");
+  double S = status_num(&r, "live", "last-swap-frame");
+  CHECK(swaps == 1, "%.0f swaps", swaps);
+  CHECK(S > 0 && S < (double)frames, "swapped at frame %.0f of %zu", S, frames);
+  /* a finished file takes no swap */
+  a = ctl(&r, "swap-kernel live %s", k1p);
+  CHECK(!answer_ok(a) && strstr(a, "ended"), "swap after the end: %s", a);
+  free(a);
+
+  double *y1 = reference(&k1, x, frames, 1.0);
+  double *y2 = reference(&k2, x, frames, 1.0);
+  size_t X = (size_t)llround(xf * rate), s = (size_t)S;
+  for (size_t n = 0; n < frames; n++) {
+    double w = n < s ? 0 : n < s + X ? (double)(n - s + 1) / (X + 1) : 1;
+    for (unsigned c = 0; c < ch; c++)
+      y1[n * ch + c] = (1 - w) * y1[n * ch + c] + w * y2[n * ch + c];
+  }
+  check_wav(out, y1, frames, ch, rate);
+  free(y1);
+
+  /* again, k2 from the start (a reload with the other kernel), stopped
+   * by SIGTERM partway */
+  write_text(conf,
+             "[stream live]\ntype = file\ninput = %s\noutput = %s\n"
+             "block = %u\nbackend = cpu\nkernel-file = %s\n"
+             "crossfade = %.17g\nrealtime = true\n",
+             in, out, block, k2p, xf);
+  kill(r.pid, SIGHUP);
+  double t0 = now_s();
+  while (status_num(&r, "live", "frames") > (double)frames / 2 ||
+         status_num(&r, "live", "frames") < (double)frames / 8) {
+    CHECK(now_s() - t0 < 30, "the stream did not run again");
+    usleep(20000);
+  }
+  stop_daemon(&r);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "stream live stopped: wrote"), "log: %s",
+        log ? log : "");
+  free(log);
+  wav w;
+  read_wav(out, &w);
+  CHECK(w.frames > 0 && w.frames < frames, "%zu frames of %zu after SIGTERM",
+        w.frames, frames);
+  free(w.x);
+  check_wav(out, y2, (size_t)w.frames, ch, rate);
+  free(y2);
+  free(x);
+  free(k1.h);
+  free(k2.h);
+}
+
+/* What a file stream refuses: in the config (--check), and at run time
+ * (status says failed, the daemon goes on, no output). */
+static void test_file_bad(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  float x[64 * 2];
+  ref_rng_fill(&rng, x, 64 * 2);
+  write_wav(fixture("b.wav"), W_F32, 22050, 2, x, 64);
+  write_text(fixture("b.txt"), "0.5 0.25\n");
+  write_text(fixture("notaudio.wav"), "RIFF but not really");
+  write_text(fixture("exists.wav"), "an older output");
+  static const struct {
+    const char *body, *words;
+  } cases[] = {
+      {"[stream f]\ntype = file\nkernel = 1\noutput = o.wav\n", "input"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n", "output"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = nothere.wav\n"
+       "output = o.wav\n",
+       "nothere.wav"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = notaudio.wav\n"
+       "output = o.wav\n",
+       "notaudio.wav"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = b.wav\n",
+       "is the input"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = o.wav\n"
+       "rate = 48000\n",
+       "only type=audio"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = o.wav\n"
+       "realtime = maybe\n",
+       "true or false"},
+      {"[stream f]\ntype = audio\nkernel = 1\noverwrite = true\n",
+       "only type=file"},
+      {"[stream f]\ntype = file\nkernel-file = b.txt\ninput = b.wav\n"
+       "output = o.wav\nblock = 0\n",
+       "block"},
+  };
+  char cmd[1400];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    set_case("bad file config %zu: %s", i, cases[i].body);
+    write_text(fixture("badf.conf"), "%s", cases[i].body);
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("badf.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "--check exited %d: %s", st,
+          msg);
+    CHECK(strstr(msg, cases[i].words), "the message lacks '%s': %s",
+          cases[i].words, msg);
+    free(msg);
+  }
+  /* at start: overwrite = false keeps an existing file */
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("keep.conf"));
+  write_text(conf, "[stream f]\ntype = file\nkernel-file = b.txt\n"
+                   "input = b.wav\noutput = exists.wav\noverwrite = false\n");
+  /* (the socket opens before the streams start: wait for the exit) */
+  snprintf(cmd, sizeof cmd, "timeout 30 %s -c %s -s %s >%s 2>&1", daemon_bin,
+           conf, fixture("keep.sock"), fixture("keep.log"));
+  int st = system(cmd);
+  char *log = slurp(fixture("keep.log"), NULL);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+        "cudafilterd exited with %d, not 1: %s", st, log ? log : "");
+  CHECK(log && strstr(log, "exists.wav exists"), "log: %s", log ? log : "");
+  free(log);
+  size_t n;
+  char *kept = slurp(fixture("exists.wav"), &n);
+  CHECK(kept && !strcmp(kept, "an older output"), "exists.wav changed");
+  free(kept);
+  /* at run time: an encoder that cannot write the rate; the other
+   * stream runs on */
+  snprintf(conf, sizeof conf, "%s", fixture("fail.conf"));
+  unlink(fixture("o.mp2"));
+  write_text(conf, "[stream bad]\ntype = file\nkernel-file = b.txt\n"
+                   "input = b.wav\noutput = o.mp2\ncodec = mp2\n"
+                   "[stream good]\ntype = file\nkernel-file = b.txt\n"
+                   "input = b.wav\noutput = o.wav\n");
+  write_wav(fixture("b.wav"), W_F32, 12345, 2, x, 64);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "bad", "failed");
+  wait_state(&r, "good", "finished");
+  char *ans = ctl(&r, "status bad");
+  const char *err = field(ans, "bad", "error");
+  CHECK(err && strstr(err, "12345"), "status: %s", ans);
+  free(ans);
+  stop_daemon(&r);
+  struct stat sb;
+  CHECK(stat(fixture("o.mp2"), &sb) != 0, "a failed stream left o.mp2");
+}
+
 int main(void)
 {
   daemon_bin = getenv("CF_DAEMON");
@@ -958,6 +1291,7 @@ int main(void)
   const char *f = getenv("CF_DAEMON_FEATURES");
   have_portaudio = f && strstr(f, "portaudio") != NULL;
   have_gst = f && strstr(f, "gst") != NULL;
+  have_libav = f && strstr(f, "libav") != NULL;
   check_seed = ref_seed();
   ref_rng_init(&rng, check_seed);
   if (fixture_init("daemon"))
@@ -968,6 +1302,9 @@ int main(void)
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+      cmocka_unit_test_teardown(test_file_streams, kill_left),
+      cmocka_unit_test_teardown(test_file_live, kill_left),
+      cmocka_unit_test_teardown(test_file_bad, kill_left),
   };
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }

@@ -1,5 +1,9 @@
 /* A live audio stream: PortAudio input -> engine -> PortAudio output, in
  * PortAudio's callback (the lowest latency PortAudio offers: one period).
+ * A file stream (type=file): an audio file (or URL) through the engine
+ * into another, `cudafilter apply`'s audio half (src/cli/apply_audio.c) in
+ * a thread of its own, as fast as it goes or paced at the input's rate.
+ * Both take kernel changes and report the same statistics.
  *
  * The callback never waits for the control thread. A new kernel is loaded
  * in the thread that asks for it, and there also the swap is built
@@ -9,20 +13,31 @@
  * that the callback takes at its next period; the engine crossfades. */
 #include "cfd.h"
 
-#ifdef CFD_HAVE_PORTAUDIO
+#if defined(CFD_HAVE_PORTAUDIO) || defined(CFD_HAVE_LIBAV)
 
 #include <math.h>
-#include <portaudio.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef CFD_HAVE_PORTAUDIO
+#include <portaudio.h>
+#endif
+#ifdef CFD_HAVE_LIBAV
+#include "../cli/apply.h"
+#include "../io/av_lazy.h"
+#endif
 
 #define RING 4096 /* periods the processing-time statistics cover */
 
 struct cfd_audio {
   cfd_stream_conf *sc; /* live keys (kernel, gain, crossfade) follow set */
   cf_engine *e;
+#ifdef CFD_HAVE_PORTAUDIO
   PaStream *pa;
+#endif
   unsigned out_channels;
   float *silence;   /* block * channels zeros: a period with no input */
   double budget_us; /* one period */
@@ -41,7 +56,79 @@ struct cfd_audio {
   _Atomic float swap_us; /* the last cf_engine_set_kernel, in the callback */
   _Atomic float proc_us[RING];
   _Atomic uint64_t proc_n;
+  /* type=file */
+  bool file;
+  GThread *thread;
+  char *tmp;         /* the output is written there, then renamed */
+  _Atomic bool stop; /* end the input where it stands */
+  _Atomic int state; /* file_state */
+  double t0;         /* the run's start, s (monotonic) */
+  /* the thread's, read once state is no longer running */
+  char error[512];
+  double wall; /* s the run took */
+#ifdef CFD_HAVE_LIBAV
+  apply_result res;
+#endif
 };
+
+typedef enum file_state {
+  FILE_RUNNING,
+  FILE_FINISHED, /* the whole input, the output written */
+  FILE_STOPPED,  /* stopped early; the output holds what was read */
+  FILE_FAILED    /* error: no output */
+} file_state;
+
+static const char *const file_state_names[] = {"running", "finished", "stopped",
+                                               "failed"};
+
+static double now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* One block through the engine, a swap built ahead taken first, timed
+ * and counted: the PortAudio callback's work and a file's. */
+static cf_status step(cfd_audio *a, const float *x, float *y, size_t n,
+                      double t0)
+{
+  uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
+  cf_swap_prep *p = atomic_exchange(&a->prep, NULL);
+  if (p) {
+    size_t xf =
+        (size_t)llround(atomic_load(&a->pending_crossfade) * a->sc->rate);
+    double t1 = now_us();
+    cf_status s = cf_engine_set_prepared(a->e, p, xf);
+    atomic_store(&a->swap_us, (float)(now_us() - t1));
+    if (s == CF_OK) {
+      atomic_store(&a->swap_frame, done);
+      atomic_fetch_add(&a->swaps, 1);
+    } else {
+      atomic_fetch_add(&a->errors, 1);
+      atomic_store(&a->last_error, (int)s);
+    }
+    /* what the swap let go is freed in the control thread; one made
+     * before it and still there (never: one swap is built at a time) is
+     * freed here */
+    cf_swap_prep_free(atomic_exchange(&a->made, p));
+  }
+  cf_status s = cf_engine_process(a->e, x, y, n);
+  if (s != CF_OK) {
+    atomic_fetch_add(&a->errors, 1);
+    atomic_store(&a->last_error, (int)s);
+  }
+  atomic_store_explicit(&a->frames, done + n, memory_order_relaxed);
+  atomic_store_explicit(&a->backend, (int)cf_engine_backend(a->e),
+                        memory_order_relaxed);
+  uint64_t i = atomic_fetch_add_explicit(&a->periods, 1, memory_order_relaxed);
+  atomic_store_explicit(&a->proc_us[i % RING], (float)(now_us() - t0),
+                        memory_order_relaxed);
+  atomic_store_explicit(&a->proc_n, i + 1, memory_order_release);
+  return s;
+}
+
+#ifdef CFD_HAVE_PORTAUDIO
 
 static int pa_users;
 static G_LOCK_DEFINE(pa_lock);
@@ -82,13 +169,6 @@ static void pa_unref(void)
   if (--pa_users == 0)
     Pa_Terminate(); /* its error, if any, changes nothing here */
   G_UNLOCK(pa_lock);
-}
-
-static double now_us(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
 /* "default", a device index, its exact name, or a part of exactly one
@@ -182,48 +262,15 @@ static int callback(const void *in, void *out, unsigned long n,
                paOutputOverflow))
     atomic_fetch_add_explicit(&a->xruns, 1, memory_order_relaxed);
   uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
-
-  cf_swap_prep *p = atomic_exchange(&a->prep, NULL);
-  if (p) {
-    size_t xf =
-        (size_t)llround(atomic_load(&a->pending_crossfade) * a->sc->rate);
-    double t1 = now_us();
-    cf_status s = cf_engine_set_prepared(a->e, p, xf);
-    atomic_store(&a->swap_us, (float)(now_us() - t1));
-    if (s == CF_OK) {
-      atomic_store(&a->swap_frame, done);
-      atomic_fetch_add(&a->swaps, 1);
-    } else {
-      atomic_fetch_add(&a->errors, 1);
-      atomic_store(&a->last_error, (int)s);
-    }
-    /* what the swap let go is freed in the control thread; one made
-     * before it and still there (never: one swap is built at a time) is
-     * freed here */
-    cf_swap_prep_free(atomic_exchange(&a->made, p));
-  }
-
   size_t todo = n;
   if (a->limit && done + todo > a->limit)
     todo = (size_t)(a->limit - done);
-  const float *src = in ? in : a->silence;
-  cf_status s = cf_engine_process(a->e, src, out, todo);
-  if (s != CF_OK) {
-    /* the stream goes on: a period of silence, counted */
+  cf_status s = step(a, in ? in : a->silence, out, todo, t0);
+  if (s != CF_OK) /* the stream goes on: a period of silence, counted */
     memset(out, 0, (size_t)n * a->out_channels * sizeof(float));
-    atomic_fetch_add(&a->errors, 1);
-    atomic_store(&a->last_error, (int)s);
-  } else if (todo < n) {
+  else if (todo < n)
     memset((float *)out + todo * a->out_channels, 0,
            (n - todo) * a->out_channels * sizeof(float));
-  }
-  atomic_store_explicit(&a->frames, done + todo, memory_order_relaxed);
-  atomic_store_explicit(&a->backend, (int)cf_engine_backend(a->e),
-                        memory_order_relaxed);
-  uint64_t i = atomic_fetch_add_explicit(&a->periods, 1, memory_order_relaxed);
-  atomic_store_explicit(&a->proc_us[i % RING], (float)(now_us() - t0),
-                        memory_order_relaxed);
-  atomic_store_explicit(&a->proc_n, i + 1, memory_order_release);
   return a->limit && done + todo >= a->limit ? paComplete : paContinue;
 }
 
@@ -232,6 +279,50 @@ static void finished(void *user)
   cfd_audio *a = user;
   atomic_store(&a->finished, true);
 }
+
+/* Open the devices and start the callback. */
+static bool pa_start(cfd_audio *a, GError **err)
+{
+  const cfd_stream_conf *sc = a->sc;
+  GError *e = NULL;
+  PaDeviceIndex din = find_device(sc->input, true, sc->channels, &e);
+  PaDeviceIndex dout =
+      din == paNoDevice ? paNoDevice
+                        : find_device(sc->output, false, a->out_channels, &e);
+  if (dout == paNoDevice) {
+    g_propagate_error(err, e);
+    return false;
+  }
+  const PaDeviceInfo *ii = Pa_GetDeviceInfo(din);
+  const PaDeviceInfo *oi = Pa_GetDeviceInfo(dout);
+  PaStreamParameters ip = {
+      din, (int)sc->channels, paFloat32,
+      sc->latency > 0 ? sc->latency : ii->defaultLowInputLatency, NULL};
+  PaStreamParameters op = {
+      dout, (int)a->out_channels, paFloat32,
+      sc->latency > 0 ? sc->latency : oi->defaultLowOutputLatency, NULL};
+  char *what = g_strdup_printf("opening '%s' -> '%s' at %u Hz, %u frames a "
+                               "period",
+                               ii->name, oi->name, sc->rate, sc->block);
+  bool ok = pa_ok(Pa_OpenStream(&a->pa, &ip, &op, sc->rate, sc->block, paNoFlag,
+                                callback, a),
+                  what, err);
+  g_free(what);
+  return ok &&
+         pa_ok(Pa_SetStreamFinishedCallback(a->pa, finished), "stream", err) &&
+         pa_ok(Pa_StartStream(a->pa), "starting the stream", err);
+}
+
+#else
+
+bool cfd_audio_available(const char **why)
+{
+  *why = "this cudafilterd was built without PortAudio (type=audio); "
+         "a type=pipeline stream can use GStreamer's audio sources";
+  return false;
+}
+
+#endif /* CFD_HAVE_PORTAUDIO */
 
 static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
 {
@@ -246,14 +337,171 @@ static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
   c->kernel = NULL;
   c->pipeline = NULL;
   c->filter = NULL;
+  c->format = g_strdup(sc->format);
+  c->codec = g_strdup(sc->codec);
   return c;
 }
 
+/* ---- files ---- */
+
+#ifdef CFD_HAVE_LIBAV
+
+bool cfd_file_available(const char **why)
+{
+  return cf_av_get(why) != NULL;
+}
+
+bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
+                    double *seconds, GError **err)
+{
+  const char *why = NULL;
+  if (!cf_av_get(&why)) {
+    g_set_error(err, CFD_ERROR, 0, "libav: %s", why);
+    return false;
+  }
+  cf_av->av_log_set_level(AV_LOG_ERROR);
+  char msg[512];
+  apply_capture(msg, sizeof msg);
+  int rc = apply_probe(path, rate, channels, seconds);
+  apply_capture(NULL, 0);
+  if (rc)
+    g_set_error(err, CFD_ERROR, 0, "%s", msg);
+  return rc == 0;
+}
+
+static int file_stop(void *user)
+{
+  cfd_audio *a = user;
+  return atomic_load(&a->stop);
+}
+
+static cf_status file_process(void *user, const float *x, float *y, size_t n)
+{
+  cfd_audio *a = user;
+  cf_status s = step(a, x, y, n, now_us());
+  /* realtime: the input at its own rate (a file played as a live
+   * source, an output that is a live destination) */
+  double due = a->t0 + 1e6 * (double)atomic_load(&a->frames) / a->sc->rate;
+  while (s == CF_OK && a->sc->realtime && !atomic_load(&a->stop)) {
+    double wait = due - now_us();
+    if (wait <= 0)
+      break;
+    g_usleep((gulong)(wait < 20000 ? wait : 20000));
+  }
+  return s;
+}
+
+static gpointer file_thread(gpointer user)
+{
+  cfd_audio *a = user;
+  const cfd_stream_conf *sc = a->sc;
+  apply_opts o;
+  memset(&o, 0, sizeof o);
+  o.in_path = sc->input;
+  o.out_path = sc->output;
+  o.codec = sc->codec;
+  o.format = sc->format;
+  o.quiet = true;
+  apply_hooks h = {.user = a,
+                   .stop = file_stop,
+                   .process = file_process,
+                   .engine = a->e,
+                   .rate = sc->rate,
+                   .channels = sc->channels};
+  apply_capture(a->error, sizeof a->error);
+  a->t0 = now_us();
+  int rc = apply_audio(&o, a->tmp, &h, &a->res);
+  a->wall = (now_us() - a->t0) * 1e-6;
+  apply_capture(NULL, 0);
+  file_state st = rc == 0 && !a->res.stopped ? FILE_FINISHED
+                  : rc == 0 || rc == 130     ? FILE_STOPPED
+                                             : FILE_FAILED;
+  if (st == FILE_FAILED)
+    fprintf(stderr, "cudafilterd: stream %s failed: %s\n", sc->name, a->error);
+  else if (rc == 130)
+    fprintf(stderr,
+            "cudafilterd: stream %s stopped before its input "
+            "opened; nothing written\n",
+            sc->name);
+  else
+    fprintf(stderr,
+            "cudafilterd: stream %s %s: wrote %s, %.2f s%s, in %.2f s\n",
+            sc->name, file_state_names[st], sc->output,
+            (double)a->res.frames_out / sc->rate,
+            st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
+  atomic_store(&a->state, (int)st);
+  return NULL;
+}
+
+/* Check the output, choose its temporary name, start the thread. */
+static bool file_start(cfd_audio *a, GError **err)
+{
+  const cfd_stream_conf *sc = a->sc;
+  struct stat st;
+  if (!sc->overwrite && stat(sc->output, &st) == 0 && S_ISREG(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0, "%s exists (overwrite = false keeps it)",
+                sc->output);
+    return false;
+  }
+  apply_opts o;
+  memset(&o, 0, sizeof o);
+  o.in_path = sc->input;
+  o.out_path = sc->output;
+  o.overwrite = true;
+  char msg[512];
+  apply_capture(msg, sizeof msg);
+  int rc = apply_choose_target(&o, &a->tmp);
+  apply_capture(NULL, 0);
+  if (rc) {
+    g_set_error(err, CFD_ERROR, 0, "%s", msg);
+    return false;
+  }
+  a->thread = g_thread_try_new(sc->name, file_thread, a, err);
+  return a->thread != NULL;
+}
+
+#else
+
+bool cfd_file_available(const char **why)
+{
+  *why = "this cudafilterd was built without libav (type=file); a "
+         "type=pipeline stream can read and write files through GStreamer";
+  return false;
+}
+
+bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
+                    double *seconds, GError **err)
+{
+  (void)path;
+  (void)rate;
+  (void)channels;
+  (void)seconds;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
+
+#endif /* CFD_HAVE_LIBAV */
+
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
 {
-  if (!pa_ref(err))
+  bool file = sc->type == CFD_FILE;
+#ifndef CFD_HAVE_PORTAUDIO
+  if (!file) {
+    g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
     return NULL;
+  }
+#else
+  if (!file && !pa_ref(err))
+    return NULL;
+#endif
+#ifndef CFD_HAVE_LIBAV
+  if (file) {
+    g_set_error(err, CFD_ERROR, 0, "built without libav");
+    return NULL;
+  }
+#endif
   cfd_audio *a = g_new0(cfd_audio, 1);
+  a->file = file;
   a->sc = conf_copy(sc);
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
@@ -274,58 +522,100 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   a->limit = (uint64_t)llround(sc->duration * sc->rate);
   a->latency = cf_engine_latency(a->e);
   atomic_store(&a->backend, (int)cf_engine_backend(a->e));
-
-  GError *e = NULL;
-  PaDeviceIndex din = find_device(sc->input, true, sc->channels, &e);
-  PaDeviceIndex dout =
-      din == paNoDevice ? paNoDevice
-                        : find_device(sc->output, false, a->out_channels, &e);
-  if (dout == paNoDevice) {
-    g_propagate_error(err, e);
-    goto fail;
-  }
-  const PaDeviceInfo *ii = Pa_GetDeviceInfo(din);
-  const PaDeviceInfo *oi = Pa_GetDeviceInfo(dout);
-  PaStreamParameters ip = {
-      din, (int)sc->channels, paFloat32,
-      sc->latency > 0 ? sc->latency : ii->defaultLowInputLatency, NULL};
-  PaStreamParameters op = {
-      dout, (int)a->out_channels, paFloat32,
-      sc->latency > 0 ? sc->latency : oi->defaultLowOutputLatency, NULL};
-  char *what = g_strdup_printf("opening '%s' -> '%s' at %u Hz, %u frames a "
-                               "period",
-                               ii->name, oi->name, sc->rate, sc->block);
-  bool ok = pa_ok(Pa_OpenStream(&a->pa, &ip, &op, sc->rate, sc->block, paNoFlag,
-                                callback, a),
-                  what, err);
-  g_free(what);
-  if (!ok)
-    goto fail;
-  if (!pa_ok(Pa_SetStreamFinishedCallback(a->pa, finished), "stream", err) ||
-      !pa_ok(Pa_StartStream(a->pa), "starting the stream", err))
-    goto fail;
-  return a;
+  bool ok = false;
+#ifdef CFD_HAVE_LIBAV
+  if (file)
+    ok = file_start(a, err);
+#endif
+#ifdef CFD_HAVE_PORTAUDIO
+  if (!file)
+    ok = pa_start(a, err);
+#endif
+  if (ok)
+    return a;
 fail:
   cfd_audio_stop(a);
   return NULL;
+}
+
+bool cfd_audio_ended(cfd_audio *a)
+{
+  return a->file ? atomic_load(&a->state) != FILE_RUNNING
+                 : atomic_load(&a->finished);
 }
 
 void cfd_audio_stop(cfd_audio *a)
 {
   if (!a)
     return;
+#ifdef CFD_HAVE_PORTAUDIO
   if (a->pa) {
     if (Pa_IsStreamStopped(a->pa) == 0)
       Pa_StopStream(a->pa); /* plays what is queued; errors: closing anyway */
     Pa_CloseStream(a->pa);
   }
+#endif
+  if (a->thread) { /* the output is finished with what was read */
+    atomic_store(&a->stop, true);
+    g_thread_join(a->thread);
+  }
   cf_swap_prep_free(atomic_exchange(&a->prep, NULL));
   cf_swap_prep_free(atomic_exchange(&a->made, NULL));
   cf_engine_free(a->e);
   g_free(a->silence);
+  g_free(a->tmp);
+  bool file = a->file;
   cfd_stream_conf_free(a->sc);
   g_free(a);
-  pa_unref();
+#ifdef CFD_HAVE_PORTAUDIO
+  if (!file)
+    pa_unref();
+#else
+  (void)file;
+#endif
+}
+
+static void file_status(cfd_audio *a, GString *out, double mean, double p50,
+                        double p99, double max)
+{
+  const cfd_stream_conf *sc = a->sc;
+  file_state st = (file_state)atomic_load(&a->state);
+  double secs = (double)atomic_load(&a->frames) / sc->rate;
+  double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
+  int err = atomic_load(&a->last_error);
+  g_string_append_printf(
+      out,
+      "state=%s backend=%s input=%s output=%s rate=%u channels=%u->%u "
+      "block=%u latency-frames=%zu frames=%" G_GUINT64_FORMAT
+      " seconds=%.3f length=%.3f speed=%.1f realtime=%s "
+      "blocks=%" G_GUINT64_FORMAT " errors=%" G_GUINT64_FORMAT
+      " proc-us-mean=%.1f proc-us-p50=%.1f "
+      "proc-us-p99=%.1f proc-us-max=%.1f swaps=%" G_GUINT64_FORMAT
+      " last-swap-frame=%" G_GUINT64_FORMAT " last-swap-us=%.1f"
+      " kernel=%s gain=%g crossfade=%g",
+      file_state_names[st],
+      cf_backend_name((cf_backend)atomic_load(&a->backend)), sc->input,
+      sc->output, sc->rate, sc->channels, a->out_channels, sc->block,
+      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
+      el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
+      (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
+      p50, p99, max, (guint64)atomic_load(&a->swaps),
+      (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
+      sc->kernel_file ? sc->kernel_file : "(taps)", sc->gain_db, sc->crossfade);
+#ifdef CFD_HAVE_LIBAV
+  if (st == FILE_FINISHED || st == FILE_STOPPED)
+    g_string_append_printf(
+        out,
+        " written-frames=%" G_GINT64_FORMAT " clipped=%" G_GUINT64_FORMAT
+        " peak-dbfs=%.2f codec=%s",
+        (gint64)a->res.frames_out, (guint64)a->res.clipped,
+        a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec);
+#endif
+  if (st == FILE_FAILED)
+    g_string_append_printf(out, " error=\"%s\"", a->error);
+  if (err)
+    g_string_append_printf(out, " last-error=%s",
+                           cf_status_name((cf_status)err));
 }
 
 void cfd_audio_status(cfd_audio *a, GString *out)
@@ -339,7 +629,17 @@ void cfd_audio_status(cfd_audio *a, GString *out)
   cfd_percentiles(v, m, &mean, &p50, &p99, &max);
   g_free(v);
   int err = atomic_load(&a->last_error);
+  if (a->file) {
+    file_status(a, out, mean, p50, p99, max);
+    return;
+  }
+#ifdef CFD_HAVE_PORTAUDIO
   const PaStreamInfo *info = Pa_GetStreamInfo(a->pa);
+#else
+  const struct {
+    double inputLatency, outputLatency;
+  } *info = NULL;
+#endif
   g_string_append_printf(
       out,
       "state=%s backend=%s rate=%u channels=%u->%u block=%u "
@@ -369,6 +669,14 @@ void cfd_audio_status(cfd_audio *a, GString *out)
 
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
+  if (a->file && cfd_audio_ended(a)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "the file stream has ended (%s); a reload with a new "
+                "kernel runs it again",
+                file_state_names[atomic_load(&a->state)]);
+    cf_kernel_free(k);
+    return false;
+  }
   /* refusals (a kernel set that does not fit the stream) come here, not
    * in the callback; the plans are measured in this thread */
   if (cf_engine_prepare_kernel(a->e, k) != CF_OK) {
@@ -475,7 +783,7 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
   return ok;
 }
 
-#else /* no PortAudio */
+#else /* neither PortAudio nor libav */
 
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
                       GError **err)
@@ -493,6 +801,27 @@ bool cfd_audio_available(const char **why)
          "a type=pipeline stream can use GStreamer's audio sources";
   return false;
 }
+bool cfd_file_available(const char **why)
+{
+  *why = "this cudafilterd was built without libav (type=file); a "
+         "type=pipeline stream can read and write files through GStreamer";
+  return false;
+}
+bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
+                    double *seconds, GError **err)
+{
+  (void)path;
+  (void)rate;
+  (void)channels;
+  (void)seconds;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
+bool cfd_audio_ended(cfd_audio *a)
+{
+  (void)a;
+  return true;
+}
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
 {
   (void)sc;
@@ -503,6 +832,49 @@ void cfd_audio_stop(cfd_audio *a)
 {
   (void)a;
 }
+static void file_status(cfd_audio *a, GString *out, double mean, double p50,
+                        double p99, double max)
+{
+  const cfd_stream_conf *sc = a->sc;
+  file_state st = (file_state)atomic_load(&a->state);
+  double secs = (double)atomic_load(&a->frames) / sc->rate;
+  double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
+  int err = atomic_load(&a->last_error);
+  g_string_append_printf(
+      out,
+      "state=%s backend=%s input=%s output=%s rate=%u channels=%u->%u "
+      "block=%u latency-frames=%zu frames=%" G_GUINT64_FORMAT
+      " seconds=%.3f length=%.3f speed=%.1f realtime=%s "
+      "blocks=%" G_GUINT64_FORMAT " errors=%" G_GUINT64_FORMAT
+      " proc-us-mean=%.1f proc-us-p50=%.1f "
+      "proc-us-p99=%.1f proc-us-max=%.1f swaps=%" G_GUINT64_FORMAT
+      " last-swap-frame=%" G_GUINT64_FORMAT " last-swap-us=%.1f"
+      " kernel=%s gain=%g crossfade=%g",
+      file_state_names[st],
+      cf_backend_name((cf_backend)atomic_load(&a->backend)), sc->input,
+      sc->output, sc->rate, sc->channels, a->out_channels, sc->block,
+      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
+      el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
+      (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
+      p50, p99, max, (guint64)atomic_load(&a->swaps),
+      (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
+      sc->kernel_file ? sc->kernel_file : "(taps)", sc->gain_db, sc->crossfade);
+#ifdef CFD_HAVE_LIBAV
+  if (st == FILE_FINISHED || st == FILE_STOPPED)
+    g_string_append_printf(
+        out,
+        " written-frames=%" G_GINT64_FORMAT " clipped=%" G_GUINT64_FORMAT
+        " peak-dbfs=%.2f codec=%s",
+        (gint64)a->res.frames_out, (guint64)a->res.clipped,
+        a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec);
+#endif
+  if (st == FILE_FAILED)
+    g_string_append_printf(out, " error=\"%s\"", a->error);
+  if (err)
+    g_string_append_printf(out, " last-error=%s",
+                           cf_status_name((cf_status)err));
+}
+
 void cfd_audio_status(cfd_audio *a, GString *out)
 {
   (void)a;
@@ -510,6 +882,14 @@ void cfd_audio_status(cfd_audio *a, GString *out)
 }
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
+  if (a->file && cfd_audio_ended(a)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "the file stream has ended (%s); a reload with a new "
+                "kernel runs it again",
+                file_state_names[atomic_load(&a->state)]);
+    cf_kernel_free(k);
+    return false;
+  }
   (void)a;
   (void)crossfade;
   cf_kernel_free(k);

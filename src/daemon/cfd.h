@@ -17,7 +17,7 @@
 #define CFD_ERROR (cfd_error_quark())
 GQuark cfd_error_quark(void);
 
-typedef enum cfd_type { CFD_AUDIO, CFD_PIPELINE } cfd_type;
+typedef enum cfd_type { CFD_AUDIO, CFD_PIPELINE, CFD_FILE } cfd_type;
 
 /* One [stream NAME] section, checked. */
 typedef struct cfd_stream_conf {
@@ -27,9 +27,11 @@ typedef struct cfd_stream_conf {
    * kernel keys (kernel, kernel-file, gain, crossfade): on a reload, equal
    * `shape` means the running stream can take the new kernel live. */
   char *shape;
-  /* audio */
-  char *input, *output;    /* PortAudio device: name, part of one, index */
-  unsigned rate, channels; /* frames per second, input channels */
+  /* audio and file */
+  char *input, *output;    /* PortAudio device: name, part of one, index;
+                              file: a path (made absolute) or a URL */
+  unsigned rate, channels; /* frames per second, input channels (file:
+                              the input's, read when the config loads) */
   unsigned block;          /* frames per callback (and the FFT block) */
   unsigned threads;
   int device_id;
@@ -43,6 +45,11 @@ typedef struct cfd_stream_conf {
   double gain_db;
   double crossfade;  /* s */
   cf_kernel *kernel; /* loaded at rate, gain applied */
+  /* file */
+  double seconds;       /* the input's length as it announces it; 0 */
+  char *format, *codec; /* libav output format and encoder, or NULL */
+  bool realtime;        /* paced at the input's rate */
+  bool overwrite;       /* replace an existing output */
   /* pipeline */
   char *pipeline; /* gst-launch-1.0 syntax */
   char *filter;   /* element that swap-kernel sets, or NULL */
@@ -81,12 +88,21 @@ typedef struct cfd_pipeline cfd_pipeline;
 
 /* Whether this build has the type (and why not). */
 bool cfd_audio_available(const char **why);
+bool cfd_file_available(const char **why);
+/* A file's (or URL's) main audio stream: rate, channels, length in s. */
+bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
+                    double *seconds, GError **err);
 bool cfd_pipeline_available(const char **why);
 
 /* Start the stream sc describes (sc is copied where needed: the caller
- * keeps it). */
+ * keeps it): type=audio (PortAudio) or type=file (libav, in a thread of
+ * its own; what goes wrong there shows in status). */
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err);
-/* Let the buffered output play, close the devices, free. */
+/* file: whether it has ended (finished, failed or stopped). */
+bool cfd_audio_ended(cfd_audio *a);
+/* Let the buffered output play, close the devices, free. A file stream
+ * still running ends where its input stands: the output is finished
+ * with what was read. */
 void cfd_audio_stop(cfd_audio *a);
 /* key=value pairs on one line, no newline. */
 void cfd_audio_status(cfd_audio *a, GString *out);

@@ -12,34 +12,48 @@
 
 G_DEFINE_QUARK(cfd - error - quark, cfd_error)
 
-/* The keys a section may have; `kernel` marks those a running audio
- * stream takes without a restart. */
+/* The keys a section may have, and the stream types that have them;
+ * `kernel` marks those a running audio or file stream takes without a
+ * restart. */
+enum {
+  T_AUDIO = 1 << CFD_AUDIO,
+  T_PIPE = 1 << CFD_PIPELINE,
+  T_FILE = 1 << CFD_FILE,
+  T_ANY = T_AUDIO | T_PIPE | T_FILE
+};
+
 typedef struct key_info {
   const char *name;
-  int type; /* -1: any section type, else cfd_type */
+  unsigned types; /* T_* */
   bool kernel;
 } key_info;
 
 static const key_info stream_keys[] = {
-    {"type", -1, false},
-    {"input", CFD_AUDIO, false},
-    {"output", CFD_AUDIO, false},
-    {"rate", CFD_AUDIO, false},
-    {"channels", CFD_AUDIO, false},
-    {"block", CFD_AUDIO, false},
-    {"threads", CFD_AUDIO, false},
-    {"device-id", CFD_AUDIO, false},
-    {"backend", CFD_AUDIO, false},
-    {"algorithm", CFD_AUDIO, false},
-    {"latency", CFD_AUDIO, false},
-    {"duration", CFD_AUDIO, false},
-    {"kernel-file", CFD_AUDIO, true},
-    {"kernel", CFD_AUDIO, true},
-    {"gain", CFD_AUDIO, true},
-    {"crossfade", CFD_AUDIO, true},
-    {"pipeline", CFD_PIPELINE, false},
-    {"filter", CFD_PIPELINE, false},
+    {"type", T_ANY, false},
+    {"input", T_AUDIO | T_FILE, false},
+    {"output", T_AUDIO | T_FILE, false},
+    {"rate", T_AUDIO, false},
+    {"channels", T_AUDIO, false},
+    {"block", T_AUDIO | T_FILE, false},
+    {"threads", T_AUDIO | T_FILE, false},
+    {"device-id", T_AUDIO | T_FILE, false},
+    {"backend", T_AUDIO | T_FILE, false},
+    {"algorithm", T_AUDIO | T_FILE, false},
+    {"latency", T_AUDIO, false},
+    {"duration", T_AUDIO, false},
+    {"kernel-file", T_AUDIO | T_FILE, true},
+    {"kernel", T_AUDIO | T_FILE, true},
+    {"gain", T_AUDIO | T_FILE, true},
+    {"crossfade", T_AUDIO | T_FILE, true},
+    {"realtime", T_FILE, false},
+    {"format", T_FILE, false},
+    {"codec", T_FILE, false},
+    {"overwrite", T_FILE, false},
+    {"pipeline", T_PIPE, false},
+    {"filter", T_PIPE, false},
 };
+
+static const char *const type_names[] = {"audio", "pipeline", "file"};
 
 static const key_info *find_key(const char *name)
 {
@@ -62,6 +76,8 @@ void cfd_stream_conf_free(cfd_stream_conf *sc)
   cf_kernel_free(sc->kernel);
   g_free(sc->pipeline);
   g_free(sc->filter);
+  g_free(sc->format);
+  g_free(sc->codec);
   g_free(sc);
 }
 
@@ -207,19 +223,97 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
   return ok;
 }
 
+static bool get_bool(reader *r, const char *key, bool def, bool *out)
+{
+  char *v = get(r, key);
+  *out = def;
+  if (!v)
+    return true;
+  g_strstrip(v);
+  bool ok = true;
+  if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+    *out = true;
+  else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+    *out = false;
+  else
+    ok = bad(r, key, "'%s' is not true or false", v);
+  g_free(v);
+  return ok;
+}
+
+/* A file's path relative to the config file's folder, made absolute; a
+ * URL (proto://..., pipe:) as it is. */
+static char *resolve(const char *dir, const char *path)
+{
+  if (strstr(path, "://") || g_str_has_prefix(path, "pipe:"))
+    return g_strdup(path);
+  char *cwd = g_get_current_dir();
+  char *base = g_canonicalize_filename(dir, cwd);
+  char *p = g_canonicalize_filename(path, base);
+  g_free(base);
+  g_free(cwd);
+  return p;
+}
+
+/* type=file: the input (probed: its rate and channels are the stream's),
+ * the output, and how it is written. */
+static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
+{
+  char *in = get(r, "input"), *out = get(r, "output");
+  if (!in || !*g_strstrip(in) || !out || !*g_strstrip(out)) {
+    bool no_in = !in || !*in;
+    g_free(in);
+    g_free(out);
+    return bad(r, no_in ? "input" : "output",
+               "missing: a file (or a URL libav %s)",
+               no_in ? "reads" : "writes");
+  }
+  sc->input = resolve(dir, in);
+  sc->output = resolve(dir, out);
+  g_free(in);
+  g_free(out);
+  if (!strcmp(sc->input, sc->output))
+    return bad(r, "output", "is the input; write to another file");
+  if (!get_bool(r, "realtime", false, &sc->realtime) ||
+      !get_bool(r, "overwrite", true, &sc->overwrite))
+    return false;
+  sc->format = get(r, "format");
+  sc->codec = get(r, "codec");
+  if ((sc->format && !*g_strstrip(sc->format)) ||
+      (sc->codec && !*g_strstrip(sc->codec)))
+    return bad(r, sc->codec && !*sc->codec ? "codec" : "format",
+               "empty: a libav name");
+  GError *e = NULL;
+  if (!cfd_file_probe(sc->input, &sc->rate, &sc->channels, &sc->seconds, &e)) {
+    bad(r, "input", "%s", e->message);
+    g_error_free(e);
+    return false;
+  }
+  return true;
+}
+
 static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
 {
   char *v;
-  sc->input = get(r, "input");
-  sc->output = get(r, "output");
-  if (!sc->input)
-    sc->input = g_strdup("default");
-  if (!sc->output)
-    sc->output = g_strdup("default");
+  bool is_file = sc->type == CFD_FILE;
+  if (is_file) {
+    if (!read_file(r, dir, sc))
+      return false;
+  } else {
+    sc->input = get(r, "input");
+    sc->output = get(r, "output");
+    if (!sc->input)
+      sc->input = g_strdup("default");
+    if (!sc->output)
+      sc->output = g_strdup("default");
+  }
   unsigned dev = 0;
-  if (!get_uint(r, "rate", 1000, 768000, 48000, &sc->rate) ||
-      !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels) ||
-      !get_uint(r, "block", 1, 16384, 256, &sc->block) ||
+  /* a file's latency is taken out of it: the FFT may use larger blocks */
+  if ((!is_file &&
+       (!get_uint(r, "rate", 1000, 768000, 48000, &sc->rate) ||
+        !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels))) ||
+      !get_uint(r, "block", 1, is_file ? 1u << 20 : 16384, is_file ? 4096 : 256,
+                &sc->block) ||
       !get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
       !get_uint(r, "device-id", 0, 63, 0, &dev) ||
       !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
@@ -268,11 +362,7 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     }
   } else {
     /* relative to the config file's folder */
-    char *cwd = g_get_current_dir();
-    char *base = g_canonicalize_filename(dir, cwd);
-    sc->kernel_file = g_canonicalize_filename(file, base);
-    g_free(base);
-    g_free(cwd);
+    sc->kernel_file = resolve(dir, file);
     g_free(file);
   }
   sc->kernel = cfd_kernel_build(sc->kernel_file, sc->kernel_taps,
@@ -327,7 +417,7 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   char *type = get(r, "type");
   if (!type) {
-    ok = bad(r, "type", "missing: audio or pipeline");
+    ok = bad(r, "type", "missing: audio, pipeline or file");
     goto out;
   }
   g_strstrip(type);
@@ -335,8 +425,10 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
     sc->type = CFD_AUDIO;
   else if (!strcmp(type, "pipeline"))
     sc->type = CFD_PIPELINE;
+  else if (!strcmp(type, "file"))
+    sc->type = CFD_FILE;
   else
-    ok = bad(r, "type", "'%s' is not audio or pipeline", type);
+    ok = bad(r, "type", "'%s' is not audio, pipeline or file", type);
   g_free(type);
   if (!ok)
     goto out;
@@ -349,10 +441,15 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
     const key_info *ki = find_key(keys[i]);
     if (!ki)
       ok = bad(r, keys[i], "unknown key");
-    else if (ki->type >= 0 && ki->type != (int)sc->type)
-      ok = bad(r, keys[i], "only %s streams have it",
-               ki->type == CFD_AUDIO ? "type=audio" : "type=pipeline");
-    else if (!ki->kernel) {
+    else if (!(ki->types & (1u << sc->type))) {
+      GString *t = g_string_new(NULL);
+      for (unsigned j = 0; j < G_N_ELEMENTS(type_names); j++)
+        if (ki->types & (1u << j))
+          g_string_append_printf(t, "%stype=%s", t->len ? " and " : "",
+                                 type_names[j]);
+      ok = bad(r, keys[i], "only %s streams have it", t->str);
+      g_string_free(t, TRUE);
+    } else if (!ki->kernel) {
       char *v = get(r, keys[i]);
       g_string_append_printf(shape, "%s=%s\n", keys[i], v ? v : "");
       g_free(v);
@@ -360,15 +457,17 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   g_strfreev(keys);
   sc->shape = g_string_free(shape, FALSE);
-  if (ok)
-    ok = sc->type == CFD_AUDIO ? read_audio(r, dir, sc) : read_pipeline(r, sc);
-  if (ok) {
+  if (ok) { /* before a file's input is probed */
     const char *why = NULL;
-    bool have = sc->type == CFD_AUDIO ? cfd_audio_available(&why)
-                                      : cfd_pipeline_available(&why);
+    bool have = sc->type == CFD_AUDIO  ? cfd_audio_available(&why)
+                : sc->type == CFD_FILE ? cfd_file_available(&why)
+                                       : cfd_pipeline_available(&why);
     if (!have)
       ok = bad(r, "type", "%s", why);
   }
+  if (ok)
+    ok = sc->type == CFD_PIPELINE ? read_pipeline(r, sc)
+                                  : read_audio(r, dir, sc);
 out:
   if (!ok) {
     cfd_stream_conf_free(sc);

@@ -1,4 +1,5 @@
-/* cudafilterd: runs the streams of a config file until SIGTERM.
+/* cudafilterd: runs the streams of a config file until SIGTERM: live
+ * audio (PortAudio), GStreamer pipelines, and audio files (libav).
  *
  *   cudafilterd -c FILE [-s SOCKET] [--check]
  *
@@ -70,7 +71,7 @@ static void stream_stop(stream *s)
 static stream *stream_start(cfd_stream_conf *sc, GError **err)
 {
   stream *s = g_new0(stream, 1);
-  if (sc->type == CFD_AUDIO)
+  if (sc->type != CFD_PIPELINE)
     s->audio = cfd_audio_start(sc, err);
   else
     s->pipe = cfd_pipeline_start(sc, err);
@@ -141,9 +142,12 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
-    if (old && old->sc->type == sc->type &&
+    /* a file stream that has ended runs again when its kernel changes */
+    bool rerun = old && sc->type == CFD_FILE && cfd_audio_ended(old->audio) &&
+                 !same_kernel(old->sc->kernel, sc->kernel);
+    if (old && !rerun && old->sc->type == sc->type &&
         !strcmp(old->sc->shape, sc->shape)) {
-      if (sc->type == CFD_AUDIO) {
+      if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
         bool swap = !same_kernel(old->sc->kernel, sc->kernel);
         if (cfd_audio_retune(old->audio, sc, swap, &e)) {
@@ -226,7 +230,9 @@ static bool cmd_status(daemon_state *d, char **argv, GString *out, GError **err)
       continue;
     any = true;
     g_string_append_printf(out, "%s type=%s ", s->sc->name,
-                           s->audio ? "audio" : "pipeline");
+                           s->sc->type == CFD_AUDIO  ? "audio"
+                           : s->sc->type == CFD_FILE ? "file"
+                                                     : "pipeline");
     if (s->audio)
       cfd_audio_status(s->audio, out);
     else
@@ -502,8 +508,9 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: cudafilterd -c FILE [-s SOCKET] [--check]\n"
-          "Filter live audio (PortAudio) and GStreamer pipelines through "
-          "cudafilter,\nas the config FILE says (see config/cudafilterd.conf)."
+          "Filter live audio (PortAudio), GStreamer pipelines and audio "
+          "files (libav)\nthrough cudafilter, as the config FILE says (see "
+          "config/cudafilterd.conf)."
           "\n\n"
           "  -c, --config FILE   the streams to run\n"
           "  -s, --socket PATH   control socket (default: the config's, "
