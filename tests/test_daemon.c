@@ -1273,7 +1273,9 @@ static void test_file_bad(void **state)
   wait_state(&r, "good", "finished");
   char *ans = ctl(&r, "status bad");
   const char *err = field(ans, "bad", "error");
-  CHECK(err && strstr(err, "12345"), "status: %s", ans);
+  /* naming the config's key, not the command line's option */
+  CHECK(err && strstr(err, "12345") && strstr(err, "codec ="), "status: %s",
+        ans);
   free(ans);
   stop_daemon(&r);
   struct stat sb;

@@ -22,6 +22,8 @@ typedef struct apply_opts {
   double gain_db;
   cf_audio_config cfg;
   bool tail, overwrite, quiet, verbose;
+  /* messages name `codec =`, `format =` (cudafilterd), not --codec */
+  bool config_keys;
   /* video: --kernel2d or --preset given */
   bool video;
   cli_video_opts v;

@@ -20,6 +20,11 @@
 #include <cudafilter/error.h>
 #include <cudafilter/kernel.h>
 
+/* The options' names in messages: the command line's, or the daemon's
+ * config keys. */
+#define FMT_OPT(o) ((o)->config_keys ? "format =" : "--format")
+#define CODEC_OPT(o) ((o)->config_keys ? "codec =" : "--codec")
+
 /* Frames per encoder frame where the encoder takes any size (PCM). */
 enum { PCM_FRAME = 4096 };
 
@@ -373,10 +378,11 @@ int apply_muxer(const apply_opts *o, AVFormatContext **oc)
   if (err >= 0 && *oc)
     return 0;
   if (o->format)
-    return apply_error("--format: libav has no output format '%s'", o->format);
+    return apply_error("%s: libav has no output format '%s'", FMT_OPT(o),
+                       o->format);
   return apply_error("%s: cannot tell the output format from the name; use "
-                     "an extension such as .wav, .flac or .mkv, or --format",
-                     o->out_path);
+                     "an extension such as .wav, .flac or .mkv, or %s",
+                     o->out_path, FMT_OPT(o));
 }
 
 int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
@@ -386,18 +392,20 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
   const AVCodec *codec;
   if (o->codec) {
     if (!(codec = cf_av->avcodec_find_encoder_by_name(o->codec)))
-      return apply_error("--codec: libav has no encoder '%s'", o->codec);
+      return apply_error("%s: libav has no encoder '%s'", CODEC_OPT(o),
+                         o->codec);
     if (codec->type != type)
-      return apply_error("--codec: '%s' is not an %s encoder", o->codec, kind);
+      return apply_error("%s: '%s' is not an %s encoder", CODEC_OPT(o),
+                         o->codec, kind);
   } else {
     if (id == AV_CODEC_ID_NONE)
       return apply_error("%s: format '%s' holds no %s", o->out_path,
                          oc->oformat->name, kind);
     if (!(codec = cf_av->avcodec_find_encoder(id)))
       return apply_error("%s: libav has no encoder for %s (format '%s'); "
-                         "choose one with --codec",
+                         "choose one with %s",
                          o->out_path, cf_av->avcodec_get_name(id),
-                         oc->oformat->name);
+                         oc->oformat->name, CODEC_OPT(o));
   }
   *out = codec;
   return 0;
@@ -436,8 +444,8 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
       r++;
     if (!*r)
       return apply_error("%s: encoder %s cannot write %d Hz; choose another "
-                         "with --codec",
-                         path, codec->name, in->rate);
+                         "with %s",
+                         path, codec->name, in->rate, CODEC_OPT(opt));
   }
   if (!(o->enc = cf_av->avcodec_alloc_context3(codec)))
     return apply_error("out of memory");

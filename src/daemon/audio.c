@@ -402,6 +402,7 @@ static gpointer file_thread(gpointer user)
   o.codec = sc->codec;
   o.format = sc->format;
   o.quiet = true;
+  o.config_keys = true;
   apply_hooks h = {.user = a,
                    .stop = file_stop,
                    .process = file_process,
