@@ -792,7 +792,7 @@ bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
   (void)a;
   (void)sc;
   (void)swap;
-  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
 }
 
@@ -826,56 +826,13 @@ bool cfd_audio_ended(cfd_audio *a)
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
 {
   (void)sc;
-  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return NULL;
 }
 void cfd_audio_stop(cfd_audio *a)
 {
   (void)a;
 }
-static void file_status(cfd_audio *a, GString *out, double mean, double p50,
-                        double p99, double max)
-{
-  const cfd_stream_conf *sc = a->sc;
-  file_state st = (file_state)atomic_load(&a->state);
-  double secs = (double)atomic_load(&a->frames) / sc->rate;
-  double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
-  int err = atomic_load(&a->last_error);
-  g_string_append_printf(
-      out,
-      "state=%s backend=%s input=%s output=%s rate=%u channels=%u->%u "
-      "block=%u latency-frames=%zu frames=%" G_GUINT64_FORMAT
-      " seconds=%.3f length=%.3f speed=%.1f realtime=%s "
-      "blocks=%" G_GUINT64_FORMAT " errors=%" G_GUINT64_FORMAT
-      " proc-us-mean=%.1f proc-us-p50=%.1f "
-      "proc-us-p99=%.1f proc-us-max=%.1f swaps=%" G_GUINT64_FORMAT
-      " last-swap-frame=%" G_GUINT64_FORMAT " last-swap-us=%.1f"
-      " kernel=%s gain=%g crossfade=%g",
-      file_state_names[st],
-      cf_backend_name((cf_backend)atomic_load(&a->backend)), sc->input,
-      sc->output, sc->rate, sc->channels, a->out_channels, sc->block,
-      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
-      el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
-      (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
-      p50, p99, max, (guint64)atomic_load(&a->swaps),
-      (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
-      sc->kernel_file ? sc->kernel_file : "(taps)", sc->gain_db, sc->crossfade);
-#ifdef CFD_HAVE_LIBAV
-  if (st == FILE_FINISHED || st == FILE_STOPPED)
-    g_string_append_printf(
-        out,
-        " written-frames=%" G_GINT64_FORMAT " clipped=%" G_GUINT64_FORMAT
-        " peak-dbfs=%.2f codec=%s",
-        (gint64)a->res.frames_out, (guint64)a->res.clipped,
-        a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec);
-#endif
-  if (st == FILE_FAILED)
-    g_string_append_printf(out, " error=\"%s\"", a->error);
-  if (err)
-    g_string_append_printf(out, " last-error=%s",
-                           cf_status_name((cf_status)err));
-}
-
 void cfd_audio_status(cfd_audio *a, GString *out)
 {
   (void)a;
@@ -883,18 +840,10 @@ void cfd_audio_status(cfd_audio *a, GString *out)
 }
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
-  if (a->file && cfd_audio_ended(a)) {
-    g_set_error(err, CFD_ERROR, 0,
-                "the file stream has ended (%s); a reload with a new "
-                "kernel runs it again",
-                file_state_names[atomic_load(&a->state)]);
-    cf_kernel_free(k);
-    return false;
-  }
   (void)a;
   (void)crossfade;
   cf_kernel_free(k);
-  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
 }
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
@@ -903,7 +852,7 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
   (void)a;
   (void)key;
   (void)value;
-  g_set_error(err, CFD_ERROR, 0, "built without PortAudio");
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
 }
 

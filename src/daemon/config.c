@@ -457,7 +457,10 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   g_strfreev(keys);
   sc->shape = g_string_free(shape, FALSE);
-  if (ok) { /* before a file's input is probed */
+  if (ok && sc->type != CFD_FILE) /* a file's input is probed here */
+    ok = sc->type == CFD_PIPELINE ? read_pipeline(r, sc)
+                                  : read_audio(r, dir, sc);
+  if (ok) {
     const char *why = NULL;
     bool have = sc->type == CFD_AUDIO  ? cfd_audio_available(&why)
                 : sc->type == CFD_FILE ? cfd_file_available(&why)
@@ -465,9 +468,8 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
     if (!have)
       ok = bad(r, "type", "%s", why);
   }
-  if (ok)
-    ok = sc->type == CFD_PIPELINE ? read_pipeline(r, sc)
-                                  : read_audio(r, dir, sc);
+  if (ok && sc->type == CFD_FILE)
+    ok = read_audio(r, dir, sc);
 out:
   if (!ok) {
     cfd_stream_conf_free(sc);
