@@ -1185,6 +1185,71 @@ static void test_file_live(void **state)
   free(k2.h);
 }
 
+/* `status --json` against `status`, field by field, read back by
+ * Python's json module (the streams must have ended: nothing changes
+ * between the two). */
+static void check_json(const running *r)
+{
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    printf("json check skipped: no /usr/bin/python3\n");
+    return;
+  }
+  char *plain = ctl(r, "status");
+  char *json = ctl(r, "status --json");
+  CHECK(answer_ok(plain) && answer_ok(json), "status: %s / %s", plain, json);
+  char *nl = strchr(json, '\n');
+  CHECK(nl && !strcmp(nl, "\nok\n"), "not one line of JSON: %s", json);
+  *nl = 0;
+  char jpath[600], lpath[600], cmd[2000];
+  snprintf(jpath, sizeof jpath, "%s", fixture("status.json"));
+  snprintf(lpath, sizeof lpath, "%s", fixture("status.lines"));
+  write_text(jpath, "%s", json);
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 -c 'import json,sys\n"
+           "d = json.load(open(sys.argv[1]))\n"
+           "for s in d[\"streams\"]:\n"
+           "  for k, v in s.items():\n"
+           "    t = \"s\" if isinstance(v, str) else \"n\"\n"
+           "    print(s[\"name\"], k, t, v if t == \"s\" else json.dumps(v))\n"
+           "' %s >%s",
+           jpath, lpath);
+  CHECK(system(cmd) == 0, "python3 cannot read the JSON: %s", json);
+  char *l = slurp(lpath, NULL);
+  size_t keys = 0, want = 0;
+  for (const char *p = plain; *p; p++)
+    want += *p == '=';
+  for (char *line = strtok(l, "\n"); line; line = strtok(NULL, "\n")) {
+    char name[64], key[64], type[4];
+    int off = 0;
+    CHECK(sscanf(line, "%63s %63s %3s %n", name, key, type, &off) == 3, "%s",
+          line);
+    const char *v = line + off;
+    if (!strcmp(key, "name"))
+      continue;
+    keys++;
+    const char *f = field(plain, name, key);
+    CHECK(f, "%s.%s is in the JSON, not in status: %s", name, key, plain);
+    if (type[0] == 'n')
+      CHECK(!strcmp(v, "true") || !strcmp(v, "false") ? !strcmp(v, f)
+                                                      : atof(v) == atof(f),
+            "%s.%s: %s in JSON, %s in status", name, key, v, f);
+    else {
+      char *e;
+      strtod(v, &e);
+      CHECK(e == v || *e, "%s.%s: the number %s is a JSON string", name, key,
+            v);
+      CHECK(!strcmp(v, f), "%s.%s: '%s' in JSON, '%s' in status", name, key, v,
+            f);
+    }
+  }
+  /* every key=value of status is there (a quoted value may hold '=') */
+  CHECK(keys >= 20 && keys <= want, "%zu keys in the JSON, %zu '=' in: %s",
+        keys, want, plain);
+  free(l);
+  free(plain);
+  free(json);
+}
+
 /* What a file stream refuses: in the config (--check), and at run time
  * (status says failed, the daemon goes on, no output). */
 static void test_file_bad(void **state)
@@ -1277,6 +1342,7 @@ static void test_file_bad(void **state)
   CHECK(err && strstr(err, "12345") && strstr(err, "codec ="), "status: %s",
         ans);
   free(ans);
+  check_json(&r);
   stop_daemon(&r);
   struct stat sb;
   CHECK(stat(fixture("o.mp2"), &sb) != 0, "a failed stream left o.mp2");

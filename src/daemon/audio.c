@@ -584,6 +584,8 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
   double secs = (double)atomic_load(&a->frames) / sc->rate;
   double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
   int err = atomic_load(&a->last_error);
+  char *in = cfd_quoted(sc->input), *outp = cfd_quoted(sc->output);
+  char *kern = cfd_quoted(sc->kernel_file ? sc->kernel_file : "(taps)");
   g_string_append_printf(
       out,
       "state=%s backend=%s input=%s output=%s rate=%u channels=%u->%u "
@@ -595,14 +597,17 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
       " last-swap-frame=%" G_GUINT64_FORMAT " last-swap-us=%.1f"
       " kernel=%s gain=%g crossfade=%g",
       file_state_names[st],
-      cf_backend_name((cf_backend)atomic_load(&a->backend)), sc->input,
-      sc->output, sc->rate, sc->channels, a->out_channels, sc->block,
-      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
+      cf_backend_name((cf_backend)atomic_load(&a->backend)), in, outp, sc->rate,
+      sc->channels, a->out_channels, sc->block, a->latency,
+      (guint64)atomic_load(&a->frames), secs, sc->seconds,
       el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
       p50, p99, max, (guint64)atomic_load(&a->swaps),
       (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
-      sc->kernel_file ? sc->kernel_file : "(taps)", sc->gain_db, sc->crossfade);
+      kern, sc->gain_db, sc->crossfade);
+  g_free(in);
+  g_free(outp);
+  g_free(kern);
 #ifdef CFD_HAVE_LIBAV
   if (st == FILE_FINISHED || st == FILE_STOPPED)
     g_string_append_printf(
@@ -612,8 +617,11 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
         (gint64)a->res.frames_out, (guint64)a->res.clipped,
         a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec);
 #endif
-  if (st == FILE_FAILED)
-    g_string_append_printf(out, " error=\"%s\"", a->error);
+  if (st == FILE_FAILED) {
+    char *e = cfd_quoted(a->error);
+    g_string_append_printf(out, " error=%s", e);
+    g_free(e);
+  }
   if (err)
     g_string_append_printf(out, " last-error=%s",
                            cf_status_name((cf_status)err));
@@ -641,6 +649,7 @@ void cfd_audio_status(cfd_audio *a, GString *out)
     double inputLatency, outputLatency;
   } *info = NULL;
 #endif
+  char *kern = cfd_quoted(a->sc->kernel_file ? a->sc->kernel_file : "(taps)");
   g_string_append_printf(
       out,
       "state=%s backend=%s rate=%u channels=%u->%u block=%u "
@@ -660,9 +669,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
       (guint64)atomic_load(&a->errors), mean, p50, p99, max, a->budget_us,
       (guint64)atomic_load(&a->swaps), (guint64)atomic_load(&a->swap_frame),
-      (double)atomic_load(&a->swap_us),
-      a->sc->kernel_file ? a->sc->kernel_file : "(taps)", a->sc->gain_db,
-      a->sc->crossfade);
+      (double)atomic_load(&a->swap_us), kern, a->sc->gain_db, a->sc->crossfade);
+  g_free(kern);
   if (err)
     g_string_append_printf(out, " last-error=%s",
                            cf_status_name((cf_status)err));

@@ -78,6 +78,14 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
 /* $XDG_RUNTIME_DIR/cudafilterd.sock, else /tmp/cudafilterd-UID.sock. */
 char *cfd_default_socket(void);
 
+/* A status value as it is, or in double quotes (with \" and \\) where
+ * it holds a space, a quote, a backslash or nothing; g_free it. */
+char *cfd_quoted(const char *s);
+/* status lines ("NAME type=T key=value ...") as one line of JSON:
+ * {"streams":[{"name":"NAME","type":"T","key":value,...},...]}; numbers
+ * and true/false as such, the rest as strings. */
+char *cfd_status_json(const char *lines);
+
 /* mean, p50, p99 and max of n values (µs); zeros when n == 0. */
 void cfd_percentiles(const float *v, size_t n, double *mean, double *p50,
                      double *p99, double *max);

@@ -589,3 +589,115 @@ void cfd_percentiles(const float *v, size_t n, double *mean, double *p50,
   *max = s[n - 1];
   g_free(s);
 }
+
+char *cfd_quoted(const char *s)
+{
+  if (*s && !strpbrk(s, " \t\"\\\n"))
+    return g_strdup(s);
+  GString *q = g_string_new("\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      g_string_append_c(q, '\\');
+    g_string_append_c(q, *s == '\n' || *s == '\t' ? ' ' : *s);
+  }
+  g_string_append_c(q, '"');
+  return g_string_free(q, FALSE);
+}
+
+static void json_string(GString *out, const char *s, size_t n)
+{
+  g_string_append_c(out, '"');
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\')
+      g_string_append_printf(out, "\\%c", c);
+    else if (c < 0x20)
+      g_string_append_printf(out, "\\u%04x", c);
+    else
+      g_string_append_c(out, (char)c);
+  }
+  g_string_append_c(out, '"');
+}
+
+/* JSON's number grammar, the whole of s[0..n). */
+static bool json_number(const char *s, size_t n)
+{
+  size_t i = 0;
+  if (i < n && s[i] == '-')
+    i++;
+  size_t d = i;
+  while (i < n && g_ascii_isdigit(s[i]))
+    i++;
+  if (i == d || (s[d] == '0' && i - d > 1))
+    return false;
+  if (i < n && s[i] == '.') {
+    size_t f = ++i;
+    while (i < n && g_ascii_isdigit(s[i]))
+      i++;
+    if (i == f)
+      return false;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+      i++;
+    size_t e = i;
+    while (i < n && g_ascii_isdigit(s[i]))
+      i++;
+    if (i == e)
+      return false;
+  }
+  return i == n;
+}
+
+char *cfd_status_json(const char *lines)
+{
+  GString *out = g_string_new("{\"streams\":[");
+  bool first_stream = true;
+  for (const char *p = lines; *p;) {
+    const char *end = strchr(p, '\n');
+    if (!end)
+      end = p + strlen(p);
+    size_t nl = strcspn(p, " \n");
+    if (nl) {
+      g_string_append(out, first_stream ? "{\"name\":" : ",{\"name\":");
+      first_stream = false;
+      json_string(out, p, nl);
+      const char *q = p + nl;
+      while (q < end) {
+        while (q < end && *q == ' ')
+          q++;
+        const char *eq = memchr(q, '=', (size_t)(end - q));
+        if (q >= end || !eq)
+          break;
+        g_string_append_c(out, ',');
+        json_string(out, q, (size_t)(eq - q));
+        g_string_append_c(out, ':');
+        const char *v = eq + 1;
+        if (*v == '"') { /* quoted: up to the closing quote */
+          GString *u = g_string_new(NULL);
+          for (v++; v < end && *v != '"'; v++) {
+            if (*v == '\\' && v + 1 < end)
+              v++;
+            g_string_append_c(u, *v);
+          }
+          json_string(out, u->str, u->len);
+          g_string_free(u, TRUE);
+          q = v < end ? v + 1 : v;
+          continue;
+        }
+        size_t vn = strcspn(v, " \n");
+        if (json_number(v, vn) || (vn == 4 && !strncmp(v, "true", 4)) ||
+            (vn == 5 && !strncmp(v, "false", 5)))
+          g_string_append_len(out, v, (gssize)vn);
+        else
+          json_string(out, v, vn);
+        q = v + vn;
+      }
+      g_string_append_c(out, '}');
+    }
+    p = *end ? end + 1 : end;
+  }
+  g_string_append(out, "]}");
+  return g_string_free(out, FALSE);
+}

@@ -1,6 +1,6 @@
 /* cudafilterctl: one command to a running cudafilterd.
  *
- *   cudafilterctl [-s SOCKET] status [STREAM]
+ *   cudafilterctl [-s SOCKET] status [--json] [STREAM]
  *   cudafilterctl [-s SOCKET] set STREAM KEY VALUE
  *   cudafilterctl [-s SOCKET] swap-kernel STREAM FILE [CROSSFADE_SECONDS]
  *   cudafilterctl [-s SOCKET] reload
@@ -17,7 +17,7 @@
 static void usage(FILE *f)
 {
   fprintf(f, "usage: cudafilterctl [-s SOCKET] COMMAND [ARGS]\n"
-             "  status [STREAM]\n"
+             "  status [--json] [STREAM]  (--json: one line of JSON)\n"
              "  set STREAM KEY VALUE      (audio: kernel-file, kernel, gain, "
              "crossfade;\n"
              "                             pipeline: [ELEMENT.]PROPERTY)\n"

@@ -5,7 +5,9 @@
  *
  * A control socket (mode 0600) takes one command per connection, a line of
  * words, and answers with lines, the last "ok" or "error: MESSAGE":
- *   status                         a line per stream, key=value pairs
+ *   status [--json] [STREAM]       a line per stream, key=value pairs
+ *                                  (values with spaces in quotes); or
+ *                                  one line of JSON
  *   set STREAM KEY VALUE...        a live change (audio: kernel-file,
  *                                  kernel, gain, crossfade; pipeline:
  *                                  [ELEMENT.]PROPERTY)
@@ -223,25 +225,41 @@ static bool reload(daemon_state *d, GString *report, GError **err)
 
 static bool cmd_status(daemon_state *d, char **argv, GString *out, GError **err)
 {
+  bool json = argv[1] && !strcmp(argv[1], "--json");
+  if (json)
+    argv++;
+  if (argv[1] && argv[2]) {
+    g_set_error(err, CFD_ERROR, 0, "usage: status [--json] [STREAM]");
+    return false;
+  }
+  GString *lines = json ? g_string_new(NULL) : out;
   bool any = false;
   for (guint i = 0; i < d->streams->len; i++) {
     stream *s = d->streams->pdata[i];
     if (argv[1] && strcmp(argv[1], s->sc->name))
       continue;
     any = true;
-    g_string_append_printf(out, "%s type=%s ", s->sc->name,
+    g_string_append_printf(lines, "%s type=%s ", s->sc->name,
                            s->sc->type == CFD_AUDIO  ? "audio"
                            : s->sc->type == CFD_FILE ? "file"
                                                      : "pipeline");
     if (s->audio)
-      cfd_audio_status(s->audio, out);
+      cfd_audio_status(s->audio, lines);
     else
-      cfd_pipeline_status(s->pipe, out);
-    g_string_append_c(out, '\n');
+      cfd_pipeline_status(s->pipe, lines);
+    g_string_append_c(lines, '\n');
   }
   if (argv[1] && !any) {
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", argv[1]);
+    if (json)
+      g_string_free(lines, TRUE);
     return false;
+  }
+  if (json) {
+    char *j = cfd_status_json(lines->str);
+    g_string_append_printf(out, "%s\n", j);
+    g_free(j);
+    g_string_free(lines, TRUE);
   }
   return true;
 }

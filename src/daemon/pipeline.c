@@ -244,19 +244,24 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   if (g_object_class_find_property(G_OBJECT_GET_CLASS(p->filter),
                                    "backend-in-use"))
     g_object_get(p->filter, "backend-in-use", &backend, NULL);
+  char *filt = cfd_quoted(GST_OBJECT_NAME(p->filter));
+  char *be = cfd_quoted(backend ? backend : "none");
   g_string_append_printf(out,
                          "state=%s filter=%s buffers=%" G_GUINT64_FORMAT
                          " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
-                         "proc-us-max=%.1f "
-                         "backend-in-use=\"%s\"",
+                         "proc-us-max=%.1f backend-in-use=%s",
                          p->error ? "error"
                          : p->eos ? "finished"
                                   : gst_element_state_get_name(st),
-                         GST_OBJECT_NAME(p->filter),
-                         (guint64)atomic_load(&p->buffers), mean, p50, p99, max,
-                         backend ? backend : "none");
-  if (p->error)
-    g_string_append_printf(out, " error=\"%s\"", p->error);
+                         filt, (guint64)atomic_load(&p->buffers), mean, p50,
+                         p99, max, be);
+  if (p->error) {
+    char *e = cfd_quoted(p->error);
+    g_string_append_printf(out, " error=%s", e);
+    g_free(e);
+  }
+  g_free(filt);
+  g_free(be);
   g_free(backend);
 }
 
