@@ -948,6 +948,95 @@ static void test_pipeline_file(void **state)
   free(k.h);
 }
 
+/* Beyond one machine (DESIGN: GStreamer's network elements carry streams
+ * to daemons on other hosts): a sender stream puts a file on RTP (L24
+ * over UDP, in real time), a receiver stream takes it off, filters it
+ * and writes it; here both on the loopback, as the README's two hosts'
+ * configs. */
+static void test_network(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  if (system("gst-inspect-1.0 --exists rtpL24pay && gst-inspect-1.0 "
+             "--exists rtpL24depay && gst-inspect-1.0 --exists udpsrc") != 0) {
+    printf("skipped: no rtpL24pay/udpsrc (gstreamer1.0-plugins-good)\n");
+    skip();
+  }
+  unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t frames = ref_rng_range(&rng, 2000, 20000);
+  /* a port of our own: the pid spreads parallel runs */
+  unsigned port = 20000 + (unsigned)(getpid() % 20000);
+  kset k;
+  kset_random(&k, ch, (unsigned)ref_rng_range(&rng, 1, 200), 0);
+  set_case("network: %u channels, %zu frames, %u taps, port %u", ch, frames,
+           k.len, port);
+  char in[600], out[600], kf[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("net-in.raw"));
+  snprintf(out, sizeof out, "%s", fixture("net-out.raw"));
+  snprintf(kf, sizeof kf, "%s", fixture("net-k.txt"));
+  snprintf(conf, sizeof conf, "%s", fixture("net.conf"));
+  kset_write(&k, kf);
+  float *x = xalloc(sizeof(float) * frames * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  for (size_t i = 0; i < frames * ch; i++) /* L24: 24-bit, no clipping */
+    x[i] = (float)(nearbyint(x[i] * 0.5 * 8388608.0) / 8388608.0);
+  write_bytes(in, x, sizeof(float) * frames * ch);
+  unlink(out);
+  /* the receiver first: its socket is bound when the sender starts */
+  write_text(conf,
+             "[stream rx]\ntype = pipeline\n"
+             "pipeline = udpsrc port=%u caps=\"application/x-rtp,media=audio,"
+             "clock-rate=48000,encoding-name=L24,channels=%u\" ! rtpL24depay "
+             "! audioconvert ! cudafir name=fir kernel-file=%s backend=cpu "
+             "drain=false ! audioconvert ! audio/x-raw,format=F32LE ! "
+             "filesink buffer-mode=unbuffered location=%s\n"
+             "[stream tx]\ntype = pipeline\n"
+             "pipeline = filesrc location=%s ! rawaudioparse format=pcm "
+             "pcm-format=f32le sample-rate=48000 num-channels=%u ! "
+             "audioconvert dithering=none ! rtpL24pay ! udpsink "
+             "host=127.0.0.1 port=%u\n",
+             port, ch, kf, out, in, ch, port);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "tx", "finished");
+  /* the receiver runs on (a live source has no end): wait until what
+   * was sent has come through the filter, but for the frames it holds
+   * back (its latency, which EOS lets out) */
+  double t0 = now_s(), still = now_s();
+  long long last = -1;
+  struct stat sb;
+  for (;;) {
+    long long now = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
+    if (now != last)
+      still = now_s();
+    last = now;
+    if (now > 0 && now_s() - still > 0.3)
+      break;
+    CHECK(now_s() - t0 < 30, "%lld bytes came through in 30 s", now);
+    usleep(20000);
+  }
+  stop_daemon(&r); /* EOS: filesink writes what it holds */
+  size_t nbytes;
+  float *o = (float *)slurp(out, &nbytes);
+  CHECK(o && nbytes == sizeof(float) * frames * ch, "%zu bytes out, %zu in",
+        nbytes, sizeof(float) * frames * ch);
+  double *y = reference(&k, x, frames, 1.0);
+  for (unsigned c = 0; c < ch; c++) {
+    double e = ref_rel_l2(o + c, ch, y + c, ch, frames);
+    CHECK(e <= 2e-5, "channel %u: relative L2 error %.3g", c, e);
+  }
+  free(o);
+  free(y);
+  free(x);
+  free(k.h);
+}
+
 /* ---- type=file: audio files through libav ---- */
 
 static int skip_without_libav(void)
@@ -1370,6 +1459,7 @@ int main(void)
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+      cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),

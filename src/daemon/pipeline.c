@@ -1,5 +1,6 @@
 /* A GStreamer pipeline stream: anything gst-launch-1.0 runs (a webcam, a
- * microphone, a network source, files), with our elements in it. The
+ * microphone, a network source, files), with our elements in it, or
+ * none where it only carries a stream (to a daemon on another host). The
  * daemon watches its bus, changes element properties on request, and
  * times the filter element's buffers with two pad probes. */
 #include "cfd.h"
@@ -132,15 +133,11 @@ static GstElement *find_filter(GstElement *pipe, const char *name, GError **err)
   }
   g_value_unset(&v);
   gst_iterator_free(it);
-  if (n != 1) {
+  if (n > 1) {
     gst_clear_object(&found);
     g_set_error(err, CFD_ERROR, 0,
-                "%s; name the one to control with "
-                "filter = NAME",
-                n ? "the pipeline has several cudafir/"
-                    "cudaconvolve elements"
-                  : "the pipeline has no cudafir or "
-                    "cudaconvolve element");
+                "the pipeline has several cudafir/cudaconvolve elements; "
+                "name the one to control with filter = NAME");
   }
   return found;
 }
@@ -166,14 +163,21 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
     g_clear_error(&e);
     return NULL;
   }
+  g_clear_error(&e); /* a warning, had parsing made one */
   cfd_pipeline *p = g_new0(cfd_pipeline, 1);
   p->name = g_strdup(sc->name);
   p->pipe = gst_object_ref_sink(pipe);
-  p->filter = find_filter(pipe, sc->filter, err);
-  if (!p->filter)
+  /* none: a pipeline that only carries a stream (a sender to a daemon
+   * on another host); set takes ELEMENT.PROPERTY there */
+  p->filter = find_filter(pipe, sc->filter, &e);
+  if (e) {
+    g_propagate_error(err, e);
     goto fail;
-  add_probe(p->filter, "sink", probe_in, p);
-  add_probe(p->filter, "src", probe_out, p);
+  }
+  if (p->filter) {
+    add_probe(p->filter, "sink", probe_in, p);
+    add_probe(p->filter, "src", probe_out, p);
+  }
   GstBus *bus = gst_element_get_bus(pipe);
   p->watch = gst_bus_add_watch(bus, on_bus, p);
   gst_object_unref(bus);
@@ -241,10 +245,10 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   cfd_percentiles(v, m, &mean, &p50, &p99, &max);
   g_free(v);
   char *backend = NULL;
-  if (g_object_class_find_property(G_OBJECT_GET_CLASS(p->filter),
-                                   "backend-in-use"))
+  if (p->filter && g_object_class_find_property(G_OBJECT_GET_CLASS(p->filter),
+                                                "backend-in-use"))
     g_object_get(p->filter, "backend-in-use", &backend, NULL);
-  char *filt = cfd_quoted(GST_OBJECT_NAME(p->filter));
+  char *filt = cfd_quoted(p->filter ? GST_OBJECT_NAME(p->filter) : "none");
   char *be = cfd_quoted(backend ? backend : "none");
   g_string_append_printf(out,
                          "state=%s filter=%s buffers=%" G_GUINT64_FORMAT
@@ -282,8 +286,14 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
     if (!el)
       return false;
     key = dot + 1;
-  } else {
+  } else if (p->filter) {
     el = gst_object_ref(p->filter);
+  } else {
+    g_set_error(err, CFD_ERROR, 0,
+                "the pipeline has no cudafir or cudaconvolve: give "
+                "ELEMENT.%s",
+                key);
+    return false;
   }
   GParamSpec *ps = g_object_class_find_property(G_OBJECT_GET_CLASS(el), key);
   bool ok = false;
@@ -317,6 +327,11 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
 {
   if (!g_file_test(file, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(err, CFD_ERROR, 0, "%s: no such file", file);
+    return false;
+  }
+  if (!p->filter) {
+    g_set_error(err, CFD_ERROR, 0,
+                "the pipeline has no cudafir or cudaconvolve element");
     return false;
   }
   GObjectClass *oc = G_OBJECT_GET_CLASS(p->filter);
