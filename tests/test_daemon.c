@@ -1037,6 +1037,124 @@ static void test_network(void **state)
   free(k.h);
 }
 
+/* restart = on-failure | always: a pipeline that fails (identity's
+ * error-after) is started again, one that ends is not unless `always`;
+ * one that cannot start stays down, is tried again, and starts when what
+ * it lacked appears (a file here; a plugged-in device in life). */
+static void test_restart(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  char conf[600], late[600];
+  snprintf(conf, sizeof conf, "%s", fixture("restart.conf"));
+  snprintf(late, sizeof late, "%s", fixture("late.raw"));
+  unlink(late);
+  const char *fir = "cudafir kernel=\"<0.5,0.25>\" backend=cpu";
+  write_text(conf,
+             "[stream flaky]\ntype = pipeline\n"
+             "pipeline = audiotestsrc samplesperbuffer=64 ! identity "
+             "error-after=5 ! %s ! fakesink\n"
+             "restart = on-failure\nrestart-delay = 0.1\n"
+             "[stream once]\ntype = pipeline\n"
+             "pipeline = audiotestsrc num-buffers=3 ! %s ! fakesink\n"
+             "restart = on-failure\nrestart-delay = 0.1\n"
+             "[stream loop]\ntype = pipeline\n"
+             "pipeline = audiotestsrc num-buffers=3 ! %s ! fakesink\n"
+             "restart = always\nrestart-delay = 0.1\n"
+             "[stream never]\ntype = pipeline\n"
+             "pipeline = audiotestsrc samplesperbuffer=64 ! identity "
+             "error-after=5 ! %s ! fakesink\n"
+             "[stream late]\ntype = pipeline\n"
+             "pipeline = filesrc location=%s ! rawaudioparse format=pcm "
+             "pcm-format=f32le sample-rate=8000 num-channels=1 ! %s ! "
+             "fakesink\n"
+             "restart = on-failure\nrestart-delay = 0.1\n",
+             fir, fir, fir, fir, late, fir);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  /* down from the start, and said so; set is refused */
+  char *a = ctl(&r, "status late");
+  const char *st = field(a, "late", "state");
+  CHECK(st && !strcmp(st, "down"), "late: %s", a);
+  CHECK(field(a, "late", "error"), "late: no error: %s", a);
+  free(a);
+  a = ctl(&r, "set late fir.gain 1");
+  CHECK(!answer_ok(a) && strstr(a, "down"), "set on a down stream: %s", a);
+  free(a);
+  double f = wait_for(&r, "flaky", "restarts", 3);
+  double l = wait_for(&r, "loop", "restarts", 3);
+  CHECK(f >= 3 && l >= 3, "restarts: flaky %.0f, loop %.0f", f, l);
+  wait_state(&r, "once", "finished");
+  wait_state(&r, "never", "error");
+  a = ctl(&r, "status");
+  CHECK(field(a, "once", "restarts") &&
+            !strcmp(field(a, "once", "restarts"), "0"),
+        "once restarted: %s", a);
+  CHECK(!field(a, "never", "restarts"), "never has restarts: %s", a);
+  free(a);
+  /* the file appears: the next try starts it, and it ends (EOS) */
+  float x[800];
+  ref_rng_fill(&rng, x, 800);
+  write_bytes(late, x, sizeof x);
+  CHECK(wait_for(&r, "late", "restarts", 1) == 1, "late did not start");
+  wait_state(&r, "late", "finished");
+  stop_daemon(&r);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "stream late cannot start") &&
+            strstr(log, "stream late started again (1)"),
+        "log: %s", log ? log : "");
+  /* said once while down, not at every try */
+  const char *p1 = strstr(log, "stream late cannot start");
+  CHECK(!strstr(p1 + 1, "stream late cannot start"), "said twice: %s", log);
+  free(log);
+
+  /* a live audio stream: `duration` ends it, `always` starts it again;
+   * on-failure does not (its end is no failure) */
+  if (!have_portaudio) {
+    printf("audio restart skipped: this cudafilterd has no PortAudio\n");
+    return;
+  }
+  char in[600], out[600];
+  snprintf(in, sizeof in, "%s", fixture("rin.raw"));
+  snprintf(out, sizeof out, "%s", fixture("rout.raw"));
+  float *z = xalloc(sizeof(float) * 48000);
+  write_bytes(in, z, sizeof(float) * 48000);
+  free(z);
+  write_asoundrc(in, out);
+  write_text(conf,
+             "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
+             "rate = 8000\nchannels = 1\nblock = 64\nbackend = cpu\n"
+             "kernel = 0.5, 0.25\nduration = 0.05\nrestart = %s\n"
+             "restart-delay = 0.1\n",
+             "always");
+  rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  CHECK(wait_for(&r, "mic", "restarts", 2) >= 2, "the audio stream did not "
+                                                 "start again");
+  stop_daemon(&r);
+  write_text(conf,
+             "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
+             "rate = 8000\nchannels = 1\nblock = 64\nbackend = cpu\n"
+             "kernel = 0.5, 0.25\nduration = 0.05\nrestart = %s\n"
+             "restart-delay = 0.1\n",
+             "on-failure");
+  rc = start_daemon(&r, conf);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "mic", "finished");
+  usleep(400000);
+  CHECK(status_num(&r, "mic", "restarts") == 0,
+        "restarted after its duration with restart = on-failure");
+  stop_daemon(&r);
+}
+
 /* ---- type=file: audio files through libav ---- */
 
 static int skip_without_libav(void)
@@ -1460,6 +1578,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
+      cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),

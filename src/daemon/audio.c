@@ -541,8 +541,22 @@ fail:
 
 bool cfd_audio_ended(cfd_audio *a)
 {
-  return a->file ? atomic_load(&a->state) != FILE_RUNNING
-                 : atomic_load(&a->finished);
+  bool failed;
+  return cfd_audio_ended_how(a, &failed);
+}
+
+bool cfd_audio_ended_how(cfd_audio *a, bool *failed)
+{
+  if (a->file) {
+    int st = atomic_load(&a->state);
+    *failed = st == FILE_FAILED;
+    return st != FILE_RUNNING;
+  }
+  bool ended = atomic_load(&a->finished);
+  /* the device stream stops by itself only at `duration`, or when the
+   * device fails (gone, unplugged) */
+  *failed = ended && !(a->limit && atomic_load(&a->frames) >= a->limit);
+  return ended;
 }
 
 void cfd_audio_stop(cfd_audio *a)
@@ -829,6 +843,12 @@ bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
 bool cfd_audio_ended(cfd_audio *a)
 {
   (void)a;
+  return true;
+}
+bool cfd_audio_ended_how(cfd_audio *a, bool *failed)
+{
+  (void)a;
+  *failed = false;
   return true;
 }
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)

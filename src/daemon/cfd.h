@@ -19,6 +19,13 @@ GQuark cfd_error_quark(void);
 
 typedef enum cfd_type { CFD_AUDIO, CFD_PIPELINE, CFD_FILE } cfd_type;
 
+/* What the daemon does when a stream ends (audio, pipeline). */
+typedef enum cfd_restart {
+  CFD_RESTART_NO,         /* it stays ended (status says why) */
+  CFD_RESTART_ON_FAILURE, /* an error, a lost device: started again */
+  CFD_RESTART_ALWAYS      /* also after its end (EOS, duration) */
+} cfd_restart;
+
 /* One [stream NAME] section, checked. */
 typedef struct cfd_stream_conf {
   char *name;
@@ -53,6 +60,9 @@ typedef struct cfd_stream_conf {
   /* pipeline */
   char *pipeline; /* gst-launch-1.0 syntax */
   char *filter;   /* element that swap-kernel sets, or NULL */
+  /* audio and pipeline */
+  cfd_restart restart;
+  double restart_delay; /* s after the end (and between tries) */
 } cfd_stream_conf;
 
 typedef struct cfd_config {
@@ -106,8 +116,11 @@ bool cfd_pipeline_available(const char **why);
  * keeps it): type=audio (PortAudio) or type=file (libav, in a thread of
  * its own; what goes wrong there shows in status). */
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err);
-/* file: whether it has ended (finished, failed or stopped). */
+/* Whether it has ended (file: finished, failed or stopped; audio: the
+ * device stream stopped), and *failed whether by an error (a lost
+ * device, an engine failure) rather than its end (duration, input). */
 bool cfd_audio_ended(cfd_audio *a);
+bool cfd_audio_ended_how(cfd_audio *a, bool *failed);
 /* Let the buffered output play, close the devices, free. A file stream
  * still running ends where its input stands: the output is finished
  * with what was read. */
@@ -130,6 +143,8 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err);
 /* Send EOS, wait up to 2 s for it to reach the sinks, then stop. */
 void cfd_pipeline_stop(cfd_pipeline *p);
 void cfd_pipeline_status(cfd_pipeline *p, GString *out);
+/* Whether the pipeline has stopped: *failed by an error, else EOS. */
+bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed);
 /* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). */
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       GError **err);

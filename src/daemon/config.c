@@ -51,6 +51,8 @@ static const key_info stream_keys[] = {
     {"overwrite", T_FILE, false},
     {"pipeline", T_PIPE, false},
     {"filter", T_PIPE, false},
+    {"restart", T_AUDIO | T_PIPE, false},
+    {"restart-delay", T_AUDIO | T_PIPE, false},
 };
 
 static const char *const type_names[] = {"audio", "pipeline", "file"};
@@ -400,6 +402,26 @@ static bool read_pipeline(reader *r, cfd_stream_conf *sc)
   return true;
 }
 
+/* restart = no | on-failure | always, restart-delay = seconds */
+static bool read_restart(reader *r, cfd_stream_conf *sc)
+{
+  char *v = get(r, "restart");
+  bool ok = true;
+  sc->restart = CFD_RESTART_NO;
+  if (v) {
+    g_strstrip(v);
+    if (!strcmp(v, "on-failure"))
+      sc->restart = CFD_RESTART_ON_FAILURE;
+    else if (!strcmp(v, "always"))
+      sc->restart = CFD_RESTART_ALWAYS;
+    else if (strcmp(v, "no"))
+      ok = bad(r, "restart", "'%s' is not no, on-failure or always", v);
+    g_free(v);
+  }
+  return ok &&
+         get_double(r, "restart-delay", 0.05, 3600, 1, &sc->restart_delay);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -457,6 +479,8 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   g_strfreev(keys);
   sc->shape = g_string_free(shape, FALSE);
+  if (ok && sc->type != CFD_FILE)
+    ok = read_restart(r, sc);
   if (ok && sc->type != CFD_FILE) /* a file's input is probed here */
     ok = sc->type == CFD_PIPELINE ? read_pipeline(r, sc)
                                   : read_audio(r, dir, sc);

@@ -37,7 +37,16 @@ typedef struct stream {
   cfd_stream_conf *sc; /* the section it was started from */
   cfd_audio *audio;
   cfd_pipeline *pipe;
+  /* restart (sc->restart): neither audio nor pipe while down */
+  unsigned restarts; /* times started again */
+  double ended_at;   /* monotonic s when seen ended (or a try failed); 0 */
+  char *down_error;  /* why the last try failed, while down */
 } stream;
+
+static double now_s(void)
+{
+  return (double)g_get_monotonic_time() * 1e-6;
+}
 
 typedef struct daemon_state {
   char *config_path;
@@ -66,24 +75,92 @@ static void stream_stop(stream *s)
   cfd_audio_stop(s->audio);
   cfd_pipeline_stop(s->pipe);
   cfd_stream_conf_free(s->sc);
+  g_free(s->down_error);
   g_free(s);
 }
 
-/* Start sc (ownership passes on success). */
+/* Start sc (ownership passes on success). A stream with a restart
+ * policy that cannot start is kept down, and tried again. */
 static stream *stream_start(cfd_stream_conf *sc, GError **err)
 {
   stream *s = g_new0(stream, 1);
+  GError *e = NULL;
   if (sc->type != CFD_PIPELINE)
-    s->audio = cfd_audio_start(sc, err);
+    s->audio = cfd_audio_start(sc, &e);
   else
-    s->pipe = cfd_pipeline_start(sc, err);
-  if (!s->audio && !s->pipe) {
-    g_prefix_error(err, "stream %s: ", sc->name);
+    s->pipe = cfd_pipeline_start(sc, &e);
+  if (!s->audio && !s->pipe && sc->restart != CFD_RESTART_NO) {
+    say("stream %s cannot start: %s; trying every %g s", sc->name, e->message,
+        sc->restart_delay);
+    s->down_error = g_strdup(e->message);
+    s->ended_at = now_s();
+    g_error_free(e);
+  } else if (!s->audio && !s->pipe) {
+    g_propagate_prefixed_error(err, e, "stream %s: ", sc->name);
     g_free(s);
     return NULL;
   }
   s->sc = sc;
   return s;
+}
+
+/* ---- restart ---- */
+
+/* Whether s has ended in a way its restart policy starts again. */
+static bool wants_restart(stream *s)
+{
+  if (s->sc->restart == CFD_RESTART_NO)
+    return false;
+  if (!s->audio && !s->pipe)
+    return true; /* down: a try failed */
+  bool failed = false;
+  bool ended = s->audio ? cfd_audio_ended_how(s->audio, &failed)
+                        : cfd_pipeline_ended(s->pipe, &failed);
+  return ended && (failed || s->sc->restart == CFD_RESTART_ALWAYS);
+}
+
+/* Every 50 ms: streams that ended (or could not start again) are started
+ * again restart-delay seconds later. */
+static gboolean on_tick(gpointer user)
+{
+  GPtrArray *streams = ((daemon_state *)user)->streams;
+  double t = now_s();
+  for (guint i = 0; i < streams->len; i++) {
+    stream *s = streams->pdata[i];
+    if (!wants_restart(s)) {
+      s->ended_at = 0;
+      continue;
+    }
+    if (s->ended_at == 0)
+      s->ended_at = t;
+    if (t - s->ended_at < s->sc->restart_delay)
+      continue;
+    cfd_audio_stop(s->audio);
+    cfd_pipeline_stop(s->pipe);
+    s->audio = NULL;
+    s->pipe = NULL;
+    GError *e = NULL;
+    if (s->sc->type == CFD_PIPELINE)
+      s->pipe = cfd_pipeline_start(s->sc, &e);
+    else
+      s->audio = cfd_audio_start(s->sc, &e);
+    s->ended_at = 0;
+    if (s->audio || s->pipe) {
+      s->restarts++;
+      say("stream %s started again (%u)", s->sc->name, s->restarts);
+      g_clear_pointer(&s->down_error, g_free);
+    } else {
+      /* said once a time down, not at every try */
+      if (!s->down_error)
+        say("stream %s cannot start again: %s; trying every %g s", s->sc->name,
+            e->message, s->sc->restart_delay);
+      g_free(s->down_error);
+      s->down_error = g_strdup(e->message);
+      s->ended_at = t; /* the next try after the delay */
+      g_error_free(e);
+    }
+  }
+  return G_SOURCE_CONTINUE;
 }
 
 static stream *find_stream(daemon_state *d, const char *name)
@@ -245,8 +322,15 @@ static bool cmd_status(daemon_state *d, char **argv, GString *out, GError **err)
                                                      : "pipeline");
     if (s->audio)
       cfd_audio_status(s->audio, lines);
-    else
+    else if (s->pipe)
       cfd_pipeline_status(s->pipe, lines);
+    else {
+      char *why = cfd_quoted(s->down_error ? s->down_error : "?");
+      g_string_append_printf(lines, "state=down error=%s", why);
+      g_free(why);
+    }
+    if (s->sc->restart != CFD_RESTART_NO)
+      g_string_append_printf(lines, " restarts=%u", s->restarts);
     g_string_append_c(lines, '\n');
   }
   if (argv[1] && !any) {
@@ -269,6 +353,12 @@ static stream *need_stream(daemon_state *d, const char *name, GError **err)
   stream *s = name ? find_stream(d, name) : NULL;
   if (!s)
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", name ? name : "");
+  else if (!s->audio && !s->pipe) {
+    g_set_error(err, CFD_ERROR, 0,
+                "stream %s is down (%s); it is started again every %g s", name,
+                s->down_error ? s->down_error : "?", s->sc->restart_delay);
+    return NULL;
+  }
   return s;
 }
 
@@ -606,8 +696,15 @@ int main(int argc, char **argv)
     g_unix_signal_add(SIGHUP, on_hup, &d);
     g_unix_signal_add(SIGTERM, on_term, &d);
     g_unix_signal_add(SIGINT, on_term, &d);
-    say("%u stream%s running; control socket %s", d.streams->len,
-        d.streams->len == 1 ? "" : "s", d.socket_path);
+    g_timeout_add(50, on_tick, &d);
+    unsigned down = 0;
+    for (guint i = 0; i < d.streams->len; i++) {
+      stream *s = d.streams->pdata[i];
+      down += !s->audio && !s->pipe;
+    }
+    say("%u stream%s running%s; control socket %s", d.streams->len - down,
+        d.streams->len - down == 1 ? "" : "s",
+        down ? " (and some down, tried again)" : "", d.socket_path);
     g_main_loop_run(d.loop);
     say("stopping");
   } else {

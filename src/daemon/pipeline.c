@@ -232,6 +232,12 @@ void cfd_pipeline_stop(cfd_pipeline *p)
   g_free(p);
 }
 
+bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed)
+{
+  *failed = p->error != NULL;
+  return p->error || p->eos;
+}
+
 void cfd_pipeline_status(cfd_pipeline *p, GString *out)
 {
   GstState st = GST_STATE_NULL;
@@ -381,6 +387,12 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
 {
   (void)p;
   (void)out;
+}
+bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed)
+{
+  (void)p;
+  *failed = false;
+  return false;
 }
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       GError **err)
