@@ -1494,6 +1494,10 @@ static void test_file_bad(void **state)
       {"[stream f]\ntype = file\nkernel-file = b.txt\ninput = b.wav\n"
        "output = o.wav\nblock = 0\n",
        "block"},
+      /* a live URL with nothing behind it does not hold the daemon */
+      {"[stream f]\ntype = file\nkernel = 1\n"
+       "input = udp://127.0.0.1:9\noutput = o.wav\n",
+       "nothing to read within"},
   };
   char cmd[1400];
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

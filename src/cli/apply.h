@@ -110,9 +110,10 @@ int apply_audio(const apply_opts *o, const char *tmp, const apply_hooks *h,
                 apply_result *res);
 
 /* INPUT's main audio stream: its rate, channels and announced length in
- * seconds (0: not known); 0 or CLI_EXIT_RUNTIME. */
+ * seconds (0: not known); 0, 130 (h->stop said stop) or CLI_EXIT_RUNTIME.
+ * Only h->stop is used; h may be NULL. */
 int apply_probe(const char *path, unsigned *rate, unsigned *channels,
-                double *seconds);
+                double *seconds, const apply_hooks *h);
 
 /* The video half: filter INPUT's main video stream, copy its audio. */
 int apply_video(const apply_opts *o, const char *tmp);

@@ -804,9 +804,9 @@ static void describe(const apply_opts *opt, const input *in, const output *o,
 }
 
 int apply_probe(const char *path, unsigned *rate, unsigned *channels,
-                double *seconds)
+                double *seconds, const apply_hooks *h)
 {
-  input in = {0};
+  input in = {.h = h};
   int rc = input_open(&in, path);
   if (!rc) {
     *rate = (unsigned)in.rate;

@@ -351,6 +351,13 @@ bool cfd_file_available(const char **why)
   return cf_av_get(why) != NULL;
 }
 
+enum { PROBE_SECONDS = 5 };
+
+static int probe_late(void *user)
+{
+  return now_us() > *(const double *)user;
+}
+
 bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
                     double *seconds, GError **err)
 {
@@ -361,10 +368,19 @@ bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
   }
   cf_av->av_log_set_level(AV_LOG_ERROR);
   char msg[512];
+  /* the config is read in the daemon's main thread: an input that says
+   * nothing (a live URL with no sender yet) must not hold it */
+  double deadline = now_us() + PROBE_SECONDS * 1e6;
+  apply_hooks h = {.user = &deadline, .stop = probe_late};
   apply_capture(msg, sizeof msg);
-  int rc = apply_probe(path, rate, channels, seconds);
+  int rc = apply_probe(path, rate, channels, seconds, &h);
   apply_capture(NULL, 0);
-  if (rc)
+  if (rc == 130)
+    g_set_error(err, CFD_ERROR, 0,
+                "%s: nothing to read within %d s (the input must be there "
+                "when the config is read)",
+                path, PROBE_SECONDS);
+  else if (rc)
     g_set_error(err, CFD_ERROR, 0, "%s", msg);
   return rc == 0;
 }
@@ -410,7 +426,6 @@ static gpointer file_thread(gpointer user)
                    .rate = sc->rate,
                    .channels = sc->channels};
   apply_capture(a->error, sizeof a->error);
-  a->t0 = now_us();
   int rc = apply_audio(&o, a->tmp, &h, &a->res);
   a->wall = (now_us() - a->t0) * 1e-6;
   apply_capture(NULL, 0);
@@ -457,6 +472,7 @@ static bool file_start(cfd_audio *a, GError **err)
     g_set_error(err, CFD_ERROR, 0, "%s", msg);
     return false;
   }
+  a->t0 = now_us(); /* before the thread: status reads it */
   a->thread = g_thread_try_new(sc->name, file_thread, a, err);
   return a->thread != NULL;
 }
