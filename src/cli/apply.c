@@ -111,15 +111,7 @@ static void usage_apply(FILE *f)
 
 static int apply_parse(int argc, char **argv, apply_opts *o)
 {
-  enum {
-    OPT_ROUTING = 256,
-    OPT_GAIN,
-    OPT_TAIL,
-    OPT_BACKEND,
-    OPT_ALGORITHM,
-    OPT_THREADS,
-    OPT_DEVICE
-  };
+  enum { OPT_ROUTING = 256, OPT_GAIN, OPT_TAIL, OPT_ALGORITHM };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, 'k'},
       {"routing", required_argument, NULL, OPT_ROUTING},
@@ -129,10 +121,8 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
       {"format", required_argument, NULL, 'f'},
       {"overwrite", no_argument, NULL, 'y'},
       {"block", required_argument, NULL, 'b'},
-      {"backend", required_argument, NULL, OPT_BACKEND},
       {"algorithm", required_argument, NULL, OPT_ALGORITHM},
-      {"threads", required_argument, NULL, OPT_THREADS},
-      {"device", required_argument, NULL, OPT_DEVICE},
+      CLI_ENGINE_OPTIONS,
       {"kernel2d", required_argument, NULL, CLI_V_KERNEL},
       {"preset", required_argument, NULL, 'p'},
       {"size", required_argument, NULL, CLI_V_SIZE},
@@ -204,24 +194,14 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;
-    case OPT_BACKEND:
-      if (cf_backend_from_string(optarg, &o->cfg.backend) != CF_OK)
-        return cli_usage_error("apply",
-                               "--backend: '%s' is not auto, cpu "
-                               "or cuda",
-                               optarg);
+    case CLI_E_BACKEND:
+    case CLI_E_THREADS:
+    case CLI_E_DEVICE:
+      if ((rc = cli_engine_option("apply", c, optarg, &o->cfg.backend,
+                                  &o->cfg.threads, &o->cfg.device_id)))
+        return rc;
       break;
     case OPT_ALGORITHM: algorithm = optarg; break;
-    case OPT_THREADS:
-      if (!cli_parse_uint("apply", "--threads", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.threads = (unsigned)v;
-      break;
-    case OPT_DEVICE:
-      if (!cli_parse_uint("apply", "--device", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.device_id = (int)v;
-      break;
     case 'q': o->quiet = true; break;
     case 'v': o->verbose = true; break;
     case 'h': usage_apply(stdout); exit(0);

@@ -36,6 +36,18 @@ int cli_write_all(int fd, const void *buf, size_t len);
 struct cf_engine;
 void cli_note_fallback(const struct cf_engine *e, bool *told);
 
+/* --backend, --threads and --device, the same in every command that
+ * runs an engine: getopt_long table entries and their parsing. */
+enum { CLI_E_BACKEND = 640, CLI_E_THREADS, CLI_E_DEVICE };
+#define CLI_ENGINE_OPTIONS                                                    \
+  {"backend", required_argument, NULL, CLI_E_BACKEND},                        \
+      {"threads", required_argument, NULL, CLI_E_THREADS},                    \
+      {"device", required_argument, NULL, CLI_E_DEVICE}
+/* Take option c (CLI_E_*) with its value; 0 or an exit status after a
+ * usage error naming the option. */
+int cli_engine_option(const char *cmd, int c, const char *arg,
+                      cf_backend *backend, unsigned *threads, int *device);
+
 /* Monotonic clock in seconds. */
 double cli_now(void);
 

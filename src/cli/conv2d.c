@@ -230,7 +230,6 @@ int cli_video_check(const char *cmd, const cli_video_opts *o)
 /* Parse conv2d's options into o; returns 0 or an exit status. */
 static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
 {
-  enum { OPT_THREADS = 256, OPT_BACKEND, OPT_DEVICE };
   static const struct option longopts[] = {
     {"kernel", required_argument, NULL, 'k'},
     {"preset", required_argument, NULL, 'p'},
@@ -246,9 +245,7 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
     {"absolute", no_argument, NULL, CLI_V_ABSOLUTE},
     {"components", required_argument, NULL, 'c'},
     {"algorithm", required_argument, NULL, CLI_V_ALGORITHM},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"device", required_argument, NULL, OPT_DEVICE},
+    CLI_ENGINE_OPTIONS,
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -299,20 +296,12 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
                                "I420 or NV12", optarg);
       o->have_format = true;
       break;
-    case OPT_THREADS:
-      if (!cli_parse_uint(CMD, "--threads", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.threads = (unsigned)v;
-      break;
-    case OPT_BACKEND:
-      if (cf_backend_from_string(optarg, &o->cfg.backend) != CF_OK)
-        return cli_usage_error(CMD, "--backend: '%s' is not auto, cpu or "
-                               "cuda", optarg);
-      break;
-    case OPT_DEVICE:
-      if (!cli_parse_uint(CMD, "--device", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.device_id = (int)v;
+    case CLI_E_BACKEND:
+    case CLI_E_THREADS:
+    case CLI_E_DEVICE:
+      if ((rc = cli_engine_option(CMD, c, optarg, &o->cfg.backend,
+                                  &o->cfg.threads, &o->cfg.device_id)))
+        return rc;
       break;
     case 'v': o->verbose = true; break;
     case 'h': usage_conv2d(stdout); exit(0);

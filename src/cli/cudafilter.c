@@ -53,6 +53,29 @@ void cli_note_fallback(const cf_engine *e, bool *told)
           "goes on on the cpu, nothing lost\n", why);
 }
 
+int cli_engine_option(const char *cmd, int c, const char *arg,
+                      cf_backend *backend, unsigned *threads, int *device)
+{
+  unsigned long v;
+  switch (c) {
+  case CLI_E_BACKEND:
+    if (cf_backend_from_string(arg, backend) != CF_OK)
+      return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda",
+                             arg);
+    return 0;
+  case CLI_E_THREADS:
+    if (!cli_parse_uint(cmd, "--threads", arg, 0, 1024, &v))
+      return CLI_EXIT_USAGE;
+    *threads = (unsigned)v;
+    return 0;
+  default:
+    if (!cli_parse_uint(cmd, "--device", arg, 0, 1024, &v))
+      return CLI_EXIT_USAGE;
+    *device = (int)v;
+    return 0;
+  }
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
   va_list ap;
@@ -245,25 +268,22 @@ static int emit(float *out, size_t frames, unsigned channels)
 /* Parse fir's options into o; returns 0 or an exit status. */
 static int fir_parse(int argc, char **argv, fir_opts *o)
 {
-  enum { OPT_ROUTING = 256, OPT_RATE, OPT_BACKEND, OPT_ALGORITHM,
-         OPT_THREADS, OPT_DEVICE, OPT_DRAIN };
+  enum { OPT_ROUTING = 256, OPT_RATE, OPT_ALGORITHM, OPT_DRAIN };
   static const struct option longopts[] = {
     {"kernel", required_argument, NULL, 'k'},
     {"channels", required_argument, NULL, 'c'},
     {"routing", required_argument, NULL, OPT_ROUTING},
     {"rate", required_argument, NULL, OPT_RATE},
     {"block", required_argument, NULL, 'b'},
-    {"backend", required_argument, NULL, OPT_BACKEND},
     {"algorithm", required_argument, NULL, OPT_ALGORITHM},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"device", required_argument, NULL, OPT_DEVICE},
+    CLI_ENGINE_OPTIONS,
     {"drain", no_argument, NULL, OPT_DRAIN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
   };
   unsigned long v;
-  int c;
+  int c, rc;
 
   memset(o, 0, sizeof *o);
   o->rate = 48000;
@@ -292,26 +312,18 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;
-    case OPT_BACKEND:
-      if (cf_backend_from_string(optarg, &o->cfg.backend) != CF_OK)
-        return cli_usage_error("fir", "--backend: '%s' is not auto, cpu or "
-                               "cuda", optarg);
+    case CLI_E_BACKEND:
+    case CLI_E_THREADS:
+    case CLI_E_DEVICE:
+      if ((rc = cli_engine_option("fir", c, optarg, &o->cfg.backend,
+                                  &o->cfg.threads, &o->cfg.device_id)))
+        return rc;
       break;
     case OPT_ALGORITHM:
       if (cf_algorithm_from_string(optarg, &o->cfg.algorithm) != CF_OK)
         return cli_usage_error("fir", "--algorithm: '%s' is not auto, "
                                "direct, fft-uniform or fft-nonuniform",
                                optarg);
-      break;
-    case OPT_THREADS:
-      if (!cli_parse_uint("fir", "--threads", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.threads = (unsigned)v;
-      break;
-    case OPT_DEVICE:
-      if (!cli_parse_uint("fir", "--device", optarg, 0, 1024, &v))
-        return CLI_EXIT_USAGE;
-      o->cfg.device_id = (int)v;
       break;
     case OPT_DRAIN: o->drain = true; break;
     case 'v': o->verbose = true; break;

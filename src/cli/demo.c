@@ -282,7 +282,7 @@ static int demo_parse(int argc, char **argv, const char **out_path,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
   };
-  int c;
+  int c, rc;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:s:h", longopts, NULL)) != -1) {
     switch (c) {
@@ -294,9 +294,9 @@ static int demo_parse(int argc, char **argv, const char **out_path,
         return CLI_EXIT_USAGE;
       break;
     case 'B':
-      if (cf_backend_from_string(optarg, backend) != CF_OK)
-        return cli_usage_error("demo", "--backend: '%s' is not auto, cpu or "
-                               "cuda", optarg);
+      if ((rc = cli_engine_option("demo", CLI_E_BACKEND, optarg, backend,
+                                  NULL, NULL)))
+        return rc;
       break;
     case 'h':
       puts("Usage: cudafilter demo [--out FILE] [--seconds S] "
