@@ -441,7 +441,7 @@ static gpointer file_thread(gpointer user)
             sc->name);
   else
     fprintf(stderr,
-            "cudafilterd: stream %s %s: wrote %s, %.2f s%s, in %.2f s\n",
+            "cudafilterd: stream %s %s: wrote %s, %.2f s%s, in %.3f s\n",
             sc->name, file_state_names[st], sc->output,
             (double)a->res.frames_out / sc->rate,
             st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
