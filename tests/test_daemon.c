@@ -1280,10 +1280,36 @@ static void test_file_streams(void **state)
       usleep(20000);
     }
     wait_state(&r, "render", "finished");
-    stop_daemon(&r);
     y = reference(&k2, x, frames, g);
     check_wav(out, y, frames, k2.cout, rate);
     free(y);
+    if (round == 0) {
+      /* the input rewritten under the same name: a reload runs it again */
+      size_t frames2 = frames / 2 + 1;
+      ref_rng_fill(&rng, x, frames2 * ch);
+      write_wav(in, W_F32, rate, ch, x, frames2);
+      kill(r.pid, SIGHUP);
+      t0 = now_s();
+      for (;;) {
+        char *l = slurp(r.log, NULL);
+        const char *p1 = l ? strstr(l, "reload: render: restarted") : NULL;
+        int got = p1 && strstr(p1 + 1, "reload: render: restarted");
+        free(l);
+        if (got)
+          break;
+        if (now_s() - t0 > 30)
+          print_log(&r);
+        CHECK(now_s() - t0 < 30, "a new input did not run again");
+        usleep(20000);
+      }
+      wait_state(&r, "render", "finished");
+      CHECK(status_num(&r, "render", "written-frames") == (double)frames2,
+            "the new input: not %zu frames written", frames2);
+      y = reference(&k2, x, frames2, g);
+      check_wav(out, y, frames2, k2.cout, rate);
+      free(y);
+    }
+    stop_daemon(&r);
     /* no temporary file left */
     char cmd[800];
     snprintf(cmd, sizeof cmd, "ls %s | grep -q cf-part", tmp_dir);

@@ -494,6 +494,13 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   if (ok && sc->type == CFD_FILE)
     ok = read_audio(r, dir, sc);
+  if (ok && sc->type == CFD_FILE) {
+    /* an input that changed under the same name is a new stream */
+    char *s2 = g_strdup_printf("%s(input: %u Hz, %u channels, %.6f s)\n",
+                               sc->shape, sc->rate, sc->channels, sc->seconds);
+    g_free(sc->shape);
+    sc->shape = s2;
+  }
 out:
   if (!ok) {
     cfd_stream_conf_free(sc);
