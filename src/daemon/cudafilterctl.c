@@ -18,8 +18,8 @@ static void usage(FILE *f)
 {
   fprintf(f, "usage: cudafilterctl [-s SOCKET] COMMAND [ARGS]\n"
              "  status [--json] [STREAM]  (--json: one line of JSON)\n"
-             "  set STREAM KEY VALUE      (audio: kernel-file, kernel, gain, "
-             "crossfade;\n"
+             "  set STREAM KEY VALUE      (audio, file: kernel-file, kernel, "
+             "gain, crossfade;\n"
              "                             pipeline: [ELEMENT.]PROPERTY)\n"
              "  swap-kernel STREAM FILE [CROSSFADE_SECONDS]\n"
              "  reload\n"

@@ -8,15 +8,18 @@
  *   status [--json] [STREAM]       a line per stream, key=value pairs
  *                                  (values with spaces in quotes); or
  *                                  one line of JSON
- *   set STREAM KEY VALUE...        a live change (audio: kernel-file,
- *                                  kernel, gain, crossfade; pipeline:
- *                                  [ELEMENT.]PROPERTY)
+ *   set STREAM KEY VALUE...        a live change (audio, file:
+ *                                  kernel-file, kernel, gain, crossfade;
+ *                                  pipeline: [ELEMENT.]PROPERTY)
  *   swap-kernel STREAM FILE [S]    a new kernel, crossfaded over S seconds
  *   reload                         what SIGHUP does
  * Reload reads the file again. A file that does not check out changes
  * nothing; a stream whose only changes are its kernel keys takes the new
  * kernel live; a changed stream restarts (the old one comes back if the
- * new cannot start); streams no longer in the file stop. */
+ * new cannot start); streams no longer in the file stop. A finished file
+ * stream runs again when its kernel or its input changes. Streams with
+ * `restart` are started again when they fail (or end), and kept down,
+ * tried again, when they cannot start. */
 #include "cfd.h"
 
 #include <errno.h>
