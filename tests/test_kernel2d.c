@@ -720,6 +720,21 @@ static void test_text_empty(void **state)
   expect_no_taps("\n\n \t\r\n , ,\n\n");
 }
 
+/* A token without end (/dev/zero) is refused once it is too long, not
+ * read until its end; a NUL in a token shows in the message. */
+static void test_text_endless(void **state)
+{
+  (void)state;
+  cf_kernel2d *k;
+  if (access("/dev/zero", R_OK) == 0)
+    expect_error(cf_kernel2d_load_text("/dev/zero", &k), &k, CF_E_FORMAT,
+                 "/dev/zero:1:1: '???", "is too long to be a number");
+  const char *path = fixture("nul.txt");
+  write_bytes(path, "1 2\n3 4\0x\n", 11);
+  expect_error(cf_kernel2d_load_text(path, &k), &k, CF_E_FORMAT, path,
+               ":2:3: '4?x' is not a number");
+}
+
 static void test_text_limits(void **state)
 {
   (void)state;
@@ -1102,6 +1117,7 @@ int main(void)
       cmocka_unit_test(test_text_ragged_blocks),
       cmocka_unit_test(test_text_bad_tokens),
       cmocka_unit_test(test_text_empty),
+      cmocka_unit_test(test_text_endless),
       cmocka_unit_test(test_text_limits),
       cmocka_unit_test(test_text_fuzz),
       cmocka_unit_test(test_npy_roundtrip),

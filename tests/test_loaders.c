@@ -207,6 +207,30 @@ static void test_text_empty(void **state)
   expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, "no taps");
 }
 
+/* A NUL inside a token: the message showed the token cut at it ("'1'
+ * is not a number" for "1\0x"). */
+static void test_text_nul(void **state)
+{
+  (void)state;
+  const char *path = fixture("nul.txt");
+  write_bytes(path, "0.5 1\0x 2\n", 10);
+  cf_kernel *k;
+  expect_error(cf_kernel_load_text(path, &k), &k, CF_E_FORMAT, path,
+               ":1:5: '1?x' is not a number");
+}
+
+/* A token without end (/dev/zero: NUL bytes forever) is refused once it
+ * is too long, not read until its end. */
+static void test_text_endless(void **state)
+{
+  (void)state;
+  if (access("/dev/zero", R_OK) != 0)
+    skip();
+  cf_kernel *k;
+  expect_error(cf_kernel_load_text("/dev/zero", &k), &k, CF_E_FORMAT,
+               "/dev/zero:1:1: '???", "is too long to be a number");
+}
+
 /* ---- .npy ---------------------------------------------------------- */
 
 typedef struct npy_spec {
@@ -884,6 +908,97 @@ static void test_audio_truncated(void **state)
 #endif
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* A 16-bit PCM WAV file written by hand, so its header may say anything
+ * (a rate libav's own writer would refuse). */
+static void write_wav(const char *path, unsigned channels, uint32_t rate,
+                      const int16_t *x, size_t frames)
+{
+  uint32_t data = (uint32_t)(frames * channels * 2);
+  uint32_t fmt[4] = {1 | channels << 16, rate, rate * channels * 2,
+                     (channels * 2) | 16u << 16};
+  unsigned char head[44];
+  memcpy(head, "RIFF", 4);
+  for (int i = 0; i < 4; i++)
+    head[4 + i] = (unsigned char)((36 + data) >> (8 * i));
+  memcpy(head + 8, "WAVEfmt \x10\0\0\0", 12);
+  for (int w = 0; w < 4; w++)
+    for (int i = 0; i < 4; i++)
+      head[20 + 4 * w + i] = (unsigned char)(fmt[w] >> (8 * i));
+  memcpy(head + 36, "data", 4);
+  for (int i = 0; i < 4; i++)
+    head[40 + i] = (unsigned char)(data >> (8 * i));
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
+  for (size_t i = 0; i < frames * channels; i++) {
+    unsigned char b[2] = {(unsigned char)x[i], (unsigned char)(x[i] >> 8)};
+    assert_int_equal(fwrite(b, 1, 2, f), 2);
+  }
+  assert_int_equal(fclose(f), 0);
+}
+#endif
+
+/* Rates libswresample would need gigabytes for: tests/fuzz found a WAV
+ * header's 520 MHz, resampled to 48 kHz, asking for 1.6 GB. */
+static void test_audio_rates(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  int16_t x[1000];
+  for (size_t i = 0; i < 1000; i++)
+    x[i] = 16384;
+  const char *path = fixture("rate.wav");
+  cf_kernel *k;
+  write_wav(path, 2, 520110080u, x, 8);
+  expect_error(cf_kernel_load(path, 48000, &k), &k, CF_E_FORMAT, path,
+               "2 channels at 520110080 Hz");
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+               "rate of 1..1000000 Hz");
+  write_wav(path, 1, 1024, x, 16);
+  expect_error(cf_kernel_load(path, 1, &k), &k, CF_E_INVALID, path,
+               "cannot resample 1024 Hz to 1 Hz: more than 256x down");
+  /* 24x down: the resampler's delay is more than one piece of silence
+   * (these kernels came out empty), yet every kernel keeps its length. */
+  for (size_t m = 16; m <= 1000; m = m * 4 + 3) {
+    write_wav(path, 1, 192000, x, m);
+    expect_ok(cf_kernel_load(path, 8000, &k), path);
+    size_t len;
+    const float *y = cf_kernel_taps(k, 0, &len);
+    if (len != (m + 23) / 24)
+      print_error("%zu taps at 192 kHz: %zu at 8 kHz, want %zu\n", m, len,
+                  (m + 23) / 24);
+    assert_int_equal(len, (m + 23) / 24);
+    for (size_t i = 0; i < len; i++)
+      assert_true(isfinite(y[i]) && fabsf(y[i]) < 1.0f);
+    cf_kernel_free(k);
+  }
+#endif
+}
+
+/* Decoded samples are capped, not only resampled ones: a small FLAC file
+ * of silence holds billions of samples (230 kB: 3 billion), which took
+ * seconds to minutes to downsample into a kernel within the limits. */
+static void test_audio_decoded_limit(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  size_t n = ((size_t)1 << 24) + 1; /* 2^27 samples over 8 channels, +1 */
+  float *zero = calloc(n, sizeof *zero);
+  assert_non_null(zero);
+  float *x[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
+  const char *path = fixture("long.flac");
+  write_audio(path, AV_CODEC_ID_FLAC, AV_SAMPLE_FMT_S16, 48000, 8, x, n);
+  free(zero);
+  cf_kernel *k;
+  expect_error(cf_kernel_load(path, 8000, &k), &k, CF_E_FORMAT, path,
+               "longer than the limit of 16777216 samples per channel (8 "
+               "channels at 48000 Hz)");
+#endif
+}
+
 static void test_audio_missing(void **state)
 {
   (void)state;
@@ -913,6 +1028,8 @@ int main(void)
       cmocka_unit_test(test_text_bad_token),
       cmocka_unit_test(test_text_nonfinite),
       cmocka_unit_test(test_text_empty),
+      cmocka_unit_test(test_text_nul),
+      cmocka_unit_test(test_text_endless),
       cmocka_unit_test(test_npy_roundtrip),
       cmocka_unit_test(test_npy_truncated),
       cmocka_unit_test(test_npy_bad_magic),
@@ -929,6 +1046,8 @@ int main(void)
       cmocka_unit_test(test_audio_resample),
       cmocka_unit_test(test_audio_nonfinite),
       cmocka_unit_test(test_audio_truncated),
+      cmocka_unit_test(test_audio_rates),
+      cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),
   };
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);

@@ -8,15 +8,18 @@
 #include "../engine/error_internal.h"
 #include "cudafilter/kernel.h"
 
-/* A growable array of taps. Callers check CF_KERNEL_MAX_TAPS themselves,
- * where they know the position to report. */
+/* A growable array of taps. Callers check their limits themselves, where
+ * they know the position to report. */
 typedef struct cf_io_taps {
   float *v;
   size_t len, cap;
 } cf_io_taps;
 
-/* Room for `extra` more taps; CF_E_NOMEM (message names path) otherwise. */
-cf_status cf_io_taps_reserve(cf_io_taps *t, size_t extra, const char *path);
+/* Room for `extra` more taps, growing by doubling but never past `most`
+ * taps (the caller's limit: len + extra <= most); CF_E_NOMEM (message
+ * names path) otherwise. */
+cf_status cf_io_taps_reserve(cf_io_taps *t, size_t extra, size_t most,
+                             const char *path);
 void cf_io_taps_free(cf_io_taps *t);
 
 /* CF_E_INVALID unless path and out are set; clears *out. */

@@ -12,13 +12,16 @@
 /* Bytes looked at to tell text from binary. */
 #define SNIFF_BYTES 4096
 
-cf_status cf_io_taps_reserve(cf_io_taps *t, size_t extra, const char *path)
+cf_status cf_io_taps_reserve(cf_io_taps *t, size_t extra, size_t most,
+                             const char *path)
 {
   if (extra <= t->cap - t->len)
     return CF_OK;
   size_t cap = t->cap ? t->cap : 1024;
   while (cap - t->len < extra)
-    cap *= 2; /* no overflow: callers keep len + extra near MAX_TAPS */
+    cap *= 2; /* no overflow: len + extra <= most, a limit near 2^24 */
+  if (cap > most && t->len + extra <= most)
+    cap = most; /* doubling for a file's last tap must not double memory */
   float *v = realloc(t->v, cap * sizeof *v);
   if (!v)
     return cf_fail(CF_E_NOMEM, "%s: out of memory for %zu taps", path, cap);

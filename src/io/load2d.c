@@ -90,7 +90,7 @@ static cf_status add_number(grid *g, const cf_io_text_event *ev)
                    "%s:%lu:%lu: more than the limit of %zu "
                    "taps",
                    g->path, ev->line, ev->col, CF_KERNEL2D_MAX_TAPS);
-  cf_status s = cf_io_taps_reserve(&g->taps, 1, g->path);
+  cf_status s = cf_io_taps_reserve(&g->taps, 1, CF_KERNEL2D_MAX_TAPS, g->path);
   if (s == CF_OK) {
     g->taps.v[g->taps.len++] = ev->value;
     g->row++;

@@ -12,10 +12,16 @@
 #include "av_lazy.h"
 
 /* Samples over all channels: a tiny compressed file can decode to
- * gigabytes, so the total is capped as well as each kernel. */
+ * gigabytes, so the total is capped as well as each kernel, both as
+ * decoded and as resampled (a 230 kB FLAC file of silence held 3 billion
+ * samples: 13 s of work to downsample). */
 #define AUDIO_MAX_TOTAL ((size_t)1 << 27)
-/* Highest output rate accepted (Hz). */
+/* Highest rate accepted (Hz), asked for or in the file. */
 #define AUDIO_MAX_RATE 1000000u
+/* Most downsampling: libswresample's filter grows with the ratio (32 taps
+ * times the ratio, for up to 1024 phases: some 33 MB at 256x; a hostile
+ * header's 520 MHz to 48 kHz asked for 1.6 GB). */
+#define AUDIO_MAX_RATIO 256u
 
 typedef struct audio_loader {
   const char *path;
@@ -30,6 +36,7 @@ typedef struct audio_loader {
   AVChannelLayout layout;
   int in_format, in_rate;
   unsigned channels;
+  size_t max_in;      /* per channel, at the file's rate */
   size_t max_len;     /* per channel, after resampling */
   int64_t decoded;    /* samples per channel at the file's rate */
   cf_io_taps *chan;   /* channels arrays */
@@ -82,10 +89,15 @@ static cf_status open_input(audio_loader *a)
 static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
 {
   unsigned n = (unsigned)fr->ch_layout.nb_channels;
-  if (n < 1 || n > CF_MAX_CHANNELS || fr->sample_rate <= 0)
+  if (n < 1 || n > CF_MAX_CHANNELS || fr->sample_rate <= 0 ||
+      (unsigned)fr->sample_rate > AUDIO_MAX_RATE)
     return cf_fail(CF_E_FORMAT, "%s: %u channels at %d Hz: need 1..%u "
-                   "channels and a positive rate", a->path, n,
-                   fr->sample_rate, CF_MAX_CHANNELS);
+                   "channels and a rate of 1..%u Hz", a->path, n,
+                   fr->sample_rate, CF_MAX_CHANNELS, AUDIO_MAX_RATE);
+  if (a->out_rate && fr->sample_rate / a->out_rate > (int)AUDIO_MAX_RATIO)
+    return cf_fail(CF_E_INVALID, "%s: cannot resample %d Hz to %d Hz: more "
+                   "than %ux down", a->path, fr->sample_rate, a->out_rate,
+                   AUDIO_MAX_RATIO);
   int err = 0;
   if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
     cf_av->av_channel_layout_default(&a->layout, (int)n); /* swr wants an order */
@@ -98,8 +110,8 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
   a->in_rate = fr->sample_rate;
   if (!a->out_rate)
     a->out_rate = a->in_rate;
-  a->max_len = AUDIO_MAX_TOTAL / n < CF_KERNEL_MAX_TAPS ? AUDIO_MAX_TOTAL / n
-                                                        : CF_KERNEL_MAX_TAPS;
+  a->max_in = AUDIO_MAX_TOTAL / n;
+  a->max_len = a->max_in < CF_KERNEL_MAX_TAPS ? a->max_in : CF_KERNEL_MAX_TAPS;
   /* Same layout in and out: no remixing, each channel stays a kernel. */
   err = cf_av->swr_alloc_set_opts2(&a->swr, &a->layout, AV_SAMPLE_FMT_FLTP,
                             a->out_rate, &a->layout, fr->format,
@@ -142,11 +154,11 @@ static cf_status check_finite(const audio_loader *a, const AVFrame *fr)
   return CF_OK;
 }
 
-static cf_status too_long(const audio_loader *a)
+static cf_status too_long(const audio_loader *a, size_t limit, int rate)
 {
   return cf_fail(CF_E_FORMAT, "%s: longer than the limit of %zu samples per "
-                 "channel (%u channels at %d Hz)", a->path, a->max_len,
-                 a->channels, a->out_rate);
+                 "channel (%u channels at %d Hz)", a->path, limit,
+                 a->channels, rate);
 }
 
 /* Resamples n input samples (NULL, 0 drains) into the channel arrays;
@@ -168,7 +180,9 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
     want = (int)room;
   uint8_t *outp[CF_MAX_CHANNELS];
   for (unsigned c = 0; c < a->channels; c++) {
-    cf_status s = cf_io_taps_reserve(&a->chan[c], (size_t)want, a->path);
+    /* at least 1: no NULL + 0 for the output pointer */
+    cf_status s = cf_io_taps_reserve(&a->chan[c], want ? (size_t)want : 1,
+                                     a->max_len + 1, a->path);
     if (s != CF_OK)
       return s;
     outp[c] = (uint8_t *)(a->chan[c].v + a->chan[c].len);
@@ -178,7 +192,8 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
     return av_fail(a, CF_E_INTERNAL, "resampling", *got);
   for (unsigned c = 0; c < a->channels; c++)
     a->chan[c].len += (size_t)*got;
-  return a->chan[0].len > a->max_len ? too_long(a) : CF_OK;
+  return a->chan[0].len > a->max_len ? too_long(a, a->max_len, a->out_rate)
+                                      : CF_OK;
 }
 
 static cf_status take_frame(audio_loader *a, const AVFrame *fr)
@@ -192,6 +207,8 @@ static cf_status take_frame(audio_loader *a, const AVFrame *fr)
       (unsigned)fr->ch_layout.nb_channels != a->channels)
     return cf_fail(CF_E_FORMAT, "%s: the audio format changes at sample "
                    "%lld", a->path, (long long)a->decoded);
+  if ((size_t)a->decoded + (size_t)fr->nb_samples > a->max_in)
+    return too_long(a, a->max_in, a->in_rate);
   if ((s = check_finite(a, fr)) != CF_OK)
     return s;
   int got;
@@ -302,8 +319,10 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
   int got = 1;
   /* Resampling: libswresample keeps back its filter's delay and gives
    * nothing at all for a kernel shorter than it (a 16-tap FIR at 48 kHz
-   * came out empty at 44.1 kHz). Feed silence past the end, drain, and cut
-   * to ceil(samples * out / in): the kernel's own length at the new rate. */
+   * came out empty at 44.1 kHz). Feed silence past the end until the
+   * kernel's own length at the new rate, ceil(samples * out / in), has
+   * come out (the delay is half the filter, 32 taps times the downsampling
+   * ratio: 192 kHz to 8 kHz needs more than one piece), drain, and cut. */
   size_t target = 0;
   if (s == CF_OK && a->out_rate != a->in_rate) {
     target = (size_t)(((unsigned long long)a->decoded * (unsigned)a->out_rate +
@@ -321,7 +340,10 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
     const uint8_t *in[CF_MAX_CHANNELS];
     for (unsigned c = 0; c < a->channels; c++)
       in[c] = zeros;
-    s = resample(a, in, PAD, &got);
+    size_t most = PAD + 32 * ((size_t)a->in_rate / (size_t)a->out_rate + 1);
+    for (size_t fed = 0; s == CF_OK && a->chan[0].len < target && fed < most;
+         fed += PAD)
+      s = resample(a, in, PAD, &got);
     free(zeros);
     got = 1;
   }

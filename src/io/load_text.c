@@ -18,7 +18,7 @@ struct cf_io_text {
   FILE *f;
   locale_t c_locale;
   char tok[TOKEN_MAX + 1];
-  size_t tok_len;                  /* may exceed TOKEN_MAX (too long) */
+  size_t tok_len;                  /* TOKEN_MAX + 1: too long */
   unsigned long line, col;         /* of the byte just read */
   unsigned long tok_line, tok_col; /* of the token's first byte */
   bool in_comment, line_comment;
@@ -31,12 +31,14 @@ static bool is_separator(int ch)
   return ch == ',' || ch == ' ' || (ch >= '\t' && ch <= '\r');
 }
 
-/* The token as it may appear in a message: control bytes become '?'. */
+/* The token as it may appear in a message: control bytes become '?', NUL
+ * too (it would end the message inside the token: "1\0x" read as '1'). */
 static const char *printable_token(cf_io_text *t)
 {
-  for (char *c = t->tok; *c; c++)
-    if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-      *c = '?';
+  size_t n = t->tok_len < TOKEN_MAX ? t->tok_len : TOKEN_MAX;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)t->tok[i] < 0x20 || (unsigned char)t->tok[i] > 0x7e)
+      t->tok[i] = '?';
   return t->tok;
 }
 
@@ -109,10 +111,16 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
         t->tok_line = t->line;
         t->tok_col = t->col;
       }
-      if (t->tok_len < TOKEN_MAX)
-        t->tok[t->tok_len] = (char)ch;
+      if (t->tok_len < TOKEN_MAX) {
+        t->tok[t->tok_len++] = (char)ch;
+        continue;
+      }
+      /* Too long: said now, not at its end, which a device such as
+       * /dev/zero never reaches. */
       t->tok_len++;
-      continue;
+      *ev = (cf_io_text_event){
+          .kind = CF_IO_TEXT_NUMBER, .line = t->tok_line, .col = t->tok_col};
+      return end_token(t, &ev->value);
     }
     if (t->tok_len) { /* ch ends a token: handle ch on the next call */
       t->pending = ch;
@@ -159,7 +167,7 @@ static cf_status parse(const char *path, FILE *f, cf_io_taps *taps)
       s = cf_fail(CF_E_FORMAT, "%s:%lu:%lu: more than the limit of %zu "
                   "taps", path, ev.line, ev.col, CF_KERNEL_MAX_TAPS);
     if (s == CF_OK)
-      s = cf_io_taps_reserve(taps, 1, path);
+      s = cf_io_taps_reserve(taps, 1, CF_KERNEL_MAX_TAPS, path);
     if (s == CF_OK)
       taps->v[taps->len++] = ev.value;
   }
