@@ -1532,6 +1532,329 @@ static void assert_no_part_files(void)
     fail_msg("a temporary .cf-part file was left in %s", tmp_dir);
 }
 
+/* ---- apply: the other streams copied ---------------------------------------- */
+
+/* A minimal AVI written byte by byte (so the test needs no libav): Y800
+ * (gray) raw frames as stream 0, 16-bit PCM as stream 1, interleaved a
+ * frame's worth at a time, with an idx1 index. */
+typedef struct avi_buf {
+  unsigned char *b;
+  size_t n, cap;
+} avi_buf;
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+static unsigned char *read_file(const char *path, size_t *n)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)len + 1);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+static void avi_put(avi_buf *a, const void *p, size_t n)
+{
+  if (a->n + n > a->cap) {
+    a->cap = 2 * (a->n + n) + 1024;
+    a->b = realloc(a->b, a->cap);
+    assert_non_null(a->b);
+  }
+  memcpy(a->b + a->n, p, n);
+  a->n += n;
+}
+
+static void avi_u32(avi_buf *a, uint32_t v)
+{
+  unsigned char b[4];
+  put_le(b, v, 4);
+  avi_put(a, b, 4);
+}
+
+static void avi_u16(avi_buf *a, unsigned v)
+{
+  unsigned char b[2];
+  put_le(b, v, 2);
+  avi_put(a, b, 2);
+}
+
+/* Opens a chunk (or a LIST/RIFF with its type): returns where its size is. */
+static size_t avi_open(avi_buf *a, const char *id, const char *type)
+{
+  avi_put(a, id, 4);
+  size_t at = a->n;
+  avi_u32(a, 0);
+  if (type)
+    avi_put(a, type, 4);
+  return at;
+}
+
+static void avi_close(avi_buf *a, size_t at)
+{
+  put_le(a->b + at, a->n - at - 4, 4);
+  if (a->n & 1)
+    avi_put(a, "", 1);
+}
+
+static void write_avi(const char *path, unsigned w, unsigned h,
+                      unsigned fps, unsigned nframes,
+                      const unsigned char *frames, unsigned rate,
+                      unsigned ch, const int16_t *pcm, size_t pframes)
+{
+  avi_buf a = {0};
+  size_t riff = avi_open(&a, "RIFF", "AVI ");
+  size_t hdrl = avi_open(&a, "LIST", "hdrl");
+  size_t avih = avi_open(&a, "avih", NULL);
+  avi_u32(&a, 1000000 / fps);
+  avi_u32(&a, w * h * fps + rate * ch * 2);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0x10); /* AVIF_HASINDEX */
+  avi_u32(&a, nframes);
+  avi_u32(&a, 0);
+  avi_u32(&a, 2);
+  avi_u32(&a, w * h);
+  avi_u32(&a, w);
+  avi_u32(&a, h);
+  for (int i = 0; i < 4; i++)
+    avi_u32(&a, 0);
+  avi_close(&a, avih);
+  /* video */
+  size_t strl = avi_open(&a, "LIST", "strl");
+  size_t strh = avi_open(&a, "strh", NULL);
+  avi_put(&a, "vidsY800", 8);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0);
+  avi_u32(&a, 1);   /* scale */
+  avi_u32(&a, fps); /* rate */
+  avi_u32(&a, 0);
+  avi_u32(&a, nframes);
+  avi_u32(&a, w * h);
+  avi_u32(&a, 0xffffffffu);
+  avi_u32(&a, 0);
+  avi_u16(&a, 0);
+  avi_u16(&a, 0);
+  avi_u16(&a, w);
+  avi_u16(&a, h);
+  avi_close(&a, strh);
+  size_t strf = avi_open(&a, "strf", NULL);
+  avi_u32(&a, 40);
+  avi_u32(&a, w);
+  avi_u32(&a, h);
+  avi_u16(&a, 1);
+  avi_u16(&a, 8);
+  avi_put(&a, "Y800", 4);
+  avi_u32(&a, w * h);
+  for (int i = 0; i < 4; i++)
+    avi_u32(&a, 0);
+  avi_close(&a, strf);
+  avi_close(&a, strl);
+  /* audio */
+  strl = avi_open(&a, "LIST", "strl");
+  strh = avi_open(&a, "strh", NULL);
+  avi_put(&a, "auds", 4);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0);
+  avi_u32(&a, 0);
+  avi_u32(&a, ch * 2);        /* scale: a block */
+  avi_u32(&a, rate * ch * 2); /* rate: bytes a second */
+  avi_u32(&a, 0);
+  avi_u32(&a, (uint32_t)pframes);
+  avi_u32(&a, rate * ch * 2);
+  avi_u32(&a, 0xffffffffu);
+  avi_u32(&a, ch * 2); /* sample size */
+  for (int i = 0; i < 4; i++)
+    avi_u16(&a, 0);
+  avi_close(&a, strh);
+  strf = avi_open(&a, "strf", NULL);
+  avi_u16(&a, 1); /* PCM */
+  avi_u16(&a, ch);
+  avi_u32(&a, rate);
+  avi_u32(&a, rate * ch * 2);
+  avi_u16(&a, ch * 2);
+  avi_u16(&a, 16);
+  avi_u16(&a, 0);
+  avi_close(&a, strf);
+  avi_close(&a, strl);
+  avi_close(&a, hdrl);
+  /* the data, and the index (offsets from the 'movi' fourcc) */
+  size_t movi = avi_open(&a, "LIST", "movi");
+  size_t movi_at = movi + 4;
+  avi_buf idx = {0};
+  size_t done = 0;
+  for (unsigned k = 0; k < nframes; k++) {
+    size_t at = a.n;
+    size_t c = avi_open(&a, "00dc", NULL);
+    avi_put(&a, frames + (size_t)k * w * h, (size_t)w * h);
+    avi_close(&a, c);
+    avi_put(&idx, "00dc", 4);
+    avi_u32(&idx, 0x10);
+    avi_u32(&idx, (uint32_t)(at - movi_at));
+    avi_u32(&idx, w * h);
+    size_t until = k + 1 == nframes ? pframes : (size_t)(k + 1) * rate / fps;
+    if (until > pframes)
+      until = pframes;
+    if (until > done) {
+      at = a.n;
+      c = avi_open(&a, "01wb", NULL);
+      avi_put(&a, pcm + done * ch, (until - done) * ch * 2);
+      avi_close(&a, c);
+      avi_put(&idx, "01wb", 4);
+      avi_u32(&idx, 0x10);
+      avi_u32(&idx, (uint32_t)(at - movi_at));
+      avi_u32(&idx, (uint32_t)((until - done) * ch * 2));
+      done = until;
+    }
+  }
+  avi_close(&a, movi);
+  size_t i1 = avi_open(&a, "idx1", NULL);
+  avi_put(&a, idx.b, idx.n);
+  avi_close(&a, i1);
+  avi_close(&a, riff);
+  write_file(path, a.b, a.n);
+  free(a.b);
+  free(idx.b);
+}
+
+/* The chunks of an AVI's 'movi' list: stream sid's video ('dc'/'db')
+ * chunks counted and checked against frames, its audio ('wb') chunks,
+ * float32 (pcm_f32le), appended to *pcm. */
+static void read_avi(const char *path, unsigned w, unsigned h,
+                     unsigned nframes, const unsigned char *frames,
+                     float **pcm, size_t *nsamples)
+{
+  size_t n;
+  unsigned char *b = read_file(path, &n);
+  assert_non_null(b);
+  assert_true(n > 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "AVI ", 4));
+  unsigned vframes = 0;
+  size_t cap = 0;
+  *pcm = NULL;
+  *nsamples = 0;
+  /* walk chunks; LISTs other than movi are skipped, movi is entered */
+  for (size_t at = 12; at + 8 <= n;) {
+    uint32_t len = get_le(b + at + 4, 4);
+    if (!memcmp(b + at, "LIST", 4) && at + 12 <= n &&
+        !memcmp(b + at + 8, "movi", 4)) {
+      at += 12;
+      continue;
+    }
+    const unsigned char *c = b + at + 8;
+    assert_true(at + 8 + len <= n);
+    if (b[at + 2] == 'd' && (b[at + 3] == 'c' || b[at + 3] == 'b')) {
+      assert_true(vframes < nframes);
+      if (len != w * h ||
+          memcmp(c, frames + (size_t)vframes * w * h, (size_t)w * h))
+        fail_msg("%s: video frame %u is not the input's (%u bytes)", path,
+                 vframes, len);
+      vframes++;
+    } else if (b[at + 2] == 'w' && b[at + 3] == 'b') {
+      if (*nsamples + len / 4 > cap) {
+        cap = 2 * (*nsamples + len / 4) + 1024;
+        *pcm = realloc(*pcm, cap * sizeof **pcm);
+        assert_non_null(*pcm);
+      }
+      memcpy(*pcm + *nsamples, c, len / 4 * 4);
+      *nsamples += len / 4;
+    }
+    at += 8 + len + (len & 1);
+  }
+  if (vframes != nframes)
+    fail_msg("%s: %u video frames, the input has %u", path, vframes,
+             nframes);
+  free(b);
+}
+
+/* Audio mode on a file with a picture: the sound filtered, the picture
+ * copied frame for frame (and kept first, as in the input). */
+static void test_apply_copies(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 3);
+  for (int round = 0; round < 3; round++) {
+    unsigned w = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 20);
+    unsigned h = 6 + 2 * (unsigned)ref_rng_range(&r, 0, 16);
+    unsigned fps = (unsigned)ref_rng_range(&r, 5, 30);
+    unsigned nf = (unsigned)ref_rng_range(&r, 1, 25);
+    unsigned rate = (unsigned)ref_rng_range(&r, 8000, 48000);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 2);
+    size_t taps = ref_rng_range(&r, 1, 300);
+    size_t pf = (size_t)nf * rate / fps;
+    char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+    small_kernel(kpath, sizeof kpath, "copy-k.txt", taps);
+    tmp_path(inp, sizeof inp, "copy-in.avi");
+    tmp_path(outp, sizeof outp, "copy-out.avi");
+    unsigned char *frames = malloc((size_t)nf * w * h);
+    int16_t *pcm = malloc(pf * ch * sizeof *pcm + 1);
+    float *x = malloc(pf * ch * sizeof *x + 1);
+    assert_true(frames && pcm && x);
+    for (size_t i = 0; i < (size_t)nf * w * h; i++)
+      frames[i] = (unsigned char)ref_rng_u64(&r);
+    for (size_t i = 0; i < pf * ch; i++) {
+      pcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 40001) - 20000);
+      x[i] = (float)pcm[i] / 32768.0f;
+    }
+    write_avi(inp, w, h, fps, nf, frames, rate, ch, pcm, pf);
+    const char *args[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le",
+                          "-k", kpath, inp, outp, NULL};
+    result res;
+    run_simple(args, &res);
+    if (res.status != 0)
+      fail_msg("round %d (%ux%u, %u fps, %u frames, %u Hz, %u ch, %zu taps): "
+               "exit %d:\n%s",
+               round, w, h, fps, nf, rate, ch, taps, res.status, res.err);
+    result_free(&res);
+    float *y;
+    size_t ns;
+    read_avi(outp, w, h, nf, frames, &y, &ns);
+    if (ns != pf * ch)
+      fail_msg("round %d: %zu samples out, %zu in", round, ns, pf * ch);
+    /* the kernel, as written */
+    float *k = malloc(taps * sizeof *k);
+    assert_non_null(k);
+    ref_rng kr;
+    ref_rng_init(&kr, 7);
+    ref_rng_fill(&kr, k, taps);
+    float *xc = malloc(pf * sizeof *xc + 4);
+    double *want = malloc(pf * sizeof *want + 8);
+    assert_true(xc && want);
+    for (unsigned c = 0; c < ch; c++) {
+      for (size_t i = 0; i < pf; i++)
+        xc[i] = x[i * ch + c];
+      ref_conv(xc, pf, k, taps, want, pf);
+      double e = ref_rel_l2(y + c, ch, want, 1, pf);
+      if (e > 2e-5)
+        fail_msg("round %d, channel %u: relative L2 error %.3g", round, c, e);
+    }
+    free(xc);
+    free(want);
+    free(k);
+    free(y);
+    free(frames);
+    free(pcm);
+    free(x);
+  }
+#else
+  skip();
+#endif
+}
+
 static void test_apply_errors(void **state)
 {
   (void)state;
@@ -1818,6 +2141,7 @@ int main(void)
     cmocka_unit_test(test_apply_random),
     cmocka_unit_test(test_apply_video_random),
     cmocka_unit_test(test_apply_errors),
+    cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),

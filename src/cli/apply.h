@@ -57,6 +57,12 @@ int apply_muxer(const apply_opts *o, AVFormatContext **oc);
 int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
                   enum AVMediaType type, enum AVCodecID id,
                   const AVCodec **out);
+/* The codec tag a copied stream keeps in format `of`: the input's where
+ * the format takes it for that codec (or has no tags), else 0 (the
+ * muxer's own), as ffmpeg's stream copy does. Raw video in AVI needs its
+ * fourcc kept: with 0 the muxer wrote Y800 frames as palettised BI_RGB. */
+unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p);
+
 /* Open the temporary file (or OUTPUT) and write the header. */
 int apply_write_header(const apply_opts *o, AVFormatContext *oc,
                        const char *tmp);

@@ -47,10 +47,14 @@ typedef struct input {
   bool eof;
   bool stopped; /* hooks->stop ended it before its end */
   const apply_hooks *h;
+  int64_t first_pts;  /* the first decoded frame's, in 1/rate; or NOPTS */
+  struct output *out; /* other streams' packets are copied there */
 } input;
 
 typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
+  int *map;      /* input stream -> output stream for copied streams, or -1 */
+  int64_t start; /* the audio's first pts where streams are copied, or 0 */
   AVFormatContext *oc;
   AVCodecContext *enc;
   AVStream *st;
@@ -65,6 +69,7 @@ typedef struct output {
   bool integer;     /* the encoder stores integers: values clip at 1.0 */
   uint64_t clipped; /* samples beyond full scale */
   double peak;
+  unsigned copies; /* streams copied */
 } output;
 
 volatile sig_atomic_t apply_interrupted;
@@ -154,6 +159,7 @@ static int input_open(input *in, const char *path)
   int err;
   in->path = path;
   in->swr_format = -1;
+  in->first_pts = AV_NOPTS_VALUE;
   if (!(in->fmt = cf_av->avformat_alloc_context()))
     return apply_error("out of memory");
   in->fmt->interrupt_callback.callback = input_stopping;
@@ -257,6 +263,11 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
           i % in->channels,
           (double)(in->frames + (int64_t)(i / in->channels)) / in->rate,
           isnan(in->buf[i]) ? "NaN" : "infinite");
+  if (in->frames == 0 && in->first_pts == AV_NOPTS_VALUE &&
+      fr->pts != AV_NOPTS_VALUE)
+    in->first_pts =
+        cf_av->av_rescale_q(fr->pts, in->fmt->streams[in->stream]->time_base,
+                            (AVRational){1, in->rate});
   *frames = (size_t)got;
   in->frames += got;
   return 0;
@@ -293,7 +304,8 @@ static int input_read(input *in, size_t *frames)
     }
     if (err < 0)
       return apply_av_error(in->path, "reading failed", err);
-    if (in->pkt->stream_index == in->stream) {
+    int si = in->pkt->stream_index;
+    if (si == in->stream) {
       err = cf_av->avcodec_send_packet(in->dec, in->pkt);
       /* A damaged packet is skipped, as ffmpeg does; counted and told. */
       if (err == AVERROR_INVALIDDATA)
@@ -301,6 +313,18 @@ static int input_read(input *in, size_t *frames)
       else if (err < 0) {
         cf_av->av_packet_unref(in->pkt);
         return apply_av_error(in->path, "decoding failed", err);
+      }
+    } else if (in->out && in->out->map && si >= 0 &&
+               (unsigned)si < in->fmt->nb_streams && in->out->map[si] >= 0) {
+      /* another stream (the picture, another track): copied as it is */
+      AVStream *os = in->out->oc->streams[in->out->map[si]];
+      cf_av->av_packet_rescale_ts(in->pkt, in->fmt->streams[si]->time_base,
+                                  os->time_base);
+      in->pkt->stream_index = os->index;
+      in->pkt->pos = -1;
+      if ((err = cf_av->av_interleaved_write_frame(in->out->oc, in->pkt)) < 0) {
+        cf_av->av_packet_unref(in->pkt);
+        return apply_av_error(in->out->path, "writing failed", err);
       }
     }
     cf_av->av_packet_unref(in->pkt);
@@ -425,6 +449,67 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
   return 0;
 }
 
+unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p)
+{
+  unsigned tmp;
+  if (!of->codec_tag ||
+      cf_av->av_codec_get_id(of->codec_tag, p->codec_tag) == p->codec_id ||
+      !cf_av->av_codec_get_tag2(of->codec_tag, p->codec_id, &tmp))
+    return p->codec_tag;
+  return 0;
+}
+
+/* The input's other streams (video, other audio tracks, subtitles), to be
+ * copied unchanged where the output format holds them; said where not
+ * (only with -v where the format holds no video at all: a .wav of a
+ * film's sound). */
+static int add_copies(output *o, const apply_opts *opt, const input *in,
+                      unsigned from, unsigned to)
+{
+  int err;
+  unsigned n = in->fmt->nb_streams;
+  if (!o->map && !(o->map = malloc(n * sizeof *o->map)))
+    return apply_error("out of memory");
+  for (unsigned i = from; i < to; i++) {
+    const AVStream *is = in->fmt->streams[i];
+    enum AVMediaType t = is->codecpar->codec_type;
+    o->map[i] = -1;
+    if ((int)i == in->stream ||
+        (t != AVMEDIA_TYPE_VIDEO && t != AVMEDIA_TYPE_AUDIO &&
+         t != AVMEDIA_TYPE_SUBTITLE) ||
+        (is->disposition & AV_DISPOSITION_ATTACHED_PIC))
+      continue;
+    enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO ? o->oc->oformat->video_codec
+                         : t == AVMEDIA_TYPE_AUDIO
+                             ? o->oc->oformat->audio_codec
+                             : o->oc->oformat->subtitle_codec;
+    if (own == AV_CODEC_ID_NONE ||
+        cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
+                                    FF_COMPLIANCE_NORMAL) == 0) {
+      if (own != AV_CODEC_ID_NONE || opt->verbose)
+        fprintf(stderr,
+                "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
+                "cannot hold it\n",
+                o->path, cf_av->av_get_media_type_string(t), i,
+                cf_av->avcodec_get_name(is->codecpar->codec_id),
+                o->oc->oformat->name);
+      continue;
+    }
+    AVStream *os = cf_av->avformat_new_stream(o->oc, NULL);
+    if (!os)
+      return apply_error("out of memory");
+    if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
+      return apply_av_error(o->path, "stream parameters", err);
+    os->codecpar->codec_tag = apply_copy_tag(o->oc->oformat, is->codecpar);
+    os->time_base = is->time_base;
+    os->disposition = is->disposition;
+    os->avg_frame_rate = is->avg_frame_rate;
+    o->map[i] = os->index;
+    o->copies++;
+  }
+  return 0;
+}
+
 static int output_open(output *o, const apply_opts *opt, const input *in,
                        unsigned channels)
 {
@@ -484,6 +569,8 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
                       ? (size_t)o->enc->frame_size
                       : PCM_FRAME;
 
+  if ((rc = add_copies(o, opt, in, 0, (unsigned)in->stream)))
+    return rc;
   if (!(o->st = cf_av->avformat_new_stream(o->oc, NULL)) ||
       !(o->frame = cf_av->av_frame_alloc()) ||
       !(o->pkt = cf_av->av_packet_alloc()))
@@ -501,6 +588,11 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   if (err < 0)
     return apply_av_error(path, "cannot set up the sample converter", err);
 
+  /* the streams after it (those before are in already: the input's
+   * order is kept) */
+  if ((rc = add_copies(o, opt, in, (unsigned)in->stream + 1,
+                       in->fmt->nb_streams)))
+    return rc;
   return apply_write_header(opt, o->oc, o->tmp);
 }
 
@@ -540,7 +632,7 @@ static int output_encode(output *o, const float *x, size_t frames)
   if (err != (int)frames)
     return apply_av_error(o->path, "sample conversion failed",
                           err < 0 ? err : AVERROR_BUG);
-  o->frame->pts = o->frames;
+  o->frame->pts = o->start + o->frames;
   o->frames += (int64_t)frames;
   if ((err = cf_av->avcodec_send_frame(o->enc, o->frame)) < 0)
     return apply_av_error(o->path, "encoding failed", err);
@@ -609,6 +701,7 @@ static void output_close(output *o)
   cf_av->av_frame_free(&o->frame);
   cf_av->av_packet_free(&o->pkt);
   free(o->pend);
+  free(o->map);
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -683,6 +776,11 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
     }
     if ((rc = input_read(in, &n)) || n == 0)
       continue;
+    /* with copied streams the sound keeps its place beside them: the
+     * output starts where the input's first frame did (the latency is
+     * taken out, so output frame i is input frame i) */
+    if (o->copies && made == 0 && in->first_pts != AV_NOPTS_VALUE)
+      o->start = in->first_pts;
     if (n > cap) {
       float *b = realloc(y, n * cout * sizeof *b);
       if (!b) {
@@ -858,6 +956,7 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   }
   if ((rc = output_open(&out, opt, &in, cf_engine_out_channels(e))))
     goto done;
+  in.out = &out;
   if (opt->verbose && k)
     describe(opt, &in, &out, k, e);
 

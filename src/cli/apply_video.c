@@ -306,7 +306,7 @@ static int open_output(vrun *r, const char *tmp)
       return cli_error("out of memory");
     if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
       return apply_av_error(path, "audio stream parameters", err);
-    os->codecpar->codec_tag = 0;
+    os->codecpar->codec_tag = apply_copy_tag(r->oc->oformat, is->codecpar);
     os->time_base = is->time_base;
     r->map[i] = os->index;
   }

@@ -23,7 +23,7 @@
   X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_frame_rate)           \
   X(av_pix_fmt_desc_get)                                                     \
   X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
-  X(av_get_sample_fmt_name)                                                  \
+  X(av_get_media_type_string) X(av_get_sample_fmt_name)                     \
   X(av_interleaved_write_frame) X(av_log_set_level) X(av_new_packet) X(av_packet_alloc)          \
   X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
   X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
@@ -33,6 +33,7 @@
   X(avcodec_get_name) X(avcodec_open2) X(avcodec_parameters_from_context)\
   X(avcodec_parameters_copy) X(avcodec_parameters_to_context) X(avcodec_receive_frame)                  \
   X(avcodec_receive_packet) X(avcodec_send_frame) X(avcodec_send_packet)     \
+  X(av_codec_get_id) X(av_codec_get_tag2)                                    \
   X(avformat_alloc_context) X(avformat_alloc_output_context2)               \
   X(avformat_close_input)                                                    \
   X(avformat_find_stream_info) X(avformat_free_context)                      \
