@@ -1219,9 +1219,20 @@ static void test_file_streams(void **state)
     const char *algo = algos[ref_rng_range(&rng, 0, 3)];
     double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
     size_t frames = ref_rng_range(&rng, 1, 60000);
+    /* the last round on backend auto over the fake device
+     * (src/engine/fake.c), whose N-th call fails: the file must come out
+     * whole, the rest filtered on the CPU */
+    int fallback = round == 3;
+    char fault[32];
+    /* a packet holds at most 4096 bytes (1024 frames): this call comes */
+    snprintf(fault, sizeof fault, "call:%zu",
+             ref_rng_range(&rng, 1, 1 + frames / 8192));
+    fake_device = fallback ? fault : NULL;
     set_case("file round %d: rate %u, %u channels, block %u, %u taps, "
-             "routing %d, %s, gain %.1f dB, %zu frames",
-             round, rate, ch, block, len, routing, algo, gain, frames);
+             "routing %d, %s, gain %.1f dB, %zu frames%s%s",
+             round, rate, ch, block, len, routing, algo, gain, frames,
+             fallback ? ", fake device failing at " : "",
+             fallback ? fault : "");
     kset k, k2;
     kset_random(&k, ch, len, routing);
     kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 2000), routing);
@@ -1247,16 +1258,25 @@ static void test_file_streams(void **state)
     write_text(conf,
                "[stream render]\ntype = file\ninput = fin.wav\n"
                "output = fout.wav\nblock = %u\nalgorithm = %s\n"
-               "backend = cpu\nkernel-file = %s\ngain = %.1f\n",
-               block, algo, strrchr(kpath, '/') + 1, gain);
+               "backend = %s\nkernel-file = %s\ngain = %.1f\n",
+               block, algo, fallback ? "auto" : "cpu", strrchr(kpath, '/') + 1,
+               gain);
     running r;
     int rc = start_daemon(&r, conf);
     if (rc)
       print_log(&r);
     CHECK(rc == 0, "cudafilterd exited with %d", rc);
     wait_state(&r, "render", "finished");
+    fake_device = NULL;
     CHECK(status_num(&r, "render", "frames") == (double)frames,
           "status: not %zu frames", frames);
+    if (fallback) { /* the whole file came through, on the CPU at the end */
+      char *st = ctl(&r, "status render");
+      const char *be = field(st, "render", "backend");
+      CHECK(be && !strcmp(be, "cpu"), "backend %s at the end: %s",
+            be ? be : "missing", st);
+      free(st);
+    }
     CHECK(status_num(&r, "render", "written-frames") == (double)frames,
           "status: not %zu frames written", frames);
     double g = pow(10.0, gain / 20.0);
@@ -1333,9 +1353,17 @@ static void test_file_live(void **state)
   size_t frames = ref_rng_range(&rng, 8000, 12000);
   double xf = (double)ref_rng_range(&rng, 0, 800) / rate;
   unsigned block = 1u << ref_rng_range(&rng, 6, 10);
+  /* backend auto over the fake device, whose swap (kernel:1) or N-th
+   * call fails: the CPU takes over, the swap and the crossfade with it */
+  char fault[32];
+  if (ref_rng_range(&rng, 0, 1))
+    snprintf(fault, sizeof fault, "kernel:1");
+  else
+    snprintf(fault, sizeof fault, "call:%zu", ref_rng_range(&rng, 1, 6));
+  fake_device = fault;
   set_case("live file: %u channels, block %u, %zu frames, crossfade %.0f "
-           "frames",
-           ch, block, frames, xf * rate);
+           "frames, fake device failing at %s",
+           ch, block, frames, xf * rate, fault);
   kset k1, k2;
   kset_random(&k1, ch, (unsigned)ref_rng_range(&rng, 1, 500), 0);
   kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 500), 0);
@@ -1353,11 +1381,12 @@ static void test_file_live(void **state)
   unlink(out);
   write_text(conf,
              "[stream live]\ntype = file\ninput = %s\noutput = %s\n"
-             "block = %u\nbackend = cpu\nkernel-file = %s\n"
+             "block = %u\nbackend = auto\nkernel-file = %s\n"
              "crossfade = %.17g\nrealtime = true\n",
              in, out, block, k1p, xf);
   running r;
   int rc = start_daemon(&r, conf);
+  fake_device = NULL;
   if (rc)
     print_log(&r);
   CHECK(rc == 0, "cudafilterd exited with %d", rc);
@@ -1370,6 +1399,11 @@ static void test_file_live(void **state)
   double swaps = status_num(&r, "live", "swaps");
   double S = status_num(&r, "live", "last-swap-frame");
   CHECK(swaps == 1, "%.0f swaps", swaps);
+  char *st = ctl(&r, "status live");
+  const char *be = field(st, "live", "backend");
+  CHECK(be && !strcmp(be, "cpu"), "backend %s at the end: %s",
+        be ? be : "missing", st);
+  free(st);
   CHECK(S > 0 && S < (double)frames, "swapped at frame %.0f of %zu", S, frames);
   /* a finished file takes no swap */
   a = ctl(&r, "swap-kernel live %s", k1p);
