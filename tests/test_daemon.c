@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1517,6 +1518,71 @@ static void check_json(const running *r)
   free(json);
 }
 
+/* A file stream whose network output stops taking data (a TCP peer that
+ * never reads) must not hold the daemon: SIGTERM gives it STOP_GRACE
+ * seconds, then the output is given up (the stream fails, said in the
+ * log) and the daemon exits 0 in time. */
+static void test_file_stuck_output(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(ls >= 0, "socket: %s", strerror(errno));
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  CHECK(bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            listen(ls, 1) == 0 &&
+            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
+        "listen: %s", strerror(errno));
+  /* 60 s of 48 kHz stereo float: more than the sockets' buffers hold */
+  size_t frames = 48000 * 60;
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, 1 << 16);
+  for (size_t i = 1 << 16; i < frames * 2; i++)
+    x[i] = x[i & 0xffff];
+  char in[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("big.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("stuck.conf"));
+  write_wav(in, W_F32, 48000, 2, x, frames);
+  free(x);
+  write_text(conf,
+             "[stream f]\ntype = file\ninput = %s\n"
+             "output = tcp://127.0.0.1:%u\nformat = wav\n"
+             "backend = cpu\nkernel = 0.5, 0.25\n",
+             in, (unsigned)ntohs(sa.sin_port));
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  /* until it stands: frames stop moving while the state is running */
+  double t0 = now_s(), last = -1, since = now_s();
+  for (;;) {
+    double f = status_num(&r, "f", "frames");
+    if (f != last)
+      since = now_s();
+    last = f;
+    if (now_s() - since > 0.5)
+      break;
+    CHECK(now_s() - t0 < 30, "the stream never blocked (%.0f frames)", f);
+    usleep(50000);
+  }
+  char *a = ctl(&r, "status f");
+  const char *st = field(a, "f", "state");
+  CHECK(st && !strcmp(st, "running"), "not blocked but %s: %s", st ? st : "?",
+        a);
+  free(a);
+  double t1 = now_s();
+  stop_daemon(&r); /* exit 0 within 10 s, or the test fails */
+  CHECK(now_s() - t1 < 8, "the daemon took %.1f s to stop", now_s() - t1);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "stream f failed"), "log: %s", log ? log : "");
+  free(log);
+  close(ls);
+}
+
 /* What a file stream refuses: in the config (--check), and at run time
  * (status says failed, the daemon goes on, no output). */
 static void test_file_bad(void **state)
@@ -1646,6 +1712,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
+      cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
   };
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }

@@ -24,6 +24,10 @@ typedef struct apply_opts {
   bool tail, overwrite, quiet, verbose;
   /* messages name `codec =`, `format =` (cudafilterd), not --codec */
   bool config_keys;
+  /* non-zero: give up writing OUTPUT (libav's network protocols ask it
+   * while they wait); NULL: the command line's signals */
+  int (*out_abort)(void *user);
+  void *out_abort_user;
   /* video: --kernel2d or --preset given */
   bool video;
   cli_video_opts v;

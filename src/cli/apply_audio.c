@@ -399,8 +399,13 @@ int apply_muxer(const apply_opts *o, AVFormatContext **oc)
 {
   int err =
       cf_av->avformat_alloc_output_context2(oc, NULL, o->format, o->out_path);
-  if (err >= 0 && *oc)
+  if (err >= 0 && *oc) {
+    /* a network output that stops taking data must not hold us forever */
+    (*oc)->interrupt_callback.callback =
+        o->out_abort ? o->out_abort : apply_check_interrupt;
+    (*oc)->interrupt_callback.opaque = o->out_abort_user;
     return 0;
+  }
   if (o->format)
     return apply_error("%s: libav has no output format '%s'", FMT_OPT(o),
                        o->format);
@@ -441,7 +446,8 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
   int err;
   if (!(oc->oformat->flags & AVFMT_NOFILE)) {
     const char *target = tmp ? tmp : o->out_path;
-    if ((err = cf_av->avio_open(&oc->pb, target, AVIO_FLAG_WRITE)) < 0)
+    if ((err = cf_av->avio_open2(&oc->pb, target, AVIO_FLAG_WRITE,
+                                 &oc->interrupt_callback, NULL)) < 0)
       return apply_av_error(target, "cannot create", err);
   }
   if ((err = cf_av->avformat_write_header(oc, NULL)) < 0)

@@ -30,7 +30,8 @@
 #include "../io/av_lazy.h"
 #endif
 
-#define RING 4096 /* periods the processing-time statistics cover */
+#define RING 4096    /* periods the processing-time statistics cover */
+#define STOP_GRACE 3 /* s a stopped file stream may take to finish */
 
 struct cfd_audio {
   cfd_stream_conf *sc; /* live keys (kernel, gain, crossfade) follow set */
@@ -59,10 +60,11 @@ struct cfd_audio {
   /* type=file */
   bool file;
   GThread *thread;
-  char *tmp;         /* the output is written there, then renamed */
-  _Atomic bool stop; /* end the input where it stands */
-  _Atomic int state; /* file_state */
-  double t0;         /* the run's start, s (monotonic) */
+  char *tmp;          /* the output is written there, then renamed */
+  _Atomic bool stop;  /* end the input where it stands */
+  _Atomic bool abort; /* give up on an output that takes nothing */
+  _Atomic int state;  /* file_state */
+  double t0;          /* the run's start, s (monotonic) */
   /* the thread's, read once state is no longer running */
   char error[512];
   double wall; /* s the run took */
@@ -391,6 +393,12 @@ static int file_stop(void *user)
   return atomic_load(&a->stop);
 }
 
+static int file_abort(void *user)
+{
+  cfd_audio *a = user;
+  return atomic_load(&a->abort);
+}
+
 static cf_status file_process(void *user, const float *x, float *y, size_t n)
 {
   cfd_audio *a = user;
@@ -419,6 +427,8 @@ static gpointer file_thread(gpointer user)
   o.format = sc->format;
   o.quiet = true;
   o.config_keys = true;
+  o.out_abort = file_abort;
+  o.out_abort_user = a;
   apply_hooks h = {.user = a,
                    .stop = file_stop,
                    .process = file_process,
@@ -588,6 +598,12 @@ void cfd_audio_stop(cfd_audio *a)
 #endif
   if (a->thread) { /* the output is finished with what was read */
     atomic_store(&a->stop, true);
+    /* an output that takes nothing (a network peer that stopped
+     * reading) is given up after STOP_GRACE s: the daemon must stop */
+    double until = now_us() + STOP_GRACE * 1e6;
+    while (atomic_load(&a->state) == FILE_RUNNING && now_us() < until)
+      g_usleep(10000);
+    atomic_store(&a->abort, true);
     g_thread_join(a->thread);
   }
   cf_swap_prep_free(atomic_exchange(&a->prep, NULL));

@@ -38,7 +38,8 @@
   X(avformat_close_input)                                                    \
   X(avformat_find_stream_info) X(avformat_free_context)                      \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
-  X(avio_closep) X(avio_open) X(swr_alloc_set_opts2) X(swr_convert)          \
+  X(avio_closep) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
+  X(swr_convert)                                                             \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
 
 typedef struct cf_av_api {
