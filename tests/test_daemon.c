@@ -1328,7 +1328,18 @@ static void test_file_streams(void **state)
             "the new input: not %zu frames written", frames2);
       y = reference(&k2, x, frames2, g);
       check_wav(out, y, frames2, k2.cout, rate);
+      /* and by hand: restart runs it again, the output written anew */
+      unlink(out);
+      char *a = ctl(&r, "restart render");
+      CHECK(answer_ok(a) && strstr(a, "render: started again"), "restart: %s",
+            a);
+      free(a);
+      wait_state(&r, "render", "finished");
+      check_wav(out, y, frames2, k2.cout, rate);
       free(y);
+      a = ctl(&r, "restart nosuch");
+      CHECK(!answer_ok(a) && strstr(a, "nosuch"), "restart nosuch: %s", a);
+      free(a);
     }
     stop_daemon(&r);
     /* no temporary file left */

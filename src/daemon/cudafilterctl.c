@@ -3,6 +3,7 @@
  *   cudafilterctl [-s SOCKET] status [--json] [STREAM]
  *   cudafilterctl [-s SOCKET] set STREAM KEY VALUE
  *   cudafilterctl [-s SOCKET] swap-kernel STREAM FILE [CROSSFADE_SECONDS]
+ *   cudafilterctl [-s SOCKET] restart STREAM
  *   cudafilterctl [-s SOCKET] reload
  *
  * Prints the daemon's answer; exits 1 when it ends in "error:", 2 on a
@@ -22,6 +23,8 @@ static void usage(FILE *f)
              "gain, crossfade;\n"
              "                             pipeline: [ELEMENT.]PROPERTY)\n"
              "  swap-kernel STREAM FILE [CROSSFADE_SECONDS]\n"
+             "  restart STREAM            (stop it, start it from its "
+             "section)\n"
              "  reload\n"
              "SOCKET defaults to $XDG_RUNTIME_DIR/cudafilterd.sock (else "
              "/tmp/cudafilterd-UID.sock).\n");

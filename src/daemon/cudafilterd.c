@@ -12,6 +12,8 @@
  *                                  kernel-file, kernel, gain, crossfade;
  *                                  pipeline: [ELEMENT.]PROPERTY)
  *   swap-kernel STREAM FILE [S]    a new kernel, crossfaded over S seconds
+ *   restart STREAM                 stop it and start it from its section
+ *                                  (a finished file stream runs again)
  *   reload                         what SIGHUP does
  * Reload reads the file again. A file that does not check out changes
  * nothing; a stream whose only changes are its kernel keys takes the new
@@ -410,6 +412,46 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
   return cfd_audio_set(s->audio, "kernel-file", argv[2], err);
 }
 
+/* restart STREAM: stop it (a file stream finishes its output with what
+ * it read) and start it again from its section; a stream that cannot
+ * start stays down (with restart set it is tried again as usual). */
+static bool cmd_restart(daemon_state *d, char **argv, GString *out,
+                        GError **err)
+{
+  if (!argv[1] || argv[2]) {
+    g_set_error(err, CFD_ERROR, 0, "usage: restart STREAM");
+    return false;
+  }
+  stream *s = find_stream(d, argv[1]);
+  if (!s) {
+    g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", argv[1]);
+    return false;
+  }
+  cfd_audio_stop(s->audio);
+  cfd_pipeline_stop(s->pipe);
+  s->audio = NULL;
+  s->pipe = NULL;
+  GError *e = NULL;
+  if (s->sc->type == CFD_PIPELINE)
+    s->pipe = cfd_pipeline_start(s->sc, &e);
+  else
+    s->audio = cfd_audio_start(s->sc, &e);
+  s->ended_at = 0;
+  if (!s->audio && !s->pipe) {
+    g_free(s->down_error);
+    s->down_error = g_strdup(e->message);
+    s->ended_at = now_s();
+    g_set_error(err, CFD_ERROR, 0, "%s cannot start, it is down: %s",
+                s->sc->name, e->message);
+    g_error_free(e);
+    return false;
+  }
+  g_clear_pointer(&s->down_error, g_free);
+  say("stream %s started again (restart)", s->sc->name);
+  g_string_append_printf(out, "%s: started again\n", s->sc->name);
+  return true;
+}
+
 /* One request line; the answer in out, the last line "ok" or "error:". */
 static void handle(daemon_state *d, const char *line, GString *out)
 {
@@ -444,10 +486,12 @@ static void handle(daemon_state *d, const char *line, GString *out)
     ok = cmd_swap(d, argv, out, &err);
   } else if (!strcmp(argv[0], "reload")) {
     ok = reload(d, out, &err);
+  } else if (!strcmp(argv[0], "restart")) {
+    ok = cmd_restart(d, argv, out, &err);
   } else {
     g_set_error(&err, CFD_ERROR, 0,
                 "unknown command '%s' (status, set, "
-                "swap-kernel, reload)",
+                "swap-kernel, restart, reload)",
                 argv[0]);
   }
   g_strfreev(argv);
