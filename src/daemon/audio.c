@@ -726,8 +726,8 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
   if (a->file && cfd_audio_ended(a)) {
     g_set_error(err, CFD_ERROR, 0,
-                "the file stream has ended (%s); a reload with a new "
-                "kernel runs it again",
+                "the file stream has ended (%s); `restart` (or a "
+                "reload with a new kernel) runs it again",
                 file_state_names[atomic_load(&a->state)]);
     cf_kernel_free(k);
     return false;
