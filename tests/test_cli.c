@@ -1855,6 +1855,181 @@ static void test_apply_copies(void **state)
 #endif
 }
 
+/* A FLAC metadata block walk: calls back for each (type, data, len). The
+ * file's audio frames follow the block marked last. */
+static size_t flac_blocks(const unsigned char *b, size_t n, int want_type,
+                          const unsigned char **data, size_t *len)
+{
+  assert_true(n >= 4 && !memcmp(b, "fLaC", 4));
+  size_t at = 4;
+  for (;;) {
+    assert_true(at + 4 <= n);
+    unsigned type = b[at] & 0x7f, last = b[at] >> 7;
+    size_t l = ((size_t)b[at + 1] << 16) | ((size_t)b[at + 2] << 8) | b[at + 3];
+    assert_true(at + 4 + l <= n);
+    if ((int)type == want_type && data) {
+      *data = b + at + 4;
+      *len = l;
+    }
+    at += 4 + l;
+    if (last)
+      return at; /* where the frames start */
+  }
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+  p[0] = (unsigned char)(v >> 24);
+  p[1] = (unsigned char)(v >> 16);
+  p[2] = (unsigned char)(v >> 8);
+  p[3] = (unsigned char)v;
+}
+
+/* Cover art (a FLAC PICTURE block: an attached picture to libav) is
+ * copied into a format that holds it (FLAC), and left out without a word
+ * where it does not fit (Ogg): the audio is written either way. */
+static void test_apply_cover(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  static const unsigned char png[] = {
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d,
+      0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+      0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00,
+      0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00,
+      0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49,
+      0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 4);
+  unsigned rate = 44100, ch = (unsigned)ref_rng_range(&r, 1, 2);
+  size_t frames = ref_rng_range(&r, 1000, 30000), taps = 37;
+  char kpath[PATH_MAX], one[PATH_MAX], wavp[PATH_MAX], flacp[PATH_MAX];
+  char coverp[PATH_MAX], outp[PATH_MAX], oggp[PATH_MAX], backp[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "cover-k.txt", taps);
+  tmp_path(one, sizeof one, "cover-one.txt");
+  write_text_kernel(one, (const float[]){1.0f}, 1);
+  tmp_path(wavp, sizeof wavp, "cover-in.wav");
+  tmp_path(flacp, sizeof flacp, "cover-plain.flac");
+  tmp_path(coverp, sizeof coverp, "cover-in.flac");
+  tmp_path(outp, sizeof outp, "cover-out.flac");
+  tmp_path(oggp, sizeof oggp, "cover-out.ogg");
+  tmp_path(backp, sizeof backp, "cover-back.wav");
+  float *x = malloc(frames * ch * sizeof *x);
+  assert_non_null(x);
+  for (size_t i = 0; i < frames * ch; i++)
+    x[i] = (float)((int)(ref_rng_u64(&r) % 40001) - 20000) / 32768.0f;
+  write_wav(wavp, W_S16, rate, ch, x, frames);
+  /* a FLAC of it (lossless), then a PICTURE block put in */
+  const char *mk[] = {NULL, "apply", "-q", "-y", "-k", one, wavp, flacp, NULL};
+  result res;
+  run_simple(mk, &res);
+  assert_int_equal(res.status, 0);
+  result_free(&res);
+  size_t n;
+  unsigned char *f = read_file(flacp, &n);
+  assert_non_null(f);
+  size_t end = flac_blocks(f, n, -1, NULL, NULL);
+  static const char mime[] = "image/png";
+  size_t pl = 4 + 4 + (sizeof mime - 1) + 4 + 4 * 4 + 4 + sizeof png;
+  unsigned char *c = malloc(n + 4 + pl);
+  assert_non_null(c);
+  memcpy(c, f, end);
+  /* the old last block is last no more */
+  for (size_t at = 4;;) {
+    size_t l = ((size_t)c[at + 1] << 16) | ((size_t)c[at + 2] << 8) | c[at + 3];
+    if (at + 4 + l == end) {
+      c[at] &= 0x7f;
+      break;
+    }
+    at += 4 + l;
+  }
+  unsigned char *p = c + end;
+  p[0] = 0x80 | 6;
+  p[1] = (unsigned char)(pl >> 16);
+  p[2] = (unsigned char)(pl >> 8);
+  p[3] = (unsigned char)pl;
+  p += 4;
+  put_be32(p, 3); /* front cover */
+  put_be32(p + 4, sizeof mime - 1);
+  memcpy(p + 8, mime, sizeof mime - 1);
+  p += 8 + sizeof mime - 1;
+  put_be32(p, 0); /* no description */
+  put_be32(p + 4, 1);
+  put_be32(p + 8, 1);
+  put_be32(p + 12, 32);
+  put_be32(p + 16, 0);
+  put_be32(p + 20, sizeof png);
+  memcpy(p + 24, png, sizeof png);
+  memcpy(c + end + 4 + pl, f + end, n - end);
+  write_file(coverp, c, n + 4 + pl);
+  free(c);
+  free(f);
+
+  /* into FLAC: the picture comes along */
+  const char *a1[] = {NULL, "apply", "-q", "-y", "-k", kpath, coverp, outp,
+                      NULL};
+  run_simple(a1, &res);
+  if (res.status != 0)
+    fail_msg("apply to FLAC: exit %d:\n%s", res.status, res.err);
+  result_free(&res);
+  f = read_file(outp, &n);
+  assert_non_null(f);
+  const unsigned char *pic = NULL;
+  size_t piclen = 0;
+  flac_blocks(f, n, 6, &pic, &piclen);
+  if (!pic || piclen < sizeof png ||
+      memcmp(pic + piclen - sizeof png, png, sizeof png))
+    fail_msg("%s: no PICTURE block with the cover (%zu bytes)", outp, piclen);
+  free(f);
+  /* and the sound, read back through a one-tap run, is the reference */
+  const char *a2[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le", "-k", one,
+                      outp, backp, NULL};
+  run_simple(a2, &res);
+  assert_int_equal(res.status, 0);
+  result_free(&res);
+  wav w;
+  read_wav(backp, &w);
+  assert_int_equal(w.frames, frames);
+  float *k = malloc(taps * sizeof *k);
+  float *xc = malloc(frames * sizeof *xc);
+  double *want = malloc(frames * sizeof *want);
+  assert_true(k && xc && want);
+  ref_rng kr;
+  ref_rng_init(&kr, 7);
+  ref_rng_fill(&kr, k, taps);
+  for (unsigned cc = 0; cc < ch; cc++) {
+    double e = 0, s = 0;
+    for (size_t i = 0; i < frames; i++)
+      xc[i] = x[i * ch + cc];
+    ref_conv(xc, frames, k, taps, want, frames);
+    for (size_t i = 0; i < frames; i++) {
+      /* FLAC keeps the input's 16 bits: within one step */
+      double q = nearbyint(want[i] * 32768.0) / 32768.0;
+      q = q > 32767.0 / 32768.0 ? 32767.0 / 32768.0 : q < -1.0 ? -1.0 : q;
+      double d = w.x[i * ch + cc] - q;
+      e += d * d;
+      s += q * q;
+    }
+    if (s > 0 && sqrt(e / s) > 1e-4)
+      fail_msg("channel %u: relative L2 error %.3g", cc, sqrt(e / s));
+  }
+  free(k);
+  free(xc);
+  free(want);
+  free(w.x);
+
+  /* into Ogg, which holds no picture: written, without a warning */
+  const char *a3[] = {NULL, "apply", "-y", "-k", kpath, coverp, oggp, NULL};
+  run_simple(a3, &res);
+  if (res.status != 0 || strstr(res.err, "left out"))
+    fail_msg("apply to Ogg: exit %d:\n%s", res.status, res.err);
+  result_free(&res);
+  free(x);
+#else
+  skip();
+#endif
+}
+
 static void test_apply_errors(void **state)
 {
   (void)state;
@@ -2142,6 +2317,7 @@ int main(void)
     cmocka_unit_test(test_apply_video_random),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_copies),
+    cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),

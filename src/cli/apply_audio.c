@@ -480,19 +480,24 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
     const AVStream *is = in->fmt->streams[i];
     enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
+    /* cover art (an attached picture) is copied too where it fits, but
+     * only -v says when it does not (a .ogg of a .flac) */
+    bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
     if ((int)i == in->stream ||
         (t != AVMEDIA_TYPE_VIDEO && t != AVMEDIA_TYPE_AUDIO &&
-         t != AVMEDIA_TYPE_SUBTITLE) ||
-        (is->disposition & AV_DISPOSITION_ATTACHED_PIC))
+         t != AVMEDIA_TYPE_SUBTITLE))
       continue;
     enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO ? o->oc->oformat->video_codec
                          : t == AVMEDIA_TYPE_AUDIO
                              ? o->oc->oformat->audio_codec
                              : o->oc->oformat->subtitle_codec;
-    if (own == AV_CODEC_ID_NONE ||
-        cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
-                                    FF_COMPLIANCE_NORMAL) == 0) {
-      if (own != AV_CODEC_ID_NONE || opt->verbose)
+    /* copied where the format says it holds the codec, or, where it
+     * cannot tell (ogg, y4m), when the codec is the format's own */
+    int q = cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
+                                        FF_COMPLIANCE_NORMAL);
+    if (own == AV_CODEC_ID_NONE || q == 0 ||
+        (q < 0 && is->codecpar->codec_id != own)) {
+      if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
         fprintf(stderr,
                 "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
                 "cannot hold it\n",
