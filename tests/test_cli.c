@@ -1612,7 +1612,8 @@ static void avi_close(avi_buf *a, size_t at)
 static void write_avi(const char *path, unsigned w, unsigned h,
                       unsigned fps, unsigned nframes,
                       const unsigned char *frames, unsigned rate,
-                      unsigned ch, const int16_t *pcm, size_t pframes)
+                      unsigned ch, unsigned tracks, const int16_t *pcm,
+                      size_t pframes)
 {
   avi_buf a = {0};
   size_t riff = avi_open(&a, "RIFF", "AVI ");
@@ -1624,7 +1625,7 @@ static void write_avi(const char *path, unsigned w, unsigned h,
   avi_u32(&a, 0x10); /* AVIF_HASINDEX */
   avi_u32(&a, nframes);
   avi_u32(&a, 0);
-  avi_u32(&a, 2);
+  avi_u32(&a, 1 + tracks);
   avi_u32(&a, w * h);
   avi_u32(&a, w);
   avi_u32(&a, h);
@@ -1662,7 +1663,8 @@ static void write_avi(const char *path, unsigned w, unsigned h,
     avi_u32(&a, 0);
   avi_close(&a, strf);
   avi_close(&a, strl);
-  /* audio */
+  /* audio: tracks of the same format, track t at pcm + t * pframes * ch */
+  for (unsigned t = 0; t < tracks; t++) {
   strl = avi_open(&a, "LIST", "strl");
   strh = avi_open(&a, "strh", NULL);
   avi_put(&a, "auds", 4);
@@ -1690,6 +1692,7 @@ static void write_avi(const char *path, unsigned w, unsigned h,
   avi_u16(&a, 0);
   avi_close(&a, strf);
   avi_close(&a, strl);
+  }
   avi_close(&a, hdrl);
   /* the data, and the index (offsets from the 'movi' fourcc) */
   size_t movi = avi_open(&a, "LIST", "movi");
@@ -1708,17 +1711,20 @@ static void write_avi(const char *path, unsigned w, unsigned h,
     size_t until = k + 1 == nframes ? pframes : (size_t)(k + 1) * rate / fps;
     if (until > pframes)
       until = pframes;
-    if (until > done) {
+    for (unsigned t = 0; until > done && t < tracks; t++) {
+      char id[5] = {'0', (char)('1' + t), 'w', 'b', 0}; /* tracks < 9 */
       at = a.n;
-      c = avi_open(&a, "01wb", NULL);
-      avi_put(&a, pcm + done * ch, (until - done) * ch * 2);
+      c = avi_open(&a, id, NULL);
+      avi_put(&a, pcm + ((size_t)t * pframes + done) * ch,
+              (until - done) * ch * 2);
       avi_close(&a, c);
-      avi_put(&idx, "01wb", 4);
+      avi_put(&idx, id, 4);
       avi_u32(&idx, 0x10);
       avi_u32(&idx, (uint32_t)(at - movi_at));
       avi_u32(&idx, (uint32_t)((until - done) * ch * 2));
-      done = until;
     }
+    if (until > done)
+      done = until;
   }
   avi_close(&a, movi);
   size_t i1 = avi_open(&a, "idx1", NULL);
@@ -1730,13 +1736,18 @@ static void write_avi(const char *path, unsigned w, unsigned h,
   free(idx.b);
 }
 
-/* The chunks of an AVI's 'movi' list: stream sid's video ('dc'/'db')
- * chunks counted and checked against frames, its audio ('wb') chunks,
- * float32 (pcm_f32le), appended to *pcm. */
+/* The chunks of an AVI's 'movi' list: the video ('dc'/'db') chunks
+ * counted and checked against frames; stream filt's audio ('wb') chunks,
+ * float32 (pcm_f32le), appended to *pcm, stream copy's bytes to
+ * *copied. */
 static void read_avi(const char *path, unsigned w, unsigned h,
                      unsigned nframes, const unsigned char *frames,
-                     float **pcm, size_t *nsamples)
+                     unsigned filt, float **pcm, size_t *nsamples,
+                     unsigned copy, unsigned char **copied, size_t *ncopied)
 {
+  size_t ccap = 0;
+  *copied = NULL;
+  *ncopied = 0;
   size_t n;
   unsigned char *b = read_file(path, &n);
   assert_non_null(b);
@@ -1762,7 +1773,17 @@ static void read_avi(const char *path, unsigned w, unsigned h,
         fail_msg("%s: video frame %u is not the input's (%u bytes)", path,
                  vframes, len);
       vframes++;
-    } else if (b[at + 2] == 'w' && b[at + 3] == 'b') {
+    } else if (b[at + 2] == 'w' && b[at + 3] == 'b' &&
+               (unsigned)((b[at] - '0') * 10 + (b[at + 1] - '0')) == copy) {
+      if (*ncopied + len > ccap) {
+        ccap = 2 * (*ncopied + len) + 1024;
+        *copied = realloc(*copied, ccap);
+        assert_non_null(*copied);
+      }
+      memcpy(*copied + *ncopied, c, len);
+      *ncopied += len;
+    } else if (b[at + 2] == 'w' && b[at + 3] == 'b' &&
+               (unsigned)((b[at] - '0') * 10 + (b[at + 1] - '0')) == filt) {
       if (*nsamples + len / 4 > cap) {
         cap = 2 * (*nsamples + len / 4) + 1024;
         *pcm = realloc(*pcm, cap * sizeof **pcm);
@@ -1796,23 +1817,37 @@ static void test_apply_copies(void **state)
     unsigned ch = (unsigned)ref_rng_range(&r, 1, 2);
     size_t taps = ref_rng_range(&r, 1, 300);
     size_t pf = (size_t)nf * rate / fps;
+    /* one track, or two and --stream picks one (the other is copied) */
+    unsigned tracks = (unsigned)ref_rng_range(&r, 1, 2);
+    int pick = tracks == 2 ? (int)ref_rng_range(&r, 1, 2)
+                           : ref_rng_range(&r, 0, 1) ? 1 : -1;
+    unsigned filt = pick > 0 ? (unsigned)pick : 1;
+    unsigned copy = tracks == 2 ? 3 - filt : 99;
     char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
     small_kernel(kpath, sizeof kpath, "copy-k.txt", taps);
     tmp_path(inp, sizeof inp, "copy-in.avi");
     tmp_path(outp, sizeof outp, "copy-out.avi");
     unsigned char *frames = malloc((size_t)nf * w * h);
-    int16_t *pcm = malloc(pf * ch * sizeof *pcm + 1);
+    int16_t *pcm = malloc(tracks * pf * ch * sizeof *pcm + 1);
     float *x = malloc(pf * ch * sizeof *x + 1);
     assert_true(frames && pcm && x);
     for (size_t i = 0; i < (size_t)nf * w * h; i++)
       frames[i] = (unsigned char)ref_rng_u64(&r);
-    for (size_t i = 0; i < pf * ch; i++) {
+    for (size_t i = 0; i < tracks * pf * ch; i++)
       pcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 40001) - 20000);
-      x[i] = (float)pcm[i] / 32768.0f;
+    const int16_t *sel = pcm + (size_t)(filt - 1) * pf * ch;
+    for (size_t i = 0; i < pf * ch; i++)
+      x[i] = (float)sel[i] / 32768.0f;
+    write_avi(inp, w, h, fps, nf, frames, rate, ch, tracks, pcm, pf);
+    char pickarg[16];
+    snprintf(pickarg, sizeof pickarg, "%d", pick);
+    const char *args[] = {NULL,  "apply",         "-q", "-y",  "-c",
+                          "pcm_f32le", "-k",      kpath, inp,  outp,
+                          NULL,        NULL,      NULL};
+    if (pick > 0) {
+      args[10] = "--stream";
+      args[11] = pickarg;
     }
-    write_avi(inp, w, h, fps, nf, frames, rate, ch, pcm, pf);
-    const char *args[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le",
-                          "-k", kpath, inp, outp, NULL};
     result res;
     run_simple(args, &res);
     if (res.status != 0)
@@ -1821,10 +1856,18 @@ static void test_apply_copies(void **state)
                round, w, h, fps, nf, rate, ch, taps, res.status, res.err);
     result_free(&res);
     float *y;
-    size_t ns;
-    read_avi(outp, w, h, nf, frames, &y, &ns);
+    unsigned char *cp;
+    size_t ns, ncp;
+    read_avi(outp, w, h, nf, frames, filt, &y, &ns, copy, &cp, &ncp);
     if (ns != pf * ch)
       fail_msg("round %d: %zu samples out, %zu in", round, ns, pf * ch);
+    if (tracks == 2 &&
+        (ncp != pf * ch * 2 ||
+         memcmp(cp, pcm + (size_t)(copy - 1) * pf * ch, ncp)))
+      fail_msg("round %d: the other track (stream %u) is not copied as it "
+               "is (%zu bytes)",
+               round, copy, ncp);
+    free(cp);
     /* the kernel, as written */
     float *k = malloc(taps * sizeof *k);
     assert_non_null(k);
@@ -1849,6 +1892,14 @@ static void test_apply_copies(void **state)
     free(frames);
     free(pcm);
     free(x);
+    if (round == 0) { /* --stream that is not sound, or not there */
+      const char *e1[] = {NULL, "apply", "-y", "--stream", "0", "-k",
+                          kpath, inp, outp, NULL};
+      expect(e1, 1, "stream 0 is video");
+      const char *e2[] = {NULL, "apply", "-y", "--stream", "9", "-k",
+                          kpath, inp, outp, NULL};
+      expect(e2, 1, "no stream 9");
+    }
   }
 #else
   skip();

@@ -1631,6 +1631,9 @@ static void test_file_bad(void **state)
       {"[stream f]\ntype = file\nkernel-file = b.txt\ninput = b.wav\n"
        "output = o.wav\nblock = 0\n",
        "block"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = o.wav\nstream = 5\n",
+       "no stream 5"},
       /* a live URL with nothing behind it does not hold the daemon */
       {"[stream f]\ntype = file\nkernel = 1\n"
        "input = udp://127.0.0.1:9\noutput = o.wav\n",

@@ -62,6 +62,8 @@ static void usage_apply(FILE *f)
       "                       file has this routing\n"
       "      --gain DB        gain in dB applied to the kernel (default 0)\n"
       "      --tail           also write the tail: the full convolution\n"
+      "      --stream N       filter INPUT's stream N (from 0, as ffprobe\n"
+      "                       counts), an audio one; default: the main one\n"
       "  -b, --block N        FFT block size in frames (default 4096; the\n"
       "                       latency it adds is taken out of the file)\n"
       "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
@@ -112,12 +114,13 @@ static void usage_apply(FILE *f)
 
 static int apply_parse(int argc, char **argv, apply_opts *o)
 {
-  enum { OPT_ROUTING = 256, OPT_GAIN, OPT_TAIL, OPT_ALGORITHM };
+  enum { OPT_ROUTING = 256, OPT_GAIN, OPT_TAIL, OPT_ALGORITHM, OPT_STREAM };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, 'k'},
       {"routing", required_argument, NULL, OPT_ROUTING},
       {"gain", required_argument, NULL, OPT_GAIN},
       {"tail", no_argument, NULL, OPT_TAIL},
+      {"stream", required_argument, NULL, OPT_STREAM},
       {"codec", required_argument, NULL, 'c'},
       {"format", required_argument, NULL, 'f'},
       {"overwrite", no_argument, NULL, 'y'},
@@ -145,6 +148,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   bool audio_only = false; /* an audio option was given */
 
   memset(o, 0, sizeof *o);
+  o->stream = -1;
   cf_audio_config_init(&o->cfg);
   cf_video_config_init(&o->vcfg);
   /* The latency is taken out of a file, so the FFT paths may use larger
@@ -154,7 +158,8 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":k:p:c:f:yb:qvh", longopts, NULL)) !=
          -1) {
-    if (c == OPT_ROUTING || c == OPT_GAIN || c == OPT_TAIL || c == 'b')
+    if (c == OPT_ROUTING || c == OPT_GAIN || c == OPT_TAIL || c == 'b' ||
+        c == OPT_STREAM)
       audio_only = true;
     switch (c) {
     case 'p':
@@ -187,6 +192,11 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
         return CLI_EXIT_USAGE;
       break;
     case OPT_TAIL: o->tail = true; break;
+    case OPT_STREAM:
+      if (!cli_parse_uint("apply", "--stream", optarg, 0, 1023, &v))
+        return CLI_EXIT_USAGE;
+      o->stream = (int)v;
+      break;
     case 'c': o->codec = optarg; break;
     case 'f': o->format = optarg; break;
     case 'y': o->overwrite = true; break;
@@ -217,8 +227,9 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
     return cli_usage_error("apply", "missing --kernel FILE (audio) or "
                                     "--kernel2d FILE / --preset NAME (video)");
   if (o->video && audio_only)
-    return cli_usage_error("apply", "--routing, --gain, --tail and --block "
-                                    "apply to audio (--kernel)");
+    return cli_usage_error("apply",
+                           "--routing, --gain, --tail, --block and --stream "
+                           "apply to audio (--kernel)");
   if ((rc = cli_video_check("apply", &o->v)))
     return rc;
   if (!o->video &&

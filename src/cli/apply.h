@@ -22,6 +22,7 @@ typedef struct apply_opts {
   double gain_db;
   cf_audio_config cfg;
   bool tail, overwrite, quiet, verbose;
+  int stream; /* --stream: the input's audio stream to filter; -1: best */
   /* messages name `codec =`, `format =` (cudafilterd), not --codec */
   bool config_keys;
   /* non-zero: give up writing OUTPUT (libav's network protocols ask it
@@ -119,11 +120,11 @@ typedef struct apply_result {
 int apply_audio(const apply_opts *o, const char *tmp, const apply_hooks *h,
                 apply_result *res);
 
-/* INPUT's main audio stream: its rate, channels and announced length in
- * seconds (0: not known); 0, 130 (h->stop said stop) or CLI_EXIT_RUNTIME.
- * Only h->stop is used; h may be NULL. */
-int apply_probe(const char *path, unsigned *rate, unsigned *channels,
-                double *seconds, const apply_hooks *h);
+/* INPUT's main audio stream (or `stream`, >= 0): its rate, channels and
+ * announced length in seconds (0: not known); 0, 130 (h->stop said stop) or
+ * CLI_EXIT_RUNTIME. Only h->stop is used; h may be NULL. */
+int apply_probe(const char *path, int stream, unsigned *rate,
+                unsigned *channels, double *seconds, const apply_hooks *h);
 
 /* The video half: filter INPUT's main video stream, copy its audio. */
 int apply_video(const apply_opts *o, const char *tmp);

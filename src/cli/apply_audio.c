@@ -47,6 +47,7 @@ typedef struct input {
   bool eof;
   bool stopped; /* hooks->stop ended it before its end */
   const apply_hooks *h;
+  int want;           /* the audio stream asked for, or -1: the best */
   int64_t first_pts;  /* the first decoded frame's, in 1/rate; or NOPTS */
   struct output *out; /* other streams' packets are copied there */
 } input;
@@ -171,10 +172,24 @@ static int input_open(input *in, const char *path)
                ? 130
                : apply_av_error(path, "cannot read its stream info", err);
   const AVCodec *codec = NULL;
-  in->stream = cf_av->av_find_best_stream(in->fmt, AVMEDIA_TYPE_AUDIO, -1, -1,
-                                          &codec, 0);
+  if (in->want >= 0) { /* --stream: that one, and it must be sound */
+    if ((unsigned)in->want >= in->fmt->nb_streams)
+      return apply_error("%s: no stream %d (it has %u, from 0)", path, in->want,
+                         in->fmt->nb_streams);
+    enum AVMediaType t = in->fmt->streams[in->want]->codecpar->codec_type;
+    if (t != AVMEDIA_TYPE_AUDIO)
+      return apply_error("%s: stream %d is %s, not audio", path, in->want,
+                         cf_av->av_get_media_type_string(t)
+                             ? cf_av->av_get_media_type_string(t)
+                             : "not audio");
+  }
+  in->stream = cf_av->av_find_best_stream(in->fmt, AVMEDIA_TYPE_AUDIO, in->want,
+                                          -1, &codec, 0);
   if (in->stream < 0)
-    return apply_av_error(path, "no audio stream libav can decode", in->stream);
+    return apply_av_error(path,
+                          in->want >= 0 ? "that audio stream cannot be decoded"
+                                        : "no audio stream libav can decode",
+                          in->stream);
   AVStream *st = in->fmt->streams[in->stream];
   if (!(in->dec = cf_av->avcodec_alloc_context3(codec)) ||
       !(in->pkt = cf_av->av_packet_alloc()) ||
@@ -912,10 +927,10 @@ static void describe(const apply_opts *opt, const input *in, const output *o,
           o->channels);
 }
 
-int apply_probe(const char *path, unsigned *rate, unsigned *channels,
-                double *seconds, const apply_hooks *h)
+int apply_probe(const char *path, int stream, unsigned *rate,
+                unsigned *channels, double *seconds, const apply_hooks *h)
 {
-  input in = {.h = h};
+  input in = {.h = h, .want = stream};
   int rc = input_open(&in, path);
   if (!rc) {
     *rate = (unsigned)in.rate;
@@ -929,7 +944,7 @@ int apply_probe(const char *path, unsigned *rate, unsigned *channels,
 int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
                 apply_result *res)
 {
-  input in = {.h = h};
+  input in = {.h = h, .want = opt->stream};
   output out = {.tmp = tmp};
   cf_kernel *k = NULL;
   cf_engine *e = h ? h->engine : NULL;

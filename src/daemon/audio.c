@@ -360,8 +360,8 @@ static int probe_late(void *user)
   return now_us() > *(const double *)user;
 }
 
-bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
-                    double *seconds, GError **err)
+bool cfd_file_probe(const char *path, int stream, unsigned *rate,
+                    unsigned *channels, double *seconds, GError **err)
 {
   const char *why = NULL;
   if (!cf_av_get(&why)) {
@@ -375,7 +375,7 @@ bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
   double deadline = now_us() + PROBE_SECONDS * 1e6;
   apply_hooks h = {.user = &deadline, .stop = probe_late};
   apply_capture(msg, sizeof msg);
-  int rc = apply_probe(path, rate, channels, seconds, &h);
+  int rc = apply_probe(path, stream, rate, channels, seconds, &h);
   apply_capture(NULL, 0);
   if (rc == 130)
     g_set_error(err, CFD_ERROR, 0,
@@ -423,6 +423,7 @@ static gpointer file_thread(gpointer user)
   memset(&o, 0, sizeof o);
   o.in_path = sc->input;
   o.out_path = sc->output;
+  o.stream = sc->stream;
   o.codec = sc->codec;
   o.format = sc->format;
   o.quiet = true;
@@ -496,10 +497,11 @@ bool cfd_file_available(const char **why)
   return false;
 }
 
-bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
-                    double *seconds, GError **err)
+bool cfd_file_probe(const char *path, int stream, unsigned *rate,
+                    unsigned *channels, double *seconds, GError **err)
 {
   (void)path;
+  (void)stream;
   (void)rate;
   (void)channels;
   (void)seconds;
@@ -862,10 +864,11 @@ bool cfd_file_available(const char **why)
          "type=pipeline stream can read and write files through GStreamer";
   return false;
 }
-bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
-                    double *seconds, GError **err)
+bool cfd_file_probe(const char *path, int stream, unsigned *rate,
+                    unsigned *channels, double *seconds, GError **err)
 {
   (void)path;
+  (void)stream;
   (void)rate;
   (void)channels;
   (void)seconds;

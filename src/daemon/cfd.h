@@ -54,6 +54,7 @@ typedef struct cfd_stream_conf {
   cf_kernel *kernel; /* loaded at rate, gain applied */
   /* file */
   double seconds;       /* the input's length as it announces it; 0 */
+  int stream;           /* the input\'s audio stream to filter; -1: the best */
   char *format, *codec; /* libav output format and encoder, or NULL */
   bool realtime;        /* paced at the input's rate */
   bool overwrite;       /* replace an existing output */
@@ -107,9 +108,10 @@ typedef struct cfd_pipeline cfd_pipeline;
 /* Whether this build has the type (and why not). */
 bool cfd_audio_available(const char **why);
 bool cfd_file_available(const char **why);
-/* A file's (or URL's) main audio stream: rate, channels, length in s. */
-bool cfd_file_probe(const char *path, unsigned *rate, unsigned *channels,
-                    double *seconds, GError **err);
+/* A file's (or URL's) main audio stream (or stream `stream`, >= 0):
+ * rate, channels, length in s. */
+bool cfd_file_probe(const char *path, int stream, unsigned *rate,
+                    unsigned *channels, double *seconds, GError **err);
 bool cfd_pipeline_available(const char **why);
 
 /* Start the stream sc describes (sc is copied where needed: the caller

@@ -46,6 +46,7 @@ static const key_info stream_keys[] = {
     {"gain", T_AUDIO | T_FILE, true},
     {"crossfade", T_AUDIO | T_FILE, true},
     {"realtime", T_FILE, false},
+    {"stream", T_FILE, false},
     {"format", T_FILE, false},
     {"codec", T_FILE, false},
     {"overwrite", T_FILE, false},
@@ -285,8 +286,17 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
       (sc->codec && !*g_strstrip(sc->codec)))
     return bad(r, sc->codec && !*sc->codec ? "codec" : "format",
                "empty: a libav name");
+  /* stream = N: the input's audio stream to filter (default: the main) */
+  unsigned stream = 0;
+  char *sv = get(r, "stream");
+  bool have_stream = sv != NULL;
+  g_free(sv);
+  if (have_stream && !get_uint(r, "stream", 0, 1023, 0, &stream))
+    return false;
+  sc->stream = have_stream ? (int)stream : -1;
   GError *e = NULL;
-  if (!cfd_file_probe(sc->input, &sc->rate, &sc->channels, &sc->seconds, &e)) {
+  if (!cfd_file_probe(sc->input, sc->stream, &sc->rate, &sc->channels,
+                      &sc->seconds, &e)) {
     bad(r, "input", "%s", e->message);
     g_error_free(e);
     return false;
