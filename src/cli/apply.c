@@ -31,6 +31,11 @@
 /* Default FFT block (see apply_parse). */
 enum { APPLY_BLOCK = 4096 };
 
+static int components(const char *spec, cf_pixel_format fmt, unsigned *mask)
+{
+  return cli_video_components("apply", spec, fmt, mask);
+}
+
 static void on_signal(int sig)
 {
   (void)sig;
@@ -289,7 +294,16 @@ int cli_apply(int argc, char **argv)
   sigaction(SIGTERM, &sa, NULL);
 
   double t0 = cli_now();
-  rc = opt.video ? apply_video(&opt, tmp) : apply_audio(&opt, tmp, NULL, &res);
+  if (opt.video) {
+    cf_kernel2d *k = NULL;
+    apply_vresult vres;
+    rc = cli_video_kernel("apply", &opt.v, &k);
+    if (!rc)
+      rc = apply_video(&opt, tmp, k, components, NULL, &vres);
+    cf_kernel2d_free(k);
+  } else {
+    rc = apply_audio(&opt, tmp, NULL, &res);
+  }
   if (!rc && !opt.video) {
     if (res.corrupt)
       fprintf(stderr,

@@ -126,7 +126,40 @@ int apply_audio(const apply_opts *o, const char *tmp, const apply_hooks *h,
 int apply_probe(const char *path, int stream, unsigned *rate,
                 unsigned *channels, double *seconds, const apply_hooks *h);
 
-/* The video half: filter INPUT's main video stream, copy its audio. */
-int apply_video(const apply_opts *o, const char *tmp);
+/* Once per engine (*told): a warning on stderr (not where messages are
+ * captured) when backend auto has left the device mid-stream. */
+void apply_note_fallback(const cf_engine *e, bool *told);
+
+/* What a caller other than the command line brings to a video run. */
+typedef struct apply_vhooks {
+  void *user;
+  /* as apply_hooks.stop: the output is finished with what was read */
+  int (*stop)(void *user);
+  /* the engine's work on a frame, in place of cf_engine_process_frame:
+   * the caller takes kernel changes there */
+  cf_status (*process_frame)(void *user, cf_engine *e, const cf_frame *in,
+                             cf_frame *out);
+} apply_vhooks;
+
+typedef struct apply_vresult {
+  int64_t frames;
+  unsigned width, height;
+  unsigned corrupt;
+  bool stopped;
+  char codec[32];
+} apply_vresult;
+
+/* --components for the format the frames are filtered in: a mask, or an
+ * exit status after saying why. */
+typedef int (*apply_components_fn)(const char *spec, cf_pixel_format fmt,
+                                   unsigned *mask);
+
+/* The video half: filter INPUT's main video stream with kernel k (the
+ * caller's), copy its audio; components (may be NULL) resolves
+ * o->v.components. 0, 130 or CLI_EXIT_RUNTIME; on an error tmp is
+ * removed. h may be NULL. */
+int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
+                apply_components_fn components, const apply_vhooks *h,
+                apply_vresult *res);
 
 #endif

@@ -111,7 +111,7 @@ double apply_now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void note_fallback(const cf_engine *e, bool *told)
+void apply_note_fallback(const cf_engine *e, bool *told)
 {
   const char *why = cf_engine_fallback_reason(e);
   if (!why || *told)
@@ -818,7 +818,7 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
     }
     cf_status st = in->h ? in->h->process(in->h->user, in->buf, y, n)
                          : cf_engine_process(e, in->buf, y, n);
-    note_fallback(e, &told);
+    apply_note_fallback(e, &told);
     if (st != CF_OK)
       rc = apply_error("filtering failed: %s", cf_last_error());
     else
@@ -837,7 +837,7 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
         y = b;
     }
     cf_status st = rc ? CF_OK : cf_engine_drain(e, y, tail, &written);
-    note_fallback(e, &told);
+    apply_note_fallback(e, &told);
     if (st != CF_OK)
       rc = apply_error("filtering failed: %s", cf_last_error());
     else if (!rc)

@@ -43,10 +43,10 @@ static int sws_load(void)
     return 0;
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h)
-    return cli_error("cannot load %s: %s", lib, dlerror());
+    return apply_error("cannot load %s: %s", lib, dlerror());
 #define SWS_FIND(f)                                                            \
   if (!(sws.f = (__typeof__(f) *)dlsym(h, #f)))                                \
-    return cli_error("%s has no function %s", lib, #f);
+    return apply_error("%s has no function %s", lib, #f);
   SWS_FUNCTIONS(SWS_FIND)
 #undef SWS_FIND
   return 0;
@@ -84,7 +84,9 @@ static bool engine_format(enum AVPixelFormat f, cf_pixel_format *out)
 
 typedef struct vrun {
   const apply_opts *o;
-  const char *out_path; /* for messages */
+  const apply_vhooks *h; /* or NULL: the command line */
+  bool stopped;          /* h->stop ended the input early */
+  const char *out_path;  /* for messages */
   AVFormatContext *fmt, *oc;
   AVCodecContext *dec, *enc;
   AVStream *ist, *ost;
@@ -115,7 +117,7 @@ static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
 {
   AVFrame *fr = cf_av->av_frame_alloc();
   if (!fr)
-    return cli_error("out of memory");
+    return apply_error("out of memory");
   fr->format = f;
   fr->width = r->width;
   fr->height = r->height;
@@ -128,18 +130,27 @@ static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
   return 0;
 }
 
+/* The command line's signals, or the caller's stop (libav asks this while
+ * it waits). */
+static int vstopping(void *opaque)
+{
+  const vrun *r = opaque;
+  return r->h ? r->h->stop(r->h->user) : interrupted;
+}
+
 static int open_input(vrun *r)
 {
   const char *path = r->o->in_path;
   int err;
   if (!(r->fmt = cf_av->avformat_alloc_context()))
-    return cli_error("out of memory");
-  r->fmt->interrupt_callback.callback = apply_check_interrupt;
+    return apply_error("out of memory");
+  r->fmt->interrupt_callback.callback = vstopping;
+  r->fmt->interrupt_callback.opaque = r;
   if ((err = cf_av->avformat_open_input(&r->fmt, path, NULL, NULL)) < 0)
-    return interrupted ? 130 : av_err(r, path, "cannot open", err);
+    return vstopping(r) ? 130 : av_err(r, path, "cannot open", err);
   if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
-    return interrupted ? 130
-                       : av_err(r, path, "cannot read its stream info", err);
+    return vstopping(r) ? 130
+                        : av_err(r, path, "cannot read its stream info", err);
   const AVCodec *codec = NULL;
   r->vstream =
       cf_av->av_find_best_stream(r->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
@@ -150,7 +161,7 @@ static int open_input(vrun *r)
       !(r->pkt = cf_av->av_packet_alloc()) ||
       !(r->opkt = cf_av->av_packet_alloc()) ||
       !(r->frame = cf_av->av_frame_alloc()))
-    return cli_error("out of memory");
+    return apply_error("out of memory");
   if ((err = cf_av->avcodec_parameters_to_context(r->dec, r->ist->codecpar)) <
       0)
     return av_err(r, path, "video decoder parameters", err);
@@ -161,11 +172,12 @@ static int open_input(vrun *r)
   r->height = r->dec->height;
   r->dec_fmt = r->dec->pix_fmt;
   if (r->width <= 0 || r->height <= 0 || r->dec_fmt == AV_PIX_FMT_NONE)
-    return cli_error("%s: the video stream has no size or pixel format", path);
+    return apply_error("%s: the video stream has no size or pixel format",
+                       path);
   if ((unsigned)r->width > CF_VIDEO_MAX_SIDE ||
       (unsigned)r->height > CF_VIDEO_MAX_SIDE)
-    return cli_error("%s: %dx%d: a side over %u is not supported", path,
-                     r->width, r->height, CF_VIDEO_MAX_SIDE);
+    return apply_error("%s: %dx%d: a side over %u is not supported", path,
+                       r->width, r->height, CF_VIDEO_MAX_SIDE);
   return 0;
 }
 
@@ -188,8 +200,8 @@ static int choose_proc(vrun *r, cf_pixel_format *cf)
   r->proc =
       cf_av->avcodec_find_best_pix_fmt_of_list(list, r->dec_fmt, alpha, NULL);
   if (r->proc == AV_PIX_FMT_NONE || !engine_format(r->proc, cf))
-    return cli_error("%s: no filterable pixel format for %s", r->o->in_path,
-                     cf_av->av_get_pix_fmt_name(r->dec_fmt));
+    return apply_error("%s: no filterable pixel format for %s", r->o->in_path,
+                       cf_av->av_get_pix_fmt_name(r->dec_fmt));
   if (!r->o->quiet)
     fprintf(stderr,
             "cudafilter: note: %s is %s, filtered as %s (the "
@@ -203,9 +215,9 @@ static int choose_proc(vrun *r, cf_pixel_format *cf)
       r->width, r->height, r->dec_fmt, r->width, r->height, r->proc,
       SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
   if (!r->to_proc)
-    return cli_error("%s: libswscale cannot convert %s to %s", r->o->in_path,
-                     cf_av->av_get_pix_fmt_name(r->dec_fmt),
-                     cf_av->av_get_pix_fmt_name(r->proc));
+    return apply_error("%s: libswscale cannot convert %s to %s", r->o->in_path,
+                       cf_av->av_get_pix_fmt_name(r->dec_fmt),
+                       cf_av->av_get_pix_fmt_name(r->proc));
   return new_frame(r, r->proc, &r->pin);
 }
 
@@ -219,7 +231,7 @@ static int open_output(vrun *r, const char *tmp)
                                 r->oc->oformat->video_codec, &codec)))
     return rc;
   if (!(r->enc = cf_av->avcodec_alloc_context3(codec)))
-    return cli_error("out of memory");
+    return apply_error("out of memory");
   enum AVPixelFormat ef = r->proc;
   if (codec->pix_fmts) {
     const enum AVPixelFormat *p = codec->pix_fmts;
@@ -237,9 +249,9 @@ static int open_output(vrun *r, const char *tmp)
         r->width, r->height, r->proc, r->width, r->height, ef,
         SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
     if (!r->to_enc)
-      return cli_error("%s: libswscale cannot convert %s to %s", path,
-                       cf_av->av_get_pix_fmt_name(r->proc),
-                       cf_av->av_get_pix_fmt_name(ef));
+      return apply_error("%s: libswscale cannot convert %s to %s", path,
+                         cf_av->av_get_pix_fmt_name(r->proc),
+                         cf_av->av_get_pix_fmt_name(ef));
     if ((rc = new_frame(r, ef, &r->penc)))
       return rc;
   }
@@ -276,7 +288,7 @@ static int open_output(vrun *r, const char *tmp)
     return apply_av_error(path, what, err);
   }
   if (!(r->ost = cf_av->avformat_new_stream(r->oc, NULL)))
-    return cli_error("out of memory");
+    return apply_error("out of memory");
   if ((err = cf_av->avcodec_parameters_from_context(r->ost->codecpar, r->enc)) <
       0)
     return apply_av_error(path, "stream parameters", err);
@@ -285,7 +297,7 @@ static int open_output(vrun *r, const char *tmp)
 
   /* The other audio streams, copied where the format can hold them. */
   if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)))
-    return cli_error("out of memory");
+    return apply_error("out of memory");
   for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
     AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
@@ -303,7 +315,7 @@ static int open_output(vrun *r, const char *tmp)
     }
     AVStream *os = cf_av->avformat_new_stream(r->oc, NULL);
     if (!os)
-      return cli_error("out of memory");
+      return apply_error("out of memory");
     if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
       return apply_av_error(path, "audio stream parameters", err);
     os->codecpar->codec_tag = apply_copy_tag(r->oc->oformat, is->codecpar);
@@ -347,15 +359,16 @@ static int filter_frame(vrun *r, AVFrame *fr)
   int err;
   if (fr->width != r->width || fr->height != r->height ||
       fr->format != r->dec_fmt)
-    return cli_error("%s: the video changes from %dx%d %s to %dx%d %s at "
-                     "frame %lld: not supported",
-                     r->o->in_path, r->width, r->height,
-                     cf_av->av_get_pix_fmt_name(r->dec_fmt), fr->width,
-                     fr->height, cf_av->av_get_pix_fmt_name(fr->format),
-                     (long long)r->frames + 1);
+    return apply_error("%s: the video changes from %dx%d %s to %dx%d %s at "
+                       "frame %lld: not supported",
+                       r->o->in_path, r->width, r->height,
+                       cf_av->av_get_pix_fmt_name(r->dec_fmt), fr->width,
+                       fr->height, cf_av->av_get_pix_fmt_name(fr->format),
+                       (long long)r->frames + 1);
   for (int i = 0; i < 4; i++)
     if (fr->linesize[i] < 0)
-      return cli_error("%s: bottom-up frames are not supported", r->o->in_path);
+      return apply_error("%s: bottom-up frames are not supported",
+                         r->o->in_path);
   AVFrame *src = fr;
   if (r->to_proc) {
     if ((err = cf_av->av_frame_make_writable(r->pin)) < 0 ||
@@ -368,11 +381,12 @@ static int filter_frame(vrun *r, AVFrame *fr)
   cf_frame in, out;
   as_cf_frame(src, &in);
   as_cf_frame(r->pout, &out);
-  cf_status st = cf_engine_process_frame(r->e, &in, &out);
-  cli_note_fallback(r->e, &r->told);
+  cf_status st = r->h ? r->h->process_frame(r->h->user, r->e, &in, &out)
+                      : cf_engine_process_frame(r->e, &in, &out);
+  apply_note_fallback(r->e, &r->told);
   if (st != CF_OK)
-    return cli_error("frame %lld: filtering failed: %s",
-                     (long long)r->frames + 1, cf_last_error());
+    return apply_error("frame %lld: filtering failed: %s",
+                       (long long)r->frames + 1, cf_last_error());
   AVFrame *dst = r->pout;
   if (r->to_enc) {
     if ((err = cf_av->av_frame_make_writable(r->penc)) < 0 ||
@@ -416,19 +430,28 @@ static int decode_ready(vrun *r)
 static int pump(vrun *r)
 {
   apply_progress_state p = {.on = !r->o->quiet && isatty(STDERR_FILENO),
-                            .start = cli_now()};
+                            .start = apply_now()};
   double total =
       r->fmt->duration > 0 ? (double)r->fmt->duration / AV_TIME_BASE : 0.0;
   int rc = 0, err;
   while (!rc) {
-    if (interrupted)
-      return 130;
+    if (vstopping(r)) {
+      if (!r->h)
+        return 130;
+      r->stopped = true; /* the output ends with what was read */
+      break;
+    }
     err = cf_av->av_read_frame(r->fmt, r->pkt);
     if (err == AVERROR_EOF)
       break;
+    if (err < 0 && vstopping(r) && r->h) {
+      r->stopped = true;
+      break;
+    }
     if (err < 0)
-      return interrupted ? 130
-                         : apply_av_error(r->o->in_path, "reading failed", err);
+      return vstopping(r)
+                 ? 130
+                 : apply_av_error(r->o->in_path, "reading failed", err);
     int si = r->pkt->stream_index;
     if (si == r->vstream) {
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
@@ -517,32 +540,41 @@ static void close_run(vrun *r)
   free(r->map);
 }
 
-int apply_video(const apply_opts *o, const char *tmp)
+int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
+                apply_components_fn components, const apply_vhooks *h,
+                apply_vresult *res)
 {
-  vrun r = {.o = o, .out_path = o->out_path, .vstream = -1};
-  cf_kernel2d *k = NULL;
+  vrun r = {.o = o, .h = h, .out_path = o->out_path, .vstream = -1};
   cf_pixel_format cf = CF_PIX_GRAY8;
   cf_video_config cfg = o->vcfg;
-  double t0 = cli_now();
+  double t0 = apply_now();
   int rc;
-  if ((rc = cli_video_kernel("apply", &o->v, &k)) || (rc = open_input(&r)) ||
-      (rc = choose_proc(&r, &cf)))
+  memset(res, 0, sizeof *res);
+  if ((rc = open_input(&r)) || (rc = choose_proc(&r, &cf)))
     goto done;
   cfg.width = (unsigned)r.width;
   cfg.height = (unsigned)r.height;
   cfg.format = cf;
-  if (o->v.components && (rc = cli_video_components("apply", o->v.components,
-                                                    cf, &cfg.components)))
+  if (o->v.components && components &&
+      (rc = components(o->v.components, cf, &cfg.components)))
     goto done;
   if (cf_engine_new_video(&cfg, k, &r.e) != CF_OK) {
-    rc = cli_error("cannot create the engine: %s", cf_last_error());
+    rc = apply_error("cannot create the engine: %s", cf_last_error());
     goto done;
   }
   if ((rc = open_output(&r, tmp)))
     goto done;
   if (o->verbose)
     describe(&r, k);
-  if ((rc = pump(&r)) || (rc = apply_commit(o, tmp)))
+  rc = pump(&r);
+  res->frames = r.frames;
+  res->width = (unsigned)r.width;
+  res->height = (unsigned)r.height;
+  res->stopped = r.stopped;
+  res->corrupt = r.corrupt;
+  snprintf(res->codec, sizeof res->codec, "%s",
+           r.enc ? r.enc->codec->name : "?");
+  if (rc || (rc = apply_commit(o, tmp)))
     goto done;
   if (r.corrupt)
     fprintf(stderr,
@@ -550,7 +582,7 @@ int apply_video(const apply_opts *o, const char *tmp)
             "skipped\n",
             o->in_path, r.corrupt);
   if (!o->quiet || o->verbose) {
-    double el = cli_now() - t0;
+    double el = apply_now() - t0;
     fprintf(stderr,
             "cudafilter: wrote %s: %lld frames, %dx%d, %s (%s); "
             "%.1f frames/s on %s\n",
@@ -560,7 +592,8 @@ int apply_video(const apply_opts *o, const char *tmp)
   }
 done:
   close_run(&r);
-  cf_kernel2d_free(k);
+  if (rc && tmp)
+    unlink(tmp);
   return rc;
 }
 #endif
