@@ -946,6 +946,73 @@ static void run_case(ref_rng *r, const cf_video_config *cfg, const kern *k,
 
 /* Defaults, names, cf_frame_layout against the layout written out in
  * ref2d.c. */
+/* cf_components_from_string on random lists of names (random case) and
+ * masks, for every format, against what each family of formats names.
+ * Gray takes the YUV names (its one component is luma) but must end up
+ * with Y chosen. */
+static void check_components_names(ref_rng *r)
+{
+  static const struct {
+    const char *name;
+    unsigned mask, gray, rgb, yuv; /* where the name is allowed */
+  } names[] = {
+      {"all", 7, 1, 1, 1},  {"r", 1, 0, 1, 0},     {"red", 1, 0, 1, 0},
+      {"g", 2, 0, 1, 0},    {"green", 2, 0, 1, 0}, {"b", 4, 0, 1, 0},
+      {"blue", 4, 0, 1, 0}, {"y", 1, 1, 0, 1},     {"luma", 1, 1, 0, 1},
+      {"u", 2, 1, 0, 1},    {"v", 4, 1, 0, 1},     {"chroma", 6, 1, 0, 1},
+      {"alpha", 0, 0, 0, 0}, {"", 0, 0, 0, 0},     {"rg", 0, 0, 0, 0}};
+  const size_t nn = sizeof names / sizeof names[0];
+  for (int i = 0; i < 400; i++) {
+    unsigned fi = (unsigned)ref_rng_range(r, 0, NFORMATS - 1);
+    cf_pixel_format f = all_formats[fi];
+    int gray = fi < 3, yuv = f == CF_PIX_I420 || f == CF_PIX_NV12;
+    char s[128] = "";
+    unsigned want = 0;
+    int ok = 1;
+    if (ref_rng_range(r, 0, 3) == 0) { /* a mask */
+      unsigned m = (unsigned)ref_rng_range(r, 0, 9);
+      snprintf(s, sizeof s, ref_rng_range(r, 0, 1) ? "%u" : "0x%x", m);
+      ok = m >= 1 && m <= 7;
+      want = m;
+    } else {
+      int n = (int)ref_rng_range(r, 1, 4);
+      for (int j = 0; j < n; j++) {
+        size_t k = ref_rng_range(r, 0, nn - 1);
+        if (k >= nn - 3 && ref_rng_range(r, 0, 2)) /* bad names: seldom */
+          k = 0;
+        char w[16];
+        snprintf(w, sizeof w, "%s", names[k].name);
+        for (char *p = w; *p; p++)
+          if (ref_rng_range(r, 0, 1))
+            *p = (char)(*p - 'a' + 'A');
+        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", j ? "," : "", w);
+        ok &= gray ? names[k].gray : yuv ? names[k].yuv : names[k].rgb;
+        want |= names[k].mask;
+      }
+    }
+    if (gray && ok) {
+      ok = (want & 1) != 0; /* gray: the one component must be chosen */
+      want &= 1;
+    }
+    unsigned got = 99;
+    cf_status st = cf_components_from_string(s, f, &got);
+    if (ok)
+      CHECK(st == CF_OK && got == want,
+            "components '%s' of %s: status %d mask %u, want mask %u", s,
+            fmt_names[fi], (int)st, got, want);
+    else
+      CHECK(st == CF_E_INVALID && got == 99 &&
+                strstr(cf_last_error(), "components"),
+            "components '%s' of %s: status %d mask %u (%s), want a refusal",
+            s, fmt_names[fi], (int)st, got, cf_last_error());
+  }
+  unsigned m;
+  CHECK(cf_components_from_string(NULL, CF_PIX_RGBA, &m) == CF_E_INVALID &&
+            cf_components_from_string("all", (cf_pixel_format)99, &m) ==
+                CF_E_INVALID,
+        "components: NULL or an unknown format accepted");
+}
+
 static void test_api(void **state)
 {
   (void)state;
@@ -1024,6 +1091,7 @@ static void test_api(void **state)
   cf_border bb;
   CHECK(cf_border_from_string("clamp", &bb) == CF_E_INVALID,
         "border 'clamp' accepted");
+  check_components_names(&r);
   /* CF_DSP (the video-avx2 and video-generic runs): the CPU engine runs
    * the table asked for, or a narrower one, never AVX-512 */
   const char *dsp = getenv("CF_DSP");

@@ -193,6 +193,13 @@ const char *cf_pixel_format_name(cf_pixel_format f);
 /* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",
  * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12" (case-insensitive). */
 cf_status cf_pixel_format_from_string(const char *s, cf_pixel_format *out);
+/* Which components of format fmt to filter, as cf_video_config's
+ * `components`: a mask 1..7 (decimal or 0x hex) or a comma-separated
+ * list of names (case-insensitive): all; r, g, b (red, green, blue) for
+ * RGB formats; y, u, v, luma, chroma for I420/NV12; all, y or luma for
+ * gray formats. CF_E_INVALID, naming the part that does not fit fmt. */
+cf_status cf_components_from_string(const char *s, cf_pixel_format fmt,
+                                    unsigned *mask);
 const char *cf_border_name(cf_border b);
 /* "constant", "nearest", "reflect", "mirror", "wrap". */
 cf_status cf_border_from_string(const char *s, cf_border *out);

@@ -76,83 +76,11 @@ typedef struct conv2d_opts {
   bool verbose;
 } conv2d_opts;
 
-/* Component names and the family they belong to. */
-enum { FAM_ANY, FAM_RGB, FAM_YUV };
-static const struct {
-  const char *name;
-  unsigned mask;
-  int family;
-} comp_names[] = {
-  {"all", CF_COMP_ALL, FAM_ANY},  {"r", CF_COMP_R, FAM_RGB},
-  {"red", CF_COMP_R, FAM_RGB},    {"g", CF_COMP_G, FAM_RGB},
-  {"green", CF_COMP_G, FAM_RGB},  {"b", CF_COMP_B, FAM_RGB},
-  {"blue", CF_COMP_B, FAM_RGB},   {"y", CF_COMP_Y, FAM_YUV},
-  {"luma", CF_COMP_LUMA, FAM_YUV}, {"u", CF_COMP_U, FAM_YUV},
-  {"v", CF_COMP_V, FAM_YUV},      {"chroma", CF_COMP_U | CF_COMP_V, FAM_YUV},
-};
-
-static int format_family(cf_pixel_format f)
-{
-  switch (f) {
-  case CF_PIX_GRAY8:
-  case CF_PIX_GRAY16_LE:
-  case CF_PIX_GRAY32F: return FAM_ANY;
-  case CF_PIX_I420:
-  case CF_PIX_NV12: return FAM_YUV;
-  default: return FAM_RGB;
-  }
-}
-
-static bool is_gray(cf_pixel_format f)
-{
-  return f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE || f == CF_PIX_GRAY32F;
-}
-
 int cli_video_components(const char *cmd, const char *s,
                          cf_pixel_format fmt, unsigned *out)
 {
-  const char *fname = cf_pixel_format_name(fmt);
-  unsigned mask = 0;
-  if (s[0] >= '0' && s[0] <= '9') {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 0);
-    if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
-      return cli_usage_error(cmd, "--components: '%s' is not a mask 1..7 "
-                             "or a list of names", s);
-    mask = (unsigned)v;
-  } else {
-    const char *p = s;
-    for (;;) {
-      size_t len = strcspn(p, ",");
-      size_t i, n = sizeof comp_names / sizeof comp_names[0];
-      for (i = 0; i < n; i++)
-        if (strlen(comp_names[i].name) == len &&
-            strncasecmp(p, comp_names[i].name, len) == 0)
-          break;
-      if (i == n)
-        return cli_usage_error(cmd, "--components: unknown component "
-                               "'%.*s' in '%s' (expected all, luma, "
-                               "chroma, r, g, b, y, u or v)", (int)len, p,
-                               s);
-      int fam = comp_names[i].family;
-      /* Gray has one component: "y"/"luma" name it, colours do not. */
-      if ((is_gray(fmt) && fam == FAM_RGB) ||
-          (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
-        return cli_usage_error(cmd, "--components: '%.*s' is not a "
-                               "component of %s", (int)len, p, fname);
-      mask |= comp_names[i].mask;
-      if (p[len] == '\0')
-        break;
-      p += len + 1;
-    }
-  }
-  if (is_gray(fmt) && !(mask & CF_COMP_Y))
-    return cli_usage_error(cmd, "--components: %s has one component "
-                           "(mask 1); '%s' selects none of it", fname, s);
-  if (is_gray(fmt))
-    mask &= CF_COMP_Y;
-  *out = mask;
+  if (cf_components_from_string(s, fmt, out) != CF_OK)
+    return cli_usage_error(cmd, "--%s", cf_last_error());
   return 0;
 }
 

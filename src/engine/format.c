@@ -1,5 +1,8 @@
 /* Pixel formats: where each component lives, names, packed layouts. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -99,6 +102,81 @@ CF_PUBLIC cf_status cf_border_from_string(const char *s, cf_border *out)
     }
   return cf_fail(CF_E_INVALID, "border '%s': expected constant, nearest, "
                  "reflect, mirror or wrap", s ? s : "(null)");
+}
+
+/* Component names and the family of formats they belong to. */
+enum { FAM_ANY, FAM_RGB, FAM_YUV };
+static const struct {
+  const char *name;
+  unsigned mask;
+  int family;
+} comp_names[] = {
+  {"all", CF_COMP_ALL, FAM_ANY},  {"r", CF_COMP_R, FAM_RGB},
+  {"red", CF_COMP_R, FAM_RGB},    {"g", CF_COMP_G, FAM_RGB},
+  {"green", CF_COMP_G, FAM_RGB},  {"b", CF_COMP_B, FAM_RGB},
+  {"blue", CF_COMP_B, FAM_RGB},   {"y", CF_COMP_Y, FAM_YUV},
+  {"luma", CF_COMP_LUMA, FAM_YUV}, {"u", CF_COMP_U, FAM_YUV},
+  {"v", CF_COMP_V, FAM_YUV},      {"chroma", CF_COMP_U | CF_COMP_V, FAM_YUV},
+};
+
+static bool is_gray(cf_pixel_format f)
+{
+  return f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE || f == CF_PIX_GRAY32F;
+}
+
+static int format_family(cf_pixel_format f)
+{
+  return is_gray(f) ? FAM_ANY
+         : f == CF_PIX_I420 || f == CF_PIX_NV12 ? FAM_YUV
+                                                : FAM_RGB;
+}
+
+CF_PUBLIC cf_status cf_components_from_string(const char *s,
+                                              cf_pixel_format fmt,
+                                              unsigned *out)
+{
+  if (!s || !*s || !out || !cf_format_desc_get(fmt))
+    return cf_fail(CF_E_INVALID, "components: %s", !s || !*s ? "empty"
+                   : !out ? "no place for the mask" : "unknown pixel format");
+  const char *fname = cf_pixel_format_name(fmt);
+  unsigned mask = 0;
+  if (s[0] >= '0' && s[0] <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 0);
+    if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
+      return cf_fail(CF_E_INVALID, "components: '%s' is not a mask 1..7 or "
+                     "a list of names", s);
+    mask = (unsigned)v;
+  } else {
+    for (const char *p = s;;) {
+      size_t len = strcspn(p, ",");
+      size_t i, n = sizeof comp_names / sizeof comp_names[0];
+      for (i = 0; i < n; i++)
+        if (strlen(comp_names[i].name) == len &&
+            strncasecmp(p, comp_names[i].name, len) == 0)
+          break;
+      if (i == n)
+        return cf_fail(CF_E_INVALID, "components: unknown component '%.*s' "
+                       "in '%s' (expected all, luma, chroma, r, g, b, y, u "
+                       "or v)", (int)len, p, s);
+      int fam = comp_names[i].family;
+      /* Gray has one component: "y"/"luma" name it, colours do not. */
+      if ((is_gray(fmt) && fam == FAM_RGB) ||
+          (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
+        return cf_fail(CF_E_INVALID, "components: '%.*s' is not a component "
+                       "of %s", (int)len, p, fname);
+      mask |= comp_names[i].mask;
+      if (p[len] == '\0')
+        break;
+      p += len + 1;
+    }
+  }
+  if (is_gray(fmt) && !(mask & CF_COMP_Y))
+    return cf_fail(CF_E_INVALID, "components: %s has one component (mask "
+                   "1); '%s' selects none of it", fname, s);
+  *out = is_gray(fmt) ? mask & CF_COMP_Y : mask;
+  return CF_OK;
 }
 
 CF_PUBLIC const char *cf_algorithm2d_name(cf_algorithm2d a)
