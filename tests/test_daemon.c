@@ -32,7 +32,9 @@
 #include "check.h"
 #include "fixture.h"
 #include "ref.h"
+#include "ref2d.h"
 #include "wav.h"
+#include "y4m.h"
 
 static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
@@ -1464,6 +1466,373 @@ static void test_file_live(void **state)
   free(k2.h);
 }
 
+/* ---- video files ---- */
+
+/* A T x Kh x Kw kernel (or a preset, taps worked out here: box N is every
+ * tap 1/N^2, sharpen the 3 x 3 cross of 5 and -1). */
+typedef struct vkern {
+  unsigned t, kh, kw;
+  float *taps;
+  const char *preset; /* NULL: written to a text file */
+  unsigned size;
+} vkern;
+
+static void vkern_random(vkern *k)
+{
+  memset(k, 0, sizeof *k);
+  int kind = (int)ref_rng_range(&rng, 0, 3);
+  if (kind == 2) { /* box N */
+    k->preset = "box";
+    k->size = (unsigned)ref_rng_range(&rng, 1, 7);
+    k->t = 1;
+    k->kh = k->kw = k->size;
+    k->taps = xalloc(sizeof(float) * k->size * k->size);
+    for (unsigned i = 0; i < k->size * k->size; i++)
+      k->taps[i] = (float)(1.0 / ((double)k->size * k->size));
+    return;
+  }
+  if (kind == 3) {
+    static const float sharpen[9] = {0, -1, 0, -1, 5, -1, 0, -1, 0};
+    k->preset = "sharpen";
+    k->t = 1;
+    k->kh = k->kw = 3;
+    k->taps = xalloc(sizeof sharpen);
+    memcpy(k->taps, sharpen, sizeof sharpen);
+    return;
+  }
+  k->t = ref_rng_range(&rng, 0, 2) ? 1 : (unsigned)ref_rng_range(&rng, 2, 3);
+  k->kh = (unsigned)ref_rng_range(&rng, 1, 7);
+  k->kw = (unsigned)ref_rng_range(&rng, 1, 7);
+  size_t n = (size_t)k->t * k->kh * k->kw;
+  k->taps = xalloc(sizeof(float) * n);
+  ref_rng_fill(&rng, k->taps, n);
+  /* most outputs inside 0..255 around the bias, some saturate */
+  double l1 = 0;
+  for (size_t i = 0; i < n; i++)
+    l1 += fabs(k->taps[i]);
+  for (size_t i = 0; i < n; i++)
+    k->taps[i] = (float)(k->taps[i] * 1.2 / l1);
+}
+
+/* The config lines that name k (a text kernel written to path). */
+static const char *vkern_conf(const vkern *k, const char *path)
+{
+  static char line[700];
+  if (k->preset) {
+    if (k->size)
+      snprintf(line, sizeof line, "preset = %s\nsize = %u\n", k->preset,
+               k->size);
+    else
+      snprintf(line, sizeof line, "preset = %s\n", k->preset);
+    return line;
+  }
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "%s: %s", path, strerror(errno));
+  for (unsigned tau = 0; tau < k->t; tau++) {
+    if (tau)
+      fputc('\n', f);
+    for (unsigned m = 0; m < k->kh; m++)
+      for (unsigned n = 0; n < k->kw; n++)
+        fprintf(f, "%.9g%c",
+                (double)k->taps[((size_t)tau * k->kh + m) * k->kw + n],
+                n + 1 < k->kw ? ' ' : '\n');
+  }
+  CHECK(fclose(f) == 0, "%s", path);
+  snprintf(line, sizeof line, "kernel2d = %s\n", path);
+  return line;
+}
+
+/* Check the daemon's output (out: n frames) against the float64
+ * reference: k1 from frame 0, k2 from frame `at` (k2 NULL: none), each
+ * integer sample within one code value. */
+static void check_video(const cf_video_config *cfg, const vkern *k1,
+                        const vkern *k2, size_t at, unsigned char *const *in,
+                        const unsigned char *out, size_t n)
+{
+  int i420 = cfg->format == CF_PIX_I420;
+  size_t fb = y4m_frame_bytes(i420, cfg->width, cfg->height);
+  ref2d_video *v = ref2d_video_new(cfg, k1->t, k1->kh, k1->kw, k1->taps);
+  CHECK(v != NULL, "ref2d_video_new");
+  unsigned char *want = xalloc(fb);
+  for (size_t t = 0; t < n; t++) {
+    if (k2 && t == at)
+      CHECK(ref2d_video_set_kernel(v, k2->t, k2->kh, k2->kw, k2->taps),
+            "ref2d_video_set_kernel");
+    cf_frame fi, fo;
+    CHECK(cf_frame_layout(cfg->format, cfg->width, cfg->height, in[t], &fi) ==
+                  fb &&
+              cf_frame_layout(cfg->format, cfg->width, cfg->height, want,
+                              &fo) == fb,
+          "cf_frame_layout");
+    CHECK(ref2d_video_frame(v, &fi, &fo, NULL), "ref2d_video_frame");
+    const unsigned char *got = out + t * fb;
+    for (size_t i = 0; i < fb; i++)
+      CHECK(abs((int)got[i] - (int)want[i]) <= 1,
+            "frame %zu of %zu, byte %zu of %zu: %u, want %u (kernel %s)", t, n,
+            i, fb, got[i], want[i], k2 && t >= at ? "2" : "1");
+  }
+  free(want);
+  ref2d_video_free(v);
+}
+
+/* Video files (kernel2d or preset): GRAY8 and I420 YUV4MPEG2 files of
+ * random sizes through random kernels, borders, components, scale, bias
+ * and absolute, against the float64 reference; then the kernel file
+ * rewritten (a reload runs the stream again with it). The last round runs
+ * on backend auto over the fake device failing at a random frame: the
+ * file comes out whole, finished on the CPU. */
+static void test_file_video(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  static const char *const borders[] = {"reflect", "mirror", "nearest", "wrap",
+                                        "constant"};
+  static const char *const algos[] = {"auto", "direct", "fft"};
+  for (int round = 0; round < 4; round++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    int i420 = (int)ref_rng_range(&rng, 0, 1);
+    cfg.format = i420 ? CF_PIX_I420 : CF_PIX_GRAY8;
+    /* y4m's 4:2:0 needs even sides in libav's reader */
+    cfg.width = (unsigned)ref_rng_range(&rng, 1, 24) * (i420 ? 2 : 1);
+    cfg.height = (unsigned)ref_rng_range(&rng, 1, 18) * (i420 ? 2 : 1);
+    size_t n = ref_rng_range(&rng, 2, 12);
+    unsigned b = (unsigned)ref_rng_range(&rng, 0, 4);
+    cfg.border = (cf_border)b;
+    CHECK(cf_border_from_string(borders[b], &cfg.border) == CF_OK, "border");
+    cfg.cval = (float)ref_rng_range(&rng, 0, 255);
+    static const float scales[] = {1.0f, -1.0f, 0.5f, 1.5f};
+    cfg.scale = round == 1 ? -1.0f : scales[ref_rng_range(&rng, 0, 3)];
+    cfg.bias = cfg.scale < 0 ? 200.0f : (float)ref_rng_range(&rng, 0, 60);
+    cfg.absolute = ref_rng_range(&rng, 0, 3) == 0;
+    static const char *const comps[] = {"all", "luma", "chroma", "u,v", "y,v"};
+    const char *comp = i420 ? comps[ref_rng_range(&rng, 0, 4)]
+                            : comps[ref_rng_range(&rng, 0, 1)];
+    CHECK(cf_components_from_string(comp, cfg.format, &cfg.components) == CF_OK,
+          "components");
+    const char *algo = algos[ref_rng_range(&rng, 0, 2)];
+    vkern k, k2;
+    vkern_random(&k);
+    vkern_random(&k2);
+    int fallback = round == 3;
+    char fault[32];
+    snprintf(fault, sizeof fault, "call:%zu", ref_rng_range(&rng, 1, n));
+    fake_device = fallback ? fault : NULL;
+    set_case("video round %d: %s %ux%u, %zu frames, kernel %ux%ux%u%s%s, "
+             "%s, cval %g, scale %g, bias %g%s, components %s, %s%s%s",
+             round, i420 ? "I420" : "GRAY8", cfg.width, cfg.height, n, k.t,
+             k.kh, k.kw, k.preset ? " preset " : "", k.preset ? k.preset : "",
+             borders[b], (double)cfg.cval, (double)cfg.scale, (double)cfg.bias,
+             cfg.absolute ? ", absolute" : "", comp, algo,
+             fallback ? ", fake device failing at " : "",
+             fallback ? fault : "");
+    printf("%s\n", g_case);
+    size_t fb = y4m_frame_bytes(i420, cfg.width, cfg.height);
+    unsigned char *buf = xalloc(n * fb);
+    unsigned char **in = xalloc(n * sizeof *in);
+    for (size_t i = 0; i < n * fb; i++)
+      buf[i] = (unsigned char)ref_rng_u64(&rng);
+    for (size_t t = 0; t < n; t++)
+      in[t] = buf + t * fb;
+    char inp[600], outp[600], kp[600], conf[600];
+    snprintf(inp, sizeof inp, "%s", fixture("vin.y4m"));
+    snprintf(outp, sizeof outp, "%s", fixture("vout.y4m"));
+    snprintf(kp, sizeof kp, "%s", fixture("vk.txt"));
+    snprintf(conf, sizeof conf, "%s", fixture("video.conf"));
+    y4m_write(inp, i420, cfg.width, cfg.height, 25, in, n);
+    unlink(outp);
+    char kline[700];
+    snprintf(kline, sizeof kline, "%s", vkern_conf(&k, kp));
+    write_text(conf,
+               "[stream clip]\ntype = file\ninput = vin.y4m\n"
+               "output = vout.y4m\n%sborder = %s\ncval = %g\nscale = %g\n"
+               "bias = %g\nabsolute = %s\ncomponents = %s\n"
+               "algorithm = %s\nbackend = %s\n",
+               kline, borders[b], (double)cfg.cval, (double)cfg.scale,
+               (double)cfg.bias, cfg.absolute ? "true" : "false", comp, algo,
+               fallback ? "auto" : "cpu");
+    running r;
+    int rc = start_daemon(&r, conf);
+    if (rc)
+      print_log(&r);
+    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    wait_state(&r, "clip", "finished");
+    fake_device = NULL;
+    CHECK(status_num(&r, "clip", "frames") == (double)n &&
+              status_num(&r, "clip", "written-frames") == (double)n,
+          "status: not %zu frames filtered and written", n);
+    char *st = ctl(&r, "status clip");
+    const char *f = field(st, "clip", "size");
+    char size[64];
+    snprintf(size, sizeof size, "%ux%u", cfg.width, cfg.height);
+    CHECK(f && !strcmp(f, size), "status size %s, want %s: %s",
+          f ? f : "missing", size, st);
+    f = field(st, "clip", "pixel-format");
+    CHECK(f && !strcmp(f, i420 ? "I420" : "GRAY8"), "pixel-format %s: %s",
+          f ? f : "missing", st);
+    f = field(st, "clip", "backend");
+    CHECK(f && !strcmp(f, "cpu"), "backend %s at the end: %s",
+          f ? f : "missing", st);
+    free(st);
+    unsigned char *out;
+    size_t got = y4m_read(outp, i420, cfg.width, cfg.height, &out);
+    CHECK(got == n, "%zu frames written, want %zu", got, n);
+    check_video(&cfg, &k, NULL, 0, in, out, n);
+    free(out);
+
+    /* the kernel changed in the file: a reload runs the stream again */
+    if (!k2.preset) {
+      snprintf(kline, sizeof kline, "%s", vkern_conf(&k2, kp));
+      write_text(conf,
+                 "[stream clip]\ntype = file\ninput = vin.y4m\n"
+                 "output = vout.y4m\n%sborder = %s\ncval = %g\n"
+                 "scale = %g\nbias = %g\nabsolute = %s\ncomponents = %s\n"
+                 "algorithm = %s\nbackend = %s\n",
+                 kline, borders[b], (double)cfg.cval, (double)cfg.scale,
+                 (double)cfg.bias, cfg.absolute ? "true" : "false", comp, algo,
+                 fallback ? "auto" : "cpu");
+      kill(r.pid, SIGHUP);
+      double t0 = now_s();
+      for (;;) {
+        char *l = slurp(r.log, NULL);
+        int again = l && strstr(l, "reload: clip: restarted") != NULL;
+        free(l);
+        if (again)
+          break;
+        if (now_s() - t0 > 30)
+          print_log(&r);
+        CHECK(now_s() - t0 < 30, "SIGHUP: the video stream did not run "
+                                 "again");
+        usleep(20000);
+      }
+      wait_state(&r, "clip", "finished");
+      got = y4m_read(outp, i420, cfg.width, cfg.height, &out);
+      CHECK(got == n, "%zu frames written again, want %zu", got, n);
+      check_video(&cfg, &k2, NULL, 0, in, out, n);
+      free(out);
+    }
+    stop_daemon(&r);
+    free(buf);
+    free(in);
+    free(k.taps);
+    free(k2.taps);
+  }
+}
+
+/* A video file paced at its frame rate: a kernel change while it runs
+ * (swap-kernel, or set preset/size) takes effect at the frame the daemon
+ * reports, the temporal history kept; set's refusals leave the kernel as
+ * it was. */
+static void test_file_video_live(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.format = CF_PIX_GRAY8;
+  cfg.width = (unsigned)ref_rng_range(&rng, 4, 40);
+  cfg.height = (unsigned)ref_rng_range(&rng, 4, 30);
+  cfg.bias = 20;
+  size_t n = ref_rng_range(&rng, 40, 60);
+  vkern k1, k2;
+  for (;;) { /* temporal: the engine keeps frames across the change */
+    vkern_random(&k1);
+    if (!k1.preset && k1.t > 1)
+      break;
+    free(k1.taps);
+  }
+  int by_set = (int)ref_rng_range(&rng, 0, 1);
+  if (by_set) { /* set preset box: its default size, 3 */
+    memset(&k2, 0, sizeof k2);
+    k2.preset = "box";
+    k2.t = 1;
+    k2.kh = k2.kw = 3;
+    k2.taps = xalloc(sizeof(float) * 9);
+    for (unsigned i = 0; i < 9; i++)
+      k2.taps[i] = 1.0f / 9.0f;
+  } else { /* temporal: it reads frames from before the swap */
+    for (;;) {
+      vkern_random(&k2);
+      if (!k2.preset && k2.t > 1)
+        break;
+      free(k2.taps);
+    }
+  }
+  set_case("live video: %ux%u, %zu frames at 50/s, kernel %ux%ux%u then "
+           "%ux%ux%u by %s",
+           cfg.width, cfg.height, n, k1.t, k1.kh, k1.kw, k2.t, k2.kh, k2.kw,
+           by_set ? "set preset box" : "swap-kernel");
+  printf("%s\n", g_case);
+  size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
+  unsigned char *buf = xalloc(n * fb);
+  unsigned char **in = xalloc(n * sizeof *in);
+  for (size_t i = 0; i < n * fb; i++)
+    buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n; t++)
+    in[t] = buf + t * fb;
+  char inp[600], outp[600], k1p[600], k2p[600], conf[600];
+  snprintf(inp, sizeof inp, "%s", fixture("lvin.y4m"));
+  snprintf(outp, sizeof outp, "%s", fixture("lvout.y4m"));
+  snprintf(k1p, sizeof k1p, "%s", fixture("lvk1.txt"));
+  snprintf(k2p, sizeof k2p, "%s", fixture("lvk2.txt"));
+  snprintf(conf, sizeof conf, "%s", fixture("lvideo.conf"));
+  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n);
+  unlink(outp);
+  char kline[700];
+  snprintf(kline, sizeof kline, "%s", vkern_conf(&k1, k1p));
+  if (!by_set)
+    vkern_conf(&k2, k2p);
+  write_text(conf,
+             "[stream live]\ntype = file\ninput = %s\noutput = %s\n%s"
+             "bias = 20\nbackend = cpu\nrealtime = true\n",
+             inp, outp, kline);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_for(&r, "live", "frames", (double)n / 4);
+  char *a;
+  /* refusals change nothing: a crossfade, a size beside a file kernel, an
+   * unknown preset, a key that needs a restart */
+  static const char *const refused[][2] = {
+      {"swap-kernel live %s 0.5", "no crossfade"},
+      {"set live size 5", "applies to a preset"},
+      {"set live preset blurry", "blurry"},
+      {"set live border wrap", "cannot change while the stream runs"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, refused[i][0], k2p);
+    a = ctl(&r, "%s", cmd);
+    CHECK(!answer_ok(a) && strstr(a, refused[i][1]), "%s: %s", cmd, a);
+    free(a);
+  }
+  if (by_set)
+    a = ctl(&r, "set live preset box");
+  else
+    a = ctl(&r, "swap-kernel live %s", k2p);
+  CHECK(answer_ok(a), "the change: %s", a);
+  free(a);
+  wait_state(&r, "live", "finished");
+  double swaps = status_num(&r, "live", "swaps");
+  double S = status_num(&r, "live", "last-swap-frame");
+  CHECK(swaps == 1, "%.0f swaps", swaps);
+  CHECK(S > 0 && S < (double)n, "changed at frame %.0f of %zu", S, n);
+  unsigned char *out;
+  size_t got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
+  CHECK(got == n, "%zu frames written, want %zu", got, n);
+  check_video(&cfg, &k1, &k2, (size_t)S, in, out, n);
+  free(out);
+  stop_daemon(&r);
+  free(buf);
+  free(in);
+  free(k1.taps);
+  free(k2.taps);
+}
+
 /* `status --json` against `status`, field by field, read back by
  * Python's json module (the streams must have ended: nothing changes
  * between the two). */
@@ -1607,6 +1976,11 @@ static void test_file_bad(void **state)
   write_text(fixture("b.txt"), "0.5 0.25\n");
   write_text(fixture("notaudio.wav"), "RIFF but not really");
   write_text(fixture("exists.wav"), "an older output");
+  unsigned char vf[16 * 8 * 3 / 2], *vfp = vf;
+  memset(vf, 90, sizeof vf);
+  y4m_write(fixture("v.y4m"), 1, 16, 8, 25, &vfp, 1);
+  write_text(fixture("k2.txt"), "1 2 1\n2 4 2\n1 2 1\n");
+  write_text(fixture("knan.txt"), "1 nan\n");
   static const struct {
     const char *body, *words;
   } cases[] = {
@@ -1634,6 +2008,45 @@ static void test_file_bad(void **state)
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\nstream = 5\n",
        "no stream 5"},
+      /* video files */
+      {"[stream f]\ntype = file\nkernel2d = k2.txt\npreset = box\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "not both"},
+      {"[stream f]\ntype = file\npreset = box\nkernel-file = b.txt\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "kernel-file: applies to audio files"},
+      {"[stream f]\ntype = file\nkernel2d = k2.txt\nsize = 5\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "size: applies to a preset"},
+      {"[stream f]\ntype = file\npreset = box\ncomponents = r\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "'r' is not a component of I420"},
+      {"[stream f]\ntype = file\npreset = box\nborder = clamp\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "'clamp' is not reflect"},
+      {"[stream f]\ntype = file\npreset = blurry\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "preset: 'blurry'"},
+      {"[stream f]\ntype = file\npreset = sobel-x\nsize = 5\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "preset:"},
+      {"[stream f]\ntype = file\nkernel2d = nothere.npy\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "nothere.npy"},
+      {"[stream f]\ntype = file\nkernel2d = knan.txt\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "kernel2d:"},
+      {"[stream f]\ntype = file\npreset = box\ncval = nan\n"
+       "input = v.y4m\noutput = o.y4m\n",
+       "cval"},
+      {"[stream f]\ntype = file\npreset = box\n"
+       "input = b.wav\noutput = o.y4m\n",
+       "no video stream"},
+      {"[stream f]\ntype = file\nkernel-file = b.txt\nborder = wrap\n"
+       "input = b.wav\noutput = o.wav\n",
+       "border: applies to video files"},
+      {"[stream f]\ntype = file\ninput = b.wav\noutput = o.wav\n",
+       "kernel2d or preset"},
       /* a live URL with nothing behind it does not hold the daemon */
       {"[stream f]\ntype = file\nkernel = 1\n"
        "input = udp://127.0.0.1:9\noutput = o.wav\n",
@@ -1726,7 +2139,13 @@ int main(void)
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
+      cmocka_unit_test_teardown(test_file_video, kill_left),
+      cmocka_unit_test_teardown(test_file_video_live, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
   };
+  /* e.g. CF_TEST_FILTER='test_file_video*' */
+  const char *filter = getenv("CF_TEST_FILTER");
+  if (filter)
+    cmocka_set_test_filter(filter);
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }

@@ -136,9 +136,10 @@ typedef struct apply_vhooks {
   /* as apply_hooks.stop: the output is finished with what was read */
   int (*stop)(void *user);
   /* the engine's work on a frame, in place of cf_engine_process_frame:
-   * the caller takes kernel changes there */
+   * the caller takes kernel changes there; t is the frame's time in s
+   * (its timestamp: the first frame's need not be 0) */
   cf_status (*process_frame)(void *user, cf_engine *e, const cf_frame *in,
-                             cf_frame *out);
+                             cf_frame *out, double t);
 } apply_vhooks;
 
 typedef struct apply_vresult {
@@ -153,6 +154,12 @@ typedef struct apply_vresult {
  * exit status after saying why. */
 typedef int (*apply_components_fn)(const char *spec, cf_pixel_format fmt,
                                    unsigned *mask);
+
+/* INPUT's main video stream: its size, the format the engine filters it
+ * in, and the file's length in seconds (0: not known); 0, 130 (h->stop)
+ * or CLI_EXIT_RUNTIME. */
+int apply_vprobe(const char *path, unsigned *width, unsigned *height,
+                 cf_pixel_format *fmt, double *seconds, const apply_vhooks *h);
 
 /* The video half: filter INPUT's main video stream with kernel k (the
  * caller's), copy its audio; components (may be NULL) resolves

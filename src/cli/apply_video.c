@@ -183,7 +183,7 @@ static int open_input(vrun *r)
 
 /* The engine's format for the decoder's: the same where the engine takes
  * it, else the one libav loses least in converting to. */
-static int choose_proc(vrun *r, cf_pixel_format *cf)
+static int proc_format(vrun *r, cf_pixel_format *cf)
 {
   if (engine_format(r->dec_fmt, cf)) {
     r->proc = r->dec_fmt;
@@ -202,14 +202,22 @@ static int choose_proc(vrun *r, cf_pixel_format *cf)
   if (r->proc == AV_PIX_FMT_NONE || !engine_format(r->proc, cf))
     return apply_error("%s: no filterable pixel format for %s", r->o->in_path,
                        cf_av->av_get_pix_fmt_name(r->dec_fmt));
+  return 0;
+}
+
+/* proc_format, and the conversion to it where the decoder's differs. */
+static int choose_proc(vrun *r, cf_pixel_format *cf)
+{
+  int rc = proc_format(r, cf);
+  if (rc || r->proc == r->dec_fmt)
+    return rc;
   if (!r->o->quiet)
     fprintf(stderr,
             "cudafilter: note: %s is %s, filtered as %s (the "
             "nearest format the engine takes)\n",
             r->o->in_path, cf_av->av_get_pix_fmt_name(r->dec_fmt),
             cf_av->av_get_pix_fmt_name(r->proc));
-  int rc = sws_load();
-  if (rc)
+  if ((rc = sws_load()))
     return rc;
   r->to_proc = sws.sws_getContext(
       r->width, r->height, r->dec_fmt, r->width, r->height, r->proc,
@@ -378,11 +386,21 @@ static int filter_frame(vrun *r, AVFrame *fr)
   }
   if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
     return apply_av_error(r->out_path, "frame buffer", err);
+  /* Timestamps from the decoder, in the encoder's time base; strictly
+   * increasing, as encoders require. */
+  int64_t pts = fr->best_effort_timestamp;
+  pts = pts == AV_NOPTS_VALUE
+            ? r->last_pts + 1
+            : cf_av->av_rescale_q(pts, r->ist->time_base, r->enc->time_base);
+  if (r->frames > 0 && pts <= r->last_pts)
+    pts = r->last_pts + 1;
   cf_frame in, out;
   as_cf_frame(src, &in);
   as_cf_frame(r->pout, &out);
-  cf_status st = r->h ? r->h->process_frame(r->h->user, r->e, &in, &out)
-                      : cf_engine_process_frame(r->e, &in, &out);
+  cf_status st =
+      r->h ? r->h->process_frame(r->h->user, r->e, &in, &out,
+                                 (double)pts * av_q2d(r->enc->time_base))
+           : cf_engine_process_frame(r->e, &in, &out);
   apply_note_fallback(r->e, &r->told);
   if (st != CF_OK)
     return apply_error("frame %lld: filtering failed: %s",
@@ -394,14 +412,6 @@ static int filter_frame(vrun *r, AVFrame *fr)
       return apply_av_error(r->out_path, "pixel format conversion", err);
     dst = r->penc;
   }
-  /* Timestamps from the decoder, in the encoder's time base; strictly
-   * increasing, as encoders require. */
-  int64_t pts = fr->best_effort_timestamp;
-  pts = pts == AV_NOPTS_VALUE
-            ? r->last_pts + 1
-            : cf_av->av_rescale_q(pts, r->ist->time_base, r->enc->time_base);
-  if (r->frames > 0 && pts <= r->last_pts)
-    pts = r->last_pts + 1;
   r->last_pts = pts;
   dst->pts = pts;
   dst->sample_aspect_ratio = fr->sample_aspect_ratio;
@@ -538,6 +548,27 @@ static void close_run(vrun *r)
     sws.sws_freeContext(r->to_enc);
   cf_engine_free(r->e);
   free(r->map);
+}
+
+int apply_vprobe(const char *path, unsigned *width, unsigned *height,
+                 cf_pixel_format *fmt, double *seconds, const apply_vhooks *h)
+{
+  apply_opts o;
+  memset(&o, 0, sizeof o);
+  o.in_path = path;
+  o.quiet = true;
+  vrun r = {.o = &o, .h = h, .out_path = path, .vstream = -1};
+  int rc = open_input(&r);
+  if (!rc)
+    rc = proc_format(&r, fmt);
+  if (!rc) {
+    *width = (unsigned)r.width;
+    *height = (unsigned)r.height;
+    *seconds =
+        r.fmt->duration > 0 ? (double)r.fmt->duration / AV_TIME_BASE : 0.0;
+  }
+  close_run(&r);
+  return rc;
 }
 
 int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,

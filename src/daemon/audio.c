@@ -70,7 +70,13 @@ struct cfd_audio {
   double wall; /* s the run took */
 #ifdef CFD_HAVE_LIBAV
   apply_result res;
+  apply_vresult vres;
 #endif
+  /* a video file: its kernel (the thread's), and one to take at the next
+   * frame */
+  cf_kernel2d *k2d;
+  _Atomic(cf_kernel2d *) pending2d;
+  double t_first; /* the first frame's time (s), for realtime */
 };
 
 typedef enum file_state {
@@ -341,6 +347,9 @@ static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
   c->filter = NULL;
   c->format = g_strdup(sc->format);
   c->codec = g_strdup(sc->codec);
+  c->kernel2d_file = g_strdup(sc->kernel2d_file);
+  c->preset_name = g_strdup(sc->preset_name);
+  c->kernel2d = NULL;
   return c;
 }
 
@@ -376,6 +385,31 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
   apply_hooks h = {.user = &deadline, .stop = probe_late};
   apply_capture(msg, sizeof msg);
   int rc = apply_probe(path, stream, rate, channels, seconds, &h);
+  apply_capture(NULL, 0);
+  if (rc == 130)
+    g_set_error(err, CFD_ERROR, 0,
+                "%s: nothing to read within %d s (the input must be there "
+                "when the config is read)",
+                path, PROBE_SECONDS);
+  else if (rc)
+    g_set_error(err, CFD_ERROR, 0, "%s", msg);
+  return rc == 0;
+}
+
+bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
+                     cf_pixel_format *fmt, double *seconds, GError **err)
+{
+  const char *why = NULL;
+  if (!cf_av_get(&why)) {
+    g_set_error(err, CFD_ERROR, 0, "libav: %s", why);
+    return false;
+  }
+  cf_av->av_log_set_level(AV_LOG_ERROR);
+  char msg[512];
+  double deadline = now_us() + PROBE_SECONDS * 1e6;
+  apply_vhooks h = {.user = &deadline, .stop = probe_late};
+  apply_capture(msg, sizeof msg);
+  int rc = apply_vprobe(path, width, height, fmt, seconds, &h);
   apply_capture(NULL, 0);
   if (rc == 130)
     g_set_error(err, CFD_ERROR, 0,
@@ -460,6 +494,106 @@ static gpointer file_thread(gpointer user)
   return NULL;
 }
 
+/* A video frame: a kernel handed over is taken first; timed, counted;
+ * with realtime, held until its time (t, from the first frame's) comes. */
+static cf_status video_process(void *user, cf_engine *e, const cf_frame *in,
+                               cf_frame *out, double t)
+{
+  cfd_audio *a = user;
+  if (a->sc->realtime) {
+    if (atomic_load_explicit(&a->frames, memory_order_relaxed) == 0)
+      a->t_first = t;
+    double due = a->t0 + 1e6 * (t - a->t_first);
+    while (!atomic_load(&a->stop)) {
+      double wait = due - now_us();
+      if (wait <= 0)
+        break;
+      g_usleep((gulong)(wait < 20000 ? wait : 20000));
+    }
+  }
+  double t0 = now_us();
+  uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
+  cf_kernel2d *k = atomic_exchange(&a->pending2d, NULL);
+  if (k) {
+    double t1 = now_us();
+    cf_status s = cf_engine_set_kernel2d(e, k);
+    atomic_store(&a->swap_us, (float)(now_us() - t1));
+    if (s == CF_OK) {
+      atomic_store(&a->swap_frame, done);
+      atomic_fetch_add(&a->swaps, 1);
+    } else {
+      atomic_fetch_add(&a->errors, 1);
+      atomic_store(&a->last_error, (int)s);
+    }
+    cf_kernel2d_free(k);
+  }
+  cf_status s = cf_engine_process_frame(e, in, out);
+  if (s != CF_OK) {
+    atomic_fetch_add(&a->errors, 1);
+    atomic_store(&a->last_error, (int)s);
+  }
+  atomic_store_explicit(&a->frames, done + 1, memory_order_relaxed);
+  atomic_store_explicit(&a->backend, (int)cf_engine_backend(e),
+                        memory_order_relaxed);
+  uint64_t i = atomic_fetch_add_explicit(&a->periods, 1, memory_order_relaxed);
+  atomic_store_explicit(&a->proc_us[i % RING], (float)(now_us() - t0),
+                        memory_order_relaxed);
+  atomic_store_explicit(&a->proc_n, i + 1, memory_order_release);
+  return s;
+}
+
+static gpointer video_thread(gpointer user)
+{
+  cfd_audio *a = user;
+  const cfd_stream_conf *sc = a->sc;
+  apply_opts o;
+  memset(&o, 0, sizeof o);
+  o.in_path = sc->input;
+  o.out_path = sc->output;
+  o.codec = sc->codec;
+  o.format = sc->format;
+  o.quiet = true;
+  o.config_keys = true;
+  o.out_abort = file_abort;
+  o.out_abort_user = a;
+  o.video = true;
+  cf_video_config_init(&o.vcfg);
+  o.vcfg.border = sc->border;
+  o.vcfg.algorithm = sc->algo2d;
+  o.vcfg.components = sc->components;
+  o.vcfg.cval = sc->cval;
+  o.vcfg.scale = sc->scale;
+  o.vcfg.bias = sc->bias;
+  o.vcfg.absolute = sc->absolute;
+  o.vcfg.backend = sc->backend;
+  o.vcfg.device_id = sc->device_id;
+  o.vcfg.threads = sc->threads;
+  apply_vhooks h = {
+      .user = a, .stop = file_stop, .process_frame = video_process};
+  apply_capture(a->error, sizeof a->error);
+  int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
+  a->wall = (now_us() - a->t0) * 1e-6;
+  apply_capture(NULL, 0);
+  file_state st = rc == 0 && !a->vres.stopped ? FILE_FINISHED
+                  : rc == 0 || rc == 130      ? FILE_STOPPED
+                                              : FILE_FAILED;
+  if (st == FILE_FAILED)
+    fprintf(stderr, "cudafilterd: stream %s failed: %s\n", sc->name, a->error);
+  else if (rc == 130)
+    fprintf(stderr,
+            "cudafilterd: stream %s stopped before its input opened; "
+            "nothing written\n",
+            sc->name);
+  else
+    fprintf(stderr,
+            "cudafilterd: stream %s %s: wrote %s, %lld frames%s, in %.3f s\n",
+            sc->name, file_state_names[st], sc->output,
+            (long long)a->vres.frames,
+            st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
+  atomic_store(&a->state, (int)st);
+  return NULL;
+}
+
 /* Check the output, choose its temporary name, start the thread. */
 static bool file_start(cfd_audio *a, GError **err)
 {
@@ -484,7 +618,8 @@ static bool file_start(cfd_audio *a, GError **err)
     return false;
   }
   a->t0 = now_us(); /* before the thread: status reads it */
-  a->thread = g_thread_try_new(sc->name, file_thread, a, err);
+  a->thread = g_thread_try_new(sc->name, sc->video ? video_thread : file_thread,
+                               a, err);
   return a->thread != NULL;
 }
 
@@ -504,6 +639,17 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
   (void)stream;
   (void)rate;
   (void)channels;
+  (void)seconds;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
+bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
+                     cf_pixel_format *fmt, double *seconds, GError **err)
+{
+  (void)path;
+  (void)width;
+  (void)height;
+  (void)fmt;
   (void)seconds;
   g_set_error(err, CFD_ERROR, 0, "built without libav");
   return false;
@@ -532,6 +678,19 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   cfd_audio *a = g_new0(cfd_audio, 1);
   a->file = file;
   a->sc = conf_copy(sc);
+  if (sc->video) { /* the engine is made in the thread, for the frames */
+    bool ok = false;
+    if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
+      g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+#ifdef CFD_HAVE_LIBAV
+    else
+      ok = file_start(a, err);
+#endif
+    if (ok)
+      return a;
+    cfd_audio_stop(a);
+    return NULL;
+  }
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
   cfg.channels = sc->channels;
@@ -610,6 +769,8 @@ void cfd_audio_stop(cfd_audio *a)
   }
   cf_swap_prep_free(atomic_exchange(&a->prep, NULL));
   cf_swap_prep_free(atomic_exchange(&a->made, NULL));
+  cf_kernel2d_free(atomic_exchange(&a->pending2d, NULL));
+  cf_kernel2d_free(a->k2d);
   cf_engine_free(a->e);
   g_free(a->silence);
   g_free(a->tmp);
@@ -624,10 +785,61 @@ void cfd_audio_stop(cfd_audio *a)
 #endif
 }
 
+/* A video file stream's status line. */
+static void video_status(cfd_audio *a, GString *out, double mean, double p50,
+                         double p99, double max)
+{
+  const cfd_stream_conf *sc = a->sc;
+  file_state st = (file_state)atomic_load(&a->state);
+  uint64_t n = atomic_load(&a->frames);
+  double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
+  int err = atomic_load(&a->last_error);
+  char *in = cfd_quoted(sc->input), *outp = cfd_quoted(sc->output);
+  char *kern = sc->kernel2d_file
+                   ? cfd_quoted(sc->kernel2d_file)
+                   : g_strdup_printf("preset:%s", sc->preset_name);
+  g_string_append_printf(
+      out,
+      "state=%s backend=%s input=%s output=%s size=%ux%u pixel-format=%s "
+      "frames=%" G_GUINT64_FORMAT " length=%.3f fps=%.1f realtime=%s "
+      "errors=%" G_GUINT64_FORMAT
+      " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f proc-us-max=%.1f"
+      " swaps=%" G_GUINT64_FORMAT " last-swap-frame=%" G_GUINT64_FORMAT
+      " last-swap-us=%.1f kernel=%s",
+      file_state_names[st],
+      cf_backend_name((cf_backend)atomic_load(&a->backend)), in, outp,
+      sc->width, sc->height, cf_pixel_format_name(sc->pixfmt), (guint64)n,
+      sc->seconds, el > 0 ? (double)n / el : 0.0,
+      sc->realtime ? "true" : "false", (guint64)atomic_load(&a->errors), mean,
+      p50, p99, max, (guint64)atomic_load(&a->swaps),
+      (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
+      kern);
+  g_free(in);
+  g_free(outp);
+  g_free(kern);
+#ifdef CFD_HAVE_LIBAV
+  if (st == FILE_FINISHED || st == FILE_STOPPED)
+    g_string_append_printf(out, " written-frames=%" G_GINT64_FORMAT " codec=%s",
+                           (gint64)a->vres.frames, a->vres.codec);
+#endif
+  if (st == FILE_FAILED) {
+    char *e = cfd_quoted(a->error);
+    g_string_append_printf(out, " error=%s", e);
+    g_free(e);
+  }
+  if (err)
+    g_string_append_printf(out, " last-error=%s",
+                           cf_status_name((cf_status)err));
+}
+
 static void file_status(cfd_audio *a, GString *out, double mean, double p50,
                         double p99, double max)
 {
   const cfd_stream_conf *sc = a->sc;
+  if (sc->video) {
+    video_status(a, out, mean, p50, p99, max);
+    return;
+  }
   file_state st = (file_state)atomic_load(&a->state);
   double secs = (double)atomic_load(&a->frames) / sc->rate;
   double el = st == FILE_RUNNING ? (now_us() - a->t0) * 1e-6 : a->wall;
@@ -724,6 +936,22 @@ void cfd_audio_status(cfd_audio *a, GString *out)
                            cf_status_name((cf_status)err));
 }
 
+/* A video file stream takes k at its next frame (replacing one not taken
+ * yet); ownership passes. */
+static bool video_handover(cfd_audio *a, cf_kernel2d *k, GError **err)
+{
+  if (cfd_audio_ended(a)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "the file stream has ended (%s); `restart` (or a reload "
+                "with a new kernel) runs it again",
+                file_state_names[atomic_load(&a->state)]);
+    cf_kernel2d_free(k);
+    return false;
+  }
+  cf_kernel2d_free(atomic_exchange(&a->pending2d, k));
+  return true;
+}
+
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
   if (a->file && cfd_audio_ended(a)) {
@@ -758,6 +986,23 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
                       GError **err)
 {
+  if (a->sc->video) {
+    cf_kernel2d *k2 = NULL;
+    if (swap && cf_kernel2d_copy(sc->kernel2d, &k2) != CF_OK) {
+      g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+      return false;
+    }
+    if (swap && !video_handover(a, k2, err))
+      return false;
+    cfd_stream_conf *own = a->sc;
+    g_free(own->kernel2d_file);
+    g_free(own->preset_name);
+    own->kernel2d_file = g_strdup(sc->kernel2d_file);
+    own->preset_name = g_strdup(sc->preset_name);
+    own->size = sc->size;
+    own->sigma = sc->sigma;
+    return true;
+  }
   cf_kernel *k = NULL;
   if (swap && cf_kernel_copy(sc->kernel, &k) != CF_OK) {
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
@@ -776,10 +1021,85 @@ bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
   return true;
 }
 
+/* Live keys of a video file stream: kernel2d, preset, size, sigma. */
+static bool video_set(cfd_audio *a, const char *key, const char *value,
+                      GError **err)
+{
+  cfd_stream_conf *sc = a->sc;
+  char *file = g_strdup(sc->kernel2d_file);
+  char *preset = g_strdup(sc->preset_name);
+  unsigned size = sc->size;
+  double sigma = sc->sigma;
+  char *end;
+  bool ok = true;
+  if (!strcmp(key, "kernel2d")) {
+    g_free(file);
+    g_free(preset);
+    file = g_strdup(value);
+    preset = NULL;
+  } else if (!strcmp(key, "preset")) { /* with its own size and sigma */
+    g_free(file);
+    g_free(preset);
+    file = NULL;
+    preset = g_strdup(value);
+    size = 0;
+    sigma = 0;
+  } else if (!strcmp(key, "size")) {
+    unsigned long v = strtoul(value, &end, 10);
+    if (!*value || *end || v < 1 || v > 1023) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "size: '%s' is not a whole number in "
+                  "1..1023",
+                  value);
+      ok = false;
+    }
+    size = (unsigned)v;
+  } else if (!strcmp(key, "sigma")) {
+    sigma = g_ascii_strtod(value, &end);
+    if (!*value || *end || !(sigma >= 0 && sigma <= 1e6)) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "sigma: '%s' is not a number in "
+                  "0..1e6",
+                  value);
+      ok = false;
+    }
+  } else {
+    g_set_error(err, CFD_ERROR, 0,
+                "'%s' cannot change while the stream runs (kernel2d, "
+                "preset, size and sigma can; reload for the rest)",
+                key);
+    ok = false;
+  }
+  if ((!strcmp(key, "size") || !strcmp(key, "sigma")) && ok && !preset) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s applies to a preset; this stream "
+                "has kernel2d = %s",
+                key, file);
+    ok = false;
+  }
+  cf_kernel2d *k =
+      ok ? cfd_kernel2d_build(file, preset, size, sigma, err) : NULL;
+  ok = k && video_handover(a, k, err);
+  if (ok) {
+    g_free(sc->kernel2d_file);
+    g_free(sc->preset_name);
+    sc->kernel2d_file = file;
+    sc->preset_name = preset;
+    sc->size = size;
+    sc->sigma = sigma;
+  } else {
+    g_free(file);
+    g_free(preset);
+  }
+  return ok;
+}
+
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
                    GError **err)
 {
   cfd_stream_conf *sc = a->sc;
+  if (sc->video)
+    return video_set(a, key, value, err);
   char *file = NULL;
   float *taps = NULL;
   size_t len = 0;
@@ -871,6 +1191,17 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
   (void)stream;
   (void)rate;
   (void)channels;
+  (void)seconds;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
+bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
+                     cf_pixel_format *fmt, double *seconds, GError **err)
+{
+  (void)path;
+  (void)width;
+  (void)height;
+  (void)fmt;
   (void)seconds;
   g_set_error(err, CFD_ERROR, 0, "built without libav");
   return false;

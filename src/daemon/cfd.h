@@ -9,6 +9,8 @@
 #define CFD_H
 
 #include <cudafilter/cudafilter.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,7 +59,20 @@ typedef struct cfd_stream_conf {
   int stream;           /* the input\'s audio stream to filter; -1: the best */
   char *format, *codec; /* libav output format and encoder, or NULL */
   bool realtime;        /* paced at the input's rate */
-  bool overwrite;       /* replace an existing output */
+  /* file, video (kernel2d or preset) */
+  bool video;
+  char *kernel2d_file, *preset_name; /* one of the two */
+  unsigned size;                     /* preset size; 0: its default */
+  double sigma;                      /* preset sigma; 0: its default */
+  cf_border border;
+  cf_algorithm2d algo2d;
+  unsigned components;     /* CF_COMP_* mask */
+  float cval, scale, bias; /* as cf_video_config */
+  bool absolute;
+  cf_kernel2d *kernel2d;  /* built when the config loads */
+  unsigned width, height; /* the input's picture */
+  cf_pixel_format pixfmt; /* ... in the format it is filtered in */
+  bool overwrite;         /* replace an existing output */
   /* pipeline */
   char *pipeline; /* gst-launch-1.0 syntax */
   char *filter;   /* element that swap-kernel sets, or NULL */
@@ -82,6 +97,11 @@ void cfd_stream_conf_free(cfd_stream_conf *sc);
  * reads, resampled to `rate`) or `taps`, scaled by gain_db. */
 cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
                             unsigned rate, double gain_db, GError **err);
+
+/* A 2D kernel: `file` (any format cf_kernel2d_load reads) or the
+ * preset named `preset` (with size and sigma, 0: its defaults). */
+cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
+                                unsigned size, double sigma, GError **err);
 
 /* Parse "1, -0.5, 0.25" (commas and/or spaces). */
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
@@ -112,6 +132,10 @@ bool cfd_file_available(const char **why);
  * rate, channels, length in s. */
 bool cfd_file_probe(const char *path, int stream, unsigned *rate,
                     unsigned *channels, double *seconds, GError **err);
+/* Its main video stream: size, the format it is filtered in, length in
+ * s. */
+bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
+                     cf_pixel_format *fmt, double *seconds, GError **err);
 bool cfd_pipeline_available(const char **why);
 
 /* Start the stream sc describes (sc is copied where needed: the caller

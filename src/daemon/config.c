@@ -5,6 +5,7 @@
 #include "cfd.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,16 @@ static const key_info stream_keys[] = {
     {"crossfade", T_AUDIO | T_FILE, true},
     {"realtime", T_FILE, false},
     {"stream", T_FILE, false},
+    {"kernel2d", T_FILE, true},
+    {"preset", T_FILE, true},
+    {"size", T_FILE, true},
+    {"sigma", T_FILE, true},
+    {"border", T_FILE, false},
+    {"cval", T_FILE, false},
+    {"scale", T_FILE, false},
+    {"bias", T_FILE, false},
+    {"absolute", T_FILE, false},
+    {"components", T_FILE, false},
     {"format", T_FILE, false},
     {"codec", T_FILE, false},
     {"overwrite", T_FILE, false},
@@ -81,6 +92,9 @@ void cfd_stream_conf_free(cfd_stream_conf *sc)
   g_free(sc->filter);
   g_free(sc->format);
   g_free(sc->codec);
+  g_free(sc->kernel2d_file);
+  g_free(sc->preset_name);
+  cf_kernel2d_free(sc->kernel2d);
   g_free(sc);
 }
 
@@ -286,6 +300,16 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
       (sc->codec && !*g_strstrip(sc->codec)))
     return bad(r, sc->codec && !*sc->codec ? "codec" : "format",
                "empty: a libav name");
+  if (sc->video) { /* its size, and that it has a picture */
+    GError *e = NULL;
+    if (!cfd_file_vprobe(sc->input, &sc->width, &sc->height, &sc->pixfmt,
+                         &sc->seconds, &e)) {
+      bad(r, "input", "%s", e->message);
+      g_error_free(e);
+      return false;
+    }
+    return true;
+  }
   /* stream = N: the input's audio stream to filter (default: the main) */
   unsigned stream = 0;
   char *sv = get(r, "stream");
@@ -307,6 +331,12 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
 static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
 {
   char *v;
+  static const char *const video_only[] = {"size",     "sigma",     "border",
+                                           "cval",     "scale",     "bias",
+                                           "absolute", "components"};
+  for (size_t i = 0; i < G_N_ELEMENTS(video_only); i++)
+    if (g_key_file_has_key(r->kf, r->group, video_only[i], NULL))
+      return bad(r, video_only[i], "applies to video files (kernel2d, preset)");
   bool is_file = sc->type == CFD_FILE;
   if (is_file) {
     if (!read_file(r, dir, sc))
@@ -360,8 +390,9 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     g_free(taps);
     return bad(r, NULL,
                "needs one of kernel-file (a file) or kernel "
-               "(taps), not %s",
-               file ? "both" : "neither");
+               "(taps), not %s%s",
+               file ? "both" : "neither",
+               is_file && !file ? " (or, for video, kernel2d or preset)" : "");
   }
   GError *e = NULL;
   if (taps) {
@@ -398,6 +429,126 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
                    ? ""
                    : "s",
                sc->channels);
+  return true;
+}
+
+cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
+                                unsigned size, double sigma, GError **err)
+{
+  cf_kernel2d *k = NULL;
+  cf_preset p;
+  cf_status s;
+  if (file)
+    s = cf_kernel2d_load(file, &k);
+  else if ((s = cf_preset_from_string(preset, &p)) != CF_OK)
+    g_set_error(err, CFD_ERROR, 0,
+                "'%s' is not gaussian, box, sharpen, unsharp, sobel-x, "
+                "sobel-y, laplacian or emboss",
+                preset);
+  else
+    s = cf_kernel2d_preset(p, size, sigma, &k);
+  if (s != CF_OK && !(err && *err))
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+  return s == CF_OK ? k : NULL;
+}
+
+/* type = file with kernel2d or preset: a video file. */
+static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
+{
+  static const char *const audio_only[] = {"kernel-file", "kernel", "gain",
+                                           "crossfade",   "block",  "stream"};
+  for (size_t i = 0; i < G_N_ELEMENTS(audio_only); i++)
+    if (g_key_file_has_key(r->kf, r->group, audio_only[i], NULL))
+      return bad(r, audio_only[i],
+                 "applies to audio files (kernel-file, kernel); this "
+                 "stream filters video (kernel2d, preset)");
+  char *file = get(r, "kernel2d");
+  sc->preset_name = get(r, "preset");
+  if (file && sc->preset_name) {
+    g_free(file);
+    return bad(r, NULL, "needs one of kernel2d (a file) or preset, not both");
+  }
+  if (file && (g_key_file_has_key(r->kf, r->group, "size", NULL) ||
+               g_key_file_has_key(r->kf, r->group, "sigma", NULL))) {
+    g_free(file);
+    return bad(
+        r, g_key_file_has_key(r->kf, r->group, "size", NULL) ? "size" : "sigma",
+        "applies to a preset; this stream has kernel2d (a file)");
+  }
+  if (sc->preset_name)
+    g_strstrip(sc->preset_name);
+  if (file) {
+    sc->kernel2d_file = resolve(dir, g_strstrip(file));
+    g_free(file);
+  }
+  unsigned dev = 0;
+  if (!get_uint(r, "size", 1, 1023, 0, &sc->size) ||
+      !get_double(r, "sigma", 0, 1e6, 0, &sc->sigma) ||
+      !get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
+      !get_uint(r, "device-id", 0, 63, 0, &dev))
+    return false;
+  sc->device_id = (int)dev;
+  char *v;
+  sc->backend = CF_BACKEND_AUTO;
+  if ((v = get(r, "backend"))) {
+    cf_status st = cf_backend_from_string(g_strstrip(v), &sc->backend);
+    if (st != CF_OK)
+      bad(r, "backend", "'%s' is not auto, cpu or cuda", v);
+    g_free(v);
+    if (st != CF_OK)
+      return false;
+  }
+  sc->algo2d = CF_ALGO2D_AUTO;
+  if ((v = get(r, "algorithm"))) {
+    cf_status st = cf_algorithm2d_from_string(g_strstrip(v), &sc->algo2d);
+    if (st != CF_OK)
+      bad(r, "algorithm", "'%s' is not auto, direct, separable or fft", v);
+    g_free(v);
+    if (st != CF_OK)
+      return false;
+  }
+  sc->border = CF_BORDER_REFLECT;
+  if ((v = get(r, "border"))) {
+    cf_status st = cf_border_from_string(g_strstrip(v), &sc->border);
+    if (st != CF_OK)
+      bad(r, "border",
+          "'%s' is not reflect, mirror, nearest, wrap or "
+          "constant",
+          v);
+    g_free(v);
+    if (st != CF_OK)
+      return false;
+  }
+  double cval, scale, bias;
+  if (!get_double(r, "cval", -FLT_MAX, FLT_MAX, 0, &cval) ||
+      !get_double(r, "scale", -FLT_MAX, FLT_MAX, 1, &scale) ||
+      !get_double(r, "bias", -FLT_MAX, FLT_MAX, 0, &bias) ||
+      !get_bool(r, "absolute", false, &sc->absolute))
+    return false;
+  sc->cval = (float)cval;
+  sc->scale = (float)scale;
+  sc->bias = (float)bias;
+  GError *e = NULL;
+  sc->kernel2d = cfd_kernel2d_build(sc->kernel2d_file, sc->preset_name,
+                                    sc->size, sc->sigma, &e);
+  if (!sc->kernel2d) {
+    bad(r, sc->kernel2d_file ? "kernel2d" : "preset", "%s", e->message);
+    g_error_free(e);
+    return false;
+  }
+  if (!read_file(r, dir, sc))
+    return false;
+  /* components name what the input's format has (known once probed) */
+  sc->components = CF_COMP_ALL;
+  if ((v = get(r, "components"))) {
+    cf_status st =
+        cf_components_from_string(g_strstrip(v), sc->pixfmt, &sc->components);
+    g_free(v);
+    if (st != CF_OK)
+      return bad(r, "components", "%s (the input is filtered as %s)",
+                 strchr(cf_last_error(), ' ') + 1,
+                 cf_pixel_format_name(sc->pixfmt));
+  }
   return true;
 }
 
@@ -502,12 +653,17 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
     if (!have)
       ok = bad(r, "type", "%s", why);
   }
-  if (ok && sc->type == CFD_FILE)
-    ok = read_audio(r, dir, sc);
+  if (ok && sc->type == CFD_FILE) {
+    sc->video = g_key_file_has_key(r->kf, r->group, "kernel2d", NULL) ||
+                g_key_file_has_key(r->kf, r->group, "preset", NULL);
+    ok = sc->video ? read_video(r, dir, sc) : read_audio(r, dir, sc);
+  }
   if (ok && sc->type == CFD_FILE) {
     /* an input that changed under the same name is a new stream */
-    char *s2 = g_strdup_printf("%s(input: %u Hz, %u channels, %.6f s)\n",
-                               sc->shape, sc->rate, sc->channels, sc->seconds);
+    char *s2 = g_strdup_printf("%s(input: %u Hz, %u channels, %ux%u, "
+                               "%.6f s)\n",
+                               sc->shape, sc->rate, sc->channels, sc->width,
+                               sc->height, sc->seconds);
     g_free(sc->shape);
     sc->shape = s2;
   }

@@ -21,8 +21,11 @@ static void usage(FILE *f)
              "  status [--json] [STREAM]  (--json: one line of JSON)\n"
              "  set STREAM KEY VALUE      (audio, file: kernel-file, kernel, "
              "gain, crossfade;\n"
+             "                             video file: kernel2d, preset, "
+             "size, sigma;\n"
              "                             pipeline: [ELEMENT.]PROPERTY)\n"
-             "  swap-kernel STREAM FILE [CROSSFADE_SECONDS]\n"
+             "  swap-kernel STREAM FILE [CROSSFADE_SECONDS]  (video: no "
+             "crossfade)\n"
              "  restart STREAM            (stop it, start it from its "
              "section)\n"
              "  reload\n"
@@ -54,6 +57,7 @@ int main(int argc, char **argv)
     argv[i + 2] = g_canonicalize_filename(argv[i + 2], NULL);
   if (!strcmp(argv[i], "set") && i + 3 < argc &&
       (!strcmp(argv[i + 2], "kernel-file") ||
+       !strcmp(argv[i + 2], "kernel2d") ||
        g_str_has_suffix(argv[i + 2], ".kernel-file")))
     argv[i + 3] = g_canonicalize_filename(argv[i + 3], NULL);
   GString *req = g_string_new(NULL);

@@ -1,5 +1,6 @@
 /* cudafilterd: runs the streams of a config file until SIGTERM: live
- * audio (PortAudio), GStreamer pipelines, and audio files (libav).
+ * audio (PortAudio), GStreamer pipelines, and audio and video files
+ * (libav).
  *
  *   cudafilterd -c FILE [-s SOCKET] [--check]
  *
@@ -10,8 +11,10 @@
  *                                  one line of JSON
  *   set STREAM KEY VALUE...        a live change (audio, file:
  *                                  kernel-file, kernel, gain, crossfade;
- *                                  pipeline: [ELEMENT.]PROPERTY)
+ *                                  video file: kernel2d, preset, size,
+ *                                  sigma; pipeline: [ELEMENT.]PROPERTY)
  *   swap-kernel STREAM FILE [S]    a new kernel, crossfaded over S seconds
+ *                                  (video: from the next frame, no S)
  *   restart STREAM                 stop it and start it from its section
  *                                  (a finished file stream runs again)
  *   reload                         what SIGHUP does
@@ -188,8 +191,22 @@ static cfd_stream_conf *take_conf(cfd_config *c, guint i)
 
 /* The same kernel sets, taps and all (a reload reads the files again: an
  * edited impulse response at the same path is a new kernel). */
+static bool same_kernel2d(const cf_kernel2d *a, const cf_kernel2d *b)
+{
+  if (!a || !b)
+    return a == b;
+  unsigned t = cf_kernel2d_frames(a), h = cf_kernel2d_height(a),
+           w = cf_kernel2d_width(a);
+  return t == cf_kernel2d_frames(b) && h == cf_kernel2d_height(b) &&
+         w == cf_kernel2d_width(b) &&
+         !memcmp(cf_kernel2d_taps(a), cf_kernel2d_taps(b),
+                 (size_t)t * h * w * sizeof(float));
+}
+
 static bool same_kernel(const cf_kernel *a, const cf_kernel *b)
 {
+  if (!a || !b)
+    return a == b;
   if (cf_kernel_routing(a) != cf_kernel_routing(b) ||
       cf_kernel_outputs(a) != cf_kernel_outputs(b) ||
       cf_kernel_inputs(a) != cf_kernel_inputs(b) ||
@@ -227,13 +244,16 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
     /* a file stream that has ended runs again when its kernel changes */
-    bool rerun = old && sc->type == CFD_FILE && cfd_audio_ended(old->audio) &&
-                 !same_kernel(old->sc->kernel, sc->kernel);
+    bool rerun = old && sc->type == CFD_FILE && old->audio &&
+                 cfd_audio_ended(old->audio) &&
+                 (!same_kernel(old->sc->kernel, sc->kernel) ||
+                  !same_kernel2d(old->sc->kernel2d, sc->kernel2d));
     if (old && !rerun && old->sc->type == sc->type &&
         !strcmp(old->sc->shape, sc->shape)) {
       if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
-        bool swap = !same_kernel(old->sc->kernel, sc->kernel);
+        bool swap = !same_kernel(old->sc->kernel, sc->kernel) ||
+                    !same_kernel2d(old->sc->kernel2d, sc->kernel2d);
         if (cfd_audio_retune(old->audio, sc, swap, &e)) {
           if (swap)
             g_string_append_printf(report, "%s: new kernel\n", sc->name);
@@ -407,6 +427,14 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
   }
   if (s->pipe)
     return cfd_pipeline_swap(s->pipe, argv[2], xf, err);
+  if (s->sc->video) {
+    if (xf >= 0) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "a video kernel changes at the next frame: no crossfade");
+      return false;
+    }
+    return cfd_audio_set(s->audio, "kernel2d", argv[2], err);
+  }
   if (xf >= 0 && !cfd_audio_set(s->audio, "crossfade", argv[3], err))
     return false;
   return cfd_audio_set(s->audio, "kernel-file", argv[2], err);
@@ -663,9 +691,9 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: cudafilterd -c FILE [-s SOCKET] [--check]\n"
-          "Filter live audio (PortAudio), GStreamer pipelines and audio "
-          "files (libav)\nthrough cudafilter, as the config FILE says (see "
-          "config/cudafilterd.conf)."
+          "Filter live audio (PortAudio), GStreamer pipelines, and audio "
+          "and video\nfiles (libav) through cudafilter, as the config FILE "
+          "says (see\nconfig/cudafilterd.conf)."
           "\n\n"
           "  -c, --config FILE   the streams to run\n"
           "  -s, --socket PATH   control socket (default: the config's, "

@@ -111,12 +111,12 @@ static const struct {
   unsigned mask;
   int family;
 } comp_names[] = {
-  {"all", CF_COMP_ALL, FAM_ANY},  {"r", CF_COMP_R, FAM_RGB},
-  {"red", CF_COMP_R, FAM_RGB},    {"g", CF_COMP_G, FAM_RGB},
-  {"green", CF_COMP_G, FAM_RGB},  {"b", CF_COMP_B, FAM_RGB},
-  {"blue", CF_COMP_B, FAM_RGB},   {"y", CF_COMP_Y, FAM_YUV},
-  {"luma", CF_COMP_LUMA, FAM_YUV}, {"u", CF_COMP_U, FAM_YUV},
-  {"v", CF_COMP_V, FAM_YUV},      {"chroma", CF_COMP_U | CF_COMP_V, FAM_YUV},
+    {"all", CF_COMP_ALL, FAM_ANY},   {"r", CF_COMP_R, FAM_RGB},
+    {"red", CF_COMP_R, FAM_RGB},     {"g", CF_COMP_G, FAM_RGB},
+    {"green", CF_COMP_G, FAM_RGB},   {"b", CF_COMP_B, FAM_RGB},
+    {"blue", CF_COMP_B, FAM_RGB},    {"y", CF_COMP_Y, FAM_YUV},
+    {"luma", CF_COMP_LUMA, FAM_YUV}, {"u", CF_COMP_U, FAM_YUV},
+    {"v", CF_COMP_V, FAM_YUV},       {"chroma", CF_COMP_U | CF_COMP_V, FAM_YUV},
 };
 
 static bool is_gray(cf_pixel_format f)
@@ -126,7 +126,7 @@ static bool is_gray(cf_pixel_format f)
 
 static int format_family(cf_pixel_format f)
 {
-  return is_gray(f) ? FAM_ANY
+  return is_gray(f)                             ? FAM_ANY
          : f == CF_PIX_I420 || f == CF_PIX_NV12 ? FAM_YUV
                                                 : FAM_RGB;
 }
@@ -136,8 +136,10 @@ CF_PUBLIC cf_status cf_components_from_string(const char *s,
                                               unsigned *out)
 {
   if (!s || !*s || !out || !cf_format_desc_get(fmt))
-    return cf_fail(CF_E_INVALID, "components: %s", !s || !*s ? "empty"
-                   : !out ? "no place for the mask" : "unknown pixel format");
+    return cf_fail(CF_E_INVALID, "components: %s",
+                   !s || !*s ? "empty"
+                   : !out    ? "no place for the mask"
+                             : "unknown pixel format");
   const char *fname = cf_pixel_format_name(fmt);
   unsigned mask = 0;
   if (s[0] >= '0' && s[0] <= '9') {
@@ -145,8 +147,10 @@ CF_PUBLIC cf_status cf_components_from_string(const char *s,
     errno = 0;
     unsigned long v = strtoul(s, &end, 0);
     if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
-      return cf_fail(CF_E_INVALID, "components: '%s' is not a mask 1..7 or "
-                     "a list of names", s);
+      return cf_fail(CF_E_INVALID,
+                     "components: '%s' is not a mask 1..7 or "
+                     "a list of names",
+                     s);
     mask = (unsigned)v;
   } else {
     for (const char *p = s;;) {
@@ -157,15 +161,19 @@ CF_PUBLIC cf_status cf_components_from_string(const char *s,
             strncasecmp(p, comp_names[i].name, len) == 0)
           break;
       if (i == n)
-        return cf_fail(CF_E_INVALID, "components: unknown component '%.*s' "
+        return cf_fail(CF_E_INVALID,
+                       "components: unknown component '%.*s' "
                        "in '%s' (expected all, luma, chroma, r, g, b, y, u "
-                       "or v)", (int)len, p, s);
+                       "or v)",
+                       (int)len, p, s);
       int fam = comp_names[i].family;
       /* Gray has one component: "y"/"luma" name it, colours do not. */
       if ((is_gray(fmt) && fam == FAM_RGB) ||
           (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
-        return cf_fail(CF_E_INVALID, "components: '%.*s' is not a component "
-                       "of %s", (int)len, p, fname);
+        return cf_fail(CF_E_INVALID,
+                       "components: '%.*s' is not a component "
+                       "of %s",
+                       (int)len, p, fname);
       mask |= comp_names[i].mask;
       if (p[len] == '\0')
         break;
@@ -173,8 +181,10 @@ CF_PUBLIC cf_status cf_components_from_string(const char *s,
     }
   }
   if (is_gray(fmt) && !(mask & CF_COMP_Y))
-    return cf_fail(CF_E_INVALID, "components: %s has one component (mask "
-                   "1); '%s' selects none of it", fname, s);
+    return cf_fail(CF_E_INVALID,
+                   "components: %s has one component (mask "
+                   "1); '%s' selects none of it",
+                   fname, s);
   *out = is_gray(fmt) ? mask & CF_COMP_Y : mask;
   return CF_OK;
 }
