@@ -298,6 +298,29 @@ static void wait_state(const running *r, const char *name, const char *st)
   free(s);
 }
 
+/* Wait until cudafilterd's log says "reload: NAME: restarted" `times`
+ * times in all (or 30 s: `what` did not happen). */
+static void wait_restarted(const running *r, const char *name, int times,
+                           const char *what)
+{
+  char want[300];
+  snprintf(want, sizeof want, "reload: %s: restarted", name);
+  double t0 = now_s();
+  for (;;) {
+    char *l = slurp(r->log, NULL);
+    int n = 0;
+    for (const char *p = l; p && (p = strstr(p, want)); p++)
+      n++;
+    free(l);
+    if (n >= times)
+      return;
+    if (now_s() - t0 > 30)
+      print_log(r);
+    CHECK(now_s() - t0 < 30, "%s", what);
+    usleep(20000);
+  }
+}
+
 /* ---- kernels and signals ---- */
 
 typedef struct kset {
@@ -1290,18 +1313,7 @@ static void test_file_streams(void **state)
     /* the kernel file rewritten: a reload runs it again */
     kset_write(&k2, kpath);
     kill(r.pid, SIGHUP);
-    double t0 = now_s();
-    for (;;) {
-      char *l = slurp(r.log, NULL);
-      int got = l && strstr(l, "reload: render: restarted") != NULL;
-      free(l);
-      if (got)
-        break;
-      if (now_s() - t0 > 30)
-        print_log(&r);
-      CHECK(now_s() - t0 < 30, "SIGHUP: the stream did not run again");
-      usleep(20000);
-    }
+    wait_restarted(&r, "render", 1, "SIGHUP: the stream did not run again");
     wait_state(&r, "render", "finished");
     y = reference(&k2, x, frames, g);
     check_wav(out, y, frames, k2.cout, rate);
@@ -1312,19 +1324,7 @@ static void test_file_streams(void **state)
       ref_rng_fill(&rng, x, frames2 * ch);
       write_wav(in, W_F32, rate, ch, x, frames2);
       kill(r.pid, SIGHUP);
-      t0 = now_s();
-      for (;;) {
-        char *l = slurp(r.log, NULL);
-        const char *p1 = l ? strstr(l, "reload: render: restarted") : NULL;
-        int got = p1 && strstr(p1 + 1, "reload: render: restarted");
-        free(l);
-        if (got)
-          break;
-        if (now_s() - t0 > 30)
-          print_log(&r);
-        CHECK(now_s() - t0 < 30, "a new input did not run again");
-        usleep(20000);
-      }
+      wait_restarted(&r, "render", 2, "a new input did not run again");
       wait_state(&r, "render", "finished");
       CHECK(status_num(&r, "render", "written-frames") == (double)frames2,
             "the new input: not %zu frames written", frames2);
@@ -1693,19 +1693,8 @@ static void test_file_video(void **state)
                  (double)cfg.bias, cfg.absolute ? "true" : "false", comp, algo,
                  fallback ? "auto" : "cpu");
       kill(r.pid, SIGHUP);
-      double t0 = now_s();
-      for (;;) {
-        char *l = slurp(r.log, NULL);
-        int again = l && strstr(l, "reload: clip: restarted") != NULL;
-        free(l);
-        if (again)
-          break;
-        if (now_s() - t0 > 30)
-          print_log(&r);
-        CHECK(now_s() - t0 < 30, "SIGHUP: the video stream did not run "
-                                 "again");
-        usleep(20000);
-      }
+      wait_restarted(&r, "clip", 1,
+                     "SIGHUP: the video stream did not run again");
       wait_state(&r, "clip", "finished");
       got = y4m_read(outp, i420, cfg.width, cfg.height, &out);
       CHECK(got == n, "%zu frames written again, want %zu", got, n);

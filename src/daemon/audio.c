@@ -369,8 +369,11 @@ static int probe_late(void *user)
   return now_us() > *(const double *)user;
 }
 
-bool cfd_file_probe(const char *path, int stream, unsigned *rate,
-                    unsigned *channels, double *seconds, GError **err)
+/* The input's audio stream (rate, channels) or its main video stream
+ * (width, height, the format it is filtered in). */
+static bool file_probe(const char *path, bool video, int stream, unsigned *a,
+                       unsigned *b, cf_pixel_format *fmt, double *seconds,
+                       GError **err)
 {
   const char *why = NULL;
   if (!cf_av_get(&why)) {
@@ -383,8 +386,10 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
    * nothing (a live URL with no sender yet) must not hold it */
   double deadline = now_us() + PROBE_SECONDS * 1e6;
   apply_hooks h = {.user = &deadline, .stop = probe_late};
+  apply_vhooks vh = {.user = &deadline, .stop = probe_late};
   apply_capture(msg, sizeof msg);
-  int rc = apply_probe(path, stream, rate, channels, seconds, &h);
+  int rc = video ? apply_vprobe(path, a, b, fmt, seconds, &vh)
+                 : apply_probe(path, stream, a, b, seconds, &h);
   apply_capture(NULL, 0);
   if (rc == 130)
     g_set_error(err, CFD_ERROR, 0,
@@ -396,29 +401,16 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
   return rc == 0;
 }
 
+bool cfd_file_probe(const char *path, int stream, unsigned *rate,
+                    unsigned *channels, double *seconds, GError **err)
+{
+  return file_probe(path, false, stream, rate, channels, NULL, seconds, err);
+}
+
 bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
                      cf_pixel_format *fmt, double *seconds, GError **err)
 {
-  const char *why = NULL;
-  if (!cf_av_get(&why)) {
-    g_set_error(err, CFD_ERROR, 0, "libav: %s", why);
-    return false;
-  }
-  cf_av->av_log_set_level(AV_LOG_ERROR);
-  char msg[512];
-  double deadline = now_us() + PROBE_SECONDS * 1e6;
-  apply_vhooks h = {.user = &deadline, .stop = probe_late};
-  apply_capture(msg, sizeof msg);
-  int rc = apply_vprobe(path, width, height, fmt, seconds, &h);
-  apply_capture(NULL, 0);
-  if (rc == 130)
-    g_set_error(err, CFD_ERROR, 0,
-                "%s: nothing to read within %d s (the input must be there "
-                "when the config is read)",
-                path, PROBE_SECONDS);
-  else if (rc)
-    g_set_error(err, CFD_ERROR, 0, "%s", msg);
-  return rc == 0;
+  return file_probe(path, true, -1, width, height, fmt, seconds, err);
 }
 
 static int file_stop(void *user)
@@ -433,50 +425,52 @@ static int file_abort(void *user)
   return atomic_load(&a->abort);
 }
 
-static cf_status file_process(void *user, const float *x, float *y, size_t n)
+/* realtime: the input at its own rate (a file played as a live source,
+ * an output that is a live destination): wait until `due` (us) or a
+ * stop. */
+static void pace(cfd_audio *a, double due)
 {
-  cfd_audio *a = user;
-  cf_status s = step(a, x, y, n, now_us());
-  /* realtime: the input at its own rate (a file played as a live
-   * source, an output that is a live destination) */
-  double due = a->t0 + 1e6 * (double)atomic_load(&a->frames) / a->sc->rate;
-  while (s == CF_OK && a->sc->realtime && !atomic_load(&a->stop)) {
+  while (a->sc->realtime && !atomic_load(&a->stop)) {
     double wait = due - now_us();
     if (wait <= 0)
       break;
     g_usleep((gulong)(wait < 20000 ? wait : 20000));
   }
+}
+
+static cf_status file_process(void *user, const float *x, float *y, size_t n)
+{
+  cfd_audio *a = user;
+  cf_status s = step(a, x, y, n, now_us());
+  if (s == CF_OK)
+    pace(a, a->t0 + 1e6 * (double)atomic_load(&a->frames) / a->sc->rate);
   return s;
 }
 
-static gpointer file_thread(gpointer user)
+/* What apply's audio and video halves take from a file stream's section. */
+static void file_opts(cfd_audio *a, apply_opts *o)
 {
-  cfd_audio *a = user;
   const cfd_stream_conf *sc = a->sc;
-  apply_opts o;
-  memset(&o, 0, sizeof o);
-  o.in_path = sc->input;
-  o.out_path = sc->output;
-  o.stream = sc->stream;
-  o.codec = sc->codec;
-  o.format = sc->format;
-  o.quiet = true;
-  o.config_keys = true;
-  o.out_abort = file_abort;
-  o.out_abort_user = a;
-  apply_hooks h = {.user = a,
-                   .stop = file_stop,
-                   .process = file_process,
-                   .engine = a->e,
-                   .rate = sc->rate,
-                   .channels = sc->channels};
-  apply_capture(a->error, sizeof a->error);
-  int rc = apply_audio(&o, a->tmp, &h, &a->res);
+  memset(o, 0, sizeof *o);
+  o->in_path = sc->input;
+  o->out_path = sc->output;
+  o->stream = sc->stream;
+  o->codec = sc->codec;
+  o->format = sc->format;
+  o->quiet = true;
+  o->config_keys = true;
+  o->out_abort = file_abort;
+  o->out_abort_user = a;
+}
+
+/* The run's end: its state, said in the log; `wrote` tells how much. */
+static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote)
+{
+  const cfd_stream_conf *sc = a->sc;
   a->wall = (now_us() - a->t0) * 1e-6;
-  apply_capture(NULL, 0);
-  file_state st = rc == 0 && !a->res.stopped ? FILE_FINISHED
-                  : rc == 0 || rc == 130     ? FILE_STOPPED
-                                             : FILE_FAILED;
+  file_state st = rc == 0 && !stopped    ? FILE_FINISHED
+                  : rc == 0 || rc == 130 ? FILE_STOPPED
+                                         : FILE_FAILED;
   if (st == FILE_FAILED)
     fprintf(stderr, "cudafilterd: stream %s failed: %s\n", sc->name, a->error);
   else if (rc == 130)
@@ -485,12 +479,30 @@ static gpointer file_thread(gpointer user)
             "opened; nothing written\n",
             sc->name);
   else
-    fprintf(stderr,
-            "cudafilterd: stream %s %s: wrote %s, %.2f s%s, in %.3f s\n",
-            sc->name, file_state_names[st], sc->output,
-            (double)a->res.frames_out / sc->rate,
+    fprintf(stderr, "cudafilterd: stream %s %s: wrote %s, %s%s, in %.3f s\n",
+            sc->name, file_state_names[st], sc->output, wrote,
             st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
   atomic_store(&a->state, (int)st);
+}
+
+static gpointer file_thread(gpointer user)
+{
+  cfd_audio *a = user;
+  const cfd_stream_conf *sc = a->sc;
+  apply_opts o;
+  file_opts(a, &o);
+  apply_hooks h = {.user = a,
+                   .stop = file_stop,
+                   .process = file_process,
+                   .engine = a->e,
+                   .rate = sc->rate,
+                   .channels = sc->channels};
+  apply_capture(a->error, sizeof a->error);
+  int rc = apply_audio(&o, a->tmp, &h, &a->res);
+  apply_capture(NULL, 0);
+  char wrote[64];
+  snprintf(wrote, sizeof wrote, "%.2f s", (double)a->res.frames_out / sc->rate);
+  file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
 
@@ -500,17 +512,9 @@ static cf_status video_process(void *user, cf_engine *e, const cf_frame *in,
                                cf_frame *out, double t)
 {
   cfd_audio *a = user;
-  if (a->sc->realtime) {
-    if (atomic_load_explicit(&a->frames, memory_order_relaxed) == 0)
-      a->t_first = t;
-    double due = a->t0 + 1e6 * (t - a->t_first);
-    while (!atomic_load(&a->stop)) {
-      double wait = due - now_us();
-      if (wait <= 0)
-        break;
-      g_usleep((gulong)(wait < 20000 ? wait : 20000));
-    }
-  }
+  if (atomic_load_explicit(&a->frames, memory_order_relaxed) == 0)
+    a->t_first = t;
+  pace(a, a->t0 + 1e6 * (t - a->t_first));
   double t0 = now_us();
   uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
   cf_kernel2d *k = atomic_exchange(&a->pending2d, NULL);
@@ -547,15 +551,7 @@ static gpointer video_thread(gpointer user)
   cfd_audio *a = user;
   const cfd_stream_conf *sc = a->sc;
   apply_opts o;
-  memset(&o, 0, sizeof o);
-  o.in_path = sc->input;
-  o.out_path = sc->output;
-  o.codec = sc->codec;
-  o.format = sc->format;
-  o.quiet = true;
-  o.config_keys = true;
-  o.out_abort = file_abort;
-  o.out_abort_user = a;
+  file_opts(a, &o);
   o.video = true;
   cf_video_config_init(&o.vcfg);
   o.vcfg.border = sc->border;
@@ -572,25 +568,10 @@ static gpointer video_thread(gpointer user)
       .user = a, .stop = file_stop, .process_frame = video_process};
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
-  a->wall = (now_us() - a->t0) * 1e-6;
   apply_capture(NULL, 0);
-  file_state st = rc == 0 && !a->vres.stopped ? FILE_FINISHED
-                  : rc == 0 || rc == 130      ? FILE_STOPPED
-                                              : FILE_FAILED;
-  if (st == FILE_FAILED)
-    fprintf(stderr, "cudafilterd: stream %s failed: %s\n", sc->name, a->error);
-  else if (rc == 130)
-    fprintf(stderr,
-            "cudafilterd: stream %s stopped before its input opened; "
-            "nothing written\n",
-            sc->name);
-  else
-    fprintf(stderr,
-            "cudafilterd: stream %s %s: wrote %s, %lld frames%s, in %.3f s\n",
-            sc->name, file_state_names[st], sc->output,
-            (long long)a->vres.frames,
-            st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
-  atomic_store(&a->state, (int)st);
+  char wrote[64];
+  snprintf(wrote, sizeof wrote, "%lld frames", (long long)a->vres.frames);
+  file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
 }
 
