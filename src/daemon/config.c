@@ -544,9 +544,11 @@ static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
     cf_status st =
         cf_components_from_string(g_strstrip(v), sc->pixfmt, &sc->components);
     g_free(v);
+    const char *why = cf_last_error();
+    if (g_str_has_prefix(why, "components: "))
+      why += strlen("components: ");
     if (st != CF_OK)
-      return bad(r, "components", "%s (the input is filtered as %s)",
-                 strchr(cf_last_error(), ' ') + 1,
+      return bad(r, "components", "%s (the input is filtered as %s)", why,
                  cf_pixel_format_name(sc->pixfmt));
   }
   return true;

@@ -314,12 +314,22 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
 }
 
 /* Live mode on frames of 130..700 rows: several bands. */
+/* n cases, times CF_TEST_WORK (0..1, default 1; the emulated device,
+ * suite cudaemu, runs a quarter), at least 4. */
+static unsigned cases(unsigned n)
+{
+  const char *w = getenv("CF_TEST_WORK");
+  double f = w ? atof(w) : 1.0;
+  unsigned m = f > 0 && f < 1 ? (unsigned)(n * f) : n;
+  return m < 4 && n >= 4 ? 4 : m;
+}
+
 static void test_live_bands(void **state)
 {
   (void)state;
   ref_rng r;
   ref_rng_init(&r, seed + 1);
-  for (unsigned i = 0; i < (quick ? 6u : 40u); i++) {
+  for (unsigned i = 0; i < cases(quick ? 6u : 40u); i++) {
     vcase v;
     vcase_random(&v, &r, quick ? 256 : 130, quick ? 400 : 700);
     cf_algorithm2d algo = i % 4 == 3   ? CF_ALGO2D_DIRECT
@@ -338,7 +348,7 @@ static void test_pipelined(void **state)
   (void)state;
   ref_rng r;
   ref_rng_init(&r, seed + 2);
-  for (unsigned i = 0; i < (quick ? 6u : 40u); i++) {
+  for (unsigned i = 0; i < cases(quick ? 6u : 40u); i++) {
     vcase v;
     vcase_random(&v, &r, 1, 300);
     unsigned depth = 1 + i % 2;
