@@ -956,11 +956,11 @@ static void check_components_names(ref_rng *r)
     const char *name;
     unsigned mask, gray, rgb, yuv; /* where the name is allowed */
   } names[] = {
-      {"all", 7, 1, 1, 1},  {"r", 1, 0, 1, 0},     {"red", 1, 0, 1, 0},
-      {"g", 2, 0, 1, 0},    {"green", 2, 0, 1, 0}, {"b", 4, 0, 1, 0},
-      {"blue", 4, 0, 1, 0}, {"y", 1, 1, 0, 1},     {"luma", 1, 1, 0, 1},
-      {"u", 2, 1, 0, 1},    {"v", 4, 1, 0, 1},     {"chroma", 6, 1, 0, 1},
-      {"alpha", 0, 0, 0, 0}, {"", 0, 0, 0, 0},     {"rg", 0, 0, 0, 0}};
+      {"all", 7, 1, 1, 1},   {"r", 1, 0, 1, 0},     {"red", 1, 0, 1, 0},
+      {"g", 2, 0, 1, 0},     {"green", 2, 0, 1, 0}, {"b", 4, 0, 1, 0},
+      {"blue", 4, 0, 1, 0},  {"y", 1, 1, 0, 1},     {"luma", 1, 1, 0, 1},
+      {"u", 2, 1, 0, 1},     {"v", 4, 1, 0, 1},     {"chroma", 6, 1, 0, 1},
+      {"alpha", 0, 0, 0, 0}, {"", 0, 0, 0, 0},      {"rg", 0, 0, 0, 0}};
   const size_t nn = sizeof names / sizeof names[0];
   for (int i = 0; i < 400; i++) {
     unsigned fi = (unsigned)ref_rng_range(r, 0, NFORMATS - 1);
@@ -1003,8 +1003,8 @@ static void check_components_names(ref_rng *r)
     else
       CHECK(st == CF_E_INVALID && got == 99 &&
                 strstr(cf_last_error(), "components"),
-            "components '%s' of %s: status %d mask %u (%s), want a refusal",
-            s, fmt_names[fi], (int)st, got, cf_last_error());
+            "components '%s' of %s: status %d mask %u (%s), want a refusal", s,
+            fmt_names[fi], (int)st, got, cf_last_error());
   }
   unsigned m;
   CHECK(cf_components_from_string(NULL, CF_PIX_RGBA, &m) == CF_E_INVALID &&
