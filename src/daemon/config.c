@@ -258,6 +258,17 @@ static bool get_bool(reader *r, const char *key, bool def, bool *out)
   return ok;
 }
 
+/* A name parsed (st) from value v of key: true, or false having said
+ * which names there are. v is freed. */
+static bool named(reader *r, const char *key, char *v, cf_status st,
+                  const char *names)
+{
+  if (st != CF_OK)
+    bad(r, key, "'%s' is not %s", v, names);
+  g_free(v);
+  return st == CF_OK;
+}
+
 /* A file's path relative to the config file's folder, made absolute; a
  * URL (proto://..., pipe:) as it is. */
 static char *resolve(const char *dir, const char *path)
@@ -365,24 +376,17 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     return false;
   sc->device_id = (int)dev;
   sc->backend = CF_BACKEND_AUTO;
-  if ((v = get(r, "backend"))) {
-    cf_status s = cf_backend_from_string(g_strstrip(v), &sc->backend);
-    if (s != CF_OK)
-      bad(r, "backend", "'%s' is not auto, cpu or cuda", v);
-    g_free(v);
-    if (s != CF_OK)
-      return false;
-  }
+  if ((v = get(r, "backend")) &&
+      !named(r, "backend", v,
+             cf_backend_from_string(g_strstrip(v), &sc->backend),
+             "auto, cpu or cuda"))
+    return false;
   sc->algorithm = CF_ALGO_AUTO;
-  if ((v = get(r, "algorithm"))) {
-    cf_status s = cf_algorithm_from_string(g_strstrip(v), &sc->algorithm);
-    if (s != CF_OK)
-      bad(r, "algorithm",
-          "'%s' is not auto, direct, fft-uniform or fft-nonuniform", v);
-    g_free(v);
-    if (s != CF_OK)
-      return false;
-  }
+  if ((v = get(r, "algorithm")) &&
+      !named(r, "algorithm", v,
+             cf_algorithm_from_string(g_strstrip(v), &sc->algorithm),
+             "auto, direct, fft-uniform or fft-nonuniform"))
+    return false;
   char *file = get(r, "kernel-file");
   char *taps = get(r, "kernel");
   if (!file == !taps) {
@@ -490,35 +494,22 @@ static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
   sc->device_id = (int)dev;
   char *v;
   sc->backend = CF_BACKEND_AUTO;
-  if ((v = get(r, "backend"))) {
-    cf_status st = cf_backend_from_string(g_strstrip(v), &sc->backend);
-    if (st != CF_OK)
-      bad(r, "backend", "'%s' is not auto, cpu or cuda", v);
-    g_free(v);
-    if (st != CF_OK)
-      return false;
-  }
+  if ((v = get(r, "backend")) &&
+      !named(r, "backend", v,
+             cf_backend_from_string(g_strstrip(v), &sc->backend),
+             "auto, cpu or cuda"))
+    return false;
   sc->algo2d = CF_ALGO2D_AUTO;
-  if ((v = get(r, "algorithm"))) {
-    cf_status st = cf_algorithm2d_from_string(g_strstrip(v), &sc->algo2d);
-    if (st != CF_OK)
-      bad(r, "algorithm", "'%s' is not auto, direct, separable or fft", v);
-    g_free(v);
-    if (st != CF_OK)
-      return false;
-  }
+  if ((v = get(r, "algorithm")) &&
+      !named(r, "algorithm", v,
+             cf_algorithm2d_from_string(g_strstrip(v), &sc->algo2d),
+             "auto, direct, separable or fft"))
+    return false;
   sc->border = CF_BORDER_REFLECT;
-  if ((v = get(r, "border"))) {
-    cf_status st = cf_border_from_string(g_strstrip(v), &sc->border);
-    if (st != CF_OK)
-      bad(r, "border",
-          "'%s' is not reflect, mirror, nearest, wrap or "
-          "constant",
-          v);
-    g_free(v);
-    if (st != CF_OK)
-      return false;
-  }
+  if ((v = get(r, "border")) &&
+      !named(r, "border", v, cf_border_from_string(g_strstrip(v), &sc->border),
+             "reflect, mirror, nearest, wrap or constant"))
+    return false;
   double cval, scale, bias;
   if (!get_double(r, "cval", -FLT_MAX, FLT_MAX, 0, &cval) ||
       !get_double(r, "scale", -FLT_MAX, FLT_MAX, 1, &scale) ||
