@@ -339,6 +339,22 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
   return true;
 }
 
+/* threads, device-id, backend: where an engine runs (audio and video). */
+static bool read_engine(reader *r, cfd_stream_conf *sc)
+{
+  unsigned dev = 0;
+  char *v;
+  if (!get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
+      !get_uint(r, "device-id", 0, 63, 0, &dev))
+    return false;
+  sc->device_id = (int)dev;
+  sc->backend = CF_BACKEND_AUTO;
+  return !(v = get(r, "backend")) ||
+         named(r, "backend", v,
+               cf_backend_from_string(g_strstrip(v), &sc->backend),
+               "auto, cpu or cuda");
+}
+
 static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
 {
   char *v;
@@ -360,26 +376,16 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     if (!sc->output)
       sc->output = g_strdup("default");
   }
-  unsigned dev = 0;
   /* a file's latency is taken out of it: the FFT may use larger blocks */
   if ((!is_file &&
        (!get_uint(r, "rate", 1000, 768000, 48000, &sc->rate) ||
         !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels))) ||
       !get_uint(r, "block", 1, is_file ? 1u << 20 : 16384, is_file ? 4096 : 256,
                 &sc->block) ||
-      !get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
-      !get_uint(r, "device-id", 0, 63, 0, &dev) ||
-      !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
+      !read_engine(r, sc) || !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
       !get_double(r, "duration", 0, 1e7, 0, &sc->duration) ||
       !get_double(r, "gain", -120, 120, 0, &sc->gain_db) ||
       !get_double(r, "crossfade", 0, 60, 0.05, &sc->crossfade))
-    return false;
-  sc->device_id = (int)dev;
-  sc->backend = CF_BACKEND_AUTO;
-  if ((v = get(r, "backend")) &&
-      !named(r, "backend", v,
-             cf_backend_from_string(g_strstrip(v), &sc->backend),
-             "auto, cpu or cuda"))
     return false;
   sc->algorithm = CF_ALGO_AUTO;
   if ((v = get(r, "algorithm")) &&
@@ -485,20 +491,10 @@ static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
     sc->kernel2d_file = resolve(dir, g_strstrip(file));
     g_free(file);
   }
-  unsigned dev = 0;
   if (!get_uint(r, "size", 1, 1023, 0, &sc->size) ||
-      !get_double(r, "sigma", 0, 1e6, 0, &sc->sigma) ||
-      !get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
-      !get_uint(r, "device-id", 0, 63, 0, &dev))
+      !get_double(r, "sigma", 0, 1e6, 0, &sc->sigma) || !read_engine(r, sc))
     return false;
-  sc->device_id = (int)dev;
   char *v;
-  sc->backend = CF_BACKEND_AUTO;
-  if ((v = get(r, "backend")) &&
-      !named(r, "backend", v,
-             cf_backend_from_string(g_strstrip(v), &sc->backend),
-             "auto, cpu or cuda"))
-    return false;
   sc->algo2d = CF_ALGO2D_AUTO;
   if ((v = get(r, "algorithm")) &&
       !named(r, "algorithm", v,
