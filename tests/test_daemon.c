@@ -1599,7 +1599,6 @@ static void test_file_video(void **state)
     cfg.height = (unsigned)ref_rng_range(&rng, 1, 18) * (i420 ? 2 : 1);
     size_t n = ref_rng_range(&rng, 2, 12);
     unsigned b = (unsigned)ref_rng_range(&rng, 0, 4);
-    cfg.border = (cf_border)b;
     CHECK(cf_border_from_string(borders[b], &cfg.border) == CF_OK, "border");
     cfg.cval = (float)ref_rng_range(&rng, 0, 255);
     static const float scales[] = {1.0f, -1.0f, 0.5f, 1.5f};
@@ -1644,14 +1643,18 @@ static void test_file_video(void **state)
     unlink(outp);
     char kline[700];
     snprintf(kline, sizeof kline, "%s", vkern_conf(&k, kp));
-    write_text(conf,
-               "[stream clip]\ntype = file\ninput = vin.y4m\n"
-               "output = vout.y4m\n%sborder = %s\ncval = %g\nscale = %g\n"
-               "bias = %g\nabsolute = %s\ncomponents = %s\n"
-               "algorithm = %s\nbackend = %s\n",
-               kline, borders[b], (double)cfg.cval, (double)cfg.scale,
-               (double)cfg.bias, cfg.absolute ? "true" : "false", comp, algo,
-               fallback ? "auto" : "cpu");
+    /* the section less its kernel line */
+    char opts[600];
+    snprintf(opts, sizeof opts,
+             "border = %s\ncval = %g\nscale = %g\nbias = %g\n"
+             "absolute = %s\ncomponents = %s\nalgorithm = %s\n"
+             "backend = %s\n",
+             borders[b], (double)cfg.cval, (double)cfg.scale, (double)cfg.bias,
+             cfg.absolute ? "true" : "false", comp, algo,
+             fallback ? "auto" : "cpu");
+    static const char head[] = "[stream clip]\ntype = file\n"
+                               "input = vin.y4m\noutput = vout.y4m\n";
+    write_text(conf, "%s%s%s", head, kline, opts);
     running r;
     int rc = start_daemon(&r, conf);
     if (rc)
@@ -1684,14 +1687,7 @@ static void test_file_video(void **state)
     /* the kernel changed in the file: a reload runs the stream again */
     if (!k2.preset) {
       snprintf(kline, sizeof kline, "%s", vkern_conf(&k2, kp));
-      write_text(conf,
-                 "[stream clip]\ntype = file\ninput = vin.y4m\n"
-                 "output = vout.y4m\n%sborder = %s\ncval = %g\n"
-                 "scale = %g\nbias = %g\nabsolute = %s\ncomponents = %s\n"
-                 "algorithm = %s\nbackend = %s\n",
-                 kline, borders[b], (double)cfg.cval, (double)cfg.scale,
-                 (double)cfg.bias, cfg.absolute ? "true" : "false", comp, algo,
-                 fallback ? "auto" : "cpu");
+      write_text(conf, "%s%s%s", head, kline, opts);
       kill(r.pid, SIGHUP);
       wait_restarted(&r, "clip", 1,
                      "SIGHUP: the video stream did not run again");
