@@ -231,20 +231,23 @@ static double engine_work(const kset *k, size_t n, unsigned block)
   return direct < fft ? direct : fft;
 }
 
-/* ENGINE_WORK times CF_TEST_WORK (default 1): the emulated device (suite
- * cudaemu) runs the kernels one thread at a time, tens of times slower
- * than the CPU backend, and sets it lower so that its suite keeps inside
- * CI's time, an ASan build included. */
-static double work_cap(void)
+/* CF_TEST_WORK, 0..1 (default 1): the emulated device (suite cudaemu)
+ * runs the kernels one thread at a time, tens of times slower than the
+ * CPU backend, and sets it lower so that its suite keeps inside CI's
+ * time, an ASan build included. It scales ENGINE_WORK and the lengths
+ * of test_swap_long. */
+static double work_factor(void)
 {
-  static double cap;
-  if (cap == 0) {
+  static double f;
+  if (f == 0) {
     const char *w = getenv("CF_TEST_WORK");
-    double f = w ? atof(w) : 1.0;
-    cap = ENGINE_WORK * (f > 0 && f <= 1 ? f : 1.0);
+    double x = w ? atof(w) : 1.0;
+    f = x > 0 && x <= 1 ? x : 1.0;
   }
-  return cap;
+  return f;
 }
+
+static double work_cap(void) { return ENGINE_WORK * work_factor(); }
 
 /* Shrink n, then grow the block, until the case is affordable. */
 static void fit_work(const kset *k, size_t *n, unsigned *block)
@@ -1284,8 +1287,10 @@ static void test_swap_long(void **state)
   test_rng(&r, 10);
   kset k0, k1;
   unsigned block = is_direct() ? 64 : ref_rng_u64(&r) % 2 ? 1024 : 4096;
-  size_t l1 = is_direct() ? rand_len(&r, 8192, 16384)
-                          : rand_len(&r, 40000, 150000);
+  double f = work_factor();
+  size_t l1 = is_direct()
+                  ? rand_len(&r, (size_t)(8192 * f), (size_t)(16384 * f))
+                  : rand_len(&r, (size_t)(40000 * f), (size_t)(150000 * f));
   kset_init(&k0, CF_ROUTING_SHARED, 1, 1);
   kset_set(&k0, &r, 0, rand_len(&r, 1, 2000));
   kset_like(&r, &k1, &k0, l1, l1);
@@ -1320,7 +1325,8 @@ static void test_swap_during_crossfade(void **state)
       kset_like(&r, &k[s], &k[0], 1, 4000);
     unsigned nsw = c % 3 == 2 ? 3 : 2;
     size_t n = ref_rng_range(&r, 200, 20000);
-    fit_work(&k[0], &n, &block);
+    for (unsigned s = 0; s < 4; s++) /* up to three sets run at once */
+      fit_work(&k[s], &n, &block);
     size_t S[4] = {0}, X[4] = {0};
     S[1] = ref_rng_range(&r, 0, n / 2);
     X[1] = ref_rng_range(&r, 2, n - S[1]);
