@@ -173,8 +173,12 @@ static void usage_main(FILE *f)
     "  fir     filter interleaved float32 audio from stdin to stdout\n"
     "  conv2d  filter raw video frames (2D or temporal kernel, presets)\n"
     "          from stdin to stdout\n"
+#ifdef CF_CLI_HAVE_LIBAV
     "  apply   filter an audio or video file into another (any format\n"
     "          libav reads and writes: WAV, FLAC, MKV, MP4, ...)\n"
+#else
+    "  apply   (not in this build: reading and writing files needs libav)\n"
+#endif
     "  info    version, backends, CUDA devices and build features\n"
     "  demo    filter a generated test signal through a synthetic room\n"
     "          and write it to a WAV file\n"
