@@ -348,103 +348,29 @@ static gboolean caps_cuda(GstCaps *caps)
 
 /* ---- components ------------------------------------------------------ */
 
-enum { FAM_GRAY, FAM_RGB, FAM_YUV, FAM_UNKNOWN };
-
-static int format_family(cf_pixel_format f)
+/* A components string (cf_components_from_string's words: "all", "luma",
+ * "gb", a mask, ...) that some format takes: RGB ones or YUV ones (gray
+ * takes a part of YUV's). What it means is settled at negotiation. NULL,
+ * or why no format takes it. */
+static gchar *components_unfit(const gchar *s)
 {
-  switch (f) {
-  case CF_PIX_GRAY8:
-  case CF_PIX_GRAY16_LE:
-  case CF_PIX_GRAY32F: return FAM_GRAY;
-  case CF_PIX_I420:
-  case CF_PIX_NV12: return FAM_YUV;
-  default: return FAM_RGB;
+  unsigned m;
+  if (cf_components_from_string(s, CF_PIX_RGBA, &m) == CF_OK)
+    return NULL;
+  gchar *rgb = g_strdup(cf_last_error());
+  if (cf_components_from_string(s, CF_PIX_I420, &m) == CF_OK) {
+    g_free(rgb);
+    return NULL;
   }
-}
-
-/* Parse a components string: "all", "luma", "chroma", a mask 1..7, or runs
- * of letters from r, g, b or y, u, v ("rgb", "gb", "y", "uv"), separated
- * by commas or spaces. With family FAM_UNKNOWN only the syntax is checked.
- * Returns the mask, or 0 with *err set. */
-static guint parse_components(const gchar *s, int family, gchar **err)
-{
-  guint mask = 0;
-  gchar **tok = g_strsplit_set(s ? s : "", ", ", -1);
-  for (gchar **t = tok; *t; t++) {
-    const gchar *w = *t;
-    if (!*w)
-      continue;
-    int fam = FAM_UNKNOWN; /* the family the word names, if any */
-    guint m = 0;
-    if (g_ascii_isdigit(w[0])) {
-      gchar *end;
-      guint64 v = g_ascii_strtoull(w, &end, 0);
-      if (*end || v == 0 || v > CF_COMP_ALL) {
-        *err = g_strdup_printf("components: '%s' is not a mask 1..7", w);
-        goto fail;
-      }
-      m = (guint)v;
-    } else if (!g_ascii_strcasecmp(w, "all")) {
-      m = CF_COMP_ALL;
-    } else if (!g_ascii_strcasecmp(w, "luma")) {
-      m = CF_COMP_Y;
-      fam = FAM_YUV;
-    } else if (!g_ascii_strcasecmp(w, "chroma")) {
-      m = CF_COMP_U | CF_COMP_V;
-      fam = FAM_YUV;
-    } else {
-      for (const gchar *c = w; *c; c++) {
-        const gchar *rgb = "rgb", *yuv = "yuv";
-        gchar lc = g_ascii_tolower(*c);
-        const gchar *p;
-        int f;
-        if ((p = strchr(rgb, lc)) != NULL)
-          f = FAM_RGB, m |= 1u << (p - rgb);
-        else if ((p = strchr(yuv, lc)) != NULL)
-          f = FAM_YUV, m |= 1u << (p - yuv);
-        else {
-          *err = g_strdup_printf("components: unknown component '%c' in "
-                                 "'%s' (expected all, luma, chroma, a mask "
-                                 "1..7, or letters of rgb or yuv)", *c, s);
-          goto fail;
-        }
-        if (fam != FAM_UNKNOWN && f != fam) {
-          *err = g_strdup_printf("components: '%s' mixes RGB and YUV "
-                                 "letters", w);
-          goto fail;
-        }
-        fam = f;
-      }
-    }
-    /* a gray format has one component, which "y" and "luma" name */
-    if (family != FAM_UNKNOWN && fam != FAM_UNKNOWN && fam != family &&
-        !(family == FAM_GRAY && fam == FAM_YUV && m == CF_COMP_Y)) {
-      *err = g_strdup_printf("components: '%s' is not a component of %s "
-                             "video", w,
-                             family == FAM_GRAY  ? "gray"
-                             : family == FAM_RGB ? "RGB"
-                                                 : "YUV");
-      goto fail;
-    }
-    mask |= m;
-  }
-  g_strfreev(tok);
-  if (!mask) {
-    *err = g_strdup_printf("components: '%s' selects nothing", s ? s : "");
-    return 0;
-  }
-  if (family == FAM_GRAY) {
-    if (!(mask & CF_COMP_Y)) {
-      *err = g_strdup_printf("components: gray video has one component "
-                             "(y, mask 1); '%s' does not select it", s);
-      return 0;
-    }
-    mask = CF_COMP_Y;
-  }
-  return mask;
-fail:
-  g_strfreev(tok);
-  return 0;
+  const char *yuv = cf_last_error();
+  /* the same words refused the same way (unknown, mixed): said once */
+  gchar *why = !strcmp(rgb, yuv)
+                   ? g_strdup(rgb)
+                   : g_strdup_printf("components: '%s' fits no format (%s; "
+                                     "%s)",
+                                     s, rgb, yuv);
+  g_free(rgb);
+  return why;
 }
 
 /* ---- kernels --------------------------------------------------------- */
@@ -576,10 +502,11 @@ static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
   }
   cfg->width = GST_VIDEO_INFO_WIDTH(info);
   cfg->height = GST_VIDEO_INFO_HEIGHT(info);
-  cfg->components =
-      parse_components(self->components, format_family(cfg->format), err);
-  if (!cfg->components)
+  if (cf_components_from_string(self->components, cfg->format,
+                                &cfg->components) != CF_OK) {
+    *err = g_strdup(cf_last_error());
     return FALSE;
+  }
   cfg->border = self->border;
   cfg->cval = self->cval;
   cfg->scale = self->scale;
@@ -1818,7 +1745,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     gchar *err = NULL;
     if (!s)
       s = DEFAULT_COMPONENTS;
-    if (!parse_components(s, FAM_UNKNOWN, &err)) {
+    if ((err = components_unfit(s)) != NULL) {
       REFUSE(self, "components", "%s", err);
       g_free(err);
       return;
@@ -2063,9 +1990,10 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       g_param_spec_string(
           "components", "Components",
           "What is filtered (the rest and alpha pass unchanged): \"all\", "
-          "letters of rgb (\"r\", \"gb\") for RGB video, of yuv or "
-          "\"luma\"/\"chroma\" for I420/NV12, or a mask 1..7 (1 = R/Y, 2 = "
-          "G/U, 4 = B/V); gray video has one component",
+          "letters of rgb (\"r\", \"gb\", \"red\") for RGB video, of yuv "
+          "or \"luma\"/\"chroma\" for I420/NV12, or a mask 1..7 (1 = R/Y, "
+          "2 = G/U, 4 = B/V); words apart by commas or spaces; gray video "
+          "has one component (y)",
           DEFAULT_COMPONENTS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,

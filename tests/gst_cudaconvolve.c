@@ -352,7 +352,7 @@ static const char *rand_components(ref_rng *r, cf_pixel_format f,
       for (unsigned b = 0; b < 3; b++)
         if (m & (1u << b)) {
           if (p != buf && ref_rng_u64(r) % 2)
-            *p++ = ',';
+            *p++ = ref_rng_u64(r) % 2 ? ',' : ' ';
           *p++ = letters[b];
         }
       *p = '\0';
@@ -1111,6 +1111,15 @@ static void test_bad_values(void **state)
   w0 = g_warnings;
   g_object_set(e, "components", "ry", NULL);
   CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "components", "r,u", NULL); /* no format has both */
+  CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "components", "r,,g", NULL);
+  CHECK_REFUSED(w0, "components");
+  w0 = g_warnings;
+  g_object_set(e, "components", "Red, g b", NULL); /* the library's words */
+  CHECK(g_warnings == w0, "'Red, g b' refused: %s", g_last_warning);
   w0 = g_warnings;
   g_object_set(e, "cval", (float)NAN, NULL);
   CHECK_REFUSED(w0, "cval");

@@ -946,10 +946,10 @@ static void run_case(ref_rng *r, const cf_video_config *cfg, const kern *k,
 
 /* Defaults, names, cf_frame_layout against the layout written out in
  * ref2d.c. */
-/* cf_components_from_string on random lists of names (random case) and
- * masks, for every format, against what each family of formats names.
- * Gray takes the YUV names (its one component is luma) but must end up
- * with Y chosen. */
+/* cf_components_from_string on random lists (random case, random
+ * separators) of names, masks and runs of letters, for every format,
+ * against what each family of formats names. Gray takes the YUV names (its
+ * one component is luma) but must end up with Y chosen. */
 static void check_components_names(ref_rng *r)
 {
   static const struct {
@@ -960,35 +960,68 @@ static void check_components_names(ref_rng *r)
       {"g", 2, 0, 1, 0},     {"green", 2, 0, 1, 0}, {"b", 4, 0, 1, 0},
       {"blue", 4, 0, 1, 0},  {"y", 1, 1, 0, 1},     {"luma", 1, 1, 0, 1},
       {"u", 2, 1, 0, 1},     {"v", 4, 1, 0, 1},     {"chroma", 6, 1, 0, 1},
-      {"alpha", 0, 0, 0, 0}, {"", 0, 0, 0, 0},      {"rg", 0, 0, 0, 0}};
-  const size_t nn = sizeof names / sizeof names[0];
-  for (int i = 0; i < 400; i++) {
+      {"alpha", 0, 0, 0, 0}, {"ry", 0, 0, 0, 0},    {"gq", 0, 0, 0, 0},
+      {"rgba", 0, 0, 0, 0},  {"0", 0, 0, 0, 0},     {"8", 0, 0, 0, 0},
+      {"1x", 0, 0, 0, 0}};
+  const size_t nn = sizeof names / sizeof names[0], nbad = 7;
+  static const char *const seps[] = {",", ", ", " ", " , ", "\t", ",,"};
+  for (int i = 0; i < 600; i++) {
     unsigned fi = (unsigned)ref_rng_range(r, 0, NFORMATS - 1);
     cf_pixel_format f = all_formats[fi];
     int gray = fi < 3, yuv = f == CF_PIX_I420 || f == CF_PIX_NV12;
-    char s[128] = "";
+    char s[160] = "";
     unsigned want = 0;
     int ok = 1;
-    if (ref_rng_range(r, 0, 3) == 0) { /* a mask */
-      unsigned m = (unsigned)ref_rng_range(r, 0, 9);
-      snprintf(s, sizeof s, ref_rng_range(r, 0, 1) ? "%u" : "0x%x", m);
-      ok = m >= 1 && m <= 7;
-      want = m;
-    } else {
-      int n = (int)ref_rng_range(r, 1, 4);
-      for (int j = 0; j < n; j++) {
+    int n = (int)ref_rng_range(r, 1, 4);
+    if (ref_rng_range(r, 0, 3) == 0)
+      snprintf(s, sizeof s, "%s", ref_rng_range(r, 0, 1) ? " " : "");
+    for (int j = 0; j < n; j++) {
+      char w[16];
+      unsigned m, a_gray, a_rgb, a_yuv;
+      int kind = (int)ref_rng_range(r, 0, 5);
+      if (kind == 0) { /* a mask, decimal or hex */
+        m = (unsigned)ref_rng_range(r, 1, 7);
+        snprintf(w, sizeof w, ref_rng_range(r, 0, 1) ? "%u" : "0x%x", m);
+        a_gray = a_rgb = a_yuv = 1;
+      } else if (kind == 1) { /* a run of one family's letters */
+        int fy = (int)ref_rng_range(r, 0, 1);
+        size_t len = (size_t)ref_rng_range(r, 1, 5);
+        m = 0;
+        for (size_t k = 0; k < len; k++) {
+          unsigned b = (unsigned)ref_rng_range(r, 0, 2);
+          w[k] = (fy ? "yuv" : "rgb")[b];
+          m |= 1u << b;
+        }
+        w[len] = '\0';
+        a_rgb = !fy;
+        a_gray = a_yuv = (unsigned)fy;
+      } else {
         size_t k = ref_rng_range(r, 0, nn - 1);
-        if (k >= nn - 3 && ref_rng_range(r, 0, 2)) /* bad names: seldom */
+        if (k >= nn - nbad && ref_rng_range(r, 0, 2)) /* bad names: seldom */
           k = 0;
-        char w[16];
         snprintf(w, sizeof w, "%s", names[k].name);
-        for (char *p = w; *p; p++)
-          if (ref_rng_range(r, 0, 1))
-            *p = (char)(*p - 'a' + 'A');
-        snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", j ? "," : "", w);
-        ok &= gray ? names[k].gray : yuv ? names[k].yuv : names[k].rgb;
-        want |= names[k].mask;
+        m = names[k].mask;
+        a_gray = names[k].gray, a_rgb = names[k].rgb, a_yuv = names[k].yuv;
       }
+      for (char *p = w; *p; p++)
+        if (*p >= 'a' && *p <= 'z' && ref_rng_range(r, 0, 1))
+          *p = (char)(*p - 'a' + 'A');
+      const char *sep = "";
+      if (j) {
+        size_t k = ref_rng_range(r, 0, 5);
+        if (k == 5 && ref_rng_range(r, 0, 3)) /* an empty item: seldom */
+          k = 0;
+        sep = seps[k];
+        ok &= k != 5;
+      }
+      snprintf(s + strlen(s), sizeof s - strlen(s), "%s%s", sep, w);
+      ok &= gray ? a_gray : yuv ? a_yuv : a_rgb;
+      want |= m;
+    }
+    switch (ref_rng_range(r, 0, 5)) { /* what may follow the last word */
+    case 0: strcat(s, " "); break;
+    case 1: strcat(s, ","), ok = 0; break; /* an empty last item */
+    default: break;
     }
     if (gray && ok) {
       ok = (want & 1) != 0; /* gray: the one component must be chosen */
@@ -998,8 +1031,8 @@ static void check_components_names(ref_rng *r)
     cf_status st = cf_components_from_string(s, f, &got);
     if (ok)
       CHECK(st == CF_OK && got == want,
-            "components '%s' of %s: status %d mask %u, want mask %u", s,
-            fmt_names[fi], (int)st, got, want);
+            "components '%s' of %s: status %d mask %u (%s), want mask %u", s,
+            fmt_names[fi], (int)st, got, st ? cf_last_error() : "", want);
     else
       CHECK(st == CF_E_INVALID && got == 99 &&
                 strstr(cf_last_error(), "components"),
@@ -1007,10 +1040,18 @@ static void check_components_names(ref_rng *r)
             fmt_names[fi], (int)st, got, cf_last_error());
   }
   unsigned m;
+  static const char *const empty[] = {"", " ", ",", " , ", "\t"};
+  for (unsigned i = 0; i < 5; i++)
+    CHECK(cf_components_from_string(empty[i], CF_PIX_RGBA, &m) ==
+              CF_E_INVALID,
+          "components: '%s' (nothing named) accepted", empty[i]);
   CHECK(cf_components_from_string(NULL, CF_PIX_RGBA, &m) == CF_E_INVALID &&
             cf_components_from_string("all", (cf_pixel_format)99, &m) ==
                 CF_E_INVALID,
         "components: NULL or an unknown format accepted");
+  CHECK(cf_components_from_string("ry", CF_PIX_RGBA, &m) == CF_E_INVALID &&
+            strstr(cf_last_error(), "mixes"),
+        "components: 'ry' not said to mix families: %s", cf_last_error());
 }
 
 static void test_api(void **state)

@@ -194,10 +194,13 @@ const char *cf_pixel_format_name(cf_pixel_format f);
  * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12" (case-insensitive). */
 cf_status cf_pixel_format_from_string(const char *s, cf_pixel_format *out);
 /* Which components of format fmt to filter, as cf_video_config's
- * `components`: a mask 1..7 (decimal or 0x hex) or a comma-separated
- * list of names (case-insensitive): all; r, g, b (red, green, blue) for
- * RGB formats; y, u, v, luma, chroma for I420/NV12; all, y or luma for
- * gray formats. CF_E_INVALID, naming the part that does not fit fmt. */
+ * `components`: a list of words apart by commas or spaces, their masks
+ * OR'ed. A word (case-insensitive) is a mask 1..7 (decimal or 0x hex;
+ * 1 = R/Y, 2 = G/U, 4 = B/V), "all", a name (r, g, b, red, green, blue for
+ * RGB formats; y, u, v, luma, chroma for I420/NV12) or a run of letters
+ * of one family ("gb", "rgb", "uv"). Gray formats have one component,
+ * which y, luma and all name; it must be chosen. CF_E_INVALID, naming the
+ * word that does not fit fmt ("ry" mixes families, "r" on I420, ...). */
 cf_status cf_components_from_string(const char *s, cf_pixel_format fmt,
                                     unsigned *mask);
 const char *cf_border_name(cf_border b);

@@ -131,53 +131,117 @@ static int format_family(cf_pixel_format f)
                                                 : FAM_RGB;
 }
 
+/* One word of a components list (len bytes at w): a mask, a name, or a
+ * run of letters of one family ("gb", "uv"). Its mask and family, or
+ * CF_E_INVALID saying why not. */
+static cf_status component_word(const char *w, size_t len, const char *s,
+                                unsigned *mask, int *family)
+{
+  if (w[0] >= '0' && w[0] <= '9') {
+    char buf[32], *end;
+    unsigned long v = 0;
+    if (len < sizeof buf) {
+      memcpy(buf, w, len);
+      buf[len] = '\0';
+      errno = 0;
+      v = strtoul(buf, &end, 0);
+      if (errno || *end != '\0')
+        v = 0;
+    }
+    if (v == 0 || v > CF_COMP_ALL)
+      return cf_fail(CF_E_INVALID, "components: '%.*s' is not a mask 1..7",
+                     (int)len, w);
+    *mask = (unsigned)v;
+    *family = FAM_ANY;
+    return CF_OK;
+  }
+  for (size_t i = 0; i < sizeof comp_names / sizeof comp_names[0]; i++)
+    if (strlen(comp_names[i].name) == len &&
+        strncasecmp(w, comp_names[i].name, len) == 0) {
+      *mask = comp_names[i].mask;
+      *family = comp_names[i].family;
+      return CF_OK;
+    }
+  static const char rgb[] = "rgb", yuv[] = "yuv";
+  unsigned m = 0;
+  int fam = FAM_ANY;
+  for (size_t i = 0; i < len; i++) {
+    char c = (char)(w[i] >= 'A' && w[i] <= 'Z' ? w[i] - 'A' + 'a' : w[i]);
+    const char *p;
+    int f;
+    if (c && (p = strchr(rgb, c)) != NULL)
+      f = FAM_RGB, m |= 1u << (p - rgb);
+    else if (c && (p = strchr(yuv, c)) != NULL)
+      f = FAM_YUV, m |= 1u << (p - yuv);
+    else
+      return cf_fail(CF_E_INVALID,
+                     "components: unknown component '%.*s' in '%s' "
+                     "(expected all, luma, chroma, a mask 1..7, or r, g, b, "
+                     "y, u, v and runs of them such as gb)",
+                     (int)len, w, s);
+    if (fam != FAM_ANY && f != fam)
+      return cf_fail(CF_E_INVALID,
+                     "components: '%.*s' mixes RGB and YUV letters",
+                     (int)len, w);
+    fam = f;
+  }
+  *mask = m;
+  *family = fam;
+  return CF_OK;
+}
+
+static bool comp_space(char c)
+{
+  return c == ' ' || c == '\t';
+}
+
 CF_PUBLIC cf_status cf_components_from_string(const char *s,
                                               cf_pixel_format fmt,
                                               unsigned *out)
 {
-  if (!s || !*s || !out || !cf_format_desc_get(fmt))
+  if (!s || !out || !cf_format_desc_get(fmt))
     return cf_fail(CF_E_INVALID, "components: %s",
-                   !s || !*s ? "empty"
-                   : !out    ? "no place for the mask"
-                             : "unknown pixel format");
+                   !s     ? "empty"
+                   : !out ? "no place for the mask"
+                          : "unknown pixel format");
   const char *fname = cf_pixel_format_name(fmt);
   unsigned mask = 0;
-  if (s[0] >= '0' && s[0] <= '9') {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 0);
-    if (errno || *end != '\0' || v == 0 || v > CF_COMP_ALL)
+  int words = 0;
+  /* words apart by spaces or by one comma (spaces around it allowed) */
+  for (const char *p = s;;) {
+    while (comp_space(*p))
+      p++;
+    if (*p == '\0' && !words)
+      return cf_fail(CF_E_INVALID, "components: empty");
+    size_t len = 0;
+    while (p[len] && p[len] != ',' && !comp_space(p[len]))
+      len++;
+    if (!len)
+      return cf_fail(CF_E_INVALID, "components: an empty item in '%s'", s);
+    unsigned m = 0;
+    int fam = FAM_ANY;
+    cf_status st = component_word(p, len, s, &m, &fam);
+    if (st != CF_OK)
+      return st;
+    /* Gray has one component: "y"/"luma" name it, colours do not. */
+    if ((is_gray(fmt) && fam == FAM_RGB) ||
+        (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
       return cf_fail(CF_E_INVALID,
-                     "components: '%s' is not a mask 1..7 or "
-                     "a list of names",
-                     s);
-    mask = (unsigned)v;
-  } else {
-    for (const char *p = s;;) {
-      size_t len = strcspn(p, ",");
-      size_t i, n = sizeof comp_names / sizeof comp_names[0];
-      for (i = 0; i < n; i++)
-        if (strlen(comp_names[i].name) == len &&
-            strncasecmp(p, comp_names[i].name, len) == 0)
-          break;
-      if (i == n)
-        return cf_fail(CF_E_INVALID,
-                       "components: unknown component '%.*s' "
-                       "in '%s' (expected all, luma, chroma, r, g, b, y, u "
-                       "or v)",
-                       (int)len, p, s);
-      int fam = comp_names[i].family;
-      /* Gray has one component: "y"/"luma" name it, colours do not. */
-      if ((is_gray(fmt) && fam == FAM_RGB) ||
-          (!is_gray(fmt) && fam != FAM_ANY && fam != format_family(fmt)))
-        return cf_fail(CF_E_INVALID,
-                       "components: '%.*s' is not a component "
-                       "of %s",
-                       (int)len, p, fname);
-      mask |= comp_names[i].mask;
-      if (p[len] == '\0')
-        break;
-      p += len + 1;
+                     "components: '%.*s' is not a component of %s", (int)len,
+                     p, fname);
+    mask |= m;
+    words++;
+    p += len;
+    while (comp_space(*p))
+      p++;
+    if (*p == '\0')
+      break;
+    if (*p == ',') {
+      p++;
+      while (comp_space(*p))
+        p++;
+      if (*p == '\0' || *p == ',')
+        return cf_fail(CF_E_INVALID, "components: an empty item in '%s'", s);
     }
   }
   if (is_gray(fmt) && !(mask & CF_COMP_Y))
