@@ -1818,6 +1818,148 @@ static void test_file_video_live(void **state)
   free(k2.taps);
 }
 
+/* A rank-1 kernel (column times row), kh x kw, or when full, one that is
+ * not: row m is a random row times (1 + m), the last row perturbed. */
+static void vkern_rank1(vkern *k, int full)
+{
+  memset(k, 0, sizeof *k);
+  k->t = 1;
+  k->kh = (unsigned)ref_rng_range(&rng, full ? 2 : 1, 5);
+  k->kw = (unsigned)ref_rng_range(&rng, full ? 2 : 1, 5);
+  float col[5], row[5];
+  ref_rng_fill(&rng, col, k->kh);
+  ref_rng_fill(&rng, row, k->kw);
+  k->taps = xalloc(sizeof(float) * k->kh * k->kw);
+  double l1 = 0;
+  for (unsigned m = 0; m < k->kh; m++)
+    for (unsigned n = 0; n < k->kw; n++) {
+      float v = full ? row[n] * (float)(1 + m) : col[m] * row[n];
+      k->taps[m * k->kw + n] = v;
+      l1 += fabs(v);
+    }
+  if (full)
+    k->taps[k->kh * k->kw - 1] += 1.0f;
+  for (unsigned i = 0; i < k->kh * k->kw; i++)
+    k->taps[i] = (float)(k->taps[i] * 1.2 / (l1 + (full ? 1 : 0)));
+}
+
+/* What a running video file stream's engine cannot take is refused when
+ * asked, not at the frame that would take it: with algorithm separable, a
+ * kernel that is not rank 1 (swap-kernel, set kernel2d, set preset), the
+ * stream going on with its kernel (status unchanged, no errors) until a
+ * rank-1 one is swapped in. Then the input is replaced by a file of
+ * another size: `restart` refuses it naming `reload`, which runs it. */
+static void test_file_video_refused(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.format = CF_PIX_GRAY8;
+  cfg.width = (unsigned)ref_rng_range(&rng, 4, 40);
+  cfg.height = (unsigned)ref_rng_range(&rng, 4, 30);
+  cfg.bias = 20;
+  size_t n = ref_rng_range(&rng, 40, 60);
+  vkern k1, k2, bad;
+  vkern_rank1(&k1, 0);
+  vkern_rank1(&k2, 0);
+  vkern_rank1(&bad, 1);
+  set_case("refused video: %ux%u, %zu frames at 50/s, separable %ux%u then "
+           "%ux%u, refused %ux%u",
+           cfg.width, cfg.height, n, k1.kh, k1.kw, k2.kh, k2.kw, bad.kh,
+           bad.kw);
+  printf("%s\n", g_case);
+  size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
+  unsigned char *buf = xalloc(n * fb);
+  unsigned char **in = xalloc(n * sizeof *in);
+  for (size_t i = 0; i < n * fb; i++)
+    buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n; t++)
+    in[t] = buf + t * fb;
+  char inp[600], outp[600], k1p[600], k2p[600], bp[600], conf[600];
+  snprintf(inp, sizeof inp, "%s", fixture("rvin.y4m"));
+  snprintf(outp, sizeof outp, "%s", fixture("rvout.y4m"));
+  snprintf(k1p, sizeof k1p, "%s", fixture("rvk1.txt"));
+  snprintf(k2p, sizeof k2p, "%s", fixture("rvk2.txt"));
+  snprintf(bp, sizeof bp, "%s", fixture("rvbad.txt"));
+  snprintf(conf, sizeof conf, "%s", fixture("rvideo.conf"));
+  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n);
+  unlink(outp);
+  char kline[700];
+  snprintf(kline, sizeof kline, "%s", vkern_conf(&k1, k1p));
+  vkern_conf(&k2, k2p);
+  vkern_conf(&bad, bp);
+  write_text(conf,
+             "[stream sep]\ntype = file\ninput = %s\noutput = %s\n%s"
+             "bias = 20\nalgorithm = separable\nbackend = cpu\n"
+             "realtime = true\n",
+             inp, outp, kline);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_for(&r, "sep", "frames", (double)n / 4);
+  const char *asks[] = {"swap-kernel sep %s", "set sep kernel2d %s",
+                        "set sep preset sharpen"};
+  for (size_t i = 0; i < 3; i++) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, asks[i], bp);
+    char *a = ctl(&r, "%s", cmd);
+    CHECK(!answer_ok(a) && strstr(a, "rank-1"), "%s: %s", cmd, a);
+    free(a);
+  }
+  char *st = ctl(&r, "status sep");
+  const char *f = field(st, "sep", "kernel");
+  CHECK(f && strstr(f, "rvk1.txt"), "kernel %s after the refusals: %s",
+        f ? f : "missing", st);
+  free(st);
+  char *a = ctl(&r, "swap-kernel sep %s", k2p);
+  CHECK(answer_ok(a), "the rank-1 swap: %s", a);
+  free(a);
+  wait_state(&r, "sep", "finished");
+  CHECK(status_num(&r, "sep", "errors") == 0, "errors after the refusals");
+  CHECK(status_num(&r, "sep", "swaps") == 1, "not one swap");
+  double S = status_num(&r, "sep", "last-swap-frame");
+  CHECK(S > 0 && S < (double)n, "changed at frame %.0f of %zu", S, n);
+  unsigned char *out;
+  size_t got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
+  CHECK(got == n, "%zu frames written, want %zu", got, n);
+  check_video(&cfg, &k1, &k2, (size_t)S, in, out, n);
+  free(out);
+
+  /* the input replaced by another picture size */
+  cfg.width += (unsigned)ref_rng_range(&rng, 1, 5);
+  size_t n2 = ref_rng_range(&rng, 2, 8);
+  fb = y4m_frame_bytes(0, cfg.width, cfg.height);
+  buf = realloc(buf, n2 * fb);
+  CHECK(buf != NULL, "realloc");
+  for (size_t i = 0; i < n2 * fb; i++)
+    buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n2; t++)
+    in[t] = buf + t * fb;
+  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n2);
+  a = ctl(&r, "restart sep");
+  CHECK(!answer_ok(a) && strstr(a, "reload"), "restart on a new picture: %s",
+        a);
+  free(a);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "restarted"), "reload: %s", a);
+  free(a);
+  wait_state(&r, "sep", "finished");
+  got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
+  CHECK(got == n2, "%zu frames written after the reload, want %zu", got, n2);
+  check_video(&cfg, &k1, NULL, 0, in, out, n2);
+  free(out);
+  stop_daemon(&r);
+  free(buf);
+  free(in);
+  free(k1.taps);
+  free(k2.taps);
+  free(bad.taps);
+}
+
 /* `status --json` against `status`, field by field, read back by
  * Python's json module (the streams must have ended: nothing changes
  * between the two). */
@@ -2126,6 +2268,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_bad, kill_left),
       cmocka_unit_test_teardown(test_file_video, kill_left),
       cmocka_unit_test_teardown(test_file_video_live, kill_left),
+      cmocka_unit_test_teardown(test_file_video_refused, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

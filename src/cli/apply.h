@@ -140,6 +140,13 @@ typedef struct apply_vhooks {
    * (its timestamp: the first frame's need not be 0) */
   cf_status (*process_frame)(void *user, cf_engine *e, const cf_frame *in,
                              cf_frame *out, double t);
+  /* the caller's engine (or NULL: one is made from o->vcfg and k), made
+   * for width x height frames of format, which the input must still have
+   * (apply_vprobe's answer); used as it is (its history included), not
+   * freed */
+  cf_engine *engine;
+  unsigned width, height;
+  cf_pixel_format format;
 } apply_vhooks;
 
 typedef struct apply_vresult {

@@ -101,6 +101,7 @@ typedef struct vrun {
   struct SwsContext *to_proc, *to_enc;
   AVFrame *pin, *pout, *penc;
   cf_engine *e;
+  bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
   unsigned corrupt;
   bool told;
@@ -546,7 +547,8 @@ static void close_run(vrun *r)
     sws.sws_freeContext(r->to_proc);
   if (r->to_enc)
     sws.sws_freeContext(r->to_enc);
-  cf_engine_free(r->e);
+  if (r->own_e)
+    cf_engine_free(r->e);
   free(r->map);
 }
 
@@ -586,12 +588,26 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   cfg.width = (unsigned)r.width;
   cfg.height = (unsigned)r.height;
   cfg.format = cf;
-  if (o->v.components && components &&
-      (rc = components(o->v.components, cf, &cfg.components)))
-    goto done;
-  if (cf_engine_new_video(&cfg, k, &r.e) != CF_OK) {
-    rc = apply_error("cannot create the engine: %s", cf_last_error());
-    goto done;
+  if (h && h->engine) { /* made for the input as it was probed */
+    if (cfg.width != h->width || cfg.height != h->height ||
+        cf != h->format) {
+      rc = apply_error("%s is now %ux%u %s; the engine was made for %ux%u "
+                       "%s (the input changed since it was probed)",
+                       o->in_path, cfg.width, cfg.height,
+                       cf_pixel_format_name(cf), h->width, h->height,
+                       cf_pixel_format_name(h->format));
+      goto done;
+    }
+    r.e = h->engine;
+  } else {
+    if (o->v.components && components &&
+        (rc = components(o->v.components, cf, &cfg.components)))
+      goto done;
+    if (cf_engine_new_video(&cfg, k, &r.e) != CF_OK) {
+      rc = apply_error("cannot create the engine: %s", cf_last_error());
+      goto done;
+    }
+    r.own_e = true;
   }
   if ((rc = open_output(&r, tmp)))
     goto done;

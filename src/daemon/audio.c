@@ -355,6 +355,44 @@ static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
 
 /* ---- files ---- */
 
+/* The engine's configuration for a video file stream. */
+static void video_config(const cfd_stream_conf *sc, cf_video_config *cfg)
+{
+  cf_video_config_init(cfg);
+  cfg->width = sc->width;
+  cfg->height = sc->height;
+  cfg->format = sc->pixfmt;
+  cfg->border = sc->border;
+  cfg->algorithm = sc->algo2d;
+  cfg->components = sc->components;
+  cfg->cval = sc->cval;
+  cfg->scale = sc->scale;
+  cfg->bias = sc->bias;
+  cfg->absolute = sc->absolute;
+  cfg->backend = sc->backend;
+  cfg->device_id = sc->device_id;
+  cfg->threads = sc->threads;
+}
+
+/* Whether sc's input still has the picture the config's probe found
+ * (a `restart` after the file was replaced). */
+static bool video_unchanged(const cfd_stream_conf *sc, GError **err)
+{
+  unsigned w, h;
+  cf_pixel_format f;
+  double seconds;
+  if (!cfd_file_vprobe(sc->input, &w, &h, &f, &seconds, err))
+    return false;
+  if (w == sc->width && h == sc->height && f == sc->pixfmt)
+    return true;
+  g_set_error(err, CFD_ERROR, 0,
+              "%s is now %ux%u %s, not the %ux%u %s the config was read "
+              "for; `reload` takes the new picture",
+              sc->input, w, h, cf_pixel_format_name(f), sc->width,
+              sc->height, cf_pixel_format_name(sc->pixfmt));
+  return false;
+}
+
 #ifdef CFD_HAVE_LIBAV
 
 bool cfd_file_available(const char **why)
@@ -553,19 +591,14 @@ static gpointer video_thread(gpointer user)
   apply_opts o;
   file_opts(a, &o);
   o.video = true;
-  cf_video_config_init(&o.vcfg);
-  o.vcfg.border = sc->border;
-  o.vcfg.algorithm = sc->algo2d;
-  o.vcfg.components = sc->components;
-  o.vcfg.cval = sc->cval;
-  o.vcfg.scale = sc->scale;
-  o.vcfg.bias = sc->bias;
-  o.vcfg.absolute = sc->absolute;
-  o.vcfg.backend = sc->backend;
-  o.vcfg.device_id = sc->device_id;
-  o.vcfg.threads = sc->threads;
-  apply_vhooks h = {
-      .user = a, .stop = file_stop, .process_frame = video_process};
+  video_config(sc, &o.vcfg);
+  apply_vhooks h = {.user = a,
+                    .stop = file_stop,
+                    .process_frame = video_process,
+                    .engine = a->e,
+                    .width = sc->width,
+                    .height = sc->height,
+                    .format = sc->pixfmt};
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
   apply_capture(NULL, 0);
@@ -659,10 +692,19 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   cfd_audio *a = g_new0(cfd_audio, 1);
   a->file = file;
   a->sc = conf_copy(sc);
-  if (sc->video) { /* the engine is made in the thread, for the frames */
+  if (sc->video) {
+    /* the engine for the input as the config's probe found it (the
+     * thread checks the file still is): kernel changes are checked and
+     * planned against it here, not at the frame that takes them */
     bool ok = false;
-    if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
+    cf_video_config cfg;
+    video_config(sc, &cfg);
+    if (!video_unchanged(sc, err))
+      ;
+    else if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+    else if (cf_engine_new_video(&cfg, a->k2d, &a->e) != CF_OK)
+      g_set_error(err, CFD_ERROR, 0, "engine: %s", cf_last_error());
 #ifdef CFD_HAVE_LIBAV
     else
       ok = file_start(a, err);
@@ -926,6 +968,13 @@ static bool video_handover(cfd_audio *a, cf_kernel2d *k, GError **err)
                 "the file stream has ended (%s); `restart` (or a reload "
                 "with a new kernel) runs it again",
                 file_state_names[atomic_load(&a->state)]);
+    cf_kernel2d_free(k);
+    return false;
+  }
+  /* refused here (a kernel the configured algorithm cannot run), not at
+   * the frame; the frame then finds its FFT plan made */
+  if (cf_engine_prepare_kernel2d(a->e, k) != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     cf_kernel2d_free(k);
     return false;
   }

@@ -649,10 +649,13 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   }
   if (ok && sc->type == CFD_FILE) {
     /* an input that changed under the same name is a new stream */
-    char *s2 = g_strdup_printf("%s(input: %u Hz, %u channels, %ux%u, "
+    char *s2 = g_strdup_printf("%s(input: %u Hz, %u channels, %ux%u %s, "
                                "%.6f s)\n",
                                sc->shape, sc->rate, sc->channels, sc->width,
-                               sc->height, sc->seconds);
+                               sc->height,
+                               sc->video ? cf_pixel_format_name(sc->pixfmt)
+                                         : "-",
+                               sc->seconds);
     g_free(sc->shape);
     sc->shape = s2;
   }
