@@ -706,8 +706,10 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     else if (cf_engine_new_video(&cfg, a->k2d, &a->e) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "engine: %s", cf_last_error());
 #ifdef CFD_HAVE_LIBAV
-    else
+    else {
+      atomic_store(&a->backend, (int)cf_engine_backend(a->e));
       ok = file_start(a, err);
+    }
 #endif
     if (ok)
       return a;
