@@ -806,6 +806,10 @@ static void test_pipelines_reload(void **state)
       {"set a f.nosuch 1", "no property 'nosuch'"},
       {"set a f.size many", "not a valid"},
       {"set a f.size 100000", "not a valid"},
+      /* values the element itself refuses (it keeps its own) */
+      {"set a f.components xyz", "refused components = xyz and keeps"},
+      {"set a f.components r,u", "keeps all"},
+      {"set a f.preset laplacian", "refused preset = laplacian"},
       {"set a nosuch.size 3", "no element named 'nosuch'"},
       {"set zz size 3", "no stream named 'zz'"},
       {"set a size", "usage"},

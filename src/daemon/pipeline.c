@@ -275,6 +275,39 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   g_free(backend);
 }
 
+/* Set ps on el to v, and say so where the element kept its value instead
+ * (our elements refuse a bad value with a warning and keep the old one:
+ * the client must hear it). A value read back changed but not as asked
+ * (an element that rounds or normalises) counts as taken. */
+static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
+                        const char *value, GError **err)
+{
+  GValue before = G_VALUE_INIT, now = G_VALUE_INIT;
+  bool readable = (ps->flags & G_PARAM_READABLE) != 0;
+  if (readable) {
+    g_value_init(&before, G_PARAM_SPEC_VALUE_TYPE(ps));
+    g_object_get_property(G_OBJECT(el), ps->name, &before);
+  }
+  g_object_set_property(G_OBJECT(el), ps->name, v);
+  if (!readable)
+    return true;
+  g_value_init(&now, G_PARAM_SPEC_VALUE_TYPE(ps));
+  g_object_get_property(G_OBJECT(el), ps->name, &now);
+  bool kept = gst_value_compare(&now, v) != GST_VALUE_EQUAL &&
+              gst_value_compare(&now, &before) == GST_VALUE_EQUAL;
+  if (kept) {
+    char *was = gst_value_serialize(&now);
+    g_set_error(err, CFD_ERROR, 0,
+                "%s refused %s = %s and keeps %s (the daemon's log has the "
+                "element's message)",
+                GST_OBJECT_NAME(el), ps->name, value, was ? was : "its value");
+    g_free(was);
+  }
+  g_value_unset(&before);
+  g_value_unset(&now);
+  return !kept;
+}
+
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       GError **err)
 {
@@ -318,10 +351,8 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
       g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s",
                   GST_OBJECT_NAME(el), key, value,
                   g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)));
-    else {
-      g_object_set_property(G_OBJECT(el), key, &v);
-      ok = true;
-    }
+    else
+      ok = set_checked(el, ps, &v, value, err);
     g_value_unset(&v);
   }
   gst_object_unref(el);
