@@ -1,6 +1,8 @@
 /* Shared by cudafir and cudaconvolve: see common.h. */
 #include "common.h"
 
+#include <string.h>
+
 GType cf_gst_backend_get_type(void)
 {
   static GType type = 0;
@@ -110,4 +112,21 @@ gboolean cf_gst_memory_is_pinned(GstMemory *m)
   return pinned_quark &&
          GPOINTER_TO_INT(gst_mini_object_get_qdata(GST_MINI_OBJECT(m),
                                                    pinned_quark)) == 2;
+}
+
+void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
+                       gchar *text, const gchar *detail, const gchar *func,
+                       gint line)
+{
+  gchar *key = g_strconcat(text, "\n", detail, NULL);
+  if (*posted && !strcmp(*posted, key)) {
+    GST_DEBUG_OBJECT(el, "again, not posted: %s", key);
+    g_free(key);
+    g_free(text);
+    return;
+  }
+  g_free(*posted);
+  *posted = key;
+  gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code, text,
+                           g_strdup(detail), __FILE__, func, line);
 }

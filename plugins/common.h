@@ -23,6 +23,18 @@ GstAllocator *cf_gst_host_allocator_get(void);
 /* Whether memory `m` came from our allocator and is pinned. */
 gboolean cf_gst_memory_is_pinned(GstMemory *m);
 
+/* Post a stream-ending error (text and detail; text is taken) unless the
+ * same one is the last *posted (then say so in the debug log only); the
+ * element keeps *posted (g_free it, and clear it once it works again).
+ * GstBaseTransform retries refused caps at every buffer: one error is
+ * enough. */
+void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
+                       gchar *text, const gchar *detail, const gchar *func,
+                       gint line);
+#define CF_GST_POST_FATAL(el, posted, domain, code, text, detail)              \
+  cf_gst_post_fatal(GST_ELEMENT(el), posted, domain, code, text, detail,       \
+                    GST_FUNCTION, __LINE__)
+
 /* The element registrations, one per element file. */
 gboolean cf_gst_register_cudafir(GstPlugin *plugin);
 gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin);

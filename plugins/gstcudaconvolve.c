@@ -212,6 +212,10 @@ typedef struct {
                           keeps the kernel it has until they are done */
   guint config_serial; /* bumped by every change needing a new engine */
   gchar *backend_in_use;
+  gchar *posted;        /* the last "cannot filter" error posted, until caps
+                           that work: the base class retries the same caps at
+                           every buffer, and one error is enough (streaming
+                           thread) */
   cf_backend running;   /* the engine's backend as last seen (backend=auto
                            may leave CUDA mid-stream) */
   guint latency_frames; /* the engine's latency D */
@@ -966,13 +970,15 @@ static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
 /* Report what ensure_engine noted; FALSE when the stream cannot go on. */
 static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
 {
-  if (!note->msg)
+  if (!note->msg) {
+    g_clear_pointer(&self->posted, g_free);
     return TRUE;
+  }
   gboolean fatal = note->fatal || !self->engine;
   if (fatal)
-    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                      ("cudaconvolve cannot filter this stream"),
-                      ("%s", note->msg));
+    CF_GST_POST_FATAL(
+        self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS,
+        g_strdup("cudaconvolve cannot filter this stream"), note->msg);
   else
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                         ("cudaconvolve refused a setting"), ("%s", note->msg));
@@ -1100,13 +1106,14 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   if (caps_cuda(incaps) &&
       GST_VIDEO_INFO_FORMAT(in_info) == GST_VIDEO_FORMAT_I420 &&
       GST_VIDEO_INFO_HEIGHT(in_info) % 2) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                      ("cudaconvolve cannot filter I420 in CUDA memory with "
-                       "an odd height (%d)",
-                       GST_VIDEO_INFO_HEIGHT(in_info)),
-                      ("GStreamer 1.22's GstCudaMemory puts the last U row "
-                       "and the first V row of an odd height at the same "
-                       "address; use NV12 or system memory"));
+    CF_GST_POST_FATAL(
+        self, &self->posted, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+        g_strdup_printf("cudaconvolve cannot filter I420 in CUDA "
+                        "memory with an odd height (%d)",
+                        GST_VIDEO_INFO_HEIGHT(in_info)),
+        "GStreamer 1.22's GstCudaMemory puts the last U row and the "
+        "first V row of an odd height at the same address; use NV12 "
+        "or system memory");
     return FALSE;
   }
   /* the old engine's frames go out in the old format, before the new caps
@@ -1578,6 +1585,7 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   reset_qos(self);
   GST_OBJECT_LOCK(self);
   free_engine(self); /* and the frames in flight */
+  g_clear_pointer(&self->posted, g_free);
   self->latency_frames = 0;
   self->fps_n = 0;
   self->fps_d = 1;
@@ -1840,6 +1848,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   cf_kernel2d_free(self->kernel);
   g_free(self->kernel_error);
   g_free(self->backend_in_use);
+  g_free(self->posted);
   g_mutex_clear(&self->engine_lock);
 #ifdef CF_HAVE_GSTCUDA
   gst_clear_object(&self->cuda_ctx);

@@ -157,6 +157,9 @@ typedef struct {
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
   cf_engine *engine;
+  gchar *posted;        /* the last engine error posted, until an engine is
+                           made: the base class retries the same caps at
+                           every buffer, and one error is enough */
   cf_backend running;   /* the engine's backend as last seen (object lock;
                            backend=auto may leave CUDA mid-stream) */
   GstAudioFormat format;
@@ -550,8 +553,9 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   params_clear(&p);
   if (!k) {
     g_mutex_unlock(&self->kernel_lock);
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("cudafir: bad kernel"),
-                      ("%s", fir_error));
+    CF_GST_POST_FATAL(self, &self->posted, GST_RESOURCE_ERROR,
+                      GST_RESOURCE_ERROR_SETTINGS,
+                      g_strdup("cudafir: bad kernel"), fir_error);
     return FALSE;
   }
   cf_engine *e = NULL;
@@ -559,10 +563,11 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cf_kernel_free(k);
   if (s != CF_OK) {
     g_mutex_unlock(&self->kernel_lock);
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
-                      ("cudafir: cannot filter %u channels at %u Hz",
-                       channels, rate),
-                      ("%s", cf_last_error()));
+    CF_GST_POST_FATAL(
+        self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
+        g_strdup_printf("cudafir: cannot filter %u channels at %u Hz", channels,
+                        rate),
+        cf_last_error());
     return FALSE;
   }
   size_t latency = cf_engine_latency(e);
@@ -572,6 +577,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   drop_swaps(self);
   cf_engine *old = self->engine;
   self->engine = e;
+  g_clear_pointer(&self->posted, g_free);
   self->running = cf_engine_backend(e);
   self->rate = rate;
   self->cin = channels;
@@ -817,6 +823,7 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
   free_engine(self);
+  g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
   g_clear_pointer(&self->fout, g_free);
   self->scratch_frames = 0;
@@ -912,8 +919,11 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       why = channels_refused(self, (guint)ch);
     GST_OBJECT_UNLOCK(self);
     if (why) {
-      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("cudafir: %s", why),
-                        ("caps %" GST_PTR_FORMAT, caps));
+      gchar *detail = g_strdup_printf("caps %" GST_PTR_FORMAT, caps);
+      CF_GST_POST_FATAL(self, &self->posted, GST_STREAM_ERROR,
+                        GST_STREAM_ERROR_FORMAT,
+                        g_strdup_printf("cudafir: %s", why), detail);
+      g_free(detail);
       g_free(why);
       gst_event_unref(ev);
       return FALSE;
@@ -1385,6 +1395,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_free(self->kernel_file);
   g_free(self->fin);
   g_free(self->fout);
+  g_free(self->posted);
   G_OBJECT_CLASS(gst_cuda_fir_parent_class)->finalize(obj);
 }
 
