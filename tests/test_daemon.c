@@ -1346,6 +1346,23 @@ static void test_file_streams(void **state)
       a = ctl(&r, "restart nosuch");
       CHECK(!answer_ok(a) && strstr(a, "nosuch"), "restart nosuch: %s", a);
       free(a);
+      /* the input replaced at another rate: restart refuses it (the
+       * engine and the output were set up for the old one), a reload
+       * takes it */
+      unsigned rate2 = rate == 48000 ? 44100 : 48000;
+      size_t frames3 = ref_rng_range(&rng, 1, 5000);
+      ref_rng_fill(&rng, x, frames3 * ch);
+      write_wav(in, W_F32, rate2, ch, x, frames3);
+      a = ctl(&r, "restart render");
+      CHECK(!answer_ok(a) && strstr(a, "reload"),
+            "restart on an input at %u Hz: %s", rate2, a);
+      free(a);
+      kill(r.pid, SIGHUP);
+      wait_restarted(&r, "render", 3, "the input at a new rate did not run");
+      wait_state(&r, "render", "finished");
+      y = reference(&k2, x, frames3, g);
+      check_wav(out, y, frames3, k2.cout, rate2);
+      free(y);
     }
     stop_daemon(&r);
     /* no temporary file left */

@@ -374,22 +374,35 @@ static void video_config(const cfd_stream_conf *sc, cf_video_config *cfg)
   cfg->threads = sc->threads;
 }
 
-/* Whether sc's input still has the picture the config's probe found
- * (a `restart` after the file was replaced). */
-static bool video_unchanged(const cfd_stream_conf *sc, GError **err)
+/* Whether a file stream's input still has what the config's probe found
+ * (a `restart` after the file was replaced): the picture, or the rate and
+ * channels. */
+static bool input_unchanged(const cfd_stream_conf *sc, GError **err)
 {
-  unsigned w, h;
-  cf_pixel_format f;
   double seconds;
-  if (!cfd_file_vprobe(sc->input, &w, &h, &f, &seconds, err))
+  if (sc->video) {
+    unsigned w, h;
+    cf_pixel_format f;
+    if (!cfd_file_vprobe(sc->input, &w, &h, &f, &seconds, err))
+      return false;
+    if (w == sc->width && h == sc->height && f == sc->pixfmt)
+      return true;
+    g_set_error(err, CFD_ERROR, 0,
+                "%s is now %ux%u %s, not the %ux%u %s the config was read "
+                "for; `reload` takes the new picture",
+                sc->input, w, h, cf_pixel_format_name(f), sc->width,
+                sc->height, cf_pixel_format_name(sc->pixfmt));
     return false;
-  if (w == sc->width && h == sc->height && f == sc->pixfmt)
+  }
+  unsigned rate, channels;
+  if (!cfd_file_probe(sc->input, sc->stream, &rate, &channels, &seconds, err))
+    return false;
+  if (rate == sc->rate && channels == sc->channels)
     return true;
   g_set_error(err, CFD_ERROR, 0,
-              "%s is now %ux%u %s, not the %ux%u %s the config was read "
-              "for; `reload` takes the new picture",
-              sc->input, w, h, cf_pixel_format_name(f), sc->width,
-              sc->height, cf_pixel_format_name(sc->pixfmt));
+              "%s is now %u Hz, %u channel(s), not the %u Hz, %u channel(s) "
+              "the config was read for; `reload` takes the new format",
+              sc->input, rate, channels, sc->rate, sc->channels);
   return false;
 }
 
@@ -699,7 +712,7 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     bool ok = false;
     cf_video_config cfg;
     video_config(sc, &cfg);
-    if (!video_unchanged(sc, err))
+    if (!input_unchanged(sc, err))
       ;
     else if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
@@ -716,6 +729,8 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     cfd_audio_stop(a);
     return NULL;
   }
+  if (file && !input_unchanged(sc, err))
+    goto fail;
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
   cfg.channels = sc->channels;
