@@ -924,6 +924,53 @@ static void test_pipelines_reload(void **state)
   free(w);
 }
 
+/* set on a playing pipeline: properties the element takes only in lower
+ * states (cudafir's block-size, routing, threads) are refused, naming the
+ * state, rather than stored for a later start; the others are taken, and
+ * the stream goes on. */
+static void test_pipeline_set_states(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pstates.conf"));
+  write_text(conf, "[stream a]\ntype = pipeline\npipeline = audiotestsrc "
+                   "is-live=true samplesperbuffer=64 ! audio/x-raw,"
+                   "format=F32LE,channels=2,rate=48000 ! cudafir name=fir "
+                   "kernel=\"<0.5,0.25>\" backend=cpu ! fakesink\n");
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "a", "PLAYING");
+  wait_for(&r, "a", "buffers", 5);
+  static const char *const refused[] = {
+      "set a block-size 64", "set a fir.routing matrix", "set a threads 1",
+      "set a pipeline-depth 3"};
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char *a = ctl(&r, "%s", refused[i]);
+    CHECK(!answer_ok(a) && strstr(a, "only up to the READY state") &&
+              strstr(a, "PLAYING"),
+          "'%s' answered: %s", refused[i], a);
+    free(a);
+  }
+  static const char *const taken[] = {"set a gain -3", "set a crossfade 0",
+                                      "set a fir.kernel <0.25,0.5,0.25>"};
+  for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
+    char *a = ctl(&r, "%s", taken[i]);
+    CHECK(answer_ok(a), "'%s' answered: %s", taken[i], a);
+    free(a);
+  }
+  double b0 = status_num(&r, "a", "buffers");
+  CHECK(wait_for(&r, "a", "buffers", b0 + 5) >= b0 + 5,
+        "the stream stopped after the changes");
+  stop_daemon(&r);
+}
+
 /* A file-to-file pipeline: cudafir's output equals the reference, and
  * the stream reports finished at the end of the file. */
 static void test_pipeline_file(void **state)
@@ -2282,6 +2329,7 @@ int main(void)
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),

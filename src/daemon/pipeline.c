@@ -275,13 +275,31 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   g_free(backend);
 }
 
-/* Set ps on el to v, and say so where the element kept its value instead
+/* Set ps on el to v, where its state allows that now, and say so where
+ * the element kept its value instead
  * (our elements refuse a bad value with a warning and keep the old one:
  * the client must hear it). A value read back changed but not as asked
  * (an element that rounds or normalises) counts as taken. */
 static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
                         const char *value, GError **err)
 {
+  /* a property the element takes only in lower states would be stored
+   * and used at its next start: not now, which is what set promises */
+  GstState state = GST_STATE_NULL, limit = GST_STATE_PLAYING;
+  gst_element_get_state(el, &state, NULL, 0);
+  if (ps->flags & GST_PARAM_MUTABLE_READY)
+    limit = GST_STATE_READY;
+  else if (ps->flags & GST_PARAM_MUTABLE_PAUSED)
+    limit = GST_STATE_PAUSED;
+  if (state > limit) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s.%s changes only up to the %s state and the element is "
+                "%s: change it in the config (a reload restarts the stream)",
+                GST_OBJECT_NAME(el), ps->name,
+                gst_element_state_get_name(limit),
+                gst_element_state_get_name(state));
+    return false;
+  }
   GValue before = G_VALUE_INIT, now = G_VALUE_INIT;
   bool readable = (ps->flags & G_PARAM_READABLE) != 0;
   if (readable) {
