@@ -1773,6 +1773,87 @@ static void test_file_video(void **state)
   }
 }
 
+/* A GRAY8 clip for the live video tests: random size, bias 20, frames in
+ * one buffer (in[t] points into it). */
+typedef struct vclip {
+  cf_video_config cfg;
+  size_t n;
+  unsigned char *buf, **in;
+  char inp[600], outp[600]; /* the stream's files (vclip_start) */
+} vclip;
+
+/* n random frames of c's size (again: the old ones freed). */
+static void vclip_fill(vclip *c, size_t n)
+{
+  free(c->buf);
+  free(c->in);
+  size_t fb = y4m_frame_bytes(0, c->cfg.width, c->cfg.height);
+  c->n = n;
+  c->buf = xalloc(n * fb);
+  c->in = xalloc(n * sizeof *c->in);
+  for (size_t i = 0; i < n * fb; i++)
+    c->buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n; t++)
+    c->in[t] = c->buf + t * fb;
+}
+
+static void vclip_random(vclip *c, size_t n)
+{
+  memset(c, 0, sizeof *c);
+  cf_video_config_init(&c->cfg);
+  c->cfg.format = CF_PIX_GRAY8;
+  c->cfg.width = (unsigned)ref_rng_range(&rng, 4, 40);
+  c->cfg.height = (unsigned)ref_rng_range(&rng, 4, 30);
+  c->cfg.bias = 20;
+  vclip_fill(c, n);
+}
+
+static void vclip_free(vclip *c)
+{
+  free(c->buf);
+  free(c->in);
+}
+
+/* The clip as the input of a realtime file stream `name` (50 frames/s,
+ * bias 20, the CPU, kernel k written to NAME-k.txt, more config lines in
+ * extra), the daemon started on it and a quarter of the frames done. */
+static void vclip_start(vclip *c, running *r, const char *name, const vkern *k,
+                        const char *extra)
+{
+  char f[64], kp[600], conf[600], kline[700];
+  snprintf(f, sizeof f, "%s-in.y4m", name);
+  snprintf(c->inp, sizeof c->inp, "%s", fixture(f));
+  snprintf(f, sizeof f, "%s-out.y4m", name);
+  snprintf(c->outp, sizeof c->outp, "%s", fixture(f));
+  snprintf(f, sizeof f, "%s-k.txt", name);
+  snprintf(kp, sizeof kp, "%s", fixture(f));
+  snprintf(f, sizeof f, "%s.conf", name);
+  snprintf(conf, sizeof conf, "%s", fixture(f));
+  y4m_write(c->inp, 0, c->cfg.width, c->cfg.height, 50, c->in, c->n);
+  unlink(c->outp);
+  snprintf(kline, sizeof kline, "%s", vkern_conf(k, kp));
+  write_text(conf,
+             "[stream %s]\ntype = file\ninput = %s\noutput = %s\n%s"
+             "bias = 20\nbackend = cpu\nrealtime = true\n%s",
+             name, c->inp, c->outp, kline, extra);
+  int rc = start_daemon(r, conf);
+  if (rc)
+    print_log(r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_for(r, name, "frames", (double)c->n / 4);
+}
+
+/* The daemon's output (c->n frames at path) against the reference. */
+static void vclip_check(const vclip *c, const char *path, const vkern *k1,
+                        const vkern *k2, size_t at)
+{
+  unsigned char *out;
+  size_t got = y4m_read(path, 0, c->cfg.width, c->cfg.height, &out);
+  CHECK(got == c->n, "%zu frames written, want %zu", got, c->n);
+  check_video(&c->cfg, k1, k2, at, c->in, out, c->n);
+  free(out);
+}
+
 /* A video file paced at its frame rate: a kernel change while it runs
  * (swap-kernel, or set preset/size) takes effect at the frame the daemon
  * reports, the temporal history kept; set's refusals leave the kernel as
@@ -1782,13 +1863,9 @@ static void test_file_video_live(void **state)
   (void)state;
   if (skip_without_libav())
     skip();
-  cf_video_config cfg;
-  cf_video_config_init(&cfg);
-  cfg.format = CF_PIX_GRAY8;
-  cfg.width = (unsigned)ref_rng_range(&rng, 4, 40);
-  cfg.height = (unsigned)ref_rng_range(&rng, 4, 30);
-  cfg.bias = 20;
-  size_t n = ref_rng_range(&rng, 40, 60);
+  vclip c;
+  vclip_random(&c, ref_rng_range(&rng, 40, 60));
+  size_t n = c.n;
   vkern k1, k2;
   for (;;) { /* temporal: the engine keeps frames across the change */
     vkern_random(&k1);
@@ -1815,38 +1892,15 @@ static void test_file_video_live(void **state)
   }
   set_case("live video: %ux%u, %zu frames at 50/s, kernel %ux%ux%u then "
            "%ux%ux%u by %s",
-           cfg.width, cfg.height, n, k1.t, k1.kh, k1.kw, k2.t, k2.kh, k2.kw,
+           c.cfg.width, c.cfg.height, n, k1.t, k1.kh, k1.kw, k2.t, k2.kh, k2.kw,
            by_set ? "set preset box" : "swap-kernel");
   printf("%s\n", g_case);
-  size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
-  unsigned char *buf = xalloc(n * fb);
-  unsigned char **in = xalloc(n * sizeof *in);
-  for (size_t i = 0; i < n * fb; i++)
-    buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < n; t++)
-    in[t] = buf + t * fb;
-  char inp[600], outp[600], k1p[600], k2p[600], conf[600];
-  snprintf(inp, sizeof inp, "%s", fixture("lvin.y4m"));
-  snprintf(outp, sizeof outp, "%s", fixture("lvout.y4m"));
-  snprintf(k1p, sizeof k1p, "%s", fixture("lvk1.txt"));
-  snprintf(k2p, sizeof k2p, "%s", fixture("lvk2.txt"));
-  snprintf(conf, sizeof conf, "%s", fixture("lvideo.conf"));
-  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n);
-  unlink(outp);
-  char kline[700];
-  snprintf(kline, sizeof kline, "%s", vkern_conf(&k1, k1p));
+  char k2p[600];
+  snprintf(k2p, sizeof k2p, "%s", fixture("live-k2.txt"));
   if (!by_set)
     vkern_conf(&k2, k2p);
-  write_text(conf,
-             "[stream live]\ntype = file\ninput = %s\noutput = %s\n%s"
-             "bias = 20\nbackend = cpu\nrealtime = true\n",
-             inp, outp, kline);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
-  wait_for(&r, "live", "frames", (double)n / 4);
+  vclip_start(&c, &r, "live", &k1, "");
   char *a;
   /* refusals change nothing: a crossfade, a size beside a file kernel, an
    * unknown preset, a key that needs a restart */
@@ -1874,14 +1928,9 @@ static void test_file_video_live(void **state)
   double S = status_num(&r, "live", "last-swap-frame");
   CHECK(swaps == 1, "%.0f swaps", swaps);
   CHECK(S > 0 && S < (double)n, "changed at frame %.0f of %zu", S, n);
-  unsigned char *out;
-  size_t got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
-  CHECK(got == n, "%zu frames written, want %zu", got, n);
-  check_video(&cfg, &k1, &k2, (size_t)S, in, out, n);
-  free(out);
+  vclip_check(&c, c.outp, &k1, &k2, (size_t)S);
   stop_daemon(&r);
-  free(buf);
-  free(in);
+  vclip_free(&c);
   free(k1.taps);
   free(k2.taps);
 }
@@ -1922,53 +1971,25 @@ static void test_file_video_refused(void **state)
   (void)state;
   if (skip_without_libav())
     skip();
-  cf_video_config cfg;
-  cf_video_config_init(&cfg);
-  cfg.format = CF_PIX_GRAY8;
-  cfg.width = (unsigned)ref_rng_range(&rng, 4, 40);
-  cfg.height = (unsigned)ref_rng_range(&rng, 4, 30);
-  cfg.bias = 20;
-  size_t n = ref_rng_range(&rng, 40, 60);
+  vclip c;
+  vclip_random(&c, ref_rng_range(&rng, 40, 60));
+  size_t n = c.n;
   vkern k1, k2, bad;
   vkern_rank1(&k1, 0);
   vkern_rank1(&k2, 0);
   vkern_rank1(&bad, 1);
   set_case("refused video: %ux%u, %zu frames at 50/s, separable %ux%u then "
            "%ux%u, refused %ux%u",
-           cfg.width, cfg.height, n, k1.kh, k1.kw, k2.kh, k2.kw, bad.kh,
+           c.cfg.width, c.cfg.height, n, k1.kh, k1.kw, k2.kh, k2.kw, bad.kh,
            bad.kw);
   printf("%s\n", g_case);
-  size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
-  unsigned char *buf = xalloc(n * fb);
-  unsigned char **in = xalloc(n * sizeof *in);
-  for (size_t i = 0; i < n * fb; i++)
-    buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < n; t++)
-    in[t] = buf + t * fb;
-  char inp[600], outp[600], k1p[600], k2p[600], bp[600], conf[600];
-  snprintf(inp, sizeof inp, "%s", fixture("rvin.y4m"));
-  snprintf(outp, sizeof outp, "%s", fixture("rvout.y4m"));
-  snprintf(k1p, sizeof k1p, "%s", fixture("rvk1.txt"));
-  snprintf(k2p, sizeof k2p, "%s", fixture("rvk2.txt"));
-  snprintf(bp, sizeof bp, "%s", fixture("rvbad.txt"));
-  snprintf(conf, sizeof conf, "%s", fixture("rvideo.conf"));
-  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n);
-  unlink(outp);
-  char kline[700];
-  snprintf(kline, sizeof kline, "%s", vkern_conf(&k1, k1p));
+  char k2p[600], bp[600];
+  snprintf(k2p, sizeof k2p, "%s", fixture("sep-k2.txt"));
+  snprintf(bp, sizeof bp, "%s", fixture("sep-bad.txt"));
   vkern_conf(&k2, k2p);
   vkern_conf(&bad, bp);
-  write_text(conf,
-             "[stream sep]\ntype = file\ninput = %s\noutput = %s\n%s"
-             "bias = 20\nalgorithm = separable\nbackend = cpu\n"
-             "realtime = true\n",
-             inp, outp, kline);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
-  wait_for(&r, "sep", "frames", (double)n / 4);
+  vclip_start(&c, &r, "sep", &k1, "algorithm = separable\n");
   const char *asks[] = {"swap-kernel sep %s", "set sep kernel2d %s",
                         "set sep preset sharpen"};
   for (size_t i = 0; i < 3; i++) {
@@ -1980,7 +2001,7 @@ static void test_file_video_refused(void **state)
   }
   char *st = ctl(&r, "status sep");
   const char *f = field(st, "sep", "kernel");
-  CHECK(f && strstr(f, "rvk1.txt"), "kernel %s after the refusals: %s",
+  CHECK(f && strstr(f, "sep-k.txt"), "kernel %s after the refusals: %s",
         f ? f : "missing", st);
   free(st);
   char *a = ctl(&r, "swap-kernel sep %s", k2p);
@@ -1991,23 +2012,12 @@ static void test_file_video_refused(void **state)
   CHECK(status_num(&r, "sep", "swaps") == 1, "not one swap");
   double S = status_num(&r, "sep", "last-swap-frame");
   CHECK(S > 0 && S < (double)n, "changed at frame %.0f of %zu", S, n);
-  unsigned char *out;
-  size_t got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
-  CHECK(got == n, "%zu frames written, want %zu", got, n);
-  check_video(&cfg, &k1, &k2, (size_t)S, in, out, n);
-  free(out);
+  vclip_check(&c, c.outp, &k1, &k2, (size_t)S);
 
   /* the input replaced by another picture size */
-  cfg.width += (unsigned)ref_rng_range(&rng, 1, 5);
-  size_t n2 = ref_rng_range(&rng, 2, 8);
-  fb = y4m_frame_bytes(0, cfg.width, cfg.height);
-  buf = realloc(buf, n2 * fb);
-  CHECK(buf != NULL, "realloc");
-  for (size_t i = 0; i < n2 * fb; i++)
-    buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < n2; t++)
-    in[t] = buf + t * fb;
-  y4m_write(inp, 0, cfg.width, cfg.height, 50, in, n2);
+  c.cfg.width += (unsigned)ref_rng_range(&rng, 1, 5);
+  vclip_fill(&c, ref_rng_range(&rng, 2, 8));
+  y4m_write(c.inp, 0, c.cfg.width, c.cfg.height, 50, c.in, c.n);
   a = ctl(&r, "restart sep");
   CHECK(!answer_ok(a) && strstr(a, "reload"), "restart on a new picture: %s",
         a);
@@ -2016,13 +2026,9 @@ static void test_file_video_refused(void **state)
   CHECK(answer_ok(a) && strstr(a, "restarted"), "reload: %s", a);
   free(a);
   wait_state(&r, "sep", "finished");
-  got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
-  CHECK(got == n2, "%zu frames written after the reload, want %zu", got, n2);
-  check_video(&cfg, &k1, NULL, 0, in, out, n2);
-  free(out);
+  vclip_check(&c, c.outp, &k1, NULL, 0);
   stop_daemon(&r);
-  free(buf);
-  free(in);
+  vclip_free(&c);
   free(k1.taps);
   free(k2.taps);
   free(bad.taps);
