@@ -712,9 +712,9 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     bool ok = false;
     cf_video_config cfg;
     video_config(sc, &cfg);
-    if (!input_unchanged(sc, err))
-      ;
-    else if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
+    if (!input_unchanged(sc, err)) {
+      /* err says how it changed */
+    } else if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     else if (cf_engine_new_video(&cfg, a->k2d, &a->e) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "engine: %s", cf_last_error());
