@@ -275,11 +275,11 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   g_free(backend);
 }
 
-/* Set ps on el to v, where its state allows that now, and say so where
- * the element kept its value instead
- * (our elements refuse a bad value with a warning and keep the old one:
- * the client must hear it). A value read back changed but not as asked
- * (an element that rounds or normalises) counts as taken. */
+/* Set ps on el to v where the element's state lets it take it now, and
+ * say so where the element kept its old value instead (our elements
+ * refuse a bad value with a warning: the client must hear it). A value
+ * read back changed but not as asked (an element that rounds or
+ * normalises) counts as taken. */
 static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
                         const char *value, GError **err)
 {
