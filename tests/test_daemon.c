@@ -1398,6 +1398,8 @@ static void test_file_streams(void **state)
        * takes it */
       unsigned rate2 = rate == 48000 ? 44100 : 48000;
       size_t frames3 = ref_rng_range(&rng, 1, 5000);
+      free(x);
+      x = xalloc(sizeof(float) * frames3 * ch);
       ref_rng_fill(&rng, x, frames3 * ch);
       write_wav(in, W_F32, rate2, ch, x, frames3);
       a = ctl(&r, "restart render");
