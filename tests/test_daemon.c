@@ -1589,7 +1589,11 @@ static const char *vkern_conf(const vkern *k, const char *path)
 {
   static char line[700];
   if (k->preset) {
-    if (k->size)
+    /* size 0 names the preset's own size (box: 3), as absent does */
+    int own = !k->size || (!strcmp(k->preset, "box") && k->size == 3);
+    if (own && ref_rng_range(&rng, 0, 1))
+      snprintf(line, sizeof line, "preset = %s\nsize = 0\n", k->preset);
+    else if (k->size)
       snprintf(line, sizeof line, "preset = %s\nsize = %u\n", k->preset,
                k->size);
     else

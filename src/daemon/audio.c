@@ -1093,10 +1093,10 @@ static bool video_set(cfd_audio *a, const char *key, const char *value,
     sigma = 0;
   } else if (!strcmp(key, "size")) {
     unsigned long v = strtoul(value, &end, 10);
-    if (!*value || *end || v < 1 || v > 1023) {
+    if (!*value || *end || value[0] == '-' || v > 1023) {
       g_set_error(err, CFD_ERROR, 0,
                   "size: '%s' is not a whole number in "
-                  "1..1023",
+                  "0..1023 (0: the preset's own)",
                   value);
       ok = false;
     }
