@@ -624,8 +624,8 @@ static void note_fallback(GstCudaFir *self)
 }
 
 /* Push what the engine still holds: the `latency` frames behind the
- * input, and with drain the ring-out too. Then restart. */
-static GstFlowReturn push_residue(GstCudaFir *self)
+ * input, and with `ring_out` the kernel's ring-out too. Then restart. */
+static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   if (!self->engine || self->frames_in == 0) {
@@ -635,7 +635,7 @@ static GstFlowReturn push_residue(GstCudaFir *self)
   size_t tail = cf_engine_tail(self->engine);
   /* never more than what the held input accounts for, unless draining */
   size_t held = self->latency - MIN(self->latency, self->skip);
-  size_t want = self->drain ? tail - MIN(tail, self->skip) : held;
+  size_t want = ring_out ? tail - MIN(tail, self->skip) : held;
   if (tail == 0 || want == 0 || !ensure_scratch(self, tail)) {
     restart(self);
     return ret;
@@ -690,6 +690,13 @@ static GstFlowReturn push_residue(GstCudaFir *self)
   GST_DEBUG_OBJECT(self, "pushing %zu residual frames", want);
   restart(self);
   return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
+}
+
+/* The end of a stream (EOS, a discontinuity, new caps): the ring-out goes
+ * out too when `drain` asks for it. */
+static GstFlowReturn push_residue(GstCudaFir *self)
+{
+  return push_held(self, self->drain);
 }
 
 /* Apply a kernel change made while streaming (checked when it was set). */
@@ -888,9 +895,11 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
   if (*ret != GST_FLOW_OK || n == k)
     return TRUE;
   /* a longer gap: the held frames (silence by now) go out, then the rest
-   * of the gap from where they end */
+   * of the gap from where they end. Not the ring-out, even with drain: it
+   * is silence the gap covers, and the stream after it starts inside that
+   * time. */
   GstClockTime rest = ts + kdur, end = ts + dur;
-  *ret = push_residue(self);
+  *ret = push_held(self, FALSE);
   if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
     rest = self->out_end;
   if (*ret == GST_FLOW_OK && rest < end)

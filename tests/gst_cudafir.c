@@ -1080,40 +1080,43 @@ static void test_kernel_burst(void **state)
 static void test_gap(void **state)
 {
   (void)state;
-  for (int cs = 0; cs < 6; cs++) {
+  for (int cs = 0; cs < 8; cs++) {
     unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
     guint block = cs % 2 ? 256 : 1024;
     size_t len = ref_rng_range(&rng, 129, 1500);
     size_t n1 = ref_rng_range(&rng, 500, 5000),
            n2 = ref_rng_range(&rng, 1, 5000);
-    int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4; /* as asked */
-    size_t g = long_gap ? ref_rng_range(&rng, 2 * (block + len), 30000)
-                        : ref_rng_range(&rng, 1, block + len);
-    size_t n = n1 + g + n2, total = n + len - 1;
-    set_case("%s of %zu frames after %zu, %zu more, block %u, %zu taps, %u "
-             "ch",
-             flagged    ? "GAP buffer"
-             : long_gap ? "long gap"
-                        : "gap",
-             g, n1, n2, block, len, ch);
+    /* as asked: 0-1 up to a block and the kernel, 2-3 far longer, 4-5 a
+     * GAP buffer, 6-7 just past the engine's tail (shorter than the tail
+     * with the ring-out after it) */
+    int long_gap = cs >= 2 && cs < 4, flagged = cs >= 4 && cs < 6;
     float *h1 = random_kernel(len);
-    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
-    memset(x + n1 * ch, 0, g * ch * sizeof *x);
     GstHarness *hn = new_fir();
     set_taps(hn->element, h1, len);
     g_object_set(hn->element, "block-size", block, NULL);
     set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
-    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
-                      TRUE) == GST_FLOW_OK,
-          "push before the gap");
     /* the engine's tail: a gap up to this long comes out as data */
     guint64 lat_ns = 0;
     g_object_get(hn->element, "latency", &lat_ns, NULL);
     size_t tail =
         (size_t)gst_util_uint64_scale_round(lat_ns, rate, GST_SECOND) + len - 1;
+    size_t g = cs >= 6    ? ref_rng_range(&rng, tail + 1, tail + len - 1)
+               : long_gap ? ref_rng_range(&rng, 2 * (block + len), 30000)
+                          : ref_rng_range(&rng, 1, block + len);
     if (!flagged)
       long_gap = g > tail;
-    add_case(", tail %zu: %s", tail, long_gap ? "long" : "short");
+    size_t n = n1 + g + n2, total = n + len - 1;
+    set_case("%s of %zu frames after %zu, %zu more, block %u, %zu taps, %u "
+             "ch, tail %zu: %s",
+             flagged    ? "GAP buffer"
+             : long_gap ? "long gap"
+                        : "gap",
+             g, n1, n2, block, len, ch, tail, long_gap ? "long" : "short");
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    memset(x + n1 * ch, 0, g * ch * sizeof *x);
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
+                      TRUE) == GST_FLOW_OK,
+          "push before the gap");
     GstClockTime t1 = gst_util_uint64_scale_int_round(n1, GST_SECOND,
                                                       (gint)rate),
                  t2 = gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
