@@ -958,11 +958,28 @@ static void test_pipeline_set_states(void **state)
           "'%s' answered: %s", refused[i], a);
     free(a);
   }
-  static const char *const taken[] = {"set a gain -3", "set a crossfade 0",
-                                      "set a fir.kernel <0.25,0.5,0.25>"};
+  /* an array as the config writes one is taken too; set reads the value
+   * back, so ok means the element holds it */
+  static const char *const taken[] = {
+      "set a gain -3", "set a crossfade 0", "set a fir.kernel <0.25,0.5,0.25>",
+      "set a kernel 0.125,0.75,0.125", "set a kernel 0.5, -0.25"};
   for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
     char *a = ctl(&r, "%s", taken[i]);
     CHECK(answer_ok(a), "'%s' answered: %s", taken[i], a);
+    free(a);
+  }
+  /* a value that does not parse: the answer says what the property is */
+  static const struct {
+    const char *cmd, *want;
+  } bad[] = {{"set a crossfade 0.05", "Time in ns"},
+             {"set a kernel 0.5,x", "FIR taps"},
+             {"set a kernel 0.5, nan", "finite floats"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char *a = ctl(&r, "%s", bad[i].cmd);
+    CHECK(!answer_ok(a) && strstr(a, bad[i].want),
+          "'%s' answered: %s "
+          "(expected an error with '%s')",
+          bad[i].cmd, a, bad[i].want);
     free(a);
   }
   double b0 = status_num(&r, "a", "buffers");

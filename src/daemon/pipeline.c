@@ -364,14 +364,22 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
   else {
     GValue v = G_VALUE_INIT;
     g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(ps));
-    if (!gst_value_deserialize_with_pspec(&v, value, ps) ||
+    /* an array as the config file writes one (kernel = 0.25, 0.5, 0.25)
+     * is GStreamer's <0.25, 0.5, 0.25> */
+    char *text = G_PARAM_SPEC_VALUE_TYPE(ps) == GST_TYPE_ARRAY &&
+                         *(value + strspn(value, " \t")) != '<'
+                     ? g_strdup_printf("<%s>", value)
+                     : g_strdup(value);
+    if (!gst_value_deserialize_with_pspec(&v, text, ps) ||
         g_param_value_validate(ps, &v))
-      g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s",
+      g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s (%s)",
                   GST_OBJECT_NAME(el), key, value,
-                  g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)));
+                  g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)),
+                  g_param_spec_get_blurb(ps));
     else
       ok = set_checked(el, ps, &v, value, err);
     g_value_unset(&v);
+    g_free(text);
   }
   gst_object_unref(el);
   return ok;
