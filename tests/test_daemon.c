@@ -720,6 +720,8 @@ static void test_bad_config(void **state)
        "kernel = 1\n",
        "a second [stream a]"},
       {"[stream a]\ntype = pipeline\n", "pipeline"},
+      {"[stream a]\ntype = audio\nkernel = 1\nrate = 48000\n# x\n rate=44100\n",
+       "bad.conf:6: [stream a] rate: given a second time (first on line 4)"},
       {"[daemon]\nsocket = /tmp/x\nport = 3\n", "port"},
       {"[deamon]\n", "unknown section"},
       {"[daemon]\n", "no [stream"},
@@ -738,6 +740,30 @@ static void test_bad_config(void **state)
     CHECK(strstr(msg, cases[i].words), "the message lacks '%s': %s",
           cases[i].words, msg);
     CHECK(!strstr(msg, "Segmentation") && !strstr(msg, "Sanitizer"), "%s", msg);
+    free(msg);
+  }
+  /* a line that is not a key file's names its number */
+  for (int k = 0; k < 4; k++) {
+    static const char *const good[] = {"# a comment",  "",  "  ", "#",
+                                       "  # indented", "\t"};
+    static const char *const junk[] = {"x", "[", "kernel 1", "[stream b"};
+    size_t before = ref_rng_range(&rng, 0, 12);
+    char body[512];
+    size_t at = (size_t)snprintf(body, sizeof body, "[stream a]\n");
+    for (size_t i = 0; i < before; i++)
+      at += (size_t)snprintf(body + at, sizeof body - at, "%s\n",
+                             good[ref_rng_range(&rng, 0, 5)]);
+    snprintf(body + at, sizeof body - at, "%s\nrate = 48000\n", junk[k]);
+    set_case("a bad line after %zu: %s", before + 1, body);
+    write_text(fixture("bad.conf"), "%s", body);
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("bad.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    char want[64];
+    snprintf(want, sizeof want, "bad.conf:%zu: ", before + 2);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(msg, want),
+          "--check exited %d; the message lacks '%s': %s", st, want, msg);
     free(msg);
   }
   /* and a good one passes */

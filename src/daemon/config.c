@@ -667,6 +667,26 @@ out:
   return sc;
 }
 
+/* The line GKeyFile refused (its message quotes the line but does not
+ * number it): the first whose prefix of the file no longer loads. 0 when
+ * every prefix loads. */
+static size_t first_bad_line(const char *text, gsize len)
+{
+  size_t line = 0;
+  for (gsize end = 0; end < len; end++) {
+    if (text[end] != '\n' && end + 1 < len)
+      continue;
+    line++;
+    GKeyFile *kf = g_key_file_new();
+    gboolean ok =
+        g_key_file_load_from_data(kf, text, end + 1, G_KEY_FILE_NONE, NULL);
+    g_key_file_free(kf);
+    if (!ok)
+      return line;
+  }
+  return 0;
+}
+
 cfd_config *cfd_config_load(const char *path, GError **err)
 {
   GKeyFile *kf = g_key_file_new();
@@ -675,31 +695,56 @@ cfd_config *cfd_config_load(const char *path, GError **err)
   gsize len = 0;
   if (!g_file_get_contents(path, &text, &len, &e) ||
       !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
-    g_set_error(err, CFD_ERROR, 0, "%s: %s", path, e->message);
+    size_t line = text ? first_bad_line(text, len) : 0;
+    if (line)
+      g_set_error(err, CFD_ERROR, 0, "%s:%zu: %s", path, line, e->message);
+    else
+      g_set_error(err, CFD_ERROR, 0, "%s: %s", path, e->message);
     g_error_free(e);
     g_key_file_free(kf);
     g_free(text);
     return NULL;
   }
-  /* GKeyFile merges a section given twice: a copied section would
-   * silently override the first */
+  /* GKeyFile merges a section given twice and keeps the last of a key
+   * given twice: a copied section or line would silently override the
+   * first */
   GHashTable *seen =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *given = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                            NULL); /* key -> its line */
   char **lines = g_strsplit(text, "\n", -1);
   g_free(text);
   bool dup = false;
+  const char *section = "";
   for (guint i = 0; lines[i] && !dup; i++) {
     char *l = g_strstrip(lines[i]);
-    if (*l != '[')
+    if (*l == '[') {
+      section = l;
+      g_hash_table_remove_all(given);
+      if (!g_hash_table_add(seen, g_strdup(l))) {
+        g_set_error(err, CFD_ERROR, 0, "%s:%u: a second %s section", path,
+                    i + 1, l);
+        dup = true;
+      }
       continue;
-    if (!g_hash_table_add(seen, g_strdup(l))) {
-      g_set_error(err, CFD_ERROR, 0, "%s:%u: a second %s section", path, i + 1,
-                  l);
-      dup = true;
     }
+    char *eq = strchr(l, '=');
+    if (*l == '#' || !eq)
+      continue;
+    char *key = g_strstrip(g_strndup(l, (gsize)(eq - l)));
+    guint first = GPOINTER_TO_UINT(g_hash_table_lookup(given, key));
+    if (first) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s:%u: %s %s: given a second time (first on line %u)", path,
+                  i + 1, section, key, first);
+      dup = true;
+      g_free(key);
+    } else
+      g_hash_table_insert(given, key, GUINT_TO_POINTER(i + 1));
   }
   g_strfreev(lines);
   g_hash_table_destroy(seen);
+  g_hash_table_destroy(given);
   if (dup) {
     g_key_file_free(kf);
     return NULL;
