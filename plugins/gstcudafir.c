@@ -15,20 +15,20 @@
  * `latency` frames, so the first buffers come out shorter and the held
  * frames (plus, with drain=true, the filter's ring-out) come out at EOS
  * or before a discontinuity: a DISCONT buffer, or timestamps that jump by
- * more than 40 ms from where the frame count puts them. A discontinuity
- * and a flush restart the filter history; the same caps or segment sent
- * again do not. A GAP event is silence: the held frames and the kernel's
- * tail ring out through it in order (a gap longer than the tail goes on
- * downstream as a GAP after them), and output buffers never carry the
- * GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
- * while PLAYING blends from the old to the new kernel over `crossfade`,
- * without a click: the file is read, the FFT plans the new kernel needs
- * are made (measured: up to a second the first time on a machine), and
- * the swap itself is built on the engine's input history
- * (cf_engine_prepare_swap), in the thread that sets the property
- * (g_object_set returns once that is done). The streaming thread takes it
- * at its next buffer and replays only the buffers since: a swap
- * to a 131072-tap stereo kernel costs it microseconds, not the
+ * more than 40 ms from where the frame count puts them (the ring-out then
+ * stops where the stream resumes: output timestamps never overlap). A
+ * discontinuity and a flush restart the filter history; the same caps or
+ * segment sent again do not. A GAP event is silence: the held frames and the
+ * kernel's tail ring out through it in order (a gap longer than the tail goes
+ * on downstream as a GAP after them), and output buffers never carry the GAP
+ * flag, since a sink skips those. Changing `kernel` or `kernel-file` while
+ * PLAYING blends from the old to the new kernel over `crossfade`, without a
+ * click: the file is read, the FFT plans the new kernel needs are made
+ * (measured: up to a second the first time on a machine), and the swap itself
+ * is built on the engine's input history (cf_engine_prepare_swap), in the
+ * thread that sets the property (g_object_set returns once that is done). The
+ * streaming thread takes it at its next buffer and replays only the buffers
+ * since: a swap to a 131072-tap stereo kernel costs it microseconds, not the
  * milliseconds of replaying the whole kernel's length there.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
@@ -47,9 +47,12 @@
  *
  * Examples:
  * |[
- * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
- * gst-launch-1.0 filesrc location=in.wav ! wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert ! wavenc ! filesink location=out.wav
- * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav !
+ * audioconvert ! autoaudiosink gst-launch-1.0 filesrc location=in.wav !
+ * wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert
+ * ! wavenc ! filesink location=out.wav gst-launch-1.0 audiotestsrc
+ * num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir
+ * kernel="<0.25, 0.5, 0.25>" ! fakesink
  * ]|
  */
 #include <math.h>
@@ -624,8 +627,12 @@ static void note_fallback(GstCudaFir *self)
 }
 
 /* Push what the engine still holds: the `latency` frames behind the
- * input, and with `ring_out` the kernel's ring-out too. Then restart. */
-static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out)
+ * input, and with `ring_out` the kernel's ring-out too, but none of it
+ * past `until` (where the stream resumes after a discontinuity ahead of
+ * where it was; GST_CLOCK_TIME_NONE: no limit): output timestamps never
+ * overlap. Then restart. */
+static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
+                               GstClockTime until)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   if (!self->engine || self->frames_in == 0) {
@@ -652,6 +659,14 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out)
   }
   size_t skip = MIN(self->skip, got);
   want = MIN(want, got - skip);
+  if (GST_CLOCK_TIME_IS_VALID(until) &&
+      GST_CLOCK_TIME_IS_VALID(self->base_ts) && until > self->base_ts) {
+    guint64 at = gst_util_uint64_scale_int_round(until - self->base_ts,
+                                                 (gint)self->rate, GST_SECOND);
+    size_t room = at > self->frames_out ? (size_t)(at - self->frames_out) : 0;
+    if (at >= self->frames_out + held) /* ahead: the held frames all fit */
+      want = MIN(want, room);
+  }
   gsize bpf = (gsize)self->cout * GST_AUDIO_FORMAT_INFO_WIDTH(
                   gst_audio_format_get_info(self->format)) / 8;
   GstAllocator *alloc = cf_gst_host_allocator_get();
@@ -692,11 +707,12 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out)
   return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
 }
 
-/* The end of a stream (EOS, a discontinuity, new caps): the ring-out goes
- * out too when `drain` asks for it. */
-static GstFlowReturn push_residue(GstCudaFir *self)
+/* The end of a stream (EOS, new caps, a discontinuity: the stream goes on
+ * at `until`, or GST_CLOCK_TIME_NONE where that is not known): the
+ * ring-out goes out too when `drain` asks for it. */
+static GstFlowReturn push_residue(GstCudaFir *self, GstClockTime until)
 {
-  return push_held(self, self->drain);
+  return push_held(self, self->drain, until);
 }
 
 /* Apply a kernel change made while streaming (checked when it was set). */
@@ -865,13 +881,14 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
           ? gst_util_uint64_scale_int_round(dur, (gint)self->rate, GST_SECOND)
           : 0;
   if (n == 0 || d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE) {
-    *ret = push_residue(self); /* not where the stream is: a discontinuity */
+    /* not where the stream is: a discontinuity */
+    *ret = push_residue(self, ts);
     return FALSE;
   }
   guint64 k = MIN(n, (guint64)cf_engine_tail(self->engine));
   GstBuffer *zeros = gst_buffer_new_allocate(NULL, k * self->in_bpf, NULL);
   if (!zeros) {
-    *ret = push_residue(self);
+    *ret = push_residue(self, ts);
     return FALSE;
   }
   gst_buffer_memset(zeros, 0, 0, k * self->in_bpf);
@@ -899,7 +916,7 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
    * is silence the gap covers, and the stream after it starts inside that
    * time. */
   GstClockTime rest = ts + kdur, end = ts + dur;
-  *ret = push_held(self, FALSE);
+  *ret = push_held(self, FALSE, GST_CLOCK_TIME_NONE);
   if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
     rest = self->out_end;
   if (*ret == GST_FLOW_OK && rest < end)
@@ -940,7 +957,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     if (self->frames_in && self->engine &&
         !(gst_audio_info_from_caps(&info, caps) &&
           gst_audio_info_is_equal(&info, &self->info)))
-      push_residue(self);
+      push_residue(self, GST_CLOCK_TIME_NONE);
     break;
   }
   case GST_EVENT_FLUSH_STOP:
@@ -954,9 +971,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     }
     break;
   }
-  case GST_EVENT_EOS:
-    push_residue(self);
-    break;
+  case GST_EVENT_EOS: push_residue(self, GST_CLOCK_TIME_NONE); break;
   default:
     break;
   }
@@ -1034,7 +1049,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   if ((GST_BUFFER_IS_DISCONT(in) || jump) && self->frames_in) {
     GST_DEBUG_OBJECT(self, "discontinuity%s: pushing the held frames",
                      jump ? " (timestamp jump)" : "");
-    ret = push_residue(self);
+    ret = push_residue(self, GST_BUFFER_PTS(in));
     if (ret != GST_FLOW_OK) {
       gst_buffer_unref(in);
       return ret;
@@ -1490,10 +1505,13 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_double("gain", "Gain",
           "Gain in dB applied to the kernel", -120.0, 60.0, DEFAULT_GAIN,
           live));
-  g_object_class_install_property(oc, PROP_DRAIN,
-      g_param_spec_boolean("drain", "Drain",
+  g_object_class_install_property(
+      oc, PROP_DRAIN,
+      g_param_spec_boolean(
+          "drain", "Drain",
           "At EOS and before a discontinuity also emit the filter's "
-          "ring-out (kernel length - 1 frames) after the held frames",
+          "ring-out (kernel length - 1 frames) after the held frames; "
+          "before a discontinuity only up to where the stream resumes",
           DEFAULT_DRAIN, live));
   g_object_class_install_property(oc, PROP_TRIM,
       g_param_spec_boolean("trim", "Trim",

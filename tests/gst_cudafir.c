@@ -524,17 +524,24 @@ static void test_latency_impulse(void **state)
 /* ---- DISCONT, flush, drain=false ------------------------------------------ */
 
 /* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 a new
- * segment whose buffers jump ahead in time without DISCONT): A's output is
- * complete (except after a flush, which drops what was held) and B
- * restarts from silence. */
+ * segment whose buffers jump ahead in time without DISCONT, 3 a DISCONT
+ * buffer soon after A's end, within A's ring-out): A's output is complete
+ * (except after a flush, which drops what was held, and in 3, where it
+ * stops where B starts: timestamps never overlap) and B restarts from
+ * silence. */
 static void run_break(int how)
 {
   unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 3);
   size_t len = random_len();
   unsigned block = 1u << ref_rng_range(&rng, 5, 10);
   size_t na = ref_rng_range(&rng, 1, 9000), nb = ref_rng_range(&rng, 1, 9000);
+  /* in 3, B starts `hole` frames after A ends */
+  size_t hole = how == 3 ? ref_rng_range(&rng, 0, len + 50) : 0;
+  size_t a_total = how == 3 ? MIN(na + len - 1, na + hole) : na + len - 1;
   set_case("break %d, %u ch, %zu taps, block %u, A %zu, B %zu frames", how,
            ch, len, block, na, nb);
+  if (how == 3)
+    add_case(", B %zu frames after A", hole);
   float *hk = random_kernel(len);
   float *xa = random_input(GST_AUDIO_FORMAT_F32LE, na * ch);
   float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
@@ -552,7 +559,10 @@ static void run_break(int how)
   }
   collect(h, &a, GST_AUDIO_FORMAT_F32LE);
   size_t a_before = a.frames;
-  GstClockTime tb = 10 * GST_SECOND;
+  GstClockTime tb =
+      how == 3
+          ? gst_util_uint64_scale_int_round(na + hole, GST_SECOND, (gint)rate)
+          : 10 * GST_SECOND;
   if (how == 1) {
     assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
     assert_true(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
@@ -583,8 +593,8 @@ static void run_break(int how)
       collect_split(h, &a, &b, tb, GST_AUDIO_FORMAT_F32LE);
   }
   if (how != 1) /* A's held frames and ring-out came out before B */
-    CHECK(a.frames == na + len - 1, "A: %zu frames out, expected %zu",
-          a.frames, na + len - 1);
+    CHECK(a.frames == a_total, "A: %zu frames out, expected %zu", a.frames,
+          a_total);
   assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   collect(h, &b, GST_AUDIO_FORMAT_F32LE);
   CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
@@ -612,6 +622,13 @@ static void test_discont(void **state)
   (void)state;
   for (int i = 0; i < 4; i++)
     run_break(0);
+}
+
+static void test_discont_soon(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 4; i++)
+    run_break(3);
 }
 
 static void test_flush(void **state)
@@ -1845,6 +1862,7 @@ int main(void)
       cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_latency_impulse),
       cmocka_unit_test(test_discont),
+      cmocka_unit_test(test_discont_soon),
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_renegotiate),
