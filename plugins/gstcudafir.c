@@ -13,23 +13,24 @@
  *
  * The output is timestamped for its content: the element holds back
  * `latency` frames, so the first buffers come out shorter and the held
- * frames (plus, with drain=true, the filter's ring-out) come out at EOS
- * or before a discontinuity: a DISCONT buffer, or timestamps that jump by
- * more than 40 ms from where the frame count puts them (the ring-out then
- * stops where the stream resumes: output timestamps never overlap). A
+ * frames (plus, with drain=true, the filter's ring-out) come out at EOS or
+ * before a discontinuity: a DISCONT buffer, or timestamps that jump by more
+ * than 40 ms from where the frame count puts them (the ring-out then stops
+ * where the stream resumes: output timestamps never overlap). A
  * discontinuity and a flush restart the filter history; the same caps or
  * segment sent again do not. A GAP event is silence: the held frames and the
- * kernel's tail ring out through it in order (a gap longer than the tail goes
- * on downstream as a GAP after them), and output buffers never carry the GAP
- * flag, since a sink skips those. Changing `kernel` or `kernel-file` while
- * PLAYING blends from the old to the new kernel over `crossfade`, without a
- * click: the file is read, the FFT plans the new kernel needs are made
- * (measured: up to a second the first time on a machine), and the swap itself
- * is built on the engine's input history (cf_engine_prepare_swap), in the
- * thread that sets the property (g_object_set returns once that is done). The
- * streaming thread takes it at its next buffer and replays only the buffers
- * since: a swap to a 131072-tap stereo kernel costs it microseconds, not the
- * milliseconds of replaying the whole kernel's length there.
+ * kernel's tail ring out through it in order (a gap longer than the tail
+ * goes on downstream as a GAP after them), and output buffers never carry
+ * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
+ * while PLAYING blends from the old to the new kernel over `crossfade`,
+ * without a click: the file is read, the FFT plans the new kernel needs are
+ * made (measured: up to a second the first time on a machine), and the swap
+ * itself is built on the engine's input history (cf_engine_prepare_swap), in
+ * the thread that sets the property (g_object_set returns once that is
+ * done). The streaming thread takes it at its next buffer and replays only
+ * the buffers since: a swap to a 131072-tap stereo kernel costs it
+ * microseconds, not the milliseconds of replaying the whole kernel's length
+ * there.
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
@@ -47,12 +48,9 @@
  *
  * Examples:
  * |[
- * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav !
- * audioconvert ! autoaudiosink gst-launch-1.0 filesrc location=in.wav !
- * wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert
- * ! wavenc ! filesink location=out.wav gst-launch-1.0 audiotestsrc
- * num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir
- * kernel="<0.25, 0.5, 0.25>" ! fakesink
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
+ * gst-launch-1.0 filesrc location=in.wav ! wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert ! wavenc ! filesink location=out.wav
+ * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
  * ]|
  */
 #include <math.h>
