@@ -55,18 +55,23 @@ void *xalloc(size_t n)
   return p;
 }
 
-int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
-                       size_t nvariants, check_variant_info (*select)(size_t))
+void check_filter_from_env(void)
 {
-  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
-  check_seed = ref_seed();
-  const char *only = getenv("CF_TEST_VARIANT");
   const char *filter = getenv("CF_TEST_FILTER");
   const char *skip = getenv("CF_TEST_SKIP");
   if (filter && *filter)
     cmocka_set_test_filter(filter);
   if (skip && *skip)
     cmocka_set_skip_filter(skip);
+}
+
+int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
+                       size_t nvariants, check_variant_info (*select)(size_t))
+{
+  int planning_set = getenv("CF_FFT_PLANNING") != NULL;
+  check_seed = ref_seed();
+  const char *only = getenv("CF_TEST_VARIANT");
+  check_filter_from_env();
   int failed = 0;
   for (size_t v = 0; v < nvariants; v++) {
     check_variant_info info = select(v);

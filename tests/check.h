@@ -41,6 +41,11 @@ int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
                        size_t nvariants,
                        check_variant_info (*select)(size_t v));
 
+/* Honour CF_TEST_FILTER and CF_TEST_SKIP (cmocka's patterns: * and ?,
+ * e.g. 'test_gap' or 'test_file_video*') for the next group run. Every
+ * suite calls it (check_run_variants does). */
+void check_filter_from_env(void);
+
 /* A suite forced onto backend `name` (cpu, cuda, auto; NULL or "" for
  * none) where that backend is unavailable: prints "skipped: <name>:
  * <reason>" and returns 1 (the suite then exits 77), else 0. */

@@ -3000,11 +3000,7 @@ int main(int argc, char **argv)
     return 77;
   check_variant = "gst-cpu";
   check_seed = ref_seed();
-  const char *filter = getenv("CF_TEST_FILTER"), *skip = getenv("CF_TEST_SKIP");
-  if (filter && *filter)
-    cmocka_set_test_filter(filter);
-  if (skip && *skip)
-    cmocka_set_skip_filter(skip);
+  check_filter_from_env();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_properties, teardown),
       cmocka_unit_test_teardown(test_formats, teardown),

@@ -7,7 +7,7 @@
  *
  * Runs on the backend the element picks (auto: CUDA where a device is
  * usable, else the CPU); CF_GST_BACKEND=cpu|cuda forces one. Environment:
- * CF_TEST_SEED to replay. */
+ * CF_TEST_SEED to replay, CF_TEST_FILTER / CF_TEST_SKIP. */
 #include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
@@ -1881,5 +1881,6 @@ int main(void)
   };
   if (check_backend_skip(getenv("CF_GST_BACKEND")))
     return 77;
+  check_filter_from_env();
   return cmocka_run_group_tests(tests, setup, fixture_cleanup);
 }

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "ref.h"
 #include "wav.h"
 #include "y4m.h"
@@ -2348,8 +2349,6 @@ int main(void)
     cmocka_unit_test(test_help_version),
   };
   /* e.g. CF_TEST_FILTER='test_conv2d*' for a short run under valgrind. */
-  const char *filter = getenv("CF_TEST_FILTER");
-  if (filter)
-    cmocka_set_test_filter(filter);
+  check_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

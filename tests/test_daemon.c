@@ -2396,8 +2396,6 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */
-  const char *filter = getenv("CF_TEST_FILTER");
-  if (filter)
-    cmocka_set_test_filter(filter);
+  check_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }

@@ -501,5 +501,6 @@ int main(void)
       cmocka_unit_test(test_quick_from_wisdom),
       cmocka_unit_test(test_estimate_setting),
   };
+  check_filter_from_env();
   return cmocka_run_group_tests_name("fft", tests, NULL, NULL);
 }

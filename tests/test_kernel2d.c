@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cudafilter/kernel2d.h"
 #include "fixture.h"
 #include "ref.h"
@@ -1128,5 +1129,6 @@ int main(void)
       cmocka_unit_test(test_not_text_nor_npy),
       cmocka_unit_test(test_missing_file),
   };
+  check_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }

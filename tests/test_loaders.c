@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cudafilter/kernel.h"
 #include "fixture.h"
 #include "ref.h"
@@ -1050,5 +1051,6 @@ int main(void)
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),
   };
+  check_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, fixture_cleanup);
 }
