@@ -189,6 +189,31 @@ static int kill_left(void **state)
 }
 
 /* One command; the answer (malloc'd), whose last line is ok/error. */
+/* Send len bytes to the daemon's socket; its whole answer (malloc'd). */
+static char *ctl_bytes(const running *r, const char *line, size_t len)
+{
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  CHECK(fd >= 0, "socket: %s", strerror(errno));
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
+  CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect %s: %s",
+        r->sock, strerror(errno));
+  for (size_t at = 0; at < len;) {
+    ssize_t w = write(fd, line + at, len - at);
+    if (w <= 0) /* the daemon stopped reading: its answer says why */
+      break;
+    at += (size_t)w;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *ans = xalloc(cap);
+  ssize_t k;
+  while ((k = read(fd, ans + n, cap - 1 - n)) > 0)
+    n += (size_t)k;
+  close(fd);
+  ans[n] = 0;
+  return ans;
+}
+
 static char *ctl(const running *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static char *ctl(const running *r, const char *fmt, ...)
@@ -199,21 +224,7 @@ static char *ctl(const running *r, const char *fmt, ...)
   vsnprintf(line, sizeof line - 1, fmt, ap);
   va_end(ap);
   strcat(line, "\n");
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  CHECK(fd >= 0, "socket: %s", strerror(errno));
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
-  CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect %s: %s",
-        r->sock, strerror(errno));
-  CHECK(write(fd, line, strlen(line)) == (ssize_t)strlen(line), "write");
-  size_t cap = 1 << 16, n = 0;
-  char *ans = xalloc(cap);
-  ssize_t k;
-  while ((k = read(fd, ans + n, cap - 1 - n)) > 0)
-    n += (size_t)k;
-  close(fd);
-  ans[n] = 0;
-  return ans;
+  return ctl_bytes(r, line, strlen(line));
 }
 
 static int answer_ok(const char *ans)
@@ -1007,6 +1018,25 @@ static void test_pipeline_set_states(void **state)
           "(expected an error with '%s')",
           bad[i].cmd, a, bad[i].want);
     free(a);
+  }
+  /* a long command (a kernel as taps) is taken; past the limit it is
+   * answered, not cut off */
+  for (int big = 0; big < 2; big++) {
+    size_t taps = big ? ref_rng_range(&rng, 600000, 900000)
+                      : ref_rng_range(&rng, 40000, 60000);
+    size_t cap = 32 + taps * 3, len = 0;
+    char *line = xalloc(cap);
+    len += (size_t)snprintf(line, cap, "set a kernel ");
+    for (size_t i = 0; i < taps; i++)
+      len += (size_t)snprintf(line + len, cap - len, "%s%d", i ? "," : "",
+                              (int)(i % 3));
+    line[len++] = '\n';
+    char *a = ctl_bytes(&r, line, len);
+    CHECK(big ? !answer_ok(a) && strstr(a, "at most 1048576 bytes")
+              : answer_ok(a),
+          "a command of %zu bytes (%zu taps) answered: %.200s", len, taps, a);
+    free(a);
+    free(line);
   }
   double b0 = status_num(&r, "a", "buffers");
   CHECK(wait_for(&r, "a", "buffers", b0 + 5) >= b0 + 5,

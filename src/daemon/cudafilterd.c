@@ -41,6 +41,10 @@
 #include <gst/gst.h>
 #endif
 
+/* The longest control command taken (a `set` with a kernel of a hundred
+ * thousand taps fits). */
+#define CFD_MAX_COMMAND (1u << 20)
+
 typedef struct stream {
   cfd_stream_conf *sc; /* the section it was started from */
   cfd_audio *audio;
@@ -546,9 +550,9 @@ static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
   g_socket_set_blocking(c, TRUE);
   g_socket_set_timeout(c, 2);
   GString *line = g_string_new(NULL);
-  char buf[1024];
+  char buf[4096];
   bool got = false;
-  while (line->len < 65536 && !got) {
+  while (line->len < CFD_MAX_COMMAND && !got) {
     gssize r = g_socket_receive(c, buf, sizeof buf, NULL, &e);
     if (r <= 0)
       break;
@@ -562,7 +566,13 @@ static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
   if (line->len && line->str[strlen(line->str) - 1] == '\r')
     line->str[strlen(line->str) - 1] = 0;
   GString *out = g_string_new(NULL);
-  if (!got && !nl)
+  bool too_long = !nl && line->len >= CFD_MAX_COMMAND;
+  if (too_long)
+    g_string_append_printf(out,
+                           "error: a command is at most %u bytes (a kernel "
+                           "that long: kernel-file)\n",
+                           CFD_MAX_COMMAND);
+  else if (!got && !nl)
     g_string_append(out, "error: a command is one line, ended by a "
                          "newline\n");
   else
@@ -577,6 +587,15 @@ static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
     left -= (gsize)w;
   }
   g_clear_error(&e);
+  if (too_long) {
+    /* closed with the rest unread, the socket would be reset and the
+     * client lose the answer: read what is still coming, for 2 s at most */
+    g_socket_shutdown(c, FALSE, TRUE, NULL);
+    gint64 until = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
+    while (g_get_monotonic_time() < until &&
+           g_socket_receive(c, buf, sizeof buf, NULL, NULL) > 0)
+      ;
+  }
   g_socket_close(c, NULL);
   g_object_unref(c);
   g_string_free(out, TRUE);
