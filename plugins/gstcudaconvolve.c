@@ -1669,12 +1669,18 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   prepare_kernel(self, prep);
 }
 
-/* preset, size, sigma: the preset must accept the combination. */
-static void set_preset(GstCudaConvolve *self, gint preset, guint size,
-                       gdouble sigma, const char *prop)
+/* preset, size, sigma: the preset must accept the combination. The two
+ * that are not being set are read under the lock: two threads setting
+ * size and sigma at once must not write back each other's old value. */
+static void set_preset(GstCudaConvolve *self, guint prop_id,
+                       const GValue *value, const char *prop)
 {
   GST_OBJECT_LOCK(self);
-  gboolean is_preset_prop = !strcmp(prop, "preset");
+  gint preset = prop_id == PROP_PRESET ? g_value_get_enum(value) : self->preset;
+  guint size = prop_id == PROP_SIZE ? g_value_get_uint(value) : self->size;
+  gdouble sigma =
+      prop_id == PROP_SIGMA ? g_value_get_double(value) : self->sigma;
+  gboolean is_preset_prop = prop_id == PROP_PRESET;
   /* check what the preset would be asked for, when it is (or becomes) the
    * kernel's source */
   if (preset != CF_GST_PRESET_NONE &&
@@ -1728,16 +1734,9 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   case PROP_KERNEL_FILE: set_kernel_file(self, g_value_get_string(value));
     return;
   case PROP_PRESET:
-    set_preset(self, g_value_get_enum(value), self->size, self->sigma,
-               "preset");
-    return;
   case PROP_SIZE:
-    set_preset(self, self->preset, g_value_get_uint(value), self->sigma,
-               "size");
-    return;
   case PROP_SIGMA:
-    set_preset(self, self->preset, self->size, g_value_get_double(value),
-               "sigma");
+    set_preset(self, prop_id, value, g_param_spec_get_name(pspec));
     return;
   case PROP_CVAL: set_finite(self, &self->cval, g_value_get_float(value),
                              "cval");

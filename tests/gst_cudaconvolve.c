@@ -1031,6 +1031,66 @@ static void test_timestamps(void **state)
  * property keeping its value; settings that disagree fail negotiation with
  * an element error, or, while streaming, leave the previous kernel with an
  * element warning. Nothing crashes. */
+/* Two threads set size and sigma of a gaussian preset at once (an
+ * application thread and a control thread, say): each must read back its
+ * own last value. set_preset once read the other two of preset, size and
+ * sigma before it took the lock, and wrote them back: a sigma set
+ * meanwhile by the other thread was lost. */
+typedef struct setter_job {
+  GstElement *e;
+  const char *prop;
+  guint64 seed;
+  unsigned rounds, lost;
+  char what[160];
+} setter_job;
+
+static gpointer setter_thread(gpointer data)
+{
+  setter_job *j = data;
+  ref_rng r;
+  ref_rng_init(&r, j->seed);
+  for (unsigned i = 0; i < j->rounds; i++) {
+    if (!strcmp(j->prop, "size")) {
+      guint want = 3 + 2 * (guint)ref_rng_range(&r, 0, 7), got = 0;
+      g_object_set(j->e, "size", want, NULL);
+      g_object_get(j->e, "size", &got, NULL);
+      if (got != want && !j->lost++)
+        snprintf(j->what, sizeof j->what,
+                 "size set to %u read back %u (round %u)", want, got, i);
+    } else {
+      gdouble want = 0.5 + 0.25 * (gdouble)ref_rng_range(&r, 0, 12), got = 0;
+      g_object_set(j->e, "sigma", want, NULL);
+      g_object_get(j->e, "sigma", &got, NULL);
+      if (got != want && !j->lost++)
+        snprintf(j->what, sizeof j->what,
+                 "sigma set to %g read back %g (round %u)", want, got, i);
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_setters(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 41);
+  set_case("concurrent size/sigma setters: ");
+  GstElement *e = gst_element_factory_make("cudaconvolve", "cc");
+  CHECK(e != NULL, "no cudaconvolve");
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "gaussian");
+  setter_job a = {e, "size", ref_rng_u64(&r), 4000, 0, ""},
+             b = {e, "sigma", ref_rng_u64(&r), 4000, 0, ""};
+  GThread *ta = g_thread_new("size", setter_thread, &a),
+          *tb = g_thread_new("sigma", setter_thread, &b);
+  g_thread_join(ta);
+  g_thread_join(tb);
+  gst_object_unref(e);
+  CHECK(!a.lost && !b.lost,
+        "a value set by one thread was lost to the "
+        "other's: %u + %u of %u rounds; first: %s",
+        a.lost, b.lost, a.rounds, a.lost ? a.what : b.what);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -3011,6 +3071,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_renegotiation, teardown),
       cmocka_unit_test_teardown(test_latency, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
+      cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
