@@ -710,7 +710,10 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
  * ring-out goes out too when `drain` asks for it. */
 static GstFlowReturn push_residue(GstCudaFir *self, GstClockTime until)
 {
-  return push_held(self, self->drain, until);
+  GST_OBJECT_LOCK(self); /* set_property writes it from any thread */
+  gboolean drain = self->drain;
+  GST_OBJECT_UNLOCK(self);
+  return push_held(self, drain, until);
 }
 
 /* Apply a kernel change made while streaming (checked when it was set). */
