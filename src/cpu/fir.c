@@ -338,6 +338,16 @@ static void bank_gather(bank *b, unsigned cin, size_t m)
   }
 }
 
+/* t for cf_cpu_fir_prepare_swap's reader, after the history up to it is
+ * written; the history writes that follow stay behind the store (a
+ * seqlock writer's barrier: x86 keeps stores in order anyway, ARM does
+ * not, and the reader would take frames the ring overwrote). */
+static void publish(fir *f)
+{
+  __atomic_store_n(&f->tpub, f->t, __ATOMIC_RELEASE);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
 static void lane_job(void *ctx, unsigned item)
 {
   fir *f = ctx;
@@ -418,7 +428,7 @@ static void step(fir *f, const float *in, float *out, size_t m)
     }
   }
   f->t += m;
-  __atomic_store_n(&f->tpub, f->t, __ATOMIC_RELEASE);
+  publish(f);
   if (nb > 1)
     cf_swaps_retire(&f->banks, f->t >= f->latency ? f->t - f->latency : 0);
 }
@@ -460,7 +470,7 @@ static void fir_reset(void *impl)
   /* the history stays: priming reads no frame before 0 of the new run,
    * and prepare_swap may be reading it */
   f->t = 0;
-  __atomic_store_n(&f->tpub, 0, __ATOMIC_RELEASE);
+  publish(f);
 }
 
 static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
@@ -527,6 +537,17 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
  * what the priming read counts only if the ring did not come round to it
  * meanwhile (checked after, as a seqlock reader does). */
 
+/* Input frames [t, t + m) of the history ring h into x, while the
+ * streaming thread may be writing the ring: a seqlock reader's optimistic
+ * read, which cf_cpu_fir_prepare_swap throws away when the writer came
+ * round (so it is not shown to ThreadSanitizer as a race). */
+__attribute__((no_sanitize_thread)) static void
+read_history(const fir *f, const float *h, uint64_t t, size_t m, float *x)
+{
+  for (size_t i = 0; i < m; i++)
+    x[i] = h[(t + i) & f->hmask];
+}
+
 /* Frames before t0 that a lane of longest kernel lmax needs, as prime()
  * takes them (no further back than the ring holds). */
 static uint64_t prime_from(const fir *f, size_t lmax, uint64_t t0)
@@ -559,8 +580,7 @@ cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
       cf_conv_skip_before(l->conv, t0 - from);
       for (uint64_t t = from; t < t0;) {
         size_t m = t0 - t < STEP ? (size_t)(t0 - t) : STEP;
-        for (size_t i = 0; i < m; i++)
-          l->x[i] = h[(t + i) & f->hmask];
+        read_history(f, h, t, m, l->x);
         cf_conv_process(l->conv, l->x, m, l->y);
         t += m;
       }
@@ -651,7 +671,7 @@ void cf_cpu_fir_preload(void *impl, const float *in, size_t n)
     for (unsigned c = 0; c < f->cin; c++)
       f->hist[(size_t)c * (f->hmask + 1) + (f->t & f->hmask)] =
           in[i * f->cin + c];
-  __atomic_store_n(&f->tpub, f->t, __ATOMIC_RELEASE);
+  publish(f);
 }
 
 cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
