@@ -52,6 +52,16 @@ def main():
             path = path[len(root) + 1:]
         return path if path.startswith(tree) and "/tsan/" not in path else None
 
+    def foreign_call(stack):
+        """An access made by an interceptor (free, memcpy, ...) that a
+        GLib/GStreamer function called: a buffer or message freed by the
+        thread that dropped its last reference, say."""
+        inner = [(fn, loc) for fn, loc in stack
+                 if "tsan_interceptors" not in loc and
+                 "sanitizer_common" not in loc]
+        return (len(inner) < len(stack) and bool(inner) and
+                not ours(inner[0][1]))
+
     mine, foreign, seen = [], collections.Counter(), set()
     for f in sorted(glob.glob(os.path.join(rep_dir, "*"))):
         text = open(f, errors="replace").read()
@@ -62,7 +72,8 @@ def main():
             kind = head.group(1).strip()
             st = stacks(rep)
             if kind == "data race" and st and all(
-                    any(ours(loc) for _, loc in s) for s in st):
+                    any(ours(loc) for _, loc in s) and not foreign_call(s)
+                    for s in st):
                 key = tuple(next(f"{fn} {ours(loc)}" for fn, loc in s
                                  if ours(loc)) for s in st)
                 if key not in seen:
