@@ -946,7 +946,10 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       why = channels_refused(self, (guint)ch);
     GST_OBJECT_UNLOCK(self);
     if (why) {
-      gchar *detail = g_strdup_printf("caps %" GST_PTR_FORMAT, caps);
+      /* GST_PTR_FORMAT is for GStreamer's own printf, not GLib's */
+      gchar *text = gst_caps_to_string(caps);
+      gchar *detail = g_strdup_printf("caps %s", text);
+      g_free(text);
       CF_GST_POST_FATAL(self, &self->posted, GST_STREAM_ERROR,
                         GST_STREAM_ERROR_FORMAT,
                         g_strdup_printf("cudafir: %s", why), detail);

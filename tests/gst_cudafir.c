@@ -309,7 +309,11 @@ static double tolerance(GstAudioFormat f, size_t len)
 
 /* ---- content, timestamps, drain, on random everything ------------------ */
 
-static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
+/* Takes every message of the type off the bus; whether one has needle in
+ * its text or debug string and, where detail is given, detail in its
+ * debug string. */
+static int bus_has_detail(GstBus *bus, GstMessageType type, const char *needle,
+                          const char *detail)
 {
   GstMessage *m;
   int found = 0;
@@ -320,13 +324,20 @@ static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
       gst_message_parse_error(m, &err, &dbg);
     else
       gst_message_parse_warning(m, &err, &dbg);
-    if ((err && strstr(err->message, needle)) || (dbg && strstr(dbg, needle)))
+    if (((err && strstr(err->message, needle)) ||
+         (dbg && strstr(dbg, needle))) &&
+        (!detail || (dbg && strstr(dbg, detail))))
       found = 1;
     g_clear_error(&err);
     g_free(dbg);
     gst_message_unref(m);
   }
   return found;
+}
+
+static int bus_has(GstBus *bus, GstMessageType type, const char *needle)
+{
+  return bus_has_detail(bus, type, needle, NULL);
 }
 
 /* Random streams through the element against the float64 reference.
@@ -1352,8 +1363,9 @@ static void routing_case(const char *routing, const char *path,
   free(x);
 }
 
+/* by_caps: refused at the caps event, whose error names the caps */
 static void routing_refused(const char *routing, const char *path, unsigned ch,
-                            const char *needle)
+                            const char *needle, gboolean by_caps)
 {
   GstHarness *h = new_fir();
   GstBus *bus = gst_bus_new();
@@ -1372,10 +1384,14 @@ static void routing_refused(const char *routing, const char *path, unsigned ch,
         "routing=%s with %s on %u "
         "channels streamed",
         routing, path, ch);
-  CHECK(bus_has(bus, GST_MESSAGE_ERROR, needle),
+  /* the debug string names the caps refused, as text */
+  char detail[40] = "";
+  if (by_caps)
+    snprintf(detail, sizeof detail, "channels=(int)%u", ch);
+  CHECK(bus_has_detail(bus, GST_MESSAGE_ERROR, needle, by_caps ? detail : NULL),
         "routing=%s with %s on %u "
-        "channels: no element error saying '%s'",
-        routing, path, ch, needle);
+        "channels: no element error saying '%s' with '%s' in its details",
+        routing, path, ch, needle, detail);
   /* the base class retries the caps at the next buffer: not posted twice */
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64 / ch, ch, 44100, 0,
                     TRUE) != GST_FLOW_OK,
@@ -1416,10 +1432,10 @@ static void test_routing(void **state)
   write_npy(p2, "(2, 4)", m, 8);
   write_npy(p3, "(3, 4)", m, 12);
   write_npy(pm, "(1, 2, 4)", m, 8);
-  routing_refused("shared", p2, 2, "routing=shared");
-  routing_refused("per-channel", pm, 2, "routing=per-channel");
-  routing_refused("matrix", p3, 2, "not a multiple");
-  routing_refused("auto", p2, 3, "maps 2 input channels to 2");
+  routing_refused("shared", p2, 2, "routing=shared", FALSE);
+  routing_refused("per-channel", pm, 2, "routing=per-channel", FALSE);
+  routing_refused("matrix", p3, 2, "not a multiple", TRUE);
+  routing_refused("auto", p2, 3, "maps 2 input channels to 2", TRUE);
 }
 
 static void test_trim_and_per_channel(void **state)
