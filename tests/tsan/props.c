@@ -1,6 +1,7 @@
 /* A running pipeline with cudafir or cudaconvolve while two threads set
  * its properties at random, a third reads every property and queries the
- * latency, and the main thread seeks, pauses and restarts it: for
+ * latency, and the main thread changes the caps, seeks, pauses and
+ * restarts it: for
  * ThreadSanitizer (tests/tsan/run), which reports unlocked accesses
  * between the streaming thread and the setters. It checks no output;
  * the GStreamer suites do that.
@@ -44,12 +45,12 @@ static gboolean random_value(GParamSpec *p, GValue *v, GRand *r)
     g_value_set_uint64(v, pick(r, 0, 50) * GST_MSECOND);
   else if (t == G_TYPE_DOUBLE) {
     GParamSpecDouble *d = G_PARAM_SPEC_DOUBLE(p);
-    g_value_set_double(v, g_rand_double_range(r, MAX(d->minimum, -10),
-                                              MIN(d->maximum, 10)));
+    g_value_set_double(
+        v, g_rand_double_range(r, MAX(d->minimum, -10), MIN(d->maximum, 10)));
   } else if (t == G_TYPE_FLOAT) {
     GParamSpecFloat *f = G_PARAM_SPEC_FLOAT(p);
-    g_value_set_float(v, (gfloat)g_rand_double_range(
-                             r, MAX(f->minimum, -10), MIN(f->maximum, 10)));
+    g_value_set_float(v, (gfloat)g_rand_double_range(r, MAX(f->minimum, -10),
+                                                     MIN(f->maximum, 10)));
   } else if (G_TYPE_IS_ENUM(t)) {
     GEnumClass *c = g_type_class_ref(t);
     g_value_set_enum(v, c->values[pick(r, 0, c->n_values - 1)].value);
@@ -60,8 +61,8 @@ static gboolean random_value(GParamSpec *p, GValue *v, GRand *r)
   } else if (t == G_TYPE_STRING)
     g_value_set_string(v, nfiles ? files[pick(r, 0, nfiles - 1)] : NULL);
   else if (t == GST_TYPE_ARRAY) {
-    guint side = 2 * pick(r, 0, 3) + 1, n = video ? side * side
-                                                  : pick(r, 1, 200);
+    guint side = 2 * pick(r, 0, 3) + 1,
+          n = video ? side * side : pick(r, 1, 200);
     for (guint i = 0; i < n; i++) {
       GValue f = G_VALUE_INIT;
       g_value_init(&f, G_TYPE_FLOAT);
@@ -136,13 +137,27 @@ int main(int argc, char **argv)
   files = (const char **)argv + 4;
   nfiles = argc - 4;
   const char *line =
-      video ? "videotestsrc pattern=snow ! "
-              "video/x-raw,format=RGBA,width=96,height=64 ! "
+      video ? "videotestsrc pattern=snow ! capsfilter name=caps "
+              "caps=video/x-raw,format=RGBA,width=96,height=64 ! "
               "cudaconvolve name=f backend=cpu ! fakesink sync=false"
             : "audiotestsrc wave=white-noise samplesperbuffer=333 ! "
-              "audio/x-raw,format=F32LE,channels=2,rate=48000 ! "
+              "capsfilter name=caps "
+              "caps=audio/x-raw,format=F32LE,channels=2,rate=48000 ! "
               "cudafir name=f backend=cpu kernel=\"<0.5,0.25>\" ! "
               "fakesink sync=false";
+  /* caps the main thread switches between (not below 32x32: videotestsrc
+   * 1.22 frees a wrong pointer on caps changes to tiny frames) */
+  static const char *const audio_caps[] = {
+      "audio/x-raw,format=F32LE,channels=2,rate=48000",
+      "audio/x-raw,format=S16LE,channels=1,rate=44100",
+      "audio/x-raw,format=S32LE,channels=3,rate=32000",
+      "audio/x-raw,format=F64LE,channels=2,rate=96000"};
+  static const char *const video_caps[] = {
+      "video/x-raw,format=RGBA,width=96,height=64",
+      "video/x-raw,format=GRAY8,width=64,height=48",
+      "video/x-raw,format=I420,width=80,height=60",
+      "video/x-raw,format=NV12,width=64,height=64",
+      "video/x-raw,format=BGR,width=66,height=34"};
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch(line, &err);
   if (!pipe) {
@@ -150,6 +165,7 @@ int main(int argc, char **argv)
     return 1;
   }
   element = gst_bin_get_by_name(GST_BIN(pipe), "f");
+  GstElement *capsfilter = gst_bin_get_by_name(GST_BIN(pipe), "caps");
   if (gst_element_set_state(pipe, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
     fprintf(stderr, "props: the pipeline does not start\n");
@@ -162,17 +178,44 @@ int main(int argc, char **argv)
   GstBus *bus = gst_element_get_bus(pipe);
   gint64 end = g_get_monotonic_time() + seconds * G_TIME_SPAN_SECOND;
   unsigned steps = 0, restarts = 0;
+  GHashTable *errors = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                             NULL); /* message: count */
   while (g_get_monotonic_time() < end) {
     GstMessage *m;
     /* refused kernels and the like end the stream: start it again */
-    while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR |
-                                              GST_MESSAGE_EOS))) {
+    while (
+        (m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR | GST_MESSAGE_EOS))) {
+      if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+        GError *e = NULL;
+        gchar *dbg = NULL;
+        gst_message_parse_error(m, &e, &dbg);
+        /* the detail without the source location GStreamer puts first */
+        const char *d = dbg ? strrchr(dbg, ':') : NULL;
+        gchar *what =
+            g_strdup_printf("%s: %s (%s)", GST_OBJECT_NAME(m->src),
+                            e ? e->message : "?", d ? d + 1 : (dbg ? dbg : ""));
+        g_free(dbg);
+        g_hash_table_replace(
+            errors, what,
+            GUINT_TO_POINTER(
+                GPOINTER_TO_UINT(g_hash_table_lookup(errors, what)) + 1));
+        g_clear_error(&e);
+      }
       gst_message_unref(m);
       restarts++;
       gst_element_set_state(pipe, GST_STATE_NULL);
       gst_element_set_state(pipe, GST_STATE_PLAYING);
     }
     switch (pick(r, 0, 9)) {
+    case 3: {
+      const char *c =
+          video ? video_caps[pick(r, 0, G_N_ELEMENTS(video_caps) - 1)]
+                : audio_caps[pick(r, 0, G_N_ELEMENTS(audio_caps) - 1)];
+      GstCaps *caps = gst_caps_from_string(c);
+      g_object_set(capsfilter, "caps", caps, NULL);
+      gst_caps_unref(caps);
+      break;
+    }
     case 0:
       gst_element_seek_simple(pipe, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, 0);
       break;
@@ -196,9 +239,16 @@ int main(int argc, char **argv)
   gst_element_set_state(pipe, GST_STATE_NULL);
   gst_object_unref(bus);
   gst_object_unref(element);
+  gst_object_unref(capsfilter);
   gst_object_unref(pipe);
   g_rand_free(r);
   printf("props %s: %u steps, %u restarts after an error or EOS\n", argv[1],
          steps, restarts);
+  GHashTableIter it;
+  gpointer key, count;
+  g_hash_table_iter_init(&it, errors);
+  while (g_hash_table_iter_next(&it, &key, &count))
+    printf("  %5u x %s\n", GPOINTER_TO_UINT(count), (const char *)key);
+  g_hash_table_destroy(errors);
   return 0;
 }
