@@ -32,6 +32,12 @@
  * its previous kernel (so that the three properties can be set in any
  * order).
  *
+ * Negotiation offers only the formats the components fit: with
+ * components=luma a YUV or gray format, with components=gb an RGB one, so
+ * that a videoconvert before the element converts to one of them. Caps
+ * sent with a format they do not fit are an element error naming the
+ * components.
+ *
  * Latency. With pipeline-depth 0 (the default) the element adds none:
  * each frame leaves filtered in the call that brought it. With
  * pipeline-depth D in 1..7 the engine keeps D frames in flight (CUDA
@@ -375,6 +381,87 @@ static gchar *components_unfit(const gchar *s)
                                      s, rgb, yuv);
   g_free(rgb);
   return why;
+}
+
+/* Does the components setting fit the format GStreamer names fname? */
+static gboolean components_fit(const gchar *comps, const gchar *fname)
+{
+  cf_pixel_format f;
+  unsigned mask;
+  return fname && cf_pixel_format_from_string(fname, &f) == CF_OK &&
+         cf_components_from_string(comps, f, &mask) == CF_OK;
+}
+
+/* v, a format or a list of them, less those comps does not fit, into out
+ * (a list, or a string where one is left); FALSE where none is left. */
+static gboolean keep_fitting(const gchar *comps, const GValue *v, GValue *out)
+{
+  GValue list = G_VALUE_INIT;
+  g_value_init(&list, GST_TYPE_LIST);
+  guint n = GST_VALUE_HOLDS_LIST(v) ? gst_value_list_get_size(v) : 1;
+  for (guint i = 0; i < n; i++) {
+    const GValue *f =
+        GST_VALUE_HOLDS_LIST(v) ? gst_value_list_get_value(v, i) : v;
+    if (G_VALUE_HOLDS_STRING(f) && components_fit(comps, g_value_get_string(f)))
+      gst_value_list_append_value(&list, f);
+  }
+  guint kept = gst_value_list_get_size(&list);
+  if (kept == 1)
+    g_value_copy(gst_value_list_get_value(&list, 0),
+                 g_value_init(out, G_TYPE_STRING));
+  else if (kept > 1)
+    g_value_copy(&list, g_value_init(out, GST_TYPE_LIST));
+  g_value_unset(&list);
+  return kept > 0;
+}
+
+/* What one side can take given the other's caps: the same caps, with
+ * only the formats the components fit, so that negotiation picks one of
+ * those ("luma" a YUV or gray format, "gb" an RGB one: an upstream
+ * videoconvert converts to it). Where the components fit none of them,
+ * the caps as they are: negotiation goes on and set_info refuses the
+ * format with an error that names the components (empty caps would end
+ * in not-negotiated, and no word of why). */
+static GstCaps *gst_cuda_convolve_transform_caps(GstBaseTransform *trans,
+                                                 GstPadDirection direction,
+                                                 GstCaps *caps, GstCaps *filter)
+{
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  GST_OBJECT_LOCK(self);
+  gchar *comps = g_strdup(self->components);
+  GST_OBJECT_UNLOCK(self);
+  GstCaps *from = gst_caps_is_any(caps)
+                      ? gst_pad_get_pad_template_caps(direction == GST_PAD_SINK
+                                                          ? trans->srcpad
+                                                          : trans->sinkpad)
+                      : gst_caps_ref(caps);
+  GstCaps *ret = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(from); i++) {
+    const GstStructure *st = gst_caps_get_structure(from, i);
+    const GValue *formats = gst_structure_get_value(st, "format");
+    GValue kept = G_VALUE_INIT;
+    if (formats && !keep_fitting(comps, formats, &kept))
+      continue;
+    GstStructure *c = gst_structure_copy(st);
+    if (formats)
+      gst_structure_take_value(c, "format", &kept);
+    GstCapsFeatures *f = gst_caps_get_features(from, i);
+    ret = gst_caps_merge_structure_full(ret, c,
+                                        f ? gst_caps_features_copy(f) : NULL);
+  }
+  g_free(comps);
+  if (gst_caps_is_empty(ret)) {
+    gst_caps_unref(ret);
+    ret = gst_caps_copy(from);
+  }
+  gst_caps_unref(from);
+  if (filter) {
+    GstCaps *t = gst_caps_intersect_full(filter, ret, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(ret);
+    ret = t;
+  }
+  GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, caps, ret);
+  return ret;
 }
 
 /* ---- kernels --------------------------------------------------------- */
@@ -2059,6 +2146,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_context);
 #endif
 
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_transform_caps);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_convolve_sink_event);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_convolve_query);
   trans_class->propose_allocation =

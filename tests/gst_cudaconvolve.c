@@ -1091,6 +1091,112 @@ static void test_concurrent_setters(void **state)
         a.lost, b.lost, a.rounds, a.lost ? a.what : b.what);
 }
 
+/* Does the library take these components on format f? */
+static int comps_fit(const char *comps, cf_pixel_format f)
+{
+  unsigned m;
+  return cf_components_from_string(comps, f, &m) == CF_OK;
+}
+
+/* Negotiation offers only the formats the components fit: the formats of
+ * an unfiltered caps query on the sink pad are exactly the template
+ * formats the library takes the components on; and a videoconvert before
+ * the element converts a source of another family to one of them (before,
+ * it passed BGRA through to components=luma, an element error). Where the
+ * source's format fits, it goes through unconverted. */
+static void test_components_negotiation(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 42);
+  static const char *const words[] = {"luma", "chroma", "y", "u",
+                                      "v",    "yuv",    "r", "gb",
+                                      "rgb",  "red",    "1", "all"};
+  const unsigned nw = sizeof words / sizeof *words;
+  for (unsigned i = 0; i < nw; i++) {
+    set_case("caps query, components=%s: ", words[i]);
+    GstElement *e = gst_element_factory_make("cudaconvolve", NULL);
+    CHECK(e != NULL, "no cudaconvolve");
+    g_object_set(e, "components", words[i], NULL);
+    GstPad *pad = gst_element_get_static_pad(e, "sink");
+    GstCaps *caps = gst_pad_query_caps(pad, NULL);
+    for (unsigned j = 0; j < NFORMATS; j++) {
+      GstCaps *one = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
+                                         formats[j].gst, NULL);
+      int offered = gst_caps_can_intersect(caps, one);
+      gst_caps_unref(one);
+      CHECK(offered == comps_fit(words[i], formats[j].cf),
+            "%s %s, which the library %s", formats[j].gst,
+            offered ? "offered" : "not offered", offered ? "refuses" : "takes");
+    }
+    gst_caps_unref(caps);
+    gst_object_unref(pad);
+    gst_object_unref(e);
+  }
+  for (unsigned c = 0; c < 6; c++) {
+    /* the first: the case that failed, luma from BGRA */
+    const char *comps = c ? words[ref_rng_range(&r, 0, nw - 1)] : "luma";
+    const gfmt *src =
+        c ? &formats[ref_rng_range(&r, 0, NFORMATS - 1)] : &formats[3];
+    unsigned w = 2 * (unsigned)ref_rng_range(&r, 4, 40),
+             h = 2 * (unsigned)ref_rng_range(&r, 4, 30);
+    gchar *line = g_strdup_printf(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=%s,width=%u,"
+        "height=%u ! videoconvert ! cudaconvolve name=c backend=cpu "
+        "components=%s preset=box ! fakesink",
+        src->gst, w, h, comps);
+    set_case("%s: ", line);
+    GError *err = NULL;
+    GstElement *pipe = gst_parse_launch(line, &err);
+    g_free(line);
+    CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+    GstElement *conv = gst_bin_get_by_name(GST_BIN(pipe), "c");
+    GstPad *pad = gst_element_get_static_pad(conv, "sink");
+    CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
+              GST_STATE_CHANGE_FAILURE,
+          "pipeline does not start");
+    GstBus *bus = gst_element_get_bus(pipe);
+    GstMessage *m = gst_bus_timed_pop_filtered(
+        bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    char msg[512] = "timeout";
+    if (m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+      GError *e2 = NULL;
+      gchar *dbg = NULL;
+      gst_message_parse_error(m, &e2, &dbg);
+      snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "",
+               dbg ? dbg : "");
+      g_clear_error(&e2);
+      g_free(dbg);
+    }
+    int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
+    GstCaps *got = gst_pad_get_current_caps(pad);
+    const char *fmt =
+        got ? gst_structure_get_string(gst_caps_get_structure(got, 0), "format")
+            : NULL;
+    cf_pixel_format pf = CF_PIX_RGBA;
+    int fits = fmt && cf_pixel_format_from_string(fmt, &pf) == CF_OK &&
+               comps_fit(comps, pf);
+    char negotiated[32];
+    snprintf(negotiated, sizeof negotiated, "%s", fmt ? fmt : "none");
+    if (got)
+      gst_caps_unref(got);
+    if (m)
+      gst_message_unref(m);
+    gst_object_unref(bus);
+    gst_element_set_state(pipe, GST_STATE_NULL);
+    gst_object_unref(pad);
+    gst_object_unref(conv);
+    gst_object_unref(pipe);
+    CHECK(eos, "no EOS: %s", msg);
+    CHECK(fits, "negotiated %s, which components=%s does not fit", negotiated,
+          comps);
+    if (comps_fit(comps, src->cf))
+      CHECK(!strcmp(negotiated, src->gst),
+            "%s fits components=%s but was converted to %s", src->gst, comps,
+            negotiated);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -3072,6 +3178,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_latency, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
+      cmocka_unit_test_teardown(test_components_negotiation, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
