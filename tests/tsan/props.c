@@ -19,6 +19,16 @@ static int video;
 static const char **files;
 static int nfiles;
 
+static gint flowing; /* buffers that reached the sink */
+
+static GstPadProbeReturn count_buffer(GstPad *pad, GstPadProbeInfo *info,
+                                      gpointer unused)
+{
+  (void)pad, (void)info, (void)unused;
+  g_atomic_int_inc(&flowing);
+  return GST_PAD_PROBE_OK;
+}
+
 static guint pick(GRand *r, guint lo, guint hi)
 {
   return (guint)g_rand_int_range(r, (gint32)lo, (gint32)hi + 1);
@@ -32,6 +42,8 @@ static gboolean random_value(GParamSpec *p, GValue *v, GRand *r)
   g_value_init(v, t);
   if (t == G_TYPE_BOOLEAN)
     g_value_set_boolean(v, g_rand_boolean(r));
+  else if (t == G_TYPE_UINT && g_str_has_prefix(name, "kernel-")) /* w, h */
+    g_value_set_uint(v, pick(r, 0, 3) ? 0 : pick(r, 1, 7));
   else if (t == G_TYPE_UINT && !strcmp(name, "block-size"))
     g_value_set_uint(v, 1u << pick(r, 4, 12));
   else if (t == G_TYPE_UINT) {
@@ -139,12 +151,12 @@ int main(int argc, char **argv)
   const char *line =
       video ? "videotestsrc pattern=snow ! capsfilter name=caps "
               "caps=video/x-raw,format=RGBA,width=96,height=64 ! "
-              "cudaconvolve name=f backend=cpu ! fakesink sync=false"
+              "cudaconvolve name=f backend=cpu ! fakesink name=sink sync=false"
             : "audiotestsrc wave=white-noise samplesperbuffer=333 ! "
               "capsfilter name=caps "
               "caps=audio/x-raw,format=F32LE,channels=2,rate=48000 ! "
               "cudafir name=f backend=cpu kernel=\"<0.5,0.25>\" ! "
-              "fakesink sync=false";
+              "fakesink name=sink sync=false";
   /* caps the main thread switches between (not below 32x32: videotestsrc
    * 1.22 frees a wrong pointer on caps changes to tiny frames) */
   static const char *const audio_caps[] = {
@@ -175,6 +187,17 @@ int main(int argc, char **argv)
                    g_thread_new("set2", setter, GUINT_TO_POINTER(seed + 1)),
                    g_thread_new("get", getter, NULL)};
   GRand *r = g_rand_new_with_seed(seed + 2);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
+  GstPad *sinkpad = gst_element_get_static_pad(sink, "sink");
+  gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, NULL,
+                    NULL);
+  gst_object_unref(sinkpad);
+  gst_object_unref(sink);
+  /* a stream that stops flowing with no error posted is a fault: the
+   * element refuses what it cannot do with an error, it never just stops */
+  gint last_count = 0;
+  gint64 last_flow = g_get_monotonic_time();
+  unsigned stalls = 0;
   GstBus *bus = gst_element_get_bus(pipe);
   gint64 end = g_get_monotonic_time() + seconds * G_TIME_SPAN_SECOND;
   unsigned steps = 0, restarts = 0;
@@ -194,6 +217,7 @@ int main(int argc, char **argv)
         gchar *what =
             g_strdup_printf("%s: %s (%s)", GST_OBJECT_NAME(m->src),
                             e ? e->message : "?", d ? d + 1 : (dbg ? dbg : ""));
+        g_strdelimit(what, "\n", ' ');
         g_free(dbg);
         g_hash_table_replace(
             errors, what,
@@ -231,6 +255,24 @@ int main(int argc, char **argv)
     default: break;
     }
     steps++;
+    gint now_count = g_atomic_int_get(&flowing);
+    gint64 now = g_get_monotonic_time();
+    if (now_count != last_count) {
+      last_count = now_count;
+      last_flow = now;
+    } else if (now - last_flow > 10 * G_TIME_SPAN_SECOND &&
+               !gst_bus_have_pending(bus)) {
+      GstState st, pending;
+      gst_element_get_state(pipe, &st, &pending, 0);
+      printf("props %s: no buffer for 10 s and no error (state %s, pending "
+             "%s)\n",
+             argv[1], gst_element_state_get_name(st),
+             gst_element_state_get_name(pending));
+      stalls++;
+      last_flow = now;
+      gst_element_set_state(pipe, GST_STATE_NULL);
+      gst_element_set_state(pipe, GST_STATE_PLAYING);
+    }
     g_usleep(pick(r, 10000, 100000));
   }
   g_atomic_int_set(&stop, 1);
@@ -250,5 +292,5 @@ int main(int argc, char **argv)
   while (g_hash_table_iter_next(&it, &key, &count))
     printf("  %5u x %s\n", GPOINTER_TO_UINT(count), (const char *)key);
   g_hash_table_destroy(errors);
-  return 0;
+  return stalls ? 1 : 0;
 }
