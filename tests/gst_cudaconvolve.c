@@ -1091,6 +1091,29 @@ static void test_concurrent_setters(void **state)
         a.lost, b.lost, a.rounds, a.lost ? a.what : b.what);
 }
 
+/* Waits up to `seconds` for EOS or an error on pipe's bus: whether EOS
+ * came; if not, msg says what did (the error, or "timeout"). */
+static int wait_eos(GstElement *pipe, unsigned seconds, char *msg, size_t n)
+{
+  GstBus *bus = gst_element_get_bus(pipe);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, seconds * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
+  snprintf(msg, n, "timeout");
+  if (m && !eos) {
+    GError *e = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error(m, &e, &dbg);
+    snprintf(msg, n, "%s | %s", e ? e->message : "", dbg ? dbg : "");
+    g_clear_error(&e);
+    g_free(dbg);
+  }
+  if (m)
+    gst_message_unref(m);
+  gst_object_unref(bus);
+  return eos;
+}
+
 /* Does the library take these components on format f? */
 static int comps_fit(const char *comps, cf_pixel_format f)
 {
@@ -1155,20 +1178,8 @@ static void test_components_negotiation(void **state)
     CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
               GST_STATE_CHANGE_FAILURE,
           "pipeline does not start");
-    GstBus *bus = gst_element_get_bus(pipe);
-    GstMessage *m = gst_bus_timed_pop_filtered(
-        bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    char msg[512] = "timeout";
-    if (m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
-      GError *e2 = NULL;
-      gchar *dbg = NULL;
-      gst_message_parse_error(m, &e2, &dbg);
-      snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "",
-               dbg ? dbg : "");
-      g_clear_error(&e2);
-      g_free(dbg);
-    }
-    int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
+    char msg[512];
+    int eos = wait_eos(pipe, 30, msg, sizeof msg);
     GstCaps *got = gst_pad_get_current_caps(pad);
     const char *fmt =
         got ? gst_structure_get_string(gst_caps_get_structure(got, 0), "format")
@@ -1180,9 +1191,6 @@ static void test_components_negotiation(void **state)
     snprintf(negotiated, sizeof negotiated, "%s", fmt ? fmt : "none");
     if (got)
       gst_caps_unref(got);
-    if (m)
-      gst_message_unref(m);
-    gst_object_unref(bus);
     gst_element_set_state(pipe, GST_STATE_NULL);
     gst_object_unref(pad);
     gst_object_unref(conv);
@@ -1628,13 +1636,9 @@ static void test_allocation(void **state)
   CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
             GST_STATE_CHANGE_FAILURE,
         "pipeline does not start");
-  GstBus *bus = gst_element_get_bus(p);
-  GstMessage *m = gst_bus_timed_pop_filtered(
-      bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  CHECK(m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "pipeline did not end "
-        "with EOS");
-  gst_message_unref(m);
-  gst_object_unref(bus);
+  char msg[1024];
+  CHECK(wait_eos(p, 10, msg, sizeof msg), "pipeline did not end with EOS: %s",
+        msg);
   gst_element_set_state(p, GST_STATE_NULL);
   gst_object_unref(sink);
   gst_object_unref(p);
@@ -1705,23 +1709,8 @@ static void test_pipeline(void **state)
   CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
             GST_STATE_CHANGE_FAILURE,
         "pipeline does not start");
-  GstBus *bus = gst_element_get_bus(pipe);
-  GstMessage *m = gst_bus_timed_pop_filtered(
-      bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  char msg[1024] = "timeout";
-  int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
-  if (m && !eos) {
-    GError *e2 = NULL;
-    gchar *dbg = NULL;
-    gst_message_parse_error(m, &e2, &dbg);
-    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "",
-             dbg ? dbg : "");
-    g_clear_error(&e2);
-    g_free(dbg);
-  }
-  if (m)
-    gst_message_unref(m);
-  gst_object_unref(bus);
+  char msg[1024];
+  int eos = wait_eos(pipe, 60, msg, sizeof msg);
   gst_element_set_state(pipe, GST_STATE_NULL);
   gst_object_unref(pipe);
   CHECK(eos, "pipeline did not reach EOS: %s", msg);
@@ -2339,22 +2328,8 @@ static void test_depth_launch(void **state)
   CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
             GST_STATE_CHANGE_FAILURE,
         "pipeline does not start");
-  GstBus *bus = gst_element_get_bus(pipe);
-  GstMessage *m = gst_bus_timed_pop_filtered(
-      bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  int eos = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
-  char msg[1024] = "timeout";
-  if (m && !eos) {
-    GError *e2 = NULL;
-    gchar *dbg = NULL;
-    gst_message_parse_error(m, &e2, &dbg);
-    snprintf(msg, sizeof msg, "%s | %s", e2 ? e2->message : "", dbg ? dbg : "");
-    g_clear_error(&e2);
-    g_free(dbg);
-  }
-  if (m)
-    gst_message_unref(m);
-  gst_object_unref(bus);
+  char msg[1024];
+  int eos = wait_eos(pipe, 60, msg, sizeof msg);
   GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
   CHECK(cc != NULL, "no element cc");
   gchar *in_use = NULL;
