@@ -30,7 +30,10 @@
  * kernel-height is reported when the kernel is needed: at negotiation as an
  * element error, while streaming as an element warning, the stream keeping
  * its previous kernel (so that the three properties can be set in any
- * order).
+ * order). Likewise a preset is taken whatever size or sigma is set: a
+ * preset that does not use them (the 3x3 ones; sigma for box) leaves them
+ * for the presets that do; setting one while such a preset is the kernel
+ * is refused.
  *
  * Negotiation offers only the formats the components fit: with
  * components=luma a YUV or gray format, with components=gb an RGB one, so
@@ -466,6 +469,31 @@ static GstCaps *gst_cuda_convolve_transform_caps(GstBaseTransform *trans,
 
 /* ---- kernels --------------------------------------------------------- */
 
+/* Does preset (cf_preset + 1) take size / sigma? gaussian, box and
+ * unsharp take a size, gaussian and unsharp a sigma; the others are 3x3. */
+static gboolean preset_takes_size(gint preset)
+{
+  cf_preset p = (cf_preset)(preset - 1);
+  return p == CF_PRESET_GAUSSIAN || p == CF_PRESET_BOX ||
+         p == CF_PRESET_UNSHARP;
+}
+
+static gboolean preset_takes_sigma(gint preset)
+{
+  cf_preset p = (cf_preset)(preset - 1);
+  return p == CF_PRESET_GAUSSIAN || p == CF_PRESET_UNSHARP;
+}
+
+/* The preset's kernel, size and sigma passed only to the presets that take
+ * them: a size left from a gaussian does not stand in the way of sobel-x. */
+static cf_status make_preset(gint preset, guint size, gdouble sigma,
+                             cf_kernel2d **k)
+{
+  return cf_kernel2d_preset((cf_preset)(preset - 1),
+                            preset_takes_size(preset) ? size : 0,
+                            preset_takes_sigma(preset) ? sigma : 0.0, k);
+}
+
 /* The kernel the settings describe, or NULL with *err set. Object lock
  * held. */
 static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
@@ -481,8 +509,7 @@ static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
   }
   case SRC_FILE: s = cf_kernel2d_copy(self->file_kernel, &k); break;
   case SRC_PRESET:
-    s = cf_kernel2d_preset((cf_preset)(self->preset - 1), self->size,
-                           self->sigma, &k);
+    s = make_preset(self->preset, self->size, self->sigma, &k);
     break;
   case SRC_ARRAY: {
     guint n = self->taps->len, w = self->kernel_width, h = self->kernel_height;
@@ -1756,9 +1783,12 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   prepare_kernel(self, prep);
 }
 
-/* preset, size, sigma: the preset must accept the combination. The two
- * that are not being set are read under the lock: two threads setting
- * size and sigma at once must not write back each other's old value. */
+/* preset, size, sigma: the preset must accept the combination. Setting
+ * size or sigma while a preset that does not take it is the kernel is
+ * refused (the library's message names the preset); choosing a preset
+ * never fails on a value only other presets take. The two that are not
+ * being set are read under the lock: two threads setting size and sigma
+ * at once must not write back each other's old value. */
 static void set_preset(GstCudaConvolve *self, guint prop_id,
                        const GValue *value, const char *prop)
 {
@@ -1773,8 +1803,10 @@ static void set_preset(GstCudaConvolve *self, guint prop_id,
   if (preset != CF_GST_PRESET_NONE &&
       (is_preset_prop || self->source == SRC_PRESET)) {
     cf_kernel2d *k = NULL;
-    if (cf_kernel2d_preset((cf_preset)(preset - 1), size, sigma, &k) !=
-        CF_OK) {
+    gboolean with_size = preset_takes_size(preset) || prop_id == PROP_SIZE;
+    gboolean with_sigma = preset_takes_sigma(preset) || prop_id == PROP_SIGMA;
+    if (cf_kernel2d_preset((cf_preset)(preset - 1), with_size ? size : 0,
+                           with_sigma ? sigma : 0.0, &k) != CF_OK) {
       gchar *why = g_strdup(cf_last_error());
       GST_OBJECT_UNLOCK(self);
       REFUSE(self, prop, "%s", why);
@@ -2044,13 +2076,15 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       gobject_class, PROP_SIZE,
       g_param_spec_uint("size", "Preset size",
                         "Preset kernel side N (N x N) for gaussian, box and "
-                        "unsharp; 0: the preset's default",
+                        "unsharp; 0: the preset's default. The other "
+                        "presets are 3x3 and do not use it",
                         0, CF_KERNEL2D_MAX_SIDE, DEFAULT_SIZE, flags));
   g_object_class_install_property(
       gobject_class, PROP_SIGMA,
       g_param_spec_double("sigma", "Preset sigma",
                           "Gaussian sigma in pixels for gaussian and "
-                          "unsharp; 0: 0.3 * ((size - 1) / 2 - 1) + 0.8",
+                          "unsharp (the other presets do not use it); 0: "
+                          "0.3 * ((size - 1) / 2 - 1) + 0.8",
                           0.0, MAX_SIGMA, DEFAULT_SIGMA, flags));
   g_object_class_install_property(
       gobject_class, PROP_BORDER,

@@ -831,6 +831,20 @@ static void test_change_while_playing(void **state)
     kern_preset(&c.k, "gaussian", size, 2.5);
     ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
     push_check(&c, &r, 0, 0, "gaussian preset, sigma 2.5");
+    /* presets that do not take the size or sigma left set: chosen all
+     * the same; the values stay for the presets that take them */
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "sobel-x");
+    kern_preset(&c.k, "sobel-x", 0, 0.0);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "sobel-x after a sized gaussian");
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "box");
+    kern_preset(&c.k, "box", size, 0.0);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "box after sigma 2.5");
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "unsharp");
+    kern_preset(&c.k, "unsharp", size, 2.5);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "unsharp with the size and sigma kept");
 
     /* a file (T = 3: it sees the frames kept so far) */
     kern_make(&c.k, &r, 3, 3, 2, 0);
@@ -1269,13 +1283,24 @@ static void test_bad_values(void **state)
   g_object_set(e, "sigma", 1.5, NULL);
   CHECK_REFUSED(w0, "sigma");
   gst_util_set_object_arg(G_OBJECT(e), "preset", "none");
-  g_object_set(e, "size", 4u, NULL); /* no preset: nothing to refuse yet */
+  g_object_set(e, "size", 4u, NULL); /* no preset: nothing to refuse */
   w0 = g_warnings;
+  /* a 3x3 preset does not use the size: taken, the size kept for others */
   gst_util_set_object_arg(G_OBJECT(e), "preset", "laplacian");
-  CHECK_REFUSED(w0, "preset");
+  CHECK(g_warnings == w0, "preset laplacian refused with size 4 set");
   gint preset;
-  g_object_get(e, "preset", &preset, NULL);
-  CHECK(preset == 0, "preset %d after a refusal", preset);
+  g_object_get(e, "preset", &preset, "size", &size, NULL);
+  CHECK(preset == CF_PRESET_LAPLACIAN + 1 && size == 4,
+        "preset %d size %u after preset=laplacian", preset, size);
+  w0 = g_warnings;
+  g_object_set(e, "size", 5u, NULL); /* but set now, it is refused */
+  CHECK_REFUSED(w0, "size");
+  w0 = g_warnings;
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "box");
+  g_object_set(e, "size", 0u, "sigma", 0.0, NULL);
+  gst_util_set_object_arg(G_OBJECT(e), "preset", "none");
+  CHECK(g_warnings == w0, "%u warnings going back to no preset",
+        g_warnings - w0);
   w0 = g_warnings;
   g_object_set(e, "components", "rgq", NULL);
   CHECK_REFUSED(w0, "components");
