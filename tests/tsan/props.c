@@ -171,8 +171,9 @@ int main(int argc, char **argv)
       "video/x-raw,format=NV12,width=64,height=64",
       "video/x-raw,format=BGR,width=66,height=34"};
   GError *err = NULL;
+  /* a pipeline comes back with err set when an element is missing */
   GstElement *pipe = gst_parse_launch(line, &err);
-  if (!pipe) {
+  if (!pipe || err) {
     fprintf(stderr, "props: %s\n", err ? err->message : "no pipeline");
     return 1;
   }
