@@ -39,7 +39,12 @@
  * components=luma a YUV or gray format, with components=gb an RGB one, so
  * that a videoconvert before the element converts to one of them. Caps
  * sent with a format they do not fit are an element error naming the
- * components.
+ * components. Components set while streaming that the current format
+ * lacks make the element ask upstream for a format they fit, where
+ * upstream can give one (a reconfigure event: videoconvert converts from
+ * its next frame on; the frames already on their way are filtered with
+ * the previous components); where it cannot, a warning names the
+ * components and the previous ones go on.
  *
  * Latency. With pipeline-depth 0 (the default) the element adds none:
  * each frame leaves filtered in the call that brought it. With
@@ -220,6 +225,10 @@ typedef struct {
                           making (prepare_kernel): the streaming thread
                           keeps the kernel it has until they are done */
   guint config_serial; /* bumped by every change needing a new engine */
+  guint await_caps;    /* components the negotiated format does not take,
+                          and upstream asked for a format they fit: frames
+                          still to come in the old format before the new
+                          caps (AWAIT_CAPS_FRAMES at most) */
   gchar *backend_in_use;
   gchar *posted;        /* the last "cannot filter" error posted, until caps
                            that work: the base class retries the same caps at
@@ -418,6 +427,70 @@ static gboolean keep_fitting(const gchar *comps, const GValue *v, GValue *out)
   return kept > 0;
 }
 
+/* from with only the formats comps fit (empty where none is left). */
+static GstCaps *fitting_caps(GstCaps *from, const gchar *comps)
+{
+  GstCaps *ret = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(from); i++) {
+    const GstStructure *st = gst_caps_get_structure(from, i);
+    const GValue *formats = gst_structure_get_value(st, "format");
+    GValue kept = G_VALUE_INIT;
+    if (formats && !keep_fitting(comps, formats, &kept))
+      continue;
+    GstStructure *c = gst_structure_copy(st);
+    if (formats)
+      gst_structure_take_value(c, "format", &kept);
+    GstCapsFeatures *f = gst_caps_get_features(from, i);
+    ret = gst_caps_merge_structure_full(ret, c,
+                                        f ? gst_caps_features_copy(f) : NULL);
+  }
+  return ret;
+}
+
+/* Frames that may still come in the old format after upstream was asked
+ * for another (a queue's worth), before the components are reported as
+ * not fitting after all. */
+#define AWAIT_CAPS_FRAMES 300
+
+/* Components set while streaming that the negotiated format does not take:
+ * where upstream can give a format they fit (a videoconvert before the
+ * element), ask it to renegotiate. TRUE when asked. Where it cannot, the
+ * next frame reports the components as any refused setting. */
+static gboolean renegotiate_for(GstCudaConvolve *self, const gchar *comps)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  GstCaps *cur = gst_pad_get_current_caps(trans->sinkpad);
+  if (!cur)
+    return FALSE; /* not negotiated yet: negotiation picks a fitting one */
+  gboolean asked = FALSE;
+  GstStructure *st = gst_caps_get_structure(cur, 0);
+  if (!components_fit(comps, gst_structure_get_string(st, "format"))) {
+    /* the same stream in any format they fit */
+    GstCaps *same = gst_caps_copy(cur);
+    gst_structure_remove_fields(gst_caps_get_structure(same, 0), "format",
+                                "colorimetry", "chroma-site", NULL);
+    GstCaps *tmpl = gst_pad_get_pad_template_caps(trans->sinkpad);
+    GstCaps *fits = fitting_caps(tmpl, comps);
+    GstCaps *want = gst_caps_intersect(same, fits);
+    GstCaps *can = gst_caps_is_empty(want)
+                       ? NULL
+                       : gst_pad_peer_query_caps(trans->sinkpad, want);
+    asked = can && !gst_caps_is_empty(can);
+    GST_INFO_OBJECT(self,
+                    "components '%s' do not fit %" GST_PTR_FORMAT
+                    "; upstream can give %" GST_PTR_FORMAT,
+                    comps, cur, can);
+    if (can)
+      gst_caps_unref(can);
+    gst_caps_unref(want);
+    gst_caps_unref(fits);
+    gst_caps_unref(tmpl);
+    gst_caps_unref(same);
+  }
+  gst_caps_unref(cur);
+  return asked;
+}
+
 /* What one side can take given the other's caps: the same caps, with
  * only the formats the components fit, so that negotiation picks one of
  * those ("luma" a YUV or gray format, "gb" an RGB one: an upstream
@@ -438,20 +511,7 @@ static GstCaps *gst_cuda_convolve_transform_caps(GstBaseTransform *trans,
                                                           ? trans->srcpad
                                                           : trans->sinkpad)
                       : gst_caps_ref(caps);
-  GstCaps *ret = gst_caps_new_empty();
-  for (guint i = 0; i < gst_caps_get_size(from); i++) {
-    const GstStructure *st = gst_caps_get_structure(from, i);
-    const GValue *formats = gst_structure_get_value(st, "format");
-    GValue kept = G_VALUE_INIT;
-    if (formats && !keep_fitting(comps, formats, &kept))
-      continue;
-    GstStructure *c = gst_structure_copy(st);
-    if (formats)
-      gst_structure_take_value(c, "format", &kept);
-    GstCapsFeatures *f = gst_caps_get_features(from, i);
-    ret = gst_caps_merge_structure_full(ret, c,
-                                        f ? gst_caps_features_copy(f) : NULL);
-  }
+  GstCaps *ret = fitting_caps(from, comps);
   g_free(comps);
   if (gst_caps_is_empty(ret)) {
     gst_caps_unref(ret);
@@ -709,6 +769,18 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->engine_kernel_serial = self->kernel_serial;
   }
 
+  if (need_config && !rebuild && self->engine && self->await_caps &&
+      !components_fit(self->components, gst_video_format_to_string(
+                                            GST_VIDEO_INFO_FORMAT(info)))) {
+    /* a frame sent before upstream took the request for a format the
+     * components fit: the previous engine filters it */
+    self->await_caps--;
+    GST_DEBUG_OBJECT(self,
+                     "frame in the old format while waiting for new "
+                     "caps (%u more at most)",
+                     self->await_caps);
+    need_config = FALSE;
+  }
   if (need_config) {
     cf_video_config cfg;
     gchar *err = NULL;
@@ -1112,8 +1184,8 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
   gboolean discont = self->frame_new_stream;
   for (;;) {
     GST_OBJECT_LOCK(self);
-    gboolean rebuild =
-        self->engine && self->config_serial != self->engine_config_serial;
+    gboolean rebuild = self->engine && !self->await_caps &&
+                       self->config_serial != self->engine_config_serial;
     if (!self->inflight_frames || !(discont || rebuild))
       break; /* with the lock held: no rebuild may slip in */
     GST_OBJECT_UNLOCK(self);
@@ -1242,6 +1314,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
   self->max_duration = GST_CLOCK_TIME_NONE;
+  self->await_caps = 0;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, TRUE, &note);
   GST_OBJECT_UNLOCK(self);
@@ -1876,11 +1949,15 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
       g_free(err);
       return;
     }
+    gboolean asked = renegotiate_for(self, s);
     GST_OBJECT_LOCK(self);
     g_free(self->components);
     self->components = g_strdup(s);
     self->config_serial++;
+    self->await_caps = asked ? AWAIT_CAPS_FRAMES : 0;
     GST_OBJECT_UNLOCK(self);
+    if (asked)
+      gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
     return;
   }
   default: break;

@@ -1219,6 +1219,213 @@ static void test_components_negotiation(void **state)
   }
 }
 
+/* components changed while streaming to ones the negotiated format does
+ * not take: a frame probe on the element's sink pad sets them as frame
+ * `at` arrives; fakesink's handoffs collect the output. */
+typedef struct live_comps {
+  GstElement *conv;
+  const char *target;
+  unsigned at;
+  GPtrArray *in, *in_caps, *out, *out_caps;
+} live_comps;
+
+static GstPadProbeReturn live_comps_in(GstPad *pad, GstPadProbeInfo *info,
+                                       gpointer data)
+{
+  live_comps *l = data;
+  g_ptr_array_add(l->in, gst_buffer_ref(GST_PAD_PROBE_INFO_BUFFER(info)));
+  g_ptr_array_add(l->in_caps, gst_pad_get_current_caps(pad));
+  if (l->in->len == l->at + 1)
+    g_object_set(l->conv, "components", l->target, NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static void live_comps_out(GstElement *sink, GstBuffer *b, GstPad *pad,
+                           gpointer data)
+{
+  live_comps *l = data;
+  (void)sink;
+  g_ptr_array_add(l->out, gst_buffer_ref(b));
+  g_ptr_array_add(l->out_caps, gst_pad_get_current_caps(pad));
+}
+
+/* Run `line` (cudaconvolve "c", fakesink "sink") to EOS; the warnings
+ * posted, joined, into warn. FALSE without EOS (msg says why). */
+static int run_collect(const char *line, live_comps *l, char *warn,
+                       size_t nwarn, char *msg, size_t nmsg)
+{
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch(line, &err);
+  CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  l->conv = gst_bin_get_by_name(GST_BIN(pipe), "c");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
+  GstPad *pad = gst_element_get_static_pad(l->conv, "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, live_comps_in, l, NULL);
+  g_object_set(sink, "signal-handoffs", TRUE, NULL);
+  g_signal_connect(sink, "handoff", G_CALLBACK(live_comps_out), l);
+  CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE,
+        "pipeline does not start");
+  GstBus *bus = gst_element_get_bus(pipe);
+  int eos = 0;
+  snprintf(msg, nmsg, "timeout");
+  warn[0] = 0;
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop(bus, 30 * GST_SECOND);
+    if (!m)
+      break;
+    GstMessageType t = GST_MESSAGE_TYPE(m);
+    if (t == GST_MESSAGE_WARNING || t == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gchar *dbg = NULL;
+      if (t == GST_MESSAGE_WARNING)
+        gst_message_parse_warning(m, &e, &dbg);
+      else
+        gst_message_parse_error(m, &e, &dbg);
+      size_t used = strlen(warn);
+      if (t == GST_MESSAGE_WARNING)
+        snprintf(warn + used, nwarn - used, "%s | %s; ", e->message,
+                 dbg ? dbg : "");
+      else
+        snprintf(msg, nmsg, "%s | %s", e->message, dbg ? dbg : "");
+      g_clear_error(&e);
+      g_free(dbg);
+    }
+    eos = t == GST_MESSAGE_EOS;
+    gst_message_unref(m);
+    if (eos || t == GST_MESSAGE_ERROR)
+      break;
+  }
+  gst_object_unref(bus);
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(pad);
+  gst_object_unref(sink);
+  gst_object_unref(l->conv);
+  gst_object_unref(pipe);
+  return eos;
+}
+
+/* Output frame i of l against the reference: box size x size, border
+ * nearest, components comps. */
+static void live_comps_check(live_comps *l, unsigned i, const char *comps,
+                             unsigned size)
+{
+  GstCaps *ic = g_ptr_array_index(l->in_caps, i),
+          *oc = g_ptr_array_index(l->out_caps, i);
+  CHECK(ic && oc && gst_caps_is_equal(ic, oc), "frame %u: caps changed", i);
+  gcase v;
+  memset(&v, 0, sizeof v);
+  const char *fname =
+      gst_structure_get_string(gst_caps_get_structure(ic, 0), "format");
+  for (unsigned j = 0; j < NFORMATS; j++)
+    if (!strcmp(formats[j].gst, fname))
+      v.fmt = &formats[j];
+  CHECK(v.fmt != NULL, "frame %u: format %s", i, fname);
+  CHECK(gst_video_info_from_caps(&v.info, ic), "frame %u: caps", i);
+  CHECK(ref2d_fmt_get(v.fmt->cf, &v.d), "ref2d lacks %s", fname);
+  cf_video_config_init(&v.cfg);
+  v.cfg.format = v.fmt->cf;
+  v.cfg.width = GST_VIDEO_INFO_WIDTH(&v.info);
+  v.cfg.height = GST_VIDEO_INFO_HEIGHT(&v.info);
+  v.cfg.border = CF_BORDER_NEAREST;
+  CHECK_OK(cf_components_from_string(comps, v.fmt->cf, &v.cfg.components));
+  kern_preset(&v.k, "box", size, 0.0);
+  gcase_new_ref(&v);
+  GstVideoFrame vin, vout;
+  CHECK(gst_video_frame_map(&vin, &v.info, g_ptr_array_index(l->in, i),
+                            GST_MAP_READ),
+        "map in");
+  CHECK(gst_video_frame_map(&vout, &v.info, g_ptr_array_index(l->out, i),
+                            GST_MAP_READ),
+        "map out");
+  cf_frame fin, fout, want;
+  uint8_t *mem[3] = {NULL, NULL, NULL};
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  ref_frame(&v, &fin, &want, mem);
+  char what[96];
+  snprintf(what, sizeof what, "frame %u (%s, components %s)", i, fname, comps);
+  compare(&v, &fin, &fout, &want, what);
+  for (unsigned p = 0; p < 3; p++)
+    free(mem[p]);
+  gst_video_frame_unmap(&vin);
+  gst_video_frame_unmap(&vout);
+  ref2d_video_free(v.ref);
+  kern_free(&v.k);
+}
+
+/* Components set while playing that the negotiated format does not take
+ * (luma on RGB, gb on YUV): with a videoconvert upstream the element asks
+ * it for a format they fit, the next frame comes in one, filtered with
+ * them, and no warning is posted; without one (the source's format fixed)
+ * a warning names the components and the old ones go on. Nothing is lost
+ * either way. */
+static void test_components_live(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 43);
+  static const char *const to_yuv[] = {"luma", "y", "chroma", "u", "yuv"};
+  static const char *const to_rgb[] = {"gb", "r", "rgb", "red"};
+  for (unsigned rep = 0; rep < 6; rep++) {
+    int convert = rep % 3 != 2;
+    const gfmt *src = &formats[ref_rng_range(&r, 0, NFORMATS - 1)];
+    int rgb = src->cf != CF_PIX_GRAY8 && src->cf != CF_PIX_GRAY16_LE &&
+              src->cf != CF_PIX_I420 && src->cf != CF_PIX_NV12;
+    const char *target =
+        rgb ? to_yuv[ref_rng_range(&r, 0, 4)] : to_rgb[ref_rng_range(&r, 0, 3)];
+    unsigned n = (unsigned)ref_rng_range(&r, 6, 12),
+             w = 2 * (unsigned)ref_rng_range(&r, 4, 30),
+             h = 2 * (unsigned)ref_rng_range(&r, 4, 20),
+             depth = (unsigned)ref_rng_range(&r, 0, 2),
+             size = 1 + 2 * (unsigned)ref_rng_range(&r, 1, 2);
+    live_comps l = {
+        NULL,
+        target,
+        (unsigned)ref_rng_range(&r, 1, n - 3),
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_buffer_unref),
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_caps_unref),
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_buffer_unref),
+        g_ptr_array_new_with_free_func((GDestroyNotify)gst_caps_unref)};
+    gchar *line = g_strdup_printf(
+        "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
+        "width=%u,height=%u,framerate=25/1 ! %s cudaconvolve name=c "
+        "backend=%s preset=box size=%u border=nearest pipeline-depth=%u ! "
+        "fakesink name=sink",
+        n, src->gst, w, h, convert ? "videoconvert !" : "", case_backend(),
+        size, depth);
+    set_case("%s; components=%s at frame %u: ", line, target, l.at);
+    char warn[2048], msg[512];
+    int eos = run_collect(line, &l, warn, sizeof warn, msg, sizeof msg);
+    g_free(line);
+    CHECK(eos, "no EOS: %s", msg);
+    CHECK(l.in->len == n && l.out->len == n, "%u frames in, %u out, want %u",
+          l.in->len, l.out->len, n);
+    if (convert)
+      CHECK(!warn[0], "warning posted: %s", warn);
+    else
+      CHECK(strstr(warn, "components") && strstr(warn, target),
+            "no warning naming components '%s': '%s'", target, warn);
+    for (unsigned i = 0; i < n; i++) {
+      const char *fname = gst_structure_get_string(
+          gst_caps_get_structure(g_ptr_array_index(l.in_caps, i), 0), "format");
+      cf_pixel_format pf = CF_PIX_GRAY8;
+      int fits = fname && cf_pixel_format_from_string(fname, &pf) == CF_OK &&
+                 comps_fit(target, pf);
+      if (i > l.at && convert)
+        CHECK(fits, "frame %u in %s, which components=%s does not fit", i,
+              fname, target);
+      else
+        CHECK(!fits, "frame %u in %s, converted too early", i, fname);
+      live_comps_check(&l, i, fits ? target : "all", size);
+    }
+    g_ptr_array_unref(l.in);
+    g_ptr_array_unref(l.in_caps);
+    g_ptr_array_unref(l.out);
+    g_ptr_array_unref(l.out_caps);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -3179,6 +3386,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
+      cmocka_unit_test_teardown(test_components_live, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
