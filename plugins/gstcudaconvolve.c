@@ -229,6 +229,8 @@ typedef struct {
                           and upstream asked for a format they fit: frames
                           still to come in the old format before the new
                           caps (AWAIT_CAPS_FRAMES at most) */
+  GstVideoFormat stream_format; /* of the caps set_info took last */
+  gchar *engine_components;     /* the components the engine was built with */
   gchar *backend_in_use;
   gchar *posted;        /* the last "cannot filter" error posted, until caps
                            that work: the base class retries the same caps at
@@ -452,43 +454,34 @@ static GstCaps *fitting_caps(GstCaps *from, const gchar *comps)
  * not fitting after all. */
 #define AWAIT_CAPS_FRAMES 300
 
-/* Components set while streaming that the negotiated format does not take:
- * where upstream can give a format they fit (a videoconvert before the
- * element), ask it to renegotiate. TRUE when asked. Where it cannot, the
- * next frame reports the components as any refused setting. */
-static gboolean renegotiate_for(GstCudaConvolve *self, const gchar *comps)
+/* Can upstream give the stream of caps `cur` in a format comps fit (a
+ * videoconvert before the element can)? */
+static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
+                                 GstCaps *cur)
 {
   GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
-  GstCaps *cur = gst_pad_get_current_caps(trans->sinkpad);
-  if (!cur)
-    return FALSE; /* not negotiated yet: negotiation picks a fitting one */
-  gboolean asked = FALSE;
-  GstStructure *st = gst_caps_get_structure(cur, 0);
-  if (!components_fit(comps, gst_structure_get_string(st, "format"))) {
-    /* the same stream in any format they fit */
-    GstCaps *same = gst_caps_copy(cur);
-    gst_structure_remove_fields(gst_caps_get_structure(same, 0), "format",
-                                "colorimetry", "chroma-site", NULL);
-    GstCaps *tmpl = gst_pad_get_pad_template_caps(trans->sinkpad);
-    GstCaps *fits = fitting_caps(tmpl, comps);
-    GstCaps *want = gst_caps_intersect(same, fits);
-    GstCaps *can = gst_caps_is_empty(want)
-                       ? NULL
-                       : gst_pad_peer_query_caps(trans->sinkpad, want);
-    asked = can && !gst_caps_is_empty(can);
-    GST_INFO_OBJECT(self,
-                    "components '%s' do not fit %" GST_PTR_FORMAT
-                    "; upstream can give %" GST_PTR_FORMAT,
-                    comps, cur, can);
-    if (can)
-      gst_caps_unref(can);
-    gst_caps_unref(want);
-    gst_caps_unref(fits);
-    gst_caps_unref(tmpl);
-    gst_caps_unref(same);
-  }
-  gst_caps_unref(cur);
-  return asked;
+  /* the same stream in any format they fit */
+  GstCaps *same = gst_caps_copy(cur);
+  gst_structure_remove_fields(gst_caps_get_structure(same, 0), "format",
+                              "colorimetry", "chroma-site", NULL);
+  GstCaps *tmpl = gst_pad_get_pad_template_caps(trans->sinkpad);
+  GstCaps *fits = fitting_caps(tmpl, comps);
+  GstCaps *want = gst_caps_intersect(same, fits);
+  GstCaps *can = gst_caps_is_empty(want)
+                     ? NULL
+                     : gst_pad_peer_query_caps(trans->sinkpad, want);
+  gboolean yes = can && !gst_caps_is_empty(can);
+  GST_INFO_OBJECT(self,
+                  "components '%s' do not fit %" GST_PTR_FORMAT
+                  "; upstream can give %" GST_PTR_FORMAT,
+                  comps, cur, can);
+  if (can)
+    gst_caps_unref(can);
+  gst_caps_unref(want);
+  gst_caps_unref(fits);
+  gst_caps_unref(tmpl);
+  gst_caps_unref(same);
+  return yes;
 }
 
 /* What one side can take given the other's caps: the same caps, with
@@ -670,7 +663,8 @@ typedef struct {
 /* The engine's configuration from the properties and the negotiated info.
  * Object lock held. */
 static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
-                            cf_video_config *cfg, gchar **err)
+                            const gchar *comps, cf_video_config *cfg,
+                            gchar **err)
 {
   cf_video_config_init(cfg);
   const gchar *fname = gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info));
@@ -680,8 +674,8 @@ static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
   }
   cfg->width = GST_VIDEO_INFO_WIDTH(info);
   cfg->height = GST_VIDEO_INFO_HEIGHT(info);
-  if (cf_components_from_string(self->components, cfg->format,
-                                &cfg->components) != CF_OK) {
+  if (cf_components_from_string(comps, cfg->format, &cfg->components) !=
+      CF_OK) {
     *err = g_strdup(cf_last_error());
     return FALSE;
   }
@@ -736,6 +730,18 @@ static void note_fallback(GstCudaConvolve *self)
   g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
+/* The components frames of format fname are filtered with while upstream
+ * is asked for a format the components set fit: those of the engine
+ * before, where they fit. Object lock held. */
+static const gchar *interim_components(GstCudaConvolve *self,
+                                       const gchar *fname)
+{
+  return self->engine_components &&
+                 components_fit(self->engine_components, fname)
+             ? self->engine_components
+             : NULL;
+}
+
 /* Bring the engine up to date with the properties: a new engine when there
  * is none, the configuration changed or `rebuild`; else a new kernel when
  * it changed. Anything refused leaves the engine and its kernel as they
@@ -769,23 +775,32 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->engine_kernel_serial = self->kernel_serial;
   }
 
-  if (need_config && !rebuild && self->engine && self->await_caps &&
-      !components_fit(self->components, gst_video_format_to_string(
-                                            GST_VIDEO_INFO_FORMAT(info)))) {
-    /* a frame sent before upstream took the request for a format the
-     * components fit: the previous engine filters it */
-    self->await_caps--;
-    GST_DEBUG_OBJECT(self,
-                     "frame in the old format while waiting for new "
-                     "caps (%u more at most)",
-                     self->await_caps);
-    need_config = FALSE;
+  /* Components the format lacks while upstream is asked for one they fit
+   * (await_caps): the frames still coming in this format are filtered with
+   * the components of the engine before, by that engine or, for new caps
+   * that crossed the change, by one built with them. */
+  const gchar *fname = gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info));
+  const gchar *comps = self->components;
+  gboolean interim = FALSE;
+  if (need_config && self->await_caps && !components_fit(comps, fname)) {
+    if (!rebuild && self->engine) {
+      self->await_caps--;
+      GST_DEBUG_OBJECT(self,
+                       "frame in the old format while waiting for new "
+                       "caps (%u more at most)",
+                       self->await_caps);
+      need_config = FALSE;
+    } else if ((comps = interim_components(self, fname)) != NULL) {
+      interim = TRUE;
+    } else {
+      comps = self->components;
+    }
   }
   if (need_config) {
     cf_video_config cfg;
     gchar *err = NULL;
     cf_engine *e = NULL;
-    if (!make_config(self, info, &cfg, &err))
+    if (!make_config(self, info, comps, &cfg, &err))
       goto refused;
     const cf_kernel2d *k = newk ? newk : self->active;
     cf_status st = cf_engine_new_video(&cfg, k, &e);
@@ -811,7 +826,13 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     cf_engine_free(self->engine);
     self->engine = e;
     g_mutex_unlock(&self->engine_lock);
-    self->engine_config_serial = self->config_serial;
+    /* an interim engine leaves the settings pending: the frames after count
+     * down await_caps */
+    self->engine_config_serial = self->config_serial - (interim ? 1 : 0);
+    if (comps != self->engine_components) {
+      g_free(self->engine_components);
+      self->engine_components = g_strdup(comps);
+    }
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
     describe_engine(self);
@@ -864,6 +885,7 @@ static void free_engine(GstCudaConvolve *self)
   cf_engine_free(self->engine);
   self->engine = NULL;
   g_mutex_unlock(&self->engine_lock);
+  g_clear_pointer(&self->engine_components, g_free);
   cf_kernel2d_free(self->active);
   self->active = NULL;
   if (self->inflight)
@@ -1308,16 +1330,32 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   if (ret != GST_FLOW_OK) /* dropped; the new format goes on regardless */
     GST_INFO_OBJECT(self, "frames held before new caps: %s",
                     gst_flow_get_name(ret));
+  /* caps negotiated before the components changed to ones they lack:
+   * where upstream can give a format they fit, it is asked, and the
+   * components before go on until it comes */
+  const gchar *fname =
+      gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(in_info));
+  GST_OBJECT_LOCK(self);
+  self->stream_format = GST_VIDEO_INFO_FORMAT(in_info);
+  gchar *comps = !components_fit(self->components, fname) &&
+                         interim_components(self, fname)
+                     ? g_strdup(self->components)
+                     : NULL;
+  GST_OBJECT_UNLOCK(self);
+  gboolean ask = comps && upstream_can_fit(self, comps, incaps);
+  g_free(comps);
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
   self->max_duration = GST_CLOCK_TIME_NONE;
-  self->await_caps = 0;
+  self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, TRUE, &note);
   GST_OBJECT_UNLOCK(self);
+  if (ask)
+    gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
   gboolean ok = report_note(self, &note);
   announce_latency(self);
   return ok;
@@ -1773,6 +1811,8 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   GST_OBJECT_LOCK(self);
   free_engine(self); /* and the frames in flight */
   g_clear_pointer(&self->posted, g_free);
+  self->stream_format = GST_VIDEO_FORMAT_UNKNOWN;
+  self->await_caps = 0;
   self->latency_frames = 0;
   self->fps_n = 0;
   self->fps_d = 1;
@@ -1949,15 +1989,34 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
       g_free(err);
       return;
     }
-    gboolean asked = renegotiate_for(self, s);
+    /* Components the stream's format lacks: where upstream can give a
+     * format they fit, it is asked (a reconfigure event), and the frames
+     * still on their way go through the engine before (await_caps); where
+     * it cannot, the next frame reports them. */
     GST_OBJECT_LOCK(self);
     g_free(self->components);
     self->components = g_strdup(s);
     self->config_serial++;
-    self->await_caps = asked ? AWAIT_CAPS_FRAMES : 0;
+    gboolean unfit =
+        self->stream_format != GST_VIDEO_FORMAT_UNKNOWN &&
+        !components_fit(s, gst_video_format_to_string(self->stream_format));
+    self->await_caps = unfit ? AWAIT_CAPS_FRAMES : 0;
     GST_OBJECT_UNLOCK(self);
-    if (asked)
-      gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
+    if (unfit) {
+      GstCaps *cur =
+          gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
+      gboolean ask = cur && upstream_can_fit(self, s, cur);
+      if (cur)
+        gst_caps_unref(cur);
+      if (ask) {
+        gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
+      } else {
+        GST_OBJECT_LOCK(self);
+        if (!g_strcmp0(self->components, s))
+          self->await_caps = 0;
+        GST_OBJECT_UNLOCK(self);
+      }
+    }
     return;
   }
   default: break;
@@ -2071,6 +2130,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->bias = DEFAULT_BIAS;
   self->absolute = DEFAULT_ABSOLUTE;
   self->components = g_strdup(DEFAULT_COMPONENTS);
+  self->stream_format = GST_VIDEO_FORMAT_UNKNOWN;
   self->backend = DEFAULT_BACKEND;
   self->device_id = DEFAULT_DEVICE_ID;
   self->pipeline_depth = DEFAULT_PIPELINE_DEPTH;

@@ -1426,6 +1426,102 @@ static void test_components_live(void **state)
   }
 }
 
+/* Upstream as a converter answers the caps query: any format asked for. */
+static GstPadProbeReturn answer_any_caps(GstPad *pad, GstPadProbeInfo *info,
+                                         gpointer data)
+{
+  (void)pad;
+  (void)data;
+  GstQuery *q = GST_PAD_PROBE_INFO_QUERY(info);
+  if (GST_QUERY_TYPE(q) != GST_QUERY_CAPS)
+    return GST_PAD_PROBE_OK;
+  GstCaps *filter = NULL;
+  gst_query_parse_caps(q, &filter);
+  GstCaps *any = gst_caps_from_string("video/x-raw");
+  GstCaps *res = filter ? gst_caps_intersect(filter, any) : gst_caps_ref(any);
+  gst_query_set_caps_result(q, res);
+  gst_caps_unref(res);
+  gst_caps_unref(any);
+  return GST_PAD_PROBE_HANDLED;
+}
+
+/* The same through GstHarness, with upstream answering caps queries as a
+ * converter but renegotiating only when the test does: the element sends
+ * a reconfigure event upstream; frames still in the old format, and new
+ * caps in it that crossed the change (another size), are filtered with the
+ * components before, without a warning; the caps query then offers only
+ * the formats the new components fit, and caps in one bring them in. */
+static void test_components_interim(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 44);
+  static const char *const to_rgb[] = {"gb", "r", "rgb", "red"};
+  static const gfmt *const from[] = {&formats[0], &formats[1], &formats[8],
+                                     &formats[9]};
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    gcase_open(&c);
+    const gfmt *f = from[ref_rng_range(&r, 0, 3)],
+               *to = &formats[ref_rng_range(&r, 2, 7)];
+    const char *target = to_rgb[ref_rng_range(&r, 0, 3)];
+    unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+    set_case("interim %u: %s -> %s, components all -> %s: ", rep, f->gst,
+             to->gst, target);
+    cf_video_config_init(&c.cfg);
+    rand_ksides(&r, w, h, 1, &kh, &kw);
+    kern_make(&c.k, &r, 1, kh, kw, 0);
+    set_kernel(c.h->element, &c.k);
+    set_caps(&c, f, w, h);
+    CHECK_OK(cf_components_from_string("all", f->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "before");
+
+    while (gst_harness_upstream_events_in_queue(c.h))
+      gst_event_unref(gst_harness_pull_upstream_event(c.h));
+    GstPad *sink = gst_element_get_static_pad(c.h->element, "sink");
+    gulong probe = gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
+                                     answer_any_caps, NULL, NULL);
+    g_object_set(c.h->element, "components", target, NULL);
+    int reconfigure = 0;
+    GstEvent *ev;
+    while ((ev = gst_harness_try_pull_upstream_event(c.h)) != NULL) {
+      reconfigure |= GST_EVENT_TYPE(ev) == GST_EVENT_RECONFIGURE;
+      gst_event_unref(ev);
+    }
+    CHECK(reconfigure, "no reconfigure event upstream");
+    push_check(&c, &r, 0, 0, "a frame on its way");
+
+    unsigned w2 = rand_side(&r), h2 = rand_side(&r);
+    set_caps(&c, f, w2, h2);
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "new caps that crossed the change");
+    push_check(&c, &r, 0, 0, "new caps that crossed the change");
+
+    gst_pad_remove_probe(sink, probe);
+    gst_object_unref(sink);
+    GstCaps *q = gst_pad_peer_query_caps(c.h->srcpad, NULL);
+    for (unsigned j = 0; j < NFORMATS; j++) {
+      GstCaps *one = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
+                                         formats[j].gst, NULL);
+      int offered = gst_caps_can_intersect(q, one);
+      gst_caps_unref(one);
+      CHECK(offered == comps_fit(target, formats[j].cf),
+            "%s %s after the change", formats[j].gst,
+            offered ? "offered" : "not offered");
+    }
+    gst_caps_unref(q);
+    set_caps(&c, to, w2, h2);
+    CHECK_OK(cf_components_from_string(target, to->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "renegotiated");
+    push_check(&c, &r, 0, 0, "renegotiated");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -3387,6 +3483,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
       cmocka_unit_test_teardown(test_components_live, teardown),
+      cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
