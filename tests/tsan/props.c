@@ -139,24 +139,34 @@ static gpointer getter(gpointer unused)
 int main(int argc, char **argv)
 {
   gst_init(&argc, &argv);
-  if (argc < 4 || (strcmp(argv[1], "audio") && strcmp(argv[1], "video"))) {
-    fprintf(stderr, "usage: props audio|video SECONDS SEED FILE...\n");
+  if (argc < 4 || (strcmp(argv[1], "audio") && strcmp(argv[1], "video") &&
+                   strcmp(argv[1], "video-convert"))) {
+    fprintf(stderr,
+            "usage: props audio|video|video-convert SECONDS SEED FILE...\n");
     return 2;
   }
-  video = !strcmp(argv[1], "video");
+  /* video-convert: a videoconvert before cudaconvolve, which components
+   * the caps lack make it renegotiate */
+  int convert = !strcmp(argv[1], "video-convert");
+  video = convert || !strcmp(argv[1], "video");
   int seconds = atoi(argv[2]);
   guint seed = (guint)strtoul(argv[3], NULL, 10);
   files = (const char **)argv + 4;
   nfiles = argc - 4;
   const char *line =
-      video ? "videotestsrc pattern=snow ! capsfilter name=caps "
-              "caps=video/x-raw,format=RGBA,width=96,height=64 ! "
-              "cudaconvolve name=f backend=cpu ! fakesink name=sink sync=false"
-            : "audiotestsrc wave=white-noise samplesperbuffer=333 ! "
-              "capsfilter name=caps "
-              "caps=audio/x-raw,format=F32LE,channels=2,rate=48000 ! "
-              "cudafir name=f backend=cpu kernel=\"<0.5,0.25>\" ! "
-              "fakesink name=sink sync=false";
+      convert ? "videotestsrc pattern=snow ! capsfilter name=caps "
+                "caps=video/x-raw,format=RGBA,width=96,height=64 ! "
+                "videoconvert ! cudaconvolve name=f backend=cpu ! "
+                "fakesink name=sink sync=false"
+      : video
+          ? "videotestsrc pattern=snow ! capsfilter name=caps "
+            "caps=video/x-raw,format=RGBA,width=96,height=64 ! "
+            "cudaconvolve name=f backend=cpu ! fakesink name=sink sync=false"
+          : "audiotestsrc wave=white-noise samplesperbuffer=333 ! "
+            "capsfilter name=caps "
+            "caps=audio/x-raw,format=F32LE,channels=2,rate=48000 ! "
+            "cudafir name=f backend=cpu kernel=\"<0.5,0.25>\" ! "
+            "fakesink name=sink sync=false";
   /* caps the main thread switches between (not below 32x32: videotestsrc
    * 1.22 frees a wrong pointer on caps changes to tiny frames) */
   static const char *const audio_caps[] = {
