@@ -563,8 +563,11 @@ static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
   char *nl = strchr(line->str, '\n');
   if (nl)
     *nl = 0;
-  if (line->len && line->str[strlen(line->str) - 1] == '\r')
-    line->str[strlen(line->str) - 1] = 0;
+  /* the command ends at the newline or a NUL, less a CR before it (an
+   * empty line has no last byte to look at) */
+  size_t cmd_len = strlen(line->str);
+  if (cmd_len && line->str[cmd_len - 1] == '\r')
+    line->str[cmd_len - 1] = 0;
   GString *out = g_string_new(NULL);
   bool too_long = !nl && line->len >= CFD_MAX_COMMAND;
   if (too_long)
