@@ -625,6 +625,26 @@ static void ref_frame(gcase *c, const cf_frame *in, cf_frame *want,
   CHECK(ref2d_video_frame(c->ref, in, want, NULL), "reference failed");
 }
 
+/* Output buffer `out` of input `in` (both c->info) against the
+ * reference. */
+static void check_buffers(gcase *c, GstBuffer *in, GstBuffer *out,
+                          const char *what)
+{
+  GstVideoFrame vin, vout;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vout, &c->info, out, GST_MAP_READ), "map out");
+  cf_frame fin, fout, want;
+  uint8_t *mem[3] = {NULL, NULL, NULL};
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  ref_frame(c, &fin, &want, mem);
+  compare(c, &fin, &fout, &want, what);
+  for (unsigned p = 0; p < 3; p++)
+    free(mem[p]);
+  gst_video_frame_unmap(&vin);
+  gst_video_frame_unmap(&vout);
+}
+
 /* Push one random frame, pull the output, compare with the reference. */
 static void push_check(gcase *c, ref_rng *r, int padded, int discont,
                        const char *what)
@@ -653,19 +673,7 @@ static void push_check(gcase *c, ref_rng *r, int padded, int discont,
         what, GST_TIME_ARGS(GST_BUFFER_PTS(in)),
         GST_TIME_ARGS(GST_BUFFER_PTS(out)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
         GST_TIME_ARGS(GST_BUFFER_DTS(out)));
-  GstVideoFrame vin, vout;
-  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
-  CHECK(gst_video_frame_map(&vout, &c->info, out, GST_MAP_READ), "map out");
-  cf_frame fin, fout, want;
-  uint8_t *mem[3] = {NULL, NULL, NULL};
-  frame_of(&vin, &fin);
-  frame_of(&vout, &fout);
-  ref_frame(c, &fin, &want, mem);
-  compare(c, &fin, &fout, &want, what);
-  for (unsigned p = 0; p < 3; p++)
-    free(mem[p]);
-  gst_video_frame_unmap(&vin);
-  gst_video_frame_unmap(&vout);
+  check_buffers(c, in, out, what);
   gst_buffer_unref(in);
   gst_buffer_unref(out);
 }
@@ -1331,25 +1339,10 @@ static void live_comps_check(live_comps *l, unsigned i, const char *comps,
   CHECK_OK(cf_components_from_string(comps, v.fmt->cf, &v.cfg.components));
   kern_preset(&v.k, "box", size, 0.0);
   gcase_new_ref(&v);
-  GstVideoFrame vin, vout;
-  CHECK(gst_video_frame_map(&vin, &v.info, g_ptr_array_index(l->in, i),
-                            GST_MAP_READ),
-        "map in");
-  CHECK(gst_video_frame_map(&vout, &v.info, g_ptr_array_index(l->out, i),
-                            GST_MAP_READ),
-        "map out");
-  cf_frame fin, fout, want;
-  uint8_t *mem[3] = {NULL, NULL, NULL};
-  frame_of(&vin, &fin);
-  frame_of(&vout, &fout);
-  ref_frame(&v, &fin, &want, mem);
   char what[96];
   snprintf(what, sizeof what, "frame %u (%s, components %s)", i, fname, comps);
-  compare(&v, &fin, &fout, &want, what);
-  for (unsigned p = 0; p < 3; p++)
-    free(mem[p]);
-  gst_video_frame_unmap(&vin);
-  gst_video_frame_unmap(&vout);
+  check_buffers(&v, g_ptr_array_index(l->in, i), g_ptr_array_index(l->out, i),
+                what);
   ref2d_video_free(v.ref);
   kern_free(&v.k);
 }
@@ -2693,19 +2686,7 @@ static void test_depth_launch(void **state)
           GST_TIME_ARGS(GST_BUFFER_DURATION(bi)),
           GST_TIME_ARGS(GST_BUFFER_PTS(bo)),
           GST_TIME_ARGS(GST_BUFFER_DURATION(bo)));
-    GstVideoFrame vin, vout;
-    CHECK(gst_video_frame_map(&vin, &c.info, bi, GST_MAP_READ), "map in");
-    CHECK(gst_video_frame_map(&vout, &c.info, bo, GST_MAP_READ), "map out");
-    cf_frame fin, fout, want;
-    uint8_t *mem[3] = {NULL, NULL, NULL};
-    frame_of(&vin, &fin);
-    frame_of(&vout, &fout);
-    ref_frame(&c, &fin, &want, mem);
-    compare(&c, &fin, &fout, &want, "launched frame");
-    for (unsigned p = 0; p < 3; p++)
-      free(mem[p]);
-    gst_video_frame_unmap(&vin);
-    gst_video_frame_unmap(&vout);
+    check_buffers(&c, bi, bo, "launched frame");
   }
   for (unsigned i = 0; i < 2; i++) {
     g_ptr_array_unref(col[i].bufs);
