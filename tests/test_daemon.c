@@ -846,7 +846,6 @@ static void test_pipelines_reload(void **state)
       /* values the element itself refuses (it keeps its own) */
       {"set a f.components xyz", "refused components = xyz and keeps"},
       {"set a f.components r,u", "keeps all"},
-      {"set a f.preset laplacian", "refused preset = laplacian"},
       {"set a nosuch.size 3", "no element named 'nosuch'"},
       {"set zz size 3", "no stream named 'zz'"},
       {"set a size", "usage"},
@@ -860,6 +859,15 @@ static void test_pipelines_reload(void **state)
           "'%s' answered: %s", bad[i].cmd, a);
     free(a);
   }
+  /* a 3x3 preset is taken with the size 7 left set; a size set then is
+   * refused by the element */
+  a = ctl(&r, "set a f.preset laplacian");
+  CHECK(answer_ok(a), "set preset laplacian with size 7 set: %s", a);
+  free(a);
+  a = ctl(&r, "set a f.size 5");
+  CHECK(!answer_ok(a) && strstr(a, "refused size = 5 and keeps 7"),
+        "'set a f.size 5' on laplacian answered: %s", a);
+  free(a);
   /* a swap-kernel the element takes */
   write_text(fixture("k3.txt"), "0 1 0\n1 -4 1\n0 1 0\n");
   a = ctl(&r, "swap-kernel a %s", fixture("k3.txt"));
