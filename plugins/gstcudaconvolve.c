@@ -2259,7 +2259,9 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "letters of rgb (\"r\", \"gb\", \"red\") for RGB video, of yuv "
           "or \"luma\"/\"chroma\" for I420/NV12, or a mask 1..7 (1 = R/Y, "
           "2 = G/U, 4 = B/V); words apart by commas or spaces; gray video "
-          "has one component (y)",
+          "has one component (y). Negotiation offers the formats they fit; "
+          "set while playing to ones the format lacks, upstream is asked "
+          "for another",
           DEFAULT_COMPONENTS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,
