@@ -455,7 +455,8 @@ static GstCaps *fitting_caps(GstCaps *from, const gchar *comps)
 #define AWAIT_CAPS_FRAMES 300
 
 /* Can upstream give the stream of caps `cur` in a format comps fit (a
- * videoconvert before the element can)? */
+ * videoconvert before the element can), and downstream take it (the
+ * output keeps the input's format)? */
 static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
                                  GstCaps *cur)
 {
@@ -470,13 +471,19 @@ static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
   GstCaps *can = gst_caps_is_empty(want)
                      ? NULL
                      : gst_pad_peer_query_caps(trans->sinkpad, want);
-  gboolean yes = can && !gst_caps_is_empty(can);
+  GstCaps *both = can && !gst_caps_is_empty(can)
+                      ? gst_pad_peer_query_caps(trans->srcpad, can)
+                      : NULL;
+  gboolean yes = both && !gst_caps_is_empty(both);
   GST_INFO_OBJECT(self,
                   "components '%s' do not fit %" GST_PTR_FORMAT
-                  "; upstream can give %" GST_PTR_FORMAT,
-                  comps, cur, can);
+                  "; upstream can give %" GST_PTR_FORMAT
+                  ", downstream take %" GST_PTR_FORMAT,
+                  comps, cur, can, both);
   if (can)
     gst_caps_unref(can);
+  if (both)
+    gst_caps_unref(both);
   gst_caps_unref(want);
   gst_caps_unref(fits);
   gst_caps_unref(tmpl);

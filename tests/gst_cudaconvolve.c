@@ -1350,9 +1350,9 @@ static void live_comps_check(live_comps *l, unsigned i, const char *comps,
 /* Components set while playing that the negotiated format does not take
  * (luma on RGB, gb on YUV): with a videoconvert upstream the element asks
  * it for a format they fit, the next frame comes in one, filtered with
- * them, and no warning is posted; without one (the source's format fixed)
- * a warning names the components and the old ones go on. Nothing is lost
- * either way. */
+ * them, and no warning is posted; without one (the source's format fixed),
+ * or with the format fixed after the element, a warning names the
+ * components and the old ones go on. Nothing is lost either way. */
 static void test_components_live(void **state)
 {
   (void)state;
@@ -1360,8 +1360,11 @@ static void test_components_live(void **state)
   test_rng(&r, 43);
   static const char *const to_yuv[] = {"luma", "y", "chroma", "u", "yuv"};
   static const char *const to_rgb[] = {"gb", "r", "rgb", "red"};
-  for (unsigned rep = 0; rep < 6; rep++) {
-    int convert = rep % 3 != 2;
+  for (unsigned rep = 0; rep < 8; rep++) {
+    /* 0, 1: videoconvert before; 2: none; 3: before, the format fixed
+     * after */
+    unsigned mode = rep % 4;
+    int convert = mode < 2;
     const gfmt *src = &formats[ref_rng_range(&r, 0, NFORMATS - 1)];
     int rgb = src->cf != CF_PIX_GRAY8 && src->cf != CF_PIX_GRAY16_LE &&
               src->cf != CF_PIX_I420 && src->cf != CF_PIX_NV12;
@@ -1384,9 +1387,10 @@ static void test_components_live(void **state)
         "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
         "width=%u,height=%u,framerate=25/1 ! %s cudaconvolve name=c "
         "backend=%s preset=box size=%u border=nearest pipeline-depth=%u ! "
-        "fakesink name=sink",
-        n, src->gst, w, h, convert ? "videoconvert !" : "", case_backend(),
-        size, depth);
+        "%s%s%s fakesink name=sink",
+        n, src->gst, w, h, mode != 2 ? "videoconvert !" : "", case_backend(),
+        size, depth, mode == 3 ? "video/x-raw,format=" : "",
+        mode == 3 ? src->gst : "", mode == 3 ? " !" : "");
     set_case("%s; components=%s at frame %u: ", line, target, l.at);
     char warn[2048], msg[512];
     int eos = run_collect(line, &l, warn, sizeof warn, msg, sizeof msg);
