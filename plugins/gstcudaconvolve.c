@@ -41,10 +41,10 @@
  * sent with a format they do not fit are an element error naming the
  * components. Components set while streaming that the current format
  * lacks make the element ask upstream for a format they fit, where
- * upstream can give one (a reconfigure event: videoconvert converts from
- * its next frame on; the frames already on their way are filtered with
- * the previous components); where it cannot, a warning names the
- * components and the previous ones go on.
+ * upstream can give one and downstream take it (a reconfigure event:
+ * videoconvert converts from its next frame on; the frames already on
+ * their way are filtered with the previous components); elsewhere a
+ * warning names the components and the previous ones go on.
  *
  * Latency. With pipeline-depth 0 (the default) the element adds none:
  * each frame leaves filtered in the call that brought it. With
