@@ -665,6 +665,10 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
     if (at >= self->frames_out + held) /* ahead: the held frames all fit */
       want = MIN(want, room);
   }
+  if (want == 0) { /* the stream resumes where the held output ends */
+    restart(self);
+    return ret;
+  }
   gsize bpf = (gsize)self->cout * GST_AUDIO_FORMAT_INFO_WIDTH(
                   gst_audio_format_get_info(self->format)) / 8;
   GstAllocator *alloc = cf_gst_host_allocator_get();

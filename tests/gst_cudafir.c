@@ -199,6 +199,8 @@ static void collect_buf(collected *c, GstBuffer *b, GstAudioFormat f)
   size_t bpf = sample_size(f) * c->channels;
   CHECK(m.size % bpf == 0, "buffer of %zu bytes, frames of %zu", m.size, bpf);
   size_t n = m.size / bpf;
+  CHECK(n > 0, "buffer %zu (pts %" GST_TIME_FORMAT ") is empty", c->buffers,
+        GST_TIME_ARGS(GST_BUFFER_PTS(b)));
   CHECK(c->frames + n <= c->cap, "more output than expected: %zu + %zu > "
         "%zu frames", c->frames, n, c->cap);
   for (size_t i = 0; i < n * c->channels; i++)
