@@ -5,7 +5,13 @@
  * and from the device directly, without a staging copy. Without one it
  * returns ordinary memory aligned to 64 bytes. Either way, free it with
  * cf_host_free(). Applications (and the GStreamer buffer pool) allocate
- * their frames here so that data lands where the GPU copies from. */
+ * their frames here so that data lands where the GPU copies from.
+ *
+ * Pinning is slow (cudaHostAlloc maps and locks the pages; cudaFreeHost
+ * waits for the whole device), so freed pinned blocks are kept and handed
+ * out again for requests of about the same size (within 25%): at most 64
+ * blocks and 64 MiB in all, the oldest released first; a block larger
+ * than that is released at once. Both functions are thread-safe. */
 #ifndef CUDAFILTER_MEMORY_H
 #define CUDAFILTER_MEMORY_H
 

@@ -1,7 +1,15 @@
 /* Host memory for frames and audio blocks: pinned through the CUDA
  * backend where a device is usable, else aligned heap memory. A small
  * header in front of the block remembers which, so cf_host_free() needs
- * no flag. */
+ * no flag.
+ *
+ * Freed pinned blocks are kept for reuse (the cache below): cudaHostAlloc
+ * maps and locks pages in the driver, and cudaFreeHost waits for the whole
+ * device, so a stream that allocates a buffer per block (cudafir's output,
+ * and every upstream element writing into the memory it proposes) would
+ * otherwise pay both per buffer and stall the engine's overlapped copies
+ * each time downstream lets one go. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,9 +17,22 @@
 #include "cudafilter/memory.h"
 #include "engine_internal.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
+
 #define HDR 64 /* keeps the caller's pointer 64-byte aligned */
 #define MAGIC_HEAP 0x6366686561700000ull   /* "cfheap" */
 #define MAGIC_PINNED 0x6366706e6e640000ull /* "cfpnnd" */
+
+/* In front of the caller's pointer (HDR bytes). */
+typedef struct {
+  uint64_t magic;
+  uint64_t bytes; /* the whole block, header included */
+} block_hdr;
 
 /* Whether a CUDA device is usable, asked once: the runtime's answer does
  * not change within a process, and asking costs a cudart call per buffer
@@ -28,6 +49,90 @@ static int have_device(void)
   return st == 1;
 }
 
+/* ---- the pinned cache --------------------------------------------------- */
+
+/* At most CACHE_BLOCKS blocks and CACHE_BYTES bytes wait for reuse: room
+ * for a few video frames or hundreds of audio buffers. A block larger than
+ * the whole cache is released at once. */
+#define CACHE_BLOCKS 64
+#define CACHE_BYTES (64u << 20)
+
+/* Pinned blocks come in size classes, so that buffers whose size changes
+ * a little every time (a host's varying period) still find a block: 4 KiB
+ * steps up to 32 KiB, then four classes per octave (at most 25% unused). */
+static size_t size_class(size_t n)
+{
+  size_t step = 4096;
+  while (step < (SIZE_MAX >> 3) && n > step * 8)
+    step <<= 1;
+  return n > SIZE_MAX - (step - 1) ? 0 : (n + step - 1) / step * step;
+}
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *cached[CACHE_BLOCKS]; /* oldest first */
+static unsigned n_cached;
+static size_t cached_bytes;
+
+static size_t block_bytes(void *base)
+{
+  return (size_t)((block_hdr *)base)->bytes;
+}
+
+/* A cached block of exactly `bytes` (a class size), or NULL. */
+static void *cache_take(size_t bytes)
+{
+  void *base = NULL;
+  pthread_mutex_lock(&cache_lock);
+  for (unsigned i = n_cached; i-- > 0;) /* newest first: warm in cache */
+    if (block_bytes(cached[i]) == bytes) {
+      base = cached[i];
+      for (unsigned j = i + 1; j < n_cached; j++)
+        cached[j - 1] = cached[j];
+      n_cached--;
+      cached_bytes -= bytes;
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  if (base)
+    ASAN_UNPOISON_MEMORY_REGION((char *)base + HDR, bytes - HDR);
+  return base;
+}
+
+/* Keep `base` for reuse, letting the oldest blocks go where it needs the
+ * room; they (or base itself, if larger than the cache) are released
+ * outside the lock. */
+static void cache_put(void *base)
+{
+  void *release[CACHE_BLOCKS + 1];
+  unsigned n_release = 0;
+  size_t bytes = block_bytes(base);
+  /* a use after cf_host_free shows in a sanitizer build, as with free() */
+  ASAN_POISON_MEMORY_REGION((char *)base + HDR, bytes - HDR);
+  pthread_mutex_lock(&cache_lock);
+  if (bytes > CACHE_BYTES) {
+    release[n_release++] = base;
+  } else {
+    unsigned drop = 0;
+    while (n_cached - drop == CACHE_BLOCKS ||
+           cached_bytes + bytes > CACHE_BYTES) {
+      cached_bytes -= block_bytes(cached[drop]);
+      release[n_release++] = cached[drop++];
+    }
+    for (unsigned j = drop; j < n_cached; j++)
+      cached[j - drop] = cached[j];
+    n_cached -= drop;
+    cached[n_cached++] = base;
+    cached_bytes += bytes;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  for (unsigned i = 0; i < n_release; i++) {
+    ASAN_UNPOISON_MEMORY_REGION(release[i], block_bytes(release[i]));
+    cf_cuda_pinned_free(release[i]);
+  }
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
 CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
 {
   if (pinned)
@@ -37,17 +142,28 @@ CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
     return NULL;
   }
   uint64_t magic = MAGIC_PINNED;
+  size_t total = bytes + HDR;
   void *base = NULL;
-  if (have_device())
-    base = cf_cuda_pinned_alloc(bytes + HDR);
+  if (have_device()) {
+    size_t cls = size_class(total);
+    if (cls) {
+      total = cls;
+      base = cache_take(total);
+      if (!base)
+        base = cf_cuda_pinned_alloc(total);
+    }
+  }
   if (!base) {
     magic = MAGIC_HEAP;
-    if (posix_memalign(&base, HDR, bytes + HDR) != 0) {
+    total = bytes + HDR;
+    if (posix_memalign(&base, HDR, total) != 0) {
       cf_fail(CF_E_NOMEM, "host alloc: out of memory for %zu bytes", bytes);
       return NULL;
     }
   }
-  *(uint64_t *)base = magic;
+  block_hdr *h = base;
+  h->magic = magic;
+  h->bytes = total;
   if (pinned)
     *pinned = magic == MAGIC_PINNED;
   return (char *)base + HDR;
@@ -58,8 +174,8 @@ CF_PUBLIC void cf_host_free(void *p)
   if (!p)
     return;
   void *base = (char *)p - HDR;
-  if (*(uint64_t *)base == MAGIC_PINNED)
-    cf_cuda_pinned_free(base);
+  if (((block_hdr *)base)->magic == MAGIC_PINNED)
+    cache_put(base);
   else
     free(base);
 }

@@ -263,6 +263,7 @@ bool is_pinned(const void *p)
 // Bytes copied host to device, device to host, device to device and host
 // to host (cf_emu_copied).
 std::atomic<unsigned long long> copied[4];
+std::atomic<unsigned long long> host_allocs; // cudaHostAlloc calls
 
 // The direction of a copy (an index of `copied`), or -1 where `kind`
 // contradicts the pointers: the driver refuses a copy whose kind names
@@ -292,6 +293,18 @@ void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
   *h2d = copied[0];
   *d2h = copied[1];
   *d2d = copied[2];
+}
+
+// For tests: cudaHostAlloc calls so far, and the pinned bytes now live.
+void cf_emu_host_allocs(unsigned long long *calls,
+                        unsigned long long *live_bytes)
+{
+  *calls = host_allocs;
+  std::lock_guard<std::mutex> g(lock);
+  unsigned long long sum = 0;
+  for (const auto &b : pinned)
+    sum += b.second;
+  *live_bytes = sum;
 }
 
 cudaError_t cudaGetDeviceCount(int *count)
@@ -355,13 +368,15 @@ cudaError_t cudaGetLastError(void)
   return e;
 }
 
-// An allocation recorded in `m` (device or pinned memory).
+// An allocation recorded in `m` (device or pinned memory), aligned as the
+// runtime aligns it: cudaMalloc to 256 bytes, cudaHostAlloc to a page.
 static cudaError_t tracked_alloc(std::map<const char *, size_t> &m, void **p,
-                                 size_t bytes)
+                                 size_t bytes, size_t align)
 {
-  *p = malloc(bytes ? bytes : 1);
-  if (!*p)
+  if (posix_memalign(p, align, bytes ? bytes : 1) != 0) {
+    *p = nullptr;
     return fail(cudaErrorMemoryAllocation);
+  }
   std::lock_guard<std::mutex> g(lock);
   m[(const char *)*p] = bytes;
   return cudaSuccess;
@@ -382,7 +397,7 @@ static cudaError_t tracked_free(std::map<const char *, size_t> &m, void *p)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-  cudaError_t e = tracked_alloc(device, p, bytes);
+  cudaError_t e = tracked_alloc(device, p, bytes, 256);
   if (e == cudaSuccess) // NaN bytes: a read of what was never written shows
     memset(*p, 0xff, bytes);
   return e;
@@ -397,7 +412,8 @@ cudaError_t cudaFree(void *p)
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
   (void)flags;
-  return tracked_alloc(pinned, p, bytes);
+  host_allocs++;
+  return tracked_alloc(pinned, p, bytes, 4096);
 }
 
 cudaError_t cudaFreeHost(void *p)

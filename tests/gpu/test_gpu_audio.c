@@ -2,6 +2,7 @@
  * runs the contract on the cuda-* variants): graph replay against plain
  * launches, fault injection (explicit cuda fails clearly, auto switches to
  * the CPU without losing a sample), random chunkings on both CUDA paths.
+ * cf_host_alloc's pinned blocks: reused, never handed out twice.
  * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): shorter
  * signals, the same paths and checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
@@ -17,6 +18,7 @@
 
 #include <cudafilter/engine.h>
 #include <cudafilter/kernel.h>
+#include <cudafilter/memory.h>
 
 #include "../ref.h"
 
@@ -232,6 +234,115 @@ static int fault_case(const char *which)
   return ok ? 0 : 1;
 }
 
+/* The emulated runtime's count of cudaHostAlloc calls and the pinned bytes
+ * live (tests/emu/cudart_emu.cc, linked into the cudaemu build); NULL
+ * against the real runtime. */
+void cf_emu_host_allocs(unsigned long long *calls,
+                        unsigned long long *live_bytes) __attribute__((weak));
+
+/* A live block: every byte is a function of its tag, so a block handed out
+ * twice, or written by the allocator, shows when it is checked. */
+typedef struct {
+  unsigned char *p;
+  size_t n;
+  unsigned tag;
+} host_block;
+
+static void block_new(host_block *b, size_t n, unsigned tag)
+{
+  int pinned = -1;
+  b->p = cf_host_alloc(n, &pinned);
+  if (!b->p)
+    fail_msg("cf_host_alloc(%zu): %s", n, cf_last_error());
+  if (pinned != 1 || (uintptr_t)b->p % 64)
+    fail_msg("cf_host_alloc(%zu): pinned %d, address %p (want pinned, "
+             "64-byte aligned)",
+             n, pinned, (void *)b->p);
+  b->n = n;
+  b->tag = tag;
+  for (size_t i = 0; i < n; i++)
+    b->p[i] = (unsigned char)(tag * 131u + i * 7u + (i >> 8));
+}
+
+static void block_free(host_block *b)
+{
+  for (size_t i = 0; i < b->n; i++)
+    if (b->p[i] != (unsigned char)(b->tag * 131u + i * 7u + (i >> 8)))
+      fail_msg("host block %u (%zu bytes): byte %zu changed while it was "
+               "live (seed %llu)",
+               b->tag, b->n, i, (unsigned long long)seed);
+  cf_host_free(b->p);
+  b->p = NULL;
+}
+
+/* cf_host_alloc with a device: pinned, aligned, each block the caller's
+ * alone while it lives, through random sizes and random orders of free.
+ * Freed blocks are kept for reuse (src/engine/memory.c: cudaHostAlloc and
+ * cudaFreeHost per buffer would stall a stream), within the cache's bound;
+ * on the emulated device the cudaHostAlloc calls and the pinned bytes left
+ * are counted too. */
+static void test_host_memory(void **state)
+{
+  (void)state;
+  enum { LIVE = 24 };
+  const size_t cache_bytes = (size_t)64 << 20; /* memory.c's CACHE_BYTES */
+  ref_rng r;
+  ref_rng_init(&r, seed ^ 0x686f7374);
+  unsigned long long calls0 = 0, live0 = 0, calls, live;
+  if (cf_emu_host_allocs)
+    cf_emu_host_allocs(&calls0, &live0);
+  host_block b[LIVE] = {{0}};
+  unsigned tag = 0;
+  /* audio buffers: sizes change every time within a factor of two (a
+   * host's varying period), two size classes */
+  unsigned rounds = quick ? 600 : 3000;
+  for (unsigned k = 0; k < rounds; k++) {
+    host_block *x = &b[ref_rng_range(&r, 0, LIVE - 1)];
+    if (x->p)
+      block_free(x);
+    else
+      block_new(x, ref_rng_range(&r, 3000, 6000), ++tag);
+  }
+  for (unsigned i = 0; i < LIVE; i++)
+    if (b[i].p)
+      block_free(&b[i]);
+  if (cf_emu_host_allocs) {
+    cf_emu_host_allocs(&calls, &live);
+    printf("host memory: %u blocks of 3000-6000 bytes took %llu "
+           "cudaHostAlloc calls\n",
+           tag, calls - calls0);
+    if (calls - calls0 > 2 * LIVE)
+      fail_msg("%u blocks of 3000-6000 bytes, at most %d live, took %llu "
+               "cudaHostAlloc calls (want <= %d: freed blocks reused)",
+               tag, LIVE, calls - calls0, 2 * LIVE);
+  }
+  /* frames: a few sizes of 0.5-12 MB, more than the cache keeps, and one
+   * block larger than the whole cache */
+  for (unsigned k = 0; k < (quick ? 40u : 120u); k++) {
+    host_block *x = &b[ref_rng_range(&r, 0, 7)];
+    if (x->p)
+      block_free(x);
+    else
+      block_new(x, ref_rng_range(&r, 0, 3) * ((size_t)4 << 20) + (512 << 10),
+                ++tag);
+  }
+  host_block big;
+  block_new(&big, cache_bytes + 4096, ++tag);
+  block_free(&big);
+  for (unsigned i = 0; i < LIVE; i++)
+    if (b[i].p)
+      block_free(&b[i]);
+  if (cf_emu_host_allocs) {
+    cf_emu_host_allocs(&calls, &live);
+    printf("host memory: %llu pinned bytes kept after all were freed\n",
+           live - live0);
+    if (live - live0 > cache_bytes)
+      fail_msg("%llu pinned bytes still held after every block was freed "
+               "(the cache keeps at most %zu)",
+               live - live0, cache_bytes);
+  }
+}
+
 static void test_faults(void **state)
 {
   (void)state;
@@ -266,9 +377,10 @@ int main(int argc, char **argv)
     return fault_case(argv[2]);
   seed = ref_seed();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_random_chunks),
-    cmocka_unit_test(test_graph_vs_plain),
-    cmocka_unit_test(test_faults),
-  };
+      cmocka_unit_test(test_random_chunks),
+      cmocka_unit_test(test_graph_vs_plain),
+      cmocka_unit_test(test_faults),
+      cmocka_unit_test(test_host_memory),
+    };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
