@@ -49,7 +49,17 @@ static void host_block_free(gpointer p)
 static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
                              GstAllocationParams *params)
 {
-  gsize align = params->align | 63; /* cf_host_alloc aligns to 64 */
+  /* params->align is a mask (alignment - 1); cf_host_alloc aligns to 64,
+   * a larger alignment takes up to `align` bytes more */
+  gsize align = params->align | 63;
+  if (size > G_MAXSIZE / 2 || params->prefix > G_MAXSIZE / 8 ||
+      params->padding > G_MAXSIZE / 8 || align > G_MAXSIZE / 8) {
+    GST_WARNING("host allocator: %" G_GSIZE_FORMAT
+                " bytes (prefix %" G_GSIZE_FORMAT ", padding %" G_GSIZE_FORMAT
+                ", align %" G_GSIZE_FORMAT "): too large",
+                size, params->prefix, params->padding, params->align);
+    return NULL;
+  }
   gsize maxsize = size + params->prefix + params->padding;
   HostBlock *b = g_new0(HostBlock, 1);
   b->data = cf_host_alloc(maxsize + align, &b->pinned);
@@ -58,7 +68,7 @@ static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
     g_free(b);
     return NULL;
   }
-  guint8 *data = b->data;
+  guint8 *data = (guint8 *)(((guintptr)b->data + align) & ~(guintptr)align);
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix)
     memset(data, 0, params->prefix);
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding)

@@ -1012,18 +1012,21 @@ static gboolean gst_cuda_fir_query(GstBaseTransform *bt, GstPadDirection dir,
   return TRUE;
 }
 
+/* Upstream writes into host memory the engine copies from fastest (pinned
+ * with CUDA). Not passed on downstream, as GstBaseTransform would before
+ * its first buffer: the output is always new memory of ours, so what
+ * downstream would allocate has no bearing on the input. */
 static gboolean gst_cuda_fir_propose_allocation(GstBaseTransform *bt,
                                               GstQuery *decide, GstQuery *q)
 {
-  /* host memory the engine copies from fastest (pinned with CUDA) */
+  (void)bt, (void)decide;
   GstAllocator *alloc = cf_gst_host_allocator_get();
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   params.align = 63;
   gst_query_add_allocation_param(q, alloc, &params);
   gst_object_unref(alloc);
-  return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
-      ->propose_allocation(bt, decide, q);
+  return TRUE;
 }
 
 static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,

@@ -243,6 +243,11 @@ static void collect_split(GstHarness *h, collected *a, collected *b,
     collect_buf(GST_BUFFER_PTS(buf) < tb ? a : b, buf, f);
 }
 
+/* Where push_frames takes its buffers' memory: NULL, system memory (as a
+ * harness's source does); else what the element proposed (test_allocator). */
+static GstAllocator *push_alloc;
+static GstAllocationParams push_params;
+
 /* Push frames [from, from + n) of x (interleaved, cin channels) as one
  * buffer of format f, timestamped on the grid from t0 (frame `from`
  * counted from the segment's frame 0). */
@@ -252,7 +257,9 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
                                  gboolean discont)
 {
   size_t bytes = n * cin * sample_size(f);
-  GstBuffer *b = gst_buffer_new_allocate(NULL, bytes, NULL);
+  GstBuffer *b = gst_buffer_new_allocate(push_alloc, bytes,
+                                         push_alloc ? &push_params : NULL);
+  CHECK(b, "no buffer of %zu bytes", bytes);
   GstMapInfo m;
   assert_true(gst_buffer_map(b, &m, GST_MAP_WRITE));
   float *tmp = xalloc(n * cin * sizeof(float) + 1);
@@ -475,6 +482,128 @@ static void test_random_formats(void **state)
   run_random_stream(GST_AUDIO_FORMAT_S16LE, 4, 0);
   run_random_stream(GST_AUDIO_FORMAT_S32LE, 4, 0);
   run_random_stream(GST_AUDIO_FORMAT_F64LE, 4, 0);
+}
+
+/* ---- memory: the host allocator it proposes upstream --------------------- */
+
+/* The emulated runtime's count of cudaHostAlloc calls and the pinned bytes
+ * live (tests/emu/cudart_emu.cc, preloaded in the cudaemu runs). */
+typedef void (*emu_host_allocs_fn)(unsigned long long *calls,
+                                   unsigned long long *live_bytes);
+
+/* Upstream is offered the plugin's host allocator (pinned memory where a
+ * device is usable). Its memory honours the alignment, prefix, padding and
+ * zeroing asked of it; a stream written into it, in buffers whose size
+ * changes every time, filters exactly. On the emulated device, input and
+ * output buffers reuse pinned blocks instead of a cudaHostAlloc (and a
+ * device-wide cudaFreeHost) each. */
+static void test_allocator(void **state)
+{
+  (void)state;
+  set_case("allocator");
+  GstHarness *h = new_fir();
+  size_t len = random_len();
+  float *hk = random_kernel(len);
+  set_taps(h->element, hk, len);
+  g_object_set(h->element, "drain", TRUE, NULL);
+  unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3), rate = 48000;
+  add_case(", %zu taps, %u ch", len, ch);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  GstCaps *caps = gst_pad_get_current_caps(h->srcpad);
+  CHECK(caps, "no caps on the harness's source pad");
+  GstQuery *q = gst_query_new_allocation(caps, FALSE);
+  gst_caps_unref(caps);
+  CHECK(gst_pad_peer_query(h->srcpad, q), "allocation query failed");
+  CHECK(gst_query_get_n_allocation_params(q) >= 1, "no allocator proposed");
+  GstAllocator *alloc = NULL;
+  gst_query_parse_nth_allocation_param(q, 0, &alloc, &push_params);
+  gst_query_unref(q);
+  CHECK(alloc && !strcmp(G_OBJECT_TYPE_NAME(alloc), "CfGstHostAllocator"),
+        "proposed allocator %s", alloc ? G_OBJECT_TYPE_NAME(alloc) : "none");
+  /* any alignment (a mask up to 8 KiB - 1), prefix and padding */
+  for (unsigned i = 0; i < 64; i++) {
+    GstAllocationParams p;
+    gst_allocation_params_init(&p);
+    p.align = ((gsize)1 << ref_rng_range(&rng, 0, 13)) - 1;
+    p.prefix = ref_rng_u64(&rng) % 2 ? ref_rng_range(&rng, 1, 300) : 0;
+    p.padding = ref_rng_u64(&rng) % 2 ? ref_rng_range(&rng, 1, 300) : 0;
+    if (ref_rng_u64(&rng) % 2)
+      p.flags |= GST_MEMORY_FLAG_ZERO_PREFIXED;
+    if (ref_rng_u64(&rng) % 2)
+      p.flags |= GST_MEMORY_FLAG_ZERO_PADDED;
+    gsize size = ref_rng_range(&rng, 1, 100000), off, max;
+    GstMemory *m = gst_allocator_alloc(alloc, size, &p);
+    CHECK(m, "no memory of %zu bytes (align %zu, prefix %zu, padding %zu)",
+          size, p.align, p.prefix, p.padding);
+    gsize got = gst_memory_get_sizes(m, &off, &max);
+    CHECK(got == size && off == p.prefix && max >= size + p.prefix + p.padding,
+          "asked %zu bytes, prefix %zu, padding %zu: got %zu, offset %zu, "
+          "maxsize %zu",
+          size, p.prefix, p.padding, got, off, max);
+    GstMapInfo mi;
+    CHECK(gst_memory_map(m, &mi, GST_MAP_READWRITE), "cannot map");
+    guint8 *block = mi.data - p.prefix;
+    CHECK(((guintptr)block & p.align) == 0,
+          "alignment mask %zu: memory at "
+          "%p",
+          p.align, (void *)block);
+    for (gsize k = 0; k < p.prefix; k++)
+      CHECK(!(p.flags & GST_MEMORY_FLAG_ZERO_PREFIXED) || !block[k],
+            "prefix byte %zu of %zu not zero", k, p.prefix);
+    for (gsize k = 0; k < p.padding; k++)
+      CHECK(!(p.flags & GST_MEMORY_FLAG_ZERO_PADDED) || !mi.data[size + k],
+            "padding byte %zu of %zu not zero", k, p.padding);
+    memset(block, 0xa5, p.prefix + size + p.padding); /* all of it ours */
+    gst_memory_unmap(m, &mi);
+    gst_memory_unref(m);
+  }
+  /* a stream in that memory, buffers of 1-1024 frames */
+  emu_host_allocs_fn emu =
+      (emu_host_allocs_fn)dlsym(RTLD_DEFAULT, "cf_emu_host_allocs");
+  unsigned long long calls0 = 0, calls = 0, live;
+  if (emu)
+    emu(&calls0, &live);
+  size_t n = ref_rng_range(&rng, 60000, 120000), total = n + len - 1;
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+  collected c;
+  collect_init(&c, ch, rate, 0, total + 1);
+  push_alloc = alloc;
+  size_t at = 0, nbuf = 0;
+  while (at < n) {
+    size_t m = pick(ref_rng_range(&rng, 1, 1024), n - at);
+    GstFlowReturn fr =
+        push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, m, ch, rate, 0, at == 0);
+    CHECK(fr == GST_FLOW_OK, "push %zu: %s", nbuf, gst_flow_get_name(fr));
+    at += m;
+    nbuf++;
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  }
+  push_alloc = NULL;
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
+  for (unsigned k = 0; k < ch; k++) {
+    double *want = ref_channel(x, n, ch, k, hk, len, total);
+    double err = ref_rel_l2(c.y + k, ch, want, 1, total);
+    CHECK(err <= tolerance(GST_AUDIO_FORMAT_F32LE, len),
+          "channel %u: relative L2 error %.3g", k, err);
+    free(want);
+  }
+  if (emu) {
+    emu(&calls, &live);
+    print_message("allocator: %zu buffers in, %zu out: %llu cudaHostAlloc "
+                  "calls\n",
+                  nbuf, c.buffers, calls - calls0);
+    CHECK(calls - calls0 <= 32,
+          "%zu buffers in and %zu out took %llu "
+          "cudaHostAlloc calls (want <= 32: freed blocks reused)",
+          nbuf, c.buffers, calls - calls0);
+  }
+  gst_object_unref(alloc);
+  gst_harness_teardown(h);
+  free(c.y);
+  free(x);
+  free(hk);
 }
 
 /* ---- latency: the query, the property and an impulse agree ------------- */
@@ -1878,6 +2007,7 @@ int main(void)
       cmocka_unit_test(test_random_f32),
       cmocka_unit_test(test_random_formats),
       cmocka_unit_test(test_device_fallback),
+      cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
       cmocka_unit_test(test_discont),
       cmocka_unit_test(test_discont_soon),
