@@ -41,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace cf_emu
@@ -265,6 +266,15 @@ bool is_pinned(const void *p)
 std::atomic<unsigned long long> copied[4];
 std::atomic<unsigned long long> host_allocs; // cudaHostAlloc calls
 
+// Calls of each runtime and cuFFT function (cf_emu_calls).
+std::mutex count_lock;
+std::map<std::string, unsigned long long> calls_of;
+void count_call(const char *fn)
+{
+  std::lock_guard<std::mutex> g(count_lock);
+  calls_of[fn]++;
+}
+
 // The direction of a copy (an index of `copied`), or -1 where `kind`
 // contradicts the pointers: the driver refuses a copy whose kind names
 // the wrong side (cudaMemcpyDefault infers it, as on a UVA system).
@@ -295,6 +305,14 @@ void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
   *d2d = copied[2];
 }
 
+// For tests: the calls of runtime or cuFFT function `fn` so far.
+unsigned long long cf_emu_calls(const char *fn)
+{
+  std::lock_guard<std::mutex> g(count_lock);
+  auto it = calls_of.find(fn);
+  return it == calls_of.end() ? 0 : it->second;
+}
+
 // For tests: cudaHostAlloc calls so far, and the pinned bytes now live.
 void cf_emu_host_allocs(unsigned long long *calls,
                         unsigned long long *live_bytes)
@@ -309,17 +327,20 @@ void cf_emu_host_allocs(unsigned long long *calls,
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
+  count_call(__func__);
   *count = 1;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device_id)
 {
+  count_call(__func__);
   return device_id == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device_id)
 {
+  count_call(__func__);
   if (device_id != 0)
     return fail(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof *prop);
@@ -363,6 +384,7 @@ const char *cudaGetErrorName(cudaError_t e)
 
 cudaError_t cudaGetLastError(void)
 {
+  count_call(__func__);
   cudaError_t e = last;
   last = cudaSuccess;
   return e;
@@ -397,6 +419,7 @@ static cudaError_t tracked_free(std::map<const char *, size_t> &m, void *p)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
+  count_call(__func__);
   cudaError_t e = tracked_alloc(device, p, bytes, 256);
   if (e == cudaSuccess) // NaN bytes: a read of what was never written shows
     memset(*p, 0xff, bytes);
@@ -405,12 +428,14 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 
 cudaError_t cudaFree(void *p)
 {
+  count_call(__func__);
   sync_device(); // as the runtime does
   return tracked_free(device, p);
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
+  count_call(__func__);
   (void)flags;
   host_allocs++;
   return tracked_alloc(pinned, p, bytes, 4096);
@@ -418,6 +443,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *p)
 {
+  count_call(__func__);
   sync_device();
   return tracked_free(pinned, p);
 }
@@ -425,6 +451,7 @@ cudaError_t cudaFreeHost(void *p)
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p)
 {
+  count_call(__func__);
   memset(a, 0, sizeof *a);
   std::lock_guard<std::mutex> g(lock);
   if (within(pinned, p)) {
@@ -487,12 +514,14 @@ static cudaError_t copy2d(void *dst, size_t dpitch, const void *src,
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
                        enum cudaMemcpyKind kind)
 {
+  count_call(__func__);
   return copy2d(dst, n, src, n, n, 1, kind, 0, true);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                             enum cudaMemcpyKind kind, cudaStream_t s)
 {
+  count_call(__func__);
   return copy2d(dst, n, src, n, n, 1, kind, s, false);
 }
 
@@ -500,6 +529,7 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
                          size_t spitch, size_t width, size_t height,
                          enum cudaMemcpyKind kind)
 {
+  count_call(__func__);
   return copy2d(dst, dpitch, src, spitch, width, height, kind, 0, true);
 }
 
@@ -507,12 +537,14 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                               size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s)
 {
+  count_call(__func__);
   return copy2d(dst, dpitch, src, spitch, width, height, kind, s, false);
 }
 
 // Asynchronous towards the host unless the target is pinned host memory.
 cudaError_t cudaMemset(void *p, int v, size_t n)
 {
+  count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
   enqueue_on(&legacy_stream, [=]() { memset(p, v, n); });
   if (is_pinned(p))
@@ -522,11 +554,13 @@ cudaError_t cudaMemset(void *p, int v, size_t n)
 
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
+  count_call(__func__);
   return enqueue(s, [=]() { memset(p, v, n); });
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
+  count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
   *s = new CUstream_st{false, {}, next_id++,
                        !(flags & cudaStreamNonBlocking), {}, 0, 0, false};
@@ -537,6 +571,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 // What was queued still runs (the runtime lets it finish in the background).
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+  count_call(__func__);
   if (!ours(s))
     return fail(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::recursive_mutex> g(qlock);
@@ -548,6 +583,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
+  count_call(__func__);
   if (ours(s) && s->capturing)
     return fail(cudaErrorStreamCaptureUnsupported);
   sync_stream(resolve(s));
@@ -556,6 +592,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+  count_call(__func__);
   sync_device();
   return cudaSuccess;
 }
@@ -565,6 +602,7 @@ cudaError_t cudaDeviceSynchronize(void)
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
                                 unsigned int flags)
 {
+  count_call(__func__);
   (void)flags;
   if (ours(s) && s->capturing)
     return e->sid ? fail(cudaErrorStreamCaptureIsolation) : cudaSuccess;
@@ -580,6 +618,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
 {
+  count_call(__func__);
   (void)m;
   if (!ours(s) || s->capturing)
     return fail(cudaErrorIllegalState);
@@ -590,6 +629,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
 
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
+  count_call(__func__);
   if (!ours(s) || !s->capturing)
     return fail(cudaErrorIllegalState);
   s->capturing = false;
@@ -601,6 +641,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
                                  unsigned long long flags)
 {
+  count_call(__func__);
   (void)flags;
   *x = new CUgraphExec_st();
   (*x)->ops = g->ops;
@@ -609,6 +650,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 {
+  count_call(__func__);
   for (auto &op : x->ops)
     enqueue(s, op);
   return cudaSuccess;
@@ -616,29 +658,34 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x)
 {
+  count_call(__func__);
   delete x;
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t g)
 {
+  count_call(__func__);
   delete g;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
+  count_call(__func__);
   *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming)};
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
+  count_call(__func__);
   return cudaEventCreateWithFlags(e, cudaEventDefault);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
+  count_call(__func__);
   delete e;
   return cudaSuccess;
 }
@@ -647,6 +694,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 // inside a capture; here that would be an error.
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+  count_call(__func__);
   if (ours(s) && s->capturing)
     return fail(cudaErrorStreamCaptureUnsupported);
   std::lock_guard<std::recursive_mutex> g(qlock);
@@ -658,6 +706,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
+  count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
   if (e->sid && !reached(e->sid, e->pos))
     run_to(live[e->sid], e->pos);
@@ -669,6 +718,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 // event created with cudaEventDisableTiming).
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
+  count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
   if (!a->sid || !b->sid || !a->timing || !b->timing)
     return fail(cudaErrorInvalidResourceHandle);
@@ -716,6 +766,7 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
                           int istride, int idist, int *onembed, int ostride,
                           int odist, cufftType type, int batch)
 {
+  count_call(__func__);
   (void)istride, (void)idist, (void)ostride, (void)odist;
   if ((rank != 1 && rank != 2) || inembed || onembed ||
       (type != CUFFT_R2C && type != CUFFT_C2R))
@@ -729,6 +780,7 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
 
 cufftResult cufftSetStream(cufftHandle plan, cudaStream_t s)
 {
+  count_call(__func__);
   std::lock_guard<std::mutex> g(fft_lock);
   auto it = plans.find(plan);
   if (it == plans.end())
@@ -753,16 +805,19 @@ static cufftResult exec(cufftHandle plan, cufftType type, void *in, void *out)
 
 cufftResult cufftExecR2C(cufftHandle plan, cufftReal *in, cufftComplex *out)
 {
+  count_call(__func__);
   return exec(plan, CUFFT_R2C, in, out);
 }
 
 cufftResult cufftExecC2R(cufftHandle plan, cufftComplex *in, cufftReal *out)
 {
+  count_call(__func__);
   return exec(plan, CUFFT_C2R, in, out);
 }
 
 cufftResult cufftDestroy(cufftHandle plan)
 {
+  count_call(__func__);
   std::lock_guard<std::mutex> g(fft_lock);
   return plans.erase(plan) ? CUFFT_SUCCESS : CUFFT_INVALID_PLAN;
 }

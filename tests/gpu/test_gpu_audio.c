@@ -2,7 +2,8 @@
  * runs the contract on the cuda-* variants): graph replay against plain
  * launches, fault injection (explicit cuda fails clearly, auto switches to
  * the CPU without losing a sample), random chunkings on both CUDA paths.
- * cf_host_alloc's pinned blocks: reused, never handed out twice.
+ * cf_host_alloc's pinned blocks: reused, never handed out twice. On the
+ * emulated device, what a chunk may not do once the stream runs.
  * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): shorter
  * signals, the same paths and checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
@@ -21,6 +22,7 @@
 #include <cudafilter/memory.h>
 
 #include "../ref.h"
+#include "steady.h"
 
 static uint64_t seed;
 static int quick; /* CF_TEST_QUICK */
@@ -240,6 +242,80 @@ static int fault_case(const char *which)
 void cf_emu_host_allocs(unsigned long long *calls,
                         unsigned long long *live_bytes) __attribute__((weak));
 
+/* Random chunks through CUDA engines on each path, pipeline depths 1-3:
+ * after the first chunks, none of steady.h's calls (and the output equals
+ * the reference). Counted on the emulated device only. */
+static void test_steady_state(void **state)
+{
+  (void)state;
+  if (!steady_counted()) {
+    print_message("skipped: the calls are counted on the emulated device "
+                  "only (cudaemu)\n");
+    return;
+  }
+  static const struct {
+    cf_algorithm algo;
+    size_t len;
+    unsigned block;
+  } cases[] = {
+      {CF_ALGO_DIRECT, 37, 64},        {CF_ALGO_DIRECT, 3001, 256},
+      {CF_ALGO_FFT_UNIFORM, 5000, 64}, {CF_ALGO_FFT_UNIFORM, 16384, 1024},
+      {CF_ALGO_AUTO, 700, 7},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    ref_rng r;
+    ref_rng_init(&r, seed ^ (0x57ead + c));
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 3), block = cases[c].block;
+    size_t len = cases[c].len, n = quick ? 8000 : 30000;
+    float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
+    float *y = calloc((n + len + block) * ch, sizeof *y);
+    assert_true(h && x && y);
+    ref_rng_fill(&r, h, len);
+    ref_rng_fill(&r, x, n * ch);
+    cf_kernel *k = NULL;
+    assert_int_equal(cf_kernel_new_shared(h, len, &k), CF_OK);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.channels = ch;
+    cfg.block_size = block;
+    cfg.backend = CF_BACKEND_CUDA;
+    cfg.algorithm = cases[c].algo;
+    cfg.pipeline_depth = (unsigned)ref_rng_range(&r, 1, 3);
+    cf_engine *e = NULL;
+    assert_int_equal(cf_engine_new_audio(&cfg, k, &e), CF_OK);
+    cf_kernel_free(k);
+    size_t chunks[4096], pos = 0, i = 0;
+    size_t nc = ref_chunking(&r, n, block, chunks, 4096);
+    steady_mark mark;
+    for (; i < nc && i < 3; i++, pos += chunks[i - 1]) /* the first chunks */
+      assert_int_equal(
+          cf_engine_process(e, x + pos * ch, y + pos * ch, chunks[i]), CF_OK);
+    steady_take(&mark);
+    for (; i < nc; i++, pos += chunks[i - 1])
+      assert_int_equal(
+          cf_engine_process(e, x + pos * ch, y + pos * ch, chunks[i]), CF_OK);
+    unsigned long long times = 0;
+    const char *call = steady_broken(&mark, &times);
+    if (call)
+      fail_msg("%s, depth %u: %s called %llu times in %zu chunks after the "
+               "first 3",
+               cf_engine_describe(e), cfg.pipeline_depth, call, times, nc - 3);
+    assert_true(pos == n);
+    size_t w = 0, lat = cf_engine_latency(e);
+    assert_int_equal(cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w),
+                     CF_OK);
+    double er = err(x, y, n, ch, h, len, lat);
+    print_message("%s, depth %u, %zu chunks: no setup call after the "
+                  "first 3; error %g\n",
+                  cf_engine_describe(e), cfg.pipeline_depth, nc, er);
+    if (!(er <= 2e-5))
+      fail_msg("%s: error %g (seed %llu)", cf_engine_describe(e), er,
+               (unsigned long long)seed);
+    cf_engine_free(e);
+    free(h), free(x), free(y);
+  }
+}
+
 /* A live block: every byte is a function of its tag, so a block handed out
  * twice, or written by the allocator, shows when it is checked. */
 typedef struct {
@@ -381,6 +457,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_graph_vs_plain),
       cmocka_unit_test(test_faults),
       cmocka_unit_test(test_host_memory),
-    };
+      cmocka_unit_test(test_steady_state),
+  };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

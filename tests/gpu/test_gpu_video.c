@@ -10,6 +10,8 @@
  *    GstCudaMemory hands them: same results, both modes; on the emulated
  *    device, no byte of them crosses to the host; backend auto refuses
  *    them with a message;
+ *  - on the emulated device, no allocation, plan, graph or device-wide
+ *    wait per frame (steady.h) once the first frame is through;
  *  - fault injection (CF_CUDA_FAULT, one child process per case): explicit
  *    cuda fails with CF_E_NOMEM / CF_E_DEVICE and a message, auto moves to
  *    the CPU without losing or repeating a frame.
@@ -43,6 +45,7 @@
 #endif
 
 #include "../ref.h"
+#include "steady.h"
 
 /* The emulated device (tests/emu, suite cudaemu) counts the bytes it
  * copies; a real device has no such call. */
@@ -252,6 +255,7 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
     fr_make(&got[i], &v->cfg, pinned && i % 2);
     memset(got[i].mem, 0x3c, got[i].bytes);
   }
+  steady_mark mark;
   for (unsigned t = 0; t < FRAMES; t++) {
     if (t == 4) {
       cf_engine_reset(cpu);
@@ -265,6 +269,19 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
                   cf_last_error());
       fail();
     }
+    /* after the first frame (and the reset's), none of steady.h's calls;
+     * not in the fault cases, where the engine gives up the device */
+    unsigned long long times = 0;
+    const char *call = t != 0 && t != 4 && !getenv("CF_CUDA_FAULT")
+                           ? steady_broken(&mark, &times)
+                           : NULL;
+    if (call) {
+      print_error("%s, depth %u%s: frame %u called %s %llu times (%s)\n",
+                  v->desc, depth, pinned ? ", pinned" : "", t, call, times,
+                  cf_engine_describe(gpu));
+      fail();
+    }
+    steady_take(&mark);
   }
   /* call t wrote frame t - depth; the first depth calls wrote nothing */
   unsigned flushed = 0;
