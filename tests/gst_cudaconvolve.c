@@ -63,6 +63,7 @@
 #endif
 
 #include "check.h"
+#include "gpu/steady.h"
 #include "ref.h"
 #include "ref2d.h"
 
@@ -645,6 +646,16 @@ static void check_buffers(gcase *c, GstBuffer *in, GstBuffer *out,
   gst_video_frame_unmap(&vout);
 }
 
+/* On the emulated device (suite cudaemu): none of tests/gpu/steady.h's
+ * calls since `m`, the frames since then allocating nothing, creating no
+ * plan or graph and waiting for no whole device. */
+static void check_steady(const steady_mark *m, const char *what)
+{
+  unsigned long long times = 0;
+  const char *call = steady_broken(m, NULL, &times);
+  CHECK(!call, "%s: %s called %llu times while streaming", what, call, times);
+}
+
 /* Push one random frame, pull the output, compare with the reference. */
 static void push_check(gcase *c, ref_rng *r, int padded, int discont,
                        const char *what)
@@ -725,8 +736,13 @@ static void test_formats(void **state)
       add_case("kernel given as %s ", rep == 0   ? "array"
                                       : rep == 1 ? ".npy"
                                                  : "text");
-      for (unsigned f = 0; f < 3; f++)
+      steady_mark m;
+      for (unsigned f = 0; f < 4; f++) {
         push_check(&c, &r, ref_rng_u64(&r) % 2, 0, "frame");
+        if (f)
+          check_steady(&m, "frames after the first");
+        steady_take(&m);
+      }
       check_no_bus_errors(&c);
       gcase_close(&c);
     }
@@ -2344,8 +2360,13 @@ static void test_depth_stream(void **state)
     depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 1, 3));
     gst_harness_play(c.h);
     unsigned n = depth + (unsigned)ref_rng_range(&r, 0, 6);
-    for (unsigned i = 0; i < n; i++)
+    steady_mark m;
+    for (unsigned i = 0; i < n; i++) {
       ds_push(&s, &r, i == 0, "frame");
+      if (i)
+        check_steady(&m, "frames after the first");
+      steady_take(&m);
+    }
     check_in_use_latency(&c, depth);
     ds_eos(&s);
     check_no_bus_errors(&c);

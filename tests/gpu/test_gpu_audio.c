@@ -295,7 +295,7 @@ static void test_steady_state(void **state)
       assert_int_equal(
           cf_engine_process(e, x + pos * ch, y + pos * ch, chunks[i]), CF_OK);
     unsigned long long times = 0;
-    const char *call = steady_broken(&mark, &times);
+    const char *call = steady_broken(&mark, NULL, &times);
     if (call)
       fail_msg("%s, depth %u: %s called %llu times in %zu chunks after the "
                "first 3",

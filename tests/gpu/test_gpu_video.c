@@ -273,7 +273,7 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
      * not in the fault cases, where the engine gives up the device */
     unsigned long long times = 0;
     const char *call = t != 0 && t != 4 && !getenv("CF_CUDA_FAULT")
-                           ? steady_broken(&mark, &times)
+                           ? steady_broken(&mark, NULL, &times)
                            : NULL;
     if (call) {
       print_error("%s, depth %u%s: frame %u called %s %llu times (%s)\n",
