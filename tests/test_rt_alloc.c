@@ -1,0 +1,321 @@
+/* engine.h promises that cf_engine_process() never allocates (a real-time
+ * audio callback, the daemon's PortAudio one among them, must not wait on
+ * the allocator's locks or the kernel). This suite counts every call of
+ * the malloc family, in every thread, while CPU engines stream: random
+ * kernels, paths, thread counts and chunkings, a reset and a kernel swap
+ * with its crossfade in the counted stretch; the video engine the same
+ * per frame, live and pipelined (FFTW's scratch on the FFT path aside,
+ * as video.h says). The audio output is checked against the
+ * float64 reference, GRAY32F frames against ref2d.
+ *
+ * The counting replaces malloc, calloc, realloc, free, posix_memalign,
+ * aligned_alloc and memalign for the whole process (glibc's __libc_*
+ * underneath). Sanitizer builds keep their own allocator: there the suite
+ * says skipped. Suite 'rt' (not under valgrind, which replaces them too). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <cudafilter/engine.h>
+#include <cudafilter/kernel.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
+
+#include "check.h"
+#include "ref.h"
+#include "ref2d.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RT_NO_COUNT 1
+#endif
+
+static atomic_int counting;
+static atomic_long allocs;
+
+#ifndef RT_NO_COUNT
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+
+/* visible: the build hides symbols by default, and these must replace the
+ * C library's for libcudafilter too */
+#define RT_EXPORT __attribute__((visibility("default")))
+
+static void note(void)
+{
+  if (atomic_load_explicit(&counting, memory_order_relaxed))
+    atomic_fetch_add(&allocs, 1);
+}
+
+RT_EXPORT void *malloc(size_t n)
+{
+  note();
+  return __libc_malloc(n);
+}
+
+RT_EXPORT void *calloc(size_t a, size_t b)
+{
+  note();
+  return __libc_calloc(a, b);
+}
+
+RT_EXPORT void *realloc(void *p, size_t n)
+{
+  note();
+  return __libc_realloc(p, n);
+}
+
+RT_EXPORT void free(void *p)
+{
+  if (p)
+    note();
+  __libc_free(p);
+}
+
+RT_EXPORT int posix_memalign(void **p, size_t align, size_t n)
+{
+  note();
+  if (align < sizeof(void *) || (align & (align - 1)))
+    return EINVAL;
+  void *q = __libc_memalign(align, n);
+  if (!q)
+    return ENOMEM;
+  *p = q;
+  return 0;
+}
+
+RT_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+  note();
+  return __libc_memalign(align, n);
+}
+
+RT_EXPORT void *memalign(size_t align, size_t n)
+{
+  note();
+  return __libc_memalign(align, n);
+}
+#endif
+
+static ref_rng rng;
+
+static void count_from_here(void)
+{
+  atomic_store(&allocs, 0);
+  atomic_store(&counting, 1);
+}
+
+static long counted(void)
+{
+  atomic_store(&counting, 0);
+  return atomic_load(&allocs);
+}
+
+static float *random_taps(size_t len)
+{
+  float *h = xalloc(len * sizeof *h);
+  for (size_t i = 0; i < len; i++)
+    h[i] = ref_rng_sym(&rng) / (float)(1 + i / 64);
+  return h;
+}
+
+/* Random audio engines: chunks after the first few, a reset, a kernel
+ * swap (the call itself may allocate) and its crossfade: no allocation. */
+static void test_audio(void **state)
+{
+  (void)state;
+  static const cf_algorithm algos[] = {CF_ALGO_DIRECT, CF_ALGO_FFT_UNIFORM,
+                                       CF_ALGO_FFT_NONUNIFORM, CF_ALGO_AUTO};
+  for (unsigned c = 0; c < 12; c++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    /* powers of two and sizes with small prime factors (engine.h) */
+    static const unsigned odd[] = {1, 3, 5, 7};
+    unsigned block = odd[ref_rng_u64(&rng) % 4] << ref_rng_range(&rng, 4, 9);
+    size_t len = c % 3 == 0   ? ref_rng_range(&rng, 1, 64)
+                 : c % 3 == 1 ? ref_rng_range(&rng, 65, 4000)
+                              : ref_rng_range(&rng, 4001, 70000);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.channels = ch;
+    cfg.block_size = block;
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = algos[c % 4];
+    if (cfg.algorithm == CF_ALGO_DIRECT && len > 4000)
+      cfg.algorithm = CF_ALGO_AUTO;
+    cfg.threads = (unsigned)ref_rng_range(&rng, 0, 2);
+    float *h = random_taps(len);
+    cf_kernel *k = NULL;
+    CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_audio(&cfg, k, &e) == CF_OK, "engine: %s",
+          cf_last_error());
+    cf_kernel_free(k);
+    set_case("%s, %u ch, %zu taps", cf_engine_describe(e), ch, len);
+    size_t n = ref_rng_range(&rng, 20000, 60000), lat = cf_engine_latency(e);
+    float *x = xalloc(n * ch * sizeof *x), *y = xalloc(n * ch * sizeof *y);
+    ref_rng_fill(&rng, x, n * ch);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), pos = 0;
+    for (size_t i = 0; i < nc; i++) {
+      if (i == 3)
+        count_from_here();
+      CHECK(cf_engine_process(e, x + pos * ch, y + pos * ch, sizes[i]) == CF_OK,
+            "process: %s", cf_last_error());
+      pos += sizes[i];
+    }
+    long got = counted();
+    CHECK(got == 0, "%ld allocations or frees in %zu chunks", got, nc - 3);
+    /* what came out: the stream delayed by the latency */
+    for (unsigned j = 0; j < ch; j++) {
+      float *xc = xalloc(n * sizeof *xc);
+      double *want = xalloc(n * sizeof *want);
+      for (size_t i = 0; i < n; i++)
+        xc[i] = x[i * ch + j];
+      ref_conv(xc, n, h, len, want, n - lat);
+      double err = ref_rel_l2(y + lat * ch + j, ch, want, 1, n - lat);
+      CHECK(err <= 2e-5, "channel %u: relative L2 error %.3g", j, err);
+      free(xc);
+      free(want);
+    }
+    /* a reset, then a swap with a crossfade, then chunks again */
+    CHECK(cf_engine_reset(e) == CF_OK, "reset: %s", cf_last_error());
+    float *h2 = random_taps(len);
+    CHECK(cf_kernel_new_shared(h2, len, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    CHECK(cf_engine_set_kernel(e, k, ref_rng_range(&rng, 0, 5000)) == CF_OK,
+          "set_kernel: %s", cf_last_error());
+    cf_kernel_free(k);
+    count_from_here();
+    pos = 0;
+    for (size_t i = 0; i < nc; i++) {
+      CHECK(cf_engine_process(e, x + pos * ch, y + pos * ch, sizes[i]) == CF_OK,
+            "process after the swap: %s", cf_last_error());
+      pos += sizes[i];
+    }
+    got = counted();
+    CHECK(got == 0,
+          "%ld allocations or frees in %zu chunks after a reset "
+          "and a swap",
+          got, nc);
+    cf_engine_free(e);
+    free(h);
+    free(h2);
+    free(x);
+    free(y);
+  }
+}
+
+/* Video engines on random formats, paths, temporal depths and pipeline
+ * depths: no allocation per frame after the first (on the FFT path, FFTW's
+ * own scratch is allowed: video.h). */
+static void test_video(void **state)
+{
+  (void)state;
+  static const cf_pixel_format fmts[] = {CF_PIX_GRAY32F, CF_PIX_GRAY8,
+                                         CF_PIX_RGBA,    CF_PIX_I420,
+                                         CF_PIX_NV12,    CF_PIX_GRAY16_LE};
+  static const cf_algorithm2d algos[] = {CF_ALGO2D_DIRECT, CF_ALGO2D_SEPARABLE,
+                                         CF_ALGO2D_FFT, CF_ALGO2D_AUTO};
+  for (unsigned c = 0; c < 16; c++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.format = c < 4 ? CF_PIX_GRAY32F : fmts[ref_rng_u64(&rng) % 6];
+    cfg.width = (unsigned)ref_rng_range(&rng, 2, 200) * 2;
+    cfg.height = (unsigned)ref_rng_range(&rng, 2, 150) * 2;
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = algos[c % 4];
+    cfg.threads = (unsigned)ref_rng_range(&rng, 0, 2);
+    cfg.border = (cf_border)(ref_rng_u64(&rng) % 5);
+    cfg.pipeline_depth = c < 4 ? 0 : (unsigned)ref_rng_range(&rng, 0, 2);
+    unsigned t = c < 4 ? 1 : (unsigned)ref_rng_range(&rng, 1, 3);
+    unsigned kh = (unsigned)ref_rng_range(&rng, 1, 15);
+    unsigned kw = (unsigned)ref_rng_range(&rng, 1, 15);
+    size_t nt = (size_t)t * kh * kw;
+    float *taps = xalloc(nt * sizeof *taps);
+    for (size_t i = 0; i < nt; i++) /* rank 1, so separable applies */
+      taps[i] =
+          (float)(1 + i / kw % 3) * (float)(1 + i % kw % 4) / (float)(8 * nt);
+    cf_kernel2d *k = NULL;
+    CHECK(cf_kernel2d_new(t, kh, kw, taps, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_video(&cfg, k, &e) == CF_OK, "engine: %s",
+          cf_last_error());
+    cf_kernel2d_free(k);
+    set_case("%s", cf_engine_describe(e));
+    size_t bytes =
+        cf_frame_layout(cfg.format, cfg.width, cfg.height, NULL, NULL);
+    uint8_t *in = xalloc(bytes), *out = xalloc(bytes);
+    if (cfg.format == CF_PIX_GRAY32F)
+      ref_rng_fill(&rng, (float *)in, bytes / sizeof(float));
+    else
+      for (size_t i = 0; i < bytes; i++)
+        in[i] = (uint8_t)ref_rng_u64(&rng);
+    cf_frame fi, fo;
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, in, &fi);
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, out, &fo);
+    for (unsigned f = 0; f < 12; f++) {
+      if (f == 1)
+        count_from_here();
+      CHECK(cf_engine_process_frame(e, &fi, &fo) == CF_OK, "frame %u: %s", f,
+            cf_last_error());
+    }
+    long got = counted();
+    /* FFTW's buffered 2D plans allocate inside the FFT path (video.h) */
+    int fftw_may = strstr(cf_engine_describe(e), "fft") != NULL;
+    CHECK(got == 0 || fftw_may, "%ld allocations or frees in 11 frames", got);
+    if (cfg.format == CF_PIX_GRAY32F && t == 1 && !cfg.pipeline_depth) {
+      /* the same frame each time: the spatial convolution */
+      size_t np = (size_t)cfg.width * cfg.height;
+      double *xd = xalloc(np * sizeof *xd), *kd = xalloc(nt * sizeof *kd);
+      double *want = xalloc(np * sizeof *want);
+      for (size_t i = 0; i < np; i++)
+        xd[i] = ((const float *)in)[i];
+      for (size_t i = 0; i < nt; i++)
+        kd[i] = taps[i];
+      ref2d_convolve(xd, cfg.width, cfg.height, kd, kh, kw, cfg.border,
+                     cfg.cval, want, 0);
+      double err = ref_rel_l2((const float *)out, 1, want, 1, np);
+      CHECK(err <= 2e-5, "relative L2 error %.3g", err);
+      free(xd);
+      free(kd);
+      free(want);
+    }
+    cf_engine_free(e);
+    free(taps);
+    free(in);
+    free(out);
+  }
+}
+
+int main(void)
+{
+#ifdef RT_NO_COUNT
+  printf("skipped: a sanitizer build keeps its own allocator; the malloc "
+         "family is counted in the plain builds\n");
+  return 77;
+#else
+  check_seed = ref_seed();
+  ref_rng_init(&rng, check_seed);
+  check_variant = "cpu";
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_audio),
+      cmocka_unit_test(test_video),
+  };
+  check_filter_from_env();
+  return cmocka_run_group_tests(tests, NULL, NULL);
+#endif
+}
