@@ -64,7 +64,10 @@ static const variant *V;   /* the variant running now */
 #define MAXK 64
 #define MAXCHUNKS 4096
 
-static const unsigned blocks[] = {1, 2, 3, 7, 32, 64, 100, 256, 1024, 4096};
+/* 61 and 1009 (primes): the FFT paths round their transforms up past
+ * 2 x block (src/cpu/conv.c, cf_conv_fft_size) */
+static const unsigned blocks[] = {1,  2,   3,   7,    32,   61,
+                                  64, 100, 256, 1009, 1024, 4096};
 #define NBLOCKS (sizeof blocks / sizeof *blocks)
 
 static int is_direct(void) { return V->algo == CF_ALGO_DIRECT; }

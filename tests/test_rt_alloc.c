@@ -140,9 +140,12 @@ static void test_audio(void **state)
                                        CF_ALGO_FFT_NONUNIFORM, CF_ALGO_AUTO};
   for (unsigned c = 0; c < 12; c++) {
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
-    /* powers of two and sizes with small prime factors (engine.h) */
-    static const unsigned odd[] = {1, 3, 5, 7};
-    unsigned block = odd[ref_rng_u64(&rng) % 4] << ref_rng_range(&rng, 4, 9);
+    /* powers of two, and any size (primes such as 61 or 1009 once made
+     * FFTW allocate in every transform, Rader's algorithm) */
+    static const unsigned odd[] = {61, 101, 1009, 3 << 7};
+    unsigned block = c % 2        ? 1u << ref_rng_range(&rng, 4, 10)
+                     : c % 4 == 0 ? odd[c / 4 % 4]
+                                  : (unsigned)ref_rng_range(&rng, 16, 1100);
     size_t len = c % 3 == 0   ? ref_rng_range(&rng, 1, 64)
                  : c % 3 == 1 ? ref_rng_range(&rng, 65, 4000)
                               : ref_rng_range(&rng, 4001, 70000);

@@ -19,11 +19,8 @@
  *  - cf_engine_reset() forgets all history (a discontinuity).
  *  - cf_engine_set_kernel() swaps kernels while running, with a linear
  *    crossfade (see there).
- * Nothing is allocated and no plan is built inside process(), on block
- * sizes whose FFT (2 x block_size) FFTW does in place: powers of two and
- * sizes with small prime factors (tests/test_rt_alloc.c counts). A large
- * prime factor (block sizes such as 61, 101 or 1009) makes FFTW use
- * Rader's algorithm, which allocates scratch in every transform.
+ * Nothing is allocated and no plan is built inside process()
+ * (tests/test_rt_alloc.c counts).
  *
  * An engine is not thread-safe: one thread at a time may call it. */
 #ifndef CUDAFILTER_ENGINE_H

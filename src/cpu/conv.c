@@ -21,6 +21,7 @@
 typedef struct stage {
   cf_stage_plan pl;
   const cf_fft *fft;
+  size_t nf;           /* FFT size (cf_conv_fft_size(pl.p), >= 2 pl.p) */
   size_t nbs;          /* complex bins per spectrum, padded to 16 */
   float *fdl;          /* pl.n interleaved input spectra, 2 * nbs floats */
   size_t pos;          /* slot of the newest spectrum */
@@ -57,6 +58,18 @@ static size_t pow2_at_least(size_t n)
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
+size_t cf_conv_fft_size(size_t p)
+{
+  for (size_t m = p;; m++) {
+    size_t r = m;
+    for (size_t f = 2; f <= 7; f++)
+      while (r % f == 0)
+        r /= f;
+    if (r == 1)
+      return 2 * m;
+  }
+}
+
 void cf_conv_free(cf_conv *c)
 {
   if (!c)
@@ -89,19 +102,19 @@ static size_t stage_parts(const cf_stage_plan *pl, size_t len)
 }
 
 /* Kernel spectra of one stage: partition j of kernel i holds taps
- * [(q + j) p, (q + j + 1) p) in the first half of a 2p frame, scaled by
- * 1 / 2p so the unnormalised inverse FFT comes out right. */
+ * [(q + j) p, (q + j + 1) p) at the start of an nf frame (nf >= 2p),
+ * scaled by 1 / nf so the unnormalised inverse FFT comes out right. */
 static void stage_fill(cf_conv *c, stage *st, const float *const *taps,
                        const size_t *lens)
 {
-  size_t p = st->pl.p, n = st->pl.n;
+  size_t p = st->pl.p, n = st->pl.n, nf = st->nf;
   for (unsigned i = 0; i < c->k; i++)
     for (size_t j = 0; j < st->nk[i]; j++) {
       size_t from = (st->pl.q + j) * p;
       size_t cnt = lens[i] - from < p ? lens[i] - from : p;
-      memset(c->win, 0, 2 * p * sizeof(float));
+      memset(c->win, 0, nf * sizeof(float));
       for (size_t x = 0; x < cnt; x++)
-        c->win[x] = taps[i][from + x] / (float)(2 * p);
+        c->win[x] = taps[i][from + x] / (float)nf;
       cf_fft_forward(st->fft, c->win, (float *)st->h[i * n + j]);
     }
 }
@@ -109,8 +122,10 @@ static void stage_fill(cf_conv *c, stage *st, const float *const *taps,
 static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
                             const size_t *lens, cf_fft_mode mode)
 {
-  size_t p = st->pl.p, n = st->pl.n, nb = p + 1;
-  cf_status s = cf_fft_get(2 * p, mode, &st->fft);
+  size_t p = st->pl.p, n = st->pl.n;
+  st->nf = cf_conv_fft_size(p);
+  size_t nb = st->nf / 2 + 1;
+  cf_status s = cf_fft_get(st->nf, mode, &st->fft);
   if (s != CF_OK)
     return s;
   st->nbs = round16(nb);
@@ -151,17 +166,18 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
   c->pl = *pl;
   c->dsp = cf_dsp_get();
   c->k = k;
-  size_t pmax = 0, ahead = 0;
+  size_t pmax = 0, nfmax = 0, ahead = 0;
   for (unsigned s = 0; s < pl->nstages; s++) {
     if (pl->st[s].p > pmax)
       pmax = pl->st[s].p;
+    if (cf_conv_fft_size(pl->st[s].p) > nfmax)
+      nfmax = cf_conv_fft_size(pl->st[s].p);
     size_t reach = (pl->st[s].q + 1) * pl->st[s].p;
     if (reach > ahead)
       ahead = reach;
   }
   c->blk = pl->nstages ? pl->st[0].p : max_chunk;
-  c->keep = 2 * pmax > pl->latency + pl->head ? 2 * pmax
-                                                 : pl->latency + pl->head;
+  c->keep = nfmax > pl->latency + pl->head ? nfmax : pl->latency + pl->head;
   size_t room = c->keep;
   if (room < c->blk)
     room = c->blk;
@@ -192,9 +208,9 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
     size_t rcap = pow2_at_least(ahead + pl->latency + 2 * c->blk);
     c->rmask = rcap - 1;
     c->ring = cf_alloc((size_t)k * rcap * sizeof(float));
-    c->win = cf_alloc(2 * pmax * sizeof(float));
-    c->acc = cf_alloc(2 * round16(pmax + 1) * sizeof(float));
-    c->tmp = cf_alloc(2 * pmax * sizeof(float));
+    c->win = cf_alloc(nfmax * sizeof(float));
+    c->acc = cf_alloc(2 * round16(nfmax / 2 + 1) * sizeof(float));
+    c->tmp = cf_alloc(nfmax * sizeof(float));
     if (!c->ring || !c->win || !c->acc || !c->tmp) {
       s = cf_fail(CF_E_NOMEM, "convolver: out of memory for partitions of "
                   "up to %zu", pmax);
@@ -300,13 +316,15 @@ static void ring_take(float *r, size_t mask, uint64_t from, float *out,
 
 static void stage_run(cf_conv *c, stage *st)
 {
-  size_t p = st->pl.p, n = st->pl.n, nbs = st->nbs;
+  size_t p = st->pl.p, n = st->pl.n, nbs = st->nbs, nf = st->nf;
   st->pos = st->pos + 1 == n ? 0 : st->pos + 1;
   /* The blocks reading this spectrum run at t .. t + (n - 1) p and give
    * y up to (their time) + qp: none wanted, no transform. */
   if (c->t + (n - 1 + st->pl.q) * p <= c->skip)
     return;
-  memcpy(c->win, c->xbuf + c->xpos - 2 * p, 2 * p * sizeof(float));
+  /* the last nf inputs; of their circular convolution with p taps, the
+   * last p outputs are free of wrap-around (nf >= 2p) */
+  memcpy(c->win, c->xbuf + c->xpos - nf, nf * sizeof(float));
   float *slot = st->fdl + st->pos * 2 * nbs;
   cf_fft_forward(st->fft, c->win, slot);
   for (size_t j = 0, i = st->pos; j < n; j++, i = i ? i - 1 : n - 1)
@@ -322,7 +340,7 @@ static void stage_run(cf_conv *c, stage *st)
     c->dsp->cmac(c->acc, st->xs, st->h + (size_t)i * n, st->nk[i], nbs);
     cf_fft_inverse(st->fft, c->acc, c->tmp);
     ring_add(c->ring + (size_t)i * (c->rmask + 1), c->rmask, from,
-             c->tmp + p, p);
+             c->tmp + nf - p, p);
   }
 }
 

@@ -15,6 +15,12 @@ typedef struct cf_conv cf_conv;
 /* taps[i], lens[i]: kernel i (len 0 allowed: outputs zeros). Every
  * cf_conv_process() call must pass at most max_chunk frames. mode: how
  * FFT plans not made yet are made (CF_FFT_QUICK in a running stream). */
+/* The FFT size of a stage of partition p: 2p, rounded up to a size with
+ * no prime factor above 7, whose transforms FFTW does without allocating
+ * (a prime p would take Rader's algorithm, which allocates per call, and
+ * runs slower). */
+size_t cf_conv_fft_size(size_t p);
+
 cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
                       const size_t *lens, unsigned k, size_t max_chunk,
                       cf_fft_mode mode, cf_conv **out);

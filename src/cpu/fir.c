@@ -690,7 +690,8 @@ cf_status cf_cpu_fir_prepare(const cf_audio_config *cfg, unsigned out_channels,
       continue;
     for (unsigned s = 0; s < pl.nstages; s++) {
       const cf_fft *fft;
-      cf_status st = cf_fft_get(2 * pl.st[s].p, CF_FFT_MEASURE, &fft);
+      cf_status st =
+          cf_fft_get(cf_conv_fft_size(pl.st[s].p), CF_FFT_MEASURE, &fft);
       if (st != CF_OK)
         return st;
     }

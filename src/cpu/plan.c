@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conv.h"
+
 /* Model constants, ns, measured on the 2-core x86-64 CI machine (AVX2):
  * FFTW interleaved real FFT + inverse, the SIMD spectral multiply-add
  * and the direct FIR (bench/results/cost-model-*.md). */
@@ -29,9 +31,10 @@ static double cost(const cf_conv_plan *pl, unsigned k)
   for (unsigned s = 0; s < pl->nstages; s++) {
     const cf_stage_plan *st = &pl->st[s];
     double p = (double)st->p;
-    c += (1.0 + k) * fft_ns(2 * st->p) / p;
+    size_t nf = cf_conv_fft_size(st->p);
+    c += (1.0 + k) * fft_ns(nf) / p;
     double bin = st->p > 4096 ? NS_CMAC_BIN_BIG : NS_CMAC_BIN;
-    c += (double)k * (double)st->n * (p + 1.0) * bin / p;
+    c += (double)k * (double)st->n * (double)(nf / 2 + 1) * bin / p;
   }
   return c;
 }
