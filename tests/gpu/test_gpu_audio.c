@@ -27,8 +27,10 @@
 static uint64_t seed;
 static int quick; /* CF_TEST_QUICK */
 
-static cf_engine *make(unsigned ch, unsigned block, cf_backend be,
-                       cf_algorithm algo, const float *h, size_t len)
+/* pipeline depth 0: the default */
+static cf_engine *make_depth(unsigned ch, unsigned block, cf_backend be,
+                             cf_algorithm algo, const float *h, size_t len,
+                             unsigned depth)
 {
   cf_kernel *k = NULL;
   assert_int_equal(cf_kernel_new_shared(h, len, &k), CF_OK);
@@ -38,12 +40,20 @@ static cf_engine *make(unsigned ch, unsigned block, cf_backend be,
   cfg.block_size = block;
   cfg.backend = be;
   cfg.algorithm = algo;
+  if (depth)
+    cfg.pipeline_depth = depth;
   cf_engine *e = NULL;
   cf_status s = cf_engine_new_audio(&cfg, k, &e);
   cf_kernel_free(k);
   if (s != CF_OK)
     print_error("engine: %s: %s\n", cf_status_name(s), cf_last_error());
   return s == CF_OK ? e : NULL;
+}
+
+static cf_engine *make(unsigned ch, unsigned block, cf_backend be,
+                       cf_algorithm algo, const float *h, size_t len)
+{
+  return make_depth(ch, block, be, algo, h, len, 0);
 }
 
 /* Run x (n frames of ch) through e in the given chunking, then drain;
@@ -272,18 +282,10 @@ static void test_steady_state(void **state)
     assert_true(h && x && y);
     ref_rng_fill(&r, h, len);
     ref_rng_fill(&r, x, n * ch);
-    cf_kernel *k = NULL;
-    assert_int_equal(cf_kernel_new_shared(h, len, &k), CF_OK);
-    cf_audio_config cfg;
-    cf_audio_config_init(&cfg);
-    cfg.channels = ch;
-    cfg.block_size = block;
-    cfg.backend = CF_BACKEND_CUDA;
-    cfg.algorithm = cases[c].algo;
-    cfg.pipeline_depth = (unsigned)ref_rng_range(&r, 1, 3);
-    cf_engine *e = NULL;
-    assert_int_equal(cf_engine_new_audio(&cfg, k, &e), CF_OK);
-    cf_kernel_free(k);
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    cf_engine *e =
+        make_depth(ch, block, CF_BACKEND_CUDA, cases[c].algo, h, len, depth);
+    assert_non_null(e);
     size_t chunks[4096], pos = 0, i = 0;
     size_t nc = ref_chunking(&r, n, block, chunks, 4096);
     steady_mark mark;
@@ -299,7 +301,7 @@ static void test_steady_state(void **state)
     if (call)
       fail_msg("%s, depth %u: %s called %llu times in %zu chunks after the "
                "first 3",
-               cf_engine_describe(e), cfg.pipeline_depth, call, times, nc - 3);
+               cf_engine_describe(e), depth, call, times, nc - 3);
     assert_true(pos == n);
     size_t w = 0, lat = cf_engine_latency(e);
     assert_int_equal(cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w),
@@ -307,7 +309,7 @@ static void test_steady_state(void **state)
     double er = err(x, y, n, ch, h, len, lat);
     print_message("%s, depth %u, %zu chunks: no setup call after the "
                   "first 3; error %g\n",
-                  cf_engine_describe(e), cfg.pipeline_depth, nc, er);
+                  cf_engine_describe(e), depth, nc, er);
     if (!(er <= 2e-5))
       fail_msg("%s: error %g (seed %llu)", cf_engine_describe(e), er,
                (unsigned long long)seed);
