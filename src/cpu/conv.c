@@ -60,14 +60,7 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 size_t cf_conv_fft_size(size_t p)
 {
-  for (size_t m = p;; m++) {
-    size_t r = m;
-    for (size_t f = 2; f <= 7; f++)
-      while (r % f == 0)
-        r /= f;
-    if (r == 1)
-      return 2 * m;
-  }
+  return 2 * cf_fft_smooth(p);
 }
 
 void cf_conv_free(cf_conv *c)

@@ -219,6 +219,18 @@ static cf_status get(size_t rows, size_t n, cf_fft_mode mode,
   return s;
 }
 
+size_t cf_fft_smooth(size_t n)
+{
+  for (size_t m = n;; m++) {
+    size_t r = m;
+    for (size_t f = 2; f <= 7; f++)
+      while (r % f == 0)
+        r /= f;
+    if (r == 1)
+      return m;
+  }
+}
+
 cf_status cf_fft_get(size_t n, cf_fft_mode mode, const cf_fft **out)
 {
   if (n < 2 || n % 2 || n > ((size_t)1 << 24))

@@ -17,6 +17,11 @@ typedef struct cf_fft cf_fft;
  * measures; a plan FFTW's wisdom has, else FFTW_ESTIMATE's. */
 typedef enum cf_fft_mode { CF_FFT_MEASURE, CF_FFT_QUICK } cf_fft_mode;
 
+/* The least size >= n whose only prime factors are 2, 3, 5 and 7: what
+ * FFTW's and cuFFT's fast codelets cover (FFTW takes Rader's algorithm,
+ * which allocates in every transform, for a large prime factor). */
+size_t cf_fft_smooth(size_t n);
+
 /* A forward/inverse pair for real size n (even). Plans are made once per
  * size and mode per process (the planner is serialised) and shared:
  * executing them is thread-safe. */

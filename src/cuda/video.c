@@ -259,20 +259,6 @@ static void spectra_slot_written(cvideo *v, unsigned rs)
       v->svalid[(size_t)k * v->sring_n + rs] = 0;
 }
 
-/* The least size >= x whose factors are 2, 3, 5 and 7 (cuFFT's fast
- * radices). */
-static unsigned fft_size(unsigned x)
-{
-  for (unsigned n = x;; n++) {
-    unsigned r = n;
-    for (unsigned p = 2; p <= 7; p++)
-      while (r % p == 0)
-        r /= p;
-    if (r == 1)
-      return n;
-  }
-}
-
 /* The spectra of k's slices for geometry f: each slice zero-padded to n x
  * m in h (host, n x m floats at least), transformed on slot 0's stream. */
 static cf_status kernel_spectra(cvideo *v, fftgeo *f, const cf_kernel2d *k,
@@ -309,8 +295,8 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
     if (g == v->nfg) {
       fftgeo *f = &v->fg[v->nfg++];
       f->w = c->w, f->h = c->h;
-      f->n = fft_size(c->h + k->kh - 1);
-      f->m = fft_size(c->w + k->kw - 1);
+      f->n = (unsigned)cf_fft_smooth(c->h + k->kh - 1); /* cuFFT's radices */
+      f->m = (unsigned)cf_fft_smooth(c->w + k->kw - 1);
       size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
       fre = re > fre ? re : fre;
       fsp = sp > fsp ? sp : fsp;
