@@ -264,7 +264,6 @@ bool is_pinned(const void *p)
 // Bytes copied host to device, device to host, device to device and host
 // to host (cf_emu_copied).
 std::atomic<unsigned long long> copied[4];
-std::atomic<unsigned long long> host_allocs; // cudaHostAlloc calls
 
 // Calls of each runtime and cuFFT function (cf_emu_calls).
 std::mutex count_lock;
@@ -317,7 +316,7 @@ unsigned long long cf_emu_calls(const char *fn)
 void cf_emu_host_allocs(unsigned long long *calls,
                         unsigned long long *live_bytes)
 {
-  *calls = host_allocs;
+  *calls = cf_emu_calls("cudaHostAlloc");
   std::lock_guard<std::mutex> g(lock);
   unsigned long long sum = 0;
   for (const auto &b : pinned)
@@ -437,7 +436,6 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
   count_call(__func__);
   (void)flags;
-  host_allocs++;
   return tracked_alloc(pinned, p, bytes, 4096);
 }
 
