@@ -42,6 +42,7 @@ struct cf_pool {
   atomic_uint busy;  /* workers still inside the current job */
   atomic_uint sleepers; /* workers waiting on `wake` (changed under mu) */
   int caller_waits;  /* the caller waits on `done` (under mu) */
+  atomic_uint_fast64_t last_ask; /* cf_pool_hot's previous call, ns */
 };
 
 static uint64_t now_ns(void)
@@ -162,10 +163,22 @@ void cf_pool_free(cf_pool *p)
 
 unsigned cf_pool_threads(const cf_pool *p) { return p->nthreads; }
 
-int cf_pool_hot(const cf_pool *p)
+int cf_pool_hot(cf_pool *p)
 {
-  return p->nthreads > 1 &&
-         atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0;
+  if (p->nthreads < 2)
+    return 0;
+  uint64_t t = now_ns();
+  uint64_t last =
+      atomic_exchange_explicit(&p->last_ask, t, memory_order_relaxed);
+  /* Jobs asked for back to back (within a worker's spin) would have kept
+   * the workers awake had the previous one used them. Without this rule a
+   * pool asleep before its first job (cudafir makes its engine at caps
+   * time, and the first buffer comes later) never woke for short steps,
+   * and a file filtered faster than real time ran on one thread:
+   * bench_engine, 1024 taps in 1024-frame blocks on 2 threads, 23.2
+   * ns/frame before, 15.5 after. */
+  return atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0 ||
+         (last && t - last < SPIN_NS);
 }
 
 void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n)

@@ -13,9 +13,13 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out);
 void cf_pool_free(cf_pool *p);
 unsigned cf_pool_threads(const cf_pool *p);
 void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n);
-/* Whether every worker is awake (spinning after a recent job or working),
- * so that a job now costs no wake-up: a hint, read without a lock. */
-int cf_pool_hot(const cf_pool *p);
+/* Whether a job now would find every worker awake (spinning after a
+ * recent job, or working), or would keep them awake: the previous call
+ * came less than the workers' spin time ago, so jobs follow each other
+ * faster than the workers fall asleep. Ask once per job that could use
+ * the pool, from the thread that runs its jobs: a hint, read without a
+ * lock. */
+int cf_pool_hot(cf_pool *p);
 
 /* Online CPUs of this process (sched affinity), at least 1. */
 unsigned cf_cpu_count(void);

@@ -1,0 +1,158 @@
+/* The CPU engine's worker pool (src/cpu/pool.c, compiled into this test):
+ * every item of every job runs exactly once, whatever the pool's size, the
+ * job's size and the gaps between jobs (back to back, workers spinning;
+ * longer than their spin, workers asleep and woken); and cf_pool_hot, the
+ * hint the FIR engine parallelises its short steps on, says hot for jobs
+ * that come back to back even where the workers have fallen asleep, and
+ * cold after a pause with nobody awake. Without the back-to-back rule an
+ * engine made before its stream started (cudafir builds it at caps time)
+ * never woke its workers for short steps: a file filtered through the
+ * element ran on one thread. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "../src/cpu/pool.h"
+#include "../src/engine/error_internal.h"
+#include "check.h"
+#include "ref.h"
+
+/* pool.c's error reporting (the library's own copy is hidden). */
+static char pool_error[512];
+cf_status cf_fail(cf_status status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(pool_error, sizeof pool_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+static void sleep_us(long us)
+{
+  struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+#define MAX_ITEMS 257
+
+typedef struct {
+  atomic_uint count[MAX_ITEMS];
+  atomic_uint extra; /* items asked for beyond n */
+  unsigned n;
+  unsigned spin; /* busy work per item, loop turns */
+} job;
+
+static void run_item(void *ctx, unsigned i)
+{
+  job *j = ctx;
+  if (i >= j->n) {
+    atomic_fetch_add(&j->extra, 1);
+    return;
+  }
+  volatile unsigned x = 0;
+  for (unsigned k = 0; k < j->spin; k++)
+    x += k;
+  atomic_fetch_add(&j->count[i], 1);
+}
+
+/* Random pool sizes, job sizes, item lengths and gaps; each item counted
+ * exactly once and nothing past n. */
+static void test_every_item_once(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed);
+  job *j = xalloc(sizeof *j);
+  for (unsigned threads = 1; threads <= 4; threads++) {
+    cf_pool *p;
+    assert_int_equal(cf_pool_new(threads, &p), CF_OK);
+    assert_int_equal(cf_pool_threads(p), threads);
+    for (int run = 0; run < 60; run++) {
+      unsigned n = (unsigned)ref_rng_range(&r, 0, MAX_ITEMS);
+      j->n = n;
+      j->spin = (unsigned)ref_rng_range(&r, 0, 4000);
+      for (unsigned i = 0; i < MAX_ITEMS; i++)
+        atomic_store(&j->count[i], 0);
+      atomic_store(&j->extra, 0);
+      /* back to back, a short gap (workers spinning), or one past their
+       * spin (asleep: the job wakes them) */
+      unsigned gap = (unsigned)ref_rng_range(&r, 0, 2);
+      if (gap == 1)
+        sleep_us(20);
+      else if (gap == 2)
+        sleep_us(300 + (long)ref_rng_range(&r, 0, 700));
+      if (ref_rng_range(&r, 0, 1))
+        (void)cf_pool_hot(p); /* the hint changes nothing about the job */
+      cf_pool_run(p, run_item, j, n);
+      set_case("threads %u, run %d, %u items, gap %u", threads, run, n, gap);
+      for (unsigned i = 0; i < MAX_ITEMS; i++)
+        CHECK(atomic_load(&j->count[i]) == (i < n ? 1u : 0u),
+              "item %u ran %u times", i, atomic_load(&j->count[i]));
+      CHECK(atomic_load(&j->extra) == 0, "%u items past n ran",
+            atomic_load(&j->extra));
+    }
+    cf_pool_free(p);
+  }
+  free(j);
+}
+
+/* Asleep, asked twice in a row: the first ask is cold, the second hot.
+ * Retried where the two asks were preempted apart (a loaded machine); the
+ * first is checked cold every time. */
+static void test_hot_back_to_back(void **state)
+{
+  (void)state;
+  cf_pool *p;
+  assert_int_equal(cf_pool_new(2, &p), CF_OK);
+  /* the worker spins 100 us after it starts, then sleeps; nothing wakes
+   * it but a job, so once an ask after a pause is cold it stays asleep */
+  int asleep = 0;
+  for (int k = 0; k < 2000 && !asleep; k++) {
+    sleep_us(2000);
+    asleep = !cf_pool_hot(p);
+  }
+  assert_true(asleep);
+  int hot = 0;
+  for (int k = 0; k < 50 && !hot; k++) {
+    sleep_us(2000);
+    CHECK(!cf_pool_hot(p), "try %d: asleep, asked after 2 ms: said hot", k);
+    hot = cf_pool_hot(p);
+  }
+  CHECK(hot, "50 asks right after another ask said cold: back-to-back jobs "
+             "would never wake the workers");
+  /* a job then runs on it, every item once */
+  job *j = xalloc(sizeof *j);
+  j->n = 64;
+  cf_pool_run(p, run_item, j, j->n);
+  for (unsigned i = 0; i < j->n; i++)
+    assert_int_equal(atomic_load(&j->count[i]), 1);
+  free(j);
+  cf_pool_free(p);
+
+  /* one thread: never hot, nothing to wake */
+  assert_int_equal(cf_pool_new(1, &p), CF_OK);
+  assert_false(cf_pool_hot(p));
+  assert_false(cf_pool_hot(p));
+  cf_pool_free(p);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_item_once),
+      cmocka_unit_test(test_hot_back_to_back),
+  };
+  check_seed = ref_seed();
+  check_filter_from_env();
+  return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
+}
