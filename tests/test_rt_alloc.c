@@ -6,7 +6,9 @@
  * with its crossfade in the counted stretch; the video engine the same
  * per frame, live and pipelined (FFTW's scratch on the FFT path aside,
  * as video.h says). The audio output is checked against the
- * float64 reference, GRAY32F frames against ref2d.
+ * float64 reference, GRAY32F frames against ref2d. And cf_host_alloc,
+ * which keeps freed blocks: audio-sized ones cost no heap allocation once
+ * a stream runs.
  *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
@@ -29,6 +31,7 @@
 #include <cudafilter/engine.h>
 #include <cudafilter/kernel.h>
 #include <cudafilter/kernel2d.h>
+#include <cudafilter/memory.h>
 #include <cudafilter/video.h>
 
 #include "check.h"
@@ -304,11 +307,69 @@ static void test_video(void **state)
   }
 }
 
+/* cf_host_alloc (memory.h): each block the caller's alone while it lives,
+ * 64-byte aligned, and audio-sized blocks freed are handed out again: a
+ * buffer per audio block (cudafir's output, and upstream's in the memory
+ * it proposes) costs no heap allocation once the stream runs, pinned or
+ * not. Blocks of random sizes within a factor of two, freed in random
+ * order, at most LIVE at a time; then frame-sized blocks, larger than the
+ * heap cache, which still work. */
+static void test_host_memory(void **state)
+{
+  (void)state;
+  enum { LIVE = 24 };
+  unsigned char *p[LIVE] = {NULL};
+  size_t n[LIVE] = {0};
+  unsigned tag[LIVE] = {0}, next = 0;
+  for (int phase = 0; phase < 3; phase++) {
+    /* phase 0 warms the cache; 1 is counted; 2 makes frames */
+    if (phase == 1)
+      count_from_here();
+    unsigned rounds = phase == 2 ? 40 : 3000;
+    for (unsigned k = 0; k < rounds; k++) {
+      unsigned i = (unsigned)ref_rng_range(&rng, 0, phase == 2 ? 3 : LIVE - 1);
+      if (p[i]) {
+        for (size_t b = 0; b < n[i]; b++)
+          CHECK(p[i][b] == (unsigned char)(tag[i] * 131u + b * 7u + (b >> 8)),
+                "block %u (%zu bytes): byte %zu changed while it was live",
+                tag[i], n[i], b);
+        cf_host_free(p[i]);
+        p[i] = NULL;
+        continue;
+      }
+      n[i] = phase == 2 ? ref_rng_range(&rng, 5u << 20, 9u << 20)
+                        : ref_rng_range(&rng, 3000, 6000);
+      int pinned = -1;
+      p[i] = cf_host_alloc(n[i], &pinned);
+      CHECK(p[i] && (uintptr_t)p[i] % 64 == 0 && (pinned == 0 || pinned == 1),
+            "cf_host_alloc(%zu): %p, pinned %d: %s", n[i], (void *)p[i], pinned,
+            p[i] ? "" : cf_last_error());
+      tag[i] = ++next;
+      for (size_t b = 0; b < n[i]; b++)
+        p[i][b] = (unsigned char)(tag[i] * 131u + b * 7u + (b >> 8));
+    }
+    if (phase == 1) {
+      long a = counted();
+      print_message("host memory: 3000 cf_host_alloc and cf_host_free calls "
+                    "(3000-6000 bytes): %ld calls of the malloc family\n",
+                    a);
+      CHECK(a <= 2 * LIVE,
+            "3000 cf_host_alloc and cf_host_free calls (3000-6000 bytes), "
+            "at most %d live, made %ld calls of the malloc family (want <= %d: "
+            "freed blocks reused)",
+            LIVE, a, 2 * LIVE);
+    }
+  }
+  for (unsigned i = 0; i < LIVE; i++)
+    cf_host_free(p[i]);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audio),
       cmocka_unit_test(test_video),
+      cmocka_unit_test(test_host_memory),
   };
 #ifdef RT_NO_COUNT
   (void)tests;

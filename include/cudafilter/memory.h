@@ -11,7 +11,9 @@
  * waits for the whole device), so freed pinned blocks are kept and handed
  * out again for requests of about the same size (within 25%): at most 64
  * blocks and 64 MiB in all, the oldest released first; a block larger
- * than that is released at once. Both functions are thread-safe. */
+ * than that is released at once. Ordinary blocks are kept the same way,
+ * up to 64 blocks and 4 MiB (a buffer per audio block costs a heap
+ * allocation that glibc makes slow). Both functions are thread-safe. */
 #ifndef CUDAFILTER_MEMORY_H
 #define CUDAFILTER_MEMORY_H
 

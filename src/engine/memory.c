@@ -3,12 +3,12 @@
  * header in front of the block remembers which, so cf_host_free() needs
  * no flag.
  *
- * Freed pinned blocks are kept for reuse (the cache below): cudaHostAlloc
+ * Freed pinned blocks are kept for reuse (the caches below): cudaHostAlloc
  * maps and locks pages in the driver, and cudaFreeHost waits for the whole
  * device, so a stream that allocates a buffer per block (cudafir's output,
  * and every upstream element writing into the memory it proposes) would
  * otherwise pay both per buffer and stall the engine's overlapped copies
- * each time downstream lets one go. */
+ * each time downstream lets one go. Small heap blocks are kept too. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -49,17 +49,11 @@ static int have_device(void)
   return st == 1;
 }
 
-/* ---- the pinned cache --------------------------------------------------- */
+/* ---- the caches ---------------------------------------------------------- */
 
-/* At most CACHE_BLOCKS blocks and CACHE_BYTES bytes wait for reuse: room
- * for a few video frames or hundreds of audio buffers. A block larger than
- * the whole cache is released at once. */
-#define CACHE_BLOCKS 64
-#define CACHE_BYTES (64u << 20)
-
-/* Pinned blocks come in size classes, so that buffers whose size changes
- * a little every time (a host's varying period) still find a block: 4 KiB
- * steps up to 32 KiB, then four classes per octave (at most 25% unused). */
+/* Blocks come in size classes, so that buffers whose size changes a little
+ * every time (a host's varying period) still find a block: 4 KiB steps up
+ * to 32 KiB, then four classes per octave (at most 25% unused). */
 static size_t size_class(size_t n)
 {
   size_t step = 4096;
@@ -68,10 +62,41 @@ static size_t size_class(size_t n)
   return n > SIZE_MAX - (step - 1) ? 0 : (n + step - 1) / step * step;
 }
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *cached[CACHE_BLOCKS]; /* oldest first */
-static unsigned n_cached;
-static size_t cached_bytes;
+static void release_pinned(void *base)
+{
+  cf_cuda_pinned_free(base);
+}
+static void release_heap(void *base)
+{
+  free(base);
+}
+
+/* At most CACHE_BLOCKS blocks and max_bytes wait for reuse; a block larger
+ * than max_bytes is released at once.
+ * - Pinned: 64 MiB, room for a few video frames or hundreds of audio
+ *   buffers.
+ * - Heap (no device): 4 MiB, audio buffers and small frames. glibc serves
+ *   a request above 1 KiB by consolidating its fastbins first, which
+ *   GStreamer's small frees keep filling: cudafir's output buffer cost
+ *   0.3 us in posix_memalign alone (perf, 1-tap kernel, 1024-frame
+ *   buffers), more than the rest of its allocation. */
+#define CACHE_BLOCKS 64
+
+typedef struct {
+  pthread_mutex_t lock;
+  void *blocks[CACHE_BLOCKS]; /* oldest first */
+  unsigned n;
+  size_t bytes;
+  size_t max_bytes;
+  void (*release)(void *base);
+} block_cache;
+
+static block_cache pinned_cache = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                   .max_bytes = (size_t)64 << 20,
+                                   .release = release_pinned};
+static block_cache heap_cache = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                 .max_bytes = (size_t)4 << 20,
+                                 .release = release_heap};
 
 static size_t block_bytes(void *base)
 {
@@ -79,20 +104,20 @@ static size_t block_bytes(void *base)
 }
 
 /* A cached block of exactly `bytes` (a class size), or NULL. */
-static void *cache_take(size_t bytes)
+static void *cache_take(block_cache *c, size_t bytes)
 {
   void *base = NULL;
-  pthread_mutex_lock(&cache_lock);
-  for (unsigned i = n_cached; i-- > 0;) /* newest first: warm in cache */
-    if (block_bytes(cached[i]) == bytes) {
-      base = cached[i];
-      for (unsigned j = i + 1; j < n_cached; j++)
-        cached[j - 1] = cached[j];
-      n_cached--;
-      cached_bytes -= bytes;
+  pthread_mutex_lock(&c->lock);
+  for (unsigned i = c->n; i-- > 0;) /* newest first: warm in cache */
+    if (block_bytes(c->blocks[i]) == bytes) {
+      base = c->blocks[i];
+      for (unsigned j = i + 1; j < c->n; j++)
+        c->blocks[j - 1] = c->blocks[j];
+      c->n--;
+      c->bytes -= bytes;
       break;
     }
-  pthread_mutex_unlock(&cache_lock);
+  pthread_mutex_unlock(&c->lock);
   if (base)
     ASAN_UNPOISON_MEMORY_REGION((char *)base + HDR, bytes - HDR);
   return base;
@@ -101,33 +126,32 @@ static void *cache_take(size_t bytes)
 /* Keep `base` for reuse, letting the oldest blocks go where it needs the
  * room; they (or base itself, if larger than the cache) are released
  * outside the lock. */
-static void cache_put(void *base)
+static void cache_put(block_cache *c, void *base)
 {
   void *release[CACHE_BLOCKS + 1];
   unsigned n_release = 0;
   size_t bytes = block_bytes(base);
   /* a use after cf_host_free shows in a sanitizer build, as with free() */
   ASAN_POISON_MEMORY_REGION((char *)base + HDR, bytes - HDR);
-  pthread_mutex_lock(&cache_lock);
-  if (bytes > CACHE_BYTES) {
+  pthread_mutex_lock(&c->lock);
+  if (bytes > c->max_bytes) {
     release[n_release++] = base;
   } else {
     unsigned drop = 0;
-    while (n_cached - drop == CACHE_BLOCKS ||
-           cached_bytes + bytes > CACHE_BYTES) {
-      cached_bytes -= block_bytes(cached[drop]);
-      release[n_release++] = cached[drop++];
+    while (c->n - drop == CACHE_BLOCKS || c->bytes + bytes > c->max_bytes) {
+      c->bytes -= block_bytes(c->blocks[drop]);
+      release[n_release++] = c->blocks[drop++];
     }
-    for (unsigned j = drop; j < n_cached; j++)
-      cached[j - drop] = cached[j];
-    n_cached -= drop;
-    cached[n_cached++] = base;
-    cached_bytes += bytes;
+    for (unsigned j = drop; j < c->n; j++)
+      c->blocks[j - drop] = c->blocks[j];
+    c->n -= drop;
+    c->blocks[c->n++] = base;
+    c->bytes += bytes;
   }
-  pthread_mutex_unlock(&cache_lock);
+  pthread_mutex_unlock(&c->lock);
   for (unsigned i = 0; i < n_release; i++) {
     ASAN_UNPOISON_MEMORY_REGION(release[i], block_bytes(release[i]));
-    cf_cuda_pinned_free(release[i]);
+    c->release(release[i]);
   }
 }
 
@@ -142,21 +166,20 @@ CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
     return NULL;
   }
   uint64_t magic = MAGIC_PINNED;
-  size_t total = bytes + HDR;
+  size_t total = bytes + HDR, cls = size_class(total);
   void *base = NULL;
-  if (have_device()) {
-    size_t cls = size_class(total);
-    if (cls) {
-      total = cls;
-      base = cache_take(total);
-      if (!base)
-        base = cf_cuda_pinned_alloc(total);
-    }
+  if (have_device() && cls) {
+    total = cls;
+    base = cache_take(&pinned_cache, total);
+    if (!base)
+      base = cf_cuda_pinned_alloc(total);
   }
   if (!base) {
     magic = MAGIC_HEAP;
-    total = bytes + HDR;
-    if (posix_memalign(&base, HDR, total) != 0) {
+    total = cls && cls <= heap_cache.max_bytes ? cls : bytes + HDR;
+    if (total == cls)
+      base = cache_take(&heap_cache, total);
+    if (!base && posix_memalign(&base, HDR, total) != 0) {
       cf_fail(CF_E_NOMEM, "host alloc: out of memory for %zu bytes", bytes);
       return NULL;
     }
@@ -174,8 +197,7 @@ CF_PUBLIC void cf_host_free(void *p)
   if (!p)
     return;
   void *base = (char *)p - HDR;
-  if (((block_hdr *)base)->magic == MAGIC_PINNED)
-    cache_put(base);
-  else
-    free(base);
+  cache_put(((block_hdr *)base)->magic == MAGIC_PINNED ? &pinned_cache
+                                                       : &heap_cache,
+            base);
 }
