@@ -63,8 +63,8 @@ static double median(double *v, int n)
 }
 
 /* What the first output buffer's memory was: 2 pinned, 1 the element's
- * host memory not pinned, 0 another allocator's (the mark the plugin's
- * host allocator puts on its memory); -1 none seen. */
+ * host memory not pinned, 0 another allocator's (the plugin's host memory
+ * type, and its custom flag for pinned: plugins/common.h); -1 none seen. */
 static int out_mark = -1;
 static GstContext *pipeline_context; /* set on the pipeline if not NULL */
 
@@ -74,10 +74,10 @@ static void on_handoff(GstElement *sink, GstBuffer *buf, GstPad *pad,
   (void)sink, (void)pad, (void)data;
   if (out_mark >= 0 || gst_buffer_n_memory(buf) == 0)
     return;
-  GQuark q = g_quark_try_string("cudafilter-host-pinned");
-  out_mark = q ? GPOINTER_TO_INT(gst_mini_object_get_qdata(
-                     GST_MINI_OBJECT(gst_buffer_peek_memory(buf, 0)), q))
-               : 0;
+  GstMemory *m = gst_buffer_peek_memory(buf, 0);
+  out_mark = !gst_memory_is_type(m, "CudaFilterHostMemory")    ? 0
+             : GST_MEMORY_FLAG_IS_SET(m, GST_MEMORY_FLAG_LAST) ? 2
+                                                               : 1;
 }
 
 /* Run `desc` (which holds an appsrc named src, and maybe a fakesink named

@@ -31,20 +31,20 @@ typedef struct {
 
 G_DEFINE_TYPE(CfGstHostAllocator, cf_gst_host_allocator, GST_TYPE_ALLOCATOR)
 
-/* The block behind a memory: freed when the memory is. */
+/* A memory of ours. A root memory lives at the start of its own
+ * cf_host_alloc() block, data after it: one allocation per memory (the
+ * block, a wrapping GstMemory, its owner record and a qdata mark cost four,
+ * and twice the time: 0.76 us against 0.38 us for the system allocator,
+ * allocating and freeing 8 KiB). A share is a separate small struct that
+ * points into its root's data. */
 typedef struct {
-  void *data;
-  int pinned;
-} HostBlock;
+  GstMemory mem;
+  guint8 *data; /* the first of mem.maxsize bytes */
+  void *block;  /* the cf_host_alloc() block holding this root; NULL in a
+                   share */
+} HostMemory;
 
-static GQuark pinned_quark;
-
-static void host_block_free(gpointer p)
-{
-  HostBlock *b = p;
-  cf_host_free(b->data);
-  g_free(b);
-}
+#define HOST_HEAD ((sizeof(HostMemory) + 63) & ~(gsize)63)
 
 static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
                              GstAllocationParams *params)
@@ -61,32 +61,86 @@ static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
     return NULL;
   }
   gsize maxsize = size + params->prefix + params->padding;
-  HostBlock *b = g_new0(HostBlock, 1);
-  b->data = cf_host_alloc(maxsize + align, &b->pinned);
-  if (!b->data) {
+  int pinned = 0;
+  guint8 *block = cf_host_alloc(HOST_HEAD + align + maxsize, &pinned);
+  if (!block) {
     GST_WARNING("host allocator: %s", cf_last_error());
-    g_free(b);
     return NULL;
   }
-  guint8 *data = (guint8 *)(((guintptr)b->data + align) & ~(guintptr)align);
+  HostMemory *hm = (HostMemory *)block;
+  guint8 *data =
+      (guint8 *)(((guintptr)block + HOST_HEAD + align) & ~(guintptr)align);
+  gst_memory_init(GST_MEMORY_CAST(hm),
+                  params->flags | (pinned ? CF_GST_MEMORY_FLAG_PINNED : 0),
+                  alloc, NULL, maxsize, align, params->prefix, size);
+  hm->data = data;
+  hm->block = block;
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix)
     memset(data, 0, params->prefix);
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding)
     memset(data + params->prefix + size, 0, params->padding);
-  GstMemory *m = gst_memory_new_wrapped(params->flags, data, maxsize,
-                                        params->prefix, size, b,
-                                        host_block_free);
-  if (m)
-    gst_mini_object_set_qdata(GST_MINI_OBJECT(m), pinned_quark,
-                              GINT_TO_POINTER(b->pinned ? 2 : 1), NULL);
-  return m;
+  return GST_MEMORY_CAST(hm);
 }
 
 static void host_free(GstAllocator *alloc, GstMemory *mem)
 {
-  /* memory from gst_memory_new_wrapped belongs to the system allocator,
-   * which frees it (and calls host_block_free); nothing reaches here */
-  g_warn_if_reached();
+  (void)alloc;
+  HostMemory *hm = (HostMemory *)mem;
+  if (hm->block)
+    cf_host_free(hm->block); /* the struct is in it */
+  else
+    g_free(hm);
+}
+
+static gpointer host_map(GstMemory *mem, gsize maxsize, GstMapFlags flags)
+{
+  (void)maxsize, (void)flags;
+  return ((HostMemory *)mem)->data;
+}
+
+static void host_unmap(GstMemory *mem)
+{
+  (void)mem;
+}
+
+/* A read-only view of `size` bytes at `offset` (-1: to the end), as the
+ * system allocator's share: it keeps the root alive. */
+static GstMemory *host_share(GstMemory *mem, gssize offset, gssize size)
+{
+  GstMemory *parent = mem->parent ? mem->parent : mem;
+  if (size == -1)
+    size = (gssize)mem->size > offset ? (gssize)mem->size - offset : 0;
+  HostMemory *sub = g_new0(HostMemory, 1);
+  gst_memory_init(GST_MEMORY_CAST(sub),
+                  GST_MINI_OBJECT_FLAGS(parent) |
+                      GST_MINI_OBJECT_FLAG_LOCK_READONLY,
+                  mem->allocator, parent, mem->maxsize, mem->align,
+                  mem->offset + offset, size);
+  sub->data = ((HostMemory *)mem)->data;
+  return GST_MEMORY_CAST(sub);
+}
+
+/* A new memory of ours (pinned again where a device is) holding a copy. */
+static GstMemory *host_copy(GstMemory *mem, gssize offset, gssize size)
+{
+  if (size == -1)
+    size = (gssize)mem->size > offset ? (gssize)mem->size - offset : 0;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = mem->align;
+  GstMemory *copy = host_alloc(mem->allocator, (gsize)size, &params);
+  if (copy && size > 0)
+    memcpy(((HostMemory *)copy)->data,
+           ((HostMemory *)mem)->data + mem->offset + offset, (gsize)size);
+  return copy;
+}
+
+static gboolean host_is_span(GstMemory *m1, GstMemory *m2, gsize *offset)
+{
+  if (offset)
+    *offset = m1->offset - m1->parent->offset;
+  return ((HostMemory *)m1)->data + m1->offset + m1->size ==
+         ((HostMemory *)m2)->data + m2->offset;
 }
 
 static void cf_gst_host_allocator_class_init(CfGstHostAllocatorClass *klass)
@@ -94,11 +148,17 @@ static void cf_gst_host_allocator_class_init(CfGstHostAllocatorClass *klass)
   GstAllocatorClass *ac = GST_ALLOCATOR_CLASS(klass);
   ac->alloc = host_alloc;
   ac->free = host_free;
-  pinned_quark = g_quark_from_static_string("cudafilter-host-pinned");
 }
 
 static void cf_gst_host_allocator_init(CfGstHostAllocator *self)
 {
+  GstAllocator *a = GST_ALLOCATOR_CAST(self);
+  a->mem_type = CF_GST_HOST_MEMORY_TYPE;
+  a->mem_map = host_map;
+  a->mem_unmap = host_unmap;
+  a->mem_share = host_share;
+  a->mem_copy = host_copy;
+  a->mem_is_span = host_is_span;
   GST_OBJECT_FLAG_SET(self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
 }
 
@@ -116,12 +176,9 @@ GstAllocator *cf_gst_host_allocator_get(void)
 
 gboolean cf_gst_memory_is_pinned(GstMemory *m)
 {
-  /* a shared sub-memory keeps its parent's data: look at the root */
-  while (m->parent)
-    m = m->parent;
-  return pinned_quark &&
-         GPOINTER_TO_INT(gst_mini_object_get_qdata(GST_MINI_OBJECT(m),
-                                                   pinned_quark)) == 2;
+  /* a share keeps its root's flags */
+  return gst_memory_is_type(m, CF_GST_HOST_MEMORY_TYPE) &&
+         GST_MEMORY_FLAG_IS_SET(m, CF_GST_MEMORY_FLAG_PINNED);
 }
 
 void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,

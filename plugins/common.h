@@ -15,7 +15,11 @@ G_BEGIN_DECLS
 #define CF_GST_TYPE_BACKEND (cf_gst_backend_get_type())
 GType cf_gst_backend_get_type(void);
 
-/* An allocator handing out cf_host_alloc() memory ("CudaFilterHost"). */
+/* An allocator handing out cf_host_alloc() memory: its memories have
+ * mem_type CF_GST_HOST_MEMORY_TYPE (gst_memory_is_type), and carry the
+ * custom flag CF_GST_MEMORY_FLAG_PINNED where the block is pinned. */
+#define CF_GST_HOST_MEMORY_TYPE "CudaFilterHostMemory"
+#define CF_GST_MEMORY_FLAG_PINNED GST_MEMORY_FLAG_LAST
 #define CF_GST_TYPE_HOST_ALLOCATOR (cf_gst_host_allocator_get_type())
 GType cf_gst_host_allocator_get_type(void);
 /* The process-wide instance (a new reference). */

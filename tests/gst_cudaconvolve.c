@@ -1878,13 +1878,10 @@ static void on_alloc_handoff(GstElement *sink, GstBuffer *b, GstPad *pad,
 {
   (void)sink, (void)pad;
   alloc_check *hc = data;
-  /* the host allocator wraps its blocks and marks each memory with this
-   * qdata (plugins/common.c): 1 pageable, 2 pinned */
-  GQuark mark = g_quark_try_string("cudafilter-host-pinned");
+  /* the host allocator's memory type (plugins/common.h) */
   GstMemory *m = gst_buffer_peek_memory(b, 0);
   hc->frames++;
-  hc->ours += b->pool && m && mark &&
-              gst_mini_object_get_qdata(GST_MINI_OBJECT(m), mark) != NULL;
+  hc->ours += b->pool && m && gst_memory_is_type(m, "CudaFilterHostMemory");
 }
 
 static void test_allocation(void **state)

@@ -502,6 +502,85 @@ static void test_random_formats(void **state)
 typedef void (*emu_host_allocs_fn)(unsigned long long *calls,
                                    unsigned long long *live_bytes);
 
+/* Memory m from the host allocator, `size` bytes, byte k (k * 31 + 7):
+ * its type and pinned flag (plugins/common.h); shares (read-only views
+ * that keep it alive), copies (memory of ours, independent) and two
+ * adjacent shares in one buffer, which map as one span without a copy. */
+static void check_host_memory(GstMemory *m, gsize size, int pinned)
+{
+  CHECK(gst_memory_is_type(m, "CudaFilterHostMemory"), "memory type %s",
+        m->allocator ? m->allocator->mem_type : "none");
+  CHECK(!GST_MEMORY_FLAG_IS_SET(m, GST_MEMORY_FLAG_LAST) == !pinned,
+        "pinned flag %s where a device is %s",
+        GST_MEMORY_FLAG_IS_SET(m, GST_MEMORY_FLAG_LAST) ? "set" : "clear",
+        pinned ? "emulated" : "absent");
+  GstMapInfo base;
+  CHECK(gst_memory_map(m, &base, GST_MAP_READ), "cannot map");
+  gsize o = ref_rng_range(&rng, 0, size - 1);
+  gssize l =
+      ref_rng_u64(&rng) % 4 ? (gssize)ref_rng_range(&rng, 1, size - o) : -1;
+  gsize want = l < 0 ? size - o : (gsize)l;
+  GstMemory *sh = gst_memory_share(m, (gssize)o, l);
+  GstMemory *cp = gst_memory_copy(m, (gssize)o, l);
+  CHECK(sh && cp, "share or copy of [%zu, +%zd) failed", o, l);
+  CHECK(gst_memory_is_type(sh, "CudaFilterHostMemory") &&
+            gst_memory_is_type(cp, "CudaFilterHostMemory"),
+        "share or copy of another type");
+  GstMapInfo mi;
+  CHECK(!gst_memory_map(sh, &mi, GST_MAP_WRITE), "a share maps writable");
+  GstMemory *both[2] = {sh, cp};
+  for (int i = 0; i < 2; i++) {
+    CHECK(gst_memory_get_sizes(both[i], NULL, NULL) == want &&
+              gst_memory_map(both[i], &mi, GST_MAP_READ) && mi.size == want,
+          "%s of [%zu, +%zd): %zu bytes", i ? "copy" : "share", o, l,
+          gst_memory_get_sizes(both[i], NULL, NULL));
+    for (gsize k = 0; k < want; k++)
+      CHECK(mi.data[k] == (guint8)((o + k) * 31 + 7),
+            "%s of [%zu, +%zd): "
+            "byte %zu",
+            i ? "copy" : "share", o, l, k);
+    CHECK(i ? mi.data != base.data + o : mi.data == base.data + o,
+          "%s of [%zu, +%zd) at %p, memory at %p", i ? "copy" : "share", o, l,
+          (void *)mi.data, (void *)base.data);
+    gst_memory_unmap(both[i], &mi);
+  }
+  /* the copy is its own: writing it leaves m as it was */
+  CHECK(gst_memory_map(cp, &mi, GST_MAP_WRITE), "cannot map the copy");
+  memset(mi.data, 0, want);
+  gst_memory_unmap(cp, &mi);
+  CHECK(base.data[o] == (guint8)(o * 31 + 7), "writing a copy changed m");
+  gst_memory_unref(cp);
+  /* a share outlives the reference it was made from */
+  gst_memory_ref(m);
+  gst_memory_unmap(m, &base);
+  gst_memory_unref(m);
+  CHECK(gst_memory_map(sh, &mi, GST_MAP_READ) &&
+            mi.data[0] == (guint8)(o * 31 + 7),
+        "share lost its data");
+  gst_memory_unmap(sh, &mi);
+  gst_memory_unref(sh);
+  /* adjacent shares: one span, mapped in place */
+  if (size >= 2) {
+    gsize k = ref_rng_range(&rng, 1, size - 1), off = 99;
+    GstMemory *a = gst_memory_share(m, 0, (gssize)k);
+    GstMemory *b = gst_memory_share(m, (gssize)k, -1);
+    CHECK(gst_memory_is_span(a, b, &off) && off == 0,
+          "shares [0, %zu) and [%zu, %zu) not one span (offset %zu)", k, k,
+          size, off);
+    GstBuffer *buf = gst_buffer_new();
+    gst_buffer_append_memory(buf, a);
+    gst_buffer_append_memory(buf, b);
+    CHECK(gst_memory_map(m, &base, GST_MAP_READ), "cannot map");
+    CHECK(gst_buffer_map(buf, &mi, GST_MAP_READ) && mi.size == size &&
+              mi.data == base.data,
+          "two shares mapped at %p (%zu bytes), memory at %p", (void *)mi.data,
+          mi.size, (void *)base.data);
+    gst_buffer_unmap(buf, &mi);
+    gst_memory_unmap(m, &base);
+    gst_buffer_unref(buf);
+  }
+}
+
 /* Upstream is offered the plugin's host allocator (pinned memory where a
  * device is usable). Its memory honours the alignment, prefix, padding and
  * zeroing asked of it; a stream written into it, in buffers whose size
@@ -531,6 +610,9 @@ static void test_allocator(void **state)
   gst_query_unref(q);
   CHECK(alloc && !strcmp(G_OBJECT_TYPE_NAME(alloc), "CfGstHostAllocator"),
         "proposed allocator %s", alloc ? G_OBJECT_TYPE_NAME(alloc) : "none");
+  /* on the emulated device its memory is pinned */
+  emu_host_allocs_fn emu =
+      (emu_host_allocs_fn)dlsym(RTLD_DEFAULT, "cf_emu_host_allocs");
   /* any alignment (a mask up to 8 KiB - 1), prefix and padding */
   for (unsigned i = 0; i < 64; i++) {
     GstAllocationParams p;
@@ -565,12 +647,13 @@ static void test_allocator(void **state)
       CHECK(!(p.flags & GST_MEMORY_FLAG_ZERO_PADDED) || !mi.data[size + k],
             "padding byte %zu of %zu not zero", k, p.padding);
     memset(block, 0xa5, p.prefix + size + p.padding); /* all of it ours */
+    for (gsize k = 0; k < size; k++)
+      mi.data[k] = (guint8)(k * 31 + 7);
     gst_memory_unmap(m, &mi);
+    check_host_memory(m, size, emu != NULL);
     gst_memory_unref(m);
   }
   /* a stream in that memory, buffers of 1-1024 frames */
-  emu_host_allocs_fn emu =
-      (emu_host_allocs_fn)dlsym(RTLD_DEFAULT, "cf_emu_host_allocs");
   unsigned long long calls0 = 0, calls = 0, live;
   if (emu)
     emu(&calls0, &live);
