@@ -5,13 +5,19 @@
  * machine (measured here: about 35 us per job for a 2-thread pool, more
  * than a 1024-frame audio step's work), so both sides spin for a while
  * before they sleep: a worker watches the generation for SPIN_NS after
- * its last job, and the caller watches the busy count for SPIN_NS before
- * waiting on it. Jobs that follow each other closely (a stream processed
- * faster than real time, the bands of consecutive frames) then cost no
- * system call; a thread idle for longer sleeps on a condition variable as
- * before, so a live stream at real-time pace burns at most SPIN_NS of CPU
- * per job. Who sleeps is counted under the mutex, and the other side
- * takes the mutex to wake it only when someone does. */
+ * its last job, and the caller watches for the job's end for SPIN_NS
+ * before waiting on it. Jobs that follow each other closely (a stream
+ * processed faster than real time, the bands of consecutive frames) then
+ * cost no system call; a thread idle for longer sleeps on a condition
+ * variable as before, so a live stream at real-time pace burns at most
+ * SPIN_NS of CPU per job. Who sleeps is counted under the mutex, and the
+ * other side takes the mutex to wake it only when someone does.
+ *
+ * A worker joins a job through its ticket before it touches it, and the
+ * caller closes the ticket once it has taken the last item itself: it then
+ * waits only for the workers that joined, which are working, never for
+ * one still waking up (a sleeping worker woken for a job the caller
+ * finishes alone costs the caller the broadcast, not the wake-up). */
 #define _GNU_SOURCE
 #include "pool.h"
 
@@ -27,6 +33,11 @@
 
 #define SPIN_NS 100000 /* 100 us */
 
+#define TICKET_JOINED 20 /* bits counting the workers in a job */
+#define TICKET_CLOSED ((uint64_t)1 << TICKET_JOINED)
+#define TICKET_GEN(g) ((uint64_t)(g) << (TICKET_JOINED + 1))
+#define MAX_THREADS (1u << TICKET_JOINED)
+
 struct cf_pool {
   unsigned nthreads; /* workers + caller */
   pthread_t *workers;
@@ -39,9 +50,12 @@ struct cf_pool {
   void *ctx;
   unsigned n;
   atomic_uint next;
-  atomic_uint busy;  /* workers still inside the current job */
+  /* the job's generation (its low bits), TICKET_CLOSED once the caller
+   * has closed it, and the workers that joined it (TICKET_JOINED bits) */
+  atomic_uint_fast64_t ticket;
+  atomic_uint finished; /* joined workers done with the job */
   atomic_uint sleepers; /* workers waiting on `wake` (changed under mu) */
-  int caller_waits;  /* the caller waits on `done` (under mu) */
+  int caller_waits;     /* the caller waits on `done` (under mu) */
   atomic_uint_fast64_t last_ask; /* cf_pool_hot's previous call, ns */
 };
 
@@ -97,8 +111,25 @@ static void *worker(void *arg)
     if (atomic_load(&p->quit))
       break;
     seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+    /* join the job `seen` unless the caller has closed it (or moved on to
+     * a later one, which the next turn joins) */
+    uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    int joined = 0;
+    while (!joined &&
+           (t & ~(TICKET_CLOSED | (TICKET_CLOSED - 1))) == TICKET_GEN(seen) &&
+           !(t & TICKET_CLOSED))
+      joined = atomic_compare_exchange_weak_explicit(
+          &p->ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire);
+    if (!joined)
+      continue;
     drain_items(p);
-    if (atomic_fetch_sub_explicit(&p->busy, 1, memory_order_acq_rel) == 1) {
+    /* the last of the workers that joined, once the job is closed (before,
+     * the caller sees `finished` when it closes). Sequentially consistent,
+     * as the caller's close and read: one of the two sees the other's
+     * write, so no wake-up is lost. */
+    unsigned f = atomic_fetch_add(&p->finished, 1) + 1;
+    t = atomic_load(&p->ticket);
+    if ((t & TICKET_CLOSED) && f == (unsigned)(t & (TICKET_CLOSED - 1))) {
       pthread_mutex_lock(&p->mu);
       if (p->caller_waits)
         pthread_cond_signal(&p->done);
@@ -123,6 +154,11 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out)
   cf_pool *p = calloc(1, sizeof *p);
   if (!p)
     return cf_fail(CF_E_NOMEM, "thread pool: out of memory");
+  if (threads > MAX_THREADS) {
+    free(p);
+    return cf_fail(CF_E_INVALID, "thread pool: %u threads (at most %u)",
+                   threads, MAX_THREADS);
+  }
   p->nthreads = threads ? threads : 1;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
@@ -192,8 +228,11 @@ void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n)
   p->ctx = ctx;
   p->n = n;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->busy, p->nthreads - 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+  /* the caller alone raises gen */
+  unsigned long g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->ticket, TICKET_GEN(g), memory_order_relaxed);
+  atomic_store_explicit(&p->gen, g, memory_order_release);
   /* a worker deciding to sleep checks gen under mu: either it sees the
    * new one, or it is counted here and woken */
   pthread_mutex_lock(&p->mu);
@@ -201,14 +240,17 @@ void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n)
     pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   drain_items(p);
+  /* every item is taken: close the job to workers not in it yet, and wait
+   * for those that are */
+  unsigned joined = (unsigned)(atomic_fetch_or(&p->ticket, TICKET_CLOSED) &
+                               (TICKET_CLOSED - 1));
   uint64_t t0 = now_ns();
-  for (unsigned k = 0;
-       atomic_load_explicit(&p->busy, memory_order_acquire) != 0; k++) {
+  for (unsigned k = 0; atomic_load(&p->finished) != joined; k++) {
     cpu_relax();
     if ((k & 63) == 63 && now_ns() - t0 > SPIN_NS) {
       pthread_mutex_lock(&p->mu);
       p->caller_waits = 1;
-      while (atomic_load(&p->busy) != 0)
+      while (atomic_load(&p->finished) != joined)
         pthread_cond_wait(&p->done, &p->mu);
       p->caller_waits = 0;
       pthread_mutex_unlock(&p->mu);
