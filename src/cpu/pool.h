@@ -1,5 +1,7 @@
-/* A small persistent worker pool: run fn(ctx, i) for i < n on all threads
- * (the caller included) and return when every item is done. */
+/* A small persistent worker pool: run fn(ctx, i) for i < n on the caller
+ * and the workers that join in time (one still waking up when the caller
+ * has taken the last item stays out), and return when every item is
+ * done. */
 #ifndef CF_CPU_POOL_H
 #define CF_CPU_POOL_H
 
