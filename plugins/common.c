@@ -40,8 +40,6 @@ G_DEFINE_TYPE(CfGstHostAllocator, cf_gst_host_allocator, GST_TYPE_ALLOCATOR)
 typedef struct {
   GstMemory mem;
   guint8 *data; /* the first of mem.maxsize bytes */
-  void *block;  /* the cf_host_alloc() block holding this root; NULL in a
-                   share */
 } HostMemory;
 
 #define HOST_HEAD ((sizeof(HostMemory) + 63) & ~(gsize)63)
@@ -74,7 +72,6 @@ static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
                   params->flags | (pinned ? CF_GST_MEMORY_FLAG_PINNED : 0),
                   alloc, NULL, maxsize, align, params->prefix, size);
   hm->data = data;
-  hm->block = block;
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix)
     memset(data, 0, params->prefix);
   if ((params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding)
@@ -85,11 +82,12 @@ static GstMemory *host_alloc(GstAllocator *alloc, gsize size,
 static void host_free(GstAllocator *alloc, GstMemory *mem)
 {
   (void)alloc;
-  HostMemory *hm = (HostMemory *)mem;
-  if (hm->block)
-    cf_host_free(hm->block); /* the struct is in it */
+  /* a root is its cf_host_alloc() block; a share (it has a parent) is a
+   * struct of its own */
+  if (mem->parent)
+    g_free(mem);
   else
-    g_free(hm);
+    cf_host_free(mem);
 }
 
 static gpointer host_map(GstMemory *mem, gsize maxsize, GstMapFlags flags)
