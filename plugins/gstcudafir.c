@@ -16,9 +16,13 @@
  * frames (plus, with drain=true, the filter's ring-out) come out at EOS or
  * before a discontinuity: a DISCONT buffer, or timestamps that jump by more
  * than 40 ms from where the frame count puts them (the ring-out then stops
- * where the stream resumes: output timestamps never overlap). A
- * discontinuity and a flush restart the filter history; the same caps or
- * segment sent again do not. A GAP event is silence: the held frames and the
+ * where the stream resumes: output timestamps never overlap). A new
+ * segment that moves the stream in running or stream time (a segment seek
+ * looping, the next item of a gapless playlist), the end of a segment
+ * (SEGMENT_DONE) and a new stream do the same, and the held frames go out
+ * in the segment they belong to, before the new one. A discontinuity and
+ * a flush restart the filter history; the same caps or segment sent again
+ * do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
@@ -930,6 +934,43 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
   return TRUE;
 }
 
+/* Whether the stream goes on through a new segment: the next input frame
+ * (where the frame count puts it) at the same running and stream time in
+ * both. Without timestamps, only the same segment again. */
+static gboolean segment_continues(const GstCudaFir *self, const GstSegment *old,
+                                  const GstSegment *seg)
+{
+  if (gst_segment_is_equal(old, seg))
+    return TRUE;
+  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
+      !GST_CLOCK_TIME_IS_VALID(self->base_ts) || old->rate != seg->rate ||
+      old->applied_rate != seg->applied_rate)
+    return FALSE;
+  GstClockTime t = self->base_ts +
+                   gst_util_uint64_scale_int_round(self->frames_in, GST_SECOND,
+                                                   (gint)self->rate);
+  guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
+  guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
+  return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
+         gst_segment_to_stream_time(old, GST_FORMAT_TIME, t) ==
+             gst_segment_to_stream_time(seg, GST_FORMAT_TIME, t);
+}
+
+/* Where, in the old segment's timestamps, the new one starts playing (its
+ * start at its running time); GST_CLOCK_TIME_NONE where that is not in
+ * the old segment. */
+static GstClockTime segment_resumes_at(const GstSegment *old,
+                                       const GstSegment *seg)
+{
+  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME)
+    return GST_CLOCK_TIME_NONE;
+  guint64 rt = gst_segment_to_running_time(
+      seg, GST_FORMAT_TIME, seg->rate >= 0 ? seg->start : seg->stop);
+  return GST_CLOCK_TIME_IS_VALID(rt)
+             ? gst_segment_position_from_running_time(old, GST_FORMAT_TIME, rt)
+             : GST_CLOCK_TIME_NONE;
+}
+
 static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
@@ -970,6 +1011,29 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
   }
   case GST_EVENT_FLUSH_STOP:
     restart(self);
+    break;
+  case GST_EVENT_SEGMENT: {
+    /* the held frames belong to the old segment: out before the new one
+     * replaces it downstream (bt->segment is still the old one here) */
+    const GstSegment *seg;
+    gst_event_parse_segment(ev, &seg);
+    if (self->frames_in && self->engine &&
+        !segment_continues(self, &bt->segment, seg)) {
+      GST_DEBUG_OBJECT(self, "new segment: pushing the held frames");
+      push_residue(self, segment_resumes_at(&bt->segment, seg));
+    }
+    break;
+  }
+  case GST_EVENT_SEGMENT_DONE: /* nothing goes past the segment's end */
+    if (self->frames_in)
+      push_residue(self,
+                   bt->segment.format == GST_FORMAT_TIME && bt->segment.rate > 0
+                       ? bt->segment.stop
+                       : GST_CLOCK_TIME_NONE);
+    break;
+  case GST_EVENT_STREAM_START:
+    if (self->frames_in)
+      push_residue(self, GST_CLOCK_TIME_NONE);
     break;
   case GST_EVENT_GAP: {
     GstFlowReturn ret;

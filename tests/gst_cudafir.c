@@ -881,6 +881,198 @@ static void test_new_segment(void **state)
     run_break(2);
 }
 
+/* ---- segments: loops, gapless items, the same segment again -------------- */
+
+/* What reached the harness's sink pad, in order: each buffer with the
+ * item of the segment it came in (segments carry the item as seqnum
+ * SEQ_BASE + item), and whether a buffer ever lay outside its segment or
+ * before the running time already played. */
+#define SEQ_BASE 7000u
+typedef struct {
+  GPtrArray *bufs; /* GstBuffer, ref'd */
+  GArray *item;    /* guint, one per buffer */
+  GstSegment seg;
+  guint cur;      /* item of seg; G_MAXUINT before the first of ours */
+  guint64 rt_end; /* running time where the last buffer ended */
+  char bad[256];  /* the first broken rule, "" if none */
+} seg_watch;
+
+static GstPadProbeReturn on_sink_data(GstPad *pad, GstPadProbeInfo *info,
+                                      gpointer data)
+{
+  (void)pad;
+  seg_watch *w = data;
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) {
+    GstEvent *ev = GST_PAD_PROBE_INFO_EVENT(info);
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT) {
+      gst_event_copy_segment(ev, &w->seg);
+      guint32 sn = gst_event_get_seqnum(ev);
+      w->cur = sn >= SEQ_BASE && sn < SEQ_BASE + 64 ? sn - SEQ_BASE : G_MAXUINT;
+    }
+    return GST_PAD_PROBE_OK;
+  }
+  GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER(info);
+  GstClockTime pts = GST_BUFFER_PTS(b), dur = GST_BUFFER_DURATION(b);
+  guint64 start, stop;
+  if (!w->bad[0] && !gst_segment_clip(&w->seg, GST_FORMAT_TIME, pts, pts + dur,
+                                      &start, &stop))
+    snprintf(w->bad, sizeof w->bad,
+             "a buffer at %" GST_TIME_FORMAT " outside its segment (item %u)",
+             GST_TIME_ARGS(pts), w->cur);
+  guint64 rt = gst_segment_to_running_time(&w->seg, GST_FORMAT_TIME, pts);
+  if (!w->bad[0] && GST_CLOCK_TIME_IS_VALID(rt) && rt < w->rt_end)
+    snprintf(w->bad, sizeof w->bad,
+             "a buffer at running time %" GST_TIME_FORMAT
+             " before %" GST_TIME_FORMAT " already played "
+             "(item %u)",
+             GST_TIME_ARGS(rt), GST_TIME_ARGS(w->rt_end), w->cur);
+  if (GST_CLOCK_TIME_IS_VALID(rt))
+    w->rt_end = rt + dur;
+  g_ptr_array_add(w->bufs, gst_buffer_ref(b));
+  g_array_append_val(w->item, w->cur);
+  return GST_PAD_PROBE_OK;
+}
+
+/* A stream in items, each a segment of its own: a segment seek looping
+ * (SEGMENT_DONE, then the same stretch again after where it ended in
+ * running time), the next item of a gapless playlist (timestamps from 0
+ * again, running time going on), or the same segment again, which goes on
+ * seamlessly. Every item's output lies in its own segment, after what was
+ * played, and equals its input filtered from silence; the held frames
+ * come out before the next segment, and the ring-out only where nothing
+ * follows (EOS, with drain). */
+static void test_segments(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    size_t len = random_len();
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    gboolean drain = ref_rng_u64(&rng) % 2;
+    int items = (int)ref_rng_range(&rng, 2, 5);
+    set_case("segments: %u ch, %zu taps, block %u, drain %d, %d items:", ch,
+             len, block, drain, items);
+    float *hk = random_kernel(len);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "drain", drain, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    seg_watch w = {.bufs = g_ptr_array_new(),
+                   .item = g_array_new(FALSE, FALSE, sizeof(guint)),
+                   .cur = G_MAXUINT};
+    gst_segment_init(&w.seg, GST_FORMAT_TIME);
+    gst_pad_add_probe(h->sinkpad,
+                      GST_PAD_PROBE_TYPE_BUFFER |
+                          GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+                      on_sink_data, &w, NULL);
+    /* the output item each segment's frames belong to (an item going on
+     * through the same segment again is one), its input, and how it ends */
+    float *x[64];
+    size_t n[64], want[64];
+    GstClockTime first[64]; /* where each output item starts */
+    int outs = 0;
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    size_t at = 0; /* frames of the current output item so far */
+    GstClockTime t0 = 0;
+    for (int it = 0; it < items; it++) {
+      size_t k = ref_rng_range(&rng, 1, 12000);
+      int how = it + 1 < items ? (int)(ref_rng_u64(&rng) % 3) : 3;
+      add_case(" %zu frames then %s", k,
+               how == 0   ? "loop"
+               : how == 1 ? "next item"
+               : how == 2 ? "same segment"
+                          : "EOS");
+      if (at == 0) { /* a new output item starts */
+        x[outs] = NULL;
+        n[outs] = 0;
+        outs++;
+      }
+      int o = outs - 1;
+      x[o] = realloc(x[o], (n[o] + k) * ch * sizeof(float));
+      float *more = random_input(GST_AUDIO_FORMAT_F32LE, k * ch);
+      memcpy(x[o] + n[o] * ch, more, k * ch * sizeof(float));
+      free(more);
+      if (at == 0) {
+        t0 = ref_rng_range(&rng, 0, 3) * GST_SECOND;
+        guint64 base =
+            seg.base +
+            (seg.stop != GST_CLOCK_TIME_NONE ? seg.stop - seg.start : 0);
+        gst_segment_init(&seg, GST_FORMAT_TIME);
+        seg.start = seg.time = t0;
+        seg.base = base;
+        first[o] = t0;
+      }
+      GstClockTime end =
+          t0 + gst_util_uint64_scale_int_round(at + k, GST_SECOND, (gint)rate);
+      /* a loop's segment ends where its data does (a segment seek) */
+      seg.stop = how == 0 ? end : GST_CLOCK_TIME_NONE;
+      GstEvent *ev = gst_event_new_segment(&seg);
+      gst_event_set_seqnum(ev, SEQ_BASE + (guint32)o);
+      assert_true(gst_harness_push_event(h, ev));
+      for (size_t done = 0; done < k;) {
+        size_t c = pick(ref_rng_range(&rng, 1, 3000), k - done);
+        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x[o], at + done, c, ch,
+                          rate, t0, it == 0 && done == 0) == GST_FLOW_OK,
+              "push");
+        done += c;
+      }
+      n[o] += k;
+      at += k;
+      want[o] = n[o];
+      if (how == 0)
+        assert_true(gst_harness_push_event(
+            h, gst_event_new_segment_done(GST_FORMAT_TIME, end)));
+      if (how == 2) {
+        /* the same again: the stream goes on in it */
+        seg.stop = GST_CLOCK_TIME_NONE;
+        continue;
+      }
+      if (how == 1) /* the next item plays where this one's data ends */
+        seg.stop = end;
+      if (how == 3) {
+        want[o] += drain ? len - 1 : 0;
+        assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      }
+      at = 0;
+    }
+    CHECK(!w.bad[0], "%s", w.bad);
+    collected c[64];
+    for (int o = 0; o < outs; o++)
+      collect_init(&c[o], ch, rate, first[o], want[o] + 1);
+    GstBuffer *b;
+    while ((b = gst_harness_try_pull(h)))
+      gst_buffer_unref(b);
+    for (guint i = 0; i < w.bufs->len; i++) {
+      guint o = g_array_index(w.item, guint, i);
+      CHECK(o < (guint)outs, "a buffer in a segment not sent (%u)", o);
+      GstBuffer *ob = g_ptr_array_index(w.bufs, i);
+      collect_buf(&c[o], ob, GST_AUDIO_FORMAT_F32LE); /* takes the ref */
+    }
+    for (int o = 0; o < outs; o++) {
+      CHECK(c[o].frames == want[o], "item %d: %zu frames out, expected %zu", o,
+            c[o].frames, want[o]);
+      CHECK(c[o].discont_seen == 1, "item %d: %d DISCONT buffers", o,
+            c[o].discont_seen);
+      for (unsigned k = 0; k < ch; k++) {
+        double *r = ref_channel(x[o], n[o], ch, k, hk, len, want[o]);
+        double err = ref_rel_l2(c[o].y + k, ch, r, 1, want[o]);
+        CHECK(err <= 2e-5,
+              "item %d channel %u: relative L2 error %.3g "
+              "(each item starts from silence)",
+              o, k, err);
+        free(r);
+      }
+      free(c[o].y);
+      free(x[o]);
+    }
+    g_ptr_array_free(w.bufs, TRUE);
+    g_array_free(w.item, TRUE);
+    gst_harness_teardown(h);
+    free(hk);
+  }
+}
+
 /* ---- caps renegotiation mid-stream ---------------------------------------- */
 
 static void test_renegotiate(void **state)
@@ -2107,6 +2299,7 @@ int main(void)
       cmocka_unit_test(test_discont_soon),
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
+      cmocka_unit_test(test_segments),
       cmocka_unit_test(test_renegotiate),
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
