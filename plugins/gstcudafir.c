@@ -18,9 +18,9 @@
  * than 40 ms from where the frame count puts them (the ring-out then stops
  * where the stream resumes: output timestamps never overlap). A new
  * segment that moves the stream in running or stream time (a segment seek
- * looping, the next item of a gapless playlist), the end of a segment
- * (SEGMENT_DONE) and a new stream do the same, and the held frames go out
- * in the segment they belong to, before the new one. A discontinuity and
+ * looping, the next item of a gapless playlist) and the end of a segment
+ * (SEGMENT_DONE) do the same, and the held frames go out in the segment
+ * they belong to, before the new one. A discontinuity and
  * a flush restart the filter history; the same caps or segment sent again
  * do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
@@ -1030,10 +1030,6 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
                    bt->segment.format == GST_FORMAT_TIME && bt->segment.rate > 0
                        ? bt->segment.stop
                        : GST_CLOCK_TIME_NONE);
-    break;
-  case GST_EVENT_STREAM_START:
-    if (self->frames_in)
-      push_residue(self, GST_CLOCK_TIME_NONE);
     break;
   case GST_EVENT_GAP: {
     GstFlowReturn ret;
