@@ -996,8 +996,8 @@ static void test_segments(void **state)
       if (at == 0) {
         if (it > 0 && ref_rng_u64(&rng) % 2) { /* as a playlist does */
           add_case(" (after a STREAM_START)");
-          assert_true(gst_harness_push_event(
-              h, gst_event_new_stream_start("cf-next")));
+          assert_true(
+              gst_harness_push_event(h, gst_event_new_stream_start("cf-next")));
         }
         t0 = ref_rng_range(&rng, 0, 3) * GST_SECOND;
         guint64 base =
