@@ -20,9 +20,10 @@
  * segment that moves the stream in running or stream time (a segment seek
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
- * they belong to, before the new one. A discontinuity and
- * a flush restart the filter history; the same caps or segment sent again
- * do not. A GAP event is silence: the held frames and the
+ * they belong to, before the new one; so does new caps, in the old format
+ * (the ring-out then stops where the input ended). A discontinuity, a
+ * flush and new caps restart the filter history; the same caps or segment
+ * sent again do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
@@ -535,6 +536,16 @@ static void restart(GstCudaFir *self)
   self->discont = TRUE;
 }
 
+/* Where the next input frame belongs, by the frame count since the
+ * stream started; GST_CLOCK_TIME_NONE without timestamps. */
+static GstClockTime input_end(const GstCudaFir *self)
+{
+  if (!GST_CLOCK_TIME_IS_VALID(self->base_ts))
+    return GST_CLOCK_TIME_NONE;
+  return self->base_ts + gst_util_uint64_scale_int_round(
+                             self->frames_in, GST_SECOND, (gint)self->rate);
+}
+
 static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
 {
   guint rate = GST_AUDIO_INFO_RATE(info);
@@ -881,9 +892,7 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
   if (!self->engine || !self->frames_in ||
       !GST_CLOCK_TIME_IS_VALID(self->base_ts) || !GST_CLOCK_TIME_IS_VALID(ts))
     return FALSE;
-  GstClockTime expect =
-      self->base_ts +
-      gst_util_uint64_scale_int_round(self->frames_in, GST_SECOND, self->rate);
+  GstClockTime expect = input_end(self);
   GstClockTimeDiff d = GST_CLOCK_DIFF(expect, ts);
   guint64 n =
       GST_CLOCK_TIME_IS_VALID(dur)
@@ -942,13 +951,11 @@ static gboolean segment_continues(const GstCudaFir *self, const GstSegment *old,
 {
   if (gst_segment_is_equal(old, seg))
     return TRUE;
+  GstClockTime t = input_end(self);
   if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
-      !GST_CLOCK_TIME_IS_VALID(self->base_ts) || old->rate != seg->rate ||
+      !GST_CLOCK_TIME_IS_VALID(t) || old->rate != seg->rate ||
       old->applied_rate != seg->applied_rate)
     return FALSE;
-  GstClockTime t = self->base_ts +
-                   gst_util_uint64_scale_int_round(self->frames_in, GST_SECOND,
-                                                   (gint)self->rate);
   guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
   guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
   return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
@@ -1003,10 +1010,12 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       gst_event_unref(ev);
       return FALSE;
     }
+    /* the stream goes on where the input ended (a playlist's next item,
+     * a rate change upstream): a ring-out past that would overlap it */
     if (self->frames_in && self->engine &&
         !(gst_audio_info_from_caps(&info, caps) &&
           gst_audio_info_is_equal(&info, &self->info)))
-      push_residue(self, GST_CLOCK_TIME_NONE);
+      push_residue(self, input_end(self));
     break;
   }
   case GST_EVENT_FLUSH_STOP:
@@ -1107,13 +1116,12 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   GstFlowReturn ret = GST_FLOW_OK;
   /* A discontinuity: the DISCONT flag, or timestamps that jump by more
    * than JUMP_TOLERANCE from where the stream's frame count puts them
-   * (live sources jitter by less; a new segment alone is not one). */
+   * (live sources jitter by less). A new segment was seen to in
+   * sink_event. */
   gboolean jump = FALSE;
   if (self->frames_in && GST_BUFFER_PTS_IS_VALID(in) &&
       GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime expect = self->base_ts + gst_util_uint64_scale_int_round(
-                                              self->frames_in, GST_SECOND,
-                                              self->rate);
+    GstClockTime expect = input_end(self);
     GstClockTimeDiff d = GST_CLOCK_DIFF(expect, GST_BUFFER_PTS(in));
     jump = d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE;
   }
@@ -1580,9 +1588,10 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       oc, PROP_DRAIN,
       g_param_spec_boolean(
           "drain", "Drain",
-          "At EOS and before a discontinuity also emit the filter's "
-          "ring-out (kernel length - 1 frames) after the held frames; "
-          "before a discontinuity only up to where the stream resumes",
+          "At EOS, and before a discontinuity, a new segment or new caps, "
+          "also emit the filter's ring-out (kernel length - 1 frames) "
+          "after the held frames; but never past where the stream resumes "
+          "(for new caps: where the input ended)",
           DEFAULT_DRAIN, live));
   g_object_class_install_property(oc, PROP_TRIM,
       g_param_spec_boolean("trim", "Trim",
