@@ -37,6 +37,10 @@
  * microseconds, not the milliseconds of replaying the whole kernel's length
  * there.
  *
+ * Buffers may have any size, change size every time, and even end inside
+ * a frame (a byte source without a parser, `filesrc ! audio/x-raw,...`):
+ * the partial frame waits for the rest of its bytes.
+ *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
  * the stream's rate; mono gives one shared kernel, more channels one per
@@ -107,6 +111,7 @@ static GType cf_gst_routing_get_type(void)
 #define DEFAULT_TRIM FALSE
 #define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
 #define JUMP_TOLERANCE ((GstClockTimeDiff)(40 * GST_MSECOND))
+#define MAX_CHANNELS 256 /* the pad templates' */
 
 enum {
   PROP_0,
@@ -181,6 +186,12 @@ typedef struct {
   GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
   float *fin, *fout;   /* conversion scratch */
   size_t scratch_frames;
+  /* the start of a frame the last buffer cut (a byte source without a
+   * parser), waiting for the rest in the next one, and its timestamp */
+  guint8 carry[MAX_CHANNELS * 8];
+  gsize carry_len;
+  GstClockTime carry_pts;
+  guint64 carry_offset;
 } GstCudaFir;
 
 typedef struct {
@@ -534,6 +545,64 @@ static void restart(GstCudaFir *self)
   self->base_offset = GST_BUFFER_OFFSET_NONE;
   self->frames_in = self->frames_out = 0;
   self->discont = TRUE;
+  self->carry_len = 0;
+}
+
+/* A buffer that is not whole frames, or one after such a buffer (a byte
+ * source without a parser: filesrc ! capsfilter, whose block size need
+ * not be a multiple of the frame): *inp becomes the frames made whole
+ * with the bytes carried from before, timestamped where the first of them
+ * starts (its offset too, counted in frames), and the partial frame at
+ * its end is carried on; NULL where no
+ * frame is whole yet. So no frame is misread or lost. FALSE: out of
+ * memory (*inp is released). */
+static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
+{
+  GstBuffer *in = *inp;
+  gsize size = gst_buffer_get_size(in), bpf = self->in_bpf;
+  gsize have = self->carry_len, total = have + size;
+  gsize whole = total - total % bpf;
+  GstClockTime pts = have ? self->carry_pts : GST_BUFFER_PTS(in);
+  guint64 offset = have ? self->carry_offset : GST_BUFFER_OFFSET(in);
+  *inp = NULL;
+  if (whole == 0) { /* still inside the first frame */
+    gst_buffer_extract(in, 0, self->carry + have, size);
+    self->carry_len = total;
+    self->carry_pts = pts;
+    self->carry_offset = offset;
+    gst_buffer_unref(in);
+    return TRUE;
+  }
+  GstBuffer *out = gst_buffer_new_allocate(NULL, whole, NULL);
+  GstMapInfo m;
+  if (!out || !gst_buffer_map(out, &m, GST_MAP_WRITE)) {
+    if (out)
+      gst_buffer_unref(out);
+    gst_buffer_unref(in);
+    return FALSE;
+  }
+  memcpy(m.data, self->carry, have);
+  gst_buffer_extract(in, 0, m.data + have, whole - have);
+  gst_buffer_unmap(out, &m);
+  self->carry_len = total - whole;
+  gst_buffer_extract(in, whole - have, self->carry, self->carry_len);
+  GstClockTime dur = gst_util_uint64_scale_int_round(whole / bpf, GST_SECOND,
+                                                     (gint)self->rate);
+  self->carry_pts = GST_CLOCK_TIME_IS_VALID(pts) ? pts + dur : pts;
+  self->carry_offset =
+      offset != GST_BUFFER_OFFSET_NONE ? offset + whole / bpf : offset;
+  gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META, 0,
+                       -1);
+  GST_BUFFER_PTS(out) = pts;
+  GST_BUFFER_DURATION(out) = GST_CLOCK_TIME_IS_VALID(pts) ? dur : pts;
+  /* in frames from the first buffer's offset (a byte source's: bytes,
+   * but 0 at the start) */
+  GST_BUFFER_OFFSET(out) = offset;
+  GST_BUFFER_OFFSET_END(out) =
+      offset != GST_BUFFER_OFFSET_NONE ? offset + whole / bpf : offset;
+  gst_buffer_unref(in);
+  *inp = out;
+  return TRUE;
 }
 
 /* Where the next input frame belongs, by the frame count since the
@@ -1042,13 +1111,27 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     break;
   case GST_EVENT_GAP: {
     GstFlowReturn ret;
+    if (self->carry_len) { /* the rest of that frame is not coming */
+      GST_WARNING_OBJECT(self,
+                         "dropping %" G_GSIZE_FORMAT " bytes of a "
+                         "frame cut before a gap",
+                         self->carry_len);
+      self->carry_len = 0;
+    }
     if (gap_as_silence(self, ev, &ret)) {
       gst_event_unref(ev);
       return ret == GST_FLOW_OK;
     }
     break;
   }
-  case GST_EVENT_EOS: push_residue(self, GST_CLOCK_TIME_NONE); break;
+  case GST_EVENT_EOS:
+    if (self->carry_len)
+      GST_WARNING_OBJECT(self,
+                         "dropping %" G_GSIZE_FORMAT " bytes of a "
+                         "frame cut at the end of the stream",
+                         self->carry_len);
+    push_residue(self, GST_CLOCK_TIME_NONE);
+    break;
   default:
     break;
   }
@@ -1135,6 +1218,27 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     }
   }
   apply_kernel_change(self);
+  if (GST_BUFFER_IS_DISCONT(in) && self->carry_len) {
+    GST_WARNING_OBJECT(self,
+                       "dropping %" G_GSIZE_FORMAT " bytes of a frame "
+                       "cut before a discontinuity",
+                       self->carry_len);
+    self->carry_len = 0;
+  }
+  if (self->carry_len || gst_buffer_get_size(in) % self->in_bpf) {
+    if (!self->carry_len)
+      GST_LOG_OBJECT(self,
+                     "buffer of %" G_GSIZE_FORMAT " bytes ends inside "
+                     "a frame: carrying the rest over",
+                     gst_buffer_get_size(in));
+    if (!join_frames(self, &in)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
+                        (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (!in)
+      return GST_FLOW_OK;
+  }
 
   gsize in_bpf = self->in_bpf;
   gsize sample = in_bpf / self->cin;
@@ -1146,11 +1250,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                       (NULL));
     return GST_FLOW_ERROR;
   }
-  if (im.size % in_bpf)
-    GST_WARNING_OBJECT(self, "buffer of %" G_GSIZE_FORMAT " bytes is not a "
-                       "whole number of %" G_GSIZE_FORMAT "-byte frames; "
-                       "dropping the partial frame", im.size, in_bpf);
-  size_t n = im.size / in_bpf;
+  size_t n = im.size / in_bpf; /* whole frames: join_frames saw to it */
   if (self->frames_in == 0) {
     self->base_ts = GST_BUFFER_PTS(in);
     self->base_offset = GST_BUFFER_OFFSET(in);
@@ -1615,7 +1715,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       "cudafilter developers");
   GstCaps *caps = gst_caps_from_string(
       "audio/x-raw, format = (string) " FORMATS ", rate = (int) [ 1, MAX ], "
-      "channels = (int) [ 1, 256 ], layout = (string) interleaved");
+      "channels = (int) [ 1, " G_STRINGIFY(
+          MAX_CHANNELS) " ], layout = (string) interleaved");
   gst_audio_filter_class_add_pad_templates(ac, caps);
   gst_caps_unref(caps);
 
