@@ -348,14 +348,51 @@ static void publish(fir *f)
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
+/* x[n] = in[n * ch + c] for n < m. Constant strides for one and two
+ * channels, which the compiler turns into vector shuffles: the general
+ * loop's scalar strided reads cost more than a short kernel's arithmetic. */
+static void take_channel(float *x, const float *in, unsigned ch, unsigned c,
+                         size_t m)
+{
+  if (ch == 1)
+    memcpy(x, in, m * sizeof *x);
+  else if (ch == 2)
+    for (size_t n = 0; n < m; n++)
+      x[n] = in[2 * n + c];
+  else
+    for (size_t n = 0; n < m; n++)
+      x[n] = in[n * ch + c];
+}
+
+/* out[n * co + o] = src[o][n] for n < m, o < co; one and two channels in
+ * one pass of vector shuffles. */
+static void put_channels(float *out, const float *const *src, unsigned co,
+                         size_t m)
+{
+  if (co == 1) {
+    memcpy(out, src[0], m * sizeof *out);
+  } else if (co == 2) {
+    const float *a = src[0], *b = src[1];
+    for (size_t n = 0; n < m; n++) {
+      out[2 * n] = a[n];
+      out[2 * n + 1] = b[n];
+    }
+  } else {
+    for (unsigned o = 0; o < co; o++) {
+      const float *s = src[o];
+      for (size_t n = 0; n < m; n++)
+        out[n * co + o] = s[n];
+    }
+  }
+}
+
 static void lane_job(void *ctx, unsigned item)
 {
   fir *f = ctx;
   unsigned c = item % f->cin;
   bank *b = bk(f, item / f->cin);
   lane *l = &b->lanes[c];
-  for (size_t n = 0; n < f->m; n++)
-    l->x[n] = f->in[n * f->cin + c];
+  take_channel(l->x, f->in, f->cin, c, f->m);
   if (item < f->cin) { /* once per channel: keep the history */
     float *h = f->hist + (size_t)c * (f->hmask + 1);
     size_t at = (size_t)(f->t & f->hmask), first = f->hmask + 1 - at;
@@ -401,11 +438,7 @@ static void step(fir *f, const float *in, float *out, size_t m)
   unsigned co = f->cout;
   const bank *b0 = bk(f, 0);
   if (nb == 1) {
-    for (unsigned o = 0; o < co; o++) {
-      const float *src = b0->src[o];
-      for (size_t n = 0; n < m; n++)
-        out[n * co + o] = src[n];
-    }
+    put_channels(out, (const float *const *)b0->src, co, m);
   } else {
     /* The blend in double: where old and new outputs nearly cancel, a
      * float blend alone would cost more than the 1e-6 the paths meet.
