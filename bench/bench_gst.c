@@ -82,9 +82,14 @@ static void on_handoff(GstElement *sink, GstBuffer *buf, GstPad *pad,
 
 /* Run `desc` (which holds an appsrc named src, and maybe a fakesink named
  * sink, whose first buffer sets out_mark) with bufs pushed in order; the
- * wall time from PLAYING to EOS, or -1. */
+ * wall time from PLAYING to EOS, or -1. queued: every buffer is pushed
+ * while the pipeline prerolls (caps, the element's engine and the first
+ * buffer done there) and the time runs from PLAYING: the streaming alone,
+ * as a source whose data is ready gives it, without the pushing thread
+ * competing for the 2 cores; else the buffers are pushed from PLAYING on,
+ * inside the time. */
 static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
-                           const char *caps)
+                           const char *caps, int queued)
 {
   GError *err = NULL;
   GstElement *p = gst_parse_launch(desc, &err);
@@ -112,6 +117,24 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
   g_object_set(src, "caps", c, "format", GST_FORMAT_TIME, "block", TRUE,
                "max-bytes", (guint64)0, NULL);
   gst_caps_unref(c);
+  double t0 = 0;
+  if (queued) {
+    if (gst_element_set_state(p, GST_STATE_PAUSED) ==
+        GST_STATE_CHANGE_FAILURE) {
+      fprintf(stderr, "bench_gst: PAUSED failed\n");
+      gst_object_unref(src);
+      gst_object_unref(p);
+      return -1;
+    }
+    for (size_t i = 0; i < nbuf; i++)
+      if (gst_app_src_push_buffer(GST_APP_SRC(src),
+                                  gst_buffer_ref(bufs[i])) != GST_FLOW_OK)
+        break;
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+    /* prerolled (or failed: the bus says why below) */
+    gst_element_get_state(p, NULL, NULL, GST_CLOCK_TIME_NONE);
+    t0 = now();
+  }
   if (gst_element_set_state(p, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
     fprintf(stderr, "bench_gst: PLAYING failed\n");
@@ -119,12 +142,14 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
     gst_object_unref(p);
     return -1;
   }
-  double t0 = now();
-  for (size_t i = 0; i < nbuf; i++)
-    if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
-        GST_FLOW_OK)
-      break;
-  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  if (!queued) {
+    t0 = now();
+    for (size_t i = 0; i < nbuf; i++)
+      if (gst_app_src_push_buffer(GST_APP_SRC(src),
+                                  gst_buffer_ref(bufs[i])) != GST_FLOW_OK)
+        break;
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+  }
   GstBus *bus = gst_element_get_bus(p);
   GstMessage *m = gst_bus_timed_pop_filtered(
       bus, GST_CLOCK_TIME_NONE, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
@@ -207,7 +232,10 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
            cf_backend_name(backend), threads);
   const char *caps = "audio/x-raw,format=F32LE,rate=48000,channels=2,"
                      "layout=interleaved";
-  double te[64], tg[64], tb[64];
+  /* q: queued (streaming only: from PLAYING, the engine built and the
+   * buffers handed over before); the others with the pushing and the
+   * kernel load and engine build inside the time */
+  double te[64], tg[64], tb[64], teq[64], tgq[64], tbq[64];
   float *out = malloc(block * ch * sizeof *out);
   for (int r = 0; r < rounds; r++) {
     cf_audio_config cfg;
@@ -225,26 +253,38 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
       fprintf(stderr, "bench_gst: %s\n", cf_last_error());
       exit(1);
     }
-    for (size_t i = 0; i < nbuf; i++)
+    /* the element's preroll takes the first buffer too */
+    if (cf_engine_process(e, x, out, block) != CF_OK)
+      exit(1);
+    double t1 = now();
+    for (size_t i = 1; i < nbuf; i++)
       if (cf_engine_process(e, x + i * block * ch, out, block) != CF_OK)
         exit(1);
     te[r] = now() - t0;
+    teq[r] = now() - t1;
     cf_engine_free(e);
     cf_kernel_free(k);
-    tg[r] = run_pipeline(desc, bufs, nbuf, caps);
+    const char *bare = "appsrc name=src ! fakesink sync=false";
+    tg[r] = run_pipeline(desc, bufs, nbuf, caps, 0);
+    tgq[r] = run_pipeline(desc, bufs, nbuf, caps, 1);
     /* the same buffers through the pipeline without the element */
-    tb[r] = run_pipeline("appsrc name=src ! fakesink sync=false", bufs, nbuf,
-                         caps);
-    if (tg[r] <= 0 || tb[r] <= 0)
+    tb[r] = run_pipeline(bare, bufs, nbuf, caps, 0);
+    tbq[r] = run_pipeline(bare, bufs, nbuf, caps, 1);
+    if (tg[r] <= 0 || tb[r] <= 0 || tgq[r] <= 0 || tbq[r] <= 0)
       exit(1);
   }
   char name[96];
   snprintf(name, sizeof name, "cudafir %zu taps, stereo F32, %zu-frame "
            "buffers", taps, block);
-  double base = median(tb, rounds);
+  double base = median(tb, rounds), baseq = median(tbq, rounds);
   report(name, te, tg, rounds, (double)nbuf * block / 1e6, "Mframes/s");
   printf("|  (appsrc ! fakesink alone: %.1f ms, %.2f us per buffer) | | | | "
          "| |\n", base * 1e3, base * 1e6 / (double)nbuf);
+  snprintf(name + strlen(name), sizeof name - strlen(name), ", queued");
+  report(name, teq, tgq, rounds, (double)(nbuf - 1) * block / 1e6,
+         "Mframes/s");
+  printf("|  (queued appsrc ! fakesink alone: %.1f ms, %.2f us per buffer) "
+         "| | | | | |\n", baseq * 1e3, baseq * 1e6 / (double)nbuf);
   unlink(kpath);
   for (size_t i = 0; i < nbuf; i++)
     gst_buffer_unref(bufs[i]);
@@ -500,7 +540,7 @@ static void bench_video(int rounds, size_t frames, unsigned w, unsigned hgt)
     te[r] = now() - t0;
     snprintf(used, sizeof used, "%s", cf_engine_describe(e));
     cf_engine_free(e);
-    tg[r] = run_pipeline(desc, bufs, frames, caps);
+    tg[r] = run_pipeline(desc, bufs, frames, caps, 0);
     if (tg[r] <= 0)
       exit(1);
     marks = out_mark;
@@ -617,7 +657,7 @@ static void bench_video_cuda(int rounds, size_t frames, unsigned w,
     te[r] = now() - t0;
     snprintf(used, sizeof used, "%s", cf_engine_describe(e));
     cf_engine_free(e);
-    tg[r] = run_pipeline(desc, bufs, frames, caps);
+    tg[r] = run_pipeline(desc, bufs, frames, caps, 0);
     if (tg[r] <= 0)
       exit(1);
   }
