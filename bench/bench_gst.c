@@ -127,8 +127,8 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
       return -1;
     }
     for (size_t i = 0; i < nbuf; i++)
-      if (gst_app_src_push_buffer(GST_APP_SRC(src),
-                                  gst_buffer_ref(bufs[i])) != GST_FLOW_OK)
+      if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
+          GST_FLOW_OK)
         break;
     gst_app_src_end_of_stream(GST_APP_SRC(src));
     /* prerolled (or failed: the bus says why below) */
@@ -145,8 +145,8 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
   if (!queued) {
     t0 = now();
     for (size_t i = 0; i < nbuf; i++)
-      if (gst_app_src_push_buffer(GST_APP_SRC(src),
-                                  gst_buffer_ref(bufs[i])) != GST_FLOW_OK)
+      if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
+          GST_FLOW_OK)
         break;
     gst_app_src_end_of_stream(GST_APP_SRC(src));
   }
@@ -281,10 +281,10 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   printf("|  (appsrc ! fakesink alone: %.1f ms, %.2f us per buffer) | | | | "
          "| |\n", base * 1e3, base * 1e6 / (double)nbuf);
   snprintf(name + strlen(name), sizeof name - strlen(name), ", queued");
-  report(name, teq, tgq, rounds, (double)(nbuf - 1) * block / 1e6,
-         "Mframes/s");
+  report(name, teq, tgq, rounds, (double)(nbuf - 1) * block / 1e6, "Mframes/s");
   printf("|  (queued appsrc ! fakesink alone: %.1f ms, %.2f us per buffer) "
-         "| | | | | |\n", baseq * 1e3, baseq * 1e6 / (double)nbuf);
+         "| | | | | |\n",
+         baseq * 1e3, baseq * 1e6 / (double)nbuf);
   unlink(kpath);
   for (size_t i = 0; i < nbuf; i++)
     gst_buffer_unref(bufs[i]);
