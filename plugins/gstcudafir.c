@@ -1243,8 +1243,16 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   gsize in_bpf = self->in_bpf;
   gsize sample = in_bpf / self->cin;
   gsize out_bpf = sample * self->cout;
+  /* F32 with as many channels out as in and no frames to drop, and the
+   * input ours alone (as a file source or a decoder hands it over): filter
+   * it in place and push it on, without an output buffer to allocate.
+   * Input someone else still holds is only read. */
+  gboolean inplace =
+      self->format == GST_AUDIO_FORMAT_F32LE && self->skip == 0 &&
+      self->cin == self->cout && gst_buffer_n_memory(in) == 1 &&
+      gst_buffer_is_writable(in) && gst_buffer_is_all_memory_writable(in);
   GstMapInfo im;
-  if (!gst_buffer_map(in, &im, GST_MAP_READ)) {
+  if (!gst_buffer_map(in, &im, inplace ? GST_MAP_READWRITE : GST_MAP_READ)) {
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudafir: cannot map input"),
                       (NULL));
@@ -1266,6 +1274,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * writes straight into the output buffer (no conversion copies) */
   gboolean direct = self->format == GST_AUDIO_FORMAT_F32LE && skip == 0 &&
                     ((guintptr)im.data % sizeof(float)) == 0;
+  inplace = inplace && direct;
   if (n && !direct && !ensure_scratch(self, n)) {
     gst_buffer_unmap(in, &im);
     gst_buffer_unref(in);
@@ -1275,7 +1284,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   GstBuffer *out = NULL;
   GstMapInfo om;
-  if (m) {
+  if (m && !inplace) {
     GstAllocator *alloc = cf_gst_host_allocator_get();
     out = gst_buffer_new_allocate(alloc, m * out_bpf, NULL);
     gst_object_unref(alloc);
@@ -1292,7 +1301,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   cf_status s = CF_OK;
   if (n && direct) {
     s = cf_engine_process(self->engine, (const float *)im.data,
-                          (float *)om.data, n);
+                          (float *)(inplace ? im.data : om.data), n);
   } else if (n) {
     to_float(self->format, im.data, self->fin, n * self->cin);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
@@ -1319,8 +1328,11 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     gst_buffer_unref(in);
     return GST_FLOW_OK;
   }
-  gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
-                       0, -1);
+  if (inplace) /* its flags and metas are there already */
+    out = in;
+  else
+    gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
+                         0, -1);
   /* silence in, but the kernel's tail out: a sink skips GAP buffers */
   GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);
   if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
@@ -1351,7 +1363,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
   self->discont = FALSE;
   self->frames_out += m;
-  gst_buffer_unref(in);
+  if (!inplace)
+    gst_buffer_unref(in);
   *outbuf = out;
   return ret;
 }

@@ -266,7 +266,6 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
   float *tmp = xalloc(n * cin * sizeof(float) + 1);
   memcpy(tmp, x + from * cin, n * cin * sizeof(float));
   encode(f, tmp, n * cin, m.data); /* x already holds representable values */
-  free(tmp);
   gst_buffer_unmap(b, &m);
   GST_BUFFER_PTS(b) = t0 + gst_util_uint64_scale_int_round(from, GST_SECOND,
                                                            (gint)rate);
@@ -277,7 +276,24 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
   GST_BUFFER_OFFSET_END(b) = from + n;
   if (discont)
     GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
-  return gst_harness_push(h, b);
+  /* A third of the buffers stay shared with the pusher (as with a tee):
+   * the element may filter only a buffer it holds alone in place, and
+   * must leave this one as it was. */
+  GstBuffer *held = ref_rng_u64(&rng) % 3 ? NULL : gst_buffer_ref(b);
+  GstFlowReturn ret = gst_harness_push(h, b);
+  if (held) {
+    guint8 *want = xalloc(bytes + 1);
+    encode(f, tmp, n * cin, want);
+    assert_true(gst_buffer_map(held, &m, GST_MAP_READ));
+    CHECK(m.size == bytes && !memcmp(m.data, want, bytes),
+          "a shared input buffer (%zu frames from %zu) was written to", n,
+          from);
+    gst_buffer_unmap(held, &m);
+    gst_buffer_unref(held);
+    free(want);
+  }
+  free(tmp);
+  return ret;
 }
 
 /* Random input in [-0.5, 0.5), made representable in format f. */
@@ -485,6 +501,44 @@ static void test_device_fallback(void **state)
   }
   run_random_stream(GST_AUDIO_FORMAT_F32LE, 8, 1);
   run_random_stream(GST_AUDIO_FORMAT_S16LE, 2, 1);
+}
+
+/* F32 input the element holds alone is filtered in place: the output is
+ * the input's own memory (no buffer allocated); a buffer shared with the
+ * pusher gets a buffer of its own and is left as it was (push_frames
+ * checks that on every stream). Short kernels: no latency, so every
+ * frame that comes in goes out in the same buffer. */
+static void test_in_place(void **state)
+{
+  (void)state;
+  set_case("in place");
+  size_t len = ref_rng_range(&rng, 1, 8);
+  float *hk = random_kernel(len);
+  GstHarness *h = new_fir();
+  set_taps(h->element, hk, len);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 2, 2);
+  size_t n = 0;
+  for (int i = 0; i < 8; i++) {
+    size_t k = ref_rng_range(&rng, 1, 2000);
+    gboolean shared = i % 2;
+    GstBuffer *b = gst_buffer_new_allocate(NULL, k * 2 * sizeof(float), NULL);
+    gst_buffer_memset(b, 0, 0x3c, k * 2 * sizeof(float));
+    GST_BUFFER_PTS(b) = gst_util_uint64_scale_int_round(n, GST_SECOND, 48000);
+    GstMemory *mem = gst_buffer_peek_memory(b, 0);
+    GstBuffer *held = shared ? gst_buffer_ref(b) : NULL;
+    CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push %d", i);
+    GstBuffer *o = gst_harness_pull(h);
+    CHECK(o && gst_buffer_n_memory(o) == 1, "buffer %d: no output", i);
+    gboolean same = gst_buffer_peek_memory(o, 0) == mem;
+    CHECK(same == !shared, "buffer %d (%s): the output %s the input's memory",
+          i, shared ? "shared" : "held alone", same ? "is" : "is not");
+    gst_buffer_unref(o);
+    if (held)
+      gst_buffer_unref(held);
+    n += k;
+  }
+  gst_harness_teardown(h);
+  free(hk);
 }
 
 /* Buffers cut anywhere, inside frames too (a byte source without a
@@ -2380,6 +2434,7 @@ int main(void)
       cmocka_unit_test(test_random_f32),
       cmocka_unit_test(test_random_formats),
       cmocka_unit_test(test_partial_frames),
+      cmocka_unit_test(test_in_place),
       cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
