@@ -123,38 +123,32 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
   g_object_set(src, "caps", c, "format", GST_FORMAT_TIME, "block", TRUE,
                "max-bytes", (guint64)0, NULL);
   gst_caps_unref(c);
-  double t0 = 0;
-  if (queued) {
-    if (gst_element_set_state(p, GST_STATE_PAUSED) ==
-        GST_STATE_CHANGE_FAILURE) {
-      fprintf(stderr, "bench_gst: PAUSED failed\n");
-      gst_object_unref(src);
-      gst_object_unref(p);
-      return -1;
-    }
-    for (size_t i = 0; i < nbuf; i++)
-      if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
-          GST_FLOW_OK)
-        break;
-    gst_app_src_end_of_stream(GST_APP_SRC(src));
-    /* prerolled (or failed: the bus says why below) */
-    gst_element_get_state(p, NULL, NULL, GST_CLOCK_TIME_NONE);
-    t0 = now();
-  }
-  if (gst_element_set_state(p, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE) {
-    fprintf(stderr, "bench_gst: PLAYING failed\n");
+  /* queued: push while prerolling, then time from PLAYING */
+  GstState first = queued ? GST_STATE_PAUSED : GST_STATE_PLAYING;
+  if (gst_element_set_state(p, first) == GST_STATE_CHANGE_FAILURE) {
+    fprintf(stderr, "bench_gst: %s failed\n",
+            gst_element_state_get_name(first));
     gst_object_unref(src);
     gst_object_unref(p);
     return -1;
   }
-  if (!queued) {
+  double t0 = now();
+  for (size_t i = 0; i < nbuf; i++)
+    if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
+        GST_FLOW_OK)
+      break;
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  if (queued) {
+    /* prerolled (or failed: the bus says why below) */
+    gst_element_get_state(p, NULL, NULL, GST_CLOCK_TIME_NONE);
     t0 = now();
-    for (size_t i = 0; i < nbuf; i++)
-      if (gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(bufs[i])) !=
-          GST_FLOW_OK)
-        break;
-    gst_app_src_end_of_stream(GST_APP_SRC(src));
+    if (gst_element_set_state(p, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE) {
+      fprintf(stderr, "bench_gst: PLAYING failed\n");
+      gst_object_unref(src);
+      gst_object_unref(p);
+      return -1;
+    }
   }
   GstBus *bus = gst_element_get_bus(p);
   GstMessage *m = gst_bus_timed_pop_filtered(
@@ -211,6 +205,26 @@ static void write_kernel(char *path, size_t taps, double f)
   fclose(kf);
 }
 
+/* The engine-alone side's engine: the kernel file at `rate`, `ch`
+ * channels, the bench's threads and backend. Exits on failure. */
+static cf_engine *audio_engine(const char *kpath, unsigned rate, unsigned ch)
+{
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = ch;
+  cfg.threads = threads;
+  cfg.backend = backend;
+  cf_kernel *k = NULL;
+  cf_engine *e = NULL;
+  if (cf_kernel_load(kpath, rate, &k) != CF_OK ||
+      cf_engine_new_audio(&cfg, k, &e) != CF_OK) {
+    fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+    exit(1);
+  }
+  cf_kernel_free(k); /* the engine has its copy */
+  return e;
+}
+
 static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
 {
   const unsigned rate = 48000, ch = 2;
@@ -244,21 +258,10 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
   double te[64], tg[64], tb[64], teq[64], tgq[64], tbq[64];
   float *out = malloc(block * ch * sizeof *out);
   for (int r = 0; r < rounds; r++) {
-    cf_audio_config cfg;
-    cf_audio_config_init(&cfg);
-    cfg.channels = ch;
-    cfg.threads = threads;
-    cfg.backend = backend;
-    cf_kernel *k;
-    cf_engine *e;
     /* the element loads the file and builds the engine inside its run:
      * so does the engine's */
     double t0 = now();
-    if (cf_kernel_load(kpath, rate, &k) != CF_OK ||
-        cf_engine_new_audio(&cfg, k, &e) != CF_OK) {
-      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
-      exit(1);
-    }
+    cf_engine *e = audio_engine(kpath, rate, ch);
     /* the element's preroll takes the first buffer too */
     if (cf_engine_process(e, x, out, block) != CF_OK)
       exit(1);
@@ -269,7 +272,6 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
     te[r] = now() - t0;
     teq[r] = now() - t1;
     cf_engine_free(e);
-    cf_kernel_free(k);
     const char *bare = "appsrc name=src ! fakesink sync=false";
     tg[r] = run_pipeline(desc, bufs, nbuf, caps, 0);
     tgq[r] = run_pipeline(desc, bufs, nbuf, caps, 1);
@@ -417,16 +419,8 @@ static void bench_audio_file(int rounds, double seconds, size_t taps)
       block = file_frames;
       out = malloc(block * ch * sizeof *out);
     }
-    cf_audio_config cfg;
-    cf_audio_config_init(&cfg);
-    cfg.channels = ch;
-    cfg.threads = threads;
-    cfg.backend = backend;
-    cf_kernel *k;
-    cf_engine *e;
-    if (cf_kernel_load(kpath, rate, &k) != CF_OK ||
-        cf_engine_new_audio(&cfg, k, &e) != CF_OK ||
-        cf_engine_process(e, x, out, block) != CF_OK) {
+    cf_engine *e = audio_engine(kpath, rate, ch);
+    if (cf_engine_process(e, x, out, block) != CF_OK) {
       fprintf(stderr, "bench_gst: %s\n", cf_last_error());
       exit(1);
     }
@@ -440,7 +434,6 @@ static void bench_audio_file(int rounds, double seconds, size_t taps)
     }
     te[r] = now() - t0;
     cf_engine_free(e);
-    cf_kernel_free(k);
     tb[r] = run_file(bare);
     if (tb[r] <= 0)
       exit(1);
