@@ -764,7 +764,9 @@ static void test_chunks_shared(void **state)
   for (unsigned c = 0; c < 22; c++) {
     kset k;
     unsigned block = rand_block(&r);
-    unsigned ch = (unsigned)ref_rng_range(&r, 1, 6);
+    /* to 10: every channel count the deinterleave has a case for (up to
+     * 7.1), and beyond */
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 10);
     size_t len;
     if (c == 0) { /* the run's long kernel */
       len = rand_len(&r, 16384, long_len_max());
@@ -819,9 +821,9 @@ static void test_chunks_matrix(void **state)
       outs = (unsigned)ref_rng_range(&r, 2, 6);
       ins = 1;
     } else if (c == 1) { /* C_out != C_in */
-      do {
-        outs = (unsigned)ref_rng_range(&r, 1, 6);
-        ins = (unsigned)ref_rng_range(&r, 1, 6);
+      do { /* to 8 x 8 (MAXK kernels): up to 7.1 in and out */
+        outs = (unsigned)ref_rng_range(&r, 1, 8);
+        ins = (unsigned)ref_rng_range(&r, 1, 8);
       } while (outs == ins);
     } else {
       outs = (unsigned)ref_rng_range(&r, 1, 4);

@@ -27,6 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "../engine/engine_internal.h"
 #include "../engine/kernel_internal.h"
@@ -87,6 +90,8 @@ typedef struct fir {
   float *hist;       /* cin rings of input history, for priming swaps */
   size_t hmask;
   float *zeros;      /* STEP * cin, input while draining */
+  float *xs;         /* 3 channels on: the step's input, deinterleaved
+                        once (channel c at c * STEP) for every lane */
   const float *in;   /* the step being processed */
   size_t m;
 } fir;
@@ -351,39 +356,114 @@ static void publish(fir *f)
 /* x[n] = in[n * ch + c] for n < m. Constant strides for one and two
  * channels, which the compiler turns into vector shuffles: the general
  * loop's scalar strided reads cost more than a short kernel's arithmetic. */
+/* x[n] = in[n * ch + c] for n < m, for one or two channels: each lane
+ * takes its own, in parallel. */
 static void take_channel(float *x, const float *in, unsigned ch, unsigned c,
                          size_t m)
 {
   if (ch == 1)
     memcpy(x, in, m * sizeof *x);
-  else if (ch == 2)
-    for (size_t n = 0; n < m; n++)
-      x[n] = in[2 * n + c];
   else
     for (size_t n = 0; n < m; n++)
-      x[n] = in[n * ch + c];
+      x[n] = in[2 * n + c];
 }
 
-/* out[n * co + o] = src[o][n] for n < m, o < co; one and two channels in
- * one pass of vector shuffles. */
+/* xs[c * STEP + n] = in[n * ch + c] for n < m, c < ch: three channels or
+ * more in one pass over the input, a frame at a time. A lane taking its
+ * channel alone read every cache line of the input once per channel, one
+ * float at a time, and at 8 channels that was half a 1-tap step's time.
+ * The channel count is a constant for 3 to 8 (up to 7.1), which lets the
+ * compiler load whole frames and shuffle. */
+#define SPLIT_CASE(K)                                                          \
+  case K:                                                                      \
+    for (size_t n = 0; n < m; n++)                                             \
+      for (unsigned c = 0; c < (K); c++)                                       \
+        xs[c * STEP + n] = in[n * (K) + c];                                    \
+    break;
+
+static void deinterleave(float *xs, const float *in, unsigned ch, size_t m)
+{
+  switch (ch) {
+    SPLIT_CASE(3)
+    SPLIT_CASE(4)
+    SPLIT_CASE(5)
+    SPLIT_CASE(6)
+    SPLIT_CASE(7)
+    SPLIT_CASE(8)
+  default:
+    for (size_t n = 0; n < m; n++)
+      for (unsigned c = 0; c < ch; c++)
+        xs[c * STEP + n] = in[n * ch + c];
+  }
+}
+#undef SPLIT_CASE
+
+/* out[n * co + o] = src[o][n] for n < m, o < co: one pass over the output,
+ * a frame at a time, with the channel count a constant for 1 to 8
+ * channels (vector shuffles where the compiler finds them). */
+#define PUT_CASE(K)                                                            \
+  case K:                                                                      \
+    for (size_t n = 0; n < m; n++)                                             \
+      for (unsigned o = 0; o < (K); o++)                                       \
+        out[n * (K) + o] = src[o][n];                                          \
+    break;
+
 static void put_channels(float *out, const float *const *src, unsigned co,
                          size_t m)
 {
-  if (co == 1) {
-    memcpy(out, src[0], m * sizeof *out);
-  } else if (co == 2) {
+  switch (co) {
+  case 1: memcpy(out, src[0], m * sizeof *out); break;
+  case 2: {
     const float *a = src[0], *b = src[1];
     for (size_t n = 0; n < m; n++) {
       out[2 * n] = a[n];
       out[2 * n + 1] = b[n];
     }
-  } else {
+    break;
+  }
+    PUT_CASE(3)
+    PUT_CASE(4)
+    PUT_CASE(5)
+    PUT_CASE(6)
+    PUT_CASE(7)
+    PUT_CASE(8)
+  default:
     for (unsigned o = 0; o < co; o++) {
       const float *s = src[o];
       for (size_t n = 0; n < m; n++)
         out[n * co + o] = s[n];
     }
   }
+}
+#undef PUT_CASE
+
+/* dst[0..n) = src[0..n) into the history ring. The ring is large (2 MiB a
+ * channel for the default swap_history) and read only when a kernel is
+ * swapped in, so plain stores missed the cache on every block, each
+ * fetching the line it overwrote, and pushed the filter's own state out:
+ * a third of a short kernel's time at 6 channels. Non-temporal stores
+ * write around the cache; hist_fence() orders them before the pool's
+ * hand-back publishes the block (they are weakly ordered). */
+static void hist_put(float *dst, const float *src, size_t n)
+{
+#if defined(__SSE__)
+  size_t i = 0;
+  for (; i < n && ((uintptr_t)(dst + i) & 15); i++)
+    dst[i] = src[i];
+  for (; i + 4 <= n; i += 4)
+    _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; i++)
+    dst[i] = src[i];
+#else
+  memcpy(dst, src, n * sizeof *dst);
+#endif
+}
+
+static void hist_fence(void)
+{
+#if defined(__SSE__)
+  _mm_sfence();
+#endif
 }
 
 static void lane_job(void *ctx, unsigned item)
@@ -392,17 +472,22 @@ static void lane_job(void *ctx, unsigned item)
   unsigned c = item % f->cin;
   bank *b = bk(f, item / f->cin);
   lane *l = &b->lanes[c];
-  take_channel(l->x, f->in, f->cin, c, f->m);
+  const float *x = l->x;
+  if (f->xs)
+    x = f->xs + (size_t)c * STEP;
+  else
+    take_channel(l->x, f->in, f->cin, c, f->m);
   if (item < f->cin) { /* once per channel: keep the history */
     float *h = f->hist + (size_t)c * (f->hmask + 1);
     size_t at = (size_t)(f->t & f->hmask), first = f->hmask + 1 - at;
     if (first > f->m)
       first = f->m;
-    memcpy(h + at, l->x, first * sizeof(float));
-    memcpy(h, l->x + first, (f->m - first) * sizeof(float));
+    hist_put(h + at, x, first);
+    hist_put(h, x + first, f->m - first);
+    hist_fence();
   }
   if (l->conv)
-    cf_conv_process(l->conv, l->x, f->m, l->y);
+    cf_conv_process(l->conv, x, f->m, l->y);
 }
 
 /* Banks no output needs any more: one is kept for the next swap. */
@@ -427,6 +512,8 @@ static void step(fir *f, const float *in, float *out, size_t m)
   for (unsigned k = 0; k < nb; k++)
     work += (double)m * bk(f, k)->cost;
   unsigned items = f->cin * nb;
+  if (f->xs)
+    deinterleave(f->xs, in, f->cin, m);
   if (work >= PARALLEL_MIN_NS ||
       (work >= PARALLEL_MIN_HOT_NS && cf_pool_hot(f->pool)))
     cf_pool_run(f->pool, lane_job, f, items);
@@ -754,6 +841,7 @@ static void fir_destroy(void *impl)
   cf_pool_free(f->pool);
   cf_free(f->hist);
   cf_free(f->zeros);
+  cf_free(f->xs);
   free(f);
 }
 
@@ -800,11 +888,13 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   f->hmask = hcap - 1;
   f->hist = cf_alloc((size_t)f->cin * hcap * sizeof(float));
   f->zeros = cf_alloc((size_t)f->cin * STEP * sizeof(float));
+  if (f->cin >= 3)
+    f->xs = cf_alloc((size_t)f->cin * STEP * sizeof(float));
   unsigned threads = cfg->threads ? cfg->threads : cf_cpu_count();
   if (threads > f->cin)
     threads = f->cin; /* lanes are the unit of parallel work */
   cf_status s = CF_OK;
-  if (!f->hist || !f->zeros)
+  if (!f->hist || !f->zeros || (f->cin >= 3 && !f->xs))
     s = cf_fail(CF_E_NOMEM, "engine: out of memory for %zu frames of "
                 "history", hcap);
   if (s == CF_OK)
