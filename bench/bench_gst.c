@@ -883,6 +883,21 @@ int main(int argc, char **argv)
   }
   if (rounds < 1 || rounds > 64)
     rounds = 5;
+  /* without the plugin every pipeline fails with only "Internal data
+   * stream error" (appsrc not linked): say what is missing instead */
+  static const char *const need[] = {"cudafir", "cudaconvolve"};
+  for (size_t i = 0; i < sizeof need / sizeof *need; i++) {
+    GstElementFactory *f = gst_element_factory_find(need[i]);
+    if (!f) {
+      fprintf(stderr,
+              "bench_gst: no element %s: set GST_PLUGIN_PATH to the "
+              "build's plugins folder (GST_PLUGIN_PATH=build/plugins "
+              "from the source root) or meson install\n",
+              need[i]);
+      return 1;
+    }
+    gst_object_unref(f);
+  }
   if (only && !strcmp(only, "swap")) {
     printf("| case | kernel changes | buffer p50 us | p99 us | the "
            "changes' buffers, mean us | max us |\n"
