@@ -180,8 +180,8 @@ gboolean cf_gst_memory_is_pinned(GstMemory *m)
 }
 
 void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
-                       gchar *text, const gchar *detail, const gchar *func,
-                       gint line)
+                       gchar *text, const gchar *detail, const gchar *file,
+                       const gchar *func, gint line)
 {
   gchar *key = g_strconcat(text, "\n", detail, NULL);
   if (*posted && !strcmp(*posted, key)) {
@@ -193,5 +193,5 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   g_free(*posted);
   *posted = key;
   gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code, text,
-                           g_strdup(detail), __FILE__, func, line);
+                           g_strdup(detail), file, func, line);
 }

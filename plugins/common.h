@@ -33,11 +33,11 @@ gboolean cf_gst_memory_is_pinned(GstMemory *m);
  * GstBaseTransform retries refused caps at every buffer: one error is
  * enough. */
 void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
-                       gchar *text, const gchar *detail, const gchar *func,
-                       gint line);
+                       gchar *text, const gchar *detail, const gchar *file,
+                       const gchar *func, gint line);
 #define CF_GST_POST_FATAL(el, posted, domain, code, text, detail)              \
   cf_gst_post_fatal(GST_ELEMENT(el), posted, domain, code, text, detail,       \
-                    GST_FUNCTION, __LINE__)
+                    __FILE__, GST_FUNCTION, __LINE__)
 
 /* The element registrations, one per element file. */
 gboolean cf_gst_register_cudafir(GstPlugin *plugin);
