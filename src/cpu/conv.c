@@ -363,20 +363,23 @@ void cf_conv_skip_before(cf_conv *c, uint64_t y)
   c->skip = y;
 }
 
-void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
+/* x: the input, copied into xbuf chunk by chunk; NULL: it is there already
+ * (cf_conv_stage). */
+static void process(cf_conv *c, const float *x, size_t m, float *const *out)
 {
   size_t done = 0;
   while (done < m) {
     size_t t = m - done;
     if (c->pl.nstages && t > c->blk - c->fill)
       t = c->blk - c->fill;
-    if (c->xpos + t > c->xcap) {
+    if (x && c->xpos + t > c->xcap) {
       memmove(c->xbuf, c->xbuf + c->xpos - c->keep, c->keep * sizeof(float));
       c->xpos = c->keep;
     }
     size_t seg = c->xpos;
     uint64_t t0 = c->t;
-    memcpy(c->xbuf + seg, x + done, t * sizeof(float));
+    if (x)
+      memcpy(c->xbuf + seg, x + done, t * sizeof(float));
     c->xpos += t;
     c->t += t;
     if (c->pl.nstages && (c->fill += t) == c->blk) {
@@ -388,4 +391,24 @@ void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
     emit(c, seg, t0, t, out, done);
     done += t;
   }
+}
+
+void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out)
+{
+  process(c, x, m, out);
+}
+
+float *cf_conv_stage(cf_conv *c, size_t m)
+{
+  /* room for max_chunk after the kept history (cf_conv_new) */
+  if (c->xpos + m > c->xcap) {
+    memmove(c->xbuf, c->xbuf + c->xpos - c->keep, c->keep * sizeof(float));
+    c->xpos = c->keep;
+  }
+  return c->xbuf + c->xpos;
+}
+
+void cf_conv_process_staged(cf_conv *c, size_t m, float *const *out)
+{
+  process(c, NULL, m, out);
 }

@@ -38,6 +38,11 @@ void cf_conv_free(cf_conv *c);
 void cf_conv_reset(cf_conv *c);
 /* x: m samples; out[i]: m outputs of kernel i. Never allocates. */
 void cf_conv_process(cf_conv *c, const float *x, size_t m, float *const *out);
+/* The same without the copy in: cf_conv_stage() says where the next m
+ * (<= max_chunk) samples go, the caller writes them there and calls
+ * cf_conv_process_staged() with the same m, nothing else on c between. */
+float *cf_conv_stage(cf_conv *c, size_t m);
+void cf_conv_process_staged(cf_conv *c, size_t m, float *const *out);
 /* Outputs of y index < y (y[j], the convolution before the delay) are not
  * wanted: process() skips their work (the FFT stages' multiply-adds and
  * inverse transforms, the head) and writes anything there, but keeps the
