@@ -478,27 +478,42 @@ static void to_float(GstAudioFormat f, const void *src, float *dst, size_t n)
   }
 }
 
-/* Float to the negotiated format: integers round to nearest and saturate
- * (NaN becomes 0). */
+/* Float to the negotiated format: integers round to nearest (ties to
+ * even) and saturate; NaN becomes 0.
+ *
+ * Written so that the compiler vectorizes it (with -fno-trapping-math,
+ * plugins/meson.build): saturate first (a NaN fails both compares and is
+ * then replaced), then round by adding and subtracting 1.5 x 2^23 (2^52
+ * for double), exact for the saturated range in the default rounding
+ * mode. rintf() was a library call per sample: S16 stereo cost 12 us per
+ * 1024-frame buffer over identity, against 3 us for F32. */
+#define ROUND_F (12582912.0f)        /* 1.5 x 2^23 */
+#define ROUND_D (6755399441055744.0) /* 1.5 x 2^52 */
+
 static void from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
 {
   switch (f) {
   case GST_AUDIO_FORMAT_S16LE: {
     gint16 *d = dst;
     for (size_t i = 0; i < n; i++) {
-      float v = rintf(src[i] * 32768.0f);
-      v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
-      d[i] = GINT16_TO_LE(isnan(v) ? 0 : (gint16)v);
+      float v = src[i] * 32768.0f;
+      v = v > 32767.0f ? 32767.0f : v;
+      v = v < -32768.0f ? -32768.0f : v;
+      v = v == v ? v : 0.0f;
+      v = (v + ROUND_F) - ROUND_F;
+      d[i] = GINT16_TO_LE((gint16)(gint32)v);
     }
     break;
   }
   case GST_AUDIO_FORMAT_S32LE: {
     gint32 *d = dst;
     for (size_t i = 0; i < n; i++) {
-      double v = rint((double)src[i] * 2147483648.0);
-      v = v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0
-                                                              : v;
-      d[i] = GINT32_TO_LE(isnan(v) ? 0 : (gint32)v);
+      double v = (double)src[i] * 2147483648.0;
+      v = v > 2147483647.0 ? 2147483647.0 : v;
+      v = v < -2147483648.0 ? -2147483648.0 : v;
+      v = v == v ? v : 0.0;
+      v = (v + ROUND_D) - ROUND_D;
+      d[i] = GINT32_TO_LE((gint32)v);
     }
     break;
   }

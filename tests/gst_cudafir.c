@@ -541,6 +541,97 @@ static void test_in_place(void **state)
   free(hk);
 }
 
+/* Integer outputs round to nearest with ties to even, saturate, and lose
+ * nothing else: a 1-tap kernel of 0.5, -0.5 or 4 scales exactly in float,
+ * so every output sample is known to the bit (x / 2 with its halves
+ * rounded to even, or 4x saturated). The S32 inputs are exact in float:
+ * below 2^24, or multiples of 256. */
+static void test_integer_rounding(void **state)
+{
+  (void)state;
+  static const GstAudioFormat fmts[] = {GST_AUDIO_FORMAT_S16LE,
+                                        GST_AUDIO_FORMAT_S32LE};
+  static const float gains[] = {0.5f, -0.5f, 4.0f};
+  for (size_t fi = 0; fi < G_N_ELEMENTS(fmts); fi++)
+    for (size_t gi = 0; gi < G_N_ELEMENTS(gains); gi++) {
+      GstAudioFormat f = fmts[fi];
+      int s16 = f == GST_AUDIO_FORMAT_S16LE;
+      double g = gains[gi];
+      set_case("integer rounding: %s x %g", fmt_name(f), g);
+      GstHarness *h = new_fir();
+      float tap = gains[gi];
+      set_taps(h->element, &tap, 1);
+      set_caps(h, f, 48000, 1, 1);
+      size_t n = ref_rng_range(&rng, 1, 5000);
+      gint64 *x = xalloc(n * sizeof *x);
+      for (size_t i = 0; i < n; i++) {
+        if (s16)
+          x[i] = (gint64)ref_rng_range(&rng, 0, 65535) - 32768;
+        else if (ref_rng_range(&rng, 0, 1))
+          x[i] = (gint64)ref_rng_range(&rng, 0, (1u << 25) - 1) - (1 << 24);
+        else
+          x[i] = ((gint64)ref_rng_range(&rng, 0, (1u << 24) - 1) - (1 << 23)) *
+                 256;
+      }
+      x[0] = s16 ? -32768 : G_MININT32; /* the extremes, and ties */
+      if (n > 1)
+        x[n - 1] = s16 ? 32767 : (gint64)G_MAXINT32 - 127;
+      if (n > 2)
+        x[1] = 3;
+      size_t ss = s16 ? 2 : 4;
+      GstBuffer *b = gst_buffer_new_allocate(NULL, n * ss, NULL);
+      GstMapInfo m;
+      assert_true(gst_buffer_map(b, &m, GST_MAP_WRITE));
+      for (size_t i = 0; i < n; i++) {
+        if (s16) {
+          gint16 v = GINT16_TO_LE((gint16)x[i]);
+          memcpy(m.data + i * 2, &v, 2);
+        } else {
+          gint32 v = GINT32_TO_LE((gint32)x[i]);
+          memcpy(m.data + i * 4, &v, 4);
+        }
+      }
+      gst_buffer_unmap(b, &m);
+      GST_BUFFER_PTS(b) = 0;
+      GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+      CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push");
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      size_t got = 0;
+      GstBuffer *o;
+      while ((o = gst_harness_try_pull(h))) {
+        assert_true(gst_buffer_map(o, &m, GST_MAP_READ));
+        for (size_t i = 0; i < m.size / ss && got < n; i++, got++) {
+          gint64 y;
+          if (s16) {
+            gint16 v;
+            memcpy(&v, m.data + i * 2, 2);
+            y = GINT16_FROM_LE(v);
+          } else {
+            gint32 v;
+            memcpy(&v, m.data + i * 4, 4);
+            y = GINT32_FROM_LE(v);
+          }
+          double lo = s16 ? -32768.0 : -2147483648.0;
+          double hi = s16 ? 32767.0 : 2147483647.0;
+          double want = (double)x[got] * g; /* exact */
+          want = want < lo ? lo : want > hi ? hi : want;
+          double r = floor(want);
+          if (want - r > 0.5 || (want - r == 0.5 && fmod(r, 2.0) != 0.0))
+            r += 1.0; /* to nearest, ties to even */
+          CHECK((double)y == r,
+                "sample %zu: %" G_GINT64_FORMAT " x %g gave %" G_GINT64_FORMAT
+                ", expected %.0f",
+                got, x[got], g, y, r);
+        }
+        gst_buffer_unmap(o, &m);
+        gst_buffer_unref(o);
+      }
+      CHECK(got == n, "%zu samples out of %zu", got, n);
+      gst_harness_teardown(h);
+      free(x);
+    }
+}
+
 /* Buffers cut anywhere, inside frames too (a byte source without a
  * parser: filesrc ! capsfilter with any block size), some shorter than a
  * frame: every frame is read whole and in order, nothing lost; the output
@@ -2439,6 +2530,7 @@ int main(void)
       cmocka_unit_test(test_random_formats),
       cmocka_unit_test(test_partial_frames),
       cmocka_unit_test(test_in_place),
+      cmocka_unit_test(test_integer_rounding),
       cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
