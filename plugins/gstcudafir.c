@@ -1258,14 +1258,15 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   gsize in_bpf = self->in_bpf;
   gsize sample = in_bpf / self->cin;
   gsize out_bpf = sample * self->cout;
-  /* F32 with as many channels out as in and no frames to drop, and the
-   * input ours alone (as a file source or a decoder hands it over): filter
-   * it in place and push it on, without an output buffer to allocate.
-   * Input someone else still holds is only read. */
-  gboolean inplace =
-      self->format == GST_AUDIO_FORMAT_F32LE && self->skip == 0 &&
-      self->cin == self->cout && gst_buffer_n_memory(in) == 1 &&
-      gst_buffer_is_writable(in) && gst_buffer_is_all_memory_writable(in);
+  /* As many channels out as in (the same size out, in any format) and no
+   * frames to drop, and the input ours alone (as a file source or a
+   * decoder hands it over): filter it in place and push it on, without an
+   * output buffer to allocate. Input someone else still holds is only
+   * read. */
+  gboolean inplace = self->skip == 0 && self->cin == self->cout &&
+                     gst_buffer_n_memory(in) == 1 &&
+                     gst_buffer_is_writable(in) &&
+                     gst_buffer_is_all_memory_writable(in);
   GstMapInfo im;
   if (!gst_buffer_map(in, &im, inplace ? GST_MAP_READWRITE : GST_MAP_READ)) {
     gst_buffer_unref(in);
@@ -1289,7 +1290,6 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * writes straight into the output buffer (no conversion copies) */
   gboolean direct = self->format == GST_AUDIO_FORMAT_F32LE && skip == 0 &&
                     ((guintptr)im.data % sizeof(float)) == 0;
-  inplace = inplace && direct;
   if (n && !direct && !ensure_scratch(self, n)) {
     gst_buffer_unmap(in, &im);
     gst_buffer_unref(in);
@@ -1320,9 +1320,9 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   } else if (n) {
     to_float(self->format, im.data, self->fin, n * self->cin);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
-    if (s == CF_OK && m)
-      from_float(self->format, self->fout + skip * self->cout, om.data,
-                 m * self->cout);
+    if (s == CF_OK && m) /* in place: read into fin already */
+      from_float(self->format, self->fout + skip * self->cout,
+                 inplace ? im.data : om.data, m * self->cout);
   }
   gst_buffer_unmap(in, &im);
   if (out)

@@ -511,18 +511,23 @@ static void test_device_fallback(void **state)
 static void test_in_place(void **state)
 {
   (void)state;
-  set_case("in place");
+  static const GstAudioFormat fmts[] = {
+      GST_AUDIO_FORMAT_F32LE, GST_AUDIO_FORMAT_S16LE, GST_AUDIO_FORMAT_S32LE,
+      GST_AUDIO_FORMAT_F64LE};
+  GstAudioFormat f = fmts[ref_rng_range(&rng, 0, G_N_ELEMENTS(fmts) - 1)];
+  set_case("in place, %s", fmt_name(f));
   size_t len = ref_rng_range(&rng, 1, 8);
   float *hk = random_kernel(len);
   GstHarness *h = new_fir();
   set_taps(h->element, hk, len);
-  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 2, 2);
+  set_caps(h, f, 48000, 2, 2);
   size_t n = 0;
   for (int i = 0; i < 8; i++) {
     size_t k = ref_rng_range(&rng, 1, 2000);
     gboolean shared = i % 2;
-    GstBuffer *b = gst_buffer_new_allocate(NULL, k * 2 * sizeof(float), NULL);
-    gst_buffer_memset(b, 0, 0x3c, k * 2 * sizeof(float));
+    size_t bytes = k * 2 * sample_size(f);
+    GstBuffer *b = gst_buffer_new_allocate(NULL, bytes, NULL);
+    gst_buffer_memset(b, 0, 0x3c, bytes);
     GST_BUFFER_PTS(b) = gst_util_uint64_scale_int_round(n, GST_SECOND, 48000);
     GstMemory *mem = gst_buffer_peek_memory(b, 0);
     GstBuffer *held = shared ? gst_buffer_ref(b) : NULL;
