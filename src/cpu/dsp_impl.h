@@ -496,11 +496,77 @@ static inline vi pix_round(vf v, vf vmax, int absolute)
   return __builtin_convertvector((v + magic) - magic, vi);
 }
 
+#if defined(__AVX2__) && DSP_VW == 8
+#include <immintrin.h>
+/* u8 samples one byte apart (gray, planar YUV), 16 a turn, for AVX2: the
+ * same values as pix_round, with max/min for the saturation (maxps gives
+ * its second operand, 0, for NaN), the conversion's own rounding (to
+ * nearest even, as the magic add) and unsigned-saturating packs to narrow.
+ * The generic form took 2 cycles a pixel on the 2-core Zen VM (blends and
+ * cross-lane byte shuffles: 40% of a 3x3 GRAY8 filter's time). */
+static size_t pix_out_u8(const float *acc, unsigned char *p, size_t w,
+                         float scale, float bias, int absolute)
+{
+  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
+  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(255.0f);
+  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  size_t x = 0;
+  for (; x + 16 <= w; x += 16) {
+    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x), vs, vb);
+    __m256 b = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x + 8), vs, vb);
+    if (absolute) {
+      a = _mm256_and_ps(a, mag);
+      b = _mm256_and_ps(b, mag);
+    }
+    a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
+    b = _mm256_min_ps(_mm256_max_ps(b, zero), vmax);
+    /* lane 0: a0..3 b0..3, lane 1: a4..7 b4..7 */
+    __m256i h =
+        _mm256_packus_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+    __m256i q = _mm256_packus_epi16(h, h);
+    __m128i r = _mm_unpacklo_epi64(_mm256_castsi256_si128(q),
+                                   _mm256_extracti128_si256(q, 1));
+    r = _mm_shuffle_epi32(r, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm_storeu_si128((__m128i *)(void *)(p + x), r);
+  }
+  return x;
+}
+
+/* u8 samples in 4-byte pixels (RGBA and kin): each pixel's low byte
+ * replaced as in pix_out's generic loop, stopping one pixel short so no
+ * word reaches past the row. */
+static size_t pix_out_u8x4(const float *acc, unsigned char *p, size_t w,
+                           float scale, float bias, int absolute)
+{
+  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
+  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(255.0f);
+  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i keep = _mm256_set1_epi32(~0xff);
+  size_t x = 0;
+  for (; x + 8 < w; x += 8) {
+    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x), vs, vb);
+    if (absolute)
+      a = _mm256_and_ps(a, mag);
+    a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
+    __m256i *q = (__m256i *)(void *)(p + 4 * x);
+    __m256i wv = _mm256_and_si256(_mm256_loadu_si256(q), keep);
+    _mm256_storeu_si256(q, _mm256_or_si256(wv, _mm256_cvtps_epi32(a)));
+  }
+  return x;
+}
+#endif
+
 static void pix_out(const float *acc, unsigned char *p, unsigned step,
                     int type, size_t w, float scale, float bias, int absolute)
 {
   const vf vs = bcastv(scale), vb = bcastv(bias);
   size_t x = 0;
+#if defined(__AVX2__) && DSP_VW == 8
+  if (type == 0 && step == 1)
+    x = pix_out_u8(acc, p, w, scale, bias, absolute);
+  else if (type == 0 && step == 4)
+    x = pix_out_u8x4(acc, p, w, scale, bias, absolute);
+#endif
   if (type == 2 && step == 4) {
     for (; x + DSP_VW <= w; x += DSP_VW) {
       vf v = loadv(acc + x) * vs + vb;
