@@ -1611,7 +1611,7 @@ static void test_nan(void **state)
                                         CF_PIX_RGBA, CF_PIX_I420};
   for (unsigned c = 0; c < 4; c++) {
     cf_pixel_format f = ifs[c];
-    /* to 80 wide: the 16- and 32-sample store loops run, and their tails */
+    /* to 80 wide: the 8- and 16-sample store loops run, and their tails */
     unsigned w = (unsigned)ref_rng_range(&r, 1, 80);
     unsigned h = (unsigned)ref_rng_range(&r, 1, 20);
     cf_video_config cfg;
