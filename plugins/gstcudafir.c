@@ -67,6 +67,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <gst/audio/audio.h>
 #include <gst/audio/gstaudiofilter.h>
 
@@ -495,7 +498,26 @@ static void from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
   switch (f) {
   case GST_AUDIO_FORMAT_S16LE: {
     gint16 *d = dst;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#if defined(__SSE2__) && G_BYTE_ORDER == G_LITTLE_ENDIAN
+    /* 8 a turn with SSE2 (x86-64's baseline): NaN zeroed, saturated with
+     * max/min, rounded by the conversion (to nearest even, as below) and
+     * narrowed by a signed-saturating pack; the compiler's own narrowing
+     * of the loop below was half its time in word shuffles. */
+    const __m128 k = _mm_set1_ps(32768.0f), lo = _mm_set1_ps(-32768.0f),
+                 hi = _mm_set1_ps(32767.0f);
+    for (; i + 8 <= n; i += 8) {
+      __m128 a = _mm_mul_ps(_mm_loadu_ps(src + i), k);
+      __m128 b = _mm_mul_ps(_mm_loadu_ps(src + i + 4), k);
+      a = _mm_and_ps(a, _mm_cmpord_ps(a, a));
+      b = _mm_and_ps(b, _mm_cmpord_ps(b, b));
+      a = _mm_min_ps(_mm_max_ps(a, lo), hi);
+      b = _mm_min_ps(_mm_max_ps(b, lo), hi);
+      _mm_storeu_si128((__m128i *)(void *)(d + i),
+                       _mm_packs_epi32(_mm_cvtps_epi32(a), _mm_cvtps_epi32(b)));
+    }
+#endif
+    for (; i < n; i++) {
       float v = src[i] * 32768.0f;
       v = v > 32767.0f ? 32767.0f : v;
       v = v < -32768.0f ? -32768.0f : v;

@@ -547,16 +547,18 @@ static void test_in_place(void **state)
 }
 
 /* Integer outputs round to nearest with ties to even, saturate, and lose
- * nothing else: a 1-tap kernel of 0.5, -0.5 or 4 scales exactly in float,
- * so every output sample is known to the bit (x / 2 with its halves
- * rounded to even, or 4x saturated). The S32 inputs are exact in float:
- * below 2^24, or multiples of 256. */
+ * nothing else: a 1-tap kernel of 0.5, -0.5, 4 or 2^17 scales exactly in
+ * float, so every output sample is known to the bit (x / 2 with its
+ * halves rounded to even, or the product saturated). The S32 inputs are exact
+ * in float: below 2^24, or multiples of 256. */
 static void test_integer_rounding(void **state)
 {
   (void)state;
   static const GstAudioFormat fmts[] = {GST_AUDIO_FORMAT_S16LE,
                                         GST_AUDIO_FORMAT_S32LE};
-  static const float gains[] = {0.5f, -0.5f, 4.0f};
+  /* 2^17: products past 2^31, which only a saturation before the
+   * conversion to int32 keeps (a pack after it would not) */
+  static const float gains[] = {0.5f, -0.5f, 4.0f, 131072.0f};
   for (size_t fi = 0; fi < G_N_ELEMENTS(fmts); fi++)
     for (size_t gi = 0; gi < G_N_ELEMENTS(gains); gi++) {
       GstAudioFormat f = fmts[fi];
