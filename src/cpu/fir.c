@@ -353,11 +353,10 @@ static void publish(fir *f)
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
-/* x[n] = in[n * ch + c] for n < m. Constant strides for one and two
- * channels, which the compiler turns into vector shuffles: the general
- * loop's scalar strided reads cost more than a short kernel's arithmetic. */
-/* x[n] = in[n * ch + c] for n < m, for one or two channels: each lane
- * takes its own, in parallel. */
+/* x[n] = in[n * ch + c] for n < m, for one or two channels (each lane
+ * takes its own, in parallel): a constant stride, which the compiler
+ * turns into vector shuffles; scalar strided reads cost more than a short
+ * kernel's arithmetic. */
 static void take_channel(float *x, const float *in, unsigned ch, unsigned c,
                          size_t m)
 {
