@@ -8,7 +8,10 @@ component selections, kernels written as .npy (float32/float64, either
 byte order, C or Fortran order) and as text. Random frames go through the
 CLI in irregular pieces; the output is compared with scipy in float64:
 
-  float formats:   relative L2 error per component <= 2e-5
+  float formats:   relative L2 error per component <= 2e-5, relative to
+                   the output or, where the taps cancel, to 1/100 of
+                   the magnitudes summed (the same filter on |x| with
+                   |k|): float32 rounds those, not their sum
   integer formats: max |got - round_half_even(clip(ref))| <= 1 code value
   components not selected, and alpha / X bytes: identical to the input
 
@@ -437,8 +440,19 @@ def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
                 ref = np.abs(ref)
             g = got.astype(np.float64)
             if maxv is None:
+                # The sums' own magnitude: where the taps nearly cancel
+                # (a 1-pixel-wide frame with border=wrap sums whole kernel
+                # rows), float32's rounding of the terms exceeds 2e-5 of
+                # the output (seed 1795846771, case 24: terms 79000 times
+                # the output, error 2e-4 of it, on every algorithm).
+                mag = np.zeros(got.shape)
+                for tau in range(min(k.shape[0], t + 1)):
+                    mag += sp_convolve(
+                        np.abs(ins[t - tau][c].astype(np.float64)),
+                        np.abs(k[tau]), border, abs(cval))
+                mag = abs(scale) * mag + abs(bias)
                 num = np.linalg.norm(g - ref)
-                den = np.linalg.norm(ref)
+                den = max(np.linalg.norm(ref), 1e-2 * np.linalg.norm(mag))
                 e = num / den if den > 0 else num
                 if not np.all(np.isfinite(g)):
                     e = float("inf")
