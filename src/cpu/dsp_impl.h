@@ -381,11 +381,33 @@ static void conv1row(const float *row, const float *w, size_t kw, float *o,
   }
 }
 
+#if defined(__AVX2__) && DSP_VW == 8
+#include <immintrin.h>
+/* u16 samples (GRAY16_LE) to float, 8 a turn: widen and convert. GCC
+ * vectorised the generic loop's two byte loads and shift as byte
+ * shuffles and word packs: 20% of a 3x3 GRAY16 filter's time. */
+static size_t pix_in_u16(const unsigned char *p, float *dst, size_t w)
+{
+  size_t x = 0;
+  for (; x + 8 <= w; x += 8) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * x));
+    _mm256_storeu_ps(dst + x, _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(v)));
+  }
+  return x;
+}
+#endif
+
 /* Samples of one component to float. Constant strides in each case let
  * the compiler vectorise the gathers. */
 static void pix_in(const unsigned char *p, unsigned step, int type,
                    float *dst, size_t w)
 {
+#if defined(__AVX2__) && DSP_VW == 8
+  if (type == 1) {
+    size_t x = pix_in_u16(p, dst, w);
+    p += 2 * x, dst += x, w -= x;
+  }
+#endif
   if (type == 2) { /* float32 */
     if (step == 4)
       memcpy(dst, p, w * 4);
@@ -532,6 +554,34 @@ static size_t pix_out_u8(const float *acc, unsigned char *p, size_t w,
   return x;
 }
 
+/* u16 samples (GRAY16_LE), 16 a turn, as pix_out_u8 with one pack:
+ * the generic loop's word shuffles took a third of a 3x3 GRAY16 filter's
+ * time. */
+static size_t pix_out_u16(const float *acc, unsigned char *p, size_t w,
+                          float scale, float bias, int absolute)
+{
+  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
+  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(65535.0f);
+  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  size_t x = 0;
+  for (; x + 16 <= w; x += 16) {
+    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x), vs, vb);
+    __m256 b = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x + 8), vs, vb);
+    if (absolute) {
+      a = _mm256_and_ps(a, mag);
+      b = _mm256_and_ps(b, mag);
+    }
+    a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
+    b = _mm256_min_ps(_mm256_max_ps(b, zero), vmax);
+    /* lane 0: a0..3 b0..3, lane 1: a4..7 b4..7 */
+    __m256i h =
+        _mm256_packus_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+    h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256((__m256i *)(void *)(p + 2 * x), h);
+  }
+  return x;
+}
+
 /* u8 samples in 4-byte pixels (RGBA and kin): each pixel's low byte
  * replaced as in pix_out's generic loop, stopping one pixel short so no
  * word reaches past the row. */
@@ -566,6 +616,8 @@ static void pix_out(const float *acc, unsigned char *p, unsigned step,
     x = pix_out_u8(acc, p, w, scale, bias, absolute);
   else if (type == 0 && step == 4)
     x = pix_out_u8x4(acc, p, w, scale, bias, absolute);
+  else if (type == 1)
+    x = pix_out_u16(acc, p, w, scale, bias, absolute);
 #endif
   if (type == 2 && step == 4) {
     for (; x + DSP_VW <= w; x += DSP_VW) {
