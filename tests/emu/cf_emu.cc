@@ -276,6 +276,11 @@ void *dyn_shared()
   return shared.data();
 }
 
+void set_last_error(cudaError_t e)
+{
+  error = e;
+}
+
 cudaError_t last_error(bool reset)
 {
   cudaError_t e = error;

@@ -104,6 +104,7 @@ void run(bool nosync, dim3 grid, dim3 block, size_t smem,
 void sync_threads();
 void *dyn_shared();
 cudaError_t last_error(bool reset);
+void set_last_error(cudaError_t e); // the runtime's failed calls (cudart_emu)
 
 // A configuration the device refuses (block over 1024 threads, dynamic
 // shared memory over 48 KiB, ...): false, and the error recorded for the

@@ -48,6 +48,10 @@ namespace cf_emu
 {
 // kernels' launches go through this (cf_emu.h)
 extern bool (*enqueue_hook)(cudaStream_t, const std::function<void()> &);
+// the thread's last error, one slot for the runtime's calls and the
+// kernels' launches (cf_emu.cc), as in cudart
+cudaError_t last_error(bool reset);
+void set_last_error(cudaError_t e);
 } // namespace cf_emu
 
 // An operation of a stream: fn, or (fn empty) a wait until stream `sid`
@@ -81,11 +85,11 @@ namespace
 
 std::mutex lock; // the maps below (engines may run on several threads)
 std::map<const char *, size_t> pinned, device; // start -> bytes
-thread_local cudaError_t last = cudaSuccess;
-
+// A failed call: its error also left as the thread's last error, which
+// the next launch's cudaGetLastError() returns unless someone clears it.
 cudaError_t fail(cudaError_t e)
 {
-  last = e;
+  cf_emu::set_last_error(e);
   return e;
 }
 
@@ -312,6 +316,15 @@ unsigned long long cf_emu_calls(const char *fn)
   return it == calls_of.end() ? 0 : it->second;
 }
 
+// For tests: cudaHostAlloc fails beyond `bytes` (pinned memory runs out
+// on a real machine: the driver's limits, RLIMIT_MEMLOCK); SIZE_MAX: no
+// limit but the emulator's own (1 TiB).
+static std::atomic<size_t> pinned_limit{SIZE_MAX};
+void cf_emu_pinned_limit(size_t bytes)
+{
+  pinned_limit = bytes;
+}
+
 // For tests: cudaHostAlloc calls so far, and the pinned bytes now live.
 void cf_emu_host_allocs(unsigned long long *calls,
                         unsigned long long *live_bytes)
@@ -384,9 +397,13 @@ const char *cudaGetErrorName(cudaError_t e)
 cudaError_t cudaGetLastError(void)
 {
   count_call(__func__);
-  cudaError_t e = last;
-  last = cudaSuccess;
-  return e;
+  return cf_emu::last_error(true);
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+  count_call(__func__);
+  return cf_emu::last_error(false);
 }
 
 // An allocation recorded in `m` (device or pinned memory), aligned as the
@@ -394,7 +411,10 @@ cudaError_t cudaGetLastError(void)
 static cudaError_t tracked_alloc(std::map<const char *, size_t> &m, void **p,
                                  size_t bytes, size_t align)
 {
-  if (posix_memalign(p, align, bytes ? bytes : 1) != 0) {
+  // beyond 1 TiB refused outright, as a device would: a sanitizer's
+  // allocator aborts on such a size instead of failing
+  if (bytes > ((size_t)1 << 40) ||
+      posix_memalign(p, align, bytes ? bytes : 1) != 0) {
     *p = nullptr;
     return fail(cudaErrorMemoryAllocation);
   }
@@ -436,6 +456,10 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
   count_call(__func__);
   (void)flags;
+  if (bytes > pinned_limit) {
+    *p = nullptr;
+    return fail(cudaErrorMemoryAllocation);
+  }
   return tracked_alloc(pinned, p, bytes, 4096);
 }
 
