@@ -113,6 +113,13 @@ cudaError_t cf_cuda_fault_launch(cudaError_t err)
 cf_status cf_cuda_use_device(int id)
 {
   CF_CU(cudaSetDevice(id));
+  /* Every entry point comes here first. A failed runtime call leaves its
+   * error as the thread's last error, and every launcher returns
+   * cudaGetLastError(): an error some other code left on this thread (an
+   * application's, another library's) would be taken for our next
+   * launch's and take the engine off the device. Not ours: forget it. A
+   * sticky error (the context is lost) fails the next call anyway. */
+  (void)cudaGetLastError();
   return CF_OK;
 }
 
@@ -126,14 +133,19 @@ int cf_cuda_device_memory(const void *p)
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+/* The caller falls back to heap memory: the failure's error must not stay
+ * behind as the thread's last error (see cf_cuda_use_device). */
 void *cf_cuda_pinned_alloc(size_t bytes)
 {
   void *p = NULL;
-  return cf_cuda_host_alloc(&p, bytes) == cudaSuccess ? p : NULL;
+  if (cf_cuda_host_alloc(&p, bytes) == cudaSuccess)
+    return p;
+  (void)cudaGetLastError();
+  return NULL;
 }
 
 void cf_cuda_pinned_free(void *p)
 {
-  if (p)
-    (void)cudaFreeHost(p); /* a failure at free time has no one to tell */
+  if (p && cudaFreeHost(p) != cudaSuccess)
+    (void)cudaGetLastError(); /* a failure at free time has no one to tell */
 }

@@ -21,6 +21,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <cudafilter/cudafilter.h>
+#include <cudafilter/memory.h>
+
 #include "check.h"
 #include "ref.h"
 
@@ -298,6 +301,103 @@ static void test_legacy_stream(void **state)
   free(old);
 }
 
+void cf_emu_pinned_limit(size_t bytes);
+
+/* cf_host_alloc(bytes) with pinned memory exhausted: heap memory. */
+static void *heap_fallback(size_t bytes)
+{
+  cf_emu_pinned_limit(bytes / 2);
+  int pinned = 1;
+  void *p = cf_host_alloc(bytes, &pinned);
+  cf_emu_pinned_limit(SIZE_MAX);
+  CHECK(p && !pinned,
+        "cf_host_alloc(%zu) with pinned memory exhausted: %p, "
+        "pinned %d (want heap memory)",
+        bytes, p, pinned);
+  return p;
+}
+
+/* One last-error slot for a thread's runtime calls and its launches, as
+ * in cudart: a failed call's error is what the next cudaGetLastError()
+ * (every launcher's check) returns. So a pinned allocation that failed
+ * and fell back to the heap (pinned memory ran out: cf_host_alloc, as
+ * the GStreamer allocator calls it on the streaming thread) must clear
+ * it. Else, before an engine is built, its graph capture failed (graphs
+ * off for good, silently); between two calls of a running engine, its
+ * next launch failed and took it off the device (auto: to the CPU for
+ * the rest of the stream). An error another library's failed call left
+ * is forgotten at the engine's next call. Output checked against the
+ * float64 convolution. */
+static void test_stale_error(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 6);
+  void *q = NULL;
+  CHECK(cudaHostAlloc(&q, (size_t)1 << 41, 0) == cudaErrorMemoryAllocation,
+        "an allocation of 2 TiB did not fail");
+  CHECK(cudaGetLastError() == cudaErrorMemoryAllocation &&
+            cudaGetLastError() == cudaSuccess,
+        "the failed call's error is not the last error, once");
+
+  size_t bytes = ref_rng_range(&r, 70000, 300000);
+  size_t len = ref_rng_range(&r, 1, 40), n = ref_rng_range(&r, 2, 3000);
+  size_t n1 = ref_rng_range(&r, 1, n - 1);
+  float *h = xalloc(len * sizeof *h), *x = xalloc(n * sizeof *x),
+        *y = xalloc(n * sizeof *y);
+  double *want = xalloc(n * sizeof *want);
+  ref_rng_fill(&r, h, len);
+  ref_rng_fill(&r, x, n);
+  cf_kernel *k = NULL;
+  cf_engine *e = NULL;
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.backend = CF_BACKEND_CUDA;
+  set_case("stale error: %zu taps, %zu frames (cut at %zu), heap blocks of "
+           "%zu bytes",
+           len, n, n1, bytes);
+  CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
+        cf_last_error());
+  void *p1 = heap_fallback(bytes);
+  CHECK(cf_engine_new_audio(&cfg, k, &e) == CF_OK, "engine: %s",
+        cf_last_error());
+  const char *d = cf_engine_describe(e);
+  CHECK(strstr(d, "graph on"),
+        "engine built after the failed allocation: "
+        "%s (want graphs on)",
+        d);
+  CHECK(cf_engine_process(e, x, y, n1) == CF_OK, "process: %s",
+        cf_last_error());
+  void *p2 = heap_fallback(bytes);
+  size_t n2 = ref_rng_range(&r, n1, n);
+  CHECK(cf_engine_process(e, x + n1, y + n1, n2 - n1) == CF_OK,
+        "process "
+        "after the failed allocation: %s",
+        cf_last_error());
+  /* and an error someone else's failed call left on the thread */
+  CHECK(cudaHostAlloc(&q, (size_t)1 << 41, 0) == cudaErrorMemoryAllocation,
+        "an allocation of 2 TiB did not fail");
+  CHECK(cf_engine_process(e, x + n2, y + n2, n - n2) == CF_OK,
+        "process "
+        "after a foreign failed call: %s",
+        cf_last_error());
+  CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA, "engine left the device");
+  size_t lat = cf_engine_latency(e);
+  if (lat < n) {
+    ref_conv(x, n, h, len, want, n - lat);
+    double err = ref_rel_l2(y + lat, 1, want, 1, n - lat);
+    CHECK(err <= 1e-5, "relative L2 error %.3g", err);
+  }
+  cf_engine_free(e);
+  cf_kernel_free(k);
+  cf_host_free(p1);
+  cf_host_free(p2);
+  free(h);
+  free(x);
+  free(y);
+  free(want);
+}
+
 int main(void)
 {
   const char *m = getenv("CF_EMU_STREAMS");
@@ -318,6 +418,7 @@ int main(void)
       cmocka_unit_test(test_pageable),
       cmocka_unit_test(test_events),
       cmocka_unit_test(test_legacy_stream),
+      cmocka_unit_test(test_stale_error),
   };
   return cmocka_run_group_tests_name("cudart_emu", tests, NULL, NULL);
 }
