@@ -411,6 +411,7 @@ int main(void)
   }
   check_seed = ref_seed();
   check_variant = m ? m : "default";
+  check_filter_from_env();
   printf("streams: %s\n", m ? m : "lazy, other streams now and then first");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wait_chain),
