@@ -10,18 +10,24 @@
 #include <emmintrin.h>
 #endif
 
-/* Samples of the negotiated format to float (n samples). */
+/* Samples of the negotiated format to float (n samples). The buffer side
+ * (src here, dst in cf_gst_from_float) is read and written through byte
+ * pointers and memcpy: a GstBuffer's memory need not be aligned to the
+ * sample (a parser's sub-buffer starts where the header ended), and a
+ * misaligned gint16 or gdouble access is undefined behaviour; memcpy
+ * compiles to the same unaligned moves. */
 void cf_gst_to_float(GstAudioFormat f, const void *src, float *dst, size_t n)
 {
+  const unsigned char *s = src;
   switch (f) {
-  case GST_AUDIO_FORMAT_S16LE: {
-    const gint16 *s = src;
-    for (size_t i = 0; i < n; i++)
-      dst[i] = (float)GINT16_FROM_LE(s[i]) * (1.0f / 32768.0f);
+  case GST_AUDIO_FORMAT_S16LE:
+    for (size_t i = 0; i < n; i++) {
+      gint16 v;
+      memcpy(&v, s + 2 * i, sizeof v);
+      dst[i] = (float)GINT16_FROM_LE(v) * (1.0f / 32768.0f);
+    }
     break;
-  }
   case GST_AUDIO_FORMAT_S32LE: {
-    const gint32 *s = src;
     size_t i = 0;
 #if defined(__SSE2__) && G_BYTE_ORDER == G_LITTLE_ENDIAN
     /* 4 a turn: rounding the integer to float and then scaling by a power
@@ -30,19 +36,23 @@ void cf_gst_to_float(GstAudioFormat f, const void *src, float *dst, size_t n)
     for (; i + 4 <= n; i += 4)
       _mm_storeu_ps(dst + i,
                     _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128(
-                                   (const __m128i *)(const void *)(s + i))),
+                                   (const __m128i *)(const void *)(s + 4 * i))),
                                k));
 #endif
-    for (; i < n; i++)
-      dst[i] = (float)((double)GINT32_FROM_LE(s[i]) * (1.0 / 2147483648.0));
+    for (; i < n; i++) {
+      gint32 v;
+      memcpy(&v, s + 4 * i, sizeof v);
+      dst[i] = (float)((double)GINT32_FROM_LE(v) * (1.0 / 2147483648.0));
+    }
     break;
   }
-  case GST_AUDIO_FORMAT_F64LE: {
-    const gdouble *s = src;
-    for (size_t i = 0; i < n; i++)
-      dst[i] = (float)s[i];
+  case GST_AUDIO_FORMAT_F64LE:
+    for (size_t i = 0; i < n; i++) {
+      gdouble v;
+      memcpy(&v, s + 8 * i, sizeof v);
+      dst[i] = (float)v;
+    }
     break;
-  }
   default: memcpy(dst, src, n * sizeof(float));
   }
 }
@@ -61,9 +71,9 @@ void cf_gst_to_float(GstAudioFormat f, const void *src, float *dst, size_t n)
 
 void cf_gst_from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
 {
+  unsigned char *d = dst;
   switch (f) {
   case GST_AUDIO_FORMAT_S16LE: {
-    gint16 *d = dst;
     size_t i = 0;
 #if defined(__SSE2__) && G_BYTE_ORDER == G_LITTLE_ENDIAN
     /* 8 a turn with SSE2 (x86-64's baseline): NaN zeroed, saturated with
@@ -79,7 +89,7 @@ void cf_gst_from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
       b = _mm_and_ps(b, _mm_cmpord_ps(b, b));
       a = _mm_min_ps(_mm_max_ps(a, lo), hi);
       b = _mm_min_ps(_mm_max_ps(b, lo), hi);
-      _mm_storeu_si128((__m128i *)(void *)(d + i),
+      _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
                        _mm_packs_epi32(_mm_cvtps_epi32(a), _mm_cvtps_epi32(b)));
     }
 #endif
@@ -89,12 +99,12 @@ void cf_gst_from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
       v = v < -32768.0f ? -32768.0f : v;
       v = v == v ? v : 0.0f;
       v = (v + ROUND_F) - ROUND_F;
-      d[i] = GINT16_TO_LE((gint16)(gint32)v);
+      gint16 o = GINT16_TO_LE((gint16)(gint32)v);
+      memcpy(d + 2 * i, &o, sizeof o);
     }
     break;
   }
   case GST_AUDIO_FORMAT_S32LE: {
-    gint32 *d = dst;
     size_t i = 0;
 #if defined(__SSE2__) && G_BYTE_ORDER == G_LITTLE_ENDIAN
     /* 4 a turn in double, as below: NaN zeroed, saturated, rounded by the
@@ -112,7 +122,7 @@ void cf_gst_from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
       a = _mm_min_pd(_mm_max_pd(a, lo), hi);
       b = _mm_min_pd(_mm_max_pd(b, lo), hi);
       _mm_storeu_si128(
-          (__m128i *)(void *)(d + i),
+          (__m128i *)(void *)(d + 4 * i),
           _mm_unpacklo_epi64(_mm_cvtpd_epi32(a), _mm_cvtpd_epi32(b)));
     }
 #endif
@@ -122,16 +132,17 @@ void cf_gst_from_float(GstAudioFormat f, const float *src, void *dst, size_t n)
       v = v < -2147483648.0 ? -2147483648.0 : v;
       v = v == v ? v : 0.0;
       v = (v + ROUND_D) - ROUND_D;
-      d[i] = GINT32_TO_LE((gint32)v);
+      gint32 o = GINT32_TO_LE((gint32)v);
+      memcpy(d + 4 * i, &o, sizeof o);
     }
     break;
   }
-  case GST_AUDIO_FORMAT_F64LE: {
-    gdouble *d = dst;
-    for (size_t i = 0; i < n; i++)
-      d[i] = src[i];
+  case GST_AUDIO_FORMAT_F64LE:
+    for (size_t i = 0; i < n; i++) {
+      gdouble o = src[i];
+      memcpy(d + 8 * i, &o, sizeof o);
+    }
     break;
-  }
   default: memcpy(dst, src, n * sizeof(float));
   }
 }
