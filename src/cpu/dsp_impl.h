@@ -549,25 +549,29 @@ static inline vi pix_round(vf v, vf vmax, int absolute)
 
 #if defined(__AVX2__) && DSP_VW == 8
 #include <immintrin.h>
-/* 16 u8 samples from acc, for AVX2: the same values as pix_round, with
- * max/min for the saturation (maxps gives its second operand, 0, for
- * NaN), the conversion's own rounding (to nearest even, as the magic add)
- * and unsigned-saturating packs to narrow. */
+/* 8 samples from acc as 32-bit integers, for AVX2: the same values as
+ * pix_round, with max/min for the saturation to [0, vmax] (maxps gives
+ * its second operand, 0, for NaN) and the conversion's own rounding (to
+ * nearest even, as the magic add). */
+static inline __m256i round8(const float *acc, __m256 vs, __m256 vb,
+                             __m256 vmax, int absolute)
+{
+  __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc), vs, vb);
+  if (absolute)
+    a = _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+  return _mm256_cvtps_epi32(
+      _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), vmax));
+}
+
+/* 16 u8 samples from acc: round8 twice, narrowed by unsigned-saturating
+ * packs. */
 static inline __m128i u8x16(const float *acc, __m256 vs, __m256 vb,
                             int absolute)
 {
-  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(255.0f);
-  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc), vs, vb);
-  __m256 b = _mm256_fmadd_ps(_mm256_loadu_ps(acc + 8), vs, vb);
-  if (absolute) {
-    a = _mm256_and_ps(a, mag);
-    b = _mm256_and_ps(b, mag);
-  }
-  a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
-  b = _mm256_min_ps(_mm256_max_ps(b, zero), vmax);
+  const __m256 vmax = _mm256_set1_ps(255.0f);
   /* lane 0: a0..3 b0..3, lane 1: a4..7 b4..7 */
-  __m256i h = _mm256_packus_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+  __m256i h = _mm256_packus_epi32(round8(acc, vs, vb, vmax, absolute),
+                                  round8(acc + 8, vs, vb, vmax, absolute));
   __m256i q = _mm256_packus_epi16(h, h);
   __m128i r = _mm_unpacklo_epi64(_mm256_castsi256_si128(q),
                                  _mm256_extracti128_si256(q, 1));
@@ -627,21 +631,13 @@ static size_t pix_out_u16(const float *acc, unsigned char *p, size_t w,
                           float scale, float bias, int absolute)
 {
   const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
-  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(65535.0f);
-  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 vmax = _mm256_set1_ps(65535.0f);
   size_t x = 0;
   for (; x + 16 <= w; x += 16) {
-    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x), vs, vb);
-    __m256 b = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x + 8), vs, vb);
-    if (absolute) {
-      a = _mm256_and_ps(a, mag);
-      b = _mm256_and_ps(b, mag);
-    }
-    a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
-    b = _mm256_min_ps(_mm256_max_ps(b, zero), vmax);
     /* lane 0: a0..3 b0..3, lane 1: a4..7 b4..7 */
     __m256i h =
-        _mm256_packus_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+        _mm256_packus_epi32(round8(acc + x, vs, vb, vmax, absolute),
+                            round8(acc + x + 8, vs, vb, vmax, absolute));
     h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
     _mm256_storeu_si256((__m256i *)(void *)(p + 2 * x), h);
   }
@@ -655,18 +651,14 @@ static size_t pix_out_u8x4(const float *acc, unsigned char *p, size_t w,
                            float scale, float bias, int absolute)
 {
   const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
-  const __m256 zero = _mm256_setzero_ps(), vmax = _mm256_set1_ps(255.0f);
-  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 vmax = _mm256_set1_ps(255.0f);
   const __m256i keep = _mm256_set1_epi32(~0xff);
   size_t x = 0;
   for (; x + 8 < w; x += 8) {
-    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(acc + x), vs, vb);
-    if (absolute)
-      a = _mm256_and_ps(a, mag);
-    a = _mm256_min_ps(_mm256_max_ps(a, zero), vmax);
     __m256i *q = (__m256i *)(void *)(p + 4 * x);
     __m256i wv = _mm256_and_si256(_mm256_loadu_si256(q), keep);
-    _mm256_storeu_si256(q, _mm256_or_si256(wv, _mm256_cvtps_epi32(a)));
+    _mm256_storeu_si256(
+        q, _mm256_or_si256(wv, round8(acc + x, vs, vb, vmax, absolute)));
   }
   return x;
 }
