@@ -381,10 +381,13 @@ static void conv1row(const float *row, const float *w, size_t kw, float *o,
   }
 }
 
-/* The AVX2 conversions below serve the AVX-512 table too (built with
- * -mavx2 as well): without them it fell back to the generic loops, slower
- * than AVX2 on a Xeon with AVX-512 (GRAY16 3x3 box 1235 against 1373
- * Mpixel/s, RGB 250 against 332, BGR 280 against 417). */
+/* The conversions below serve the AVX-512 table too (built with -mavx2
+ * as well), with 16-lane forms where AVX-512 has the instruction
+ * (vpmovusdw, vpmovusdb, 16-wide widening): without them it fell back to
+ * the generic loops, slower than AVX2 on a Xeon with AVX-512 (GRAY16 3x3
+ * box 1235 against 1373 Mpixel/s, RGB 250 against 332); with the 16-lane
+ * forms GRAY16 1520-1625, GRAY8 1663-2108 against 1461-1726 with the
+ * 8-lane ones (bench/results/video-formats-avx512-vm-2026-11-29.md). */
 #if defined(__AVX2__)
 #include <immintrin.h>
 /* u16 samples (GRAY16_LE) to float, 8 a turn: widen and convert. GCC
@@ -393,6 +396,12 @@ static void conv1row(const float *row, const float *w, size_t kw, float *o,
 static size_t pix_in_u16(const unsigned char *p, float *dst, size_t w)
 {
   size_t x = 0;
+#if defined(__AVX512F__) /* 16 a turn */
+  for (; x + 16 <= w; x += 16) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * x));
+    _mm512_storeu_ps(dst + x, _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v)));
+  }
+#endif
   for (; x + 8 <= w; x += 8) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * x));
     _mm256_storeu_ps(dst + x, _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(v)));
@@ -419,9 +428,13 @@ static size_t pix_in_u8x3(const unsigned char *p, float *dst, size_t w)
         _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(_mm_loadu_si128(q), s0),
                                   _mm_shuffle_epi8(_mm_loadu_si128(q + 1), s1)),
                      _mm_shuffle_epi8(_mm_loadu_si128(q + 2), s2));
+#if defined(__AVX512F__)
+    _mm512_storeu_ps(dst + x, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)));
+#else
     _mm256_storeu_ps(dst + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)));
     _mm256_storeu_ps(dst + x + 8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                                       _mm_unpackhi_epi64(v, v))));
+#endif
   }
   return x;
 }
@@ -567,11 +580,29 @@ static inline __m256i round8(const float *acc, __m256 vs, __m256 vb,
       _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), vmax));
 }
 
+#if defined(__AVX512F__)
+/* round8 on 16 samples, for AVX-512 */
+static inline __m512i round16(const float *acc, float scale, float bias,
+                              float vmax, int absolute)
+{
+  __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(acc), _mm512_set1_ps(scale),
+                             _mm512_set1_ps(bias));
+  if (absolute)
+    a = _mm512_abs_ps(a);
+  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(a, _mm512_setzero_ps()),
+                                          _mm512_set1_ps(vmax)));
+}
+#endif
+
 /* 16 u8 samples from acc: round8 twice, narrowed by unsigned-saturating
- * packs. */
-static inline __m128i u8x16(const float *acc, __m256 vs, __m256 vb,
+ * packs (AVX-512: round16 and one narrowing move). */
+static inline __m128i u8x16(const float *acc, float scale, float bias,
                             int absolute)
 {
+#if defined(__AVX512F__)
+  return _mm512_cvtusepi32_epi8(round16(acc, scale, bias, 255.0f, absolute));
+#else
+  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   const __m256 vmax = _mm256_set1_ps(255.0f);
   /* lane 0: a0..3 b0..3, lane 1: a4..7 b4..7 */
   __m256i h = _mm256_packus_epi32(round8(acc, vs, vb, vmax, absolute),
@@ -580,6 +611,7 @@ static inline __m128i u8x16(const float *acc, __m256 vs, __m256 vb,
   __m128i r = _mm_unpacklo_epi64(_mm256_castsi256_si128(q),
                                  _mm256_extracti128_si256(q, 1));
   return _mm_shuffle_epi32(r, _MM_SHUFFLE(3, 1, 2, 0));
+#endif
 }
 
 /* u8 samples one byte apart (gray, planar YUV), 16 a turn. The generic
@@ -588,11 +620,10 @@ static inline __m128i u8x16(const float *acc, __m256 vs, __m256 vb,
 static size_t pix_out_u8(const float *acc, unsigned char *p, size_t w,
                          float scale, float bias, int absolute)
 {
-  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   size_t x = 0;
   for (; x + 16 <= w; x += 16)
     _mm_storeu_si128((__m128i *)(void *)(p + x),
-                     u8x16(acc + x, vs, vb, absolute));
+                     u8x16(acc + x, scale, bias, absolute));
   return x;
 }
 
@@ -604,7 +635,6 @@ static size_t pix_out_u8(const float *acc, unsigned char *p, size_t w,
 static size_t pix_out_u8x3(const float *acc, unsigned char *p, size_t w,
                            float scale, float bias, int absolute)
 {
-  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   const __m128i t0 =
       _mm_setr_epi8(0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5);
   const __m128i t1 =
@@ -616,7 +646,7 @@ static size_t pix_out_u8x3(const float *acc, unsigned char *p, size_t w,
                 m2 = _mm_cmpgt_epi8(t2, none);
   size_t x = 0;
   for (; x + 16 < w; x += 16) {
-    __m128i r = u8x16(acc + x, vs, vb, absolute);
+    __m128i r = u8x16(acc + x, scale, bias, absolute);
     __m128i *q = (__m128i *)(void *)(p + 3 * x);
     _mm_storeu_si128(
         q, _mm_blendv_epi8(_mm_loadu_si128(q), _mm_shuffle_epi8(r, t0), m0));
@@ -634,6 +664,14 @@ static size_t pix_out_u8x3(const float *acc, unsigned char *p, size_t w,
 static size_t pix_out_u16(const float *acc, unsigned char *p, size_t w,
                           float scale, float bias, int absolute)
 {
+#if defined(__AVX512F__) /* round16 and one narrowing move */
+  size_t x = 0;
+  for (; x + 16 <= w; x += 16)
+    _mm256_storeu_si256((__m256i *)(void *)(p + 2 * x),
+                        _mm512_cvtusepi32_epi16(
+                            round16(acc + x, scale, bias, 65535.0f, absolute)));
+  return x;
+#else
   const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   const __m256 vmax = _mm256_set1_ps(65535.0f);
   size_t x = 0;
@@ -646,6 +684,7 @@ static size_t pix_out_u16(const float *acc, unsigned char *p, size_t w,
     _mm256_storeu_si256((__m256i *)(void *)(p + 2 * x), h);
   }
   return x;
+#endif
 }
 
 /* u8 samples in 4-byte pixels (RGBA and kin): each pixel's low byte
@@ -654,6 +693,17 @@ static size_t pix_out_u16(const float *acc, unsigned char *p, size_t w,
 static size_t pix_out_u8x4(const float *acc, unsigned char *p, size_t w,
                            float scale, float bias, int absolute)
 {
+#if defined(__AVX512F__) /* 16 a turn */
+  const __m512i keep = _mm512_set1_epi32(~0xff);
+  size_t x = 0;
+  for (; x + 16 < w; x += 16) {
+    __m512i *q = (__m512i *)(void *)(p + 4 * x);
+    __m512i wv = _mm512_and_si512(_mm512_loadu_si512(q), keep);
+    _mm512_storeu_si512(q, _mm512_or_si512(wv, round16(acc + x, scale, bias,
+                                                       255.0f, absolute)));
+  }
+  return x;
+#else
   const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   const __m256 vmax = _mm256_set1_ps(255.0f);
   const __m256i keep = _mm256_set1_epi32(~0xff);
@@ -665,6 +715,7 @@ static size_t pix_out_u8x4(const float *acc, unsigned char *p, size_t w,
         q, _mm256_or_si256(wv, round8(acc + x, vs, vb, vmax, absolute)));
   }
   return x;
+#endif
 }
 #endif
 
