@@ -664,13 +664,26 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   /* never more than what the held input accounts for, unless draining */
   size_t held = self->latency - MIN(self->latency, self->skip);
   size_t want = ring_out ? tail - MIN(tail, self->skip) : held;
-  if (tail == 0 || want == 0 || !ensure_scratch(self, tail)) {
+  /* Without the ring-out, only the first `latency` frames of the drain
+   * are wanted (want > 0: skip < latency): the input continued by that
+   * much silence gives them, the drain's own arithmetic, without
+   * computing the whole tail and throwing it away. A 65536-tap kernel's
+   * tail cost 4 ms at every discontinuity and EOS (latency + 65535
+   * frames against 1023), a 10 s reverb's 480000 frames far more. */
+  size_t need = ring_out ? tail : self->latency;
+  if (tail == 0 || want == 0 || !ensure_scratch(self, need)) {
     restart(self);
     return ret;
   }
   size_t got = 0;
-  cf_status s = cf_engine_drain(self->engine, self->fout, self->scratch_frames,
-                                &got);
+  cf_status s;
+  if (ring_out) {
+    s = cf_engine_drain(self->engine, self->fout, self->scratch_frames, &got);
+  } else {
+    memset(self->fin, 0, need * self->cin * sizeof(float));
+    s = cf_engine_process(self->engine, self->fin, self->fout, need);
+    got = need;
+  }
   note_fallback(self);
   if (s != CF_OK) {
     GST_ELEMENT_WARNING(self, STREAM, FAILED, ("cudafir: drain failed"),
