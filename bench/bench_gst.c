@@ -1,6 +1,7 @@
 /* What the GStreamer elements cost on top of the engine: the same data
  * through `appsrc ! cudafir ! fakesink` (or cudaconvolve) and through the
- * engine alone, in the same process, rounds interleaved. Prints the
+ * engine alone, in the same process, rounds interleaved (each round's
+ * measurements in a shuffled order: round_order). Prints the
  * median time of each and the median of per-round ratios engine/element
  * (1.0: the element adds nothing; the issue asks >= 0.9).
  *
@@ -175,6 +176,24 @@ static double run_pipeline(const char *desc, GstBuffer **bufs, size_t nbuf,
   return t;
 }
 
+/* The order of a round's k measurements (k <= 8), shuffled round by
+ * round: the VM slows down for stretches of a few hundred milliseconds
+ * (the same engine call 40% slower), and a fixed order let such a
+ * rhythm fall on one side round after round, biasing the median ratio
+ * by 0.1 either way between runs. Seeded by the round, so runs repeat. */
+static void round_order(int round, int *order, int k)
+{
+  unsigned seed = 2654435761u * (unsigned)(round + 1);
+  for (int i = 0; i < k; i++)
+    order[i] = i;
+  for (int i = k - 1; i > 0; i--) {
+    int j = (int)(rand_r(&seed) % (unsigned)(i + 1));
+    int t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
 static void report(const char *name, double *te, double *tg, int rounds,
                    double units, const char *unit)
 {
@@ -279,42 +298,55 @@ static void bench_audio(int rounds, double seconds, size_t taps, size_t block)
    * kernel load and engine build inside the time */
   double te[64], tg[64], tb[64], teq[64], tgq[64], tbq[64], tm[64], tmq[64];
   float *out = malloc(block * ch * sizeof *out);
+  const char *bare = "appsrc name=src ! fakesink sync=false";
   for (int r = 0; r < rounds; r++) {
-    /* the engine on the pushed buffers themselves (mapped), where the
-     * element reads them: separate allocations, their data and their
-     * GstBuffer each a cache miss away, cost a 1-tap engine 0.9 us more
-     * per 1024-frame buffer than one array (at 1024 taps, nothing seen) */
-    double m0 = now();
-    cf_engine *em = audio_engine(kpath, rate, ch);
-    if (!process_buffer(em, bufs[0], out, block))
-      exit(1);
-    double m1 = now();
-    for (size_t i = 1; i < nbuf; i++)
-      if (!process_buffer(em, bufs[i], out, block))
-        exit(1);
-    tm[r] = now() - m0;
-    tmq[r] = now() - m1;
-    cf_engine_free(em);
-    /* the element loads the file and builds the engine inside its run:
-     * so does the engine's */
-    double t0 = now();
-    cf_engine *e = audio_engine(kpath, rate, ch);
-    /* the element's preroll takes the first buffer too */
-    if (cf_engine_process(e, x, out, block) != CF_OK)
-      exit(1);
-    double t1 = now();
-    for (size_t i = 1; i < nbuf; i++)
-      if (cf_engine_process(e, x + i * block * ch, out, block) != CF_OK)
-        exit(1);
-    te[r] = now() - t0;
-    teq[r] = now() - t1;
-    cf_engine_free(e);
-    const char *bare = "appsrc name=src ! fakesink sync=false";
-    tg[r] = run_pipeline(desc, bufs, nbuf, caps, 0);
-    tgq[r] = run_pipeline(desc, bufs, nbuf, caps, 1);
-    /* the same buffers through the pipeline without the element */
-    tb[r] = run_pipeline(bare, bufs, nbuf, caps, 0);
-    tbq[r] = run_pipeline(bare, bufs, nbuf, caps, 1);
+    int order[6];
+    round_order(r, order, 6);
+    for (int o = 0; o < 6; o++) {
+      double t0, t1;
+      cf_engine *e;
+      switch (order[o]) {
+      case 0:
+        /* the engine on the pushed buffers themselves (mapped), where
+         * the element reads them: separate allocations, their data and
+         * their GstBuffer each a cache miss away, cost a 1-tap engine
+         * 0.9 us more per 1024-frame buffer than one array (at 1024
+         * taps, nothing seen) */
+        t0 = now();
+        e = audio_engine(kpath, rate, ch);
+        if (!process_buffer(e, bufs[0], out, block))
+          exit(1);
+        t1 = now();
+        for (size_t i = 1; i < nbuf; i++)
+          if (!process_buffer(e, bufs[i], out, block))
+            exit(1);
+        tm[r] = now() - t0;
+        tmq[r] = now() - t1;
+        cf_engine_free(e);
+        break;
+      case 1:
+        /* the element loads the file and builds the engine inside its
+         * run: so does the engine's; the element's preroll takes the
+         * first buffer too */
+        t0 = now();
+        e = audio_engine(kpath, rate, ch);
+        if (cf_engine_process(e, x, out, block) != CF_OK)
+          exit(1);
+        t1 = now();
+        for (size_t i = 1; i < nbuf; i++)
+          if (cf_engine_process(e, x + i * block * ch, out, block) != CF_OK)
+            exit(1);
+        te[r] = now() - t0;
+        teq[r] = now() - t1;
+        cf_engine_free(e);
+        break;
+      case 2: tg[r] = run_pipeline(desc, bufs, nbuf, caps, 0); break;
+      case 3: tgq[r] = run_pipeline(desc, bufs, nbuf, caps, 1); break;
+      /* the same buffers through the pipeline without the element */
+      case 4: tb[r] = run_pipeline(bare, bufs, nbuf, caps, 0); break;
+      case 5: tbq[r] = run_pipeline(bare, bufs, nbuf, caps, 1); break;
+      }
+    }
     if (tg[r] <= 0 || tb[r] <= 0 || tgq[r] <= 0 || tbq[r] <= 0)
       exit(1);
   }
@@ -451,60 +483,81 @@ static void bench_audio_file(int rounds, double seconds, size_t taps)
            "filesrc location=%s ! wavparse ! fakesink name=sink sync=false",
            wpath);
   double te[64], tg[64], tb[64], tr[64];
-  float *out = NULL, *rbuf = NULL;
-  size_t block = 0;
+  /* a first run, not timed, for wavparse's buffer size (the engine's
+   * chunks on the other side) */
+  file_frames = 0;
+  if (run_file(desc) <= 0 || !file_frames)
+    exit(1);
+  size_t block = file_frames;
+  float *out = malloc(block * ch * sizeof *out);
+  float *rbuf = malloc(block * ch * sizeof *rbuf);
   for (int r = 0; r < rounds; r++) {
-    file_frames = 0;
-    tg[r] = run_file(desc);
-    if (tg[r] <= 0 || !file_frames)
-      exit(1);
-    if (!block) {
-      block = file_frames;
-      out = malloc(block * ch * sizeof *out);
-      rbuf = malloc(block * ch * sizeof *rbuf);
-    }
-    cf_engine *e = audio_engine(kpath, rate, ch);
-    if (cf_engine_process(e, x, out, block) != CF_OK) {
-      fprintf(stderr, "bench_gst: %s\n", cf_last_error());
-      exit(1);
-    }
-    double t0 = now();
-    size_t at = block;
-    while (at < n) {
-      size_t m = n - at < block ? n - at : block;
-      if (cf_engine_process(e, x + at * ch, out, m) != CF_OK)
-        exit(1);
-      at += m;
-    }
-    te[r] = now() - t0;
-    /* and reading the file as filesrc does, read() into a buffer of the
-     * same size, wavparse's header skipped: the I/O a program using the
-     * engine alone on this file pays as well */
-    int in = open(wpath, O_RDONLY);
-    t0 = now();
-    if (in < 0 ||
-        lseek(in, (off_t)(44 + block * ch * sizeof *x), SEEK_SET) < 0) {
-      perror("bench_gst: WAV file");
-      exit(1);
-    }
-    for (;;) {
-      ssize_t got = read(in, rbuf, block * ch * sizeof *x);
-      if (got < 0) {
-        perror("bench_gst: WAV file");
-        exit(1);
-      }
-      size_t m = (size_t)got / (ch * sizeof *x);
-      if (!m)
+    int order[4];
+    round_order(r, order, 4);
+    for (int o = 0; o < 4; o++) {
+      double t0;
+      cf_engine *e;
+      int in;
+      switch (order[o]) {
+      case 0:
+        tg[r] = run_file(desc);
+        if (tg[r] <= 0)
+          exit(1);
         break;
-      if (cf_engine_process(e, rbuf, out, m) != CF_OK)
-        exit(1);
+      case 1: /* the array in wavparse's chunks, the first one untimed
+                 (the element's preroll takes it) */
+        e = audio_engine(kpath, rate, ch);
+        if (cf_engine_process(e, x, out, block) != CF_OK) {
+          fprintf(stderr, "bench_gst: %s\n", cf_last_error());
+          exit(1);
+        }
+        t0 = now();
+        for (size_t at = block; at < n;) {
+          size_t m = n - at < block ? n - at : block;
+          if (cf_engine_process(e, x + at * ch, out, m) != CF_OK)
+            exit(1);
+          at += m;
+        }
+        te[r] = now() - t0;
+        cf_engine_free(e);
+        break;
+      case 2:
+        /* reading the file as filesrc does, read() into a buffer of the
+         * same size, wavparse's header skipped: the I/O a program using
+         * the engine alone on this file pays as well */
+        e = audio_engine(kpath, rate, ch);
+        if (cf_engine_process(e, x, out, block) != CF_OK)
+          exit(1);
+        in = open(wpath, O_RDONLY);
+        t0 = now();
+        if (in < 0 ||
+            lseek(in, (off_t)(44 + block * ch * sizeof *x), SEEK_SET) < 0) {
+          perror("bench_gst: WAV file");
+          exit(1);
+        }
+        for (;;) {
+          ssize_t got = read(in, rbuf, block * ch * sizeof *x);
+          if (got < 0) {
+            perror("bench_gst: WAV file");
+            exit(1);
+          }
+          size_t m = (size_t)got / (ch * sizeof *x);
+          if (!m)
+            break;
+          if (cf_engine_process(e, rbuf, out, m) != CF_OK)
+            exit(1);
+        }
+        tr[r] = now() - t0;
+        close(in);
+        cf_engine_free(e);
+        break;
+      case 3:
+        tb[r] = run_file(bare);
+        if (tb[r] <= 0)
+          exit(1);
+        break;
+      }
     }
-    tr[r] = now() - t0;
-    close(in);
-    cf_engine_free(e);
-    tb[r] = run_file(bare);
-    if (tb[r] <= 0)
-      exit(1);
   }
   char name[128];
   snprintf(name, sizeof name,
