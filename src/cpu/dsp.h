@@ -37,6 +37,13 @@ typedef struct cf_dsp {
    * no blocking inside). */
   void (*conv2d_edge)(const float *row, const float *wq, size_t kw,
                       float *const *o, unsigned r0, unsigned nr, size_t m);
+  /* conv2d and conv2d_edge together over a whole window: o[r][x] (+)=
+   * sum over the kernel's kh rows of row r + i (i < kh) with kernel row
+   * i, w as conv_rows passes it (R - 1 zero rows, then the kernel's kh),
+   * rows the kh + R - 1 input rows; for kh * kw <= 128 (accuracy, as
+   * conv2d_edge). */
+  void (*conv2d_win)(const float *const *rows, const float *wpad, size_t kh,
+                     size_t kw, float *const *o, size_t m, int add);
   /* One-tap-wide 2D (the separable path's column pass), R = col_rows
    * output rows at once: o[r][x] (+)= sum_{j<kh} w[j] * rows[r + j][x]
    * for x < m (m % block == 0), r < R; `add` accumulates into o. */

@@ -261,11 +261,17 @@ static void store_row(video *v, const chan *c, const float *acc, long r)
  * for the r < R output rows the window serves. Rows that feed all R
  * outputs go through dsp->conv2d; the first and last R - 1 feed only
  * some, and go through conv1row for just those, so a NaN in them never
- * meets a padding zero. */
+ * meets a padding zero. A kernel of up to DIRECT_GROUP_TAPS taps goes
+ * through dsp->conv2d_win instead: all of it in one pass, the same rule
+ * kept row by row. */
 static void conv_rows(const video *v, float *const *rows, const float *w,
                       unsigned kh, unsigned kw, float *const *o, int add)
 {
   const cf_dsp *d = v->dsp;
+  if ((size_t)kh * kw <= DIRECT_GROUP_TAPS) { /* the window in one pass */
+    d->conv2d_win((const float *const *)rows, w, kh, kw, o, v->mb, add);
+    return;
+  }
   unsigned R = d->rows, z = R - 1, nq = kh + z;
   unsigned group = DIRECT_GROUP_TAPS / kw ? DIRECT_GROUP_TAPS / kw : 1;
   if (!add && kh <= z) /* no interior row to start the sums */
