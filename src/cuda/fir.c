@@ -550,6 +550,26 @@ static cf_status wait_all(cfir *f, uint64_t T0, uint64_t T1, float *out)
   return CF_OK;
 }
 
+/* Every slot's stream idle: wait_all, and also the work a step that
+ * failed half-way left behind (enqueued, but the slot never became busy,
+ * so wait_all does not wait for it). Before reset zeroes the state on one
+ * stream, a swap frees buffers or the engine goes: such work landing
+ * after a reset's zeroing (a ring write, a spectrum pushed, the time
+ * advanced) corrupted the next stream's first blocks (gpu_audio's
+ * "reset" fault cases, on the emulated device). */
+static cf_status quiesce(cfir *f)
+{
+  cf_status r = wait_all(f, 0, 0, NULL);
+  for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    if (!f->s[i].st)
+      continue;
+    cudaError_t e = cudaStreamSynchronize(f->s[i].st);
+    if (e != cudaSuccess && r == CF_OK)
+      r = cf_cuda_status(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+  }
+  return r;
+}
+
 static cf_status cfir_process(void *impl, const float *in, float *out,
                               size_t n)
 {
@@ -643,7 +663,7 @@ static void cfir_reset(void *impl)
   cfir *f = impl;
   cf_status r = cf_cuda_use_device(f->device);
   if (r == CF_OK)
-    r = wait_all(f, 0, 0, NULL);
+    r = quiesce(f);
   cf_swaps_reset(&f->banks); /* a discontinuity completes every swap */
   if (r == CF_OK)
     free_retired(f);
@@ -690,7 +710,7 @@ static cf_status cfir_set_kernel(void *impl, const cf_kernel *k,
                    "a %zu-tap kernel needs a new engine", f->hcap, l);
   cf_status r = cf_cuda_use_device(f->device);
   if (r == CF_OK)
-    r = wait_all(f, 0, 0, NULL); /* outputs are all handed out already */
+    r = quiesce(f); /* outputs are all handed out already */
   if (r != CF_OK)
     return r;
   free_retired(f);
@@ -726,7 +746,7 @@ static void cfir_destroy(void *impl)
   if (!f)
     return;
   if (cf_cuda_use_device(f->device) == CF_OK)
-    (void)wait_all(f, 0, 0, NULL);
+    (void)quiesce(f);
   for (unsigned k = 0; k < f->banks.n; k++)
     bank_free(bk(f, k));
   free_retired(f);

@@ -216,6 +216,25 @@ static int fault_case(const char *which)
     printf("explicit cuda: %s '%s'\n", cf_status_name(s), cf_last_error());
     ok = s == CF_E_DEVICE && strstr(cf_last_error(), "launch");
     cf_engine_free(e);
+  } else if (!strcmp(which, "reset")) {
+    /* a step that fails half-way (some of its work enqueued), then the
+     * documented recovery, cf_engine_reset: the engine then filters a new
+     * stream exactly, whatever that work does after the reset */
+    cf_engine *e =
+        make(ch, block, CF_BACKEND_CUDA, CF_ALGO_FFT_UNIFORM, h, len);
+    cf_status s = e ? run(e, x, n, ch, chunks, 800, y) : CF_E_DEVICE;
+    ok = s == CF_E_DEVICE;
+    if (ok) {
+      cf_engine_reset(e);
+      memset(y, 0, (n + len + block) * ch * sizeof *y);
+      s = run(e, x, n, ch, chunks, 800, y);
+      double er =
+          s == CF_OK ? err(x, y, n, ch, h, len, cf_engine_latency(e)) : 1.0;
+      printf("reset after a failed step: %s '%s', error %g\n",
+             cf_status_name(s), s == CF_OK ? "" : cf_last_error(), er);
+      ok = s == CF_OK && er <= 2e-5;
+    }
+    cf_engine_free(e);
   } else if (!strcmp(which, "alloc")) { /* creation: NOMEM, auto = CPU */
     cf_kernel *k = NULL;
     cf_engine *e = NULL;
@@ -425,10 +444,20 @@ static void test_faults(void **state)
 {
   (void)state;
   static const char *const cases[][2] = {
-    {"launch:40", "explicit"},
-    {"launch:40", "auto-direct"},
-    {"launch:40", "auto-ols"},
-    {"alloc:3", "alloc"},
+      {"launch:40", "explicit"},
+      {"launch:40", "auto-direct"},
+      {"launch:40", "auto-ols"},
+      {"alloc:3", "alloc"},
+      /* a failing launch at each place in a step (a step launches fewer
+       * than 8 kernels on this path) */
+      {"launch:40", "reset"},
+      {"launch:41", "reset"},
+      {"launch:42", "reset"},
+      {"launch:43", "reset"},
+      {"launch:44", "reset"},
+      {"launch:45", "reset"},
+      {"launch:46", "reset"},
+      {"launch:47", "reset"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char cmd[4096];
