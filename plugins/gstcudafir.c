@@ -667,9 +667,10 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   /* Without the ring-out, only the first `latency` frames of the drain
    * are wanted (want > 0: skip < latency): the input continued by that
    * much silence gives them, the drain's own arithmetic, without
-   * computing the whole tail and throwing it away. A 65536-tap kernel's
-   * tail cost 4 ms at every discontinuity and EOS (latency + 65535
-   * frames against 1023), a 10 s reverb's 480000 frames far more. */
+   * computing the whole tail and throwing it away: a 65536-tap kernel's
+   * tail cost 2.8 ms at every discontinuity and EOS (latency + 65535
+   * frames against 1023; now 0.04 ms), a 10 s reverb's 38 ms (now 0.47;
+   * engine alone, stereo, one thread). */
   size_t need = ring_out ? tail : self->latency;
   if (tail == 0 || want == 0 || !ensure_scratch(self, need)) {
     restart(self);

@@ -449,10 +449,11 @@ static void conv1row(const float *row, const float *w, size_t kw, float *o,
 /* The conversions below serve the AVX-512 table too (built with -mavx2
  * as well), with 16-lane forms where AVX-512 has the instruction
  * (vpmovusdw, vpmovusdb, 16-wide widening): without them it fell back to
- * the generic loops, slower than AVX2 on a Xeon with AVX-512 (GRAY16 3x3
- * box 1235 against 1373 Mpixel/s, RGB 250 against 332); with the 16-lane
- * forms GRAY16 1520-1625, GRAY8 1663-2108 against 1461-1726 with the
- * 8-lane ones (bench/results/video-formats-avx512-vm-2026-11-29.md). */
+ * the generic loops, slower than the AVX2 table on a Xeon with AVX-512.
+ * 3x3 box, 1080p, one thread, best of five, Mpixel/s: GRAY16 1263 with
+ * the generic loops, 1516 with the 8-lane forms, 1780 with the 16-lane
+ * ones; RGB 275, 403, 440; GRAY8 (8-lane store before) 1755, 1755, 2009
+ * (bench/results/video-formats-avx512-vm-2026-11-29.md). */
 #if defined(__AVX2__)
 #include <immintrin.h>
 /* u16 samples (GRAY16_LE) to float, 8 a turn: widen and convert. GCC
