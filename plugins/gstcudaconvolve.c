@@ -119,9 +119,11 @@
  *     filesink location=out.rgb
  */
 #define G_LOG_DOMAIN "cudaconvolve"
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 
 #include "common.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <string.h>
 
@@ -956,6 +958,29 @@ typedef struct {
   GstMapInfo map;
 } FrameMap;
 
+#ifdef CF_HAVE_GSTCUDA
+/* GStreamer 1.24 gave GstCudaMemory a CUDA stream: a producer (nvcodec's
+ * decoders, cudaupload) may hand over a frame still being written on its
+ * stream, flagged to need a sync, and a GST_MAP_CUDA mapping does not
+ * wait for it ("the caller's responsibility": gst_cuda_memory_sync(),
+ * which GStreamer's own CUDA elements call when their stream is not the
+ * memory's; ours never is). Built against 1.22, which has neither, the
+ * function is looked up at run time; NULL there, and nothing to wait
+ * for. */
+typedef void (*cuda_memory_sync_fn)(GstCudaMemory *mem);
+
+static cuda_memory_sync_fn cuda_memory_sync(void)
+{
+  static gsize once;
+  static cuda_memory_sync_fn fn;
+  if (g_once_init_enter(&once)) {
+    fn = (cuda_memory_sync_fn)dlsym(RTLD_DEFAULT, "gst_cuda_memory_sync");
+    g_once_init_leave(&once, 1);
+  }
+  return fn;
+}
+#endif
+
 static gboolean map_frame(GstCudaConvolve *self, const GstVideoInfo *info,
                           GstBuffer *buf, GstMapFlags flags, FrameMap *m,
                           cf_frame *f)
@@ -969,6 +994,10 @@ static gboolean map_frame(GstCudaConvolve *self, const GstVideoInfo *info,
       flags |= GST_MAP_CUDA;
     if (!gst_memory_map(mem, &m->map, flags))
       return FALSE;
+    /* after the mapping, which may itself upload on the memory's stream */
+    cuda_memory_sync_fn sync = cuda_memory_sync();
+    if (sync && (flags & GST_MAP_CUDA) && (flags & GST_MAP_READ))
+      sync(GST_CUDA_MEMORY_CAST(mem));
     const GstVideoInfo *ci = &GST_CUDA_MEMORY_CAST(mem)->info;
     memset(f, 0, sizeof *f);
     for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(ci) && p < 3; p++) {

@@ -3310,6 +3310,10 @@ static void test_cuda_memory(void **state)
     skip();
   }
   emu_copied_fn copied = (emu_copied_fn)dlsym(RTLD_DEFAULT, "cf_emu_copied");
+  /* GStreamer 1.24's gst_cuda_memory_sync, counted by the emulator's
+   * stand-in (tests/emu/cuda_driver_emu.cc) */
+  unsigned long long (*syncs)(void) = (unsigned long long (*)(void))dlsym(
+      RTLD_DEFAULT, "cf_emu_cuda_memory_syncs");
   ref_rng r;
   test_rng(&r, 40);
   GstCudaContext *ctx = gst_cuda_context_new(0);
@@ -3370,11 +3374,13 @@ static void test_cuda_memory(void **state)
       GST_BUFFER_PTS(b) = t * GST_SECOND / 25;
       GST_BUFFER_DURATION(b) = GST_SECOND / 25;
       unsigned long long c0[3] = {0}, c1[3] = {0};
+      unsigned long long s0 = syncs ? syncs() : 0;
       if (copied)
         copied(&c0[0], &c0[1], &c0[2]);
       GstFlowReturn ret = gst_harness_push(c.h, b);
       if (copied)
         copied(&c1[0], &c1[1], &c1[2]);
+      unsigned long long s1 = syncs ? syncs() : 0;
       CHECK(ret == GST_FLOW_OK, "push: %s", gst_flow_get_name(ret));
       gchar *in_use = NULL;
       g_object_get(c.h->element, "backend-in-use", &in_use, NULL);
@@ -3382,6 +3388,10 @@ static void test_cuda_memory(void **state)
       CHECK(on_cuda == !strcmp(backend, "auto"),
             "backend %s with CUDA memory runs on %s", backend, in_use);
       g_free(in_use);
+      /* the CUDA engine reads the frame on its own stream: it must wait
+       * for the producer's (GStreamer 1.24's streams) first */
+      CHECK(!on_cuda || !syncs || s1 > s0,
+            "frame %u: read on the device without gst_cuda_memory_sync", t);
       CHECK(!on_cuda || (c1[0] == c0[0] && c1[1] == c0[1]),
             "frame %u: the element moved %llu bytes up, %llu down between "
             "host and device",

@@ -12,6 +12,7 @@
 // declared here, not taken from the toolkit's cuda.h, whose prototypes
 // of the same names have moved on (cuCtxCreate_v4).
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -302,5 +303,28 @@ CF_EMU_UNSUPPORTED(cuModuleGetFunction)
 CF_EMU_UNSUPPORTED(cuTexObjectCreate)
 CF_EMU_UNSUPPORTED(cuTexObjectDestroy)
 CF_EMU_UNSUPPORTED(cuLaunchKernel)
+
+// GStreamer 1.24's gst_cuda_memory_sync (1.22, which the tests build
+// against, has none): a GstCudaMemory with a stream of its own may still
+// be in writing on it, and a reader on another stream must call this
+// after mapping it for CUDA (GST_MAP_CUDA does not wait). cudaconvolve
+// looks it up at run time; this stand-in, preloaded with the emulated
+// library, counts the calls (cf_emu_cuda_memory_syncs) and passes them on
+// to a real one where GStreamer has it.
+static unsigned long long n_memory_syncs;
+
+void gst_cuda_memory_sync(void *mem)
+{
+  __atomic_add_fetch(&n_memory_syncs, 1, __ATOMIC_RELAXED);
+  void (*next)(void *) =
+      (void (*)(void *))dlsym(RTLD_NEXT, "gst_cuda_memory_sync");
+  if (next)
+    next(mem);
+}
+
+unsigned long long cf_emu_cuda_memory_syncs(void)
+{
+  return __atomic_load_n(&n_memory_syncs, __ATOMIC_RELAXED);
+}
 
 } // extern "C"
