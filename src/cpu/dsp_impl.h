@@ -231,6 +231,45 @@ static void cmac(float *acc, const float *const *x, const float *const *h,
   }
 }
 
+/* The accumulators of DSP_ROWS output rows of one block of conv2d and
+ * conv2d_win: loaded from o (add) or zero, and stored back. */
+static inline __attribute__((always_inline)) void
+acc_load(vf a[DSP_ROWS][DSP_NV], float *const *o, size_t x, int add)
+{
+  for (int r = 0; r < DSP_ROWS; r++)
+    for (int v = 0; v < DSP_NV; v++)
+      a[r][v] = add ? loadv(o[r] + x + v * DSP_VW) : (vf){0};
+}
+
+static inline __attribute__((always_inline)) void
+acc_store(vf a[DSP_ROWS][DSP_NV], float *const *o, size_t x)
+{
+  for (int r = 0; r < DSP_ROWS; r++)
+    for (int v = 0; v < DSP_NV; v++)
+      storev(o[r] + x + v * DSP_VW, a[r][v]);
+}
+
+/* One input row xr into output rows r0..r1 (constants where it is
+ * inlined, so the accumulators stay in registers): a[r] += kernel row
+ * wq - r * kw across it. */
+static inline __attribute__((always_inline)) void
+row_into(vf a[DSP_ROWS][DSP_NV], const float *xr, const float *wq, size_t kw,
+         const int r0, const int r1)
+{
+  for (size_t j = 0; j < kw; j++) {
+    vf xv[DSP_NV];
+    for (int v = 0; v < DSP_NV; v++) {
+      xv[v] = loadv(xr + j + v * DSP_VW);
+      IN_REG(xv[v]);
+    }
+    for (int r = r0; r <= r1; r++) {
+      vf h = bcastv(wq[j - (size_t)r * kw]);
+      for (int v = 0; v < DSP_NV; v++)
+        a[r][v] += h * xv[v];
+    }
+  }
+}
+
 /* Input row q feeds output row r with kernel row q - r. Callers pass
  * only input rows that feed every one of the R output rows (the first and
  * last R - 1 rows of a window go through conv1row instead), so no tap
@@ -240,28 +279,11 @@ static void conv2d(const float *const *rows, const float *wpad, size_t nq,
 {
   for (size_t x = 0; x < m; x += BLOCK) {
     vf a[DSP_ROWS][DSP_NV];
-    for (int r = 0; r < DSP_ROWS; r++)
-      for (int v = 0; v < DSP_NV; v++)
-        a[r][v] = add ? loadv(o[r] + x + v * DSP_VW) : (vf){0};
-    for (size_t q = 0; q < nq; q++) {
-      const float *xr = rows[q] + x;
-      const float *wq = wpad + (q + DSP_ROWS - 1) * kw;
-      for (size_t j = 0; j < kw; j++) {
-        vf xv[DSP_NV];
-        for (int v = 0; v < DSP_NV; v++) {
-          xv[v] = loadv(xr + j + v * DSP_VW);
-          IN_REG(xv[v]);
-        }
-        for (int r = 0; r < DSP_ROWS; r++) {
-          vf h = bcastv(wq[j - (size_t)r * kw]);
-          for (int v = 0; v < DSP_NV; v++)
-            a[r][v] += h * xv[v];
-        }
-      }
-    }
-    for (int r = 0; r < DSP_ROWS; r++)
-      for (int v = 0; v < DSP_NV; v++)
-        storev(o[r] + x + v * DSP_VW, a[r][v]);
+    acc_load(a, o, x, add);
+    for (size_t q = 0; q < nq; q++)
+      row_into(a, rows[q] + x, wpad + (q + DSP_ROWS - 1) * kw, kw, 0,
+               DSP_ROWS - 1);
+    acc_store(a, o, x);
   }
 }
 
@@ -363,21 +385,8 @@ static void conv2d_edge(const float *row, const float *wq, size_t kw,
  * output rows' accumulators: the edge calls took more time than conv2d
  * (AVX-512, 3x3 on NV12: 31% against 22% of the filter). Each (r0, r1)
  * is its own instance, so every accumulator index is a constant. */
-#define WIN_ROW(R0, R1)                                                        \
-  for (size_t j = 0; j < kw; j++) {                                            \
-    vf xv[DSP_NV];                                                             \
-    for (int v = 0; v < DSP_NV; v++) {                                         \
-      xv[v] = loadv(xr + j + v * DSP_VW);                                      \
-      IN_REG(xv[v]);                                                           \
-    }                                                                          \
-    for (int r = (R0); r <= (R1); r++) {                                       \
-      vf h = bcastv(wq[j - (size_t)r * kw]);                                   \
-      for (int v = 0; v < DSP_NV; v++)                                         \
-        a[r][v] += h * xv[v];                                                  \
-    }                                                                          \
-  }
 #define WIN_CASE(R0, R1)                                                       \
-  case (R0)*CF_DSP_MAX_ROWS + (R1): WIN_ROW(R0, R1) break;
+  case (R0)*CF_DSP_MAX_ROWS + (R1): row_into(a, xr, wq, kw, R0, R1); break;
 
 static void conv2d_win(const float *const *rows, const float *wpad, size_t kh,
                        size_t kw, float *const *o, size_t m, int add)
@@ -385,9 +394,7 @@ static void conv2d_win(const float *const *rows, const float *wpad, size_t kh,
   const size_t z = DSP_ROWS - 1, nq = kh + z;
   for (size_t x = 0; x < m; x += BLOCK) {
     vf a[DSP_ROWS][DSP_NV];
-    for (int r = 0; r < DSP_ROWS; r++)
-      for (int v = 0; v < DSP_NV; v++)
-        a[r][v] = add ? loadv(o[r] + x + v * DSP_VW) : (vf){0};
+    acc_load(a, o, x, add);
     for (size_t q = 0; q < nq; q++) {
       const float *xr = rows[q] + x;
       const float *wq = wpad + (q + z) * kw;
@@ -410,13 +417,10 @@ static void conv2d_win(const float *const *rows, const float *wpad, size_t kh,
       default: break;
       }
     }
-    for (int r = 0; r < DSP_ROWS; r++)
-      for (int v = 0; v < DSP_NV; v++)
-        storev(o[r] + x + v * DSP_VW, a[r][v]);
+    acc_store(a, o, x);
   }
 }
 #undef WIN_CASE
-#undef WIN_ROW
 _Static_assert(DSP_ROWS <= 4, "conv2d_win has cases for up to 4 rows");
 
 /* o[x] += sum_j w[j] * row[x + j] for x < m (one input row into one
