@@ -24,6 +24,30 @@
 #endif
 
 #define CF_HD __host__ __device__
+
+// CUDA 12.2 and later load a kernel at its first launch (lazy loading, the
+// default on Linux). That load may wait for the whole context and takes
+// device memory, and for us it would come mid-stream: the first crossfade,
+// the first block long enough for the wide 1D kernel, the first kernel
+// swap to another 2D shape. Each kernel file's cf_k_*_preload loads its
+// kernels through cudaFuncGetAttributes, which loads what it describes;
+// engines call them all when they are made (cf_cuda_preload).
+template <class K> inline cudaError_t cf_preload(K kernel)
+{
+  cudaFuncAttributes fa;
+  return cudaFuncGetAttributes(&fa, kernel);
+}
+// Every kernel given, in order; the first error.
+inline cudaError_t cf_preload_all(void)
+{
+  return cudaSuccess;
+}
+template <class K, class... R>
+inline cudaError_t cf_preload_all(K kernel, R... rest)
+{
+  cudaError_t e = cf_preload(kernel);
+  return e != cudaSuccess ? e : cf_preload_all(rest...);
+}
 // #pragma unroll for the device pass only (the host compiler warns)
 #ifdef __CUDA_ARCH__
 #define CF_UNROLL _Pragma("unroll")

@@ -16,6 +16,16 @@
 extern "C" {
 #endif
 
+/* Load every kernel of one file now rather than at its first launch (see
+ * cf_preload in cf_device.cuh); the host side calls them all when an
+ * engine is made (cf_cuda_preload in src/cuda/util.c). */
+cudaError_t cf_k_crossfade_preload(void);
+cudaError_t cf_k_ring_preload(void);
+cudaError_t cf_k_fir1d_preload(void);
+cudaError_t cf_k_ols_preload(void);
+cudaError_t cf_k_conv2d_preload(void);
+cudaError_t cf_k_conv2d_fft_preload(void);
+
 /* Kernel swap crossfade (kernels/crossfade.cu), in place on y_new:
  *   y_new[f][c] = (1 - w) * y_old[f][c] + w * y_new[f][c],
  *   w = min(pos + f + 1, X + 1) / (X + 1)

@@ -443,3 +443,18 @@ extern "C" cudaError_t cf_k_conv2d_cols(const cf_conv2d_args *a,
                        store);
   return cudaGetLastError();
 }
+
+// rb_launch's kernels, for each kw it takes
+template <int... KW> static cudaError_t rb_preload(void)
+{
+  return cf_preload_all(conv2d_rb_kernel<KW, true>...,
+                        conv2d_rb_kernel<KW, false>...);
+}
+
+extern "C" cudaError_t cf_k_conv2d_preload(void)
+{
+  cudaError_t e = cf_preload_all(
+      conv2d_kernel<true>, conv2d_kernel<false>, conv2d_rbw_kernel<true>,
+      conv2d_rbw_kernel<false>, conv2d_rows_kernel, conv2d_cols_kernel);
+  return e != cudaSuccess ? e : rb_preload<3, 5, 7, 9, 11, 13, 15>();
+}

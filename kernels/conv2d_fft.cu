@@ -123,3 +123,8 @@ extern "C" cudaError_t cf_k_fft_store(const cf_conv2d_args *a,
   CF_LAUNCH_NOSYNC(grid, block, 0, stream, fft_store_kernel)(*a, full, m);
   return cudaGetLastError();
 }
+
+extern "C" cudaError_t cf_k_conv2d_fft_preload(void)
+{
+  return cf_preload_all(fft_stage_kernel, fft_mac_kernel, fft_store_kernel);
+}

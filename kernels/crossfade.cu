@@ -35,3 +35,8 @@ extern "C" cudaError_t cf_k_crossfade(float *y_new, const float *y_old,
                        X);
   return cudaGetLastError();
 }
+
+extern "C" cudaError_t cf_k_crossfade_preload(void)
+{
+  return cf_preload(cf_crossfade_kernel);
+}

@@ -287,3 +287,9 @@ extern "C" void cf_k_fir1d_const_drop(size_t off, size_t n)
 {
   const_pool.drop(off, n);
 }
+
+extern "C" cudaError_t cf_k_fir1d_preload(void)
+{
+  return cf_preload_all(cf_fir1d_kernel<8, true>, cf_fir1d_kernel<8, false>,
+                        cf_fir1d_kernel<16, true>, cf_fir1d_kernel<16, false>);
+}

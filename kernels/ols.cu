@@ -194,3 +194,10 @@ extern "C" cudaError_t cf_k_ols_extract(float *y, const float *yw,
                    cf_ols_extract_kernel)(y, yw, cout, B, scale);
   return cudaGetLastError();
 }
+
+extern "C" cudaError_t cf_k_ols_preload(void)
+{
+  return cf_preload_all(cf_ols_window_kernel, cf_ols_push_kernel,
+                        cf_ols_cmac_kernel, cf_ols_reduce_kernel,
+                        cf_ols_extract_kernel);
+}

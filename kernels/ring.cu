@@ -51,3 +51,8 @@ extern "C" cudaError_t cf_k_time_advance(unsigned long long *d_t,
   CF_LAUNCH_NOSYNC(1, 32, 0, stream, cf_time_advance_kernel)(d_t, frames);
   return cudaGetLastError();
 }
+
+extern "C" cudaError_t cf_k_ring_preload(void)
+{
+  return cf_preload_all(cf_ring_write_kernel, cf_time_advance_kernel);
+}

@@ -95,10 +95,12 @@ cf_status cf_cuda_bench_direct(unsigned taps, unsigned channels,
   if (taps == 0 || channels == 0 || frames == 0 || frames > 0xffffffffu ||
       (per_thread != 0 && per_thread != 8 && per_thread != 16))
     return cf_fail(CF_E_INVALID, "bench: bad sizes");
+  cf_status s = cf_cuda_preload(); /* not timed: no first-launch load */
+  if (s != CF_OK)
+    return s;
   if (per_thread)
     cf_k_fir1d_set_wide_min(per_thread == 16 ? 0 : SIZE_MAX);
-  cf_status s =
-      bench_run(&m, taps, channels, frames, const_taps, iters, seconds);
+  s = bench_run(&m, taps, channels, frames, const_taps, iters, seconds);
   cf_k_fir1d_set_wide_min(CF_FIR1D_WIDE_MIN);
   if (m.placed)
     cf_k_fir1d_const_drop(m.coff, m.cn);

@@ -55,4 +55,10 @@ cudaError_t cf_cuda_fault_launch(cudaError_t err);
  * from different threads over their life). */
 cf_status cf_cuda_use_device(int id);
 
+/* Load every kernel of kernels/ into the current device's context now
+ * (cf_preload in kernels/cf_device.cuh says why): engines call it when
+ * they are made, after cf_cuda_use_device, so that no kernel is first
+ * loaded mid-stream. Cheap once loaded (a lookup per kernel). */
+cf_status cf_cuda_preload(void);
+
 #endif

@@ -842,6 +842,8 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           const cf_backend_ops **ops)
 {
   cf_status r = cf_cuda_use_device(cfg->device_id);
+  if (r == CF_OK)
+    r = cf_cuda_preload();
   if (r != CF_OK)
     return r;
   cfir *f = calloc(1, sizeof *f);

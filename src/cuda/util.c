@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cf_kernels.h"
 #include "cuda_internal.h"
 
 static const char *base(const char *file)
@@ -120,6 +121,30 @@ cf_status cf_cuda_use_device(int id)
    * launch's and take the engine off the device. Not ours: forget it. A
    * sticky error (the context is lost) fails the next call anyway. */
   (void)cudaGetLastError();
+  return CF_OK;
+}
+
+cf_status cf_cuda_preload(void)
+{
+  static const struct {
+    const char *file;
+    cudaError_t (*load)(void);
+  } files[] = {
+      {"crossfade.cu", cf_k_crossfade_preload},
+      {"ring.cu", cf_k_ring_preload},
+      {"fir1d.cu", cf_k_fir1d_preload},
+      {"ols.cu", cf_k_ols_preload},
+      {"conv2d.cu", cf_k_conv2d_preload},
+      {"conv2d_fft.cu", cf_k_conv2d_fft_preload},
+  };
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    cudaError_t err = files[i].load();
+    if (err != cudaSuccess) {
+      char what[64];
+      snprintf(what, sizeof what, "loading the kernels of %s", files[i].file);
+      return cf_cuda_status(err, what, __FILE__, __LINE__);
+    }
+  }
   return CF_OK;
 }
 

@@ -1018,6 +1018,8 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
     return cf_fail(CF_E_INVALID, "video: pipeline_depth %u, the CUDA "
                    "backend takes 0..%u", cfg->pipeline_depth, MAX_SLOTS - 1);
   cf_status s = cf_cuda_use_device(cfg->device_id);
+  if (s == CF_OK)
+    s = cf_cuda_preload();
   if (s != CF_OK)
     return s;
   cvideo *v = calloc(1, sizeof *v);

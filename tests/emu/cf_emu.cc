@@ -9,11 +9,13 @@
 // swapcontext makes a system call each time (about 10x slower).
 #include "cf_emu.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <mutex>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -274,6 +276,45 @@ void sync_threads()
 void *dyn_shared()
 {
   return shared.data();
+}
+
+namespace
+{
+std::mutex loads_mu;
+std::unordered_set<const void *> loads;
+unsigned long n_lazy;
+} // namespace
+
+void loaded(const void *kernel)
+{
+  std::lock_guard<std::mutex> lock(loads_mu);
+  loads.insert(kernel);
+}
+
+void first_use(const void *kernel)
+{
+  std::lock_guard<std::mutex> lock(loads_mu);
+  if (!loads.insert(kernel).second)
+    return;
+  n_lazy++;
+  const char *req = getenv("CF_EMU_REQUIRE_PRELOAD");
+  if (req && !strcmp(req, "1")) {
+    Dl_info di;
+    const char *name = dladdr(kernel, &di) && di.dli_sname ? di.dli_sname : "?";
+    fprintf(stderr,
+            "cf_emu: kernel %p (%s) launched before it was loaded: a "
+            "device would load it now, inside a stream's work "
+            "(CF_EMU_REQUIRE_PRELOAD=1; add it to its file's "
+            "cf_k_*_preload)\n",
+            kernel, name);
+    abort();
+  }
+}
+
+unsigned long lazy_loads()
+{
+  std::lock_guard<std::mutex> lock(loads_mu);
+  return n_lazy;
 }
 
 void set_last_error(cudaError_t e)

@@ -111,6 +111,17 @@ void set_last_error(cudaError_t e); // the runtime's failed calls (cudart_emu)
 // launching thread's cudaGetLastError().
 bool check(dim3 grid, dim3 block, size_t smem);
 
+// Lazy loading: a device loads a kernel at its first launch unless
+// cudaFuncGetAttributes (cf_preload) loaded it before. loaded() marks a
+// kernel loaded; first_use() is told of every launch and, for a kernel
+// not loaded yet, counts a load inside a stream's work (lazy_loads()) and,
+// with CF_EMU_REQUIRE_PRELOAD=1 in the environment, names the kernel on
+// stderr and aborts: the engines' suites run so, to prove that every
+// kernel they launch was loaded when its engine was made.
+void loaded(const void *kernel);
+void first_use(const void *kernel);
+unsigned long lazy_loads();
+
 // Set by the emulated runtime (cudart_emu.cc): takes op into `stream`'s
 // queue (or the graph being captured there) and returns true; unset (the
 // kernel tests, no runtime), a launch runs at once.
@@ -125,6 +136,7 @@ template <class K> struct launcher {
   bool nosync;
   template <class... A> void operator()(A... args) const
   {
+    first_use(reinterpret_cast<const void *>(kernel));
     if (!check(grid, block, smem))
       return;
     K k = kernel;
@@ -151,6 +163,22 @@ launcher<K> launch(bool nosync, dim3 grid, dim3 block, size_t smem,
 #define blockDim (cf_emu::block_dim)
 #define gridDim (cf_emu::grid_dim)
 #define __syncthreads() cf_emu::sync_threads()
+
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion;
+  int maxDynamicSharedSizeBytes;
+};
+// What the emulation knows of a kernel; it is loaded from now on.
+template <class K>
+inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, K kernel)
+{
+  memset(a, 0, sizeof *a);
+  a->maxThreadsPerBlock = 1024;
+  a->maxDynamicSharedSizeBytes = 48 * 1024;
+  cf_emu::loaded(reinterpret_cast<const void *>(kernel));
+  return cudaSuccess;
+}
 
 inline cudaError_t cudaGetLastError(void)
 {
