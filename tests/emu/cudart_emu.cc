@@ -54,6 +54,18 @@ cudaError_t last_error(bool reset);
 void set_last_error(cudaError_t e);
 } // namespace cf_emu
 
+// Copy order (cf_emu_uploads_after_downloads): for each stream, the
+// latest device-to-host copy of it (a global sequence number) that an
+// operation is ordered after, through its own stream, events and the
+// legacy stream's rules.
+typedef std::map<unsigned long long, unsigned long long> d2h_order;
+
+// A captured operation: a copy's direction (as `copied`'s index), else -1.
+struct rec_op {
+  std::function<void()> fn;
+  int dir;
+};
+
 // An operation of a stream: fn, or (fn empty) a wait until stream `sid`
 // has run `pos` operations.
 struct pending_op {
@@ -62,22 +74,24 @@ struct pending_op {
 };
 struct CUstream_st {
   bool capturing;
-  std::vector<std::function<void()>> ops; // what the capture recorded
+  std::vector<rec_op> ops; // what the capture recorded
   unsigned long long id;
   bool blocking; // created without cudaStreamNonBlocking
   std::deque<pending_op> q;
   unsigned long long enq, done; // operations enqueued, run
   bool stepping; // its first operation is running (a wait, perhaps)
+  d2h_order after; // what its next operation is ordered after
 };
 struct CUevent_st {
   unsigned long long sid, pos; // the recorded work: sid's first pos ops
   bool timing;                 // not cudaEventDisableTiming
+  d2h_order after;             // the recorded work's (copy order)
 };
 struct CUgraph_st {
-  std::vector<std::function<void()>> ops;
+  std::vector<rec_op> ops;
 };
 struct CUgraphExec_st {
-  std::vector<std::function<void()>> ops;
+  std::vector<rec_op> ops;
 };
 
 namespace
@@ -96,7 +110,7 @@ cudaError_t fail(cudaError_t e)
 // ---- streams -----------------------------------------------------------------
 
 std::recursive_mutex qlock; // every queue; held while operations run
-CUstream_st legacy_stream{false, {}, 1, true, {}, 0, 0, false};
+CUstream_st legacy_stream{false, {}, 1, true, {}, 0, 0, false, {}};
 std::map<unsigned long long, CUstream_st *> live = {{1, &legacy_stream}};
 unsigned long long next_id = 2;
 bool eager, wandering = true;
@@ -187,25 +201,60 @@ bool reached(unsigned long long sid, unsigned long long pos)
   return it == live.end() || it->second->done >= pos; // destroyed: ran
 }
 
+// Copy order: the sequence of the last device-to-host copy queued, each
+// live stream's last one, and the uploads ordered after the latest
+// download of another stream.
+unsigned long long d2h_seq, n_up_after_down;
+std::map<unsigned long long, unsigned long long> last_d2h;
+
+void order_after(d2h_order &a, const d2h_order &b)
+{
+  for (const auto &kv : b)
+    if (a[kv.first] < kv.second)
+      a[kv.first] = kv.second;
+}
+
+// A copy of direction `dir` is queued on s (copy order).
+void note_copy(CUstream_st *s, int dir)
+{
+  if (dir == 0) {
+    unsigned long long t = 0, seq = 0; // the latest download elsewhere
+    for (const auto &kv : last_d2h)
+      if (kv.first != s->id && kv.second > seq)
+        t = kv.first, seq = kv.second;
+    auto it = s->after.find(t);
+    if (seq && it != s->after.end() && it->second >= seq)
+      n_up_after_down++;
+  } else if (dir == 1) {
+    s->after[s->id] = last_d2h[s->id] = ++d2h_seq;
+  }
+}
+
 void push(CUstream_st *s, pending_op op)
 {
   s->q.push_back(std::move(op));
   s->enq++;
 }
 
-// Queue fn on s, behind what the legacy stream's ordering puts before it.
-void enqueue_on(CUstream_st *s, std::function<void()> fn)
+// Queue fn (a copy of direction dir, or -1) on s, behind what the legacy
+// stream's ordering puts before it.
+void enqueue_on(CUstream_st *s, std::function<void()> fn, int dir = -1)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
   if (s == &legacy_stream) { // after all earlier work of blocking streams
     for (auto &kv : live) {
       CUstream_st *t = kv.second;
+      if (t != s && t->blocking)
+        order_after(s->after, t->after);
       if (t != s && t->blocking && t->done < t->enq)
         push(s, pending_op{nullptr, t->id, t->enq});
     }
-  } else if (s->blocking && legacy_stream.done < legacy_stream.enq) {
-    push(s, pending_op{nullptr, legacy_stream.id, legacy_stream.enq});
+  } else if (s->blocking) {
+    order_after(s->after, legacy_stream.after);
+    if (legacy_stream.done < legacy_stream.enq)
+      push(s, pending_op{nullptr, legacy_stream.id, legacy_stream.enq});
   }
+  note_copy(s, dir);
   push(s, pending_op{std::move(fn), 0, 0});
   if (eager)
     run_to(s, s->enq);
@@ -224,13 +273,14 @@ void sync_device()
     run_to(kv.second, kv.second->enq);
 }
 
-// Queue op on s, or record it when s is being captured.
-cudaError_t enqueue(cudaStream_t s, std::function<void()> op)
+// Queue op (a copy of direction dir, or -1) on s, or record it when s is
+// being captured.
+cudaError_t enqueue(cudaStream_t s, std::function<void()> op, int dir = -1)
 {
   if (ours(s) && s->capturing)
-    s->ops.push_back(std::move(op));
+    s->ops.push_back(rec_op{std::move(op), dir});
   else
-    enqueue_on(resolve(s), std::move(op));
+    enqueue_on(resolve(s), std::move(op), dir);
   return cudaSuccess;
 }
 
@@ -306,6 +356,16 @@ void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
   *h2d = copied[0];
   *d2h = copied[1];
   *d2d = copied[2];
+}
+
+// For tests: host-to-device copies queued so far that were ordered after
+// the latest device-to-host copy of another stream queued before them.
+// In a pipeline of slots, step i + 1's upload waiting for step i's
+// download: the copies of consecutive steps cannot overlap.
+unsigned long long cf_emu_uploads_after_downloads(void)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  return n_up_after_down;
 }
 
 // For tests: the calls of runtime or cuFFT function `fn` so far.
@@ -524,10 +584,10 @@ static cudaError_t copy2d(void *dst, size_t dpitch, const void *src,
       memmove((char *)dst + r * dpitch, from + r * from_pitch, width);
   };
   if (capturing)
-    return enqueue(s, std::move(op));
+    return enqueue(s, std::move(op), dir);
   std::lock_guard<std::recursive_mutex> g(qlock);
   CUstream_st *q = resolve(s);
-  enqueue_on(q, std::move(op));
+  enqueue_on(q, std::move(op), dir);
   if (d_pageable || (sync && !(d_dev && s_dev) && !s_pageable))
     run_to(q, q->enq);
   return cudaSuccess;
@@ -585,7 +645,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
   count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
   *s = new CUstream_st{false, {}, next_id++,
-                       !(flags & cudaStreamNonBlocking), {}, 0, 0, false};
+                       !(flags & cudaStreamNonBlocking), {}, 0, 0, false, {}};
   live[(*s)->id] = *s;
   return cudaSuccess;
 }
@@ -599,6 +659,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
   std::lock_guard<std::recursive_mutex> g(qlock);
   run_to(s, s->enq);
   live.erase(s->id);
+  last_d2h.erase(s->id);
   delete s;
   return cudaSuccess;
 }
@@ -630,6 +691,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
     return e->sid ? fail(cudaErrorStreamCaptureIsolation) : cudaSuccess;
   std::lock_guard<std::recursive_mutex> g(qlock);
   CUstream_st *q = resolve(s);
+  if (e->sid) // ordered after it, whether or not it has run by now
+    order_after(q->after, e->after);
   if (e->sid && !reached(e->sid, e->pos)) {
     push(q, pending_op{nullptr, e->sid, e->pos});
     if (eager)
@@ -674,7 +737,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 {
   count_call(__func__);
   for (auto &op : x->ops)
-    enqueue(s, op);
+    enqueue(s, op.fn, op.dir);
   return cudaSuccess;
 }
 
@@ -695,7 +758,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
   count_call(__func__);
-  *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming)};
+  *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming), {}};
   return cudaSuccess;
 }
 
@@ -723,6 +786,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
   CUstream_st *q = resolve(s);
   e->sid = q->id;
   e->pos = q->enq;
+  e->after = q->after;
   return cudaSuccess;
 }
 

@@ -398,6 +398,75 @@ static void test_stale_error(void **state)
   free(want);
 }
 
+unsigned long long cf_emu_uploads_after_downloads(void);
+
+/* The copy order the emulator follows: an upload counts when it is
+ * ordered (its own stream, an event, through a third stream) after the
+ * latest download of another stream; not when the event came before that
+ * download, nor when the download is its own stream's, nor when a later
+ * download elsewhere is not waited for. */
+static void test_copy_order(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 7);
+  size_t n = rand_bytes(&r);
+  unsigned char *h;
+  void *d;
+  cudaStream_t a, b, c;
+  cudaEvent_t before, after, relay;
+  CU(cudaHostAlloc((void **)&h, n, 0));
+  CU(cudaMalloc(&d, n));
+  fill(&r, h, n);
+  CU(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking));
+  CU(cudaEventCreate(&before));
+  CU(cudaEventCreate(&after));
+  CU(cudaEventCreate(&relay));
+  unsigned long long n0 = cf_emu_uploads_after_downloads();
+  /* b waits for a's work before a's download: not counted */
+  CU(cudaEventRecord(before, a));
+  CU(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, a));
+  CU(cudaStreamWaitEvent(b, before, 0));
+  CU(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, b));
+  CHECK(cf_emu_uploads_after_downloads() == n0,
+        "an upload ordered before the download counted");
+  /* a's own download, then a's upload: not counted */
+  CU(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, a));
+  CHECK(cf_emu_uploads_after_downloads() == n0,
+        "an upload after its own stream's download counted");
+  /* b waits for an event after a's download: counted */
+  CU(cudaEventRecord(after, a));
+  CU(cudaStreamWaitEvent(b, after, 0));
+  CU(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, b));
+  CHECK(cf_emu_uploads_after_downloads() == n0 + 1,
+        "an upload waiting for the download before it not counted");
+  /* through a third stream: c waits for a, b for c */
+  CU(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, a));
+  CU(cudaEventRecord(after, a));
+  CU(cudaStreamWaitEvent(c, after, 0));
+  CU(cudaEventRecord(relay, c));
+  CU(cudaStreamWaitEvent(b, relay, 0));
+  CU(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, b));
+  CHECK(cf_emu_uploads_after_downloads() == n0 + 2,
+        "an upload waiting for a download through a relay not counted");
+  /* a later download on c, not waited for: b's next upload not counted */
+  CU(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, c));
+  CU(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, a));
+  CHECK(cf_emu_uploads_after_downloads() == n0 + 2,
+        "an upload not waiting for the latest download counted");
+  CU(cudaDeviceSynchronize());
+  CU(cudaEventDestroy(before));
+  CU(cudaEventDestroy(after));
+  CU(cudaEventDestroy(relay));
+  CU(cudaStreamDestroy(a));
+  CU(cudaStreamDestroy(b));
+  CU(cudaStreamDestroy(c));
+  CU(cudaFree(d));
+  CU(cudaFreeHost(h));
+}
+
 int main(void)
 {
   const char *m = getenv("CF_EMU_STREAMS");
@@ -420,6 +489,7 @@ int main(void)
       cmocka_unit_test(test_events),
       cmocka_unit_test(test_legacy_stream),
       cmocka_unit_test(test_stale_error),
+      cmocka_unit_test(test_copy_order),
   };
   return cmocka_run_group_tests_name("cudart_emu", tests, NULL, NULL);
 }

@@ -51,6 +51,9 @@
  * copies; a real device has no such call. */
 void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
                    unsigned long long *d2d) __attribute__((weak));
+/* ... and the order of its copies (tests/emu/cudart_emu.cc) */
+unsigned long long cf_emu_uploads_after_downloads(void)
+    __attribute__((weak));
 
 static uint64_t seed;
 static const char *self;
@@ -256,6 +259,8 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
     memset(got[i].mem, 0x3c, got[i].bytes);
   }
   steady_mark mark;
+  unsigned long long waits0 =
+      cf_emu_uploads_after_downloads ? cf_emu_uploads_after_downloads() : 0;
   for (unsigned t = 0; t < FRAMES; t++) {
     if (t == 4) {
       cf_engine_reset(cpu);
@@ -282,6 +287,18 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
       fail();
     }
     steady_take(&mark);
+  }
+  /* the emulated device's copy order: no upload (a band's, a frame's)
+   * waits for the download before it, so that they overlap */
+  unsigned long long waits =
+      cf_emu_uploads_after_downloads ? cf_emu_uploads_after_downloads() - waits0
+                                     : 0;
+  if (waits && !getenv("CF_CUDA_FAULT")) {
+    print_error("%s, depth %u%s: %llu uploads wait for the download before "
+                "them (%s)\n",
+                v->desc, depth, pinned ? ", pinned" : "", waits,
+                cf_engine_describe(gpu));
+    fail();
   }
   /* call t wrote frame t - depth; the first depth calls wrote nothing */
   unsigned flushed = 0;
