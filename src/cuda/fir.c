@@ -17,8 +17,9 @@
  * two events each): step i waits on an event of step i - 1 (the compute
  * is ordered through the device state), never on the host; the host waits
  * only for outputs it must return. A step of the graph size (the block)
- * with one kernel bank replays a CUDA graph captured at creation or
- * set_kernel; other steps are enqueued call by call. Nothing is allocated
+ * with one kernel bank replays its compute from a CUDA graph captured at
+ * creation or set_kernel (the copies around it are plain calls); other
+ * steps are enqueued call by call. Nothing is allocated
  * in process(). */
 #include <stdint.h>
 #include <stdio.h>
@@ -366,27 +367,19 @@ static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0, bank *only)
   return CF_OK;
 }
 
-/* Capture bank b's whole step (upload, compute, download) for slot i. */
+/* Capture bank b's compute of a step for slot i. The copies stay outside
+ * the graph, in launch(): the next step waits for this one's compute, not
+ * for its download, so the copies of consecutive steps overlap (with
+ * them inside, each step's upload waited for the previous download:
+ * gpu_audio's copies_overlap, on the emulated device's copy order). */
 static cf_status capture(cfir *f, bank *b, unsigned i)
 {
   slot *s = &f->s[i];
   cudaGraph_t g = NULL;
   size_t m = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
   CF_CU(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
-  cf_status r = CF_OK;
-  cudaError_t err = cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
-                                    cudaMemcpyHostToDevice, s->st);
-  if (err != cudaSuccess)
-    r = cf_cuda_status(err, "cudaMemcpyAsync(upload)", __FILE__, __LINE__);
-  if (r == CF_OK)
-    r = compute(f, s, m, 0, b);
-  if (r == CF_OK) {
-    err = cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
-                          cudaMemcpyDeviceToHost, s->st);
-    if (err != cudaSuccess)
-      r = cf_cuda_status(err, "cudaMemcpyAsync(download)", __FILE__, __LINE__);
-  }
-  err = cudaStreamEndCapture(s->st, &g);
+  cf_status r = compute(f, s, m, 0, b);
+  cudaError_t err = cudaStreamEndCapture(s->st, &g);
   if (r == CF_OK && err != cudaSuccess)
     r = cf_cuda_status(err, "cudaStreamEndCapture", __FILE__, __LINE__);
   if (r == CF_OK) {
@@ -509,23 +502,20 @@ static cf_status launch(cfir *f, unsigned i, size_t m)
   uint64_t y0 = f->t - m;
   cudaEvent_t prev = f->last >= 0 ? f->s[f->last].ev_comp : NULL;
   size_t gsize = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
+  CF_CU(cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
+                        cudaMemcpyHostToDevice, s->st));
+  if (prev)
+    CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
   if (f->banks.n == 1 && bk(f, 0)->graph && m == gsize) {
-    if (prev)
-      CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
     CF_LAUNCHED(cudaGraphLaunch(bk(f, 0)->gx[i], s->st));
-    CF_CU(cudaEventRecord(s->ev_comp, s->st));
   } else {
-    CF_CU(cudaMemcpyAsync(s->d_in, s->h_in, m * f->cin * sizeof(float),
-                          cudaMemcpyHostToDevice, s->st));
-    if (prev)
-      CF_CU(cudaStreamWaitEvent(s->st, prev, 0));
     cf_status r = compute(f, s, m, y0, NULL);
     if (r != CF_OK)
       return r;
-    CF_CU(cudaEventRecord(s->ev_comp, s->st));
-    CF_CU(cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
-                          cudaMemcpyDeviceToHost, s->st));
   }
+  CF_CU(cudaEventRecord(s->ev_comp, s->st));
+  CF_CU(cudaMemcpyAsync(s->h_out, s->d_out, m * f->cout * sizeof(float),
+                        cudaMemcpyDeviceToHost, s->st));
   CF_CU(cudaEventRecord(s->ev_done, s->st));
   s->busy = 1;
   s->valid = 0;

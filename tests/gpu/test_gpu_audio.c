@@ -189,6 +189,73 @@ static void test_graph_vs_plain(void **state)
   }
 }
 
+/* The emulated device (tests/emu, suite cudaemu) follows the order of
+ * the copies it queues; a real device has no such call. */
+unsigned long long cf_emu_uploads_after_downloads(void) __attribute__((weak));
+
+/* Copies overlap across steps: on either path, with graphs or without,
+ * one call's steps (a chunk of many blocks) never order a step's upload
+ * after the previous step's download, so that the upload of step i + 1,
+ * the compute of step i and the download of step i - 1 can run at once.
+ * Checked on the emulated device's copy order; a device shows it in time
+ * (bench_gpu_audio). */
+static void test_copies_overlap(void **state)
+{
+  (void)state;
+  if (!cf_emu_uploads_after_downloads)
+    skip(); /* the order of copies is the emulator's to tell */
+  const struct {
+    cf_algorithm algo;
+    size_t len, chunk;
+    const char *graphs;
+  } cases[] = {
+      {CF_ALGO_FFT_UNIFORM, 5000, 64 * 24, "1"},
+      {CF_ALGO_FFT_UNIFORM, 5000, 64 * 24, "0"},
+      {CF_ALGO_FFT_UNIFORM, 5000, 64, "1"},
+      {CF_ALGO_DIRECT, 37, 64, "1"},
+      {CF_ALGO_DIRECT, 37, 20000, "1"},
+      {CF_ALGO_DIRECT, 37, 64, "0"},
+  };
+  ref_rng r;
+  ref_rng_init(&r, seed + 11);
+  unsigned ch = 2, block = 64;
+  size_t n = 64 * 24 * 12;
+  float *h = malloc(5000 * sizeof *h), *x = malloc(n * ch * sizeof *x);
+  float *y = calloc((n + 5000 + block) * ch, sizeof *y);
+  assert_non_null(h);
+  assert_non_null(x);
+  assert_non_null(y);
+  ref_rng_fill(&r, h, 5000);
+  ref_rng_fill(&r, x, n * ch);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    setenv("CF_CUDA_GRAPHS", cases[c].graphs, 1);
+    cf_engine *e =
+        make(ch, block, CF_BACKEND_CUDA, cases[c].algo, h, cases[c].len);
+    unsetenv("CF_CUDA_GRAPHS");
+    assert_non_null(e);
+    size_t lat = cf_engine_latency(e);
+    size_t chunks[1] = {cases[c].chunk};
+    unsigned long long before = cf_emu_uploads_after_downloads();
+    size_t nc = (n + cases[c].chunk - 1) / cases[c].chunk;
+    size_t all[4096];
+    assert_true(nc <= 4096);
+    for (size_t i = 0; i < nc; i++)
+      all[i] = chunks[0];
+    assert_int_equal(run(e, x, n, ch, all, nc, y), CF_OK);
+    unsigned long long waits = cf_emu_uploads_after_downloads() - before;
+    double er = err(x, y, n, ch, h, cases[c].len, lat);
+    print_message("%s, chunks of %zu: %llu uploads after the previous "
+                  "download, error %g\n",
+                  cf_engine_describe(e), cases[c].chunk, waits, er);
+    if (waits || !(er <= 2e-5))
+      fail_msg("%s, chunks of %zu: %llu of the uploads wait for the "
+               "previous step's download (error %g)",
+               cf_engine_describe(e), cases[c].chunk, waits, er);
+    cf_engine_free(e);
+  }
+  free(h), free(x), free(y);
+}
+
 /* Fault cases run in a fresh process each (the fault counters are
  * process-wide): this program re-runs itself with --fault CASE and
  * CF_CUDA_FAULT set. */
@@ -486,6 +553,7 @@ int main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_chunks),
       cmocka_unit_test(test_graph_vs_plain),
+      cmocka_unit_test(test_copies_overlap),
       cmocka_unit_test(test_faults),
       cmocka_unit_test(test_host_memory),
       cmocka_unit_test(test_steady_state),
