@@ -644,8 +644,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
   count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
-  *s = new CUstream_st{false, {}, next_id++,
-                       !(flags & cudaStreamNonBlocking), {}, 0, 0, false, {}};
+  *s = new CUstream_st(); // not capturing, nothing queued
+  (*s)->id = next_id++;
+  (*s)->blocking = !(flags & cudaStreamNonBlocking);
   live[(*s)->id] = *s;
   return cudaSuccess;
 }
