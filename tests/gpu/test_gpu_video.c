@@ -52,8 +52,7 @@
 void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
                    unsigned long long *d2d) __attribute__((weak));
 /* ... and the order of its copies (tests/emu/cudart_emu.cc) */
-unsigned long long cf_emu_uploads_after_downloads(void)
-    __attribute__((weak));
+unsigned long long cf_emu_uploads_after_downloads(void) __attribute__((weak));
 
 static uint64_t seed;
 static const char *self;
@@ -290,9 +289,9 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
   }
   /* the emulated device's copy order: no upload (a band's, a frame's)
    * waits for the download before it, so that they overlap */
-  unsigned long long waits =
-      cf_emu_uploads_after_downloads ? cf_emu_uploads_after_downloads() - waits0
-                                     : 0;
+  unsigned long long waits = cf_emu_uploads_after_downloads
+                                 ? cf_emu_uploads_after_downloads() - waits0
+                                 : 0;
   if (waits && !getenv("CF_CUDA_FAULT")) {
     print_error("%s, depth %u%s: %llu uploads wait for the download before "
                 "them (%s)\n",
