@@ -140,10 +140,15 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  *     the memory of the kernel sets the swap retires goes into p;
  *   - cf_swap_prep_free(p) then, in any thread (made or not; not in a
  *     real-time one: it gives memory back). The engine must outlive p.
- * Where the prepared work cannot serve (an engine on CUDA, a reset or
- * drain since, more input since than the history holds: about
- * swap_history frames), set_prepared makes a plain set_kernel. A p is
- * made once. */
+ * On the CUDA backend prepare_swap builds the new set's device buffers,
+ * spectra and graphs (the device keeps the input history, nothing is
+ * replayed), and set_prepared neither allocates, frees nor waits for the
+ * device; with backend auto, a switch to the CPU waits for a
+ * prepare_swap running on the device's engine to finish.
+ * Where the prepared work cannot serve (on the CPU: a reset or drain
+ * since, more input since than the history holds, about swap_history
+ * frames; an engine that moved to the CPU since), set_prepared makes a
+ * plain set_kernel. A p is made once. */
 typedef struct cf_swap_prep cf_swap_prep;
 cf_status cf_engine_prepare_swap(const cf_engine *e, const cf_kernel *kernel,
                                  cf_swap_prep **out);

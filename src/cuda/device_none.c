@@ -36,6 +36,33 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
 }
 
+int cf_cuda_fir_is(const cf_backend_ops *ops)
+{
+  (void)ops;
+  return 0; /* never called on an engine of ours: there is none */
+}
+
+cf_status cf_cuda_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                   void **out)
+{
+  (void)impl, (void)k;
+  *out = NULL;
+  return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
+}
+
+cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
+                                   void **dead, unsigned *ndead, unsigned cap)
+{
+  (void)impl, (void)prepared, (void)crossfade, (void)dead, (void)ndead,
+      (void)cap;
+  return CF_E_STATE;
+}
+
+void cf_cuda_fir_free_prepared(void *prepared)
+{
+  (void)prepared;
+}
+
 cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                             void **impl, const cf_video_ops **ops)
 {

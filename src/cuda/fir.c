@@ -60,6 +60,13 @@ typedef struct bank {
   float *d_y; /* its output (cap x cout) while blended */
   cudaGraphExec_t gx[MAX_SLOTS];
   int graph;
+  const char *graph_off; /* why graph is 0 */
+  /* a bank built in another thread (cf_cuda_fir_prepare_swap) captures
+   * its graphs with FFT plans of its own: setting the stream of the
+   * engine's plans there would race with the engine's thread */
+  cufftHandle r2c, c2r;
+  int own_plans;
+  int device;
 } bank;
 
 typedef struct cfir {
@@ -84,7 +91,6 @@ typedef struct cfir {
   cf_swaps banks; /* bank pointers, oldest first */
   float *zeros;
   int broken;
-  char graph_note[96];
 } cfir;
 
 /* ---- banks ------------------------------------------------------------- */
@@ -99,6 +105,10 @@ static void bank_free(bank *b)
       (void)cudaGraphExecDestroy(b->gx[i]);
   if (b->in_const)
     cf_k_fir1d_const_drop(b->const_off, b->const_n);
+  if (b->own_plans) {
+    (void)cufftDestroy(b->r2c);
+    (void)cufftDestroy(b->c2r);
+  }
   void *p[] = {b->d_route_off, b->d_routes, b->d_taps, b->d_H, b->d_partial,
                b->d_Y, b->d_yw, b->d_y};
   for (size_t i = 0; i < sizeof p / sizeof *p; i++)
@@ -193,7 +203,7 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
 
 /* The overlap-save bank: partition spectra of every kernel (one batched
  * R2C at creation), routes, per-bank accumulation buffers. */
-static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
+static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k, cudaStream_t st)
 {
   size_t B = f->B, n = 2 * B, bins = B + 1, ptot = 0;
   size_t *hoff = calloc(k->count, sizeof *hoff);
@@ -246,7 +256,7 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
      * stream, which orders nothing on our non-blocking streams. */
     if (s == CF_OK) {
       cudaError_t err = cudaMemcpyAsync(d_real, host, ptot * n * sizeof(float),
-                                        cudaMemcpyHostToDevice, f->s[0].st);
+                                        cudaMemcpyHostToDevice, st);
       if (err != cudaSuccess)
         s = cf_cuda_status(err, "cudaMemcpyAsync(partitions)", __FILE__,
                            __LINE__);
@@ -258,7 +268,7 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
                          (int)ptot);
       have_plan = fr == CUFFT_SUCCESS;
       if (fr == CUFFT_SUCCESS)
-        fr = cufftSetStream(plan, f->s[0].st);
+        fr = cufftSetStream(plan, st);
       if (fr == CUFFT_SUCCESS)
         fr = cufftExecR2C(plan, d_real, b->d_H);
       if (fr != CUFFT_SUCCESS)
@@ -266,7 +276,7 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
                             __FILE__, __LINE__);
     }
     if (s == CF_OK) {
-      cudaError_t err = cudaStreamSynchronize(f->s[0].st);
+      cudaError_t err = cudaStreamSynchronize(st);
       if (err != cudaSuccess)
         s = cf_cuda_status(err, "cudaStreamSynchronize", __FILE__, __LINE__);
     }
@@ -291,9 +301,10 @@ static cf_status bank_ols(cfir *f, bank *b, const cf_kernel *k)
   return s;
 }
 
-/* Bank k's output for the step (frames m) into dst, on stream st. */
+/* Bank k's output for the step (frames m) into dst, on stream st, its
+ * inverse transform through c2r. */
 static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
-                          cudaStream_t st)
+                          cudaStream_t st, cufftHandle c2r)
 {
   if (!f->ols) {
     CF_LAUNCHED(cf_k_fir1d(dst, f->cout, f->d_ring, f->rmask, f->d_t,
@@ -306,8 +317,8 @@ static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
                             b->groups, f->d_t, st));
   CF_LAUNCHED(cf_k_ols_reduce(b->d_Y, b->d_partial, f->cout, (unsigned)f->B,
                               b->groups, st));
-  CF_FFT(cufftSetStream(f->c2r, st));
-  CF_FFT(cufftExecC2R(f->c2r, b->d_Y, b->d_yw));
+  CF_FFT(cufftSetStream(c2r, st));
+  CF_FFT(cufftExecC2R(c2r, b->d_Y, b->d_yw));
   CF_LAUNCHED(cf_k_ols_extract(dst, b->d_yw, f->cout, (unsigned)f->B,
                                1.0f / (float)(2 * f->B), st));
   return CF_OK;
@@ -319,26 +330,30 @@ static bank *bk(const cfir *f, unsigned k)
 }
 
 /* The compute of one step of m frames starting at input time y0 (already
- * uploaded to s->d_in), output into s->d_out: with the banks of the swap
- * list, or with bank `only` alone (a graph's capture). */
-static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0, bank *only)
+ * uploaded to s->d_in), output into s->d_out, on stream st: with the
+ * banks of the swap list, or with bank `only` alone (a graph's capture,
+ * through its own FFT plans if it has them). */
+static cf_status compute(cfir *f, slot *s, cudaStream_t st, size_t m,
+                         uint64_t y0, bank *only)
 {
-  cudaStream_t st = s->st;
   cf_status r;
+  int own = only && only->own_plans;
+  cufftHandle r2c = own ? only->r2c : f->r2c, c2r = own ? only->c2r : f->c2r;
   CF_LAUNCHED(cf_k_ring_write(f->d_ring, f->rmask, s->d_in, f->cin,
                               (unsigned)m, f->d_t, st));
   if (f->ols) {
     CF_LAUNCHED(cf_k_ols_window(f->d_xw, f->d_ring, f->rmask, f->cin,
                                 (unsigned)f->B, f->d_t, st));
-    CF_FFT(cufftSetStream(f->r2c, st));
-    CF_FFT(cufftExecR2C(f->r2c, f->d_xw, f->d_X));
+    CF_FFT(cufftSetStream(r2c, st));
+    CF_FFT(cufftExecR2C(r2c, f->d_xw, f->d_X));
     CF_LAUNCHED(cf_k_ols_push(f->d_fdl, f->d_X, f->cin, (unsigned)f->B,
                               f->pcap, f->d_t, st));
   }
   unsigned nb = only ? 1 : f->banks.n;
   for (unsigned k = 0; k < nb; k++) {
     bank *b = only ? only : bk(f, k);
-    if ((r = bank_run(f, b, k + 1 == nb ? s->d_out : b->d_y, m, st)) != CF_OK)
+    if ((r = bank_run(f, b, k + 1 == nb ? s->d_out : b->d_y, m, st, c2r)) !=
+        CF_OK)
       return r;
   }
   /* The fold of engine.h's crossfades: swap k blends over the banks
@@ -371,15 +386,16 @@ static cf_status compute(cfir *f, slot *s, size_t m, uint64_t y0, bank *only)
  * the graph, in launch(): the next step waits for this one's compute, not
  * for its download, so the copies of consecutive steps overlap (with
  * them inside, each step's upload waited for the previous download:
- * gpu_audio's copies_overlap, on the emulated device's copy order). */
-static cf_status capture(cfir *f, bank *b, unsigned i)
+ * gpu_audio's copies_overlap, on the emulated device's copy order). The
+ * capture runs on stream st (a graph is not bound to a stream). */
+static cf_status capture(cfir *f, bank *b, unsigned i, cudaStream_t st)
 {
   slot *s = &f->s[i];
   cudaGraph_t g = NULL;
   size_t m = f->ols ? f->B : f->B < f->cap ? f->B : f->cap;
-  CF_CU(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
-  cf_status r = compute(f, s, m, 0, b);
-  cudaError_t err = cudaStreamEndCapture(s->st, &g);
+  CF_CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  cf_status r = compute(f, s, st, m, 0, b);
+  cudaError_t err = cudaStreamEndCapture(st, &g);
   if (r == CF_OK && err != cudaSuccess)
     r = cf_cuda_status(err, "cudaStreamEndCapture", __FILE__, __LINE__);
   if (r == CF_OK) {
@@ -392,7 +408,11 @@ static cf_status capture(cfir *f, bank *b, unsigned i)
   return r;
 }
 
-static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
+/* A bank for kernel set k. Its spectra and graphs are made on stream st;
+ * own_plans: with FFT plans of its own (a bank built outside the engine's
+ * thread, see bank). */
+static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out,
+                          cudaStream_t st, int own_plans)
 {
   *out = NULL;
   bank *b = calloc(1, sizeof *b);
@@ -405,6 +425,7 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
     return cf_fail(CF_E_NOMEM, "cuda: out of memory");
   }
   b->lmax = cf_kernel_max_len(k);
+  b->device = f->device;
   for (unsigned o = 0; o < f->cout; o++)
     for (unsigned i = 0; i < f->cin; i++)
       b->nroutes += cf_kernel_route(k, o, i) >= 0;
@@ -425,7 +446,7 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
     if (s == CF_OK)
       s = bank_direct(f, b, k, kidx_off, host_taps, ntaps);
   } else {
-    s = bank_ols(f, b, k);
+    s = bank_ols(f, b, k, st);
   }
   free(host_taps);
   free(kidx_off);
@@ -449,12 +470,28 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out)
   const char *ge = getenv("CF_CUDA_GRAPHS");
   b->graph = !(ge && strcmp(ge, "0") == 0);
   if (!b->graph)
-    snprintf(f->graph_note, sizeof f->graph_note, "off (CF_CUDA_GRAPHS=0)");
+    b->graph_off = "off (CF_CUDA_GRAPHS=0)";
+  if (s == CF_OK && b->graph && f->ols && own_plans) {
+    int n = (int)(2 * f->B);
+    cufftResult fr = cufftPlanMany(&b->r2c, 1, &n, NULL, 1, 0, NULL, 1, 0,
+                                   CUFFT_R2C, (int)f->cin);
+    if (fr == CUFFT_SUCCESS) {
+      fr = cufftPlanMany(&b->c2r, 1, &n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R,
+                         (int)f->cout);
+      if (fr != CUFFT_SUCCESS)
+        (void)cufftDestroy(b->r2c);
+    }
+    if (fr == CUFFT_SUCCESS)
+      b->own_plans = 1;
+    else
+      s = cf_cufft_status(fr, "cufftPlanMany (a prepared swap's graphs)",
+                          __FILE__, __LINE__);
+  }
   for (unsigned i = 0; s == CF_OK && i < f->ns && b->graph; i++) {
-    cf_status g = capture(f, b, i);
+    cf_status g = capture(f, b, i, st);
     if (g != CF_OK) {
       b->graph = 0;
-      snprintf(f->graph_note, sizeof f->graph_note, "off (capture failed)");
+      b->graph_off = "off (capture failed)";
       (void)cudaGetLastError();
     }
   }
@@ -509,7 +546,7 @@ static cf_status launch(cfir *f, unsigned i, size_t m)
   if (f->banks.n == 1 && bk(f, 0)->graph && m == gsize) {
     CF_LAUNCHED(cudaGraphLaunch(bk(f, 0)->gx[i], s->st));
   } else {
-    cf_status r = compute(f, s, m, y0, NULL);
+    cf_status r = compute(f, s, s->st, m, y0, NULL);
     if (r != CF_OK)
       return r;
   }
@@ -707,10 +744,81 @@ static cf_status cfir_set_kernel(void *impl, const cf_kernel *k,
   if ((r = cf_swaps_reserve(&f->banks)) != CF_OK)
     return r;
   bank *b;
-  if ((r = bank_new(f, k, &b)) != CF_OK)
+  if ((r = bank_new(f, k, &b, f->s[0].st, 0)) != CF_OK)
     return r;
   cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
+}
+
+/* ---- swaps built ahead (engine_internal.h) ------------------------------ */
+
+cf_status cf_cuda_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                   void **out)
+{
+  /* Reads only what the engine was built with (f->ns, the slots' and the
+   * state's device pointers, sizes); works on a stream of its own. */
+  cfir *f = (cfir *)impl;
+  *out = NULL;
+  size_t l = cf_kernel_max_len(k);
+  if (l > f->hcap)
+    return cf_fail(CF_E_INVALID,
+                   "prepare_swap: the CUDA engine keeps %zu "
+                   "frames of history (swap_history or the first kernel); "
+                   "a %zu-tap kernel needs a new engine",
+                   f->hcap, l);
+  cf_status r = cf_cuda_use_device(f->device);
+  if (r != CF_OK)
+    return r;
+  cudaStream_t st = NULL;
+  CF_CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  bank *b = NULL;
+  r = bank_new(f, k, &b, st, 1);
+  cudaError_t err = cudaStreamSynchronize(st);
+  if (r == CF_OK && err != cudaSuccess)
+    r = cf_cuda_status(err, "cudaStreamSynchronize", __FILE__, __LINE__);
+  err = cudaStreamDestroy(st);
+  if (r == CF_OK && err != cudaSuccess)
+    r = cf_cuda_status(err, "cudaStreamDestroy", __FILE__, __LINE__);
+  if (r != CF_OK) {
+    bank_free(b);
+    return r;
+  }
+  *out = b;
+  return CF_OK;
+}
+
+cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
+                                   void **dead, unsigned *ndead, unsigned cap)
+{
+  cfir *f = impl;
+  if (f->broken)
+    return CF_E_STATE; /* set_kernel says why */
+  cf_status r = cf_cuda_use_device(f->device);
+  if (r != CF_OK)
+    return r;
+  /* No wait: process() hands out every output of a call before it
+   * returns, so no step is in flight. The banks retired since the last
+   * swap go to the caller, to free outside this thread (cudaFree waits
+   * for the whole device). */
+  unsigned i = 0;
+  for (; i < f->banks.nretired && *ndead < cap; i++)
+    dead[(*ndead)++] = f->banks.retired[i];
+  memmove(f->banks.retired, f->banks.retired + i,
+          (f->banks.nretired - i) * sizeof *f->banks.retired);
+  f->banks.nretired -= i;
+  if ((r = cf_swaps_reserve(&f->banks)) != CF_OK)
+    return r;
+  cf_swaps_push(&f->banks, prepared, f->t, crossfade);
+  return CF_OK;
+}
+
+void cf_cuda_fir_free_prepared(void *prepared)
+{
+  bank *b = prepared;
+  if (b && cf_cuda_use_device(b->device) == CF_OK)
+    bank_free(b);
+  else
+    free(b); /* no device to give its memory back to */
 }
 
 static void cfir_describe(const void *impl, char *buf, size_t n)
@@ -725,9 +833,11 @@ static void cfir_describe(const void *impl, char *buf, size_t n)
   else
     snprintf(path, sizeof path, "direct %zu taps (%s)", b->lmax,
              b->in_const ? "constant memory" : "device memory");
-  snprintf(buf, n, "%s, block %zu, latency %zu, %u slots, graph %s", path,
-           f->B, f->latency, f->ns,
-           b->graph ? "on" : f->graph_note[0] ? f->graph_note : "off");
+  snprintf(buf, n, "%s, block %zu, latency %zu, %u slots, graph %s", path, f->B,
+           f->latency, f->ns,
+           b->graph       ? "on"
+           : b->graph_off ? b->graph_off
+                          : "off");
 }
 
 static void cfir_destroy(void *impl)
@@ -873,7 +983,7 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   r = engine_init(f);
   bank *b0 = NULL;
   if (r == CF_OK)
-    r = bank_new(f, k, &b0);
+    r = bank_new(f, k, &b0, f->s[0].st, 0);
   if (r == CF_OK && (r = cf_swaps_init(&f->banks, b0)) != CF_OK)
     bank_free(b0);
   if (r != CF_OK) {
@@ -883,4 +993,9 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   *impl = f;
   *ops = &cfir_ops;
   return CF_OK;
+}
+
+int cf_cuda_fir_is(const cf_backend_ops *ops)
+{
+  return ops == &cfir_ops;
 }

@@ -281,10 +281,13 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
     ops->destroy(impl);
     return s;
   }
+  /* not while another thread builds a swap on the CUDA impl */
+  pthread_mutex_lock(&e->impl_lock);
   e->ops->destroy(e->impl);
   e->impl = impl;
   e->ops = ops;
   e->backend = CF_BACKEND_CPU;
+  pthread_mutex_unlock(&e->impl_lock);
   free(e->fb);
   e->fb = NULL;
   fb_drop(e, e->nstage);
@@ -323,6 +326,10 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "engine: out of memory");
+  if (pthread_mutex_init(&e->impl_lock, NULL) != 0) {
+    free(e);
+    return cf_fail(CF_E_NOMEM, "engine: no mutex");
+  }
   e->cin = cfg->channels;
   e->cout = cout;
   s = CF_E_UNAVAILABLE;
@@ -349,6 +356,7 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
     fb_drop(e, e->nstage);
     free(e->stage);
     free(e->fb);
+    pthread_mutex_destroy(&e->impl_lock);
     free(e);
     return s;
   }
@@ -360,10 +368,12 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
 {
   if (!e)
     return;
-  if (e->vops)
+  if (e->vops) {
     cf_video_front_free(e);
-  else
+  } else {
     e->ops->destroy(e->impl);
+    pthread_mutex_destroy(&e->impl_lock);
+  }
   fb_drop(e, e->nstage);
   free(e->stage);
   free(e->fb);
@@ -517,7 +527,9 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
 
 struct cf_swap_prep {
   cf_kernel *k;       /* for a plain swap where the bank cannot serve */
-  void *bank;         /* the CPU's bank primed to t0, or NULL */
+  void *bank;         /* the CPU's bank primed to t0, the CUDA backend's
+                         bank, or NULL */
+  int cuda;           /* bank and dead are the CUDA backend's */
   const void *impl;   /* the backend it was built for */
   unsigned long long t0;
   unsigned resets;
@@ -530,10 +542,16 @@ CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
 {
   if (!p)
     return;
-  if (p->bank)
-    cf_cpu_fir_free_prepared(p->impl, p->bank);
-  for (unsigned i = 0; i < p->ndead; i++)
-    cf_cpu_fir_free_prepared(p->impl, p->dead[i]);
+  if (p->cuda) {
+    cf_cuda_fir_free_prepared(p->bank);
+    for (unsigned i = 0; i < p->ndead; i++)
+      cf_cuda_fir_free_prepared(p->dead[i]);
+  } else {
+    if (p->bank)
+      cf_cpu_fir_free_prepared(p->impl, p->bank);
+    for (unsigned i = 0; i < p->ndead; i++)
+      cf_cpu_fir_free_prepared(p->impl, p->dead[i]);
+  }
   cf_kernel_free(p->k);
   free(p);
 }
@@ -568,8 +586,24 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
   uint64_t t0 = 0;
   if (cpu_for_good(e))
     s = cf_cpu_fir_prepare_swap(e->impl, kernel, &t0, &p->bank);
-  else /* the device swaps in set_prepared; the plans a CPU would use */
+  else /* the plans a CPU taking over would use */
     s = cf_engine_prepare_kernel(e, kernel);
+  if (s == CF_OK && e->started == CF_BACKEND_CUDA) {
+    /* The device's bank, built here; under impl_lock, as a switch to the
+     * CPU in the engine's thread destroys the CUDA impl. A device failure
+     * leaves the swap to set_prepared's set_kernel (which falls back to
+     * the CPU with backend auto). */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&e->impl_lock; /* mutable */
+    pthread_mutex_lock(lock);
+    if (e->backend == CF_BACKEND_CUDA && cf_cuda_fir_is(e->ops)) {
+      p->impl = e->impl;
+      p->cuda = 1;
+      s = cf_cuda_fir_prepare_swap(e->impl, kernel, &p->bank);
+      if (cf_device_failure(s))
+        s = CF_OK;
+    }
+    pthread_mutex_unlock(lock);
+  }
   p->t0 = t0;
   if (s != CF_OK) {
     cf_swap_prep_free(p);
@@ -588,12 +622,29 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
     return cf_fail(CF_E_INVALID, "set_prepared: this swap was made");
   p->used = 1;
   cf_status s = CF_E_STATE;
-  if (p->bank && p->impl == e->impl && !fb_active(e) &&
+  if (p->bank && !p->cuda && p->impl == e->impl && !fb_active(e) &&
       p->resets == __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE)) {
     s = cf_cpu_fir_set_prepared(e->impl, p->bank, p->t0, crossfade, p->dead,
                                 &p->ndead, PREP_DEAD);
     if (s == CF_OK)
       p->bank = NULL; /* the engine's now */
+  }
+  if (p->bank && p->cuda && p->impl == e->impl &&
+      e->backend == CF_BACKEND_CUDA) {
+    /* the device's bank needs no history (resets do not matter); with
+     * backend auto, the stage first, as in set_kernel */
+    if (fb_active(e) && (s = fb_prepare(e, p->k, crossfade)) != CF_OK)
+      return s;
+    s = cf_cuda_fir_set_prepared(e->impl, p->bank, crossfade, p->dead,
+                                 &p->ndead, PREP_DEAD);
+    if (s == CF_OK) {
+      p->bank = NULL; /* the engine's now */
+      return CF_OK;
+    }
+    if (fb_active(e))
+      cf_kernel_free(e->stage[--e->nstage].k); /* the device did not swap */
+    if (s != CF_E_STATE)
+      return s;
   }
   if (s == CF_E_STATE) /* built for another time line: swap as usual */
     s = cf_engine_set_kernel(e, p->k, crossfade);

@@ -2,6 +2,7 @@
 #ifndef CF_ENGINE_INTERNAL_H
 #define CF_ENGINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "../cpu/fft.h"
@@ -56,6 +57,9 @@ struct cf_engine {
   unsigned long long fb_t;
   /* video: the front's state (src/engine/video.c), NULL for audio */
   struct cf_video_front *vfront;
+  /* audio: held by cf_engine_prepare_swap while it builds on a CUDA impl
+   * from another thread, and by the switch to the CPU that destroys it */
+  pthread_mutex_t impl_lock;
 };
 
 /* CF_OK with *out set to the backend that will run, or the reason the
@@ -103,6 +107,20 @@ void cf_cpu_fir_preload(void *impl, const float *in, size_t n);
 cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           unsigned out_channels, void **impl,
                           const cf_backend_ops **ops);
+/* Kernel swaps built ahead on the CUDA backend (engine.h,
+ * cf_engine_prepare_swap): whether ops are the CUDA backend's; a bank for
+ * k, made from any thread while the engine runs in another (its device
+ * buffers, spectra and graphs, on a stream of its own: the device history
+ * serves every bank, nothing to prime); taking it at the engine's time
+ * (no allocation, no wait), the banks retired since moved to dead (up to
+ * cap) for the caller to free (CF_E_STATE: the engine failed earlier,
+ * swap as usual); freeing one, in any thread (it waits for the device). */
+int cf_cuda_fir_is(const cf_backend_ops *ops);
+cf_status cf_cuda_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                   void **out);
+cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
+                                   void **dead, unsigned *ndead, unsigned cap);
+void cf_cuda_fir_free_prepared(void *prepared);
 
 /* Test only (src/engine/fake.c): which call of a fake device fails (0:
  * none), counting the calls that move data and the kernel swaps. */

@@ -7,6 +7,7 @@
  * CF_TEST_QUICK=1 (bench/gpu-check's compute-sanitizer runs): shorter
  * signals, the same paths and checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -404,6 +405,178 @@ static void test_steady_state(void **state)
   }
 }
 
+typedef struct prep_job {
+  const cf_engine *e;
+  const cf_kernel *k;
+  cf_swap_prep *p;
+  cf_status st;
+} prep_job;
+
+static void *prep_thread(void *arg)
+{
+  prep_job *j = arg;
+  j->st = cf_engine_prepare_swap(j->e, j->k, &j->p);
+  return NULL;
+}
+
+/* Swaps built ahead (cf_engine_prepare_swap, in a second thread while the
+ * engine runs) on each path and on backend cuda and auto: the output is
+ * set_kernel's, and cf_engine_set_prepared, like the blocks after it,
+ * makes none of steady.h's calls (the device's bank was built, its
+ * memory allocated and its graphs captured in the other thread; the banks
+ * it retires are freed with the swap). set_kernel makes them: the count
+ * has teeth. Two swaps an engine, so that the second retires the first
+ * kernel's bank. Counted on the emulated device only. */
+static void test_prepared_swap(void **state)
+{
+  (void)state;
+  if (!steady_counted()) {
+    print_message("skipped: the calls are counted on the emulated device "
+                  "only (cudaemu)\n");
+    return;
+  }
+  static const struct {
+    cf_algorithm algo;
+    cf_backend be;
+    size_t len[3];
+    unsigned block;
+  } cases[] = {
+      {CF_ALGO_DIRECT, CF_BACKEND_CUDA, {37, 41, 12}, 64},
+      {CF_ALGO_FFT_UNIFORM, CF_BACKEND_CUDA, {5000, 3000, 4100}, 64},
+      {CF_ALGO_FFT_UNIFORM, CF_BACKEND_AUTO, {2000, 2500, 700}, 256},
+      {CF_ALGO_DIRECT, CF_BACKEND_AUTO, {300, 200, 301}, 32},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    ref_rng r;
+    ref_rng_init(&r, seed ^ (0x9e9 + c));
+    unsigned ch = 2, block = cases[c].block;
+    size_t n = quick ? 6000 : 16000, lmax = 0;
+    float *h[3], *x = malloc(n * ch * sizeof *x);
+    cf_kernel *k[3];
+    for (unsigned i = 0; i < 3; i++) {
+      size_t l = cases[c].len[i];
+      lmax = l > lmax ? l : lmax;
+      h[i] = malloc(l * sizeof *h[i]);
+      assert_non_null(h[i]);
+      ref_rng_fill(&r, h[i], l);
+      assert_int_equal(cf_kernel_new_shared(h[i], l, &k[i]), CF_OK);
+    }
+    float *y[2];
+    for (int v = 0; v < 2; v++)
+      y[v] = calloc((n + lmax + block) * ch, sizeof *y[v]);
+    assert_true(x && y[0] && y[1]);
+    ref_rng_fill(&r, x, n * ch);
+    size_t S[3] = {0, n / 3 + ref_rng_range(&r, 0, block),
+                   2 * n / 3 + ref_rng_range(&r, 0, 2 * block)};
+    size_t X[3] = {0, ref_rng_range(&r, 0, 3 * block), 0};
+    size_t chunks[4096];
+    size_t nc = ref_chunking(&r, n, block, chunks, 4096);
+    cf_engine *e[2];
+    for (int v = 0; v < 2; v++) {
+      e[v] = make_depth(ch, block, cases[c].be, cases[c].algo, h[0],
+                        cases[c].len[0], 0);
+      assert_non_null(e[v]);
+      assert_int_equal(cf_engine_backend(e[v]), CF_BACKEND_CUDA);
+    }
+    /* v 0: set_kernel at S[s]; v 1: prepared from a frame before */
+    for (int v = 0; v < 2; v++) {
+      size_t pos = 0, i = 0, part = 0;
+      unsigned sw = 1;
+      prep_job j = {e[v], NULL, NULL, CF_OK};
+      pthread_t th;
+      int building = 0;
+      while (pos < n) {
+        if (v == 1 && sw < 3 && !building && pos + 4 * block >= S[sw]) {
+          j.k = k[sw];
+          j.p = NULL;
+          assert_int_equal(pthread_create(&th, NULL, prep_thread, &j), 0);
+          building = 1;
+        }
+        if (sw < 3 && pos == S[sw]) {
+          steady_mark mark;
+          steady_take(&mark);
+          cf_status st;
+          if (v == 1) {
+            pthread_join(th, NULL);
+            building = 0;
+            if (j.st != CF_OK)
+              fail_msg("prepare_swap: %s: %s", cf_status_name(j.st),
+                       cf_last_error());
+            steady_take(&mark); /* from here: the engine's thread */
+            st = cf_engine_set_prepared(e[v], j.p, X[sw]);
+          } else {
+            st = cf_engine_set_kernel(e[v], k[sw], X[sw]);
+          }
+          unsigned long long times = 0;
+          const char *call = steady_broken(&mark, NULL, &times);
+          if (st != CF_OK)
+            fail_msg("swap %u: %s: %s", sw, cf_status_name(st),
+                     cf_last_error());
+          if (v == 1 && call)
+            fail_msg("%s: set_prepared (swap %u) called %s %llu times",
+                     cf_engine_describe(e[v]), sw, call, times);
+          if (v == 0 && !call)
+            fail_msg("%s: set_kernel called none of the setup calls",
+                     cf_engine_describe(e[v]));
+          if (v == 1) {
+            steady_take(&mark);
+            size_t m = n - pos < 4 * block ? n - pos : 4 * block;
+            assert_int_equal(
+                cf_engine_process(e[v], x + pos * ch, y[v] + pos * ch, m),
+                CF_OK);
+            pos += m;
+            if ((call = steady_broken(&mark, NULL, &times)) != NULL)
+              fail_msg("%s: the blocks after set_prepared called %s %llu "
+                       "times",
+                       cf_engine_describe(e[v]), call, times);
+            cf_swap_prep_free(j.p); /* the banks it retired, if any */
+          }
+          sw++;
+          continue;
+        }
+        assert_true(i < nc);
+        size_t m = chunks[i] - part;
+        if (sw < 3 && S[sw] - pos < m)
+          m = S[sw] - pos;
+        if (n - pos < m)
+          m = n - pos;
+        assert_int_equal(
+            cf_engine_process(e[v], x + pos * ch, y[v] + pos * ch, m), CF_OK);
+        pos += m;
+        part += m;
+        if (part == chunks[i])
+          i++, part = 0;
+      }
+      if (building)
+        pthread_join(th, NULL);
+      size_t w = 0;
+      assert_int_equal(
+          cf_engine_drain(e[v], y[v] + n * ch, cf_engine_tail(e[v]), &w),
+          CF_OK);
+    }
+    double diff = 0, norm = 0;
+    for (size_t t = 0; t < (n + lmax) * ch; t++) {
+      diff += ((double)y[0][t] - y[1][t]) * ((double)y[0][t] - y[1][t]);
+      norm += (double)y[0][t] * y[0][t];
+    }
+    print_message("%s, swaps at %zu (crossfade %zu) and %zu: prepared vs "
+                  "set_kernel: difference %g of %g\n",
+                  cf_engine_describe(e[1]), S[1], X[1], S[2], diff, norm);
+    if (!(diff <= 1e-12 * norm) || !(norm > 0))
+      fail_msg("%s: prepared swaps differ from set_kernel's: %g of %g",
+               cf_engine_describe(e[1]), diff, norm);
+    for (int v = 0; v < 2; v++) {
+      cf_engine_free(e[v]);
+      free(y[v]);
+    }
+    for (unsigned i = 0; i < 3; i++) {
+      cf_kernel_free(k[i]);
+      free(h[i]);
+    }
+    free(x);
+  }
+}
+
 /* A live block: every byte is a function of its tag, so a block handed out
  * twice, or written by the allocator, shows when it is checked. */
 typedef struct {
@@ -557,6 +730,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_faults),
       cmocka_unit_test(test_host_memory),
       cmocka_unit_test(test_steady_state),
+      cmocka_unit_test(test_prepared_swap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
