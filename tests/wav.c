@@ -49,6 +49,11 @@ void write_wav(const char *path, int kind, unsigned rate, unsigned ch,
       memcpy(buf + 4 * i, &x[i], 4);
     } else {
       double s = ldexp((double)x[i], 8 * (int)b - 1);
+      double top = ldexp(1.0, 8 * (int)b - 1);
+      if (!(s >= -top && s < top) || s != floor(s))
+        fail_msg("write_wav: sample %zu (%.9g) is not a %u-byte integer "
+                 "(it would wrap)",
+                 i, (double)x[i], b);
       put_le(buf + b * i, (uint64_t)(int64_t)s, b);
     }
   }
