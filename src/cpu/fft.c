@@ -41,6 +41,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cf_fft cache[MAX_SIZES];
 static _Atomic size_t cached;
 
+void cf_fft_planner_lock(void)
+{
+  pthread_mutex_lock(&lock);
+}
+
+void cf_fft_planner_unlock(void)
+{
+  pthread_mutex_unlock(&lock);
+}
+
 /* FFTW_MEASURE by default; CF_FFT_PLANNING=estimate trades speed for
  * start-up time (tests create many engines of random sizes). */
 static unsigned planner_flags(void)

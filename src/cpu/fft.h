@@ -39,6 +39,12 @@ void cf_fft_forward(const cf_fft *f, float *in, float *spec);
 void cf_fft_inverse(const cf_fft *f, float *spec, float *out);
 
 /* 64-byte aligned allocation, zeroed; free with cf_free. */
+/* FFTW's planner is one per process and not thread-safe: code outside
+ * this file that plans with FFTW (the tests' emulated cuFFT,
+ * tests/emu/cudart_emu.cc) holds this lock while it does. */
+void cf_fft_planner_lock(void);
+void cf_fft_planner_unlock(void);
+
 void *cf_alloc(size_t bytes);
 void cf_free(void *p);
 

@@ -44,6 +44,10 @@
 #include <string>
 #include <vector>
 
+// the CPU backend's FFTW planner lock (src/cpu/fft.h)
+extern "C" void cf_fft_planner_lock(void);
+extern "C" void cf_fft_planner_unlock(void);
+
 namespace cf_emu
 {
 // kernels' launches go through this (cf_emu.h)
@@ -826,16 +830,20 @@ struct fft_plan {
 };
 std::map<cufftHandle, fft_plan> plans;
 cufftHandle next_plan = 1;
-std::mutex fft_lock; // FFTW's planner is not thread-safe
+std::mutex fft_lock; // the plans
 
+// FFTW's planner is one per process and not thread-safe: planned and
+// destroyed under the CPU backend's planner lock (src/cpu/fft.c), as an
+// engine's thread runs these while another thread may plan for the CPU
+// (cf_engine_prepare_kernel, prepare_swap's plans for a fallback).
 void run_fft(const fft_plan &p, void *in, void *out)
 {
-  std::lock_guard<std::mutex> g(fft_lock);
   int n[2] = {p.n[0], p.n[1]};
   int last = n[p.rank - 1];
   int real = p.rank == 1 ? n[0] : n[0] * n[1];
   int cplx = real / last * (last / 2 + 1);
   fftwf_plan f;
+  cf_fft_planner_lock();
   if (p.type == CUFFT_R2C)
     f = fftwf_plan_many_dft_r2c(p.rank, n, p.batch, (float *)in, NULL, 1,
                                 real, (fftwf_complex *)out, NULL, 1, cplx,
@@ -844,8 +852,11 @@ void run_fft(const fft_plan &p, void *in, void *out)
     f = fftwf_plan_many_dft_c2r(p.rank, n, p.batch, (fftwf_complex *)in, NULL,
                                 1, cplx, (float *)out, NULL, 1, real,
                                 FFTW_ESTIMATE | FFTW_UNALIGNED);
+  cf_fft_planner_unlock();
   fftwf_execute(f);
+  cf_fft_planner_lock();
   fftwf_destroy_plan(f);
+  cf_fft_planner_unlock();
 }
 } // namespace
 
