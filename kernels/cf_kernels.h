@@ -153,6 +153,10 @@ int cf_k_conv2d_blocked(unsigned kw, unsigned kh);
 cudaError_t cf_k_conv2d_const_put(const float *host_taps, size_t n,
                                   size_t *off, int *placed);
 void cf_k_conv2d_const_drop(size_t off, size_t n);
+/* n taps over the run at off that cf_k_conv2d_const_put gave (at least n
+ * long): a kernel of the same shape, where no launch reads the run. */
+cudaError_t cf_k_conv2d_const_write(const float *host_taps, size_t n,
+                                    size_t off);
 
 /* 2D FFT path (conv2d_fft.cu), one component: the padded plane of slice
  * tau into plane (n x m floats, row-major: the samples border-extended by

@@ -286,6 +286,13 @@ extern "C" cudaError_t cf_k_conv2d_const_put(const float *host_taps, size_t n,
   return const_pool.put(cf_c2d_taps, host_taps, n, off, placed);
 }
 
+extern "C" cudaError_t cf_k_conv2d_const_write(const float *host_taps, size_t n,
+                                               size_t off)
+{
+  return cudaMemcpyToSymbol(cf_c2d_taps, host_taps, n * sizeof(float),
+                            off * sizeof(float));
+}
+
 extern "C" void cf_k_conv2d_const_drop(size_t off, size_t n)
 {
   const_pool.drop(off, n);

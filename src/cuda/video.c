@@ -267,7 +267,8 @@ static cf_status kernel_spectra(cvideo *v, fftgeo *f, const cf_kernel2d *k,
   size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
   slot *s0 = &v->s[0];
   memset(h, 0, re * sizeof *h);
-  CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
+  if (!f->d_kspec) /* a kernel of the same shape reuses them */
+    CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
   CF_FFT(cufftSetStream(f->r2c[0], s0->st));
   for (unsigned tau = 0; tau < k->t; tau++) {
     const float *kt = k->taps + (size_t)tau * k->kh * k->kw;
@@ -444,6 +445,47 @@ static cf_status sync_all(cvideo *v)
   return CF_OK;
 }
 
+/* A kernel of the shape and path in force: its taps go into the buffers
+ * there are, and for the FFT path its spectra into the spectra there are,
+ * through the plans there are. No allocation, no free and no plan: a
+ * cudaFree waits for the whole device, every other engine's work
+ * included (cudafilterd runs a camera's next to a microphone's). */
+static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
+                                const float *factors)
+{
+  size_t ntaps = (size_t)k->t * k->kh * k->kw;
+  if (v->algo == ALGO_FFT) {
+    size_t fre = 0;
+    for (unsigned g = 0; g < v->nfg; g++) {
+      size_t re = (size_t)v->fg[g].n * v->fg[g].m;
+      fre = re > fre ? re : fre;
+    }
+    float *h = malloc(fre * sizeof *h);
+    if (!h)
+      return cf_fail(CF_E_NOMEM, "video: out of memory for the spectra");
+    cf_status s = CF_OK;
+    for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
+      s = kernel_spectra(v, &v->fg[g], k, h);
+    free(h);
+    return s;
+  }
+  if (v->algo == ALGO_SEPARABLE) {
+    CF_CU(cudaMemcpy(v->d_hrow, factors, (size_t)k->t * k->kw * sizeof(float),
+                     cudaMemcpyHostToDevice));
+    CF_CU(cudaMemcpy(v->d_vcol, factors + (size_t)k->t * k->kw,
+                     (size_t)k->t * k->kh * sizeof(float),
+                     cudaMemcpyHostToDevice));
+  } else if (v->in_const) {
+    CF_CU(cf_k_conv2d_const_write(k->taps, ntaps, v->const_off));
+  } else {
+    CF_CU(cudaMemcpy(v->d_taps, k->taps, ntaps * sizeof(float),
+                     cudaMemcpyHostToDevice));
+  }
+  /* pageable sources: on the legacy stream, maybe still in flight */
+  CF_CU(cudaStreamSynchronize(cudaStreamLegacy));
+  return CF_OK;
+}
+
 static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
 {
   float *factors = NULL;
@@ -453,6 +495,12 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
     return s;
   /* Work already enqueued reads the old taps and scratch. */
   if ((s = sync_all(v)) != CF_OK) {
+    free(factors);
+    return s;
+  }
+  if (v->t && algo == v->algo && k->t == v->t && k->kh == v->kh &&
+      k->kw == v->kw) {
+    s = rewrite_kernel(v, k, factors);
     free(factors);
     return s;
   }

@@ -429,6 +429,122 @@ static void test_paths(void **state)
   free(v.taps);
 }
 
+/* Kernel swaps to a kernel of the same shape on the same path (direct
+ * with taps in constant and in global memory, separable, FFT with one
+ * and two slices; live and pipelined): the frames before and after equal
+ * the CPU engine's with the same swap, and on the emulated device the
+ * swap allocates, frees and plans nothing (a cudaFree waits for the whole
+ * device, other engines' work included). */
+static void test_same_shape_swap(void **state)
+{
+  (void)state;
+  static const struct {
+    cf_algorithm2d algo;
+    unsigned t, kh, kw;
+    int rank1;
+    const char *path; /* in the description */
+  } cases[] = {
+      {CF_ALGO2D_DIRECT, 1, 5, 7, 0, "constant memory"},
+      {CF_ALGO2D_DIRECT, 1, 91, 91, 0, "taps in global memory"},
+      {CF_ALGO2D_SEPARABLE, 2, 9, 5, 1, "separable"},
+      {CF_ALGO2D_FFT, 1, 9, 9, 0, "fft"},
+      {CF_ALGO2D_FFT, 2, 5, 6, 0, "fft"},
+  };
+  static const char *const calls[] = {"cudaMalloc",    "cudaFree",
+                                      "cudaHostAlloc", "cudaFreeHost",
+                                      "cufftPlanMany", "cufftDestroy"};
+  enum { NCALLS = sizeof calls / sizeof *calls, SWAP_AT = 3, NF = 6 };
+  ref_rng r;
+  ref_rng_init(&r, seed + 11);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    vcase v;
+    vcase_random(&v, &r, 4, 40);
+    v.cfg.width = (unsigned)ref_rng_range(&r, 8, cases[c].kh > 64 ? 24 : 64);
+    v.t = cases[c].t, v.kh = cases[c].kh, v.kw = cases[c].kw;
+    snprintf(v.desc, sizeof v.desc, "%s %ux%u, kernel %ux%ux%u",
+             cf_pixel_format_name(v.cfg.format), v.cfg.width, v.cfg.height, v.t,
+             v.kh, v.kw);
+    size_t n = (size_t)v.t * v.kh * v.kw;
+    float *taps[2];
+    for (int k = 0; k < 2; k++) {
+      taps[k] = malloc(n * sizeof *taps[k]);
+      assert_non_null(taps[k]);
+      double a = 1 + ref_rng_unit(&r), b = 1 + ref_rng_unit(&r);
+      for (size_t i = 0; i < n; i++)
+        taps[k][i] =
+            cases[c].rank1
+                ? (float)((a + i / v.kw % 3) * (b + i % v.kw % 4) / (16.0 * n))
+                : (float)((ref_rng_unit(&r) - 0.3) / n);
+    }
+    free(v.taps);
+    v.taps = taps[0];
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 2);
+    cf_engine *gpu =
+        vcase_engine(&v, CF_BACKEND_CUDA, depth, cases[c].algo, NULL);
+    cf_engine *cpu =
+        vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
+    if (!strstr(cf_engine_describe(gpu), cases[c].path))
+      fail_msg("case %zu: not the path asked for (%s): %s", c, cases[c].path,
+               cf_engine_describe(gpu));
+    cf_kernel2d *kb = NULL;
+    assert_int_equal(cf_kernel2d_new(v.t, v.kh, v.kw, taps[1], &kb), CF_OK);
+    fr in, want[NF], got[NF + 1];
+    fr_make(&in, &v.cfg, 0);
+    for (unsigned t = 0; t <= NF; t++) {
+      if (t < NF)
+        fr_make(&want[t], &v.cfg, 0);
+      fr_make(&got[t], &v.cfg, 0);
+    }
+    for (unsigned t = 0; t < NF; t++) {
+      if (t == SWAP_AT) {
+        unsigned long long before[NCALLS];
+        for (unsigned i = 0; i < NCALLS; i++)
+          before[i] = steady_counted() ? cf_emu_calls(calls[i]) : 0;
+        assert_int_equal(cf_engine_set_kernel2d(gpu, kb), CF_OK);
+        for (unsigned i = 0; i < NCALLS && steady_counted(); i++)
+          if (cf_emu_calls(calls[i]) != before[i])
+            fail_msg("%s, depth %u: a swap to a kernel of the same shape "
+                     "called %s %llu times (%s)",
+                     v.desc, depth, calls[i],
+                     cf_emu_calls(calls[i]) - before[i],
+                     cf_engine_describe(gpu));
+        assert_int_equal(cf_engine_set_kernel2d(cpu, kb), CF_OK);
+      }
+      fr_random(&in, &v.cfg, &r);
+      assert_int_equal(cf_engine_process_frame(cpu, &in.f, &want[t].f), CF_OK);
+      assert_int_equal(cf_engine_process_frame(gpu, &in.f, &got[t].f), CF_OK);
+    }
+    int g = 0;
+    assert_int_equal(cf_engine_flush_frame(gpu, &got[NF].f, &g), CF_OK);
+    assert_int_equal(g, depth ? 1 : 0);
+    vcase vb = v;
+    vb.taps = taps[1];
+    double tol = fmax(vcase_tol(&v), vcase_tol(&vb));
+    for (unsigned t = 0; t < NF; t++) {
+      char why[200];
+      if (!fr_close(&got[t + depth], &want[t], &v.cfg, tol, why, sizeof why))
+        fail_msg("%s, depth %u, swap at frame %u: frame %u: %s (%s)", v.desc,
+                 depth, SWAP_AT, t, why, cf_engine_describe(gpu));
+    }
+    print_message("%s, depth %u: same-shape swap at frame %u: frames equal "
+                  "the CPU's%s (%s)\n",
+                  v.desc, depth, SWAP_AT,
+                  steady_counted() ? ", no allocation, free or plan" : "",
+                  cf_engine_describe(gpu));
+    for (unsigned t = 0; t <= NF; t++) {
+      if (t < NF)
+        fr_free(&want[t]);
+      fr_free(&got[t]);
+    }
+    fr_free(&in);
+    cf_kernel2d_free(kb);
+    cf_engine_free(gpu);
+    cf_engine_free(cpu);
+    free(taps[0]);
+    free(taps[1]);
+  }
+}
+
 #ifndef CF_TEST_NO_CUDART
 static unsigned fmt_planes(const cf_video_config *c)
 {
@@ -712,8 +828,10 @@ int main(int argc, char **argv)
   if (argc == 5 && !strcmp(argv[1], "--fault"))
     return fault_case(argv[2], argv[3], (unsigned)atoi(argv[4]));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_live_bands),    cmocka_unit_test(test_pipelined),
+      cmocka_unit_test(test_live_bands),
+      cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_paths),
+      cmocka_unit_test(test_same_shape_swap),
 #ifndef CF_TEST_NO_CUDART
       cmocka_unit_test(test_device_frames),
 #endif
