@@ -784,12 +784,7 @@ cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
   /* retired banks go to the caller, to free outside this thread (a bank
    * of 131072 taps takes 0.3 ms to give back to the system); the spare
    * stays for plain swaps */
-  unsigned i = 0;
-  for (; i < f->banks.nretired && *ndead < cap; i++)
-    dead[(*ndead)++] = f->banks.retired[i];
-  memmove(f->banks.retired, f->banks.retired + i,
-          (f->banks.nretired - i) * sizeof *f->banks.retired);
-  f->banks.nretired -= i;
+  cf_swaps_take_retired(&f->banks, dead, ndead, cap);
   free_retired(f);
   cf_status s = cf_swaps_reserve(&f->banks);
   if (s != CF_OK)

@@ -800,12 +800,7 @@ cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
    * returns, so no step is in flight. The banks retired since the last
    * swap go to the caller, to free outside this thread (cudaFree waits
    * for the whole device). */
-  unsigned i = 0;
-  for (; i < f->banks.nretired && *ndead < cap; i++)
-    dead[(*ndead)++] = f->banks.retired[i];
-  memmove(f->banks.retired, f->banks.retired + i,
-          (f->banks.nretired - i) * sizeof *f->banks.retired);
-  f->banks.nretired -= i;
+  cf_swaps_take_retired(&f->banks, dead, ndead, cap);
   if ((r = cf_swaps_reserve(&f->banks)) != CF_OK)
     return r;
   cf_swaps_push(&f->banks, prepared, f->t, crossfade);

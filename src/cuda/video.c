@@ -284,6 +284,24 @@ static cf_status kernel_spectra(cvideo *v, fftgeo *f, const cf_kernel2d *k,
   return CF_OK;
 }
 
+/* The spectra of k for every geometry. */
+static cf_status all_kernel_spectra(cvideo *v, const cf_kernel2d *k)
+{
+  size_t fre = 0;
+  for (unsigned g = 0; g < v->nfg; g++) {
+    size_t re = (size_t)v->fg[g].n * v->fg[g].m;
+    fre = re > fre ? re : fre;
+  }
+  float *h = malloc(fre * sizeof *h);
+  if (!h)
+    return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
+  cf_status s = CF_OK;
+  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
+    s = kernel_spectra(v, &v->fg[g], k, h);
+  free(h);
+  return s;
+}
+
 /* FFT path: sizes, plans, spectra of kernel k, each slot's scratch. */
 static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
 {
@@ -327,14 +345,7 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
       f->planned[i] = 1;
     }
   }
-  float *h = malloc(fre * sizeof *h);
-  if (!h)
-    return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
-  cf_status s = CF_OK;
-  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
-    s = kernel_spectra(v, &v->fg[g], k, h);
-  free(h);
-  return s;
+  return all_kernel_spectra(v, k);
 }
 
 static cf_status upload_floats(float **d, const float *h, size_t n)
@@ -454,21 +465,8 @@ static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
                                 const float *factors)
 {
   size_t ntaps = (size_t)k->t * k->kh * k->kw;
-  if (v->algo == ALGO_FFT) {
-    size_t fre = 0;
-    for (unsigned g = 0; g < v->nfg; g++) {
-      size_t re = (size_t)v->fg[g].n * v->fg[g].m;
-      fre = re > fre ? re : fre;
-    }
-    float *h = malloc(fre * sizeof *h);
-    if (!h)
-      return cf_fail(CF_E_NOMEM, "video: out of memory for the spectra");
-    cf_status s = CF_OK;
-    for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
-      s = kernel_spectra(v, &v->fg[g], k, h);
-    free(h);
-    return s;
-  }
+  if (v->algo == ALGO_FFT)
+    return all_kernel_spectra(v, k);
   if (v->algo == ALGO_SEPARABLE) {
     CF_CU(cudaMemcpy(v->d_hrow, factors, (size_t)k->t * k->kw * sizeof(float),
                      cudaMemcpyHostToDevice));

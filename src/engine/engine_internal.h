@@ -168,6 +168,10 @@ typedef struct cf_swaps {
 cf_status cf_swaps_init(cf_swaps *l, void *first);
 /* Room for one more bank (the only call that allocates). */
 cf_status cf_swaps_reserve(cf_swaps *l);
+/* Move retired banks, oldest first, to dead[*ndead ..] up to cap (a
+ * prepared swap takes them to free outside the engine's thread). */
+void cf_swaps_take_retired(cf_swaps *l, void **dead, unsigned *ndead,
+                           unsigned cap);
 /* After cf_swaps_reserve: bank in force from s, crossfading over x. */
 void cf_swaps_push(cf_swaps *l, void *bank, uint64_t s, size_t x);
 /* Retire the banks no output at a y index >= y needs. */

@@ -32,6 +32,16 @@ cf_status cf_swaps_reserve(cf_swaps *l)
   return CF_OK;
 }
 
+void cf_swaps_take_retired(cf_swaps *l, void **dead, unsigned *ndead,
+                           unsigned cap)
+{
+  unsigned i = 0;
+  for (; i < l->nretired && *ndead < cap; i++)
+    dead[(*ndead)++] = l->retired[i];
+  memmove(l->retired, l->retired + i, (l->nretired - i) * sizeof *l->retired);
+  l->nretired -= i;
+}
+
 void cf_swaps_push(cf_swaps *l, void *bank, uint64_t s, size_t x)
 {
   if (l->n)

@@ -426,15 +426,11 @@ static void *prep_thread(void *arg)
  * memory allocated and its graphs captured in the other thread; the banks
  * it retires are freed with the swap). set_kernel makes them: the count
  * has teeth. Two swaps an engine, so that the second retires the first
- * kernel's bank. Counted on the emulated device only. */
+ * kernel's bank. The calls are counted on the emulated device only; the
+ * output is compared everywhere. */
 static void test_prepared_swap(void **state)
 {
   (void)state;
-  if (!steady_counted()) {
-    print_message("skipped: the calls are counted on the emulated device "
-                  "only (cudaemu)\n");
-    return;
-  }
   static const struct {
     cf_algorithm algo;
     cf_backend be;
@@ -515,7 +511,7 @@ static void test_prepared_swap(void **state)
           if (v == 1 && call)
             fail_msg("%s: set_prepared (swap %u) called %s %llu times",
                      cf_engine_describe(e[v]), sw, call, times);
-          if (v == 0 && !call)
+          if (v == 0 && !call && steady_counted())
             fail_msg("%s: set_kernel called none of the setup calls",
                      cf_engine_describe(e[v]));
           if (v == 1) {
