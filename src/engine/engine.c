@@ -576,18 +576,22 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
   cf_swap_prep *p = calloc(1, sizeof *p);
   if (!p)
     return cf_fail(CF_E_NOMEM, "prepare_swap: out of memory");
-  p->impl = e->impl;
-  /* before the history is read: a reset meanwhile shows at set_prepared */
+  /* p->impl is set with a bank built on it, below: an engine on CUDA
+   * with backend auto may replace its impl meanwhile (read under
+   * impl_lock). The resets before the history is read: a reset meanwhile
+   * shows at set_prepared. */
   p->resets = __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE);
   if ((s = cf_kernel_copy(kernel, &p->k)) != CF_OK) {
     free(p);
     return s;
   }
   uint64_t t0 = 0;
-  if (cpu_for_good(e))
+  if (cpu_for_good(e)) {
+    p->impl = e->impl;
     s = cf_cpu_fir_prepare_swap(e->impl, kernel, &t0, &p->bank);
-  else /* the plans a CPU taking over would use */
+  } else { /* the plans a CPU taking over would use */
     s = cf_engine_prepare_kernel(e, kernel);
+  }
   if (s == CF_OK && e->started == CF_BACKEND_CUDA) {
     /* The device's bank, built here; under impl_lock, as a switch to the
      * CPU in the engine's thread destroys the CUDA impl. A device failure
