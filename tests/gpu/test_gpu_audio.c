@@ -235,14 +235,12 @@ static void test_copies_overlap(void **state)
     unsetenv("CF_CUDA_GRAPHS");
     assert_non_null(e);
     size_t lat = cf_engine_latency(e);
-    size_t chunks[1] = {cases[c].chunk};
     unsigned long long before = cf_emu_uploads_after_downloads();
-    size_t nc = (n + cases[c].chunk - 1) / cases[c].chunk;
-    size_t all[4096];
+    size_t nc = (n + cases[c].chunk - 1) / cases[c].chunk, chunks[4096];
     assert_true(nc <= 4096);
     for (size_t i = 0; i < nc; i++)
-      all[i] = chunks[0];
-    assert_int_equal(run(e, x, n, ch, all, nc, y), CF_OK);
+      chunks[i] = cases[c].chunk;
+    assert_int_equal(run(e, x, n, ch, chunks, nc, y), CF_OK);
     unsigned long long waits = cf_emu_uploads_after_downloads() - before;
     double er = err(x, y, n, ch, h, cases[c].len, lat);
     print_message("%s, chunks of %zu: %llu uploads after the previous "
@@ -490,7 +488,6 @@ static void test_prepared_swap(void **state)
         }
         if (sw < 3 && pos == S[sw]) {
           steady_mark mark;
-          steady_take(&mark);
           cf_status st;
           if (v == 1) {
             pthread_join(th, NULL);
@@ -498,11 +495,12 @@ static void test_prepared_swap(void **state)
             if (j.st != CF_OK)
               fail_msg("prepare_swap: %s: %s", cf_status_name(j.st),
                        cf_last_error());
-            steady_take(&mark); /* from here: the engine's thread */
-            st = cf_engine_set_prepared(e[v], j.p, X[sw]);
-          } else {
-            st = cf_engine_set_kernel(e[v], k[sw], X[sw]);
           }
+          steady_take(&mark); /* from here: the engine's thread alone */
+          if (v == 1)
+            st = cf_engine_set_prepared(e[v], j.p, X[sw]);
+          else
+            st = cf_engine_set_kernel(e[v], k[sw], X[sw]);
           unsigned long long times = 0;
           const char *call = steady_broken(&mark, NULL, &times);
           if (st != CF_OK)
