@@ -2,7 +2,9 @@
 // gst_cuda_load_library() list), on the emulated device of cudart_emu.cc:
 // cuMemAllocPitch is cudaMalloc there, so a GstCudaMemory is device memory
 // to cudaPointerGetAttributes and every copy is counted by direction
-// (cf_emu_copied). Contexts are handles on a per-thread stack; graphics
+// (cf_emu_copied). Contexts are handles on a per-thread stack, shared with
+// the emulated runtime (ctx_emu.h); the runtime calls made here for the
+// driver are the driver's own (cf_emu::driver_call). Graphics
 // interop, modules, textures and launches answer CUDA_ERROR_NOT_SUPPORTED
 // (gstcuda's memory and buffer pool do not need them).
 //
@@ -20,16 +22,15 @@
 
 #include <vector>
 
+#include "ctx_emu.h"
+
 namespace
 {
 
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
-struct cf_emu_ctx {
-  CUdevice dev;
-};
-typedef cf_emu_ctx *CUcontext;
+typedef cf_emu::context *CUcontext;
 typedef cudaStream_t CUstream;
 
 enum {
@@ -59,8 +60,6 @@ struct memcpy2d { // CUDA_MEMCPY2D (the driver's ABI)
   size_t WidthInBytes, Height;
 };
 
-thread_local std::vector<CUcontext> ctx_stack;
-
 CUresult from_rt(cudaError_t e)
 {
   switch (e) {
@@ -84,6 +83,7 @@ const void *side(int type, const void *host, CUdeviceptr dev, size_t x,
 // The synchronous call (s unused) or the asynchronous one on s.
 CUresult copy2d(const memcpy2d *c, bool sync, CUstream s)
 {
+  cf_emu::driver_call dc;
   bool ok_s, ok_d;
   const void *src = side(c->srcMemoryType, c->srcHost, c->srcDevice,
                          c->srcXInBytes, c->srcY, c->srcPitch, &ok_s);
@@ -137,21 +137,21 @@ CUresult cuGetErrorString(CUresult e, const char **s)
 
 CUresult cuDeviceGetCount(int *n)
 {
-  *n = 1;
+  *n = cf_emu::device_count();
   return SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal)
 {
-  if (ordinal != 0)
+  if (ordinal < 0 || ordinal >= cf_emu::device_count())
     return INVALID_DEVICE;
-  *d = 0;
+  *d = ordinal;
   return SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
-  if (d != 0)
+  if (d < 0 || d >= cf_emu::device_count())
     return INVALID_DEVICE;
   snprintf(name, (size_t)len, "cf_emu (CPU emulation)");
   return SUCCESS;
@@ -159,7 +159,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
-  if (d != 0)
+  if (d < 0 || d >= cf_emu::device_count())
     return INVALID_DEVICE;
   switch (attr) {
   case 14: *v = 512; break; // TEXTURE_ALIGNMENT
@@ -181,20 +181,21 @@ CUresult cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b)
 CUresult cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice d)
 {
   (void)flags;
-  if (d != 0)
+  if (d < 0 || d >= cf_emu::device_count())
     return INVALID_DEVICE;
-  *c = new cf_emu_ctx{d};
-  ctx_stack.push_back(*c); // created current, as the driver does
+  *c = new cf_emu::context{d, false};
+  cf_emu::ctx_stack().push_back(*c); // created current, as the driver does
   return SUCCESS;
 }
 
 CUresult cuCtxDestroy_v2(CUcontext c)
 {
-  if (!c)
+  if (!c || c->primary) // a primary context is released, not destroyed
     return INVALID_CONTEXT;
-  for (size_t i = ctx_stack.size(); i-- > 0;)
-    if (ctx_stack[i] == c)
-      ctx_stack.erase(ctx_stack.begin() + (long)i);
+  std::vector<CUcontext> &st = cf_emu::ctx_stack();
+  for (size_t i = st.size(); i-- > 0;)
+    if (st[i] == c)
+      st.erase(st.begin() + (long)i);
   delete c;
   return SUCCESS;
 }
@@ -203,24 +204,56 @@ CUresult cuCtxPushCurrent_v2(CUcontext c)
 {
   if (!c)
     return INVALID_CONTEXT;
-  ctx_stack.push_back(c);
+  cf_emu::ctx_stack().push_back(c);
   return SUCCESS;
 }
 
 CUresult cuCtxPopCurrent_v2(CUcontext *c)
 {
-  if (ctx_stack.empty())
+  if (cf_emu::ctx_stack().empty())
     return INVALID_CONTEXT;
   if (c)
-    *c = ctx_stack.back();
-  ctx_stack.pop_back();
+    *c = cf_emu::ctx_stack().back();
+  cf_emu::ctx_stack().pop_back();
+  return SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *c)
+{
+  *c = cf_emu::ctx_stack().empty() ? nullptr : cf_emu::ctx_stack().back();
+  return SUCCESS;
+}
+
+// In place of the current context; NULL pops it (nothing on an empty
+// stack).
+CUresult cuCtxSetCurrent(CUcontext c)
+{
+  std::vector<CUcontext> &st = cf_emu::ctx_stack();
+  if (!c) {
+    if (!st.empty())
+      st.pop_back();
+  } else if (st.empty()) {
+    st.push_back(c);
+  } else {
+    st.back() = c;
+  }
+  return SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
+{
+  if (d < 0 || d >= cf_emu::device_count())
+    return INVALID_DEVICE;
+  *flags = 0;
+  *active = cf_emu::primary_active(d);
   return SUCCESS;
 }
 
 // Device memory needs a current context, as with the driver.
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
-  if (ctx_stack.empty())
+  cf_emu::driver_call dc;
+  if (cf_emu::ctx_stack().empty())
     return INVALID_CONTEXT;
   void *q = nullptr;
   CUresult r = from_rt(cudaMalloc(&q, bytes));
@@ -239,19 +272,22 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width,
 
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
+  cf_emu::driver_call dc;
   return from_rt(cudaFree((void *)(uintptr_t)p));
 }
 
 // gstcuda declares the size unsigned int: only its low 32 bits count.
 CUresult cuMemAllocHost_v2(void **p, size_t bytes)
 {
-  if (ctx_stack.empty())
+  cf_emu::driver_call dc;
+  if (cf_emu::ctx_stack().empty())
     return INVALID_CONTEXT;
   return from_rt(cudaHostAlloc(p, (unsigned)bytes, 0));
 }
 
 CUresult cuMemFreeHost(void *p)
 {
+  cf_emu::driver_call dc;
   return from_rt(cudaFreeHost(p));
 }
 
@@ -267,16 +303,19 @@ CUresult cuMemcpy2DAsync_v2(const memcpy2d *c, CUstream s)
 
 CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
+  cf_emu::driver_call dc;
   return from_rt(cudaStreamCreateWithFlags(s, flags));
 }
 
 CUresult cuStreamDestroy(CUstream s)
 {
+  cf_emu::driver_call dc;
   return from_rt(cudaStreamDestroy(s));
 }
 
 CUresult cuStreamSynchronize(CUstream s)
 {
+  cf_emu::driver_call dc;
   return from_rt(cudaStreamSynchronize(s));
 }
 

@@ -3,7 +3,9 @@
 // whole CUDA backend (host code as built for the device, kernels on
 // tests/emu/cf_emu.h) runs the engine's own tests in CI.
 //
-// One emulated device ("cf_emu", sm_90). Device memory is host memory.
+// One emulated device ("cf_emu", sm_90; CF_EMU_DEVICES=N for N of them).
+// Device memory is host memory. Contexts as the driver keeps them
+// (ctx_emu.h).
 //
 // Streams are queues, run as late as the CUDA programming guide allows:
 // an operation runs only when the host has to see it done (a stream or
@@ -43,6 +45,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "ctx_emu.h"
 
 // the CPU backend's FFTW planner lock (src/cpu/fft.h)
 extern "C" void cf_fft_planner_lock(void);
@@ -288,8 +292,11 @@ cudaError_t enqueue(cudaStream_t s, std::function<void()> op, int dir = -1)
   return cudaSuccess;
 }
 
+void need_ctx(); // below
+
 bool take_launch(cudaStream_t s, const std::function<void()> &op)
 {
+  need_ctx();
   enqueue(s, op);
   return true;
 }
@@ -323,11 +330,51 @@ bool is_pinned(const void *p)
 // to host (cf_emu_copied).
 std::atomic<unsigned long long> copied[4];
 
+// ---- contexts (ctx_emu.h) ---------------------------------------------------
+
+thread_local int rt_dev;       // the runtime's device for this thread
+thread_local int driver_depth; // inside the emulated driver's own calls
+std::atomic<unsigned long long> foreign_calls;
+
+// A runtime call that works in the current context: none current binds
+// the thread's device's primary context; an application's own context
+// current is counted.
+void need_ctx()
+{
+  if (driver_depth)
+    return;
+  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  if (st.empty())
+    st.push_back(cf_emu::primary_ctx(rt_dev));
+  else if (!st.back()->primary)
+    foreign_calls++;
+}
+
+// The calls that need no context (device enumeration, errors).
+bool contextless(const char *fn)
+{
+  static const char *const none[] = {
+      "cudaGetDeviceCount",
+      "cudaSetDevice",
+      "cudaGetDevice",
+      "cudaGetDeviceProperties",
+      "cudaGetLastError",
+      "cudaPeekAtLastError",
+      "cudaGetDriverEntryPointByVersion",
+  };
+  for (const char *n : none)
+    if (!strcmp(fn, n))
+      return true;
+  return false;
+}
+
 // Calls of each runtime and cuFFT function (cf_emu_calls).
 std::mutex count_lock;
 std::map<std::string, unsigned long long> calls_of;
 void count_call(const char *fn)
 {
+  if (!contextless(fn))
+    need_ctx();
   std::lock_guard<std::mutex> g(count_lock);
   calls_of[fn]++;
 }
@@ -401,23 +448,49 @@ void cf_emu_host_allocs(unsigned long long *calls,
   *live_bytes = sum;
 }
 
+// For tests: runtime calls made while an application's own context was
+// current (ctx_emu.h).
+unsigned long long cf_emu_foreign_ctx_calls(void)
+{
+  return foreign_calls.load();
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
   count_call(__func__);
-  *count = 1;
+  *count = cf_emu::device_count();
   return cudaSuccess;
 }
 
+// The device's primary context in place of the current one (pushed onto
+// an empty stack), as cudaSetDevice does since CUDA 12.
 cudaError_t cudaSetDevice(int device_id)
 {
   count_call(__func__);
-  return device_id == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+  if (device_id < 0 || device_id >= cf_emu::device_count())
+    return fail(cudaErrorInvalidDevice);
+  rt_dev = device_id;
+  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  if (st.empty())
+    st.push_back(cf_emu::primary_ctx(device_id));
+  else
+    st.back() = cf_emu::primary_ctx(device_id);
+  return cudaSuccess;
+}
+
+// The current context's device, else the thread's.
+cudaError_t cudaGetDevice(int *device_id)
+{
+  count_call(__func__);
+  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  *device_id = st.empty() ? rt_dev : st.back()->dev;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device_id)
 {
   count_call(__func__);
-  if (device_id != 0)
+  if (device_id < 0 || device_id >= cf_emu::device_count())
     return fail(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof *prop);
   snprintf(prop->name, sizeof prop->name, "cf_emu (CPU emulation)");
@@ -920,4 +993,101 @@ cufftResult cufftDestroy(cufftHandle plan)
   return plans.erase(plan) ? CUFFT_SUCCESS : CUFFT_INVALID_PLAN;
 }
 
+} // extern "C"
+
+// ---- contexts (ctx_emu.h) and the driver's entry points --------------------
+
+namespace cf_emu
+{
+namespace
+{
+const int max_devices = 8;
+context primaries[max_devices];
+std::atomic<bool> active[max_devices];
+} // namespace
+
+int device_count()
+{
+  static const int n = [] {
+    const char *e = getenv("CF_EMU_DEVICES");
+    int v = e ? atoi(e) : 1;
+    return v < 1 ? 1 : v > max_devices ? max_devices : v;
+  }();
+  return n;
+}
+
+std::vector<context *> &ctx_stack()
+{
+  thread_local std::vector<context *> st;
+  return st;
+}
+
+context *primary_ctx(int dev)
+{
+  primaries[dev] = context{dev, true};
+  active[dev] = true;
+  return &primaries[dev];
+}
+
+bool primary_active(int dev)
+{
+  return dev >= 0 && dev < max_devices && active[dev];
+}
+
+driver_call::driver_call()
+{
+  driver_depth++;
+}
+driver_call::~driver_call()
+{
+  driver_depth--;
+}
+} // namespace cf_emu
+
+// the emulated driver's (cuda_driver_emu.cc); only their addresses here
+extern "C" {
+int cuCtxGetCurrent(void);
+int cuCtxSetCurrent(void);
+int cuCtxCreate_v2(void);
+int cuCtxDestroy_v2(void);
+int cuCtxPushCurrent_v2(void);
+int cuCtxPopCurrent_v2(void);
+int cuDevicePrimaryCtxGetState(void);
+
+// The driver functions the library and the tests look up (the ABI of CUDA
+// 4.0's versions, which is what they ask for).
+cudaError_t
+cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+                                 unsigned int version, unsigned long long flags,
+                                 enum cudaDriverEntryPointQueryResult *status)
+{
+  count_call(__func__);
+  (void)flags;
+  static const struct {
+    const char *name;
+    int (*fn)(void);
+  } table[] = {
+      {"cuCtxGetCurrent", cuCtxGetCurrent},
+      {"cuCtxSetCurrent", cuCtxSetCurrent},
+      {"cuCtxCreate", cuCtxCreate_v2},
+      {"cuCtxDestroy", cuCtxDestroy_v2},
+      {"cuCtxPushCurrent", cuCtxPushCurrent_v2},
+      {"cuCtxPopCurrent", cuCtxPopCurrent_v2},
+      {"cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState},
+  };
+  *fn = nullptr;
+  if (status)
+    *status = cudaDriverEntryPointSymbolNotFound;
+  if (!symbol)
+    return fail(cudaErrorInvalidValue);
+  for (const auto &t : table)
+    if (!strcmp(symbol, t.name) && version >= 4000 &&
+        // cuCtxCreate_v4 (12.5) takes other arguments
+        (version < 12050 || strcmp(symbol, "cuCtxCreate"))) {
+      *fn = (void *)t.fn;
+      if (status)
+        *status = cudaDriverEntryPointSuccess;
+    }
+  return cudaSuccess;
+}
 } // extern "C"
