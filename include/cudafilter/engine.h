@@ -22,7 +22,16 @@
  * Nothing is allocated and no plan is built inside process()
  * (tests/test_rt_alloc.c counts).
  *
- * An engine is not thread-safe: one thread at a time may call it. */
+ * An engine is not thread-safe: one thread at a time may call it.
+ *
+ * On the CUDA backend every call (of audio and video engines, and
+ * cf_host_alloc / cf_host_free) works in the primary context of the
+ * engine's device (the CUDA runtime's) and leaves the calling thread's
+ * current CUDA context as it found it: an application's own context
+ * (cuCtxCreate, cuCtxPushCurrent, GStreamer's CUDA elements), another
+ * device's, or none. Where none was current, the runtime's device for
+ * the thread (cudaGetDevice) is put back too if that device's primary
+ * context exists already. */
 #ifndef CUDAFILTER_ENGINE_H
 #define CUDAFILTER_ENGINE_H
 

@@ -51,13 +51,38 @@ cudaError_t cf_cuda_host_alloc(void **p, size_t bytes);
 /* err unchanged, unless this is the launch CF_CUDA_FAULT names. */
 cudaError_t cf_cuda_fault_launch(cudaError_t err);
 
-/* Make device `id` current on the calling thread (engines may be driven
- * from different threads over their life). */
-cf_status cf_cuda_use_device(int id);
+/* Every entry point of the backend works in its device's primary context
+ * (the runtime's) and hands the calling thread back as it found it: an
+ * application's own context current (cuCtxCreate / cuCtxPushCurrent: a
+ * player's, GStreamer's CUDA elements'), another device's, or none. Each
+ * declares a scope first and enters it:
+ *     CF_CUDA_SCOPE(sc);
+ *     cf_status r = cf_cuda_enter(&sc, f->device);
+ * and the scope puts the caller's context back wherever the function
+ * returns (a cleanup attribute). Entered again further in (one entry
+ * point calling another), it changes nothing. */
+typedef struct cf_cuda_scope {
+  void *ctx;   /* the caller's current context (CUcontext), or NULL */
+  int dev;     /* the runtime's device for the thread, before */
+  int id;      /* the device entered */
+  int restore; /* 1: the context changed on entry, put ctx back */
+} cf_cuda_scope;
+void cf_cuda_scope_leave(cf_cuda_scope *sc);
+#define CF_CUDA_SCOPE(name)                                                    \
+  cf_cuda_scope name                                                           \
+      __attribute__((cleanup(cf_cuda_scope_leave))) = {NULL, -1, -1, 0}
+/* Make device `id`'s primary context current on the calling thread
+ * (engines may be driven from different threads over their life);
+ * cf_cuda_scope_leave restores what was current. */
+cf_status cf_cuda_enter(cf_cuda_scope *sc, int id);
+/* The same for the device the thread is on (cudaGetDevice: the current
+ * context's, else the runtime's choice): pinned host memory, which any
+ * device's context reads, allocated in a primary context. */
+cf_status cf_cuda_enter_current(cf_cuda_scope *sc);
 
 /* Load every kernel of kernels/ into the current device's context now
  * (cf_preload in kernels/cf_device.cuh says why): engines call it when
- * they are made, after cf_cuda_use_device, so that no kernel is first
+ * they are made, after cf_cuda_enter, so that no kernel is first
  * loaded mid-stream. Cheap once loaded (a lookup per kernel). */
 cf_status cf_cuda_preload(void);
 

@@ -81,8 +81,8 @@ void cf_cuda_pinned_free(void *p)
   (void)p;
 }
 
-int cf_cuda_device_memory(const void *p)
+int cf_cuda_device_memory(int dev, const void *p)
 {
-  (void)p;
+  (void)dev, (void)p;
   return 0;
 }

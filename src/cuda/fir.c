@@ -604,7 +604,8 @@ static cf_status cfir_process(void *impl, const float *in, float *out,
   if (f->broken)
     return cf_fail(CF_E_DEVICE, "cuda: the engine failed earlier (device "
                    "error); reset it or build a new one");
-  cf_status r = cf_cuda_use_device(f->device);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, f->device);
   if (r != CF_OK)
     goto fail;
   /* out may alias in: a frame of out is written only once its input frame
@@ -688,7 +689,8 @@ static cf_status zero_state(cfir *f)
 static void cfir_reset(void *impl)
 {
   cfir *f = impl;
-  cf_status r = cf_cuda_use_device(f->device);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, f->device);
   if (r == CF_OK)
     r = quiesce(f);
   cf_swaps_reset(&f->banks); /* a discontinuity completes every swap */
@@ -735,7 +737,8 @@ static cf_status cfir_set_kernel(void *impl, const cf_kernel *k,
     return cf_fail(CF_E_INVALID, "set_kernel: the CUDA engine keeps %zu "
                    "frames of history (swap_history or the first kernel); "
                    "a %zu-tap kernel needs a new engine", f->hcap, l);
-  cf_status r = cf_cuda_use_device(f->device);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, f->device);
   if (r == CF_OK)
     r = quiesce(f); /* outputs are all handed out already */
   if (r != CF_OK)
@@ -766,7 +769,8 @@ cf_status cf_cuda_fir_prepare_swap(const void *impl, const cf_kernel *k,
                    "frames of history (swap_history or the first kernel); "
                    "a %zu-tap kernel needs a new engine",
                    f->hcap, l);
-  cf_status r = cf_cuda_use_device(f->device);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, f->device);
   if (r != CF_OK)
     return r;
   cudaStream_t st = NULL;
@@ -793,7 +797,8 @@ cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
   cfir *f = impl;
   if (f->broken)
     return CF_E_STATE; /* set_kernel says why */
-  cf_status r = cf_cuda_use_device(f->device);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, f->device);
   if (r != CF_OK)
     return r;
   /* No wait: process() hands out every output of a call before it
@@ -810,7 +815,8 @@ cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
 void cf_cuda_fir_free_prepared(void *prepared)
 {
   bank *b = prepared;
-  if (b && cf_cuda_use_device(b->device) == CF_OK)
+  CF_CUDA_SCOPE(sc);
+  if (b && cf_cuda_enter(&sc, b->device) == CF_OK)
     bank_free(b);
   else
     free(b); /* no device to give its memory back to */
@@ -840,7 +846,8 @@ static void cfir_destroy(void *impl)
   cfir *f = impl;
   if (!f)
     return;
-  if (cf_cuda_use_device(f->device) == CF_OK)
+  CF_CUDA_SCOPE(sc);
+  if (cf_cuda_enter(&sc, f->device) == CF_OK)
     (void)quiesce(f);
   for (unsigned k = 0; k < f->banks.n; k++)
     bank_free(bk(f, k));
@@ -936,7 +943,8 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                           unsigned out_channels, void **impl,
                           const cf_backend_ops **ops)
 {
-  cf_status r = cf_cuda_use_device(cfg->device_id);
+  CF_CUDA_SCOPE(sc);
+  cf_status r = cf_cuda_enter(&sc, cfg->device_id);
   if (r == CF_OK)
     r = cf_cuda_preload();
   if (r != CF_OK)

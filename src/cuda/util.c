@@ -1,5 +1,7 @@
 /* CUDA backend: error mapping, checked allocation and fault injection
  * (see cuda_internal.h). */
+#include <cuda.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,17 +113,106 @@ cudaError_t cf_cuda_fault_launch(cudaError_t err)
   return err;
 }
 
-cf_status cf_cuda_use_device(int id)
+/* ---- the caller's context (cuda_internal.h, CF_CUDA_SCOPE) ---- */
+
+/* The driver's context calls, CUDA 4.0's ABI, looked up through the
+ * runtime (cudaGetDriverEntryPointByVersion): nothing links libcuda, which
+ * a machine without a driver does not have. NULL where the lookup
+ * failed: then only the runtime's device is put back. */
+static struct {
+  CUresult (*get)(CUcontext *ctx);
+  CUresult (*set)(CUcontext ctx);
+  CUresult (*primary_state)(CUdevice dev, unsigned *flags, int *active);
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void *driver_call(const char *name)
 {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 4000, cudaEnableDefault,
+                                       &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    fn = NULL;
+  (void)cudaGetLastError(); /* not found is an answer, not an error */
+  return fn;
+}
+
+static void drv_load(void)
+{
+  drv.get = (CUresult(*)(CUcontext *))driver_call("cuCtxGetCurrent");
+  drv.set = (CUresult(*)(CUcontext))driver_call("cuCtxSetCurrent");
+  drv.primary_state = (CUresult(*)(CUdevice, unsigned *, int *))driver_call(
+      "cuDevicePrimaryCtxGetState");
+  if (!drv.get || !drv.set)
+    drv.get = NULL, drv.set = NULL;
+}
+
+static CUcontext current_ctx(void)
+{
+  CUcontext c = NULL;
+  if (drv.get && drv.get(&c) != CUDA_SUCCESS)
+    c = NULL;
+  return c;
+}
+
+cf_status cf_cuda_enter(cf_cuda_scope *sc, int id)
+{
+  pthread_once(&drv_once, drv_load);
+  sc->ctx = current_ctx();
+  sc->id = id;
+  sc->restore = 0;
+  if (cudaGetDevice(&sc->dev) != cudaSuccess)
+    sc->dev = -1;
   CF_CU(cudaSetDevice(id));
-  /* Every entry point comes here first. A failed runtime call leaves its
-   * error as the thread's last error, and every launcher returns
-   * cudaGetLastError(): an error some other code left on this thread (an
-   * application's, another library's) would be taken for our next
-   * launch's and take the engine off the device. Not ours: forget it. A
-   * sticky error (the context is lost) fails the next call anyway. */
+  /* Entered from further out (one entry point calling another), or the
+   * caller works in this very context: nothing to put back. */
+  sc->restore = drv.get ? current_ctx() != sc->ctx : sc->dev != id;
+  /* A failed runtime call leaves its error as the thread's last error,
+   * and every launcher returns cudaGetLastError(): an error some other
+   * code left on this thread (an application's, another library's) would
+   * be taken for our next launch's and take the engine off the device.
+   * Not ours: forget it. A sticky error (the context is lost) fails the
+   * next call anyway. */
   (void)cudaGetLastError();
   return CF_OK;
+}
+
+cf_status cf_cuda_enter_current(cf_cuda_scope *sc)
+{
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    dev = 0;
+  }
+  return cf_cuda_enter(sc, dev);
+}
+
+void cf_cuda_scope_leave(cf_cuda_scope *sc)
+{
+  if (!sc->restore)
+    return;
+  sc->restore = 0;
+  /* The runtime's device for the thread first: ours since cudaSetDevice,
+   * even once the driver has the caller's context current again. Where
+   * that device's primary context exists already (setting the device
+   * makes one: memory on a device the caller may never use). */
+  if (sc->dev >= 0 && sc->dev != sc->id) {
+    int active = 0;
+    unsigned flags = 0;
+    if (!drv.set) /* no driver calls: the device is all we can put back */
+      active = 1;
+    else if (drv.primary_state &&
+             drv.primary_state(sc->dev, &flags, &active) != CUDA_SUCCESS)
+      active = 0;
+    if (active)
+      (void)cudaSetDevice(sc->dev);
+  }
+  /* then the context, in place of ours (NULL: none was current, ours is
+   * popped) */
+  if (drv.set)
+    (void)drv.set(sc->ctx);
+  (void)cudaGetLastError(); /* nothing to tell, no one to tell it to */
 }
 
 cf_status cf_cuda_preload(void)
@@ -148,8 +239,11 @@ cf_status cf_cuda_preload(void)
   return CF_OK;
 }
 
-int cf_cuda_device_memory(const void *p)
+int cf_cuda_device_memory(int dev, const void *p)
 {
+  CF_CUDA_SCOPE(sc);
+  if (cf_cuda_enter(&sc, dev) != CF_OK)
+    return 0;
   struct cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError(); /* pageable memory on older runtimes */
@@ -162,6 +256,9 @@ int cf_cuda_device_memory(const void *p)
  * behind as the thread's last error (see cf_cuda_use_device). */
 void *cf_cuda_pinned_alloc(size_t bytes)
 {
+  CF_CUDA_SCOPE(sc);
+  if (cf_cuda_enter_current(&sc) != CF_OK)
+    return NULL;
   void *p = NULL;
   if (cf_cuda_host_alloc(&p, bytes) == cudaSuccess)
     return p;
@@ -171,6 +268,10 @@ void *cf_cuda_pinned_alloc(size_t bytes)
 
 void cf_cuda_pinned_free(void *p)
 {
-  if (p && cudaFreeHost(p) != cudaSuccess)
+  CF_CUDA_SCOPE(sc);
+  if (!p)
+    return;
+  (void)cf_cuda_enter_current(&sc); /* failing, the free says so too */
+  if (cudaFreeHost(p) != cudaSuccess)
     (void)cudaGetLastError(); /* a failure at free time has no one to tell */
 }

@@ -923,13 +923,14 @@ static cf_status video_process(void *impl, const cf_frame *in,
                                const cf_frame *out)
 {
   cvideo *v = impl;
+  CF_CUDA_SCOPE(sc);
   cf_status s = cf_video_check_frames(&v->cfg, in, out);
   if (s != CF_OK)
     return s;
   if (v->broken)
     return cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a "
                    "device error; create a new engine");
-  if ((s = cf_cuda_use_device(v->dev)) != CF_OK)
+  if ((s = cf_cuda_enter(&sc, v->dev)) != CF_OK)
     return s;
   s = v->depth ? process_pipelined(v, in, out) : process_live(v, in, out);
   if (s != CF_OK && s != CF_E_INVALID) {
@@ -947,6 +948,7 @@ static cf_status video_process(void *impl, const cf_frame *in,
 static cf_status video_flush(void *impl, const cf_frame *out, int *got)
 {
   cvideo *v = impl;
+  CF_CUDA_SCOPE(sc);
   *got = 0;
   if (v->enq == v->deq)
     return CF_OK;
@@ -956,7 +958,7 @@ static cf_status video_flush(void *impl, const cf_frame *out, int *got)
   if (v->broken)
     return cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a "
                    "device error; create a new engine");
-  if ((s = cf_cuda_use_device(v->dev)) != CF_OK ||
+  if ((s = cf_cuda_enter(&sc, v->dev)) != CF_OK ||
       (s = deliver(v, out)) != CF_OK)
     v->broken = 1;
   else
@@ -978,7 +980,8 @@ static void video_reset(void *impl)
 static cf_status video_set_kernel(void *impl, const cf_kernel2d *k)
 {
   cvideo *v = impl;
-  cf_status s = cf_cuda_use_device(v->dev);
+  CF_CUDA_SCOPE(sc);
+  cf_status s = cf_cuda_enter(&sc, v->dev);
   if (s == CF_OK && v->broken)
     s = cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a device "
                 "error; create a new engine");
@@ -996,8 +999,8 @@ static void video_describe(const void *impl, char *buf, size_t n)
 static void video_destroy(void *impl)
 {
   cvideo *v = impl;
-  if (cudaSetDevice(v->dev) != cudaSuccess)
-    (void)cudaGetLastError();
+  CF_CUDA_SCOPE(sc);
+  (void)cf_cuda_enter(&sc, v->dev); /* reported already; frees what it can */
   for (unsigned i = 0; i < MAX_SLOTS; i++)
     if (v->s[i].st)
       (void)cudaStreamSynchronize(v->s[i].st); /* nothing to tell */
@@ -1063,7 +1066,8 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   if (cfg->pipeline_depth >= MAX_SLOTS)
     return cf_fail(CF_E_INVALID, "video: pipeline_depth %u, the CUDA "
                    "backend takes 0..%u", cfg->pipeline_depth, MAX_SLOTS - 1);
-  cf_status s = cf_cuda_use_device(cfg->device_id);
+  CF_CUDA_SCOPE(sc);
+  cf_status s = cf_cuda_enter(&sc, cfg->device_id);
   if (s == CF_OK)
     s = cf_cuda_preload();
   if (s != CF_OK)

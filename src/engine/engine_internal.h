@@ -191,7 +191,7 @@ cf_status cf_cuda_usable(int device_id, const char **reason);
 void *cf_cuda_pinned_alloc(size_t bytes);
 void cf_cuda_pinned_free(void *p);
 /* 1 when p is device memory of a CUDA device (cudaMalloc, cuMemAlloc,
- * any context), else 0. */
-int cf_cuda_device_memory(const void *p);
+ * any context), else 0; asked in device dev's primary context. */
+int cf_cuda_device_memory(int dev, const void *p);
 
 #endif

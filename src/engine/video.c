@@ -427,7 +427,7 @@ static cf_status front_host_frame(const struct cf_video_front *f,
 {
   unsigned planes = cf_format_desc_get(f->cfg.format)->planes;
   for (unsigned p = 0; p < planes; p++)
-    if (cf_cuda_device_memory(fr->data[p]))
+    if (cf_cuda_device_memory(f->cfg.device_id, fr->data[p]))
       return cf_fail(CF_E_INVALID,
                      "process_frame: the %s frame is in device "
                      "memory, which needs backend cuda (backend auto keeps "
