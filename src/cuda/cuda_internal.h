@@ -80,6 +80,16 @@ cf_status cf_cuda_enter(cf_cuda_scope *sc, int id);
  * device's context reads, allocated in a primary context. */
 cf_status cf_cuda_enter_current(cf_cuda_scope *sc);
 
+/* cuFFT, like our kernels, is loaded lazily: a plan's first execution
+ * loads its kernels, mid-stream unless it ran before. Run r2c (re -> cx)
+ * and c2r (cx -> re) once on stream st, the scratch zeroed first (a
+ * sanitizer's initcheck), and wait: engines call it where they make a
+ * plan. re and cx hold re_bytes and cx_bytes, what the plans read and
+ * write at least. */
+cf_status cf_cufft_warm(cufftHandle r2c, cufftHandle c2r, float *re,
+                        size_t re_bytes, cufftComplex *cx, size_t cx_bytes,
+                        cudaStream_t st);
+
 /* Load every kernel of kernels/ into the current device's context now
  * (cf_preload in kernels/cf_device.cuh says why): engines call it when
  * they are made, after cf_cuda_enter, so that no kernel is first

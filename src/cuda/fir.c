@@ -128,6 +128,27 @@ static cf_status dev_alloc(void **p, size_t bytes)
   return CF_OK;
 }
 
+/* The overlap-save plans r2c (cin transforms of 2B) and c2r (cout) run
+ * once on scratch of their own, on stream st (cf_cufft_warm): where they
+ * are made, not at their first block. */
+static cf_status warm_plans(const cfir *f, cufftHandle r2c, cufftHandle c2r,
+                            cudaStream_t st)
+{
+  size_t ch = f->cin > f->cout ? f->cin : f->cout;
+  size_t re = 2 * f->B * ch * sizeof(float);
+  size_t cx = (f->B + 1) * ch * sizeof(cufftComplex);
+  float *d_re = NULL;
+  cufftComplex *d_cx = NULL;
+  cf_status s = dev_alloc((void **)&d_re, re);
+  if (s == CF_OK)
+    s = dev_alloc((void **)&d_cx, cx);
+  if (s == CF_OK)
+    s = cf_cufft_warm(r2c, c2r, d_re, re, d_cx, cx, st);
+  (void)cudaFree(d_re); /* nothing in flight: warm waited */
+  (void)cudaFree(d_cx);
+  return s;
+}
+
 /* The direct bank: padded taps (constant pool or device), routes. */
 /* The bank's routes (`bytes` of them) and the per-output offsets into
  * them, copied to the device. */
@@ -486,6 +507,8 @@ static cf_status bank_new(cfir *f, const cf_kernel *k, bank **out,
     else
       s = cf_cufft_status(fr, "cufftPlanMany (a prepared swap's graphs)",
                           __FILE__, __LINE__);
+    if (s == CF_OK)
+      s = warm_plans(f, b->r2c, b->c2r, st);
   }
   for (unsigned i = 0; s == CF_OK && i < f->ns && b->graph; i++) {
     cf_status g = capture(f, b, i, st);
@@ -932,6 +955,9 @@ static cf_status engine_init(cfir *f)
     CF_FFT(cufftPlanMany(&f->c2r, 1, &n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R,
                          (int)f->cout));
     f->have_c2r = 1;
+    cf_status w = warm_plans(f, f->r2c, f->c2r, f->s[0].st);
+    if (w != CF_OK)
+      return w;
   }
   f->zeros = calloc(f->cap * f->cin, sizeof(float));
   if (!f->zeros)

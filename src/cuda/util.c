@@ -239,6 +239,20 @@ cf_status cf_cuda_preload(void)
   return CF_OK;
 }
 
+cf_status cf_cufft_warm(cufftHandle r2c, cufftHandle c2r, float *re,
+                        size_t re_bytes, cufftComplex *cx, size_t cx_bytes,
+                        cudaStream_t st)
+{
+  CF_CU(cudaMemsetAsync(re, 0, re_bytes, st));
+  CF_CU(cudaMemsetAsync(cx, 0, cx_bytes, st));
+  CF_FFT(cufftSetStream(r2c, st));
+  CF_FFT(cufftExecR2C(r2c, re, cx));
+  CF_FFT(cufftSetStream(c2r, st));
+  CF_FFT(cufftExecC2R(c2r, cx, re));
+  CF_CU(cudaStreamSynchronize(st));
+  return CF_OK;
+}
+
 int cf_cuda_device_memory(int dev, const void *p)
 {
   CF_CUDA_SCOPE(sc);

@@ -343,6 +343,14 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
         return cf_cufft_status(r, "cufftPlanMany(C2R)", __FILE__, __LINE__);
       }
       f->planned[i] = 1;
+      /* on the slot's own scratch, which holds this geometry's planes */
+      slot *sl = &v->s[i];
+      cf_status w = cf_cufft_warm(
+          f->r2c[i], f->c2r[i], sl->d_fre, (size_t)f->n * f->m * sizeof(float),
+          (cufftComplex *)sl->d_fspec,
+          (size_t)f->n * (f->m / 2 + 1) * sizeof(cufftComplex), sl->st);
+      if (w != CF_OK)
+        return w;
     }
   }
   return all_kernel_spectra(v, k);

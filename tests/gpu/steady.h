@@ -1,7 +1,8 @@
 /* What a CUDA engine must not do once it streams (src/cuda/: everything
  * is made when the configuration or the kernel is set, nothing per chunk
  * or frame): allocate or free, create streams, events, FFT plans or
- * graphs, copy or set synchronously, or wait for the whole device.
+ * graphs, run an FFT plan for the first time (cuFFT loads its kernels
+ * then), copy or set synchronously, or wait for the whole device.
  * Counted by the emulated runtime (tests/emu/cudart_emu.cc, linked into
  * the cudaemu builds); against the real runtime cf_emu_calls is NULL and
  * nothing is counted. */
@@ -28,6 +29,7 @@ static const char *const steady_forbidden[] = {
     "cudaGraphExecDestroy",
     "cufftPlanMany",
     "cufftDestroy",
+    "cufftExec (a plan's first)", /* loads its kernels (cudart_emu.cc) */
     "cudaMemcpy",
     "cudaMemcpy2D",
     "cudaMemset",
