@@ -114,6 +114,19 @@ RT_EXPORT void *memalign(size_t align, size_t n)
 
 static ref_rng rng;
 
+/* The cudaemu build runs test_prepared alone: the emulated device
+ * allocates for every operation it queues. */
+#ifdef CF_RT_EMU
+#define PLAIN_BUILD_ONLY()                                                     \
+  do {                                                                         \
+    print_message("skipped: counted in the plain build (rt-alloc); the "       \
+                  "emulated device allocates as it runs\n");                   \
+    skip();                                                                    \
+  } while (0)
+#else
+#define PLAIN_BUILD_ONLY() ((void)0)
+#endif
+
 static void count_from_here(void)
 {
   atomic_store(&allocs, 0);
@@ -139,6 +152,7 @@ static float *random_taps(size_t len)
 static void test_audio(void **state)
 {
   (void)state;
+  PLAIN_BUILD_ONLY();
   static const cf_algorithm algos[] = {CF_ALGO_DIRECT, CF_ALGO_FFT_UNIFORM,
                                        CF_ALGO_FFT_NONUNIFORM, CF_ALGO_AUTO};
   for (unsigned c = 0; c < 12; c++) {
@@ -224,12 +238,111 @@ static void test_audio(void **state)
   }
 }
 
+/* Kernel swaps built ahead (engine.h, cf_engine_prepare_swap): the
+ * prepare and the free outside the counted stretch, set_prepared and the
+ * chunks after it inside. On the CPU backend (this build), and with
+ * backend auto on the emulated CUDA device (the cudaemu build,
+ * CF_RT_EMU): there only set_prepared is counted (the emulator allocates
+ * for every operation it queues), the call that keeps the CPU fallback's
+ * stage, which once copied the kernel there. Swaps to the same kernel
+ * with random crossfades, some before the last one's ended: the output
+ * stays the convolution, checked against the float64 reference. */
+static void test_prepared(void **state)
+{
+  (void)state;
+#ifdef CF_RT_EMU
+  const cf_backend be = CF_BACKEND_AUTO;
+#else
+  const cf_backend be = CF_BACKEND_CPU;
+#endif
+  for (unsigned c = 0; c < 6; c++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    unsigned block = 1u << ref_rng_range(&rng, 5, 9);
+    size_t len =
+        c % 2 ? ref_rng_range(&rng, 1, 300) : ref_rng_range(&rng, 301, 6000);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.channels = ch;
+    cfg.block_size = block;
+    cfg.backend = be;
+    cfg.threads = (unsigned)ref_rng_range(&rng, 0, 2);
+    float *h = random_taps(len);
+    cf_kernel *k = NULL;
+    CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_audio(&cfg, k, &e) == CF_OK, "engine: %s",
+          cf_last_error());
+#ifdef CF_RT_EMU
+    CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA,
+          "backend auto on the emulated device: %s", cf_engine_describe(e));
+#endif
+    set_case("%s, %u ch, %zu taps", cf_engine_describe(e), ch, len);
+    size_t n = ref_rng_range(&rng, 20000, 40000), lat = cf_engine_latency(e);
+    float *x = xalloc(n * ch * sizeof *x), *y = xalloc(n * ch * sizeof *y);
+    ref_rng_fill(&rng, x, n * ch);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), pos = 0;
+    unsigned swaps = 0;
+    for (size_t i = 0; i < nc; i++) {
+      int swap = i >= 3 && i % 5 == 3;
+      cf_swap_prep *p = NULL;
+      if (swap)
+        CHECK(cf_engine_prepare_swap(e, k, &p) == CF_OK, "prepare_swap: %s",
+              cf_last_error());
+#ifndef CF_RT_EMU
+      if (i >= 3)
+        count_from_here();
+#else
+      if (swap)
+        count_from_here();
+#endif
+      if (swap)
+        CHECK(cf_engine_set_prepared(e, p, ref_rng_range(&rng, 0, 3000)) ==
+                  CF_OK,
+              "set_prepared: %s", cf_last_error());
+#ifdef CF_RT_EMU
+      long got = swap ? counted() : 0;
+#endif
+      CHECK(cf_engine_process(e, x + pos * ch, y + pos * ch, sizes[i]) == CF_OK,
+            "process: %s", cf_last_error());
+#ifndef CF_RT_EMU
+      long got = i >= 3 ? counted() : 0;
+#endif
+      CHECK(got == 0, "%ld allocations or frees in chunk %zu%s", got, i,
+            swap ? ", with a prepared swap before it" : "");
+      cf_swap_prep_free(p);
+      swaps += swap;
+      pos += sizes[i];
+    }
+    CHECK(swaps > 0, "no swap in %zu chunks", nc);
+    for (unsigned j = 0; j < ch; j++) {
+      float *xc = xalloc(n * sizeof *xc);
+      double *want = xalloc(n * sizeof *want);
+      for (size_t i = 0; i < n; i++)
+        xc[i] = x[i * ch + j];
+      ref_conv(xc, n, h, len, want, n - lat);
+      double err = ref_rel_l2(y + lat * ch + j, ch, want, 1, n - lat);
+      CHECK(err <= 2e-5, "channel %u after %u swaps: relative L2 error %.3g", j,
+            swaps, err);
+      free(xc);
+      free(want);
+    }
+    cf_kernel_free(k);
+    cf_engine_free(e);
+    free(h);
+    free(x);
+    free(y);
+  }
+}
+
 /* Video engines on random formats, paths, temporal depths and pipeline
  * depths: no allocation per frame after the first (on the FFT path, FFTW's
  * own scratch is allowed: video.h). */
 static void test_video(void **state)
 {
   (void)state;
+  PLAIN_BUILD_ONLY();
   static const cf_pixel_format fmts[] = {CF_PIX_GRAY32F, CF_PIX_GRAY8,
                                          CF_PIX_RGBA,    CF_PIX_I420,
                                          CF_PIX_NV12,    CF_PIX_GRAY16_LE};
@@ -317,6 +430,7 @@ static void test_video(void **state)
 static void test_host_memory(void **state)
 {
   (void)state;
+  PLAIN_BUILD_ONLY();
   enum { LIVE = 24 };
   unsigned char *p[LIVE] = {NULL};
   size_t n[LIVE] = {0};
@@ -370,6 +484,7 @@ int main(void)
       cmocka_unit_test(test_audio),
       cmocka_unit_test(test_video),
       cmocka_unit_test(test_host_memory),
+      cmocka_unit_test(test_prepared),
   };
 #ifdef RT_NO_COUNT
   (void)tests;
@@ -379,7 +494,11 @@ int main(void)
 #else
   check_seed = ref_seed();
   ref_rng_init(&rng, check_seed);
+#ifdef CF_RT_EMU
+  check_variant = "cuda-auto";
+#else
   check_variant = "cpu";
+#endif
   check_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif

@@ -152,8 +152,11 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  * On the CUDA backend prepare_swap builds the new set's device buffers,
  * spectra and graphs (the device keeps the input history, nothing is
  * replayed), and set_prepared neither allocates, frees nor waits for the
- * device; with backend auto, a switch to the CPU waits for a
- * prepare_swap running on the device's engine to finish.
+ * device; with backend auto it keeps p's copy of the kernel for a switch
+ * to the CPU and gives p what that no longer needs, allocating only where
+ * a crossfade longer than any before outgrows the input kept for such a
+ * switch (tests/test_rt_alloc.c counts); a switch to the CPU waits for
+ * a prepare_swap running on the device's engine to finish.
  * Where the prepared work cannot serve (on the CPU: a reset or drain
  * since, more input since than the history holds, about swap_history
  * frames; an engine that moved to the CPU since), set_prepared makes a

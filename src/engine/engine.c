@@ -112,13 +112,24 @@ static unsigned fb_first_stage(const cf_engine *e, unsigned long long y)
   return k && y < e->stage[k].s + e->stage[k].x ? k - 1 : k;
 }
 
-/* Drop the stages before `keep`. */
-static void fb_drop(cf_engine *e, unsigned keep)
+/* Kernels of dropped stages, to be freed by whoever holds the list (a
+ * prepared swap's: not in the engine's thread), where it has room. */
+typedef struct fb_dead {
+  cf_kernel **k;
+  unsigned *n, cap;
+} fb_dead;
+
+/* Drop the stages before `keep`: their kernels into dead where it has
+ * room (dead may be NULL), else freed. */
+static void fb_drop(cf_engine *e, unsigned keep, const fb_dead *dead)
 {
   if (!keep)
     return;
   for (unsigned k = 0; k < keep; k++)
-    cf_kernel_free(e->stage[k].k);
+    if (dead && *dead->n < dead->cap)
+      dead->k[(*dead->n)++] = e->stage[k].k;
+    else
+      cf_kernel_free(e->stage[k].k);
   memmove(e->stage, e->stage + keep, (e->nstage - keep) * sizeof *e->stage);
   e->nstage -= keep;
 }
@@ -126,21 +137,35 @@ static void fb_drop(cf_engine *e, unsigned keep)
 /* A swap to k with crossfade x now (at creation: the first kernel): add
  * its stage, and (re)size the ring to hold what a switch may replay,
  * keeping its contents. A swap sees up to swap_history frames of the past
- * (engine.h), so the ring holds that much from the start. */
-static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, size_t x)
+ * (engine.h), so the ring holds that much from the start. The stage holds
+ * a copy of k, or `owned` itself (k NULL: a prepared swap's copy, made in
+ * its thread); the stages dropped go to dead (may be NULL). On failure
+ * nothing changed but the dropped stages, and owned is still the
+ * caller's. Where a prepared swap's kernel fits the ring and the stage
+ * array's room (four stages from the start, doubled when a swap needs
+ * more), nothing is allocated or freed here. */
+static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
+                            size_t x, const fb_dead *dead)
 {
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
   size_t lat = e->ops->latency(e->impl);
   if (e->nstage) /* the stages no coming output depends on go */
-    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0));
-  cf_fb_stage *st = realloc(e->stage, (e->nstage + 1) * sizeof *st);
-  if (!st)
-    return cf_fail(CF_E_NOMEM, "engine: out of memory");
-  e->stage = st;
-  cf_status s = cf_kernel_copy(k, &st[e->nstage].k);
+    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0), dead);
+  if (e->nstage + 1 > e->stage_cap) {
+    unsigned cap = e->stage_cap ? 2 * e->stage_cap : 4;
+    cf_fb_stage *st = realloc(e->stage, cap * sizeof *st);
+    if (!st)
+      return cf_fail(CF_E_NOMEM, "engine: out of memory");
+    e->stage = st;
+    e->stage_cap = cap;
+  }
+  cf_fb_stage *st = e->stage;
+  cf_kernel *kc = owned;
+  cf_status s = k ? cf_kernel_copy(k, &kc) : CF_OK;
   if (s != CF_OK)
     return s;
+  st[e->nstage].k = kc;
   st[e->nstage].s = e->fb_t;
   st[e->nstage++].x = x;
   size_t lmax = e->cfg.swap_history, xmax = 0, cap = 1;
@@ -154,9 +179,13 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, size_t x)
     cap <<= 1;
   if (!e->fb || cap > e->fb_mask + 1) {
     float *fb = calloc(cap * e->cin, sizeof *fb);
-    if (!fb)
+    if (!fb) {
+      e->nstage--; /* the swap is not made: no stage for it */
+      if (k)
+        cf_kernel_free(kc);
       return cf_fail(CF_E_NOMEM, "engine: out of memory for the CPU "
                      "fallback history (%zu frames)", cap);
+    }
     if (e->fb) /* keep the frames already seen */
       for (size_t i = 0; i <= e->fb_mask && i < e->fb_t; i++) {
         unsigned long long t = e->fb_t - 1 - i;
@@ -195,7 +224,7 @@ static void fb_gather(const cf_engine *e, unsigned long long t, size_t m,
 static void fb_clear(cf_engine *e)
 {
   if (e->nstage) {
-    fb_drop(e, e->nstage - 1);
+    fb_drop(e, e->nstage - 1, NULL);
     e->stage[0].s = 0;
     e->stage[0].x = 0;
   }
@@ -290,7 +319,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   pthread_mutex_unlock(&e->impl_lock);
   free(e->fb);
   e->fb = NULL;
-  fb_drop(e, e->nstage);
+  fb_drop(e, e->nstage, NULL);
   snprintf(e->fallback, sizeof e->fallback, "%s", reason);
   return CF_OK;
 }
@@ -350,10 +379,10 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   e->cfg = *cfg;
   if (s == CF_OK)
     e->latency = e->ops->latency(e->impl);
-  if (s == CF_OK && (s = fb_prepare(e, kernel, 0)) != CF_OK)
+  if (s == CF_OK && (s = fb_prepare(e, kernel, NULL, 0, NULL)) != CF_OK)
     e->ops->destroy(e->impl);
   if (s != CF_OK) {
-    fb_drop(e, e->nstage);
+    fb_drop(e, e->nstage, NULL);
     free(e->stage);
     free(e->fb);
     pthread_mutex_destroy(&e->impl_lock);
@@ -374,7 +403,7 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
     e->ops->destroy(e->impl);
     pthread_mutex_destroy(&e->impl_lock);
   }
-  fb_drop(e, e->nstage);
+  fb_drop(e, e->nstage, NULL);
   free(e->stage);
   free(e->fb);
   free(e);
@@ -499,7 +528,7 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
   if (!fb_active(e))
     return e->ops->set_kernel(e->impl, kernel, crossfade);
   /* The stage first: once the device has swapped, a switch must know. */
-  if ((s = fb_prepare(e, kernel, crossfade)) != CF_OK)
+  if ((s = fb_prepare(e, kernel, NULL, crossfade, NULL)) != CF_OK)
     return s;
   if ((s = e->ops->set_kernel(e->impl, kernel, crossfade)) == CF_OK)
     return CF_OK;
@@ -536,6 +565,10 @@ struct cf_swap_prep {
   int used;           /* set_prepared ran */
   void *dead[PREP_DEAD]; /* banks the engine let go at set_prepared */
   unsigned ndead;
+  /* backend auto on CUDA: the kernels of the CPU fallback's stages that
+   * set_prepared dropped (k itself went into the new stage) */
+  cf_kernel *dead_k[PREP_DEAD];
+  unsigned ndead_k;
 };
 
 CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
@@ -552,6 +585,8 @@ CF_PUBLIC void cf_swap_prep_free(cf_swap_prep *p)
     for (unsigned i = 0; i < p->ndead; i++)
       cf_cpu_fir_free_prepared(p->impl, p->dead[i]);
   }
+  for (unsigned i = 0; i < p->ndead_k; i++)
+    cf_kernel_free(p->dead_k[i]);
   cf_kernel_free(p->k);
   free(p);
 }
@@ -636,17 +671,23 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
   if (p->bank && p->cuda && p->impl == e->impl &&
       e->backend == CF_BACKEND_CUDA) {
     /* the device's bank needs no history (resets do not matter); with
-     * backend auto, the stage first, as in set_kernel */
-    if (fb_active(e) && (s = fb_prepare(e, p->k, crossfade)) != CF_OK)
+     * backend auto, the stage first, as in set_kernel: p's copy of the
+     * kernel goes into it, and what the stages let go into p (nothing
+     * allocated or freed here) */
+    fb_dead dead = {p->dead_k, &p->ndead_k, PREP_DEAD};
+    int staged = fb_active(e);
+    if (staged && (s = fb_prepare(e, NULL, p->k, crossfade, &dead)) != CF_OK)
       return s;
     s = cf_cuda_fir_set_prepared(e->impl, p->bank, crossfade, p->dead,
                                  &p->ndead, PREP_DEAD);
     if (s == CF_OK) {
       p->bank = NULL; /* the engine's now */
+      if (staged)
+        p->k = NULL; /* the stage's */
       return CF_OK;
     }
-    if (fb_active(e))
-      cf_kernel_free(e->stage[--e->nstage].k); /* the device did not swap */
+    if (staged)
+      e->nstage--; /* the device did not swap: p->k stays p's */
     if (s != CF_E_STATE)
       return s;
   }

@@ -51,7 +51,7 @@ struct cf_engine {
     unsigned long long s;
     size_t x;
   } *stage;
-  unsigned nstage;
+  unsigned nstage, stage_cap;
   float *fb;
   size_t fb_mask;
   unsigned long long fb_t;

@@ -44,6 +44,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctx_emu.h"
@@ -368,15 +369,21 @@ bool contextless(const char *fn)
   return false;
 }
 
-// Calls of each runtime and cuFFT function (cf_emu_calls).
+// Calls of each runtime and cuFFT function (cf_emu_calls). Looked up
+// without a std::string (std::less<>): a name seen before costs no heap
+// allocation, so that tests/test_rt_alloc.c can count ours around a call.
 std::mutex count_lock;
-std::map<std::string, unsigned long long> calls_of;
+std::map<std::string, unsigned long long, std::less<>> calls_of;
 void count_call(const char *fn)
 {
   if (!contextless(fn))
     need_ctx();
   std::lock_guard<std::mutex> g(count_lock);
-  calls_of[fn]++;
+  auto it = calls_of.find(std::string_view(fn));
+  if (it != calls_of.end())
+    it->second++;
+  else
+    calls_of.emplace(fn, 1);
 }
 
 // The direction of a copy (an index of `copied`), or -1 where `kind`
