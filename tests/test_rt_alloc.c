@@ -8,7 +8,9 @@
  * as video.h says). The audio output is checked against the
  * float64 reference, GRAY32F frames against ref2d. And cf_host_alloc,
  * which keeps freed blocks: audio-sized ones cost no heap allocation once
- * a stream runs.
+ * a stream runs. And prepared swaps: set_prepared and the chunks after it
+ * (test_prepared; built again as rt-alloc-cudaemu, CF_RT_EMU, for
+ * set_prepared with backend auto on the emulated device).
  *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
