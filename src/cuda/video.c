@@ -71,11 +71,9 @@ typedef struct fftgeo {
 typedef struct slot {
   uint8_t *h_in, *h_out; /* pinned staging, frame_bytes each */
   uint8_t *d_in, *d_out;
-  float *d_tmp, *d_acc;  /* separable scratch for this slot's stream */
   cudaStream_t st;
   cudaEvent_t ev_up, ev_done;
   int staged; /* pipelined: its result also copied to h_out */
-  float *d_fre, *d_fspec, *d_facc; /* FFT: plane, spectrum, sum */
 } slot;
 
 typedef struct comp {
@@ -83,6 +81,34 @@ typedef struct comp {
   size_t offset, pitch; /* within a tight frame */
   unsigned step;
 } comp;
+
+/* Everything a kernel puts on the device, and what follows from its
+ * shape: built whole (kset_build) before it replaces the one in force, so
+ * that a swap that fails (out of memory) leaves the engine running on the
+ * old kernel. */
+typedef struct kset {
+  unsigned t, kh, kw, cy, cx;
+  int algo;
+  unsigned nbands; /* live mode's bands (the FFT path takes one) */
+  uint32_t band_deps[MAX_BANDS];
+  float *d_taps; /* direct, when not in the constant pool */
+  int in_const;
+  size_t const_off, const_n;
+  float *d_hrow, *d_vcol; /* separable factors, T x kw and T x kh */
+  size_t scratch_rows;    /* rows of each slot's d_tmp / d_acc */
+  float *d_tmp[MAX_SLOTS], *d_acc[MAX_SLOTS]; /* separable, per slot */
+  fftgeo fg[FFT_GEOS];
+  unsigned nfg, comp_geo[3];
+  /* FFT, per slot that computes: plane, spectrum, sum */
+  float *d_fre[MAX_SLOTS], *d_fspec[MAX_SLOTS], *d_facc[MAX_SLOTS];
+  /* FFT path with T > 1: the spectrum of each frame in the temporal ring,
+   * per component, at the frame's ring slot (sring_n = ring_n slots);
+   * svalid[k * sring_n + slot]: that spectrum is the slot's frame's for
+   * this kernel's geometry (else it is computed when needed) */
+  float *d_sring[3];
+  unsigned sring_n;
+  unsigned char *svalid;
+} kset;
 
 typedef struct cvideo {
   cf_video_config cfg;
@@ -92,30 +118,13 @@ typedef struct cvideo {
   comp c[3];
   size_t plane_off[3], pitch[3], rows[3], frame_bytes;
   int passthrough; /* bytes besides the selected samples to copy */
-  unsigned depth, nslots, nbands;
-  unsigned nbands_live; /* live mode's bands (the FFT path takes one) */
+  unsigned depth, nslots;
+  unsigned nbands_live; /* live mode's bands for a kernel that is not FFT */
   slot s[MAX_SLOTS];
   cudaEvent_t ev_up[MAX_BANDS], ev_down[MAX_BANDS], ev_frame;
-  uint32_t band_deps[MAX_BANDS];
   int have_prev; /* ev_frame recorded */
-  /* kernel */
-  unsigned t, kh, kw, cy, cx;
-  int algo;
-  float *d_taps;             /* direct, when not in the constant pool */
-  int in_const;
-  int generic; /* CF_CONV2D_KERNEL=generic, read once at creation */
-  size_t const_off, const_n;
-  float *d_hrow, *d_vcol;    /* separable factors, T x kw and T x kh */
-  size_t scratch_rows;       /* rows of each slot's d_tmp / d_acc */
-  fftgeo fg[FFT_GEOS];
-  unsigned nfg, comp_geo[3];
-  /* FFT path with T > 1: the spectrum of each frame in the temporal ring,
-   * per component, at the frame's ring slot (sring_n = ring_n slots);
-   * svalid[k * sring_n + slot]: that spectrum is the slot's frame's for
-   * the current kernel's geometry (else it is computed when needed) */
-  float *d_sring[3];
-  unsigned sring_n;
-  unsigned char *svalid;
+  int generic;   /* CF_CONV2D_KERNEL=generic, read once at creation */
+  kset k;        /* the kernel in force */
   /* temporal ring (T > 1) */
   uint8_t *d_ring;
   unsigned ring_n, head, seen;
@@ -127,17 +136,24 @@ typedef struct cvideo {
 
 /* ---- geometry ---- */
 
-static unsigned band_row(const cvideo *v, unsigned p, unsigned b)
+/* First row of band b of plane p, the frame cut into nb bands. */
+static unsigned band_row_n(const cvideo *v, unsigned nb, unsigned p, unsigned b)
 {
-  return (unsigned)((uint64_t)v->rows[p] * b / v->nbands);
+  return (unsigned)((uint64_t)v->rows[p] * b / nb);
 }
 
-static unsigned band_of(const cvideo *v, unsigned p, unsigned r)
+static unsigned band_of_n(const cvideo *v, unsigned nb, unsigned p, unsigned r)
 {
   unsigned b = 0;
-  while (b + 1 < v->nbands && band_row(v, p, b + 1) <= r)
+  while (b + 1 < nb && band_row_n(v, nb, p, b + 1) <= r)
     b++;
   return b;
+}
+
+/* The same for the bands of the kernel in force. */
+static unsigned band_row(const cvideo *v, unsigned p, unsigned b)
+{
+  return band_row_n(v, v->k.nbands, p, b);
 }
 
 /* The CPU's border index map (src/cpu/video.c map_index). */
@@ -170,83 +186,77 @@ static long map_row(long i, long n, cf_border b)
   return -1;
 }
 
-/* Bands whose rows band b's windows read, for the current kernel. */
-static void make_band_deps(cvideo *v)
+/* Bands whose rows band b's windows read, for kernel set ks (its bands). */
+static void make_band_deps(const cvideo *v, kset *ks)
 {
-  for (unsigned b = 0; b < v->nbands; b++) {
+  for (unsigned b = 0; b < ks->nbands; b++) {
     uint32_t m = 1u << b;
     for (unsigned k = 0; k < v->ncomp; k++) {
       const comp *c = &v->c[k];
-      long r0 = band_row(v, c->plane, b), r1 = band_row(v, c->plane, b + 1);
+      long r0 = band_row_n(v, ks->nbands, c->plane, b),
+           r1 = band_row_n(v, ks->nbands, c->plane, b + 1);
       if (r0 == r1)
         continue;
-      long a = r0 - (long)(v->kh - 1 - v->cy), z = r1 - 1 + (long)v->cy;
+      long a = r0 - (long)(ks->kh - 1 - ks->cy), z = r1 - 1 + (long)ks->cy;
       if (z - a + 1 >= (long)c->h) {
-        m = (1u << v->nbands) - 1; /* reads (nearly) every row */
+        m = (1u << ks->nbands) - 1; /* reads (nearly) every row */
         break;
       }
       for (long vr = a; vr <= z; vr++) {
         long r = map_row(vr, c->h, v->cfg.border);
         if (r >= 0)
-          m |= 1u << band_of(v, c->plane, (unsigned)r);
+          m |= 1u << band_of_n(v, ks->nbands, c->plane, (unsigned)r);
       }
     }
-    v->band_deps[b] = m;
+    ks->band_deps[b] = m;
   }
 }
 
 /* ---- kernel ---- */
 
-static void free_kernel(cvideo *v)
+/* Give back what ks holds on the device (nothing of it may be in use). */
+static void kset_free(kset *ks)
 {
-  if (v->in_const)
-    cf_k_conv2d_const_drop(v->const_off, v->const_n);
-  v->in_const = 0;
-  cudaFree(v->d_taps);
-  cudaFree(v->d_hrow);
-  cudaFree(v->d_vcol);
-  v->d_taps = v->d_hrow = v->d_vcol = NULL;
-  for (unsigned i = 0; i < v->nslots; i++) {
-    slot *sl = &v->s[i];
-    cudaFree(sl->d_tmp);
-    cudaFree(sl->d_acc);
-    cudaFree(sl->d_fre);
-    cudaFree(sl->d_fspec);
-    cudaFree(sl->d_facc);
-    sl->d_tmp = sl->d_acc = sl->d_fre = sl->d_fspec = sl->d_facc = NULL;
+  if (ks->in_const)
+    cf_k_conv2d_const_drop(ks->const_off, ks->const_n);
+  cudaFree(ks->d_taps); /* nothing to tell at free time */
+  cudaFree(ks->d_hrow);
+  cudaFree(ks->d_vcol);
+  for (unsigned i = 0; i < MAX_SLOTS; i++) {
+    cudaFree(ks->d_tmp[i]);
+    cudaFree(ks->d_acc[i]);
+    cudaFree(ks->d_fre[i]);
+    cudaFree(ks->d_fspec[i]);
+    cudaFree(ks->d_facc[i]);
   }
-  for (unsigned g = 0; g < v->nfg; g++) {
-    fftgeo *f = &v->fg[g];
+  for (unsigned g = 0; g < ks->nfg; g++) {
+    fftgeo *f = &ks->fg[g];
     for (unsigned i = 0; i < MAX_SLOTS; i++)
       if (f->planned[i]) {
-        cufftDestroy(f->r2c[i]); /* nothing to tell at teardown */
+        cufftDestroy(f->r2c[i]);
         cufftDestroy(f->c2r[i]);
       }
     cudaFree(f->d_kspec);
   }
-  memset(v->fg, 0, sizeof v->fg);
-  v->nfg = 0;
-  for (unsigned i = 0; i < 3; i++) {
-    cudaFree(v->d_sring[i]);
-    v->d_sring[i] = NULL;
-  }
-  free(v->svalid);
-  v->svalid = NULL;
-  v->sring_n = 0;
+  for (unsigned i = 0; i < 3; i++)
+    cudaFree(ks->d_sring[i]);
+  free(ks->svalid);
+  memset(ks, 0, sizeof *ks);
 }
 
-/* FFT path, T > 1: a spectrum per component and ring slot, none valid. */
-static cf_status alloc_spectra_ring(cvideo *v)
+/* FFT path, T > 1: a spectrum per component and ring slot (ring_n), none
+ * valid. */
+static cf_status alloc_spectra_ring(const cvideo *v, kset *ks, unsigned ring_n)
 {
-  v->svalid = calloc((size_t)v->ncomp * v->ring_n, 1);
-  if (!v->svalid)
+  ks->svalid = calloc((size_t)v->ncomp * ring_n, 1);
+  if (!ks->svalid)
     return cf_fail(CF_E_NOMEM, "video: out of memory for the spectra ring");
-  v->sring_n = v->ring_n;
+  ks->sring_n = ring_n;
   for (unsigned k = 0; k < v->ncomp; k++) {
-    const fftgeo *g = &v->fg[v->comp_geo[k]];
+    const fftgeo *g = &ks->fg[ks->comp_geo[k]];
     size_t sp = (size_t)g->n * (g->m / 2 + 1) * 2;
-    CF_CU(cf_cuda_malloc((void **)&v->d_sring[k],
-                         v->ring_n * sp * sizeof(float)));
+    CF_CU(
+        cf_cuda_malloc((void **)&ks->d_sring[k], ring_n * sp * sizeof(float)));
   }
   return CF_OK;
 }
@@ -254,65 +264,68 @@ static cf_status alloc_spectra_ring(cvideo *v)
 /* A new frame went into ring slot rs: its spectra are not computed. */
 static void spectra_slot_written(cvideo *v, unsigned rs)
 {
-  if (v->svalid)
+  if (v->k.svalid)
     for (unsigned k = 0; k < v->ncomp; k++)
-      v->svalid[(size_t)k * v->sring_n + rs] = 0;
+      v->k.svalid[(size_t)k * v->k.sring_n + rs] = 0;
 }
 
 /* The spectra of k's slices for geometry f: each slice zero-padded to n x
- * m in h (host, n x m floats at least), transformed on slot 0's stream. */
-static cf_status kernel_spectra(cvideo *v, fftgeo *f, const cf_kernel2d *k,
-                                float *h)
+ * m in h (host, n x m floats at least), transformed through plan r2c on
+ * stream st, by way of `re` (device, n x m floats). */
+static cf_status kernel_spectra(fftgeo *f, const cf_kernel2d *k, float *h,
+                                float *re, cufftHandle r2c, cudaStream_t st)
 {
-  size_t re = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
-  slot *s0 = &v->s[0];
-  memset(h, 0, re * sizeof *h);
+  size_t n = (size_t)f->n * f->m, sp = (size_t)f->n * (f->m / 2 + 1) * 2;
+  memset(h, 0, n * sizeof *h);
   if (!f->d_kspec) /* a kernel of the same shape reuses them */
     CF_CU(cf_cuda_malloc((void **)&f->d_kspec, k->t * sp * sizeof(float)));
-  CF_FFT(cufftSetStream(f->r2c[0], s0->st));
+  CF_FFT(cufftSetStream(r2c, st));
   for (unsigned tau = 0; tau < k->t; tau++) {
     const float *kt = k->taps + (size_t)tau * k->kh * k->kw;
     for (unsigned a = 0; a < k->kh; a++)
       memcpy(h + (size_t)a * f->m, kt + (size_t)a * k->kw,
              k->kw * sizeof(float));
-    CF_CU(cudaMemcpyAsync(s0->d_fre, h, re * sizeof(float),
-                          cudaMemcpyHostToDevice, s0->st));
-    CF_FFT(cufftExecR2C(f->r2c[0], s0->d_fre,
-                        (cufftComplex *)(f->d_kspec + tau * sp)));
-    CF_CU(cudaStreamSynchronize(s0->st)); /* h is the next slice's */
+    CF_CU(
+        cudaMemcpyAsync(re, h, n * sizeof(float), cudaMemcpyHostToDevice, st));
+    CF_FFT(cufftExecR2C(r2c, re, (cufftComplex *)(f->d_kspec + tau * sp)));
+    CF_CU(cudaStreamSynchronize(st)); /* h is the next slice's */
   }
   return CF_OK;
 }
 
-/* The spectra of k for every geometry. */
-static cf_status all_kernel_spectra(cvideo *v, const cf_kernel2d *k)
+/* The spectra of k for every geometry of ks, on stream st (through slot
+ * 0's plan and plane, which nothing else uses meanwhile). */
+static cf_status all_kernel_spectra(kset *ks, const cf_kernel2d *k,
+                                    cudaStream_t st)
 {
   size_t fre = 0;
-  for (unsigned g = 0; g < v->nfg; g++) {
-    size_t re = (size_t)v->fg[g].n * v->fg[g].m;
+  for (unsigned g = 0; g < ks->nfg; g++) {
+    size_t re = (size_t)ks->fg[g].n * ks->fg[g].m;
     fre = re > fre ? re : fre;
   }
   float *h = malloc(fre * sizeof *h);
   if (!h)
     return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT plan");
   cf_status s = CF_OK;
-  for (unsigned g = 0; g < v->nfg && s == CF_OK; g++)
-    s = kernel_spectra(v, &v->fg[g], k, h);
+  for (unsigned g = 0; g < ks->nfg && s == CF_OK; g++)
+    s = kernel_spectra(&ks->fg[g], k, h, ks->d_fre[0], ks->fg[g].r2c[0], st);
   free(h);
   return s;
 }
 
-/* FFT path: sizes, plans, spectra of kernel k, each slot's scratch. */
-static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
+/* FFT path: sizes, plans (each run once: cf_cufft_warm), each computing
+ * slot's scratch, the spectra of kernel k; on stream st. */
+static cf_status install_fft(const cvideo *v, kset *ks, const cf_kernel2d *k,
+                             cudaStream_t st)
 {
   size_t fre = 0, fsp = 0;
   for (unsigned i = 0; i < v->ncomp; i++) {
     const comp *c = &v->c[i];
     unsigned g = 0;
-    while (g < v->nfg && !(v->fg[g].w == c->w && v->fg[g].h == c->h))
+    while (g < ks->nfg && !(ks->fg[g].w == c->w && ks->fg[g].h == c->h))
       g++;
-    if (g == v->nfg) {
-      fftgeo *f = &v->fg[v->nfg++];
+    if (g == ks->nfg) {
+      fftgeo *f = &ks->fg[ks->nfg++];
       f->w = c->w, f->h = c->h;
       f->n = (unsigned)cf_fft_smooth(c->h + k->kh - 1); /* cuFFT's radices */
       f->m = (unsigned)cf_fft_smooth(c->w + k->kw - 1);
@@ -320,18 +333,17 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
       fre = re > fre ? re : fre;
       fsp = sp > fsp ? sp : fsp;
     }
-    v->comp_geo[i] = g;
+    ks->comp_geo[i] = g;
   }
   /* live mode computes on slot 0 (one band), pipelined on every slot */
   unsigned nplan = v->depth ? v->nslots : 1;
   for (unsigned i = 0; i < nplan; i++) {
-    slot *sl = &v->s[i];
-    CF_CU(cf_cuda_malloc((void **)&sl->d_fre, fre * sizeof(float)));
-    CF_CU(cf_cuda_malloc((void **)&sl->d_fspec, fsp * sizeof(float)));
-    CF_CU(cf_cuda_malloc((void **)&sl->d_facc, fsp * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&ks->d_fre[i], fre * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&ks->d_fspec[i], fsp * sizeof(float)));
+    CF_CU(cf_cuda_malloc((void **)&ks->d_facc[i], fsp * sizeof(float)));
   }
-  for (unsigned g = 0; g < v->nfg; g++) {
-    fftgeo *f = &v->fg[g];
+  for (unsigned g = 0; g < ks->nfg; g++) {
+    fftgeo *f = &ks->fg[g];
     int dims[2] = {(int)f->n, (int)f->m};
     for (unsigned i = 0; i < nplan; i++) {
       CF_FFT(cufftPlanMany(&f->r2c[i], 2, dims, NULL, 1, 0, NULL, 1, 0,
@@ -344,22 +356,24 @@ static cf_status install_fft(cvideo *v, const cf_kernel2d *k)
       }
       f->planned[i] = 1;
       /* on the slot's own scratch, which holds this geometry's planes */
-      slot *sl = &v->s[i];
       cf_status w = cf_cufft_warm(
-          f->r2c[i], f->c2r[i], sl->d_fre, (size_t)f->n * f->m * sizeof(float),
-          (cufftComplex *)sl->d_fspec,
-          (size_t)f->n * (f->m / 2 + 1) * sizeof(cufftComplex), sl->st);
+          f->r2c[i], f->c2r[i], ks->d_fre[i],
+          (size_t)f->n * f->m * sizeof(float), (cufftComplex *)ks->d_fspec[i],
+          (size_t)f->n * (f->m / 2 + 1) * sizeof(cufftComplex), st);
       if (w != CF_OK)
         return w;
     }
   }
-  return all_kernel_spectra(v, k);
+  return all_kernel_spectra(ks, k, st);
 }
 
-static cf_status upload_floats(float **d, const float *h, size_t n)
+/* n floats from h to a new device buffer *d, on stream st (h must stay
+ * until st has run it). */
+static cf_status upload_floats(float **d, const float *h, size_t n,
+                               cudaStream_t st)
 {
   CF_CU(cf_cuda_malloc((void **)d, n * sizeof(float)));
-  CF_CU(cudaMemcpy(*d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  CF_CU(cudaMemcpyAsync(*d, h, n * sizeof(float), cudaMemcpyHostToDevice, st));
   return CF_OK;
 }
 
@@ -472,19 +486,20 @@ static cf_status sync_all(cvideo *v)
 static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
                                 const float *factors)
 {
+  kset *ks = &v->k;
   size_t ntaps = (size_t)k->t * k->kh * k->kw;
-  if (v->algo == ALGO_FFT)
-    return all_kernel_spectra(v, k);
-  if (v->algo == ALGO_SEPARABLE) {
-    CF_CU(cudaMemcpy(v->d_hrow, factors, (size_t)k->t * k->kw * sizeof(float),
+  if (ks->algo == ALGO_FFT)
+    return all_kernel_spectra(ks, k, v->s[0].st);
+  if (ks->algo == ALGO_SEPARABLE) {
+    CF_CU(cudaMemcpy(ks->d_hrow, factors, (size_t)k->t * k->kw * sizeof(float),
                      cudaMemcpyHostToDevice));
-    CF_CU(cudaMemcpy(v->d_vcol, factors + (size_t)k->t * k->kw,
+    CF_CU(cudaMemcpy(ks->d_vcol, factors + (size_t)k->t * k->kw,
                      (size_t)k->t * k->kh * sizeof(float),
                      cudaMemcpyHostToDevice));
-  } else if (v->in_const) {
-    CF_CU(cf_k_conv2d_const_write(k->taps, ntaps, v->const_off));
+  } else if (ks->in_const) {
+    CF_CU(cf_k_conv2d_const_write(k->taps, ntaps, ks->const_off));
   } else {
-    CF_CU(cudaMemcpy(v->d_taps, k->taps, ntaps * sizeof(float),
+    CF_CU(cudaMemcpy(ks->d_taps, k->taps, ntaps * sizeof(float),
                      cudaMemcpyHostToDevice));
   }
   /* pageable sources: on the legacy stream, maybe still in flight */
@@ -492,6 +507,117 @@ static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
   return CF_OK;
 }
 
+/* Bands whose rows band b's windows read, for kernel set ks (its bands). */
+static void make_band_deps(const cvideo *v, kset *ks);
+
+/* Everything kernel k (path algo, separable factors) needs on the device,
+ * into ks (zeroed; on failure what was made is in ks, for kset_free), on
+ * stream st; for a ring of ring_n slots (the spectra ring of the FFT path
+ * with T > 1). Waits for st before it returns: ks is ready. */
+static cf_status kset_build(const cvideo *v, kset *ks, const cf_kernel2d *k,
+                            int algo, const float *factors, unsigned ring_n,
+                            cudaStream_t st)
+{
+  cf_status s = CF_OK;
+  ks->t = k->t, ks->kh = k->kh, ks->kw = k->kw;
+  ks->cy = k->kh / 2, ks->cx = k->kw / 2;
+  ks->algo = algo;
+  /* the FFT path transforms whole components: one band */
+  ks->nbands = algo == ALGO_FFT ? 1 : v->nbands_live;
+  size_t ntaps = (size_t)k->t * k->kh * k->kw;
+  if (algo == ALGO_FFT) {
+    s = install_fft(v, ks, k, st);
+  } else if (algo == ALGO_DIRECT) {
+    if (ntaps <= CONST_TAPS_MAX) {
+      int placed = 0;
+      cudaError_t e =
+          cf_k_conv2d_const_put(k->taps, ntaps, &ks->const_off, &placed);
+      if (e != cudaSuccess)
+        s = cf_cuda_status(e, "cf_k_conv2d_const_put", __FILE__, __LINE__);
+      ks->in_const = placed;
+      ks->const_n = ntaps;
+    }
+    if (s == CF_OK && !ks->in_const)
+      s = upload_floats(&ks->d_taps, k->taps, ntaps, st);
+  } else {
+    s = upload_floats(&ks->d_hrow, factors, (size_t)k->t * k->kw, st);
+    if (s == CF_OK)
+      s = upload_floats(&ks->d_vcol, factors + (size_t)k->t * k->kw,
+                        (size_t)k->t * k->kh, st);
+    /* the largest band's rows plus the kernel's halo, in each slot */
+    size_t rows = 0, wmax = 0;
+    for (unsigned i = 0; i < v->ncomp; i++) {
+      const comp *c = &v->c[i];
+      size_t r = v->depth ? c->h : (c->h + ks->nbands - 1) / ks->nbands + 1;
+      rows = r > rows ? r : rows;
+      wmax = CF_SEP_PITCH(c->w) > wmax ? CF_SEP_PITCH(c->w) : wmax;
+    }
+    ks->scratch_rows = rows;
+    for (unsigned i = 0; s == CF_OK && i < v->nslots; i++) {
+      cudaError_t e = cf_cuda_malloc((void **)&ks->d_tmp[i],
+                                     (rows + k->kh - 1) * wmax * sizeof(float));
+      if (e == cudaSuccess)
+        e = cf_cuda_malloc((void **)&ks->d_acc[i], rows * wmax * sizeof(float));
+      if (e != cudaSuccess)
+        s = cf_cuda_status(e, "cf_cuda_malloc(separable scratch)", __FILE__,
+                           __LINE__);
+    }
+  }
+  if (s == CF_OK && algo == ALGO_FFT && k->t > 1)
+    s = alloc_spectra_ring(v, ks, ring_n);
+  /* The uploads above read the caller's pageable memory on st, and the
+   * constant pool's copies (cudaMemcpyToSymbol) run on the legacy stream:
+   * both done before the frames' non-blocking streams read them. */
+  if (s == CF_OK) {
+    cudaError_t e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (e != cudaSuccess)
+      s = cf_cuda_status(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+  }
+  if (s == CF_OK && ks->nbands > 1)
+    make_band_deps(v, ks);
+  return s;
+}
+
+/* The description of the engine with kernel set ks. */
+static void describe_kset(cvideo *v)
+{
+  const kset *ks = &v->k;
+  snprintf(v->desc, sizeof v->desc,
+           "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
+           v->cfg.width, v->cfg.height, v->fmt->name, ks->t, ks->kh, ks->kw,
+           ks->algo == ALGO_DIRECT
+               ? (v->generic ? "direct (tile 32x32, 4 rows a thread)"
+                  : cf_k_conv2d_blocked(ks->kw, ks->kh) == 1
+                      ? "direct (register-blocked: tile 128x32, 8x4 a thread)"
+                  : cf_k_conv2d_blocked(ks->kw, ks->kh) == 2
+                      ? "direct (register-blocked, any width: tile 128x32, "
+                        "8x4 a thread, 4 columns of taps at a time)"
+                      : "direct (tile 32x32, 4 rows a thread)")
+           : ks->algo == ALGO_FFT
+               ? "fft (cuFFT R2C/C2R per component, one forward "
+                 "transform a frame, products summed over slices)"
+               : "separable (rows 256 a block, columns 128x32, 4x4 a "
+                 "thread)",
+           ks->algo == ALGO_FFT         ? "spectra in global memory"
+           : ks->algo == ALGO_SEPARABLE ? "global memory"
+           : ks->in_const               ? "constant memory"
+                                        : "global memory",
+           v->nslots, v->nslots == 1 ? "" : "s",
+           v->depth ? "pipelined" : "live");
+  size_t l = strlen(v->desc);
+  if (v->depth)
+    snprintf(v->desc + l, sizeof v->desc - l, " (depth %u)", v->depth);
+  else
+    snprintf(v->desc + l, sizeof v->desc - l, " (%u band%s)", ks->nbands,
+             ks->nbands == 1 ? "" : "s");
+}
+
+/* Kernel k from the next frame on. A kernel of the shape and path in
+ * force is rewritten in place; any other is built whole beside the one in
+ * force, which goes only once it is ready: a swap that fails leaves the
+ * engine as it was. */
 static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
 {
   float *factors = NULL;
@@ -504,103 +630,27 @@ static cf_status install_kernel(cvideo *v, const cf_kernel2d *k)
     free(factors);
     return s;
   }
-  if (v->t && algo == v->algo && k->t == v->t && k->kh == v->kh &&
-      k->kw == v->kw) {
+  if (v->k.t && algo == v->k.algo && k->t == v->k.t && k->kh == v->k.kh &&
+      k->kw == v->k.kw) {
     s = rewrite_kernel(v, k, factors);
     free(factors);
     return s;
   }
-  free_kernel(v);
-  v->t = k->t, v->kh = k->kh, v->kw = k->kw;
-  v->cy = k->kh / 2, v->cx = k->kw / 2;
-  v->algo = algo;
-  /* the FFT path transforms whole components: one band */
-  v->nbands = algo == ALGO_FFT ? 1 : v->nbands_live;
-  size_t ntaps = (size_t)k->t * k->kh * k->kw;
-  if (algo == ALGO_FFT) {
-    s = install_fft(v, k);
-  } else if (algo == ALGO_DIRECT) {
-    if (ntaps <= CONST_TAPS_MAX) {
-      int placed = 0;
-      cudaError_t e = cf_k_conv2d_const_put(k->taps, ntaps, &v->const_off,
-                                            &placed);
-      if (e != cudaSuccess)
-        s = cf_cuda_status(e, "cf_k_conv2d_const_put", __FILE__, __LINE__);
-      v->in_const = placed;
-      v->const_n = ntaps;
-    }
-    if (s == CF_OK && !v->in_const)
-      s = upload_floats(&v->d_taps, k->taps, ntaps);
-  } else {
-    s = upload_floats(&v->d_hrow, factors, (size_t)k->t * k->kw);
-    if (s == CF_OK)
-      s = upload_floats(&v->d_vcol, factors + (size_t)k->t * k->kw,
-                        (size_t)k->t * k->kh);
-    /* the largest band's rows plus the kernel's halo, in each slot */
-    size_t rows = 0, wmax = 0;
-    for (unsigned i = 0; i < v->ncomp; i++) {
-      const comp *c = &v->c[i];
-      size_t r = v->depth ? c->h : (c->h + v->nbands - 1) / v->nbands + 1;
-      rows = r > rows ? r : rows;
-      wmax = CF_SEP_PITCH(c->w) > wmax ? CF_SEP_PITCH(c->w) : wmax;
-    }
-    v->scratch_rows = rows;
-    for (unsigned i = 0; s == CF_OK && i < v->nslots; i++) {
-      cudaError_t e = cf_cuda_malloc((void **)&v->s[i].d_tmp,
-                                     (rows + k->kh - 1) * wmax * sizeof(float));
-      if (e == cudaSuccess)
-        e = cf_cuda_malloc((void **)&v->s[i].d_acc,
-                           rows * wmax * sizeof(float));
-      if (e != cudaSuccess)
-        s = cf_cuda_status(e, "cf_cuda_malloc(separable scratch)", __FILE__,
-                           __LINE__);
-    }
-  }
+  kset nk;
+  memset(&nk, 0, sizeof nk);
+  unsigned ring_n = k->t > 1 && k->t > v->ring_n ? k->t : v->ring_n;
+  s = kset_build(v, &nk, k, algo, factors, ring_n, v->s[0].st);
   free(factors);
   if (s == CF_OK)
-    s = resize_ring(v, k->t);
-  if (s == CF_OK && algo == ALGO_FFT && k->t > 1)
-    s = alloc_spectra_ring(v);
-  /* The taps went up by cudaMemcpy / cudaMemcpyToSymbol from pageable
-   * memory: on the legacy stream, possibly still in flight on return, and
-   * unordered with the frames' non-blocking streams. */
-  if (s == CF_OK) {
-    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
-    if (e != cudaSuccess)
-      s = cf_cuda_status(e, "cudaStreamSynchronize(cudaStreamLegacy)",
-                         __FILE__, __LINE__);
+    s = resize_ring(v, k->t); /* to ring_n */
+  if (s != CF_OK) {
+    kset_free(&nk);
+    return s;
   }
-  if (s == CF_OK && v->nbands > 1)
-    make_band_deps(v);
-  snprintf(v->desc, sizeof v->desc,
-           "%ux%u %s, kernel %ux%ux%u, %s, taps in %s, %u slot%s, %s",
-           v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
-           algo == ALGO_DIRECT
-               ? (v->generic ? "direct (tile 32x32, 4 rows a thread)"
-                  : cf_k_conv2d_blocked(k->kw, k->kh) == 1
-                      ? "direct (register-blocked: tile 128x32, 8x4 a thread)"
-                  : cf_k_conv2d_blocked(k->kw, k->kh) == 2
-                      ? "direct (register-blocked, any width: tile 128x32, "
-                        "8x4 a thread, 4 columns of taps at a time)"
-                      : "direct (tile 32x32, 4 rows a thread)")
-           : algo == ALGO_FFT
-               ? "fft (cuFFT R2C/C2R per component, one forward "
-                 "transform a frame, products summed over slices)"
-               : "separable (rows 256 a block, columns 128x32, 4x4 a "
-                 "thread)",
-           algo == ALGO_FFT         ? "spectra in global memory"
-           : algo == ALGO_SEPARABLE ? "global memory"
-           : v->in_const          ? "constant memory"
-                                  : "global memory",
-           v->nslots, v->nslots == 1 ? "" : "s",
-           v->depth ? "pipelined" : "live");
-  size_t l = strlen(v->desc);
-  if (v->depth)
-    snprintf(v->desc + l, sizeof v->desc - l, " (depth %u)", v->depth);
-  else
-    snprintf(v->desc + l, sizeof v->desc - l, " (%u band%s)", v->nbands,
-             v->nbands == 1 ? "" : "s");
-  return s;
+  kset_free(&v->k);
+  v->k = nk;
+  describe_kset(v);
+  return CF_OK;
 }
 
 /* ---- per frame ---- */
@@ -638,8 +688,9 @@ static void host_rows(const cvideo *v, const cf_frame *f, uint8_t *tight,
                       unsigned b, int to_tight)
 {
   for (unsigned p = 0; p < v->fmt->planes; p++) {
-    unsigned r0 = v->nbands > 1 ? band_row(v, p, b) : 0;
-    unsigned r1 = v->nbands > 1 ? band_row(v, p, b + 1) : (unsigned)v->rows[p];
+    unsigned r0 = v->k.nbands > 1 ? band_row(v, p, b) : 0;
+    unsigned r1 =
+        v->k.nbands > 1 ? band_row(v, p, b + 1) : (unsigned)v->rows[p];
     for (unsigned r = r0; r < r1; r++) {
       uint8_t *t = tight + v->plane_off[p] + (size_t)r * v->pitch[p];
       uint8_t *u = (uint8_t *)f->data[p] + (size_t)r * f->stride[p];
@@ -721,6 +772,8 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
                               unsigned head, unsigned nt, uint8_t *d_out,
                               unsigned b, const slot *sl)
 {
+  const kset *ks = &v->k;
+  const unsigned si = (unsigned)(sl - v->s); /* the slot's scratch */
   for (unsigned k = 0; k < v->ncomp; k++) {
     const comp *c = &v->c[k];
     cf_conv2d_args a;
@@ -733,14 +786,13 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
     band_rows(v, c->plane, b, &a.row0, &a.row1);
     if (a.row1 == a.row0)
       continue;
-    a.kh = v->kh, a.kw = v->kw, a.cy = v->cy, a.cx = v->cx;
+    a.kh = v->k.kh, a.kw = v->k.kw, a.cy = v->k.cy, a.cx = v->k.cx;
     a.border = (int)v->cfg.border;
     a.cval = v->cfg.cval, a.scale = v->cfg.scale, a.bias = v->cfg.bias;
     a.absolute = v->cfg.absolute;
     a.generic = v->generic;
-    if (v->algo == ALGO_FFT) {
-      unsigned si = (unsigned)(sl - v->s);
-      const fftgeo *g = &v->fg[v->comp_geo[k]];
+    if (v->k.algo == ALGO_FFT) {
+      const fftgeo *g = &v->k.fg[v->k.comp_geo[k]];
       size_t half = (size_t)g->n * (g->m / 2 + 1);
       float norm = 1.0f / ((float)g->n * (float)g->m);
       CF_FFT(cufftSetStream(g->r2c[si], sl->st));
@@ -750,41 +802,42 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
        * frames wait for the previous one's compute); T = 1: the slot's */
       const float *spec[CF_KERNEL2D_MAX_FRAMES];
       for (unsigned tau = 0; tau < nt; tau++) {
-        float *sp = sl->d_fspec;
+        float *sp = ks->d_fspec[si];
         int need = 1;
-        if (v->d_sring[k]) {
+        if (v->k.d_sring[k]) {
           unsigned rs = (head + nslots - tau) % nslots;
-          unsigned char *ok = &v->svalid[(size_t)k * v->sring_n + rs];
-          sp = v->d_sring[k] + rs * half * 2;
+          unsigned char *ok = &v->k.svalid[(size_t)k * v->k.sring_n + rs];
+          sp = v->k.d_sring[k] + rs * half * 2;
           need = !*ok;
           *ok = 1;
         }
         if (need) {
-          CF_LAUNCHED(cf_k_fft_stage(&a, tau, g->n, g->m, sl->d_fre, sl->st));
-          CF_FFT(cufftExecR2C(g->r2c[si], sl->d_fre, (cufftComplex *)sp));
+          CF_LAUNCHED(
+              cf_k_fft_stage(&a, tau, g->n, g->m, ks->d_fre[si], sl->st));
+          CF_FFT(cufftExecR2C(g->r2c[si], ks->d_fre[si], (cufftComplex *)sp));
         }
         spec[tau] = sp;
       }
-      CF_LAUNCHED(cf_k_fft_mac(spec, g->d_kspec, sl->d_facc, half, nt, norm,
+      CF_LAUNCHED(cf_k_fft_mac(spec, g->d_kspec, ks->d_facc[si], half, nt, norm,
                                sl->st));
-      CF_FFT(cufftExecC2R(g->c2r[si], (cufftComplex *)sl->d_facc,
-                          sl->d_fre));
-      CF_LAUNCHED(cf_k_fft_store(&a, sl->d_fre, g->m, sl->st));
+      CF_FFT(cufftExecC2R(g->c2r[si], (cufftComplex *)ks->d_facc[si],
+                          ks->d_fre[si]));
+      CF_LAUNCHED(cf_k_fft_store(&a, ks->d_fre[si], g->m, sl->st));
       continue;
     }
-    if (v->algo == ALGO_DIRECT) {
-      CF_LAUNCHED(cf_k_conv2d(&a, v->d_taps, v->in_const, v->const_off,
-                              sl->st));
+    if (v->k.algo == ALGO_DIRECT) {
+      CF_LAUNCHED(
+          cf_k_conv2d(&a, v->k.d_taps, v->k.in_const, v->k.const_off, sl->st));
       continue;
     }
-    int vr0 = (int)a.row0 + (int)v->cy - (int)(v->kh - 1);
-    unsigned nrows = a.row1 - a.row0 + v->kh - 1;
+    int vr0 = (int)a.row0 + (int)v->k.cy - (int)(v->k.kh - 1);
+    unsigned nrows = a.row1 - a.row0 + v->k.kh - 1;
     for (unsigned tau = 0; tau < nt; tau++) {
-      CF_LAUNCHED(cf_k_conv2d_rows(&a, tau, v->d_hrow + (size_t)tau * v->kw,
-                                   vr0, nrows, sl->d_tmp, sl->st));
-      CF_LAUNCHED(cf_k_conv2d_cols(&a, v->d_vcol + (size_t)tau * v->kh,
-                                   sl->d_tmp, vr0, nrows, sl->d_acc, tau > 0,
-                                   tau + 1 == nt, sl->st));
+      CF_LAUNCHED(cf_k_conv2d_rows(&a, tau, v->k.d_hrow + (size_t)tau * v->k.kw,
+                                   vr0, nrows, ks->d_tmp[si], sl->st));
+      CF_LAUNCHED(cf_k_conv2d_cols(&a, v->k.d_vcol + (size_t)tau * v->k.kh,
+                                   ks->d_tmp[si], vr0, nrows, ks->d_acc[si],
+                                   tau > 0, tau + 1 == nt, sl->st));
     }
   }
   return CF_OK;
@@ -793,16 +846,16 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
 static unsigned active_slices(const cvideo *v)
 {
   unsigned n = v->seen + 1;
-  return n < v->t ? n : v->t;
+  return n < v->k.t ? n : v->k.t;
 }
 
 /* After a frame: it is the newest of the history (T > 1: it went into
  * the ring's next slot), which keeps T - 1 frames. */
 static void advance_history(cvideo *v)
 {
-  if (v->t > 1)
+  if (v->k.t > 1)
     v->head = (v->head + 1) % v->ring_n;
-  v->seen = v->seen + 1 < v->t - 1 ? v->seen + 1 : v->t - 1;
+  v->seen = v->seen + 1 < v->k.t - 1 ? v->seen + 1 : v->k.t - 1;
 }
 
 /* Live: bands on rotating streams, the frame done on return. */
@@ -812,19 +865,19 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
   slot *s0 = &v->s[0];
   int pin_in = frame_direct(v, in), pin_out = frame_direct(v, out);
   unsigned nt = active_slices(v);
-  unsigned head = v->t > 1 ? (v->head + 1) % v->ring_n : 0;
+  unsigned head = v->k.t > 1 ? (v->head + 1) % v->ring_n : 0;
   /* The frame goes straight into its ring slot: nothing else reads that
    * slot now (live mode waits for each frame). */
-  uint8_t *src = v->t > 1 ? v->d_ring : s0->d_in;
+  uint8_t *src = v->k.t > 1 ? v->d_ring : s0->d_in;
   uint8_t *frame = src + (size_t)head * v->frame_bytes;
-  unsigned nslots = v->t > 1 ? v->ring_n : 1, up = 0;
+  unsigned nslots = v->k.t > 1 ? v->ring_n : 1, up = 0;
   spectra_slot_written(v, head); /* (no spectra ring: nothing) */
-  for (unsigned b = 0; b < v->nbands; b++) {
+  for (unsigned b = 0; b < v->k.nbands; b++) {
     unsigned need = 0; /* uploads issued before this band's compute */
-    for (unsigned j = 0; j < v->nbands; j++)
-      if (v->band_deps[b] >> j & 1)
+    for (unsigned j = 0; j < v->k.nbands; j++)
+      if (v->k.band_deps[b] >> j & 1)
         need = j + 1;
-    if (v->nbands == 1)
+    if (v->k.nbands == 1)
       need = 1;
     for (; up < need; up++) {
       const slot *su = &v->s[up % v->nslots];
@@ -835,9 +888,9 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
       CF_CU(cudaEventRecord(v->ev_up[up], su->st));
     }
     const slot *sc = &v->s[b % v->nslots];
-    for (unsigned j = 0; j < v->nbands; j++)
-      if ((v->nbands == 1 || v->band_deps[b] >> j & 1) && j % v->nslots !=
-                                                              b % v->nslots)
+    for (unsigned j = 0; j < v->k.nbands; j++)
+      if ((v->k.nbands == 1 || v->k.band_deps[b] >> j & 1) &&
+          j % v->nslots != b % v->nslots)
         CF_CU(cudaStreamWaitEvent(sc->st, v->ev_up[j], 0));
     cf_status s = compute_band(v, src, nslots, head, nt, s0->d_out, b, sc);
     if (s == CF_OK)
@@ -846,7 +899,7 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
       return s;
     CF_CU(cudaEventRecord(v->ev_down[b], sc->st));
   }
-  for (unsigned b = 0; b < v->nbands; b++) {
+  for (unsigned b = 0; b < v->k.nbands; b++) {
     CF_CU(cudaEventSynchronize(v->ev_down[b]));
     if (!pin_out)
       host_rows(v, out, s0->h_out, b, 0);
@@ -893,7 +946,7 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
   CF_CU(cudaEventRecord(sl->ev_up, sl->st));
   unsigned nt = active_slices(v), head = 0, nslots = 1;
   const uint8_t *src = sl->d_in;
-  if (v->t > 1) {
+  if (v->k.t > 1) {
     /* The previous frame's compute has read the slot this one takes. */
     if (v->have_prev)
       CF_CU(cudaStreamWaitEvent(sl->st, v->ev_frame, 0));
@@ -906,7 +959,7 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
   }
   if ((s = compute_band(v, src, nslots, head, nt, sl->d_out, 0, sl)) != CF_OK)
     return s;
-  if (v->t > 1) {
+  if (v->k.t > 1) {
     CF_CU(cudaEventRecord(v->ev_frame, sl->st));
     v->have_prev = 1;
   }
@@ -993,9 +1046,11 @@ static cf_status video_set_kernel(void *impl, const cf_kernel2d *k)
   if (s == CF_OK && v->broken)
     s = cf_fail(CF_E_DEVICE, "video: the CUDA engine stopped after a device "
                 "error; create a new engine");
-  if (s == CF_OK && (s = install_kernel(v, k)) != CF_OK &&
-      s != CF_E_INVALID && s != CF_E_UNAVAILABLE)
-    v->broken = 1; /* half installed */
+  /* Out of memory leaves the kernel in force (install_kernel builds the
+   * new one beside it); a device error may have left anything. */
+  if (s == CF_OK && (s = install_kernel(v, k)) != CF_OK && s != CF_E_INVALID &&
+      s != CF_E_UNAVAILABLE && s != CF_E_NOMEM)
+    v->broken = 1;
   return s;
 }
 
@@ -1012,7 +1067,7 @@ static void video_destroy(void *impl)
   for (unsigned i = 0; i < MAX_SLOTS; i++)
     if (v->s[i].st)
       (void)cudaStreamSynchronize(v->s[i].st); /* nothing to tell */
-  free_kernel(v);
+  kset_free(&v->k);
   cudaFree(v->d_ring);
   for (unsigned i = 0; i < MAX_SLOTS; i++) {
     slot *sl = &v->s[i];
@@ -1060,7 +1115,7 @@ static cf_status make_slots(cvideo *v)
     CF_CU(cf_cuda_malloc((void **)&sl->d_in, v->frame_bytes));
     CF_CU(cf_cuda_malloc((void **)&sl->d_out, v->frame_bytes));
   }
-  for (unsigned b = 0; b < v->nbands; b++) {
+  for (unsigned b = 0; b < v->nbands_live; b++) {
     CF_CU(cudaEventCreateWithFlags(&v->ev_up[b], flags));
     CF_CU(cudaEventCreateWithFlags(&v->ev_down[b], flags));
   }
@@ -1091,8 +1146,7 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   v->depth = cfg->pipeline_depth;
   v->nslots = v->depth ? v->depth + 1 : LIVE_STREAMS;
   unsigned nb = cfg->height / BAND_ROWS;
-  v->nbands = v->depth || nb < 1 ? 1 : nb > MAX_BANDS ? MAX_BANDS : nb;
-  v->nbands_live = v->nbands;
+  v->nbands_live = v->depth || nb < 1 ? 1 : nb > MAX_BANDS ? MAX_BANDS : nb;
   cf_frame tight;
   v->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
                                    NULL, &tight);

@@ -580,9 +580,21 @@ static cudaError_t tracked_free(std::map<const char *, size_t> &m, void *p)
   return cudaSuccess;
 }
 
+// For tests: cudaMalloc fails beyond `bytes` an allocation (a device
+// that runs out of memory mid-stream); SIZE_MAX: no limit but the 1 TiB.
+static std::atomic<size_t> device_limit{SIZE_MAX};
+void cf_emu_device_limit(size_t bytes)
+{
+  device_limit = bytes;
+}
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
   count_call(__func__);
+  if (bytes > device_limit) {
+    *p = nullptr;
+    return fail(cudaErrorMemoryAllocation);
+  }
   cudaError_t e = tracked_alloc(device, p, bytes, 256);
   if (e == cudaSuccess) // NaN bytes: a read of what was never written shows
     memset(*p, 0xff, bytes);

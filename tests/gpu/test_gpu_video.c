@@ -53,6 +53,8 @@ void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
                    unsigned long long *d2d) __attribute__((weak));
 /* ... and the order of its copies (tests/emu/cudart_emu.cc) */
 unsigned long long cf_emu_uploads_after_downloads(void) __attribute__((weak));
+/* ... and can run out of device memory on request */
+void cf_emu_device_limit(size_t bytes) __attribute__((weak));
 
 static uint64_t seed;
 static const char *self;
@@ -545,6 +547,118 @@ static void test_same_shape_swap(void **state)
   }
 }
 
+/* A swap to another shape the device has no memory for (the emulated
+ * device's cf_emu_device_limit: every cudaMalloc fails): set_kernel2d
+ * says CF_E_NOMEM, and the engine (backend cuda) goes on with the kernel
+ * in force, its frames equal to the CPU's with it; a later swap works.
+ * The new kernel goes separable or FFT (device buffers of its own), live
+ * and pipelined. */
+static void test_failed_swap(void **state)
+{
+  (void)state;
+  if (!cf_emu_device_limit) {
+    print_message("skipped: device memory runs out on the emulated device "
+                  "only (cudaemu)\n");
+    skip();
+  }
+  enum { NF = 6, FAIL_AT = 2, SWAP_AT = 4 };
+  ref_rng r;
+  ref_rng_init(&r, seed + 13);
+  for (unsigned c = 0; c < 4; c++) {
+    vcase v;
+    vcase_random(&v, &r, 4, 60);
+    v.cfg.width = (unsigned)ref_rng_range(&r, 8, 80);
+    int fft = c % 2;
+    unsigned depth = c / 2;
+    /* A: small, direct (constant memory); B: rank 1 (separable) or large
+     * (the FFT) */
+    unsigned kh[2] = {(unsigned)ref_rng_range(&r, 1, 7),
+                      fft ? (unsigned)ref_rng_range(&r, 47, 52) : 13};
+    unsigned kw[2] = {(unsigned)ref_rng_range(&r, 1, 7),
+                      fft ? (unsigned)ref_rng_range(&r, 47, 52) : 11};
+    float *taps[2];
+    for (int k = 0; k < 2; k++) {
+      size_t n = (size_t)kh[k] * kw[k];
+      taps[k] = malloc(n * sizeof *taps[k]);
+      assert_non_null(taps[k]);
+      for (size_t i = 0; i < n; i++)
+        taps[k][i] = k && !fft ? (float)((1 + i / kw[k] % 3) *
+                                         (1 + i % kw[k] % 4) / (12.0 * n))
+                               : (float)((ref_rng_unit(&r) - 0.3) / n);
+    }
+    free(v.taps);
+    v.t = 1, v.kh = kh[0], v.kw = kw[0], v.taps = taps[0];
+    snprintf(v.desc, sizeof v.desc, "%s %ux%u, kernel %ux%u then %ux%u",
+             cf_pixel_format_name(v.cfg.format), v.cfg.width, v.cfg.height,
+             kh[0], kw[0], kh[1], kw[1]);
+    cf_engine *gpu =
+        vcase_engine(&v, CF_BACKEND_CUDA, depth, CF_ALGO2D_AUTO, NULL);
+    cf_engine *cpu =
+        vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
+    cf_kernel2d *kb = NULL;
+    assert_int_equal(cf_kernel2d_new(1, kh[1], kw[1], taps[1], &kb), CF_OK);
+    fr in, want[NF], got[NF + 1];
+    fr_make(&in, &v.cfg, 0);
+    for (unsigned t = 0; t <= NF; t++) {
+      if (t < NF)
+        fr_make(&want[t], &v.cfg, 0);
+      fr_make(&got[t], &v.cfg, 0);
+    }
+    for (unsigned t = 0; t < NF; t++) {
+      if (t == FAIL_AT) {
+        cf_emu_device_limit(0);
+        cf_status s = cf_engine_set_kernel2d(gpu, kb);
+        cf_emu_device_limit(SIZE_MAX);
+        if (s != CF_E_NOMEM || !strstr(cf_last_error(), "out of memory"))
+          fail_msg("%s, depth %u: a swap with no device memory: %s: %s", v.desc,
+                   depth, cf_status_name(s), cf_last_error());
+      }
+      if (t == SWAP_AT) {
+        assert_int_equal(cf_engine_set_kernel2d(gpu, kb), CF_OK);
+        assert_int_equal(cf_engine_set_kernel2d(cpu, kb), CF_OK);
+        if (!strstr(cf_engine_describe(gpu), fft ? "fft" : "separable"))
+          fail_msg("%s: not the path meant: %s", v.desc,
+                   cf_engine_describe(gpu));
+      }
+      fr_random(&in, &v.cfg, &r);
+      assert_int_equal(cf_engine_process_frame(cpu, &in.f, &want[t].f), CF_OK);
+      cf_status s = cf_engine_process_frame(gpu, &in.f, &got[t].f);
+      if (s != CF_OK)
+        fail_msg("%s, depth %u: frame %u after the failed swap: %s: %s", v.desc,
+                 depth, t, cf_status_name(s), cf_last_error());
+    }
+    int g = 0;
+    assert_int_equal(cf_engine_flush_frame(gpu, &got[NF].f, &g), CF_OK);
+    assert_int_equal(g, depth ? 1 : 0);
+    vcase vb = v;
+    vb.kh = kh[1], vb.kw = kw[1], vb.taps = taps[1];
+    double tol = fmax(vcase_tol(&v), vcase_tol(&vb));
+    for (unsigned t = 0; t < NF; t++) {
+      char why[200];
+      if (!fr_close(&got[t + depth], &want[t], &v.cfg, tol, why, sizeof why))
+        fail_msg("%s, depth %u, failed swap at frame %u, swap at %u: frame "
+                 "%u: %s (%s)",
+                 v.desc, depth, FAIL_AT, SWAP_AT, t, why,
+                 cf_engine_describe(gpu));
+    }
+    print_message("%s, depth %u: a swap with no device memory failed "
+                  "(CF_E_NOMEM), the frames went on with the old kernel, a "
+                  "later swap worked (%s)\n",
+                  v.desc, depth, cf_engine_describe(gpu));
+    for (unsigned t = 0; t <= NF; t++) {
+      if (t < NF)
+        fr_free(&want[t]);
+      fr_free(&got[t]);
+    }
+    fr_free(&in);
+    cf_kernel2d_free(kb);
+    cf_engine_free(gpu);
+    cf_engine_free(cpu);
+    free(taps[0]);
+    free(taps[1]);
+  }
+}
+
 #ifndef CF_TEST_NO_CUDART
 static unsigned fmt_planes(const cf_video_config *c)
 {
@@ -832,6 +946,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_paths),
       cmocka_unit_test(test_same_shape_swap),
+      cmocka_unit_test(test_failed_swap),
 #ifndef CF_TEST_NO_CUDART
       cmocka_unit_test(test_device_frames),
 #endif
