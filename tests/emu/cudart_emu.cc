@@ -1034,7 +1034,10 @@ namespace cf_emu
 namespace
 {
 const int max_devices = 8;
-context primaries[max_devices];
+// written once, before any thread can ask (primary_ctx only reads them)
+context primaries[max_devices] = {{0, true}, {1, true}, {2, true},
+                                  {3, true}, {4, true}, {5, true},
+                                  {6, true}, {7, true}};
 std::atomic<bool> active[max_devices];
 } // namespace
 
@@ -1056,7 +1059,6 @@ std::vector<context *> &ctx_stack()
 
 context *primary_ctx(int dev)
 {
-  primaries[dev] = context{dev, true};
   active[dev] = true;
   return &primaries[dev];
 }
