@@ -901,13 +901,33 @@ static void vcase_step(vcase *c, ref_rng *r, const char *what)
   vcase_run(c, r, what);
 }
 
+/* Every other swap is a prepared one (cf_engine_prepare_swap2d, then
+ * cf_engine_set_prepared2d): the same frames out as set_kernel2d's, so
+ * every test of swaps checks both against the reference. */
+static unsigned swaps_made;
+
 static void vcase_set_kernel(vcase *c, const kern *k)
 {
   cf_kernel2d *kk = kern_build(k);
-  cf_status s = cf_engine_set_kernel2d(c->e, kk);
+  cf_status s;
+  const char *how = "cf_engine_set_kernel2d";
+  if (swaps_made++ % 2) {
+    cf_swap_prep2d *p = NULL;
+    how = "cf_engine_prepare_swap2d";
+    if ((s = cf_engine_prepare_swap2d(c->e, kk, &p)) == CF_OK) {
+      how = "cf_engine_set_prepared2d";
+      s = cf_engine_set_prepared2d(c->e, p);
+      if (s == CF_OK)
+        CHECK(cf_engine_set_prepared2d(c->e, p) == CF_E_INVALID,
+              "a prepared swap made twice: %s", cf_last_error());
+    }
+    cf_swap_prep2d_free(p);
+  } else {
+    s = cf_engine_set_kernel2d(c->e, kk);
+  }
   cf_kernel2d_free(kk);
-  CHECK(s == CF_OK, "cf_engine_set_kernel2d(%ux%ux%u) returned %s: %s", k->t,
-        k->kh, k->kw, cf_status_name(s), cf_last_error());
+  CHECK(s == CF_OK, "%s(%ux%ux%u) returned %s: %s", how, k->t, k->kh, k->kw,
+        cf_status_name(s), cf_last_error());
   CHECK(ref2d_video_set_kernel(c->ref, k->t, k->kh, k->kw, k->taps),
         "reference: out of memory");
   c->taps = (size_t)k->t * k->kh * k->kw;

@@ -190,6 +190,35 @@ cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
  * run). */
 cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
 
+/* A kernel swap built ahead, for live video (as cf_engine_prepare_swap
+ * for audio). cf_engine_set_kernel2d does its work in the calling thread,
+ * which is the streaming one: on the CUDA backend a kernel of another
+ * shape allocates device memory, makes and runs cuFFT plans and frees the
+ * old kernel's buffers (cudaFree waits for the whole device, other
+ * engines' work included), after waiting for the frames in flight. Here:
+ *   - cf_engine_prepare_swap2d(e, k, &p), in any thread, also while
+ *     another thread calls process_frame (not while one swaps kernels):
+ *     what cf_engine_prepare_kernel2d makes, and on CUDA the new kernel's
+ *     device buffers, plans (each run once) and spectra, built on a
+ *     stream of their own;
+ *   - cf_engine_set_prepared2d(e, p), later, in the engine's thread:
+ *     exactly cf_engine_set_kernel2d(e, k) at that moment (the same
+ *     frames out); on CUDA it allocates, frees, plans and waits for
+ *     nothing (frames in flight keep the kernel they were enqueued with),
+ *     and the kernel state it retires goes into p;
+ *   - cf_swap_prep2d_free(p) then, in any thread but a real-time one
+ *     (made or not; it gives device memory back, after the frames that
+ *     read it). The engine must outlive p.
+ * Where the prepared state cannot serve (a kernel with more temporal
+ * taps than any before: the device's history of frames must grow; an
+ * engine that moved to the CPU since, or the CPU backend itself),
+ * set_prepared2d makes the plain swap. A p is made once. */
+typedef struct cf_swap_prep2d cf_swap_prep2d;
+cf_status cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
+                                   cf_swap_prep2d **out);
+cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p);
+void cf_swap_prep2d_free(cf_swap_prep2d *p);
+
 const char *cf_pixel_format_name(cf_pixel_format f);
 /* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",
  * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12" (case-insensitive). */

@@ -70,6 +70,31 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
 }
 
+int cf_cuda_video_is(const cf_video_ops *ops)
+{
+  (void)ops;
+  return 0; /* never called on an engine of ours: there is none */
+}
+
+cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
+                                void **out)
+{
+  (void)impl, (void)k;
+  *out = NULL;
+  return cf_fail(CF_E_UNAVAILABLE, "%s", no_cuda);
+}
+
+cf_status cf_cuda_video_set_prepared(void *impl, void *prepared)
+{
+  (void)impl, (void)prepared;
+  return CF_E_STATE;
+}
+
+void cf_cuda_video_free_prepared(void *prepared)
+{
+  (void)prepared;
+}
+
 void *cf_cuda_pinned_alloc(size_t bytes)
 {
   (void)bytes;

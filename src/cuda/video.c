@@ -1186,6 +1186,99 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   return CF_OK;
 }
 
+/* ---- kernels built ahead (cf_engine_prepare_swap2d) ---- */
+
+typedef struct vprep {
+  const cvideo *v; /* the engine it was built for */
+  int dev;
+  unsigned ring_n; /* the temporal ring it was built for */
+  kset ks;         /* the kernel's, then (set_prepared) the one retired */
+} vprep;
+
+int cf_cuda_video_is(const cf_video_ops *ops)
+{
+  return ops == &ops_table;
+}
+
+/* Kernel k's kset, built whole on a stream of its own: the engine's
+ * streams go on meanwhile. Reads only what the engine was made with, and
+ * the ring's size, which only a swap changes. */
+cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
+                                void **out)
+{
+  const cvideo *v = impl;
+  *out = NULL;
+  CF_CUDA_SCOPE(sc);
+  cf_status s = cf_cuda_enter(&sc, v->dev);
+  float *factors = NULL;
+  int algo = ALGO_DIRECT;
+  if (s == CF_OK)
+    s = choose_algo(v, k, &factors, &algo);
+  if (s != CF_OK)
+    return s;
+  vprep *p = calloc(1, sizeof *p);
+  if (!p) {
+    free(factors);
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  }
+  p->v = v;
+  p->dev = v->dev;
+  p->ring_n = k->t > 1 && k->t > v->ring_n ? k->t : v->ring_n;
+  cudaStream_t st = NULL;
+  cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  if (e != cudaSuccess)
+    s = cf_cuda_status(e, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+  if (s == CF_OK)
+    s = kset_build(v, &p->ks, k, algo, factors, p->ring_n, st);
+  free(factors);
+  if (st)
+    (void)cudaStreamDestroy(st); /* built: its work is done */
+  if (s != CF_OK) {
+    cf_cuda_video_free_prepared(p);
+    return s;
+  }
+  *out = p;
+  return CF_OK;
+}
+
+/* The prepared kset in force from the next frame: no allocation, free,
+ * plan or wait. Frames in flight (pipelined) keep reading the one it
+ * retires, which goes into p; cf_cuda_video_free_prepared waits for them
+ * before it gives that back. A kernel of more temporal taps than the
+ * ring holds (it would have to grow) is a plain swap's. */
+cf_status cf_cuda_video_set_prepared(void *impl, void *prepared)
+{
+  cvideo *v = impl;
+  vprep *p = prepared;
+  if (!p || p->v != v || v->broken || (p->ks.t > 1 && p->ring_n != v->ring_n))
+    return CF_E_STATE;
+  CF_CUDA_SCOPE(sc);
+  cf_status s = cf_cuda_enter(&sc, v->dev);
+  if (s != CF_OK)
+    return s;
+  kset old = v->k;
+  v->k = p->ks;
+  p->ks = old;
+  describe_kset(v);
+  return CF_OK;
+}
+
+void cf_cuda_video_free_prepared(void *prepared)
+{
+  vprep *p = prepared;
+  if (!p)
+    return;
+  CF_CUDA_SCOPE(sc);
+  if (cf_cuda_enter(&sc, p->dev) == CF_OK) {
+    /* the frames still reading a retired kset (its constant-memory run
+     * above all, which another engine may take once dropped) */
+    if (cudaDeviceSynchronize() != cudaSuccess)
+      (void)cudaGetLastError(); /* nothing to tell: it goes anyway */
+  }
+  kset_free(&p->ks);
+  free(p);
+}
+
 /* ---- bench/bench_gpu_video.c: the parts alone ---- */
 
 cf_status cf_cuda_bench_video(const cf_video_config *cfg,

@@ -1,8 +1,9 @@
 /* The engine front for video: validates the configuration, the kernel and
  * each frame, then forwards to the backend. */
 #include <math.h>
-#include <stdio.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,10 +330,12 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
     ops->destroy(impl);
     return s;
   }
+  pthread_mutex_lock(&e->impl_lock); /* a prepare_swap2d may build on it */
   e->vops->destroy(e->impl);
   e->impl = impl;
   e->vops = ops;
   e->backend = CF_BACKEND_CPU;
+  pthread_mutex_unlock(&e->impl_lock);
   front_forget(f);
   snprintf(e->fallback, sizeof e->fallback, "%s", reason);
   return CF_OK;
@@ -355,6 +358,12 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
+  /* guards e->impl against a switch to the CPU while prepare_swap2d
+   * builds on it in another thread */
+  if (pthread_mutex_init(&e->impl_lock, NULL) != 0) {
+    free(e);
+    return cf_fail(CF_E_NOMEM, "video engine: cannot make a mutex");
+  }
   e->cin = e->cout = cf_format_desc_get(cfg->format)->ncomp;
   s = CF_E_UNAVAILABLE;
   cf_fake_fault fail_at;
@@ -387,6 +396,8 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   if (s != CF_OK) {
     if (e->vops)
       cf_video_front_free(e);
+    else
+      pthread_mutex_destroy(&e->impl_lock);
     free(e);
     return s;
   }
@@ -404,6 +415,7 @@ void cf_video_front_free(cf_engine *e)
     free(e->vfront);
     e->vfront = NULL;
   }
+  pthread_mutex_destroy(&e->impl_lock);
 }
 
 size_t cf_video_latency(const cf_engine *e)
@@ -513,6 +525,92 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
                                    CF_OK)
     return s;
   return e->vops->set_kernel(e->impl, k);
+}
+
+/* ---- kernel swaps built ahead (video.h) ---- */
+
+struct cf_swap_prep2d {
+  cf_kernel2d *k;   /* for the plain swap, and the fallback's record */
+  void *cuda;       /* the CUDA backend's kernel state, or NULL */
+  const void *impl; /* the engine it was built for */
+  int used;         /* set_prepared2d ran */
+};
+
+CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
+{
+  if (!p)
+    return;
+  cf_cuda_video_free_prepared(p->cuda);
+  cf_kernel2d_free(p->k);
+  free(p);
+}
+
+CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
+                                             const cf_kernel2d *k,
+                                             cf_swap_prep2d **out)
+{
+  if (!out)
+    return cf_fail(CF_E_INVALID, "prepare_swap2d: NULL out");
+  *out = NULL;
+  if (!e->vfront)
+    return cf_fail(CF_E_STATE, "prepare_swap2d: this is an audio engine");
+  cf_status s = check_kernel2d(k);
+  if (s != CF_OK)
+    return s;
+  cf_swap_prep2d *p = calloc(1, sizeof *p);
+  if (!p)
+    return cf_fail(CF_E_NOMEM, "prepare_swap2d: out of memory");
+  if ((s = cf_kernel2d_copy(k, &p->k)) != CF_OK) {
+    free(p);
+    return s;
+  }
+  /* the CPU's plan, or the one a switch from the device would use */
+  s = cf_engine_prepare_kernel2d(e, k);
+  if (s == CF_OK && e->started == CF_BACKEND_CUDA) {
+    /* The device's kernel state, built here; under impl_lock, as a switch
+     * to the CPU in the engine's thread destroys the CUDA impl. A device
+     * failure leaves the swap to set_prepared2d's plain one (which falls
+     * back to the CPU with backend auto). */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&e->impl_lock; /* mutable */
+    pthread_mutex_lock(lock);
+    if (e->backend == CF_BACKEND_CUDA && cf_cuda_video_is(e->vops)) {
+      p->impl = e->impl;
+      s = cf_cuda_video_prepare(e->impl, k, &p->cuda);
+      if (cf_device_failure(s))
+        s = CF_OK;
+    }
+    pthread_mutex_unlock(lock);
+  }
+  if (s != CF_OK) {
+    cf_swap_prep2d_free(p);
+    return s;
+  }
+  *out = p;
+  return CF_OK;
+}
+
+CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
+{
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "set_prepared2d: this is an audio engine");
+  if (!p)
+    return cf_fail(CF_E_INVALID, "set_prepared2d: NULL swap");
+  if (p->used)
+    return cf_fail(CF_E_INVALID, "set_prepared2d: this swap was made");
+  p->used = 1;
+  if (p->cuda && p->impl == e->impl && e->backend == CF_BACKEND_CUDA) {
+    /* with backend auto, the kernel's record first, as in set_kernel2d */
+    struct cf_video_front *f = e->vfront;
+    int watched = front_watching(e);
+    cf_status s = watched ? front_prepare(e, p->k) : CF_OK;
+    if (s != CF_OK)
+      return s;
+    if ((s = cf_cuda_video_set_prepared(e->impl, p->cuda)) == CF_OK)
+      return CF_OK; /* p->cuda holds the kernel state retired */
+    if (watched)
+      cf_kernel2d_free(f->kern[--f->nkern]); /* the device did not swap */
+  }
+  return cf_engine_set_kernel2d(e, p->k);
 }
 
 CF_PUBLIC cf_status cf_engine_prepare_kernel2d(const cf_engine *e,

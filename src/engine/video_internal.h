@@ -101,5 +101,17 @@ cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
  * reason where it cannot serve this stream). */
 cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                             void **impl, const cf_video_ops **ops);
+/* Kernels built ahead (video.h, cf_engine_prepare_swap2d): whether ops
+ * are the CUDA backend's; kernel k's device state built for engine impl
+ * in the calling thread (while the engine runs in another; not while it
+ * swaps kernels); put in force at the engine's next frame, the state it
+ * retires going into `prepared` (CF_E_STATE: built for another engine or
+ * ring, or the engine stopped: make a plain swap); given back (in a
+ * thread that may wait for the device). */
+int cf_cuda_video_is(const cf_video_ops *ops);
+cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
+                                void **out);
+cf_status cf_cuda_video_set_prepared(void *impl, void *prepared);
+void cf_cuda_video_free_prepared(void *prepared);
 
 #endif

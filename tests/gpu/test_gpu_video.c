@@ -23,6 +23,7 @@
  * frames at most 64 wide, "big" kernels only tall or only wide (still past
  * the 64-tap pieces), 4 fault processes instead of 24; the same checks.
  * Exits 77 with "skipped: no CUDA device: <reason>" where there is none. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -659,6 +660,175 @@ static void test_failed_swap(void **state)
   }
 }
 
+typedef struct prep2d_job {
+  const cf_engine *e;
+  const cf_kernel2d *k;
+  cf_swap_prep2d *p;
+  cf_status st;
+} prep2d_job;
+
+static void *prep2d_thread(void *arg)
+{
+  prep2d_job *j = arg;
+  j->st = cf_engine_prepare_swap2d(j->e, j->k, &j->p);
+  return NULL;
+}
+
+/* Swaps built ahead (cf_engine_prepare_swap2d, in a second thread while
+ * frames go through) to kernels of other shapes and paths (direct,
+ * separable, FFT, temporal), backend cuda and auto, live and pipelined:
+ * the frames equal the CPU's with set_kernel2d at the same frame, and
+ * set_prepared2d, like the frames after it, makes none of steady.h's
+ * calls (counted on the emulated device; compared everywhere). A plain
+ * set_kernel2d there makes them: the count has teeth. */
+static void test_prepared_swap(void **state)
+{
+  (void)state;
+  static const struct {
+    cf_backend be;
+    unsigned t[3], kh[3], kw[3];
+    int rank1[3];
+  } cases[] = {
+      /* direct -> FFT -> separable */
+      {CF_BACKEND_CUDA, {1, 1, 1}, {5, 47, 9}, {3, 49, 13}, {0, 0, 1}},
+      /* separable -> direct (same size) -> FFT */
+      {CF_BACKEND_AUTO, {1, 1, 1}, {11, 11, 50}, {9, 9, 47}, {1, 0, 0}},
+      /* temporal: the ring holds 3 from the start, then fewer taps */
+      {CF_BACKEND_CUDA, {3, 2, 3}, {3, 7, 5}, {3, 5, 5}, {0, 0, 1}},
+  };
+  enum { NF = 9 };
+  static const unsigned swap_at[2] = {3, 6};
+  ref_rng r;
+  ref_rng_init(&r, seed + 17);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    for (unsigned depth = 0; depth < 3; depth += 2) {
+      vcase v;
+      vcase_random(&v, &r, 4, 60);
+      v.cfg.width = (unsigned)ref_rng_range(&r, 8, 80);
+      float *taps[3];
+      cf_kernel2d *k[3];
+      for (int i = 0; i < 3; i++) {
+        size_t n = (size_t)cases[c].t[i] * cases[c].kh[i] * cases[c].kw[i];
+        unsigned kw = cases[c].kw[i];
+        taps[i] = malloc(n * sizeof *taps[i]);
+        assert_non_null(taps[i]);
+        for (size_t j = 0; j < n; j++)
+          taps[i][j] =
+              cases[c].rank1[i]
+                  ? (float)((1 + j / kw % 3) * (1 + j % kw % 4) / (12.0 * n))
+                  : (float)((ref_rng_unit(&r) - 0.3) / n);
+        assert_int_equal(cf_kernel2d_new(cases[c].t[i], cases[c].kh[i],
+                                         cases[c].kw[i], taps[i], &k[i]),
+                         CF_OK);
+      }
+      free(v.taps);
+      v.t = cases[c].t[0], v.kh = cases[c].kh[0], v.kw = cases[c].kw[0];
+      v.taps = taps[0];
+      snprintf(v.desc, sizeof v.desc,
+               "%s %ux%u comps %u border %s cval %g "
+               "scale %g bias %g abs %d, kernels %ux%ux%u, %ux%ux%u, "
+               "%ux%ux%u, %s",
+               cf_pixel_format_name(v.cfg.format), v.cfg.width, v.cfg.height,
+               v.cfg.components, cf_border_name(v.cfg.border),
+               (double)v.cfg.cval, (double)v.cfg.scale, (double)v.cfg.bias,
+               v.cfg.absolute, cases[c].t[0], cases[c].kh[0], cases[c].kw[0],
+               cases[c].t[1], cases[c].kh[1], cases[c].kw[1], cases[c].t[2],
+               cases[c].kh[2], cases[c].kw[2], cf_backend_name(cases[c].be));
+      cf_engine *gpu =
+          vcase_engine(&v, cases[c].be, depth, CF_ALGO2D_AUTO, NULL);
+      if (cf_engine_backend(gpu) != CF_BACKEND_CUDA)
+        fail_msg("%s: not on the device: %s", v.desc, cf_engine_describe(gpu));
+      cf_engine *cpu =
+          vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
+      fr in, want[NF], got[NF + 2];
+      fr_make(&in, &v.cfg, 0);
+      for (unsigned t = 0; t < NF + 2; t++) {
+        if (t < NF)
+          fr_make(&want[t], &v.cfg, 0);
+        fr_make(&got[t], &v.cfg, 0);
+      }
+      prep2d_job j = {gpu, NULL, NULL, CF_OK};
+      pthread_t th;
+      int building = 0;
+      unsigned sw = 0;
+      steady_mark mark;
+      for (unsigned t = 0; t < NF; t++) {
+        if (sw < 2 && t + 1 == swap_at[sw]) { /* built during frame t */
+          j.k = k[sw + 1];
+          j.p = NULL;
+          assert_int_equal(pthread_create(&th, NULL, prep2d_thread, &j), 0);
+          building = 1;
+        }
+        if (sw < 2 && t == swap_at[sw]) {
+          assert_int_equal(pthread_join(th, NULL), 0);
+          building = 0;
+          if (j.st != CF_OK)
+            fail_msg("%s: prepare_swap2d: %s: %s", v.desc, cf_status_name(j.st),
+                     cf_last_error());
+          steady_take(&mark);
+          assert_int_equal(cf_engine_set_prepared2d(gpu, j.p), CF_OK);
+          assert_int_equal(cf_engine_set_kernel2d(cpu, k[sw + 1]), CF_OK);
+        }
+        fr_random(&in, &v.cfg, &r);
+        assert_int_equal(cf_engine_process_frame(cpu, &in.f, &want[t].f),
+                         CF_OK);
+        assert_int_equal(cf_engine_process_frame(gpu, &in.f, &got[t].f), CF_OK);
+        if (sw < 2 && t == swap_at[sw]) {
+          unsigned long long times = 0;
+          const char *call = steady_broken(&mark, NULL, &times);
+          if (call)
+            fail_msg("%s, depth %u: set_prepared2d and the frame after it "
+                     "called %s %llu times (%s)",
+                     v.desc, depth, call, times, cf_engine_describe(gpu));
+          cf_swap_prep2d_free(j.p); /* the kernel state it retired */
+          j.p = NULL;
+          sw++;
+        }
+      }
+      assert_false(building);
+      unsigned extra = 0;
+      for (int more = 1; more;) {
+        assert_int_equal(cf_engine_flush_frame(gpu, &got[NF + extra].f, &more),
+                         CF_OK);
+        extra += (unsigned)more;
+      }
+      assert_int_equal(extra, depth);
+      double tol = 0;
+      for (int i = 0; i < 3; i++) {
+        vcase vi = v;
+        vi.t = cases[c].t[i], vi.kh = cases[c].kh[i], vi.kw = cases[c].kw[i];
+        vi.taps = taps[i];
+        tol = fmax(tol, vcase_tol(&vi));
+      }
+      for (unsigned t = 0; t < NF; t++) {
+        char why[200];
+        if (!fr_close(&got[t + depth], &want[t], &v.cfg, tol, why, sizeof why))
+          fail_msg("%s, depth %u, prepared swaps before frames %u and %u: "
+                   "frame %u: %s (%s)",
+                   v.desc, depth, swap_at[0], swap_at[1], t, why,
+                   cf_engine_describe(gpu));
+      }
+      print_message("%s, depth %u: prepared swaps at frames %u and %u: "
+                    "frames equal the CPU's%s (%s)\n",
+                    v.desc, depth, swap_at[0], swap_at[1],
+                    steady_counted() ? ", no setup call" : "",
+                    cf_engine_describe(gpu));
+      for (unsigned t = 0; t < NF + 2; t++) {
+        if (t < NF)
+          fr_free(&want[t]);
+        fr_free(&got[t]);
+      }
+      fr_free(&in);
+      cf_engine_free(gpu);
+      cf_engine_free(cpu);
+      for (int i = 0; i < 3; i++) {
+        cf_kernel2d_free(k[i]);
+        free(taps[i]);
+      }
+    }
+  }
+}
+
 #ifndef CF_TEST_NO_CUDART
 static unsigned fmt_planes(const cf_video_config *c)
 {
@@ -947,6 +1117,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_paths),
       cmocka_unit_test(test_same_shape_swap),
       cmocka_unit_test(test_failed_swap),
+      cmocka_unit_test(test_prepared_swap),
 #ifndef CF_TEST_NO_CUDART
       cmocka_unit_test(test_device_frames),
 #endif
