@@ -17,7 +17,10 @@
  * FFT tiles of a size not planned yet has its FFT plan made (measured: up
  * to a second the first time on a machine, then from FFTW's wisdom) in the
  * thread that sets the property (g_object_set returns once it is done);
- * frames keep flowing with the previous kernel meanwhile. Changes to
+ * on the CUDA backend that thread also builds the new kernel's device
+ * buffers, cuFFT plans and spectra (cf_engine_prepare_swap2d), so the
+ * streaming thread only puts them in force; frames keep flowing with the
+ * previous kernel meanwhile. Changes to
  * border, cval, scale, bias, absolute, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as does a caps change; the frames the old
@@ -254,6 +257,13 @@ typedef struct {
   cf_engine *engine;
   GMutex engine_lock;
   cf_kernel2d *active; /* the engine's kernel */
+  /* the swap to kernel number prepared_serial, built by the setter for
+   * the engine (cf_engine_prepare_swap2d); made: one the streaming thread
+   * put in force, holding the kernel state it retired, freed by the next
+   * setter (cf_swap_prep2d_free waits for the device: not in the
+   * streaming thread). Under the object lock. */
+  cf_swap_prep2d *prepared, *made;
+  guint prepared_serial;
   guint engine_kernel_serial, engine_config_serial;
   /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
    * engine holds, oldest first, as buffers without memory, and between
@@ -618,12 +628,17 @@ static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
   return k;
 }
 
+/* A kernel change for the setter to prepare (prepare_kernel). */
+typedef struct {
+  cf_kernel2d *k; /* a copy of the new kernel, or NULL: nothing to do */
+  guint serial;   /* its kernel_serial */
+} KernelPrep;
+
 /* Recompile after a kernel setting changed. Object lock held. With an
  * engine running, returns a copy of the new kernel for prepare_kernel(),
  * which the caller must call once it has released the lock (the
- * streaming thread takes the new kernel only after that), else NULL. */
-static G_GNUC_WARN_UNUSED_RESULT cf_kernel2d *
-update_kernel(GstCudaConvolve *self)
+ * streaming thread takes the new kernel only after that), else k NULL. */
+static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
 {
   gchar *err;
   cf_kernel2d *k = compile_kernel(self, &err);
@@ -634,31 +649,50 @@ update_kernel(GstCudaConvolve *self)
   self->kernel_serial++;
   if (err)
     GST_DEBUG_OBJECT(self, "kernel settings disagree for now: %s", err);
-  cf_kernel2d *copy = NULL;
-  if (k && self->engine && cf_kernel2d_copy(k, &copy) == CF_OK)
+  KernelPrep prep = {NULL, self->kernel_serial};
+  if (k && self->engine && cf_kernel2d_copy(k, &prep.k) == CF_OK)
     self->preparing++;
-  return copy; /* out of memory: the change just goes unprepared */
+  return prep; /* out of memory: the change just goes unprepared */
 }
 
-/* In the setter's thread, before the streaming thread takes kernel k (from
- * update_kernel): make the FFT plan the engine will need for it, measured
- * (cf_engine_prepare_kernel2d: up to a second the first time on a
- * machine, then from FFTW's wisdom on disk). The engine's own kernel
- * change never measures: without this a new tile size would run on an
- * estimated plan, 15-30% slower per frame, until the engine is rebuilt.
- * The stream goes on with the previous kernel meanwhile. No lock held. */
-static void prepare_kernel(GstCudaConvolve *self, cf_kernel2d *k)
+/* In the setter's thread, before the streaming thread takes the new
+ * kernel (from update_kernel): build the swap to it
+ * (cf_engine_prepare_swap2d): the FFT plan the engine will need, measured
+ * (up to a second the first time on a machine, then from FFTW's wisdom on
+ * disk: the engine's own kernel change never measures, and a new tile
+ * size would run on an estimated plan, 15-30% slower per frame), and on
+ * CUDA the kernel's device buffers, plans and spectra, so that the
+ * streaming thread's swap allocates, frees and waits for nothing. The
+ * stream goes on with the previous kernel meanwhile. Also gives back the
+ * kernel state the last swap retired. No lock held. */
+static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
 {
-  if (!k)
-    return;
-  g_mutex_lock(&self->engine_lock);
-  if (self->engine && cf_engine_prepare_kernel2d(self->engine, k) != CF_OK)
-    GST_DEBUG_OBJECT(self, "no plan made ahead: %s", cf_last_error());
-  g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
-  cf_kernel2d_free(k);
   GST_OBJECT_LOCK(self);
+  cf_swap_prep2d *made = self->made;
+  self->made = NULL;
+  GST_OBJECT_UNLOCK(self);
+  cf_swap_prep2d_free(made);
+  if (!prep.k)
+    return;
+  cf_swap_prep2d *p = NULL;
+  g_mutex_lock(&self->engine_lock);
+  if (self->engine &&
+      cf_engine_prepare_swap2d(self->engine, prep.k, &p) != CF_OK)
+    GST_DEBUG_OBJECT(self, "no swap built ahead: %s", cf_last_error());
+  g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
+  cf_kernel2d_free(prep.k);
+  GST_OBJECT_LOCK(self);
+  cf_swap_prep2d *older = self->prepared;
+  if (p && prep.serial == self->kernel_serial) { /* still the last change */
+    self->prepared = g_steal_pointer(&p);
+    self->prepared_serial = prep.serial;
+  } else {
+    older = NULL;
+  }
   self->preparing--;
   GST_OBJECT_UNLOCK(self);
+  cf_swap_prep2d_free(older);
+  cf_swap_prep2d_free(p);
 }
 
 /* ---- the engine -------------------------------------------------------- */
@@ -783,6 +817,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* reported once: the next try waits for the next change */
     self->engine_kernel_serial = self->kernel_serial;
   }
+  /* the swap built for this kernel, if there is one */
+  cf_swap_prep2d *prep = NULL;
+  if (newk && self->prepared && self->prepared_serial == self->kernel_serial)
+    prep = g_steal_pointer(&self->prepared);
 
   /* Components the format lacks while upstream is asked for one they fit
    * (await_caps): the frames still coming in this format are filtered with
@@ -831,6 +869,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* the old engine's frames in flight were pushed out before
      * (prepare_engine, set_info) */
     g_warn_if_fail(gst_queue_array_is_empty(self->inflight));
+    /* swaps built for the old engine go before it */
+    g_clear_pointer(&prep, cf_swap_prep2d_free);
+    g_clear_pointer(&self->prepared, cf_swap_prep2d_free);
+    g_clear_pointer(&self->made, cf_swap_prep2d_free);
     g_mutex_lock(&self->engine_lock);
     cf_engine_free(self->engine);
     self->engine = e;
@@ -860,11 +902,22 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     note->fatal = !self->engine || rebuild;
     if (note->fatal) {
       cf_kernel2d_free(newk);
+      cf_swap_prep2d_free(prep);
       return;
     }
     /* the previous engine goes on, with the new kernel if there is one */
   }
-  if (newk && cf_engine_set_kernel2d(self->engine, newk) != CF_OK) {
+  cf_status ks = CF_OK;
+  if (newk && prep) { /* the setter built it: nothing to allocate here */
+    ks = cf_engine_set_prepared2d(self->engine, prep);
+    /* what it retired goes back in the next setter's thread */
+    if (self->made) /* never: a setter frees it before it builds */
+      cf_swap_prep2d_free(self->made);
+    self->made = g_steal_pointer(&prep);
+  } else if (newk) {
+    ks = cf_engine_set_kernel2d(self->engine, newk);
+  }
+  if (ks != CF_OK) {
     gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
                                  "the previous kernel", cf_last_error());
     if (note->msg) {
@@ -878,6 +931,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     return;
   }
 kernel_done:
+  cf_swap_prep2d_free(prep); /* a new engine took the kernel itself */
   if (newk) {
     cf_kernel2d_free(self->active);
     self->active = newk;
@@ -890,6 +944,9 @@ kernel_done:
 /* Drop the engine and the metadata of the frames it held. */
 static void free_engine(GstCudaConvolve *self)
 {
+  /* swaps built for it: before it (an engine outlives its swaps) */
+  g_clear_pointer(&self->prepared, cf_swap_prep2d_free);
+  g_clear_pointer(&self->made, cf_swap_prep2d_free);
   g_mutex_lock(&self->engine_lock);
   cf_engine_free(self->engine);
   self->engine = NULL;
@@ -1902,7 +1959,7 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
     self->source = SRC_ARRAY;
   else if (self->source == SRC_ARRAY)
     self->source = SRC_IDENTITY;
-  cf_kernel2d *prep = update_kernel(self);
+  KernelPrep prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
 }
@@ -1927,7 +1984,7 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
     self->source = SRC_FILE;
   else if (self->source == SRC_FILE)
     self->source = SRC_IDENTITY;
-  cf_kernel2d *prep = update_kernel(self);
+  KernelPrep prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
 }
@@ -1972,7 +2029,7 @@ static void set_preset(GstCudaConvolve *self, guint prop_id,
     self->source = preset != CF_GST_PRESET_NONE ? SRC_PRESET
                    : was                        ? SRC_IDENTITY
                                                 : self->source;
-  cf_kernel2d *prep = NULL;
+  KernelPrep prep = {NULL, 0};
   if (was || self->source == SRC_PRESET)
     prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
@@ -2058,7 +2115,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   default: break;
   }
 
-  cf_kernel2d *prep = NULL;
+  KernelPrep prep = {NULL, 0};
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
   case PROP_KERNEL_WIDTH:
@@ -2183,7 +2240,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   gst_pad_set_chain_function(sink, GST_DEBUG_FUNCPTR(gst_cuda_convolve_chain));
   g_mutex_init(&self->engine_lock);
   GST_OBJECT_LOCK(self);
-  cf_kernel2d *prep = update_kernel(self); /* no engine yet: NULL */
+  KernelPrep prep = update_kernel(self); /* no engine yet: NULL */
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
 }
