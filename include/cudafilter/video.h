@@ -175,7 +175,9 @@ cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
  * engine kept (older ones contribute nothing). May allocate; never runs
  * FFTW's measuring planner: an FFT tile size not planned yet is estimated
  * (15-30% slower per frame at 1080p) unless cf_engine_prepare_kernel2d()
- * measured it beforehand. */
+ * measured it beforehand. On CUDA the new kernel's device state is built
+ * before the old one goes: CF_E_NOMEM (backend cuda) leaves the kernel in
+ * force running; backend auto moves to the CPU instead. */
 cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
 
 /* Get ready for a later cf_engine_set_kernel2d(e, k): make, in the calling
