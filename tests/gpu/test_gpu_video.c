@@ -90,6 +90,26 @@ static void fr_free(fr *b)
     free(b->mem);
 }
 
+/* A run's frames in ordinary memory: the input, nw wanted and ng got. */
+static void frames_make(fr *in, fr *want, unsigned nw, fr *got, unsigned ng,
+                        const cf_video_config *c)
+{
+  fr_make(in, c, 0);
+  for (unsigned t = 0; t < nw; t++)
+    fr_make(&want[t], c, 0);
+  for (unsigned t = 0; t < ng; t++)
+    fr_make(&got[t], c, 0);
+}
+
+static void frames_free(fr *in, fr *want, unsigned nw, fr *got, unsigned ng)
+{
+  fr_free(in);
+  for (unsigned t = 0; t < nw; t++)
+    fr_free(&want[t]);
+  for (unsigned t = 0; t < ng; t++)
+    fr_free(&got[t]);
+}
+
 static void fr_random(fr *b, const cf_video_config *c, ref_rng *r)
 {
   if (c->format == CF_PIX_GRAY32F) {
@@ -492,12 +512,7 @@ static void test_same_shape_swap(void **state)
     cf_kernel2d *kb = NULL;
     assert_int_equal(cf_kernel2d_new(v.t, v.kh, v.kw, taps[1], &kb), CF_OK);
     fr in, want[NF], got[NF + 1];
-    fr_make(&in, &v.cfg, 0);
-    for (unsigned t = 0; t <= NF; t++) {
-      if (t < NF)
-        fr_make(&want[t], &v.cfg, 0);
-      fr_make(&got[t], &v.cfg, 0);
-    }
+    frames_make(&in, want, NF, got, NF + 1, &v.cfg);
     for (unsigned t = 0; t < NF; t++) {
       if (t == SWAP_AT) {
         unsigned long long before[NCALLS];
@@ -534,12 +549,7 @@ static void test_same_shape_swap(void **state)
                   v.desc, depth, SWAP_AT,
                   steady_counted() ? ", no allocation, free or plan" : "",
                   cf_engine_describe(gpu));
-    for (unsigned t = 0; t <= NF; t++) {
-      if (t < NF)
-        fr_free(&want[t]);
-      fr_free(&got[t]);
-    }
-    fr_free(&in);
+    frames_free(&in, want, NF, got, NF + 1);
     cf_kernel2d_free(kb);
     cf_engine_free(gpu);
     cf_engine_free(cpu);
@@ -599,12 +609,7 @@ static void test_failed_swap(void **state)
     cf_kernel2d *kb = NULL;
     assert_int_equal(cf_kernel2d_new(1, kh[1], kw[1], taps[1], &kb), CF_OK);
     fr in, want[NF], got[NF + 1];
-    fr_make(&in, &v.cfg, 0);
-    for (unsigned t = 0; t <= NF; t++) {
-      if (t < NF)
-        fr_make(&want[t], &v.cfg, 0);
-      fr_make(&got[t], &v.cfg, 0);
-    }
+    frames_make(&in, want, NF, got, NF + 1, &v.cfg);
     for (unsigned t = 0; t < NF; t++) {
       if (t == FAIL_AT) {
         cf_emu_device_limit(0);
@@ -646,12 +651,7 @@ static void test_failed_swap(void **state)
                   "(CF_E_NOMEM), the frames went on with the old kernel, a "
                   "later swap worked (%s)\n",
                   v.desc, depth, cf_engine_describe(gpu));
-    for (unsigned t = 0; t <= NF; t++) {
-      if (t < NF)
-        fr_free(&want[t]);
-      fr_free(&got[t]);
-    }
-    fr_free(&in);
+    frames_free(&in, want, NF, got, NF + 1);
     cf_kernel2d_free(kb);
     cf_engine_free(gpu);
     cf_engine_free(cpu);
@@ -742,12 +742,7 @@ static void test_prepared_swap(void **state)
           vcase_engine(&v, CF_BACKEND_CPU, 0, CF_ALGO2D_DIRECT, NULL);
       /* got: depth frames more, and one for the flush that finds none */
       fr in, want[NF], got[NF + 3];
-      fr_make(&in, &v.cfg, 0);
-      for (unsigned t = 0; t < NF + 3; t++) {
-        if (t < NF)
-          fr_make(&want[t], &v.cfg, 0);
-        fr_make(&got[t], &v.cfg, 0);
-      }
+      frames_make(&in, want, NF, got, NF + 3, &v.cfg);
       prep2d_job j = {gpu, NULL, NULL, CF_OK};
       pthread_t th;
       int building = 0;
@@ -814,12 +809,7 @@ static void test_prepared_swap(void **state)
                     v.desc, depth, swap_at[0], swap_at[1],
                     steady_counted() ? ", no setup call" : "",
                     cf_engine_describe(gpu));
-      for (unsigned t = 0; t < NF + 3; t++) {
-        if (t < NF)
-          fr_free(&want[t]);
-        fr_free(&got[t]);
-      }
-      fr_free(&in);
+      frames_free(&in, want, NF, got, NF + 3);
       cf_engine_free(gpu);
       cf_engine_free(cpu);
       for (int i = 0; i < 3; i++) {
