@@ -264,6 +264,11 @@ typedef struct {
    * streaming thread). Under the object lock. */
   cf_swap_prep2d *prepared, *made;
   guint prepared_serial;
+  /* bumped (atomically, under engine_lock) with every engine made or
+   * dropped: a swap built for an engine since replaced is never handed to
+   * the new one, even where the new one took the old one's address */
+  gint engine_gen;
+  gint prepared_gen;
   guint engine_kernel_serial, engine_config_serial;
   /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
    * engine holds, oldest first, as buffers without memory, and between
@@ -676,6 +681,7 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
     return;
   cf_swap_prep2d *p = NULL;
   g_mutex_lock(&self->engine_lock);
+  gint gen = g_atomic_int_get(&self->engine_gen);
   if (self->engine &&
       cf_engine_prepare_swap2d(self->engine, prep.k, &p) != CF_OK)
     GST_DEBUG_OBJECT(self, "no swap built ahead: %s", cf_last_error());
@@ -683,9 +689,12 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
   cf_kernel2d_free(prep.k);
   GST_OBJECT_LOCK(self);
   cf_swap_prep2d *older = self->prepared;
-  if (p && prep.serial == self->kernel_serial) { /* still the last change */
+  /* still the last change, for the engine running */
+  if (p && prep.serial == self->kernel_serial &&
+      gen == g_atomic_int_get(&self->engine_gen)) {
     self->prepared = g_steal_pointer(&p);
     self->prepared_serial = prep.serial;
+    self->prepared_gen = gen;
   } else {
     older = NULL;
   }
@@ -819,7 +828,8 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   }
   /* the swap built for this kernel, if there is one */
   cf_swap_prep2d *prep = NULL;
-  if (newk && self->prepared && self->prepared_serial == self->kernel_serial)
+  if (newk && self->prepared && self->prepared_serial == self->kernel_serial &&
+      self->prepared_gen == g_atomic_int_get(&self->engine_gen))
     prep = g_steal_pointer(&self->prepared);
 
   /* Components the format lacks while upstream is asked for one they fit
@@ -876,6 +886,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     g_mutex_lock(&self->engine_lock);
     cf_engine_free(self->engine);
     self->engine = e;
+    g_atomic_int_inc(&self->engine_gen);
     g_mutex_unlock(&self->engine_lock);
     /* an interim engine leaves the settings pending: the frames after count
      * down await_caps */
@@ -950,6 +961,7 @@ static void free_engine(GstCudaConvolve *self)
   g_mutex_lock(&self->engine_lock);
   cf_engine_free(self->engine);
   self->engine = NULL;
+  g_atomic_int_inc(&self->engine_gen);
   g_mutex_unlock(&self->engine_lock);
   g_clear_pointer(&self->engine_components, g_free);
   cf_kernel2d_free(self->active);

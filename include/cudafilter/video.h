@@ -210,7 +210,8 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     and the kernel state it retires goes into p;
  *   - cf_swap_prep2d_free(p) then, in any thread but a real-time one
  *     (made or not; it gives device memory back, after the frames that
- *     read it). The engine must outlive p.
+ *     read it), also after the engine is gone. set_prepared2d takes only a
+ *     p made on the same engine.
  * Where the prepared state cannot serve (a kernel with more temporal
  * taps than any before: the device's history of frames must grow; an
  * engine that moved to the CPU since, or the CPU backend itself),
