@@ -89,6 +89,28 @@ double ref_rel_l2(const float *got, size_t got_stride, const double *want,
   return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+double ref_worst_channel_l2(const float *x, const float *y, size_t n,
+                            unsigned ch, const float *h, size_t len, size_t lat)
+{
+  size_t ny = n + len - 1;
+  double *want = malloc(ny * sizeof *want), worst = 0;
+  float *xc = malloc(n * sizeof *xc), *yc = malloc(ny * sizeof *yc);
+  if (!want || !xc || !yc)
+    worst = NAN; /* fails every comparison */
+  for (unsigned c = 0; c < ch && want && xc && yc; c++) {
+    for (size_t i = 0; i < n; i++)
+      xc[i] = x[i * ch + c];
+    for (size_t i = 0; i < ny; i++)
+      yc[i] = y[(i + lat) * ch + c];
+    ref_conv(xc, n, h, len, want, ny);
+    double e = ref_rel_l2(yc, 1, want, 1, ny);
+    if (!(e <= worst)) /* NaN stays */
+      worst = e;
+  }
+  free(want), free(xc), free(yc);
+  return worst;
+}
+
 static const size_t primes[] = {2, 3, 5, 7, 13, 31, 61, 127, 251, 509, 1021,
                                 2039, 4093, 8191};
 

@@ -31,6 +31,13 @@ void ref_conv(const float *x, size_t n, const float *h, size_t len,
 double ref_rel_l2(const float *got, size_t got_stride, const double *want,
                   size_t want_stride, size_t n);
 
+/* The worst of ref_rel_l2 over the ch channels of interleaved y against
+ * x (n frames, interleaved) through h, y delayed by lat: the n + len - 1
+ * frames of the full convolution, y[lat ..] (NaN anywhere: NaN). */
+double ref_worst_channel_l2(const float *x, const float *y, size_t n,
+                            unsigned ch, const float *h, size_t len,
+                            size_t lat);
+
 /* Random chunking of n frames: writes sizes to `sizes` (capacity cap) and
  * returns their count. Mixes 0, 1, primes, block-sized and large pieces. */
 size_t ref_chunking(ref_rng *r, size_t n, size_t block, size_t *sizes,

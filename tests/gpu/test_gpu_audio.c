@@ -79,30 +79,6 @@ static cf_status run(cf_engine *e, const float *x, size_t n, unsigned ch,
   return cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w);
 }
 
-/* ||y - ref|| / ||ref|| over channel c, y delayed by lat. */
-static double err(const float *x, const float *y, size_t n, unsigned ch,
-                  const float *h, size_t len, size_t lat)
-{
-  size_t ny = n + len - 1;
-  double *ref = malloc(ny * sizeof *ref), worst = 0;
-  float *xc = malloc(n * sizeof *xc), *yc = malloc(ny * sizeof *yc);
-  assert_non_null(ref);
-  assert_non_null(xc);
-  assert_non_null(yc);
-  for (unsigned c = 0; c < ch; c++) {
-    for (size_t i = 0; i < n; i++)
-      xc[i] = x[i * ch + c];
-    for (size_t i = 0; i < ny; i++)
-      yc[i] = y[(i + lat) * ch + c];
-    ref_conv(xc, n, h, len, ref, ny);
-    double e = ref_rel_l2(yc, 1, ref, 1, ny);
-    if (!(e <= worst))
-      worst = e;
-  }
-  free(ref), free(xc), free(yc);
-  return worst;
-}
-
 static void check_paths(cf_algorithm algo, size_t len, unsigned block,
                         double tol)
 {
@@ -120,7 +96,7 @@ static void check_paths(cf_algorithm algo, size_t len, unsigned block,
   assert_non_null(e);
   size_t lat = cf_engine_latency(e);
   assert_int_equal(run(e, x, n, ch, chunks, nc, y), CF_OK);
-  double er = err(x, y, n, ch, h, len, lat);
+  double er = ref_worst_channel_l2(x, y, n, ch, h, len, lat);
   if (!(er <= tol))
     fail_msg("%s: len %zu block %u: error %g > %g (seed %llu)",
              cf_engine_describe(e), len, block, er, tol,
@@ -177,7 +153,7 @@ static void test_graph_vs_plain(void **state)
                      CF_OK);
     size_t lat = cf_engine_latency(e);
     cf_engine_free(e);
-    double er = err(x, y1, n, ch, h, len, lat);
+    double er = ref_worst_channel_l2(x, y1, n, ch, h, len, lat);
     double diff = 0, norm = 0;
     for (size_t i = 0; i < (n + len - 1 + lat) * ch; i++) {
       diff += ((double)y1[i] - y2[i]) * ((double)y1[i] - y2[i]);
@@ -242,7 +218,7 @@ static void test_copies_overlap(void **state)
       chunks[i] = cases[c].chunk;
     assert_int_equal(run(e, x, n, ch, chunks, nc, y), CF_OK);
     unsigned long long waits = cf_emu_uploads_after_downloads() - before;
-    double er = err(x, y, n, ch, h, cases[c].len, lat);
+    double er = ref_worst_channel_l2(x, y, n, ch, h, cases[c].len, lat);
     print_message("%s, chunks of %zu: %llu uploads after the previous "
                   "download, error %g\n",
                   cf_engine_describe(e), cases[c].chunk, waits, er);
@@ -294,8 +270,9 @@ static int fault_case(const char *which)
       cf_engine_reset(e);
       memset(y, 0, (n + len + block) * ch * sizeof *y);
       s = run(e, x, n, ch, chunks, 800, y);
-      double er =
-          s == CF_OK ? err(x, y, n, ch, h, len, cf_engine_latency(e)) : 1.0;
+      double er = s == CF_OK ? ref_worst_channel_l2(x, y, n, ch, h, len,
+                                                    cf_engine_latency(e))
+                             : 1.0;
       printf("reset after a failed step: %s '%s', error %g\n",
              cf_status_name(s), s == CF_OK ? "" : cf_last_error(), er);
       ok = s == CF_OK && er <= 2e-5;
@@ -321,7 +298,8 @@ static int fault_case(const char *which)
       return 1;
     size_t lat = cf_engine_latency(e);
     cf_status s = run(e, x, n, ch, chunks, 800, y);
-    double er = s == CF_OK ? err(x, y, n, ch, h, len, lat) : 1.0;
+    double er =
+        s == CF_OK ? ref_worst_channel_l2(x, y, n, ch, h, len, lat) : 1.0;
     printf("%s: %s, now on %s, error %g\n", which, cf_status_name(s),
            cf_backend_name(cf_engine_backend(e)), er);
     ok = s == CF_OK && cf_engine_backend(e) == CF_BACKEND_CPU && er <= 2e-5;
@@ -397,7 +375,7 @@ static void test_steady_state(void **state)
     size_t w = 0, lat = cf_engine_latency(e);
     assert_int_equal(cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w),
                      CF_OK);
-    double er = err(x, y, n, ch, h, len, lat);
+    double er = ref_worst_channel_l2(x, y, n, ch, h, len, lat);
     print_message("%s, depth %u, %zu chunks: no setup call; error %g\n",
                   cf_engine_describe(e), depth, nc, er);
     if (!(er <= 2e-5))
