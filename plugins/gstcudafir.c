@@ -9,7 +9,13 @@
  * uniformly partitioned FFT convolution with a block of `block-size`
  * frames, which is also the latency it adds (block-size - 1 frames, told
  * truthfully in the latency query and in the read-only `latency`
- * property); short kernels run directly, with no latency.
+ * property); short kernels run directly, with no latency. With
+ * `pipeline-depth` D >= 1 the engine keeps D blocks in flight across
+ * buffers and the latency grows by D x block-size frames: on CUDA the
+ * device filters a block while the next D buffers arrive, so the
+ * streaming thread never waits for it (for files and transcoding, where
+ * throughput counts more than delay); on the CPU it is only a delay, so
+ * that the latency does not depend on where the engine runs.
  *
  * The output is timestamped for its content: the element holds back
  * `latency` frames, so the first buffers come out shorter and the held
@@ -57,9 +63,12 @@
  *
  * Examples:
  * |[
- * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
- * gst-launch-1.0 filesrc location=in.wav ! wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert ! wavenc ! filesink location=out.wav
- * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav !
+ * audioconvert ! autoaudiosink gst-launch-1.0 filesrc location=in.wav !
+ * wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert
+ * ! wavenc ! filesink location=out.wav gst-launch-1.0 audiotestsrc
+ * num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir
+ * kernel="<0.25, 0.5, 0.25>" ! fakesink
  * ]|
  */
 #include <math.h>
@@ -105,7 +114,7 @@ static GType cf_gst_routing_get_type(void)
 }
 
 #define DEFAULT_BLOCK_SIZE 1024
-#define DEFAULT_PIPELINE_DEPTH 2
+#define DEFAULT_PIPELINE_DEPTH 0
 #define DEFAULT_CROSSFADE (20 * GST_MSECOND)
 #define DEFAULT_GAIN 0.0
 #define DEFAULT_DRAIN TRUE
@@ -1633,10 +1642,15 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_DEVICE_ID,
       g_param_spec_int("device-id", "Device ID",
           "CUDA device index (backend cuda or auto)", 0, 255, 0, ready));
-  g_object_class_install_property(oc, PROP_PIPELINE_DEPTH,
-      g_param_spec_uint("pipeline-depth", "Pipeline depth",
-          "CUDA: blocks in flight on the device (more hides copies, the "
-          "CPU ignores it)", 0, 16, DEFAULT_PIPELINE_DEPTH, ready));
+  g_object_class_install_property(
+      oc, PROP_PIPELINE_DEPTH,
+      g_param_spec_uint(
+          "pipeline-depth", "Pipeline depth",
+          "Blocks of block-size frames kept in flight across buffers, each "
+          "adding block-size frames of latency (0: live, nothing added). "
+          "On CUDA the device filters while the element goes on; on the "
+          "CPU it is a plain delay, so the latency is the same on both",
+          0, CF_AUDIO_MAX_DEPTH, DEFAULT_PIPELINE_DEPTH, ready));
   g_object_class_install_property(oc, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",
           "CPU worker threads (0: one per core); channels are spread over "

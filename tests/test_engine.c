@@ -37,18 +37,24 @@ typedef struct variant {
   cf_backend backend;
   cf_algorithm algo;
   unsigned id;
+  unsigned depth; /* pipeline_depth */
 } variant;
 
 static const variant variants[] = {
-  {"cpu-direct", CF_BACKEND_CPU, CF_ALGO_DIRECT, 1},
-  {"cpu-fft-uniform", CF_BACKEND_CPU, CF_ALGO_FFT_UNIFORM, 2},
-  {"cpu-fft-nonuniform", CF_BACKEND_CPU, CF_ALGO_FFT_NONUNIFORM, 3},
-  {"cpu-auto", CF_BACKEND_CPU, CF_ALGO_AUTO, 4},
-  {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO_AUTO, 5},
+  {"cpu-direct", CF_BACKEND_CPU, CF_ALGO_DIRECT, 1, 0},
+  {"cpu-fft-uniform", CF_BACKEND_CPU, CF_ALGO_FFT_UNIFORM, 2, 0},
+  {"cpu-fft-nonuniform", CF_BACKEND_CPU, CF_ALGO_FFT_NONUNIFORM, 3, 0},
+  {"cpu-auto", CF_BACKEND_CPU, CF_ALGO_AUTO, 4, 0},
+  {"cuda-auto", CF_BACKEND_CUDA, CF_ALGO_AUTO, 5, 0},
   /* the CUDA paths forced: kernels/fir1d.cu (latency 0) and the uniform
    * overlap-save of kernels/ols.cu (latency block - 1) */
-  {"cuda-direct", CF_BACKEND_CUDA, CF_ALGO_DIRECT, 6},
-  {"cuda-fft-uniform", CF_BACKEND_CUDA, CF_ALGO_FFT_UNIFORM, 7},
+  {"cuda-direct", CF_BACKEND_CUDA, CF_ALGO_DIRECT, 6, 0},
+  {"cuda-fft-uniform", CF_BACKEND_CUDA, CF_ALGO_FFT_UNIFORM, 7, 0},
+  /* across calls: D blocks more latency, the CPU's a delay in the front
+   * (src/engine/engine.c), CUDA's blocks left running on the device
+   * between calls (src/cuda/fir.c) */
+  {"cpu-auto-depth3", CF_BACKEND_CPU, CF_ALGO_AUTO, 8, 3},
+  {"cuda-auto-depth2", CF_BACKEND_CUDA, CF_ALGO_AUTO, 9, 2},
 };
 
 static const variant *V;   /* the variant running now */
@@ -694,6 +700,7 @@ static cf_status engine_new(const kset *k, unsigned block, cf_engine **e)
   cfg.block_size = block;
   cfg.backend = V->backend;
   cfg.algorithm = V->algo;
+  cfg.pipeline_depth = V->depth;
   *e = NULL;
   cf_status st = kset_build(k, &kk);
   if (st != CF_OK)
@@ -705,7 +712,11 @@ static cf_status engine_new(const kset *k, unsigned block, cf_engine **e)
 
 static void check_shape(cf_engine *e, const kset *k, unsigned block)
 {
-  size_t lat = cf_engine_latency(e), lmax = kset_lmax(k);
+  size_t all = cf_engine_latency(e), lmax = kset_lmax(k);
+  size_t depth = (size_t)V->depth * block;
+  CHECK(all >= depth, "latency %zu, less than pipeline_depth %u x block %u",
+        all, V->depth, block);
+  size_t lat = all - depth; /* the path's own */
   CHECK(cf_engine_in_channels(e) == k->ins, "in_channels %u, want %u",
         cf_engine_in_channels(e), k->ins);
   CHECK(cf_engine_out_channels(e) == k->outs, "out_channels %u, want %u",
@@ -721,8 +732,9 @@ static void check_shape(cf_engine *e, const kset *k, unsigned block)
   else
     CHECK(lat == 0 || lat == block - 1, "latency %zu with block %u: want 0 "
           "(direct) or %u (FFT)", lat, block, block - 1);
-  CHECK(cf_engine_tail(e) == lat + lmax - 1, "tail %zu, want latency %zu + "
-        "L_max %zu - 1", cf_engine_tail(e), lat, lmax);
+  CHECK(cf_engine_tail(e) == all + lmax - 1,
+        "tail %zu, want latency %zu + L_max %zu - 1", cf_engine_tail(e), all,
+        lmax);
   const char *d = cf_engine_describe(e);
   CHECK(d && *d, "cf_engine_describe() is empty");
 }
@@ -1948,6 +1960,7 @@ static void fault_case(ref_rng *r, unsigned c, int mode)
   cfg.channels = k[0].ins;
   cfg.block_size = block;
   cfg.algorithm = V->algo;
+  cfg.pipeline_depth = V->depth;
   cf_kernel *kk = NULL;
   CHECK_OK(kset_build(&k[0], &kk));
   char env[64];
@@ -1968,7 +1981,8 @@ static void fault_case(ref_rng *r, unsigned c, int mode)
         cf_backend_name(cf_engine_backend(e)), cf_engine_describe(e));
   add_case("{%s} ", cf_engine_describe(e));
   run ru;
-  run_start(&ru, e, block, n[0] + n[1] + 2 * (block + lmax) + 16);
+  run_start(&ru, e, block,
+            n[0] + n[1] + 2 * (cf_engine_latency(e) + lmax) + 16);
   size_t done = 0, calls = 0, swaps = 0, end[2] = {0, 0};
   unsigned g = 0;
   for (size_t i = 0; i < p.nops; i++) {
@@ -2218,9 +2232,9 @@ static void test_bad_config(void **state)
 
   cf_audio_config_init(&cfg);
   CHECK(cfg.channels == 1 && cfg.block_size == 1024 &&
-        cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
-        cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 2 &&
-        cfg.swap_history == 262144,
+            cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
+            cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 0 &&
+            cfg.swap_history == 262144,
         "cf_audio_config_init defaults differ from engine.h");
   cfg.backend = V->backend;
   cfg.algorithm = V->algo;
@@ -2234,6 +2248,11 @@ static void test_bad_config(void **state)
   cfg.block_size = 0;
   expect_new_fails(&cfg, k, CF_E_INVALID, "block_size 0");
   cfg.block_size = 256;
+  cfg.pipeline_depth = CF_AUDIO_MAX_DEPTH + 1;
+  expect_new_fails(&cfg, k, CF_E_INVALID,
+                   "pipeline_depth > "
+                   "CF_AUDIO_MAX_DEPTH");
+  cfg.pipeline_depth = V->depth;
   cf_kernel_free(k);
 
   CHECK_OK(cf_kernel_new(CF_ROUTING_SHARED, 1, 1, &k));

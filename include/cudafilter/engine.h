@@ -67,14 +67,28 @@ typedef struct cf_audio_config {
   int device_id;         /* CUDA device, default 0 */
   cf_algorithm algorithm;/* default CF_ALGO_AUTO */
   unsigned threads;      /* worker threads, 0 = one per core (default) */
-  unsigned pipeline_depth; /* CUDA: chunks in flight (default 2) */
+  unsigned pipeline_depth; /* blocks in flight across calls, 0..
+                              CF_AUDIO_MAX_DEPTH (default 0): see below */
   size_t swap_history;   /* input frames kept so that a kernel swapped in
                             later sees the past: a new kernel up to this
                             long (or as long as the current one, if longer)
                             starts exactly; default 262144 */
 } cf_audio_config;
 
-/* Fill cfg with the defaults above (channels = 1). */
+/* Largest pipeline_depth accepted. */
+#define CF_AUDIO_MAX_DEPTH 8u
+
+/* Fill cfg with the defaults above (channels = 1).
+ *
+ * pipeline_depth D. With 0 (live) every call returns the outputs its
+ * input makes ready: the latency is the path's own (0 direct, block - 1
+ * FFT). With D >= 1 the output is delayed by D more blocks (latency +
+ * D x block_size frames, on every backend, so that it does not change
+ * with where the engine runs): on CUDA, a block's work runs on the
+ * device while the calls of the next D blocks bring more input, so a
+ * stream of calls of a block each never waits for the device (throughput
+ * of the copies and compute, not of their round trip); on the CPU it is
+ * a plain delay. */
 void cf_audio_config_init(cf_audio_config *cfg);
 
 typedef struct cf_engine cf_engine;
@@ -94,7 +108,7 @@ cf_status cf_engine_process(cf_engine *e, const float *in, float *out,
                             size_t frames);
 
 /* Frames the engine delays its output by (0 on the direct path,
- * block_size - 1 on the FFT paths). */
+ * block_size - 1 on the FFT paths, plus pipeline_depth x block_size). */
 size_t cf_engine_latency(const cf_engine *e);
 /* Frames cf_engine_drain() will write: latency + L_max - 1. */
 size_t cf_engine_tail(const cf_engine *e);

@@ -16,7 +16,19 @@
  * Steps go through N slots (pinned staging, device buffers, a stream and
  * two events each): step i waits on an event of step i - 1 (the compute
  * is ordered through the device state), never on the host; the host waits
- * only for outputs it must return. A step of the graph size (the block)
+ * only for outputs it must return.
+ *
+ * Two ways to overlap (cf_audio_config.pipeline_depth):
+ *  - live (depth 0): within a call. A call's steps overlap one another
+ *    (upload of i + 1, compute of i, download of i - 1), and every output
+ *    the call owes is back when it returns: nothing added to the latency;
+ *  - across calls (depth D >= 1): steps are blocks of B frames on either
+ *    path and the output leaves D blocks later (latency + D x B). A call
+ *    launches the blocks its input completes and returns the outputs of
+ *    blocks launched D blocks before, which the device finished while the
+ *    host was away: a stream of calls of a block each never waits for
+ *    the device (D + 2 slots: a slot comes round again only once its
+ *    outputs are all handed out). A step of the graph size (the block)
  * with one kernel bank replays its compute from a CUDA graph captured at
  * creation or set_kernel (the copies around it are plain calls); other
  * steps are enqueued call by call. Nothing is allocated
@@ -30,7 +42,8 @@
 #include "cf_kernels.h"
 #include "cuda_internal.h"
 
-#define MAX_SLOTS 8
+#define LIVE_SLOTS 2
+#define MAX_SLOTS (CF_AUDIO_MAX_DEPTH + 2)
 #define DIRECT_STEP 8192     /* direct path: frames per step, at least */
 #define AUTO_DIRECT_TAPS 128 /* CF_ALGO_AUTO: direct up to this length */
 #define AUTO_DIRECT_BLOCK 16 /* ... and for any length below this block */
@@ -74,6 +87,7 @@ typedef struct cfir {
   int device;
   int ols;
   int nonuniform_asked;
+  unsigned depth; /* blocks across calls (0: live) */
   size_t B, cap, latency, hcap;
   size_t rmask;
   float *d_ring;
@@ -579,7 +593,7 @@ static cf_status launch(cfir *f, unsigned i, size_t m)
   CF_CU(cudaEventRecord(s->ev_done, s->st));
   s->busy = 1;
   s->valid = 0;
-  s->w = f->ols ? y0 + f->B - 1 : y0;
+  s->w = y0 + f->latency; /* y[y0] leaves at output time y0 + latency */
   s->len = m;
   s->emitted = 0;
   f->last = (int)i;
@@ -596,6 +610,22 @@ static cf_status wait_all(cfir *f, uint64_t T0, uint64_t T1, float *out)
       return r;
     if (out)
       emit(f, &f->s[i], T0, T1, out);
+  }
+  return CF_OK;
+}
+
+/* Wait for and hand out the steps with outputs in [T0, T1) still owed:
+ * live, every step launched; across calls, those launched D blocks ago. */
+static cf_status wait_owed(cfir *f, uint64_t T0, uint64_t T1, float *out)
+{
+  for (unsigned i = 0; i < f->ns; i++) {
+    slot *s = &f->s[i];
+    if (s->busy && s->w + s->emitted < T1) {
+      cf_status r = slot_wait(s);
+      if (r != CF_OK)
+        return r;
+    }
+    emit(f, s, T0, T1, out);
   }
   return CF_OK;
 }
@@ -633,7 +663,7 @@ static cf_status cfir_process(void *impl, const float *in, float *out,
     goto fail;
   /* out may alias in: a frame of out is written only once its input frame
    * is taken. The last block's outputs may reach into this call
-   * (overlap-save): they go out as the input advances. */
+   * (overlap-save, or across calls): they go out as the input advances. */
   uint64_t T0 = f->t, T1 = T0 + n;
   size_t done = 0;
   while (done < n) {
@@ -650,17 +680,17 @@ static cf_status cfir_process(void *impl, const float *in, float *out,
     f->pos += m;
     done += m;
     f->t += m;
-    for (unsigned i = 0; f->ols && i < f->ns; i++)
+    for (unsigned i = 0; (f->ols || f->depth) && i < f->ns; i++)
       if (i != f->cur)
         emit(f, &f->s[i], T0, f->t, out);
-    if (f->pos == f->cap || (!f->ols && done == n)) {
+    if (f->pos == f->cap || (!f->ols && !f->depth && done == n)) {
       if ((r = launch(f, f->cur, f->pos)) != CF_OK)
         goto fail;
       f->pos = 0;
       f->cur = (f->cur + 1) % f->ns;
     }
   }
-  if ((r = wait_all(f, T0, T1, out)) != CF_OK)
+  if ((r = wait_owed(f, T0, T1, out)) != CF_OK)
     goto fail;
   if (T0 < f->latency) { /* before the first block's output: silence */
     uint64_t z = (T1 < f->latency ? T1 : f->latency) - T0;
@@ -824,10 +854,9 @@ cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
   cf_status r = cf_cuda_enter(&sc, f->device);
   if (r != CF_OK)
     return r;
-  /* No wait: process() hands out every output of a call before it
-   * returns, so no step is in flight. The banks retired since the last
-   * swap go to the caller, to free outside this thread (cudaFree waits
-   * for the whole device). */
+  /* No wait. The banks retired since the last swap go to the caller, to
+   * free outside this thread (cf_cuda_fir_free_prepared waits for the
+   * device first: across calls, steps that used them may still run). */
   cf_swaps_take_retired(&f->banks, dead, ndead, cap);
   if ((r = cf_swaps_reserve(&f->banks)) != CF_OK)
     return r;
@@ -839,9 +868,13 @@ void cf_cuda_fir_free_prepared(void *prepared)
 {
   bank *b = prepared;
   CF_CUDA_SCOPE(sc);
-  if (b && cf_cuda_enter(&sc, b->device) == CF_OK)
+  if (b && cf_cuda_enter(&sc, b->device) == CF_OK) {
+    /* a retired bank: steps enqueued before it retired may be running
+     * (across calls); nothing enqueued later uses it. The bank's
+     * constant-pool range goes back only once they are done. */
+    (void)cudaDeviceSynchronize(); /* a fault shows in process() */
     bank_free(b);
-  else
+  } else
     free(b); /* no device to give its memory back to */
 }
 
@@ -857,8 +890,11 @@ static void cfir_describe(const void *impl, char *buf, size_t n)
   else
     snprintf(path, sizeof path, "direct %zu taps (%s)", b->lmax,
              b->in_const ? "constant memory" : "device memory");
-  snprintf(buf, n, "%s, block %zu, latency %zu, %u slots, graph %s", path, f->B,
-           f->latency, f->ns,
+  char mode[48] = "live";
+  if (f->depth)
+    snprintf(mode, sizeof mode, "across calls, depth %u", f->depth);
+  snprintf(buf, n, "%s, block %zu, latency %zu, %s, %u slots, graph %s", path,
+           f->B, f->latency, mode, f->ns,
            b->graph       ? "on"
            : b->graph_off ? b->graph_off
                           : "off");
@@ -1001,14 +1037,14 @@ cf_status cf_cuda_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
     f->ols = lmax > AUTO_DIRECT_TAPS && f->B >= AUTO_DIRECT_BLOCK;
     break;
   }
-  f->latency = f->ols ? f->B - 1 : 0;
+  f->depth = cfg->pipeline_depth; /* the front checked the range */
+  f->latency = (f->ols ? f->B - 1 : 0) + (size_t)f->depth * f->B;
   f->hcap = cfg->swap_history > lmax ? cfg->swap_history : lmax;
   if (f->hcap > CF_KERNEL_MAX_TAPS)
     f->hcap = CF_KERNEL_MAX_TAPS;
-  f->cap = f->ols ? f->B : f->B > DIRECT_STEP ? f->B : DIRECT_STEP;
-  f->ns = cfg->pipeline_depth < 2 ? 2 : cfg->pipeline_depth;
-  if (f->ns > MAX_SLOTS)
-    f->ns = MAX_SLOTS;
+  /* steps: blocks, except the live direct path's (whole calls, cut) */
+  f->cap = f->ols || f->depth ? f->B : f->B > DIRECT_STEP ? f->B : DIRECT_STEP;
+  f->ns = f->depth ? f->depth + 2 : LIVE_SLOTS;
   r = engine_init(f);
   bank *b0 = NULL;
   if (r == CF_OK)

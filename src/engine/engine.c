@@ -21,7 +21,7 @@ CF_PUBLIC void cf_audio_config_init(cf_audio_config *cfg)
   cfg->block_size = 1024;
   cfg->backend = CF_BACKEND_AUTO;
   cfg->algorithm = CF_ALGO_AUTO;
-  cfg->pipeline_depth = 2;
+  cfg->pipeline_depth = 0;
   cfg->swap_history = 262144;
 }
 
@@ -103,6 +103,57 @@ static int fb_active(const cf_engine *e)
          e->fb;
 }
 
+/* ---- pipeline_depth on a backend that does not pipeline ----------------
+ * The CPU's output goes out through a ring of `delay` frames, so the
+ * latency is the same wherever the engine runs (engine.h). */
+
+/* Frames pipeline_depth adds to the latency. */
+static size_t depth_frames(const cf_audio_config *cfg)
+{
+  return (size_t)cfg->pipeline_depth * cfg->block_size;
+}
+
+/* n frames the backend wrote to out swap with the ring's oldest. */
+static void delay_run(cf_engine *e, float *out, size_t n)
+{
+  size_t c = e->cout;
+  while (n) {
+    size_t m = e->delay - e->dpos < n ? e->delay - e->dpos : n;
+    float *r = e->dring + e->dpos * c;
+    for (size_t i = 0; i < m * c; i++) {
+      float t = r[i];
+      r[i] = out[i];
+      out[i] = t;
+    }
+    out += m * c;
+    n -= m;
+    e->dpos = (e->dpos + m) % e->delay;
+  }
+}
+
+/* The ring's frames, oldest first, to out; then it holds silence. */
+static void delay_flush(cf_engine *e, float *out)
+{
+  size_t c = e->cout, a = e->delay - e->dpos;
+  memcpy(out, e->dring + e->dpos * c, a * c * sizeof(float));
+  memcpy(out + a * c, e->dring, e->dpos * c * sizeof(float));
+  memset(e->dring, 0, e->delay * c * sizeof(float));
+  e->dpos = 0;
+}
+
+static void delay_clear(cf_engine *e)
+{
+  if (e->delay)
+    memset(e->dring, 0, e->delay * e->cout * sizeof(float));
+  e->dpos = 0;
+}
+
+/* The engine's latency: the backend's and the front's delay. */
+static size_t total_latency(const cf_engine *e)
+{
+  return e->ops->latency(e->impl) + e->delay;
+}
+
 /* The oldest stage the outputs from y index y on depend on. */
 static unsigned fb_first_stage(const cf_engine *e, unsigned long long y)
 {
@@ -149,7 +200,7 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
 {
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
-  size_t lat = e->ops->latency(e->impl);
+  size_t lat = total_latency(e);
   if (e->nstage) /* the stages no coming output depends on go */
     fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0), dead);
   if (e->nstage + 1 > e->stage_cap) {
@@ -175,7 +226,7 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
     if (st[i].x > xmax)
       xmax = st[i].x;
   }
-  while (cap < lmax + xmax + e->cfg.block_size + FB_PIECE)
+  while (cap < lmax + xmax + lat + e->cfg.block_size + FB_PIECE)
     cap <<= 1;
   if (!e->fb || cap > e->fb_mask + 1) {
     float *fb = calloc(cap * e->cin, sizeof *fb);
@@ -244,24 +295,34 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
 {
   char reason[256];
   snprintf(reason, sizeof reason, "%s", cf_last_error());
-  size_t lat = e->ops->latency(e->impl);
+  size_t lat = total_latency(e);
   unsigned long long end = e->fb_t, from = end - piece;
   unsigned long long y0 = from > lat ? from - lat : 0;
   unsigned next = fb_first_stage(e, y0);
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
-  cfg.algorithm = takeover_algorithm(lat);
+  cfg.algorithm = takeover_algorithm(lat - depth_frames(&e->cfg));
   void *impl = NULL;
   const cf_backend_ops *ops = NULL;
   cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, CF_FFT_QUICK,
                                &impl, &ops);
   if (s != CF_OK)
     return s;
-  if (ops->latency(impl) != lat) {
+  if (ops->latency(impl) > lat) {
     ops->destroy(impl);
     return cf_fail(why, "engine: the CUDA backend failed (%s) and the CPU "
                    "cannot take over at latency %zu", reason, lat);
   }
+  /* The CPU's output for input frame c leaves at c + d (the front's
+   * delay): to out for the failed piece, to the new ring from end on. */
+  size_t d = lat - ops->latency(impl);
+  float *ring = d ? calloc(d * e->cout, sizeof *ring) : NULL;
+  if (d && !ring) {
+    ops->destroy(impl);
+    return cf_fail(CF_E_NOMEM, "engine: out of memory switching to the CPU");
+  }
+  if (piece)
+    memset(out, 0, piece * e->cout * sizeof(float));
   /* Convolved from start on, every stage's output at y >= y0 is exact,
    * and the later swaps happen at their points; before that, the frames
    * a swap after the switch may prime from go into the history only. */
@@ -279,7 +340,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   float *x = malloc(step * e->cin * sizeof(float));
   float *y = malloc(step * e->cout * sizeof(float));
   if (!x || !y) {
-    free(x), free(y);
+    free(x), free(y), free(ring);
     ops->destroy(impl);
     return cf_fail(CF_E_NOMEM, "engine: out of memory switching to the CPU");
   }
@@ -295,18 +356,24 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
     if (t == end || s != CF_OK)
       break;
     size_t m = end - t < step ? (size_t)(end - t) : step;
-    if (t < from && from - t < m)
-      m = (size_t)(from - t); /* priming and replay never share a step */
     if (next < e->nstage && e->stage[next].s - t < m)
       m = (size_t)(e->stage[next].s - t);
     fb_gather(e, t, m, x);
-    int replay = t >= from;
-    s = ops->process(impl, x, replay ? out + (t - from) * e->cout : y, m);
+    if ((s = ops->process(impl, x, y, m)) == CF_OK)
+      for (size_t i = 0; i < m; i++) {
+        unsigned long long o = t + i + d; /* its output time */
+        float *dst = o < from  ? NULL
+                     : o < end ? out + (size_t)(o - from) * e->cout
+                               : ring + (size_t)(o - end) * e->cout;
+        if (dst)
+          memcpy(dst, y + i * e->cout, e->cout * sizeof(float));
+      }
     t += m;
   }
   free(x);
   free(y);
   if (s != CF_OK) {
+    free(ring);
     ops->destroy(impl);
     return s;
   }
@@ -319,6 +386,10 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   pthread_mutex_unlock(&e->impl_lock);
   free(e->fb);
   e->fb = NULL;
+  free(e->dring);
+  e->dring = ring;
+  e->delay = d;
+  e->dpos = 0;
   fb_drop(e, e->nstage, NULL);
   snprintf(e->fallback, sizeof e->fallback, "%s", reason);
   return CF_OK;
@@ -340,6 +411,9 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if ((unsigned)cfg->algorithm > CF_ALGO_FFT_NONUNIFORM)
     return cf_fail(CF_E_INVALID, "engine: unknown algorithm %d",
                    (int)cfg->algorithm);
+  if (cfg->pipeline_depth > CF_AUDIO_MAX_DEPTH)
+    return cf_fail(CF_E_INVALID, "engine: pipeline_depth = %u, must be 0..%u",
+                   cfg->pipeline_depth, CF_AUDIO_MAX_DEPTH);
   cf_status s = check_kernel(kernel);
   if (s != CF_OK)
     return s;
@@ -377,11 +451,24 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   e->backend = e->started = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;
-  if (s == CF_OK)
+  if (s == CF_OK) {
+    /* the CUDA backend pipelines across calls itself; elsewhere the
+     * front delays */
     e->latency = e->ops->latency(e->impl);
+    if (cf_cuda_fir_is(e->ops))
+      e->latency -= depth_frames(cfg);
+    else if ((e->delay = depth_frames(cfg)) &&
+             !(e->dring = calloc(e->delay * cout, sizeof(float))))
+      s = cf_fail(CF_E_NOMEM,
+                  "engine: out of memory for a pipeline_depth delay of %zu "
+                  "frames", e->delay);
+    if (s != CF_OK)
+      e->ops->destroy(e->impl);
+  }
   if (s == CF_OK && (s = fb_prepare(e, kernel, NULL, 0, NULL)) != CF_OK)
     e->ops->destroy(e->impl);
   if (s != CF_OK) {
+    free(e->dring);
     fb_drop(e, e->nstage, NULL);
     free(e->stage);
     free(e->fb);
@@ -406,7 +493,32 @@ CF_PUBLIC void cf_engine_free(cf_engine *e)
   fb_drop(e, e->nstage, NULL);
   free(e->stage);
   free(e->fb);
+  free(e->dring);
   free(e);
+}
+
+/* The backend's process, then the front's delay. */
+static cf_status backend_process(cf_engine *e, const float *in, float *out,
+                                 size_t n)
+{
+  cf_status s = e->ops->process(e->impl, in, out, n);
+  if (s == CF_OK && e->delay)
+    delay_run(e, out, n);
+  return s;
+}
+
+/* The backend's drain behind the front's delay: the ring's frames, then
+ * the backend's tail. */
+static cf_status drain_through(cf_engine *e, float *out, size_t capacity,
+                               size_t *written)
+{
+  size_t d = e->delay, w = 0;
+  cf_status s =
+      e->ops->drain(e->impl, d ? out + d * e->cout : out, capacity - d, &w);
+  if (s == CF_OK && d)
+    delay_flush(e, out);
+  *written = s == CF_OK ? w + d : 0;
+  return s;
 }
 
 CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
@@ -424,11 +536,12 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
     return cf_fail(CF_E_INVALID, "process: in-place needs equal channel "
                    "counts (%u in, %u out)", e->cin, e->cout);
   if (!fb_active(e))
-    return e->ops->process(e->impl, in, out, frames);
+    return backend_process(e, in, out, frames);
   while (frames) {
     size_t m = frames < FB_PIECE ? frames : FB_PIECE;
     fb_record(e, in, m);
-    cf_status s = e->ops->process(e->impl, in, out, m);
+    /* a switch writes the piece's output itself, delayed */
+    cf_status s = backend_process(e, in, out, m);
     if (s != CF_OK &&
         (!cf_device_failure(s) || (s = fb_switch(e, m, out, s)) != CF_OK))
       return s;
@@ -436,19 +549,19 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
     out += m * e->cout;
     frames -= m;
     if (!fb_active(e) && frames)
-      return e->ops->process(e->impl, in, out, frames);
+      return backend_process(e, in, out, frames);
   }
   return CF_OK;
 }
 
 CF_PUBLIC size_t cf_engine_latency(const cf_engine *e)
 {
-  return e->vops ? cf_video_latency(e) : e->ops->latency(e->impl);
+  return e->vops ? cf_video_latency(e) : total_latency(e);
 }
 
 CF_PUBLIC size_t cf_engine_tail(const cf_engine *e)
 {
-  return e->vops ? 0 : e->ops->tail(e->impl);
+  return e->vops ? 0 : e->ops->tail(e->impl) + e->delay;
 }
 
 CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
@@ -458,23 +571,25 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
     *written = 0;
   if (e->vops)
     return cf_fail(CF_E_STATE, "drain: a video engine has no tail");
-  size_t need = e->ops->tail(e->impl);
+  size_t need = cf_engine_tail(e), w = 0;
   if (capacity < need)
     return cf_fail(CF_E_INVALID, "drain: the tail is %zu frames, the buffer "
                    "holds %zu", need, capacity);
   if (need && !out)
     return cf_fail(CF_E_INVALID, "drain: NULL buffer");
-  cf_status s = e->ops->drain(e->impl, out, capacity, written);
+  cf_status s = drain_through(e, out, capacity, &w);
+  if (s == CF_OK && written)
+    *written = w;
   if (s != CF_OK && fb_active(e) && cf_device_failure(s) &&
       (s = fb_switch(e, 0, NULL, s)) == CF_OK) {
     /* The CPU took only the stages the tail depends on (the device may
      * still have held one that no longer counts): its tail may be shorter,
      * and past it the tail is zeros. */
-    size_t got = e->ops->tail(e->impl);
+    size_t got = cf_engine_tail(e);
     if (got > need) /* never: the device held every stage the CPU took */
       return cf_fail(CF_E_INTERNAL, "drain: the CPU taking over has a tail "
                      "of %zu frames, not %zu", got, need);
-    if ((s = e->ops->drain(e->impl, out, capacity, &got)) == CF_OK) {
+    if ((s = drain_through(e, out, capacity, &got)) == CF_OK) {
       if (got < need)
         memset(out + got * e->cout, 0,
                (need - got) * e->cout * sizeof(float));
@@ -494,6 +609,7 @@ CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
     cf_video_reset(e);
   else
     e->ops->reset(e->impl);
+  delay_clear(e);
   fb_clear(e);
   __atomic_add_fetch(&e->resets, 1, __ATOMIC_RELEASE);
   return CF_OK;
@@ -714,5 +830,10 @@ CF_PUBLIC const char *cf_engine_describe(const cf_engine *e)
     e->vops->describe(e->impl, m->desc + w, sizeof m->desc - (size_t)w);
   else
     e->ops->describe(e->impl, m->desc + w, sizeof m->desc - (size_t)w);
+  size_t l = strlen(m->desc);
+  if (e->delay)
+    snprintf(m->desc + l, sizeof m->desc - l,
+             "; then a delay of %zu frames (pipeline_depth %u)", e->delay,
+             e->cfg.pipeline_depth);
   return e->desc;
 }

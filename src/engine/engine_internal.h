@@ -33,9 +33,16 @@ struct cf_engine {
                            back to the CPU mid-stream) */
   unsigned cin, cout;
   /* fixed at creation (prepare_kernel reads them from any thread): the
-   * backend it started on; audio: the latency */
+   * backend it started on; audio: the latency of its path (without
+   * what pipeline_depth adds) */
   size_t latency;
   cf_backend started;
+  /* audio, pipeline_depth on a backend that does not pipeline across
+   * calls itself (the CPU's, the fake device's, the CPU after a switch
+   * from the device): the front delays the output by `delay` frames
+   * through a ring of as many output frames (dring, next at dpos) */
+  size_t delay, dpos;
+  float *dring;
   char desc[320];
   char fallback[256]; /* why auto left the device ("" while it has not) */
   /* resets and drains so far (__atomic: prepare_swap reads it from any

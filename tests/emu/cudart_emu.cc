@@ -95,6 +95,7 @@ struct CUevent_st {
   unsigned long long sid, pos; // the recorded work: sid's first pos ops
   bool timing;                 // not cudaEventDisableTiming
   d2h_order after;             // the recorded work's (copy order)
+  unsigned long long seq;      // events recorded before this record
 };
 struct CUgraph_st {
   std::vector<rec_op> ops;
@@ -424,6 +425,25 @@ unsigned long long cf_emu_uploads_after_downloads(void)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
   return n_up_after_down;
+}
+
+// Event synchronisations by lag: the events recorded (any stream) between
+// the record waited for and the wait, up to SYNC_LAGS - 1 (the last
+// counts that many or more).
+#define SYNC_LAGS 65
+static unsigned long long records, sync_lag[SYNC_LAGS];
+
+// For tests: cudaEventSynchronize calls so far whose event had fewer
+// than `lag` events recorded after it when the host waited: the host
+// waiting for work it has just queued, where a pipeline should find it
+// done (lag <= SYNC_LAGS - 1).
+unsigned long long cf_emu_syncs_within(unsigned lag)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  unsigned long long n = 0;
+  for (unsigned i = 0; i < lag && i < SYNC_LAGS; i++)
+    n += sync_lag[i];
+  return n;
 }
 
 // For tests: the calls of runtime or cuFFT function `fn` so far.
@@ -855,7 +875,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
   count_call(__func__);
-  *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming), {}};
+  *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming), {}, 0};
   return cudaSuccess;
 }
 
@@ -884,6 +904,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
   e->sid = q->id;
   e->pos = q->enq;
   e->after = q->after;
+  e->seq = records++;
   return cudaSuccess;
 }
 
@@ -891,6 +912,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
   count_call(__func__);
   std::lock_guard<std::recursive_mutex> g(qlock);
+  if (e->sid) {
+    unsigned long long lag = records - 1 - e->seq;
+    sync_lag[lag < SYNC_LAGS ? lag : SYNC_LAGS - 1]++;
+  }
   if (e->sid && !reached(e->sid, e->pos))
     run_to(live[e->sid], e->pos);
   return cudaSuccess;

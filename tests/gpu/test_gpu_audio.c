@@ -28,7 +28,7 @@
 static uint64_t seed;
 static int quick; /* CF_TEST_QUICK */
 
-/* pipeline depth 0: the default */
+/* depth: pipeline_depth (0, live: the default) */
 static cf_engine *make_depth(unsigned ch, unsigned block, cf_backend be,
                              cf_algorithm algo, const float *h, size_t len,
                              unsigned depth)
@@ -231,6 +231,84 @@ static void test_copies_overlap(void **state)
   free(h), free(x), free(y);
 }
 
+/* The emulated device counts the host's waits by how far behind the
+ * queue they are; a real device has no such call. */
+unsigned long long cf_emu_syncs_within(unsigned lag) __attribute__((weak));
+
+/* Across calls (pipeline_depth D >= 1), a stream of calls of a block
+ * each never waits for the device: a call's outputs are those of the
+ * block launched D calls before, and every wait is for an event with at
+ * least 2 D records after it (each block records two: compute and
+ * download); live (D 0) the host waits for the block it has just
+ * launched (lag 0). The output equals the reference at the latency of
+ * path + D blocks. Counted on the emulated device's queue; a device
+ * shows it in time (bench_gpu_audio). */
+static void test_depth_no_wait(void **state)
+{
+  (void)state;
+  if (!cf_emu_syncs_within)
+    skip(); /* the queue is the emulator's to tell */
+  static const struct {
+    cf_algorithm algo;
+    size_t len;
+    unsigned block, depth;
+    const char *graphs;
+  } cases[] = {
+      {CF_ALGO_FFT_UNIFORM, 5000, 64, 0, "1"},
+      {CF_ALGO_FFT_UNIFORM, 5000, 64, 1, "1"},
+      {CF_ALGO_FFT_UNIFORM, 5000, 64, 3, "0"},
+      {CF_ALGO_FFT_UNIFORM, 3000, 256, CF_AUDIO_MAX_DEPTH, "1"},
+      {CF_ALGO_DIRECT, 37, 64, 0, "1"},
+      {CF_ALGO_DIRECT, 37, 64, 2, "1"},
+      {CF_ALGO_DIRECT, 300, 32, 4, "0"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    ref_rng r;
+    ref_rng_init(&r, seed ^ (0xde97 + c));
+    unsigned ch = 2, block = cases[c].block, depth = cases[c].depth;
+    size_t len = cases[c].len, nb = quick ? 40 : 120, n = nb * block;
+    float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
+    float *y = calloc((n + len + (depth + 2) * block) * ch, sizeof *y);
+    assert_true(h && x && y);
+    ref_rng_fill(&r, h, len);
+    ref_rng_fill(&r, x, n * ch);
+    setenv("CF_CUDA_GRAPHS", cases[c].graphs, 1);
+    cf_engine *e =
+        make_depth(ch, block, CF_BACKEND_CUDA, cases[c].algo, h, len, depth);
+    unsetenv("CF_CUDA_GRAPHS");
+    assert_non_null(e);
+    size_t lat = cf_engine_latency(e);
+    size_t own = cases[c].algo == CF_ALGO_DIRECT ? 0 : block - 1;
+    if (lat != own + (size_t)depth * block)
+      fail_msg("%s: latency %zu, want %zu + %u x %u", cf_engine_describe(e),
+               lat, own, depth, block);
+    unsigned want = 2 * depth; /* waits closer than this are early */
+    unsigned long long early = cf_emu_syncs_within(want ? want : 1);
+    for (size_t b = 0; b < nb; b++)
+      assert_int_equal(
+          cf_engine_process(e, x + b * block * ch, y + b * block * ch, block),
+          CF_OK);
+    early = cf_emu_syncs_within(want ? want : 1) - early;
+    size_t w = 0;
+    assert_int_equal(cf_engine_drain(e, y + n * ch, cf_engine_tail(e), &w),
+                     CF_OK);
+    double er = ref_worst_channel_l2(x, y, n, ch, h, len, lat);
+    print_message("%s: %zu calls of a block, %llu waits with fewer than %u "
+                  "events after theirs, error %g\n",
+                  cf_engine_describe(e), nb, early, want ? want : 1, er);
+    if (depth ? early != 0 : early < nb)
+      fail_msg("%s: %llu of %zu calls waited for a block launched fewer "
+               "than %u blocks before (want %s)",
+               cf_engine_describe(e), early, nb, depth,
+               depth ? "none" : "every call, live");
+    if (!(er <= 2e-5))
+      fail_msg("%s: error %g (seed %llu)", cf_engine_describe(e), er,
+               (unsigned long long)seed);
+    cf_engine_free(e);
+    free(h), free(x), free(y);
+  }
+}
+
 /* Fault cases run in a fresh process each (the fault counters are
  * process-wide): this program re-runs itself with --fault CASE and
  * CF_CUDA_FAULT set. */
@@ -241,10 +319,12 @@ static int fault_case(const char *which)
   ref_rng r;
   ref_rng_init(&r, 99);
   unsigned ch = 2, block = 64;
+  const char *d = strchr(which, '/'); /* pipeline_depth */
+  unsigned depth = d ? (unsigned)atoi(d + 1) : 0;
   /* launch:40 comes within the first 60 blocks on both paths */
   size_t len = 1000, n = 64 * (quick ? 200 : 800);
   float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
-  float *y = calloc((n + len + block) * ch, sizeof *y);
+  float *y = calloc((n + len + (depth + 1) * block) * ch, sizeof *y);
   ref_rng_fill(&r, h, len);
   ref_rng_fill(&r, x, n * ch);
   static size_t chunks[800];
@@ -291,17 +371,17 @@ static int fault_case(const char *which)
     ok = s == CF_E_NOMEM;
     cf_kernel_free(k);
   } else { /* auto: the CPU takes over mid-stream, output still exact */
-    cf_algorithm a = !strcmp(which, "auto-ols") ? CF_ALGO_FFT_UNIFORM
-                                                 : CF_ALGO_DIRECT;
-    cf_engine *e = make(ch, block, CF_BACKEND_AUTO, a, h, len);
+    cf_algorithm a =
+        !strncmp(which, "auto-ols", 8) ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
+    cf_engine *e = make_depth(ch, block, CF_BACKEND_AUTO, a, h, len, depth);
     if (!e)
       return 1;
     size_t lat = cf_engine_latency(e);
     cf_status s = run(e, x, n, ch, chunks, 800, y);
     double er =
         s == CF_OK ? ref_worst_channel_l2(x, y, n, ch, h, len, lat) : 1.0;
-    printf("%s: %s, now on %s, error %g\n", which, cf_status_name(s),
-           cf_backend_name(cf_engine_backend(e)), er);
+    printf("%s: %s, now on %s, latency %zu, error %g\n", which,
+           cf_status_name(s), cf_engine_describe(e), lat, er);
     ok = s == CF_OK && cf_engine_backend(e) == CF_BACKEND_CPU && er <= 2e-5;
     cf_engine_free(e);
   }
@@ -347,12 +427,12 @@ static void test_steady_state(void **state)
     ref_rng_init(&r, seed ^ (0x57ead + c));
     unsigned ch = (unsigned)ref_rng_range(&r, 1, 3), block = cases[c].block;
     size_t len = cases[c].len, n = quick ? 8000 : 30000;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
     float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
-    float *y = calloc((n + len + block) * ch, sizeof *y);
+    float *y = calloc((n + len + (depth + 1) * block) * ch, sizeof *y);
     assert_true(h && x && y);
     ref_rng_fill(&r, h, len);
     ref_rng_fill(&r, x, n * ch);
-    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
     if (cases[c].no_graphs)
       setenv("CF_CUDA_GRAPHS", "0", 1);
     cf_engine *e =
@@ -664,6 +744,10 @@ static void test_faults(void **state)
       {"launch:40", "explicit"},
       {"launch:40", "auto-direct"},
       {"launch:40", "auto-ols"},
+      /* across calls: blocks in flight when the device fails; the CPU
+       * delays its output by the difference of the latencies */
+      {"launch:40", "auto-direct/3"},
+      {"launch:40", "auto-ols/2"},
       {"alloc:3", "alloc"},
       /* a failing launch at each place in a step (a step launches fewer
        * than 8 kernels on this path) */
@@ -704,6 +788,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_random_chunks),
       cmocka_unit_test(test_graph_vs_plain),
       cmocka_unit_test(test_copies_overlap),
+      cmocka_unit_test(test_depth_no_wait),
       cmocka_unit_test(test_faults),
       cmocka_unit_test(test_host_memory),
       cmocka_unit_test(test_steady_state),
