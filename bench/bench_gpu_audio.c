@@ -9,13 +9,18 @@
  *      traffic, with the taps in the constant pool, staged from device
  *      memory (variant=staged-taps), and with 8 outputs per thread instead
  *      of the 16 the launcher picks at this size (variant=8-per-thread).
+ *  (c) overlap across calls (pipeline_depth): the kernel of (a) in blocks
+ *      of 64 and 1024 frames, live (depth 0) and with 2 blocks in flight:
+ *      host time per call (p50 / p99) and per second of audio, where the
+ *      device's round trip leaves the caller's thread.
  * Besides the tables, one `RESULT case=... ms=...` line per case for
  * bench/gpu-check's summary (bench/README.md, "GPU check"): fir16-16M,
  * fir32-16M, fir64-16M (the peers' cases), audio-block64-131072taps (p50
  * and p99 per block), fir131072-48k-stereo-1s as the time for 1 s of
  * audio in 64-frame blocks, host to host (variant=block64-host-to-host),
- * and swap-131072taps-block64 (median set_kernel, with its max and the
- * block after it). */
+ * swap-131072taps-block64 (median set_kernel, with its max and the
+ * block after it), and fir131072-48k-stereo-1s variant=blockB-depthD for
+ * (c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +144,78 @@ static int low_latency(void)
   return 0;
 }
 
+/* (c): calls of a block each, live and across calls. */
+static int across_calls(void)
+{
+  const size_t len = smoke ? 4096 : 131072, calls = smoke ? 20 : 5000;
+  const unsigned ch = 2, blocks[] = {64, 1024}, depths[] = {0, 2};
+  float *h = malloc(len * sizeof *h);
+  float *x = malloc(1024 * ch * sizeof *x), *y = malloc(1024 * ch * sizeof *y);
+  double *t = malloc(calls * sizeof *t);
+  if (!h || !x || !y || !t) {
+    fprintf(stderr, "out of memory\n");
+    return 1;
+  }
+  srand(3);
+  for (size_t i = 0; i < len; i++)
+    h[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * expf(-(float)i / 20000.f);
+  for (size_t i = 0; i < 1024 * ch; i++)
+    x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+  cf_kernel *k = NULL;
+  if (cf_kernel_new_shared(h, len, &k) != CF_OK) {
+    fprintf(stderr, "kernel: %s\n", cf_last_error());
+    return 1;
+  }
+  printf("## overlap across calls: 48 kHz stereo, %zu taps, cuda, calls of "
+         "a block\n\n| block | pipeline_depth | latency (frames) | p50 per "
+         "call (us) | p99 (us) | per second of audio (ms) | x real time |\n"
+         "|---|---|---|---|---|---|---|\n", len);
+  int bad = 0;
+  for (size_t b = 0; b < 2 && !bad; b++)
+    for (size_t d = 0; d < 2 && !bad; d++) {
+      cf_audio_config cfg;
+      cf_audio_config_init(&cfg);
+      cfg.channels = ch;
+      cfg.block_size = blocks[b];
+      cfg.backend = CF_BACKEND_CUDA;
+      cfg.pipeline_depth = depths[d];
+      cf_engine *e = NULL;
+      if (cf_engine_new_audio(&cfg, k, &e) != CF_OK) {
+        fprintf(stderr, "engine: %s\n", cf_last_error());
+        bad = 1;
+        break;
+      }
+      for (int i = 0; i < (smoke ? 2 : 200) && !bad; i++) /* warm-up */
+        bad = cf_engine_process(e, x, y, blocks[b]) != CF_OK;
+      double sum = 0;
+      for (size_t i = 0; i < calls && !bad; i++) {
+        double a = now();
+        bad = cf_engine_process(e, x, y, blocks[b]) != CF_OK;
+        t[i] = now() - a;
+        sum += t[i];
+      }
+      if (bad) {
+        fprintf(stderr, "process: %s\n", cf_last_error());
+        cf_engine_free(e);
+        break;
+      }
+      qsort(t, calls, sizeof *t, cmp);
+      double per_s = sum / (double)calls * (48000.0 / blocks[b]);
+      printf("| %u | %u | %zu | %.1f | %.1f | %.2f | %.0f |\n", blocks[b],
+             depths[d], cf_engine_latency(e), t[calls / 2] * 1e6,
+             t[calls * 99 / 100] * 1e6, per_s * 1e3, 1.0 / per_s);
+      printf("RESULT case=fir131072-48k-stereo-1s ms=%.6f p50_call_ms=%.6f "
+             "p99_call_ms=%.6f variant=block%u-depth%u\n",
+             per_s * 1e3, t[calls / 2] * 1e3, t[calls * 99 / 100] * 1e3,
+             blocks[b], depths[d]);
+      cf_engine_free(e);
+    }
+  printf("\n");
+  cf_kernel_free(k);
+  free(h), free(x), free(y), free(t);
+  return bad;
+}
+
 static int direct_kernel(void)
 {
   static const unsigned taps[] = {16, 32, 64};
@@ -193,5 +270,5 @@ int main(void)
   char dev[256];
   if (cf_device_describe(0, dev, sizeof dev) == CF_OK)
     printf("# bench_gpu_audio on %s\n\n", dev);
-  return low_latency() || direct_kernel();
+  return low_latency() || across_calls() || direct_kernel();
 }
