@@ -1035,8 +1035,10 @@ static void run_break(int how)
   /* in 3, B starts `hole` frames after A ends */
   size_t hole = how == 3 ? ref_rng_range(&rng, 0, len + 50) : 0;
   size_t a_total = how == 3 ? MIN(na + len - 1, na + hole) : na + len - 1;
-  set_case("break %d, %u ch, %zu taps, block %u, A %zu, B %zu frames", how,
-           ch, len, block, na, nb);
+  guint depth = (guint)ref_rng_range(&rng, 0, 2); /* pipeline-depth */
+  set_case("break %d, %u ch, %zu taps, block %u, pipeline-depth %u, A %zu, "
+           "B %zu frames",
+           how, ch, len, block, depth, na, nb);
   if (how == 3)
     add_case(", B %zu frames after A", hole);
   float *hk = random_kernel(len);
@@ -1044,7 +1046,7 @@ static void run_break(int how)
   float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
   GstHarness *h = new_fir();
   set_taps(h->element, hk, len);
-  g_object_set(h->element, "block-size", block, NULL);
+  g_object_set(h->element, "block-size", block, "pipeline-depth", depth, NULL);
   set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
   collected a, b;
   collect_init(&a, ch, rate, 0, na + len);
