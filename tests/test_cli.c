@@ -308,11 +308,15 @@ static void write_npy(const char *path, int f64, const size_t *shape,
 /* "latency N frames" from the CLI's -v output. */
 static size_t parse_latency(const char *err)
 {
-  const char *p = strstr(err, "latency ");
+  /* the engine's description says "latency N," of its backend alone */
   unsigned long long lat;
-  if (!p || sscanf(p, "latency %llu frames", &lat) != 1)
-    fail_msg("no 'latency N frames' in stderr:\n%s", err);
-  return (size_t)lat;
+  for (const char *p = err; (p = strstr(p, "latency ")) != NULL; p++) {
+    int end = 0;
+    if (sscanf(p, "latency %llu frames%n", &lat, &end) == 1 && end > 0)
+      return (size_t)lat;
+  }
+  fail_msg("no 'latency N frames' in stderr:\n%s", err);
+  return 0;
 }
 
 static const char *const algorithms[] = {"auto", "direct", "fft-uniform",
@@ -386,13 +390,25 @@ static void fir_case(ref_rng *r, int index)
   }
   if (drain)
     args[na++] = "--drain";
+  /* a third with blocks in flight across reads: D blocks more latency */
+  unsigned depth = ref_rng_u64(r) % 3 ? 0 : (unsigned)ref_rng_range(r, 1, 3);
+  char dbuf[16];
+  snprintf(dbuf, sizeof dbuf, "%u", depth);
+  if (depth) {
+    args[na++] = "--pipeline-depth";
+    args[na++] = dbuf;
+  }
   args[na] = NULL;
 
   char what[256];
-  snprintf(what, sizeof what, "case %d: %s%s, %u in, %u out, %zu taps, "
-           "%zu frames, block %u, %s%s", index, routings[routing],
-           text ? " (text)" : f64 ? " (npy f8)" : " (npy f4)", cin, cout,
-           len, n, block, algo, drain ? ", drain" : "");
+  snprintf(what, sizeof what,
+           "case %d: %s%s, %u in, %u out, %zu taps, "
+           "%zu frames, block %u, %s%s, pipeline-depth %u",
+           index, routings[routing],
+           text  ? " (text)"
+           : f64 ? " (npy f8)"
+                 : " (npy f4)",
+           cin, cout, len, n, block, algo, drain ? ", drain" : "", depth);
   printf("%s\n", what);
 
   result res;
@@ -400,6 +416,10 @@ static void fir_case(ref_rng *r, int index)
   if (res.status != 0)
     fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
   size_t lat = parse_latency(res.err);
+  size_t path = lat - (size_t)depth * block; /* 0 direct, block - 1 FFT */
+  if (lat < (size_t)depth * block || (path != 0 && path != block - 1))
+    fail_msg("%s: latency %zu, want 0 or %u, plus %u x %u", what, lat,
+             block - 1, depth, block);
   size_t nout = drain ? n + lat + len - 1 : n;
   if (res.out_len != nout * cout * sizeof(float))
     fail_msg("%s: latency %zu: %zu output bytes, want %zu", what, lat,
@@ -587,6 +607,9 @@ static void test_usage_errors(void **state)
   const char *badbackend[] = {NULL, "fir", "--kernel", kpath, "--channels",
                               "1", "--backend", "tpu", NULL};
   expect(badbackend, 2, "tpu");
+  const char *baddepth[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                            "1", "--pipeline-depth", "9", NULL};
+  expect(baddepth, 2, "--pipeline-depth");
   const char *novalue[] = {NULL, "fir", "--channels", NULL};
   expect(novalue, 2, "--channels");
   const char *nocmd[] = {NULL, "frobnicate", NULL};
@@ -1348,6 +1371,14 @@ static void apply_case(ref_rng *r, int index)
     args[na++] = "--routing";
     args[na++] = routings[routing];
   }
+  /* blocks in flight: their latency is taken out of the file too */
+  unsigned depth = ref_rng_u64(r) % 3 ? 0 : (unsigned)ref_rng_range(r, 1, 3);
+  char dbuf[16];
+  snprintf(dbuf, sizeof dbuf, "%u", depth);
+  if (depth) {
+    args[na++] = "--pipeline-depth";
+    args[na++] = dbuf;
+  }
   args[na++] = inp;
   args[na++] = flac ? flacp : outp;
   args[na] = NULL;
@@ -1359,6 +1390,9 @@ static void apply_case(ref_rng *r, int index)
            cout, rate, len, n, block, algo, wav_names[in_kind],
            flac ? "flac -> wav " : "", wav_names[out_kind],
            forced >= 0 ? " (-c)" : "", gbuf, tail ? ", tail" : "");
+  if (depth)
+    snprintf(what + strlen(what), sizeof what - strlen(what),
+             ", pipeline-depth %u", depth);
   printf("%s\n", what);
 
   result res;
@@ -2120,6 +2154,9 @@ static void test_apply_errors(void **state)
   const char *v1[] = {NULL, "apply", "-y", "--preset", "box", "--tail", inp,
                       outp, NULL};
   expect(v1, 2, "--tail");
+  const char *v1d[] = {NULL, "apply", "-y", "--preset", "box",
+                       "--pipeline-depth", "2", inp, outp, NULL};
+  expect(v1d, 2, "--pipeline-depth");
   const char *v2[] = {NULL, "apply", "-y", "-k", kpath, "--border", "wrap",
                       inp, outp, NULL};
   expect(v2, 2, "--border");

@@ -71,6 +71,9 @@ static void usage_apply(FILE *f)
       "                       counts), an audio one; default: the main one\n"
       "  -b, --block N        FFT block size in frames (default 4096; the\n"
       "                       latency it adds is taken out of the file)\n"
+      "      --pipeline-depth D  blocks in flight, 0..8 (default 0): with\n"
+      "                       CUDA the device filters them while the next\n"
+      "                       are decoded (their latency is taken out too)\n"
       "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
       "\n"
       "Video (--kernel2d or --preset): INPUT's main video stream is filtered\n"
@@ -119,7 +122,14 @@ static void usage_apply(FILE *f)
 
 static int apply_parse(int argc, char **argv, apply_opts *o)
 {
-  enum { OPT_ROUTING = 256, OPT_GAIN, OPT_TAIL, OPT_ALGORITHM, OPT_STREAM };
+  enum {
+    OPT_ROUTING = 256,
+    OPT_GAIN,
+    OPT_TAIL,
+    OPT_ALGORITHM,
+    OPT_STREAM,
+    OPT_DEPTH
+  };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, 'k'},
       {"routing", required_argument, NULL, OPT_ROUTING},
@@ -131,6 +141,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
       {"overwrite", no_argument, NULL, 'y'},
       {"block", required_argument, NULL, 'b'},
       {"algorithm", required_argument, NULL, OPT_ALGORITHM},
+      {"pipeline-depth", required_argument, NULL, OPT_DEPTH},
       CLI_ENGINE_OPTIONS,
       {"kernel2d", required_argument, NULL, CLI_V_KERNEL},
       {"preset", required_argument, NULL, 'p'},
@@ -164,7 +175,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   while ((c = getopt_long(argc, argv, ":k:p:c:f:yb:qvh", longopts, NULL)) !=
          -1) {
     if (c == OPT_ROUTING || c == OPT_GAIN || c == OPT_TAIL || c == 'b' ||
-        c == OPT_STREAM)
+        c == OPT_STREAM || c == OPT_DEPTH)
       audio_only = true;
     switch (c) {
     case 'p':
@@ -218,6 +229,12 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
         return rc;
       break;
     case OPT_ALGORITHM: algorithm = optarg; break;
+    case OPT_DEPTH:
+      if (!cli_parse_uint("apply", "--pipeline-depth", optarg, 0,
+                          CF_AUDIO_MAX_DEPTH, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.pipeline_depth = (unsigned)v;
+      break;
     case 'q': o->quiet = true; break;
     case 'v': o->verbose = true; break;
     case 'h': usage_apply(stdout); exit(0);
@@ -233,8 +250,9 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
                                     "--kernel2d FILE / --preset NAME (video)");
   if (o->video && audio_only)
     return cli_usage_error("apply",
-                           "--routing, --gain, --tail, --block and --stream "
-                           "apply to audio (--kernel)");
+                           "--routing, --gain, --tail, --block, "
+                           "--pipeline-depth and --stream apply to audio "
+                           "(--kernel)");
   if ((rc = cli_video_check("apply", &o->v)))
     return rc;
   if (!o->video &&

@@ -208,6 +208,10 @@ static void usage_fir(FILE *f)
     "                       of latency; default 1024)\n"
     "      --backend B      auto|cpu|cuda (default auto)\n"
     "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
+    "      --pipeline-depth D  blocks kept in flight across reads, 0..8: adds\n"
+    "                       D x block frames of latency; with CUDA the device\n"
+    "                       filters them while the next input is read\n"
+    "                       (default 0)\n"
     "      --threads N      worker threads, 0 = one per core (default 0)\n"
     "      --device ID      CUDA device (default 0)\n"
     "      --drain          at end of input also write the tail\n"
@@ -272,7 +276,7 @@ static int emit(float *out, size_t frames, unsigned channels)
 /* Parse fir's options into o; returns 0 or an exit status. */
 static int fir_parse(int argc, char **argv, fir_opts *o)
 {
-  enum { OPT_ROUTING = 256, OPT_RATE, OPT_ALGORITHM, OPT_DRAIN };
+  enum { OPT_ROUTING = 256, OPT_RATE, OPT_ALGORITHM, OPT_DRAIN, OPT_DEPTH };
   static const struct option longopts[] = {
     {"kernel", required_argument, NULL, 'k'},
     {"channels", required_argument, NULL, 'c'},
@@ -280,6 +284,7 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
     {"rate", required_argument, NULL, OPT_RATE},
     {"block", required_argument, NULL, 'b'},
     {"algorithm", required_argument, NULL, OPT_ALGORITHM},
+    {"pipeline-depth", required_argument, NULL, OPT_DEPTH},
     CLI_ENGINE_OPTIONS,
     {"drain", no_argument, NULL, OPT_DRAIN},
     {"verbose", no_argument, NULL, 'v'},
@@ -328,6 +333,12 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
         return cli_usage_error("fir", "--algorithm: '%s' is not auto, "
                                "direct, fft-uniform or fft-nonuniform",
                                optarg);
+      break;
+    case OPT_DEPTH:
+      if (!cli_parse_uint("fir", "--pipeline-depth", optarg, 0,
+                          CF_AUDIO_MAX_DEPTH, &v))
+        return CLI_EXIT_USAGE;
+      o->cfg.pipeline_depth = (unsigned)v;
       break;
     case OPT_DRAIN: o->drain = true; break;
     case 'v': o->verbose = true; break;
