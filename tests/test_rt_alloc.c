@@ -2,15 +2,16 @@
  * audio callback, the daemon's PortAudio one among them, must not wait on
  * the allocator's locks or the kernel). This suite counts every call of
  * the malloc family, in every thread, while CPU engines stream: random
- * kernels, paths, thread counts and chunkings, a reset and a kernel swap
- * with its crossfade in the counted stretch; the video engine the same
- * per frame, live and pipelined (FFTW's scratch on the FFT path aside,
- * as video.h says). The audio output is checked against the
- * float64 reference, GRAY32F frames against ref2d. And cf_host_alloc,
- * which keeps freed blocks: audio-sized ones cost no heap allocation once
- * a stream runs. And prepared swaps: set_prepared and the chunks after it
- * (test_prepared; built again as rt-alloc-cudaemu, CF_RT_EMU, for
- * set_prepared with backend auto on the emulated device).
+ * kernels, paths, thread counts, pipeline depths (the front's delay) and
+ * chunkings, a reset and a kernel swap with its crossfade in the counted
+ * stretch; the video engine the same per frame, live and pipelined
+ * (FFTW's scratch on the FFT path aside, as video.h says). The audio
+ * output is checked against the float64 reference, GRAY32F frames
+ * against ref2d. And cf_host_alloc, which keeps freed blocks: audio-sized
+ * ones cost no heap allocation once a stream runs. And prepared swaps:
+ * set_prepared and the chunks after it (test_prepared; built again as
+ * rt-alloc-cudaemu, CF_RT_EMU, for set_prepared with backend auto on the
+ * emulated device).
  *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
@@ -196,6 +197,8 @@ static void test_audio(void **state)
     if (cfg.algorithm == CF_ALGO_DIRECT && len > 4000)
       cfg.algorithm = CF_ALGO_AUTO;
     cfg.threads = (unsigned)ref_rng_range(&rng, 0, 2);
+    /* a third with pipeline_depth: the front's delay ring */
+    cfg.pipeline_depth = c % 3 == 2 ? (unsigned)ref_rng_range(&rng, 1, 3) : 0;
     float *h = random_taps(len);
     cf_kernel *k = NULL;
     CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
@@ -277,6 +280,8 @@ static void test_prepared(void **state)
     cfg.block_size = block;
     cfg.backend = be;
     cfg.threads = (unsigned)ref_rng_range(&rng, 0, 2);
+    /* a third with pipeline_depth: the front's delay ring */
+    cfg.pipeline_depth = c % 3 == 2 ? (unsigned)ref_rng_range(&rng, 1, 3) : 0;
     float *h = random_taps(len);
     cf_kernel *k = NULL;
     CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
