@@ -63,12 +63,9 @@
  *
  * Examples:
  * |[
- * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav !
- * audioconvert ! autoaudiosink gst-launch-1.0 filesrc location=in.wav !
- * wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert
- * ! wavenc ! filesink location=out.wav gst-launch-1.0 audiotestsrc
- * num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir
- * kernel="<0.25, 0.5, 0.25>" ! fakesink
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
+ * gst-launch-1.0 filesrc location=in.wav ! wavparse ! audioconvert ! cudafir kernel-file=hall.wav gain=-6 ! audioconvert ! wavenc ! filesink location=out.wav
+ * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
  * ]|
  */
 #include <math.h>
@@ -1642,10 +1639,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_DEVICE_ID,
       g_param_spec_int("device-id", "Device ID",
           "CUDA device index (backend cuda or auto)", 0, 255, 0, ready));
-  g_object_class_install_property(
-      oc, PROP_PIPELINE_DEPTH,
-      g_param_spec_uint(
-          "pipeline-depth", "Pipeline depth",
+  g_object_class_install_property(oc, PROP_PIPELINE_DEPTH,
+      g_param_spec_uint("pipeline-depth", "Pipeline depth",
           "Blocks of block-size frames kept in flight across buffers, each "
           "adding block-size frames of latency (0: live, nothing added). "
           "On CUDA the device filters while the element goes on; on the "

@@ -1004,8 +1004,7 @@ static void test_latency_impulse(void **state)
      * short ones) and a block per pipeline-depth */
     if (len < 8)
       CHECK(delay == depth * block,
-            "short kernel, pipeline-depth %u: %zu "
-            "frames of latency, want %u",
+            "short kernel, pipeline-depth %u: %zu frames of latency, want %u",
             depth, delay, depth * block);
     else
       CHECK(delay == depth * block || delay == (depth + 1) * block - 1,

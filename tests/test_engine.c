@@ -2232,9 +2232,9 @@ static void test_bad_config(void **state)
 
   cf_audio_config_init(&cfg);
   CHECK(cfg.channels == 1 && cfg.block_size == 1024 &&
-            cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
-            cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 0 &&
-            cfg.swap_history == 262144,
+        cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
+        cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 0 &&
+        cfg.swap_history == 262144,
         "cf_audio_config_init defaults differ from engine.h");
   cfg.backend = V->backend;
   cfg.algorithm = V->algo;
@@ -2249,9 +2249,7 @@ static void test_bad_config(void **state)
   expect_new_fails(&cfg, k, CF_E_INVALID, "block_size 0");
   cfg.block_size = 256;
   cfg.pipeline_depth = CF_AUDIO_MAX_DEPTH + 1;
-  expect_new_fails(&cfg, k, CF_E_INVALID,
-                   "pipeline_depth > "
-                   "CF_AUDIO_MAX_DEPTH");
+  expect_new_fails(&cfg, k, CF_E_INVALID, "pipeline_depth > max");
   cfg.pipeline_depth = V->depth;
   cf_kernel_free(k);
 
