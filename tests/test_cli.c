@@ -319,6 +319,20 @@ static size_t parse_latency(const char *err)
   return 0;
 }
 
+/* A third of the cases get --pipeline-depth D (1..3), appended to args
+ * with D written in buf; returns D (0: not given). */
+static unsigned add_depth(ref_rng *r, const char **args, int *na, char *buf,
+                          size_t n)
+{
+  unsigned depth = ref_rng_u64(r) % 3 ? 0 : (unsigned)ref_rng_range(r, 1, 3);
+  snprintf(buf, n, "%u", depth);
+  if (depth) {
+    args[(*na)++] = "--pipeline-depth";
+    args[(*na)++] = buf;
+  }
+  return depth;
+}
+
 static const char *const algorithms[] = {"auto", "direct", "fft-uniform",
                                          "fft-nonuniform"};
 
@@ -390,14 +404,9 @@ static void fir_case(ref_rng *r, int index)
   }
   if (drain)
     args[na++] = "--drain";
-  /* a third with blocks in flight across reads: D blocks more latency */
-  unsigned depth = ref_rng_u64(r) % 3 ? 0 : (unsigned)ref_rng_range(r, 1, 3);
+  /* blocks in flight across reads: D blocks more latency */
   char dbuf[16];
-  snprintf(dbuf, sizeof dbuf, "%u", depth);
-  if (depth) {
-    args[na++] = "--pipeline-depth";
-    args[na++] = dbuf;
-  }
+  unsigned depth = add_depth(r, args, &na, dbuf, sizeof dbuf);
   args[na] = NULL;
 
   char what[256];
@@ -1372,13 +1381,8 @@ static void apply_case(ref_rng *r, int index)
     args[na++] = routings[routing];
   }
   /* blocks in flight: their latency is taken out of the file too */
-  unsigned depth = ref_rng_u64(r) % 3 ? 0 : (unsigned)ref_rng_range(r, 1, 3);
   char dbuf[16];
-  snprintf(dbuf, sizeof dbuf, "%u", depth);
-  if (depth) {
-    args[na++] = "--pipeline-depth";
-    args[na++] = dbuf;
-  }
+  unsigned depth = add_depth(r, args, &na, dbuf, sizeof dbuf);
   args[na++] = inp;
   args[na++] = flac ? flacp : outp;
   args[na] = NULL;
