@@ -140,8 +140,22 @@ struct rb_const_taps {
   __device__ float operator()(int i) const { return p[i]; }
 };
 
+// Blocks per SM the register-blocked kernel asks ptxas to allow for.
+// Without a number, ptxas 13 on sm_80 squeezes the small widths (3..9)
+// into 64 registers and spills 8 bytes (8 blocks of 128 threads); 7
+// blocks allow 73, and it takes 70-72 with no spill, as the wider ones
+// take anyway (one block less per SM, 28 warps, for a kernel whose FMAs
+// come from registers). sm_90 is left to ptxas (54-71, no spill): the
+// hint there would raise its registers for nothing. tests/kernel_spills.py
+// checks every kernel of every architecture we build for.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define RB_MIN_BLOCKS 7
+#else
+#define RB_MIN_BLOCKS 0
+#endif
+
 template <int KW, bool CT>
-__global__ void __launch_bounds__(RB_TX *RB_TY)
+__global__ void __launch_bounds__(RB_TX *RB_TY, RB_MIN_BLOCKS)
     conv2d_rb_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
                      unsigned toff)
 {
