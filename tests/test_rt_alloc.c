@@ -11,7 +11,7 @@
  * ones cost no heap allocation once a stream runs. And prepared swaps:
  * set_prepared and the chunks after it (test_prepared; built again as
  * rt-alloc-cudaemu, CF_RT_EMU, for set_prepared with backend auto on the
- * emulated device).
+ * emulated device), and there video's set_prepared2d (test_prepared2d).
  *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
@@ -341,6 +341,113 @@ static void test_prepared(void **state)
   }
 }
 
+/* Video kernel swaps built ahead (video.h, cf_engine_prepare_swap2d) with
+ * backend auto on the emulated device (the cudaemu build only: on the CPU
+ * backend set_prepared2d is the plain swap, which may allocate, as
+ * video.h says). Only set_prepared2d is counted (the emulator allocates
+ * for every operation it queues): the call that keeps the CPU fallback's
+ * record of the kernel, which once copied the kernel there and freed the
+ * kernels no frame held used any more. Random shapes (the same temporal
+ * length, so the history keeps its size), pipeline depths 0..2; every
+ * frame out against the float64 reference with the kernel it was taken
+ * with. */
+static void test_prepared2d(void **state)
+{
+  (void)state;
+#ifndef CF_RT_EMU
+  print_message("skipped: on the CPU backend set_prepared2d is the plain "
+                "swap; counted on the emulated device (rt-alloc-cudaemu)\n");
+  skip();
+#else
+  enum { NF = 14 };
+  for (unsigned c = 0; c < 6; c++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.format = CF_PIX_GRAY32F;
+    cfg.width = (unsigned)ref_rng_range(&rng, 8, 90);
+    cfg.height = (unsigned)ref_rng_range(&rng, 8, 60);
+    cfg.backend = CF_BACKEND_AUTO;
+    cfg.border = (cf_border)(ref_rng_u64(&rng) % 5);
+    cfg.pipeline_depth = c % 3;
+    unsigned t = (unsigned)ref_rng_range(&rng, 1, 2);
+    float *taps[NF];
+    unsigned kh[NF], kw[NF];
+    cf_kernel2d *k[NF];
+    for (unsigned i = 0; i < NF; i++) { /* the kernel from frame i on */
+      kh[i] = (unsigned)ref_rng_range(&rng, 1, 9);
+      kw[i] = (unsigned)ref_rng_range(&rng, 1, 9);
+      size_t nt = (size_t)t * kh[i] * kw[i];
+      taps[i] = xalloc(nt * sizeof *taps[i]);
+      for (size_t j = 0; j < nt; j++)
+        taps[i][j] = (float)(ref_rng_sym(&rng) / (double)nt);
+      CHECK(cf_kernel2d_new(t, kh[i], kw[i], taps[i], &k[i]) == CF_OK,
+            "kernel: %s", cf_last_error());
+    }
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_video(&cfg, k[0], &e) == CF_OK, "engine: %s",
+          cf_last_error());
+    CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA,
+          "backend auto on the emulated device: %s", cf_engine_describe(e));
+    ref2d_video *ref = ref2d_video_new(&cfg, t, kh[0], kw[0], taps[0]);
+    CHECK(ref, "reference: out of memory");
+    size_t np = (size_t)cfg.width * cfg.height;
+    float *in = xalloc(np * sizeof *in), *out = xalloc(np * sizeof *out);
+    float *scratch = xalloc(np * sizeof *scratch);
+    double *want = xalloc(NF * np * sizeof *want);
+    cf_frame fi, fo, fs;
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, in, &fi);
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, out, &fo);
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, scratch, &fs);
+    unsigned swaps = 0, got_frames = 0;
+    for (unsigned f = 0; f < NF; f++) {
+      int swap = f >= 2 && f % 2 == 0;
+      if (swap) {
+        cf_swap_prep2d *p = NULL;
+        CHECK(cf_engine_prepare_swap2d(e, k[f], &p) == CF_OK,
+              "prepare_swap2d: %s", cf_last_error());
+        count_from_here();
+        cf_status s = cf_engine_set_prepared2d(e, p);
+        long got = counted();
+        CHECK(s == CF_OK, "set_prepared2d: %s", cf_last_error());
+        CHECK(got == 0,
+              "%ld allocations or frees in set_prepared2d before frame %u "
+              "(%s)",
+              got, f, cf_engine_describe(e));
+        cf_swap_prep2d_free(p);
+        CHECK(ref2d_video_set_kernel(ref, t, kh[f], kw[f], taps[f]),
+              "reference: out of memory");
+        swaps++;
+      }
+      ref_rng_fill(&rng, in, np);
+      double *val[3] = {want + f * np, NULL, NULL};
+      CHECK(ref2d_video_frame(ref, &fi, &fs, val), "reference: out of memory");
+      memset(out, 0xff, np * sizeof *out); /* NaN where nothing is written */
+      CHECK(cf_engine_process_frame(e, &fi, &fo) == CF_OK, "frame %u: %s", f,
+            cf_last_error());
+      if (f < cfg.pipeline_depth)
+        continue;
+      /* frame f - depth comes out, with the kernel it went in with */
+      unsigned w = f - cfg.pipeline_depth;
+      double err = ref_rel_l2(out, 1, want + w * np, 1, np);
+      CHECK(err <= 2e-5, "frame %u (out at frame %u, %u swaps): relative L2 "
+            "error %.3g (%s)", w, f, swaps, err, cf_engine_describe(e));
+      got_frames++;
+    }
+    CHECK(swaps > 0 && got_frames > 0, "no swap or no frame");
+    cf_engine_free(e);
+    ref2d_video_free(ref);
+    for (unsigned i = 0; i < NF; i++) {
+      cf_kernel2d_free(k[i]);
+      free(taps[i]);
+    }
+    free(in);
+    free(out);
+    free(scratch);
+    free(want);
+  }
+#endif
+}
+
 /* Video engines on random formats, paths, temporal depths and pipeline
  * depths: no allocation per frame after the first (on the FFT path, FFTW's
  * own scratch is allowed: video.h). */
@@ -490,6 +597,7 @@ int main(void)
       cmocka_unit_test(test_video),
       cmocka_unit_test(test_host_memory),
       cmocka_unit_test(test_prepared),
+      cmocka_unit_test(test_prepared2d),
   };
 #ifdef RT_NO_COUNT
   (void)tests;

@@ -207,7 +207,9 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     exactly cf_engine_set_kernel2d(e, k) at that moment (the same
  *     frames out); on CUDA it allocates, frees, plans and waits for
  *     nothing (frames in flight keep the kernel they were enqueued with),
- *     and the kernel state it retires goes into p;
+ *     and the kernel state it retires goes into p (with backend auto,
+ *     also the kernels the CPU fallback's record no longer needs: p's
+ *     copy of k is kept there instead of a new one);
  *   - cf_swap_prep2d_free(p) then, in any thread but a real-time one
  *     (made or not; it gives device memory back, after the frames that
  *     read it), also after the engine is gone. set_prepared2d takes only a

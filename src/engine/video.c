@@ -149,7 +149,7 @@ struct cf_video_front {
   front_frame *meta;
   unsigned hcap;
   cf_kernel2d **kern;
-  unsigned nkern;
+  unsigned nkern, kcap;
   unsigned long long n, delivered;
   unsigned seen;     /* frames before the next one the engine holds */
   int reset_pending; /* a reset came after frame n - 1 */
@@ -196,14 +196,28 @@ static void front_forget(struct cf_video_front *f)
   f->kern = NULL;
   f->hist = NULL;
   f->meta = NULL;
-  f->nkern = f->hcap = 0;
+  f->nkern = f->hcap = f->kcap = 0;
   f->watch = 0;
 }
 
-/* The next frames use kernel k: keep a copy, drop the kernels no frame
- * held uses (but the current one, which a failed swap goes back to), and
- * (re)size the history for k, keeping the frames in it. */
-static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
+/* Where front_prepare puts the kernels it drops: freed (NULL), or handed
+ * to a prepared swap (k[0 .. *n), at most cap), which frees them later in
+ * another thread; those that do not fit stay for a later swap. */
+typedef struct front_dead {
+  cf_kernel2d **k;
+  unsigned *n, cap;
+} front_dead;
+
+/* The next frames use kernel k: keep it (*own when given, taken and set
+ * NULL, else a copy), drop the kernels no frame held uses (but the
+ * current one, which a failed swap goes back to) into dead, and (re)size
+ * the history for k, keeping the frames in it. What it allocates comes
+ * first, so that a failure changes nothing the frames see. The list of
+ * kernels has room for hcap + 2 (the history's kernels, the current one
+ * and k): with a prepared swap's kernel and dead list, a swap that does
+ * not lengthen the history allocates and frees nothing. */
+static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
+                               cf_kernel2d **own, const front_dead *dead)
 {
   struct cf_video_front *f = e->vfront;
   if (e->backend != CF_BACKEND_CUDA || e->requested != CF_BACKEND_AUTO)
@@ -215,31 +229,49 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k)
     int used = j + 1 == f->nkern; /* the current one: a failed swap keeps it */
     for (unsigned long long i = first; i < f->n && !used; i++)
       used = f->meta[i % f->hcap].k == f->kern[j];
-    if (used)
-      f->kern[keep++] = f->kern[j];
-    else
+    if (!used && !dead)
       cf_kernel2d_free(f->kern[j]);
+    else if (!used && *dead->n < dead->cap)
+      dead->k[(*dead->n)++] = f->kern[j];
+    else
+      f->kern[keep++] = f->kern[j];
   }
   f->nkern = keep;
-  cf_kernel2d **kern = realloc(f->kern, (keep + 1) * sizeof *kern);
-  if (!kern)
-    return cf_fail(CF_E_NOMEM, "video engine: out of memory");
-  f->kern = kern;
-  cf_status s = cf_kernel2d_copy(k, &kern[keep]);
-  if (s != CF_OK)
-    return s;
-  f->nkern++;
-  unsigned cap = k->t - 1 + f->depth;
-  if (cap <= f->hcap)
-    return CF_OK;
-  uint8_t *h = malloc((size_t)cap * f->frame_bytes);
-  front_frame *m = calloc(cap, sizeof *m); /* k NULL: never recorded */
-  if (!h || !m) {
-    free(h);
-    free(m);
-    return cf_fail(CF_E_NOMEM, "video engine: out of memory for the CPU "
-                   "fallback history (%u frames)", cap);
+  unsigned cap = k->t - 1 + f->depth, hcap = cap > f->hcap ? cap : f->hcap;
+  unsigned need = keep + 1 > hcap + 2 ? keep + 1 : hcap + 2;
+  if (need > f->kcap) {
+    cf_kernel2d **kern = realloc(f->kern, need * sizeof *kern);
+    if (!kern)
+      return cf_fail(CF_E_NOMEM, "video engine: out of memory");
+    f->kern = kern;
+    f->kcap = need;
   }
+  uint8_t *h = NULL;
+  front_frame *m = NULL;
+  if (cap > f->hcap) {
+    h = malloc((size_t)cap * f->frame_bytes);
+    m = calloc(cap, sizeof *m); /* k NULL: never recorded */
+    if (!h || !m) {
+      free(h);
+      free(m);
+      return cf_fail(CF_E_NOMEM, "video engine: out of memory for the CPU "
+                     "fallback history (%u frames)", cap);
+    }
+  }
+  if (own && *own) {
+    f->kern[keep] = *own;
+    *own = NULL;
+  } else {
+    cf_status s = cf_kernel2d_copy(k, &f->kern[keep]);
+    if (s != CF_OK) {
+      free(h);
+      free(m);
+      return s;
+    }
+  }
+  f->nkern++;
+  if (!h)
+    return CF_OK;
   for (unsigned long long i = first; i < f->n; i++) {
     memcpy(h + (size_t)(i % cap) * f->frame_bytes, hist_frame(f, i),
            f->frame_bytes);
@@ -391,7 +423,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     e->started = backend;
     if (backend == CF_BACKEND_CPU)
       f->bands = cf_cpu_video_bands(cfg, k);
-    s = front_prepare(e, k);
+    s = front_prepare(e, k, NULL, NULL);
   }
   if (s != CF_OK) {
     if (e->vops)
@@ -516,7 +548,7 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
     return s != CF_OK ? s : e->vops->set_kernel(e->impl, k);
   /* The copy first: once the device has swapped, a switch must know. */
   struct cf_video_front *f = e->vfront;
-  if ((s = front_prepare(e, k)) != CF_OK)
+  if ((s = front_prepare(e, k, NULL, NULL)) != CF_OK)
     return s;
   if ((s = e->vops->set_kernel(e->impl, k)) == CF_OK)
     return CF_OK;
@@ -529,11 +561,17 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
 
 /* ---- kernel swaps built ahead (video.h) ---- */
 
+/* The kernels a prepared swap can take from the fallback's record */
+#define PREP2D_DEAD 8
+
 struct cf_swap_prep2d {
-  cf_kernel2d *k;   /* for the plain swap, and the fallback's record */
+  cf_kernel2d *k;   /* for the plain swap; with backend auto on the device,
+                       the fallback's record takes it (then NULL) */
   void *cuda;       /* the CUDA backend's kernel state, or NULL */
   const void *impl; /* the engine it was built for */
   int used;         /* set_prepared2d ran */
+  cf_kernel2d *dead[PREP2D_DEAD]; /* the record's, dropped at the swap */
+  unsigned ndead;
 };
 
 CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
@@ -542,6 +580,8 @@ CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
     return;
   cf_cuda_video_free_prepared(p->cuda);
   cf_kernel2d_free(p->k);
+  for (unsigned i = 0; i < p->ndead; i++)
+    cf_kernel2d_free(p->dead[i]);
   free(p);
 }
 
@@ -599,16 +639,19 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
     return cf_fail(CF_E_INVALID, "set_prepared2d: this swap was made");
   p->used = 1;
   if (p->cuda && p->impl == e->impl && e->backend == CF_BACKEND_CUDA) {
-    /* with backend auto, the kernel's record first, as in set_kernel2d */
+    /* with backend auto, the kernel's record first, as in set_kernel2d:
+     * p's kernel goes into it, and the kernels it drops into p (nothing
+     * allocated or freed here while the history is long enough) */
     struct cf_video_front *f = e->vfront;
     int watched = front_watching(e);
-    cf_status s = watched ? front_prepare(e, p->k) : CF_OK;
+    front_dead dead = {p->dead, &p->ndead, PREP2D_DEAD};
+    cf_status s = watched ? front_prepare(e, p->k, &p->k, &dead) : CF_OK;
     if (s != CF_OK)
       return s;
     if ((s = cf_cuda_video_set_prepared(e->impl, p->cuda)) == CF_OK)
       return CF_OK; /* p->cuda holds the kernel state retired */
-    if (watched)
-      cf_kernel2d_free(f->kern[--f->nkern]); /* the device did not swap */
+    if (watched && !p->k)
+      p->k = f->kern[--f->nkern]; /* the device did not swap */
   }
   return cf_engine_set_kernel2d(e, p->k);
 }
