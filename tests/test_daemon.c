@@ -472,13 +472,15 @@ static void test_audio_reference(void **state)
     const char *algo = algos[ref_rng_range(&rng, 0, 3)];
     double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
     size_t frames = ref_rng_range(&rng, 3000, 40000);
+    /* pipeline-depth: D blocks more latency (a delay on the CPU) */
+    unsigned depth = round % 2 ? (unsigned)ref_rng_range(&rng, 1, 3) : 0;
     char fault[32];
     snprintf(fault, sizeof fault, "call:%zu",
              ref_rng_range(&rng, 1, frames / block / 2 + 1));
     fake_device = fallback ? fault : NULL;
-    set_case("round %d: rate %u, %u channels, period %u, %u taps, "
+    set_case("round %d: rate %u, %u channels, period %u, depth %u, %u taps, "
              "routing %d, %s, gain %.1f dB, %zu frames%s%s",
-             round, rate, ch, block, len, routing, algo, gain, frames,
+             round, rate, ch, block, depth, len, routing, algo, gain, frames,
              fallback ? ", fake device failing at " : "",
              fallback ? fault : "");
     kset k;
@@ -502,9 +504,10 @@ static void test_audio_reference(void **state)
     write_text(conf,
                "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
                "rate = %u\nchannels = %u\nblock = %u\nalgorithm = %s\n"
+               "pipeline-depth = %u\n"
                "backend = %s\nkernel-file = %s\ngain = %.1f\n"
                "duration = %.17g\n",
-               rate, ch, block, algo, fallback ? "auto" : "cpu",
+               rate, ch, block, algo, depth, fallback ? "auto" : "cpu",
                strrchr(kpath, '/') + 1, gain, (double)frames / rate);
     running r;
     int rc = start_daemon(&r, conf);
@@ -527,6 +530,11 @@ static void test_audio_reference(void **state)
           got_frames, frames);
     CHECK(errors == 0, "%.0f engine errors", errors);
     CHECK(lat < frames, "latency %.0f", lat);
+    /* the depth's blocks, and on the direct path nothing else */
+    CHECK(lat >= (double)depth * block &&
+              (strcmp(algo, "direct") || lat == (double)depth * block),
+          "%s, pipeline-depth %u, block %u: latency %.0f frames", algo, depth,
+          block, lat);
     (void)xruns; /* the null PCM underruns when it likes; counted only */
 
     size_t nbytes;
@@ -727,6 +735,8 @@ static void test_bad_config(void **state)
       {"[stream a]\ntype = audio\nkernel = 1\npipeline = x\n", "type=pipeline"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain = 500\n", "gain"},
       {"[stream a]\ntype = audio\nkernel = 1\nbackend = gpu\n", "backend"},
+      {"[stream a]\ntype = audio\nkernel = 1\npipeline-depth = 9\n",
+       "[stream a] pipeline-depth: '9' is not a whole number in 0..8"},
       {"[stream a]\ntype = audio\nkernel = 1\n[stream a]\ntype = audio\n"
        "kernel = 1\n",
        "a second [stream a]"},
@@ -751,6 +761,21 @@ static void test_bad_config(void **state)
     CHECK(strstr(msg, cases[i].words), "the message lacks '%s': %s",
           cases[i].words, msg);
     CHECK(!strstr(msg, "Segmentation") && !strstr(msg, "Sanitizer"), "%s", msg);
+    free(msg);
+  }
+  /* a video file takes no pipeline-depth (as `apply` takes none) */
+  if (have_libav) {
+    set_case("bad config: pipeline-depth on a video file");
+    write_text(fixture("bad.conf"),
+               "[stream v]\ntype = file\ninput = in.y4m\noutput = out.y4m\n"
+               "preset = box\npipeline-depth = 1\n");
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("bad.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 &&
+              strstr(msg, "pipeline-depth: applies to audio files"),
+          "--check exited %d: %s", st, msg);
     free(msg);
   }
   /* a line that is not a key file's names its number */
@@ -1405,6 +1430,8 @@ static void test_file_streams(void **state)
     const char *algo = algos[ref_rng_range(&rng, 0, 3)];
     double gain = (double)ref_rng_range(&rng, 0, 240) / 10.0 - 12.0;
     size_t frames = ref_rng_range(&rng, 1, 60000);
+    /* pipeline-depth: its latency is taken out of the file too */
+    unsigned depth = round % 2 ? (unsigned)ref_rng_range(&rng, 1, 3) : 0;
     /* the last round on backend auto over the fake device
      * (src/engine/fake.c), whose N-th call fails: the file must come out
      * whole, the rest filtered on the CPU */
@@ -1414,9 +1441,9 @@ static void test_file_streams(void **state)
     snprintf(fault, sizeof fault, "call:%zu",
              ref_rng_range(&rng, 1, 1 + frames / 8192));
     fake_device = fallback ? fault : NULL;
-    set_case("file round %d: rate %u, %u channels, block %u, %u taps, "
-             "routing %d, %s, gain %.1f dB, %zu frames%s%s",
-             round, rate, ch, block, len, routing, algo, gain, frames,
+    set_case("file round %d: rate %u, %u channels, block %u, depth %u, "
+             "%u taps, routing %d, %s, gain %.1f dB, %zu frames%s%s",
+             round, rate, ch, block, depth, len, routing, algo, gain, frames,
              fallback ? ", fake device failing at " : "",
              fallback ? fault : "");
     kset k, k2;
@@ -1443,10 +1470,11 @@ static void test_file_streams(void **state)
     /* paths relative to the config file */
     write_text(conf,
                "[stream render]\ntype = file\ninput = fin.wav\n"
-               "output = fout.wav\nblock = %u\nalgorithm = %s\n"
-               "backend = %s\nkernel-file = %s\ngain = %.1f\n",
-               block, algo, fallback ? "auto" : "cpu", strrchr(kpath, '/') + 1,
-               gain);
+               "output = fout.wav\nblock = %u\npipeline-depth = %u\n"
+               "algorithm = %s\nbackend = %s\nkernel-file = %s\n"
+               "gain = %.1f\n",
+               block, depth, algo, fallback ? "auto" : "cpu",
+               strrchr(kpath, '/') + 1, gain);
     running r;
     int rc = start_daemon(&r, conf);
     if (rc)
@@ -1456,6 +1484,12 @@ static void test_file_streams(void **state)
     fake_device = NULL;
     CHECK(status_num(&r, "render", "frames") == (double)frames,
           "status: not %zu frames", frames);
+    CHECK(status_num(&r, "render", "pipeline-depth") == depth &&
+              status_num(&r, "render", "latency-frames") >=
+                  (double)depth * block,
+          "status: pipeline-depth %.0f, latency %.0f (depth %u, block %u)",
+          status_num(&r, "render", "pipeline-depth"),
+          status_num(&r, "render", "latency-frames"), depth, block);
     if (fallback) { /* the whole file came through, on the CPU at the end */
       char *st = ctl(&r, "status render");
       const char *be = field(st, "render", "backend");

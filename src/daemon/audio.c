@@ -735,6 +735,7 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   cf_audio_config_init(&cfg);
   cfg.channels = sc->channels;
   cfg.block_size = sc->block;
+  cfg.pipeline_depth = sc->pipeline_depth;
   cfg.backend = sc->backend;
   cfg.device_id = sc->device_id;
   cfg.algorithm = sc->algorithm;
@@ -889,7 +890,7 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
   g_string_append_printf(
       out,
       "state=%s backend=%s input=%s output=%s rate=%u channels=%u->%u "
-      "block=%u latency-frames=%zu frames=%" G_GUINT64_FORMAT
+      "block=%u pipeline-depth=%u latency-frames=%zu frames=%" G_GUINT64_FORMAT
       " seconds=%.3f length=%.3f speed=%.1f realtime=%s "
       "blocks=%" G_GUINT64_FORMAT " errors=%" G_GUINT64_FORMAT
       " proc-us-mean=%.1f proc-us-p50=%.1f "
@@ -898,8 +899,8 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
       " kernel=%s gain=%g crossfade=%g",
       file_state_names[st],
       cf_backend_name((cf_backend)atomic_load(&a->backend)), in, outp, sc->rate,
-      sc->channels, a->out_channels, sc->block, a->latency,
-      (guint64)atomic_load(&a->frames), secs, sc->seconds,
+      sc->channels, a->out_channels, sc->block, sc->pipeline_depth,
+      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
       el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
       p50, p99, max, (guint64)atomic_load(&a->swaps),
@@ -953,7 +954,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
   g_string_append_printf(
       out,
       "state=%s backend=%s rate=%u channels=%u->%u block=%u "
-      "latency-frames=%zu device-latency-ms=%.1f/%.1f frames=%" G_GUINT64_FORMAT
+      "pipeline-depth=%u latency-frames=%zu device-latency-ms=%.1f/%.1f "
+      "frames=%" G_GUINT64_FORMAT
       " periods=%" G_GUINT64_FORMAT " xruns=%" G_GUINT64_FORMAT
       " errors=%" G_GUINT64_FORMAT
       " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
@@ -963,8 +965,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       " kernel=%s gain=%g crossfade=%g",
       atomic_load(&a->finished) ? "finished" : "running",
       cf_backend_name((cf_backend)atomic_load(&a->backend)), a->sc->rate,
-      a->sc->channels, a->out_channels, a->sc->block, a->latency,
-      info ? info->inputLatency * 1e3 : 0.0,
+      a->sc->channels, a->out_channels, a->sc->block, a->sc->pipeline_depth,
+      a->latency, info ? info->inputLatency * 1e3 : 0.0,
       info ? info->outputLatency * 1e3 : 0.0, (guint64)atomic_load(&a->frames),
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
       (guint64)atomic_load(&a->errors), mean, p50, p99, max, a->budget_us,

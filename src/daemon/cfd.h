@@ -42,6 +42,7 @@ typedef struct cfd_stream_conf {
   unsigned rate, channels; /* frames per second, input channels (file:
                               the input's, read when the config loads) */
   unsigned block;          /* frames per callback (and the FFT block) */
+  unsigned pipeline_depth; /* blocks in flight across callbacks (engine.h) */
   unsigned threads;
   int device_id;
   cf_backend backend;

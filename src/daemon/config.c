@@ -36,6 +36,7 @@ static const key_info stream_keys[] = {
     {"rate", T_AUDIO, false},
     {"channels", T_AUDIO, false},
     {"block", T_AUDIO | T_FILE, false},
+    {"pipeline-depth", T_AUDIO | T_FILE, false},
     {"threads", T_AUDIO | T_FILE, false},
     {"device-id", T_AUDIO | T_FILE, false},
     {"backend", T_AUDIO | T_FILE, false},
@@ -382,6 +383,8 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
         !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels))) ||
       !get_uint(r, "block", 1, is_file ? 1u << 20 : 16384, is_file ? 4096 : 256,
                 &sc->block) ||
+      !get_uint(r, "pipeline-depth", 0, CF_AUDIO_MAX_DEPTH, 0,
+                &sc->pipeline_depth) ||
       !read_engine(r, sc) || !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
       !get_double(r, "duration", 0, 1e7, 0, &sc->duration) ||
       !get_double(r, "gain", -120, 120, 0, &sc->gain_db) ||
@@ -465,8 +468,9 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
 /* type = file with kernel2d or preset: a video file. */
 static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
 {
-  static const char *const audio_only[] = {"kernel-file", "kernel", "gain",
-                                           "crossfade",   "block",  "stream"};
+  static const char *const audio_only[] = {
+      "kernel-file", "kernel", "gain", "crossfade", "block", "stream",
+      "pipeline-depth"};
   for (size_t i = 0; i < G_N_ELEMENTS(audio_only); i++)
     if (g_key_file_has_key(r->kf, r->group, audio_only[i], NULL))
       return bad(r, audio_only[i],
