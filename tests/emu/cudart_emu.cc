@@ -387,6 +387,20 @@ void count_call(const char *fn)
     calls_of.emplace(fn, 1);
 }
 
+// While a thread is inside one of the runtime's functions: what they
+// allocate (their queues, the operations in them) is the emulated
+// device's, which tests/test_rt_alloc.c leaves out of its count
+// (cf_emu_in_runtime), as a driver's own memory is not the caller's.
+thread_local int in_runtime;
+struct runtime_scope {
+  runtime_scope() { in_runtime++; }
+  ~runtime_scope() { in_runtime--; }
+};
+// At the top of each runtime and cuFFT function: counted, and inside.
+#define EMU_ENTER()                                                            \
+  runtime_scope emu_scope_;                                                    \
+  count_call(__func__)
+
 // The direction of a copy (an index of `copied`), or -1 where `kind`
 // contradicts the pointers: the driver refuses a copy whose kind names
 // the wrong side (cudaMemcpyDefault infers it, as on a UVA system).
@@ -446,6 +460,12 @@ unsigned long long cf_emu_syncs_within(unsigned lag)
   return n;
 }
 
+// For tests: whether this thread is inside a runtime or cuFFT function.
+int cf_emu_in_runtime(void)
+{
+  return in_runtime;
+}
+
 // For tests: the calls of runtime or cuFFT function `fn` so far.
 unsigned long long cf_emu_calls(const char *fn)
 {
@@ -484,7 +504,7 @@ unsigned long long cf_emu_foreign_ctx_calls(void)
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
-  count_call(__func__);
+  EMU_ENTER();
   *count = cf_emu::device_count();
   return cudaSuccess;
 }
@@ -493,7 +513,7 @@ cudaError_t cudaGetDeviceCount(int *count)
 // an empty stack), as cudaSetDevice does since CUDA 12.
 cudaError_t cudaSetDevice(int device_id)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (device_id < 0 || device_id >= cf_emu::device_count())
     return fail(cudaErrorInvalidDevice);
   rt_dev = device_id;
@@ -508,7 +528,7 @@ cudaError_t cudaSetDevice(int device_id)
 // The current context's device, else the thread's.
 cudaError_t cudaGetDevice(int *device_id)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
   *device_id = st.empty() ? rt_dev : st.back()->dev;
   return cudaSuccess;
@@ -516,7 +536,7 @@ cudaError_t cudaGetDevice(int *device_id)
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device_id)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (device_id < 0 || device_id >= cf_emu::device_count())
     return fail(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof *prop);
@@ -560,13 +580,13 @@ const char *cudaGetErrorName(cudaError_t e)
 
 cudaError_t cudaGetLastError(void)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return cf_emu::last_error(true);
 }
 
 cudaError_t cudaPeekAtLastError(void)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return cf_emu::last_error(false);
 }
 
@@ -610,7 +630,7 @@ void cf_emu_device_limit(size_t bytes)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (bytes > device_limit) {
     *p = nullptr;
     return fail(cudaErrorMemoryAllocation);
@@ -623,14 +643,14 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 
 cudaError_t cudaFree(void *p)
 {
-  count_call(__func__);
+  EMU_ENTER();
   sync_device(); // as the runtime does
   return tracked_free(device, p);
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)flags;
   if (bytes > pinned_limit) {
     *p = nullptr;
@@ -641,7 +661,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *p)
 {
-  count_call(__func__);
+  EMU_ENTER();
   sync_device();
   return tracked_free(pinned, p);
 }
@@ -649,7 +669,7 @@ cudaError_t cudaFreeHost(void *p)
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p)
 {
-  count_call(__func__);
+  EMU_ENTER();
   memset(a, 0, sizeof *a);
   std::lock_guard<std::mutex> g(lock);
   if (within(pinned, p)) {
@@ -712,14 +732,14 @@ static cudaError_t copy2d(void *dst, size_t dpitch, const void *src,
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
                        enum cudaMemcpyKind kind)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return copy2d(dst, n, src, n, n, 1, kind, 0, true);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                             enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return copy2d(dst, n, src, n, n, 1, kind, s, false);
 }
 
@@ -727,7 +747,7 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
                          size_t spitch, size_t width, size_t height,
                          enum cudaMemcpyKind kind)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return copy2d(dst, dpitch, src, spitch, width, height, kind, 0, true);
 }
 
@@ -735,14 +755,14 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                               size_t spitch, size_t width, size_t height,
                               enum cudaMemcpyKind kind, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return copy2d(dst, dpitch, src, spitch, width, height, kind, s, false);
 }
 
 // Asynchronous towards the host unless the target is pinned host memory.
 cudaError_t cudaMemset(void *p, int v, size_t n)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::recursive_mutex> g(qlock);
   enqueue_on(&legacy_stream, [=]() { memset(p, v, n); });
   if (is_pinned(p))
@@ -752,13 +772,13 @@ cudaError_t cudaMemset(void *p, int v, size_t n)
 
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return enqueue(s, [=]() { memset(p, v, n); });
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::recursive_mutex> g(qlock);
   *s = new CUstream_st(); // not capturing, nothing queued
   (*s)->id = next_id++;
@@ -770,7 +790,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 // What was queued still runs (the runtime lets it finish in the background).
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (!ours(s))
     return fail(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::recursive_mutex> g(qlock);
@@ -783,7 +803,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (ours(s) && s->capturing)
     return fail(cudaErrorStreamCaptureUnsupported);
   sync_stream(resolve(s));
@@ -792,7 +812,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
-  count_call(__func__);
+  EMU_ENTER();
   sync_device();
   return cudaSuccess;
 }
@@ -802,7 +822,7 @@ cudaError_t cudaDeviceSynchronize(void)
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
                                 unsigned int flags)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)flags;
   if (ours(s) && s->capturing)
     return e->sid ? fail(cudaErrorStreamCaptureIsolation) : cudaSuccess;
@@ -820,7 +840,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)m;
   if (!ours(s) || s->capturing)
     return fail(cudaErrorIllegalState);
@@ -831,7 +851,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
 
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (!ours(s) || !s->capturing)
     return fail(cudaErrorIllegalState);
   s->capturing = false;
@@ -843,7 +863,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
                                  unsigned long long flags)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)flags;
   *x = new CUgraphExec_st();
   (*x)->ops = g->ops;
@@ -852,7 +872,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   for (auto &op : x->ops)
     enqueue(s, op.fn, op.dir);
   return cudaSuccess;
@@ -860,34 +880,34 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x)
 {
-  count_call(__func__);
+  EMU_ENTER();
   delete x;
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t g)
 {
-  count_call(__func__);
+  EMU_ENTER();
   delete g;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
-  count_call(__func__);
+  EMU_ENTER();
   *e = new CUevent_st{0, 0, !(flags & cudaEventDisableTiming), {}, 0};
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return cudaEventCreateWithFlags(e, cudaEventDefault);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
-  count_call(__func__);
+  EMU_ENTER();
   delete e;
   return cudaSuccess;
 }
@@ -896,7 +916,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 // inside a capture; here that would be an error.
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   if (ours(s) && s->capturing)
     return fail(cudaErrorStreamCaptureUnsupported);
   std::lock_guard<std::recursive_mutex> g(qlock);
@@ -910,7 +930,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::recursive_mutex> g(qlock);
   if (e->sid) {
     unsigned long long lag = records - 1 - e->seq;
@@ -926,7 +946,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 // event created with cudaEventDisableTiming).
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::recursive_mutex> g(qlock);
   if (!a->sid || !b->sid || !a->timing || !b->timing)
     return fail(cudaErrorInvalidResourceHandle);
@@ -982,7 +1002,7 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
                           int istride, int idist, int *onembed, int ostride,
                           int odist, cufftType type, int batch)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)istride, (void)idist, (void)ostride, (void)odist;
   if ((rank != 1 && rank != 2) || inembed || onembed ||
       (type != CUFFT_R2C && type != CUFFT_C2R))
@@ -996,7 +1016,7 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
 
 cufftResult cufftSetStream(cufftHandle plan, cudaStream_t s)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::mutex> g(fft_lock);
   auto it = plans.find(plan);
   if (it == plans.end())
@@ -1033,19 +1053,19 @@ static cufftResult exec(cufftHandle plan, cufftType type, void *in, void *out)
 
 cufftResult cufftExecR2C(cufftHandle plan, cufftReal *in, cufftComplex *out)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return exec(plan, CUFFT_R2C, in, out);
 }
 
 cufftResult cufftExecC2R(cufftHandle plan, cufftComplex *in, cufftReal *out)
 {
-  count_call(__func__);
+  EMU_ENTER();
   return exec(plan, CUFFT_C2R, in, out);
 }
 
 cufftResult cufftDestroy(cufftHandle plan)
 {
-  count_call(__func__);
+  EMU_ENTER();
   std::lock_guard<std::mutex> g(fft_lock);
   return plans.erase(plan) ? CUFFT_SUCCESS : CUFFT_INVALID_PLAN;
 }
@@ -1120,7 +1140,7 @@ cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
                                  unsigned int version, unsigned long long flags,
                                  enum cudaDriverEntryPointQueryResult *status)
 {
-  count_call(__func__);
+  EMU_ENTER();
   (void)flags;
   static const struct {
     const char *name;
