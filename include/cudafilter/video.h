@@ -214,10 +214,13 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     (made or not; it gives device memory back, after the frames that
  *     read it), also after the engine is gone. set_prepared2d takes only a
  *     p made on the same engine.
- * Where the prepared state cannot serve (a kernel with more temporal
- * taps than any before: the device's history of frames must grow; an
- * engine that moved to the CPU since, or the CPU backend itself),
- * set_prepared2d makes the plain swap. A p is made once. */
+ * A kernel with more temporal taps than any before brings the longer
+ * history of frames it needs, made here too (on the device, and with
+ * backend auto the CPU fallback's host copies): set_prepared2d moves the
+ * frames kept into it on the device. Where the prepared state cannot serve
+ * (an engine that moved to the CPU since, another swap in between that
+ * lengthened the history, or the CPU backend itself), set_prepared2d makes
+ * the plain swap. A p is made once. */
 typedef struct cf_swap_prep2d cf_swap_prep2d;
 cf_status cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
                                    cf_swap_prep2d **out);

@@ -1193,6 +1193,10 @@ typedef struct vprep {
   int dev;
   unsigned ring_n; /* the temporal ring it was built for */
   kset ks;         /* the kernel's, then (set_prepared) the one retired */
+  /* A kernel of more temporal taps than the ring held (from_n slots): its
+   * ring of ring_n slots, then (set_prepared) the one retired */
+  uint8_t *ring;
+  unsigned from_n;
 } vprep;
 
 int cf_cuda_video_is(const cf_video_ops *ops)
@@ -1224,10 +1228,15 @@ cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
   p->v = v;
   p->dev = v->dev;
   p->ring_n = k->t > 1 && k->t > v->ring_n ? k->t : v->ring_n;
+  p->from_n = v->ring_n;
   cudaStream_t st = NULL;
   cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   if (e != cudaSuccess)
     s = cf_cuda_status(e, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+  if (s == CF_OK && p->ring_n > p->from_n &&
+      (e = cf_cuda_malloc((void **)&p->ring,
+                          (size_t)p->ring_n * v->frame_bytes)) != cudaSuccess)
+    s = cf_cuda_status(e, "cudaMalloc(ring)", __FILE__, __LINE__);
   if (s == CF_OK)
     s = kset_build(v, &p->ks, k, algo, factors, p->ring_n, st);
   free(factors);
@@ -1241,21 +1250,60 @@ cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
   return CF_OK;
 }
 
+/* Move the newest frames of the ring into `ring` of t slots, as
+ * resize_ring does, enqueued: on the first stream after the last frame's
+ * compute (which wrote and read the old ring), and every stream's later
+ * work after the copies. */
+static cf_status move_ring(cvideo *v, uint8_t *ring, unsigned t)
+{
+  unsigned keep = !v->ring_n ? 0 : v->seen < t - 1 ? v->seen : t - 1;
+  cudaStream_t cs = v->s[0].st;
+  if (keep && v->have_prev)
+    CF_CU(cudaStreamWaitEvent(cs, v->ev_frame, 0));
+  for (unsigned i = 0; i < keep; i++) { /* i frames back from the newest */
+    unsigned from = (v->head + v->ring_n - i) % v->ring_n;
+    unsigned to = (t - i) % t;
+    CF_CU(cudaMemcpyAsync(ring + (size_t)to * v->frame_bytes,
+                          v->d_ring + (size_t)from * v->frame_bytes,
+                          v->frame_bytes, cudaMemcpyDeviceToDevice, cs));
+  }
+  if (keep) { /* ev_frame: what the next pipelined frame waits for */
+    CF_CU(cudaEventRecord(v->ev_frame, cs));
+    v->have_prev = 1;
+    for (unsigned i = 1; i < v->nslots; i++)
+      CF_CU(cudaStreamWaitEvent(v->s[i].st, v->ev_frame, 0));
+  }
+  v->head = 0;
+  v->seen = keep;
+  return CF_OK;
+}
+
 /* The prepared kset in force from the next frame: no allocation, free,
  * plan or wait. Frames in flight (pipelined) keep reading the one it
  * retires, which goes into p; cf_cuda_video_free_prepared waits for them
  * before it gives that back. A kernel of more temporal taps than the
- * ring holds (it would have to grow) is a plain swap's. */
+ * ring held brought a ring of its own: the frames kept move into it on
+ * the device, and the old one goes into p too. */
 cf_status cf_cuda_video_set_prepared(void *impl, void *prepared)
 {
   cvideo *v = impl;
   vprep *p = prepared;
-  if (!p || p->v != v || v->broken || (p->ks.t > 1 && p->ring_n != v->ring_n))
+  int grow = p && p->ring && p->from_n == v->ring_n;
+  if (!p || p->v != v || v->broken ||
+      (p->ks.t > 1 && p->ring_n != v->ring_n && !grow))
     return CF_E_STATE;
   CF_CUDA_SCOPE(sc);
   cf_status s = cf_cuda_enter(&sc, v->dev);
   if (s != CF_OK)
     return s;
+  if (grow) {
+    if ((s = move_ring(v, p->ring, p->ring_n)) != CF_OK)
+      return s;
+    uint8_t *old_ring = v->d_ring;
+    v->d_ring = p->ring;
+    v->ring_n = p->ring_n;
+    p->ring = old_ring;
+  }
   kset old = v->k;
   v->k = p->ks;
   p->ks = old;
@@ -1276,6 +1324,8 @@ void cf_cuda_video_free_prepared(void *prepared)
       (void)cudaGetLastError(); /* nothing to tell: it goes anyway */
   }
   kset_free(&p->ks);
+  if (p->ring && cudaFree(p->ring) != cudaSuccess)
+    (void)cudaGetLastError();
   free(p);
 }
 

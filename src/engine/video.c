@@ -196,28 +196,42 @@ static void front_forget(struct cf_video_front *f)
   f->kern = NULL;
   f->hist = NULL;
   f->meta = NULL;
-  f->nkern = f->hcap = f->kcap = 0;
+  f->nkern = f->kcap = 0;
+  __atomic_store_n(&f->hcap, 0, __ATOMIC_RELAXED); /* prepare_swap2d */
   f->watch = 0;
 }
 
-/* Where front_prepare puts the kernels it drops: freed (NULL), or handed
- * to a prepared swap (k[0 .. *n), at most cap), which frees them later in
- * another thread; those that do not fit stay for a later swap. */
-typedef struct front_dead {
-  cf_kernel2d **k;
-  unsigned *n, cap;
-} front_dead;
+/* What a prepared swap gives front_prepare, so that it allocates and frees
+ * nothing: the kernel itself (*own, taken and set NULL); room for the
+ * kernels it drops (dead[0 .. *ndead), at most dcap; those that do not
+ * fit stay for a later swap); and, for a kernel that lengthens the
+ * history to hist_cap frames, the history made ahead (*hist, *meta, taken;
+ * the old one put in their place). The prepared swap frees what it holds,
+ * later, in another thread. */
+typedef struct front_give {
+  cf_kernel2d **own;
+  cf_kernel2d **dead;
+  unsigned *ndead, dcap;
+  uint8_t **hist;
+  front_frame **meta;
+  unsigned hist_cap;
+} front_give;
 
-/* The next frames use kernel k: keep it (*own when given, taken and set
- * NULL, else a copy), drop the kernels no frame held uses (but the
- * current one, which a failed swap goes back to) into dead, and (re)size
- * the history for k, keeping the frames in it. What it allocates comes
- * first, so that a failure changes nothing the frames see. The list of
- * kernels has room for hcap + 2 (the history's kernels, the current one
- * and k): with a prepared swap's kernel and dead list, a swap that does
- * not lengthen the history allocates and frees nothing. */
+/* The history's length for kernel k: T - 1 + depth frames. */
+static unsigned front_cap(const struct cf_video_front *f, const cf_kernel2d *k)
+{
+  return k->t - 1 + f->depth;
+}
+
+/* The next frames use kernel k: keep it (g's, or a copy), drop the
+ * kernels no frame held uses (but the current one, which a failed swap
+ * goes back to; into g when given, else freed), and (re)size the history
+ * for k, keeping the frames in it. What it allocates comes first, so that
+ * a failure changes nothing the frames see. The list of kernels has room
+ * for the longest history any kernel can ask for and two more (the
+ * history's kernels, the current one and k). */
 static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
-                               cf_kernel2d **own, const front_dead *dead)
+                               const front_give *g)
 {
   struct cf_video_front *f = e->vfront;
   if (e->backend != CF_BACKEND_CUDA || e->requested != CF_BACKEND_AUTO)
@@ -229,16 +243,17 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
     int used = j + 1 == f->nkern; /* the current one: a failed swap keeps it */
     for (unsigned long long i = first; i < f->n && !used; i++)
       used = f->meta[i % f->hcap].k == f->kern[j];
-    if (!used && !dead)
+    if (!used && !g)
       cf_kernel2d_free(f->kern[j]);
-    else if (!used && *dead->n < dead->cap)
-      dead->k[(*dead->n)++] = f->kern[j];
+    else if (!used && *g->ndead < g->dcap)
+      g->dead[(*g->ndead)++] = f->kern[j];
     else
       f->kern[keep++] = f->kern[j];
   }
   f->nkern = keep;
-  unsigned cap = k->t - 1 + f->depth, hcap = cap > f->hcap ? cap : f->hcap;
-  unsigned need = keep + 1 > hcap + 2 ? keep + 1 : hcap + 2;
+  unsigned cap = front_cap(f, k);
+  unsigned most = CF_KERNEL2D_MAX_FRAMES - 1 + f->depth + 2;
+  unsigned need = keep + 1 > most ? keep + 1 : most;
   if (need > f->kcap) {
     cf_kernel2d **kern = realloc(f->kern, need * sizeof *kern);
     if (!kern)
@@ -248,7 +263,12 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
   }
   uint8_t *h = NULL;
   front_frame *m = NULL;
-  if (cap > f->hcap) {
+  int given = 0;
+  if (cap > f->hcap && g && g->hist && *g->hist && g->hist_cap == cap) {
+    h = *g->hist; /* its meta all zeros: k NULL, never recorded */
+    m = *g->meta;
+    given = 1;
+  } else if (cap > f->hcap) {
     h = malloc((size_t)cap * f->frame_bytes);
     m = calloc(cap, sizeof *m); /* k NULL: never recorded */
     if (!h || !m) {
@@ -258,14 +278,16 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
                      "fallback history (%u frames)", cap);
     }
   }
-  if (own && *own) {
-    f->kern[keep] = *own;
-    *own = NULL;
+  if (g && g->own && *g->own) {
+    f->kern[keep] = *g->own;
+    *g->own = NULL;
   } else {
     cf_status s = cf_kernel2d_copy(k, &f->kern[keep]);
     if (s != CF_OK) {
-      free(h);
-      free(m);
+      if (!given) {
+        free(h);
+        free(m);
+      }
       return s;
     }
   }
@@ -277,11 +299,16 @@ static cf_status front_prepare(cf_engine *e, const cf_kernel2d *k,
            f->frame_bytes);
     m[i % cap] = f->meta[i % f->hcap];
   }
-  free(f->hist);
-  free(f->meta);
+  if (given) { /* the old history goes to the prepared swap */
+    *g->hist = f->hist;
+    *g->meta = f->meta;
+  } else {
+    free(f->hist);
+    free(f->meta);
+  }
   f->hist = h;
   f->meta = m;
-  f->hcap = cap;
+  __atomic_store_n(&f->hcap, cap, __ATOMIC_RELAXED); /* prepare_swap2d */
   return CF_OK;
 }
 
@@ -423,7 +450,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
     e->started = backend;
     if (backend == CF_BACKEND_CPU)
       f->bands = cf_cpu_video_bands(cfg, k);
-    s = front_prepare(e, k, NULL, NULL);
+    s = front_prepare(e, k, NULL);
   }
   if (s != CF_OK) {
     if (e->vops)
@@ -548,7 +575,7 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
     return s != CF_OK ? s : e->vops->set_kernel(e->impl, k);
   /* The copy first: once the device has swapped, a switch must know. */
   struct cf_video_front *f = e->vfront;
-  if ((s = front_prepare(e, k, NULL, NULL)) != CF_OK)
+  if ((s = front_prepare(e, k, NULL)) != CF_OK)
     return s;
   if ((s = e->vops->set_kernel(e->impl, k)) == CF_OK)
     return CF_OK;
@@ -572,6 +599,11 @@ struct cf_swap_prep2d {
   int used;         /* set_prepared2d ran */
   cf_kernel2d *dead[PREP2D_DEAD]; /* the record's, dropped at the swap */
   unsigned ndead;
+  /* with backend auto on the device, for a kernel that lengthens the
+   * fallback's history: the new history (hist_cap frames), then the old */
+  uint8_t *hist;
+  front_frame *meta;
+  unsigned hist_cap;
 };
 
 CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
@@ -582,6 +614,8 @@ CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
   cf_kernel2d_free(p->k);
   for (unsigned i = 0; i < p->ndead; i++)
     cf_kernel2d_free(p->dead[i]);
+  free(p->hist);
+  free(p->meta);
   free(p);
 }
 
@@ -620,6 +654,21 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
         s = CF_OK;
     }
     pthread_mutex_unlock(lock);
+    /* A longer history for the CPU fallback, made here: the engine's
+     * thread may change its length meanwhile only by a swap, which the
+     * contract rules out, or drop it by a switch to the CPU (then this
+     * one goes unused). */
+    const struct cf_video_front *f = e->vfront;
+    unsigned cap = front_cap(f, k);
+    if (s == CF_OK && e->requested == CF_BACKEND_AUTO && p->cuda &&
+        cap > __atomic_load_n(&f->hcap, __ATOMIC_RELAXED)) {
+      p->hist = malloc((size_t)cap * f->frame_bytes);
+      p->meta = calloc(cap, sizeof *p->meta);
+      p->hist_cap = cap;
+      if (!p->hist || !p->meta)
+        s = cf_fail(CF_E_NOMEM, "prepare_swap2d: out of memory for the CPU "
+                    "fallback history (%u frames)", cap);
+    }
   }
   if (s != CF_OK) {
     cf_swap_prep2d_free(p);
@@ -644,8 +693,9 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
      * allocated or freed here while the history is long enough) */
     struct cf_video_front *f = e->vfront;
     int watched = front_watching(e);
-    front_dead dead = {p->dead, &p->ndead, PREP2D_DEAD};
-    cf_status s = watched ? front_prepare(e, p->k, &p->k, &dead) : CF_OK;
+    front_give g = {&p->k, p->dead, &p->ndead, PREP2D_DEAD,
+                    &p->hist, &p->meta, p->hist_cap};
+    cf_status s = watched ? front_prepare(e, p->k, &g) : CF_OK;
     if (s != CF_OK)
       return s;
     if ((s = cf_cuda_video_set_prepared(e->impl, p->cuda)) == CF_OK)

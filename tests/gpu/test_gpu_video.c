@@ -679,7 +679,8 @@ static void *prep2d_thread(void *arg)
  * separable, FFT, temporal), backend cuda and auto, live and pipelined:
  * the frames equal the CPU's with set_kernel2d at the same frame, and
  * set_prepared2d, like the frames after it, makes none of steady.h's
- * calls (counted on the emulated device; compared everywhere). A plain
+ * calls (counted on the emulated device; compared everywhere), also where
+ * the kernel has more temporal taps than the ring held. A plain
  * set_kernel2d there makes them: the count has teeth. */
 static void test_prepared_swap(void **state)
 {
@@ -695,6 +696,12 @@ static void test_prepared_swap(void **state)
       {CF_BACKEND_AUTO, {1, 1, 1}, {11, 11, 50}, {9, 9, 47}, {1, 0, 0}},
       /* temporal: the ring holds 3 from the start, then fewer taps */
       {CF_BACKEND_CUDA, {3, 2, 3}, {3, 7, 5}, {3, 5, 5}, {0, 0, 1}},
+      /* temporal, the ring grows: from none to 2 (no frame kept), then
+       * to 4 (the newest kept, moved on the device) */
+      {CF_BACKEND_CUDA, {1, 2, 4}, {3, 5, 7}, {3, 5, 3}, {0, 0, 0}},
+      /* the same on the FFT path, and with backend auto (the CPU
+       * fallback's history grows too) */
+      {CF_BACKEND_AUTO, {2, 3, 4}, {5, 47, 3}, {5, 49, 9}, {0, 0, 1}},
   };
   enum { NF = 9 };
   static const unsigned swap_at[2] = {3, 6};
@@ -705,6 +712,10 @@ static void test_prepared_swap(void **state)
       vcase v;
       vcase_random(&v, &r, 4, 60);
       v.cfg.width = (unsigned)ref_rng_range(&r, 8, 80);
+      /* a growing ring: tall enough for 3 live bands (BAND_ROWS 128), on
+       * streams other than the one the frames move on */
+      if (cases[c].t[2] > cases[c].t[0])
+        v.cfg.height = (unsigned)ref_rng_range(&r, 384, 420);
       float *taps[3];
       cf_kernel2d *k[3];
       for (int i = 0; i < 3; i++) {
