@@ -182,18 +182,24 @@ void step(CUstream_st *s)
 // not over could lead back to a stream in the middle of its own wait.
 void wander(CUstream_st *s)
 {
-  for (auto &kv : live) {
-    CUstream_st *t = kv.second;
-    if (!wandering || t == s || t->stepping || t->q.empty() ||
-        next_rand() % 4)
-      continue;
-    for (unsigned long long k = next_rand() % 3 + 1; k && !t->q.empty(); k--) {
-      const pending_op &op = t->q.front();
-      if (!op.fn && !reached(op.sid, op.pos))
-        break;
-      step(t);
+  if (!wandering)
+    return;
+  // mostly one round over the other streams; now and then a few, so that
+  // a stream whose wait another stream's round just ended goes on
+  unsigned rounds = next_rand() % 4 ? 1 : 2 + (unsigned)(next_rand() % 3);
+  for (unsigned r = 0; r < rounds; r++)
+    for (auto &kv : live) {
+      CUstream_st *t = kv.second;
+      if (t == s || t->stepping || t->q.empty() || next_rand() % 4)
+        continue;
+      for (unsigned long long k = next_rand() % 3 + 1; k && !t->q.empty();
+           k--) {
+        const pending_op &op = t->q.front();
+        if (!op.fn && !reached(op.sid, op.pos))
+          break;
+        step(t);
+      }
     }
-  }
 }
 
 // Run s until it has run `pos` operations.
