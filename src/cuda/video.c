@@ -430,43 +430,57 @@ static cf_status choose_algo(const cvideo *v, const cf_kernel2d *k,
   return s;
 }
 
+/* Move the newest frames that fit of the ring into `ring` of t slots,
+ * enqueued: on the first stream after the last frame's compute (which
+ * wrote and read the old ring), and every stream's later work after the
+ * copies. The caller puts `ring` in place. */
+static cf_status move_ring(cvideo *v, uint8_t *ring, unsigned t)
+{
+  unsigned keep = !v->ring_n ? 0 : v->seen < t - 1 ? v->seen : t - 1;
+  cudaStream_t cs = v->s[0].st;
+  if (keep && v->have_prev)
+    CF_CU(cudaStreamWaitEvent(cs, v->ev_frame, 0));
+  for (unsigned i = 0; i < keep; i++) { /* i frames back from the newest */
+    unsigned from = (v->head + v->ring_n - i) % v->ring_n;
+    unsigned to = (t - i) % t;
+    CF_CU(cudaMemcpyAsync(ring + (size_t)to * v->frame_bytes,
+                          v->d_ring + (size_t)from * v->frame_bytes,
+                          v->frame_bytes, cudaMemcpyDeviceToDevice, cs));
+  }
+  if (keep) { /* ev_frame: what the next pipelined frame waits for */
+    CF_CU(cudaEventRecord(v->ev_frame, cs));
+    v->have_prev = 1;
+    for (unsigned i = 1; i < v->nslots; i++)
+      CF_CU(cudaStreamWaitEvent(v->s[i].st, v->ev_frame, 0));
+  }
+  v->head = 0;
+  v->seen = keep;
+  return CF_OK;
+}
+
 /* Grow the ring to t slots (T > 1), keeping the newest frames that fit.
  * A shorter kernel keeps the ring as it is: the frames beyond its t - 1
  * are forgotten after its first frame (advance_history), not now, so that
  * a longer kernel set before that frame still finds them (two swaps in a
- * row are the last one, as on the CPU). */
+ * row are the last one, as on the CPU). The plain swap's: it waits for
+ * the copies before the old ring goes. */
 static cf_status resize_ring(cvideo *v, unsigned t)
 {
   if (t <= 1 || t <= v->ring_n)
     return CF_OK;
   uint8_t *ring = NULL;
   CF_CU(cf_cuda_malloc((void **)&ring, (size_t)t * v->frame_bytes));
-  unsigned keep = !v->ring_n ? 0 : v->seen < t - 1 ? v->seen : t - 1;
-  for (unsigned i = 0; i < keep; i++) { /* i frames back from the newest */
-    unsigned from = (v->head + v->ring_n - i) % v->ring_n;
-    unsigned to = (t - i) % t;
-    cudaError_t e = cudaMemcpy(ring + (size_t)to * v->frame_bytes,
-                               v->d_ring + (size_t)from * v->frame_bytes,
-                               v->frame_bytes, cudaMemcpyDeviceToDevice);
-    if (e != cudaSuccess) {
-      cudaFree(ring);
-      return cf_cuda_status(e, "cudaMemcpy(ring)", __FILE__, __LINE__);
-    }
-  }
-  /* A device-to-device cudaMemcpy returns before it is done, and it runs
-   * on the legacy stream: finish it before the old ring goes and before
-   * frames on the non-blocking streams read the new one. */
-  cudaError_t e = keep ? cudaStreamSynchronize(cudaStreamLegacy) : cudaSuccess;
-  if (e != cudaSuccess) {
+  cf_status s = move_ring(v, ring, t);
+  cudaError_t e = s == CF_OK ? cudaStreamSynchronize(v->s[0].st) : cudaSuccess;
+  if (s == CF_OK && e != cudaSuccess)
+    s = cf_cuda_status(e, "cudaStreamSynchronize(ring)", __FILE__, __LINE__);
+  if (s != CF_OK) {
     cudaFree(ring);
-    return cf_cuda_status(e, "cudaStreamSynchronize(cudaStreamLegacy)",
-                          __FILE__, __LINE__);
+    return s;
   }
   cudaFree(v->d_ring);
   v->d_ring = ring;
   v->ring_n = t;
-  v->head = 0;
-  v->seen = keep;
   return CF_OK;
 }
 
@@ -1247,34 +1261,6 @@ cf_status cf_cuda_video_prepare(const void *impl, const cf_kernel2d *k,
     return s;
   }
   *out = p;
-  return CF_OK;
-}
-
-/* Move the newest frames of the ring into `ring` of t slots, as
- * resize_ring does, enqueued: on the first stream after the last frame's
- * compute (which wrote and read the old ring), and every stream's later
- * work after the copies. */
-static cf_status move_ring(cvideo *v, uint8_t *ring, unsigned t)
-{
-  unsigned keep = !v->ring_n ? 0 : v->seen < t - 1 ? v->seen : t - 1;
-  cudaStream_t cs = v->s[0].st;
-  if (keep && v->have_prev)
-    CF_CU(cudaStreamWaitEvent(cs, v->ev_frame, 0));
-  for (unsigned i = 0; i < keep; i++) { /* i frames back from the newest */
-    unsigned from = (v->head + v->ring_n - i) % v->ring_n;
-    unsigned to = (t - i) % t;
-    CF_CU(cudaMemcpyAsync(ring + (size_t)to * v->frame_bytes,
-                          v->d_ring + (size_t)from * v->frame_bytes,
-                          v->frame_bytes, cudaMemcpyDeviceToDevice, cs));
-  }
-  if (keep) { /* ev_frame: what the next pipelined frame waits for */
-    CF_CU(cudaEventRecord(v->ev_frame, cs));
-    v->have_prev = 1;
-    for (unsigned i = 1; i < v->nslots; i++)
-      CF_CU(cudaStreamWaitEvent(v->s[i].st, v->ev_frame, 0));
-  }
-  v->head = 0;
-  v->seen = keep;
   return CF_OK;
 }
 
