@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -745,6 +746,14 @@ static void test_bad_config(void **state)
        "bad.conf:6: [stream a] rate: given a second time (first on line 4)"},
       {"[daemon]\nsocket = /tmp/x\nport = 3\n", "port"},
       {"[deamon]\n", "unknown section"},
+      /* GKeyFile passes over these: they must not be taken as absent */
+      {"[stream a]\ntype = audio\nkernel = 1\ngain = -6 \xe9\n",
+       "[stream a] gain: not UTF-8 text"},
+      {"[stream a]\ntype = audio\nkernel = 1\ngain[de] = -6\n",
+       "bad.conf:4: [stream a] gain[de]: a key for one language"},
+      {"[stream a]\ntype = audio\nkernel = 1\ngain = 0x10\n",
+       "gain: '0x10' is not a number"},
+      {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},
   };
@@ -761,6 +770,29 @@ static void test_bad_config(void **state)
     CHECK(strstr(msg, cases[i].words), "the message lacks '%s': %s",
           cases[i].words, msg);
     CHECK(!strstr(msg, "Segmentation") && !strstr(msg, "Sanitizer"), "%s", msg);
+    free(msg);
+  }
+  /* a pipeline is built when the config is checked (not started) */
+  static const struct {
+    const char *body, *words;
+  } pipes[] = {
+      {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
+       "nosuchelement ! fakesink\n",
+       "[stream p] pipeline: pipeline: no element \"nosuchelement\""},
+      {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
+       "cudafir name=f ! fakesink\nfilter = g\n",
+       "filter: no element named 'g'"},
+  };
+  for (size_t i = 0; have_gst && i < sizeof pipes / sizeof *pipes; i++) {
+    set_case("bad pipeline %zu: %s", i, pipes[i].body);
+    write_text(fixture("bad.conf"), "%s", pipes[i].body);
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("bad.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(msg, pipes[i].words),
+          "--check exited %d; the message lacks '%s': %s", st, pipes[i].words,
+          msg);
     free(msg);
   }
   /* a video file takes no pipeline-depth (as `apply` takes none) */
@@ -867,7 +899,7 @@ static void test_pipelines_reload(void **state)
   } bad[] = {
       {"set a f.nosuch 1", "no property 'nosuch'"},
       {"set a f.size many", "not a valid"},
-      {"set a f.size 100000", "not a valid"},
+      {"set a f.size 100000", "out of range 0..4096"},
       /* values the element itself refuses (it keeps its own) */
       {"set a f.components xyz", "refused components = xyz and keeps"},
       {"set a f.components r,u", "keeps all"},
@@ -925,14 +957,25 @@ static void test_pipelines_reload(void **state)
   s = ctl(&r, "status");
   CHECK(!field(s, "b", "state") && field(s, "a", "state"), "status: %s", s);
   free(s);
-  /* a stream that cannot start: the old one runs again */
+  /* a pipeline that does not build: the file is refused, nothing stops */
   write_text(conf,
              "%s[stream c]\ntype = pipeline\npipeline = "
              "videotestsrc ! cudaconvolve ! nosuchelement\n",
              live_pipe("a", 9));
   a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "reload refused") &&
+            strstr(a, "no element \"nosuchelement\"") && !strstr(a, "c:"),
+        "reload with a pipeline that does not build: %s", a);
+  free(a);
+  /* one that builds but cannot start: the old section runs again */
+  write_text(conf,
+             "%s[stream c]\ntype = pipeline\npipeline = "
+             "videotestsrc ! cudaconvolve ! filesink "
+             "location=/nonexistent/dir/c.raw\n",
+             live_pipe("a", 9));
+  a = ctl(&r, "reload");
   CHECK(!answer_ok(a) && strstr(a, "c: the old section runs again"),
-        "reload with a bad pipeline: %s", a);
+        "reload with a pipeline that cannot start: %s", a);
   free(a);
   wait_state(&r, "c", "PLAYING");
 
@@ -959,8 +1002,8 @@ static void test_pipelines_reload(void **state)
   snprintf(ad.sun_path, sizeof ad.sun_path, "%s", r.sock);
   CHECK(connect(fd, (struct sockaddr *)&ad, sizeof ad) == 0, "connect");
   double t0 = now_s();
-  a = ctl(&r, "status"); /* waits at most the daemon's 2 s timeout */
-  CHECK(answer_ok(a) && now_s() - t0 < 5, "status behind a mute client");
+  a = ctl(&r, "status"); /* served beside it */
+  CHECK(answer_ok(a) && now_s() - t0 < 1, "status behind a mute client");
   free(a);
   close(fd);
   stop_daemon(&r);
@@ -2323,6 +2366,7 @@ static void test_file_bad(void **state)
   float x[64 * 2];
   ref_rng_fill(&rng, x, 64 * 2);
   write_wav(fixture("b.wav"), W_F32, 22050, 2, x, 64);
+  write_wav(fixture("c.wav"), W_F32, 22050, 2, x, 64);
   write_text(fixture("b.txt"), "0.5 0.25\n");
   write_text(fixture("notaudio.wav"), "RIFF but not really");
   write_text(fixture("exists.wav"), "an older output");
@@ -2397,6 +2441,28 @@ static void test_file_bad(void **state)
        "border: applies to video files"},
       {"[stream f]\ntype = file\ninput = b.wav\noutput = o.wav\n",
        "kernel2d or preset"},
+      /* the output as asked, checked before anything runs */
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = o.wav\nformat = nonsense\n",
+       "format =: libav has no output format 'nonsense'"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = o.wav\ncodec = nonsense\n",
+       "codec =: libav has no encoder 'nonsense'"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = o.wav\ncodec = mpeg4\n",
+       "'mpeg4' is not an audio encoder"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = o.aiff\ncodec = flac\n",
+       "codec =: format 'aiff' cannot hold flac"},
+      /* two streams, one file */
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = o.wav\n"
+       "[stream g]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = ./o.wav\n",
+       "[stream g] output: also the output of [stream f]"},
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = c.wav\n"
+       "[stream g]\ntype = file\nkernel = 1\ninput = c.wav\n"
+       "output = o2.wav\n",
+       "[stream f] output: the input of [stream g]"},
       /* a live URL with nothing behind it does not hold the daemon */
       {"[stream f]\ntype = file\nkernel = 1\n"
        "input = udp://127.0.0.1:9\noutput = o.wav\n",
@@ -2462,6 +2528,329 @@ static void test_file_bad(void **state)
   CHECK(stat(fixture("o.mp2"), &sb) != 0, "a failed stream left o.mp2");
 }
 
+/* ---- the control socket and reloads under misuse ---- */
+
+/* A client that connects and sends a byte every 0.3 s, never a newline,
+ * for `seconds`: a child process (the test goes on meanwhile). */
+static pid_t trickler(const running *r, double seconds)
+{
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+      _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    for (double t0 = now_s(); now_s() - t0 < seconds;) {
+      if (write(fd, "s", 1) != 1)
+        break; /* the daemon gave up on us: as it may */
+      usleep(300000);
+    }
+    _exit(0);
+  }
+  return pid;
+}
+
+/* Whether `pid` has installed a handler for SIGHUP (/proc's SigCgt). */
+static int catches_hup(pid_t pid)
+{
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  unsigned long long mask = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return (mask >> (SIGHUP - 1)) & 1;
+}
+
+static int count_in(const char *text, const char *what)
+{
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, what)); p++)
+    n++;
+  return n;
+}
+
+/* Slow, mute and many clients; words in quotes; refused swaps and
+ * reloads that change nothing; a reload while a stream is down; reloads
+ * from the socket in the log; a daemon that does not start leaves the
+ * outputs as they were; a signal while it starts. */
+static void test_control(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  const unsigned rate = 8000;
+  size_t frames = (size_t)rate * 120; /* paced: runs for the whole test */
+  float *x = xalloc(frames * 2 * sizeof *x);
+  ref_rng_fill(&rng, x, frames * 2);
+  write_wav(fixture("long.wav"), W_F32, rate, 2, x, frames);
+  write_wav(fixture("short.wav"), W_F32, rate, 2, x, 4000);
+  free(x);
+  write_text(fixture("k1.txt"), "0.5 0.25\n");
+  write_text(fixture("k 2.txt"), "0.25 0.5 0.125\n");
+  /* a 1 x 2 matrix: it fits the file (two channels in), not a running
+   * stream of two channels out */
+  {
+    static const char hdr[] = "{'descr': '<f4', 'fortran_order': False, "
+                              "'shape': (1, 2, 3), }";
+    char npy[128];
+    size_t hl = 117;
+    memset(npy, ' ', sizeof npy);
+    memcpy(npy, "\x93NUMPY\x01\x00", 8);
+    npy[8] = (char)hl, npy[9] = 0;
+    memcpy(npy + 10, hdr, sizeof hdr - 1);
+    npy[10 + hl - 1] = '\n';
+    float taps[6] = {1, 0.5f, 0.25f, 1, 0.5f, 0.25f};
+    char buf[128 + sizeof taps];
+    memcpy(buf, npy, 10 + hl);
+    memcpy(buf + 10 + hl, taps, sizeof taps);
+    write_bytes(fixture("mx12.npy"), buf, 10 + hl + sizeof taps);
+  }
+  char conf[600], body[2048];
+  snprintf(conf, sizeof conf, "%s", fixture("ctl.conf"));
+  unlink(fixture("other.wav"));
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav\noutput = live.wav\n"
+           "kernel-file = k1.txt\nrealtime = true\n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt \noverwrite = false\n");
+  write_text(conf, "%s", body);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "other", "finished"); /* kernel-file's trailing space */
+  wait_for(&r, "live", "frames", 1);
+
+  /* a mute client and one that sends a byte every 0.3 s hold no one up */
+  int mute = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un ad = {.sun_family = AF_UNIX};
+  snprintf(ad.sun_path, sizeof ad.sun_path, "%s", r.sock);
+  CHECK(connect(mute, (struct sockaddr *)&ad, sizeof ad) == 0, "connect");
+  pid_t slow = trickler(&r, 20);
+  usleep(100000);
+  for (int i = 0; i < 5; i++) {
+    double t0 = now_s();
+    char *a = ctl(&r, "status live");
+    CHECK(answer_ok(a) && now_s() - t0 < 1,
+          "status behind a mute and a slow client: %.2f s: %s", now_s() - t0,
+          a);
+    free(a);
+  }
+  /* the mute one is answered and closed after the daemon's 5 s */
+  struct timeval tv = {.tv_sec = 15};
+  setsockopt(mute, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char got[256] = "";
+  ssize_t k = read(mute, got, sizeof got - 1);
+  got[k > 0 ? k : 0] = 0;
+  CHECK(strstr(got, "error: a command is one line"), "the mute client got '%s'",
+        got);
+  close(mute);
+
+  /* many at once: each is answered (the daemon's listen queue holds
+   * them, cudafilterctl tries again on a full one) */
+  char cmd[2400];
+  unlink(fixture("many.err"));
+  snprintf(cmd, sizeof cmd,
+           "for i in $(seq 80); do (%s -s %s status other >/dev/null "
+           "2>>%s || echo failed >>%s) & done; wait",
+           ctl_bin, r.sock, fixture("many.err"), fixture("many.err"));
+  int st = system(cmd);
+  char *m = slurp(fixture("many.err"), NULL);
+  CHECK(st == 0 && (!m || !*m), "80 cudafilterctl at once: %s", m ? m : "");
+  free(m);
+
+  /* words in quotes: a path with a space, through cudafilterctl too */
+  snprintf(cmd, sizeof cmd, "%s -s %s swap-kernel live '%s' 0.01 >%s 2>&1",
+           ctl_bin, r.sock, fixture("k 2.txt"), fixture("ctl.out"));
+  st = system(cmd);
+  m = slurp(fixture("ctl.out"), NULL);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "swap-kernel 'k 2.txt': %s", m);
+  free(m);
+  char *a = ctl(&r, "status live");
+  const char *f = field(a, "live", "kernel");
+  CHECK(f && strstr(f, "k 2.txt"), "kernel after the swap: %s", a);
+  CHECK(status_num(&r, "live", "crossfade") == 0.01, "crossfade: %s", a);
+  free(a);
+  a = ctl(&r, "swap-kernel live \"%s", fixture("k1.txt"));
+  CHECK(!answer_ok(a) && strstr(a, "double quote is not closed"), "%s", a);
+  free(a);
+  a = ctl(&r, "set live kernel-file '%s'", fixture("k1.txt"));
+  CHECK(answer_ok(a), "set with a quoted path: %s", a);
+  free(a);
+  /* a refused swap changes nothing, its crossfade included */
+  a = ctl(&r, "swap-kernel live /nonexistent/k.txt 30");
+  CHECK(!answer_ok(a), "a missing kernel was taken: %s", a);
+  free(a);
+  CHECK(status_num(&r, "live", "crossfade") == 0.01,
+        "a refused swap changed the crossfade");
+  snprintf(cmd, sizeof cmd, "%s -s >/dev/null 2>&1", ctl_bin);
+  st = system(cmd);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "cudafilterctl -s: %d", st);
+
+  /* a reload whose kernel does not fit a running stream changes nothing
+   * (the finished one would have run again with it) */
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav\noutput = live.wav\n"
+           "kernel-file = mx12.npy\nrealtime = true\n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = mx12.npy\noverwrite = false\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "stream live cannot take its new kernel") &&
+            !strstr(a, "other:"),
+        "reload with a kernel that does not fit: %s", a);
+  free(a);
+  a = ctl(&r, "status");
+  const char *ost = field(a, "other", "state");
+  CHECK(ost && !strcmp(ost, "finished"), "after a refused reload: %s", a);
+  f = field(a, "other", "kernel");
+  CHECK(f && strstr(f, "k1.txt"), "after a refused reload: %s", a);
+  free(a);
+  /* spaces after a value change nothing: no restart */
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav  \n"
+           "output = live.wav\nkernel-file = k1.txt\nrealtime = true \n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt\noverwrite = false\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && !strstr(a, "restarted"), "reload of spaces: %s", a);
+  free(a);
+  /* a stream down (its restart refused) and a reload: still down */
+  a = ctl(&r, "restart other");
+  CHECK(!answer_ok(a) && strstr(a, "other.wav exists"), "restart: %s", a);
+  free(a);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "other: still down"), "reload: %s", a);
+  free(a);
+  wait_state(&r, "other", "down");
+  unlink(fixture("other.wav"));
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "other: restarted (it was down)"),
+        "reload: %s", a);
+  free(a);
+  wait_state(&r, "other", "finished");
+  wait_state(&r, "live", "running");
+  /* reloads asked on the socket are in the log, as SIGHUP's */
+  char *log = slurp(r.log, NULL);
+  CHECK(count_in(log, "reloaded") == 3 &&
+            strstr(log, "cannot take its new kernel"),
+        "the log: %s", log);
+  free(log);
+
+  /* SIGTERM while a client still sends: stopped at once */
+  kill(slow, SIGKILL);
+  waitpid(slow, NULL, 0);
+  slow = trickler(&r, 30);
+  usleep(200000);
+  stop_daemon(&r); /* within 10 s */
+  kill(slow, SIGKILL);
+  waitpid(slow, NULL, 0);
+
+  /* a daemon that does not start leaves outputs as they were: render
+   * starts, bad cannot (its output exists, overwrite = false) */
+  write_text(fixture("prev.wav"), "an earlier output");
+  write_text(fixture("exists.wav"), "kept");
+  write_text(conf,
+             "[stream render]\ntype = file\ninput = long.wav\n"
+             "output = prev.wav\nkernel-file = k1.txt\nrealtime = true\n"
+             "[stream bad]\ntype = file\ninput = short.wav\n"
+             "output = exists.wav\nkernel-file = k1.txt\noverwrite = false\n");
+  snprintf(cmd, sizeof cmd, "timeout 60 %s -c %s -s %s >%s 2>&1", daemon_bin,
+           conf, r.sock, fixture("nostart.log"));
+  st = system(cmd);
+  log = slurp(fixture("nostart.log"), NULL);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", st, log);
+  free(log);
+  m = slurp(fixture("prev.wav"), NULL);
+  CHECK(m && !strcmp(m, "an earlier output"),
+        "a daemon that did not start wrote prev.wav");
+  free(m);
+  snprintf(cmd, sizeof cmd, "ls %s | grep -c cf-part", tmp_dir);
+  FILE *ls = popen(cmd, "r");
+  int parts = -1;
+  CHECK(ls && fscanf(ls, "%d", &parts) == 1, "ls");
+  pclose(ls);
+  CHECK(parts == 0, "%d temporary files left", parts);
+
+  /* SIGHUP while the kernels load: handled (a reload once running), not
+   * the end of the daemon */
+  FILE *kf = fopen(fixture("big.txt"), "w");
+  CHECK(kf, "big.txt");
+  for (int i = 0; i < 300000; i++)
+    fprintf(kf, "%.6f\n", 1e-6 * (double)(((unsigned)i * 7919u) % 1000u));
+  fclose(kf);
+  write_text(conf,
+             "[stream big]\ntype = file\ninput = short.wav\n"
+             "output = big.wav\nkernel-file = big.txt\n");
+  snprintf(r.sock, sizeof r.sock, "%s", fixture("ctl.sock"));
+  unlink(r.sock);
+  r.pid = fork();
+  CHECK(r.pid >= 0, "fork");
+  live_pid = r.pid;
+  if (r.pid == 0) {
+    int fd = open(r.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+      dup2(fd, 2);
+    execl(daemon_bin, daemon_bin, "-c", conf, "-s", r.sock, (char *)NULL);
+    _exit(127);
+  }
+  double t0 = now_s();
+  while (!catches_hup(r.pid) && now_s() - t0 < 30)
+    usleep(200);
+  struct stat sb;
+  CHECK(stat(r.sock, &sb) != 0,
+        "SIGHUP is caught only once the control socket is open: a signal "
+        "while the kernels load ends the daemon");
+  kill(r.pid, SIGHUP);
+  while (stat(r.sock, &sb) != 0 && now_s() - t0 < 60 &&
+         waitpid(r.pid, &st, WNOHANG) == 0)
+    usleep(10000);
+  CHECK(stat(r.sock, &sb) == 0, "the daemon did not come up after a SIGHUP");
+  wait_state(&r, "big", "finished");
+  stop_daemon(&r);
+  log = slurp(r.log, NULL);
+  CHECK(strstr(log, "reloaded"), "no reload in the log: %s", log);
+  free(log);
+
+  /* `socket =` relative to the config file's folder, as every path there;
+   * -s wins over it, and a reload of the same file says nothing of it */
+  write_text(conf, "[daemon]\nsocket = rel.sock\n[stream s]\ntype = file\n"
+                   "input = short.wav\noutput = s.wav\nkernel-file = k1.txt\n");
+  unlink(fixture("rel.sock"));
+  snprintf(cmd, sizeof cmd,
+           "cd / && (timeout 60 %s -c %s >/dev/null 2>&1 & echo $! >%s)",
+           daemon_bin, conf, fixture("rel.pid"));
+  CHECK(system(cmd) == 0, "%s", cmd);
+  t0 = now_s();
+  while (stat(fixture("rel.sock"), &sb) != 0 && now_s() - t0 < 30)
+    usleep(10000);
+  int next_to_conf = stat(fixture("rel.sock"), &sb) == 0;
+  m = slurp(fixture("rel.pid"), NULL);
+  pid_t rp = m ? (pid_t)atoi(m) : 0;
+  free(m);
+  if (rp > 0)
+    kill(rp, SIGTERM);
+  for (t0 = now_s(); rp > 0 && kill(rp, 0) == 0 && now_s() - t0 < 15;)
+    usleep(10000);
+  CHECK(stat("/rel.sock", &sb) != 0, "socket = rel.sock opened in /");
+  CHECK(next_to_conf, "socket = rel.sock did not open next to the config");
+  rc = start_daemon(&r, conf); /* with -s */
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && !strstr(a, "socket"), "reload: %s", a);
+  free(a);
+  stop_daemon(&r);
+}
+
 int main(void)
 {
   daemon_bin = getenv("CF_DAEMON");
@@ -2494,6 +2883,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_video_live, kill_left),
       cmocka_unit_test_teardown(test_file_video_refused, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
+      cmocka_unit_test_teardown(test_control, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */
   check_filter_from_env();

@@ -29,6 +29,11 @@ typedef struct apply_opts {
    * while they wait); NULL: the command line's signals */
   int (*out_abort)(void *user);
   void *out_abort_user;
+  /* non-NULL and zero when the output is complete: it is not wanted
+   * after all (cudafilterd did not start): the temporary file is removed,
+   * OUTPUT left as it was, and the run ends with 130. out_abort_user is
+   * its argument. */
+  int (*keep)(void *user);
   /* video: --kernel2d or --preset given */
   bool video;
   cli_video_opts v;
@@ -54,6 +59,12 @@ int apply_av_error(const char *path, const char *what, int err);
 /* The temporary name OUTPUT is written under (*tmp NULL: OUTPUT itself);
  * refuses an existing OUTPUT without -y, and OUTPUT == INPUT. */
 int apply_choose_target(const apply_opts *o, char **tmp);
+
+/* Whether OUTPUT can be written as asked, before anything is read: its
+ * format (--format or its name), and --codec where given (an encoder of
+ * the stream's kind that the format holds). 0 or CLI_EXIT_RUNTIME, the
+ * message said. */
+int apply_check_output(const apply_opts *o, bool video);
 
 /* OUTPUT's muxer, from --format or OUTPUT's name. */
 int apply_muxer(const apply_opts *o, AVFormatContext **oc);

@@ -126,6 +126,8 @@ void apply_note_fallback(const cf_engine *e, bool *told)
 
 int apply_commit(const apply_opts *o, const char *tmp)
 {
+  if (tmp && o->keep && !o->keep(o->out_abort_user))
+    return 130; /* the caller removes tmp, as after any failure */
   if (tmp && rename(tmp, o->out_path) != 0)
     return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
                        strerror(errno));
@@ -453,6 +455,24 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
   }
   *out = codec;
   return 0;
+}
+
+int apply_check_output(const apply_opts *o, bool video)
+{
+  AVFormatContext *oc = NULL;
+  int rc = apply_muxer(o, &oc);
+  const AVCodec *codec = NULL;
+  if (!rc && o->codec &&
+      !(rc = apply_encoder(o, oc,
+                           video ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO,
+                           AV_CODEC_ID_NONE, &codec)) &&
+      cf_av->avformat_query_codec(oc->oformat, codec->id,
+                                  FF_COMPLIANCE_NORMAL) == 0)
+    rc = apply_error("%s: format '%s' cannot hold %s", CODEC_OPT(o),
+                     oc->oformat->name, o->codec);
+  if (oc)
+    cf_av->avformat_free_context(oc);
+  return rc;
 }
 
 int apply_write_header(const apply_opts *o, AVFormatContext *oc,

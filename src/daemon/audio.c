@@ -63,6 +63,7 @@ struct cfd_audio {
   char *tmp;          /* the output is written there, then renamed */
   _Atomic bool stop;  /* end the input where it stands */
   _Atomic bool abort; /* give up on an output that takes nothing */
+  _Atomic bool discard; /* the output is not wanted: OUTPUT left as it was */
   _Atomic int state;  /* file_state */
   double t0;          /* the run's start, s (monotonic) */
   /* the thread's, read once state is no longer running */
@@ -458,6 +459,28 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
   return file_probe(path, false, stream, rate, channels, NULL, seconds, err);
 }
 
+bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
+{
+  const char *why = NULL;
+  if (!cf_av_get(&why)) {
+    g_set_error(err, CFD_ERROR, 0, "libav: %s", why);
+    return false;
+  }
+  apply_opts o;
+  memset(&o, 0, sizeof o);
+  o.out_path = sc->output;
+  o.format = sc->format;
+  o.codec = sc->codec;
+  o.config_keys = true;
+  char msg[512];
+  apply_capture(msg, sizeof msg);
+  int rc = apply_check_output(&o, sc->video);
+  apply_capture(NULL, 0);
+  if (rc)
+    g_set_error(err, CFD_ERROR, 0, "%s", msg);
+  return rc == 0;
+}
+
 bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
                      cf_pixel_format *fmt, double *seconds, GError **err)
 {
@@ -474,6 +497,12 @@ static int file_abort(void *user)
 {
   cfd_audio *a = user;
   return atomic_load(&a->abort);
+}
+
+static int file_keep(void *user)
+{
+  cfd_audio *a = user;
+  return !atomic_load(&a->discard);
 }
 
 /* realtime: the input at its own rate (a file played as a live source,
@@ -511,6 +540,7 @@ static void file_opts(cfd_audio *a, apply_opts *o)
   o->quiet = true;
   o->config_keys = true;
   o->out_abort = file_abort;
+  o->keep = file_keep;
   o->out_abort_user = a;
 }
 
@@ -524,6 +554,11 @@ static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote)
                                          : FILE_FAILED;
   if (st == FILE_FAILED)
     fprintf(stderr, "cudafilterd: stream %s failed: %s\n", sc->name, a->error);
+  else if (rc == 130 && atomic_load(&a->discard))
+    fprintf(stderr,
+            "cudafilterd: stream %s stopped; its output is dropped, %s "
+            "left as it was\n",
+            sc->name, sc->output);
   else if (rc == 130)
     fprintf(stderr,
             "cudafilterd: stream %s stopped before its input "
@@ -681,6 +716,12 @@ bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
   g_set_error(err, CFD_ERROR, 0, "built without libav");
   return false;
 }
+bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
 
 #endif /* CFD_HAVE_LIBAV */
 
@@ -824,6 +865,13 @@ void cfd_audio_stop(cfd_audio *a)
 #else
   (void)file;
 #endif
+}
+
+void cfd_audio_discard(cfd_audio *a)
+{
+  if (a)
+    atomic_store(&a->discard, true);
+  cfd_audio_stop(a);
 }
 
 /* A video file stream's status line. */
@@ -1032,6 +1080,16 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   return true;
 }
 
+bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err)
+{
+  cf_status s = a->sc->video ? cf_engine_prepare_kernel2d(a->e, sc->kernel2d)
+                             : cf_engine_prepare_kernel(a->e, sc->kernel);
+  if (s != CF_OK)
+    g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+  return s == CF_OK;
+}
+
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
                       GError **err)
 {
@@ -1209,7 +1267,49 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
   return ok;
 }
 
+bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
+                         GError **err)
+{
+  if (a->sc->video)
+    return video_set(a, "kernel2d", file, err);
+  double was = a->sc->crossfade;
+  if (crossfade >= 0)
+    a->sc->crossfade = crossfade;
+  bool ok = cfd_audio_set(a, "kernel-file", file, err);
+  if (!ok) /* a refused swap changes nothing */
+    a->sc->crossfade = was;
+  return ok;
+}
+
 #else /* neither PortAudio nor libav */
+
+bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err)
+{
+  (void)a;
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
+  return false;
+}
+bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
+                         GError **err)
+{
+  (void)a;
+  (void)file;
+  (void)crossfade;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
+  return false;
+}
+void cfd_audio_discard(cfd_audio *a)
+{
+  (void)a;
+}
+bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
 
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
                       GError **err)

@@ -137,7 +137,13 @@ bool cfd_file_probe(const char *path, int stream, unsigned *rate,
  * s. */
 bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
                      cf_pixel_format *fmt, double *seconds, GError **err);
+/* Whether sc's output can be written as its section asks (format,
+ * codec), before the stream starts. */
+bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err);
 bool cfd_pipeline_available(const char **why);
+/* Whether sc's pipeline builds (every element there) and has its filter
+ * element; nothing is started. */
+bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err);
 
 /* Start the stream sc describes (sc is copied where needed: the caller
  * keeps it): type=audio (PortAudio) or type=file (libav, in a thread of
@@ -152,6 +158,9 @@ bool cfd_audio_ended_how(cfd_audio *a, bool *failed);
  * still running ends where its input stands: the output is finished
  * with what was read. */
 void cfd_audio_stop(cfd_audio *a);
+/* The same, but a file stream's output is dropped (its temporary file
+ * removed, OUTPUT left as it was): a daemon that did not start. */
+void cfd_audio_discard(cfd_audio *a);
 /* key=value pairs on one line, no newline. */
 void cfd_audio_status(cfd_audio *a, GString *out);
 /* Take kernel k (ownership passes) with a crossfade of `crossfade` s at
@@ -162,6 +171,15 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
  * its kernel is swapped in (else only crossfade and the keys change). */
 bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
                       GError **err);
+/* Whether the kernel of section sc (a reload's) fits the running
+ * stream; its plans are made here. Nothing changes. */
+bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err);
+/* swap-kernel: the kernel in `file` (gain as set), crossfaded over
+ * `crossfade` s (< 0: as set; a video file stream: none, from the next
+ * frame). Refused, nothing changes, the crossfade included. */
+bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
+                         GError **err);
 /* Live keys: kernel-file, kernel, gain, crossfade. */
 bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
                    GError **err);

@@ -232,7 +232,9 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
   char *end;
   errno = 0;
   double x = g_ascii_strtod(g_strstrip(v), &end);
-  bool ok = *v && !*end && errno == 0 && isfinite(x) && x >= lo && x <= hi;
+  /* a decimal number (strtod also reads hex: 0x10 would be 16) */
+  bool ok = *v && !*end && !strpbrk(v, "xX") && errno == 0 && isfinite(x) &&
+            x >= lo && x <= hi;
   if (!ok)
     bad(r, key, "'%s' is not a number in %g..%g", v, lo, hi);
   else
@@ -312,6 +314,13 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
       (sc->codec && !*g_strstrip(sc->codec)))
     return bad(r, sc->codec && !*sc->codec ? "codec" : "format",
                "empty: a libav name");
+  GError *oe = NULL;
+  if (!cfd_file_check_output(sc, &oe)) { /* names its key */
+    g_set_error(r->err, CFD_ERROR, 0, "%s: [%s] %s", r->path, r->group,
+                oe->message);
+    g_error_free(oe);
+    return false;
+  }
   if (sc->video) { /* its size, and that it has a picture */
     GError *e = NULL;
     if (!cfd_file_vprobe(sc->input, &sc->width, &sc->height, &sc->pixfmt,
@@ -418,6 +427,10 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     }
   } else {
     /* relative to the config file's folder */
+    if (!*g_strstrip(file)) {
+      g_free(file);
+      return bad(r, "kernel-file", "empty: a file");
+    }
     sc->kernel_file = resolve(dir, file);
     g_free(file);
   }
@@ -553,6 +566,15 @@ static bool read_pipeline(reader *r, cfd_stream_conf *sc)
     return bad(r, "pipeline", "missing: a gst-launch-1.0 description");
   if (sc->filter && !*g_strstrip(sc->filter))
     return bad(r, "filter", "empty: the name of an element");
+  /* built (not started) here: a missing element or a bad property is the
+   * config's error, not the stream's at its start */
+  GError *e = NULL;
+  if (!cfd_pipeline_check(sc, &e)) {
+    bad(r, g_str_has_prefix(e->message, "filter") ? NULL : "pipeline", "%s",
+        e->message);
+    g_error_free(e);
+    return false;
+  }
   return true;
 }
 
@@ -576,6 +598,23 @@ static bool read_restart(reader *r, cfd_stream_conf *sc)
          get_double(r, "restart-delay", 0.05, 3600, 1, &sc->restart_delay);
 }
 
+/* Every value of the section is text (GKeyFile hands out a value that is
+ * not UTF-8 as if it were absent). */
+static bool all_text(reader *r)
+{
+  gsize n = 0;
+  char **keys = g_key_file_get_keys(r->kf, r->group, &n, NULL);
+  bool ok = true;
+  for (gsize i = 0; ok && i < n; i++) {
+    char *v = g_key_file_get_string(r->kf, r->group, keys[i], NULL);
+    if (!v)
+      ok = bad(r, keys[i], "not UTF-8 text (a path in another encoding?)");
+    g_free(v);
+  }
+  g_strfreev(keys);
+  return ok;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -589,6 +628,10 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
   bool ok = true;
   if (!*sc->name || strpbrk(sc->name, " \t")) {
     ok = bad(r, NULL, "a stream's name is one word: [stream NAME]");
+    goto out;
+  }
+  if (!all_text(r)) {
+    ok = false;
     goto out;
   }
   char *type = get(r, "type");
@@ -626,8 +669,9 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
       ok = bad(r, keys[i], "only %s streams have it", t->str);
       g_string_free(t, TRUE);
     } else if (!ki->kernel) {
+      /* as read (spaces around a value change nothing) */
       char *v = get(r, keys[i]);
-      g_string_append_printf(shape, "%s=%s\n", keys[i], v ? v : "");
+      g_string_append_printf(shape, "%s=%s\n", keys[i], v ? g_strstrip(v) : "");
       g_free(v);
     }
   }
@@ -671,24 +715,39 @@ out:
   return sc;
 }
 
+static bool prefix_loads(const char *text, gsize len)
+{
+  GKeyFile *kf = g_key_file_new();
+  gboolean ok = g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, NULL);
+  g_key_file_free(kf);
+  return ok;
+}
+
 /* The line GKeyFile refused (its message quotes the line but does not
- * number it): the first whose prefix of the file no longer loads. 0 when
- * every prefix loads. */
+ * number it): the first whose prefix of the file no longer loads (once a
+ * prefix does not, no longer one does: found by halving). 0 when the
+ * whole file loads. */
 static size_t first_bad_line(const char *text, gsize len)
 {
-  size_t line = 0;
-  for (gsize end = 0; end < len; end++) {
-    if (text[end] != '\n' && end + 1 < len)
-      continue;
-    line++;
-    GKeyFile *kf = g_key_file_new();
-    gboolean ok =
-        g_key_file_load_from_data(kf, text, end + 1, G_KEY_FILE_NONE, NULL);
-    g_key_file_free(kf);
-    if (!ok)
-      return line;
+  GArray *ends = g_array_new(FALSE, FALSE, sizeof(gsize)); /* line i's end */
+  for (gsize at = 0; at < len; at++)
+    if (text[at] == '\n' || at + 1 == len) {
+      gsize end = at + 1;
+      g_array_append_val(ends, end);
+    }
+  /* the first k lines load for k = lo, not for k = hi */
+  size_t lo = 0, hi = ends->len;
+  if (hi == 0 || prefix_loads(text, g_array_index(ends, gsize, hi - 1)))
+    hi = 0;
+  while (hi && lo + 1 < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (prefix_loads(text, g_array_index(ends, gsize, mid - 1)))
+      lo = mid;
+    else
+      hi = mid;
   }
-  return 0;
+  g_array_free(ends, TRUE);
+  return hi;
 }
 
 cfd_config *cfd_config_load(const char *path, GError **err)
@@ -736,6 +795,16 @@ cfd_config *cfd_config_load(const char *path, GError **err)
     if (*l == '#' || !eq)
       continue;
     char *key = g_strstrip(g_strndup(l, (gsize)(eq - l)));
+    if (strchr(key, '[')) {
+      /* GKeyFile keeps KEY[LANG] apart from KEY, out of our sight */
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s:%u: %s %s: a key for one language means nothing "
+                  "here; write %.*s",
+                  path, i + 1, section, key, (int)strcspn(key, "["), key);
+      dup = true;
+      g_free(key);
+      continue;
+    }
     guint first = GPOINTER_TO_UINT(g_hash_table_lookup(given, key));
     if (first) {
       g_set_error(err, CFD_ERROR, 0,
@@ -765,6 +834,8 @@ cfd_config *cfd_config_load(const char *path, GError **err)
     reader r = {kf, path, groups[i], err};
     if (!strcmp(groups[i], "daemon")) {
       gsize nk = 0;
+      if (!(ok = all_text(&r)))
+        break;
       char **keys = g_key_file_get_keys(kf, groups[i], &nk, NULL);
       for (gsize j = 0; ok && j < nk; j++)
         if (strcmp(keys[j], "socket"))
@@ -775,6 +846,11 @@ cfd_config *cfd_config_load(const char *path, GError **err)
       c->socket = get(&r, "socket");
       if (ok && c->socket && !*g_strstrip(c->socket))
         ok = bad(&r, "socket", "empty: a path");
+      if (ok && c->socket) { /* relative to the config file's folder */
+        char *abs = resolve(dir, c->socket);
+        g_free(c->socket);
+        c->socket = abs;
+      }
     } else if (g_str_has_prefix(groups[i], "stream ")) {
       cfd_stream_conf *sc = read_stream(&r, dir);
       ok = sc != NULL;
@@ -789,6 +865,28 @@ cfd_config *cfd_config_load(const char *path, GError **err)
       ok = bad(&r, NULL,
                "unknown section (there are [daemon] and "
                "[stream NAME])");
+    }
+  }
+  /* two streams writing one file write over each other, and one reading
+   * what another writes reads half a file */
+  for (guint i = 0; ok && i < c->streams->len; i++) {
+    const cfd_stream_conf *a = c->streams->pdata[i];
+    for (guint j = 0; ok && a->type == CFD_FILE && j < c->streams->len; j++) {
+      const cfd_stream_conf *b = c->streams->pdata[j];
+      if (j == i || b->type != CFD_FILE)
+        continue;
+      if (j < i && !strcmp(a->output, b->output)) {
+        g_set_error(err, CFD_ERROR, 0,
+                    "%s: [stream %s] output: also the output of "
+                    "[stream %s] (%s)",
+                    path, a->name, b->name, a->output);
+        ok = false;
+      } else if (!strcmp(a->output, b->input)) {
+        g_set_error(err, CFD_ERROR, 0,
+                    "%s: [stream %s] output: the input of [stream %s] (%s)",
+                    path, a->name, b->name, a->output);
+        ok = false;
+      }
     }
   }
   if (ok && c->streams->len == 0) {

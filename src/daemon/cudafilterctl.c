@@ -7,7 +7,8 @@
  *   cudafilterctl [-s SOCKET] reload
  *
  * Prints the daemon's answer; exits 1 when it ends in "error:", 2 on a
- * usage error, 3 when no daemon answers. */
+ * usage error, 3 when no daemon answers. An argument with a space or a
+ * quote goes to the daemon in double quotes, as one word. */
 #include "cfd.h"
 
 #include <gio/gio.h>
@@ -41,8 +42,12 @@ int main(int argc, char **argv)
     usage(stdout);
     return 0;
   }
-  if (i + 1 < argc &&
-      (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))) {
+  if (i < argc && (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))) {
+    if (i + 1 >= argc || !*argv[i + 1]) {
+      fprintf(stderr, "cudafilterctl: %s needs a socket path\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
     sock = g_strdup(argv[i + 1]);
     i += 2;
   }
@@ -66,7 +71,18 @@ int main(int argc, char **argv)
       fprintf(stderr, "cudafilterctl: an argument holds a newline\n");
       return 2;
     }
-    g_string_append_printf(req, "%s%s", j > i ? " " : "", argv[j]);
+    if (j > i)
+      g_string_append_c(req, ' ');
+    if (!*argv[j] || strpbrk(argv[j], " \t\"'")) {
+      g_string_append_c(req, '"');
+      for (const char *p = argv[j]; *p; p++) {
+        if (*p == '"' || *p == '\\')
+          g_string_append_c(req, '\\');
+        g_string_append_c(req, *p);
+      }
+      g_string_append_c(req, '"');
+    } else
+      g_string_append(req, argv[j]);
   }
   g_string_append_c(req, '\n');
 
@@ -75,8 +91,17 @@ int main(int argc, char **argv)
   GString *ans = g_string_new(NULL);
   GSocketClient *cl = g_socket_client_new();
   GSocketAddress *addr = g_unix_socket_address_new(sock);
-  GSocketConnection *conn =
-      g_socket_client_connect(cl, G_SOCKET_CONNECTABLE(addr), NULL, &e);
+  GSocketConnection *conn;
+  /* a full listen queue (many clients at once) says "try again": for a
+   * few seconds, it is */
+  for (int tries = 0;; tries++) {
+    conn = g_socket_client_connect(cl, G_SOCKET_CONNECTABLE(addr), NULL, &e);
+    if (conn || tries == 100 ||
+        !g_error_matches(e, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+      break;
+    g_clear_error(&e);
+    g_usleep(30000);
+  }
   g_object_unref(addr);
   g_object_unref(cl);
   if (!conn) {

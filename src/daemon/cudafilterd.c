@@ -5,7 +5,10 @@
  *   cudafilterd -c FILE [-s SOCKET] [--check]
  *
  * A control socket (mode 0600) takes one command per connection, a line of
- * words, and answers with lines, the last "ok" or "error: MESSAGE":
+ * words (a word with spaces in "..." or '...'; in "...", \" and \\ stand
+ * for " and \), and answers with lines, the last "ok" or "error: MESSAGE".
+ * Clients are read and answered as their bytes come and go (each has
+ * CFD_CLIENT_SECONDS for both): one that is slow holds no one else up.
  *   status [--json] [STREAM]       a line per stream, key=value pairs
  *                                  (values with spaces in quotes); or
  *                                  one line of JSON
@@ -65,6 +68,9 @@ typedef struct daemon_state {
   char *socket_path;
   GPtrArray *streams; /* stream * */
   GSocket *listener;
+  GSource *accepting; /* the listener's; NULL while CFD_MAX_CLIENTS are in */
+  GPtrArray *clients; /* client *: control connections being served */
+  char *config_socket; /* the config's `socket`, to tell a reload's change */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -131,6 +137,32 @@ static bool wants_restart(stream *s)
   return ended && (failed || s->sc->restart == CFD_RESTART_ALWAYS);
 }
 
+/* Start s again from its section (whatever runs is stopped first). On
+ * failure it is down: why is kept for status, and the time for the next
+ * try (with a restart policy). */
+static bool stream_try(stream *s, GError **err)
+{
+  cfd_audio_stop(s->audio);
+  cfd_pipeline_stop(s->pipe);
+  s->audio = NULL;
+  s->pipe = NULL;
+  GError *e = NULL;
+  if (s->sc->type == CFD_PIPELINE)
+    s->pipe = cfd_pipeline_start(s->sc, &e);
+  else
+    s->audio = cfd_audio_start(s->sc, &e);
+  s->ended_at = 0;
+  if (s->audio || s->pipe) {
+    g_clear_pointer(&s->down_error, g_free);
+    return true;
+  }
+  g_free(s->down_error);
+  s->down_error = g_strdup(e->message);
+  s->ended_at = now_s();
+  g_propagate_error(err, e);
+  return false;
+}
+
 /* Every 50 ms: streams that ended (or could not start again) are started
  * again restart-delay seconds later. */
 static gboolean on_tick(gpointer user)
@@ -147,28 +179,16 @@ static gboolean on_tick(gpointer user)
       s->ended_at = t;
     if (t - s->ended_at < s->sc->restart_delay)
       continue;
-    cfd_audio_stop(s->audio);
-    cfd_pipeline_stop(s->pipe);
-    s->audio = NULL;
-    s->pipe = NULL;
+    bool was_down = s->down_error != NULL;
     GError *e = NULL;
-    if (s->sc->type == CFD_PIPELINE)
-      s->pipe = cfd_pipeline_start(s->sc, &e);
-    else
-      s->audio = cfd_audio_start(s->sc, &e);
-    s->ended_at = 0;
-    if (s->audio || s->pipe) {
+    if (stream_try(s, &e)) {
       s->restarts++;
       say("stream %s started again (%u)", s->sc->name, s->restarts);
-      g_clear_pointer(&s->down_error, g_free);
     } else {
       /* said once a time down, not at every try */
-      if (!s->down_error)
+      if (!was_down)
         say("stream %s cannot start again: %s; trying every %g s", s->sc->name,
             e->message, s->sc->restart_delay);
-      g_free(s->down_error);
-      s->down_error = g_strdup(e->message);
-      s->ended_at = t; /* the next try after the delay */
       g_error_free(e);
     }
   }
@@ -228,6 +248,31 @@ static bool same_kernel(const cf_kernel *a, const cf_kernel *b)
 
 /* ---- reload ---- */
 
+/* How a reload treats a stream the new file still has. */
+typedef enum retune_how {
+  RELOAD_START,  /* new, or changed beyond its kernel keys: (re)started */
+  RELOAD_RETUNE, /* running, only its kernel keys changed (maybe none) */
+  RELOAD_DOWN    /* down: its new section is tried now */
+} retune_how;
+
+static retune_how reload_how(const stream *old, const cfd_stream_conf *sc,
+                             bool *swap)
+{
+  *swap = old && (!same_kernel(old->sc->kernel, sc->kernel) ||
+                  !same_kernel2d(old->sc->kernel2d, sc->kernel2d));
+  if (!old)
+    return RELOAD_START;
+  if (!old->audio && !old->pipe)
+    return RELOAD_DOWN;
+  /* a file stream that has ended runs again when its kernel changes */
+  bool rerun = sc->type == CFD_FILE && old->audio &&
+               cfd_audio_ended(old->audio) && *swap;
+  return !rerun && old->sc->type == sc->type &&
+                 !strcmp(old->sc->shape, sc->shape)
+             ? RELOAD_RETUNE
+             : RELOAD_START;
+}
+
 static bool reload(daemon_state *d, GString *report, GError **err)
 {
   cfd_config *c = cfd_config_load(d->config_path, err);
@@ -235,11 +280,33 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     g_prefix_error(err, "reload refused, the running streams stay: ");
     return false;
   }
-  if (c->socket && strcmp(c->socket, d->socket_path))
+  /* every kernel a running stream is to take must fit it, or nothing
+   * changes */
+  for (guint i = 0; i < c->streams->len; i++) {
+    cfd_stream_conf *sc = c->streams->pdata[i];
+    stream *old = find_stream(d, sc->name);
+    bool swap;
+    GError *e = NULL;
+    if (reload_how(old, sc, &swap) == RELOAD_RETUNE && swap &&
+        sc->type != CFD_PIPELINE && !cfd_audio_kernel_fits(old->audio, sc, &e)) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "reload refused, the running streams stay: stream %s "
+                  "cannot take its new kernel: %s",
+                  sc->name, e->message);
+      g_error_free(e);
+      cfd_config_free(c);
+      return false;
+    }
+  }
+  /* -s on the command line wins over the file's socket: only a change of
+   * the file's is news */
+  if (g_strcmp0(c->socket, d->config_socket))
     g_string_append_printf(report,
                            "socket: a new path takes a restart; "
                            "still %s\n",
                            d->socket_path);
+  g_free(d->config_socket);
+  d->config_socket = g_strdup(c->socket);
   GPtrArray *next = g_ptr_array_new();
   bool ok = true;
   for (guint i = 0; i < c->streams->len; i++) {
@@ -247,17 +314,27 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
-    /* a file stream that has ended runs again when its kernel changes */
-    bool rerun = old && sc->type == CFD_FILE && old->audio &&
-                 cfd_audio_ended(old->audio) &&
-                 (!same_kernel(old->sc->kernel, sc->kernel) ||
-                  !same_kernel2d(old->sc->kernel2d, sc->kernel2d));
-    if (old && !rerun && old->sc->type == sc->type &&
-        !strcmp(old->sc->shape, sc->shape)) {
+    bool swap;
+    retune_how how = reload_how(old, sc, &swap);
+    if (how == RELOAD_DOWN) {
+      /* its new section, tried now; with restart again later */
+      cfd_stream_conf_free(old->sc);
+      old->sc = take_conf(c, i);
+      GError *e = NULL;
+      if (stream_try(old, &e))
+        g_string_append_printf(report, "%s: restarted (it was down)\n",
+                               old->sc->name);
+      else {
+        g_string_append_printf(report, "%s: still down: %s\n", old->sc->name,
+                               e->message);
+        g_error_free(e);
+      }
+      g_ptr_array_add(next, old);
+      continue;
+    }
+    if (how == RELOAD_RETUNE) {
       if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
-        bool swap = !same_kernel(old->sc->kernel, sc->kernel) ||
-                    !same_kernel2d(old->sc->kernel2d, sc->kernel2d);
         if (cfd_audio_retune(old->audio, sc, swap, &e)) {
           if (swap)
             g_string_append_printf(report, "%s: new kernel\n", sc->name);
@@ -431,17 +508,12 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
   }
   if (s->pipe)
     return cfd_pipeline_swap(s->pipe, argv[2], xf, err);
-  if (s->sc->video) {
-    if (xf >= 0) {
-      g_set_error(err, CFD_ERROR, 0,
-                  "a video kernel changes at the next frame: no crossfade");
-      return false;
-    }
-    return cfd_audio_set(s->audio, "kernel2d", argv[2], err);
-  }
-  if (xf >= 0 && !cfd_audio_set(s->audio, "crossfade", argv[3], err))
+  if (s->sc->video && xf >= 0) {
+    g_set_error(err, CFD_ERROR, 0,
+                "a video kernel changes at the next frame: no crossfade");
     return false;
-  return cfd_audio_set(s->audio, "kernel-file", argv[2], err);
+  }
+  return cfd_audio_swap_file(s->audio, argv[2], xf, err);
 }
 
 /* restart STREAM: stop it (a file stream finishes its output with what
@@ -459,65 +531,81 @@ static bool cmd_restart(daemon_state *d, char **argv, GString *out,
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", argv[1]);
     return false;
   }
-  cfd_audio_stop(s->audio);
-  cfd_pipeline_stop(s->pipe);
-  s->audio = NULL;
-  s->pipe = NULL;
   GError *e = NULL;
-  if (s->sc->type == CFD_PIPELINE)
-    s->pipe = cfd_pipeline_start(s->sc, &e);
-  else
-    s->audio = cfd_audio_start(s->sc, &e);
-  s->ended_at = 0;
-  if (!s->audio && !s->pipe) {
-    g_free(s->down_error);
-    s->down_error = g_strdup(e->message);
-    s->ended_at = now_s();
+  if (!stream_try(s, &e)) {
     g_set_error(err, CFD_ERROR, 0, "%s cannot start, it is down: %s",
                 s->sc->name, e->message);
     g_error_free(e);
     return false;
   }
-  g_clear_pointer(&s->down_error, g_free);
   say("stream %s started again (restart)", s->sc->name);
   g_string_append_printf(out, "%s: started again\n", s->sc->name);
   return true;
 }
 
+/* The words of a command line: separated by spaces or tabs; "..." (in
+ * which \" and \\ stand for " and \) and '...' hold spaces. NULL (err
+ * set) for a quote left open. */
+static char **split_words(const char *line, GError **err)
+{
+  GPtrArray *words = g_ptr_array_new_with_free_func(g_free);
+  const char *p = line;
+  for (;;) {
+    p += strspn(p, " \t");
+    if (!*p)
+      break;
+    GString *w = g_string_new(NULL);
+    while (*p && *p != ' ' && *p != '\t') {
+      if (*p != '"' && *p != '\'') {
+        g_string_append_c(w, *p++);
+        continue;
+      }
+      char q = *p++;
+      while (*p && *p != q) {
+        if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\'))
+          p++;
+        g_string_append_c(w, *p++);
+      }
+      if (!*p) {
+        g_set_error(err, CFD_ERROR, 0, "a %s quote is not closed",
+                    q == '"' ? "double" : "single");
+        g_string_free(w, TRUE);
+        g_ptr_array_free(words, TRUE);
+        return NULL;
+      }
+      p++;
+    }
+    g_ptr_array_add(words, g_string_free(w, FALSE));
+  }
+  g_ptr_array_add(words, NULL);
+  return (char **)g_ptr_array_free(words, FALSE);
+}
+
+static bool do_reload(daemon_state *d, GString *report, GError **err);
+
 /* One request line; the answer in out, the last line "ok" or "error:". */
 static void handle(daemon_state *d, const char *line, GString *out)
 {
   GError *err = NULL;
-  char **argv = g_strsplit_set(line, " \t", -1);
-  /* drop empty words (several spaces) */
-  guint n = 0;
-  for (guint i = 0; argv[i]; i++)
-    if (*argv[i])
-      argv[n++] = argv[i];
-    else
-      g_free(argv[i]);
-  argv[n] = NULL;
+  char **argv = split_words(line, &err);
+  guint n = argv ? g_strv_length(argv) : 0;
   bool ok = false;
-  if (n == 0) {
+  if (!argv) {
+    /* err says which quote */
+  } else if (n == 0) {
     g_set_error(&err, CFD_ERROR, 0, "empty command");
   } else if (!strcmp(argv[0], "status")) {
     ok = cmd_status(d, argv, out, &err);
   } else if (!strcmp(argv[0], "set")) {
-    /* the value is the rest of the line: it may hold spaces */
-    const char *rest = NULL;
-    if (n >= 4) {
-      const char *p = line;
-      for (int w = 0; w < 3; w++) {
-        p += strspn(p, " \t");
-        p += strcspn(p, " \t");
-      }
-      rest = p + strspn(p, " \t");
-    }
-    ok = cmd_set(d, argv, rest, out, &err);
+    /* the value is the words after KEY: `set s kernel 1, 2, 3` */
+    char *value = n >= 4 ? g_strjoinv(" ", argv + 3) : NULL;
+    ok = cmd_set(d, argv, value, out, &err);
+    g_free(value);
   } else if (!strcmp(argv[0], "swap-kernel")) {
     ok = cmd_swap(d, argv, out, &err);
   } else if (!strcmp(argv[0], "reload")) {
-    ok = reload(d, out, &err);
+    ok = n == 1 ? do_reload(d, out, &err)
+                : (g_set_error(&err, CFD_ERROR, 0, "usage: reload"), false);
   } else if (!strcmp(argv[0], "restart")) {
     ok = cmd_restart(d, argv, out, &err);
   } else {
@@ -535,75 +623,211 @@ static void handle(daemon_state *d, const char *line, GString *out)
   }
 }
 
-static gboolean on_client(GSocket *listener, GIOCondition cond, gpointer user)
+/* ---- control clients ---- */
+
+/* A client has this long to send its line and take the answer. */
+#define CFD_CLIENT_SECONDS 5
+/* Clients served at once; more wait in the listen queue. */
+#define CFD_MAX_CLIENTS 64
+
+static void accept_more(daemon_state *d);
+
+typedef struct client {
+  daemon_state *d;
+  GSocket *sock;
+  GSource *io;      /* readable (the line), then writable (the answer) */
+  GSource *timer;   /* CFD_CLIENT_SECONDS to send the line, and again to
+                       take the answer (a command may take long) */
+  GString *in, *out;
+  gsize sent;
+  enum { READING, ANSWERING, DRAINING } state;
+  bool too_long; /* once answered, the rest of the line is read (closed
+                    with bytes unread, the client would see a reset, not
+                    the answer) */
+} client;
+
+static void client_free(client *c)
 {
-  daemon_state *d = user;
-  (void)cond;
-  GError *e = NULL;
-  GSocket *c = g_socket_accept(listener, NULL, &e);
-  if (!c) {
-    say("control socket: %s", e->message);
-    g_error_free(e);
-    return G_SOURCE_CONTINUE;
+  if (c->io) {
+    g_source_destroy(c->io);
+    g_source_unref(c->io);
   }
-  /* a client that sends nothing must not hold the daemon */
-  g_socket_set_blocking(c, TRUE);
-  g_socket_set_timeout(c, 2);
-  GString *line = g_string_new(NULL);
-  char buf[4096];
-  bool got = false;
-  while (line->len < CFD_MAX_COMMAND && !got) {
-    gssize r = g_socket_receive(c, buf, sizeof buf, NULL, &e);
-    if (r <= 0)
-      break;
-    g_string_append_len(line, buf, r);
-    got = memchr(buf, '\n', (size_t)r) != NULL;
+  if (c->timer) {
+    g_source_destroy(c->timer);
+    g_source_unref(c->timer);
   }
-  g_clear_error(&e);
-  char *nl = strchr(line->str, '\n');
-  if (nl)
-    *nl = 0;
-  /* the command ends at the newline or a NUL, less a CR before it (an
-   * empty line has no last byte to look at) */
-  size_t cmd_len = strlen(line->str);
-  if (cmd_len && line->str[cmd_len - 1] == '\r')
-    line->str[cmd_len - 1] = 0;
-  GString *out = g_string_new(NULL);
-  bool too_long = !nl && line->len >= CFD_MAX_COMMAND;
-  if (too_long)
-    g_string_append_printf(out,
+  g_socket_close(c->sock, NULL);
+  g_object_unref(c->sock);
+  g_string_free(c->in, TRUE);
+  g_string_free(c->out, TRUE);
+  daemon_state *d = c->d;
+  g_ptr_array_remove_fast(d->clients, c);
+  g_free(c);
+  if (!d->accepting && d->listener)
+    accept_more(d);
+}
+
+static gboolean on_client_io(GSocket *sock, GIOCondition cond, gpointer user);
+static gboolean on_client_timeout(gpointer user);
+
+/* The client's time from now on. */
+static void client_timer(client *c)
+{
+  if (c->timer) {
+    g_source_destroy(c->timer);
+    g_source_unref(c->timer);
+  }
+  c->timer = g_timeout_source_new_seconds(CFD_CLIENT_SECONDS);
+  g_source_set_callback(c->timer, on_client_timeout, c, NULL);
+  g_source_attach(c->timer, NULL);
+}
+
+static void client_watch(client *c, GIOCondition cond)
+{
+  if (c->io) {
+    g_source_destroy(c->io);
+    g_source_unref(c->io);
+  }
+  c->io = g_socket_create_source(c->sock, cond | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_callback(c->io, (GSourceFunc)(void (*)(void))on_client_io, c,
+                        NULL);
+  g_source_attach(c->io, NULL);
+}
+
+/* The line is in (or the client stopped sending, or it is too long):
+ * the answer, then writing it. */
+static void client_answer(client *c)
+{
+  char *nl = memchr(c->in->str, '\n', c->in->len);
+  bool too_long = !nl && c->in->len >= CFD_MAX_COMMAND;
+  if (too_long) {
+    g_string_append_printf(c->out,
                            "error: a command is at most %u bytes (a kernel "
                            "that long: kernel-file)\n",
                            CFD_MAX_COMMAND);
-  else if (!got && !nl)
-    g_string_append(out, "error: a command is one line, ended by a "
-                         "newline\n");
-  else
-    handle(d, line->str, out);
-  const char *p = out->str;
-  gsize left = out->len;
-  while (left) {
-    gssize w = g_socket_send(c, p, left, NULL, &e);
+    c->too_long = true;
+  } else if (!nl) {
+    g_string_append(c->out, "error: a command is one line, ended by a "
+                            "newline\n");
+  } else {
+    *nl = 0;
+    /* the command ends at the newline or a NUL, less a CR before it */
+    size_t len = strlen(c->in->str);
+    if (len && c->in->str[len - 1] == '\r')
+      c->in->str[len - 1] = 0;
+    handle(c->d, c->in->str, c->out);
+  }
+  c->state = ANSWERING;
+  client_watch(c, G_IO_OUT);
+  client_timer(c);
+}
+
+static gboolean on_client_io(GSocket *sock, GIOCondition cond, gpointer user)
+{
+  client *c = user;
+  (void)cond;
+  char buf[4096];
+  GError *e = NULL;
+  if (c->state != ANSWERING) {
+    gssize r = g_socket_receive(sock, buf, sizeof buf, NULL, &e);
+    if (r < 0 && g_error_matches(e, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+      g_error_free(e);
+      return G_SOURCE_CONTINUE;
+    }
+    g_clear_error(&e);
+    if (c->state == DRAINING) { /* until the client closes */
+      if (r > 0)
+        return G_SOURCE_CONTINUE;
+      client_free(c);
+      return G_SOURCE_REMOVE;
+    }
+    if (r > 0) {
+      gsize at = c->in->len;
+      g_string_append_len(c->in, buf, r);
+      if (!memchr(c->in->str + at, '\n', (gsize)r) &&
+          c->in->len < CFD_MAX_COMMAND)
+        return G_SOURCE_CONTINUE;
+    }
+    client_answer(c);
+    return G_SOURCE_REMOVE; /* client_watch made the writable source */
+  }
+  while (c->sent < c->out->len) {
+    gssize w = g_socket_send(sock, c->out->str + c->sent,
+                             c->out->len - c->sent, NULL, &e);
+    if (w < 0 && g_error_matches(e, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+      g_error_free(e);
+      return G_SOURCE_CONTINUE;
+    }
+    g_clear_error(&e);
     if (w <= 0)
-      break;
-    p += w;
-    left -= (gsize)w;
+      break; /* the client went away */
+    c->sent += (gsize)w;
   }
-  g_clear_error(&e);
-  if (too_long) {
-    /* closed with the rest unread, the socket would be reset and the
-     * client lose the answer: read what is still coming, for 2 s at most */
-    g_socket_shutdown(c, FALSE, TRUE, NULL);
-    gint64 until = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
-    while (g_get_monotonic_time() < until &&
-           g_socket_receive(c, buf, sizeof buf, NULL, NULL) > 0)
-      ;
+  if (c->too_long && c->sent == c->out->len) {
+    g_socket_shutdown(sock, FALSE, TRUE, NULL);
+    c->state = DRAINING;
+    client_watch(c, G_IO_IN);
+    return G_SOURCE_REMOVE;
   }
-  g_socket_close(c, NULL);
-  g_object_unref(c);
-  g_string_free(out, TRUE);
-  g_string_free(line, TRUE);
-  return G_SOURCE_CONTINUE;
+  client_free(c);
+  return G_SOURCE_REMOVE;
+}
+
+/* Too slow: a line not in yet is answered as a line without its
+ * newline; an answer not taken is given up. */
+static gboolean on_client_timeout(gpointer user)
+{
+  client *c = user;
+  g_source_unref(c->timer);
+  c->timer = NULL;
+  if (c->state == READING) {
+    client_answer(c);
+    /* one try to hand over the error, then closed */
+    g_socket_send(c->sock, c->out->str, c->out->len, NULL, NULL);
+  }
+  client_free(c);
+  return G_SOURCE_REMOVE;
+}
+
+/* Every client waiting on the listener, each taken as it comes. */
+static gboolean on_accept(GSocket *listener, GIOCondition cond, gpointer user)
+{
+  daemon_state *d = user;
+  (void)cond;
+  for (;;) {
+    GError *e = NULL;
+    GSocket *s = g_socket_accept(listener, NULL, &e);
+    if (!s) {
+      if (!g_error_matches(e, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        say("control socket: %s", e->message);
+      g_error_free(e);
+      return G_SOURCE_CONTINUE;
+    }
+    g_socket_set_blocking(s, FALSE);
+    client *c = g_new0(client, 1);
+    c->d = d;
+    c->sock = s;
+    c->in = g_string_new(NULL);
+    c->out = g_string_new(NULL);
+    g_ptr_array_add(d->clients, c);
+    client_watch(c, G_IO_IN);
+    client_timer(c);
+    if (d->clients->len >= CFD_MAX_CLIENTS) {
+      /* the rest wait in the listen queue until one is done */
+      g_source_destroy(d->accepting);
+      g_source_unref(d->accepting);
+      d->accepting = NULL;
+      return G_SOURCE_REMOVE;
+    }
+  }
+}
+
+static void accept_more(daemon_state *d)
+{
+  d->accepting = g_socket_create_source(d->listener, G_IO_IN, NULL);
+  g_source_set_callback(d->accepting, (GSourceFunc)(void (*)(void))on_accept,
+                        d, NULL);
+  g_source_attach(d->accepting, NULL);
 }
 
 /* Bind the control socket, mode 0600. An existing path is taken over only
@@ -660,8 +884,13 @@ static bool listen_socket(daemon_state *d, GError **err)
     g_set_error(err, CFD_ERROR, 0, "chmod %s: %s", tmp, g_strerror(errno));
     ok = false;
   }
-  if (ok)
+  if (ok) {
+    /* many clients at once queue rather than being refused (GLib's
+     * default backlog is 10) */
+    g_socket_set_listen_backlog(d->listener, 128);
+    g_socket_set_blocking(d->listener, FALSE);
     ok = g_socket_listen(d->listener, err);
+  }
   if (ok && rename(tmp, d->socket_path) != 0) {
     g_set_error(err, CFD_ERROR, 0, "rename to %s: %s", d->socket_path,
                 g_strerror(errno));
@@ -674,30 +903,35 @@ static bool listen_socket(daemon_state *d, GError **err)
     g_prefix_error(err, "control socket %s: ", d->socket_path);
     return false;
   }
-  GSource *src = g_socket_create_source(d->listener, G_IO_IN, NULL);
-  g_source_set_callback(src, (GSourceFunc)(void (*)(void))on_client, d, NULL);
-  g_source_attach(src, NULL);
-  g_source_unref(src);
+  accept_more(d);
   return true;
 }
 
-static gboolean on_hup(gpointer user)
+/* A reload, from SIGHUP or the control socket: the report goes into the
+ * log line by line, and to the client. */
+static bool do_reload(daemon_state *d, GString *report, GError **err)
 {
-  daemon_state *d = user;
-  GString *report = g_string_new(NULL);
+  gsize at = report->len;
   GError *e = NULL;
   bool ok = reload(d, report, &e);
-  char **lines = g_strsplit(report->str, "\n", -1);
+  char **lines = g_strsplit(report->str + at, "\n", -1);
   for (char **l = lines; *l; l++)
     if (**l)
       say("reload: %s", *l);
   g_strfreev(lines);
-  if (!ok) {
-    say("%s", e->message);
-    g_error_free(e);
-  } else {
+  if (ok)
     say("reloaded %s", d->config_path);
+  else {
+    say("%s", e->message);
+    g_propagate_error(err, e);
   }
+  return ok;
+}
+
+static gboolean on_hup(gpointer user)
+{
+  GString *report = g_string_new(NULL);
+  do_reload(user, report, NULL);
   g_string_free(report, TRUE);
   return G_SOURCE_CONTINUE;
 }
@@ -750,6 +984,15 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  daemon_state d = {0};
+  if (!check) {
+    /* from the start: a signal while the kernels load (a reload the
+     * service manager sends, a stop) waits for the main loop, rather
+     * than killing the daemon half started */
+    g_unix_signal_add(SIGHUP, on_hup, &d);
+    g_unix_signal_add(SIGTERM, on_term, &d);
+    g_unix_signal_add(SIGINT, on_term, &d);
+  }
 #ifdef CFD_HAVE_GST
   GError *ge = NULL;
   if (!gst_init_check(NULL, NULL, &ge)) {
@@ -770,13 +1013,14 @@ int main(int argc, char **argv)
     cfd_config_free(c);
     return 0;
   }
-  daemon_state d = {0};
+  d.loop = g_main_loop_new(NULL, FALSE);
   d.config_path = g_strdup(cfg_path);
+  d.config_socket = g_strdup(c->socket);
+  d.clients = g_ptr_array_new();
   d.socket_path = sock        ? g_strdup(sock)
                   : c->socket ? g_strdup(c->socket)
                               : cfd_default_socket();
   d.streams = g_ptr_array_new();
-  d.loop = g_main_loop_new(NULL, FALSE);
   signal(SIGPIPE, SIG_IGN); /* a client that hangs up */
   bool ok = listen_socket(&d, &err);
   for (guint i = 0; ok && i < c->streams->len; i++) {
@@ -790,9 +1034,6 @@ int main(int argc, char **argv)
   }
   cfd_config_free(c);
   if (ok) {
-    g_unix_signal_add(SIGHUP, on_hup, &d);
-    g_unix_signal_add(SIGTERM, on_term, &d);
-    g_unix_signal_add(SIGINT, on_term, &d);
     g_timeout_add(50, on_tick, &d);
     unsigned down = 0;
     for (guint i = 0; i < d.streams->len; i++) {
@@ -809,9 +1050,22 @@ int main(int argc, char **argv)
     g_error_free(err);
     d.exit_code = 1;
   }
-  for (guint i = 0; i < d.streams->len; i++)
-    stream_stop(d.streams->pdata[i]);
+  for (guint i = 0; i < d.streams->len; i++) {
+    stream *s = d.streams->pdata[i];
+    if (d.exit_code) { /* not started: outputs as they were */
+      cfd_audio_discard(s->audio);
+      s->audio = NULL;
+    }
+    stream_stop(s);
+  }
   g_ptr_array_free(d.streams, TRUE);
+  while (d.clients->len)
+    client_free(d.clients->pdata[0]);
+  g_ptr_array_free(d.clients, TRUE);
+  if (d.accepting) {
+    g_source_destroy(d.accepting);
+    g_source_unref(d.accepting);
+  }
   if (d.listener) {
     g_socket_close(d.listener, NULL);
     g_object_unref(d.listener);
@@ -820,6 +1074,7 @@ int main(int argc, char **argv)
   g_main_loop_unref(d.loop);
   g_free(d.socket_path);
   g_free(d.config_path);
+  g_free(d.config_socket);
 #ifdef CFD_HAVE_GST
   gst_deinit();
 #endif

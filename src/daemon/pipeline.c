@@ -152,7 +152,8 @@ static void add_probe(GstElement *el, const char *pad, GstPadProbeCallback cb,
   }
 }
 
-cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
+/* sc's pipeline, built (floating reference), or NULL with why. */
+static GstElement *build(const cfd_stream_conf *sc, GError **err)
 {
   GError *e = NULL;
   GstElement *pipe = gst_parse_launch_full(sc->pipeline, NULL,
@@ -164,6 +165,30 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
     return NULL;
   }
   g_clear_error(&e); /* a warning, had parsing made one */
+  return pipe;
+}
+
+bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
+{
+  GstElement *pipe = build(sc, err);
+  if (!pipe)
+    return false;
+  gst_object_ref_sink(pipe);
+  GError *e = NULL;
+  GstElement *f = find_filter(pipe, sc->filter, &e);
+  gst_clear_object(&f);
+  gst_object_unref(pipe);
+  if (e)
+    g_propagate_error(err, e);
+  return e == NULL;
+}
+
+cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
+{
+  GError *e = NULL;
+  GstElement *pipe = build(sc, err);
+  if (!pipe)
+    return NULL;
   cfd_pipeline *p = g_new0(cfd_pipeline, 1);
   p->name = g_strdup(sc->name);
   p->pipe = gst_object_ref_sink(pipe);
@@ -316,14 +341,33 @@ static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
   if (kept) {
     char *was = gst_value_serialize(&now);
     g_set_error(err, CFD_ERROR, 0,
-                "%s refused %s = %s and keeps %s (the daemon's log has the "
-                "element's message)",
+                "%s refused %s = %s and keeps %s (a message the element "
+                "gave is in the daemon's log)",
                 GST_OBJECT_NAME(el), ps->name, value, was ? was : "its value");
     g_free(was);
   }
   g_value_unset(&before);
   g_value_unset(&now);
   return !kept;
+}
+
+/* " MIN..MAX" of a numeric property, or NULL. */
+static char *range_of(GParamSpec *ps)
+{
+#define RANGE(T, t, f)                                                        \
+  if (G_IS_PARAM_SPEC_##T(ps))                                                \
+    return g_strdup_printf(" " f ".." f, G_PARAM_SPEC_##T(ps)->minimum,       \
+                           G_PARAM_SPEC_##T(ps)->maximum);
+  RANGE(INT, int, "%d")
+  RANGE(UINT, uint, "%u")
+  RANGE(INT64, int64, "%" G_GINT64_FORMAT)
+  RANGE(UINT64, uint64, "%" G_GUINT64_FORMAT)
+  RANGE(LONG, long, "%ld")
+  RANGE(ULONG, ulong, "%lu")
+  RANGE(FLOAT, float, "%g")
+  RANGE(DOUBLE, double, "%g")
+#undef RANGE
+  return NULL;
 }
 
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
@@ -370,16 +414,22 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                          *(value + strspn(value, " \t")) != '<'
                      ? g_strdup_printf("<%s>", value)
                      : g_strdup(value);
-    if (!gst_value_deserialize_with_pspec(&v, text, ps) ||
-        g_param_value_validate(ps, &v))
+    char *range = NULL;
+    if (!gst_value_deserialize_with_pspec(&v, text, ps))
       g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s (%s)",
                   GST_OBJECT_NAME(el), key, value,
                   g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)),
+                  g_param_spec_get_blurb(ps));
+    else if (g_param_value_validate(ps, &v))
+      g_set_error(err, CFD_ERROR, 0, "%s.%s: %s is out of range%s (%s)",
+                  GST_OBJECT_NAME(el), key, value,
+                  (range = range_of(ps)) ? range : "",
                   g_param_spec_get_blurb(ps));
     else
       ok = set_checked(el, ps, &v, value, err);
     g_value_unset(&v);
     g_free(text);
+    g_free(range);
   }
   gst_object_unref(el);
   return ok;
@@ -398,6 +448,7 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
     return false;
   }
   GObjectClass *oc = G_OBJECT_GET_CLASS(p->filter);
+  guint64 was_xf = 0;
   if (crossfade >= 0) {
     if (!g_object_class_find_property(oc, "crossfade")) {
       g_set_error(err, CFD_ERROR, 0,
@@ -406,6 +457,7 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                   GST_OBJECT_NAME(p->filter));
       return false;
     }
+    g_object_get(p->filter, "crossfade", &was_xf, NULL);
     g_object_set(p->filter, "crossfade", (guint64)(crossfade * GST_SECOND),
                  NULL);
   }
@@ -414,6 +466,8 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
   char *now = NULL;
   g_object_get(p->filter, "kernel-file", &now, NULL);
   bool ok = now && !strcmp(now, file);
+  if (!ok && crossfade >= 0) /* a refused swap changes nothing */
+    g_object_set(p->filter, "crossfade", was_xf, NULL);
   if (!ok)
     g_set_error(err, CFD_ERROR, 0,
                 "%s refused %s (its kernel is "
@@ -435,6 +489,12 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
   (void)sc;
   g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
   return NULL;
+}
+bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
+  return false;
 }
 void cfd_pipeline_stop(cfd_pipeline *p)
 {
