@@ -24,19 +24,28 @@
  * border, cval, scale, bias, absolute, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as does a caps change; the frames the old
- * engine holds are pushed out first.
+ * engine holds are pushed out first. A rebuild the engine refuses
+ * (backend=cuda with no usable device, a device-id that does not exist,
+ * components the format lacks) is an element warning: the engine before
+ * goes on, and the settings it needed go back to its values (notified),
+ * so that they describe the engine running and the next change builds on
+ * them rather than failing the same way.
  *
- * A property value that is wrong on its own (a NaN tap, a missing or
- * malformed kernel file, a size or sigma the preset refuses, an unknown
- * component name) is refused with a g_warning and the property keeps its
- * value. A kernel array whose length disagrees with kernel-width /
- * kernel-height is reported when the kernel is needed: at negotiation as an
- * element error, while streaming as an element warning, the stream keeping
- * its previous kernel (so that the three properties can be set in any
- * order). Likewise a preset is taken whatever size or sigma is set: a
- * preset that does not use them (the 3x3 ones; sigma for box) leaves them
- * for the presets that do; setting one while such a preset is the kernel
- * is refused.
+ * A property value that is wrong on its own (a NaN tap, a size or sigma
+ * the preset refuses, an unknown component name) is refused with a
+ * g_warning and the property keeps its value. A kernel file that does not
+ * load (missing, malformed, a NaN tap) is also an element warning; while
+ * streaming it is refused the same way, the kernel going on, and set
+ * before, it is kept, as cudafir keeps one: negotiation fails with an
+ * element error naming it, rather than frames passing with the kernel
+ * from before (the identity, where it was the only one). A kernel array
+ * whose length disagrees with kernel-width / kernel-height is reported
+ * when the kernel is needed: at negotiation as an element error, while
+ * streaming as an element warning, the stream keeping its previous kernel
+ * (so that the three properties can be set in any order). Likewise a
+ * preset is taken whatever size or sigma is set: a preset that does not
+ * use them (the 3x3 ones; sigma for box) leaves them for the presets that
+ * do; setting one while such a preset is the kernel is refused.
  *
  * Negotiation offers only the formats the components fit: with
  * components=luma a YUV or gray format, with components=gb an RGB one, so
@@ -47,7 +56,8 @@
  * upstream can give one and downstream take it (a reconfigure event:
  * videoconvert converts from its next frame on; the frames already on
  * their way are filtered with the previous components); elsewhere a
- * warning names the components and the previous ones go on.
+ * warning names the components and the previous ones go on (the property
+ * goes back to them).
  *
  * Latency. With pipeline-depth 0 (the default) the element adds none:
  * each frame leaves filtered in the call that brought it. With
@@ -202,6 +212,17 @@ typedef enum {
   SRC_PRESET
 } KernelSource;
 
+/* The properties an engine is built from (make_config), components apart
+ * (engine_components). */
+typedef struct {
+  cf_border border;
+  gfloat cval, scale, bias;
+  gboolean absolute;
+  cf_backend backend;
+  gint device_id;
+  guint pipeline_depth, threads;
+} EngineSettings;
+
 typedef struct {
   GstVideoFilter parent;
 
@@ -210,6 +231,8 @@ typedef struct {
   guint kernel_width, kernel_height;
   gchar *kernel_file;
   cf_kernel2d *file_kernel; /* kernel_file, loaded when set */
+  gchar *file_error;        /* or why it did not load (set before
+                               streaming: kept, and negotiation fails) */
   gint preset;
   guint size;
   gdouble sigma;
@@ -236,6 +259,8 @@ typedef struct {
                           caps (AWAIT_CAPS_FRAMES at most) */
   GstVideoFormat stream_format; /* of the caps set_info took last */
   gchar *engine_components;     /* the components the engine was built with */
+  EngineSettings built;         /* and the other properties: a rebuild the
+                                   engine refuses puts them back */
   gchar *backend_in_use;
   gchar *posted;        /* the last "cannot filter" error posted, until caps
                            that work: the base class retries the same caps at
@@ -584,7 +609,13 @@ static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
     s = cf_kernel2d_new(1, 1, 1, &one, &k);
     break;
   }
-  case SRC_FILE: s = cf_kernel2d_copy(self->file_kernel, &k); break;
+  case SRC_FILE:
+    if (!self->file_kernel) { /* kept before streaming, see set_kernel_file */
+      *err = g_strdup_printf("kernel-file: %s", self->file_error);
+      return NULL;
+    }
+    s = cf_kernel2d_copy(self->file_kernel, &k);
+    break;
   case SRC_PRESET:
     s = make_preset(self->preset, self->size, self->sigma, &k);
     break;
@@ -709,7 +740,8 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
 /* Outcome of ensure_engine: what to report once the lock is released. */
 typedef struct {
   gchar *msg;
-  gboolean fatal; /* no engine to go on with */
+  gboolean fatal;           /* no engine to go on with */
+  const char *put_back[11]; /* properties a refused rebuild put back */
 } EngineNote;
 
 /* The engine's configuration from the properties and the negotiated info.
@@ -745,6 +777,54 @@ static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
   cfg->pipeline_depth = self->pipeline_depth;
   cfg->threads = self->threads;
   return TRUE;
+}
+
+/* Object lock held. */
+static void settings_take(const GstCudaConvolve *self, EngineSettings *b)
+{
+  b->border = self->border;
+  b->cval = self->cval;
+  b->scale = self->scale;
+  b->bias = self->bias;
+  b->absolute = self->absolute;
+  b->backend = self->backend;
+  b->device_id = self->device_id;
+  b->pipeline_depth = self->pipeline_depth;
+  b->threads = self->threads;
+}
+
+/* A rebuild the engine refused while the previous engine goes on: the
+ * settings go back to that engine's, so that they describe it and the
+ * next change builds on them (a refused backend=cuda would otherwise
+ * refuse every rebuild after it). The names of those that changed into
+ * note->put_back. Object lock held. */
+static void settings_put_back(GstCudaConvolve *self, EngineNote *note)
+{
+  const EngineSettings *b = &self->built;
+  guint n = 0;
+#define PUT_BACK(field, name)                                                  \
+  if (self->field != b->field) {                                               \
+    self->field = b->field;                                                    \
+    note->put_back[n++] = name;                                                \
+  }
+  PUT_BACK(border, "border");
+  PUT_BACK(cval, "cval");
+  PUT_BACK(scale, "scale");
+  PUT_BACK(bias, "bias");
+  PUT_BACK(absolute, "absolute");
+  PUT_BACK(backend, "backend");
+  PUT_BACK(device_id, "device-id");
+  PUT_BACK(pipeline_depth, "pipeline-depth");
+  PUT_BACK(threads, "threads");
+#undef PUT_BACK
+  if (self->engine_components &&
+      strcmp(self->components, self->engine_components)) {
+    g_free(self->components);
+    self->components = g_strdup(self->engine_components);
+    self->await_caps = 0;
+    note->put_back[n++] = "components";
+  }
+  note->put_back[n] = NULL;
 }
 
 /* backend-in-use: the engine and its latency. Object lock held. */
@@ -803,6 +883,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
 {
   note->msg = NULL;
   note->fatal = FALSE;
+  note->put_back[0] = NULL;
   gboolean need_config = rebuild || !self->engine ||
                          self->config_serial != self->engine_config_serial;
   cf_kernel2d *newk = NULL;
@@ -895,6 +976,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       g_free(self->engine_components);
       self->engine_components = g_strdup(comps);
     }
+    settings_take(self, &self->built);
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
     describe_engine(self);
@@ -916,7 +998,9 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       cf_swap_prep2d_free(prep);
       return;
     }
-    /* the previous engine goes on, with the new kernel if there is one */
+    /* the previous engine goes on, with its settings and the new kernel
+     * if there is one */
+    settings_put_back(self, note);
   }
   cf_status ks = CF_OK;
   if (newk && prep) { /* the setter built it: nothing to allocate here */
@@ -1288,13 +1372,33 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
     return TRUE;
   }
   gboolean fatal = note->fatal || !self->engine;
-  if (fatal)
+  if (fatal) {
     CF_GST_POST_FATAL(
         self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS,
         g_strdup("cudaconvolve cannot filter this stream"), note->msg);
-  else
+  } else {
+    /* the settings put back, with the values they have again */
+    GString *why = g_string_new(note->msg);
+    for (guint i = 0; note->put_back[i]; i++) {
+      GParamSpec *ps = g_object_class_find_property(G_OBJECT_GET_CLASS(self),
+                                                    note->put_back[i]);
+      if (!ps)
+        continue;
+      GValue v = G_VALUE_INIT;
+      g_value_init(&v, ps->value_type);
+      g_object_get_property(G_OBJECT(self), note->put_back[i], &v);
+      gchar *text = gst_value_serialize(&v);
+      g_string_append_printf(why, "%s %s=%s", i ? "," : "; back to",
+                             note->put_back[i], text ? text : "?");
+      g_free(text);
+      g_value_unset(&v);
+    }
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                        ("cudaconvolve refused a setting"), ("%s", note->msg));
+                        ("cudaconvolve refused a setting"), ("%s", why->str));
+    g_string_free(why, TRUE);
+    for (guint i = 0; note->put_back[i]; i++)
+      g_object_notify(G_OBJECT(self), note->put_back[i]);
+  }
   g_free(note->msg);
   note->msg = NULL;
   return !fatal;
@@ -1976,29 +2080,58 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
   prepare_kernel(self, prep);
 }
 
+/* A file that does not load. While streaming it is refused and the
+ * kernel goes on. Before, as cudafir does, it is kept as the kernel
+ * setting, and negotiation fails with an element error naming it: frames
+ * passing with the kernel from before (the identity, where the file was
+ * the only kernel set) would hide the mistake. Either way a warning on
+ * the bus (and with GLib, for where there is no bus yet: gst-launch sets
+ * properties before it makes the pipeline). */
 static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
 {
   cf_kernel2d *k = NULL;
-  if (path && *path && cf_kernel2d_load(path, &k) != CF_OK) {
-    const char *why = cf_last_error();
-    if (strstr(why, path))
-      REFUSE(self, "kernel-file", "%s", why);
-    else
-      REFUSE(self, "kernel-file", "%s: %s", path, why);
+  gchar *why = NULL;
+  if (path && *path && cf_kernel2d_load(path, &k) != CF_OK)
+    why = strstr(cf_last_error(), path)
+              ? g_strdup(cf_last_error())
+              : g_strdup_printf("%s: %s", path, cf_last_error());
+  GST_OBJECT_LOCK(self);
+  gboolean streaming = self->engine != NULL;
+  if (why && streaming) {
+    GST_OBJECT_UNLOCK(self);
+    REFUSE(self, "kernel-file", "%s; keeping the previous value", why);
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("cudaconvolve refused a setting"),
+                        ("kernel-file refused: %s; keeping the previous "
+                         "value and kernel",
+                         why));
+    g_free(why);
     return;
   }
-  GST_OBJECT_LOCK(self);
   cf_kernel2d_free(self->file_kernel);
   self->file_kernel = k;
   g_free(self->kernel_file);
-  self->kernel_file = k ? g_strdup(path) : NULL;
-  if (k)
+  self->kernel_file = k || why ? g_strdup(path) : NULL;
+  g_free(self->file_error);
+  self->file_error = why ? g_strdup(why) : NULL;
+  if (k || why)
     self->source = SRC_FILE;
   else if (self->source == SRC_FILE)
     self->source = SRC_IDENTITY;
   KernelPrep prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
+  if (!why)
+    return;
+  GST_WARNING_OBJECT(self, "kernel-file: %s", why);
+  g_warning("%s: kernel-file: %s; no stream starts with it",
+            GST_OBJECT_NAME(self), why);
+  GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                      ("cudaconvolve: bad kernel-file"),
+                      ("%s; no stream starts with it (negotiation fails) "
+                       "until another kernel is set",
+                       why));
+  g_free(why);
 }
 
 /* preset, size, sigma: the preset must accept the combination. Setting
@@ -2203,6 +2336,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   g_array_unref(self->taps);
   g_free(self->kernel_file);
   cf_kernel2d_free(self->file_kernel);
+  g_free(self->file_error);
   g_free(self->components);
   cf_kernel2d_free(self->kernel);
   g_free(self->kernel_error);
@@ -2305,7 +2439,9 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "kernel-file", "Kernel file",
           "Kernel from a file: .npy (float32/64, 2D Kh x Kw or 3D T x Kh x "
           "Kw for temporal taps) or text (one row per line, a blank line "
-          "between temporal taps); loaded when set. NULL: not used",
+          "between temporal taps); loaded when set. NULL: not used. One "
+          "that does not load is refused while playing (a warning), kept "
+          "if set before: negotiation fails, naming it",
           DEFAULT_KERNEL_FILE, flags));
   g_object_class_install_property(
       gobject_class, PROP_PRESET,

@@ -27,9 +27,10 @@
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
  * they belong to, before the new one; so does new caps, in the old format
- * (the ring-out then stops where the input ended). A discontinuity, a
- * flush and new caps restart the filter history; the same caps or segment
- * sent again do not. A GAP event is silence: the held frames and the
+ * (the ring-out then stops where the input ended), also caps the kernel
+ * cannot take, before their error. A discontinuity, a flush and new caps
+ * restart the filter history; the same caps or segment sent again do
+ * not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
@@ -46,6 +47,11 @@
  * Buffers may have any size, change size every time, and even end inside
  * a frame (a byte source without a parser, `filesrc ! audio/x-raw,...`):
  * the partial frame waits for the rest of its bytes.
+ *
+ * The engine works in float32, 24 bits of precision, whatever the format:
+ * F32LE and S16LE pass an identity kernel bit for bit, but S32LE and
+ * F64LE samples are rounded to float32 on the way in (S32LE beyond
+ * |x| = 2^24 by up to 64 LSB; F64LE within a relative 2^-24, 6e-8).
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
@@ -167,10 +173,12 @@ typedef struct {
    * they are. Taken before the object lock. */
   GMutex kernel_lock;
   /* How the properties map channels, for caps: mat_in x mat_out for a
-   * matrix kernel (0: the count stays); mat_n kernels read as a matrix
-   * on whatever channel count divides it (routing=matrix on a file of
-   * per-channel kernels). */
+   * matrix kernel, or mat_in = mat_out per-channel kernels (per_channel;
+   * 0: the count stays); mat_n kernels read as a matrix on whatever
+   * channel count divides it (routing=matrix on a file of per-channel
+   * kernels). */
   guint mat_in, mat_out, mat_n;
+  gboolean per_channel;
 
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
@@ -410,12 +418,14 @@ static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
 static void update_shape(GstCudaFir *self, const cf_kernel *k)
 {
   self->mat_in = self->mat_out = self->mat_n = 0;
+  self->per_channel = FALSE;
   if (k && cf_kernel_routing(k) != CF_ROUTING_SHARED &&
       !(cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL &&
         self->routing == ROUTING_MATRIX)) {
     /* a matrix maps C_in to C_out; per-channel kernels fix the count */
     self->mat_in = cf_kernel_inputs(k);
     self->mat_out = cf_kernel_outputs(k);
+    self->per_channel = cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL;
   } else if (k && self->routing == ROUTING_MATRIX) {
     self->mat_n = cf_kernel_count(k);
   }
@@ -427,6 +437,10 @@ static void update_shape(GstCudaFir *self, const cf_kernel *k)
 static gchar *channels_refused(GstCudaFir *self, guint ch)
 {
   const char *what = self->kernel_file ? self->kernel_file : "kernel";
+  if (self->mat_in && ch != self->mat_in && self->per_channel)
+    return g_strdup_printf("%s has %u per-channel kernels, the stream has "
+                           "%u channel%s",
+                           what, self->mat_in, ch, ch == 1 ? "" : "s");
   if (self->mat_in && ch != self->mat_in)
     return g_strdup_printf("%s maps %u input channels to %u (%u x %u "
                            "kernels), the stream has %u",
@@ -1025,6 +1039,14 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
         ch > 0)
       why = channels_refused(self, (guint)ch);
     GST_OBJECT_UNLOCK(self);
+    /* the stream goes on where the input ended (a playlist's next item,
+     * a rate change upstream): a ring-out past that would overlap it.
+     * Also before caps refused below: the held frames are the old
+     * format's, and an EOS after the error would push the whole tail */
+    if (self->frames_in && self->engine &&
+        !(gst_audio_info_from_caps(&info, caps) &&
+          gst_audio_info_is_equal(&info, &self->info)))
+      push_residue(self, input_end(self));
     if (why) {
       /* GST_PTR_FORMAT is for GStreamer's own printf, not GLib's */
       gchar *text = gst_caps_to_string(caps);
@@ -1038,12 +1060,6 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       gst_event_unref(ev);
       return FALSE;
     }
-    /* the stream goes on where the input ended (a playlist's next item,
-     * a rate change upstream): a ring-out past that would overlap it */
-    if (self->frames_in && self->engine &&
-        !(gst_audio_info_from_caps(&info, caps) &&
-          gst_audio_info_is_equal(&info, &self->info)))
-      push_residue(self, input_end(self));
     break;
   }
   case GST_EVENT_FLUSH_STOP:
@@ -1686,7 +1702,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   gst_element_class_set_static_metadata(ec, "CUDA FIR filter",
       "Filter/Effect/Audio",
       "Convolves audio with an FIR kernel or impulse response (any length, "
-      "partitioned FFT), on CUDA or the CPU",
+      "partitioned FFT), on CUDA or the CPU, in float32 (24-bit precision: "
+      "S32LE and F64LE samples are rounded to it)",
       "cudafilter developers");
   GstCaps *caps = gst_caps_from_string(
       "audio/x-raw, format = (string) " FORMATS ", rate = (int) [ 1, MAX ], "

@@ -263,20 +263,15 @@ static void tmp_cleanup(void)
   g_tmpdir = NULL;
 }
 
-/* A little-endian float32 .npy of the kernel: 3D (T x Kh x Kw) when t > 1
- * or `force3d`, else 2D. */
-static char *write_npy(const char *name, const kern *k, int force3d)
+/* A little-endian float32 .npy of n values, of the shape given as numpy
+ * writes it ("(3, 3)", "(4,)"). */
+static char *write_npy_shape(const char *name, const char *shape,
+                             const float *v, size_t n)
 {
   char *path = tmp_path(name);
   char dict[256];
-  if (k->t > 1 || force3d)
-    snprintf(dict, sizeof dict,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (%u, %u, "
-             "%u), }", k->t, k->kh, k->kw);
-  else
-    snprintf(dict, sizeof dict,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (%u, %u), }",
-             k->kh, k->kw);
+  snprintf(dict, sizeof dict,
+           "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", shape);
   size_t hl = strlen(dict) + 1; /* + '\n' */
   size_t pad = (64 - (10 + hl) % 64) % 64;
   FILE *f = fopen(path, "wb");
@@ -289,9 +284,21 @@ static char *write_npy(const char *name, const kern *k, int force3d)
   for (size_t i = 0; i < pad; i++)
     fputc(' ', f);
   fputc('\n', f);
-  fwrite(k->taps, sizeof(float), (size_t)k->t * k->kh * k->kw, f);
+  fwrite(v, sizeof(float), n, f);
   fclose(f);
   return path;
+}
+
+/* The kernel as a .npy: 3D (T x Kh x Kw) when t > 1 or `force3d`, else
+ * 2D. */
+static char *write_npy(const char *name, const kern *k, int force3d)
+{
+  char shape[64];
+  if (k->t > 1 || force3d)
+    snprintf(shape, sizeof shape, "(%u, %u, %u)", k->t, k->kh, k->kw);
+  else
+    snprintf(shape, sizeof shape, "(%u, %u)", k->kh, k->kw);
+  return write_npy_shape(name, shape, k->taps, (size_t)k->t * k->kh * k->kw);
 }
 
 /* The kernel as a text file: rows per line, a blank line between temporal
@@ -1585,8 +1592,13 @@ static void test_bad_values(void **state)
   CHECK_REFUSED(w0, "missing.npy");
   g_free(missing);
   gchar *s = NULL;
+  /* before streaming it is kept, as cudafir keeps it: negotiation fails
+   * naming it (test_bad_kernel_file) */
   g_object_get(e, "kernel-file", &s, NULL);
-  CHECK(s == NULL, "kernel-file '%s' after a refusal", s);
+  CHECK(s && strstr(s, "missing.npy"),
+        "kernel-file '%s' after a missing file was set before streaming",
+        s ? s : "NULL");
+  g_free(s);
   char *bad = tmp_path("ragged.txt");
   FILE *f = fopen(bad, "w");
   CHECK(f != NULL, "cannot write %s", bad);
@@ -1757,6 +1769,9 @@ static void test_bad_values(void **state)
     w0 = g_warnings;
     g_object_set(c.h->element, "kernel-file", missing2, NULL);
     CHECK_REFUSED(w0, "nothing.txt");
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, "nothing.txt"),
+          "no warning on the bus for a missing kernel-file");
     g_free(missing2);
     gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "box");
     g_object_set(c.h->element, "size", 0u, NULL);
@@ -2610,6 +2625,155 @@ static void test_depth_changes(void **state)
     check_no_bus_errors(&c);
     ds_clear(&s);
     gcase_close(&c);
+  }
+}
+
+static void count_notify(GObject *obj, GParamSpec *ps, gpointer data)
+{
+  (void)obj;
+  (void)ps;
+  (*(int *)data)++;
+}
+
+/* A setting the engine refuses while streaming (backend=cuda where no
+ * device is usable, else device-id 1023 on cuda; components no format
+ * upstream gives fits): a warning, the frames filtered as before, and
+ * the setting back to the running engine's value (notified), so that it
+ * stands in the way of no later change: a new border, then a pipeline
+ * depth, apply without a word (they were refused with the same warning
+ * as long as backend=cuda stayed). */
+static void test_refused_rebuild(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 45);
+  gcase c;
+  gcase_open(&c);
+  set_case("refused rebuild: ");
+  rand_case(&c, &r, &formats[2], 1, 0); /* RGBA */
+  GstElement *e = c.h->element;
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "first frame");
+  gint backend0, device0, backend1, device1;
+  g_object_get(e, "backend", &backend0, "device-id", &device0, NULL);
+  int notified = 0;
+  g_signal_connect(e, "notify::backend", G_CALLBACK(count_notify), &notified);
+  if (cf_backend_available(CF_BACKEND_CUDA, NULL) == CF_OK)
+    g_object_set(e, "device-id", 1023, NULL);
+  gst_util_set_object_arg(G_OBJECT(e), "backend", "cuda");
+  notified = 0; /* the setter's own */
+  push_check(&c, &r, 0, 0, "after a refused backend");
+  char msg[1024];
+  CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+        "no warning for the refused backend");
+  g_object_get(e, "backend", &backend1, "device-id", &device1, NULL);
+  CHECK(backend1 == backend0 && device1 == device0,
+        "backend %d, device-id %d after the refusal; the engine runs %d, %d",
+        backend1, device1, backend0, device0);
+  CHECK(notified == 1, "backend put back with %d notifications", notified);
+  CHECK(strstr(msg, "refused a setting") && strstr(msg, "back to backend="),
+        "warning '%s' does not say the backend went back", msg);
+
+  /* a new border: a new engine, taken */
+  c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+  gst_util_set_object_arg(G_OBJECT(e), "border", border_names[c.cfg.border]);
+  gcase_new_ref(&c);
+  push_check(&c, &r, 0, 0, "after a new border");
+  CHECK(!bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+        "the new border refused: %s", msg);
+
+  /* components RGBA lacks, and the harness gives no other format */
+  gchar *comps0 = NULL, *comps1 = NULL;
+  g_object_get(e, "components", &comps0, NULL);
+  g_object_set(e, "components", "chroma", NULL);
+  push_check(&c, &r, 0, 0, "after refused components");
+  CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+            strstr(msg, "components"),
+        "no warning for components RGBA lacks");
+  g_object_get(e, "components", &comps1, NULL);
+  CHECK(comps0 && comps1 && !strcmp(comps0, comps1),
+        "components '%s' after the refusal; the engine runs '%s'", comps1,
+        comps0);
+  g_free(comps0);
+  g_free(comps1);
+
+  /* a pipeline depth: a new engine, taken */
+  g_object_set(e, "pipeline-depth", 1u, NULL);
+  GstFlowReturn fr = gst_harness_push(c.h, make_input(&r, &c, 0));
+  CHECK(fr == GST_FLOW_OK, "push at depth 1: %s", gst_flow_get_name(fr));
+  check_in_use_latency(&c, 1);
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
+/* Kernel files that do not load (garbage text, a 1D .npy, an empty file,
+ * a NaN tap), taken as cudafir takes a bad kernel-file. Before streaming:
+ * a warning on the bus, the file kept, and negotiation fails with an
+ * element error naming it; no frame passes unfiltered (the identity).
+ * While streaming: a warning on the bus, the property and the kernel as
+ * they were. */
+static void test_bad_kernel_file(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 46);
+  static const char *const names[] = {"garbage.txt", "one-d.npy", "empty.txt",
+                                      "nan.npy"};
+  for (unsigned i = 0; i < G_N_ELEMENTS(names); i++) {
+    static const float taps[4] = {0.25f, NAN, 0.5f, 0.25f};
+    char *path;
+    if (i == 1 || i == 3) {
+      path = write_npy_shape(names[i], i == 1 ? "(2,)" : "(2, 2)",
+                             i == 1 ? taps + 2 : taps, i == 1 ? 2 : 4);
+    } else {
+      path = tmp_path(names[i]);
+      FILE *f = fopen(path, "w");
+      CHECK(f != NULL, "cannot write %s", path);
+      if (i == 0)
+        fputs("garbage 1 2 x\n", f);
+      fclose(f);
+    }
+    gcase c;
+    gcase_open(&c);
+    set_case("bad kernel-file %s before streaming: ", names[i]);
+    int w0 = g_warnings;
+    g_object_set(c.h->element, "kernel-file", path, NULL);
+    CHECK_REFUSED(w0, names[i]);
+    char msg[1024];
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, names[i]),
+          "no warning on the bus naming %s", names[i]);
+    set_caps(&c, &formats[2], 8, 8);
+    GstFlowReturn fr = gst_harness_push(c.h, make_input(&r, &c, 0));
+    CHECK(fr != GST_FLOW_OK, "a frame passed (%s) with no kernel",
+          gst_flow_get_name(fr));
+    CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "no element error");
+    CHECK(strstr(msg, names[i]), "error '%s' does not name %s", msg, names[i]);
+    gcase_close(&c);
+
+    gcase_open(&c);
+    set_case("bad kernel-file %s while streaming: ", names[i]);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 0);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "good kernel");
+    gchar *before = NULL, *after = NULL;
+    g_object_get(c.h->element, "kernel-file", &before, NULL);
+    w0 = g_warnings;
+    g_object_set(c.h->element, "kernel-file", path, NULL);
+    CHECK_REFUSED(w0, names[i]);
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, "refused") && strstr(msg, names[i]),
+          "no warning on the bus saying %s was refused", names[i]);
+    g_object_get(c.h->element, "kernel-file", &after, NULL);
+    CHECK(!g_strcmp0(before, after),
+          "kernel-file '%s' after a refusal, '%s' before",
+          after ? after : "NULL", before ? before : "NULL");
+    g_free(before);
+    g_free(after);
+    push_check(&c, &r, 0, 0, "kept kernel");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+    g_free(path);
   }
 }
 
@@ -3506,6 +3670,8 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_components_live, teardown),
       cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
+      cmocka_unit_test_teardown(test_bad_kernel_file, teardown),
+      cmocka_unit_test_teardown(test_refused_rebuild, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
       cmocka_unit_test_teardown(test_depth_stream, teardown),

@@ -665,6 +665,87 @@ static void test_integer_rounding(void **state)
     }
 }
 
+/* The engine works in float32, as the element's description (and its
+ * doc comment, README) says: through the identity kernel S32LE and F64LE
+ * samples come out as float32 holds them, rounded to nearest and S32LE
+ * saturated (2^31 - 1 rounds up to 2^31), not as they went in. */
+static void test_float32_precision(void **state)
+{
+  (void)state;
+  GstElementFactory *fac = gst_element_factory_find("cudafir");
+  CHECK(fac, "element cudafir not found");
+  const gchar *desc =
+      gst_element_factory_get_metadata(fac, GST_ELEMENT_METADATA_DESCRIPTION);
+  CHECK(desc && strstr(desc, "float32"),
+        "the description does not say the engine works in float32: '%s'",
+        desc ? desc : "(none)");
+  gst_object_unref(fac);
+  static const GstAudioFormat fmts[] = {GST_AUDIO_FORMAT_S32LE,
+                                        GST_AUDIO_FORMAT_F64LE};
+  for (size_t fi = 0; fi < G_N_ELEMENTS(fmts); fi++) {
+    GstAudioFormat f = fmts[fi];
+    int s32 = f == GST_AUDIO_FORMAT_S32LE;
+    set_case("float32 precision: %s", fmt_name(f));
+    GstHarness *h = new_fir(); /* no kernel: the identity */
+    set_caps(h, f, 48000, 1, 1);
+    size_t n = ref_rng_range(&rng, 16, 4000), ss = sample_size(f);
+    double *x = xalloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+      x[i] = s32 ? (double)(gint32)(guint32)ref_rng_u64(&rng)
+                 : (double)(ref_rng_u64(&rng) >> 11) * 0x1p-52 - 1.0;
+    if (s32) { /* the extremes, a tie, and the first integer float skips */
+      x[0] = G_MAXINT32;
+      x[1] = G_MININT32;
+      x[2] = G_MAXINT32 - 63;
+      x[3] = (1 << 24) + 1;
+    }
+    GstBuffer *b = gst_buffer_new_allocate(NULL, n * ss, NULL);
+    GstMapInfo m;
+    assert_true(gst_buffer_map(b, &m, GST_MAP_WRITE));
+    for (size_t i = 0; i < n; i++) {
+      if (s32) {
+        gint32 v = GINT32_TO_LE((gint32)x[i]);
+        memcpy(m.data + i * 4, &v, 4);
+      } else {
+        memcpy(m.data + i * 8, &x[i], 8);
+      }
+    }
+    gst_buffer_unmap(b, &m);
+    GST_BUFFER_PTS(b) = 0;
+    GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+    CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push");
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    size_t got = 0, rounded = 0;
+    GstBuffer *o;
+    while ((o = gst_harness_try_pull(h))) {
+      assert_true(gst_buffer_map(o, &m, GST_MAP_READ));
+      for (size_t i = 0; i < m.size / ss && got < n; i++, got++) {
+        double y, want = (double)(float)x[got];
+        if (s32) {
+          gint32 v;
+          memcpy(&v, m.data + i * 4, 4);
+          y = GINT32_FROM_LE(v);
+          want = MIN(want, (double)G_MAXINT32);
+        } else {
+          memcpy(&y, m.data + i * 8, 8);
+        }
+        CHECK(y == want,
+              "sample %zu: %.17g came out as %.17g, float32 holds %.17g", got,
+              x[got], y, want);
+        rounded += y != x[got];
+      }
+      gst_buffer_unmap(o, &m);
+      gst_buffer_unref(o);
+    }
+    CHECK(got == n, "%zu samples out of %zu", got, n);
+    CHECK(rounded > 0, "no sample of %zu rounded: not float32 precision", n);
+    print_message("%s: %zu of %zu samples rounded to float32\n", fmt_name(f),
+                  rounded, n);
+    gst_harness_teardown(h);
+    free(x);
+  }
+}
+
 /* Buffers cut anywhere, inside frames too (a byte source without a
  * parser: filesrc ! capsfilter with any block size), some shorter than a
  * frame: every frame is read whole and in order, nothing lost; the output
@@ -2129,7 +2210,68 @@ static void test_routing(void **state)
   routing_refused("shared", p2, 2, "routing=shared", FALSE);
   routing_refused("per-channel", pm, 2, "routing=per-channel", FALSE);
   routing_refused("matrix", p3, 2, "not a multiple", TRUE);
-  routing_refused("auto", p2, 3, "maps 2 input channels to 2", TRUE);
+  /* per-channel kernels said as such, not as a matrix */
+  routing_refused("auto", p2, 3,
+                  "has 2 per-channel kernels, the stream has 3 channels", TRUE);
+  routing_refused("auto", p2, 1,
+                  "has 2 per-channel kernels, the stream has 1 channel", TRUE);
+  routing_refused("auto", pm, 1, "maps 2 input channels to 1", TRUE);
+}
+
+/* New caps the kernel cannot take (a stereo file's two per-channel
+ * kernels, the stream turning mono): the held frames go out in the old
+ * format as before caps it takes, the ring-out stopping where the input
+ * ended, then the error; the EOS after pushes nothing (the whole ring-out
+ * went out there, stamped past where the input ended). */
+static void test_refused_caps(void **state)
+{
+  (void)state;
+  const GstAudioFormat f = GST_AUDIO_FORMAT_F32LE;
+  const unsigned rate = 48000;
+  size_t len = ref_rng_range(&rng, 2000, 6000),
+         n = ref_rng_range(&rng, 300, 5000);
+  set_case("2 x %zu taps, %zu stereo frames, then mono caps", len, n);
+  float *hk = random_kernel(2 * len);
+  char shape[64];
+  snprintf(shape, sizeof shape, "(2, %zu)", len);
+  const char *path = fixture("refused-caps.npy");
+  write_npy(path, shape, hk, 2 * len);
+  float *x = random_input(f, n * 2);
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", path, "block-size", 256u, NULL);
+  set_caps(h, f, rate, 2, 2);
+  collected c;
+  collect_init(&c, 2, rate, 0, n + 2 * len);
+  CHECK(push_frames(h, f, x, 0, n, 2, rate, 0, TRUE) == GST_FLOW_OK, "push");
+  set_caps(h, f, rate, 1, 1);
+  CHECK(bus_has(bus, GST_MESSAGE_ERROR, "2 per-channel kernels"),
+        "no error for mono caps");
+  float mono[64] = {0.5f};
+  GstClockTime end = gst_util_uint64_scale_int_round(n, GST_SECOND, rate);
+  CHECK(push_frames(h, f, mono, 0, 64, 1, rate, end, FALSE) != GST_FLOW_OK,
+        "mono streamed through a stereo kernel");
+  /* the caps it refused are retried before the EOS too */
+  if (!gst_harness_push_event(h, gst_event_new_eos()))
+    print_message("(EOS after the refused caps: not forwarded)\n");
+  collect(h, &c, f);
+  CHECK(c.frames == n,
+        "%zu frames out for %zu in: the ring-out went %zu frames past where "
+        "the input ended",
+        c.frames, n, c.frames > n ? c.frames - n : 0);
+  for (unsigned k = 0; k < 2; k++) {
+    double *w = ref_channel(x, n, 2, k, hk + k * len, len, n);
+    double e = ref_rel_l2(c.y + k, 2, w, 1, n);
+    CHECK(e <= 2e-5, "channel %u: error %.3g", k, e);
+    free(w);
+  }
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+  free(c.y);
+  free(x);
+  free(hk);
 }
 
 static void test_trim_and_per_channel(void **state)
@@ -2576,6 +2718,7 @@ int main(void)
       cmocka_unit_test(test_partial_frames),
       cmocka_unit_test(test_in_place),
       cmocka_unit_test(test_integer_rounding),
+      cmocka_unit_test(test_float32_precision),
       cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
@@ -2585,6 +2728,7 @@ int main(void)
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_renegotiate),
+      cmocka_unit_test(test_refused_caps),
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_burst),
