@@ -607,6 +607,13 @@ static void test_usage_errors(void **state)
   const char *badnum[] = {NULL, "fir", "--kernel", kpath, "--channels", "2",
                           "--block", "12x", NULL};
   expect(badnum, 2, "12x");
+  /* the engine's limit, a usage error (was a runtime error, exit 1) */
+  const char *bigblock[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                            "2", "--block", "65537", NULL};
+  expect(bigblock, 2, "1..65536");
+  const char *maxblock[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                            "2", "--block", "65536", NULL};
+  expect(maxblock, 0, NULL);
   const char *negative[] = {NULL, "fir", "--kernel", kpath, "--channels",
                             "-1", NULL};
   expect(negative, 2, "--channels");
@@ -2086,6 +2093,230 @@ static void test_apply_cover(void **state)
 #endif
 }
 
+/* A 3x3 kernel of random positive taps summing to 1 (outputs stay in
+ * range; a constant plane stays that constant), written as text. */
+static void unit_kernel2d(ref_rng *r, char *kpath, size_t len,
+                          const char *name, float taps[9],
+                          conv2d_params *p)
+{
+  double sum = 0.0;
+  for (int i = 0; i < 9; i++)
+    sum += taps[i] = 0.05f + (float)ref_rng_unit(r);
+  for (int i = 0; i < 9; i++)
+    taps[i] = (float)(taps[i] / sum);
+  *p = (conv2d_params){1, 3, 3, taps, "reflect", 0, 1, 0, 0};
+  tmp_path(kpath, len, name);
+  write_text_kernel2d(kpath, p);
+}
+
+/* The frames of a 4:4:4 YUV4MPEG2 file: 3 x w x h bytes each. */
+static void y444_write(const char *path, unsigned w, unsigned h,
+                       unsigned char *const *frames, size_t n)
+{
+  FILE *o = fopen(path, "wb");
+  assert_non_null(o);
+  fprintf(o, "YUV4MPEG2 W%u H%u F25:1 Ip A1:1 C444\n", w, h);
+  for (size_t t = 0; t < n; t++) {
+    fputs("FRAME\n", o);
+    assert_int_equal(fwrite(frames[t], 1, 3 * (size_t)w * h, o),
+                     3 * (size_t)w * h);
+  }
+  assert_int_equal(fclose(o), 0);
+}
+
+/* apply to an image (.png, .jpg): image2, a format that writes its file
+ * itself, wrote OUTPUT directly and in its default codec (MJPEG in a
+ * .png), then the rename of the temporary file failed (exit 1, OUTPUT
+ * left holding JPEG). Now: the codec OUTPUT's name says, written under
+ * the temporary name and renamed; an input of several frames, or a
+ * numbered sequence, is refused leaving nothing. The PNG is read back
+ * (through apply, into YUV4MPEG2) and checked against the reference. */
+static void test_apply_image(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 5);
+  const vfmt *f = vfmt_find("GRAY8");
+  unsigned w = (unsigned)ref_rng_range(&r, 5, 40);
+  unsigned h = (unsigned)ref_rng_range(&r, 3, 30);
+  float taps[9];
+  conv2d_params p;
+  char kpath[PATH_MAX], one[PATH_MAX], inp[PATH_MAX], in3[PATH_MAX];
+  char png[PATH_MAX], jpg[PATH_MAX], back[PATH_MAX], seq[PATH_MAX];
+  unit_kernel2d(&r, kpath, sizeof kpath, "image-k.txt", taps, &p);
+  static const float id[1] = {1.0f};
+  conv2d_params pid = {1, 1, 1, id, "reflect", 0, 1, 0, 0};
+  tmp_path(one, sizeof one, "image-one.txt");
+  write_text_kernel2d(one, &pid);
+  tmp_path(inp, sizeof inp, "image-in.y4m");
+  tmp_path(in3, sizeof in3, "image-in3.y4m");
+  tmp_path(png, sizeof png, "image-out.png");
+  tmp_path(jpg, sizeof jpg, "image-out.jpg");
+  tmp_path(back, sizeof back, "image-back.y4m");
+  tmp_path(seq, sizeof seq, "image-%03d.png");
+  unlink(png);
+  unlink(jpg);
+  unlink(back);
+  unsigned char *in = malloc(3 * (size_t)w * h);
+  assert_non_null(in);
+  fill_frames(&r, f, in, 3 * (size_t)w * h);
+  unsigned char *frames[3] = {in, in + (size_t)w * h, in + 2 * (size_t)w * h};
+  y4m_write(inp, 0, w, h, 25, frames, 1);
+  y4m_write(in3, 0, w, h, 25, frames, 3);
+  printf("image: GRAY8 %ux%u\n", w, h);
+
+  const char *a1[] = {NULL, "apply", "--kernel2d", kpath, "--backend", "cpu",
+                      inp, png, NULL};
+  result res;
+  run_simple(a1, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", png, res.status, res.err);
+  result_free(&res);
+  size_t n;
+  unsigned char *b = read_file(png, &n);
+  assert_non_null(b);
+  /* the PNG signature, then IHDR: width, height, 8 bits, gray (0) */
+  if (n < 33 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4))
+    fail_msg("%s is not a PNG file (%zu bytes, starting %02x %02x %02x)", png,
+             n, n > 0 ? b[0] : 0, n > 1 ? b[1] : 0, n > 2 ? b[2] : 0);
+  uint32_t pw = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 |
+                (uint32_t)b[18] << 8 | b[19];
+  uint32_t ph = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 |
+                (uint32_t)b[22] << 8 | b[23];
+  assert_int_equal(pw, w);
+  assert_int_equal(ph, h);
+  assert_int_equal(b[24], 8);
+  assert_int_equal(b[25], 0);
+  free(b);
+  const char *a2[] = {NULL, "apply", "-q", "--kernel2d", one, png, back, NULL};
+  run_simple(a2, &res);
+  if (res.status != 0)
+    fail_msg("reading %s back: exit %d, stderr:\n%s", png, res.status,
+             res.err);
+  result_free(&res);
+  unsigned char *got = NULL;
+  assert_int_equal(y4m_read(back, 0, w, h, &got), 1);
+  check_frame("image", f, w, h, 1, &p, frames, 0, got);
+  free(got);
+
+  /* a JPEG too (image2's own codec) */
+  const char *a3[] = {NULL, "apply", "-q", "--kernel2d", kpath, inp, jpg,
+                      NULL};
+  run_simple(a3, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", jpg, res.status, res.err);
+  result_free(&res);
+  b = read_file(jpg, &n);
+  assert_non_null(b);
+  assert_true(n > 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff);
+  free(b);
+
+  /* several frames into one picture, and a numbered sequence: refused,
+   * nothing written */
+  unlink(png);
+  const char *a4[] = {NULL, "apply", "--kernel2d", kpath, in3, png, NULL};
+  expect(a4, 1, "more than one frame");
+  struct stat sb;
+  assert_true(stat(png, &sb) != 0);
+  const char *a5[] = {NULL, "apply", "--kernel2d", kpath, inp, seq, NULL};
+  expect(a5, 1, "numbered image sequence");
+  char seq1[PATH_MAX];
+  tmp_path(seq1, sizeof seq1, "image-001.png");
+  assert_true(stat(seq1, &sb) != 0);
+  assert_no_part_files();
+  free(in);
+  unlink(inp);
+  unlink(in3);
+  unlink(jpg);
+  unlink(back);
+  unlink(kpath);
+  unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+/* A 4:4:4 input of odd size: filtered as I420 (the engine's nearest
+ * format), it went to the encoder as I420 too, which 4:2:0 encoders
+ * refuse at odd sizes ("libx264 refuses 37x21 yuv420p"). The frames go
+ * back to the input's own format where the encoder takes it: YUV4MPEG2
+ * holds 4:4:4. Luma is filtered at full resolution (checked against the
+ * reference); chroma at 4:2:0 and upsampled, so a constant chroma plane
+ * stays that constant. */
+static void test_apply_video_444(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 6);
+  enum { W = 37, H = 21, N = 3, PLANE = W * H };
+  const vfmt *f = vfmt_find("GRAY8");
+  float taps[9];
+  conv2d_params p;
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  unit_kernel2d(&r, kpath, sizeof kpath, "y444-k.txt", taps, &p);
+  tmp_path(inp, sizeof inp, "y444-in.y4m");
+  tmp_path(outp, sizeof outp, "y444-out.y4m");
+  unlink(outp);
+  static unsigned char in[N][3 * PLANE];
+  unsigned char *frames[N];
+  for (int t = 0; t < N; t++) {
+    fill_frames(&r, f, in[t], PLANE);
+    memset(in[t] + PLANE, 90, PLANE);
+    memset(in[t] + 2 * PLANE, 200, PLANE);
+    frames[t] = in[t];
+  }
+  y444_write(inp, W, H, frames, N);
+  const char *args[] = {NULL, "apply", "--kernel2d", kpath, "--backend",
+                        "cpu", inp, outp, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0)
+    fail_msg("yuv444p %dx%d: exit %d, stderr:\n%s", W, H, res.status,
+             res.err);
+  size_t n;
+  unsigned char *b = read_file(outp, &n);
+  assert_non_null(b);
+  unsigned char *nl = memchr(b, '\n', n);
+  assert_non_null(nl);
+  char head[256] = "";
+  size_t hl = (size_t)(nl - b) < sizeof head ? (size_t)(nl - b)
+                                             : sizeof head - 1;
+  memcpy(head, b, hl);
+  printf("output: %s\n", head);
+  if (!strstr(head, " W37 ") || !strstr(head, " H21 ") ||
+      !strstr(head, " C444"))
+    fail_msg("%s: header '%s', want W37 H21 C444; stderr:\n%s", outp, head,
+             res.err);
+  if (!strstr(res.err, "chroma filtered at 4:2:0") ||
+      !strstr(res.err, "converted back to yuv444p (chroma upsampled)"))
+    fail_msg("no note on the conversions:\n%s", res.err);
+  result_free(&res);
+  size_t at = (size_t)(nl - b) + 1;
+  for (int t = 0; t < N; t++) {
+    if (at + 6 + 3 * PLANE > n || memcmp(b + at, "FRAME\n", 6))
+      fail_msg("%s: frame %d missing (%zu bytes)", outp, t, n);
+    const unsigned char *fr = b + at + 6;
+    check_frame("yuv444p luma", f, W, H, 1, &p, frames, (size_t)t, fr);
+    for (size_t i = 0; i < PLANE; i++)
+      if (fr[PLANE + i] != 90 || fr[2 * PLANE + i] != 200)
+        fail_msg("frame %d: chroma at pixel %zu is %u, %u, want 90, 200", t,
+                 i, fr[PLANE + i], fr[2 * PLANE + i]);
+    at += 6 + 3 * PLANE;
+  }
+  assert_int_equal(at, n);
+  free(b);
+  unlink(inp);
+  unlink(outp);
+  unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_apply_errors(void **state)
 {
   (void)state;
@@ -2136,9 +2367,26 @@ static void test_apply_errors(void **state)
   tmp_path(xyz, sizeof xyz, "apply-out.xyz");
   const char *a6[] = {NULL, "apply", "-k", kpath, inp, xyz, NULL};
   expect(a6, 1, "--format");
+  /* bad --codec and --format values are usage errors (they were exit 1),
+   * found before anything is read */
   const char *a7[] = {NULL, "apply", "-y", "-c", "no-such-codec", "-k", kpath,
                       inp, outp, NULL};
-  expect(a7, 1, "no-such-codec");
+  expect(a7, 2, "no-such-codec");
+  const char *a7f[] = {NULL, "apply", "-y", "-f", "no-such-format", "-k",
+                       kpath, inp, outp, NULL};
+  expect(a7f, 2, "no-such-format");
+  const char *a7v[] = {NULL, "apply", "-y", "-c", "png", "-k", kpath, inp,
+                       outp, NULL};
+  expect(a7v, 2, "not an audio encoder");
+  const char *a7a[] = {NULL, "apply", "-y", "-c", "pcm_s16le", "--preset",
+                       "box", inp, outp, NULL};
+  expect(a7a, 2, "not a video encoder");
+  const char *a7h[] = {NULL, "apply", "-y", "-c", "png", "--preset", "box",
+                       inp, outp, NULL};
+  expect(a7h, 2, "cannot hold png");
+  const char *a7b[] = {NULL, "apply", "-y", "-b", "65537", "-k", kpath, inp,
+                       outp, NULL};
+  expect(a7b, 2, "1..65536");
   char mp2[PATH_MAX];
   tmp_path(mp2, sizeof mp2, "apply-out.mp2");
   const char *a8[] = {NULL, "apply", "-k", kpath, inp, mp2, NULL};
@@ -2198,12 +2446,55 @@ static void test_apply_errors(void **state)
 #endif
 }
 
-/* SIGINT while the input blocks (a FIFO that stays open): exit 130, no
- * output file and no temporary file left. */
-static void test_apply_interrupt(void **state)
+/* -c takes a codec's name for its default encoder, as ffmpeg does:
+ * adpcm_g722 is written by the encoder named g722 ("libav has no
+ * encoder 'adpcm_g722'"; -c mp3 for libmp3lame likewise, where libav
+ * has it). */
+static void test_apply_codec_name(void **state)
 {
   (void)state;
 #ifdef CF_TEST_HAVE_LIBAV
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "codec-k.txt", 3);
+  tmp_path(inp, sizeof inp, "codec-in.wav");
+  tmp_path(outp, sizeof outp, "codec-out.wav");
+  unlink(outp);
+  float x[1600];
+  ref_rng r;
+  ref_rng_init(&r, 5);
+  ref_rng_fill(&r, x, 1600);
+  for (size_t i = 0; i < 1600; i++) /* exact in 16 bits */
+    x[i] = (float)(floor(x[i] * 8192.0) / 32768.0);
+  write_wav(inp, W_S16, 16000, 1, x, 1600);
+  const char *args[] = {NULL, "apply", "-c", "adpcm_g722", "-k", kpath, inp,
+                        outp, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0)
+    fail_msg("-c adpcm_g722: exit %d, stderr:\n%s", res.status, res.err);
+  assert_non_null(strstr(res.err, "g722"));
+  result_free(&res);
+  size_t n;
+  unsigned char *b = read_file(outp, &n);
+  assert_non_null(b);
+  /* WAVE_FORMAT_G722_ADPCM (0x028f) in the fmt chunk */
+  assert_true(n > 22 && !memcmp(b + 12, "fmt ", 4));
+  assert_int_equal(get_le(b + 20, 2), 0x028f);
+  free(b);
+  unlink(inp);
+  unlink(outp);
+  unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+#ifdef CF_TEST_HAVE_LIBAV
+/* Signal sig while the input blocks (a FIFO that stays open): exit 130,
+ * no output file and no temporary file left. */
+static void apply_interrupt_by(int sig)
+{
   char kpath[PATH_MAX], fifo[PATH_MAX], outp[PATH_MAX], wavp[PATH_MAX];
   small_kernel(kpath, sizeof kpath, "apply-int.txt", 9);
   tmp_path(fifo, sizeof fifo, "apply-int.fifo");
@@ -2232,7 +2523,7 @@ static void test_apply_interrupt(void **state)
   assert_true(w >= 0);
   assert_int_equal(write(w, buf, sizeof buf), (ssize_t)sizeof buf);
   usleep(300000); /* it has read what there is and waits for more */
-  kill(p.pid, SIGINT);
+  kill(p.pid, sig);
   result res = {0};
   size_t cap = 0;
   unsigned char *err = NULL;
@@ -2248,14 +2539,28 @@ static void test_apply_interrupt(void **state)
   close(p.err);
   err = realloc(err, res.err_len + 1);
   err[res.err_len] = '\0';
+  printf("%s: exit %d\n", strsignal(sig), status);
   if (status != 130 || !strstr((char *)err, "interrupted"))
-    fail_msg("exit %d, want 130; stderr:\n%s", status, (char *)err);
+    fail_msg("%s: exit %d, want 130; stderr:\n%s", strsignal(sig), status,
+             (char *)err);
   struct stat sb;
   assert_true(stat(outp, &sb) != 0);
   assert_no_part_files();
   free(err);
   unlink(fifo);
   unlink(wavp);
+}
+#endif
+
+/* SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal or ssh session:
+ * it left OUTPUT.cf-part-PID behind, exit 129) end a run cleanly. */
+static void test_apply_interrupt(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+    apply_interrupt_by(sigs[i]);
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();
@@ -2307,6 +2612,18 @@ static void test_demo(void **state)
   fclose(f);
   assert_memory_equal(hdr, "RIFF", 4);
   assert_memory_equal(hdr + 8, "WAVE", 4);
+  /* Time-aligned with the signal, the engine's latency taken out (its
+   * first `latency` frames were silence): the full convolution, 1 s +
+   * 72000 - 1 frames, starting with the click at frame 0 on the left
+   * (0.6 plus a little noise) through the room's direct sound (1.0). */
+  wav w;
+  read_wav(path, &w);
+  assert_int_equal(w.kind, W_F32);
+  assert_int_equal(w.ch, 2);
+  if (w.frames != 48000 + 72000 - 1 || !(fabs(w.x[0] - 0.6) < 0.02))
+    fail_msg("demo: %zu frames, want %d; frame 0 left %g, want 0.6 (the "
+             "click)", w.frames, 48000 + 72000 - 1, w.x[0]);
+  free(w.x);
 #endif
   result_free(&res);
 }
@@ -2325,6 +2642,8 @@ static void test_help_version(void **state)
   res.out = realloc(res.out, res.out_len + 1);
   res.out[res.out_len] = '\0';
   assert_non_null(strstr((char *)res.out, "--tail"));
+  assert_non_null(strstr((char *)res.out, "1..65536"));
+  assert_non_null(strstr((char *)res.out, "SIGHUP"));
 #else /* said, not a usage text for what cannot run */
   assert_int_equal(res.status, 1);
   assert_non_null(strstr(res.err, "no libav"));
@@ -2345,6 +2664,7 @@ static void test_help_version(void **state)
   res.out = realloc(res.out, res.out_len + 1);
   res.out[res.out_len] = '\0';
   assert_non_null(strstr((char *)res.out, "--drain"));
+  assert_non_null(strstr((char *)res.out, "1..65536"));
   result_free(&res);
   run_simple(version, &res);
   assert_int_equal(res.status, 0);
@@ -2385,7 +2705,10 @@ int main(void)
     cmocka_unit_test(test_conv2d_usage_errors),
     cmocka_unit_test(test_apply_random),
     cmocka_unit_test(test_apply_video_random),
+    cmocka_unit_test(test_apply_image),
+    cmocka_unit_test(test_apply_video_444),
     cmocka_unit_test(test_apply_errors),
+    cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),

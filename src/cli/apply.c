@@ -61,7 +61,8 @@ static void usage_apply(FILE *f)
       "OUTPUT's format holds them (a .wav of a film is its filtered sound).\n"
       "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
       "                       3D matrix), text (shared) or an audio file (an\n"
-      "                       impulse response, resampled to INPUT's rate)\n"
+      "                       impulse response, resampled to INPUT's rate,\n"
+      "                       its gain kept)\n"
       "      --routing R      shared|per-channel|matrix: fail unless the "
       "kernel\n"
       "                       file has this routing\n"
@@ -69,8 +70,9 @@ static void usage_apply(FILE *f)
       "      --tail           also write the tail: the full convolution\n"
       "      --stream N       filter INPUT's stream N (from 0, as ffprobe\n"
       "                       counts), an audio one; default: the main one\n"
-      "  -b, --block N        FFT block size in frames (default 4096; the\n"
-      "                       latency it adds is taken out of the file)\n"
+      "  -b, --block N        FFT block size in frames, 1..65536 (default\n"
+      "                       4096; the latency it adds is taken out of the\n"
+      "                       file)\n"
       "      --pipeline-depth D  blocks in flight, 0..8 (default 0): with\n"
       "                       CUDA the device filters them while the next\n"
       "                       are decoded (their latency is taken out too)\n"
@@ -79,9 +81,11 @@ static void usage_apply(FILE *f)
       "Video (--kernel2d or --preset): INPUT's main video stream is filtered\n"
       "frame by frame as 'cudafilter conv2d' filters raw frames; its audio\n"
       "streams are copied unchanged (where OUTPUT's format can hold them).\n"
-      "Pixel formats the engine does not take (yuv444p, ...) are converted to\n"
-      "the nearest one it does (with a note), and the result to what the\n"
-      "encoder takes.\n"
+      "Pixel formats the engine does not take (yuv444p, 10-bit, ...) are\n"
+      "converted to the nearest one it does (4:4:4 and 4:2:2 chroma is\n"
+      "filtered at 4:2:0 resolution; a note says so), and the result back\n"
+      "to the input's format where the encoder takes it. An image OUTPUT\n"
+      "(.png, .jpg, ...) holds one picture: INPUT must have one frame.\n"
       "      --kernel2d FILE  text or .npy, 2D (Kh x Kw) or 3D (T x Kh x Kw:\n"
       "                       temporal taps over the last T frames)\n"
       "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
@@ -94,10 +98,11 @@ static void usage_apply(FILE *f)
       "      --algorithm A    auto|direct|separable|fft\n"
       "\n"
       "Both:\n"
-      "  -c, --codec NAME     encoder (default: the format's own; for WAV and\n"
-      "                       AIFF the PCM codec that keeps INPUT's "
-      "precision:\n"
-      "                       16-bit, 24-bit, 32-bit or float)\n"
+      "  -c, --codec NAME     encoder, or codec for its default encoder\n"
+      "                       (mp3: libmp3lame); default: the format's own;\n"
+      "                       for WAV and AIFF the PCM codec that keeps\n"
+      "                       INPUT's precision: 16-bit, 24-bit, 32-bit or\n"
+      "                       float\n"
       "  -f, --format NAME    output format, where the name does not tell it\n"
       "  -y, --overwrite      replace OUTPUT if it exists\n"
       "      --backend B      auto|cpu|cuda (default auto)\n"
@@ -113,8 +118,8 @@ static void usage_apply(FILE *f)
       "and the peak are reported (lower --gain to avoid them). A float input\n"
       "with NaN or infinity is refused, naming the sample. OUTPUT is written\n"
       "under a temporary name and renamed when complete: a failed or\n"
-      "interrupted run leaves no partial file and an existing OUTPUT\n"
-      "untouched.\n"
+      "interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no partial file and\n"
+      "an existing OUTPUT untouched.\n"
       "\n"
       "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
       f);
@@ -217,7 +222,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
     case 'f': o->format = optarg; break;
     case 'y': o->overwrite = true; break;
     case 'b':
-      if (!cli_parse_uint("apply", "--block", optarg, 1, 1u << 24, &v))
+      if (!cli_parse_uint("apply", "--block", optarg, 1, CLI_MAX_BLOCK, &v))
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;
@@ -302,14 +307,26 @@ int cli_apply(int argc, char **argv)
   cf_av->av_log_set_level(opt.quiet     ? AV_LOG_ERROR
                           : opt.verbose ? AV_LOG_INFO
                                         : AV_LOG_WARNING);
+  /* --format and --codec checked before any work: bad values are usage
+   * errors */
+  char msg[512];
+  apply_capture(msg, sizeof msg);
+  rc = apply_check_output(&opt, opt.video);
+  apply_capture(NULL, 0);
+  if (rc == CLI_EXIT_USAGE)
+    return cli_usage_error("apply", "%s", msg);
+  if (rc)
+    return cli_error("%s", msg);
   if ((rc = apply_choose_target(&opt, &tmp)))
     return rc;
   /* No SA_RESTART: a blocked open or read returns, and the run ends
-   * cleanly (the temporary file removed). */
+   * cleanly (the temporary file removed). SIGHUP too: a closed terminal
+   * or ssh session. */
   struct sigaction sa = {.sa_handler = on_signal};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
 
   double t0 = cli_now();
   if (opt.video) {

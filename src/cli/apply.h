@@ -56,20 +56,25 @@ double apply_now(void);
 /* "cudafilter: PATH: WHAT: libav's message"; returns CLI_EXIT_RUNTIME. */
 int apply_av_error(const char *path, const char *what, int err);
 
-/* The temporary name OUTPUT is written under (*tmp NULL: OUTPUT itself);
- * refuses an existing OUTPUT without -y, and OUTPUT == INPUT. */
+/* The temporary name OUTPUT is written under, OUTPUT.cf-part-PID.EXT
+ * (*tmp NULL: OUTPUT itself); refuses an existing OUTPUT without -y, and
+ * OUTPUT == INPUT. */
 int apply_choose_target(const apply_opts *o, char **tmp);
 
 /* Whether OUTPUT can be written as asked, before anything is read: its
- * format (--format or its name), and --codec where given (an encoder of
- * the stream's kind that the format holds). 0 or CLI_EXIT_RUNTIME, the
- * message said. */
+ * format (--format or its name; one that opens files of its own only
+ * where apply_write_header can keep them off OUTPUT), and --codec where
+ * given (an encoder, or a codec with one, of the stream's kind that the
+ * format holds). 0, CLI_EXIT_USAGE (--format or --codec as given cannot
+ * be) or CLI_EXIT_RUNTIME, the message said. */
 int apply_check_output(const apply_opts *o, bool video);
 
 /* OUTPUT's muxer, from --format or OUTPUT's name. */
 int apply_muxer(const apply_opts *o, AVFormatContext **oc);
-/* The encoder: --codec (of the right type), else `id` (the format's own,
- * or what the caller makes of it); clear errors where there is none. */
+/* The encoder: --codec (an encoder's name, else a codec's, for its
+ * default encoder, as ffmpeg takes them; of the right type), else `id`
+ * (the format's own, or what the caller makes of it); clear errors where
+ * there is none. */
 int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
                   enum AVMediaType type, enum AVCodecID id,
                   const AVCodec **out);
@@ -79,7 +84,8 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
  * fourcc kept: with 0 the muxer wrote Y800 frames as palettised BI_RGB. */
 unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p);
 
-/* Open the temporary file (or OUTPUT) and write the header. */
+/* Open the temporary file (or OUTPUT) and write the header. A format
+ * that opens its own file (image2) is given the temporary name. */
 int apply_write_header(const apply_opts *o, AVFormatContext *oc,
                        const char *tmp);
 

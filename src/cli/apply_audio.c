@@ -437,12 +437,28 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
   const char *kind = type == AVMEDIA_TYPE_AUDIO ? "audio" : "video";
   const AVCodec *codec;
   if (o->codec) {
-    if (!(codec = cf_av->avcodec_find_encoder_by_name(o->codec)))
+    /* an encoder's name, else a codec's: its default encoder, as ffmpeg
+     * takes -c mp3 for libmp3lame. Where the name is both, an encoder
+     * libav calls experimental (opus, vorbis: refused unless asked for
+     * with -strict) gives way to the codec's default (libopus,
+     * libvorbis). */
+    const AVCodecDescriptor *d =
+        cf_av->avcodec_descriptor_get_by_name(o->codec);
+    const AVCodec *def = d ? cf_av->avcodec_find_encoder(d->id) : NULL;
+    codec = cf_av->avcodec_find_encoder_by_name(o->codec);
+    if (!codec || (def && (codec->capabilities & AV_CODEC_CAP_EXPERIMENTAL) &&
+                   codec->id == d->id))
+      codec = def;
+    if (!codec && d)
+      return apply_error("%s: libav has no encoder for codec '%s'",
+                         CODEC_OPT(o), o->codec);
+    if (!codec)
       return apply_error("%s: libav has no encoder '%s'", CODEC_OPT(o),
                          o->codec);
     if (codec->type != type)
-      return apply_error("%s: '%s' is not an %s encoder", CODEC_OPT(o),
-                         o->codec, kind);
+      return apply_error("%s: '%s' is not %s %s encoder", CODEC_OPT(o),
+                         o->codec, type == AVMEDIA_TYPE_AUDIO ? "an" : "a",
+                         kind);
   } else {
     if (id == AV_CODEC_ID_NONE)
       return apply_error("%s: format '%s' holds no %s", o->out_path,
@@ -457,19 +473,65 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
   return 0;
 }
 
+/* Whether OUTPUT is written as it is, not under a temporary name: a
+ * URL, or what exists and is not a regular file (a FIFO, /dev/null). */
+static bool in_place(const char *path)
+{
+  struct stat st;
+  return strstr(path, "://") || !strncmp(path, "pipe:", 5) ||
+         (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+}
+
+/* Whether format `oc` can write OUTPUT: a format that opens its own files
+ * (AVFMT_NOFILE) would write them under OUTPUT's name, past the
+ * temporary one. image2 writes one picture to the temporary name
+ * (apply_write_header); a numbered sequence (img-%03d.png), segments and
+ * playlists (hls, dash, segment) or tee's outputs cannot be renamed into
+ * place as one file: refused unless written in place. */
+static int check_nofile(const apply_opts *o, const AVFormatContext *oc,
+                        bool tmp)
+{
+  const char *name = oc->oformat->name;
+  if (!(oc->oformat->flags & AVFMT_NOFILE) || !tmp)
+    return 0;
+  if (strcmp(name, "image2") != 0)
+    return apply_error("%s: format '%s' writes files of its own, which "
+                       "cannot be written under a temporary name and "
+                       "renamed; write one file (.mkv, .wav, ...), or to a "
+                       "URL or a device (/dev/null)",
+                       o->out_path, name);
+  if (cf_av->av_filename_number_test(o->out_path))
+    return apply_error("%s: a numbered image sequence cannot be written "
+                       "under a temporary name and renamed; write a video "
+                       "file (.mkv, .y4m) and split it with ffmpeg, or one "
+                       "picture (a name without %%d)",
+                       o->out_path);
+  return 0;
+}
+
 int apply_check_output(const apply_opts *o, bool video)
 {
   AVFormatContext *oc = NULL;
   int rc = apply_muxer(o, &oc);
   const AVCodec *codec = NULL;
+  /* -f and -c as given are usage errors (exit 2); OUTPUT's name telling
+   * no format, or one that cannot be written, is not */
+  if (rc && o->format)
+    rc = CLI_EXIT_USAGE;
   if (!rc && o->codec &&
-      !(rc = apply_encoder(o, oc,
-                           video ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO,
-                           AV_CODEC_ID_NONE, &codec)) &&
+      (rc =
+           apply_encoder(o, oc, video ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO,
+                         AV_CODEC_ID_NONE, &codec)))
+    rc = CLI_EXIT_USAGE;
+  if (!rc && codec &&
       cf_av->avformat_query_codec(oc->oformat, codec->id,
-                                  FF_COMPLIANCE_NORMAL) == 0)
-    rc = apply_error("%s: format '%s' cannot hold %s", CODEC_OPT(o),
-                     oc->oformat->name, o->codec);
+                                  FF_COMPLIANCE_NORMAL) == 0) {
+    apply_error("%s: format '%s' cannot hold %s", CODEC_OPT(o),
+                oc->oformat->name, o->codec);
+    rc = CLI_EXIT_USAGE;
+  }
+  if (!rc)
+    rc = check_nofile(o, oc, !in_place(o->out_path));
   if (oc)
     cf_av->avformat_free_context(oc);
   return rc;
@@ -478,12 +540,28 @@ int apply_check_output(const apply_opts *o, bool video)
 int apply_write_header(const apply_opts *o, AVFormatContext *oc,
                        const char *tmp)
 {
-  int err;
+  int err, rc;
   if (!(oc->oformat->flags & AVFMT_NOFILE)) {
     const char *target = tmp ? tmp : o->out_path;
     if ((err = cf_av->avio_open2(&oc->pb, target, AVIO_FLAG_WRITE,
                                  &oc->interrupt_callback, NULL)) < 0)
       return apply_av_error(target, "cannot create", err);
+  } else {
+    /* The format opens its file itself, by oc->url: the temporary name,
+     * which keeps OUTPUT's extension (apply_choose_target). */
+    if ((rc = check_nofile(o, oc, tmp != NULL)))
+      return rc;
+    if (tmp) {
+      cf_av->av_freep(&oc->url);
+      if (!(oc->url = cf_av->av_strdup(tmp)))
+        return apply_error("out of memory");
+    }
+    /* One picture to one file, not a numbered sequence (apply_video
+     * refuses a second frame). */
+    if (!strcmp(oc->oformat->name, "image2") &&
+        !cf_av->av_filename_number_test(o->out_path) &&
+        (err = cf_av->av_opt_set_int(oc->priv_data, "update", 1, 0)) < 0)
+      return apply_av_error(o->out_path, "image2 option update", err);
   }
   if ((err = cf_av->avformat_write_header(oc, NULL)) < 0)
     return apply_av_error(o->out_path, "cannot write the header", err);
@@ -892,10 +970,17 @@ int apply_choose_target(const apply_opts *o, char **tmp)
     if (!o->overwrite)
       return apply_error("%s exists; use -y to replace it", o->out_path);
   }
-  size_t len = strlen(o->out_path) + 32;
+  /* OUTPUT.cf-part-PID.EXT: the extension kept, for formats that look at
+   * the name they write (image2) */
+  const char *base = strrchr(o->out_path, '/');
+  base = base ? base + 1 : o->out_path;
+  const char *ext = strrchr(base, '.');
+  if (!ext || ext == base)
+    ext = "";
+  size_t len = strlen(o->out_path) + strlen(ext) + 32;
   if (!(*tmp = malloc(len)))
     return apply_error("out of memory");
-  snprintf(*tmp, len, "%s.cf-part-%ld", o->out_path, (long)getpid());
+  snprintf(*tmp, len, "%s.cf-part-%ld%s", o->out_path, (long)getpid(), ext);
   return 0;
 }
 

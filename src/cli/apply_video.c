@@ -3,8 +3,9 @@
  * audio streams copied as they are (no re-encoding). Frames in a pixel
  * format the engine takes (GRAY8, GRAY16LE, GRAYF32, RGBA/BGRA/RGB0/BGR0,
  * RGB24/BGR24, YUV420P, NV12) are filtered as decoded; others are
- * converted with libswscale to the closest one first, and the result to
- * what the encoder takes where it differs. */
+ * converted with libswscale to the closest one first, and the result back
+ * to the input's format where the encoder takes it (else to the nearest
+ * it takes). */
 #ifdef CF_CLI_HAVE_LIBAV
 #include "apply.h"
 
@@ -105,6 +106,7 @@ typedef struct vrun {
   int64_t frames, last_pts;
   unsigned corrupt;
   bool told;
+  bool one_image; /* OUTPUT holds one picture (image2, no %d) */
 } vrun;
 
 static int av_err(const vrun *r, const char *path, const char *what, int err)
@@ -206,18 +208,13 @@ static int proc_format(vrun *r, cf_pixel_format *cf)
   return 0;
 }
 
-/* proc_format, and the conversion to it where the decoder's differs. */
+/* proc_format, and the conversion to it where the decoder's differs
+ * (open_output tells, once it knows the encoder's format). */
 static int choose_proc(vrun *r, cf_pixel_format *cf)
 {
   int rc = proc_format(r, cf);
   if (rc || r->proc == r->dec_fmt)
     return rc;
-  if (!r->o->quiet)
-    fprintf(stderr,
-            "cudafilter: note: %s is %s, filtered as %s (the "
-            "nearest format the engine takes)\n",
-            r->o->in_path, cf_av->av_get_pix_fmt_name(r->dec_fmt),
-            cf_av->av_get_pix_fmt_name(r->proc));
   if ((rc = sws_load()))
     return rc;
   r->to_proc = sws.sws_getContext(
@@ -230,26 +227,112 @@ static int choose_proc(vrun *r, cf_pixel_format *cf)
   return new_frame(r, r->proc, &r->pin);
 }
 
+/* What filtering in r->proc loses of the decoder's format, for the note
+ * (empty: nothing worth saying). */
+static void proc_losses(const vrun *r, char *buf, size_t cap)
+{
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
+  const AVPixFmtDescriptor *p = cf_av->av_pix_fmt_desc_get(r->proc);
+  buf[0] = '\0';
+  if (!d || !p)
+    return;
+  bool yuv = !(p->flags & AV_PIX_FMT_FLAG_RGB) && p->nb_components >= 3;
+  if (yuv && d->nb_components >= 3 &&
+      (p->log2_chroma_w > d->log2_chroma_w ||
+       p->log2_chroma_h > d->log2_chroma_h))
+    snprintf(buf, cap, ": chroma filtered at 4:2:0 resolution");
+  if (p->comp[0].depth < d->comp[0].depth)
+    snprintf(buf + strlen(buf), cap - strlen(buf), "%s%d bits",
+             buf[0] ? ", " : ": ", p->comp[0].depth);
+  if ((d->flags & AV_PIX_FMT_FLAG_ALPHA) && !(p->flags & AV_PIX_FMT_FLAG_ALPHA))
+    snprintf(buf + strlen(buf), cap - strlen(buf), "%sno alpha",
+             buf[0] ? ", " : ": ");
+}
+
+/* Whether YUV format a holds chroma at a finer resolution than b. */
+static bool finer_chroma(enum AVPixelFormat a, enum AVPixelFormat b)
+{
+  const AVPixFmtDescriptor *da = cf_av->av_pix_fmt_desc_get(a);
+  const AVPixFmtDescriptor *db = cf_av->av_pix_fmt_desc_get(b);
+  return da && db && !(da->flags & AV_PIX_FMT_FLAG_RGB) &&
+         !(db->flags & AV_PIX_FMT_FLAG_RGB) && da->nb_components >= 3 &&
+         db->nb_components >= 3 &&
+         (da->log2_chroma_w < db->log2_chroma_w ||
+          da->log2_chroma_h < db->log2_chroma_h);
+}
+
+static bool takes(const enum AVPixelFormat *list, enum AVPixelFormat f)
+{
+  while (*list != AV_PIX_FMT_NONE && *list != f)
+    list++;
+  return *list == f;
+}
+
+/* The encoder's format: the input's own where the encoder takes it, as
+ * ffmpeg keeps it (frames filtered in another converted back: a 4:4:4 or
+ * odd-sized input stays 4:4:4, which 4:2:0 encoders refuse at odd
+ * sizes), else the one of its formats nearest to the input's. */
+static enum AVPixelFormat encoder_format(const vrun *r, const AVCodec *codec)
+{
+  /* YUV4MPEG2's encoder takes any format, its muxer only these without
+   * -strict -1 (ffmpeg fails on a 10-bit input there) */
+  static const enum AVPixelFormat y4m[] = {
+      AV_PIX_FMT_GRAY8,    AV_PIX_FMT_YUV420P,  AV_PIX_FMT_YUV422P,
+      AV_PIX_FMT_YUV444P,  AV_PIX_FMT_YUV411P,  AV_PIX_FMT_YUVJ420P,
+      AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_NONE};
+  const enum AVPixelFormat *list =
+      !strcmp(r->oc->oformat->name, "yuv4mpegpipe") ? y4m : codec->pix_fmts;
+  if (!list || takes(list, r->dec_fmt))
+    return r->dec_fmt;
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
+  int alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
+  return cf_av->avcodec_find_best_pix_fmt_of_list(list, r->dec_fmt, alpha,
+                                                  NULL);
+}
+
+/* The note on a conversion for the engine: what it costs, and where the
+ * frames go after it (ef: the encoder's format). */
+static void note_conversion(const vrun *r, enum AVPixelFormat ef)
+{
+  char lost[96];
+  proc_losses(r, lost, sizeof lost);
+  fprintf(stderr,
+          "cudafilter: note: %s is %s, filtered as %s (the nearest format "
+          "the engine takes%s)%s%s%s\n",
+          r->o->in_path, cf_av->av_get_pix_fmt_name(r->dec_fmt),
+          cf_av->av_get_pix_fmt_name(r->proc), lost,
+          ef == r->proc      ? ""
+          : ef == r->dec_fmt ? ", then converted back to "
+                             : ", then converted to ",
+          ef == r->proc ? "" : cf_av->av_get_pix_fmt_name(ef),
+          ef == r->proc               ? ""
+          : finer_chroma(ef, r->proc) ? " (chroma upsampled) for the encoder"
+                                      : " for the encoder");
+}
+
 static int open_output(vrun *r, const char *tmp)
 {
   const apply_opts *o = r->o;
   const char *path = o->out_path;
   const AVCodec *codec;
   int err, rc = apply_muxer(o, &r->oc);
-  if (rc || (rc = apply_encoder(o, r->oc, AVMEDIA_TYPE_VIDEO,
-                                r->oc->oformat->video_codec, &codec)))
+  /* the format's codec for OUTPUT's name, as ffmpeg guesses it: image2
+   * holds PNG for .png, not its default MJPEG */
+  if (rc ||
+      (rc = apply_encoder(o, r->oc, AVMEDIA_TYPE_VIDEO,
+                          cf_av->av_guess_codec(r->oc->oformat, NULL, path,
+                                                NULL, AVMEDIA_TYPE_VIDEO),
+                          &codec)))
     return rc;
   if (!(r->enc = cf_av->avcodec_alloc_context3(codec)))
     return apply_error("out of memory");
-  enum AVPixelFormat ef = r->proc;
-  if (codec->pix_fmts) {
-    const enum AVPixelFormat *p = codec->pix_fmts;
-    while (*p != AV_PIX_FMT_NONE && *p != r->proc)
-      p++;
-    if (*p == AV_PIX_FMT_NONE)
-      ef = cf_av->avcodec_find_best_pix_fmt_of_list(codec->pix_fmts, r->proc, 0,
-                                                    NULL);
-  }
+  /* image2 writes one picture to one file (apply_write_header) */
+  r->one_image = (r->oc->oformat->flags & AVFMT_NOFILE) &&
+                 !strcmp(r->oc->oformat->name, "image2") &&
+                 !cf_av->av_filename_number_test(path);
+  enum AVPixelFormat ef = encoder_format(r, codec);
+  if (r->to_proc && !o->quiet)
+    note_conversion(r, ef);
   if (ef != r->proc) {
     rc = sws_load();
     if (rc)
@@ -277,10 +360,12 @@ static int open_output(vrun *r, const char *tmp)
     r->enc->colorspace = r->dec->colorspace;
     r->enc->chroma_sample_location = r->dec->chroma_sample_location;
   } else {
-    /* libswscale's conversions write limited-range YUV */
+    /* libswscale's conversions write limited-range YUV, full range for
+     * the JPEG formats (yuvj*) */
     const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(ef);
     if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB) && d->nb_components >= 3)
-      r->enc->color_range = AVCOL_RANGE_MPEG;
+      r->enc->color_range =
+          !strncmp(d->name, "yuvj", 4) ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
   }
   r->enc->framerate = fps;
   /* 1/fps as ffmpeg does (some encoders want a small time base); the
@@ -291,9 +376,16 @@ static int open_output(vrun *r, const char *tmp)
   if (r->oc->oformat->flags & AVFMT_GLOBALHEADER)
     r->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   if ((err = cf_av->avcodec_open2(r->enc, codec, NULL)) < 0) {
-    char what[160];
-    snprintf(what, sizeof what, "encoder %s refuses %dx%d %s", codec->name,
-             r->width, r->height, cf_av->av_get_pix_fmt_name(ef));
+    char what[320];
+    const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(ef);
+    bool odd = d && (((r->width & 1) && d->log2_chroma_w) ||
+                     ((r->height & 1) && d->log2_chroma_h));
+    snprintf(what, sizeof what, "encoder %s refuses %dx%d %s%s", codec->name,
+             r->width, r->height, cf_av->av_get_pix_fmt_name(ef),
+             odd ? " (an odd size with subsampled chroma, which many "
+                   "encoders refuse: choose one that takes the input's "
+                   "format or 4:4:4 with --codec, e.g. ffv1)"
+                 : "");
     return apply_av_error(path, what, err);
   }
   if (!(r->ost = cf_av->avformat_new_stream(r->oc, NULL)))
@@ -378,6 +470,11 @@ static int filter_frame(vrun *r, AVFrame *fr)
     if (fr->linesize[i] < 0)
       return apply_error("%s: bottom-up frames are not supported",
                          r->o->in_path);
+  if (r->one_image && r->frames == 1)
+    return apply_error("%s holds one picture, but %s has more than one "
+                       "frame: write a video file (.mkv, .y4m), or take one "
+                       "frame first (ffmpeg -frames:v 1)",
+                       r->out_path, r->o->in_path);
   AVFrame *src = fr;
   if (r->to_proc) {
     if ((err = cf_av->av_frame_make_writable(r->pin)) < 0 ||

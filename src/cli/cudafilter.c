@@ -203,9 +203,9 @@ static void usage_fir(FILE *f)
     "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
     "                       file has this routing\n"
     "      --rate R         sample rate; audio kernel files are resampled to\n"
-    "                       it (default 48000)\n"
-    "  -b, --block N        block size in frames (FFT paths add N-1 frames\n"
-    "                       of latency; default 1024)\n"
+    "                       it, their gain kept (default 48000)\n"
+    "  -b, --block N        block size in frames, 1..65536 (FFT paths add\n"
+    "                       N-1 frames of latency; default 1024)\n"
     "      --backend B      auto|cpu|cuda (default auto)\n"
     "      --algorithm A    auto|direct|fft-uniform|fft-nonuniform\n"
     "      --pipeline-depth D  blocks kept in flight across reads, 0..8: adds\n"
@@ -317,7 +317,7 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
         return CLI_EXIT_USAGE;
       break;
     case 'b':
-      if (!cli_parse_uint("fir", "--block", optarg, 1, 1u << 24, &v))
+      if (!cli_parse_uint("fir", "--block", optarg, 1, CLI_MAX_BLOCK, &v))
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;

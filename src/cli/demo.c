@@ -358,7 +358,10 @@ int cli_demo(int argc, char **argv)
   opened = true;
 
   /* Feed the engine block by block, as a live stream would; time only the
-   * engine, not the signal generation or the file. */
+   * engine, not the signal generation or the file. Its first `latency`
+   * frames of output are silence, not the signal: left out, as apply
+   * does, so the file is time-aligned with the signal. */
+  size_t skip = cf_engine_latency(e);
   for (size_t t0 = 0; t0 < total; t0 += BLOCK) {
     size_t n = total - t0 < BLOCK ? total - t0 : BLOCK;
     make_signal(in, t0, n, total, &noise);
@@ -370,7 +373,9 @@ int cli_demo(int argc, char **argv)
       goto done;
     }
     busy += cli_now() - t;
-    if ((rc = writer_write(&w, out, n)))
+    size_t drop = skip < n ? skip : n;
+    skip -= drop;
+    if (n > drop && (rc = writer_write(&w, out + drop * CHANNELS, n - drop)))
       goto done;
   }
   tail_frames = cf_engine_tail(e);
@@ -386,18 +391,23 @@ int cli_demo(int argc, char **argv)
     goto done;
   }
   busy += cli_now() - t;
-  if ((rc = writer_write(&w, tail, written)))
+  /* a latency longer than the signal reaches into the tail */
+  size_t drop = skip < written ? skip : written;
+  if (written > drop &&
+      (rc = writer_write(&w, tail + drop * CHANNELS, written - drop)))
     goto done;
   opened = false;
   if ((rc = writer_close(&w, true)))
     goto done;
 
-  size_t frames = total + written;
+  /* the full convolution: total + taps - 1 frames */
+  size_t frames = total + written - cf_engine_latency(e);
   printf("wrote %s: %.2f s (%zu frames), stereo, %d Hz, %s\n", path,
          (double)frames / RATE, frames, RATE, writer_kind());
   printf("engine: %s (set up in %.2f s)\n", cf_engine_describe(e), setup);
-  printf("room: %d taps per channel (%.1f s), latency %zu frames\n", IR_TAPS,
-         (double)IR_TAPS / RATE, cf_engine_latency(e));
+  printf("room: %d taps per channel (%.1f s), latency %zu frames (taken "
+         "out: the file starts with the signal)\n",
+         IR_TAPS, (double)IR_TAPS / RATE, cf_engine_latency(e));
   printf("processed %.2f s of audio in %.3f s: %.1fx real time\n",
          (double)total / RATE, busy,
          busy > 0.0 ? ((double)total / RATE) / busy : INFINITY);

@@ -11,6 +11,8 @@
 #include <libavutil/channel_layout.h>
 #include <libavutil/frame.h>
 #include <libavutil/log.h>
+#include <libavutil/mem.h>
+#include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 #include <libavutil/samplefmt.h>
 #include <libswresample/swresample.h>
@@ -20,7 +22,9 @@
   X(av_channel_layout_default) X(av_channel_layout_describe)                \
   X(av_channel_layout_uninit) X(av_find_best_stream) X(av_frame_alloc)       \
   X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable)          \
-  X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_frame_rate)           \
+  X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_codec)                \
+  X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
+  X(av_opt_set_int) X(av_strdup)                                             \
   X(av_pix_fmt_desc_get)                                                     \
   X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
   X(av_get_media_type_string) X(av_get_sample_fmt_name)                     \
@@ -28,7 +32,8 @@
   X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
   X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
   X(av_strerror) X(av_write_trailer) X(avcodec_alloc_context3)               \
-  X(avcodec_descriptor_get) X(avcodec_find_decoder) X(avcodec_find_encoder)  \
+  X(avcodec_descriptor_get) X(avcodec_descriptor_get_by_name)              \
+  X(avcodec_find_decoder) X(avcodec_find_encoder)                            \
   X(avcodec_find_best_pix_fmt_of_list) X(avcodec_find_encoder_by_name) X(avcodec_free_context)                    \
   X(avcodec_get_name) X(avcodec_open2) X(avcodec_parameters_from_context)\
   X(avcodec_parameters_copy) X(avcodec_parameters_to_context) X(avcodec_receive_frame)                  \

@@ -45,10 +45,14 @@ const char *cf_io_nonfinite_name(double v);
 /* Re-records the current message with "path: " in front; returns s. */
 cf_status cf_io_with_path(const char *path, cf_status s);
 
+/* The UTF-8 byte order mark, which text kernel files may start with. */
+#define CF_IO_UTF8_BOM "\xef\xbb\xbf"
+
 /* What the first bytes of a file look like. */
 typedef enum cf_io_kind {
   CF_IO_KIND_NPY,   /* starts with the .npy magic */
-  CF_IO_KIND_TEXT,  /* printable ASCII and whitespace only (or empty) */
+  CF_IO_KIND_TEXT,  /* printable ASCII and whitespace only (or empty),
+                       after a UTF-8 byte order mark if there is one */
   CF_IO_KIND_OTHER, /* anything else; *at is the first non-text byte */
 } cf_io_kind;
 /* Opens path (cf_io_open), reads its first page and closes it. */
@@ -74,7 +78,9 @@ typedef struct cf_io_text_event {
                               end ('\n' or the end of the file) */
   int comment;             /* line ends: the line held a '#' comment */
 } cf_io_text_event;
-/* Reads from f (which stays the caller's); messages name path. */
+/* Reads from f (which stays the caller's, at its start: a UTF-8 byte
+ * order mark there is skipped, and columns count from the byte after
+ * it); messages name path. */
 cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out);
 cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev);
 void cf_io_text_free(cf_io_text *t);

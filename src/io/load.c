@@ -143,7 +143,10 @@ cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
   fclose(f);
   if (failed)
     return cf_fail(CF_E_IO, "%s: read error: %s", path, strerror(errno));
-  *at = text_prefix(head, n);
+  /* A UTF-8 byte order mark (Windows Notepad writes one) is not part of
+   * the text: the text loaders skip it too (cf_io_text_new). */
+  size_t bom = n >= 3 && memcmp(head, CF_IO_UTF8_BOM, 3) == 0 ? 3 : 0;
+  *at = bom + text_prefix(head + bom, n - bom);
   *byte = *at < n ? head[*at] : 0;
   *kind = n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0 ? CF_IO_KIND_NPY
           : *at == n                                  ? CF_IO_KIND_TEXT

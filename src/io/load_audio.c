@@ -1,5 +1,6 @@
 /* Audio kernel files (WAV, FLAC, anything libav decodes): each channel is
- * one kernel, resampled with libswresample to the wanted rate. */
+ * one kernel, resampled with libswresample to the wanted rate, its gain
+ * (frequency response) kept. */
 #include "io_internal.h"
 
 #include <limits.h>
@@ -357,6 +358,17 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
   if (a->chan[0].len == 0)
     return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
                    a->path, a->out_rate);
+  /* libswresample keeps the signal's amplitude, so an impulse response's
+   * taps come out out/in times as many at about the same values: its
+   * gain (the taps' sum at DC, and at every frequency both rates carry)
+   * would grow by out/in (a 48 kHz IR at 8 kHz: 6x too quiet). Scaled by
+   * in/out, the filter sounds the same at every rate. */
+  if (a->out_rate != a->in_rate) {
+    double g = (double)a->in_rate / (double)a->out_rate;
+    for (unsigned c = 0; c < a->channels; c++)
+      for (size_t i = 0; i < a->chan[c].len; i++)
+        a->chan[c].v[i] = (float)(g * (double)a->chan[c].v[i]);
+  }
   const float *taps[CF_MAX_CHANNELS];
   for (unsigned c = 0; c < a->channels; c++)
     taps[c] = a->chan[c].v;

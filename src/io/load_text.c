@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Longer tokens are not numbers anyone writes; refuse rather than buffer. */
 #define TOKEN_MAX 127
@@ -24,6 +25,10 @@ struct cf_io_text {
   bool in_comment, line_comment;
   int pending; /* a byte read but not handled yet (it ended a token) */
   bool have_pending;
+  /* The file's first bytes, read to look for a byte order mark that was
+   * not there: they come before the rest of the file. */
+  unsigned char ahead[3];
+  unsigned ahead_len, ahead_at;
 };
 
 static bool is_separator(int ch)
@@ -81,6 +86,18 @@ cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out)
     free(t);
     return cf_fail(CF_E_NOMEM, "%s: cannot create the C locale", path);
   }
+  /* Skip a UTF-8 byte order mark (Windows Notepad starts files with it);
+   * read byte by byte, so that a pipe works as well as a file. */
+  while (t->ahead_len < 3) {
+    int ch = getc_unlocked(f);
+    if (ch == EOF)
+      break;
+    t->ahead[t->ahead_len++] = (unsigned char)ch;
+    if (ch != (unsigned char)CF_IO_UTF8_BOM[t->ahead_len - 1])
+      break;
+  }
+  if (t->ahead_len == 3 && memcmp(t->ahead, CF_IO_UTF8_BOM, 3) == 0)
+    t->ahead_len = 0;
   *out = t;
   return CF_OK;
 }
@@ -100,6 +117,9 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     if (t->have_pending) {
       ch = t->pending;
       t->have_pending = false;
+    } else if (t->ahead_at < t->ahead_len) {
+      ch = t->ahead[t->ahead_at++];
+      t->col++;
     } else {
       ch = getc_unlocked(t->f); /* the FILE is ours alone: skip the lock */
       t->col++;
