@@ -55,7 +55,7 @@
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
- * the stream's rate; mono gives one shared kernel, more channels one per
+ * the stream's rate, its gain kept; mono gives one shared kernel, more channels one per
  * channel), a NumPy .npy (1D shared, 2D per channel, 3D C_out x C_in
  * matrix) or a text file of numbers. `routing` reinterprets a file: with
  * routing=matrix an N-channel file on a C-channel stream is an
@@ -1635,7 +1635,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_KERNEL_FILE,
       g_param_spec_string("kernel-file", "Kernel file",
           "Impulse response: an audio file (WAV, FLAC, ...: resampled to "
-          "the stream rate), .npy or text; setting it clears kernel. "
+          "the stream rate, its gain kept), .npy or text; setting it clears kernel. "
           "Changes while PLAYING crossfade",
           NULL, live));
   g_object_class_install_property(oc, PROP_ROUTING,
