@@ -2133,8 +2133,10 @@ static void test_in_place(void **state)
   }
 }
 
-/* NaN in one channel: no crash, it reaches that channel's output, the other
- * channel is untouched, and after a reset the output is finite and right. */
+/* NaN in one channel: no crash, it reaches that channel's output, within
+ * the span engine.h gives (exactly the kernel's window on the direct path,
+ * whole FFT blocks on the others) and nowhere else; the other channel is
+ * untouched, and after a reset the output is finite and right. */
 static void test_nan_input(void **state)
 {
   (void)state;
@@ -2146,7 +2148,8 @@ static void test_nan_input(void **state)
     kset_init(&k, CF_ROUTING_SHARED, 2, 2);
     kset_set(&k, &r, 0, rand_len(&r, 1, 3000));
     size_t len = k.len[0];
-    size_t n = ref_rng_range(&r, 1, 3 * (len + block) + 1000);
+    /* long enough that outputs past the FFT span are often there */
+    size_t n = ref_rng_range(&r, 1, 5 * (len + block) + 1000);
     size_t p = ref_rng_range(&r, 0, n - 1);
     set_case("nan_input #%u: block %u n %zu NaN at frame %zu channel 1 ", c,
              block, n, p);
@@ -2169,26 +2172,59 @@ static void test_nan_input(void **state)
             "NaN at input frame %zu did not reach output frame %zu (y index "
             "%zu): %g", p, j + ru.lat, j,
             (double)ru.out[(j + ru.lat) * 2 + 1]);
-    /* channel 0 never saw it: compare only channel 0 */
+    /* The y indices [lo, hi) of channel 1 it may reach (engine.h): the
+     * window on the direct path (CUDA's taps zero-padded to 8); from its
+     * block's start to p + len - 1 + 3P on the FFT paths, P the largest
+     * partition (the block on the uniform ones, CUDA's included; at most
+     * the kernel's length beyond that on the non-uniform one). Elsewhere,
+     * and on channel 0 all through, the output is finite and exact. */
     {
-      in.xp[1][p] = 0.0f;
-      model m = {.nstage = 1, .ks = {&k}, .in = &in};
-      run ch0 = ru;
-      ch0.must = (idxset){0};
-      size_t tot = ru.pos;
-      float *o0 = xalloc((tot + GUARD) * sizeof(float));
-      for (size_t t = 0; t < tot; t++)
-        o0[t] = ru.out[t * 2];
-      ch0.out = o0;
-      ch0.cout = 1;
+      size_t lw = V->backend == CF_BACKEND_CUDA ? (len + 7) / 8 * 8 : len;
+      size_t lo = p, hi = p + lw;
+      if (!is_direct()) {
+        size_t P = V->backend == CF_BACKEND_CUDA ||
+                           V->algo == CF_ALGO_FFT_UNIFORM || block >= len
+                       ? block
+                       : len;
+        lo = p - p % block;
+        hi = p + lw + 3 * P;
+      }
+      in.xp[1][p] = 0.0f; /* what the other outputs see of it */
+      input in1 = in;      /* channel 1 as k0's one input */
+      in1.ch = 1;
+      in1.xp[0] = in.xp[1];
       kset k0;
       kset_init(&k0, CF_ROUTING_SHARED, 1, 1);
       k0.len[0] = len;
       k0.h[0] = k.h[0];
-      m.ks[0] = &k0;
-      check_region(&ch0, &r, &m, 0, 0, tot, "channel 0 beside a NaN in "
-                   "channel 1");
-      free(o0);
+      size_t tot = ru.pos;
+      float *oc = xalloc((tot + GUARD) * sizeof(float));
+      for (unsigned ch = 0; ch < 2; ch++) {
+        model m = {.nstage = 1, .ks = {&k0}, .in = ch ? &in1 : &in};
+        run rc = ru;
+        rc.must = (idxset){0};
+        for (size_t t = 0; t < tot; t++)
+          oc[t] = ru.out[t * 2 + ch];
+        rc.out = oc;
+        rc.cout = 1;
+        if (!ch) {
+          check_region(&rc, &r, &m, 0, 0, tot, "channel 0 beside a NaN in "
+                       "channel 1");
+          continue;
+        }
+        size_t a = lo + ru.lat < tot ? lo + ru.lat : tot, b = hi + ru.lat;
+        add_case("span y [%zu, %zu) ", lo, hi);
+        for (size_t t = ru.lat; t < tot; t++)
+          CHECK(isfinite(oc[t]) || (t >= a && t < b),
+                "the NaN at y index %zu made output frame %zu (y index %zu) "
+                "non-finite, outside the span [%zu, %zu) engine.h gives",
+                p, t, t - ru.lat, lo, hi);
+        check_region(&rc, &r, &m, 0, 0, a, "channel 1 before the NaN's span");
+        if (b < tot)
+          check_region(&rc, &r, &m, 0, b, tot, "channel 1 after the NaN's "
+                       "span");
+      }
+      free(oc);
     }
     CHECK_OK(cf_engine_reset(e));
     size_t base = ru.pos;
@@ -2251,6 +2287,57 @@ static void test_bad_config(void **state)
   cfg.pipeline_depth = CF_AUDIO_MAX_DEPTH + 1;
   expect_new_fails(&cfg, k, CF_E_INVALID, "pipeline_depth > max");
   cfg.pipeline_depth = V->depth;
+  /* swap_history sizes a ring: values that wrapped its size computation
+   * (2^62, SIZE_MAX: a short ring overrun in process) or doubled it past
+   * SIZE_MAX (2^63: an endless loop) are refused, naming the field; 2^63
+   * last, so that a regression fails before it hangs */
+  static const size_t bad_hist[] = {CF_AUDIO_MAX_SWAP_HISTORY + 1,
+                                    (size_t)1 << 62, SIZE_MAX,
+                                    (size_t)1 << 63};
+  for (size_t i = 0; i < sizeof bad_hist / sizeof *bad_hist; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "swap_history %zu", bad_hist[i]);
+    cfg.swap_history = bad_hist[i];
+    expect_new_fails(&cfg, k, CF_E_INVALID, what);
+    CHECK(strstr(cf_last_error(), "swap_history"),
+          "%s: the message '%s' does not name the field", what,
+          cf_last_error());
+  }
+  cfg.swap_history = 0; /* the kernel's own length: valid */
+  {
+    cf_engine *e = NULL;
+    CHECK_OK(cf_engine_new_audio(&cfg, k, &e));
+    cf_engine_free(e);
+  }
+  cfg.swap_history = 262144;
+  /* a NULL out pointer is refused, never written (error.h) */
+  {
+    cf_status st = cf_engine_new_audio(&cfg, k, NULL);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "out"),
+          "cf_engine_new_audio(out NULL) returned %s: %s", cf_status_name(st),
+          cf_last_error());
+    st = cf_kernel_new(CF_ROUTING_MATRIX, 2, 2, NULL);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "out"),
+          "cf_kernel_new(out NULL) returned %s: %s", cf_status_name(st),
+          cf_last_error());
+    st = cf_kernel_new_shared(taps, 64, NULL);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "out"),
+          "cf_kernel_new_shared(out NULL) returned %s: %s",
+          cf_status_name(st), cf_last_error());
+    st = cf_kernel_copy(k, NULL);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "out"),
+          "cf_kernel_copy(k, NULL) returned %s: %s", cf_status_name(st),
+          cf_last_error());
+    cf_kernel *kc = k; /* must be set to NULL */
+    st = cf_kernel_copy(NULL, &kc);
+    CHECK(st == CF_E_INVALID && kc == NULL,
+          "cf_kernel_copy(NULL, &out) returned %s, out %p",
+          cf_status_name(st), (void *)kc);
+    CHECK(cf_routing_from_string("shared", NULL) == CF_E_INVALID &&
+              cf_backend_from_string("cpu", NULL) == CF_E_INVALID &&
+              cf_algorithm_from_string("direct", NULL) == CF_E_INVALID,
+          "a *_from_string with out NULL did not return CF_E_INVALID");
+  }
   cf_kernel_free(k);
 
   CHECK_OK(cf_kernel_new(CF_ROUTING_SHARED, 1, 1, &k));
@@ -2308,6 +2395,80 @@ static void test_kernel_nan_tap(void **state)
   CHECK(strstr(cf_last_error(), "1777"), "Inf tap: message '%s' does not "
         "name tap 1777", cf_last_error());
   cf_kernel_free(k);
+
+  /* cf_kernel_scale keeps the taps finite: a gain that is not finite, or
+   * one that overflows a tap, is refused and changes nothing */
+  taps[1777] = 4.0f; /* 4 x 1e38 overflows */
+  CHECK_OK(cf_kernel_new(CF_ROUTING_PER_CHANNEL, 2, 2, &k));
+  CHECK_OK(cf_kernel_set(k, 0, taps, 2000));
+  CHECK_OK(cf_kernel_set(k, 1, taps, 1000));
+  static const float gains[] = {NAN, INFINITY, -INFINITY, 1e38f};
+  for (size_t g = 0; g < sizeof gains / sizeof *gains; g++) {
+    cf_status sst = cf_kernel_scale(k, gains[g]);
+    CHECK(sst == CF_E_INVALID && strstr(cf_last_error(), "scale"),
+          "cf_kernel_scale(gain %g) returned %s: '%s'", (double)gains[g],
+          cf_status_name(sst), cf_last_error());
+    for (unsigned i = 0; i < 2; i++) {
+      size_t len;
+      const float *t = cf_kernel_taps(k, i, &len);
+      CHECK(!memcmp(t, taps, len * sizeof *t),
+            "cf_kernel_scale(gain %g) refused, but kernel %u changed",
+            (double)gains[g], i);
+    }
+  }
+  CHECK_OK(cf_kernel_scale(k, -0.5f));
+  {
+    size_t len;
+    const float *t = cf_kernel_taps(k, 0, &len);
+    CHECK(t[1777] == -2.0f && t[3] == taps[3] * -0.5f,
+          "cf_kernel_scale(-0.5): tap 1777 is %g, want -2", (double)t[1777]);
+  }
+  cf_kernel_free(k);
+
+  /* and the engine refuses a set whose taps turned non-finite behind the
+   * kernel API's back (written through the taps pointer) */
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.backend = V->backend;
+  cfg.algorithm = V->algo;
+  cfg.pipeline_depth = V->depth;
+  cfg.block_size = 64;
+  cf_kernel *good = NULL, *bad = NULL;
+  taps[1777] = 0.25f;
+  CHECK_OK(cf_kernel_new_shared(taps, 300, &good));
+  CHECK_OK(cf_kernel_new_shared(taps, 300, &bad));
+  size_t blen;
+  ((float *)cf_kernel_taps(bad, 0, &blen))[123] = NAN;
+  cf_engine *e = NULL;
+  st = cf_engine_new_audio(&cfg, bad, &e);
+  CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "123"),
+        "cf_engine_new_audio with a NaN tap returned %s: '%s'",
+        cf_status_name(st), cf_last_error());
+  if (st == CF_OK)
+    cf_engine_free(e);
+  CHECK_OK(cf_engine_new_audio(&cfg, good, &e));
+  st = cf_engine_set_kernel(e, bad, 10);
+  CHECK(st == CF_E_INVALID, "set_kernel with a NaN tap returned %s",
+        cf_status_name(st));
+  st = cf_engine_prepare_kernel(e, bad);
+  CHECK(st == CF_E_INVALID, "prepare_kernel with a NaN tap returned %s",
+        cf_status_name(st));
+  cf_swap_prep *p = NULL;
+  st = cf_engine_prepare_swap(e, bad, &p);
+  CHECK(st == CF_E_INVALID && !p, "prepare_swap with a NaN tap returned %s",
+        cf_status_name(st));
+  cf_swap_prep_free(p);
+  /* the engine still runs the good set: an impulse gives its taps */
+  float x[300] = {1.0f}, y[300];
+  CHECK_OK(cf_engine_process(e, x, y, 300));
+  size_t lat = cf_engine_latency(e);
+  for (size_t j = lat; j < 300; j++)
+    CHECK(isfinite(y[j]) && fabsf(y[j] - taps[j - lat]) <= 1e-5f,
+          "after refused swaps: output %zu is %g, want tap %zu = %g", j,
+          (double)y[j], j - lat, (double)taps[j - lat]);
+  cf_engine_free(e);
+  cf_kernel_free(good);
+  cf_kernel_free(bad);
 }
 
 static void test_backends(void **state)
@@ -2317,7 +2478,22 @@ static void test_backends(void **state)
   set_case("backends");
   CHECK(cf_backend_available(CF_BACKEND_CPU, &reason) == CF_OK,
         "the CPU backend is not available: %s", reason ? reason : "");
-  cf_status st = cf_backend_available(CF_BACKEND_CUDA, &reason);
+  /* a failure records its own message (error.h), over an older one */
+  cf_routing rt;
+  CHECK(cf_routing_from_string("stale", &rt) == CF_E_INVALID,
+        "routing 'stale' accepted");
+  cf_status st = cf_backend_available((cf_backend)7, &reason);
+  CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "backend"),
+        "cf_backend_available(7) returned %s, cf_last_error() '%s'",
+        cf_status_name(st), cf_last_error());
+  CHECK(cf_routing_from_string("stale", &rt) == CF_E_INVALID,
+        "routing 'stale' accepted");
+  st = cf_backend_available(CF_BACKEND_CUDA, &reason);
+  if (st != CF_OK)
+    CHECK(reason && strstr(cf_last_error(), reason),
+          "cf_backend_available(cuda) returned %s with reason '%s', but "
+          "cf_last_error() is '%s'", cf_status_name(st),
+          reason ? reason : "(null)", cf_last_error());
   if (st == CF_OK) {
     print_message("note: cuda available, the unavailable-backend check does "
                   "not apply here\n");

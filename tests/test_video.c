@@ -1136,6 +1136,40 @@ static void test_api(void **state)
   }
   CHECK(cf_frame_layout((cf_pixel_format)99, 4, 4, NULL, NULL) == 0,
         "cf_frame_layout of an unknown format is not 0");
+  /* sides over CF_VIDEO_MAX_SIDE (whose sizes wrapped size_t, or were
+   * frames no engine takes) give 0, a message, and leave *out alone */
+  {
+    static const struct {
+      cf_pixel_format f;
+      unsigned w, h;
+    } big[] = {
+        {CF_PIX_RGBA, 3356042381u, 2748288308u}, /* 22160 bytes, wrapped */
+        {CF_PIX_GRAY8, 40000, 40000},
+        {CF_PIX_I420, CF_VIDEO_MAX_SIDE + 1, 1},
+        {CF_PIX_GRAY32F, 1, CF_VIDEO_MAX_SIDE + 1},
+        {CF_PIX_NV12, 0xffffffffu, 0xffffffffu},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+      cf_frame fr, before;
+      memset(&fr, 0x5a, sizeof fr);
+      before = fr;
+      cf_routing_from_string("stale", &(cf_routing){0});
+      size_t size = cf_frame_layout(big[i].f, big[i].w, big[i].h, NULL, &fr);
+      CHECK(size == 0 && !memcmp(&fr, &before, sizeof fr) &&
+                strstr(cf_last_error(), "frame layout"),
+            "cf_frame_layout(%s, %u, %u) = %zu (error '%s'), want 0, a "
+            "message and *out untouched",
+            cf_pixel_format_name(big[i].f), big[i].w, big[i].h, size,
+            cf_last_error());
+    }
+    /* the largest frame there is: exact */
+    size_t want = (size_t)CF_VIDEO_MAX_SIDE * CF_VIDEO_MAX_SIDE * 4;
+    if (want / 4 / CF_VIDEO_MAX_SIDE == CF_VIDEO_MAX_SIDE) /* 64-bit */
+      CHECK(cf_frame_layout(CF_PIX_RGBA, CF_VIDEO_MAX_SIDE, CF_VIDEO_MAX_SIDE,
+                            NULL, NULL) == want,
+            "cf_frame_layout(RGBA, %u, %u) is not %zu", CF_VIDEO_MAX_SIDE,
+            CF_VIDEO_MAX_SIDE, want);
+  }
   for (int b = 0; b < 5; b++) {
     cf_border bb;
     CHECK_OK(cf_border_from_string(border_name((cf_border)b), &bb));
@@ -1904,12 +1938,29 @@ static void test_bad_config(void **state)
   cf_engine *e = NULL;
   st = cf_engine_new_video(NULL, k, &e);
   CHECK(st == CF_E_INVALID, "NULL config returned %s", cf_status_name(st));
+  /* a kernel whose taps turned non-finite behind cf_kernel2d_new's back
+   * (written through the taps pointer) is refused by the engine too */
+  CHECK_OK(cf_kernel2d_copy(k, &kbad));
+  ((float *)cf_kernel2d_taps(kbad))[7] = INFINITY;
+  expect_new_fails(&base, kbad, "a kernel with an Inf tap");
   /* valid after all that */
   CHECK_OK(cf_engine_new_video(&base, k, &e));
   CHECK(cf_engine_set_kernel2d(e, NULL) == CF_E_INVALID,
         "set_kernel2d(NULL) accepted");
+  st = cf_engine_set_kernel2d(e, kbad);
+  CHECK(st == CF_E_INVALID, "set_kernel2d with an Inf tap returned %s",
+        cf_status_name(st));
+  st = cf_engine_prepare_kernel2d(e, kbad);
+  CHECK(st == CF_E_INVALID, "prepare_kernel2d with an Inf tap returned %s",
+        cf_status_name(st));
   cf_engine_free(e);
+  cf_kernel2d_free(kbad);
   cf_kernel2d_free(k);
+  /* parsers refuse a NULL out (error.h) */
+  CHECK(cf_pixel_format_from_string("RGBA", NULL) == CF_E_INVALID &&
+            cf_border_from_string("wrap", NULL) == CF_E_INVALID &&
+            cf_algorithm2d_from_string("fft", NULL) == CF_E_INVALID,
+        "a *_from_string with out NULL did not return CF_E_INVALID");
 }
 
 /* Invalid frames are refused with CF_E_INVALID and a message, write

@@ -72,11 +72,15 @@ typedef struct cf_audio_config {
   size_t swap_history;   /* input frames kept so that a kernel swapped in
                             later sees the past: a new kernel up to this
                             long (or as long as the current one, if longer)
-                            starts exactly; default 262144 */
+                            starts exactly; 0..CF_AUDIO_MAX_SWAP_HISTORY,
+                            default 262144 */
 } cf_audio_config;
 
 /* Largest pipeline_depth accepted. */
 #define CF_AUDIO_MAX_DEPTH 8u
+/* Largest swap_history accepted: the longest kernel there is (no swapped-in
+ * kernel reads further back). */
+#define CF_AUDIO_MAX_SWAP_HISTORY CF_KERNEL_MAX_TAPS
 
 /* Fill cfg with the defaults above (channels = 1).
  *
@@ -95,15 +99,33 @@ typedef struct cf_engine cf_engine;
 
 /* Build a 1D engine. The kernel set must fit the stream: shared any
  * channels; per-channel exactly cfg->channels kernels; matrix
- * inputs == cfg->channels. The kernel is copied. */
+ * inputs == cfg->channels; every tap finite. The kernel is copied.
+ * CF_E_INVALID names the field out of range (or what does not fit). */
 cf_status cf_engine_new_audio(const cf_audio_config *cfg,
                               const cf_kernel *kernel, cf_engine **out);
 void cf_engine_free(cf_engine *e);
 
 /* in: frames * in_channels floats, out: frames * out_channels floats.
- * in == out is allowed when the channel counts are equal. NaN/Inf in the
- * input propagate to the output as IEEE arithmetic does; they never enter
- * the kernel. */
+ * in == out is allowed when the channel counts are equal.
+ *
+ * NaN/Inf in the input never enter the kernel (a kernel set holds finite
+ * taps only: cf_kernel_set, cf_kernel_scale and the engine refuse others)
+ * and reach only outputs whose kernel reads that input channel. A
+ * non-finite x_i[s] (y index s: output frame s + latency) makes
+ * non-finite, with L = the length of h_oi (the longest of the sets in
+ * force around a swap):
+ *  - on the direct path, exactly y_o[s .. s + L - 1], as IEEE arithmetic
+ *    does (on CUDA the taps are zero-padded to a multiple of 8, and
+ *    NaN x 0 is NaN: L counts rounded up so);
+ *  - on the FFT paths (and auto where it plans FFT partitions:
+ *    cf_engine_describe() lists them), whole FFT blocks: y_o[n] for n in
+ *    [B * floor(s / B), s + L - 1 + 3P] may be non-finite, outputs
+ *    before s in its block included, with B = block_size and P the
+ *    largest partition (at most B on fft-uniform and on CUDA; at most the
+ *    larger of B and the longest kernel reading input i on
+ *    fft-nonuniform).
+ * Outputs outside that span are unaffected; cf_engine_reset() forgets
+ * the sample. */
 cf_status cf_engine_process(cf_engine *e, const float *in, float *out,
                             size_t frames);
 
@@ -196,8 +218,9 @@ const char *cf_engine_fallback_reason(const cf_engine *e);
 /* One line: backend, algorithm, block, partitions, threads. */
 const char *cf_engine_describe(const cf_engine *e);
 
-/* CF_OK if the backend can run here; else CF_E_UNAVAILABLE and *reason
- * (if reason is not NULL) says why. */
+/* CF_OK if the backend can run here; else CF_E_UNAVAILABLE (CF_E_INVALID
+ * for an unknown backend) and *reason (if reason is not NULL) says why,
+ * as cf_last_error() does. */
 cf_status cf_backend_available(cf_backend b, const char **reason);
 const char *cf_backend_name(cf_backend b);
 cf_status cf_backend_from_string(const char *s, cf_backend *out);

@@ -2,7 +2,18 @@
  *
  * Every fallible call returns a cf_status. On failure it also records a
  * message for the calling thread that names the problem (file, position,
- * argument, limit); cf_last_error() returns it. */
+ * argument, limit); cf_last_error() returns it.
+ *
+ * Pointers. A call that makes an object or parses a name into *out (the
+ * constructors, copies, loaders, presets, prepare_swap*, *_from_string)
+ * refuses out == NULL with CF_E_INVALID. A handle (cf_kernel, cf_kernel2d,
+ * cf_engine, cf_swap_prep*) passed to any other call must be one the
+ * library made and has not freed: NULL there is a programming error,
+ * in general not checked (the streaming calls and accessors stay free of
+ * such checks). Only these take NULL: the *_free calls (they do nothing),
+ * and the calls that copy, build from or swap to a kernel (copies, engine
+ * constructors, set_kernel*, prepare_*) and set_prepared*, which refuse
+ * a NULL kernel or swap with CF_E_INVALID. */
 #ifndef CUDAFILTER_ERROR_H
 #define CUDAFILTER_ERROR_H
 

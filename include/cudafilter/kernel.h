@@ -36,7 +36,8 @@ typedef struct cf_kernel cf_kernel;
 
 /* A new kernel set with every kernel empty (length 0).
  * shared: outputs = inputs = 1; per-channel: outputs = inputs = C;
- * matrix: any outputs, inputs >= 1. */
+ * matrix: any outputs, inputs >= 1. The constructors (new, new_shared,
+ * copy, load*) refuse out == NULL with CF_E_INVALID. */
 cf_status cf_kernel_new(cf_routing routing, unsigned outputs, unsigned inputs,
                         cf_kernel **out);
 /* Convenience: a shared kernel set holding a copy of taps[0..len). */
@@ -48,8 +49,10 @@ cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out);
  * CF_KERNEL_MAX_TAPS (len 0 is allowed for matrix entries: no path). */
 cf_status cf_kernel_set(cf_kernel *k, unsigned index, const float *taps,
                         size_t len);
-/* Multiply every tap by `gain` (linear). */
-void cf_kernel_scale(cf_kernel *k, float gain);
+/* Multiply every tap by `gain` (linear). CF_E_INVALID, the set unchanged,
+ * when gain is not finite or would make a tap overflow to infinity (taps
+ * stay finite, as cf_kernel_set keeps them). */
+cf_status cf_kernel_scale(cf_kernel *k, float gain);
 
 cf_routing cf_kernel_routing(const cf_kernel *k);
 unsigned cf_kernel_outputs(const cf_kernel *k);
@@ -62,10 +65,11 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
  *    1D -> shared, 2D (C x L) -> per-channel, 3D (C_out x C_in x L) -> matrix;
  *  - text: numbers separated by whitespace and/or commas, '#' starts a
- *    comment -> shared;
+ *    comment -> shared (a UTF-8 byte order mark at the start is skipped);
  *  - any audio file libav decodes (WAV, FLAC, ...): each channel a kernel
  *    (mono -> shared, else per-channel), resampled with libswresample to
- *    `rate` when rate != 0 and differs from the file's.
+ *    `rate` when rate != 0 and differs from the file's, the taps scaled
+ *    by file rate / `rate` so that the filter's gain stays as it was.
  * Errors name the file, the position (byte, line:column or tap) and the
  * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
 cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);

@@ -143,8 +143,10 @@ typedef struct cf_frame {
 } cf_frame;
 
 /* Describe a tightly packed frame starting at `base` (rows without
- * padding, planes one after another as in a raw .yuv file). Returns the
- * frame's size in bytes, or 0 for an unknown format or a zero size. */
+ * padding, planes one after another as in a raw .yuv file; `out` may be
+ * NULL). Returns the frame's size in bytes, or 0 (with a message for
+ * cf_last_error(), *out untouched) for an unknown format, a zero side, a
+ * side over CF_VIDEO_MAX_SIDE or a size that size_t cannot hold. */
 size_t cf_frame_layout(cf_pixel_format fmt, unsigned width, unsigned height,
                        void *base, cf_frame *out);
 

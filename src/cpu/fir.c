@@ -897,11 +897,18 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   f->latency = cf_plan_latency(lmax, max_kernels_per_lane(k, f->cin, cout),
                                f->block, f->algo);
   size_t keep = cfg->swap_history > lmax ? cfg->swap_history : lmax;
-  size_t hcap = 1;
-  while (hcap < keep + f->latency + STEP)
+  /* The front bounds swap_history (CF_AUDIO_MAX_SWAP_HISTORY) and the
+   * latency; still, a size that wraps or doubles past SIZE_MAX is no
+   * memory rather than a short ring or an endless loop. */
+  size_t hcap = 1, need = 0, bytes = 0;
+  int huge = __builtin_add_overflow(keep, f->latency + STEP, &need) ||
+             need > SIZE_MAX / 2 + 1;
+  while (!huge && hcap < need)
     hcap <<= 1;
+  huge = huge || __builtin_mul_overflow((size_t)f->cin * sizeof(float), hcap,
+                                        &bytes);
   f->hmask = hcap - 1;
-  f->hist = cf_alloc((size_t)f->cin * hcap * sizeof(float));
+  f->hist = huge ? NULL : cf_alloc(bytes);
   f->zeros = cf_alloc((size_t)f->cin * STEP * sizeof(float));
   if (f->cin >= 3)
     f->xs = cf_alloc((size_t)f->cin * STEP * sizeof(float));
@@ -911,7 +918,7 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   cf_status s = CF_OK;
   if (!f->hist || !f->zeros || (f->cin >= 3 && !f->xs))
     s = cf_fail(CF_E_NOMEM, "engine: out of memory for %zu frames of "
-                "history", hcap);
+                "history", huge ? keep : hcap);
   if (s == CF_OK)
     s = cf_pool_new(threads, &f->pool);
   bank *b0 = NULL;

@@ -1,5 +1,6 @@
 /* The engine front: validates configurations and kernels against the
  * stream, picks the backend, and forwards to it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,17 @@ static cf_status check_kernel(const cf_kernel *k)
 {
   if (!k)
     return cf_fail(CF_E_INVALID, "kernel set is NULL");
-  for (unsigned i = 0; i < k->count; i++)
+  for (unsigned i = 0; i < k->count; i++) {
     if (k->len[i] == 0 && k->routing != CF_ROUTING_MATRIX)
       return cf_fail(CF_E_INVALID, "kernel %u has no taps", i);
+    /* cf_kernel_set and cf_kernel_scale keep taps finite; this catches a
+     * set changed behind their back (one pass, far cheaper than the
+     * spectra a new bank computes) */
+    for (size_t j = 0; j < k->len[i]; j++)
+      if (!isfinite(k->taps[i][j]))
+        return cf_fail(CF_E_INVALID, "kernel %u: tap %zu is %s", i, j,
+                       isnan(k->taps[i][j]) ? "NaN" : "infinite");
+  }
   if (cf_kernel_max_len(k) == 0)
     return cf_fail(CF_E_INVALID, "every kernel of the set is empty");
   return CF_OK;
@@ -399,6 +408,8 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
                                         const cf_kernel *kernel,
                                         cf_engine **out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "engine: out is NULL");
   *out = NULL;
   if (!cfg)
     return cf_fail(CF_E_INVALID, "engine: configuration is NULL");
@@ -414,6 +425,10 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if (cfg->pipeline_depth > CF_AUDIO_MAX_DEPTH)
     return cf_fail(CF_E_INVALID, "engine: pipeline_depth = %u, must be 0..%u",
                    cfg->pipeline_depth, CF_AUDIO_MAX_DEPTH);
+  if (cfg->swap_history > CF_AUDIO_MAX_SWAP_HISTORY)
+    return cf_fail(CF_E_INVALID, "engine: swap_history = %zu, must be "
+                   "0..%zu (CF_AUDIO_MAX_SWAP_HISTORY)", cfg->swap_history,
+                   CF_AUDIO_MAX_SWAP_HISTORY);
   cf_status s = check_kernel(kernel);
   if (s != CF_OK)
     return s;

@@ -53,6 +53,8 @@ CF_PUBLIC const char *cf_pixel_format_name(cf_pixel_format f)
 CF_PUBLIC cf_status cf_pixel_format_from_string(const char *s,
                                                 cf_pixel_format *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "pixel format: out is NULL");
   for (unsigned i = 0; s && i < NFORMATS; i++)
     if (strcasecmp(s, formats[i].name) == 0) {
       *out = (cf_pixel_format)i;
@@ -67,16 +69,31 @@ CF_PUBLIC size_t cf_frame_layout(cf_pixel_format fmt, unsigned width,
                                  unsigned height, void *base, cf_frame *out)
 {
   const cf_format_desc *d = cf_format_desc_get(fmt);
-  if (!d || !width || !height)
+  if (!d) {
+    cf_fail(CF_E_INVALID, "frame layout: unknown pixel format %d", (int)fmt);
     return 0;
-  size_t off = 0;
+  }
+  if (!width || !height || width > CF_VIDEO_MAX_SIDE ||
+      height > CF_VIDEO_MAX_SIDE) {
+    cf_fail(CF_E_INVALID, "frame layout: %s %ux%u, each side must be 1..%u",
+            d->name, width, height, CF_VIDEO_MAX_SIDE);
+    return 0;
+  }
+  size_t off = 0, bytes;
   cf_frame f = {{0}, {0}};
   for (unsigned p = 0; p < d->planes; p++) {
     size_t w = cf_sub_size(width, d->plane_sub[p]);
     size_t h = cf_sub_size(height, d->plane_sub[p]);
-    f.stride[p] = w * d->plane_bpp[p];
+    /* 32768^2 x 4 bytes fits a 64-bit size_t, not a 32-bit one */
+    if (__builtin_mul_overflow(w, (size_t)d->plane_bpp[p], &f.stride[p]) ||
+        __builtin_mul_overflow(f.stride[p], h, &bytes) ||
+        __builtin_add_overflow(off, bytes, &bytes)) {
+      cf_fail(CF_E_INVALID, "frame layout: %s %ux%u is more bytes than "
+              "size_t holds", d->name, width, height);
+      return 0;
+    }
     f.data[p] = base ? (uint8_t *)base + off : NULL;
-    off += f.stride[p] * h;
+    off = bytes;
   }
   if (out)
     *out = f;
@@ -95,6 +112,8 @@ CF_PUBLIC const char *cf_border_name(cf_border b)
 
 CF_PUBLIC cf_status cf_border_from_string(const char *s, cf_border *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "border: out is NULL");
   for (unsigned i = 0; s && i < 5; i++)
     if (strcmp(s, border_names[i]) == 0) {
       *out = (cf_border)i;
@@ -261,6 +280,8 @@ CF_PUBLIC const char *cf_algorithm2d_name(cf_algorithm2d a)
 CF_PUBLIC cf_status cf_algorithm2d_from_string(const char *s,
                                                cf_algorithm2d *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "algorithm2d: out is NULL");
   for (unsigned i = 0; s && i < 4; i++)
     if (strcmp(s, algo2d_names[i]) == 0) {
       *out = (cf_algorithm2d)i;

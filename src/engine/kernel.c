@@ -14,6 +14,8 @@ static unsigned count_for(cf_routing r, unsigned outputs, unsigned inputs)
 CF_PUBLIC cf_status cf_kernel_new(cf_routing routing, unsigned outputs,
                                   unsigned inputs, cf_kernel **out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "kernel set: out is NULL");
   *out = NULL;
   if (outputs == 0 || inputs == 0 || outputs > CF_MAX_CHANNELS ||
       inputs > CF_MAX_CHANNELS)
@@ -81,6 +83,11 @@ CF_PUBLIC void cf_kernel_free(cf_kernel *k)
 
 CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "kernel copy: out is NULL");
+  *out = NULL;
+  if (!k)
+    return cf_fail(CF_E_INVALID, "kernel copy: NULL kernel set");
   cf_status s = cf_kernel_new(k->routing, k->outputs, k->inputs, out);
   for (unsigned i = 0; s == CF_OK && i < k->count; i++)
     if (k->len[i])
@@ -124,11 +131,22 @@ CF_PUBLIC cf_status cf_kernel_set(cf_kernel *k, unsigned index,
   return CF_OK;
 }
 
-CF_PUBLIC void cf_kernel_scale(cf_kernel *k, float gain)
+CF_PUBLIC cf_status cf_kernel_scale(cf_kernel *k, float gain)
 {
+  if (!isfinite(gain))
+    return cf_fail(CF_E_INVALID, "kernel scale: gain is %s",
+                   isnan(gain) ? "NaN" : "infinite");
+  /* all or nothing: no tap changes unless every product is finite */
+  for (unsigned i = 0; i < k->count; i++)
+    for (size_t j = 0; j < k->len[i]; j++)
+      if (!isfinite(k->taps[i][j] * gain))
+        return cf_fail(CF_E_INVALID, "kernel scale: gain %g makes tap %zu "
+                       "of kernel %u (%g) overflow to infinity",
+                       (double)gain, j, i, (double)k->taps[i][j]);
   for (unsigned i = 0; i < k->count; i++)
     for (size_t j = 0; j < k->len[i]; j++)
       k->taps[i][j] *= gain;
+  return CF_OK;
 }
 
 CF_PUBLIC cf_routing cf_kernel_routing(const cf_kernel *k) { return k->routing; }
@@ -167,6 +185,8 @@ CF_PUBLIC const char *cf_routing_name(cf_routing r)
 
 CF_PUBLIC cf_status cf_routing_from_string(const char *s, cf_routing *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "routing: out is NULL");
   for (unsigned i = 0; i < 3; i++)
     if (s && strcmp(s, routing_names[i]) == 0) {
       *out = (cf_routing)i;

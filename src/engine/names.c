@@ -30,6 +30,8 @@ static int lookup(const char *s, const char *const *names, unsigned n)
 
 CF_PUBLIC cf_status cf_backend_from_string(const char *s, cf_backend *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "backend: out is NULL");
   int i = lookup(s, backend_names, 3);
   if (i < 0)
     return cf_fail(CF_E_INVALID, "backend '%s': expected auto, cpu or cuda",
@@ -40,6 +42,8 @@ CF_PUBLIC cf_status cf_backend_from_string(const char *s, cf_backend *out)
 
 CF_PUBLIC cf_status cf_algorithm_from_string(const char *s, cf_algorithm *out)
 {
+  if (!out)
+    return cf_fail(CF_E_INVALID, "algorithm: out is NULL");
   int i = lookup(s, algo_names, 4);
   if (i < 0)
     return cf_fail(CF_E_INVALID, "algorithm '%s': expected auto, direct, "
@@ -65,5 +69,9 @@ CF_PUBLIC cf_status cf_backend_available(cf_backend b, const char **reason)
   }
   if (reason)
     *reason = why;
+  if (s == CF_E_INVALID)
+    cf_fail(s, "backend %d: unknown backend", (int)b);
+  else if (s != CF_OK) /* error.h: a failure records its message */
+    cf_fail(s, "backend %s is not available: %s", cf_backend_name(b), why);
   return s;
 }

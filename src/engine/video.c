@@ -63,6 +63,14 @@ static cf_status check_kernel2d(const cf_kernel2d *k)
 {
   if (!k)
     return cf_fail(CF_E_INVALID, "video engine: kernel is NULL");
+  /* cf_kernel2d_new keeps taps finite; this catches a kernel changed
+   * behind its back (one pass, cheap beside building the engine) */
+  size_t n = (size_t)k->t * k->kh * k->kw;
+  for (size_t j = 0; j < n; j++)
+    if (!isfinite(k->taps[j]))
+      return cf_fail(CF_E_INVALID, "video engine: kernel tap [%zu][%zu][%zu] "
+                     "is %s", j / ((size_t)k->kh * k->kw), j / k->kw % k->kh,
+                     j % k->kw, isnan(k->taps[j]) ? "NaN" : "infinite");
   return CF_OK;
 }
 
