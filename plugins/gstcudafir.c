@@ -403,8 +403,9 @@ static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
     fir_engine_error(s);
   if (s == CF_OK)
     s = apply_routing(&k, p->routing, channels, what);
-  if (s == CF_OK && p->gain_db != 0.0)
-    cf_kernel_scale(k, (float)pow(10.0, p->gain_db / 20.0));
+  if (s == CF_OK && p->gain_db != 0.0 &&
+      (s = cf_kernel_scale(k, (float)pow(10.0, p->gain_db / 20.0))) != CF_OK)
+    fir_engine_error(s);
   /* per-channel with a shared kernel: the engine takes shared as is */
   if (s != CF_OK) {
     cf_kernel_free(k);

@@ -1075,8 +1075,11 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
     }
     if ((rc = check_kernel(opt, k, in.channels)))
       goto done;
-    if (opt->gain_db != 0.0)
-      cf_kernel_scale(k, (float)pow(10.0, opt->gain_db / 20.0));
+    if (opt->gain_db != 0.0 &&
+        cf_kernel_scale(k, (float)pow(10.0, opt->gain_db / 20.0)) != CF_OK) {
+      rc = apply_error("gain %g dB: %s", opt->gain_db, cf_last_error());
+      goto done;
+    }
     cf_audio_config cfg = opt->cfg;
     cfg.channels = in.channels;
     if (cf_engine_new_audio(&cfg, k, &e) != CF_OK) {

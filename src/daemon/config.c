@@ -165,8 +165,12 @@ cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     return NULL;
   }
-  if (gain_db != 0.0)
-    cf_kernel_scale(k, (float)pow(10.0, gain_db / 20.0));
+  if (gain_db != 0.0 &&
+      cf_kernel_scale(k, (float)pow(10.0, gain_db / 20.0)) != CF_OK) {
+    g_set_error(err, CFD_ERROR, 0, "gain %g dB: %s", gain_db, cf_last_error());
+    cf_kernel_free(k);
+    return NULL;
+  }
   return k;
 }
 
