@@ -23,8 +23,10 @@
  *   reload                         what SIGHUP does
  * Reload reads the file again. A file that does not check out changes
  * nothing; a stream whose only changes are its kernel keys takes the new
- * kernel live; a changed stream restarts (the old one comes back if the
- * new cannot start); streams no longer in the file stop. A finished file
+ * kernel live (all of them fit, or nothing changes); a changed stream
+ * restarts (the old one comes back if the new cannot start); a stream
+ * that is down is tried again with its new section; streams no longer in
+ * the file stop. A finished file
  * stream runs again when its kernel or its input changes. Streams with
  * `restart` are started again when they fail (or end), and kept down,
  * tried again, when they cannot start. */
