@@ -648,16 +648,20 @@ typedef struct client {
                     the answer) */
 } client;
 
+/* Detach and release *src (if any); *src becomes NULL. */
+static void drop_source(GSource **src)
+{
+  if (*src) {
+    g_source_destroy(*src);
+    g_source_unref(*src);
+    *src = NULL;
+  }
+}
+
 static void client_free(client *c)
 {
-  if (c->io) {
-    g_source_destroy(c->io);
-    g_source_unref(c->io);
-  }
-  if (c->timer) {
-    g_source_destroy(c->timer);
-    g_source_unref(c->timer);
-  }
+  drop_source(&c->io);
+  drop_source(&c->timer);
   g_socket_close(c->sock, NULL);
   g_object_unref(c->sock);
   g_string_free(c->in, TRUE);
@@ -675,10 +679,7 @@ static gboolean on_client_timeout(gpointer user);
 /* The client's time from now on. */
 static void client_timer(client *c)
 {
-  if (c->timer) {
-    g_source_destroy(c->timer);
-    g_source_unref(c->timer);
-  }
+  drop_source(&c->timer);
   c->timer = g_timeout_source_new_seconds(CFD_CLIENT_SECONDS);
   g_source_set_callback(c->timer, on_client_timeout, c, NULL);
   g_source_attach(c->timer, NULL);
@@ -686,10 +687,7 @@ static void client_timer(client *c)
 
 static void client_watch(client *c, GIOCondition cond)
 {
-  if (c->io) {
-    g_source_destroy(c->io);
-    g_source_unref(c->io);
-  }
+  drop_source(&c->io);
   c->io = g_socket_create_source(c->sock, cond | G_IO_HUP | G_IO_ERR, NULL);
   g_source_set_callback(c->io, (GSourceFunc)(void (*)(void))on_client_io, c,
                         NULL);
@@ -816,9 +814,7 @@ static gboolean on_accept(GSocket *listener, GIOCondition cond, gpointer user)
     client_timer(c);
     if (d->clients->len >= CFD_MAX_CLIENTS) {
       /* the rest wait in the listen queue until one is done */
-      g_source_destroy(d->accepting);
-      g_source_unref(d->accepting);
-      d->accepting = NULL;
+      drop_source(&d->accepting);
       return G_SOURCE_REMOVE;
     }
   }
@@ -1064,10 +1060,7 @@ int main(int argc, char **argv)
   while (d.clients->len)
     client_free(d.clients->pdata[0]);
   g_ptr_array_free(d.clients, TRUE);
-  if (d.accepting) {
-    g_source_destroy(d.accepting);
-    g_source_unref(d.accepting);
-  }
+  drop_source(&d.accepting);
   if (d.listener) {
     g_socket_close(d.listener, NULL);
     g_object_unref(d.listener);

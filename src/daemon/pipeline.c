@@ -354,18 +354,18 @@ static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
 /* " MIN..MAX" of a numeric property, or NULL. */
 static char *range_of(GParamSpec *ps)
 {
-#define RANGE(T, t, f)                                                        \
+#define RANGE(T, f)                                                        \
   if (G_IS_PARAM_SPEC_##T(ps))                                                \
     return g_strdup_printf(" " f ".." f, G_PARAM_SPEC_##T(ps)->minimum,       \
                            G_PARAM_SPEC_##T(ps)->maximum);
-  RANGE(INT, int, "%d")
-  RANGE(UINT, uint, "%u")
-  RANGE(INT64, int64, "%" G_GINT64_FORMAT)
-  RANGE(UINT64, uint64, "%" G_GUINT64_FORMAT)
-  RANGE(LONG, long, "%ld")
-  RANGE(ULONG, ulong, "%lu")
-  RANGE(FLOAT, float, "%g")
-  RANGE(DOUBLE, double, "%g")
+  RANGE(INT, "%d")
+  RANGE(UINT, "%u")
+  RANGE(INT64, "%" G_GINT64_FORMAT)
+  RANGE(UINT64, "%" G_GUINT64_FORMAT)
+  RANGE(LONG, "%ld")
+  RANGE(ULONG, "%lu")
+  RANGE(FLOAT, "%g")
+  RANGE(DOUBLE, "%g")
 #undef RANGE
   return NULL;
 }
