@@ -1745,6 +1745,138 @@ static void test_swap_invalid(void **state)
   }
 }
 
+/* An engine to swap on: backend auto on the fake device (fake.c: the
+ * CPU wrapped as CUDA, with the fallback history kept), or V's backend. */
+static cf_engine *bound_engine(const kset *k, unsigned block, int fake)
+{
+  if (!fake)
+    return make_engine(k, block);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = k->ins;
+  cfg.block_size = block;
+  cfg.algorithm = V->algo;
+  cfg.pipeline_depth = V->depth;
+  cf_kernel *kk = NULL;
+  CHECK_OK(kset_build(k, &kk));
+  setenv("CF_TEST_FAKE_DEVICE", "on", 1);
+  cf_engine *e = NULL;
+  cf_status st = cf_engine_new_audio(&cfg, kk, &e);
+  unsetenv("CF_TEST_FAKE_DEVICE");
+  cf_kernel_free(kk);
+  CHECK(st == CF_OK && cf_engine_backend(e) == CF_BACKEND_CUDA,
+        "cf_engine_new_audio (auto, fake device) returned %s: %s",
+        cf_status_name(st), cf_last_error());
+  add_case("{%s} ", cf_engine_describe(e));
+  return e;
+}
+
+/* Crossfades up to CF_AUDIO_MAX_CROSSFADE (engine.h). The longest is
+ * taken, by set_kernel and set_prepared, and blends by engine.h's formula
+ * (w about 1e-12: the old kernel's output), a second swap during it
+ * completing it; longer ones (SIZE_MAX, where X + 1 wraps) are refused
+ * naming the bound, set_prepared's leaving p to be made. With backend
+ * auto on a device (the fake one), the input kept for a switch to the
+ * CPU during the longest would take terabytes: refused with CF_E_NOMEM,
+ * nothing changed, and a crossfade that fits is taken after it. */
+static void test_swap_crossfade_bound(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 31);
+  for (unsigned c = 0; c < 6; c++) {
+    int fake = c >= 4;
+    if (fake && V->backend != CF_BACKEND_CPU)
+      break; /* the fake device wraps the CPU: the cpu variants */
+    kset k[3];
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+    kset_init(&k[0], CF_ROUTING_SHARED, ch, ch);
+    kset_set(&k[0], &r, 0, rand_len(&r, 1, 3000));
+    kset_like(&r, &k[1], &k[0], 1, 3000);
+    kset_like(&r, &k[2], &k[0], 1, 3000);
+    size_t n = ref_rng_range(&r, 2, 3 * block + 6000), lmax = 0;
+    for (int i = 0; i < 3; i++) {
+      fit_work(&k[i], &n, &block);
+      lmax = kset_lmax(&k[i]) > lmax ? kset_lmax(&k[i]) : lmax;
+    }
+    n = n < 2 ? 2 : n;
+    unsigned nsw = c % 2 ? 2 : 1;
+    size_t S[3] = {0, ref_rng_range(&r, 1, n - 1), 0};
+    S[2] = ref_rng_range(&r, S[1], n);
+    size_t X[3] = {0, CF_AUDIO_MAX_CROSSFADE - ref_rng_range(&r, 0, 1), 0};
+    X[2] = ref_rng_range(&r, 0, n - S[2]);
+    if (fake) /* refused: the swap made is a short one */
+      X[1] = ref_rng_range(&r, 0, n - S[1]);
+    set_case("crossfade_bound #%u: block %u n %zu ", c, block, n);
+    for (unsigned i = 0; i <= nsw; i++) {
+      kset_describe(&k[i]);
+      if (i)
+        add_case("@S=%zu X=%zu ", S[i], X[i]);
+    }
+    input in;
+    input_make(&in, &r, ch, n);
+    cf_engine *e = bound_engine(&k[0], block, fake);
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_latency(e) + lmax + 8);
+    run_feed(&ru, &r, in.x, S[1], 0);
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(&k[1], &kk));
+    const size_t bad[] = {CF_AUDIO_MAX_CROSSFADE + 1, SIZE_MAX};
+    for (int b = 0; b < 2; b++) {
+      cf_status st = cf_engine_set_kernel(e, kk, bad[b]);
+      CHECK(st == CF_E_INVALID &&
+                strstr(cf_last_error(), "CF_AUDIO_MAX_CROSSFADE"),
+            "set_kernel with a crossfade of %zu frames returned %s: '%s', "
+            "want CF_E_INVALID naming CF_AUDIO_MAX_CROSSFADE", bad[b],
+            cf_status_name(st), cf_last_error());
+    }
+    if (fake) {
+      cf_status st = cf_engine_set_kernel(e, kk, CF_AUDIO_MAX_CROSSFADE);
+      CHECK(st == CF_E_NOMEM && strstr(cf_last_error(), "fallback history"),
+            "set_kernel with the longest crossfade on the fake device "
+            "returned %s: '%s', want CF_E_NOMEM for the fallback history",
+            cf_status_name(st), cf_last_error());
+    }
+    cf_swap_prep *p = NULL;
+    CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
+    cf_status st = cf_engine_set_prepared(e, p, SIZE_MAX);
+    CHECK(st == CF_E_INVALID, "set_prepared with a crossfade of SIZE_MAX "
+          "returned %s, want CF_E_INVALID", cf_status_name(st));
+    st = cf_engine_set_prepared(e, p, X[1]);
+    CHECK(st == CF_OK, "set_prepared (X %zu) after a refused one returned "
+          "%s: %s", X[1], cf_status_name(st), cf_last_error());
+    cf_swap_prep_free(p);
+    cf_kernel_free(kk);
+    idx_add3(&ru.must, S[1] + ru.lat);
+    if (nsw == 2) {
+      run_feed(&ru, &r, in.x + S[1] * in.ch, S[2] - S[1], 0);
+      CHECK_OK(kset_build(&k[2], &kk));
+      st = cf_engine_set_kernel(e, kk, X[2]);
+      cf_kernel_free(kk);
+      CHECK(st == CF_OK, "set_kernel during the crossfade returned %s: %s",
+            cf_status_name(st), cf_last_error());
+      idx_add3(&ru.must, S[2] + ru.lat);
+      idx_add3(&ru.must, S[2] + X[2] + ru.lat);
+    }
+    size_t done = nsw == 2 ? S[2] : S[1];
+    run_feed(&ru, &r, in.x + done * in.ch, n - done, 0);
+    add_block_marks(&ru, 0, n + cf_engine_tail(e));
+    run_drain(&ru, &r);
+    model m = {.nstage = nsw + 1, .in = &in};
+    for (unsigned i = 0; i <= nsw; i++) {
+      m.ks[i] = &k[i];
+      m.S[i] = S[i];
+      m.X[i] = X[i];
+    }
+    check_model(&ru, &r, &m, 0, ru.pos, "crossfade bound");
+    run_end(&ru);
+    input_free(&in);
+    for (int i = 0; i < 3; i++)
+      kset_free(&k[i]);
+  }
+}
+
 /* ------------------------------------------------------------------ */
 /* backend=auto: the switch from the device to the CPU mid-stream       */
 
@@ -2569,6 +2701,7 @@ int main(void)
     cmocka_unit_test(test_swap_reuse),
     cmocka_unit_test(test_swap_routing_change),
     cmocka_unit_test(test_swap_invalid),
+    cmocka_unit_test(test_swap_crossfade_bound),
     cmocka_unit_test_teardown(test_swap_prepared, prepared_off),
     cmocka_unit_test_teardown(test_swap_prepared_misfit, prepared_off),
     cmocka_unit_test(test_zero_frames),

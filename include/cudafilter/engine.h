@@ -62,7 +62,8 @@ typedef enum cf_algorithm {
 typedef struct cf_audio_config {
   unsigned channels;     /* C_in, 1..CF_MAX_CHANNELS */
   unsigned block_size;   /* FFT block in frames: the latency the FFT paths
-                            add is block_size - 1; default 1024 */
+                            add is block_size - 1; 1..CF_AUDIO_MAX_BLOCK,
+                            default 1024 */
   cf_backend backend;    /* default CF_BACKEND_AUTO */
   int device_id;         /* CUDA device, default 0 */
   cf_algorithm algorithm;/* default CF_ALGO_AUTO */
@@ -76,11 +77,16 @@ typedef struct cf_audio_config {
                             default 262144 */
 } cf_audio_config;
 
+/* Largest block_size accepted. */
+#define CF_AUDIO_MAX_BLOCK 65536u
 /* Largest pipeline_depth accepted. */
 #define CF_AUDIO_MAX_DEPTH 8u
 /* Largest swap_history accepted: the longest kernel there is (no swapped-in
  * kernel reads further back). */
 #define CF_AUDIO_MAX_SWAP_HISTORY CF_KERNEL_MAX_TAPS
+/* Longest crossfade a kernel swap takes, in frames (2^40: over 260 days
+ * at 48 kHz, a minute at any rate GStreamer can carry). */
+#define CF_AUDIO_MAX_CROSSFADE ((size_t)1 << 40)
 
 /* Fill cfg with the defaults above (channels = 1).
  *
@@ -147,7 +153,11 @@ cf_status cf_engine_reset(cf_engine *e);
  *            1 for n >= S + X,
  * where y_old and y_new are the convolutions of the whole input with the
  * old and new kernels (the new kernel sees the past input: see
- * swap_history). X = 0 switches at S. The in/out channel counts must stay
+ * swap_history). X = 0 switches at S; X is 0..CF_AUDIO_MAX_CROSSFADE.
+ * With backend auto on CUDA the engine keeps the input since the swap
+ * (X + latency frames at most) for a switch to the CPU during the
+ * crossfade: a crossfade too long for that memory is refused
+ * (CF_E_NOMEM, nothing changed). The in/out channel counts must stay
  * the same; the latency may not change (same block size and path family).
  * A second swap during a crossfade first completes the running one.
  * This call may allocate; process() never does. It never runs FFTW's

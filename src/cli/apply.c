@@ -222,7 +222,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
     case 'f': o->format = optarg; break;
     case 'y': o->overwrite = true; break;
     case 'b':
-      if (!cli_parse_uint("apply", "--block", optarg, 1, CLI_MAX_BLOCK, &v))
+      if (!cli_parse_uint("apply", "--block", optarg, 1, CF_AUDIO_MAX_BLOCK, &v))
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;

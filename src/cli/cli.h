@@ -11,10 +11,6 @@
 #define CLI_EXIT_RUNTIME 1
 #define CLI_EXIT_USAGE 2
 
-/* Largest --block (fir, apply): the engine's limit on block_size, which
- * cf_engine_new_audio checks (src/engine/engine.c, MAX_BLOCK); the public
- * headers name no constant for it. */
-#define CLI_MAX_BLOCK 65536u
 
 /* "cudafilter: <message>" on stderr; returns CLI_EXIT_RUNTIME. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

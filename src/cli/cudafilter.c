@@ -317,7 +317,7 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
         return CLI_EXIT_USAGE;
       break;
     case 'b':
-      if (!cli_parse_uint("fir", "--block", optarg, 1, CLI_MAX_BLOCK, &v))
+      if (!cli_parse_uint("fir", "--block", optarg, 1, CF_AUDIO_MAX_BLOCK, &v))
         return CLI_EXIT_USAGE;
       o->cfg.block_size = (unsigned)v;
       break;

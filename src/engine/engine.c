@@ -9,11 +9,11 @@
 #include "kernel_internal.h"
 #include "video_internal.h"
 
-
-#define MAX_BLOCK ((size_t)1 << 16)
 /* backend=auto on CUDA: process() goes to the device in pieces of at most
  * this many frames, each first kept in the fallback ring. */
 #define FB_PIECE ((size_t)1 << 16)
+/* Largest CPU fallback history allocated (fb_prepare). */
+#define FB_MAX_BYTES ((uint64_t)1 << 40)
 
 CF_PUBLIC void cf_audio_config_init(cf_audio_config *cfg)
 {
@@ -235,16 +235,23 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
     if (st[i].x > xmax)
       xmax = st[i].x;
   }
-  while (cap < lmax + xmax + lat + e->cfg.block_size + FB_PIECE)
+  /* every term is bounded (taps, crossfade, block, depth): no wrap */
+  size_t need = lmax + xmax + lat + e->cfg.block_size + FB_PIECE;
+  while (cap < need)
     cap <<= 1;
   if (!e->fb || cap > e->fb_mask + 1) {
-    float *fb = calloc(cap * e->cin, sizeof *fb);
+    /* past FB_MAX_BYTES no machine has the memory (and sanitizers abort
+     * on such a request rather than fail it) */
+    float *fb = (uint64_t)cap * e->cin * sizeof *fb <= FB_MAX_BYTES
+                    ? calloc(cap * e->cin, sizeof *fb)
+                    : NULL;
     if (!fb) {
       e->nstage--; /* the swap is not made: no stage for it */
       if (k)
         cf_kernel_free(kc);
       return cf_fail(CF_E_NOMEM, "engine: out of memory for the CPU "
-                     "fallback history (%zu frames)", cap);
+                     "fallback history (%zu frames, for a crossfade of %zu "
+                     "and kernels of up to %zu)", cap, xmax, lmax);
     }
     if (e->fb) /* keep the frames already seen */
       for (size_t i = 0; i <= e->fb_mask && i < e->fb_t; i++) {
@@ -416,9 +423,9 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if (cfg->channels == 0 || cfg->channels > CF_MAX_CHANNELS)
     return cf_fail(CF_E_INVALID, "engine: channels = %u, must be 1..%u",
                    cfg->channels, CF_MAX_CHANNELS);
-  if (cfg->block_size == 0 || cfg->block_size > MAX_BLOCK)
-    return cf_fail(CF_E_INVALID, "engine: block_size = %u, must be 1..%zu",
-                   cfg->block_size, MAX_BLOCK);
+  if (cfg->block_size == 0 || cfg->block_size > CF_AUDIO_MAX_BLOCK)
+    return cf_fail(CF_E_INVALID, "engine: block_size = %u, must be 1..%u",
+                   cfg->block_size, CF_AUDIO_MAX_BLOCK);
   if ((unsigned)cfg->algorithm > CF_ALGO_FFT_NONUNIFORM)
     return cf_fail(CF_E_INVALID, "engine: unknown algorithm %d",
                    (int)cfg->algorithm);
@@ -632,6 +639,15 @@ CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
 
 /* A set an audio engine can swap to: the same output channels. `what`
  * names the call in messages. */
+static cf_status check_crossfade(size_t crossfade, const char *what)
+{
+  if (crossfade > CF_AUDIO_MAX_CROSSFADE)
+    return cf_fail(CF_E_INVALID, "%s: crossfade = %zu frames, must be "
+                   "0..%zu (CF_AUDIO_MAX_CROSSFADE)", what, crossfade,
+                   CF_AUDIO_MAX_CROSSFADE);
+  return CF_OK;
+}
+
 static cf_status check_swap(const cf_engine *e, const cf_kernel *kernel,
                             const char *what)
 {
@@ -654,6 +670,8 @@ CF_PUBLIC cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
                                          size_t crossfade)
 {
   cf_status s = check_swap(e, kernel, "set_kernel");
+  if (s == CF_OK)
+    s = check_crossfade(crossfade, "set_kernel");
   if (s != CF_OK)
     return s;
   if (!fb_active(e))
@@ -790,8 +808,11 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
     return cf_fail(CF_E_INVALID, "set_prepared: NULL swap");
   if (p->used)
     return cf_fail(CF_E_INVALID, "set_prepared: this swap was made");
+  cf_status s = check_crossfade(crossfade, "set_prepared");
+  if (s != CF_OK)
+    return s; /* p can still be made */
   p->used = 1;
-  cf_status s = CF_E_STATE;
+  s = CF_E_STATE;
   if (p->bank && !p->cuda && p->impl == e->impl && !fb_active(e) &&
       p->resets == __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE)) {
     s = cf_cpu_fir_set_prepared(e->impl, p->bank, p->t0, crossfade, p->dead,
