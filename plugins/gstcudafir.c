@@ -1424,7 +1424,14 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
         cf_kernel_routing(k) == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cin;
     if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
       in = out = cf_kernel_inputs(k);
-    if (in != cin || out != cout) {
+    if ((in != cin || out != cout) &&
+        cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL) {
+      fir_fail("the new kernel set has %u per-channel kernels; the running "
+               "stream has %u channel%s (change it in READY)",
+               in, cin, cin == 1 ? "" : "s");
+      g_clear_pointer(&k, cf_kernel_free);
+      ok = FALSE;
+    } else if (in != cin || out != cout) {
       fir_fail("the new kernel set maps %u to %u channels; the running "
                "stream has %u in, %u out (change it in READY)",
                in, out, cin, cout);
@@ -1648,7 +1655,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_uint("block-size", "Block size",
           "Frames per FFT block: the latency of the FFT path is "
           "block-size - 1 frames (short kernels run directly, latency 0)",
-          1, 65536, DEFAULT_BLOCK_SIZE, ready));
+          1, CF_AUDIO_MAX_BLOCK, DEFAULT_BLOCK_SIZE, ready));
   g_object_class_install_property(oc, PROP_BACKEND,
       g_param_spec_enum("backend", "Backend",
           "Where the convolution runs", CF_GST_TYPE_BACKEND, CF_BACKEND_AUTO,

@@ -2490,8 +2490,9 @@ static void test_bad_values(void **state)
   m[0] = 1;
   write_npy(mpath, "(2, 3, 4)", m, 24);
   g_object_set(h->element, "kernel-file", mpath, NULL);
-  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "channels"),
-        "a 2x3 matrix on a mono stream while playing: no warning");
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "maps 3 to 2 channels"),
+        "a 2x3 matrix on a mono stream while playing: no warning naming "
+        "its shape");
   gchar *kf = NULL;
   g_object_get(h->element, "kernel-file", &kf, NULL);
   CHECK(kf == NULL, "refused kernel-file reads back as %s", kf);
@@ -2508,6 +2509,32 @@ static void test_bad_values(void **state)
   free(w);
   free(c.y);
   free(xr);
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+
+  /* per-channel kernels for another channel count while playing: said
+   * as such (they were worded as a matrix, "maps 2 to 2 channels") */
+  h = new_fir();
+  gst_element_set_bus(h->element, bus);
+  const char *p1 = fixture("per-channel-1.npy"),
+             *p2 = fixture("per-channel-2.npy");
+  float pc[2 * 3] = {0.5f, 0.25f, 0.125f, 1, 0, 0};
+  write_npy(p1, "(1, 3)", pc, 3);
+  write_npy(p2, "(2, 3)", pc, 6);
+  gst_util_set_object_arg(G_OBJECT(h->element), "routing", "per-channel");
+  g_object_set(h->element, "kernel-file", p1, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 1, 48000, 0,
+                    TRUE) == GST_FLOW_OK, "push (per-channel)");
+  g_object_set(h->element, "kernel-file", p2, NULL);
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "has 2 per-channel kernels; the "
+                "running stream has 1 channel"),
+        "2 per-channel kernels on a mono stream while playing: no warning "
+        "saying so");
+  g_object_get(h->element, "kernel-file", &kf, NULL);
+  CHECK(kf && !strcmp(kf, p1), "refused per-channel file reads back as %s",
+        kf);
+  g_free(kf);
   gst_element_set_bus(h->element, NULL);
   gst_harness_teardown(h);
 
