@@ -24,9 +24,11 @@
  * border, cval, scale, bias, absolute, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as does a caps change; the frames the old
- * engine holds are pushed out first. A rebuild the engine refuses
- * (backend=cuda with no usable device, a device-id that does not exist,
- * components the format lacks) is an element warning: the engine before
+ * engine holds are pushed out first. backend=cuda set while streaming
+ * where no device is usable is refused at once (a g_warning, as below:
+ * the property keeps its value). A rebuild the engine refuses (a
+ * device-id that does not exist, components the format lacks) is an
+ * element warning: the engine before
  * goes on, and the settings it needed go back to its values (notified),
  * so that they describe the engine running and the next change builds on
  * them rather than failing the same way.
@@ -2211,6 +2213,22 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   case PROP_CVAL: set_finite(self, &self->cval, g_value_get_float(value),
                              "cval");
     return;
+  case PROP_BACKEND: {
+    /* known now, rather than at the next frame after g_object_set (and a
+     * cudafilterd `set`) returned: before streaming, negotiation reports
+     * it as an element error */
+    const char *why = NULL;
+    GST_OBJECT_LOCK(self);
+    gboolean streaming = self->engine != NULL;
+    GST_OBJECT_UNLOCK(self);
+    if (streaming && g_value_get_enum(value) == CF_BACKEND_CUDA &&
+        cf_backend_available(CF_BACKEND_CUDA, &why) != CF_OK) {
+      REFUSE(self, "backend", "cuda while streaming: %s; the engine goes "
+             "on as it is", why);
+      return;
+    }
+    break;
+  }
   case PROP_SCALE: set_finite(self, &self->scale, g_value_get_float(value),
                               "scale");
     return;

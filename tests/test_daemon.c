@@ -30,6 +30,8 @@
 /* cmocka after the headers it needs */
 #include <cmocka.h>
 
+#include <cudafilter/engine.h>
+
 #include "check.h"
 #include "fixture.h"
 #include "ref.h"
@@ -900,6 +902,15 @@ static void test_pipelines_reload(void **state)
     a = ctl(&r, "%s", bad[i].cmd);
     CHECK(!answer_ok(a) && strstr(a, "error: ") && strstr(a, bad[i].words),
           "'%s' answered: %s", bad[i].cmd, a);
+    free(a);
+  }
+  /* backend=cuda where no device is usable: the element refuses it at
+   * once, so the answer says so (it said ok, and the element put the
+   * value back at the next frame) */
+  if (cf_backend_available(CF_BACKEND_CUDA, NULL) != CF_OK) {
+    a = ctl(&r, "set a f.backend cuda");
+    CHECK(!answer_ok(a) && strstr(a, "refused backend = cuda and keeps cpu"),
+          "'set a f.backend cuda' without a device answered: %s", a);
     free(a);
   }
   /* a 3x3 preset is taken with the size 7 left set; a size set then is
