@@ -1292,6 +1292,29 @@ static void test_network(void **state)
  * error-after) is started again, one that ends is not unless `always`;
  * one that cannot start stays down, is tried again, and starts when what
  * it lacked appears (a file here; a plugged-in device in life). */
+static int count_in(const char *text, const char *what)
+{
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, what)); p++)
+    n++;
+  return n;
+}
+
+/* Lines of a log that neither the daemon ("cudafilterd: ...") nor GLib's
+ * debug log ("(cudafilterd:PID): DOMAIN-DEBUG: ...") wrote. */
+static int foreign_lines(const char *log)
+{
+  int n = 0;
+  for (const char *p = log; p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len && strncmp(p, "cudafilterd: ", 13) && strncmp(p, "(cudafilterd:", 13))
+      n++;
+    p = e ? e + 1 : NULL;
+  }
+  return n;
+}
+
 static void test_restart(void **state)
 {
   (void)state;
@@ -1404,6 +1427,31 @@ static void test_restart(void **state)
   CHECK(status_num(&r, "mic", "restarts") == 0,
         "restarted after its duration with restart = on-failure");
   stop_daemon(&r);
+
+  /* a microphone that is not there, tried every 0.1 s: what ALSA and
+   * JACK print while PortAudio probes them is on stderr at the first try
+   * only (it was about 60 lines a try), later in the debug log */
+  write_text(conf,
+             "[stream gone]\ntype = audio\ninput = nosuchdevice\n"
+             "output = cfout\nrate = 8000\nchannels = 1\nblock = 64\n"
+             "backend = cpu\nkernel = 0.5\nrestart = on-failure\n"
+             "restart-delay = 0.1\n");
+  setenv("G_MESSAGES_DEBUG", "cudafilterd-portaudio", 1);
+  rc = start_daemon(&r, conf);
+  unsetenv("G_MESSAGES_DEBUG");
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "gone", "down");
+  char *l1 = slurp(r.log, NULL);
+  usleep(1500000);
+  char *l2 = slurp(r.log, NULL);
+  stop_daemon(&r);
+  int n1 = foreign_lines(l1), n2 = foreign_lines(l2);
+  int d1 = count_in(l1, "portaudio-DEBUG"), d2 = count_in(l2, "portaudio-DEBUG");
+  CHECK(n2 == n1 && d2 > d1,
+        "%d lines on stderr after the first try, %d after 1.5 s of tries "
+        "(debug log: %d, %d):\n%s", n1, n2, d1, d2, l2);
+  free(l1);
+  free(l2);
 }
 
 /* ---- type=file: audio files through libav ---- */
@@ -2554,14 +2602,6 @@ static int catches_hup(pid_t pid)
   if (f)
     fclose(f);
   return (mask >> (SIGHUP - 1)) & 1;
-}
-
-static int count_in(const char *text, const char *what)
-{
-  int n = 0;
-  for (const char *p = text; p && (p = strstr(p, what)); p++)
-    n++;
-  return n;
 }
 
 /* Slow, mute and many clients; words in quotes; refused swaps and

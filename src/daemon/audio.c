@@ -23,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef CFD_HAVE_PORTAUDIO
+#include <dlfcn.h>
 #include <portaudio.h>
+#include <stdarg.h>
 #endif
 #ifdef CFD_HAVE_LIBAV
 #include "../cli/apply.h"
@@ -160,10 +162,58 @@ static bool pa_ok(PaError pe, const char *what, GError **err)
   return false;
 }
 
+/* Pa_Initialize probes every host API: ALSA and JACK print what they do
+ * not find (about 60 lines here, none of them PortAudio's error, which
+ * pa_ok reports). A stream that is down tries again every restart-delay,
+ * so from the second initialisation on their messages go to GLib's debug
+ * log (G_MESSAGES_DEBUG=cudafilterd-portaudio) rather than to stderr at
+ * each try. Their hooks are looked up in the process (PortAudio loaded
+ * them, or it was built without them and there is nothing to quiet), so
+ * that the daemon links neither. */
+#define PA_HOST_DOMAIN "cudafilterd-portaudio"
+
+static void alsa_to_debug(const char *file, int line, const char *function,
+                          int err, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *m = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_log(PA_HOST_DOMAIN, G_LOG_LEVEL_DEBUG, "ALSA lib %s:%d:(%s) %s%s%s",
+        file ? file : "?", line, function ? function : "?", m,
+        err ? ": " : "", err ? g_strerror(err < 0 ? -err : err) : "");
+  g_free(m);
+}
+
+static void jack_to_debug(const char *msg)
+{
+  g_log(PA_HOST_DOMAIN, G_LOG_LEVEL_DEBUG, "JACK: %s", msg ? msg : "");
+}
+
+static void quiet_host_apis(void)
+{
+  typedef void (*alsa_handler)(const char *, int, const char *, int,
+                               const char *, ...);
+  typedef int (*alsa_set)(alsa_handler);
+  typedef void (*jack_set)(void (*)(const char *));
+  alsa_set a = (alsa_set)dlsym(RTLD_DEFAULT, "snd_lib_error_set_handler");
+  jack_set je = (jack_set)dlsym(RTLD_DEFAULT, "jack_set_error_function");
+  jack_set ji = (jack_set)dlsym(RTLD_DEFAULT, "jack_set_info_function");
+  if (a)
+    a(alsa_to_debug); /* its status: only "no such handler" */
+  if (je)
+    je(jack_to_debug);
+  if (ji)
+    ji(jack_to_debug);
+}
+
 static bool pa_ref(GError **err)
 {
+  static unsigned inits;
   bool ok = true;
   G_LOCK(pa_lock);
+  if (pa_users == 0 && inits++ == 1)
+    quiet_host_apis();
   if (pa_users == 0)
     ok = pa_ok(Pa_Initialize(), "initialising", err);
   if (ok)
