@@ -348,6 +348,69 @@ static void test_prepared(void **state)
   }
 }
 
+/* A burst of prepared swaps, one per 64-frame chunk on an FFT engine of
+ * latency 1023 (a knob dragged: 16 or more kernel sets in force at once,
+ * then all retired): set_prepared hands every retired set to its p and
+ * grows no list. It freed the sets past the 8 p held, in the engine's
+ * thread, and realloc'ed its lists past 4, 8 and 16 sets in force. */
+static void test_prepared_burst(void **state)
+{
+  (void)state;
+#ifdef CF_RT_EMU
+  const cf_backend be = CF_BACKEND_AUTO;
+#else
+  const cf_backend be = CF_BACKEND_CPU;
+#endif
+  size_t len = 2000, n = 40 * 64 + 8 * 1024;
+  float *h = random_taps(len);
+  cf_kernel *k = NULL;
+  CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
+        cf_last_error());
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.block_size = 1024;
+  cfg.algorithm = CF_ALGO_FFT_UNIFORM;
+  cfg.backend = be;
+  cfg.threads = 1;
+  cf_engine *e = NULL;
+  CHECK(cf_engine_new_audio(&cfg, k, &e) == CF_OK, "engine: %s",
+        cf_last_error());
+  set_case("burst: %s", cf_engine_describe(e));
+  float *x = xalloc(n * sizeof *x), *y = xalloc(n * sizeof *y);
+  ref_rng_fill(&rng, x, n);
+  cf_swap_prep *p[48] = {NULL};
+  size_t pos = 0;
+  for (unsigned i = 0; pos < n; i++) {
+    size_t m = i < 48 ? 64 : n - pos < 1024 ? n - pos : 1024;
+    if (i < 48)
+      CHECK(cf_engine_prepare_swap(e, k, &p[i]) == CF_OK, "prepare_swap: %s",
+            cf_last_error());
+    count_from_here();
+    if (i < 48)
+      CHECK(cf_engine_set_prepared(e, p[i], i % 3 ? 100 : 0) == CF_OK,
+            "set_prepared: %s", cf_last_error());
+#ifdef CF_RT_EMU
+    long got = counted(); /* set_prepared's own: the device queues allocate */
+#endif
+    CHECK(cf_engine_process(e, x + pos, y + pos, m) == CF_OK, "process: %s",
+          cf_last_error());
+#ifndef CF_RT_EMU
+    long got = counted();
+#endif
+    CHECK(got == 0, "%ld allocations or frees at chunk %u (frame %zu)%s", got,
+          i, pos, i < 48 ? ", a prepared swap before it" : "");
+    pos += m;
+  }
+  for (unsigned i = 0; i < 48; i++)
+    cf_swap_prep_free(p[i]);
+  check_output(x, y, n, 1, h, len, cf_engine_latency(e), " after the burst");
+  cf_kernel_free(k);
+  cf_engine_free(e);
+  free(h);
+  free(x);
+  free(y);
+}
+
 /* Video kernel swaps built ahead (video.h, cf_engine_prepare_swap2d) with
  * backend auto on the emulated device (the cudaemu build only: on the CPU
  * backend set_prepared2d is the plain swap, which may allocate, as
@@ -606,6 +669,7 @@ int main(void)
       cmocka_unit_test(test_video),
       cmocka_unit_test(test_host_memory),
       cmocka_unit_test(test_prepared),
+      cmocka_unit_test(test_prepared_burst),
       cmocka_unit_test(test_prepared2d),
   };
 #ifdef RT_NO_COUNT

@@ -192,7 +192,11 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  *     thread: exactly cf_engine_set_kernel(e, kernel, crossfade) at that
  *     moment (the same swap point, the same output up to rounding), but
  *     it replays only the frames since prepare_swap, and frees nothing:
- *     the memory of the kernel sets the swap retires goes into p;
+ *     the memory of the kernel sets the swap retires goes into p (nor
+ *     does it allocate, while at most 64 kernel sets are in
+ *     force at once: a burst of swaps closer together than the latency
+ *     or a crossfade keeps them all; past 64 the engine's lists grow
+ *     once, and sets p cannot hold are freed there);
  *   - cf_swap_prep_free(p) then, in any thread (made or not; not in a
  *     real-time one: it gives memory back). The engine must outlive p.
  * On the CUDA backend prepare_swap builds the new set's device buffers,

@@ -202,8 +202,8 @@ static void fb_drop(cf_engine *e, unsigned keep, const fb_dead *dead)
  * its thread); the stages dropped go to dead (may be NULL). On failure
  * nothing changed but the dropped stages, and owned is still the
  * caller's. Where a prepared swap's kernel fits the ring and the stage
- * array's room (four stages from the start, doubled when a swap needs
- * more), nothing is allocated or freed here. */
+ * array's room (CF_SWAPS_START stages from the start, doubled when a swap
+ * needs more), nothing is allocated or freed here. */
 static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
                             size_t x, const fb_dead *dead)
 {
@@ -213,7 +213,7 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
   if (e->nstage) /* the stages no coming output depends on go */
     fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0), dead);
   if (e->nstage + 1 > e->stage_cap) {
-    unsigned cap = e->stage_cap ? 2 * e->stage_cap : 4;
+    unsigned cap = e->stage_cap ? 2 * e->stage_cap : CF_SWAPS_START;
     cf_fb_stage *st = realloc(e->stage, cap * sizeof *st);
     if (!st)
       return cf_fail(CF_E_NOMEM, "engine: out of memory");
@@ -701,7 +701,7 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
   return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
 }
 
-#define PREP_DEAD 8
+#define PREP_DEAD CF_SWAPS_START
 
 struct cf_swap_prep {
   cf_kernel *k;       /* for a plain swap where the bank cannot serve */

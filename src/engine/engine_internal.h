@@ -171,9 +171,16 @@ typedef struct cf_swaps {
   unsigned n, nretired, cap;
 } cf_swaps;
 
+/* Banks (in force and retired, not yet freed) the list holds before it
+ * grows: a burst of up to this many swaps in force at once, prepared
+ * ones handing every retired bank over (PREP_DEAD), allocates and frees
+ * nothing in the engine's thread (engine.h, cf_engine_set_prepared). */
+#define CF_SWAPS_START 64u
+
 /* The first bank, in force from 0 (l zeroed before). */
 cf_status cf_swaps_init(cf_swaps *l, void *first);
-/* Room for one more bank (the only call that allocates). */
+/* Room for one more bank beside the banks in force and retired (the
+ * only call that allocates). */
 cf_status cf_swaps_reserve(cf_swaps *l);
 /* Move retired banks, oldest first, to dead[*ndead ..] up to cap (a
  * prepared swap takes them to free outside the engine's thread). */

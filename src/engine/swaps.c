@@ -14,9 +14,10 @@ cf_status cf_swaps_init(cf_swaps *l, void *first)
 
 cf_status cf_swaps_reserve(cf_swaps *l)
 {
-  if (l->n < l->cap)
+  /* the retired ones count: cf_swaps_retire moves banks there */
+  if (l->n + l->nretired < l->cap)
     return CF_OK;
-  unsigned cap = l->cap ? 2 * l->cap : 4;
+  unsigned cap = l->cap ? 2 * l->cap : CF_SWAPS_START;
   void **b = realloc(l->bank, cap * sizeof *b);
   if (b)
     l->bank = b;
