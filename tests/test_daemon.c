@@ -2767,8 +2767,42 @@ static void test_control(void **state)
   free(a);
   wait_state(&r, "other", "finished");
   wait_state(&r, "live", "running");
-  /* reloads asked on the socket are in the log, as SIGHUP's */
+  /* a change that restarts other, whose new section and old one both
+   * cannot start (other.wav exists, overwrite = false): it stays, down
+   * with why (it was dropped: gone from status, `restart other` "no
+   * stream named"), and `restart` starts it once the output is gone */
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav  \n"
+           "output = live.wav\nkernel-file = k1.txt\nrealtime = true \n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt\noverwrite = false\n"
+           "block = 512\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "the old section cannot start again") &&
+            strstr(a, "other: down"),
+        "reload where neither section starts: %s", a);
+  free(a);
+  a = ctl(&r, "status other");
+  ost = field(a, "other", "state");
+  CHECK(ost && !strcmp(ost, "down") && field(a, "other", "error") &&
+            strstr(field(a, "other", "error"), "exists"),
+        "status after a reload neither section survived: %s", a);
+  free(a);
+  a = ctl(&r, "restart other");
+  CHECK(!answer_ok(a) && strstr(a, "exists"), "restart: %s", a);
+  free(a);
+  unlink(fixture("other.wav"));
+  a = ctl(&r, "restart other");
+  CHECK(answer_ok(a), "restart once other.wav is gone: %s", a);
+  free(a);
+  wait_state(&r, "other", "finished");
+  /* reloads asked on the socket are in the log, as SIGHUP's; so is a
+   * restart that failed */
   char *log = slurp(r.log, NULL);
+  CHECK(strstr(log, "stream other cannot start (restart)") &&
+            strstr(log, "stream other is down"),
+        "the log: %s", log);
   CHECK(count_in(log, "reloaded") == 3 &&
             strstr(log, "cannot take its new kernel"),
         "the log: %s", log);

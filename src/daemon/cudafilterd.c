@@ -367,6 +367,7 @@ static bool reload(daemon_state *d, GString *report, GError **err)
     if (!s) {
       ok = false;
       g_string_append_printf(report, "%s\n", e->message);
+      char *why = g_strdup(e->message);
       g_clear_error(&e);
       if (old_sc) {
         const char *name = sc->name;
@@ -376,12 +377,24 @@ static bool reload(daemon_state *d, GString *report, GError **err)
                                  : "the old section cannot start again: ",
                                s ? "" : e->message);
         g_clear_error(&e);
-        if (s)
-          g_ptr_array_add(next, s);
-        else
+        if (!s)
           cfd_stream_conf_free(old_sc);
       }
-      cfd_stream_conf_free(sc); /* taken from c: not freed with it */
+      if (!s) {
+        /* kept, down with its new section: status shows why; `restart`,
+         * a later reload (or its restart policy) tries it again */
+        s = g_new0(stream, 1);
+        s->sc = sc;
+        s->down_error = why;
+        s->ended_at = now_s();
+        why = NULL;
+        say("stream %s is down: %s", sc->name, s->down_error);
+        g_string_append_printf(report, "%s: down (status shows why; "
+                               "restart tries it again)\n", sc->name);
+      } else
+        cfd_stream_conf_free(sc); /* taken from c: not freed with it */
+      g_free(why);
+      g_ptr_array_add(next, s);
       continue;
     }
     cfd_stream_conf_free(old_sc);
@@ -535,6 +548,8 @@ static bool cmd_restart(daemon_state *d, char **argv, GString *out,
   }
   GError *e = NULL;
   if (!stream_try(s, &e)) {
+    say("stream %s cannot start (restart), it is down: %s", s->sc->name,
+        e->message);
     g_set_error(err, CFD_ERROR, 0, "%s cannot start, it is down: %s",
                 s->sc->name, e->message);
     g_error_free(e);
