@@ -34,8 +34,8 @@
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
- * while PLAYING blends from the old to the new kernel over `crossfade`,
- * without a click: the file is read, the FFT plans the new kernel needs are
+ * while PLAYING blends from the old to the new kernel over `crossfade`
+ * (its value when the change is made), without a click: the file is read, the FFT plans the new kernel needs are
  * made (measured: up to a second the first time on a machine), and the swap
  * itself is built on the engine's input history (cf_engine_prepare_swap), in
  * the thread that sets the property (g_object_set returns once that is
@@ -166,6 +166,7 @@ typedef struct {
    * kernel change or engine free gives back (object lock) */
   cf_kernel *pending;
   cf_swap_prep *pending_prep, *made;
+  guint64 pending_crossfade; /* `crossfade` when the change was made */
   /* Serialises kernel changes and engine builds and frees: kernel changes
    * read files (libav decoding and resampling: tens of ms) and plan FFTs
    * with the object lock free, since the streaming thread takes it at
@@ -786,8 +787,8 @@ static void apply_kernel_change(GstCudaFir *self)
   cf_swap_prep *p = self->pending_prep;
   self->pending = NULL;
   self->pending_prep = NULL;
-  guint64 xf = gst_util_uint64_scale_int_round(self->crossfade, self->rate,
-                                               GST_SECOND);
+  guint64 xf = gst_util_uint64_scale_int_round(self->pending_crossfade,
+                                               self->rate, GST_SECOND);
   GST_OBJECT_UNLOCK(self);
   if (!k && !p)
     return;
@@ -1460,6 +1461,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
       self->pending_prep = g_steal_pointer(&prep);
     else
       self->pending = g_steal_pointer(&k);
+    self->pending_crossfade = self->crossfade;
   } else if (ok) {
     update_shape(self, k);
   }

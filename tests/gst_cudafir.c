@@ -1719,7 +1719,8 @@ static gpointer push_thread(gpointer data)
 /* kernel-file set while PLAYING, its file slow to read (held at open):
  * buffers keep flowing with the old kernel meanwhile (the streaming
  * thread never waits for a file), and once it is read the new kernel
- * crossfades in at the next buffer, exactly. */
+ * crossfades in at the next buffer, exactly, over the crossfade set when
+ * the change was made. */
 static void test_file_load_off_thread(void **state)
 {
   (void)state;
@@ -1767,6 +1768,13 @@ static void test_file_load_off_thread(void **state)
         "buffers pushed while kernel-file was being read did not "
         "get through within 10 s: the streaming thread waited for the file");
   CHECK(pj.ret == GST_FLOW_OK, "push 2: %s", gst_flow_get_name(pj.ret));
+  /* a crossfade set after the change is for the next one: this one
+   * blends over the value it was made with (cudafilterd's swap-kernel
+   * sets its own and puts the element's back at once) */
+  g_object_set(h->element, "crossfade",
+               (guint64)gst_util_uint64_scale_int(xf + 1000, GST_SECOND,
+                                                  (gint)rate),
+               NULL);
 
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, n1 + n2, n3, ch, rate, 0,
                     FALSE) == GST_FLOW_OK,

@@ -1659,6 +1659,76 @@ static void test_file_streams(void **state)
  * the engine's crossfade from the frame the daemon reports; SIGTERM then
  * ends the next run where its input stands, with the output finished and
  * equal to the reference so far. */
+/* A change a file stream can no longer take: realtime, 2048 frames at
+ * 2 kHz, read in a few chunks (libav's packets; each paced to its end).
+ * A `set` once every frame is through the engine, while the last chunk is
+ * paced, comes after the last block that could take it: it was answered
+ * ok and never made (swaps stayed as they were, status showed the new
+ * gain, the output had the old one), now refused as ended. One sent
+ * earlier is answered once taken. A swap-kernel's crossfade is that
+ * swap's: the stream's stays. */
+static void test_file_late_change(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 2000;
+  size_t frames = 2048;
+  char in[600], out[600], conf[600], k2p[600];
+  snprintf(in, sizeof in, "%s", fixture("late-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("late-out.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("late.conf"));
+  snprintf(k2p, sizeof k2p, "%s", fixture("late-k2.txt"));
+  write_text(k2p, "0.25\n");
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  write_wav(in, W_F32, rate, 1, x, frames);
+  unlink(out);
+  write_text(conf,
+             "[stream f]\ntype = file\ninput = %s\noutput = %s\n"
+             "backend = cpu\nkernel = 1\ncrossfade = 0.5\nrealtime = true\n",
+             in, out);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_for(&r, "f", "frames", 1);
+  double f0 = status_num(&r, "f", "frames");
+  CHECK(f0 < (double)frames, "read in one chunk (%.0f frames): no time to "
+        "change", f0);
+  char *a = ctl(&r, "swap-kernel f %s 0.001", k2p);
+  CHECK(answer_ok(a), "swap-kernel after %.0f frames: %s", f0, a);
+  free(a);
+  CHECK(status_num(&r, "f", "swaps") == 1,
+        "swap-kernel answered before a block took it");
+  CHECK(status_num(&r, "f", "crossfade") == 0.5,
+        "swap-kernel's crossfade stayed the stream's");
+  double S = status_num(&r, "f", "last-swap-frame");
+  wait_for(&r, "f", "frames", (double)frames);
+  a = ctl(&r, "set f gain -6");
+  CHECK(!answer_ok(a) && strstr(a, "ended"),
+        "set after the last block: %s", a);
+  free(a);
+  wait_state(&r, "f", "finished");
+  a = ctl(&r, "status f");
+  const char *g = field(a, "f", "gain"); /* field's buffer is one */
+  CHECK(g && !strcmp(g, "0"), "gain after the refused change: %s", a);
+  const char *sw = field(a, "f", "swaps");
+  CHECK(sw && !strcmp(sw, "1"), "swaps after the refused change: %s", a);
+  free(a);
+  stop_daemon(&r);
+  /* the output: the swap at S over 2 frames (0.001 s), the gain never */
+  double *want = xalloc(sizeof(double) * frames);
+  for (size_t n = 0; n < frames; n++) {
+    double w = (double)n < S ? 0 : (double)n < S + 2 ? (n - S + 1) / 3 : 1;
+    want[n] = (1 - w) * x[n] + w * 0.25 * x[n];
+  }
+  check_wav(out, want, frames, 1, rate);
+  free(want);
+  free(x);
+}
+
 static void test_file_live(void **state)
 {
   (void)state;
@@ -2940,6 +3010,7 @@ int main(void)
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
+      cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
       cmocka_unit_test_teardown(test_file_video, kill_left),
       cmocka_unit_test_teardown(test_file_video_live, kill_left),

@@ -636,8 +636,13 @@ static gpointer file_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_audio(&o, a->tmp, &h, &a->res);
   apply_capture(NULL, 0);
-  char wrote[64];
-  snprintf(wrote, sizeof wrote, "%.2f s", (double)a->res.frames_out / sc->rate);
+  char wrote[160];
+  int w = snprintf(wrote, sizeof wrote, "%.2f s",
+                   (double)a->res.frames_out / sc->rate);
+  if (a->res.clipped && w > 0 && (size_t)w < sizeof wrote)
+    snprintf(wrote + w, sizeof wrote - (size_t)w,
+             ", %" G_GUINT64_FORMAT " samples clipped (peak %+.2f dBFS)",
+             (guint64)a->res.clipped, 20 * log10(a->res.peak));
   file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
@@ -1076,6 +1081,33 @@ void cfd_audio_status(cfd_audio *a, GString *out)
                            cf_status_name((cf_status)err));
 }
 
+/* A file stream's thread takes a change handed over at its next block
+ * (frame): one that came after its last block would never be taken, yet
+ * be reported made. Wait (2 s at most: a stream that slow takes it later)
+ * until the thread takes it or ends: true if it ended with the change
+ * still there, for the caller to take back. */
+static bool file_ended_before(cfd_audio *a, bool video)
+{
+  for (int i = 0; i < 2000; i++) {
+    if (!(video ? atomic_load(&a->pending2d) != NULL
+                : atomic_load(&a->prep) != NULL))
+      return false;
+    if (cfd_audio_ended(a))
+      return true;
+    g_usleep(1000);
+  }
+  return false;
+}
+
+static void not_taken(cfd_audio *a, GError **err)
+{
+  g_set_error(err, CFD_ERROR, 0,
+              "the file stream ended (%s) before its next block took the "
+              "change, which is not made; `restart` (or a reload with a new "
+              "kernel) runs it again",
+              file_state_names[atomic_load(&a->state)]);
+}
+
 /* A video file stream takes k at its next frame (replacing one not taken
  * yet); ownership passes. */
 static bool video_handover(cfd_audio *a, cf_kernel2d *k, GError **err)
@@ -1096,6 +1128,14 @@ static bool video_handover(cfd_audio *a, cf_kernel2d *k, GError **err)
     return false;
   }
   cf_kernel2d_free(atomic_exchange(&a->pending2d, k));
+  cf_kernel2d *back = file_ended_before(a, true)
+                          ? atomic_exchange(&a->pending2d, NULL)
+                          : NULL;
+  if (back) { /* else it was taken just before the end */
+    cf_kernel2d_free(back);
+    not_taken(a, err);
+    return false;
+  }
   return true;
 }
 
@@ -1127,6 +1167,14 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   atomic_store(&a->pending_crossfade, crossfade);
   /* a swap the callback has not taken yet is replaced */
   cf_swap_prep_free(atomic_exchange(&a->prep, p));
+  cf_swap_prep *back = a->file && file_ended_before(a, false)
+                           ? atomic_exchange(&a->prep, NULL)
+                           : NULL;
+  if (back) {
+    cf_swap_prep_free(back);
+    not_taken(a, err);
+    return false;
+  }
   return true;
 }
 
@@ -1326,8 +1374,9 @@ bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
   if (crossfade >= 0)
     a->sc->crossfade = crossfade;
   bool ok = cfd_audio_set(a, "kernel-file", file, err);
-  if (!ok) /* a refused swap changes nothing */
-    a->sc->crossfade = was;
+  /* the crossfade given is this swap's (handed over with it), not the
+   * stream's from now on; a refused swap changes nothing */
+  a->sc->crossfade = was;
   return ok;
 }
 

@@ -466,7 +466,10 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
   char *now = NULL;
   g_object_get(p->filter, "kernel-file", &now, NULL);
   bool ok = now && !strcmp(now, file);
-  if (!ok && crossfade >= 0) /* a refused swap changes nothing */
+  /* the crossfade given is this swap's (cudafir keeps the value a change
+   * is made with), not the element's from now on; a refused swap changes
+   * nothing */
+  if (crossfade >= 0)
     g_object_set(p->filter, "crossfade", was_xf, NULL);
   if (!ok)
     g_set_error(err, CFD_ERROR, 0,
