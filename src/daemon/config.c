@@ -309,6 +309,15 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
   g_free(out);
   if (!strcmp(sc->input, sc->output))
     return bad(r, "output", "is the input; write to another file");
+  if (!strstr(sc->output, "://")) { /* a file (not a URL): its folder */
+    char *folder = g_path_get_dirname(sc->output);
+    bool there = g_file_test(folder, G_FILE_TEST_IS_DIR);
+    if (!there)
+      bad(r, "output", "its folder %s does not exist", folder);
+    g_free(folder);
+    if (!there)
+      return false;
+  }
   if (!get_bool(r, "realtime", false, &sc->realtime) ||
       !get_bool(r, "overwrite", true, &sc->overwrite))
     return false;
@@ -394,8 +403,8 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
   if ((!is_file &&
        (!get_uint(r, "rate", 1000, 768000, 48000, &sc->rate) ||
         !get_uint(r, "channels", 1, CF_MAX_CHANNELS, 2, &sc->channels))) ||
-      !get_uint(r, "block", 1, is_file ? 1u << 20 : 16384, is_file ? 4096 : 256,
-                &sc->block) ||
+      !get_uint(r, "block", 1, is_file ? CF_AUDIO_MAX_BLOCK : 16384,
+                is_file ? 4096 : 256, &sc->block) ||
       !get_uint(r, "pipeline-depth", 0, CF_AUDIO_MAX_DEPTH, 0,
                 &sc->pipeline_depth) ||
       !read_engine(r, sc) || !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
@@ -558,6 +567,22 @@ static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
     if (st != CF_OK)
       return bad(r, "components", "%s (the input is filtered as %s)", why,
                  cf_pixel_format_name(sc->pixfmt));
+  }
+  if (sc->algo2d == CF_ALGO2D_SEPARABLE) {
+    /* a kernel that is not rank 1: the engine, made as at the start (on
+     * the CPU: the refusal is the same everywhere), says so */
+    cf_video_config vc;
+    cf_video_config_init(&vc);
+    vc.width = sc->width;
+    vc.height = sc->height;
+    vc.format = sc->pixfmt;
+    vc.algorithm = CF_ALGO2D_SEPARABLE;
+    vc.backend = CF_BACKEND_CPU;
+    vc.threads = 1;
+    cf_engine *probe = NULL;
+    if (cf_engine_new_video(&vc, sc->kernel2d, &probe) != CF_OK)
+      return bad(r, "algorithm", "%s", cf_last_error());
+    cf_engine_free(probe);
   }
   return true;
 }

@@ -1021,6 +1021,20 @@ int main(int argc, char **argv)
     return 2;
   }
   if (check) {
+    /* what a start refuses that a reload need not (a finished stream's
+     * output is there then) */
+    for (guint i = 0; i < c->streams->len; i++) {
+      const cfd_stream_conf *sc = c->streams->pdata[i];
+      if (sc->type == CFD_FILE && !sc->overwrite &&
+          g_file_test(sc->output, G_FILE_TEST_IS_REGULAR)) {
+        fprintf(stderr,
+                "cudafilterd: %s: [stream %s] output: %s exists "
+                "(overwrite = false keeps it): the stream would not start\n",
+                cfg_path, sc->name, sc->output);
+        cfd_config_free(c);
+        return 2;
+      }
+    }
     printf("%s: %u stream%s, ok\n", cfg_path, c->streams->len,
            c->streams->len == 1 ? "" : "s");
     cfd_config_free(c);

@@ -31,32 +31,68 @@ bool cfd_pipeline_available(const char **why)
   return true;
 }
 
+static bool is_ours(GstElement *el)
+{
+  GstElementFactory *f = gst_element_get_factory(el);
+  const char *n = f ? GST_OBJECT_NAME(f) : "";
+  return !strcmp(n, "cudafir") || !strcmp(n, "cudaconvolve");
+}
+
+/* A message's debug text (where it arose, and for our elements why) as
+ * " (TEXT)" on the log line: its line breaks become "; ". */
+static char *detail(const char *dbg)
+{
+  if (!dbg || !*dbg)
+    return g_strdup("");
+  char *t = g_strdup(dbg);
+  g_strstrip(t);
+  GString *o = g_string_new(" (");
+  for (const char *c = t; *c; c++)
+    if (*c == '\n')
+      g_string_append(o, "; ");
+    else
+      g_string_append_c(o, *c);
+  g_free(t);
+  g_string_append_c(o, ')');
+  return g_string_free(o, FALSE);
+}
+
 static gboolean on_bus(GstBus *bus, GstMessage *m, gpointer user)
 {
   cfd_pipeline *p = user;
   (void)bus;
-  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR && !p->error) {
+  GstMessageType type = GST_MESSAGE_TYPE(m);
+  if ((type == GST_MESSAGE_ERROR && !p->error) ||
+      type == GST_MESSAGE_WARNING) {
     GError *e = NULL;
     char *dbg = NULL;
-    gst_message_parse_error(m, &e, &dbg);
-    p->error = g_strdup_printf("%s: %s", GST_OBJECT_NAME(m->src),
-                               e ? e->message : "error");
-    g_printerr("cudafilterd: stream %s stopped: %s%s%s\n", p->name, p->error,
-               dbg ? " (" : "", dbg ? dbg : "");
-    if (dbg)
-      g_printerr(")\n");
+    if (type == GST_MESSAGE_ERROR)
+      gst_message_parse_error(m, &e, &dbg);
+    else
+      gst_message_parse_warning(m, &e, &dbg);
+    char *more = detail(dbg);
+    if (type == GST_MESSAGE_ERROR) {
+      /* our elements give why after the debug text's first line */
+      const char *why = dbg && strchr(dbg, '\n') && GST_IS_ELEMENT(m->src) &&
+                                is_ours(GST_ELEMENT(m->src))
+                            ? strchr(dbg, '\n') + 1
+                            : NULL;
+      p->error = g_strdup_printf("%s: %s%s%s", GST_OBJECT_NAME(m->src),
+                                 e ? e->message : "error", why ? ": " : "",
+                                 why ? why : "");
+      g_printerr("cudafilterd: stream %s stopped: %s%s\n", p->name, p->error,
+                 more);
+      gst_element_set_state(p->pipe, GST_STATE_NULL);
+    } else {
+      g_printerr("cudafilterd: stream %s: warning from %s: %s%s\n", p->name,
+                 GST_OBJECT_NAME(m->src), e ? e->message : "?", more);
+    }
+    g_free(more);
     g_clear_error(&e);
     g_free(dbg);
-    gst_element_set_state(p->pipe, GST_STATE_NULL);
-  } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS) {
+  } else if (type == GST_MESSAGE_EOS) {
     p->eos = true;
     gst_element_set_state(p->pipe, GST_STATE_NULL);
-  } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) {
-    GError *e = NULL;
-    gst_message_parse_warning(m, &e, NULL);
-    g_printerr("cudafilterd: stream %s: warning from %s: %s\n", p->name,
-               GST_OBJECT_NAME(m->src), e ? e->message : "?");
-    g_clear_error(&e);
   }
   return G_SOURCE_CONTINUE;
 }
@@ -82,13 +118,6 @@ static GstPadProbeReturn probe_out(GstPad *pad, GstPadProbeInfo *info,
                         memory_order_relaxed);
   atomic_store_explicit(&p->proc_n, i + 1, memory_order_release);
   return GST_PAD_PROBE_OK;
-}
-
-static bool is_ours(GstElement *el)
-{
-  GstElementFactory *f = gst_element_get_factory(el);
-  const char *n = f ? GST_OBJECT_NAME(f) : "";
-  return !strcmp(n, "cudafir") || !strcmp(n, "cudaconvolve");
 }
 
 /* The configured filter, else the one cudafir/cudaconvolve. */
@@ -168,9 +197,31 @@ static GstElement *build(const cfd_stream_conf *sc, GError **err)
   return pipe;
 }
 
+/* Our elements' g_warning while a check builds the pipeline: a property
+ * value they refuse, or a kernel file that does not load (which they
+ * keep, to fail negotiation at start). Printed as usual too. */
+static void catch_warning(const gchar *domain, GLogLevelFlags level,
+                          const gchar *msg, gpointer user)
+{
+  GString *w = user;
+  if ((level & G_LOG_LEVEL_WARNING) && domain &&
+      g_str_has_prefix(domain, "cuda") && !w->len)
+    g_string_append(w, msg);
+  g_log_default_handler(domain, level, msg, NULL);
+}
+
 bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
 {
+  GString *warned = g_string_new(NULL);
+  GLogFunc was = g_log_set_default_handler(catch_warning, warned);
   GstElement *pipe = build(sc, err);
+  g_log_set_default_handler(was, NULL);
+  if (pipe && warned->len) {
+    g_set_error(err, CFD_ERROR, 0, "%s", warned->str);
+    gst_object_unref(gst_object_ref_sink(pipe));
+    pipe = NULL;
+  }
+  g_string_free(warned, TRUE);
   if (!pipe)
     return false;
   gst_object_ref_sink(pipe);
