@@ -768,7 +768,7 @@ static void test_bad_config(void **state)
       {"[deamon]\n", "unknown section"},
       /* GKeyFile passes over these: they must not be taken as absent */
       {"[stream a]\ntype = audio\nkernel = 1\ngain = -6 \xe9\n",
-       "[stream a] gain: not UTF-8 text"},
+       "bad.conf:4: [stream a] gain: not UTF-8 text"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain[de] = -6\n",
        "bad.conf:4: [stream a] gain[de]: a key for one language"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain = 0x10\n",

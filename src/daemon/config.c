@@ -834,6 +834,17 @@ cfd_config *cfd_config_load(const char *path, GError **err)
       g_free(key);
       continue;
     }
+    if (!g_utf8_validate(eq + 1, -1, NULL)) {
+      /* GKeyFile would hand it out as absent (all_text says so too, but
+       * without the line) */
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s:%u: %s %s: not UTF-8 text (a path in another "
+                  "encoding?)",
+                  path, i + 1, section, key);
+      dup = true;
+      g_free(key);
+      continue;
+    }
     guint first = GPOINTER_TO_UINT(g_hash_table_lookup(given, key));
     if (first) {
       g_set_error(err, CFD_ERROR, 0,
