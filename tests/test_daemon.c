@@ -844,6 +844,22 @@ static void test_bad_config(void **state)
                   "cudaconvolve kernel-file=/nonexistent/k.npy ! fakesink\n",
                   "pipeline: cudaconvolve0: kernel-file: /nonexistent/k.npy");
   }
+  /* a relative path in a pipeline line is relative to the config, as
+   * every path there (the daemon runs in the config's folder): it was
+   * the working folder's, here "/" */
+  if (have_gst) {
+    write_text(fixture("rel3.txt"), "0 1 0\n1 -4 1\n0 1 0\n");
+    write_text(fixture("rel.conf"),
+               "[stream p]\ntype = pipeline\npipeline = videotestsrc ! "
+               "cudaconvolve kernel-file=rel3.txt ! fakesink\n");
+    snprintf(cmd, sizeof cmd, "cd / && %s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("rel.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a pipeline's kernel-file beside the config, from /: %s", msg);
+    free(msg);
+  }
   /* a line that is not a key file's names its number */
   for (int k = 0; k < 4; k++) {
     static const char *const good[] = {"# a comment",  "",  "  ", "#",

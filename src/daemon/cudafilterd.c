@@ -997,6 +997,21 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  /* The config's folder is the daemon's: a relative path in a pipeline
+   * line (GStreamer's own, out of the config's sight) is then relative to
+   * the config, as every other path in it. The paths given here are
+   * taken from where the daemon was started. */
+  const char *cfg_name = cfg_path;
+  g_autofree char *cfg_abs = g_canonicalize_filename(cfg_path, NULL);
+  g_autofree char *sock_abs = sock ? g_canonicalize_filename(sock, NULL) : NULL;
+  g_autofree char *cfg_dir = g_path_get_dirname(cfg_abs);
+  cfg_path = cfg_abs;
+  sock = sock_abs;
+  if (chdir(cfg_dir) != 0) {
+    say("%s: cannot enter its folder %s: %s", cfg_name, cfg_dir,
+        g_strerror(errno));
+    return 2;
+  }
   daemon_state d = {0};
   if (!check) {
     /* from the start: a signal while the kernels load (a reload the
@@ -1035,7 +1050,7 @@ int main(int argc, char **argv)
         return 2;
       }
     }
-    printf("%s: %u stream%s, ok\n", cfg_path, c->streams->len,
+    printf("%s: %u stream%s, ok\n", cfg_name, c->streams->len,
            c->streams->len == 1 ? "" : "s");
     cfd_config_free(c);
     return 0;
