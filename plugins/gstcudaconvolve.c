@@ -26,8 +26,10 @@
  * temporal history restarts), as does a caps change; the frames the old
  * engine holds are pushed out first. backend=cuda set while streaming
  * where no device is usable is refused at once (a g_warning, as below:
- * the property keeps its value). A rebuild the engine refuses (a
- * device-id that does not exist, components the format lacks) is an
+ * the property keeps its value), and so are components the stream's
+ * format lacks where upstream offers no format that has them (with an
+ * element warning too). A rebuild the engine refuses (a device-id that
+ * does not exist, components the format negotiated then lacks) is an
  * element warning: the engine before
  * goes on, and the settings it needed go back to its values (notified),
  * so that they describe the engine running and the next change builds on
@@ -2248,31 +2250,43 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     /* Components the stream's format lacks: where upstream can give a
      * format they fit, it is asked (a reconfigure event), and the frames
      * still on their way go through the engine before (await_caps); where
-     * it cannot, the next frame reports them. */
+     * it cannot, they are refused now (the property keeps its value),
+     * rather than taken and put back at the next frame, after
+     * g_object_set (and a cudafilterd `set`) had returned. */
     GST_OBJECT_LOCK(self);
-    g_free(self->components);
-    self->components = g_strdup(s);
-    self->config_serial++;
-    gboolean unfit =
-        self->stream_format != GST_VIDEO_FORMAT_UNKNOWN &&
-        !components_fit(s, gst_video_format_to_string(self->stream_format));
-    self->await_caps = unfit ? AWAIT_CAPS_FRAMES : 0;
+    GstVideoFormat fmt = self->stream_format;
     GST_OBJECT_UNLOCK(self);
+    gboolean unfit = fmt != GST_VIDEO_FORMAT_UNKNOWN &&
+                     !components_fit(s, gst_video_format_to_string(fmt));
     if (unfit) {
       GstCaps *cur =
           gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
       gboolean ask = cur && upstream_can_fit(self, s, cur);
       if (cur)
         gst_caps_unref(cur);
-      if (ask) {
-        gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
-      } else {
-        GST_OBJECT_LOCK(self);
-        if (!g_strcmp0(self->components, s))
-          self->await_caps = 0;
-        GST_OBJECT_UNLOCK(self);
+      if (!ask) {
+        gchar *why = g_strdup_printf("'%s': the stream's %s lacks them and "
+                                     "upstream offers no format that has "
+                                     "them; the components stay as they are",
+                                     s, gst_video_format_to_string(fmt));
+        REFUSE(self, "components", "%s", why);
+        /* the stream's, not the value's alone: an application hears of
+         * it on the bus too */
+        GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                            ("cudaconvolve refused components=%s", s),
+                            ("%s", why));
+        g_free(why);
+        return;
       }
     }
+    GST_OBJECT_LOCK(self);
+    g_free(self->components);
+    self->components = g_strdup(s);
+    self->config_serial++;
+    self->await_caps = unfit ? AWAIT_CAPS_FRAMES : 0;
+    GST_OBJECT_UNLOCK(self);
+    if (unfit)
+      gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
     return;
   }
   default: break;

@@ -946,6 +946,8 @@ static void test_pipelines_reload(void **state)
       /* values the element itself refuses (it keeps its own) */
       {"set a f.components xyz", "refused components = xyz and keeps"},
       {"set a f.components r,u", "keeps all"},
+      /* GRAY8 has no chroma, and upstream offers nothing else */
+      {"set a f.components chroma", "refused components = chroma and keeps"},
       {"set a nosuch.size 3", "no element named 'nosuch'"},
       {"set zz size 3", "no stream named 'zz'"},
       {"set a size", "usage"},
