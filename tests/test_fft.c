@@ -14,12 +14,14 @@
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cudafilter/engine.h>
@@ -184,6 +186,149 @@ static void test_estimate_setting(void **state)
   const cf_fft *q = get(1, n, CF_FFT_QUICK);
   unsetenv("CF_FFT_PLANNING");
   CHECK(m == q && !cf_fft_hasty(m), "estimate setting: two plans, or hasty");
+}
+
+/* More sizes than the cache once held (512: then every new size failed,
+ * "FFT plan cache full", for the rest of the process). */
+#define MANY_SIZES 1300
+
+typedef struct many_sizes {
+  size_t rows[MANY_SIZES], n[MANY_SIZES];
+  const cf_fft *f[MANY_SIZES];
+  _Atomic size_t published; /* f[0, published) are set */
+  _Atomic int stop;
+  _Atomic size_t lookups, wrong;
+} many_sizes;
+
+typedef struct many_reader_arg {
+  many_sizes *m;
+  uint64_t seed;
+} many_reader_arg;
+
+/* Looks up sizes already planned while another thread plans more. */
+static void *many_reader(void *arg)
+{
+  many_reader_arg *a = arg;
+  many_sizes *m = a->m;
+  ref_rng r;
+  ref_rng_init(&r, a->seed);
+  while (!atomic_load(&m->stop)) {
+    size_t k = atomic_load_explicit(&m->published, memory_order_acquire);
+    if (k == 0)
+      continue;
+    size_t j = (size_t)(ref_rng_u64(&r) % k);
+    const cf_fft *f = NULL;
+    cf_status s = m->rows[j] == 1
+                      ? cf_fft_get(m->n[j], CF_FFT_QUICK, &f)
+                      : cf_fft2_get(m->rows[j], m->n[j], CF_FFT_QUICK, &f);
+    if (s != CF_OK || f != m->f[j])
+      atomic_fetch_add(&m->wrong, 1);
+    atomic_fetch_add_explicit(&m->lookups, 1, memory_order_relaxed);
+  }
+  return NULL;
+}
+
+static double now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* MANY_SIZES distinct sizes (1D, every tenth 2D) all plan and compute the
+ * DFT; a size planned early keeps its plan (the same pointer) while the
+ * cache grows; two threads looking up planned sizes while this one plans
+ * always find the very plan, and keep finding them while this thread
+ * holds the planner's lock (lookups take no lock). Estimated plans
+ * (CF_FFT_PLANNING=estimate): a second or so. */
+static void test_many_sizes(void **state)
+{
+  (void)state;
+  many_sizes *m = xalloc(sizeof *m);
+  /* Sizes above what the other cases draw, 7-smooth as the engines' (a
+   * size with a large prime factor takes milliseconds to estimate): 1D
+   * 2402..20000 (186), then 2D rows 41..512 (80) x 2, 4, ..., 28 */
+  size_t k = 0;
+  for (size_t n = 2402; n <= 20000; n = cf_fft_smooth(n + 2))
+    if (n % 2 == 0)
+      m->rows[k] = 1, m->n[k++] = n;
+  for (size_t n = 2; k < MANY_SIZES; n += 2)
+    for (size_t rows = 41; rows <= 512 && k < MANY_SIZES;
+         rows = cf_fft_smooth(rows + 1))
+      m->rows[k] = rows, m->n[k++] = n;
+  setenv("CF_FFT_PLANNING", "estimate", 1);
+  pthread_t th[2];
+  many_reader_arg args[2];
+  for (int t = 0; t < 2; t++) {
+    args[t] = (many_reader_arg){m, check_seed + 10 + (uint64_t)t};
+    CHECK(pthread_create(&th[t], NULL, many_reader, &args[t]) == 0,
+          "pthread_create");
+  }
+  size_t failed = MANY_SIZES;
+  cf_status fs = CF_OK;
+  char msg[512] = "";
+  size_t locked_lookups = 0;
+  for (k = 0; k < MANY_SIZES; k++) {
+    const cf_fft *f = NULL;
+    fs = m->rows[k] == 1 ? cf_fft_get(m->n[k], CF_FFT_MEASURE, &f)
+                         : cf_fft2_get(m->rows[k], m->n[k], CF_FFT_MEASURE, &f);
+    if (fs != CF_OK || !f) {
+      failed = k;
+      snprintf(msg, sizeof msg, "%s", fft_error);
+      break;
+    }
+    m->f[k] = f;
+    atomic_store_explicit(&m->published, k + 1, memory_order_release);
+    if (k == MANY_SIZES / 2) { /* readers must not wait on the planner */
+      cf_fft_planner_lock();
+      size_t l0 = atomic_load(&m->lookups);
+      double t0 = now_s();
+      while (atomic_load(&m->lookups) < l0 + 1000 && now_s() - t0 < 5)
+        ;
+      locked_lookups = atomic_load(&m->lookups) - l0;
+      cf_fft_planner_unlock();
+    }
+  }
+  atomic_store(&m->stop, 1);
+  for (int t = 0; t < 2; t++)
+    pthread_join(th[t], NULL);
+  unsetenv("CF_FFT_PLANNING");
+  set_case("size %zu of %d", failed, MANY_SIZES);
+  CHECK(failed == MANY_SIZES, "%zux%zu: %s (%s)", m->rows[failed],
+        m->n[failed], cf_status_name(fs), msg);
+  CHECK(atomic_load(&m->wrong) == 0,
+        "%zu of %zu concurrent lookups failed or found another plan",
+        atomic_load(&m->wrong), atomic_load(&m->lookups));
+  CHECK(locked_lookups >= 1000,
+        "%zu lookups in 5 s while the planner's lock was held",
+        locked_lookups);
+  for (k = 0; k < MANY_SIZES; k++) {
+    set_case("%zux%zu (size %zu)", m->rows[k], m->n[k], k);
+    CHECK(get(m->rows[k], m->n[k], CF_FFT_MEASURE) == m->f[k] &&
+              get(m->rows[k], m->n[k], CF_FFT_QUICK) == m->f[k],
+          "a planned size has another plan now");
+  }
+  /* Against the naive DFT: in each third of the sizes, the first and the
+   * last it can afford and a random one. */
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 12);
+  for (size_t part = 0; part < 3; part++) {
+    size_t lo = part * MANY_SIZES / 3, hi = (part + 1) * MANY_SIZES / 3 - 1;
+    size_t pick[3] = {lo, hi, ref_rng_range(&r, lo, hi)};
+    for (int i = 0; i < 3; i++) {
+      for (int tries = 0; tries < 1000; tries++) {
+        k = pick[i];
+        size_t count = m->rows[k] * m->n[k];
+        if (count * m->rows[k] * (m->n[k] / 2 + 1) <= 15000000)
+          break;
+        pick[i] = i == 0 ? k + 1 : i == 1 ? k - 1 : ref_rng_range(&r, lo, hi);
+      }
+      k = pick[i];
+      set_case("%zux%zu (size %zu)", m->rows[k], m->n[k], k);
+      check_transform(m->f[k], m->rows[k], m->n[k], &r);
+    }
+  }
+  free(m);
 }
 
 static int described_hasty(const cf_engine *e)
@@ -502,6 +647,7 @@ int main(void)
       cmocka_unit_test(test_measure_then_quick),
       cmocka_unit_test(test_quick_from_wisdom),
       cmocka_unit_test(test_estimate_setting),
+      cmocka_unit_test(test_many_sizes),
   };
   check_filter_from_env();
   return cmocka_run_group_tests_name("fft", tests, NULL, NULL);

@@ -87,6 +87,15 @@ typedef struct cf_audio_config {
 /* Longest crossfade a kernel swap takes, in frames (2^40: over 260 days
  * at 48 kHz, a minute at any rate GStreamer can carry). */
 #define CF_AUDIO_MAX_CROSSFADE ((size_t)1 << 40)
+/* FFT plans on the CPU (audio FFT paths, video FFT tiles, the CPU side of
+ * backend auto) are made once per distinct FFT size and kept, shared, for
+ * the life of the process: at most this many sizes. A call that needs a
+ * size new to a process that has planned as many (engine and video engine
+ * creation, set_kernel*, prepare_*) fails with CF_E_NOMEM. There are only
+ * ~2000 1D sizes the engines use up to 2^24; a plan pair holds ~2-3
+ * floats per point of a 1D size (~1 MB at 131072) or ~5 per row and
+ * column of a 2D tile, plus 10-30 KB (32768 1080p tiles: ~1.6 GB). */
+#define CF_FFT_MAX_SIZES 32768u
 
 /* Fill cfg with the defaults above (channels = 1).
  *

@@ -11,7 +11,16 @@
  * this process), else FFTW_ESTIMATE's, made in well under a millisecond.
  * Such a plan is kept beside the measured one a later CF_FFT_MEASURE
  * request makes: entries never change once made, so a plan in use is
- * never replaced under a convolver. */
+ * never replaced under a convolver.
+ *
+ * The cache grows in segments of SEG_SIZES entries allocated as needed,
+ * so entries never move, up to CF_FFT_MAX_SIZES (engine.h) sizes in all;
+ * past that a new size is refused with CF_E_NOMEM. A plan pair holds
+ * about 2-3 floats per point of a 1D size (~1 MB at 131072) or ~5 per
+ * row and column of a 2D one, plus 10-30 KB of FFTW's structures; an
+ * entry here is 40 bytes. Only ~2000 even 7-smooth 1D sizes exist up to
+ * 2^24, so the bound matters for 2D tiles: at 1080p tiles, ~50 KB each,
+ * 32768 sizes would hold ~1.6 GB. */
 #include "fft.h"
 
 #include <fftw3.h>
@@ -24,6 +33,7 @@
 #include <unistd.h>
 
 #include "../engine/error_internal.h"
+#include "cudafilter/engine.h"
 
 struct cf_fft {
   size_t rows, n; /* rows = 1: a 1D transform */
@@ -31,15 +41,27 @@ struct cf_fft {
   int hasty; /* FFTW_ESTIMATE where FFTW_MEASURE was asked for */
 };
 
-#define MAX_SIZES 512
+#define SEG_SIZES 512
+#define MAX_SEGS (CF_FFT_MAX_SIZES / SEG_SIZES)
+_Static_assert(CF_FFT_MAX_SIZES % SEG_SIZES == 0, "whole segments");
 
 /* The lock serialises FFTW's planner and the cache's growth. Entries
  * [0, cached) are complete and never change: finding one takes no lock,
  * so a swap that needs only sizes already planned never waits for another
- * thread's planning (an engine being built, cf_engine_prepare_kernel). */
+ * thread's planning (an engine being built, cf_engine_prepare_kernel).
+ * Entry i is seg[i / SEG_SIZES][i % SEG_SIZES]; a segment is allocated
+ * (under the lock) and its pointer stored before any of its entries is
+ * published by the release store of `cached`, so a reader that acquired
+ * `cached` sees the segments of [0, cached). Segments are never freed. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_fft cache[MAX_SIZES];
+static cf_fft *_Atomic seg[MAX_SEGS];
 static _Atomic size_t cached;
+
+static cf_fft *entry(size_t i)
+{
+  cf_fft *s = atomic_load_explicit(&seg[i / SEG_SIZES], memory_order_acquire);
+  return &s[i % SEG_SIZES];
+}
 
 void cf_fft_planner_lock(void)
 {
@@ -191,10 +213,14 @@ out:
 static size_t find(size_t m, size_t rows, size_t n, cf_fft_mode mode)
 {
   size_t i = m;
-  for (size_t j = 0; j < m; j++)
-    if (cache[j].n == n && cache[j].rows == rows &&
-        (!cache[j].hasty || (mode == CF_FFT_QUICK && i == m)))
-      i = j;
+  for (size_t b = 0; b < m; b += SEG_SIZES) {
+    const cf_fft *c = entry(b);
+    size_t end = m - b < SEG_SIZES ? m - b : SEG_SIZES;
+    for (size_t j = 0; j < end; j++)
+      if (c[j].n == n && c[j].rows == rows &&
+          (!c[j].hasty || (mode == CF_FFT_QUICK && i == m)))
+        i = b + j;
+  }
   return i;
 }
 
@@ -204,7 +230,7 @@ static cf_status get(size_t rows, size_t n, cf_fft_mode mode,
   size_t m = atomic_load_explicit(&cached, memory_order_acquire);
   size_t i = find(m, rows, n, mode);
   if (i < m) {
-    *out = &cache[i];
+    *out = entry(i);
     return CF_OK;
   }
   cf_status s = CF_OK;
@@ -212,20 +238,31 @@ static cf_status get(size_t rows, size_t n, cf_fft_mode mode,
   m = atomic_load_explicit(&cached, memory_order_relaxed);
   i = find(m, rows, n, mode);
   if (i == m) {
-    if (m == MAX_SIZES)
-      s = cf_fail(CF_E_INTERNAL, "FFT plan cache full (%d sizes)", MAX_SIZES);
-    else {
+    if (m == CF_FFT_MAX_SIZES)
+      s = cf_fail(CF_E_NOMEM, "FFT size %zux%zu: the process has planned "
+                  "CF_FFT_MAX_SIZES (%u) FFT sizes, the most it keeps",
+                  rows, n, CF_FFT_MAX_SIZES);
+    else if (!atomic_load_explicit(&seg[m / SEG_SIZES], memory_order_relaxed)) {
+      cf_fft *c = calloc(SEG_SIZES, sizeof *c);
+      if (c)
+        atomic_store_explicit(&seg[m / SEG_SIZES], c, memory_order_release);
+      else
+        s = cf_fail(CF_E_NOMEM, "FFT size %zux%zu: out of memory for the "
+                    "plan cache", rows, n);
+    }
+    if (s == CF_OK) {
+      cf_fft *f = entry(m);
       wisdom_load();
-      if ((s = make(rows, n, mode, &cache[m])) == CF_OK) {
+      if ((s = make(rows, n, mode, f)) == CF_OK) {
         atomic_store_explicit(&cached, m + 1, memory_order_release);
-        if (planner_flags() == FFTW_MEASURE && !cache[m].hasty &&
+        if (planner_flags() == FFTW_MEASURE && !f->hasty &&
             mode == CF_FFT_MEASURE)
           wisdom_save();
       }
     }
   }
   pthread_mutex_unlock(&lock);
-  *out = s == CF_OK ? &cache[i] : NULL;
+  *out = s == CF_OK ? entry(i) : NULL;
   return s;
 }
 
