@@ -763,17 +763,46 @@ static int output_encode(output *o, const float *x, size_t frames)
   return output_packets(o);
 }
 
+/* Measure frames x[0..frames) and append them to o->pend (room made):
+ * an integer output's samples clipped at full scale here, as swr's float
+ * to integer conversion does not (past about 65536 times full scale its
+ * int32 intermediate wraps: +100 was stored as -32768). A sample that is
+ * not finite (the kernel and gain overflow float) is refused, as a NaN
+ * input is: it has no value to write. */
+static int output_append(output *o, const float *x, size_t frames)
+{
+  const size_t ch = o->channels;
+  if (!frames) /* pend may still be NULL */
+    return 0;
+  float *dst = o->pend + o->npend * ch;
+  for (size_t i = 0; i < frames * ch; i++) {
+    float v = x[i];
+    if (!isfinite(v)) {
+      int64_t at = o->frames + (int64_t)(o->npend + i / ch);
+      return apply_error("%s: output sample %lld of channel %zu (%.6f s) is "
+                         "%s (the kernel and gain overflow float); lower "
+                         "--gain or check the kernel",
+                         o->path, (long long)at, i % ch,
+                         (double)at / o->enc->sample_rate,
+                         isnan(v) ? "NaN" : "infinite");
+    }
+    double a = fabs((double)v);
+    if (a > o->peak)
+      o->peak = a;
+    if (o->integer && a > 1.0) {
+      o->clipped++;
+      v = v > 0.0f ? 1.0f : -1.0f;
+    }
+    dst[i] = v;
+  }
+  o->npend += frames;
+  return 0;
+}
+
 /* Queue filtered frames; encode whole encoder frames (all, when final). */
 static int output_write(output *o, const float *x, size_t frames, bool final)
 {
   const size_t ch = o->channels;
-  for (size_t i = 0; i < frames * ch; i++) {
-    double a = fabs((double)x[i]);
-    if (a > o->peak)
-      o->peak = a;
-    if (o->integer && a > 1.0)
-      o->clipped++;
-  }
   if (o->npend + frames > o->cap) {
     size_t cap = o->npend + frames + o->frame_size;
     float *p = realloc(o->pend, cap * ch * sizeof *p);
@@ -782,11 +811,10 @@ static int output_write(output *o, const float *x, size_t frames, bool final)
     o->pend = p;
     o->cap = cap;
   }
-  if (frames) /* pend may still be NULL */
-    memcpy(o->pend + o->npend * ch, x, frames * ch * sizeof *x);
-  o->npend += frames;
+  int rc = output_append(o, x, frames);
+  if (rc)
+    return rc;
   size_t done = 0;
-  int rc = 0;
   while (!rc &&
          (o->npend - done >= o->frame_size || (final && done < o->npend))) {
     size_t n =
