@@ -24,7 +24,12 @@ void cf_io_taps_free(cf_io_taps *t);
 
 /* CF_E_INVALID unless path and out are set; clears *out. */
 cf_status cf_io_check_args(const char *path, cf_kernel **out);
-/* fopen(path, "rb"), refusing directories; CF_E_IO names path and errno. */
+/* CF_E_IO where path exists but is not a regular file (a directory, a
+ * FIFO, a device): kernel files are read more than once. A path that
+ * cannot be stat()ed passes (its opener says why). */
+cf_status cf_io_check_file(const char *path);
+/* fopen(path, "rb") of a regular file (cf_io_check_file; a FIFO never
+ * blocks the open); CF_E_IO names path and errno. */
 cf_status cf_io_open(const char *path, FILE **out);
 /* cf_io_check_args then cf_io_open: how every loader starts. */
 cf_status cf_io_begin(const char *path, cf_kernel **out, FILE **f);

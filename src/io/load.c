@@ -3,11 +3,13 @@
 #include "io_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Bytes looked at to tell text from binary. */
 #define SNIFF_BYTES 4096
@@ -46,18 +48,62 @@ cf_status cf_io_check_args(const char *path, cf_kernel **out)
   return CF_OK;
 }
 
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a FIFO or a pipe (as the shell's <(...) is)"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "something else";
+}
+
+/* Kernel files are read twice (sniffed, then loaded) and their size is
+ * checked: a pipe would give its first page to the sniffer and the rest
+ * (or a hang in open(), with no writer left) to the loader. */
+static cf_status not_regular(const char *path, mode_t mode)
+{
+  if (S_ISDIR(mode))
+    return cf_fail(CF_E_IO, "%s: cannot open: is a directory", path);
+  return cf_fail(CF_E_IO, "%s: not a regular file but %s: a kernel file "
+                 "is read more than once; save it to a file first", path,
+                 file_kind(mode));
+}
+
+cf_status cf_io_check_file(const char *path)
+{
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return not_regular(path, st.st_mode);
+  return CF_OK;
+}
+
 cf_status cf_io_open(const char *path, FILE **out)
 {
-  *out = fopen(path, "rb");
-  if (!*out)
+  *out = NULL;
+  /* stat first: opening a FIFO, even without blocking, would wake a
+   * writer waiting in its open() */
+  cf_status s = cf_io_check_file(path);
+  if (s != CF_OK)
+    return s;
+  /* O_NONBLOCK: a FIFO put there since the stat must not block open() */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return cf_fail(CF_E_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(*out), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(*out);
-    *out = NULL;
-    return cf_fail(CF_E_IO, "%s: cannot open: is a directory", path);
+  int flags;
+  if (fstat(fd, &st) != 0 || (flags = fcntl(fd, F_GETFL)) < 0 ||
+      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    s = cf_fail(CF_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    s = not_regular(path, st.st_mode);
+  } else if (!(*out = fdopen(fd, "rb"))) {
+    s = cf_fail(CF_E_IO, "%s: cannot open: %s", path, strerror(errno));
   }
-  return CF_OK;
+  if (s != CF_OK)
+    close(fd);
+  return s;
 }
 
 cf_status cf_io_begin(const char *path, cf_kernel **out, FILE **f)
@@ -73,7 +119,7 @@ cf_status cf_io_size(const char *path, FILE *f, size_t *size)
   if (fstat(fileno(f), &st) != 0)
     return cf_fail(CF_E_IO, "%s: cannot stat: %s", path, strerror(errno));
   if (!S_ISREG(st.st_mode))
-    return cf_fail(CF_E_IO, "%s: not a regular file", path);
+    return not_regular(path, st.st_mode);
   *size = (size_t)st.st_size;
   return CF_OK;
 }

@@ -404,6 +404,9 @@ CF_PUBLIC cf_status cf_kernel_load_audio(const char *path, unsigned rate,
   if (rate > AUDIO_MAX_RATE)
     return cf_fail(CF_E_INVALID, "%s: rate %u Hz is out of range (0 = the "
                    "file's rate, else 1..%u)", path, rate, AUDIO_MAX_RATE);
+  /* libav would open a FIFO blocking, and read a pipe's rest */
+  if ((s = cf_io_check_file(path)) != CF_OK)
+    return s;
   audio_loader a = {.path = path, .out_rate = (int)rate};
   s = open_input(&a);
   if (s == CF_OK)
