@@ -224,6 +224,40 @@ static void test_text_nul(void **state)
                ":1:5: '1?x' is not a number");
 }
 
+/* Text with a stray byte (a UTF-8 non-breaking space, a control byte, a
+ * NUL) was sniffed as audio: libav's "Invalid data found when processing
+ * input", no line:column. It gets the text loader's message, naming the
+ * byte; UTF-8 in comments loads. */
+static void test_text_stray_byte(void **state)
+{
+  (void)state;
+  expect_bad_text("0.5\xc2\xa0" "0.5", CF_E_FORMAT, "is byte 0xc2, not ASCII");
+  expect_bad_text("0.25\x01", CF_E_FORMAT, "is control byte 0x01");
+  const char *path = fixture("stray.txt");
+  cf_kernel *k;
+  cf_kernel2d *k2;
+  write_bytes(path, "0.5\xc2\xa0" "0.5\n", 9);
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, ":1:1: '0.5",
+               "(1:4 is byte 0xc2");
+  assert_int_equal(cf_kernel2d_load(path, &k2), CF_E_FORMAT);
+  assert_null(k2);
+  assert_non_null(strstr(cf_last_error(), "(1:4 is byte 0xc2"));
+  write_bytes(path, "0.5 1\0x 2\n", 10);
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, ":1:5: '1?x'",
+               "(1:6 is a NUL byte)");
+  const char *utf8 = "# r\xc3\xa9glage \xe2\x80\x94 3 dB\n0.5, 0.25\n";
+  write_bytes(path, utf8, strlen(utf8));
+  expect_ok(cf_kernel_load(path, 0, &k), path);
+  const float want[] = {0.5f, 0.25f};
+  expect_taps(k, 0, want, 2, 0.0);
+  cf_kernel_free(k);
+  const char *utf8_2d = "# \xc3\xa9\n1 2\n3 4\n";
+  write_bytes(path, utf8_2d, strlen(utf8_2d));
+  expect_ok(cf_kernel2d_load(path, &k2), path);
+  cf_kernel2d_free(k2);
+  unlink(path);
+}
+
 /* A token without end (a sparse file of a TiB of NUL bytes: /dev/zero is
  * no regular file) is refused once it is too long, not read until its
  * end. */
@@ -1293,6 +1327,7 @@ int main(void)
       cmocka_unit_test(test_text_empty),
       cmocka_unit_test(test_text_nul),
       cmocka_unit_test(test_text_endless),
+      cmocka_unit_test(test_text_stray_byte),
       cmocka_unit_test(test_text_bom),
       cmocka_unit_test(test_npy_roundtrip),
       cmocka_unit_test(test_npy_truncated),

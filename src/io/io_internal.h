@@ -58,6 +58,8 @@ typedef enum cf_io_kind {
   CF_IO_KIND_NPY,   /* starts with the .npy magic */
   CF_IO_KIND_TEXT,  /* printable ASCII and whitespace only (or empty),
                        after a UTF-8 byte order mark if there is one */
+  CF_IO_KIND_TEXTISH, /* text but for a few bytes (a NUL, UTF-8): not
+                         audio, unless libav reads it; *at as for OTHER */
   CF_IO_KIND_OTHER, /* anything else; *at is the first non-text byte */
 } cf_io_kind;
 /* Opens path (cf_io_open), reads its first page and closes it. */

@@ -176,6 +176,30 @@ static size_t text_prefix(const unsigned char *p, size_t n)
   return n;
 }
 
+/* Whether p[0..n) is text with a few stray bytes: well-formed UTF-8 (a
+ * sequence cut at the end of the page included) with at most a couple of
+ * control bytes. Audio containers hold far more in their first page. */
+static bool mostly_text(const unsigned char *p, size_t n)
+{
+  size_t bad = 0;
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    size_t len = c < 0x80                ? 1
+                 : c >= 0xc2 && c < 0xe0 ? 2
+                 : c >= 0xe0 && c < 0xf0 ? 3
+                 : c >= 0xf0 && c < 0xf5 ? 4
+                                         : 0;
+    size_t k = 1;
+    while (k < len && i + k < n && (p[i + k] & 0xc0) == 0x80)
+      k++;
+    if (len == 0 || (k < len && i + k < n) ||
+        (len == 1 && text_prefix(p + i, 1) == 0))
+      bad++, k = 1;
+    i += k;
+  }
+  return bad <= 2 + n / 64;
+}
+
 cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
                       unsigned char *byte)
 {
@@ -196,6 +220,7 @@ cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
   *byte = *at < n ? head[*at] : 0;
   *kind = n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0 ? CF_IO_KIND_NPY
           : *at == n                                  ? CF_IO_KIND_TEXT
+          : mostly_text(head + bom, n - bom)          ? CF_IO_KIND_TEXTISH
                                                       : CF_IO_KIND_OTHER;
   return CF_OK;
 }
@@ -215,5 +240,12 @@ CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
     return cf_kernel_load_npy(path, out);
   if (kind == CF_IO_KIND_TEXT)
     return cf_kernel_load_text(path, out);
-  return cf_kernel_load_audio(path, rate, out);
+  s = cf_kernel_load_audio(path, rate, out);
+  /* Text with a stray byte (a UTF-8 non-breaking space, a NUL) that libav
+   * cannot read either: the text loader's message, at line:column, says
+   * more than libav's "Invalid data" (and UTF-8 in comments loads). */
+  if (kind == CF_IO_KIND_TEXTISH &&
+      (s == CF_E_FORMAT || s == CF_E_UNAVAILABLE))
+    return cf_kernel_load_text(path, out);
+  return s;
 }

@@ -253,7 +253,8 @@ CF_PUBLIC cf_status cf_kernel2d_load(const char *path, cf_kernel2d **out)
     return s;
   if (kind == CF_IO_KIND_NPY)
     return cf_kernel2d_load_npy(path, out);
-  if (kind == CF_IO_KIND_TEXT)
+  /* text with a stray byte: the text loader says where */
+  if (kind == CF_IO_KIND_TEXT || kind == CF_IO_KIND_TEXTISH)
     return cf_kernel2d_load_text(path, out);
   return cf_fail(CF_E_FORMAT,
                  "%s: neither text nor .npy (byte %zu is 0x%02x "

@@ -47,11 +47,37 @@ static const char *printable_token(cf_io_text *t)
   return t->tok;
 }
 
+/* Where the token holds a byte that is not printable ASCII, " (L:C is
+ * ...)" naming the first; else "". Before printable_token hides it. */
+static void odd_byte(const cf_io_text *t, char *buf, size_t cap)
+{
+  size_t n = t->tok_len < TOKEN_MAX ? t->tok_len : TOKEN_MAX;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = (unsigned char)t->tok[i];
+    unsigned long col = t->tok_col + i;
+    if (c >= 0x20 && c <= 0x7e)
+      continue;
+    if (c == 0)
+      snprintf(buf, cap, " (%lu:%lu is a NUL byte)", t->tok_line, col);
+    else if (c >= 0x80)
+      snprintf(buf, cap, " (%lu:%lu is byte 0x%02x, not ASCII: a UTF-8 "
+               "character such as a non-breaking space? separate numbers "
+               "with spaces or commas)", t->tok_line, col, c);
+    else
+      snprintf(buf, cap, " (%lu:%lu is control byte 0x%02x)", t->tok_line,
+               col, c);
+    return;
+  }
+}
+
 static cf_status bad_token(cf_io_text *t, const char *problem)
 {
-  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: '%s'%s%s", t->path, t->tok_line,
+  char odd[192];
+  odd_byte(t, odd, sizeof odd);
+  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: '%s'%s%s%s", t->path, t->tok_line,
                  t->tok_col, printable_token(t),
-                 t->tok_len > TOKEN_MAX ? "... " : " ", problem);
+                 t->tok_len > TOKEN_MAX ? "... " : " ", problem, odd);
 }
 
 static cf_status end_token(cf_io_text *t, float *out)
