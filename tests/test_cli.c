@@ -2631,6 +2631,65 @@ static void test_apply_codec_name(void **state)
 }
 
 #ifdef CF_TEST_HAVE_LIBAV
+/* A --codec the format cannot hold is a usage error said before anything
+ * is read: wav was caught (its tag table), but muxers that avformat_query_
+ * codec cannot answer for (flac, mp3, ogg) failed only at "cannot write
+ * the header", exit 1, after the whole input was read. */
+static void test_apply_codec_format(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  static const char *const bad[][4] = {
+    {"cf-out.flac", "mp3"}, {"cf-out.ogg", "aac"}, {"cf-out.mp3", "flac"},
+    {"cf-out.flac", "pcm_s16le"}, {"cf-out.bin", "mp3", "flac"},
+    {"cf-out.wav", "opus"}, {"cf-out.aac", "mp3"},
+  };
+  static const char *const good[][2] = {
+    {"cf-ok.ogg", "flac"}, {"cf-ok.flac", "flac"}, {"cf-ok.mka", "flac"},
+  };
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  float x[2 * 480];
+  ref_rng r;
+  ref_rng_init(&r, 17);
+  ref_rng_fill(&r, x, 2 * 480);
+  small_kernel(kpath, sizeof kpath, "codec-format-k.txt", 3);
+  tmp_path(inp, sizeof inp, "codec-format-in.wav");
+  write_wav(inp, W_F32, 48000, 2, x, 480);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tmp_path(outp, sizeof outp, bad[i][0]);
+    unlink(outp);
+    const char *args[] = {NULL, "apply", "-y", "-k", kpath, "-c", bad[i][1],
+                          inp, outp, bad[i][2] ? "-f" : NULL, bad[i][2],
+                          NULL};
+    result res;
+    run_simple(args, &res);
+    printf("%s -c %s%s%s: exit %d\n", bad[i][0], bad[i][1],
+           bad[i][2] ? " -f " : "", bad[i][2] ? bad[i][2] : "", res.status);
+    /* where libav lacks the encoder, that is said (exit 2 too) */
+    if (res.status != 2 || (!strstr(res.err, "cannot hold") &&
+                            !strstr(res.err, "has no encoder")))
+      fail_msg("%s -c %s: exit %d, want 2 with 'cannot hold':\n%s",
+               bad[i][0], bad[i][1], res.status, res.err);
+    assert_int_equal(access(outp, F_OK), -1);
+    result_free(&res);
+  }
+  assert_no_part_files();
+  /* the trial refuses nothing a format holds */
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    tmp_path(outp, sizeof outp, good[i][0]);
+    const char *args[] = {NULL, "apply", "-q", "-y", "-k", kpath, "-c",
+                          good[i][1], inp, outp, NULL};
+    expect(args, 0, NULL);
+    assert_int_equal(access(outp, F_OK), 0);
+    unlink(outp);
+  }
+  unlink(inp);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Signal sig while the input blocks (a FIFO that stays open): exit 130,
  * no output file and no temporary file left. */
 static void apply_interrupt_by(int sig)
@@ -2850,6 +2909,7 @@ int main(void)
     cmocka_unit_test(test_apply_video_444),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_codec_name),
+    cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),

@@ -509,6 +509,67 @@ static int check_nofile(const apply_opts *o, const AVFormatContext *oc,
   return 0;
 }
 
+/* Settings `codec` takes for a trial: the first it lists (or common
+ * ones); a small picture for video. */
+static int trial_settings(AVCodecContext *enc, const AVCodec *codec,
+                          const AVOutputFormat *of)
+{
+  int err = 0;
+  if (codec->type == AVMEDIA_TYPE_AUDIO) {
+    enc->sample_fmt = codec->sample_fmts ? codec->sample_fmts[0]
+                                         : AV_SAMPLE_FMT_FLT;
+    enc->sample_rate = codec->supported_samplerates
+                           ? codec->supported_samplerates[0]
+                           : 48000;
+    enc->time_base = (AVRational){1, enc->sample_rate};
+    if (codec->ch_layouts && codec->ch_layouts[0].nb_channels)
+      err = cf_av->av_channel_layout_copy(&enc->ch_layout,
+                                          &codec->ch_layouts[0]);
+    else
+      cf_av->av_channel_layout_default(&enc->ch_layout, 2);
+  } else {
+    enc->pix_fmt = codec->pix_fmts ? codec->pix_fmts[0] : AV_PIX_FMT_YUV420P;
+    enc->width = 64;
+    enc->height = 48;
+    enc->time_base = (AVRational){1, 25};
+    enc->framerate = (AVRational){25, 1};
+  }
+  if (of->flags & AVFMT_GLOBALHEADER)
+    enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  return err;
+}
+
+/* Whether OUTPUT's format takes `codec` where avformat_query_codec cannot
+ * tell (flac, mp3, ogg, adts: muxers without a tag table, which refuse a
+ * codec only when the header is written, after all the reading): a
+ * trial, the encoder opened with settings it takes (for its extradata)
+ * and the muxer initialised, with no file. 1 yes, 0 no, -1 no trial
+ * could be made (the run finds out). */
+static int trial_codec(const apply_opts *o, const AVCodec *codec)
+{
+  AVFormatContext *oc = NULL;
+  AVCodecContext *enc = NULL;
+  AVStream *st;
+  int ok = -1;
+  if (cf_av->avformat_alloc_output_context2(&oc, NULL, o->format,
+                                            o->out_path) < 0 ||
+      !oc)
+    return -1;
+  /* a format that opens files of its own would do so in its init */
+  if (!(oc->oformat->flags & AVFMT_NOFILE) &&
+      (enc = cf_av->avcodec_alloc_context3(codec)) &&
+      trial_settings(enc, codec, oc->oformat) >= 0 &&
+      cf_av->avcodec_open2(enc, codec, NULL) >= 0 &&
+      (st = cf_av->avformat_new_stream(oc, NULL)) &&
+      cf_av->avcodec_parameters_from_context(st->codecpar, enc) >= 0) {
+    st->time_base = enc->time_base;
+    ok = cf_av->avformat_init_output(oc, NULL) >= 0;
+  }
+  cf_av->avcodec_free_context(&enc);
+  cf_av->avformat_free_context(oc);
+  return ok;
+}
+
 int apply_check_output(const apply_opts *o, bool video)
 {
   AVFormatContext *oc = NULL;
@@ -523,9 +584,10 @@ int apply_check_output(const apply_opts *o, bool video)
            apply_encoder(o, oc, video ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO,
                          AV_CODEC_ID_NONE, &codec)))
     rc = CLI_EXIT_USAGE;
-  if (!rc && codec &&
-      cf_av->avformat_query_codec(oc->oformat, codec->id,
-                                  FF_COMPLIANCE_NORMAL) == 0) {
+  int q = !rc && codec ? cf_av->avformat_query_codec(
+                              oc->oformat, codec->id, FF_COMPLIANCE_NORMAL)
+                        : 1;
+  if (q == 0 || (q < 0 && trial_codec(o, codec) == 0)) {
     apply_error("%s: format '%s' cannot hold %s", CODEC_OPT(o),
                 oc->oformat->name, o->codec);
     rc = CLI_EXIT_USAGE;

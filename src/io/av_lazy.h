@@ -42,6 +42,7 @@
   X(avformat_alloc_context) X(avformat_alloc_output_context2)               \
   X(avformat_close_input)                                                    \
   X(avformat_find_stream_info) X(avformat_free_context)                      \
+  X(avformat_init_output)                                                    \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
   X(avio_closep) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
   X(swr_convert)                                                             \
