@@ -2378,6 +2378,105 @@ static void test_apply_image(void **state)
 #endif
 }
 
+/* A .jpg from ordinary (limited-range) 4:2:0 video: "encoder mjpeg
+ * refuses 64x48 yuv420p" (MJPEG takes limited-range YUV only with
+ * -strict unofficial). Written as ffmpeg writes it, full-range yuvj420p:
+ * read back, each plane is the reference, range-expanded, within JPEG's
+ * loss (PSNR; a smooth picture). */
+static void test_apply_jpeg(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 9);
+  const vfmt *f = vfmt_find("I420");
+  unsigned w = 2 * (unsigned)ref_rng_range(&r, 8, 40);
+  unsigned h = 2 * (unsigned)ref_rng_range(&r, 6, 30);
+  float taps[9];
+  conv2d_params p;
+  char kpath[PATH_MAX], one[PATH_MAX], inp[PATH_MAX], jpg[PATH_MAX];
+  char back[PATH_MAX];
+  unit_kernel2d(&r, kpath, sizeof kpath, "jpeg-k.txt", taps, &p);
+  static const float id[1] = {1.0f};
+  conv2d_params pid = {1, 1, 1, id, "reflect", 0, 1, 0, 0};
+  tmp_path(one, sizeof one, "jpeg-one.txt");
+  write_text_kernel2d(one, &pid);
+  tmp_path(inp, sizeof inp, "jpeg-in.y4m");
+  tmp_path(jpg, sizeof jpg, "jpeg-out.jpg");
+  tmp_path(back, sizeof back, "jpeg-back.y4m");
+  unlink(jpg);
+  unlink(back);
+  /* smooth planes in the limited range: luma 16..235, chroma 16..240 */
+  size_t bytes = y4m_frame_bytes(1, w, h);
+  unsigned char *in = malloc(bytes);
+  assert_non_null(in);
+  double ph[3];
+  for (unsigned c = 0; c < 3; c++)
+    ph[c] = 6.283 * ref_rng_unit(&r);
+  for (unsigned c = 0; c < 3; c++) {
+    cview v = comp_view(f, w, h, c);
+    double mid = c ? 128.0 : 125.5, amp = c ? 100.0 : 100.0;
+    for (unsigned y = 0; y < v.h; y++)
+      for (unsigned x = 0; x < v.w; x++)
+        in[v.base + y * v.row + x * v.step] = (unsigned char)nearbyint(
+            mid + amp * sin(ph[c] + 6.283 * x / v.w) * cos(3.0 * y / v.h));
+  }
+  unsigned char *frames[1] = {in};
+  y4m_write(inp, 1, w, h, 25, frames, 1);
+  printf("jpeg: I420 %ux%u\n", w, h);
+
+  const char *a1[] = {NULL, "apply", "-q", "--kernel2d", kpath, "--backend",
+                      "cpu", inp, jpg, NULL};
+  result res;
+  run_simple(a1, &res);
+  if (res.status != 0)
+    fail_msg("%s: exit %d, stderr:\n%s", jpg, res.status, res.err);
+  result_free(&res);
+  size_t n;
+  unsigned char *b = read_file(jpg, &n);
+  assert_non_null(b);
+  assert_true(n > 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff);
+  free(b);
+  const char *a2[] = {NULL, "apply", "-q", "--kernel2d", one, jpg, back,
+                      NULL};
+  run_simple(a2, &res);
+  if (res.status != 0)
+    fail_msg("reading %s back: exit %d, stderr:\n%s", jpg, res.status,
+             res.err);
+  result_free(&res);
+  unsigned char *got = NULL;
+  assert_int_equal(y4m_read(back, 1, w, h, &got), 1);
+  for (unsigned c = 0; c < 3; c++) {
+    cview v = comp_view(f, w, h, c);
+    double se = 0.0;
+    for (unsigned y = 0; y < v.h; y++)
+      for (unsigned x = 0; x < v.w; x++) {
+        double want = ref_conv2d_at(&p, &v, frames, 0, x, y);
+        want = c ? (want - 128.0) * 255.0 / 224.0 + 128.0
+                 : (want - 16.0) * 255.0 / 219.0;
+        want = fmin(fmax(want, 0.0), 255.0);
+        double d = cv_get(&v, got, x, y) - want;
+        se += d * d;
+      }
+    double psnr = 10.0 * log10(255.0 * 255.0 * v.w * v.h / fmax(se, 1e-9));
+    printf("jpeg: component %u: PSNR %.1f dB\n", c, psnr);
+    if (!(psnr >= 30.0))
+      fail_msg("%s: component %u: PSNR %.1f dB against the full-range "
+               "reference (want >= 30)", jpg, c, psnr);
+  }
+  free(got);
+  free(in);
+  unlink(inp);
+  unlink(jpg);
+  unlink(back);
+  unlink(kpath);
+  unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A 4:4:4 input of odd size: filtered as I420 (the engine's nearest
  * format), it went to the encoder as I420 too, which 4:2:0 encoders
  * refuse at odd sizes ("libx264 refuses 37x21 yuv420p"). The frames go
@@ -2906,6 +3005,7 @@ int main(void)
     cmocka_unit_test(test_apply_clip),
     cmocka_unit_test(test_apply_video_random),
     cmocka_unit_test(test_apply_image),
+    cmocka_unit_test(test_apply_jpeg),
     cmocka_unit_test(test_apply_video_444),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_codec_name),

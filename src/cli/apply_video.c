@@ -268,6 +268,30 @@ static bool takes(const enum AVPixelFormat *list, enum AVPixelFormat f)
   return *list == f;
 }
 
+/* The formats a JPEG encoder takes at normal compliance, as ffmpeg
+ * chooses among (its get_compliance_normal_pix_fmts): MJPEG lists
+ * limited-range YUV too, but refuses it unless -strict unofficial
+ * ("mjpeg refuses 64x48 yuv420p"); ffmpeg writes yuvj420p. NULL: the
+ * encoder's own list holds, as where the input is full-range YUV the
+ * encoder takes as it is. */
+static const enum AVPixelFormat *jpeg_formats(const vrun *r,
+                                              const AVCodec *codec)
+{
+  static const enum AVPixelFormat mjpeg[] = {
+      AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P,
+      AV_PIX_FMT_NONE};
+  static const enum AVPixelFormat ljpeg[] = {
+      AV_PIX_FMT_BGR24,    AV_PIX_FMT_BGRA,     AV_PIX_FMT_BGR0,
+      AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_YUVJ422P,
+      AV_PIX_FMT_NONE};
+  if (codec->id != AV_CODEC_ID_MJPEG && codec->id != AV_CODEC_ID_LJPEG)
+    return NULL;
+  if (r->dec->color_range == AVCOL_RANGE_JPEG && codec->pix_fmts &&
+      takes(codec->pix_fmts, r->dec_fmt))
+    return NULL;
+  return codec->id == AV_CODEC_ID_MJPEG ? mjpeg : ljpeg;
+}
+
 /* The encoder's format: the input's own where the encoder takes it, as
  * ffmpeg keeps it (frames filtered in another converted back: a 4:4:4 or
  * odd-sized input stays 4:4:4, which 4:2:0 encoders refuse at odd
@@ -281,7 +305,9 @@ static enum AVPixelFormat encoder_format(const vrun *r, const AVCodec *codec)
       AV_PIX_FMT_YUV444P,  AV_PIX_FMT_YUV411P,  AV_PIX_FMT_YUVJ420P,
       AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_NONE};
   const enum AVPixelFormat *list =
-      !strcmp(r->oc->oformat->name, "yuv4mpegpipe") ? y4m : codec->pix_fmts;
+      !strcmp(r->oc->oformat->name, "yuv4mpegpipe") ? y4m
+      : jpeg_formats(r, codec)                      ? jpeg_formats(r, codec)
+                                                    : codec->pix_fmts;
   if (!list || takes(list, r->dec_fmt))
     return r->dec_fmt;
   const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
