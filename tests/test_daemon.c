@@ -831,6 +831,12 @@ static void test_bad_config(void **state)
         {"[stream v]\ntype = file\ninput = cin.y4m\noutput = o.y4m\n"
          "kernel2d = nr.txt\nalgorithm = separable\n",
          "algorithm: video: algorithm separable needs a rank-1 kernel"},
+        {"[stream v]\ntype = file\ninput = cin.y4m\noutput = o.wav\n"
+         "preset = box\n",
+         "format 'wav' holds no video"},
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = o.flac\n"
+         "kernel = 1\ncodec = mp3\n",
+         "codec: format 'flac' cannot hold mp3"},
     };
     for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
       set_case("refused at start %zu: %s", i, starts[i].body);
@@ -2616,16 +2622,16 @@ static void test_file_bad(void **state)
       /* the output as asked, checked before anything runs */
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\nformat = nonsense\n",
-       "format =: libav has no output format 'nonsense'"},
+       "[stream f] format: libav has no output format 'nonsense'"},
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\ncodec = nonsense\n",
-       "codec =: libav has no encoder 'nonsense'"},
+       "[stream f] codec: libav has no encoder 'nonsense'"},
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\ncodec = mpeg4\n",
        "'mpeg4' is not an audio encoder"},
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.aiff\ncodec = flac\n",
-       "codec =: format 'aiff' cannot hold flac"},
+       "codec: format 'aiff' cannot hold flac"},
       /* two streams, one file */
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\noutput = o.wav\n"
        "[stream g]\ntype = file\nkernel = 1\ninput = b.wav\n"

@@ -21,9 +21,12 @@
 #include <cudafilter/kernel.h>
 
 /* The options' names in messages: the command line's, or the daemon's
- * config keys. */
+ * config keys, as a sentence names them (OPT) and as a message starts
+ * with them (KEY). */
 #define FMT_OPT(o) ((o)->config_keys ? "format =" : "--format")
 #define CODEC_OPT(o) ((o)->config_keys ? "codec =" : "--codec")
+#define FMT_KEY(o) ((o)->config_keys ? "format" : "--format")
+#define CODEC_KEY(o) ((o)->config_keys ? "codec" : "--codec")
 
 /* Frames per encoder frame where the encoder takes any size (PCM). */
 enum { PCM_FRAME = 4096 };
@@ -424,7 +427,7 @@ int apply_muxer(const apply_opts *o, AVFormatContext **oc)
     return 0;
   }
   if (o->format)
-    return apply_error("%s: libav has no output format '%s'", FMT_OPT(o),
+    return apply_error("%s: libav has no output format '%s'", FMT_KEY(o),
                        o->format);
   return apply_error("%s: cannot tell the output format from the name; use "
                      "an extension such as .wav, .flac or .mkv, or %s",
@@ -451,12 +454,12 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
       codec = def;
     if (!codec && d)
       return apply_error("%s: libav has no encoder for codec '%s'",
-                         CODEC_OPT(o), o->codec);
+                         CODEC_KEY(o), o->codec);
     if (!codec)
-      return apply_error("%s: libav has no encoder '%s'", CODEC_OPT(o),
+      return apply_error("%s: libav has no encoder '%s'", CODEC_KEY(o),
                          o->codec);
     if (codec->type != type)
-      return apply_error("%s: '%s' is not %s %s encoder", CODEC_OPT(o),
+      return apply_error("%s: '%s' is not %s %s encoder", CODEC_KEY(o),
                          o->codec, type == AVMEDIA_TYPE_AUDIO ? "an" : "a",
                          kind);
   } else {
@@ -588,10 +591,18 @@ int apply_check_output(const apply_opts *o, bool video)
                               oc->oformat, codec->id, FF_COMPLIANCE_NORMAL)
                         : 1;
   if (q == 0 || (q < 0 && trial_codec(o, codec) == 0)) {
-    apply_error("%s: format '%s' cannot hold %s", CODEC_OPT(o),
+    apply_error("%s: format '%s' cannot hold %s", CODEC_KEY(o),
                 oc->oformat->name, o->codec);
     rc = CLI_EXIT_USAGE;
   }
+  /* a format with no codec of the kind by default (video into .wav):
+   * the daemon's config says the kind; the command line finds it once
+   * the input is probed, where an input without video says more */
+  if (!rc && !o->codec && o->config_keys &&
+      (video ? oc->oformat->video_codec : oc->oformat->audio_codec) ==
+          AV_CODEC_ID_NONE)
+    rc = apply_error("%s: format '%s' holds no %s", o->out_path,
+                     oc->oformat->name, video ? "video" : "audio");
   if (!rc)
     rc = check_nofile(o, oc, !in_place(o->out_path));
   if (oc)
