@@ -1870,9 +1870,15 @@ static void clip_case(ref_rng *r, int index)
            "%zu frames, input peak %.3f, gain %s dB", index, f->format, ch,
            len, n, amp, gbuf);
   printf("%s\n", what);
+  /* s16le's cases alternate -f alone: the raw muxer is its own sample
+   * format (with float input it once wrote f32 samples, twice the bytes) */
+  int alone = !strcmp(f->format, "s16le") && index % 2 == 0;
   const char *args[] = {NULL, "apply", "-q", "-k", kpath, "--backend", "cpu",
-                        "--gain", gbuf, "-f", f->format, "-c", f->codec,
-                        inp, outp, NULL};
+                        "--gain", gbuf, "-f", f->format,
+                        alone ? inp : "-c", alone ? outp : f->codec,
+                        alone ? NULL : inp, outp, NULL};
+  if (alone)
+    printf("  (-f %s alone)\n", f->format);
   result res;
   run_simple(args, &res);
   if (res.status != 0)

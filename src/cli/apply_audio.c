@@ -366,10 +366,15 @@ static void input_close(input *in)
 
 /* For a format whose own codec is 16-bit PCM (WAV, AIFF, ...), the PCM
  * codec that keeps the input's precision. */
-static enum AVCodecID pcm_for_input(enum AVCodecID def, const input *in)
+static enum AVCodecID pcm_for_input(const AVOutputFormat *of,
+                                    const input *in)
 {
+  enum AVCodecID def = of->audio_codec;
   bool le = def == AV_CODEC_ID_PCM_S16LE;
   if (!le && def != AV_CODEC_ID_PCM_S16BE)
+    return def;
+  /* a raw muxer (-f s16le) is its sample format: no file says another */
+  if (!strcmp(of->name, le ? "s16le" : "s16be"))
     return def;
   enum AVSampleFormat f = cf_av->av_get_packed_sample_fmt(in->dec->sample_fmt);
   int bits = in->dec->bits_per_raw_sample;
@@ -717,7 +722,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   const AVCodec *codec;
   int rc = apply_muxer(opt, &o->oc);
   if (rc || (rc = apply_encoder(opt, o->oc, AVMEDIA_TYPE_AUDIO,
-                                pcm_for_input(o->oc->oformat->audio_codec, in),
+                                pcm_for_input(o->oc->oformat, in),
                                 &codec)))
     return rc;
   if (codec->supported_samplerates) {
