@@ -9,6 +9,7 @@
  * usable, else the CPU); CF_GST_BACKEND=cpu|cuda forces one. Environment:
  * CF_TEST_SEED to replay, CF_TEST_FILTER / CF_TEST_SKIP. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1629,21 +1630,18 @@ static void test_kernel_swap(void **state)
   }
 }
 
-/* A gate on opening one file: the library's fopen64 comes here (the
- * executable's definition is found first), and opening `gate_path` waits
- * until the gate opens. A test holds a kernel-file load still so. */
+/* A gate on opening one file: the library's fopen64 and open64 (its
+ * loaders open kernel files with open(), _FILE_OFFSET_BITS=64) come here
+ * (the executable's definitions are found first), and opening
+ * `gate_path` waits until the gate opens. A test holds a kernel-file
+ * load still so. */
 static GMutex gate_mu;
 static GCond gate_cv;
 static const char *gate_path;
 static gboolean gate_shut, gate_hit;
 
-__attribute__((visibility("default"))) FILE *fopen64(const char *path,
-                                                     const char *mode);
-FILE *fopen64(const char *path, const char *mode)
+static void gate_pass(const char *path)
 {
-  static FILE *(*real)(const char *, const char *);
-  if (!real)
-    real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");
   g_mutex_lock(&gate_mu);
   if (gate_path && path && strcmp(path, gate_path) == 0) {
     gate_hit = TRUE;
@@ -1652,7 +1650,40 @@ FILE *fopen64(const char *path, const char *mode)
       g_cond_wait(&gate_cv, &gate_mu);
   }
   g_mutex_unlock(&gate_mu);
+}
+
+__attribute__((visibility("default"))) FILE *fopen64(const char *path,
+                                                     const char *mode);
+FILE *fopen64(const char *path, const char *mode)
+{
+  static FILE *(*real)(const char *, const char *);
+  if (!real)
+    real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");
+  gate_pass(path);
   return real(path, mode);
+}
+
+__attribute__((visibility("default"))) int open64(const char *path,
+                                                  int flags, ...);
+int open64(const char *path, int flags, ...)
+{
+  static int (*real)(const char *, int, ...);
+  if (!real)
+    real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
+  mode_t mode = 0;
+#ifdef O_TMPFILE
+  int with_mode = flags & (O_CREAT | O_TMPFILE);
+#else
+  int with_mode = flags & O_CREAT;
+#endif
+  if (with_mode) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, mode_t);
+    va_end(ap);
+  }
+  gate_pass(path);
+  return real(path, flags, mode);
 }
 
 static void gate_set(const char *path, gboolean shut)

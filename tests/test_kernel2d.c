@@ -721,15 +721,24 @@ static void test_text_empty(void **state)
   expect_no_taps("\n\n \t\r\n , ,\n\n");
 }
 
-/* A token without end (/dev/zero) is refused once it is too long, not
- * read until its end; a NUL in a token shows in the message. */
+/* A token without end (a sparse file of a TiB of NUL bytes) is refused
+ * once it is too long, not read until its end; /dev/zero, no regular
+ * file, is refused as such (a kernel file is read more than once); a NUL
+ * in a token shows in the message. */
 static void test_text_endless(void **state)
 {
   (void)state;
   cf_kernel2d *k;
+  const char *endless = fixture("endless.txt");
+  write_bytes(endless, "", 0);
+  if (truncate(endless, (off_t)1 << 40) != 0)
+    assert_int_equal(truncate(endless, (off_t)1 << 31), 0);
+  expect_error(cf_kernel2d_load_text(endless, &k), &k, CF_E_FORMAT,
+               ":1:1: '???", "is too long to be a number");
+  unlink(endless);
   if (access("/dev/zero", R_OK) == 0)
-    expect_error(cf_kernel2d_load_text("/dev/zero", &k), &k, CF_E_FORMAT,
-                 "/dev/zero:1:1: '???", "is too long to be a number");
+    expect_error(cf_kernel2d_load_text("/dev/zero", &k), &k, CF_E_IO,
+                 "/dev/zero", "not a regular file but a character device");
   const char *path = fixture("nul.txt");
   write_bytes(path, "1 2\n3 4\0x\n", 11);
   expect_error(cf_kernel2d_load_text(path, &k), &k, CF_E_FORMAT, path,
@@ -1057,8 +1066,8 @@ static void test_not_text_nor_npy(void **state)
   memset(p, '1', 100);
   p[at] = 0xff;
   write_bytes(path, p, 100);
-  char key[64];
-  snprintf(key, sizeof key, "byte %zu is 0xff", at);
+  char key[64]; /* the text loader's own message, line:column */
+  snprintf(key, sizeof key, "1:%zu is byte 0xff", at + 1);
   expect_error(cf_kernel2d_load(path, &k), &k, CF_E_FORMAT, path, key);
   memcpy(p, "\x93NUMPX\x01\x00", 8);
   write_bytes(path, p, 100);
