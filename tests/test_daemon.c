@@ -834,6 +834,10 @@ static void test_bad_config(void **state)
         {"[stream v]\ntype = file\ninput = cin.y4m\noutput = o.wav\n"
          "preset = box\n",
          "format 'wav' holds no video"},
+        /* the side cudaconvolve's size and apply's --size take */
+        {"[stream v]\ntype = file\ninput = cin.y4m\noutput = o.y4m\n"
+         "preset = box\nsize = 4097\n",
+         "size: '4097' is not a whole number in 0..4096"},
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = o.flac\n"
          "kernel = 1\ncodec = mp3\n",
          "codec: format 'flac' cannot hold mp3"},

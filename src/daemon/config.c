@@ -521,7 +521,8 @@ static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
     sc->kernel2d_file = resolve(dir, g_strstrip(file));
     g_free(file);
   }
-  if (!get_uint(r, "size", 0, 1023, 0, &sc->size) || /* 0: the default */
+  /* 0: the preset's default; the side the element and `apply` take */
+  if (!get_uint(r, "size", 0, CF_KERNEL2D_MAX_SIDE, 0, &sc->size) ||
       !get_double(r, "sigma", 0, 1e6, 0, &sc->sigma) || !read_engine(r, sc))
     return false;
   char *v;
