@@ -734,14 +734,26 @@ static void check_refused(const char *name, const char *body,
   free(msg);
 }
 
+typedef struct refusal {
+  const char *body, *words;
+} refusal;
+
+/* check_refused for each of n configs, written to fixture `name`. */
+static void check_refusals(const char *name, const char *what,
+                           const refusal *c, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    set_case("%s %zu: %s", what, i, c[i].body);
+    check_refused(name, c[i].body, c[i].words);
+  }
+}
+
 static void test_bad_config(void **state)
 {
   (void)state;
   write_text(fixture("ok.txt"), "1 0.5 0.25\n");
   write_text(fixture("ok2.npy"), "not an npy");
-  static const struct {
-    const char *body, *words;
-  } cases[] = {
+  static const refusal cases[] = {
       {"[stream a]\ntype = audio\nkernel = 1\nrate = 4x\n", "rate"},
       {"[stream a]\ntype = audio\nkernel = 1\nrate = 100\n", "1000..768000"},
       {"[stream a]\nkernel = 1\n", "type"},
@@ -778,25 +790,24 @@ static void test_bad_config(void **state)
       {"this is not a key file\n", "bad.conf"},
   };
   char cmd[1400];
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    set_case("bad config %zu: %s", i, cases[i].body);
-    check_refused("bad.conf", cases[i].body, cases[i].words);
-  }
-  /* a pipeline is built when the config is checked (not started) */
-  static const struct {
-    const char *body, *words;
-  } pipes[] = {
+  check_refusals("bad.conf", "bad config", cases,
+                 sizeof cases / sizeof *cases);
+  /* a pipeline is built when the config is checked (not started), its
+   * elements' kernel-file loaded */
+  static const refusal pipes[] = {
       {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
        "nosuchelement ! fakesink\n",
        "[stream p] pipeline: pipeline: no element \"nosuchelement\""},
       {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
        "cudafir name=f ! fakesink\nfilter = g\n",
        "filter: no element named 'g'"},
+      {"[stream p]\ntype = pipeline\npipeline = videotestsrc ! "
+       "cudaconvolve kernel-file=/nonexistent/k.npy ! fakesink\n",
+       "pipeline: cudaconvolve0: kernel-file: /nonexistent/k.npy"},
   };
-  for (size_t i = 0; have_gst && i < sizeof pipes / sizeof *pipes; i++) {
-    set_case("bad pipeline %zu: %s", i, pipes[i].body);
-    check_refused("bad.conf", pipes[i].body, pipes[i].words);
-  }
+  if (have_gst)
+    check_refusals("bad.conf", "bad pipeline", pipes,
+                   sizeof pipes / sizeof *pipes);
   /* a video file takes no pipeline-depth (as `apply` takes none) */
   if (have_libav) {
     set_case("bad config: pipeline-depth on a video file");
@@ -808,7 +819,8 @@ static void test_bad_config(void **state)
   /* what a start would refuse is --check's error too: a file stream's
    * block past the engine's, an output folder that is not there, an
    * output overwrite = false keeps, a separable algorithm for a kernel
-   * not of rank 1, a kernel-file a pipeline's element cannot load */
+   * not of rank 1, video into a format without, a codec the format
+   * cannot hold */
   if (have_libav) {
     float x[800] = {0.5f};
     write_wav(fixture("cin.wav"), W_F32, 8000, 1, x, 800);
@@ -816,9 +828,7 @@ static void test_bad_config(void **state)
     y4m_write(fixture("cin.y4m"), 1, 16, 8, 25, &frame, 1);
     write_text(fixture("kept.wav"), "kept");
     write_text(fixture("nr.txt"), "1 2\n3 5\n");
-    static const struct {
-      const char *body, *words;
-    } starts[] = {
+    static const refusal starts[] = {
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = o.wav\n"
          "kernel = 1\nblock = 100000\n",
          "block: '100000' is not a whole number in 1..65536"},
@@ -842,17 +852,8 @@ static void test_bad_config(void **state)
          "kernel = 1\ncodec = mp3\n",
          "codec: format 'flac' cannot hold mp3"},
     };
-    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
-      set_case("refused at start %zu: %s", i, starts[i].body);
-      check_refused("bad.conf", starts[i].body, starts[i].words);
-    }
-  }
-  if (have_gst) {
-    set_case("a pipeline's kernel-file that does not load");
-    check_refused("bad.conf",
-                  "[stream p]\ntype = pipeline\npipeline = videotestsrc ! "
-                  "cudaconvolve kernel-file=/nonexistent/k.npy ! fakesink\n",
-                  "pipeline: cudaconvolve0: kernel-file: /nonexistent/k.npy");
+    check_refusals("bad.conf", "refused at start", starts,
+                   sizeof starts / sizeof *starts);
   }
   /* a relative path in a pipeline line is relative to the config, as
    * every path there (the daemon runs in the config's folder): it was
@@ -1375,7 +1376,8 @@ static int foreign_lines(const char *log)
   for (const char *p = log; p && *p;) {
     const char *e = strchr(p, '\n');
     size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len && strncmp(p, "cudafilterd: ", 13) && strncmp(p, "(cudafilterd:", 13))
+    if (len && strncmp(p, "cudafilterd: ", 13) &&
+        strncmp(p, "(cudafilterd:", 13))
       n++;
     p = e ? e + 1 : NULL;
   }
@@ -1513,7 +1515,8 @@ static void test_restart(void **state)
   char *l2 = slurp(r.log, NULL);
   stop_daemon(&r);
   int n1 = foreign_lines(l1), n2 = foreign_lines(l2);
-  int d1 = count_in(l1, "portaudio-DEBUG"), d2 = count_in(l2, "portaudio-DEBUG");
+  int d1 = count_in(l1, "portaudio-DEBUG");
+  int d2 = count_in(l2, "portaudio-DEBUG");
   CHECK(n2 == n1 && d2 > d1,
         "%d lines on stderr after the first try, %d after 1.5 s of tries "
         "(debug log: %d, %d):\n%s", n1, n2, d1, d2, l2);
@@ -2557,9 +2560,7 @@ static void test_file_bad(void **state)
   y4m_write(fixture("v.y4m"), 1, 16, 8, 25, &vfp, 1);
   write_text(fixture("k2.txt"), "1 2 1\n2 4 2\n1 2 1\n");
   write_text(fixture("knan.txt"), "1 nan\n");
-  static const struct {
-    const char *body, *words;
-  } cases[] = {
+  static const refusal cases[] = {
       {"[stream f]\ntype = file\nkernel = 1\noutput = o.wav\n", "input"},
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n", "output"},
       {"[stream f]\ntype = file\nkernel = 1\ninput = nothere.wav\n"
@@ -2651,10 +2652,8 @@ static void test_file_bad(void **state)
        "nothing to read within"},
   };
   char cmd[1400];
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    set_case("bad file config %zu: %s", i, cases[i].body);
-    check_refused("badf.conf", cases[i].body, cases[i].words);
-  }
+  check_refusals("badf.conf", "bad file config", cases,
+                 sizeof cases / sizeof *cases);
   /* at start: overwrite = false keeps an existing file */
   char conf[600];
   snprintf(conf, sizeof conf, "%s", fixture("keep.conf"));
