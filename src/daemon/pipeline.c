@@ -197,31 +197,38 @@ static GstElement *build(const cfd_stream_conf *sc, GError **err)
   return pipe;
 }
 
-/* Our elements' g_warning while a check builds the pipeline: a property
- * value they refuse, or a kernel file that does not load (which they
- * keep, to fail negotiation at start). Printed as usual too. */
+/* Our elements' g_warning while a check builds the pipeline (in this
+ * thread: running pipelines' threads may log meanwhile, on a reload): a
+ * property value they refuse, or a kernel file that does not load (which
+ * they keep, to fail negotiation at start). Printed as usual too. */
+typedef struct caught {
+  GThread *thread;
+  GString *text;
+} caught;
+
 static void catch_warning(const gchar *domain, GLogLevelFlags level,
                           const gchar *msg, gpointer user)
 {
-  GString *w = user;
+  caught *c = user;
   if ((level & G_LOG_LEVEL_WARNING) && domain &&
-      g_str_has_prefix(domain, "cuda") && !w->len)
-    g_string_append(w, msg);
+      g_str_has_prefix(domain, "cuda") && g_thread_self() == c->thread &&
+      !c->text->len)
+    g_string_append(c->text, msg);
   g_log_default_handler(domain, level, msg, NULL);
 }
 
 bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
 {
-  GString *warned = g_string_new(NULL);
-  GLogFunc was = g_log_set_default_handler(catch_warning, warned);
+  caught warned = {g_thread_self(), g_string_new(NULL)};
+  GLogFunc was = g_log_set_default_handler(catch_warning, &warned);
   GstElement *pipe = build(sc, err);
   g_log_set_default_handler(was, NULL);
-  if (pipe && warned->len) {
-    g_set_error(err, CFD_ERROR, 0, "%s", warned->str);
+  if (pipe && warned.text->len) {
+    g_set_error(err, CFD_ERROR, 0, "%s", warned.text->str);
     gst_object_unref(gst_object_ref_sink(pipe));
     pipe = NULL;
   }
-  g_string_free(warned, TRUE);
+  g_string_free(warned.text, TRUE);
   if (!pipe)
     return false;
   gst_object_ref_sink(pipe);
