@@ -137,6 +137,14 @@ static ref_rng rng;
 #define PLAIN_BUILD_ONLY() ((void)0)
 #endif
 
+/* The audio swap tests' engines: backend auto on the emulated device (the
+ * cudaemu build), the CPU otherwise. */
+#ifdef CF_RT_EMU
+#define RT_AUDIO_BACKEND CF_BACKEND_AUTO
+#else
+#define RT_AUDIO_BACKEND CF_BACKEND_CPU
+#endif
+
 static void count_from_here(void)
 {
   atomic_store(&allocs, 0);
@@ -271,11 +279,7 @@ static void test_audio(void **state)
 static void test_prepared(void **state)
 {
   (void)state;
-#ifdef CF_RT_EMU
-  const cf_backend be = CF_BACKEND_AUTO;
-#else
-  const cf_backend be = CF_BACKEND_CPU;
-#endif
+  const cf_backend be = RT_AUDIO_BACKEND;
   for (unsigned c = 0; c < 6; c++) {
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
     unsigned block = 1u << ref_rng_range(&rng, 5, 9);
@@ -356,11 +360,7 @@ static void test_prepared(void **state)
 static void test_prepared_burst(void **state)
 {
   (void)state;
-#ifdef CF_RT_EMU
-  const cf_backend be = CF_BACKEND_AUTO;
-#else
-  const cf_backend be = CF_BACKEND_CPU;
-#endif
+  const cf_backend be = RT_AUDIO_BACKEND;
   size_t len = 2000, n = 40 * 64 + 8 * 1024;
   float *h = random_taps(len);
   cf_kernel *k = NULL;
