@@ -1683,7 +1683,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
           0, 60 * GST_SECOND, DEFAULT_CROSSFADE, live));
   g_object_class_install_property(oc, PROP_GAIN,
       g_param_spec_double("gain", "Gain",
-          "Gain in dB applied to the kernel", -120.0, 60.0, DEFAULT_GAIN,
+          "Gain in dB applied to the kernel", -CF_GAIN_DB_MAX,
+          CF_GAIN_DB_MAX, DEFAULT_GAIN,
           live));
   g_object_class_install_property(
       oc, PROP_DRAIN,

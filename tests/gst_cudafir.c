@@ -2745,7 +2745,7 @@ static void test_properties(void **state)
         xf, gain, lat, inuse);
   g_free(inuse);
   g_object_set(e, "block-size", 256, "drain", FALSE, "trim", TRUE,
-               "crossfade", (guint64)GST_SECOND, "gain", -6.0, "threads", 1u,
+               "crossfade", (guint64)GST_SECOND, "gain", 100.0, "threads", 1u,
                NULL);
   guint thr;
   g_object_get(e, "threads", &thr, NULL);
@@ -2756,9 +2756,14 @@ static void test_properties(void **state)
   g_object_get(e, "block-size", &bs, "drain", &drain, "trim", &trim,
                "crossfade", &xf, "gain", &gain, "routing", &routing,
                "backend", &be, NULL);
-  CHECK(bs == 256 && !drain && trim && xf == GST_SECOND && gain == -6.0 &&
+  CHECK(bs == 256 && !drain && trim && xf == GST_SECOND && gain == 100.0 &&
             routing == CF_ROUTING_MATRIX && be == CF_BACKEND_CPU,
         "values did not read back");
+  /* the gain range every face takes */
+  GParamSpecDouble *gp = G_PARAM_SPEC_DOUBLE(
+      g_object_class_find_property(G_OBJECT_GET_CLASS(e), "gain"));
+  CHECK(gp->minimum == -CF_GAIN_DB_MAX && gp->maximum == CF_GAIN_DB_MAX,
+        "gain range %g..%g", gp->minimum, gp->maximum);
   gst_object_unref(e);
 }
 

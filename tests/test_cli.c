@@ -2685,6 +2685,10 @@ static void test_apply_errors(void **state)
   expect(u3, 2, "loud");
   const char *u4[] = {NULL, "apply", "-k", kpath, inp, outp, "extra", NULL};
   expect(u4, 2, "extra");
+  /* the gain range every face takes (cudafir, cudafilterd) */
+  const char *u5[] = {NULL, "apply", "-k", kpath, "--gain", "150", inp, outp,
+                      NULL};
+  expect(u5, 2, "--gain");
   unlink(outp);
   unlink(inp);
   unlink(nanp);

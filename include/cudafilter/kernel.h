@@ -53,6 +53,10 @@ cf_status cf_kernel_set(cf_kernel *k, unsigned index, const float *taps,
  * when gain is not finite or would make a tap overflow to infinity (taps
  * stay finite, as cf_kernel_set keeps them). */
 cf_status cf_kernel_scale(cf_kernel *k, float gain);
+/* The gain in dB every face takes (apply's --gain, cudafir's gain,
+ * cudafilterd's gain): -CF_GAIN_DB_MAX..CF_GAIN_DB_MAX, a factor of 10^6
+ * either way. */
+#define CF_GAIN_DB_MAX 120.0
 
 cf_routing cf_kernel_routing(const cf_kernel *k);
 unsigned cf_kernel_outputs(const cf_kernel *k);

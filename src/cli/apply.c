@@ -209,7 +209,8 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
       o->have_routing = true;
       break;
     case OPT_GAIN:
-      if (!cli_parse_double("apply", "--gain", optarg, -200.0, 200.0,
+      if (!cli_parse_double("apply", "--gain", optarg, -CF_GAIN_DB_MAX,
+                            CF_GAIN_DB_MAX,
                             &o->gain_db))
         return CLI_EXIT_USAGE;
       break;

@@ -1324,11 +1324,11 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
   }
   if (!strcmp(key, "gain")) {
     gain = g_ascii_strtod(value, &end);
-    if (!*value || *end || !(gain >= -120 && gain <= 120)) {
+    if (!*value || *end || !(gain >= -CF_GAIN_DB_MAX && gain <= CF_GAIN_DB_MAX)) {
       g_set_error(err, CFD_ERROR, 0,
                   "gain: '%s' is not a number of dB in "
-                  "-120..120",
-                  value);
+                  "%g..%g",
+                  value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX);
       return false;
     }
   } else if (!strcmp(key, "kernel-file")) {

@@ -409,7 +409,7 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
                 &sc->pipeline_depth) ||
       !read_engine(r, sc) || !get_double(r, "latency", 0, 2, 0, &sc->latency) ||
       !get_double(r, "duration", 0, 1e7, 0, &sc->duration) ||
-      !get_double(r, "gain", -120, 120, 0, &sc->gain_db) ||
+      !get_double(r, "gain", -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX, 0, &sc->gain_db) ||
       !get_double(r, "crossfade", 0, 60, 0.05, &sc->crossfade))
     return false;
   sc->algorithm = CF_ALGO_AUTO;
