@@ -1855,7 +1855,7 @@ static void clip_case(ref_rng *r, int index)
 {
   unsigned ch = (unsigned)ref_rng_range(r, 1, 2), rate = 8000;
   size_t len = ref_rng_range(r, 1, 8), n = ref_rng_range(r, 100, 3000);
-  double amp = 0.01 + 8.0 * ref_rng_unit(r), gain_db = 140.0 * ref_rng_unit(r);
+  double amp = 0.01 + 8.0 * ref_rng_unit(r), gain_db = CF_GAIN_DB_MAX * ref_rng_unit(r);
   const clip_fmt *f = &clip_fmts[index % 3];
   float *h = malloc(len * sizeof *h), *x = malloc(n * ch * sizeof *x);
   float *xi = malloc(n * sizeof *xi), *xa = malloc(n * sizeof *xa);
