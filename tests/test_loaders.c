@@ -199,6 +199,44 @@ static void test_text_nonfinite(void **state)
   expect_bad_text("1e39", CF_E_FORMAT, "float32 range");
 }
 
+/* Numbers written with decimal commas ("0,25 0,5") are refused, not read
+ * as twice the taps; commas alone or spaces alone separate numbers. */
+static void test_text_decimal_comma(void **state)
+{
+  (void)state;
+  static const char *const bad[] = {"0,25 0,5 0,25", "3,75\t-1,5",
+                                    "2 1,5", "1,5 2 # 0.5"};
+  static const unsigned long col[] = {1, 1, 3, 1};
+  for (int i = 0; i < 4; i++) {
+    char text[256];
+    int line = (int)ref_rng_range(&rng, 1, 4);
+    size_t len = 0;
+    for (int l = 1; l < line; l++) /* lines that are lists: 1 2, 3,4 */
+      len += (size_t)snprintf(text + len, sizeof text - len, l % 2 ?
+                              "%d %d\n" : "%d,%d\n", l, l + 1);
+    snprintf(text + len, sizeof text - len, "%s\n7 8\n", bad[i]);
+    const char *path = fixture("commas.txt");
+    write_bytes(path, text, strlen(text));
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%d:%lu:", path, line, col[i]);
+    cf_kernel *k;
+    cf_status s = i % 2 ? cf_kernel_load(path, 0, &k)
+                        : cf_kernel_load_text(path, &k);
+    expect_error(s, &k, CF_E_FORMAT, where, "decimal commas?");
+  }
+  /* a point anywhere: the commas separate */
+  const char *ok = "0.25, 0.5,0.25 # a,b c\n1,5 2\n1 2 3\n4,5,6\n7 ,8\n"
+                   "9, 10\n11,12 13\n";
+  const float want[] = {0.25f, 0.5f, 0.25f, 1,  5,  2,  1, 2, 3, 4,
+                        5,     6,    7,     8,  9,  10, 11, 12, 13};
+  const char *path = fixture("commas.txt");
+  write_bytes(path, ok, strlen(ok));
+  cf_kernel *k;
+  expect_ok(cf_kernel_load_text(path, &k), path);
+  expect_taps(k, 0, want, sizeof want / sizeof *want, 0.0);
+  cf_kernel_free(k);
+}
+
 static void test_text_empty(void **state)
 {
   (void)state;
@@ -1324,6 +1362,7 @@ int main(void)
       cmocka_unit_test(test_text_formats),
       cmocka_unit_test(test_text_bad_token),
       cmocka_unit_test(test_text_nonfinite),
+      cmocka_unit_test(test_text_decimal_comma),
       cmocka_unit_test(test_text_empty),
       cmocka_unit_test(test_text_nul),
       cmocka_unit_test(test_text_endless),

@@ -23,6 +23,19 @@ struct cf_io_text {
   unsigned long line, col;         /* of the byte just read */
   unsigned long tok_line, tok_col; /* of the token's first byte */
   bool in_comment, line_comment;
+  /* Decimal commas ("0,25 0,5"): on one line, a lone comma between two
+   * digits and numbers apart by spaces alone, in a file without a decimal
+   * point. Either is a plain list; both on one line, where no number has
+   * a point, are numbers written with a comma for the point. */
+  bool line_tok;       /* a number seen on this line */
+  char last_end;       /* the last byte of that number */
+  unsigned long last_col; /* and the column of its first */
+  unsigned sep_len;    /* separator bytes since it */
+  bool sep_comma;      /* one of them a comma */
+  unsigned long comma_col; /* 0: no comma between digits yet, else the
+                            * column of the number before it */
+  bool spaces_only;    /* two numbers apart by spaces alone */
+  bool point;          /* a number with a decimal point seen in the file */
   int pending; /* a byte read but not handled yet (it ended a token) */
   bool have_pending;
   /* The file's first bytes, read to look for a byte order mark that was
@@ -99,6 +112,33 @@ static cf_status end_token(cf_io_text *t, float *out)
   return CF_OK;
 }
 
+static bool is_digit(int ch) { return ch >= '0' && ch <= '9'; }
+
+/* A number starts with byte ch: what lies between it and the line's last
+ * number. */
+static void between_numbers(cf_io_text *t, int ch)
+{
+  if (!t->line_tok)
+    return;
+  if (!t->sep_comma)
+    t->spaces_only = true;
+  else if (t->sep_len == 1 && is_digit(t->last_end) && is_digit(ch) &&
+           !t->comma_col)
+    t->comma_col = t->last_col;
+}
+
+/* At a line's end: the refusal where it reads as decimal commas. */
+static cf_status decimal_comma(cf_io_text *t)
+{
+  if (!t->spaces_only || !t->comma_col || t->point)
+    return CF_OK;
+  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: a comma between digits, and "
+                 "numbers apart by spaces on the same line, and no decimal "
+                 "point: decimal commas? Write numbers with a point (0.25); "
+                 "commas and spaces both separate numbers", t->path, t->line,
+                 t->comma_col);
+}
+
 cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out)
 {
   cf_io_text *t = calloc(1, sizeof *t);
@@ -156,6 +196,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       if (t->tok_len == 0) {
         t->tok_line = t->line;
         t->tok_col = t->col;
+        between_numbers(t, ch);
       }
       if (t->tok_len < TOKEN_MAX) {
         t->tok[t->tok_len++] = (char)ch;
@@ -169,6 +210,12 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       return end_token(t, &ev->value);
     }
     if (t->tok_len) { /* ch ends a token: handle ch on the next call */
+      t->line_tok = true;
+      t->last_end = t->tok[t->tok_len - 1];
+      t->last_col = t->tok_col;
+      t->point |= memchr(t->tok, '.', t->tok_len) != NULL;
+      t->sep_len = 0;
+      t->sep_comma = false;
       t->pending = ch;
       t->have_pending = true;
       *ev = (cf_io_text_event){
@@ -181,8 +228,16 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       t->in_comment = t->line_comment = true;
       continue;
     }
-    if (ch != '\n' && ch != EOF)
+    if (ch != '\n' && ch != EOF) {
+      t->sep_len++;
+      t->sep_comma |= ch == ',';
       continue;
+    }
+    cf_status s = decimal_comma(t);
+    if (s != CF_OK)
+      return s;
+    t->line_tok = t->spaces_only = false;
+    t->comma_col = 0;
     *ev = (cf_io_text_event){
         .kind = ch == EOF ? CF_IO_TEXT_EOF : CF_IO_TEXT_LINE_END,
         .line = t->line, .col = t->col, .comment = t->line_comment};
