@@ -703,6 +703,18 @@ static void test_text_bad_tokens(void **state)
   }
 }
 
+/* A 3x3 kernel written with decimal commas is refused where its first
+ * row shows them, not read as a 3x6 grid. */
+static void test_text_decimal_comma(void **state)
+{
+  (void)state;
+  const char *body = "# blur\n0,0625 0,125 0,0625\n0,125 0,25 0,125\n"
+                     "0,0625 0,125 0,0625\n";
+  const char *path = fixture("commas.txt");
+  write_bytes(path, body, strlen(body));
+  expect_bad_file(path, CF_E_FORMAT, 2, 1, "decimal commas?");
+}
+
 static void expect_no_taps(const char *body)
 {
   const char *path = fixture("empty.txt");
@@ -1126,6 +1138,7 @@ int main(void)
       cmocka_unit_test(test_text_ragged_rows),
       cmocka_unit_test(test_text_ragged_blocks),
       cmocka_unit_test(test_text_bad_tokens),
+      cmocka_unit_test(test_text_decimal_comma),
       cmocka_unit_test(test_text_empty),
       cmocka_unit_test(test_text_endless),
       cmocka_unit_test(test_text_limits),
