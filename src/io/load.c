@@ -218,9 +218,13 @@ cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
   size_t bom = n >= 3 && memcmp(head, CF_IO_UTF8_BOM, 3) == 0 ? 3 : 0;
   *at = bom + text_prefix(head + bom, n - bom);
   *byte = *at < n ? head[*at] : 0;
+  /* A first byte 0x93 is .npy's: a near miss of its magic is not text
+   * whatever follows. */
+  bool textish =
+      *at < n && head[bom] != 0x93 && mostly_text(head + bom, n - bom);
   *kind = n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0 ? CF_IO_KIND_NPY
           : *at == n                                  ? CF_IO_KIND_TEXT
-          : mostly_text(head + bom, n - bom)          ? CF_IO_KIND_TEXTISH
+          : textish                                   ? CF_IO_KIND_TEXTISH
                                                       : CF_IO_KIND_OTHER;
   return CF_OK;
 }
