@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -2541,6 +2542,92 @@ static void test_file_stuck_output(void **state)
   close(ls);
 }
 
+/* A reload reads the file in a thread of its own: a client is answered
+ * while it waits on an input that says nothing (the probe's 5 s), and a
+ * reload asked meanwhile reads the file again once that one is made. */
+static void test_reload_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(ls >= 0, "socket: %s", strerror(errno));
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  /* listening, never accepting: the probe connects and hears nothing */
+  CHECK(bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            listen(ls, 4) == 0 &&
+            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
+        "listen: %s", strerror(errno));
+  size_t frames = ref_rng_range(&rng, 1000, 20000);
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  char in[600], out[600], out2[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("bg-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("bg-out.wav"));
+  snprintf(out2, sizeof out2, "%s", fixture("bg-out2.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("bg.conf"));
+  write_wav(in, W_F32, 48000, 2, x, frames);
+  free(x);
+  static const char base[] = "[stream f]\ntype = file\ninput = %s\n"
+                             "output = %s\nbackend = cpu\nkernel = 0.5\n";
+  write_text(conf, base, in, out);
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  write_text(conf,
+             "[stream f]\ntype = file\ninput = %s\noutput = %s\n"
+             "backend = cpu\nkernel = 0.5\n"
+             "[stream n]\ntype = file\ninput = tcp://127.0.0.1:%u\n"
+             "output = %s\nbackend = cpu\nkernel = 1\n",
+             in, out, (unsigned)ntohs(sa.sin_port), out2);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+  CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            write(fd, "reload\n", 7) == 7,
+        "reload: %s", strerror(errno));
+  usleep(300000); /* the daemon takes the line (not a bound: see below) */
+  char *st = ctl(&r, "status");
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  int ready = poll(&pf, 1, 0);
+  CHECK(answer_ok(st) && field(st, "f", "state"), "status: %s", st);
+  CHECK(ready == 0, "the reload was answered before the status, which "
+        "waited for it (the probe of a silent input)");
+  free(st);
+  /* asked while the first is read: made after it, from the file then */
+  write_text(conf, base, in, out);
+  int fd2 = socket(AF_UNIX, SOCK_STREAM, 0);
+  CHECK(fd2 >= 0 && connect(fd2, (struct sockaddr *)&a, sizeof a) == 0 &&
+            write(fd2, "reload\n", 7) == 7,
+        "second reload: %s", strerror(errno));
+  char ans[2][4096];
+  int fds[2] = {fd, fd2};
+  for (int i = 0; i < 2; i++) {
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof ans[i] - 1 &&
+           (k = read(fds[i], ans[i] + n, sizeof ans[i] - 1 - n)) > 0)
+      n += (size_t)k;
+    ans[i][n] = 0;
+    close(fds[i]);
+  }
+  CHECK(strstr(ans[0], "error: reload refused") &&
+            strstr(ans[0], "nothing to read within"),
+        "first reload (a silent input): %s", ans[0]);
+  CHECK(answer_ok(ans[1]), "second reload (the file as it is now): %s",
+        ans[1]);
+  st = ctl(&r, "status");
+  CHECK(answer_ok(st) && field(st, "f", "state") && !strstr(st, "\nn "),
+        "status after: %s", st);
+  free(st);
+  stop_daemon(&r);
+  close(ls);
+}
+
 /* What a file stream refuses: in the config (--check), and at run time
  * (status says failed, the daemon goes on, no output). */
 static void test_file_bad(void **state)
@@ -3015,9 +3102,16 @@ static void test_control(void **state)
     usleep(10000);
   CHECK(stat(r.sock, &sb) == 0, "the daemon did not come up after a SIGHUP");
   wait_state(&r, "big", "finished");
+  /* the reload reads the file in its thread (a stop meanwhile drops it) */
+  for (log = NULL; now_s() - t0 < 60; usleep(20000)) {
+    free(log);
+    log = slurp(r.log, NULL);
+    if (log && strstr(log, "reloaded"))
+      break;
+  }
   stop_daemon(&r);
-  log = slurp(r.log, NULL);
-  CHECK(strstr(log, "reloaded"), "no reload in the log: %s", log);
+  CHECK(log && strstr(log, "reloaded"), "no reload in the log: %s",
+        log ? log : "");
   free(log);
 
   /* `socket =` relative to the config file's folder, as every path there;
@@ -3083,6 +3177,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_video_live, kill_left),
       cmocka_unit_test_teardown(test_file_video_refused, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
+      cmocka_unit_test_teardown(test_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

@@ -484,8 +484,9 @@ static bool file_probe(const char *path, bool video, int stream, unsigned *a,
   }
   cf_av->av_log_set_level(AV_LOG_ERROR);
   char msg[512];
-  /* the config is read in the daemon's main thread: an input that says
-   * nothing (a live URL with no sender yet) must not hold it */
+  /* an input that says nothing (a live URL with no sender yet) must not
+   * hold the daemon's start, nor a reload (read in a thread of its own,
+   * its clients waiting) */
   double deadline = now_us() + PROBE_SECONDS * 1e6;
   apply_hooks h = {.user = &deadline, .stop = probe_late};
   apply_vhooks vh = {.user = &deadline, .stop = probe_late};

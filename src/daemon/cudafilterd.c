@@ -73,6 +73,13 @@ typedef struct daemon_state {
   GSource *accepting; /* the listener's; NULL while CFD_MAX_CLIENTS are in */
   GPtrArray *clients; /* client *: control connections being served */
   char *config_socket; /* the config's `socket`, to tell a reload's change */
+  /* A reload reads the file in a thread (kernels decoded, a file
+   * stream's input probed: up to seconds for a silent network input)
+   * while the loop serves clients; the streams change back in the loop.
+   * The clients who asked wait for it; a reload asked meanwhile reads
+   * the file again once this one is made. */
+  bool reloading, reload_again, stopping;
+  GPtrArray *reload_waiting, *reload_next; /* client * */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -169,6 +176,8 @@ static bool stream_try(stream *s, GError **err)
  * again restart-delay seconds later. */
 static gboolean on_tick(gpointer user)
 {
+  if (((daemon_state *)user)->stopping)
+    return G_SOURCE_CONTINUE; /* waiting for a reload's thread to stop */
   GPtrArray *streams = ((daemon_state *)user)->streams;
   double t = now_s();
   for (guint i = 0; i < streams->len; i++) {
@@ -275,11 +284,13 @@ static retune_how reload_how(const stream *old, const cfd_stream_conf *sc,
              : RELOAD_START;
 }
 
-static bool reload(daemon_state *d, GString *report, GError **err)
+/* The file as read (c), or why it could not be (load_err, taken). */
+static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
+                   GString *report, GError **err)
 {
-  cfd_config *c = cfd_config_load(d->config_path, err);
   if (!c) {
-    g_prefix_error(err, "reload refused, the running streams stay: ");
+    g_propagate_prefixed_error(err, load_err,
+                               "reload refused, the running streams stay: ");
     return false;
   }
   /* every kernel a running stream is to take must fit it, or nothing
@@ -598,10 +609,13 @@ static char **split_words(const char *line, GError **err)
   return (char **)g_ptr_array_free(words, FALSE);
 }
 
-static bool do_reload(daemon_state *d, GString *report, GError **err);
+typedef struct client client;
+static void reload_request(daemon_state *d, client *cl);
 
-/* One request line; the answer in out, the last line "ok" or "error:". */
-static void handle(daemon_state *d, const char *line, GString *out)
+/* One request line from cl; the answer in out, the last line "ok" or
+ * "error:". False where the answer comes later (a reload). */
+static bool handle(daemon_state *d, client *cl, const char *line,
+                   GString *out)
 {
   GError *err = NULL;
   char **argv = split_words(line, &err);
@@ -620,9 +634,14 @@ static void handle(daemon_state *d, const char *line, GString *out)
     g_free(value);
   } else if (!strcmp(argv[0], "swap-kernel")) {
     ok = cmd_swap(d, argv, out, &err);
+  } else if (!strcmp(argv[0], "reload") && n == 1 && !d->stopping) {
+    reload_request(d, cl);
+    g_strfreev(argv);
+    return false;
   } else if (!strcmp(argv[0], "reload")) {
-    ok = n == 1 ? do_reload(d, out, &err)
-                : (g_set_error(&err, CFD_ERROR, 0, "usage: reload"), false);
+    g_set_error(&err, CFD_ERROR, 0,
+                n == 1 ? "the daemon is stopping: no reload"
+                       : "usage: reload");
   } else if (!strcmp(argv[0], "restart")) {
     ok = cmd_restart(d, argv, out, &err);
   } else {
@@ -638,6 +657,7 @@ static void handle(daemon_state *d, const char *line, GString *out)
     g_string_append_printf(out, "error: %s\n", err->message);
     g_error_free(err);
   }
+  return true;
 }
 
 /* ---- control clients ---- */
@@ -649,7 +669,7 @@ static void handle(daemon_state *d, const char *line, GString *out)
 
 static void accept_more(daemon_state *d);
 
-typedef struct client {
+struct client {
   daemon_state *d;
   GSocket *sock;
   GSource *io;      /* readable (the line), then writable (the answer) */
@@ -657,11 +677,12 @@ typedef struct client {
                        take the answer (a command may take long) */
   GString *in, *out;
   gsize sent;
-  enum { READING, ANSWERING, DRAINING } state;
+  /* WAITING: for a reload, neither watched nor timed */
+  enum { READING, WAITING, ANSWERING, DRAINING } state;
   bool too_long; /* once answered, the rest of the line is read (closed
                     with bytes unread, the client would see a reset, not
                     the answer) */
-} client;
+};
 
 /* Detach and release *src (if any); *src becomes NULL. */
 static void drop_source(GSource **src)
@@ -709,6 +730,14 @@ static void client_watch(client *c, GIOCondition cond)
   g_source_attach(c->io, NULL);
 }
 
+/* c->out holds the answer: writing it. */
+static void client_reply(client *c)
+{
+  c->state = ANSWERING;
+  client_watch(c, G_IO_OUT);
+  client_timer(c);
+}
+
 /* The line is in (or the client stopped sending, or it is too long):
  * the answer, then writing it. */
 static void client_answer(client *c)
@@ -730,11 +759,14 @@ static void client_answer(client *c)
     size_t len = strlen(c->in->str);
     if (len && c->in->str[len - 1] == '\r')
       c->in->str[len - 1] = 0;
-    handle(c->d, c->in->str, c->out);
+    if (!handle(c->d, c, c->in->str, c->out)) {
+      c->state = WAITING; /* client_reply, once the reload is made */
+      drop_source(&c->io);
+      drop_source(&c->timer);
+      return;
+    }
   }
-  c->state = ANSWERING;
-  client_watch(c, G_IO_OUT);
-  client_timer(c);
+  client_reply(c);
 }
 
 static gboolean on_client_io(GSocket *sock, GIOCondition cond, gpointer user)
@@ -920,13 +952,14 @@ static bool listen_socket(daemon_state *d, GError **err)
   return true;
 }
 
-/* A reload, from SIGHUP or the control socket: the report goes into the
- * log line by line, and to the client. */
-static bool do_reload(daemon_state *d, GString *report, GError **err)
+/* A reload, from SIGHUP or the control socket, with the file as read:
+ * the report goes into the log line by line, and to the clients. */
+static bool do_reload(daemon_state *d, cfd_config *c, GError *load_err,
+                      GString *report, GError **err)
 {
   gsize at = report->len;
   GError *e = NULL;
-  bool ok = reload(d, report, &e);
+  bool ok = reload(d, c, load_err, report, &e);
   char **lines = g_strsplit(report->str + at, "\n", -1);
   for (char **l = lines; *l; l++)
     if (**l)
@@ -941,11 +974,102 @@ static bool do_reload(daemon_state *d, GString *report, GError **err)
   return ok;
 }
 
+/* In the reload's thread: the file, its kernels loaded, its inputs
+ * probed. Nothing of the daemon's is touched here. */
+static void reload_read(GTask *t, gpointer src, gpointer path,
+                        GCancellable *cancel)
+{
+  (void)src;
+  (void)cancel;
+  GError *e = NULL;
+  cfd_config *c = cfd_config_load(path, &e);
+  if (c)
+    g_task_return_pointer(t, c, (GDestroyNotify)cfd_config_free);
+  else
+    g_task_return_error(t, e);
+}
+
+static void reload_done(GObject *src, GAsyncResult *res, gpointer user);
+
+static void reload_run(daemon_state *d)
+{
+  d->reloading = true;
+  GTask *t = g_task_new(NULL, NULL, reload_done, d);
+  g_task_set_task_data(t, g_strdup(d->config_path), g_free);
+  g_task_run_in_thread(t, reload_read);
+  g_object_unref(t);
+}
+
+/* A reload asked (cl NULL: by SIGHUP): read now, or again after the one
+ * being read (whose file may predate the change). */
+static void reload_request(daemon_state *d, client *cl)
+{
+  if (d->stopping)
+    return; /* a SIGHUP while a reload's thread is waited for */
+  if (cl)
+    g_ptr_array_add(d->reloading ? d->reload_next : d->reload_waiting, cl);
+  if (d->reloading)
+    d->reload_again = true;
+  else
+    reload_run(d);
+}
+
+/* Back in the loop: the streams change, each waiting client gets the
+ * report and ok or the error. */
+static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
+{
+  (void)src;
+  daemon_state *d = user;
+  GError *load_err = NULL, *e = NULL;
+  cfd_config *c = g_task_propagate_pointer(G_TASK(res), &load_err);
+  GPtrArray *waiting = d->reload_waiting;
+  d->reload_waiting = d->reload_next;
+  d->reload_next = g_ptr_array_new();
+  d->reloading = false;
+  GString *report = g_string_new(NULL);
+  bool ok;
+  if (d->stopping) {
+    cfd_config_free(c);
+    g_clear_error(&load_err);
+    g_set_error(&e, CFD_ERROR, 0, "the daemon is stopping: no reload");
+    say("%s", e->message);
+    ok = false;
+  } else {
+    ok = do_reload(d, c, load_err, report, &e);
+  }
+  for (guint i = 0; i < waiting->len; i++) {
+    client *cl = waiting->pdata[i];
+    g_string_append(cl->out, report->str);
+    if (ok)
+      g_string_append(cl->out, "ok\n");
+    else
+      g_string_append_printf(cl->out, "error: %s\n", e->message);
+    client_reply(cl);
+  }
+  g_ptr_array_free(waiting, TRUE);
+  g_string_free(report, TRUE);
+  g_clear_error(&e);
+  if (d->reload_again) {
+    d->reload_again = false;
+    if (d->stopping) {
+      waiting = d->reload_waiting;
+      d->reload_waiting = g_ptr_array_new();
+      for (guint i = 0; i < waiting->len; i++) {
+        client *cl = waiting->pdata[i];
+        g_string_append(cl->out, "error: the daemon is stopping: no "
+                                 "reload\n");
+        client_reply(cl);
+      }
+      g_ptr_array_free(waiting, TRUE);
+    } else {
+      reload_run(d);
+    }
+  }
+}
+
 static gboolean on_hup(gpointer user)
 {
-  GString *report = g_string_new(NULL);
-  do_reload(user, report, NULL);
-  g_string_free(report, TRUE);
+  reload_request(user, NULL);
   return G_SOURCE_CONTINUE;
 }
 
@@ -1059,6 +1183,8 @@ int main(int argc, char **argv)
   d.config_path = g_strdup(cfg_path);
   d.config_socket = g_strdup(c->socket);
   d.clients = g_ptr_array_new();
+  d.reload_waiting = g_ptr_array_new();
+  d.reload_next = g_ptr_array_new();
   d.socket_path = sock        ? g_strdup(sock)
                   : c->socket ? g_strdup(c->socket)
                               : cfd_default_socket();
@@ -1087,6 +1213,11 @@ int main(int argc, char **argv)
         down ? " (and some down, tried again)" : "", d.socket_path);
     g_main_loop_run(d.loop);
     say("stopping");
+    /* a reload being read: its thread finishes before the streams go
+     * (its clients are told no) */
+    d.stopping = true;
+    while (d.reloading)
+      g_main_context_iteration(NULL, TRUE);
   } else {
     say("%s", err->message);
     g_error_free(err);
@@ -1104,6 +1235,8 @@ int main(int argc, char **argv)
   while (d.clients->len)
     client_free(d.clients->pdata[0]);
   g_ptr_array_free(d.clients, TRUE);
+  g_ptr_array_free(d.reload_waiting, TRUE);
+  g_ptr_array_free(d.reload_next, TRUE);
   drop_source(&d.accepting);
   if (d.listener) {
     g_socket_close(d.listener, NULL);

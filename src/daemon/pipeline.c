@@ -198,31 +198,52 @@ static GstElement *build(const cfd_stream_conf *sc, GError **err)
 }
 
 /* Our elements' g_warning while a check builds the pipeline (in this
- * thread: running pipelines' threads may log meanwhile, on a reload): a
- * property value they refuse, or a kernel file that does not load (which
- * they keep, to fail negotiation at start). Printed as usual too. */
+ * thread: running pipelines' threads may log meanwhile, and a reload
+ * checks in a thread of its own): a property value they refuse, or a
+ * kernel file that does not load (which they keep, to fail negotiation
+ * at start). Printed as usual too. The handler, once installed, stays:
+ * a thread that took it while another check ended must not find that
+ * check's record gone. */
 typedef struct caught {
   GThread *thread;
   GString *text;
 } caught;
 
+static GMutex catch_lock;
+static GSList *catchers; /* caught *: the checks in progress */
+
 static void catch_warning(const gchar *domain, GLogLevelFlags level,
                           const gchar *msg, gpointer user)
 {
-  caught *c = user;
+  (void)user;
   if ((level & G_LOG_LEVEL_WARNING) && domain &&
-      g_str_has_prefix(domain, "cuda") && g_thread_self() == c->thread &&
-      !c->text->len)
-    g_string_append(c->text, msg);
+      g_str_has_prefix(domain, "cuda")) {
+    g_mutex_lock(&catch_lock);
+    for (GSList *l = catchers; l; l = l->next) {
+      caught *c = l->data;
+      if (c->thread == g_thread_self() && !c->text->len)
+        g_string_append(c->text, msg);
+    }
+    g_mutex_unlock(&catch_lock);
+  }
   g_log_default_handler(domain, level, msg, NULL);
 }
 
 bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
 {
+  static gsize installed;
+  if (g_once_init_enter(&installed)) {
+    g_log_set_default_handler(catch_warning, NULL);
+    g_once_init_leave(&installed, 1);
+  }
   caught warned = {g_thread_self(), g_string_new(NULL)};
-  GLogFunc was = g_log_set_default_handler(catch_warning, &warned);
+  g_mutex_lock(&catch_lock);
+  catchers = g_slist_prepend(catchers, &warned);
+  g_mutex_unlock(&catch_lock);
   GstElement *pipe = build(sc, err);
-  g_log_set_default_handler(was, NULL);
+  g_mutex_lock(&catch_lock);
+  catchers = g_slist_remove(catchers, &warned);
+  g_mutex_unlock(&catch_lock);
   if (pipe && warned.text->len) {
     g_set_error(err, CFD_ERROR, 0, "%s", warned.text->str);
     gst_object_unref(gst_object_ref_sink(pipe));
