@@ -2590,7 +2590,11 @@ static void test_reload_in_background(void **state)
   CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
             write(fd, "reload\n", 7) == 7,
         "reload: %s", strerror(errno));
-  usleep(300000); /* the daemon takes the line (not a bound: see below) */
+  /* the reload's thread has read the file when its probe connects */
+  struct pollfd lp = {.fd = ls, .events = POLLIN};
+  CHECK(poll(&lp, 1, 60000) == 1, "the reload never probed the input");
+  int heard = accept(ls, NULL, NULL); /* and hears nothing */
+  CHECK(heard >= 0, "accept: %s", strerror(errno));
   char *st = ctl(&r, "status");
   struct pollfd pf = {.fd = fd, .events = POLLIN};
   int ready = poll(&pf, 1, 0);
@@ -2625,6 +2629,7 @@ static void test_reload_in_background(void **state)
         "status after: %s", st);
   free(st);
   stop_daemon(&r);
+  close(heard);
   close(ls);
 }
 
