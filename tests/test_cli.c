@@ -2074,6 +2074,54 @@ static void test_apply_copies(void **state)
 #endif
 }
 
+/* A WAV cut inside its last frame (a recorder killed, a copy cut short:
+ * its header promises more than there is) is filtered up to its last
+ * whole frame, the partial one told as a damaged packet, as ffmpeg does;
+ * it failed ("decoding failed: Invalid data found"), writing nothing:
+ * PCM decoders tell a bad packet when the frame is received, not when
+ * the packet is sent. */
+static void test_apply_damaged(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 3000 };
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  static float x[N * CH];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 5);
+  for (size_t i = 0; i < N * CH; i++)
+    x[i] = (float)((int)(ref_rng_u64(&r) % 60001) - 30000) / 32768.0f;
+  float h = 1.0f;
+  tmp_path(one, sizeof one, "damaged-k.txt");
+  write_text_kernel(one, &h, 1);
+  tmp_path(inp, sizeof inp, "damaged-in.wav");
+  tmp_path(outp, sizeof outp, "damaged-out.wav");
+  write_wav(inp, W_S16, 44100, CH, x, N);
+  struct stat st;
+  assert_int_equal(stat(inp, &st), 0);
+  assert_int_equal(truncate(inp, st.st_size - 1), 0); /* 3 of 4 bytes left */
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0 || !strstr(res.err, "1 damaged packet"))
+    fail_msg("a WAV cut inside a frame: exit %d, stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  wav w;
+  read_wav(outp, &w);
+  if (w.kind != W_S16 || w.ch != CH || w.frames != N - 1)
+    fail_msg("a WAV cut inside a frame: %s, %u channels, %zu frames out; "
+             "want s16, %u, %d",
+             wav_names[w.kind], w.ch, w.frames, CH, N - 1);
+  for (size_t i = 0; i < (size_t)(N - 1) * CH; i++)
+    if (w.x[i] != (double)x[i] * 32768.0)
+      fail_msg("sample %zu: %g, want %g", i, w.x[i], (double)x[i] * 32768.0);
+  free(w.x);
+#else
+  skip();
+#endif
+}
+
 /* A FLAC metadata block walk: calls back for each (type, data, len). The
  * file's audio frames follow the block marked last. */
 static size_t flac_blocks(const unsigned char *b, size_t n, int want_type,
@@ -3025,6 +3073,7 @@ int main(void)
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
+    cmocka_unit_test(test_apply_damaged),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),

@@ -55,6 +55,11 @@ double apply_now(void);
 
 /* "cudafilter: PATH: WHAT: libav's message"; returns CLI_EXIT_RUNTIME. */
 int apply_av_error(const char *path, const char *what, int err);
+/* Whether an error avcodec_send_packet or avcodec_receive_frame returned
+ * is the input's: a damaged packet, which the decoder has dropped
+ * (skipped and counted, as ffmpeg skips it), not a failure of ours (out
+ * of memory) or no error (EAGAIN, EOF). */
+bool apply_damaged(int err);
 
 /* The temporary name OUTPUT is written under, OUTPUT.cf-part-PID.EXT
  * (*tmp NULL: OUTPUT itself); refuses an existing OUTPUT without -y, and

@@ -48,7 +48,8 @@ typedef struct input {
   int64_t expect;   /* frames the container announces, or 0 */
   unsigned corrupt; /* packets the decoder refused */
   bool eof;
-  bool stopped; /* hooks->stop ended it before its end */
+  bool draining; /* the decoder is told the input ended */
+  bool stopped;  /* hooks->stop ended it before its end */
   const apply_hooks *h;
   int want;           /* the audio stream asked for, or -1: the best */
   int64_t first_pts;  /* the first decoded frame's, in 1/rate; or NOPTS */
@@ -293,12 +294,21 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
   return 0;
 }
 
+bool apply_damaged(int err)
+{
+  return err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_EOF &&
+         err != AVERROR(ENOMEM) && err != AVERROR_EXIT;
+}
+
 /* The next decoded frame, converted: *frames = 0 and in->eof at the end. */
 static int input_read(input *in, size_t *frames)
 {
+  bool next = false; /* a damaged packet: read on before receiving more */
   *frames = 0;
   for (;;) {
-    int err = cf_av->avcodec_receive_frame(in->dec, in->frame);
+    int err = next ? AVERROR(EAGAIN)
+                   : cf_av->avcodec_receive_frame(in->dec, in->frame);
+    next = false;
     if (err == 0) {
       int rc = input_convert(in, in->frame, frames);
       cf_av->av_frame_unref(in->frame);
@@ -308,12 +318,29 @@ static int input_read(input *in, size_t *frames)
       in->eof = true;
       return 0;
     }
+    /* Decoders that take packets whole (PCM, most audio) tell a damaged
+     * packet here, not where it is sent (below): a WAV cut inside its
+     * last frame ends in a partial one, a PNG frame's zlib data can be
+     * broken. Counted and skipped; at the end, the end. */
+    if (apply_damaged(err)) {
+      in->corrupt++;
+      if (in->draining) {
+        in->eof = true;
+        return 0;
+      }
+      next = true;
+      continue;
+    }
     if (err != AVERROR(EAGAIN))
       return apply_av_error(in->path, "decoding failed", err);
     err = cf_av->av_read_frame(in->fmt, in->pkt);
     if (err == AVERROR_EOF) {
-      if ((err = cf_av->avcodec_send_packet(in->dec, NULL)) < 0)
+      /* (sending may tell a damaged packet before it: the end is sent) */
+      if ((err = cf_av->avcodec_send_packet(in->dec, NULL)) < 0 &&
+          !apply_damaged(err))
         return apply_av_error(in->path, "decoding failed", err);
+      in->corrupt += err < 0;
+      in->draining = true;
       continue;
     }
     if (input_stopping(in)) {
@@ -328,7 +355,7 @@ static int input_read(input *in, size_t *frames)
     if (si == in->stream) {
       err = cf_av->avcodec_send_packet(in->dec, in->pkt);
       /* A damaged packet is skipped, as ffmpeg does; counted and told. */
-      if (err == AVERROR_INVALIDDATA)
+      if (apply_damaged(err))
         in->corrupt++;
       else if (err < 0) {
         cf_av->av_packet_unref(in->pkt);

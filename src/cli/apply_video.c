@@ -552,6 +552,12 @@ static int decode_ready(vrun *r)
     int err = cf_av->avcodec_receive_frame(r->dec, r->frame);
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
       return 0;
+    /* a damaged frame (a PNG's broken zlib data): skipped, on to the
+     * next packet */
+    if (apply_damaged(err)) {
+      r->corrupt++;
+      return 0;
+    }
     if (err < 0)
       return apply_av_error(r->o->in_path, "decoding failed", err);
     int rc = filter_frame(r, r->frame);
@@ -589,7 +595,7 @@ static int pump(vrun *r)
     int si = r->pkt->stream_index;
     if (si == r->vstream) {
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
-      if (err == AVERROR_INVALIDDATA)
+      if (apply_damaged(err))
         r->corrupt++; /* skipped, as ffmpeg does; told at the end */
       else if (err < 0)
         rc = apply_av_error(r->o->in_path, "decoding failed", err);
@@ -612,8 +618,11 @@ static int pump(vrun *r)
   }
   if (rc)
     return rc;
-  if ((err = cf_av->avcodec_send_packet(r->dec, NULL)) < 0)
+  /* (sending may tell a damaged packet before it: the end is sent) */
+  if ((err = cf_av->avcodec_send_packet(r->dec, NULL)) < 0 &&
+      !apply_damaged(err))
     return apply_av_error(r->o->in_path, "decoding failed", err);
+  r->corrupt += err < 0;
   if ((rc = decode_ready(r)))
     return rc;
   if ((err = cf_av->avcodec_send_frame(r->enc, NULL)) < 0)
