@@ -2074,6 +2074,55 @@ static void test_apply_copies(void **state)
 #endif
 }
 
+/* A copy the format takes alone but not beside the filtered stream is
+ * left out, told, before anything is read: a film's second track into a
+ * WAV (one stream), FLAC into MP4 (experimental). The run failed at the
+ * header instead ("cannot write the header: Invalid argument"), as
+ * avformat_query_codec said yes. */
+static void test_apply_copies_refused(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { W = 8, H = 6, FPS = 10, NF = 4, RATE = 8000, PF = NF * RATE / FPS };
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  static unsigned char frames[NF * W * H];
+  static int16_t pcm[2 * PF];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 6);
+  for (size_t i = 0; i < sizeof frames; i++)
+    frames[i] = (unsigned char)ref_rng_u64(&r);
+  for (size_t i = 0; i < 2 * PF; i++)
+    pcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 40001) - 20000);
+  float h = 1.0f;
+  tmp_path(one, sizeof one, "refused-k.txt");
+  write_text_kernel(one, &h, 1);
+  tmp_path(inp, sizeof inp, "refused-in.avi");
+  tmp_path(outp, sizeof outp, "refused-out.wav");
+  write_avi(inp, W, H, FPS, NF, frames, RATE, 1, 2, pcm, PF);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0 ||
+      !strstr(res.err, "audio stream 2 (pcm_s16le) left out"))
+    fail_msg("two tracks into a WAV: exit %d, stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  wav w;
+  read_wav(outp, &w);
+  if (w.kind != W_S16 || w.ch != 1 || w.frames != PF)
+    fail_msg("two tracks into a WAV: %s, %u channels, %zu frames out; want "
+             "s16, 1, %d",
+             wav_names[w.kind], w.ch, w.frames, PF);
+  for (size_t i = 0; i < PF; i++)
+    if (w.x[i] != pcm[i])
+      fail_msg("sample %zu: %g, want %d", i, w.x[i], pcm[i]);
+  free(w.x);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
 /* A WAV cut inside its last frame (a recorder killed, a copy cut short:
  * its header promises more than there is) is filtered up to its last
  * whole frame, the partial one told as a damaged packet, as ffmpeg does;
@@ -3074,6 +3123,7 @@ int main(void)
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
+    cmocka_unit_test(test_apply_copies_refused),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),

@@ -61,6 +61,16 @@ int apply_av_error(const char *path, const char *what, int err);
  * of memory) or no error (EAGAIN, EOF). */
 bool apply_damaged(int err);
 
+/* Whether format oc->oformat writes a header for the streams oc holds,
+ * the one `enc` encodes (NULL: oc holds it already) and the copy of
+ * `extra`: avformat_query_codec answers for a codec alone, while a
+ * format refuses a second audio stream (WAV) or a codec at normal
+ * strictness (FLAC in MP4, MOV) only in its header, after all the
+ * reading. Written to a sink that keeps nothing. 1 yes, 0 no, -1 no
+ * trial could be made (a format that opens files of its own). */
+int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
+                       const AVStream *extra);
+
 /* The temporary name OUTPUT is written under, OUTPUT.cf-part-PID.EXT
  * (*tmp NULL: OUTPUT itself); refuses an existing OUTPUT without -y, and
  * OUTPUT == INPUT. */

@@ -683,6 +683,91 @@ unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p)
   return 0;
 }
 
+/* A seekable output that keeps nothing, for apply_trial_header (MP4 and
+ * MOV refuse an output they cannot seek). */
+typedef struct sink {
+  int64_t pos, size;
+} sink;
+
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+#define SINK_CONST const
+#else
+#define SINK_CONST
+#endif
+static int sink_write(void *opaque, SINK_CONST uint8_t *buf, int n)
+{
+  sink *s = opaque;
+  (void)buf;
+  s->pos += n;
+  if (s->pos > s->size)
+    s->size = s->pos;
+  return n;
+}
+
+static int64_t sink_seek(void *opaque, int64_t off, int whence)
+{
+  sink *s = opaque;
+  switch (whence & ~AVSEEK_FORCE) {
+  case AVSEEK_SIZE: return s->size;
+  case SEEK_SET: s->pos = off; break;
+  case SEEK_CUR: s->pos += off; break;
+  case SEEK_END: s->pos = s->size + off; break;
+  default: return AVERROR(EINVAL);
+  }
+  return s->pos;
+}
+
+static int trial_stream(AVFormatContext *t, const AVStream *from)
+{
+  AVStream *st = cf_av->avformat_new_stream(t, NULL);
+  if (!st || cf_av->avcodec_parameters_copy(st->codecpar, from->codecpar) < 0)
+    return -1;
+  st->time_base = from->time_base;
+  st->disposition = from->disposition;
+  return 0;
+}
+
+int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
+                       const AVStream *extra)
+{
+  AVFormatContext *t = NULL;
+  sink s = {0};
+  unsigned char *buf = NULL;
+  AVStream *st;
+  int ok = -1;
+  if ((oc->oformat->flags & AVFMT_NOFILE) ||
+      cf_av->avformat_alloc_output_context2(&t, oc->oformat, NULL, NULL) < 0 ||
+      !t)
+    return -1;
+  for (unsigned i = 0; i < oc->nb_streams; i++)
+    if (trial_stream(t, oc->streams[i]) < 0)
+      goto done;
+  if (enc) {
+    if (!(st = cf_av->avformat_new_stream(t, NULL)) ||
+        cf_av->avcodec_parameters_from_context(st->codecpar, enc) < 0)
+      goto done;
+    st->time_base = enc->time_base;
+  }
+  if (trial_stream(t, extra) < 0)
+    goto done;
+  t->streams[t->nb_streams - 1]->codecpar->codec_tag =
+      apply_copy_tag(t->oformat, extra->codecpar);
+  if (!(buf = cf_av->av_malloc(4096)) ||
+      !(t->pb = cf_av->avio_alloc_context(buf, 4096, 1, &s, NULL, sink_write,
+                                          sink_seek)))
+    goto done;
+  buf = NULL; /* the context's now */
+  ok = cf_av->avformat_write_header(t, NULL) >= 0;
+done:
+  if (t && t->pb) {
+    cf_av->av_freep(&t->pb->buffer);
+    cf_av->avio_context_free(&t->pb);
+  }
+  cf_av->av_freep(&buf);
+  cf_av->avformat_free_context(t);
+  return ok;
+}
+
 /* The input's other streams (video, other audio tracks, subtitles), to be
  * copied unchanged where the output format holds them; said where not
  * (only with -v where the format holds no video at all: a .wav of a
@@ -713,15 +798,22 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
      * cannot tell (ogg, y4m), when the codec is the format's own */
     int q = cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
                                         FF_COMPLIANCE_NORMAL);
+    /* and its header, with the streams before: a WAV holds one stream,
+     * MP4 refuses FLAC unless asked -strict */
+    bool beside = false;
+    if (own != AV_CODEC_ID_NONE && q != 0 &&
+        (q > 0 || is->codecpar->codec_id == own))
+      beside = apply_trial_header(o->oc, o->st ? NULL : o->enc, is) == 0;
     if (own == AV_CODEC_ID_NONE || q == 0 ||
-        (q < 0 && is->codecpar->codec_id != own)) {
+        (q < 0 && is->codecpar->codec_id != own) || beside) {
       if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
         fprintf(stderr,
                 "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
-                "cannot hold it\n",
+                "cannot hold it%s\n",
                 o->path, cf_av->av_get_media_type_string(t), i,
                 cf_av->avcodec_get_name(is->codecpar->codec_id),
-                o->oc->oformat->name);
+                o->oc->oformat->name,
+                beside ? " beside the filtered stream" : "");
       continue;
     }
     AVStream *os = cf_av->avformat_new_stream(o->oc, NULL);

@@ -432,7 +432,8 @@ static int open_output(vrun *r, const char *tmp)
       continue;
     if (r->oc->oformat->audio_codec == AV_CODEC_ID_NONE ||
         cf_av->avformat_query_codec(r->oc->oformat, is->codecpar->codec_id,
-                                    FF_COMPLIANCE_NORMAL) == 0) {
+                                    FF_COMPLIANCE_NORMAL) == 0 ||
+        apply_trial_header(r->oc, NULL, is) == 0) {
       fprintf(stderr,
               "cudafilter: warning: %s: audio stream %u (%s) "
               "left out: format '%s' cannot hold it\n",

@@ -44,6 +44,7 @@
   X(avformat_find_stream_info) X(avformat_free_context)                      \
   X(avformat_init_output)                                                    \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
+  X(av_malloc) X(avio_alloc_context) X(avio_context_free)                   \
   X(avio_closep) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
   X(swr_convert)                                                             \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
