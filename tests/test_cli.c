@@ -2074,6 +2074,49 @@ static void test_apply_copies(void **state)
 #endif
 }
 
+/* "-" is standard input and output, as ffmpeg takes it: to libav it is a
+ * file of that name, so INPUT "-" was "cannot open: No such file" and
+ * OUTPUT "-" wrote a file named "-" (exit 0, nothing on stdout). */
+static void test_apply_stdio(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 2000 };
+  char one[PATH_MAX], inp[PATH_MAX];
+  static float x[N * CH];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 7);
+  for (size_t i = 0; i < N * CH; i++)
+    x[i] = (float)((int)(ref_rng_u64(&r) % 60001) - 30000) / 32768.0f;
+  float h = 1.0f;
+  tmp_path(one, sizeof one, "stdio-k.txt");
+  write_text_kernel(one, &h, 1);
+  tmp_path(inp, sizeof inp, "stdio-in.wav");
+  write_wav(inp, W_S16, 22050, CH, x, N);
+  size_t n;
+  unsigned char *b = read_file(inp, &n);
+  assert_non_null(b);
+  const char *args[] = {NULL, "apply", "-q", "-k", one, "-f", "wav", "-", "-",
+                        NULL};
+  result res;
+  run_cli(args, b, n, NULL, 0, 0, &res);
+  /* the identity: the output's data is the input's, at the end of both */
+  size_t data = (size_t)N * CH * 2;
+  if (res.status != 0 || res.out_len < data + 44 ||
+      memcmp(res.out, "RIFF", 4) ||
+      memcmp(res.out + res.out_len - data, b + n - data, data))
+    fail_msg("apply - - (a WAV through stdin and stdout): exit %d, %zu "
+             "bytes out; stderr:\n%s",
+             res.status, res.out_len, res.err);
+  struct stat st;
+  assert_int_not_equal(stat("-", &st), 0); /* no file named "-" */
+  result_free(&res);
+  free(b);
+#else
+  skip();
+#endif
+}
+
 /* A copy the format takes alone but not beside the filtered stream is
  * left out, told, before anything is read: a film's second track into a
  * WAV (one stream), FLAC into MP4 (experimental). The run failed at the
@@ -3124,6 +3167,7 @@ int main(void)
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
     cmocka_unit_test(test_apply_copies_refused),
+    cmocka_unit_test(test_apply_stdio),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),

@@ -50,6 +50,7 @@ static void usage_apply(FILE *f)
       "                        INPUT OUTPUT                           (video)\n"
       "Filter a media file. INPUT is anything libav decodes; OUTPUT's format\n"
       "comes from its name (.wav, .flac, .mkv, .mp4, .y4m, ...) or --format.\n"
+      "'-' is standard input or output (OUTPUT then needs --format).\n"
       "\n"
       "Audio (--kernel): INPUT's main audio stream is filtered (WAV, FLAC, "
       "MP3,\n"
@@ -290,8 +291,10 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   if (argc - optind > 2)
     return cli_usage_error("apply", "unexpected argument '%s'",
                            argv[optind + 2]);
-  o->in_path = argv[optind];
-  o->out_path = argv[optind + 1];
+  /* "-" is standard input or output, as ffmpeg takes it (to libav it is
+   * a file of that name) */
+  o->in_path = strcmp(argv[optind], "-") ? argv[optind] : "pipe:0";
+  o->out_path = strcmp(argv[optind + 1], "-") ? argv[optind + 1] : "pipe:1";
   return 0;
 }
 
