@@ -2531,6 +2531,134 @@ static void test_apply_image(void **state)
 #endif
 }
 
+/* A PNG chunk: length, type, data, CRC-32 (of type and data). */
+static void png_chunk(avi_buf *a, const char *type, const unsigned char *d,
+                      size_t n)
+{
+  unsigned char be[4];
+  put_be32(be, (uint32_t)n);
+  avi_put(a, be, 4);
+  size_t at = a->n;
+  avi_put(a, type, 4);
+  if (n)
+    avi_put(a, d, n);
+  uint32_t crc = 0xffffffffu;
+  for (size_t i = at; i < a->n; i++) {
+    crc ^= a->b[i];
+    for (int k = 0; k < 8; k++)
+      crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+  }
+  put_be32(be, crc ^ 0xffffffffu);
+  avi_put(a, be, 4);
+}
+
+/* An 8-bit palette PNG (colour type 3) written here: zlib's stored
+ * blocks, no compression, so no zlib is needed. */
+static void write_palette_png(const char *path, unsigned w, unsigned h,
+                              const unsigned char *pal, unsigned npal,
+                              const unsigned char *idx)
+{
+  avi_buf a = {0}, z = {0};
+  avi_put(&a, "\x89PNG\r\n\x1a\n", 8);
+  unsigned char ihdr[13] = {0};
+  put_be32(ihdr, w);
+  put_be32(ihdr + 4, h);
+  ihdr[8] = 8;
+  ihdr[9] = 3;
+  png_chunk(&a, "IHDR", ihdr, 13);
+  png_chunk(&a, "PLTE", pal, 3 * (size_t)npal);
+  /* the rows, each after its filter byte (0: none) */
+  avi_buf raw = {0};
+  for (unsigned y = 0; y < h; y++) {
+    avi_put(&raw, "", 1);
+    avi_put(&raw, idx + (size_t)y * w, w);
+  }
+  avi_put(&z, "\x78\x01", 2);
+  uint32_t s1 = 1, s2 = 0;
+  for (size_t at = 0; at < raw.n || at == 0;) {
+    size_t len = raw.n - at > 65535 ? 65535 : raw.n - at;
+    unsigned char hdr[5] = {at + len == raw.n, (unsigned char)len,
+                            (unsigned char)(len >> 8), (unsigned char)~len,
+                            (unsigned char)(~len >> 8)};
+    avi_put(&z, hdr, 5);
+    avi_put(&z, raw.b + at, len);
+    for (size_t i = at; i < at + len; i++) {
+      s1 = (s1 + raw.b[i]) % 65521;
+      s2 = (s2 + s1) % 65521;
+    }
+    at += len;
+    if (!len)
+      break;
+  }
+  unsigned char ad[4];
+  put_be32(ad, s2 << 16 | s1);
+  avi_put(&z, ad, 4);
+  png_chunk(&a, "IDAT", z.b, z.n);
+  png_chunk(&a, "IEND", NULL, 0);
+  write_file(path, a.b, a.n);
+  free(a.b);
+  free(z.b);
+  free(raw.b);
+}
+
+/* A palette PNG (pal8: pngquant's, a GIF's) into a PNG: filtered as RGBA
+ * and written as RGBA, as ffmpeg writes it. It failed: the encoder takes
+ * pal8, so the frames were to go back to it, which libswscale cannot
+ * write ("libswscale cannot convert rgba to pal8"). */
+static void test_apply_palette(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 8);
+  unsigned w = (unsigned)ref_rng_range(&r, 1, 40);
+  unsigned h = (unsigned)ref_rng_range(&r, 1, 30);
+  unsigned char pal[3 * 16], *idx = malloc((size_t)w * h);
+  assert_non_null(idx);
+  for (size_t i = 0; i < sizeof pal; i++)
+    pal[i] = (unsigned char)ref_rng_u64(&r);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    idx[i] = (unsigned char)(ref_rng_u64(&r) % 16);
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], raw[PATH_MAX];
+  identity_kernel2d(one, sizeof one, "palette-one.txt");
+  tmp_path(inp, sizeof inp, "palette-in.png");
+  tmp_path(outp, sizeof outp, "palette-out.png");
+  tmp_path(raw, sizeof raw, "palette-out.rgba");
+  write_palette_png(inp, w, h, pal, 16, idx);
+  const char *a1[] = {NULL, "apply", "-q", "-y", "--kernel2d", one, inp, outp,
+                      NULL};
+  result res;
+  run_simple(a1, &res);
+  if (res.status != 0)
+    fail_msg("a %ux%u palette PNG into a PNG: exit %d, stderr:\n%s", w, h,
+             res.status, res.err);
+  result_free(&res);
+  /* read back as raw RGBA: the palette's colours, opaque */
+  const char *a2[] = {NULL, "apply", "-q", "-y", "--kernel2d", one,
+                      "-f", "rawvideo", "-c", "rawvideo", outp, raw, NULL};
+  run_simple(a2, &res);
+  if (res.status != 0)
+    fail_msg("reading %s back: exit %d, stderr:\n%s", outp, res.status,
+             res.err);
+  result_free(&res);
+  size_t n;
+  unsigned char *b = read_file(raw, &n);
+  assert_non_null(b);
+  if (n != 4 * (size_t)w * h)
+    fail_msg("%s: %zu bytes, want %ux%u RGBA", raw, n, w, h);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    if (memcmp(b + 4 * i, pal + 3 * idx[i], 3) || b[4 * i + 3] != 255)
+      fail_msg("pixel %zu: %u %u %u %u, want %u %u %u 255", i, b[4 * i],
+               b[4 * i + 1], b[4 * i + 2], b[4 * i + 3], pal[3 * idx[i]],
+               pal[3 * idx[i] + 1], pal[3 * idx[i] + 2]);
+  free(b);
+  free(idx);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
 /* A .jpg from ordinary (limited-range) 4:2:0 video: "encoder mjpeg
  * refuses 64x48 yuv420p" (MJPEG takes limited-range YUV only with
  * -strict unofficial). Written as ffmpeg writes it, full-range yuvj420p:
@@ -3160,6 +3288,7 @@ int main(void)
     cmocka_unit_test(test_apply_video_random),
     cmocka_unit_test(test_apply_image),
     cmocka_unit_test(test_apply_jpeg),
+    cmocka_unit_test(test_apply_palette),
     cmocka_unit_test(test_apply_video_444),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_codec_name),

@@ -29,7 +29,9 @@
 
 /* libswscale, loaded here on first use (only video needs it; the
  * library's own libav loader leaves it out). */
-#define SWS_FUNCTIONS(X) X(sws_getContext) X(sws_scale_frame) X(sws_freeContext)
+#define SWS_FUNCTIONS(X)                                                       \
+  X(sws_getContext) X(sws_scale_frame) X(sws_freeContext)                      \
+  X(sws_isSupportedOutput)
 static struct {
 #define SWS_POINTER(f) __typeof__(f) *f;
   SWS_FUNCTIONS(SWS_POINTER)
@@ -292,6 +294,14 @@ static const enum AVPixelFormat *jpeg_formats(const vrun *r,
   return codec->id == AV_CODEC_ID_MJPEG ? mjpeg : ljpeg;
 }
 
+/* Whether the filtered frames (r->proc) can be had in format f: as they
+ * are, or through libswscale, which writes most formats but not all
+ * (pal8). */
+static bool writable(const vrun *r, enum AVPixelFormat f)
+{
+  return f == r->proc || (sws_load() == 0 && sws.sws_isSupportedOutput(f) > 0);
+}
+
 /* The encoder's format: the input's own where the encoder takes it, as
  * ffmpeg keeps it (frames filtered in another converted back: a 4:4:4 or
  * odd-sized input stays 4:4:4, which 4:2:0 encoders refuse at odd
@@ -308,12 +318,21 @@ static enum AVPixelFormat encoder_format(const vrun *r, const AVCodec *codec)
       !strcmp(r->oc->oformat->name, "yuv4mpegpipe") ? y4m
       : jpeg_formats(r, codec)                      ? jpeg_formats(r, codec)
                                                     : codec->pix_fmts;
-  if (!list || takes(list, r->dec_fmt))
+  if ((!list || takes(list, r->dec_fmt)) && writable(r, r->dec_fmt))
     return r->dec_fmt;
+  if (!list)
+    return r->proc;
+  /* of those libswscale writes (not pal8: a palette PNG is written as
+   * RGBA, as ffmpeg writes it) */
+  enum AVPixelFormat ok[AV_PIX_FMT_NB + 1];
+  size_t n = 0;
+  for (; *list != AV_PIX_FMT_NONE && n < AV_PIX_FMT_NB; list++)
+    if (writable(r, *list))
+      ok[n++] = *list;
+  ok[n] = AV_PIX_FMT_NONE;
   const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
   int alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
-  return cf_av->avcodec_find_best_pix_fmt_of_list(list, r->dec_fmt, alpha,
-                                                  NULL);
+  return cf_av->avcodec_find_best_pix_fmt_of_list(ok, r->dec_fmt, alpha, NULL);
 }
 
 /* The note on a conversion for the engine: what it costs, and where the
