@@ -2517,6 +2517,15 @@ static void test_apply_image(void **state)
   char seq1[PATH_MAX];
   tmp_path(seq1, sizeof seq1, "image-001.png");
   assert_true(stat(seq1, &sb) != 0);
+  /* no frame at all: said so (it was "cannot rename ...cf-part-PID.png
+   * to ...png: No such file or directory": image2 had written nothing) */
+  char in0[PATH_MAX];
+  tmp_path(in0, sizeof in0, "image-in0.y4m");
+  y4m_write(in0, 0, w, h, 25, frames, 0);
+  const char *a6[] = {NULL, "apply", "--kernel2d", kpath, in0, png, NULL};
+  expect(a6, 1, "has no video frame");
+  assert_true(stat(png, &sb) != 0);
+  unlink(in0);
   assert_no_part_files();
   free(in);
   unlink(inp);

@@ -766,6 +766,11 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   if (o->verbose)
     describe(&r, k);
   rc = pump(&r);
+  /* image2 writes a picture as it comes: none, no file to rename */
+  if (!rc && r.one_image && r.frames == 0)
+    rc = apply_error("%s has no video frame: there is no picture to write "
+                     "to %s",
+                     o->in_path, o->out_path);
   res->frames = r.frames;
   res->width = (unsigned)r.width;
   res->height = (unsigned)r.height;
