@@ -574,11 +574,66 @@ static int trial_settings(AVCodecContext *enc, const AVCodec *codec,
   return err;
 }
 
-/* Whether OUTPUT's format takes `codec` where avformat_query_codec cannot
- * tell (flac, mp3, ogg, adts: muxers without a tag table, which refuse a
- * codec only when the header is written, after all the reading): a
- * trial, the encoder opened with settings it takes (for its extradata)
- * and the muxer initialised, with no file. 1 yes, 0 no, -1 no trial
+/* A seekable output that keeps nothing, for the trials of a format's
+ * header (MP4 and MOV refuse an output they cannot seek, and look at it
+ * in their init). */
+typedef struct sink {
+  int64_t pos, size;
+} sink;
+
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+#define SINK_CONST const
+#else
+#define SINK_CONST
+#endif
+static int sink_write(void *opaque, SINK_CONST uint8_t *buf, int n)
+{
+  sink *s = opaque;
+  (void)buf;
+  s->pos += n;
+  if (s->pos > s->size)
+    s->size = s->pos;
+  return n;
+}
+
+static int64_t sink_seek(void *opaque, int64_t off, int whence)
+{
+  sink *s = opaque;
+  switch (whence & ~AVSEEK_FORCE) {
+  case AVSEEK_SIZE: return s->size;
+  case SEEK_SET: s->pos = off; break;
+  case SEEK_CUR: s->pos += off; break;
+  case SEEK_END: s->pos = s->size + off; break;
+  default: return AVERROR(EINVAL);
+  }
+  return s->pos;
+}
+
+/* t->pb: a sink (s), till sink_close; < 0: out of memory. */
+static int sink_open(AVFormatContext *t, sink *s)
+{
+  unsigned char *buf = cf_av->av_malloc(4096);
+  if (buf && (t->pb = cf_av->avio_alloc_context(buf, 4096, 1, s, NULL,
+                                                sink_write, sink_seek)))
+    return 0;
+  cf_av->av_freep(&buf);
+  return AVERROR(ENOMEM);
+}
+
+static void sink_close(AVFormatContext *t)
+{
+  if (t && t->pb) {
+    cf_av->av_freep(&t->pb->buffer);
+    cf_av->avio_context_free(&t->pb);
+  }
+}
+
+/* Whether OUTPUT's format takes `codec`, which avformat_query_codec
+ * cannot always tell (flac, mp3, ogg, adts: muxers without a tag table;
+ * FLAC in MP4 or MOV, which has a tag but is refused at normal
+ * strictness): refused only when the header is written, after all the
+ * reading. A trial: the encoder opened with settings it takes (for its
+ * extradata) and the header written to a sink. 1 yes, 0 no, -1 no trial
  * could be made (the run finds out). */
 static int trial_codec(const apply_opts *o, const AVCodec *codec)
 {
@@ -598,9 +653,12 @@ static int trial_codec(const apply_opts *o, const AVCodec *codec)
       (st = cf_av->avformat_new_stream(oc, NULL)) &&
       cf_av->avcodec_parameters_from_context(st->codecpar, enc) >= 0) {
     st->time_base = enc->time_base;
-    ok = cf_av->avformat_init_output(oc, NULL) >= 0;
+    sink s = {0};
+    if (sink_open(oc, &s) == 0)
+      ok = cf_av->avformat_write_header(oc, NULL) >= 0;
   }
   cf_av->avcodec_free_context(&enc);
+  sink_close(oc);
   cf_av->avformat_free_context(oc);
   return ok;
 }
@@ -622,7 +680,7 @@ int apply_check_output(const apply_opts *o, bool video)
   int q = !rc && codec ? cf_av->avformat_query_codec(
                               oc->oformat, codec->id, FF_COMPLIANCE_NORMAL)
                         : 1;
-  if (q == 0 || (q < 0 && trial_codec(o, codec) == 0)) {
+  if (q == 0 || (codec && trial_codec(o, codec) == 0)) {
     apply_error("%s: format '%s' cannot hold %s", CODEC_KEY(o),
                 oc->oformat->name, o->codec);
     rc = CLI_EXIT_USAGE;
@@ -683,40 +741,6 @@ unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p)
   return 0;
 }
 
-/* A seekable output that keeps nothing, for apply_trial_header (MP4 and
- * MOV refuse an output they cannot seek). */
-typedef struct sink {
-  int64_t pos, size;
-} sink;
-
-#if LIBAVFORMAT_VERSION_MAJOR >= 61
-#define SINK_CONST const
-#else
-#define SINK_CONST
-#endif
-static int sink_write(void *opaque, SINK_CONST uint8_t *buf, int n)
-{
-  sink *s = opaque;
-  (void)buf;
-  s->pos += n;
-  if (s->pos > s->size)
-    s->size = s->pos;
-  return n;
-}
-
-static int64_t sink_seek(void *opaque, int64_t off, int whence)
-{
-  sink *s = opaque;
-  switch (whence & ~AVSEEK_FORCE) {
-  case AVSEEK_SIZE: return s->size;
-  case SEEK_SET: s->pos = off; break;
-  case SEEK_CUR: s->pos += off; break;
-  case SEEK_END: s->pos = s->size + off; break;
-  default: return AVERROR(EINVAL);
-  }
-  return s->pos;
-}
-
 static int trial_stream(AVFormatContext *t, const AVStream *from)
 {
   AVStream *st = cf_av->avformat_new_stream(t, NULL);
@@ -732,7 +756,6 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
 {
   AVFormatContext *t = NULL;
   sink s = {0};
-  unsigned char *buf = NULL;
   AVStream *st;
   int ok = -1;
   if ((oc->oformat->flags & AVFMT_NOFILE) ||
@@ -752,18 +775,10 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
     goto done;
   t->streams[t->nb_streams - 1]->codecpar->codec_tag =
       apply_copy_tag(t->oformat, extra->codecpar);
-  if (!(buf = cf_av->av_malloc(4096)) ||
-      !(t->pb = cf_av->avio_alloc_context(buf, 4096, 1, &s, NULL, sink_write,
-                                          sink_seek)))
-    goto done;
-  buf = NULL; /* the context's now */
-  ok = cf_av->avformat_write_header(t, NULL) >= 0;
+  if (sink_open(t, &s) == 0)
+    ok = cf_av->avformat_write_header(t, NULL) >= 0;
 done:
-  if (t && t->pb) {
-    cf_av->av_freep(&t->pb->buffer);
-    cf_av->avio_context_free(&t->pb);
-  }
-  cf_av->av_freep(&buf);
+  sink_close(t);
   cf_av->avformat_free_context(t);
   return ok;
 }
