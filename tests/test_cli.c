@@ -3087,6 +3087,72 @@ static void test_apply_codec_format(void **state)
     unlink(outp);
   }
   unlink(inp);
+
+  /* Matroska writes a codec it has no ID of its own for through VFW
+   * (PNG, FFVHuff: lossless, as ffmpeg writes them); its query says no,
+   * and that was taken for the muxer's word ("format 'matroska' cannot
+   * hold png", exit 2). Read back exact. */
+  static const char *const vfw[] = {"png", "ffvhuff"};
+  enum { VW = 12, VH = 10, VN = 2 };
+  char one[PATH_MAX], vin[PATH_MAX], back[PATH_MAX];
+  unsigned char fr[VN * VW * VH], *frames[VN] = {fr, fr + VW * VH};
+  for (size_t i = 0; i < sizeof fr; i++)
+    fr[i] = (unsigned char)ref_rng_u64(&r);
+  identity_kernel2d(one, sizeof one, "codec-format-one.txt");
+  tmp_path(vin, sizeof vin, "codec-format-in.y4m");
+  tmp_path(outp, sizeof outp, "codec-format-vfw.mkv");
+  tmp_path(back, sizeof back, "codec-format-back.y4m");
+  y4m_write(vin, 0, VW, VH, 25, frames, VN);
+  for (size_t i = 0; i < sizeof vfw / sizeof vfw[0]; i++) {
+    const char *a1[] = {NULL, "apply", "-q", "-y", "--kernel2d", one,
+                        "-c", vfw[i], vin, outp, NULL};
+    expect(a1, 0, NULL);
+    const char *a2[] = {NULL, "apply", "-q", "-y", "--kernel2d", one,
+                        outp, back, NULL};
+    expect(a2, 0, NULL);
+    unsigned char *got;
+    size_t n = y4m_read(back, 0, VW, VH, &got);
+    if (n != VN || memcmp(got, fr, sizeof fr))
+      fail_msg("-c %s into Matroska: %zu frames back, %s", vfw[i], n,
+               n == VN ? "not the input's" : "want 2");
+    free(got);
+  }
+  /* and copied: the sound of a film whose picture is PNG in Matroska
+   * filtered into Matroska keeps the picture (it was left out: "video
+   * stream 0 (png) left out: format 'matroska' cannot hold it") */
+  enum { PF = VN * 8000 / 25 };
+  static int16_t pcm[PF];
+  for (size_t i = 0; i < PF; i++)
+    pcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 20001) - 10000);
+  char avi[PATH_MAX], film[PATH_MAX];
+  tmp_path(avi, sizeof avi, "codec-format-film.avi");
+  tmp_path(film, sizeof film, "codec-format-film.mkv");
+  write_avi(avi, VW, VH, 25, VN, fr, 8000, 1, 1, pcm, PF);
+  const char *f1[] = {NULL, "apply", "-q", "-y", "--kernel2d", one,
+                      "-c", "png", avi, film, NULL};
+  expect(f1, 0, NULL);
+  const char *f2[] = {NULL, "apply", "-y", "-k", kpath, film, outp, NULL};
+  result res;
+  run_simple(f2, &res);
+  if (res.status != 0 || strstr(res.err, "left out"))
+    fail_msg("a film's sound into Matroska, its picture PNG: exit %d:\n%s",
+             res.status, res.err);
+  result_free(&res);
+  const char *f3[] = {NULL, "apply", "-q", "-y", "--kernel2d", one, outp,
+                      back, NULL};
+  expect(f3, 0, NULL);
+  unsigned char *got;
+  size_t n = y4m_read(back, 0, VW, VH, &got);
+  if (n != VN || memcmp(got, fr, sizeof fr))
+    fail_msg("the PNG picture copied: %zu frames back, %s", n,
+             n == VN ? "not the input's" : "want 2");
+  free(got);
+  unlink(avi);
+  unlink(film);
+  unlink(vin);
+  unlink(outp);
+  unlink(back);
+  assert_no_part_files();
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();

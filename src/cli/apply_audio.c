@@ -680,7 +680,11 @@ int apply_check_output(const apply_opts *o, bool video)
   int q = !rc && codec ? cf_av->avformat_query_codec(
                               oc->oformat, codec->id, FF_COMPLIANCE_NORMAL)
                         : 1;
-  if (q == 0 || (codec && trial_codec(o, codec) == 0)) {
+  /* the muxer's own word where a trial can be had: the query says no to
+   * what Matroska writes through VFW (PNG, HuffYUV, UtVideo: ffmpeg
+   * writes them) and yes to what MP4 refuses (FLAC) */
+  int t = !rc && codec ? trial_codec(o, codec) : -1;
+  if (t == 0 || (t < 0 && q == 0)) {
     apply_error("%s: format '%s' cannot hold %s", CODEC_KEY(o),
                 oc->oformat->name, o->codec);
     rc = CLI_EXIT_USAGE;
@@ -809,18 +813,20 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
                          : t == AVMEDIA_TYPE_AUDIO
                              ? o->oc->oformat->audio_codec
                              : o->oc->oformat->subtitle_codec;
-    /* copied where the format says it holds the codec, or, where it
+    /* copied where the format's header takes it, with the streams
+     * before it: the muxer's own word (a WAV holds one stream, MP4
+     * refuses FLAC unless asked -strict, Matroska writes PNG or HuffYUV
+     * through VFW though its query says no); where no trial can be
+     * had, where the query says it holds the codec or, where that
      * cannot tell (ogg, y4m), when the codec is the format's own */
     int q = cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
                                         FF_COMPLIANCE_NORMAL);
-    /* and its header, with the streams before: a WAV holds one stream,
-     * MP4 refuses FLAC unless asked -strict */
-    bool beside = false;
-    if (own != AV_CODEC_ID_NONE && q != 0 &&
-        (q > 0 || is->codecpar->codec_id == own))
-      beside = apply_trial_header(o->oc, o->st ? NULL : o->enc, is) == 0;
-    if (own == AV_CODEC_ID_NONE || q == 0 ||
-        (q < 0 && is->codecpar->codec_id != own) || beside) {
+    bool query = q > 0 || (q < 0 && is->codecpar->codec_id == own);
+    int trial = own == AV_CODEC_ID_NONE
+                    ? 0
+                    : apply_trial_header(o->oc, o->st ? NULL : o->enc, is);
+    bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
+    if (trial == 0 || (trial < 0 && !query)) {
       if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
         fprintf(stderr,
                 "cudafilter: %s: %s stream %u (%s) left out: format '%s' "

@@ -449,10 +449,14 @@ static int open_output(vrun *r, const char *tmp)
     r->map[i] = -1;
     if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
       continue;
-    if (r->oc->oformat->audio_codec == AV_CODEC_ID_NONE ||
-        cf_av->avformat_query_codec(r->oc->oformat, is->codecpar->codec_id,
-                                    FF_COMPLIANCE_NORMAL) == 0 ||
-        apply_trial_header(r->oc, NULL, is) == 0) {
+    /* the muxer's word where a trial can be had (apply_audio.c's
+     * add_copies), else the query's */
+    int trial = r->oc->oformat->audio_codec == AV_CODEC_ID_NONE
+                    ? 0
+                    : apply_trial_header(r->oc, NULL, is);
+    if (trial == 0 || (trial < 0 && cf_av->avformat_query_codec(
+                                        r->oc->oformat, is->codecpar->codec_id,
+                                        FF_COMPLIANCE_NORMAL) == 0)) {
       fprintf(stderr,
               "cudafilter: warning: %s: audio stream %u (%s) "
               "left out: format '%s' cannot hold it\n",
