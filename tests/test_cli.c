@@ -2160,6 +2160,40 @@ static void test_apply_copies_refused(void **state)
     if (w.x[i] != pcm[i])
       fail_msg("sample %zu: %g, want %d", i, w.x[i], pcm[i]);
   free(w.x);
+
+  /* The trial writes the streams in the output's order: GXF wants its
+   * picture first, and a film's MPEG-2 picture (before its sound) was
+   * left out of a .gxf, the trial having put the filtered sound first
+   * ("left out: format 'gxf' cannot hold it beside the filtered
+   * stream"). GXF: 720x576 at 25 fps, mono 48 kHz. */
+  enum { GW = 720, GH = 576, GN = 2, GR = 48000, GF = GN * GR / 25 };
+  unsigned char *gfr = malloc((size_t)GN * GW * GH);
+  int16_t *gpcm = malloc(GF * sizeof *gpcm);
+  assert_true(gfr && gpcm);
+  for (size_t i = 0; i < (size_t)GN * GW * GH; i++)
+    gfr[i] = (unsigned char)ref_rng_u64(&r);
+  for (size_t i = 0; i < GF; i++)
+    gpcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 20001) - 10000);
+  char gavi[PATH_MAX], gmkv[PATH_MAX], gxf[PATH_MAX], vone[PATH_MAX];
+  tmp_path(gavi, sizeof gavi, "refused-gxf.avi");
+  tmp_path(gmkv, sizeof gmkv, "refused-gxf.mkv");
+  tmp_path(gxf, sizeof gxf, "refused-out.gxf");
+  identity_kernel2d(vone, sizeof vone, "refused-one.txt");
+  write_avi(gavi, GW, GH, 25, GN, gfr, GR, 1, 1, gpcm, GF);
+  const char *g1[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
+                      "mpeg2video", gavi, gmkv, NULL};
+  expect(g1, 0, NULL);
+  const char *g2[] = {NULL, "apply", "-y", "-k", one, gmkv, gxf, NULL};
+  run_simple(g2, &res);
+  if (res.status != 0 || strstr(res.err, "left out"))
+    fail_msg("a film (MPEG-2, PCM) into GXF: exit %d, stderr:\n%s",
+             res.status, res.err);
+  result_free(&res);
+  unlink(gavi);
+  unlink(gmkv);
+  unlink(gxf);
+  free(gfr);
+  free(gpcm);
   assert_no_part_files();
 #else
   skip();

@@ -62,8 +62,8 @@ int apply_av_error(const char *path, const char *what, int err);
 bool apply_damaged(int err);
 
 /* Whether format oc->oformat writes a header for the streams oc holds,
- * the one `enc` encodes (NULL: oc holds it already) and the copy of
- * `extra`: avformat_query_codec answers for a codec alone, while a
+ * the copy of `extra` and the one `enc` encodes (NULL: oc holds it
+ * already), in that order: avformat_query_codec answers for a codec alone, while a
  * format refuses a second audio stream (WAV) or a codec at normal
  * strictness (FLAC in MP4, MOV) only in its header, after all the
  * reading. Written to a sink that keeps nothing. 1 yes, 0 no, -1 no

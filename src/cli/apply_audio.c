@@ -752,6 +752,7 @@ static int trial_stream(AVFormatContext *t, const AVStream *from)
     return -1;
   st->time_base = from->time_base;
   st->disposition = from->disposition;
+  st->avg_frame_rate = from->avg_frame_rate; /* as add_copies copies it */
   return 0;
 }
 
@@ -766,19 +767,22 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
       cf_av->avformat_alloc_output_context2(&t, oc->oformat, NULL, NULL) < 0 ||
       !t)
     return -1;
+  /* in the output's order: the streams in oc, the copy, then the encoded
+   * one where oc does not hold it yet (a copy before it: MXF and GXF
+   * want the picture first) */
   for (unsigned i = 0; i < oc->nb_streams; i++)
     if (trial_stream(t, oc->streams[i]) < 0)
       goto done;
+  if (trial_stream(t, extra) < 0)
+    goto done;
+  t->streams[t->nb_streams - 1]->codecpar->codec_tag =
+      apply_copy_tag(t->oformat, extra->codecpar);
   if (enc) {
     if (!(st = cf_av->avformat_new_stream(t, NULL)) ||
         cf_av->avcodec_parameters_from_context(st->codecpar, enc) < 0)
       goto done;
     st->time_base = enc->time_base;
   }
-  if (trial_stream(t, extra) < 0)
-    goto done;
-  t->streams[t->nb_streams - 1]->codecpar->codec_tag =
-      apply_copy_tag(t->oformat, extra->codecpar);
   if (sink_open(t, &s) == 0)
     ok = cf_av->avformat_write_header(t, NULL) >= 0;
 done:
