@@ -2971,6 +2971,17 @@ static void test_apply_errors(void **state)
   tmp_path(missing, sizeof missing, "apply-missing.wav");
   const char *a10[] = {NULL, "apply", "-y", "-k", kpath, missing, outp, NULL};
   expect(a10, 1, "apply-missing.wav");
+  /* OUTPUT in a missing directory: named as OUTPUT, with why (it was
+   * "OUTPUT.cf-part-PID.wav: cannot create: No such file or
+   * directory", a file the user never named) */
+  char nodir[PATH_MAX + 32];
+  tmp_path(nodir, sizeof nodir, "apply-no-such-dir");
+  strcat(nodir, "/out.wav");
+  const char *a11[] = {NULL, "apply", "-y", "-k", kpath, inp, nodir, NULL};
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "%s: cannot create %s.cf-part-", nodir, nodir);
+  expect(a11, 1, want);
+  expect(a11, 1, "the temporary file");
   assert_true(file_equals(outp, "old"));
   assert_no_part_files();
 

@@ -710,9 +710,20 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
   int err, rc;
   if (!(oc->oformat->flags & AVFMT_NOFILE)) {
     const char *target = tmp ? tmp : o->out_path;
+    char why[AV_ERROR_MAX_STRING_SIZE];
     if ((err = cf_av->avio_open2(&oc->pb, target, AVIO_FLAG_WRITE,
-                                 &oc->interrupt_callback, NULL)) < 0)
+                                 &oc->interrupt_callback, NULL)) < 0 &&
+        !tmp)
       return apply_av_error(target, "cannot create", err);
+    /* named as OUTPUT, which the user gave: its directory must exist and
+     * be writable (an OUTPUT writable in place is not enough) */
+    if (err < 0) {
+      cf_av->av_strerror(err, why, sizeof why);
+      return apply_error("%s: cannot create %s, the temporary file it is "
+                         "written under and renamed from when complete "
+                         "(its directory must exist and be writable): %s",
+                         o->out_path, tmp, why);
+    }
   } else {
     /* The format opens its file itself, by oc->url: the temporary name,
      * which keeps OUTPUT's extension (apply_choose_target). */
