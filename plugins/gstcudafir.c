@@ -770,12 +770,19 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
 
 /* The end of a stream (EOS, new caps, a discontinuity: the stream goes on
  * at `until`, or GST_CLOCK_TIME_NONE where that is not known): the
- * ring-out goes out too when `drain` asks for it. */
+ * ring-out goes out too when `drain` asks for it, except in reverse
+ * playback (a segment of rate < 0): there the chunks come latest first,
+ * each a discontinuity ending where the chunk before it started, so a
+ * chunk's ring-out would repeat the time that chunk has played already
+ * (a 3000-tap kernel on 100 ms chunks: 62% more frames out than in,
+ * overlapping). */
 static GstFlowReturn push_residue(GstCudaFir *self, GstClockTime until)
 {
   GST_OBJECT_LOCK(self); /* set_property writes it from any thread */
   gboolean drain = self->drain;
   GST_OBJECT_UNLOCK(self);
+  if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
+    drain = FALSE;
   return push_held(self, drain, until);
 }
 

@@ -1424,6 +1424,90 @@ static void test_segments(void **state)
 
 /* ---- caps renegotiation mid-stream ---------------------------------------- */
 
+/* Reverse playback (a segment of rate -1): the chunks come latest
+ * first, each DISCONT or just stamped before the last one, and each comes
+ * out filtered from silence, at its own timestamps: as many frames out as
+ * in, none overlapping, with drain=true too (the ring-out of a chunk
+ * would repeat the time the chunk after it in time has played). */
+static void test_reverse_playback(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    size_t len = cs % 2 ? ref_rng_range(&rng, 1, 8)
+                        : ref_rng_range(&rng, 1500, 4000);
+    unsigned block = 1u << ref_rng_range(&rng, 6, 10);
+    gboolean flagged = ref_rng_u64(&rng) % 2;
+    int chunks = (int)ref_rng_range(&rng, 2, 6);
+    size_t k = ref_rng_range(&rng, 2000, 6000); /* frames a chunk */
+    set_case("reverse: %u ch, %zu taps, block %u, %d chunks of %zu frames%s",
+             ch, len, block, chunks, k, flagged ? ", DISCONT" : "");
+    float *hk = random_kernel(len);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "drain", TRUE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    size_t total = (size_t)chunks * k;
+    GstClockTime t_end =
+        gst_util_uint64_scale_int_round(total, GST_SECOND, (gint)rate);
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.rate = -1.0;
+    seg.stop = seg.position = t_end;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, total * ch);
+    for (int c = chunks - 1; c >= 0; c--)
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, (size_t)c * k, k, ch,
+                        rate, 0, flagged) == GST_FLOW_OK,
+            "push chunk %d", c);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    /* each chunk's output, by where its timestamps put it */
+    collected c[8];
+    for (int i = 0; i < chunks; i++)
+      collect_init(&c[i], ch, rate,
+                   gst_util_uint64_scale_int_round((size_t)i * k, GST_SECOND,
+                                                   (gint)rate),
+                   k + len);
+    GstBuffer *b;
+    size_t out = 0;
+    while ((b = gst_harness_try_pull(h))) {
+      GstClockTime t = GST_BUFFER_PTS(b);
+      CHECK(GST_CLOCK_TIME_IS_VALID(t) && t < t_end,
+            "output at %" GST_TIME_FORMAT ", the input ends at %"
+            GST_TIME_FORMAT, GST_TIME_ARGS(t), GST_TIME_ARGS(t_end));
+      size_t i = (size_t)gst_util_uint64_scale_int_round(t, (gint)rate,
+                                                        GST_SECOND) /
+                 k;
+      CHECK(i < (size_t)chunks, "output at %" GST_TIME_FORMAT,
+            GST_TIME_ARGS(t));
+      out += gst_buffer_get_size(b) / (ch * sizeof(float));
+      /* offsets are the input's, counted from the stream's frame 0 */
+      CHECK(GST_BUFFER_OFFSET(b) == i * k + c[i].frames,
+            "offset %" G_GUINT64_FORMAT ", expected %zu",
+            GST_BUFFER_OFFSET(b), i * k + c[i].frames);
+      b = gst_buffer_make_writable(b);
+      GST_BUFFER_OFFSET(b) = c[i].frames; /* as collect_buf counts them */
+      collect_buf(&c[i], b, GST_AUDIO_FORMAT_F32LE);
+    }
+    CHECK(out == total, "%zu frames out of %zu in", out, total);
+    for (int i = 0; i < chunks; i++) {
+      CHECK(c[i].frames == k, "chunk %d: %zu frames out, expected %zu "
+            "(its timestamps only)", i, c[i].frames, k);
+      for (unsigned q = 0; q < ch; q++) {
+        double *r = ref_channel(x + (size_t)i * k * ch, k, ch, q, hk, len, k);
+        double err = ref_rel_l2(c[i].y + q, ch, r, 1, k);
+        CHECK(err <= 2e-5, "chunk %d channel %u: relative L2 error %.3g "
+              "(each chunk starts from silence)", i, q, err);
+        free(r);
+      }
+      free(c[i].y);
+    }
+    free(x);
+    free(hk);
+    gst_harness_teardown(h);
+  }
+}
+
 static void test_renegotiate(void **state)
 {
   (void)state;
@@ -2798,6 +2882,7 @@ int main(void)
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_segments),
+      cmocka_unit_test(test_reverse_playback),
       cmocka_unit_test(test_renegotiate),
       cmocka_unit_test(test_refused_caps),
       cmocka_unit_test(test_same_caps_again),
