@@ -1432,8 +1432,9 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
         cf_kernel_routing(k) == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cin;
     if (cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL)
       in = out = cf_kernel_inputs(k);
-    if ((in != cin || out != cout) &&
-        cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL) {
+    /* per-channel kernels said as such where their count is what does
+     * not fit; against a matrix stream's other output count, as a map */
+    if (in != cin && cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL) {
       fir_fail("the new kernel set has %u per-channel kernels; the running "
                "stream has %u channel%s (change it in READY)",
                in, cin, cin == 1 ? "" : "s");

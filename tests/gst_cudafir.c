@@ -2661,6 +2661,33 @@ static void test_bad_values(void **state)
   gst_element_set_bus(h->element, NULL);
   gst_harness_teardown(h);
 
+  /* as many per-channel kernels as the stream has input channels, but
+   * the stream a 2 -> 3 matrix: the output count is what does not fit
+   * (it was "has 2 per-channel kernels; the running stream has 2
+   * channels") */
+  h = new_fir();
+  gst_element_set_bus(h->element, bus);
+  const char *m32 = fixture("matrix-3x2.npy");
+  float mm[3 * 2 * 3] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0.5f, 0, 0, 0.5f};
+  write_npy(m32, "(3, 2, 3)", mm, 18);
+  gst_util_set_object_arg(G_OBJECT(h->element), "routing", "matrix");
+  g_object_set(h->element, "kernel-file", m32, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 2, 3);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 32, 2, 48000, 0,
+                    TRUE) == GST_FLOW_OK, "push (3x2 matrix)");
+  gst_util_set_object_arg(G_OBJECT(h->element), "routing", "auto");
+  g_object_set(h->element, "kernel-file", p2, NULL);
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "maps 2 to 2 channels; the "
+                "running stream has 2 in, 3 out"),
+        "2 per-channel kernels on a 2 -> 3 matrix stream while playing: no "
+        "warning naming the output count");
+  g_object_get(h->element, "kernel-file", &kf, NULL);
+  CHECK(kf && !strcmp(kf, m32), "refused per-channel file reads back as %s",
+        kf);
+  g_free(kf);
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+
   /* a matrix that does not fit the stream: a negotiation error */
   h = new_fir();
   gst_element_set_bus(h->element, bus);
