@@ -71,7 +71,8 @@
  * when frame t + D arrives, with its own timestamps, duration, offsets,
  * flags and metas. The latency query adds D frame durations (from the
  * framerate; at a variable framerate, 0/1, D times the longest buffer
- * duration seen so far) and a latency message is posted when that changes.
+ * duration seen so far, a buffer without one lasting until the next) and
+ * a latency message is posted when that changes.
  * The frames in flight are pushed out at EOS and before a DISCONT buffer
  * (they are filtered with the history they had), a segment, a gap, new
  * caps or a rebuilt engine; a flush drops them. Serialized events that
@@ -277,6 +278,8 @@ typedef struct {
   /* what the latency query answers from, under the object lock */
   gint fps_n, fps_d;         /* the negotiated framerate */
   GstClockTime max_duration; /* longest buffer seen (for framerate 0/1) */
+  GstClockTime last_pts;     /* the frame before's, for one without a
+                                duration (streaming thread) */
   GstClockTime announced;    /* our latency when last announced */
 
   /* the streaming side (engine calls happen in the streaming thread or
@@ -1432,6 +1435,17 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
   EngineNote note;
   ensure_engine(self, &filter->in_info, FALSE, &note);
   GstClockTime dur = GST_BUFFER_DURATION(in);
+  GstClockTime pts = GST_BUFFER_PTS(in);
+  /* Without a duration (a decoder at framerate 0/1 leaves it unset, as
+   * do many live sources) a frame lasts until the next one: the time
+   * since the frame before, where nothing was lost in between (no
+   * DISCONT, no QoS drop). Else the latency stayed 0 while D frames were
+   * held, and a live sink dropped or delayed every frame. */
+  if (!GST_CLOCK_TIME_IS_VALID(dur) && !self->frame_discont &&
+      GST_CLOCK_TIME_IS_VALID(pts) && GST_CLOCK_TIME_IS_VALID(self->last_pts) &&
+      pts > self->last_pts)
+    dur = pts - self->last_pts;
+  self->last_pts = pts;
   if (GST_CLOCK_TIME_IS_VALID(dur) &&
       (!GST_CLOCK_TIME_IS_VALID(self->max_duration) ||
        dur > self->max_duration))
@@ -1563,6 +1577,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
   self->max_duration = GST_CLOCK_TIME_NONE;
+  self->last_pts = GST_CLOCK_TIME_NONE;
   self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, TRUE, &note);
@@ -1767,6 +1782,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     GList *sticky = NULL;
     drop_pending(self, &sticky);
     reset_qos(self); /* as the base class's own, which it never uses */
+    self->last_pts = GST_CLOCK_TIME_NONE;
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
       cf_engine_reset(self->engine);
@@ -2030,6 +2046,7 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   self->fps_n = 0;
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
+  self->last_pts = GST_CLOCK_TIME_NONE;
   self->announced = 0;
   GST_OBJECT_UNLOCK(self);
   return TRUE;
@@ -2408,6 +2425,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->threads = DEFAULT_THREADS;
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
+  self->last_pts = GST_CLOCK_TIME_NONE;
   self->qos_proportion = 1.0;
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
@@ -2558,7 +2576,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
                         "different frames, the CPU filters on a worker "
                         "thread while the element goes on. The latency "
                         "query adds D frame durations (at framerate 0/1: D "
-                        "times the longest buffer duration seen); EOS, "
+                        "times the longest buffer duration seen, or time "
+                        "between frames without one); EOS, "
                         "DISCONT, segments and caps changes push the "
                         "frames in flight out, a flush drops them",
                         0, CF_VIDEO_MAX_DEPTH, DEFAULT_PIPELINE_DEPTH, flags));

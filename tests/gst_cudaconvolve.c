@@ -2152,6 +2152,7 @@ typedef struct dstream {
   unsigned held;    /* frames the element holds */
   int drain_next;   /* a rebuilding setting changed */
   GstClockTime dur; /* duration of the next frames */
+  int no_dur;       /* ...as their timestamps say, the buffers carrying none */
   GstClockTime pts; /* of the next frame */
   GQueue expect;    /* pend *, oldest first */
   guint64 in, out;  /* frames pushed, frames seen coming out */
@@ -2241,7 +2242,7 @@ static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
   gcase *c = s->c;
   GST_BUFFER_PTS(in) = s->pts;
   GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : s->pts / 2;
-  GST_BUFFER_DURATION(in) = s->dur;
+  GST_BUFFER_DURATION(in) = s->no_dur ? GST_CLOCK_TIME_NONE : s->dur;
   GST_BUFFER_OFFSET(in) = c->n;
   s->pts += s->dur;
   if (discont) {
@@ -2405,15 +2406,20 @@ static void test_depth_latency(void **state)
   ref_rng r;
   test_rng(&r, 13);
   static const int rates[][2] = {{25, 1}, {30000, 1001}, {60, 1}, {24, 1}};
-  for (unsigned rep = 0; rep < 4; rep++) {
+  for (unsigned rep = 0; rep < 5; rep++) {
     gcase c;
     dstream s;
     unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
-    int vfr = rep == 3;
+    int vfr = rep >= 3;
     int fn = vfr ? 0 : rates[rep][0], fd = vfr ? 1 : rates[rep][1];
     set_case("depth latency %u: ", rep);
     depth_case(&c, &s, &r, depth, 1);
     add_case("framerate %d/%d ", fn, fd);
+    /* rep 4: buffers without a duration (a decoder at 0/1 leaves it
+     * unset): a frame lasts until the next one (the latency was 0) */
+    s.no_dur = rep == 4;
+    if (s.no_dur)
+      add_case("no durations ");
     /* the engine's own word for this configuration */
     cf_video_config ecfg = c.cfg;
     ecfg.backend = CF_BACKEND_CPU;
