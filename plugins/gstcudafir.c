@@ -314,9 +314,9 @@ static cf_status apply_routing(cf_kernel **kp, GstCudaFirRouting routing,
     if (channels == 0)
       return CF_OK;
     if (n % channels != 0)
-      return fir_fail("routing=matrix: %s holds %u kernels, "
+      return fir_fail("routing=matrix: %s holds %u kernel%s, "
                      "not a multiple of the stream's %u channels", what, n,
-                     channels);
+                     n == 1 ? "" : "s", channels);
     s = cf_kernel_new(CF_ROUTING_MATRIX, n / channels, channels, &t);
     for (unsigned i = 0; s == CF_OK && i < n; i++) {
       size_t len;
@@ -449,9 +449,10 @@ static gchar *channels_refused(GstCudaFir *self, guint ch)
                            what, self->mat_in, self->mat_out, self->mat_out,
                            self->mat_in, ch);
   if (self->mat_n && (self->mat_n % ch || self->mat_n / ch > 256))
-    return g_strdup_printf("routing=matrix: %s holds %u kernels, not a "
+    return g_strdup_printf("routing=matrix: %s holds %u kernel%s, not a "
                            "multiple of the stream's %u channels",
-                           what, self->mat_n, ch);
+                           what, self->mat_n, self->mat_n == 1 ? "" : "s",
+                           ch);
   return NULL;
 }
 
