@@ -2477,6 +2477,23 @@ static void check_json(const running *r)
   free(json);
 }
 
+/* A TCP socket on the loopback listening, never accepting (connections
+ * complete in its queue, then hear nothing); its port in *port. */
+static int silent_listener(unsigned *port)
+{
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(ls >= 0, "socket: %s", strerror(errno));
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  CHECK(bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            listen(ls, 4) == 0 &&
+            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
+        "listen: %s", strerror(errno));
+  *port = ntohs(sa.sin_port);
+  return ls;
+}
+
 /* A file stream whose network output stops taking data (a TCP peer that
  * never reads) must not hold the daemon: SIGTERM gives it STOP_GRACE
  * seconds, then the output is given up (the stream fails, said in the
@@ -2486,15 +2503,8 @@ static void test_file_stuck_output(void **state)
   (void)state;
   if (skip_without_libav())
     skip();
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(ls >= 0, "socket: %s", strerror(errno));
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t sl = sizeof sa;
-  CHECK(bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-            listen(ls, 1) == 0 &&
-            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
-        "listen: %s", strerror(errno));
+  unsigned port;
+  int ls = silent_listener(&port);
   /* 60 s of 48 kHz stereo float: more than the sockets' buffers hold */
   size_t frames = 48000 * 60;
   float *x = xalloc(sizeof(float) * frames * 2);
@@ -2510,7 +2520,7 @@ static void test_file_stuck_output(void **state)
              "[stream f]\ntype = file\ninput = %s\n"
              "output = tcp://127.0.0.1:%u\nformat = wav\n"
              "backend = cpu\nkernel = 0.5, 0.25\n",
-             in, (unsigned)ntohs(sa.sin_port));
+             in, port);
   running r;
   int rc = start_daemon(&r, conf);
   if (rc)
@@ -2550,16 +2560,8 @@ static void test_reload_in_background(void **state)
   (void)state;
   if (skip_without_libav())
     skip();
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(ls >= 0, "socket: %s", strerror(errno));
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t sl = sizeof sa;
-  /* listening, never accepting: the probe connects and hears nothing */
-  CHECK(bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-            listen(ls, 4) == 0 &&
-            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
-        "listen: %s", strerror(errno));
+  unsigned port;
+  int ls = silent_listener(&port); /* the probe connects, hears nothing */
   size_t frames = ref_rng_range(&rng, 1000, 20000);
   float *x = xalloc(sizeof(float) * frames * 2);
   ref_rng_fill(&rng, x, frames * 2);
@@ -2583,7 +2585,7 @@ static void test_reload_in_background(void **state)
              "backend = cpu\nkernel = 0.5\n"
              "[stream n]\ntype = file\ninput = tcp://127.0.0.1:%u\n"
              "output = %s\nbackend = cpu\nkernel = 1\n",
-             in, out, (unsigned)ntohs(sa.sin_port), out2);
+             in, out, port, out2);
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
