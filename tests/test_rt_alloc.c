@@ -15,6 +15,9 @@
  * there what the emulated runtime allocates inside its own functions (its
  * queues of device work) is not counted.
  *
+ * And a kernel swap that runs out of memory (each allocation in turn
+ * made to fail: test_swap2d_nomem) leaves the kernel in force running.
+ *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
  * underneath). Sanitizer builds keep their own allocator: there the suite
@@ -72,21 +75,41 @@ static void note(void)
     atomic_fetch_add(&allocs, 1);
 }
 
+/* test_swap2d_nomem: while fail_in is n > 0, the n-th allocation from
+ * then on fails (and sets failed). */
+static atomic_long fail_in;
+static atomic_int failed;
+
+static int fail_here(void)
+{
+  if (atomic_load_explicit(&fail_in, memory_order_relaxed) <= 0 ||
+      atomic_fetch_sub(&fail_in, 1) != 1)
+    return 0;
+  atomic_store(&failed, 1);
+  return 1;
+}
+
 RT_EXPORT void *malloc(size_t n)
 {
   note();
+  if (fail_here())
+    return NULL;
   return __libc_malloc(n);
 }
 
 RT_EXPORT void *calloc(size_t a, size_t b)
 {
   note();
+  if (fail_here())
+    return NULL;
   return __libc_calloc(a, b);
 }
 
 RT_EXPORT void *realloc(void *p, size_t n)
 {
   note();
+  if (fail_here())
+    return NULL;
   return __libc_realloc(p, n);
 }
 
@@ -102,6 +125,8 @@ RT_EXPORT int posix_memalign(void **p, size_t align, size_t n)
   note();
   if (align < sizeof(void *) || (align & (align - 1)))
     return EINVAL;
+  if (fail_here())
+    return ENOMEM;
   void *q = __libc_memalign(align, n);
   if (!q)
     return ENOMEM;
@@ -112,12 +137,16 @@ RT_EXPORT int posix_memalign(void **p, size_t align, size_t n)
 RT_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
   note();
+  if (fail_here())
+    return NULL;
   return __libc_memalign(align, n);
 }
 
 RT_EXPORT void *memalign(size_t align, size_t n)
 {
   note();
+  if (fail_here())
+    return NULL;
   return __libc_memalign(align, n);
 }
 #endif
@@ -662,6 +691,108 @@ static void test_host_memory(void **state)
     cf_host_free(p[i]);
 }
 
+/* A video kernel swap that runs out of memory leaves the kernel in force
+ * running (the CPU's set_kernel2d once freed the old plan before making
+ * the border maps and the temporal history of the new one: a failure
+ * there left maps missing and rings of two sizes, and the next frame
+ * crashed). Each allocation of set_kernel2d (and of prepare_swap2d with
+ * set_prepared2d) in turn fails; the frames after it are checked against
+ * the reference, with the old kernel where the swap failed. Direct and
+ * separable paths: FFTW's planner aborts when its malloc fails. */
+static void test_swap2d_nomem(void **state)
+{
+  (void)state;
+  PLAIN_BUILD_ONLY();
+  /* not the FFT path: FFTW's planner aborts when its malloc fails */
+  static const cf_algorithm2d algos[] = {CF_ALGO2D_DIRECT,
+                                         CF_ALGO2D_SEPARABLE};
+  const unsigned t[2] = {1, 3}, kh[2] = {5, 7}, kw[2] = {3, 4};
+  float *taps[2];
+  cf_kernel2d *k[2];
+  for (unsigned i = 0; i < 2; i++) {
+    size_t nt = (size_t)t[i] * kh[i] * kw[i];
+    taps[i] = xalloc(nt * sizeof *taps[i]);
+    for (size_t j = 0; j < nt; j++) /* rank 1, so separable applies */
+      taps[i][j] = (float)(1 + j / kw[i] % 3 + i) *
+                   (float)(1 + j % kw[i] % 4) / (float)(8 * nt);
+    CHECK(cf_kernel2d_new(t[i], kh[i], kw[i], taps[i], &k[i]) == CF_OK,
+          "kernel: %s", cf_last_error());
+  }
+  for (unsigned c = 0; c < 8; c++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.format = CF_PIX_GRAY32F;
+    cfg.width = (unsigned)ref_rng_range(&rng, 6, 40);
+    cfg.height = (unsigned)ref_rng_range(&rng, 6, 30);
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = algos[c % 2];
+    cfg.threads = 1;
+    cfg.border = (cf_border)(ref_rng_u64(&rng) % 5);
+    int prepared = c >= 4;
+    size_t np = (size_t)cfg.width * cfg.height;
+    float *in = xalloc(np * sizeof *in), *out = xalloc(np * sizeof *out);
+    float *scratch = xalloc(np * sizeof *scratch);
+    double *want = xalloc(np * sizeof *want);
+    cf_frame fi, fo, fs;
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, in, &fi);
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, out, &fo);
+    cf_frame_layout(cfg.format, cfg.width, cfg.height, scratch, &fs);
+    int swapped = 0;
+    for (long n = 1; !swapped && n < 1000; n++) {
+      cf_engine *e = NULL;
+      CHECK(cf_engine_new_video(&cfg, k[0], &e) == CF_OK, "engine: %s",
+            cf_last_error());
+      set_case("%s, %s, allocation %ld failing", cf_engine_describe(e),
+               prepared ? "prepare_swap2d + set_prepared2d" : "set_kernel2d",
+               n);
+      ref2d_video *ref = ref2d_video_new(&cfg, t[0], kh[0], kw[0], taps[0]);
+      CHECK(ref, "reference: out of memory");
+      double *val[3] = {want, NULL, NULL};
+      for (unsigned f = 0; f < 4; f++) {
+        if (f == 2) { /* the swap, between frames */
+          cf_swap_prep2d *p = NULL;
+          atomic_store(&failed, 0);
+          atomic_store(&fail_in, n);
+          cf_status s = prepared ? cf_engine_prepare_swap2d(e, k[1], &p)
+                                 : cf_engine_set_kernel2d(e, k[1]);
+          if (prepared && s == CF_OK)
+            s = cf_engine_set_prepared2d(e, p);
+          atomic_store(&fail_in, 0);
+          cf_swap_prep2d_free(p);
+          swapped = !atomic_load(&failed);
+          CHECK(s == CF_OK || atomic_load(&failed),
+                "the swap failed with no allocation failing: %s",
+                cf_last_error());
+          CHECK(s == CF_OK || s == CF_E_NOMEM,
+                "the swap returned %s (%s), not CF_E_NOMEM",
+                cf_status_name(s), cf_last_error());
+          if (s == CF_OK)
+            CHECK(ref2d_video_set_kernel(ref, t[1], kh[1], kw[1], taps[1]),
+                  "reference: out of memory");
+        }
+        ref_rng_fill(&rng, in, np);
+        CHECK(ref2d_video_frame(ref, &fi, &fs, val),
+              "reference: out of memory");
+        CHECK(cf_engine_process_frame(e, &fi, &fo) == CF_OK, "frame %u: %s",
+              f, cf_last_error());
+        double err = ref_rel_l2(out, 1, want, 1, np);
+        CHECK(err <= 2e-5, "frame %u: relative L2 error %.3g", f, err);
+      }
+      cf_engine_free(e);
+      ref2d_video_free(ref);
+    }
+    CHECK(swapped, "the swap never succeeded");
+    free(in);
+    free(out);
+    free(scratch);
+    free(want);
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    cf_kernel2d_free(k[i]);
+    free(taps[i]);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -671,6 +802,7 @@ int main(void)
       cmocka_unit_test(test_prepared),
       cmocka_unit_test(test_prepared_burst),
       cmocka_unit_test(test_prepared2d),
+      cmocka_unit_test(test_swap2d_nomem),
   };
 #ifdef RT_NO_COUNT
   (void)tests;

@@ -747,54 +747,68 @@ static cf_status make_bands(video *v)
   return CF_OK;
 }
 
-static cf_status make_xmaps(video *v)
+/* The border maps of plan p, one per filtered channel, into xm (NULL for
+ * the others): all made, or none (nothing else changes). */
+static cf_status make_xmaps(const video *v, const plan *p, int **xm)
 {
-  const plan *p = &v->p;
   for (unsigned k = 0; k < v->nchan; k++) {
-    chan *c = &v->ch[k];
-    free(c->xmap);
-    c->xmap = NULL;
+    const chan *c = &v->ch[k];
+    xm[k] = NULL;
     if (!c->filter)
       continue;
-    c->xmap = malloc(((size_t)p->padl + p->padr + 1) * sizeof *c->xmap);
-    if (!c->xmap)
+    xm[k] = malloc(((size_t)p->padl + p->padr + 1) * sizeof *xm[k]);
+    if (!xm[k]) {
+      for (unsigned j = 0; j < k; j++)
+        free(xm[j]);
       return cf_fail(CF_E_NOMEM, "video: out of memory for border maps");
+    }
     for (unsigned j = 0; j < p->padl; j++)
-      c->xmap[j] = (int)map_index((long)j - p->padl, c->w, v->cfg.border);
+      xm[k][j] = (int)map_index((long)j - p->padl, c->w, v->cfg.border);
     for (unsigned j = 0; j < p->padr; j++)
-      c->xmap[p->padl + j] =
-          (int)map_index((long)c->w + j, c->w, v->cfg.border);
+      xm[k][p->padl + j] = (int)map_index((long)c->w + j, c->w, v->cfg.border);
   }
   return CF_OK;
 }
 
-/* History rings of t slots; keeps the most recent frames that fit. */
-static cf_status make_history(video *v, unsigned t)
+/* History rings of t slots for every filtered channel, into nh (NULL for
+ * the others, and for all when t is 1): all made, or none. */
+static cf_status alloc_history(const video *v, unsigned t, uint8_t **nh)
+{
+  for (unsigned k = 0; k < v->nchan; k++) {
+    const chan *c = &v->ch[k];
+    nh[k] = NULL;
+    if (!c->filter || t <= 1)
+      continue;
+    size_t plane = (size_t)c->w * c->h * sample_bytes(c->type);
+    if (!(nh[k] = cf_alloc((size_t)t * plane))) {
+      for (unsigned j = 0; j < k; j++)
+        cf_free(nh[j]);
+      return cf_fail(CF_E_NOMEM, "video: out of memory for %u frames of "
+                     "temporal state", t - 1);
+    }
+  }
+  return CF_OK;
+}
+
+/* Take the rings nh (alloc_history(v, t)), keeping the most recent frames
+ * that fit. */
+static void set_history(video *v, unsigned t, uint8_t **nh)
 {
   unsigned keep = v->seen < t - 1 ? v->seen : t - 1;
   for (unsigned k = 0; k < v->nchan; k++) {
     chan *c = &v->ch[k];
     if (!c->filter)
       continue;
-    uint8_t *nh = NULL;
     size_t plane = (size_t)c->w * c->h * sample_bytes(c->type);
-    if (t > 1) {
-      nh = cf_alloc((size_t)t * plane);
-      if (!nh)
-        return cf_fail(CF_E_NOMEM, "video: out of memory for %u frames of "
-                       "temporal state", t - 1);
-      for (unsigned tau = 1; tau <= keep; tau++)
-        memcpy(nh + (t - tau) * plane,
-               hist_row(c, (v->head + v->hist_t - tau) % v->hist_t, 0),
-               plane);
-    }
+    for (unsigned tau = 1; tau <= keep; tau++)
+      memcpy(nh[k] + (t - tau) * plane,
+             hist_row(c, (v->head + v->hist_t - tau) % v->hist_t, 0), plane);
     cf_free(c->hist);
-    c->hist = nh;
+    c->hist = nh[k];
   }
   v->hist_t = t;
   v->head = 0;
   v->seen = keep;
-  return CF_OK;
 }
 
 /* Build plan, scratch and maps for kernel k; on failure v is unchanged. */
@@ -812,8 +826,23 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
     free_plan(&np);
     return s;
   }
-  /* Past this point only the history and maps can fail; they are rebuilt
-   * in place. */
+  /* The maps and the history too before anything changes: a failure
+   * leaves the kernel in force running. A shorter kernel keeps the ring as
+   * it is: the frames beyond its t - 1 are forgotten after its first
+   * frame, not now, so that a longer kernel set before that frame still
+   * finds them (two swaps in a row are the last one). */
+  int *xm[4];
+  uint8_t *nh[4];
+  int grow = k->t > v->hist_t || (k->t > 1 && !v->ch[0].hist);
+  if ((s = make_xmaps(v, &np, xm)) == CF_OK && grow &&
+      (s = alloc_history(v, k->t, nh)) != CF_OK)
+    for (unsigned j = 0; j < v->nchan; j++) /* the maps made go */
+      free(xm[j]);
+  if (s != CF_OK) {
+    free_bands(&trial);
+    free_plan(&np);
+    return s;
+  }
   free_bands(v);
   free_plan(&v->p);
   v->p = np;
@@ -821,14 +850,12 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
   v->mb = trial.mb;
   v->rowlen = trial.rowlen;
   v->chunk = trial.chunk;
-  if ((s = make_xmaps(v)) != CF_OK)
-    return s;
-  /* A shorter kernel keeps the ring as it is: the frames beyond its
-   * t - 1 are forgotten after its first frame, not now, so that a longer
-   * kernel set before that frame still finds them (two swaps in a row
-   * are the last one). */
-  if (k->t > v->hist_t || (k->t > 1 && !v->ch[0].hist))
-    s = make_history(v, k->t);
+  for (unsigned j = 0; j < v->nchan; j++) {
+    free(v->ch[j].xmap);
+    v->ch[j].xmap = xm[j];
+  }
+  if (grow)
+    set_history(v, k->t, nh);
   snprintf(v->desc, sizeof v->desc,
            "%ux%u %s, kernel %ux%ux%u, %s%s, %u band%s",
            v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
