@@ -2495,6 +2495,43 @@ static void test_bad_config(void **state)
   expect_new_fails(&cfg, k, CF_E_INVALID, "matrix with 3 inputs, 2 channels");
   cf_kernel_free(k);
 
+  /* kernel.h's shapes: each side 1..CF_MAX_CHANNELS, at most
+   * CF_KERNEL_MAX_COUNT kernels (a filter bank of 256 bands, not more) */
+  static const struct {
+    cf_routing r;
+    unsigned outs, ins;
+    cf_status want;
+  } shapes[] = {
+      {CF_ROUTING_MATRIX, CF_MAX_CHANNELS, 16, CF_OK},
+      {CF_ROUTING_MATRIX, 16, CF_MAX_CHANNELS, CF_OK},
+      {CF_ROUTING_MATRIX, 64, 64, CF_OK},
+      {CF_ROUTING_MATRIX, CF_MAX_CHANNELS + 1, 1, CF_E_INVALID},
+      {CF_ROUTING_MATRIX, 1, CF_MAX_CHANNELS + 1, CF_E_INVALID},
+      {CF_ROUTING_MATRIX, 65, 64, CF_E_INVALID},
+      {CF_ROUTING_MATRIX, 0, 1, CF_E_INVALID},
+      {CF_ROUTING_PER_CHANNEL, CF_MAX_CHANNELS, CF_MAX_CHANNELS, CF_OK},
+      {CF_ROUTING_PER_CHANNEL, CF_MAX_CHANNELS + 1, CF_MAX_CHANNELS + 1,
+       CF_E_INVALID},
+  };
+  for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    k = NULL;
+    cf_status s = cf_kernel_new(shapes[i].r, shapes[i].outs, shapes[i].ins,
+                                &k);
+    CHECK(s == shapes[i].want && (s == CF_OK) == (k != NULL),
+          "cf_kernel_new(%s, %u outputs, %u inputs): %s (%s), want %s",
+          cf_routing_name(shapes[i].r), shapes[i].outs, shapes[i].ins,
+          cf_status_name(s), s ? cf_last_error() : "",
+          cf_status_name(shapes[i].want));
+    CHECK(s != CF_OK || cf_kernel_count(k) ==
+                            (shapes[i].r == CF_ROUTING_MATRIX
+                                 ? shapes[i].outs * shapes[i].ins
+                                 : shapes[i].outs),
+          "cf_kernel_new(%s, %u, %u): %u kernels",
+          cf_routing_name(shapes[i].r), shapes[i].outs, shapes[i].ins,
+          cf_kernel_count(k));
+    cf_kernel_free(k);
+  }
+
   /* valid after all that */
   CHECK_OK(cf_kernel_new_shared(taps, 64, &k));
   cf_engine *e = NULL;

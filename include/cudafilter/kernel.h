@@ -36,8 +36,10 @@ typedef struct cf_kernel cf_kernel;
 
 /* A new kernel set with every kernel empty (length 0).
  * shared: outputs = inputs = 1; per-channel: outputs = inputs = C;
- * matrix: any outputs, inputs >= 1. The constructors (new, new_shared,
- * copy, load*) refuse out == NULL with CF_E_INVALID. */
+ * matrix: any outputs and inputs, each 1..CF_MAX_CHANNELS, with at most
+ * CF_KERNEL_MAX_COUNT kernels in all (CF_E_INVALID beyond). The
+ * constructors (new, new_shared, copy, load*) refuse out == NULL with
+ * CF_E_INVALID. */
 cf_status cf_kernel_new(cf_routing routing, unsigned outputs, unsigned inputs,
                         cf_kernel **out);
 /* Convenience: a shared kernel set holding a copy of taps[0..len). */
