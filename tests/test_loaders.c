@@ -125,6 +125,21 @@ static void write_text(const char *path, const float *x, size_t n)
   assert_int_equal(fclose(f), 0);
 }
 
+/* Every LF of the file at path made a CR: "\r\n" becomes "\r\r", two
+ * line ends, as the loader reads a file whose first line ends with a CR. */
+static void lf_to_cr(const char *path)
+{
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  for (int ch; (ch = getc(f)) != EOF;)
+    if (ch == '\n') {
+      assert_int_equal(fseek(f, -1, SEEK_CUR), 0);
+      assert_int_equal(putc('\r', f), '\r');
+      assert_int_equal(fseek(f, 0, SEEK_CUR), 0);
+    }
+  assert_int_equal(fclose(f), 0);
+}
+
 static void test_text_formats(void **state)
 {
   (void)state;
@@ -134,6 +149,8 @@ static void test_text_formats(void **state)
     random_taps(x, n);
     const char *path = fixture("taps.txt");
     write_text(path, x, n);
+    if (round % 4 == 3)
+      lf_to_cr(path); /* lines ended by a lone CR (classic Mac OS) */
     cf_kernel *k;
     cf_status s = round % 2 ? cf_kernel_load(path, 48000, &k)
                             : cf_kernel_load_text(path, &k);
@@ -368,6 +385,58 @@ static void test_text_bom(void **state)
   static const char two[] = "\xef\xbb\xbf"
                             "1 2 3\r\n4 5 6\r\n\r\n7 8 9\r\n"
                             "10 11 12\r\n";
+  write_bytes(path, two, sizeof two - 1);
+  for (int how = 0; how < 2; how++) {
+    cf_kernel2d *k2;
+    cf_status s =
+        how ? cf_kernel2d_load(path, &k2) : cf_kernel2d_load_text(path, &k2);
+    expect_ok(s, path);
+    assert_int_equal(cf_kernel2d_frames(k2), 2);
+    assert_int_equal(cf_kernel2d_height(k2), 2);
+    assert_int_equal(cf_kernel2d_width(k2), 3);
+    const float *t = cf_kernel2d_taps(k2);
+    for (unsigned i = 0; i < 12; i++)
+      assert_true(t[i] == (float)(i + 1));
+    cf_kernel2d_free(k2);
+  }
+}
+
+/* Line ends as the text loaders read them: LF and CR LF, and in a file
+ * whose first line ends with a lone CR (classic Mac OS, and Excel for
+ * Mac's "CSV (Macintosh)"), CR. A lone CR once read as a mere separator
+ * there: a comment ran on to the end of the file ("1 # first\r2\r3" gave
+ * one tap) and a 2D kernel's rows made one row. In a file of LF lines a
+ * CR stays a separator. */
+static void test_text_cr_lines(void **state)
+{
+  (void)state;
+  const char *path = fixture("cr.txt");
+  cf_kernel *k;
+  static const char one[] = "# taps\r1 # the first\r2, 3\r\r4\r";
+  write_bytes(path, one, sizeof one - 1);
+  for (int how = 0; how < 2; how++) {
+    cf_status s =
+        how ? cf_kernel_load(path, 48000, &k) : cf_kernel_load_text(path, &k);
+    expect_ok(s, path);
+    expect_shape(k, CF_ROUTING_SHARED, 1, 1);
+    expect_taps(k, 0, (const float[]){1, 2, 3, 4}, 4, 0.0);
+    cf_kernel_free(k);
+  }
+  /* lines counted at each CR, a CR LF once */
+  static const char lines[] = "1\r2\r\n3 x\r";
+  write_bytes(path, lines, sizeof lines - 1);
+  expect_error(cf_kernel_load_text(path, &k), &k, CF_E_FORMAT, path,
+               ":3:3: 'x' is not a number");
+  /* LF lines (the first line says so): a CR later separates numbers, as
+   * a space, and a comment runs on to the LF */
+  static const char lf[] = "1 2\n3\r4 # c\r5\n6\r\n";
+  write_bytes(path, lf, sizeof lf - 1);
+  expect_ok(cf_kernel_load_text(path, &k), path);
+  expect_taps(k, 0, (const float[]){1, 2, 3, 4, 6}, 5, 0.0);
+  cf_kernel_free(k);
+  /* 2D: rows and temporal blocks */
+  static const char two[] = "# 2 x 2 x 3\r1,2,3\r4,5,6\r\r7,8,9 # c\r"
+                            "10,11,12\r";
   write_bytes(path, two, sizeof two - 1);
   for (int how = 0; how < 2; how++) {
     cf_kernel2d *k2;
@@ -1368,6 +1437,7 @@ int main(void)
       cmocka_unit_test(test_text_endless),
       cmocka_unit_test(test_text_stray_byte),
       cmocka_unit_test(test_text_bom),
+      cmocka_unit_test(test_text_cr_lines),
       cmocka_unit_test(test_npy_roundtrip),
       cmocka_unit_test(test_npy_truncated),
       cmocka_unit_test(test_npy_bad_magic),

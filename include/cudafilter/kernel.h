@@ -71,7 +71,9 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
  *    1D -> shared, 2D (C x L) -> per-channel, 3D (C_out x C_in x L) -> matrix;
  *  - text: numbers separated by whitespace and/or commas, '#' starts a
- *    comment -> shared (a UTF-8 byte order mark at the start is skipped);
+ *    comment to the end of the line (LF or CR LF; CR in a file whose
+ *    first line ends with a lone CR) -> shared (a UTF-8 byte order mark
+ *    at the start is skipped);
  *  - any audio file libav decodes (WAV, FLAC, ...): each channel a kernel
  *    (mono -> shared, else per-channel), resampled with libswresample to
  *    `rate` when rate != 0 and differs from the file's, the taps scaled

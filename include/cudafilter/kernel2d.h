@@ -79,9 +79,10 @@ const char *cf_preset_name(cf_preset p);
 cf_status cf_preset_from_string(const char *s, cf_preset *out);
 
 /* Kernel files, the format found from the content:
- *  - text: one kernel row per line, numbers separated by whitespace and/or
- *    commas, '#' starts a comment, every row the same length; a blank line
- *    between blocks of rows separates temporal taps (tau = 0 first);
+ *  - text: one kernel row per line (lines end with LF or CR LF; with CR
+ *    where the first one does), numbers separated by whitespace and/or
+ *    commas, '#' starts a comment, every row the same length; a blank
+ *    line between blocks of rows separates temporal taps (tau = 0 first);
  *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
  *    2D (Kh x Kw) or 3D (T x Kh x Kw).
  * Errors name the file, the position and the problem, as the 1D loaders. */

@@ -1,7 +1,8 @@
 /* Text kernel files: numbers separated by whitespace and/or commas, '#'
- * starts a comment that runs to the end of the line. The tokenizer is
- * shared with the 2D loader (which also needs the line ends); here the
- * numbers make one shared kernel. */
+ * starts a comment that runs to the end of the line (LF, CR LF, or in a
+ * file whose lines end with a lone CR, CR). The tokenizer is shared with
+ * the 2D loader (which also needs the line ends); here the numbers make
+ * one shared kernel. */
 #define _GNU_SOURCE /* strtod_l: numbers must not depend on the locale */
 #include "io_internal.h"
 
@@ -36,6 +37,9 @@ struct cf_io_text {
                             * column of the number before it */
   bool spaces_only;    /* two numbers apart by spaces alone */
   bool point;          /* a number with a decimal point seen in the file */
+  enum { EOL_UNKNOWN, EOL_LF, EOL_CR } eol; /* how lines end (next_byte) */
+  int peek; /* a byte read ahead after a CR */
+  bool have_peek;
   int pending; /* a byte read but not handled yet (it ended a token) */
   bool have_pending;
   /* The file's first bytes, read to look for a byte order mark that was
@@ -176,6 +180,41 @@ void cf_io_text_free(cf_io_text *t)
   }
 }
 
+static int raw_byte(cf_io_text *t)
+{
+  if (t->have_peek) {
+    t->have_peek = false;
+    return t->peek;
+  }
+  return t->ahead_at < t->ahead_len
+             ? t->ahead[t->ahead_at++]
+             : getc_unlocked(t->f); /* the FILE is ours alone */
+}
+
+/* The file's next byte, its line ends as '\n'. A file's first line end
+ * says how its lines end: LF or CR LF (a CR elsewhere is a separator, as
+ * it always was), or a lone CR (classic Mac OS, as Excel for Mac still
+ * writes "CSV (Macintosh)"): then a CR, or CR LF, ends every line. Read
+ * as a separator there, a lone CR ran a comment on to the end of the file
+ * and made a 2D kernel's rows one. */
+static int next_byte(cf_io_text *t)
+{
+  int ch = raw_byte(t);
+  t->col++;
+  if (ch == '\n' && t->eol == EOL_UNKNOWN)
+    t->eol = EOL_LF;
+  if (ch != '\r' || t->eol == EOL_LF)
+    return ch;
+  int next = raw_byte(t);
+  if (t->eol == EOL_UNKNOWN)
+    t->eol = next == '\n' ? EOL_LF : EOL_CR;
+  if (t->eol == EOL_LF || next != '\n') {
+    t->peek = next;
+    t->have_peek = true;
+  }
+  return t->eol == EOL_LF ? ch : '\n'; /* CR mode: a CR LF is one end */
+}
+
 cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
 {
   for (;;) {
@@ -183,12 +222,8 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     if (t->have_pending) {
       ch = t->pending;
       t->have_pending = false;
-    } else if (t->ahead_at < t->ahead_len) {
-      ch = t->ahead[t->ahead_at++];
-      t->col++;
     } else {
-      ch = getc_unlocked(t->f); /* the FILE is ours alone: skip the lock */
-      t->col++;
+      ch = next_byte(t);
     }
     if (t->in_comment && ch != '\n' && ch != EOF)
       continue;
