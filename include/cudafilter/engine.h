@@ -168,7 +168,9 @@ cf_status cf_engine_reset(cf_engine *e);
  * crossfade: a crossfade too long for that memory is refused
  * (CF_E_NOMEM, nothing changed). The in/out channel counts must stay
  * the same; the latency may not change (same block size and path family).
- * A second swap during a crossfade first completes the running one.
+ * A second swap during a crossfade first completes the running one, and
+ * so do cf_engine_reset() and cf_engine_drain(): the new kernel alone
+ * filters what comes after them.
  * This call may allocate; process() never does. It never runs FFTW's
  * measuring planner: FFT sizes no plan exists for yet are estimated
  * (cf_engine_prepare_kernel() measures them beforehand). */
