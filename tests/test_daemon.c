@@ -2766,15 +2766,18 @@ static void test_file_bad(void **state)
   char *kept = slurp(fixture("exists.wav"), &n);
   CHECK(kept && !strcmp(kept, "an older output"), "exists.wav changed");
   free(kept);
-  /* at run time: an encoder that cannot write the rate; the other
-   * stream runs on */
+  /* at run time: an encoder that cannot write the channels (the rate
+   * it resamples: 12345 Hz to 16000 Hz); the other stream runs on */
   snprintf(conf, sizeof conf, "%s", fixture("fail.conf"));
   unlink(fixture("o.mp2"));
   write_text(conf, "[stream bad]\ntype = file\nkernel-file = b.txt\n"
                    "input = b.wav\noutput = o.mp2\ncodec = mp2\n"
                    "[stream good]\ntype = file\nkernel-file = b.txt\n"
                    "input = b.wav\noutput = o.wav\n");
-  write_wav(fixture("b.wav"), W_F32, 12345, 2, x, 64);
+  float x3[64 * 3];
+  for (size_t i = 0; i < 64 * 3; i++)
+    x3[i] = x[i % (64 * 2)];
+  write_wav(fixture("b.wav"), W_F32, 12345, 3, x3, 64);
   running r;
   int rc = start_daemon(&r, conf);
   if (rc)
@@ -2785,13 +2788,55 @@ static void test_file_bad(void **state)
   char *ans = ctl(&r, "status bad");
   const char *err = field(ans, "bad", "error");
   /* naming the config's key, not the command line's option */
-  CHECK(err && strstr(err, "12345") && strstr(err, "codec ="), "status: %s",
-        ans);
+  CHECK(err && strstr(err, "resampled from 12345 Hz") &&
+            strstr(err, "3 channels") && strstr(err, "codec ="),
+        "status: %s", ans);
   free(ans);
   check_json(&r);
   stop_daemon(&r);
   struct stat sb;
   CHECK(stat(fixture("o.mp2"), &sb) != 0, "a failed stream left o.mp2");
+}
+
+/* A file stream into an encoder that cannot write the input's rate gets
+ * the output resampled, as `cudafilter apply` does (mp2: 12345 Hz to its
+ * closest, 16000 Hz), as long as the input at that rate; status counts
+ * the frames written at it. */
+static void test_file_resampled(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  size_t frames = ref_rng_range(&rng, 1, 20000);
+  set_case("file resampled: %zu frames, 12345 Hz into mp2", frames);
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  for (size_t i = 0; i < frames * 2; i++)
+    x[i] *= 0.5f;
+  write_wav(fixture("rs.wav"), W_F32, 12345, 2, x, frames);
+  free(x);
+  write_text(fixture("rs.txt"), "0.5 0.25\n");
+  unlink(fixture("rs.mp2"));
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("rs.conf"));
+  write_text(conf, "[stream rs]\ntype = file\nkernel-file = rs.txt\n"
+                   "input = rs.wav\noutput = rs.mp2\n");
+  running r;
+  int rc = start_daemon(&r, conf);
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "rs", "finished");
+  double want = (double)((frames * 16000 + 12345 / 2) / 12345);
+  CHECK(status_num(&r, "rs", "frames") == (double)frames,
+        "status: not %zu frames read", frames);
+  CHECK(status_num(&r, "rs", "written-frames") == want,
+        "status: %.0f frames written, not %.0f (at 16000 Hz)",
+        status_num(&r, "rs", "written-frames"), want);
+  stop_daemon(&r);
+  struct stat sb;
+  CHECK(stat(fixture("rs.mp2"), &sb) == 0 && sb.st_size > 0,
+        "rs.mp2 not written");
 }
 
 /* ---- the control socket and reloads under misuse ---- */
@@ -3180,6 +3225,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
+      cmocka_unit_test_teardown(test_file_resampled, kill_left),
       cmocka_unit_test_teardown(test_file_video, kill_left),
       cmocka_unit_test_teardown(test_file_video_live, kill_left),
       cmocka_unit_test_teardown(test_file_video_refused, kill_left),

@@ -124,6 +124,12 @@ static void usage_apply(FILE *f)
       "interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no partial file and\n"
       "an existing OUTPUT untouched.\n"
       "\n"
+      "The kernel runs at INPUT's rate. Where the encoder cannot write that\n"
+      "rate (libopus: 48, 24, 16, 12 or 8 kHz; MP3: 8 to 48 kHz), the\n"
+      "filtered sound is resampled (libswresample) to the rate it takes\n"
+      "closest to INPUT's, as ffmpeg chooses it; a note says so (not with\n"
+      "-q), and clipping and the peak are measured on what is written.\n"
+      "\n"
       "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
       f);
 }
@@ -360,12 +366,15 @@ int cli_apply(int argc, char **argv)
               ceil(20.0 * log10(res.peak) * 10) / 10);
     if (!opt.quiet || opt.verbose) {
       double secs = (double)res.frames_out / res.rate, el = cli_now() - t0;
+      char from[48] = "";
+      if (res.in_rate != res.rate)
+        snprintf(from, sizeof from, " (resampled from %u Hz)", res.in_rate);
       fprintf(stderr,
               "cudafilter: wrote %s: %lld frames (%.2f s), %u "
-              "channels, %u Hz, %s, peak %+.2f dBFS; %.1fx real time on "
+              "channels, %u Hz%s, %s, peak %+.2f dBFS; %.1fx real time on "
               "%s\n",
               opt.out_path, (long long)res.frames_out, secs, res.out_channels,
-              res.rate, res.codec,
+              res.rate, from, res.codec,
               res.peak > 0.0 ? 20.0 * log10(res.peak) : -INFINITY,
               el > 0.0 ? secs / el : 0.0, res.engine);
     }

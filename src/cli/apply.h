@@ -135,8 +135,11 @@ typedef struct apply_hooks {
 } apply_hooks;
 
 typedef struct apply_result {
-  int64_t frames_in, frames_out; /* per channel */
-  unsigned rate, out_channels;
+  int64_t frames_in, frames_out; /* per channel; out: at `rate` */
+  unsigned rate, out_channels;   /* rate: the output's (the encoder's) */
+  unsigned in_rate;              /* the input's, which was filtered: other
+                                    than `rate` where the encoder cannot
+                                    write it and the output is resampled */
   uint64_t clipped; /* samples beyond full scale (integer outputs) */
   double peak;      /* largest |output sample| */
   unsigned corrupt; /* damaged input packets skipped */

@@ -59,7 +59,8 @@ typedef struct input {
 typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
-  int64_t start; /* the audio's first pts where streams are copied, or 0 */
+  int64_t start; /* the audio's first pts where streams are copied, in the
+                    encoder's time base; or 0 */
   AVFormatContext *oc;
   AVCodecContext *enc;
   AVStream *st;
@@ -67,10 +68,15 @@ typedef struct output {
   AVFrame *frame;
   AVPacket *pkt;
   unsigned channels;
+  SwrContext *rs; /* the input's rate to the encoder's, where they differ */
+  float *rsbuf;   /* its output, interleaved float32, rscap frames */
+  size_t rscap;
+  int in_rate;           /* the filtered frames' rate (the input's) */
+  int64_t rs_in, rs_out; /* frames into rs, and out of it */
   size_t frame_size; /* frames per encoder frame */
   float *pend;       /* filtered frames not yet encoded */
   size_t npend, cap;
-  int64_t frames;   /* frames sent to the encoder */
+  int64_t frames;   /* frames sent to the encoder, at its rate */
   bool integer;     /* the encoder stores integers: values clip at 1.0 */
   uint64_t clipped; /* samples beyond full scale */
   double peak;
@@ -867,6 +873,29 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
   return 0;
 }
 
+/* The rate `codec` writes for input at `rate`: that one where it takes it
+ * (or lists none), else the one it lists closest to it, the first of two
+ * as close: the rate ffmpeg's format negotiation chooses
+ * (swap_samplerates in libavfilter). 0: it lists none at all. */
+static int pick_rate(const AVCodec *codec, int rate)
+{
+  const int *r = codec->supported_samplerates;
+  if (!r)
+    return rate;
+  int best = 0;
+  long long best_diff = 0;
+  for (; *r; r++) {
+    long long d = llabs((long long)*r - rate);
+    if (!d)
+      return rate;
+    if (!best || d < best_diff) {
+      best = *r;
+      best_diff = d;
+    }
+  }
+  return best;
+}
+
 static int output_open(output *o, const apply_opts *opt, const input *in,
                        unsigned channels)
 {
@@ -880,20 +909,16 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
                                 pcm_for_input(o->oc->oformat, in),
                                 &codec)))
     return rc;
-  if (codec->supported_samplerates) {
-    const int *r = codec->supported_samplerates;
-    while (*r && *r != in->rate)
-      r++;
-    if (!*r)
-      return apply_error("%s: encoder %s cannot write %d Hz; choose another "
-                         "with %s",
-                         path, codec->name, in->rate, CODEC_OPT(opt));
-  }
+  int rate = pick_rate(codec, in->rate);
+  if (rate <= 0)
+    return apply_error("%s: encoder %s cannot write %d Hz and lists no "
+                       "other rate; choose another with %s",
+                       path, codec->name, in->rate, CODEC_OPT(opt));
   if (!(o->enc = cf_av->avcodec_alloc_context3(codec)))
     return apply_error("out of memory");
   o->enc->sample_fmt = pick_sample_fmt(codec, in);
-  o->enc->sample_rate = in->rate;
-  o->enc->time_base = (AVRational){1, in->rate};
+  o->enc->sample_rate = rate;
+  o->enc->time_base = (AVRational){1, rate};
   if (channels == in->channels &&
       in->dec->ch_layout.order != AV_CHANNEL_ORDER_UNSPEC)
     err =
@@ -915,10 +940,15 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   if (o->oc->oformat->flags & AVFMT_GLOBALHEADER)
     o->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   if ((err = cf_av->avcodec_open2(o->enc, codec, NULL)) < 0) {
-    char what[160];
-    snprintf(what, sizeof what, "encoder %s refuses %d Hz, %u channels, %s",
-             codec->name, in->rate, channels,
-             cf_av->av_get_sample_fmt_name(o->enc->sample_fmt));
+    char what[224], from[48] = "";
+    if (rate != in->rate)
+      snprintf(from, sizeof from, " (resampled from %d Hz)", in->rate);
+    snprintf(what, sizeof what,
+             "encoder %s refuses %d Hz%s, %u channels, %s (choose another "
+             "with %s)",
+             codec->name, rate, from, channels,
+             cf_av->av_get_sample_fmt_name(o->enc->sample_fmt),
+             CODEC_OPT(opt));
     return apply_av_error(path, what, err);
   }
   o->frame_size = o->enc->frame_size > 0 && !(codec->capabilities &
@@ -938,12 +968,29 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   o->st->time_base = o->enc->time_base;
 
   err = cf_av->swr_alloc_set_opts2(
-      &o->swr, &o->enc->ch_layout, o->enc->sample_fmt, in->rate,
-      &o->enc->ch_layout, AV_SAMPLE_FMT_FLT, in->rate, 0, NULL);
+      &o->swr, &o->enc->ch_layout, o->enc->sample_fmt, rate,
+      &o->enc->ch_layout, AV_SAMPLE_FMT_FLT, rate, 0, NULL);
   if (err >= 0)
     err = cf_av->swr_init(o->swr);
   if (err < 0)
     return apply_av_error(path, "cannot set up the sample converter", err);
+  if (rate != in->rate) {
+    /* filtered at the input's rate (the kernel was made for it), then
+     * resampled for the encoder, as ffmpeg does */
+    err = cf_av->swr_alloc_set_opts2(
+        &o->rs, &o->enc->ch_layout, AV_SAMPLE_FMT_FLT, rate,
+        &o->enc->ch_layout, AV_SAMPLE_FMT_FLT, in->rate, 0, NULL);
+    if (err >= 0)
+      err = cf_av->swr_init(o->rs);
+    if (err < 0)
+      return apply_av_error(path, "cannot set up the resampler", err);
+    o->in_rate = in->rate;
+    if (!capture && !opt->quiet)
+      fprintf(stderr,
+              "cudafilter: note: %s: resampled from %d Hz to %d Hz for "
+              "encoder %s, which cannot write %d Hz\n",
+              path, in->rate, rate, codec->name, in->rate);
+  }
 
   /* the streams after it (those before are in already: the input's
    * order is kept) */
@@ -1032,8 +1079,9 @@ static int output_append(output *o, const float *x, size_t frames)
   return 0;
 }
 
-/* Queue filtered frames; encode whole encoder frames (all, when final). */
-static int output_write(output *o, const float *x, size_t frames, bool final)
+/* Queue frames at the encoder's rate; encode whole encoder frames (all,
+ * when final). */
+static int output_queue(output *o, const float *x, size_t frames, bool final)
 {
   const size_t ch = o->channels;
   if (o->npend + frames > o->cap) {
@@ -1061,6 +1109,66 @@ static int output_write(output *o, const float *x, size_t frames, bool final)
   return rc;
 }
 
+/* Resample frames x[0..frames) and queue what comes out, no more than
+ * `limit` frames in all. */
+static int resample(output *o, const float *x, size_t frames, int64_t limit)
+{
+  const size_t ch = o->channels;
+  int want = cf_av->swr_get_out_samples(o->rs, (int)frames);
+  if (want < 0)
+    return apply_av_error(o->path, "resampling failed", want);
+  if ((size_t)want > o->rscap) {
+    float *b = realloc(o->rsbuf, (size_t)want * ch * sizeof *b);
+    if (!b)
+      return apply_error("out of memory");
+    o->rsbuf = b;
+    o->rscap = (size_t)want;
+  }
+  uint8_t *dst = (uint8_t *)o->rsbuf;
+  const uint8_t *src = (const uint8_t *)x;
+  int got = frames ? cf_av->swr_convert(o->rs, &dst, (int)o->rscap, &src,
+                                        (int)frames)
+                   : 0;
+  if (got < 0)
+    return apply_av_error(o->path, "resampling failed", got);
+  if (got > limit - o->rs_out)
+    got = limit - o->rs_out > 0 ? (int)(limit - o->rs_out) : 0;
+  o->rs_out += got;
+  return output_queue(o, o->rsbuf, (size_t)got, false);
+}
+
+/* Queue filtered frames (at the input's rate), resampled first where the
+ * encoder writes another rate: clipping and the peak are measured on what
+ * is written. When final, the output is made as long as the input at the
+ * encoder's rate, round(frames * rate / input rate): libswresample holds
+ * back a filter's length, and its flush gives nothing at all from an
+ * input shorter than that (40 frames at 96 kHz: none at 48 kHz, in
+ * ffmpeg too), so silence is fed after the end till the output is that
+ * long, and it is cut there. */
+static int output_write(output *o, const float *x, size_t frames, bool final)
+{
+  if (!o->rs)
+    return output_queue(o, x, frames, final);
+  o->rs_in += (int64_t)frames;
+  int rc = resample(o, x, frames, INT64_MAX);
+  if (rc || !final)
+    return rc;
+  const int64_t rate = o->enc->sample_rate;
+  const int64_t target = (o->rs_in * rate + o->in_rate / 2) / o->in_rate;
+  enum { SILENCE = 1024 };
+  float *zero = calloc(SILENCE * o->channels, sizeof *zero);
+  if (!zero)
+    return apply_error("out of memory");
+  /* a filter spans at most a few hundred input frames: a few rounds */
+  for (int round = 0; !rc && o->rs_out < target && round < 256; round++)
+    rc = resample(o, zero, SILENCE, target);
+  free(zero);
+  if (!rc && o->rs_out < target)
+    return apply_error("%s: the resampler gave %lld of %lld frames",
+                       o->path, (long long)o->rs_out, (long long)target);
+  return rc ? rc : output_queue(o, NULL, 0, true);
+}
+
 static int output_finish(output *o)
 {
   int err = cf_av->avcodec_send_frame(o->enc, NULL);
@@ -1083,6 +1191,8 @@ static void output_close(output *o)
   cf_av->avformat_free_context(o->oc);
   cf_av->avcodec_free_context(&o->enc);
   cf_av->swr_free(&o->swr);
+  cf_av->swr_free(&o->rs);
+  free(o->rsbuf);
   cf_av->av_frame_free(&o->frame);
   cf_av->av_packet_free(&o->pkt);
   free(o->pend);
@@ -1165,7 +1275,8 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
      * output starts where the input's first frame did (the latency is
      * taken out, so output frame i is input frame i) */
     if (o->copies && made == 0 && in->first_pts != AV_NOPTS_VALUE)
-      o->start = in->first_pts;
+      o->start = cf_av->av_rescale_q(in->first_pts, (AVRational){1, in->rate},
+                                     o->enc->time_base);
     if (n > cap) {
       float *b = realloc(y, n * cout * sizeof *b);
       if (!b) {
@@ -1284,13 +1395,14 @@ static void describe(const apply_opts *opt, const input *in, const output *o,
           "cudafilter: latency %zu frames (taken out), tail %zu "
           "frames\n",
           cf_engine_latency(e), cf_engine_tail(e));
-  fprintf(stderr, "cudafilter: %s: %s, %s (%s, %d bits), %u channels\n",
+  fprintf(stderr, "cudafilter: %s: %s, %s (%s, %d bits), %d Hz%s, %u "
+          "channels\n",
           o->path, o->oc->oformat->name, o->enc->codec->name,
           cf_av->av_get_sample_fmt_name(o->enc->sample_fmt),
           o->enc->bits_per_raw_sample
               ? o->enc->bits_per_raw_sample
               : 8 * cf_av->av_get_bytes_per_sample(o->enc->sample_fmt),
-          o->channels);
+          o->enc->sample_rate, o->rs ? " (resampled)" : "", o->channels);
 }
 
 int apply_probe(const char *path, int stream, unsigned *rate,
@@ -1361,7 +1473,8 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   res->frames_in = in.frames;
   res->frames_out = out.frames;
   res->out_channels = out.channels;
-  res->rate = (unsigned)in.rate;
+  res->in_rate = (unsigned)in.rate;
+  res->rate = out.enc ? (unsigned)out.enc->sample_rate : (unsigned)in.rate;
   res->clipped = out.clipped;
   res->peak = out.peak;
   res->corrupt = in.corrupt;

@@ -639,7 +639,8 @@ static gpointer file_thread(gpointer user)
   apply_capture(NULL, 0);
   char wrote[160];
   int w = snprintf(wrote, sizeof wrote, "%.2f s",
-                   (double)a->res.frames_out / sc->rate);
+                   (double)a->res.frames_out /
+                       (a->res.rate ? a->res.rate : sc->rate));
   if (a->res.clipped && w > 0 && (size_t)w < sizeof wrote)
     snprintf(wrote + w, sizeof wrote - (size_t)w,
              ", %" G_GUINT64_FORMAT " samples clipped (peak %+.2f dBFS)",
