@@ -2074,6 +2074,22 @@ static void test_apply_copies(void **state)
 #endif
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* x[0..n): random 16-bit samples as floats (seed ref_seed() + seed), and
+ * a one-tap identity kernel file written at one (PATH_MAX). */
+static void identity_case(float *x, size_t n, unsigned seed, char *one,
+                          const char *name)
+{
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + seed);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)((int)(ref_rng_u64(&r) % 60001) - 30000) / 32768.0f;
+  float h = 1.0f;
+  tmp_path(one, PATH_MAX, name);
+  write_text_kernel(one, &h, 1);
+}
+#endif
+
 /* "-" is standard input and output, as ffmpeg takes it: to libav it is a
  * file of that name, so INPUT "-" was "cannot open: No such file" and
  * OUTPUT "-" wrote a file named "-" (exit 0, nothing on stdout). */
@@ -2084,13 +2100,7 @@ static void test_apply_stdio(void **state)
   enum { CH = 2, N = 2000 };
   char one[PATH_MAX], inp[PATH_MAX];
   static float x[N * CH];
-  ref_rng r;
-  ref_rng_init(&r, ref_seed() + 7);
-  for (size_t i = 0; i < N * CH; i++)
-    x[i] = (float)((int)(ref_rng_u64(&r) % 60001) - 30000) / 32768.0f;
-  float h = 1.0f;
-  tmp_path(one, sizeof one, "stdio-k.txt");
-  write_text_kernel(one, &h, 1);
+  identity_case(x, N * CH, 7, one, "stdio-k.txt");
   tmp_path(inp, sizeof inp, "stdio-in.wav");
   write_wav(inp, W_S16, 22050, CH, x, N);
   size_t n;
@@ -2213,13 +2223,7 @@ static void test_apply_damaged(void **state)
   enum { CH = 2, N = 3000 };
   char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
   static float x[N * CH];
-  ref_rng r;
-  ref_rng_init(&r, ref_seed() + 5);
-  for (size_t i = 0; i < N * CH; i++)
-    x[i] = (float)((int)(ref_rng_u64(&r) % 60001) - 30000) / 32768.0f;
-  float h = 1.0f;
-  tmp_path(one, sizeof one, "damaged-k.txt");
-  write_text_kernel(one, &h, 1);
+  identity_case(x, N * CH, 5, one, "damaged-k.txt");
   tmp_path(inp, sizeof inp, "damaged-in.wav");
   tmp_path(outp, sizeof outp, "damaged-out.wav");
   write_wav(inp, W_S16, 44100, CH, x, N);

@@ -329,6 +329,24 @@ static void test_text_endless(void **state)
   unlink(path);
 }
 
+/* path, by either 2D loader: 2 temporal blocks of 2 x 3, taps 1..12. */
+static void expect_1_to_12(const char *path)
+{
+  for (int how = 0; how < 2; how++) {
+    cf_kernel2d *k2;
+    cf_status s =
+        how ? cf_kernel2d_load(path, &k2) : cf_kernel2d_load_text(path, &k2);
+    expect_ok(s, path);
+    assert_int_equal(cf_kernel2d_frames(k2), 2);
+    assert_int_equal(cf_kernel2d_height(k2), 2);
+    assert_int_equal(cf_kernel2d_width(k2), 3);
+    const float *t = cf_kernel2d_taps(k2);
+    for (unsigned i = 0; i < 12; i++)
+      assert_true(t[i] == (float)(i + 1));
+    cf_kernel2d_free(k2);
+  }
+}
+
 /* A UTF-8 byte order mark at the start (Windows Notepad saves one) is
  * skipped by the text loaders and by the sniffing that picks the loader:
  * it made a 1D kernel "cannot open as audio" and a 2D one "neither text
@@ -386,19 +404,7 @@ static void test_text_bom(void **state)
                             "1 2 3\r\n4 5 6\r\n\r\n7 8 9\r\n"
                             "10 11 12\r\n";
   write_bytes(path, two, sizeof two - 1);
-  for (int how = 0; how < 2; how++) {
-    cf_kernel2d *k2;
-    cf_status s =
-        how ? cf_kernel2d_load(path, &k2) : cf_kernel2d_load_text(path, &k2);
-    expect_ok(s, path);
-    assert_int_equal(cf_kernel2d_frames(k2), 2);
-    assert_int_equal(cf_kernel2d_height(k2), 2);
-    assert_int_equal(cf_kernel2d_width(k2), 3);
-    const float *t = cf_kernel2d_taps(k2);
-    for (unsigned i = 0; i < 12; i++)
-      assert_true(t[i] == (float)(i + 1));
-    cf_kernel2d_free(k2);
-  }
+  expect_1_to_12(path);
 }
 
 /* Line ends as the text loaders read them: LF and CR LF, and in a file
@@ -438,19 +444,7 @@ static void test_text_cr_lines(void **state)
   static const char two[] = "# 2 x 2 x 3\r1,2,3\r4,5,6\r\r7,8,9 # c\r"
                             "10,11,12\r";
   write_bytes(path, two, sizeof two - 1);
-  for (int how = 0; how < 2; how++) {
-    cf_kernel2d *k2;
-    cf_status s =
-        how ? cf_kernel2d_load(path, &k2) : cf_kernel2d_load_text(path, &k2);
-    expect_ok(s, path);
-    assert_int_equal(cf_kernel2d_frames(k2), 2);
-    assert_int_equal(cf_kernel2d_height(k2), 2);
-    assert_int_equal(cf_kernel2d_width(k2), 3);
-    const float *t = cf_kernel2d_taps(k2);
-    for (unsigned i = 0; i < 12; i++)
-      assert_true(t[i] == (float)(i + 1));
-    cf_kernel2d_free(k2);
-  }
+  expect_1_to_12(path);
 }
 
 /* ---- .npy ---------------------------------------------------------- */
