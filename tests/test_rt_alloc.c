@@ -52,6 +52,11 @@
 
 static atomic_int counting;
 static atomic_long allocs;
+/* test_swap2d_nomem: while fail_in is n > 0, the n-th allocation from
+ * then on fails (and sets failed; the shim below, not in sanitizer
+ * builds, where the suite is skipped). */
+static atomic_long fail_in;
+static atomic_int failed;
 
 #ifndef RT_NO_COUNT
 void *__libc_malloc(size_t);
@@ -74,11 +79,6 @@ static void note(void)
       !(cf_emu_in_runtime && cf_emu_in_runtime()))
     atomic_fetch_add(&allocs, 1);
 }
-
-/* test_swap2d_nomem: while fail_in is n > 0, the n-th allocation from
- * then on fails (and sets failed). */
-static atomic_long fail_in;
-static atomic_int failed;
 
 static int fail_here(void)
 {
