@@ -3149,6 +3149,20 @@ static double rs_amplitude(const double *x, size_t from, size_t to, double f,
 /* Encode and decode INP (at `rate`, frames of mono) through `c`: the
  * decoded frames, at *dec_rate; NULL where this libav lacks the encoder.
  * `note`: what stderr must hold, or NULL. */
+/* outp decoded into the float WAV backp through the one-tap kernel one. */
+static void rs_read_back(const char *why, const char *one, const char *outp,
+                         const char *backp)
+{
+  const char *back[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le", "-k",
+                        one, outp, backp, NULL};
+  result res;
+  run_simple(back, &res);
+  if (res.status != 0)
+    fail_msg("%s: reading %s back: exit %d:\n%s", why, outp, res.status,
+             res.err);
+  result_free(&res);
+}
+
 static wav *rs_round_trip(const rs_codec *c, const char *kpath,
                           const char *inp, const char *one, const char *why,
                           const char *note, size_t *written)
@@ -3174,13 +3188,7 @@ static wav *rs_round_trip(const rs_codec *c, const char *kpath,
   if (written)
     *written = parse_written(res.err);
   result_free(&res);
-  const char *back[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le", "-k",
-                        one, outp, backp, NULL};
-  run_simple(back, &res);
-  if (res.status != 0)
-    fail_msg("%s: reading %s back: exit %d:\n%s", why, outp, res.status,
-             res.err);
-  result_free(&res);
+  rs_read_back(why, one, outp, backp);
   wav *w = malloc(sizeof *w);
   assert_non_null(w);
   read_wav(backp, w);
@@ -3444,13 +3452,7 @@ static void resample_exact_case(ref_rng *r, int index, const char *one)
     fail_msg("%s: %zu frames written at %d Hz, want %zu", why,
              parse_written(res.err), out_rate, exact);
   result_free(&res);
-  const char *back[] = {NULL, "apply", "-q", "-y", "-c", "pcm_f32le", "-k",
-                        one, outp, backp, NULL};
-  run_simple(back, &res);
-  if (res.status != 0)
-    fail_msg("%s: reading %s back: exit %d:\n%s", why, outp, res.status,
-             res.err);
-  result_free(&res);
+  rs_read_back(why, one, outp, backp);
   wav w;
   read_wav(backp, &w);
   if (w.rate != (unsigned)out_rate || w.ch != ch)
