@@ -238,17 +238,26 @@ void probe_cross_context(int dev)
   CUcontext other = nullptr, popped = nullptr;
   CUdeviceptr d_other = 0;
   size_t other_pitch = 0;
+  const char *step = "cuDeviceGet";
   CUresult r = device_get(&cdev, dev);
-  if (r == CUDA_SUCCESS)
-    r = ctx_create(&other, 0, cdev); /* now current */
   if (r == CUDA_SUCCESS) {
+    step = "cuCtxCreate";
+    r = ctx_create(&other, 0, cdev); /* now current */
+  }
+  if (r == CUDA_SUCCESS) {
+    step = "cuMemAllocPitch";
     r = alloc_pitch(&d_other, &other_pitch, w, h, 4);
     CUresult r2 = ctx_pop(&popped); /* back to the primary context */
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+      step = "cuCtxPopCurrent";
       r = r2;
+    }
   }
   if (r != CUDA_SUCCESS) {
-    std::printf("probe: another context: CUresult %d\n", (int)r);
+    int mode = -1;
+    (void)cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, dev);
+    std::printf("probe: another context: %s gave CUresult %d (device %d, "
+                "compute mode %d)\n", step, (int)r, dev, mode);
     std::printf("RESULT case=probe-cross-context to=error:setup "
                 "from=error:setup\n");
     if (other)

@@ -396,6 +396,11 @@ def peer_torch(d, cases, reps, budget):
 
 def peer_numba(d, cases, reps, budget):
     try:
+        # numba-cuda 0.30 still registers np.row_stack, which numpy 2.4
+        # removed (seen on the H200 image, numpy 2.5.2): the same function
+        import numpy
+        if not hasattr(numpy, "row_stack"):
+            numpy.row_stack = numpy.vstack
         from numba import cuda
         import numba
     except Exception as e:
