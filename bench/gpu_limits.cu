@@ -178,11 +178,15 @@ typedef CUresult (*fn_MemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
                                      unsigned);
 typedef CUresult (*fn_MemFree)(CUdeviceptr);
 
-template <typename F> bool driver_fn(const char *name, F *f)
+/* `version`: the one whose signature the typedef has; cuCtxCreate at
+ * 12000 is cuCtxCreate_v3 (affinity parameters first), hence 3020 there,
+ * the (flags, device) one that GStreamer's CUDA loader uses too. */
+template <typename F> bool driver_fn(const char *name, F *f,
+                                     int version = 12000)
 {
   void *p = nullptr;
   cudaDriverEntryPointQueryResult q;
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000,
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, version,
                                                    cudaEnableDefault, &q);
   if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
     std::printf("probe: no driver entry point %s (%s)\n", name,
@@ -224,7 +228,7 @@ void probe_cross_context(int dev)
   fn_MemAllocPitch alloc_pitch;
   fn_MemFree mem_free;
   if (!driver_fn("cuDeviceGet", &device_get) ||
-      !driver_fn("cuCtxCreate", &ctx_create) ||
+      !driver_fn("cuCtxCreate", &ctx_create, 3020) ||
       !driver_fn("cuCtxPopCurrent", &ctx_pop) ||
       !driver_fn("cuCtxPushCurrent", &ctx_push) ||
       !driver_fn("cuCtxDestroy", &ctx_destroy) ||
