@@ -3583,7 +3583,6 @@ static void test_apply_resample(void **state)
 #endif
 }
 
-#ifdef CF_TEST_HAVE_LIBAV
 /* A --codec the format cannot hold is a usage error said before anything
  * is read: wav was caught (its tag table), but muxers that avformat_query_
  * codec cannot answer for (flac, mp3, ogg) failed only at "cannot write
@@ -3709,6 +3708,7 @@ static void test_apply_codec_format(void **state)
 #endif
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
 /* Signal sig while the input blocks (a FIFO that stays open): exit 130,
  * no output file and no temporary file left. */
 static void apply_interrupt_by(int sig)
