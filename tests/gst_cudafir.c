@@ -845,7 +845,7 @@ static void check_host_memory(GstMemory *m, gsize size, int pinned)
   CHECK(!GST_MEMORY_FLAG_IS_SET(m, GST_MEMORY_FLAG_LAST) == !pinned,
         "pinned flag %s where a device is %s",
         GST_MEMORY_FLAG_IS_SET(m, GST_MEMORY_FLAG_LAST) ? "set" : "clear",
-        pinned ? "emulated" : "absent");
+        pinned ? "present" : "absent");
   GstMapInfo base;
   CHECK(gst_memory_map(m, &base, GST_MAP_READ), "cannot map");
   gsize o = ref_rng_range(&rng, 0, size - 1);
@@ -942,9 +942,11 @@ static void test_allocator(void **state)
   gst_query_unref(q);
   CHECK(alloc && !strcmp(G_OBJECT_TYPE_NAME(alloc), "CfGstHostAllocator"),
         "proposed allocator %s", alloc ? G_OBJECT_TYPE_NAME(alloc) : "none");
-  /* on the emulated device its memory is pinned */
+  /* where there is a device, real or emulated, its memory is pinned (the
+   * H200 found this test expecting pinned memory on the emulator only) */
   emu_host_allocs_fn emu =
       (emu_host_allocs_fn)dlsym(RTLD_DEFAULT, "cf_emu_host_allocs");
+  int device = emu != NULL || cf_device_count(NULL) > 0;
   /* any alignment (a mask up to 8 KiB - 1), prefix and padding */
   for (unsigned i = 0; i < 64; i++) {
     GstAllocationParams p;
@@ -982,7 +984,7 @@ static void test_allocator(void **state)
     for (gsize k = 0; k < size; k++)
       mi.data[k] = (guint8)(k * 31 + 7);
     gst_memory_unmap(m, &mi);
-    check_host_memory(m, size, emu != NULL);
+    check_host_memory(m, size, device);
     gst_memory_unref(m);
   }
   /* a stream in that memory, buffers of 1-1024 frames */

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cudafilter/memory.h"
 #include "engine_internal.h"
@@ -155,6 +156,43 @@ static void cache_put(block_cache *c, void *base)
   }
 }
 
+/* At exit, the pinned blocks kept for reuse go back to the driver. The
+ * handler is registered at the first pinned allocation, after the CUDA
+ * runtime registered its own teardown, so it runs before that (exit
+ * handlers run last registered first) while cudaFreeHost still works;
+ * compute-sanitizer's leak check counted every cached block as leaked. A
+ * handler registered from a shared library runs when it is unloaded too. */
+static pid_t drain_pid; /* a forked child that exits leaves CUDA alone */
+
+static void drain_pinned(void)
+{
+  if (getpid() != drain_pid)
+    return;
+  block_cache *c = &pinned_cache;
+  void *release[CACHE_BLOCKS];
+  pthread_mutex_lock(&c->lock);
+  unsigned n = c->n;
+  for (unsigned i = 0; i < n; i++)
+    release[i] = c->blocks[i];
+  c->n = 0;
+  c->bytes = 0;
+  pthread_mutex_unlock(&c->lock);
+  for (unsigned i = 0; i < n; i++) {
+    ASAN_UNPOISON_MEMORY_REGION(release[i], block_bytes(release[i]));
+    c->release(release[i]);
+  }
+}
+
+static pthread_once_t drain_once = PTHREAD_ONCE_INIT;
+
+static void register_drain(void)
+{
+  /* atexit fails only out of memory; the blocks then stay cached until
+   * the process ends, which costs nothing but the leak report */
+  drain_pid = getpid();
+  (void)atexit(drain_pinned);
+}
+
 /* ---- allocation --------------------------------------------------------- */
 
 CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
@@ -171,8 +209,11 @@ CF_PUBLIC void *cf_host_alloc(size_t bytes, int *pinned)
   if (have_device() && cls) {
     total = cls;
     base = cache_take(&pinned_cache, total);
-    if (!base)
+    if (!base) {
       base = cf_cuda_pinned_alloc(total);
+      if (base)
+        pthread_once(&drain_once, register_drain);
+    }
   }
   if (!base) {
     magic = MAGIC_HEAP;

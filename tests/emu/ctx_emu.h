@@ -17,6 +17,8 @@
 #ifndef CF_TESTS_EMU_CTX_EMU_H
 #define CF_TESTS_EMU_CTX_EMU_H
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace cf_emu
@@ -25,8 +27,35 @@ struct context {
   int dev;
   bool primary;
 };
-// this thread's stack of current contexts, top last
-std::vector<context *> &ctx_stack();
+// A thread's stack of current contexts, top last: a fixed array, so that
+// it has no destructor. A std::vector in thread_local storage is destroyed
+// at exit before the atexit handlers run, and one of those (memory.c's,
+// releasing cached pinned blocks) calls into the runtime.
+struct ctx_stack_t {
+  enum { cap = 64 };
+  context *v[cap];
+  size_t n;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  context *&back() { return v[n - 1]; }
+  context *&operator[](size_t i) { return v[i]; }
+  void pop_back() { n--; }
+  void push_back(context *c)
+  {
+    if (n == cap) {
+      fprintf(stderr, "cudart emu: more than %d contexts pushed\n", cap);
+      abort();
+    }
+    v[n++] = c;
+  }
+  void erase_at(size_t i)
+  {
+    for (size_t j = i + 1; j < n; j++)
+      v[j - 1] = v[j];
+    n--;
+  }
+};
+ctx_stack_t &ctx_stack();
 // the device's primary context; active: bound by the runtime since the
 // process began (cuDevicePrimaryCtxGetState)
 context *primary_ctx(int dev);

@@ -192,10 +192,10 @@ CUresult cuCtxDestroy_v2(CUcontext c)
 {
   if (!c || c->primary) // a primary context is released, not destroyed
     return INVALID_CONTEXT;
-  std::vector<CUcontext> &st = cf_emu::ctx_stack();
+  cf_emu::ctx_stack_t &st = cf_emu::ctx_stack();
   for (size_t i = st.size(); i-- > 0;)
     if (st[i] == c)
-      st.erase(st.begin() + (long)i);
+      st.erase_at(i);
   delete c;
   return SUCCESS;
 }
@@ -228,7 +228,7 @@ CUresult cuCtxGetCurrent(CUcontext *c)
 // stack).
 CUresult cuCtxSetCurrent(CUcontext c)
 {
-  std::vector<CUcontext> &st = cf_emu::ctx_stack();
+  cf_emu::ctx_stack_t &st = cf_emu::ctx_stack();
   if (!c) {
     if (!st.empty())
       st.pop_back();

@@ -351,7 +351,7 @@ void need_ctx()
 {
   if (driver_depth)
     return;
-  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  cf_emu::ctx_stack_t &st = cf_emu::ctx_stack();
   if (st.empty())
     st.push_back(cf_emu::primary_ctx(rt_dev));
   else if (!st.back()->primary)
@@ -523,7 +523,7 @@ cudaError_t cudaSetDevice(int device_id)
   if (device_id < 0 || device_id >= cf_emu::device_count())
     return fail(cudaErrorInvalidDevice);
   rt_dev = device_id;
-  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  cf_emu::ctx_stack_t &st = cf_emu::ctx_stack();
   if (st.empty())
     st.push_back(cf_emu::primary_ctx(device_id));
   else
@@ -535,7 +535,7 @@ cudaError_t cudaSetDevice(int device_id)
 cudaError_t cudaGetDevice(int *device_id)
 {
   EMU_ENTER();
-  std::vector<cf_emu::context *> &st = cf_emu::ctx_stack();
+  cf_emu::ctx_stack_t &st = cf_emu::ctx_stack();
   *device_id = st.empty() ? rt_dev : st.back()->dev;
   return cudaSuccess;
 }
@@ -1102,9 +1102,9 @@ int device_count()
   return n;
 }
 
-std::vector<context *> &ctx_stack()
+ctx_stack_t &ctx_stack()
 {
-  thread_local std::vector<context *> st;
+  thread_local ctx_stack_t st; // zero-initialised, never destroyed
   return st;
 }
 
