@@ -74,12 +74,17 @@ cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
 cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,
                                  size_t *off, int *placed);
 void cf_k_fir1d_const_drop(size_t off, size_t n);
-/* cf_k_fir1d gives each thread 16 outputs instead of 8 in launches of at
- * least `outputs` outputs (frames x cout; default CF_FIR1D_WIDE_MIN:
- * large enough that the larger tiles still fill the device). For tests
- * and benchmarks; not thread-safe against running launches. */
+/* Outputs per thread of cf_k_fir1d: 8, or 16 in launches of at least
+ * CF_FIR1D_WIDE_MIN outputs (frames x cout: the larger tiles still fill
+ * the device) for kernels longer than CF_FIR1D_WIDE_TAPS. On an H200
+ * (bench/results/gpu-nvidia-h200-2026-11-29.md, 16M frames) 8 per thread
+ * ran 1.25-1.4x faster than 16 at 16, 32 and 64 taps; longer kernels are
+ * not measured yet and keep 16. cf_k_fir1d_set_width forces 8 or 16 in
+ * every launch, 0 restores that rule. For tests and benchmarks; not
+ * thread-safe against running launches. */
 #define CF_FIR1D_WIDE_MIN ((size_t)1 << 20)
-void cf_k_fir1d_set_wide_min(size_t outputs);
+#define CF_FIR1D_WIDE_TAPS 64u
+void cf_k_fir1d_set_width(int per_thread);
 
 /* Uniformly partitioned overlap-save (kernels/ols.cu), block B, FFT size
  * 2B, bins = B + 1; spectra are float2 (cufftComplex). */

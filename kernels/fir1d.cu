@@ -34,9 +34,9 @@ static_assert(FIR_KU == CF_FIR1D_TAP_PAD, "taps are padded to the unroll");
 static_assert(FIR_DCHUNK % FIR_KU == 0 && FIR_KSEG % FIR_KU == 0,
               "segments and chunks are whole steps");
 
-// Launches of at least this many outputs (frames x output channels) take
-// RB = 16 (cf_k_fir1d_set_wide_min).
-static size_t wide_min = CF_FIR1D_WIDE_MIN;
+// 8 or 16 outputs per thread in every launch, or 0: the rule of
+// cf_kernels.h (cf_k_fir1d_set_width).
+static int forced_width;
 
 // The constant pool: 60 KiB shared by every engine of the process, handed
 // out in granules of 64 taps.
@@ -263,7 +263,10 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
   if (kseg < FIR_KU)
     kseg = FIR_KU;
   kseg = (kseg + FIR_KU - 1) / FIR_KU * FIR_KU; // whole steps
-  if ((size_t)frames * cout >= wide_min)
+  const bool wide = forced_width ? forced_width == 16
+                                 : (size_t)frames * cout >= CF_FIR1D_WIDE_MIN &&
+                                       max_len > CF_FIR1D_WIDE_TAPS;
+  if (wide)
     fir1d_launch<16>(y, cout, ring, rmask, d_t, frames, routes, route_off,
                      kseg, taps, const_taps, stream);
   else
@@ -272,9 +275,9 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
   return cudaGetLastError();
 }
 
-extern "C" void cf_k_fir1d_set_wide_min(size_t outputs)
+extern "C" void cf_k_fir1d_set_width(int per_thread)
 {
-  wide_min = outputs;
+  forced_width = per_thread == 8 || per_thread == 16 ? per_thread : 0;
 }
 
 extern "C" cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,

@@ -472,9 +472,9 @@ static void fir1d_case(unsigned c)
 {
   routing R = random_routing(bits() % 5 ? 300 : 3000);
   bool const_taps = bits() % 2;
-  // 16 outputs per thread in every launch, or the default (8 here)
+  // 16 outputs per thread in every launch, or 8
   const bool wide = bits() % 2;
-  cf_k_fir1d_set_wide_min(wide ? 0 : CF_FIR1D_WIDE_MIN);
+  cf_k_fir1d_set_width(wide ? 16 : 8);
   // taps padded to CF_FIR1D_TAP_PAD, routes per output
   std::vector<float> taps;
   std::vector<unsigned long long> koff;
@@ -543,7 +543,7 @@ static void fir1d_case(unsigned c)
   }
   if (placed)
     cf_k_fir1d_const_drop(off, taps.size());
-  cf_k_fir1d_set_wide_min(CF_FIR1D_WIDE_MIN);
+  cf_k_fir1d_set_width(0);
   if (t != n)
     emu_fail("the device time is %llu after %zu frames", t, n);
   check_audio("fir1d", y, routed_reference(R, x, n), R.cout, n);

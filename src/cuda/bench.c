@@ -98,10 +98,9 @@ cf_status cf_cuda_bench_direct(unsigned taps, unsigned channels,
   cf_status s = cf_cuda_preload(); /* not timed: no first-launch load */
   if (s != CF_OK)
     return s;
-  if (per_thread)
-    cf_k_fir1d_set_wide_min(per_thread == 16 ? 0 : SIZE_MAX);
+  cf_k_fir1d_set_width(per_thread);
   s = bench_run(&m, taps, channels, frames, const_taps, iters, seconds);
-  cf_k_fir1d_set_wide_min(CF_FIR1D_WIDE_MIN);
+  cf_k_fir1d_set_width(0);
   if (m.placed)
     cf_k_fir1d_const_drop(m.coff, m.cn);
   void *p[] = {m.ring, m.y, m.taps, m.t, m.routes, m.off};
