@@ -76,10 +76,12 @@ struct rec_op {
 };
 
 // An operation of a stream: fn, or (fn empty) a wait until stream `sid`
-// has run `pos` operations.
+// has run `pos` operations; dir: a copy's direction (0 to the device, 1
+// to the host), else -1.
 struct pending_op {
   std::function<void()> fn;
   unsigned long long sid, pos;
+  int dir = -1;
 };
 struct CUstream_st {
   bool capturing;
@@ -162,11 +164,18 @@ CUstream_st *resolve(cudaStream_t s)
 bool reached(unsigned long long sid, unsigned long long pos);
 void run_to(CUstream_st *s, unsigned long long pos);
 
+// Copies queued and not run yet, by direction (0 to the device, 1 to the
+// host), and the host's waits for an upload while no download was queued
+// (cf_emu_lone_upload_waits).
+unsigned long long pending_copies[2], lone_upload_waits;
+
 // Run s's first operation.
 void step(CUstream_st *s)
 {
   pending_op op = std::move(s->q.front());
   s->q.pop_front();
+  if (op.dir == 0 || op.dir == 1)
+    pending_copies[op.dir]--;
   s->stepping = true;
   if (op.fn)
     op.fn();
@@ -200,6 +209,24 @@ void wander(CUstream_st *s)
         step(t);
       }
     }
+}
+
+// The host waits for s's first `pos` operations: count it when they hold
+// an upload (not behind a wait for another stream) and no download is
+// queued anywhere, before anything runs.
+void note_host_wait(CUstream_st *s, unsigned long long pos)
+{
+  if (pending_copies[1] || s->done >= pos)
+    return;
+  unsigned long long n = pos - s->done;
+  for (const pending_op &op : s->q) {
+    if (!n--)
+      break;
+    if (op.dir == 0) {
+      lone_upload_waits++;
+      return;
+    }
+  }
 }
 
 // Run s until it has run `pos` operations.
@@ -248,6 +275,8 @@ void note_copy(CUstream_st *s, int dir)
 
 void push(CUstream_st *s, pending_op op)
 {
+  if (op.dir == 0 || op.dir == 1)
+    pending_copies[op.dir]++;
   s->q.push_back(std::move(op));
   s->enq++;
 }
@@ -271,7 +300,7 @@ void enqueue_on(CUstream_st *s, std::function<void()> fn, int dir = -1)
       push(s, pending_op{nullptr, legacy_stream.id, legacy_stream.enq});
   }
   note_copy(s, dir);
-  push(s, pending_op{std::move(fn), 0, 0});
+  push(s, pending_op{std::move(fn), 0, 0, dir});
   if (eager)
     run_to(s, s->enq);
 }
@@ -279,6 +308,7 @@ void enqueue_on(CUstream_st *s, std::function<void()> fn, int dir = -1)
 void sync_stream(CUstream_st *s)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
+  note_host_wait(s, s->enq);
   run_to(s, s->enq);
 }
 
@@ -445,6 +475,17 @@ unsigned long long cf_emu_uploads_after_downloads(void)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
   return n_up_after_down;
+}
+
+// For tests: the host's stream and event synchronisations so far that
+// waited for an upload while no download was queued on any stream. In a
+// pipeline whose caller passes pinned frames both ways, the previous
+// frame's download should be queued before the wait for this one's
+// upload, so that the two copies (one engine each way) overlap.
+unsigned long long cf_emu_lone_upload_waits(void)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  return lone_upload_waits;
 }
 
 // Event synchronisations by lag: the events recorded (any stream) between
@@ -942,8 +983,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
     unsigned long long lag = records - 1 - e->seq;
     sync_lag[lag < SYNC_LAGS ? lag : SYNC_LAGS - 1]++;
   }
-  if (e->sid && !reached(e->sid, e->pos))
+  if (e->sid && !reached(e->sid, e->pos)) {
+    note_host_wait(live[e->sid], e->pos);
     run_to(live[e->sid], e->pos);
+  }
   return cudaSuccess;
 }
 
