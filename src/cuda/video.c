@@ -13,13 +13,15 @@
  * (ev_frame: the previous frame's compute), never a host wait.
  *
  * Two ways to overlap (cf_video_config.pipeline_depth):
- *  - 0, live: no added latency. The frame is cut into B horizontal bands;
- *    band j's upload (+ ring and pass-through copies) runs on stream
- *    j % S and records ev_up[j]; band b's compute waits on the ev_up of
- *    every band holding a row its window (border included) reads, then
- *    computes and downloads on stream b % S. Uploads are issued just
- *    ahead of the computes that need them, so copies of one band overlap
- *    the compute of another. process_frame returns with the frame done.
+ *  - 0, live: no added latency. The frame is cut into B horizontal bands
+ *    and each stage has its stream: band j's upload (+ ring and
+ *    pass-through copies) runs on the upload stream and records ev_up[j];
+ *    band b's compute waits on the ev_up of the last band holding a row
+ *    its window (border included) reads, runs on the compute stream and
+ *    records ev_comp[b]; its download waits on that, on the download
+ *    stream. So band b's download, a later band's compute and a later
+ *    one's upload run together. process_frame returns with the frame
+ *    done.
  *  - D >= 1, pipelined: D + 1 slots (pinned staging, device frames, a
  *    stream, events). process_frame enqueues frame t on slot t % (D + 1)
  *    and writes the result of frame t - D (nothing for the first D calls);
@@ -121,7 +123,8 @@ typedef struct cvideo {
   unsigned depth, nslots;
   unsigned nbands_live; /* live mode's bands for a kernel that is not FFT */
   slot s[MAX_SLOTS];
-  cudaEvent_t ev_up[MAX_BANDS], ev_down[MAX_BANDS], ev_frame;
+  cudaEvent_t ev_up[MAX_BANDS], ev_comp[MAX_BANDS], ev_down[MAX_BANDS];
+  cudaEvent_t ev_frame;
   int have_prev; /* ev_frame recorded */
   int generic;   /* CF_CONV2D_KERNEL=generic, read once at creation */
   kset k;        /* the kernel in force */
@@ -567,7 +570,9 @@ static cf_status kset_build(const cvideo *v, kset *ks, const cf_kernel2d *k,
       wmax = CF_SEP_PITCH(c->w) > wmax ? CF_SEP_PITCH(c->w) : wmax;
     }
     ks->scratch_rows = rows;
-    for (unsigned i = 0; s == CF_OK && i < v->nslots; i++) {
+    /* live mode computes on slot 0's stream, pipelined on every slot's */
+    unsigned nscratch = v->depth ? v->nslots : 1;
+    for (unsigned i = 0; s == CF_OK && i < nscratch; i++) {
       cudaError_t e = cf_cuda_malloc((void **)&ks->d_tmp[i],
                                      (rows + k->kh - 1) * wmax * sizeof(float));
       if (e == cudaSuccess)
@@ -872,11 +877,20 @@ static void advance_history(cvideo *v)
   v->seen = v->seen + 1 < v->k.t - 1 ? v->seen + 1 : v->k.t - 1;
 }
 
-/* Live: bands on rotating streams, the frame done on return. */
+/* Live: the frame in bands through three streams, one per stage (see the
+ * top of this file), the frame done on return. Bands rotating over the
+ * streams, each stream uploading, computing and downloading its bands,
+ * queued an upload behind the download of the band three before: on the
+ * H200, 1080p RGBA with 13x13 took 0.65 ms a frame, more than its three
+ * parts one after another (0.45; bench/results/gpu-nvidia-h200-2026-11-
+ * 29.md). */
 static cf_status process_live(cvideo *v, const cf_frame *in,
                               const cf_frame *out)
 {
-  slot *s0 = &v->s[0];
+  slot *s0 = &v->s[0]; /* the frame's buffers; the compute stream and
+                          its scratch (FFT plans: live mode has slot 0's) */
+  const slot *sc = s0;
+  cudaStream_t up_st = v->s[1].st, down_st = v->s[2].st;
   int pin_in = frame_direct(v, in), pin_out = frame_direct(v, out);
   unsigned nt = active_slices(v);
   unsigned head = v->k.t > 1 ? (v->head + 1) % v->ring_n : 0;
@@ -891,27 +905,26 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
     for (unsigned j = 0; j < v->k.nbands; j++)
       if (v->k.band_deps[b] >> j & 1)
         need = j + 1;
-    if (v->k.nbands == 1)
-      need = 1;
+    if (need < b + 1) /* its own rows at least */
+      need = b + 1;
     for (; up < need; up++) {
-      const slot *su = &v->s[up % v->nslots];
       cf_status s = upload_band(v, in, pin_in, s0->h_in, frame, s0->d_out,
-                                up, su->st);
+                                up, up_st);
       if (s != CF_OK)
         return s;
-      CF_CU(cudaEventRecord(v->ev_up[up], su->st));
+      CF_CU(cudaEventRecord(v->ev_up[up], up_st));
     }
-    const slot *sc = &v->s[b % v->nslots];
-    for (unsigned j = 0; j < v->k.nbands; j++)
-      if ((v->k.nbands == 1 || v->k.band_deps[b] >> j & 1) &&
-          j % v->nslots != b % v->nslots)
-        CF_CU(cudaStreamWaitEvent(sc->st, v->ev_up[j], 0));
+    /* the uploads run in order: the last one needed covers the others */
+    CF_CU(cudaStreamWaitEvent(sc->st, v->ev_up[need - 1], 0));
     cf_status s = compute_band(v, src, nslots, head, nt, s0->d_out, b, sc);
-    if (s == CF_OK)
-      s = download_band(v, out, pin_out, s0->h_out, s0->d_out, b, sc->st);
     if (s != CF_OK)
       return s;
-    CF_CU(cudaEventRecord(v->ev_down[b], sc->st));
+    CF_CU(cudaEventRecord(v->ev_comp[b], sc->st));
+    CF_CU(cudaStreamWaitEvent(down_st, v->ev_comp[b], 0));
+    s = download_band(v, out, pin_out, s0->h_out, s0->d_out, b, down_st);
+    if (s != CF_OK)
+      return s;
+    CF_CU(cudaEventRecord(v->ev_down[b], down_st));
   }
   for (unsigned b = 0; b < v->k.nbands; b++) {
     CF_CU(cudaEventSynchronize(v->ev_down[b]));
@@ -1116,6 +1129,8 @@ static void video_destroy(void *impl)
   for (unsigned b = 0; b < MAX_BANDS; b++) {
     if (v->ev_up[b])
       cudaEventDestroy(v->ev_up[b]);
+    if (v->ev_comp[b])
+      cudaEventDestroy(v->ev_comp[b]);
     if (v->ev_down[b])
       cudaEventDestroy(v->ev_down[b]);
   }
@@ -1148,6 +1163,7 @@ static cf_status make_slots(cvideo *v)
   }
   for (unsigned b = 0; b < v->nbands_live; b++) {
     CF_CU(cudaEventCreateWithFlags(&v->ev_up[b], flags));
+    CF_CU(cudaEventCreateWithFlags(&v->ev_comp[b], flags));
     CF_CU(cudaEventCreateWithFlags(&v->ev_down[b], flags));
   }
   CF_CU(cudaEventCreateWithFlags(&v->ev_frame, flags));

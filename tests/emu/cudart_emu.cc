@@ -248,6 +248,9 @@ bool reached(unsigned long long sid, unsigned long long pos)
 // live stream's last one, and the uploads ordered after the latest
 // download of another stream.
 unsigned long long d2h_seq, n_up_after_down;
+// ... and the uploads ordered after a download, of any stream their own
+// included, queued since the test's last cf_emu_copy_epoch() (0: none)
+unsigned long long epoch_first_d2h, n_up_after_epoch_down;
 std::map<unsigned long long, unsigned long long> last_d2h;
 
 void order_after(d2h_order &a, const d2h_order &b)
@@ -268,6 +271,12 @@ void note_copy(CUstream_st *s, int dir)
     auto it = s->after.find(t);
     if (seq && it != s->after.end() && it->second >= seq)
       n_up_after_down++;
+    if (epoch_first_d2h)
+      for (const auto &kv : s->after)
+        if (kv.second >= epoch_first_d2h) {
+          n_up_after_epoch_down++;
+          break;
+        }
   } else if (dir == 1) {
     s->after[s->id] = last_d2h[s->id] = ++d2h_seq;
   }
@@ -486,6 +495,23 @@ unsigned long long cf_emu_lone_upload_waits(void)
 {
   std::lock_guard<std::recursive_mutex> g(qlock);
   return lone_upload_waits;
+}
+
+// For tests: from now on, cf_emu_uploads_after_epoch_downloads counts
+// the uploads ordered after a download queued after this call, on any
+// stream, their own included. A test calls it before each frame: within
+// one frame's bands, an upload queued behind a download (a stream that
+// uploads, computes and downloads in turn) waits for that band's compute.
+void cf_emu_copy_epoch(void)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  epoch_first_d2h = d2h_seq + 1;
+}
+
+unsigned long long cf_emu_uploads_after_epoch_downloads(void)
+{
+  std::lock_guard<std::recursive_mutex> g(qlock);
+  return n_up_after_epoch_down;
 }
 
 // Event synchronisations by lag: the events recorded (any stream) between

@@ -247,7 +247,9 @@ static void video_stream(ref_rng *r, int dev, void *want)
     /* pipelined: this call writes frame f - depth */
     unsigned o = f >= cfg.pipeline_depth ? f - cfg.pipeline_depth : 0;
     cf_frame_layout(cfg.format, cfg.width, cfg.height, out + o * px, &fo);
-    assert_int_equal(cf_engine_process_frame(e, &fi, &fo), CF_OK);
+    cf_status ps = cf_engine_process_frame(e, &fi, &fo);
+    if (ps != CF_OK)
+      fail_msg("frame %u: %s: %s", f, cf_status_name(ps), cf_last_error());
     CHECK_CTX(want, mark, "cf_engine_process_frame");
     if (f >= cfg.pipeline_depth)
       got++;

@@ -54,6 +54,10 @@ void cf_emu_copied(unsigned long long *h2d, unsigned long long *d2h,
                    unsigned long long *d2d) __attribute__((weak));
 /* ... and the order of its copies (tests/emu/cudart_emu.cc) */
 unsigned long long cf_emu_uploads_after_downloads(void) __attribute__((weak));
+/* ... and the uploads queued behind a download of the same frame */
+void cf_emu_copy_epoch(void) __attribute__((weak));
+unsigned long long cf_emu_uploads_after_epoch_downloads(void)
+    __attribute__((weak));
 /* ... and the host's waits for an upload with no download queued */
 unsigned long long cf_emu_lone_upload_waits(void) __attribute__((weak));
 /* ... and can run out of device memory on request */
@@ -286,7 +290,12 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
   steady_take(&mark);
   unsigned long long waits0 =
       cf_emu_uploads_after_downloads ? cf_emu_uploads_after_downloads() : 0;
+  unsigned long long behind0 = cf_emu_uploads_after_epoch_downloads
+                                   ? cf_emu_uploads_after_epoch_downloads()
+                                   : 0;
   for (unsigned t = 0; t < FRAMES; t++) {
+    if (cf_emu_copy_epoch)
+      cf_emu_copy_epoch();
     if (t == 4) {
       cf_engine_reset(cpu);
       cf_engine_reset(gpu);
@@ -321,6 +330,20 @@ static void run_compare(const vcase *v, cf_engine *gpu, unsigned depth,
     print_error("%s, depth %u%s: %llu uploads wait for the download before "
                 "them (%s)\n",
                 v->desc, depth, pinned ? ", pinned" : "", waits,
+                cf_engine_describe(gpu));
+    fail();
+  }
+  /* ... nor, within a frame, for a download of its own stream (live
+   * bands rotating over streams that each upload, compute and download:
+   * on the H200 no faster than the three parts one after another) */
+  unsigned long long behind = cf_emu_uploads_after_epoch_downloads
+                                  ? cf_emu_uploads_after_epoch_downloads() -
+                                        behind0
+                                  : 0;
+  if (behind && !getenv("CF_CUDA_FAULT")) {
+    print_error("%s, depth %u%s: %llu uploads queued behind a download of "
+                "the same frame (%s)\n",
+                v->desc, depth, pinned ? ", pinned" : "", behind,
                 cf_engine_describe(gpu));
     fail();
   }
