@@ -52,9 +52,12 @@
 #define BAND_ROWS 128      /* live mode: at least this many rows a band */
 #define CONST_TAPS_MAX 8192 /* direct taps try conv2d.cu's constant pool */
 /* auto: a slice of more taps than this (and not rank 1) goes through the
- * FFT. An estimate (H100: ~24 TFMA/s direct at 40% of peak against ~10
- * memory passes of the frame and two transforms), to be measured. */
-#define FFT_AUTO_TAPS 2048
+ * FFT. Measured on an H200 (bench/results/gpu-nvidia-h200-2026-11-29.md,
+ * GRAY32F 1080p, kernel time): direct 0.055 ms against FFT 0.087 at 15x15
+ * (225 taps), 0.147 against 0.085 at 31x31 (961), 0.321 against 0.091 at
+ * 47x47; the lines cross near 480 taps. Was 2048, an estimate: kernels of
+ * 961-2048 taps ran direct up to 3.5x slower. */
+#define FFT_AUTO_TAPS 512
 #define FFT_GEOS 2 /* component sizes: luma and chroma at most */
 
 enum { ALGO_DIRECT, ALGO_SEPARABLE, ALGO_FFT };
