@@ -16,6 +16,15 @@
 
 #include <mutex>
 #include <unordered_set>
+// valgrind is told where the fibers' stacks are (VALGRIND_STACK_REGISTER):
+// without that it takes a switch for a stack pointer gone astray and
+// reports the fibers' own reads as invalid
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CF_EMU_VALGRIND 1
+#endif
+#endif
 #include <utility>
 #include <vector>
 
@@ -179,6 +188,9 @@ fiber *new_fiber()
     fprintf(stderr, "cf_emu: out of memory for a thread's stack\n");
     abort();
   }
+#ifdef CF_EMU_VALGRIND
+  (void)VALGRIND_STACK_REGISTER(f->stack, f->stack + stack_bytes);
+#endif
 #ifdef CF_EMU_ASM_SWITCH
   // as if it had called cf_emu_switch: six saved registers and the return
   // address fiber_main, which then starts with rsp = 8 mod 16 (the ABI's)
