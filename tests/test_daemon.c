@@ -154,6 +154,15 @@ static void print_log(const running *r)
   free(l);
 }
 
+/* start_daemon, its log shown and the test failed where it exits. */
+static void start_daemon_ok(running *r, const char *conf)
+{
+  int rc = start_daemon(r, conf);
+  if (rc)
+    print_log(r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+}
+
 /* SIGTERM; the daemon must exit 0 within 10 s and remove its socket. */
 static void stop_daemon(running *r)
 {
@@ -514,10 +523,7 @@ static void test_audio_reference(void **state)
                rate, ch, block, algo, depth, fallback ? "auto" : "cpu",
                strrchr(kpath, '/') + 1, gain, (double)frames / rate);
     running r;
-    int rc = start_daemon(&r, conf);
-    if (rc)
-      print_log(&r);
-    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    start_daemon_ok(&r, conf);
     wait_state(&r, "mic", "finished");
     double got_frames = status_num(&r, "mic", "frames");
     double lat = status_num(&r, "mic", "latency-frames");
@@ -615,10 +621,7 @@ static void run_live_change(int how)
   write_text(conf, fmt, rate, ch, block, "k1.txt", gain1, xf,
              (double)frames / rate);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   CHECK(write(wfd, x, sizeof(float) * half * ch) ==
             (ssize_t)(sizeof(float) * half * ch),
         "fifo write");
@@ -931,10 +934,7 @@ static void test_pipelines_reload(void **state)
   snprintf(conf, sizeof conf, "%s", fixture("p.conf"));
   write_text(conf, "%s%s", live_pipe("a", 3), live_pipe("b", 5));
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   struct stat sb;
   CHECK(stat(r.sock, &sb) == 0 && (sb.st_mode & 0777) == 0600,
         "socket mode %o, not 600", sb.st_mode & 0777);
@@ -1087,10 +1087,7 @@ static void test_pipelines_reload(void **state)
              "format=F32LE,rate=48000,channels=1 ! cudafir "
              "backend=cpu ! wavenc ! filesink location=%s\n",
              wavp);
-  rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_for(&r, "w", "buffers", 10);
   stop_daemon(&r);
   size_t nb;
@@ -1121,10 +1118,7 @@ static void test_pipeline_set_states(void **state)
                    "format=F32LE,channels=2,rate=48000 ! cudafir name=fir "
                    "kernel=\"<0.5,0.25>\" backend=cpu ! fakesink\n");
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "a", "PLAYING");
   wait_for(&r, "a", "buffers", 5);
   static const char *const refused[] = {
@@ -1239,10 +1233,7 @@ static void test_pipeline_file(void **state)
              "drain=false ! filesink location=%s\n",
              in, ch, kf, out);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "f", "finished");
   stop_daemon(&r);
   size_t nbytes;
@@ -1320,10 +1311,7 @@ static void test_network(void **state)
              "host=127.0.0.1 port=%u\n",
              port, ch, kf, out, in, ch, port);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "tx", "finished");
   /* the receiver runs on (a live source has no end): wait until what
    * was sent has come through the filter, but for the frames it holds
@@ -1418,10 +1406,7 @@ static void test_restart(void **state)
              "restart = on-failure\nrestart-delay = 0.1\n",
              fir, fir, fir, fir, late, fir);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   /* down from the start, and said so; set is refused */
   char *a = ctl(&r, "status late");
   const char *st = field(a, "late", "state");
@@ -1477,10 +1462,7 @@ static void test_restart(void **state)
              "kernel = 0.5, 0.25\nduration = 0.05\nrestart = %s\n"
              "restart-delay = 0.1\n",
              "always");
-  rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   CHECK(wait_for(&r, "mic", "restarts", 2) >= 2, "the audio stream did not "
                                                  "start again");
   stop_daemon(&r);
@@ -1490,8 +1472,7 @@ static void test_restart(void **state)
              "kernel = 0.5, 0.25\nduration = 0.05\nrestart = %s\n"
              "restart-delay = 0.1\n",
              "on-failure");
-  rc = start_daemon(&r, conf);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "mic", "finished");
   usleep(400000);
   CHECK(status_num(&r, "mic", "restarts") == 0,
@@ -1507,7 +1488,7 @@ static void test_restart(void **state)
              "backend = cpu\nkernel = 0.5\nrestart = on-failure\n"
              "restart-delay = 0.1\n");
   setenv("G_MESSAGES_DEBUG", "cudafilterd-portaudio", 1);
-  rc = start_daemon(&r, conf);
+  int rc = start_daemon(&r, conf);
   unsetenv("G_MESSAGES_DEBUG");
   CHECK(rc == 0, "cudafilterd exited with %d", rc);
   wait_state(&r, "gone", "down");
@@ -1635,10 +1616,7 @@ static void test_file_streams(void **state)
                block, depth, algo, fallback ? "auto" : "cpu",
                strrchr(kpath, '/') + 1, gain);
     running r;
-    int rc = start_daemon(&r, conf);
-    if (rc)
-      print_log(&r);
-    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    start_daemon_ok(&r, conf);
     wait_state(&r, "render", "finished");
     fake_device = NULL;
     CHECK(status_num(&r, "render", "frames") == (double)frames,
@@ -1760,10 +1738,7 @@ static void test_file_late_change(void **state)
              "backend = cpu\nkernel = 1\ncrossfade = 0.5\nrealtime = true\n",
              in, out);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_for(&r, "f", "frames", 1);
   double f0 = status_num(&r, "f", "frames");
   CHECK(f0 < (double)frames, "read in one chunk (%.0f frames): no time to "
@@ -2102,10 +2077,7 @@ static void test_file_video(void **state)
                                "input = vin.y4m\noutput = vout.y4m\n";
     write_text(conf, "%s%s%s", head, kline, opts);
     running r;
-    int rc = start_daemon(&r, conf);
-    if (rc)
-      print_log(&r);
-    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    start_daemon_ok(&r, conf);
     wait_state(&r, "clip", "finished");
     fake_device = NULL;
     CHECK(status_num(&r, "clip", "frames") == (double)n &&
@@ -2214,10 +2186,7 @@ static void vclip_start(vclip *c, running *r, const char *name, const vkern *k,
              "[stream %s]\ntype = file\ninput = %s\noutput = %s\n%s"
              "bias = 20\nbackend = cpu\nrealtime = true\n%s",
              name, c->inp, c->outp, kline, extra);
-  int rc = start_daemon(r, conf);
-  if (rc)
-    print_log(r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(r, conf);
   wait_for(r, name, "frames", (double)c->n / 4);
 }
 
@@ -2522,10 +2491,7 @@ static void test_file_stuck_output(void **state)
              "backend = cpu\nkernel = 0.5, 0.25\n",
              in, port);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   /* until it stands: frames stop moving while the state is running */
   double t0 = now_s(), last = -1, since = now_s();
   for (;;) {
@@ -2576,10 +2542,7 @@ static void test_reload_in_background(void **state)
                              "output = %s\nbackend = cpu\nkernel = 0.5\n";
   write_text(conf, base, in, out);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   write_text(conf,
              "[stream f]\ntype = file\ninput = %s\noutput = %s\n"
              "backend = cpu\nkernel = 0.5\n"
@@ -2779,10 +2742,7 @@ static void test_file_bad(void **state)
     x3[i] = x[i % (64 * 2)];
   write_wav(fixture("b.wav"), W_F32, 12345, 3, x3, 64);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "bad", "failed");
   wait_state(&r, "good", "finished");
   char *ans = ctl(&r, "status bad");
@@ -2822,10 +2782,7 @@ static void test_file_resampled(void **state)
   write_text(conf, "[stream rs]\ntype = file\nkernel-file = rs.txt\n"
                    "input = rs.wav\noutput = rs.mp2\n");
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "rs", "finished");
   double want = (double)((frames * 16000 + 12345 / 2) / 12345);
   CHECK(status_num(&r, "rs", "frames") == (double)frames,
@@ -2925,10 +2882,7 @@ static void test_control(void **state)
            "output = other.wav\nkernel-file = k1.txt \noverwrite = false\n");
   write_text(conf, "%s", body);
   running r;
-  int rc = start_daemon(&r, conf);
-  if (rc)
-    print_log(&r);
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf);
   wait_state(&r, "other", "finished"); /* kernel-file's trailing space */
   wait_for(&r, "live", "frames", 1);
 
@@ -3188,8 +3142,7 @@ static void test_control(void **state)
     usleep(10000);
   CHECK(stat("/rel.sock", &sb) != 0, "socket = rel.sock opened in /");
   CHECK(next_to_conf, "socket = rel.sock did not open next to the config");
-  rc = start_daemon(&r, conf); /* with -s */
-  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  start_daemon_ok(&r, conf); /* with -s */
   a = ctl(&r, "reload");
   CHECK(answer_ok(a) && !strstr(a, "socket"), "reload: %s", a);
   free(a);
