@@ -943,11 +943,13 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
  * slot's stream, after its compute), else from its pinned staging copy
  * (made now if the frame was enqueued for a direct output). In two
  * steps, so that the download can run while the caller's thread waits
- * for something else (process_pipelined: the next frame's upload). */
-static cf_status deliver_begin(cvideo *v, const cf_frame *out)
+ * for something else (process_pipelined: the next frame's upload).
+ * out_direct: frame_direct(v, out), asked once by the caller (a runtime
+ * query per plane). */
+static cf_status deliver_begin(cvideo *v, const cf_frame *out, int out_direct)
 {
   slot *sl = &v->s[v->deq % v->nslots];
-  if (frame_direct(v, out))
+  if (out_direct)
     return download_band(v, out, 1, NULL, sl->d_out, 0, sl->st);
   if (!sl->staged)
     CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
@@ -955,11 +957,11 @@ static cf_status deliver_begin(cvideo *v, const cf_frame *out)
   return CF_OK;
 }
 
-static cf_status deliver_end(cvideo *v, const cf_frame *out)
+static cf_status deliver_end(cvideo *v, const cf_frame *out, int out_direct)
 {
   slot *sl = &v->s[v->deq % v->nslots];
   CF_CU(cudaStreamSynchronize(sl->st));
-  if (!frame_direct(v, out))
+  if (!out_direct)
     host_rows(v, out, sl->h_out, 0, 0);
   v->deq++;
   return CF_OK;
@@ -967,8 +969,9 @@ static cf_status deliver_end(cvideo *v, const cf_frame *out)
 
 static cf_status deliver(cvideo *v, const cf_frame *out)
 {
-  cf_status s = deliver_begin(v, out);
-  return s == CF_OK ? deliver_end(v, out) : s;
+  int out_direct = frame_direct(v, out);
+  cf_status s = deliver_begin(v, out, out_direct);
+  return s == CF_OK ? deliver_end(v, out, out_direct) : s;
 }
 
 static cf_status process_pipelined(cvideo *v, const cf_frame *in,
@@ -1006,7 +1009,8 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
   /* The download overlaps the next frames where the caller's outputs are
    * host memory to stage through; for direct outputs (device memory above
    * all) deliver copies from d_out. The output given now says which. */
-  sl->staged = !frame_direct(v, out);
+  int out_direct = frame_direct(v, out);
+  sl->staged = !out_direct;
   if (sl->staged)
     CF_CU(cudaMemcpyAsync(sl->h_out, sl->d_out, v->frame_bytes,
                           cudaMemcpyDeviceToHost, sl->st));
@@ -1020,11 +1024,11 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
    * (bench/results/gpu-nvidia-h200-2026-11-29.md). Frames whose input
    * and output overlap were refused (cf_video_check_frames). */
   int due = v->enq - v->deq > v->depth;
-  if (due && (s = deliver_begin(v, out)) != CF_OK)
+  if (due && (s = deliver_begin(v, out, out_direct)) != CF_OK)
     return s;
   if (pin_in) /* the caller may reuse its frame when we return */
     CF_CU(cudaEventSynchronize(sl->ev_up));
-  return due ? deliver_end(v, out) : CF_OK;
+  return due ? deliver_end(v, out, out_direct) : CF_OK;
 }
 
 static cf_status video_process(void *impl, const cf_frame *in,
