@@ -120,6 +120,10 @@ int main(void)
     sizes[0].w = 96, sizes[0].h = 64;
     sizes[1].w = 136, sizes[1].h = 72;
   }
+  /* CF_BENCH_ONLY=kernels: only the GRAY32F kernel rates (what
+   * gpu-check's profile step looks at, its first launches those) */
+  const char *only = getenv("CF_BENCH_ONLY");
+  const int kernels_only = only && !strcmp(only, "kernels");
   printf("| %u frames RGBA, 13x13 direct | upload (ms) | compute (ms) | "
          "download (ms) | depth 2 wall (ms) | depth 0 wall (ms) | "
          "depth 2 fps | depth 0 fps |\n",
@@ -128,7 +132,7 @@ int main(void)
   int rc = 0;
   char results[24][512];
   unsigned nres = 0;
-  for (unsigned i = 0; i < 2; i++) {
+  for (unsigned i = 0; i < 2 && !kernels_only; i++) {
     cf_video_config c;
     config(&c, CF_PIX_RGBA, sizes[i].w, sizes[i].h);
     double parts[3] = {0}, d2 = 0, d0 = 0;
@@ -152,13 +156,22 @@ int main(void)
                (d ? d0 : d2) * 1e3 / FRAMES, parts[0] * 1e3 / FRAMES,
                parts[1] * 1e3 / FRAMES, parts[2] * 1e3 / FRAMES, fb, fb);
   }
-  /* the register-blocked kernel (conv2d_rb.cuh) the engine uses, then the
-   * generic direct kernel it replaced for these sizes */
+  /* the kernel the engine takes (conv2d_rbk.cuh: register-blocked, taps
+   * as launch parameters), then the ones it replaced for these sizes, in
+   * the same run: register-blocked with taps in the constant pool
+   * (conv2d_rb.cuh) and the generic direct one */
+  static const struct {
+    const char *env, *label, *suffix;
+  } kv[] = {
+      {NULL, "", ""},
+      {"rb", " (register-blocked, taps in constant memory)", "-rb"},
+      {"generic", " (generic kernel)", "-generic"},
+  };
   printf("\n| kernel only, GRAY32F, 13x13 direct | ms / frame | GFLOP/s |\n"
          "|---|---|---|\n");
-  for (unsigned g = 0; g < 2; g++) {
-    if (g)
-      setenv("CF_CONV2D_KERNEL", "generic", 1);
+  for (unsigned g = 0; g < sizeof kv / sizeof *kv; g++) {
+    if (kv[g].env)
+      setenv("CF_CONV2D_KERNEL", kv[g].env, 1);
     for (unsigned i = 0; i < 2; i++) {
       cf_video_config c;
       config(&c, CF_PIX_GRAY32F, sizes[i].w, sizes[i].h);
@@ -166,12 +179,11 @@ int main(void)
       if (cf_cuda_bench_video(&c, k, FRAMES, parts) == CF_OK) {
         double px = (double)sizes[i].w * sizes[i].h;
         double flop = 2.0 * KS * KS * px * FRAMES;
-        printf("| conv2d %s%s | %.3f | %.0f |\n", sizes[i].name,
-               g ? " (generic kernel)" : "", parts[1] * 1e3 / FRAMES,
-               flop / parts[1] * 1e-9);
+        printf("| conv2d %s%s | %.3f | %.0f |\n", sizes[i].name, kv[g].label,
+               parts[1] * 1e3 / FRAMES, flop / parts[1] * 1e-9);
         snprintf(results[nres++], sizeof *results,
                  "RESULT case=conv2d-13x13-%s%s ms=%.6f flops=%.0f",
-                 sizes[i].h == 1080 ? "1080p" : "2160p", g ? "-generic" : "",
+                 sizes[i].h == 1080 ? "1080p" : "2160p", kv[g].suffix,
                  parts[1] * 1e3 / FRAMES, 2.0 * KS * KS * px);
       } else {
         fprintf(stderr, "bench: %s\n", cf_last_error());
@@ -186,7 +198,7 @@ int main(void)
          "|\n|---|---|---|\n");
   static const unsigned ks[] = {15, 31, 47, 63};
   unsigned cframes = FRAMES / 10 > 2 ? FRAMES / 10 : 2;
-  for (unsigned i = 0; i < sizeof ks / sizeof *ks; i++) {
+  for (unsigned i = 0; i < sizeof ks / sizeof *ks && !kernels_only; i++) {
     unsigned n = ks[i] * ks[i];
     float *t = malloc(n * sizeof *t);
     cf_kernel2d *kk = NULL;

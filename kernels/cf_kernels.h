@@ -139,6 +139,10 @@ typedef struct cf_conv2d_args {
   int absolute;
   int generic; /* the generic direct kernel even where the register-
                   blocked one fits (CF_CONV2D_KERNEL=generic) */
+  /* The nt x kh x kw taps in host memory, or NULL: where
+   * cf_k_conv2d_param_taps says so, cf_k_conv2d passes them in the
+   * launch's parameters (read when it is called, not when it runs). */
+  const float *taps_host;
 } cf_conv2d_args;
 
 /* Direct 2D/3D convolution: taps T x kh x kw as in kernel2d.h (all nt
@@ -152,6 +156,10 @@ cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
  * kw 3..15, kh <= 16), 2 the register-blocked one of any width (kw <= 64,
  * any kh), 0 the generic tiled one. */
 int cf_k_conv2d_blocked(unsigned kw, unsigned kh);
+/* 1 where cf_k_conv2d (args.generic unset) takes the register-blocked
+ * kernel whose taps are launch parameters, given args.taps_host: square
+ * odd kernels 3..15, one slice. */
+int cf_k_conv2d_param_taps(unsigned kw, unsigned kh, unsigned nt);
 /* Place n taps in conv2d.cu's __constant__ pool (shared by every video
  * engine of the process): *placed = 0 when it is full. Blocking copy;
  * release with cf_k_conv2d_const_drop. */

@@ -18,14 +18,22 @@
 // Other widths up to 64 (any height) take its "wide" variant: the same
 // tile, the taps four columns at a time, the rows in staged pieces.
 //
+// Register-blocked with the taps as parameters (conv2d_rbk.cuh): square
+// odd kernels 3..15 of one slice, when the caller has the taps in host
+// memory (args.taps_host): every loop unrolled, each tap an operand of
+// its FFMAs, threads of 4 x 4 outputs.
+//
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
+
+#include <string.h>
 
 #include "cf_device.cuh"
 #include "cf_kernels.h"
 #include "const_pool.cuh"
 #include "conv2d_common.cuh"
 #include "conv2d_rb.cuh"
+#include "conv2d_rbk.cuh"
 
 #define TW 32             // tile width = threads in x
 #define TY 8              // threads in y
@@ -202,6 +210,45 @@ static void rb_launch(const cf_conv2d_args *a, const float *taps,
               conv2d_rb_kernel<KW, false>)(*a, taps, 0u);
 }
 
+// ---- register-blocked, taps as parameters (conv2d_rbk.cuh) ---------------
+
+// Four blocks of 256 threads an SM (64 registers a thread): a 1080p plane
+// is 510 tiles, one wave on 132 SMs only if 4 fit.
+#define RBK_MIN_BLOCKS 4
+
+template <int K>
+__global__ void __launch_bounds__(RBK_THREADS, RBK_MIN_BLOCKS)
+    conv2d_rbk_kernel(const cf_conv2d_args a, const rbk_taps<K> tp)
+{
+  CF_DYN_SHARED(float4, sm4); // float4: the windows' loads are aligned
+  float *sm = reinterpret_cast<float *>(sm4);
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+  const int x0 = (int)(blockIdx.x * RBK_TW);
+  const int y0 = (int)(a.row0 + blockIdx.y * RBK_TH);
+  const int rlim = tile_rows_read(RBK_TH + K - 1, K, (int)a.row1 - y0);
+  rbk_stage<K>(a, slice_base(a, 0), sm, ty * RBK_TX + tx, x0, y0, rlim);
+  __syncthreads();
+  float acc[RBK_RY][RBK_RX];
+CF_UNROLL
+  for (int j = 0; j < RBK_RY; j++)
+CF_UNROLL
+    for (int i = 0; i < RBK_RX; i++)
+      acc[j][i] = 0.0f;
+  rbk_compute<K>(sm, tx, ty, tp, acc);
+  rbk_store(a, x0, y0, tx, ty, acc);
+}
+
+template <int K> static void rbk_launch(const cf_conv2d_args *a,
+                                        cudaStream_t stream)
+{
+  rbk_taps<K> tp;
+  memcpy(tp.t, a->taps_host, sizeof tp.t);
+  dim3 block(RBK_TX, RBK_TY);
+  dim3 grid((a->w + RBK_TW - 1) / RBK_TW,
+            (a->row1 - a->row0 + RBK_TH - 1) / RBK_TH);
+  CF_LAUNCH(grid, block, rbk_smem(K), stream, conv2d_rbk_kernel<K>)(*a, tp);
+}
+
 template <bool CT>
 __global__ void __launch_bounds__(RB_TX *RB_TY)
     conv2d_rbw_kernel(const cf_conv2d_args a, const float *__restrict__ taps,
@@ -250,12 +297,30 @@ extern "C" int cf_k_conv2d_blocked(unsigned kw, unsigned kh)
   return rb_fits(kw, kh) ? 1 : rbw_fits(kw, kh) ? 2 : 0;
 }
 
+extern "C" int cf_k_conv2d_param_taps(unsigned kw, unsigned kh, unsigned nt)
+{
+  return rbk_fits(kw, kh, nt);
+}
+
 extern "C" cudaError_t cf_k_conv2d(const cf_conv2d_args *a, const float *taps,
                                    int const_taps, size_t const_off,
                                    cudaStream_t stream)
 {
   if (a->row1 <= a->row0 || a->w == 0 || a->nt == 0)
     return cudaSuccess;
+  if (!a->generic && a->taps_host &&
+      cf_k_conv2d_param_taps(a->kw, a->kh, a->nt)) {
+    switch (a->kw) {
+    case 3: rbk_launch<3>(a, stream); break;
+    case 5: rbk_launch<5>(a, stream); break;
+    case 7: rbk_launch<7>(a, stream); break;
+    case 9: rbk_launch<9>(a, stream); break;
+    case 11: rbk_launch<11>(a, stream); break;
+    case 13: rbk_launch<13>(a, stream); break;
+    default: rbk_launch<15>(a, stream); break;
+    }
+    return cudaGetLastError();
+  }
   const int blocked = a->generic ? 0 : cf_k_conv2d_blocked(a->kw, a->kh);
   if (blocked == 2) {
     dim3 block(RB_TX, RB_TY);
@@ -477,5 +542,12 @@ extern "C" cudaError_t cf_k_conv2d_preload(void)
   cudaError_t e = cf_preload_all(
       conv2d_kernel<true>, conv2d_kernel<false>, conv2d_rbw_kernel<true>,
       conv2d_rbw_kernel<false>, conv2d_rows_kernel, conv2d_cols_kernel);
-  return e != cudaSuccess ? e : rb_preload<3, 5, 7, 9, 11, 13, 15>();
+  if (e == cudaSuccess)
+    e = rb_preload<3, 5, 7, 9, 11, 13, 15>();
+  return e != cudaSuccess
+             ? e
+             : cf_preload_all(conv2d_rbk_kernel<3>, conv2d_rbk_kernel<5>,
+                              conv2d_rbk_kernel<7>, conv2d_rbk_kernel<9>,
+                              conv2d_rbk_kernel<11>, conv2d_rbk_kernel<13>,
+                              conv2d_rbk_kernel<15>);
 }

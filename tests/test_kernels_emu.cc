@@ -11,7 +11,9 @@
 //   conv2d      cf_k_conv2d: the register-blocked kernel (odd widths
 //               3..15, heights up to 16) and the generic tiled one (any
 //               size, kernels beyond 64 staged in pieces), taps in the
-//               constant pool or global memory; u8/u16/f32, interleaved
+//               constant pool or global memory, and the one whose taps
+//               are launch parameters (square odd kernels 3..15, one
+//               slice); u8/u16/f32, interleaved
 //               components, padded pitch, every border, temporal slices
 //               of a frame ring, a band of rows, scale/bias/|.|. Rows no
 //               output of the band reads are NaN (float samples), and no
@@ -48,6 +50,7 @@ extern "C" {
 
 #include "cf_kernels.h"
 #include "conv2d_rb.cuh"
+#include "conv2d_rbk.cuh"
 
 static ref_rng rng;
 static uint64_t seed;
@@ -114,13 +117,15 @@ static void put(uint8_t *p, unsigned type, double v)
   }
 }
 
-enum { PATH_BLOCKED, PATH_GENERIC, PATH_SEPARABLE, PATH_WIDE };
+enum { PATH_BLOCKED, PATH_GENERIC, PATH_SEPARABLE, PATH_WIDE, PATH_PARAM };
 
 static void conv2d_case(unsigned c, int path)
 {
   const unsigned type = (unsigned)range(0, 2), bytes = type == 2 ? 4 : type + 1;
   unsigned kh, kw;
-  if (path == PATH_BLOCKED) {
+  if (path == PATH_PARAM) {
+    kw = kh = 2 * (unsigned)range(1, 7) + 1;
+  } else if (path == PATH_BLOCKED) {
     kw = 2 * (unsigned)range(1, 7) + 1;
     kh = (unsigned)range(1, RB_KH_MAX);
   } else if (path == PATH_WIDE) { // what the fixed-width kernels do not take
@@ -140,13 +145,14 @@ static void conv2d_case(unsigned c, int path)
   unsigned w = (unsigned)(bits() % 3 ? range(1, big ? 60 : 300)
                                      : range(300, big ? 400 : 700));
   unsigned h = (unsigned)(bits() % 3 ? range(1, 40) : range(40, big ? 50 : 80));
+  static_assert(RB_TW == RBK_TW && RB_TH == RBK_TH, "one tile edge");
   if (bits() % 3 == 0)
     w = (unsigned)(RB_TW * range(1, 2) + range(-8, 8));
   if (bits() % 3 == 0)
     h = (unsigned)(RB_TH * range(1, 4) + range(-8, 8));
   const unsigned ncomp = (unsigned)range(1, 4),
                  comp = (unsigned)range(0, (int)ncomp - 1);
-  const unsigned nt = (unsigned)range(1, big ? 2 : 3),
+  const unsigned nt = path == PATH_PARAM ? 1 : (unsigned)range(1, big ? 2 : 3),
                  nslots = nt + (unsigned)range(0, 2);
   const bool const_taps = path != PATH_SEPARABLE && bits() % 2;
   cf_conv2d_args a;
@@ -172,7 +178,8 @@ static void conv2d_case(unsigned c, int path)
   a.bias = (float)(bits() % 2 ? 0.0 : (unit() - 0.5) * maxv * 0.2);
   a.absolute = bits() % 4 == 0;
   static const char *names[] = {"register-blocked", "generic", "separable",
-                                "register-blocked, any width"};
+                                "register-blocked, any width",
+                                "register-blocked, taps as parameters"};
   snprintf(case_desc, sizeof case_desc,
            "conv2d #%u (%s%s): type %u, %ux%u, comp %u of %u, pitch %zu, "
            "kernel %ux%u, border %d, %u slices of %u (head %u), rows [%u, "
@@ -254,6 +261,19 @@ static void conv2d_case(unsigned c, int path)
     }
   } else {
     a.generic = path == PATH_GENERIC;
+    // taps in host memory too, where they must change nothing (the
+    // generic kernel asked for, a shape the parameter path does not
+    // take) or must be what is used (PATH_PARAM)
+    const bool param_fits = cf_k_conv2d_param_taps(kw, kh, nt) != 0;
+    a.taps_host = path == PATH_PARAM || (!param_fits && bits() % 2) ||
+                          (path == PATH_GENERIC && bits() % 2)
+                      ? taps.data()
+                      : nullptr;
+    if (path == PATH_PARAM && !param_fits)
+      emu_fail("cf_k_conv2d_param_taps(%u, %u, %u) = 0", kw, kh, nt);
+    if (param_fits != rbk_fits(kw, kh, nt))
+      emu_fail("cf_k_conv2d_param_taps(%u, %u, %u) is not rbk_fits", kw, kh,
+               nt);
     if (path == PATH_BLOCKED && cf_k_conv2d_blocked(kw, kh) != 1)
       emu_fail("cf_k_conv2d_blocked(%u, %u) = %d, not 1", kw, kh,
                cf_k_conv2d_blocked(kw, kh));
@@ -349,6 +369,13 @@ static void test_conv2d_blocked(void **state)
   (void)state;
   for (unsigned c = 0; c < 120; c++)
     conv2d_case(c, PATH_BLOCKED);
+}
+
+static void test_conv2d_param(void **state)
+{
+  (void)state;
+  for (unsigned c = 0; c < 120; c++)
+    conv2d_case(c, PATH_PARAM);
 }
 
 static void test_conv2d_wide(void **state)
@@ -704,6 +731,7 @@ int main(void)
     cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d_blocked),
+      cmocka_unit_test(test_conv2d_param),
       cmocka_unit_test(test_conv2d_wide),
       cmocka_unit_test(test_conv2d_generic),
       cmocka_unit_test(test_separable),

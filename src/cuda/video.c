@@ -98,6 +98,10 @@ typedef struct kset {
   uint32_t band_deps[MAX_BANDS];
   float *d_taps; /* direct, when not in the constant pool */
   int in_const;
+  /* direct, where cf_k_conv2d_param_taps takes the kernel: the taps in
+   * host memory, passed in each launch's parameters (d_taps and the
+   * constant pool unused) */
+  float *h_taps;
   size_t const_off, const_n;
   float *d_hrow, *d_vcol; /* separable factors, T x kw and T x kh */
   size_t scratch_rows;    /* rows of each slot's d_tmp / d_acc */
@@ -130,6 +134,7 @@ typedef struct cvideo {
   cudaEvent_t ev_frame;
   int have_prev; /* ev_frame recorded */
   int generic;   /* CF_CONV2D_KERNEL=generic, read once at creation */
+  int no_param;  /* CF_CONV2D_KERNEL=rb: not the taps-as-parameters one */
   kset k;        /* the kernel in force */
   /* temporal ring (T > 1) */
   uint8_t *d_ring;
@@ -225,6 +230,7 @@ static void kset_free(kset *ks)
 {
   if (ks->in_const)
     cf_k_conv2d_const_drop(ks->const_off, ks->const_n);
+  free(ks->h_taps);
   cudaFree(ks->d_taps); /* nothing to tell at free time */
   cudaFree(ks->d_hrow);
   cudaFree(ks->d_vcol);
@@ -516,6 +522,10 @@ static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
     CF_CU(cudaMemcpy(ks->d_vcol, factors + (size_t)k->t * k->kw,
                      (size_t)k->t * k->kh * sizeof(float),
                      cudaMemcpyHostToDevice));
+  } else if (ks->h_taps) {
+    /* read by the next launch; none in flight reads them */
+    memcpy(ks->h_taps, k->taps, ntaps * sizeof(float));
+    return CF_OK;
   } else if (ks->in_const) {
     CF_CU(cf_k_conv2d_const_write(k->taps, ntaps, ks->const_off));
   } else {
@@ -529,6 +539,13 @@ static cf_status rewrite_kernel(cvideo *v, const cf_kernel2d *k,
 
 /* Bands whose rows band b's windows read, for kernel set ks (its bands). */
 static void make_band_deps(const cvideo *v, kset *ks);
+
+/* The direct path passes k's taps in its launches' parameters. */
+static int param_taps(const cvideo *v, const cf_kernel2d *k)
+{
+  return !v->generic && !v->no_param &&
+         cf_k_conv2d_param_taps(k->kw, k->kh, k->t);
+}
 
 /* Everything kernel k (path algo, separable factors) needs on the device,
  * into ks (zeroed; on failure what was made is in ks, for kset_free), on
@@ -547,6 +564,12 @@ static cf_status kset_build(const cvideo *v, kset *ks, const cf_kernel2d *k,
   size_t ntaps = (size_t)k->t * k->kh * k->kw;
   if (algo == ALGO_FFT) {
     s = install_fft(v, ks, k, st);
+  } else if (algo == ALGO_DIRECT && param_taps(v, k)) {
+    ks->h_taps = malloc(ntaps * sizeof(float));
+    if (!ks->h_taps)
+      s = cf_fail(CF_E_NOMEM, "video: out of memory");
+    else
+      memcpy(ks->h_taps, k->taps, ntaps * sizeof(float));
   } else if (algo == ALGO_DIRECT) {
     if (ntaps <= CONST_TAPS_MAX) {
       int placed = 0;
@@ -611,6 +634,9 @@ static void describe_kset(cvideo *v)
            v->cfg.width, v->cfg.height, v->fmt->name, ks->t, ks->kh, ks->kw,
            ks->algo == ALGO_DIRECT
                ? (v->generic ? "direct (tile 32x32, 4 rows a thread)"
+                  : ks->h_taps
+                      ? "direct (register-blocked, unrolled: tile 128x32, "
+                        "4x4 a thread)"
                   : cf_k_conv2d_blocked(ks->kw, ks->kh) == 1
                       ? "direct (register-blocked: tile 128x32, 8x4 a thread)"
                   : cf_k_conv2d_blocked(ks->kw, ks->kh) == 2
@@ -624,6 +650,7 @@ static void describe_kset(cvideo *v)
                  "thread)",
            ks->algo == ALGO_FFT         ? "spectra in global memory"
            : ks->algo == ALGO_SEPARABLE ? "global memory"
+           : ks->h_taps                 ? "launch parameters"
            : ks->in_const               ? "constant memory"
                                         : "global memory",
            v->nslots, v->nslots == 1 ? "" : "s",
@@ -813,6 +840,7 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
     a.cval = v->cfg.cval, a.scale = v->cfg.scale, a.bias = v->cfg.bias;
     a.absolute = v->cfg.absolute;
     a.generic = v->generic;
+    a.taps_host = v->k.h_taps;
     if (v->k.algo == ALGO_FFT) {
       const fftgeo *g = &v->k.fg[v->k.comp_geo[k]];
       size_t half = (size_t)g->n * (g->m / 2 + 1);
@@ -1195,6 +1223,7 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   v->cfg = *cfg;
   const char *gk = getenv("CF_CONV2D_KERNEL"); /* for comparison (bench) */
   v->generic = gk && !strcmp(gk, "generic");
+  v->no_param = gk && !strcmp(gk, "rb");
   v->fmt = cf_format_desc_get(cfg->format);
   v->dev = cfg->device_id;
   v->depth = cfg->pipeline_depth;
