@@ -99,6 +99,97 @@ __device__ __forceinline__ void load8(const float *p, unsigned pl, float *v)
   v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 }
 
+// Float4 chunk c of a staged segment: staged sample i is x[base + i], at
+// ring index (r0 + i) & rm of the channel at xr; the first `lead` are
+// before time 0 and the ones from nst on past the halo: zeros.
+__device__ __forceinline__ float4 load_chunk(const float *xr, unsigned r0,
+                                             unsigned rm, unsigned lead,
+                                             unsigned nst, unsigned c)
+{
+  float v[4];
+  const unsigned i0 = 4 * c, q0 = (r0 + i0) & rm;
+  if (i0 >= lead && i0 + 3 < nst && q0 + 3 <= rm) {
+    const float *p = xr + q0; // all four in range, none wrapping
+CF_UNROLL
+    for (unsigned k = 0; k < 4; k++)
+      v[k] = p[k];
+  } else {
+CF_UNROLL
+    for (unsigned k = 0; k < 4; k++) {
+      const unsigned i = i0 + k;
+      v[k] = i < lead || i >= nst ? 0.0f : xr[(r0 + i) & rm];
+    }
+  }
+  return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// The float sums over taps k1 .. k1 + FIR_DCHUNK - 1 (those below seglen)
+// of the segment staged in xs (planes pl apart) with taps hseg, for the
+// RB outputs from b: acc[j] (set here).
+template <int RB>
+__device__ __forceinline__ void chunk_sums(const float *xs, unsigned pl,
+                                           unsigned b, unsigned seglen,
+                                           unsigned k1, const float *hseg,
+                                           float (&acc)[RB])
+{
+CF_UNROLL
+  for (int j = 0; j < RB; j++)
+    acc[j] = 0.0f;
+  // taps kk0..kk0+7 read inputs i0..i0+RB+6, i0 = b + seglen - 8 -
+  // kk0 (a multiple of 8): w[q] = staged[i0 + q]; each step loads
+  // group i0 / 8 into w[0..7], at constant offsets from gp[0] (even
+  // steps) or gp[1] (odd): groups of a parity step 16 / (RB / 4)
+  // floats apart within their planes
+  const int g0 = (int)(b + seglen - FIR_KU - k1) / 8;
+  // (g0 = 0: one step only, gp[1] unused but kept inside xs)
+  const float *gp[2] = {group<RB>(xs, pl, g0),
+                        group<RB>(xs, pl, g0 > 0 ? g0 - 1 : 0)};
+  float w[RB + 8];
+CF_UNROLL
+  for (int g = 1; g <= RB / 8; g++)
+    load8(group<RB>(xs, pl, g0 + g), pl, w + 8 * g);
+CF_UNROLL
+  for (int st = 0; st < (int)FIR_STEPS; st++) {
+    const unsigned kk0 = k1 + (unsigned)st * FIR_KU;
+    if (kk0 >= seglen)
+      break;
+    if (st) // the window moves 8 inputs back: renamed, not copied
+CF_UNROLL
+      for (int q = RB + 7; q >= 8; q--)
+        w[q] = w[q - 8];
+    load8(gp[st % 2] - (16 / (RB / 4)) * (st / 2), pl, w);
+    const float *h = hseg + kk0;
+CF_UNROLL
+    for (int u = 0; u < FIR_KU; u++) {
+      const float hu = h[u];
+CF_UNROLL
+      for (int j = 0; j < RB; j++)
+        acc[j] = fmaf(hu, w[j - u + FIR_KU - 1], acc[j]);
+    }
+  }
+}
+
+// The RB outputs from frame f0 of output o (those before `frames`).
+template <int RB>
+__device__ __forceinline__ void store_outputs(float *y, unsigned cout,
+                                              unsigned o, unsigned frames,
+                                              size_t f0, const float *out)
+{
+  if (cout == 1 && f0 + RB <= frames && ((uintptr_t)(y + f0) & 15u) == 0) {
+    float4 *y4 = reinterpret_cast<float4 *>(y + f0);
+CF_UNROLL
+    for (int j = 0; j < RB; j += 4)
+      y4[j / 4] = make_float4(out[j], out[j + 1], out[j + 2], out[j + 3]);
+    return;
+  }
+CF_UNROLL
+  for (int j = 0; j < RB; j++) {
+    size_t f = f0 + (size_t)j;
+    if (f < frames)
+      y[f * cout + o] = out[j];
+  }
+}
+
 template <int RB, bool CT>
 __global__ void __launch_bounds__(FIR_THREADS)
     cf_fir1d_kernel(float *__restrict__ y, unsigned cout,
@@ -142,24 +233,9 @@ CF_UNROLL
       __syncthreads(); // the previous segment's reads are done
       // a thread stages a float4 chunk: four samples into one plane
       for (unsigned c = threadIdx.x; c < staged<RB>(seglen) / 4;
-           c += FIR_THREADS) {
-        float v[4];
-        const unsigned i0 = 4 * c, q0 = (r0 + i0) & rm;
-        if (i0 >= lead && i0 + 3 < nst && q0 + 3 <= rm) {
-          const float *p = xr + q0; // all four in range, none wrapping
-CF_UNROLL
-          for (unsigned k = 0; k < 4; k++)
-            v[k] = p[k];
-        } else {
-CF_UNROLL
-          for (unsigned k = 0; k < 4; k++) {
-            const unsigned i = i0 + k;
-            v[k] = i < lead || i >= nst ? 0.0f : xr[(r0 + i) & rm];
-          }
-        }
+           c += FIR_THREADS)
         *reinterpret_cast<float4 *>(chunk<RB>(xs, pl, c)) =
-            make_float4(v[0], v[1], v[2], v[3]);
-      }
+            load_chunk(xr, r0, rm, lead, nst, c);
       if (!CT)
         for (unsigned i = threadIdx.x; i < seglen; i += FIR_THREADS)
           hs[i] = taps[r.off + seg0 + i];
@@ -167,62 +243,18 @@ CF_UNROLL
       const float *hseg = CT ? cf_c_taps + r.off + seg0 : hs;
       for (unsigned k1 = 0; k1 < seglen; k1 += FIR_DCHUNK) {
         float acc[RB];
-CF_UNROLL
-        for (int j = 0; j < RB; j++)
-          acc[j] = 0.0f;
-        // taps kk0..kk0+7 read inputs i0..i0+RB+6, i0 = b + seglen - 8 -
-        // kk0 (a multiple of 8): w[q] = staged[i0 + q]; each step loads
-        // group i0 / 8 into w[0..7], at constant offsets from gp[0] (even
-        // steps) or gp[1] (odd): groups of a parity step 16 / (RB / 4)
-        // floats apart within their planes
-        const int g0 = (int)(b + seglen - FIR_KU - k1) / 8;
-        // (g0 = 0: one step only, gp[1] unused but kept inside xs)
-        const float *gp[2] = {group<RB>(xs, pl, g0),
-                              group<RB>(xs, pl, g0 > 0 ? g0 - 1 : 0)};
-        float w[RB + 8];
-CF_UNROLL
-        for (int g = 1; g <= RB / 8; g++)
-          load8(group<RB>(xs, pl, g0 + g), pl, w + 8 * g);
-CF_UNROLL
-        for (int st = 0; st < (int)FIR_STEPS; st++) {
-          const unsigned kk0 = k1 + (unsigned)st * FIR_KU;
-          if (kk0 >= seglen)
-            break;
-          if (st) // the window moves 8 inputs back: renamed, not copied
-CF_UNROLL
-            for (int q = RB + 7; q >= 8; q--)
-              w[q] = w[q - 8];
-          load8(gp[st % 2] - (16 / (RB / 4)) * (st / 2), pl, w);
-          const float *h = hseg + kk0;
-CF_UNROLL
-          for (int u = 0; u < FIR_KU; u++) {
-            const float hu = h[u];
-CF_UNROLL
-            for (int j = 0; j < RB; j++)
-              acc[j] = fmaf(hu, w[j - u + FIR_KU - 1], acc[j]);
-          }
-        }
+        chunk_sums<RB>(xs, pl, b, seglen, k1, hseg, acc);
 CF_UNROLL
         for (int j = 0; j < RB; j++)
           dacc[j] += (double)acc[j];
       }
     }
   }
-  const size_t f0 = tile0 + b;
-  if (cout == 1 && f0 + RB <= frames && ((uintptr_t)(y + f0) & 15u) == 0) {
-    float4 *y4 = reinterpret_cast<float4 *>(y + f0);
+  float out[RB];
 CF_UNROLL
-    for (int j = 0; j < RB; j += 4)
-      y4[j / 4] = make_float4((float)dacc[j], (float)dacc[j + 1],
-                              (float)dacc[j + 2], (float)dacc[j + 3]);
-    return;
-  }
-CF_UNROLL
-  for (int j = 0; j < RB; j++) {
-    size_t f = f0 + (size_t)j;
-    if (f < frames)
-      y[f * cout + o] = (float)dacc[j];
-  }
+  for (int j = 0; j < RB; j++)
+    out[j] = (float)dacc[j];
+  store_outputs<RB>(y, cout, o, frames, tile0 + b, out);
 }
 
 template <int RB>
