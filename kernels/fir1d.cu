@@ -19,6 +19,17 @@
 // constant offsets from the segment's first tap) when they fit, else they
 // are staged per segment in shared memory. Sums run in float over 64 taps
 // and are collected in double, so long kernels meet the 1e-6 target.
+//
+// The streaming kernel (cf_fir1d_stream_kernel) takes launches where
+// every output has one route of at most FIR_STREAM_MAX_TAPS taps (shared
+// and per-channel routing): the tile and sums above, but a block reads
+// its route and the device time once and then walks tiles gridDim.x
+// apart, each tile's input loaded into registers while the one before is
+// summed. The tiled kernel's block waits on three global loads in a row
+// (time and routes, then the input) for 4 KiB of input: on the H200 it
+// moved 42-57% of the device's copy rate at 16-64 taps. Up to 64 taps its
+// sums stay in float (one chunk: the double collection rounds back to the
+// same float).
 
 #include "cf_device.cuh"
 #include "cf_kernels.h"
@@ -257,6 +268,148 @@ CF_UNROLL
   store_outputs<RB>(y, cout, o, frames, tile0 + b, out);
 }
 
+// ---- the streaming kernel -------------------------------------------------
+
+#define FIR_STREAM_MAX_TAPS 504u // staged input within 3 float4s a thread
+#define FIR_STREAM_CHUNKS 3
+// Resident blocks an SM the streaming kernel asks ptxas for: 8 (64
+// registers) with float sums, 6 (84) with the double collection, whose
+// 16 more registers spilled at 64 on sm_90.
+#define FIR_STREAM_MIN_BLOCKS(fsum) ((fsum) ? 8 : 6)
+// Blocks of a launch, all outputs together: about as many as are
+// resident on the 132 SMs of an H100/H200 (fewer tiles: a block a tile).
+#define FIR_STREAM_BLOCKS(fsum) (128u * FIR_STREAM_MIN_BLOCKS(fsum))
+static_assert(staged<8>(FIR_STREAM_MAX_TAPS) / 4 <=
+                  FIR_STREAM_CHUNKS * FIR_THREADS,
+              "the streaming kernel's prefetch registers");
+static_assert(FIR_STREAM_MAX_TAPS % FIR_KU == 0, "whole steps");
+
+// Blocks per output in every streaming launch, or 0 (the rule above):
+// cf_k_fir1d_set_stream_blocks, for the tests.
+static unsigned forced_blocks;
+
+// Tile `tile`'s staged input (the route's taps reach back len - 1
+// samples) into pre: chunk threadIdx.x + k FIR_THREADS in pre[k].
+__device__ __forceinline__ void stream_load(const float *xr, unsigned rm,
+                                            unsigned long long t,
+                                            unsigned tile, unsigned len,
+                                            unsigned nch,
+                                            float4 (&pre)[FIR_STREAM_CHUNKS])
+{
+  constexpr unsigned TILE = FIR_THREADS * 8;
+  const long long base = (long long)(t + (unsigned long long)tile * TILE) -
+                         (long long)(len - 1);
+  const unsigned nst = TILE + len - 1;
+  const unsigned r0 = (unsigned)((unsigned long long)base & rm);
+  const unsigned lead = base >= 0 ? 0u : (unsigned)min(-base, (long long)nst);
+CF_UNROLL
+  for (int k = 0; k < FIR_STREAM_CHUNKS; k++) {
+    const unsigned c = threadIdx.x + (unsigned)k * FIR_THREADS;
+    if (c < nch)
+      pre[k] = load_chunk(xr, r0, rm, lead, nst, c);
+  }
+}
+
+template <bool CT, bool FSUM>
+__global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(FSUM))
+    cf_fir1d_stream_kernel(float *__restrict__ y, unsigned cout,
+                           const float *__restrict__ ring, size_t rmask,
+                           const unsigned long long *__restrict__ d_t,
+                           unsigned frames,
+                           const cf_fir1d_route *__restrict__ routes,
+                           const unsigned *__restrict__ route_off,
+                           const float *__restrict__ taps)
+{
+  constexpr int RB = 8;
+  constexpr unsigned TILE = FIR_THREADS * RB;
+  CF_DYN_SHARED(float4, sm4); // float4: the window loads are aligned
+  float *xs = reinterpret_cast<float *>(sm4);
+  const unsigned o = blockIdx.y;
+  const unsigned long long t = *d_t;
+  const cf_fir1d_route r = routes[route_off[o]];
+  const unsigned len = r.len; // <= FIR_STREAM_MAX_TAPS, whole steps
+  const unsigned pl = plane<RB>(len);
+  float *hs = xs + shared_floats<RB>(len, true);
+  const float *xr = ring + (size_t)r.in * (rmask + 1);
+  const unsigned rm = (unsigned)rmask;
+  const unsigned nch = staged<RB>(len) / 4;
+  const unsigned ntiles = (frames + TILE - 1) / TILE;
+  const unsigned b = threadIdx.x * RB;
+  if (!CT) // read after the first barrier
+    for (unsigned i = threadIdx.x; i < len; i += FIR_THREADS)
+      hs[i] = taps[r.off + i];
+  const float *h = CT ? cf_c_taps + r.off : hs;
+  float4 pre[FIR_STREAM_CHUNKS];
+  unsigned tile = blockIdx.x;
+  stream_load(xr, rm, t, tile, len, nch, pre); // blockIdx.x < ntiles
+  for (; tile < ntiles; tile += gridDim.x) {
+    __syncthreads(); // the last tile's sums are done with xs
+CF_UNROLL
+    for (int k = 0; k < FIR_STREAM_CHUNKS; k++) {
+      const unsigned c = threadIdx.x + (unsigned)k * FIR_THREADS;
+      if (c < nch)
+        *reinterpret_cast<float4 *>(chunk<RB>(xs, pl, c)) = pre[k];
+    }
+    __syncthreads();
+    if (tile + gridDim.x < ntiles) // in flight while this tile is summed
+      stream_load(xr, rm, t, tile + gridDim.x, len, nch, pre);
+    float out[RB];
+    if (FSUM) {
+      chunk_sums<RB>(xs, pl, b, len, 0, h, out);
+    } else {
+      double dacc[RB];
+CF_UNROLL
+      for (int j = 0; j < RB; j++)
+        dacc[j] = 0.0;
+      for (unsigned k1 = 0; k1 < len; k1 += FIR_DCHUNK) {
+        float acc[RB];
+        chunk_sums<RB>(xs, pl, b, len, k1, h, acc);
+CF_UNROLL
+        for (int j = 0; j < RB; j++)
+          dacc[j] += (double)acc[j];
+      }
+CF_UNROLL
+      for (int j = 0; j < RB; j++)
+        out[j] = (float)dacc[j];
+    }
+    store_outputs<RB>(y, cout, o, frames, (size_t)tile * TILE + b, out);
+  }
+}
+
+static void stream_launch(float *y, unsigned cout, const float *ring,
+                          size_t rmask, const unsigned long long *d_t,
+                          unsigned frames, const cf_fir1d_route *routes,
+                          const unsigned *route_off, unsigned max_len,
+                          const float *taps, int const_taps,
+                          cudaStream_t stream)
+{
+  constexpr unsigned TILE = FIR_THREADS * 8;
+  const bool fsum = max_len <= FIR_DCHUNK;
+  const unsigned ntiles = (frames + TILE - 1) / TILE;
+  unsigned per =
+      forced_blocks ? forced_blocks : FIR_STREAM_BLOCKS(fsum) / cout;
+  per = per < 1 ? 1 : per > ntiles ? ntiles : per;
+  const dim3 grid(per, cout);
+  const size_t shared =
+      (size_t)shared_floats<8>(max_len, const_taps != 0) * sizeof(float);
+  if (const_taps && fsum)
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_stream_kernel<true, true>)(y, cout, ring, rmask, d_t,
+                  frames, routes, route_off, taps);
+  else if (const_taps)
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_stream_kernel<true, false>)(y, cout, ring, rmask, d_t,
+                  frames, routes, route_off, taps);
+  else if (fsum)
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_stream_kernel<false, true>)(y, cout, ring, rmask, d_t,
+                  frames, routes, route_off, taps);
+  else
+    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+              cf_fir1d_stream_kernel<false, false>)(y, cout, ring, rmask,
+                  d_t, frames, routes, route_off, taps);
+}
+
 template <int RB>
 static void fir1d_launch(float *y, unsigned cout, const float *ring,
                          size_t rmask, const unsigned long long *d_t,
@@ -285,7 +438,7 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
                                   const cf_fir1d_route *routes,
                                   const unsigned *route_off, unsigned max_len,
                                   const float *taps, int const_taps,
-                                  cudaStream_t stream)
+                                  int one_route, cudaStream_t stream)
 {
   if (frames == 0 || cout == 0)
     return cudaSuccess;
@@ -295,6 +448,11 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
   if (kseg < FIR_KU)
     kseg = FIR_KU;
   kseg = (kseg + FIR_KU - 1) / FIR_KU * FIR_KU; // whole steps
+  if (!forced_width && one_route && kseg <= FIR_STREAM_MAX_TAPS) {
+    stream_launch(y, cout, ring, rmask, d_t, frames, routes, route_off, kseg,
+                  taps, const_taps, stream);
+    return cudaGetLastError();
+  }
   const bool wide = forced_width ? forced_width == 16
                                  : (size_t)frames * cout >= CF_FIR1D_WIDE_MIN &&
                                        max_len > CF_FIR1D_WIDE_TAPS;
@@ -312,6 +470,11 @@ extern "C" void cf_k_fir1d_set_width(int per_thread)
   forced_width = per_thread == 8 || per_thread == 16 ? per_thread : 0;
 }
 
+extern "C" void cf_k_fir1d_set_stream_blocks(unsigned per_output)
+{
+  forced_blocks = per_output;
+}
+
 extern "C" cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,
                                  size_t *off, int *placed)
 {
@@ -325,6 +488,10 @@ extern "C" void cf_k_fir1d_const_drop(size_t off, size_t n)
 
 extern "C" cudaError_t cf_k_fir1d_preload(void)
 {
-  return cf_preload_all(cf_fir1d_kernel<8, true>, cf_fir1d_kernel<8, false>,
-                        cf_fir1d_kernel<16, true>, cf_fir1d_kernel<16, false>);
+  return cf_preload_all(
+      cf_fir1d_kernel<8, true>, cf_fir1d_kernel<8, false>,
+      cf_fir1d_kernel<16, true>, cf_fir1d_kernel<16, false>,
+      cf_fir1d_stream_kernel<true, true>, cf_fir1d_stream_kernel<true, false>,
+      cf_fir1d_stream_kernel<false, true>,
+      cf_fir1d_stream_kernel<false, false>);
 }

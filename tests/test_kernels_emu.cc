@@ -497,11 +497,18 @@ static void check_audio(const char *what, const std::vector<float> &got,
 
 static void fir1d_case(unsigned c)
 {
-  routing R = random_routing(bits() % 5 ? 300 : 3000);
+  // longest kernels: past the tiled kernel's segment (2048), past the
+  // streaming kernel's reach (504), past one float chunk (64), or within
+  static const size_t maxlens[] = {3000, 600, 300, 128, 128, 64};
+  routing R = random_routing(maxlens[range(0, 5)]);
   bool const_taps = bits() % 2;
-  // 16 outputs per thread in every launch, or 8
-  const bool wide = bits() % 2;
-  cf_k_fir1d_set_width(wide ? 16 : 8);
+  // the launcher's choice (the streaming kernel where it fits, with its
+  // own number of blocks or a few, each walking many tiles), or the tiled
+  // kernel with 16 or 8 outputs per thread in every launch
+  const int width = bits() % 3 ? 0 : bits() % 2 ? 16 : 8;
+  const unsigned blocks = bits() % 2 ? 0 : (unsigned)range(1, 3);
+  cf_k_fir1d_set_width(width);
+  cf_k_fir1d_set_stream_blocks(blocks);
   // taps padded to CF_FIR1D_TAP_PAD, routes per output
   std::vector<float> taps;
   std::vector<unsigned long long> koff;
@@ -521,6 +528,11 @@ static void fir1d_case(unsigned c)
         return cf_fir1d_route{i, tap_pad(R.kern[x].size()), koff[x]};
       },
       routes, route_off);
+  int one_route = 1;
+  for (unsigned o = 0; o < R.cout; o++)
+    one_route &= route_off[o + 1] - route_off[o] == 1;
+  // and sometimes not said
+  one_route &= bits() % 4 != 0;
   size_t off = 0;
   int placed = 0;
   if (const_taps)
@@ -545,9 +557,13 @@ static void fir1d_case(unsigned c)
   size_t nc = ref_chunking(&rng, n, 64, sizes, 4096), done = 0;
   snprintf(case_desc, sizeof case_desc,
            "fir1d #%u: %s, %u in, %u out, max len %u, %zu frames in %zu "
-           "chunks, ring %zu%s, %d outputs a thread",
+           "chunks, ring %zu%s, %s",
            c, R.kind, R.cin, R.cout, max_len, n, nc, cap,
-           placed ? ", constant taps" : "", wide ? 16 : 8);
+           placed ? ", constant taps" : "",
+           width ? (width == 16 ? "tiled, 16 a thread" : "tiled, 8 a thread")
+           : one_route && max_len <= 504
+               ? (blocks ? "streaming, few blocks" : "streaming")
+               : "the launcher's choice (tiled)");
   for (size_t k = 0; k < nc; k++) {
     size_t m = sizes[k] > 4096 ? 4096 : sizes[k];
     if (k + 1 == nc)
@@ -559,7 +575,7 @@ static void fir1d_case(unsigned c)
                "cf_k_ring_write");
       launched(cf_k_fir1d(y.data() + done * R.cout, R.cout, ring.data(),
                           cap - 1, &t, s, routes.data(), route_off.data(),
-                          max_len, taps.data(), placed, nullptr),
+                          max_len, taps.data(), placed, one_route, nullptr),
                "cf_k_fir1d");
       launched(cf_k_time_advance(&t, s, nullptr), "cf_k_time_advance");
       done += s;
@@ -571,6 +587,7 @@ static void fir1d_case(unsigned c)
   if (placed)
     cf_k_fir1d_const_drop(off, taps.size());
   cf_k_fir1d_set_width(0);
+  cf_k_fir1d_set_stream_blocks(0);
   if (t != n)
     emu_fail("the device time is %llu after %zu frames", t, n);
   check_audio("fir1d", y, routed_reference(R, x, n), R.cout, n);
@@ -579,7 +596,7 @@ static void fir1d_case(unsigned c)
 static void test_fir1d(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 40; c++)
+  for (unsigned c = 0; c < 100; c++)
     fir1d_case(c);
 }
 

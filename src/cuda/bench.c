@@ -77,7 +77,7 @@ static cf_status bench_run(bench_mem *m, unsigned taps, unsigned channels,
       CF_CU(cudaEventRecord(m->a, 0));
     CF_LAUNCHED(cf_k_fir1d(m->y, channels, m->ring, R - 1, m->t,
                            (unsigned)frames, m->routes, m->off,
-                           (unsigned)len, m->taps, m->placed, 0));
+                           (unsigned)len, m->taps, m->placed, 1, 0));
   }
   CF_CU(cudaEventRecord(m->b, 0));
   CF_CU(cudaEventSynchronize(m->b));

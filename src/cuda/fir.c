@@ -63,6 +63,7 @@ typedef struct slot {
 typedef struct bank {
   size_t lmax;
   unsigned nroutes, max_len, groups, pmax;
+  int one_route; /* direct: every output has exactly one route */
   unsigned *d_route_off;
   void *d_routes;
   float *d_taps; /* direct, when not in the constant pool */
@@ -206,6 +207,9 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
     }
   }
   off[f->cout] = e;
+  b->one_route = 1;
+  for (unsigned o = 0; s == CF_OK && o < f->cout; o++)
+    b->one_route &= off[o + 1] - off[o] == 1;
   if (s == CF_OK && ntaps <= CONST_TAPS_MAX) {
     size_t coff = 0;
     int placed = 0;
@@ -344,7 +348,8 @@ static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
   if (!f->ols) {
     CF_LAUNCHED(cf_k_fir1d(dst, f->cout, f->d_ring, f->rmask, f->d_t,
                            (unsigned)m, b->d_routes, b->d_route_off,
-                           b->max_len, b->d_taps, b->in_const, st));
+                           b->max_len, b->d_taps, b->in_const, b->one_route,
+                           st));
     return CF_OK;
   }
   CF_LAUNCHED(cf_k_ols_cmac(b->d_partial, f->d_fdl, b->d_H, b->d_routes,
