@@ -282,5 +282,10 @@ int main(void)
   char dev[256];
   if (cf_device_describe(0, dev, sizeof dev) == CF_OK)
     printf("# bench_gpu_audio on %s\n\n", dev);
+  /* CF_BENCH_ONLY=direct: only the direct kernel's cases (what gpu-check's
+   * profile step looks at, its first launches those) */
+  const char *only = getenv("CF_BENCH_ONLY");
+  if (only && !strcmp(only, "direct"))
+    return direct_kernel();
   return low_latency() || across_calls() || direct_kernel();
 }
