@@ -9,11 +9,13 @@
  *    its float (up to 64 taps) and double sums, taps in the constant pool
  *    or staged from device memory; the tiled kernel, 8 and 16 outputs per
  *    thread; a ring that wraps, and times before 0;
- *  - conv2d: the register-blocked kernel with its taps as launch
- *    parameters (square odd 3..15) and the one with its taps in the
- *    constant pool or device memory, u8/u16/f32, interleaved components,
- *    padded pitch, every border, scale/bias/|.|, a band of rows; no byte
- *    but the band's outputs written.
+ *  - conv2d: every direct kernel (register-blocked with its taps as
+ *    launch parameters, square odd 3..15; register-blocked with taps in
+ *    the constant pool or device memory, odd widths to 15; its "wide"
+ *    variant, widths to 64; the generic one) and the separable row and
+ *    column passes; u8/u16/f32, interleaved components, padded pitch,
+ *    every border, scale/bias/|.|, a band of rows; no byte but the band's
+ *    outputs written.
  * tests/meson.build runs it on the emulated device too (gpu_kernels-
  * cudaemu), so that it is known to pass before a GPU runs it.
  * CF_TEST_QUICK=1: fewer, smaller cases. CF_TEST_SEED=N replays a run.
@@ -264,16 +266,39 @@ static double quantize(double v, double maxv)
   return v != v ? 0 : v <= 0 ? 0 : v >= maxv ? maxv : nearbyint(v);
 }
 
+enum { P_PARAM, P_RB, P_WIDE, P_GENERIC, P_SEPARABLE, P_COUNT };
+
 static void conv2d_case(unsigned c)
 {
   const unsigned type = (unsigned)range(0, 2), bytes = type == 2 ? 4 : type + 1;
-  const unsigned K = 2 * (unsigned)range(1, 7) + 1;
+  const int path = (int)(c % P_COUNT);
+  unsigned kh, kw;
+  switch (path) {
+  case P_PARAM:
+    kh = kw = 2 * (unsigned)range(1, 7) + 1;
+    break;
+  case P_RB: /* odd widths to 15, heights to 16, not square */
+    do {
+      kw = 2 * (unsigned)range(1, 7) + 1;
+      kh = (unsigned)range(1, 16);
+    } while (kh == kw);
+    break;
+  case P_WIDE: /* what the fixed widths do not take */
+    do {
+      kw = (unsigned)range(1, 64);
+      kh = (unsigned)range(1, 24);
+    } while (kw % 2 && kw >= 3 && kw <= 15 && kh <= 16);
+    break;
+  default:
+    kw = (unsigned)range(1, 24);
+    kh = (unsigned)range(1, 24);
+    break;
+  }
   const unsigned w = (unsigned)range(1, quick ? 300 : 700),
                  h = (unsigned)range(1, quick ? 100 : 300);
   const unsigned ncomp = (unsigned)range(1, 4),
                  comp = (unsigned)range(0, (int)ncomp - 1);
-  const int param = range(0, 2) != 0; /* the parameter path, else rb */
-  const int const_taps = range(0, 1);
+  const int const_taps = path != P_PARAM && path != P_SEPARABLE && range(0, 1);
   cf_conv2d_args a;
   memset(&a, 0, sizeof a);
   a.step = ncomp * bytes;
@@ -285,7 +310,8 @@ static void conv2d_case(unsigned c)
   a.w = w, a.h = h;
   a.row0 = range(0, 1) ? 0 : (unsigned)range(0, (int)h - 1);
   a.row1 = range(0, 1) ? h : (unsigned)range((int)a.row0 + 1, (int)h);
-  a.kh = a.kw = K, a.cy = a.cx = K / 2;
+  a.kh = kh, a.kw = kw, a.cy = kh / 2, a.cx = kw / 2;
+  a.generic = path == P_GENERIC;
   a.border = range(0, 4);
   const double maxv = type == 0 ? 255 : type == 1 ? 65535 : 1;
   a.cval = (float)(ref_rng_unit(&rng) * maxv);
@@ -293,17 +319,26 @@ static void conv2d_case(unsigned c)
   a.bias = (float)(range(0, 1) ? 0.0 : (ref_rng_unit(&rng) - 0.5) * maxv * 0.2);
   a.absolute = range(0, 3) == 0;
   snprintf(desc, sizeof desc,
-           "conv2d #%u: %s, type %u, %ux%u, comp %u of %u, pitch %zu, "
+           "conv2d #%u: %s%s, type %u, %ux%u, comp %u of %u, pitch %zu, "
            "kernel %ux%u, border %d, rows [%u, %u), scale %g, bias %g, abs %d",
            c,
-           param ? "taps as parameters"
-                 : const_taps ? "taps in the constant pool"
-                              : "taps in device memory",
-           type, w, h, comp, ncomp, a.pitch, K, K, a.border, a.row0, a.row1,
-           a.scale, a.bias, a.absolute);
-  float taps[15 * 15];
-  for (unsigned i = 0; i < K * K; i++)
-    taps[i] = (float)((ref_rng_unit(&rng) - 0.35) * 2.0 / (K * K));
+           (const char *[]){"register-blocked, taps as parameters",
+                            "register-blocked", "register-blocked, any width",
+                            "generic", "separable"}[path],
+           const_taps ? ", taps in the constant pool" : "", type, w, h, comp,
+           ncomp, a.pitch, kh, kw, a.border, a.row0, a.row1, a.scale, a.bias,
+           a.absolute);
+  /* taps, rank 1 for the separable passes (hrow x vcol) */
+  const unsigned nk = kh * kw;
+  float *taps = malloc(nk * sizeof *taps), hrow[64], vcol[64];
+  for (unsigned n = 0; n < kw; n++)
+    hrow[n] = (float)((ref_rng_unit(&rng) - 0.35) * 2.0 / kw);
+  for (unsigned m = 0; m < kh; m++)
+    vcol[m] = (float)((ref_rng_unit(&rng) - 0.35) * 2.0 / kh);
+  for (unsigned i = 0; i < nk; i++)
+    taps[i] = path == P_SEPARABLE
+                  ? (float)((double)vcol[i / kw] * hrow[i % kw])
+                  : (float)((ref_rng_unit(&rng) - 0.35) * 2.0 / nk);
   uint8_t *src = malloc(a.slot_bytes), *dst = malloc(a.slot_bytes),
           *before = malloc(a.slot_bytes);
   for (size_t i = 0; i < a.slot_bytes; i++)
@@ -315,48 +350,85 @@ static void conv2d_case(unsigned c)
                     : floor(ref_rng_unit(&rng) * (maxv + 1)));
   memcpy(before, dst, a.slot_bytes);
   uint8_t *d_src = dev(a.slot_bytes), *d_dst = dev(a.slot_bytes);
-  float *d_taps = dev(sizeof taps);
+  float *d_taps = dev(nk * sizeof(float));
   cu(cudaMemcpy(d_src, src, a.slot_bytes, cudaMemcpyHostToDevice),
      "cudaMemcpy");
   cu(cudaMemcpy(d_dst, dst, a.slot_bytes, cudaMemcpyHostToDevice),
      "cudaMemcpy");
-  cu(cudaMemcpy(d_taps, taps, sizeof taps, cudaMemcpyHostToDevice),
+  cu(cudaMemcpy(d_taps, taps, nk * sizeof(float), cudaMemcpyHostToDevice),
      "cudaMemcpy");
   size_t coff = 0;
   int placed = 0;
-  if (!param && const_taps)
-    cu(cf_k_conv2d_const_put(taps, K * K, &coff, &placed),
+  if (const_taps)
+    cu(cf_k_conv2d_const_put(taps, nk, &coff, &placed),
        "cf_k_conv2d_const_put");
   a.src = d_src, a.dst = d_dst;
-  a.taps_host = param ? taps : NULL;
-  if (param && !cf_k_conv2d_param_taps(K, K, 1))
-    case_fail("cf_k_conv2d_param_taps(%u, %u, 1) = 0", K, K);
-  cu(cf_k_conv2d(&a, d_taps, placed, coff, 0), "cf_k_conv2d");
+  /* host taps everywhere but the register-blocked path, where they
+   * would take the parameter path */
+  a.taps_host = path == P_RB ? NULL : taps;
+  const int want_kernel = path == P_PARAM     ? -1
+                          : path == P_RB      ? 1
+                          : path == P_WIDE    ? 2
+                                              : 0;
+  if (path == P_PARAM && !cf_k_conv2d_param_taps(kw, kh, 1))
+    case_fail("cf_k_conv2d_param_taps(%u, %u, 1) = 0", kw, kh);
+  if ((path == P_RB || path == P_WIDE) &&
+      (cf_k_conv2d_blocked(kw, kh) != want_kernel ||
+       cf_k_conv2d_param_taps(kw, kh, 1)))
+    case_fail("cf_k_conv2d_blocked(%u, %u) = %d, param_taps %d", kw, kh,
+              cf_k_conv2d_blocked(kw, kh), cf_k_conv2d_param_taps(kw, kh, 1));
+  if (path == P_SEPARABLE) {
+    const int vr0 = (int)a.row0 + (int)a.cy - (int)(kh - 1);
+    const unsigned nrows = a.row1 - a.row0 + kh - 1;
+    const size_t P = CF_SEP_PITCH(w);
+    float *d_h = dev(kw * sizeof(float)), *d_v = dev(kh * sizeof(float));
+    float *d_tmp = dev(nrows * P * sizeof(float)),
+          *d_acc = dev((a.row1 - a.row0) * P * sizeof(float));
+    cu(cudaMemcpy(d_h, hrow, kw * sizeof(float), cudaMemcpyHostToDevice),
+       "cudaMemcpy");
+    cu(cudaMemcpy(d_v, vcol, kh * sizeof(float), cudaMemcpyHostToDevice),
+       "cudaMemcpy");
+    cu(cf_k_conv2d_rows(&a, 0, d_h, vr0, nrows, d_tmp, 0), "cf_k_conv2d_rows");
+    cu(cf_k_conv2d_cols(&a, d_v, d_tmp, vr0, nrows, d_acc, 0, 1, 0),
+       "cf_k_conv2d_cols");
+    cu(cudaDeviceSynchronize(), "the separable passes");
+    float *fp[] = {d_h, d_v, d_tmp, d_acc};
+    for (size_t i = 0; i < sizeof fp / sizeof *fp; i++)
+      cu(cudaFree(fp[i]), "cudaFree");
+  } else {
+    cu(cf_k_conv2d(&a, d_taps, placed, coff, 0), "cf_k_conv2d");
+  }
   cu(cudaMemcpy(dst, d_dst, a.slot_bytes, cudaMemcpyDeviceToHost),
-     "cf_k_conv2d, then cudaMemcpy");
+     "the kernel, then cudaMemcpy");
   if (placed)
-    cf_k_conv2d_const_drop(coff, K * K);
+    cf_k_conv2d_const_drop(coff, nk);
   /* reference: the convolution and its sum of |terms| */
   double *xp = malloc((size_t)w * h * sizeof *xp),
          *ax = malloc((size_t)w * h * sizeof *ax),
          *yr = malloc((size_t)w * h * sizeof *yr),
-         *ay = malloc((size_t)w * h * sizeof *ay), k[225], ak[225];
+         *ay = malloc((size_t)w * h * sizeof *ay),
+         *k = malloc(nk * sizeof *k), *ak = malloc(nk * sizeof *ak);
   for (unsigned y = 0; y < h; y++)
     for (unsigned x = 0; x < w; x++) {
       xp[(size_t)y * w + x] =
           get(src + a.offset + y * a.pitch + (size_t)x * a.step, type);
       ax[(size_t)y * w + x] = fabs(xp[(size_t)y * w + x]);
     }
-  for (unsigned i = 0; i < K * K; i++)
+  for (unsigned i = 0; i < nk; i++)
     k[i] = taps[i], ak[i] = fabs(taps[i]);
-  ref2d_convolve(xp, w, h, k, K, K, (cf_border)a.border, a.cval, yr, 0);
-  ref2d_convolve(ax, w, h, ak, K, K, (cf_border)a.border, fabs(a.cval), ay, 0);
+  ref2d_convolve(xp, w, h, k, kh, kw, (cf_border)a.border, a.cval, yr, 0);
+  ref2d_convolve(ax, w, h, ak, kh, kw, (cf_border)a.border, fabs(a.cval), ay,
+                 0);
+  /* float32 sums of n terms: within n 2^-24 of the sum of |terms|; the
+   * separable passes round twice */
+  const double n_terms =
+      path == P_SEPARABLE ? 2.0 * (kh + kw) + 2 : (double)nk + kh + kw + 2;
   for (unsigned y = a.row0; y < a.row1; y++)
     for (unsigned x = 0; x < w; x++) {
       double v = yr[(size_t)y * w + x] * a.scale + a.bias;
       if (a.absolute)
         v = fabs(v);
-      const double err = (K * K + 2) * 0x1p-24 *
+      const double err = n_terms * 0x1p-24 *
                          (ay[(size_t)y * w + x] * fabs(a.scale) + fabs(a.bias));
       const double got =
           get(dst + a.offset + y * a.pitch + (size_t)x * a.step, type);
@@ -387,12 +459,13 @@ static void conv2d_case(unsigned c)
   cu(cudaFree(d_dst), "cudaFree");
   cu(cudaFree(d_taps), "cudaFree");
   free(src), free(dst), free(before), free(xp), free(ax), free(yr), free(ay);
+  free(taps), free(k), free(ak);
 }
 
 static void test_conv2d(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < (quick ? 12u : 40u); c++)
+  for (unsigned c = 0; c < (quick ? 15u : 60u); c++)
     conv2d_case(c);
 }
 
