@@ -61,14 +61,20 @@ typedef struct cf_fir1d_route {
 /* y[f * cout + o] = sum_routes sum_k h[k] x_in[*d_t + f - k] for f <
  * frames (x before time 0 is 0). const_taps != 0: `off` is into the
  * constant pool (cf_k_fir1d_const_put), else into the device array taps.
- * max_len: the longest route's len. one_route: every output has exactly
- * one route (shared and per-channel routing), which with max_len up to
- * 504 takes the streaming kernel (kernels/fir1d.cu). */
+ * max_len: the longest route's len. host_routes: NULL, or where every
+ * output has exactly one route (shared and per-channel routing) those
+ * routes in host memory, output o's at [o] (read when called): with
+ * cout <= CF_FIR1D_STREAM_COUT and max_len <= CF_FIR1D_STREAM_TAPS the
+ * streaming kernel (kernels/fir1d.cu) takes them in its launch's
+ * parameters. */
+#define CF_FIR1D_STREAM_COUT 16u
+#define CF_FIR1D_STREAM_TAPS 504u
 cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
                        size_t rmask, const unsigned long long *d_t,
                        unsigned frames, const cf_fir1d_route *routes,
                        const unsigned *route_off, unsigned max_len,
-                       const float *taps, int const_taps, int one_route,
+                       const float *taps, int const_taps,
+                       const cf_fir1d_route *host_routes,
                        cudaStream_t stream);
 /* Place n taps in the __constant__ pool shared by all engines of the
  * process: *off where they went, or *placed = 0 when the pool is full
@@ -82,7 +88,7 @@ void cf_k_fir1d_const_drop(size_t off, size_t n);
  * (bench/results/gpu-nvidia-h200-2026-11-29.md, 16M frames) 8 per thread
  * ran 1.25-1.4x faster than 16 at 16, 32 and 64 taps; longer kernels are
  * not measured yet and keep 16. Launches the streaming kernel takes
- * (one_route) have 8. cf_k_fir1d_set_width forces the tiled kernel with 8
+ * (host_routes) have 8. cf_k_fir1d_set_width forces the tiled kernel with 8
  * or 16 in every launch, 0 restores those rules. For tests and
  * benchmarks; not thread-safe against running launches. */
 #define CF_FIR1D_WIDE_MIN ((size_t)1 << 20)

@@ -21,15 +21,19 @@
 // and are collected in double, so long kernels meet the 1e-6 target.
 //
 // The streaming kernel (cf_fir1d_stream_kernel) takes launches where
-// every output has one route of at most FIR_STREAM_MAX_TAPS taps (shared
-// and per-channel routing): the tile and sums above, but a block reads
-// its route and the device time once and then walks tiles gridDim.x
-// apart, each tile's input loaded into registers while the one before is
+// every output has one route of at most CF_FIR1D_STREAM_TAPS taps (shared
+// and per-channel routing, up to CF_FIR1D_STREAM_COUT outputs): the tile
+// and sums above, but the routes come in the launch's parameters (so its
+// taps' offset is uniform: constant-pool taps are uniform loads, ULDC,
+// not LDC), a block reads the device time once and then walks tiles
+// gridDim.x apart, each tile's input loaded into registers while the one before is
 // summed. The tiled kernel's block waits on three global loads in a row
 // (time and routes, then the input) for 4 KiB of input: on the H200 it
 // moved 42-57% of the device's copy rate at 16-64 taps. Up to 64 taps its
 // sums stay in float (one chunk: the double collection rounds back to the
 // same float).
+
+#include <string.h>
 
 #include "cf_device.cuh"
 #include "cf_kernels.h"
@@ -270,7 +274,7 @@ CF_UNROLL
 
 // ---- the streaming kernel -------------------------------------------------
 
-#define FIR_STREAM_MAX_TAPS 504u // staged input within 3 float4s a thread
+#define FIR_STREAM_MAX_TAPS CF_FIR1D_STREAM_TAPS // 3 float4s a thread
 #define FIR_STREAM_CHUNKS 3
 // Resident blocks an SM the streaming kernel asks ptxas for: 8 (64
 // registers) with float sums, 6 (84) with the double collection, whose
@@ -310,14 +314,17 @@ CF_UNROLL
   }
 }
 
+// Output o's route at r[o], by value in the launch's parameters.
+struct fir_stream_routes {
+  cf_fir1d_route r[CF_FIR1D_STREAM_COUT];
+};
+
 template <bool CT, bool FSUM>
 __global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(FSUM))
     cf_fir1d_stream_kernel(float *__restrict__ y, unsigned cout,
                            const float *__restrict__ ring, size_t rmask,
                            const unsigned long long *__restrict__ d_t,
-                           unsigned frames,
-                           const cf_fir1d_route *__restrict__ routes,
-                           const unsigned *__restrict__ route_off,
+                           unsigned frames, const fir_stream_routes routes,
                            const float *__restrict__ taps)
 {
   constexpr int RB = 8;
@@ -326,7 +333,7 @@ __global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(FSUM))
   float *xs = reinterpret_cast<float *>(sm4);
   const unsigned o = blockIdx.y;
   const unsigned long long t = *d_t;
-  const cf_fir1d_route r = routes[route_off[o]];
+  const cf_fir1d_route r = routes.r[o];
   const unsigned len = r.len; // <= FIR_STREAM_MAX_TAPS, whole steps
   const unsigned pl = plane<RB>(len);
   float *hs = xs + shared_floats<RB>(len, true);
@@ -378,11 +385,13 @@ CF_UNROLL
 
 static void stream_launch(float *y, unsigned cout, const float *ring,
                           size_t rmask, const unsigned long long *d_t,
-                          unsigned frames, const cf_fir1d_route *routes,
-                          const unsigned *route_off, unsigned max_len,
-                          const float *taps, int const_taps,
+                          unsigned frames, const cf_fir1d_route *host_routes,
+                          unsigned max_len, const float *taps, int const_taps,
                           cudaStream_t stream)
 {
+  fir_stream_routes routes;
+  memset(&routes, 0, sizeof routes);
+  memcpy(routes.r, host_routes, cout * sizeof *host_routes);
   constexpr unsigned TILE = FIR_THREADS * 8;
   const bool fsum = max_len <= FIR_DCHUNK;
   const unsigned ntiles = (frames + TILE - 1) / TILE;
@@ -395,19 +404,19 @@ static void stream_launch(float *y, unsigned cout, const float *ring,
   if (const_taps && fsum)
     CF_LAUNCH(grid, FIR_THREADS, shared, stream,
               cf_fir1d_stream_kernel<true, true>)(y, cout, ring, rmask, d_t,
-                  frames, routes, route_off, taps);
+                  frames, routes, taps);
   else if (const_taps)
     CF_LAUNCH(grid, FIR_THREADS, shared, stream,
               cf_fir1d_stream_kernel<true, false>)(y, cout, ring, rmask, d_t,
-                  frames, routes, route_off, taps);
+                  frames, routes, taps);
   else if (fsum)
     CF_LAUNCH(grid, FIR_THREADS, shared, stream,
               cf_fir1d_stream_kernel<false, true>)(y, cout, ring, rmask, d_t,
-                  frames, routes, route_off, taps);
+                  frames, routes, taps);
   else
     CF_LAUNCH(grid, FIR_THREADS, shared, stream,
               cf_fir1d_stream_kernel<false, false>)(y, cout, ring, rmask,
-                  d_t, frames, routes, route_off, taps);
+                  d_t, frames, routes, taps);
 }
 
 template <int RB>
@@ -438,7 +447,8 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
                                   const cf_fir1d_route *routes,
                                   const unsigned *route_off, unsigned max_len,
                                   const float *taps, int const_taps,
-                                  int one_route, cudaStream_t stream)
+                                  const cf_fir1d_route *host_routes,
+                                  cudaStream_t stream)
 {
   if (frames == 0 || cout == 0)
     return cudaSuccess;
@@ -448,9 +458,10 @@ extern "C" cudaError_t cf_k_fir1d(float *y, unsigned cout, const float *ring,
   if (kseg < FIR_KU)
     kseg = FIR_KU;
   kseg = (kseg + FIR_KU - 1) / FIR_KU * FIR_KU; // whole steps
-  if (!forced_width && one_route && kseg <= FIR_STREAM_MAX_TAPS) {
-    stream_launch(y, cout, ring, rmask, d_t, frames, routes, route_off, kseg,
-                  taps, const_taps, stream);
+  if (!forced_width && host_routes && cout <= CF_FIR1D_STREAM_COUT &&
+      kseg <= FIR_STREAM_MAX_TAPS) {
+    stream_launch(y, cout, ring, rmask, d_t, frames, host_routes, kseg, taps,
+                  const_taps, stream);
     return cudaGetLastError();
   }
   const bool wide = forced_width ? forced_width == 16

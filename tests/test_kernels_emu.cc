@@ -561,7 +561,8 @@ static void fir1d_case(unsigned c)
            c, R.kind, R.cin, R.cout, max_len, n, nc, cap,
            placed ? ", constant taps" : "",
            width ? (width == 16 ? "tiled, 16 a thread" : "tiled, 8 a thread")
-           : one_route && max_len <= 504
+           : one_route && max_len <= CF_FIR1D_STREAM_TAPS &&
+                   R.cout <= CF_FIR1D_STREAM_COUT
                ? (blocks ? "streaming, few blocks" : "streaming")
                : "the launcher's choice (tiled)");
   for (size_t k = 0; k < nc; k++) {
@@ -575,7 +576,8 @@ static void fir1d_case(unsigned c)
                "cf_k_ring_write");
       launched(cf_k_fir1d(y.data() + done * R.cout, R.cout, ring.data(),
                           cap - 1, &t, s, routes.data(), route_off.data(),
-                          max_len, taps.data(), placed, one_route, nullptr),
+                          max_len, taps.data(), placed,
+                          one_route ? routes.data() : nullptr, nullptr),
                "cf_k_fir1d");
       launched(cf_k_time_advance(&t, s, nullptr), "cf_k_time_advance");
       done += s;

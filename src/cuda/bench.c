@@ -9,7 +9,7 @@
 typedef struct bench_mem {
   float *ring, *y, *taps;
   unsigned long long *t;
-  cf_fir1d_route *routes;
+  cf_fir1d_route *routes, *host_routes; /* one per channel */
   unsigned *off;
   cudaEvent_t a, b;
   size_t coff, cn;
@@ -67,7 +67,8 @@ static cf_status bench_run(bench_mem *m, unsigned taps, unsigned channels,
     e = cudaMemset(m->ring, 0, R * channels * sizeof(float));
   if (e == cudaSuccess)
     e = cudaMemset(m->t, 0, sizeof *m->t);
-  free(h), free(r), free(off);
+  free(h), free(off);
+  m->host_routes = r; /* the launches' (freed by the caller) */
   CF_CU(e);
   CF_CU(cudaEventCreate(&m->a));
   CF_CU(cudaEventCreate(&m->b));
@@ -77,7 +78,8 @@ static cf_status bench_run(bench_mem *m, unsigned taps, unsigned channels,
       CF_CU(cudaEventRecord(m->a, 0));
     CF_LAUNCHED(cf_k_fir1d(m->y, channels, m->ring, R - 1, m->t,
                            (unsigned)frames, m->routes, m->off,
-                           (unsigned)len, m->taps, m->placed, 1, 0));
+                           (unsigned)len, m->taps, m->placed, m->host_routes,
+                           0));
   }
   CF_CU(cudaEventRecord(m->b, 0));
   CF_CU(cudaEventSynchronize(m->b));
@@ -103,6 +105,7 @@ cf_status cf_cuda_bench_direct(unsigned taps, unsigned channels,
   cf_k_fir1d_set_width(0);
   if (m.placed)
     cf_k_fir1d_const_drop(m.coff, m.cn);
+  free(m.host_routes);
   void *p[] = {m.ring, m.y, m.taps, m.t, m.routes, m.off};
   for (size_t i = 0; i < sizeof p / sizeof *p; i++)
     if (p[i])

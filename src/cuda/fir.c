@@ -63,7 +63,10 @@ typedef struct slot {
 typedef struct bank {
   size_t lmax;
   unsigned nroutes, max_len, groups, pmax;
-  int one_route; /* direct: every output has exactly one route */
+  /* direct, where every output has exactly one route: output o's at
+   * [o], in host memory (cf_k_fir1d passes them to its streaming
+   * kernel in the launch's parameters) */
+  cf_fir1d_route *h_routes;
   unsigned *d_route_off;
   void *d_routes;
   float *d_taps; /* direct, when not in the constant pool */
@@ -124,6 +127,7 @@ static void bank_free(bank *b)
     (void)cufftDestroy(b->r2c);
     (void)cufftDestroy(b->c2r);
   }
+  free(b->h_routes);
   void *p[] = {b->d_route_off, b->d_routes, b->d_taps, b->d_H, b->d_partial,
                b->d_Y, b->d_yw, b->d_y};
   for (size_t i = 0; i < sizeof p / sizeof *p; i++)
@@ -207,9 +211,6 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
     }
   }
   off[f->cout] = e;
-  b->one_route = 1;
-  for (unsigned o = 0; s == CF_OK && o < f->cout; o++)
-    b->one_route &= off[o + 1] - off[o] == 1;
   if (s == CF_OK && ntaps <= CONST_TAPS_MAX) {
     size_t coff = 0;
     int placed = 0;
@@ -235,7 +236,13 @@ static cf_status bank_direct(cfir *f, bank *b, const cf_kernel *k,
   }
   if (s == CF_OK)
     s = upload_routes(f, b, r, (e ? e : 1) * sizeof *r, off);
-  free(r);
+  int one_route = s == CF_OK;
+  for (unsigned o = 0; one_route && o < f->cout; o++)
+    one_route = off[o + 1] - off[o] == 1;
+  if (one_route) /* then r[o] is output o's route: kept */
+    b->h_routes = r;
+  else
+    free(r);
   free(off);
   return s;
 }
@@ -348,7 +355,7 @@ static cf_status bank_run(cfir *f, const bank *b, float *dst, size_t m,
   if (!f->ols) {
     CF_LAUNCHED(cf_k_fir1d(dst, f->cout, f->d_ring, f->rmask, f->d_t,
                            (unsigned)m, b->d_routes, b->d_route_off,
-                           b->max_len, b->d_taps, b->in_const, b->one_route,
+                           b->max_len, b->d_taps, b->in_const, b->h_routes,
                            st));
     return CF_OK;
   }

@@ -175,7 +175,7 @@ static void fir_case(unsigned c)
   cf_k_fir1d_set_width(variant == 2 ? 8 : variant == 3 ? 16 : 0);
   cf_k_fir1d_set_stream_blocks(blocks);
   cu(cf_k_fir1d(d_y, cout, d_ring, R - 1, d_t, (unsigned)frames, d_routes,
-                d_off, lmax, d_taps, placed, 1, 0),
+                d_off, lmax, d_taps, placed, routes, 0),
      "cf_k_fir1d");
   cf_k_fir1d_set_width(0);
   cf_k_fir1d_set_stream_blocks(0);
