@@ -98,6 +98,11 @@ void cf_k_fir1d_set_width(int per_thread);
  * the launch's tiles that many apart), or 0: its rule (about 1024 blocks
  * a launch). For tests; not thread-safe against running launches. */
 void cf_k_fir1d_set_stream_blocks(unsigned per_output);
+/* The streaming kernel's outputs per thread: 16 (in launches whose
+ * routes have at most 64 taps; others keep 8), 8, or 0: 8, its rule until
+ * a GPU has measured 16 (bench_gpu_audio's variant stream-16). For tests
+ * and benchmarks; not thread-safe against running launches. */
+void cf_k_fir1d_set_stream_width(int per_thread);
 
 /* Uniformly partitioned overlap-save (kernels/ols.cu), block B, FFT size
  * 2B, bins = B + 1; spectra are float2 (cufftComplex). */

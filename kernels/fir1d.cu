@@ -274,40 +274,52 @@ CF_UNROLL
 
 // ---- the streaming kernel -------------------------------------------------
 
-#define FIR_STREAM_MAX_TAPS CF_FIR1D_STREAM_TAPS // 3 float4s a thread
-#define FIR_STREAM_CHUNKS 3
-// Resident blocks an SM the streaming kernel asks ptxas for: 8 (64
-// registers) with float sums, 6 (84) with the double collection, whose
-// 16 more registers spilled at 64 on sm_90.
-#define FIR_STREAM_MIN_BLOCKS(fsum) ((fsum) ? 8 : 6)
+#define FIR_STREAM_MAX_TAPS CF_FIR1D_STREAM_TAPS
+// Resident blocks an SM the streaming kernel asks ptxas for: with 8
+// outputs a thread, 8 (64 registers) with float sums, 6 (84) with the
+// double collection, whose 16 more registers spilled at 64 on sm_90;
+// with 16 (float sums only), 6.
+#define FIR_STREAM_MIN_BLOCKS(rb, fsum) ((rb) == 8 && (fsum) ? 8 : 6)
 // Blocks of a launch, all outputs together: about as many as are
 // resident on the 132 SMs of an H100/H200 (fewer tiles: a block a tile).
-#define FIR_STREAM_BLOCKS(fsum) (128u * FIR_STREAM_MIN_BLOCKS(fsum))
-static_assert(staged<8>(FIR_STREAM_MAX_TAPS) / 4 <=
-                  FIR_STREAM_CHUNKS * FIR_THREADS,
+#define FIR_STREAM_BLOCKS(rb, fsum) (128u * FIR_STREAM_MIN_BLOCKS(rb, fsum))
+// The longest route of each width: 16 outputs a thread only with float
+// sums (one chunk of taps).
+template <int RB> __host__ __device__ constexpr unsigned stream_max_taps()
+{
+  return RB == 8 ? FIR_STREAM_MAX_TAPS : FIR_DCHUNK;
+}
+// Prefetch registers: float4 chunks a thread of the largest tile.
+template <int RB> __host__ __device__ constexpr int stream_chunks()
+{
+  return (int)((staged<RB>(stream_max_taps<RB>()) / 4 + FIR_THREADS - 1) /
+               FIR_THREADS);
+}
+static_assert(stream_chunks<8>() == 3 && stream_chunks<16>() == 5,
               "the streaming kernel's prefetch registers");
 static_assert(FIR_STREAM_MAX_TAPS % FIR_KU == 0, "whole steps");
 
 // Blocks per output in every streaming launch, or 0 (the rule above):
-// cf_k_fir1d_set_stream_blocks, for the tests.
+// cf_k_fir1d_set_stream_blocks, for the tests. Outputs per thread, or 0
+// (8): cf_k_fir1d_set_stream_width, for the tests and benchmarks.
 static unsigned forced_blocks;
+static int forced_stream_width;
 
 // Tile `tile`'s staged input (the route's taps reach back len - 1
 // samples) into pre: chunk threadIdx.x + k FIR_THREADS in pre[k].
-__device__ __forceinline__ void stream_load(const float *xr, unsigned rm,
-                                            unsigned long long t,
-                                            unsigned tile, unsigned len,
-                                            unsigned nch,
-                                            float4 (&pre)[FIR_STREAM_CHUNKS])
+template <int RB>
+__device__ __forceinline__ void
+stream_load(const float *xr, unsigned rm, unsigned long long t, unsigned tile,
+            unsigned len, unsigned nch, float4 (&pre)[stream_chunks<RB>()])
 {
-  constexpr unsigned TILE = FIR_THREADS * 8;
+  constexpr unsigned TILE = FIR_THREADS * RB;
   const long long base = (long long)(t + (unsigned long long)tile * TILE) -
                          (long long)(len - 1);
   const unsigned nst = TILE + len - 1;
   const unsigned r0 = (unsigned)((unsigned long long)base & rm);
   const unsigned lead = base >= 0 ? 0u : (unsigned)min(-base, (long long)nst);
 CF_UNROLL
-  for (int k = 0; k < FIR_STREAM_CHUNKS; k++) {
+  for (int k = 0; k < stream_chunks<RB>(); k++) {
     const unsigned c = threadIdx.x + (unsigned)k * FIR_THREADS;
     if (c < nch)
       pre[k] = load_chunk(xr, r0, rm, lead, nst, c);
@@ -319,22 +331,23 @@ struct fir_stream_routes {
   cf_fir1d_route r[CF_FIR1D_STREAM_COUT];
 };
 
-template <bool CT, bool FSUM>
-__global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(FSUM))
+template <int RB, bool CT, bool FSUM>
+__global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(RB, FSUM))
     cf_fir1d_stream_kernel(float *__restrict__ y, unsigned cout,
                            const float *__restrict__ ring, size_t rmask,
                            const unsigned long long *__restrict__ d_t,
                            unsigned frames, const fir_stream_routes routes,
                            const float *__restrict__ taps)
 {
-  constexpr int RB = 8;
+  static_assert(RB == 8 || FSUM, "16 outputs a thread: float sums only");
   constexpr unsigned TILE = FIR_THREADS * RB;
+  constexpr int NC = stream_chunks<RB>();
   CF_DYN_SHARED(float4, sm4); // float4: the window loads are aligned
   float *xs = reinterpret_cast<float *>(sm4);
   const unsigned o = blockIdx.y;
   const unsigned long long t = *d_t;
   const cf_fir1d_route r = routes.r[o];
-  const unsigned len = r.len; // <= FIR_STREAM_MAX_TAPS, whole steps
+  const unsigned len = r.len; // <= stream_max_taps<RB>(), whole steps
   const unsigned pl = plane<RB>(len);
   float *hs = xs + shared_floats<RB>(len, true);
   const float *xr = ring + (size_t)r.in * (rmask + 1);
@@ -346,20 +359,20 @@ __global__ void __launch_bounds__(FIR_THREADS, FIR_STREAM_MIN_BLOCKS(FSUM))
     for (unsigned i = threadIdx.x; i < len; i += FIR_THREADS)
       hs[i] = taps[r.off + i];
   const float *h = CT ? cf_c_taps + r.off : hs;
-  float4 pre[FIR_STREAM_CHUNKS];
+  float4 pre[NC];
   unsigned tile = blockIdx.x;
-  stream_load(xr, rm, t, tile, len, nch, pre); // blockIdx.x < ntiles
+  stream_load<RB>(xr, rm, t, tile, len, nch, pre); // blockIdx.x < ntiles
   for (; tile < ntiles; tile += gridDim.x) {
     __syncthreads(); // the last tile's sums are done with xs
 CF_UNROLL
-    for (int k = 0; k < FIR_STREAM_CHUNKS; k++) {
+    for (int k = 0; k < NC; k++) {
       const unsigned c = threadIdx.x + (unsigned)k * FIR_THREADS;
       if (c < nch)
         *reinterpret_cast<float4 *>(chunk<RB>(xs, pl, c)) = pre[k];
     }
     __syncthreads();
     if (tile + gridDim.x < ntiles) // in flight while this tile is summed
-      stream_load(xr, rm, t, tile + gridDim.x, len, nch, pre);
+      stream_load<RB>(xr, rm, t, tile + gridDim.x, len, nch, pre);
     float out[RB];
     if (FSUM) {
       chunk_sums<RB>(xs, pl, b, len, 0, h, out);
@@ -383,6 +396,26 @@ CF_UNROLL
   }
 }
 
+template <int RB, bool CT, bool FSUM>
+static void stream_launch_as(float *y, unsigned cout, const float *ring,
+                             size_t rmask, const unsigned long long *d_t,
+                             unsigned frames,
+                             const fir_stream_routes &routes,
+                             unsigned max_len, const float *taps,
+                             cudaStream_t stream)
+{
+  constexpr unsigned TILE = FIR_THREADS * RB;
+  const unsigned ntiles = (frames + TILE - 1) / TILE;
+  unsigned per = forced_blocks ? forced_blocks
+                               : FIR_STREAM_BLOCKS(RB, FSUM) / cout;
+  per = per < 1 ? 1 : per > ntiles ? ntiles : per;
+  const dim3 grid(per, cout);
+  const size_t shared = (size_t)shared_floats<RB>(max_len, CT) * sizeof(float);
+  CF_LAUNCH(grid, FIR_THREADS, shared, stream,
+            cf_fir1d_stream_kernel<RB, CT, FSUM>)(y, cout, ring, rmask, d_t,
+                                                  frames, routes, taps);
+}
+
 static void stream_launch(float *y, unsigned cout, const float *ring,
                           size_t rmask, const unsigned long long *d_t,
                           unsigned frames, const cf_fir1d_route *host_routes,
@@ -392,31 +425,27 @@ static void stream_launch(float *y, unsigned cout, const float *ring,
   fir_stream_routes routes;
   memset(&routes, 0, sizeof routes);
   memcpy(routes.r, host_routes, cout * sizeof *host_routes);
-  constexpr unsigned TILE = FIR_THREADS * 8;
   const bool fsum = max_len <= FIR_DCHUNK;
-  const unsigned ntiles = (frames + TILE - 1) / TILE;
-  unsigned per =
-      forced_blocks ? forced_blocks : FIR_STREAM_BLOCKS(fsum) / cout;
-  per = per < 1 ? 1 : per > ntiles ? ntiles : per;
-  const dim3 grid(per, cout);
-  const size_t shared =
-      (size_t)shared_floats<8>(max_len, const_taps != 0) * sizeof(float);
-  if (const_taps && fsum)
-    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
-              cf_fir1d_stream_kernel<true, true>)(y, cout, ring, rmask, d_t,
-                  frames, routes, taps);
+  // 8 outputs a thread unless 16 is asked for and the taps fit
+  const bool w16 = forced_stream_width == 16 && fsum;
+  if (w16 && const_taps)
+    stream_launch_as<16, true, true>(y, cout, ring, rmask, d_t, frames,
+                                     routes, max_len, taps, stream);
+  else if (w16)
+    stream_launch_as<16, false, true>(y, cout, ring, rmask, d_t, frames,
+                                      routes, max_len, taps, stream);
+  else if (const_taps && fsum)
+    stream_launch_as<8, true, true>(y, cout, ring, rmask, d_t, frames, routes,
+                                    max_len, taps, stream);
   else if (const_taps)
-    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
-              cf_fir1d_stream_kernel<true, false>)(y, cout, ring, rmask, d_t,
-                  frames, routes, taps);
+    stream_launch_as<8, true, false>(y, cout, ring, rmask, d_t, frames,
+                                     routes, max_len, taps, stream);
   else if (fsum)
-    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
-              cf_fir1d_stream_kernel<false, true>)(y, cout, ring, rmask, d_t,
-                  frames, routes, taps);
+    stream_launch_as<8, false, true>(y, cout, ring, rmask, d_t, frames,
+                                     routes, max_len, taps, stream);
   else
-    CF_LAUNCH(grid, FIR_THREADS, shared, stream,
-              cf_fir1d_stream_kernel<false, false>)(y, cout, ring, rmask,
-                  d_t, frames, routes, taps);
+    stream_launch_as<8, false, false>(y, cout, ring, rmask, d_t, frames,
+                                      routes, max_len, taps, stream);
 }
 
 template <int RB>
@@ -486,6 +515,11 @@ extern "C" void cf_k_fir1d_set_stream_blocks(unsigned per_output)
   forced_blocks = per_output;
 }
 
+extern "C" void cf_k_fir1d_set_stream_width(int per_thread)
+{
+  forced_stream_width = per_thread == 8 || per_thread == 16 ? per_thread : 0;
+}
+
 extern "C" cudaError_t cf_k_fir1d_const_put(const float *host_taps, size_t n,
                                  size_t *off, int *placed)
 {
@@ -502,7 +536,10 @@ extern "C" cudaError_t cf_k_fir1d_preload(void)
   return cf_preload_all(
       cf_fir1d_kernel<8, true>, cf_fir1d_kernel<8, false>,
       cf_fir1d_kernel<16, true>, cf_fir1d_kernel<16, false>,
-      cf_fir1d_stream_kernel<true, true>, cf_fir1d_stream_kernel<true, false>,
-      cf_fir1d_stream_kernel<false, true>,
-      cf_fir1d_stream_kernel<false, false>);
+      cf_fir1d_stream_kernel<8, true, true>,
+      cf_fir1d_stream_kernel<8, true, false>,
+      cf_fir1d_stream_kernel<8, false, true>,
+      cf_fir1d_stream_kernel<8, false, false>,
+      cf_fir1d_stream_kernel<16, true, true>,
+      cf_fir1d_stream_kernel<16, false, true>);
 }

@@ -507,8 +507,11 @@ static void fir1d_case(unsigned c)
   // kernel with 16 or 8 outputs per thread in every launch
   const int width = bits() % 3 ? 0 : bits() % 2 ? 16 : 8;
   const unsigned blocks = bits() % 2 ? 0 : (unsigned)range(1, 3);
+  // the streaming kernel's 16 outputs a thread (up to 64 taps), or 8
+  const int swidth = bits() % 2 ? 16 : 0;
   cf_k_fir1d_set_width(width);
   cf_k_fir1d_set_stream_blocks(blocks);
+  cf_k_fir1d_set_stream_width(swidth);
   // taps padded to CF_FIR1D_TAP_PAD, routes per output
   std::vector<float> taps;
   std::vector<unsigned long long> koff;
@@ -563,7 +566,11 @@ static void fir1d_case(unsigned c)
            width ? (width == 16 ? "tiled, 16 a thread" : "tiled, 8 a thread")
            : one_route && max_len <= CF_FIR1D_STREAM_TAPS &&
                    R.cout <= CF_FIR1D_STREAM_COUT
-               ? (blocks ? "streaming, few blocks" : "streaming")
+               ? (swidth && max_len <= 64
+                      ? (blocks ? "streaming 16 a thread, few blocks"
+                                : "streaming 16 a thread")
+                      : blocks ? "streaming, few blocks"
+                               : "streaming")
                : "the launcher's choice (tiled)");
   for (size_t k = 0; k < nc; k++) {
     size_t m = sizes[k] > 4096 ? 4096 : sizes[k];
@@ -590,6 +597,7 @@ static void fir1d_case(unsigned c)
     cf_k_fir1d_const_drop(off, taps.size());
   cf_k_fir1d_set_width(0);
   cf_k_fir1d_set_stream_blocks(0);
+  cf_k_fir1d_set_stream_width(0);
   if (t != n)
     emu_fail("the device time is %llu after %zu frames", t, n);
   check_audio("fir1d", y, routed_reference(R, x, n), R.cout, n);

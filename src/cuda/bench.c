@@ -90,19 +90,24 @@ static cf_status bench_run(bench_mem *m, unsigned taps, unsigned channels,
 }
 
 cf_status cf_cuda_bench_direct(unsigned taps, unsigned channels,
-                               size_t frames, int const_taps, int per_thread,
+                               size_t frames, int const_taps,
+                               cf_bench_fir which,
                                int iters, double *seconds)
 {
   bench_mem m = {0};
   if (taps == 0 || channels == 0 || frames == 0 || frames > 0xffffffffu ||
-      (per_thread != 0 && per_thread != 8 && per_thread != 16))
+      (unsigned)which > (unsigned)CF_BENCH_FIR_TILED16)
     return cf_fail(CF_E_INVALID, "bench: bad sizes");
   cf_status s = cf_cuda_preload(); /* not timed: no first-launch load */
   if (s != CF_OK)
     return s;
-  cf_k_fir1d_set_width(per_thread);
+  cf_k_fir1d_set_width(which == CF_BENCH_FIR_TILED8    ? 8
+                       : which == CF_BENCH_FIR_TILED16 ? 16
+                                                       : 0);
+  cf_k_fir1d_set_stream_width(which == CF_BENCH_FIR_STREAM16 ? 16 : 0);
   s = bench_run(&m, taps, channels, frames, const_taps, iters, seconds);
   cf_k_fir1d_set_width(0);
+  cf_k_fir1d_set_stream_width(0);
   if (m.placed)
     cf_k_fir1d_const_drop(m.coff, m.cn);
   free(m.host_routes);

@@ -10,13 +10,17 @@
 /* Run kernels/fir1d.cu `iters` times over `frames` frames of `channels`
  * device-resident channels (shared kernel of `taps` random taps; with
  * const_taps, in the constant pool when they fit, else in device memory,
- * which the kernel stages in shared memory; per_thread: the tiled kernel
- * with 8 or 16 outputs per thread, 0 for the launcher's choice, the
- * streaming kernel up to 504 taps) and return the mean seconds per run,
- * measured with CUDA events. */
+ * which the kernel stages in shared memory; which: the kernel) and
+ * return the mean seconds per run, measured with CUDA events. */
+typedef enum cf_bench_fir {
+  CF_BENCH_FIR_AUTO,     /* the launcher's choice (streaming to 504 taps) */
+  CF_BENCH_FIR_STREAM16, /* streaming, 16 outputs a thread (to 64 taps) */
+  CF_BENCH_FIR_TILED8,   /* the tiled kernel, 8 outputs a thread */
+  CF_BENCH_FIR_TILED16,  /* the tiled kernel, 16 outputs a thread */
+} cf_bench_fir;
 __attribute__((visibility("default"))) cf_status
 cf_cuda_bench_direct(unsigned taps, unsigned channels, size_t frames,
-                     int const_taps, int per_thread, int iters,
+                     int const_taps, cf_bench_fir which, int iters,
                      double *seconds);
 
 #endif

@@ -6,7 +6,7 @@
  * sizes too large for those tools:
  *  - fir1d: the streaming kernel with a few blocks per output walking
  *    many tiles (each tile's input loaded while the one before is summed),
- *    its float (up to 64 taps) and double sums, taps in the constant pool
+ *    8 or 16 outputs a thread, its float (up to 64 taps) and double sums, taps in the constant pool
  *    or staged from device memory; the tiled kernel, 8 and 16 outputs per
  *    thread; a ring that wraps, and times before 0;
  *  - conv2d: every direct kernel (register-blocked with its taps as
@@ -111,16 +111,18 @@ static void fir_case(unsigned c)
     R <<= 1;
   const int variant = range(0, 3); /* 0, 1 streaming; 2 tiled 8; 3 tiled 16 */
   const unsigned blocks = variant == 1 ? (unsigned)range(1, 4) : 0;
+  const int swidth = variant < 2 && range(0, 1) ? 16 : 0;
   int const_taps = range(0, 1);
   snprintf(desc, sizeof desc,
            "fir1d #%u: %s, %u channels, longest %u taps, %zu frames from "
-           "time %llu, ring %zu, %s%s",
+           "time %llu, ring %zu, %s%s%s",
            c, per_channel ? "per-channel" : "shared", cin, lmax, frames,
            t0, R,
            variant == 0   ? "streaming"
            : variant == 1 ? "streaming, few blocks"
            : variant == 2 ? "tiled, 8 a thread"
                           : "tiled, 16 a thread",
+           swidth && lmax <= 64 ? ", 16 a thread" : "",
            const_taps ? ", constant taps" : "");
 
   /* input x_i(time) for times [t0 - lmax, t0 + frames), 0 before 0;
@@ -174,11 +176,13 @@ static void fir_case(unsigned c)
   cu(cudaMemset(d_y, 0xff, frames * cout * sizeof(float)), "cudaMemset");
   cf_k_fir1d_set_width(variant == 2 ? 8 : variant == 3 ? 16 : 0);
   cf_k_fir1d_set_stream_blocks(blocks);
+  cf_k_fir1d_set_stream_width(swidth);
   cu(cf_k_fir1d(d_y, cout, d_ring, R - 1, d_t, (unsigned)frames, d_routes,
                 d_off, lmax, d_taps, placed, routes, 0),
      "cf_k_fir1d");
   cf_k_fir1d_set_width(0);
   cf_k_fir1d_set_stream_blocks(0);
+  cf_k_fir1d_set_stream_width(0);
   float *y = malloc(frames * cout * sizeof *y);
   cu(cudaMemcpy(y, d_y, frames * cout * sizeof(float), cudaMemcpyDeviceToHost),
      "cf_k_fir1d, then cudaMemcpy");
