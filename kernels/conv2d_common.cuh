@@ -96,6 +96,27 @@ CF_HD inline void store_pixel(const cf_conv2d_args &a, unsigned x,
     *(unsigned short *)p = (unsigned short)v;
 }
 
+// A thread's RY x RX adjacent outputs of a register-blocked tile at (x0,
+// y0), the thread's first (x0 + tx RX, y0 + ty RY): those in the frame and
+// in the band (rows below row1).
+template <int RY, int RX>
+CF_HD inline void tile_store(const cf_conv2d_args &a, int x0, int y0, int tx,
+                             int ty, const float (&acc)[RY][RX])
+{
+CF_UNROLL
+  for (int j = 0; j < RY; j++) {
+    const unsigned y = (unsigned)(y0 + ty * RY + j);
+    if (y >= a.row1)
+      break;
+CF_UNROLL
+    for (int i = 0; i < RX; i++) {
+      const unsigned x = (unsigned)(x0 + tx * RX + i);
+      if (x < a.w)
+        store_pixel(a, x, y, acc[j][i]);
+    }
+  }
+}
+
 // Staged rows a tile reads: s[r] serves output rows li = r - (mc - 1) +
 // mm (mm < mc) of the tile, and only li < left = row1 - y0 are stored.
 CF_HD constexpr int tile_rows_read(int sh, int mc, int left)

@@ -285,23 +285,11 @@ CF_HD inline void rbw_compute(const float *sm, int tx, int ty, int mc,
     rbw_row<false>(row + q * sw, q, mc, kw, tap, acc);
 }
 
-// The thread's outputs of the tile at (x0, y0) that are in the frame and
-// in the band (rows below row1).
+// The thread's outputs of the tile at (x0, y0).
 CF_HD inline void rb_store(const cf_conv2d_args &a, int x0, int y0, int tx,
                            int ty, const float (&acc)[RB_RY][RB_RX])
 {
-CF_UNROLL
-  for (int j = 0; j < RB_RY; j++) {
-    const unsigned y = (unsigned)(y0 + ty * RB_RY + j);
-    if (y >= a.row1)
-      break;
-CF_UNROLL
-    for (int i = 0; i < RB_RX; i++) {
-      const unsigned x = (unsigned)(x0 + tx * RB_RX + i);
-      if (x < a.w)
-        store_pixel(a, x, y, acc[j][i]);
-    }
-  }
+  tile_store<RB_RY, RB_RX>(a, x0, y0, tx, ty, acc);
 }
 
 #endif

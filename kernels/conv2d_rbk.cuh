@@ -167,23 +167,11 @@ CF_UNROLL
   }
 }
 
-// The thread's outputs of the tile at (x0, y0) that are in the frame and
-// in the band (rows below row1).
+// The thread's outputs of the tile at (x0, y0).
 CF_HD inline void rbk_store(const cf_conv2d_args &a, int x0, int y0, int tx,
                             int ty, const float (&acc)[RBK_RY][RBK_RX])
 {
-CF_UNROLL
-  for (int j = 0; j < RBK_RY; j++) {
-    const unsigned y = (unsigned)(y0 + ty * RBK_RY + j);
-    if (y >= a.row1)
-      break;
-CF_UNROLL
-    for (int i = 0; i < RBK_RX; i++) {
-      const unsigned x = (unsigned)(x0 + tx * RBK_RX + i);
-      if (x < a.w)
-        store_pixel(a, x, y, acc[j][i]);
-    }
-  }
+  tile_store<RBK_RY, RBK_RX>(a, x0, y0, tx, ty, acc);
 }
 
 #endif

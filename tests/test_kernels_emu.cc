@@ -47,6 +47,7 @@ extern "C" {
 #include "ref.h"
 #include "ref2d.h"
 }
+#include "kernel_samples.h"
 
 #include "cf_kernels.h"
 #include "conv2d_rb.cuh"
@@ -89,33 +90,6 @@ static void launched(cudaError_t e, const char *what)
 }
 
 // ---- video ------------------------------------------------------------------
-
-static double get(const uint8_t *p, unsigned type)
-{
-  if (type == 0)
-    return *p;
-  if (type == 1) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-  }
-  float f;
-  memcpy(&f, p, 4);
-  return f;
-}
-
-static void put(uint8_t *p, unsigned type, double v)
-{
-  if (type == 0)
-    *p = (uint8_t)v;
-  else if (type == 1) {
-    uint16_t u = (uint16_t)v;
-    memcpy(p, &u, 2);
-  } else {
-    float f = (float)v;
-    memcpy(p, &f, 4);
-  }
-}
 
 enum { PATH_BLOCKED, PATH_GENERIC, PATH_SEPARABLE, PATH_WIDE, PATH_PARAM };
 
@@ -220,7 +194,7 @@ static void conv2d_case(unsigned c, int path)
                      (size_t)x * a.step;
         double v = type == 2 ? (need[y] ? unit() * 2 - 1 : NAN)
                              : floor(unit() * (maxv + 1));
-        put(p, type, v);
+        sample_put(p, type, v);
       }
   // floats: in half the cases a few Inf or NaN in read rows, which must
   // reach exactly the outputs whose window holds them
@@ -232,7 +206,7 @@ static void conv2d_case(unsigned c, int path)
                      x = (unsigned)range(0, (int)w - 1);
       if (!need[y])
         continue;
-      put(src.data() + s * a.slot_bytes + a.offset + y * a.pitch +
+      sample_put(src.data() + s * a.slot_bytes + a.offset + y * a.pitch +
               (size_t)x * a.step,
           type, bits() % 3 ? (bits() % 2 ? INFINITY : -INFINITY) : NAN);
       nbad++;
@@ -299,7 +273,7 @@ static void conv2d_case(unsigned c, int path)
     const uint8_t *base = src.data() + slot * a.slot_bytes + a.offset;
     for (unsigned r = 0; r < h; r++)
       for (unsigned q = 0; q < w; q++) {
-        double v = get(base + r * a.pitch + (size_t)q * a.step, type);
+        double v = sample_get(base + r * a.pitch + (size_t)q * a.step, type);
         x[(size_t)r * w + q] = v;
         ax[(size_t)r * w + q] = fabs(v);
       }
@@ -325,7 +299,7 @@ static void conv2d_case(unsigned c, int path)
         v = fabs(v);
       const double err = n_terms * 0x1p-24 *
                          (ay[(size_t)r * w + q] * fabs(a.scale) + fabs(a.bias));
-      const double got = get(&dst[o], type);
+      const double got = sample_get(&dst[o], type);
       if (type == 2) {
         if (!std::isfinite(v)) { // its window holds an Inf or a NaN
           if (std::isfinite(got))

@@ -38,6 +38,7 @@
 
 #include "../ref.h"
 #include "../ref2d.h"
+#include "../kernel_samples.h"
 
 static ref_rng rng;
 static uint64_t seed;
@@ -237,33 +238,6 @@ static void test_fir1d(void **state)
 
 /* ---- conv2d ----------------------------------------------------------- */
 
-static double get(const uint8_t *p, unsigned type)
-{
-  if (type == 0)
-    return *p;
-  if (type == 1) {
-    uint16_t u;
-    memcpy(&u, p, 2);
-    return u;
-  }
-  float f;
-  memcpy(&f, p, 4);
-  return f;
-}
-
-static void put(uint8_t *p, unsigned type, double v)
-{
-  if (type == 0)
-    *p = (uint8_t)v;
-  else if (type == 1) {
-    uint16_t u = (uint16_t)v;
-    memcpy(p, &u, 2);
-  } else {
-    float f = (float)v;
-    memcpy(p, &f, 4);
-  }
-}
-
 /* The integer a float32 sum within err of v may store. */
 static double quantize(double v, double maxv)
 {
@@ -349,7 +323,7 @@ static void conv2d_case(unsigned c)
     src[i] = (uint8_t)ref_rng_u64(&rng), dst[i] = (uint8_t)ref_rng_u64(&rng);
   for (unsigned y = 0; y < h; y++)
     for (unsigned x = 0; x < w; x++)
-      put(src + a.offset + y * a.pitch + (size_t)x * a.step, type,
+      sample_put(src + a.offset + y * a.pitch + (size_t)x * a.step, type,
           type == 2 ? ref_rng_unit(&rng) * 2 - 1
                     : floor(ref_rng_unit(&rng) * (maxv + 1)));
   memcpy(before, dst, a.slot_bytes);
@@ -415,7 +389,7 @@ static void conv2d_case(unsigned c)
   for (unsigned y = 0; y < h; y++)
     for (unsigned x = 0; x < w; x++) {
       xp[(size_t)y * w + x] =
-          get(src + a.offset + y * a.pitch + (size_t)x * a.step, type);
+          sample_get(src + a.offset + y * a.pitch + (size_t)x * a.step, type);
       ax[(size_t)y * w + x] = fabs(xp[(size_t)y * w + x]);
     }
   for (unsigned i = 0; i < nk; i++)
@@ -435,7 +409,7 @@ static void conv2d_case(unsigned c)
       const double err = n_terms * 0x1p-24 *
                          (ay[(size_t)y * w + x] * fabs(a.scale) + fabs(a.bias));
       const double got =
-          get(dst + a.offset + y * a.pitch + (size_t)x * a.step, type);
+          sample_get(dst + a.offset + y * a.pitch + (size_t)x * a.step, type);
       if (type == 2) {
         if (!(fabs(got - v) <= err + 0x1p-24 * fabs(v)))
           case_fail("pixel (%u, %u): %.9g, reference %.9g (allowed %.3g)", x, y,
