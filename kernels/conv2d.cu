@@ -20,8 +20,9 @@
 //
 // Register-blocked with the taps as parameters (conv2d_rbk.cuh): square
 // odd kernels 3..15 of one slice, when the caller has the taps in host
-// memory (args.taps_host): every loop unrolled, each tap an operand of
-// its FFMAs, threads of 4 x 4 outputs.
+// memory (args.taps_host): every loop unrolled, the taps at constant
+// offsets of the launch's parameters (uniform registers), threads of
+// 4 x 4 outputs.
 //
 // Separable: a row pass into a float band (kh - 1 rows of halo) and a
 // column pass that stores, both with the same border and store rules.
