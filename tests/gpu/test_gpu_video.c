@@ -560,7 +560,8 @@ static void test_paths(void **state)
 }
 
 /* Kernel swaps to a kernel of the same shape on the same path (direct
- * with taps in constant and in global memory, separable, FFT with one
+ * with taps in constant and in global memory and in the launches'
+ * parameters, separable, FFT with one
  * and two slices; live and pipelined): the frames before and after equal
  * the CPU engine's with the same swap, and on the emulated device the
  * swap allocates, frees and plans nothing (a cudaFree waits for the whole
@@ -575,6 +576,7 @@ static void test_same_shape_swap(void **state)
     const char *path; /* in the description */
   } cases[] = {
       {CF_ALGO2D_DIRECT, 1, 5, 7, 0, "constant memory"},
+      {CF_ALGO2D_DIRECT, 1, 7, 7, 0, "launch parameters"},
       {CF_ALGO2D_DIRECT, 1, 91, 91, 0, "taps in global memory"},
       {CF_ALGO2D_SEPARABLE, 2, 9, 5, 1, "separable"},
       {CF_ALGO2D_FFT, 1, 9, 9, 0, "fft"},
