@@ -3583,6 +3583,141 @@ static void test_apply_resample(void **state)
 #endif
 }
 
+/* Audio whose rate or channel count changes part way (files joined end to
+ * end, a broadcast recording): resampled and remixed to the start's, as
+ * ffmpeg's filters have it, with a note, the filter going on through the
+ * change. Two MP2 files (MPEG audio frames: joined, they decode as one
+ * stream whose frames change rate) made here from tones: 32 kHz mono
+ * 1 kHz, then 48 kHz (mono, or stereo with the tone in both channels)
+ * 2 kHz; filtered through a short kernel, written at 32 kHz mono. The
+ * tones' amplitudes in the output's two parts against the kernel's
+ * float64 response at 32 kHz (MP2 is lossy: 0.5 dB; stereo downmixed as
+ * ffmpeg's -ac 1 does), and nothing of each tone in the other's part.
+ * It was refused ("not supported"). */
+static void test_apply_rate_change(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  static const float h[5] = {0.5f, 0.25f, -0.125f, 0.0625f, 0.03125f};
+  char one[PATH_MAX], kpath[PATH_MAX], wa[PATH_MAX], wb[PATH_MAX],
+      ma[PATH_MAX], mb[PATH_MAX], joined[PATH_MAX], outp[PATH_MAX];
+  const float unit = 1.0f;
+  tmp_path(one, sizeof one, "rc-one.txt");
+  tmp_path(kpath, sizeof kpath, "rc-k.txt");
+  tmp_path(wa, sizeof wa, "rc-a.wav");
+  tmp_path(wb, sizeof wb, "rc-b.wav");
+  tmp_path(ma, sizeof ma, "rc-a.mp2");
+  tmp_path(mb, sizeof mb, "rc-b.mp2");
+  tmp_path(joined, sizeof joined, "rc-ab.mp2");
+  tmp_path(outp, sizeof outp, "rc-out.wav");
+  write_text_kernel(one, &unit, 1);
+  write_text_kernel(kpath, h, 5);
+  /* 6.5 s, then 0.6 s: avformat_find_stream_info decodes the first
+   * seconds of raw MPEG audio, and the stream's rate is the last frame
+   * it decoded (ffmpeg's too): the start's here */
+  enum { NA = 208000, NB = 28800 };
+  const double amp_a = 0.4, amp_b = 0.3, fa = 1000.0, fb = 2000.0;
+  for (int stereo = 0; stereo < 2; stereo++) {
+    float *x = malloc(NA * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < NA; i++)
+      x[i] = (float)(amp_a * sin(2.0 * M_PI * fa * (double)i / 32000.0));
+    write_wav(wa, W_F32, 32000, 1, x, NA);
+    const unsigned chb = stereo ? 2 : 1;
+    for (size_t i = 0; i < NB; i++)
+      for (unsigned c = 0; c < chb; c++)
+        x[i * chb + c] =
+            (float)(amp_b * sin(2.0 * M_PI * fb * (double)i / 48000.0));
+    write_wav(wb, W_F32, 48000, chb, x, NB);
+    free(x);
+    const char *enc[2][8] = {
+        {NULL, "apply", "-q", "-y", "-k", one, wa, ma},
+        {NULL, "apply", "-q", "-y", "-k", one, wb, mb},
+    };
+    for (int p = 0; p < 2; p++) {
+      const char *args[9];
+      memcpy(args, enc[p], sizeof enc[p]);
+      args[8] = NULL;
+      result r;
+      run_simple(args, &r);
+      if (r.status != 0 && strstr(r.err, "has no encoder")) {
+        printf("skipped: this libav has no MP2 encoder\n");
+        result_free(&r);
+        goto out;
+      }
+      if (r.status != 0)
+        fail_msg("making part %d: exit %d:\n%s", p, r.status, r.err);
+      result_free(&r);
+    }
+    /* joined end to end */
+    FILE *fo = fopen(joined, "wb");
+    assert_non_null(fo);
+    const char *parts[2] = {ma, mb};
+    for (int p = 0; p < 2; p++) {
+      FILE *fi = fopen(parts[p], "rb");
+      assert_non_null(fi);
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, fi)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, fo), n);
+      fclose(fi);
+    }
+    assert_int_equal(fclose(fo), 0);
+    const char *args[] = {NULL, "apply", "-y", "-c", "pcm_f32le", "-k", kpath,
+                          joined, outp, NULL};
+    result r;
+    run_simple(args, &r);
+    if (r.status != 0)
+      fail_msg("%s: exit %d:\n%s", stereo ? "mono, then stereo" : "mono",
+               r.status, r.err);
+    if (!strstr(r.err, "the audio changes to 48000 Hz") ||
+        !strstr(r.err, "converted to 32000 Hz"))
+      fail_msg("no note of the change on stderr:\n%s", r.err);
+    result_free(&r);
+    wav w;
+    read_wav(outp, &w);
+    assert_int_equal(w.rate, 32000);
+    assert_int_equal(w.ch, 1);
+    /* the parts, give or take MP2's delay and padding (one frame, 1152
+     * samples, and 481 each) */
+    const size_t want = NA + NB * 2 / 3;
+    if (w.frames + 3500 < want || w.frames > want + 3500)
+      fail_msg("%zu frames written, want about %zu", w.frames, want);
+    /* the middles of the parts, away from the join */
+    const double ha = rs_response(h, 5, fa, 32000.0),
+                 hb = rs_response(h, 5, fb, 32000.0);
+    const size_t a0 = NA - 20000, a1 = NA - 3000, b0 = NA + 3000,
+                 b1 = w.frames - 3000;
+    const double got[4] = {
+        rs_amplitude(w.x, a0, a1, fa, 32000.0), /* A's tone in A */
+        rs_amplitude(w.x, b0, b1, fb, 32000.0), /* B's tone in B */
+        rs_amplitude(w.x, a0, a1, fb, 32000.0),
+        rs_amplitude(w.x, b0, b1, fa, 32000.0)};
+    /* stereo to mono: libswresample's default downmix, as ffmpeg's -ac 1
+     * (each channel at -3 dB): the same tone in both, sqrt(2) as loud */
+    const double mix = stereo ? M_SQRT2 : 1.0;
+    const double db_a = 20 * log10(got[0] / (amp_a * ha)),
+                 db_b = 20 * log10(got[1] / (amp_b * mix * hb));
+    if (fabs(db_a) > 0.5 || fabs(db_b) > 0.5)
+      fail_msg("%s: the tones at %.2f dB (1 kHz, first part) and %.2f dB "
+               "(2 kHz, second part) of the kernel's response",
+               stereo ? "mono, then stereo" : "mono", db_a, db_b);
+    if (got[2] > 0.01 * got[1] || got[3] > 0.01 * got[0])
+      fail_msg("a tone where it was not: 2 kHz %.3g in the first part, "
+               "1 kHz %.3g in the second",
+               got[2], got[3]);
+    free(w.x);
+  }
+out:;
+  const char *files[] = {one, kpath, wa, wb, ma, mb, joined, outp};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    unlink(files[i]);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A --codec the format cannot hold is a usage error said before anything
  * is read: wav was caught (its tag table), but muxers that avformat_query_
  * codec cannot answer for (flac, mp3, ogg) failed only at "cannot write
@@ -3931,6 +4066,7 @@ int main(void)
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_resample),
+    cmocka_unit_test(test_apply_rate_change),
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),

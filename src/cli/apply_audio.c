@@ -42,6 +42,10 @@ typedef struct input {
   unsigned channels;
   int swr_format; /* what swr converts from, -1 before */
   AVChannelLayout swr_layout;
+  int swr_rate;              /* the rate swr converts from */
+  AVChannelLayout out_layout; /* the start's: what swr converts to */
+  bool swr_flushed;           /* a resampling swr's delay went out at EOF */
+  bool quiet;                 /* no notes */
   float *buf; /* interleaved float32, cap frames */
   size_t cap;
   int64_t frames;   /* decoded, per channel */
@@ -228,33 +232,93 @@ static int input_open(input *in, const char *path)
   return 0;
 }
 
+/* in->buf holds at least `frames` frames. */
+static int input_reserve(input *in, size_t frames)
+{
+  if (frames <= in->cap)
+    return 0;
+  float *b = realloc(in->buf, frames * in->channels * sizeof *b);
+  if (!b)
+    return apply_error("out of memory");
+  in->buf = b;
+  in->cap = frames;
+  return 0;
+}
+
+/* What a resampling converter still holds (its filter's delay) into
+ * in->buf from frame `at`: *got frames. Nothing for a converter that
+ * keeps the rate. */
+static int input_flush(input *in, size_t at, int *got)
+{
+  *got = 0;
+  if (!in->swr || in->swr_rate == in->rate)
+    return 0;
+  int n = cf_av->swr_get_out_samples(in->swr, 0);
+  if (n < 0)
+    return apply_av_error(in->path, "sample conversion failed", n);
+  int err = input_reserve(in, at + (size_t)n);
+  if (err)
+    return err;
+  uint8_t *dst = (uint8_t *)(in->buf + at * in->channels);
+  *got = cf_av->swr_convert(in->swr, &dst, n, NULL, 0);
+  if (*got < 0)
+    return apply_av_error(in->path, "sample conversion failed", *got);
+  return 0;
+}
+
 /* Convert a decoded frame to interleaved float32 in in->buf; its frame
- * count in *frames. The rate and channel count must stay those of the
- * start (the engine and the output are built for them); a change of
- * sample format or layout only rebuilds the converter. */
+ * count in *frames. The engine and the output are built for the start's
+ * rate and channels: audio that changes either later (a broadcast
+ * recording, files joined end to end) is resampled and remixed to them,
+ * as ffmpeg's filters would have it, with a note; the filter's history
+ * goes on through the change. A change of sample format or layout alone
+ * only rebuilds the converter. */
 static int input_convert(input *in, const AVFrame *fr, size_t *frames)
 {
   int err;
-  if (fr->sample_rate != in->rate ||
-      (unsigned)fr->ch_layout.nb_channels != in->channels)
-    return apply_error("%s: the audio changes from %d Hz, %u channels to %d "
-                       "Hz, %d channels at %.3f s: not supported",
-                       in->path, in->rate, in->channels, fr->sample_rate,
-                       fr->ch_layout.nb_channels,
-                       (double)in->frames / in->rate);
-  if (fr->format != in->swr_format ||
+  size_t done = 0; /* frames in in->buf before this frame's */
+  if (fr->format != in->swr_format || fr->sample_rate != in->swr_rate ||
       cf_av->av_channel_layout_compare(&fr->ch_layout, &in->swr_layout)) {
     AVChannelLayout layout = {0};
-    cf_av->swr_free(&in->swr);
-    cf_av->av_channel_layout_uninit(&in->swr_layout);
     if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
-      cf_av->av_channel_layout_default(&layout, (int)in->channels);
+      cf_av->av_channel_layout_default(&layout, fr->ch_layout.nb_channels);
     else if ((err = cf_av->av_channel_layout_copy(&layout, &fr->ch_layout)) < 0)
       return apply_av_error(in->path, "channel layout", err);
-    /* Same layout and rate out: a pure sample format conversion. */
-    err = cf_av->swr_alloc_set_opts2(&in->swr, &layout, AV_SAMPLE_FMT_FLT,
-                                     in->rate, &layout, fr->format, in->rate, 0,
-                                     NULL);
+    if (!in->swr) { /* the start's layout is what every frame becomes */
+      if ((err = cf_av->av_channel_layout_copy(&in->out_layout, &layout)) <
+          0) {
+        cf_av->av_channel_layout_uninit(&layout);
+        return apply_av_error(in->path, "channel layout", err);
+      }
+    } else if (fr->sample_rate != in->swr_rate ||
+               fr->ch_layout.nb_channels != in->swr_layout.nb_channels) {
+      int got;
+      if ((err = input_flush(in, 0, &got))) {
+        cf_av->av_channel_layout_uninit(&layout);
+        return err;
+      }
+      done = (size_t)got;
+      if (!capture && !in->quiet) {
+        char from[64], to[64];
+        if (cf_av->av_channel_layout_describe(&layout, from, sizeof from) < 0)
+          snprintf(from, sizeof from, "%d channels",
+                   layout.nb_channels);
+        if (cf_av->av_channel_layout_describe(&in->out_layout, to,
+                                              sizeof to) < 0)
+          snprintf(to, sizeof to, "%u channels", in->channels);
+        fprintf(stderr,
+                "cudafilter: note: %s: the audio changes to %d Hz, %s at "
+                "%.3f s: converted to %d Hz, %s\n",
+                in->path, fr->sample_rate, from,
+                (double)(in->frames + (int64_t)done) / in->rate, in->rate,
+                to);
+      }
+    }
+    cf_av->swr_free(&in->swr);
+    cf_av->av_channel_layout_uninit(&in->swr_layout);
+    err = cf_av->swr_alloc_set_opts2(&in->swr, &in->out_layout,
+                                     AV_SAMPLE_FMT_FLT, in->rate, &layout,
+                                     fr->format, fr->sample_rate, 0, NULL);
     if (err >= 0)
       err = cf_av->swr_init(in->swr);
     cf_av->av_channel_layout_uninit(&layout);
@@ -265,21 +329,20 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
         0)
       return apply_av_error(in->path, "channel layout", err);
     in->swr_format = fr->format;
+    in->swr_rate = fr->sample_rate;
   }
-  size_t want = (size_t)fr->nb_samples;
-  if (want > in->cap) {
-    float *b = realloc(in->buf, want * in->channels * sizeof *b);
-    if (!b)
-      return apply_error("out of memory");
-    in->buf = b;
-    in->cap = want;
-  }
-  uint8_t *dst = (uint8_t *)in->buf;
+  int want = cf_av->swr_get_out_samples(in->swr, fr->nb_samples);
+  if (want < 0)
+    return apply_av_error(in->path, "sample conversion failed", want);
+  if ((err = input_reserve(in, done + (size_t)want)))
+    return err;
+  uint8_t *dst = (uint8_t *)(in->buf + done * in->channels);
   int got =
-      cf_av->swr_convert(in->swr, &dst, (int)in->cap,
+      cf_av->swr_convert(in->swr, &dst, (int)(in->cap - done),
                          (const uint8_t **)fr->extended_data, fr->nb_samples);
   if (got < 0)
     return apply_av_error(in->path, "sample conversion failed", got);
+  got += (int)done;
   /* NaN or infinity would spread over a kernel's length of output. */
   for (size_t i = 0; i < (size_t)got * in->channels; i++)
     if (!isfinite(in->buf[i]))
@@ -321,6 +384,18 @@ static int input_read(input *in, size_t *frames)
       return rc;
     }
     if (err == AVERROR_EOF) {
+      /* a resampling converter's last frames first */
+      int got = 0;
+      if (!in->swr_flushed) {
+        in->swr_flushed = true;
+        if ((err = input_flush(in, 0, &got)))
+          return err;
+      }
+      if (got > 0) {
+        *frames = (size_t)got;
+        in->frames += got;
+        return 0;
+      }
       in->eof = true;
       return 0;
     }
@@ -388,6 +463,7 @@ static void input_close(input *in)
 {
   cf_av->swr_free(&in->swr);
   cf_av->av_channel_layout_uninit(&in->swr_layout);
+  cf_av->av_channel_layout_uninit(&in->out_layout);
   cf_av->av_frame_free(&in->frame);
   cf_av->av_packet_free(&in->pkt);
   cf_av->avcodec_free_context(&in->dec);
@@ -1422,7 +1498,7 @@ int apply_probe(const char *path, int stream, unsigned *rate,
 int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
                 apply_result *res)
 {
-  input in = {.h = h, .want = opt->stream};
+  input in = {.h = h, .want = opt->stream, .quiet = opt->quiet};
   output out = {.tmp = tmp};
   cf_kernel *k = NULL;
   cf_engine *e = h ? h->engine : NULL;
