@@ -284,9 +284,13 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       cf_av->av_channel_layout_default(&layout, fr->ch_layout.nb_channels);
     else if ((err = cf_av->av_channel_layout_copy(&layout, &fr->ch_layout)) < 0)
       return apply_av_error(in->path, "channel layout", err);
-    if (!in->swr) { /* the start's layout is what every frame becomes */
-      if ((err = cf_av->av_channel_layout_copy(&in->out_layout, &layout)) <
-          0) {
+    if (!in->swr) {
+      /* the start's layout is what every frame becomes: the first
+       * frame's, of the channels the engine and output were made for */
+      if ((unsigned)layout.nb_channels != in->channels)
+        cf_av->av_channel_layout_default(&in->out_layout, (int)in->channels);
+      else if ((err = cf_av->av_channel_layout_copy(&in->out_layout,
+                                                    &layout)) < 0) {
         cf_av->av_channel_layout_uninit(&layout);
         return apply_av_error(in->path, "channel layout", err);
       }
