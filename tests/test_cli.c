@@ -3583,6 +3583,79 @@ static void test_apply_resample(void **state)
 #endif
 }
 
+/* Video whose picture size changes part way (an image sequence of mixed
+ * sizes, a stream across a resolution switch): each frame of another size
+ * is scaled to the first's with libswscale, as ffmpeg's filters have it,
+ * with a note, the engine going on (it was refused: "not supported").
+ * Five single-frame PNGs, flat grays: three 40x30 of 100, two 64x48 of
+ * 60, read as one sequence through a 3x3 kernel summing to 0.75 (border
+ * nearest): five 40x30 frames, of 75 then of 45 (a flat picture scales to
+ * itself). */
+static void test_apply_video_size_change(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char one[PATH_MAX], kpath[PATH_MAX], y4m[PATH_MAX], seq[PATH_MAX],
+      outp[PATH_MAX], png[5][PATH_MAX];
+  identity_kernel2d(one, sizeof one, "vsz-one.txt");
+  tmp_path(kpath, sizeof kpath, "vsz-k.txt");
+  tmp_path(y4m, sizeof y4m, "vsz-frame.y4m");
+  tmp_path(seq, sizeof seq, "vsz-%03d.png");
+  tmp_path(outp, sizeof outp, "vsz-out.y4m");
+  static const char k[] = "0.083333333 0.083333333 0.083333333\n"
+                          "0.083333333 0.083333333 0.083333333\n"
+                          "0.083333333 0.083333333 0.083333333\n";
+  write_file(kpath, k, sizeof k - 1);
+  for (int i = 0; i < 5; i++) {
+    const unsigned w = i < 3 ? 40 : 64, h = i < 3 ? 30 : 48;
+    unsigned char *f = malloc((size_t)w * h);
+    assert_non_null(f);
+    memset(f, i < 3 ? 100 : 60, (size_t)w * h);
+    y4m_write(y4m, 0, w, h, 25, &f, 1);
+    free(f);
+    char name[32];
+    snprintf(name, sizeof name, "vsz-%03d.png", i + 1);
+    tmp_path(png[i], sizeof png[i], name);
+    const char *args[] = {NULL, "apply", "-q", "-y", "--kernel2d", one, y4m,
+                          png[i], NULL};
+    result r;
+    run_simple(args, &r);
+    if (r.status != 0)
+      fail_msg("making %s: exit %d:\n%s", png[i], r.status, r.err);
+    result_free(&r);
+  }
+  const char *args[] = {NULL, "apply", "-y", "--kernel2d", kpath, "--border",
+                        "nearest", "--backend", "cpu", seq, outp, NULL};
+  result r;
+  run_simple(args, &r);
+  if (r.status != 0)
+    fail_msg("exit %d:\n%s", r.status, r.err);
+  if (!strstr(r.err, "the video changes to 64x48") ||
+      !strstr(r.err, "scaled to 40x30"))
+    fail_msg("no note of the change on stderr:\n%s", r.err);
+  result_free(&r);
+  unsigned char *out = NULL;
+  size_t n = y4m_read(outp, 0, 40, 30, &out);
+  if (n != 5)
+    fail_msg("%zu frames of 40x30 written, want 5", n);
+  for (size_t i = 0; i < 5; i++)
+    for (size_t p = 0; p < 40 * 30; p++)
+      if (out[i * 1200 + p] != (i < 3 ? 75 : 45))
+        fail_msg("frame %zu, pixel (%zu, %zu): %u, want %u", i + 1, p % 40,
+                 p / 40, out[i * 1200 + p], i < 3 ? 75u : 45u);
+  free(out);
+  unlink(one);
+  unlink(kpath);
+  unlink(y4m);
+  unlink(outp);
+  for (int i = 0; i < 5; i++)
+    unlink(png[i]);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Audio whose rate or channel count changes part way (files joined end to
  * end, a broadcast recording): resampled and remixed to the start's, as
  * ffmpeg's filters have it, with a note, the filter going on through the
@@ -4063,6 +4136,7 @@ int main(void)
     cmocka_unit_test(test_apply_jpeg),
     cmocka_unit_test(test_apply_palette),
     cmocka_unit_test(test_apply_video_444),
+    cmocka_unit_test(test_apply_video_size_change),
     cmocka_unit_test(test_apply_errors),
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_resample),

@@ -103,6 +103,12 @@ typedef struct vrun {
   enum AVPixelFormat dec_fmt;
   struct SwsContext *to_proc, *to_enc;
   AVFrame *pin, *pout, *penc;
+  /* frames of another size or format than the first (the stream changed
+   * part way): scaled and converted to the first's, into pstart */
+  struct SwsContext *to_start;
+  int from_w, from_h;
+  enum AVPixelFormat from_fmt;
+  AVFrame *pstart;
   cf_engine *e;
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
@@ -504,31 +510,72 @@ static void as_cf_frame(const AVFrame *f, cf_frame *out)
   }
 }
 
+/* fr, of another size or format than the stream's first frame, scaled
+ * and converted to those into r->pstart, as ffmpeg's filters have it (a
+ * scaler where the stream changes); a note where it changes. */
+static int to_start(vrun *r, const AVFrame *fr)
+{
+  int err;
+  if (!r->to_start || fr->width != r->from_w || fr->height != r->from_h ||
+      fr->format != r->from_fmt) {
+    if ((err = sws_load()))
+      return err;
+    if (r->to_start)
+      sws.sws_freeContext(r->to_start);
+    r->to_start = sws.sws_getContext(
+        fr->width, fr->height, (enum AVPixelFormat)fr->format, r->width,
+        r->height, r->dec_fmt, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL,
+        NULL);
+    if (!r->to_start)
+      return apply_error("%s: the video changes to %dx%d %s at frame %lld, "
+                         "which libswscale cannot convert to %dx%d %s",
+                         r->o->in_path, fr->width, fr->height,
+                         cf_av->av_get_pix_fmt_name(fr->format),
+                         (long long)r->frames + 1, r->width, r->height,
+                         cf_av->av_get_pix_fmt_name(r->dec_fmt));
+    r->from_w = fr->width, r->from_h = fr->height, r->from_fmt = fr->format;
+    if (!r->o->quiet && !r->h)
+      fprintf(stderr,
+              "cudafilter: note: %s: the video changes to %dx%d %s at frame "
+              "%lld: scaled to %dx%d %s\n",
+              r->o->in_path, fr->width, fr->height,
+              cf_av->av_get_pix_fmt_name(fr->format), (long long)r->frames + 1,
+              r->width, r->height, cf_av->av_get_pix_fmt_name(r->dec_fmt));
+  }
+  if (!r->pstart && (err = new_frame(r, r->dec_fmt, &r->pstart)))
+    return err;
+  if ((err = cf_av->av_frame_make_writable(r->pstart)) < 0 ||
+      (err = sws.sws_scale_frame(r->to_start, r->pstart, fr)) < 0)
+    return apply_av_error(r->o->in_path, "scaling to the first frame's size",
+                          err);
+  return 0;
+}
+
 /* Filter one decoded frame and hand it to the encoder. */
 static int filter_frame(vrun *r, AVFrame *fr)
 {
   int err;
-  if (fr->width != r->width || fr->height != r->height ||
-      fr->format != r->dec_fmt)
-    return apply_error("%s: the video changes from %dx%d %s to %dx%d %s at "
-                       "frame %lld: not supported",
-                       r->o->in_path, r->width, r->height,
-                       cf_av->av_get_pix_fmt_name(r->dec_fmt), fr->width,
-                       fr->height, cf_av->av_get_pix_fmt_name(fr->format),
-                       (long long)r->frames + 1);
   for (int i = 0; i < 4; i++)
     if (fr->linesize[i] < 0)
       return apply_error("%s: bottom-up frames are not supported",
                          r->o->in_path);
+  /* the picture: fr's, or fr scaled to the stream's first frame's */
+  AVFrame *img = fr;
+  if (fr->width != r->width || fr->height != r->height ||
+      fr->format != r->dec_fmt) {
+    if ((err = to_start(r, fr)))
+      return err;
+    img = r->pstart;
+  }
   if (r->one_image && r->frames == 1)
     return apply_error("%s holds one picture, but %s has more than one "
                        "frame: write a video file (.mkv, .y4m), or take one "
                        "frame first (ffmpeg -frames:v 1)",
                        r->out_path, r->o->in_path);
-  AVFrame *src = fr;
+  AVFrame *src = img;
   if (r->to_proc) {
     if ((err = cf_av->av_frame_make_writable(r->pin)) < 0 ||
-        (err = sws.sws_scale_frame(r->to_proc, r->pin, fr)) < 0)
+        (err = sws.sws_scale_frame(r->to_proc, r->pin, img)) < 0)
       return apply_av_error(r->o->in_path, "pixel format conversion", err);
     src = r->pin;
   }
@@ -699,6 +746,9 @@ static void close_run(vrun *r)
   cf_av->av_frame_free(&r->pin);
   cf_av->av_frame_free(&r->pout);
   cf_av->av_frame_free(&r->penc);
+  cf_av->av_frame_free(&r->pstart);
+  if (r->to_start)
+    sws.sws_freeContext(r->to_start);
   if (r->to_proc)
     sws.sws_freeContext(r->to_proc);
   if (r->to_enc)
