@@ -294,29 +294,29 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
         cf_av->av_channel_layout_uninit(&layout);
         return apply_av_error(in->path, "channel layout", err);
       }
-    } else if (fr->sample_rate != in->swr_rate ||
-               fr->ch_layout.nb_channels != in->swr_layout.nb_channels) {
+    } else {
+      /* a resampling converter's delay first, whatever changed */
       int got;
       if ((err = input_flush(in, 0, &got))) {
         cf_av->av_channel_layout_uninit(&layout);
         return err;
       }
       done = (size_t)got;
-      if (!capture && !in->quiet) {
-        char from[64], to[64];
-        if (cf_av->av_channel_layout_describe(&layout, from, sizeof from) < 0)
-          snprintf(from, sizeof from, "%d channels",
-                   layout.nb_channels);
-        if (cf_av->av_channel_layout_describe(&in->out_layout, to,
-                                              sizeof to) < 0)
-          snprintf(to, sizeof to, "%u channels", in->channels);
-        fprintf(stderr,
-                "cudafilter: note: %s: the audio changes to %d Hz, %s at "
-                "%.3f s: converted to %d Hz, %s\n",
-                in->path, fr->sample_rate, from,
-                (double)(in->frames + (int64_t)done) / in->rate, in->rate,
-                to);
-      }
+    }
+    if (in->swr && !capture && !in->quiet &&
+        (fr->sample_rate != in->swr_rate ||
+         fr->ch_layout.nb_channels != in->swr_layout.nb_channels)) {
+      char from[64], to[64];
+      if (cf_av->av_channel_layout_describe(&layout, from, sizeof from) < 0)
+        snprintf(from, sizeof from, "%d channels", layout.nb_channels);
+      if (cf_av->av_channel_layout_describe(&in->out_layout, to, sizeof to) <
+          0)
+        snprintf(to, sizeof to, "%u channels", in->channels);
+      fprintf(stderr,
+              "cudafilter: note: %s: the audio changes to %d Hz, %s at "
+              "%.3f s: converted to %d Hz, %s\n",
+              in->path, fr->sample_rate, from,
+              (double)(in->frames + (int64_t)done) / in->rate, in->rate, to);
     }
     cf_av->swr_free(&in->swr);
     cf_av->av_channel_layout_uninit(&in->swr_layout);
