@@ -3723,19 +3723,16 @@ static void test_apply_rate_change(void **state)
       result_free(&r);
     }
     /* joined end to end */
-    FILE *fo = fopen(joined, "wb");
-    assert_non_null(fo);
-    const char *parts[2] = {ma, mb};
-    for (int p = 0; p < 2; p++) {
-      FILE *fi = fopen(parts[p], "rb");
-      assert_non_null(fi);
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof buf, fi)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, fo), n);
-      fclose(fi);
-    }
-    assert_int_equal(fclose(fo), 0);
+    size_t na, nb;
+    unsigned char *pa = read_file(ma, &na), *pb = read_file(mb, &nb);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    unsigned char *both = malloc(na + nb);
+    assert_non_null(both);
+    memcpy(both, pa, na);
+    memcpy(both + na, pb, nb);
+    write_file(joined, both, na + nb);
+    free(pa), free(pb), free(both);
     const char *args[] = {NULL, "apply", "-y", "-c", "pcm_f32le", "-k", kpath,
                           joined, outp, NULL};
     result r;

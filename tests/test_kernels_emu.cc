@@ -21,7 +21,9 @@
 //   separable   cf_k_conv2d_rows + cf_k_conv2d_cols, as src/cuda/video.c
 //               chains them, on rank-1 kernels.
 //   fir1d       cf_k_ring_write + cf_k_fir1d + cf_k_time_advance over a
-//               random chunking: shared, per-channel and matrix routes.
+//               random chunking: shared, per-channel and matrix routes;
+//               the tiled kernel (8 and 16 a thread) and the streaming
+//               one (its own or a few blocks, 8 and 16 a thread).
 //   ols         the uniformly partitioned overlap-save chain of
 //               src/cuda/fir.c (window, R2C, push, cmac, reduce, C2R,
 //               extract) with FFTW standing in for cuFFT.
