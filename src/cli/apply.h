@@ -61,6 +61,25 @@ int apply_av_error(const char *path, const char *what, int err);
  * of memory) or no error (EAGAIN, EOF). */
 bool apply_damaged(int err);
 
+/* A stream copied as it is: the last decoding time written of it (in its
+ * output time base; AV_NOPTS_VALUE before the first), how many packets'
+ * times were moved on, and whether that was told. */
+typedef struct apply_copied {
+  int64_t last_dts;
+  unsigned long moved;
+  bool told, quiet;
+} apply_copied;
+/* Writes pkt, a packet of a copied stream of ic, as output stream
+ * os_index of oc: rescaled to its time base, and, where its decoding time
+ * goes back (two MPEG-TS files joined; damaged input), moved on to the
+ * least the muxer takes (the last + 1, or the last where equal times are
+ * allowed), its presentation time no earlier, with one note a stream
+ * (not with -q), as ffmpeg does, instead of the muxer failing the run.
+ * 0 or CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
+int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
+                      AVPacket *pkt, int os_index, apply_copied *c,
+                      const char *out_path);
+
 /* Whether format oc->oformat writes a header for the streams oc holds,
  * the copy of `extra` and the one `enc` encodes (NULL: oc holds it
  * already), in that order: avformat_query_codec answers for a codec alone, while a

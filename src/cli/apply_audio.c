@@ -63,6 +63,7 @@ typedef struct input {
 typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
+  apply_copied *copied; /* per input stream: what was written of it */
   int64_t start; /* the audio's first pts where streams are copied, in the
                     encoder's time base; or 0 */
   AVFormatContext *oc;
@@ -373,6 +374,41 @@ bool apply_damaged(int err)
          err != AVERROR(ENOMEM) && err != AVERROR_EXIT;
 }
 
+int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
+                      AVPacket *pkt, int os_index, apply_copied *c,
+                      const char *out_path)
+{
+  AVStream *is = ic->streams[pkt->stream_index];
+  AVStream *os = oc->streams[os_index];
+  cf_av->av_packet_rescale_ts(pkt, is->time_base, os->time_base);
+  pkt->stream_index = os_index;
+  pkt->pos = -1;
+  if (!(oc->oformat->flags & AVFMT_NOTIMESTAMPS) &&
+      pkt->dts != AV_NOPTS_VALUE && c->last_dts != AV_NOPTS_VALUE) {
+    int64_t least =
+        c->last_dts + !(oc->oformat->flags & AVFMT_TS_NONSTRICT);
+    if (pkt->dts < least) {
+      if (!c->told && !c->quiet)
+        fprintf(stderr,
+                "cudafilter: note: %s: the times of stream %d go back at "
+                "%.3f s (joined input?): moved on to the least the format "
+                "takes, as ffmpeg does\n",
+                out_path, os_index,
+                (double)pkt->dts * av_q2d(os->time_base));
+      c->told = true;
+      c->moved++;
+      if (pkt->pts != AV_NOPTS_VALUE && pkt->pts >= pkt->dts &&
+          pkt->pts < least)
+        pkt->pts = least;
+      pkt->dts = least;
+    }
+  }
+  if (pkt->dts != AV_NOPTS_VALUE)
+    c->last_dts = pkt->dts;
+  int err = cf_av->av_interleaved_write_frame(oc, pkt);
+  return err < 0 ? apply_av_error(out_path, "writing failed", err) : 0;
+}
+
 /* The next decoded frame, converted: *frames = 0 and in->eof at the end. */
 static int input_read(input *in, size_t *frames)
 {
@@ -449,14 +485,12 @@ static int input_read(input *in, size_t *frames)
     } else if (in->out && in->out->map && si >= 0 &&
                (unsigned)si < in->fmt->nb_streams && in->out->map[si] >= 0) {
       /* another stream (the picture, another track): copied as it is */
-      AVStream *os = in->out->oc->streams[in->out->map[si]];
-      cf_av->av_packet_rescale_ts(in->pkt, in->fmt->streams[si]->time_base,
-                                  os->time_base);
-      in->pkt->stream_index = os->index;
-      in->pkt->pos = -1;
-      if ((err = cf_av->av_interleaved_write_frame(in->out->oc, in->pkt)) < 0) {
+      int rc = apply_copy_packet(in->fmt, in->out->oc, in->pkt,
+                                 in->out->map[si], &in->out->copied[si],
+                                 in->out->path);
+      if (rc) {
         cf_av->av_packet_unref(in->pkt);
-        return apply_av_error(in->out->path, "writing failed", err);
+        return rc;
       }
     }
     cf_av->av_packet_unref(in->pkt);
@@ -899,10 +933,14 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
   unsigned n = in->fmt->nb_streams;
   if (!o->map && !(o->map = malloc(n * sizeof *o->map)))
     return apply_error("out of memory");
+  if (!o->copied && !(o->copied = malloc(n * sizeof *o->copied)))
+    return apply_error("out of memory");
   for (unsigned i = from; i < to; i++) {
     const AVStream *is = in->fmt->streams[i];
     enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
+    o->copied[i] = (apply_copied){.last_dts = AV_NOPTS_VALUE,
+                                  .quiet = opt->quiet};
     /* cover art (an attached picture) is copied too where it fits, but
      * only -v says when it does not (a .ogg of a .flac) */
     bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
@@ -1277,6 +1315,7 @@ static void output_close(output *o)
   cf_av->av_packet_free(&o->pkt);
   free(o->pend);
   free(o->map);
+  free(o->copied);
 }
 
 /* ---- the run ------------------------------------------------------------ */

@@ -95,6 +95,7 @@ typedef struct vrun {
   AVStream *ist, *ost;
   int vstream;
   int *map; /* input stream -> output stream for copied streams, or -1 */
+  apply_copied *copied; /* per input stream: what was written of it */
   AVPacket *pkt, *opkt;
   AVFrame *frame;
   /* what the engine filters; to_proc/to_enc convert where needed */
@@ -448,11 +449,14 @@ static int open_output(vrun *r, const char *tmp)
   r->ost->avg_frame_rate = fps;
 
   /* The other audio streams, copied where the format can hold them. */
-  if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)))
+  if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)) ||
+      !(r->copied = malloc(r->fmt->nb_streams * sizeof *r->copied)))
     return apply_error("out of memory");
   for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
     AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
+    r->copied[i] =
+        (apply_copied){.last_dts = AV_NOPTS_VALUE, .quiet = o->quiet};
     if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
       continue;
     /* the muxer's word where a trial can be had (apply_audio.c's
@@ -674,13 +678,8 @@ static int pump(vrun *r)
         rc = decode_ready(r);
     } else if (si >= 0 && (unsigned)si < r->fmt->nb_streams &&
                r->map[si] >= 0) {
-      AVStream *os = r->oc->streams[r->map[si]];
-      cf_av->av_packet_rescale_ts(r->pkt, r->fmt->streams[si]->time_base,
-                                  os->time_base);
-      r->pkt->stream_index = os->index;
-      r->pkt->pos = -1;
-      if ((err = cf_av->av_interleaved_write_frame(r->oc, r->pkt)) < 0)
-        rc = apply_av_error(r->out_path, "writing failed", err);
+      rc = apply_copy_packet(r->fmt, r->oc, r->pkt, r->map[si],
+                             &r->copied[si], r->out_path);
     }
     cf_av->av_packet_unref(r->pkt);
     if (r->frames > 0)
@@ -756,6 +755,7 @@ static void close_run(vrun *r)
   if (r->own_e)
     cf_engine_free(r->e);
   free(r->map);
+  free(r->copied);
 }
 
 int apply_vprobe(const char *path, unsigned *width, unsigned *height,
