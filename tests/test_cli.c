@@ -3884,50 +3884,60 @@ static void test_apply_rate_change(void **state)
     memcpy(both + na, pb, nb);
     write_file(joined, both, na + nb);
     free(pa), free(pb), free(both);
-    const char *args[] = {NULL, "apply", "-y", "-c", "pcm_f32le", "-k", kpath,
-                          joined, outp, NULL};
-    result r;
-    run_simple(args, &r);
-    if (r.status != 0)
-      fail_msg("%s: exit %d:\n%s", stereo ? "mono, then stereo" : "mono",
-               r.status, r.err);
-    if (!strstr(r.err, "the audio changes to 48000 Hz") ||
-        !strstr(r.err, "converted to 32000 Hz"))
-      fail_msg("no note of the change on stderr:\n%s", r.err);
-    result_free(&r);
-    wav w;
-    read_wav(outp, &w);
-    assert_int_equal(w.rate, 32000);
-    assert_int_equal(w.ch, 1);
-    /* the parts, give or take MP2's delay and padding (one frame, 1152
-     * samples, and 481 each) */
-    const size_t want = NA + NB * 2 / 3;
-    if (w.frames + 3500 < want || w.frames > want + 3500)
-      fail_msg("%zu frames written, want about %zu", w.frames, want);
-    /* the middles of the parts, away from the join */
-    const double ha = rs_response(h, 5, fa, 32000.0),
-                 hb = rs_response(h, 5, fb, 32000.0);
-    const size_t a0 = NA - 20000, a1 = NA - 3000, b0 = NA + 3000,
-                 b1 = w.frames - 3000;
-    const double got[4] = {
-        rs_amplitude(w.x, a0, a1, fa, 32000.0), /* A's tone in A */
-        rs_amplitude(w.x, b0, b1, fb, 32000.0), /* B's tone in B */
-        rs_amplitude(w.x, a0, a1, fb, 32000.0),
-        rs_amplitude(w.x, b0, b1, fa, 32000.0)};
-    /* stereo to mono: libswresample's default downmix, as ffmpeg's -ac 1
-     * (each channel at -3 dB): the same tone in both, sqrt(2) as loud */
-    const double mix = stereo ? M_SQRT2 : 1.0;
-    const double db_a = 20 * log10(got[0] / (amp_a * ha)),
-                 db_b = 20 * log10(got[1] / (amp_b * mix * hb));
-    if (fabs(db_a) > 0.5 || fabs(db_b) > 0.5)
-      fail_msg("%s: the tones at %.2f dB (1 kHz, first part) and %.2f dB "
-               "(2 kHz, second part) of the kernel's response",
-               stereo ? "mono, then stereo" : "mono", db_a, db_b);
-    if (got[2] > 0.01 * got[1] || got[3] > 0.01 * got[0])
-      fail_msg("a tone where it was not: 2 kHz %.3g in the first part, "
-               "1 kHz %.3g in the second",
-               got[2], got[3]);
-    free(w.x);
+    /* into float, and into integers (the downmix differs) */
+    for (int integer = 0; integer < 2; integer++) {
+      const char *args[] = {NULL,   "apply", "-y", "-c",
+                            integer ? "pcm_s16le" : "pcm_f32le",
+                            "-k",   kpath,   joined, outp, NULL};
+      result r;
+      run_simple(args, &r);
+      if (r.status != 0)
+        fail_msg("%s: exit %d:\n%s", stereo ? "mono, then stereo" : "mono",
+                 r.status, r.err);
+      if (!strstr(r.err, "the audio changes to 48000 Hz") ||
+          !strstr(r.err, "converted to 32000 Hz"))
+        fail_msg("no note of the change on stderr:\n%s", r.err);
+      result_free(&r);
+      wav w;
+      read_wav(outp, &w);
+      assert_int_equal(w.rate, 32000);
+      assert_int_equal(w.ch, 1);
+      assert_int_equal(w.kind, integer ? W_S16 : W_F32);
+      for (size_t i = 0; integer && i < w.frames; i++)
+        w.x[i] /= 32768.0;
+      /* the parts, give or take MP2's delay and padding (one frame, 1152
+       * samples, and 481 each) */
+      const size_t want = NA + NB * 2 / 3;
+      if (w.frames + 3500 < want || w.frames > want + 3500)
+        fail_msg("%zu frames written, want about %zu", w.frames, want);
+      /* the middles of the parts, away from the join */
+      const double ha = rs_response(h, 5, fa, 32000.0),
+                   hb = rs_response(h, 5, fb, 32000.0);
+      const size_t a0 = NA - 20000, a1 = NA - 3000, b0 = NA + 3000,
+                   b1 = w.frames - 3000;
+      const double got[4] = {
+          rs_amplitude(w.x, a0, a1, fa, 32000.0), /* A's tone in A */
+          rs_amplitude(w.x, b0, b1, fb, 32000.0), /* B's tone in B */
+          rs_amplitude(w.x, a0, a1, fb, 32000.0),
+          rs_amplitude(w.x, b0, b1, fa, 32000.0)};
+      /* stereo to mono: libswresample's default downmix, as ffmpeg's -ac 1
+       * (each channel at -3 dB): the same tone in both, sqrt(2) as loud;
+       * into integers ffmpeg's conversion keeps the sum of coefficients
+       * within 1, (L + R) / 2: as loud as either */
+      const double mix = stereo && !integer ? M_SQRT2 : 1.0;
+      const double db_a = 20 * log10(got[0] / (amp_a * ha)),
+                   db_b = 20 * log10(got[1] / (amp_b * mix * hb));
+      if (fabs(db_a) > 0.5 || fabs(db_b) > 0.5)
+        fail_msg("%s into %s: the tones at %.2f dB (1 kHz, first part) and "
+                 "%.2f dB (2 kHz, second part) of the kernel's response",
+                 stereo ? "mono, then stereo" : "mono",
+                 integer ? "s16" : "float", db_a, db_b);
+      if (got[2] > 0.01 * got[1] || got[3] > 0.01 * got[0])
+        fail_msg("a tone where it was not: 2 kHz %.3g in the first part, "
+                 "1 kHz %.3g in the second",
+                 got[2], got[3]);
+      free(w.x);
+    }
   }
 out:;
   const char *files[] = {one, kpath, wa, wb, ma, mb, joined, outp};

@@ -324,6 +324,13 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
     err = cf_av->swr_alloc_set_opts2(&in->swr, &in->out_layout,
                                      AV_SAMPLE_FMT_FLT, in->rate, &layout,
                                      fr->format, fr->sample_rate, 0, NULL);
+    /* A downmix into an encoder of integers keeps each output's sum of
+     * coefficients within 1 (stereo to mono (L + R) / 2, not / sqrt 2:
+     * +3 dB and clipping for a tone in both), as ffmpeg's conversion
+     * straight to the integer format does; into float, libswresample's
+     * plain matrix, as ffmpeg's too. */
+    if (err >= 0 && in->out && in->out->integer)
+      err = cf_av->av_opt_set_double(in->swr, "rematrix_maxval", 1.0, 0);
     if (err >= 0)
       err = cf_av->swr_init(in->swr);
     cf_av->av_channel_layout_uninit(&layout);

@@ -24,7 +24,7 @@
   X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable)          \
   X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_codec)                \
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
-  X(av_opt_set_int) X(av_strdup)                                             \
+  X(av_opt_set_double) X(av_opt_set_int) X(av_strdup)                       \
   X(av_pix_fmt_desc_get)                                                     \
   X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
   X(av_get_media_type_string) X(av_get_sample_fmt_name)                     \
