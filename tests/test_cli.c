@@ -3656,6 +3656,101 @@ static void test_apply_video_size_change(void **state)
 #endif
 }
 
+/* Two raw H.264 streams, 16x16 (grey 128) then 32x32 (grey 64), three
+ * frames each, as libx264 writes them without B-frames (ffmpeg -f lavfi
+ * -i color=c=0x808080:s=16x16 -frames:v 3 -c:v libx264 -bf 0 -f h264),
+ * the encoder's settings SEI left out. Joined, avformat reports the
+ * second's size for the stream: its parser takes the last SPS it read
+ * while probing (apply, whose -c libx264 writes B-frames, cannot make
+ * such a stream). */
+static const unsigned char h264_16x16[78] = {
+    0x00, 0x00, 0x00, 0x01, 0x67, 0x64, 0x00, 0x0a, 0xac, 0xb2, 0x3d, 0x80,
+    0x88, 0x00, 0x00, 0x03, 0x00, 0x08, 0x00, 0x00, 0x03, 0x01, 0x90, 0x78,
+    0x91, 0x32, 0x40, 0x00, 0x00, 0x00, 0x01, 0x68, 0xeb, 0xc3, 0xcb, 0x22,
+    0xc0, 0x00, 0x00, 0x00, 0x01, 0x65, 0x88, 0x84, 0x0b, 0xff, 0xfe, 0xf6,
+    0xae, 0xfc, 0xdc, 0x5d, 0x00, 0x00, 0x00, 0x01, 0x41, 0x9a, 0x3b, 0x10,
+    0xbf, 0xfe, 0xe0, 0x00, 0x00, 0x00, 0x01, 0x41, 0x9a, 0x4f, 0x08, 0x64,
+    0xca, 0x61, 0x0a, 0xff, 0xfe, 0xc1,
+};
+static const unsigned char h264_32x32[84] = {
+    0x00, 0x00, 0x00, 0x01, 0x67, 0x64, 0x00, 0x0a, 0xac, 0xb2, 0x12, 0xd8,
+    0x08, 0x80, 0x00, 0x00, 0x03, 0x00, 0x80, 0x00, 0x00, 0x19, 0x07, 0x89,
+    0x13, 0x24, 0x00, 0x00, 0x00, 0x01, 0x68, 0xeb, 0xc3, 0xcb, 0x22, 0xc0,
+    0x00, 0x00, 0x00, 0x01, 0x65, 0x88, 0x84, 0x0b, 0xff, 0xfe, 0xf6, 0xae,
+    0xfc, 0xcb, 0x26, 0xe8, 0xfa, 0x54, 0xb3, 0x56, 0x15, 0x3f, 0x00, 0x00,
+    0x00, 0x01, 0x41, 0x9a, 0x3b, 0x10, 0xbf, 0xfe, 0x97, 0x00, 0x00, 0x00,
+    0x01, 0x41, 0x9a, 0x4f, 0x08, 0x64, 0xca, 0x61, 0x0a, 0xff, 0xfe, 0x57,
+};
+
+/* The size and format kept are the first decoded frame's, as ffmpeg's:
+ * for the joined H.264 above apply scaled the first part up to the
+ * stream's reported 32x32. The first part's frames come out as that part
+ * filtered alone, byte for byte, the second's scaled down (grey 64), with
+ * a note at frame 4. */
+static void test_apply_video_first_frame(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char one[PATH_MAX], pa[PATH_MAX], pb[PATH_MAX], joined[PATH_MAX],
+      outa[PATH_MAX], outb[PATH_MAX], outj[PATH_MAX];
+  identity_kernel2d(one, sizeof one, "vff-one.txt");
+  tmp_path(pa, sizeof pa, "vff-a.h264");
+  tmp_path(pb, sizeof pb, "vff-b.h264");
+  tmp_path(joined, sizeof joined, "vff-ab.h264");
+  tmp_path(outa, sizeof outa, "vff-a.y4m");
+  tmp_path(outb, sizeof outb, "vff-b.y4m");
+  tmp_path(outj, sizeof outj, "vff-ab.y4m");
+  write_file(pa, h264_16x16, sizeof h264_16x16);
+  write_file(pb, h264_32x32, sizeof h264_32x32);
+  unsigned char both[sizeof h264_16x16 + sizeof h264_32x32];
+  memcpy(both, h264_16x16, sizeof h264_16x16);
+  memcpy(both + sizeof h264_16x16, h264_32x32, sizeof h264_32x32);
+  write_file(joined, both, sizeof both);
+  const char *ins[3] = {pa, pb, joined}, *outs[3] = {outa, outb, outj};
+  for (int i = 0; i < 3; i++) {
+    const char *args[] = {NULL, "apply", "-y", "--kernel2d", one, ins[i],
+                          outs[i], NULL};
+    result r;
+    run_simple(args, &r);
+    if (r.status != 0)
+      fail_msg("%s: exit %d:\n%s", ins[i], r.status, r.err);
+    if (i == 2 &&
+        (!strstr(r.err, "the video changes to 32x32 yuv420p at frame 4") ||
+         !strstr(r.err, "scaled to 16x16 yuv420p")))
+      fail_msg("joined: no note of the change at frame 4 to 16x16:\n%s",
+               r.err);
+    result_free(&r);
+  }
+  unsigned char *fa = NULL, *fb = NULL, *fj = NULL;
+  const size_t ba = y4m_frame_bytes(1, 16, 16);
+  size_t na = y4m_read(outa, 1, 16, 16, &fa);
+  size_t nb = y4m_read(outb, 1, 32, 32, &fb);
+  size_t nj = y4m_read(outj, 1, 16, 16, &fj);
+  if (na != 3 || nb != 3 || nj != 6)
+    fail_msg("%zu, %zu and %zu frames (16x16, 32x32, joined 16x16), want 3, "
+             "3 and 6",
+             na, nb, nj);
+  if (memcmp(fa, fj, 3 * ba))
+    fail_msg("the joined stream's first part is not that part filtered "
+             "alone");
+  for (size_t f = 3; f < 6; f++)
+    for (size_t p = 0; p < 16 * 16; p++)
+      if (abs((int)fj[f * ba + p] - (int)fb[p]) > 1)
+        fail_msg("joined frame %zu, pixel %zu: %u, the second part alone "
+                 "%u",
+                 f + 1, p, fj[f * ba + p], fb[p]);
+  free(fa);
+  free(fb);
+  free(fj);
+  const char *files[] = {one, pa, pb, joined, outa, outb, outj};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    unlink(files[i]);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 #ifdef CF_TEST_HAVE_LIBAV
 /* The bytes of an AVI's chunks of stream sid, in order: its audio
  * ('NNwb') or its video ('NNdc', 'NNdb'; the muxer's empty ones add
@@ -4300,6 +4395,7 @@ int main(void)
     cmocka_unit_test(test_apply_resample),
     cmocka_unit_test(test_apply_rate_change),
     cmocka_unit_test(test_apply_joined_ts),
+    cmocka_unit_test(test_apply_video_first_frame),
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),

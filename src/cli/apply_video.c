@@ -116,6 +116,13 @@ typedef struct vrun {
   unsigned corrupt;
   bool told;
   bool one_image; /* OUTPUT holds one picture (image2, no %d) */
+  /* read ahead by open_input: the first decoded frame, the packets of
+   * other streams read before it, and whether the decoder was sent its
+   * end on the way (an input of one picture) */
+  AVFrame *first;
+  AVPacket **held;
+  size_t nheld, held_bytes;
+  bool dec_ended;
 } vrun;
 
 static int av_err(const vrun *r, const char *path, const char *what, int err)
@@ -150,6 +157,66 @@ static int vstopping(void *opaque)
   return r->h ? r->h->stop(r->h->user) : interrupted;
 }
 
+/* Read ahead to the first decoded frame (r->first; NULL where there is
+ * none): the run keeps its size and pixel format, as ffmpeg's filters
+ * take them from the first frame. avformat's stream parameters are those
+ * of the last frame it decoded while probing, another where the stream
+ * switches within its first seconds. Other streams' packets read on the
+ * way are held for the output (pump), up to a bound past which the
+ * stream's parameters are taken and the rest is read as it comes. */
+static int read_first(vrun *r)
+{
+  const char *path = r->o->in_path;
+  if (!(r->first = cf_av->av_frame_alloc()))
+    return apply_error("out of memory");
+  for (;;) {
+    int err = cf_av->avcodec_receive_frame(r->dec, r->first);
+    if (err == 0)
+      return 0;
+    if (err == AVERROR_EOF)
+      break; /* no frame at all */
+    if (apply_damaged(err))
+      r->corrupt++; /* skipped, as in decode_ready */
+    else if (err != AVERROR(EAGAIN))
+      return apply_av_error(path, "decoding failed", err);
+    if (r->nheld >= 4096 || r->held_bytes >= ((size_t)64 << 20))
+      break;
+    if (vstopping(r))
+      return r->h ? (r->stopped = true, 0) : 130;
+    err = cf_av->av_read_frame(r->fmt, r->pkt);
+    if (err == AVERROR_EOF) {
+      err = cf_av->avcodec_send_packet(r->dec, NULL);
+      if (err < 0 && !apply_damaged(err))
+        return apply_av_error(path, "decoding failed", err);
+      r->corrupt += err < 0;
+      r->dec_ended = true;
+      continue;
+    }
+    if (err < 0)
+      return vstopping(r) ? 130 : apply_av_error(path, "reading failed", err);
+    if (r->pkt->stream_index == r->vstream) {
+      err = cf_av->avcodec_send_packet(r->dec, r->pkt);
+      cf_av->av_packet_unref(r->pkt);
+      if (apply_damaged(err))
+        r->corrupt++;
+      else if (err < 0)
+        return apply_av_error(path, "decoding failed", err);
+      continue;
+    }
+    /* held as it is: this packet becomes the list's, a new one reads */
+    AVPacket **h = realloc(r->held, (r->nheld + 1) * sizeof *h);
+    if (!h)
+      return apply_error("out of memory");
+    r->held = h;
+    r->held_bytes += (size_t)r->pkt->size;
+    r->held[r->nheld++] = r->pkt;
+    if (!(r->pkt = cf_av->av_packet_alloc()))
+      return apply_error("out of memory");
+  }
+  cf_av->av_frame_free(&r->first);
+  return 0;
+}
+
 static int open_input(vrun *r)
 {
   const char *path = r->o->in_path;
@@ -180,9 +247,13 @@ static int open_input(vrun *r)
   r->dec->thread_count = 0; /* libav picks */
   if ((err = cf_av->avcodec_open2(r->dec, codec, NULL)) < 0)
     return av_err(r, path, "cannot open the video decoder", err);
-  r->width = r->dec->width;
-  r->height = r->dec->height;
-  r->dec_fmt = r->dec->pix_fmt;
+  int rc = read_first(r);
+  if (rc)
+    return rc;
+  r->width = r->first ? r->first->width : r->dec->width;
+  r->height = r->first ? r->first->height : r->dec->height;
+  r->dec_fmt = r->first ? (enum AVPixelFormat)r->first->format
+                        : r->dec->pix_fmt;
   if (r->width <= 0 || r->height <= 0 || r->dec_fmt == AV_PIX_FMT_NONE)
     return apply_error("%s: the video stream has no size or pixel format",
                        path);
@@ -649,7 +720,22 @@ static int pump(vrun *r)
   double total =
       r->fmt->duration > 0 ? (double)r->fmt->duration / AV_TIME_BASE : 0.0;
   int rc = 0, err;
-  while (!rc) {
+  /* what open_input read ahead: the packets of other streams before the
+   * first frame, then that frame */
+  for (size_t i = 0; i < r->nheld && !rc; i++) {
+    int si = r->held[i]->stream_index;
+    if (si >= 0 && (unsigned)si < r->fmt->nb_streams && r->map[si] >= 0)
+      rc = apply_copy_packet(r->fmt, r->oc, r->held[i], r->map[si],
+                             &r->copied[si], r->out_path);
+    cf_av->av_packet_unref(r->held[i]);
+  }
+  if (!rc && r->first) {
+    rc = filter_frame(r, r->first);
+    cf_av->av_frame_free(&r->first);
+    if (!rc) /* frames the decoder has ready after it */
+      rc = decode_ready(r);
+  }
+  while (!rc && !r->stopped) {
     if (vstopping(r)) {
       if (!r->h)
         return 130;
@@ -688,11 +774,15 @@ static int pump(vrun *r)
   }
   if (rc)
     return rc;
-  /* (sending may tell a damaged packet before it: the end is sent) */
-  if ((err = cf_av->avcodec_send_packet(r->dec, NULL)) < 0 &&
-      !apply_damaged(err))
-    return apply_av_error(r->o->in_path, "decoding failed", err);
-  r->corrupt += err < 0;
+  /* (sending may tell a damaged packet before it: the end is sent, once:
+   * read_first may have) */
+  if (!r->dec_ended) {
+    if ((err = cf_av->avcodec_send_packet(r->dec, NULL)) < 0 &&
+        !apply_damaged(err))
+      return apply_av_error(r->o->in_path, "decoding failed", err);
+    r->corrupt += err < 0;
+    r->dec_ended = true;
+  }
   if ((rc = decode_ready(r)))
     return rc;
   if ((err = cf_av->avcodec_send_frame(r->enc, NULL)) < 0)
@@ -756,6 +846,10 @@ static void close_run(vrun *r)
     cf_engine_free(r->e);
   free(r->map);
   free(r->copied);
+  cf_av->av_frame_free(&r->first);
+  for (size_t i = 0; i < r->nheld; i++)
+    cf_av->av_packet_free(&r->held[i]);
+  free(r->held);
 }
 
 int apply_vprobe(const char *path, unsigned *width, unsigned *height,
