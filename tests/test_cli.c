@@ -3752,6 +3752,20 @@ static void test_apply_video_first_frame(void **state)
 }
 
 #ifdef CF_TEST_HAVE_LIBAV
+/* File out: file a's bytes, then file b's (streams joined end to end). */
+static void join_files(const char *out, const char *a, const char *b)
+{
+  size_t na, nb;
+  unsigned char *pa = read_file(a, &na), *pb = read_file(b, &nb);
+  assert_true(pa && pb);
+  unsigned char *both = malloc(na + nb + 1);
+  assert_non_null(both);
+  memcpy(both, pa, na);
+  memcpy(both + na, pb, nb);
+  write_file(out, both, na + nb);
+  free(pa), free(pb), free(both);
+}
+
 /* The bytes of an AVI's chunks of stream sid, in order: its audio
  * ('NNwb') or its video ('NNdc', 'NNdb'; the muxer's empty ones add
  * nothing). */
@@ -3843,16 +3857,7 @@ static void test_apply_joined_ts(void **state)
                res.err);
     result_free(&res);
   }
-  size_t n;
-  unsigned char *b = read_file(ts, &n);
-  assert_non_null(b);
-  unsigned char *bb = malloc(2 * n);
-  assert_non_null(bb);
-  memcpy(bb, b, n);
-  memcpy(bb + n, b, n);
-  write_file(joined, bb, 2 * n);
-  free(b);
-  free(bb);
+  join_files(joined, ts, ts);
 
   /* the picture filtered, the MP2 copied (stream 1 of the AVI); then
    * the sound filtered, the MPEG-2 video copied (stream 0) */
@@ -3968,17 +3973,7 @@ static void test_apply_rate_change(void **state)
         fail_msg("making part %d: exit %d:\n%s", p, r.status, r.err);
       result_free(&r);
     }
-    /* joined end to end */
-    size_t na, nb;
-    unsigned char *pa = read_file(ma, &na), *pb = read_file(mb, &nb);
-    assert_non_null(pa);
-    assert_non_null(pb);
-    unsigned char *both = malloc(na + nb);
-    assert_non_null(both);
-    memcpy(both, pa, na);
-    memcpy(both + na, pb, nb);
-    write_file(joined, both, na + nb);
-    free(pa), free(pb), free(both);
+    join_files(joined, ma, mb);
     /* into float, and into integers (the downmix differs) */
     for (int integer = 0; integer < 2; integer++) {
       const char *args[] = {NULL,   "apply", "-y", "-c",
