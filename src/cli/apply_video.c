@@ -181,8 +181,12 @@ static int read_first(vrun *r)
       return apply_av_error(path, "decoding failed", err);
     if (r->nheld >= 4096 || r->held_bytes >= ((size_t)64 << 20))
       break;
-    if (vstopping(r))
-      return r->h ? (r->stopped = true, 0) : 130;
+    if (vstopping(r)) {
+      if (!r->h)
+        return 130;
+      r->stopped = true; /* the stream's parameters; nothing to filter */
+      break;
+    }
     err = cf_av->av_read_frame(r->fmt, r->pkt);
     if (err == AVERROR_EOF) {
       err = cf_av->avcodec_send_packet(r->dec, NULL);
@@ -191,6 +195,10 @@ static int read_first(vrun *r)
       r->corrupt += err < 0;
       r->dec_ended = true;
       continue;
+    }
+    if (err < 0 && vstopping(r) && r->h) {
+      r->stopped = true;
+      break;
     }
     if (err < 0)
       return vstopping(r) ? 130 : apply_av_error(path, "reading failed", err);
