@@ -34,6 +34,10 @@ typedef struct apply_opts {
    * OUTPUT left as it was, and the run ends with 130. out_abort_user is
    * its argument. */
   int (*keep)(void *user);
+  /* non-NULL: called after each packet written to OUTPUT (cudafilterd
+   * tells a slow output from one that takes nothing); out_abort_user is
+   * its argument */
+  void (*wrote)(void *user);
   /* video: --kernel2d or --preset given */
   bool video;
   cli_video_opts v;
@@ -65,16 +69,19 @@ bool apply_damaged(int err);
  * output time base; AV_NOPTS_VALUE before the first), how many packets'
  * times were moved on, and whether that was told. */
 typedef struct apply_copied {
+  const apply_opts *opt;
   int64_t last_dts;
   unsigned long moved;
-  bool told, quiet;
+  bool told;
 } apply_copied;
+/* av_interleaved_write_frame, then o->wrote where it succeeded. */
+int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
 /* Writes pkt, a packet of a copied stream of ic, as output stream
  * os_index of oc: rescaled to its time base, and, where its decoding time
  * goes back (two MPEG-TS files joined; damaged input), moved on to the
  * least the muxer takes (the last + 1, or the last where equal times are
  * allowed), its presentation time no earlier, with one note a stream
- * (not with -q), as ffmpeg does, instead of the muxer failing the run.
+ * (not with c->opt->quiet), as ffmpeg does, instead of the muxer failing the run.
  * 0 or CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
 int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                       AVPacket *pkt, int os_index, apply_copied *c,

@@ -61,6 +61,7 @@ typedef struct input {
 } input;
 
 typedef struct output {
+  const apply_opts *opt;
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
@@ -395,7 +396,7 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
     int64_t least =
         c->last_dts + !(oc->oformat->flags & AVFMT_TS_NONSTRICT);
     if (pkt->dts < least) {
-      if (!c->told && !c->quiet)
+      if (!c->told && !c->opt->quiet)
         fprintf(stderr,
                 "cudafilter: note: %s: the times of stream %d go back at "
                 "%.3f s (joined input?): moved on to the least the format "
@@ -412,8 +413,16 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
   }
   if (pkt->dts != AV_NOPTS_VALUE)
     c->last_dts = pkt->dts;
-  int err = cf_av->av_interleaved_write_frame(oc, pkt);
+  int err = apply_write(c->opt, oc, pkt);
   return err < 0 ? apply_av_error(out_path, "writing failed", err) : 0;
+}
+
+int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt)
+{
+  int err = cf_av->av_interleaved_write_frame(oc, pkt);
+  if (err >= 0 && o->wrote)
+    o->wrote(o->out_abort_user);
+  return err;
 }
 
 /* The next decoded frame, converted: *frames = 0 and in->eof at the end. */
@@ -946,8 +955,7 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
     const AVStream *is = in->fmt->streams[i];
     enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
-    o->copied[i] = (apply_copied){.last_dts = AV_NOPTS_VALUE,
-                                  .quiet = opt->quiet};
+    o->copied[i] = (apply_copied){.opt = opt, .last_dts = AV_NOPTS_VALUE};
     /* cover art (an attached picture) is copied too where it fits, but
      * only -v says when it does not (a .ogg of a .flac) */
     bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
@@ -1026,6 +1034,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
 {
   int err = 0;
   const char *path = opt->out_path;
+  o->opt = opt;
   o->path = path;
   o->channels = channels;
   const AVCodec *codec;
@@ -1136,7 +1145,7 @@ static int output_packets(output *o)
       return apply_av_error(o->path, "encoding failed", err);
     cf_av->av_packet_rescale_ts(o->pkt, o->enc->time_base, o->st->time_base);
     o->pkt->stream_index = o->st->index;
-    err = cf_av->av_interleaved_write_frame(o->oc, o->pkt);
+    err = apply_write(o->opt, o->oc, o->pkt);
     cf_av->av_packet_unref(o->pkt);
     if (err < 0)
       return apply_av_error(o->path, "writing failed", err);

@@ -535,7 +535,7 @@ static int open_output(vrun *r, const char *tmp)
     AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
     r->copied[i] =
-        (apply_copied){.last_dts = AV_NOPTS_VALUE, .quiet = o->quiet};
+        (apply_copied){.opt = o, .last_dts = AV_NOPTS_VALUE};
     if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
       continue;
     /* the muxer's word where a trial can be had (apply_audio.c's
@@ -578,7 +578,7 @@ static int write_packets(vrun *r)
       return apply_av_error(r->out_path, "encoding failed", err);
     cf_av->av_packet_rescale_ts(r->opkt, r->enc->time_base, r->ost->time_base);
     r->opkt->stream_index = r->ost->index;
-    err = cf_av->av_interleaved_write_frame(r->oc, r->opkt);
+    err = apply_write(r->o, r->oc, r->opkt);
     if (err < 0)
       return apply_av_error(r->out_path, "writing failed", err);
   }

@@ -33,7 +33,8 @@
 #endif
 
 #define RING 4096    /* periods the processing-time statistics cover */
-#define STOP_GRACE 3 /* s a stopped file stream may take to finish */
+#define STOP_GRACE 3 /* s a stopped file stream's output may take no
+                      * packet before it is given up */
 
 struct cfd_audio {
   cfd_stream_conf *sc; /* live keys (kernel, gain, crossfade) follow set */
@@ -65,6 +66,7 @@ struct cfd_audio {
   char *tmp;          /* the output is written there, then renamed */
   _Atomic bool stop;  /* end the input where it stands */
   _Atomic bool abort; /* give up on an output that takes nothing */
+  _Atomic double wrote_us; /* when the output last took a packet */
   _Atomic bool discard; /* the output is not wanted: OUTPUT left as it was */
   _Atomic int state;  /* file_state */
   double t0;          /* the run's start, s (monotonic) */
@@ -550,6 +552,12 @@ static int file_abort(void *user)
   return atomic_load(&a->abort);
 }
 
+static void file_wrote(void *user)
+{
+  cfd_audio *a = user;
+  atomic_store(&a->wrote_us, now_us());
+}
+
 static int file_keep(void *user)
 {
   cfd_audio *a = user;
@@ -592,6 +600,7 @@ static void file_opts(cfd_audio *a, apply_opts *o)
   o->config_keys = true;
   o->out_abort = file_abort;
   o->keep = file_keep;
+  o->wrote = file_wrote;
   o->out_abort_user = a;
 }
 
@@ -899,10 +908,17 @@ void cfd_audio_stop(cfd_audio *a)
   if (a->thread) { /* the output is finished with what was read */
     atomic_store(&a->stop, true);
     /* an output that takes nothing (a network peer that stopped
-     * reading) is given up after STOP_GRACE s: the daemon must stop */
-    double until = now_us() + STOP_GRACE * 1e6;
-    while (atomic_load(&a->state) == FILE_RUNNING && now_us() < until)
+     * reading) is given up after STOP_GRACE s without a packet: the
+     * daemon must stop. One that takes packets is waited for, however
+     * slow its encoder's flush (x264's lookahead at 4K took 7 s, and
+     * the whole output was lost when a fixed 3 s ran out). */
+    double since = now_us();
+    while (atomic_load(&a->state) == FILE_RUNNING) {
+      double w = atomic_load(&a->wrote_us);
+      if (now_us() - (w > since ? w : since) >= STOP_GRACE * 1e6)
+        break;
       g_usleep(10000);
+    }
     atomic_store(&a->abort, true);
     g_thread_join(a->thread);
   }
