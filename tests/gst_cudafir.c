@@ -2548,6 +2548,105 @@ static void test_wav_kernel(void **state)
 
 /* ---- bad values ------------------------------------------------------------ */
 
+
+/* Float input holding NaN or infinity is filtered as the engine does it
+ * and said once a run on the bus, naming the value, its channel and time:
+ * the output went non-finite without a word (FFT paths: up to a block
+ * before the sample too). Random format (F32LE, F64LE), channels, kernel,
+ * block size and chunking; the outputs before the sample's block are
+ * the float64 reference's; a second bad sample is not said again, after
+ * a flush it is. */
+static void test_nonfinite_input(void **state)
+{
+  (void)state;
+  for (int round = 0; round < 6; round++) {
+    GstAudioFormat f =
+        round % 2 ? GST_AUDIO_FORMAT_F64LE : GST_AUDIO_FORMAT_F32LE;
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3), rate = 48000;
+    size_t len = ref_rng_range(&rng, 1, 400), n = ref_rng_range(&rng, 3000,
+                                                                 9000);
+    guint block = 1u << ref_rng_range(&rng, 5, 9);
+    float *h = xalloc(len * sizeof *h);
+    ref_rng_fill(&rng, h, len);
+    float *x = random_input(f, n * ch);
+    size_t s = ref_rng_range(&rng, 2 * block, n / 2), c = ref_rng_range(&rng, 0,
+                                                                      ch - 1);
+    int inf = round % 3 == 2;
+    x[s * ch + c] = inf ? -INFINITY : NAN;
+    x[(n - 100) * ch + c] = NAN; /* a second one: not said again */
+    GstHarness *hh = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(hh->element, bus);
+    set_taps(hh->element, h, len);
+    g_object_set(hh->element, "block-size", block, NULL);
+    set_caps(hh, f, rate, ch, ch);
+    collected out;
+    collect_init(&out, ch, rate, 0, n + 1);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    int said = 0;
+    for (size_t k = 0; k < nc; k++) {
+      CHECK(push_frames(hh, f, x, at, sizes[k], ch, rate, 0, k == 0) ==
+                GST_FLOW_OK,
+            "push");
+      at += sizes[k];
+      collect(hh, &out, f);
+      char want[160];
+      snprintf(want, sizeof want, "holds %s at %" GST_TIME_FORMAT
+               " (channel %zu)",
+               inf ? "infinity" : "NaN",
+               GST_TIME_ARGS(gst_util_uint64_scale_int_round(s, GST_SECOND,
+                                                             (gint)rate)),
+               c);
+      GstMessage *m;
+      while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING))) {
+        GError *err = NULL;
+        gst_message_parse_warning(m, &err, NULL);
+        CHECK(at > s, "a warning before the bad sample was pushed: %s",
+              err->message);
+        CHECK(strstr(err->message, want), "warning \"%s\", want \"...%s\"",
+              err->message, want);
+        said++;
+        g_clear_error(&err);
+        gst_message_unref(m);
+      }
+    }
+    CHECK(said == 1, "round %d (%s, %u ch, %zu taps, block %u, sample %zu): "
+          "%d warnings, want one",
+          round, f == GST_AUDIO_FORMAT_F32LE ? "F32LE" : "F64LE", ch, len,
+          block, s, said);
+    /* before the sample's block: the reference's */
+    size_t clean = s / block * block - (s / block * block > 0 ? 1 : 0);
+    clean = MIN(clean, out.frames);
+    for (unsigned o = 0; o < ch; o++) {
+      double *want = ref_channel(x, n, ch, o, h, len, clean);
+      for (size_t k = 0; k < clean; k++)
+        CHECK(isfinite(out.y[k * ch + o]) &&
+                  fabs(out.y[k * ch + o] - want[k]) <= 1e-4,
+              "round %d: output %zu, channel %u is %g, want %g (the bad "
+              "sample is at %zu)",
+              round, k, o, out.y[k * ch + o], want[k], s);
+      free(want);
+    }
+    /* after a flush, said again */
+    gst_harness_push_event(hh, gst_event_new_flush_start());
+    gst_harness_push_event(hh, gst_event_new_flush_stop(TRUE));
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    gst_harness_push_event(hh, gst_event_new_segment(&seg));
+    CHECK(push_frames(hh, f, x, s, 10, ch, rate, 0, TRUE) == GST_FLOW_OK,
+          "push after the flush");
+    CHECK(bus_has(bus, GST_MESSAGE_WARNING, inf ? "holds infinity"
+                                                : "holds NaN"),
+          "round %d: not said again after a flush", round);
+    gst_element_set_bus(hh->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(hh);
+    free(out.y);
+    free(x);
+    free(h);
+  }
+}
 /* An element error or warning on the element's bus naming `needle`. */
 static void test_bad_values(void **state)
 {
@@ -2924,6 +3023,7 @@ int main(void)
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
       cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_pipeline_files),
       cmocka_unit_test(test_misuse),
   };
