@@ -1775,6 +1775,48 @@ static void test_file_late_change(void **state)
   free(x);
 }
 
+/* Damaged input packets skipped (a WAV cut inside its last frame) are
+ * said, as `cudafilter apply` warns of them: in the log's finished line
+ * and as `damaged` in status. An audio file stream said nothing. */
+static void test_file_damaged(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  size_t frames = ref_rng_range(&rng, 100, 5000);
+  char in[600], out[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("dmg-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("dmg-out.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("dmg.conf"));
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  for (size_t i = 0; i < frames * 2; i++)
+    x[i] = roundf(x[i] * 16384.0f) / 32768.0f; /* s16 exact */
+  write_wav(in, W_S16, 44100, 2, x, frames);
+  struct stat st;
+  CHECK(stat(in, &st) == 0 && truncate(in, st.st_size - 1) == 0,
+        "cutting %s", in);
+  unlink(out);
+  write_text(conf,
+             "[stream f]\ntype = file\ninput = %s\noutput = %s\n"
+             "backend = cpu\nkernel = 1\n",
+             in, out);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "f", "finished");
+  CHECK(status_num(&r, "f", "damaged") == 1, "damaged: %g, want 1",
+        status_num(&r, "f", "damaged"));
+  CHECK(status_num(&r, "f", "written-frames") == (double)(frames - 1),
+        "written-frames %g, want %zu", status_num(&r, "f", "written-frames"),
+        frames - 1);
+  stop_daemon(&r);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "1 damaged input packet(s) skipped"),
+        "log: %s", log ? log : "");
+  free(log);
+  free(x);
+}
+
 static void test_file_live(void **state)
 {
   (void)state;
@@ -3177,6 +3219,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
+      cmocka_unit_test_teardown(test_file_damaged, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
       cmocka_unit_test_teardown(test_file_resampled, kill_left),
       cmocka_unit_test_teardown(test_file_video, kill_left),

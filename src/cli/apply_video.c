@@ -936,7 +936,7 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
            r.enc ? r.enc->codec->name : "?");
   if (rc || (rc = apply_commit(o, tmp)))
     goto done;
-  if (r.corrupt)
+  if (r.corrupt && !h) /* cudafilterd says it in its own words */
     fprintf(stderr,
             "cudafilter: warning: %s: %u damaged packet(s) "
             "skipped\n",

@@ -651,9 +651,12 @@ static gpointer file_thread(gpointer user)
                    (double)a->res.frames_out /
                        (a->res.rate ? a->res.rate : sc->rate));
   if (a->res.clipped && w > 0 && (size_t)w < sizeof wrote)
+    w += snprintf(wrote + w, sizeof wrote - (size_t)w,
+                  ", %" G_GUINT64_FORMAT " samples clipped (peak %+.2f dBFS)",
+                  (guint64)a->res.clipped, 20 * log10(a->res.peak));
+  if (a->res.corrupt && w > 0 && (size_t)w < sizeof wrote)
     snprintf(wrote + w, sizeof wrote - (size_t)w,
-             ", %" G_GUINT64_FORMAT " samples clipped (peak %+.2f dBFS)",
-             (guint64)a->res.clipped, 20 * log10(a->res.peak));
+             ", %u damaged input packet(s) skipped", a->res.corrupt);
   file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
@@ -716,8 +719,12 @@ static gpointer video_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
   apply_capture(NULL, 0);
-  char wrote[64];
-  snprintf(wrote, sizeof wrote, "%lld frames", (long long)a->vres.frames);
+  char wrote[128];
+  int w = snprintf(wrote, sizeof wrote, "%lld frames",
+                   (long long)a->vres.frames);
+  if (a->vres.corrupt && w > 0 && (size_t)w < sizeof wrote)
+    snprintf(wrote + w, sizeof wrote - (size_t)w,
+             ", %u damaged input packet(s) skipped", a->vres.corrupt);
   file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
 }
@@ -981,8 +988,11 @@ static void video_status(cfd_audio *a, GString *out, double mean, double p50,
   g_free(kern);
 #ifdef CFD_HAVE_LIBAV
   if (st == FILE_FINISHED || st == FILE_STOPPED)
-    g_string_append_printf(out, " written-frames=%" G_GINT64_FORMAT " codec=%s",
-                           (gint64)a->vres.frames, a->vres.codec);
+    g_string_append_printf(out,
+                           " written-frames=%" G_GINT64_FORMAT
+                           " codec=%s damaged=%u",
+                           (gint64)a->vres.frames, a->vres.codec,
+                           a->vres.corrupt);
 #endif
   if (st == FILE_FAILED) {
     char *e = cfd_quoted(a->error);
@@ -1035,9 +1045,10 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
     g_string_append_printf(
         out,
         " written-frames=%" G_GINT64_FORMAT " clipped=%" G_GUINT64_FORMAT
-        " peak-dbfs=%.2f codec=%s",
+        " peak-dbfs=%.2f codec=%s damaged=%u",
         (gint64)a->res.frames_out, (guint64)a->res.clipped,
-        a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec);
+        a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec,
+        a->res.corrupt);
 #endif
   if (st == FILE_FAILED) {
     char *e = cfd_quoted(a->error);
