@@ -67,17 +67,30 @@ bool apply_damaged(int err);
 
 /* A stream copied as it is: the last decoding time written of it (in its
  * output time base; AV_NOPTS_VALUE before the first), how many packets'
- * times were moved on, and whether that was told. */
+ * times were moved on, and whether that was told; the input's time
+ * where the next packet is due and the last one's (input time base,
+ * AV_NOPTS_VALUE before the first); and the input's discontinuity
+ * offset (AV_TIME_BASE units), shared by its copied streams. */
 typedef struct apply_copied {
   const apply_opts *opt;
   int64_t last_dts;
   unsigned long moved;
   bool told;
+  int64_t next_in, last_in;
+  int64_t *offset;
+  bool *told_jump;
 } apply_copied;
 /* av_interleaved_write_frame, then o->wrote where it succeeded. */
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
 /* Writes pkt, a packet of a copied stream of ic, as output stream
- * os_index of oc: rescaled to its time base, and, where its decoding time
+ * os_index of oc: rescaled to its time base. An input whose times may
+ * jump (AVFMT_TS_DISCONT: MPEG-TS, MPEG-PS; files joined end to end, a
+ * broadcast's clock reset) has them made to follow on where a stream's
+ * jump by more than 10 s, or back by more than 0.1 s, from where its
+ * next packet was due: an offset for every copied stream of the input
+ * from there on, as ffmpeg's, with one note; the filtered stream's own
+ * times run on by its frames, so the copies stay in step with it. Then,
+ * where its decoding time
  * goes back (two MPEG-TS files joined; damaged input), moved on to the
  * least the muxer takes (the last + 1, or the last where equal times are
  * allowed), its presentation time no earlier, with one note a stream

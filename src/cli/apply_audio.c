@@ -65,6 +65,8 @@ typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
+  int64_t ts_offset;    /* the input's discontinuities (apply_copy_packet) */
+  bool told_jump;
   int64_t start; /* the audio's first pts where streams are copied, in the
                     encoder's time base; or 0 */
   AVFormatContext *oc;
@@ -388,6 +390,38 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
 {
   AVStream *is = ic->streams[pkt->stream_index];
   AVStream *os = oc->streams[os_index];
+  if ((ic->iformat->flags & AVFMT_TS_DISCONT) && c->offset &&
+      pkt->dts != AV_NOPTS_VALUE) {
+    AVRational tb = is->time_base;
+    int64_t off = cf_av->av_rescale_q(*c->offset, AV_TIME_BASE_Q, tb);
+    int64_t dts = pkt->dts + off;
+    if (c->next_in != AV_NOPTS_VALUE) {
+      int64_t delta = dts - c->next_in;
+      int64_t far = cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE,
+                                        AV_TIME_BASE_Q, tb);
+      int64_t back = cf_av->av_rescale_q(AV_TIME_BASE / 10, AV_TIME_BASE_Q,
+                                         tb);
+      if (delta < -far || delta > far || dts + back < c->last_in) {
+        *c->offset -= cf_av->av_rescale_q(delta, tb, AV_TIME_BASE_Q);
+        if (!*c->told_jump && !c->opt->quiet)
+          fprintf(stderr,
+                  "cudafilter: note: %s: the times jump %s by %.3f s at "
+                  "%.3f s (files joined?): the copied streams go on from "
+                  "where they were, as ffmpeg's\n",
+                  c->opt->in_path, delta < 0 ? "back" : "ahead",
+                  fabs((double)delta * av_q2d(tb)),
+                  (double)c->next_in * av_q2d(tb));
+        *c->told_jump = true;
+        off = cf_av->av_rescale_q(*c->offset, AV_TIME_BASE_Q, tb);
+        dts = pkt->dts + off;
+      }
+    }
+    pkt->dts = dts;
+    if (pkt->pts != AV_NOPTS_VALUE)
+      pkt->pts += off;
+    c->last_in = dts;
+    c->next_in = dts + (pkt->duration > 0 ? pkt->duration : 0);
+  }
   cf_av->av_packet_rescale_ts(pkt, is->time_base, os->time_base);
   pkt->stream_index = os_index;
   pkt->pos = -1;
@@ -955,7 +989,12 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
     const AVStream *is = in->fmt->streams[i];
     enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
-    o->copied[i] = (apply_copied){.opt = opt, .last_dts = AV_NOPTS_VALUE};
+    o->copied[i] = (apply_copied){.opt = opt,
+                                  .last_dts = AV_NOPTS_VALUE,
+                                  .next_in = AV_NOPTS_VALUE,
+                                  .last_in = AV_NOPTS_VALUE,
+                                  .offset = &o->ts_offset,
+                                  .told_jump = &o->told_jump};
     /* cover art (an attached picture) is copied too where it fits, but
      * only -v says when it does not (a .ogg of a .flac) */
     bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;

@@ -96,6 +96,8 @@ typedef struct vrun {
   int vstream;
   int *map; /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
+  int64_t ts_offset;    /* the input's discontinuities (apply_copy_packet) */
+  bool told_jump;
   AVPacket *pkt, *opkt;
   AVFrame *frame;
   /* what the engine filters; to_proc/to_enc convert where needed */
@@ -535,7 +537,12 @@ static int open_output(vrun *r, const char *tmp)
     AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
     r->copied[i] =
-        (apply_copied){.opt = o, .last_dts = AV_NOPTS_VALUE};
+        (apply_copied){.opt = o,
+                       .last_dts = AV_NOPTS_VALUE,
+                       .next_in = AV_NOPTS_VALUE,
+                       .last_in = AV_NOPTS_VALUE,
+                       .offset = &r->ts_offset,
+                       .told_jump = &r->told_jump};
     if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
       continue;
     /* the muxer's word where a trial can be had (apply_audio.c's
