@@ -513,8 +513,9 @@ static void restart(GstCudaFir *self)
 }
 
 /* The index of x[0..n)'s first NaN or infinity, or n: a test of the
- * exponent bits that gcc vectorises, a few hundredths of a nanosecond a
- * sample (the filter costs ten to a hundred nanoseconds a frame). */
+ * exponent bits that gcc vectorises (SSE2, four a step): 0.1-0.2 ns a
+ * sample on the 2-vCPU Xeon here, 2048 floats in cache, where the engine
+ * takes 7-50 ns a stereo frame (1024-65536 taps). */
 static size_t first_nonfinite(const float *x, size_t n)
 {
   for (size_t i0 = 0; i0 < n; i0 += 4096) {
