@@ -514,7 +514,7 @@ static void restart(GstCudaFir *self)
 
 /* The index of x[0..n)'s first NaN or infinity, or n: a test of the
  * exponent bits that gcc vectorises, in an AVX2 clone where the CPU has
- * it: 0.05-0.1 ns a sample on the 2-vCPU Xeon here (SSE2 alone:
+ * it: 0.05-0.1 ns a sample on a 2-vCPU AMD EPYC VM (SSE2 alone:
  * 0.17-0.32), 2048 floats in cache, where the engine takes 7-50 ns a
  * stereo frame (1024-65536 taps); it was the element's largest cost of
  * its own in a profile (perf, bench_gst --only audio). */
