@@ -67,6 +67,12 @@
  * filtering to the CPU inside the call that failed, losing nothing: a
  * warning goes on the bus and `backend-in-use` changes (notify).
  *
+ * Float input holding NaN or infinity is filtered as the engine defines
+ * it (the outputs it reaches are not finite; on the FFT paths its whole
+ * block's, up to block-size frames before it) and said once a run with
+ * a warning on the bus naming its time and channel (again after a
+ * flush); the stream goes on.
+ *
  * Examples:
  * |[
  * gst-launch-1.0 autoaudiosrc ! audioconvert ! cudafir kernel-file=hall.wav ! audioconvert ! autoaudiosink
