@@ -83,19 +83,21 @@ typedef struct apply_copied {
 /* av_interleaved_write_frame, then o->wrote where it succeeded. */
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
 /* Writes pkt, a packet of a copied stream of ic, as output stream
- * os_index of oc: rescaled to its time base. An input whose times may
- * jump (AVFMT_TS_DISCONT: MPEG-TS, MPEG-PS; files joined end to end, a
- * broadcast's clock reset) has them made to follow on where a stream's
- * jump by more than 10 s, or back by more than 0.1 s, from where its
- * next packet was due: an offset for every copied stream of the input
- * from there on, as ffmpeg's, with one note; the filtered stream's own
- * times run on by its frames, so the copies stay in step with it. Then,
- * where its decoding time
- * goes back (two MPEG-TS files joined; damaged input), moved on to the
- * least the muxer takes (the last + 1, or the last where equal times are
- * allowed), its presentation time no earlier, with one note a stream
- * (not with c->opt->quiet), as ffmpeg does, instead of the muxer failing the run.
- * 0 or CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
+ * os_index of oc, rescaled to its time base.
+ * - An input whose times may jump (AVFMT_TS_DISCONT: MPEG-TS, MPEG-PS;
+ *   files joined end to end, a broadcast's clock reset) has them made to
+ *   follow on where a stream's jump by more than 10 s, or back by more
+ *   than 0.1 s, from where its next packet was due: an offset for every
+ *   copied stream of the input from there on, as ffmpeg's, with one
+ *   note. The filtered stream's own times run on by its frames, so the
+ *   copies stay in step with it.
+ * - A decoding time that still goes back (by less: a short part joined;
+ *   damaged input) is moved on to the least the muxer takes (the last
+ *   + 1, or the last where equal times are allowed), its presentation
+ *   time no earlier, with one note a stream, as ffmpeg does, instead of
+ *   the muxer failing the run.
+ * Notes not with c->opt->quiet. 0 or CLI_EXIT_RUNTIME (said). pkt is not
+ * unreferenced. */
 int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                       AVPacket *pkt, int os_index, apply_copied *c,
                       const char *out_path);
