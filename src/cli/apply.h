@@ -65,39 +65,48 @@ int apply_av_error(const char *path, const char *what, int err);
  * of memory) or no error (EAGAIN, EOF). */
 bool apply_damaged(int err);
 
+/* An input whose times may jump (AVFMT_TS_DISCONT: MPEG-TS, MPEG-PS;
+ * files joined end to end, a broadcast's clock reset): where a stream's
+ * time jumps by more than 10 s, or back by more than 0.1 s, from where
+ * its next packet was due, every stream of the input gets an offset from
+ * there on that makes it follow on, as ffmpeg's demuxing does, with one
+ * note (not with quiet). Per stream: where its next packet is due and
+ * its last one's time (input time base; AV_NOPTS_VALUE before). */
+typedef struct apply_discont {
+  int64_t offset; /* AV_TIME_BASE units */
+  int64_t *next, *last;
+  unsigned n;
+  bool on, told, quiet;
+  const char *path;
+} apply_discont;
+/* 0, or CLI_EXIT_RUNTIME out of memory (said). */
+int apply_discont_init(apply_discont *d, const AVFormatContext *ic,
+                       const char *path, bool quiet);
+void apply_discont_free(apply_discont *d);
+/* pkt, just read from ic, with the input's offset. Every packet read is
+ * passed, the filtered stream's too (its frames then follow on). */
+void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
+                          AVPacket *pkt);
+
 /* A stream copied as it is: the last decoding time written of it (in its
  * output time base; AV_NOPTS_VALUE before the first), how many packets'
- * times were moved on, and whether that was told; the input's time
- * where the next packet is due and the last one's (input time base,
- * AV_NOPTS_VALUE before the first); and the input's discontinuity
- * offset (AV_TIME_BASE units), shared by its copied streams. */
+ * times were moved on, and whether that was told. */
 typedef struct apply_copied {
   const apply_opts *opt;
   int64_t last_dts;
   unsigned long moved;
   bool told;
-  int64_t next_in, last_in;
-  int64_t *offset;
-  bool *told_jump;
 } apply_copied;
 /* av_interleaved_write_frame, then o->wrote where it succeeded. */
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
-/* Writes pkt, a packet of a copied stream of ic, as output stream
- * os_index of oc, rescaled to its time base.
- * - An input whose times may jump (AVFMT_TS_DISCONT: MPEG-TS, MPEG-PS;
- *   files joined end to end, a broadcast's clock reset) has them made to
- *   follow on where a stream's jump by more than 10 s, or back by more
- *   than 0.1 s, from where its next packet was due: an offset for every
- *   copied stream of the input from there on, as ffmpeg's, with one
- *   note. The filtered stream's own times run on by its frames, so the
- *   copies stay in step with it.
- * - A decoding time that still goes back (by less: a short part joined;
- *   damaged input) is moved on to the least the muxer takes (the last
- *   + 1, or the last where equal times are allowed), its presentation
- *   time no earlier, with one note a stream, as ffmpeg does, instead of
- *   the muxer failing the run.
- * Notes not with c->opt->quiet. 0 or CLI_EXIT_RUNTIME (said). pkt is not
- * unreferenced. */
+/* Writes pkt, a packet of a copied stream of ic (apply_discont_packet
+ * has had it), as output stream os_index of oc, rescaled to its time
+ * base. A decoding time that still goes back (by less than a jump: a
+ * short part joined; damaged input) is moved on to the least the muxer
+ * takes (the last + 1, or the last where equal times are allowed), its
+ * presentation time no earlier, with one note a stream (not with
+ * c->opt->quiet), as ffmpeg does, instead of the muxer failing the run.
+ * 0 or CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
 int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                       AVPacket *pkt, int os_index, apply_copied *c,
                       const char *out_path);

@@ -58,6 +58,7 @@ typedef struct input {
   int want;           /* the audio stream asked for, or -1: the best */
   int64_t first_pts;  /* the first decoded frame's, in 1/rate; or NOPTS */
   struct output *out; /* other streams' packets are copied there */
+  apply_discont disc; /* the input's jumps in time */
 } input;
 
 typedef struct output {
@@ -65,8 +66,6 @@ typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
-  int64_t ts_offset;    /* the input's discontinuities (apply_copy_packet) */
-  bool told_jump;
   int64_t start; /* the audio's first pts where streams are copied, in the
                     encoder's time base; or 0 */
   AVFormatContext *oc;
@@ -191,6 +190,8 @@ static int input_open(input *in, const char *path)
     return input_stopping(in)
                ? 130
                : apply_av_error(path, "cannot read its stream info", err);
+  if ((err = apply_discont_init(&in->disc, in->fmt, path, in->quiet)))
+    return err;
   const AVCodec *codec = NULL;
   if (in->want >= 0) { /* --stream: that one, and it must be sound */
     if ((unsigned)in->want >= in->fmt->nb_streams)
@@ -390,38 +391,6 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
 {
   AVStream *is = ic->streams[pkt->stream_index];
   AVStream *os = oc->streams[os_index];
-  if ((ic->iformat->flags & AVFMT_TS_DISCONT) && c->offset &&
-      pkt->dts != AV_NOPTS_VALUE) {
-    AVRational tb = is->time_base;
-    int64_t off = cf_av->av_rescale_q(*c->offset, AV_TIME_BASE_Q, tb);
-    int64_t dts = pkt->dts + off;
-    if (c->next_in != AV_NOPTS_VALUE) {
-      int64_t delta = dts - c->next_in;
-      int64_t far = cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE,
-                                        AV_TIME_BASE_Q, tb);
-      int64_t back = cf_av->av_rescale_q(AV_TIME_BASE / 10, AV_TIME_BASE_Q,
-                                         tb);
-      if (delta < -far || delta > far || dts + back < c->last_in) {
-        *c->offset -= cf_av->av_rescale_q(delta, tb, AV_TIME_BASE_Q);
-        if (!*c->told_jump && !c->opt->quiet)
-          fprintf(stderr,
-                  "cudafilter: note: %s: the times jump %s by %.3f s at "
-                  "%.3f s (files joined?): the copied streams go on from "
-                  "where they were, as ffmpeg's\n",
-                  c->opt->in_path, delta < 0 ? "back" : "ahead",
-                  fabs((double)delta * av_q2d(tb)),
-                  (double)c->next_in * av_q2d(tb));
-        *c->told_jump = true;
-        off = cf_av->av_rescale_q(*c->offset, AV_TIME_BASE_Q, tb);
-        dts = pkt->dts + off;
-      }
-    }
-    pkt->dts = dts;
-    if (pkt->pts != AV_NOPTS_VALUE)
-      pkt->pts += off;
-    c->last_in = dts;
-    c->next_in = dts + (pkt->duration > 0 ? pkt->duration : 0);
-  }
   cf_av->av_packet_rescale_ts(pkt, is->time_base, os->time_base);
   pkt->stream_index = os_index;
   pkt->pos = -1;
@@ -449,6 +418,67 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
     c->last_dts = pkt->dts;
   int err = apply_write(c->opt, oc, pkt);
   return err < 0 ? apply_av_error(out_path, "writing failed", err) : 0;
+}
+
+int apply_discont_init(apply_discont *d, const AVFormatContext *ic,
+                       const char *path, bool quiet)
+{
+  memset(d, 0, sizeof *d);
+  d->on = ic->iformat->flags & AVFMT_TS_DISCONT;
+  d->path = path;
+  d->quiet = quiet;
+  d->n = ic->nb_streams;
+  if (!d->on || !d->n)
+    return 0;
+  if (!(d->next = malloc(d->n * sizeof *d->next)) ||
+      !(d->last = malloc(d->n * sizeof *d->last)))
+    return apply_error("out of memory");
+  for (unsigned i = 0; i < d->n; i++)
+    d->next[i] = d->last[i] = AV_NOPTS_VALUE;
+  return 0;
+}
+
+void apply_discont_free(apply_discont *d)
+{
+  free(d->next);
+  free(d->last);
+  d->next = d->last = NULL;
+}
+
+void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
+                          AVPacket *pkt)
+{
+  int si = pkt->stream_index;
+  if (!d->on || pkt->dts == AV_NOPTS_VALUE || si < 0 || (unsigned)si >= d->n)
+    return;
+  AVRational tb = ic->streams[si]->time_base;
+  int64_t off = cf_av->av_rescale_q(d->offset, AV_TIME_BASE_Q, tb);
+  int64_t dts = pkt->dts + off;
+  if (d->next[si] != AV_NOPTS_VALUE) {
+    int64_t delta = dts - d->next[si];
+    int64_t far =
+        cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE, AV_TIME_BASE_Q, tb);
+    int64_t back = cf_av->av_rescale_q(AV_TIME_BASE / 10, AV_TIME_BASE_Q, tb);
+    if (delta < -far || delta > far || dts + back < d->last[si]) {
+      d->offset -= cf_av->av_rescale_q(delta, tb, AV_TIME_BASE_Q);
+      if (!d->told && !d->quiet)
+        fprintf(stderr,
+                "cudafilter: note: %s: the times jump %s by %.3f s at "
+                "%.3f s (files joined?): every stream goes on from where "
+                "it was, as ffmpeg's\n",
+                d->path, delta < 0 ? "back" : "ahead",
+                fabs((double)delta * av_q2d(tb)),
+                (double)d->next[si] * av_q2d(tb));
+      d->told = true;
+      off = cf_av->av_rescale_q(d->offset, AV_TIME_BASE_Q, tb);
+      dts = pkt->dts + off;
+    }
+  }
+  pkt->dts = dts;
+  if (pkt->pts != AV_NOPTS_VALUE)
+    pkt->pts += off;
+  d->last[si] = dts;
+  d->next[si] = dts + (pkt->duration > 0 ? pkt->duration : 0);
 }
 
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt)
@@ -522,6 +552,7 @@ static int input_read(input *in, size_t *frames)
     }
     if (err < 0)
       return apply_av_error(in->path, "reading failed", err);
+    apply_discont_packet(&in->disc, in->fmt, in->pkt);
     int si = in->pkt->stream_index;
     if (si == in->stream) {
       err = cf_av->avcodec_send_packet(in->dec, in->pkt);
@@ -549,6 +580,7 @@ static int input_read(input *in, size_t *frames)
 
 static void input_close(input *in)
 {
+  apply_discont_free(&in->disc);
   cf_av->swr_free(&in->swr);
   cf_av->av_channel_layout_uninit(&in->swr_layout);
   cf_av->av_channel_layout_uninit(&in->out_layout);
@@ -989,12 +1021,7 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
     const AVStream *is = in->fmt->streams[i];
     enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
-    o->copied[i] = (apply_copied){.opt = opt,
-                                  .last_dts = AV_NOPTS_VALUE,
-                                  .next_in = AV_NOPTS_VALUE,
-                                  .last_in = AV_NOPTS_VALUE,
-                                  .offset = &o->ts_offset,
-                                  .told_jump = &o->told_jump};
+    o->copied[i] = (apply_copied){.opt = opt, .last_dts = AV_NOPTS_VALUE};
     /* cover art (an attached picture) is copied too where it fits, but
      * only -v says when it does not (a .ogg of a .flac) */
     bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;

@@ -96,8 +96,7 @@ typedef struct vrun {
   int vstream;
   int *map; /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
-  int64_t ts_offset;    /* the input's discontinuities (apply_copy_packet) */
-  bool told_jump;
+  apply_discont disc;   /* the input's jumps in time */
   AVPacket *pkt, *opkt;
   AVFrame *frame;
   /* what the engine filters; to_proc/to_enc convert where needed */
@@ -164,8 +163,15 @@ static int vstopping(void *opaque)
  * take them from the first frame. avformat's stream parameters are those
  * of the last frame it decoded while probing, another where the stream
  * switches within its first seconds. Other streams' packets read on the
- * way are held for the output (pump), up to a bound past which the
+ * way are held for the output (pump), up to HELD_MAX, past which the
  * stream's parameters are taken and the rest is read as it comes. */
+/* What open_input may hold of other streams before the first frame: the
+ * packets' bytes and about what libav allocates for each (AVPacket,
+ * AVBufferRef, AVBuffer, padding), 64 MiB in all: an hour of 48 kHz AAC
+ * before a late video stream. */
+#define HELD_MAX ((size_t)64 << 20)
+#define HELD_EACH ((size_t)256)
+
 static int read_first(vrun *r)
 {
   const char *path = r->o->in_path;
@@ -181,7 +187,7 @@ static int read_first(vrun *r)
       r->corrupt++; /* skipped, as in decode_ready */
     else if (err != AVERROR(EAGAIN))
       return apply_av_error(path, "decoding failed", err);
-    if (r->nheld >= 4096 || r->held_bytes >= ((size_t)64 << 20))
+    if (r->held_bytes >= HELD_MAX)
       break;
     if (vstopping(r)) {
       if (!r->h)
@@ -204,6 +210,7 @@ static int read_first(vrun *r)
     }
     if (err < 0)
       return vstopping(r) ? 130 : apply_av_error(path, "reading failed", err);
+    apply_discont_packet(&r->disc, r->fmt, r->pkt);
     if (r->pkt->stream_index == r->vstream) {
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
       cf_av->av_packet_unref(r->pkt);
@@ -218,7 +225,7 @@ static int read_first(vrun *r)
     if (!h)
       return apply_error("out of memory");
     r->held = h;
-    r->held_bytes += (size_t)r->pkt->size;
+    r->held_bytes += (size_t)r->pkt->size + HELD_EACH;
     r->held[r->nheld++] = r->pkt;
     if (!(r->pkt = cf_av->av_packet_alloc()))
       return apply_error("out of memory");
@@ -240,6 +247,8 @@ static int open_input(vrun *r)
   if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
     return vstopping(r) ? 130
                         : av_err(r, path, "cannot read its stream info", err);
+  if ((err = apply_discont_init(&r->disc, r->fmt, path, r->o->quiet)))
+    return err;
   const AVCodec *codec = NULL;
   r->vstream =
       cf_av->av_find_best_stream(r->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
@@ -537,12 +546,7 @@ static int open_output(vrun *r, const char *tmp)
     AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
     r->copied[i] =
-        (apply_copied){.opt = o,
-                       .last_dts = AV_NOPTS_VALUE,
-                       .next_in = AV_NOPTS_VALUE,
-                       .last_in = AV_NOPTS_VALUE,
-                       .offset = &r->ts_offset,
-                       .told_jump = &r->told_jump};
+        (apply_copied){.opt = o, .last_dts = AV_NOPTS_VALUE};
     if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
       continue;
     /* the muxer's word where a trial can be had (apply_audio.c's
@@ -768,6 +772,7 @@ static int pump(vrun *r)
       return vstopping(r)
                  ? 130
                  : apply_av_error(r->o->in_path, "reading failed", err);
+    apply_discont_packet(&r->disc, r->fmt, r->pkt);
     int si = r->pkt->stream_index;
     if (si == r->vstream) {
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
@@ -861,6 +866,7 @@ static void close_run(vrun *r)
     cf_engine_free(r->e);
   free(r->map);
   free(r->copied);
+  apply_discont_free(&r->disc);
   cf_av->av_frame_free(&r->first);
   for (size_t i = 0; i < r->nheld; i++)
     cf_av->av_packet_free(&r->held[i]);
