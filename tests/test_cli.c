@@ -3656,6 +3656,23 @@ static void test_apply_video_size_change(void **state)
 #endif
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* File out: file a's bytes, then file b's (streams joined end to end). */
+static void join_files(const char *out, const char *a, const char *b)
+{
+  size_t na, nb;
+  unsigned char *pa = read_file(a, &na), *pb = read_file(b, &nb);
+  assert_true(pa && pb);
+  unsigned char *both = malloc(na + nb + 1);
+  assert_non_null(both);
+  memcpy(both, pa, na);
+  memcpy(both + na, pb, nb);
+  write_file(out, both, na + nb);
+  free(pa), free(pb), free(both);
+}
+
+#endif
+
 /* Two raw H.264 streams, 16x16 (grey 128) then 32x32 (grey 64), three
  * frames each, as libx264 writes them without B-frames (ffmpeg -f lavfi
  * -i color=c=0x808080:s=16x16 -frames:v 3 -c:v libx264 -bf 0 -f h264),
@@ -3702,10 +3719,7 @@ static void test_apply_video_first_frame(void **state)
   tmp_path(outj, sizeof outj, "vff-ab.y4m");
   write_file(pa, h264_16x16, sizeof h264_16x16);
   write_file(pb, h264_32x32, sizeof h264_32x32);
-  unsigned char both[sizeof h264_16x16 + sizeof h264_32x32];
-  memcpy(both, h264_16x16, sizeof h264_16x16);
-  memcpy(both + sizeof h264_16x16, h264_32x32, sizeof h264_32x32);
-  write_file(joined, both, sizeof both);
+  join_files(joined, pa, pb);
   const char *ins[3] = {pa, pb, joined}, *outs[3] = {outa, outb, outj};
   for (int i = 0; i < 3; i++) {
     const char *args[] = {NULL, "apply", "-y", "--kernel2d", one, ins[i],
@@ -3752,20 +3766,6 @@ static void test_apply_video_first_frame(void **state)
 }
 
 #ifdef CF_TEST_HAVE_LIBAV
-/* File out: file a's bytes, then file b's (streams joined end to end). */
-static void join_files(const char *out, const char *a, const char *b)
-{
-  size_t na, nb;
-  unsigned char *pa = read_file(a, &na), *pb = read_file(b, &nb);
-  assert_true(pa && pb);
-  unsigned char *both = malloc(na + nb + 1);
-  assert_non_null(both);
-  memcpy(both, pa, na);
-  memcpy(both + na, pb, nb);
-  write_file(out, both, na + nb);
-  free(pa), free(pb), free(both);
-}
-
 /* The bytes of an AVI's chunks of stream sid, in order: its audio
  * ('NNwb') or its video ('NNdc', 'NNdb'; the muxer's empty ones add
  * nothing). */

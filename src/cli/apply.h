@@ -89,12 +89,11 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
                           AVPacket *pkt);
 
 /* A stream copied as it is: the last decoding time written of it (in its
- * output time base; AV_NOPTS_VALUE before the first), how many packets'
- * times were moved on, and whether that was told. */
+ * output time base; AV_NOPTS_VALUE before the first), and whether a time
+ * moved on was told. */
 typedef struct apply_copied {
   const apply_opts *opt;
   int64_t last_dts;
-  unsigned long moved;
   bool told;
 } apply_copied;
 /* av_interleaved_write_frame, then o->wrote where it succeeded. */

@@ -407,7 +407,6 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                 out_path, os_index,
                 (double)pkt->dts * av_q2d(os->time_base));
       c->told = true;
-      c->moved++;
       if (pkt->pts != AV_NOPTS_VALUE && pkt->pts >= pkt->dts &&
           pkt->pts < least)
         pkt->pts = least;
