@@ -4,12 +4,14 @@
  * messages, info and demo. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +28,19 @@
 #include "ref.h"
 #include "wav.h"
 #include "y4m.h"
+
+#ifdef CF_TEST_HAVE_LIBAV
+/* libav here only makes inputs apply reads (Matroska with subtitles,
+ * tags and chapters, which no file of ours is written by hand) and reads
+ * back which streams, tags and packets an output holds */
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/dict.h>
+#include <libavutil/display.h>
+#include <libavutil/intreadwrite.h>
+#include <libavutil/mem.h>
+#endif
 
 #ifndef CF_TEST_HAVE_LIBAV
 /* The apply tests and their helpers (files, AVI, FLAC) run only with
@@ -2282,6 +2297,496 @@ static void put_be32(unsigned char *p, uint32_t v)
   p[3] = (unsigned char)v;
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* A film as Matroska: GRAY8 frames (rawvideo), 16-bit mono sound, two
+ * SubRip tracks, file tags and chapters, each stream with tags of its
+ * own, one of them mkvmerge's statistics (BPS), written by libav. */
+enum { FILM_CUES = 4, FILM_CHAPTERS = 3 };
+typedef struct film_cue {
+  int64_t start, dur; /* ms */
+  char text[24];
+} film_cue;
+typedef struct film {
+  unsigned w, h, nf, fps, rate;
+  const unsigned char *frames; /* nf * w * h */
+  const int16_t *pcm;          /* pf samples */
+  size_t pf;
+  film_cue cues[2][FILM_CUES];
+  unsigned ncues[2];
+  int64_t chapter[FILM_CHAPTERS + 1]; /* ms: starts, then the last end */
+  char title[24];
+} film_desc;
+
+static void film_write(const char *path, const film_desc *f)
+{
+  AVFormatContext *oc = NULL;
+  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", path) >=
+              0);
+  AVStream *v = avformat_new_stream(oc, NULL), *a = avformat_new_stream(oc, NULL);
+  AVStream *s[2] = {avformat_new_stream(oc, NULL),
+                    avformat_new_stream(oc, NULL)};
+  assert_true(v && a && s[0] && s[1]);
+  v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
+  v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
+  v->codecpar->codec_tag = avcodec_pix_fmt_to_codec_tag(AV_PIX_FMT_GRAY8);
+  v->codecpar->format = AV_PIX_FMT_GRAY8;
+  v->codecpar->width = (int)f->w;
+  v->codecpar->height = (int)f->h;
+  v->time_base = (AVRational){1, (int)f->fps};
+  v->avg_frame_rate = (AVRational){(int)f->fps, 1};
+  av_dict_set(&v->metadata, "title", "camera", 0);
+  av_dict_set(&v->metadata, "BPS", "12345", 0);
+  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  a->codecpar->format = AV_SAMPLE_FMT_S16;
+  a->codecpar->sample_rate = (int)f->rate;
+  av_channel_layout_default(&a->codecpar->ch_layout, 1);
+  a->codecpar->bits_per_coded_sample = 16;
+  a->codecpar->block_align = 2;
+  a->time_base = (AVRational){1, (int)f->rate};
+  av_dict_set(&a->metadata, "language", "ger", 0);
+  av_dict_set(&a->metadata, "BPS", "705600", 0);
+  static const char *const lang[2] = {"eng", "fra"};
+  for (int k = 0; k < 2; k++) {
+    s[k]->codecpar->codec_type = AVMEDIA_TYPE_SUBTITLE;
+    s[k]->codecpar->codec_id = AV_CODEC_ID_SUBRIP;
+    s[k]->time_base = (AVRational){1, 1000};
+    av_dict_set(&s[k]->metadata, "language", lang[k], 0);
+  }
+  av_dict_set(&oc->metadata, "title", f->title, 0);
+  av_dict_set(&oc->metadata, "artist", "cudafilter tests", 0);
+  for (int c = 0; c < FILM_CHAPTERS; c++) {
+    AVChapter *ch = av_mallocz(sizeof *ch);
+    assert_non_null(ch);
+    ch->id = c + 1;
+    ch->time_base = (AVRational){1, 1000};
+    ch->start = f->chapter[c];
+    ch->end = f->chapter[c + 1];
+    char t[16];
+    snprintf(t, sizeof t, "part %d", c + 1);
+    av_dict_set(&ch->metadata, "title", t, 0);
+    int n = (int)oc->nb_chapters;
+    assert_true(av_dynarray_add_nofree(&oc->chapters, &n, ch) >= 0);
+    oc->nb_chapters = (unsigned)n;
+  }
+  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
+  assert_true(avformat_write_header(oc, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  size_t spf = f->pf / f->nf; /* the sound in a frame's worth */
+  for (unsigned i = 0; i < f->nf; i++) {
+    assert_true(av_new_packet(pkt, (int)(f->w * f->h)) >= 0);
+    memcpy(pkt->data, f->frames + (size_t)i * f->w * f->h, f->w * f->h);
+    pkt->pts = pkt->dts = i;
+    pkt->duration = 1;
+    pkt->flags |= AV_PKT_FLAG_KEY;
+    pkt->stream_index = v->index;
+    av_packet_rescale_ts(pkt, (AVRational){1, (int)f->fps}, v->time_base);
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    size_t n = i + 1 == f->nf ? f->pf - i * spf : spf;
+    assert_true(av_new_packet(pkt, (int)(2 * n)) >= 0);
+    memcpy(pkt->data, f->pcm + i * spf, 2 * n);
+    pkt->pts = pkt->dts = (int64_t)(i * spf);
+    pkt->duration = (int64_t)n;
+    pkt->flags |= AV_PKT_FLAG_KEY;
+    pkt->stream_index = a->index;
+    av_packet_rescale_ts(pkt, (AVRational){1, (int)f->rate}, a->time_base);
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  for (int k = 0; k < 2; k++)
+    for (unsigned c = 0; c < f->ncues[k]; c++) {
+      size_t n = strlen(f->cues[k][c].text);
+      assert_true(av_new_packet(pkt, (int)n) >= 0);
+      memcpy(pkt->data, f->cues[k][c].text, n);
+      pkt->pts = pkt->dts = f->cues[k][c].start;
+      pkt->duration = f->cues[k][c].dur;
+      pkt->flags |= AV_PKT_FLAG_KEY;
+      pkt->stream_index = s[k]->index;
+      av_packet_rescale_ts(pkt, (AVRational){1, 1000}, s[k]->time_base);
+      assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    }
+  av_packet_free(&pkt);
+  assert_true(av_write_trailer(oc) >= 0);
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+}
+
+/* A tag of dictionary m, "" where it has none. */
+static const char *tag(const AVDictionary *m, const char *key)
+{
+  const AVDictionaryEntry *e = av_dict_get(m, key, NULL, 0);
+  return e ? e->value : "";
+}
+
+/* What out holds, checked against film f: every stream but the filtered
+ * one (`filtered`: AVMEDIA_TYPE_VIDEO or _AUDIO) is a copy; the file's
+ * tags and chapters, each stream's tags (the filtered one without the
+ * statistics of its old encoding), each copied subtitle packet as it was
+ * and at its time, and every frame of both picture and sound there. */
+static void film_check(const char *out, const film_desc *f,
+                       enum AVMediaType filtered, const char *what)
+{
+  AVFormatContext *ic = NULL;
+  if (avformat_open_input(&ic, out, NULL, NULL) < 0 ||
+      avformat_find_stream_info(ic, NULL) < 0)
+    fail_msg("%s: libav cannot read %s", what, out);
+  if (ic->nb_streams != 4)
+    fail_msg("%s: %u streams out, want 4 (picture, sound, two subtitle "
+             "tracks)", what, ic->nb_streams);
+  if (strcmp(tag(ic->metadata, "title"), f->title) ||
+      strcmp(tag(ic->metadata, "artist"), "cudafilter tests"))
+    fail_msg("%s: file tags title '%s', artist '%s'; want '%s', "
+             "'cudafilter tests'", what, tag(ic->metadata, "title"),
+             tag(ic->metadata, "artist"), f->title);
+  if (ic->nb_chapters != FILM_CHAPTERS)
+    fail_msg("%s: %u chapters, want %d", what, ic->nb_chapters,
+             FILM_CHAPTERS);
+  for (unsigned c = 0; c < ic->nb_chapters; c++) {
+    const AVChapter *ch = ic->chapters[c];
+    AVRational ms = {1, 1000};
+    int64_t s0 = av_rescale_q(ch->start, ch->time_base, ms);
+    int64_t s1 = av_rescale_q(ch->end, ch->time_base, ms);
+    char t[16];
+    snprintf(t, sizeof t, "part %u", c + 1);
+    if (s0 != f->chapter[c] || s1 != f->chapter[c + 1] ||
+        strcmp(tag(ch->metadata, "title"), t))
+      fail_msg("%s: chapter %u: %" PRId64 "-%" PRId64 " ms '%s', want "
+               "%" PRId64 "-%" PRId64 " '%s'", what, c, s0, s1,
+               tag(ch->metadata, "title"), f->chapter[c], f->chapter[c + 1],
+               t);
+  }
+  static const char *const lang[4] = {"", "ger", "eng", "fra"};
+  static const enum AVMediaType type[4] = {
+      AVMEDIA_TYPE_VIDEO, AVMEDIA_TYPE_AUDIO, AVMEDIA_TYPE_SUBTITLE,
+      AVMEDIA_TYPE_SUBTITLE};
+  for (unsigned i = 0; i < 4; i++) {
+    const AVStream *st = ic->streams[i];
+    if (st->codecpar->codec_type != type[i])
+      fail_msg("%s: stream %u is %s, want %s (the input's order)", what, i,
+               av_get_media_type_string(st->codecpar->codec_type),
+               av_get_media_type_string(type[i]));
+    if (i && strcmp(tag(st->metadata, "language"), lang[i]))
+      fail_msg("%s: stream %u's language '%s', want '%s'", what, i,
+               tag(st->metadata, "language"), lang[i]);
+    /* a copy keeps the statistics; encoded again, they would be stale */
+    bool bps = *tag(st->metadata, "BPS");
+    if (i < 2 && bps != (type[i] != filtered))
+      fail_msg("%s: stream %u (%s) %s mkvmerge's BPS tag", what, i,
+               type[i] == filtered ? "filtered" : "copied",
+               bps ? "keeps" : "lost");
+  }
+  if (strcmp(tag(ic->streams[0]->metadata, "title"), "camera"))
+    fail_msg("%s: the picture's title '%s', want 'camera'", what,
+             tag(ic->streams[0]->metadata, "title"));
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  unsigned frames = 0, cue[2] = {0, 0}, sound = 0;
+  /* the cues' times out (ms), and the picture's first: a muxer that
+   * takes no negative times moves every stream on where an encoder's
+   * first packet comes early (Vorbis: 23 ms at 11025 Hz; ffmpeg's output
+   * is moved the same) */
+  int64_t t[2][FILM_CUES], first = INT64_MAX;
+  size_t at = 0; /* bytes of the copied sound */
+  while (av_read_frame(ic, pkt) >= 0) {
+    const AVStream *st = ic->streams[pkt->stream_index];
+    if (pkt->stream_index == 0)
+      frames++;
+    else if (pkt->stream_index == 1) {
+      sound++;
+      if (filtered != AVMEDIA_TYPE_AUDIO) {
+        if (at + (size_t)pkt->size > 2 * f->pf ||
+            memcmp(pkt->data, (const unsigned char *)f->pcm + at,
+                   (size_t)pkt->size))
+          fail_msg("%s: the copied sound differs from the input's in bytes "
+                   "%zu..%zu", what, at, at + (size_t)pkt->size);
+        at += (size_t)pkt->size;
+      }
+    } else {
+      unsigned k = (unsigned)pkt->stream_index - 2, c = cue[k]++;
+      if (c >= f->ncues[k])
+        fail_msg("%s: subtitle track %u: more than its %u cues", what, k,
+                 f->ncues[k]);
+      const film_cue *want = &f->cues[k][c];
+      AVRational ms = {1, 1000};
+      t[k][c] = av_rescale_q(pkt->pts, st->time_base, ms);
+      int64_t d = av_rescale_q(pkt->duration, st->time_base, ms);
+      if (d != want->dur || (size_t)pkt->size != strlen(want->text) ||
+          memcmp(pkt->data, want->text, (size_t)pkt->size))
+        fail_msg("%s: subtitle track %u cue %u: '%.*s' for %" PRId64
+                 " ms, want '%s' for %" PRId64, what, k, c, pkt->size,
+                 (const char *)pkt->data, d, want->text, want->dur);
+    }
+    if (pkt->stream_index == 0) {
+      int64_t v = av_rescale_q(pkt->pts, st->time_base, (AVRational){1, 1000});
+      first = v < first ? v : first;
+    }
+    av_packet_unref(pkt);
+  }
+  av_packet_free(&pkt);
+  avformat_close_input(&ic);
+  if (cue[0] != f->ncues[0] || cue[1] != f->ncues[1])
+    fail_msg("%s: %u and %u cues out, want %u and %u", what, cue[0], cue[1],
+             f->ncues[0], f->ncues[1]);
+  /* filtered, the picture is not moved: the copies stay where they were */
+  if (filtered == AVMEDIA_TYPE_VIDEO && first != 0)
+    fail_msg("%s: the first frame out at %" PRId64 " ms, want 0", what,
+             first);
+  for (unsigned k = 0; k < 2; k++)
+    for (unsigned c = 0; c < cue[k]; c++)
+      if (t[k][c] != f->cues[k][c].start + first)
+        fail_msg("%s: subtitle track %u cue %u at %" PRId64 " ms, want %" PRId64
+                 " (%" PRId64 " in, the picture moved by %" PRId64 ")",
+                 what, k, c, t[k][c], f->cues[k][c].start + first,
+                 f->cues[k][c].start, first);
+  if (frames != f->nf)
+    fail_msg("%s: %u frames out, want %u", what, frames, f->nf);
+  /* the filtered sound is checked against references elsewhere */
+  if (filtered == AVMEDIA_TYPE_AUDIO ? sound == 0 : at != 2 * f->pf)
+    fail_msg("%s: %u sound packets, %zu bytes of %zu copied", what, sound,
+             at, 2 * f->pf);
+}
+#endif
+
+/* Nothing of a film is lost, whichever stream is filtered: its
+ * subtitle tracks, tags and chapters are copied as ffmpeg copies them
+ * (video mode left subtitles out without a word, and neither mode kept
+ * a tag or a chapter: a song's title and artist, a track's language,
+ * were gone). Where the format cannot hold a kind it has no codec for,
+ * it is left out without a word, as ffmpeg leaves it (said with -v). */
+static void test_apply_film_streams(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 41);
+  film_desc f = {0};
+  f.w = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 12);
+  f.h = 6 + 2 * (unsigned)ref_rng_range(&r, 0, 10);
+  f.fps = (unsigned)ref_rng_range(&r, 5, 25);
+  f.nf = (unsigned)ref_rng_range(&r, 4, 20);
+  f.rate = (unsigned)ref_rng_range(&r, 8000, 48000);
+  f.pf = (size_t)f.nf * f.rate / f.fps;
+  int64_t total = (int64_t)f.nf * 1000 / f.fps; /* ms */
+  unsigned char *frames = malloc((size_t)f.nf * f.w * f.h);
+  int16_t *pcm = malloc(f.pf * sizeof *pcm);
+  assert_true(frames && pcm);
+  for (size_t i = 0; i < (size_t)f.nf * f.w * f.h; i++)
+    frames[i] = (unsigned char)ref_rng_u64(&r);
+  for (size_t i = 0; i < f.pf; i++)
+    pcm[i] = (int16_t)((int)(ref_rng_u64(&r) % 20001) - 10000);
+  f.frames = frames;
+  f.pcm = pcm;
+  for (int k = 0; k < 2; k++) {
+    f.ncues[k] = (unsigned)ref_rng_range(&r, 1, FILM_CUES);
+    int64_t at = 0;
+    for (unsigned c = 0; c < f.ncues[k]; c++) {
+      film_cue *q = &f.cues[k][c];
+      q->start = at + (int64_t)ref_rng_range(&r, 0, (size_t)total / 8);
+      q->dur = 1 + (int64_t)ref_rng_range(&r, 0, (size_t)total / 8);
+      at = q->start + q->dur;
+      snprintf(q->text, sizeof q->text, "%s %u: %u", k ? "ligne" : "line", c,
+               (unsigned)ref_rng_u64(&r) % 1000);
+    }
+  }
+  for (int c = 1; c < FILM_CHAPTERS; c++)
+    f.chapter[c] = f.chapter[c - 1] + 1 +
+                   (int64_t)ref_rng_range(&r, 0, (size_t)total / 4);
+  f.chapter[FILM_CHAPTERS] = f.chapter[FILM_CHAPTERS - 1] + 1 + total / 4;
+  snprintf(f.title, sizeof f.title, "film %u", (unsigned)ref_rng_u64(&r) % 1000);
+
+  char inp[PATH_MAX], outv[PATH_MAX], outa[PATH_MAX], y4m[PATH_MAX];
+  char flac[PATH_MAX], vone[PATH_MAX], one[PATH_MAX];
+  tmp_path(inp, sizeof inp, "film-in.mkv");
+  tmp_path(outv, sizeof outv, "film-video.mkv");
+  tmp_path(outa, sizeof outa, "film-audio.mkv");
+  tmp_path(y4m, sizeof y4m, "film-video.y4m");
+  tmp_path(flac, sizeof flac, "film-audio.flac");
+  identity_kernel2d(vone, sizeof vone, "film-one2d.txt");
+  tmp_path(one, sizeof one, "film-one.txt");
+  write_text_kernel(one, (const float[]){1.0f}, 1);
+  film_write(inp, &f);
+
+  /* the picture filtered (FFV1: quick), the rest copied */
+  const char *va[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
+                      "ffv1", inp, outv, NULL};
+  expect(va, 0, NULL);
+  film_check(outv, &f, AVMEDIA_TYPE_VIDEO, "video mode");
+  /* the sound filtered (Vorbis, Matroska's own), the rest copied */
+  const char *aa[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outa, NULL};
+  expect(aa, 0, NULL);
+  film_check(outa, &f, AVMEDIA_TYPE_AUDIO, "audio mode");
+
+  /* a format with no codec of a kind leaves it out without a word, as
+   * ffmpeg does (-v says it); the file's tags go where the format has
+   * them */
+  result res;
+  const char *ya[] = {NULL, "apply", "-y", "--kernel2d", vone, inp, y4m, NULL};
+  run_simple(ya, &res);
+  if (res.status != 0 || strstr(res.err, "left out"))
+    fail_msg("a film into Y4M: exit %d, stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  const char *yv[] = {NULL, "apply", "-y", "-v", "--kernel2d", vone, inp, y4m,
+                      NULL};
+  run_simple(yv, &res);
+  if (res.status != 0 ||
+      !strstr(res.err, "subtitle stream 3 (subrip) left out: format "
+                       "'yuv4mpegpipe' cannot hold it") ||
+      !strstr(res.err, "audio stream 1 (pcm_s16le) left out"))
+    fail_msg("a film into Y4M, -v: exit %d, stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  const char *fa[] = {NULL, "apply", "-y", "-q", "-k", one, inp, flac, NULL};
+  expect(fa, 0, NULL);
+  AVFormatContext *ic = NULL;
+  assert_true(avformat_open_input(&ic, flac, NULL, NULL) >= 0);
+  if (strcmp(tag(ic->metadata, "title"), f.title) ||
+      strcmp(tag(ic->metadata, "artist"), "cudafilter tests"))
+    fail_msg("a film's sound into FLAC: title '%s', artist '%s'; want "
+             "'%s', 'cudafilter tests'", tag(ic->metadata, "title"),
+             tag(ic->metadata, "artist"), f.title);
+  avformat_close_input(&ic);
+  free(frames);
+  free(pcm);
+  unlink(inp), unlink(outv), unlink(outa), unlink(y4m), unlink(flac);
+  unlink(vone), unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+#ifdef CF_TEST_HAVE_LIBAV
+/* A phone's film as MOV: RGB24 frames (rawvideo) shown turned by
+ * `rotation` degrees (a display matrix), 16-bit mono sound. */
+static void phone_write(const char *path, unsigned w, unsigned h, unsigned nf,
+                        const unsigned char *rgb, int rotation)
+{
+  AVFormatContext *oc = NULL;
+  assert_true(avformat_alloc_output_context2(&oc, NULL, "mov", path) >= 0);
+  AVStream *v = avformat_new_stream(oc, NULL), *a = avformat_new_stream(oc, NULL);
+  assert_true(v && a);
+  v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
+  v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
+  v->codecpar->format = AV_PIX_FMT_RGB24;
+  v->codecpar->bits_per_coded_sample = 24;
+  v->codecpar->width = (int)w;
+  v->codecpar->height = (int)h;
+  v->time_base = (AVRational){1, 10};
+  uint8_t *m = av_stream_new_side_data(v, AV_PKT_DATA_DISPLAYMATRIX, 36);
+  assert_non_null(m);
+  av_display_rotation_set((int32_t *)(void *)m, rotation);
+  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  a->codecpar->format = AV_SAMPLE_FMT_S16;
+  a->codecpar->sample_rate = 8000;
+  av_channel_layout_default(&a->codecpar->ch_layout, 1);
+  a->codecpar->bits_per_coded_sample = 16;
+  a->codecpar->block_align = 2;
+  a->time_base = (AVRational){1, 8000};
+  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
+  assert_true(avformat_write_header(oc, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  for (unsigned i = 0; i < nf; i++) {
+    assert_true(av_new_packet(pkt, (int)(3 * w * h)) >= 0);
+    memcpy(pkt->data, rgb + (size_t)i * 3 * w * h, 3 * w * h);
+    pkt->pts = pkt->dts = i;
+    pkt->duration = 1;
+    pkt->flags |= AV_PKT_FLAG_KEY;
+    pkt->stream_index = v->index;
+    av_packet_rescale_ts(pkt, (AVRational){1, 10}, v->time_base);
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    assert_true(av_new_packet(pkt, 2 * 800) >= 0);
+    for (int k = 0; k < 800; k++) /* a tone */
+      AV_WL16(pkt->data + 2 * k, (uint16_t)(int16_t)(8000 * sin(0.3 * k)));
+    pkt->pts = pkt->dts = 800 * (int64_t)i;
+    pkt->duration = 800;
+    pkt->flags |= AV_PKT_FLAG_KEY;
+    pkt->stream_index = a->index;
+    av_packet_rescale_ts(pkt, (AVRational){1, 8000}, a->time_base);
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  av_packet_free(&pkt);
+  assert_true(av_write_trailer(oc) >= 0);
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+}
+
+/* The turn (degrees, as av_display_rotation_get gives it) of out's
+ * picture; NAN where it has no display matrix. */
+static double picture_turn(const char *out)
+{
+  AVFormatContext *ic = NULL;
+  if (avformat_open_input(&ic, out, NULL, NULL) < 0 ||
+      avformat_find_stream_info(ic, NULL) < 0)
+    fail_msg("libav cannot read %s", out);
+  double turn = NAN;
+  for (unsigned i = 0; i < ic->nb_streams; i++) {
+    if (ic->streams[i]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO)
+      continue;
+    const uint8_t *m = av_stream_get_side_data(
+        ic->streams[i], AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (m)
+      turn = av_display_rotation_get((const int32_t *)(const void *)m);
+  }
+  avformat_close_input(&ic);
+  return turn;
+}
+#endif
+
+/* A phone's film (its picture shown turned: a display matrix) keeps its
+ * turn whichever stream is filtered, as ffmpeg keeps it: it came out
+ * sideways, the display matrix lost (filtered, the frames are not turned:
+ * the matrix still holds for them). */
+static void test_apply_rotation(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 43);
+  unsigned w = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 8);
+  unsigned h = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 8);
+  unsigned nf = (unsigned)ref_rng_range(&r, 2, 6);
+  static const int turns[] = {90, 180, -90};
+  int rot = turns[ref_rng_range(&r, 0, 2)];
+  unsigned char *rgb = malloc((size_t)nf * 3 * w * h);
+  assert_non_null(rgb);
+  for (size_t i = 0; i < (size_t)nf * 3 * w * h; i++)
+    rgb[i] = (unsigned char)ref_rng_u64(&r);
+  char inp[PATH_MAX], outa[PATH_MAX], outv[PATH_MAX], vone[PATH_MAX],
+      one[PATH_MAX];
+  tmp_path(inp, sizeof inp, "phone-in.mov");
+  tmp_path(outa, sizeof outa, "phone-audio.mov");
+  tmp_path(outv, sizeof outv, "phone-video.mov");
+  identity_kernel2d(vone, sizeof vone, "phone-one2d.txt");
+  tmp_path(one, sizeof one, "phone-one.txt");
+  write_text_kernel(one, (const float[]){1.0f}, 1);
+  phone_write(inp, w, h, nf, rgb, rot);
+  double in = picture_turn(inp);
+  /* (MOV stores the matrix the other way round: -90 reads back 90) */
+  if (!(fabs(fabs(in) - abs(rot)) < 1e-6))
+    fail_msg("the test's input turns by %g degrees, want %d", in, rot);
+  const char *aa[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outa, NULL};
+  expect(aa, 0, NULL);
+  double ta = picture_turn(outa);
+  if (!(fabs(ta - in) < 1e-6))
+    fail_msg("sound filtered, the copied picture turns by %g degrees, want "
+             "%g", ta, in);
+  const char *va[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, inp, outv,
+                      NULL};
+  expect(va, 0, NULL);
+  double tv = picture_turn(outv);
+  if (!(fabs(tv - in) < 1e-6))
+    fail_msg("picture filtered, it turns by %g degrees, want %g", tv, in);
+  free(rgb);
+  unlink(inp), unlink(outa), unlink(outv), unlink(vone), unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Cover art (a FLAC PICTURE block: an attached picture to libav) is
  * copied into a format that holds it (FLAC), and left out without a word
  * where it does not fit (Ogg): the audio is written either way. */
@@ -4456,6 +4961,8 @@ int main(void)
     cmocka_unit_test(test_apply_copies_refused),
     cmocka_unit_test(test_apply_stdio),
     cmocka_unit_test(test_apply_cover),
+    cmocka_unit_test(test_apply_film_streams),
+    cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1003,70 +1004,171 @@ done:
   return ok;
 }
 
-/* The input's other streams (video, other audio tracks, subtitles), to be
- * copied unchanged where the output format holds them; said where not
- * (only with -v where the format holds no video at all: a .wav of a
- * film's sound). */
+/* Keys of a stream's metadata that describe its encoding, not its
+ * content: stale once it is encoded again (mkvmerge's statistics, each
+ * also with a language suffix: "BPS-eng"). */
+static bool encoding_key(const char *k)
+{
+  static const char *const keys[] = {
+      "encoder",         "BPS",
+      "DURATION",        "NUMBER_OF_FRAMES",
+      "NUMBER_OF_BYTES", "_STATISTICS_WRITING_APP",
+      "_STATISTICS_WRITING_DATE_UTC", "_STATISTICS_TAGS"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    size_t n = strlen(keys[i]);
+    if (!strncasecmp(k, keys[i], n) && (k[n] == 0 || k[n] == '-'))
+      return true;
+  }
+  return false;
+}
+
+/* Side data of a stream that describes its encoding or the sound
+ * before filtering: stale once it is encoded again. */
+static bool encoding_side_data(enum AVPacketSideDataType t)
+{
+  return t == AV_PKT_DATA_CPB_PROPERTIES || t == AV_PKT_DATA_REPLAYGAIN;
+}
+
+int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
+                          const char *path)
+{
+  const AVDictionaryEntry *e = NULL;
+  while ((e = cf_av->av_dict_get(is->metadata, "", e, AV_DICT_IGNORE_SUFFIX)))
+    if (!encoded || !encoding_key(e->key)) {
+      int err = cf_av->av_dict_set(&os->metadata, e->key, e->value, 0);
+      if (err < 0)
+        return apply_av_error(path, "stream metadata", err);
+    }
+#if LIBAVFORMAT_VERSION_MAJOR < 61
+  for (int i = 0; i < is->nb_side_data; i++) {
+    const AVPacketSideData *sd = &is->side_data[i];
+    if (encoded && encoding_side_data(sd->type))
+      continue;
+    uint8_t *d = cf_av->av_stream_new_side_data(os, sd->type, sd->size);
+    if (!d)
+      return apply_error("out of memory");
+    memcpy(d, sd->data, sd->size);
+  }
+#else
+  /* a copy has them already (avcodec_parameters_copy) */
+  const AVCodecParameters *ip = is->codecpar;
+  AVCodecParameters *op = os->codecpar;
+  for (int i = 0; encoded && i < ip->nb_coded_side_data; i++) {
+    const AVPacketSideData *sd = &ip->coded_side_data[i];
+    if (encoding_side_data(sd->type))
+      continue;
+    AVPacketSideData *d = cf_av->av_packet_side_data_new(
+        &op->coded_side_data, &op->nb_coded_side_data, sd->type, sd->size, 0);
+    if (!d)
+      return apply_error("out of memory");
+    memcpy(d->data, sd->data, sd->size);
+  }
+#endif
+  return 0;
+}
+
+int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
+                        const char *path)
+{
+  int err = cf_av->av_dict_copy(&oc->metadata, ic->metadata, 0);
+  if (err < 0)
+    return apply_av_error(path, "metadata", err);
+  for (unsigned i = 0; i < ic->nb_chapters; i++) {
+    const AVChapter *from = ic->chapters[i];
+    AVChapter *c = cf_av->av_mallocz(sizeof *c);
+    if (!c)
+      return apply_error("out of memory");
+    c->id = from->id;
+    c->time_base = from->time_base;
+    c->start = from->start;
+    c->end = from->end;
+    /* oc frees it (avformat_free_context) once it holds it */
+    int n = (int)oc->nb_chapters;
+    if ((err = cf_av->av_dict_copy(&c->metadata, from->metadata, 0)) < 0 ||
+        (err = cf_av->av_dynarray_add_nofree(&oc->chapters, &n, c)) < 0) {
+      cf_av->av_dict_free(&c->metadata);
+      cf_av->av_freep(&c);
+      return apply_av_error(path, "chapters", err);
+    }
+    oc->nb_chapters = (unsigned)n;
+  }
+  return 0;
+}
+
+int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
+                   const AVCodecContext *enc, const AVStream *is, unsigned i,
+                   const char *path, int *os_index)
+{
+  int err;
+  enum AVMediaType t = is->codecpar->codec_type;
+  *os_index = -1;
+  if (t != AVMEDIA_TYPE_VIDEO && t != AVMEDIA_TYPE_AUDIO &&
+      t != AVMEDIA_TYPE_SUBTITLE)
+    return 0;
+  /* cover art (an attached picture) is copied too where it fits, but
+   * only -v says when it does not (a .ogg of a .flac) */
+  bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
+  enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO   ? oc->oformat->video_codec
+                       : t == AVMEDIA_TYPE_AUDIO ? oc->oformat->audio_codec
+                                                 : oc->oformat->subtitle_codec;
+  /* copied where the format's header takes it, with the streams
+   * before it: the muxer's own word (a WAV holds one stream, MP4
+   * refuses FLAC unless asked -strict, Matroska writes PNG or HuffYUV
+   * through VFW though its query says no); where no trial can be
+   * had, where the query says it holds the codec or, where that
+   * cannot tell (ogg, y4m), when the codec is the format's own */
+  int q = cf_av->avformat_query_codec(oc->oformat, is->codecpar->codec_id,
+                                      FF_COMPLIANCE_NORMAL);
+  bool query = q > 0 || (q < 0 && is->codecpar->codec_id == own);
+  /* a format without a codec of the kind may still hold some (MP4 has no
+   * default subtitle codec, but takes mov_text) */
+  int trial = own == AV_CODEC_ID_NONE && q <= 0
+                  ? 0
+                  : apply_trial_header(oc, enc, is);
+  bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
+  if (trial == 0 || (trial < 0 && !query)) {
+    if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
+      fprintf(stderr,
+              "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
+              "cannot hold it%s\n",
+              path, cf_av->av_get_media_type_string(t), i,
+              cf_av->avcodec_get_name(is->codecpar->codec_id),
+              oc->oformat->name, beside ? " beside the filtered stream" : "");
+    return 0;
+  }
+  AVStream *os = cf_av->avformat_new_stream(oc, NULL);
+  if (!os)
+    return apply_error("out of memory");
+  if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
+    return apply_av_error(path, "stream parameters", err);
+  os->codecpar->codec_tag = apply_copy_tag(oc->oformat, is->codecpar);
+  os->time_base = is->time_base;
+  os->disposition = is->disposition;
+  os->avg_frame_rate = is->avg_frame_rate;
+  *os_index = os->index;
+  return apply_stream_metadata(os, is, false, path);
+}
+
+/* The input's other streams from..to, copied (apply_add_copy). */
 static int add_copies(output *o, const apply_opts *opt, const input *in,
                       unsigned from, unsigned to)
 {
-  int err;
+  int rc;
   unsigned n = in->fmt->nb_streams;
   if (!o->map && !(o->map = malloc(n * sizeof *o->map)))
     return apply_error("out of memory");
   if (!o->copied && !(o->copied = malloc(n * sizeof *o->copied)))
     return apply_error("out of memory");
   for (unsigned i = from; i < to; i++) {
-    const AVStream *is = in->fmt->streams[i];
-    enum AVMediaType t = is->codecpar->codec_type;
     o->map[i] = -1;
     o->copied[i] = (apply_copied){.opt = opt, .last_dts = AV_NOPTS_VALUE};
-    /* cover art (an attached picture) is copied too where it fits, but
-     * only -v says when it does not (a .ogg of a .flac) */
-    bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
-    if ((int)i == in->stream ||
-        (t != AVMEDIA_TYPE_VIDEO && t != AVMEDIA_TYPE_AUDIO &&
-         t != AVMEDIA_TYPE_SUBTITLE))
+    if ((int)i == in->stream)
       continue;
-    enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO ? o->oc->oformat->video_codec
-                         : t == AVMEDIA_TYPE_AUDIO
-                             ? o->oc->oformat->audio_codec
-                             : o->oc->oformat->subtitle_codec;
-    /* copied where the format's header takes it, with the streams
-     * before it: the muxer's own word (a WAV holds one stream, MP4
-     * refuses FLAC unless asked -strict, Matroska writes PNG or HuffYUV
-     * through VFW though its query says no); where no trial can be
-     * had, where the query says it holds the codec or, where that
-     * cannot tell (ogg, y4m), when the codec is the format's own */
-    int q = cf_av->avformat_query_codec(o->oc->oformat, is->codecpar->codec_id,
-                                        FF_COMPLIANCE_NORMAL);
-    bool query = q > 0 || (q < 0 && is->codecpar->codec_id == own);
-    int trial = own == AV_CODEC_ID_NONE
-                    ? 0
-                    : apply_trial_header(o->oc, o->st ? NULL : o->enc, is);
-    bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
-    if (trial == 0 || (trial < 0 && !query)) {
-      if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
-        fprintf(stderr,
-                "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
-                "cannot hold it%s\n",
-                o->path, cf_av->av_get_media_type_string(t), i,
-                cf_av->avcodec_get_name(is->codecpar->codec_id),
-                o->oc->oformat->name,
-                beside ? " beside the filtered stream" : "");
-      continue;
-    }
-    AVStream *os = cf_av->avformat_new_stream(o->oc, NULL);
-    if (!os)
-      return apply_error("out of memory");
-    if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
-      return apply_av_error(o->path, "stream parameters", err);
-    os->codecpar->codec_tag = apply_copy_tag(o->oc->oformat, is->codecpar);
-    os->time_base = is->time_base;
-    os->disposition = is->disposition;
-    os->avg_frame_rate = is->avg_frame_rate;
-    o->map[i] = os->index;
-    o->copies++;
+    if ((rc = apply_add_copy(opt, o->oc, o->st ? NULL : o->enc,
+                             in->fmt->streams[i], i, o->path, &o->map[i])))
+      return rc;
+    if (o->map[i] >= 0)
+      o->copies++;
   }
   return 0;
 }
@@ -1165,6 +1267,11 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
       0)
     return apply_av_error(path, "stream parameters", err);
   o->st->time_base = o->enc->time_base;
+  o->st->disposition = in->fmt->streams[in->stream]->disposition;
+  if ((rc = apply_stream_metadata(o->st, in->fmt->streams[in->stream], true,
+                                  path)) ||
+      (rc = apply_file_metadata(o->oc, in->fmt, path)))
+    return rc;
 
   err = cf_av->swr_alloc_set_opts2(
       &o->swr, &o->enc->ch_layout, o->enc->sample_fmt, rate,

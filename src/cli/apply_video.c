@@ -537,41 +537,25 @@ static int open_output(vrun *r, const char *tmp)
     return apply_av_error(path, "stream parameters", err);
   r->ost->time_base = r->enc->time_base;
   r->ost->avg_frame_rate = fps;
+  r->ost->disposition = r->ist->disposition;
+  if ((rc = apply_stream_metadata(r->ost, r->ist, true, path)) ||
+      (rc = apply_file_metadata(r->oc, r->fmt, path)))
+    return rc;
 
-  /* The other audio streams, copied where the format can hold them. */
+  /* The input's other streams (its sound, subtitles, other pictures),
+   * copied where the format can hold them, as `apply` copies them beside
+   * a filtered sound. */
   if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)) ||
       !(r->copied = malloc(r->fmt->nb_streams * sizeof *r->copied)))
     return apply_error("out of memory");
   for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
-    AVStream *is = r->fmt->streams[i];
     r->map[i] = -1;
     r->copied[i] =
         (apply_copied){.opt = o, .last_dts = AV_NOPTS_VALUE};
-    if (is->codecpar->codec_type != AVMEDIA_TYPE_AUDIO)
-      continue;
-    /* the muxer's word where a trial can be had (apply_audio.c's
-     * add_copies), else the query's */
-    int trial = r->oc->oformat->audio_codec == AV_CODEC_ID_NONE
-                    ? 0
-                    : apply_trial_header(r->oc, NULL, is);
-    if (trial == 0 || (trial < 0 && cf_av->avformat_query_codec(
-                                        r->oc->oformat, is->codecpar->codec_id,
-                                        FF_COMPLIANCE_NORMAL) == 0)) {
-      fprintf(stderr,
-              "cudafilter: warning: %s: audio stream %u (%s) "
-              "left out: format '%s' cannot hold it\n",
-              path, i, cf_av->avcodec_get_name(is->codecpar->codec_id),
-              r->oc->oformat->name);
-      continue;
-    }
-    AVStream *os = cf_av->avformat_new_stream(r->oc, NULL);
-    if (!os)
-      return apply_error("out of memory");
-    if ((err = cf_av->avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0)
-      return apply_av_error(path, "audio stream parameters", err);
-    os->codecpar->codec_tag = apply_copy_tag(r->oc->oformat, is->codecpar);
-    os->time_base = is->time_base;
-    r->map[i] = os->index;
+    if (r->fmt->streams[i] != r->ist &&
+        (rc = apply_add_copy(o, r->oc, NULL, r->fmt->streams[i], i, path,
+                             &r->map[i])))
+      return rc;
   }
 
   if ((rc = apply_write_header(o, r->oc, tmp)))

@@ -9,6 +9,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
+#include <libavutil/dict.h>
 #include <libavutil/frame.h>
 #include <libavutil/log.h>
 #include <libavutil/mem.h>
@@ -17,12 +18,24 @@
 #include <libavutil/samplefmt.h>
 #include <libswresample/swresample.h>
 
+/* a stream's side data: on the stream before libavformat 61, in its
+ * codec parameters from there on */
+#if LIBAVFORMAT_VERSION_MAJOR < 61
+#define CF_AV_SIDE_DATA(X) X(av_stream_new_side_data)
+#else
+#define CF_AV_SIDE_DATA(X) X(av_packet_side_data_new)
+#endif
+
 #define CF_AV_FUNCTIONS(X)                                                    \
+  CF_AV_SIDE_DATA(X)                                                         \
   X(av_channel_layout_compare) X(av_channel_layout_copy)                     \
   X(av_channel_layout_default) X(av_channel_layout_describe)                \
   X(av_channel_layout_uninit) X(av_find_best_stream) X(av_frame_alloc)       \
   X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable)          \
-  X(av_frame_unref) X(av_get_pix_fmt_name) X(av_guess_codec)                \
+  X(av_frame_unref) X(av_dict_copy) X(av_dict_free) X(av_dict_get)           \
+  X(av_dict_set) X(av_dynarray_add_nofree) X(av_mallocz)                    \
+  X(av_get_pix_fmt_name)                                                     \
+  X(av_guess_codec)                                                          \
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
   X(av_opt_set_double) X(av_opt_set_int) X(av_strdup)                       \
   X(av_pix_fmt_desc_get)                                                     \
