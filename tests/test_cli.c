@@ -4359,6 +4359,79 @@ static int make_ts(const char *ts, const char *one, unsigned nf, unsigned fps,
 }
 #endif
 
+/* Files joined end to end whose frame rate rises (10 fps, then 20 fps):
+ * the output's time base is the first part's, 1/10 s, and the second
+ * part's frames between its ticks are dropped, as ffmpeg drops them, the
+ * picture staying with its sound. Each was moved on a tick instead: the
+ * second part played at half speed, its end 1 s after its sound's. */
+static void test_apply_rate_rise(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char one[PATH_MAX], a[PATH_MAX], b[PATH_MAX], joined[PATH_MAX],
+      out[PATH_MAX];
+  const float unit = 1.0f;
+  tmp_path(one, sizeof one, "rise-one.txt");
+  write_text_kernel(one, &unit, 1);
+  tmp_path(a, sizeof a, "rise-a.ts");
+  tmp_path(b, sizeof b, "rise-b.ts");
+  tmp_path(joined, sizeof joined, "rise-ab.ts");
+  tmp_path(out, sizeof out, "rise-out.mkv");
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 47);
+  /* more frames than libavformat's probe reads for the rate (20):
+   * it takes the first part's */
+  unsigned na = (unsigned)ref_rng_range(&r, 30, 40);
+  unsigned nb = 2 * (unsigned)ref_rng_range(&r, 10, 20);
+  if (make_ts(a, one, na, 10, 45) || make_ts(b, one, nb, 20, 46))
+    return;
+  join_files(joined, a, b);
+  const char *args[] = {NULL, "apply", "-y", "-c", "ffv1", "-p", "box",
+                        "--size", "3", joined, out, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0 || !strstr(res.err, "the frame rate rises past the "
+                                          "output's 10/1 fps"))
+    fail_msg("%u frames at 10 fps, then %u at 20: exit %d:\n%s", na, nb,
+             res.status, res.err);
+  result_free(&res);
+  AVFormatContext *ic = NULL;
+  assert_true(avformat_open_input(&ic, out, NULL, NULL) >= 0 &&
+              avformat_find_stream_info(ic, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  unsigned frames = 0;
+  double vend = 0, aend = 0, last = -1;
+  while (av_read_frame(ic, pkt) >= 0) {
+    const AVStream *st = ic->streams[pkt->stream_index];
+    double t0 = (double)pkt->pts * av_q2d(st->time_base);
+    double t1 = (double)(pkt->pts + pkt->duration) * av_q2d(st->time_base);
+    if (st->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) {
+      if (t0 <= last)
+        fail_msg("frame %u at %.3f s, after one at %.3f", frames, t0, last);
+      last = t0;
+      frames++;
+      vend = t1 > vend ? t1 : vend;
+    } else {
+      aend = t1 > aend ? t1 : aend;
+    }
+    av_packet_unref(pkt);
+  }
+  av_packet_free(&pkt);
+  avformat_close_input(&ic);
+  /* every frame of the first part, every other one of the second */
+  if (frames < na + nb / 2 - 1 || frames > na + nb / 2 + 1)
+    fail_msg("%u frames out of %u at 10 fps and %u at 20; want %u (+-1)",
+             frames, na, nb, na + nb / 2);
+  if (fabs(vend - aend) > 0.15)
+    fail_msg("the picture ends at %.3f s, its sound at %.3f", vend, aend);
+  unlink(a), unlink(b), unlink(joined), unlink(out), unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Copied streams of MPEG-TS files joined end to end, each starting at the
  * same time (every part made alone starts there):
  * - the second part starts a whole part back (1 s): the run failed at
@@ -4954,6 +5027,7 @@ int main(void)
     cmocka_unit_test(test_apply_resample),
     cmocka_unit_test(test_apply_rate_change),
     cmocka_unit_test(test_apply_joined_ts),
+    cmocka_unit_test(test_apply_rate_rise),
     cmocka_unit_test(test_apply_video_first_frame),
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),

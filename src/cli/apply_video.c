@@ -114,6 +114,7 @@ typedef struct vrun {
   cf_engine *e;
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
+  int64_t dropped; /* frames filtered but not written (write_frame) */
   unsigned corrupt;
   bool told;
   bool one_image; /* OUTPUT holds one picture (image2, no %d) */
@@ -659,14 +660,29 @@ static int filter_frame(vrun *r, AVFrame *fr)
   }
   if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
     return apply_av_error(r->out_path, "frame buffer", err);
-  /* Timestamps from the decoder, in the encoder's time base; strictly
-   * increasing, as encoders require. */
-  int64_t pts = fr->best_effort_timestamp;
-  pts = pts == AV_NOPTS_VALUE
-            ? r->last_pts + 1
-            : cf_av->av_rescale_q(pts, r->ist->time_base, r->enc->time_base);
-  if (r->frames > 0 && pts <= r->last_pts)
+  /* Timestamps from the decoder, in the encoder's time base (1/fps of
+   * the stream's start); strictly increasing, as encoders require. A
+   * frame less than a tick after the last one written, rounding onto it
+   * or before, has no time of its own there: the frame rate rose part way
+   * (a 50 fps part joined after a 25 fps one). It is filtered (a temporal
+   * kernel sees it) but not written, as ffmpeg drops it: moved on a tick
+   * instead, every later frame fell further behind its sound (the 50 fps
+   * part played at half speed). Frames whose time goes back further
+   * (damaged or joined input) are moved on to the next tick. */
+  int64_t ts = fr->best_effort_timestamp, pts;
+  bool drop = false;
+  if (ts == AV_NOPTS_VALUE) {
     pts = r->last_pts + 1;
+  } else {
+    pts = cf_av->av_rescale_q(ts, r->ist->time_base, r->enc->time_base);
+    if (r->frames - r->dropped > 0 && pts <= r->last_pts) {
+      double exact = (double)ts * av_q2d(r->ist->time_base) /
+                     av_q2d(r->enc->time_base);
+      drop = exact > (double)r->last_pts - 1.0 &&
+             exact < (double)r->last_pts + 0.4;
+      pts = r->last_pts + 1;
+    }
+  }
   cf_frame in, out;
   as_cf_frame(src, &in);
   as_cf_frame(r->pout, &out);
@@ -678,6 +694,18 @@ static int filter_frame(vrun *r, AVFrame *fr)
   if (st != CF_OK)
     return apply_error("frame %lld: filtering failed: %s",
                        (long long)r->frames + 1, cf_last_error());
+  if (drop) {
+    if (r->dropped++ == 0 && !r->o->quiet && !r->h)
+      fprintf(stderr,
+              "cudafilter: note: %s: the frame rate rises past the "
+              "output's %d/%d fps at frame %lld (%.3f s): frames closer "
+              "than that are dropped, as ffmpeg drops them\n",
+              r->o->in_path, r->enc->time_base.den, r->enc->time_base.num,
+              (long long)r->frames + 1,
+              (double)ts * av_q2d(r->ist->time_base));
+    r->frames++;
+    return 0;
+  }
   AVFrame *dst = r->pout;
   if (r->to_enc) {
     if ((err = cf_av->av_frame_make_writable(r->penc)) < 0 ||
@@ -924,7 +952,7 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     rc = apply_error("%s has no video frame: there is no picture to write "
                      "to %s",
                      o->in_path, o->out_path);
-  res->frames = r.frames;
+  res->frames = r.frames - r.dropped;
   res->width = (unsigned)r.width;
   res->height = (unsigned)r.height;
   res->stopped = r.stopped;
@@ -940,10 +968,15 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
             o->in_path, r.corrupt);
   if (!o->quiet || o->verbose) {
     double el = apply_now() - t0;
+    char dropped[48] = "";
+    if (r.dropped)
+      snprintf(dropped, sizeof dropped, " (%lld more dropped)",
+               (long long)r.dropped);
     fprintf(stderr,
-            "cudafilter: wrote %s: %lld frames, %dx%d, %s (%s); "
+            "cudafilter: wrote %s: %lld frames%s, %dx%d, %s (%s); "
             "%.1f frames/s on %s\n",
-            o->out_path, (long long)r.frames, r.width, r.height,
+            o->out_path, (long long)(r.frames - r.dropped), dropped, r.width,
+            r.height,
             r.enc->codec->name, cf_av->av_get_pix_fmt_name(r.enc->pix_fmt),
             el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e));
   }
