@@ -120,31 +120,33 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
 int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
                        const AVStream *extra);
 
-/* Input stream is (number i), a picture, a sound or subtitles, copied
- * unchanged into oc where its format's header takes it beside the
- * streams oc holds and the one `enc` encodes (NULL: oc holds it
- * already; apply_trial_header): *os_index becomes the new stream's
- * index, or -1 where it is left out (said on stderr where the format
- * has a codec of its kind, else only with verbose: a .wav of a film's
- * sound, a .y4m of its picture). Other kinds (data, attachments) are
- * left out without a word, as ffmpeg leaves them. 0, or
+/* Input stream is (number i), a picture, a sound, subtitles or an
+ * attachment (an ASS track's font), copied unchanged into oc where its
+ * format's header takes it beside the streams oc holds and the one `enc`
+ * encodes (NULL: oc holds it already; apply_trial_header): *os_index
+ * becomes the new stream's index, or -1 where it is left out (said on
+ * stderr where the format has a codec of its kind, else only with
+ * verbose: a .wav of a film's sound, a .y4m of its picture). Data
+ * streams are left out without a word, as ffmpeg leaves them. 0, or
  * CLI_EXIT_RUNTIME (said). */
 int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
                    const AVCodecContext *enc, const AVStream *is, unsigned i,
                    const char *path, int *os_index);
 
 /* INPUT's tags (title, artist, ...) and chapters into OUTPUT, as ffmpeg
- * copies them by default (a format without them ignores them). 0, or
- * CLI_EXIT_RUNTIME (said). */
+ * copies them by default (a format without them ignores them), but with
+ * `sound_filtered` not its loudness tags (REPLAYGAIN_*, R128_*: a player
+ * would even out the filtered sound by the unfiltered one's loudness).
+ * 0, or CLI_EXIT_RUNTIME (said). */
 int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
-                        const char *path);
+                        bool sound_filtered, const char *path);
 /* Stream is's tags (language, title, ...) and side data (a display
  * matrix: how a phone's picture is turned; stereo 3D, HDR mastering)
  * onto os, as ffmpeg copies them; `encoded`: os is is encoded again, and
  * what describes is's encoding (the encoder tag, mkvmerge's statistics:
  * BPS, NUMBER_OF_FRAMES, ...; the bit rate's CPB properties) or the sound
- * before filtering (ReplayGain) is left out. 0, or CLI_EXIT_RUNTIME
- * (said). */
+ * before filtering (ReplayGain tags and side data, R128 gains) is left
+ * out. 0, or CLI_EXIT_RUNTIME (said). */
 int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
                           const char *path);
 

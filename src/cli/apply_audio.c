@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -961,12 +963,32 @@ unsigned apply_copy_tag(const AVOutputFormat *of, const AVCodecParameters *p)
 static int trial_stream(AVFormatContext *t, const AVStream *from)
 {
   AVStream *st = cf_av->avformat_new_stream(t, NULL);
-  if (!st || cf_av->avcodec_parameters_copy(st->codecpar, from->codecpar) < 0)
+  /* its tags too: Matroska wants an attachment's filename and type */
+  if (!st || cf_av->avcodec_parameters_copy(st->codecpar, from->codecpar) < 0 ||
+      cf_av->av_dict_copy(&st->metadata, from->metadata, 0) < 0)
     return -1;
   st->time_base = from->time_base;
   st->disposition = from->disposition;
   st->avg_frame_rate = from->avg_frame_rate; /* as add_copies copies it */
   return 0;
+}
+
+/* The trial's own muxer, whose refusals are answers, not errors: its
+ * log lines ("[ogg] Unsupported codec id in stream 1", even with -q)
+ * are not printed. Per thread: cudafilterd runs streams side by side. */
+static __thread const void *trial_ctx;
+static pthread_once_t trial_log_once = PTHREAD_ONCE_INIT;
+
+static void trial_log(void *avcl, int level, const char *fmt, va_list vl)
+{
+  if (avcl && avcl == trial_ctx)
+    return;
+  cf_av->av_log_default_callback(avcl, level, fmt, vl);
+}
+
+static void trial_log_install(void)
+{
+  cf_av->av_log_set_callback(trial_log);
 }
 
 int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
@@ -980,6 +1002,8 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
       cf_av->avformat_alloc_output_context2(&t, oc->oformat, NULL, NULL) < 0 ||
       !t)
     return -1;
+  pthread_once(&trial_log_once, trial_log_install);
+  trial_ctx = t;
   /* in the output's order: the streams in oc, the copy, then the encoded
    * one where oc does not hold it yet (a copy before it: MXF and GXF
    * want the picture first) */
@@ -1001,7 +1025,15 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
 done:
   sink_close(t);
   cf_av->avformat_free_context(t);
+  trial_ctx = NULL;
   return ok;
+}
+
+/* Tags that give a sound's loudness for players to even out (ReplayGain,
+ * Opus's R128 gains): stale once it is filtered. */
+static bool loudness_key(const char *k)
+{
+  return !strncasecmp(k, "REPLAYGAIN_", 11) || !strncasecmp(k, "R128_", 5);
 }
 
 /* Keys of a stream's metadata that describe its encoding, not its
@@ -1019,7 +1051,7 @@ static bool encoding_key(const char *k)
     if (!strncasecmp(k, keys[i], n) && (k[n] == 0 || k[n] == '-'))
       return true;
   }
-  return false;
+  return loudness_key(k);
 }
 
 /* Side data of a stream that describes its encoding or the sound
@@ -1068,11 +1100,14 @@ int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
 }
 
 int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
-                        const char *path)
+                        bool sound_filtered, const char *path)
 {
-  int err = cf_av->av_dict_copy(&oc->metadata, ic->metadata, 0);
-  if (err < 0)
-    return apply_av_error(path, "metadata", err);
+  int err;
+  const AVDictionaryEntry *e = NULL;
+  while ((e = cf_av->av_dict_get(ic->metadata, "", e, AV_DICT_IGNORE_SUFFIX)))
+    if (!sound_filtered || !loudness_key(e->key))
+      if ((err = cf_av->av_dict_set(&oc->metadata, e->key, e->value, 0)) < 0)
+        return apply_av_error(path, "metadata", err);
   for (unsigned i = 0; i < ic->nb_chapters; i++) {
     const AVChapter *from = ic->chapters[i];
     AVChapter *c = cf_av->av_mallocz(sizeof *c);
@@ -1103,14 +1138,15 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
   enum AVMediaType t = is->codecpar->codec_type;
   *os_index = -1;
   if (t != AVMEDIA_TYPE_VIDEO && t != AVMEDIA_TYPE_AUDIO &&
-      t != AVMEDIA_TYPE_SUBTITLE)
+      t != AVMEDIA_TYPE_SUBTITLE && t != AVMEDIA_TYPE_ATTACHMENT)
     return 0;
   /* cover art (an attached picture) is copied too where it fits, but
    * only -v says when it does not (a .ogg of a .flac) */
   bool pic = is->disposition & AV_DISPOSITION_ATTACHED_PIC;
-  enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO   ? oc->oformat->video_codec
-                       : t == AVMEDIA_TYPE_AUDIO ? oc->oformat->audio_codec
-                                                 : oc->oformat->subtitle_codec;
+  enum AVCodecID own = t == AVMEDIA_TYPE_VIDEO      ? oc->oformat->video_codec
+                       : t == AVMEDIA_TYPE_AUDIO    ? oc->oformat->audio_codec
+                       : t == AVMEDIA_TYPE_SUBTITLE ? oc->oformat->subtitle_codec
+                                                    : AV_CODEC_ID_NONE;
   /* copied where the format's header takes it, with the streams
    * before it: the muxer's own word (a WAV holds one stream, MP4
    * refuses FLAC unless asked -strict, Matroska writes PNG or HuffYUV
@@ -1121,8 +1157,9 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
                                       FF_COMPLIANCE_NORMAL);
   bool query = q > 0 || (q < 0 && is->codecpar->codec_id == own);
   /* a format without a codec of the kind may still hold some (MP4 has no
-   * default subtitle codec, but takes mov_text) */
-  int trial = own == AV_CODEC_ID_NONE && q <= 0
+   * default subtitle codec, but takes mov_text); attachments (an ASS
+   * track's fonts, which Matroska holds) are the muxer's word alone */
+  int trial = own == AV_CODEC_ID_NONE && q <= 0 && t != AVMEDIA_TYPE_ATTACHMENT
                   ? 0
                   : apply_trial_header(oc, enc, is);
   bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
@@ -1270,7 +1307,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   o->st->disposition = in->fmt->streams[in->stream]->disposition;
   if ((rc = apply_stream_metadata(o->st, in->fmt->streams[in->stream], true,
                                   path)) ||
-      (rc = apply_file_metadata(o->oc, in->fmt, path)))
+      (rc = apply_file_metadata(o->oc, in->fmt, true, path)))
     return rc;
 
   err = cf_av->swr_alloc_set_opts2(

@@ -540,7 +540,7 @@ static int open_output(vrun *r, const char *tmp)
   r->ost->avg_frame_rate = fps;
   r->ost->disposition = r->ist->disposition;
   if ((rc = apply_stream_metadata(r->ost, r->ist, true, path)) ||
-      (rc = apply_file_metadata(r->oc, r->fmt, path)))
+      (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
     return rc;
 
   /* The input's other streams (its sound, subtitles, other pictures),
