@@ -40,6 +40,7 @@
 #include <libavutil/display.h>
 #include <libavutil/intreadwrite.h>
 #include <libavutil/mem.h>
+#include <libavutil/pixdesc.h>
 #endif
 
 #ifndef CF_TEST_HAVE_LIBAV
@@ -2768,10 +2769,12 @@ static double picture_turn(const char *out)
 }
 #endif
 
-/* A phone's film (its picture shown turned: a display matrix) keeps its
- * turn whichever stream is filtered, as ffmpeg keeps it: it came out
- * sideways, the display matrix lost (filtered, the frames are not turned:
- * the matrix still holds for them). */
+/* A phone's film (its picture shown turned: a display matrix). Its
+ * sound filtered, the copied picture keeps its turn, as ffmpeg keeps it
+ * (it was lost: the film played sideways). Its picture filtered, it is
+ * turned upright first, as ffmpeg turns it: a kernel's x is the shown
+ * picture's x, the output is upright in every format (Matroska and Y4M
+ * have no display matrix) and shown as it is (the matrix the identity). */
 static void test_apply_rotation(void **state)
 {
   (void)state;
@@ -2782,39 +2785,95 @@ static void test_apply_rotation(void **state)
   unsigned w = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 8);
   unsigned h = 8 + 2 * (unsigned)ref_rng_range(&r, 0, 8);
   unsigned nf = (unsigned)ref_rng_range(&r, 2, 6);
-  static const int turns[] = {90, 180, -90};
-  int rot = turns[ref_rng_range(&r, 0, 2)];
-  unsigned char *rgb = malloc((size_t)nf * 3 * w * h);
-  assert_non_null(rgb);
-  for (size_t i = 0; i < (size_t)nf * 3 * w * h; i++)
+  size_t fb = (size_t)3 * w * h; /* bytes a frame */
+  unsigned char *rgb = malloc(nf * fb), *up = malloc(fb);
+  assert_true(rgb && up);
+  for (size_t i = 0; i < nf * fb; i++)
     rgb[i] = (unsigned char)ref_rng_u64(&r);
-  char inp[PATH_MAX], outa[PATH_MAX], outv[PATH_MAX], vone[PATH_MAX],
-      one[PATH_MAX];
+  char inp[PATH_MAX], outa[PATH_MAX], outv[PATH_MAX], outn[PATH_MAX],
+      vone[PATH_MAX], one[PATH_MAX];
   tmp_path(inp, sizeof inp, "phone-in.mov");
   tmp_path(outa, sizeof outa, "phone-audio.mov");
   tmp_path(outv, sizeof outv, "phone-video.mov");
+  tmp_path(outn, sizeof outn, "phone-video.nut");
   identity_kernel2d(vone, sizeof vone, "phone-one2d.txt");
   tmp_path(one, sizeof one, "phone-one.txt");
   write_text_kernel(one, (const float[]){1.0f}, 1);
-  phone_write(inp, w, h, nf, rgb, rot);
-  double in = picture_turn(inp);
-  /* (MOV stores the matrix the other way round: -90 reads back 90) */
-  if (!(fabs(fabs(in) - abs(rot)) < 1e-6))
-    fail_msg("the test's input turns by %g degrees, want %d", in, rot);
-  const char *aa[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outa, NULL};
-  expect(aa, 0, NULL);
-  double ta = picture_turn(outa);
-  if (!(fabs(ta - in) < 1e-6))
-    fail_msg("sound filtered, the copied picture turns by %g degrees, want "
-             "%g", ta, in);
-  const char *va[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, inp, outv,
-                      NULL};
-  expect(va, 0, NULL);
-  double tv = picture_turn(outv);
-  if (!(fabs(tv - in) < 1e-6))
-    fail_msg("picture filtered, it turns by %g degrees, want %g", tv, in);
+  for (int round = 0; round < 3; round++) {
+    static const int turns[] = {90, 180, -90};
+    int rot = turns[round];
+    phone_write(inp, w, h, nf, rgb, rot);
+    /* av_display_rotation_get: the counterclockwise turn the matrix
+     * makes; shown upright, the frame turns that much */
+    double in = picture_turn(inp);
+    if (!(fabs(fabs(in) - abs(rot)) < 1e-6))
+      fail_msg("the test's input turns by %g degrees, want +-%d", in, rot);
+    int cw = (int)lround(fmod(-in + 720.0, 360.0)); /* clockwise */
+    const char *aa[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outa, NULL};
+    expect(aa, 0, NULL);
+    double ta = picture_turn(outa);
+    if (!(fabs(ta - in) < 1e-6))
+      fail_msg("sound filtered, the copied picture turns by %g degrees, "
+               "want %g", ta, in);
+    const char *va[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, inp,
+                        outv, NULL};
+    expect(va, 0, NULL);
+    double tv = picture_turn(outv);
+    if (!isnan(tv) && !(fabs(tv) < 1e-6))
+      fail_msg("picture filtered (upright), it turns by %g degrees, want 0",
+               tv);
+    /* the frames as written: each turned clockwise by cw (RGB24, raw) */
+    const char *vn[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
+                        "rawvideo", inp, outn, NULL};
+    expect(vn, 0, NULL);
+    unsigned ow = cw == 180 ? w : h, oh = cw == 180 ? h : w;
+    AVFormatContext *ic = NULL;
+    assert_true(avformat_open_input(&ic, outn, NULL, NULL) >= 0 &&
+                avformat_find_stream_info(ic, NULL) >= 0);
+    const AVCodecParameters *cp = ic->streams[0]->codecpar;
+    if (cp->width != (int)ow || cp->height != (int)oh ||
+        cp->format != AV_PIX_FMT_RGB24)
+      fail_msg("turned %d: %dx%d %s out, want %ux%u rgb24", cw, cp->width,
+               cp->height, av_get_pix_fmt_name(cp->format), ow, oh);
+    AVPacket *pkt = av_packet_alloc();
+    assert_non_null(pkt);
+    unsigned k = 0;
+    while (av_read_frame(ic, pkt) >= 0) {
+      if (pkt->stream_index != 0) { /* the copied sound */
+        av_packet_unref(pkt);
+        continue;
+      }
+      if (k >= nf || (size_t)pkt->size != fb)
+        fail_msg("turned %d: frame %u of %d bytes (%u frames of %zu in)", cw,
+                 k, pkt->size, nf, fb);
+      /* where each pixel of the stored frame goes */
+      const unsigned char *f = rgb + k * fb;
+      for (unsigned y = 0; y < h; y++)
+        for (unsigned x = 0; x < w; x++) {
+          unsigned dx = cw == 90    ? h - 1 - y
+                        : cw == 180 ? w - 1 - x
+                                    : y;
+          unsigned dy = cw == 90 ? x : cw == 180 ? h - 1 - y : w - 1 - x;
+          memcpy(up + 3 * ((size_t)dy * ow + dx), f + 3 * ((size_t)y * w + x),
+                 3);
+        }
+      for (size_t i = 0; i < fb; i++)
+        if (pkt->data[i] != up[i])
+          fail_msg("turned %d: frame %u, byte %zu (pixel %zu, %zu): %u, want "
+                   "%u", cw, k, i, i / 3 % ow, i / 3 / ow, pkt->data[i],
+                   up[i]);
+      k++;
+      av_packet_unref(pkt);
+    }
+    av_packet_free(&pkt);
+    avformat_close_input(&ic);
+    if (k != nf)
+      fail_msg("turned %d: %u frames out, want %u", cw, k, nf);
+  }
   free(rgb);
-  unlink(inp), unlink(outa), unlink(outv), unlink(vone), unlink(one);
+  free(up);
+  unlink(inp), unlink(outa), unlink(outv), unlink(outn), unlink(vone);
+  unlink(one);
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();

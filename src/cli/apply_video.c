@@ -115,6 +115,11 @@ typedef struct vrun {
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
   int64_t dropped; /* frames filtered but not written (write_frame) */
+  /* the picture as shown: turned clockwise by `turn` degrees (0, 90,
+   * 180, 270: its display matrix) from the decoded width x height, into
+   * ow x oh (prot), before it is filtered */
+  int turn, ow, oh;
+  AVFrame *prot;
   unsigned corrupt;
   bool told;
   bool one_image; /* OUTPUT holds one picture (image2, no %d) */
@@ -133,15 +138,16 @@ static int av_err(const vrun *r, const char *path, const char *what, int err)
   return apply_av_error(path, what, err);
 }
 
-/* A frame buffer of the run's size in format f. */
-static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
+/* A frame buffer of w x h in format f. */
+static int new_frame_of(const vrun *r, enum AVPixelFormat f, int w, int h,
+                        AVFrame **out)
 {
   AVFrame *fr = cf_av->av_frame_alloc();
   if (!fr)
     return apply_error("out of memory");
   fr->format = f;
-  fr->width = r->width;
-  fr->height = r->height;
+  fr->width = w;
+  fr->height = h;
   int err = cf_av->av_frame_get_buffer(fr, 0);
   if (err < 0) {
     cf_av->av_frame_free(&fr);
@@ -149,6 +155,100 @@ static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
   }
   *out = fr;
   return 0;
+}
+
+/* A frame buffer of the decoded size in format f. */
+static int new_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
+{
+  return new_frame_of(r, f, r->width, r->height, out);
+}
+
+/* A frame buffer of the size filtered and written (turned) in format f. */
+static int new_out_frame(const vrun *r, enum AVPixelFormat f, AVFrame **out)
+{
+  return new_frame_of(r, f, r->ow, r->oh, out);
+}
+
+/* The stream's display matrix (how its picture is to be shown), or NULL. */
+static int32_t *display_matrix(const AVStream *st)
+{
+#if LIBAVFORMAT_VERSION_MAJOR < 61
+  size_t size = 0;
+  uint8_t *m =
+      cf_av->av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+#else
+  const AVPacketSideData *sd = cf_av->av_packet_side_data_get(
+      st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data,
+      AV_PKT_DATA_DISPLAYMATRIX);
+  uint8_t *m = sd ? sd->data : NULL;
+  size_t size = sd ? sd->size : 0;
+#endif
+  return m && size >= 9 * sizeof(int32_t) ? (int32_t *)(void *)m : NULL;
+}
+
+/* The clockwise turn that shows st's picture upright, as ffmpeg reads
+ * the display matrix (its autorotation): 0, 90, 180 or 270; -1 for
+ * another angle (the matrix is kept, the picture filtered as stored). */
+static int display_turn(const AVStream *st)
+{
+  const int32_t *m = display_matrix(st);
+  if (!m)
+    return 0;
+  double theta = -round(cf_av->av_display_rotation_get(m));
+  if (isnan(theta))
+    return 0;
+  theta -= 360 * floor(theta / 360 + 0.9 / 360);
+  for (int t = 0; t < 360; t += 90)
+    if (fabs(theta - t) < 1.0)
+      return t;
+  return fabs(theta - 360) < 1.0 ? 0 : -1;
+}
+
+/* src (the decoded size, format f) into dst (r->ow x r->oh), turned
+ * clockwise by r->turn, plane by plane; chroma planes turn with their
+ * subsampled size (4:2:0 is the same both ways), NV12's UV pairs as one
+ * element. */
+static void turn_frame(const vrun *r, AVFrame *dst, const AVFrame *src)
+{
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(src->format);
+  int planes = cf_av->av_pix_fmt_count_planes(src->format);
+  for (int p = 0; p < planes; p++) {
+    int step = 1;
+    bool sub = false;
+    for (int c = 0; c < d->nb_components; c++)
+      if (d->comp[c].plane == p) {
+        step = d->comp[c].step;
+        sub = !(d->flags & AV_PIX_FMT_FLAG_RGB) && (c == 1 || c == 2);
+      }
+    int w = src->width, h = src->height;
+    if (sub) {
+      w = -((-w) >> d->log2_chroma_w);
+      h = -((-h) >> d->log2_chroma_h);
+    }
+    int dw = r->turn == 180 ? w : h, dh = r->turn == 180 ? h : w;
+    const uint8_t *s = src->data[p];
+    ptrdiff_t sl = src->linesize[p], dl = dst->linesize[p];
+    for (int y = 0; y < dh; y++) {
+      uint8_t *o = dst->data[p] + y * dl;
+      for (int x = 0; x < dw; x++, o += step) {
+        int sx, sy;
+        if (r->turn == 90) /* the top row becomes the right column */
+          sx = y, sy = h - 1 - x;
+        else if (r->turn == 270)
+          sx = w - 1 - y, sy = x;
+        else
+          sx = w - 1 - x, sy = h - 1 - y;
+        const uint8_t *i = s + sy * sl + (ptrdiff_t)sx * step;
+        switch (step) {
+        case 1: *o = *i; break;
+        case 2: memcpy(o, i, 2); break;
+        case 3: memcpy(o, i, 3); break;
+        case 4: memcpy(o, i, 4); break;
+        default: memcpy(o, i, (size_t)step); break;
+        }
+      }
+    }
+  }
 }
 
 /* The command line's signals, or the caller's stop (libav asks this while
@@ -281,6 +381,12 @@ static int open_input(vrun *r)
       (unsigned)r->height > CF_VIDEO_MAX_SIDE)
     return apply_error("%s: %dx%d: a side over %u is not supported", path,
                        r->width, r->height, CF_VIDEO_MAX_SIDE);
+  /* shown turned (a phone's picture): filtered and written upright, as
+   * ffmpeg turns it, so that a kernel's x is the picture's */
+  r->turn = display_turn(r->ist);
+  bool across = r->turn == 90 || r->turn == 270;
+  r->ow = across ? r->height : r->width;
+  r->oh = across ? r->width : r->height;
   return 0;
 }
 
@@ -480,19 +586,19 @@ static int open_output(vrun *r, const char *tmp)
     rc = sws_load();
     if (rc)
       return rc;
-    r->to_enc = sws.sws_getContext(
-        r->width, r->height, r->proc, r->width, r->height, ef,
-        SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+    r->to_enc = sws.sws_getContext(r->ow, r->oh, r->proc, r->ow, r->oh, ef,
+                                   SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL,
+                                   NULL);
     if (!r->to_enc)
       return apply_error("%s: libswscale cannot convert %s to %s", path,
                          cf_av->av_get_pix_fmt_name(r->proc),
                          cf_av->av_get_pix_fmt_name(ef));
-    if ((rc = new_frame(r, ef, &r->penc)))
+    if ((rc = new_out_frame(r, ef, &r->penc)))
       return rc;
   }
   AVRational fps = cf_av->av_guess_frame_rate(r->fmt, r->ist, NULL);
-  r->enc->width = r->width;
-  r->enc->height = r->height;
+  r->enc->width = r->ow;
+  r->enc->height = r->oh;
   r->enc->pix_fmt = ef;
   r->enc->sample_aspect_ratio = r->dec->sample_aspect_ratio;
   if (ef == r->dec_fmt) {
@@ -521,10 +627,10 @@ static int open_output(vrun *r, const char *tmp)
   if ((err = cf_av->avcodec_open2(r->enc, codec, NULL)) < 0) {
     char what[320];
     const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(ef);
-    bool odd = d && (((r->width & 1) && d->log2_chroma_w) ||
-                     ((r->height & 1) && d->log2_chroma_h));
+    bool odd = d && (((r->ow & 1) && d->log2_chroma_w) ||
+                     ((r->oh & 1) && d->log2_chroma_h));
     snprintf(what, sizeof what, "encoder %s refuses %dx%d %s%s", codec->name,
-             r->width, r->height, cf_av->av_get_pix_fmt_name(ef),
+             r->ow, r->oh, cf_av->av_get_pix_fmt_name(ef),
              odd ? " (an odd size with subsampled chroma, which many "
                    "encoders refuse: choose one that takes the input's "
                    "format or 4:4:4 with --codec, e.g. ffv1)"
@@ -542,6 +648,10 @@ static int open_output(vrun *r, const char *tmp)
   if ((rc = apply_stream_metadata(r->ost, r->ist, true, path)) ||
       (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
     return rc;
+  /* turned upright: shown as it is now, as ffmpeg leaves its matrix */
+  int32_t *m = r->turn > 0 ? display_matrix(r->ost) : NULL;
+  if (m)
+    cf_av->av_display_rotation_set(m, 0);
 
   /* The input's other streams (its sound, subtitles, other pictures),
    * copied where the format can hold them, as `apply` copies them beside
@@ -561,7 +671,9 @@ static int open_output(vrun *r, const char *tmp)
 
   if ((rc = apply_write_header(o, r->oc, tmp)))
     return rc;
-  return new_frame(r, r->proc, &r->pout);
+  if (r->turn > 0 && (rc = new_out_frame(r, r->proc, &r->prot)))
+    return rc;
+  return new_out_frame(r, r->proc, &r->pout);
 }
 
 static int write_packets(vrun *r)
@@ -657,6 +769,12 @@ static int filter_frame(vrun *r, AVFrame *fr)
         (err = sws.sws_scale_frame(r->to_proc, r->pin, img)) < 0)
       return apply_av_error(r->o->in_path, "pixel format conversion", err);
     src = r->pin;
+  }
+  if (r->turn > 0) {
+    if ((err = cf_av->av_frame_make_writable(r->prot)) < 0)
+      return apply_av_error(r->out_path, "frame buffer", err);
+    turn_frame(r, r->prot, src);
+    src = r->prot;
   }
   if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
     return apply_av_error(r->out_path, "frame buffer", err);
@@ -865,6 +983,7 @@ static void close_run(vrun *r)
   cf_av->av_packet_free(&r->opkt);
   cf_av->av_frame_free(&r->frame);
   cf_av->av_frame_free(&r->pin);
+  cf_av->av_frame_free(&r->prot);
   cf_av->av_frame_free(&r->pout);
   cf_av->av_frame_free(&r->penc);
   cf_av->av_frame_free(&r->pstart);
@@ -897,8 +1016,8 @@ int apply_vprobe(const char *path, unsigned *width, unsigned *height,
   if (!rc)
     rc = proc_format(&r, fmt);
   if (!rc) {
-    *width = (unsigned)r.width;
-    *height = (unsigned)r.height;
+    *width = (unsigned)r.ow;
+    *height = (unsigned)r.oh;
     *seconds =
         r.fmt->duration > 0 ? (double)r.fmt->duration / AV_TIME_BASE : 0.0;
   }
@@ -918,8 +1037,16 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   memset(res, 0, sizeof *res);
   if ((rc = open_input(&r)) || (rc = choose_proc(&r, &cf)))
     goto done;
-  cfg.width = (unsigned)r.width;
-  cfg.height = (unsigned)r.height;
+  if (r.turn && !o->quiet && !h)
+    fprintf(stderr,
+            r.turn > 0 ? "cudafilter: note: %s is shown turned by %d degrees: "
+                         "filtered and written upright, as ffmpeg turns it\n"
+                       : "cudafilter: note: %s is shown turned by an angle "
+                         "other than a quarter's: filtered as stored, its "
+                         "turn kept\n",
+            o->in_path, r.turn);
+  cfg.width = (unsigned)r.ow;
+  cfg.height = (unsigned)r.oh;
   cfg.format = cf;
   if (h && h->engine) { /* made for the input as it was probed */
     if (cfg.width != h->width || cfg.height != h->height ||
@@ -953,8 +1080,8 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
                      "to %s",
                      o->in_path, o->out_path);
   res->frames = r.frames - r.dropped;
-  res->width = (unsigned)r.width;
-  res->height = (unsigned)r.height;
+  res->width = (unsigned)r.ow;
+  res->height = (unsigned)r.oh;
   res->stopped = r.stopped;
   res->corrupt = r.corrupt;
   snprintf(res->codec, sizeof res->codec, "%s",
@@ -975,8 +1102,8 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     fprintf(stderr,
             "cudafilter: wrote %s: %lld frames%s, %dx%d, %s (%s); "
             "%.1f frames/s on %s\n",
-            o->out_path, (long long)(r.frames - r.dropped), dropped, r.width,
-            r.height,
+            o->out_path, (long long)(r.frames - r.dropped), dropped, r.ow,
+            r.oh,
             r.enc->codec->name, cf_av->av_get_pix_fmt_name(r.enc->pix_fmt),
             el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e));
   }

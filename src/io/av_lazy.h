@@ -10,6 +10,7 @@
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
+#include <libavutil/display.h>
 #include <libavutil/frame.h>
 #include <libavutil/log.h>
 #include <libavutil/mem.h>
@@ -21,9 +22,9 @@
 /* a stream's side data: on the stream before libavformat 61, in its
  * codec parameters from there on */
 #if LIBAVFORMAT_VERSION_MAJOR < 61
-#define CF_AV_SIDE_DATA(X) X(av_stream_new_side_data)
+#define CF_AV_SIDE_DATA(X) X(av_stream_new_side_data) X(av_stream_get_side_data)
 #else
-#define CF_AV_SIDE_DATA(X) X(av_packet_side_data_new)
+#define CF_AV_SIDE_DATA(X) X(av_packet_side_data_new) X(av_packet_side_data_get)
 #endif
 
 #define CF_AV_FUNCTIONS(X)                                                    \
@@ -36,6 +37,8 @@
   X(av_dict_set) X(av_dynarray_add_nofree) X(av_mallocz)                    \
   X(av_get_pix_fmt_name)                                                     \
   X(av_guess_codec) X(av_log_default_callback) X(av_log_set_callback)      \
+  X(av_display_rotation_get) X(av_display_rotation_set)                     \
+  X(av_pix_fmt_count_planes)                                                 \
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
   X(av_opt_set_double) X(av_opt_set_int) X(av_strdup)                       \
   X(av_pix_fmt_desc_get)                                                     \
