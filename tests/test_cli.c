@@ -2501,6 +2501,18 @@ static void film_check(const char *out, const film_desc *f,
                type[i] == filtered ? "filtered" : "copied",
                bps ? "keeps" : "lost");
   }
+  /* the filtered stream tagged with its new encoder, as ffmpeg tags it;
+   * a copy keeps its own (none here) */
+  const char *enc = tag(ic->streams[filtered == AVMEDIA_TYPE_VIDEO ? 0 : 1]
+                            ->metadata, "encoder");
+  const char *want_enc =
+      filtered == AVMEDIA_TYPE_VIDEO ? " ffv1" : " libvorbis";
+  if (strncmp(enc, "Lavc", 4) || strlen(enc) < strlen(want_enc) ||
+      strcmp(enc + strlen(enc) - strlen(want_enc), want_enc) ||
+      *tag(ic->streams[filtered == AVMEDIA_TYPE_VIDEO ? 1 : 0]->metadata,
+           "encoder"))
+    fail_msg("%s: the filtered stream's encoder tag '%s', want 'Lavc...%s' "
+             "(and none on the copy)", what, enc, want_enc);
   if (strcmp(tag(ic->streams[0]->metadata, "title"), "camera"))
     fail_msg("%s: the picture's title '%s', want 'camera'", what,
              tag(ic->streams[0]->metadata, "title"));
@@ -2659,7 +2671,8 @@ static void test_apply_film_streams(void **state)
   run_simple(yv, &res);
   if (res.status != 0 ||
       !strstr(res.err, "subtitle stream 3 (subrip) left out: format "
-                       "'yuv4mpegpipe' cannot hold it") ||
+                       "'yuv4mpegpipe' (YUV4MPEG pipe) takes no subtitle "
+                       "streams") ||
       !strstr(res.err, "audio stream 1 (pcm_s16le) left out"))
     fail_msg("a film into Y4M, -v: exit %d, stderr:\n%s", res.status, res.err);
   result_free(&res);

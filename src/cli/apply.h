@@ -142,13 +142,15 @@ int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
                         bool sound_filtered, const char *path);
 /* Stream is's tags (language, title, ...) and side data (a display
  * matrix: how a phone's picture is turned; stereo 3D, HDR mastering)
- * onto os, as ffmpeg copies them; `encoded`: os is is encoded again, and
- * what describes is's encoding (the encoder tag, mkvmerge's statistics:
- * BPS, NUMBER_OF_FRAMES, ...; the bit rate's CPB properties) or the sound
- * before filtering (ReplayGain tags and side data, R128 gains) is left
- * out. 0, or CLI_EXIT_RUNTIME (said). */
-int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
-                          const char *path);
+ * onto os, as ffmpeg copies them. `encoder` (NULL: os is a copy) encodes
+ * is again into os: os is tagged with its name ("encoder": "Lavc59...
+ * libvorbis", as ffmpeg tags it), and what describes is's old encoding
+ * (its encoder tag, mkvmerge's statistics: BPS, NUMBER_OF_FRAMES, ...;
+ * the bit rate's CPB properties) or the sound before filtering
+ * (ReplayGain tags and side data, R128 gains) is left out. 0, or
+ * CLI_EXIT_RUNTIME (said). */
+int apply_stream_metadata(AVStream *os, const AVStream *is,
+                          const AVCodec *encoder, const char *path);
 
 /* The temporary name OUTPUT is written under, OUTPUT.cf-part-PID.EXT
  * (*tmp NULL: OUTPUT itself); refuses an existing OUTPUT without -y, and

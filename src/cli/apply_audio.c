@@ -1061,9 +1061,10 @@ static bool encoding_side_data(enum AVPacketSideDataType t)
   return t == AV_PKT_DATA_CPB_PROPERTIES || t == AV_PKT_DATA_REPLAYGAIN;
 }
 
-int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
-                          const char *path)
+int apply_stream_metadata(AVStream *os, const AVStream *is,
+                          const AVCodec *encoder, const char *path)
 {
+  bool encoded = encoder != NULL;
   const AVDictionaryEntry *e = NULL;
   while ((e = cf_av->av_dict_get(is->metadata, "", e, AV_DICT_IGNORE_SUFFIX)))
     if (!encoded || !encoding_key(e->key)) {
@@ -1071,6 +1072,14 @@ int apply_stream_metadata(AVStream *os, const AVStream *is, bool encoded,
       if (err < 0)
         return apply_av_error(path, "stream metadata", err);
     }
+  /* the new encoder's name, as ffmpeg tags it */
+  if (encoded) {
+    char tag[96];
+    snprintf(tag, sizeof tag, "%s %s", LIBAVCODEC_IDENT, encoder->name);
+    int err = cf_av->av_dict_set(&os->metadata, "encoder", tag, 0);
+    if (err < 0)
+      return apply_av_error(path, "stream metadata", err);
+  }
 #if LIBAVFORMAT_VERSION_MAJOR < 61
   for (int i = 0; i < is->nb_side_data; i++) {
     const AVPacketSideData *sd = &is->side_data[i];
@@ -1159,18 +1168,29 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
   /* a format without a codec of the kind may still hold some (MP4 has no
    * default subtitle codec, but takes mov_text); attachments (an ASS
    * track's fonts, which Matroska holds) are the muxer's word alone */
-  int trial = own == AV_CODEC_ID_NONE && q <= 0 && t != AVMEDIA_TYPE_ATTACHMENT
-                  ? 0
-                  : apply_trial_header(oc, enc, is);
+  bool tried =
+      own != AV_CODEC_ID_NONE || q > 0 || t == AVMEDIA_TYPE_ATTACHMENT;
+  int trial = tried ? apply_trial_header(oc, enc, is) : 0;
   bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
   if (trial == 0 || (trial < 0 && !query)) {
-    if ((own != AV_CODEC_ID_NONE && !pic) || opt->verbose)
+    /* not tried: a format for other kinds (.mka: Matroska for sound, as
+     * ffmpeg maps nothing else there) */
+    if ((own == AV_CODEC_ID_NONE || pic) && !opt->verbose)
+      return 0;
+    const char *kind = cf_av->av_get_media_type_string(t);
+    const char *codec = cf_av->avcodec_get_name(is->codecpar->codec_id);
+    if (tried)
       fprintf(stderr,
               "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
               "cannot hold it%s\n",
-              path, cf_av->av_get_media_type_string(t), i,
-              cf_av->avcodec_get_name(is->codecpar->codec_id),
-              oc->oformat->name, beside ? " beside the filtered stream" : "");
+              path, kind, i, codec, oc->oformat->name,
+              beside ? " beside the filtered stream" : "");
+    else
+      fprintf(stderr,
+              "cudafilter: %s: %s stream %u (%s) left out: format '%s' "
+              "(%s) takes no %s streams\n",
+              path, kind, i, codec, oc->oformat->name,
+              oc->oformat->long_name ? oc->oformat->long_name : "?", kind);
     return 0;
   }
   AVStream *os = cf_av->avformat_new_stream(oc, NULL);
@@ -1183,7 +1203,7 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
   os->disposition = is->disposition;
   os->avg_frame_rate = is->avg_frame_rate;
   *os_index = os->index;
-  return apply_stream_metadata(os, is, false, path);
+  return apply_stream_metadata(os, is, NULL, path);
 }
 
 /* The input's other streams from..to, copied (apply_add_copy). */
@@ -1305,7 +1325,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
     return apply_av_error(path, "stream parameters", err);
   o->st->time_base = o->enc->time_base;
   o->st->disposition = in->fmt->streams[in->stream]->disposition;
-  if ((rc = apply_stream_metadata(o->st, in->fmt->streams[in->stream], true,
+  if ((rc = apply_stream_metadata(o->st, in->fmt->streams[in->stream], codec,
                                   path)) ||
       (rc = apply_file_metadata(o->oc, in->fmt, true, path)))
     return rc;

@@ -645,7 +645,7 @@ static int open_output(vrun *r, const char *tmp)
   r->ost->time_base = r->enc->time_base;
   r->ost->avg_frame_rate = fps;
   r->ost->disposition = r->ist->disposition;
-  if ((rc = apply_stream_metadata(r->ost, r->ist, true, path)) ||
+  if ((rc = apply_stream_metadata(r->ost, r->ist, codec, path)) ||
       (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
     return rc;
   /* turned upright: shown as it is now, as ffmpeg leaves its matrix */
