@@ -2720,6 +2720,9 @@ static void phone_write(const char *path, unsigned w, unsigned h, unsigned nf,
   v->codecpar->width = (int)w;
   v->codecpar->height = (int)h;
   v->time_base = (AVRational){1, 10};
+  /* pixels wider than high: turned a quarter, higher than wide */
+  v->codecpar->sample_aspect_ratio = v->sample_aspect_ratio =
+      (AVRational){4, 3};
   uint8_t *m = av_stream_new_side_data(v, AV_PKT_DATA_DISPLAYMATRIX, 36);
   assert_non_null(m);
   av_display_rotation_set((int32_t *)(void *)m, rotation);
@@ -2848,6 +2851,11 @@ static void test_apply_rotation(void **state)
         cp->format != AV_PIX_FMT_RGB24)
       fail_msg("turned %d: %dx%d %s out, want %ux%u rgb24", cw, cp->width,
                cp->height, av_get_pix_fmt_name(cp->format), ow, oh);
+    AVRational sar = av_guess_sample_aspect_ratio(ic, ic->streams[0], NULL);
+    AVRational want = cw == 180 ? (AVRational){4, 3} : (AVRational){3, 4};
+    if (av_cmp_q(sar, want))
+      fail_msg("turned %d: pixels %d:%d out, want %d:%d (4:3 in)", cw,
+               sar.num, sar.den, want.num, want.den);
     AVPacket *pkt = av_packet_alloc();
     assert_non_null(pkt);
     unsigned k = 0;

@@ -204,6 +204,15 @@ static int display_turn(const AVStream *st)
   return fabs(theta - 360) < 1.0 ? 0 : -1;
 }
 
+/* A pixel's aspect ratio once the picture is turned: a quarter turn
+ * swaps its sides (as ffmpeg's transpose does). */
+static AVRational turned_sar(const vrun *r, AVRational sar)
+{
+  if ((r->turn == 90 || r->turn == 270) && sar.num > 0 && sar.den > 0)
+    return (AVRational){sar.den, sar.num};
+  return sar;
+}
+
 /* src (the decoded size, format f) into dst (r->ow x r->oh), turned
  * clockwise by r->turn, plane by plane; chroma planes turn with their
  * subsampled size (4:2:0 is the same both ways), NV12's UV pairs as one
@@ -600,7 +609,10 @@ static int open_output(vrun *r, const char *tmp)
   r->enc->width = r->ow;
   r->enc->height = r->oh;
   r->enc->pix_fmt = ef;
-  r->enc->sample_aspect_ratio = r->dec->sample_aspect_ratio;
+  /* the container's where it says (MOV's pasp, Matroska's display size:
+   * the decoder's alone lost a DVD's 16:9), as ffmpeg takes it */
+  r->enc->sample_aspect_ratio = turned_sar(
+      r, cf_av->av_guess_sample_aspect_ratio(r->fmt, r->ist, r->first));
   if (ef == r->dec_fmt) {
     /* the decoded pixels, filtered: their colour description holds */
     r->enc->color_range = r->dec->color_range;
@@ -644,6 +656,7 @@ static int open_output(vrun *r, const char *tmp)
     return apply_av_error(path, "stream parameters", err);
   r->ost->time_base = r->enc->time_base;
   r->ost->avg_frame_rate = fps;
+  r->ost->sample_aspect_ratio = r->enc->sample_aspect_ratio; /* as ffmpeg */
   r->ost->disposition = r->ist->disposition;
   if ((rc = apply_stream_metadata(r->ost, r->ist, codec, path)) ||
       (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
@@ -833,7 +846,8 @@ static int filter_frame(vrun *r, AVFrame *fr)
   }
   r->last_pts = pts;
   dst->pts = pts;
-  dst->sample_aspect_ratio = fr->sample_aspect_ratio;
+  dst->sample_aspect_ratio = turned_sar(
+      r, cf_av->av_guess_sample_aspect_ratio(r->fmt, r->ist, fr));
   dst->pict_type = AV_PICTURE_TYPE_NONE;
   r->frames++;
   if ((err = cf_av->avcodec_send_frame(r->enc, dst)) < 0)

@@ -38,7 +38,7 @@
   X(av_get_pix_fmt_name)                                                     \
   X(av_guess_codec) X(av_log_default_callback) X(av_log_set_callback)      \
   X(av_display_rotation_get) X(av_display_rotation_set)                     \
-  X(av_pix_fmt_count_planes)                                                 \
+  X(av_pix_fmt_count_planes) X(av_guess_sample_aspect_ratio)                \
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
   X(av_opt_set_double) X(av_opt_set_int) X(av_strdup)                       \
   X(av_pix_fmt_desc_get)                                                     \
