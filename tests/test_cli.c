@@ -2586,11 +2586,14 @@ static void film_check(const char *out, const film_desc *f,
 #endif
 
 /* Nothing of a film is lost, whichever stream is filtered: its
- * subtitle tracks, tags and chapters are copied as ffmpeg copies them
- * (video mode left subtitles out without a word, and neither mode kept
- * a tag or a chapter: a song's title and artist, a track's language,
- * were gone). Where the format cannot hold a kind it has no codec for,
- * it is left out without a word, as ffmpeg leaves it (said with -v). */
+ * subtitle tracks, fonts, tags and chapters are copied as ffmpeg copies
+ * them (video mode left subtitles out without a word, and neither mode
+ * kept a tag, a font or a chapter: a song's title and artist, a track's
+ * language, were gone), but not the filtered sound's ReplayGain (stale)
+ * nor the statistics of the filtered track's old encoding; the filtered
+ * track is tagged with its new encoder. Where the format has no codec
+ * of a kind, that kind is left out without a word, as ffmpeg leaves it
+ * (said with -v), and the trials that find it say nothing either. */
 static void test_apply_film_streams(void **state)
 {
   (void)state;
