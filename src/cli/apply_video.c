@@ -115,10 +115,16 @@ typedef struct vrun {
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
   int64_t dropped; /* frames filtered but not written (write_frame) */
-  /* the picture as shown: turned clockwise by `turn` degrees (0, 90,
-   * 180, 270: its display matrix) from the decoded width x height, into
-   * ow x oh (prot), before it is filtered */
-  int turn, ow, oh;
+  /* the picture as shown (its display matrix, as ffmpeg's autorotation
+   * reads it), made from the decoded width x height before it is
+   * filtered: a frame of ow x oh (prot) whose pixel (x, y) is the
+   * decoded one at (x', y'), x and y swapped where `swap` (a quarter
+   * turn), then each mirrored where fx, fy (x' = width - 1 - x', ...);
+   * `turn`: whether any of them is done; `odd`: shown at an angle other
+   * than a quarter's (filtered as stored, its matrix kept) */
+  bool turn, swap, fx, fy, odd;
+  int ow, oh;
+  char shown[48]; /* what was done, for the note */
   AVFrame *prot;
   unsigned corrupt;
   bool told;
@@ -186,35 +192,61 @@ static int32_t *display_matrix(const AVStream *st)
   return m && size >= 9 * sizeof(int32_t) ? (int32_t *)(void *)m : NULL;
 }
 
-/* The clockwise turn that shows st's picture upright, as ffmpeg reads
- * the display matrix (its autorotation): 0, 90, 180 or 270; -1 for
- * another angle (the matrix is kept, the picture filtered as stored). */
-static int display_turn(const AVStream *st)
+/* How r->ist's picture is shown upright, as ffmpeg 5.1's autorotation
+ * reads its display matrix m: the angle theta (clockwise, 0..360) and the
+ * matrix's signs pick a transpose (a quarter turn, with its mirror where
+ * m[3] says) or flips; sets swap, fx, fy, turn, odd and shown. */
+static void read_orientation(vrun *r)
 {
-  const int32_t *m = display_matrix(st);
+  const int32_t *m = display_matrix(r->ist);
+  r->turn = r->swap = r->fx = r->fy = r->odd = false;
   if (!m)
-    return 0;
+    return;
   double theta = -round(cf_av->av_display_rotation_get(m));
   if (isnan(theta))
-    return 0;
+    return;
   theta -= 360 * floor(theta / 360 + 0.9 / 360);
-  for (int t = 0; t < 360; t += 90)
-    if (fabs(theta - t) < 1.0)
-      return t;
-  return fabs(theta - 360) < 1.0 ? 0 : -1;
+  const char *what = NULL;
+  if (fabs(theta - 90) < 1.0) {
+    r->swap = true;
+    if (m[3] > 0) /* transpose=cclock_flip: the matrix transposed */
+      what = "turned a quarter clockwise and mirrored";
+    else /* transpose=clock */
+      r->fy = true, what = "turned a quarter clockwise";
+  } else if (fabs(theta - 180) < 1.0) {
+    r->fx = m[0] < 0; /* hflip */
+    r->fy = m[4] < 0; /* vflip */
+    what = r->fx && r->fy ? "turned a half" : "mirrored";
+  } else if (fabs(theta - 270) < 1.0) {
+    r->swap = true;
+    if (m[3] < 0) /* transpose=clock_flip */
+      r->fx = r->fy = true, what = "turned a quarter counterclockwise and "
+                                   "mirrored";
+    else /* transpose=cclock */
+      r->fx = true, what = "turned a quarter counterclockwise";
+  } else if (fabs(theta) > 1.0 && fabs(theta - 360) > 1.0) {
+    r->odd = true;
+    snprintf(r->shown, sizeof r->shown, "turned by %.0f degrees", theta);
+    return;
+  } else {
+    r->fy = m[4] < 0; /* vflip */
+    what = "mirrored upside down";
+  }
+  r->turn = r->swap || r->fx || r->fy;
+  snprintf(r->shown, sizeof r->shown, "%s", what);
 }
 
 /* A pixel's aspect ratio once the picture is turned: a quarter turn
  * swaps its sides (as ffmpeg's transpose does). */
 static AVRational turned_sar(const vrun *r, AVRational sar)
 {
-  if ((r->turn == 90 || r->turn == 270) && sar.num > 0 && sar.den > 0)
+  if (r->swap && sar.num > 0 && sar.den > 0)
     return (AVRational){sar.den, sar.num};
   return sar;
 }
 
-/* src (the decoded size, format f) into dst (r->ow x r->oh), turned
- * clockwise by r->turn, plane by plane; chroma planes turn with their
+/* src (the decoded size, format f) into dst (r->ow x r->oh) as shown
+ * (read_orientation), plane by plane; chroma planes turn with their
  * subsampled size (4:2:0 is the same both ways), NV12's UV pairs as one
  * element. */
 static void turn_frame(const vrun *r, AVFrame *dst, const AVFrame *src)
@@ -234,19 +266,17 @@ static void turn_frame(const vrun *r, AVFrame *dst, const AVFrame *src)
       w = -((-w) >> d->log2_chroma_w);
       h = -((-h) >> d->log2_chroma_h);
     }
-    int dw = r->turn == 180 ? w : h, dh = r->turn == 180 ? h : w;
+    int dw = r->swap ? h : w, dh = r->swap ? w : h;
     const uint8_t *s = src->data[p];
     ptrdiff_t sl = src->linesize[p], dl = dst->linesize[p];
     for (int y = 0; y < dh; y++) {
       uint8_t *o = dst->data[p] + y * dl;
       for (int x = 0; x < dw; x++, o += step) {
-        int sx, sy;
-        if (r->turn == 90) /* the top row becomes the right column */
-          sx = y, sy = h - 1 - x;
-        else if (r->turn == 270)
-          sx = w - 1 - y, sy = x;
-        else
-          sx = w - 1 - x, sy = h - 1 - y;
+        int sx = r->swap ? y : x, sy = r->swap ? x : y;
+        if (r->fx)
+          sx = w - 1 - sx;
+        if (r->fy)
+          sy = h - 1 - sy;
         const uint8_t *i = s + sy * sl + (ptrdiff_t)sx * step;
         switch (step) {
         case 1: *o = *i; break;
@@ -390,12 +420,11 @@ static int open_input(vrun *r)
       (unsigned)r->height > CF_VIDEO_MAX_SIDE)
     return apply_error("%s: %dx%d: a side over %u is not supported", path,
                        r->width, r->height, CF_VIDEO_MAX_SIDE);
-  /* shown turned (a phone's picture): filtered and written upright, as
+  /* shown turned (a phone's picture): filtered and written as shown, as
    * ffmpeg turns it, so that a kernel's x is the picture's */
-  r->turn = display_turn(r->ist);
-  bool across = r->turn == 90 || r->turn == 270;
-  r->ow = across ? r->height : r->width;
-  r->oh = across ? r->width : r->height;
+  read_orientation(r);
+  r->ow = r->swap ? r->height : r->width;
+  r->oh = r->swap ? r->width : r->height;
   return 0;
 }
 
@@ -662,7 +691,7 @@ static int open_output(vrun *r, const char *tmp)
       (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
     return rc;
   /* turned upright: shown as it is now, as ffmpeg leaves its matrix */
-  int32_t *m = r->turn > 0 ? display_matrix(r->ost) : NULL;
+  int32_t *m = r->turn ? display_matrix(r->ost) : NULL;
   if (m)
     cf_av->av_display_rotation_set(m, 0);
 
@@ -684,7 +713,7 @@ static int open_output(vrun *r, const char *tmp)
 
   if ((rc = apply_write_header(o, r->oc, tmp)))
     return rc;
-  if (r->turn > 0 && (rc = new_out_frame(r, r->proc, &r->prot)))
+  if (r->turn && (rc = new_out_frame(r, r->proc, &r->prot)))
     return rc;
   return new_out_frame(r, r->proc, &r->pout);
 }
@@ -783,7 +812,7 @@ static int filter_frame(vrun *r, AVFrame *fr)
       return apply_av_error(r->o->in_path, "pixel format conversion", err);
     src = r->pin;
   }
-  if (r->turn > 0) {
+  if (r->turn) {
     if ((err = cf_av->av_frame_make_writable(r->prot)) < 0)
       return apply_av_error(r->out_path, "frame buffer", err);
     turn_frame(r, r->prot, src);
@@ -792,14 +821,15 @@ static int filter_frame(vrun *r, AVFrame *fr)
   if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
     return apply_av_error(r->out_path, "frame buffer", err);
   /* Timestamps from the decoder, in the encoder's time base (1/fps of
-   * the stream's start); strictly increasing, as encoders require. A
-   * frame less than a tick after the last one written, rounding onto it
-   * or before, has no time of its own there: the frame rate rose part way
-   * (a 50 fps part joined after a 25 fps one). It is filtered (a temporal
-   * kernel sees it) but not written, as ffmpeg drops it: moved on a tick
-   * instead, every later frame fell further behind its sound (the 50 fps
-   * part played at half speed). Frames whose time goes back further
-   * (damaged or joined input) are moved on to the next tick. */
+   * the stream's start); strictly increasing, as encoders require: a
+   * frame that rounds onto the last one written or before is moved on a
+   * tick (a jittery capture; a joined file whose time goes back). Where
+   * that leaves it more than 0.6 of a tick behind the last one written,
+   * and less than 2 (the frame rate rose part way: a 50 fps part joined
+   * after a 25 fps one), it is filtered (a temporal kernel sees it) but
+   * not written, as ffmpeg's variable-rate output drops it: moved on, every
+   * later frame fell further behind its sound (the 50 fps part played at
+   * half speed). */
   int64_t ts = fr->best_effort_timestamp, pts;
   bool drop = false;
   if (ts == AV_NOPTS_VALUE) {
@@ -809,8 +839,8 @@ static int filter_frame(vrun *r, AVFrame *fr)
     if (r->frames - r->dropped > 0 && pts <= r->last_pts) {
       double exact = (double)ts * av_q2d(r->ist->time_base) /
                      av_q2d(r->enc->time_base);
-      drop = exact > (double)r->last_pts - 1.0 &&
-             exact < (double)r->last_pts + 0.4;
+      double behind = (double)r->last_pts - exact;
+      drop = behind >= 0.6 && behind < 2.0;
       pts = r->last_pts + 1;
     }
   }
@@ -829,8 +859,9 @@ static int filter_frame(vrun *r, AVFrame *fr)
     if (r->dropped++ == 0 && !r->o->quiet && !r->h)
       fprintf(stderr,
               "cudafilter: note: %s: the frame rate rises past the "
-              "output's %d/%d fps at frame %lld (%.3f s): frames closer "
-              "than that are dropped, as ffmpeg drops them\n",
+              "output's %d/%d fps at frame %lld (%.3f s): frames that fall "
+              "behind by over 0.6 of its frames are dropped, to keep the "
+              "picture with its sound\n",
               r->o->in_path, r->enc->time_base.den, r->enc->time_base.num,
               (long long)r->frames + 1,
               (double)ts * av_q2d(r->ist->time_base));
@@ -1051,14 +1082,13 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   memset(res, 0, sizeof *res);
   if ((rc = open_input(&r)) || (rc = choose_proc(&r, &cf)))
     goto done;
-  if (r.turn && !o->quiet && !h)
+  if ((r.turn || r.odd) && !o->quiet && !h)
     fprintf(stderr,
-            r.turn > 0 ? "cudafilter: note: %s is shown turned by %d degrees: "
-                         "filtered and written upright, as ffmpeg turns it\n"
-                       : "cudafilter: note: %s is shown turned by an angle "
-                         "other than a quarter's: filtered as stored, its "
-                         "turn kept\n",
-            o->in_path, r.turn);
+            r.turn ? "cudafilter: note: %s is shown %s: filtered and written "
+                     "as shown, as ffmpeg turns it\n"
+                   : "cudafilter: note: %s is shown %s: filtered as stored, "
+                     "its display matrix kept\n",
+            o->in_path, r.shown);
   cfg.width = (unsigned)r.ow;
   cfg.height = (unsigned)r.oh;
   cfg.format = cf;
