@@ -57,6 +57,14 @@ void apply_capture(char *buf, size_t len);
 /* Monotonic clock, seconds. */
 double apply_now(void);
 
+/* avformat_open_input as ffmpeg and ffprobe open their inputs: an
+ * MPEG-TS read for every program's table (scan_all_pmts). Without it the
+ * stream information differed from ffmpeg's: on two short TS files
+ * joined, 25 then 50 fps, the probe took the first part's 25 fps where
+ * ffmpeg's sees 50 (and keeps every frame). libav's error code (*fmt
+ * freed on failure). */
+int apply_open_input(AVFormatContext **fmt, const char *path);
+
 /* "cudafilter: PATH: WHAT: libav's message"; returns CLI_EXIT_RUNTIME. */
 int apply_av_error(const char *path, const char *what, int err);
 /* Whether an error avcodec_send_packet or avcodec_receive_frame returned

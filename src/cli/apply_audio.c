@@ -177,6 +177,16 @@ int apply_av_error(const char *path, const char *what, int err)
 
 /* ---- input ------------------------------------------------------------- */
 
+int apply_open_input(AVFormatContext **fmt, const char *path)
+{
+  AVDictionary *opts = NULL;
+  int err = cf_av->av_dict_set(&opts, "scan_all_pmts", "1", 0);
+  if (err >= 0)
+    err = cf_av->avformat_open_input(fmt, path, NULL, &opts);
+  cf_av->av_dict_free(&opts);
+  return err;
+}
+
 static int input_open(input *in, const char *path)
 {
   int err;
@@ -187,7 +197,7 @@ static int input_open(input *in, const char *path)
     return apply_error("out of memory");
   in->fmt->interrupt_callback.callback = input_stopping;
   in->fmt->interrupt_callback.opaque = in;
-  if ((err = cf_av->avformat_open_input(&in->fmt, path, NULL, NULL)) < 0)
+  if ((err = apply_open_input(&in->fmt, path)) < 0)
     return input_stopping(in) ? 130 : apply_av_error(path, "cannot open", err);
   if ((err = cf_av->avformat_find_stream_info(in->fmt, NULL)) < 0)
     return input_stopping(in)

@@ -382,7 +382,7 @@ static int open_input(vrun *r)
     return apply_error("out of memory");
   r->fmt->interrupt_callback.callback = vstopping;
   r->fmt->interrupt_callback.opaque = r;
-  if ((err = cf_av->avformat_open_input(&r->fmt, path, NULL, NULL)) < 0)
+  if ((err = apply_open_input(&r->fmt, path)) < 0)
     return vstopping(r) ? 130 : av_err(r, path, "cannot open", err);
   if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
     return vstopping(r) ? 130
