@@ -2801,6 +2801,98 @@ static double picture_turn(const char *out)
 }
 #endif
 
+/* A sound alone, starting late (an MP3's encoder delay, a TS cut), with
+ * chapters: the filtered sound starts at 0, and its chapters move with
+ * it (they were left where they were, late by the start: 25 ms on
+ * QA's MP3). */
+static void test_apply_chapters_moved(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 51);
+  unsigned rate = 8000;
+  int64_t start = (int64_t)ref_rng_range(&r, 1, 900); /* ms */
+  size_t n = ref_rng_range(&r, 8000, 16000);
+  int64_t ch[3] = {start, start + (int64_t)ref_rng_range(&r, 1, 900),
+                   start + (int64_t)(n * 1000 / rate)};
+  char inp[PATH_MAX], out[PATH_MAX], one[PATH_MAX];
+  tmp_path(inp, sizeof inp, "chap-in.mkv");
+  tmp_path(out, sizeof out, "chap-out.mka");
+  tmp_path(one, sizeof one, "chap-one.txt");
+  write_text_kernel(one, (const float[]){1.0f}, 1);
+  AVFormatContext *oc = NULL;
+  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", inp) >= 0);
+  AVStream *a = avformat_new_stream(oc, NULL);
+  assert_non_null(a);
+  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  a->codecpar->format = AV_SAMPLE_FMT_S16;
+  a->codecpar->sample_rate = (int)rate;
+  av_channel_layout_default(&a->codecpar->ch_layout, 1);
+  a->codecpar->bits_per_coded_sample = 16;
+  a->codecpar->block_align = 2;
+  a->time_base = (AVRational){1, 1000};
+  for (int c = 0; c < 2; c++) {
+    AVChapter *chap = av_mallocz(sizeof *chap);
+    assert_non_null(chap);
+    chap->id = c + 1;
+    chap->time_base = (AVRational){1, 1000};
+    chap->start = ch[c];
+    chap->end = ch[c + 1];
+    int k = (int)oc->nb_chapters;
+    assert_true(av_dynarray_add_nofree(&oc->chapters, &k, chap) >= 0);
+    oc->nb_chapters = (unsigned)k;
+  }
+  assert_true(avio_open(&oc->pb, inp, AVIO_FLAG_WRITE) >= 0);
+  assert_true(avformat_write_header(oc, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  for (size_t at = 0; at < n; at += 800) {
+    size_t m = n - at < 800 ? n - at : 800;
+    assert_true(av_new_packet(pkt, (int)(2 * m)) >= 0);
+    for (size_t i = 0; i < m; i++)
+      AV_WL16(pkt->data + 2 * i, (uint16_t)(int16_t)(6000 * sin(0.1 * (double)(at + i))));
+    pkt->pts = pkt->dts = start + (int64_t)(at * 1000 / rate);
+    pkt->duration = (int64_t)(m * 1000 / rate);
+    pkt->flags |= AV_PKT_FLAG_KEY;
+    pkt->stream_index = 0;
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  av_packet_free(&pkt);
+  assert_true(av_write_trailer(oc) >= 0);
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, out, NULL};
+  expect(args, 0, NULL);
+  AVFormatContext *ic = NULL;
+  assert_true(avformat_open_input(&ic, out, NULL, NULL) >= 0 &&
+              avformat_find_stream_info(ic, NULL) >= 0);
+  AVRational ms = {1, 1000};
+  int64_t s0 = av_rescale_q(ic->streams[0]->start_time,
+                            ic->streams[0]->time_base, ms);
+  if (ic->nb_chapters != 2 || llabs(s0) > 1)
+    fail_msg("%u chapters, the sound from %" PRId64 " ms; want 2, from 0",
+             ic->nb_chapters, s0);
+  for (unsigned c = 0; c < 2; c++) {
+    const AVChapter *chap = ic->chapters[c];
+    int64_t c0 = av_rescale_q(chap->start, chap->time_base, ms);
+    int64_t c1 = av_rescale_q(chap->end, chap->time_base, ms);
+    if (llabs(c0 - (ch[c] - start)) > 1 || llabs(c1 - (ch[c + 1] - start)) > 1)
+      fail_msg("chapter %u at %" PRId64 "-%" PRId64 " ms, want %" PRId64
+               "-%" PRId64 " (the sound started at %" PRId64 " ms in)",
+               c, c0, c1, ch[c] - start, ch[c + 1] - start, start);
+  }
+  avformat_close_input(&ic);
+  unlink(inp), unlink(out), unlink(one);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A phone's film (its picture shown turned: a display matrix). Its
  * sound filtered, the copied picture keeps its turn, as ffmpeg keeps it
  * (it was lost: the film played sideways). Its picture filtered, it is
@@ -5286,6 +5378,7 @@ int main(void)
     cmocka_unit_test(test_apply_stdio),
     cmocka_unit_test(test_apply_cover),
     cmocka_unit_test(test_apply_film_streams),
+    cmocka_unit_test(test_apply_chapters_moved),
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_info),

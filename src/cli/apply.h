@@ -145,9 +145,11 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
  * copies them by default (a format without them ignores them), but with
  * `sound_filtered` not its loudness tags (REPLAYGAIN_*, R128_*: a player
  * would even out the filtered sound by the unfiltered one's loudness).
- * 0, or CLI_EXIT_RUNTIME (said). */
+ * The chapters earlier by `shift` (AV_TIME_BASE units; none before 0):
+ * the time OUTPUT's streams were moved by. 0, or CLI_EXIT_RUNTIME
+ * (said). */
 int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
-                        bool sound_filtered, const char *path);
+                        bool sound_filtered, int64_t shift, const char *path);
 /* Stream is's tags (language, title, ...) and side data (a display
  * matrix: how a phone's picture is turned; stereo 3D, HDR mastering)
  * onto os, as ffmpeg copies them. `encoder` (NULL: os is a copy) encodes

@@ -1119,7 +1119,7 @@ int apply_stream_metadata(AVStream *os, const AVStream *is,
 }
 
 int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
-                        bool sound_filtered, const char *path)
+                        bool sound_filtered, int64_t shift, const char *path)
 {
   int err;
   const AVDictionaryEntry *e = NULL;
@@ -1134,8 +1134,9 @@ int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
       return apply_error("out of memory");
     c->id = from->id;
     c->time_base = from->time_base;
-    c->start = from->start;
-    c->end = from->end;
+    int64_t by = cf_av->av_rescale_q(shift, AV_TIME_BASE_Q, from->time_base);
+    c->start = from->start - by > 0 ? from->start - by : 0;
+    c->end = from->end - by > c->start ? from->end - by : c->start;
     /* oc frees it (avformat_free_context) once it holds it */
     int n = (int)oc->nb_chapters;
     if ((err = cf_av->av_dict_copy(&c->metadata, from->metadata, 0)) < 0 ||
@@ -1336,8 +1337,7 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   o->st->time_base = o->enc->time_base;
   o->st->disposition = in->fmt->streams[in->stream]->disposition;
   if ((rc = apply_stream_metadata(o->st, in->fmt->streams[in->stream], codec,
-                                  path)) ||
-      (rc = apply_file_metadata(o->oc, in->fmt, true, path)))
+                                  path)))
     return rc;
 
   err = cf_av->swr_alloc_set_opts2(
@@ -1369,6 +1369,13 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
    * order is kept) */
   if ((rc = add_copies(o, opt, in, (unsigned)in->stream + 1,
                        in->fmt->nb_streams)))
+    return rc;
+  /* the tags and chapters; alone, the sound starts at 0 (beside copies
+   * it keeps its input time): the chapters move with it */
+  int64_t shift = !o->copies && in->fmt->start_time != AV_NOPTS_VALUE
+                      ? in->fmt->start_time
+                      : 0;
+  if ((rc = apply_file_metadata(o->oc, in->fmt, true, shift, path)))
     return rc;
   return apply_write_header(opt, o->oc, o->tmp);
 }

@@ -688,7 +688,7 @@ static int open_output(vrun *r, const char *tmp)
   r->ost->sample_aspect_ratio = r->enc->sample_aspect_ratio; /* as ffmpeg */
   r->ost->disposition = r->ist->disposition;
   if ((rc = apply_stream_metadata(r->ost, r->ist, codec, path)) ||
-      (rc = apply_file_metadata(r->oc, r->fmt, false, path)))
+      (rc = apply_file_metadata(r->oc, r->fmt, false, 0, path)))
     return rc;
   /* turned upright: shown as it is now, as ffmpeg leaves its matrix */
   int32_t *m = r->turn ? display_matrix(r->ost) : NULL;
