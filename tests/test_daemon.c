@@ -39,6 +39,9 @@
 #include "ref2d.h"
 #include "wav.h"
 #include "y4m.h"
+#ifdef CF_TEST_HAVE_LIBAV
+#include "avmake.h"
+#endif
 
 static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
@@ -1817,6 +1820,52 @@ static void test_file_damaged(void **state)
   free(x);
 }
 
+/* A video file stream whose frame rate rises part way (10 fps for 6 s,
+ * then 20): the frames the output's rate cannot hold are dropped, as
+ * apply drops them, and the daemon says so (status `dropped`, the log's
+ * finished line), where apply's note is its own (it said nothing). */
+static void test_file_rate_rise(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { NA = 60, NB = 20 };
+  int64_t pts[NA + NB];
+  for (int i = 0; i < NA + NB; i++)
+    pts[i] = i < NA ? 100 * i : 100 * NA + 50 * (i - NA);
+  char in[600], out[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("rise-in.mkv"));
+  snprintf(out, sizeof out, "%s", fixture("rise-out.mkv"));
+  snprintf(conf, sizeof conf, "%s", fixture("rise.conf"));
+  unsigned w = 2 * (unsigned)ref_rng_range(&rng, 2, 8);
+  unsigned h = 2 * (unsigned)ref_rng_range(&rng, 2, 8);
+  frames_at(in, w, h, NA + NB, 10, pts);
+  unlink(out);
+  write_text(conf,
+             "[stream v]\ntype = file\ninput = %s\noutput = %s\n"
+             "backend = cpu\npreset = box\nsize = 1\ncodec = ffv1\n",
+             in, out);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "v", "finished");
+  double written = status_num(&r, "v", "written-frames");
+  double dropped = status_num(&r, "v", "dropped");
+  /* every other frame of the second part (a frame or two more where it
+   * begins) */
+  CHECK(written + dropped == NA + NB && dropped >= NB / 2 - 2 &&
+            dropped <= NB / 2,
+        "written %g, dropped %g of %d at 10 fps then %d at 20", written,
+        dropped, NA, NB);
+  stop_daemon(&r);
+  char *log = slurp(r.log, NULL);
+  char want[96];
+  snprintf(want, sizeof want, "%.0f dropped (the frame rate rose", dropped);
+  CHECK(log && strstr(log, want), "log lacks '%s': %s", want, log ? log : "");
+  free(log);
+#endif
+}
+
 static void test_file_live(void **state)
 {
   (void)state;
@@ -3220,6 +3269,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),
+      cmocka_unit_test_teardown(test_file_rate_rise, kill_left),
       cmocka_unit_test_teardown(test_file_bad, kill_left),
       cmocka_unit_test_teardown(test_file_resampled, kill_left),
       cmocka_unit_test_teardown(test_file_video, kill_left),

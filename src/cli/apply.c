@@ -375,10 +375,10 @@ int cli_apply(int argc, char **argv)
         snprintf(from, sizeof from, " (resampled from %u Hz)", res.in_rate);
       fprintf(stderr,
               "cudafilter: wrote %s: %lld frames (%.2f s), %u "
-              "channels, %u Hz%s, %s, peak %+.2f dBFS; %.1fx real time on "
+              "channel%s, %u Hz%s, %s, peak %+.2f dBFS; %.1fx real time on "
               "%s\n",
               opt.out_path, (long long)res.frames_out, secs, res.out_channels,
-              res.rate, from, res.codec,
+              res.out_channels == 1 ? "" : "s", res.rate, from, res.codec,
               res.peak > 0.0 ? 20.0 * log10(res.peak) : -INFINITY,
               el > 0.0 ? secs / el : 0.0, res.engine);
     }

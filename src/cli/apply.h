@@ -276,11 +276,15 @@ typedef struct apply_vhooks {
 } apply_vhooks;
 
 typedef struct apply_vresult {
-  int64_t frames;
+  int64_t frames;  /* written */
+  int64_t dropped; /* filtered, not written: the frame rate rose past the
+                      output's (apply_video) */
   unsigned width, height;
   unsigned corrupt;
   bool stopped;
   char codec[32];
+  char shown[48]; /* how the picture was made as shown ("turned a quarter
+                     clockwise"), or "" */
 } apply_vresult;
 
 /* --components for the format the frames are filtered in: a mask, or an

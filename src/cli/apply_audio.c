@@ -229,8 +229,13 @@ static int input_open(input *in, const char *path)
       !(in->pkt = cf_av->av_packet_alloc()) ||
       !(in->frame = cf_av->av_frame_alloc()))
     return apply_error("out of memory");
-  if ((err = cf_av->avcodec_parameters_to_context(in->dec, st->codecpar)) < 0 ||
-      (err = cf_av->avcodec_open2(in->dec, codec, NULL)) < 0)
+  if ((err = cf_av->avcodec_parameters_to_context(in->dec, st->codecpar)) < 0)
+    return apply_av_error(path, "cannot open the audio decoder", err);
+  /* the packets' time base, as ffmpeg gives it: an MP3's encoder delay
+   * is skipped with its time ("Could not update timestamps for skipped
+   * samples" without it) */
+  in->dec->pkt_timebase = st->time_base;
+  if ((err = cf_av->avcodec_open2(in->dec, codec, NULL)) < 0)
     return apply_av_error(path, "cannot open the audio decoder", err);
   int n = in->dec->ch_layout.nb_channels;
   if (in->dec->sample_rate <= 0 || n <= 0)
@@ -1372,8 +1377,10 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
     return rc;
   /* the tags and chapters; alone, the sound starts at 0 (beside copies
    * it keeps its input time): the chapters move with it */
-  int64_t shift = !o->copies && in->fmt->start_time != AV_NOPTS_VALUE
-                      ? in->fmt->start_time
+  const AVStream *fst = in->fmt->streams[in->stream];
+  int64_t shift = !o->copies && fst->start_time != AV_NOPTS_VALUE
+                      ? cf_av->av_rescale_q(fst->start_time, fst->time_base,
+                                            AV_TIME_BASE_Q)
                       : 0;
   if ((rc = apply_file_metadata(o->oc, in->fmt, true, shift, path)))
     return rc;

@@ -404,6 +404,7 @@ static int open_input(vrun *r)
       0)
     return av_err(r, path, "video decoder parameters", err);
   r->dec->thread_count = 0; /* libav picks */
+  r->dec->pkt_timebase = r->ist->time_base; /* as ffmpeg gives it */
   if ((err = cf_av->avcodec_open2(r->dec, codec, NULL)) < 0)
     return av_err(r, path, "cannot open the video decoder", err);
   int rc = read_first(r);
@@ -1124,6 +1125,9 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
                      "to %s",
                      o->in_path, o->out_path);
   res->frames = r.frames - r.dropped;
+  res->dropped = r.dropped;
+  if (r.turn)
+    snprintf(res->shown, sizeof res->shown, "%s", r.shown);
   res->width = (unsigned)r.ow;
   res->height = (unsigned)r.oh;
   res->stopped = r.stopped;

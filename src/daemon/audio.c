@@ -719,11 +719,21 @@ static gpointer video_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
   apply_capture(NULL, 0);
-  char wrote[128];
-  int w = snprintf(wrote, sizeof wrote, "%lld frames",
-                   (long long)a->vres.frames);
-  if (a->vres.corrupt && w > 0 && (size_t)w < sizeof wrote)
-    snprintf(wrote + w, sizeof wrote - (size_t)w,
+  char wrote[256];
+  size_t w = 0;
+  w += (size_t)snprintf(wrote, sizeof wrote, "%lld frames",
+                        (long long)a->vres.frames);
+  /* what apply says in notes, said here (its notes are off for hooks) */
+  if (a->vres.dropped && w < sizeof wrote)
+    w += (size_t)snprintf(wrote + w, sizeof wrote - w,
+                          ", %lld dropped (the frame rate rose past the "
+                          "output's)",
+                          (long long)a->vres.dropped);
+  if (a->vres.shown[0] && w < sizeof wrote)
+    w += (size_t)snprintf(wrote + w, sizeof wrote - w,
+                          ", the picture %s as shown", a->vres.shown);
+  if (a->vres.corrupt && w < sizeof wrote)
+    snprintf(wrote + w, sizeof wrote - w,
              ", %u damaged input packet(s) skipped", a->vres.corrupt);
   file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
@@ -990,9 +1000,9 @@ static void video_status(cfd_audio *a, GString *out, double mean, double p50,
   if (st == FILE_FINISHED || st == FILE_STOPPED)
     g_string_append_printf(out,
                            " written-frames=%" G_GINT64_FORMAT
-                           " codec=%s damaged=%u",
+                           " codec=%s damaged=%u dropped=%" G_GINT64_FORMAT,
                            (gint64)a->vres.frames, a->vres.codec,
-                           a->vres.corrupt);
+                           a->vres.corrupt, (gint64)a->vres.dropped);
 #endif
   if (st == FILE_FAILED) {
     char *e = cfd_quoted(a->error);
