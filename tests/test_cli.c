@@ -4727,6 +4727,54 @@ static void test_apply_jitter(void **state)
 #endif
 }
 
+/* A variable-rate picture (frames 100 ms apart, then some 200-500 ms
+ * apart) into Y4M, which holds one rate and no times: each tick of the
+ * output's 10 fps shows the last frame due by then, the gaps filled
+ * with it, as ffmpeg fills them (the frames were written back to back:
+ * the file ran a third of its length). */
+static void test_apply_constant_rate(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 55);
+  enum { W = 6, H = 4, NF = 30 };
+  int64_t pts[NF];
+  for (int i = 0; i < NF; i++)
+    pts[i] = i == 0 ? 0
+             : i < 12 ? pts[i - 1] + 100
+                      : pts[i - 1] + 100 * (int64_t)ref_rng_range(&r, 1, 5);
+  char inp[PATH_MAX], out[PATH_MAX], vone[PATH_MAX];
+  tmp_path(inp, sizeof inp, "cfr-in.mkv");
+  tmp_path(out, sizeof out, "cfr-out.y4m");
+  identity_kernel2d(vone, sizeof vone, "cfr-one2d.txt");
+  frames_at(inp, W, H, NF, 10, pts);
+  const char *args[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, inp,
+                        out, NULL};
+  expect(args, 0, NULL);
+  unsigned char *got = NULL;
+  size_t n = y4m_read(out, 0, W, H, &got);
+  size_t want = (size_t)(pts[NF - 1] / 100) + 1;
+  if (n != want)
+    fail_msg("%zu frames out, want %zu (one a tick to %" PRId64 " ms)", n,
+             want, pts[NF - 1]);
+  for (size_t t = 0, k = 0; t < n; t++) {
+    while (k + 1 < NF && pts[k + 1] <= (int64_t)(100 * t))
+      k++;
+    unsigned char v = got[t * W * H];
+    if (v != (unsigned char)(k * 37 % 256))
+      fail_msg("tick %zu (%zu ms): frame with value %u, want input frame %zu "
+               "(%zu)", t, 100 * t, v, k, k * 37 % 256);
+  }
+  free(got);
+  unlink(inp), unlink(out), unlink(vone);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Files joined end to end whose frame rate rises (10 fps, then 20 fps):
  * the output's time base is the first part's, 1/10 s, and the second
  * part's frames between its ticks are dropped, as ffmpeg drops them, the
@@ -5404,6 +5452,7 @@ int main(void)
     cmocka_unit_test(test_apply_joined_ts),
     cmocka_unit_test(test_apply_rate_rise),
     cmocka_unit_test(test_apply_jitter),
+    cmocka_unit_test(test_apply_constant_rate),
     cmocka_unit_test(test_apply_video_first_frame),
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),

@@ -114,7 +114,13 @@ typedef struct vrun {
   cf_engine *e;
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
-  int64_t dropped; /* frames filtered but not written (write_frame) */
+  int64_t dropped; /* frames filtered but not written (filter_frame) */
+  /* the output's format has a constant frame rate (no timestamps of its
+   * own: Y4M, raw streams, MPEG-PS): a gap is filled with the last frame
+   * written, `repeated` times in all, as ffmpeg fills it */
+  bool cfr;
+  int64_t repeated;
+  AVFrame *sent; /* the last frame sent to the encoder */
   /* the picture as shown (its display matrix, as ffmpeg's autorotation
    * reads it), made from the decoded width x height before it is
    * filtered: a frame of ow x oh (prot) whose pixel (x, y) is the
@@ -614,6 +620,10 @@ static int open_output(vrun *r, const char *tmp)
     return rc;
   if (!(r->enc = cf_av->avcodec_alloc_context3(codec)))
     return apply_error("out of memory");
+  /* a constant rate where the format has no other (ffmpeg's vsync auto:
+   * AVI takes variable rates its own way) */
+  r->cfr = !(r->oc->oformat->flags & AVFMT_VARIABLE_FPS) &&
+           strcmp(r->oc->oformat->name, "avi");
   /* image2 writes one picture to one file (apply_write_header) */
   r->one_image = (r->oc->oformat->flags & AVFMT_NOFILE) &&
                  !strcmp(r->oc->oformat->name, "image2") &&
@@ -845,6 +855,19 @@ static int filter_frame(vrun *r, AVFrame *fr)
       pts = r->last_pts + 1;
     }
   }
+  if (!drop && r->cfr && r->sent && pts > r->last_pts + 1) {
+    /* the frames between: the last one again, before the engine writes
+     * over it */
+    for (int64_t t = r->last_pts + 1; t < pts; t++) {
+      r->sent->pts = t;
+      if ((err = cf_av->avcodec_send_frame(r->enc, r->sent)) < 0)
+        return apply_av_error(r->out_path, "encoding failed", err);
+      r->repeated++;
+      if ((err = write_packets(r)))
+        return err;
+    }
+    r->last_pts = pts - 1;
+  }
   cf_frame in, out;
   as_cf_frame(src, &in);
   as_cf_frame(r->pout, &out);
@@ -882,6 +905,7 @@ static int filter_frame(vrun *r, AVFrame *fr)
       r, cf_av->av_guess_sample_aspect_ratio(r->fmt, r->ist, fr));
   dst->pict_type = AV_PICTURE_TYPE_NONE;
   r->frames++;
+  r->sent = dst;
   if ((err = cf_av->avcodec_send_frame(r->enc, dst)) < 0)
     return apply_av_error(r->out_path, "encoding failed", err);
   return write_packets(r);
@@ -1124,7 +1148,7 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     rc = apply_error("%s has no video frame: there is no picture to write "
                      "to %s",
                      o->in_path, o->out_path);
-  res->frames = r.frames - r.dropped;
+  res->frames = r.frames - r.dropped + r.repeated;
   res->dropped = r.dropped;
   if (r.turn)
     snprintf(res->shown, sizeof res->shown, "%s", r.shown);
@@ -1143,15 +1167,19 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
             o->in_path, r.corrupt);
   if (!o->quiet || o->verbose) {
     double el = apply_now() - t0;
-    char dropped[48] = "";
-    if (r.dropped)
-      snprintf(dropped, sizeof dropped, " (%lld more dropped)",
-               (long long)r.dropped);
+    char extra[96] = "";
+    if (r.repeated && r.dropped)
+      snprintf(extra, sizeof extra, " (%lld repeated, %lld more dropped)",
+               (long long)r.repeated, (long long)r.dropped);
+    else if (r.repeated || r.dropped)
+      snprintf(extra, sizeof extra, " (%lld %s)",
+               (long long)(r.repeated ? r.repeated : r.dropped),
+               r.repeated ? "repeated" : "more dropped");
     fprintf(stderr,
             "cudafilter: wrote %s: %lld frames%s, %dx%d, %s (%s); "
             "%.1f frames/s on %s\n",
-            o->out_path, (long long)(r.frames - r.dropped), dropped, r.ow,
-            r.oh,
+            o->out_path, (long long)(r.frames - r.dropped + r.repeated), extra,
+            r.ow, r.oh,
             r.enc->codec->name, cf_av->av_get_pix_fmt_name(r.enc->pix_fmt),
             el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e));
   }
