@@ -115,9 +115,10 @@ typedef struct vrun {
   bool own_e; /* made here (not the caller's h->engine): freed here */
   int64_t frames, last_pts;
   int64_t dropped; /* frames filtered but not written (filter_frame) */
-  /* the output's format has a constant frame rate (no timestamps of its
-   * own: Y4M, raw streams, MPEG-PS): a gap is filled with the last frame
-   * written, `repeated` times in all, as ffmpeg fills it */
+  /* the output's format is not marked as holding a variable frame rate
+   * (Y4M, raw streams, MPEG-PS, MP4, MOV: ffmpeg's vsync auto makes them
+   * constant): a gap is filled with the last frame written, `repeated`
+   * times in all, as ffmpeg fills it */
   bool cfr;
   int64_t repeated;
   AVFrame *sent; /* the last frame sent to the encoder */
