@@ -2140,6 +2140,16 @@ static void test_apply_stdio(void **state)
   struct stat st;
   assert_int_not_equal(stat("-", &st), 0); /* no file named "-" */
   result_free(&res);
+  /* without -f: said in our words alone, naming "-" (libav's "Unable to
+   * find a suitable output format for 'pipe:1'" came too) */
+  const char *nof[] = {NULL, "apply", "-q", "-k", one, inp, "-", NULL};
+  run_cli(nof, NULL, 0, NULL, 0, 0, &res);
+  if (res.status == 0 || res.out_len || strchr(res.err, '[') ||
+      !strstr(res.err, "-: standard output has no name to tell its format "
+                       "by: give --format"))
+    fail_msg("apply IN - without -f: exit %d, %zu bytes out; stderr:\n%s",
+             res.status, res.out_len, res.err);
+  result_free(&res);
   free(b);
 #else
   skip();

@@ -668,6 +668,16 @@ static enum AVSampleFormat pick_sample_fmt(const AVCodec *c, const input *in)
 
 int apply_muxer(const apply_opts *o, AVFormatContext **oc)
 {
+  bool pipe = !strncmp(o->out_path, "pipe:", 5);
+  /* no format from the name: said in our words alone (libav's own
+   * "Unable to find a suitable output format for 'pipe:1'" came too) */
+  if (!o->format && !cf_av->av_guess_format(NULL, o->out_path, NULL))
+    return apply_error(
+        pipe ? "%s: standard output has no name to tell its format by: give "
+               "%s (e.g. wav, flac, matroska)"
+             : "%s: cannot tell the output format from the name; use an "
+               "extension such as .wav, .flac or .mkv, or %s",
+        pipe ? "-" : o->out_path, FMT_OPT(o));
   int err =
       cf_av->avformat_alloc_output_context2(oc, NULL, o->format, o->out_path);
   if (err >= 0 && *oc) {

@@ -36,7 +36,8 @@
   X(av_frame_unref) X(av_dict_copy) X(av_dict_free) X(av_dict_get)           \
   X(av_dict_set) X(av_dynarray_add_nofree) X(av_mallocz)                    \
   X(av_get_pix_fmt_name)                                                     \
-  X(av_guess_codec) X(av_log_default_callback) X(av_log_set_callback)      \
+  X(av_guess_codec) X(av_guess_format) X(av_log_default_callback)          \
+  X(av_log_set_callback)                                                     \
   X(av_display_rotation_get) X(av_display_rotation_set)                     \
   X(av_pix_fmt_count_planes) X(av_guess_sample_aspect_ratio)                \
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
