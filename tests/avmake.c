@@ -6,44 +6,112 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/mem.h>
 
-void frames_at(const char *path, unsigned w, unsigned h, unsigned nf, int fps,
-               const int64_t *pts)
+AVFormatContext *avmake_new(const char *path, const char *format)
 {
   AVFormatContext *oc = NULL;
-  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", path) >=
-              0);
+  assert_true(avformat_alloc_output_context2(&oc, NULL, format, path) >= 0);
+  assert_non_null(oc);
+  return oc;
+}
+
+AVStream *avmake_gray(AVFormatContext *oc, int w, int h, AVRational tb)
+{
   AVStream *v = avformat_new_stream(oc, NULL);
   assert_non_null(v);
   v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
   v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
   v->codecpar->codec_tag = avcodec_pix_fmt_to_codec_tag(AV_PIX_FMT_GRAY8);
   v->codecpar->format = AV_PIX_FMT_GRAY8;
-  v->codecpar->width = (int)w;
-  v->codecpar->height = (int)h;
-  v->time_base = (AVRational){1, 1000};
-  v->avg_frame_rate = (AVRational){fps, 1}; /* Matroska's DefaultDuration */
-  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
+  v->codecpar->width = w;
+  v->codecpar->height = h;
+  v->time_base = tb;
+  return v;
+}
+
+AVStream *avmake_pcm(AVFormatContext *oc, int rate, AVRational tb)
+{
+  AVStream *a = avformat_new_stream(oc, NULL);
+  assert_non_null(a);
+  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  a->codecpar->format = AV_SAMPLE_FMT_S16;
+  a->codecpar->sample_rate = rate;
+  av_channel_layout_default(&a->codecpar->ch_layout, 1);
+  a->codecpar->bits_per_coded_sample = 16;
+  a->codecpar->block_align = 2;
+  a->time_base = tb;
+  return a;
+}
+
+void avmake_chapter(AVFormatContext *oc, int id, int64_t start, int64_t end,
+                    const char *title)
+{
+  AVChapter *ch = av_mallocz(sizeof *ch);
+  assert_non_null(ch);
+  ch->id = id;
+  ch->time_base = (AVRational){1, 1000};
+  ch->start = start;
+  ch->end = end;
+  if (title)
+    av_dict_set(&ch->metadata, "title", title, 0);
+  int n = (int)oc->nb_chapters;
+  assert_true(av_dynarray_add_nofree(&oc->chapters, &n, ch) >= 0);
+  oc->nb_chapters = (unsigned)n;
+}
+
+void avmake_begin(AVFormatContext *oc)
+{
+  assert_true(avio_open(&oc->pb, oc->url, AVIO_FLAG_WRITE) >= 0);
   assert_true(avformat_write_header(oc, NULL) >= 0);
+}
+
+void avmake_put(AVFormatContext *oc, const AVStream *st, const void *data,
+                size_t n, int64_t pts, int64_t dur, AVRational tb)
+{
   AVPacket *pkt = av_packet_alloc();
   assert_non_null(pkt);
-  for (unsigned i = 0; i < nf; i++) {
-    assert_true(av_new_packet(pkt, (int)(w * h)) >= 0);
-    memset(pkt->data, (int)(i * 37 % 256), w * h);
-    pkt->pts = pkt->dts = pts[i];
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = v->index;
-    av_packet_rescale_ts(pkt, (AVRational){1, 1000}, v->time_base);
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
-  }
+  assert_true(av_new_packet(pkt, (int)n) >= 0);
+  memcpy(pkt->data, data, n);
+  pkt->pts = pkt->dts = pts;
+  pkt->duration = dur;
+  pkt->flags |= AV_PKT_FLAG_KEY;
+  pkt->stream_index = st->index;
+  av_packet_rescale_ts(pkt, tb, st->time_base);
+  assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
   av_packet_free(&pkt);
+}
+
+void avmake_end(AVFormatContext *oc)
+{
   assert_true(av_write_trailer(oc) >= 0);
   avio_closep(&oc->pb);
   avformat_free_context(oc);
+}
+
+void frames_at(const char *path, unsigned w, unsigned h, unsigned nf, int fps,
+               const int64_t *pts)
+{
+  AVRational ms = {1, 1000};
+  AVFormatContext *oc = avmake_new(path, "matroska");
+  AVStream *v = avmake_gray(oc, (int)w, (int)h, ms);
+  v->avg_frame_rate = (AVRational){fps, 1}; /* Matroska's DefaultDuration */
+  avmake_begin(oc);
+  unsigned char *px = malloc(w * h);
+  assert_non_null(px);
+  for (unsigned i = 0; i < nf; i++) {
+    memset(px, (int)(i * 37 % 256), w * h);
+    avmake_put(oc, v, px, w * h, pts[i], 0, ms);
+  }
+  free(px);
+  avmake_end(oc);
 }

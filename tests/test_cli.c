@@ -2334,38 +2334,22 @@ typedef struct film {
 
 static void film_write(const char *path, const film_desc *f)
 {
-  AVFormatContext *oc = NULL;
-  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", path) >=
-              0);
-  AVStream *v = avformat_new_stream(oc, NULL), *a = avformat_new_stream(oc, NULL);
-  AVStream *s[2] = {avformat_new_stream(oc, NULL),
-                    avformat_new_stream(oc, NULL)};
-  assert_true(v && a && s[0] && s[1]);
-  v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
-  v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
-  v->codecpar->codec_tag = avcodec_pix_fmt_to_codec_tag(AV_PIX_FMT_GRAY8);
-  v->codecpar->format = AV_PIX_FMT_GRAY8;
-  v->codecpar->width = (int)f->w;
-  v->codecpar->height = (int)f->h;
-  v->time_base = (AVRational){1, (int)f->fps};
-  v->avg_frame_rate = (AVRational){(int)f->fps, 1};
+  AVRational ms = {1, 1000}, frame = {1, (int)f->fps}, sample = {1, (int)f->rate};
+  AVFormatContext *oc = avmake_new(path, "matroska");
+  AVStream *v = avmake_gray(oc, (int)f->w, (int)f->h, frame);
   av_dict_set(&v->metadata, "title", "camera", 0);
   av_dict_set(&v->metadata, "BPS", "12345", 0);
-  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
-  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
-  a->codecpar->format = AV_SAMPLE_FMT_S16;
-  a->codecpar->sample_rate = (int)f->rate;
-  av_channel_layout_default(&a->codecpar->ch_layout, 1);
-  a->codecpar->bits_per_coded_sample = 16;
-  a->codecpar->block_align = 2;
-  a->time_base = (AVRational){1, (int)f->rate};
+  AVStream *a = avmake_pcm(oc, (int)f->rate, sample);
   av_dict_set(&a->metadata, "language", "ger", 0);
   av_dict_set(&a->metadata, "BPS", "705600", 0);
+  AVStream *s[2] = {avformat_new_stream(oc, NULL),
+                    avformat_new_stream(oc, NULL)};
+  assert_true(s[0] && s[1]);
   static const char *const lang[2] = {"eng", "fra"};
   for (int k = 0; k < 2; k++) {
     s[k]->codecpar->codec_type = AVMEDIA_TYPE_SUBTITLE;
     s[k]->codecpar->codec_id = AV_CODEC_ID_SUBRIP;
-    s[k]->time_base = (AVRational){1, 1000};
+    s[k]->time_base = ms;
     av_dict_set(&s[k]->metadata, "language", lang[k], 0);
   }
   /* a font, as ASS subtitles bring theirs */
@@ -2383,59 +2367,24 @@ static void film_write(const char *path, const film_desc *f)
   av_dict_set(&oc->metadata, "artist", "cudafilter tests", 0);
   av_dict_set(&oc->metadata, "REPLAYGAIN_TRACK_GAIN", "-3.50 dB", 0);
   for (int c = 0; c < FILM_CHAPTERS; c++) {
-    AVChapter *ch = av_mallocz(sizeof *ch);
-    assert_non_null(ch);
-    ch->id = c + 1;
-    ch->time_base = (AVRational){1, 1000};
-    ch->start = f->chapter[c];
-    ch->end = f->chapter[c + 1];
     char t[16];
     snprintf(t, sizeof t, "part %d", c + 1);
-    av_dict_set(&ch->metadata, "title", t, 0);
-    int n = (int)oc->nb_chapters;
-    assert_true(av_dynarray_add_nofree(&oc->chapters, &n, ch) >= 0);
-    oc->nb_chapters = (unsigned)n;
+    avmake_chapter(oc, c + 1, f->chapter[c], f->chapter[c + 1], t);
   }
-  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
-  assert_true(avformat_write_header(oc, NULL) >= 0);
-  AVPacket *pkt = av_packet_alloc();
-  assert_non_null(pkt);
+  avmake_begin(oc);
   size_t spf = f->pf / f->nf; /* the sound in a frame's worth */
   for (unsigned i = 0; i < f->nf; i++) {
-    assert_true(av_new_packet(pkt, (int)(f->w * f->h)) >= 0);
-    memcpy(pkt->data, f->frames + (size_t)i * f->w * f->h, f->w * f->h);
-    pkt->pts = pkt->dts = i;
-    pkt->duration = 1;
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = v->index;
-    av_packet_rescale_ts(pkt, (AVRational){1, (int)f->fps}, v->time_base);
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    avmake_put(oc, v, f->frames + (size_t)i * f->w * f->h, f->w * f->h, i, 1,
+               frame);
     size_t n = i + 1 == f->nf ? f->pf - i * spf : spf;
-    assert_true(av_new_packet(pkt, (int)(2 * n)) >= 0);
-    memcpy(pkt->data, f->pcm + i * spf, 2 * n);
-    pkt->pts = pkt->dts = (int64_t)(i * spf);
-    pkt->duration = (int64_t)n;
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = a->index;
-    av_packet_rescale_ts(pkt, (AVRational){1, (int)f->rate}, a->time_base);
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    avmake_put(oc, a, f->pcm + i * spf, 2 * n, (int64_t)(i * spf),
+               (int64_t)n, sample);
   }
   for (int k = 0; k < 2; k++)
-    for (unsigned c = 0; c < f->ncues[k]; c++) {
-      size_t n = strlen(f->cues[k][c].text);
-      assert_true(av_new_packet(pkt, (int)n) >= 0);
-      memcpy(pkt->data, f->cues[k][c].text, n);
-      pkt->pts = pkt->dts = f->cues[k][c].start;
-      pkt->duration = f->cues[k][c].dur;
-      pkt->flags |= AV_PKT_FLAG_KEY;
-      pkt->stream_index = s[k]->index;
-      av_packet_rescale_ts(pkt, (AVRational){1, 1000}, s[k]->time_base);
-      assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
-    }
-  av_packet_free(&pkt);
-  assert_true(av_write_trailer(oc) >= 0);
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
+    for (unsigned c = 0; c < f->ncues[k]; c++)
+      avmake_put(oc, s[k], f->cues[k][c].text, strlen(f->cues[k][c].text),
+                 f->cues[k][c].start, f->cues[k][c].dur, ms);
+  avmake_end(oc);
 }
 
 /* A tag of dictionary m, "" where it has none. */
@@ -2726,17 +2675,17 @@ static void phone_write(const char *path, unsigned w, unsigned h, unsigned nf,
                         const unsigned char *rgb, int rotation, int hflip,
                         int vflip)
 {
-  AVFormatContext *oc = NULL;
-  assert_true(avformat_alloc_output_context2(&oc, NULL, "mov", path) >= 0);
-  AVStream *v = avformat_new_stream(oc, NULL), *a = avformat_new_stream(oc, NULL);
-  assert_true(v && a);
+  AVRational frame = {1, 10}, sample = {1, 8000};
+  AVFormatContext *oc = avmake_new(path, "mov");
+  AVStream *v = avformat_new_stream(oc, NULL);
+  assert_non_null(v);
   v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
   v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
   v->codecpar->format = AV_PIX_FMT_RGB24;
   v->codecpar->bits_per_coded_sample = 24;
   v->codecpar->width = (int)w;
   v->codecpar->height = (int)h;
-  v->time_base = (AVRational){1, 10};
+  v->time_base = frame;
   /* pixels wider than high: turned a quarter, higher than wide */
   v->codecpar->sample_aspect_ratio = v->sample_aspect_ratio =
       (AVRational){4, 3};
@@ -2745,41 +2694,16 @@ static void phone_write(const char *path, unsigned w, unsigned h, unsigned nf,
   av_display_rotation_set((int32_t *)(void *)m, rotation);
   if (hflip || vflip) /* a selfie's mirror */
     av_display_matrix_flip((int32_t *)(void *)m, hflip, vflip);
-  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
-  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
-  a->codecpar->format = AV_SAMPLE_FMT_S16;
-  a->codecpar->sample_rate = 8000;
-  av_channel_layout_default(&a->codecpar->ch_layout, 1);
-  a->codecpar->bits_per_coded_sample = 16;
-  a->codecpar->block_align = 2;
-  a->time_base = (AVRational){1, 8000};
-  assert_true(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
-  assert_true(avformat_write_header(oc, NULL) >= 0);
-  AVPacket *pkt = av_packet_alloc();
-  assert_non_null(pkt);
+  AVStream *a = avmake_pcm(oc, 8000, sample);
+  avmake_begin(oc);
+  unsigned char tone[2 * 800];
+  for (int k = 0; k < 800; k++)
+    AV_WL16(tone + 2 * k, (uint16_t)(int16_t)(8000 * sin(0.3 * k)));
   for (unsigned i = 0; i < nf; i++) {
-    assert_true(av_new_packet(pkt, (int)(3 * w * h)) >= 0);
-    memcpy(pkt->data, rgb + (size_t)i * 3 * w * h, 3 * w * h);
-    pkt->pts = pkt->dts = i;
-    pkt->duration = 1;
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = v->index;
-    av_packet_rescale_ts(pkt, (AVRational){1, 10}, v->time_base);
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
-    assert_true(av_new_packet(pkt, 2 * 800) >= 0);
-    for (int k = 0; k < 800; k++) /* a tone */
-      AV_WL16(pkt->data + 2 * k, (uint16_t)(int16_t)(8000 * sin(0.3 * k)));
-    pkt->pts = pkt->dts = 800 * (int64_t)i;
-    pkt->duration = 800;
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = a->index;
-    av_packet_rescale_ts(pkt, (AVRational){1, 8000}, a->time_base);
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+    avmake_put(oc, v, rgb + (size_t)i * 3 * w * h, 3 * w * h, i, 1, frame);
+    avmake_put(oc, a, tone, sizeof tone, 800 * (int64_t)i, 800, sample);
   }
-  av_packet_free(&pkt);
-  assert_true(av_write_trailer(oc) >= 0);
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
+  avmake_end(oc);
 }
 
 /* The turn (degrees, as av_display_rotation_get gives it) of out's
@@ -2888,71 +2812,33 @@ static void test_apply_chapters_moved(void **state)
   tmp_path(out, sizeof out, "chap-out.mka");
   tmp_path(one, sizeof one, "chap-one.txt");
   write_text_kernel(one, (const float[]){1.0f}, 1);
-  AVFormatContext *oc = NULL;
-  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", inp) >= 0);
-  AVStream *a = avformat_new_stream(oc, NULL);
-  assert_non_null(a);
-  a->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
-  a->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
-  a->codecpar->format = AV_SAMPLE_FMT_S16;
-  a->codecpar->sample_rate = (int)rate;
-  av_channel_layout_default(&a->codecpar->ch_layout, 1);
-  a->codecpar->bits_per_coded_sample = 16;
-  a->codecpar->block_align = 2;
-  a->time_base = (AVRational){1, 1000};
+  AVRational ms = {1, 1000};
+  AVFormatContext *oc = avmake_new(inp, "matroska");
+  AVStream *a = avmake_pcm(oc, (int)rate, ms);
   /* a picture from 0, which .mka leaves out: the file starts before its
    * sound (the chapters moved by the file's start stayed put) */
-  AVStream *v = avformat_new_stream(oc, NULL);
-  assert_non_null(v);
-  v->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
-  v->codecpar->codec_id = AV_CODEC_ID_RAWVIDEO;
-  v->codecpar->codec_tag = avcodec_pix_fmt_to_codec_tag(AV_PIX_FMT_GRAY8);
-  v->codecpar->format = AV_PIX_FMT_GRAY8;
-  v->codecpar->width = v->codecpar->height = 4;
-  v->time_base = (AVRational){1, 1000};
-  for (int c = 0; c < 2; c++) {
-    AVChapter *chap = av_mallocz(sizeof *chap);
-    assert_non_null(chap);
-    chap->id = c + 1;
-    chap->time_base = (AVRational){1, 1000};
-    chap->start = ch[c];
-    chap->end = ch[c + 1];
-    int k = (int)oc->nb_chapters;
-    assert_true(av_dynarray_add_nofree(&oc->chapters, &k, chap) >= 0);
-    oc->nb_chapters = (unsigned)k;
-  }
-  assert_true(avio_open(&oc->pb, inp, AVIO_FLAG_WRITE) >= 0);
-  assert_true(avformat_write_header(oc, NULL) >= 0);
-  AVPacket *pkt = av_packet_alloc();
-  assert_non_null(pkt);
-  assert_true(av_new_packet(pkt, 16) >= 0);
-  memset(pkt->data, 128, 16);
-  pkt->pts = pkt->dts = 0;
-  pkt->flags |= AV_PKT_FLAG_KEY;
-  pkt->stream_index = v->index;
-  assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  AVStream *v = avmake_gray(oc, 4, 4, ms);
+  for (int c = 0; c < 2; c++)
+    avmake_chapter(oc, c + 1, ch[c], ch[c + 1], NULL);
+  avmake_begin(oc);
+  unsigned char grey[16], pcm[2 * 800];
+  memset(grey, 128, sizeof grey);
+  avmake_put(oc, v, grey, sizeof grey, 0, 0, ms);
   for (size_t at = 0; at < n; at += 800) {
     size_t m = n - at < 800 ? n - at : 800;
-    assert_true(av_new_packet(pkt, (int)(2 * m)) >= 0);
     for (size_t i = 0; i < m; i++)
-      AV_WL16(pkt->data + 2 * i, (uint16_t)(int16_t)(6000 * sin(0.1 * (double)(at + i))));
-    pkt->pts = pkt->dts = start + (int64_t)(at * 1000 / rate);
-    pkt->duration = (int64_t)(m * 1000 / rate);
-    pkt->flags |= AV_PKT_FLAG_KEY;
-    pkt->stream_index = 0;
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+      AV_WL16(pcm + 2 * i,
+              (uint16_t)(int16_t)(6000 * sin(0.1 * (double)(at + i))));
+    avmake_put(oc, a, pcm, 2 * m, start + (int64_t)(at * 1000 / rate),
+               (int64_t)(m * 1000 / rate), ms);
   }
-  av_packet_free(&pkt);
-  assert_true(av_write_trailer(oc) >= 0);
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
+  avmake_end(oc);
 
   const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, out, NULL};
   expect(args, 0, NULL);
   AVFormatContext *ic = NULL;
   assert_true(avformat_open_input(&ic, out, NULL, NULL) >= 0 &&
               avformat_find_stream_info(ic, NULL) >= 0);
-  AVRational ms = {1, 1000};
   int64_t s0 = av_rescale_q(ic->streams[0]->start_time,
                             ic->streams[0]->time_base, ms);
   if (ic->nb_chapters != 2 || llabs(s0) > 1)
