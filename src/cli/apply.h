@@ -99,11 +99,36 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
 /* A stream copied as it is: the last decoding time written of it (in its
  * output time base; AV_NOPTS_VALUE before the first), and whether a time
  * moved on was told. */
+typedef struct apply_subconv apply_subconv;
 typedef struct apply_copied {
   const apply_opts *opt;
   int64_t last_dts;
   bool told;
+  apply_subconv *sub; /* text subtitles converted (apply_subs.c), or NULL */
 } apply_copied;
+/* The converters of c[0..n) freed (an array from calloc: NULL ones
+ * skipped), then c. */
+void apply_copied_free(apply_copied *c, unsigned n);
+
+/* Text subtitles (apply_subs.c). Where stream is holds text subtitles
+ * and format oc has a text subtitle codec of its own (for MP4 and MOV:
+ * mov_text), other than is's:
+ * *sc decodes is's packets and encodes them in that codec (MP4's
+ * mov_text as Matroska's ASS, SubRip as WebM's WebVTT), as ffmpeg
+ * converts them by default. *sc NULL where not (bitmaps, no such codec,
+ * a decoder or encoder libav lacks or cannot open). 0, or
+ * CLI_EXIT_RUNTIME (said: out of memory). */
+int apply_subs_open(const AVFormatContext *oc, const AVStream *is,
+                    apply_subconv **sc);
+const AVCodecContext *apply_subs_encoder(const apply_subconv *sc);
+/* pkt (of input stream is, in its time base) converted into `to` (same
+ * stream index and time base): *got false where it holds nothing to
+ * show, or is damaged (skipped; said once a stream unless quiet). 0, or
+ * CLI_EXIT_RUNTIME (said). */
+int apply_subs_convert(apply_subconv *sc, const AVStream *is,
+                       const AVPacket *pkt, AVPacket *to, bool *got,
+                       const char *in_path, bool quiet);
+void apply_subs_free(apply_subconv **sc);
 /* av_interleaved_write_frame, then o->wrote where it succeeded. */
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
 /* Writes pkt, a packet of a copied stream of ic (apply_discont_packet
@@ -134,12 +159,13 @@ int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
  * encodes (NULL: oc holds it already; apply_trial_header): *os_index
  * becomes the new stream's index, or -1 where it is left out (said on
  * stderr where the format has a codec of its kind, else only with
- * verbose: a .wav of a film's sound, a .y4m of its picture). Data
- * streams are left out without a word, as ffmpeg leaves them. 0, or
- * CLI_EXIT_RUNTIME (said). */
+ * verbose: a .wav of a film's sound, a .y4m of its picture). Text
+ * subtitles the format holds only in its own codec are converted to it
+ * (c->sub; a note unless quiet). Data streams are left out without a
+ * word, as ffmpeg leaves them. 0, or CLI_EXIT_RUNTIME (said). */
 int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
                    const AVCodecContext *enc, const AVStream *is, unsigned i,
-                   const char *path, int *os_index);
+                   const char *path, int *os_index, apply_copied *c);
 
 /* INPUT's tags (title, artist, ...) and chapters into OUTPUT, as ffmpeg
  * copies them by default (a format without them ignores them), but with

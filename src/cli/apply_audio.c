@@ -69,6 +69,7 @@ typedef struct output {
   const char *path, *tmp; /* tmp: written there, renamed to path */
   int *map;      /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
+  unsigned ncopied;      /* its length */
   int64_t start; /* the audio's first pts where streams are copied, in the
                     encoder's time base; or 0 */
   AVFormatContext *oc;
@@ -409,6 +410,19 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
 {
   AVStream *is = ic->streams[pkt->stream_index];
   AVStream *os = oc->streams[os_index];
+  AVPacket *conv = NULL; /* pkt converted (text subtitles) */
+  if (c->sub) {
+    bool got;
+    if (!(conv = cf_av->av_packet_alloc()))
+      return apply_error("out of memory");
+    int rc = apply_subs_convert(c->sub, is, pkt, conv, &got, c->opt->in_path,
+                                c->opt->quiet);
+    if (rc || !got) {
+      cf_av->av_packet_free(&conv);
+      return rc;
+    }
+    pkt = conv;
+  }
   cf_av->av_packet_rescale_ts(pkt, is->time_base, os->time_base);
   pkt->stream_index = os_index;
   pkt->pos = -1;
@@ -434,6 +448,7 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
   if (pkt->dts != AV_NOPTS_VALUE)
     c->last_dts = pkt->dts;
   int err = apply_write(c->opt, oc, pkt);
+  cf_av->av_packet_free(&conv);
   return err < 0 ? apply_av_error(out_path, "writing failed", err) : 0;
 }
 
@@ -1165,9 +1180,68 @@ int apply_file_metadata(AVFormatContext *oc, const AVFormatContext *ic,
   return 0;
 }
 
+void apply_copied_free(apply_copied *c, unsigned n)
+{
+  for (unsigned i = 0; c && i < n; i++)
+    apply_subs_free(&c[i].sub);
+  free(c);
+}
+
+/* Text subtitle stream is (number i), which format oc cannot hold as it
+ * is, converted to the format's own text subtitle codec where its header
+ * takes that (apply_subs_open): *os_index the new stream, c->sub its
+ * converter; else left as they were (-1, NULL). */
+static int add_converted(const apply_opts *opt, AVFormatContext *oc,
+                         const AVCodecContext *enc, const AVStream *is,
+                         unsigned i, const char *path, int *os_index,
+                         apply_copied *c)
+{
+  apply_subconv *sc;
+  int rc = apply_subs_open(oc, is, &sc);
+  if (rc || !sc)
+    return rc;
+  const AVCodecContext *se = apply_subs_encoder(sc);
+  /* the header's trial on the converted stream's parameters */
+  AVFormatContext *t = cf_av->avformat_alloc_context();
+  AVStream *ts = t ? cf_av->avformat_new_stream(t, NULL) : NULL;
+  if (!ts || cf_av->avcodec_parameters_from_context(ts->codecpar, se) < 0 ||
+      cf_av->av_dict_copy(&ts->metadata, is->metadata, 0) < 0) {
+    cf_av->avformat_free_context(t);
+    apply_subs_free(&sc);
+    return apply_error("out of memory");
+  }
+  ts->time_base = is->time_base;
+  ts->disposition = is->disposition;
+  int trial = apply_trial_header(oc, enc, ts);
+  cf_av->avformat_free_context(t);
+  if (trial == 0) { /* -1: no trial; the format's own codec */
+    apply_subs_free(&sc);
+    return 0;
+  }
+  AVStream *os = cf_av->avformat_new_stream(oc, NULL);
+  int err = os ? cf_av->avcodec_parameters_from_context(os->codecpar, se)
+               : AVERROR(ENOMEM);
+  if (err < 0) {
+    apply_subs_free(&sc);
+    return apply_av_error(path, "stream parameters", err);
+  }
+  os->time_base = is->time_base;
+  os->disposition = is->disposition;
+  if (!opt->quiet)
+    fprintf(stderr,
+            "cudafilter: note: %s: subtitle stream %u (%s) converted to %s: "
+            "format '%s' holds no %s\n",
+            path, i, cf_av->avcodec_get_name(is->codecpar->codec_id),
+            cf_av->avcodec_get_name(se->codec_id), oc->oformat->name,
+            cf_av->avcodec_get_name(is->codecpar->codec_id));
+  c->sub = sc;
+  *os_index = os->index;
+  return apply_stream_metadata(os, is, se->codec, path);
+}
+
 int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
                    const AVCodecContext *enc, const AVStream *is, unsigned i,
-                   const char *path, int *os_index)
+                   const char *path, int *os_index, apply_copied *c)
 {
   int err;
   enum AVMediaType t = is->codecpar->codec_type;
@@ -1199,6 +1273,11 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
   int trial = tried ? apply_trial_header(oc, enc, is) : 0;
   bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
   if (trial == 0 || (trial < 0 && !query)) {
+    int rc;
+    if (t == AVMEDIA_TYPE_SUBTITLE &&
+        ((rc = add_converted(opt, oc, enc, is, i, path, os_index, c)) ||
+         *os_index >= 0))
+      return rc;
     /* not tried: a format for other kinds (.mka: Matroska for sound, as
      * ffmpeg maps nothing else there) */
     if ((own == AV_CODEC_ID_NONE || pic) && !opt->verbose)
@@ -1240,15 +1319,19 @@ static int add_copies(output *o, const apply_opts *opt, const input *in,
   unsigned n = in->fmt->nb_streams;
   if (!o->map && !(o->map = malloc(n * sizeof *o->map)))
     return apply_error("out of memory");
-  if (!o->copied && !(o->copied = malloc(n * sizeof *o->copied)))
-    return apply_error("out of memory");
+  if (!o->copied) {
+    if (!(o->copied = calloc(n, sizeof *o->copied)))
+      return apply_error("out of memory");
+    o->ncopied = n;
+  }
   for (unsigned i = from; i < to; i++) {
     o->map[i] = -1;
     o->copied[i] = (apply_copied){.opt = opt, .last_dts = AV_NOPTS_VALUE};
     if ((int)i == in->stream)
       continue;
     if ((rc = apply_add_copy(opt, o->oc, o->st ? NULL : o->enc,
-                             in->fmt->streams[i], i, o->path, &o->map[i])))
+                             in->fmt->streams[i], i, o->path, &o->map[i],
+                             &o->copied[i])))
       return rc;
     if (o->map[i] >= 0)
       o->copies++;
@@ -1594,7 +1677,7 @@ static void output_close(output *o)
   cf_av->av_packet_free(&o->pkt);
   free(o->pend);
   free(o->map);
-  free(o->copied);
+  apply_copied_free(o->copied, o->ncopied);
 }
 
 /* ---- the run ------------------------------------------------------------ */

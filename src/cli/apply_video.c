@@ -96,6 +96,7 @@ typedef struct vrun {
   int vstream;
   int *map; /* input stream -> output stream for copied streams, or -1 */
   apply_copied *copied; /* per input stream: what was written of it */
+  unsigned ncopied;      /* its length */
   apply_discont disc;   /* the input's jumps in time */
   AVPacket *pkt, *opkt;
   AVFrame *frame;
@@ -711,15 +712,16 @@ static int open_output(vrun *r, const char *tmp)
    * copied where the format can hold them, as `apply` copies them beside
    * a filtered sound. */
   if (!(r->map = malloc(r->fmt->nb_streams * sizeof *r->map)) ||
-      !(r->copied = malloc(r->fmt->nb_streams * sizeof *r->copied)))
+      !(r->copied = calloc(r->fmt->nb_streams, sizeof *r->copied)))
     return apply_error("out of memory");
+  r->ncopied = r->fmt->nb_streams;
   for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
     r->map[i] = -1;
     r->copied[i] =
         (apply_copied){.opt = o, .last_dts = AV_NOPTS_VALUE};
     if (r->fmt->streams[i] != r->ist &&
         (rc = apply_add_copy(o, r->oc, NULL, r->fmt->streams[i], i, path,
-                             &r->map[i])))
+                             &r->map[i], &r->copied[i])))
       return rc;
   }
 
@@ -1067,7 +1069,7 @@ static void close_run(vrun *r)
   if (r->own_e)
     cf_engine_free(r->e);
   free(r->map);
-  free(r->copied);
+  apply_copied_free(r->copied, r->ncopied);
   apply_discont_free(&r->disc);
   cf_av->av_frame_free(&r->first);
   for (size_t i = 0; i < r->nheld; i++)

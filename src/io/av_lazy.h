@@ -49,7 +49,9 @@
   X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
   X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
   X(av_strerror) X(av_write_trailer) X(avcodec_alloc_context3)               \
-  X(avcodec_descriptor_get) X(avcodec_descriptor_get_by_name)              \
+  X(avcodec_decode_subtitle2) X(avcodec_descriptor_get)                     \
+  X(avcodec_descriptor_get_by_name) X(avcodec_encode_subtitle)              \
+  X(avsubtitle_free)                                                         \
   X(avcodec_find_decoder) X(avcodec_find_encoder)                            \
   X(avcodec_find_best_pix_fmt_of_list) X(avcodec_find_encoder_by_name) X(avcodec_free_context)                    \
   X(avcodec_get_name) X(avcodec_open2) X(avcodec_parameters_from_context)\
