@@ -100,10 +100,15 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
  * output time base; AV_NOPTS_VALUE before the first), and whether a time
  * moved on was told. */
 typedef struct apply_subconv apply_subconv;
+enum { APPLY_MAX_REORDER = 16 }; /* libavformat's MAX_REORDER_DELAY */
 typedef struct apply_copied {
   const apply_opts *opt;
   int64_t last_dts;
   bool told;
+  /* the last presentation times, for decoding times the input lacks
+   * (apply_copy_packet); npts of them seen */
+  int64_t pts[APPLY_MAX_REORDER + 1];
+  unsigned npts;
   apply_subconv *sub; /* text subtitles converted (apply_subs.c), or NULL */
 } apply_copied;
 /* The converters of c[0..n) freed (an array from calloc: NULL ones
@@ -138,7 +143,10 @@ int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
  * takes (the last + 1, or the last where equal times are allowed), its
  * presentation time no earlier, with one note a stream (not with
  * c->opt->quiet), as ffmpeg does, instead of the muxer failing the run.
- * 0 or CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
+ * A decoding time the input lacks (H.264 with B-frames out of Matroska)
+ * is the one the muxer would guess from the presentation times (which
+ * it does with a warning: "Timestamps are unset in a packet"). 0 or
+ * CLI_EXIT_RUNTIME (said). pkt is not unreferenced. */
 int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                       AVPacket *pkt, int os_index, apply_copied *c,
                       const char *out_path);

@@ -404,6 +404,27 @@ bool apply_damaged(int err)
          err != AVERROR(ENOMEM) && err != AVERROR_EXIT;
 }
 
+/* pkt's decoding time where it has none but a presentation time, as
+ * libavformat's muxing guesses it (compute_muxer_pkt_fields): the least
+ * of the last `delay` + 1 presentation times, the first packet's
+ * predecessors taken a duration apart. */
+static void guess_dts(AVPacket *pkt, int delay, apply_copied *c)
+{
+  if (pkt->dts != AV_NOPTS_VALUE || pkt->pts == AV_NOPTS_VALUE ||
+      delay < 0 || delay > APPLY_MAX_REORDER)
+    return;
+  if (!c->npts++)
+    for (int i = 1; i <= delay; i++)
+      c->pts[i] = pkt->pts + (i - delay - 1) * pkt->duration;
+  c->pts[0] = pkt->pts;
+  for (int i = 0; i < delay && c->pts[i] > c->pts[i + 1]; i++) {
+    int64_t t = c->pts[i];
+    c->pts[i] = c->pts[i + 1];
+    c->pts[i + 1] = t;
+  }
+  pkt->dts = c->pts[0];
+}
+
 int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
                       AVPacket *pkt, int os_index, apply_copied *c,
                       const char *out_path)
@@ -426,6 +447,7 @@ int apply_copy_packet(AVFormatContext *ic, AVFormatContext *oc,
   cf_av->av_packet_rescale_ts(pkt, is->time_base, os->time_base);
   pkt->stream_index = os_index;
   pkt->pos = -1;
+  guess_dts(pkt, os->codecpar->video_delay, c);
   if (!(oc->oformat->flags & AVFMT_NOTIMESTAMPS) &&
       pkt->dts != AV_NOPTS_VALUE && c->last_dts != AV_NOPTS_VALUE) {
     int64_t least =
