@@ -10,7 +10,8 @@
  * buffer forgets them.
  *
  * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
- * was set last; with none of them the kernel is the 1 x 1 identity (frames
+ * was set last (one cleared hands back to the latest still set); with none
+ * of them the kernel is the 1 x 1 identity (frames
  * pass unchanged, apart from scale/bias/absolute). Kernel changes while
  * PLAYING take effect at the next frame handed to the engine after the
  * property is set, and keep the temporal history. A new kernel that runs on
@@ -242,6 +243,9 @@ typedef struct {
   guint size;
   gdouble sigma;
   KernelSource source; /* the one of the three set last */
+  /* when each source was last set (a count of settings; 0: never): one
+   * cleared while it is the source hands over to the latest still set */
+  guint64 set_at[SRC_PRESET + 1], settings;
   cf_border border;
   gfloat cval, scale, bias;
   gboolean absolute;
@@ -2074,6 +2078,35 @@ static gboolean value_to_float(const GValue *v, gfloat *out)
     g_free(why_);                                                              \
   } while (0)
 
+/* `src` becomes the kernel's source (set to something), or where
+ * `cleared` stops being one: the latest set of those still set, else the
+ * identity ("The last set of kernel, kernel-file and preset is used"; a
+ * cleared preset left frames unfiltered while a kernel was set and read
+ * back). Under the object lock. */
+static void set_source(GstCudaConvolve *self, KernelSource src,
+                       gboolean cleared)
+{
+  if (!cleared) {
+    self->source = src;
+    self->set_at[src] = ++self->settings;
+    return;
+  }
+  self->set_at[src] = 0;
+  if (self->source != src)
+    return;
+  gboolean set[SRC_PRESET + 1] = {
+      [SRC_ARRAY] = self->taps->len > 0,
+      [SRC_FILE] = self->file_kernel || self->file_error,
+      [SRC_PRESET] = self->preset != CF_GST_PRESET_NONE};
+  self->source = SRC_IDENTITY;
+  guint64 latest = 0;
+  for (int i = SRC_ARRAY; i <= SRC_PRESET; i++)
+    if (set[i] && self->set_at[i] > latest) {
+      latest = self->set_at[i];
+      self->source = (KernelSource)i;
+    }
+}
+
 static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
 {
   guint n = gst_value_array_get_size(value);
@@ -2092,10 +2125,7 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
   GST_OBJECT_LOCK(self);
   g_array_unref(self->taps);
   self->taps = taps;
-  if (n)
-    self->source = SRC_ARRAY;
-  else if (self->source == SRC_ARRAY)
-    self->source = SRC_IDENTITY;
+  set_source(self, SRC_ARRAY, n == 0);
   KernelPrep prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
@@ -2135,10 +2165,7 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   self->kernel_file = k || why ? g_strdup(path) : NULL;
   g_free(self->file_error);
   self->file_error = why ? g_strdup(why) : NULL;
-  if (k || why)
-    self->source = SRC_FILE;
-  else if (self->source == SRC_FILE)
-    self->source = SRC_IDENTITY;
+  set_source(self, SRC_FILE, !k && !why);
   KernelPrep prep = update_kernel(self);
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);
@@ -2192,9 +2219,7 @@ static void set_preset(GstCudaConvolve *self, guint prop_id,
   self->size = size;
   self->sigma = sigma;
   if (is_preset_prop)
-    self->source = preset != CF_GST_PRESET_NONE ? SRC_PRESET
-                   : was                        ? SRC_IDENTITY
-                                                : self->source;
+    set_source(self, SRC_PRESET, preset == CF_GST_PRESET_NONE);
   KernelPrep prep = {NULL, 0};
   if (was || self->source == SRC_PRESET)
     prep = update_kernel(self);

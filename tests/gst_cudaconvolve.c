@@ -850,6 +850,8 @@ static void test_change_while_playing(void **state)
     ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
     push_check(&c, &r, 0, 0, "second kernel (array)");
     push_check(&c, &r, 0, 0, "second kernel (array)");
+    kern array = c.k; /* still set below, under the preset and the file */
+    c.k = (kern){0};
 
     /* a preset */
     unsigned size = 1 + 2 * (unsigned)ref_rng_range(&r, 0, 3);
@@ -886,8 +888,25 @@ static void test_change_while_playing(void **state)
     push_check(&c, &r, 0, 0, "kernel file");
     push_check(&c, &r, 0, 0, "kernel file");
 
-    /* the file unset: no source is left, the 1x1 identity */
+    /* each unset in turn hands back to the one set before it, still
+     * set (the array, then unsharp, then the file: a cleared source went
+     * to the 1x1 identity with the others still set and read back) */
     g_object_set(c.h->element, "kernel-file", NULL, NULL);
+    kern_preset(&c.k, "unsharp", size, 2.5);
+    ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+    push_check(&c, &r, 0, 0, "the file unset: unsharp again");
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "preset", "none");
+    ref2d_video_set_kernel(c.ref, array.t, array.kh, array.kw, array.taps);
+    push_check(&c, &r, 0, 0, "the preset unset: the array again");
+    /* a cleared source that is not the one in use changes nothing */
+    g_object_set(c.h->element, "kernel-file", NULL, NULL);
+    push_check(&c, &r, 0, 0, "the array, the file unset again");
+    /* none left: the 1x1 identity */
+    GValue empty = G_VALUE_INIT;
+    g_value_init(&empty, GST_TYPE_ARRAY);
+    g_object_set_property(G_OBJECT(c.h->element), "kernel", &empty);
+    g_value_unset(&empty);
+    kern_free(&array);
     float one = 1.0f;
     ref2d_video_set_kernel(c.ref, 1, 1, 1, &one);
     push_check(&c, &r, 0, 0, "identity");
