@@ -77,7 +77,10 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *  - any audio file libav decodes (WAV, FLAC, ...): each channel a kernel
  *    (mono -> shared, else per-channel), resampled with libswresample to
  *    `rate` when rate != 0 and differs from the file's, the taps scaled
- *    by file rate / `rate` so that the filter's gain stays as it was.
+ *    by file rate / `rate` so that the filter's gain stays as it was; the
+ *    resampler's ring after the last sample kept (ceil(n * rate / file
+ *    rate) + 16 * ceil(rate / file rate) + 8 taps), the ring before the
+ *    first added to the first tap (the DC gain exact).
  * Errors name the file, the position (byte, line:column or tap) and the
  * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
 cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);

@@ -40,6 +40,10 @@ typedef struct audio_loader {
   size_t max_in;      /* per channel, at the file's rate */
   size_t max_len;     /* per channel, after resampling */
   int64_t decoded;    /* samples per channel at the file's rate */
+  /* silence fed before the kernel, at the file's rate and as resampled:
+   * the resampler's ringing before the kernel's first sample comes out
+   * there (lead_out samples) */
+  size_t lead_in, lead_out;
   cf_io_taps *chan;   /* channels arrays */
 } audio_loader;
 
@@ -197,11 +201,67 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
                                       : CF_OK;
 }
 
+/* n samples of silence into the resampler, in pieces; stops once the
+ * channel arrays hold `until` samples (0: no limit). */
+static cf_status feed_silence(audio_loader *a, size_t n, size_t until)
+{
+  enum { PAD = 256 };
+  int bps = cf_av->av_get_bytes_per_sample(a->in_format);
+  int planar = cf_av->av_sample_fmt_is_planar(a->in_format);
+  size_t plane = (size_t)PAD * (size_t)bps * (planar ? 1 : a->channels);
+  uint8_t *zeros = bps > 0 ? malloc(plane) : NULL;
+  if (!zeros)
+    return cf_fail(CF_E_NOMEM, "%s: out of memory", a->path);
+  /* silence is 0, except unsigned 8-bit, whose middle is 0x80 */
+  memset(zeros, a->in_format == AV_SAMPLE_FMT_U8 ||
+                    a->in_format == AV_SAMPLE_FMT_U8P ? 0x80 : 0, plane);
+  const uint8_t *in[CF_MAX_CHANNELS];
+  for (unsigned c = 0; c < a->channels; c++)
+    in[c] = zeros;
+  cf_status s = CF_OK;
+  int got;
+  for (size_t fed = 0; s == CF_OK && fed < n && (!until ||
+                                                 a->chan[0].len < until);
+       fed += PAD)
+    s = resample(a, in, (int)(n - fed < PAD ? n - fed : PAD), &got);
+  free(zeros);
+  return s;
+}
+
+static size_t gcd_size(size_t x, size_t y)
+{
+  while (y) {
+    size_t t = x % y;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
+/* Before the kernel, silence long enough for the resampler's filter (16
+ * taps either side at the lower rate: libswresample's 32) and a whole
+ * number of output samples long, so that the kernel's first sample stays
+ * on the output's grid: the ringing before it (a band-limited sample
+ * rings on both sides) comes out there, to be folded back (finish). */
+static cf_status feed_lead(audio_loader *a)
+{
+  size_t in = (size_t)a->in_rate, out = (size_t)a->out_rate;
+  size_t g = gcd_size(in, out), q = in / g;
+  size_t half = 16 * ((in + out - 1) / out) + 8; /* input samples */
+  size_t lead = (half + q - 1) / q * q;
+  a->lead_in = lead;
+  a->lead_out = lead / q * (out / g);
+  return feed_silence(a, lead, 0);
+}
+
 static cf_status take_frame(audio_loader *a, const AVFrame *fr)
 {
   cf_status s = CF_OK;
-  if (!a->swr)
+  if (!a->swr) {
     s = open_resampler(a, fr);
+    if (s == CF_OK && a->out_rate != a->in_rate)
+      s = feed_lead(a);
+  }
   if (s != CF_OK)
     return s;
   if (fr->format != a->in_format || fr->sample_rate != a->in_rate ||
@@ -321,43 +381,43 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
   /* Resampling: libswresample keeps back its filter's delay and gives
    * nothing at all for a kernel shorter than it (a 16-tap FIR at 48 kHz
    * came out empty at 44.1 kHz). Feed silence past the end until the
-   * kernel's own length at the new rate, ceil(samples * out / in), has
-   * come out (the delay is half the filter, 32 taps times the downsampling
-   * ratio: 192 kHz to 8 kHz needs more than one piece), drain, and cut. */
-  size_t target = 0;
+   * kernel's own length at the new rate, ceil(samples * out / in), and the
+   * ringing after its last sample (the filter's half at the new rate) have
+   * come out, then drain. */
+  size_t keep = 0;
   if (s == CF_OK && a->out_rate != a->in_rate) {
-    target = (size_t)(((unsigned long long)a->decoded * (unsigned)a->out_rate +
-                       (unsigned)a->in_rate - 1) / (unsigned)a->in_rate);
-    enum { PAD = 256 };
-    int bps = cf_av->av_get_bytes_per_sample(a->in_format);
-    int planar = cf_av->av_sample_fmt_is_planar(a->in_format);
-    size_t plane = (size_t)PAD * (size_t)bps * (planar ? 1 : a->channels);
-    uint8_t *zeros = bps > 0 ? malloc(plane) : NULL;
-    if (!zeros)
-      return cf_fail(CF_E_NOMEM, "%s: out of memory", a->path);
-    /* silence is 0, except unsigned 8-bit, whose middle is 0x80 */
-    memset(zeros, a->in_format == AV_SAMPLE_FMT_U8 ||
-                      a->in_format == AV_SAMPLE_FMT_U8P ? 0x80 : 0, plane);
-    const uint8_t *in[CF_MAX_CHANNELS];
-    for (unsigned c = 0; c < a->channels; c++)
-      in[c] = zeros;
-    size_t most = PAD + 32 * ((size_t)a->in_rate / (size_t)a->out_rate + 1);
-    for (size_t fed = 0; s == CF_OK && a->chan[0].len < target && fed < most;
-         fed += PAD)
-      s = resample(a, in, PAD, &got);
-    free(zeros);
-    got = 1;
+    size_t ri = (size_t)a->in_rate, ro = (size_t)a->out_rate;
+    size_t ring = 16 * ((ro + ri - 1) / ri) + 8;
+    keep = (size_t)(((unsigned long long)a->decoded * ro + ri - 1) / ri) +
+           ring;
+    s = feed_silence(a, a->lead_in + 32 * (ri / ro + 1) + 2 * ring + 512,
+                     a->lead_out + keep);
   }
   while (s == CF_OK && got > 0) /* the resampler's tail */
     s = resample(a, NULL, 0, &got);
   if (s != CF_OK)
     return s;
-  if (target && a->chan[0].len > target)
-    for (unsigned c = 0; c < a->channels; c++)
-      a->chan[c].len = target;
-  if (a->chan[0].len == 0)
-    return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
-                   a->path, a->out_rate);
+  /* The kernel at the new rate is the band-limited one, which rings
+   * after its last sample (kept: `ring` samples more) and before its
+   * first, which cannot be kept without delaying the filter. Cut off,
+   * that ring changed the kernel's gain (a single tap at 44.1 kHz kept
+   * 0.81 of it at 96 kHz; a room's response came out 2.8 dB louder at
+   * DC); it is added to the first tap instead: the gain at DC stays
+   * exact, and at a frequency f a sample moved by d changes the response
+   * by at most 2 sin(pi f d / rate) of that sample. */
+  if (keep && a->chan[0].len > a->lead_out) {
+    if (keep > a->chan[0].len - a->lead_out)
+      keep = a->chan[0].len - a->lead_out;
+    for (unsigned c = 0; c < a->channels; c++) {
+      float *v = a->chan[c].v;
+      double pre = 0.0;
+      for (size_t i = 0; i < a->lead_out; i++)
+        pre += v[i];
+      memmove(v, v + a->lead_out, keep * sizeof *v);
+      v[0] = (float)(v[0] + pre);
+      a->chan[c].len = keep;
+    }
+  }
   /* libswresample keeps the signal's amplitude, so an impulse response's
    * taps come out out/in times as many at about the same values: its
    * gain (the taps' sum at DC, and at every frequency both rates carry)
