@@ -3088,10 +3088,11 @@ static void test_control(void **state)
   free(a);
   wait_state(&r, "other", "finished");
   wait_state(&r, "live", "running");
-  /* a change that restarts other, whose new section and old one both
-   * cannot start (other.wav exists, overwrite = false): it stays, down
-   * with why (it was dropped: gone from status, `restart other` "no
-   * stream named"), and `restart` starts it once the output is gone */
+  /* a change that restarts other, finished, whose new section cannot
+   * start (other.wav exists, overwrite = false): it stays finished with
+   * its old section (run again, the old section would write other.wav
+   * again; it was dropped once, gone from status), and `restart` starts
+   * it once the output is gone */
   snprintf(body, sizeof body,
            "[stream live]\ntype = file\ninput = long.wav  \n"
            "output = live.wav\nkernel-file = k1.txt\nrealtime = true \n"
@@ -3100,15 +3101,14 @@ static void test_control(void **state)
            "block = 512\n");
   write_text(conf, "%s", body);
   a = ctl(&r, "reload");
-  CHECK(!answer_ok(a) && strstr(a, "the old section cannot start again") &&
-            strstr(a, "other: down"),
-        "reload where neither section starts: %s", a);
+  CHECK(!answer_ok(a) && strstr(a, "other.wav exists") &&
+            strstr(a, "other: stays finished with its old section"),
+        "reload where the new section cannot start: %s", a);
   free(a);
   a = ctl(&r, "status other");
   ost = field(a, "other", "state");
-  CHECK(ost && !strcmp(ost, "down") && field(a, "other", "error") &&
-            strstr(field(a, "other", "error"), "exists"),
-        "status after a reload neither section survived: %s", a);
+  CHECK(ost && !strcmp(ost, "finished"),
+        "status after a reload the new section failed: %s", a);
   free(a);
   a = ctl(&r, "restart other");
   CHECK(!answer_ok(a) && strstr(a, "exists"), "restart: %s", a);
@@ -3118,13 +3118,45 @@ static void test_control(void **state)
   CHECK(answer_ok(a), "restart once other.wav is gone: %s", a);
   free(a);
   wait_state(&r, "other", "finished");
+  /* QA: a finished stream whose old section may overwrite, and a reload
+   * that asks `overwrite = false`: the new section cannot start, and the
+   * old one ran the job again, writing over other.wav */
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav  \n"
+           "output = live.wav\nkernel-file = k1.txt\nrealtime = true \n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "other: restarted"), "reload: %s", a);
+  free(a);
+  wait_state(&r, "other", "finished");
+  struct stat before, after;
+  CHECK(stat(fixture("other.wav"), &before) == 0, "other.wav");
+  usleep(20000); /* a write would show in the modification time */
+  snprintf(body + strlen(body), sizeof body - strlen(body),
+           "overwrite = false\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "other: stays finished"),
+        "reload asking overwrite = false: %s", a);
+  free(a);
+  usleep(300000);
+  CHECK(stat(fixture("other.wav"), &after) == 0 &&
+            after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+            after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+        "other.wav was written again after a reload asked to keep it");
+  a = ctl(&r, "status other");
+  ost = field(a, "other", "state");
+  CHECK(ost && !strcmp(ost, "finished"), "status: %s", a);
+  free(a);
   /* reloads asked on the socket are in the log, as SIGHUP's; so is a
    * restart that failed */
   char *log = slurp(r.log, NULL);
   CHECK(strstr(log, "stream other cannot start (restart)") &&
-            strstr(log, "stream other is down"),
+            strstr(log, "other: stays finished"),
         "the log: %s", log);
-  CHECK(count_in(log, "reloaded") == 3 &&
+  CHECK(count_in(log, "reloaded") == 4 &&
             strstr(log, "cannot take its new kernel"),
         "the log: %s", log);
   free(log);

@@ -24,7 +24,8 @@
  * Reload reads the file again. A file that does not check out changes
  * nothing; a stream whose only changes are its kernel keys takes the new
  * kernel live (all of them fit, or nothing changes); a changed stream
- * restarts (the old one comes back if the new cannot start); a stream
+ * restarts (the old one comes back if the new cannot start, but a
+ * finished file stream stays finished); a stream
  * that is down is tried again with its new section; streams no longer in
  * the file stop. A finished file
  * stream runs again when its kernel or its input changes. Streams with
@@ -366,8 +367,31 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       continue;
     }
     /* new, or changed beyond its kernel: restart. The old section is
-     * kept to start again should the new one fail. */
+     * kept to start again should the new one fail; a finished file
+     * stream is kept as it is (its job done: run again, it would write
+     * its output again, which an `overwrite = false` that failed the new
+     * section had asked to keep) */
     cfd_stream_conf *old_sc = NULL;
+    if (old && old->audio && sc->type == CFD_FILE &&
+        old->sc->type == CFD_FILE && cfd_audio_ended(old->audio)) {
+      GError *e = NULL;
+      stream *s = stream_start(take_conf(c, i), &e);
+      if (!s) {
+        ok = false;
+        g_string_append_printf(report,
+                               "%s\n%s: stays finished with its old "
+                               "section\n",
+                               e->message, old->sc->name);
+        g_clear_error(&e);
+        cfd_stream_conf_free(sc); /* taken from c: not freed with it */
+        g_ptr_array_add(next, old);
+        continue;
+      }
+      stream_stop(old);
+      g_string_append_printf(report, "%s: restarted\n", s->sc->name);
+      g_ptr_array_add(next, s);
+      continue;
+    }
     if (old) {
       old_sc = old->sc;
       old->sc = NULL;
