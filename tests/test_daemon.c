@@ -831,10 +831,19 @@ static void test_bad_config(void **state)
   if (have_libav) {
     float x[800] = {0.5f};
     write_wav(fixture("cin.wav"), W_F32, 8000, 1, x, 800);
+    write_wav(fixture("o2.wav"), W_F32, 8000, 1, x, 800); /* a last run's */
     unsigned char px[3 * 16 * 8 / 2] = {0}, *frame = px;
     y4m_write(fixture("cin.y4m"), 1, 16, 8, 25, &frame, 1);
     write_text(fixture("kept.wav"), "kept");
     write_text(fixture("nr.txt"), "1 2\n3 5\n");
+    /* other names of one file: links, and a folder through a link */
+    unlink(fixture("cin-sym.wav"));
+    unlink(fixture("cin-hard.wav"));
+    unlink(fixture("here"));
+    CHECK(symlink("cin.wav", fixture("cin-sym.wav")) == 0 &&
+              link(fixture("cin.wav"), fixture("cin-hard.wav")) == 0 &&
+              symlink(".", fixture("here")) == 0,
+          "links: %s", strerror(errno));
     static const refusal starts[] = {
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = o.wav\n"
          "kernel = 1\nblock = 100000\n",
@@ -858,6 +867,23 @@ static void test_bad_config(void **state)
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = o.flac\n"
          "kernel = 1\ncodec = mp3\n",
          "codec: format 'flac' cannot hold mp3"},
+        /* a start refused these (OUTPUT is INPUT), --check did not; two
+         * streams wrote one file through a linked folder, which neither
+         * refused: the output was neither stream's */
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = cin-sym.wav\n"
+         "kernel = 1\n",
+         "[stream f] output: is the input (another name of it)"},
+        {"[stream f]\ntype = file\ninput = cin-sym.wav\noutput = "
+         "cin-hard.wav\nkernel = 1\n",
+         "[stream f] output: is the input (another name of it)"},
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = same.wav\n"
+         "kernel = 1\n[stream g]\ntype = file\ninput = cin.wav\n"
+         "output = here/same.wav\nkernel = 1\n",
+         "[stream g] output: also the output of [stream f]"},
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = o2.wav\n"
+         "kernel = 1\n[stream g]\ntype = file\ninput = here/o2.wav\n"
+         "output = o3.wav\nkernel = 1\n",
+         "[stream f] output: the input of [stream g]"},
     };
     check_refusals("bad.conf", "refused at start", starts,
                    sizeof starts / sizeof *starts);

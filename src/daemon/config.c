@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 G_DEFINE_QUARK(cfd - error - quark, cfd_error)
@@ -290,6 +291,48 @@ static char *resolve(const char *dir, const char *path)
   return p;
 }
 
+/* path (absolute, from resolve) with every link followed: the file's
+ * own where it exists, else its folder's and its name; NULL where the
+ * folder is not there either. */
+static char *real_name(const char *path)
+{
+  char *r = realpath(path, NULL);
+  if (r) {
+    char *g = g_strdup(r);
+    free(r);
+    return g;
+  }
+  char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+  char *rd = realpath(dir, NULL);
+  char *g = rd ? g_build_filename(rd, base, NULL) : NULL;
+  free(rd);
+  g_free(dir);
+  g_free(base);
+  return g;
+}
+
+/* Whether two resolved paths name one file: the same file where both
+ * exist (a symbolic or hard link, another name), else the same name once
+ * links are followed (a folder reached through a link). URLs by their
+ * text. Two streams wrote one file through a linked folder, each under
+ * its own name: the output was neither's. */
+static bool same_file(const char *a, const char *b)
+{
+  if (!strcmp(a, b))
+    return true;
+  if (strstr(a, "://") || strstr(b, "://") || g_str_has_prefix(a, "pipe:") ||
+      g_str_has_prefix(b, "pipe:"))
+    return false;
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char *ra = real_name(a), *rb = real_name(b);
+  bool same = ra && rb && !strcmp(ra, rb);
+  g_free(ra);
+  g_free(rb);
+  return same;
+}
+
 /* type=file: the input (probed: its rate and channels are the stream's),
  * the output, and how it is written. */
 static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
@@ -307,8 +350,9 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
   sc->output = resolve(dir, out);
   g_free(in);
   g_free(out);
-  if (!strcmp(sc->input, sc->output))
-    return bad(r, "output", "is the input; write to another file");
+  if (same_file(sc->input, sc->output))
+    return bad(r, "output", "is the input%s; write to another file",
+               strcmp(sc->input, sc->output) ? " (another name of it)" : "");
   if (!strstr(sc->output, "://")) { /* a file (not a URL): its folder */
     char *folder = g_path_get_dirname(sc->output);
     bool there = g_file_test(folder, G_FILE_TEST_IS_DIR);
@@ -916,13 +960,13 @@ cfd_config *cfd_config_load(const char *path, GError **err)
       const cfd_stream_conf *b = c->streams->pdata[j];
       if (j == i || b->type != CFD_FILE)
         continue;
-      if (j < i && !strcmp(a->output, b->output)) {
+      if (j < i && same_file(a->output, b->output)) {
         g_set_error(err, CFD_ERROR, 0,
                     "%s: [stream %s] output: also the output of "
                     "[stream %s] (%s)",
                     path, a->name, b->name, a->output);
         ok = false;
-      } else if (!strcmp(a->output, b->input)) {
+      } else if (same_file(a->output, b->input)) {
         g_set_error(err, CFD_ERROR, 0,
                     "%s: [stream %s] output: the input of [stream %s] (%s)",
                     path, a->name, b->name, a->output);
