@@ -884,6 +884,17 @@ static void test_bad_config(void **state)
          "kernel = 1\n[stream g]\ntype = file\ninput = here/o2.wav\n"
          "output = o3.wav\nkernel = 1\n",
          "[stream f] output: the input of [stream g]"},
+        /* --check said ok to these, which a start refused (QA): a folder
+         * where no file can be made, a socket path past sun_path */
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = "
+         "/proc/o.wav\nkernel = 1\n",
+         "[stream f] output: no file can be made in its folder /proc"},
+        {"[daemon]\nsocket = /tmp/"
+         "s123456789s123456789s123456789s123456789s123456789s123456789"
+         "s123456789s123456789s123456789s123456789.sock\n"
+         "[stream f]\ntype = file\ninput = cin.wav\noutput = o.wav\n"
+         "kernel = 1\n",
+         "socket path too long (110 bytes, at most 107)"},
     };
     check_refusals("bad.conf", "refused at start", starts,
                    sizeof starts / sizeof *starts);

@@ -899,19 +899,43 @@ static void accept_more(daemon_state *d)
   g_source_attach(d->accepting, NULL);
 }
 
+/* Whether a socket can be bound at path: its length. */
+static bool socket_fits(const char *path, GError **err)
+{
+  if (strlen(path) < sizeof(((struct sockaddr_un *)0)->sun_path))
+    return true;
+  g_set_error(err, CFD_ERROR, 0,
+              "socket path too long (%zu bytes, at most %zu): %s",
+              strlen(path), sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
+              path);
+  return false;
+}
+
+/* Why no file can be made in output's folder (a temporary one is made
+ * and removed: permissions alone do not tell, as root or in /proc), or
+ * NULL where one can, or output is a URL. */
+static char *folder_unwritable(const char *output)
+{
+  if (strstr(output, "://") || g_str_has_prefix(output, "pipe:"))
+    return NULL;
+  g_autofree char *folder = g_path_get_dirname(output);
+  g_autofree char *probe =
+      g_build_filename(folder, ".cudafilterd-check-XXXXXX", NULL);
+  int fd = g_mkstemp(probe);
+  if (fd < 0)
+    return g_strdup_printf("no file can be made in its folder %s: %s",
+                           folder, g_strerror(errno));
+  close(fd);
+  unlink(probe);
+  return NULL;
+}
+
 /* Bind the control socket, mode 0600. An existing path is taken over only
  * when no daemon answers there. */
 static bool listen_socket(daemon_state *d, GError **err)
 {
-  if (strlen(d->socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-    g_set_error(err, CFD_ERROR, 0,
-                "socket path too long (%zu bytes, at "
-                "most %zu): %s",
-                strlen(d->socket_path),
-                sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-                d->socket_path);
+  if (!socket_fits(d->socket_path, err))
     return false;
-  }
   GSocketAddress *addr = g_unix_socket_address_new(d->socket_path);
   struct stat st;
   if (lstat(d->socket_path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
@@ -1185,15 +1209,33 @@ int main(int argc, char **argv)
   }
   if (check) {
     /* what a start refuses that a reload need not (a finished stream's
-     * output is there then) */
+     * output is there then), or that only a start meets: the socket's
+     * path, a folder a file cannot be made in (QA: both said ok) */
+    g_autofree char *sp = sock        ? g_strdup(sock)
+                          : c->socket ? g_strdup(c->socket)
+                                      : cfd_default_socket();
+    if (!socket_fits(sp, &err)) {
+      fprintf(stderr, "cudafilterd: %s: %s: the daemon would not start\n",
+              cfg_path, err->message);
+      g_error_free(err);
+      cfd_config_free(c);
+      return 2;
+    }
     for (guint i = 0; i < c->streams->len; i++) {
       const cfd_stream_conf *sc = c->streams->pdata[i];
-      if (sc->type == CFD_FILE && !sc->overwrite &&
-          g_file_test(sc->output, G_FILE_TEST_IS_REGULAR)) {
+      if (sc->type != CFD_FILE)
+        continue;
+      g_autofree char *why = NULL;
+      if (!sc->overwrite && g_file_test(sc->output, G_FILE_TEST_IS_REGULAR))
+        why = g_strdup_printf("%s exists (overwrite = false keeps it)",
+                              sc->output);
+      else
+        why = folder_unwritable(sc->output);
+      if (why) {
         fprintf(stderr,
-                "cudafilterd: %s: [stream %s] output: %s exists "
-                "(overwrite = false keeps it): the stream would not start\n",
-                cfg_path, sc->name, sc->output);
+                "cudafilterd: %s: [stream %s] output: %s: the stream would "
+                "not start\n",
+                cfg_path, sc->name, why);
         cfd_config_free(c);
         return 2;
       }
