@@ -3068,6 +3068,13 @@ static void test_control(void **state)
   a = ctl(&r, "swap-kernel live \"%s", fixture("k1.txt"));
   CHECK(!answer_ok(a) && strstr(a, "double quote is not closed"), "%s", a);
   free(a);
+  /* a NUL byte ended the command there: "status\0other" was every
+   * stream's status (QA) */
+  a = ctl_bytes(&r, "status\0other\n", 13);
+  CHECK(!answer_ok(a) && strstr(a, "error: a command holds a NUL byte") &&
+            !strstr(a, "live type="),
+        "a command with a NUL byte: %s", a);
+  free(a);
   a = ctl(&r, "set live kernel-file '%s'", fixture("k1.txt"));
   CHECK(answer_ok(a), "set with a quoted path: %s", a);
   free(a);

@@ -777,9 +777,12 @@ static void client_answer(client *c)
   } else if (!nl) {
     g_string_append(c->out, "error: a command is one line, ended by a "
                             "newline\n");
+  } else if (memchr(c->in->str, 0, (size_t)(nl - c->in->str))) {
+    /* it ended the command there: "status\0r" was all streams' status */
+    g_string_append(c->out, "error: a command holds a NUL byte\n");
   } else {
     *nl = 0;
-    /* the command ends at the newline or a NUL, less a CR before it */
+    /* the command ends at the newline, less a CR before it */
     size_t len = strlen(c->in->str);
     if (len && c->in->str[len - 1] == '\r')
       c->in->str[len - 1] = 0;
