@@ -939,6 +939,20 @@ static void test_bad_config(void **state)
            fixture("good.conf"));
   if (have_portaudio)
     CHECK(system(cmd) == 0, "a good config was refused");
+  /* with a UTF-8 byte order mark, as some editors write (QA: refused,
+   * "line ... is not a key-value pair", the mark invisible) */
+  if (have_libav) {
+    write_text(fixture("bom.conf"),
+               "\xef\xbb\xbf[stream f]\ntype = file\ninput = cin.wav\n"
+               "output = o.wav\nkernel = 1\n");
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("bom.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a config with a byte order mark: %s", msg ? msg : "");
+    free(msg);
+  }
   /* the example the README points to */
   const char *ex = getenv("CF_DAEMON_EXAMPLE");
   snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null", daemon_bin,

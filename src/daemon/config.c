@@ -830,7 +830,15 @@ cfd_config *cfd_config_load(const char *path, GError **err)
   GError *e = NULL;
   char *text = NULL;
   gsize len = 0;
-  if (!g_file_get_contents(path, &text, &len, &e) ||
+  bool read = g_file_get_contents(path, &text, &len, &e);
+  /* a UTF-8 byte order mark (some editors write one) is skipped, as in
+   * kernel text files: GKeyFile refused the first line, the mark
+   * invisible in its message */
+  if (read && len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+    memmove(text, text + 3, len - 3 + 1);
+    len -= 3;
+  }
+  if (!read ||
       !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
     size_t line = text ? first_bad_line(text, len) : 0;
     if (line)
