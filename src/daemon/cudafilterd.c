@@ -59,6 +59,7 @@ typedef struct stream {
   unsigned restarts; /* times started again */
   double ended_at;   /* monotonic s when seen ended (or a try failed); 0 */
   char *down_error;  /* why the last try failed, while down */
+  bool told_end;     /* a live audio stream's end was logged */
 } stream;
 
 static double now_s(void)
@@ -162,6 +163,7 @@ static bool stream_try(stream *s, GError **err)
   else
     s->audio = cfd_audio_start(s->sc, &e);
   s->ended_at = 0;
+  s->told_end = false;
   if (s->audio || s->pipe) {
     g_clear_pointer(&s->down_error, g_free);
     return true;
@@ -183,6 +185,19 @@ static gboolean on_tick(gpointer user)
   double t = now_s();
   for (guint i = 0; i < streams->len; i++) {
     stream *s = streams->pdata[i];
+    /* a live sound's end, logged as a file stream's is (its `duration`
+     * reached, or its device stopping, left no line) */
+    bool failed;
+    if (s->audio && s->sc->type == CFD_AUDIO && !s->told_end &&
+        cfd_audio_ended_how(s->audio, &failed)) {
+      s->told_end = true;
+      if (failed)
+        say("stream %s stopped: its device stopped (gone or unplugged?)",
+            s->sc->name);
+      else
+        say("stream %s finished: its duration (%g s) is reached",
+            s->sc->name, s->sc->duration);
+    }
     if (!wants_restart(s)) {
       s->ended_at = 0;
       continue;
