@@ -3849,6 +3849,74 @@ static void test_apply_video_444(void **state)
 #endif
 }
 
+/* Temporary outputs left by runs that ended without finishing them
+ * (killed: one more at each of a service manager's restarts) are
+ * removed by the next run to that output, with a note: those whose
+ * process is gone and that have not been written for a minute; a live
+ * process's, or a fresh one, stay. */
+static void test_apply_stale_parts(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  char stale[PATH_MAX + 64], fresh[PATH_MAX + 64], live[PATH_MAX + 64];
+  char other[PATH_MAX + 64];
+  small_kernel(kpath, sizeof kpath, "parts-k.txt", 3);
+  tmp_path(inp, sizeof inp, "parts-in.wav");
+  tmp_path(outp, sizeof outp, "parts-out.wav");
+  float x[200];
+  ref_rng r;
+  ref_rng_init(&r, 13);
+  ref_rng_fill(&r, x, 200);
+  write_wav(inp, W_F32, 8000, 1, x, 200);
+  /* processes that are gone: children that have ended (the run's own
+   * PID comes after them) */
+  pid_t gone[2];
+  for (int i = 0; i < 2; i++) {
+    gone[i] = fork();
+    assert_true(gone[i] >= 0);
+    if (gone[i] == 0)
+      _exit(0);
+    assert_int_equal(waitpid(gone[i], NULL, 0), gone[i]);
+  }
+  snprintf(stale, sizeof stale, "%s.cf-part-%ld.wav", outp, (long)gone[0]);
+  snprintf(fresh, sizeof fresh, "%s.cf-part-%ld.wav", outp, (long)gone[1]);
+  snprintf(live, sizeof live, "%s.cf-part-%ld.wav", outp, (long)getpid());
+  /* another output's, and not a part file's name */
+  snprintf(other, sizeof other, "%s.cf-part-%ld.flac", outp, (long)gone[0]);
+  const char *all[] = {stale, fresh, live, other};
+  for (int i = 0; i < 4; i++) {
+    FILE *f = fopen(all[i], "wb");
+    assert_non_null(f);
+    fputs("part", f);
+    assert_int_equal(fclose(f), 0);
+  }
+  /* written two minutes ago, but for `fresh` */
+  struct timespec ago[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, stale, ago, 0), 0);
+  assert_int_equal(utimensat(AT_FDCWD, live, ago, 0), 0);
+  assert_int_equal(utimensat(AT_FDCWD, other, ago, 0), 0);
+  char note[2 * PATH_MAX];
+  snprintf(note, sizeof note, "removed %s, left unfinished by an earlier run "
+           "(process %ld, gone)", stale, (long)gone[0]);
+  const char *a[] = {NULL, "apply", "-y", "-k", kpath, inp, outp, NULL};
+  expect(a, 0, note);
+  struct stat st;
+  if (stat(stale, &st) == 0)
+    fail_msg("%s was left", stale);
+  for (int i = 1; i < 4; i++)
+    if (stat(all[i], &st) != 0)
+      fail_msg("%s was removed (fresh, a live process's, or another "
+               "output's)", all[i]);
+  for (int i = 1; i < 4; i++)
+    unlink(all[i]);
+  unlink(inp), unlink(outp), unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_apply_errors(void **state)
 {
   (void)state;
@@ -5597,6 +5665,7 @@ int main(void)
     cmocka_unit_test(test_apply_video_444),
     cmocka_unit_test(test_apply_video_size_change),
     cmocka_unit_test(test_apply_errors),
+    cmocka_unit_test(test_apply_stale_parts),
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_resample),
     cmocka_unit_test(test_apply_rate_change),

@@ -5,6 +5,7 @@
  * messages go through apply_error, to stderr or to the caller's buffer. */
 #include "apply.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -1829,6 +1830,49 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
 /* The temporary name OUTPUT is written under (NULL: write OUTPUT itself,
  * which is not a regular file: a FIFO, /dev/null, a protocol URL). Checks
  * -y and that OUTPUT is not INPUT. */
+/* OUTPUT's temporary files left by runs that ended without finishing
+ * them (killed, a crash: under a service manager's restarts one more at
+ * each), removed: those whose process is gone and that have not been
+ * written for a minute (another machine's run, on a shared folder,
+ * cannot be asked). Said unless quiet (cudafilterd's log says it). */
+static void remove_stale_parts(const apply_opts *o, const char *base,
+                               const char *ext)
+{
+  size_t dlen = (size_t)(base - o->out_path);
+  char *dir = dlen ? strndup(o->out_path, dlen) : strdup(".");
+  DIR *d = dir ? opendir(dir) : NULL;
+  size_t blen = strlen(base), elen = strlen(ext);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    const char *n = e->d_name;
+    size_t len = strlen(n);
+    if (len <= blen + 9 + elen || strncmp(n, base, blen) ||
+        strncmp(n + blen, ".cf-part-", 9) || strcmp(n + len - elen, ext))
+      continue;
+    char *end;
+    long pid = strtol(n + blen + 9, &end, 10);
+    if (pid <= 0 || end != n + len - elen || pid == (long)getpid() ||
+        kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char path[4096];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s%s", dlen ? dir : "", n) >=
+        (int)sizeof path)
+      continue;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        time(NULL) - st.st_mtime < 60 || unlink(path) != 0)
+      continue;
+    if (!o->quiet || o->config_keys)
+      fprintf(stderr,
+              "%s: note: removed %s, left unfinished by an earlier run "
+              "(process %ld, gone)\n",
+              o->config_keys ? "cudafilterd" : "cudafilter", path, pid);
+  }
+  if (d)
+    closedir(d);
+  free(dir);
+}
+
 int apply_choose_target(const apply_opts *o, char **tmp)
 {
   struct stat so, si;
@@ -1852,6 +1896,7 @@ int apply_choose_target(const apply_opts *o, char **tmp)
   const char *ext = strrchr(base, '.');
   if (!ext || ext == base)
     ext = "";
+  remove_stale_parts(o, base, ext);
   size_t len = strlen(o->out_path) + strlen(ext) + 32;
   if (!(*tmp = malloc(len)))
     return apply_error("out of memory");
