@@ -2442,6 +2442,31 @@ static void test_bad_config(void **state)
     cf_engine_free(e);
   }
   cfg.swap_history = 262144;
+  /* process: an output that starts inside the input (not in place), and
+   * a frame count past the address space, are refused, nothing written
+   * (QA: the first was taken, the output writing over input not read
+   * yet; the second read past the buffer) */
+  {
+    cf_engine *e = NULL;
+    CHECK_OK(cf_engine_new_audio(&cfg, k, &e));
+    float buf[2 * 64 + 2];
+    for (size_t i = 0; i < sizeof buf / sizeof *buf; i++)
+      buf[i] = (float)i;
+    cf_status st = cf_engine_process(e, buf, buf + 1, 64);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "overlap") &&
+              buf[1] == 1.0f && buf[128] == 128.0f,
+          "process with out = in + 1 returned %s: %s", cf_status_name(st),
+          cf_last_error());
+    st = cf_engine_process(e, buf + 1, buf, 64);
+    CHECK(st == CF_E_INVALID, "process with in = out + 1 returned %s",
+          cf_status_name(st));
+    st = cf_engine_process(e, buf, buf, SIZE_MAX / 4);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "address space"),
+          "process of SIZE_MAX / 4 frames returned %s: %s",
+          cf_status_name(st), cf_last_error());
+    CHECK_OK(cf_engine_process(e, buf, buf, 64)); /* in place: fine */
+    cf_engine_free(e);
+  }
   /* a NULL out pointer is refused, never written (error.h) */
   {
     cf_status st = cf_engine_new_audio(&cfg, k, NULL);

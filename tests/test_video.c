@@ -1991,10 +1991,24 @@ static void test_bad_frames(void **state)
     fbuf_copy(&v.want, &v.got);
     char what[160];
     uint8_t *ovl = NULL;
-    for (unsigned kind = 0; kind < 5; kind++)
+    for (unsigned kind = 0; kind < 7; kind++)
       for (unsigned p = 0; p < v.d.planes; p++) {
         cf_frame in = v.in.f, out = v.got.f;
+        unsigned pw, ph;
+        ref2d_plane_size(&v.d, p, w, h, &pw, &ph);
+        if (kind >= 5 && ph < 2)
+          continue; /* one row: its stride is never used */
         switch (kind) {
+        /* strides whose rows reach past the end of memory: the span's sum
+         * wrapped and the filter wrote at a wild address (QA) */
+        case 5:
+          snprintf(what, sizeof what, "input stride %u SIZE_MAX / 2", p);
+          in.stride[p] = SIZE_MAX / 2;
+          break;
+        case 6:
+          snprintf(what, sizeof what, "output stride %u SIZE_MAX / 3", p);
+          out.stride[p] = SIZE_MAX / 3;
+          break;
         case 0:
           snprintf(what, sizeof what, "input stride %u smaller than a row", p);
           in.stride[p] = ref2d_row_bytes(&v.d, p, w) - 1;

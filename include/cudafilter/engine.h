@@ -141,6 +141,8 @@ void cf_engine_free(cf_engine *e);
  *    fft-nonuniform).
  * Outputs outside that span are unaffected; cf_engine_reset() forgets
  * the sample. */
+/* in and out are one buffer (in place: equal channel counts) or do not
+ * overlap at all; CF_E_INVALID otherwise. */
 cf_status cf_engine_process(cf_engine *e, const float *in, float *out,
                             size_t frames);
 

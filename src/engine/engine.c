@@ -557,6 +557,18 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
   if (in == out && e->cin != e->cout)
     return cf_fail(CF_E_INVALID, "process: in-place needs equal channel "
                    "counts (%u in, %u out)", e->cin, e->cout);
+  unsigned widest = e->cin > e->cout ? e->cin : e->cout;
+  if (frames > SIZE_MAX / sizeof(float) / widest)
+    return cf_fail(CF_E_INVALID, "process: %zu frames of %u channels is "
+                   "past the address space", frames, widest);
+  /* the same buffer (in place) or apart: an output that starts inside
+   * the input wrote over samples not read yet */
+  const char *ib = (const char *)in, *ob = (const char *)out;
+  size_t ni = frames * e->cin * sizeof(float);
+  size_t no = frames * e->cout * sizeof(float);
+  if (in != out && ib < ob + no && ob < ib + ni)
+    return cf_fail(CF_E_INVALID, "process: the input and the output "
+                   "overlap without being the same buffer");
   if (!fb_active(e))
     return backend_process(e, in, out, frames);
   while (frames) {

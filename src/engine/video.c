@@ -95,6 +95,23 @@ cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
       return cf_fail(CF_E_INVALID, "process_frame: %s plane %u stride %zu "
                      "is less than its row of %zu bytes", which, p,
                      f->stride[p], w * d->plane_bpp[p]);
+    /* rows that would reach past the end of the address space (QA: a
+     * stride of SIZE_MAX / 2 wrapped the span's sum, and the filter
+     * wrote at a wild address; SIZE_MAX / 3 read one). No machine maps
+     * memory at or above 2^57 (5-level paging's user space is 2^56) */
+    size_t h = cf_sub_size(c->height, d->plane_sub[p]);
+    size_t row = w * d->plane_bpp[p];
+#if UINTPTR_MAX > 0xffffffffu
+    const uintptr_t limit = (uintptr_t)1 << 57;
+#else
+    const uintptr_t limit = UINTPTR_MAX;
+#endif
+    uintptr_t at = (uintptr_t)f->data[p];
+    if ((h > 1 && f->stride[p] > (SIZE_MAX - row) / (h - 1)) || at > limit ||
+        f->stride[p] * (h - 1) + row > limit - at)
+      return cf_fail(CF_E_INVALID, "process_frame: %s plane %u stride %zu: "
+                     "its %zu rows reach past the end of the address space",
+                     which, p, f->stride[p], h);
   }
   return CF_OK;
 }
