@@ -10,7 +10,8 @@
  * cf_engine, cf_swap_prep*) passed to any other call must be one the
  * library made and has not freed: NULL there is a programming error,
  * in general not checked (the streaming calls and accessors stay free of
- * such checks). Only these take NULL: the *_free calls (they do nothing),
+ * such checks). Only these take NULL: the *_free calls and the
+ * *_config_init calls (they do nothing),
  * and the calls that copy, build from or swap to a kernel (copies, engine
  * constructors, set_kernel*, prepare_*) and set_prepared*, which refuse
  * a NULL kernel or swap with CF_E_INVALID. */

@@ -17,6 +17,8 @@
 
 CF_PUBLIC void cf_audio_config_init(cf_audio_config *cfg)
 {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof *cfg);
   cfg->channels = 1;
   cfg->block_size = 1024;

@@ -12,6 +12,8 @@
 
 CF_PUBLIC void cf_video_config_init(cf_video_config *cfg)
 {
+  if (!cfg)
+    return;
   memset(cfg, 0, sizeof *cfg);
   cfg->format = CF_PIX_GRAY8;
   cfg->components = CF_COMP_ALL;
