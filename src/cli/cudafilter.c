@@ -546,7 +546,31 @@ static int cmd_info(int argc, char **argv)
 
 /* ---- main -------------------------------------------------------------- */
 
+static int run(int argc, char **argv);
+
+/* At exit, what stdio still holds for standard output (help, info, a
+ * report) is written: a failure there (a full disk, /dev/full) fails the
+ * command, as coreutils' close_stdout makes it (`info > /dev/full` said
+ * nothing and exited 0; the subcommands' --help exit from their option
+ * parsing). A reader gone (EPIPE: `--help | head -1`) is not an error. */
+static void close_stdout(void)
+{
+  errno = 0;
+  if ((fflush(stdout) == 0 && !ferror(stdout)) || errno == EPIPE)
+    return;
+  int err = errno;
+  fprintf(stderr, PROG ": standard output: %s\n",
+          err ? strerror(err) : "write error");
+  _exit(CLI_EXIT_RUNTIME);
+}
+
 int main(int argc, char **argv)
+{
+  atexit(close_stdout);
+  return run(argc, argv);
+}
+
+static int run(int argc, char **argv)
 {
   /* A closed stdout shows up as EPIPE from write(), handled there. */
   signal(SIGPIPE, SIG_IGN);
