@@ -568,11 +568,76 @@ static void test_fir_partial_frame(void **state)
   ref_rng_init(&r, 3);
   ref_rng_fill(&r, x, 3 * 100 + 1);
   result res;
+  /* the whole frames written, and the run failed, as conv2d's (it
+   * exited 0 with a warning: a cut upstream went unnoticed) */
   run_cli(args, x, 3 * 100 * sizeof(float) + 2, &r, 12, 0, &res);
-  assert_int_equal(res.status, 0);
+  assert_int_equal(res.status, 1);
   assert_int_equal(res.out_len, 3 * 100 * sizeof(float));
-  assert_non_null(strstr(res.err, "trailing"));
+  if (!strstr(res.err, "input ended inside frame 100: 2 bytes left over (a "
+                       "frame of 3 channels is 12 bytes)"))
+    fail_msg("stderr: %s", res.err);
   result_free(&res);
+}
+
+/* Input fir cannot mean: a WAV file piped in is refused (its header was
+ * read as samples, 16-bit data as float, exit 0); NaN or infinity in,
+ * and output past float's range, are said once, with the sample (they
+ * went through without a word, one NaN spreading over an FFT block's
+ * outputs) (QA). */
+static void test_fir_bad_input(void **state)
+{
+  (void)state;
+  char one[PATH_MAX], two[PATH_MAX];
+  small_kernel(one, sizeof one, "bad-in-1.txt", 7);
+  tmp_path(two, sizeof two, "bad-in-2.txt");
+  write_text_kernel(two, (const float[]){2.0f}, 1);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 17);
+  const char *args[] = {NULL, "fir", "--kernel", one, "--channels", "2",
+                        NULL};
+  result res;
+  /* a WAV header (44 bytes) and 16-bit samples */
+  unsigned char riff[44 + 400] = "RIFF\x00\x00\x00\x00WAVEfmt ";
+  run_cli(args, riff, sizeof riff, &r, 1, 0, &res);
+  if (res.status != 1 || res.out_len != 0 ||
+      !strstr(res.err, "standard input is a WAV file: fir reads raw float32"))
+    fail_msg("a WAV file in: status %d, %zu bytes out, stderr: %s",
+             res.status, res.out_len, res.err);
+  result_free(&res);
+  /* one NaN or infinity at a random sample: said once, naming it */
+  size_t n = ref_rng_range(&r, 200, 3000);
+  float *x = malloc(2 * n * sizeof *x);
+  assert_non_null(x);
+  ref_rng_fill(&r, x, 2 * n);
+  size_t at = ref_rng_range(&r, 0, 2 * n - 1);
+  int inf = (int)ref_rng_range(&r, 0, 1);
+  x[at] = inf ? -INFINITY : NAN;
+  if (at + 1 < 2 * n) /* a later one: not said again */
+    x[ref_rng_range(&r, at + 1, 2 * n - 1)] = NAN;
+  run_cli(args, x, 2 * n * sizeof *x, &r, 8, 0, &res);
+  char want[160];
+  snprintf(want, sizeof want, "warning: input sample %zu of channel %zu is %s",
+           at / 2, at % 2, inf ? "infinite" : "NaN");
+  if (res.status != 0 || res.out_len != 2 * n * sizeof *x ||
+      !strstr(res.err, want) || strstr(strstr(res.err, want) + 1, "warning"))
+    fail_msg("a non-finite sample: status %d, stderr (want '%s' once): %s",
+             res.status, want, res.err);
+  result_free(&res);
+  /* 3e38 through a tap of 2: past float's range */
+  for (size_t i = 0; i < 2 * n; i++)
+    x[i] = 0.25f;
+  x[at] = 3e38f;
+  const char *a2[] = {NULL, "fir", "--kernel", two, "--channels", "2",
+                      "--algorithm", "direct", NULL};
+  run_cli(a2, x, 2 * n * sizeof *x, &r, 8, 0, &res);
+  snprintf(want, sizeof want, "warning: output sample %zu of channel %zu is "
+           "past float's range", at / 2, at % 2);
+  if (res.status != 0 || !strstr(res.err, want))
+    fail_msg("an output past float's range: status %d, stderr (want '%s'): "
+             "%s", res.status, want, res.err);
+  result_free(&res);
+  free(x);
+  unlink(one), unlink(two);
 }
 
 /* Closing the reader's end makes the CLI exit 1, not die by SIGPIPE. */
@@ -5672,6 +5737,7 @@ int main(void)
     cmocka_unit_test(test_fir_random),
     cmocka_unit_test(test_fir_streams_before_eof),
     cmocka_unit_test(test_fir_partial_frame),
+    cmocka_unit_test(test_fir_bad_input),
     cmocka_unit_test(test_fir_closed_stdout),
     cmocka_unit_test(test_usage_errors),
     cmocka_unit_test(test_runtime_errors),

@@ -195,15 +195,18 @@ static void usage_fir(FILE *f)
     "Usage: " PROG " fir --kernel FILE --channels C [OPTIONS] < in > out\n"
     "Filter raw interleaved float32 little-endian audio from stdin to stdout.\n"
     "Input is processed as it arrives and each piece is written at once, so\n"
-    "the command works inside a live pipe.\n"
+    "the command works inside a live pipe. A WAV file is refused (raw only);\n"
+    "NaN or infinity in, or output past float's range, is warned of once;\n"
+    "input that ends inside a frame fails the run (exit 1) after the whole\n"
+    "frames are written.\n"
     "\n"
     "  -k, --kernel FILE    kernel file: .npy (1D shared, 2D per-channel,\n"
     "                       3D matrix), text (shared) or any audio file\n"
     "  -c, --channels C     input channels (for a matrix kernel: its inputs)\n"
     "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
     "                       file has this routing\n"
-    "      --rate R         sample rate; audio kernel files are resampled to\n"
-    "                       it, their gain kept (default 48000)\n"
+    "      --rate R         sample rate, 1..1000000; audio kernel files are\n"
+    "                       resampled to it, their gain kept (default 48000)\n"
     "  -b, --block N        block size in frames, 1..65536 (FFT paths add\n"
     "                       N-1 frames of latency; default 1024)\n"
     "      --backend B      auto|cpu|cuda (default auto)\n"
@@ -313,7 +316,8 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
       o->have_routing = true;
       break;
     case OPT_RATE:
-      if (!cli_parse_uint("fir", "--rate", optarg, 1, 10000000, &o->rate))
+      /* the loaders' range (an audio kernel file's rate) */
+      if (!cli_parse_uint("fir", "--rate", optarg, 1, 1000000, &o->rate))
         return CLI_EXIT_USAGE;
       break;
     case 'b':
@@ -385,7 +389,8 @@ static int fir_stream(cf_engine *e, bool drain)
   const size_t frame_bytes = cin * sizeof(float);
   const size_t max_frames = sizeof in / frame_bytes;
   size_t have = 0; /* bytes in `in`: a partial frame left from last read */
-  bool told = false;
+  bool told = false, told_in = false, told_out = false, looked = false;
+  unsigned long long done = 0; /* frames read */
   int rc = 0;
 
   float *out = malloc(max_frames * cout * sizeof *out);
@@ -402,24 +407,68 @@ static int fir_stream(cf_engine *e, bool drain)
     if (got == 0)
       break;
     have += (size_t)got;
+    /* a WAV file piped in (ffmpeg -f wav -): its header read as samples
+     * (12690.3, 1.3e-41, ...) and 16-bit data as float, exit 0 (QA) */
+    if (!looked && (have >= 12 || done)) {
+      looked = true;
+      const char *b = (const char *)in;
+      if (have >= 12 && (!memcmp(b, "RIFF", 4) || !memcmp(b, "RF64", 4)) &&
+          !memcmp(b + 8, "WAVE", 4)) {
+        rc = cli_error("standard input is a WAV file: fir reads raw "
+                       "float32 samples (ffmpeg -f f32le, or `cudafilter "
+                       "apply` for files)");
+        goto done;
+      }
+    }
     size_t frames = have / frame_bytes;
     if (frames == 0)
       continue;
     to_host_order(in, frames * cin);
+    /* NaN or infinity in: said once, as cudafir says it on the bus (the
+     * outputs it reaches are not finite: on the FFT paths its blocks') */
+    if (!told_in) {
+      for (size_t i = 0; i < frames * cin; i++)
+        if (!isfinite(in[i])) {
+          fprintf(stderr,
+                  PROG ": warning: input sample %llu of channel %zu is %s: "
+                  "the outputs it reaches are not finite (on the FFT paths, "
+                  "whole blocks of them)\n",
+                  done + i / cin, i % cin, isnan(in[i]) ? "NaN" : "infinite");
+          told_in = true;
+          break;
+        }
+    }
     cf_status st = cf_engine_process(e, in, out, frames);
     cli_note_fallback(e, &told);
     if (st != CF_OK) {
       rc = cli_error("processing failed: %s", cf_last_error());
       goto done;
     }
+    /* finite in, infinite out: past float's range (3e38 through a tap
+     * of 2), said once */
+    if (!told_in && !told_out)
+      for (size_t i = 0; i < frames * cout; i++)
+        if (!isfinite(out[i])) {
+          fprintf(stderr,
+                  PROG ": warning: output sample %llu of channel %zu is past "
+                  "float's range (the kernel and the input's levels)\n",
+                  done + i / cout, i % cout);
+          told_out = true;
+          break;
+        }
+    done += frames;
     if ((rc = emit(out, frames, cout)))
       goto done;
     have -= frames * frame_bytes;
     memmove(in, (char *)in + frames * frame_bytes, have);
   }
-  if (have)
-    fprintf(stderr, PROG ": warning: ignored %zu trailing bytes at end of "
-            "input (not a whole frame of %u channels)\n", have, cin);
+  /* the input cut inside a frame: its whole frames (and the drain) are
+   * written, and the run fails, as conv2d's does (QA: exit 0) */
+  bool cut = have != 0;
+  if (cut)
+    fprintf(stderr, PROG ": input ended inside frame %llu: %zu bytes left "
+            "over (a frame of %u channel%s is %zu bytes)\n", done, have, cin,
+            cin == 1 ? "" : "s", frame_bytes);
   if (drain) {
     size_t tail = cf_engine_tail(e), written = 0;
     /* Allocated once, at the end of the stream. */
@@ -436,6 +485,8 @@ static int fir_stream(cf_engine *e, bool drain)
       rc = emit(t, written, cout);
     free(t);
   }
+  if (!rc && cut)
+    rc = CLI_EXIT_RUNTIME;
 done:
   free(out);
   return rc;
