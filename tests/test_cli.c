@@ -5600,6 +5600,14 @@ static void test_info(void **state)
   result_free(&res);
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+#define RIFF_OR_RAW "RIFF"
+#define RIFF_OR_RAW_LEN 4
+#else /* raw float32 without libav: nothing to match */
+#define RIFF_OR_RAW ""
+#define RIFF_OR_RAW_LEN 0
+#endif
+
 static void test_demo(void **state)
 {
   (void)state;
@@ -5642,6 +5650,28 @@ static void test_demo(void **state)
     fail_msg("demo: %zu frames, want %d; frame 0 left %g, want 0.6 (the "
              "click)", w.frames, 48000 + 72000 - 1, w.x[0]);
   free(w.x);
+#endif
+  result_free(&res);
+  /* `--out -`: the WAV on standard output, the report on standard error
+   * (it made a file named '-'; with /dev/stdout the report ended the
+   * WAV: QA) */
+  const char *piped[] = {NULL, "demo", "--seconds", "0.1", "--out", "-",
+                         NULL};
+  run_simple(piped, &res);
+  bool report_in = false; /* the report's words among the samples */
+  for (size_t i = 0; i + 9 <= res.out_len && !report_in; i++)
+    report_in = !memcmp(res.out + i, "real time", 9);
+  if (res.status != 0 || res.out_len < 44 ||
+      memcmp(res.out, RIFF_OR_RAW, RIFF_OR_RAW_LEN) ||
+      !strstr(res.err, "wrote standard output") || report_in)
+    fail_msg("demo --out -: exit %d, %zu bytes out, stderr:\n%s", res.status,
+             res.out_len, res.err);
+#ifdef CF_TEST_HAVE_LIBAV
+  /* the frames: 0.1 s + 72000 - 1 of stereo float32 after the header */
+  size_t data = (size_t)(4800 + 72000 - 1) * 2 * 4;
+  if (res.out_len < data || res.out_len > data + 200)
+    fail_msg("demo --out -: %zu bytes, want %zu of samples and a header",
+             res.out_len, data);
 #endif
   result_free(&res);
 }

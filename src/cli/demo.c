@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The headers one by one: in the build tree version.h is generated into
  * <builddir>/include/cudafilter, which cudafilter.h's "version.h" misses. */
@@ -159,7 +161,9 @@ static int writer_open(writer *w, const char *path)
   par->block_align = 4 * CHANNELS;
   par->bit_rate = (int64_t)RATE * CHANNELS * 32;
   w->st->time_base = (AVRational){1, RATE};
-  if ((err = cf_av->avio_open(&w->oc->pb, path, AVIO_FLAG_WRITE)) < 0)
+  /* `-` is standard output, as for apply (libav's "pipe:1") */
+  if ((err = cf_av->avio_open(&w->oc->pb, strcmp(path, "-") ? path : "pipe:1",
+                              AVIO_FLAG_WRITE)) < 0)
     return av_failed(w, "cannot create", err);
   if ((err = cf_av->avformat_write_header(w->oc, NULL)) < 0)
     return av_failed(w, "cannot write the header of", err);
@@ -201,6 +205,10 @@ static const char *writer_kind(void) { return "float32 WAV"; }
 static int writer_open(writer *w, const char *path)
 {
   w->path = path;
+  if (!strcmp(path, "-")) { /* standard output, as for apply */
+    w->f = stdout;
+    return 0;
+  }
   if (!(w->f = fopen(path, "wb")))
     return cli_error("demo: cannot create %s: %s", path, strerror(errno));
   return 0;
@@ -218,7 +226,7 @@ static int writer_close(writer *w, bool ok)
 {
   if (!w->f)
     return 0;
-  if (fclose(w->f) != 0 && ok)
+  if ((w->f == stdout ? fflush(w->f) : fclose(w->f)) != 0 && ok)
     return cli_error("demo: cannot write %s: %s", w->path, strerror(errno));
   return 0;
 }
@@ -230,6 +238,20 @@ static const char *writer_kind(void)
 #endif
 
 /* ---- the command ----------------------------------------------------- */
+
+/* Where the report goes: standard output, unless the WAV went there
+ * (`--out -`, /dev/stdout): then standard error, as ffmpeg reports
+ * beside its output (333 bytes of report ended a piped WAV). */
+static FILE *report_stream(const char *path)
+{
+  struct stat a, b;
+  if (!strcmp(path, "-"))
+    return stderr;
+  if (fstat(STDOUT_FILENO, &b) == 0 && stat(path, &a) == 0 &&
+      a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    return stderr;
+  return stdout;
+}
 
 /* `demo --ir FILE`: the room as a stereo WAV, one kernel per channel (for
  * `cudafir kernel-file=FILE` and the examples in the README). */
@@ -261,9 +283,10 @@ static int write_room(const char *path)
   }
   if ((rc = writer_close(&w, true)))
     goto done;
-  printf("wrote %s: the demo's room impulse response at -6 dB, %d taps "
-         "(%.1f s) per channel, stereo, %d Hz, %s\n", path, IR_TAPS,
-         (double)IR_TAPS / RATE, RATE, writer_kind());
+  fprintf(report_stream(path),
+          "wrote %s: the demo's room impulse response at -6 dB, %d taps "
+          "(%.1f s) per channel, stereo, %d Hz, %s\n",
+          path, IR_TAPS, (double)IR_TAPS / RATE, RATE, writer_kind());
 done:
   free(ir);
   cf_kernel_free(room);
@@ -402,15 +425,18 @@ int cli_demo(int argc, char **argv)
 
   /* the full convolution: total + taps - 1 frames */
   size_t frames = total + written - cf_engine_latency(e);
-  printf("wrote %s: %.2f s (%zu frames), stereo, %d Hz, %s\n", path,
-         (double)frames / RATE, frames, RATE, writer_kind());
-  printf("engine: %s (set up in %.2f s)\n", cf_engine_describe(e), setup);
-  printf("room: %d taps per channel (%.1f s), latency %zu frames (taken "
-         "out: the file starts with the signal)\n",
-         IR_TAPS, (double)IR_TAPS / RATE, cf_engine_latency(e));
-  printf("processed %.2f s of audio in %.3f s: %.1fx real time\n",
-         (double)total / RATE, busy,
-         busy > 0.0 ? ((double)total / RATE) / busy : INFINITY);
+  FILE *rep = report_stream(path);
+  fprintf(rep, "wrote %s: %.2f s (%zu frames), stereo, %d Hz, %s\n",
+          strcmp(path, "-") ? path : "standard output",
+          (double)frames / RATE, frames, RATE, writer_kind());
+  fprintf(rep, "engine: %s (set up in %.2f s)\n", cf_engine_describe(e),
+          setup);
+  fprintf(rep, "room: %d taps per channel (%.1f s), latency %zu frames "
+          "(taken out: the file starts with the signal)\n",
+          IR_TAPS, (double)IR_TAPS / RATE, cf_engine_latency(e));
+  fprintf(rep, "processed %.2f s of audio in %.3f s: %.1fx real time\n",
+          (double)total / RATE, busy,
+          busy > 0.0 ? ((double)total / RATE) / busy : INFINITY);
 done:
   if (opened)
     writer_close(&w, false);
