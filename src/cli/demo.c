@@ -330,7 +330,9 @@ static int demo_parse(int argc, char **argv, const char **out_path,
            "sweep, clicks,\nnoise), filter it through a synthetic 1.5 s room "
            "impulse response (72000\ntaps per channel, block 1024) and write "
            "the result, reverb tail included,\nto FILE (default "
-           DEFAULT_OUT "). Reports the speed as a multiple of real time.");
+           DEFAULT_OUT "; - is standard output, the report then on\n"
+           "standard error). Reports the speed as a multiple of real "
+           "time.");
       exit(0);
     default: return cli_bad_option("demo", c, argv);
     }
