@@ -691,6 +691,10 @@ static void test_usage_errors(void **state)
   const char *badnum[] = {NULL, "fir", "--kernel", kpath, "--channels", "2",
                           "--block", "12x", NULL};
   expect(badnum, 2, "12x");
+  /* a negative number is out of range, not "not a number" (QA) */
+  const char *neg[] = {NULL, "fir", "--kernel", kpath, "--channels", "-1",
+                       NULL};
+  expect(neg, 2, "--channels: -1 is out of range 1..256");
   /* the engine's limit, a usage error (was a runtime error, exit 1) */
   const char *bigblock[] = {NULL, "fir", "--kernel", kpath, "--channels",
                             "2", "--block", "65537", NULL};

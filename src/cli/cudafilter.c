@@ -109,7 +109,14 @@ bool cli_parse_uint(const char *cmd, const char *opt, const char *s,
   if (s[0] >= '0' && s[0] <= '9')
     v = strtoul(s, &end, 10);
   if (!end || (errno && errno != ERANGE) || *end != '\0') {
-    cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
+    /* a negative whole number is a number, out of range ('-1' was
+     * called not a number: QA) */
+    char *e2 = NULL;
+    if (s[0] == '-' && s[1] >= '0' && s[1] <= '9' &&
+        (strtol(s, &e2, 10), *e2 == '\0'))
+      cli_usage_error(cmd, "%s: %s is out of range %lu..%lu", opt, s, lo, hi);
+    else
+      cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
     return false;
   }
   if (errno == ERANGE || v < lo || v > hi) {
