@@ -2,6 +2,7 @@
  * pipes: streamed filtering (fir: audio, conv2d: video frames) against
  * float64 references, streaming behaviour in a live pipe, exit codes and
  * messages, info and demo. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -5601,6 +5602,15 @@ static void test_info(void **state)
   printf("%s", (char *)res.out);
   assert_non_null(strstr((char *)res.out, "cpu"));
   assert_non_null(strstr((char *)res.out, "cuda"));
+  /* a machine without the NVIDIA driver is told so, not that the
+   * driver's version is insufficient (the runtime's words: QA) */
+  void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (drv)
+    dlclose(drv);
+  else if (strstr((char *)res.out, "cudaErrorInsufficientDriver") &&
+           !strstr((char *)res.out, "no NVIDIA driver (libcuda.so.1 not "
+                                    "found)"))
+    fail_msg("info without a driver: %s", (char *)res.out);
   result_free(&res);
 }
 

@@ -2,6 +2,7 @@
  * cudaGetDeviceCount fails (cudaErrorInsufficientDriver): that is "no
  * device", with the runtime's own words as the reason. */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "../engine/engine_internal.h"
@@ -13,8 +14,19 @@ CF_PUBLIC int cf_device_count(const char **reason)
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
-    snprintf(why, sizeof why, "no usable CUDA device: %s (%s)",
-             cudaGetErrorString(err), cudaGetErrorName(err));
+    /* the runtime says "driver version is insufficient" where there is
+     * no driver at all (QA: misleading on a machine without one) */
+    void *drv = err == cudaErrorInsufficientDriver
+                    ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)
+                    : (void *)1;
+    if (!drv)
+      snprintf(why, sizeof why, "no usable CUDA device: no NVIDIA driver "
+               "(libcuda.so.1 not found) (%s)", cudaGetErrorName(err));
+    else
+      snprintf(why, sizeof why, "no usable CUDA device: %s (%s)",
+               cudaGetErrorString(err), cudaGetErrorName(err));
+    if (drv && drv != (void *)1)
+      dlclose(drv);
     n = 0;
   } else if (n == 0) {
     snprintf(why, sizeof why, "the CUDA driver reports no device");
