@@ -1079,9 +1079,14 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
   p.scale = (float)p.scale;
   p.bias = (float)p.bias;
   p.cval = (float)p.cval;
+  /* --cval only with --border constant (refused otherwise); else the
+   * pair's place holds --scale again */
+  bool constant = !strcmp(p.border, "constant");
+  const char *cv_opt = constant ? "--cval" : "--scale";
+  const char *cv_val = constant ? cbuf : sbuf;
   const char *args[32] = {NULL, "conv2d", "--kernel", kpath, "--width", wbuf,
                           "--height", hbuf, "--format", fmt_name,
-                          "--border", p.border, "--cval", cbuf, "--scale",
+                          "--border", p.border, cv_opt, cv_val, "--scale",
                           sbuf, "--bias", bbuf, "--components", mbuf,
                           "--algorithm", algo, "--backend", "cpu", "-v"};
   int na = 25;
@@ -1091,11 +1096,11 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
   if (via_apply) {
     /* apply takes the same options, less the frame's size and format
      * (the file has them), and the kernel file as --kernel2d */
-    static const char *const apply_args[] = {
-        "apply", "--kernel2d", NULL, "--border", NULL, "--cval", NULL,
+    const char *const apply_args[] = {
+        "apply", "--kernel2d", NULL, "--border", NULL, cv_opt, NULL,
         "--scale", NULL, "--bias", NULL, "--components", NULL,
         "--algorithm", NULL, "--backend", "cpu", "-v"};
-    const char *vals[] = {kpath, p.border, cbuf, sbuf, bbuf, mbuf, algo};
+    const char *vals[] = {kpath, p.border, cv_val, sbuf, bbuf, mbuf, algo};
     na = 1;
     for (size_t j = 0, v = 0; j < sizeof apply_args / sizeof *apply_args;
          j++)
@@ -1317,7 +1322,10 @@ static void test_conv2d_usage_errors(void **state)
   CONV2D_EXPECT(2, "--scale", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
                 "--scale", "nan");
   CONV2D_EXPECT(2, "--cval", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
-                "--cval", "1e400");
+                "--border", "constant", "--cval", "1e400");
+  /* taken and ignored without --border constant (QA) */
+  CONV2D_EXPECT(2, "--cval only applies to --border constant", "-k", k, "-W",
+                "8", "-H", "8", "-f", "GRAY8", "--cval", "5");
   CONV2D_EXPECT(2, "not both", "-k", k, "--preset", "box", "-W", "8", "-H",
                 "8", "-f", "GRAY8");
   CONV2D_EXPECT(2, "--preset", "-W", "8", "-H", "8", "-f", "GRAY8");

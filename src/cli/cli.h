@@ -67,6 +67,7 @@ typedef struct cli_video_opts {
   unsigned long size;
   double sigma;
   bool have_size, have_sigma;
+  bool have_cval, border_constant; /* --cval given; --border constant */
   const char *components; /* as given, checked against the format */
 } cli_video_opts;
 /* Take option c (CLI_V_*) with its value into o and cfg; 0 or an exit

@@ -46,8 +46,9 @@ static void usage_conv2d(FILE *f)
     "                       BGRx, RGB, BGR, I420 or NV12\n"
     "      --border MODE    reflect (default), mirror, nearest, wrap or\n"
     "                       constant\n"
-    "      --cval V         value outside the frame for constant (in sample\n"
-    "                       units: 0..255 for 8-bit formats; default 0)\n"
+    "      --cval V         value outside the frame for --border constant\n"
+    "                       (in sample units, e.g. 0..255 for 8-bit\n"
+    "                       formats; default 0)\n"
     "      --scale S        multiply the convolution by S (default 1)\n"
     "      --bias B         then add B (default 0)\n"
     "      --absolute       then take the absolute value\n"
@@ -114,6 +115,7 @@ int cli_video_option(const char *cmd, int c, const char *arg,
     if (cf_border_from_string(arg, &cfg->border) != CF_OK)
       return cli_usage_error(cmd, "--border: '%s' is not reflect, mirror, "
                              "nearest, wrap or constant", arg);
+    o->border_constant = cfg->border == CF_BORDER_CONSTANT;
     return 0;
   case CLI_V_CVAL:
   case CLI_V_SCALE:
@@ -123,8 +125,10 @@ int cli_video_option(const char *cmd, int c, const char *arg,
                                                   : "--bias",
                           arg, -FLT_MAX, FLT_MAX, &d))
       return CLI_EXIT_USAGE;
-    if (c == CLI_V_CVAL)
+    if (c == CLI_V_CVAL) {
       cfg->cval = (float)d;
+      o->have_cval = true;
+    }
     else if (c == CLI_V_SCALE)
       cfg->scale = (float)d;
     else
@@ -152,6 +156,10 @@ int cli_video_check(const char *cmd, const cli_video_opts *o)
   if (!o->preset_name && (o->have_size || o->have_sigma))
     return cli_usage_error(cmd, "%s needs --preset",
                            o->have_size ? "--size" : "--sigma");
+  /* taken and ignored otherwise, while --size without --preset is
+   * refused (QA) */
+  if (o->have_cval && !o->border_constant)
+    return cli_usage_error(cmd, "--cval only applies to --border constant");
   return 0;
 }
 
