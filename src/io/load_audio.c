@@ -251,6 +251,7 @@ static cf_status feed_lead(audio_loader *a)
   size_t lead = (half + q - 1) / q * q;
   a->lead_in = lead;
   a->lead_out = lead / q * (out / g);
+  a->max_len += a->lead_out; /* the arrays hold it until it is folded */
   return feed_silence(a, lead, 0);
 }
 
@@ -405,7 +406,10 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
    * DC); it is added to the first tap instead: the gain at DC stays
    * exact, and at a frequency f a sample moved by d changes the response
    * by at most 2 sin(pi f d / rate) of that sample. */
-  if (keep && a->chan[0].len > a->lead_out) {
+  if (keep) {
+    if (a->chan[0].len <= a->lead_out)
+      return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
+                     a->path, a->out_rate);
     if (keep > a->chan[0].len - a->lead_out)
       keep = a->chan[0].len - a->lead_out;
     for (unsigned c = 0; c < a->channels; c++) {
@@ -418,6 +422,9 @@ static cf_status finish(audio_loader *a, cf_kernel **out)
       a->chan[c].len = keep;
     }
   }
+  if (a->chan[0].len == 0)
+    return cf_fail(CF_E_FORMAT, "%s: no samples after resampling to %d Hz",
+                   a->path, a->out_rate);
   /* libswresample keeps the signal's amplitude, so an impulse response's
    * taps come out out/in times as many at about the same values: its
    * gain (the taps' sum at DC, and at every frequency both rates carry)
