@@ -945,6 +945,30 @@ static void test_bad_config(void **state)
   /* and a good one passes */
   write_text(fixture("good.conf"), "[stream a]\ntype = audio\n"
                                    "kernel-file = ok.txt\nrate = 44100\n");
+  /* the command line's slips name what is wrong (QA: the usage alone) */
+  static const struct {
+    const char *args, *words;
+  } slips[] = {
+      {"--check %s", "unexpected argument '%s' (the config is given with -c "
+                     "FILE)"},
+      {"%s", "unexpected argument '%s' (the config is given with -c FILE)"},
+      {"--check", "no config (give one with -c FILE)"},
+  };
+  for (size_t i = 0; i < sizeof slips / sizeof *slips; i++) {
+    char args[600], words[700];
+    snprintf(args, sizeof args, slips[i].args, fixture("good.conf"));
+    snprintf(words, sizeof words, slips[i].words, fixture("good.conf"));
+    set_case("command line: cudafilterd %s", args);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", daemon_bin, args,
+             fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2,
+          "exited %d: %s", st, msg ? msg : "");
+    CHECK(msg && strstr(msg, words) && strstr(msg, "usage: cudafilterd"),
+          "the message lacks '%s' or the usage: %s", words, msg);
+    free(msg);
+  }
   snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null 2>&1", daemon_bin,
            fixture("good.conf"));
   if (have_portaudio)

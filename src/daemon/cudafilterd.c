@@ -1183,7 +1183,16 @@ int main(int argc, char **argv)
     default: usage(stderr); return 2;
     }
   }
-  if (!cfg_path || optind != argc) {
+  /* say what is wrong before the usage: `cudafilterd --check FILE` and
+   * `cudafilterd FILE` are the likely slips */
+  if (optind != argc) {
+    fprintf(stderr, "cudafilterd: unexpected argument '%s'%s\n", argv[optind],
+            cfg_path ? "" : " (the config is given with -c FILE)");
+    usage(stderr);
+    return 2;
+  }
+  if (!cfg_path) {
+    fprintf(stderr, "cudafilterd: no config (give one with -c FILE)\n");
     usage(stderr);
     return 2;
   }
