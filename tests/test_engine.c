@@ -12,6 +12,8 @@
  * CF_TEST_SKIP (cmocka test name patterns to run / to leave out). */
 #include <cudafilter/engine.h>
 #include <cudafilter/kernel.h>
+#include <cudafilter/kernel2d.h>
+#include <cudafilter/video.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -2500,6 +2502,72 @@ static void test_bad_config(void **state)
               cf_backend_from_string("cpu", NULL) == CF_E_INVALID &&
               cf_algorithm_from_string("direct", NULL) == CF_E_INVALID,
           "a *_from_string with out NULL did not return CF_E_INVALID");
+  }
+  /* a NULL handle is refused with a message naming the call, and the
+   * accessors answer 0 (error.h; QA: 31 calls crashed on one) */
+  {
+    float buf[16] = {0};
+    size_t n = 7;
+    int got = 5;
+    cf_frame fr = {0};
+    cf_swap_prep *sp = (cf_swap_prep *)buf;
+    cf_swap_prep2d *sp2 = (cf_swap_prep2d *)buf;
+    cf_kernel2d *k2 = NULL;
+    CHECK_OK(cf_kernel2d_preset(CF_PRESET_BOX, 3, 0, &k2));
+    const struct {
+      cf_status st;
+      const char *words;
+    } calls[] = {
+        {cf_engine_process(NULL, buf, buf, 4), "process: NULL engine"},
+        {cf_engine_drain(NULL, buf, 16, &n), "drain: NULL engine"},
+        {cf_engine_reset(NULL), "reset: NULL engine"},
+        {cf_engine_set_kernel(NULL, k, 0), "set_kernel: NULL engine"},
+        {cf_engine_prepare_kernel(NULL, k), "prepare_kernel: NULL engine"},
+        {cf_engine_prepare_swap(NULL, k, &sp), "prepare_swap: NULL engine"},
+        {cf_engine_set_prepared(NULL, NULL, 0), "set_prepared: NULL engine"},
+        {cf_engine_process_frame(NULL, &fr, &fr),
+         "process_frame: NULL engine"},
+        {cf_engine_flush_frame(NULL, &fr, &got), "flush_frame: NULL engine"},
+        {cf_engine_set_kernel2d(NULL, k2), "set_kernel2d: NULL engine"},
+        {cf_engine_prepare_kernel2d(NULL, k2),
+         "prepare_kernel2d: NULL engine"},
+        {cf_engine_prepare_swap2d(NULL, k2, &sp2),
+         "prepare_swap2d: NULL engine"},
+        {cf_engine_set_prepared2d(NULL, NULL), "set_prepared2d: NULL engine"},
+        {cf_kernel_set(NULL, 0, taps, 3), "kernel set: NULL kernel"},
+        {cf_kernel_scale(NULL, 2.0f), "kernel scale: NULL kernel"},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+      CHECK(calls[i].st == CF_E_INVALID,
+            "NULL handle call %zu ('%s') returned %s", i, calls[i].words,
+            cf_status_name(calls[i].st));
+    /* each message in turn: the calls again, one at a time */
+    cf_engine_process(NULL, buf, buf, 4);
+    CHECK(strstr(cf_last_error(), "process: NULL engine"), "%s",
+          cf_last_error());
+    cf_engine_set_prepared2d(NULL, NULL);
+    CHECK(strstr(cf_last_error(), "set_prepared2d: NULL engine"), "%s",
+          cf_last_error());
+    cf_kernel_scale(NULL, 2.0f);
+    CHECK(strstr(cf_last_error(), "kernel scale: NULL kernel"), "%s",
+          cf_last_error());
+    CHECK(n == 0 && got == 0 && sp == NULL && sp2 == NULL,
+          "a NULL-engine call left its outputs as they were: written %zu, "
+          "got %d, swaps %p %p", n, got, (void *)sp, (void *)sp2);
+    size_t len = 9;
+    CHECK(cf_engine_latency(NULL) == 0 && cf_engine_tail(NULL) == 0 &&
+              cf_engine_in_channels(NULL) == 0 &&
+              cf_engine_out_channels(NULL) == 0 &&
+              cf_engine_fallback_reason(NULL) == NULL &&
+              strstr(cf_engine_describe(NULL), "NULL") &&
+              cf_kernel_outputs(NULL) == 0 && cf_kernel_inputs(NULL) == 0 &&
+              cf_kernel_count(NULL) == 0 && cf_kernel_max_len(NULL) == 0 &&
+              cf_kernel_taps(NULL, 0, &len) == NULL && len == 0 &&
+              cf_kernel2d_frames(NULL) == 0 &&
+              cf_kernel2d_height(NULL) == 0 &&
+              cf_kernel2d_width(NULL) == 0 && cf_kernel2d_taps(NULL) == NULL,
+          "an accessor on a NULL handle did not answer 0");
+    cf_kernel2d_free(k2);
   }
   cf_kernel_free(k);
 

@@ -8,13 +8,11 @@
  * constructors, copies, loaders, presets, prepare_swap*, *_from_string)
  * refuses out == NULL with CF_E_INVALID. A handle (cf_kernel, cf_kernel2d,
  * cf_engine, cf_swap_prep*) passed to any other call must be one the
- * library made and has not freed: NULL there is a programming error,
- * in general not checked (the streaming calls and accessors stay free of
- * such checks). Only these take NULL: the *_free calls and the
- * *_config_init calls (they do nothing),
- * and the calls that copy, build from or swap to a kernel (copies, engine
- * constructors, set_kernel*, prepare_*) and set_prepared*, which refuse
- * a NULL kernel or swap with CF_E_INVALID. */
+ * library made and has not freed (a freed one is not detected). A NULL
+ * handle is refused: the calls that return a cf_status return
+ * CF_E_INVALID with a message naming the call ("process: NULL engine"),
+ * the accessors answer 0 or NULL (cf_engine_describe a sentence saying
+ * so), the *_free and *_config_init calls do nothing. */
 #ifndef CUDAFILTER_ERROR_H
 #define CUDAFILTER_ERROR_H
 

@@ -548,6 +548,7 @@ static cf_status drain_through(cf_engine *e, float *out, size_t capacity,
 CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
                                       float *out, size_t frames)
 {
+  CF_NEED(e, "process", "engine");
   if (e->vops)
     return cf_fail(CF_E_STATE, "process: this is a video engine (use "
                    "cf_engine_process_frame)");
@@ -592,11 +593,15 @@ CF_PUBLIC cf_status cf_engine_process(cf_engine *e, const float *in,
 
 CF_PUBLIC size_t cf_engine_latency(const cf_engine *e)
 {
+  if (!e)
+    return 0;
   return e->vops ? cf_video_latency(e) : total_latency(e);
 }
 
 CF_PUBLIC size_t cf_engine_tail(const cf_engine *e)
 {
+  if (!e)
+    return 0;
   return e->vops ? 0 : e->ops->tail(e->impl) + e->delay;
 }
 
@@ -605,6 +610,7 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
 {
   if (written)
     *written = 0;
+  CF_NEED(e, "drain", "engine");
   if (e->vops)
     return cf_fail(CF_E_STATE, "drain: a video engine has no tail");
   size_t need = cf_engine_tail(e), w = 0;
@@ -641,6 +647,7 @@ CF_PUBLIC cf_status cf_engine_drain(cf_engine *e, float *out, size_t capacity,
 
 CF_PUBLIC cf_status cf_engine_reset(cf_engine *e)
 {
+  CF_NEED(e, "reset", "engine");
   if (e->vops)
     cf_video_reset(e);
   else
@@ -665,6 +672,7 @@ static cf_status check_crossfade(size_t crossfade, const char *what)
 static cf_status check_swap(const cf_engine *e, const cf_kernel *kernel,
                             const char *what)
 {
+  CF_NEED(e, what, "engine");
   if (e->vops)
     return cf_fail(CF_E_STATE, "%s: this is a video engine (use "
                    "cf_engine_set_kernel2d)", what);
@@ -768,6 +776,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
   if (!out)
     return cf_fail(CF_E_INVALID, "prepare_swap: NULL out");
   *out = NULL;
+  CF_NEED(e, "prepare_swap", "engine");
   cf_status s = check_swap(e, kernel, "prepare_swap");
   if (s != CF_OK)
     return s;
@@ -818,6 +827,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
 CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
                                            size_t crossfade)
 {
+  CF_NEED(e, "set_prepared", "engine");
   if (!p)
     return cf_fail(CF_E_INVALID, "set_prepared: NULL swap");
   if (p->used)
@@ -862,17 +872,29 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
   return s;
 }
 
-CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e) { return e->cin; }
-CF_PUBLIC unsigned cf_engine_out_channels(const cf_engine *e) { return e->cout; }
-CF_PUBLIC cf_backend cf_engine_backend(const cf_engine *e) { return e->backend; }
+/* the accessors answer 0 (NULL) for a NULL engine */
+CF_PUBLIC unsigned cf_engine_in_channels(const cf_engine *e)
+{
+  return e ? e->cin : 0;
+}
+CF_PUBLIC unsigned cf_engine_out_channels(const cf_engine *e)
+{
+  return e ? e->cout : 0;
+}
+CF_PUBLIC cf_backend cf_engine_backend(const cf_engine *e)
+{
+  return e ? e->backend : CF_BACKEND_AUTO;
+}
 
 CF_PUBLIC const char *cf_engine_fallback_reason(const cf_engine *e)
 {
-  return e->fallback[0] ? e->fallback : NULL;
+  return e && e->fallback[0] ? e->fallback : NULL;
 }
 
 CF_PUBLIC const char *cf_engine_describe(const cf_engine *e)
 {
+  if (!e)
+    return "no engine (NULL)";
   cf_engine *m = (cf_engine *)e; /* the description is a cache */
   int w = snprintf(m->desc, sizeof m->desc, "%s: ",
                    cf_backend_name(e->backend));

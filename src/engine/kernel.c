@@ -102,6 +102,7 @@ CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
 CF_PUBLIC cf_status cf_kernel_set(cf_kernel *k, unsigned index,
                                   const float *taps, size_t len)
 {
+  CF_NEED(k, "kernel set", "kernel");
   if (index >= k->count)
     return cf_fail(CF_E_INVALID, "kernel index %u out of range (set has %u)",
                    index, k->count);
@@ -133,6 +134,7 @@ CF_PUBLIC cf_status cf_kernel_set(cf_kernel *k, unsigned index,
 
 CF_PUBLIC cf_status cf_kernel_scale(cf_kernel *k, float gain)
 {
+  CF_NEED(k, "kernel scale", "kernel");
   if (!isfinite(gain))
     return cf_fail(CF_E_INVALID, "kernel scale: gain is %s",
                    isnan(gain) ? "NaN" : "infinite");
@@ -149,15 +151,28 @@ CF_PUBLIC cf_status cf_kernel_scale(cf_kernel *k, float gain)
   return CF_OK;
 }
 
-CF_PUBLIC cf_routing cf_kernel_routing(const cf_kernel *k) { return k->routing; }
-CF_PUBLIC unsigned cf_kernel_outputs(const cf_kernel *k) { return k->outputs; }
-CF_PUBLIC unsigned cf_kernel_inputs(const cf_kernel *k) { return k->inputs; }
-CF_PUBLIC unsigned cf_kernel_count(const cf_kernel *k) { return k->count; }
+/* the accessors answer 0 (NULL) for a NULL kernel */
+CF_PUBLIC cf_routing cf_kernel_routing(const cf_kernel *k)
+{
+  return k ? k->routing : CF_ROUTING_SHARED;
+}
+CF_PUBLIC unsigned cf_kernel_outputs(const cf_kernel *k)
+{
+  return k ? k->outputs : 0;
+}
+CF_PUBLIC unsigned cf_kernel_inputs(const cf_kernel *k)
+{
+  return k ? k->inputs : 0;
+}
+CF_PUBLIC unsigned cf_kernel_count(const cf_kernel *k)
+{
+  return k ? k->count : 0;
+}
 
 CF_PUBLIC const float *cf_kernel_taps(const cf_kernel *k, unsigned index,
                                       size_t *len)
 {
-  if (index >= k->count) {
+  if (!k || index >= k->count) {
     if (len)
       *len = 0;
     return NULL;
@@ -170,7 +185,7 @@ CF_PUBLIC const float *cf_kernel_taps(const cf_kernel *k, unsigned index,
 CF_PUBLIC size_t cf_kernel_max_len(const cf_kernel *k)
 {
   size_t m = 0;
-  for (unsigned i = 0; i < k->count; i++)
+  for (unsigned i = 0; k && i < k->count; i++)
     if (k->len[i] > m)
       m = k->len[i];
   return m;

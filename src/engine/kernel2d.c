@@ -62,10 +62,20 @@ CF_PUBLIC cf_status cf_kernel2d_copy(const cf_kernel2d *k, cf_kernel2d **out)
   return cf_kernel2d_new(k->t, k->kh, k->kw, k->taps, out);
 }
 
-CF_PUBLIC unsigned cf_kernel2d_frames(const cf_kernel2d *k) { return k->t; }
-CF_PUBLIC unsigned cf_kernel2d_height(const cf_kernel2d *k) { return k->kh; }
-CF_PUBLIC unsigned cf_kernel2d_width(const cf_kernel2d *k) { return k->kw; }
+/* the accessors answer 0 (NULL) for a NULL kernel */
+CF_PUBLIC unsigned cf_kernel2d_frames(const cf_kernel2d *k)
+{
+  return k ? k->t : 0;
+}
+CF_PUBLIC unsigned cf_kernel2d_height(const cf_kernel2d *k)
+{
+  return k ? k->kh : 0;
+}
+CF_PUBLIC unsigned cf_kernel2d_width(const cf_kernel2d *k)
+{
+  return k ? k->kw : 0;
+}
 CF_PUBLIC const float *cf_kernel2d_taps(const cf_kernel2d *k)
 {
-  return k->taps;
+  return k ? k->taps : NULL;
 }

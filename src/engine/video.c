@@ -537,6 +537,7 @@ static cf_status front_host_frame(const struct cf_video_front *f,
 CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
                                             const cf_frame *out)
 {
+  CF_NEED(e, "process_frame", "engine");
   if (!e->vops)
     return cf_fail(CF_E_STATE, "process_frame: this is an audio engine");
   if (!in || !out)
@@ -577,6 +578,7 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
   if (!got)
     return cf_fail(CF_E_INVALID, "flush_frame: got is NULL");
   *got = 0;
+  CF_NEED(e, "flush_frame", "engine");
   if (!e->vops)
     return cf_fail(CF_E_STATE, "flush_frame: this is an audio engine");
   if (!out)
@@ -595,6 +597,7 @@ CF_PUBLIC cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out,
 
 CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
 {
+  CF_NEED(e, "set_kernel2d", "engine");
   if (!e->vops)
     return cf_fail(CF_E_STATE, "set_kernel2d: this is an audio engine");
   cf_status s = check_kernel2d(k);
@@ -653,6 +656,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
   if (!out)
     return cf_fail(CF_E_INVALID, "prepare_swap2d: NULL out");
   *out = NULL;
+  CF_NEED(e, "prepare_swap2d", "engine");
   if (!e->vfront)
     return cf_fail(CF_E_STATE, "prepare_swap2d: this is an audio engine");
   cf_status s = check_kernel2d(k);
@@ -707,6 +711,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
 
 CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
 {
+  CF_NEED(e, "set_prepared2d", "engine");
   if (!e->vops)
     return cf_fail(CF_E_STATE, "set_prepared2d: this is an audio engine");
   if (!p)
@@ -736,6 +741,7 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
 CF_PUBLIC cf_status cf_engine_prepare_kernel2d(const cf_engine *e,
                                                const cf_kernel2d *k)
 {
+  CF_NEED(e, "prepare_kernel2d", "engine");
   if (!e->vfront)
     return cf_fail(CF_E_STATE, "prepare_kernel2d: this is an audio engine");
   cf_status s = check_kernel2d(k);
