@@ -36,6 +36,7 @@
 #define CUDAFILTER_ENGINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 #include "kernel.h"
@@ -85,8 +86,10 @@ typedef struct cf_audio_config {
  * kernel reads further back). */
 #define CF_AUDIO_MAX_SWAP_HISTORY CF_KERNEL_MAX_TAPS
 /* Longest crossfade a kernel swap takes, in frames (2^40: over 260 days
- * at 48 kHz, a minute at any rate GStreamer can carry). */
-#define CF_AUDIO_MAX_CROSSFADE ((size_t)1 << 40)
+ * at 48 kHz, a minute at any rate GStreamer can carry; 2^31 where size_t
+ * is 32 bits, and not 0 there, as (size_t)1 << 40 was). */
+#define CF_AUDIO_MAX_CROSSFADE                                               \
+  ((size_t)1 << (SIZE_MAX > 0xffffffffu ? 40 : 31))
 /* FFT plans on the CPU (audio FFT paths, video FFT tiles, the CPU side of
  * backend auto) are made once per distinct FFT size and kept, shared, for
  * the life of the process: at most this many sizes. A call that needs a
