@@ -7,6 +7,7 @@
  * engine. A test that must change something mid-stream feeds the capture
  * PCM through a FIFO, written a half at a time. */
 #define _GNU_SOURCE /* F_SETPIPE_SZ */
+#include <cudafilter/version.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -953,20 +954,42 @@ static void test_bad_config(void **state)
                      "FILE)"},
       {"%s", "unexpected argument '%s' (the config is given with -c FILE)"},
       {"--check", "no config (give one with -c FILE)"},
+      /* a control command's slip is a usage error (2), not "no
+       * cudafilterd" (3) from a connection made for nothing (QA) */
+      {"CTL -s /nonexistent.sock stat", "unknown command 'stat'"},
+      {"CTL -s /nonexistent.sock --bogus", "unknown option '--bogus'"},
   };
   for (size_t i = 0; i < sizeof slips / sizeof *slips; i++) {
     char args[600], words[700];
-    snprintf(args, sizeof args, slips[i].args, fixture("good.conf"));
+    int ctl = !strncmp(slips[i].args, "CTL ", 4);
+    const char *bin = ctl ? ctl_bin : daemon_bin;
+    snprintf(args, sizeof args, slips[i].args + (ctl ? 4 : 0),
+             fixture("good.conf"));
     snprintf(words, sizeof words, slips[i].words, fixture("good.conf"));
-    set_case("command line: cudafilterd %s", args);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", daemon_bin, args,
+    set_case("command line: %s %s", bin, args);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", bin, args,
              fixture("check.out"));
     int st = system(cmd);
     char *msg = slurp(fixture("check.out"), NULL);
     CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2,
           "exited %d: %s", st, msg ? msg : "");
-    CHECK(msg && strstr(msg, words) && strstr(msg, "usage: cudafilterd"),
+    CHECK(msg && strstr(msg, words) && strstr(msg, "usage: cudafilter"),
           "the message lacks '%s' or the usage: %s", words, msg);
+    free(msg);
+  }
+  /* --version, as cudafilter's */
+  for (int b = 0; b < 2; b++) {
+    const char *bin = b ? ctl_bin : daemon_bin;
+    set_case("%s --version", bin);
+    snprintf(cmd, sizeof cmd, "%s --version >%s 2>&1", bin,
+             fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    char want[64];
+    snprintf(want, sizeof want, "%s %s\n", b ? "cudafilterctl" : "cudafilterd",
+             cf_version());
+    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(msg, want),
+          "exited %d: '%s', not '%s'", st, msg ? msg : "", want);
     free(msg);
   }
   snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null 2>&1", daemon_bin,

@@ -51,7 +51,24 @@ int main(int argc, char **argv)
     sock = g_strdup(argv[i + 1]);
     i += 2;
   }
+  if (i < argc && (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version"))) {
+    printf("cudafilterctl %s\n", cf_version());
+    return 0;
+  }
   if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  /* a slip is a usage error here, not "no cudafilterd" from a connection
+   * made for nothing */
+  static const char *const commands[] = {"status", "set", "swap-kernel",
+                                         "restart", "reload"};
+  size_t c = 0;
+  while (c < G_N_ELEMENTS(commands) && strcmp(argv[i], commands[c]))
+    c++;
+  if (c == G_N_ELEMENTS(commands)) {
+    fprintf(stderr, "cudafilterctl: unknown %s '%s'\n",
+            argv[i][0] == '-' ? "option" : "command", argv[i]);
     usage(stderr);
     return 2;
   }

@@ -1152,14 +1152,17 @@ static void usage(FILE *f)
           "usage: cudafilterd -c FILE [-s SOCKET] [--check]\n"
           "Filter live audio (PortAudio), GStreamer pipelines, and audio "
           "and video\nfiles (libav) through cudafilter, as the config FILE "
-          "says (see\nconfig/cudafilterd.conf)."
+          "says (an example,\nevery key explained: "
+          CFD_EXAMPLES "/cudafilterd.conf;\nconfig/cudafilterd.conf in the "
+          "source tree)."
           "\n\n"
           "  -c, --config FILE   the streams to run\n"
           "  -s, --socket PATH   control socket (default: the config's, "
           "else\n"
           "                      $XDG_RUNTIME_DIR/cudafilterd.sock)\n"
           "      --check         check FILE (kernels loaded) and exit\n"
-          "  -h, --help\n\n"
+          "  -h, --help\n"
+          "  -V, --version\n\n"
           "SIGHUP reloads FILE; SIGTERM and SIGINT stop. cudafilterctl talks "
           "to\nthe control socket.\n");
 }
@@ -1170,16 +1173,18 @@ int main(int argc, char **argv)
                                        {"socket", 1, NULL, 's'},
                                        {"check", 0, NULL, 'k'},
                                        {"help", 0, NULL, 'h'},
+                                       {"version", 0, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
   const char *cfg_path = NULL, *sock = NULL;
   bool check = false;
   int o;
-  while ((o = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "c:s:hV", opts, NULL)) != -1) {
     switch (o) {
     case 'c': cfg_path = optarg; break;
     case 's': sock = optarg; break;
     case 'k': check = true; break;
     case 'h': usage(stdout); return 0;
+    case 'V': printf("cudafilterd %s\n", cf_version()); return 0;
     default: usage(stderr); return 2;
     }
   }
