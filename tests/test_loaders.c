@@ -1438,6 +1438,52 @@ static void test_audio_rates(void **state)
   write_wav(path, 1, 1024, x, 16);
   expect_error(cf_kernel_load(path, 1, &k), &k, CF_E_INVALID, path,
                "cannot resample 1024 Hz to 1 Hz: more than 256x down");
+  /* and up: the silence before the kernel grows with the ratio (QA: a
+   * 56-byte WAV at 1 Hz took 4 GB and 10 s to reach 1 MHz) */
+  write_wav(path, 5, 1, x, 1);
+  expect_error(cf_kernel_load(path, 1000000, &k), &k, CF_E_INVALID, path,
+               "cannot resample 1 Hz to 1000000 Hz: more than 256x up");
+  write_wav(path, 1, 1000, x, 16);
+  expect_error(cf_kernel_load(path, 257000, &k), &k, CF_E_INVALID, path,
+               "cannot resample 1000 Hz to 257000 Hz: more than 256x up");
+  expect_ok(cf_kernel_load(path, 256000, &k), path);
+  assert_int_equal(cf_kernel_max_len(k), resampled_len(16, 1000, 256000));
+  cf_kernel_free(k);
+  /* libswresample converts at most 64 channels: 65 were an internal
+   * error ("cannot set up the audio resampler: Invalid argument") */
+  write_wav(path, 65, 48000, x, 8);
+  expect_error(cf_kernel_load(path, 48000, &k), &k, CF_E_FORMAT, path,
+               "65 channels: an audio kernel file holds at most 64");
+  write_wav(path, 64, 48000, x, 8);
+  expect_ok(cf_kernel_load(path, 48000, &k), path);
+  assert_int_equal(cf_kernel_count(k), 64);
+  cf_kernel_free(k);
+  /* too long once resampled: the limit said is the kernel's, without
+   * the silence held before it (it said 16777216 + that) */
+  {
+    size_t m = ((size_t)1 << 24) / 256 + 64;
+    int16_t *y = calloc(m, sizeof *y);
+    assert_non_null(y);
+    y[0] = 16384;
+    write_wav(path, 1, 1000, y, m);
+    free(y);
+    expect_error(cf_kernel_load(path, 256000, &k), &k, CF_E_FORMAT, path,
+                 "longer than the limit of 16777216 samples per channel (1 "
+                 "channels at 256000 Hz)");
+  }
+  /* a header libav fails on with EIO or ENOMEM is a malformed file, not
+   * an I/O or memory error (QA: a fmt chunk said 1000 bytes long) */
+  {
+    write_wav(path, 1, 48000, x, 8);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    const unsigned char big[4] = {0xe8, 0x03, 0, 0};
+    assert_int_equal(fseek(f, 16, SEEK_SET), 0);
+    assert_int_equal(fwrite(big, 1, 4, f), 4);
+    assert_int_equal(fclose(f), 0);
+    expect_error(cf_kernel_load(path, 48000, &k), &k, CF_E_FORMAT, path,
+                 "malformed or not audio");
+  }
   /* 24x down: the resampler's delay is more than one piece of silence
    * (these kernels came out empty), yet every kernel keeps its length
    * (and its ring after it). */

@@ -21,8 +21,13 @@
 #define AUDIO_MAX_RATE 1000000u
 /* Most downsampling: libswresample's filter grows with the ratio (32 taps
  * times the ratio, for up to 1024 phases: some 33 MB at 256x; a hostile
- * header's 520 MHz to 48 kHz asked for 1.6 GB). */
+ * header's 520 MHz to 48 kHz asked for 1.6 GB). Most upsampling too: the
+ * silence before the kernel (feed_lead) grows with it (a 56-byte WAV at
+ * 1 Hz took 4 GB and 10 s to reach 1 MHz). */
 #define AUDIO_MAX_RATIO 256u
+/* Most channels: libswresample, which converts every file to float,
+ * takes at most 64 (its SWR_CH_MAX); more failed as an internal error. */
+#define AUDIO_MAX_CHANNELS 64u
 
 typedef struct audio_loader {
   const char *path;
@@ -67,6 +72,19 @@ static cf_status open_input(audio_loader *a)
   if (err < 0) {
     bool io = err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
               err == AVERROR(EISDIR) || err == AVERROR(EIO);
+    /* a file that opens, whose header libav cannot make sense of, is
+     * malformed: libav says EIO or ENOMEM for some (a FLAC block length
+     * past the file, a WAV fmt chunk of 1000 bytes) */
+    FILE *f = (err == AVERROR(EIO) || err == AVERROR(ENOMEM))
+                  ? fopen(a->path, "rb")
+                  : NULL;
+    if (f) {
+      fclose(f);
+      char buf[AV_ERROR_MAX_STRING_SIZE];
+      cf_av->av_strerror(err, buf, sizeof buf);
+      return cf_fail(CF_E_FORMAT, "%s: cannot open as audio: malformed or "
+                     "not audio (libav says: %s)", a->path, buf);
+    }
     return av_fail(a, io ? CF_E_IO : CF_E_FORMAT, "cannot open as audio",
                    err);
   }
@@ -99,10 +117,16 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
     return cf_fail(CF_E_FORMAT, "%s: %u channels at %d Hz: need 1..%u "
                    "channels and a rate of 1..%u Hz", a->path, n,
                    fr->sample_rate, CF_MAX_CHANNELS, AUDIO_MAX_RATE);
-  if (a->out_rate && fr->sample_rate / a->out_rate > (int)AUDIO_MAX_RATIO)
+  if (n > AUDIO_MAX_CHANNELS)
+    return cf_fail(CF_E_FORMAT, "%s: %u channels: an audio kernel file holds "
+                   "at most %u (libswresample's limit; a .npy file holds "
+                   "more kernels)", a->path, n, AUDIO_MAX_CHANNELS);
+  if (a->out_rate && (fr->sample_rate / a->out_rate > (int)AUDIO_MAX_RATIO ||
+                      a->out_rate / fr->sample_rate > (int)AUDIO_MAX_RATIO))
     return cf_fail(CF_E_INVALID, "%s: cannot resample %d Hz to %d Hz: more "
-                   "than %ux down", a->path, fr->sample_rate, a->out_rate,
-                   AUDIO_MAX_RATIO);
+                   "than %ux %s", a->path, fr->sample_rate, a->out_rate,
+                   AUDIO_MAX_RATIO, fr->sample_rate > a->out_rate ? "down"
+                                                                  : "up");
   int err = 0;
   if (fr->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
     cf_av->av_channel_layout_default(&a->layout, (int)n); /* swr wants an order */
@@ -197,8 +221,9 @@ static cf_status resample(audio_loader *a, const uint8_t **in, int n,
     return av_fail(a, CF_E_INTERNAL, "resampling", *got);
   for (unsigned c = 0; c < a->channels; c++)
     a->chan[c].len += (size_t)*got;
-  return a->chan[0].len > a->max_len ? too_long(a, a->max_len, a->out_rate)
-                                      : CF_OK;
+  return a->chan[0].len > a->max_len
+             ? too_long(a, a->max_len - a->lead_out, a->out_rate)
+             : CF_OK;
 }
 
 /* n samples of silence into the resampler, in pieces; stops once the
@@ -251,6 +276,15 @@ static cf_status feed_lead(audio_loader *a)
   size_t lead = (half + q - 1) / q * q;
   a->lead_in = lead;
   a->lead_out = lead / q * (out / g);
+  /* rates prime to each other make it up to a second long (44101 Hz to
+   * 48 kHz: 48000 samples a channel): held with the kernel, it counts
+   * against the total as the kernel does */
+  if (a->lead_out > AUDIO_MAX_TOTAL / 2 / a->channels)
+    return cf_fail(CF_E_INVALID, "%s: cannot resample %d Hz to %d Hz with "
+                   "%u channels: the rates' ratio (%zu/%zu) needs %zu "
+                   "samples a channel before the kernel, more than %zu",
+                   a->path, a->in_rate, a->out_rate, a->channels, out / g, q,
+                   a->lead_out, (size_t)AUDIO_MAX_TOTAL / 2 / a->channels);
   a->max_len += a->lead_out; /* the arrays hold it until it is folded */
   return feed_silence(a, lead, 0);
 }
