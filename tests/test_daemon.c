@@ -803,6 +803,11 @@ static void test_bad_config(void **state)
        "bad.conf:4: [stream a] gain[de]: a key for one language"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain = 0x10\n",
        "gain: '0x10' is not a number"},
+      /* as every other number in a config (QA: taken as 16) */
+      {"[stream a]\ntype = audio\nkernel = 1, 0x10\n",
+       "kernel: tap 2 is not a finite decimal number: '0x10'"},
+      {"[stream a]\ntype = audio\nkernel = 1, 3.5e38\n",
+       "kernel: tap 2 is not a finite decimal number: '3.5e38'"},
       {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},
@@ -996,6 +1001,30 @@ static void test_bad_config(void **state)
            fixture("good.conf"));
   if (have_portaudio)
     CHECK(system(cmd) == 0, "a good config was refused");
+  /* a float's largest finite value is a tap (QA: refused as not finite) */
+  write_text(fixture("good.conf"), "[stream a]\ntype = audio\n"
+                                   "kernel = 0.5, 3.40282e38\n");
+  if (have_portaudio)
+    CHECK(system(cmd) == 0, "a tap of 3.40282e38 was refused");
+  /* a NUL byte: GKeyFile reads past it, the duplicate checks stopped at
+   * it (QA: a key given twice after one passed) */
+  {
+    static const char nul[] = "[stream a]\ntype = audio\n#\0\nkernel = 1\n"
+                              "kernel = 2\n";
+    FILE *f = fopen(fixture("nul.conf"), "wb");
+    CHECK(f && fwrite(nul, 1, sizeof nul - 1, f) == sizeof nul - 1 &&
+              fclose(f) == 0,
+          "cannot write nul.conf");
+    set_case("a NUL byte in a config");
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("nul.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2 &&
+              strstr(msg, "nul.conf:3: a NUL byte"),
+          "exited %d: %s", st, msg ? msg : "");
+    free(msg);
+  }
   /* with a UTF-8 byte order mark, as some editors write (QA: refused,
    * "line ... is not a key-value pair", the mark invisible) */
   if (have_libav) {

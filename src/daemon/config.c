@@ -130,9 +130,16 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
       break;
     char *end;
     errno = 0;
-    double v = strtod(p, &end);
-    if (end == p || errno == ERANGE || !isfinite(v) || fabs(v) > 3.4e38) {
-      g_set_error(err, CFD_ERROR, 0, "tap %u is not a finite number: '%.20s'",
+    double v = g_ascii_strtod(p, &end);
+    /* decimal (strtod reads hex too: 0x10 was 16, where the other numbers
+     * of a config refuse it), and finite as a float (FLT_MAX itself is) */
+    bool hex = false;
+    for (const char *c = p; c < end; c++)
+      hex = hex || *c == 'x' || *c == 'X';
+    if (end == p || errno == ERANGE || hex || !isfinite(v) ||
+        fabs(v) > FLT_MAX) {
+      g_set_error(err, CFD_ERROR, 0, "tap %u is not a finite decimal number: "
+                  "'%.20s'",
                   a->len + 1, p);
       g_array_free(a, TRUE);
       return false;
@@ -837,6 +844,20 @@ cfd_config *cfd_config_load(const char *path, GError **err)
   if (read && len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
     memmove(text, text + 3, len - 3 + 1);
     len -= 3;
+  }
+  /* a NUL byte: GKeyFile reads past it, the checks below (split into
+   * lines as a C string) stopped there, and a key given twice after it
+   * passed (QA) */
+  const char *nul = read ? memchr(text, '\0', len) : NULL;
+  if (nul) {
+    size_t line = 1;
+    for (const char *c = text; c < nul; c++)
+      line += *c == '\n';
+    g_set_error(err, CFD_ERROR, 0, "%s:%zu: a NUL byte (not a text file?)",
+                path, line);
+    g_key_file_free(kf);
+    g_free(text);
+    return NULL;
   }
   if (!read ||
       !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
