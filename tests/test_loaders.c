@@ -200,6 +200,10 @@ static void test_text_bad_token(void **state)
   expect_bad_text("abc", CF_E_FORMAT, "'abc' is not a number");
   expect_bad_text("1.5x", CF_E_FORMAT, "not a number");
   expect_bad_text("1e5e5", CF_E_FORMAT, "not a number");
+  /* decimal only: strtod read 0x10 as 16 (QA) */
+  expect_bad_text("0x10", CF_E_FORMAT,
+                  "'0x10' is hexadecimal: kernel numbers are decimal");
+  expect_bad_text("0X1p3", CF_E_FORMAT, "is hexadecimal");
   char longtok[300];
   memset(longtok, '7', sizeof longtok - 1);
   longtok[sizeof longtok - 1] = '\0';
