@@ -269,7 +269,10 @@ static PaDeviceIndex find_device(const char *want, bool input,
     }
     char *lw = g_utf8_strdown(want, -1);
     int matches = 0;
-    for (int i = 0; found == paNoDevice && i < n; i++) {
+    /* every device whose name holds it: two are ambiguous (the loop
+     * stopped at the first match, so "names several" was never said) */
+    bool exact = found != paNoDevice;
+    for (int i = 0; !exact && i < n; i++) {
       const PaDeviceInfo *d = Pa_GetDeviceInfo(i);
       char *ln = d ? g_utf8_strdown(d->name, -1) : NULL;
       if (ln && strstr(ln, lw) &&
