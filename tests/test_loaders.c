@@ -1473,7 +1473,7 @@ static void test_audio_rates(void **state)
     free(y);
     expect_error(cf_kernel_load(path, 256000, &k), &k, CF_E_FORMAT, path,
                  "longer than the limit of 16777216 samples per channel (1 "
-                 "channels at 256000 Hz)");
+                 "channel at 256000 Hz)");
   }
   /* a header libav fails on with EIO or ENOMEM is a malformed file, not
    * an I/O or memory error (QA: a fmt chunk said 1000 bytes long) */

@@ -186,8 +186,8 @@ static cf_status check_finite(const audio_loader *a, const AVFrame *fr)
 static cf_status too_long(const audio_loader *a, size_t limit, int rate)
 {
   return cf_fail(CF_E_FORMAT, "%s: longer than the limit of %zu samples per "
-                 "channel (%u channels at %d Hz)", a->path, limit,
-                 a->channels, rate);
+                 "channel (%u channel%s at %d Hz)", a->path, limit,
+                 a->channels, a->channels == 1 ? "" : "s", rate);
 }
 
 /* Resamples n input samples (NULL, 0 drains) into the channel arrays;
