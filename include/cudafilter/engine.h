@@ -68,7 +68,10 @@ typedef struct cf_audio_config {
   cf_backend backend;    /* default CF_BACKEND_AUTO */
   int device_id;         /* CUDA device, default 0 */
   cf_algorithm algorithm;/* default CF_ALGO_AUTO */
-  unsigned threads;      /* worker threads, 0 = one per core (default) */
+  unsigned threads;      /* worker threads, 0 = one per core (default);
+                            on the CPU at most one per input channel (a
+                            channel is the unit of work: cf_engine_describe
+                            says how many run), at most 2^20 */
   unsigned pipeline_depth; /* blocks in flight across calls, 0..
                               CF_AUDIO_MAX_DEPTH (default 0): see below */
   size_t swap_history;   /* input frames kept so that a kernel swapped in
