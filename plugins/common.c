@@ -192,6 +192,14 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   }
   g_free(*posted);
   *posted = key;
+  /* the reason in the message too: an application shows the message,
+   * often alone ("cudafir: cannot filter 1 channels at 44100 Hz" hid
+   * "backend cuda is not available: ..." in the debug string) */
+  if (detail && *detail) {
+    gchar *full = g_strdup_printf("%s: %s", text, detail);
+    g_free(text);
+    text = full;
+  }
   gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code, text,
                            g_strdup(detail), file, func, line);
 }
