@@ -673,8 +673,8 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
     g_mutex_unlock(&self->kernel_lock);
     CF_GST_POST_FATAL(
         self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
-        g_strdup_printf("cudafir: cannot filter %u channels at %u Hz", channels,
-                        rate),
+        g_strdup_printf("cudafir: cannot filter %u channel%s at %u Hz",
+                        channels, channels == 1 ? "" : "s", rate),
         cf_last_error());
     return FALSE;
   }
