@@ -53,10 +53,12 @@ int main(int argc, char **argv)
   }
   if (i < argc && (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version"))) {
     printf("cudafilterctl %s\n", cf_version());
+    g_free(sock);
     return 0;
   }
   if (i >= argc) {
     usage(stderr);
+    g_free(sock);
     return 2;
   }
   /* a slip is a usage error here, not "no cudafilterd" from a connection
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "cudafilterctl: unknown %s '%s'\n",
             argv[i][0] == '-' ? "option" : "command", argv[i]);
     usage(stderr);
+    g_free(sock);
     return 2;
   }
   if (!sock)
@@ -86,6 +89,8 @@ int main(int argc, char **argv)
   for (int j = i; j < argc; j++) {
     if (strchr(argv[j], '\n')) {
       fprintf(stderr, "cudafilterctl: an argument holds a newline\n");
+      g_string_free(req, TRUE);
+      g_free(sock);
       return 2;
     }
     if (j > i)
