@@ -734,19 +734,28 @@ static void test_live_change(void **state)
 
 /* Configs that must be refused, each with the words the message must
  * hold. --check exits 2 and names the problem. */
+/* `bin args` run by the shell, its stdout and stderr into *msg (free
+ * it; NULL if unreadable); its exit status, -1 where it did not exit. */
+static int run_captured(const char *bin, const char *args, char **msg)
+{
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", bin, args, fixture("check.out"));
+  int st = system(cmd);
+  *msg = slurp(fixture("check.out"), NULL);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* `cudafilterd --check` on config `body` (written to fixture `name`) must
  * refuse it (exit 2) with a message holding `words`, and not crash. */
 static void check_refused(const char *name, const char *body,
                           const char *words)
 {
-  char cmd[1400];
+  char args[1100];
   write_text(fixture(name), "%s", body);
-  snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
-           fixture(name), fixture("check.out"));
-  int st = system(cmd);
-  char *msg = slurp(fixture("check.out"), NULL);
-  CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2,
-        "--check exited %d: %s", st, msg ? msg : "");
+  snprintf(args, sizeof args, "--check -c %s", fixture(name));
+  char *msg;
+  int st = run_captured(daemon_bin, args, &msg);
+  CHECK(msg && st == 2, "--check exited %d: %s", st, msg ? msg : "");
   CHECK(strstr(msg, words), "the message lacks '%s': %s", words, msg);
   CHECK(!strstr(msg, "Segmentation") && !strstr(msg, "Sanitizer"), "%s", msg);
   free(msg);
@@ -972,12 +981,9 @@ static void test_bad_config(void **state)
              fixture("good.conf"));
     snprintf(words, sizeof words, slips[i].words, fixture("good.conf"));
     set_case("command line: %s %s", bin, args);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", bin, args,
-             fixture("check.out"));
-    int st = system(cmd);
-    char *msg = slurp(fixture("check.out"), NULL);
-    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2,
-          "exited %d: %s", st, msg ? msg : "");
+    char *msg;
+    int st = run_captured(bin, args, &msg);
+    CHECK(msg && st == 2, "exited %d: %s", st, msg ? msg : "");
     CHECK(msg && strstr(msg, words) && strstr(msg, "usage: cudafilter"),
           "the message lacks '%s' or the usage: %s", words, msg);
     free(msg);
@@ -986,14 +992,12 @@ static void test_bad_config(void **state)
   for (int b = 0; b < 2; b++) {
     const char *bin = b ? ctl_bin : daemon_bin;
     set_case("%s --version", bin);
-    snprintf(cmd, sizeof cmd, "%s --version >%s 2>&1", bin,
-             fixture("check.out"));
-    int st = system(cmd);
-    char *msg = slurp(fixture("check.out"), NULL);
+    char *msg;
+    int st = run_captured(bin, "--version", &msg);
     char want[64];
     snprintf(want, sizeof want, "%s %s\n", b ? "cudafilterctl" : "cudafilterd",
              cf_version());
-    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(msg, want),
+    CHECK(msg && st == 0 && !strcmp(msg, want),
           "exited %d: '%s', not '%s'", st, msg ? msg : "", want);
     free(msg);
   }
@@ -1016,12 +1020,11 @@ static void test_bad_config(void **state)
               fclose(f) == 0,
           "cannot write nul.conf");
     set_case("a NUL byte in a config");
-    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
-             fixture("nul.conf"), fixture("check.out"));
-    int st = system(cmd);
-    char *msg = slurp(fixture("check.out"), NULL);
-    CHECK(msg && WIFEXITED(st) && WEXITSTATUS(st) == 2 &&
-              strstr(msg, "nul.conf:3: a NUL byte"),
+    char args[1100];
+    snprintf(args, sizeof args, "--check -c %s", fixture("nul.conf"));
+    char *msg;
+    int st = run_captured(daemon_bin, args, &msg);
+    CHECK(msg && st == 2 && strstr(msg, "nul.conf:3: a NUL byte"),
           "exited %d: %s", st, msg ? msg : "");
     free(msg);
   }
