@@ -1161,6 +1161,35 @@ static void response(const float *h, size_t n, double rate, double f,
     *im += (double)h[i] * sin(w * (double)i);
   }
 }
+
+/* x (n taps at a Hz) against y (m taps at b Hz) at steps + 1 frequencies
+ * over [0, span x the lower rate]: the largest |H_y - H_x| and where, the
+ * largest |H_x|, and both DC gains. */
+typedef struct response_diff {
+  double peak, worst, worst_f, dc_a, dc_b;
+} response_diff;
+
+static response_diff compare_responses(const float *x, size_t n, int a,
+                                       const float *y, size_t m, int b,
+                                       double span, int steps)
+{
+  response_diff d = {0};
+  for (int j = 0; j <= steps; j++) {
+    double f = span * (a < b ? a : b) * j / steps, ra, ia, rb, ib;
+    response(x, n, a, f, &ra, &ia);
+    response(y, m, b, f, &rb, &ib);
+    d.peak = fmax(d.peak, hypot(ra, ia));
+    if (hypot(rb - ra, ib - ia) > d.worst) {
+      d.worst = hypot(rb - ra, ib - ia);
+      d.worst_f = f;
+    }
+    if (j == 0) {
+      d.dc_a = ra;
+      d.dc_b = rb;
+    }
+  }
+  return d;
+}
 #endif
 
 /* An impulse response loaded at another rate is the same filter: the same
@@ -1219,22 +1248,9 @@ static void test_audio_resample_gain(void **state)
     assert_int_equal(m, resampled_len(n, (size_t)a, (size_t)b));
 
     /* the response over [0, 0.3 of the lower rate], relative to its peak */
-    double peak = 0.0, worst = 0.0, worst_f = 0.0;
-    double ea = 0.0, eb = 0.0, dc_a = 0.0, dc_b = 0.0;
-    for (int j = 0; j <= 64; j++) {
-      double f = 0.3 * (a < b ? a : b) * j / 64.0, ra, ia, rb, ib;
-      response(x[0], n, a, f, &ra, &ia);
-      response(y, m, b, f, &rb, &ib);
-      peak = fmax(peak, hypot(ra, ia));
-      if (hypot(rb - ra, ib - ia) > worst) {
-        worst = hypot(rb - ra, ib - ia);
-        worst_f = f;
-      }
-      if (j == 0) {
-        dc_a = ra;
-        dc_b = rb;
-      }
-    }
+    response_diff d = compare_responses(x[0], n, a, y, m, b, 0.3, 64);
+    double peak = d.peak, worst = d.worst, worst_f = d.worst_f;
+    double ea = 0.0, eb = 0.0, dc_a = d.dc_a, dc_b = d.dc_b;
     for (size_t i = 0; i < n; i++)
       ea += (double)x[0][i] * x[0][i] * a;
     for (size_t i = 0; i < m; i++)
@@ -1298,21 +1314,9 @@ static void test_audio_resample_edges(void **state)
       expect_ok(cf_kernel_load(path, (unsigned)b, &k), path);
       size_t m;
       const float *y = cf_kernel_taps(k, 0, &m);
-      double peak = 0.0, worst = 0.0, worst_f = 0.0, dc_a = 0.0, dc_b = 0.0;
-      for (int j = 0; j <= 32; j++) {
-        double f = 0.1 * (a < b ? a : b) * j / 32.0, ra, ia, rb, ib;
-        response(x[0], n, a, f, &ra, &ia);
-        response(y, m, b, f, &rb, &ib);
-        peak = fmax(peak, hypot(ra, ia));
-        if (hypot(rb - ra, ib - ia) > worst) {
-          worst = hypot(rb - ra, ib - ia);
-          worst_f = f;
-        }
-        if (j == 0) {
-          dc_a = ra;
-          dc_b = rb;
-        }
-      }
+      response_diff d = compare_responses(x[0], n, a, y, m, b, 0.1, 32);
+      double peak = d.peak, worst = d.worst, worst_f = d.worst_f;
+      double dc_a = d.dc_a, dc_b = d.dc_b;
       double rel = worst / fabs(x[0][0]), dc = fabs(dc_b - dc_a) / peak;
       print_message("%d Hz -> %d Hz, %zu -> %zu taps, first %.3f: DC %.6g -> "
                     "%.6g, response off by %.3g of the first tap (at %.0f "
