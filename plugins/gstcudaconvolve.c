@@ -100,6 +100,12 @@
  * GstBaseTransform's chain sees it and put back on that frame's output:
  * DISCONT comes out on the frames after a gap and on no other.
  *
+ * A buffer that does not hold the frame its caps (or its GstVideoMeta)
+ * describe, such as the short last block of a raw file read without a
+ * parser, is dropped as a late frame is, with an element warning naming
+ * the sizes (once until a flush; the ones after it in the debug log),
+ * rather than filtered past its end.
+ *
  * Upstream is offered a GstVideoBufferPool on host memory from
  * cf_host_alloc() (pinned where a CUDA device exists); output frames come
  * from such a pool too unless downstream names its own pool or allocator.
@@ -325,6 +331,10 @@ typedef struct {
    * those was a DISCONT frame (the next one kept starts a new stream) */
   guint64 qos_processed, qos_dropped;
   gboolean qos_gap, qos_lost_discont;
+  /* a frame that did not fit its buffer was dropped and said on the bus
+   * (once until a flush: a source cutting every frame short would flood
+   * it); the streaming thread's, reset with the QoS state */
+  gboolean told_unfit;
 
   /* DISCONT, which GstBaseTransform never sees (gst_cuda_convolve_chain);
    * the streaming thread's: the frame being chained came DISCONT; the
@@ -1606,6 +1616,7 @@ static void reset_qos(GstCudaConvolve *self)
   self->qos_dropped = 0;
   self->qos_gap = FALSE;
   self->qos_lost_discont = FALSE;
+  self->told_unfit = FALSE;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -1657,6 +1668,62 @@ static GstFlowReturn gst_cuda_convolve_chain(GstPad *pad, GstObject *parent,
   return self->base_chain(pad, parent, buf);
 }
 
+/* Why the frame in `buf` cannot be read as the negotiated caps say, or
+ * NULL: a buffer too short for its frame (a byte source without a
+ * parser, a truncated file; GstVideoFilter would push its output buffer
+ * unwritten), a GstVideoMeta that puts a plane's last row past the
+ * plane's memory (gst_video_frame_map looks at the plane's first byte
+ * only: the engine would read past the end) or has its rows run
+ * bottom-up. CUDA memory is laid out by its own info (map_frame). */
+static gchar *frame_unfit(GstCudaConvolve *self, GstBuffer *buf)
+{
+  const GstVideoInfo *info = &GST_VIDEO_FILTER(self)->in_info;
+#ifdef CF_HAVE_GSTCUDA
+  GstMemory *mem =
+      gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : NULL;
+  if (self->cuda_caps && mem && gst_is_cuda_memory(mem))
+    return NULL;
+#endif
+  const char *fmt = gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info));
+  GstVideoFrame vf;
+  if (!gst_video_frame_map(&vf, info, buf,
+                           GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))
+    return g_strdup_printf(
+        "a buffer of %" G_GSIZE_FORMAT " bytes does not hold a %dx%d %s "
+        "frame (%" G_GSIZE_FORMAT " bytes%s)",
+        gst_buffer_get_size(buf), GST_VIDEO_INFO_WIDTH(info),
+        GST_VIDEO_INFO_HEIGHT(info), fmt, GST_VIDEO_INFO_SIZE(info),
+        gst_buffer_get_video_meta(buf) ? ", or as its video meta lays it out"
+                                       : "");
+  gchar *why = NULL;
+  for (guint c = 0; c < GST_VIDEO_FRAME_N_COMPONENTS(&vf) && !why; c++) {
+    guint p = GST_VIDEO_FRAME_COMP_PLANE(&vf, c);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p);
+    gsize rows = (gsize)GST_VIDEO_FRAME_COMP_HEIGHT(&vf, c);
+    gsize row = (gsize)GST_VIDEO_FRAME_COMP_WIDTH(&vf, c) *
+                (gsize)GST_VIDEO_FRAME_COMP_PSTRIDE(&vf, c);
+    /* with a meta each plane is mapped apart, else the buffer is one */
+    const GstMapInfo *m = &vf.map[vf.meta ? p : 0];
+    gsize start = (gsize)((const guint8 *)GST_VIDEO_FRAME_PLANE_DATA(&vf, p) -
+                          m->data);
+    if (stride < 0)
+      why = g_strdup_printf("plane %u of a %s frame runs bottom-up (stride "
+                            "%d): not supported",
+                            p, fmt, stride);
+    else if (start > m->size || m->size - start < row ||
+             (rows > 1 && (m->size - start - row) / (gsize)MAX(stride, 1) <
+                              rows - 1))
+      why = g_strdup_printf(
+          "plane %u of a %dx%d %s frame needs %" G_GSIZE_FORMAT " rows of "
+          "%" G_GSIZE_FORMAT " bytes, %d apart, from byte %" G_GSIZE_FORMAT
+          " of its memory, which holds %" G_GSIZE_FORMAT,
+          p, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), fmt,
+          rows, row, stride, start, m->size);
+  }
+  gst_video_frame_unmap(&vf);
+  return why;
+}
+
 /* A frame comes in: the base class checks negotiation and stashes it in
  * queued_buf (its own QoS check never fires: it has no QoS values, see
  * src_event); then a late frame is dropped here, as the base class would,
@@ -1680,6 +1747,26 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
     if (discont)
       self->qos_gap = self->qos_lost_discont = TRUE;
     return ret;
+  }
+  /* a frame that does not fit its buffer is dropped as a late one is:
+   * the next frame kept carries DISCONT, the history goes on */
+  gchar *why = frame_unfit(self, in);
+  if (why) {
+    if (!self->told_unfit)
+      GST_ELEMENT_WARNING(
+          self, STREAM, FORMAT, ("cudaconvolve: dropped a frame: %s", why),
+          ("pts %" GST_TIME_FORMAT "; said once until a flush, the frames "
+           "dropped after it only in the debug log",
+           GST_TIME_ARGS(GST_BUFFER_PTS(in))));
+    else
+      GST_WARNING_OBJECT(self, "dropped a frame: %s", why);
+    self->told_unfit = TRUE;
+    g_free(why);
+    self->qos_gap = TRUE;
+    if (discont)
+      self->qos_lost_discont = TRUE;
+    gst_buffer_replace(&trans->queued_buf, NULL);
+    return GST_FLOW_OK;
   }
   /* on the running time of a TIME segment, as the base class */
   GstClockTime timestamp = GST_BUFFER_PTS(in);

@@ -3171,6 +3171,7 @@ typedef struct qmodel {
   gdouble proportion;
   int gap;               /* a frame dropped since the last one kept */
   int lost_discont;      /* one of those was DISCONT */
+  int told_unfit;        /* a frame too short for its buffer was said */
   guint64 kept, dropped; /* since the last flush */
   guint64 out_base;      /* frames out before the last flush */
 } qmodel;
@@ -3180,6 +3181,7 @@ static void qm_reset(qmodel *m, const dstream *s)
   m->earliest = GST_CLOCK_TIME_NONE;
   m->proportion = 1.0;
   m->gap = m->lost_discont = 0;
+  m->told_unfit = 0;
   m->kept = m->dropped = 0;
   m->out_base = s->out;
 }
@@ -3300,14 +3302,36 @@ static void qos_check_message(dstream *s, const qmodel *m, GstClockTime pts,
   CHECK(msg == NULL, "%s: two QoS messages for one frame", what);
 }
 
-/* Push a random frame (DISCONT if asked, after a jump in time) and check
- * what the model says: dropped (a QoS message, nothing out) or kept (the
- * held frames out first if it starts a new stream, then frame t - D). */
+/* Cut b (from make_input) so short that its frame no longer fits: by 1
+ * byte up to all of it, and with a video meta past the padding the meta
+ * leaves after the last row (make_input's strides exceed GStreamer's by
+ * a sample or more; GStreamer's exceed the row by at most 3 bytes), which
+ * gst_video_frame_map does not notice. */
+static void cut_short(ref_rng *r, const gcase *c, GstBuffer *b)
+{
+  gsize size = gst_buffer_get_size(b), least = 1;
+  GstVideoMeta *vm = gst_buffer_get_video_meta(b);
+  if (vm) {
+    guint p = vm->n_planes - 1;
+    least = (gsize)vm->stride[p] -
+            (gsize)GST_VIDEO_INFO_PLANE_STRIDE(&c->info, p) + 4;
+  }
+  gst_buffer_resize(b, 0, (gssize)(size - ref_rng_range(r, MIN(least, size),
+                                                        size)));
+}
+
+/* Push a random frame (DISCONT if asked, after a jump in time; cut short
+ * if asked) and check what the model says: dropped (late: a QoS message;
+ * cut short: a warning, the first since the last flush; nothing out) or
+ * kept (the held frames out first if it starts a new stream, then frame
+ * t - D). */
 static void qos_push(dstream *s, qmodel *m, ref_rng *r, int discont,
-                     const char *what)
+                     int truncated, const char *what)
 {
   gcase *c = s->c;
   GstBuffer *in = make_input(r, c, ref_rng_u64(r) % 4 == 0);
+  if (truncated)
+    cut_short(r, c, in);
   if (discont)
     s->pts += (GstClockTime)ref_rng_range(r, 0, 3) * s->dur;
   GstClockTime pts = s->pts;
@@ -3318,11 +3342,12 @@ static void qos_push(dstream *s, qmodel *m, ref_rng *r, int discont,
   s->pts += s->dur;
   if (discont)
     GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
-  int late =
-      m->qos && GST_CLOCK_TIME_IS_VALID(m->earliest) && pts <= m->earliest;
+  int late = !truncated && m->qos && GST_CLOCK_TIME_IS_VALID(m->earliest) &&
+             pts <= m->earliest;
+  int dropped = late || truncated;
   unsigned n = 0;
-  if (late) {
-    m->dropped++;
+  if (dropped) {
+    m->dropped += late;
     m->gap = 1;
     m->lost_discont |= discont;
   } else {
@@ -3357,17 +3382,32 @@ static void qos_push(dstream *s, qmodel *m, ref_rng *r, int discont,
   GstBuffer *mine = gst_buffer_ref(in);
   GstFlowReturn fr = gst_harness_push(c->h, in);
   CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what, gst_flow_get_name(fr));
-  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(mine) == 1 + !late,
+  CHECK(GST_MINI_OBJECT_REFCOUNT_VALUE(mine) == 1 + !dropped,
         "%s: the element keeps %d references to its input", what,
-        GST_MINI_OBJECT_REFCOUNT_VALUE(mine) - 1 - !late);
+        GST_MINI_OBJECT_REFCOUNT_VALUE(mine) - 1 - !dropped);
   gst_buffer_unref(mine);
+  /* a frame cut short: its warning first (popping one kind of message
+   * drops the others, and no QoS message may come with it) */
+  char warn[1024];
+  int warned = truncated && bus_pop(c, GST_MESSAGE_WARNING, warn, sizeof warn);
+  if (truncated && !m->told_unfit) {
+    CHECK(warned && strstr(warn, "dropped a frame") &&
+              (strstr(warn, "does not hold") || strstr(warn, "needs")),
+          "%s: no warning naming the frame cut short (%s)", what,
+          warned ? warn : "none");
+    m->told_unfit = 1;
+  } else {
+    CHECK(!warned, "%s: a warning again: %s", what, warn);
+  }
   qos_check_message(s, m, late ? pts : GST_CLOCK_TIME_NONE, s->dur, what);
   ds_expect(s, n, what);
 }
 
 /* QoS at depth D = 0..3: a random stream with QoS events at random
- * points, some making the next frames late, DISCONT frames, flushes and
- * the qos property switched. Exactly the late frames are missing, each
+ * points, some making the next frames late, DISCONT frames, frames cut
+ * short of their buffer (dropped as late ones are, with a warning once a
+ * flush instead of a QoS message), flushes and the qos property
+ * switched. Exactly the late frames are missing, each
  * with one QoS message (running time, jitter, proportion, counts); the
  * others come out as without QoS, filtered with the history of the
  * frames kept (a drop is no new stream), with their own timestamps; the
@@ -3407,7 +3447,10 @@ static void test_qos_depth(void **state)
         qm_reset(&m, &s);
       }
       int discont = i == 0 ? ref_rng_u64(&r) % 2 : ref_rng_u64(&r) % 10 == 0;
-      qos_push(&s, &m, &r, discont, discont ? "discont frame" : "frame");
+      int truncated = what == 7 || what == 8;
+      qos_push(&s, &m, &r, discont, truncated,
+               truncated ? "frame cut short"
+                         : discont ? "discont frame" : "frame");
     }
     ds_eos(&s);
     GstMessage *msg = gst_bus_pop_filtered(c.bus, GST_MESSAGE_QOS);
