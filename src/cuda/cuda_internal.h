@@ -25,6 +25,10 @@ cf_status cf_cuda_status(cudaError_t err, const char *call, const char *file,
 cf_status cf_cufft_status(cufftResult r, const char *call, const char *file,
                           int line);
 const char *cf_cufft_result_name(cufftResult r);
+/* Why libcufft could not be loaded (cufft_lazy.c), or NULL once it is.
+ * Weak: libcudafilter_emu (tests/emu) links an emulated cuFFT and has no
+ * loader. */
+const char *cf_cufft_load_failure(void) __attribute__((weak));
 
 /* Return from the enclosing function (which returns cf_status) on error. */
 #define CF_CU(call)                                                          \

@@ -60,8 +60,12 @@ cf_status cf_cufft_status(cufftResult r, const char *call, const char *file,
                           int line)
 {
   cf_status st = r == CUFFT_ALLOC_FAILED ? CF_E_NOMEM : CF_E_DEVICE;
-  return cf_fail(st, "cuFFT: %s failed: %s (%d) at %s:%d", call,
-                 cf_cufft_result_name(r), (int)r, base(file), line);
+  const char *why = r == CUFFT_NOT_SUPPORTED && cf_cufft_load_failure
+                        ? cf_cufft_load_failure()
+                        : NULL;
+  return cf_fail(st, "cuFFT: %s failed: %s (%d)%s%s at %s:%d", call,
+                 cf_cufft_result_name(r), (int)r, why ? ": " : "",
+                 why ? why : "", base(file), line);
 }
 
 /* ---- fault injection ---------------------------------------------------- */
