@@ -63,6 +63,7 @@
 #endif
 
 #include "check.h"
+#include "gst_registry.h"
 #include "gpu/steady.h"
 #include "ref.h"
 #include "ref2d.h"
@@ -3746,6 +3747,7 @@ int main(int argc, char **argv)
 {
   /* test_change_prepared needs FFT sizes new to FFTW */
   setenv("CF_FFT_WISDOM", "none", 1);
+  gst_registry_prebuild();
   gst_init(&argc, &argv);
   g_log_set_handler("cudaconvolve", G_LOG_LEVEL_WARNING, on_warning, NULL);
   g_log_set_handler("GLib-GObject", G_LOG_LEVEL_WARNING, on_warning, NULL);

@@ -27,6 +27,7 @@
 #include <cudafilter/cudafilter.h>
 
 #include "check.h"
+#include "gst_registry.h"
 #include "fixture.h"
 #include "gpu/steady.h"
 #include "ref.h"
@@ -3003,6 +3004,7 @@ static void test_properties(void **state)
 static int setup(void **state)
 {
   (void)state;
+  gst_registry_prebuild();
   gst_init(NULL, NULL);
   const char *b = getenv("CF_GST_BACKEND");
   if (b && *b)
