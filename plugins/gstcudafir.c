@@ -35,7 +35,9 @@
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`
- * (its value when the change is made), without a click: the file is read, the FFT plans the new kernel needs are
+ * (its value when the change is made), without a click (a change made
+ * while a crossfade runs, as `gain` moved like a slider makes them, starts
+ * when that one ends; the latest of several waiting wins): the file is read, the FFT plans the new kernel needs are
  * made (measured: up to a second the first time on a machine), and the swap
  * itself is built on the engine's input history (cf_engine_prepare_swap), in
  * the thread that sets the property (g_object_set returns once that is
@@ -1751,7 +1753,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_CROSSFADE,
       g_param_spec_uint64("crossfade", "Crossfade",
           "Time in ns over which a kernel change blends linearly from the "
-          "old kernel to the new one (0: switch at once)",
+          "old kernel to the new one (0: switch at once); a change made "
+          "during a crossfade starts when it ends",
           0, 60 * GST_SECOND, DEFAULT_CROSSFADE, live));
   g_object_class_install_property(oc, PROP_GAIN,
       g_param_spec_double("gain", "Gain",

@@ -139,3 +139,22 @@ size_t ref_chunking(ref_rng *r, size_t n, size_t block, size_t *sizes,
     sizes[count++] = n - done;
   return count;
 }
+
+unsigned ref_swaps_settle(size_t *S, size_t *X, unsigned *keep, unsigned n)
+{
+  unsigned out = n ? 1 : 0;
+  if (keep && n)
+    keep[0] = 0;
+  for (unsigned k = 1; k < n; k++) {
+    size_t t = S[k], x = X[k];
+    if (out > 1 && S[out - 1] >= t) /* still waiting: replaced */
+      out--;
+    size_t end = S[out - 1] + X[out - 1];
+    S[out] = end > t ? end : t;
+    X[out] = x;
+    if (keep)
+      keep[out] = k;
+    out++;
+  }
+  return out;
+}

@@ -43,4 +43,13 @@ double ref_worst_channel_l2(const float *x, const float *y, size_t n,
 size_t ref_chunking(ref_rng *r, size_t n, size_t block, size_t *sizes,
                     size_t cap);
 
+/* Kernel swaps as engine.h's cf_engine_set_kernel makes them. Entry 0 is
+ * the first kernel (S[0] = X[0] = 0); swap k = 1..n-1 is asked for at input
+ * frame S[k] (ascending) with a crossfade of X[k] frames. A swap asked for
+ * while a crossfade runs takes effect where that crossfade ends; one still
+ * waiting for its point when the next is asked for never happens. S and X
+ * become the swaps that happen, at the frames they take effect, and
+ * keep[i] the index each had (may be NULL); returns how many. */
+unsigned ref_swaps_settle(size_t *S, size_t *X, unsigned *keep, unsigned n);
+
 #endif

@@ -372,8 +372,9 @@ static double conv_o(const kset *k, const input *in, unsigned o, size_t j)
   return acc;
 }
 
-/* y[j] per engine.h: the last swap at or before j decides; a swap during a
- * running crossfade first completes it, so its y_old is the previous set. */
+/* y[j] per engine.h, the swaps settled (check_model): the last swap at or
+ * before j decides, blended with the one before it while its crossfade
+ * runs (crossfades never overlap). */
 static double model_y(const model *m, unsigned o, size_t j)
 {
   unsigned k = 0;
@@ -1117,11 +1118,17 @@ static void kset_like(ref_rng *r, kset *k, const kset *like, size_t lo,
 }
 
 /* Output frames [base, end) of a stream that began at output frame base
- * against model m (its swaps at input frames S[k] of that stream): the
+ * against model m (its swaps asked for at input frames S[k] of that
+ * stream, settled to where engine.h puts them: ref_swaps_settle): the
  * region before, inside and after every crossfade, each on its own. */
-static void check_model(run *ru, ref_rng *r, const model *m, size_t base,
-                        size_t end, const char *what)
+static void check_model(run *ru, ref_rng *r, const model *asked,
+                        size_t base, size_t end, const char *what)
 {
+  model settled = *asked, *m = &settled;
+  unsigned idx[MODEL_STAGES];
+  m->nstage = ref_swaps_settle(m->S, m->X, idx, asked->nstage);
+  for (unsigned s = 0; s < m->nstage; s++)
+    m->ks[s] = asked->ks[idx[s]];
   /* regions in output frames: [0, lat + S1), then each [S, S+X), ... */
   size_t cuts[16], nc = 0;
   cuts[nc++] = base;

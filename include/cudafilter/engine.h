@@ -176,9 +176,14 @@ cf_status cf_engine_reset(cf_engine *e);
  * crossfade: a crossfade too long for that memory is refused
  * (CF_E_NOMEM, nothing changed). The in/out channel counts must stay
  * the same; the latency may not change (same block size and path family).
- * A second swap during a crossfade first completes the running one, and
- * so do cf_engine_reset() and cf_engine_drain(): the new kernel alone
- * filters what comes after them.
+ * Crossfades never overlap or stop short, so the output has no step: a
+ * swap asked for while a crossfade runs takes effect where that one ends
+ * (S is then that frame, not the frames processed), and one still waiting
+ * for its point when another is asked for never happens (the newer one
+ * takes its place; a slider moved faster than the crossfade lands on its
+ * latest value). cf_engine_reset() and cf_engine_drain() complete every
+ * swap, waiting ones included: the newest kernel alone filters what comes
+ * after them.
  * This call may allocate; process() never does. It never runs FFTW's
  * measuring planner: FFT sizes no plan exists for yet are estimated
  * (cf_engine_prepare_kernel() measures them beforehand). */

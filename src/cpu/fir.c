@@ -11,7 +11,7 @@
  * blends it in over the crossfade window. Swaps form a list, oldest first:
  * output y comes from the last bank whose swap point is at or before y,
  * blended with the one before it while its crossfade runs (engine.h: a
- * swap completes the one before it). A bank no future output depends on is
+ * swap during a crossfade waits for its end, cf_swaps_push). A bank no future output depends on is
  * retired (freed at the next swap, reset or free: never in process()); the
  * list grows in set_kernel when swaps come faster than the latency lets
  * banks go, as a burst of swaps within one block does. One retired bank

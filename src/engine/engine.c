@@ -165,13 +165,36 @@ static size_t total_latency(const cf_engine *e)
   return e->ops->latency(e->impl) + e->delay;
 }
 
-/* The oldest stage the outputs from y index y on depend on. */
+/* The oldest stage the outputs from y index y on depend on. Stages at
+ * one point are swaps a later one replaced while they waited for the
+ * crossfade before them (engine.h; the backends drop them, cf_swaps_push:
+ * here they stay, and a switch replays them to the CPU, which drops them
+ * the same way): a crossfade's old side is the stage before the group. */
 static unsigned fb_first_stage(const cf_engine *e, unsigned long long y)
 {
   unsigned k = 0;
   while (k + 1 < e->nstage && e->stage[k + 1].s <= y)
     k++;
-  return k && y < e->stage[k].s + e->stage[k].x ? k - 1 : k;
+  if (!k || y >= e->stage[k].s + e->stage[k].x)
+    return k;
+  unsigned j = k - 1;
+  while (j && e->stage[j].s == e->stage[k].s)
+    j--;
+  return j;
+}
+
+/* Where a swap asked for at input frame t takes effect (cf_swaps_push,
+ * on the stages): past the stages still waiting for their point, at the
+ * end of the crossfade before them if that is later than t. */
+static unsigned long long fb_point(const cf_engine *e, unsigned long long t)
+{
+  if (!e->nstage)
+    return t;
+  unsigned j = e->nstage - 1;
+  while (j && e->stage[j].s >= t)
+    j--;
+  unsigned long long end = e->stage[j].s + e->stage[j].x;
+  return end > t ? end : t;
 }
 
 /* Kernels of dropped stages, to be freed by whoever holds the list (a
@@ -212,8 +235,14 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
   size_t lat = total_latency(e);
-  if (e->nstage) /* the stages no coming output depends on go */
-    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0), dead);
+  if (e->nstage) { /* the stages no coming output depends on go */
+    unsigned first = fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0);
+    /* but not the one before a swap still waiting for its point: this
+     * swap may replace it, and then crossfade from that one */
+    while (first && e->stage[first].s >= e->fb_t)
+      first--;
+    fb_drop(e, first, dead);
+  }
   if (e->nstage + 1 > e->stage_cap) {
     unsigned cap = e->stage_cap ? 2 * e->stage_cap : CF_SWAPS_START;
     cf_fb_stage *st = realloc(e->stage, cap * sizeof *st);
@@ -228,7 +257,7 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
   if (s != CF_OK)
     return s;
   st[e->nstage].k = kc;
-  st[e->nstage].s = e->fb_t;
+  st[e->nstage].s = fb_point(e, e->fb_t);
   st[e->nstage++].x = x;
   size_t lmax = e->cfg.swap_history, xmax = 0, cap = 1;
   for (unsigned i = 0; i < e->nstage; i++) {
@@ -317,6 +346,10 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   unsigned long long end = e->fb_t, from = end - piece;
   unsigned long long y0 = from > lat ? from - lat : 0;
   unsigned next = fb_first_stage(e, y0);
+  /* a swap still waiting for its point is replayed, not started from:
+   * one asked for next may replace it (cf_swaps_push) */
+  while (next && e->stage[next].s >= end)
+    next--;
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
   cfg.algorithm = takeover_algorithm(lat - depth_frames(&e->cfg));
@@ -388,6 +421,10 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
       }
     t += m;
   }
+  /* swaps still waiting for their point (at most the ones at the last
+   * point): asked for now, the CPU puts them there too */
+  for (; s == CF_OK && next < e->nstage; next++)
+    s = ops->set_kernel(impl, e->stage[next].k, e->stage[next].x);
   free(x);
   free(y);
   if (s != CF_OK) {

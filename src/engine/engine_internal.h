@@ -186,8 +186,11 @@ cf_status cf_swaps_reserve(cf_swaps *l);
  * prepared swap takes them to free outside the engine's thread). */
 void cf_swaps_take_retired(cf_swaps *l, void **dead, unsigned *ndead,
                            unsigned cap);
-/* After cf_swaps_reserve: bank in force from s, crossfading over x. */
-void cf_swaps_push(cf_swaps *l, void *bank, uint64_t s, size_t x);
+/* After cf_swaps_reserve: a swap to bank, asked for at y index t, with
+ * a crossfade of x. It is in force from t, or where the crossfade before
+ * it ends if that is later (engine.h: swaps never cut a crossfade short);
+ * a swap still waiting for its point is retired in its favour. */
+void cf_swaps_push(cf_swaps *l, void *bank, uint64_t t, size_t x);
 /* Retire the banks no output at a y index >= y needs. */
 void cf_swaps_retire(cf_swaps *l, uint64_t y);
 /* A discontinuity: every swap completes, the newest bank is in force

@@ -43,8 +43,30 @@ void cf_swaps_take_retired(cf_swaps *l, void **dead, unsigned *ndead,
   l->nretired -= i;
 }
 
-void cf_swaps_push(cf_swaps *l, void *bank, uint64_t s, size_t x)
+/* The last swap has not reached its point by t: it waits for the
+ * crossfade before it (the first bank is no swap). */
+static int waiting(const cf_swaps *l, uint64_t t)
 {
+  return l->n > 1 && l->sw[l->n - 1].s >= t;
+}
+
+/* The y index from which a swap asked for at t is in force. */
+static uint64_t point(const cf_swaps *l, uint64_t t)
+{
+  unsigned n = l->n - (waiting(l, t) ? 1 : 0);
+  if (!n)
+    return t;
+  const cf_swap *p = &l->sw[n - 1];
+  return p->s + p->x > t ? p->s + p->x : t;
+}
+
+void cf_swaps_push(cf_swaps *l, void *bank, uint64_t t, size_t x)
+{
+  uint64_t s = point(l, t);
+  /* a waiting swap gave no output yet: the newer one takes its place
+   * (cf_swaps_reserve left room for it among the retired) */
+  if (waiting(l, t))
+    l->retired[l->nretired++] = l->bank[--l->n];
   if (l->n)
     l->sw[l->n - 1].end = s;
   l->bank[l->n] = bank;
