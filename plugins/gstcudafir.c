@@ -932,7 +932,11 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
         GValue want = G_VALUE_INIT;
         g_value_init(&want, G_TYPE_INT);
         g_value_set_int(&want, (gint)from);
-        gboolean fits = !ch || gst_value_can_intersect(ch, &want);
+        /* gst_value_can_intersect would compare the types only: every
+         * pair passed, and downstream was offered (and took) the output
+         * count of another input count (QA: a 4-kernel file with
+         * routing=matrix on stereo announced 4 channels, not 2) */
+        gboolean fits = !ch || gst_value_intersect(NULL, ch, &want);
         g_value_unset(&want);
         if (!fits)
           continue;
@@ -955,6 +959,39 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
   GST_DEBUG_OBJECT(self, "transformed %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT,
                    caps, res);
   return res;
+}
+
+/* Caps whose channel count the kernel set cannot take: the caps query
+ * (transform_caps) leaves that count out, so upstream that can convert
+ * (audioconvert) picks one that fits; caps fixed upstream with such a
+ * count are still accepted here, so that the caps event reaches
+ * sink_event, whose element error names why (channels_refused), where a
+ * refusal here would end the stream as "not negotiated", unexplained. */
+static gboolean gst_cuda_fir_accept_caps(GstBaseTransform *bt,
+                                         GstPadDirection dir, GstCaps *caps)
+{
+  if (GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
+          ->accept_caps(bt, dir, caps))
+    return TRUE;
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  gint ch = 0;
+  if (dir != GST_PAD_SINK || !gst_caps_is_fixed(caps) ||
+      !gst_structure_get_int(gst_caps_get_structure(caps, 0), "channels",
+                             &ch) ||
+      ch <= 0)
+    return FALSE;
+  GST_OBJECT_LOCK(self);
+  gchar *why = channels_refused(self, (guint)ch);
+  GST_OBJECT_UNLOCK(self);
+  gboolean named = why != NULL;
+  g_free(why);
+  /* the rest of the caps must fit the template */
+  if (named) {
+    GstCaps *tmpl = gst_pad_get_pad_template_caps(bt->sinkpad);
+    named = gst_caps_can_intersect(caps, tmpl);
+    gst_caps_unref(tmpl);
+  }
+  return named;
 }
 
 static gboolean gst_cuda_fir_transform_size(GstBaseTransform *bt,
@@ -1800,6 +1837,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
 
   ac->setup = gst_cuda_fir_setup;
   bc->transform_caps = gst_cuda_fir_transform_caps;
+  bc->accept_caps = gst_cuda_fir_accept_caps;
   bc->transform_size = gst_cuda_fir_transform_size;
   bc->start = gst_cuda_fir_start;
   bc->stop = gst_cuda_fir_stop;

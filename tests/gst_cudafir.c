@@ -2262,10 +2262,13 @@ static void test_matrix_file(void **state)
  * reinterprets an N-kernel file on a C-channel stream as (N / C) x C
  * (the doc's true-stereo IR: LL, LR, RL, RR), shared and per-channel
  * take a single kernel for every channel; a file routing cannot serve is a
- * negotiation error naming the problem. */
+ * negotiation error naming the problem. open_out: downstream takes any
+ * channel count (as fakesink or audioconvert), so the element's own caps
+ * say how many come out. */
 static void routing_case(const char *routing, const char *path,
                          const float *taps, size_t ntaps, unsigned ci,
-                         unsigned co, const float *hm, size_t len)
+                         unsigned co, const float *hm, size_t len,
+                         int open_out)
 {
   size_t n = ref_rng_range(&rng, 1, 6000), total = n + len - 1;
   add_case(", routing=%s, %u -> %u channels, %zu taps, %zu frames", routing, ci,
@@ -2277,12 +2280,26 @@ static void routing_case(const char *routing, const char *path,
     g_object_set(h->element, "kernel-file", path, NULL);
   else
     set_taps(h->element, taps, ntaps);
-  set_caps(h, GST_AUDIO_FORMAT_F32LE, 44100, ci, co);
+  if (open_out) {
+    char in[256];
+    snprintf(in, sizeof in, "audio/x-raw,format=F32LE,rate=44100,channels=%u,"
+             "layout=interleaved%s", ci, ci > 2 ? ",channel-mask=(bitmask)0" : "");
+    gst_harness_set_src_caps_str(h, in);
+  } else {
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 44100, ci, co);
+  }
   collected c;
   collect_init(&c, co, 44100, 0, total);
   CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ci, 44100, 0, TRUE) ==
             GST_FLOW_OK,
         "push");
+  GstCaps *oc = gst_pad_get_current_caps(h->sinkpad);
+  gint och = 0;
+  CHECK(oc && gst_structure_get_int(gst_caps_get_structure(oc, 0), "channels",
+                                    &och) && och == (gint)co,
+        "routing=%s, %u channels in: the output caps say %d channels, the "
+        "kernels give %u", routing, ci, och, co);
+  gst_caps_unref(oc);
   assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   collect(h, &c, GST_AUDIO_FORMAT_F32LE);
   CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
@@ -2338,7 +2355,9 @@ static void test_routing(void **state)
 {
   (void)state;
   for (int cs = 0; cs < 4; cs++) {
-    unsigned ci = (unsigned)ref_rng_range(&rng, 1, 3),
+    /* with the output caps open, 2 or 3 inputs: co * ci kernels then
+     * also divide into other (in, out) pairs than (ci, co) */
+    unsigned ci = (unsigned)ref_rng_range(&rng, cs % 2 ? 2 : 1, 3),
              co = (unsigned)ref_rng_range(&rng, 1, 2);
     size_t len = ref_rng_range(&rng, 1, 2000);
     set_case("case %d", cs);
@@ -2348,10 +2367,10 @@ static void test_routing(void **state)
     snprintf(shape, sizeof shape, "(%u, %zu)", co * ci, len);
     const char *path = fixture("routing.npy");
     write_npy(path, shape, hm, (size_t)co * ci * len);
-    routing_case("matrix", path, NULL, 0, ci, co, hm, len);
+    routing_case("matrix", path, NULL, 0, ci, co, hm, len, cs % 2);
     /* one kernel (the property) for every channel */
     routing_case(cs % 2 ? "shared" : "per-channel", NULL, hm, len, ci, ci, NULL,
-                 len);
+                 len, cs % 2 == 0);
     free(hm);
   }
   set_case("routings a file cannot serve");
