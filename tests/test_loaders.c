@@ -256,6 +256,35 @@ static void test_text_decimal_comma(void **state)
   expect_ok(cf_kernel_load_text(path, &k), path);
   expect_taps(k, 0, want, sizeof want / sizeof *want, 0.0);
   cf_kernel_free(k);
+  /* one number a line, with decimal commas: 2 to 9 lines such as
+   * "0,25" (comments, blank lines and CR LF between them) */
+  unsigned nl = (unsigned)ref_rng_range(&rng, 2, 9);
+  char text[512];
+  size_t len = (size_t)snprintf(text, sizeof text, "# taps\n\n");
+  for (unsigned l = 0; l < nl; l++)
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s%u,%u%s",
+                            ref_rng_u64(&rng) % 2 ? "-" : "", l % 3,
+                            (unsigned)ref_rng_range(&rng, 0, 999),
+                            l % 2 ? "\r\n" : "  # tap\n");
+  write_bytes(path, text, len);
+  char where[1100];
+  snprintf(where, sizeof where, "%s:3:1:", path);
+  expect_error(ref_rng_u64(&rng) % 2 ? cf_kernel_load(path, 0, &k)
+                                     : cf_kernel_load_text(path, &k),
+               &k, CF_E_FORMAT, where, "decimal commas (0,25)?");
+  /* lists that are not: one such line, or other lines among them, or a
+   * point anywhere */
+  static const char *const lists[] = {"0,25\n", "0,25\n0,5\n1\n",
+                                      "0,25\n0,5,1\n", "0,25\n1 2\n",
+                                      "0,25\n0,5\n# 0.5\n1.5\n"};
+  static const size_t nwant[] = {2, 5, 5, 4, 5};
+  for (int i = 0; i < 5; i++) {
+    write_bytes(path, lists[i], strlen(lists[i]));
+    expect_ok(cf_kernel_load_text(path, &k), lists[i]);
+    CHECK(cf_kernel_max_len(k) == nwant[i], "'%s': %zu taps, want %zu",
+          lists[i], cf_kernel_max_len(k), nwant[i]);
+    cf_kernel_free(k);
+  }
 }
 
 static void test_text_empty(void **state)

@@ -37,6 +37,13 @@ struct cf_io_text {
                             * column of the number before it */
   bool spaces_only;    /* two numbers apart by spaces alone */
   bool point;          /* a number with a decimal point seen in the file */
+  /* One number a line written with a decimal comma ("0,25" on each
+   * line): every line with numbers holds two joined by a lone comma
+   * between digits (cf_io_text_comma_pairs) */
+  unsigned line_nums;        /* numbers on this line */
+  unsigned long pair_lines;  /* lines such as "0,25" */
+  bool other_lines;          /* a line with numbers that is not */
+  unsigned long pair_line, pair_col; /* the first of them */
   enum { EOL_UNKNOWN, EOL_LF, EOL_CR } eol; /* how lines end (next_byte) */
   int peek; /* a byte read ahead after a CR */
   bool have_peek;
@@ -250,6 +257,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     }
     if (t->tok_len) { /* ch ends a token: handle ch on the next call */
       t->line_tok = true;
+      t->line_nums++;
       t->last_end = t->tok[t->tok_len - 1];
       t->last_col = t->tok_col;
       t->point |= memchr(t->tok, '.', t->tok_len) != NULL;
@@ -275,6 +283,15 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     cf_status s = decimal_comma(t);
     if (s != CF_OK)
       return s;
+    if (t->line_nums == 2 && t->comma_col && !t->spaces_only) {
+      if (!t->pair_lines++) {
+        t->pair_line = t->line;
+        t->pair_col = t->comma_col;
+      }
+    } else if (t->line_nums) {
+      t->other_lines = true;
+    }
+    t->line_nums = 0;
     t->line_tok = t->spaces_only = false;
     t->comma_col = 0;
     *ev = (cf_io_text_event){
@@ -294,6 +311,17 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
   }
 }
 
+cf_status cf_io_text_comma_pairs(const cf_io_text *t)
+{
+  if (t->pair_lines < 2 || t->other_lines || t->point)
+    return CF_OK;
+  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: every line holds two numbers "
+                 "joined by a comma, and no number has a decimal point: one "
+                 "number a line written with decimal commas (0,25)? Write "
+                 "numbers with a point (0.25); commas and spaces both "
+                 "separate numbers", t->path, t->pair_line, t->pair_col);
+}
+
 static cf_status parse(const char *path, FILE *f, cf_io_taps *taps)
 {
   cf_io_text *t = NULL;
@@ -311,6 +339,11 @@ static cf_status parse(const char *path, FILE *f, cf_io_taps *taps)
     if (s == CF_OK)
       taps->v[taps->len++] = ev.value;
   }
+  /* a 1D kernel's lines carry no shape: pairs such as "0,25" on every
+   * one are decimal commas (a 2D kernel two columns wide is not refused:
+   * load2d.c) */
+  if (s == CF_OK)
+    s = cf_io_text_comma_pairs(t);
   cf_io_text_free(t);
   if (s == CF_OK && taps->len == 0)
     s = cf_fail(CF_E_FORMAT, "%s: no taps (the file is empty or holds only "
