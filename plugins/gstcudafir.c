@@ -61,8 +61,12 @@
  * channel), a NumPy .npy (1D shared, 2D per channel, 3D C_out x C_in
  * matrix) or a text file of numbers. `routing` reinterprets a file: with
  * routing=matrix an N-channel file on a C-channel stream is an
- * (N / C) x C matrix (a 4-channel true-stereo IR on stereo: LL, LR, RL,
- * RR), and the output has N / C channels. Without a kernel the element
+ * (N / C) x C matrix, output-major: file channel k feeds output k / C
+ * from input k % C (a 4-channel true-stereo IR on stereo: L<-L, L<-R,
+ * R<-L, R<-R; a file written input-major, L->L, L->R, R->L, R->R, has its
+ * middle two channels the other way round), and the output has N / C
+ * channels. Integer output (S16LE, S32LE) is rounded to nearest, ties to
+ * even, and saturated; no dither. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
  *
  * With backend=auto, a CUDA device that fails mid-stream leaves the
