@@ -1215,7 +1215,25 @@ static void test_pipelines_reload(void **state)
   CHECK(answer_ok(a) && now_s() - t0 < 1, "status behind a mute client");
   free(a);
   close(fd);
-  stop_daemon(&r);
+  /* the socket file removed (a tmp cleaner) and a second daemon started
+   * on the path: the first one stopping leaves the second's socket */
+  unlink(r.sock);
+  running r2;
+  pid_t first = r.pid;
+  write_text(fixture("second.conf"), "[stream p]\ntype = pipeline\npipeline "
+             "= audiotestsrc is-live=true ! cudafir ! fakesink\n");
+  start_daemon_ok(&r2, fixture("second.conf"));
+  kill(first, SIGTERM);
+  st = 0;
+  CHECK(waitpid(first, &st, 0) == first && WIFEXITED(st) &&
+            WEXITSTATUS(st) == 0,
+        "the first daemon ended with status %d", st);
+  r.pid = 0;
+  a = ctl(&r2, "status");
+  CHECK(answer_ok(a), "the second daemon's socket went with the first "
+        "daemon: %s", a);
+  free(a);
+  stop_daemon(&r2);
   snprintf(cmd, sizeof cmd, "%s -s %s status 2>/dev/null", ctl_bin, r.sock);
   st = system(cmd);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no daemon: exit %d", st);

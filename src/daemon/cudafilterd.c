@@ -72,6 +72,10 @@ typedef struct daemon_state {
   char *socket_path;
   GPtrArray *streams; /* stream * */
   GSocket *listener;
+  /* the socket file this daemon made (removed at exit only if it is
+   * still that file: another daemon may have made its own there since) */
+  dev_t socket_dev;
+  ino_t socket_ino;
   GSource *accepting; /* the listener's; NULL while CFD_MAX_CLIENTS are in */
   GPtrArray *clients; /* client *: control connections being served */
   char *config_socket; /* the config's `socket`, to tell a reload's change */
@@ -1002,6 +1006,10 @@ static bool listen_socket(daemon_state *d, GError **err)
     g_socket_set_blocking(d->listener, FALSE);
     ok = g_socket_listen(d->listener, err);
   }
+  if (ok && lstat(tmp, &st) == 0) {
+    d->socket_dev = st.st_dev;
+    d->socket_ino = st.st_ino;
+  }
   if (ok && rename(tmp, d->socket_path) != 0) {
     g_set_error(err, CFD_ERROR, 0, "rename to %s: %s", d->socket_path,
                 g_strerror(errno));
@@ -1339,7 +1347,12 @@ int main(int argc, char **argv)
   if (d.listener) {
     g_socket_close(d.listener, NULL);
     g_object_unref(d.listener);
-    unlink(d.socket_path);
+    /* ours only: removed while this daemon ran, the path may be another
+     * daemon's now (QA: stopping the first took the second's socket) */
+    struct stat st;
+    if (lstat(d.socket_path, &st) == 0 && st.st_dev == d.socket_dev &&
+        st.st_ino == d.socket_ino)
+      unlink(d.socket_path);
   }
   g_main_loop_unref(d.loop);
   g_free(d.socket_path);
