@@ -972,6 +972,17 @@ static void test_bad_config(void **state)
        * cudafilterd" (3) from a connection made for nothing (QA) */
       {"CTL -s /nonexistent.sock stat", "unknown command 'stat'"},
       {"CTL -s /nonexistent.sock --bogus", "unknown option '--bogus'"},
+      /* and so is a wrong argument count (QA: 1 from the daemon, 3
+       * without one) */
+      {"CTL -s /nonexistent.sock set p", "set takes 3 arguments, not 1"},
+      {"CTL -s /nonexistent.sock swap-kernel",
+       "swap-kernel takes at least 2 arguments, not 0"},
+      {"CTL -s /nonexistent.sock swap-kernel a b 1 2",
+       "swap-kernel takes at most 3 arguments, not 4"},
+      {"CTL -s /nonexistent.sock restart", "restart takes 1 argument, not 0"},
+      {"CTL -s /nonexistent.sock reload now", "reload takes 0 arguments"},
+      {"CTL -s /nonexistent.sock status --json a b",
+       "status takes at most 2 arguments, not 3"},
   };
   for (size_t i = 0; i < sizeof slips / sizeof *slips; i++) {
     char args[600], words[700];

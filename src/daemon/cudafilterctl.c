@@ -65,12 +65,24 @@ int main(int argc, char **argv)
    * made for nothing */
   static const char *const commands[] = {"status", "set", "swap-kernel",
                                          "restart", "reload"};
+  /* the arguments each takes, at least and at most */
+  static const int least[] = {0, 3, 2, 1, 0}, most[] = {2, 3, 3, 1, 0};
   size_t c = 0;
   while (c < G_N_ELEMENTS(commands) && strcmp(argv[i], commands[c]))
     c++;
   if (c == G_N_ELEMENTS(commands)) {
     fprintf(stderr, "cudafilterctl: unknown %s '%s'\n",
             argv[i][0] == '-' ? "option" : "command", argv[i]);
+    usage(stderr);
+    g_free(sock);
+    return 2;
+  }
+  int nargs = argc - i - 1;
+  if (nargs < least[c] || nargs > most[c]) {
+    int few = nargs < least[c], n = few ? least[c] : most[c];
+    fprintf(stderr, "cudafilterctl: %s takes %s%d argument%s, not %d\n",
+            commands[c], least[c] == most[c] ? "" : few ? "at least " : "at most ",
+            n, n == 1 ? "" : "s", nargs);
     usage(stderr);
     g_free(sock);
     return 2;
