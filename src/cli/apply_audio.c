@@ -1800,9 +1800,14 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
     apply_progress(&p, (double)in->frames / in->rate, total, false);
   }
   if (!rc) {
-    size_t tail = cf_engine_tail(e), written = 0;
-    size_t limit =
-        (size_t)in->frames + (opt->tail && kernel_len ? kernel_len - 1 : 0);
+    /* Without --tail only the `lat` frames behind the input are still to
+     * come: the input continued by that much silence gives them, the
+     * drain's own arithmetic, without computing the kernel's whole
+     * ring-out to throw it away (a 4M-tap kernel's took seconds, and a
+     * stopped cudafilterd stream gave up its output meanwhile: QA). */
+    bool ring = opt->tail && kernel_len;
+    size_t tail = ring ? cf_engine_tail(e) : lat, written = 0;
+    size_t limit = (size_t)in->frames + (ring ? kernel_len - 1 : 0);
     if (tail > cap) {
       float *b = realloc(y, tail * cout * sizeof *b);
       if (!b)
@@ -1810,7 +1815,18 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
       else
         y = b;
     }
-    cf_status st = rc ? CF_OK : cf_engine_drain(e, y, tail, &written);
+    float *zeros = NULL;
+    if (!rc && !ring && tail &&
+        !(zeros = calloc(tail * cf_engine_in_channels(e), sizeof *zeros)))
+      rc = apply_error("out of memory for the %zu-frame tail", tail);
+    cf_status st = CF_OK;
+    if (!rc && ring)
+      st = cf_engine_drain(e, y, tail, &written);
+    else if (!rc && tail && (st = cf_engine_process(e, zeros, y, tail)) == CF_OK)
+      written = tail;
+    if (!rc && !ring && st == CF_OK)
+      st = cf_engine_reset(e); /* as a drain leaves it */
+    free(zeros);
     apply_note_fallback(e, &told);
     if (st != CF_OK)
       rc = apply_error("filtering failed: %s", cf_last_error());
