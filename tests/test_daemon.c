@@ -1226,6 +1226,20 @@ static void test_pipelines_reload(void **state)
   CHECK(answer_ok(a) && now_s() - t0 < 1, "status behind a mute client");
   free(a);
   close(fd);
+  /* a stopped daemon: cudafilterctl gives up after its timeout (3), where
+   * it waited for ever (QA) */
+  kill(r.pid, SIGSTOP);
+  snprintf(cmd, sizeof cmd, "CUDAFILTERCTL_TIMEOUT=1 %s -s %s status", ctl_bin,
+           r.sock);
+  t0 = now_s();
+  char *tm;
+  st = run_captured("", cmd, &tm);
+  double waited = now_s() - t0;
+  kill(r.pid, SIGCONT);
+  CHECK(st == 3 && tm && strstr(tm, "did not answer in 1 s") && waited < 10,
+        "cudafilterctl against a stopped daemon: exit %d after %.1f s: %s", st,
+        waited, tm ? tm : "");
+  free(tm);
   /* the socket file removed (a tmp cleaner) and a second daemon started
    * on the path: the first one stopping leaves the second's socket */
   unlink(r.sock);

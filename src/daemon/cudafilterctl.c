@@ -14,6 +14,7 @@
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *f)
@@ -124,6 +125,26 @@ int main(int argc, char **argv)
   int rc = 0;
   GString *ans = g_string_new(NULL);
   GSocketClient *cl = g_socket_client_new();
+  /* a daemon that is stopped (SIGSTOP, a debugger) or stuck must not
+   * hold the client for ever: no answer within the timeout is "no
+   * daemon answers" (3); a reload that loads long kernels takes seconds */
+  guint timeout = 60;
+  const char *t = g_getenv("CUDAFILTERCTL_TIMEOUT");
+  if (t && *t) {
+    char *end;
+    unsigned long v = strtoul(t, &end, 10);
+    if (*end || v == 0 || v > 86400) {
+      fprintf(stderr, "cudafilterctl: CUDAFILTERCTL_TIMEOUT='%s' is not a "
+              "whole number of seconds in 1..86400\n", t);
+      g_object_unref(cl);
+      g_string_free(ans, TRUE);
+      g_string_free(req, TRUE);
+      g_free(sock);
+      return 2;
+    }
+    timeout = (guint)v;
+  }
+  g_socket_client_set_timeout(cl, timeout);
   GSocketAddress *addr = g_unix_socket_address_new(sock);
   GSocketConnection *conn;
   /* a full listen queue (many clients at once) says "try again": for a
@@ -153,7 +174,12 @@ int main(int argc, char **argv)
       g_string_append_len(ans, buf, r);
   g_object_unref(conn);
   if (r < 0) {
-    fprintf(stderr, "cudafilterctl: %s: %s\n", sock, e->message);
+    if (g_error_matches(e, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
+      fprintf(stderr, "cudafilterctl: cudafilterd on %s did not answer in "
+              "%u s (stopped? CUDAFILTERCTL_TIMEOUT sets the wait)\n",
+              sock, timeout);
+    else
+      fprintf(stderr, "cudafilterctl: %s: %s\n", sock, e->message);
     rc = 3;
     goto done;
   }
