@@ -1685,16 +1685,26 @@ static gchar *frame_unfit(GstCudaConvolve *self, GstBuffer *buf)
     return NULL;
 #endif
   const char *fmt = gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info));
+  /* without a meta the layout is the caps' own: the size alone tells, and
+   * no mapping is made (one of memory on a device would copy it) */
+  if (!gst_buffer_get_video_meta(buf))
+    return gst_buffer_get_size(buf) >= GST_VIDEO_INFO_SIZE(info)
+               ? NULL
+               : g_strdup_printf("a buffer of %" G_GSIZE_FORMAT " bytes does "
+                                 "not hold a %dx%d %s frame (%" G_GSIZE_FORMAT
+                                 " bytes)",
+                                 gst_buffer_get_size(buf),
+                                 GST_VIDEO_INFO_WIDTH(info),
+                                 GST_VIDEO_INFO_HEIGHT(info), fmt,
+                                 GST_VIDEO_INFO_SIZE(info));
   GstVideoFrame vf;
   if (!gst_video_frame_map(&vf, info, buf,
                            GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))
     return g_strdup_printf(
-        "a buffer of %" G_GSIZE_FORMAT " bytes does not hold a %dx%d %s "
-        "frame (%" G_GSIZE_FORMAT " bytes%s)",
+        "a buffer of %" G_GSIZE_FORMAT " bytes does not hold the %dx%d %s "
+        "frame its video meta lays out",
         gst_buffer_get_size(buf), GST_VIDEO_INFO_WIDTH(info),
-        GST_VIDEO_INFO_HEIGHT(info), fmt, GST_VIDEO_INFO_SIZE(info),
-        gst_buffer_get_video_meta(buf) ? ", or as its video meta lays it out"
-                                       : "");
+        GST_VIDEO_INFO_HEIGHT(info), fmt);
   gchar *why = NULL;
   for (guint c = 0; c < GST_VIDEO_FRAME_N_COMPONENTS(&vf) && !why; c++) {
     guint p = GST_VIDEO_FRAME_COMP_PLANE(&vf, c);
