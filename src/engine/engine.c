@@ -165,15 +165,19 @@ static size_t total_latency(const cf_engine *e)
   return e->ops->latency(e->impl) + e->delay;
 }
 
-/* The oldest stage the outputs from y index y on depend on. Stages at
- * one point are swaps a later one replaced while they waited for the
- * crossfade before them (engine.h; the backends drop them, cf_swaps_push:
- * here they stay, and a switch replays them to the CPU, which drops them
- * the same way): a crossfade's old side is the stage before the group. */
-static unsigned fb_first_stage(const cf_engine *e, unsigned long long y)
+/* The oldest stage the outputs from y index y on depend on, input frame
+ * `now` (>= y) reached. A stage at `now` or later still waits for its
+ * point: a swap asked for next may replace it (cf_swaps_push), so it is
+ * no stage to start from. Stages at one point are swaps a later one
+ * replaced while they waited (engine.h; the backends drop them: here they
+ * stay, and a switch replays them to the CPU, which drops them the same
+ * way): a crossfade's old side is the stage before the group. */
+static unsigned fb_first_stage(const cf_engine *e, unsigned long long y,
+                               unsigned long long now)
 {
   unsigned k = 0;
-  while (k + 1 < e->nstage && e->stage[k + 1].s <= y)
+  while (k + 1 < e->nstage && e->stage[k + 1].s <= y &&
+         e->stage[k + 1].s < now)
     k++;
   if (!k || y >= e->stage[k].s + e->stage[k].x)
     return k;
@@ -235,14 +239,9 @@ static cf_status fb_prepare(cf_engine *e, const cf_kernel *k, cf_kernel *owned,
   if (e->requested != CF_BACKEND_AUTO || e->backend != CF_BACKEND_CUDA)
     return CF_OK;
   size_t lat = total_latency(e);
-  if (e->nstage) { /* the stages no coming output depends on go */
-    unsigned first = fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0);
-    /* but not the one before a swap still waiting for its point: this
-     * swap may replace it, and then crossfade from that one */
-    while (first && e->stage[first].s >= e->fb_t)
-      first--;
-    fb_drop(e, first, dead);
-  }
+  if (e->nstage) /* the stages no coming output depends on go */
+    fb_drop(e, fb_first_stage(e, e->fb_t > lat ? e->fb_t - lat : 0, e->fb_t),
+            dead);
   if (e->nstage + 1 > e->stage_cap) {
     unsigned cap = e->stage_cap ? 2 * e->stage_cap : CF_SWAPS_START;
     cf_fb_stage *st = realloc(e->stage, cap * sizeof *st);
@@ -345,11 +344,7 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   size_t lat = total_latency(e);
   unsigned long long end = e->fb_t, from = end - piece;
   unsigned long long y0 = from > lat ? from - lat : 0;
-  unsigned next = fb_first_stage(e, y0);
-  /* a swap still waiting for its point is replayed, not started from:
-   * one asked for next may replace it (cf_swaps_push) */
-  while (next && e->stage[next].s >= end)
-    next--;
+  unsigned next = fb_first_stage(e, y0, end);
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
   cfg.algorithm = takeover_algorithm(lat - depth_frames(&e->cfg));
