@@ -109,6 +109,9 @@ static double samples_per_frame(const options *o)
   case CF_PIX_NV12:
     return ((c & CF_COMP_Y) ? w * h : 0.0) + ((c & CF_COMP_U) ? cw * ch : 0.0) +
            ((c & CF_COMP_V) ? cw * ch : 0.0);
+  case CF_PIX_Y42B:
+    return ((c & CF_COMP_Y) ? w * h : 0.0) + ((c & CF_COMP_U) ? cw * h : 0.0) +
+           ((c & CF_COMP_V) ? cw * h : 0.0);
   default:
     return w * h * (double)__builtin_popcount(c & CF_COMP_ALL);
   }
@@ -206,7 +209,8 @@ static void usage(FILE *f)
     "  Times cf_engine_process_frame() on 1080p (default) frames by\n"
     "  regression: ms/frame (90%% CI), Mpixel/s, and T*Kh*Kw multiply-adds\n"
     "  per output sample x samples / time (GFMA/s, GFLOP/s).\n"
-    "  --format GRAY8|GRAY16_LE|GRAY32F|RGBA|BGRA|RGBx|BGRx|RGB|BGR|I420|NV12\n"
+    "  --format GRAY8|GRAY16_LE|GRAY32F|RGBA|BGRA|RGBx|BGRx|RGB|BGR|I420|NV12|\n"
+    "           Y444|Y42B\n"
     "           (default GRAY32F)\n"
     "  --kernel N or KhxKw (default 13); --temporal T taps (default 1);\n"
     "  --preset gaussian|box|sharpen|unsharp|sobel-x|sobel-y|laplacian|emboss\n"

@@ -402,8 +402,8 @@ enum {
 
 #define CAPS_STR                                                               \
   "video/x-raw, format = (string) { GRAY8, GRAY16_LE, RGBA, BGRA, RGBx, "     \
-  "BGRx, RGB, BGR, I420, NV12 }, width = (int) [ 1, 32768 ], height = (int) " \
-  "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
+  "BGRx, RGB, BGR, I420, NV12, Y444, Y42B }, width = (int) [ 1, 32768 ], "    \
+  "height = (int) [ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
 
 /* what 1.22's GstCudaMemory allocates (no GRAY8, GRAY16_LE) */
 #define CUDA_CAPS_STR                                                          \
@@ -2670,7 +2670,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "components", "Components",
           "What is filtered (the rest and alpha pass unchanged): \"all\", "
           "letters of rgb (\"r\", \"gb\", \"red\") for RGB video, of yuv "
-          "or \"luma\"/\"chroma\" for I420/NV12, or a mask 1..7 (1 = R/Y, "
+          "or \"luma\"/\"chroma\" for YUV video, or a mask 1..7 (1 = R/Y, "
           "2 = G/U, 4 = B/V); words apart by commas or spaces; gray video "
           "has one component (y). Negotiation offers the formats they fit; "
           "set while playing to ones the format lacks, upstream is asked "

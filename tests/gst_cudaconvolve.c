@@ -81,7 +81,8 @@ static const gfmt formats[] = {
     {"RGBA", CF_PIX_RGBA},   {"BGRA", CF_PIX_BGRA},
     {"RGBx", CF_PIX_RGBX},   {"BGRx", CF_PIX_BGRX},
     {"RGB", CF_PIX_RGB},     {"BGR", CF_PIX_BGR},
-    {"I420", CF_PIX_I420},   {"NV12", CF_PIX_NV12}};
+    {"I420", CF_PIX_I420},   {"NV12", CF_PIX_NV12},
+    {"Y444", CF_PIX_Y444},   {"Y42B", CF_PIX_Y42B}};
 #define NFORMATS (sizeof formats / sizeof *formats)
 
 static const char *const border_names[] = {"constant", "nearest", "reflect",
@@ -331,7 +332,10 @@ static int family(cf_pixel_format f)
 {
   if (f == CF_PIX_GRAY8 || f == CF_PIX_GRAY16_LE)
     return 0;
-  return f == CF_PIX_I420 || f == CF_PIX_NV12 ? 2 : 1;
+  return f == CF_PIX_I420 || f == CF_PIX_NV12 || f == CF_PIX_Y444 ||
+                 f == CF_PIX_Y42B
+             ? 2
+             : 1;
 }
 
 /* A random components string and the mask it means. */
@@ -1417,8 +1421,7 @@ static void test_components_live(void **state)
     unsigned mode = rep % 4;
     int convert = mode < 2;
     const gfmt *src = &formats[ref_rng_range(&r, 0, NFORMATS - 1)];
-    int rgb = src->cf != CF_PIX_GRAY8 && src->cf != CF_PIX_GRAY16_LE &&
-              src->cf != CF_PIX_I420 && src->cf != CF_PIX_NV12;
+    int rgb = family(src->cf) == 1;
     const char *target =
         rgb ? to_yuv[ref_rng_range(&r, 0, 4)] : to_rgb[ref_rng_range(&r, 0, 3)];
     unsigned n = (unsigned)ref_rng_range(&r, 6, 12),

@@ -84,9 +84,14 @@ void ref2d_convolve(const double *x, unsigned w, unsigned h, const double *k,
 /* ------------------------------------------------------------------ */
 /* Pixel layouts, written out from video.h                              */
 
+/* sub: the grid halved in x and y (4:2:0); CH2: in x only (4:2:2) */
 #define CH(p, o, s, sub)                                                       \
   {                                                                            \
-    p, o, s, sub                                                               \
+    p, o, s, sub, sub                                                          \
+  }
+#define CH2(p, o, s, subx)                                                     \
+  {                                                                            \
+    p, o, s, subx, 0                                                           \
   }
 
 int ref2d_fmt_get(cf_pixel_format f, ref2d_fmt *d)
@@ -143,15 +148,30 @@ int ref2d_fmt_get(cf_pixel_format f, ref2d_fmt *d)
     d->planes = 3;
     for (unsigned p = 0; p < 3; p++) {
       d->plane_bpp[p] = 1;
-      d->plane_sub[p] = p > 0;
+      d->plane_subx[p] = d->plane_suby[p] = p > 0;
       d->comp[p] = (ref2d_chan)CH(p, 0, 1, p > 0);
+    }
+    return 1;
+  case CF_PIX_Y444: /* three full planes */
+    d->planes = 3;
+    for (unsigned p = 0; p < 3; p++) {
+      d->plane_bpp[p] = 1;
+      d->comp[p] = (ref2d_chan)CH(p, 0, 1, 0);
+    }
+    return 1;
+  case CF_PIX_Y42B: /* chroma halved across, full height */
+    d->planes = 3;
+    for (unsigned p = 0; p < 3; p++) {
+      d->plane_bpp[p] = 1;
+      d->plane_subx[p] = p > 0;
+      d->comp[p] = (ref2d_chan)CH2(p, 0, 1, p > 0);
     }
     return 1;
   case CF_PIX_NV12:
     d->planes = 2;
     d->plane_bpp[0] = 1;
     d->plane_bpp[1] = 2;
-    d->plane_sub[1] = 1;
+    d->plane_subx[1] = d->plane_suby[1] = 1;
     d->comp[0] = (ref2d_chan)CH(0, 0, 1, 0);
     d->comp[1] = (ref2d_chan)CH(1, 0, 2, 1);
     d->comp[2] = (ref2d_chan)CH(1, 1, 2, 1);
@@ -168,8 +188,8 @@ static unsigned half_up(unsigned n)
 void ref2d_plane_size(const ref2d_fmt *f, unsigned p, unsigned w, unsigned h,
                       unsigned *pw, unsigned *ph)
 {
-  *pw = f->plane_sub[p] ? half_up(w) : w;
-  *ph = f->plane_sub[p] ? half_up(h) : h;
+  *pw = f->plane_subx[p] ? half_up(w) : w;
+  *ph = f->plane_suby[p] ? half_up(h) : h;
 }
 
 size_t ref2d_row_bytes(const ref2d_fmt *f, unsigned p, unsigned w)
@@ -182,8 +202,8 @@ size_t ref2d_row_bytes(const ref2d_fmt *f, unsigned p, unsigned w)
 void ref2d_chan_size(const ref2d_chan *c, unsigned w, unsigned h, unsigned *cw,
                      unsigned *ch)
 {
-  *cw = c->sub ? half_up(w) : w;
-  *ch = c->sub ? half_up(h) : h;
+  *cw = c->subx ? half_up(w) : w;
+  *ch = c->suby ? half_up(h) : h;
 }
 
 const uint8_t *ref2d_sample_ptr(const ref2d_fmt *f, const cf_frame *fr,

@@ -31,9 +31,10 @@ void ref2d_convolve(const double *x, unsigned w, unsigned h, const double *k,
 
 /* A pixel format's layout, from video.h: one sample (component) lives in
  * `plane` at byte `offset` of each pixel, `step` bytes from one pixel to
- * the next along a row, on a grid halved (rounded up) in x and y if sub. */
+ * the next along a row, on a grid halved (rounded up) in x if subx, in y
+ * if suby. */
 typedef struct ref2d_chan {
-  unsigned plane, offset, step, sub;
+  unsigned plane, offset, step, subx, suby;
 } ref2d_chan;
 
 typedef struct ref2d_fmt {
@@ -42,7 +43,7 @@ typedef struct ref2d_fmt {
   double maxv; /* largest integer sample (255, 65535) */
   unsigned planes;
   unsigned plane_bpp[3]; /* bytes per pixel of each plane's grid */
-  unsigned plane_sub[3];
+  unsigned plane_subx[3], plane_suby[3];
   unsigned ncomp; /* 1 or 3: R G B or Y U V (mask bits 1, 2, 4) */
   ref2d_chan comp[3];
   unsigned nextra; /* alpha or X bytes, copied unchanged */

@@ -3489,17 +3489,18 @@ static void unit_kernel2d(ref_rng *r, char *kpath, size_t len,
   write_text_kernel2d(kpath, p);
 }
 
-/* The frames of a 4:4:4 YUV4MPEG2 file: 3 x w x h bytes each. */
-static void y444_write(const char *path, unsigned w, unsigned h,
-                       unsigned char *const *frames, size_t n)
+/* The frames of a planar YUV4MPEG2 file (C444, C422, ...): `bytes`
+ * each, the planes one after another. */
+static void y4m_planar_write(const char *path, unsigned w, unsigned h,
+                             const char *tag, unsigned char *const *frames,
+                             size_t n, size_t bytes)
 {
   FILE *o = fopen(path, "wb");
   assert_non_null(o);
-  fprintf(o, "YUV4MPEG2 W%u H%u F25:1 Ip A1:1 C444\n", w, h);
+  fprintf(o, "YUV4MPEG2 W%u H%u F25:1 Ip A1:1 %s\n", w, h, tag);
   for (size_t t = 0; t < n; t++) {
     fputs("FRAME\n", o);
-    assert_int_equal(fwrite(frames[t], 1, 3 * (size_t)w * h, o),
-                     3 * (size_t)w * h);
+    assert_int_equal(fwrite(frames[t], 1, bytes, o), bytes);
   }
   assert_int_equal(fclose(o), 0);
 }
@@ -3848,79 +3849,97 @@ static void test_apply_jpeg(void **state)
 #endif
 }
 
-/* A 4:4:4 input of odd size: filtered as I420 (the engine's nearest
- * format), it went to the encoder as I420 too, which 4:2:0 encoders
- * refuse at odd sizes ("libx264 refuses 37x21 yuv420p"). The frames go
- * back to the input's own format where the encoder takes it: YUV4MPEG2
- * holds 4:4:4. Luma is filtered at full resolution (checked against the
- * reference); chroma at 4:2:0 and upsampled, so a constant chroma plane
- * stays that constant. */
+/* 4:4:4 and 4:2:2 inputs (yuv444p, yuv422p: an MJPEG webcam's, a
+ * ProRes proxy's) at random sizes, odd ones included. They were filtered
+ * as I420 (the engine's nearest format then): chroma halved in height,
+ * filtered, and upsampled back, off by up to 23 levels. Now the engine
+ * filters them as they are (Y444, Y42B): every plane at its own size
+ * against the reference, unselected planes unchanged, the format kept
+ * (YUV4MPEG2 holds both), and no conversion note. */
 static void test_apply_video_444(void **state)
 {
   (void)state;
 #ifdef CF_TEST_HAVE_LIBAV
   ref_rng r;
   ref_rng_init(&r, ref_seed() + 6);
-  enum { W = 37, H = 21, N = 3, PLANE = W * H };
+  enum { N = 3 };
   const vfmt *f = vfmt_find("GRAY8");
-  float taps[9];
-  conv2d_params p;
-  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
-  unit_kernel2d(&r, kpath, sizeof kpath, "y444-k.txt", taps, &p);
-  tmp_path(inp, sizeof inp, "y444-in.y4m");
-  tmp_path(outp, sizeof outp, "y444-out.y4m");
-  unlink(outp);
-  static unsigned char in[N][3 * PLANE];
-  unsigned char *frames[N];
-  for (int t = 0; t < N; t++) {
-    fill_frames(&r, f, in[t], PLANE);
-    memset(in[t] + PLANE, 90, PLANE);
-    memset(in[t] + 2 * PLANE, 200, PLANE);
-    frames[t] = in[t];
+  for (int c = 0; c < 4; c++) {
+    int half = c % 2; /* 4:2:2 */
+    int luma = c >= 2; /* --components luma */
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 40);
+    unsigned h = (unsigned)ref_rng_range(&r, 1, 30);
+    if (c == 1)
+      w |= 1; /* the last chroma column covers one luma column */
+    unsigned cw = half ? (w + 1) / 2 : w;
+    size_t plane = (size_t)w * h, cplane = (size_t)cw * h;
+    size_t bytes = plane + 2 * cplane;
+    const char *tag = half ? "C422" : "C444";
+    float taps[9];
+    conv2d_params p;
+    char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+    unit_kernel2d(&r, kpath, sizeof kpath, "y444-k.txt", taps, &p);
+    tmp_path(inp, sizeof inp, "y444-in.y4m");
+    tmp_path(outp, sizeof outp, "y444-out.y4m");
+    unlink(outp);
+    unsigned char *frames[N], *planes[3][N];
+    for (int t = 0; t < N; t++) {
+      frames[t] = malloc(bytes);
+      assert_non_null(frames[t]);
+      fill_frames(&r, f, frames[t], bytes);
+      planes[0][t] = frames[t];
+      planes[1][t] = frames[t] + plane;
+      planes[2][t] = frames[t] + plane + cplane;
+    }
+    y4m_planar_write(inp, w, h, tag, frames, N, bytes);
+    const char *args[] = {NULL, "apply", "--kernel2d", kpath, "--backend",
+                          "cpu", "--components", luma ? "luma" : "all", inp,
+                          outp, NULL};
+    result res;
+    run_simple(args, &res);
+    char what[96];
+    snprintf(what, sizeof what, "%s %ux%u, components %s", tag, w, h,
+             luma ? "luma" : "all");
+    printf("%s\n", what);
+    if (res.status != 0)
+      fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+    if (strstr(res.err, "filtered as") || strstr(res.err, "converted"))
+      fail_msg("%s: a conversion where none is needed:\n%s", what, res.err);
+    size_t n;
+    unsigned char *b = read_file(outp, &n);
+    assert_non_null(b);
+    unsigned char *nl = memchr(b, '\n', n);
+    assert_non_null(nl);
+    char head[256] = "", want[64];
+    size_t hl = (size_t)(nl - b) < sizeof head ? (size_t)(nl - b)
+                                               : sizeof head - 1;
+    memcpy(head, b, hl);
+    snprintf(want, sizeof want, " W%u H%u ", w, h);
+    if (!strstr(head, want) || !strstr(head, tag))
+      fail_msg("%s: header '%s', want%s%s; stderr:\n%s", what, head, want,
+               tag, res.err);
+    result_free(&res);
+    size_t at = (size_t)(nl - b) + 1;
+    for (int t = 0; t < N; t++) {
+      if (at + 6 + bytes > n || memcmp(b + at, "FRAME\n", 6))
+        fail_msg("%s: frame %d missing (%zu bytes)", what, t, n);
+      const unsigned char *fr = b + at + 6;
+      for (int q = 0; q < 3; q++) {
+        char pw[128];
+        snprintf(pw, sizeof pw, "%s, plane %c", what, "YUV"[q]);
+        check_frame(pw, f, q ? cw : w, h, q == 0 || !luma, &p, planes[q],
+                    (size_t)t, fr + (q ? plane + (size_t)(q - 1) * cplane : 0));
+      }
+      at += 6 + bytes;
+    }
+    assert_int_equal(at, n);
+    free(b);
+    for (int t = 0; t < N; t++)
+      free(frames[t]);
+    unlink(inp);
+    unlink(outp);
+    unlink(kpath);
   }
-  y444_write(inp, W, H, frames, N);
-  const char *args[] = {NULL, "apply", "--kernel2d", kpath, "--backend",
-                        "cpu", inp, outp, NULL};
-  result res;
-  run_simple(args, &res);
-  if (res.status != 0)
-    fail_msg("yuv444p %dx%d: exit %d, stderr:\n%s", W, H, res.status,
-             res.err);
-  size_t n;
-  unsigned char *b = read_file(outp, &n);
-  assert_non_null(b);
-  unsigned char *nl = memchr(b, '\n', n);
-  assert_non_null(nl);
-  char head[256] = "";
-  size_t hl = (size_t)(nl - b) < sizeof head ? (size_t)(nl - b)
-                                             : sizeof head - 1;
-  memcpy(head, b, hl);
-  printf("output: %s\n", head);
-  if (!strstr(head, " W37 ") || !strstr(head, " H21 ") ||
-      !strstr(head, " C444"))
-    fail_msg("%s: header '%s', want W37 H21 C444; stderr:\n%s", outp, head,
-             res.err);
-  if (!strstr(res.err, "chroma filtered at 4:2:0") ||
-      !strstr(res.err, "converted back to yuv444p (chroma upsampled)"))
-    fail_msg("no note on the conversions:\n%s", res.err);
-  result_free(&res);
-  size_t at = (size_t)(nl - b) + 1;
-  for (int t = 0; t < N; t++) {
-    if (at + 6 + 3 * PLANE > n || memcmp(b + at, "FRAME\n", 6))
-      fail_msg("%s: frame %d missing (%zu bytes)", outp, t, n);
-    const unsigned char *fr = b + at + 6;
-    check_frame("yuv444p luma", f, W, H, 1, &p, frames, (size_t)t, fr);
-    for (size_t i = 0; i < PLANE; i++)
-      if (fr[PLANE + i] != 90 || fr[2 * PLANE + i] != 200)
-        fail_msg("frame %d: chroma at pixel %zu is %u, %u, want 90, 200", t,
-                 i, fr[PLANE + i], fr[2 * PLANE + i]);
-    at += 6 + 3 * PLANE;
-  }
-  assert_int_equal(at, n);
-  free(b);
-  unlink(inp);
-  unlink(outp);
-  unlink(kpath);
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();

@@ -70,11 +70,13 @@ static const variant *V; /* the variant running now */
 static const cf_pixel_format all_formats[] = {
     CF_PIX_GRAY8, CF_PIX_GRAY16_LE, CF_PIX_GRAY32F, CF_PIX_RGBA,
     CF_PIX_BGRA,  CF_PIX_RGBX,      CF_PIX_BGRX,    CF_PIX_RGB,
-    CF_PIX_BGR,   CF_PIX_I420,      CF_PIX_NV12};
+    CF_PIX_BGR,   CF_PIX_I420,      CF_PIX_NV12,    CF_PIX_Y444,
+    CF_PIX_Y42B};
 #define NFORMATS (sizeof all_formats / sizeof *all_formats)
 static const char *const fmt_names[] = {"GRAY8", "GRAY16_LE", "GRAY32F", "RGBA",
                                         "BGRA",  "RGBx",      "BGRx",    "RGB",
-                                        "BGR",   "I420",      "NV12"};
+                                        "BGR",   "I420",      "NV12",    "Y444",
+                                        "Y42B"};
 
 static int is_separable(void)
 {
@@ -988,7 +990,8 @@ static void check_components_names(ref_rng *r)
   for (int i = 0; i < 600; i++) {
     unsigned fi = (unsigned)ref_rng_range(r, 0, NFORMATS - 1);
     cf_pixel_format f = all_formats[fi];
-    int gray = fi < 3, yuv = f == CF_PIX_I420 || f == CF_PIX_NV12;
+    int gray = fi < 3, yuv = f == CF_PIX_I420 || f == CF_PIX_NV12 ||
+                             f == CF_PIX_Y444 || f == CF_PIX_Y42B;
     char s[160] = "";
     unsigned want = 0;
     int ok = 1;
@@ -1898,8 +1901,8 @@ static void test_bad_config(void **state)
   cfg.width = CF_VIDEO_MAX_SIDE + 1;
   expect_new_fails(&cfg, k, "width > CF_VIDEO_MAX_SIDE");
   cfg = base;
-  cfg.format = (cf_pixel_format)11;
-  expect_new_fails(&cfg, k, "unknown format 11");
+  cfg.format = (cf_pixel_format)13;
+  expect_new_fails(&cfg, k, "unknown format 13");
   cfg.format = (cf_pixel_format)-1;
   expect_new_fails(&cfg, k, "unknown format -1");
   cfg = base;
@@ -1972,9 +1975,10 @@ static void test_bad_frames(void **state)
   (void)state;
   ref_rng r;
   test_rng(&r, 15);
-  static const cf_pixel_format fs[] = {
-      CF_PIX_GRAY16_LE, CF_PIX_RGB, CF_PIX_I420, CF_PIX_NV12, CF_PIX_GRAY32F};
-  for (unsigned c = 0; c < 5; c++) {
+  static const cf_pixel_format fs[] = {CF_PIX_GRAY16_LE, CF_PIX_RGB,
+                                       CF_PIX_I420,      CF_PIX_NV12,
+                                       CF_PIX_GRAY32F,   CF_PIX_Y42B};
+  for (unsigned c = 0; c < sizeof fs / sizeof *fs; c++) {
     cf_pixel_format f = fs[c];
     unsigned w = (unsigned)ref_rng_range(&r, 2, 20);
     unsigned h = (unsigned)ref_rng_range(&r, 2, 20);

@@ -75,7 +75,9 @@ typedef enum cf_pixel_format {
   CF_PIX_RGB,
   CF_PIX_BGR,
   CF_PIX_I420,    /* planes Y, U, V; chroma (w + 1) / 2 x (h + 1) / 2 */
-  CF_PIX_NV12     /* planes Y, UV interleaved; chroma as I420 */
+  CF_PIX_NV12,    /* planes Y, UV interleaved; chroma as I420 */
+  CF_PIX_Y444,    /* planes Y, U, V, all w x h (4:4:4) */
+  CF_PIX_Y42B     /* planes Y, U, V; chroma (w + 1) / 2 x h (4:2:2) */
 } cf_pixel_format;
 
 /* Component selection: a mask of colours (RGB family), planes (YUV) or the
@@ -135,7 +137,8 @@ typedef struct cf_video_config {
 void cf_video_config_init(cf_video_config *cfg);
 
 /* One frame: plane pointers and the bytes between the starts of rows.
- * Packed formats use plane 0; I420 planes Y, U, V; NV12 planes Y, UV.
+ * Packed formats use plane 0; I420, Y444 and Y42B planes Y, U, V; NV12
+ * planes Y, UV.
  * A stride may exceed the row's bytes (padded rows). */
 typedef struct cf_frame {
   void *data[3];
@@ -231,13 +234,14 @@ void cf_swap_prep2d_free(cf_swap_prep2d *p);
 
 const char *cf_pixel_format_name(cf_pixel_format f);
 /* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",
- * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12" (case-insensitive). */
+ * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12", "Y444", "Y42B"
+ * (case-insensitive). */
 cf_status cf_pixel_format_from_string(const char *s, cf_pixel_format *out);
 /* Which components of format fmt to filter, as cf_video_config's
  * `components`: a list of words apart by commas or spaces, their masks
  * OR'ed. A word (case-insensitive) is a mask 1..7 (decimal or 0x hex;
  * 1 = R/Y, 2 = G/U, 4 = B/V), "all", a name (r, g, b, red, green, blue for
- * RGB formats; y, u, v, luma, chroma for I420/NV12) or a run of letters
+ * RGB formats; y, u, v, luma, chroma for the YUV ones) or a run of letters
  * of one family ("gb", "rgb", "uv"). Gray formats have one component,
  * which y, luma and all name; it must be chosen. CF_E_INVALID, naming the
  * word that does not fit fmt ("ry" mixes families, "r" on I420, ...). */

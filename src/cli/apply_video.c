@@ -2,7 +2,8 @@
  * filtered frame by frame by the video engine, encoded into OUTPUT; its
  * audio streams copied as they are (no re-encoding). Frames in a pixel
  * format the engine takes (GRAY8, GRAY16LE, GRAYF32, RGBA/BGRA/RGB0/BGR0,
- * RGB24/BGR24, YUV420P, NV12) are filtered as decoded; others are
+ * RGB24/BGR24, YUV420P, NV12, YUV444P, YUV422P and their full-range
+ * YUVJ twins) are filtered as decoded; others are
  * converted with libswscale to the closest one first, and the result back
  * to the input's format where the encoder takes it (else to the nearest
  * it takes). */
@@ -72,6 +73,10 @@ static const struct {
     {AV_PIX_FMT_YUV420P, CF_PIX_I420},
     {AV_PIX_FMT_YUVJ420P, CF_PIX_I420},
     {AV_PIX_FMT_NV12, CF_PIX_NV12},
+    {AV_PIX_FMT_YUV444P, CF_PIX_Y444},
+    {AV_PIX_FMT_YUVJ444P, CF_PIX_Y444},
+    {AV_PIX_FMT_YUV422P, CF_PIX_Y42B},
+    {AV_PIX_FMT_YUVJ422P, CF_PIX_Y42B},
 };
 #define NFORMATS (sizeof formats / sizeof *formats)
 
@@ -255,7 +260,8 @@ static AVRational turned_sar(const vrun *r, AVRational sar)
 
 /* src (the decoded size, format f) into dst (r->ow x r->oh) as shown
  * (read_orientation), plane by plane; chroma planes turn with their
- * subsampled size (4:2:0 is the same both ways), NV12's UV pairs as one
+ * subsampled size (4:2:0 and 4:4:4 are the same both ways; proc_format
+ * keeps 4:2:2 from a quarter turn), NV12's UV pairs as one
  * element. */
 static void turn_frame(const vrun *r, AVFrame *dst, const AVFrame *src)
 {
@@ -441,15 +447,22 @@ static int open_input(vrun *r)
  * it, else the one libav loses least in converting to. */
 static int proc_format(vrun *r, cf_pixel_format *cf)
 {
-  if (engine_format(r->dec_fmt, cf)) {
+  /* 4:2:2 turned a quarter is 4:4:0, which no format here holds: it is
+   * turned as 4:4:4 (its chroma doubled across, then halved again for
+   * the encoder) */
+  if (engine_format(r->dec_fmt, cf) && !(r->swap && *cf == CF_PIX_Y42B)) {
     r->proc = r->dec_fmt;
     return 0;
   }
   enum AVPixelFormat list[NFORMATS + 1];
   size_t n = 0;
-  for (size_t i = 0; i < NFORMATS; i++)
-    if (formats[i].av != AV_PIX_FMT_YUVJ420P) /* the same layout */
+  for (size_t i = 0; i < NFORMATS; i++) {
+    const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(formats[i].av);
+    /* the YUVJ twins have the same layout; 4:2:2 as above */
+    if (strncmp(d->name, "yuvj", 4) &&
+        !(r->swap && formats[i].cf == CF_PIX_Y42B))
       list[n++] = formats[i].av;
+  }
   list[n] = AV_PIX_FMT_NONE;
   const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(r->dec_fmt);
   int alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);

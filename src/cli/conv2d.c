@@ -30,8 +30,8 @@ static void usage_conv2d(FILE *f)
     "         --height H --format FMT [OPTIONS] < in > out\n"
     "Filter raw video frames from stdin to stdout with a 2D (or temporal 3D)\n"
     "kernel, as scipy.ndimage.convolve does. Frames are tightly packed rows,\n"
-    "the planes of I420/NV12 one after another (as in a raw .yuv file). Each\n"
-    "frame is written as soon as it is complete.\n"
+    "the planes of I420, NV12, Y444 and Y42B one after another (as in a raw\n"
+    ".yuv file). Each frame is written as soon as it is complete.\n"
     "\n"
     "  -k, --kernel FILE    kernel file: text (one row per line; a blank line\n"
     "                       separates temporal taps) or .npy, 2D (Kh x Kw) or\n"
@@ -43,7 +43,7 @@ static void usage_conv2d(FILE *f)
     "  -W, --width W        frame width in pixels\n"
     "  -H, --height H       frame height in pixels\n"
     "  -f, --format FMT     GRAY8, GRAY16_LE, GRAY32F, RGBA, BGRA, RGBx,\n"
-    "                       BGRx, RGB, BGR, I420 or NV12\n"
+    "                       BGRx, RGB, BGR, I420, NV12, Y444 or Y42B\n"
     "      --border MODE    reflect (default), mirror, nearest, wrap or\n"
     "                       constant\n"
     "      --cval V         value outside the frame for --border constant\n"
@@ -229,7 +229,7 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
       if (cf_pixel_format_from_string(optarg, &o->cfg.format) != CF_OK)
         return cli_usage_error(CMD, "--format: '%s' is not GRAY8, GRAY16_LE, "
                                "GRAY32F, RGBA, BGRA, RGBx, BGRx, RGB, BGR, "
-                               "I420 or NV12", optarg);
+                               "I420, NV12, Y444 or Y42B", optarg);
       o->have_format = true;
       break;
     case CLI_E_BACKEND:

@@ -941,8 +941,8 @@ static void add_chan(video *v, const cf_chan_desc *d, int filter)
 {
   chan *c = &v->ch[v->nchan++];
   c->plane = d->plane, c->offset = d->offset, c->step = d->step;
-  c->w = cf_sub_size(v->cfg.width, d->sub);
-  c->h = cf_sub_size(v->cfg.height, d->sub);
+  c->w = cf_sub_w(v->cfg.width, d->sub);
+  c->h = cf_sub_h(v->cfg.height, d->sub);
   c->type = v->fmt->sample;
   c->filter = filter;
 }

@@ -1235,7 +1235,7 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                                    NULL, &tight);
   for (unsigned p = 0; p < v->fmt->planes; p++) {
     v->pitch[p] = tight.stride[p];
-    v->rows[p] = cf_sub_size(cfg->height, v->fmt->plane_sub[p]);
+    v->rows[p] = cf_sub_h(cfg->height, v->fmt->plane_sub[p]);
     v->plane_off[p] = p ? v->plane_off[p - 1] + v->pitch[p - 1] *
                                                     v->rows[p - 1]
                         : 0;
@@ -1249,8 +1249,8 @@ cf_status cf_cuda_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
     }
     comp *c = &v->c[v->ncomp++];
     c->plane = d->plane;
-    c->w = cf_sub_size(cfg->width, d->sub);
-    c->h = cf_sub_size(cfg->height, d->sub);
+    c->w = cf_sub_w(cfg->width, d->sub);
+    c->h = cf_sub_h(cfg->height, d->sub);
     c->offset = v->plane_off[d->plane] + d->offset;
     c->pitch = v->pitch[d->plane];
     c->step = d->step;

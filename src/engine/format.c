@@ -33,10 +33,18 @@ static const cf_format_desc formats[] = {
                   {PACKED(0, 3), PACKED(1, 3), PACKED(2, 3)}, 0, {0}},
   [CF_PIX_BGR] = {"BGR", CF_SAMPLE_U8, 1, {3}, {0}, 3,
                   {PACKED(2, 3), PACKED(1, 3), PACKED(0, 3)}, 0, {0}},
-  [CF_PIX_I420] = {"I420", CF_SAMPLE_U8, 3, {1, 1, 1}, {0, 1, 1}, 3,
-                   {{0, 0, 1, 0}, {1, 0, 1, 1}, {2, 0, 1, 1}}, 0, {0}},
-  [CF_PIX_NV12] = {"NV12", CF_SAMPLE_U8, 2, {1, 2}, {0, 1}, 3,
-                   {{0, 0, 1, 0}, {1, 0, 2, 1}, {1, 1, 2, 1}}, 0, {0}},
+#define XY (CF_SUB_X | CF_SUB_Y)
+  [CF_PIX_I420] = {"I420", CF_SAMPLE_U8, 3, {1, 1, 1}, {0, XY, XY}, 3,
+                   {{0, 0, 1, 0}, {1, 0, 1, XY}, {2, 0, 1, XY}}, 0, {0}},
+  [CF_PIX_NV12] = {"NV12", CF_SAMPLE_U8, 2, {1, 2}, {0, XY}, 3,
+                   {{0, 0, 1, 0}, {1, 0, 2, XY}, {1, 1, 2, XY}}, 0, {0}},
+  [CF_PIX_Y444] = {"Y444", CF_SAMPLE_U8, 3, {1, 1, 1}, {0, 0, 0}, 3,
+                   {{0, 0, 1, 0}, {1, 0, 1, 0}, {2, 0, 1, 0}}, 0, {0}},
+  [CF_PIX_Y42B] = {"Y42B", CF_SAMPLE_U8, 3, {1, 1, 1},
+                   {0, CF_SUB_X, CF_SUB_X}, 3,
+                   {{0, 0, 1, 0}, {1, 0, 1, CF_SUB_X}, {2, 0, 1, CF_SUB_X}},
+                   0, {0}},
+#undef XY
 };
 #define NFORMATS (sizeof formats / sizeof formats[0])
 
@@ -61,8 +69,8 @@ CF_PUBLIC cf_status cf_pixel_format_from_string(const char *s,
       return CF_OK;
     }
   return cf_fail(CF_E_INVALID, "pixel format '%s': expected GRAY8, "
-                 "GRAY16_LE, GRAY32F, RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 "
-                 "or NV12", s ? s : "(null)");
+                 "GRAY16_LE, GRAY32F, RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, "
+                 "NV12, Y444 or Y42B", s ? s : "(null)");
 }
 
 CF_PUBLIC size_t cf_frame_layout(cf_pixel_format fmt, unsigned width,
@@ -82,8 +90,8 @@ CF_PUBLIC size_t cf_frame_layout(cf_pixel_format fmt, unsigned width,
   size_t off = 0, bytes;
   cf_frame f = {{0}, {0}};
   for (unsigned p = 0; p < d->planes; p++) {
-    size_t w = cf_sub_size(width, d->plane_sub[p]);
-    size_t h = cf_sub_size(height, d->plane_sub[p]);
+    size_t w = cf_sub_w(width, d->plane_sub[p]);
+    size_t h = cf_sub_h(height, d->plane_sub[p]);
     /* 32768^2 x 4 bytes fits a 64-bit size_t, not a 32-bit one */
     if (__builtin_mul_overflow(w, (size_t)d->plane_bpp[p], &f.stride[p]) ||
         __builtin_mul_overflow(f.stride[p], h, &bytes) ||
@@ -146,8 +154,10 @@ static bool is_gray(cf_pixel_format f)
 static int format_family(cf_pixel_format f)
 {
   return is_gray(f)                             ? FAM_ANY
-         : f == CF_PIX_I420 || f == CF_PIX_NV12 ? FAM_YUV
-                                                : FAM_RGB;
+         : f == CF_PIX_I420 || f == CF_PIX_NV12 || f == CF_PIX_Y444 ||
+                 f == CF_PIX_Y42B
+             ? FAM_YUV
+             : FAM_RGB;
 }
 
 /* One word of a components list (len bytes at w): a mask, a name, or a

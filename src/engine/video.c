@@ -89,7 +89,7 @@ cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
 {
   const cf_format_desc *d = cf_format_desc_get(c->format);
   for (unsigned p = 0; p < d->planes; p++) {
-    size_t w = cf_sub_size(c->width, d->plane_sub[p]);
+    size_t w = cf_sub_w(c->width, d->plane_sub[p]);
     if (!f->data[p])
       return cf_fail(CF_E_INVALID, "process_frame: %s plane %u is NULL",
                      which, p);
@@ -101,7 +101,7 @@ cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
      * stride of SIZE_MAX / 2 wrapped the span's sum, and the filter
      * wrote at a wild address; SIZE_MAX / 3 read one). No machine maps
      * memory at or above 2^57 (5-level paging's user space is 2^56) */
-    size_t h = cf_sub_size(c->height, d->plane_sub[p]);
+    size_t h = cf_sub_h(c->height, d->plane_sub[p]);
     size_t row = w * d->plane_bpp[p];
 #if UINTPTR_MAX > 0xffffffffu
     const uintptr_t limit = (uintptr_t)1 << 57;
@@ -122,8 +122,8 @@ static size_t plane_span(const cf_video_config *c, const cf_frame *f,
                          unsigned p)
 {
   const cf_format_desc *d = cf_format_desc_get(c->format);
-  size_t w = cf_sub_size(c->width, d->plane_sub[p]);
-  size_t h = cf_sub_size(c->height, d->plane_sub[p]);
+  size_t w = cf_sub_w(c->width, d->plane_sub[p]);
+  size_t h = cf_sub_h(c->height, d->plane_sub[p]);
   return f->stride[p] * (h - 1) + w * d->plane_bpp[p];
 }
 
@@ -200,8 +200,8 @@ void cf_video_copy_frame(const cf_video_config *c, const cf_frame *src,
 {
   const cf_format_desc *d = cf_format_desc_get(c->format);
   for (unsigned p = 0; p < d->planes; p++) {
-    size_t row = cf_sub_size(c->width, d->plane_sub[p]) * d->plane_bpp[p];
-    size_t h = cf_sub_size(c->height, d->plane_sub[p]);
+    size_t row = cf_sub_w(c->width, d->plane_sub[p]) * d->plane_bpp[p];
+    size_t h = cf_sub_h(c->height, d->plane_sub[p]);
     for (size_t r = 0; r < h; r++)
       memcpy((uint8_t *)dst->data[p] + r * dst->stride[p],
              (const uint8_t *)src->data[p] + r * src->stride[p], row);

@@ -9,7 +9,7 @@ typedef enum cf_sample { CF_SAMPLE_U8, CF_SAMPLE_U16, CF_SAMPLE_F32 } cf_sample;
 
 /* Where one component's samples live: plane, byte offset within a pixel,
  * bytes from one sample to the next along a row, and whether its grid is
- * halved (rounded up) in x and y. */
+ * halved (rounded up) in x (CF_SUB_X), in y (CF_SUB_Y) or both. */
 typedef struct cf_chan_desc {
   unsigned plane, offset, step, sub;
 } cf_chan_desc;
@@ -19,7 +19,8 @@ typedef struct cf_format_desc {
   cf_sample sample;
   unsigned planes;
   unsigned plane_bpp[3];  /* bytes per pixel of each plane's grid */
-  unsigned plane_sub[3];  /* 1 when the plane is chroma-subsampled */
+  unsigned plane_sub[3];  /* CF_SUB_X | CF_SUB_Y: how the plane's grid is
+                             halved (chroma subsampling) */
   unsigned ncomp;         /* colour components: 1 (gray) or 3 */
   cf_chan_desc comp[3];   /* R, G, B or Y, U, V */
   int has_extra;          /* an alpha or X byte that passes through */
@@ -27,10 +28,17 @@ typedef struct cf_format_desc {
 } cf_format_desc;
 
 const cf_format_desc *cf_format_desc_get(cf_pixel_format f);
-/* Width and height of a grid subsampled by `sub`. */
-static inline unsigned cf_sub_size(unsigned n, unsigned sub)
+#define CF_SUB_X 1u
+#define CF_SUB_Y 2u
+/* Width and height of a grid subsampled by `sub`: a halved side rounds
+ * up (an odd width's last chroma sample covers one luma column). */
+static inline unsigned cf_sub_w(unsigned n, unsigned sub)
 {
-  return sub ? (n + 1) / 2 : n;
+  return sub & CF_SUB_X ? (n + 1) / 2 : n;
+}
+static inline unsigned cf_sub_h(unsigned n, unsigned sub)
+{
+  return sub & CF_SUB_Y ? (n + 1) / 2 : n;
 }
 
 /* What a video backend provides to the engine front. */

@@ -69,7 +69,8 @@ static int quick; /* CF_TEST_QUICK */
 
 static const cf_pixel_format formats[] = {
     CF_PIX_GRAY8, CF_PIX_GRAY16_LE, CF_PIX_GRAY32F, CF_PIX_RGBA,
-    CF_PIX_BGRX,  CF_PIX_RGB,       CF_PIX_I420,    CF_PIX_NV12};
+    CF_PIX_BGRX,  CF_PIX_RGB,       CF_PIX_I420,    CF_PIX_NV12,
+    CF_PIX_Y444,  CF_PIX_Y42B};
 #define NFMT (sizeof formats / sizeof *formats)
 
 typedef struct fr {
@@ -943,7 +944,11 @@ static void test_prepared_swap(void **state)
 #ifndef CF_TEST_NO_CUDART
 static unsigned fmt_planes(const cf_video_config *c)
 {
-  return c->format == CF_PIX_I420 ? 3 : c->format == CF_PIX_NV12 ? 2 : 1;
+  return c->format == CF_PIX_I420 || c->format == CF_PIX_Y444 ||
+                 c->format == CF_PIX_Y42B
+             ? 3
+         : c->format == CF_PIX_NV12 ? 2
+                                    : 1;
 }
 
 /* A frame in device memory: each plane's rows padded by `pad` bytes. */
