@@ -2,11 +2,11 @@
  * filtered frame by frame by the video engine, encoded into OUTPUT; its
  * audio streams copied as they are (no re-encoding). Frames in a pixel
  * format the engine takes (GRAY8, GRAY16LE, GRAYF32, RGBA/BGRA/RGB0/BGR0,
- * RGB24/BGR24, YUV420P, NV12, YUV444P, YUV422P and their full-range
- * YUVJ twins) are filtered as decoded; others are
- * converted with libswscale to the closest one first, and the result back
- * to the input's format where the encoder takes it (else to the nearest
- * it takes). */
+ * RGB24/BGR24, YUV420P, NV12, YUV444P, YUV422P, their full-range YUVJ
+ * twins and their YUVA ones, alpha copied) are filtered as decoded;
+ * others are converted with libswscale to the closest one first, and the
+ * result back to the input's format where the encoder takes it (else to
+ * the nearest it takes). */
 #ifdef CF_CLI_HAVE_LIBAV
 #include "apply.h"
 
@@ -77,8 +77,22 @@ static const struct {
     {AV_PIX_FMT_YUVJ444P, CF_PIX_Y444},
     {AV_PIX_FMT_YUV422P, CF_PIX_Y42B},
     {AV_PIX_FMT_YUVJ422P, CF_PIX_Y42B},
+    /* with an alpha plane (a VP8/VP9 overlay, ProRes 4444's 8-bit
+     * twin): the engine filters the three colour planes, alpha is copied
+     * (copy_alpha) */
+    {AV_PIX_FMT_YUVA420P, CF_PIX_I420},
+    {AV_PIX_FMT_YUVA422P, CF_PIX_Y42B},
+    {AV_PIX_FMT_YUVA444P, CF_PIX_Y444},
 };
 #define NFORMATS (sizeof formats / sizeof *formats)
+
+/* Whether format f is one of the engine's YUV layouts with an alpha
+ * plane after them (plane 3), which the engine does not see. */
+static bool alpha_plane(enum AVPixelFormat f)
+{
+  return f == AV_PIX_FMT_YUVA420P || f == AV_PIX_FMT_YUVA422P ||
+         f == AV_PIX_FMT_YUVA444P;
+}
 
 static bool engine_format(enum AVPixelFormat f, cf_pixel_format *out)
 {
@@ -458,8 +472,9 @@ static int proc_format(vrun *r, cf_pixel_format *cf)
   size_t n = 0;
   for (size_t i = 0; i < NFORMATS; i++) {
     const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(formats[i].av);
-    /* the YUVJ twins have the same layout; 4:2:2 as above */
-    if (strncmp(d->name, "yuvj", 4) &&
+    /* the YUVJ twins have the same layout; 4:2:2 as above; the alpha
+     * planes only for frames decoded with one */
+    if (strncmp(d->name, "yuvj", 4) && !alpha_plane(formats[i].av) &&
         !(r->swap && formats[i].cf == CF_PIX_Y42B))
       list[n++] = formats[i].av;
   }
@@ -895,6 +910,10 @@ static int filter_frame(vrun *r, AVFrame *fr)
   if (st != CF_OK)
     return apply_error("frame %lld: filtering failed: %s",
                        (long long)r->frames + 1, cf_last_error());
+  if (alpha_plane(r->proc)) /* alpha passes through, as in RGBA */
+    for (int y = 0; y < r->oh; y++)
+      memcpy(r->pout->data[3] + (ptrdiff_t)y * r->pout->linesize[3],
+             src->data[3] + (ptrdiff_t)y * src->linesize[3], (size_t)r->ow);
   if (drop) {
     if (r->dropped++ == 0 && !r->o->quiet && !r->h)
       fprintf(stderr,
