@@ -2434,6 +2434,19 @@ static void test_bad_config(void **state)
   cfg.pipeline_depth = CF_AUDIO_MAX_DEPTH + 1;
   expect_new_fails(&cfg, k, CF_E_INVALID, "pipeline_depth > max");
   cfg.pipeline_depth = V->depth;
+  /* threads past engine.h's 2^20 were taken and cut to the channels
+   * without a word (QA) */
+  static const unsigned bad_threads[] = {(1u << 20) + 1, 4000000000u};
+  for (size_t i = 0; i < 2; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "threads %u", bad_threads[i]);
+    cfg.threads = bad_threads[i];
+    expect_new_fails(&cfg, k, CF_E_INVALID, what);
+    CHECK(strstr(cf_last_error(), "threads"),
+          "%s: the message '%s' does not name the field", what,
+          cf_last_error());
+  }
+  cfg.threads = 0;
   /* swap_history sizes a ring: values that wrapped its size computation
    * (2^62, SIZE_MAX: a short ring overrun in process) or doubled it past
    * SIZE_MAX (2^63: an endless loop) are refused, naming the field; 2^63

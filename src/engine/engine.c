@@ -466,6 +466,9 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   if (cfg->pipeline_depth > CF_AUDIO_MAX_DEPTH)
     return cf_fail(CF_E_INVALID, "engine: pipeline_depth = %u, must be 0..%u",
                    cfg->pipeline_depth, CF_AUDIO_MAX_DEPTH);
+  if (cfg->threads > 1u << 20) /* engine.h; the pool's limit */
+    return cf_fail(CF_E_INVALID, "engine: threads = %u, must be 0..%u",
+                   cfg->threads, 1u << 20);
   if (cfg->swap_history > CF_AUDIO_MAX_SWAP_HISTORY)
     return cf_fail(CF_E_INVALID, "engine: swap_history = %zu, must be "
                    "0..%zu (CF_AUDIO_MAX_SWAP_HISTORY)", cfg->swap_history,
