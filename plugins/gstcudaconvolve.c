@@ -2149,7 +2149,12 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->announced = 0;
+  /* nothing runs: as before negotiation (the blurb) */
+  gboolean had = self->backend_in_use != NULL;
+  g_clear_pointer(&self->backend_in_use, g_free);
   GST_OBJECT_UNLOCK(self);
+  if (had)
+    g_object_notify(G_OBJECT(self), "backend-in-use");
   return TRUE;
 }
 
@@ -2713,7 +2718,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       g_param_spec_string("backend-in-use", "Backend in use",
                           "The engine now running (backend, algorithm, "
                           "threads, \"; latency D frames\"); NULL before "
-                          "negotiation",
+                          "negotiation and once stopped",
                           NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata(

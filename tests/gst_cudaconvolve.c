@@ -2907,11 +2907,16 @@ static void test_depth_launch(void **state)
   int eos = wait_eos(pipe, 60, msg, sizeof msg);
   GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
   CHECK(cc != NULL, "no element cc");
-  gchar *in_use = NULL;
+  gchar *in_use = NULL, *stopped = NULL;
   g_object_get(cc, "backend-in-use", &in_use, NULL);
-  gst_object_unref(cc);
   CHECK(gst_element_set_state(pipe, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS,
         "pipeline does not stop");
+  /* the engine freed, nothing runs: NULL, as before negotiation (it
+   * described the freed engine, QA) */
+  g_object_get(cc, "backend-in-use", &stopped, NULL);
+  CHECK(stopped == NULL, "stopped, backend-in-use is '%s', want NULL",
+        stopped);
+  gst_object_unref(cc);
   gst_object_unref(pipe);
   CHECK(eos, "pipeline did not reach EOS: %s", msg);
   CHECK(in_use && strstr(in_use, "latency 2 frames"), "backend-in-use '%s'",
