@@ -28,8 +28,9 @@
  * engine holds are pushed out first. backend=cuda set while streaming
  * where no device is usable is refused at once (a g_warning, as below:
  * the property keeps its value), and so are components the stream's
- * format lacks where upstream offers no format that has them (with an
- * element warning too). A rebuild the engine refuses (a device-id that
+ * format lacks where upstream offers no format that has them, or
+ * downstream takes none of those it offers (with an element warning
+ * naming which). A rebuild the engine refuses (a device-id that
  * does not exist, components the format negotiated then lacks) is an
  * element warning: the engine before
  * goes on, and the settings it needed go back to its values (notified),
@@ -521,7 +522,7 @@ static GstCaps *fitting_caps(GstCaps *from, const gchar *comps)
  * videoconvert before the element can), and downstream take it (the
  * output keeps the input's format)? */
 static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
-                                 GstCaps *cur)
+                                 GstCaps *cur, const char **why)
 {
   GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
   /* the same stream in any format they fit */
@@ -538,6 +539,12 @@ static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
                       ? gst_pad_peer_query_caps(trans->srcpad, can)
                       : NULL;
   gboolean yes = both && !gst_caps_is_empty(both);
+  /* which side stands in the way, for the refusal */
+  *why = yes ? NULL
+         : can && !gst_caps_is_empty(can)
+             ? "upstream offers a format that has them but downstream takes "
+               "none"
+             : "upstream offers no format that has them";
   GST_INFO_OBJECT(self,
                   "components '%s' do not fit %" GST_PTR_FORMAT
                   "; upstream can give %" GST_PTR_FORMAT
@@ -1583,7 +1590,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                      ? g_strdup(self->components)
                      : NULL;
   GST_OBJECT_UNLOCK(self);
-  gboolean ask = comps && upstream_can_fit(self, comps, incaps);
+  const char *side = NULL;
+  gboolean ask = comps && upstream_can_fit(self, comps, incaps, &side);
   g_free(comps);
   EngineNote note;
   GST_OBJECT_LOCK(self);
@@ -2405,14 +2413,15 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     if (unfit) {
       GstCaps *cur =
           gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
-      gboolean ask = cur && upstream_can_fit(self, s, cur);
+      const char *side = "upstream offers no format that has them";
+      gboolean ask = cur && upstream_can_fit(self, s, cur, &side);
       if (cur)
         gst_caps_unref(cur);
       if (!ask) {
         gchar *why = g_strdup_printf("'%s': the stream's %s lacks them and "
-                                     "upstream offers no format that has "
-                                     "them; the components stay as they are",
-                                     s, gst_video_format_to_string(fmt));
+                                     "%s; the components stay as they are",
+                                     s, gst_video_format_to_string(fmt),
+                                     side);
         REFUSE(self, "components", "%s", why);
         /* the stream's, not the value's alone: an application hears of
          * it on the bus too */
