@@ -52,7 +52,9 @@ typedef enum cf_backend {
 } cf_backend;
 
 /* How the CPU (or GPU) computes a 1D convolution. AUTO picks by measured
- * cost for the kernel length and block size; the others force a path. */
+ * cost for the kernel length and block size; the others force a path
+ * (on the CPU a kernel of one tap, a plain multiply, takes the direct
+ * path whatever is forced, with the latency of the path forced). */
 typedef enum cf_algorithm {
   CF_ALGO_AUTO,
   CF_ALGO_DIRECT,         /* time domain, SIMD; latency 0 */
