@@ -197,6 +197,26 @@ static void expect_bad_text(const char *bad, cf_status want, const char *key)
 static void test_text_bad_token(void **state)
 {
   (void)state;
+  /* text named .npy: read as text (it loads where it is good text),
+   * and where it is not, the message says first that the file is no
+   * .npy (it read as a text error alone, QA) */
+  {
+    const char *path = fixture("named.npy");
+    cf_kernel *k;
+    cf_kernel2d *k2;
+    write_bytes(path, "garbage\n", 8);
+    expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT,
+                 "named .npy, but not a .npy file",
+                 ":1:1: 'garbage' is not a number");
+    assert_int_equal(cf_kernel2d_load(path, &k2), CF_E_FORMAT);
+    assert_null(k2);
+    assert_non_null(strstr(cf_last_error(), "not a .npy file"));
+    assert_non_null(strstr(cf_last_error(), "'garbage' is not a number"));
+    write_bytes(path, "0.5 0.25\n", 9);
+    expect_ok(cf_kernel_load(path, 0, &k), path);
+    cf_kernel_free(k);
+    unlink(path);
+  }
   expect_bad_text("abc", CF_E_FORMAT, "'abc' is not a number");
   expect_bad_text("1.5x", CF_E_FORMAT, "not a number");
   expect_bad_text("1e5e5", CF_E_FORMAT, "not a number");

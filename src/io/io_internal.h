@@ -65,6 +65,10 @@ typedef enum cf_io_kind {
 /* Opens path (cf_io_open), reads its first page and closes it. */
 cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
                       unsigned char *byte);
+/* s, a text loader's answer for path; where it is CF_E_FORMAT and the
+ * file is named .npy, the message says first that the file is no .npy
+ * (it was read as text for want of the magic). */
+cf_status cf_io_text_as_npy(const char *path, cf_status s);
 
 /* ---- text (load_text.c) ---- */
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -229,6 +230,17 @@ cf_status cf_io_sniff(const char *path, cf_io_kind *kind, size_t *at,
   return CF_OK;
 }
 
+cf_status cf_io_text_as_npy(const char *path, cf_status s)
+{
+  size_t n = strlen(path);
+  if (s != CF_E_FORMAT || n < 4 || strcasecmp(path + n - 4, ".npy") != 0)
+    return s;
+  char text[768];
+  snprintf(text, sizeof text, "%s", cf_last_error());
+  return cf_fail(s, "%s: named .npy, but not a .npy file (no \\x93NUMPY "
+                 "magic at byte 0); read as text: %s", path, text);
+}
+
 CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
                                    cf_kernel **out)
 {
@@ -243,13 +255,13 @@ CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
   if (kind == CF_IO_KIND_NPY)
     return cf_kernel_load_npy(path, out);
   if (kind == CF_IO_KIND_TEXT)
-    return cf_kernel_load_text(path, out);
+    return cf_io_text_as_npy(path, cf_kernel_load_text(path, out));
   s = cf_kernel_load_audio(path, rate, out);
   /* Text with a stray byte (a UTF-8 non-breaking space, a NUL) that libav
    * cannot read either: the text loader's message, at line:column, says
    * more than libav's "Invalid data" (and UTF-8 in comments loads). */
   if (kind == CF_IO_KIND_TEXTISH &&
       (s == CF_E_FORMAT || s == CF_E_UNAVAILABLE))
-    return cf_kernel_load_text(path, out);
+    return cf_io_text_as_npy(path, cf_kernel_load_text(path, out));
   return s;
 }

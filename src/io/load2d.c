@@ -255,7 +255,7 @@ CF_PUBLIC cf_status cf_kernel2d_load(const char *path, cf_kernel2d **out)
     return cf_kernel2d_load_npy(path, out);
   /* text with a stray byte: the text loader says where */
   if (kind == CF_IO_KIND_TEXT || kind == CF_IO_KIND_TEXTISH)
-    return cf_kernel2d_load_text(path, out);
+    return cf_io_text_as_npy(path, cf_kernel2d_load_text(path, out));
   return cf_fail(CF_E_FORMAT,
                  "%s: neither text nor .npy (byte %zu is 0x%02x "
                  "and there is no .npy magic): cannot read a 2D kernel",
