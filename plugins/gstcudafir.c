@@ -946,10 +946,19 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
           continue;
         GstStructure *n = gst_structure_copy(st);
         gst_structure_set(n, "channels", G_TYPE_INT, (gint)to, NULL);
-        gst_structure_remove_field(n, "channel-mask");
-        if (to > 2)
-          gst_structure_set(n, "channel-mask", GST_TYPE_BITMASK, (guint64)0,
-                            NULL);
+        /* The same count (per-channel kernels, a square matrix): channel
+         * k stays channel k, its position with it. Another count: the
+         * input may have any positions, and the output has none (a
+         * matrix's outputs are what its rows make them). Every count
+         * over 2 was made unpositioned both ways: a 5.1 stream with its
+         * six kernels did not link after decodebin, nor downmix after
+         * (QA). */
+        if (to != from) {
+          gst_structure_remove_field(n, "channel-mask");
+          if (to > 2 && dir == GST_PAD_SINK)
+            gst_structure_set(n, "channel-mask", GST_TYPE_BITMASK,
+                              (guint64)0, NULL);
+        }
         res = gst_caps_merge_structure(res, n);
       }
     }
