@@ -1506,6 +1506,16 @@ static void test_audio_rates(void **state)
   expect_ok(cf_kernel_load(path, 256000, &k), path);
   assert_int_equal(cf_kernel_max_len(k), resampled_len(16, 1000, 256000));
   cf_kernel_free(k);
+  /* ratios between 256 and 257 (QA: 187 Hz to 48 kHz, 256.7x, passed
+   * an integer division as 256) */
+  expect_error(cf_kernel_load(path, 256001, &k), &k, CF_E_INVALID, path,
+               "cannot resample 1000 Hz to 256001 Hz: more than 256x up");
+  write_wav(path, 1, 187, x, 16);
+  expect_error(cf_kernel_load(path, 48000, &k), &k, CF_E_INVALID, path,
+               "cannot resample 187 Hz to 48000 Hz: more than 256x up");
+  write_wav(path, 1, 48000, x, 16);
+  expect_error(cf_kernel_load(path, 187, &k), &k, CF_E_INVALID, path,
+               "cannot resample 48000 Hz to 187 Hz: more than 256x down");
   /* libswresample converts at most 64 channels: 65 were an internal
    * error ("cannot set up the audio resampler: Invalid argument") */
   write_wav(path, 65, 48000, x, 8);

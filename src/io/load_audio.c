@@ -121,8 +121,10 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
     return cf_fail(CF_E_FORMAT, "%s: %u channels: an audio kernel file holds "
                    "at most %u (libswresample's limit; a .npy file holds "
                    "more kernels)", a->path, n, AUDIO_MAX_CHANNELS);
-  if (a->out_rate && (fr->sample_rate / a->out_rate > (int)AUDIO_MAX_RATIO ||
-                      a->out_rate / fr->sample_rate > (int)AUDIO_MAX_RATIO))
+  /* in 64 bits, not divided: 187 Hz to 48 kHz (256.7x) passed as 256 */
+  if (a->out_rate &&
+      ((int64_t)fr->sample_rate > (int64_t)a->out_rate * AUDIO_MAX_RATIO ||
+       (int64_t)a->out_rate > (int64_t)fr->sample_rate * AUDIO_MAX_RATIO))
     return cf_fail(CF_E_INVALID, "%s: cannot resample %d Hz to %d Hz: more "
                    "than %ux %s", a->path, fr->sample_rate, a->out_rate,
                    AUDIO_MAX_RATIO, fr->sample_rate > a->out_rate ? "down"
