@@ -86,6 +86,8 @@
  * gst-launch-1.0 audiotestsrc num-buffers=100 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! cudafir kernel="<0.25, 0.5, 0.25>" ! fakesink
  * ]|
  */
+#define G_LOG_DOMAIN "cudafir"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1593,8 +1595,17 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   g_mutex_unlock(&self->kernel_lock);
   if (!ok && id != PROP_GAIN && id != PROP_TRIM)
     refuse(self, name);
-  else if (!k && !streaming) /* kept: see above */
-    GST_WARNING_OBJECT(self, "kernel: %s", fir_error);
+  else if (!k && !streaming) { /* kept: see above */
+    /* said now, as cudaconvolve says it: an application (and
+     * cudafilterd's --check and reload, which catch it) hears of it
+     * before the stream fails to start (QA: a reload took a pipeline
+     * whose kernel-file did not exist, and its stream died) */
+    char msg[512];
+    g_strlcpy(msg, fir_error, sizeof msg);
+    GST_WARNING_OBJECT(self, "kernel: %s", msg);
+    g_warning("%s: %s: %s; no stream starts with it", GST_OBJECT_NAME(self),
+              name, msg);
+  }
   else if (!ok)
     GST_WARNING_OBJECT(self, "%s taken, the kernel set stays: %s", name,
                        fir_error);

@@ -836,6 +836,11 @@ static void test_bad_config(void **state)
       {"[stream p]\ntype = pipeline\npipeline = videotestsrc ! "
        "cudaconvolve kernel-file=/nonexistent/k.npy ! fakesink\n",
        "pipeline: cudaconvolve0: kernel-file: /nonexistent/k.npy"},
+      /* cudafir said nothing of it: --check passed, and the stream (or
+       * a reload's) died at start (QA) */
+      {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
+       "cudafir kernel-file=/nonexistent/k.txt ! fakesink\n",
+       "pipeline: cudafir0: kernel-file: /nonexistent/k.txt"},
   };
   if (have_gst)
     check_refusals("bad.conf", "bad pipeline", pipes,
