@@ -845,6 +845,19 @@ static void test_bad_config(void **state)
   if (have_gst)
     check_refusals("bad.conf", "bad pipeline", pipes,
                    sizeof pipes / sizeof *pipes);
+  /* a named pipe: refused by name, where the probe's open() waited for
+   * a writer with no limit (QA: --check, the start and a reload hung) */
+  if (have_libav) {
+    set_case("bad config: a named pipe as input");
+    const char *fifo = fixture("in-fifo.wav");
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno));
+    check_refused("bad.conf",
+                  "[stream f]\ntype = file\ninput = in-fifo.wav\noutput = "
+                  "out.wav\nkernel = 1\n",
+                  "in-fifo.wav is a named pipe");
+    unlink(fifo);
+  }
   /* a video file takes no pipeline-depth (as `apply` takes none) */
   if (have_libav) {
     set_case("bad config: pipeline-depth on a video file");

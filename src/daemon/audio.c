@@ -483,6 +483,19 @@ static bool file_probe(const char *path, bool video, int stream, unsigned *a,
                        GError **err)
 {
   const char *why = NULL;
+  /* A named pipe: its open() waits in the kernel for a writer, where the
+   * probe's deadline and a stop cannot reach it (QA: --check, the start
+   * and a reload hung, and SIGTERM did not end the daemon), and what the
+   * probe read of it would be gone when the stream opens it again. */
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s is a named pipe: a file stream's input is opened twice "
+                "(probed when the config is read, then streamed), which a "
+                "pipe cannot give; use a file, a URL (udp://, tcp://, ...) "
+                "or a pipeline stream", path);
+    return false;
+  }
   if (!cf_av_get(&why)) {
     g_set_error(err, CFD_ERROR, 0, "libav: %s", why);
     return false;
