@@ -2133,6 +2133,19 @@ static void test_file_live(void **state)
   a = ctl(&r, "swap-kernel live %s", k1p);
   CHECK(!answer_ok(a) && strstr(a, "ended"), "swap after the end: %s", a);
   free(a);
+  /* a reload that leaves the section as it was keeps the live change,
+   * and status says so (QA: it went back to the file's kernel, the
+   * stream keeping k2) */
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a), "reload: %s", a);
+  free(a);
+  st = ctl(&r, "status live");
+  const char *kn = field(st, "live", "kernel");
+  CHECK(kn && strstr(kn, "lk2.txt"), "after a reload of the same section, "
+        "status says kernel %s: %s", kn ? kn : "missing", st);
+  CHECK(status_num(&r, "live", "frames") == (double)frames,
+        "the finished stream ran again");
+  free(st);
 
   double *y1 = reference(&k1, x, frames, 1.0);
   double *y2 = reference(&k2, x, frames, 1.0);

@@ -1243,16 +1243,24 @@ bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
   return s == CF_OK;
 }
 
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
-                      GError **err)
+bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
+                      cfd_stream_conf *sc, bool swap, GError **err)
 {
+  /* the section's kernel as it was: what a `set` made of it stays, in
+   * the stream and in what status says of it (QA: status went back to
+   * the file's gain and kernel while the stream kept the live ones) */
+  if (!swap) {
+    if (!a->sc->video && sc->crossfade != was->crossfade)
+      a->sc->crossfade = sc->crossfade;
+    return true;
+  }
   if (a->sc->video) {
     cf_kernel2d *k2 = NULL;
-    if (swap && cf_kernel2d_copy(sc->kernel2d, &k2) != CF_OK) {
+    if (cf_kernel2d_copy(sc->kernel2d, &k2) != CF_OK) {
       g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
       return false;
     }
-    if (swap && !video_handover(a, k2, err))
+    if (!video_handover(a, k2, err))
       return false;
     cfd_stream_conf *own = a->sc;
     g_free(own->kernel2d_file);
@@ -1264,11 +1272,11 @@ bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
     return true;
   }
   cf_kernel *k = NULL;
-  if (swap && cf_kernel_copy(sc->kernel, &k) != CF_OK) {
+  if (cf_kernel_copy(sc->kernel, &k) != CF_OK) {
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     return false;
   }
-  if (swap && !cfd_audio_swap(a, k, sc->crossfade, err))
+  if (!cfd_audio_swap(a, k, sc->crossfade, err))
     return false;
   cfd_stream_conf *own = a->sc;
   g_free(own->kernel_file);
@@ -1465,10 +1473,11 @@ bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
   return false;
 }
 
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
-                      GError **err)
+bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
+                      cfd_stream_conf *sc, bool swap, GError **err)
 {
   (void)a;
+  (void)was;
   (void)sc;
   (void)swap;
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");

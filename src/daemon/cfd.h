@@ -167,9 +167,13 @@ void cfd_audio_status(cfd_audio *a, GString *out);
  * the next callback; its FFT plans are made here, in the caller's
  * thread. */
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
-/* The kernel keys of section sc, as a reload brings them; with `swap`
- * its kernel is swapped in (else only crossfade and the keys change). */
-bool cfd_audio_retune(cfd_audio *a, cfd_stream_conf *sc, bool swap,
+/* The kernel keys of section sc, as a reload brings them where the
+ * section before it was `was`: with `swap` (its kernel or gain changed)
+ * its kernel is swapped in and the stream's keys become sc's; else the
+ * live changes (set, swap-kernel) stay, in the stream and its status,
+ * and only a crossfade the file changed is taken. */
+bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
+                      cfd_stream_conf *sc, bool swap,
                       GError **err);
 /* Whether the kernel of section sc (a reload's) fits the running
  * stream; its plans are made here. Nothing changes. */

@@ -368,7 +368,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     if (how == RELOAD_RETUNE) {
       if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
-        if (cfd_audio_retune(old->audio, sc, swap, &e)) {
+        if (cfd_audio_retune(old->audio, old->sc, sc, swap, &e)) {
           if (swap)
             g_string_append_printf(report, "%s: new kernel\n", sc->name);
           cfd_stream_conf_free(old->sc);
