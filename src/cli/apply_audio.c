@@ -1293,7 +1293,18 @@ int apply_add_copy(const apply_opts *opt, AVFormatContext *oc,
    * track's fonts, which Matroska holds) are the muxer's word alone */
   bool tried =
       own != AV_CODEC_ID_NONE || q > 0 || t == AVMEDIA_TYPE_ATTACHMENT;
-  int trial = tried ? apply_trial_header(oc, enc, is) : 0;
+  /* formats whose pictures are cover art (MP3's ID3, FLAC's, AIFF's:
+   * their video codec is PNG) hold stills in an image codec alone: a
+   * film's H.264 passed their header and failed at its first packet
+   * ("No mimetype is known", QA) */
+  enum AVCodecID vc = is->codecpar->codec_id;
+  bool stills_only = t == AVMEDIA_TYPE_VIDEO && own == AV_CODEC_ID_PNG &&
+                     vc != AV_CODEC_ID_PNG && vc != AV_CODEC_ID_MJPEG &&
+                     vc != AV_CODEC_ID_BMP && vc != AV_CODEC_ID_GIF &&
+                     vc != AV_CODEC_ID_TIFF && vc != AV_CODEC_ID_WEBP;
+  if (stills_only)
+    query = false;
+  int trial = stills_only ? -1 : tried ? apply_trial_header(oc, enc, is) : 0;
   bool beside = trial == 0 && query && own != AV_CODEC_ID_NONE;
   if (trial == 0 || (trial < 0 && !query)) {
     int rc;
