@@ -817,6 +817,11 @@ static void test_bad_config(void **state)
        "kernel: tap 2 is not a finite decimal number: '0x10'"},
       {"[stream a]\ntype = audio\nkernel = 1, 3.5e38\n",
        "kernel: tap 2 is not a finite decimal number: '3.5e38'"},
+      /* an empty field, read as nothing: two taps of three (QA) */
+      {"[stream a]\ntype = audio\nkernel = 0.5,,0.5\n",
+       "kernel: tap 2 is empty"},
+      {"[stream a]\ntype = audio\nkernel = , 0.5\n",
+       "kernel: tap 1 is empty"},
       {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},

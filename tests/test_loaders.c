@@ -217,6 +217,26 @@ static void test_text_bad_token(void **state)
     cf_kernel_free(k);
     unlink(path);
   }
+  /* an empty field between commas: refused where the number after it
+   * starts (it was read as nothing: "0.5,,0.5" two taps, QA); a comma
+   * ending a line is no field */
+  {
+    const char *path = fixture("empty-field.txt");
+    cf_kernel *k;
+    cf_kernel2d *k2;
+    write_bytes(path, "0.25, 0.5,,0.25\n", 16);
+    expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, ":1:12:",
+                 "(an empty field)");
+    write_bytes(path, "1 2,\n3, ,4\n", 11);
+    assert_int_equal(cf_kernel2d_load(path, &k2), CF_E_FORMAT);
+    assert_null(k2);
+    assert_non_null(strstr(cf_last_error(), ":2:5: two commas"));
+    write_bytes(path, "1, 2,\n3, 4,\n", 12);
+    expect_ok(cf_kernel2d_load(path, &k2), path);
+    assert_int_equal(cf_kernel2d_width(k2), 2);
+    cf_kernel2d_free(k2);
+    unlink(path);
+  }
   expect_bad_text("abc", CF_E_FORMAT, "'abc' is not a number");
   expect_bad_text("1.5x", CF_E_FORMAT, "not a number");
   expect_bad_text("1e5e5", CF_E_FORMAT, "not a number");

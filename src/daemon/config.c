@@ -124,10 +124,20 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
   GArray *a = g_array_new(FALSE, FALSE, sizeof(float));
   const char *p = s;
   for (;;) {
+    unsigned commas = 0;
     while (*p == ' ' || *p == '\t' || *p == ',')
-      p++;
+      commas += *p++ == ',';
     if (!*p)
       break;
+    /* an empty field ("0.5,,0.5") was read as nothing: two taps of
+     * three (QA) */
+    if (commas > 1 || (commas && a->len == 0)) {
+      g_set_error(err, CFD_ERROR, 0, "tap %u is empty (a comma with no "
+                  "number before it): write the missing number (0)",
+                  a->len + 1);
+      g_array_free(a, TRUE);
+      return false;
+    }
     char *end;
     errno = 0;
     double v = g_ascii_strtod(p, &end);

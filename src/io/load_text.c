@@ -33,6 +33,7 @@ struct cf_io_text {
   unsigned long last_col; /* and the column of its first */
   unsigned sep_len;    /* separator bytes since it */
   bool sep_comma;      /* one of them a comma */
+  unsigned sep_commas; /* how many */
   unsigned long comma_col; /* 0: no comma between digits yet, else the
                             * column of the number before it */
   bool spaces_only;    /* two numbers apart by spaces alone */
@@ -242,6 +243,13 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       if (t->tok_len == 0) {
         t->tok_line = t->line;
         t->tok_col = t->col;
+        /* an empty field ("0.5,,0.5", a CSV's missing value) read as
+         * nothing made two taps of three (QA) */
+        if (t->line_tok && t->sep_commas > 1)
+          return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: two commas with no "
+                         "number between them before this one (an empty "
+                         "field): write the missing number (0)", t->path,
+                         t->line, t->col);
         between_numbers(t, ch);
       }
       if (t->tok_len < TOKEN_MAX) {
@@ -263,6 +271,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       t->point |= memchr(t->tok, '.', t->tok_len) != NULL;
       t->sep_len = 0;
       t->sep_comma = false;
+      t->sep_commas = 0;
       t->pending = ch;
       t->have_pending = true;
       *ev = (cf_io_text_event){
@@ -278,6 +287,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     if (ch != '\n' && ch != EOF) {
       t->sep_len++;
       t->sep_comma |= ch == ',';
+      t->sep_commas += ch == ',';
       continue;
     }
     cf_status s = decimal_comma(t);
