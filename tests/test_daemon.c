@@ -1006,6 +1006,13 @@ static void test_bad_config(void **state)
       {"CTL -s /nonexistent.sock reload now", "reload takes 0 arguments"},
       {"CTL -s /nonexistent.sock status --json a b",
        "status takes at most 2 arguments, not 3"},
+      /* two streams, an option after the stream, an unknown one (QA:
+       * sent to the daemon, exit 1, or 3 without one) */
+      {"CTL -s /nonexistent.sock status a b",
+       "status takes [--json] [STREAM], in that order, not 'a b'"},
+      {"CTL -s /nonexistent.sock status a --json",
+       "in that order, not 'a --json'"},
+      {"CTL -s /nonexistent.sock status --xml", "in that order, not '--xml'"},
   };
   for (size_t i = 0; i < sizeof slips / sizeof *slips; i++) {
     char args[600], words[700];

@@ -88,6 +88,21 @@ int main(int argc, char **argv)
     g_free(sock);
     return 2;
   }
+  /* status [--json] [STREAM]: in that order, the one option (QA:
+   * "status a b" and "status --xml" went to the daemon, exit 1) */
+  if (c == 0 && nargs > 0) {
+    bool bad = (nargs == 2 && strcmp(argv[i + 1], "--json")) ||
+               (argv[argc - 1][0] == '-' &&
+                (nargs == 2 || strcmp(argv[argc - 1], "--json")));
+    if (bad) {
+      fprintf(stderr, "cudafilterctl: status takes [--json] [STREAM], in "
+              "that order, not '%s%s%s'\n", argv[i + 1],
+              nargs == 2 ? " " : "", nargs == 2 ? argv[i + 2] : "");
+      usage(stderr);
+      g_free(sock);
+      return 2;
+    }
+  }
   if (!sock)
     sock = cfd_default_socket();
   /* files are the client's: the daemon runs elsewhere */
