@@ -1105,6 +1105,103 @@ static const char *live_pipe(const char *name, int size)
   return b[i];
 }
 
+/* The control socket's /tmp fallback (no XDG_RUNTIME_DIR) is in a folder
+ * of the user's alone, and cudafilterctl answers only to a daemon of the
+ * user's or root's: a name in /tmp itself was anyone's to take first (QA:
+ * another user listened on /tmp/cudafilterd-UID.sock, cudafilterctl took
+ * its "ok" and the daemon would not start). */
+static void test_socket_private(void **state)
+{
+  (void)state;
+  char dir[64], conf[600], args[800];
+  snprintf(dir, sizeof dir, "/tmp/cudafilterd-%u", (unsigned)getuid());
+  snprintf(conf, sizeof conf, "%s", fixture("private.conf"));
+  char *xdg = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR"))
+                                        : NULL;
+  unsetenv("XDG_RUNTIME_DIR");
+  struct stat st;
+  if (lstat(dir, &st) == 0) {
+    print_message("(%s exists, a daemon of this user's may use it: its "
+                  "refusal is not checked)\n", dir);
+  } else {
+    set_case("a fallback folder others may write to");
+    CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 0777) == 0, "%s: %s", dir,
+          strerror(errno));
+    char *msg;
+    int st2 = run_captured(ctl_bin, "status", &msg);
+    CHECK(st2 == 3 && msg && strstr(msg, "is not a folder of this user's "
+                                         "alone") && strstr(msg, "mode 777"),
+          "cudafilterctl status exited %d: %s", st2, msg ? msg : "");
+    free(msg);
+    if (have_gst) {
+      write_text(conf, "[stream p]\ntype = pipeline\npipeline = "
+                       "audiotestsrc ! fakesink\n");
+      snprintf(args, sizeof args, "--check -c %s", conf);
+      st2 = run_captured(daemon_bin, args, &msg);
+      CHECK(st2 == 2 && msg && strstr(msg, "is not a folder of this user's"),
+            "cudafilterd --check exited %d: %s", st2, msg ? msg : "");
+      free(msg);
+    }
+    rmdir(dir);
+  }
+  if (xdg)
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+  free(xdg);
+  /* a listener of another user's (root can be one: setuid in a child) */
+  if (getuid() != 0) {
+    print_message("(not root: no other user's listener to check against)\n");
+    return;
+  }
+  set_case("a socket served by another user");
+  char sdir[600], sock[700];
+  snprintf(sdir, sizeof sdir, "%s", fixture("squat"));
+  mkdir(sdir, 0700);
+  CHECK(chmod(sdir, 0777) == 0, "%s: %s", sdir, strerror(errno));
+  snprintf(sock, sizeof sock, "%s/s.sock", sdir);
+  unlink(sock);
+  int ready[2];
+  CHECK(pipe(ready) == 0, "pipe");
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork");
+  if (pid == 0) {
+    close(ready[0]);
+    if (setgid(65534) || setuid(65534))
+      _exit(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(sock) >= sizeof a.sun_path)
+      _exit(1);
+    memcpy(a.sun_path, sock, strlen(sock) + 1);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
+        chmod(sock, 0666) || listen(fd, 4))
+      _exit(1);
+    if (write(ready[1], "r", 1) != 1)
+      _exit(1);
+    int c = accept(fd, NULL, NULL);
+    char buf[256];
+    if (c >= 0 && read(c, buf, sizeof buf) > 0 &&
+        write(c, "a type=file state=FAKE\nok\n", 26) < 0)
+      _exit(1);
+    _exit(0);
+  }
+  close(ready[1]);
+  char r;
+  CHECK(read(ready[0], &r, 1) == 1, "the other user's listener did not start");
+  close(ready[0]);
+  snprintf(args, sizeof args, "-s %s status", sock);
+  char *msg;
+  int st2 = run_captured(ctl_bin, args, &msg);
+  CHECK(st2 == 3 && msg && strstr(msg, "is served by user 65534") &&
+            !strstr(msg, "FAKE"),
+        "cudafilterctl against another user's socket exited %d: %s", st2,
+        msg ? msg : "");
+  free(msg);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  unlink(sock);
+  rmdir(sdir);
+}
+
 /* Pipelines: live changes, reload (bad file kept out, then streams
  * changed, removed and added), errors from cudafilterctl, the socket. */
 static void test_pipelines_reload(void **state)
@@ -3542,6 +3639,7 @@ int main(void)
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_bad_config, kill_left),
+      cmocka_unit_test_teardown(test_socket_private, kill_left),
       cmocka_unit_test_teardown(test_audio_reference, kill_left),
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),

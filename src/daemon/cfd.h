@@ -107,8 +107,15 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
 /* Parse "1, -0.5, 0.25" (commas and/or spaces). */
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
 
-/* $XDG_RUNTIME_DIR/cudafilterd.sock, else /tmp/cudafilterd-UID.sock. */
+/* $XDG_RUNTIME_DIR/cudafilterd.sock, else
+ * /tmp/cudafilterd-UID/cudafilterd.sock, in a folder of the user's alone
+ * (cfd_private_folder). */
 char *cfd_default_socket(void);
+/* Where `sock` is the /tmp fallback (cfd_default_socket without
+ * XDG_RUNTIME_DIR): its folder is made (with `make`, mode 0700) and must
+ * be a folder (not a link) of this user's that no one else may write to
+ * or read; else false with why. True for any other path. */
+bool cfd_private_folder(const char *sock, bool make, GError **err);
 
 /* A status value as it is, or in double quotes (with \" and \\) where
  * it holds a space, a quote, a backslash or nothing; g_free it. */

@@ -116,7 +116,41 @@ char *cfd_default_socket(void)
   const char *run = g_getenv("XDG_RUNTIME_DIR");
   if (run && *run && g_file_test(run, G_FILE_TEST_IS_DIR))
     return g_build_filename(run, "cudafilterd.sock", NULL);
-  return g_strdup_printf("/tmp/cudafilterd-%u.sock", (unsigned)getuid());
+  /* in a folder of this user's: a name in /tmp itself is anyone's to
+   * take first (QA: another user listened there, cudafilterctl took its
+   * answers and the daemon would not start) */
+  return g_strdup_printf("/tmp/cudafilterd-%u/cudafilterd.sock",
+                         (unsigned)getuid());
+}
+
+bool cfd_private_folder(const char *sock, bool make, GError **err)
+{
+  g_autofree char *fallback =
+      g_strdup_printf("/tmp/cudafilterd-%u/cudafilterd.sock",
+                      (unsigned)getuid());
+  if (strcmp(sock, fallback))
+    return true;
+  g_autofree char *dir = g_path_get_dirname(sock);
+  if (make && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    g_set_error(err, CFD_ERROR, 0, "cannot make %s: %s", dir,
+                g_strerror(errno));
+    return false;
+  }
+  struct stat st;
+  if (lstat(dir, &st) != 0) {
+    g_set_error(err, CFD_ERROR, 0, "%s: %s", dir, g_strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s is not a folder of this user's alone (%s, owner %u, "
+                "mode %03o): another user may have made it; remove it, or "
+                "give the socket with -s or socket =",
+                dir, S_ISDIR(st.st_mode) ? "a folder" : "not a folder",
+                (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+    return false;
+  }
+  return true;
 }
 
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -32,7 +33,8 @@ static void usage(FILE *f)
              "section)\n"
              "  reload\n"
              "SOCKET defaults to $XDG_RUNTIME_DIR/cudafilterd.sock (else "
-             "/tmp/cudafilterd-UID.sock).\n");
+             "/tmp/cudafilterd-UID/cudafilterd.sock). Only a daemon of "
+             "this user's or root's is answered.\n");
 }
 
 int main(int argc, char **argv)
@@ -160,6 +162,13 @@ int main(int argc, char **argv)
     timeout = (guint)v;
   }
   g_socket_client_set_timeout(cl, timeout);
+  /* the /tmp fallback's folder: this user's alone, or nothing is sent */
+  if (!cfd_private_folder(sock, false, &e)) {
+    fprintf(stderr, "cudafilterctl: %s\n", e->message);
+    g_object_unref(cl);
+    rc = 3;
+    goto done;
+  }
   GSocketAddress *addr = g_unix_socket_address_new(sock);
   GSocketConnection *conn;
   /* a full listen queue (many clients at once) says "try again": for a
@@ -177,6 +186,24 @@ int main(int argc, char **argv)
   if (!conn) {
     fprintf(stderr, "cudafilterctl: no cudafilterd on %s: %s\n", sock,
             e->message);
+    rc = 3;
+    goto done;
+  }
+  /* the commands (paths, kernels) go to this user's daemon or root's
+   * alone, and only their answers are taken (QA: another user listened
+   * on the /tmp fallback, and its "ok" was believed) */
+  GCredentials *who = g_socket_get_credentials(
+      g_socket_connection_get_socket(conn), &e);
+  uid_t peer = who ? (uid_t)g_credentials_get_unix_user(who, NULL) : 0;
+  g_clear_object(&who);
+  if (e || (peer != getuid() && peer != 0)) {
+    if (e)
+      fprintf(stderr, "cudafilterctl: %s: %s\n", sock, e->message);
+    else
+      fprintf(stderr, "cudafilterctl: %s is served by user %u, not by you "
+              "(%u) nor root: not your cudafilterd\n", sock, (unsigned)peer,
+              (unsigned)getuid());
+    g_object_unref(conn);
     rc = 3;
     goto done;
   }

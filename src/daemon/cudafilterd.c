@@ -956,7 +956,8 @@ static char *folder_unwritable(const char *output)
  * when no daemon answers there. */
 static bool listen_socket(daemon_state *d, GError **err)
 {
-  if (!socket_fits(d->socket_path, err))
+  if (!socket_fits(d->socket_path, err) ||
+      !cfd_private_folder(d->socket_path, true, err))
     return false;
   GSocketAddress *addr = g_unix_socket_address_new(d->socket_path);
   struct stat st;
@@ -1167,7 +1168,8 @@ static void usage(FILE *f)
           "  -c, --config FILE   the streams to run\n"
           "  -s, --socket PATH   control socket (default: the config's, "
           "else\n"
-          "                      $XDG_RUNTIME_DIR/cudafilterd.sock)\n"
+          "                      $XDG_RUNTIME_DIR/cudafilterd.sock, or\n"
+          "                      /tmp/cudafilterd-UID/cudafilterd.sock)\n"
           "      --check         check FILE (kernels loaded) and exit\n"
           "  -h, --help\n"
           "  -V, --version\n\n"
@@ -1254,7 +1256,7 @@ int main(int argc, char **argv)
     g_autofree char *sp = sock        ? g_strdup(sock)
                           : c->socket ? g_strdup(c->socket)
                                       : cfd_default_socket();
-    if (!socket_fits(sp, &err)) {
+    if (!socket_fits(sp, &err) || !cfd_private_folder(sp, false, &err)) {
       fprintf(stderr, "cudafilterd: %s: %s: the daemon would not start\n",
               cfg_path, err->message);
       g_error_free(err);
