@@ -114,7 +114,8 @@ char *cfd_default_socket(void);
 /* Where `sock` is the /tmp fallback (cfd_default_socket without
  * XDG_RUNTIME_DIR): its folder is made (with `make`, mode 0700) and must
  * be a folder (not a link) of this user's that no one else may write to
- * or read; else false with why. True for any other path. */
+ * or read; else false with why. True for any other path, and without
+ * `make` where the folder is not there yet. */
 bool cfd_private_folder(const char *sock, bool make, GError **err);
 
 /* A status value as it is, or in double quotes (with \" and \\) where

@@ -137,6 +137,8 @@ bool cfd_private_folder(const char *sock, bool make, GError **err)
     return false;
   }
   struct stat st;
+  if (lstat(dir, &st) != 0 && !make && errno == ENOENT)
+    return true; /* made at the daemon's start; no daemon there yet */
   if (lstat(dir, &st) != 0) {
     g_set_error(err, CFD_ERROR, 0, "%s: %s", dir, g_strerror(errno));
     return false;
