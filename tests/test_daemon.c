@@ -943,9 +943,28 @@ static void test_bad_config(void **state)
          "[stream f]\ntype = file\ninput = cin.wav\noutput = o.wav\n"
          "kernel = 1\n",
          "socket path too long (110 bytes, at most 107)"},
+        /* and a socket path that is a file of another kind, or in no
+         * folder (QA: --check said ok, the start exited 1, which the
+         * unit restarts for ever) */
+        {"[daemon]\nsocket = cin.wav\n[stream f]\ntype = file\ninput = "
+         "cin.wav\noutput = o.wav\nkernel = 1\n",
+         "cin.wav exists and is not a socket"},
+        {"[daemon]\nsocket = nodir/x.sock\n[stream f]\ntype = file\n"
+         "input = cin.wav\noutput = o.wav\nkernel = 1\n",
+         "nodir is not there"},
     };
     check_refusals("bad.conf", "refused at start", starts,
                    sizeof starts / sizeof *starts);
+    /* the start says so with the exit of a config error (2) */
+    {
+      char args[700], *msg;
+      set_case("a start with a socket path in no folder");
+      snprintf(args, sizeof args, "-c %s", fixture("bad.conf"));
+      int st = run_captured(daemon_bin, args, &msg);
+      CHECK(st == 2 && msg && strstr(msg, "nodir is not there"),
+            "cudafilterd exited %d: %s", st, msg ? msg : "");
+      free(msg);
+    }
   }
   /* a relative path in a pipeline line is relative to the config, as
    * every path there (the daemon runs in the config's folder): it was

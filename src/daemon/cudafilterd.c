@@ -922,15 +922,41 @@ static void accept_more(daemon_state *d)
 }
 
 /* Whether a socket can be bound at path: its length. */
-static bool socket_fits(const char *path, GError **err)
+/* Whether the socket can be made at path as far as the config (or -s)
+ * says: a path short enough, not a file of another kind, in a folder
+ * that is there (the /tmp fallback's is made, and must be private).
+ * Checked with --check and before the start, which exits 2 on it, as on
+ * any config error (QA: a regular file, a folder or a missing folder as
+ * the socket passed --check and the start exited 1, which the unit
+ * restarts for ever). */
+static bool socket_fits(const char *path, bool make, GError **err)
 {
-  if (strlen(path) < sizeof(((struct sockaddr_un *)0)->sun_path))
-    return true;
-  g_set_error(err, CFD_ERROR, 0,
-              "socket path too long (%zu bytes, at most %zu): %s",
-              strlen(path), sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-              path);
-  return false;
+  if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "socket path too long (%zu bytes, at most %zu): %s",
+                strlen(path),
+                sizeof(((struct sockaddr_un *)0)->sun_path) - 1, path);
+    return false;
+  }
+  if (!cfd_private_folder(path, make, err))
+    return false;
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0, "socket %s exists and is not a socket",
+                path);
+    return false;
+  }
+  g_autofree char *folder = g_path_get_dirname(path);
+  g_autofree char *fallback = g_strdup_printf(
+      "/tmp/cudafilterd-%u/cudafilterd.sock", (unsigned)getuid());
+  /* (the fallback's folder is made at the start) */
+  if ((make || strcmp(path, fallback)) &&
+      !g_file_test(folder, G_FILE_TEST_IS_DIR)) {
+    g_set_error(err, CFD_ERROR, 0, "socket %s: its folder %s is not there",
+                path, folder);
+    return false;
+  }
+  return true;
 }
 
 /* Why no file can be made in output's folder (a temporary one is made
@@ -956,17 +982,9 @@ static char *folder_unwritable(const char *output)
  * when no daemon answers there. */
 static bool listen_socket(daemon_state *d, GError **err)
 {
-  if (!socket_fits(d->socket_path, err) ||
-      !cfd_private_folder(d->socket_path, true, err))
-    return false;
+  /* (socket_fits has seen the path) */
   GSocketAddress *addr = g_unix_socket_address_new(d->socket_path);
   struct stat st;
-  if (lstat(d->socket_path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    g_set_error(err, CFD_ERROR, 0, "%s exists and is not a socket",
-                d->socket_path);
-    g_object_unref(addr);
-    return false;
-  }
   if (g_file_test(d->socket_path, G_FILE_TEST_EXISTS)) {
     GSocket *probe = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
                                   G_SOCKET_PROTOCOL_DEFAULT, NULL);
@@ -1256,7 +1274,7 @@ int main(int argc, char **argv)
     g_autofree char *sp = sock        ? g_strdup(sock)
                           : c->socket ? g_strdup(c->socket)
                                       : cfd_default_socket();
-    if (!socket_fits(sp, &err) || !cfd_private_folder(sp, false, &err)) {
+    if (!socket_fits(sp, false, &err)) {
       fprintf(stderr, "cudafilterd: %s: %s: the daemon would not start\n",
               cfg_path, err->message);
       g_error_free(err);
@@ -1298,7 +1316,9 @@ int main(int argc, char **argv)
                               : cfd_default_socket();
   d.streams = g_ptr_array_new();
   signal(SIGPIPE, SIG_IGN); /* a client that hangs up */
-  bool ok = listen_socket(&d, &err);
+  if (!socket_fits(d.socket_path, true, &err))
+    d.exit_code = 2; /* the config's (or -s's) to mend: not restarted */
+  bool ok = !d.exit_code && listen_socket(&d, &err);
   for (guint i = 0; ok && i < c->streams->len; i++) {
     cfd_stream_conf *sc = take_conf(c, i);
     stream *s = stream_start(sc, &err);
@@ -1329,7 +1349,8 @@ int main(int argc, char **argv)
   } else {
     say("%s", err->message);
     g_error_free(err);
-    d.exit_code = 1;
+    if (!d.exit_code)
+      d.exit_code = 1;
   }
   for (guint i = 0; i < d.streams->len; i++) {
     stream *s = d.streams->pdata[i];
