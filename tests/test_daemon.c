@@ -982,6 +982,37 @@ static void test_bad_config(void **state)
           "a pipeline's kernel-file beside the config, from /: %s", msg);
     free(msg);
   }
+  /* ".." after a linked folder is the system's to follow, as for the
+   * CLI: lnk/../k.txt is real/k.txt where lnk is real/sub (QA: read as
+   * the config folder's k.txt, which is not there) */
+  if (have_libav) {
+    char real[600], sub[650], lnk[600], kp[650];
+    snprintf(real, sizeof real, "%s", fixture("real"));
+    snprintf(sub, sizeof sub, "%s/sub", real);
+    snprintf(lnk, sizeof lnk, "%s", fixture("lnk"));
+    snprintf(kp, sizeof kp, "%s/k.txt", real);
+    mkdir(real, 0755);
+    mkdir(sub, 0755);
+    unlink(lnk);
+    CHECK(symlink(sub, lnk) == 0, "symlink %s: %s", lnk, strerror(errno));
+    write_text(kp, "0.5\n");
+    float x[64] = {0};
+    write_wav(fixture("dd.wav"), W_F32, 8000, 1, x, 64);
+    write_text(fixture("dd.conf"),
+               "[stream f]\ntype = file\ninput = dd.wav\noutput = "
+               "dd-out.wav\nkernel-file = lnk/../k.txt\n");
+    snprintf(cmd, sizeof cmd, "%s --check -c %s >%s 2>&1", daemon_bin,
+             fixture("dd.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "kernel-file lnk/../k.txt, lnk a linked folder: %s", msg);
+    free(msg);
+    unlink(lnk);
+    unlink(kp);
+    rmdir(sub);
+    rmdir(real);
+  }
   /* a line that is not a key file's names its number */
   for (int k = 0; k < 4; k++) {
     static const char *const good[] = {"# a comment",  "",  "  ", "#",

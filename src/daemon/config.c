@@ -331,14 +331,20 @@ static bool named(reader *r, const char *key, char *v, cf_status st,
 }
 
 /* A file's path relative to the config file's folder, made absolute; a
- * URL (proto://..., pipe:) as it is. */
+ * URL (proto://..., pipe:) as it is. Its ".." are left for the system to
+ * follow, as `apply` and a shell leave them: after a linked folder
+ * ("media/.." where media is a link) they lead elsewhere than the text
+ * says (QA: the daemon opened another file than the CLI). */
 static char *resolve(const char *dir, const char *path)
 {
   if (strstr(path, "://") || g_str_has_prefix(path, "pipe:"))
     return g_strdup(path);
+  if (g_path_is_absolute(path))
+    return g_strdup(path);
   char *cwd = g_get_current_dir();
-  char *base = g_canonicalize_filename(dir, cwd);
-  char *p = g_canonicalize_filename(path, base);
+  char *base = g_path_is_absolute(dir) ? g_strdup(dir)
+                                       : g_build_filename(cwd, dir, NULL);
+  char *p = g_build_filename(base, path, NULL);
   g_free(base);
   g_free(cwd);
   return p;
