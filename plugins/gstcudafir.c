@@ -332,16 +332,8 @@ static cf_status apply_routing(cf_kernel **kp, GstCudaFirRouting routing,
       return fir_fail("routing=matrix: %s holds %u kernel%s, "
                      "not a multiple of the stream's %u channels", what, n,
                      n == 1 ? "" : "s", channels);
-    s = cf_kernel_new(CF_ROUTING_MATRIX, n / channels, channels, &t);
-    for (unsigned i = 0; s == CF_OK && i < n; i++) {
-      size_t len;
-      const float *taps = cf_kernel_taps(k, i, &len);
-      s = cf_kernel_set(t, i, taps, len);
-    }
-    if (s != CF_OK) {
-      cf_kernel_free(t);
+    if ((s = cf_kernel_as_matrix(k, channels, &t)) != CF_OK)
       return fir_engine_error(s);
-    }
     cf_kernel_free(k);
     *kp = t;
     return CF_OK;

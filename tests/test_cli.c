@@ -1406,8 +1406,11 @@ static void apply_case(ref_rng *r, int index)
   int forced = ref_rng_u64(r) % 3 == 0 ? (int)ref_rng_range(r, 0, 3) : -1;
   int out_kind = forced >= 0 ? forced : in_kind;
   double gain_db = ref_rng_u64(r) % 2 ? 0.0 : -12.0 + 18.0 * ref_rng_unit(r);
-  /* an audio file as the kernel (at the input's rate: no resampling) */
-  int wav_kernel = routing != 2 && ref_rng_u64(r) % 3 == 0;
+  /* an audio file as the kernel (at the input's rate: no resampling); a
+   * matrix's as a true-stereo WAV holds one, its kernels in order as its
+   * channels, read with --routing matrix (it was refused: "kernel ... is
+   * per-channel", QA) */
+  int wav_kernel = ref_rng_u64(r) % 3 == 0;
   if (wav_kernel && count == 1)
     routing = 0; /* a one-channel file is a shared kernel */
   unsigned paths = routing == 0 ? cin : count;
@@ -1490,7 +1493,7 @@ static void apply_case(ref_rng *r, int index)
     args[na++] = "-c";
     args[na++] = codecs[forced];
   }
-  if (ref_rng_u64(r) % 2) {
+  if (ref_rng_u64(r) % 2 || (wav_kernel && routing == 2)) {
     args[na++] = "--routing";
     args[na++] = routings[routing];
   }

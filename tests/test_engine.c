@@ -2518,6 +2518,46 @@ static void test_bad_config(void **state)
     CHECK(st == CF_E_INVALID && kc == NULL,
           "cf_kernel_copy(NULL, &out) returned %s, out %p",
           cf_status_name(st), (void *)kc);
+    /* N per-channel kernels read as an (N / inputs) x inputs matrix,
+     * entry j kernel j (a true-stereo WAV's channels); a matrix of those
+     * inputs copied; other counts refused, nothing made */
+    for (unsigned rep = 0; rep < 4; rep++) {
+      unsigned ins = (unsigned)ref_rng_range(&r, 1, 4),
+               outs = (unsigned)ref_rng_range(&r, 1, 4), n = ins * outs;
+      cf_kernel *pc = NULL, *m = NULL, *m2 = NULL;
+      CHECK_OK(cf_kernel_new(n == 1 ? CF_ROUTING_SHARED
+                                    : CF_ROUTING_PER_CHANNEL,
+                             n, n, &pc));
+      for (unsigned j = 0; j < n; j++)
+        CHECK_OK(cf_kernel_set(pc, j, taps + j, 1 + j % 7));
+      CHECK_OK(cf_kernel_as_matrix(pc, ins, &m));
+      CHECK(cf_kernel_routing(m) == CF_ROUTING_MATRIX &&
+                cf_kernel_outputs(m) == outs && cf_kernel_inputs(m) == ins,
+            "%u kernels as a matrix of %u inputs: %s %u x %u", n, ins,
+            cf_routing_name(cf_kernel_routing(m)), cf_kernel_outputs(m),
+            cf_kernel_inputs(m));
+      CHECK_OK(cf_kernel_as_matrix(m, ins, &m2)); /* a copy */
+      for (unsigned j = 0; j < n; j++) {
+        size_t la, lb;
+        const float *ta = cf_kernel_taps(m2, j, &la);
+        (void)cf_kernel_taps(pc, j, &lb);
+        CHECK(la == 1 + j % 7 && lb == la && !memcmp(ta, taps + j, la * 4),
+              "entry %u of the matrix is not kernel %u", j, j);
+      }
+      if (n > 1) {
+        cf_kernel *bad = pc;
+        cf_status sb = cf_kernel_as_matrix(pc, n + 1, &bad);
+        CHECK(sb == CF_E_INVALID && !bad && strstr(cf_last_error(),
+                                                   "multiple of the inputs"),
+              "%u kernels as %u inputs: %s %s", n, n + 1, cf_status_name(sb),
+              cf_last_error());
+      }
+      cf_kernel_free(m2);
+      cf_kernel_free(m);
+      cf_kernel_free(pc);
+    }
+    CHECK(cf_kernel_as_matrix(k, 1, NULL) == CF_E_INVALID,
+          "cf_kernel_as_matrix(out NULL) accepted");
     CHECK(cf_routing_from_string("shared", NULL) == CF_E_INVALID &&
               cf_backend_from_string("cpu", NULL) == CF_E_INVALID &&
               cf_algorithm_from_string("direct", NULL) == CF_E_INVALID,

@@ -46,6 +46,16 @@ cf_status cf_kernel_new(cf_routing routing, unsigned outputs, unsigned inputs,
 cf_status cf_kernel_new_shared(const float *taps, size_t len, cf_kernel **out);
 void cf_kernel_free(cf_kernel *k);
 cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out);
+/* k's N kernels in their order read as an (N / inputs) x inputs matrix,
+ * kernel j becoming entry j (output j / inputs, input j % inputs): a
+ * true-stereo impulse response's four channels, as a WAV holds them
+ * (L<-L, L<-R, R<-L, R<-R), for a stereo stream; what --routing matrix
+ * (cudafilter) and routing=matrix (cudafir) make of per-channel kernels.
+ * A matrix of `inputs` inputs comes back as a copy; CF_E_INVALID where N
+ * is not a multiple of inputs (1..CF_MAX_CHANNELS) or the outputs would
+ * be more than CF_MAX_CHANNELS. */
+cf_status cf_kernel_as_matrix(const cf_kernel *k, unsigned inputs,
+                              cf_kernel **out);
 
 /* Copy taps into kernel `index`. Every tap must be finite; 1 <= len <=
  * CF_KERNEL_MAX_TAPS (len 0 is allowed for matrix entries: no path). */

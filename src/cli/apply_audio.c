@@ -1931,9 +1931,24 @@ int apply_choose_target(const apply_opts *o, char **tmp)
   return 0;
 }
 
-static int check_kernel(const apply_opts *o, const cf_kernel *k,
+/* --routing matrix reads a set of per-channel kernels (a true-stereo
+ * WAV's four channels) as a matrix of the input's channels, as cudafir's
+ * routing=matrix does (QA: refused, "kernel ... is per-channel"); the
+ * other routings check the file's. */
+static int check_kernel(const apply_opts *o, cf_kernel **kp,
                         unsigned channels)
 {
+  if (o->have_routing && o->routing == CF_ROUTING_MATRIX &&
+      cf_kernel_routing(*kp) == CF_ROUTING_PER_CHANNEL &&
+      cf_kernel_count(*kp) % channels == 0) {
+    cf_kernel *m;
+    if (cf_kernel_as_matrix(*kp, channels, &m) != CF_OK)
+      return apply_error("kernel %s as a matrix: %s", o->kernel_path,
+                         cf_last_error());
+    cf_kernel_free(*kp);
+    *kp = m;
+  }
+  const cf_kernel *k = *kp;
   cf_routing r = cf_kernel_routing(k);
   unsigned ins = cf_kernel_inputs(k), outs = cf_kernel_outputs(k);
   if (o->have_routing && r != o->routing)
@@ -2021,7 +2036,7 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
               : apply_error("cannot load kernel %s: %s", opt->kernel_path, msg);
       goto done;
     }
-    if ((rc = check_kernel(opt, k, in.channels)))
+    if ((rc = check_kernel(opt, &k, in.channels)))
       goto done;
     if (opt->gain_db != 0.0 &&
         cf_kernel_scale(k, (float)pow(10.0, opt->gain_db / 20.0)) != CF_OK) {

@@ -211,7 +211,9 @@ static void usage_fir(FILE *f)
     "                       3D matrix), text (shared) or any audio file\n"
     "  -c, --channels C     input channels (for a matrix kernel: its inputs)\n"
     "      --routing R      shared|per-channel|matrix: fail unless the kernel\n"
-    "                       file has this routing\n"
+    "                       file has this routing; matrix also reads N\n"
+    "                       per-channel kernels (a true-stereo WAV's four) as\n"
+    "                       an N/C x C matrix, output-major (L<-L, L<-R, ...)\n"
     "      --rate R         sample rate, 1..1000000; audio kernel files are\n"
     "                       resampled to it, their gain kept (default 48000)\n"
     "  -b, --block N        block size in frames, 1..65536 (FFT paths add\n"
@@ -368,9 +370,22 @@ static int fir_parse(int argc, char **argv, fir_opts *o)
   return 0;
 }
 
-/* Check that the kernel file fits what the user asked for. */
-static int fir_check_kernel(const fir_opts *o, const cf_kernel *k)
+/* Check that the kernel file fits what the user asked for; --routing
+ * matrix reads per-channel kernels (a true-stereo WAV's four) as a
+ * matrix of --channels inputs, as cudafir's routing=matrix does. */
+static int fir_check_kernel(const fir_opts *o, cf_kernel **kp)
 {
+  if (o->have_routing && o->routing == CF_ROUTING_MATRIX &&
+      cf_kernel_routing(*kp) == CF_ROUTING_PER_CHANNEL &&
+      cf_kernel_count(*kp) % o->channels == 0) {
+    cf_kernel *m;
+    if (cf_kernel_as_matrix(*kp, (unsigned)o->channels, &m) != CF_OK)
+      return cli_error("kernel %s as a matrix: %s", o->kernel_path,
+                       cf_last_error());
+    cf_kernel_free(*kp);
+    *kp = m;
+  }
+  const cf_kernel *k = *kp;
   cf_routing r = cf_kernel_routing(k);
   unsigned ins = cf_kernel_inputs(k), outs = cf_kernel_outputs(k);
   if (o->have_routing && r != o->routing)
@@ -515,7 +530,7 @@ static int cmd_fir(int argc, char **argv)
       return cli_error("cannot load kernel: %s", why);
     return cli_error("cannot load kernel %s: %s", o.kernel_path, why);
   }
-  if ((rc = fir_check_kernel(&o, k)))
+  if ((rc = fir_check_kernel(&o, &k)))
     goto done;
   if (cf_engine_new_audio(&o.cfg, k, &e) != CF_OK) {
     rc = cli_error("cannot create the engine: %s", cf_last_error());

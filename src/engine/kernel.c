@@ -99,6 +99,35 @@ CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
   return s;
 }
 
+CF_PUBLIC cf_status cf_kernel_as_matrix(const cf_kernel *k, unsigned inputs,
+                                        cf_kernel **out)
+{
+  if (!out)
+    return cf_fail(CF_E_INVALID, "kernel as matrix: out is NULL");
+  *out = NULL;
+  if (!k)
+    return cf_fail(CF_E_INVALID, "kernel as matrix: NULL kernel set");
+  if (k->routing == CF_ROUTING_MATRIX && k->inputs == inputs)
+    return cf_kernel_copy(k, out);
+  if (inputs == 0 || inputs > CF_MAX_CHANNELS || k->count % inputs ||
+      k->count / inputs > CF_MAX_CHANNELS)
+    return cf_fail(CF_E_INVALID, "kernel as matrix: %u kernel%s cannot be "
+                   "read as a matrix of %u input%s (their number must be a "
+                   "multiple of the inputs, and the outputs at most %u)",
+                   k->count, k->count == 1 ? "" : "s", inputs,
+                   inputs == 1 ? "" : "s", CF_MAX_CHANNELS);
+  cf_status s = cf_kernel_new(CF_ROUTING_MATRIX, k->count / inputs, inputs,
+                              out);
+  for (unsigned i = 0; s == CF_OK && i < k->count; i++)
+    if (k->len[i])
+      s = cf_kernel_set(*out, i, k->taps[i], k->len[i]);
+  if (s != CF_OK) {
+    cf_kernel_free(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
 CF_PUBLIC cf_status cf_kernel_set(cf_kernel *k, unsigned index,
                                   const float *taps, size_t len)
 {
