@@ -1364,7 +1364,7 @@ static void test_swap_during_crossfade(void **state)
   (void)state;
   ref_rng r;
   test_rng(&r, 11);
-  for (unsigned c = 0; c < 6; c++) {
+  for (unsigned c = 0; c < 8; c++) {
     kset k[4];
     unsigned block = rand_block(&r);
     unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
@@ -1372,7 +1372,7 @@ static void test_swap_during_crossfade(void **state)
     kset_set(&k[0], &r, 0, rand_len(&r, 1, 4000));
     for (unsigned s = 1; s < 4; s++)
       kset_like(&r, &k[s], &k[0], 1, 4000);
-    unsigned nsw = c % 3 == 2 ? 3 : 2;
+    unsigned nsw = c % 3 == 2 || c >= 6 ? 3 : 2;
     size_t n = ref_rng_range(&r, 200, 20000);
     for (unsigned s = 0; s < 4; s++) /* up to three sets run at once */
       fit_work(&k[s], &n, &block);
@@ -1383,6 +1383,16 @@ static void test_swap_during_crossfade(void **state)
     X[2] = rand_crossfade(&r, n - S[2]);
     S[3] = S[2]; /* a swap at the very frame of the previous one */
     X[3] = rand_crossfade(&r, n - S[3]);
+    if (c >= 6) {
+      /* a swap without crossfade waiting for the first's end, replaced
+       * there, at its very point, by one with a crossfade: its old side
+       * is set 1 (the waiting one gave no output). With no latency (the
+       * direct path) the input fed up to that point had set 1 retired,
+       * and the newest blended from the replaced set (seed 1796066534) */
+      X[2] = 0;
+      S[3] = S[1] + X[1];
+      X[3] = ref_rng_range(&r, 1, n - S[3] > 1 ? n - S[3] : 1);
+    }
     set_case("swap_during_crossfade #%u: block %u ", c, block);
     input in;
     input_make(&in, &r, ch, n);

@@ -84,6 +84,13 @@ static int needed(const cf_swaps *l, unsigned i, uint64_t y)
   if (i + 1 == l->n || (y > w->s ? y : w->s) < w->end)
     return 1;
   const cf_swap *nx = &l->sw[i + 1];
+  /* the last swap, no output of it given yet, may still be replaced by a
+   * newer one (cf_swaps_push) whose crossfade blends from bank i: kept
+   * while it waits (a crossfade of 0 had it retired as soon as the
+   * output reached its point, and the newer swap then blended from the
+   * replaced one) */
+  if (i + 2 == l->n && nx->s >= y)
+    return 1;
   uint64_t fade_end = nx->s + nx->x < nx->end ? nx->s + nx->x : nx->end;
   return (y > nx->s ? y : nx->s) < fade_end;
 }
