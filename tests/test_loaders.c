@@ -238,6 +238,10 @@ static void test_text_bad_token(void **state)
     unlink(path);
   }
   expect_bad_text("abc", CF_E_FORMAT, "'abc' is not a number");
+  /* another separator (a spreadsheet's ;) is named as such (QA) */
+  expect_bad_text("0.25;0.5", CF_E_FORMAT,
+                  "'0.25;0.5' is not a number (numbers are apart by spaces "
+                  "or commas)");
   expect_bad_text("1.5x", CF_E_FORMAT, "not a number");
   expect_bad_text("1e5e5", CF_E_FORMAT, "not a number");
   /* decimal only: strtod read 0x10 as 16 (QA) */

@@ -1957,12 +1957,14 @@ static int check_kernel(const apply_opts *o, cf_kernel **kp,
                        cf_routing_name(r));
   if (r == CF_ROUTING_PER_CHANNEL && ins != channels)
     return apply_error("kernel %s has %u per-channel kernels, but %s has %u "
-                       "channels",
-                       o->kernel_path, ins, o->in_path, channels);
+                       "channel%s",
+                       o->kernel_path, ins, o->in_path, channels,
+                       channels == 1 ? "" : "s");
   if (r == CF_ROUTING_MATRIX && ins != channels)
     return apply_error("kernel %s is a %u x %u matrix (outputs x inputs), but "
-                       "%s has %u channels",
-                       o->kernel_path, outs, ins, o->in_path, channels);
+                       "%s has %u channel%s",
+                       o->kernel_path, outs, ins, o->in_path, channels,
+                       channels == 1 ? "" : "s");
   return 0;
 }
 

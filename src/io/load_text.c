@@ -115,7 +115,10 @@ static cf_status end_token(cf_io_text *t, float *out)
   char *end;
   double v = strtod_l(t->tok, &end, t->c_locale);
   if (end != t->tok + t->tok_len)
-    return bad_token(t, "is not a number");
+    return bad_token(t, strpbrk(t->tok, ";|")
+                            ? "is not a number (numbers are apart by spaces "
+                              "or commas)"
+                            : "is not a number");
   /* strtod reads hex floats too (0x10 is 16): numbers here are decimal,
    * as in the daemon's config and on the command line */
   if (strpbrk(t->tok, "xX"))
