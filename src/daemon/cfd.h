@@ -111,6 +111,8 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
  * /tmp/cudafilterd-UID/cudafilterd.sock, in a folder of the user's alone
  * (cfd_private_folder). */
 char *cfd_default_socket(void);
+/* That /tmp fallback, whatever XDG_RUNTIME_DIR says. */
+char *cfd_fallback_socket(void);
 /* Where `sock` is the /tmp fallback (cfd_default_socket without
  * XDG_RUNTIME_DIR): its folder is made (with `make`, mode 0700) and must
  * be a folder (not a link) of this user's that no one else may write to

@@ -116,6 +116,11 @@ char *cfd_default_socket(void)
   const char *run = g_getenv("XDG_RUNTIME_DIR");
   if (run && *run && g_file_test(run, G_FILE_TEST_IS_DIR))
     return g_build_filename(run, "cudafilterd.sock", NULL);
+  return cfd_fallback_socket();
+}
+
+char *cfd_fallback_socket(void)
+{
   /* in a folder of this user's: a name in /tmp itself is anyone's to
    * take first (QA: another user listened there, cudafilterctl took its
    * answers and the daemon would not start) */
@@ -125,9 +130,7 @@ char *cfd_default_socket(void)
 
 bool cfd_private_folder(const char *sock, bool make, GError **err)
 {
-  g_autofree char *fallback =
-      g_strdup_printf("/tmp/cudafilterd-%u/cudafilterd.sock",
-                      (unsigned)getuid());
+  g_autofree char *fallback = cfd_fallback_socket();
   if (strcmp(sock, fallback))
     return true;
   g_autofree char *dir = g_path_get_dirname(sock);

@@ -947,8 +947,7 @@ static bool socket_fits(const char *path, bool make, GError **err)
     return false;
   }
   g_autofree char *folder = g_path_get_dirname(path);
-  g_autofree char *fallback = g_strdup_printf(
-      "/tmp/cudafilterd-%u/cudafilterd.sock", (unsigned)getuid());
+  g_autofree char *fallback = cfd_fallback_socket();
   /* (the fallback's folder is made at the start) */
   if ((make || strcmp(path, fallback)) &&
       !g_file_test(folder, G_FILE_TEST_IS_DIR)) {
