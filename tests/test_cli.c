@@ -2921,9 +2921,12 @@ static void test_apply_copy_bframes(void **state)
   int16_t *pcm;
   film_random(&f, ref_seed() + 47, &frames, &pcm);
   /* a picture moving smoothly, in which libx264 finds B-frames worth
-   * it (not in noise), and enough of it */
-  if (f.nf < 16) {
-    f.nf = 16;
+   * it (not in noise), and enough of it: at least 24 frames of 32 x 24
+   * (16 frames of 8 x 6 gave none: "nothing tested", seed 1796069278) */
+  if (f.nf < 24 || f.w < 32 || f.h < 24) {
+    f.nf = f.nf < 24 ? 24 : f.nf;
+    f.w = f.w < 32 ? 32 : f.w;
+    f.h = f.h < 24 ? 24 : f.h;
     f.pf = (size_t)f.nf * f.rate / f.fps;
     free(frames);
     free(pcm);
