@@ -81,14 +81,12 @@ CF_PUBLIC void cf_kernel_free(cf_kernel *k)
   free(k);
 }
 
-CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
+/* k's kernels, in their order, in a new set of that shape (as many
+ * kernels as k's: cf_kernel_copy, cf_kernel_as_matrix). */
+static cf_status copy_as(const cf_kernel *k, cf_routing routing,
+                         unsigned outputs, unsigned inputs, cf_kernel **out)
 {
-  if (!out)
-    return cf_fail(CF_E_INVALID, "kernel copy: out is NULL");
-  *out = NULL;
-  if (!k)
-    return cf_fail(CF_E_INVALID, "kernel copy: NULL kernel set");
-  cf_status s = cf_kernel_new(k->routing, k->outputs, k->inputs, out);
+  cf_status s = cf_kernel_new(routing, outputs, inputs, out);
   for (unsigned i = 0; s == CF_OK && i < k->count; i++)
     if (k->len[i])
       s = cf_kernel_set(*out, i, k->taps[i], k->len[i]);
@@ -97,6 +95,16 @@ CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
     *out = NULL;
   }
   return s;
+}
+
+CF_PUBLIC cf_status cf_kernel_copy(const cf_kernel *k, cf_kernel **out)
+{
+  if (!out)
+    return cf_fail(CF_E_INVALID, "kernel copy: out is NULL");
+  *out = NULL;
+  if (!k)
+    return cf_fail(CF_E_INVALID, "kernel copy: NULL kernel set");
+  return copy_as(k, k->routing, k->outputs, k->inputs, out);
 }
 
 CF_PUBLIC cf_status cf_kernel_as_matrix(const cf_kernel *k, unsigned inputs,
@@ -116,16 +124,7 @@ CF_PUBLIC cf_status cf_kernel_as_matrix(const cf_kernel *k, unsigned inputs,
                    "multiple of the inputs, and the outputs at most %u)",
                    k->count, k->count == 1 ? "" : "s", inputs,
                    inputs == 1 ? "" : "s", CF_MAX_CHANNELS);
-  cf_status s = cf_kernel_new(CF_ROUTING_MATRIX, k->count / inputs, inputs,
-                              out);
-  for (unsigned i = 0; s == CF_OK && i < k->count; i++)
-    if (k->len[i])
-      s = cf_kernel_set(*out, i, k->taps[i], k->len[i]);
-  if (s != CF_OK) {
-    cf_kernel_free(*out);
-    *out = NULL;
-  }
-  return s;
+  return copy_as(k, CF_ROUTING_MATRIX, k->count / inputs, inputs, out);
 }
 
 CF_PUBLIC cf_status cf_kernel_set(cf_kernel *k, unsigned index,
