@@ -539,8 +539,9 @@ static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
                       ? gst_pad_peer_query_caps(trans->srcpad, can)
                       : NULL;
   gboolean yes = both && !gst_caps_is_empty(both);
-  /* which side stands in the way, for the refusal */
-  *why = yes ? NULL
+  /* which side stands in the way, for the refusal (why may be NULL) */
+  if (why)
+    *why = yes ? NULL
          : can && !gst_caps_is_empty(can)
              ? "upstream offers a format that has them but downstream takes "
                "none"
@@ -1590,8 +1591,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                      ? g_strdup(self->components)
                      : NULL;
   GST_OBJECT_UNLOCK(self);
-  const char *side = NULL;
-  gboolean ask = comps && upstream_can_fit(self, comps, incaps, &side);
+  gboolean ask = comps && upstream_can_fit(self, comps, incaps, NULL);
   g_free(comps);
   EngineNote note;
   GST_OBJECT_LOCK(self);
