@@ -557,14 +557,20 @@ static void check_finite(GstCudaFir *self, const float *x, size_t n)
     return;
   self->told_nonfinite = TRUE;
   guint64 frame = self->frames_in + at / self->cin;
-  GstClockTime t = GST_CLOCK_TIME_IS_VALID(self->base_ts)
-                       ? self->base_ts + gst_util_uint64_scale_int_round(
-                                             frame, GST_SECOND, self->rate)
-                       : GST_CLOCK_TIME_NONE;
+  /* where: its time, or (buffers without timestamps, as filesrc !
+   * capsfilter gives) its frame, counted from the stream's start */
+  char where[64];
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime t = self->base_ts + gst_util_uint64_scale_int_round(
+                                         frame, GST_SECOND, self->rate);
+    g_snprintf(where, sizeof where, "%" GST_TIME_FORMAT, GST_TIME_ARGS(t));
+  } else {
+    g_snprintf(where, sizeof where, "frame %" G_GUINT64_FORMAT, frame);
+  }
   GST_ELEMENT_WARNING(
       self, STREAM, FORMAT,
-      ("cudafir: the input holds %s at %" GST_TIME_FORMAT " (channel %zu)",
-       isnan(x[at]) ? "NaN" : "infinity", GST_TIME_ARGS(t), at % self->cin),
+      ("cudafir: the input holds %s at %s (channel %zu)",
+       isnan(x[at]) ? "NaN" : "infinity", where, at % self->cin),
       ("frame %" G_GUINT64_FORMAT " since the last restart; the outputs it "
        "reaches are not finite (on the FFT paths its whole block's, up to "
        "block-size frames before it); said once until a flush",
