@@ -37,9 +37,12 @@
  * so that they describe the engine running and the next change builds on
  * them rather than failing the same way.
  *
- * A property value that is wrong on its own (a NaN tap, a size or sigma
- * the preset refuses, an unknown component name) is refused with a
- * g_warning and the property keeps its value. A kernel file that does not
+ * A property value that is wrong on its own (a size or sigma the preset
+ * refuses, an unknown component name) is refused with an element warning
+ * on the bus and a g_warning (gst-launch sets properties before there is
+ * a bus), and the property keeps its value; GObject itself refuses a NaN
+ * or infinite tap, cval, scale or bias (outside every float range) with
+ * its own g_warning, before the element sees it. A kernel file that does not
  * load (missing, malformed, a NaN tap) is also an element warning; while
  * streaming it is refused the same way, the kernel going on, and set
  * before, it is kept, as cudafir keeps one: negotiation fails with an
@@ -2179,12 +2182,20 @@ static gboolean value_to_float(const GValue *v, gfloat *out)
   return ok;
 }
 
-/* Refuse a value: a warning naming the property and why. */
+/* Refuse a value: a warning naming the property and why, on the bus (an
+ * application watching it hears) and through GLib (stderr: gst-launch
+ * sets properties before the pipeline has a bus). Not under the object
+ * lock: posting takes it. */
 #define REFUSE(self, prop, ...)                                                \
   do {                                                                         \
     gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
     GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
     g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);        \
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,                              \
+                        ("cudaconvolve refused %s, keeping the previous "      \
+                         "value",                                              \
+                         prop),                                                \
+                        ("%s", why_));                                         \
     g_free(why_);                                                              \
   } while (0)
 
@@ -2260,12 +2271,8 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   gboolean streaming = self->engine != NULL;
   if (why && streaming) {
     GST_OBJECT_UNLOCK(self);
-    REFUSE(self, "kernel-file", "%s; keeping the previous value", why);
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("cudaconvolve refused a setting"),
-                        ("kernel-file refused: %s; keeping the previous "
-                         "value and kernel",
-                         why));
+    REFUSE(self, "kernel-file", "%s; keeping the previous value and kernel",
+           why);
     g_free(why);
     return;
   }
@@ -2423,11 +2430,6 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
                                      s, gst_video_format_to_string(fmt),
                                      side);
         REFUSE(self, "components", "%s", why);
-        /* the stream's, not the value's alone: an application hears of
-         * it on the bus too */
-        GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                            ("cudaconvolve refused components=%s", s),
-                            ("%s", why));
         g_free(why);
         return;
       }
