@@ -2222,14 +2222,24 @@ static void test_apply_stdio(void **state)
   assert_int_not_equal(stat("-", &st), 0); /* no file named "-" */
   result_free(&res);
   /* without -f: said in our words alone, naming "-" (libav's "Unable to
-   * find a suitable output format for 'pipe:1'" came too) */
+   * find a suitable output format for 'pipe:1'" came too), as a usage
+   * error (exit 2: the help says OUTPUT '-' needs --format; it was 1) */
   const char *nof[] = {NULL, "apply", "-q", "-k", one, inp, "-", NULL};
   run_cli(nof, NULL, 0, NULL, 0, 0, &res);
-  if (res.status == 0 || res.out_len || strchr(res.err, '[') ||
+  if (res.status != 2 || res.out_len || strchr(res.err, '[') ||
       !strstr(res.err, "-: standard output has no name to tell its format "
                        "by: give --format"))
     fail_msg("apply IN - without -f: exit %d, %zu bytes out; stderr:\n%s",
              res.status, res.out_len, res.err);
+  result_free(&res);
+  /* nor does /dev/null's name tell one */
+  const char *devnull[] = {NULL, "apply", "-q", "-k", one, inp, "/dev/null",
+                           NULL};
+  run_cli(devnull, NULL, 0, NULL, 0, 0, &res);
+  if (res.status != 2 || !strstr(res.err, "/dev/null: cannot tell the "
+                                          "output format from the name"))
+    fail_msg("apply IN /dev/null without -f: exit %d; stderr:\n%s",
+             res.status, res.err);
   result_free(&res);
   free(b);
 #else
@@ -4113,7 +4123,7 @@ static void test_apply_errors(void **state)
   char xyz[PATH_MAX];
   tmp_path(xyz, sizeof xyz, "apply-out.xyz");
   const char *a6[] = {NULL, "apply", "-k", kpath, inp, xyz, NULL};
-  expect(a6, 1, "--format");
+  expect(a6, 2, "--format"); /* a usage error too: the name tells no format */
   /* bad --codec and --format values are usage errors (they were exit 1),
    * found before anything is read */
   const char *a7[] = {NULL, "apply", "-y", "-c", "no-such-codec", "-k", kpath,

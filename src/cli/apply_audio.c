@@ -935,9 +935,11 @@ int apply_check_output(const apply_opts *o, bool video)
   AVFormatContext *oc = NULL;
   int rc = apply_muxer(o, &oc);
   const AVCodec *codec = NULL;
-  /* -f and -c as given are usage errors (exit 2); OUTPUT's name telling
-   * no format, or one that cannot be written, is not */
-  if (rc && o->format)
+  /* -f and -c as given are usage errors (exit 2), and so is an OUTPUT
+   * whose name tells no format without -f ('-', /dev/null: the help says
+   * OUTPUT then needs --format; it was exit 1); one that cannot be
+   * written is not */
+  if (rc)
     rc = CLI_EXIT_USAGE;
   if (!rc && o->codec &&
       (rc =
