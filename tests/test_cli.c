@@ -673,6 +673,12 @@ static void expect(const char **args, int status, const char *in_stderr)
     fail_msg("%s: stderr lacks '%s':\n%s", args[1], in_stderr, res.err);
   if (status == 2 && !strstr(res.err, "--help"))
     fail_msg("usage error without a hint to --help:\n%s", res.err);
+  /* a usage error is ours to say: libav's own line for it ("[NULL @
+   * 0x...] Requested output format 'x' is not a suitable output format",
+   * "[wav @ 0x...] Codec opus not supported in WAVE format") came too */
+  if (status == 2 && strstr(res.err, " @ 0x"))
+    fail_msg("%s: a libav log line beside the usage error:\n%s", args[1],
+             res.err);
   result_free(&res);
 }
 
@@ -5514,6 +5520,11 @@ static void test_apply_codec_format(void **state)
                             !strstr(res.err, "has no encoder")))
       fail_msg("%s -c %s: exit %d, want 2 with 'cannot hold':\n%s",
                bad[i][0], bad[i][1], res.status, res.err);
+    /* in our words alone ("[wav @ 0x...] Codec opus not supported in
+     * WAVE format" came first) */
+    if (strstr(res.err, " @ 0x"))
+      fail_msg("%s -c %s: a libav log line beside ours:\n%s", bad[i][0],
+               bad[i][1], res.err);
     assert_int_equal(access(outp, F_OK), -1);
     result_free(&res);
   }

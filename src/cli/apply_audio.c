@@ -895,6 +895,29 @@ static void sink_close(AVFormatContext *t)
   }
 }
 
+/* The trial's own muxer, whose refusals are answers, not errors: its
+ * log lines ("[ogg] Unsupported codec id in stream 1", even with -q)
+ * are not printed. So with checks_quiet, nothing libav logs while
+ * apply_check_output looks at -f, -c and OUTPUT: each refusal is said
+ * in our words ("[NULL @ 0x...] Requested output format 'x' is not a
+ * suitable output format" came before it). Per thread: cudafilterd runs
+ * streams side by side. */
+static __thread const void *trial_ctx;
+static __thread bool checks_quiet;
+static pthread_once_t trial_log_once = PTHREAD_ONCE_INIT;
+
+static void trial_log(void *avcl, int level, const char *fmt, va_list vl)
+{
+  if (checks_quiet || (avcl && avcl == trial_ctx))
+    return;
+  cf_av->av_log_default_callback(avcl, level, fmt, vl);
+}
+
+static void trial_log_install(void)
+{
+  cf_av->av_log_set_callback(trial_log);
+}
+
 /* Whether OUTPUT's format takes `codec`, which avformat_query_codec
  * cannot always tell (flac, mp3, ogg, adts: muxers without a tag table;
  * FLAC in MP4 or MOV, which has a tag but is refused at normal
@@ -933,6 +956,8 @@ static int trial_codec(const apply_opts *o, const AVCodec *codec)
 int apply_check_output(const apply_opts *o, bool video)
 {
   AVFormatContext *oc = NULL;
+  pthread_once(&trial_log_once, trial_log_install);
+  checks_quiet = !o->verbose; /* -v: libav's notes too */
   int rc = apply_muxer(o, &oc);
   const AVCodec *codec = NULL;
   /* -f and -c as given are usage errors (exit 2), and so is an OUTPUT
@@ -970,6 +995,7 @@ int apply_check_output(const apply_opts *o, bool video)
     rc = check_nofile(o, oc, !in_place(o->out_path));
   if (oc)
     cf_av->avformat_free_context(oc);
+  checks_quiet = false;
   return rc;
 }
 
@@ -1036,24 +1062,6 @@ static int trial_stream(AVFormatContext *t, const AVStream *from)
   st->disposition = from->disposition;
   st->avg_frame_rate = from->avg_frame_rate; /* as add_copies copies it */
   return 0;
-}
-
-/* The trial's own muxer, whose refusals are answers, not errors: its
- * log lines ("[ogg] Unsupported codec id in stream 1", even with -q)
- * are not printed. Per thread: cudafilterd runs streams side by side. */
-static __thread const void *trial_ctx;
-static pthread_once_t trial_log_once = PTHREAD_ONCE_INIT;
-
-static void trial_log(void *avcl, int level, const char *fmt, va_list vl)
-{
-  if (avcl && avcl == trial_ctx)
-    return;
-  cf_av->av_log_default_callback(avcl, level, fmt, vl);
-}
-
-static void trial_log_install(void)
-{
-  cf_av->av_log_set_callback(trial_log);
 }
 
 int apply_trial_header(const AVFormatContext *oc, const AVCodecContext *enc,
