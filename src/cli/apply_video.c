@@ -518,10 +518,15 @@ static void proc_losses(const vrun *r, char *buf, size_t cap)
   if (!d || !p)
     return;
   bool yuv = !(p->flags & AV_PIX_FMT_FLAG_RGB) && p->nb_components >= 3;
+  /* the resolution of the format filtered in (it said 4:2:0 whatever it
+   * was) */
   if (yuv && d->nb_components >= 3 &&
       (p->log2_chroma_w > d->log2_chroma_w ||
        p->log2_chroma_h > d->log2_chroma_h))
-    snprintf(buf, cap, ": chroma filtered at 4:2:0 resolution");
+    snprintf(buf, cap, ": chroma filtered at 4:%s resolution",
+             p->log2_chroma_w == 0   ? (p->log2_chroma_h ? "4:0" : "4:4")
+             : p->log2_chroma_w == 1 ? (p->log2_chroma_h ? "2:0" : "2:2")
+                                     : "1:1");
   if (p->comp[0].depth < d->comp[0].depth)
     snprintf(buf + strlen(buf), cap - strlen(buf), "%s%d bits",
              buf[0] ? ", " : ": ", p->comp[0].depth);
