@@ -1784,8 +1784,10 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_ROUTING,
       g_param_spec_enum("routing", "Routing",
           "How the kernels map onto channels (matrix changes the output "
-          "channel count)",
-          cf_gst_routing_get_type(), ROUTING_AUTO, ready));
+          "channel count). While PLAYING, a change that keeps the "
+          "stream's channel counts crossfades; one that would change them "
+          "is refused",
+          cf_gst_routing_get_type(), ROUTING_AUTO, live));
   g_object_class_install_property(oc, PROP_BLOCK_SIZE,
       g_param_spec_uint("block-size", "Block size",
           "Frames per FFT block: the latency of the FFT path is "

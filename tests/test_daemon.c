@@ -1464,9 +1464,11 @@ static void test_pipelines_reload(void **state)
 }
 
 /* set on a playing pipeline: properties the element takes only in lower
- * states (cudafir's block-size, routing, threads) are refused, naming the
- * state, rather than stored for a later start; the others are taken, and
- * the stream goes on. */
+ * states (cudafir's block-size, threads, pipeline-depth) are refused,
+ * naming the state, rather than stored for a later start; the others are
+ * taken, and the stream goes on. routing is taken while PLAYING where the
+ * channel counts stay (it was flagged READY-only, as the element took
+ * it), and a routing that would change them is the element's refusal. */
 static void test_pipeline_set_states(void **state)
 {
   (void)state;
@@ -1485,8 +1487,7 @@ static void test_pipeline_set_states(void **state)
   wait_state(&r, "a", "PLAYING");
   wait_for(&r, "a", "buffers", 5);
   static const char *const refused[] = {
-      "set a block-size 64", "set a fir.routing matrix", "set a threads 1",
-      "set a pipeline-depth 3"};
+      "set a block-size 64", "set a threads 1", "set a pipeline-depth 3"};
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
     char *a = ctl(&r, "%s", refused[i]);
     CHECK(!answer_ok(a) && strstr(a, "only up to the READY state") &&
@@ -1494,10 +1495,18 @@ static void test_pipeline_set_states(void **state)
           "'%s' answered: %s", refused[i], a);
     free(a);
   }
+  /* the stereo stream's one shared kernel as a matrix would map 1 to 1
+   * channel: refused by the element, which keeps its routing */
+  char *ra = ctl(&r, "set a fir.routing matrix");
+  CHECK(!answer_ok(ra) && strstr(ra, "refused routing") &&
+            !strstr(ra, "READY"),
+        "'set a fir.routing matrix' answered: %s", ra);
+  free(ra);
   /* an array as the config writes one is taken too; set reads the value
    * back, so ok means the element holds it */
   static const char *const taken[] = {
-      "set a gain -3", "set a crossfade 0", "set a fir.kernel <0.25,0.5,0.25>",
+      "set a fir.routing shared", "set a gain -3", "set a crossfade 0",
+      "set a fir.kernel <0.25,0.5,0.25>",
       "set a kernel 0.125,0.75,0.125", "set a kernel 0.5, -0.25"};
   for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
     char *a = ctl(&r, "%s", taken[i]);
