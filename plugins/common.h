@@ -13,6 +13,11 @@ G_BEGIN_DECLS
 
 /* GEnum of cf_backend: "auto", "cpu", "cuda". */
 #define CF_GST_TYPE_BACKEND (cf_gst_backend_get_type())
+
+/* device-id and threads: the same ranges on both elements (cudafir's
+ * were 0..255 and 0..256, cudaconvolve's 0..1023 and 0..1024) */
+#define CF_GST_MAX_DEVICE_ID 1023
+#define CF_GST_MAX_THREADS 1024u
 GType cf_gst_backend_get_type(void);
 
 /* An allocator handing out cf_host_alloc() memory: its memories have

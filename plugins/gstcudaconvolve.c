@@ -2701,7 +2701,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       gobject_class, PROP_DEVICE_ID,
       g_param_spec_int("device-id", "Device id",
                        "CUDA device for the cuda and auto backends",
-                       0, 1023, DEFAULT_DEVICE_ID,
+                       0, CF_GST_MAX_DEVICE_ID, DEFAULT_DEVICE_ID,
                        flags));
   g_object_class_install_property(
       gobject_class, PROP_PIPELINE_DEPTH,
@@ -2722,7 +2722,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   g_object_class_install_property(
       gobject_class, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",
-                        "CPU worker threads (0: one per core)", 0, 1024,
+                        "CPU worker threads (0: one per core)", 0, CF_GST_MAX_THREADS,
                         DEFAULT_THREADS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND_IN_USE,

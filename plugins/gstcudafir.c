@@ -1799,7 +1799,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
           ready));
   g_object_class_install_property(oc, PROP_DEVICE_ID,
       g_param_spec_int("device-id", "Device ID",
-          "CUDA device index (backend cuda or auto)", 0, 255, 0, ready));
+          "CUDA device index (backend cuda or auto)", 0,
+          CF_GST_MAX_DEVICE_ID, 0, ready));
   g_object_class_install_property(oc, PROP_PIPELINE_DEPTH,
       g_param_spec_uint("pipeline-depth", "Pipeline depth",
           "Blocks of block-size frames kept in flight across buffers, each "
@@ -1810,7 +1811,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",
           "CPU worker threads (0: one per core); channels are spread over "
-          "them", 0, 256, 0, ready));
+          "them", 0, CF_GST_MAX_THREADS, 0, ready));
   g_object_class_install_property(oc, PROP_CROSSFADE,
       g_param_spec_uint64("crossfade", "Crossfade",
           "Time in ns over which a kernel change blends linearly from the "

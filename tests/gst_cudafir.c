@@ -2722,6 +2722,55 @@ static void test_nonfinite_input(void **state)
     free(h);
   }
 }
+/* The properties both elements have (device-id, threads, backend, ...)
+ * take the same values on both: an application or a cudafilterd config
+ * that sets them on one sets them on the other (cudafir's device-id and
+ * threads stopped at 255 and 256, cudaconvolve's at 1023 and 1024).
+ * pipeline-depth counts different things (blocks, frames) with the
+ * engines' own limits. */
+static void test_shared_property_ranges(void **state)
+{
+  (void)state;
+  GstElement *a = gst_element_factory_make("cudafir", NULL);
+  GstElement *v = gst_element_factory_make("cudaconvolve", NULL);
+  CHECK(a && v, "cudafir or cudaconvolve missing");
+  guint n = 0, compared = 0;
+  GParamSpec **ps = g_object_class_list_properties(G_OBJECT_GET_CLASS(a), &n);
+  for (guint i = 0; i < n; i++) {
+    GParamSpec *q = g_object_class_find_property(G_OBJECT_GET_CLASS(v),
+                                                 ps[i]->name);
+    if (!q || ps[i]->owner_type != G_OBJECT_TYPE(a) ||
+        !strcmp(ps[i]->name, "pipeline-depth"))
+      continue;
+    CHECK(G_PARAM_SPEC_VALUE_TYPE(ps[i]) == G_PARAM_SPEC_VALUE_TYPE(q),
+          "%s: %s on cudafir, %s on cudaconvolve", ps[i]->name,
+          g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps[i])),
+          g_type_name(G_PARAM_SPEC_VALUE_TYPE(q)));
+    if (G_IS_PARAM_SPEC_INT(ps[i]))
+      CHECK(G_PARAM_SPEC_INT(ps[i])->minimum == G_PARAM_SPEC_INT(q)->minimum &&
+                G_PARAM_SPEC_INT(ps[i])->maximum ==
+                    G_PARAM_SPEC_INT(q)->maximum,
+            "%s: %d..%d on cudafir, %d..%d on cudaconvolve", ps[i]->name,
+            G_PARAM_SPEC_INT(ps[i])->minimum, G_PARAM_SPEC_INT(ps[i])->maximum,
+            G_PARAM_SPEC_INT(q)->minimum, G_PARAM_SPEC_INT(q)->maximum);
+    if (G_IS_PARAM_SPEC_UINT(ps[i]))
+      CHECK(G_PARAM_SPEC_UINT(ps[i])->minimum ==
+                    G_PARAM_SPEC_UINT(q)->minimum &&
+                G_PARAM_SPEC_UINT(ps[i])->maximum ==
+                    G_PARAM_SPEC_UINT(q)->maximum,
+            "%s: %u..%u on cudafir, %u..%u on cudaconvolve", ps[i]->name,
+            G_PARAM_SPEC_UINT(ps[i])->minimum,
+            G_PARAM_SPEC_UINT(ps[i])->maximum, G_PARAM_SPEC_UINT(q)->minimum,
+            G_PARAM_SPEC_UINT(q)->maximum);
+    compared++;
+  }
+  g_free(ps);
+  /* backend, device-id, threads, kernel, kernel-file, backend-in-use */
+  CHECK(compared >= 6, "only %u properties in common", compared);
+  gst_object_unref(a);
+  gst_object_unref(v);
+}
+
 /* An element error or warning on the element's bus naming `needle`. */
 static void test_bad_values(void **state)
 {
@@ -3097,6 +3146,7 @@ int main(void)
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
+      cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_pipeline_files),
