@@ -2613,13 +2613,18 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
       gobject_class, PROP_KERNEL_WIDTH,
       g_param_spec_uint("kernel-width", "Kernel width",
                         "Columns of the kernel array (0: derived from its "
-                        "length and kernel-height, or square)",
+                        "length and kernel-height, or square). The centre "
+                        "is column kernel-width / 2, rounded down, as "
+                        "scipy.ndimage.convolve takes it (even widths "
+                        "too)",
                         0, CF_KERNEL2D_MAX_SIDE, DEFAULT_KERNEL_WIDTH, flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_HEIGHT,
       g_param_spec_uint("kernel-height", "Kernel height",
                         "Rows of the kernel array (0: derived from its "
-                        "length and kernel-width, or square)",
+                        "length and kernel-width, or square). The centre "
+                        "is row kernel-height / 2, rounded down, as "
+                        "scipy.ndimage.convolve takes it",
                         0, CF_KERNEL2D_MAX_SIDE, DEFAULT_KERNEL_HEIGHT, flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_FILE,
