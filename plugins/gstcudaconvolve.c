@@ -7,7 +7,8 @@
  * optionally made absolute, rounded and saturated: see
  * include/cudafilter/video.h. A 3D kernel (T x Kh x Kw, from a .npy or a
  * text file) also weighs the T - 1 previous frames; a flush or a DISCONT
- * buffer forgets them.
+ * buffer forgets them, and in reverse playback (a segment of rate < 0)
+ * each frame starts anew: the frames before it came later in time.
  *
  * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
  * was set last (one cleared hands back to the latest still set); with none
@@ -1676,6 +1677,15 @@ static GstFlowReturn gst_cuda_convolve_chain(GstPad *pad, GstObject *parent,
     GST_BUFFER_FLAG_UNSET(buf, GST_BUFFER_FLAG_DISCONT);
     self->in_discont = TRUE;
   }
+  /* Reverse playback (a segment of rate < 0): the frames come latest
+   * first, so the ones before a frame in the stream are later in time.
+   * Each starts a new history, as every frame of an all-keyframe source
+   * does (each comes DISCONT), rather than temporal taps weighing later
+   * frames as earlier ones (a long-GOP file's middle frames differed
+   * from forward playback by up to 69 levels). The segment is the
+   * streaming thread's, as this call is. */
+  if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
+    self->in_discont = TRUE;
   return self->base_chain(pad, parent, buf);
 }
 

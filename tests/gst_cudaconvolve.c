@@ -505,8 +505,6 @@ static void gcase_new_ref(gcase *c)
 
 static void gcase_open(gcase *c)
 {
-  /* test_bad_values' own bus, where it failed before letting it go */
-  g_clear_object(&refusal_bus);
   memset(c, 0, sizeof *c);
   c->h = harness_new();
   c->bus = gst_bus_new();
@@ -710,8 +708,9 @@ static void push_check(gcase *c, ref_rng *r, int padded, int discont,
   GST_BUFFER_DTS(in) = c->n % 3 ? GST_CLOCK_TIME_NONE : 500 + c->n * dur;
   GST_BUFFER_DURATION(in) = dur;
   GST_BUFFER_OFFSET(in) = c->n;
-  if (discont) {
-    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+  if (discont) { /* 2: the reference restarts, the buffer unmarked */
+    if (discont == 1)
+      GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
     ref2d_video_reset(c->ref);
   }
   c->n++;
@@ -761,6 +760,43 @@ static void rand_case(gcase *c, ref_rng *r, const gfmt *f, unsigned t,
 
 /* ------------------------------------------------------------------ */
 /* Tests                                                                */
+
+/* Reverse playback (a segment of rate < 0): frames come latest first,
+ * so each starts a new temporal history (only its own taps apply), where
+ * the frames before it in the stream, later in time, were weighed as
+ * earlier ones. Forward again, it builds up as usual. Random
+ * formats, temporal kernels of 2-3 frames, depth 0. */
+static void test_reverse_temporal(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 47);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("reverse %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS],
+              2 + (unsigned)(ref_rng_u64(&r) % 2), rep % 2);
+    push_check(&c, &r, 0, 0, "forward frame");
+    push_check(&c, &r, 0, 0, "forward frame");
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.rate = -1.0;
+    CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+          "reverse segment refused");
+    for (unsigned i = 0; i < 4; i++)
+      push_check(&c, &r, 0, 2, "reverse frame");
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+          "forward segment refused");
+    /* the history goes on from the last reverse frame (a segment alone
+     * does not restart it; a flushing seek would) */
+    for (unsigned i = 0; i < 3; i++)
+      push_check(&c, &r, 0, 0, "forward frame again");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
 
 /* Every format, random everything, a few frames each. */
 static void test_formats(void **state)
@@ -2309,8 +2345,9 @@ static void ds_push_buf(dstream *s, GstBuffer *in, int discont,
   GST_BUFFER_DURATION(in) = s->no_dur ? GST_CLOCK_TIME_NONE : s->dur;
   GST_BUFFER_OFFSET(in) = c->n;
   s->pts += s->dur;
-  if (discont) {
-    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+  if (discont) { /* 2: the reference restarts, the buffer unmarked */
+    if (discont == 1)
+      GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
     ref2d_video_reset(c->ref);
   }
   pend *p = xalloc(sizeof *p);
@@ -3791,6 +3828,8 @@ static void test_cuda_memory(void **state)
 static int teardown(void **state)
 {
   (void)state;
+  /* test_bad_values' own bus, where it failed before letting it go */
+  g_clear_object(&refusal_bus);
   tmp_cleanup();
   return 0;
 }
@@ -3813,6 +3852,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_formats, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
+      cmocka_unit_test_teardown(test_reverse_temporal, teardown),
       cmocka_unit_test_teardown(test_change_while_playing, teardown),
       cmocka_unit_test_teardown(test_change_prepared, teardown),
       cmocka_unit_test_teardown(test_renegotiation, teardown),
