@@ -22,7 +22,10 @@
  * frames (plus, with drain=true, the filter's ring-out) come out at EOS or
  * before a discontinuity: a DISCONT buffer, or timestamps that jump by more
  * than 40 ms from where the frame count puts them (the ring-out then stops
- * where the stream resumes: output timestamps never overlap). A new
+ * where the stream resumes: output timestamps never overlap). A smaller
+ * move (a live source resumed after a pause: +20 ms without DISCONT) is
+ * no discontinuity, the history going on, but the frames after it leave
+ * with their moved times, an output buffer cut where it falls. A new
  * segment that moves the stream in running or stream time (a segment seek
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
@@ -138,6 +141,9 @@ static GType cf_gst_routing_get_type(void)
 #define DEFAULT_TRIM FALSE
 #define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
 #define JUMP_TOLERANCE ((GstClockTimeDiff)(40 * GST_MSECOND))
+/* timestamp moves kept while their frames are held (more are absorbed
+ * into the frame count, as all were before) */
+#define MAX_ANCHORS 64
 #define MAX_CHANNELS 256 /* the pad templates' */
 
 enum {
@@ -211,6 +217,19 @@ typedef struct {
   size_t skip;          /* leading output frames still to drop */
   GstClockTime base_ts; /* timestamp of the first frame since a restart */
   guint64 base_offset;
+  /* Where the input's timestamps moved off the frame count by less than
+   * a discontinuity (a live source resumed after a pause: +20 ms, no
+   * DISCONT): from input frame `frame` on, frame times count from `ts`.
+   * anchors[0] is the one the next output frame is timed by; the first
+   * is (0, base_ts). Output buffers are cut where one starts, so each
+   * frame leaves with its own input frame's time (they kept the frame
+   * count's: 20 ms off for the rest of the stream). */
+  struct {
+    guint64 frame;
+    GstClockTime ts;
+  } anchors[MAX_ANCHORS];
+  guint n_anchors;
+  GQueue parts; /* output parts cut at an anchor, for generate_output */
   guint64 frames_in, frames_out; /* since the restart */
   gboolean discont;     /* the next output buffer starts a new run */
   GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
@@ -507,11 +526,15 @@ static void free_engine(GstCudaFir *self)
 /* Forget the history: the next buffer starts a new run of timestamps. */
 static void restart(GstCudaFir *self)
 {
+  /* nothing waits across a restart: generate_output hands the parts on
+   * before it looks at its input (flush and stop restart too) */
+  g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   if (self->engine)
     cf_engine_reset(self->engine);
   self->skip = self->latency;
   self->base_ts = GST_CLOCK_TIME_NONE;
   self->base_offset = GST_BUFFER_OFFSET_NONE;
+  self->n_anchors = 0;
   self->frames_in = self->frames_out = 0;
   self->discont = TRUE;
   self->carry_len = 0;
@@ -542,6 +565,8 @@ first_nonfinite(const float *x, size_t n)
   return n;
 }
 
+static GstClockTime frame_time(const GstCudaFir *self, guint64 k);
+
 /* Float input that holds NaN or infinity is filtered as the engine does
  * it (engine.h: the outputs it reaches are not finite, on the FFT paths
  * those of its whole block, before it too), and said once a run on the
@@ -561,8 +586,7 @@ static void check_finite(GstCudaFir *self, const float *x, size_t n)
    * capsfilter gives) its frame, counted from the stream's start */
   char where[64];
   if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime t = self->base_ts + gst_util_uint64_scale_int_round(
-                                         frame, GST_SECOND, self->rate);
+    GstClockTime t = frame_time(self, frame);
     g_snprintf(where, sizeof where, "%" GST_TIME_FORMAT, GST_TIME_ARGS(t));
   } else {
     g_snprintf(where, sizeof where, "frame %" G_GUINT64_FORMAT, frame);
@@ -634,14 +658,162 @@ static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
   return TRUE;
 }
 
+/* The time of input frame k (counted since the restart): from the last
+ * anchor at or before it; GST_CLOCK_TIME_NONE without timestamps. */
+static GstClockTime time_by(const GstCudaFir *self, guint64 by, guint64 k)
+{
+  if (!GST_CLOCK_TIME_IS_VALID(self->base_ts) || self->n_anchors == 0)
+    return GST_CLOCK_TIME_NONE;
+  guint i = self->n_anchors - 1;
+  while (i > 0 && self->anchors[i].frame > by)
+    i--;
+  guint64 f = self->anchors[i].frame;
+  return self->anchors[i].ts +
+         (k >= f ? gst_util_uint64_scale_int_round(k - f, GST_SECOND,
+                                                   (gint)self->rate)
+                 : 0);
+}
+
+static GstClockTime frame_time(const GstCudaFir *self, guint64 k)
+{
+  return time_by(self, k, k);
+}
+
+/* Where frames up to k end: frame k - 1's time plus a frame, by the
+ * count of its anchor (the next may start elsewhere). */
+static GstClockTime end_time(const GstCudaFir *self, guint64 k)
+{
+  return time_by(self, k ? k - 1 : 0, k);
+}
+
 /* Where the next input frame belongs, by the frame count since the
- * stream started; GST_CLOCK_TIME_NONE without timestamps. */
+ * last anchor; GST_CLOCK_TIME_NONE without timestamps. */
 static GstClockTime input_end(const GstCudaFir *self)
 {
-  if (!GST_CLOCK_TIME_IS_VALID(self->base_ts))
-    return GST_CLOCK_TIME_NONE;
-  return self->base_ts + gst_util_uint64_scale_int_round(
-                             self->frames_in, GST_SECOND, (gint)self->rate);
+  return frame_time(self, self->frames_in);
+}
+
+/* The first input frame after the restart: the timeline starts at its
+ * timestamp (NONE: none). */
+static void anchor_start(GstCudaFir *self, GstClockTime pts)
+{
+  self->base_ts = pts;
+  self->anchors[0].frame = 0;
+  self->anchors[0].ts = pts;
+  self->n_anchors = GST_CLOCK_TIME_IS_VALID(pts) ? 1 : 0;
+}
+
+/* A buffer whose timestamp is off the frame count by more than half a
+ * frame but less than a discontinuity: its frames are timed from it. */
+static void anchor_move(GstCudaFir *self, GstClockTime pts)
+{
+  GstClockTime expect = input_end(self);
+  if (!GST_CLOCK_TIME_IS_VALID(pts) || !GST_CLOCK_TIME_IS_VALID(expect))
+    return;
+  GstClockTimeDiff d = GST_CLOCK_DIFF(expect, pts);
+  if (d < 0)
+    d = -d;
+  if ((GstClockTime)d * 2 * self->rate <= GST_SECOND)
+    return;
+  guint last = self->n_anchors - 1;
+  if (self->anchors[last].frame == self->frames_in) {
+    self->anchors[last].ts = pts; /* nothing timed by it yet */
+    return;
+  }
+  if (self->n_anchors == MAX_ANCHORS)
+    return; /* absorbed, as before anchors */
+  GST_LOG_OBJECT(self, "timestamps move by %" G_GINT64_FORMAT " ns at "
+                 "frame %" G_GUINT64_FORMAT,
+                 GST_CLOCK_DIFF(expect, pts), self->frames_in);
+  self->anchors[self->n_anchors].frame = self->frames_in;
+  self->anchors[self->n_anchors].ts = pts;
+  self->n_anchors++;
+}
+
+/* Output frames [f0, f1) leave in `out`: timestamps (and offsets) of
+ * their input frames. Where an anchor starts inside them, `out` is cut
+ * there into parts (sharing its memory), each timed exactly. `queue`
+ * (generate_output): *outp is the first part and the others wait in
+ * self->parts, which generate_output hands to GstBaseTransform's loop
+ * next (its pending DISCONT goes on the first); else the parts but the
+ * last are pushed here and *outp is the last. Anchors before the last
+ * at or before f1 are dropped. The flow of a push that failed, else
+ * GST_FLOW_OK (*outp NULL on failure). */
+static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
+                                  guint64 f0, guint64 f1, gsize bpf,
+                                  gboolean queue)
+{
+  GstBuffer *out = *outp;
+  GQueue parts = G_QUEUE_INIT;
+  *outp = NULL;
+  while (f0 < f1) {
+    guint64 cut = f1;
+    for (guint i = 0; i < self->n_anchors; i++)
+      if (self->anchors[i].frame > f0 && self->anchors[i].frame < cut)
+        cut = self->anchors[i].frame;
+    GstBuffer *part = out;
+    if (cut < f1) {
+      part = gst_buffer_copy_region(out, GST_BUFFER_COPY_ALL, 0,
+                                    (gsize)(cut - f0) * bpf);
+      GstBuffer *rest = gst_buffer_copy_region(
+          out, GST_BUFFER_COPY_ALL, (gsize)(cut - f0) * bpf,
+          (gsize)(f1 - cut) * bpf);
+      gst_buffer_unref(out);
+      out = rest;
+      if (!part || !out) {
+        g_clear_pointer(&part, gst_buffer_unref);
+        g_clear_pointer(&out, gst_buffer_unref);
+        g_queue_clear_full(&parts, (GDestroyNotify)gst_buffer_unref);
+        return GST_FLOW_ERROR;
+      }
+      /* the DISCONT, if any, is the first part's */
+      GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
+    }
+    if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+      GstClockTime t0 = frame_time(self, f0), t1 = end_time(self, cut);
+      GST_BUFFER_PTS(part) = t0;
+      GST_BUFFER_DTS(part) = GST_CLOCK_TIME_NONE;
+      GST_BUFFER_DURATION(part) = t1 - t0;
+      self->out_end = t1;
+    } else {
+      GST_BUFFER_PTS(part) = GST_BUFFER_DURATION(part) = GST_CLOCK_TIME_NONE;
+    }
+    if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
+      GST_BUFFER_OFFSET(part) = self->base_offset + f0;
+      GST_BUFFER_OFFSET_END(part) = self->base_offset + cut;
+    } else {
+      GST_BUFFER_OFFSET(part) = GST_BUFFER_OFFSET_END(part) =
+          GST_BUFFER_OFFSET_NONE;
+    }
+    g_queue_push_tail(&parts, part);
+    if (part == out)
+      break;
+    f0 = cut;
+  }
+  /* keep the last anchor at or before f1: the next output's */
+  guint keep = 0;
+  while (keep + 1 < self->n_anchors && self->anchors[keep + 1].frame <= f1)
+    keep++;
+  if (keep) {
+    memmove(self->anchors, self->anchors + keep,
+            (self->n_anchors - keep) * sizeof self->anchors[0]);
+    self->n_anchors -= keep;
+  }
+  if (queue) {
+    *outp = g_queue_pop_head(&parts);
+    GstBuffer *b;
+    while ((b = g_queue_pop_head(&parts)))
+      g_queue_push_tail(&self->parts, b);
+    return GST_FLOW_OK;
+  }
+  GstFlowReturn ret = GST_FLOW_OK;
+  while (g_queue_get_length(&parts) > 1 && ret == GST_FLOW_OK)
+    ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self),
+                       g_queue_pop_head(&parts));
+  if (ret == GST_FLOW_OK)
+    *outp = g_queue_pop_head(&parts);
+  g_queue_clear_full(&parts, (GDestroyNotify)gst_buffer_unref);
+  return ret;
 }
 
 static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
@@ -785,9 +957,13 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   size_t skip = MIN(self->skip, got);
   want = MIN(want, got - skip);
   if (GST_CLOCK_TIME_IS_VALID(until) &&
-      GST_CLOCK_TIME_IS_VALID(self->base_ts) && until > self->base_ts) {
-    guint64 at = gst_util_uint64_scale_int_round(until - self->base_ts,
-                                                 (gint)self->rate, GST_SECOND);
+      GST_CLOCK_TIME_IS_VALID(self->base_ts) && self->n_anchors &&
+      until > self->anchors[self->n_anchors - 1].ts) {
+    /* the frame `until` falls on, by the last anchor's count */
+    guint64 at = self->anchors[self->n_anchors - 1].frame +
+                 gst_util_uint64_scale_int_round(
+                     until - self->anchors[self->n_anchors - 1].ts,
+                     (gint)self->rate, GST_SECOND);
     size_t room = at > self->frames_out ? (size_t)(at - self->frames_out) : 0;
     if (at >= self->frames_out + held) /* ahead: the held frames all fit */
       want = MIN(want, room);
@@ -814,25 +990,16 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   cf_gst_from_float(self->format, self->fout + skip * self->cout, map.data,
                     want * self->cout);
   gst_buffer_unmap(out, &map);
-  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime t0 = self->base_ts + gst_util_uint64_scale_int_round(
-                                          self->frames_out, GST_SECOND,
-                                          self->rate);
-    GstClockTime t1 = self->base_ts + gst_util_uint64_scale_int_round(
-                                          self->frames_out + want, GST_SECOND,
-                                          self->rate);
-    GST_BUFFER_PTS(out) = t0;
-    GST_BUFFER_DURATION(out) = t1 - t0;
-    self->out_end = t1;
-  }
-  if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
-    GST_BUFFER_OFFSET(out) = self->base_offset + self->frames_out;
-    GST_BUFFER_OFFSET_END(out) = self->base_offset + self->frames_out + want;
-  }
   if (self->discont)
     GST_BUFFER_FLAG_SET(out, GST_BUFFER_FLAG_DISCONT);
   GST_DEBUG_OBJECT(self, "pushing %zu residual frames", want);
+  /* the held frames timed as their input frames were (the ring-out, past
+   * the input, by the last anchor's count) */
+  GstFlowReturn r = stamp_output(self, &out, self->frames_out,
+                                 self->frames_out + want, bpf, FALSE);
   restart(self);
+  if (r != GST_FLOW_OK)
+    return r;
   return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
 }
 
@@ -1031,6 +1198,7 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
   free_engine(self);
+  g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
   g_clear_pointer(&self->fout, g_free);
@@ -1092,6 +1260,11 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     *ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(bt), out);
   else if (out)
     gst_buffer_unref(out);
+  /* and the parts it was cut into, if any */
+  while (*ret == GST_FLOW_OK && !g_queue_is_empty(&self->parts))
+    *ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(bt),
+                        g_queue_pop_head(&self->parts));
+  g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   if (*ret != GST_FLOW_OK || n == k)
     return TRUE;
   /* a longer gap: the held frames (silence by now) go out, then the rest
@@ -1283,6 +1456,12 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                                                 GstBuffer **outbuf)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
+  /* the parts of the last output cut where the timestamps moved: the
+   * base class calls again while it gets buffers */
+  if (!g_queue_is_empty(&self->parts)) {
+    *outbuf = g_queue_pop_head(&self->parts);
+    return GST_FLOW_OK;
+  }
   GstBuffer *in = bt->queued_buf;
   bt->queued_buf = NULL;
   *outbuf = NULL;
@@ -1359,13 +1538,15 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   size_t n = im.size / in_bpf; /* whole frames: join_frames saw to it */
   if (self->frames_in == 0) {
-    self->base_ts = GST_BUFFER_PTS(in);
+    anchor_start(self, GST_BUFFER_PTS(in));
     self->base_offset = GST_BUFFER_OFFSET(in);
     if (gst_buffer_n_memory(in) > 0)
       GST_DEBUG_OBJECT(self, "input memory is %spinned",
                        cf_gst_memory_is_pinned(gst_buffer_peek_memory(in, 0))
                            ? ""
                            : "not ");
+  } else {
+    anchor_move(self, GST_BUFFER_PTS(in));
   }
   size_t skip = MIN(self->skip, n);
   size_t m = n - skip;
@@ -1435,36 +1616,21 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                          0, -1);
   /* silence in, but the kernel's tail out: a sink skips GAP buffers */
   GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);
-  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime t0 = self->base_ts + gst_util_uint64_scale_int_round(
-                                          self->frames_out, GST_SECOND,
-                                          self->rate);
-    GstClockTime t1 = self->base_ts + gst_util_uint64_scale_int_round(
-                                          self->frames_out + m, GST_SECOND,
-                                          self->rate);
-    GST_BUFFER_PTS(out) = t0;
-    GST_BUFFER_DTS(out) = GST_CLOCK_TIME_NONE;
-    GST_BUFFER_DURATION(out) = t1 - t0;
-    self->out_end = t1;
-  } else {
-    GST_BUFFER_PTS(out) = GST_BUFFER_DURATION(out) = GST_CLOCK_TIME_NONE;
-  }
-  if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
-    GST_BUFFER_OFFSET(out) = self->base_offset + self->frames_out;
-    GST_BUFFER_OFFSET_END(out) = self->base_offset + self->frames_out + m;
-  } else {
-    GST_BUFFER_OFFSET(out) = GST_BUFFER_OFFSET_END(out) =
-        GST_BUFFER_OFFSET_NONE;
-  }
   /* DISCONT marks the first buffer after a restart only */
   if (self->discont)
     GST_BUFFER_FLAG_SET(out, GST_BUFFER_FLAG_DISCONT);
   else
     GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
   self->discont = FALSE;
-  self->frames_out += m;
   if (!inplace)
     gst_buffer_unref(in);
+  /* timed as their input frames (cut where the input's timestamps
+   * moved: the part before is pushed here) */
+  GstFlowReturn r = stamp_output(self, &out, self->frames_out,
+                                 self->frames_out + m, out_bpf, TRUE);
+  self->frames_out += m;
+  if (r != GST_FLOW_OK)
+    return r;
   *outbuf = out;
   return ret;
 }
@@ -1724,6 +1890,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   drop_swaps(self); /* before the engine they were built for */
   cf_engine_free(self->engine);
   cf_kernel_free(self->pending);
+  g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
   g_free(self->kernel_file);
