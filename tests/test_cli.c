@@ -3049,6 +3049,174 @@ static void test_apply_copy_bframes(void **state)
 }
 
 #ifdef CF_TEST_HAVE_LIBAV
+/* in's streams into out (Matroska) as they are, the last packet of the
+ * first video stream filled with 0xFF (a damaged end, as a cut download
+ * or a bit error leaves it). */
+static void damage_last_video_packet(const char *in, const char *out)
+{
+  AVFormatContext *ic = NULL, *oc = NULL;
+  if (avformat_open_input(&ic, in, NULL, NULL) < 0 ||
+      avformat_find_stream_info(ic, NULL) < 0)
+    fail_msg("libav cannot read %s", in);
+  int v = av_find_best_stream(ic, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+  assert_true(v >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  unsigned nv = 0, at = 0;
+  while (av_read_frame(ic, pkt) >= 0) {
+    nv += pkt->stream_index == v;
+    av_packet_unref(pkt);
+  }
+  assert_true(avformat_seek_file(ic, -1, INT64_MIN, 0, 0, 0) >= 0 ||
+              av_seek_frame(ic, v, 0, AVSEEK_FLAG_BACKWARD) >= 0);
+  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", out) >=
+                  0 &&
+              oc);
+  AVStream *st = avformat_new_stream(oc, NULL); /* the picture alone */
+  assert_non_null(st);
+  assert_true(avcodec_parameters_copy(st->codecpar,
+                                      ic->streams[v]->codecpar) >= 0);
+  st->codecpar->codec_tag = 0;
+  st->time_base = ic->streams[v]->time_base;
+  assert_true(avio_open(&oc->pb, out, AVIO_FLAG_WRITE) >= 0);
+  int err = avformat_write_header(oc, NULL);
+  if (err < 0)
+    fail_msg("%s: cannot write the header: %s", out, av_err2str(err));
+  while (av_read_frame(ic, pkt) >= 0) {
+    if (pkt->stream_index != v) {
+      av_packet_unref(pkt);
+      continue;
+    }
+    if (++at == nv) {
+      assert_true(av_packet_make_writable(pkt) >= 0);
+      memset(pkt->data, 0xff, (size_t)pkt->size);
+    }
+    pkt->stream_index = 0;
+    av_packet_rescale_ts(pkt, ic->streams[v]->time_base, st->time_base);
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  assert_true(at == nv && nv > 0);
+  assert_true(av_write_trailer(oc) >= 0);
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+  avformat_close_input(&ic);
+  av_packet_free(&pkt);
+}
+
+/* The frames libav decodes from path's video stream: every packet sent
+ * (damaged ones skipped), then the decoder drained through any damaged
+ * frame to its end, as ffmpeg takes them. */
+static unsigned decodable_frames(const char *path)
+{
+  AVFormatContext *ic = NULL;
+  if (avformat_open_input(&ic, path, NULL, NULL) < 0 ||
+      avformat_find_stream_info(ic, NULL) < 0)
+    fail_msg("libav cannot read %s", path);
+  int v = av_find_best_stream(ic, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+  assert_true(v >= 0);
+  const AVCodec *c =
+      avcodec_find_decoder(ic->streams[v]->codecpar->codec_id);
+  AVCodecContext *dec = c ? avcodec_alloc_context3(c) : NULL;
+  assert_true(dec &&
+              avcodec_parameters_to_context(dec, ic->streams[v]->codecpar) >=
+                  0 &&
+              avcodec_open2(dec, c, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  AVFrame *fr = av_frame_alloc();
+  assert_true(pkt && fr);
+  unsigned n = 0;
+  for (int end = 0; !end;) {
+    int err = av_read_frame(ic, pkt);
+    end = err < 0;
+    if (!end && pkt->stream_index != v) {
+      av_packet_unref(pkt);
+      continue;
+    }
+    avcodec_send_packet(dec, end ? NULL : pkt);
+    av_packet_unref(pkt);
+    for (unsigned bad = 0; bad < 64;) {
+      err = avcodec_receive_frame(dec, fr);
+      if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
+        break;
+      if (err < 0) {
+        bad++;
+        continue;
+      }
+      n++;
+      av_frame_unref(fr);
+    }
+  }
+  av_frame_free(&fr);
+  av_packet_free(&pkt);
+  avcodec_free_context(&dec);
+  avformat_close_input(&ic);
+  return n;
+}
+#endif
+
+/* A damaged last packet of H.264 with B-frames: the frames the decoder
+ * still holds behind it are written (it stopped at the damaged frame
+ * and lost the two good ones after it: 97 frames of 99). Compared with
+ * what libav decodes from the file, drained to its end. */
+static void test_apply_damaged_video_end(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_QUIET);
+  film_desc f;
+  unsigned char *frames;
+  int16_t *pcm;
+  film_random(&f, ref_seed() + 53, &frames, &pcm);
+  /* smooth motion over enough frames that libx264 makes B-frames */
+  f.nf = 40, f.w = 48, f.h = 32;
+  f.pf = (size_t)f.nf * f.rate / f.fps;
+  free(frames);
+  free(pcm);
+  frames = malloc((size_t)f.nf * f.w * f.h);
+  pcm = calloc(f.pf, sizeof *pcm);
+  assert_true(frames && pcm);
+  f.frames = frames;
+  f.pcm = pcm;
+  for (unsigned i = 0; i < f.nf; i++)
+    for (unsigned y = 0; y < f.h; y++)
+      for (unsigned x = 0; x < f.w; x++)
+        frames[((size_t)i * f.h + y) * f.w + x] =
+            (unsigned char)(128 + 100 * sin(0.5 * x + 0.3 * y - 0.4 * i));
+  char raw[PATH_MAX], h264[PATH_MAX], bad[PATH_MAX], out[PATH_MAX];
+  char vone[PATH_MAX];
+  tmp_path(raw, sizeof raw, "dv-raw.mkv");
+  tmp_path(h264, sizeof h264, "dv-h264.mkv");
+  tmp_path(bad, sizeof bad, "dv-bad.mkv");
+  tmp_path(out, sizeof out, "dv-out.mkv");
+  identity_kernel2d(vone, sizeof vone, "dv-one2d.txt");
+  film_write(raw, &f);
+  const char *xa[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
+                      "libx264", raw, h264, NULL};
+  expect(xa, 0, NULL);
+  damage_last_video_packet(h264, bad);
+  unsigned want = decodable_frames(bad);
+  const char *aa[] = {NULL, "apply", "-y", "--kernel2d", vone, "-c", "ffv1",
+                      bad, out, NULL};
+  result res;
+  run_simple(aa, &res);
+  if (res.status != 0)
+    fail_msg("apply on a film with a damaged last packet: exit %d:\n%s",
+             res.status, res.err);
+  result_free(&res);
+  unsigned got = decodable_frames(out);
+  if (got != want || want < f.nf - 2)
+    fail_msg("%u frames written of the %u libav decodes (%u made)", got, want,
+             f.nf);
+  free(frames);
+  free(pcm);
+  unlink(raw), unlink(h264), unlink(bad), unlink(out), unlink(vone);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+#ifdef CF_TEST_HAVE_LIBAV
 /* A phone's film as MOV: RGB24 frames (rawvideo) shown turned by
  * `rotation` degrees (a display matrix), 16-bit mono sound. */
 static void phone_write(const char *path, unsigned w, unsigned h, unsigned nf,
@@ -5909,6 +6077,7 @@ int main(void)
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
+    cmocka_unit_test(test_apply_damaged_video_end),
     cmocka_unit_test(test_apply_copies_refused),
     cmocka_unit_test(test_apply_stdio),
     cmocka_unit_test(test_apply_cover),

@@ -953,15 +953,19 @@ static int filter_frame(vrun *r, AVFrame *fr)
 
 static int decode_ready(vrun *r)
 {
-  for (;;) {
+  for (unsigned damaged = 0;;) {
     int err = cf_av->avcodec_receive_frame(r->dec, r->frame);
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF)
       return 0;
     /* a damaged frame (a PNG's broken zlib data): skipped, on to the
-     * next packet */
+     * next packet; while the decoder is drained, on to the frames it
+     * still holds (a damaged last packet of H.264 with B-frames lost the
+     * two good frames delayed behind it), as long as it gives any */
     if (apply_damaged(err)) {
       r->corrupt++;
-      return 0;
+      if (!r->dec_ended || ++damaged > 64)
+        return 0;
+      continue;
     }
     if (err < 0)
       return apply_av_error(r->o->in_path, "decoding failed", err);
