@@ -5639,6 +5639,47 @@ static void test_apply_rate_change(void **state)
       free(w.x);
     }
   }
+  /* AC-3 in MPEG-TS, 0.5 s of 44.1 kHz mono then 1 s of 48 kHz stereo,
+   * joined: libav's probe reads into the second part and gives the
+   * stream as 48 kHz stereo, so the first part is converted to that:
+   * said in a note (it was converted without a word, QA) */
+  {
+    enum { NS = 22050, NT = 48000 };
+    float *x = malloc(2 * NT * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < NS; i++)
+      x[i] = (float)(amp_a * sin(2.0 * M_PI * fa * (double)i / 44100.0));
+    write_wav(wa, W_F32, 44100, 1, x, NS);
+    for (size_t i = 0; i < 2 * NT; i++)
+      x[i] = (float)(amp_b * sin(2.0 * M_PI * fb * (double)(i / 2) / 48000.0));
+    write_wav(wb, W_F32, 48000, 2, x, NT);
+    free(x);
+    const char *ta[] = {NULL, "apply", "-q", "-y", "-c", "ac3", "-f",
+                        "mpegts", "-k", one, wa, ma, NULL};
+    const char *tb[] = {NULL, "apply", "-q", "-y", "-c", "ac3", "-f",
+                        "mpegts", "-k", one, wb, mb, NULL};
+    result r;
+    run_simple(ta, &r);
+    int have = r.status == 0;
+    result_free(&r);
+    if (!have) {
+      printf("skipped: this libav has no AC-3 encoder\n");
+      goto out;
+    }
+    expect(tb, 0, NULL);
+    join_files(joined, ma, mb);
+    const char *args[] = {NULL, "apply", "-y", "-k", kpath, joined, outp,
+                          NULL};
+    run_simple(args, &r);
+    if (r.status != 0 ||
+        !strstr(r.err, "the audio starts as 44100 Hz, mono, where libav "
+                       "gives the stream as 48000 Hz") ||
+        !strstr(r.err, "as written from there"))
+      fail_msg("AC-3 joined, the probe past the first part: exit %d; "
+               "stderr:\n%s",
+               r.status, r.err);
+    result_free(&r);
+  }
 out:;
   const char *files[] = {one, kpath, wa, wb, ma, mb, joined, outp};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++)

@@ -328,6 +328,24 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       }
       done = (size_t)got;
     }
+    /* the first frame unlike what libav said of the stream (its probe
+     * read a later part of a short file joined from two): converted to
+     * that, as the engine and the output were made for it, and said */
+    if (!in->swr && !capture && !in->quiet &&
+        (fr->sample_rate != (int)in->rate ||
+         layout.nb_channels != (int)in->channels)) {
+      char from[64], to[64];
+      if (cf_av->av_channel_layout_describe(&layout, from, sizeof from) < 0)
+        snprintf(from, sizeof from, "%d channels", layout.nb_channels);
+      if (cf_av->av_channel_layout_describe(&in->out_layout, to, sizeof to) <
+          0)
+        snprintf(to, sizeof to, "%u channels", in->channels);
+      fprintf(stderr,
+              "cudafilter: note: %s: the audio starts as %d Hz, %s, where "
+              "libav gives the stream as %d Hz, %s (what its probe read "
+              "further in): converted to that\n",
+              in->path, fr->sample_rate, from, in->rate, to);
+    }
     if (in->swr && !capture && !in->quiet &&
         (fr->sample_rate != in->swr_rate ||
          fr->ch_layout.nb_channels != in->swr_layout.nb_channels)) {
@@ -337,11 +355,16 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       if (cf_av->av_channel_layout_describe(&in->out_layout, to, sizeof to) <
           0)
         snprintf(to, sizeof to, "%u channels", in->channels);
+      /* back to the output's own (after a first part converted to it):
+       * "converted to" the same read as if it were */
+      bool own = fr->sample_rate == (int)in->rate &&
+                 layout.nb_channels == (int)in->channels;
       fprintf(stderr,
               "cudafilter: note: %s: the audio changes to %d Hz, %s at "
-              "%.3f s: converted to %d Hz, %s\n",
+              "%.3f s: %s %d Hz, %s\n",
               in->path, fr->sample_rate, from,
-              (double)(in->frames + (int64_t)done) / in->rate, in->rate, to);
+              (double)(in->frames + (int64_t)done) / in->rate,
+              own ? "as written from there," : "converted to", in->rate, to);
     }
     cf_av->swr_free(&in->swr);
     cf_av->av_channel_layout_uninit(&in->swr_layout);
