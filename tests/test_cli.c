@@ -3049,10 +3049,12 @@ static void test_apply_copy_bframes(void **state)
 }
 
 #ifdef CF_TEST_HAVE_LIBAV
-/* in's streams into out (Matroska) as they are, the last packet of the
- * first video stream filled with 0xFF (a damaged end, as a cut download
- * or a bit error leaves it). */
-static void damage_last_video_packet(const char *in, const char *out)
+/* in's video stream into out (`format`) as it is, but for its packet
+ * `which` (1-based; 0: the last): with shift_s 0 its data filled with
+ * 0xFF (a damaged end, as a cut download or a bit error leaves it), else
+ * its PTS moved by shift_s seconds, its DTS kept (a damaged PES header). */
+static void remux_video(const char *in, const char *out, const char *format,
+                        unsigned which, int shift_s)
 {
   AVFormatContext *ic = NULL, *oc = NULL;
   if (avformat_open_input(&ic, in, NULL, NULL) < 0 ||
@@ -3069,9 +3071,10 @@ static void damage_last_video_packet(const char *in, const char *out)
   }
   assert_true(avformat_seek_file(ic, -1, INT64_MIN, 0, 0, 0) >= 0 ||
               av_seek_frame(ic, v, 0, AVSEEK_FLAG_BACKWARD) >= 0);
-  assert_true(avformat_alloc_output_context2(&oc, NULL, "matroska", out) >=
-                  0 &&
+  assert_true(avformat_alloc_output_context2(&oc, NULL, format, out) >= 0 &&
               oc);
+  if (!which)
+    which = nv;
   AVStream *st = avformat_new_stream(oc, NULL); /* the picture alone */
   assert_non_null(st);
   assert_true(avcodec_parameters_copy(st->codecpar,
@@ -3087,15 +3090,17 @@ static void damage_last_video_packet(const char *in, const char *out)
       av_packet_unref(pkt);
       continue;
     }
-    if (++at == nv) {
-      assert_true(av_packet_make_writable(pkt) >= 0);
-      memset(pkt->data, 0xff, (size_t)pkt->size);
-    }
     pkt->stream_index = 0;
     av_packet_rescale_ts(pkt, ic->streams[v]->time_base, st->time_base);
+    if (++at == which && !shift_s) {
+      assert_true(av_packet_make_writable(pkt) >= 0);
+      memset(pkt->data, 0xff, (size_t)pkt->size);
+    } else if (at == which) {
+      pkt->pts += av_rescale_q(shift_s, (AVRational){1, 1}, st->time_base);
+    }
     assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
   }
-  assert_true(at == nv && nv > 0);
+  assert_true(at == nv && nv >= which);
   assert_true(av_write_trailer(oc) >= 0);
   avio_closep(&oc->pb);
   avformat_free_context(oc);
@@ -3154,6 +3159,88 @@ static unsigned decodable_frames(const char *path)
 }
 #endif
 
+/* The last PTS in path's video stream, in seconds. */
+static double last_video_pts(const char *path)
+{
+  AVFormatContext *ic = NULL;
+  if (avformat_open_input(&ic, path, NULL, NULL) < 0 ||
+      avformat_find_stream_info(ic, NULL) < 0)
+    fail_msg("libav cannot read %s", path);
+  int v = av_find_best_stream(ic, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+  assert_true(v >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  double last = -1;
+  while (av_read_frame(ic, pkt) >= 0) {
+    if (pkt->stream_index == v && pkt->pts != AV_NOPTS_VALUE &&
+        pkt->pts * av_q2d(ic->streams[v]->time_base) > last)
+      last = (double)pkt->pts * av_q2d(ic->streams[v]->time_base);
+    av_packet_unref(pkt);
+  }
+  av_packet_free(&pkt);
+  avformat_close_input(&ic);
+  return last;
+}
+
+/* One picture packet of an MPEG-TS whose PTS is off by ten minutes (a
+ * damaged PES header; its DTS right) is timed by its DTS, with a note:
+ * every frame after it was moved on after it (a ten-minute freeze; into
+ * a constant-rate format, 15000 repeated frames). */
+static void test_apply_damaged_pts(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_QUIET);
+  film_desc f;
+  unsigned char *frames;
+  int16_t *pcm;
+  film_random(&f, ref_seed() + 59, &frames, &pcm);
+  /* a rate and size MPEG-2 takes */
+  f.nf = 20 + (unsigned)(ref_seed() % 20), f.w = 32, f.h = 24, f.fps = 25;
+  f.pf = (size_t)f.nf * f.rate / f.fps;
+  free(frames);
+  free(pcm);
+  frames = malloc((size_t)f.nf * f.w * f.h);
+  pcm = calloc(f.pf, sizeof *pcm);
+  assert_true(frames && pcm);
+  f.frames = frames;
+  f.pcm = pcm;
+  for (size_t i = 0; i < (size_t)f.nf * f.w * f.h; i++)
+    frames[i] = (unsigned char)(i * 7 % 251);
+  char raw[PATH_MAX], m2v[PATH_MAX], bad[PATH_MAX], out[PATH_MAX];
+  char vone[PATH_MAX];
+  tmp_path(raw, sizeof raw, "dp-raw.mkv");
+  tmp_path(m2v, sizeof m2v, "dp-m2v.mkv");
+  tmp_path(bad, sizeof bad, "dp-bad.ts");
+  tmp_path(out, sizeof out, "dp-out.mkv");
+  identity_kernel2d(vone, sizeof vone, "dp-one2d.txt");
+  film_write(raw, &f);
+  const char *xa[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
+                      "mpeg2video", raw, m2v, NULL};
+  expect(xa, 0, NULL);
+  unsigned which = 2 + (unsigned)(ref_seed() % (f.nf - 2));
+  remux_video(m2v, bad, "mpegts", which, 600);
+  const char *aa[] = {NULL, "apply", "-y", "--kernel2d", vone, "-c", "ffv1",
+                      bad, out, NULL};
+  result res;
+  run_simple(aa, &res);
+  double last = res.status == 0 ? last_video_pts(out) : -1;
+  double want = (double)f.nf / f.fps;
+  if (res.status != 0 || last < 0 || last > want + 2.0 ||
+      !strstr(res.err, "timed by its decoding time"))
+    fail_msg("packet %u of %u shown 600 s late: exit %d, the last frame at "
+             "%.3f s (the film is %.3f s); stderr:\n%s",
+             which, f.nf, res.status, last, want, res.err);
+  result_free(&res);
+  free(frames);
+  free(pcm);
+  unlink(raw), unlink(m2v), unlink(bad), unlink(out), unlink(vone);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A damaged last packet of H.264 with B-frames: the frames the decoder
  * still holds behind it are written (it stopped at the damaged frame
  * and lost the two good ones after it: 97 frames of 99). Compared with
@@ -3193,7 +3280,7 @@ static void test_apply_damaged_video_end(void **state)
   const char *xa[] = {NULL, "apply", "-q", "-y", "--kernel2d", vone, "-c",
                       "libx264", raw, h264, NULL};
   expect(xa, 0, NULL);
-  damage_last_video_packet(h264, bad);
+  remux_video(h264, bad, "matroska", 0, 0);
   unsigned want = decodable_frames(bad);
   const char *aa[] = {NULL, "apply", "-y", "--kernel2d", vone, "-c", "ffv1",
                       bad, out, NULL};
@@ -6119,6 +6206,7 @@ int main(void)
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
     cmocka_unit_test(test_apply_damaged_video_end),
+    cmocka_unit_test(test_apply_damaged_pts),
     cmocka_unit_test(test_apply_copies_refused),
     cmocka_unit_test(test_apply_stdio),
     cmocka_unit_test(test_apply_cover),

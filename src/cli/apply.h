@@ -78,13 +78,16 @@ bool apply_damaged(int err);
  * time jumps by more than 10 s, or back by more than 0.1 s, from where
  * its next packet was due, every stream of the input gets an offset from
  * there on that makes it follow on, as ffmpeg's demuxing does, with one
- * note (not with quiet). Per stream: where its next packet is due and
- * its last one's time (input time base; AV_NOPTS_VALUE before). */
+ * note (not with quiet). A packet whose PTS is more than 10 s from its
+ * DTS (a damaged PES header: one outlier moved every later frame after
+ * it, ten minutes on) is timed by its DTS, with a note. Per stream:
+ * where its next packet is due and its last one's time (input time
+ * base; AV_NOPTS_VALUE before). */
 typedef struct apply_discont {
   int64_t offset; /* AV_TIME_BASE units */
   int64_t *next, *last;
   unsigned n;
-  bool on, told, quiet;
+  bool on, told, told_pts, quiet;
   const char *path;
 } apply_discont;
 /* 0, or CLI_EXIT_RUNTIME out of memory (said). */

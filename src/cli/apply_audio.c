@@ -531,11 +531,26 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
     return;
   AVRational tb = ic->streams[si]->time_base;
   int64_t off = cf_av->av_rescale_q(d->offset, AV_TIME_BASE_Q, tb);
+  int64_t far =
+      cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE, AV_TIME_BASE_Q, tb);
+  /* a PTS this far from its DTS is no reordering but damage (or a jump
+   * the DTS has not made yet): the DTS, which the jump test above
+   * follows, times it */
+  if (pkt->pts != AV_NOPTS_VALUE &&
+      (pkt->pts - pkt->dts > far || pkt->dts - pkt->pts > far)) {
+    if (!d->told_pts && !d->quiet)
+      fprintf(stderr,
+              "cudafilter: note: %s: a packet of stream %d is shown %.3f s "
+              "from when it is decoded (%.3f s; damaged?): timed by its "
+              "decoding time\n",
+              d->path, si, (double)(pkt->pts - pkt->dts) * av_q2d(tb),
+              (double)pkt->dts * av_q2d(tb));
+    d->told_pts = true;
+    pkt->pts = pkt->dts;
+  }
   int64_t dts = pkt->dts + off;
   if (d->next[si] != AV_NOPTS_VALUE) {
     int64_t delta = dts - d->next[si];
-    int64_t far =
-        cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE, AV_TIME_BASE_Q, tb);
     int64_t back = cf_av->av_rescale_q(AV_TIME_BASE / 10, AV_TIME_BASE_Q, tb);
     if (delta < -far || delta > far || dts + back < d->last[si]) {
       d->offset -= cf_av->av_rescale_q(delta, tb, AV_TIME_BASE_Q);
