@@ -730,6 +730,42 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
   self->n_anchors++;
 }
 
+/* part holds output frames [f0, f1): their input frames' times, and
+ * offsets. */
+static void stamp_part(GstCudaFir *self, GstBuffer *part, guint64 f0,
+                       guint64 f1)
+{
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime t0 = frame_time(self, f0), t1 = end_time(self, f1);
+    GST_BUFFER_PTS(part) = t0;
+    GST_BUFFER_DTS(part) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_DURATION(part) = t1 - t0;
+    self->out_end = t1;
+  } else {
+    GST_BUFFER_PTS(part) = GST_BUFFER_DURATION(part) = GST_CLOCK_TIME_NONE;
+  }
+  if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
+    GST_BUFFER_OFFSET(part) = self->base_offset + f0;
+    GST_BUFFER_OFFSET_END(part) = self->base_offset + f1;
+  } else {
+    GST_BUFFER_OFFSET(part) = GST_BUFFER_OFFSET_END(part) =
+        GST_BUFFER_OFFSET_NONE;
+  }
+}
+
+/* Anchors before the last at or before f (the next output's) go. */
+static void drop_anchors(GstCudaFir *self, guint64 f)
+{
+  guint keep = 0;
+  while (keep + 1 < self->n_anchors && self->anchors[keep + 1].frame <= f)
+    keep++;
+  if (keep) {
+    memmove(self->anchors, self->anchors + keep,
+            (self->n_anchors - keep) * sizeof self->anchors[0]);
+    self->n_anchors -= keep;
+  }
+}
+
 /* Output frames [f0, f1) leave in `out`: timestamps (and offsets) of
  * their input frames. Where an anchor starts inside them, `out` is cut
  * there into parts (sharing its memory), each timed exactly. `queue`
@@ -744,6 +780,15 @@ static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
                                   gboolean queue)
 {
   GstBuffer *out = *outp;
+  /* mostly no anchor inside: the buffer as it is */
+  gboolean inside = FALSE;
+  for (guint i = 0; i < self->n_anchors; i++)
+    inside |= self->anchors[i].frame > f0 && self->anchors[i].frame < f1;
+  if (!inside) {
+    stamp_part(self, out, f0, f1);
+    drop_anchors(self, f1);
+    return GST_FLOW_OK;
+  }
   GQueue parts = G_QUEUE_INIT;
   *outp = NULL;
   while (f0 < f1) {
@@ -769,36 +814,13 @@ static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
       /* the DISCONT, if any, is the first part's */
       GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
     }
-    if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-      GstClockTime t0 = frame_time(self, f0), t1 = end_time(self, cut);
-      GST_BUFFER_PTS(part) = t0;
-      GST_BUFFER_DTS(part) = GST_CLOCK_TIME_NONE;
-      GST_BUFFER_DURATION(part) = t1 - t0;
-      self->out_end = t1;
-    } else {
-      GST_BUFFER_PTS(part) = GST_BUFFER_DURATION(part) = GST_CLOCK_TIME_NONE;
-    }
-    if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
-      GST_BUFFER_OFFSET(part) = self->base_offset + f0;
-      GST_BUFFER_OFFSET_END(part) = self->base_offset + cut;
-    } else {
-      GST_BUFFER_OFFSET(part) = GST_BUFFER_OFFSET_END(part) =
-          GST_BUFFER_OFFSET_NONE;
-    }
+    stamp_part(self, part, f0, cut);
     g_queue_push_tail(&parts, part);
     if (part == out)
       break;
     f0 = cut;
   }
-  /* keep the last anchor at or before f1: the next output's */
-  guint keep = 0;
-  while (keep + 1 < self->n_anchors && self->anchors[keep + 1].frame <= f1)
-    keep++;
-  if (keep) {
-    memmove(self->anchors, self->anchors + keep,
-            (self->n_anchors - keep) * sizeof self->anchors[0]);
-    self->n_anchors -= keep;
-  }
+  drop_anchors(self, f1);
   if (queue) {
     *outp = g_queue_pop_head(&parts);
     GstBuffer *b;
