@@ -141,8 +141,7 @@ static GType cf_gst_routing_get_type(void)
 #define DEFAULT_TRIM FALSE
 #define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
 #define JUMP_TOLERANCE ((GstClockTimeDiff)(40 * GST_MSECOND))
-/* timestamp moves kept while their frames are held (more are absorbed
- * into the frame count, as all were before) */
+/* timestamp moves kept while their frames are held (anchor_move) */
 #define MAX_ANCHORS 64
 #define MAX_CHANNELS 256 /* the pad templates' */
 
@@ -720,8 +719,13 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
     self->anchors[last].ts = pts; /* nothing timed by it yet */
     return;
   }
+  /* full (tiny buffers, a long latency, jitter on each): the newest
+   * gives way, its frames then timed by the one before it, so that the
+   * next move is still measured from this buffer's time; leaving it out
+   * summed the moves after it into a false discontinuity (64 moves of
+   * 20 ms held: a ring-out mid-stream, the history cut) */
   if (self->n_anchors == MAX_ANCHORS)
-    return; /* absorbed, as before anchors */
+    self->n_anchors--;
   GST_LOG_OBJECT(self, "timestamps move by %" G_GINT64_FORMAT " ns at "
                  "frame %" G_GUINT64_FORMAT,
                  GST_CLOCK_DIFF(expect, pts), self->frames_in);
