@@ -657,8 +657,9 @@ static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
   return TRUE;
 }
 
-/* The time of input frame k (counted since the restart): from the last
- * anchor at or before it; GST_CLOCK_TIME_NONE without timestamps. */
+/* The time of input frame k (counted since the restart) by the count of
+ * the last anchor at or before frame `by`; GST_CLOCK_TIME_NONE without
+ * timestamps. */
 static GstClockTime time_by(const GstCudaFir *self, guint64 by, guint64 k)
 {
   if (!GST_CLOCK_TIME_IS_VALID(self->base_ts) || self->n_anchors == 0)
