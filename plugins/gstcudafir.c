@@ -735,6 +735,18 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
   self->n_anchors++;
 }
 
+/* A GstAudioMeta copied with the input's metas counts the input's
+ * samples, not the output's (the first buffers are shorter by the
+ * latency, parts of a cut one shorter still: 191 frames said 446); an
+ * interleaved buffer needs none, so it goes. */
+static void drop_audio_meta(GstBuffer *buf)
+{
+  GstAudioMeta *am;
+  while ((am = gst_buffer_get_audio_meta(buf)) != NULL)
+    if (!gst_buffer_remove_meta(buf, (GstMeta *)am))
+      break;
+}
+
 /* part holds output frames [f0, f1): their input frames' times, and
  * offsets. */
 static void stamp_part(GstCudaFir *self, GstBuffer *part, guint64 f0,
@@ -820,6 +832,7 @@ static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
       GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
     }
     stamp_part(self, part, f0, cut);
+    drop_audio_meta(part); /* copied whole onto each part */
     g_queue_push_tail(&parts, part);
     if (part == out)
       break;
@@ -1641,6 +1654,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   else
     gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
                          0, -1);
+  drop_audio_meta(out);
   /* silence in, but the kernel's tail out: a sink skips GAP buffers */
   GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);
   /* DISCONT marks the first buffer after a restart only */
