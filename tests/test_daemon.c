@@ -1889,6 +1889,69 @@ static int skip_without_libav(void)
   return 1;
 }
 
+/* A file stream's input whose format changes part way and whose times
+ * jump (two AC-3 MPEG-TS parts joined: 0.5 s of 44.1 kHz mono, 1 s of
+ * 48 kHz stereo, made by the CLI): the daemon's log says what was done
+ * to it, as `cudafilter apply` says it on stderr, under cudafilterd's
+ * name. Its file streams ran quiet: the log said only "finished". */
+static void test_file_stream_notes(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  const char *cli = getenv("CF_CLI");
+  if (!cli) {
+    printf("skipped: CF_CLI is not set\n");
+    skip();
+  }
+  char wa[600], wb[600], ta[600], tb[600], joined[600], one[600], conf[600];
+  snprintf(wa, sizeof wa, "%s", fixture("na.wav"));
+  snprintf(wb, sizeof wb, "%s", fixture("nb.wav"));
+  snprintf(ta, sizeof ta, "%s", fixture("na.ts"));
+  snprintf(tb, sizeof tb, "%s", fixture("nb.ts"));
+  snprintf(joined, sizeof joined, "%s", fixture("nab.ts"));
+  snprintf(one, sizeof one, "%s", fixture("n-one.txt"));
+  snprintf(conf, sizeof conf, "%s", fixture("notes.conf"));
+  float *x = xalloc(sizeof(float) * 2 * 48000);
+  for (size_t i = 0; i < 2 * 48000; i++)
+    x[i] = 0.3f * (float)sin(0.05 * (double)(i / 2));
+  write_wav(wa, W_F32, 44100, 1, x, 22050);
+  write_wav(wb, W_F32, 48000, 2, x, 48000);
+  free(x);
+  write_text(one, "1\n");
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd,
+           "'%.600s' apply -q -y -c ac3 -f mpegts -k '%s' '%s' '%s' && "
+           "'%.600s' apply -q -y -c ac3 -f mpegts -k '%s' '%s' '%s' && "
+           "cat '%s' '%s' > '%s'",
+           cli, one, wa, ta, cli, one, wb, tb, ta, tb, joined);
+  if (system(cmd) != 0) {
+    printf("skipped: no AC-3 into MPEG-TS here\n");
+    skip();
+  }
+  write_text(conf, "[stream n]\ntype = file\ninput = nab.ts\n"
+                   "output = nab.wav\nkernel-file = n-one.txt\n");
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "n", "finished");
+  char *l = NULL;
+  for (double t0 = now_s();;) {
+    free(l);
+    l = slurp(r.log, NULL);
+    if (l && strstr(l, "stream n finished"))
+      break;
+    CHECK(now_s() - t0 < 5, "no line in the log for the end of n");
+    usleep(20000);
+  }
+  CHECK(strstr(l, "cudafilterd: note: ") &&
+            strstr(l, "the audio starts as 44100 Hz, mono, where libav "
+                      "gives the stream as 48000 Hz") &&
+            strstr(l, "the times jump"),
+        "the log does not say what was done to the input:\n%s", l);
+  free(l);
+  stop_daemon(&r);
+}
+
 /* Relative L2 error of got against want, both strided. */
 static double rel_l2_dd(const double *got, const double *want, size_t stride,
                         size_t n)
@@ -3707,6 +3770,7 @@ int main(void)
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
+      cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),

@@ -89,7 +89,20 @@ typedef struct apply_discont {
   unsigned n;
   bool on, told, told_pts, quiet;
   const char *path;
+  const char *prog; /* the notes' first word: cudafilter, cudafilterd */
 } apply_discont;
+/* Whether notes on what happens to the input (its times jumping, its
+ * format changing) are said: not with quiet, but always in cudafilterd,
+ * whose log is where its operator learns of them (they were never
+ * there), under its own name (apply_prog). */
+static inline bool apply_input_notes(const apply_opts *o)
+{
+  return !o->quiet || o->config_keys;
+}
+static inline const char *apply_prog(const apply_opts *o)
+{
+  return o->config_keys ? "cudafilterd" : "cudafilter";
+}
 /* 0, or CLI_EXIT_RUNTIME out of memory (said). */
 int apply_discont_init(apply_discont *d, const AVFormatContext *ic,
                        const char *path, bool quiet);

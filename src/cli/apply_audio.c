@@ -50,6 +50,7 @@ typedef struct input {
   AVChannelLayout out_layout; /* the start's: what swr converts to */
   bool swr_flushed;           /* a resampling swr's delay went out at EOF */
   bool quiet;                 /* no notes */
+  const char *prog;           /* the notes' first word */
   float *buf; /* interleaved float32, cap frames */
   size_t cap;
   int64_t frames;   /* decoded, per channel */
@@ -207,6 +208,7 @@ static int input_open(input *in, const char *path)
                : apply_av_error(path, "cannot read its stream info", err);
   if ((err = apply_discont_init(&in->disc, in->fmt, path, in->quiet)))
     return err;
+  in->disc.prog = in->prog;
   const AVCodec *codec = NULL;
   if (in->want >= 0) { /* --stream: that one, and it must be sound */
     if ((unsigned)in->want >= in->fmt->nb_streams)
@@ -331,7 +333,7 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
     /* the first frame unlike what libav said of the stream (its probe
      * read a later part of a short file joined from two): converted to
      * that, as the engine and the output were made for it, and said */
-    if (!in->swr && !capture && !in->quiet &&
+    if (!in->swr && !in->quiet &&
         (fr->sample_rate != (int)in->rate ||
          layout.nb_channels != (int)in->channels)) {
       char from[64], to[64];
@@ -341,12 +343,12 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
           0)
         snprintf(to, sizeof to, "%u channels", in->channels);
       fprintf(stderr,
-              "cudafilter: note: %s: the audio starts as %d Hz, %s, where "
+              "%s: note: %s: the audio starts as %d Hz, %s, where "
               "libav gives the stream as %d Hz, %s (what its probe read "
               "further in): converted to that\n",
-              in->path, fr->sample_rate, from, in->rate, to);
+              in->prog, in->path, fr->sample_rate, from, in->rate, to);
     }
-    if (in->swr && !capture && !in->quiet &&
+    if (in->swr && !in->quiet &&
         (fr->sample_rate != in->swr_rate ||
          fr->ch_layout.nb_channels != in->swr_layout.nb_channels)) {
       char from[64], to[64];
@@ -360,9 +362,9 @@ static int input_convert(input *in, const AVFrame *fr, size_t *frames)
       bool own = fr->sample_rate == (int)in->rate &&
                  layout.nb_channels == (int)in->channels;
       fprintf(stderr,
-              "cudafilter: note: %s: the audio changes to %d Hz, %s at "
+              "%s: note: %s: the audio changes to %d Hz, %s at "
               "%.3f s: %s %d Hz, %s\n",
-              in->path, fr->sample_rate, from,
+              in->prog, in->path, fr->sample_rate, from,
               (double)(in->frames + (int64_t)done) / in->rate,
               own ? "as written from there," : "converted to", in->rate, to);
     }
@@ -540,10 +542,10 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
       (pkt->pts - pkt->dts > far || pkt->dts - pkt->pts > far)) {
     if (!d->told_pts && !d->quiet)
       fprintf(stderr,
-              "cudafilter: note: %s: a packet of stream %d is shown %.3f s "
+              "%s: note: %s: a packet of stream %d is shown %.3f s "
               "from when it is decoded (%.3f s; damaged?): timed by its "
               "decoding time\n",
-              d->path, si, (double)(pkt->pts - pkt->dts) * av_q2d(tb),
+              d->prog ? d->prog : "cudafilter", d->path, si, (double)(pkt->pts - pkt->dts) * av_q2d(tb),
               (double)pkt->dts * av_q2d(tb));
     d->told_pts = true;
     pkt->pts = pkt->dts;
@@ -556,10 +558,10 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
       d->offset -= cf_av->av_rescale_q(delta, tb, AV_TIME_BASE_Q);
       if (!d->told && !d->quiet)
         fprintf(stderr,
-                "cudafilter: note: %s: the times jump %s by %.3f s at "
+                "%s: note: %s: the times jump %s by %.3f s at "
                 "%.3f s (files joined?): every stream goes on from where "
                 "it was, as ffmpeg's\n",
-                d->path, delta < 0 ? "back" : "ahead",
+                d->prog ? d->prog : "cudafilter", d->path, delta < 0 ? "back" : "ahead",
                 fabs((double)delta * av_q2d(tb)),
                 (double)d->next[si] * av_q2d(tb));
       d->told = true;
@@ -2062,7 +2064,10 @@ int apply_probe(const char *path, int stream, unsigned *rate,
 int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
                 apply_result *res)
 {
-  input in = {.h = h, .want = opt->stream, .quiet = opt->quiet};
+  input in = {.h = h,
+              .want = opt->stream,
+              .quiet = !apply_input_notes(opt),
+              .prog = apply_prog(opt)};
   output out = {.tmp = tmp};
   cf_kernel *k = NULL;
   cf_engine *e = h ? h->engine : NULL;

@@ -415,8 +415,10 @@ static int open_input(vrun *r)
   if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
     return vstopping(r) ? 130
                         : av_err(r, path, "cannot read its stream info", err);
-  if ((err = apply_discont_init(&r->disc, r->fmt, path, r->o->quiet)))
+  if ((err = apply_discont_init(&r->disc, r->fmt, path,
+                                !apply_input_notes(r->o))))
     return err;
+  r->disc.prog = apply_prog(r->o);
   const AVCodec *codec = NULL;
   r->vstream =
       cf_av->av_find_best_stream(r->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
@@ -814,11 +816,11 @@ static int to_start(vrun *r, const AVFrame *fr)
                          (long long)r->frames + 1, r->width, r->height,
                          cf_av->av_get_pix_fmt_name(r->dec_fmt));
     r->from_w = fr->width, r->from_h = fr->height, r->from_fmt = fr->format;
-    if (!r->o->quiet && !r->h)
+    if (apply_input_notes(r->o))
       fprintf(stderr,
-              "cudafilter: note: %s: the video changes to %dx%d %s at frame "
+              "%s: note: %s: the video changes to %dx%d %s at frame "
               "%lld: scaled to %dx%d %s\n",
-              r->o->in_path, fr->width, fr->height,
+              apply_prog(r->o), r->o->in_path, fr->width, fr->height,
               cf_av->av_get_pix_fmt_name(fr->format), (long long)r->frames + 1,
               r->width, r->height, cf_av->av_get_pix_fmt_name(r->dec_fmt));
   }
