@@ -815,24 +815,22 @@ static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
         cut = self->anchors[i].frame;
     GstBuffer *part = out;
     if (cut < f1) {
-      part = gst_buffer_copy_region(out, GST_BUFFER_COPY_ALL, 0,
-                                    (gsize)(cut - f0) * bpf);
+      /* the buffer itself, its metas and flags with it, is the first
+       * part; the rest shares its memory alone (copied with everything,
+       * each part carried the flags and metas once more, and a region
+       * copy lost the metas that refuse one: GstProtectionMeta) */
       GstBuffer *rest = gst_buffer_copy_region(
-          out, GST_BUFFER_COPY_ALL, (gsize)(cut - f0) * bpf,
+          out, GST_BUFFER_COPY_MEMORY, (gsize)(cut - f0) * bpf,
           (gsize)(f1 - cut) * bpf);
-      gst_buffer_unref(out);
-      out = rest;
-      if (!part || !out) {
-        g_clear_pointer(&part, gst_buffer_unref);
-        g_clear_pointer(&out, gst_buffer_unref);
+      if (!rest) {
+        gst_buffer_unref(out);
         g_queue_clear_full(&parts, (GDestroyNotify)gst_buffer_unref);
         return GST_FLOW_ERROR;
       }
-      /* the DISCONT, if any, is the first part's */
-      GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_DISCONT);
+      gst_buffer_resize(part, 0, (gssize)((cut - f0) * bpf));
+      out = rest;
     }
     stamp_part(self, part, f0, cut);
-    drop_audio_meta(part); /* copied whole onto each part */
     g_queue_push_tail(&parts, part);
     if (part == out)
       break;

@@ -200,6 +200,7 @@ typedef struct {
   guint64 jump_at;
   GstClockTime jump_ts;
   gboolean times_unchecked; /* more moves than the element times exactly */
+  size_t droppable_seen;    /* buffers flagged DROPPABLE */
 } collected;
 
 /* The time of output frame k, as its input frame had it; end: where
@@ -272,6 +273,7 @@ static void collect_buf(collected *c, GstBuffer *b, GstAudioFormat f)
 stamped:
   if (GST_BUFFER_IS_DISCONT(b))
     c->discont_seen++;
+  c->droppable_seen += GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DROPPABLE);
   c->frames += n;
   c->buffers++;
   gst_buffer_unmap(b, &m);
@@ -299,6 +301,7 @@ static void collect_split(GstHarness *h, collected *a, collected *b,
  * harness's source does); else what the element proposed (test_allocator). */
 static GstAllocator *push_alloc;
 static GstAllocationParams push_params;
+static GstBufferFlags push_flags; /* set on every buffer push_frames makes */
 
 /* Push frames [from, from + n) of x (interleaved, cin channels) as one
  * buffer of format f, timestamped on the grid from t0 (frame `from`
@@ -332,6 +335,7 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
   }
   if (discont)
     GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+  GST_BUFFER_FLAG_SET(b, push_flags);
   /* every other buffer says its sample count in a GstAudioMeta, as a
    * decoder's may: no output may carry it with another count (the
    * element copied it onto shorter buffers) */
@@ -1749,6 +1753,9 @@ static void test_timestamp_moves(void **state)
     set_case("%zu taps, block %u, %u ch, %zu frames in %zu chunks, "
              "timestamps move by %" G_GINT64_FORMAT " ms at chunk %zu",
              len, block, ch, n, nc, move / GST_MSECOND, jump_chunk);
+    /* every input flagged: a cut output's second part is not (it
+     * carried the flags and metas once more) */
+    push_flags = GST_BUFFER_FLAG_DROPPABLE;
     for (size_t k = 0; k < nc; k++) {
       if (k == jump_chunk) {
         c.jump_at = at;
@@ -1762,12 +1769,15 @@ static void test_timestamp_moves(void **state)
       at += sizes[k];
       collect(h, &c, GST_AUDIO_FORMAT_F32LE);
     }
+    push_flags = 0;
     assert_true(gst_harness_push_event(h, gst_event_new_eos()));
     collect(h, &c, GST_AUDIO_FORMAT_F32LE);
     CHECK(c.frames == n + len - 1, "%zu frames out, expected %zu", c.frames,
           n + len - 1);
     CHECK(c.discont_seen == 1, "%d DISCONT buffers: the move cut the stream",
           c.discont_seen);
+    CHECK(c.droppable_seen <= nc, "%zu outputs flagged DROPPABLE from %zu "
+          "inputs", c.droppable_seen, nc);
     for (unsigned k = 0; k < ch; k++) {
       double *w = ref_channel(x, n, ch, k, hk, len, c.frames);
       double e = ref_rel_l2(c.y + k, ch, w, 1, c.frames);
