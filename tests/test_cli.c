@@ -2537,6 +2537,28 @@ static const char *tag(const AVDictionary *m, const char *key)
   return e ? e->value : "";
 }
 
+/* f made over as nf frames of w x h at fps (its sound silence), of a
+ * picture moving smoothly, in which libx264 finds B-frames worth it (not
+ * in noise); *frames and *pcm are f's new buffers. */
+static void film_smooth(film_desc *f, unsigned char **frames, int16_t **pcm,
+                        unsigned nf, unsigned w, unsigned h, int fps)
+{
+  f->nf = nf, f->w = w, f->h = h, f->fps = fps;
+  f->pf = (size_t)f->nf * f->rate / f->fps;
+  free(*frames);
+  free(*pcm);
+  *frames = malloc((size_t)f->nf * f->w * f->h);
+  *pcm = calloc(f->pf, sizeof **pcm);
+  assert_true(*frames && *pcm);
+  f->frames = *frames;
+  f->pcm = *pcm;
+  for (unsigned i = 0; i < f->nf; i++)
+    for (unsigned y = 0; y < f->h; y++)
+      for (unsigned x = 0; x < f->w; x++)
+        (*frames)[((size_t)i * f->h + y) * f->w + x] =
+            (unsigned char)(128 + 100 * sin(0.5 * x + 0.3 * y - 0.4 * i));
+}
+
 /* What out holds, checked against film f: every stream but the filtered
  * one (`filtered`: AVMEDIA_TYPE_VIDEO or _AUDIO) is a copy; the file's
  * tags and chapters, each stream's tags (the filtered one without the
@@ -2936,27 +2958,11 @@ static void test_apply_copy_bframes(void **state)
   unsigned char *frames;
   int16_t *pcm;
   film_random(&f, ref_seed() + 47, &frames, &pcm);
-  /* a picture moving smoothly, in which libx264 finds B-frames worth
-   * it (not in noise), and enough of it: at least 24 frames of 32 x 24
-   * (16 frames of 8 x 6 gave none: "nothing tested", seed 1796069278) */
-  if (f.nf < 24 || f.w < 32 || f.h < 24) {
-    f.nf = f.nf < 24 ? 24 : f.nf;
-    f.w = f.w < 32 ? 32 : f.w;
-    f.h = f.h < 24 ? 24 : f.h;
-    f.pf = (size_t)f.nf * f.rate / f.fps;
-    free(frames);
-    free(pcm);
-    frames = malloc((size_t)f.nf * f.w * f.h);
-    pcm = calloc(f.pf, sizeof *pcm);
-    assert_true(frames && pcm);
-    f.frames = frames;
-    f.pcm = pcm;
-  }
-  for (unsigned i = 0; i < f.nf; i++)
-    for (unsigned y = 0; y < f.h; y++)
-      for (unsigned x = 0; x < f.w; x++)
-        frames[((size_t)i * f.h + y) * f.w + x] =
-            (unsigned char)(128 + 100 * sin(0.5 * x + 0.3 * y - 0.4 * i));
+  /* a picture moving smoothly, and enough of it: at least 24 frames of
+   * 32 x 24 (16 frames of 8 x 6 gave no B-frames: "nothing tested", seed
+   * 1796069278) */
+  film_smooth(&f, &frames, &pcm, f.nf < 24 ? 24 : f.nf, f.w < 32 ? 32 : f.w,
+              f.h < 24 ? 24 : f.h, f.fps);
   char raw[PATH_MAX], inp[PATH_MAX], mkv[PATH_MAX], mp4[PATH_MAX];
   char vone[PATH_MAX], one[PATH_MAX];
   tmp_path(raw, sizeof raw, "bf-raw.mkv");
@@ -3196,17 +3202,8 @@ static void test_apply_damaged_pts(void **state)
   int16_t *pcm;
   film_random(&f, ref_seed() + 59, &frames, &pcm);
   /* a rate and size MPEG-2 takes */
-  f.nf = 20 + (unsigned)(ref_seed() % 20), f.w = 32, f.h = 24, f.fps = 25;
-  f.pf = (size_t)f.nf * f.rate / f.fps;
-  free(frames);
-  free(pcm);
-  frames = malloc((size_t)f.nf * f.w * f.h);
-  pcm = calloc(f.pf, sizeof *pcm);
-  assert_true(frames && pcm);
-  f.frames = frames;
-  f.pcm = pcm;
-  for (size_t i = 0; i < (size_t)f.nf * f.w * f.h; i++)
-    frames[i] = (unsigned char)(i * 7 % 251);
+  film_smooth(&f, &frames, &pcm, 20 + (unsigned)(ref_seed() % 20), 32, 24,
+              25);
   char raw[PATH_MAX], m2v[PATH_MAX], bad[PATH_MAX], out[PATH_MAX];
   char vone[PATH_MAX];
   tmp_path(raw, sizeof raw, "dp-raw.mkv");
@@ -3254,21 +3251,8 @@ static void test_apply_damaged_video_end(void **state)
   unsigned char *frames;
   int16_t *pcm;
   film_random(&f, ref_seed() + 53, &frames, &pcm);
-  /* smooth motion over enough frames that libx264 makes B-frames */
-  f.nf = 40, f.w = 48, f.h = 32;
-  f.pf = (size_t)f.nf * f.rate / f.fps;
-  free(frames);
-  free(pcm);
-  frames = malloc((size_t)f.nf * f.w * f.h);
-  pcm = calloc(f.pf, sizeof *pcm);
-  assert_true(frames && pcm);
-  f.frames = frames;
-  f.pcm = pcm;
-  for (unsigned i = 0; i < f.nf; i++)
-    for (unsigned y = 0; y < f.h; y++)
-      for (unsigned x = 0; x < f.w; x++)
-        frames[((size_t)i * f.h + y) * f.w + x] =
-            (unsigned char)(128 + 100 * sin(0.5 * x + 0.3 * y - 0.4 * i));
+  /* enough smooth motion that libx264 makes B-frames */
+  film_smooth(&f, &frames, &pcm, 40, 48, 32, f.fps);
   char raw[PATH_MAX], h264[PATH_MAX], bad[PATH_MAX], out[PATH_MAX];
   char vone[PATH_MAX];
   tmp_path(raw, sizeof raw, "dv-raw.mkv");
