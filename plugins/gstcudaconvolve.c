@@ -2737,7 +2737,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   g_object_class_install_property(
       gobject_class, PROP_THREADS,
       g_param_spec_uint("threads", "Threads",
-                        "CPU worker threads (0: one per core)", 0, CF_GST_MAX_THREADS,
+                        "CPU worker threads (0: one per core)", 0,
+                        CF_GST_MAX_THREADS,
                         DEFAULT_THREADS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND_IN_USE,

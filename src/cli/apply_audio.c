@@ -536,7 +536,7 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
   int64_t far =
       cf_av->av_rescale_q(10 * (int64_t)AV_TIME_BASE, AV_TIME_BASE_Q, tb);
   /* a PTS this far from its DTS is no reordering but damage (or a jump
-   * the DTS has not made yet): the DTS, which the jump test above
+   * the DTS has not made yet): the DTS, which the jump test below
    * follows, times it */
   if (pkt->pts != AV_NOPTS_VALUE &&
       (pkt->pts - pkt->dts > far || pkt->dts - pkt->pts > far)) {
@@ -545,7 +545,8 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
               "%s: note: %s: a packet of stream %d is shown %.3f s "
               "from when it is decoded (%.3f s; damaged?): timed by its "
               "decoding time\n",
-              d->prog ? d->prog : "cudafilter", d->path, si, (double)(pkt->pts - pkt->dts) * av_q2d(tb),
+              d->prog ? d->prog : "cudafilter", d->path, si,
+              (double)(pkt->pts - pkt->dts) * av_q2d(tb),
               (double)pkt->dts * av_q2d(tb));
     d->told_pts = true;
     pkt->pts = pkt->dts;
@@ -561,7 +562,8 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
                 "%s: note: %s: the times jump %s by %.3f s at "
                 "%.3f s (files joined?): every stream goes on from where "
                 "it was, as ffmpeg's\n",
-                d->prog ? d->prog : "cudafilter", d->path, delta < 0 ? "back" : "ahead",
+                d->prog ? d->prog : "cudafilter", d->path,
+                delta < 0 ? "back" : "ahead",
                 fabs((double)delta * av_q2d(tb)),
                 (double)d->next[si] * av_q2d(tb));
       d->told = true;
