@@ -528,7 +528,7 @@ static void proc_losses(const vrun *r, char *buf, size_t cap)
     snprintf(buf, cap, ": chroma filtered at 4:%s resolution",
              p->log2_chroma_w == 0   ? (p->log2_chroma_h ? "4:0" : "4:4")
              : p->log2_chroma_w == 1 ? (p->log2_chroma_h ? "2:0" : "2:2")
-                                     : "1:1");
+                                     : (p->log2_chroma_h ? "1:0" : "1:1"));
   if (p->comp[0].depth < d->comp[0].depth)
     snprintf(buf + strlen(buf), cap - strlen(buf), "%s%d bits",
              buf[0] ? ", " : ": ", p->comp[0].depth);
