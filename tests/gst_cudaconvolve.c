@@ -3840,6 +3840,7 @@ int main(int argc, char **argv)
   setenv("CF_FFT_WISDOM", "none", 1);
   gst_registry_prebuild();
   gst_init(&argc, &argv);
+  gst_test_keep_idle_threads();
   g_log_set_handler("cudaconvolve", G_LOG_LEVEL_WARNING, on_warning, NULL);
   g_log_set_handler("GLib-GObject", G_LOG_LEVEL_WARNING, on_warning, NULL);
   if (check_backend_skip(getenv("CF_GST_BACKEND")))

@@ -3261,6 +3261,7 @@ static int setup(void **state)
   (void)state;
   gst_registry_prebuild();
   gst_init(NULL, NULL);
+  gst_test_keep_idle_threads();
   const char *b = getenv("CF_GST_BACKEND");
   if (b && *b)
     backend = b;
@@ -3310,5 +3311,7 @@ int main(void)
   if (check_backend_skip(getenv("CF_GST_BACKEND")))
     return 77;
   check_filter_from_env();
-  return cmocka_run_group_tests(tests, setup, fixture_cleanup);
+  int rc = cmocka_run_group_tests(tests, setup, fixture_cleanup);
+  gst_deinit();
+  return rc;
 }
