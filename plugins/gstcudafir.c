@@ -735,10 +735,10 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
   self->n_anchors++;
 }
 
-/* A GstAudioMeta copied with the input's metas counts the input's
- * samples, not the output's (the first buffers are shorter by the
- * latency, parts of a cut one shorter still: 191 frames said 446); an
- * interleaved buffer needs none, so it goes. */
+/* A GstAudioMeta on an input filtered in place (a copy leaves it out:
+ * it is tagged) counts the input's samples, not the output's (parts of
+ * a cut buffer are shorter: 191 frames said 446); an interleaved buffer
+ * needs none, so it goes. */
 static void drop_audio_meta(GstBuffer *buf)
 {
   GstAudioMeta *am;
@@ -760,6 +760,7 @@ static void stamp_part(GstCudaFir *self, GstBuffer *part, guint64 f0,
     self->out_end = t1;
   } else {
     GST_BUFFER_PTS(part) = GST_BUFFER_DURATION(part) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_DTS(part) = GST_CLOCK_TIME_NONE;
   }
   if (self->base_offset != GST_BUFFER_OFFSET_NONE) {
     GST_BUFFER_OFFSET(part) = self->base_offset + f0;
@@ -1647,11 +1648,13 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     gst_buffer_unref(in);
     return GST_FLOW_OK;
   }
+  /* a new buffer: the input's flags, and the metas transform_meta keeps
+   * (the untagged ones: the samples are new, and a meta tagged audio,
+   * video or unknown may describe what they were) */
   if (inplace) /* its flags and metas are there already */
     out = in;
-  else
-    gst_buffer_copy_into(out, in, GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_META,
-                         0, -1);
+  else if (!GST_BASE_TRANSFORM_GET_CLASS(bt)->copy_metadata(bt, in, out))
+    GST_WARNING_OBJECT(self, "could not copy the input's metadata");
   drop_audio_meta(out);
   /* silence in, but the kernel's tail out: a sink skips GAP buffers */
   GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);

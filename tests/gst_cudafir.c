@@ -28,6 +28,7 @@
 
 #include "check.h"
 #include "gst_registry.h"
+#include "gst_test_metas.h"
 #include "fixture.h"
 #include "gpu/steady.h"
 #include "ref.h"
@@ -3144,6 +3145,73 @@ static void test_pipeline_files(void **state)
 
 /* ---- misuse: state cycling, changes while running, data before caps ---- */
 
+/* Which metas an output carries (gst_test_metas.h): on a new output
+ * buffer (the input shared with the pusher, so only read), only those
+ * whose tags tie them to nothing the element changes, by
+ * GstBaseTransform's rule: the untagged ones. The samples are new, so a
+ * meta tagged "audio", "video" or unknown is dropped (one was copied onto
+ * every output, whatever its tags: QA). A buffer filtered in place keeps
+ * all of its own, as volume's do. Random kernels (direct and FFT paths),
+ * block sizes and chunkings; the values are checked elsewhere. */
+static void test_meta_tags(void **state)
+{
+  (void)state;
+  const unsigned all = (1u << TM_KINDS) - 1, plain = 1u << TM_PLAIN;
+  for (int cs = 0; cs < 6; cs++) {
+    gboolean shared = cs % 2 == 0;
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3), rate = 48000;
+    size_t len = cs < 2 ? ref_rng_range(&rng, 1, 8) : random_len();
+    size_t n = ref_rng_range(&rng, 2000, 12000);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    float *hk = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    set_case("%zu taps, block %u, %u ch, %zu frames in %zu chunks, input %s",
+             len, block, ch, n, nc, shared ? "shared" : "the element's alone");
+    size_t outs = 0, with = 0;
+    for (size_t k = 0; k < nc; k++) {
+      GstBuffer *b = gst_buffer_new_allocate(NULL, sizes[k] * ch * 4, NULL);
+      CHECK(b && gst_buffer_fill(b, 0, x + at * ch, sizes[k] * ch * 4) ==
+                     sizes[k] * ch * 4,
+            "cannot make a buffer of %zu frames", sizes[k]);
+      GST_BUFFER_PTS(b) = gst_util_uint64_scale_int_round(at, GST_SECOND,
+                                                          (gint)rate);
+      CHECK(tm_add_all(b), "cannot add the test metas");
+      GstBuffer *held = shared ? gst_buffer_ref(b) : NULL;
+      CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push %zu", k);
+      if (held)
+        gst_buffer_unref(held);
+      at += sizes[k];
+      GstBuffer *o;
+      while ((o = gst_harness_try_pull(h)) != NULL) {
+        unsigned m = tm_mask(o);
+        char got[96], want[96];
+        /* alone: in place, or (frames held back by the FFT path's
+         * latency) a new buffer as for shared input */
+        CHECK((m & ~plain) == 0 || (!shared && m == all),
+              "output %zu carries the metas %s, want %s%s", outs,
+              tm_describe(m, got, sizeof got),
+              tm_describe(plain, want, sizeof want),
+              shared ? "" : " (or all, in place)");
+        with += m != 0;
+        outs++;
+        gst_buffer_unref(o);
+      }
+    }
+    /* an output of only held frames carries no input's metas; one of
+     * every buffer's frames carries its input's */
+    CHECK(with > 0, "no output of %zu carries a meta", outs);
+    gst_harness_teardown(h);
+    free(x);
+    free(hk);
+  }
+}
+
 static void test_misuse(void **state)
 {
   (void)state;
@@ -3306,6 +3374,7 @@ int main(void)
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_pipeline_files),
+      cmocka_unit_test(test_meta_tags),
       cmocka_unit_test(test_misuse),
   };
   if (check_backend_skip(getenv("CF_GST_BACKEND")))
