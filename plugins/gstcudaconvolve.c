@@ -1845,6 +1845,34 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
   return GST_FLOW_OK;
 }
 
+/* Which of an input frame's metas its output carries (a new buffer; a
+ * copy, GstBaseTransform's copy_metadata, also where frames are held):
+ * the output has the input's size, orientation and colours, so metas
+ * that depend on those alone stay true (GstVideoCropMeta, regions of
+ * interest); GstVideoFilter keeps only those tagged "video" alone. The
+ * rest as GstBaseTransform decides (the untagged ones). */
+static gboolean gst_cuda_convolve_transform_meta(GstBaseTransform *trans,
+                                                 GstBuffer *outbuf,
+                                                 GstMeta *meta,
+                                                 GstBuffer *inbuf)
+{
+  static const char *const kept[] = {
+      GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
+      GST_META_TAG_VIDEO_ORIENTATION_STR, GST_META_TAG_VIDEO_COLORSPACE_STR};
+  const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
+  gboolean only_kept = tags && tags[0];
+  for (const gchar *const *t = tags; only_kept && *t; t++) {
+    gboolean known = FALSE;
+    for (size_t i = 0; i < G_N_ELEMENTS(kept) && !known; i++)
+      known = !strcmp(*t, kept[i]);
+    only_kept = known;
+  }
+  if (only_kept)
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
+      ->transform_meta(trans, outbuf, meta, inbuf);
+}
+
 static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
                                                        GstBuffer **outbuf)
 {
@@ -2781,6 +2809,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_cuda_convolve_set_info);
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_generate_output);
+  trans_class->transform_meta =
+      GST_DEBUG_FUNCPTR(gst_cuda_convolve_transform_meta);
   filter_class->transform_frame =
       GST_DEBUG_FUNCPTR(gst_cuda_convolve_transform_frame);
 

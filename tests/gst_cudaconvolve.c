@@ -64,6 +64,7 @@
 
 #include "check.h"
 #include "gst_registry.h"
+#include "gst_test_metas.h"
 #include "gpu/steady.h"
 #include "ref.h"
 #include "ref2d.h"
@@ -1894,6 +1895,74 @@ static void test_bad_values(void **state)
 
 /* gst_element_factory_make, defaults, set/get round trips, and every
  * property documented. */
+/* Which metas an output frame carries (gst_test_metas.h): its input's
+ * whose tags name only what the element keeps (the frame's size,
+ * orientation and colours: "video", "size", "orientation",
+ * "colorspace"), and the untagged ones; metas tagged otherwise go (GstVideoMeta,
+ * tagged "memory", is the output's own). A GstVideoCropMeta stays with
+ * its rectangle: the crop still applies to a frame of the same size (it
+ * was dropped: GstVideoFilter keeps only metas tagged "video" alone;
+ * QA). Depth 0 and 1-3 (frames held), random formats and kernels; the
+ * input shared with the pusher, so the output is a new buffer. */
+static void test_meta_tags(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 48);
+  const unsigned want = (1u << TM_PLAIN) | (1u << TM_VIDEO) |
+                        (1u << TM_GEOMETRY);
+  for (unsigned rep = 0; rep < 6; rep++) {
+    gcase c;
+    gcase_open(&c);
+    unsigned depth = rep < 2 ? 0 : (unsigned)ref_rng_range(&r, 1, 3);
+    g_object_set(c.h->element, "pipeline-depth", depth, NULL);
+    set_case("meta tags %u, depth %u: ", rep, depth);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 0);
+    gst_harness_play(c.h);
+    unsigned n = depth + (unsigned)ref_rng_range(&r, 1, 5), got = 0;
+    guint rect[16][4];
+    for (unsigned i = 0; i <= n; i++) {
+      if (i < n) {
+        GstBuffer *in = make_input(&r, &c, 0);
+        GST_BUFFER_PTS(in) = i * (GST_SECOND / 25);
+        GST_BUFFER_DURATION(in) = GST_SECOND / 25;
+        CHECK(tm_add_all(in), "cannot add the test metas");
+        GstVideoCropMeta *cm = gst_buffer_add_video_crop_meta(in);
+        CHECK(cm != NULL, "cannot add a crop meta");
+        cm->x = rect[i][0] = (guint)ref_rng_range(&r, 0, c.cfg.width / 2);
+        cm->y = rect[i][1] = (guint)ref_rng_range(&r, 0, c.cfg.height / 2);
+        cm->width = rect[i][2] = c.cfg.width - cm->x;
+        cm->height = rect[i][3] = c.cfg.height - cm->y;
+        CHECK(gst_harness_push(c.h, gst_buffer_ref(in)) == GST_FLOW_OK,
+              "push %u", i);
+        gst_buffer_unref(in);
+      } else {
+        CHECK(gst_harness_push_event(c.h, gst_event_new_eos()),
+              "EOS refused");
+      }
+      GstBuffer *o;
+      while ((o = gst_harness_try_pull(c.h)) != NULL) {
+        unsigned m = tm_mask(o);
+        char g[96], w[96];
+        CHECK(m == want, "output %u carries the metas %s, want %s", got,
+              tm_describe(m, g, sizeof g), tm_describe(want, w, sizeof w));
+        GstVideoCropMeta *cm = gst_buffer_get_video_crop_meta(o);
+        CHECK(cm != NULL, "output %u lost its crop meta", got);
+        CHECK(got < n && cm->x == rect[got][0] && cm->y == rect[got][1] &&
+                  cm->width == rect[got][2] && cm->height == rect[got][3],
+              "output %u: crop %ux%u at %u,%u, its input's %ux%u at %u,%u",
+              got, cm->width, cm->height, cm->x, cm->y, rect[got][2],
+              rect[got][3], rect[got][0], rect[got][1]);
+        got++;
+        gst_buffer_unref(o);
+      }
+    }
+    CHECK(got == n, "%u outputs from %u frames", got, n);
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 static void test_properties(void **state)
 {
   (void)state;
@@ -3878,6 +3947,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_events, teardown),
       cmocka_unit_test_teardown(test_qos_depth, teardown),
       cmocka_unit_test_teardown(test_device_fallback, teardown),
+      cmocka_unit_test_teardown(test_meta_tags, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
