@@ -107,6 +107,20 @@ static GstHarness *new_fir(void)
   return h;
 }
 
+static void set_caps(GstHarness *h, GstAudioFormat f, unsigned rate,
+                     unsigned cin, unsigned cout);
+
+/* A cudafir of taps hk at block-size `block`, F32 ch -> ch at rate. */
+static GstHarness *fir_f32(const float *hk, size_t len, guint block,
+                           unsigned ch, unsigned rate)
+{
+  GstHarness *h = new_fir();
+  set_taps(h->element, hk, len);
+  g_object_set(h->element, "block-size", block, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  return h;
+}
+
 static const char *fmt_name(GstAudioFormat f)
 {
   return gst_audio_format_to_string(f);
@@ -1749,10 +1763,7 @@ static void test_timestamp_moves(void **state)
       move = -move;
     float *hk = random_kernel(len);
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
-    GstHarness *h = new_fir();
-    set_taps(h->element, hk, len);
-    g_object_set(h->element, "block-size", block, NULL);
-    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    GstHarness *h = fir_f32(hk, len, block, ch, rate);
     size_t sizes[4096];
     size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
     size_t jump_chunk = nc > 1 ? ref_rng_range(&rng, 1, nc - 1) : 1;
@@ -3165,10 +3176,7 @@ static void test_meta_tags(void **state)
     guint block = 1u << ref_rng_range(&rng, 5, 10);
     float *hk = random_kernel(len);
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
-    GstHarness *h = new_fir();
-    set_taps(h->element, hk, len);
-    g_object_set(h->element, "block-size", block, NULL);
-    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    GstHarness *h = fir_f32(hk, len, block, ch, rate);
     size_t sizes[4096];
     size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
     set_case("%zu taps, block %u, %u ch, %zu frames in %zu chunks, input %s",
