@@ -1079,6 +1079,22 @@ static void test_bad_config(void **state)
           "the message lacks '%s' or the usage: %s", words, msg);
     free(msg);
   }
+  /* --help after a command is the usage, exit 0, as `cudafilter COMMAND
+   * --help` (QA: status --help was a usage error, restart --help asked
+   * the daemon to restart a stream "--help") */
+  static const char *const helps[] = {"status --help", "restart -h",
+                                      "set a --help", "reload --help"};
+  for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
+    char args[128];
+    snprintf(args, sizeof args, "-s /nonexistent.sock %s", helps[i]);
+    set_case("%s %s", ctl_bin, args);
+    char *msg;
+    int st = run_captured(ctl_bin, args, &msg);
+    CHECK(msg && st == 0 && strstr(msg, "usage: cudafilterctl") &&
+              !strstr(msg, "cudafilterctl:"),
+          "exited %d: %s", st, msg ? msg : "");
+    free(msg);
+  }
   /* --version, as cudafilter's */
   for (int b = 0; b < 2; b++) {
     const char *bin = b ? ctl_bin : daemon_bin;

@@ -80,6 +80,16 @@ int main(int argc, char **argv)
     g_free(sock);
     return 2;
   }
+  /* COMMAND --help (or -h) after it: the usage, as `cudafilter COMMAND
+   * --help` (QA: status said it was a usage error, restart asked the
+   * daemon for a stream "--help"); a stream a config names "-h" or
+   * "--help" is not addressed from here */
+  for (int j = i + 1; j < argc; j++)
+    if (!strcmp(argv[j], "-h") || !strcmp(argv[j], "--help")) {
+      usage(stdout);
+      g_free(sock);
+      return 0;
+    }
   int nargs = argc - i - 1;
   if (nargs < least[c] || nargs > most[c]) {
     int few = nargs < least[c], n = few ? least[c] : most[c];
