@@ -1669,6 +1669,78 @@ static void test_pipeline_file(void **state)
   free(k.h);
 }
 
+/* The peak of the last n float samples of a file (0 when shorter). */
+static double tail_peak(const char *path, size_t n)
+{
+  size_t bytes = 0;
+  float *x = (float *)slurp(path, &bytes);
+  size_t have = x ? bytes / sizeof(float) : 0;
+  double peak = 0;
+  for (size_t i = have > n ? have - n : have; i < have; i++)
+    peak = fmax(peak, fabs((double)x[i]));
+  free(x);
+  return have >= n ? peak : 0;
+}
+
+/* A reload reads a pipeline's kernel files again: one edited in place
+ * (written to a temporary file, renamed over) is a change, as for audio
+ * and file streams (README, Reload). The reload answered ok and the
+ * stream kept the old taps (QA); only `set` took the new file. */
+static void test_pipeline_reload_kernel_file(void **state)
+{
+  (void)state;
+  if (!have_gst) {
+    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+    skip();
+  }
+  double g0 = 0.25 + 0.5 * ref_rng_unit(&rng);
+  double g1 = 0.1 + 0.1 * ref_rng_unit(&rng);
+  set_case("pipeline kernel file edited, gain %.3f -> %.3f", g0, g1);
+  char conf[600], kp[600], out[600], tmp[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pk.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("pk.txt"));
+  snprintf(tmp, sizeof tmp, "%s", fixture("pk.tmp"));
+  snprintf(out, sizeof out, "%s", fixture("pk.raw"));
+  unlink(out);
+  write_text(kp, "%.6f\n", g0);
+  write_text(conf,
+             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true volume=1.0 samplesperbuffer=80 ! "
+             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
+             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n",
+             kp, out);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "p", "PLAYING");
+  wait_for(&r, "p", "buffers", 20);
+  /* (polled: a loaded machine may write late) */
+  double before = 0;
+  for (int t = 0; t < 100 && fabs(before - g0) >= 0.02; t++) {
+    usleep(50000);
+    before = tail_peak(out, 800);
+  }
+  CHECK(fabs(before - g0) < 0.02, "peak %.4f before, want %.4f", before, g0);
+  write_text(tmp, "%.6f\n", g1);
+  CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
+  char *a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "p: new kernel"), "reload: %s", a);
+  free(a);
+  /* soon the last 0.1 s written are the new kernel's (within 5 s) */
+  double after = before;
+  for (int t = 0; t < 100 && fabs(after - g1) >= 0.02; t++) {
+    usleep(50000);
+    after = tail_peak(out, 800);
+  }
+  CHECK(fabs(after - g1) < 0.02, "peak %.4f after the reload, want %.4f",
+        after, g1);
+  /* unchanged, it is no change */
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && !strstr(a, "new kernel"), "reload again: %s", a);
+  free(a);
+  stop_daemon(&r);
+}
+
 /* Beyond one machine (DESIGN: GStreamer's network elements carry streams
  * to daemons on other hosts): a sender stream puts a file on RTP (L24
  * over UDP, in real time), a receiver stream takes it off, filters it
@@ -3838,6 +3910,7 @@ int main(void)
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

@@ -207,6 +207,10 @@ bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed);
 /* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). */
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       GError **err);
+/* A reload: each of our elements whose kernel file's bytes changed since
+ * the stream took it (started, set, swapped, reloaded) reads it again;
+ * a line each in report. */
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report);
 /* The filter element's kernel-file (and crossfade, for cudafir, when
  * crossfade >= 0). */
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,

@@ -381,6 +381,9 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
           g_error_free(e);
           ok = false;
         }
+      } else if (old->pipe) {
+        /* its kernel files, edited in place, are a change too */
+        cfd_pipeline_reread(old->pipe, report);
       }
       g_ptr_array_add(next, old);
       continue;

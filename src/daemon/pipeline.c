@@ -23,6 +23,9 @@ struct cfd_pipeline {
   gint64 t_in; /* filter sink pad: when the buffer arrived */
   _Atomic uint64_t buffers, proc_n;
   _Atomic float proc_us[RING];
+  /* our elements' kernel files as they took them: element name -> the
+   * file's SHA-256 (note_kernel_files) */
+  GHashTable *kernel_sums;
 };
 
 bool cfd_pipeline_available(const char **why)
@@ -262,6 +265,80 @@ bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
   return e == NULL;
 }
 
+/* The SHA-256 of a file's bytes, or NULL where it cannot be read. */
+static char *file_sum(const char *path)
+{
+  gchar *data = NULL;
+  gsize n = 0;
+  if (!g_file_get_contents(path, &data, &n, NULL))
+    return NULL;
+  char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256,
+                                          (const guchar *)data, n);
+  g_free(data);
+  return sum;
+}
+
+/* An element of ours with a kernel file set: its path, else NULL. */
+static char *kernel_file_of(GstElement *el)
+{
+  if (!is_ours(el) ||
+      !g_object_class_find_property(G_OBJECT_GET_CLASS(el), "kernel-file"))
+    return NULL;
+  char *f = NULL;
+  g_object_get(el, "kernel-file", &f, NULL);
+  if (f && !*f)
+    g_clear_pointer(&f, g_free);
+  return f;
+}
+
+typedef struct kernels_walk {
+  cfd_pipeline *p;
+  GString *report; /* NULL: only note the files as they are */
+} kernels_walk;
+
+/* One element: its kernel file noted, or (report) taken again where its
+ * bytes changed since they were noted. */
+static void walk_kernel(const GValue *v, gpointer user)
+{
+  kernels_walk *w = user;
+  GstElement *el = g_value_get_object(v);
+  char *f = kernel_file_of(el);
+  char *sum = f ? file_sum(f) : NULL;
+  if (sum) {
+    const char *was = g_hash_table_lookup(w->p->kernel_sums,
+                                          GST_OBJECT_NAME(el));
+    if (w->report && was && strcmp(was, sum)) {
+      /* the same path set again: the element reads it again and swaps
+       * as for `set` (a kernel it refuses is on the bus, in the log) */
+      g_object_set(el, "kernel-file", f, NULL);
+      g_string_append_printf(w->report, "%s: new kernel (%s read %s again)\n",
+                             w->p->name, GST_OBJECT_NAME(el), f);
+    }
+    g_hash_table_replace(w->p->kernel_sums, g_strdup(GST_OBJECT_NAME(el)),
+                         sum);
+  }
+  g_free(f);
+}
+
+static void walk_kernels(cfd_pipeline *p, GString *report)
+{
+  if (!p->kernel_sums)
+    p->kernel_sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           g_free);
+  kernels_walk w = {p, report};
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(p->pipe));
+  GstIteratorResult r = gst_iterator_foreach(it, walk_kernel, &w);
+  if (r != GST_ITERATOR_DONE)
+    g_printerr("cudafilterd: stream %s: its elements could not all be "
+               "looked at for kernel files\n", p->name);
+  gst_iterator_free(it);
+}
+
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
+{
+  walk_kernels(p, report);
+}
+
 cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
 {
   GError *e = NULL;
@@ -282,6 +359,7 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
     add_probe(p->filter, "sink", probe_in, p);
     add_probe(p->filter, "src", probe_out, p);
   }
+  walk_kernels(p, NULL);
   GstBus *bus = gst_element_get_bus(pipe);
   p->watch = gst_bus_add_watch(bus, on_bus, p);
   gst_object_unref(bus);
@@ -331,6 +409,8 @@ void cfd_pipeline_stop(cfd_pipeline *p)
   gst_element_set_state(p->pipe, GST_STATE_NULL);
   gst_clear_object(&p->filter);
   gst_object_unref(p->pipe);
+  if (p->kernel_sums)
+    g_hash_table_unref(p->kernel_sums);
   g_free(p->error);
   g_free(p->name);
   g_free(p);
@@ -511,6 +591,8 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
     g_free(range);
   }
   gst_object_unref(el);
+  if (ok) /* a kernel file set is the one a reload compares with */
+    walk_kernels(p, NULL);
   return ok;
 }
 
@@ -555,6 +637,8 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                 "%s refused %s (its kernel is "
                 "unchanged; the daemon's log has the element's message)",
                 GST_OBJECT_NAME(p->filter), file);
+  else
+    walk_kernels(p, NULL);
   g_free(now);
   return ok;
 }
@@ -601,6 +685,11 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
   (void)value;
   g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
   return false;
+}
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
+{
+  (void)p;
+  (void)report;
 }
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                        GError **err)
