@@ -2071,6 +2071,63 @@ static void test_file_stream_notes(void **state)
   stop_daemon(&r);
 }
 
+/* An input cut short while a file stream reads it (after its probe gave
+ * the length) finishes with the log saying where it ended; it finished
+ * as if whole (QA: a 60 s WAV truncated to 1 s). An input read to its
+ * end says nothing. Real time, so that the cut comes while reading. */
+static void test_file_cut_short(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  /* stereo 16 kHz: libav has read about 1.5 s ahead when it is cut */
+  unsigned rate = 16000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 15, 25);
+  size_t kept = rate / 4;
+  set_case("a %zu s stereo WAV cut to 0.25 s while read", frames / rate);
+  char in[600], whole[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("cut.wav"));
+  snprintf(whole, sizeof whole, "%s", fixture("whole.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("cut.conf"));
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  write_wav(in, W_F32, rate, 2, x, frames);
+  write_wav(whole, W_F32, rate, 2, x, rate);
+  free(x);
+  write_text(conf, "[stream c]\ntype = file\ninput = cut.wav\n"
+                   "output = cut-out.wav\nkernel = 0.5\nrealtime = true\n"
+                   "[stream w]\ntype = file\ninput = whole.wav\n"
+                   "output = whole-out.wav\nkernel = 0.5\n");
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "c", "frames", (double)rate / 2);
+  /* the data chunk's first 0.25 s stay (the header is under 4 KiB) */
+  CHECK(truncate(in, (off_t)(4096 + kept * 2 * sizeof(float))) == 0,
+        "truncate: %s", strerror(errno));
+  wait_state(&r, "c", "finished");
+  wait_state(&r, "w", "finished");
+  char *l = NULL;
+  for (double t0 = now_s();;) {
+    free(l);
+    l = slurp(r.log, NULL);
+    if (l && strstr(l, "stream c finished") && strstr(l, "stream w finished"))
+      break;
+    CHECK(now_s() - t0 < 5, "no line in the log for the end of c and w");
+    usleep(20000);
+  }
+  const char *want = "; the input ended at ";
+  const char *c = strstr(l, "stream c finished");
+  const char *wl = strstr(l, "stream w finished");
+  const char *ce = strchr(c, '\n'), *we = strchr(wl, '\n');
+  CHECK(ce && strstr(c, want) && strstr(c, want) < ce &&
+            strstr(c, "it was probed to hold"),
+        "the end of the cut input is not said:\n%s", l);
+  CHECK(we && (!strstr(wl, want) || strstr(wl, want) > we),
+        "a whole input is said to end early:\n%s", l);
+  free(l);
+  stop_daemon(&r);
+}
+
 /* Relative L2 error of got against want, both strided. */
 static double rel_l2_dd(const double *got, const double *want, size_t stride,
                         size_t n)
@@ -3916,6 +3973,7 @@ int main(void)
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
+      cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),

@@ -662,7 +662,7 @@ static gpointer file_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_audio(&o, a->tmp, &h, &a->res);
   apply_capture(NULL, 0);
-  char wrote[160];
+  char wrote[320];
   int w = snprintf(wrote, sizeof wrote, "%.2f s",
                    (double)a->res.frames_out /
                        (a->res.rate ? a->res.rate : sc->rate));
@@ -671,8 +671,19 @@ static gpointer file_thread(gpointer user)
                   ", %" G_GUINT64_FORMAT " samples clipped (peak %+.2f dBFS)",
                   (guint64)a->res.clipped, 20 * log10(a->res.peak));
   if (a->res.corrupt && w > 0 && (size_t)w < sizeof wrote)
+    w += snprintf(wrote + w, sizeof wrote - (size_t)w,
+                  ", %u damaged input packet(s) skipped", a->res.corrupt);
+  /* an input that ended well before the length it was probed to hold
+   * (cut short since, or a length libav estimated): said, where
+   * "finished" alone told nothing (QA: a 60 s WAV truncated to 1 s while
+   * it was read) */
+  double read_s = (double)atomic_load(&a->frames) / sc->rate;
+  if (rc == 0 && !a->res.stopped && sc->seconds > 0 &&
+      read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) && w > 0 &&
+      (size_t)w < sizeof wrote)
     snprintf(wrote + w, sizeof wrote - (size_t)w,
-             ", %u damaged input packet(s) skipped", a->res.corrupt);
+             "; the input ended at %.2f s of the %.2f s it was probed to hold",
+             read_s, sc->seconds);
   file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
