@@ -5599,6 +5599,55 @@ static void test_apply_joined_ts(void **state)
  * float64 response at 32 kHz (MP2 is lossy: 0.5 dB; stereo downmixed as
  * ffmpeg's -ac 1 does), and nothing of each tone in the other's part.
  * It was refused ("not supported"). */
+/* An OUTPUT replaced with -y keeps its permission bits (it was written
+ * anew with the umask's: 0640 became 0644, QA); a symbolic link to a
+ * file not there yet is an OUTPUT that exists: without -y it stays (it
+ * was replaced by a file, QA). */
+static void test_apply_replace(void **state)
+{
+  (void)state;
+  char one[512], inp[512], outp[512], link[512];
+  float h = 0.5f, x[2000];
+  for (size_t i = 0; i < 2000; i++)
+    x[i] = 0.25f * (float)sin(0.01 * (double)i);
+  tmp_path(one, sizeof one, "replace-k.txt");
+  write_text_kernel(one, &h, 1);
+  tmp_path(inp, sizeof inp, "replace-in.wav");
+  write_wav(inp, W_F32, 8000, 1, x, 2000);
+  tmp_path(outp, sizeof outp, "replace-out.wav");
+  write_wav(outp, W_F32, 8000, 1, x, 10);
+  mode_t modes[] = {0640, 0600, 0444};
+  for (size_t m = 0; m < 3; m++) {
+    assert_int_equal(chmod(outp, modes[m]), 0);
+    const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                          NULL};
+    result res;
+    run_simple(args, &res);
+    struct stat st;
+    if (res.status != 0 || stat(outp, &st) != 0 ||
+        (st.st_mode & 07777) != modes[m])
+      fail_msg("-y over a file of mode %o: exit %d, mode now %o:\n%s",
+               (unsigned)modes[m], res.status, (unsigned)(st.st_mode & 07777),
+               res.err);
+    result_free(&res);
+  }
+  tmp_path(link, sizeof link, "replace-link.wav");
+  unlink(link);
+  assert_int_equal(symlink("replace-not-yet.wav", link), 0);
+  const char *args[] = {NULL, "apply", "-q", "-k", one, inp, link, NULL};
+  result res;
+  run_simple(args, &res);
+  struct stat st;
+  if (res.status == 0 || !strstr(res.err, "use -y") ||
+      lstat(link, &st) != 0 || !S_ISLNK(st.st_mode))
+    fail_msg("a link to a missing file as OUTPUT without -y: exit %d, "
+             "still a link: %d:\n%s",
+             res.status, lstat(link, &st) == 0 && S_ISLNK(st.st_mode),
+             res.err);
+  result_free(&res);
+  unlink(link);
+}
+
 static void test_apply_rate_change(void **state)
 {
   (void)state;
@@ -6201,6 +6250,7 @@ int main(void)
     cmocka_unit_test(test_apply_mp3_delay),
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
+    cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),

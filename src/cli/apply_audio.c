@@ -151,6 +151,13 @@ int apply_commit(const apply_opts *o, const char *tmp)
 {
   if (tmp && o->keep && !o->keep(o->out_abort_user))
     return 130; /* the caller removes tmp, as after any failure */
+  /* a file replaced (-y) keeps its permission bits (the new one was
+   * made with the umask's) */
+  struct stat so;
+  if (tmp && stat(o->out_path, &so) == 0 && S_ISREG(so.st_mode) &&
+      chmod(tmp, so.st_mode & 07777) != 0)
+    return apply_error("cannot give %s the mode of %s: %s", tmp,
+                       o->out_path, strerror(errno));
   if (tmp && rename(tmp, o->out_path) != 0)
     return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
                        strerror(errno));
@@ -1967,6 +1974,12 @@ int apply_choose_target(const apply_opts *o, char **tmp)
       return 0;
     if (!o->overwrite)
       return apply_error("%s exists; use -y to replace it", o->out_path);
+  } else if (lstat(o->out_path, &so) == 0 && !o->overwrite) {
+    /* a symbolic link to nothing yet: replaced by the file (QA: without
+     * -y) */
+    return apply_error("%s exists (a symbolic link to a missing file); use "
+                       "-y to replace it",
+                       o->out_path);
   }
   /* OUTPUT.cf-part-PID.EXT: the extension kept, for formats that look at
    * the name they write (image2) */
