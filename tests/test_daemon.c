@@ -3349,6 +3349,8 @@ static void test_file_bad(void **state)
   y4m_write(fixture("v.y4m"), 1, 16, 8, 25, &vfp, 1);
   write_text(fixture("k2.txt"), "1 2 1\n2 4 2\n1 2 1\n");
   write_text(fixture("knan.txt"), "1 nan\n");
+  CHECK(mkdir(fixture("adir.wav"), 0755) == 0 || errno == EEXIST,
+        "mkdir: %s", strerror(errno));
   /* a live URL with nothing behind it: a port of our own, unprivileged
    * (port 9 cannot be bound but by root: the test failed where package
    * builds run it, as nobody) */
@@ -3445,6 +3447,10 @@ static void test_file_bad(void **state)
        "[stream f] output: the input of [stream g]"},
       /* a live URL with nothing behind it does not hold the daemon */
       {udp_conf, "nothing to read within"},
+      /* an output that is a folder (QA: ok, then failed at start) */
+      {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+       "output = adir.wav\n",
+       "adir.wav is a folder"},
   };
   char cmd[1400];
   check_refusals("badf.conf", "bad file config", cases,

@@ -968,6 +968,9 @@ static char *folder_unwritable(const char *output)
 {
   if (strstr(output, "://") || g_str_has_prefix(output, "pipe:"))
     return NULL;
+  /* (QA: --check said ok, the stream failed at start) */
+  if (g_file_test(output, G_FILE_TEST_IS_DIR))
+    return g_strdup_printf("%s is a folder", output);
   g_autofree char *folder = g_path_get_dirname(output);
   g_autofree char *probe =
       g_build_filename(folder, ".cudafilterd-check-XXXXXX", NULL);
