@@ -462,6 +462,14 @@ static int skip_without_portaudio(void)
   return 1;
 }
 
+static int skip_without_gst(void)
+{
+  if (have_gst)
+    return 0;
+  printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  return 1;
+}
+
 /* Streams over 127.0.0.1 need the loopback interface up, which a build
  * sandbox may lack (unshare -n: "Network is unreachable"; QA packager):
  * a TCP connection to ourselves, else skipped, saying why. */
@@ -1302,10 +1310,8 @@ static void test_socket_private(void **state)
 static void test_pipelines_reload(void **state)
 {
   (void)state;
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   char conf[600]; /* fixture() reuses its buffers */
   snprintf(conf, sizeof conf, "%s", fixture("p.conf"));
   write_text(conf, "%s%s", live_pipe("a", 3), live_pipe("b", 5));
@@ -1517,10 +1523,8 @@ static void test_pipelines_reload(void **state)
 static void test_pipeline_set_states(void **state)
 {
   (void)state;
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   char conf[600];
   snprintf(conf, sizeof conf, "%s", fixture("pstates.conf"));
   write_text(conf, "[stream a]\ntype = pipeline\npipeline = audiotestsrc "
@@ -1623,10 +1627,8 @@ static void test_pipeline_set_states(void **state)
 static void test_pipeline_file(void **state)
 {
   (void)state;
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
   size_t frames = ref_rng_range(&rng, 1000, 30000);
   kset k;
@@ -1682,6 +1684,18 @@ static double tail_peak(const char *path, size_t n)
   return have >= n ? peak : 0;
 }
 
+/* The peak of the last 800 samples of a file once it is within 0.02 of
+ * want, or as it is after 5 s (polled: a loaded machine writes late). */
+static double wait_peak(const char *path, double want)
+{
+  double peak = tail_peak(path, 800);
+  for (int t = 0; t < 100 && fabs(peak - want) >= 0.02; t++) {
+    usleep(50000);
+    peak = tail_peak(path, 800);
+  }
+  return peak;
+}
+
 /* A reload reads a pipeline's kernel files again: one edited in place
  * (written to a temporary file, renamed over) is a change, as for audio
  * and file streams (README, Reload). The reload answered ok and the
@@ -1689,10 +1703,8 @@ static double tail_peak(const char *path, size_t n)
 static void test_pipeline_reload_kernel_file(void **state)
 {
   (void)state;
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   double g0 = 0.25 + 0.5 * ref_rng_unit(&rng);
   double g1 = 0.1 + 0.1 * ref_rng_unit(&rng);
   set_case("pipeline kernel file edited, gain %.3f -> %.3f", g0, g1);
@@ -1714,24 +1726,15 @@ static void test_pipeline_reload_kernel_file(void **state)
   start_daemon_ok(&r, conf);
   wait_state(&r, "p", "PLAYING");
   wait_for(&r, "p", "buffers", 20);
-  /* (polled: a loaded machine may write late) */
-  double before = 0;
-  for (int t = 0; t < 100 && fabs(before - g0) >= 0.02; t++) {
-    usleep(50000);
-    before = tail_peak(out, 800);
-  }
+  double before = wait_peak(out, g0);
   CHECK(fabs(before - g0) < 0.02, "peak %.4f before, want %.4f", before, g0);
   write_text(tmp, "%.6f\n", g1);
   CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
   char *a = ctl(&r, "reload");
   CHECK(answer_ok(a) && strstr(a, "p: new kernel"), "reload: %s", a);
   free(a);
-  /* soon the last 0.1 s written are the new kernel's (within 5 s) */
-  double after = before;
-  for (int t = 0; t < 100 && fabs(after - g1) >= 0.02; t++) {
-    usleep(50000);
-    after = tail_peak(out, 800);
-  }
+  /* soon the last 0.1 s written are the new kernel's */
+  double after = wait_peak(out, g1);
   CHECK(fabs(after - g1) < 0.02, "peak %.4f after the reload, want %.4f",
         after, g1);
   /* unchanged, it is no change */
@@ -1751,10 +1754,8 @@ static void test_network(void **state)
   (void)state;
   if (skip_without_loopback())
     skip();
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   if (system("gst-inspect-1.0 --exists rtpL24pay && gst-inspect-1.0 "
              "--exists rtpL24depay && gst-inspect-1.0 --exists udpsrc && "
              "gst-inspect-1.0 --exists rtpjitterbuffer") != 0) {
@@ -1868,10 +1869,8 @@ static int foreign_lines(const char *log)
 static void test_restart(void **state)
 {
   (void)state;
-  if (!have_gst) {
-    printf("skipped: this cudafilterd has no GStreamer (type=pipeline)\n");
+  if (skip_without_gst())
     skip();
-  }
   char conf[600], late[600];
   snprintf(conf, sizeof conf, "%s", fixture("restart.conf"));
   snprintf(late, sizeof late, "%s", fixture("late.raw"));
