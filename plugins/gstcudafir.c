@@ -1651,11 +1651,12 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   /* a new buffer: the input's flags, and the metas transform_meta keeps
    * (the untagged ones: the samples are new, and a meta tagged audio,
    * video or unknown may describe what they were) */
-  if (inplace) /* its flags and metas are there already */
+  if (inplace) { /* its flags and metas are there already */
     out = in;
-  else if (!GST_BASE_TRANSFORM_GET_CLASS(bt)->copy_metadata(bt, in, out))
+    drop_audio_meta(out);
+  } else if (!GST_BASE_TRANSFORM_GET_CLASS(bt)->copy_metadata(bt, in, out)) {
     GST_WARNING_OBJECT(self, "could not copy the input's metadata");
-  drop_audio_meta(out);
+  }
   /* silence in, but the kernel's tail out: a sink skips GAP buffers */
   GST_BUFFER_FLAG_UNSET(out, GST_BUFFER_FLAG_GAP);
   /* DISCONT marks the first buffer after a restart only */
