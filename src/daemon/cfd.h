@@ -209,7 +209,8 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       GError **err);
 /* A reload: each of our elements whose kernel file's bytes changed since
  * the stream took it (started, set, swapped, reloaded) reads it again;
- * a line each in report. */
+ * a line each in report. report NULL: the files are only noted as they
+ * are (the stream took them just now). */
 void cfd_pipeline_reread(cfd_pipeline *p, GString *report);
 /* The filter element's kernel-file (and crossfade, for cudafir, when
  * crossfade >= 0). */

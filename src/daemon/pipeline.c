@@ -320,11 +320,8 @@ static void walk_kernel(const GValue *v, gpointer user)
   g_free(f);
 }
 
-static void walk_kernels(cfd_pipeline *p, GString *report)
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
 {
-  if (!p->kernel_sums)
-    p->kernel_sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                           g_free);
   kernels_walk w = {p, report};
   GstIterator *it = gst_bin_iterate_recurse(GST_BIN(p->pipe));
   GstIteratorResult r = gst_iterator_foreach(it, walk_kernel, &w);
@@ -332,11 +329,6 @@ static void walk_kernels(cfd_pipeline *p, GString *report)
     g_printerr("cudafilterd: stream %s: its elements could not all be "
                "looked at for kernel files\n", p->name);
   gst_iterator_free(it);
-}
-
-void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
-{
-  walk_kernels(p, report);
 }
 
 cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
@@ -348,6 +340,8 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
   cfd_pipeline *p = g_new0(cfd_pipeline, 1);
   p->name = g_strdup(sc->name);
   p->pipe = gst_object_ref_sink(pipe);
+  p->kernel_sums =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   /* none: a pipeline that only carries a stream (a sender to a daemon
    * on another host); set takes ELEMENT.PROPERTY there */
   p->filter = find_filter(pipe, sc->filter, &e);
@@ -359,7 +353,7 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
     add_probe(p->filter, "sink", probe_in, p);
     add_probe(p->filter, "src", probe_out, p);
   }
-  walk_kernels(p, NULL);
+  cfd_pipeline_reread(p, NULL);
   GstBus *bus = gst_element_get_bus(pipe);
   p->watch = gst_bus_add_watch(bus, on_bus, p);
   gst_object_unref(bus);
@@ -409,8 +403,7 @@ void cfd_pipeline_stop(cfd_pipeline *p)
   gst_element_set_state(p->pipe, GST_STATE_NULL);
   gst_clear_object(&p->filter);
   gst_object_unref(p->pipe);
-  if (p->kernel_sums)
-    g_hash_table_unref(p->kernel_sums);
+  g_hash_table_unref(p->kernel_sums);
   g_free(p->error);
   g_free(p->name);
   g_free(p);
@@ -592,7 +585,7 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
   }
   gst_object_unref(el);
   if (ok) /* a kernel file set is the one a reload compares with */
-    walk_kernels(p, NULL);
+    cfd_pipeline_reread(p, NULL);
   return ok;
 }
 
@@ -638,7 +631,7 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                 "unchanged; the daemon's log has the element's message)",
                 GST_OBJECT_NAME(p->filter), file);
   else
-    walk_kernels(p, NULL);
+    cfd_pipeline_reread(p, NULL);
   g_free(now);
   return ok;
 }
