@@ -3819,6 +3819,67 @@ static void test_control(void **state)
             strstr(log, "cannot take its new kernel"),
         "the log: %s", log);
   free(log);
+  /* inputs gone (a job's input deleted once filtered; one moved while
+   * it is read): a reload that leaves their sections as they are goes
+   * on, where the probe's error refused every reload; one that asks a
+   * finished job to run again cannot start it */
+  char away[2][600];
+  snprintf(away[0], sizeof away[0], "%s", fixture("short.away"));
+  snprintf(away[1], sizeof away[1], "%s", fixture("long.away"));
+  CHECK(rename(fixture("short.wav"), away[0]) == 0 &&
+            rename(fixture("long.wav"), away[1]) == 0,
+        "rename");
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav\n"
+           "output = live.wav\nkernel-file = k1.txt\nrealtime = true\n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt\n"
+           "[stream more]\ntype = file\ninput = more.wav\n"
+           "output = more-out.wav\nkernel = 0.5\n");
+  write_text(conf, "%s", body);
+  {
+    float y[2000];
+    ref_rng_fill(&rng, y, 2000);
+    write_wav(fixture("more.wav"), W_F32, rate, 2, y, 1000);
+  }
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "other: its input cannot be read now") &&
+            strstr(a, "live: its input cannot be read now") &&
+            strstr(a, "short.wav") && !strstr(a, "restarted"),
+        "reload with the inputs gone: %s", a);
+  free(a);
+  a = ctl(&r, "status");
+  ost = field(a, "other", "state");
+  CHECK(ost && !strcmp(ost, "finished"), "status: %s", a);
+  ost = field(a, "live", "state");
+  CHECK(ost && !strcmp(ost, "running"), "status: %s", a);
+  CHECK(field(a, "more", "state") != NULL, "a stream added: %s", a);
+  free(a);
+  double frames_then = status_num(&r, "live", "frames");
+  wait_for(&r, "live", "frames", frames_then + 1);
+  snprintf(body + strlen(body), sizeof body - strlen(body),
+           "[stream last]\ntype = file\ninput = short.wav\n"
+           "output = last.wav\nkernel = 1\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "[stream last] input:") &&
+            strstr(a, "reload refused"),
+        "a new stream's missing input: %s", a);
+  free(a);
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav\n"
+           "output = live.wav\nkernel-file = k1.txt\nrealtime = true\n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k 2.txt\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "short.wav") &&
+            strstr(a, "other: stays finished with its old section"),
+        "a finished job with its input gone, asked to run again: %s", a);
+  free(a);
+  CHECK(rename(away[0], fixture("short.wav")) == 0 &&
+            rename(away[1], fixture("long.wav")) == 0,
+        "rename");
 
   /* SIGTERM while a client still sends: stopped at once */
   kill(slow, SIGKILL);

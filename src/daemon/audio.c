@@ -394,6 +394,7 @@ static cfd_stream_conf *conf_copy(const cfd_stream_conf *sc)
   *c = *sc;
   c->name = g_strdup(sc->name);
   c->shape = g_strdup(sc->shape);
+  c->stale_input = g_strdup(sc->stale_input);
   c->input = g_strdup(sc->input);
   c->output = g_strdup(sc->output);
   c->kernel_file = g_strdup(sc->kernel_file);

@@ -36,6 +36,7 @@ typedef struct cfd_stream_conf {
    * kernel keys (kernel, kernel-file, gain, crossfade): on a reload, equal
    * `shape` means the running stream can take the new kernel live. */
   char *shape;
+  size_t shape_keys; /* file: shape's length before the input's probe */
   /* audio and file */
   char *input, *output;    /* PortAudio device: name, part of one, index;
                               file: a path (made absolute) or a URL */
@@ -57,6 +58,8 @@ typedef struct cfd_stream_conf {
   cf_kernel *kernel; /* loaded at rate, gain applied */
   /* file */
   double seconds;       /* the input's length as it announces it; 0 */
+  char *stale_input;    /* why the input could not be probed on a reload
+                           that took it as known (see cfd_config_load) */
   int stream;           /* the input\'s audio stream to filter; -1: the best */
   char *format, *codec; /* libav output format and encoder, or NULL */
   bool realtime;        /* paced at the input's rate */
@@ -88,9 +91,26 @@ typedef struct cfd_config {
   GPtrArray *streams; /* cfd_stream_conf *, in file order */
 } cfd_config;
 
+/* What a file stream's input was probed to hold, for a reload: an input
+ * that cannot be read now (a job's input deleted once filtered) is taken
+ * as it was for a section whose keys did not change. */
+typedef struct cfd_known_input {
+  char *name, *keys; /* the section's keys: its shape before the probe */
+  bool video;
+  unsigned rate, channels, width, height;
+  cf_pixel_format pixfmt;
+  double seconds;
+} cfd_known_input;
+
+cfd_known_input *cfd_known_input_of(const cfd_stream_conf *sc);
+void cfd_known_input_free(cfd_known_input *k);
+
 /* Read and check `path`. Errors name the file, the section, the key and
- * what the value must be. */
-cfd_config *cfd_config_load(const char *path, GError **err);
+ * what the value must be. known (cfd_known_input *, or NULL): the running
+ * file streams' inputs; one of them that cannot be probed now is taken as
+ * known, its stream's `stale_input` saying why. */
+cfd_config *cfd_config_load(const char *path, const GPtrArray *known,
+                            GError **err);
 void cfd_config_free(cfd_config *c);
 void cfd_stream_conf_free(cfd_stream_conf *sc);
 

@@ -85,6 +85,7 @@ void cfd_stream_conf_free(cfd_stream_conf *sc)
     return;
   g_free(sc->name);
   g_free(sc->shape);
+  g_free(sc->stale_input);
   g_free(sc->input);
   g_free(sc->output);
   g_free(sc->kernel_file);
@@ -237,6 +238,7 @@ typedef struct reader {
   GKeyFile *kf;
   const char *path, *group;
   GError **err;
+  const GPtrArray *known; /* cfd_known_input *, or NULL */
 } reader;
 
 static bool bad(reader *r, const char *key, const char *fmt, ...)
@@ -395,6 +397,53 @@ static bool same_file(const char *a, const char *b)
   return same;
 }
 
+/* A file stream's input the probe could not read (why), taken as a
+ * reload's known input of the same section if there is one. */
+static bool take_known(reader *r, cfd_stream_conf *sc, const GError *why)
+{
+  for (guint i = 0; r->known && i < r->known->len; i++) {
+    const cfd_known_input *k = r->known->pdata[i];
+    if (strcmp(k->name, sc->name) || strcmp(k->keys, sc->shape) ||
+        k->video != sc->video)
+      continue;
+    sc->rate = k->rate;
+    sc->channels = k->channels;
+    sc->width = k->width;
+    sc->height = k->height;
+    sc->pixfmt = k->pixfmt;
+    sc->seconds = k->seconds;
+    sc->stale_input = g_strdup(why->message);
+    return true;
+  }
+  return false;
+}
+
+cfd_known_input *cfd_known_input_of(const cfd_stream_conf *sc)
+{
+  if (sc->type != CFD_FILE)
+    return NULL;
+  cfd_known_input *k = g_new0(cfd_known_input, 1);
+  k->name = g_strdup(sc->name);
+  k->keys = g_strndup(sc->shape, sc->shape_keys);
+  k->video = sc->video;
+  k->rate = sc->rate;
+  k->channels = sc->channels;
+  k->width = sc->width;
+  k->height = sc->height;
+  k->pixfmt = sc->pixfmt;
+  k->seconds = sc->seconds;
+  return k;
+}
+
+void cfd_known_input_free(cfd_known_input *k)
+{
+  if (!k)
+    return;
+  g_free(k->name);
+  g_free(k->keys);
+  g_free(k);
+}
+
 /* type=file: the input (probed: its rate and channels are the stream's),
  * the output, and how it is written. */
 static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
@@ -443,11 +492,13 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
   if (sc->video) { /* its size, and that it has a picture */
     GError *e = NULL;
     if (!cfd_file_vprobe(sc->input, &sc->width, &sc->height, &sc->pixfmt,
-                         &sc->seconds, &e)) {
+                         &sc->seconds, &e) &&
+        !take_known(r, sc, e)) {
       bad(r, "input", "%s", e->message);
       g_error_free(e);
       return false;
     }
+    g_clear_error(&e);
     return true;
   }
   /* stream = N: the input's audio stream to filter (default: the main) */
@@ -460,11 +511,13 @@ static bool read_file(reader *r, const char *dir, cfd_stream_conf *sc)
   sc->stream = have_stream ? (int)stream : -1;
   GError *e = NULL;
   if (!cfd_file_probe(sc->input, sc->stream, &sc->rate, &sc->channels,
-                      &sc->seconds, &e)) {
+                      &sc->seconds, &e) &&
+      !take_known(r, sc, e)) {
     bad(r, "input", "%s", e->message);
     g_error_free(e);
     return false;
   }
+  g_clear_error(&e);
   return true;
 }
 
@@ -840,6 +893,7 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
                                sc->video ? cf_pixel_format_name(sc->pixfmt)
                                          : "-",
                                sc->seconds);
+    sc->shape_keys = strlen(sc->shape);
     g_free(sc->shape);
     sc->shape = s2;
   }
@@ -886,7 +940,8 @@ static size_t first_bad_line(const char *text, gsize len)
   return hi;
 }
 
-cfd_config *cfd_config_load(const char *path, GError **err)
+cfd_config *cfd_config_load(const char *path, const GPtrArray *known,
+                            GError **err)
 {
   GKeyFile *kf = g_key_file_new();
   GError *e = NULL;
@@ -1000,7 +1055,7 @@ cfd_config *cfd_config_load(const char *path, GError **err)
   char **groups = g_key_file_get_groups(kf, &n);
   bool ok = true;
   for (gsize i = 0; ok && i < n; i++) {
-    reader r = {kf, path, groups[i], err};
+    reader r = {kf, path, groups[i], err, known};
     if (!strcmp(groups[i], "daemon")) {
       gsize nk = 0;
       if (!(ok = all_text(&r)))

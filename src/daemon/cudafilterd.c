@@ -366,6 +366,11 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       continue;
     }
     if (how == RELOAD_RETUNE) {
+      if (sc->stale_input)
+        g_string_append_printf(report,
+                               "%s: its input cannot be read now (%s); the "
+                               "stream stays as it was\n",
+                               sc->name, sc->stale_input);
       if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
         if (cfd_audio_retune(old->audio, old->sc, sc, swap, &e)) {
@@ -1072,15 +1077,30 @@ static bool do_reload(daemon_state *d, cfd_config *c, GError *load_err,
   return ok;
 }
 
+/* What a reload's thread reads: the file, and the file streams' inputs
+ * as they were probed (copied: the streams may change meanwhile). */
+typedef struct reload_job {
+  char *path;
+  GPtrArray *known; /* cfd_known_input * */
+} reload_job;
+
+static void reload_job_free(reload_job *j)
+{
+  g_free(j->path);
+  g_ptr_array_unref(j->known);
+  g_free(j);
+}
+
 /* In the reload's thread: the file, its kernels loaded, its inputs
  * probed. Nothing of the daemon's is touched here. */
-static void reload_read(GTask *t, gpointer src, gpointer path,
+static void reload_read(GTask *t, gpointer src, gpointer data,
                         GCancellable *cancel)
 {
   (void)src;
   (void)cancel;
+  const reload_job *j = data;
   GError *e = NULL;
-  cfd_config *c = cfd_config_load(path, &e);
+  cfd_config *c = cfd_config_load(j->path, j->known, &e);
   if (c)
     g_task_return_pointer(t, c, (GDestroyNotify)cfd_config_free);
   else
@@ -1093,7 +1113,17 @@ static void reload_run(daemon_state *d)
 {
   d->reloading = true;
   GTask *t = g_task_new(NULL, NULL, reload_done, d);
-  g_task_set_task_data(t, g_strdup(d->config_path), g_free);
+  reload_job *j = g_new0(reload_job, 1);
+  j->path = g_strdup(d->config_path);
+  j->known = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)cfd_known_input_free);
+  for (guint i = 0; i < d->streams->len; i++) {
+    const stream *s = d->streams->pdata[i];
+    cfd_known_input *k = cfd_known_input_of(s->sc);
+    if (k)
+      g_ptr_array_add(j->known, k);
+  }
+  g_task_set_task_data(t, j, (GDestroyNotify)reload_job_free);
   g_task_run_in_thread(t, reload_read);
   g_object_unref(t);
 }
@@ -1266,7 +1296,7 @@ int main(int argc, char **argv)
   }
 #endif
   GError *err = NULL;
-  cfd_config *c = cfd_config_load(cfg_path, &err);
+  cfd_config *c = cfd_config_load(cfg_path, NULL, &err);
   if (!c) {
     say("%s", err->message);
     g_error_free(err);
