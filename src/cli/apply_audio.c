@@ -154,11 +154,12 @@ int apply_commit(const apply_opts *o, const char *tmp)
   /* a file replaced (-y) keeps its permission bits (the new one was
    * made with the umask's) */
   struct stat so;
-  if (tmp && stat(o->out_path, &so) == 0 && S_ISREG(so.st_mode) &&
+  const char *out = cf_av_local(o->out_path); /* tmp: a local file's */
+  if (tmp && stat(out, &so) == 0 && S_ISREG(so.st_mode) &&
       chmod(tmp, so.st_mode & 07777) != 0)
     return apply_error("cannot give %s the mode of %s: %s", tmp,
                        o->out_path, strerror(errno));
-  if (tmp && rename(tmp, o->out_path) != 0)
+  if (tmp && rename(tmp, out) != 0)
     return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
                        strerror(errno));
   return 0;
@@ -190,10 +191,14 @@ int apply_av_error(const char *path, const char *what, int err)
 int apply_open_input(AVFormatContext **fmt, const char *path)
 {
   AVDictionary *opts = NULL;
+  /* a local name with a ':' ("take:2.wav") is that file, where libav
+   * took "take" for a protocol (QA) */
+  char *name = cf_av_is_url(path) ? NULL : cf_av_file_name(cf_av_local(path));
   int err = cf_av->av_dict_set(&opts, "scan_all_pmts", "1", 0);
   if (err >= 0)
-    err = cf_av->avformat_open_input(fmt, path, NULL, &opts);
+    err = cf_av->avformat_open_input(fmt, name ? name : path, NULL, &opts);
   cf_av->av_dict_free(&opts);
+  free(name);
   return err;
 }
 
@@ -829,8 +834,8 @@ int apply_encoder(const apply_opts *o, const AVFormatContext *oc,
 static bool in_place(const char *path)
 {
   struct stat st;
-  return strstr(path, "://") || !strncmp(path, "pipe:", 5) ||
-         (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+  return cf_av_is_url(path) ||
+         (stat(cf_av_local(path), &st) == 0 && !S_ISREG(st.st_mode));
 }
 
 /* Whether format `oc` can write OUTPUT: a format that opens its own files
@@ -1053,11 +1058,16 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
 {
   int err, rc;
   if (!(oc->oformat->flags & AVFMT_NOFILE)) {
+    /* a local file by the name libav opens it by (cf_av_file_name) */
     const char *target = tmp ? tmp : o->out_path;
+    char *name = !tmp && cf_av_is_url(target)
+                     ? NULL
+                     : cf_av_file_name(cf_av_local(target));
     char why[AV_ERROR_MAX_STRING_SIZE];
-    if ((err = cf_av->avio_open2(&oc->pb, target, AVIO_FLAG_WRITE,
-                                 &oc->interrupt_callback, NULL)) < 0 &&
-        !tmp)
+    err = cf_av->avio_open2(&oc->pb, name ? name : target, AVIO_FLAG_WRITE,
+                            &oc->interrupt_callback, NULL);
+    free(name);
+    if (err < 0 && !tmp)
       return apply_av_error(target, "cannot create", err);
     /* named as OUTPUT, which the user gave: its directory must exist and
      * be writable (an OUTPUT writable in place is not enough) */
@@ -1074,8 +1084,11 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
     if ((rc = check_nofile(o, oc, tmp != NULL)))
       return rc;
     if (tmp) {
+      char *name = cf_av_file_name(tmp);
       cf_av->av_freep(&oc->url);
-      if (!(oc->url = cf_av->av_strdup(tmp)))
+      oc->url = name ? cf_av->av_strdup(name) : NULL;
+      free(name);
+      if (!oc->url)
         return apply_error("out of memory");
     }
     /* One picture to one file, not a numbered sequence (apply_video
@@ -1921,11 +1934,11 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
  * each), removed: those whose process is gone and that have not been
  * written for a minute (another machine's run, on a shared folder,
  * cannot be asked). Said unless quiet (cudafilterd's log says it). */
-static void remove_stale_parts(const apply_opts *o, const char *base,
-                               const char *ext)
+static void remove_stale_parts(const char *out, const char *base,
+                               const char *ext, bool quiet, bool daemon)
 {
-  size_t dlen = (size_t)(base - o->out_path);
-  char *dir = dlen ? strndup(o->out_path, dlen) : strdup(".");
+  size_t dlen = (size_t)(base - out);
+  char *dir = dlen ? strndup(out, dlen) : strdup(".");
   DIR *d = dir ? opendir(dir) : NULL;
   size_t blen = strlen(base), elen = strlen(ext);
   struct dirent *e;
@@ -1948,11 +1961,11 @@ static void remove_stale_parts(const apply_opts *o, const char *base,
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
         time(NULL) - st.st_mtime < 60 || unlink(path) != 0)
       continue;
-    if (!o->quiet || o->config_keys)
+    if (!quiet || daemon)
       fprintf(stderr,
               "%s: note: removed %s, left unfinished by an earlier run "
               "(process %ld, gone)\n",
-              o->config_keys ? "cudafilterd" : "cudafilter", path, pid);
+              daemon ? "cudafilterd" : "cudafilter", path, pid);
   }
   if (d)
     closedir(d);
@@ -1963,10 +1976,13 @@ int apply_choose_target(const apply_opts *o, char **tmp)
 {
   struct stat so, si;
   *tmp = NULL;
-  if (strstr(o->out_path, "://") || !strncmp(o->out_path, "pipe:", 5))
+  if (cf_av_is_url(o->out_path))
     return 0;
-  if (stat(o->out_path, &so) == 0) {
-    if (stat(o->in_path, &si) == 0 && si.st_dev == so.st_dev &&
+  /* a local file: its name without a "file:" prefix */
+  const char *out = cf_av_local(o->out_path);
+  if (stat(out, &so) == 0) {
+    if (!cf_av_is_url(o->in_path) && stat(cf_av_local(o->in_path), &si) == 0 &&
+        si.st_dev == so.st_dev &&
         si.st_ino == so.st_ino)
       return apply_error("%s: OUTPUT is INPUT; write to another file",
                          o->out_path);
@@ -1974,7 +1990,7 @@ int apply_choose_target(const apply_opts *o, char **tmp)
       return 0;
     if (!o->overwrite)
       return apply_error("%s exists; use -y to replace it", o->out_path);
-  } else if (lstat(o->out_path, &so) == 0 && !o->overwrite) {
+  } else if (lstat(out, &so) == 0 && !o->overwrite) {
     /* a symbolic link to nothing yet: replaced by the file (QA: without
      * -y) */
     return apply_error("%s exists (a symbolic link to a missing file); use "
@@ -1983,16 +1999,16 @@ int apply_choose_target(const apply_opts *o, char **tmp)
   }
   /* OUTPUT.cf-part-PID.EXT: the extension kept, for formats that look at
    * the name they write (image2) */
-  const char *base = strrchr(o->out_path, '/');
-  base = base ? base + 1 : o->out_path;
+  const char *base = strrchr(out, '/');
+  base = base ? base + 1 : out;
   const char *ext = strrchr(base, '.');
   if (!ext || ext == base)
     ext = "";
-  remove_stale_parts(o, base, ext);
-  size_t len = strlen(o->out_path) + strlen(ext) + 32;
+  remove_stale_parts(out, base, ext, o->quiet, o->config_keys);
+  size_t len = strlen(out) + strlen(ext) + 32;
   if (!(*tmp = malloc(len)))
     return apply_error("out of memory");
-  snprintf(*tmp, len, "%s.cf-part-%ld%s", o->out_path, (long)getpid(), ext);
+  snprintf(*tmp, len, "%s.cf-part-%ld%s", out, (long)getpid(), ext);
   return 0;
 }
 

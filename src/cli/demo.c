@@ -161,9 +161,16 @@ static int writer_open(writer *w, const char *path)
   par->block_align = 4 * CHANNELS;
   par->bit_rate = (int64_t)RATE * CHANNELS * 32;
   w->st->time_base = (AVRational){1, RATE};
-  /* `-` is standard output, as for apply (libav's "pipe:1") */
-  if ((err = cf_av->avio_open(&w->oc->pb, strcmp(path, "-") ? path : "pipe:1",
-                              AVIO_FLAG_WRITE)) < 0)
+  /* `-` is standard output, as for apply (libav's "pipe:1"); a local
+   * name with a ':' is that file, as for apply */
+  char *name = !strcmp(path, "-")   ? strdup("pipe:1")
+               : cf_av_is_url(path) ? strdup(path)
+                                    : cf_av_file_name(cf_av_local(path));
+  if (!name)
+    return av_failed(w, "cannot create", AVERROR(ENOMEM));
+  err = cf_av->avio_open(&w->oc->pb, name, AVIO_FLAG_WRITE);
+  free(name);
+  if (err < 0)
     return av_failed(w, "cannot create", err);
   if ((err = cf_av->avformat_write_header(w->oc, NULL)) < 0)
     return av_failed(w, "cannot write the header of", err);

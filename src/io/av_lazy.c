@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -57,4 +59,28 @@ const cf_av_api *cf_av_get(const char **why)
   if (!cf_av && why)
     *why = failure;
   return cf_av;
+}
+
+bool cf_av_is_url(const char *path)
+{
+  if (strstr(path, "://"))
+    return true;
+  const char *p = cf_av->avio_find_protocol_name(path);
+  return p && strcmp(p, "file");
+}
+
+const char *cf_av_local(const char *path)
+{
+  return strncmp(path, "file:", 5) ? path : path + 5;
+}
+
+char *cf_av_file_name(const char *local)
+{
+  const char *p = cf_av->avio_find_protocol_name(local);
+  bool plain = p && !strcmp(p, "file") && strncmp(local, "file:", 5);
+  size_t n = strlen(local) + 6;
+  char *name = malloc(n);
+  if (name)
+    snprintf(name, n, "%s%s", plain ? "" : "file:", local);
+  return name;
 }

@@ -6,6 +6,8 @@
 #ifndef CF_IO_AV_LAZY_H
 #define CF_IO_AV_LAZY_H
 
+#include <stdbool.h>
+
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
@@ -64,7 +66,7 @@
   X(avformat_init_output)                                                    \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
   X(av_malloc) X(avio_alloc_context) X(avio_context_free)                   \
-  X(avio_closep) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
+  X(avio_closep) X(avio_find_protocol_name) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
   X(swr_convert)                                                             \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
 
@@ -73,6 +75,19 @@ typedef struct cf_av_api {
   CF_AV_FUNCTIONS(CF_AV_POINTER)
 #undef CF_AV_POINTER
 } cf_av_api;
+
+/* Whether libav reads path as a URL of a protocol other than file:
+ * "://" in it, or "NAME:" of a protocol libav has ("pipe:1", "md5:").
+ * Anything else is a local file, named path without a "file:" prefix
+ * (cf_av_local). cf_av must be loaded. */
+bool cf_av_is_url(const char *path);
+/* path without a "file:" prefix: the local file's own name. */
+const char *cf_av_local(const char *path);
+/* The name libav opens the local file `local` by (free()): "file:" +
+ * local where libav would take what comes before a ':' for a protocol
+ * ("take:2.wav", "a:b.wav", or a name itself starting "file:"), else
+ * local as it is. cf_av must be loaded; NULL when out of memory. */
+char *cf_av_file_name(const char *local);
 
 /* The loaded functions, or NULL with *why saying what failed. Thread-safe;
  * after it returned non-NULL, cf_av may be used directly. */

@@ -68,7 +68,13 @@ static cf_status av_fail(const audio_loader *a, cf_status s, const char *what,
 
 static cf_status open_input(audio_loader *a)
 {
-  int err = cf_av->avformat_open_input(&a->fmt, a->path, NULL, NULL);
+  /* a local name with a ':' ("ir:1.wav") is that file, where libav took
+   * "ir" for a protocol */
+  char *name = cf_av_is_url(a->path) ? NULL
+                                     : cf_av_file_name(cf_av_local(a->path));
+  int err = cf_av->avformat_open_input(&a->fmt, name ? name : a->path, NULL,
+                                       NULL);
+  free(name);
   if (err < 0) {
     bool io = err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
               err == AVERROR(EISDIR) || err == AVERROR(EIO);
@@ -76,7 +82,7 @@ static cf_status open_input(audio_loader *a)
      * malformed: libav says EIO or ENOMEM for some (a FLAC block length
      * past the file, a WAV fmt chunk of 1000 bytes) */
     FILE *f = (err == AVERROR(EIO) || err == AVERROR(ENOMEM))
-                  ? fopen(a->path, "rb")
+                  ? fopen(cf_av_local(a->path), "rb")
                   : NULL;
     if (f) {
       fclose(f);
