@@ -77,7 +77,9 @@
  * when frame t + D arrives, with its own timestamps, duration, offsets,
  * flags and metas. The latency query adds D frame durations (from the
  * framerate; at a variable framerate, 0/1, D times the longest buffer
- * duration seen so far, a buffer without one lasting until the next) and
+ * duration seen so far, a buffer without one lasting until the next; a
+ * duration past a minute, a still shown until further notice, is not a
+ * frame's period and is not counted) and
  * a latency message is posted when that changes.
  * The frames in flight are pushed out at EOS and before a DISCONT buffer
  * (they are filtered with the history they had), a segment, a gap, new
@@ -1090,6 +1092,9 @@ static void free_engine(GstCudaConvolve *self)
 
 /* ---- latency ------------------------------------------------------------- */
 
+/* The longest buffer duration the latency counts as a frame's period. */
+#define MAX_FRAME_PERIOD (60 * GST_SECOND)
+
 /* What the element adds: D frame durations from the framerate, or at a
  * variable framerate (0/1) from the longest buffer seen. Object lock
  * held. */
@@ -1472,7 +1477,11 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
       pts > self->last_pts)
     dur = pts - self->last_pts;
   self->last_pts = pts;
-  if (GST_CLOCK_TIME_IS_VALID(dur) &&
+  /* a duration past a minute is a still shown until further notice
+   * (imagefreeze at 0/1 lasts until the end of time), not a frame's
+   * period: D of them made a latency of centuries, or one that wrapped
+   * to below upstream's (QA) */
+  if (GST_CLOCK_TIME_IS_VALID(dur) && dur <= MAX_FRAME_PERIOD &&
       (!GST_CLOCK_TIME_IS_VALID(self->max_duration) ||
        dur > self->max_duration))
     self->max_duration = dur;
@@ -2000,9 +2009,10 @@ static gboolean gst_cuda_convolve_query(GstBaseTransform *trans,
     GST_OBJECT_UNLOCK(self);
     GST_DEBUG_OBJECT(self, "latency: %u frames, %" GST_TIME_FORMAT, frames,
                      GST_TIME_ARGS(ours));
-    min += ours;
+    /* saturated: never wrapped below upstream's */
+    min = min > G_MAXUINT64 - 1 - ours ? G_MAXUINT64 - 1 : min + ours;
     if (GST_CLOCK_TIME_IS_VALID(max))
-      max += ours;
+      max = max > G_MAXUINT64 - 1 - ours ? GST_CLOCK_TIME_NONE : max + ours;
     gst_query_set_latency(query, live, min, max);
   }
   return res;

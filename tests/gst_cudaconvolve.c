@@ -2568,19 +2568,21 @@ static void test_depth_stream(void **state)
 }
 
 /* The latency query adds D frame durations to upstream's, D being what
- * the engine reports; at framerate 0/1 the longest buffer seen counts. A
- * new depth posts a latency message and the query follows it. */
+ * the engine reports; at framerate 0/1 the longest buffer seen counts,
+ * but not a still's that lasts until further notice (imagefreeze: the
+ * latency wrapped; QA). A new depth posts a latency message and the
+ * query follows it. */
 static void test_depth_latency(void **state)
 {
   (void)state;
   ref_rng r;
   test_rng(&r, 13);
   static const int rates[][2] = {{25, 1}, {30000, 1001}, {60, 1}, {24, 1}};
-  for (unsigned rep = 0; rep < 5; rep++) {
+  for (unsigned rep = 0; rep < 6; rep++) {
     gcase c;
     dstream s;
     unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
-    int vfr = rep >= 3;
+    int vfr = rep >= 3, still = rep == 5;
     int fn = vfr ? 0 : rates[rep][0], fd = vfr ? 1 : rates[rep][1];
     set_case("depth latency %u: ", rep);
     depth_case(&c, &s, &r, depth, 1);
@@ -2590,6 +2592,8 @@ static void test_depth_latency(void **state)
     s.no_dur = rep == 4;
     if (s.no_dur)
       add_case("no durations ");
+    if (still)
+      add_case("a still last ");
     /* the engine's own word for this configuration */
     cf_video_config ecfg = c.cfg;
     ecfg.backend = CF_BACKEND_CPU;
@@ -2619,6 +2623,8 @@ static void test_depth_latency(void **state)
                     ? 5 * GST_MSECOND
                     : (GstClockTime)ref_rng_range(&r, 10, 90) * GST_MSECOND;
         longest = MAX(longest, s.dur);
+        if (still && i == depth + 1) /* until the end of time, nearly */
+          s.dur = G_MAXUINT64 / 4;
       }
       ds_push(&s, &r, i == 0, "frame");
     }
