@@ -68,7 +68,8 @@
  * from input k % C (a 4-channel true-stereo IR on stereo: L<-L, L<-R,
  * R<-L, R<-R; a file written input-major, L->L, L->R, R->L, R->R, has its
  * middle two channels the other way round), and the output has N / C
- * channels. Integer output (S16LE, S32LE) is rounded to nearest, ties to
+ * channels (over two: at the positions downstream asks for, else the
+ * count's usual layout, 5.1 for six). Integer output (S16LE, S32LE) is rounded to nearest, ties to
  * even, and saturated; no dither. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
  *
@@ -1154,17 +1155,16 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
         gst_structure_set(n, "channels", G_TYPE_INT, (gint)to, NULL);
         /* The same count (per-channel kernels, a square matrix): channel
          * k stays channel k, its position with it. Another count: the
-         * input may have any positions, and the output has none (a
-         * matrix's outputs are what its rows make them). Every count
-         * over 2 was made unpositioned both ways: a 5.1 stream with its
-         * six kernels did not link after decodebin, nor downmix after
-         * (QA). */
-        if (to != from) {
+         * input may have any positions, and the output takes those
+         * downstream asks for (a matrix's outputs are what its rows make
+         * them), else the count's usual layout (fixate_caps; 5.1 for
+         * six, as apply and ffmpeg label them). Every count over 2 was
+         * made unpositioned both ways: a 5.1 stream with its six kernels
+         * did not link after decodebin, nor downmix after; then an
+         * upmix's output was unpositioned, which audioconvert cannot
+         * remix nor flacenc take (QA). */
+        if (to != from)
           gst_structure_remove_field(n, "channel-mask");
-          if (to > 2 && dir == GST_PAD_SINK)
-            gst_structure_set(n, "channel-mask", GST_TYPE_BITMASK,
-                              (guint64)0, NULL);
-        }
         res = gst_caps_merge_structure(res, n);
       }
     }
@@ -1178,6 +1178,37 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
   GST_DEBUG_OBJECT(self, "transformed %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT,
                    caps, res);
   return res;
+}
+
+/* Output caps over 2 channels whose positions are still open (a matrix
+ * changing the count): those downstream takes first (GstBaseTransform
+ * asks it nothing once the rest is fixed), else the count's usual layout
+ * (an unpositioned 0 where GStreamer has none for it). */
+static GstCaps *gst_cuda_fir_fixate_caps(GstBaseTransform *bt,
+                                         GstPadDirection dir, GstCaps *caps,
+                                         GstCaps *othercaps)
+{
+  (void)caps;
+  othercaps = gst_caps_truncate(othercaps);
+  othercaps = gst_caps_make_writable(othercaps);
+  GstStructure *st = gst_caps_get_structure(othercaps, 0);
+  gint ch = 0;
+  if (dir == GST_PAD_SINK && gst_structure_get_int(st, "channels", &ch) &&
+      ch > 2 && !gst_structure_has_field(st, "channel-mask")) {
+    GstCaps *peer = gst_pad_peer_query_caps(bt->srcpad, othercaps);
+    guint64 mask = 0;
+    if (peer && !gst_caps_is_empty(peer) && !gst_caps_is_any(peer) &&
+        gst_structure_get(gst_caps_get_structure(peer, 0), "channel-mask",
+                          GST_TYPE_BITMASK, &mask, NULL))
+      GST_DEBUG_OBJECT(bt, "downstream's positions first: 0x%" G_GINT64_MODIFIER
+                       "x", mask);
+    else
+      mask = gst_audio_channel_get_fallback_mask(ch);
+    if (peer)
+      gst_caps_unref(peer);
+    gst_structure_set(st, "channel-mask", GST_TYPE_BITMASK, mask, NULL);
+  }
+  return gst_caps_fixate(othercaps);
 }
 
 /* Caps whose channel count the kernel set cannot take: the caps query
@@ -2072,6 +2103,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
 
   ac->setup = gst_cuda_fir_setup;
   bc->transform_caps = gst_cuda_fir_transform_caps;
+  bc->fixate_caps = gst_cuda_fir_fixate_caps;
   bc->accept_caps = gst_cuda_fir_accept_caps;
   bc->transform_size = gst_cuda_fir_transform_size;
   bc->start = gst_cuda_fir_start;

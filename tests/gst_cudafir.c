@@ -2451,6 +2451,64 @@ static void test_matrix_file(void **state)
   }
 }
 
+/* A matrix that changes the channel count to over 2: the output takes
+ * the positions downstream asks for (5.1 side, unpositioned), else the
+ * count's usual layout (5.1 for six), where it was always unpositioned,
+ * which audioconvert cannot remix nor flacenc take (QA). The samples
+ * against the reference in each case. */
+static void test_matrix_positions(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned ci = (unsigned)ref_rng_range(&rng, 1, 2),
+             co = cs < 3 ? 6 : (unsigned)ref_rng_range(&rng, 3, 8);
+    size_t len = ref_rng_range(&rng, 1, 300), n = ref_rng_range(&rng, 1, 4000);
+    guint64 down = cs == 0 ? 0x60f : 0, want =
+        cs == 0 ? 0x60f : cs == 1 ? 0 : gst_audio_channel_get_fallback_mask(co);
+    set_case("%u -> %u channels, downstream %s", ci, co,
+             cs == 0 ? "5.1 side" : cs == 1 ? "unpositioned" : "open");
+    float *hm = random_kernel((size_t)ci * co * len);
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%u, %u, %zu)", co, ci, len);
+    const char *path = fixture("positions.npy");
+    write_npy(path, shape, hm, (size_t)ci * co * len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ci);
+    GstHarness *h = new_fir();
+    g_object_set(h->element, "kernel-file", path, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, ci, 0);
+    if (cs < 2) {
+      char caps[96];
+      snprintf(caps, sizeof caps,
+               "audio/x-raw,channel-mask=(bitmask)0x%" G_GINT64_MODIFIER "x",
+               down);
+      gst_harness_set_sink_caps_str(h, caps);
+    }
+    collected c;
+    collect_init(&c, co, 48000, 0, n + len);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ci, 48000, 0,
+                      TRUE) == GST_FLOW_OK,
+          "push");
+    GstCaps *oc = gst_pad_get_current_caps(h->sinkpad);
+    guint64 mask = 1;
+    CHECK(oc && gst_structure_get(gst_caps_get_structure(oc, 0),
+                                  "channel-mask", GST_TYPE_BITMASK, &mask,
+                                  NULL) && mask == want,
+          "output channel-mask 0x%" G_GINT64_MODIFIER "x, want 0x%"
+          G_GINT64_MODIFIER "x", mask, want);
+    if (oc)
+      gst_caps_unref(oc);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    size_t total = n + len - 1;
+    CHECK(c.frames == total, "%zu frames out, expected %zu", c.frames, total);
+    check_routed(&c, x, n, ci, hm, NULL, len, 1.0, total);
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hm);
+  }
+}
+
 /* The `routing` property against the float64 reference: matrix
  * reinterprets an N-kernel file on a C-channel stream as (N / C) x C
  * (the doc's true-stereo IR: LL, LR, RL, RR), shared and per-channel
@@ -3376,6 +3434,7 @@ int main(void)
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
       cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_matrix_positions),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
       cmocka_unit_test(test_shared_property_ranges),
