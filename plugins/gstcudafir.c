@@ -1405,6 +1405,18 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
         ch > 0)
       why = channels_refused(self, (guint)ch);
     GST_OBJECT_UNLOCK(self);
+    /* GstAudioInfo takes no caps of over 2 channels without positions:
+     * the stream ended "not negotiated", the reason only in the debug
+     * log (QA: filesrc ! audio/x-raw,channels=6,... as for raw files) */
+    if (!why && ch > 2 &&
+        !gst_structure_has_field(gst_caps_get_structure(caps, 0),
+                                 "channel-mask"))
+      why = g_strdup_printf(
+          "%d channels and no channel-mask in the caps: GStreamer needs "
+          "one over 2 channels (channel-mask=(bitmask)0x0 for unpositioned "
+          "channels, or the layout's, e.g. 0x3f for 5.1; audioconvert "
+          "before cudafir gives one)",
+          ch);
     /* the stream goes on where the input ended (a playlist's next item,
      * a rate change upstream): a ring-out past that would overlap it.
      * Also before caps refused below: the held frames are the old
