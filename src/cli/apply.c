@@ -77,6 +77,11 @@ static void usage_apply(FILE *f)
       "      --tail           also write the tail: the full convolution\n"
       "      --stream N       filter INPUT's stream N (from 0, as ffprobe\n"
       "                       counts), an audio one; default: the main one\n"
+      "      --channel-layout L  OUTPUT's channel layout, a libav name (5.1,\n"
+      "                       quad, 3.0, FL+FR+LFE) of as many channels as\n"
+      "                       the kernel gives; default: INPUT's where the\n"
+      "                       count stays, else libav's usual one for the\n"
+      "                       count (a note names it)\n"
       "  -b, --block N        FFT block size in frames, 1..65536 (default\n"
       "                       4096; the latency it adds is taken out of the\n"
       "                       file)\n"
@@ -153,7 +158,8 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
     OPT_TAIL,
     OPT_ALGORITHM,
     OPT_STREAM,
-    OPT_DEPTH
+    OPT_DEPTH,
+    OPT_LAYOUT
   };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, 'k'},
@@ -167,6 +173,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
       {"block", required_argument, NULL, 'b'},
       {"algorithm", required_argument, NULL, OPT_ALGORITHM},
       {"pipeline-depth", required_argument, NULL, OPT_DEPTH},
+      {"channel-layout", required_argument, NULL, OPT_LAYOUT},
       CLI_ENGINE_OPTIONS,
       {"kernel2d", required_argument, NULL, CLI_V_KERNEL},
       {"preset", required_argument, NULL, 'p'},
@@ -200,7 +207,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   while ((c = getopt_long(argc, argv, ":k:p:c:f:yb:qvh", longopts, NULL)) !=
          -1) {
     if (c == OPT_ROUTING || c == OPT_GAIN || c == OPT_TAIL || c == 'b' ||
-        c == OPT_STREAM || c == OPT_DEPTH)
+        c == OPT_STREAM || c == OPT_DEPTH || c == OPT_LAYOUT)
       audio_only = true;
     switch (c) {
     case 'p':
@@ -239,6 +246,7 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
         return CLI_EXIT_USAGE;
       o->stream = (int)v;
       break;
+    case OPT_LAYOUT: o->channel_layout = optarg; break;
     case 'c': o->codec = optarg; break;
     case 'f': o->format = optarg; break;
     case 'y': o->overwrite = true; break;
@@ -277,8 +285,8 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   if (o->video && audio_only)
     return cli_usage_error("apply",
                            "--routing, --gain, --tail, --block, "
-                           "--pipeline-depth and --stream apply to audio "
-                           "(--kernel)");
+                           "--pipeline-depth, --stream and --channel-layout "
+                           "apply to audio (--kernel)");
   if ((rc = cli_video_check("apply", &o->v)))
     return rc;
   if (!o->video &&
@@ -326,6 +334,17 @@ int cli_apply(int argc, char **argv)
     return rc;
   if (!cf_av_get(&why))
     return cli_error("apply needs libav: %s", why);
+  AVChannelLayout named = {0};
+  if (opt.channel_layout) {
+    int bad =
+        cf_av->av_channel_layout_from_string(&named, opt.channel_layout) < 0;
+    cf_av->av_channel_layout_uninit(&named);
+    if (bad)
+      return cli_usage_error("apply",
+                             "--channel-layout: '%s' is no channel layout "
+                             "libav knows (5.1, quad, 3.0, FL+FR+LFE, ...)",
+                             opt.channel_layout);
+  }
   /* libav's own notes (encoder settings, statistics) only with -v. */
   cf_av->av_log_set_level(opt.quiet     ? AV_LOG_ERROR
                           : opt.verbose ? AV_LOG_INFO

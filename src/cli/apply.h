@@ -23,6 +23,9 @@ typedef struct apply_opts {
   cf_audio_config cfg;
   bool tail, overwrite, quiet, verbose;
   int stream; /* --stream: the input's audio stream to filter; -1: best */
+  /* --channel-layout: OUTPUT's (a libav name: 5.1, quad, FL+FR+LFE);
+   * NULL: the input's where the count stays, else libav's usual one */
+  const char *channel_layout;
   /* messages name `codec =`, `format =` (cudafilterd), not --codec */
   bool config_keys;
   /* non-zero: give up writing OUTPUT (libav's network protocols ask it

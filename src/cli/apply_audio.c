@@ -1492,12 +1492,36 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
   o->enc->sample_fmt = pick_sample_fmt(codec, in);
   o->enc->sample_rate = rate;
   o->enc->time_base = (AVRational){1, rate};
-  if (channels == in->channels &&
-      in->dec->ch_layout.order != AV_CHANNEL_ORDER_UNSPEC)
+  if (opt->channel_layout) {
+    err = cf_av->av_channel_layout_from_string(&o->enc->ch_layout,
+                                               opt->channel_layout);
+    if (err < 0)
+      return apply_av_error(opt->channel_layout, "channel layout", err);
+    if (o->enc->ch_layout.nb_channels != (int)channels)
+      return apply_error("--channel-layout %s has %d channel%s; OUTPUT has "
+                         "%u (the kernel's outputs)",
+                         opt->channel_layout, o->enc->ch_layout.nb_channels,
+                         o->enc->ch_layout.nb_channels == 1 ? "" : "s",
+                         channels);
+  } else if (channels == in->channels &&
+             in->dec->ch_layout.order != AV_CHANNEL_ORDER_UNSPEC) {
     err =
         cf_av->av_channel_layout_copy(&o->enc->ch_layout, &in->dec->ch_layout);
-  else
+  } else {
     cf_av->av_channel_layout_default(&o->enc->ch_layout, (int)channels);
+    /* a matrix's outputs are what its rows make them; libav's usual
+     * layout for the count labels them (3: 2.1, its third the LFE, which
+     * AAC and AC-3 treat as such): said, as ffmpeg says its guess (QA) */
+    char name[64] = "";
+    if (channels > 2 && channels != in->channels && !opt->quiet &&
+        cf_av->av_channel_layout_describe(&o->enc->ch_layout, name,
+                                          sizeof name) > 0)
+      fprintf(stderr,
+              "%s: note: the kernel's %u outputs are written as %s, "
+              "libav's usual layout for %u channels; --channel-layout "
+              "names another\n",
+              apply_prog(opt), channels, name, channels);
+  }
   if (err < 0)
     return apply_av_error(path, "channel layout", err);
   enum AVSampleFormat ef = cf_av->av_get_packed_sample_fmt(o->enc->sample_fmt);

@@ -32,7 +32,7 @@
 #define CF_AV_FUNCTIONS(X)                                                    \
   CF_AV_SIDE_DATA(X)                                                         \
   X(av_channel_layout_compare) X(av_channel_layout_copy)                     \
-  X(av_channel_layout_default) X(av_channel_layout_describe)                \
+  X(av_channel_layout_default) X(av_channel_layout_describe) X(av_channel_layout_from_string)                \
   X(av_channel_layout_uninit) X(av_find_best_stream) X(av_frame_alloc)       \
   X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable)          \
   X(av_frame_unref) X(av_dict_copy) X(av_dict_free) X(av_dict_get)           \
