@@ -859,6 +859,12 @@ static void test_bad_config(void **state)
        "kernel: tap 2 is empty"},
       {"[stream a]\ntype = audio\nkernel = , 0.5\n",
        "kernel: tap 1 is empty"},
+      /* decimal commas, as text kernel files tell them (QA: "0,5" was the
+       * taps 0 and 5, a gain of 5) */
+      {"[stream a]\ntype = audio\nkernel = 0,5\n", "decimal commas?"},
+      {"[stream a]\ntype = audio\nkernel = 0,25, 0,5, 0,25\n",
+       "kernel: a comma between digits and no decimal point"},
+      {"[stream a]\ntype = audio\nkernel = 0,25 0,5\n", "decimal commas?"},
       {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},
@@ -1567,7 +1573,9 @@ static void test_pipeline_set_states(void **state)
     const char *cmd, *want;
   } bad[] = {{"set a crossfade 0.05", "Time in ns"},
              {"set a kernel 0.5,x", "FIR taps"},
-             {"set a kernel 0.5, nan", "finite floats"}};
+             {"set a kernel 0.5, nan", "finite floats"},
+             {"set a kernel 0,5", "decimal commas?"},
+             {"set a fir.kernel 0,25, 0,5, 0,25", "decimal commas?"}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char *a = ctl(&r, "%s", bad[i].cmd);
     CHECK(!answer_ok(a) && strstr(a, bad[i].want),
@@ -3692,6 +3700,11 @@ static void test_control(void **state)
   free(a);
   a = ctl(&r, "set live kernel-file '%s'", fixture("k1.txt"));
   CHECK(answer_ok(a), "set with a quoted path: %s", a);
+  free(a);
+  /* decimal commas: refused, not the taps 0 and 5 (QA) */
+  a = ctl(&r, "set live kernel 0,25, 0,5, 0,25");
+  CHECK(!answer_ok(a) && strstr(a, "decimal commas?"), "set ... 0,25, 0,5: %s",
+        a);
   free(a);
   /* a refused swap changes nothing, its crossfade included */
   a = ctl(&r, "swap-kernel live /nonexistent/k.txt 30");

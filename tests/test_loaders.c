@@ -269,10 +269,12 @@ static void test_text_nonfinite(void **state)
 static void test_text_decimal_comma(void **state)
 {
   (void)state;
+  /* "0,25, 0,5, 0,25": a list as German writes it (QA: 6 taps) */
   static const char *const bad[] = {"0,25 0,5 0,25", "3,75\t-1,5",
-                                    "2 1,5", "1,5 2 # 0.5"};
-  static const unsigned long col[] = {1, 1, 3, 1};
-  for (int i = 0; i < 4; i++) {
+                                    "2 1,5", "1,5 2 # 0.5",
+                                    "0,25, 0,5, 0,25", "1, 2,5"};
+  static const unsigned long col[] = {1, 1, 3, 1, 1, 4};
+  for (int i = 0; i < 6; i++) {
     char text[256];
     int line = (int)ref_rng_range(&rng, 1, 4);
     size_t len = 0;
@@ -316,12 +318,23 @@ static void test_text_decimal_comma(void **state)
   expect_error(ref_rng_u64(&rng) % 2 ? cf_kernel_load(path, 0, &k)
                                      : cf_kernel_load_text(path, &k),
                &k, CF_E_FORMAT, where, "decimal commas (0,25)?");
-  /* lists that are not: one such line, or other lines among them, or a
-   * point anywhere */
-  static const char *const lists[] = {"0,25\n", "0,25\n0,5\n1\n",
-                                      "0,25\n0,5,1\n", "0,25\n1 2\n",
-                                      "0,25\n0,5\n# 0.5\n1.5\n"};
-  static const size_t nwant[] = {2, 5, 5, 4, 5};
+  /* one line such as "0,5" alone, or among lines of one number (QA:
+   * read as the taps 0 and 5, and "0,125 0,25 0,5 1" one a line as 7) */
+  static const char *const pairs[] = {"0,5\n", "0,125\n0,25\n0,5\n1\n",
+                                      "1\n\n0,5", "# x\n3\n-1,5\n"};
+  static const char *const at[] = {":1:1:", ":1:1:", ":3:1:", ":3:1:"};
+  for (int i = 0; i < 4; i++) {
+    write_bytes(path, pairs[i], strlen(pairs[i]));
+    snprintf(where, sizeof where, "%s%s", path, at[i]);
+    expect_error(cf_kernel_load_text(path, &k), &k, CF_E_FORMAT, where,
+                 "decimal commas (0,25)?");
+  }
+  /* lists that are not: other lines of numbers among them, or a point
+   * anywhere, or a space after the comma */
+  static const char *const lists[] = {"0,25\n0,5,1\n", "0,25\n1 2\n",
+                                      "0,25\n0,5\n# 0.5\n1.5\n",
+                                      "1, 0\n", "1,0,0\n"};
+  static const size_t nwant[] = {5, 4, 5, 2, 3};
   for (int i = 0; i < 5; i++) {
     write_bytes(path, lists[i], strlen(lists[i]));
     expect_ok(cf_kernel_load_text(path, &k), lists[i]);

@@ -124,7 +124,12 @@ cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
 cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
                                 unsigned size, double sigma, GError **err);
 
-/* Parse "1, -0.5, 0.25" (commas and/or spaces). */
+/* Whether taps as the config writes them (kernel = ...) read as numbers
+ * written with decimal commas, as text kernel files tell them: a lone
+ * comma between digits, no point, and taps also apart by spaces, or
+ * only two ("0,5" was the taps 0 and 5); *err then says so. */
+bool cfd_taps_decimal_commas(const char *s, GError **err);
+/* Parse "1, -0.5, 0.25" (commas and/or spaces); decimal commas refused. */
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
 
 /* $XDG_RUNTIME_DIR/cudafilterd.sock, else

@@ -159,6 +159,36 @@ bool cfd_private_folder(const char *sock, bool make, GError **err)
   return true;
 }
 
+bool cfd_taps_decimal_commas(const char *s, GError **err)
+{
+  bool lone_comma = false, spaced = false, point = strchr(s, '.') != NULL;
+  unsigned n = 0;
+  for (const char *p = s; *p;) {
+    const char *sep = p;
+    unsigned commas = 0;
+    while (*p == ' ' || *p == '\t' || *p == ',')
+      commas += *p++ == ',';
+    if (!*p)
+      break;
+    if (n && (commas == 0 || p - sep > 1))
+      spaced = true;
+    else if (n && commas == 1 && g_ascii_isdigit(sep[-1]) &&
+             g_ascii_isdigit(*p))
+      lone_comma = true;
+    n++;
+    while (*p && *p != ' ' && *p != '\t' && *p != ',')
+      p++;
+  }
+  if (!lone_comma || point || !(spaced || n == 2))
+    return false;
+  g_set_error(err, CFD_ERROR, 0,
+              "a comma between digits and no decimal point: decimal "
+              "commas? Write taps with a point (0.25), or a space after a "
+              "comma between two taps (1, 0); commas and spaces both "
+              "separate taps");
+  return true;
+}
+
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
 {
   GArray *a = g_array_new(FALSE, FALSE, sizeof(float));
@@ -205,6 +235,10 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
   }
   if (a->len == 0) {
     g_set_error(err, CFD_ERROR, 0, "no taps");
+    g_array_free(a, TRUE);
+    return false;
+  }
+  if (cfd_taps_decimal_commas(s, err)) {
     g_array_free(a, TRUE);
     return false;
   }

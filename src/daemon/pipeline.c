@@ -567,7 +567,15 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                      ? g_strdup_printf("<%s>", value)
                      : g_strdup(value);
     char *range = NULL;
-    if (!gst_value_deserialize_with_pspec(&v, text, ps))
+    GError *te = NULL;
+    /* decimal commas told as in the config's kernel = (GStreamer read
+     * "0,5" as the taps 0 and 5; QA) */
+    if (!strcmp(key, "kernel") && text[0] == '<' && value[0] != '<' &&
+        cfd_taps_decimal_commas(value, &te)) {
+      g_set_error(err, CFD_ERROR, 0, "%s.%s: %s", GST_OBJECT_NAME(el), key,
+                  te->message);
+      g_error_free(te);
+    } else if (!gst_value_deserialize_with_pspec(&v, text, ps))
       g_set_error(err, CFD_ERROR, 0, "%s.%s: '%s' is not a valid %s (%s)",
                   GST_OBJECT_NAME(el), key, value,
                   g_type_name(G_PARAM_SPEC_VALUE_TYPE(ps)),

@@ -96,8 +96,8 @@ cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out);
 cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev);
 void cf_io_text_free(cf_io_text *t);
 /* After the last event: CF_E_FORMAT naming the first line where every
- * line with numbers (two or more lines) holds two integers joined by a
- * lone comma, as one number a line written with decimal commas reads. */
+ * line of more than one number (one or more lines) holds two integers
+ * joined by a lone comma, as numbers written with decimal commas read. */
 cf_status cf_io_text_comma_pairs(const cf_io_text *t);
 
 /* ---- .npy (load_npy.c) ---- */

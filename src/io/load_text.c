@@ -37,6 +37,7 @@ struct cf_io_text {
   unsigned long comma_col; /* 0: no comma between digits yet, else the
                             * column of the number before it */
   bool spaces_only;    /* two numbers apart by spaces alone */
+  bool spaced_comma;   /* two numbers apart by a comma and spaces */
   bool point;          /* a number with a decimal point seen in the file */
   /* One number a line written with a decimal comma ("0,25" on each
    * line): every line with numbers holds two joined by a lone comma
@@ -141,6 +142,8 @@ static void between_numbers(cf_io_text *t, int ch)
     return;
   if (!t->sep_comma)
     t->spaces_only = true;
+  else if (t->sep_len > 1)
+    t->spaced_comma = true;
   else if (t->sep_len == 1 && is_digit(t->last_end) && is_digit(ch) &&
            !t->comma_col)
     t->comma_col = t->last_col;
@@ -149,13 +152,15 @@ static void between_numbers(cf_io_text *t, int ch)
 /* At a line's end: the refusal where it reads as decimal commas. */
 static cf_status decimal_comma(cf_io_text *t)
 {
-  if (!t->spaces_only || !t->comma_col || t->point)
+  if ((!t->spaces_only && !t->spaced_comma) || !t->comma_col || t->point)
     return CF_OK;
+  /* "0,25 0,5" and "0,25, 0,5, 0,25" (a list as German writes it: QA) */
   return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: a comma between digits, and "
-                 "numbers apart by spaces on the same line, and no decimal "
+                 "numbers apart by %s on the same line, and no decimal "
                  "point: decimal commas? Write numbers with a point (0.25); "
                  "commas and spaces both separate numbers", t->path, t->line,
-                 t->comma_col);
+                 t->comma_col,
+                 t->spaces_only ? "spaces" : "a comma and spaces");
 }
 
 cf_status cf_io_text_new(const char *path, FILE *f, cf_io_text **out)
@@ -296,16 +301,19 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     cf_status s = decimal_comma(t);
     if (s != CF_OK)
       return s;
-    if (t->line_nums == 2 && t->comma_col && !t->spaces_only) {
+    if (t->line_nums == 2 && t->comma_col && !t->spaces_only &&
+        !t->spaced_comma) {
       if (!t->pair_lines++) {
         t->pair_line = t->line;
         t->pair_col = t->comma_col;
       }
-    } else if (t->line_nums) {
+    } else if (t->line_nums > 1) {
+      /* a line of one number says nothing ("0,125 / 0,25 / 1", the
+       * last a whole number, was read as 5 taps: QA) */
       t->other_lines = true;
     }
     t->line_nums = 0;
-    t->line_tok = t->spaces_only = false;
+    t->line_tok = t->spaces_only = t->spaced_comma = false;
     t->comma_col = 0;
     *ev = (cf_io_text_event){
         .kind = ch == EOF ? CF_IO_TEXT_EOF : CF_IO_TEXT_LINE_END,
@@ -326,13 +334,20 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
 
 cf_status cf_io_text_comma_pairs(const cf_io_text *t)
 {
-  if (t->pair_lines < 2 || t->other_lines || t->point)
+  /* one line is enough: "0,5" alone was read as the taps 0 and 5 (QA) */
+  if (!t->pair_lines || t->other_lines || t->point)
     return CF_OK;
-  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: every line holds two numbers "
-                 "joined by a comma, and no number has a decimal point: one "
-                 "number a line written with decimal commas (0,25)? Write "
-                 "numbers with a point (0.25); commas and spaces both "
-                 "separate numbers", t->path, t->pair_line, t->pair_col);
+  return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: %s two numbers joined by a "
+                 "comma, and no number has a decimal point: %s written "
+                 "with decimal commas (0,25)? Write numbers with a point "
+                 "(0.25), or a space after the comma for two taps (1, 0); "
+                 "commas and spaces both separate numbers", t->path,
+                 t->pair_line, t->pair_col,
+                 t->pair_lines > 1 ? "every line of more than one number "
+                                     "holds"
+                                   : "the only line of more than one number "
+                                     "holds",
+                 t->pair_lines > 1 ? "one number a line" : "a number");
 }
 
 static cf_status parse(const char *path, FILE *f, cf_io_taps *taps)
