@@ -5830,6 +5830,75 @@ static void test_apply_channel_layout(void **state)
 #endif
 }
 
+/* Over 64 channels, libswresample's limit: refused before anything is
+ * read or written, naming the limit, where the run failed under way with
+ * "cannot set up the sample converter: Invalid argument" (QA); 64 in and
+ * out are filtered against the reference. */
+static void test_apply_many_channels(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  tmp_path(kpath, sizeof kpath, "many-k.npy");
+  tmp_path(inp, sizeof inp, "many-in.wav");
+  tmp_path(outp, sizeof outp, "many-out.wav");
+  size_t n = ref_rng_range(&r, 50, 400);
+  for (int c = 0; c < 3; c++) {
+    /* 65 channels in; 1 in, 65 or 64 out (a matrix) */
+    unsigned cin = c == 0 ? 65 : 1, cout = c == 0 ? 65 : c == 1 ? 65 : 64;
+    size_t len = ref_rng_range(&r, 1, 5);
+    float *x = malloc(n * cin * sizeof *x), *h = malloc(cout * len * sizeof *h);
+    assert_true(x && h);
+    for (size_t i = 0; i < n * cin; i++)
+      x[i] = 0.5f * ref_rng_sym(&r);
+    for (size_t i = 0; i < cout * len; i++)
+      h[i] = 0.25f * ref_rng_sym(&r);
+    size_t shape1[1] = {len}, shape3[3] = {cout, 1, len};
+    if (c == 0)
+      write_npy(kpath, 0, shape1, 1, h);
+    else
+      write_npy(kpath, 0, shape3, 3, h);
+    write_wav(inp, W_F32, 8000, cin, x, n);
+    unlink(outp);
+    const char *args[] = {NULL, "apply", "-q", "-k", kpath, inp, outp, NULL};
+    result res;
+    run_simple(args, &res);
+    if (cout > 64) {
+      if (res.status != 1 || !strstr(res.err, "at most 64") ||
+          access(outp, F_OK) == 0)
+        fail_msg("%u -> %u channels: exit %d, output there %d:\n%s", cin,
+                 cout, res.status, access(outp, F_OK) == 0, res.err);
+    } else {
+      if (res.status != 0)
+        fail_msg("1 -> 64 channels: exit %d:\n%s", res.status, res.err);
+      wav w;
+      read_wav(outp, &w);
+      if (w.ch != 64 || w.frames != n)
+        fail_msg("%u channels, %zu frames; want 64, %zu", w.ch, w.frames, n);
+      double worst = 0.0;
+      for (size_t m = 0; m < n; m++)
+        for (unsigned o = 0; o < 64; o++)
+          worst = fmax(worst, fabs(w.x[m * 64 + o] -
+                                   ref_conv_at(x, n, h + o * len, len, m)));
+      if (!(worst <= 1e-5))
+        fail_msg("1 -> 64 channels: worst error %g", worst);
+      free(w.x);
+    }
+    result_free(&res);
+    free(x);
+    free(h);
+  }
+  unlink(outp);
+  unlink(inp);
+  unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_apply_rate_change(void **state)
 {
   (void)state;
@@ -6435,6 +6504,7 @@ int main(void)
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_colon_names),
     cmocka_unit_test(test_apply_channel_layout),
+    cmocka_unit_test(test_apply_many_channels),
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),

@@ -14,6 +14,10 @@
 #include "../io/av_lazy.h"
 #include "cli.h"
 
+/* Channels apply reads and writes: libswresample's SWR_CH_MAX (not in
+ * its public headers). */
+#define APPLY_MAX_CHANNELS 64
+
 typedef struct apply_opts {
   const char *kernel_path, *in_path, *out_path;
   const char *codec, *format;

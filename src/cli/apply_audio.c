@@ -257,9 +257,15 @@ static int input_open(input *in, const char *path)
   if (in->dec->sample_rate <= 0 || n <= 0)
     return apply_error("%s: the audio stream has no rate or channel count",
                        path);
-  if ((unsigned)n > CF_MAX_CHANNELS)
-    return apply_error("%s: %d channels: at most %u are supported", path, n,
-                       CF_MAX_CHANNELS);
+  /* every frame goes through libswresample, which takes 64 channels at
+   * most (SWR_CH_MAX): said here, before anything is read (and by the
+   * daemon's --check, which probes), not as "cannot set up the sample
+   * converter: Invalid argument" once under way (QA) */
+  if ((unsigned)n > APPLY_MAX_CHANNELS)
+    return apply_error("%s: %d channels: apply takes at most %d (the limit "
+                       "of libswresample, which converts its samples); "
+                       "cudafir and 'cudafilter fir' take up to %u",
+                       path, n, APPLY_MAX_CHANNELS, CF_MAX_CHANNELS);
   in->rate = in->dec->sample_rate;
   in->channels = (unsigned)n;
   if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
@@ -1487,6 +1493,11 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
     return apply_error("%s: encoder %s cannot write %d Hz and lists no "
                        "other rate; choose another with %s",
                        path, codec->name, in->rate, CODEC_OPT(opt));
+  if (channels > APPLY_MAX_CHANNELS)
+    return apply_error("%s: the kernel gives %u channels: apply writes at "
+                       "most %d (the limit of libswresample, which converts "
+                       "its samples)",
+                       path, channels, APPLY_MAX_CHANNELS);
   if (!(o->enc = cf_av->avcodec_alloc_context3(codec)))
     return apply_error("out of memory");
   o->enc->sample_fmt = pick_sample_fmt(codec, in);
