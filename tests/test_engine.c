@@ -2464,7 +2464,7 @@ static void test_bad_config(void **state)
   CHECK(cfg.channels == 1 && cfg.block_size == 1024 &&
         cfg.backend == CF_BACKEND_AUTO && cfg.algorithm == CF_ALGO_AUTO &&
         cfg.device_id == 0 && cfg.threads == 0 && cfg.pipeline_depth == 0 &&
-        cfg.swap_history == 262144,
+        cfg.swap_history == 245760,
         "cf_audio_config_init defaults differ from engine.h");
   cfg.backend = V->backend;
   cfg.algorithm = V->algo;

@@ -80,7 +80,8 @@ typedef struct cf_audio_config {
                             later sees the past: a new kernel up to this
                             long (or as long as the current one, if longer)
                             starts exactly; 0..CF_AUDIO_MAX_SWAP_HISTORY,
-                            default 262144 */
+                            default 245760 (5.1 s at 48 kHz; the CPU
+                            keeps it in 1 MiB a channel) */
 } cf_audio_config;
 
 /* Largest block_size accepted. */

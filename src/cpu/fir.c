@@ -436,7 +436,7 @@ static void put_channels(float *out, const float *const *src, unsigned co,
 }
 #undef PUT_CASE
 
-/* dst[0..n) = src[0..n) into the history ring. The ring is large (2 MiB a
+/* dst[0..n) = src[0..n) into the history ring. The ring is large (1 MiB a
  * channel for the default swap_history) and read only when a kernel is
  * swapped in. Where a step writes much of it (HIST_NT_BYTES over all
  * channels), plain stores missed the cache on every block, each fetching

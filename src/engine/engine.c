@@ -25,7 +25,11 @@ CF_PUBLIC void cf_audio_config_init(cf_audio_config *cfg)
   cfg->backend = CF_BACKEND_AUTO;
   cfg->algorithm = CF_ALGO_AUTO;
   cfg->pipeline_depth = 0;
-  cfg->swap_history = 262144;
+  /* 2^18 - 2^14: with the CPU path's step and a latency of up to 8192
+   * frames (block 8192, or 4096 at depth 1) its history ring is 2^18
+   * frames, 1 MiB a channel; 262144 itself, plus those, made it 2^19
+   * whatever the kernel (QA: 586 MB for 256 channels of 2 taps) */
+  cfg->swap_history = 245760;
 }
 
 /* Output channel count of kernel k on a stream of `channels`, or 0 with an
