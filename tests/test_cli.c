@@ -727,6 +727,9 @@ static void test_usage_errors(void **state)
   expect(nocmd, 2, "frobnicate");
   const char *noargs[] = {NULL, NULL};
   expect(noargs, 2, NULL);
+  /* a decimal comma: the message says to write a point (QA) */
+  const char *comma[] = {NULL, "demo", "--seconds", "2,5", NULL};
+  expect(comma, 2, "'2,5' is not a number (write a decimal point");
 }
 
 static void test_runtime_errors(void **state)

@@ -865,6 +865,8 @@ static void test_bad_config(void **state)
       {"[stream a]\ntype = audio\nkernel = 0,25, 0,5, 0,25\n",
        "kernel: a comma between digits and no decimal point"},
       {"[stream a]\ntype = audio\nkernel = 0,25 0,5\n", "decimal commas?"},
+      {"[stream a]\ntype = audio\nkernel = 1\ngain = -0,5\n",
+       "gain: '-0,5' is not a number in -120..120 (write a decimal point"},
       {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},

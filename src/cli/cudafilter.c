@@ -134,7 +134,9 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *s,
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || errno || *end != '\0' || !isfinite(v)) {
-    cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
+    cli_usage_error(cmd, "%s: '%s' is not a number%s", opt, s,
+                    strchr(s, ',') ? " (write a decimal point: 0.5, not 0,5)"
+                                   : "");
     return false;
   }
   if (v < lo || v > hi) {

@@ -1339,8 +1339,8 @@ static bool video_set(cfd_audio *a, const char *key, const char *value,
     if (!*value || *end || !(sigma >= 0 && sigma <= 1e6)) {
       g_set_error(err, CFD_ERROR, 0,
                   "sigma: '%s' is not a number in "
-                  "0..1e6",
-                  value);
+                  "0..1e6%s",
+                  value, cfd_comma_hint(value));
       ok = false;
     }
   } else {
@@ -1390,8 +1390,8 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
     if (!*value || *end || !(x >= 0 && x <= 60)) {
       g_set_error(err, CFD_ERROR, 0,
                   "crossfade: '%s' is not a number of "
-                  "seconds in 0..60",
-                  value);
+                  "seconds in 0..60%s",
+                  value, cfd_comma_hint(value));
       return false;
     }
     sc->crossfade = x;
@@ -1402,8 +1402,9 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
     if (!*value || *end || !(gain >= -CF_GAIN_DB_MAX && gain <= CF_GAIN_DB_MAX)) {
       g_set_error(err, CFD_ERROR, 0,
                   "gain: '%s' is not a number of dB in "
-                  "%g..%g",
-                  value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX);
+                  "%g..%g%s",
+                  value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX,
+                  cfd_comma_hint(value));
       return false;
     }
   } else if (!strcmp(key, "kernel-file")) {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CFD_ERROR (cfd_error_quark())
 GQuark cfd_error_quark(void);
@@ -129,6 +130,12 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
  * comma between digits, no point, and taps also apart by spaces, or
  * only two ("0,5" was the taps 0 and 5); *err then says so. */
 bool cfd_taps_decimal_commas(const char *s, GError **err);
+/* After "'V' is not a number": where V has a comma, that a number takes a
+ * point (a decimal comma, as German writes it; QA), else "". */
+static inline const char *cfd_comma_hint(const char *v)
+{
+  return v && strchr(v, ',') ? " (write a decimal point: 0.5, not 0,5)" : "";
+}
 /* Parse "1, -0.5, 0.25" (commas and/or spaces); decimal commas refused. */
 bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err);
 

@@ -333,7 +333,8 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
   bool ok = *v && !*end && !strpbrk(v, "xX") && errno == 0 && isfinite(x) &&
             x >= lo && x <= hi;
   if (!ok)
-    bad(r, key, "'%s' is not a number in %g..%g", v, lo, hi);
+    bad(r, key, "'%s' is not a number in %g..%g%s", v, lo, hi,
+        cfd_comma_hint(v));
   else
     *out = x;
   g_free(v);

@@ -578,8 +578,8 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
     if (*end || !(xf >= 0 && xf <= 60)) {
       g_set_error(err, CFD_ERROR, 0,
                   "crossfade '%s' is not a number of "
-                  "seconds in 0..60",
-                  argv[3]);
+                  "seconds in 0..60%s",
+                  argv[3], cfd_comma_hint(argv[3]));
       return false;
     }
   }
