@@ -5657,6 +5657,20 @@ static void test_apply_replace(void **state)
  * temporary "file:NAME.cf-part-..." that libav had written without the
  * prefix (left behind). Input, kernel (an audio IR), OUTPUT, with and
  * without file:, and demo --out. */
+static char colon_cwd[PATH_MAX];
+static const char *colon_cli;
+
+/* test_apply_colon_names's cwd and cli_path back, even after a failure
+ * (the tests after it take theirs for granted) */
+static int colon_names_teardown(void **state)
+{
+  (void)state;
+  if (colon_cli)
+    cli_path = colon_cli;
+  colon_cli = NULL;
+  return colon_cwd[0] ? chdir(colon_cwd) : 0;
+}
+
 static void test_apply_colon_names(void **state)
 {
   (void)state;
@@ -5670,11 +5684,12 @@ static void test_apply_colon_names(void **state)
     x[i] = 0.5f * ref_rng_sym(&r);
   for (size_t i = 0; i < len; i++)
     h[i] = 0.25f * ref_rng_sym(&r);
-  char cwd[PATH_MAX], cli[PATH_MAX], path[PATH_MAX];
-  assert_non_null(getcwd(cwd, sizeof cwd));
+  static char cli[PATH_MAX];
+  char path[PATH_MAX];
+  assert_non_null(getcwd(colon_cwd, sizeof colon_cwd));
   assert_non_null(realpath(cli_path, cli));
   assert_int_equal(chdir(tmp_dir), 0);
-  const char *keep = cli_path;
+  colon_cli = cli_path;
   cli_path = cli;
   write_wav("cn:in.wav", W_F32, 16000, 1, x, n);
   write_wav("cn:k.wav", W_F32, 16000, 1, h, len);
@@ -5729,8 +5744,6 @@ static void test_apply_colon_names(void **state)
   unlink("cn:demo.wav");
   unlink("cn:in.wav");
   unlink("cn:k.wav");
-  cli_path = keep;
-  assert_int_equal(chdir(cwd), 0);
   free(x);
   free(h);
 #else
@@ -6505,7 +6518,7 @@ int main(void)
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_apply_replace),
-    cmocka_unit_test(test_apply_colon_names),
+    cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),
     cmocka_unit_test(test_apply_channel_layout),
     cmocka_unit_test(test_apply_many_channels),
     cmocka_unit_test(test_info),

@@ -1564,7 +1564,9 @@ static void test_pipeline_set_states(void **state)
   static const char *const taken[] = {
       "set a fir.routing shared", "set a gain -3", "set a crossfade 0",
       "set a fir.kernel <0.25,0.5,0.25>",
-      "set a kernel 0.125,0.75,0.125", "set a kernel 0.5, -0.25"};
+      "set a kernel 0.125,0.75,0.125", "set a kernel 0.5, -0.25",
+      /* lists, not decimal commas (review) */
+      "set a kernel 1,1", "set a kernel 1,2,1, 2,4,2", "set a kernel 1e-3,2e-3"};
   for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
     char *a = ctl(&r, "%s", taken[i]);
     CHECK(answer_ok(a), "'%s' answered: %s", taken[i], a);
@@ -3871,7 +3873,8 @@ static void test_control(void **state)
   CHECK(field(a, "more", "state") != NULL, "a stream added: %s", a);
   free(a);
   double frames_then = status_num(&r, "live", "frames");
-  wait_for(&r, "live", "frames", frames_then + 1);
+  CHECK(wait_for(&r, "live", "frames", frames_then + 1) >= frames_then + 1,
+        "live stopped reading once its input was renamed");
   snprintf(body + strlen(body), sizeof body - strlen(body),
            "[stream last]\ntype = file\ninput = short.wav\n"
            "output = last.wav\nkernel = 1\n");

@@ -321,9 +321,11 @@ static void test_text_decimal_comma(void **state)
   /* one line such as "0,5" alone, or among lines of one number (QA:
    * read as the taps 0 and 5, and "0,125 0,25 0,5 1" one a line as 7) */
   static const char *const pairs[] = {"0,5\n", "0,125\n0,25\n0,5\n1\n",
-                                      "1\n\n0,5", "# x\n3\n-1,5\n"};
-  static const char *const at[] = {":1:1:", ":1:1:", ":3:1:", ":3:1:"};
-  for (int i = 0; i < 4; i++) {
+                                      "1\n\n0,5", "# x\n3\n-0,5\n",
+                                      "1,5\n2,5\n"};
+  static const char *const at[] = {":1:1:", ":1:1:", ":3:1:", ":3:1:",
+                                   ":1:1:"};
+  for (int i = 0; i < 5; i++) {
     write_bytes(path, pairs[i], strlen(pairs[i]));
     snprintf(where, sizeof where, "%s%s", path, at[i]);
     expect_error(cf_kernel_load_text(path, &k), &k, CF_E_FORMAT, where,
@@ -331,11 +333,15 @@ static void test_text_decimal_comma(void **state)
   }
   /* lists that are not: other lines of numbers among them, or a point
    * anywhere, or a space after the comma */
+  /* (review: "1,1" alone, exponents, and runs such as 1,2,1 beside
+   * spaces are lists too) */
   static const char *const lists[] = {"0,25\n0,5,1\n", "0,25\n1 2\n",
                                       "0,25\n0,5\n# 0.5\n1.5\n",
-                                      "1, 0\n", "1,0,0\n"};
-  static const size_t nwant[] = {5, 4, 5, 2, 3};
-  for (int i = 0; i < 5; i++) {
+                                      "1, 0\n", "1,0,0\n", "1,1\n",
+                                      "-1,5\n2\n", "1e-3,2e-3\n",
+                                      "1,2,1, 2,4,2\n", "1,2,1 1,2,1\n"};
+  static const size_t nwant[] = {5, 4, 5, 2, 3, 2, 3, 2, 6, 6};
+  for (int i = 0; i < 10; i++) {
     write_bytes(path, lists[i], strlen(lists[i]));
     expect_ok(cf_kernel_load_text(path, &k), lists[i]);
     CHECK(cf_kernel_max_len(k) == nwant[i], "'%s': %zu taps, want %zu",

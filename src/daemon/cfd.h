@@ -127,8 +127,9 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
 
 /* Whether taps as the config writes them (kernel = ...) read as numbers
  * written with decimal commas, as text kernel files tell them: a lone
- * comma between digits, no point, and taps also apart by spaces, or
- * only two ("0,5" was the taps 0 and 5); *err then says so. */
+ * comma between digits, no point nor exponent, no run such as 1,2,1, and
+ * taps also apart by spaces, or only two, the first 0 ("0,5" was the
+ * taps 0 and 5); *err then says so. */
 bool cfd_taps_decimal_commas(const char *s, GError **err);
 /* After "'V' is not a number": where V has a comma, that a number takes a
  * point (a decimal comma, as German writes it; QA), else "". */

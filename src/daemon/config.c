@@ -161,7 +161,9 @@ bool cfd_private_folder(const char *sock, bool make, GError **err)
 
 bool cfd_taps_decimal_commas(const char *s, GError **err)
 {
-  bool lone_comma = false, spaced = false, point = strchr(s, '.') != NULL;
+  /* a point or an exponent (1e-3) anywhere: commas separate */
+  bool lone_comma = false, spaced = false, chain = false, lone_before = false,
+       point = strpbrk(s, ".eE") != NULL, first_zero = false;
   unsigned n = 0;
   for (const char *p = s; *p;) {
     const char *sep = p;
@@ -170,16 +172,22 @@ bool cfd_taps_decimal_commas(const char *s, GError **err)
       commas += *p++ == ',';
     if (!*p)
       break;
-    if (n && (commas == 0 || p - sep > 1))
+    bool lone = n && commas == 1 && p - sep == 1 &&
+                g_ascii_isdigit(sep[-1]) && g_ascii_isdigit(*p);
+    if (n && !lone && (commas == 0 || p - sep > 1))
       spaced = true;
-    else if (n && commas == 1 && g_ascii_isdigit(sep[-1]) &&
-             g_ascii_isdigit(*p))
-      lone_comma = true;
-    n++;
+    lone_comma |= lone;
+    chain |= lone && lone_before; /* 1,2,1: a list */
+    lone_before = lone;
+    const char *start = p;
     while (*p && *p != ' ' && *p != '\t' && *p != ',')
       p++;
+    if (n++ == 0) /* "0,5" reads as a decimal comma, "1,1" as two taps */
+      first_zero = (p - start == 1 && *start == '0') ||
+                   (p - start == 2 && start[1] == '0' &&
+                    (*start == '-' || *start == '+'));
   }
-  if (!lone_comma || point || !(spaced || n == 2))
+  if (!lone_comma || point || chain || !(spaced || (n == 2 && first_zero)))
     return false;
   g_set_error(err, CFD_ERROR, 0,
               "a comma between digits and no decimal point: decimal "

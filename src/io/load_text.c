@@ -38,6 +38,13 @@ struct cf_io_text {
                             * column of the number before it */
   bool spaces_only;    /* two numbers apart by spaces alone */
   bool spaced_comma;   /* two numbers apart by a comma and spaces */
+  bool lone_before;    /* the last number came after a lone comma
+                        * between digits */
+  bool chain;          /* a number between two such commas (1,2,1): a
+                        * list, not decimal commas */
+  bool first_zero;     /* the line's first number is 0 (0,5 reads as a
+                        * decimal comma, 1,1 as two taps) */
+  bool pair_zero;      /* the first line such as "0,25" starts with 0 */
   bool point;          /* a number with a decimal point seen in the file */
   /* One number a line written with a decimal comma ("0,25" on each
    * line): every line with numbers holds two joined by a lone comma
@@ -140,19 +147,23 @@ static void between_numbers(cf_io_text *t, int ch)
 {
   if (!t->line_tok)
     return;
+  bool lone = t->sep_comma && t->sep_len == 1 && is_digit(t->last_end) &&
+              is_digit(ch);
   if (!t->sep_comma)
     t->spaces_only = true;
   else if (t->sep_len > 1)
     t->spaced_comma = true;
-  else if (t->sep_len == 1 && is_digit(t->last_end) && is_digit(ch) &&
-           !t->comma_col)
+  else if (lone && !t->comma_col)
     t->comma_col = t->last_col;
+  t->chain |= lone && t->lone_before;
+  t->lone_before = lone;
 }
 
 /* At a line's end: the refusal where it reads as decimal commas. */
 static cf_status decimal_comma(cf_io_text *t)
 {
-  if ((!t->spaces_only && !t->spaced_comma) || !t->comma_col || t->point)
+  if ((!t->spaces_only && !t->spaced_comma) || !t->comma_col || t->point ||
+      t->chain)
     return CF_OK;
   /* "0,25 0,5" and "0,25, 0,5, 0,25" (a list as German writes it: QA) */
   return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: a comma between digits, and "
@@ -276,7 +287,14 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       t->line_nums++;
       t->last_end = t->tok[t->tok_len - 1];
       t->last_col = t->tok_col;
-      t->point |= memchr(t->tok, '.', t->tok_len) != NULL;
+      /* a point, or an exponent (1e-3): not an integer split in two */
+      t->point |= memchr(t->tok, '.', t->tok_len) != NULL ||
+                  memchr(t->tok, 'e', t->tok_len) != NULL ||
+                  memchr(t->tok, 'E', t->tok_len) != NULL;
+      if (t->line_nums == 1)
+        t->first_zero = (t->tok_len == 1 && t->tok[0] == '0') ||
+                        (t->tok_len == 2 && t->tok[1] == '0' &&
+                         (t->tok[0] == '-' || t->tok[0] == '+'));
       t->sep_len = 0;
       t->sep_comma = false;
       t->sep_commas = 0;
@@ -306,6 +324,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
       if (!t->pair_lines++) {
         t->pair_line = t->line;
         t->pair_col = t->comma_col;
+        t->pair_zero = t->first_zero;
       }
     } else if (t->line_nums > 1) {
       /* a line of one number says nothing ("0,125 / 0,25 / 1", the
@@ -314,6 +333,7 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
     }
     t->line_nums = 0;
     t->line_tok = t->spaces_only = t->spaced_comma = false;
+    t->lone_before = t->chain = t->first_zero = false;
     t->comma_col = 0;
     *ev = (cf_io_text_event){
         .kind = ch == EOF ? CF_IO_TEXT_EOF : CF_IO_TEXT_LINE_END,
@@ -334,8 +354,10 @@ cf_status cf_io_text_next(cf_io_text *t, cf_io_text_event *ev)
 
 cf_status cf_io_text_comma_pairs(const cf_io_text *t)
 {
-  /* one line is enough: "0,5" alone was read as the taps 0 and 5 (QA) */
-  if (!t->pair_lines || t->other_lines || t->point)
+  /* one line is enough where it starts with 0: "0,5" alone was read as
+   * the taps 0 and 5 (QA); "1,1" alone stays two taps */
+  if (!t->pair_lines || t->other_lines || t->point ||
+      (t->pair_lines == 1 && !t->pair_zero))
     return CF_OK;
   return cf_fail(CF_E_FORMAT, "%s:%lu:%lu: %s two numbers joined by a "
                  "comma, and no number has a decimal point: %s written "
