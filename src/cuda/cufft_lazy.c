@@ -63,6 +63,7 @@ static void load(void)
     const char *e = dlerror();
     snprintf(failure, sizeof failure, "cannot load %s: %s", CF_CUFFT_SONAME,
              e ? e : "dlopen failed");
+    (void)dlerror(); /* frees the thread's message (see device.c) */
     return;
   }
   /* a loaded library stays: dlclose buys nothing here */

@@ -27,6 +27,13 @@ CF_PUBLIC int cf_device_count(const char **reason)
                cudaGetErrorString(err), cudaGetErrorName(err));
     if (drv && drv != (void *)1)
       dlclose(drv);
+    /* A failed dlopen (ours, or the runtime's own of the driver) leaves
+     * its message malloc'ed for this thread until its next dlerror, read
+     * or not: a GStreamer streaming thread that then ended left it to
+     * LeakSanitizer (a gst_cudafir run under ASan failed so, now and
+     * then). The first call hands it out, the second frees it. */
+    (void)dlerror();
+    (void)dlerror();
     n = 0;
   } else if (n == 0) {
     snprintf(why, sizeof why, "the CUDA driver reports no device");

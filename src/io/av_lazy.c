@@ -43,6 +43,9 @@ static void load(void)
     if (!(handles[i] = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL))) {
       snprintf(failure, sizeof failure, "cannot load %s: %s", libs[i],
                dlerror());
+      /* glibc keeps the message, malloc'ed, until the thread's next
+       * dlerror: a worker thread that ended left it to LeakSanitizer */
+      (void)dlerror();
       return; /* loaded libraries stay: dlclose buys nothing here */
     }
   int ok = 1;
