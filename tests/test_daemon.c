@@ -2230,13 +2230,15 @@ static void test_file_streams(void **state)
       x[i] *= 0.5f;
     write_wav(in, W_F32, rate, ch, x, frames);
     unlink(out);
-    /* paths relative to the config file */
+    /* paths relative to the config file; in round 1 with libav's file:
+     * prefix, which names the same files, as for apply */
+    const char *pre = round == 1 ? "file:" : "";
     write_text(conf,
-               "[stream render]\ntype = file\ninput = fin.wav\n"
-               "output = fout.wav\nblock = %u\npipeline-depth = %u\n"
+               "[stream render]\ntype = file\ninput = %sfin.wav\n"
+               "output = %sfout.wav\nblock = %u\npipeline-depth = %u\n"
                "algorithm = %s\nbackend = %s\nkernel-file = %s\n"
                "gain = %.1f\n",
-               block, depth, algo, fallback ? "auto" : "cpu",
+               pre, pre, block, depth, algo, fallback ? "auto" : "cpu",
                strrchr(kpath, '/') + 1, gain);
     running r;
     start_daemon_ok(&r, conf);

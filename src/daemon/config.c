@@ -387,6 +387,10 @@ static char *resolve(const char *dir, const char *path)
 {
   if (strstr(path, "://") || g_str_has_prefix(path, "pipe:"))
     return g_strdup(path);
+  /* file:NAME is the file NAME, as for apply (libav's own prefix: it
+   * was a file named "file:NAME" in the config's folder; review) */
+  if (g_str_has_prefix(path, "file:"))
+    path += 5;
   if (g_path_is_absolute(path))
     return g_strdup(path);
   char *cwd = g_get_current_dir();
