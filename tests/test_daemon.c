@@ -2137,6 +2137,54 @@ static void test_file_cut_short(void **state)
         "a whole input is said to end early:\n%s", l);
   free(l);
   stop_daemon(&r);
+
+  /* the same for video: a 25 fps YUV4MPEG2 file cut while read (its
+   * finished line said only how many frames) */
+  unsigned vw = 32, vh = 16, fps = 25;
+  size_t nf = fps * (size_t)ref_rng_range(&rng, 15, 25);
+  size_t fb = y4m_frame_bytes(1, vw, vh);
+  unsigned char *buf = xalloc(nf * fb);
+  unsigned char **fr = xalloc(nf * sizeof *fr);
+  for (size_t i = 0; i < nf * fb; i++)
+    buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < nf; t++)
+    fr[t] = buf + t * fb;
+  snprintf(in, sizeof in, "%s", fixture("cut.y4m"));
+  snprintf(whole, sizeof whole, "%s", fixture("whole.y4m"));
+  y4m_write(in, 1, vw, vh, fps, fr, nf);
+  y4m_write(whole, 1, vw, vh, fps, fr, fps);
+  free(fr);
+  free(buf);
+  write_text(conf, "[stream c]\ntype = file\ninput = cut.y4m\n"
+                   "output = cut-out.y4m\npreset = box\nsize = 3\n"
+                   "realtime = true\n"
+                   "[stream w]\ntype = file\ninput = whole.y4m\n"
+                   "output = whole-out.y4m\npreset = box\nsize = 3\n");
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "c", "frames", fps / 2.0);
+  /* a header, then "FRAME\n" and the picture: 6 frames stay */
+  CHECK(truncate(in, (off_t)(64 + 6 * (fb + 6))) == 0, "truncate: %s",
+        strerror(errno));
+  wait_state(&r, "c", "finished");
+  wait_state(&r, "w", "finished");
+  l = NULL;
+  for (double t0 = now_s();;) {
+    free(l);
+    l = slurp(r.log, NULL);
+    if (l && strstr(l, "stream c finished") && strstr(l, "stream w finished"))
+      break;
+    CHECK(now_s() - t0 < 5, "no line in the log for the end of c and w");
+    usleep(20000);
+  }
+  c = strstr(l, "stream c finished");
+  wl = strstr(l, "stream w finished");
+  ce = strchr(c, '\n'), we = strchr(wl, '\n');
+  CHECK(ce && strstr(c, want) && strstr(c, want) < ce,
+        "the end of the cut video is not said:\n%s", l);
+  CHECK(we && (!strstr(wl, want) || strstr(wl, want) > we),
+        "a whole video is said to end early:\n%s", l);
+  free(l);
+  stop_daemon(&r);
 }
 
 /* Relative L2 error of got against want, both strided. */

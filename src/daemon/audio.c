@@ -82,6 +82,7 @@ struct cfd_audio {
   cf_kernel2d *k2d;
   _Atomic(cf_kernel2d *) pending2d;
   double t_first; /* the first frame's time (s), for realtime */
+  double t_last;  /* the last frame's (video thread only) */
 };
 
 typedef enum file_state {
@@ -697,6 +698,7 @@ static cf_status video_process(void *user, cf_engine *e, const cf_frame *in,
   cfd_audio *a = user;
   if (atomic_load_explicit(&a->frames, memory_order_relaxed) == 0)
     a->t_first = t;
+  a->t_last = t;
   pace(a, a->t0 + 1e6 * (t - a->t_first));
   double t0 = now_us();
   uint64_t done = atomic_load_explicit(&a->frames, memory_order_relaxed);
@@ -747,7 +749,7 @@ static gpointer video_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
   apply_capture(NULL, 0);
-  char wrote[256];
+  char wrote[384];
   size_t w = 0;
   w += (size_t)snprintf(wrote, sizeof wrote, "%lld frames",
                         (long long)a->vres.frames);
@@ -761,8 +763,18 @@ static gpointer video_thread(gpointer user)
     w += (size_t)snprintf(wrote + w, sizeof wrote - w,
                           ", the picture %s as shown", a->vres.shown);
   if (a->vres.corrupt && w < sizeof wrote)
+    w += (size_t)snprintf(wrote + w, sizeof wrote - w,
+                          ", %u damaged input packet(s) skipped",
+                          a->vres.corrupt);
+  /* where the input ended well before the length it was probed to hold,
+   * as for sound (the last frame's start: a frame short at most) */
+  double read_s = atomic_load(&a->frames) ? a->t_last - a->t_first : 0.0;
+  if (rc == 0 && !a->vres.stopped && sc->seconds > 0 &&
+      read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) &&
+      w < sizeof wrote)
     snprintf(wrote + w, sizeof wrote - w,
-             ", %u damaged input packet(s) skipped", a->vres.corrupt);
+             "; the input ended at %.2f s of the %.2f s it was probed to hold",
+             read_s, sc->seconds);
   file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
 }
