@@ -5649,6 +5649,29 @@ static void test_apply_replace(void **state)
              res.err);
   result_free(&res);
   unlink(link);
+  /* an OUTPUT whose name is near NAME_MAX: its temporary name keeps what
+   * fits (it was too long to make: "File name too long"; QA) */
+  char longname[300] = "";
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  size_t nlen = (size_t)ref_rng_range(&r, 244, 251); /* +".cf-part-N" > 255 */
+  memset(longname, 'r', nlen - 4);
+  memcpy(longname + nlen - 4, ".wav", 5);
+  char longp[PATH_MAX];
+  tmp_path(longp, sizeof longp, longname);
+  unlink(longp);
+  const char *largs[] = {NULL, "apply", "-q", "-k", one, inp, longp, NULL};
+  run_simple(largs, &res);
+  wav w;
+  if (res.status != 0)
+    fail_msg("an OUTPUT of a %zu-byte name: exit %d:\n%s", nlen, res.status,
+             res.err);
+  read_wav(longp, &w);
+  if (w.frames != 2000 || fabs(w.x[100] - 0.5 * x[100]) > 1e-6)
+    fail_msg("an OUTPUT of a %zu-byte name: %zu frames", nlen, w.frames);
+  free(w.x);
+  result_free(&res);
+  unlink(longp);
 }
 
 /* Local names with a ':' ("take:2.wav"), as cwd-relative arguments: the

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1970,12 +1971,13 @@ static int run(const apply_opts *opt, input *in, output *o, cf_engine *e,
  * written for a minute (another machine's run, on a shared folder,
  * cannot be asked). Said unless quiet (cudafilterd's log says it). */
 static void remove_stale_parts(const char *out, const char *base,
-                               const char *ext, bool quiet, bool daemon)
+                               size_t blen, const char *ext, bool quiet,
+                               bool daemon)
 {
   size_t dlen = (size_t)(base - out);
   char *dir = dlen ? strndup(out, dlen) : strdup(".");
   DIR *d = dir ? opendir(dir) : NULL;
-  size_t blen = strlen(base), elen = strlen(ext);
+  size_t elen = strlen(ext);
   struct dirent *e;
   while (d && (e = readdir(d))) {
     const char *n = e->d_name;
@@ -2039,11 +2041,18 @@ int apply_choose_target(const apply_opts *o, char **tmp)
   const char *ext = strrchr(base, '.');
   if (!ext || ext == base)
     ext = "";
-  remove_stale_parts(out, base, ext, o->quiet, o->config_keys);
+  /* a name near NAME_MAX keeps what fits of it (QA: the temporary name
+   * was too long to make, "File name too long", for an OUTPUT that was
+   * not) */
+  size_t blen = strlen(base), room = strlen(".cf-part-") + 20 + strlen(ext);
+  if (blen + room > NAME_MAX)
+    blen = room < NAME_MAX - 1 ? NAME_MAX - room : 1;
+  remove_stale_parts(out, base, blen, ext, o->quiet, o->config_keys);
   size_t len = strlen(out) + strlen(ext) + 32;
   if (!(*tmp = malloc(len)))
     return apply_error("out of memory");
-  snprintf(*tmp, len, "%s.cf-part-%ld%s", out, (long)getpid(), ext);
+  snprintf(*tmp, len, "%.*s.cf-part-%ld%s", (int)(base - out + blen), out,
+           (long)getpid(), ext);
   return 0;
 }
 
