@@ -5672,6 +5672,19 @@ static void test_apply_replace(void **state)
   free(w.x);
   result_free(&res);
   unlink(longp);
+  /* OUTPUT naming INPUT as a file:// URL: refused, INPUT kept (it passed
+   * as a URL and was overwritten in place; QA) */
+  char url[PATH_MAX + 16];
+  snprintf(url, sizeof url, "file://%s", inp);
+  const char *self[] = {NULL, "apply", "-q", "-y", "-k", one, inp, url, NULL};
+  run_simple(self, &res);
+  read_wav(inp, &w);
+  if (res.status != 1 || !strstr(res.err, "OUTPUT is INPUT") ||
+      w.frames != 2000)
+    fail_msg("OUTPUT %s: exit %d, INPUT now %zu frames:\n%s", url,
+             res.status, w.frames, res.err);
+  free(w.x);
+  result_free(&res);
 }
 
 /* Local names with a ':' ("take:2.wav"), as cwd-relative arguments: the

@@ -906,6 +906,13 @@ static void test_bad_config(void **state)
                   "[stream f]\ntype = file\ninput = in-fifo.wav\noutput = "
                   "out.wav\nkernel = 1\n",
                   "in-fifo.wav is a named pipe");
+    /* also as a file:// URL, which passed as a URL and hung (QA) */
+    char body[1400];
+    snprintf(body, sizeof body,
+             "[stream f]\ntype = file\ninput = file://%s\noutput = "
+             "out.wav\nkernel = 1\n",
+             fifo);
+    check_refused("bad.conf", body, "in-fifo.wav is a named pipe");
     unlink(fifo);
   }
   /* a video file takes no pipeline-depth (as `apply` takes none) */
@@ -3516,6 +3523,14 @@ static void test_file_bad(void **state)
   char cmd[1400];
   check_refusals("badf.conf", "bad file config", cases,
                  sizeof cases / sizeof *cases);
+  /* an output that is the input as a file:// URL: it passed as a URL
+   * and overwrote the input in place (QA) */
+  char body[1400];
+  snprintf(body, sizeof body,
+           "[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
+           "output = file://%s\n",
+           fixture("b.wav"));
+  check_refused("badf.conf", body, "is the input");
   /* at start: overwrite = false keeps an existing file */
   char conf[600];
   snprintf(conf, sizeof conf, "%s", fixture("keep.conf"));

@@ -385,12 +385,15 @@ static bool named(reader *r, const char *key, char *v, cf_status st,
  * says (QA: the daemon opened another file than the CLI). */
 static char *resolve(const char *dir, const char *path)
 {
-  if (strstr(path, "://") || g_str_has_prefix(path, "pipe:"))
-    return g_strdup(path);
   /* file:NAME is the file NAME, as for apply (libav's own prefix: it
-   * was a file named "file:NAME" in the config's folder; review) */
+   * was a file named "file:NAME" in the config's folder; review), and
+   * file:///NAME the path ///NAME: a file, checked as files are (taken
+   * for a URL, an output naming the input passed and overwrote it, and
+   * a FIFO hung the probe; QA) */
   if (g_str_has_prefix(path, "file:"))
     path += 5;
+  else if (strstr(path, "://") || g_str_has_prefix(path, "pipe:"))
+    return g_strdup(path);
   if (g_path_is_absolute(path))
     return g_strdup(path);
   char *cwd = g_get_current_dir();

@@ -66,6 +66,12 @@ const cf_av_api *cf_av_get(const char **why)
 
 bool cf_av_is_url(const char *path)
 {
+  /* file:NAME and file:///NAME are local files: libav strips "file:"
+   * (file:///a is the path ///a, /a); taken for a URL, file:///in as
+   * OUTPUT passed the OUTPUT-is-INPUT check and overwrote the input in
+   * place (QA) */
+  if (!strncmp(path, "file:", 5))
+    return false;
   if (strstr(path, "://"))
     return true;
   const char *p = cf_av->avio_find_protocol_name(path);

@@ -78,8 +78,9 @@ typedef struct cf_av_api {
 
 /* Whether libav reads path as a URL of a protocol other than file:
  * "://" in it, or "NAME:" of a protocol libav has ("pipe:1", "md5:").
- * Anything else is a local file, named path without a "file:" prefix
- * (cf_av_local). cf_av must be loaded. */
+ * Anything else, file:... and file:///... included, is a local file,
+ * named path without its "file:" prefix (cf_av_local). cf_av must be
+ * loaded. */
 bool cf_av_is_url(const char *path);
 /* path without a "file:" prefix: the local file's own name. */
 const char *cf_av_local(const char *path);
