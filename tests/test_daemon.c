@@ -845,6 +845,8 @@ static void test_bad_config(void **state)
       /* GKeyFile passes over these: they must not be taken as absent */
       {"[stream a]\ntype = audio\nkernel = 1\ngain = -6 \xe9\n",
        "bad.conf:4: [stream a] gain: not UTF-8 text"},
+      {"[stream q\xff]\ntype = audio\nkernel = 1\n",
+       "a stream's name is UTF-8 text"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain[de] = -6\n",
        "bad.conf:4: [stream a] gain[de]: a key for one language"},
       {"[stream a]\ntype = audio\nkernel = 1\ngain = 0x10\n",

@@ -869,6 +869,11 @@ static cfd_stream_conf *read_stream(reader *r, const char *dir)
     ok = bad(r, NULL, "a stream's name is one word: [stream NAME]");
     goto out;
   }
+  /* status --json carried its bytes as they were: invalid JSON (QA) */
+  if (!g_utf8_validate(sc->name, -1, NULL)) {
+    ok = bad(r, NULL, "a stream's name is UTF-8 text");
+    goto out;
+  }
   if (!all_text(r)) {
     ok = false;
     goto out;
