@@ -901,7 +901,8 @@ static void test_bad_config(void **state)
    * a writer with no limit (QA: --check, the start and a reload hung) */
   if (have_libav) {
     set_case("bad config: a named pipe as input");
-    const char *fifo = fixture("in-fifo.wav");
+    char fifo[600]; /* fixture's buffers are reused by check_refused */
+    snprintf(fifo, sizeof fifo, "%s", fixture("in-fifo.wav"));
     unlink(fifo);
     CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno));
     check_refused("bad.conf",
@@ -3527,11 +3528,12 @@ static void test_file_bad(void **state)
                  sizeof cases / sizeof *cases);
   /* an output that is the input as a file:// URL: it passed as a URL
    * and overwrote the input in place (QA) */
-  char body[1400];
+  char body[1400], bpath[600];
+  snprintf(bpath, sizeof bpath, "%s", fixture("b.wav"));
   snprintf(body, sizeof body,
            "[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
            "output = file://%s\n",
-           fixture("b.wav"));
+           bpath);
   check_refused("badf.conf", body, "is the input");
   /* at start: overwrite = false keeps an existing file */
   char conf[600];
