@@ -1598,6 +1598,48 @@ static void test_pipeline_set_states(void **state)
           bad[i].cmd, a, bad[i].want);
     free(a);
   }
+  /* bytes after the command's newline, more than a socket buffer holds:
+   * every one taken, then the answer and an end, where the daemon closed
+   * with them unread and the client's writes failed (EPIPE) or its read
+   * saw a reset (QA) */
+  {
+    size_t extra = ref_rng_range(&rng, 1 << 21, 1 << 22), len = 0;
+    char *line = xalloc(extra + 64);
+    len = (size_t)snprintf(line, 64, "status nosuch\n");
+    memset(line + len, 'x', extra);
+    len += extra;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0,
+          "connect: %s", strerror(errno));
+    void (*was)(int) = signal(SIGPIPE, SIG_IGN);
+    size_t at = 0;
+    while (at < len) {
+      ssize_t w = write(fd, line + at, len - at);
+      if (w <= 0)
+        break;
+      at += (size_t)w;
+    }
+    int werr = errno;
+    shutdown(fd, SHUT_WR);
+    char ans[4096];
+    size_t n = 0;
+    ssize_t k = 0;
+    while (n < sizeof ans - 1 && (k = read(fd, ans + n, sizeof ans - 1 - n)) > 0)
+      n += (size_t)k;
+    int rerr = errno;
+    ans[n] = 0;
+    close(fd);
+    signal(SIGPIPE, was);
+    CHECK(at == len && k == 0 && strstr(ans, "error:") &&
+              strstr(ans, "nosuch"),
+          "%zu bytes after the newline: %zu written (%s), read ended %zd "
+          "(%s), answer '%s'",
+          extra, at, at == len ? "all" : strerror(werr), k,
+          k ? strerror(rerr) : "end", ans);
+    free(line);
+  }
   /* a long command (a kernel as taps) is taken; past the limit it is
    * answered, not cut off */
   for (int big = 0; big < 2; big++) {

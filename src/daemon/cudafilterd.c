@@ -732,7 +732,7 @@ struct client {
   enum { READING, WAITING, ANSWERING, DRAINING } state;
   bool too_long; /* once answered, the rest of the line is read (closed
                     with bytes unread, the client would see a reset, not
-                    the answer) */
+                    the answer); so are bytes sent after the newline */
 };
 
 /* Detach and release *src (if any); *src becomes NULL. */
@@ -808,6 +808,9 @@ static void client_answer(client *c)
     /* it ended the command there: "status\0r" was all streams' status */
     g_string_append(c->out, "error: a command holds a NUL byte\n");
   } else {
+    /* bytes after the line: read to the end once answered (QA: the
+     * client saw a reset, not the answer) */
+    c->too_long = nl + 1 < c->in->str + c->in->len;
     *nl = 0;
     /* the command ends at the newline, less a CR before it */
     size_t len = strlen(c->in->str);
@@ -864,7 +867,8 @@ static gboolean on_client_io(GSocket *sock, GIOCondition cond, gpointer user)
       break; /* the client went away */
     c->sent += (gsize)w;
   }
-  if (c->too_long && c->sent == c->out->len) {
+  if ((c->too_long || g_socket_get_available_bytes(sock) > 0) &&
+      c->sent == c->out->len) {
     g_socket_shutdown(sock, FALSE, TRUE, NULL);
     c->state = DRAINING;
     client_watch(c, G_IO_IN);
