@@ -3424,6 +3424,175 @@ static void test_reload_in_background(void **state)
   close(ls);
 }
 
+/* A server of one file on a TCP port of the loopback (a child
+ * process): each connection gets the file and is closed, except one
+ * held silent after the parent writes 'H' to *ctl (the child writes 'A'
+ * to *heard when it comes; 'R' then sends it the file). */
+static pid_t file_server(const char *path, unsigned *port, int *ctl,
+                         int *heard)
+{
+  size_t len;
+  char *bytes = slurp(path, &len);
+  CHECK(bytes, "%s: %s", path, strerror(errno));
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            listen(ls, 8) == 0 &&
+            getsockname(ls, (struct sockaddr *)&sa, &sl) == 0,
+        "listen: %s", strerror(errno));
+  *port = ntohs(sa.sin_port);
+  int to[2], from[2];
+  CHECK(pipe(to) == 0 && pipe(from) == 0, "pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    close(to[1]);
+    close(from[0]);
+    int hold = 0;
+    int held = -1;
+    for (;;) {
+      struct pollfd p[2] = {{.fd = ls, .events = POLLIN},
+                            {.fd = to[0], .events = POLLIN}};
+      if (poll(p, 2, -1) < 0)
+        _exit(1);
+      if (p[1].revents) {
+        char c;
+        if (read(to[0], &c, 1) != 1)
+          _exit(0); /* the parent is done */
+        if (c == 'H')
+          hold = 1;
+        if (c == 'R' && held >= 0) {
+          for (size_t at = 0; at < len;) {
+            ssize_t w = send(held, bytes + at, len - at, MSG_NOSIGNAL);
+            if (w <= 0)
+              break;
+            at += (size_t)w;
+          }
+          close(held);
+          held = -1;
+        }
+      }
+      if (p[0].revents) {
+        int fd = accept(ls, NULL, NULL);
+        if (fd < 0)
+          continue;
+        if (hold && held < 0) {
+          hold = 0;
+          held = fd;
+          if (write(from[1], "A", 1) != 1)
+            _exit(1);
+          continue;
+        }
+        for (size_t at = 0; at < len;) {
+          ssize_t w = send(fd, bytes + at, len - at, MSG_NOSIGNAL);
+          if (w <= 0)
+            break; /* a probe that read enough and hung up */
+          at += (size_t)w;
+        }
+        close(fd);
+      }
+    }
+  }
+  free(bytes);
+  close(ls);
+  close(to[0]);
+  close(from[1]);
+  *ctl = to[1];
+  *heard = from[0];
+  return pid;
+}
+
+/* `restart` of a file stream probes its input in a thread: a network
+ * input that says nothing held the daemon's loop (every client) for the
+ * probe's 5 s. Meanwhile status says starting and the restart's client
+ * waits; the answer comes with the start. A daemon stopped meanwhile
+ * does not wait for the probe. */
+static void test_restart_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav() || skip_without_loopback())
+    skip();
+  size_t frames = ref_rng_range(&rng, 2000, 20000);
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  double *want = xalloc(sizeof(double) * frames * 2);
+  for (size_t i = 0; i < frames * 2; i++)
+    want[i] = 0.5 * x[i] - (i >= 2 ? 0.25 * x[i - 2] : 0.0);
+  char in[600], out[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("rs-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("rs-out.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("rs.conf"));
+  write_wav(in, W_F32, 48000, 2, x, frames);
+  free(x);
+  unsigned port;
+  int to, heard;
+  pid_t server = file_server(in, &port, &to, &heard);
+  write_text(conf,
+             "[stream n]\ntype = file\ninput = tcp://127.0.0.1:%u\n"
+             "output = %s\nformat = wav\nbackend = cpu\n"
+             "kernel = 0.5, -0.25\n",
+             port, out);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "n", "finished");
+  check_wav(out, want, frames, 2, 48000);
+  unlink(out);
+  for (int round = 0; round < 2; round++) {
+    CHECK(write(to, "H", 1) == 1, "server: %s", strerror(errno));
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              write(fd, "restart n\n", 10) == 10,
+          "restart: %s", strerror(errno));
+    struct pollfd hp = {.fd = heard, .events = POLLIN};
+    char c;
+    CHECK(poll(&hp, 1, 30000) == 1 && read(heard, &c, 1) == 1,
+          "the restart never probed the input");
+    char *st = ctl(&r, "status");
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int ready = poll(&pf, 1, 0);
+    const char *v = field(st, "n", "state");
+    CHECK(answer_ok(st) && v && !strcmp(v, "starting"), "status: %s", st);
+    free(st);
+    CHECK(ready == 0, "the restart was answered before the status, which "
+          "waited for it (the probe of a silent input)");
+    char *set = ctl(&r, "set n gain 1");
+    CHECK(strstr(set, "error: stream n is starting"), "set: %s", set);
+    free(set);
+    char ans[4096];
+    size_t n = 0;
+    ssize_t k;
+    if (round == 0) {
+      CHECK(write(to, "R", 1) == 1, "server: %s", strerror(errno));
+      while (n < sizeof ans - 1 && (k = read(fd, ans + n, sizeof ans - 1 - n)) > 0)
+        n += (size_t)k;
+      ans[n] = 0;
+      CHECK(!strcmp(ans, "n: started again\nok\n"), "restart: %s", ans);
+      wait_state(&r, "n", "finished");
+      check_wav(out, want, frames, 2, 48000);
+    } else {
+      /* stopped while the probe waits: no 5 s wait, the client told */
+      double t0 = now_s();
+      stop_daemon(&r);
+      CHECK(now_s() - t0 < 4, "the daemon took %.1f s to stop (it waited "
+            "for the probe)", now_s() - t0);
+      while (n < sizeof ans - 1 && (k = read(fd, ans + n, sizeof ans - 1 - n)) > 0)
+        n += (size_t)k;
+      ans[n] = 0;
+      CHECK(strstr(ans, "error:") && strstr(ans, "stopp"), "restart: %s", ans);
+    }
+    close(fd);
+  }
+  close(to);
+  close(heard);
+  kill(server, SIGKILL);
+  waitpid(server, NULL, 0);
+  free(want);
+}
+
 /* What a file stream refuses: in the config (--check), and at run time
  * (status says failed, the daemon goes on, no output). */
 /* A UDP port on the loopback that nothing uses now (the system's pick),
@@ -4180,6 +4349,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_video_refused, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
       cmocka_unit_test_teardown(test_reload_in_background, kill_left),
+      cmocka_unit_test_teardown(test_restart_in_background, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

@@ -473,9 +473,17 @@ bool cfd_file_available(const char **why)
 
 enum { PROBE_SECONDS = 5 };
 
+/* Set once the daemon stops: a probe under way gives up. */
+static atomic_bool probes_cancelled;
+
+void cfd_file_probes_cancel(void)
+{
+  atomic_store(&probes_cancelled, true);
+}
+
 static int probe_late(void *user)
 {
-  return now_us() > *(const double *)user;
+  return now_us() > *(const double *)user || atomic_load(&probes_cancelled);
 }
 
 /* The input's audio stream (rate, channels) or its main video stream
@@ -810,6 +818,10 @@ static bool file_start(cfd_audio *a, GError **err)
 
 #else
 
+void cfd_file_probes_cancel(void)
+{
+}
+
 bool cfd_file_available(const char **why)
 {
   *why = "this cudafilterd was built without libav (type=file); a "
@@ -848,7 +860,18 @@ bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
 
 #endif /* CFD_HAVE_LIBAV */
 
-cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
+bool cfd_file_input_unchanged(const cfd_stream_conf *sc, GError **err)
+{
+  return input_unchanged(sc, err);
+}
+
+cfd_stream_conf *cfd_stream_conf_copy(const cfd_stream_conf *sc)
+{
+  return conf_copy(sc);
+}
+
+static cfd_audio *audio_start(const cfd_stream_conf *sc, bool probed,
+                              GError **err)
 {
   bool file = sc->type == CFD_FILE;
 #ifndef CFD_HAVE_PORTAUDIO
@@ -876,7 +899,7 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     bool ok = false;
     cf_video_config cfg;
     video_config(sc, &cfg);
-    if (!input_unchanged(sc, err)) {
+    if (!probed && !input_unchanged(sc, err)) {
       /* err says how it changed */
     } else if (cf_kernel2d_copy(sc->kernel2d, &a->k2d) != CF_OK)
       g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
@@ -893,7 +916,7 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
     cfd_audio_stop(a);
     return NULL;
   }
-  if (file && !input_unchanged(sc, err))
+  if (file && !probed && !input_unchanged(sc, err))
     goto fail;
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
@@ -929,6 +952,16 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
 fail:
   cfd_audio_stop(a);
   return NULL;
+}
+
+cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
+{
+  return audio_start(sc, false, err);
+}
+
+cfd_audio *cfd_audio_start_probed(const cfd_stream_conf *sc, GError **err)
+{
+  return audio_start(sc, true, err);
 }
 
 bool cfd_audio_ended(cfd_audio *a)
@@ -1559,6 +1592,25 @@ cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err)
   (void)sc;
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return NULL;
+}
+cfd_audio *cfd_audio_start_probed(const cfd_stream_conf *sc, GError **err)
+{
+  return cfd_audio_start(sc, err);
+}
+bool cfd_file_input_unchanged(const cfd_stream_conf *sc, GError **err)
+{
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without libav");
+  return false;
+}
+void cfd_file_probes_cancel(void)
+{
+}
+cfd_stream_conf *cfd_stream_conf_copy(const cfd_stream_conf *sc)
+{
+  cfd_stream_conf *c = g_new0(cfd_stream_conf, 1);
+  c->name = g_strdup(sc->name);
+  return c;
 }
 void cfd_audio_stop(cfd_audio *a)
 {

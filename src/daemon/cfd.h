@@ -192,6 +192,18 @@ bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err);
  * keeps it): type=audio (PortAudio) or type=file (libav, in a thread of
  * its own; what goes wrong there shows in status). */
 cfd_audio *cfd_audio_start(const cfd_stream_conf *sc, GError **err);
+/* The same for a file stream whose input cfd_file_input_unchanged has
+ * just found as the config's probe did (not probed again here). */
+cfd_audio *cfd_audio_start_probed(const cfd_stream_conf *sc, GError **err);
+/* Whether a file stream's input still has what the config's probe found
+ * (err says how it changed, or why it cannot be read); up to 5 s for an
+ * input that says nothing. Touches nothing but sc: any thread. */
+bool cfd_file_input_unchanged(const cfd_stream_conf *sc, GError **err);
+/* Probes under way (and to come) give up at once: the daemon stops. */
+void cfd_file_probes_cancel(void);
+/* A copy of sc without its kernels (its file names and taps kept), for
+ * cfd_file_input_unchanged in another thread; cfd_stream_conf_free. */
+cfd_stream_conf *cfd_stream_conf_copy(const cfd_stream_conf *sc);
 /* Whether it has ended (file: finished, failed or stopped; audio: the
  * device stream stopped), and *failed whether by an error (a lost
  * device, an engine failure) rather than its end (duration, input). */

@@ -60,7 +60,17 @@ typedef struct stream {
   double ended_at;   /* monotonic s when seen ended (or a try failed); 0 */
   char *down_error;  /* why the last try failed, while down */
   bool told_end;     /* a live audio stream's end was logged */
+  /* A file stream started again (`restart`, its restart policy) has its
+   * input probed in a thread first (up to 5 s for a network input that
+   * says nothing: the loop, and every client, would wait): the probe's
+   * id while it runs (neither audio nor pipe meanwhile), else 0 */
+  guint64 probing;
+  GPtrArray *waiting; /* client *: a `restart` answered once it is done */
 } stream;
+
+typedef struct client client;
+static void client_reply(client *c);
+static GString *client_out(client *c);
 
 static double now_s(void)
 {
@@ -86,6 +96,8 @@ typedef struct daemon_state {
    * the file again once this one is made. */
   bool reloading, reload_again, stopping;
   GPtrArray *reload_waiting, *reload_next; /* client * */
+  guint64 probe_ids; /* the last probe's id (stream.probing) */
+  unsigned probes;   /* probes whose thread has not returned */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -101,10 +113,28 @@ static void say(const char *fmt, ...)
   g_free(m);
 }
 
+/* The clients waiting on s's start get `error: why` (its probe given
+ * up: the stream stopped, or a reload took it over). */
+static void stream_tell_waiting(stream *s, const char *why)
+{
+  s->probing = 0;
+  if (!s->waiting)
+    return;
+  for (guint i = 0; i < s->waiting->len; i++) {
+    client *cl = s->waiting->pdata[i];
+    g_string_append_printf(client_out(cl), "error: %s\n", why);
+    client_reply(cl);
+  }
+  g_ptr_array_set_size(s->waiting, 0);
+}
+
 static void stream_stop(stream *s)
 {
   if (!s)
     return;
+  stream_tell_waiting(s, "the stream was stopped before it started");
+  if (s->waiting)
+    g_ptr_array_free(s->waiting, TRUE);
   cfd_audio_stop(s->audio);
   cfd_pipeline_stop(s->pipe);
   cfd_stream_conf_free(s->sc);
@@ -152,18 +182,26 @@ static bool wants_restart(stream *s)
   return ended && (failed || s->sc->restart == CFD_RESTART_ALWAYS);
 }
 
-/* Start s again from its section (whatever runs is stopped first). On
- * failure it is down: why is kept for status, and the time for the next
- * try (with a restart policy). */
-static bool stream_try(stream *s, GError **err)
+/* Whatever of s runs is stopped (a file stream's output finished with
+ * what it read). */
+static void stream_halt(stream *s)
 {
   cfd_audio_stop(s->audio);
   cfd_pipeline_stop(s->pipe);
   s->audio = NULL;
   s->pipe = NULL;
+}
+
+/* Start s from its section (a file stream's input `probed` already, or
+ * probed here); s is halted. On failure it is down: why is kept for
+ * status, and the time for the next try (with a restart policy). */
+static bool stream_begin(stream *s, bool probed, GError **err)
+{
   GError *e = NULL;
   if (s->sc->type == CFD_PIPELINE)
     s->pipe = cfd_pipeline_start(s->sc, &e);
+  else if (probed)
+    s->audio = cfd_audio_start_probed(s->sc, &e);
   else
     s->audio = cfd_audio_start(s->sc, &e);
   s->ended_at = 0;
@@ -179,13 +217,118 @@ static bool stream_try(stream *s, GError **err)
   return false;
 }
 
+/* Start s again from its section, whatever runs stopped first. */
+static bool stream_try(stream *s, GError **err)
+{
+  stream_halt(s);
+  return stream_begin(s, false, err);
+}
+
+/* How a start that waited for its probe went, in the log (and to the
+ * clients that asked). */
+static void stream_started(daemon_state *d, stream *s, bool asked,
+                           bool was_down, GError *e);
+
+typedef struct probe_job {
+  daemon_state *d;
+  guint64 id;
+  cfd_stream_conf *sc; /* a copy: the stream's may change meanwhile */
+  bool asked;          /* by `restart` (else by the restart policy) */
+  bool was_down;
+} probe_job;
+
+static void probe_job_free(probe_job *j)
+{
+  cfd_stream_conf_free(j->sc);
+  g_free(j);
+}
+
+/* In the probe's thread: nothing of the daemon's is touched here. */
+static void probe_read(GTask *t, gpointer src, gpointer data,
+                       GCancellable *cancel)
+{
+  (void)src;
+  (void)cancel;
+  const probe_job *j = data;
+  GError *e = NULL;
+  if (cfd_file_input_unchanged(j->sc, &e))
+    g_task_return_boolean(t, TRUE);
+  else
+    g_task_return_error(t, e);
+}
+
+/* Back in the loop: the stream (if it is still the one probed for)
+ * starts, or is down with the probe's error. */
+static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
+{
+  (void)src;
+  const probe_job *j = g_task_get_task_data(G_TASK(res));
+  daemon_state *d = j->d;
+  d->probes--;
+  GError *e = NULL;
+  bool ok = g_task_propagate_boolean(G_TASK(res), &e);
+  stream *s = NULL;
+  for (guint i = 0; !s && i < d->streams->len; i++) {
+    stream *t = d->streams->pdata[i];
+    if (t->probing == j->id)
+      s = t;
+  }
+  if (!s) { /* stopped, or taken over by a reload, meanwhile */
+    g_clear_error(&e);
+    return;
+  }
+  s->probing = 0;
+  if (d->stopping) {
+    g_clear_error(&e);
+    stream_tell_waiting(s, "the daemon is stopping");
+    return;
+  }
+  if (ok) {
+    ok = stream_begin(s, true, &e);
+  } else {
+    g_free(s->down_error);
+    s->down_error = g_strdup(e->message);
+    s->ended_at = now_s();
+  }
+  stream_started(d, s, j->asked, j->was_down, ok ? NULL : e);
+  g_clear_error(&e);
+}
+
+/* Start s again from its section, whatever runs stopped first; a file
+ * stream's input is probed in a thread, and the start made when it is
+ * done (probe_done): false then, s->probing set. Else as stream_try. */
+static bool stream_try_later(daemon_state *d, stream *s, bool asked,
+                             GError **err)
+{
+  bool was_down = s->down_error != NULL;
+  stream_halt(s);
+  if (s->sc->type != CFD_FILE)
+    return stream_begin(s, false, err);
+  probe_job *j = g_new0(probe_job, 1);
+  j->d = d;
+  j->id = ++d->probe_ids;
+  j->sc = cfd_stream_conf_copy(s->sc);
+  j->asked = asked;
+  j->was_down = was_down;
+  s->probing = j->id;
+  s->ended_at = 0;
+  s->told_end = false;
+  d->probes++;
+  GTask *t = g_task_new(NULL, NULL, probe_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)probe_job_free);
+  g_task_run_in_thread(t, probe_read);
+  g_object_unref(t);
+  return false;
+}
+
 /* Every 50 ms: streams that ended (or could not start again) are started
  * again restart-delay seconds later. */
 static gboolean on_tick(gpointer user)
 {
-  if (((daemon_state *)user)->stopping)
+  daemon_state *d = user;
+  if (d->stopping)
     return G_SOURCE_CONTINUE; /* waiting for a reload's thread to stop */
-  GPtrArray *streams = ((daemon_state *)user)->streams;
+  GPtrArray *streams = d->streams;
   double t = now_s();
   for (guint i = 0; i < streams->len; i++) {
     stream *s = streams->pdata[i];
@@ -202,6 +345,8 @@ static gboolean on_tick(gpointer user)
         say("stream %s finished: its duration (%g s) is reached",
             s->sc->name, s->sc->duration);
     }
+    if (s->probing)
+      continue; /* being started again */
     if (!wants_restart(s)) {
       s->ended_at = 0;
       continue;
@@ -212,18 +357,46 @@ static gboolean on_tick(gpointer user)
       continue;
     bool was_down = s->down_error != NULL;
     GError *e = NULL;
-    if (stream_try(s, &e)) {
-      s->restarts++;
-      say("stream %s started again (%u)", s->sc->name, s->restarts);
-    } else {
-      /* said once a time down, not at every try */
-      if (!was_down)
-        say("stream %s cannot start again: %s; trying every %g s", s->sc->name,
-            e->message, s->sc->restart_delay);
-      g_error_free(e);
-    }
+    bool ok = stream_try_later(d, s, false, &e);
+    if (ok || !s->probing)
+      stream_started(d, s, false, was_down, ok ? NULL : e);
+    g_clear_error(&e);
   }
   return G_SOURCE_CONTINUE;
+}
+
+static void stream_started(daemon_state *d, stream *s, bool asked,
+                           bool was_down, GError *e)
+{
+  (void)d;
+  if (asked) {
+    if (e)
+      say("stream %s cannot start (restart), it is down: %s", s->sc->name,
+          e->message);
+    else
+      say("stream %s started again (restart)", s->sc->name);
+  } else if (!e) {
+    s->restarts++;
+    say("stream %s started again (%u)", s->sc->name, s->restarts);
+  } else if (!was_down) {
+    /* said once a time down, not at every try */
+    say("stream %s cannot start again: %s; trying every %g s", s->sc->name,
+        e->message, s->sc->restart_delay);
+  }
+  if (!s->waiting)
+    return;
+  for (guint i = 0; i < s->waiting->len; i++) {
+    client *cl = s->waiting->pdata[i];
+    if (e)
+      g_string_append_printf(client_out(cl),
+                             "error: %s cannot start, it is down: %s\n",
+                             s->sc->name, e->message);
+    else
+      g_string_append_printf(client_out(cl), "%s: started again\nok\n",
+                             s->sc->name);
+    client_reply(cl);
+  }
+  g_ptr_array_set_size(s->waiting, 0);
 }
 
 static stream *find_stream(daemon_state *d, const char *name)
@@ -347,6 +520,9 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
+    if (old && old->probing) /* down until then: tried now, as down */
+      stream_tell_waiting(old, "a reload took the stream over before it "
+                               "started; status shows how it is");
     bool swap;
     retune_how how = reload_how(old, sc, &swap);
     if (how == RELOAD_DOWN) {
@@ -507,6 +683,8 @@ static bool cmd_status(daemon_state *d, char **argv, GString *out, GError **err)
       cfd_audio_status(s->audio, lines);
     else if (s->pipe)
       cfd_pipeline_status(s->pipe, lines);
+    else if (s->probing)
+      g_string_append(lines, "state=starting");
     else {
       char *why = cfd_quoted(s->down_error ? s->down_error : "?");
       g_string_append_printf(lines, "state=down error=%s", why);
@@ -536,7 +714,12 @@ static stream *need_stream(daemon_state *d, const char *name, GError **err)
   stream *s = name ? find_stream(d, name) : NULL;
   if (!s)
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", name ? name : "");
-  else if (!s->audio && !s->pipe) {
+  else if (s->probing) {
+    g_set_error(err, CFD_ERROR, 0,
+                "stream %s is starting (its input being probed); try again "
+                "once status says it runs", name);
+    return NULL;
+  } else if (!s->audio && !s->pipe) {
     g_set_error(err, CFD_ERROR, 0,
                 "stream %s is down (%s); it is started again every %g s", name,
                 s->down_error ? s->down_error : "?", s->sc->restart_delay);
@@ -595,9 +778,11 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
 
 /* restart STREAM: stop it (a file stream finishes its output with what
  * it read) and start it again from its section; a stream that cannot
- * start stays down (with restart set it is tried again as usual). */
-static bool cmd_restart(daemon_state *d, char **argv, GString *out,
-                        GError **err)
+ * start stays down (with restart set it is tried again as usual). A file
+ * stream's answer waits for the probe of its input (cl waits: false,
+ * *later set), as does one asked while such a start is under way. */
+static bool cmd_restart(daemon_state *d, client *cl, char **argv,
+                        GString *out, bool *later, GError **err)
 {
   if (!argv[1] || argv[2]) {
     g_set_error(err, CFD_ERROR, 0, "usage: restart STREAM");
@@ -609,15 +794,22 @@ static bool cmd_restart(daemon_state *d, char **argv, GString *out,
     return false;
   }
   GError *e = NULL;
-  if (!stream_try(s, &e)) {
-    say("stream %s cannot start (restart), it is down: %s", s->sc->name,
-        e->message);
+  bool was_down = s->down_error != NULL;
+  if (s->probing || !stream_try_later(d, s, true, &e)) {
+    if (s->probing) {
+      if (!s->waiting)
+        s->waiting = g_ptr_array_new();
+      g_ptr_array_add(s->waiting, cl);
+      *later = true;
+      return false;
+    }
+    stream_started(d, s, true, was_down, e);
     g_set_error(err, CFD_ERROR, 0, "%s cannot start, it is down: %s",
                 s->sc->name, e->message);
     g_error_free(e);
     return false;
   }
-  say("stream %s started again (restart)", s->sc->name);
+  stream_started(d, s, true, was_down, NULL);
   g_string_append_printf(out, "%s: started again\n", s->sc->name);
   return true;
 }
@@ -660,7 +852,6 @@ static char **split_words(const char *line, GError **err)
   return (char **)g_ptr_array_free(words, FALSE);
 }
 
-typedef struct client client;
 static void reload_request(daemon_state *d, client *cl);
 
 /* One request line from cl; the answer in out, the last line "ok" or
@@ -694,7 +885,12 @@ static bool handle(daemon_state *d, client *cl, const char *line,
                 n == 1 ? "the daemon is stopping: no reload"
                        : "usage: reload");
   } else if (!strcmp(argv[0], "restart")) {
-    ok = cmd_restart(d, argv, out, &err);
+    bool later = false;
+    ok = cmd_restart(d, cl, argv, out, &later, &err);
+    if (later) {
+      g_strfreev(argv);
+      return false;
+    }
   } else {
     g_set_error(&err, CFD_ERROR, 0,
                 "unknown command '%s' (status, set, "
@@ -728,7 +924,8 @@ struct client {
                        take the answer (a command may take long) */
   GString *in, *out;
   gsize sent;
-  /* WAITING: for a reload, neither watched nor timed */
+  /* WAITING: for a reload (or a restart's probe), neither watched nor
+   * timed */
   enum { READING, WAITING, ANSWERING, DRAINING } state;
   bool too_long; /* once answered, the rest of the line is read (closed
                     with bytes unread, the client would see a reset, not
@@ -779,6 +976,11 @@ static void client_watch(client *c, GIOCondition cond)
   g_source_set_callback(c->io, (GSourceFunc)(void (*)(void))on_client_io, c,
                         NULL);
   g_source_attach(c->io, NULL);
+}
+
+static GString *client_out(client *c)
+{
+  return c->out;
 }
 
 /* c->out holds the answer: writing it. */
@@ -1383,7 +1585,8 @@ int main(int argc, char **argv)
     /* a reload being read: its thread finishes before the streams go
      * (its clients are told no) */
     d.stopping = true;
-    while (d.reloading)
+    cfd_file_probes_cancel();
+    while (d.reloading || d.probes)
       g_main_context_iteration(NULL, TRUE);
   } else {
     say("%s", err->message);
@@ -1400,8 +1603,15 @@ int main(int argc, char **argv)
     stream_stop(s);
   }
   g_ptr_array_free(d.streams, TRUE);
-  while (d.clients->len)
-    client_free(d.clients->pdata[0]);
+  while (d.clients->len) {
+    /* an answer not yet sent (a restart or a reload the stop ended):
+     * one try to hand it over */
+    client *cl = d.clients->pdata[0];
+    if (cl->state == ANSWERING && cl->sent < cl->out->len)
+      g_socket_send(cl->sock, cl->out->str + cl->sent,
+                    cl->out->len - cl->sent, NULL, NULL);
+    client_free(cl);
+  }
   g_ptr_array_free(d.clients, TRUE);
   g_ptr_array_free(d.reload_waiting, TRUE);
   g_ptr_array_free(d.reload_next, TRUE);
