@@ -3539,7 +3539,7 @@ static void test_restart_in_background(void **state)
   wait_state(&r, "n", "finished");
   check_wav(out, want, frames, 2, 48000);
   unlink(out);
-  for (int round = 0; round < 2; round++) {
+  for (int round = 0; round < 3; round++) {
     CHECK(write(to, "H", 1) == 1, "server: %s", strerror(errno));
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -3573,6 +3573,25 @@ static void test_restart_in_background(void **state)
       CHECK(!strcmp(ans, "n: started again\nok\n"), "restart: %s", ans);
       wait_state(&r, "n", "finished");
       check_wav(out, want, frames, 2, 48000);
+    } else if (round == 1) {
+      /* a reload meanwhile takes the stream over (down until started:
+       * tried now); the restart's client is told, the late probe's end
+       * changes nothing */
+      unlink(out);
+      char *rl = ctl(&r, "reload");
+      CHECK(answer_ok(rl) && strstr(rl, "n: restarted (it was down)"),
+            "reload: %s", rl);
+      free(rl);
+      while (n < sizeof ans - 1 && (k = read(fd, ans + n, sizeof ans - 1 - n)) > 0)
+        n += (size_t)k;
+      ans[n] = 0;
+      CHECK(strstr(ans, "error: a reload took the stream over"), "restart: %s",
+            ans);
+      wait_state(&r, "n", "finished");
+      check_wav(out, want, frames, 2, 48000);
+      CHECK(write(to, "R", 1) == 1, "server: %s", strerror(errno));
+      usleep(200000);
+      wait_state(&r, "n", "finished");
     } else {
       /* stopped while the probe waits: no 5 s wait, the client told */
       double t0 = now_s();
