@@ -788,6 +788,10 @@ static bool cmd_restart(daemon_state *d, client *cl, char **argv,
     g_set_error(err, CFD_ERROR, 0, "usage: restart STREAM");
     return false;
   }
+  if (d->stopping) {
+    g_set_error(err, CFD_ERROR, 0, "the daemon is stopping: no restart");
+    return false;
+  }
   stream *s = find_stream(d, argv[1]);
   if (!s) {
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", argv[1]);
