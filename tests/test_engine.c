@@ -934,6 +934,72 @@ static void test_latency_tail(void **state)
   }
 }
 
+/* The non-uniform plan's layout: every stage after the first starts at
+ * twice its partition or later, so that a block of it has the partition's
+ * length of input time to be computed in (src/cpu/conv.c spreads it over
+ * the small blocks until its next one). With each stage starting at its
+ * own size, a long partition's whole block fell in one call: 5-15 ms
+ * every 256th call of 128 frames (a 1.3 ms period) with a 10 s impulse
+ * response (QA; bench_paced measures it). */
+static void test_nonuniform_layout(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU || V->algo != CF_ALGO_FFT_NONUNIFORM) {
+    print_message("skipped: the CPU's fft-nonuniform layout only\n");
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 41);
+  static const unsigned bs[] = {32, 64, 128, 256, 512, 1024, 4096};
+  for (int rep = 0; rep < 24; rep++) {
+    unsigned block = bs[ref_rng_range(&r, 0, 6)];
+    size_t len = ref_rng_range(&r, 0, 1) ? ref_rng_range(&r, 3000, 40000)
+                                         : ref_rng_range(&r, 40000, 1000000);
+    float *h = xalloc(len * sizeof *h);
+    ref_rng_fill(&r, h, len);
+    cf_kernel *k = NULL;
+    CHECK_OK(cf_kernel_new_shared(h, len, &k));
+    free(h);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.channels = 1;
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = CF_ALGO_FFT_NONUNIFORM;
+    cfg.block_size = block;
+    cfg.threads = 1;
+    cf_engine *e = NULL;
+    CHECK_OK(cf_engine_new_audio(&cfg, k, &e));
+    const char *d = cf_engine_describe(e);
+    set_case("nonuniform_layout: %zu taps, block %u: %s", len, block, d);
+    const char *p = strchr(d, '[');
+    CHECK(p, "no plan in '%s'", d);
+    p++;
+    size_t covered = 0;
+    unsigned stage = 0;
+    if (!strncmp(p, "direct ", 7)) {
+      covered = strtoul(p + 7, (char **)&p, 10);
+      p += strspn(p, " +");
+    }
+    while (*p && *p != ']') {
+      char *end;
+      size_t part = strtoul(p, &end, 10);
+      CHECK(end != p && *end == 'x', "stage %u of '%s'", stage, d);
+      size_t n = strtoul(end + 1, &end, 10);
+      CHECK(part > 0 && n > 0, "stage %u of '%s'", stage, d);
+      if (stage > 0)
+        CHECK(covered >= 2 * part,
+              "stage %u (%zux%zu) starts at tap %zu: a block of it must be "
+              "done in the call that ends it", stage, part, n, covered);
+      covered += part * n;
+      stage++;
+      p = end + strspn(end, " +");
+    }
+    CHECK(covered >= len, "the plan covers %zu of %zu taps", covered, len);
+    cf_engine_free(e);
+    cf_kernel_free(k);
+  }
+}
+
 /* The channel limit itself is a valid stream. */
 static void test_max_channels(void **state)
 {
@@ -2930,6 +2996,7 @@ int main(void)
     cmocka_unit_test(test_bad_config),
     cmocka_unit_test(test_kernel_nan_tap),
     cmocka_unit_test(test_latency_tail),
+    cmocka_unit_test(test_nonuniform_layout),
     cmocka_unit_test(test_chunks_shared),
     cmocka_unit_test(test_chunks_per_channel),
     cmocka_unit_test(test_chunks_matrix),

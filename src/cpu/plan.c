@@ -41,7 +41,9 @@ static double cost(const cf_conv_plan *pl, unsigned k)
 
 /* Stages from `off` (= head) to len: the first of size p0, each next one
  * `growth` times larger, up to pmax; each stage ends where the next one
- * starts at its own size (q = 1), the last covers the rest uniformly. */
+ * starts at twice its own size (q = 2: a block of it has the p samples
+ * until its next block to be computed in, conv.c spreads it so), the last
+ * covers the rest uniformly. */
 static int build_fft(cf_conv_plan *pl, size_t len, size_t p0, size_t head,
                      size_t growth, size_t pmax)
 {
@@ -55,10 +57,10 @@ static int build_fft(cf_conv_plan *pl, size_t len, size_t p0, size_t head,
     st->p = p;
     st->q = covered / p;
     size_t next = p * growth;
-    if (growth > 1 && next <= pmax && len > next &&
-        next > covered) {
-      st->n = (next - covered) / p;
-      covered = next;
+    if (growth > 1 && next <= pmax && len > 2 * next &&
+        2 * next > covered) {
+      st->n = (2 * next - covered) / p;
+      covered = 2 * next;
       p = next;
     } else {
       st->n = div_up(len - covered, p);
