@@ -234,10 +234,13 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  * a crossfade longer than any before outgrows the input kept for such a
  * switch (tests/test_rt_alloc.c counts); a switch to the CPU waits for
  * a prepare_swap running on the device's engine to finish.
- * Where the prepared work cannot serve (on the CPU: a reset or drain
- * since, more input since than the history holds, about swap_history
- * frames; an engine that moved to the CPU since), set_prepared makes a
- * plain set_kernel. A p is made once. */
+ * After a reset or drain since prepare_swap, the CPU's set_prepared keeps
+ * the new set's spectra and replays only the frames since the reset
+ * (clearing the set's state: a memset of its delay lines), allocating
+ * nothing. Where the prepared work cannot serve (on the CPU: more input
+ * since than the history holds, about swap_history frames; an engine
+ * that moved to the CPU since), set_prepared makes a plain set_kernel.
+ * A p is made once. */
 typedef struct cf_swap_prep cf_swap_prep;
 cf_status cf_engine_prepare_swap(const cf_engine *e, const cf_kernel *kernel,
                                  cf_swap_prep **out);

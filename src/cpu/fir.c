@@ -769,11 +769,19 @@ static void catchup_lane(void *ctx, unsigned c)
 }
 
 cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
-                                  size_t crossfade, void **dead,
+                                  int reset, size_t crossfade, void **dead,
                                   unsigned *ndead, unsigned cap)
 {
   fir *f = impl;
   bank *b = prepared;
+  if (reset) {
+    /* the stream began again at 0: the history before it counts no
+     * more (prime() reads none of it); the kernel spectra serve */
+    for (unsigned c = 0; c < f->cin; c++)
+      if (b->lanes[c].conv)
+        cf_conv_reset(b->lanes[c].conv);
+    t0 = 0;
+  }
   if (t0 > f->t)
     return cf_fail(CF_E_INVALID,
                    "set_prepared: the swap was built on "

@@ -87,12 +87,14 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
  * the history while it was read, three times); taking it at the engine's
  * time, the banks it retired moved to dead (up to cap) for the caller to
  * free (CF_E_STATE: the engine's history no longer reaches back to t0,
- * nothing done); freeing one. */
+ * nothing done; `reset`: the engine was reset or drained
+ * since t0, the bank's state is cleared and primed on the frames since);
+ * freeing one. */
 int cf_cpu_fir_is(const cf_backend_ops *ops);
 cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
                                   uint64_t *t0, void **out);
 cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
-                                  size_t crossfade, void **dead,
+                                  int reset, size_t crossfade, void **dead,
                                   unsigned *ndead, unsigned cap);
 void cf_cpu_fir_free_prepared(const void *impl, void *prepared);
 /* Make (measured) the FFT plans a CPU engine of cfg->channels in,
