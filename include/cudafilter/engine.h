@@ -22,7 +22,17 @@
  * Nothing is allocated and no plan is built inside process()
  * (tests/test_rt_alloc.c counts).
  *
- * An engine is not thread-safe: one thread at a time may call it.
+ * An engine is not thread-safe: one thread at a time may call it. Its
+ * latency never changes (a fallback to the CPU keeps it): a host reads it
+ * once, after creation. cf_engine_tail() and cf_engine_describe() change
+ * with swaps: ask them in the engine's thread (a plugin's main thread
+ * keeps the value its audio thread last read).
+ *
+ * Real-time threads: process() never allocates. On the CPU with threads
+ * = 0 (one per core) or > 1 it hands channels to worker threads of normal
+ * priority and waits for them (a mutex and a condition variable); with
+ * threads = 1 it takes no lock and waits for nothing (a host whose audio
+ * callback must not block sets it, and runs one engine per core).
  *
  * On the CUDA backend every call (of audio and video engines, and
  * cf_host_alloc / cf_host_free) works in the primary context of the
