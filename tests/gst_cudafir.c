@@ -1260,9 +1260,11 @@ static void run_break(int how)
     while ((stale = gst_harness_try_pull(h)))
       gst_buffer_unref(stale);
   } else if (how == 2) {
+    /* ahead in running time too (base 0 restarted it at 0, before A's
+     * end: no ring-out goes there) */
     GstSegment seg;
     gst_segment_init(&seg, GST_FORMAT_TIME);
-    seg.start = seg.time = tb;
+    seg.start = seg.time = seg.base = tb;
     assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
   }
   if (how == 1)
@@ -1329,6 +1331,112 @@ static void test_new_segment(void **state)
   (void)state;
   for (int i = 0; i < 3; i++)
     run_break(2);
+}
+
+/* Run A, then the stream resumes at or before where A's input ended (by
+ * `back` frames, 0 included, even before A's start): `how` 0 a DISCONT
+ * buffer, 1 a new segment whose running time starts there (B's
+ * timestamps from 0), 2 a GAP without a duration there (a discontinuity
+ * at its time) and B after it. input-selector switching live sources
+ * resumes 3-19 ms back. With drain, A's held frames still come out (their
+ * input came: its own overlap) but no ring-out, which would all lie past
+ * the resume point (it did: latency + L - 1 frames, QA); B starts from
+ * silence. */
+static void run_resume_back(int how)
+{
+  unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+  size_t len = random_len();
+  unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+  guint depth = (guint)ref_rng_range(&rng, 0, 2);
+  size_t na = ref_rng_range(&rng, 1, 9000), nb = ref_rng_range(&rng, 1, 5000);
+  size_t back = ref_rng_u64(&rng) % 4 == 0 ? 0 : ref_rng_range(&rng, 1, na + 100);
+  set_case("resume %zu frames back by %s, %u ch, %zu taps, block %u, "
+           "pipeline-depth %u, A %zu, B %zu frames",
+           back, how == 0 ? "DISCONT" : how == 1 ? "segment" : "GAP", ch,
+           len, block, depth, na, nb);
+  float *hk = random_kernel(len);
+  float *xa = random_input(GST_AUDIO_FORMAT_F32LE, na * ch);
+  float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
+  GstHarness *h = new_fir();
+  set_taps(h->element, hk, len);
+  g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+               "drain", TRUE, NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  GstClockTime ta = GST_SECOND; /* room for B before A's start */
+  collected a, b;
+  collect_init(&a, ch, rate, ta, na + len);
+  for (size_t at = 0; at < na;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, ta,
+                      at == 0) == GST_FLOW_OK, "push A");
+    at += k;
+  }
+  collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+  size_t held = na - a.frames;
+  /* where B resumes, in A's timestamps */
+  GstClockTime tr = ta + gst_util_uint64_scale_int_round(na, GST_SECOND,
+                                                         (gint)rate) -
+                    gst_util_uint64_scale_int_round(back, GST_SECOND,
+                                                    (gint)rate);
+  GstClockTime tb = tr; /* B's own timestamps */
+  if (how == 1) {
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.base = tr; /* a new item from 0, running time going on at tr */
+    tb = 0;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+  } else if (how == 2) {
+    assert_true(gst_harness_push_event(
+        h, gst_event_new_gap(tr, GST_CLOCK_TIME_NONE)));
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+  }
+  collect_init(&b, ch, rate, tb, nb + len);
+  for (size_t at = 0; at < nb;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 3000), nb - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, at, k, ch, rate, tb,
+                      at == 0) == GST_FLOW_OK, "push B");
+    GstBuffer *buf;
+    /* A's held frames go out before B's first (as one buffer; a DISCONT
+     * one only where A had nothing out before) */
+    if (at == 0 && how == 0 && (buf = gst_harness_try_pull(h))) {
+      if (held || !GST_BUFFER_IS_DISCONT(buf))
+        collect_buf(&a, buf, GST_AUDIO_FORMAT_F32LE);
+      else
+        collect_buf(&b, buf, GST_AUDIO_FORMAT_F32LE);
+    }
+    at += k;
+    collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+  }
+  CHECK(a.frames == na, "A: %zu frames out, expected %zu (its input; the "
+        "stream resumed %zu frames before its end)", a.frames, na, back);
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+  CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
+        b.frames, nb + len - 1);
+  for (unsigned k = 0; k < ch; k++) {
+    double *wa = ref_channel(xa, na, ch, k, hk, len, na + len - 1);
+    double *wb = ref_channel(xb, nb, ch, k, hk, len, nb + len - 1);
+    double ea = ref_rel_l2(a.y + k, ch, wa, 1, MIN(a.frames, na + len - 1));
+    double eb = ref_rel_l2(b.y + k, ch, wb, 1, b.frames);
+    CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error %.3g "
+          "(B must start from silence)", k, ea, eb);
+    free(wa);
+    free(wb);
+  }
+  gst_harness_teardown(h);
+  free(a.y);
+  free(b.y);
+  free(xa);
+  free(xb);
+  free(hk);
+}
+
+static void test_resume_before_end(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 9; i++)
+    run_resume_back(i % 3);
 }
 
 /* ---- segments: loops, gapless items, the same segment again -------------- */
@@ -3466,6 +3574,7 @@ int main(void)
       cmocka_unit_test(test_discont_soon),
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
+      cmocka_unit_test(test_resume_before_end),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_reverse_playback),
       cmocka_unit_test(test_renegotiate),
