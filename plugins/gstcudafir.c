@@ -70,8 +70,11 @@
  * R<-L, R<-R; a file written input-major, L->L, L->R, R->L, R->R, has its
  * middle two channels the other way round), and the output has N / C
  * channels (over two: at the positions downstream asks for, else the
- * count's usual layout, 5.1 for six). Integer output (S16LE, S32LE) is rounded to nearest, ties to
- * even, and saturated; no dither. Without a kernel the element
+ * count's usual layout, 5.1 for six). The file is read when `kernel-file`
+ * is set; `gain`, `trim` and `routing` rebuild the kernel from those taps
+ * (the file may have changed or gone since), and only a new stream rate
+ * reads an audio file again, to resample it. Integer output (S16LE,
+ * S32LE) is rounded to nearest, ties to even, and saturated; no dither. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
  *
  * With backend=auto, a CUDA device that fails mid-stream leaves the
@@ -96,6 +99,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <gst/audio/audio.h>
@@ -171,6 +175,17 @@ typedef struct {
   /* properties (object lock) */
   GArray *taps;       /* `kernel`, floats; empty = none */
   gchar *kernel_file;
+  /* kernel_file as read when set (before trim, routing and gain, which
+   * are rebuilt from it without reading the file again), at file_rate
+   * (0: the file's own); file_fixed: the same at every rate (.npy,
+   * text: only audio files are resampled). NULL where it did not load,
+   * file_error saying why (set before streaming: kept). Written with
+   * kernel_lock held too, so that a holder of kernel_lock reads it
+   * without the object lock. */
+  cf_kernel *file_kernel;
+  guint file_rate;
+  gboolean file_fixed;
+  gchar *file_error;
   GstCudaFirRouting routing;
   guint block_size;
   cf_backend backend;
@@ -369,20 +384,45 @@ typedef struct kernel_params {
   GstCudaFirRouting routing;
   gdouble gain_db;
   gboolean trim;
+  /* the element's file_kernel (borrowed: kernel_lock keeps it), its
+   * rate and file_error; `read`: the file read here (owned), which
+   * replaces it when p is stored, as does `forget` (a new file or none) */
+  const cf_kernel *loaded;
+  guint loaded_rate;
+  gboolean loaded_fixed;
+  gchar *file_error;
+  cf_kernel *read;
+  guint read_rate;
+  gboolean read_fixed, read_failed, forget;
 } kernel_params;
 
-/* Object lock held. */
+/* Object lock and kernel_lock held. */
 static void params_take(const GstCudaFir *self, kernel_params *p)
 {
+  memset(p, 0, sizeof *p);
   p->file = g_strdup(self->kernel_file);
   p->taps = g_array_sized_new(FALSE, FALSE, sizeof(float), self->taps->len);
   g_array_append_vals(p->taps, self->taps->data, self->taps->len);
   p->routing = self->routing;
   p->gain_db = self->gain_db;
   p->trim = self->trim;
+  p->loaded = self->file_kernel;
+  p->loaded_rate = self->file_rate;
+  p->loaded_fixed = self->file_fixed;
+  p->file_error = g_strdup(self->file_error);
 }
 
-/* Object lock held: p's values become the properties' (p is emptied). */
+/* Another kernel file, or none: what was read of the old one goes. */
+static void params_forget_file(kernel_params *p)
+{
+  p->forget = TRUE;
+  p->loaded = NULL;
+  g_clear_pointer(&p->read, cf_kernel_free);
+  g_clear_pointer(&p->file_error, g_free);
+}
+
+/* Object lock and kernel_lock held: p's values become the properties'
+ * (p keeps only what is to be freed, the lock released: params_clear). */
 static void params_store(GstCudaFir *self, kernel_params *p)
 {
   g_free(self->kernel_file);
@@ -392,8 +432,19 @@ static void params_store(GstCudaFir *self, kernel_params *p)
   self->routing = p->routing;
   self->gain_db = p->gain_db;
   self->trim = p->trim;
+  if (p->forget || p->read) {
+    cf_kernel *old = self->file_kernel;
+    self->file_kernel = p->read;
+    self->file_rate = p->read_rate;
+    self->file_fixed = p->read_fixed;
+    p->read = old;
+  }
+  g_free(self->file_error);
+  self->file_error = p->file_error;
   p->file = NULL;
   p->taps = NULL;
+  p->file_error = NULL;
+  p->loaded = NULL;
 }
 
 static void params_clear(kernel_params *p)
@@ -402,13 +453,75 @@ static void params_clear(kernel_params *p)
   if (p->taps)
     g_array_free(p->taps, TRUE);
   p->taps = NULL;
+  g_clear_pointer(&p->file_error, g_free);
+  g_clear_pointer(&p->read, cf_kernel_free);
+}
+
+/* Whether a kernel file's taps are the same at every stream rate: a .npy
+ * or text (only audio files are resampled to the stream's rate), so a
+ * new rate needs no new read of it. */
+static gboolean file_rate_free(const char *path)
+{
+  char head[6];
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return FALSE;
+  size_t n = fread(head, 1, sizeof head, f);
+  fclose(f);
+  if (n == sizeof head && memcmp(head, "\x93NUMPY", sizeof head) == 0)
+    return TRUE;
+  cf_kernel *t = NULL;
+  gboolean text = cf_kernel_load_text(path, &t) == CF_OK;
+  cf_kernel_free(t);
+  return text;
+}
+
+/* p's kernel file as read for a stream at `rate` (0: any rate, for
+ * validation and caps before the stream is known), in a copy of its own:
+ * the taps read when the file was set where they serve; the file read
+ * again only for a stream at another rate that an audio file must be
+ * resampled to (into p->read), or where nothing of it was read yet.
+ * CF_OK, or fir_error set. */
+static cf_status file_taps(kernel_params *p, unsigned rate, cf_kernel **out)
+{
+  const cf_kernel *have = p->read ? p->read : p->loaded;
+  guint have_rate = p->read ? p->read_rate : p->loaded_rate;
+  gboolean fixed = p->read ? p->read_fixed : p->loaded_fixed;
+  cf_status s;
+  if (have && (fixed || rate == 0 || have_rate == rate)) {
+    if ((s = cf_kernel_copy(have, out)) != CF_OK)
+      fir_engine_error(s);
+    return s;
+  }
+  if (!have && p->file_error) /* as it failed when set: not read again */
+    return fir_fail("%s", p->file_error);
+  cf_kernel *k = NULL;
+  if ((s = cf_kernel_load(p->file, rate, &k)) != CF_OK) {
+    p->read_failed = TRUE;
+    if (!have)
+      return fir_engine_error(s);
+    char why[sizeof fir_error];
+    g_strlcpy(why, cf_last_error(), sizeof why);
+    return fir_fail("%s was read again to resample it to the stream's "
+                    "%u Hz (it was read at %u Hz), and that failed: %s",
+                    p->file, rate, have_rate, why);
+  }
+  if ((s = cf_kernel_copy(k, out)) != CF_OK) {
+    cf_kernel_free(k);
+    return fir_engine_error(s);
+  }
+  cf_kernel_free(p->read);
+  p->read = k;
+  p->read_rate = rate;
+  p->read_fixed = file_rate_free(p->file);
+  return CF_OK;
 }
 
 /* The kernel set the properties p describe, for a stream of `channels` at
  * `rate` (0, 0: for validation and caps before the stream is known).
- * Reads the file: call it without the object lock. NULL with fir_error
- * set on failure. */
-static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
+ * May read the file (file_taps): call it without the object lock, with
+ * kernel_lock held. NULL with fir_error set on failure. */
+static cf_kernel *build_kernel(kernel_params *p, unsigned rate,
                                unsigned channels)
 {
   cf_kernel *k = NULL;
@@ -416,7 +529,7 @@ static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
   const char *what;
   if (p->file) {
     what = p->file;
-    s = cf_kernel_load(p->file, rate, &k);
+    s = file_taps(p, rate, &k);
   } else if (p->taps->len) {
     what = "kernel";
     s = cf_kernel_new_shared((const float *)p->taps->data, p->taps->len, &k);
@@ -425,7 +538,7 @@ static cf_kernel *build_kernel(const kernel_params *p, unsigned rate,
     what = "the identity kernel";
     s = cf_kernel_new_shared(&one, 1, &k);
   }
-  if (s != CF_OK)
+  if (s != CF_OK && !p->file)
     fir_engine_error(s);
   if (s == CF_OK && p->trim && (s = trim_kernel(&k)) != CF_OK)
     fir_engine_error(s);
@@ -877,6 +990,11 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   params_take(self, &p);
   GST_OBJECT_UNLOCK(self);
   cf_kernel *k = build_kernel(&p, rate, channels);
+  if (p.read) { /* the file read for this rate: kept for the next change */
+    GST_OBJECT_LOCK(self);
+    params_store(self, &p);
+    GST_OBJECT_UNLOCK(self);
+  }
   params_clear(&p);
   if (!k) {
     g_mutex_unlock(&self->kernel_lock);
@@ -1744,12 +1862,15 @@ static void refuse(GstCudaFir *self, const char *prop)
 }
 
 /* A change of kernel, kernel-file, routing, gain or trim. The new set is
- * built (a file decoded and resampled: tens of ms) and, while streaming,
- * its FFT plans made (cf_engine_prepare_kernel) with only kernel_lock
- * held, so the streaming thread never waits for either. It is checked
- * before the value is taken: while streaming, a set that cannot be built
- * or maps channels differently is refused with a message and the old
- * kernel stays (a gain or trim is taken anyway); a checked set goes to
+ * built (a new kernel-file decoded and resampled: tens of ms; routing,
+ * gain and trim from the taps read when it was set, the file not read
+ * again: it may have gone or changed since) and, while streaming, its
+ * FFT plans made (cf_engine_prepare_kernel) with only kernel_lock held,
+ * so the streaming thread never waits for either. It is checked before
+ * the value is taken: while streaming, a set that cannot be built or
+ * maps channels differently is refused with a warning on the bus, the
+ * property and the kernel staying as they were (a gain or trim was
+ * taken anyway: it read back what did not play); a checked set goes to
  * the streaming thread (pending), which swaps it in at its next buffer.
  * Before streaming, a set that cannot be built is kept: starting fails
  * with its message as an element error. */
@@ -1785,6 +1906,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
       g_array_append_val(p.taps, f);
     }
     g_clear_pointer(&p.file, g_free); /* the last one set wins */
+    params_forget_file(&p);
     break;
   }
   case PROP_KERNEL_FILE: {
@@ -1793,6 +1915,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     p.file = path && *path ? g_strdup(path) : NULL;
     if (p.file)
       g_array_set_size(p.taps, 0);
+    params_forget_file(&p); /* read again, even where the name is the same */
     break;
   }
   case PROP_ROUTING: p.routing = g_value_get_enum(value); break;
@@ -1801,6 +1924,10 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   }
   k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
   ok = k != NULL || !streaming;
+  if (!streaming && p.read_failed) { /* kept, and said at negotiation */
+    g_free(p.file_error);
+    p.file_error = g_strdup(fir_error);
+  }
   if (k && streaming) {
     unsigned out = cf_kernel_routing(k) == CF_ROUTING_MATRIX
                        ? cf_kernel_outputs(k)
@@ -1836,7 +1963,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
       cf_engine_prepare_swap(engine, k, &prep) != CF_OK)
     GST_WARNING_OBJECT(self, "building the swap: %s", cf_last_error());
   GST_OBJECT_LOCK(self);
-  if (ok || id == PROP_GAIN || id == PROP_TRIM)
+  if (ok)
     params_store(self, &p);
   if (ok && streaming) {
     /* the last change wins */
@@ -1852,7 +1979,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   }
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
-  if (!ok && id != PROP_GAIN && id != PROP_TRIM)
+  if (!ok)
     refuse(self, name);
   else if (!k && !streaming) { /* kept: see above */
     /* said now, as cudaconvolve says it: an application (and
@@ -1865,9 +1992,6 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     g_warning("%s: %s: %s; no stream starts with it", GST_OBJECT_NAME(self),
               name, msg);
   }
-  else if (!ok)
-    GST_WARNING_OBJECT(self, "%s taken, the kernel set stays: %s", name,
-                       fir_error);
   cf_kernel_free(k);
   params_clear(&p);
 }
@@ -1989,6 +2113,8 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
   g_free(self->kernel_file);
+  cf_kernel_free(self->file_kernel);
+  g_free(self->file_error);
   g_free(self->fin);
   g_free(self->fout);
   g_free(self->posted);
@@ -2041,7 +2167,9 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_string("kernel-file", "Kernel file",
           "Impulse response: an audio file (WAV, FLAC, ...: resampled to "
           "the stream rate, its gain kept), .npy or text; setting it clears kernel. "
-          "Changes while PLAYING crossfade",
+          "Read when set (gain, trim and routing reuse its taps; an audio "
+          "file is read again for a new rate). Changes while PLAYING "
+          "crossfade",
           NULL, live));
   g_object_class_install_property(oc, PROP_ROUTING,
       g_param_spec_enum("routing", "Routing",

@@ -2990,6 +2990,255 @@ static void test_wav_kernel(void **state)
   }
 }
 
+/* Kernel j of a kernel set as the element makes it from the file: the
+ * leading `cut` taps off, times `gain` (float, as cf_kernel_scale);
+ * *len its length. */
+static float *kept_taps(const cf_kernel *k, unsigned j, size_t cut,
+                        float gain, size_t *len)
+{
+  size_t tl;
+  const float *t = cf_kernel_taps(k, cf_kernel_count(k) == 1 ? 0 : j, &tl);
+  *len = tl - cut;
+  float *h = xalloc(*len * sizeof *h + 4);
+  for (size_t i = 0; i < *len; i++)
+    h[i] = t[cut + i] * gain;
+  return h;
+}
+
+/* Leading taps `trim` cuts from every kernel of k (the same count). */
+static size_t trim_cut(const cf_kernel *k)
+{
+  float peak = 0.0f;
+  size_t cut = SIZE_MAX, tl;
+  for (unsigned i = 0; i < cf_kernel_count(k); i++) {
+    const float *t = cf_kernel_taps(k, i, &tl);
+    for (size_t j = 0; j < tl; j++)
+      peak = fmaxf(peak, fabsf(t[j]));
+  }
+  float thr = peak * (float)pow(10.0, -60.0 / 20.0);
+  for (unsigned i = 0; i < cf_kernel_count(k); i++) {
+    const float *t = cf_kernel_taps(k, i, &tl);
+    size_t j = 0;
+    while (j < tl && fabsf(t[j]) < thr)
+      j++;
+    cut = MIN(cut, j);
+  }
+  return cut;
+}
+
+/* gain, trim and routing changed while PLAYING rebuild the kernel from the
+ * taps kernel-file had when it was set, without reading the file again:
+ * a gain change re-read it, so a file overwritten since swapped in its
+ * new taps, and one removed since failed the change while `gain` and
+ * `trim` read back the new value, the audio going on with the old one,
+ * nothing on the bus (QA). A .npy, a text file, a WAV; random kernels,
+ * buffer sizes, gain; every change against the float64 reference. A new
+ * rate needs no file for a .npy or text (the same taps at every rate);
+ * a WAV, resampled to the stream's rate, is read again then, and where
+ * it has gone, the error says so. A change that cannot be applied (a
+ * gain the taps overflow with) is refused on the bus, the property
+ * reading back what runs. */
+static void test_kernel_file_kept(void **state)
+{
+  (void)state;
+  const char *path[3] = {fixture("kept.npy"), fixture("kept.txt"),
+                         fixture("kept.wav")};
+  for (int cs = 0; cs < 3; cs++) {
+    unsigned rate = 48000, r2 = 44100;
+    unsigned ch = cs == 2 ? (unsigned)ref_rng_range(&rng, 1, 2) : 1;
+    size_t len = ref_rng_range(&rng, 16, 2000), lead = ref_rng_range(&rng, 1, 40);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    double gain_db = (double)ref_rng_range(&rng, 1, 18) - 12.5;
+    size_t seg[4], n = 0;
+    for (int i = 0; i < 4; i++)
+      n += seg[i] = ref_rng_range(&rng, 1, 3000);
+    set_case("%s, %u ch, %zu taps (%zu leading zeros), block %u, gain %g dB, "
+             "changes after %zu, %zu, %zu frames, then %zu",
+             path[cs], ch, len, lead, block, gain_db, seg[0], seg[1], seg[2],
+             seg[3]);
+    float *h1 = random_kernel(len * ch), *h2 = random_kernel(len * ch);
+    memset(h1, 0, lead * ch * sizeof *h1); /* for trim to cut */
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%zu,)", len);
+    if (cs == 0) {
+      write_npy(path[cs], shape, h1, len);
+    } else if (cs == 1) {
+      GString *t = g_string_new(NULL);
+      for (size_t i = 0; i < len; i++)
+        g_string_append_printf(t, "%.9g\n", (double)h1[i]);
+      write_bytes(path[cs], t->str, t->len);
+      g_string_free(t, TRUE);
+    } else {
+      write_wav(path[cs], h1, len, ch, rate);
+    }
+    /* the taps as the element reads them (a WAV through libav) */
+    cf_kernel *k = NULL;
+    cf_status st = cf_kernel_load(path[cs], rate, &k);
+    if (st == CF_E_UNAVAILABLE) {
+      print_message("skipped: WAV kernels: %s\n", cf_last_error());
+      free(h1);
+      free(h2);
+      break;
+    }
+    CHECK(st == CF_OK, "cf_kernel_load: %s", cf_last_error());
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    g_object_set(h->element, "kernel-file", path[cs], "crossfade",
+                 (guint64)0, "drain", FALSE, "block-size", block, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected c;
+    collect_init(&c, ch, rate, 0, n + 1);
+    size_t at = 0;
+    for (int i = 0; i < 4; i++) {
+      if (i == 1) { /* the file overwritten, then a gain change */
+        if (cs == 0)
+          write_npy(path[cs], shape, h2, len);
+        else if (cs == 1)
+          write_bytes(path[cs], "0.5 0.25\n", 9);
+        else
+          write_wav(path[cs], h2, len, ch, rate);
+        gate_set(path[cs], FALSE); /* open it: seen */
+        g_object_set(h->element, "gain", gain_db, NULL);
+        g_mutex_lock(&gate_mu);
+        gboolean opened = gate_hit;
+        g_mutex_unlock(&gate_mu);
+        gate_set(NULL, FALSE);
+        CHECK(!opened, "a gain change opened %s again", path[cs]);
+      } else if (i == 2) { /* the file removed, then trim */
+        CHECK(unlink(path[cs]) == 0, "unlink %s", path[cs]);
+        g_object_set(h->element, "trim", TRUE, NULL);
+      } else if (i == 3) { /* and routing (the same kernels) */
+        gst_util_set_object_arg(G_OBJECT(h->element), "routing",
+                                ch == 1 ? "shared" : "per-channel");
+      }
+      for (size_t end = at + seg[i]; at < end;) {
+        size_t m = pick(ref_rng_range(&rng, 1, 1500), end - at);
+        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, m, ch, rate, 0,
+                          at == 0) == GST_FLOW_OK, "push at frame %zu", at);
+        at += m;
+      }
+    }
+    gdouble g_now = 0;
+    gboolean trim_now = FALSE;
+    g_object_get(h->element, "gain", &g_now, "trim", &trim_now, NULL);
+    CHECK(g_now == gain_db && trim_now, "gain %g, trim %d read back, "
+          "expected %g, 1", g_now, trim_now, gain_db);
+    CHECK(!bus_has(bus, GST_MESSAGE_WARNING, ""), "a warning on the bus "
+          "for a gain, trim or routing change");
+    /* a new rate: the same taps for a .npy or text, from memory; a WAV is
+     * read again to be resampled, and it has gone */
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, r2, ch, ch);
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+    float g = (float)pow(10.0, gain_db / 20.0);
+    size_t cut = trim_cut(k);
+    for (unsigned j = 0; j < ch; j++) {
+      size_t l[3];
+      float *kk[3] = {kept_taps(k, j, 0, 1.0f, &l[0]),
+                      kept_taps(k, j, 0, g, &l[1]),
+                      kept_taps(k, j, cut, g, &l[2])};
+      double *y[3], *want = xalloc(n * sizeof *want);
+      for (int i = 0; i < 3; i++)
+        y[i] = ref_channel(x, n, ch, j, kk[i], l[i], n);
+      /* crossfade 0: the new kernel over all the input from the change */
+      for (size_t i = 0; i < n; i++)
+        want[i] = i < seg[0] ? y[0][i] : i < seg[0] + seg[1] ? y[1][i] : y[2][i];
+      double e = ref_rel_l2(c.y + j, ch, want, 1, n);
+      CHECK(e <= 2e-5, "channel %u: error %.3g against the file's taps as "
+            "set, then with gain, then trimmed", j, e);
+      for (int i = 0; i < 3; i++) {
+        free(kk[i]);
+        free(y[i]);
+      }
+      free(want);
+    }
+    size_t nb = ref_rng_range(&rng, 1, 3000);
+    float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
+    GstClockTime tb = 10 * GST_SECOND;
+    GstFlowReturn fr =
+        push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, 0, nb, ch, r2, tb, TRUE);
+    if (cs == 2) {
+      CHECK(fr != GST_FLOW_OK, "a WAV gone streamed at a new rate");
+      CHECK(bus_has_detail(bus, GST_MESSAGE_ERROR, path[cs], "resample"),
+            "no error naming %s and its resampling to the new rate",
+            path[cs]);
+    } else {
+      CHECK(fr == GST_FLOW_OK, "push at %u Hz: %s", r2,
+            gst_flow_get_name(fr));
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      collected b;
+      collect_init(&b, ch, r2, tb, nb + 1);
+      collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+      CHECK(b.frames == nb, "%zu frames out at %u Hz, expected %zu",
+            b.frames, r2, nb);
+      size_t l;
+      float *kk = kept_taps(k, 0, cut, g, &l);
+      double *w = ref_channel(xb, nb, ch, 0, kk, l, nb);
+      double e = ref_rel_l2(b.y, ch, w, 1, nb);
+      CHECK(e <= 2e-5, "at %u Hz: error %.3g against the taps kept", r2, e);
+      CHECK(!bus_has(bus, GST_MESSAGE_ERROR, ""), "an error at %u Hz", r2);
+      free(kk);
+      free(w);
+      free(b.y);
+    }
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+    cf_kernel_free(k);
+    unlink(path[cs]);
+    free(c.y);
+    free(x);
+    free(xb);
+    free(h1);
+    free(h2);
+  }
+
+  /* a gain the taps overflow with (cf_kernel_scale refuses it): refused
+   * on the bus, `gain` keeps what runs */
+  set_case("a gain refused while playing");
+  float big[3] = {1e33f, -5e32f, 2.5e32f};
+  const char *bp = fixture("big.npy");
+  write_npy(bp, "(3,)", big, 3);
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", bp, "gain", -6.0, "drain", FALSE,
+               NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+  size_t n = ref_rng_range(&rng, 100, 3000), n1 = ref_rng_range(&rng, 1, n);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n1, 1, 48000, 0, TRUE) ==
+            GST_FLOW_OK, "push 1");
+  g_object_set(h->element, "gain", 120.0, NULL);
+  gdouble g_now = 0;
+  g_object_get(h->element, "gain", &g_now, NULL);
+  CHECK(g_now == -6.0, "a refused gain reads back %g, -6 runs", g_now);
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "gain refused"),
+        "a gain the taps overflow with: no warning on the bus");
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, n1, n - n1, 1, 48000, 0,
+                    FALSE) == GST_FLOW_OK, "push 2");
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collected c;
+  collect_init(&c, 1, 48000, 0, n + 1);
+  collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+  CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+  float g6 = (float)pow(10.0, -6.0 / 20.0);
+  for (int i = 0; i < 3; i++)
+    big[i] *= g6;
+  double *w = ref_channel(x, n, 1, 0, big, 3, n);
+  double e = ref_rel_l2(c.y, 1, w, 1, n);
+  CHECK(e <= 2e-5, "error %.3g against the kernel at -6 dB", e);
+  free(w);
+  free(c.y);
+  free(x);
+  gst_element_set_bus(h->element, NULL);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  unlink(bp);
+}
+
 /* ---- bad values ------------------------------------------------------------ */
 
 
@@ -3591,6 +3840,7 @@ int main(void)
       cmocka_unit_test(test_caps_without_mask),
       cmocka_unit_test(test_trim_and_per_channel),
       cmocka_unit_test(test_wav_kernel),
+      cmocka_unit_test(test_kernel_file_kept),
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_nonfinite_input),
