@@ -33,8 +33,9 @@
  * they belong to, before the new one; so does new caps, in the old format
  * (the ring-out then stops where the input ended), also caps the kernel
  * cannot take, before their error. A discontinuity, a flush and new caps
- * restart the filter history; the same caps or segment sent again do
- * not. A GAP event is silence: the held frames and the
+ * restart the filter history (a kernel change not yet in force then
+ * takes effect at once, no crossfade); the same caps or segment sent
+ * again do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
@@ -637,14 +638,22 @@ static void free_engine(GstCudaFir *self)
   cf_engine_free(e);
 }
 
+static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once);
+
 /* Forget the history: the next buffer starts a new run of timestamps. */
 static void restart(GstCudaFir *self)
 {
   /* nothing waits across a restart: generate_output hands the parts on
    * before it looks at its input (flush and stop restart too) */
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
-  if (self->engine)
+  if (self->engine) {
+    /* a kernel change waiting for the next buffer goes in first: the
+     * reset completes it (engine.h), so the newest kernel alone filters
+     * what follows; applied after the reset, it crossfaded from the old
+     * kernel after a flush or a discontinuity (QA) */
+    apply_kernel_change(self, TRUE);
     cf_engine_reset(self->engine);
+  }
   self->skip = self->latency;
   self->base_ts = GST_CLOCK_TIME_NONE;
   self->base_offset = GST_BUFFER_OFFSET_NONE;
@@ -1188,8 +1197,10 @@ static GstFlowReturn push_residue(GstCudaFir *self, GstClockTime until)
   return push_held(self, drain, until);
 }
 
-/* Apply a kernel change made while streaming (checked when it was set). */
-static void apply_kernel_change(GstCudaFir *self)
+/* Apply a kernel change made while streaming (checked when it was set):
+ * at the next buffer, or `at_once` (no crossfade: the caller resets the
+ * engine, which completes the swap). Whether one was waiting. */
+static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once)
 {
   GST_OBJECT_LOCK(self);
   cf_kernel *k = self->pending;
@@ -1200,7 +1211,9 @@ static void apply_kernel_change(GstCudaFir *self)
                                                self->rate, GST_SECOND);
   GST_OBJECT_UNLOCK(self);
   if (!k && !p)
-    return;
+    return FALSE;
+  if (at_once)
+    xf = 0;
   /* a built swap replays only the buffers since it was built */
   cf_status s = p ? cf_engine_set_prepared(self->engine, p, (size_t)xf)
                   : cf_engine_set_kernel(self->engine, k, (size_t)xf);
@@ -1221,6 +1234,7 @@ static void apply_kernel_change(GstCudaFir *self)
   else
     GST_INFO_OBJECT(self, "kernel swapped (crossfade %" G_GUINT64_FORMAT
                     " frames)", xf);
+  return TRUE;
 }
 
 /* ---- GstBaseTransform ---------------------------------------------------- */
@@ -1703,7 +1717,13 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
       return ret;
     }
   }
-  apply_kernel_change(self);
+  /* Nothing filtered since a restart (a flush, a discontinuity, new
+   * caps): nothing to blend from, the stream starts from silence with the
+   * new kernel alone. The reset (a no-op on no history) completes the
+   * swap, so the old kernel's length no longer counts in the ring-out
+   * (it added its silent tail at EOS). */
+  if (apply_kernel_change(self, self->frames_in == 0) && self->frames_in == 0)
+    cf_engine_reset(self->engine);
   if (GST_BUFFER_IS_DISCONT(in) && self->carry_len) {
     GST_WARNING_OBJECT(self,
                        "dropping %" G_GSIZE_FORMAT " bytes of a frame "

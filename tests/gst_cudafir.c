@@ -2040,6 +2040,108 @@ static void test_kernel_swap(void **state)
   }
 }
 
+/* A kernel change just before a flush (a seek) or a DISCONT buffer, or
+ * after a flush before any buffer: what follows is filtered from silence
+ * by the newest kernel alone (engine.h: a reset completes every swap), no
+ * crossfade from the old one; the change was applied after the reset, at
+ * the next buffer, and crossfaded from the old kernel after the flush
+ * (QA). `how`: 0 change, flush; 1 change, DISCONT buffer (A's held frames
+ * and ring-out are A's, the old kernel's); 2 flush, change. Random
+ * kernels, crossfade, chunking; A and B against the float64 reference. */
+static void run_change_then_break(int how)
+{
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t l1 = random_len(), l2 = random_len();
+  size_t xf = ref_rng_range(&rng, 200, 4000);
+  size_t na = ref_rng_range(&rng, 1, 6000), nb = ref_rng_range(&rng, 1, 6000);
+  unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+  gboolean drain = ref_rng_u64(&rng) % 2;
+  set_case("%s: %zu -> %zu taps, crossfade %zu frames, block %u, drain %d, "
+           "A %zu, B %zu frames, %u ch",
+           how == 0   ? "change, flush"
+           : how == 1 ? "change, DISCONT"
+                      : "flush, change",
+           l1, l2, xf, block, drain, na, nb, ch);
+  float *h1 = random_kernel(l1), *h2 = random_kernel(l2);
+  float *xa = random_input(GST_AUDIO_FORMAT_F32LE, na * ch);
+  float *xb = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
+  GstHarness *h = new_fir();
+  set_taps(h->element, h1, l1);
+  g_object_set(h->element, "block-size", block, "drain", drain, "crossfade",
+               (guint64)gst_util_uint64_scale_int(xf, GST_SECOND, (gint)rate),
+               NULL);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+  size_t a_total = na + (drain ? l1 - 1 : 0), b_total = nb + (drain ? l2 - 1 : 0);
+  collected a, b;
+  collect_init(&a, ch, rate, 0, a_total + 1);
+  for (size_t at = 0; at < na;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 2000), na - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, 0,
+                      at == 0) == GST_FLOW_OK, "push A");
+    at += k;
+  }
+  collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+  if (how != 2)
+    set_taps(h->element, h2, l2);
+  if (how != 1) {
+    assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
+    assert_true(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    GstBuffer *stale; /* the flush drops what was pending downstream */
+    while ((stale = gst_harness_try_pull(h)))
+      gst_buffer_unref(stale);
+  }
+  if (how == 2)
+    set_taps(h->element, h2, l2);
+  GstClockTime tb = how == 1 ? 10 * GST_SECOND : 0;
+  collect_init(&b, ch, rate, tb, b_total + 1);
+  for (size_t at = 0; at < nb;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 2000), nb - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, at, k, ch, rate, tb,
+                      at == 0) == GST_FLOW_OK, "push B");
+    at += k;
+    if (how == 1)
+      collect_split(h, &a, &b, tb, GST_AUDIO_FORMAT_F32LE);
+    else
+      collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+  }
+  assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+  if (how == 1)
+    CHECK(a.frames == a_total, "A: %zu frames out, expected %zu", a.frames,
+          a_total);
+  CHECK(b.frames == b_total, "B: %zu frames out, expected %zu", b.frames,
+        b_total);
+  for (unsigned k = 0; k < ch; k++) {
+    double *wa = ref_channel(xa, na, ch, k, h1, l1, a_total);
+    double *wb = ref_channel(xb, nb, ch, k, h2, l2, b_total);
+    double ea = ref_rel_l2(a.y + k, ch, wa, 1, MIN(a.frames, a_total));
+    double eb = ref_rel_l2(b.y + k, ch, wb, 1, MIN(b.frames, b_total));
+    CHECK(ea <= 2e-5, "channel %u: A error %.3g against the old kernel", k,
+          ea);
+    CHECK(eb <= 2e-5, "channel %u: B error %.3g against the new kernel "
+          "alone", k, eb);
+    free(wa);
+    free(wb);
+  }
+  gst_harness_teardown(h);
+  free(a.y);
+  free(b.y);
+  free(xa);
+  free(xb);
+  free(h1);
+  free(h2);
+}
+
+static void test_kernel_change_then_break(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 9; i++)
+    run_change_then_break(i % 3);
+}
+
 /* A gate on opening one file: the library's fopen64 and open64 (its
  * loaders open kernel files with open(), _FILE_OFFSET_BITS=64) come here
  * (the executable's definitions are found first), and opening
@@ -3831,6 +3933,7 @@ int main(void)
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_kernel_swap),
+      cmocka_unit_test(test_kernel_change_then_break),
       cmocka_unit_test(test_kernel_burst),
       cmocka_unit_test(test_file_load_off_thread),
       cmocka_unit_test(test_routing),
