@@ -1053,6 +1053,18 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   return TRUE;
 }
 
+/* The latency the element adds, in ns, for the query and the `latency`
+ * property alike: 0 without an engine (before caps, after stop: the
+ * query said the stopped stream's while the property said 0). Object
+ * lock held. */
+static GstClockTime our_latency(const GstCudaFir *self)
+{
+  return self->engine && self->rate
+             ? gst_util_uint64_scale_int_round(self->latency, GST_SECOND,
+                                               self->rate)
+             : 0;
+}
+
 /* After an engine call: backend=auto leaves a failing CUDA device for the
  * CPU inside the call, losing nothing (the engine's contract). Say so on
  * the bus, once, and in backend-in-use. */
@@ -1409,6 +1421,10 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
   free_engine(self);
+  GST_OBJECT_LOCK(self);
+  self->latency = 0; /* nothing filtered: nothing added (our_latency) */
+  self->rate = 0;
+  GST_OBJECT_UNLOCK(self);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
@@ -1645,9 +1661,7 @@ static gboolean gst_cuda_fir_query(GstBaseTransform *bt, GstPadDirection dir,
   GstClockTime min, max;
   gst_query_parse_latency(q, &live, &min, &max);
   GST_OBJECT_LOCK(self);
-  GstClockTime ours = self->rate ? gst_util_uint64_scale_int_round(
-                                       self->latency, GST_SECOND, self->rate)
-                                 : 0;
+  GstClockTime ours = our_latency(self);
   GST_OBJECT_UNLOCK(self);
   min += ours;
   if (GST_CLOCK_TIME_IS_VALID(max))
@@ -2108,10 +2122,7 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
     g_value_set_boolean(value, self->trim);
     break;
   case PROP_LATENCY:
-    g_value_set_uint64(value, self->engine && self->rate
-                                  ? gst_util_uint64_scale_int_round(
-                                        self->latency, GST_SECOND, self->rate)
-                                  : 0);
+    g_value_set_uint64(value, our_latency(self));
     break;
   case PROP_BACKEND_IN_USE:
     g_value_set_string(value,
@@ -2249,7 +2260,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
           DEFAULT_TRIM, live));
   g_object_class_install_property(oc, PROP_LATENCY,
       g_param_spec_uint64("latency", "Latency",
-          "Latency the filter adds, in ns (0 until the format is known)",
+          "Latency the filter adds, in ns, as the latency query says it "
+          "(0 until the format is known, and once stopped)",
           0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(oc, PROP_BACKEND_IN_USE,
       g_param_spec_string("backend-in-use", "Backend in use",

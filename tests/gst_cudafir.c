@@ -1205,6 +1205,87 @@ static void test_latency_impulse(void **state)
   }
 }
 
+/* The latency query and the `latency` property agree in every state: after
+ * PLAYING -> READY the element filters nothing and adds nothing (the
+ * property said 0, the query still the old stream's latency: stop() kept
+ * it), and a second run at another rate reports its own, which is the
+ * delay its output has. Random kernels, block sizes, pipeline-depth,
+ * chunkings; the output against the float64 reference. */
+static void test_latency_after_stop(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = random_len();
+    unsigned block = 1u << ref_rng_range(&rng, 5, 11);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    GstClockTime upstream = ref_rng_range(&rng, 0, 30) * GST_MSECOND;
+    set_case("%zu taps, block-size %u, pipeline-depth %u, %u ch, upstream %"
+             GST_TIME_FORMAT, len, block, depth, ch, GST_TIME_ARGS(upstream));
+    float *hk = random_kernel(len);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 "drain", FALSE, NULL);
+    gst_harness_set_upstream_latency(h, upstream);
+    static const unsigned rates[2] = {48000, 22050};
+    for (int run = 0; run < 2; run++) {
+      unsigned rate = rates[run];
+      add_case(run ? ", then %u Hz" : ", %u Hz", rate);
+      if (run)
+        gst_harness_play(h);
+      set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+      size_t n = ref_rng_range(&rng, 2 * block * (depth + 2), 20000);
+      float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+      collected c;
+      collect_init(&c, ch, rate, 0, n + 1);
+      for (size_t at = 0; at < n;) {
+        size_t k = pick(ref_rng_range(&rng, 1, 3000), n - at);
+        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                          at == 0) == GST_FLOW_OK, "push at frame %zu", at);
+        at += k;
+      }
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+      guint64 prop = G_MAXUINT64;
+      g_object_get(h->element, "latency", &prop, NULL);
+      GstClockTime q = gst_harness_query_latency(h);
+      GstClockTime held = gst_util_uint64_scale_int_round(
+          n - c.frames, GST_SECOND, (gint)rate);
+      CHECK(prop == held, "run %d: latency property %" G_GUINT64_FORMAT
+            " ns, the output is %zu frames behind (%" GST_TIME_FORMAT ")",
+            run, prop, n - c.frames, GST_TIME_ARGS(held));
+      CHECK(q == upstream + prop, "run %d: latency query %" GST_TIME_FORMAT
+            ", the property %" G_GUINT64_FORMAT " ns + upstream", run,
+            GST_TIME_ARGS(q), prop);
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+      CHECK(c.frames == n, "run %d: %zu frames out, expected %zu", run,
+            c.frames, n);
+      for (unsigned k = 0; k < ch; k++) {
+        double *w = ref_channel(x, n, ch, k, hk, len, n);
+        double e = ref_rel_l2(c.y + k, ch, w, 1, n);
+        CHECK(e <= 2e-5, "run %d channel %u: error %.3g", run, k, e);
+        free(w);
+      }
+      free(c.y);
+      free(x);
+      /* a flush takes the EOS off the harness's pads for the next run */
+      assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
+      assert_true(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+      CHECK(gst_element_set_state(h->element, GST_STATE_READY) ==
+                GST_STATE_CHANGE_SUCCESS, "run %d: READY failed", run);
+      g_object_get(h->element, "latency", &prop, NULL);
+      q = gst_harness_query_latency(h);
+      CHECK(prop == 0 && q == upstream,
+            "run %d, READY: latency property %" G_GUINT64_FORMAT
+            " ns, query %" GST_TIME_FORMAT " (upstream %" GST_TIME_FORMAT ")",
+            run, prop, GST_TIME_ARGS(q), GST_TIME_ARGS(upstream));
+    }
+    gst_harness_teardown(h);
+    free(hk);
+  }
+}
+
 /* ---- DISCONT, flush, drain=false ------------------------------------------ */
 
 /* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 a new
@@ -3921,6 +4002,7 @@ int main(void)
       cmocka_unit_test(test_device_fallback),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
+      cmocka_unit_test(test_latency_after_stop),
       cmocka_unit_test(test_discont),
       cmocka_unit_test(test_discont_soon),
       cmocka_unit_test(test_flush),
