@@ -64,7 +64,12 @@ typedef enum cf_backend {
 /* How the CPU (or GPU) computes a 1D convolution. AUTO picks by measured
  * cost for the kernel length and block size; the others force a path
  * (on the CPU a kernel of one tap, a plain multiply, takes the direct
- * path whatever is forced, with the latency of the path forced). */
+ * path whatever is forced, with the latency of the path forced). The
+ * latency is fixed when the engine is made: AUTO on a short kernel picks
+ * the direct path (latency 0), and a longer kernel swapped in later runs
+ * with a direct head at latency 0, dearer than an FFT path at block - 1;
+ * make the engine with the longest kernel it will take, or force an FFT
+ * path, where the latency may be block - 1. */
 typedef enum cf_algorithm {
   CF_ALGO_AUTO,
   CF_ALGO_DIRECT,         /* time domain, SIMD; latency 0 */
@@ -199,7 +204,12 @@ cf_status cf_engine_reset(cf_engine *e);
  * after them.
  * This call may allocate; process() never does. It never runs FFTW's
  * measuring planner: FFT sizes no plan exists for yet are estimated
- * (cf_engine_prepare_kernel() measures them beforehand). */
+ * (cf_engine_prepare_kernel() measures them beforehand). But FFTW plans
+ * one size at a time in a process: an estimate waits for another
+ * thread's measuring (an engine being made, prepare_kernel, prepare_swap:
+ * up to a second or so per size the first time on a machine). A
+ * real-time thread swaps with prepare_swap and set_prepared, which plans
+ * nothing. */
 cf_status cf_engine_set_kernel(cf_engine *e, const cf_kernel *kernel,
                                size_t crossfade);
 
@@ -232,8 +242,8 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  *     the memory of the kernel sets the swap retires goes into p (nor
  *     does it allocate, while at most 64 kernel sets are in
  *     force at once: a burst of swaps closer together than the latency
- *     or a crossfade keeps them all; past 64 the engine's lists grow
- *     once, and sets p cannot hold are freed there);
+ *     or a crossfade keeps them all; past 64 the engine's lists grow,
+ *     doubling at 64, 128, 256 and so on, and sets p cannot hold are freed there);
  *   - cf_swap_prep_free(p) then, in any thread (made or not; not in a
  *     real-time one: it gives memory back). The engine must outlive p.
  * On the CUDA backend prepare_swap builds the new set's device buffers,
