@@ -149,14 +149,14 @@ static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
   for (unsigned i = 0; st->nk && i < c->k; i++)
     total += st->nk[i] = stage_parts(&st->pl, lens[i]);
   st->hbuf = cf_alloc(total * 2 * st->nbs * sizeof(float));
-  /* spread over its small blocks (a cost in ns, the plan's model: only
-   * the proportions count) */
+  /* spread over its small blocks, by the plan's cost model (only the
+   * proportions count) */
   st->spread = st->pl.q >= 2 && p > c->blk;
   if (st->spread) {
     st->acc = cf_alloc(2 * st->nbs * sizeof(float));
     st->beats = p / c->blk;
-    st->fft_cost = 100.0 + 0.15 * (double)st->nf * log2((double)st->nf);
-    st->part_cost = 0.72 * (double)nb;
+    st->fft_cost = cf_plan_fft_ns(st->nf);
+    st->part_cost = cf_plan_cmac_ns(p, nb);
   }
   if (!st->fdl || !st->xs || !st->h || !st->nk || !st->hbuf ||
       (st->spread && !st->acc))

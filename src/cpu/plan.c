@@ -18,9 +18,14 @@
 #define NS_CMAC_BIN_BIG 0.72 /* ... for spectra past 4096 bins (L2-bound) */
 #define NS_PER_SAMPLE 1.0    /* copies in and out */
 
-static double fft_ns(size_t n)
+double cf_plan_fft_ns(size_t n)
 {
   return NS_FFT_FIXED + NS_FFT_NLOGN * (double)n * log2((double)n);
+}
+
+double cf_plan_cmac_ns(size_t p, size_t nb)
+{
+  return (double)nb * (p > 4096 ? NS_CMAC_BIN_BIG : NS_CMAC_BIN);
 }
 
 static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -32,9 +37,8 @@ static double cost(const cf_conv_plan *pl, unsigned k)
     const cf_stage_plan *st = &pl->st[s];
     double p = (double)st->p;
     size_t nf = cf_conv_fft_size(st->p);
-    c += (1.0 + k) * fft_ns(nf) / p;
-    double bin = st->p > 4096 ? NS_CMAC_BIN_BIG : NS_CMAC_BIN;
-    c += (double)k * (double)st->n * (double)(nf / 2 + 1) * bin / p;
+    c += (1.0 + k) * cf_plan_fft_ns(nf) / p;
+    c += (double)k * (double)st->n * cf_plan_cmac_ns(st->p, nf / 2 + 1) / p;
   }
   return c;
 }

@@ -39,6 +39,12 @@ void cf_plan_make(cf_conv_plan *pl, size_t len, unsigned kernels,
 size_t cf_plan_latency(size_t len, unsigned kernels, size_t block,
                        cf_algorithm algo);
 
+/* The model's costs, ns: a real FFT of size n (forward or inverse); the
+ * multiply-add of one partition of nb bins in a stage of partition p.
+ * conv.c spreads a stage's work by them. */
+double cf_plan_fft_ns(size_t n);
+double cf_plan_cmac_ns(size_t p, size_t nb);
+
 /* "1024x4 + 4096x3 + 16384x7" */
 void cf_plan_describe(const cf_conv_plan *pl, char *buf, size_t n);
 
