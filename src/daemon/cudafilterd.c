@@ -226,8 +226,8 @@ static bool stream_try(stream *s, GError **err)
 
 /* How a start that waited for its probe went, in the log (and to the
  * clients that asked). */
-static void stream_started(daemon_state *d, stream *s, bool asked,
-                           bool was_down, GError *e);
+static void stream_started(stream *s, bool asked, bool was_down,
+                           GError *e);
 
 typedef struct probe_job {
   daemon_state *d;
@@ -290,7 +290,7 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     s->down_error = g_strdup(e->message);
     s->ended_at = now_s();
   }
-  stream_started(d, s, j->asked, j->was_down, ok ? NULL : e);
+  stream_started(s, j->asked, j->was_down, ok ? NULL : e);
   g_clear_error(&e);
 }
 
@@ -359,16 +359,14 @@ static gboolean on_tick(gpointer user)
     GError *e = NULL;
     bool ok = stream_try_later(d, s, false, &e);
     if (ok || !s->probing)
-      stream_started(d, s, false, was_down, ok ? NULL : e);
+      stream_started(s, false, was_down, ok ? NULL : e);
     g_clear_error(&e);
   }
   return G_SOURCE_CONTINUE;
 }
 
-static void stream_started(daemon_state *d, stream *s, bool asked,
-                           bool was_down, GError *e)
+static void stream_started(stream *s, bool asked, bool was_down, GError *e)
 {
-  (void)d;
   if (asked) {
     if (e)
       say("stream %s cannot start (restart), it is down: %s", s->sc->name,
@@ -807,13 +805,13 @@ static bool cmd_restart(daemon_state *d, client *cl, char **argv,
       *later = true;
       return false;
     }
-    stream_started(d, s, true, was_down, e);
+    stream_started(s, true, was_down, e);
     g_set_error(err, CFD_ERROR, 0, "%s cannot start, it is down: %s",
                 s->sc->name, e->message);
     g_error_free(e);
     return false;
   }
-  stream_started(d, s, true, was_down, NULL);
+  stream_started(s, true, was_down, NULL);
   g_string_append_printf(out, "%s: started again\n", s->sc->name);
   return true;
 }
