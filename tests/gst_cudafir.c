@@ -1288,6 +1288,27 @@ static void test_latency_after_stop(void **state)
 
 /* ---- DISCONT, flush, drain=false ------------------------------------------ */
 
+/* Runs A and B, each against its own convolution from silence (A as
+ * far as it came out, at most its input and ring-out); frees their
+ * samples. */
+static void check_two_runs(collected *a, collected *b, const float *xa,
+                           size_t na, const float *xb, size_t nb,
+                           unsigned ch, const float *hk, size_t len)
+{
+  for (unsigned k = 0; k < ch; k++) {
+    double *wa = ref_channel(xa, na, ch, k, hk, len, na + len - 1);
+    double *wb = ref_channel(xb, nb, ch, k, hk, len, nb + len - 1);
+    double ea = ref_rel_l2(a->y + k, ch, wa, 1, MIN(a->frames, na + len - 1));
+    double eb = ref_rel_l2(b->y + k, ch, wb, 1, b->frames);
+    CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error %.3g "
+          "(B must start from silence)", k, ea, eb);
+    free(wa);
+    free(wb);
+  }
+  free(a->y);
+  free(b->y);
+}
+
 /* Two runs A and B separated by `how` (0 DISCONT buffer, 1 flush, 2 a new
  * segment whose buffers jump ahead in time without DISCONT, 3 a DISCONT
  * buffer soon after A's end, within A's ring-out): A's output is complete
@@ -1368,19 +1389,8 @@ static void run_break(int how)
   collect(h, &b, GST_AUDIO_FORMAT_F32LE);
   CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
         b.frames, nb + len - 1);
-  for (unsigned k = 0; k < ch; k++) {
-    double *wa = ref_channel(xa, na, ch, k, hk, len, na + len - 1);
-    double *wb = ref_channel(xb, nb, ch, k, hk, len, nb + len - 1);
-    double ea = ref_rel_l2(a.y + k, ch, wa, 1, a.frames);
-    double eb = ref_rel_l2(b.y + k, ch, wb, 1, b.frames);
-    CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error %.3g "
-          "(B must start from silence)", k, ea, eb);
-    free(wa);
-    free(wb);
-  }
+  check_two_runs(&a, &b, xa, na, xb, nb, ch, hk, len);
   gst_harness_teardown(h);
-  free(a.y);
-  free(b.y);
   free(xa);
   free(xb);
   free(hk);
@@ -1495,19 +1505,8 @@ static void run_resume_back(int how)
   collect(h, &b, GST_AUDIO_FORMAT_F32LE);
   CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
         b.frames, nb + len - 1);
-  for (unsigned k = 0; k < ch; k++) {
-    double *wa = ref_channel(xa, na, ch, k, hk, len, na + len - 1);
-    double *wb = ref_channel(xb, nb, ch, k, hk, len, nb + len - 1);
-    double ea = ref_rel_l2(a.y + k, ch, wa, 1, MIN(a.frames, na + len - 1));
-    double eb = ref_rel_l2(b.y + k, ch, wb, 1, b.frames);
-    CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error %.3g "
-          "(B must start from silence)", k, ea, eb);
-    free(wa);
-    free(wb);
-  }
+  check_two_runs(&a, &b, xa, na, xb, nb, ch, hk, len);
   gst_harness_teardown(h);
-  free(a.y);
-  free(b.y);
   free(xa);
   free(xb);
   free(hk);
