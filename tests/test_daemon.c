@@ -3612,6 +3612,83 @@ static void test_restart_in_background(void **state)
   free(want);
 }
 
+/* A reload that starts a file stream again (its output changed) starts
+ * it on the input its load just probed in the reload's thread: a second
+ * probe in the loop held every client (and the reload's answer) for as
+ * long again where the network input was slow to answer. The server
+ * holds the connection after the load's probe: the stream's own reading
+ * (its thread), not a probe in the loop. */
+static void test_reload_probes_once(void **state)
+{
+  (void)state;
+  if (skip_without_libav() || skip_without_loopback())
+    skip();
+  size_t frames = ref_rng_range(&rng, 2000, 20000);
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  double *want = xalloc(sizeof(double) * frames * 2);
+  for (size_t i = 0; i < frames * 2; i++)
+    want[i] = 0.5 * x[i] - (i >= 2 ? 0.25 * x[i - 2] : 0.0);
+  char in[600], out[600], out2[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("rp-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("rp-out.wav"));
+  snprintf(out2, sizeof out2, "%s", fixture("rp-out2.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("rp.conf"));
+  write_wav(in, W_F32, 48000, 2, x, frames);
+  free(x);
+  unsigned port;
+  int to, heard;
+  pid_t server = file_server(in, &port, &to, &heard);
+  const char *fmt = "[stream n]\ntype = file\ninput = tcp://127.0.0.1:%u\n"
+                    "output = %s\nformat = wav\nbackend = cpu\n"
+                    "kernel = 0.5, -0.25\n";
+  write_text(conf, fmt, port, out);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "n", "finished");
+  check_wav(out, want, frames, 2, 48000);
+  write_text(conf, fmt, port, out2);
+  /* the load's probe held, then let go with the next connection held */
+  CHECK(write(to, "H", 1) == 1, "server: %s", strerror(errno));
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+  CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            write(fd, "reload\n", 7) == 7,
+        "reload: %s", strerror(errno));
+  struct pollfd hp = {.fd = heard, .events = POLLIN};
+  char c;
+  CHECK(poll(&hp, 1, 30000) == 1 && read(heard, &c, 1) == 1,
+        "the reload never probed the input");
+  CHECK(write(to, "RH", 2) == 2, "server: %s", strerror(errno));
+  CHECK(poll(&hp, 1, 30000) == 1 && read(heard, &c, 1) == 1,
+        "the restarted stream never read its input");
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  CHECK(poll(&pf, 1, 3000) == 1, "no answer to the reload while the input "
+        "is held: the loop probed it again");
+  char ans[4096];
+  size_t n = 0;
+  ssize_t k;
+  while (n < sizeof ans - 1 && (k = read(fd, ans + n, sizeof ans - 1 - n)) > 0)
+    n += (size_t)k;
+  ans[n] = 0;
+  close(fd);
+  CHECK(answer_ok(ans) && strstr(ans, "n: restarted"), "reload: %s", ans);
+  char *st = ctl(&r, "status");
+  const char *v = field(st, "n", "state");
+  CHECK(answer_ok(st) && v && !strcmp(v, "running"), "status: %s", st);
+  free(st);
+  CHECK(write(to, "R", 1) == 1, "server: %s", strerror(errno));
+  wait_state(&r, "n", "finished");
+  check_wav(out2, want, frames, 2, 48000);
+  stop_daemon(&r);
+  close(to);
+  close(heard);
+  kill(server, SIGKILL);
+  waitpid(server, NULL, 0);
+  free(want);
+}
+
 /* What a file stream refuses: in the config (--check), and at run time
  * (status says failed, the daemon goes on, no output). */
 /* A UDP port on the loopback that nothing uses now (the system's pick),
@@ -4369,6 +4446,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
       cmocka_unit_test_teardown(test_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_restart_in_background, kill_left),
+      cmocka_unit_test_teardown(test_reload_probes_once, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

@@ -144,12 +144,35 @@ static void stream_stop(stream *s)
 
 /* Start sc (ownership passes on success). A stream with a restart
  * policy that cannot start is kept down, and tried again. */
-static stream *stream_start(cfd_stream_conf *sc, GError **err)
+/* How a file stream's input is known when the stream starts: probed at
+ * the start (PROBE_NOW), in a thread just before (PROBED: a restart's),
+ * or by the config's load just before (LOAD_PROBED: the daemon's start,
+ * a reload's sections). The last starts without probing again, which
+ * held the loop as long again for a network input slow to answer; an
+ * input that load could not read (taken as the running stream's,
+ * stale_input saying why) is not tried again in the loop either. */
+typedef enum start_probe { PROBE_NOW, PROBED, LOAD_PROBED } start_probe;
+
+static cfd_audio *start_audio(const cfd_stream_conf *sc, start_probe how,
+                              GError **err)
+{
+  if (sc->type != CFD_FILE || how == PROBE_NOW)
+    return cfd_audio_start(sc, err);
+  if (how == LOAD_PROBED && sc->stale_input) {
+    g_set_error(err, CFD_ERROR, 0, "its input cannot be read now: %s",
+                sc->stale_input);
+    return NULL;
+  }
+  return cfd_audio_start_probed(sc, err);
+}
+
+static stream *stream_start(cfd_stream_conf *sc, start_probe how,
+                            GError **err)
 {
   stream *s = g_new0(stream, 1);
   GError *e = NULL;
   if (sc->type != CFD_PIPELINE)
-    s->audio = cfd_audio_start(sc, &e);
+    s->audio = start_audio(sc, how, &e);
   else
     s->pipe = cfd_pipeline_start(sc, &e);
   if (!s->audio && !s->pipe && sc->restart != CFD_RESTART_NO) {
@@ -192,18 +215,16 @@ static void stream_halt(stream *s)
   s->pipe = NULL;
 }
 
-/* Start s from its section (a file stream's input `probed` already, or
- * probed here); s is halted. On failure it is down: why is kept for
- * status, and the time for the next try (with a restart policy). */
-static bool stream_begin(stream *s, bool probed, GError **err)
+/* Start s from its section (a file stream's input known as `how`
+ * says); s is halted. On failure it is down: why is kept for status, and
+ * the time for the next try (with a restart policy). */
+static bool stream_begin(stream *s, start_probe how, GError **err)
 {
   GError *e = NULL;
   if (s->sc->type == CFD_PIPELINE)
     s->pipe = cfd_pipeline_start(s->sc, &e);
-  else if (probed)
-    s->audio = cfd_audio_start_probed(s->sc, &e);
   else
-    s->audio = cfd_audio_start(s->sc, &e);
+    s->audio = start_audio(s->sc, how, &e);
   s->ended_at = 0;
   s->told_end = false;
   if (s->audio || s->pipe) {
@@ -217,12 +238,6 @@ static bool stream_begin(stream *s, bool probed, GError **err)
   return false;
 }
 
-/* Start s again from its section, whatever runs stopped first. */
-static bool stream_try(stream *s, GError **err)
-{
-  stream_halt(s);
-  return stream_begin(s, false, err);
-}
 
 /* How a start that waited for its probe went, in the log (and to the
  * clients that asked). */
@@ -284,7 +299,7 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     return;
   }
   if (ok) {
-    ok = stream_begin(s, true, &e);
+    ok = stream_begin(s, PROBED, &e);
   } else {
     g_free(s->down_error);
     s->down_error = g_strdup(e->message);
@@ -296,14 +311,14 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
 
 /* Start s again from its section, whatever runs stopped first; a file
  * stream's input is probed in a thread, and the start made when it is
- * done (probe_done): false then, s->probing set. Else as stream_try. */
+ * done (probe_done): false then, s->probing set. Else started at once. */
 static bool stream_try_later(daemon_state *d, stream *s, bool asked,
                              GError **err)
 {
   bool was_down = s->down_error != NULL;
   stream_halt(s);
   if (s->sc->type != CFD_FILE)
-    return stream_begin(s, false, err);
+    return stream_begin(s, PROBE_NOW, err);
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
@@ -528,7 +543,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       cfd_stream_conf_free(old->sc);
       old->sc = take_conf(c, i);
       GError *e = NULL;
-      if (stream_try(old, &e))
+      if (stream_begin(old, LOAD_PROBED, &e))
         g_string_append_printf(report, "%s: restarted (it was down)\n",
                                old->sc->name);
       else {
@@ -576,7 +591,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     if (old && old->audio && sc->type == CFD_FILE &&
         old->sc->type == CFD_FILE && cfd_audio_ended(old->audio)) {
       GError *e = NULL;
-      stream *s = stream_start(take_conf(c, i), &e);
+      stream *s = stream_start(take_conf(c, i), LOAD_PROBED, &e);
       if (!s) {
         ok = false;
         g_string_append_printf(report,
@@ -599,7 +614,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       stream_stop(old);
     }
     GError *e = NULL;
-    stream *s = stream_start(take_conf(c, i), &e);
+    stream *s = stream_start(take_conf(c, i), LOAD_PROBED, &e);
     if (!s) {
       ok = false;
       g_string_append_printf(report, "%s\n", e->message);
@@ -607,7 +622,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       g_clear_error(&e);
       if (old_sc) {
         const char *name = sc->name;
-        s = stream_start(old_sc, &e);
+        s = stream_start(old_sc, PROBE_NOW, &e); /* probed long ago */
         g_string_append_printf(report, "%s: %s%s\n", name,
                                s ? "the old section runs again"
                                  : "the old section cannot start again: ",
@@ -1564,7 +1579,7 @@ int main(int argc, char **argv)
   bool ok = !d.exit_code && listen_socket(&d, &err);
   for (guint i = 0; ok && i < c->streams->len; i++) {
     cfd_stream_conf *sc = take_conf(c, i);
-    stream *s = stream_start(sc, &err);
+    stream *s = stream_start(sc, LOAD_PROBED, &err);
     if (s)
       g_ptr_array_add(d.streams, s);
     else
