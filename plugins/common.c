@@ -1,6 +1,8 @@
 /* Shared by cudafir and cudaconvolve: see common.h. */
 #include "common.h"
 
+#include <math.h>
+
 #include <string.h>
 
 GType cf_gst_backend_get_type(void)
@@ -202,4 +204,44 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   }
   gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code, text,
                            g_strdup(detail), file, func, line);
+}
+
+GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
+                                   const gchar *blurb, GParamFlags flags)
+{
+  return gst_param_spec_array(name, nick, blurb, NULL, flags);
+}
+
+gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why)
+{
+  guint n = gst_value_array_get_size(array);
+  g_array_set_size(taps, 0);
+  for (guint i = 0; i < n; i++) {
+    const GValue *v = gst_value_array_get_value(array, i);
+    GValue d = G_VALUE_INIT;
+    g_value_init(&d, G_TYPE_DOUBLE);
+    gboolean ok = G_VALUE_TYPE(v) != G_TYPE_BOOLEAN &&
+                  g_value_type_transformable(G_VALUE_TYPE(v), G_TYPE_DOUBLE) &&
+                  g_value_transform(v, &d);
+    if (!ok) {
+      gchar *text = gst_value_serialize(v);
+      *why = g_strdup_printf("tap %u (%s, a %s) is not a number", i,
+                             text ? text : "?", G_VALUE_TYPE_NAME(v));
+      g_free(text);
+      g_value_unset(&d);
+      g_array_set_size(taps, 0);
+      return FALSE;
+    }
+    gfloat f = (gfloat)g_value_get_double(&d);
+    g_value_unset(&d);
+    if (!isfinite(f)) {
+      *why = g_strdup_printf("tap %u is %s", i,
+                             isnan(f) ? "NaN"
+                                      : "infinite or past float's range");
+      g_array_set_size(taps, 0);
+      return FALSE;
+    }
+    g_array_append_val(taps, f);
+  }
+  return TRUE;
 }

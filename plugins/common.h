@@ -44,6 +44,16 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   cf_gst_post_fatal(GST_ELEMENT(el), posted, domain, code, text, detail,       \
                     __FILE__, GST_FUNCTION, __LINE__)
 
+/* The kernel properties: a GstValueArray of any numbers (no element
+ * type in the spec: GObject refused the doubles Python's floats and most
+ * C code make where the spec said gfloat, before the element saw them).
+ * Its taps as floats, or FALSE with *why (g_free) naming the first
+ * element that is not a number GLib converts to double, or not finite
+ * (NaN, infinite, past float's range). */
+GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
+                                   const gchar *blurb, GParamFlags flags);
+gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why);
+
 /* The element registrations, one per element file. */
 gboolean cf_gst_register_cudafir(GstPlugin *plugin);
 gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin);

@@ -2221,17 +2221,6 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 
 /* ---- properties ---------------------------------------------------------- */
 
-static gboolean value_to_float(const GValue *v, gfloat *out)
-{
-  GValue d = G_VALUE_INIT;
-  g_value_init(&d, G_TYPE_DOUBLE);
-  gboolean ok = g_value_transform(v, &d);
-  if (ok)
-    *out = (gfloat)g_value_get_double(&d);
-  g_value_unset(&d);
-  return ok;
-}
-
 /* Refuse a value: a warning naming the property and why, on the bus (an
  * application watching it hears) and through GLib (stderr: gst-launch
  * sets properties before the pipeline has a bus). Not under the object
@@ -2282,16 +2271,12 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
 {
   guint n = gst_value_array_get_size(value);
   GArray *taps = g_array_sized_new(FALSE, FALSE, sizeof(gfloat), n);
-  for (guint i = 0; i < n; i++) {
-    gfloat f;
-    if (!value_to_float(gst_value_array_get_value(value, i), &f) ||
-        !isfinite(f)) {
-      REFUSE(self, "kernel", "tap %u is %s; the kernel stays as it was", i,
-             isnan(f) ? "NaN" : isinf(f) ? "infinite" : "not a number");
-      g_array_unref(taps);
-      return;
-    }
-    g_array_append_val(taps, f);
+  gchar *why = NULL;
+  if (!cf_gst_value_taps(value, taps, &why)) {
+    REFUSE(self, "kernel", "%s; the kernel stays as it was", why);
+    g_free(why);
+    g_array_unref(taps);
+    return;
   }
   GST_OBJECT_LOCK(self);
   g_array_unref(self->taps);
@@ -2649,15 +2634,12 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
   const GParamFlags flags = PARAM_FLAGS;
   g_object_class_install_property(
       gobject_class, PROP_KERNEL,
-      gst_param_spec_array(
+      cf_gst_param_spec_taps(
           "kernel", "Kernel",
           "Kernel taps, row-major (T x kernel-height x kernel-width, "
           "current frame first), e.g. \"<0,-1,0,-1,5,-1,0,-1,0>\"; with "
-          "kernel-width and kernel-height 0 it must be square. Empty: "
-          "not used",
-          g_param_spec_float("tap", "Tap", "One kernel tap (finite)",
-                             -G_MAXFLOAT, G_MAXFLOAT, 0.0f,
-                             G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS),
+          "kernel-width and kernel-height 0 it must be square (finite "
+          "numbers of any type, kept as floats). Empty: not used",
           flags));
   g_object_class_install_property(
       gobject_class, PROP_KERNEL_WIDTH,

@@ -1889,6 +1889,14 @@ static void refuse(GstCudaFir *self, const char *prop)
   char msg[512];
   g_strlcpy(msg, fir_error, sizeof msg);
   GST_WARNING_OBJECT(self, "%s refused: %s", prop, msg);
+  /* gst-launch sets properties before the element has a bus: the
+   * message would be lost */
+  GstBus *bus = gst_element_get_bus(GST_ELEMENT(self));
+  if (!bus)
+    g_warning("%s: %s refused, keeping the previous value: %s",
+              GST_OBJECT_NAME(self), prop, msg);
+  else
+    gst_object_unref(bus);
   GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                       ("cudafir: %s refused, keeping the previous value",
                        prop),
@@ -1913,7 +1921,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
 {
   kernel_params p;
   cf_kernel *k = NULL;
-  gboolean ok, streaming;
+  gboolean ok, streaming, not_numbers = FALSE;
   /* kernel_lock also keeps the stream as it is (engine, rate, channels):
    * build_engine and free_engine take it */
   g_mutex_lock(&self->kernel_lock);
@@ -1928,16 +1936,14 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   cf_swap_prep_free(made);
   switch (id) {
   case PROP_KERNEL: {
-    guint n = gst_value_array_get_size(value);
-    g_array_set_size(p.taps, 0);
-    for (guint i = 0; i < n; i++) {
-      const GValue *v = gst_value_array_get_value(value, i);
-      double d = G_VALUE_HOLDS_FLOAT(v)    ? g_value_get_float(v)
-                 : G_VALUE_HOLDS_DOUBLE(v) ? g_value_get_double(v)
-                 : G_VALUE_HOLDS_INT(v)    ? g_value_get_int(v)
-                                           : NAN;
-      float f = (float)d; /* NaN/Inf are refused by the kernel set */
-      g_array_append_val(p.taps, f);
+    gchar *why = NULL;
+    /* a non-number, NaN or Inf refused here, whether streaming or not
+     * (the kernel set would refuse the latter two only once streaming) */
+    if (!cf_gst_value_taps(value, p.taps, &why)) {
+      fir_fail("%s", why);
+      g_free(why);
+      not_numbers = TRUE;
+      break;
     }
     g_clear_pointer(&p.file, g_free); /* the last one set wins */
     params_forget_file(&p);
@@ -1956,8 +1962,9 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   case PROP_GAIN: p.gain_db = g_value_get_double(value); break;
   case PROP_TRIM: p.trim = g_value_get_boolean(value); break;
   }
-  k = build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
-  ok = k != NULL || !streaming;
+  k = not_numbers ? NULL
+                  : build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
+  ok = !not_numbers && (k != NULL || !streaming);
   if (!streaming && p.read_failed) { /* kept, and said at negotiation */
     g_free(p.file_error);
     p.file_error = g_strdup(fir_error);
@@ -2187,12 +2194,11 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   oc->finalize = gst_cuda_fir_finalize;
 
   g_object_class_install_property(oc, PROP_KERNEL,
-      gst_param_spec_array("kernel", "Kernel",
+      cf_gst_param_spec_taps("kernel", "Kernel",
           "FIR taps applied to every channel, e.g. \"<0.25, 0.5, 0.25>\" "
-          "(finite floats; setting it clears kernel-file; empty: the "
-          "identity). Changes while PLAYING crossfade",
-          g_param_spec_float("tap", "Tap", "One FIR tap", -G_MAXFLOAT,
-                             G_MAXFLOAT, 0.0f, rw),
+          "(finite numbers of any type, kept as floats; setting it clears "
+          "kernel-file; empty: the identity). Changes while PLAYING "
+          "crossfade",
           live));
   g_object_class_install_property(oc, PROP_KERNEL_FILE,
       g_param_spec_string("kernel-file", "Kernel file",

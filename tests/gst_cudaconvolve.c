@@ -244,16 +244,23 @@ static unsigned rand_side(ref_rng *r)
 }
 
 /* The kernel as the element's properties: width, height, then the array
- * (T temporal taps when longer than width x height). */
+ * (T temporal taps when longer than width x height), its taps gfloat and
+ * gdouble in turn (Python's floats are doubles: GObject refused them
+ * where the array's spec said gfloat). */
 static void set_kernel(GstElement *e, const kern *k)
 {
+  static unsigned calls;
+  gboolean dbl = calls++ % 2;
   GValue arr = G_VALUE_INIT;
   g_value_init(&arr, GST_TYPE_ARRAY);
   size_t n = (size_t)k->t * k->kh * k->kw;
   for (size_t i = 0; i < n; i++) {
     GValue v = G_VALUE_INIT;
-    g_value_init(&v, G_TYPE_FLOAT);
-    g_value_set_float(&v, k->taps[i]);
+    g_value_init(&v, dbl ? G_TYPE_DOUBLE : G_TYPE_FLOAT);
+    if (dbl)
+      g_value_set_double(&v, k->taps[i]);
+    else
+      g_value_set_float(&v, k->taps[i]);
     gst_value_array_append_and_take_value(&arr, &v);
   }
   g_object_set(e, "kernel-width", k->kw, "kernel-height", k->kh, NULL);
@@ -1865,6 +1872,9 @@ static void test_bad_values(void **state)
     w0 = g_warnings;
     set_kernel(c.h->element, &nk);
     CHECK_REFUSED(w0, "kernel");
+    CHECK(bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, "tap 2 is NaN"),
+          "no warning on the bus naming the NaN tap");
     kern_free(&nk);
     char *missing2 = tmp_path("nothing.txt");
     w0 = g_warnings;
