@@ -790,6 +790,9 @@ static void test_reverse_temporal(void **state)
     GstSegment seg;
     gst_segment_init(&seg, GST_FORMAT_TIME);
     seg.rate = -1.0;
+    /* a reverse segment has a stop (as a demuxer's: without one GStreamer
+     * cannot place its buffers in running time, 32 CRITICALs) */
+    seg.stop = 3600 * GST_SECOND;
     CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
           "reverse segment refused");
     for (unsigned i = 0; i < 4; i++)
