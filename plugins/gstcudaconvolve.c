@@ -27,8 +27,10 @@
  * previous kernel meanwhile. Changes to
  * border, cval, scale, bias, absolute, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
- * temporal history restarts), as does a caps change; the frames the old
- * engine holds are pushed out first. backend=cuda set while streaming
+ * temporal history restarts), as do caps of another format or size
+ * (caps that change only the framerate, pixel aspect ratio or colorimetry
+ * keep the engine and its history); the frames the old engine holds are
+ * pushed out first, and before any new caps. backend=cuda set while streaming
  * where no device is usable is refused at once (a g_warning, as below:
  * the property keeps its value), and so are components the stream's
  * format lacks where upstream offers no format that has them, or
@@ -1608,6 +1610,17 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   GST_OBJECT_UNLOCK(self);
   gboolean ask = comps && upstream_can_fit(self, comps, incaps, NULL);
   g_free(comps);
+  /* caps that change neither the frames' format and size nor their
+   * memory (another framerate, pixel aspect ratio, colorimetry) keep the
+   * engine and its temporal history: it would filter those frames
+   * alike, and a temporal filter restarting at each such renegotiation
+   * (a decoder's, videorate's) showed as a pulse (QA) */
+  const GstVideoInfo *was = &filter->in_info;
+  gboolean new_frames =
+      !filter->negotiated || caps_cuda(incaps) != self->cuda_caps ||
+      GST_VIDEO_INFO_FORMAT(was) != GST_VIDEO_INFO_FORMAT(in_info) ||
+      GST_VIDEO_INFO_WIDTH(was) != GST_VIDEO_INFO_WIDTH(in_info) ||
+      GST_VIDEO_INFO_HEIGHT(was) != GST_VIDEO_INFO_HEIGHT(in_info);
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);
@@ -1617,7 +1630,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
   /* a new format or size: a new engine (the temporal history restarts) */
-  ensure_engine(self, in_info, TRUE, &note);
+  ensure_engine(self, in_info, new_frames, &note);
   GST_OBJECT_UNLOCK(self);
   if (ask)
     gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));

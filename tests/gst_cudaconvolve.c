@@ -2823,6 +2823,51 @@ static void test_depth_changes(void **state)
   }
 }
 
+/* New caps that change neither the format nor the size (another
+ * framerate, pixel aspect ratio, colorimetry: a camera or decoder
+ * renegotiating, videorate's new rate): the held frames leave before the
+ * caps, as for any caps, but the temporal history goes on, as the engine
+ * filtering those frames is the same (it restarted, and a temporal
+ * denoise visibly pulsed at each such change; QA). */
+static void test_caps_same_frames(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 33);
+  static const char *const extra[] = {
+      "framerate=30/1", "framerate=0/1", "framerate=30/1,pixel-aspect-ratio=4/3",
+      "framerate=30/1,pixel-aspect-ratio=4/3,interlace-mode=progressive,"
+      "chroma-site=jpeg"};
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 0, 3);
+    set_case("caps same frames %u: ", rep);
+    depth_case(&c, &s, &r, depth, (unsigned)ref_rng_range(&r, 2, 3));
+    gst_harness_play(c.h);
+    ds_push(&s, &r, 1, "first frame");
+    for (unsigned i = 0; i < 3; i++)
+      ds_push(&s, &r, 0, "before the caps");
+    for (unsigned e = 0; e < G_N_ELEMENTS(extra); e++) {
+      char *caps = g_strdup_printf(
+          "video/x-raw,format=%s,width=%u,height=%u,%s", c.fmt->gst,
+          c.cfg.width, c.cfg.height, extra[e]);
+      add_case("then %s ", extra[e]);
+      gst_harness_set_src_caps_str(c.h, caps);
+      g_free(caps);
+      ds_expect(&s, s.held, "at new caps"); /* they leave in the old caps */
+      s.held = 0;
+      /* the reference's history goes on */
+      for (unsigned i = 0; i < 3; i++)
+        ds_push(&s, &r, 0, "after the caps");
+    }
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+}
+
 static void count_notify(GObject *obj, GParamSpec *ps, gpointer data)
 {
   (void)obj;
@@ -3961,6 +4006,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_flush, teardown),
       cmocka_unit_test_teardown(test_depth_discont, teardown),
       cmocka_unit_test_teardown(test_depth_changes, teardown),
+      cmocka_unit_test_teardown(test_caps_same_frames, teardown),
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
       cmocka_unit_test_teardown(test_depth_events, teardown),
