@@ -278,7 +278,11 @@ static char *tmp_path(const char *name)
     const char *base = getenv("CF_TEST_TMP");
     if (!base || !*base)
       base = g_get_tmp_dir();
-    g_mkdir_with_parents(base, 0700);
+    /* shared with the other suites, as fixture.c makes it: 0700 here
+     * (when this suite ran first) kept test_daemon's other user out of
+     * its folders there (test_socket_private failed); ours is mkdtemp's,
+     * 0700 */
+    g_mkdir_with_parents(base, 0777);
     g_tmpdir = g_build_filename(base, "gst-cudaconvolve-XXXXXX", NULL);
     CHECK(g_mkdtemp(g_tmpdir) != NULL, "no temporary folder in %s", base);
   }
