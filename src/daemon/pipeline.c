@@ -457,8 +457,36 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
  * refuse a bad value with a warning: the client must hear it). A value
  * read back changed but not as asked (an element that rounds or
  * normalises) counts as taken. */
-static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
-                        const char *value, GError **err)
+/* Why el refused a value: the text of the warning it posted while the
+ * value was set (our elements post one), taken off the bus here and
+ * logged as the bus watch would; NULL if none. */
+static char *refusal_said(cfd_pipeline *p, GstElement *el)
+{
+  GstBus *bus = gst_element_get_bus(p->pipe);
+  if (!bus)
+    return NULL;
+  char *why = NULL;
+  GstMessage *m;
+  while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING))) {
+    if (!why && m->src == GST_OBJECT(el)) {
+      GError *e = NULL;
+      char *dbg = NULL;
+      gst_message_parse_warning(m, &e, &dbg);
+      /* our elements give why after the debug text's first line */
+      const char *nl = dbg ? strchr(dbg, '\n') : NULL;
+      why = g_strdup(nl && nl[1] ? nl + 1 : e ? e->message : "?");
+      g_clear_error(&e);
+      g_free(dbg);
+    }
+    on_bus(bus, m, p);
+    gst_message_unref(m);
+  }
+  gst_object_unref(bus);
+  return why;
+}
+
+static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
+                        const GValue *v, const char *value, GError **err)
 {
   /* a property the element takes only in lower states would be stored
    * and used at its next start: not now, which is what set promises */
@@ -492,10 +520,18 @@ static bool set_checked(GstElement *el, GParamSpec *ps, const GValue *v,
               gst_value_compare(&now, &before) == GST_VALUE_EQUAL;
   if (kept) {
     char *was = gst_value_serialize(&now);
-    g_set_error(err, CFD_ERROR, 0,
-                "%s refused %s = %s and keeps %s (a message the element "
-                "gave is in the daemon's log)",
-                GST_OBJECT_NAME(el), ps->name, value, was ? was : "its value");
+    char *why = refusal_said(p, el);
+    if (why)
+      g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
+                  GST_OBJECT_NAME(el), ps->name, value, why,
+                  was ? was : "its value");
+    else
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s refused %s = %s and keeps %s (a message the element "
+                  "gave is in the daemon's log)",
+                  GST_OBJECT_NAME(el), ps->name, value,
+                  was ? was : "its value");
+    g_free(why);
     g_free(was);
   }
   g_value_unset(&before);
@@ -586,7 +622,7 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                   (range = range_of(ps)) ? range : "",
                   g_param_spec_get_blurb(ps));
     else
-      ok = set_checked(el, ps, &v, value, err);
+      ok = set_checked(p, el, ps, &v, value, err);
     g_value_unset(&v);
     g_free(text);
     g_free(range);
