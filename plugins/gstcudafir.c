@@ -979,8 +979,54 @@ static GstFlowReturn stamp_output(GstCudaFir *self, GstBuffer **outp,
   return ret;
 }
 
+/* The latency the element adds, in ns, for the query and the `latency`
+ * property alike: 0 without an engine (before caps, after stop: the
+ * query said the stopped stream's while the property said 0). Object
+ * lock held. */
+static GstClockTime our_latency(const GstCudaFir *self)
+{
+  return self->engine && self->rate
+             ? gst_util_uint64_scale_int_round(self->latency, GST_SECOND,
+                                               self->rate)
+             : 0;
+}
+
+/* backend-in-use: the backend filtering now. Object lock held. */
+static const gchar *in_use(const GstCudaFir *self)
+{
+  return self->engine ? cf_backend_name(self->running) : "none";
+}
+
+/* The read-only properties, which change by themselves (new caps, stop,
+ * a device failing), as they are now. */
+typedef struct {
+  GstClockTime latency;
+  const gchar *in_use; /* cf_backend_name's, or "none" */
+} ReadOnly;
+
+static ReadOnly read_only_now(GstCudaFir *self)
+{
+  GST_OBJECT_LOCK(self);
+  ReadOnly now = {our_latency(self), in_use(self)};
+  GST_OBJECT_UNLOCK(self);
+  return now;
+}
+
+/* A notify for each read-only property changed since `was`: an application
+ * watching them (notify::latency) hears the change. Not under the object
+ * lock. */
+static void notify_read_only(GstCudaFir *self, ReadOnly was)
+{
+  ReadOnly now = read_only_now(self);
+  if (now.latency != was.latency)
+    g_object_notify(G_OBJECT(self), "latency");
+  if (strcmp(now.in_use, was.in_use))
+    g_object_notify(G_OBJECT(self), "backend-in-use");
+}
+
 static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
 {
+  ReadOnly was = read_only_now(self);
   guint rate = GST_AUDIO_INFO_RATE(info);
   guint channels = GST_AUDIO_INFO_CHANNELS(info);
 
@@ -1047,22 +1093,11 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   restart(self);
   GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
                   latency);
+  notify_read_only(self, was);
   if (latency_changed)
     gst_element_post_message(GST_ELEMENT(self),
                              gst_message_new_latency(GST_OBJECT(self)));
   return TRUE;
-}
-
-/* The latency the element adds, in ns, for the query and the `latency`
- * property alike: 0 without an engine (before caps, after stop: the
- * query said the stopped stream's while the property said 0). Object
- * lock held. */
-static GstClockTime our_latency(const GstCudaFir *self)
-{
-  return self->engine && self->rate
-             ? gst_util_uint64_scale_int_round(self->latency, GST_SECOND,
-                                               self->rate)
-             : 0;
 }
 
 /* After an engine call: backend=auto leaves a failing CUDA device for the
@@ -1420,11 +1455,13 @@ static gboolean gst_cuda_fir_start(GstBaseTransform *bt)
 static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
+  ReadOnly was = read_only_now(self);
   free_engine(self);
   GST_OBJECT_LOCK(self);
   self->latency = 0; /* nothing filtered: nothing added (our_latency) */
   self->rate = 0;
   GST_OBJECT_UNLOCK(self);
+  notify_read_only(self, was);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
@@ -2132,8 +2169,7 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
     g_value_set_uint64(value, our_latency(self));
     break;
   case PROP_BACKEND_IN_USE:
-    g_value_set_string(value,
-                       self->engine ? cf_backend_name(self->running) : "none");
+    g_value_set_string(value, in_use(self));
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);

@@ -4041,6 +4041,104 @@ static void test_misuse(void **state)
   gst_object_unref(p);
 }
 
+/* ---- read-only properties tell their changes ----------------------------- */
+
+/* What a notify:: handler saw: how many notifies, and the value the
+ * property had when the last came. */
+typedef struct {
+  guint n;
+  guint64 latency;
+  gchar *in_use;
+} seen_notify;
+
+static void on_notify(GObject *obj, GParamSpec *ps, gpointer data)
+{
+  seen_notify *s = data;
+  s->n++;
+  if (!strcmp(ps->name, "latency")) {
+    g_object_get(obj, "latency", &s->latency, NULL);
+  } else {
+    g_free(s->in_use);
+    g_object_get(obj, "backend-in-use", &s->in_use, NULL);
+  }
+}
+
+/* `latency` and `backend-in-use` change by themselves (new caps, stop): an
+ * application watching them with notify:: (a Python UI showing the delay
+ * or the backend) heard nothing until the stream stopped (neither was
+ * notified when the engine was built or dropped; QA). A notify for every
+ * change, none without one; the value at the last is the property's. */
+static void test_notify_read_only(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 4; cs++) {
+    size_t len = cs % 2 ? ref_rng_range(&rng, 1, 8) : random_len();
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    set_case("%zu taps, block-size %u, pipeline-depth %u", len, block, depth);
+    float *hk = random_kernel(len);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 NULL);
+    seen_notify lat = {0, 0, NULL}, use = {0, 0, g_strdup("none")};
+    g_signal_connect(h->element, "notify::latency", G_CALLBACK(on_notify),
+                     &lat);
+    g_signal_connect(h->element, "notify::backend-in-use",
+                     G_CALLBACK(on_notify), &use);
+    guint64 was_lat = 0;
+    gchar *was_use = g_strdup("none");
+    static const unsigned rates[3] = {48000, 22050, 22050};
+    for (int step = 0; step < 5; step++) {
+      guint nlat = lat.n, nuse = use.n;
+      if (step < 3) { /* caps, new caps, the same caps again */
+        add_case(", %u Hz", rates[step]);
+        set_caps(h, GST_AUDIO_FORMAT_F32LE, rates[step], 1, 1);
+        float *x = random_input(GST_AUDIO_FORMAT_F32LE, 64);
+        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 1, rates[step],
+                          0, TRUE) == GST_FLOW_OK,
+              "step %d: push", step);
+        free(x);
+      } else if (step == 3) {
+        add_case(", READY");
+        CHECK(gst_element_set_state(h->element, GST_STATE_READY) ==
+                  GST_STATE_CHANGE_SUCCESS,
+              "READY failed");
+      } else {
+        add_case(", PLAYING");
+        gst_harness_play(h);
+        set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+      }
+      guint64 now_lat;
+      gchar *now_use;
+      g_object_get(h->element, "latency", &now_lat, "backend-in-use", &now_use,
+                   NULL);
+      CHECK((lat.n != nlat) == (now_lat != was_lat),
+            "step %d: latency %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT
+            " ns, %u notify",
+            step, was_lat, now_lat, lat.n - nlat);
+      CHECK(lat.latency == now_lat,
+            "step %d: notify::latency last said %" G_GUINT64_FORMAT
+            " ns, the property is %" G_GUINT64_FORMAT,
+            step, lat.latency, now_lat);
+      CHECK((use.n != nuse) == (strcmp(now_use, was_use) != 0),
+            "step %d: backend-in-use %s -> %s, %u notify", step, was_use,
+            now_use, use.n - nuse);
+      CHECK(!strcmp(use.in_use, now_use),
+            "step %d: notify::backend-in-use "
+            "last said %s, the property is %s",
+            step, use.in_use, now_use);
+      was_lat = now_lat;
+      g_free(was_use);
+      was_use = now_use;
+    }
+    g_free(was_use);
+    gst_harness_teardown(h); /* notifies too (stop) */
+    g_free(use.in_use);
+    free(hk);
+  }
+}
+
 /* ---- properties read back ------------------------------------------------- */
 
 static void test_properties(void **state)
@@ -4115,6 +4213,7 @@ int main(void)
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_latency_impulse),
       cmocka_unit_test(test_latency_after_stop),
+      cmocka_unit_test(test_notify_read_only),
       cmocka_unit_test(test_discont),
       cmocka_unit_test(test_discont_soon),
       cmocka_unit_test(test_flush),
