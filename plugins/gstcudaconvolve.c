@@ -781,6 +781,7 @@ typedef struct {
   gchar *msg;
   gboolean fatal;           /* no engine to go on with */
   const char *put_back[11]; /* properties a refused rebuild put back */
+  gboolean described;       /* backend-in-use changed */
 } EngineNote;
 
 /* The engine's configuration from the properties and the negotiated info.
@@ -866,13 +867,17 @@ static void settings_put_back(GstCudaConvolve *self, EngineNote *note)
   note->put_back[n] = NULL;
 }
 
-/* backend-in-use: the engine and its latency. Object lock held. */
-static void describe_engine(GstCudaConvolve *self)
+/* backend-in-use: the engine and its latency; whether that changed.
+ * Object lock held. */
+static gboolean describe_engine(GstCudaConvolve *self)
 {
-  g_free(self->backend_in_use);
+  gchar *was = self->backend_in_use;
   self->backend_in_use = g_strdup_printf(
       "%s; latency %u frame%s", cf_engine_describe(self->engine),
       self->latency_frames, self->latency_frames == 1 ? "" : "s");
+  gboolean changed = g_strcmp0(was, self->backend_in_use) != 0;
+  g_free(was);
+  return changed;
 }
 
 /* After an engine call: backend=auto leaves a failing CUDA device for the
@@ -923,6 +928,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   note->msg = NULL;
   note->fatal = FALSE;
   note->put_back[0] = NULL;
+  note->described = FALSE;
   gboolean need_config = rebuild || !self->engine ||
                          self->config_serial != self->engine_config_serial;
   cf_kernel2d *newk = NULL;
@@ -1018,7 +1024,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     settings_take(self, &self->built);
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
-    describe_engine(self);
+    note->described |= describe_engine(self);
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;
   refused:
@@ -1069,7 +1075,8 @@ kernel_done:
   if (newk) {
     cf_kernel2d_free(self->active);
     self->active = newk;
-    describe_engine(self); /* the path the new kernel takes */
+    /* the path the new kernel takes */
+    note->described |= describe_engine(self);
     GST_DEBUG_OBJECT(self, "kernel %ux%ux%u in use", cf_kernel2d_frames(newk),
                      cf_kernel2d_height(newk), cf_kernel2d_width(newk));
   }
@@ -1409,6 +1416,9 @@ static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
 /* Report what ensure_engine noted; FALSE when the stream cannot go on. */
 static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
 {
+  /* it changes by itself: an application watching it hears */
+  if (note->described)
+    g_object_notify(G_OBJECT(self), "backend-in-use");
   if (!note->msg) {
     g_clear_pointer(&self->posted, g_free);
     return TRUE;

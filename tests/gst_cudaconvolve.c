@@ -1172,6 +1172,86 @@ static void test_latency(void **state)
   gcase_close(&c);
 }
 
+/* What notify::backend-in-use saw: how many, and the value at the last. */
+typedef struct {
+  guint n;
+  gchar *value;
+} seen_notify;
+
+static void on_notify(GObject *obj, GParamSpec *ps, gpointer data)
+{
+  seen_notify *s = data;
+  s->n++;
+  g_free(s->value);
+  g_object_get(obj, ps->name, &s->value, NULL);
+}
+
+/* backend-in-use changes by itself: the engine built at caps, another
+ * kernel (its size and path are in the text), new caps, stop. An
+ * application watching it with notify:: (a Python UI) heard only the stop
+ * (QA). A notify for every change, none without one; the value at the
+ * last is the property's. Frames against the reference throughout. */
+static void test_notify_backend_in_use(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 49);
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("notify %u: ", rep);
+    seen_notify seen = {0, NULL};
+    g_signal_connect(c.h->element, "notify::backend-in-use",
+                     G_CALLBACK(on_notify), &seen);
+    gchar *was = NULL;
+    for (int step = 0; step < 6; step++) {
+      guint n = seen.n;
+      switch (step) {
+      case 0: /* caps build the engine */
+        rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 0);
+        gst_harness_play(c.h);
+        break;
+      case 1: push_check(&c, &r, 0, 0, "a frame"); break;
+      case 2: { /* another kernel, other sides */
+        unsigned kh, kw;
+        rand_ksides(&r, c.cfg.width, c.cfg.height, 1, &kh, &kw);
+        kern_make(&c.k, &r, 1, kh + 1, kw, 0);
+        set_kernel(c.h->element, &c.k);
+        ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
+        push_check(&c, &r, 0, 0, "another kernel");
+        break;
+      }
+      case 3: /* another size: a new engine */
+      case 4:
+        set_caps(&c, c.fmt, c.cfg.width + 1, c.cfg.height);
+        gcase_new_ref(&c);
+        push_check(&c, &r, 0, 0, "new caps");
+        break;
+      default:
+        CHECK(gst_element_set_state(c.h->element, GST_STATE_READY) ==
+                  GST_STATE_CHANGE_SUCCESS,
+              "READY failed");
+      }
+      gchar *now = NULL;
+      g_object_get(c.h->element, "backend-in-use", &now, NULL);
+      CHECK((seen.n != n) == (g_strcmp0(now, was) != 0),
+            "step %d: backend-in-use '%s' -> '%s', %u notify", step,
+            was ? was : "NULL", now ? now : "NULL", seen.n - n);
+      CHECK(!g_strcmp0(seen.value, now),
+            "step %d: notify::backend-in-use last said '%s', the property is "
+            "'%s'",
+            step, seen.value ? seen.value : "NULL", now ? now : "NULL");
+      g_free(was);
+      was = now;
+    }
+    g_free(was);
+    check_no_bus_errors(&c);
+    g_signal_handlers_disconnect_by_data(c.h->element, &seen);
+    g_free(seen.value);
+    gcase_close(&c);
+  }
+}
+
 /* Timestamps, duration and offsets pass through; many frames. */
 static void test_timestamps(void **state)
 {
@@ -3995,6 +4075,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_change_prepared, teardown),
       cmocka_unit_test_teardown(test_renegotiation, teardown),
       cmocka_unit_test_teardown(test_latency, teardown),
+      cmocka_unit_test_teardown(test_notify_backend_in_use, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
