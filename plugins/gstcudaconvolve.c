@@ -1907,6 +1907,23 @@ static gboolean gst_cuda_convolve_transform_meta(GstBaseTransform *trans,
       ->transform_meta(trans, outbuf, meta, inbuf);
 }
 
+/* The controllable properties (cval, scale, bias) take the values their
+ * control bindings give at frame `in`'s stream time, before the engine
+ * reads them for it: GstBaseTransform leaves that to the element. */
+static void sync_controlled(GstCudaConvolve *self, GstBuffer *in)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  if (trans->segment.format != GST_FORMAT_TIME)
+    return;
+  GstClockTime st = gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME,
+                                               GST_BUFFER_PTS(in));
+  if (GST_CLOCK_TIME_IS_VALID(st) &&
+      !gst_object_sync_values(GST_OBJECT(self), st))
+    GST_DEBUG_OBJECT(self,
+                     "a control binding has no value at %" GST_TIME_FORMAT,
+                     GST_TIME_ARGS(st));
+}
+
 static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
                                                        GstBuffer **outbuf)
 {
@@ -1914,6 +1931,7 @@ static GstFlowReturn gst_cuda_convolve_generate_output(GstBaseTransform *trans,
   *outbuf = NULL;
   if (!trans->queued_buf)
     return GST_FLOW_OK;
+  sync_controlled(self, trans->queued_buf);
   GstFlowReturn ret = prepare_engine(self, trans->queued_buf);
   if (ret != GST_FLOW_OK) {
     gst_buffer_replace(&trans->queued_buf, NULL);

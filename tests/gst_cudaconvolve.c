@@ -35,6 +35,8 @@
  * (cmocka test name patterns). */
 #include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
+#include <gst/controller/gstdirectcontrolbinding.h>
+#include <gst/controller/gstinterpolationcontrolsource.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
@@ -1248,6 +1250,69 @@ static void test_notify_backend_in_use(void **state)
     check_no_bus_errors(&c);
     g_signal_handlers_disconnect_by_data(c.h->element, &seen);
     g_free(seen.value);
+    gcase_close(&c);
+  }
+}
+
+/* cval, scale and bias are controllable (gst-inspect says so): bound to
+ * a GstController source, each frame takes the values at its stream
+ * time. The element never synced them, so a Python app's
+ * DirectControlBinding on `scale` changed nothing (QA). A linear ramp
+ * of each from its random value to another, over random frames and
+ * depths; every frame against the reference with the ramp's values at
+ * its time. */
+static void test_controlled_properties(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 50);
+  static const char *const names[3] = {"cval", "scale", "bias"};
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("controlled %u: ", rep);
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    rand_case(&c, &r, f, 1, 1);
+    gst_harness_play(c.h);
+    guint frames = (guint)ref_rng_range(&r, 3, 8);
+    GstClockTime dur = GST_SECOND / 25, span = frames * dur;
+    double m = f->cf == CF_PIX_GRAY16_LE ? 65535.0 : 255.0;
+    double from[3] = {c.cfg.cval, c.cfg.scale, c.cfg.bias};
+    double to[3] = {ref_rng_unit(&r) * m, 0.25 + 1.5 * ref_rng_unit(&r),
+                    0.2 * m * ref_rng_sym(&r)};
+    for (int i = 0; i < 3; i++) {
+      GstControlSource *cs = gst_interpolation_control_source_new();
+      g_object_set(cs, "mode", GST_INTERPOLATION_MODE_LINEAR, NULL);
+      GstTimedValueControlSource *tv = GST_TIMED_VALUE_CONTROL_SOURCE(cs);
+      CHECK(gst_timed_value_control_source_set(tv, 0, from[i]) &&
+                gst_timed_value_control_source_set(tv, span, to[i]),
+            "%s: control points refused", names[i]);
+      CHECK(gst_object_add_control_binding(
+                GST_OBJECT(c.h->element),
+                gst_direct_control_binding_new_absolute(
+                    GST_OBJECT(c.h->element), names[i], cs)),
+            "%s: binding refused", names[i]);
+      gst_object_unref(cs);
+    }
+    add_case("ramps over %u frames to cval %.9g scale %.9g bias %.9g", frames,
+             to[0], to[1], to[2]);
+    for (guint k = 0; k < frames; k++) {
+      /* push_check's PTS (the harness's segment starts at 0), in the
+       * order GstInterpolationControlSource computes */
+      double at = (double)(1000 + c.n * dur);
+      c.cfg.cval = (float)(from[0] + at * ((to[0] - from[0]) / (double)span));
+      c.cfg.scale = (float)(from[1] + at * ((to[1] - from[1]) / (double)span));
+      c.cfg.bias = (float)(from[2] + at * ((to[2] - from[2]) / (double)span));
+      gcase_new_ref(&c);
+      push_check(&c, &r, 0, 0, "a controlled frame");
+      gfloat got[3];
+      g_object_get(c.h->element, "cval", &got[0], "scale", &got[1], "bias",
+                   &got[2], NULL);
+      CHECK(fabsf(got[1] - c.cfg.scale) <= 1e-6f * fabsf(c.cfg.scale),
+            "frame %u: scale reads %.9g, the ramp gives %.9g", k,
+            (double)got[1], (double)c.cfg.scale);
+    }
+    check_no_bus_errors(&c);
     gcase_close(&c);
   }
 }
@@ -4076,6 +4141,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_renegotiation, teardown),
       cmocka_unit_test_teardown(test_latency, teardown),
       cmocka_unit_test_teardown(test_notify_backend_in_use, teardown),
+      cmocka_unit_test_teardown(test_controlled_properties, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
