@@ -181,6 +181,16 @@ gboolean cf_gst_memory_is_pinned(GstMemory *m)
          GST_MEMORY_FLAG_IS_SET(m, CF_GST_MEMORY_FLAG_PINNED);
 }
 
+/* "text: detail" (text is taken), or text without a detail. */
+static gchar *with_detail(gchar *text, const gchar *detail)
+{
+  if (!detail || !*detail)
+    return text;
+  gchar *full = g_strdup_printf("%s: %s", text, detail);
+  g_free(text);
+  return full;
+}
+
 void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
                        gchar *text, const gchar *detail, const gchar *file,
                        const gchar *func, gint line)
@@ -197,13 +207,18 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   /* the reason in the message too: an application shows the message,
    * often alone ("cudafir: cannot filter 1 channels at 44100 Hz" hid
    * "backend cuda is not available: ..." in the debug string) */
-  if (detail && *detail) {
-    gchar *full = g_strdup_printf("%s: %s", text, detail);
-    g_free(text);
-    text = full;
-  }
-  gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code, text,
-                           g_strdup(detail), file, func, line);
+  gst_element_message_full(el, GST_MESSAGE_ERROR, domain, code,
+                           with_detail(text, detail), g_strdup(detail), file,
+                           func, line);
+}
+
+void cf_gst_post_warning(GstElement *el, GQuark domain, gint code, gchar *text,
+                         const gchar *detail, const gchar *file,
+                         const gchar *func, gint line)
+{
+  gst_element_message_full(el, GST_MESSAGE_WARNING, domain, code,
+                           with_detail(text, detail), g_strdup(detail), file,
+                           func, line);
 }
 
 GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,

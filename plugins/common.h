@@ -44,6 +44,17 @@ void cf_gst_post_fatal(GstElement *el, gchar **posted, GQuark domain, gint code,
   cf_gst_post_fatal(GST_ELEMENT(el), posted, domain, code, text, detail,       \
                     __FILE__, GST_FUNCTION, __LINE__)
 
+/* Post a warning (text is taken) whose message carries the detail too,
+ * "text: detail", as the errors' do: an application shows the message
+ * (Python's msg.parse_warning()[0].message), often alone, and "cudafir:
+ * kernel-file refused" hid "cannot open: No such file or directory". */
+void cf_gst_post_warning(GstElement *el, GQuark domain, gint code, gchar *text,
+                         const gchar *detail, const gchar *file,
+                         const gchar *func, gint line);
+#define CF_GST_POST_WARNING(el, domain, code, text, detail)                    \
+  cf_gst_post_warning(GST_ELEMENT(el), domain, code, text, detail, __FILE__,   \
+                      GST_FUNCTION, __LINE__)
+
 /* The kernel properties: a GstValueArray of any numbers (no element
  * type in the spec: GObject refused the doubles Python's floats and most
  * C code make where the spec said gfloat, before the element saw them).

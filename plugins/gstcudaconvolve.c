@@ -1445,8 +1445,8 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
       g_free(text);
       g_value_unset(&v);
     }
-    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                        ("cudaconvolve refused a setting"), ("%s", why->str));
+    CF_GST_POST_WARNING(self, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS,
+                        g_strdup("cudaconvolve refused a setting"), why->str);
     g_string_free(why, TRUE);
     for (guint i = 0; note->put_back[i]; i++)
       g_object_notify(G_OBJECT(self), note->put_back[i]);
@@ -2271,11 +2271,11 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
     gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
     GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
     g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);        \
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,                              \
-                        ("cudaconvolve refused %s, keeping the previous "      \
-                         "value",                                              \
-                         prop),                                                \
-                        ("%s", why_));                                         \
+    CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, \
+                        g_strdup_printf("cudaconvolve refused %s, keeping "    \
+                                        "the previous value",                  \
+                                        prop),                                 \
+                        why_);                                                 \
     g_free(why_);                                                              \
   } while (0)
 
@@ -2367,11 +2367,12 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   GST_WARNING_OBJECT(self, "kernel-file: %s", why);
   g_warning("%s: kernel-file: %s; no stream starts with it",
             GST_OBJECT_NAME(self), why);
-  GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                      ("cudaconvolve: bad kernel-file"),
-                      ("%s; no stream starts with it (negotiation fails) "
-                       "until another kernel is set",
-                       why));
+  gchar *detail = g_strdup_printf("%s; no stream starts with it (negotiation "
+                                  "fails) until another kernel is set",
+                                  why);
+  CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                      g_strdup("cudaconvolve: bad kernel-file"), detail);
+  g_free(detail);
   g_free(why);
 }
 

@@ -1274,10 +1274,10 @@ static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once)
   }
   note_fallback(self); /* the device may have failed the swap */
   if (s != CF_OK)
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("cudafir: kernel change refused, keeping the "
-                         "current kernel"),
-                        ("%s", cf_last_error()));
+    CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                        g_strdup("cudafir: kernel change refused, keeping the "
+                                 "current kernel"),
+                        cf_last_error());
   else
     GST_INFO_OBJECT(self, "kernel swapped (crossfade %" G_GUINT64_FORMAT
                     " frames)", xf);
@@ -1934,10 +1934,10 @@ static void refuse(GstCudaFir *self, const char *prop)
               GST_OBJECT_NAME(self), prop, msg);
   else
     gst_object_unref(bus);
-  GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                      ("cudafir: %s refused, keeping the previous value",
-                       prop),
-                      ("%s", msg));
+  CF_GST_POST_WARNING(
+      self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+      g_strdup_printf("cudafir: %s refused, keeping the previous value", prop),
+      msg);
 }
 
 /* A change of kernel, kernel-file, routing, gain or trim. The new set is

@@ -118,8 +118,11 @@ static void on_warning(const gchar *domain, GLogLevelFlags level,
 /* Where the element under CHECK_REFUSED posts, or NULL (none set). */
 static GstBus *refusal_bus;
 
-/* Warnings on bus naming `what` (in the text or the debug string), all
- * popped. */
+/* Warnings on bus naming `what` in their message, all popped. The
+ * message carries the reason of the debug string (after its location
+ * line) too: an application shows the message (Python's
+ * parse_warning()[0].message), often alone, and "cudaconvolve refused a
+ * setting" named neither the setting nor why (QA). */
 static int bus_warnings_naming(GstBus *bus, const char *what)
 {
   int named = 0;
@@ -128,7 +131,13 @@ static int bus_warnings_naming(GstBus *bus, const char *what)
     GError *err = NULL;
     gchar *dbg = NULL;
     gst_message_parse_warning(m, &err, &dbg);
-    named += (err && strstr(err->message, what)) || (dbg && strstr(dbg, what));
+    const gchar *why = dbg ? strchr(dbg, '\n') : NULL;
+    gboolean says = err && strstr(err->message, what) &&
+                    (!why || strstr(err->message, why + 1));
+    if (!says)
+      printf("warning message: %s\ndebug: %s\n", err ? err->message : "",
+             dbg ? dbg : "");
+    named += says;
     g_clear_error(&err);
     g_free(dbg);
     gst_message_unref(m);
