@@ -1,9 +1,10 @@
 /* Shared by cudafir and cudaconvolve: see common.h. */
 #include "common.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
-
 #include <string.h>
+#include <unistd.h>
 
 GType cf_gst_backend_get_type(void)
 {
@@ -259,4 +260,15 @@ gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why)
     g_array_append_val(taps, f);
   }
   return TRUE;
+}
+
+gint cf_gst_kernel_file_code(const gchar *path)
+{
+  if (!path || !*path)
+    return GST_RESOURCE_ERROR_SETTINGS;
+  if (!g_file_test(path, G_FILE_TEST_EXISTS))
+    return GST_RESOURCE_ERROR_NOT_FOUND;
+  if (g_access(path, R_OK) != 0)
+    return GST_RESOURCE_ERROR_OPEN_READ;
+  return GST_RESOURCE_ERROR_SETTINGS;
 }

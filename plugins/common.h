@@ -65,6 +65,12 @@ GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
                                    const gchar *blurb, GParamFlags flags);
 gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why);
 
+/* The resource error code for a kernel-file that could not be used:
+ * NOT_FOUND (no such file), OPEN_READ (there, not readable), else
+ * SETTINGS (what it holds), so an application tells them apart as it
+ * does for filesrc, whichever element it is. */
+gint cf_gst_kernel_file_code(const gchar *path);
+
 /* The element registrations, one per element file. */
 gboolean cf_gst_register_cudafir(GstPlugin *plugin);
 gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin);

@@ -1425,9 +1425,23 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
   }
   gboolean fatal = note->fatal || !self->engine;
   if (fatal) {
-    CF_GST_POST_FATAL(
-        self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS,
-        g_strdup("cudaconvolve cannot filter this stream"), note->msg);
+    /* a kernel-file missing or unreadable: a resource error, as filesrc
+     * (and cudafir) say it */
+    GST_OBJECT_LOCK(self);
+    gchar *file = self->source == SRC_FILE && self->file_error
+                      ? g_strdup(self->kernel_file)
+                      : NULL;
+    GST_OBJECT_UNLOCK(self);
+    if (file)
+      CF_GST_POST_FATAL(self, &self->posted, GST_RESOURCE_ERROR,
+                        cf_gst_kernel_file_code(file),
+                        g_strdup("cudaconvolve cannot filter this stream"),
+                        note->msg);
+    else
+      CF_GST_POST_FATAL(
+          self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS,
+          g_strdup("cudaconvolve cannot filter this stream"), note->msg);
+    g_free(file);
   } else {
     /* the settings put back, with the values they have again */
     GString *why = g_string_new(note->msg);

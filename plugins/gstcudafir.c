@@ -1045,6 +1045,10 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   params_take(self, &p);
   GST_OBJECT_UNLOCK(self);
   cf_kernel *k = build_kernel(&p, rate, channels);
+  /* a kernel-file missing or unreadable: as filesrc says it */
+  gint code = !k && p.file && (p.read_failed || p.file_error)
+                  ? cf_gst_kernel_file_code(p.file)
+                  : GST_RESOURCE_ERROR_SETTINGS;
   if (p.read) { /* the file read for this rate: kept for the next change */
     GST_OBJECT_LOCK(self);
     params_store(self, &p);
@@ -1053,8 +1057,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   params_clear(&p);
   if (!k) {
     g_mutex_unlock(&self->kernel_lock);
-    CF_GST_POST_FATAL(self, &self->posted, GST_RESOURCE_ERROR,
-                      GST_RESOURCE_ERROR_SETTINGS,
+    CF_GST_POST_FATAL(self, &self->posted, GST_RESOURCE_ERROR, code,
                       g_strdup("cudafir: bad kernel"), fir_error);
     return FALSE;
   }

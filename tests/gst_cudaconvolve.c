@@ -548,6 +548,10 @@ static void gcase_close(gcase *c)
 }
 
 /* The first message of `type` on the bus (its text in buf), or 0. */
+/* the GError domain and code of the last message bus_pop took */
+static GQuark popped_domain;
+static gint popped_code;
+
 static int bus_pop(gcase *c, GstMessageType type, char *buf, size_t n)
 {
   GstMessage *m = gst_bus_pop_filtered(c->bus, type);
@@ -560,6 +564,8 @@ static int bus_pop(gcase *c, GstMessageType type, char *buf, size_t n)
   else
     gst_message_parse_warning(m, &err, &dbg);
   snprintf(buf, n, "%s | %s", err ? err->message : "", dbg ? dbg : "");
+  popped_domain = err ? err->domain : 0;
+  popped_code = err ? err->code : 0;
   g_clear_error(&err);
   g_free(dbg);
   gst_message_unref(m);
@@ -3150,11 +3156,14 @@ static void test_bad_kernel_file(void **state)
   ref_rng r;
   test_rng(&r, 46);
   static const char *const names[] = {"garbage.txt", "one-d.npy", "empty.txt",
-                                      "nan.npy"};
+                                      "nan.npy", "absent.npy"};
   for (unsigned i = 0; i < G_N_ELEMENTS(names); i++) {
     static const float taps[4] = {0.25f, NAN, 0.5f, 0.25f};
     char *path;
-    if (i == 1 || i == 3) {
+    if (i == 4) { /* no such file */
+      path = tmp_path(names[i]);
+      unlink(path);
+    } else if (i == 1 || i == 3) {
       path = write_npy_shape(names[i], i == 1 ? "(2,)" : "(2, 2)",
                              i == 1 ? taps + 2 : taps, i == 1 ? 2 : 4);
     } else {
@@ -3181,6 +3190,14 @@ static void test_bad_kernel_file(void **state)
           gst_flow_get_name(fr));
     CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "no element error");
     CHECK(strstr(msg, names[i]), "error '%s' does not name %s", msg, names[i]);
+    /* a resource error, as filesrc's (and cudafir's): an application
+     * tells a missing file from a bad one by its code (it was a
+     * LIBRARY_ERROR_SETTINGS for both) */
+    gint want = i == 4 ? GST_RESOURCE_ERROR_NOT_FOUND
+                       : GST_RESOURCE_ERROR_SETTINGS;
+    CHECK(popped_domain == GST_RESOURCE_ERROR && popped_code == want,
+          "error %s %d, expected %s %d", g_quark_to_string(popped_domain),
+          popped_code, g_quark_to_string(GST_RESOURCE_ERROR), want);
     gcase_close(&c);
 
     gcase_open(&c);

@@ -3709,6 +3709,50 @@ static void test_shared_property_ranges(void **state)
   gst_object_unref(v);
 }
 
+/* A kernel-file that cannot be used fails the stream with a resource
+ * error an application tells apart by its code, as filesrc's: NOT_FOUND
+ * for no such file, SETTINGS for what it holds (both were SETTINGS). */
+static void test_kernel_file_error_codes(void **state)
+{
+  (void)state;
+  for (int bad = 0; bad < 2; bad++) {
+    const char *path = fixture(bad ? "garbage-ir.txt" : "absent-ir.wav");
+    set_case("kernel-file %s", bad ? "with bad content" : "missing");
+    unlink(path);
+    if (bad) {
+      FILE *f = fopen(path, "w");
+      CHECK(f && fputs("0.5 x\n", f) >= 0 && fclose(f) == 0, "%s: %s", path,
+            strerror(errno));
+    }
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    g_object_set(h->element, "kernel-file", path, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+    float x[64] = {0.5f};
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 1, 48000, 0,
+                      TRUE) != GST_FLOW_OK,
+          "a stream ran on an unusable kernel-file");
+    GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    CHECK(m, "no element error");
+    GError *err = NULL;
+    gst_message_parse_error(m, &err, NULL);
+    gint want = bad ? GST_RESOURCE_ERROR_SETTINGS : GST_RESOURCE_ERROR_NOT_FOUND;
+    CHECK(err && err->domain == GST_RESOURCE_ERROR && err->code == want &&
+              strstr(err->message, path),
+          "error %s %d '%s', expected %s %d naming the file",
+          err ? g_quark_to_string(err->domain) : "none", err ? err->code : 0,
+          err ? err->message : "", g_quark_to_string(GST_RESOURCE_ERROR),
+          want);
+    g_clear_error(&err);
+    gst_message_unref(m);
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+    unlink(path);
+  }
+}
+
 /* An element error or warning on the element's bus naming `needle`. */
 static void test_bad_values(void **state)
 {
@@ -4251,6 +4295,7 @@ int main(void)
       cmocka_unit_test(test_refused_caps),
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_number_types),
+      cmocka_unit_test(test_kernel_file_error_codes),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_change_then_break),
