@@ -1381,7 +1381,7 @@ static void test_pipelines_reload(void **state)
   if (cf_backend_available(CF_BACKEND_CUDA, NULL) != CF_OK) {
     a = ctl(&r, "set a f.backend cuda");
     CHECK(!answer_ok(a) && strstr(a, "refused backend = cuda (") &&
-              strstr(a, "no usable CUDA device") && strstr(a, "keeps cpu"),
+              strstr(a, "keeps cpu"),
           "'set a f.backend cuda' without a device answered: %s", a);
     free(a);
   }
