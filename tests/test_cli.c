@@ -5687,6 +5687,79 @@ static void test_apply_replace(void **state)
   result_free(&res);
 }
 
+/* An OUTPUT made by someone else while a run works (two INPUTs of one
+ * name, song.flac and song.wav, into song.mp3 under xargs -P): without
+ * -y it stays, and the run fails, as if it had been there at the start
+ * (the rename replaced it and both runs exited 0, QA); with -y it is
+ * replaced. The run waits on a FIFO INPUT while the file appears. */
+static void test_apply_no_clobber_race(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char kpath[PATH_MAX], fifo[PATH_MAX], outp[PATH_MAX], wavp[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "race-k.txt", 5);
+  tmp_path(fifo, sizeof fifo, "race.fifo");
+  tmp_path(outp, sizeof outp, "race-out.wav");
+  tmp_path(wavp, sizeof wavp, "race-src.wav");
+  float x[800];
+  for (size_t i = 0; i < 800; i++)
+    x[i] = (float)lrint(8000.0 * sin(0.03 * (double)i)) / 32768.0f;
+  write_wav(wavp, W_S16, 8000, 1, x, 800);
+  size_t n;
+  unsigned char *src = read_file(wavp, &n);
+  for (int replace = 0; replace < 2; replace++) {
+    unlink(fifo);
+    unlink(outp);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *args[] = {NULL, "apply", "-q", "-k", kpath, fifo, outp,
+                          replace ? "-y" : NULL, NULL};
+    proc p;
+    spawn(args, &p);
+    int w = open(fifo, O_WRONLY); /* the run has checked OUTPUT by now */
+    assert_true(w >= 0);
+    write_file(outp, "another run's\n", 14);
+    assert_int_equal(write(w, src, n), (ssize_t)n);
+    close(w);
+    result res = {0};
+    size_t cap = 0;
+    unsigned char *err = NULL;
+    double deadline = now_s() + HANG_S;
+    while (drain_fd(p.err, &err, &res.err_len, &cap)) {
+      assert_true(now_s() < deadline);
+      usleep(10000);
+    }
+    int status = wait_status(p.pid);
+    close(p.in);
+    close(p.out);
+    close(p.err);
+    err = realloc(err, res.err_len + 1);
+    err[res.err_len] = '\0';
+    bool kept = file_equals(outp, "another run's\n");
+    if (!replace && (status != 1 || !kept || !strstr((char *)err, "-y")))
+      fail_msg("OUTPUT made during a run without -y: exit %d, kept %d:\n%s",
+               status, kept, (char *)err);
+    if (replace) {
+      wav o;
+      if (status != 0 || kept)
+        fail_msg("OUTPUT made during a run with -y: exit %d, kept %d:\n%s",
+                 status, kept, (char *)err);
+      read_wav(outp, &o);
+      assert_int_equal(o.frames, 800);
+      free(o.x);
+    }
+    assert_no_part_files();
+    free(err);
+  }
+  free(src);
+  unlink(fifo);
+  unlink(outp);
+  unlink(wavp);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Local names with a ':' ("take:2.wav"), as cwd-relative arguments: the
  * files themselves, where libav took "take" for a protocol ("Protocol not
  * found"; QA) and an OUTPUT written as file:NAME was renamed from a
@@ -6554,6 +6627,7 @@ int main(void)
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_apply_replace),
+    cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),
     cmocka_unit_test(test_apply_channel_layout),
     cmocka_unit_test(test_apply_many_channels),

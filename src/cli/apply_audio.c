@@ -160,10 +160,35 @@ int apply_commit(const apply_opts *o, const char *tmp)
       chmod(tmp, so.st_mode & 07777) != 0)
     return apply_error("cannot give %s the mode of %s: %s", tmp,
                        o->out_path, strerror(errno));
-  if (tmp && rename(tmp, out) != 0)
-    return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
-                       strerror(errno));
-  return 0;
+  if (!tmp)
+    return 0;
+  if (o->overwrite) {
+    if (rename(tmp, out) != 0)
+      return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
+                         strerror(errno));
+    return 0;
+  }
+  /* Without -y, OUTPUT is put in place only where it still is not there:
+   * another run may have made it since apply_choose_target looked (two
+   * INPUTs of one name, song.flac and song.wav, into song.mp3 under
+   * xargs -P: rename replaced the first's and both exited 0, QA). A hard
+   * link fails where the name exists; a file system without links (FAT,
+   * many FUSE ones: EPERM, ENOSYS, ...) is renamed into, as before. */
+  if (link(tmp, out) == 0) {
+    if (unlink(tmp) != 0)
+      return apply_error("%s written, but %s, its temporary name, cannot "
+                         "be removed: %s",
+                         o->out_path, tmp, strerror(errno));
+    return 0;
+  }
+  if (errno == EEXIST)
+    return apply_error("%s exists (made while this run worked); use -y to "
+                       "replace it",
+                       o->out_path);
+  if (rename(tmp, out) == 0)
+    return 0;
+  return apply_error("cannot rename %s to %s: %s", tmp, o->out_path,
+                     strerror(errno));
 }
 
 int apply_check_interrupt(void *opaque)

@@ -622,6 +622,9 @@ static void file_opts(cfd_audio *a, apply_opts *o)
   o->stream = sc->stream;
   o->codec = sc->codec;
   o->format = sc->format;
+  /* the commit replaces OUTPUT as `overwrite` says (file_start has looked
+   * already; one made while the stream ran is kept where it is false) */
+  o->overwrite = sc->overwrite;
   o->quiet = true;
   o->config_keys = true;
   o->out_abort = file_abort;
