@@ -5024,6 +5024,65 @@ static void test_apply_resample(void **state)
 #endif
 }
 
+/* A lossy encoder that takes float (libopus, LAME) is given the filtered
+ * float samples, as ffmpeg gives it a filter's: a 16-bit INPUT's
+ * precision means nothing past it, and 16-bit samples clip where the
+ * filter lifts the sound past full scale (QA: a 16-bit WAV into .mp3 or
+ * .opus was encoded from s16, 50000 samples of 5 s of noise clipped,
+ * where a float WAV of the same sound was not). A 16-bit 1 kHz tone of
+ * 0.6 through a tap of 2: 1.2 comes back, less the codec's own gain
+ * (rs_codec_gain), where clipped at 1.0 its fundamental was 0.7 dB less. */
+static void test_apply_lossy_headroom(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char one[PATH_MAX], two[PATH_MAX], inp[PATH_MAX];
+  float unit = 1.0f, twice = 2.0f;
+  tmp_path(one, sizeof one, "lh-one.txt");
+  tmp_path(two, sizeof two, "lh-two.txt");
+  tmp_path(inp, sizeof inp, "lh-in.wav");
+  write_text_kernel(one, &unit, 1);
+  write_text_kernel(two, &twice, 1);
+  enum { N = 48000 * 6 / 10 };
+  static float x[N];
+  for (size_t i = 0; i < N; i++)
+    x[i] = (float)lrint(0.6 * 32768.0 *
+                        sin(2.0 * M_PI * 1000.0 * (double)i / 48000.0)) /
+           32768.0f;
+  write_wav(inp, W_S16, 48000, 1, x, N);
+  for (size_t k = 0; k < sizeof rs_codecs / sizeof *rs_codecs; k++) {
+    const rs_codec *c = &rs_codecs[k];
+    double g = rs_codec_gain(c, one);
+    if (isnan(g))
+      continue;
+    char why[96];
+    snprintf(why, sizeof why, "a 16-bit tone of 0.6 x 2 into %s", c->encoder);
+    wav *w = rs_round_trip(c, two, inp, one, why, NULL, NULL);
+    assert_non_null(w);
+    size_t edge = 2400 + c->tol;
+    assert_true(w->frames > 2 * edge + 4800);
+    double a = rs_amplitude(w->x, edge, w->frames - edge, 1000.0, 48000.0);
+    double peak = 0.0;
+    for (size_t i = edge; i < w->frames - edge; i++)
+      peak = fmax(peak, fabs(w->x[i]));
+    printf("%s: amplitude %.4f (want %.4f), peak %.4f\n", why, a, 1.2 * g,
+           peak);
+    if (fabs(20.0 * log10(a / (1.2 * g))) > 0.3 || peak <= 1.0)
+      fail_msg("%s: amplitude %.4f, want %.4f (%+.2f dB), peak %.4f: "
+               "clipped",
+               why, a, 1.2 * g, 20.0 * log10(a / (1.2 * g)), peak);
+    free(w->x);
+    free(w);
+  }
+  unlink(one);
+  unlink(two);
+  unlink(inp);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Video whose picture size changes part way (an image sequence of mixed
  * sizes, a stream across a resolution switch): each frame of another size
  * is scaled to the first's with libswscale, as ffmpeg's filters have it,
@@ -6605,6 +6664,7 @@ int main(void)
     cmocka_unit_test(test_apply_stale_parts),
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_resample),
+    cmocka_unit_test(test_apply_lossy_headroom),
     cmocka_unit_test(test_apply_rate_change),
     cmocka_unit_test(test_apply_joined_ts),
     cmocka_unit_test(test_apply_rate_rise),

@@ -768,13 +768,20 @@ static bool is_float_fmt(enum AVSampleFormat f)
 }
 
 /* The encoder's sample format closest to the input's precision: float
- * where both are, else the smallest at least as wide, else the widest. */
+ * where both are, else the smallest at least as wide, else the widest.
+ * A lossy encoder that takes float gets float, as ffmpeg gives it a
+ * filter's output: the input's precision means nothing past it, and 16
+ * bits clipped what the filter lifted past full scale (QA: a 16-bit WAV
+ * into .mp3 or .opus, where a float one was not clipped). */
 static enum AVSampleFormat pick_sample_fmt(const AVCodec *c, const input *in)
 {
   const enum AVSampleFormat *f = c->sample_fmts;
   if (!f)
     return AV_SAMPLE_FMT_FLT;
-  bool want_float = is_float_fmt(in->dec->sample_fmt);
+  const AVCodecDescriptor *d = cf_av->avcodec_descriptor_get(c->id);
+  bool lossy = d && (d->props & AV_CODEC_PROP_LOSSY) &&
+               !(d->props & AV_CODEC_PROP_LOSSLESS);
+  bool want_float = lossy || is_float_fmt(in->dec->sample_fmt);
   int want = cf_av->av_get_bytes_per_sample(in->dec->sample_fmt);
   enum AVSampleFormat best = AV_SAMPLE_FMT_NONE, widest = f[0];
   for (; *f != AV_SAMPLE_FMT_NONE; f++) {
