@@ -5083,6 +5083,70 @@ static void test_apply_lossy_headroom(void **state)
 #endif
 }
 
+/* The clipping warning's advice is one OUTPUT's format can take: a float
+ * PCM codec it holds (AIFF: pcm_f32be), none where it holds none (FLAC,
+ * MP2), for a 16-bit tone of 0.6 through a tap of 2. Each codec the
+ * warning names is run as advised: it writes, nothing clipped (it said
+ * "-c pcm_f32le" for every format, which .flac, .aiff and .mp2 refuse as
+ * a usage error, QA). */
+static void test_apply_clip_advice(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char two[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  float twice = 2.0f;
+  tmp_path(two, sizeof two, "ca-two.txt");
+  tmp_path(inp, sizeof inp, "ca-in.wav");
+  write_text_kernel(two, &twice, 1);
+  enum { N = 4800 };
+  static float x[N];
+  for (size_t i = 0; i < N; i++)
+    x[i] = (float)lrint(0.6 * 32768.0 *
+                        sin(2.0 * M_PI * 1000.0 * (double)i / 48000.0)) /
+           32768.0f;
+  write_wav(inp, W_S16, 48000, 1, x, N);
+  static const char *const exts[] = {"wav", "aiff", "flac", "mp2"};
+  for (size_t e = 0; e < sizeof exts / sizeof *exts; e++) {
+    char name[32];
+    snprintf(name, sizeof name, "ca-out.%s", exts[e]);
+    tmp_path(outp, sizeof outp, name);
+    const char *args[] = {NULL, "apply", "-q", "-y", "-k", two, inp, outp,
+                          NULL};
+    result res;
+    run_simple(args, &res);
+    if (res.status != 0 && strstr(res.err, "has no encoder")) {
+      printf("skipped .%s: %s", exts[e], res.err);
+      result_free(&res);
+      continue;
+    }
+    if (res.status != 0 || !strstr(res.err, "clipped"))
+      fail_msg(".%s: exit %d, no clipping said:\n%s", exts[e], res.status,
+               res.err);
+    printf(".%s: %s", exts[e], res.err);
+    const char *c = strstr(res.err, "(-c ");
+    if (c) {
+      char codec[32] = "";
+      assert_int_equal(sscanf(c, "(-c %31[a-z0-9_])", codec), 1);
+      const char *again[] = {NULL, "apply", "-q", "-y", "-c", codec, "-k",
+                             two, inp, outp, NULL};
+      result r2;
+      run_simple(again, &r2);
+      if (r2.status != 0 || strstr(r2.err, "clipped"))
+        fail_msg(".%s: the advice -c %s: exit %d:\n%s", exts[e], codec,
+                 r2.status, r2.err);
+      result_free(&r2);
+    }
+    result_free(&res);
+    unlink(outp);
+  }
+  unlink(two);
+  unlink(inp);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* Video whose picture size changes part way (an image sequence of mixed
  * sizes, a stream across a resolution switch): each frame of another size
  * is scaled to the first's with libswscale, as ffmpeg's filters have it,
@@ -6665,6 +6729,7 @@ int main(void)
     cmocka_unit_test(test_apply_codec_name),
     cmocka_unit_test(test_apply_resample),
     cmocka_unit_test(test_apply_lossy_headroom),
+    cmocka_unit_test(test_apply_clip_advice),
     cmocka_unit_test(test_apply_rate_change),
     cmocka_unit_test(test_apply_joined_ts),
     cmocka_unit_test(test_apply_rate_rise),

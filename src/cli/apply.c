@@ -323,6 +323,26 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   return 0;
 }
 
+/* A float PCM codec OUTPUT's format holds (WAV: pcm_f32le, AIFF:
+ * pcm_f32be), as -c would take it, or NULL (FLAC, MP2): the clipping
+ * warning's advice (it said -c pcm_f32le to every format, QA). */
+static const char *float_codec(const apply_opts *o)
+{
+  static const char *const pcm[] = {"pcm_f32le", "pcm_f32be"};
+  for (size_t i = 0; i < sizeof pcm / sizeof *pcm; i++) {
+    apply_opts t = *o;
+    char msg[512];
+    t.codec = pcm[i];
+    t.verbose = false;
+    apply_capture(msg, sizeof msg);
+    int rc = apply_check_output(&t, false);
+    apply_capture(NULL, 0);
+    if (!rc)
+      return pcm[i];
+  }
+  return NULL;
+}
+
 int cli_apply(int argc, char **argv)
 {
   apply_opts opt;
@@ -387,13 +407,15 @@ int cli_apply(int argc, char **argv)
               "cudafilter: warning: %s: %u damaged packet(s) "
               "skipped\n",
               opt.in_path, res.corrupt);
-    if (res.clipped)
+    if (res.clipped) {
+      const char *fc = float_codec(&opt);
       fprintf(stderr,
               "cudafilter: warning: %llu sample(s) clipped (peak "
-              "%+.2f dBFS); lower --gain by %.1f dB or write float "
-              "(-c pcm_f32le)\n",
+              "%+.2f dBFS); lower --gain by %.1f dB%s%s%s\n",
               (unsigned long long)res.clipped, 20.0 * log10(res.peak),
-              ceil(20.0 * log10(res.peak) * 10) / 10);
+              ceil(20.0 * log10(res.peak) * 10) / 10,
+              fc ? " or write float (-c " : "", fc ? fc : "", fc ? ")" : "");
+    }
     if (!opt.quiet || opt.verbose) {
       double secs = (double)res.frames_out / res.rate, el = cli_now() - t0;
       char from[48] = "";
