@@ -6501,15 +6501,72 @@ static void apply_interrupt_by(int sig)
 }
 #endif
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* Signal sig while OUTPUT, a FIFO no one reads, blocks the writing: exit
+ * 130, said as an interruption that leaves OUTPUT incomplete (it is
+ * written in place), not as a failed write ("writing failed: Immediate
+ * exit requested", then "not written", of what was half written; QA). */
+static void apply_interrupt_writing_by(int sig)
+{
+  char kpath[PATH_MAX], fifo[PATH_MAX], wavp[PATH_MAX];
+  small_kernel(kpath, sizeof kpath, "apply-intw.txt", 3);
+  tmp_path(fifo, sizeof fifo, "apply-intw.fifo");
+  tmp_path(wavp, sizeof wavp, "apply-intw-src.wav");
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  enum { FRAMES = 480000 }; /* 960 kB: past a pipe's buffer */
+  float *x = calloc(FRAMES, sizeof *x);
+  assert_non_null(x);
+  write_wav(wavp, W_S16, 48000, 1, x, FRAMES);
+  free(x);
+  int hold = open(fifo, O_RDWR); /* open, never read */
+  assert_true(hold >= 0);
+  const char *args[] = {NULL, "apply", "-f", "wav", "-k", kpath, wavp, fifo,
+                        NULL};
+  proc p;
+  spawn(args, &p);
+  usleep(500000); /* it has filled the FIFO and waits to write more */
+  kill(p.pid, sig);
+  result res = {0};
+  size_t cap = 0;
+  unsigned char *err = NULL;
+  double deadline = now_s() + HANG_S;
+  while (drain_fd(p.err, &err, &res.err_len, &cap)) {
+    assert_true(now_s() < deadline);
+    usleep(10000);
+  }
+  int status = wait_status(p.pid);
+  close(hold);
+  close(p.in);
+  close(p.out);
+  close(p.err);
+  err = realloc(err, res.err_len + 1);
+  err[res.err_len] = '\0';
+  printf("%s while writing: exit %d: %s", strsignal(sig), status,
+         (char *)err);
+  if (status != 130 || !strstr((char *)err, "interrupted") ||
+      !strstr((char *)err, "incomplete") || strstr((char *)err, "failed") ||
+      strstr((char *)err, "not written"))
+    fail_msg("%s while writing: exit %d, want 130; stderr:\n%s",
+             strsignal(sig), status, (char *)err);
+  free(err);
+  unlink(fifo);
+  unlink(wavp);
+}
+#endif
+
 /* SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal or ssh session:
- * it left OUTPUT.cf-part-PID behind, exit 129) end a run cleanly. */
+ * it left OUTPUT.cf-part-PID behind, exit 129) end a run cleanly, while
+ * it reads and while it writes. */
 static void test_apply_interrupt(void **state)
 {
   (void)state;
 #ifdef CF_TEST_HAVE_LIBAV
   static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
     apply_interrupt_by(sigs[i]);
+    apply_interrupt_writing_by(sigs[i]);
+  }
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();

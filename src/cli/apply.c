@@ -435,7 +435,10 @@ int cli_apply(int argc, char **argv)
     unlink(tmp);
   if (rc && interrupted) {
     rc = 130;
-    fprintf(stderr, "cudafilter: interrupted; %s not written\n", opt.out_path);
+    /* a FIFO, a device or a URL is written in place: it holds what was
+     * written ("not written", QA) */
+    fprintf(stderr, "cudafilter: interrupted; %s %s\n", opt.out_path,
+            tmp ? "not written" : "incomplete");
   }
   free(tmp);
   return rc;

@@ -207,6 +207,11 @@ static int input_stopping(void *opaque)
 
 int apply_av_error(const char *path, const char *what, int err)
 {
+  /* libav stopped because the command line was signalled: the caller
+   * says it was interrupted ("writing failed: Immediate exit requested"
+   * read as an I/O error, QA) */
+  if (err == AVERROR_EXIT && interrupted)
+    return CLI_EXIT_RUNTIME;
   char msg[AV_ERROR_MAX_STRING_SIZE];
   cf_av->av_strerror(err, msg, sizeof msg);
   return apply_error("%s: %s: %s", path, what, msg);
