@@ -6671,6 +6671,41 @@ static void test_demo(void **state)
              res.out_len, data);
 #endif
   result_free(&res);
+  /* SIGINT, SIGTERM or SIGHUP part way: exit 130, an earlier --out file
+   * as it was and no temporary file (it left the file cut short, a WAV
+   * that reads as a shorter one, over the earlier; QA) */
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    write_file(path, "earlier\n", 8);
+    const char *longer[] = {NULL, "demo", "--seconds", "3000", "--out", path,
+                            NULL};
+    proc p;
+    spawn(longer, &p);
+    usleep(300000);
+    kill(p.pid, sigs[i]);
+    result r = {0};
+    size_t cap = 0;
+    unsigned char *err = NULL;
+    double deadline = now_s() + HANG_S;
+    while (drain_fd(p.err, &err, &r.err_len, &cap)) {
+      assert_true(now_s() < deadline);
+      usleep(10000);
+    }
+    int status = wait_status(p.pid);
+    close(p.in);
+    close(p.out);
+    close(p.err);
+    err = realloc(err, r.err_len + 1);
+    err[r.err_len] = '\0';
+    if (status != 130 || !strstr((char *)err, "interrupted") ||
+        !file_equals(path, "earlier\n"))
+      fail_msg("demo, %s part way: exit %d, earlier file kept %d:\n%s",
+               strsignal(sigs[i]), status, file_equals(path, "earlier\n"),
+               (char *)err);
+    assert_no_part_files();
+    free(err);
+  }
+  unlink(path);
 }
 
 static void test_help_version(void **state)

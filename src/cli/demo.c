@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,7 +340,9 @@ static int demo_parse(int argc, char **argv, const char **out_path,
            "the result, reverb tail included,\nto FILE (default "
            DEFAULT_OUT "; - is standard output, the report then on\n"
            "standard error). Reports the speed as a multiple of real "
-           "time.");
+           "time. FILE is\nwritten under a temporary name and renamed when "
+           "complete.\n\nExit status: 0 ok, 1 runtime error, 2 usage "
+           "error, 130 interrupted.");
       exit(0);
     default: return cli_bad_option("demo", c, argv);
     }
@@ -347,6 +350,45 @@ static int demo_parse(int argc, char **argv, const char **out_path,
   if (optind < argc)
     return cli_usage_error("demo", "unexpected argument '%s'", argv[optind]);
   return 0;
+}
+
+static volatile sig_atomic_t demo_stopped;
+
+static void demo_on_signal(int sig)
+{
+  (void)sig;
+  demo_stopped = 1;
+}
+
+/* The name a FILE is written under, FILE.cf-part-PID.EXT, renamed when
+ * complete, as apply writes (an interrupted or failed run left the file
+ * cut short, a WAV that reads as a shorter one, over an earlier; QA);
+ * NULL where FILE is written in place ("-", a URL, a FIFO, a device) or
+ * out of memory (*oom). */
+static char *part_name(const char *path, bool *oom)
+{
+  *oom = false;
+  if (!strcmp(path, "-"))
+    return NULL;
+#ifdef CF_CLI_HAVE_LIBAV
+  const char *why;
+  if (!cf_av_get(&why) || cf_av_is_url(path))
+    return NULL; /* writer_open says why */
+  path = cf_av_local(path);
+#endif
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return NULL;
+  const char *base = strrchr(path, '/');
+  const char *ext = strrchr(base ? base + 1 : path, '.');
+  size_t n = strlen(path) + 48;
+  char *tmp = malloc(n);
+  if (!tmp)
+    *oom = true;
+  else
+    snprintf(tmp, n, "%s.cf-part-%ld%s", path, (long)getpid(),
+             ext ? ext : "");
+  return tmp;
 }
 
 int cli_demo(int argc, char **argv)
@@ -359,6 +401,7 @@ int cli_demo(int argc, char **argv)
   cf_engine *e = NULL;
   float *tail = NULL;
   writer w = {0};
+  char *tmp = NULL;
   bool opened = false;
   uint64_t noise = 12345;
   size_t tail_frames = 0, written = 0;
@@ -385,7 +428,18 @@ int cli_demo(int argc, char **argv)
     goto done;
   }
   setup = cli_now() - t;
-  if ((rc = writer_open(&w, path)))
+  bool oom;
+  if (!(tmp = part_name(path, &oom)) && oom) {
+    rc = cli_error("demo: out of memory");
+    goto done;
+  }
+  /* No SA_RESTART: a blocked write returns, and the run ends cleanly. */
+  struct sigaction sa = {.sa_handler = demo_on_signal};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  if ((rc = writer_open(&w, tmp ? tmp : path)))
     goto done;
   opened = true;
 
@@ -395,6 +449,10 @@ int cli_demo(int argc, char **argv)
    * does, so the file is time-aligned with the signal. */
   size_t skip = cf_engine_latency(e);
   for (size_t t0 = 0; t0 < total; t0 += BLOCK) {
+    if (demo_stopped) {
+      rc = 130;
+      goto done;
+    }
     size_t n = total - t0 < BLOCK ? total - t0 : BLOCK;
     make_signal(in, t0, n, total, &noise);
     t = cli_now();
@@ -431,6 +489,16 @@ int cli_demo(int argc, char **argv)
   opened = false;
   if ((rc = writer_close(&w, true)))
     goto done;
+#ifdef CF_CLI_HAVE_LIBAV
+  const char *local = cf_av_local(path);
+#else
+  const char *local = path;
+#endif
+  if (tmp && rename(tmp, local) != 0) {
+    rc = cli_error("demo: cannot rename %s to %s: %s", tmp, path,
+                   strerror(errno));
+    goto done;
+  }
 
   /* the full convolution: total + taps - 1 frames */
   size_t frames = total + written - cf_engine_latency(e);
@@ -449,6 +517,15 @@ int cli_demo(int argc, char **argv)
 done:
   if (opened)
     writer_close(&w, false);
+  if (rc && tmp)
+    unlink(tmp);
+  if (rc && demo_stopped) {
+    rc = 130;
+    fprintf(stderr, "cudafilter: demo: interrupted; %s %s\n",
+            strcmp(path, "-") ? path : "standard output",
+            tmp ? "not written" : "incomplete");
+  }
+  free(tmp);
   free(tail);
   cf_engine_free(e);
   cf_kernel_free(room);
