@@ -21,7 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cudafilter/engine.h>
@@ -170,6 +173,78 @@ static void test_quick_from_wisdom(void **state)
   CHECK(!cf_fft_hasty(q), "quick estimated a size FFTW has wisdom for");
   CHECK(get(1, n, CF_FFT_MEASURE) == q, "measure planned again");
   check_transform(q, 1, n, &r);
+}
+
+/* Whether the wisdom file at path has real size n (1D, as fft.c plans
+ * it): asked in a child, so this process's wisdom stays as it is. */
+static int file_has_wisdom(const char *path, size_t n)
+{
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork");
+  if (pid == 0) {
+    fftwf_forget_wisdom();
+    float *in = cf_alloc(n * sizeof *in), *spec = cf_alloc((n + 2) * 4);
+    if (!in || !spec || !fftwf_import_wisdom_from_filename(path))
+      _exit(2);
+    fftwf_plan a = fftwf_plan_dft_r2c_1d(
+        (int)n, in, (fftwf_complex *)spec,
+        FFTW_MEASURE | FFTW_NO_BUFFERING | FFTW_WISDOM_ONLY);
+    _exit(a ? 0 : 1);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) < 2, "reading %s failed", path);
+  return WEXITSTATUS(st) == 0;
+}
+
+/* Runs in parallel (xargs -P 8) share one wisdom file: a run saves what
+ * it measured over what another saved since this one loaded, not in its
+ * place (each save was this process's wisdom alone, so the last to save
+ * dropped the others' sizes and the next runs measured them again, 0.5 s
+ * each; QA). Here the other run is a child that measures size b and
+ * saves only it between this process's sizes a and c. */
+static void test_wisdom_saves_merge(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 4);
+  size_t a = fresh_even(&r, 2402, 2800), b = fresh_even(&r, 2802, 3200),
+         c = fresh_even(&r, 3202, 3600);
+  set_case("a %zu, b %zu, c %zu", a, b, c);
+  const char *dir = getenv("CF_TEST_TMP");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/fft-merge-%ld.wisdom", dir ? dir : "/tmp",
+           (long)getpid());
+  mkdir(dir ? dir : "/tmp", 0777);
+  unlink(path);
+  setenv("CF_FFT_WISDOM", path, 1);
+  get(1, a, CF_FFT_MEASURE);
+  CHECK(file_has_wisdom(path, a), "size %zu not saved", a);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork");
+  if (pid == 0) { /* another run: it loaded before a was saved */
+    fftwf_forget_wisdom();
+    float *in = cf_alloc(b * sizeof *in), *spec = cf_alloc((b + 2) * 4);
+    fftwf_plan p = in && spec ? fftwf_plan_dft_r2c_1d(
+                                    (int)b, in, (fftwf_complex *)spec,
+                                    FFTW_MEASURE | FFTW_NO_BUFFERING)
+                              : NULL;
+    _exit(p && fftwf_export_wisdom_to_filename(path) ? 0 : 1);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+            WEXITSTATUS(st) == 0,
+        "the other run failed");
+  get(1, c, CF_FFT_MEASURE);
+  int has_a = file_has_wisdom(path, a), has_b = file_has_wisdom(path, b),
+      has_c = file_has_wisdom(path, c);
+  setenv("CF_FFT_WISDOM", "none", 1);
+  unlink(path);
+  CHECK(has_a && has_b && has_c,
+        "after the other run's save and ours: a %d, b %d, c %d", has_a, has_b,
+        has_c);
 }
 
 /* CF_FFT_PLANNING=estimate: one plan per size whatever the mode, and it is
@@ -646,6 +721,7 @@ int main(void)
       cmocka_unit_test(test_quick_then_measure),
       cmocka_unit_test(test_measure_then_quick),
       cmocka_unit_test(test_quick_from_wisdom),
+      cmocka_unit_test(test_wisdom_saves_merge),
       cmocka_unit_test(test_estimate_setting),
       cmocka_unit_test(test_many_sizes),
   };

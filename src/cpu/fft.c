@@ -125,17 +125,19 @@ static void wisdom_load(void)
 }
 
 /* Write to a temporary name and rename, so readers never see half a file;
- * failing to save only costs planning time next run. */
+ * failing to save only costs planning time next run. What other
+ * processes saved since this one loaded is merged in first: runs in
+ * parallel (xargs -P) share the file, and each save of this process's
+ * wisdom alone dropped the sizes the others had measured (QA). */
 static void wisdom_save(void)
 {
   char path[600], tmp[640];
   wisdom_path(path, sizeof path, 1);
   if (!path[0])
     return;
+  fftwf_import_wisdom_from_filename(path); /* absent or stale: ignored */
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  if (fftwf_export_wisdom_to_filename(tmp))
-    rename(tmp, path);
-  else
+  if (!fftwf_export_wisdom_to_filename(tmp) || rename(tmp, path) != 0)
     unlink(tmp);
 }
 
