@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -6525,7 +6526,17 @@ static void apply_interrupt_writing_by(int sig)
                         NULL};
   proc p;
   spawn(args, &p);
-  usleep(500000); /* it has filled the FIFO and waits to write more */
+  /* until it has filled the FIFO and waits to write more: what the FIFO
+   * holds stays the same for 0.2 s */
+  int queued = 0, last = -1, same = 0;
+  double until = now_s() + HANG_S;
+  while (same < 4) {
+    assert_true(now_s() < until);
+    usleep(50000);
+    assert_int_equal(ioctl(hold, FIONREAD, &queued), 0);
+    same = queued > 0 && queued == last ? same + 1 : 0;
+    last = queued;
+  }
   kill(p.pid, sig);
   result res = {0};
   size_t cap = 0;
@@ -6681,7 +6692,14 @@ static void test_demo(void **state)
                             NULL};
     proc p;
     spawn(longer, &p);
-    usleep(300000);
+    /* once it writes (the temporary file is there) */
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '^d.wav.cf-part'", tmp_dir);
+    double until = now_s() + HANG_S;
+    while (system(cmd) != 0) {
+      assert_true(now_s() < until);
+      usleep(20000);
+    }
     kill(p.pid, sigs[i]);
     result r = {0};
     size_t cap = 0;
