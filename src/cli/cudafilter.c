@@ -491,8 +491,8 @@ static int fir_stream(cf_engine *e, bool drain)
   bool cut = have != 0;
   if (cut)
     fprintf(stderr, PROG ": input ended inside frame %llu: %zu bytes left "
-            "over (a frame of %u channel%s is %zu bytes)\n", done, have, cin,
-            cin == 1 ? "" : "s", frame_bytes);
+            "over (a frame of %u channel%s is %zu bytes)\n", done + 1, have,
+            cin, cin == 1 ? "" : "s", frame_bytes); /* from 1, as conv2d */
   if (drain) {
     size_t tail = cf_engine_tail(e), written = 0;
     /* Allocated once, at the end of the stream. */
