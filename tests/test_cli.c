@@ -733,6 +733,12 @@ static void test_usage_errors(void **state)
   /* a decimal comma: the message says to write a point (QA) */
   const char *comma[] = {NULL, "demo", "--seconds", "2,5", NULL};
   expect(comma, 2, "'2,5' is not a number (write a decimal point");
+  /* decimal only: strtod read '0x2' as 2 and skipped a leading space
+   * (QA: --gain 0x10 was 16 dB) */
+  const char *hex[] = {NULL, "demo", "--seconds", "0x2", NULL};
+  expect(hex, 2, "'0x2' is not a number");
+  const char *space[] = {NULL, "demo", "--seconds", " 2", NULL};
+  expect(space, 2, "' 2' is not a number");
 }
 
 static void test_runtime_errors(void **state)

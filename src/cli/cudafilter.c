@@ -133,7 +133,10 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *s,
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (end == s || errno || *end != '\0' || !isfinite(v)) {
+  /* decimal only: strtod also reads hex ('0x10' was 16 dB) and skips
+   * leading spaces (' 3' taken, '3 ' refused) */
+  if (end == s || errno || *end != '\0' || !isfinite(v) ||
+      s[strspn(s, "0123456789+-.eE")] != '\0') {
     cli_usage_error(cmd, "%s: '%s' is not a number%s", opt, s,
                     strchr(s, ',') ? " (write a decimal point: 0.5, not 0,5)"
                                    : "");
