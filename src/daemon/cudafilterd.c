@@ -142,8 +142,6 @@ static void stream_stop(stream *s)
   g_free(s);
 }
 
-/* Start sc (ownership passes on success). A stream with a restart
- * policy that cannot start is kept down, and tried again. */
 /* How a file stream's input is known when the stream starts: probed at
  * the start (PROBE_NOW), in a thread just before (PROBED: a restart's),
  * or by the config's load just before (LOAD_PROBED: the daemon's start,
@@ -166,6 +164,9 @@ static cfd_audio *start_audio(const cfd_stream_conf *sc, start_probe how,
   return cfd_audio_start_probed(sc, err);
 }
 
+/* Start sc (ownership passes on success), its input known as `how`
+ * says. A stream with a restart policy that cannot start is kept down,
+ * and tried again. */
 static stream *stream_start(cfd_stream_conf *sc, start_probe how,
                             GError **err)
 {
@@ -237,7 +238,6 @@ static bool stream_begin(stream *s, start_probe how, GError **err)
   g_propagate_error(err, e);
   return false;
 }
-
 
 /* How a start that waited for its probe went, in the log (and to the
  * clients that asked). */
