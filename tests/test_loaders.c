@@ -1518,6 +1518,47 @@ static void write_wav(const char *path, unsigned channels, uint32_t rate,
 }
 #endif
 
+/* A WAV written while recording (a live capture, a pipe into a file)
+ * states no data size: 0, or 0xFFFFFFFF. Its data runs to the end of the
+ * file, libav's last read of it coming up short. */
+static void test_audio_wav_streamed(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  static const uint32_t sizes[] = {0, UINT32_MAX};
+  for (unsigned channels = 1; channels <= 4; channels *= 2)
+    for (size_t z = 0; z < 2; z++) {
+      /* not a whole number of libav's reads (4096 bytes) */
+      size_t n = ref_rng_range(&rng, 1, 20000) | 1;
+      int16_t *x = malloc(n * channels * sizeof *x);
+      for (size_t i = 0; i < n * channels; i++)
+        x[i] = (int16_t)ref_rng_range(&rng, 0, 65535);
+      const char *path = fixture("streamed.wav");
+      write_wav(path, channels, 48000, x, n);
+      FILE *f = fopen(path, "r+b");
+      assert_non_null(f);
+      unsigned char size[4];
+      for (int i = 0; i < 4; i++)
+        size[i] = (unsigned char)(sizes[z] >> (8 * i));
+      assert_int_equal(fseek(f, 40, SEEK_SET), 0);
+      assert_int_equal(fwrite(size, 1, 4, f), 4);
+      assert_int_equal(fclose(f), 0);
+      cf_kernel *k;
+      expect_ok(cf_kernel_load(path, 0, &k), path);
+      float *want = malloc(n * sizeof *want);
+      for (unsigned c = 0; c < channels; c++) {
+        for (size_t i = 0; i < n; i++)
+          want[i] = (float)((double)x[i * channels + c] / 32768.0);
+        expect_taps(k, c, want, n, 0.0);
+      }
+      free(want);
+      free(x);
+      cf_kernel_free(k);
+    }
+#endif
+}
+
 /* Rates libswresample would need gigabytes for: tests/fuzz found a WAV
  * header's 520 MHz, resampled to 48 kHz, asking for 1.6 GB. */
 static void test_audio_rates(void **state)
@@ -1691,6 +1732,7 @@ int main(void)
       cmocka_unit_test(test_audio_resample_edges),
       cmocka_unit_test(test_audio_nonfinite),
       cmocka_unit_test(test_audio_truncated),
+      cmocka_unit_test(test_audio_wav_streamed),
       cmocka_unit_test(test_audio_rates),
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),

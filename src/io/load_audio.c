@@ -49,6 +49,9 @@ typedef struct audio_loader {
    * the resampler's ringing before the kernel's first sample comes out
    * there (lead_out samples) */
   size_t lead_in, lead_out;
+  /* a RIFF WAV whose header states no data size (0 or 0xFFFFFFFF, as a
+   * recording in progress writes it): its data ends with the file */
+  bool open_ended;
   cf_io_taps *chan;   /* channels arrays */
 } audio_loader;
 
@@ -350,7 +353,9 @@ static cf_status decode_all(audio_loader *a)
   while (s == CF_OK && (err = cf_av->av_read_frame(a->fmt, a->pkt)) >= 0) {
     if (a->pkt->stream_index != a->stream)
       ; /* another stream */
-    else if (a->pkt->flags & AV_PKT_FLAG_CORRUPT) /* e.g. a short read */
+    /* a short read; where the data runs to the end of the file, its
+     * last read is short (a streamed WAV of 12289 samples failed) */
+    else if ((a->pkt->flags & AV_PKT_FLAG_CORRUPT) && !a->open_ended)
       s = cf_fail(CF_E_FORMAT, "%s: truncated or corrupt data at byte %lld "
                   "(after %lld samples)", a->path, (long long)a->pkt->pos,
                   (long long)a->decoded);
@@ -367,8 +372,10 @@ static cf_status decode_all(audio_loader *a)
 
 /* libav plays a WAV file cut inside its data without complaint (it trusts
  * the file size over the header): compare the header's data size with
- * the file. Sizes 0 and 0xFFFFFFFF mean "unknown" (streams, RF64). */
-static cf_status check_wav_length(const audio_loader *a)
+ * the file. Sizes 0 and 0xFFFFFFFF mean "unknown" (streams, RF64): in a
+ * RIFF file the data then runs to its end (RF64 and BW64 state the size
+ * in their ds64 chunk). */
+static cf_status check_wav_length(audio_loader *a)
 {
   if (strcmp(a->fmt->iformat->name, "wav") != 0)
     return CF_OK;
@@ -379,11 +386,13 @@ static cf_status check_wav_length(const audio_loader *a)
     return s;
   s = cf_io_size(a->path, f, &size);
   unsigned char h[8];
+  bool riff = s == CF_OK && fread(h, 1, 4, f) == 4 && memcmp(h, "RIFF", 4) == 0;
   while (s == CF_OK && at + 8 <= size && fseek(f, (long)at, SEEK_SET) == 0 &&
          fread(h, 1, 8, f) == 8) {
     size_t len = h[4] | (size_t)h[5] << 8 | (size_t)h[6] << 16 |
                  (size_t)h[7] << 24;
     if (memcmp(h, "data", 4) == 0) {
+      a->open_ended = riff && (len == 0 || len == UINT32_MAX);
       if (len != 0 && len != UINT32_MAX && len > size - at - 8)
         s = cf_fail(CF_E_FORMAT, "%s: truncated: the WAV header says %zu "
                     "bytes of data at byte %zu, the file holds %zu",
