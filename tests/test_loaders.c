@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1559,6 +1560,86 @@ static void test_audio_wav_streamed(void **state)
 #endif
 }
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* An integer of `bytes` bytes at p, little- or big-endian. */
+static unsigned char *put_int(unsigned char *p, uint64_t v, int bytes, bool be)
+{
+  for (int i = 0; i < bytes; i++)
+    p[be ? bytes - 1 - i : i] = (unsigned char)(v >> (8 * i));
+  return p + bytes;
+}
+#endif
+
+/* Valid WAV files libav 5.1 decodes as noise without a word: RIFX (the
+ * big-endian WAV: its samples were read as little-endian) and
+ * WAVE_FORMAT_EXTENSIBLE PCM of 24 valid bits in 32-bit containers
+ * (taken for 24-bit floats: a NaN tap, or a false "truncated"). Every tap
+ * against the file's integers in float64. */
+static void test_audio_wav_libav_misreads(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (int kind = 0; kind < 3; kind++) /* RIFX 16, RIFX 24, 24 in 32 */
+    for (unsigned ch = 1; ch <= 4; ch++) {
+      bool be = kind < 2, ext = kind == 2;
+      int bytes = kind == 0 ? 2 : kind == 1 ? 3 : 4;
+      int bits = kind == 0 ? 16 : 24;
+      size_t n = ref_rng_range(&rng, 1, 3000);
+      size_t data = n * ch * (size_t)bytes;
+      size_t fmt = ext ? 40 : 16, total = 12 + 8 + fmt + 8 + data;
+      unsigned char *w = calloc(1, total + 1), *p = w;
+      int32_t *x = malloc(n * ch * sizeof *x);
+      memcpy(p, be ? "RIFX" : "RIFF", 4);
+      p = put_int(p + 4, total - 8 + (data & 1), 4, be);
+      memcpy(p, "WAVEfmt ", 8);
+      p = put_int(p + 8, fmt, 4, be);
+      p = put_int(p, ext ? 0xFFFE : 1, 2, be);
+      p = put_int(p, ch, 2, be);
+      p = put_int(p, 48000, 4, be);
+      p = put_int(p, 48000u * ch * (unsigned)bytes, 4, be);
+      p = put_int(p, ch * (unsigned)bytes, 2, be);
+      p = put_int(p, (unsigned)bytes * 8, 2, be);
+      if (ext) {
+        static const unsigned char pcm[16] = {1,    0, 0,    0,    0,    0,
+                                              0x10, 0, 0x80, 0,    0,    0xaa,
+                                              0,    0x38, 0x9b, 0x71};
+        p = put_int(p, 22, 2, be);
+        p = put_int(p, (unsigned)bits, 2, be); /* valid bits */
+        p = put_int(p, 0, 4, be);              /* no channel mask */
+        memcpy(p, pcm, 16);
+        p += 16;
+      }
+      memcpy(p, "data", 4);
+      p = put_int(p + 4, data, 4, be);
+      for (size_t i = 0; i < n * ch; i++) {
+        x[i] = (int32_t)ref_rng_range(&rng, 0, ((uint64_t)1 << bits) - 1) -
+               (int32_t)(1 << (bits - 1));
+        /* 24 valid bits in 32: the high ones (left-justified) */
+        uint64_t v = (uint32_t)x[i] << (ext ? 8 : 0);
+        p = put_int(p, v, bytes, be);
+      }
+      const char *path = fixture("misread.wav");
+      FILE *f = fopen(path, "wb");
+      assert_non_null(f);
+      assert_int_equal(fwrite(w, 1, total, f), total);
+      assert_int_equal(fclose(f), 0);
+      cf_kernel *k;
+      expect_ok(cf_kernel_load(path, 0, &k), path);
+      float *want = malloc(n * sizeof *want);
+      for (unsigned c = 0; c < ch; c++) {
+        for (size_t i = 0; i < n; i++)
+          want[i] = (float)((double)x[i * ch + c] / (double)(1 << (bits - 1)));
+        expect_taps(k, c, want, n, 0.0);
+      }
+      cf_kernel_free(k);
+      free(want);
+      free(x);
+      free(w);
+    }
+#endif
+}
+
 /* Rates libswresample would need gigabytes for: tests/fuzz found a WAV
  * header's 520 MHz, resampled to 48 kHz, asking for 1.6 GB. */
 static void test_audio_rates(void **state)
@@ -1733,6 +1814,7 @@ int main(void)
       cmocka_unit_test(test_audio_nonfinite),
       cmocka_unit_test(test_audio_truncated),
       cmocka_unit_test(test_audio_wav_streamed),
+    cmocka_unit_test(test_audio_wav_libav_misreads),
       cmocka_unit_test(test_audio_rates),
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),

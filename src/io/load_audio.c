@@ -52,6 +52,9 @@ typedef struct audio_loader {
   /* a RIFF WAV whose header states no data size (0 or 0xFFFFFFFF, as a
    * recording in progress writes it): its data ends with the file */
   bool open_ended;
+  /* a WAV whose codec wav_codec corrected: libav's stated length came
+   * from the codec it took (check_wav_length checks the length) */
+  bool recoded;
   cf_io_taps *chan;   /* channels arrays */
 } audio_loader;
 
@@ -67,6 +70,70 @@ static cf_status av_fail(const audio_loader *a, cf_status s, const char *what,
   return cf_fail(s, "%s: %s%s%s%s: %s", a->path, what,
                  format ? " (libav took it for '" : "", format ? format : "",
                  format ? "')" : "", buf);
+}
+
+/* A WAV file's first bytes and its fmt chunk's format tag (the
+ * extensible format's subformat), little- or big-endian (RIFX) as its
+ * magic says; FALSE where it cannot be read so (a URL, not RIFF/RIFX). */
+static bool wav_header(const audio_loader *a, bool *rifx, unsigned *tag)
+{
+  FILE *f = cf_av_is_url(a->path) ? NULL : fopen(cf_av_local(a->path), "rb");
+  unsigned char h[26];
+  bool ok = false;
+  *tag = 0;
+  if (f && fread(h, 1, 12, f) == 12 &&
+      (!memcmp(h, "RIFF", 4) || !memcmp(h, "RIFX", 4))) {
+    *rifx = !memcmp(h, "RIFX", 4);
+    ok = true;
+    for (int chunk = 0; chunk < 64 && fread(h, 1, 8, f) == 8; chunk++) {
+      uint32_t len = *rifx ? (uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 |
+                                 (uint32_t)h[6] << 8 | h[7]
+                           : h[4] | (uint32_t)h[5] << 8 |
+                                 (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24;
+      if (!memcmp(h, "fmt ", 4)) {
+        size_t got = fread(h, 1, len < 26 ? len : 26, f);
+        unsigned t = got >= 2 ? (*rifx ? (unsigned)h[0] << 8 | h[1]
+                                       : h[0] | (unsigned)h[1] << 8)
+                              : 0;
+        if (t == 0xFFFE && got >= 26) /* extensible: its subformat */
+          t = *rifx ? (unsigned)h[24] << 8 | h[25] : h[24] | (unsigned)h[25] << 8;
+        *tag = t;
+        break;
+      }
+      if (fseek(f, (long)len + (long)(len & 1), SEEK_CUR) != 0)
+        break;
+    }
+  }
+  if (f)
+    fclose(f);
+  return ok;
+}
+
+/* The codec a WAV file's samples really are where libav 5.1 misreads a
+ * valid file, decoding noise without a word (QA): RIFX, the big-endian
+ * WAV, whose header it reads but whose samples it takes as
+ * little-endian; and PCM of 24 valid bits in 32-bit containers
+ * (WAVE_FORMAT_EXTENSIBLE), which it takes for 24-bit floats: the bits
+ * are left-justified integers, read as 32-bit ones. Else id. */
+static enum AVCodecID wav_codec(const audio_loader *a, enum AVCodecID id)
+{
+  bool rifx;
+  unsigned tag;
+  if (strcmp(a->fmt->iformat->name, "wav") != 0 ||
+      !wav_header(a, &rifx, &tag))
+    return id;
+  if (id == AV_CODEC_ID_PCM_F24LE && tag == 1)
+    id = AV_CODEC_ID_PCM_S32LE;
+  if (!rifx)
+    return id;
+  switch (id) {
+  case AV_CODEC_ID_PCM_S16LE: return AV_CODEC_ID_PCM_S16BE;
+  case AV_CODEC_ID_PCM_S24LE: return AV_CODEC_ID_PCM_S24BE;
+  case AV_CODEC_ID_PCM_S32LE: return AV_CODEC_ID_PCM_S32BE;
+  case AV_CODEC_ID_PCM_F32LE: return AV_CODEC_ID_PCM_F32BE;
+  case AV_CODEC_ID_PCM_F64LE: return AV_CODEC_ID_PCM_F64BE;
+  default: return id;
+  }
 }
 
 static cf_status open_input(audio_loader *a)
@@ -104,9 +171,17 @@ static cf_status open_input(audio_loader *a)
                                   0);
   if (a->stream < 0)
     return av_fail(a, CF_E_FORMAT, "no decodable audio stream", a->stream);
+  AVStream *st = a->fmt->streams[a->stream];
+  enum AVCodecID id = wav_codec(a, st->codecpar->codec_id);
+  if (id != st->codecpar->codec_id) {
+    st->codecpar->codec_id = id;
+    a->recoded = true;
+    if (!(codec = cf_av->avcodec_find_decoder(id)))
+      return av_fail(a, CF_E_FORMAT, "no decoder for its samples",
+                     AVERROR_DECODER_NOT_FOUND);
+  }
   if (!(a->dec = cf_av->avcodec_alloc_context3(codec)))
     return av_fail(a, CF_E_NOMEM, "audio decoder", AVERROR(ENOMEM));
-  AVStream *st = a->fmt->streams[a->stream];
   if ((err = cf_av->avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
     return av_fail(a, CF_E_FORMAT, "audio decoder parameters", err);
   if ((err = cf_av->avcodec_open2(a->dec, codec, NULL)) < 0)
@@ -386,13 +461,17 @@ static cf_status check_wav_length(audio_loader *a)
     return s;
   s = cf_io_size(a->path, f, &size);
   unsigned char h[8];
-  bool riff = s == CF_OK && fread(h, 1, 4, f) == 4 && memcmp(h, "RIFF", 4) == 0;
+  bool magic = s == CF_OK && fread(h, 1, 4, f) == 4;
+  bool riff = magic && memcmp(h, "RIFF", 4) == 0;
+  bool rifx = magic && memcmp(h, "RIFX", 4) == 0; /* big-endian sizes */
   while (s == CF_OK && at + 8 <= size && fseek(f, (long)at, SEEK_SET) == 0 &&
          fread(h, 1, 8, f) == 8) {
-    size_t len = h[4] | (size_t)h[5] << 8 | (size_t)h[6] << 16 |
-                 (size_t)h[7] << 24;
+    size_t len = rifx ? (size_t)h[4] << 24 | (size_t)h[5] << 16 |
+                            (size_t)h[6] << 8 | h[7]
+                      : h[4] | (size_t)h[5] << 8 | (size_t)h[6] << 16 |
+                            (size_t)h[7] << 24;
     if (memcmp(h, "data", 4) == 0) {
-      a->open_ended = riff && (len == 0 || len == UINT32_MAX);
+      a->open_ended = (riff || rifx) && (len == 0 || len == UINT32_MAX);
       if (len != 0 && len != UINT32_MAX && len > size - at - 8)
         s = cf_fail(CF_E_FORMAT, "%s: truncated: the WAV header says %zu "
                     "bytes of data at byte %zu, the file holds %zu",
@@ -411,7 +490,8 @@ static cf_status check_complete(const audio_loader *a)
 {
   const AVStream *st = a->fmt->streams[a->stream];
   const AVCodecDescriptor *d = cf_av->avcodec_descriptor_get(st->codecpar->codec_id);
-  if (st->duration == AV_NOPTS_VALUE || st->duration <= 0 || !d ||
+  if (a->recoded || st->duration == AV_NOPTS_VALUE || st->duration <= 0 ||
+      !d ||
       !(d->props & AV_CODEC_PROP_LOSSLESS) ||
       a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
     return CF_OK;
