@@ -34,7 +34,7 @@ static void usage(FILE *f)
              "  reload\n"
              "SOCKET defaults to $XDG_RUNTIME_DIR/cudafilterd.sock (else "
              "/tmp/cudafilterd-UID/cudafilterd.sock). Only a daemon of "
-             "this user's or root's is answered.\n"
+             "this user's or root's is answered.\n\n"
              "Exit status: 0 ok, 1 the daemon answered an error, 2 usage "
              "error, 3 no daemon answered (within CUDAFILTERCTL_TIMEOUT "
              "seconds, default 60).\n");
