@@ -468,12 +468,14 @@ static char *refusal_said(cfd_pipeline *p, GstElement *el)
   char *why = NULL;
   GstMessage *m;
   while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING))) {
-    if (!why && m->src == GST_OBJECT(el)) {
+    /* the last: one the streaming thread posted before may be queued */
+    if (m->src == GST_OBJECT(el)) {
       GError *e = NULL;
       char *dbg = NULL;
       gst_message_parse_warning(m, &e, &dbg);
       /* our elements give why after the debug text's first line */
       const char *nl = dbg ? strchr(dbg, '\n') : NULL;
+      g_free(why);
       why = g_strdup(nl && nl[1] ? nl + 1 : e ? e->message : "?");
       g_clear_error(&e);
       g_free(dbg);
