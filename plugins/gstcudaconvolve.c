@@ -1428,9 +1428,12 @@ static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
     /* a kernel-file missing or unreadable: a resource error, as filesrc
      * (and cudafir) say it */
     GST_OBJECT_LOCK(self);
-    gchar *file = self->source == SRC_FILE && self->file_error
-                      ? g_strdup(self->kernel_file)
-                      : NULL;
+    /* only where the file is why there is no kernel (not a failure of
+     * the engine after a file refused mid-stream) */
+    gchar *file =
+        self->source == SRC_FILE && self->file_error && !self->kernel
+            ? g_strdup(self->kernel_file)
+            : NULL;
     GST_OBJECT_UNLOCK(self);
     if (file)
       CF_GST_POST_FATAL(self, &self->posted, GST_RESOURCE_ERROR,
