@@ -478,6 +478,8 @@ static cf_status check_wav_length(audio_loader *a)
                     a->path, len, at + 8, size - at - 8);
       break;
     }
+    if (len > size - at - 8)
+      break; /* past the file (and `at` cannot wrap on 32 bits) */
     at += 8 + len + (len & 1);
   }
   fclose(f);
