@@ -154,6 +154,27 @@ static int wait_status(pid_t pid)
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* p's standard error to its end (within HANG_S), as a string (free), and
+ * its exit status; its pipes closed. */
+static char *finish_proc(proc *p, int *status)
+{
+  size_t len = 0, cap = 0;
+  unsigned char *err = NULL;
+  double deadline = now_s() + HANG_S;
+  while (drain_fd(p->err, &err, &len, &cap)) {
+    assert_true(now_s() < deadline);
+    usleep(10000);
+  }
+  *status = wait_status(p->pid);
+  close(p->in);
+  close(p->out);
+  close(p->err);
+  err = realloc(err, len + 1);
+  assert_non_null(err);
+  err[len] = '\0';
+  return (char *)err;
+}
+
 /* Size of the next stdin piece: irregular, never a whole number of frames
  * (when frames are bigger than one byte). */
 static size_t piece_size(ref_rng *r, size_t frame_bytes)
@@ -5852,29 +5873,17 @@ static void test_apply_no_clobber_race(void **state)
     write_file(outp, "another run's\n", 14);
     assert_int_equal(write(w, src, n), (ssize_t)n);
     close(w);
-    result res = {0};
-    size_t cap = 0;
-    unsigned char *err = NULL;
-    double deadline = now_s() + HANG_S;
-    while (drain_fd(p.err, &err, &res.err_len, &cap)) {
-      assert_true(now_s() < deadline);
-      usleep(10000);
-    }
-    int status = wait_status(p.pid);
-    close(p.in);
-    close(p.out);
-    close(p.err);
-    err = realloc(err, res.err_len + 1);
-    err[res.err_len] = '\0';
+    int status;
+    char *err = finish_proc(&p, &status);
     bool kept = file_equals(outp, "another run's\n");
-    if (!replace && (status != 1 || !kept || !strstr((char *)err, "-y")))
+    if (!replace && (status != 1 || !kept || !strstr(err, "-y")))
       fail_msg("OUTPUT made during a run without -y: exit %d, kept %d:\n%s",
-               status, kept, (char *)err);
+               status, kept, err);
     if (replace) {
       wav o;
       if (status != 0 || kept)
         fail_msg("OUTPUT made during a run with -y: exit %d, kept %d:\n%s",
-                 status, kept, (char *)err);
+                 status, kept, err);
       read_wav(outp, &o);
       assert_int_equal(o.frames, 800);
       free(o.x);
@@ -6482,25 +6491,13 @@ static void apply_interrupt_by(int sig)
   assert_int_equal(write(w, buf, sizeof buf), (ssize_t)sizeof buf);
   usleep(300000); /* it has read what there is and waits for more */
   kill(p.pid, sig);
-  result res = {0};
-  size_t cap = 0;
-  unsigned char *err = NULL;
-  double deadline = now_s() + HANG_S;
-  while (drain_fd(p.err, &err, &res.err_len, &cap)) {
-    assert_true(now_s() < deadline);
-    usleep(10000);
-  }
-  int status = wait_status(p.pid);
+  int status;
+  char *err = finish_proc(&p, &status);
   close(w);
-  close(p.in);
-  close(p.out);
-  close(p.err);
-  err = realloc(err, res.err_len + 1);
-  err[res.err_len] = '\0';
   printf("%s: exit %d\n", strsignal(sig), status);
-  if (status != 130 || !strstr((char *)err, "interrupted"))
+  if (status != 130 || !strstr(err, "interrupted"))
     fail_msg("%s: exit %d, want 130; stderr:\n%s", strsignal(sig), status,
-             (char *)err);
+             err);
   struct stat sb;
   assert_true(stat(outp, &sb) != 0);
   assert_no_part_files();
@@ -6546,28 +6543,16 @@ static void apply_interrupt_writing_by(int sig)
     last = queued;
   }
   kill(p.pid, sig);
-  result res = {0};
-  size_t cap = 0;
-  unsigned char *err = NULL;
-  double deadline = now_s() + HANG_S;
-  while (drain_fd(p.err, &err, &res.err_len, &cap)) {
-    assert_true(now_s() < deadline);
-    usleep(10000);
-  }
-  int status = wait_status(p.pid);
+  int status;
+  char *err = finish_proc(&p, &status);
   close(hold);
-  close(p.in);
-  close(p.out);
-  close(p.err);
-  err = realloc(err, res.err_len + 1);
-  err[res.err_len] = '\0';
   printf("%s while writing: exit %d: %s", strsignal(sig), status,
-         (char *)err);
-  if (status != 130 || !strstr((char *)err, "interrupted") ||
-      !strstr((char *)err, "incomplete") || strstr((char *)err, "failed") ||
-      strstr((char *)err, "not written"))
+         err);
+  if (status != 130 || !strstr(err, "interrupted") ||
+      !strstr(err, "incomplete") || strstr(err, "failed") ||
+      strstr(err, "not written"))
     fail_msg("%s while writing: exit %d, want 130; stderr:\n%s",
-             strsignal(sig), status, (char *)err);
+             strsignal(sig), status, err);
   free(err);
   unlink(fifo);
   unlink(wavp);
@@ -6709,25 +6694,13 @@ static void test_demo(void **state)
       usleep(20000);
     }
     kill(p.pid, sigs[i]);
-    result r = {0};
-    size_t cap = 0;
-    unsigned char *err = NULL;
-    double deadline = now_s() + HANG_S;
-    while (drain_fd(p.err, &err, &r.err_len, &cap)) {
-      assert_true(now_s() < deadline);
-      usleep(10000);
-    }
-    int status = wait_status(p.pid);
-    close(p.in);
-    close(p.out);
-    close(p.err);
-    err = realloc(err, r.err_len + 1);
-    err[r.err_len] = '\0';
-    if (status != 130 || !strstr((char *)err, "interrupted") ||
+    int status;
+    char *err = finish_proc(&p, &status);
+    if (status != 130 || !strstr(err, "interrupted") ||
         !file_equals(path, "earlier\n"))
       fail_msg("demo, %s part way: exit %d, earlier file kept %d:\n%s",
                strsignal(sigs[i]), status, file_equals(path, "earlier\n"),
-               (char *)err);
+               err);
     assert_no_part_files();
     free(err);
   }
