@@ -205,6 +205,21 @@ static int kill_left(void **state)
   return 0;
 }
 
+/* A connection to the daemon's socket that has sent `line` (a command
+ * and its newline), its answer still to read: for a command answered
+ * later (a reload, a restart's probe). */
+static int send_line(const running *r, const char *line)
+{
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
+  size_t len = strlen(line);
+  CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            write(fd, line, len) == (ssize_t)len,
+        "%s: %s", line, strerror(errno));
+  return fd;
+}
+
 /* One command; the answer (malloc'd), whose last line is ok/error. */
 /* Send len bytes to the daemon's socket; its whole answer (malloc'd). */
 static char *ctl_bytes(const running *r, const char *line, size_t len)
@@ -3380,12 +3395,7 @@ static void test_reload_in_background(void **state)
              "[stream n]\ntype = file\ninput = tcp://127.0.0.1:%u\n"
              "output = %s\nbackend = cpu\nkernel = 1\n",
              in, out, port, out2);
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
-  CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-            write(fd, "reload\n", 7) == 7,
-        "reload: %s", strerror(errno));
+  int fd = send_line(&r, "reload\n");
   /* the reload's thread has read the file when its probe connects */
   struct pollfd lp = {.fd = ls, .events = POLLIN};
   CHECK(poll(&lp, 1, 60000) == 1, "the reload never probed the input");
@@ -3400,10 +3410,7 @@ static void test_reload_in_background(void **state)
   free(st);
   /* asked while the first is read: made after it, from the file then */
   write_text(conf, base, in, out);
-  int fd2 = socket(AF_UNIX, SOCK_STREAM, 0);
-  CHECK(fd2 >= 0 && connect(fd2, (struct sockaddr *)&a, sizeof a) == 0 &&
-            write(fd2, "reload\n", 7) == 7,
-        "second reload: %s", strerror(errno));
+  int fd2 = send_line(&r, "reload\n");
   char ans[2][4096];
   int fds[2] = {fd, fd2};
   for (int i = 0; i < 2; i++) {
@@ -3546,12 +3553,7 @@ static void test_restart_in_background(void **state)
   unlink(out);
   for (int round = 0; round < 3; round++) {
     CHECK(write(to, "H", 1) == 1, "server: %s", strerror(errno));
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
-    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-              write(fd, "restart n\n", 10) == 10,
-          "restart: %s", strerror(errno));
+    int fd = send_line(&r, "restart n\n");
     struct pollfd hp = {.fd = heard, .events = POLLIN};
     char c;
     CHECK(poll(&hp, 1, 30000) == 1 && read(heard, &c, 1) == 1,
@@ -3655,12 +3657,7 @@ static void test_reload_probes_once(void **state)
   write_text(conf, fmt, port, out2);
   /* the load's probe held, then let go with the next connection held */
   CHECK(write(to, "H", 1) == 1, "server: %s", strerror(errno));
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
-  CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-            write(fd, "reload\n", 7) == 7,
-        "reload: %s", strerror(errno));
+  int fd = send_line(&r, "reload\n");
   struct pollfd hp = {.fd = heard, .events = POLLIN};
   char c;
   CHECK(poll(&hp, 1, 30000) == 1 && read(heard, &c, 1) == 1,
