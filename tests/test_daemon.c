@@ -958,7 +958,9 @@ static void test_bad_config(void **state)
     unlink(fixture("cin-sym.wav"));
     unlink(fixture("cin-hard.wav"));
     unlink(fixture("here"));
-    CHECK(symlink("cin.wav", fixture("cin-sym.wav")) == 0 &&
+    unlink(fixture("dangle.wav"));
+    CHECK(symlink("nowhere.wav", fixture("dangle.wav")) == 0 &&
+              symlink("cin.wav", fixture("cin-sym.wav")) == 0 &&
               link(fixture("cin.wav"), fixture("cin-hard.wav")) == 0 &&
               symlink(".", fixture("here")) == 0,
           "links: %s", strerror(errno));
@@ -972,6 +974,12 @@ static void test_bad_config(void **state)
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = kept.wav\n"
          "kernel = 1\noverwrite = false\n",
          "kept.wav exists (overwrite = false keeps it)"},
+        /* a link to nothing: the commit's link() failed on it, after the
+         * whole run (QA) */
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = dangle.wav\n"
+         "kernel = 1\noverwrite = false\n",
+         "dangle.wav exists (a symbolic link to a missing file; overwrite = "
+         "false keeps it)"},
         {"[stream v]\ntype = file\ninput = cin.y4m\noutput = o.y4m\n"
          "kernel2d = nr.txt\nalgorithm = separable\n",
          "algorithm: video: algorithm separable needs a rank-1 kernel"},

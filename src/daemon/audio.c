@@ -790,14 +790,34 @@ static gpointer video_thread(gpointer user)
   return NULL;
 }
 
+char *cfd_file_output_kept(const cfd_stream_conf *sc)
+{
+  if (sc->overwrite || strstr(sc->output, "://"))
+    return NULL;
+  const char *out = cf_av_local(sc->output);
+  struct stat st;
+  if (stat(out, &st) == 0)
+    return S_ISREG(st.st_mode) ? g_strdup_printf("%s exists (overwrite = "
+                                                 "false keeps it)",
+                                                 sc->output)
+                               : NULL; /* written in place (a FIFO) */
+  /* a symbolic link to a missing file: the commit's link() fails on
+   * it, which was said after the whole run (QA) */
+  if (lstat(out, &st) == 0)
+    return g_strdup_printf("%s exists (a symbolic link to a missing file; "
+                           "overwrite = false keeps it)",
+                           sc->output);
+  return NULL;
+}
+
 /* Check the output, choose its temporary name, start the thread. */
 static bool file_start(cfd_audio *a, GError **err)
 {
   const cfd_stream_conf *sc = a->sc;
-  struct stat st;
-  if (!sc->overwrite && stat(sc->output, &st) == 0 && S_ISREG(st.st_mode)) {
-    g_set_error(err, CFD_ERROR, 0, "%s exists (overwrite = false keeps it)",
-                sc->output);
+  char *kept = cfd_file_output_kept(sc);
+  if (kept) {
+    g_set_error(err, CFD_ERROR, 0, "%s", kept);
+    g_free(kept);
     return false;
   }
   apply_opts o;
@@ -859,6 +879,11 @@ bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
   (void)sc;
   g_set_error(err, CFD_ERROR, 0, "built without libav");
   return false;
+}
+char *cfd_file_output_kept(const cfd_stream_conf *sc)
+{
+  (void)sc;
+  return NULL;
 }
 
 #endif /* CFD_HAVE_LIBAV */
@@ -1532,6 +1557,11 @@ bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err)
   (void)sc;
   g_set_error(err, CFD_ERROR, 0, "built without libav");
   return false;
+}
+char *cfd_file_output_kept(const cfd_stream_conf *sc)
+{
+  (void)sc;
+  return NULL;
 }
 
 bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,

@@ -183,6 +183,9 @@ bool cfd_file_vprobe(const char *path, unsigned *width, unsigned *height,
 /* Whether sc's output can be written as its section asks (format,
  * codec), before the stream starts. */
 bool cfd_file_check_output(const cfd_stream_conf *sc, GError **err);
+/* Why `overwrite = false` keeps a file stream from writing its output
+ * (something is there by that name), or NULL. */
+char *cfd_file_output_kept(const cfd_stream_conf *sc);
 bool cfd_pipeline_available(const char **why);
 /* Whether sc's pipeline builds (every element there) and has its filter
  * element; nothing is started. */

@@ -1543,11 +1543,8 @@ int main(int argc, char **argv)
       const cfd_stream_conf *sc = c->streams->pdata[i];
       if (sc->type != CFD_FILE)
         continue;
-      g_autofree char *why = NULL;
-      if (!sc->overwrite && g_file_test(sc->output, G_FILE_TEST_IS_REGULAR))
-        why = g_strdup_printf("%s exists (overwrite = false keeps it)",
-                              sc->output);
-      else
+      g_autofree char *why = cfd_file_output_kept(sc);
+      if (!why)
         why = folder_unwritable(sc->output);
       if (why) {
         fprintf(stderr,
