@@ -329,6 +329,14 @@ void ref2d_video_free(ref2d_video *v)
   free(v);
 }
 
+void ref2d_video_set_output(ref2d_video *v, float scale, float bias,
+                            int absolute)
+{
+  v->cfg.scale = scale;
+  v->cfg.bias = bias;
+  v->cfg.absolute = absolute;
+}
+
 int ref2d_video_set_kernel(ref2d_video *v, unsigned t, unsigned kh, unsigned kw,
                            const float *taps)
 {

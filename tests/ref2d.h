@@ -87,6 +87,9 @@ void ref2d_video_free(ref2d_video *v);
 int ref2d_video_set_kernel(ref2d_video *v, unsigned t, unsigned kh, unsigned kw,
                            const float *taps);
 void ref2d_video_reset(ref2d_video *v);
+/* Next frame on: the output stage (scale, bias, absolute). */
+void ref2d_video_set_output(ref2d_video *v, float scale, float bias,
+                            int absolute);
 /* Frames kept for later kernels (<= t - 1). */
 unsigned ref2d_video_kept(const ref2d_video *v);
 /* Filter one frame. `out` is written only where the engine must write: the

@@ -484,6 +484,7 @@ typedef struct vcase {
     fbuf want;
     double *val[3], *aval[3];
     size_t taps;
+    float bias; /* its output stage's (the error floor) */
     unsigned frame;
   } *q;
   unsigned qhead, qlen;
@@ -777,12 +778,15 @@ static void vcase_deliver(vcase *c, const char *what, int samples)
   }
   size_t taps = c->taps;
   unsigned frames = c->frames;
+  float bias = c->cfg.bias;
   c->taps = q->taps;
+  c->cfg.bias = q->bias;
   c->frames = q->frame;
   check_other_bytes(c, what);
   if (samples)
     check_samples(c, what);
   c->taps = taps;
+  c->cfg.bias = bias;
   c->frames = frames;
   c->qhead = (c->qhead + 1) % (c->depth + 1);
   c->qlen--;
@@ -877,6 +881,7 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
   check_input_unchanged(c, what);
   if (q) {
     q->taps = c->taps;
+    q->bias = c->cfg.bias;
     q->frame = c->frames;
     if (++c->qlen > c->depth)
       vcase_deliver(c, what, samples);
@@ -942,6 +947,25 @@ static void vcase_set_kernel(vcase *c, const kern *k)
           "reference: out of memory");
     free(t);
   }
+}
+
+/* A new output stage from the next frame on (cf_engine_set_output2d),
+ * the history kept; drawn as rand_config draws it. */
+static void vcase_set_output(vcase *c, ref_rng *r)
+{
+  cf_video_config n = c->cfg;
+  rand_config(&n, r, c->cfg.format, c->cfg.width, c->cfg.height, 1);
+  add_case("scale %.9g bias %.9g abs %d ", (double)n.scale, (double)n.bias,
+           n.absolute);
+  cf_status s = cf_engine_set_output2d(c->e, n.scale, n.bias, n.absolute);
+  CHECK(s == CF_OK, "cf_engine_set_output2d returned %s: %s",
+        cf_status_name(s), cf_last_error());
+  c->cfg.scale = n.scale;
+  c->cfg.bias = n.bias;
+  c->cfg.absolute = n.absolute;
+  ref2d_video_set_output(c->ref, n.scale, n.bias, n.absolute);
+  if (c->aref)
+    ref2d_video_set_output(c->aref, fabsf(n.scale), fabsf(n.bias), 1);
 }
 
 static void vcase_reset(vcase *c)
@@ -1446,6 +1470,81 @@ static void test_set_kernel(void **state)
     vcase_close(&v);
     kern_free(&k);
   }
+}
+
+/* cf_engine_set_output2d between frames: each frame's output stage is the
+ * one in force when it went in (frames in flight keep theirs), the history
+ * kept across changes (a temporal kernel sees the frames before), with
+ * kernel swaps and resets among them; then what it refuses. */
+static void test_set_output(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 24);
+  for (unsigned c = 0; c < 8; c++) {
+    cf_pixel_format f =
+        c < 2 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("set_output #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    if (c % 2) { /* a change before the first frame */
+      add_case("| before frame 0: ");
+      vcase_set_output(&v, &r);
+    }
+    for (unsigned s = 0; s < 6; s++) {
+      unsigned n = (unsigned)ref_rng_range(&r, 1, 3);
+      for (unsigned i = 0; i < n; i++)
+        vcase_step(&v, &r, "set_output");
+      add_case("| after frame %u: ", v.frames - 1);
+      vcase_set_output(&v, &r);
+      if (s == 2) { /* a kernel swap beside it */
+        kh = rand_kside(&r, h);
+        kw = rand_kside(&r, w);
+        fit_kernel(w, h, t, &kh, &kw);
+        kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+        kern_describe(&k);
+        vcase_set_kernel(&v, &k);
+      } else if (s == 4) {
+        add_case("reset ");
+        vcase_reset(&v);
+      }
+    }
+    vcase_step(&v, &r, "set_output");
+    /* refused: the stage stays as it was */
+    CHECK(cf_engine_set_output2d(v.e, NAN, 0.0f, 0) == CF_E_INVALID &&
+              strstr(cf_last_error(), "scale"),
+          "a NaN scale: %s", cf_last_error());
+    CHECK(cf_engine_set_output2d(v.e, 1.0f, INFINITY, 0) == CF_E_INVALID &&
+              strstr(cf_last_error(), "bias"),
+          "an infinite bias: %s", cf_last_error());
+    vcase_step(&v, &r, "set_output: after the refusals");
+    vcase_flush(&v, "set_output: flush");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+  CHECK(cf_engine_set_output2d(NULL, 1.0f, 0.0f, 0) == CF_E_INVALID,
+        "a NULL engine: %s", cf_last_error());
+  cf_engine *a = NULL;
+  float one = 1.0f;
+  cf_kernel *k1 = NULL;
+  CHECK_OK(cf_kernel_new_shared(&one, 1, &k1));
+  cf_audio_config ac;
+  cf_audio_config_init(&ac);
+  ac.backend = CF_BACKEND_CPU;
+  CHECK_OK(cf_engine_new_audio(&ac, k1, &a));
+  CHECK(cf_engine_set_output2d(a, 1.0f, 0.0f, 0) == CF_E_STATE,
+        "an audio engine: %s", cf_last_error());
+  cf_engine_free(a);
+  cf_kernel_free(k1);
 }
 
 /* Integer formats: kernels, scale and bias that push outputs past both
@@ -2401,7 +2500,7 @@ static void test_pipeline(void **state)
  * Every frame must equal the reference, delivered in order with the
  * stream's latency, none lost or repeated; the engine must be on the
  * device before call F and on the CPU from it on. */
-enum { VOP_STEP, VOP_FLUSH, VOP_RESET, VOP_KERNEL };
+enum { VOP_STEP, VOP_FLUSH, VOP_RESET, VOP_KERNEL, VOP_OUTPUT };
 
 static void fault_case(ref_rng *r, unsigned c)
 {
@@ -2425,9 +2524,12 @@ static void fault_case(ref_rng *r, unsigned c)
   unsigned nops = (unsigned)ref_rng_range(r, 6, 40), calls[41], qlen = 0;
   calls[0] = 0;
   for (unsigned i = 0; i < nops; i++) {
-    unsigned x = (unsigned)(ref_rng_u64(r) % 12);
-    ops[i] = x < 7 ? VOP_STEP : x < 8 ? VOP_FLUSH : x < 10 ? VOP_KERNEL
-                                                          : VOP_RESET;
+    unsigned x = (unsigned)(ref_rng_u64(r) % 13);
+    ops[i] = x < 7    ? VOP_STEP
+             : x < 8  ? VOP_FLUSH
+             : x < 10 ? VOP_KERNEL
+             : x < 12 ? VOP_RESET
+                      : VOP_OUTPUT;
     calls[i + 1] = calls[i];
     if (ops[i] == VOP_STEP) {
       calls[i + 1]++;
@@ -2510,6 +2612,8 @@ static void fault_case(ref_rng *r, unsigned c)
     } else if (ops[i] == VOP_RESET) {
       add_case("reset ");
       vcase_reset(&v);
+    } else if (ops[i] == VOP_OUTPUT) {
+      vcase_set_output(&v, r);
     } else {
       t = (unsigned)ref_rng_range(r, 1, 4);
       kh = rand_kside(r, h);
@@ -2561,6 +2665,7 @@ int main(void)
       cmocka_unit_test(test_borders),     cmocka_unit_test(test_large_kernels),
       cmocka_unit_test(test_thin_frames), cmocka_unit_test(test_formats),
       cmocka_unit_test(test_temporal),    cmocka_unit_test(test_set_kernel),
+      cmocka_unit_test(test_set_output),
       cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
       cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),

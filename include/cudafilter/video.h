@@ -185,6 +185,15 @@ cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
  * force running; backend auto moves to the CPU instead. */
 cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
 
+/* Change the output stage (scale, bias, absolute: the formula above) from
+ * the next frame on, the temporal state kept; frames in flight
+ * (pipeline_depth) keep the stage they were given. Allocates nothing and
+ * waits for nothing: a value animated frame by frame (a GStreamer control
+ * binding) costs no engine rebuild. CF_E_INVALID for a scale or bias that
+ * is not finite. */
+cf_status cf_engine_set_output2d(cf_engine *e, float scale, float bias,
+                                 int absolute);
+
 /* Get ready for a later cf_engine_set_kernel2d(e, k): make, in the calling
  * thread, the FFT plan the CPU would use for k (measured, as at creation:
  * up to a second the first time on a machine, then from FFTW's wisdom on

@@ -933,9 +933,17 @@ static void video_destroy(void *impl)
   free(v);
 }
 
+static void video_set_output(void *impl, const cf_video_out *o)
+{
+  video *v = impl;
+  v->cfg.scale = o->scale;
+  v->cfg.bias = o->bias;
+  v->cfg.absolute = o->absolute;
+}
+
 static const cf_video_ops ops_table = {
     video_process,  video_reset,   video_set_kernel, video_describe,
-    video_destroy,  video_latency, video_flush};
+    video_destroy,  video_latency, video_flush,      video_set_output};
 
 static void add_chan(video *v, const cf_chan_desc *d, int filter)
 {

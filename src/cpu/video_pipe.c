@@ -22,6 +22,7 @@
 typedef struct job {
   uint8_t *in, *out; /* tight frames */
   int reset_first;   /* reset the history before filtering this one */
+  cf_video_out o;    /* its output stage */
   int done;
   cf_status status;
   char err[256];
@@ -31,6 +32,8 @@ typedef struct vpipe {
   void *inner;
   const cf_video_ops *iops;
   cf_video_config cfg;
+  cf_video_out out;       /* the next job's output stage (caller's) */
+  cf_video_out inner_out; /* the inner backend's (worker's) */
   unsigned depth, nslots;
   job *jobs;
   /* jobs [head, head + count) are pending, in order; those before `next`
@@ -62,6 +65,10 @@ static void *worker(void *arg)
     pthread_mutex_unlock(&p->mu);
     if (j->reset_first)
       p->iops->reset(p->inner);
+    if (!cf_video_out_same(&j->o, &p->inner_out)) {
+      p->inner_out = j->o;
+      p->iops->set_output(p->inner, &j->o);
+    }
     cf_frame in = tight(p, j->in), out = tight(p, j->out);
     j->status = p->iops->process(p->inner, &in, &out);
     if (j->status != CF_OK)
@@ -121,6 +128,7 @@ static cf_status pipe_process(void *impl, const cf_frame *in,
   cf_video_copy_frame(&p->cfg, in, &t);
   j->reset_first = p->reset_pending;
   p->reset_pending = 0;
+  j->o = p->out;
   j->done = 0;
   pthread_mutex_lock(&p->mu);
   p->count++;
@@ -152,6 +160,13 @@ static cf_status pipe_set_kernel(void *impl, const cf_kernel2d *k)
   vpipe *p = impl;
   wait_idle(p);
   return p->iops->set_kernel(p->inner, k);
+}
+
+/* Carried by the next job: the queued ones keep theirs, and the pipeline
+ * does not drain for it. */
+static void pipe_set_output(void *impl, const cf_video_out *o)
+{
+  ((vpipe *)impl)->out = *o;
 }
 
 static size_t pipe_latency(const void *impl)
@@ -193,7 +208,7 @@ static void pipe_destroy(void *impl)
 
 static const cf_video_ops pipe_ops = {
     pipe_process, pipe_reset,   pipe_set_kernel, pipe_describe,
-    pipe_destroy, pipe_latency, pipe_flush};
+    pipe_destroy, pipe_latency, pipe_flush,      pipe_set_output};
 
 static uint8_t *alloc_frame(size_t bytes)
 {
@@ -211,6 +226,7 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->done, NULL);
   p->cfg = *cfg;
+  p->out = p->inner_out = (cf_video_out){cfg->scale, cfg->bias, cfg->absolute};
   p->depth = cfg->pipeline_depth;
   p->nslots = p->depth + 1;
   cf_video_config plain = *cfg;

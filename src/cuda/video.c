@@ -1175,9 +1175,18 @@ static void video_destroy(void *impl)
   free(v);
 }
 
+/* Read at each frame's launch (process): frames in flight keep theirs. */
+static void video_set_output(void *impl, const cf_video_out *o)
+{
+  cvideo *v = impl;
+  v->cfg.scale = o->scale;
+  v->cfg.bias = o->bias;
+  v->cfg.absolute = o->absolute;
+}
+
 static const cf_video_ops ops_table = {
     video_process,  video_reset,   video_set_kernel, video_describe,
-    video_destroy,  video_latency, video_flush};
+    video_destroy,  video_latency, video_flush,      video_set_output};
 
 static cf_status make_slots(cvideo *v)
 {

@@ -196,9 +196,15 @@ static cf_status fv_flush(void *impl, const cf_frame *out, int *got)
   return s == CF_OK ? f->vops->flush(f->inner, out, got) : s;
 }
 
+static void fv_set_output(void *impl, const cf_video_out *o)
+{
+  fake *f = impl;
+  f->vops->set_output(f->inner, o);
+}
+
 static const cf_video_ops fake_video_ops = {
     fv_process,   fv_reset,   fv_set_kernel, fv_describe,
-    fake_destroy, fv_latency, fv_flush,
+    fake_destroy, fv_latency, fv_flush,      fv_set_output,
 };
 
 cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,

@@ -161,6 +161,7 @@ typedef struct front_frame {
   const cf_kernel2d *k;
   unsigned used;      /* frames before this one its output depends on */
   int reset;          /* a reset came just before it */
+  cf_video_out o;     /* its output stage */
 } front_frame;
 
 struct cf_video_front {
@@ -169,6 +170,7 @@ struct cf_video_front {
   size_t frame_bytes;
   unsigned depth;
   unsigned bands; /* the CPU backend's, when the engine started on it */
+  cf_video_out out; /* the next frame's output stage (set_output2d) */
   /* while auto runs on CUDA: frames [n - hcap, n) in hist and meta; the
    * kernels they and the next frame use (the newest last) */
   int watch;
@@ -347,7 +349,7 @@ static front_frame front_meta(const struct cf_video_front *f,
     return f->meta[i % f->hcap];
   const cf_kernel2d *k = f->kern[f->nkern - 1];
   return (front_frame){k, f->seen < k->t - 1 ? f->seen : k->t - 1,
-                       f->reset_pending};
+                       f->reset_pending, f->out};
 }
 
 /* The device failed: continue on the CPU. The undelivered frames
@@ -377,6 +379,10 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   cf_video_config cfg = f->cfg;
   cfg.backend = CF_BACKEND_CPU;
   cfg.pipeline_depth = f->depth;
+  cf_video_out o = front_meta(f, start).o;
+  cfg.scale = o.scale;
+  cfg.bias = o.bias;
+  cfg.absolute = o.absolute;
   void *impl = NULL;
   const cf_video_ops *ops = NULL;
   const cf_kernel2d *k = front_meta(f, start).k;
@@ -396,6 +402,10 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       ops->reset(impl);
     if (m.k != k)
       s = ops->set_kernel(impl, k = m.k);
+    if (!cf_video_out_same(&m.o, &o)) {
+      o = m.o;
+      ops->set_output(impl, &o);
+    }
     cf_frame in = i == f->n ? *cur : tight_at(f, hist_frame(f, i));
     if (s == CF_OK)
       s = ops->process(impl, &in, i == f->n ? out : &sf);
@@ -409,6 +419,8 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
       ops->reset(impl);
     if (s == CF_OK && k != f->kern[f->nkern - 1])
       s = ops->set_kernel(impl, f->kern[f->nkern - 1]);
+    if (s == CF_OK && !cf_video_out_same(&f->out, &o))
+      ops->set_output(impl, &f->out);
     if (s == CF_OK && out)
       s = ops->flush(impl, out, got);
   }
@@ -471,6 +483,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   if (s == CF_OK) {
     struct cf_video_front *f = e->vfront;
     f->cfg = *cfg;
+    f->out = (cf_video_out){cfg->scale, cfg->bias, cfg->absolute};
     f->depth = (unsigned)e->vops->latency(e->impl);
     f->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
                                      NULL, NULL);
@@ -614,6 +627,22 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
                                    CF_OK)
     return s;
   return e->vops->set_kernel(e->impl, k);
+}
+
+CF_PUBLIC cf_status cf_engine_set_output2d(cf_engine *e, float scale,
+                                           float bias, int absolute)
+{
+  CF_NEED(e, "set_output2d", "engine");
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "set_output2d: this is an audio engine");
+  if (!isfinite(scale) || !isfinite(bias))
+    return cf_fail(CF_E_INVALID, "set_output2d: %s %g is not a finite number",
+                   isfinite(scale) ? "bias" : "scale",
+                   (double)(isfinite(scale) ? bias : scale));
+  cf_video_out o = {scale, bias, absolute != 0};
+  e->vops->set_output(e->impl, &o);
+  e->vfront->out = o; /* for the frames a switch to the CPU replays */
+  return CF_OK;
 }
 
 /* ---- kernel swaps built ahead (video.h) ---- */

@@ -41,6 +41,19 @@ static inline unsigned cf_sub_h(unsigned n, unsigned sub)
   return sub & CF_SUB_Y ? (n + 1) / 2 : n;
 }
 
+/* The output stage: y = scale * conv + bias, then |y| if absolute. */
+typedef struct cf_video_out {
+  float scale, bias;
+  int absolute;
+} cf_video_out;
+
+static inline int cf_video_out_same(const cf_video_out *a,
+                                    const cf_video_out *b)
+{
+  return a->scale == b->scale && a->bias == b->bias &&
+         a->absolute == b->absolute;
+}
+
 /* What a video backend provides to the engine front. */
 typedef struct cf_video_ops {
   cf_status (*process)(void *impl, const cf_frame *in, const cf_frame *out);
@@ -53,6 +66,9 @@ typedef struct cf_video_ops {
   size_t (*latency)(const void *impl);
   /* Write the oldest pending result to out (*got = 1), or *got = 0. */
   cf_status (*flush)(void *impl, const cf_frame *out, int *got);
+  /* The output stage of the frames processed from now on (those in
+   * flight keep theirs). */
+  void (*set_output)(void *impl, const cf_video_out *o);
 } cf_video_ops;
 
 /* The checks every backend makes of a frame pair: planes present, strides
