@@ -24,8 +24,11 @@
  * on the CUDA backend that thread also builds the new kernel's device
  * buffers, cuFFT plans and spectra (cf_engine_prepare_swap2d), so the
  * streaming thread only puts them in force; frames keep flowing with the
- * previous kernel meanwhile. Changes to
- * border, cval, scale, bias, absolute, components, backend, device-id,
+ * previous kernel meanwhile. scale, bias and absolute
+ * apply from the next frame in, the engine and its temporal history going
+ * on (cf_engine_set_output2d; frames held keep the values they went in
+ * with). Changes to
+ * border, cval, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as do caps of another format or size
  * (caps that change only the framerate, pixel aspect ratio or colorimetry
@@ -279,6 +282,8 @@ typedef struct {
                           making (prepare_kernel): the streaming thread
                           keeps the kernel it has until they are done */
   guint config_serial; /* bumped by every change needing a new engine */
+  guint output_serial; /* bumped by scale, bias, absolute: the engine takes
+                          them between frames (cf_engine_set_output2d) */
   guint await_caps;    /* components the negotiated format does not take,
                           and upstream asked for a format they fit: frames
                           still to come in the old format before the new
@@ -322,7 +327,7 @@ typedef struct {
    * the new one, even where the new one took the old one's address */
   gint engine_gen;
   gint prepared_gen;
-  guint engine_kernel_serial, engine_config_serial;
+  guint engine_kernel_serial, engine_config_serial, engine_output_serial;
   /* with D > 0: the metadata (timestamps, flags, metas) of the frames the
    * engine holds, oldest first, as buffers without memory, and between
    * them the serialized events that came between those frames (held so
@@ -849,9 +854,7 @@ static void settings_put_back(GstCudaConvolve *self, EngineNote *note)
   }
   PUT_BACK(border, "border");
   PUT_BACK(cval, "cval");
-  PUT_BACK(scale, "scale");
-  PUT_BACK(bias, "bias");
-  PUT_BACK(absolute, "absolute");
+  /* (scale, bias and absolute: the engine kept takes them) */
   PUT_BACK(backend, "backend");
   PUT_BACK(device_id, "device-id");
   PUT_BACK(pipeline_depth, "pipeline-depth");
@@ -1017,6 +1020,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* an interim engine leaves the settings pending: the frames after count
      * down await_caps */
     self->engine_config_serial = self->config_serial - (interim ? 1 : 0);
+    self->engine_output_serial = self->output_serial; /* built with them */
     if (comps != self->engine_components) {
       g_free(self->engine_components);
       self->engine_components = g_strdup(comps);
@@ -1046,6 +1050,30 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* the previous engine goes on, with its settings and the new kernel
      * if there is one */
     settings_put_back(self, note);
+  }
+  /* scale, bias, absolute: the engine's output stage from this frame on,
+   * its history kept (a control binding animates them frame by frame) */
+  if (self->output_serial != self->engine_output_serial) {
+    self->engine_output_serial = self->output_serial;
+    if (cf_engine_set_output2d(self->engine, self->scale, self->bias,
+                               self->absolute) == CF_OK) {
+      self->built.scale = self->scale;
+      self->built.bias = self->bias;
+      self->built.absolute = self->absolute;
+    } else {
+      gchar *why = g_strdup_printf("scale, bias, absolute refused by the "
+                                   "engine: %s; keeping scale=%g bias=%g "
+                                   "absolute=%d", cf_last_error(),
+                                   self->built.scale, self->built.bias,
+                                   self->built.absolute);
+      if (note->msg) {
+        gchar *both = g_strdup_printf("%s; %s", note->msg, why);
+        g_free(why);
+        why = both;
+      }
+      g_free(note->msg);
+      note->msg = why;
+    }
   }
   cf_status ks = CF_OK;
   if (newk && prep) { /* the setter built it: nothing to allocate here */
@@ -2439,7 +2467,7 @@ static void set_preset(GstCudaConvolve *self, guint prop_id,
 }
 
 static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
-                       const char *prop)
+                       const char *prop, gboolean output)
 {
   if (!isfinite(v)) {
     REFUSE(self, prop, "%s is not a finite number", isnan(v) ? "NaN" : "inf");
@@ -2447,7 +2475,10 @@ static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
   }
   GST_OBJECT_LOCK(self);
   *field = v;
-  self->config_serial++;
+  if (output)
+    self->output_serial++;
+  else
+    self->config_serial++;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -2466,7 +2497,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     set_preset(self, prop_id, value, g_param_spec_get_name(pspec));
     return;
   case PROP_CVAL: set_finite(self, &self->cval, g_value_get_float(value),
-                             "cval");
+                             "cval", FALSE);
     return;
   case PROP_BACKEND: {
     /* known now, rather than at the next frame after g_object_set (and a
@@ -2485,10 +2516,10 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     break;
   }
   case PROP_SCALE: set_finite(self, &self->scale, g_value_get_float(value),
-                              "scale");
+                              "scale", TRUE);
     return;
   case PROP_BIAS: set_finite(self, &self->bias, g_value_get_float(value),
-                             "bias");
+                             "bias", TRUE);
     return;
   case PROP_COMPONENTS: {
     const gchar *s = g_value_get_string(value);
@@ -2554,7 +2585,11 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
       prep = update_kernel(self);
     break;
   case PROP_BORDER: self->border = (cf_border)g_value_get_enum(value); break;
-  case PROP_ABSOLUTE: self->absolute = g_value_get_boolean(value); break;
+  case PROP_ABSOLUTE:
+    self->absolute = g_value_get_boolean(value);
+    self->output_serial++;
+    GST_OBJECT_UNLOCK(self);
+    return;
   case PROP_BACKEND: self->backend = (cf_backend)g_value_get_enum(value); break;
   case PROP_DEVICE_ID: self->device_id = g_value_get_int(value); break;
   case PROP_PIPELINE_DEPTH: self->pipeline_depth = g_value_get_uint(value);
