@@ -908,6 +908,14 @@ static void test_bad_config(void **state)
       {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
        "cudafir kernel-file=/nonexistent/k.txt ! fakesink\n",
        "pipeline: cudafir0: kernel-file: /nonexistent/k.txt"},
+      /* a number out of the property's range: GObject warns and keeps
+       * the default (QA: --check said ok, the stream ran at gain 0) */
+      {"[stream p]\ntype = pipeline\npipeline = audiotestsrc ! "
+       "cudafir gain=500 ! fakesink\n",
+       "out of range for property 'gain'"},
+      {"[stream p]\ntype = pipeline\npipeline = audiotestsrc volume=7 ! "
+       "cudafir ! fakesink\n",
+       "out of range for property 'volume'"},
   };
   if (have_gst)
     check_refusals("bad.conf", "bad pipeline", pipes,

@@ -204,9 +204,11 @@ static GstElement *build(const cfd_stream_conf *sc, GError **err)
  * thread: running pipelines' threads may log meanwhile, and a reload
  * checks in a thread of its own): a property value they refuse, or a
  * kernel file that does not load (which they keep, to fail negotiation
- * at start). Printed as usual too. The handler, once installed, stays:
- * a thread that took it while another check ended must not find that
- * check's record gone. */
+ * at start); and GObject's, for any element's property given a number
+ * out of its range, which gst_parse_launch does not fail on (the
+ * element keeps its default). Printed as usual too. The handler, once
+ * installed, stays: a thread that took it while another check ended
+ * must not find that check's record gone. */
 typedef struct caught {
   GThread *thread;
   GString *text;
@@ -220,7 +222,8 @@ static void catch_warning(const gchar *domain, GLogLevelFlags level,
 {
   (void)user;
   if ((level & G_LOG_LEVEL_WARNING) && domain &&
-      g_str_has_prefix(domain, "cuda")) {
+      (g_str_has_prefix(domain, "cuda") ||
+       g_str_equal(domain, "GLib-GObject"))) {
     g_mutex_lock(&catch_lock);
     for (GSList *l = catchers; l; l = l->next) {
       caught *c = l->data;
