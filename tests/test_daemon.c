@@ -1426,6 +1426,19 @@ static void test_pipelines_reload(void **state)
             strstr(a, "and keeps 7"),
         "'set a f.size 5' on laplacian answered: %s", a);
   free(a);
+  /* a swap-kernel the element refuses is answered with why, as a set
+   * is; a folder is one (QA: "/: no such file", and "the daemon's log
+   * has the element's message") */
+  a = ctl(&r, "swap-kernel a /");
+  CHECK(!answer_ok(a) && strstr(a, "/: cannot open: is a directory"),
+        "'swap-kernel a /' answered: %s", a);
+  free(a);
+  write_text(fixture("k0.txt"), "# no taps\n");
+  a = ctl(&r, "swap-kernel a %s", fixture("k0.txt"));
+  CHECK(!answer_ok(a) && strstr(a, "f refused ") &&
+            strstr(a, "k0.txt: no taps") && strstr(a, "kernel is unchanged"),
+        "swap-kernel of a file without taps answered: %s", a);
+  free(a);
   /* a swap-kernel the element takes */
   write_text(fixture("k3.txt"), "0 1 0\n1 -4 1\n0 1 0\n");
   a = ctl(&r, "swap-kernel a %s", fixture("k3.txt"));

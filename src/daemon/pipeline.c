@@ -7,9 +7,12 @@
 
 #ifdef CFD_HAVE_GST
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <gst/gst.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define RING 4096
 
@@ -641,8 +644,28 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                        GError **err)
 {
-  if (!g_file_test(file, G_FILE_TEST_IS_REGULAR)) {
-    g_set_error(err, CFD_ERROR, 0, "%s: no such file", file);
+  /* checked here: before streaming the elements keep a file that does
+   * not load (to fail at start), so a swap would seem taken */
+  GStatBuf st;
+  if (g_stat(file, &st) != 0) {
+    int e = errno;
+    if (e == ENOENT)
+      g_set_error(err, CFD_ERROR, 0, "%s: no such file", file);
+    else
+      g_set_error(err, CFD_ERROR, 0, "%s: cannot open: %s", file,
+                  g_strerror(e));
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0, "%s: cannot open: is a directory", file);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0,
+                "%s: not a regular file (a named pipe, a device or a "
+                "socket): a kernel file is read more than once; save it to "
+                "a file first",
+                file);
     return false;
   }
   if (!p->filter) {
@@ -674,13 +697,22 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
    * nothing */
   if (crossfade >= 0)
     g_object_set(p->filter, "crossfade", was_xf, NULL);
-  if (!ok)
-    g_set_error(err, CFD_ERROR, 0,
-                "%s refused %s (its kernel is "
-                "unchanged; the daemon's log has the element's message)",
-                GST_OBJECT_NAME(p->filter), file);
-  else
+  if (!ok) {
+    /* why, as set answers it: the warning the element posted */
+    char *why = refusal_said(p, p->filter);
+    if (why)
+      g_set_error(err, CFD_ERROR, 0, "%s refused %s (%s); its kernel is "
+                  "unchanged",
+                  GST_OBJECT_NAME(p->filter), file, why);
+    else
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s refused %s (its kernel is "
+                  "unchanged; the daemon's log has the element's message)",
+                  GST_OBJECT_NAME(p->filter), file);
+    g_free(why);
+  } else {
     cfd_pipeline_reread(p, NULL);
+  }
   g_free(now);
   return ok;
 }
