@@ -1556,6 +1556,26 @@ static void test_pipelines_reload(void **state)
   snprintf(cmd, sizeof cmd, "%s -s %s status 2>/dev/null", ctl_bin, r.sock);
   st = system(cmd);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no daemon: exit %d", st);
+  /* a folder or the config given for the socket is named as such (QA:
+   * "no cudafilterd on DIR: Could not connect: Connection refused") */
+  {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", fixture(""));
+    const char *paths[] = {dir, conf};
+    const char *kinds[] = {"is a directory, not a socket",
+                           "is a regular file, not a socket"};
+    for (int i = 0; i < 2; i++) {
+      char args[700];
+      snprintf(args, sizeof args, "-s %s status", paths[i]);
+      set_case("cudafilterctl %s", args);
+      char *msg;
+      st = run_captured(ctl_bin, args, &msg);
+      CHECK(st == 3 && msg && strstr(msg, kinds[i]) &&
+                !strstr(msg, "Connection refused"),
+            "exited %d: %s", st, msg ? msg : "");
+      free(msg);
+    }
+  }
 
   /* SIGTERM ends a live pipeline with EOS: wavenc writes its sizes */
   char wavp[600];

@@ -13,9 +13,11 @@
 
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -197,8 +199,21 @@ int main(int argc, char **argv)
   g_object_unref(addr);
   g_object_unref(cl);
   if (!conn) {
-    fprintf(stderr, "cudafilterctl: no cudafilterd on %s: %s\n", sock,
-            e->message);
+    /* a folder or a file given for the socket (-s /run/user/1000, the
+     * config's path) is refused as a socket with no listener would be:
+     * "Connection refused" would send the user looking for the daemon */
+    GStatBuf st;
+    if (g_stat(sock, &st) == 0 && !S_ISSOCK(st.st_mode))
+      fprintf(stderr, "cudafilterctl: %s is %s, not a socket: give "
+              "cudafilterd's control socket (its config's socket =, or "
+              "the -s it was started with)\n", sock,
+              S_ISDIR(st.st_mode)    ? "a directory"
+              : S_ISREG(st.st_mode)  ? "a regular file"
+              : S_ISFIFO(st.st_mode) ? "a named pipe"
+                                     : "a device");
+    else
+      fprintf(stderr, "cudafilterctl: no cudafilterd on %s: %s\n", sock,
+              e->message);
     rc = 3;
     goto done;
   }
