@@ -1391,6 +1391,11 @@ static void test_pipelines_reload(void **state)
       {"set a f.components xyz", "refused components = xyz (components: "
                                  "unknown component 'xyz'"},
       {"set a f.components r,u", "keeps all"},
+      /* the kernel comes from the preset: the property kept is unset
+       * (QA: "and keeps <  >", an empty kernel) */
+      {"set a f.kernel 1,2,nan,4",
+       "refused kernel = 1,2,nan,4 (tap 2 is NaN; the kernel stays as it "
+       "was); kernel stays unset, as it was"},
       /* GRAY8 has no chroma, and upstream offers nothing else */
       {"set a f.components chroma", "refused components = chroma ("},
       {"set a nosuch.size 3", "no element named 'nosuch'"},

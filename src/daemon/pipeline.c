@@ -526,7 +526,22 @@ static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
   g_object_get_property(G_OBJECT(el), ps->name, &now);
   bool kept = gst_value_compare(&now, v) != GST_VALUE_EQUAL &&
               gst_value_compare(&now, &before) == GST_VALUE_EQUAL;
-  if (kept) {
+  /* an unset kernel or kernel-file kept (the kernel coming from the
+   * other, or a preset) serialises as "<  >" or nothing: say unset */
+  bool unset = kept && ((GST_VALUE_HOLDS_ARRAY(&now) &&
+                         gst_value_array_get_size(&now) == 0) ||
+                        (G_VALUE_HOLDS_STRING(&now) &&
+                         !(g_value_get_string(&now) &&
+                           *g_value_get_string(&now))));
+  if (unset) {
+    char *why = refusal_said(p, el);
+    g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s); %s stays "
+                "unset, as it was",
+                GST_OBJECT_NAME(el), ps->name, value,
+                why ? why : "the daemon's log has the element's message",
+                ps->name);
+    g_free(why);
+  } else if (kept) {
     char *was = gst_value_serialize(&now);
     char *why = refusal_said(p, el);
     if (why)
