@@ -1235,6 +1235,20 @@ static void test_bad_config(void **state)
           "a config with a byte order mark: %s", msg ? msg : "");
     free(msg);
   }
+  /* GObject's other warnings are no refusal: a deprecated property, which
+   * G_ENABLE_DIAGNOSTIC makes it print (review: --check exited 2) */
+  if (have_gst) {
+    write_text(fixture("dep.conf"),
+               "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
+               "typefind=false ! cudafir ! fakesink\n");
+    snprintf(cmd, sizeof cmd, "G_ENABLE_DIAGNOSTIC=1 %s --check -c %s >%s 2>&1",
+             daemon_bin, fixture("dep.conf"), fixture("check.out"));
+    int st = system(cmd);
+    char *msg = slurp(fixture("check.out"), NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a deprecated property refused: %s", msg ? msg : "");
+    free(msg);
+  }
   /* the example the README points to */
   const char *ex = getenv("CF_DAEMON_EXAMPLE");
   snprintf(cmd, sizeof cmd, "%s --check -c %s >/dev/null", daemon_bin,

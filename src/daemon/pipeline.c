@@ -224,9 +224,13 @@ static void catch_warning(const gchar *domain, GLogLevelFlags level,
                           const gchar *msg, gpointer user)
 {
   (void)user;
+  /* GObject's: only a value refused for a property (not a deprecation
+   * under G_ENABLE_DIAGNOSTIC, or a plugin's own registration noise:
+   * those would refuse a valid config; review) */
   if ((level & G_LOG_LEVEL_WARNING) && domain &&
       (g_str_has_prefix(domain, "cuda") ||
-       g_str_equal(domain, "GLib-GObject"))) {
+       (g_str_equal(domain, "GLib-GObject") && msg &&
+        strstr(msg, "out of range for property")))) {
     g_mutex_lock(&catch_lock);
     for (GSList *l = catchers; l; l = l->next) {
       caught *c = l->data;
