@@ -15,6 +15,7 @@
 
 #if defined(CFD_HAVE_PORTAUDIO) || defined(CFD_HAVE_LIBAV)
 
+#include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -801,12 +802,17 @@ char *cfd_file_output_kept(const cfd_stream_conf *sc)
                                                  "false keeps it)",
                                                  sc->output)
                                : NULL; /* written in place (a FIFO) */
+  int e = errno;
   /* a symbolic link to a missing file: the commit's link() fails on
    * it, which was said after the whole run (QA) */
   if (lstat(out, &st) == 0)
-    return g_strdup_printf("%s exists (a symbolic link to a missing file; "
-                           "overwrite = false keeps it)",
-                           sc->output);
+    return e == ENOENT
+               ? g_strdup_printf("%s exists (a symbolic link to a missing "
+                                 "file; overwrite = false keeps it)",
+                                 sc->output)
+               : g_strdup_printf("%s exists (a symbolic link: %s; "
+                                 "overwrite = false keeps it)",
+                                 sc->output, g_strerror(e));
   return NULL;
 }
 
