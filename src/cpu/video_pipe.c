@@ -40,6 +40,12 @@ typedef struct vpipe {
    * are done, `next` is the one the worker runs or waits for */
   unsigned head, count, next;
   int reset_pending, quit, started;
+  /* test only (CF_TEST_PIPE_LAZY set at creation): the worker starts a job
+   * only once the caller waits for it (jobs before `wanted`), so that a
+   * test's changes between calls meet jobs still queued, as a loaded
+   * machine's would */
+  int lazy;
+  unsigned wanted;
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t work, done;
@@ -57,7 +63,8 @@ static void *worker(void *arg)
   vpipe *p = arg;
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->quit && p->next == p->head + p->count)
+    while (!p->quit && (p->next == p->head + p->count ||
+                        (p->lazy && p->next >= p->wanted)))
       pthread_cond_wait(&p->work, &p->mu);
     if (p->quit)
       break;
@@ -86,6 +93,8 @@ static void *worker(void *arg)
 static void wait_idle(vpipe *p)
 {
   pthread_mutex_lock(&p->mu);
+  p->wanted = p->head + p->count;
+  pthread_cond_signal(&p->work);
   while (p->next != p->head + p->count)
     pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
@@ -97,6 +106,8 @@ static cf_status deliver(vpipe *p, const cf_frame *out)
 {
   job *j = &p->jobs[p->head % p->nslots];
   pthread_mutex_lock(&p->mu);
+  p->wanted = p->head + 1;
+  pthread_cond_signal(&p->work);
   while (!j->done)
     pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
@@ -229,6 +240,7 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
   p->out = p->inner_out = (cf_video_out){cfg->scale, cfg->bias, cfg->absolute};
   p->depth = cfg->pipeline_depth;
   p->nslots = p->depth + 1;
+  p->lazy = getenv("CF_TEST_PIPE_LAZY") != NULL;
   cf_video_config plain = *cfg;
   plain.pipeline_depth = 0;
   cf_status s = cf_cpu_video_new(&plain, k, fft_mode, &p->inner, &p->iops);
