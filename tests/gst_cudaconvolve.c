@@ -2976,9 +2976,9 @@ static void test_depth_discont(void **state)
   tmp_cleanup();
 }
 
-/* Changes mid-stream: a setting that rebuilds the engine (border, scale,
- * pipeline-depth to 0 and back), a kernel (no rebuild: from the next
- * frame in), new caps. Nothing is lost or repeated, every frame matches
+/* Changes mid-stream: a setting that rebuilds the engine (border,
+ * pipeline-depth to 0 and back), a kernel and a scale (no rebuild: from
+ * the next frame in), new caps. Nothing is lost or repeated, every frame matches
  * the reference for the settings in force when it went in. */
 static void test_depth_changes(void **state)
 {
