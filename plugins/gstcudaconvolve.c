@@ -2474,11 +2474,13 @@ static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
     return;
   }
   GST_OBJECT_LOCK(self);
-  *field = v;
-  if (output)
-    self->output_serial++;
-  else
-    self->config_serial++;
+  if (*field != v) { /* the value it has: nothing to rebuild or restart */
+    *field = v;
+    if (output)
+      self->output_serial++;
+    else
+      self->config_serial++;
+  }
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -2539,7 +2541,10 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
      * g_object_set (and a cudafilterd `set`) had returned. */
     GST_OBJECT_LOCK(self);
     GstVideoFormat fmt = self->stream_format;
+    gboolean same = !strcmp(s, self->components);
     GST_OBJECT_UNLOCK(self);
+    if (same) /* as they are: no rebuild, the history goes on */
+      return;
     gboolean unfit = fmt != GST_VIDEO_FORMAT_UNKNOWN &&
                      !components_fit(s, gst_video_format_to_string(fmt));
     if (unfit) {
@@ -2573,6 +2578,9 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
   }
 
   KernelPrep prep = {NULL, 0};
+  gboolean changed = TRUE; /* a setting set to the value it has rebuilds
+                              nothing (a UI re-applying all its settings
+                              with a new scale restarted the history) */
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
   case PROP_KERNEL_WIDTH:
@@ -2584,23 +2592,30 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     if (self->source == SRC_ARRAY)
       prep = update_kernel(self);
     break;
-  case PROP_BORDER: self->border = (cf_border)g_value_get_enum(value); break;
+#define TAKE(field, v)                                                         \
+  do {                                                                         \
+    changed = self->field != (v);                                              \
+    self->field = (v);                                                         \
+  } while (0)
+  case PROP_BORDER: TAKE(border, (cf_border)g_value_get_enum(value)); break;
   case PROP_ABSOLUTE:
-    self->absolute = g_value_get_boolean(value);
-    self->output_serial++;
+    TAKE(absolute, g_value_get_boolean(value));
+    if (changed)
+      self->output_serial++;
     GST_OBJECT_UNLOCK(self);
     return;
-  case PROP_BACKEND: self->backend = (cf_backend)g_value_get_enum(value); break;
-  case PROP_DEVICE_ID: self->device_id = g_value_get_int(value); break;
-  case PROP_PIPELINE_DEPTH: self->pipeline_depth = g_value_get_uint(value);
+  case PROP_BACKEND: TAKE(backend, (cf_backend)g_value_get_enum(value)); break;
+  case PROP_DEVICE_ID: TAKE(device_id, g_value_get_int(value)); break;
+  case PROP_PIPELINE_DEPTH: TAKE(pipeline_depth, g_value_get_uint(value));
     break;
-  case PROP_THREADS: self->threads = g_value_get_uint(value); break;
+  case PROP_THREADS: TAKE(threads, g_value_get_uint(value)); break;
+#undef TAKE
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     GST_OBJECT_UNLOCK(self);
     return;
   }
-  if (prop_id != PROP_KERNEL_WIDTH && prop_id != PROP_KERNEL_HEIGHT)
+  if (prop_id != PROP_KERNEL_WIDTH && prop_id != PROP_KERNEL_HEIGHT && changed)
     self->config_serial++;
   GST_OBJECT_UNLOCK(self);
   prepare_kernel(self, prep);

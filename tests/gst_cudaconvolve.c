@@ -3053,6 +3053,61 @@ static void test_depth_changes(void **state)
   }
 }
 
+/* A UI re-applying all its settings with a new scale (as a settings
+ * dialog or an OBS-style filter update does): the settings set to the
+ * values they have rebuild nothing, so the temporal history goes on and
+ * no held frame is pushed out early; a setting that does change still
+ * rebuilds. Depths 0-2, kernels of 2-3 frames. */
+static void test_same_values_keep_history(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 53);
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = rep;
+    set_case("same values %u: ", rep);
+    depth_case(&c, &s, &r, depth, 2 + (unsigned)(ref_rng_u64(&r) % 2));
+    GstElement *e = c.h->element;
+    gst_harness_play(c.h);
+    ds_push(&s, &r, 1, "first frame");
+    for (unsigned i = 0; i < 3; i++)
+      ds_push(&s, &r, 0, "frame");
+    for (unsigned i = 0; i < 3; i++) {
+      gchar *comps = NULL;
+      gint backend, device;
+      guint threads, d;
+      g_object_get(e, "components", &comps, "backend", &backend, "device-id",
+                   &device, "threads", &threads, "pipeline-depth", &d, NULL);
+      c.cfg.scale = (float)(0.5 + ref_rng_unit(&r));
+      add_case("| all settings again, scale %.9g ", (double)c.cfg.scale);
+      g_object_set(e, "components", comps, "cval", c.cfg.cval, "scale",
+                   c.cfg.scale, "bias", c.cfg.bias, "absolute",
+                   c.cfg.absolute, "backend", backend, "device-id", device,
+                   "threads", threads, "pipeline-depth", d, NULL);
+      gst_util_set_object_arg(G_OBJECT(e), "border",
+                              border_names[c.cfg.border]);
+      g_free(comps);
+      ref2d_video_set_output(c.ref, c.cfg.scale, c.cfg.bias, c.cfg.absolute);
+      ds_push(&s, &r, 0, "after the same settings again");
+      ds_push(&s, &r, 0, "the frame after");
+    }
+    /* a cval that changes: a rebuild still */
+    c.cfg.cval += 1.0f;
+    g_object_set(e, "cval", c.cfg.cval, NULL);
+    s.drain_next = 1;
+    gcase_new_ref(&c);
+    add_case("| cval %.9g ", (double)c.cfg.cval);
+    ds_push(&s, &r, 0, "after a new cval");
+    ds_push(&s, &r, 0, "the frame after a new cval");
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+}
+
 /* New caps that change neither the format nor the size (another
  * framerate, pixel aspect ratio, colorimetry: a camera or decoder
  * renegotiating, videorate's new rate): the held frames leave before the
@@ -3562,7 +3617,10 @@ static void test_depth_events(void **state)
         else
           g_ptr_array_add(want, g_strdup_printf("%c%d", kind, id));
       } else {
-        ds_set_depth(&s, (unsigned)ref_rng_range(&r, 0, 3));
+        unsigned d = (unsigned)ref_rng_range(&r, 0, 3);
+        if (d == s.depth) /* the depth it has: no rebuild */
+          d = (d + 1) % 4;
+        ds_set_depth(&s, d);
         gcase_new_ref(&c); /* a new engine: the history restarts */
       }
     }
@@ -4250,6 +4308,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_flush, teardown),
       cmocka_unit_test_teardown(test_depth_discont, teardown),
       cmocka_unit_test_teardown(test_depth_changes, teardown),
+      cmocka_unit_test_teardown(test_same_values_keep_history, teardown),
       cmocka_unit_test_teardown(test_caps_same_frames, teardown),
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
