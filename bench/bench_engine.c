@@ -683,19 +683,31 @@ int main(int argc, char **argv) {
       o.rate = (unsigned)atoi(v);
       i++;
     } else if (!strcmp(a, "--lengths") && v) {
-      if (parse_list(v, &o.lengths)) goto bad;
+      if (parse_list(v, &o.lengths)) {
+        fprintf(stderr, "bench_engine: bad --lengths %s\n", v);
+        goto bad;
+      }
       lengths_set = 1;
       i++;
     } else if (!strcmp(a, "--blocks") && v) {
-      if (parse_list(v, &o.blocks)) goto bad;
+      if (parse_list(v, &o.blocks)) {
+        fprintf(stderr, "bench_engine: bad --blocks %s\n", v);
+        goto bad;
+      }
       blocks_set = 1;
       i++;
     } else if (!strcmp(a, "--threads") && v) {
-      if (parse_list(v, &o.threads)) goto bad;
+      if (parse_list(v, &o.threads)) {
+        fprintf(stderr, "bench_engine: bad --threads %s\n", v);
+        goto bad;
+      }
       threads_set = 1;
       i++;
     } else if (!strcmp(a, "--algos") && v) {
-      if (parse_algos(v, &o)) goto bad;
+      if (parse_algos(v, &o)) {
+        fprintf(stderr, "bench_engine: bad --algos %s\n", v);
+        goto bad;
+      }
       algos_set = 1;
       i++;
     } else if (!strcmp(a, "--cap-xrt") && v) {
@@ -711,6 +723,8 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     } else {
+      fprintf(stderr, "bench_engine: unknown option or missing value: %s\n",
+              a);
       goto bad;
     }
   }
@@ -737,13 +751,28 @@ int main(int argc, char **argv) {
     o.algos[2] = CF_ALGO_FFT_NONUNIFORM;
     o.algos[3] = CF_ALGO_AUTO;
   }
+  /* !(x > 0) and isfinite: a NaN or infinite budget never ends a point set
+   * (cf_bench_run would run until its iteration counts overflow) */
   if (o.channels == 0 || o.channels > CF_MAX_CHANNELS || o.rate == 0 ||
-      o.budget <= 0.0 || o.max_len == 0)
+      !(o.budget > 0.0) || !isfinite(o.budget) || isnan(o.cap_xrt) ||
+      o.max_len == 0) {
+    fprintf(stderr,
+            "bench_engine: need --channels 1..%d, --rate > 0, --budget a "
+            "finite number > 0, --cap-xrt a number, --max-len > 0\n",
+            (int)CF_MAX_CHANNELS);
     goto bad;
+  }
   for (size_t i = 0; i < o.lengths.n; i++)
-    if (o.lengths.v[i] == 0 || o.lengths.v[i] > CF_KERNEL_MAX_TAPS) goto bad;
+    if (o.lengths.v[i] == 0 || o.lengths.v[i] > CF_KERNEL_MAX_TAPS) {
+      fprintf(stderr, "bench_engine: --lengths: each 1..%zu\n",
+              (size_t)CF_KERNEL_MAX_TAPS);
+      goto bad;
+    }
   for (size_t i = 0; i < o.blocks.n; i++)
-    if (o.blocks.v[i] == 0) goto bad;
+    if (o.blocks.v[i] == 0) {
+      fprintf(stderr, "bench_engine: --blocks: each > 0\n");
+      goto bad;
+    }
 
   if (o.swap && !lengths_set) {
     const size_t swap_lengths[] = {4096, 16384, 65536, 131072};
