@@ -188,13 +188,15 @@ static double half_ci_us(const cf_bench_result *r) {
 
 int main(int argc, char **argv) {
   double budget = 0.5;
+  int budget_set = 0, quick = 0;
   int nmin = 128, nmax = 65536;
   const char *md_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
-      budget = 0.05;
+      quick = 1;
     } else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
       budget = atof(argv[++i]);
+      budget_set = 1;
     } else if (!strcmp(argv[i], "--min") && i + 1 < argc) {
       nmin = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
@@ -209,10 +211,12 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (budget <= 0.0 || nmin < 4 || nmax < nmin || (nmin & (nmin - 1)) ||
+  if (quick && !budget_set) budget = 0.05; /* --budget wins, in any order */
+  /* a NaN or infinite budget never ends cf_bench_run's point set */
+  if (!(budget > 0.0) || !isfinite(budget) || nmin < 4 || nmax < nmin || (nmin & (nmin - 1)) ||
       (nmax & (nmax - 1))) {
     fprintf(stderr, "fft_compare: sizes must be powers of two >= 4, "
-                    "budget > 0\n");
+                    "budget a finite number > 0\n");
     return 2;
   }
 
