@@ -279,7 +279,11 @@ static int grid(const options *o) {
   /* best forced time per (L, block, threads) for the auto check */
   double *best = malloc(sizeof(double) * nl * o->blocks.n * o->threads.n);
   double *autot = malloc(sizeof(double) * nl * o->blocks.n * o->threads.n);
-  if (!best || !autot) return 1;
+  /* the engines' descriptions: where auto built the very plan of the best
+   * forced algorithm, a ratio far from 1 is timing noise, not a bad pick */
+  char(*best_desc)[256] = calloc(nl * o->blocks.n * o->threads.n, 256);
+  char(*auto_desc)[256] = calloc(nl * o->blocks.n * o->threads.n, 256);
+  if (!best || !autot || !best_desc || !auto_desc) return 1;
   for (size_t i = 0; i < nl * o->blocks.n * o->threads.n; i++)
     best[i] = autot[i] = NAN;
 
@@ -312,10 +316,13 @@ static int grid(const options *o) {
           last_ns = m.ns_frame;
           last_len = len;
           const size_t idx = (li * o->blocks.n + bi) * o->threads.n + ti;
-          if (algo == CF_ALGO_AUTO)
+          if (algo == CF_ALGO_AUTO) {
             autot[idx] = m.ns_frame;
-          else if (isnan(best[idx]) || m.ns_frame < best[idx])
+            snprintf(auto_desc[idx], 256, "%s", m.describe);
+          } else if (isnan(best[idx]) || m.ns_frame < best[idx]) {
             best[idx] = m.ns_frame;
+            snprintf(best_desc[idx], 256, "%s", m.describe);
+          }
           printf("%7zu %6zu %-14s %3u %12.2f %10.2f %9.1f %7.4f %6zu  %s\n",
                  len, block, cf_algorithm_name(algo), thr, m.ns_frame,
                  (m.ns_hi - m.ns_lo) / 2.0, m.xrt, m.r.r2, m.latency,
@@ -350,10 +357,16 @@ static int grid(const options *o) {
         const double ratio = autot[idx] / best[idx];
         printf("%7zu %6zu %3zu %12.2f %12.2f %7.3f%s\n", o->lengths.v[li],
                o->blocks.v[bi], o->threads.v[ti], autot[idx], best[idx],
-               ratio, ratio > 1.10 ? "  <-- auto is slower" : "");
+               ratio,
+               ratio <= 1.10 ? ""
+               : !strcmp(auto_desc[idx], best_desc[idx])
+                   ? "  (same plan as the best: timing noise)"
+                   : "  <-- auto is slower");
       }
   free(best);
   free(autot);
+  free(best_desc);
+  free(auto_desc);
   if (tsv) fclose(tsv);
   return 0;
 }
