@@ -300,7 +300,8 @@ static void parse(int argc, char **argv, options *o)
     } else if (!strcmp(a, "--budget")) {
       NEEDV();
       o->budget = atof(v);
-      if (!(o->budget > 0.0)) bad(a, v);
+      /* inf (or nan) would never end a measurement */
+      if (!(o->budget > 0.0) || !isfinite(o->budget)) bad(a, v);
     } else if (!strcmp(a, "--size")) {
       NEEDV();
       if (parse_pair(v, &o->width, &o->height) != 0) bad(a, v);
@@ -325,7 +326,7 @@ static void parse(int argc, char **argv, options *o)
     } else if (!strcmp(a, "--sigma")) {
       NEEDV();
       o->sigma = atof(v);
-      if (!(o->sigma > 0.0)) bad(a, v);
+      if (!(o->sigma > 0.0) || !isfinite(o->sigma)) bad(a, v);
     } else if (!strcmp(a, "--kernel-file")) {
       NEEDV();
       o->kernel_file = v;

@@ -1006,8 +1006,14 @@ int main(int argc, char **argv)
       return 2;
     }
   }
-  if (rounds < 1 || rounds > 64)
-    rounds = 5;
+  /* (--rounds 0 became 5 in silence; --audio-seconds inf or nan made a
+   * buffer count past size_t) */
+  if (rounds < 1 || rounds > 64 || !(seconds > 0.0) || seconds > 3600.0 ||
+      frames < 1 || frames > 100000) {
+    fprintf(stderr, "bench_gst: need --rounds 1..64, --audio-seconds in "
+            "(0, 3600], --frames 1..100000\n");
+    return 2;
+  }
   /* without the plugin every pipeline fails with only "Internal data
    * stream error" (appsrc not linked): say what is missing instead */
   static const char *const need[] = {"cudafir", "cudaconvolve"};

@@ -14,6 +14,7 @@
  * `calls` calls of `buffer` frames each, with a sleep of `gap-ms` before
  * each; prints the per-call time's percentiles in microseconds against
  * the buffer's duration at 48 kHz. The first 10 calls are not counted. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
     }
     i++;
   }
-  if (calls < 20 || channels == 0 || gap_ms < 0) {
+  if (calls < 20 || channels == 0 || !(gap_ms >= 0) || !isfinite(gap_ms)) {
     fprintf(stderr, "bench_paced: --calls >= 20, --channels >= 1, "
                     "--gap-ms >= 0\n");
     return 2;

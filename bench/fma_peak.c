@@ -209,7 +209,7 @@ int main(int argc, char **argv)
       budget = 0.05;
     } else if (!strcmp(a, "--budget") && i + 1 < argc) {
       budget = atof(argv[++i]);
-      if (!(budget > 0.0)) {
+      if (!(budget > 0.0) || !isfinite(budget)) {
         fprintf(stderr, "fma_peak: bad --budget %s\n", argv[i]);
         return 2;
       }
