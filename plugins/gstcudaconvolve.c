@@ -924,7 +924,11 @@ static const gchar *interim_components(GstCudaConvolve *self,
 /* Bring the engine up to date with the properties: a new engine when there
  * is none, the configuration changed or `rebuild`; else a new kernel when
  * it changed. Anything refused leaves the engine and its kernel as they
- * were. Object lock held; *note is filled for the caller to report. */
+ * were. Object lock held, but released while a new engine is built (which
+ * may measure an FFT plan for up to a second: a setter in an application's
+ * UI thread waited that long for the lock); what the build was made from
+ * is a snapshot, and a setting changed meanwhile counts as pending for the
+ * next frame. *note is filled for the caller to report. */
 static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
                           gboolean rebuild, EngineNote *note)
 {
@@ -986,11 +990,19 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     cf_video_config cfg;
     gchar *err = NULL;
     cf_engine *e = NULL;
+    /* the settings this build is made from */
+    guint seen = self->config_serial, seen_output = self->output_serial;
     if (!make_config(self, info, comps, &cfg, &err))
       goto refused;
+    EngineSettings snap;
+    settings_take(self, &snap);
+    gboolean cpu_retry = self->cuda_caps && self->backend == CF_BACKEND_AUTO;
+    gchar *made_comps = g_strdup(comps);
+    /* self->active and newk: the streaming thread's alone */
     const cf_kernel2d *k = newk ? newk : self->active;
+    GST_OBJECT_UNLOCK(self);
     cf_status st = cf_engine_new_video(&cfg, k, &e);
-    if (st != CF_OK && self->cuda_caps && self->backend == CF_BACKEND_AUTO) {
+    if (st != CF_OK && cpu_retry) {
       GST_WARNING_OBJECT(self,
                          "CUDA memory, but the CUDA engine cannot run "
                          "(%s): the CPU filters it through host mappings",
@@ -998,7 +1010,9 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       cfg.backend = CF_BACKEND_CPU;
       st = cf_engine_new_video(&cfg, k, &e);
     }
+    GST_OBJECT_LOCK(self);
     if (st != CF_OK) {
+      g_free(made_comps);
       err = g_strdup_printf("cannot build the engine (%ux%u %s, backend "
                             "%s): %s", cfg.width, cfg.height,
                             cf_pixel_format_name(cfg.format),
@@ -1018,22 +1032,21 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     g_atomic_int_inc(&self->engine_gen);
     g_mutex_unlock(&self->engine_lock);
     /* an interim engine leaves the settings pending: the frames after count
-     * down await_caps */
-    self->engine_config_serial = self->config_serial - (interim ? 1 : 0);
-    self->engine_output_serial = self->output_serial; /* built with them */
-    if (comps != self->engine_components) {
-      g_free(self->engine_components);
-      self->engine_components = g_strdup(comps);
-    }
-    settings_take(self, &self->built);
+     * down await_caps (as does a change made while it was built) */
+    self->engine_config_serial = seen - (interim ? 1 : 0);
+    self->engine_output_serial = seen_output; /* built with them */
+    g_free(self->engine_components);
+    self->engine_components = made_comps;
+    self->built = snap;
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
     note->described |= describe_engine(self);
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;
   refused:
-    /* one report per change, as for kernels */
-    self->engine_config_serial = self->config_serial;
+    /* one report per change, as for kernels (a change made while it was
+     * built is tried at the next frame) */
+    self->engine_config_serial = seen;
     if (note->msg) {
       gchar *both = g_strdup_printf("%s; %s", note->msg, err);
       g_free(err);
@@ -1048,8 +1061,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       return;
     }
     /* the previous engine goes on, with its settings and the new kernel
-     * if there is one */
-    settings_put_back(self, note);
+     * if there is one (unless a setting changed while the refused one was
+     * built: the next frame tries the settings as they are now) */
+    if (self->config_serial == seen)
+      settings_put_back(self, note);
   }
   /* scale, bias, absolute: the engine's output stage from this frame on,
    * its history kept (a control binding animates them frame by frame) */

@@ -57,8 +57,8 @@
 #include <cudafilter/kernel2d.h>
 #include <cudafilter/video.h>
 
-#ifdef CF_HAVE_GSTCUDA
 #include <dlfcn.h>
+#ifdef CF_HAVE_GSTCUDA
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
 #include <gst/cuda/gstcudamemory.h>
@@ -3108,6 +3108,137 @@ static void test_same_values_keep_history(void **state)
   }
 }
 
+/* ---- an engine build held (test_setter_during_build) ---------------- */
+
+/* cf_engine_new_video, as the element calls it, held while build_shut is
+ * set (this executable's definition comes before the library's: exported,
+ * see tests/meson.build); the real one after. */
+static GMutex build_mu;
+static GCond build_cv;
+static gboolean build_shut, build_hit;
+
+__attribute__((visibility("default"))) cf_status
+cf_engine_new_video(const cf_video_config *cfg, const cf_kernel2d *k,
+                    cf_engine **out);
+cf_status cf_engine_new_video(const cf_video_config *cfg,
+                              const cf_kernel2d *k, cf_engine **out)
+{
+  static cf_status (*real)(const cf_video_config *, const cf_kernel2d *,
+                           cf_engine **);
+  if (!real)
+    real = (cf_status(*)(const cf_video_config *, const cf_kernel2d *,
+                         cf_engine **))dlsym(RTLD_NEXT, "cf_engine_new_video");
+  g_mutex_lock(&build_mu);
+  if (build_shut) {
+    build_hit = TRUE;
+    g_cond_broadcast(&build_cv);
+    while (build_shut)
+      g_cond_wait(&build_cv, &build_mu);
+  }
+  g_mutex_unlock(&build_mu);
+  return real ? real(cfg, k, out) : CF_E_INTERNAL;
+}
+
+/* Wait up to 5 s for *flag (under build_mu); whether it came. */
+static gboolean build_wait(const gboolean *flag)
+{
+  gint64 end = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&build_mu);
+  while (!*flag && g_cond_wait_until(&build_cv, &build_mu, end))
+    ;
+  gboolean got = *flag;
+  g_mutex_unlock(&build_mu);
+  return got;
+}
+
+typedef struct {
+  GstHarness *h;
+  GstBuffer *in;
+  GstFlowReturn fr;
+  gfloat scale;
+  gboolean set_done;
+} build_job;
+
+static gpointer push_thread(gpointer data)
+{
+  build_job *j = data;
+  j->fr = gst_harness_push(j->h, gst_buffer_ref(j->in));
+  return NULL;
+}
+
+static gpointer scale_thread(gpointer data)
+{
+  build_job *j = data;
+  g_object_set(j->h->element, "scale", j->scale, NULL);
+  g_mutex_lock(&build_mu);
+  j->set_done = TRUE;
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+  return NULL;
+}
+
+/* A setter in an application's thread while the streaming thread builds
+ * a new engine (one that measures an FFT plan takes up to a second; the
+ * build is held here): it returns at once (it waited for the whole build,
+ * the object lock held through it: 360 ms seen from a UI thread; QA).
+ * The frame being built for takes the settings the build started from
+ * (the new border, the old scale), the next one the scale set meanwhile
+ * without a new engine (the temporal history goes on), both against the
+ * reference. */
+static void test_setter_during_build(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 54);
+  for (unsigned rep = 0; rep < 2; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("setter during a build %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 2, 1);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "first frame");
+    push_check(&c, &r, 0, 0, "second frame");
+    c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "border",
+                            border_names[c.cfg.border]);
+    gcase_new_ref(&c); /* a new engine: the history restarts */
+    build_job j = {c.h, make_input(&r, &c, 0), GST_FLOW_ERROR,
+                   (float)(0.5 + ref_rng_unit(&r)), FALSE};
+    GstClockTime dur = GST_SECOND / 25;
+    GST_BUFFER_PTS(j.in) = 1000 + c.n * dur;
+    GST_BUFFER_DURATION(j.in) = dur;
+    c.n++;
+    g_mutex_lock(&build_mu);
+    build_shut = TRUE;
+    build_hit = FALSE;
+    g_mutex_unlock(&build_mu);
+    GThread *pt = g_thread_new("push", push_thread, &j);
+    gboolean held = build_wait(&build_hit);
+    GThread *st = held ? g_thread_new("set", scale_thread, &j) : NULL;
+    gboolean set_returned = held && build_wait(&j.set_done);
+    g_mutex_lock(&build_mu); /* the build goes on, whatever came */
+    build_shut = FALSE;
+    g_cond_broadcast(&build_cv);
+    g_mutex_unlock(&build_mu);
+    g_thread_join(pt);
+    if (st)
+      g_thread_join(st);
+    CHECK(held, "the new engine was not built (border changed)");
+    CHECK(set_returned, "g_object_set(scale) waited for the engine build");
+    CHECK(j.fr == GST_FLOW_OK, "push returned %s", gst_flow_get_name(j.fr));
+    GstBuffer *out = gst_harness_try_pull(c.h);
+    CHECK(out != NULL, "no output for the frame built for");
+    check_buffers(&c, j.in, out, "the frame the engine was built for");
+    gst_buffer_unref(out);
+    gst_buffer_unref(j.in);
+    c.cfg.scale = j.scale;
+    ref2d_video_set_output(c.ref, c.cfg.scale, c.cfg.bias, c.cfg.absolute);
+    push_check(&c, &r, 0, 0, "the frame after, with the scale set");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 /* New caps that change neither the format nor the size (another
  * framerate, pixel aspect ratio, colorimetry: a camera or decoder
  * renegotiating, videorate's new rate): the held frames leave before the
@@ -4293,6 +4424,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_notify_backend_in_use, teardown),
       cmocka_unit_test_teardown(test_controlled_properties, teardown),
       cmocka_unit_test_teardown(test_output_keeps_history, teardown),
+      cmocka_unit_test_teardown(test_setter_during_build, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
