@@ -2384,6 +2384,31 @@ static void test_backends(void **state)
   float buf[16] = {0};
   CHECK(cf_engine_process(e, buf, buf, 4) != CF_OK,
         "cf_engine_process accepted on a video engine");
+  /* an audio swap handed to a video engine by mistake is refused before it
+   * is spent: it can still be made on its own engine (QA: CF_E_STATE, and
+   * then its engine refused it as "made") */
+  {
+    cf_kernel *ka = NULL;
+    CHECK_OK(cf_kernel_new_shared(taps, 3, &ka));
+    cf_audio_config acfg;
+    cf_audio_config_init(&acfg);
+    acfg.backend = CF_BACKEND_CPU;
+    acfg.threads = 1;
+    cf_engine *a = NULL;
+    CHECK_OK(cf_engine_new_audio(&acfg, ka, &a));
+    cf_swap_prep *p = NULL;
+    CHECK_OK(cf_engine_prepare_swap(a, ka, &p));
+    st = cf_engine_set_prepared(e, p, 0);
+    CHECK(st == CF_E_STATE && strstr(cf_last_error(), "video engine"),
+          "set_prepared on a video engine returned %s: %s",
+          cf_status_name(st), cf_last_error());
+    st = cf_engine_set_prepared(a, p, 0);
+    CHECK(st == CF_OK, "set_prepared on its engine, after a video engine "
+          "refused it, returned %s: %s", cf_status_name(st), cf_last_error());
+    cf_swap_prep_free(p);
+    cf_engine_free(a);
+    cf_kernel_free(ka);
+  }
   cf_engine_free(e);
   cf_kernel2d_free(k);
 }

@@ -867,6 +867,9 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
                                            size_t crossfade)
 {
   CF_NEED(e, "set_prepared", "engine");
+  if (e->vops) /* before p is spent: it can still be made on its engine */
+    return cf_fail(CF_E_STATE, "set_prepared: this is a video engine (use "
+                   "cf_engine_set_prepared2d)");
   if (!p)
     return cf_fail(CF_E_INVALID, "set_prepared: NULL swap");
   if (p->used)
