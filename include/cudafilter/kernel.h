@@ -83,7 +83,11 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *  - text: numbers separated by whitespace and/or commas, '#' starts a
  *    comment to the end of the line (LF or CR LF; CR in a file whose
  *    first line ends with a lone CR) -> shared (a UTF-8 byte order mark
- *    at the start is skipped);
+ *    at the start is skipped). Numbers take a decimal point: a file
+ *    without one that reads as written with decimal commas ("0,25" on
+ *    each line, "0,25 0,5", "0,25, 0,5"; README.md, "Kernel files", has
+ *    the rule: "1,2,1" is a list, "1, 0" two taps) is refused
+ *    (CF_E_FORMAT), and so are two commas with no number between them;
  *  - any audio file libav decodes (WAV, FLAC, ...): each channel a kernel
  *    (mono -> shared, else per-channel), resampled with libswresample to
  *    `rate` when rate != 0 and differs from the file's, the taps scaled

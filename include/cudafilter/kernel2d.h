@@ -83,6 +83,8 @@ cf_status cf_preset_from_string(const char *s, cf_preset *out);
  *    where the first one does), numbers separated by whitespace and/or
  *    commas, '#' starts a comment, every row the same length; a blank
  *    line between blocks of rows separates temporal taps (tau = 0 first);
+ *    rows written with decimal commas and empty fields (",,") are
+ *    refused as the 1D text loader refuses them (kernel.h);
  *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
  *    2D (Kh x Kw) or 3D (T x Kh x Kw).
  * Errors name the file, the position and the problem, as the 1D loaders. */
