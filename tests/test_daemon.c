@@ -1663,7 +1663,11 @@ static void test_pipeline_set_states(void **state)
       "set a fir.kernel <0.25,0.5,0.25>",
       "set a kernel 0.125,0.75,0.125", "set a kernel 0.5, -0.25",
       /* lists, not decimal commas (review) */
-      "set a kernel 1,1", "set a kernel 1,2,1, 2,4,2", "set a kernel 1e-3,2e-3"};
+      "set a kernel 1,1", "set a kernel 1,2,1, 2,4,2", "set a kernel 1e-3,2e-3",
+      /* the kernel it holds, again (a script that sets it each time; QA:
+       * "refused kernel = 1e-3,2e-3 and keeps <1e-3, 2e-3>") */
+      "set a kernel 1e-3,2e-3", "set a fir.kernel <0.125,0.75,0.125>",
+      "set a kernel 0.125, 0.75, 0.125", "set a gain -3", "set a gain -3"};
   for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
     char *a = ctl(&r, "%s", taken[i]);
     CHECK(answer_ok(a), "'%s' answered: %s", taken[i], a);

@@ -497,6 +497,35 @@ static char *refusal_said(cfd_pipeline *p, GstElement *el)
   return why;
 }
 
+/* Whether the element's value a holds what b asks: an array whose taps
+ * were parsed as doubles (the property has no element type) equals the
+ * element's floats of the same values, compared at the element's type. */
+static bool same_value(const GValue *a, const GValue *b)
+{
+  if (!GST_VALUE_HOLDS_ARRAY(a) || !GST_VALUE_HOLDS_ARRAY(b))
+    return gst_value_compare(a, b) == GST_VALUE_EQUAL;
+  guint n = gst_value_array_get_size(a);
+  if (gst_value_array_get_size(b) != n)
+    return false;
+  for (guint i = 0; i < n; i++) {
+    const GValue *x = gst_value_array_get_value(a, i);
+    const GValue *y = gst_value_array_get_value(b, i);
+    if (G_VALUE_TYPE(x) == G_VALUE_TYPE(y)) {
+      if (gst_value_compare(x, y) != GST_VALUE_EQUAL)
+        return false;
+      continue;
+    }
+    GValue t = G_VALUE_INIT;
+    g_value_init(&t, G_VALUE_TYPE(x));
+    bool eq = g_value_transform(y, &t) &&
+              gst_value_compare(x, &t) == GST_VALUE_EQUAL;
+    g_value_unset(&t);
+    if (!eq)
+      return false;
+  }
+  return true;
+}
+
 static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
                         const GValue *v, const char *value, GError **err)
 {
@@ -528,8 +557,10 @@ static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
     return true;
   g_value_init(&now, G_PARAM_SPEC_VALUE_TYPE(ps));
   g_object_get_property(G_OBJECT(el), ps->name, &now);
-  bool kept = gst_value_compare(&now, v) != GST_VALUE_EQUAL &&
-              gst_value_compare(&now, &before) == GST_VALUE_EQUAL;
+  /* a value asked that the element already held is taken, not kept
+   * (QA: set a kernel 0.1,0.8,0.1 twice was 'refused ... and keeps
+   * <0.1, 0.8, 0.1>': the taps asked are doubles, the element's floats) */
+  bool kept = !same_value(&now, v) && same_value(&now, &before);
   /* an unset kernel or kernel-file kept (the kernel coming from the
    * other, or a preset) serialises as "<  >" or nothing: say unset */
   bool unset = kept && ((GST_VALUE_HOLDS_ARRAY(&now) &&
