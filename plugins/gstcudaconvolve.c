@@ -789,6 +789,18 @@ typedef struct {
   gboolean described;       /* backend-in-use changed */
 } EngineNote;
 
+/* Add why (taken) to what ensure_engine reports, after what it has. */
+static void note_add(EngineNote *note, gchar *why)
+{
+  if (note->msg) {
+    gchar *both = g_strdup_printf("%s; %s", note->msg, why);
+    g_free(why);
+    why = both;
+  }
+  g_free(note->msg);
+  note->msg = why;
+}
+
 /* The engine's configuration from the properties and the negotiated info.
  * Object lock held. */
 static gboolean make_config(GstCudaConvolve *self, const GstVideoInfo *info,
@@ -1047,13 +1059,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* one report per change, as for kernels (a change made while it was
      * built is tried at the next frame) */
     self->engine_config_serial = seen;
-    if (note->msg) {
-      gchar *both = g_strdup_printf("%s; %s", note->msg, err);
-      g_free(err);
-      err = both;
-    }
-    g_free(note->msg);
-    note->msg = err;
+    note_add(note, err);
     note->fatal = !self->engine || rebuild;
     if (note->fatal) {
       cf_kernel2d_free(newk);
@@ -1081,13 +1087,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
                                    "absolute=%d", cf_last_error(),
                                    self->built.scale, self->built.bias,
                                    self->built.absolute);
-      if (note->msg) {
-        gchar *both = g_strdup_printf("%s; %s", note->msg, why);
-        g_free(why);
-        why = both;
-      }
-      g_free(note->msg);
-      note->msg = why;
+      note_add(note, why);
     }
   }
   cf_status ks = CF_OK;
@@ -1103,13 +1103,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   if (ks != CF_OK) {
     gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
                                  "the previous kernel", cf_last_error());
-    if (note->msg) {
-      gchar *both = g_strdup_printf("%s; %s", note->msg, why);
-      g_free(why);
-      why = both;
-    }
-    g_free(note->msg);
-    note->msg = why;
+    note_add(note, why);
     cf_kernel2d_free(newk);
     return;
   }
