@@ -1471,7 +1471,12 @@ static void apply_case(ref_rng *r, int index)
     /* ref_rng_sym's float can round up to 1.0, one step past the top:
      * written as is it wrapped to -1.0 in the file (seed 1795933931,
      * case 8: an error of 2309 steps in the frames after it) */
+    /* and 32-bit samples at a float's 24 bits: (2^31 - 1) / 2^31 is no
+     * float, and rounded up to 1.0 it wrapped too (seed 1796132966,
+     * case 3: write_wav refused it) */
     int bits = 8 * (int)wav_bytes[in_kind] - 1;
+    if (bits > 24)
+      bits = 24;
     double top = ldexp(1.0, bits) - 1.0;
     for (size_t i = 0; i < n * cin; i++)
       x[i] = (float)ldexp(fmin(floor(ldexp((double)x[i], bits)), top), -bits);
