@@ -2327,6 +2327,79 @@ static void test_fallback(void **state)
   fault_case(&r, 33, 2);
 }
 
+/* The CPU backend that takes over from the device keeps the device's
+ * latency with the algorithm asked: a kernel the stream swapped to
+ * thousands of taps long is not convolved directly at latency 0 (it was,
+ * direct whatever the length: 150000 taps cost 15 s of test_fallback's
+ * 22 under ASan, and a live stream far more than real time), but by the
+ * plan the CPU makes for it at that latency, an FFT one with a short
+ * direct head. Its output is test_fallback's (fault_case, mode 1). */
+static void test_fallback_plan(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU || is_direct()) {
+    print_message("note: the takeover's plan is checked in the cpu "
+                  "variants that may use FFTs\n");
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 41);
+  for (unsigned c = 0; c < 4; c++) {
+    unsigned block = 256u << (ref_rng_u64(&r) % 5);
+    kset k0, k1;
+    kset_init(&k0, CF_ROUTING_SHARED, 1, 1);
+    kset_set(&k0, &r, 0, rand_len(&r, 1, 32));
+    kset_init(&k1, CF_ROUTING_SHARED, 1, 1);
+    size_t len = rand_len(&r, 20000, 60000);
+    kset_set(&k1, &r, 0, len);
+    set_case("fallback plan #%u: block %u, %zu then %zu taps ", c, block,
+             k0.len[0], len);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.block_size = block;
+    cfg.algorithm = V->algo;
+    cfg.pipeline_depth = V->depth;
+    cf_kernel *kk = NULL;
+    CHECK_OK(kset_build(&k0, &kk));
+    setenv("CF_TEST_FAKE_DEVICE", "call:2", 1);
+    cf_engine *e = NULL;
+    cf_status st = cf_engine_new_audio(&cfg, kk, &e);
+    unsetenv("CF_TEST_FAKE_DEVICE");
+    cf_kernel_free(kk);
+    CHECK(st == CF_OK && cf_engine_backend(e) == CF_BACKEND_CUDA,
+          "cf_engine_new_audio (auto, fake device) returned %s: %s",
+          cf_status_name(st), cf_last_error());
+    size_t lat = cf_engine_latency(e);
+    add_case("latency %zu ", lat);
+    float *x = xalloc(2 * block * sizeof(float));
+    float *y = xalloc(2 * block * sizeof(float));
+    ref_rng_fill(&r, x, 2 * block);
+    CHECK_OK(cf_engine_process(e, x, y, block));
+    CHECK_OK(kset_build(&k1, &kk));
+    CHECK_OK(cf_engine_set_kernel(e, kk, 0));
+    cf_kernel_free(kk);
+    CHECK_OK(cf_engine_process(e, x + block, y + block, block));
+    const char *d = cf_engine_describe(e);
+    add_case("{%s} ", d);
+    CHECK(cf_engine_backend(e) == CF_BACKEND_CPU &&
+          cf_engine_fallback_reason(e),
+          "the fake device's second call did not fail over to the CPU");
+    CHECK(cf_engine_latency(e) == lat, "the latency changed from %zu to %zu",
+          lat, cf_engine_latency(e));
+    /* "[direct N + ..." heads the plan's description ("cpu: direct
+     * [direct 49146], block 1024, ..." before: every tap directly) */
+    const char *h = strstr(d, "[direct ");
+    size_t head = h ? strtoull(h + 8, NULL, 10) : 0;
+    CHECK(head < 4096, "the CPU that took over does %zu of the kernel's %zu "
+          "taps directly, at latency %zu (%s)", head, len, lat, d);
+    free(x);
+    free(y);
+    cf_engine_free(e);
+    kset_free(&k0);
+    kset_free(&k1);
+  }
+}
+
 /* ------------------------------------------------------------------ */
 /* Edges and errors                                                     */
 
@@ -3018,6 +3091,7 @@ int main(void)
     cmocka_unit_test(test_in_place),
     cmocka_unit_test(test_nan_input),
     cmocka_unit_test(test_fallback),
+    cmocka_unit_test(test_fallback_plan),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

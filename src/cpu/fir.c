@@ -890,8 +890,8 @@ static unsigned max_kernels_per_lane(const cf_kernel *k, unsigned cin,
 }
 
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
-                         unsigned cout, cf_fft_mode fft_mode, void **impl,
-                         const cf_backend_ops **ops)
+                         unsigned cout, cf_fft_mode fft_mode, size_t latency,
+                         void **impl, const cf_backend_ops **ops)
 {
   fir *f = calloc(1, sizeof *f);
   if (!f)
@@ -902,8 +902,10 @@ cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   f->algo = cfg->algorithm;
   f->fft_mode = fft_mode;
   size_t lmax = cf_kernel_max_len(k);
-  f->latency = cf_plan_latency(lmax, max_kernels_per_lane(k, f->cin, cout),
-                               f->block, f->algo);
+  f->latency = latency != CF_CPU_LATENCY_PLAN
+                   ? latency
+                   : cf_plan_latency(lmax, max_kernels_per_lane(k, f->cin, cout),
+                                     f->block, f->algo);
   size_t keep = cfg->swap_history > lmax ? cfg->swap_history : lmax;
   /* The front bounds swap_history (CF_AUDIO_MAX_SWAP_HISTORY) and the
    * latency; still, a size that wraps or doubles past SIZE_MAX is no

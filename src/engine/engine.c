@@ -106,8 +106,9 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
  * stages, the kernel sets the coming outputs may still depend on (the one
  * in use, or the one before it while a crossfade runs, and every swap
  * since, with its swap point and crossfade). When the device fails, a
- * CPU backend of the same latency (direct for latency 0, uniform FFT for
- * block - 1) is built with the oldest stage, fed the input from far
+ * CPU backend of the same latency and algorithm (at latency 0 an FFT plan
+ * has a direct head: a long kernel is not done directly) is built with
+ * the oldest stage, fed the input from far
  * enough back (its output discarded) with the later swaps made at their
  * points, and it processes the failed piece: no sample is lost or
  * repeated, and a crossfade running at that moment goes on. */
@@ -332,12 +333,6 @@ static void fb_clear(cf_engine *e)
   e->fb_t = 0;
 }
 
-/* The CPU path that takes over from the device at its latency. */
-static cf_algorithm takeover_algorithm(size_t latency)
-{
-  return latency ? CF_ALGO_FFT_UNIFORM : CF_ALGO_DIRECT;
-}
-
 /* The device failed on the last `piece` frames recorded: continue on the
  * CPU, writing that piece's output to out (NULL: nothing to replay). */
 static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
@@ -351,11 +346,10 @@ static cf_status fb_switch(cf_engine *e, size_t piece, float *out,
   unsigned next = fb_first_stage(e, y0, end);
   cf_audio_config cfg = e->cfg;
   cfg.backend = CF_BACKEND_CPU;
-  cfg.algorithm = takeover_algorithm(lat - depth_frames(&e->cfg));
   void *impl = NULL;
   const cf_backend_ops *ops = NULL;
   cf_status s = cf_cpu_fir_new(&cfg, e->stage[next].k, e->cout, CF_FFT_QUICK,
-                               &impl, &ops);
+                               e->latency, &impl, &ops);
   if (s != CF_OK)
     return s;
   if (ops->latency(impl) > lat) {
@@ -510,7 +504,8 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
       backend = CF_BACKEND_CPU;
   }
   if (backend == CF_BACKEND_CPU)
-    s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, &e->impl, &e->ops);
+    s = cf_cpu_fir_new(cfg, kernel, cout, CF_FFT_MEASURE, CF_CPU_LATENCY_PLAN,
+                       &e->impl, &e->ops);
   e->backend = e->started = backend;
   e->requested = cfg->backend;
   e->cfg = *cfg;
@@ -755,11 +750,10 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
   if (s != CF_OK ||
       (e->started == CF_BACKEND_CUDA && e->requested != CF_BACKEND_AUTO))
     return s; /* CUDA for good: no CPU plan to make */
-  /* the CPU plan the backend uses, or a switch from the device would */
-  cf_algorithm algo = e->started == CF_BACKEND_CPU
-                          ? e->cfg.algorithm
-                          : takeover_algorithm(e->latency);
-  return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, algo, kernel);
+  /* the CPU plan the backend uses, or a switch from the device would
+   * (the same algorithm at the device's latency) */
+  return cf_cpu_fir_prepare(&e->cfg, e->cout, e->latency, e->cfg.algorithm,
+                            kernel);
 }
 
 #define PREP_DEAD CF_SWAPS_START

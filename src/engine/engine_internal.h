@@ -76,10 +76,15 @@ cf_status cf_engine_pick_backend(cf_backend requested, int device_id,
 
 /* The CPU 1D backend (src/cpu/fir.c). fft_mode: CF_FFT_QUICK when the
  * stream is already running (a switch from the device); its kernel swaps
- * are always quick. */
+ * are always quick. latency: CF_CPU_LATENCY_PLAN for the one the plan of
+ * cfg->algorithm for k needs (cf_plan_latency), else 0 or block - 1, held
+ * with that algorithm's cheapest plan at it (a switch from the device
+ * keeps the device's). */
+#define CF_CPU_LATENCY_PLAN SIZE_MAX
 cf_status cf_cpu_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
                          unsigned out_channels, cf_fft_mode fft_mode,
-                         void **impl, const cf_backend_ops **ops);
+                         size_t latency, void **impl,
+                         const cf_backend_ops **ops);
 /* Kernel swaps built ahead on the CPU backend (engine.h,
  * cf_engine_prepare_swap): whether ops are the CPU's; a bank for k primed
  * on the engine's history up to the frame it had published (*t0), from

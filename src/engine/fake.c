@@ -145,7 +145,8 @@ cf_status cf_fake_fir_new(const cf_audio_config *cfg, const cf_kernel *k,
   if (!f)
     return CF_E_NOMEM;
   cf_status s =
-      cf_cpu_fir_new(cfg, k, out_channels, CF_FFT_MEASURE, &f->inner, &f->ops);
+      cf_cpu_fir_new(cfg, k, out_channels, CF_FFT_MEASURE, CF_CPU_LATENCY_PLAN,
+                     &f->inner, &f->ops);
   if (s != CF_OK) {
     free(f);
     return s;
