@@ -1,4 +1,5 @@
-/* Internal, not installed: the kernel-only measurement that
+/* Internal, not installed nor exported (bench/meson.build links a static
+ * copy of the library): the kernel-only measurement that
  * bench/bench_gpu_audio.c makes of the direct 1D kernel. */
 #ifndef CF_CUDA_BENCH_H
 #define CF_CUDA_BENCH_H
@@ -18,7 +19,7 @@ typedef enum cf_bench_fir {
   CF_BENCH_FIR_TILED8,   /* the tiled kernel, 8 outputs a thread */
   CF_BENCH_FIR_TILED16,  /* the tiled kernel, 16 outputs a thread */
 } cf_bench_fir;
-__attribute__((visibility("default"))) cf_status
+cf_status
 cf_cuda_bench_direct(unsigned taps, unsigned channels, size_t frames,
                      int const_taps, cf_bench_fir which, int iters,
                      double *seconds);
