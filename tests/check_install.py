@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""The installed tree as a packager and an application developer meet it:
+`meson install --destdir` into a temporary folder, then
+
+  - every file under the prefix, no test or bench program among them;
+  - the headers in includedir/cudafilter, each one compiling alone as C11
+    and as C++17 (-Wall -Wextra -pedantic -Werror), found through the
+    installed cudafilter-1.0.pc (--cflags, and --static --libs resolving);
+  - every function the headers declare called from C and from C++ by its
+    plain (extern "C") name, and libcudafilter exporting exactly those;
+  - libcudafilter.so -> .so.0 -> .so.X.Y.Z, SONAME libcudafilter.so.0;
+  - the programs and the GStreamer plugin finding libcudafilter where it
+    was installed (RUNPATH), outside the prefix /usr the loader searches;
+  - a manual page for every program in bindir.
+
+  check_install.py BUILD_ROOT CC [CC ARGS...] -- CXX|'' -- MESON [ARGS...]
+
+CXX '' (no C++ compiler found) skips the C++ checks, saying so."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, **kw)
+
+
+def declared(headers):
+    """The functions the headers declare (comments and # lines left out)."""
+    names = set()
+    for h in headers:
+        src = re.sub(r'/\*.*?\*/', ' ', open(h).read(), flags=re.S)
+        src = re.sub(r'^\s*#.*(?:\\\n.*)*', ' ', src, flags=re.M)
+        names |= set(re.findall(r'\b(cf_\w+)\s*\(', src))
+    return names
+
+
+def elf_dynamic(path):
+    out = run(['readelf', '-d', path]).stdout
+    needed = re.findall(r'\(NEEDED\).*\[(.*)\]', out)
+    runpath = re.findall(r'\((?:RUNPATH|RPATH)\).*\[(.*)\]', out)
+    soname = re.findall(r'\(SONAME\).*\[(.*)\]', out)
+    return needed, ':'.join(runpath).split(':') if runpath else [], soname
+
+
+def main():
+    argv = sys.argv[1:]
+    build = argv[0]
+    i = argv.index('--')
+    cc = argv[1:i]
+    j = argv.index('--', i + 1)
+    cxx = argv[i + 1:j]
+    cxx = [] if cxx == [''] else cxx
+    meson = argv[j + 1:]
+
+    opts = {o['name']: o['value'] for o in json.load(
+        open(os.path.join(build, 'meson-info', 'intro-buildoptions.json')))}
+    prefix = opts['prefix']
+    absd = lambda d: d if os.path.isabs(d) else os.path.join(prefix, d)
+    libdir, incdir = absd(opts['libdir']), absd(opts['includedir'])
+    bindir, mandir = absd(opts['bindir']), absd(opts['mandir'])
+    installed = json.load(open(os.path.join(build, 'meson-info',
+                                            'intro-installed.json')))
+    bad = []
+
+    # nothing from the test and bench trees, nothing outside the prefix
+    for src, dst in installed.items():
+        rel = os.path.relpath(src, build)
+        if rel.split(os.sep)[0] in ('tests', 'bench'):
+            bad.append('installs %s (%s)' % (rel, dst))
+        if os.path.commonpath([prefix, dst]) != prefix:
+            bad.append('installs %s outside the prefix %s' % (dst, prefix))
+
+    tmp = tempfile.mkdtemp(prefix='cf-install-', dir=os.environ.get(
+        'CF_TEST_TMP') if os.path.isdir(os.environ.get('CF_TEST_TMP', ''))
+        else None)
+    try:
+        dest = os.path.join(tmp, 'dest')
+        r = run(meson + ['install', '-C', build, '--no-rebuild', '--quiet',
+                         '--destdir', dest])
+        if r.returncode:
+            print(r.stdout)
+            print('FAIL: meson install --destdir')
+            return 1
+        D = lambda p: dest + p
+        for f in glob.glob(D('/**'), recursive=True):
+            if not os.path.isdir(f) and os.path.commonpath(
+                    [D(prefix), f]) != D(prefix):
+                bad.append('%s: outside the prefix' % f[len(dest):])
+
+        # headers: each alone, C and C++
+        srcdir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        want = sorted(os.path.basename(h) for h in glob.glob(
+            os.path.join(srcdir, 'include', 'cudafilter', '*.h')))
+        want = sorted(want + ['version.h'])
+        hdir = D(os.path.join(incdir, 'cudafilter'))
+        got = sorted(os.listdir(hdir)) if os.path.isdir(hdir) else []
+        if got != want:
+            bad.append('includedir/cudafilter holds %s, not %s' % (got, want))
+        headers = [os.path.join(hdir, h) for h in got]
+
+        pcdir = D(os.path.join(libdir, 'pkgconfig'))
+        pc = os.path.join(pcdir, 'cudafilter-1.0.pc')
+        cflags = ['-I' + D(incdir)]
+        if not os.path.exists(pc):
+            bad.append('no %s' % pc[len(dest):])
+        elif not shutil.which('pkg-config'):
+            print('skipped: the .pc checks (no pkg-config)')
+        else:
+            env = dict(os.environ, PKG_CONFIG_PATH=pcdir,
+                       PKG_CONFIG_SYSROOT_DIR=dest)
+            env.pop('PKG_CONFIG_LIBDIR', None)
+            for a in (['--cflags'], ['--libs'], ['--static', '--libs']):
+                r = run(['pkg-config'] + a + ['cudafilter-1.0'], env=env)
+                if r.returncode:
+                    bad.append('pkg-config %s cudafilter-1.0: %s' %
+                               (' '.join(a), r.stdout.strip()))
+                elif a == ['--cflags']:
+                    cflags = r.stdout.split()
+
+        names = declared(headers)
+        tus = []
+        for h in got:
+            p = os.path.join(tmp, 'h_' + h.replace('.', '_') + '.c')
+            with open(p, 'w') as f:
+                f.write('#include <cudafilter/%s>\n' % h)
+            tus.append(p)
+        # every declared function called by its name: a C++ caller without
+        # extern "C" would ask for a mangled one
+        use = os.path.join(tmp, 'use.c')
+        with open(use, 'w') as f:
+            f.write('#include <cudafilter/cudafilter.h>\n'
+                    'typedef void (*fn)(void);\n'
+                    'fn cf_all[] = {\n%s};\n' % ''.join(
+                        '  (fn)%s,\n' % n
+                        for n in sorted(names)))
+        langs = [('C11', cc + ['-x', 'c', '-std=c11', '-Wstrict-prototypes'])]
+        if cxx:
+            langs.append(('C++17', cxx + ['-x', 'c++', '-std=c++17']))
+        else:
+            print('skipped: the headers as C++ (no C++ compiler: c++, g++ '
+                  'or clang++)')
+        for lang, comp in langs:
+            base = comp + ['-Wall', '-Wextra', '-pedantic', '-Werror'] + cflags
+            r = run(base + ['-fsyntax-only'] + tus)
+            if r.returncode:
+                bad.append('the headers alone as %s:\n%s' % (lang, r.stdout))
+            obj = os.path.join(tmp, 'use-%s.o' % lang)
+            r = run(base + ['-c', use, '-o', obj])
+            if r.returncode:
+                bad.append('every declared function from %s:\n%s' %
+                           (lang, r.stdout))
+                continue
+            und = set(run(['nm', '-u', obj]).stdout.split()) - {'U'}
+            wrong = sorted(u for u in und if u not in names)
+            wrong += sorted('%s not asked for' % n for n in names - und)
+            if wrong:
+                bad.append('%s asks for %s, not the names the headers '
+                           'declare (extern "C" missing?)' %
+                           (lang, ', '.join(wrong[:8])))
+
+        # the library: its links, its name, what it exports
+        lib = D(os.path.join(libdir, 'libcudafilter.so'))
+        ver = opts.get('version') or json.load(open(os.path.join(
+            build, 'meson-info', 'intro-projectinfo.json')))['version']
+        chain = [os.path.basename(lib), 'libcudafilter.so.0',
+                 'libcudafilter.so.' + ver]
+        for a, b in zip(chain, chain[1:]):
+            p = os.path.join(os.path.dirname(lib), a)
+            if not os.path.islink(p) or os.readlink(p) != b:
+                bad.append('%s is not a link to %s' % (a, b))
+        real = os.path.join(os.path.dirname(lib), chain[-1])
+        if os.path.isfile(real):
+            if elf_dynamic(real)[2] != ['libcudafilter.so.0']:
+                bad.append('SONAME %s' % elf_dynamic(real)[2])
+            out = run(['nm', '-D', '--defined-only', real]).stdout
+            exported = set(ln.split()[-1] for ln in out.splitlines()
+                           if len(ln.split()) == 3)
+            exported -= {'_init', '_fini', '__bss_start', '_edata', '_end'}
+            leaked = sorted(exported - names)
+            if leaked:
+                bad.append('libcudafilter exports %d symbols no header '
+                           'declares: %s' % (len(leaked),
+                                             ', '.join(leaked[:12])))
+            missing = sorted(names - exported)
+            if missing:
+                bad.append('declared but not exported (a link error): %s' %
+                           ', '.join(missing))
+        else:
+            bad.append('no %s' % real[len(dest):])
+
+        # programs and plugin: find the library where it was installed
+        search = prefix not in ('/usr', '/')
+        progs = sorted(glob.glob(D(os.path.join(bindir, '*'))))
+        for f in progs + glob.glob(D(os.path.join(libdir, 'gstreamer-1.0',
+                                                  '*.so'))):
+            needed, runpath, _ = elf_dynamic(f)
+            if 'libcudafilter.so.0' not in needed:
+                continue
+            if any(build in p for p in runpath):
+                bad.append('%s: RUNPATH into the build tree %s' %
+                           (f[len(dest):], runpath))
+            if search and libdir not in runpath:
+                bad.append('%s: no RUNPATH %s (prefix %s): it does not find '
+                           'libcudafilter.so.0 (RUNPATH %s)' %
+                           (f[len(dest):], libdir, prefix, runpath or 'none'))
+        for f in progs:
+            page = D(os.path.join(mandir, 'man1', os.path.basename(f) + '.1'))
+            if not os.path.exists(page):
+                bad.append('no manual page %s' % page[len(dest):])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    for b in bad:
+        print('FAIL:', b)
+    if not bad:
+        print('ok: %d headers, %d functions declared and exported' %
+              (len(headers), len(names)))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
