@@ -30,7 +30,15 @@
  * sizes this process never planned (a kernel-file change on a live
  * stream, the first time on a machine).
  *
- *   bench_engine [--quick] [--crossover | --swap] [--budget S] [--channels C]
+ * --denormal: per kernel length x block x algorithm x thread count, the
+ * same engine timed on normal input (uniform in +-0.5) and on denormal
+ * input (the same scaled by 2^-127, below FLT_MIN: a tail decaying to
+ * silence passes there), and their ratio. x86 CPUs compute some
+ * operations on denormals in microcode; the engine flushes them to zero
+ * during its calls (src/cpu/fpenv.h), so the ratio should stay near 1.
+ *
+ *   bench_engine [--quick] [--crossover | --swap | --denormal] [--budget S]
+ *                [--channels C]
  *                [--rate HZ] [--lengths L,L,..] [--blocks B,..]
  *                [--algos a,..] [--threads T,..] [--cap-xrt X]
  *                [--max-len L] [--tsv FILE]
@@ -68,6 +76,7 @@ typedef struct options {
   const char *tsv_path;
   int crossover;
   int swap;
+  int denormal;
   int cold;
   size_t gap; /* --swap: blocks after each swap */
   int quick;
@@ -127,6 +136,8 @@ static float *make_taps(size_t len) {
 static float *g_in, *g_out;
 static size_t g_cap; /* frames */
 
+static int g_denormal; /* the input g_in holds: 0 normal, 1 denormal */
+
 static int ensure_buffers(size_t frames, unsigned channels) {
   if (frames <= g_cap) return 0;
   free(g_in);
@@ -137,7 +148,18 @@ static int ensure_buffers(size_t frames, unsigned channels) {
   for (size_t i = 0; i < frames * channels; i++)
     g_in[i] = (float)(urand() - 0.5);
   g_cap = frames;
+  g_denormal = 0;
   return 0;
+}
+
+/* Scale g_in to denormals (x 2^-127) or back: exact, as powers of 2 are
+ * (the denormals keep 23 - (127 - 126 + 1) bits; back up, the ones lost
+ * are zeros). */
+static void set_denormal(unsigned channels, int on) {
+  if (on == g_denormal) return;
+  for (size_t i = 0; i < g_cap * channels; i++)
+    g_in[i] = on ? ldexpf(g_in[i], -127) : ldexpf(g_in[i], 127);
+  g_denormal = on;
 }
 
 static measurement measure(const options *o, size_t len, size_t block,
@@ -218,7 +240,8 @@ static int parse_algos(const char *s, options *o) {
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: bench_engine [--quick] [--crossover | --swap [--cold] [--gap N]]\n"
+    "usage: bench_engine [--quick] [--crossover | --denormal |\n"
+    "                    --swap [--cold] [--gap N]]\n"
     "                    [--budget S]\n"
     "                    [--channels C]\n"
     "                    [--rate HZ] [--lengths L,..] [--blocks B,..]\n"
@@ -231,7 +254,8 @@ static void usage(FILE *f) {
     "  --swap: ms per cf_engine_set_kernel() on a running engine, per\n"
     "    kernel length x block, against the block's duration; with\n"
     "    --cold, each row in a new process, from a 1/16 kernel, no wisdom;\n"
-    "    --gap N: N blocks after each swap (default 1).\n"
+    "    --gap N: N blocks after each swap (default 1).\n"    "  --denormal: ns/frame on normal and on denormal input (x 2^-127)\n"
+    "    and their ratio, per kernel length x block x algorithm.\n"
     "  algorithms: auto, direct, fft-uniform, fft-nonuniform.\n");
 }
 
@@ -367,6 +391,60 @@ static int grid(const options *o) {
   free(autot);
   free(best_desc);
   free(auto_desc);
+  if (tsv) fclose(tsv);
+  return 0;
+}
+
+/* ------------------------------------------------------------ denormal -- */
+
+static int denormal(const options *o) {
+  FILE *tsv = open_tsv(o);
+  print_env(stdout, o);
+  printf("# denormal: ns/frame on normal input (+-0.5) and on the same "
+         "x 2^-127 (denormal), same engine settings\n");
+  if (tsv) {
+    print_env(tsv, o);
+    fprintf(tsv, "len\tblock\talgorithm\tthreads\tns_normal\tci_normal\t"
+                 "ns_denormal\tci_denormal\tratio\tdescribe\n");
+  }
+  printf("%7s %6s %-14s %3s %12s %8s %12s %8s %7s  %s\n", "len", "block",
+         "algorithm", "thr", "normal ns", "±90%", "denorm ns", "±90%",
+         "ratio", "engine");
+  for (size_t bi = 0; bi < o->blocks.n; bi++)
+    for (size_t ti = 0; ti < o->threads.n; ti++)
+      for (size_t ai = 0; ai < o->nalgos; ai++)
+        for (size_t li = 0; li < o->lengths.n; li++) {
+          const size_t len = o->lengths.v[li], block = o->blocks.v[bi];
+          const cf_algorithm algo = o->algos[ai];
+          const unsigned thr = (unsigned)o->threads.v[ti];
+          if (algo == CF_ALGO_DIRECT && len > 8192) continue; /* O(L) */
+          if (ensure_buffers(block, o->channels) != 0) {
+            fprintf(stderr, "bench_engine: out of memory\n");
+            exit(1);
+          }
+          measurement m[2];
+          for (int d = 0; d < 2; d++) {
+            set_denormal(o->channels, d);
+            rng = 0x2545F4914F6CDD1Dull; /* the same kernel both times */
+            m[d] = measure(o, len, block, algo, thr);
+          }
+          set_denormal(o->channels, 0);
+          if (!m[0].ok || !m[1].ok) continue;
+          const double ratio = m[1].ns_frame / m[0].ns_frame;
+          printf("%7zu %6zu %-14s %3u %12.2f %8.2f %12.2f %8.2f %7.2f  %s\n",
+                 len, block, cf_algorithm_name(algo), thr, m[0].ns_frame,
+                 (m[0].ns_hi - m[0].ns_lo) / 2.0, m[1].ns_frame,
+                 (m[1].ns_hi - m[1].ns_lo) / 2.0, ratio, m[0].describe);
+          fflush(stdout);
+          if (tsv) {
+            fprintf(tsv, "%zu\t%zu\t%s\t%u\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t"
+                         "%s\n",
+                    len, block, cf_algorithm_name(algo), thr, m[0].ns_frame,
+                    (m[0].ns_hi - m[0].ns_lo) / 2.0, m[1].ns_frame,
+                    (m[1].ns_hi - m[1].ns_lo) / 2.0, ratio, m[0].describe);
+            fflush(tsv);
+          }
+        }
   if (tsv) fclose(tsv);
   return 0;
 }
@@ -680,6 +758,8 @@ int main(int argc, char **argv) {
       o.crossover = 1;
     } else if (!strcmp(a, "--swap")) {
       o.swap = 1;
+    } else if (!strcmp(a, "--denormal")) {
+      o.denormal = 1;
     } else if (!strcmp(a, "--cold")) {
       o.cold = 1;
     } else if (!strcmp(a, "--gap") && v) {
@@ -791,7 +871,18 @@ int main(int argc, char **argv) {
     const size_t swap_lengths[] = {4096, 16384, 65536, 131072};
     set_list(&o.lengths, swap_lengths, 4);
   }
-  const int rc = o.swap ? swap_cost(&o) : o.crossover ? crossover(&o) : grid(&o);
+  if (o.denormal && !o.quick) {
+    const size_t dn_lengths[] = {64, 1024, 4096, 65536};
+    const size_t dn_blocks[] = {64, 256, 1024};
+    if (!lengths_set) set_list(&o.lengths, dn_lengths, 4);
+    if (!blocks_set) set_list(&o.blocks, dn_blocks, 3);
+    if (!threads_set) set_list(&o.threads, quick_threads, 1);
+  }
+  if (o.denormal && !algos_set) o.nalgos = 3; /* auto picks one of them */
+  const int rc = o.swap        ? swap_cost(&o)
+                 : o.crossover ? crossover(&o)
+                 : o.denormal  ? denormal(&o)
+                               : grid(&o);
   free(g_in);
   free(g_out);
   return rc;
