@@ -31,6 +31,10 @@
 #include "check.h"
 #include "ref.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Variants                                                             */
 
@@ -2575,6 +2579,123 @@ static void test_nan_input(void **state)
   }
 }
 
+#if defined(__SSE2__)
+/* The caller's MXCSR control bits (the exception flags aside) are `want`. */
+static void check_csr(unsigned want, const char *after)
+{
+  unsigned now = _mm_getcsr();
+  CHECK((now & ~0x3fu) == (want & ~0x3fu),
+        "after %s the caller's MXCSR is %#x, it was %#x", after, now, want);
+}
+#endif
+
+/* A signal, then denormal samples (a tail decaying to silence passes
+ * there): on x86 the CPU engine computes with denormals flushed to zero
+ * (engine.h), so every output that only denormal inputs reach is exactly
+ * 0 (they made denormal outputs before, the FFT paths up to 2.3x slower on
+ * this EPYC, many Intel CPUs far more: bench_engine --denormal); the
+ * rest matches the float64 reference as always. Whatever the caller's
+ * MXCSR (rounding, FTZ, DAZ), its control bits are as they were after
+ * every call, swaps included, whether the work ran on the caller's thread
+ * or the pool's. */
+static void test_denormal_input(void **state)
+{
+  (void)state;
+#if !defined(__SSE2__)
+  print_message("skipped: denormals are flushed on x86 only\n");
+#else
+  if (V->backend != CF_BACKEND_CPU) {
+    print_message("note: the CPU backend flushes denormals: tested in the "
+                  "cpu variants\n");
+    return;
+  }
+  /* default; FTZ; DAZ; both with round-up (the engine keeps the caller's
+   * rounding, so only the last case's numbers are not checked) */
+  static const unsigned words[] = {0x1f80u, 0x9f80u, 0x1f80u, 0x1fc0u,
+                                   0x1f80u, 0xdfc0u};
+  const unsigned saved = _mm_getcsr();
+  ref_rng r;
+  test_rng(&r, 20);
+  for (unsigned c = 0; c < 6; c++) {
+    kset k, k2;
+    unsigned block = rand_block(&r);
+    unsigned ch = (unsigned)ref_rng_range(&r, 1, 4);
+    cf_routing rt = c % 3 == 0 ? CF_ROUTING_SHARED
+                    : c % 3 == 1 ? CF_ROUTING_PER_CHANNEL : CF_ROUTING_MATRIX;
+    kset_init(&k, rt, ch, ch);
+    kset_init(&k2, rt, ch, ch);
+    for (unsigned i = 0; i < k.count; i++) {
+      kset_set(&k, &r, i, rand_len_short(&r, 3000, block));
+      kset_set(&k2, &r, i, k.len[i]);
+    }
+    size_t lmax = kset_lmax(&k);
+    /* how far past a sample its arithmetic reaches (engine.h, the NaN
+     * spans): the kernel on the direct path; 3 partitions more on the FFT
+     * paths (auto's may be either) */
+    size_t P = V->algo == CF_ALGO_FFT_UNIFORM || block >= lmax ? block : lmax;
+    size_t reach = lmax - 1 + (is_direct() ? 0 : 3 * P);
+    size_t n1 = ref_rng_range(&r, 1, 2 * (lmax + block));
+    size_t n = n1 + reach + block + ref_rng_range(&r, 0, 2000);
+    unsigned word = words[c];
+    set_case("denormal_input #%u: MXCSR %#x block %u signal %zu then %zu "
+             "denormal frames ", c, word, block, n1, n - n1);
+    kset_describe(&k);
+    input in;
+    input_make(&in, &r, ch, n);
+    for (size_t j = n1; j < n; j++)
+      for (unsigned i = 0; i < ch; i++) {
+        in.x[j * ch + i] = ldexpf(in.x[j * ch + i], -127);
+        in.xp[i][j] = in.x[j * ch + i];
+      }
+    _mm_setcsr(word);
+    cf_engine *e = make_engine(&k, block);
+    check_csr(word, "cf_engine_new_audio");
+    run ru;
+    run_start(&ru, e, block, n + cf_engine_tail(e) + 8);
+    run_feed(&ru, &r, in.x, n, c % 2);
+    check_csr(word, "process");
+    run_drain(&ru, &r);
+    check_csr(word, "drain");
+    _mm_setcsr(saved);
+    for (size_t t = ru.lat + n1 + reach; t < ru.pos; t++)
+      for (unsigned o = 0; o < ch; o++)
+        CHECK(ru.out[t * ch + o] == 0.0f,
+              "output frame %zu (y index %zu) channel %u is %g: only "
+              "denormal inputs reach it", t, t - ru.lat, o,
+              (double)ru.out[t * ch + o]);
+    model m = {.nstage = 1, .ks = {&k}, .in = &in};
+    if (!(word & 0x6000u)) /* round to nearest */
+      check_region(&ru, &r, &m, 0, 0, ru.pos, "signal then denormals");
+    /* the swaps' calls (they prime the new kernel on the past input) */
+    cf_kernel *kk = NULL, *kk2 = NULL;
+    cf_swap_prep *p = NULL;
+    CHECK_OK(kset_build(&k, &kk));
+    CHECK_OK(kset_build(&k2, &kk2));
+    _mm_setcsr(word);
+    CHECK_OK(cf_engine_process(e, in.x, ru.out, n));
+    CHECK_OK(cf_engine_set_kernel(e, kk2, block));
+    check_csr(word, "set_kernel");
+    CHECK_OK(cf_engine_prepare_kernel(e, kk));
+    check_csr(word, "prepare_kernel");
+    CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
+    check_csr(word, "prepare_swap");
+    CHECK_OK(cf_engine_process(e, in.x, ru.out, n));
+    CHECK_OK(cf_engine_set_prepared(e, p, 0));
+    check_csr(word, "set_prepared");
+    CHECK_OK(cf_engine_reset(e));
+    check_csr(word, "reset");
+    _mm_setcsr(saved);
+    cf_swap_prep_free(p);
+    cf_kernel_free(kk);
+    cf_kernel_free(kk2);
+    run_end(&ru);
+    input_free(&in);
+    kset_free(&k);
+    kset_free(&k2);
+  }
+#endif
+}
+
 static void expect_new_fails(const cf_audio_config *cfg, const cf_kernel *k,
                              cf_status want, const char *what)
 {
@@ -3090,6 +3211,7 @@ int main(void)
     cmocka_unit_test(test_zero_frames),
     cmocka_unit_test(test_in_place),
     cmocka_unit_test(test_nan_input),
+    cmocka_unit_test(test_denormal_input),
     cmocka_unit_test(test_fallback),
     cmocka_unit_test(test_fallback_plan),
   };

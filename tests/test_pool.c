@@ -7,7 +7,9 @@
  * cold after a pause with nobody awake. Without the back-to-back rule an
  * engine made before its stream started (cudafir builds it at caps time)
  * never woke its workers for short steps: a file filtered through the
- * element ran on one thread. */
+ * element ran on one thread. Workers run each job in the caller's
+ * floating-point control register (x86: the audio engine flushes
+ * denormals during its calls, src/cpu/fpenv.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -20,6 +22,9 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "../src/cpu/fpenv.h"
 #include "../src/cpu/pool.h"
 #include "../src/engine/error_internal.h"
 #include "check.h"
@@ -146,11 +151,75 @@ static void test_hot_back_to_back(void **state)
   cf_pool_free(p);
 }
 
+#if defined(__SSE2__)
+#define ENV_ITEMS 32
+
+typedef struct {
+  pthread_t caller;
+  unsigned csr[ENV_ITEMS];
+  atomic_uint on_worker; /* items a worker took */
+} env_job;
+
+static void env_item(void *ctx, unsigned i)
+{
+  env_job *j = ctx;
+  j->csr[i] = _mm_getcsr();
+  if (!pthread_equal(pthread_self(), j->caller))
+    atomic_fetch_add(&j->on_worker, 1);
+  sleep_us(300); /* long enough that the workers join */
+}
+
+/* The caller's MXCSR control bits (rounding, flush-to-zero,
+ * denormals-are-zero) in every item, whichever thread takes it; the
+ * workers' own stayed at the default before (QA: denormals flushed on the
+ * caller's lanes and not on the workers'). Each control word until a
+ * worker took part (a loaded machine may keep them out of a job). */
+static void test_caller_fpenv(void **state)
+{
+  (void)state;
+  static const unsigned words[] = {0x9fc0u, 0x7f80u, 0x1fc0u, 0x1f80u};
+  unsigned saved = _mm_getcsr();
+  cf_pool *p;
+  assert_int_equal(cf_pool_new(3, &p), CF_OK);
+  env_job *j = xalloc(sizeof *j);
+  for (unsigned w = 0; w < sizeof words / sizeof *words; w++) {
+    int tries = 0;
+    do {
+      memset(j->csr, 0, sizeof j->csr);
+      atomic_store(&j->on_worker, 0);
+      j->caller = pthread_self();
+      _mm_setcsr(words[w]);
+      cf_pool_run(p, env_item, j, ENV_ITEMS);
+      unsigned after = _mm_getcsr();
+      _mm_setcsr(saved);
+      set_case("control word %#x, try %d", words[w], tries);
+      CHECK((after & ~CF_FPENV_FLAGS) == words[w],
+            "the caller's MXCSR is %#x after the job", after);
+      for (unsigned i = 0; i < ENV_ITEMS; i++)
+        CHECK((j->csr[i] & ~CF_FPENV_FLAGS) == words[w],
+              "item %u ran with MXCSR %#x", i, j->csr[i]);
+    } while (atomic_load(&j->on_worker) == 0 && ++tries < 50);
+    CHECK(atomic_load(&j->on_worker) > 0,
+          "no worker took an item in 50 jobs of %d items of 0.3 ms",
+          ENV_ITEMS);
+  }
+  free(j);
+  cf_pool_free(p);
+}
+#else
+static void test_caller_fpenv(void **state)
+{
+  (void)state;
+  print_message("skipped: the control register is x86's MXCSR\n");
+}
+#endif
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_item_once),
       cmocka_unit_test(test_hot_back_to_back),
+      cmocka_unit_test(test_caller_fpenv),
   };
   check_seed = ref_seed();
   check_filter_from_env();

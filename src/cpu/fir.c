@@ -36,6 +36,7 @@
 #include "conv.h"
 #include "dsp.h"
 #include "fft.h"
+#include "fpenv.h"
 #include "pool.h"
 
 #define STEP 8192
@@ -573,10 +574,15 @@ static void step(fir *f, const float *in, float *out, size_t m)
     cf_swaps_retire(&f->banks, f->t >= f->latency ? f->t - f->latency : 0);
 }
 
+/* Every call that filters (process, drain, the swaps' priming) runs with
+ * denormals flushed to zero (fpenv.h), so a tail decaying into them costs
+ * no more than the signal, and the state they leave is the same whichever
+ * call computed it. */
 static cf_status fir_process(void *impl, const float *in, float *out,
                              size_t frames)
 {
   fir *f = impl;
+  cf_fpenv env = cf_fpenv_enter();
   while (frames) {
     size_t m = frames < STEP ? frames : STEP;
     step(f, in, out, m);
@@ -584,6 +590,7 @@ static cf_status fir_process(void *impl, const float *in, float *out,
     out += m * f->cout;
     frames -= m;
   }
+  cf_fpenv_leave(env);
   return CF_OK;
 }
 
@@ -619,12 +626,14 @@ static cf_status fir_drain(void *impl, float *out, size_t cap, size_t *written)
   size_t left = fir_tail(f);
   (void)cap;
   *written = left;
+  cf_fpenv env = cf_fpenv_enter();
   while (left) {
     size_t m = left < STEP ? left : STEP;
     step(f, f->zeros, out, m);
     out += m * f->cout;
     left -= m;
   }
+  cf_fpenv_leave(env);
   fir_reset(f);
   return CF_OK;
 }
@@ -659,8 +668,11 @@ static cf_status fir_set_kernel(void *impl, const cf_kernel *k,
   bank *b;
   free_retired(f);
   cf_status s = cf_swaps_reserve(&f->banks);
-  if (s == CF_OK)
+  if (s == CF_OK) {
+    cf_fpenv env = cf_fpenv_enter();
     s = bank_new(f, k, 1, &b);
+    cf_fpenv_leave(env);
+  }
   if (s != CF_OK)
     return s;
   cf_swaps_push(&f->banks, b, f->t, crossfade);
@@ -698,10 +710,9 @@ static uint64_t prime_from(const fir *f, size_t lmax, uint64_t t0)
   return t0 > need ? t0 - need : 0;
 }
 
-cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
-                                  uint64_t *t0_out, void **out)
+static cf_status prepare_swap(const fir *f, const cf_kernel *k,
+                              uint64_t *t0_out, void **out)
 {
-  const fir *f = impl;
   *out = NULL;
   for (int tries = 0; tries < 3; tries++) {
     uint64_t t0 = __atomic_load_n(&f->tpub, __ATOMIC_ACQUIRE), first = t0;
@@ -737,6 +748,15 @@ cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
     bank_free(b, f->cin);
   }
   return CF_OK; /* the stream runs too fast to copy from: no bank */
+}
+
+cf_status cf_cpu_fir_prepare_swap(const void *impl, const cf_kernel *k,
+                                  uint64_t *t0_out, void **out)
+{
+  cf_fpenv env = cf_fpenv_enter();
+  cf_status s = prepare_swap(impl, k, t0_out, out);
+  cf_fpenv_leave(env);
+  return s;
 }
 
 void cf_cpu_fir_free_prepared(const void *impl, void *prepared)
@@ -798,11 +818,13 @@ cf_status cf_cpu_fir_set_prepared(void *impl, void *prepared, uint64_t t0,
   if (s != CF_OK)
     return s;
   catchup_job job = {f, b, t0};
+  cf_fpenv env = cf_fpenv_enter();
   if ((double)(f->t - t0) * b->cost >= PARALLEL_MIN_NS)
     cf_pool_run(f->pool, catchup_lane, &job, f->cin);
   else
     for (unsigned c = 0; c < f->cin; c++)
       catchup_lane(&job, c);
+  cf_fpenv_leave(env);
   cf_swaps_push(&f->banks, b, f->t, crossfade);
   return CF_OK;
 }

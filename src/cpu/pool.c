@@ -17,7 +17,12 @@
  * caller closes the ticket once it has taken the last item itself: it then
  * waits only for the workers that joined, which are working, never for
  * one still waking up (a sleeping worker woken for a job the caller
- * finishes alone costs the caller the broadcast, not the wake-up). */
+ * finishes alone costs the caller the broadcast, not the wake-up).
+ *
+ * A worker runs each job in the caller's floating-point control register
+ * (x86's MXCSR: the audio engine flushes denormals during its calls,
+ * fpenv.h), so that an item computes the same on whichever thread takes
+ * it. */
 #define _GNU_SOURCE
 #include "pool.h"
 
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #include "../engine/error_internal.h"
+#include "fpenv.h"
 
 #define SPIN_NS 100000 /* 100 us */
 
@@ -49,6 +55,7 @@ struct cf_pool {
   cf_pool_fn fn;
   void *ctx;
   unsigned n;
+  cf_fpenv env; /* the caller's floating-point control register */
   atomic_uint next;
   /* the job's generation (its low bits), TICKET_CLOSED once the caller
    * has closed it, and the workers that joined it (TICKET_JOINED bits) */
@@ -122,6 +129,7 @@ static void *worker(void *arg)
           &p->ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire);
     if (!joined)
       continue;
+    cf_fpenv_take(p->env);
     drain_items(p);
     /* the last of the workers that joined, once the job is closed (before,
      * the caller sees `finished` when it closes). Sequentially consistent,
@@ -227,6 +235,7 @@ void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n)
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
+  p->env = cf_fpenv_get();
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
   /* the caller alone raises gen */
