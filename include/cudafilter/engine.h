@@ -164,7 +164,11 @@ void cf_engine_free(cf_engine *e);
  *    larger of B and the longest kernel reading input i on
  *    fft-nonuniform).
  * Outputs outside that span are unaffected; cf_engine_reset() forgets
- * the sample.
+ * the sample. Finite samples near float's range act so on the FFT paths
+ * too, where the direct path's outputs stay finite: a transform frame
+ * (2 x partition samples) whose magnitudes sum to about FLT_MAX (3.4e38:
+ * one sample of 2e38, or 256 of 1.5e36; +750 dBFS) overflows to
+ * infinity, and that span's outputs are not finite.
  *
  * Denormals (x86): the CPU backend filters with denormal floats flushed
  * to zero: process(), drain(), set_kernel(), prepare_swap() and
