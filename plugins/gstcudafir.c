@@ -41,8 +41,8 @@
  * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`
  * (its value when the change is made), without a click (a change made
- * while a crossfade runs, as `gain` moved like a slider makes them, starts
- * when that one ends; the latest of several waiting wins): the file is read, the FFT plans the new kernel needs are
+ * while a crossfade runs, as a slider makes them, starts when that one
+ * ends; the latest of several waiting wins): the file is read, the FFT plans the new kernel needs are
  * made (measured: up to a second the first time on a machine), and the swap
  * itself is built on the engine's input history (cf_engine_prepare_swap), in
  * the thread that sets the property (g_object_set returns once that is
@@ -50,6 +50,22 @@
  * the buffers since: a swap to a 131072-tap stereo kernel costs it
  * microseconds, not the milliseconds of replaying the whole kernel's length
  * there.
+ *
+ * `gain` scales the output (after the kernel, so a matrix's every
+ * output; before integer output is rounded and saturated). Set while
+ * PLAYING it ramps, linearly in amplitude, over `crossfade` (its value
+ * then) from the first frame of the next buffer, as a kernel crossfade
+ * weighs (frame S + k of X gets g0 + (g1 - g0) (k + 1) / (X + 1)); a
+ * change made during a ramp or a kernel crossfade starts at once from
+ * where the gain is, so a fader is heard as it moves and never steps
+ * (crossfade=0: a step at the buffer). `gain` is controllable: with a
+ * GstController binding (gst_object_add_control_binding: a direct binding
+ * on an interpolation or LFO control source) each output frame gets the
+ * control source's value at its stream time (values a frame apart, from
+ * each output buffer's time: the content's time, the latency held back
+ * not counted), so a ramp is smooth within buffers, not stepped per
+ * buffer; `gain` reads back the value at the last output buffer's start.
+ * A flush, a discontinuity or new caps take the gain set at once.
  *
  * Buffers may have any size, change size every time, and even end inside
  * a frame (a byte source without a parser, `filesrc ! audio/x-raw,...`):
@@ -72,7 +88,7 @@
  * middle two channels the other way round), and the output has N / C
  * channels (over two: at the positions downstream asks for, else the
  * count's usual layout, 5.1 for six). The file is read when `kernel-file`
- * is set; `gain`, `trim` and `routing` rebuild the kernel from those taps
+ * is set; `trim` and `routing` rebuild the kernel from those taps
  * (the file may have changed or gone since), and only a new stream rate
  * reads an audio file again, to resample it. Integer output (S16LE,
  * S32LE) is rounded to nearest, ties to even, and saturated; no dither. Without a kernel the element
@@ -151,6 +167,9 @@ static GType cf_gst_routing_get_type(void)
 /* timestamp moves kept while their frames are held (anchor_move) */
 #define MAX_ANCHORS 64
 #define MAX_CHANNELS 256 /* the pad templates' */
+/* gain ramps held at once (a `gain` set at every small buffer, with a
+ * long latency behind): the oldest points in between give way */
+#define MAX_GAINS 64
 
 enum {
   PROP_0,
@@ -176,7 +195,7 @@ typedef struct {
   /* properties (object lock) */
   GArray *taps;       /* `kernel`, floats; empty = none */
   gchar *kernel_file;
-  /* kernel_file as read when set (before trim, routing and gain, which
+  /* kernel_file as read when set (before trim and routing, which
    * are rebuilt from it without reading the file again), at file_rate
    * (0: the file's own); file_fixed: the same at every rate (.npy,
    * text: only audio files are resampled). NULL where it did not load,
@@ -195,6 +214,10 @@ typedef struct {
   guint threads;
   guint64 crossfade;
   gdouble gain_db;
+  /* a `gain` set that the streaming thread has not taken yet, and
+   * `crossfade` when it was set */
+  gboolean gain_new;
+  guint64 gain_xf;
   gboolean drain;
   gboolean trim;
   /* a checked kernel change waiting for the streaming thread: the swap
@@ -259,6 +282,18 @@ typedef struct {
   GstClockTime carry_pts;
   guint64 carry_offset;
   gboolean told_nonfinite; /* NaN/Inf in the input said, since a restart */
+  /* `gain`, applied to the output: linear amplitude over output frames
+   * (counted as their input frames since the restart), piecewise linear
+   * through gains[0..n_gains) (frame ascending), each end's value beyond
+   * it. A `gain` set adds a ramp from the next input frame (take_gain);
+   * a controlled one is read for every frame instead (apply_gain). */
+  struct {
+    guint64 frame;
+    double g;
+  } gains[MAX_GAINS];
+  guint n_gains;
+  gdouble *ctl; /* controlled gain values, scratch */
+  size_t ctl_len;
 } GstCudaFir;
 
 typedef struct {
@@ -383,7 +418,6 @@ typedef struct kernel_params {
   gchar *file;
   GArray *taps;
   GstCudaFirRouting routing;
-  gdouble gain_db;
   gboolean trim;
   /* the element's file_kernel (borrowed: kernel_lock keeps it), its
    * rate and file_error; `read`: the file read here (owned), which
@@ -405,7 +439,6 @@ static void params_take(const GstCudaFir *self, kernel_params *p)
   p->taps = g_array_sized_new(FALSE, FALSE, sizeof(float), self->taps->len);
   g_array_append_vals(p->taps, self->taps->data, self->taps->len);
   p->routing = self->routing;
-  p->gain_db = self->gain_db;
   p->trim = self->trim;
   p->loaded = self->file_kernel;
   p->loaded_rate = self->file_rate;
@@ -431,7 +464,6 @@ static void params_store(GstCudaFir *self, kernel_params *p)
   g_array_free(self->taps, TRUE);
   self->taps = p->taps;
   self->routing = p->routing;
-  self->gain_db = p->gain_db;
   self->trim = p->trim;
   if (p->forget || p->read) {
     cf_kernel *old = self->file_kernel;
@@ -545,9 +577,6 @@ static cf_kernel *build_kernel(kernel_params *p, unsigned rate,
     fir_engine_error(s);
   if (s == CF_OK)
     s = apply_routing(&k, p->routing, channels, what);
-  if (s == CF_OK && p->gain_db != 0.0 &&
-      (s = cf_kernel_scale(k, (float)pow(10.0, p->gain_db / 20.0))) != CF_OK)
-    fir_engine_error(s);
   /* per-channel with a shared kernel: the engine takes shared as is */
   if (s != CF_OK) {
     cf_kernel_free(k);
@@ -639,6 +668,7 @@ static void free_engine(GstCudaFir *self)
 }
 
 static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once);
+static void reset_gain(GstCudaFir *self);
 
 /* Forget the history: the next buffer starts a new run of timestamps. */
 static void restart(GstCudaFir *self)
@@ -662,6 +692,7 @@ static void restart(GstCudaFir *self)
   self->discont = TRUE;
   self->carry_len = 0;
   self->told_nonfinite = FALSE;
+  reset_gain(self);
 }
 
 /* The index of x[0..n)'s first NaN or infinity, or n: a test of the
@@ -857,6 +888,187 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
   self->anchors[self->n_anchors].frame = self->frames_in;
   self->anchors[self->n_anchors].ts = pts;
   self->n_anchors++;
+}
+
+/* ---- gain ------------------------------------------------------------- */
+
+/* The gain schedule's value at output frame f. */
+static double gain_at(const GstCudaFir *self, guint64 f)
+{
+  guint i = 0;
+  while (i + 1 < self->n_gains && self->gains[i + 1].frame <= f)
+    i++;
+  if (i + 1 == self->n_gains || f < self->gains[i].frame)
+    return self->gains[i].g;
+  double t = (double)(f - self->gains[i].frame) /
+             (double)(self->gains[i + 1].frame - self->gains[i].frame);
+  return self->gains[i].g + (self->gains[i + 1].g - self->gains[i].g) * t;
+}
+
+/* `gain` from here on, at once: a restart (flush, discontinuity, new
+ * caps), where there is nothing to ramp from. Not under the object
+ * lock. */
+static void reset_gain(GstCudaFir *self)
+{
+  GST_OBJECT_LOCK(self);
+  double db = self->gain_db;
+  self->gain_new = FALSE;
+  GST_OBJECT_UNLOCK(self);
+  self->gains[0].frame = 0;
+  self->gains[0].g = pow(10.0, db / 20.0);
+  self->n_gains = 1;
+}
+
+/* A `gain` set since the last buffer: it ramps from the input frame S
+ * about to be filtered, as a kernel change crossfades (engine.h): frame
+ * S + k, 0 <= k < X (X = `crossfade` when it was set, in frames), gets
+ * g0 + (g1 - g0) * (k + 1) / (X + 1), g0 being what frame S - 1 has
+ * (mid-ramp: where the last ramp is then), g1 the new gain. Taken at
+ * once, whatever a kernel crossfade is doing: gain is applied to the
+ * output, so that a fader moved in the middle of a long kernel crossfade
+ * is heard when it moves, not when the crossfade ends. */
+static void take_gain(GstCudaFir *self)
+{
+  GST_OBJECT_LOCK(self);
+  gboolean fresh = self->gain_new;
+  double g1 = pow(10.0, self->gain_db / 20.0);
+  guint64 xf = gst_util_uint64_scale_int_round(self->gain_xf, (gint)self->rate,
+                                               GST_SECOND);
+  self->gain_new = FALSE;
+  GST_OBJECT_UNLOCK(self);
+  if (!fresh)
+    return;
+  guint64 s = self->frames_in;
+  if (s == 0) { /* nothing out yet: nothing to ramp from */
+    self->gains[0].frame = 0;
+    self->gains[0].g = g1;
+    self->n_gains = 1;
+    return;
+  }
+  double g0 = gain_at(self, s - 1);
+  guint n = self->n_gains;
+  while (n > 0 && self->gains[n - 1].frame >= s - 1)
+    n--;
+  if (n + 2 > MAX_GAINS) { /* the oldest points in between give way */
+    guint drop = n + 2 - MAX_GAINS;
+    memmove(&self->gains[1], &self->gains[1 + drop],
+            (n - 1 - drop) * sizeof self->gains[0]);
+    n -= drop;
+  }
+  self->gains[n].frame = s - 1;
+  self->gains[n].g = g0;
+  self->gains[n + 1].frame = s + xf;
+  self->gains[n + 1].g = g1;
+  self->n_gains = n + 2;
+  GST_DEBUG_OBJECT(self, "gain %g -> %g over %" G_GUINT64_FORMAT
+                   " frames from frame %" G_GUINT64_FORMAT, g0, g1, xf, s);
+}
+
+/* The stream time of output frame f (NONE: not known). */
+static GstClockTime stream_time_of(const GstCudaFir *self, guint64 f)
+{
+  const GstSegment *seg = &GST_BASE_TRANSFORM(self)->segment;
+  GstClockTime ts = frame_time(self, f);
+  if (!GST_CLOCK_TIME_IS_VALID(ts) || seg->format != GST_FORMAT_TIME)
+    return GST_CLOCK_TIME_NONE;
+  return gst_segment_to_stream_time(seg, GST_FORMAT_TIME, ts);
+}
+
+/* A `gain` under a GstController (a control binding, enabled): its
+ * value at every output frame's stream time, as GstControlBinding gives
+ * it for times a frame apart, multiplies y[0..n), output frames f0...
+ * FALSE where there is none, or it gives no values there (no control
+ * point yet). */
+static gboolean apply_controlled_gain(GstCudaFir *self, float *y, guint64 f0,
+                                      size_t n)
+{
+  GstControlBinding *b =
+      gst_object_get_control_binding(GST_OBJECT(self), "gain");
+  if (!b)
+    return FALSE;
+  gboolean ok = FALSE;
+  GstClockTime st = stream_time_of(self, f0);
+  if (!gst_control_binding_is_disabled(b) && GST_CLOCK_TIME_IS_VALID(st)) {
+    if (n > self->ctl_len) {
+      g_free(self->ctl);
+      self->ctl = g_try_new(gdouble, n);
+      self->ctl_len = self->ctl ? n : 0;
+    }
+    if (self->ctl)
+      ok = gst_control_binding_get_value_array(
+          b, st, gst_util_uint64_scale_int_round(1, GST_SECOND, (gint)self->rate),
+          (guint)n, self->ctl);
+  }
+  gst_object_unref(b);
+  if (!ok)
+    return FALSE;
+  size_t c = self->cout;
+  double g = 1.0;
+  for (size_t k = 0; k < n; k++) {
+    g = pow(10.0, self->ctl[k] / 20.0);
+    float gf = (float)g;
+    for (size_t j = 0; j < c; j++)
+      y[k * c + j] *= gf;
+  }
+  /* the last value goes on where the control ends (unbound, disabled);
+   * the property set by gst_object_sync_values is this value already */
+  self->gains[0].frame = f0 + n;
+  self->gains[0].g = g;
+  self->n_gains = 1;
+  GST_OBJECT_LOCK(self);
+  self->gain_new = FALSE;
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
+/* `gain` on output frames f0 .. f0 + n, y interleaved cout channels:
+ * a controlled gain's values, else the schedule (nothing to do at 0 dB,
+ * bit for bit). The schedule's points behind them go. */
+static void apply_gain(GstCudaFir *self, float *y, guint64 f0, size_t n)
+{
+  if (n == 0 || apply_controlled_gain(self, y, f0, n))
+    return;
+  if (self->n_gains == 1 && self->gains[0].g == 1.0)
+    return;
+  size_t c = self->cout;
+  guint i = 0;
+  for (size_t k = 0; k < n; k++) {
+    guint64 f = f0 + k;
+    while (i + 1 < self->n_gains && self->gains[i + 1].frame <= f)
+      i++;
+    double g;
+    if (i + 1 == self->n_gains || f < self->gains[i].frame)
+      g = self->gains[i].g;
+    else
+      g = self->gains[i].g +
+          (self->gains[i + 1].g - self->gains[i].g) *
+              ((double)(f - self->gains[i].frame) /
+               (double)(self->gains[i + 1].frame - self->gains[i].frame));
+    float gf = (float)g;
+    for (size_t j = 0; j < c; j++)
+      y[k * c + j] *= gf;
+  }
+  /* points before the last at or before the last frame out go (the
+   * next ramp starts from its value) */
+  guint keep = 0;
+  while (keep + 1 < self->n_gains && self->gains[keep + 1].frame < f0 + n)
+    keep++;
+  if (keep) {
+    memmove(self->gains, self->gains + keep,
+            (self->n_gains - keep) * sizeof self->gains[0]);
+    self->n_gains -= keep;
+  }
+}
+
+/* Under a GstController, the properties take their values for the
+ * output about to go (gain read back as it is applied). */
+static void sync_controlled(GstCudaFir *self)
+{
+  if (!gst_object_has_active_control_bindings(GST_OBJECT(self)))
+    return;
+  GstClockTime st = stream_time_of(self, self->frames_out);
+  if (GST_CLOCK_TIME_IS_VALID(st))
+    gst_object_sync_values(GST_OBJECT(self), st);
 }
 
 /* A GstAudioMeta on an input filtered in place (a copy leaves it out:
@@ -1213,6 +1425,7 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
     restart(self);
     return GST_FLOW_ERROR;
   }
+  apply_gain(self, self->fout + skip * self->cout, self->frames_out, want);
   cf_gst_from_float(self->format, self->fout + skip * self->cout, map.data,
                     want * self->cout);
   gst_buffer_unmap(out, &map);
@@ -1831,6 +2044,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   } else {
     anchor_move(self, GST_BUFFER_PTS(in));
   }
+  sync_controlled(self);
+  take_gain(self);
   size_t skip = MIN(self->skip, n);
   size_t m = n - skip;
   /* F32 without frames to drop: the engine reads the mapped input and
@@ -1865,10 +2080,15 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     check_finite(self, (const float *)im.data, n);
     s = cf_engine_process(self->engine, (const float *)im.data,
                           (float *)(inplace ? im.data : om.data), n);
+    if (s == CF_OK)
+      apply_gain(self, (float *)(inplace ? im.data : om.data), self->frames_out,
+                 n);
   } else if (n) {
     cf_gst_to_float(self->format, im.data, self->fin, n * self->cin);
     check_finite(self, self->fin, n);
     s = cf_engine_process(self->engine, self->fin, self->fout, n);
+    if (s == CF_OK)
+      apply_gain(self, self->fout + skip * self->cout, self->frames_out, m);
     if (s == CF_OK && m) /* in place: read into fin already */
       cf_gst_from_float(self->format, self->fout + skip * self->cout,
                         inplace ? im.data : om.data, m * self->cout);
@@ -1943,16 +2163,16 @@ static void refuse(GstCudaFir *self, const char *prop)
       msg);
 }
 
-/* A change of kernel, kernel-file, routing, gain or trim. The new set is
- * built (a new kernel-file decoded and resampled: tens of ms; routing,
- * gain and trim from the taps read when it was set, the file not read
+/* A change of kernel, kernel-file, routing or trim. The new set is
+ * built (a new kernel-file decoded and resampled: tens of ms; routing
+ * and trim from the taps read when it was set, the file not read
  * again: it may have gone or changed since) and, while streaming, its
  * FFT plans made (cf_engine_prepare_kernel) with only kernel_lock held,
  * so the streaming thread never waits for either. It is checked before
  * the value is taken: while streaming, a set that cannot be built or
  * maps channels differently is refused with a warning on the bus, the
- * property and the kernel staying as they were (a gain or trim was
- * taken anyway: it read back what did not play); a checked set goes to
+ * property and the kernel staying as they were (a trim was taken
+ * anyway: it read back what did not play); a checked set goes to
  * the streaming thread (pending), which swaps it in at its next buffer.
  * Before streaming, a set that cannot be built is kept: starting fails
  * with its message as an element error. */
@@ -1999,7 +2219,6 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     break;
   }
   case PROP_ROUTING: p.routing = g_value_get_enum(value); break;
-  case PROP_GAIN: p.gain_db = g_value_get_double(value); break;
   case PROP_TRIM: p.trim = g_value_get_boolean(value); break;
   }
   k = not_numbers ? NULL
@@ -2085,7 +2304,6 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
   case PROP_KERNEL:
   case PROP_KERNEL_FILE:
   case PROP_ROUTING:
-  case PROP_GAIN:
   case PROP_TRIM:
     set_kernel_property(self, id, value, g_param_spec_get_name(pspec));
     return;
@@ -2110,6 +2328,11 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
     break;
   case PROP_CROSSFADE:
     self->crossfade = g_value_get_uint64(value);
+    break;
+  case PROP_GAIN: /* the streaming thread ramps to it (take_gain) */
+    self->gain_db = g_value_get_double(value);
+    self->gain_new = TRUE;
+    self->gain_xf = self->crossfade;
     break;
   case PROP_DRAIN:
     self->drain = g_value_get_boolean(value);
@@ -2195,6 +2418,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_free(self->fin);
   g_free(self->fout);
   g_free(self->posted);
+  g_free(self->ctl);
   G_OBJECT_CLASS(gst_cuda_fir_parent_class)->finalize(obj);
 }
 
@@ -2243,7 +2467,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_string("kernel-file", "Kernel file",
           "Impulse response: an audio file (WAV, FLAC, ...: resampled to "
           "the stream rate, its gain kept), .npy or text; setting it clears kernel. "
-          "Read when set (gain, trim and routing reuse its taps; an audio "
+          "Read when set (trim and routing reuse its taps; an audio "
           "file is read again for a new rate). Changes while PLAYING "
           "crossfade",
           NULL, live));
@@ -2282,13 +2506,17 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       g_param_spec_uint64("crossfade", "Crossfade",
           "Time in ns over which a kernel change blends linearly from the "
           "old kernel to the new one (0: switch at once); a change made "
-          "during a crossfade starts when it ends",
+          "during a crossfade starts when it ends. A gain change ramps "
+          "over it",
           0, 60 * GST_SECOND, DEFAULT_CROSSFADE, live));
   g_object_class_install_property(oc, PROP_GAIN,
       g_param_spec_double("gain", "Gain",
-          "Gain in dB applied to the kernel", -CF_GAIN_DB_MAX,
-          CF_GAIN_DB_MAX, DEFAULT_GAIN,
-          live));
+          "Gain in dB applied to the output. A change ramps linearly (in "
+          "amplitude) over `crossfade` from the next buffer on, at once "
+          "even during a kernel crossfade; controllable (GstController): "
+          "then the control source's value at each frame's stream time",
+          -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX, DEFAULT_GAIN,
+          live | GST_PARAM_CONTROLLABLE));
   g_object_class_install_property(
       oc, PROP_DRAIN,
       g_param_spec_boolean(
