@@ -9,7 +9,8 @@
  * uniformly partitioned FFT convolution with a block of `block-size`
  * frames, which is also the latency it adds (block-size - 1 frames, told
  * truthfully in the latency query and in the read-only `latency`
- * property); short kernels run directly, with no latency. With
+ * property, with a LATENCY message where new caps change it in time,
+ * another rate included); short kernels run directly, with no latency. With
  * `pipeline-depth` D >= 1 the engine keeps D blocks in flight across
  * buffers and the latency grows by D x block-size frames: on CUDA the
  * device filters a block while the next D buffers arrive, so the
@@ -1286,7 +1287,6 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
     return FALSE;
   }
   size_t latency = cf_engine_latency(e);
-  gboolean latency_changed = self->engine && latency != self->latency;
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->pending, cf_kernel_free); /* built for the old one */
   drop_swaps(self);
@@ -1309,9 +1309,15 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
                   latency);
   notify_read_only(self, was);
-  if (latency_changed)
-    gst_element_post_message(GST_ELEMENT(self),
-                             gst_message_new_latency(GST_OBJECT(self)));
+  /* The latency in time, as the query says it, not in frames: the same
+   * block at another rate (caps renegotiated from 48 to 44.1 kHz) is
+   * another latency (21.3 ms, then 23.2), and the first format's too
+   * (0 before it); neither was posted, so a live pipeline went on with
+   * the latency it had configured (QA) */
+  if (read_only_now(self).latency != was.latency &&
+      !gst_element_post_message(GST_ELEMENT(self),
+                                gst_message_new_latency(GST_OBJECT(self))))
+    GST_DEBUG_OBJECT(self, "no bus took the latency message");
   return TRUE;
 }
 

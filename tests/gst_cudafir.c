@@ -4378,7 +4378,12 @@ static void on_notify(GObject *obj, GParamSpec *ps, gpointer data)
  * application watching them with notify:: (a Python UI showing the delay
  * or the backend) heard nothing until the stream stopped (neither was
  * notified when the engine was built or dropped; QA). A notify for every
- * change, none without one; the value at the last is the property's. */
+ * change, none without one; the value at the last is the property's.
+ * And the pipeline is told: a LATENCY message on the bus wherever new
+ * caps change the latency, as the query (the harness's) then says it;
+ * none was posted for the same block at another rate (48 to 22.05 kHz:
+ * block-size - 1 frames, but 2.2 times as long) or for the first
+ * caps, so a live pipeline kept the latency it had configured (QA). */
 static void test_notify_read_only(void **state)
 {
   (void)state;
@@ -4393,6 +4398,8 @@ static void test_notify_read_only(void **state)
     g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
                  NULL);
     seen_notify lat = {0, 0, NULL}, use = {0, 0, g_strdup("none")};
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
     g_signal_connect(h->element, "notify::latency", G_CALLBACK(on_notify),
                      &lat);
     g_signal_connect(h->element, "notify::backend-in-use",
@@ -4432,6 +4439,21 @@ static void test_notify_read_only(void **state)
             "step %d: notify::latency last said %" G_GUINT64_FORMAT
             " ns, the property is %" G_GUINT64_FORMAT,
             step, lat.latency, now_lat);
+      int posted = 0;
+      GstMessage *m;
+      while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_LATENCY))) {
+        posted++;
+        gst_message_unref(m);
+      }
+      if (step != 3) { /* new caps (READY: nothing plays to tell) */
+        CHECK(posted == (now_lat != was_lat),
+              "step %d: latency %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT
+              " ns, %d LATENCY message%s",
+              step, was_lat, now_lat, posted, posted == 1 ? "" : "s");
+        GstClockTime q = gst_harness_query_latency(h);
+        CHECK(q == now_lat, "step %d: the latency query says %" G_GUINT64_FORMAT
+              " ns, the property %" G_GUINT64_FORMAT, step, q, now_lat);
+      }
       CHECK((use.n != nuse) == (strcmp(now_use, was_use) != 0),
             "step %d: backend-in-use %s -> %s, %u notify", step, was_use,
             now_use, use.n - nuse);
@@ -4444,6 +4466,8 @@ static void test_notify_read_only(void **state)
       was_use = now_use;
     }
     g_free(was_use);
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
     gst_harness_teardown(h); /* notifies too (stop) */
     g_free(use.in_use);
     free(hk);
