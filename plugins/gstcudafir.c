@@ -1061,15 +1061,23 @@ static void apply_gain(GstCudaFir *self, float *y, guint64 f0, size_t n)
   }
 }
 
-/* Under a GstController, the properties take their values for the
- * output about to go (gain read back as it is applied). */
+/* Under a GstController, `gain` (the one controllable property) takes
+ * its value for the output about to go, read back as it is applied.
+ * Through a binding of our own reference: gst_object_sync_values walks
+ * the object's bindings without its lock, and a binding removed by
+ * another thread meanwhile (an application ending its automation) was
+ * read after it was freed (ASan, GStreamer 1.22). */
 static void sync_controlled(GstCudaFir *self)
 {
-  if (!gst_object_has_active_control_bindings(GST_OBJECT(self)))
+  GstControlBinding *b =
+      gst_object_get_control_binding(GST_OBJECT(self), "gain");
+  if (!b)
     return;
   GstClockTime st = stream_time_of(self, self->frames_out);
-  if (GST_CLOCK_TIME_IS_VALID(st))
-    gst_object_sync_values(GST_OBJECT(self), st);
+  if (GST_CLOCK_TIME_IS_VALID(st) && !gst_control_binding_is_disabled(b))
+    gst_control_binding_sync_values(b, GST_OBJECT(self), st,
+                                    GST_CLOCK_TIME_NONE);
+  gst_object_unref(b);
 }
 
 /* A GstAudioMeta on an input filtered in place (a copy leaves it out:

@@ -2919,6 +2919,14 @@ static void test_gain_ramp(void **state)
   }
 }
 
+/* fakesink's handoff: frames of F32 stereo counted */
+static void count_frames(GstElement *sink, GstBuffer *b, GstPad *pad,
+                         gpointer data)
+{
+  (void)sink, (void)pad;
+  *(guint64 *)data += gst_buffer_get_size(b) / 8;
+}
+
 /* The linear interpolation GstInterpolationControlSource makes between
  * points (t[i], v[i]), at time tt (the last value after the last). */
 static double ctl_at(const GstClockTime *t, const double *v, int np,
@@ -3032,6 +3040,68 @@ static void test_gain_controlled(void **state)
     free(x);
     free(hk);
   }
+}
+
+/* An application's automation starting and ending while audio flows:
+ * a control binding on `gain` added and removed (and `gain` set) from
+ * the application's thread as fast as it goes, while small buffers
+ * stream. gst_object_sync_values walks the bindings without the
+ * object's lock, so a binding removed meanwhile was read after it was
+ * freed (ASan: heap-use-after-free in g_param_spec_pool_lookup; QA). The
+ * stream runs to EOS, without errors, every frame out. */
+static void test_gain_control_threads(void **state)
+{
+  (void)state;
+  set_case("gain bindings added and removed while streaming");
+  char desc[256];
+  const guint nbuf = 20000, spb = 16;
+  snprintf(desc, sizeof desc,
+           "audiotestsrc num-buffers=%u samplesperbuffer=%u ! "
+           "audio/x-raw,format=F32LE,rate=48000,channels=2 ! "
+           "cudafir name=f backend=%s drain=false ! "
+           "fakesink name=s sync=false signal-handoffs=true",
+           nbuf, spb, backend);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  GstElement *f = gst_bin_get_by_name(GST_BIN(p), "f");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "s");
+  guint64 frames = 0;
+  g_signal_connect(sink, "handoff", G_CALLBACK(count_frames), &frames);
+  CHECK(gst_element_set_state(p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE,
+        "PLAYING failed");
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = NULL;
+  for (unsigned i = 0; !m; i++) {
+    GstControlBinding *b = gst_object_get_control_binding(GST_OBJECT(f), "gain");
+    if (b) {
+      gst_object_remove_control_binding(GST_OBJECT(f), b);
+      gst_object_unref(b);
+      g_object_set(f, "gain", (double)(i % 13) - 6.0, NULL);
+    } else {
+      GstControlSource *cs = gst_interpolation_control_source_new();
+      g_object_set(cs, "mode", GST_INTERPOLATION_MODE_LINEAR, NULL);
+      gst_timed_value_control_source_set(GST_TIMED_VALUE_CONTROL_SOURCE(cs), 0,
+                                         -12.0);
+      gst_timed_value_control_source_set(GST_TIMED_VALUE_CONTROL_SOURCE(cs),
+                                         GST_SECOND, 6.0);
+      CHECK(gst_object_add_control_binding(
+                GST_OBJECT(f), gst_direct_control_binding_new_absolute(
+                                   GST_OBJECT(f), "gain", cs)),
+            "binding refused");
+      gst_object_unref(cs);
+    }
+    m = gst_bus_pop_filtered(bus, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  }
+  CHECK(GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "the stream ended in an error");
+  gst_message_unref(m);
+  CHECK(frames == (guint64)nbuf * spb, "%" G_GUINT64_FORMAT " frames out, %u "
+        "in", frames, nbuf * spb);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(f);
+  gst_object_unref(p);
 }
 
 /* ---- kernel files: matrix routing, gain, trim, per-channel .npy -------- */
@@ -4567,6 +4637,7 @@ int main(void)
       cmocka_unit_test(test_kernel_burst),
       cmocka_unit_test(test_gain_ramp),
       cmocka_unit_test(test_gain_controlled),
+      cmocka_unit_test(test_gain_control_threads),
       cmocka_unit_test(test_file_load_off_thread),
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
