@@ -34,6 +34,7 @@
 
 #include <cudafilter/engine.h>
 
+#include "cfd.h"
 #include "check.h"
 #include "fixture.h"
 #include "ref.h"
@@ -4045,6 +4046,56 @@ static int catches_hup(pid_t pid)
  * reloads that change nothing; a reload while a stream is down; reloads
  * from the socket in the log; a daemon that does not start leaves the
  * outputs as they were; a signal while it starts. */
+/* The processing-time statistics `cudafilterctl status` shows
+ * (proc-us-p50, -p99): nearest rank, the smallest value with at least
+ * that share of the values at or below it, on shuffled distinct values
+ * (a p99 one rank off passed every test that ran the daemon). */
+static void test_percentiles(void **state)
+{
+  (void)state;
+  double mean, p50, p99, max;
+  cfd_percentiles(NULL, 0, &mean, &p50, &p99, &max);
+  CHECK(mean == 0 && p50 == 0 && p99 == 0 && max == 0, "no values: %g %g %g "
+        "%g", mean, p50, p99, max);
+  for (int cs = 0; cs < 40; cs++) {
+    /* multiples of 100 (the p99 rank exact) half the time */
+    size_t n = cs < 4    ? (size_t)cs + 1
+               : cs % 2 ? ref_rng_range(&rng, 1, 4096)
+                        : 100 * ref_rng_range(&rng, 1, 40);
+    float *v = xalloc(n * sizeof *v);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) { /* i * 0.25 + 3: exact as float */
+      v[i] = (float)i * 0.25f + 3.0f;
+      sum += v[i];
+    }
+    for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+      size_t j = ref_rng_u64(&rng) % i;
+      float t = v[i - 1];
+      v[i - 1] = v[j];
+      v[j] = t;
+    }
+    cfd_percentiles(v, n, &mean, &p50, &p99, &max);
+    const double q[2] = {0.50, 0.99}, got[2] = {p50, p99};
+    for (int k = 0; k < 2; k++) {
+      size_t at_or_below = 0, below = 0;
+      for (size_t i = 0; i < n; i++) {
+        at_or_below += v[i] <= got[k];
+        below += v[i] < got[k];
+      }
+      /* in hundredths: 0.99 * n is not exact */
+      size_t want = ((size_t)(q[k] * 100 + 0.5) * n + 99) / 100;
+      CHECK(at_or_below >= want && below < want,
+            "%zu values: p%.0f %g has %zu at or below it, %zu below, "
+            "want the %zu-th smallest", n, q[k] * 100, got[k], at_or_below,
+            below, want);
+    }
+    CHECK(max == (double)(n - 1) * 0.25 + 3.0, "%zu values: max %g", n, max);
+    CHECK(fabs(mean - sum / (double)n) <= 1e-9 * fabs(mean),
+          "%zu values: mean %.17g, want %.17g", n, mean, sum / (double)n);
+    free(v);
+  }
+}
+
 static void test_control(void **state)
 {
   (void)state;
@@ -4522,6 +4573,7 @@ int main(void)
       cmocka_unit_test_teardown(test_restart_in_background, kill_left),
       cmocka_unit_test_teardown(test_reload_probes_once, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
+      cmocka_unit_test(test_percentiles),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */
   check_filter_from_env();
