@@ -39,7 +39,14 @@
  * again do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them), and output buffers never carry
- * the GAP flag, since a sink skips those. Changing `kernel` or `kernel-file`
+ * the GAP flag, since a sink skips those. In reverse playback (a segment
+ * of rate < 0: a decoder pushes a chunk's buffers latest first, none
+ * following the one before it in time) every buffer is a run of its
+ * own, filtered from silence with its held frames flushed by silence
+ * after it: one buffer out of exactly its frames, at its timestamps and
+ * offsets, in the order it came, DISCONT where it came so, no ring-out
+ * (a reverb restarts at every buffer: the reversed filtered stream would
+ * need the whole chunk first). Changing `kernel` or `kernel-file`
  * while PLAYING blends from the old to the new kernel over `crossfade`
  * (its value when the change is made), without a click (a change made
  * while a crossfade runs, as a slider makes them, starts when that one
@@ -2027,6 +2034,21 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
       return GST_FLOW_OK;
   }
 
+  /* Reverse playback (a segment of rate < 0): a decoder pushes a chunk's
+   * buffers latest first, each ending where the one before it started,
+   * so no buffer follows another in time, whatever their size (a 20 ms
+   * opus buffer moved back by 40 ms, within the tolerance, carried the
+   * history of the later one into it). Each buffer is a run of its own:
+   * filtered from silence, the frames the engine holds back flushed
+   * with it by silence after it, so that it leaves as one buffer of its
+   * own frames at its own times, in the order the buffers came; the
+   * ring-out would repeat time already played. (Its held frames used to
+   * follow it with the next buffer, their times going up.) */
+  gboolean reverse = bt->segment.rate < 0;
+  if (reverse && GST_BUFFER_IS_DISCONT(in))
+    self->discont = TRUE;
+  GstClockTime in_pts = GST_BUFFER_PTS(in), in_dur = GST_BUFFER_DURATION(in);
+  guint64 in_off = GST_BUFFER_OFFSET(in), in_off_end = GST_BUFFER_OFFSET_END(in);
   gsize in_bpf = self->in_bpf;
   gsize sample = in_bpf / self->cin;
   gsize out_bpf = sample * self->cout;
@@ -2035,7 +2057,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * decoder hands it over): filter it in place and push it on, without an
    * output buffer to allocate. Input someone else still holds is only
    * read. */
-  gboolean inplace = self->skip == 0 && self->cin == self->cout &&
+  gboolean inplace = self->skip == 0 && !reverse && self->cin == self->cout &&
                      gst_buffer_n_memory(in) == 1 &&
                      gst_buffer_is_writable(in) &&
                      gst_buffer_is_all_memory_writable(in);
@@ -2047,6 +2069,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     return GST_FLOW_ERROR;
   }
   size_t n = im.size / in_bpf; /* whole frames: join_frames saw to it */
+  /* the silence that flushes a reverse buffer's held frames */
+  size_t pad = reverse && n ? self->skip : 0;
   if (self->frames_in == 0) {
     anchor_start(self, GST_BUFFER_PTS(in));
     self->base_offset = GST_BUFFER_OFFSET(in);
@@ -2060,13 +2084,13 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   sync_controlled(self);
   take_gain(self);
-  size_t skip = MIN(self->skip, n);
-  size_t m = n - skip;
+  size_t skip = MIN(self->skip, n + pad);
+  size_t m = n + pad - skip;
   /* F32 without frames to drop: the engine reads the mapped input and
    * writes straight into the output buffer (no conversion copies) */
   gboolean direct = self->format == GST_AUDIO_FORMAT_F32LE && skip == 0 &&
                     ((guintptr)im.data % sizeof(float)) == 0;
-  if (n && !direct && !ensure_scratch(self, n)) {
+  if (n && !direct && !ensure_scratch(self, n + pad)) {
     gst_buffer_unmap(in, &im);
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
@@ -2099,8 +2123,9 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                  n);
   } else if (n) {
     cf_gst_to_float(self->format, im.data, self->fin, n * self->cin);
+    memset(self->fin + n * self->cin, 0, pad * self->cin * sizeof(float));
     check_finite(self, self->fin, n);
-    s = cf_engine_process(self->engine, self->fin, self->fout, n);
+    s = cf_engine_process(self->engine, self->fin, self->fout, n + pad);
     if (s == CF_OK)
       apply_gain(self, self->fout + skip * self->cout, self->frames_out, m);
     if (s == CF_OK && m) /* in place: read into fin already */
@@ -2150,6 +2175,27 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   GstFlowReturn r = stamp_output(self, &out, self->frames_out,
                                  self->frames_out + m, out_bpf, TRUE);
   self->frames_out += m;
+  if (reverse && r == GST_FLOW_OK && out) {
+    /* one buffer out for one in: its times exactly (the frame count
+     * rounds its duration on its own, 1 ns off the input's) */
+    if (GST_CLOCK_TIME_IS_VALID(in_pts) && GST_CLOCK_TIME_IS_VALID(in_dur)) {
+      GST_BUFFER_PTS(out) = in_pts;
+      GST_BUFFER_DURATION(out) = in_dur;
+      self->out_end = in_pts + in_dur;
+    }
+    if (in_off != GST_BUFFER_OFFSET_NONE &&
+        in_off_end != GST_BUFFER_OFFSET_NONE && in_off_end - in_off == m) {
+      GST_BUFFER_OFFSET(out) = in_off;
+      GST_BUFFER_OFFSET_END(out) = in_off_end;
+    }
+  }
+  if (reverse) { /* the next buffer starts anew, DISCONT if it came so;
+                    * a NaN warning stays once a run of buffers */
+    gboolean told = self->told_nonfinite;
+    restart(self);
+    self->discont = FALSE;
+    self->told_nonfinite = told;
+  }
   if (r != GST_FLOW_OK)
     return r;
   *outbuf = out;

@@ -1773,9 +1773,11 @@ static void test_segments(void **state)
 
 /* Reverse playback (a segment of rate -1): the chunks come latest
  * first, each DISCONT or just stamped before the last one, and each comes
- * out filtered from silence, at its own timestamps: as many frames out as
- * in, none overlapping, with drain=true too (the ring-out of a chunk
- * would repeat the time the chunk after it in time has played). */
+ * out filtered from silence, at its own timestamps (one buffer in, one
+ * out: the input's duration, not one the frame count rounds): as many
+ * frames out as in, none overlapping, with drain=true too (the ring-out
+ * of a chunk would repeat the time the chunk after it in time has
+ * played). */
 static void test_reverse_playback(void **state)
 {
   (void)state;
@@ -1828,6 +1830,17 @@ static void test_reverse_playback(void **state)
       CHECK(i < (size_t)chunks, "output at %" GST_TIME_FORMAT,
             GST_TIME_ARGS(t));
       out += gst_buffer_get_size(b) / (ch * sizeof(float));
+      /* a chunk (one buffer) out as one buffer with its times exactly */
+      GstClockTime ct = gst_util_uint64_scale_int_round((size_t)i * k,
+                                                        GST_SECOND, (gint)rate),
+                   ce = gst_util_uint64_scale_int_round(
+                       (size_t)(i + 1) * k, GST_SECOND, (gint)rate);
+      CHECK(t == ct && GST_BUFFER_DURATION(b) == ce - ct,
+            "chunk %zu: output at %" GST_TIME_FORMAT " for %" GST_TIME_FORMAT
+            ", its input at %" GST_TIME_FORMAT " for %" GST_TIME_FORMAT,
+            i, GST_TIME_ARGS(t), GST_TIME_ARGS(GST_BUFFER_DURATION(b)),
+            GST_TIME_ARGS(ct), GST_TIME_ARGS(ce - ct));
+      c[i].times_unchecked = TRUE;
       /* offsets are the input's, counted from the stream's frame 0 */
       CHECK(GST_BUFFER_OFFSET(b) == i * k + c[i].frames,
             "offset %" G_GUINT64_FORMAT ", expected %zu",
@@ -1849,6 +1862,112 @@ static void test_reverse_playback(void **state)
       }
       free(c[i].y);
     }
+    free(x);
+    free(hk);
+    gst_harness_teardown(h);
+  }
+}
+
+/* Reverse playback after a decoder (vorbisdec, opusdec: GstAudioDecoder
+ * pushes a chunk's buffers latest first, DISCONT on the first alone,
+ * each buffer's frames in forward order), buffers of up to 20 ms at 48
+ * kHz: each ends where the one before it started, so none follows the
+ * one before in time. Every buffer comes out as one buffer of exactly
+ * its frames, at exactly its timestamps and offsets, in the order it
+ * came (decreasing, as a reverse-playing sink wants them), filtered
+ * from silence; DISCONT where the input had it. Seen before (QA): a
+ * 20 ms opus buffer, moved back 40 ms from where the frame count put it,
+ * was no discontinuity (the tolerance is 40 ms): the history of the
+ * buffer later in time went into it; and with an FFT kernel each buffer
+ * left in two, its last block-size - 1 frames (later in time) pushed
+ * after its first ones, with the next buffer: timestamps going up. */
+static void test_reverse_decoded(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    size_t len = cs % 3 == 0 ? ref_rng_range(&rng, 1, 8)
+                             : ref_rng_range(&rng, 300, 4000);
+    unsigned block = 1u << ref_rng_range(&rng, 6, 10);
+    gboolean drain = ref_rng_u64(&rng) % 2;
+    int nb = (int)ref_rng_range(&rng, 3, 24);
+    size_t sz[24], at[24], total = 0;
+    for (int i = 0; i < nb; i++) {
+      /* 1 frame to 20 ms; mostly a codec's frame sizes */
+      static const size_t codec[] = {960, 1024, 480, 120, 576};
+      sz[i] = ref_rng_u64(&rng) % 3 ? codec[ref_rng_u64(&rng) % 5]
+                                    : ref_rng_range(&rng, 1, 960);
+      at[i] = total;
+      total += sz[i];
+    }
+    set_case("reverse decoded: %u ch, %zu taps, block %u, drain %d, %d "
+             "buffers, %zu frames",
+             ch, len, block, drain, nb, total);
+    float *hk = random_kernel(len);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "drain", drain, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    GstClockTime t0 = GST_SECOND;
+    GstClockTime t_end =
+        t0 + gst_util_uint64_scale_int_round(total, GST_SECOND, (gint)rate);
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.rate = -1.0;
+    seg.start = seg.time = t0;
+    seg.stop = seg.position = t_end;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, total * ch);
+    /* offsets as push_frames gives them: from the first frame, at t0 */
+    for (int i = nb - 1; i >= 0; i--)
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at[i], sz[i], ch, rate,
+                        t0, i == nb - 1) == GST_FLOW_OK,
+            "push buffer %d", i);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    int i = nb - 1;
+    GstBuffer *b;
+    while ((b = gst_harness_try_pull(h))) {
+      CHECK(i >= 0, "more buffers out than the %d in (one at %" GST_TIME_FORMAT
+            ")", nb, GST_TIME_ARGS(GST_BUFFER_PTS(b)));
+      GstClockTime t =
+          t0 + gst_util_uint64_scale_int_round(at[i], GST_SECOND, (gint)rate);
+      GstClockTime e = t0 + gst_util_uint64_scale_int_round(
+                                at[i] + sz[i], GST_SECOND, (gint)rate);
+      size_t n = gst_buffer_get_size(b) / (ch * sizeof(float));
+      CHECK(GST_BUFFER_PTS(b) == t && GST_BUFFER_DURATION(b) == e - t &&
+                n == sz[i],
+            "output %d: %zu frames at %" GST_TIME_FORMAT " for %" GST_TIME_FORMAT
+            ", expected input buffer %d's: %zu frames at %" GST_TIME_FORMAT
+            " for %" GST_TIME_FORMAT,
+            nb - 1 - i, n, GST_TIME_ARGS(GST_BUFFER_PTS(b)),
+            GST_TIME_ARGS(GST_BUFFER_DURATION(b)), i, sz[i], GST_TIME_ARGS(t),
+            GST_TIME_ARGS(e - t));
+      CHECK(GST_BUFFER_OFFSET(b) == at[i] &&
+                GST_BUFFER_OFFSET_END(b) == at[i] + sz[i],
+            "output %d: offsets %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT
+            ", expected %zu..%zu",
+            nb - 1 - i, GST_BUFFER_OFFSET(b), GST_BUFFER_OFFSET_END(b), at[i],
+            at[i] + sz[i]);
+      CHECK(!GST_BUFFER_IS_DISCONT(b) == (i != nb - 1),
+            "output %d: DISCONT %d, the input's %d", nb - 1 - i,
+            GST_BUFFER_IS_DISCONT(b), i == nb - 1);
+      collected c;
+      collect_init(&c, ch, rate, GST_CLOCK_TIME_NONE, sz[i]);
+      c.times_unchecked = TRUE;
+      collect_buf(&c, b, GST_AUDIO_FORMAT_F32LE);
+      for (unsigned q = 0; q < ch; q++) {
+        double *r = ref_channel(x + at[i] * ch, sz[i], ch, q, hk, len, sz[i]);
+        double err = ref_rel_l2(c.y + q, ch, r, 1, sz[i]);
+        CHECK(err <= 2e-5,
+              "output %d channel %u: relative L2 error %.3g (each buffer "
+              "filtered from silence)",
+              nb - 1 - i, q, err);
+        free(r);
+      }
+      free(c.y);
+      i--;
+    }
+    CHECK(i == -1, "%d buffers out of %d in", nb - 1 - i, nb);
     free(x);
     free(hk);
     gst_harness_teardown(h);
@@ -4642,6 +4761,7 @@ int main(void)
       cmocka_unit_test(test_resume_before_end),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_reverse_playback),
+      cmocka_unit_test(test_reverse_decoded),
       cmocka_unit_test(test_renegotiate),
       cmocka_unit_test(test_refused_caps),
       cmocka_unit_test(test_same_caps_again),
