@@ -8,7 +8,11 @@
  * include/cudafilter/video.h. A 3D kernel (T x Kh x Kw, from a .npy or a
  * text file) also weighs the T - 1 previous frames; a flush or a DISCONT
  * buffer forgets them, and in reverse playback (a segment of rate < 0)
- * each frame starts anew: the frames before it came later in time.
+ * each frame starts anew: the frames before it came later in time (its
+ * output is DISCONT only where it came so). In a trick-mode segment (a
+ * seek with TRICKMODE, TRICKMODE_KEY_UNITS or TRICKMODE_FORWARD_PREDICTED:
+ * key frames alone, a second apart) a frame that does not start where the
+ * one before ended (within half its duration) starts anew too.
  *
  * The kernel comes from whichever of `kernel`, `kernel-file` and `preset`
  * was set last (one cleared hands back to the latest still set); with none
@@ -307,6 +311,9 @@ typedef struct {
   GstClockTime last_pts;     /* the frame before's, for one without a
                                 duration (streaming thread) */
   GstClockTime announced;    /* our latency when last announced */
+  GstClockTime next_pts;     /* where the last frame kept ended (pts +
+                                duration; NONE: not known), for a trick
+                                mode's frames (streaming thread) */
 
   /* the streaming side (engine calls happen in the streaming thread or
    * with it stopped); built and swapped under the object lock and
@@ -358,6 +365,9 @@ typedef struct {
    * carries DISCONT */
   GstPadChainFunction base_chain;
   gboolean in_discont, frame_new_stream, frame_discont;
+  /* the frame being chained starts a new history without a DISCONT of its
+   * own (reverse playback) */
+  gboolean in_restart;
 
   /* the negotiated caps are video/x-raw(memory:CUDAMemory) (set_info) */
   gboolean cuda_caps;
@@ -1692,6 +1702,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
+  self->next_pts = GST_CLOCK_TIME_NONE;
   self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, new_frames, &note);
@@ -1771,9 +1782,10 @@ static GstFlowReturn gst_cuda_convolve_chain(GstPad *pad, GstObject *parent,
    * does (each comes DISCONT), rather than temporal taps weighing later
    * frames as earlier ones (a long-GOP file's middle frames differed
    * from forward playback by up to 69 levels). The segment is the
-   * streaming thread's, as this call is. */
+   * streaming thread's, as this call is. Its output is DISCONT only
+   * where it came so (every reverse frame was marked). */
   if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
-    self->in_discont = TRUE;
+    self->in_restart = TRUE;
   return self->base_chain(pad, parent, buf);
 }
 
@@ -1857,7 +1869,8 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   /* DISCONT as it came (still on the buffer in pull mode) */
   gboolean discont = self->in_discont || GST_BUFFER_IS_DISCONT(input);
-  self->in_discont = FALSE;
+  gboolean restart = self->in_restart;
+  self->in_discont = self->in_restart = FALSE;
   GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
                           ->submit_input_buffer(trans, is_discont, input);
   GstBuffer *in = trans->queued_buf;
@@ -1904,7 +1917,32 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
   if (!GST_CLOCK_TIME_IS_VALID(running_time) ||
       !GST_CLOCK_TIME_IS_VALID(earliest) || running_time > earliest) {
     self->qos_processed++;
-    self->frame_new_stream = discont || self->qos_lost_discont;
+    /* A trick mode (a seek with TRICKMODE, TRICKMODE_KEY_UNITS or
+     * TRICKMODE_FORWARD_PREDICTED: a decoder hands on key frames alone,
+     * a second apart, none DISCONT): a frame that does not follow the
+     * one before in time (by half a frame) starts a new history, the
+     * temporal taps having weighed a frame a second earlier as the one
+     * before (vp8 in webm, rate 2, KEY_UNITS). Frames that do follow
+     * (an all-key-frame source) keep it. */
+    GstClockTime pts = GST_BUFFER_PTS(in), dur = GST_BUFFER_DURATION(in);
+    if ((trans->segment.flags &
+         (GST_SEGMENT_FLAG_TRICKMODE | GST_SEGMENT_FLAG_TRICKMODE_KEY_UNITS |
+          GST_SEGMENT_FLAG_TRICKMODE_FORWARD_PREDICTED)) &&
+        GST_CLOCK_TIME_IS_VALID(pts) && GST_CLOCK_TIME_IS_VALID(dur) &&
+        GST_CLOCK_TIME_IS_VALID(self->next_pts)) {
+      GstClockTimeDiff d = GST_CLOCK_DIFF(self->next_pts, pts);
+      if (d > (GstClockTimeDiff)(dur / 2) || d < -(GstClockTimeDiff)(dur / 2)) {
+        GST_DEBUG_OBJECT(self, "trick mode: frame at %" GST_TIME_FORMAT
+                         " does not follow the last (ended %" GST_TIME_FORMAT
+                         "): temporal history restarts",
+                         GST_TIME_ARGS(pts), GST_TIME_ARGS(self->next_pts));
+        restart = TRUE;
+      }
+    }
+    self->next_pts = GST_CLOCK_TIME_IS_VALID(pts) && GST_CLOCK_TIME_IS_VALID(dur)
+                         ? pts + dur
+                         : GST_CLOCK_TIME_NONE;
+    self->frame_new_stream = discont || restart || self->qos_lost_discont;
     self->frame_discont = discont || self->qos_gap;
     self->qos_gap = self->qos_lost_discont = FALSE;
     return GST_FLOW_OK;
@@ -2039,6 +2077,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     drop_pending(self, &sticky);
     reset_qos(self); /* as the base class's own, which it never uses */
     self->last_pts = GST_CLOCK_TIME_NONE;
+    self->next_pts = GST_CLOCK_TIME_NONE;
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
       cf_engine_reset(self->engine);
@@ -2304,6 +2343,7 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
+  self->next_pts = GST_CLOCK_TIME_NONE;
   self->announced = 0;
   /* nothing runs: as before negotiation (the blurb) */
   gboolean had = self->backend_in_use != NULL;
@@ -2717,6 +2757,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->fps_d = 1;
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
+  self->next_pts = GST_CLOCK_TIME_NONE;
   self->qos_proportion = 1.0;
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);

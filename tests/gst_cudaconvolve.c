@@ -727,6 +727,10 @@ static void check_steady(const steady_mark *m, const char *what)
   CHECK(!call, "%s: %s called %llu times while streaming", what, call, times);
 }
 
+/* push_check also checks that the output is DISCONT exactly where the
+ * input was */
+static gboolean g_check_discont;
+
 /* Push one random frame, pull the output, compare with the reference. */
 static void push_check(gcase *c, ref_rng *r, int padded, int discont,
                        const char *what)
@@ -756,6 +760,10 @@ static void push_check(gcase *c, ref_rng *r, int padded, int discont,
         what, GST_TIME_ARGS(GST_BUFFER_PTS(in)),
         GST_TIME_ARGS(GST_BUFFER_PTS(out)), GST_TIME_ARGS(GST_BUFFER_DTS(in)),
         GST_TIME_ARGS(GST_BUFFER_DTS(out)));
+  CHECK(!g_check_discont || !GST_BUFFER_IS_DISCONT(out) == (discont != 1),
+        "%s: output %s DISCONT, the input %s", what,
+        GST_BUFFER_IS_DISCONT(out) ? "carries" : "lacks",
+        discont == 1 ? "carried it" : "did not");
   check_buffers(c, in, out, what);
   gst_buffer_unref(in);
   gst_buffer_unref(out);
@@ -825,6 +833,61 @@ static void test_reverse_temporal(void **state)
      * does not restart it; a flushing seek would) */
     for (unsigned i = 0; i < 3; i++)
       push_check(&c, &r, 0, 0, "forward frame again");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
+/* Trick modes: in a segment of key units (a seek with
+ * GST_SEEK_FLAG_TRICKMODE_KEY_UNITS, rate 2: a long-GOP file's decoder
+ * hands on its key frames alone, one a second, none DISCONT) a frame
+ * that does not follow the one before in time starts a new temporal
+ * history, as in reverse playback, where the previous frames' taps
+ * weighed a frame a second earlier as the frame before (seen: vp8 in
+ * webm, key frames every 25, rate 2 with KEY_UNITS); frames that follow
+ * each other (an all-key-frame source) keep it. In reverse playback
+ * every frame starts anew, but its output is DISCONT only where it came
+ * so (every reverse frame came out DISCONT). Depth 0, temporal kernels
+ * of 2-3 frames. */
+static void test_trickmode_temporal(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 53);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("trick mode %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS],
+              2 + (unsigned)(ref_rng_u64(&r) % 2), rep % 2);
+    push_check(&c, &r, 0, 0, "forward frame");
+    g_check_discont = TRUE;
+    push_check(&c, &r, 0, 0, "forward frame");
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.rate = 2.0;
+    seg.flags = rep % 2 ? GST_SEGMENT_FLAG_TRICKMODE_KEY_UNITS
+                        : GST_SEGMENT_FLAG_TRICKMODE |
+                              GST_SEGMENT_FLAG_TRICKMODE_KEY_UNITS;
+    CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+          "key-unit segment refused");
+    for (unsigned i = 0; i < 3; i++) {
+      c.n += 24 + (unsigned)(ref_rng_u64(&r) % 3); /* the frames skipped */
+      push_check(&c, &r, 0, 2, "key frame a second after the last");
+    }
+    for (unsigned i = 0; i < 2; i++)
+      push_check(&c, &r, 0, 0, "the frame right after (history goes on)");
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.rate = -1.0;
+    seg.stop = 3600 * GST_SECOND;
+    CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+          "reverse segment refused");
+    c.n += 10;
+    for (unsigned i = 0; i < 4; i++) {
+      c.n -= 2; /* the frame before the last in time */
+      push_check(&c, &r, 0, i == 0 ? 1 : 2, "reverse frame");
+    }
+    g_check_discont = FALSE;
     check_no_bus_errors(&c);
     gcase_close(&c);
   }
@@ -4402,6 +4465,7 @@ static int teardown(void **state)
   (void)state;
   /* test_bad_values' own bus, where it failed before letting it go */
   g_clear_object(&refusal_bus);
+  g_check_discont = FALSE; /* where a test failed before clearing it */
   tmp_cleanup();
   return 0;
 }
@@ -4426,6 +4490,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
       cmocka_unit_test_teardown(test_reverse_temporal, teardown),
+      cmocka_unit_test_teardown(test_trickmode_temporal, teardown),
       cmocka_unit_test_teardown(test_change_while_playing, teardown),
       cmocka_unit_test_teardown(test_change_prepared, teardown),
       cmocka_unit_test_teardown(test_renegotiation, teardown),
