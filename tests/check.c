@@ -103,3 +103,25 @@ int check_backend_skip(const char *name)
          reason && *reason ? reason : "not available");
   return 1;
 }
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
+int check_mxcsr_settable(void)
+{
+#if defined(__SSE2__)
+  unsigned saved = _mm_getcsr();
+  _mm_setcsr(0x9fc0u); /* FTZ, DAZ, rounding down */
+  unsigned got = _mm_getcsr();
+  _mm_setcsr(saved);
+  if ((got & ~0x3fu) == 0x9fc0u)
+    return 1;
+  printf("skipped: MXCSR does not keep FTZ, DAZ and rounding (set 0x9fc0, "
+         "read %#x): an emulator (valgrind runs the default mode)\n", got);
+#else
+  printf("skipped: no SSE control register (x86 only)\n");
+#endif
+  fflush(stdout);
+  return 0;
+}

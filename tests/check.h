@@ -50,6 +50,10 @@ void check_filter_from_env(void);
  * none) where that backend is unavailable: prints "skipped: <name>:
  * <reason>" and returns 1 (the suite then exits 77), else 0. */
 int check_backend_skip(const char *name);
+/* Whether the SSE control register keeps what is written to it (FTZ,
+ * DAZ, rounding): 0 under valgrind, which runs every thread in the
+ * default mode whatever is set, and where there is no SSE; says why. */
+int check_mxcsr_settable(void);
 
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \
