@@ -340,38 +340,52 @@ static void conv2d_case(unsigned c, int path)
   }
 }
 
+// The cases a test runs: all of them, or a third with CF_TEST_QUICK=1
+// (the sanitizer builds: they look for memory errors on the same paths
+// the plain build has checked in full; this suite took 76 to 109 s of
+// CI's ASan half, test_conv2d_wide and test_fir1d two thirds of it).
+static unsigned cases(unsigned n)
+{
+  static int quick = -1;
+  if (quick < 0) {
+    const char *q = getenv("CF_TEST_QUICK");
+    quick = q && *q && strcmp(q, "0") != 0;
+  }
+  return quick ? (n + 2) / 3 : n;
+}
+
 static void test_conv2d_blocked(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 120; c++)
+  for (unsigned c = 0; c < cases(120); c++)
     conv2d_case(c, PATH_BLOCKED);
 }
 
 static void test_conv2d_param(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 120; c++)
+  for (unsigned c = 0; c < cases(120); c++)
     conv2d_case(c, PATH_PARAM);
 }
 
 static void test_conv2d_wide(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 60; c++)
+  for (unsigned c = 0; c < cases(60); c++)
     conv2d_case(c, PATH_WIDE);
 }
 
 static void test_conv2d_generic(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 60; c++)
+  for (unsigned c = 0; c < cases(60); c++)
     conv2d_case(c, PATH_GENERIC);
 }
 
 static void test_separable(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 60; c++)
+  for (unsigned c = 0; c < cases(60); c++)
     conv2d_case(c, PATH_SEPARABLE);
 }
 
@@ -582,7 +596,7 @@ static void fir1d_case(unsigned c)
 static void test_fir1d(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 100; c++)
+  for (unsigned c = 0; c < cases(100); c++)
     fir1d_case(c);
 }
 
@@ -691,14 +705,14 @@ static void ols_case(unsigned c)
 static void test_ols(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 40; c++)
+  for (unsigned c = 0; c < cases(40); c++)
     ols_case(c);
 }
 
 static void test_crossfade(void **state)
 {
   (void)state;
-  for (unsigned c = 0; c < 40; c++) {
+  for (unsigned c = 0; c < cases(40); c++) {
     const size_t frames = ref_rng_range(&rng, 1, 3000);
     const unsigned ch = (unsigned)range(1, 4);
     const size_t X = bits() % 4 ? ref_rng_range(&rng, 0, 4000) : 0;
