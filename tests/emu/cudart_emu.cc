@@ -701,6 +701,15 @@ void cf_emu_device_limit(size_t bytes)
   device_limit = bytes;
 }
 
+// For tests: while set, cufftPlanMany fails with CUFFT_ALLOC_FAILED, as
+// cuFFT does when the device has no memory for a plan's work area
+// (cudaMalloc goes on as cf_emu_device_limit says).
+static std::atomic<bool> fft_plans_fail{false};
+void cf_emu_fft_plan_fail(int fail)
+{
+  fft_plans_fail = fail != 0;
+}
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
   EMU_ENTER();
@@ -1082,6 +1091,8 @@ cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed,
   if ((rank != 1 && rank != 2) || inembed || onembed ||
       (type != CUFFT_R2C && type != CUFFT_C2R))
     return CUFFT_NOT_IMPLEMENTED; // what src/cuda/ does not use
+  if (fft_plans_fail)
+    return CUFFT_ALLOC_FAILED;
   std::lock_guard<std::mutex> g(fft_lock);
   *plan = next_plan++;
   plans[*plan] =

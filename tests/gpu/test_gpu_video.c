@@ -62,6 +62,7 @@ unsigned long long cf_emu_uploads_after_epoch_downloads(void)
 unsigned long long cf_emu_lone_upload_waits(void) __attribute__((weak));
 /* ... and can run out of device memory on request */
 void cf_emu_device_limit(size_t bytes) __attribute__((weak));
+void cf_emu_fft_plan_fail(int fail) __attribute__((weak));
 
 static uint64_t seed;
 static const char *self;
@@ -669,7 +670,8 @@ static void test_same_shape_swap(void **state)
 }
 
 /* A swap to another shape the device has no memory for (the emulated
- * device's cf_emu_device_limit: every cudaMalloc fails): set_kernel2d
+ * device's cf_emu_device_limit: every cudaMalloc fails; for the FFT, a
+ * second one whose plans find none, cf_emu_fft_plan_fail): set_kernel2d
  * says CF_E_NOMEM, and the engine (backend cuda) goes on with the kernel
  * in force, its frames equal to the CPU's with it; a later swap works.
  * The new kernel goes separable or FFT (device buffers of its own), live
@@ -728,6 +730,18 @@ static void test_failed_swap(void **state)
         if (s != CF_E_NOMEM || !strstr(cf_last_error(), "out of memory"))
           fail_msg("%s, depth %u: a swap with no device memory: %s: %s", v.desc,
                    depth, cf_status_name(s), cf_last_error());
+      }
+      if (t == FAIL_AT + 1 && fft && cf_emu_fft_plan_fail) {
+        /* memory for the buffers, none for cuFFT's plans: out of memory
+         * too (CUFFT_ALLOC_FAILED), not a device fault that stops the
+         * engine */
+        cf_emu_fft_plan_fail(1);
+        cf_status s = cf_engine_set_kernel2d(gpu, kb);
+        cf_emu_fft_plan_fail(0);
+        if (s != CF_E_NOMEM || !strstr(cf_last_error(), "CUFFT_ALLOC_FAILED"))
+          fail_msg("%s, depth %u: a swap whose FFT plans find no memory: "
+                   "%s: %s, want CF_E_NOMEM",
+                   v.desc, depth, cf_status_name(s), cf_last_error());
       }
       if (t == SWAP_AT) {
         assert_int_equal(cf_engine_set_kernel2d(gpu, kb), CF_OK);
