@@ -1871,12 +1871,11 @@ static void test_swap_invalid(void **state)
   }
 }
 
-/* An engine to swap on: backend auto on the fake device (fake.c: the
- * CPU wrapped as CUDA, with the fallback history kept), or V's backend. */
-static cf_engine *bound_engine(const kset *k, unsigned block, int fake)
+/* Backend auto on the fake device (fake.c: the CPU wrapped as CUDA, with
+ * the fallback history kept), V's algorithm and depth; `fake` is
+ * CF_TEST_FAKE_DEVICE while it is made ("on", "call:N", "kernel:N"). */
+static cf_engine *fake_engine(const kset *k, unsigned block, const char *fake)
 {
-  if (!fake)
-    return make_engine(k, block);
   cf_audio_config cfg;
   cf_audio_config_init(&cfg);
   cfg.channels = k->ins;
@@ -1885,16 +1884,25 @@ static cf_engine *bound_engine(const kset *k, unsigned block, int fake)
   cfg.pipeline_depth = V->depth;
   cf_kernel *kk = NULL;
   CHECK_OK(kset_build(k, &kk));
-  setenv("CF_TEST_FAKE_DEVICE", "on", 1);
+  setenv("CF_TEST_FAKE_DEVICE", fake, 1);
   cf_engine *e = NULL;
   cf_status st = cf_engine_new_audio(&cfg, kk, &e);
   unsetenv("CF_TEST_FAKE_DEVICE");
   cf_kernel_free(kk);
-  CHECK(st == CF_OK && cf_engine_backend(e) == CF_BACKEND_CUDA,
-        "cf_engine_new_audio (auto, fake device) returned %s: %s",
-        cf_status_name(st), cf_last_error());
+  CHECK(st == CF_OK, "cf_engine_new_audio (auto, fake device) returned %s: "
+        "%s", cf_status_name(st), cf_last_error());
+  CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA &&
+        strstr(cf_engine_describe(e), "fake device"),
+        "the fake device is not in use: backend %s, '%s'",
+        cf_backend_name(cf_engine_backend(e)), cf_engine_describe(e));
   add_case("{%s} ", cf_engine_describe(e));
   return e;
+}
+
+/* An engine to swap on: on the fake device, or V's backend. */
+static cf_engine *bound_engine(const kset *k, unsigned block, int fake)
+{
+  return fake ? fake_engine(k, block, "on") : make_engine(k, block);
 }
 
 /* Crossfades up to CF_AUDIO_MAX_CROSSFADE (engine.h). The longest is
@@ -2213,31 +2221,14 @@ static void fault_case(ref_rng *r, unsigned c, int mode)
   input_make(&in, r, k[0].ins, n[0] + n[1]);
   input_slice(&seg[0], &in, 0, n[0]);
   input_slice(&seg[1], &in, n[0], n[1]);
-  cf_audio_config cfg;
-  cf_audio_config_init(&cfg);
-  cfg.channels = k[0].ins;
-  cfg.block_size = block;
-  cfg.algorithm = V->algo;
-  cfg.pipeline_depth = V->depth;
-  cf_kernel *kk = NULL;
-  CHECK_OK(kset_build(&k[0], &kk));
   char env[64];
   if (K)
     snprintf(env, sizeof env, "kernel:%zu", K);
   else
     snprintf(env, sizeof env, "call:%zu", F);
-  setenv("CF_TEST_FAKE_DEVICE", env, 1);
-  cf_engine *e = NULL;
-  cf_status st = cf_engine_new_audio(&cfg, kk, &e);
-  unsetenv("CF_TEST_FAKE_DEVICE");
-  cf_kernel_free(kk);
-  CHECK(st == CF_OK, "cf_engine_new_audio (auto, fake device) returned %s: "
-        "%s", cf_status_name(st), cf_last_error());
-  CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA &&
-        strstr(cf_engine_describe(e), "fake device"),
-        "the fake device is not in use: backend %s, '%s'",
-        cf_backend_name(cf_engine_backend(e)), cf_engine_describe(e));
-  add_case("{%s} ", cf_engine_describe(e));
+  cf_engine *e = fake_engine(&k[0], block, env);
+  cf_kernel *kk = NULL;
+  cf_status st;
   run ru;
   run_start(&ru, e, block,
             n[0] + n[1] + 2 * (cf_engine_latency(e) + lmax) + 16);
@@ -2358,21 +2349,8 @@ static void test_fallback_plan(void **state)
     kset_set(&k1, &r, 0, len);
     set_case("fallback plan #%u: block %u, %zu then %zu taps ", c, block,
              k0.len[0], len);
-    cf_audio_config cfg;
-    cf_audio_config_init(&cfg);
-    cfg.block_size = block;
-    cfg.algorithm = V->algo;
-    cfg.pipeline_depth = V->depth;
+    cf_engine *e = fake_engine(&k0, block, "call:2");
     cf_kernel *kk = NULL;
-    CHECK_OK(kset_build(&k0, &kk));
-    setenv("CF_TEST_FAKE_DEVICE", "call:2", 1);
-    cf_engine *e = NULL;
-    cf_status st = cf_engine_new_audio(&cfg, kk, &e);
-    unsetenv("CF_TEST_FAKE_DEVICE");
-    cf_kernel_free(kk);
-    CHECK(st == CF_OK && cf_engine_backend(e) == CF_BACKEND_CUDA,
-          "cf_engine_new_audio (auto, fake device) returned %s: %s",
-          cf_status_name(st), cf_last_error());
     size_t lat = cf_engine_latency(e);
     add_case("latency %zu ", lat);
     float *x = xalloc(2 * block * sizeof(float));
