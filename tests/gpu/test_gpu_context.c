@@ -15,6 +15,10 @@
  *    one-GPU machine skips it, saying so).
  * On the emulated device also: no runtime call of the library ran in the
  * application's context (cf_emu_foreign_ctx_calls).
+ * And the caller's other runtime state: an error its own calls left on
+ * the thread (test_pending_error) is not taken for the engines', and a
+ * device-id past the last device is refused as unavailable
+ * (test_device_range).
  * Exits 77 with "skipped: ..." where there is no device or no CUDA. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +96,16 @@ static unsigned long long foreign_now(void)
 
 static int want_dev; /* cudaGetDevice() before the calls (all_calls) */
 
+/* test_pending_error: after each call checked, a failed runtime call of
+ * the application's own leaves its error as the thread's last error */
+static int pending_error;
+
+/* cudaErrorInvalidDevice left behind: no context or device touched */
+static void leave_error(void)
+{
+  assert_int_equal(cudaSetDevice(1 << 20), cudaErrorInvalidDevice);
+}
+
 static int device_now(void)
 {
   int d = -1;
@@ -115,6 +129,8 @@ static int device_now(void)
       fail_msg("%s: %llu runtime calls ran in the caller's own context "       \
                "(seed %llu)",                                                  \
                what, f_ - (mark), (unsigned long long)seed);                   \
+    if (pending_error)                                                         \
+      leave_error();                                                           \
   } while (0)
 
 /* ---- audio ------------------------------------------------------------- */
@@ -378,6 +394,70 @@ static void test_other_device(void **state)
   all_calls(1, NULL, 4); /* which checks cudaGetDevice() after each call */
 }
 
+/* An error the application's own runtime calls left on the thread (not
+ * read back with cudaGetLastError) before each call: not the engines',
+ * every call still works (cf_cuda_enter forgets it; the launchers return
+ * cudaGetLastError(), which would hand it to the first launch: the engine
+ * stopped with CF_E_DEVICE, or auto on the CPU). The primary context of
+ * device 0 current. */
+static void test_pending_error(void **state)
+{
+  (void)state;
+  assert_int_equal(cudaSetDevice(0), cudaSuccess);
+  assert_int_equal(cudaFree(NULL), cudaSuccess); /* the context made */
+  void *primary0 = current();
+  assert_non_null(primary0);
+  pending_error = 1;
+  leave_error();
+  all_calls(0, primary0, 5);
+  pending_error = 0;
+  (void)cudaGetLastError();
+}
+
+/* device-id one past the last device: backend cuda refused as unavailable,
+ * the range named (cudaSetDevice's "invalid device ordinal" as a device
+ * fault, CF_E_DEVICE, was the message with an id allowed one too far),
+ * audio and video; the caller's context as it was. */
+static void test_device_range(void **state)
+{
+  (void)state;
+  int n = cf_device_count(NULL);
+  void *want = current();
+  want_dev = device_now();
+  unsigned long long mark = foreign_now();
+  float h[3] = {0.5f, -0.25f, 0.125f};
+  cf_kernel *k = NULL;
+  assert_int_equal(cf_kernel_new_shared(h, 3, &k), CF_OK);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.backend = CF_BACKEND_CUDA;
+  cfg.device_id = n;
+  cf_engine *e = NULL;
+  cf_status s = cf_engine_new_audio(&cfg, k, &e);
+  if (s != CF_E_UNAVAILABLE || !strstr(cf_last_error(), "out of range"))
+    fail_msg("audio, device-id %d of %d devices: %s: %s, want "
+             "CF_E_UNAVAILABLE naming the range",
+             n, n, cf_status_name(s), s == CF_OK ? "" : cf_last_error());
+  CHECK_CTX(want, mark, "cf_engine_new_audio (device-id out of range)");
+  cf_kernel_free(k);
+  cf_kernel2d *k2 = NULL;
+  assert_int_equal(cf_kernel2d_new(1, 1, 3, h, &k2), CF_OK);
+  cf_video_config vc;
+  cf_video_config_init(&vc);
+  vc.format = CF_PIX_GRAY32F;
+  vc.width = 16;
+  vc.height = 8;
+  vc.backend = CF_BACKEND_CUDA;
+  vc.device_id = n;
+  s = cf_engine_new_video(&vc, k2, &e);
+  if (s != CF_E_UNAVAILABLE || !strstr(cf_last_error(), "out of range"))
+    fail_msg("video, device-id %d of %d devices: %s: %s, want "
+             "CF_E_UNAVAILABLE naming the range",
+             n, n, cf_status_name(s), s == CF_OK ? "" : cf_last_error());
+  CHECK_CTX(want, mark, "cf_engine_new_video (device-id out of range)");
+  cf_kernel2d_free(k2);
+}
+
 #endif /* CF_TEST_NO_CUDART */
 
 int main(void)
@@ -406,6 +486,8 @@ int main(void)
       cmocka_unit_test(test_no_context),
       cmocka_unit_test(test_own_context),
       cmocka_unit_test(test_other_device),
+      cmocka_unit_test(test_pending_error),
+      cmocka_unit_test(test_device_range),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif
