@@ -66,7 +66,11 @@ inline float4 make_float4(float x, float y, float z, float w)
   return float4{x, y, z, w};
 }
 
-typedef enum cudaError {
+// int underneath: the thread's last error (cf_emu.cc) holds the runtime's
+// errors too (cudart_emu.cc: cudaErrorInvalidDevice, 101, ...), which an
+// enum of these values alone cannot hold (UBSan: "not a valid value for
+// type 'cudaError'", the emulated runtime's failed cudaSetDevice read back)
+typedef enum cudaError : int {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
