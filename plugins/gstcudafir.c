@@ -900,17 +900,19 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
 
 /* ---- gain ------------------------------------------------------------- */
 
-/* The gain schedule's value at output frame f. */
-static double gain_at(const GstCudaFir *self, guint64 f)
+/* The gain schedule's value at output frame f; *i: the point to search
+ * from (frames ascending: the one found is kept for the next). */
+static double gain_at(const GstCudaFir *self, guint64 f, guint *i)
 {
-  guint i = 0;
-  while (i + 1 < self->n_gains && self->gains[i + 1].frame <= f)
-    i++;
-  if (i + 1 == self->n_gains || f < self->gains[i].frame)
-    return self->gains[i].g;
-  double t = (double)(f - self->gains[i].frame) /
-             (double)(self->gains[i + 1].frame - self->gains[i].frame);
-  return self->gains[i].g + (self->gains[i + 1].g - self->gains[i].g) * t;
+  guint j = *i;
+  while (j + 1 < self->n_gains && self->gains[j + 1].frame <= f)
+    j++;
+  *i = j;
+  if (j + 1 == self->n_gains || f < self->gains[j].frame)
+    return self->gains[j].g;
+  double t = (double)(f - self->gains[j].frame) /
+             (double)(self->gains[j + 1].frame - self->gains[j].frame);
+  return self->gains[j].g + (self->gains[j + 1].g - self->gains[j].g) * t;
 }
 
 /* `gain` from here on, at once: a restart (flush, discontinuity, new
@@ -953,7 +955,8 @@ static void take_gain(GstCudaFir *self)
     self->n_gains = 1;
     return;
   }
-  double g0 = gain_at(self, s - 1);
+  guint from = 0;
+  double g0 = gain_at(self, s - 1, &from);
   guint n = self->n_gains;
   while (n > 0 && self->gains[n - 1].frame >= s - 1)
     n--;
@@ -1041,18 +1044,7 @@ static void apply_gain(GstCudaFir *self, float *y, guint64 f0, size_t n)
   size_t c = self->cout;
   guint i = 0;
   for (size_t k = 0; k < n; k++) {
-    guint64 f = f0 + k;
-    while (i + 1 < self->n_gains && self->gains[i + 1].frame <= f)
-      i++;
-    double g;
-    if (i + 1 == self->n_gains || f < self->gains[i].frame)
-      g = self->gains[i].g;
-    else
-      g = self->gains[i].g +
-          (self->gains[i + 1].g - self->gains[i].g) *
-              ((double)(f - self->gains[i].frame) /
-               (double)(self->gains[i + 1].frame - self->gains[i].frame));
-    float gf = (float)g;
+    float gf = (float)gain_at(self, f0 + k, &i);
     for (size_t j = 0; j < c; j++)
       y[k * c + j] *= gf;
   }
