@@ -27,7 +27,9 @@
  * end: output timestamps overlap no more than the input's). A smaller
  * move (a live source resumed after a pause: +20 ms without DISCONT) is
  * no discontinuity, the history going on, but the frames after it leave
- * with their moved times, an output buffer cut where it falls. A new
+ * with their moved times, an output buffer cut where it falls; a move
+ * under 1 ms (a container's rounding: Matroska keeps milliseconds) is
+ * jitter, the frame count's times going on. A new
  * segment that moves the stream in running or stream time (a segment seek
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
@@ -172,6 +174,9 @@ static GType cf_gst_routing_get_type(void)
 #define DEFAULT_TRIM FALSE
 #define TRIM_DB (-60.0) /* `trim` cuts leading taps below this re. peak */
 #define JUMP_TOLERANCE ((GstClockTimeDiff)(40 * GST_MSECOND))
+/* timestamps closer than this to the frame count's are on time
+ * (anchor_move) */
+#define JITTER_TOLERANCE ((GstClockTimeDiff)GST_MSECOND)
 /* timestamp moves kept while their frames are held (anchor_move) */
 #define MAX_ANCHORS 64
 #define MAX_CHANNELS 256 /* the pad templates' */
@@ -866,8 +871,13 @@ static void anchor_start(GstCudaFir *self, GstClockTime pts)
   self->n_anchors = GST_CLOCK_TIME_IS_VALID(pts) ? 1 : 0;
 }
 
-/* A buffer whose timestamp is off the frame count by more than half a
- * frame but less than a discontinuity: its frames are timed from it. */
+/* A buffer whose timestamp is off the frame count by JITTER_TOLERANCE
+ * or more (and half a frame, at rates under 500 Hz) but less than a
+ * discontinuity: its frames are timed from it. Within it the frame
+ * count's times go on: a container's rounding (Matroska keeps
+ * milliseconds: each buffer up to 1 ms off the first) moved the times
+ * at every buffer, so every input buffer left as two output buffers
+ * where the element holds frames back. */
 static void anchor_move(GstCudaFir *self, GstClockTime pts)
 {
   GstClockTime expect = input_end(self);
@@ -876,7 +886,7 @@ static void anchor_move(GstCudaFir *self, GstClockTime pts)
   GstClockTimeDiff d = GST_CLOCK_DIFF(expect, pts);
   if (d < 0)
     d = -d;
-  if ((GstClockTime)d * 2 * self->rate <= GST_SECOND)
+  if (d < JITTER_TOLERANCE || (GstClockTime)d * 2 * self->rate <= GST_SECOND)
     return;
   guint last = self->n_anchors - 1;
   if (self->anchors[last].frame == self->frames_in) {

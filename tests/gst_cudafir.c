@@ -327,6 +327,10 @@ static void collect_split(GstHarness *h, collected *a, collected *b,
 static GstAllocator *push_alloc;
 static GstAllocationParams push_params;
 static GstBufferFlags push_flags; /* set on every buffer push_frames makes */
+/* push_frames' timestamps rounded to multiples of this (0: exact), down
+ * where push_floor (a container's precision: Matroska's milliseconds) */
+static GstClockTime push_quantum;
+static gboolean push_floor;
 
 /* Push frames [from, from + n) of x (interleaved, cin channels) as one
  * buffer of format f, timestamped on the grid from t0 (frame `from`
@@ -357,6 +361,10 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
                              GST_BUFFER_PTS(b);
     GST_BUFFER_OFFSET(b) = from;
     GST_BUFFER_OFFSET_END(b) = from + n;
+    if (push_quantum) {
+      GstClockTime q = push_quantum, t = GST_BUFFER_PTS(b);
+      GST_BUFFER_PTS(b) = (push_floor ? t : t + q / 2) / q * q;
+    }
   }
   if (discont)
     GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
@@ -2289,6 +2297,68 @@ static void test_timestamp_moves(void **state)
     CHECK(c.discont_seen == 1, "%d DISCONT buffers: the moves cut the stream",
           c.discont_seen);
     check_one_filter(&c, x, n, 1, hk, len);
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hk);
+  }
+}
+
+/* A container that keeps its timestamps rounded (Matroska: to 1 ms;
+ * matroskademux ! cudafir on raw PCM) puts each buffer up to 1 ms off
+ * where the frame count puts it: rounding, not a move. The output runs on
+ * the frame count's times from the first buffer, one output buffer an
+ * input at most before EOS (each input left as two where the element
+ * holds frames back, cut at every rounded time), values of one
+ * uninterrupted filter. Random rates, kernels, block sizes, depths,
+ * chunkings, rounding to nearest or down. */
+static void test_timestamp_rounding(void **state)
+{
+  (void)state;
+  static const unsigned rates[] = {22050, 44100, 48000, 96000};
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    unsigned rate = rates[ref_rng_range(&rng, 0, 3)];
+    size_t len = random_len(), n = ref_rng_range(&rng, 3000, 20000);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    float *hk = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    GstClockTime t0 = ref_rng_range(&rng, 0, 1000000) * 997;
+    push_quantum = GST_MSECOND;
+    push_floor = cs % 2;
+    GstClockTime t0r = (push_floor ? t0 : t0 + GST_MSECOND / 2) /
+                       GST_MSECOND * GST_MSECOND;
+    set_case("%zu taps, block %u, depth %u, %u ch at %u Hz, %zu frames in "
+             "%zu chunks, timestamps rounded %s to 1 ms",
+             len, block, depth, ch, rate, n, nc,
+             push_floor ? "down" : "to nearest");
+    collected c;
+    collect_init(&c, ch, rate, t0r, n + len);
+    for (size_t k = 0; k < nc; k++) {
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, sizes[k], ch, rate,
+                        t0, k == 0) == GST_FLOW_OK,
+            "push %zu", k);
+      at += sizes[k];
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    }
+    push_quantum = 0;
+    CHECK(c.buffers <= nc, "%zu output buffers from %zu inputs before EOS",
+          c.buffers, nc);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n + len - 1, "%zu frames out, expected %zu", c.frames,
+          n + len - 1);
+    CHECK(c.discont_seen == 1, "%d DISCONT buffers: the rounding cut the "
+          "stream", c.discont_seen);
+    check_one_filter(&c, x, n, ch, hk, len);
     gst_harness_teardown(h);
     free(c.y);
     free(x);
@@ -4768,6 +4838,7 @@ int main(void)
       cmocka_unit_test(test_kernel_number_types),
       cmocka_unit_test(test_kernel_file_error_codes),
       cmocka_unit_test(test_timestamp_moves),
+      cmocka_unit_test(test_timestamp_rounding),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_change_then_break),
       cmocka_unit_test(test_kernel_burst),
