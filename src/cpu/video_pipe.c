@@ -18,11 +18,15 @@
 #include <string.h>
 
 #include "../engine/video_internal.h"
+#include "fpenv.h"
 
 typedef struct job {
   uint8_t *in, *out; /* tight frames */
   int reset_first;   /* reset the history before filtering this one */
   cf_video_out o;    /* its output stage */
+  cf_fpenv env;      /* the caller's floating-point control register, which
+                        the worker takes for it (rounding), as the pool's
+                        workers do */
   int done;
   cf_status status;
   char err[256];
@@ -76,6 +80,7 @@ static void *worker(void *arg)
       p->inner_out = j->o;
       p->iops->set_output(p->inner, &j->o);
     }
+    cf_fpenv_take(j->env);
     cf_frame in = tight(p, j->in), out = tight(p, j->out);
     j->status = p->iops->process(p->inner, &in, &out);
     if (j->status != CF_OK)
@@ -140,6 +145,7 @@ static cf_status pipe_process(void *impl, const cf_frame *in,
   j->reset_first = p->reset_pending;
   p->reset_pending = 0;
   j->o = p->out;
+  j->env = cf_fpenv_get();
   j->done = 0;
   pthread_mutex_lock(&p->mu);
   p->count++;
