@@ -112,7 +112,9 @@
  * it (the outputs it reaches are not finite; on the FFT paths its whole
  * block's, up to block-size frames before it) and said once a run with
  * a warning on the bus naming its time and channel (again after a
- * flush); the stream goes on.
+ * flush); the stream goes on. So is finite input whose filtering
+ * overflows float (samples near 3.4e38, or a kernel and gain that
+ * large), naming the first output that is not finite.
  *
  * Examples:
  * |[
@@ -295,6 +297,7 @@ typedef struct {
   GstClockTime carry_pts;
   guint64 carry_offset;
   gboolean told_nonfinite; /* NaN/Inf in the input said, since a restart */
+  gboolean told_overflow;  /* ... or in the output of finite input */
   /* `gain`, applied to the output: linear amplitude over output frames
    * (counted as their input frames since the restart), piecewise linear
    * through gains[0..n_gains) (frame ascending), each end's value beyond
@@ -705,6 +708,7 @@ static void restart(GstCudaFir *self)
   self->discont = TRUE;
   self->carry_len = 0;
   self->told_nonfinite = FALSE;
+  self->told_overflow = FALSE;
   reset_gain(self);
 }
 
@@ -765,6 +769,41 @@ static void check_finite(GstCudaFir *self, const float *x, size_t n)
       ("frame %" G_GUINT64_FORMAT " since the last restart; the outputs it "
        "reaches are not finite (on the FFT paths its whole block's, up to "
        "block-size frames before it); said once until a flush",
+       frame));
+}
+
+/* Finite input whose filtering overflows float gives output that is not
+ * finite where the input check said nothing: samples near float's range
+ * (3.4e38; the FFT paths sum a block's magnitudes: engine.h), or a kernel
+ * and gain that large. Said once a run too, naming where (integer
+ * formats store such outputs as silence or full scale, and nothing
+ * else tells why). y: n output frames (float, after the gain), the first
+ * of them output frame f0, timed as its input frame. */
+static void check_output(GstCudaFir *self, const float *y, size_t n,
+                         guint64 f0)
+{
+  if (self->told_nonfinite || self->told_overflow || n == 0)
+    return;
+  size_t at = first_nonfinite(y, n * self->cout);
+  if (at == n * self->cout)
+    return;
+  self->told_overflow = TRUE;
+  guint64 frame = f0 + at / self->cout;
+  char where[64];
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    GstClockTime t = frame_time(self, frame);
+    g_snprintf(where, sizeof where, "%" GST_TIME_FORMAT, GST_TIME_ARGS(t));
+  } else {
+    g_snprintf(where, sizeof where, "frame %" G_GUINT64_FORMAT, frame);
+  }
+  GST_ELEMENT_WARNING(
+      self, STREAM, FORMAT,
+      ("cudafir: the output is %s at %s (channel %zu), the input finite: "
+       "the filter overflowed float's range",
+       isnan(y[at]) ? "NaN" : "infinite", where, at % self->cout),
+      ("output frame %" G_GUINT64_FORMAT " since the last restart: input "
+       "samples near 3.4e38 (the FFT paths sum a block's magnitudes), or a "
+       "kernel and gain that large; said once until a flush",
        frame));
 }
 
@@ -1449,6 +1488,7 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
     return GST_FLOW_ERROR;
   }
   apply_gain(self, self->fout + skip * self->cout, self->frames_out, want);
+  check_output(self, self->fout + skip * self->cout, want, self->frames_out);
   cf_gst_from_float(self->format, self->fout + skip * self->cout, map.data,
                     want * self->cout);
   gst_buffer_unmap(out, &map);
@@ -2120,16 +2160,20 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     check_finite(self, (const float *)im.data, n);
     s = cf_engine_process(self->engine, (const float *)im.data,
                           (float *)(inplace ? im.data : om.data), n);
-    if (s == CF_OK)
-      apply_gain(self, (float *)(inplace ? im.data : om.data), self->frames_out,
-                 n);
+    if (s == CF_OK) {
+      float *y = (float *)(inplace ? im.data : om.data);
+      apply_gain(self, y, self->frames_out, n);
+      check_output(self, y, n, self->frames_out);
+    }
   } else if (n) {
     cf_gst_to_float(self->format, im.data, self->fin, n * self->cin);
     memset(self->fin + n * self->cin, 0, pad * self->cin * sizeof(float));
     check_finite(self, self->fin, n);
     s = cf_engine_process(self->engine, self->fin, self->fout, n + pad);
-    if (s == CF_OK)
+    if (s == CF_OK) {
       apply_gain(self, self->fout + skip * self->cout, self->frames_out, m);
+      check_output(self, self->fout + skip * self->cout, m, self->frames_out);
+    }
     if (s == CF_OK && m) /* in place: read into fin already */
       cf_gst_from_float(self->format, self->fout + skip * self->cout,
                         inplace ? im.data : om.data, m * self->cout);
@@ -2193,10 +2237,11 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   }
   if (reverse) { /* the next buffer starts anew, DISCONT if it came so;
                     * a NaN warning stays once a run of buffers */
-    gboolean told = self->told_nonfinite;
+    gboolean told = self->told_nonfinite, told_out = self->told_overflow;
     restart(self);
     self->discont = FALSE;
     self->told_nonfinite = told;
+    self->told_overflow = told_out;
   }
   if (r != GST_FLOW_OK)
     return r;

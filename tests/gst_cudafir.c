@@ -2366,6 +2366,112 @@ static void test_timestamp_rounding(void **state)
   }
 }
 
+/* Finite input whose filtering overflows float (a sample of 3e38 through
+ * a tap of 2; S16 through taps of 2e38 and more): the output is not finite, and
+ * nothing said so on the bus (the input check looks for NaN and infinity
+ * in the input only; the CLI warns): a warning once a run, naming the
+ * output channel, at or after the sample's push (on the FFT paths its
+ * block's outputs before it too), none for the same stream without the
+ * overflow, again after a flush. */
+static void test_overflow_output(void **state)
+{
+  (void)state;
+  for (int round = 0; round < 6; round++) {
+    GstAudioFormat f = round % 3 == 2 ? GST_AUDIO_FORMAT_S16LE
+                                      : GST_AUDIO_FORMAT_F32LE;
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3), rate = 48000;
+    size_t len = ref_rng_range(&rng, 2, 3000),
+           n = ref_rng_range(&rng, 3000, 9000);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    float *h = xalloc(len * sizeof *h);
+    ref_rng_fill(&rng, h, len);
+    size_t s = ref_rng_range(&rng, 0, n - 2);
+    size_t c = ref_rng_range(&rng, 0, ch - 1);
+    for (int bad = round < 4; bad >= 0; bad--) {
+      float *x = random_input(f, n * ch);
+      if (f == GST_AUDIO_FORMAT_S16LE) {
+        for (size_t i = 0; i < len; i++) /* taps of 2e38 and more */
+          h[i] = (float)(2e38 * (1.0 + 0.5 * ref_rng_unit(&rng)));
+        for (size_t i = 0; i < n * ch; i++) /* silence but two samples */
+          x[i] = 0.0f;
+        x[s * ch + c] = bad ? 0.875f : 0.0f;
+        x[(s + 1) * ch + c] = bad ? 0.875f : 0.0f;
+      } else {
+        h[0] = 2.0f;
+        x[s * ch + c] = bad ? 3e38f : 0.5f;
+      }
+      GstHarness *hh = new_fir();
+      GstBus *bus = gst_bus_new();
+      gst_element_set_bus(hh->element, bus);
+      set_taps(hh->element, h, len);
+      g_object_set(hh->element, "block-size", block, NULL);
+      set_caps(hh, f, rate, ch, ch);
+      set_case("round %d: %s, %u ch, %zu taps, block %u, %s at frame %zu "
+               "channel %zu",
+               round, fmt_name(f), ch, len, block,
+               bad ? "overflow" : "no overflow", s, c);
+      collected out;
+      collect_init(&out, ch, rate, 0, n + len);
+      size_t sizes[4096];
+      size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+      int said = 0;
+      char want[64];
+      snprintf(want, sizeof want, "(channel %zu), the input finite", c);
+      for (size_t k = 0; k < nc; k++) {
+        CHECK(push_frames(hh, f, x, at, sizes[k], ch, rate, 0, k == 0) ==
+                  GST_FLOW_OK,
+              "push");
+        at += sizes[k];
+        collect(hh, &out, f);
+        GstMessage *m;
+        while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING))) {
+          GError *err = NULL;
+          gst_message_parse_warning(m, &err, NULL);
+          CHECK(bad && at > s, "a warning %s: %s",
+                bad ? "before the sample was pushed" : "without overflow",
+                err->message);
+          CHECK(strstr(err->message, "the output is") &&
+                    strstr(err->message, want),
+                "warning \"%s\", want \"the output is ...%s\"",
+                err->message, want);
+          said++;
+          g_clear_error(&err);
+          gst_message_unref(m);
+        }
+      }
+      assert_true(gst_harness_push_event(hh, gst_event_new_eos()));
+      collect(hh, &out, f);
+      said += bus_has(bus, GST_MESSAGE_WARNING, "the output is");
+      size_t nonfinite = 0;
+      for (size_t i = 0; i < out.frames * ch; i++)
+        nonfinite += !isfinite(out.y[i]);
+      if (f == GST_AUDIO_FORMAT_F32LE)
+        CHECK(bad ? nonfinite > 0 : nonfinite == 0,
+              "%zu outputs not finite", nonfinite);
+      CHECK(said == bad, "%d warnings, want %d", said, bad);
+      if (bad) { /* after a flush, said again */
+        gst_harness_push_event(hh, gst_event_new_flush_start());
+        gst_harness_push_event(hh, gst_event_new_flush_stop(TRUE));
+        GstSegment seg;
+        gst_segment_init(&seg, GST_FORMAT_TIME);
+        gst_harness_push_event(hh, gst_event_new_segment(&seg));
+        CHECK(push_frames(hh, f, x, s, MIN(n - s, (size_t)block), ch, rate,
+                          0, TRUE) == GST_FLOW_OK,
+              "push after the flush");
+        assert_true(gst_harness_push_event(hh, gst_event_new_eos()));
+        CHECK(bus_has(bus, GST_MESSAGE_WARNING, "the output is"),
+              "not said again after a flush");
+      }
+      gst_element_set_bus(hh->element, NULL);
+      gst_object_unref(bus);
+      gst_harness_teardown(hh);
+      free(out.y);
+      free(x);
+    }
+    free(h);
+  }
+}
+
 /* ---- kernel swap while playing: the crossfade of engine.h --------------- */
 
 /* Cases 4 and 5 run on a fake device (src/engine/fake.c) whose kernel
@@ -4857,6 +4963,7 @@ int main(void)
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_nonfinite_input),
+      cmocka_unit_test(test_overflow_output),
       cmocka_unit_test(test_pipeline_files),
       cmocka_unit_test(test_meta_tags),
       cmocka_unit_test(test_misuse),
