@@ -321,6 +321,24 @@ typedef struct {
    * lock: the engine it prepares for stays while it works */
   cf_engine *engine;
   GMutex engine_lock;
+  /* Interlaced caps (interleave-mode interleaved or mixed): each field is
+   * filtered as a picture of its own, on an engine per field parity, so
+   * that a vertical tap never reaches into the other field (captured at
+   * another instant) and a temporal tap weighs the earlier fields of the
+   * same parity. `engine` is then the top field's (rows 0, 2, 4, ...:
+   * the frame with twice its strides), `bottom` the bottom field's (NULL
+   * for a frame of one row), and with mixed caps `whole` filters the
+   * frames that come without GST_VIDEO_BUFFER_FLAG_INTERLACED
+   * (progressive ones) as frames. Built, fed, flushed and reset together;
+   * the kernel swap built ahead (prepared) is the top engine's, the
+   * others take the kernel by cf_engine_set_kernel2d. */
+  cf_engine *bottom, *whole;
+  gboolean fields; /* the engines are per field (interlaced caps) */
+  gboolean mixed;  /* and the caps are mixed: `whole` for progressive frames */
+  /* the kind of the frames in the engines (KIND_*): with mixed caps a
+   * frame of the other kind pushes the frames in flight out first and
+   * starts its engines' history anew (streaming thread) */
+  gint held_kind;
   cf_kernel2d *active; /* the engine's kernel */
   /* the swap to kernel number prepared_serial, built by the setter for
    * the engine (cf_engine_prepare_swap2d); made: one the streaming thread
@@ -789,6 +807,159 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
   cf_swap_prep2d_free(p);
 }
 
+/* ---- fields ------------------------------------------------------------ */
+
+/* What a frame is filtered as (held_kind): a picture, or two fields. */
+enum { KIND_NONE = -1, KIND_FRAME, KIND_FIELDS };
+
+/* Field `parity` (0 top, 1 bottom) of frame f: every other row of each
+ * plane from row `parity` on (the chroma rows of interlaced 4:2:0
+ * alternate between the fields too, as GStreamer lays them out). */
+static void field_of(const cf_frame *f, guint parity, cf_frame *out)
+{
+  memset(out, 0, sizeof *out);
+  for (guint p = 0; p < 3; p++)
+    if (f->data[p]) {
+      out->data[p] = (guint8 *)f->data[p] + parity * f->stride[p];
+      out->stride[p] = 2 * f->stride[p];
+    }
+}
+
+/* The engines for frames of `info` with cfg (its height the frame's):
+ * out[0] the frame's, or with interlaced caps the top field's; out[1]
+ * the bottom field's (none for a frame of one row); out[2] with mixed
+ * caps the one for progressive frames. All or none. */
+static cf_status new_engines(cf_video_config *cfg, const GstVideoInfo *info,
+                             const cf_kernel2d *k, cf_engine *out[3])
+{
+  guint h = cfg->height;
+  gboolean fields = GST_VIDEO_INFO_IS_INTERLACED(info);
+  gboolean mixed = GST_VIDEO_INFO_INTERLACE_MODE(info) ==
+                   GST_VIDEO_INTERLACE_MODE_MIXED;
+  guint heights[3] = {fields ? (h + 1) / 2 : h, fields ? h / 2 : 0,
+                      mixed ? h : 0};
+  cf_status st = CF_OK;
+  out[0] = out[1] = out[2] = NULL;
+  for (guint i = 0; i < 3 && st == CF_OK; i++)
+    if (heights[i]) {
+      cfg->height = heights[i];
+      st = cf_engine_new_video(cfg, k, &out[i]);
+    }
+  cfg->height = h;
+  if (st != CF_OK)
+    for (guint i = 0; i < 3; i++)
+      g_clear_pointer(&out[i], cf_engine_free);
+  return st;
+}
+
+/* The engines that filter frames of `kind`, in e (NULL where none):
+ * the frame engine, or the top and bottom fields'. */
+static void engines_of(const GstCudaConvolve *self, gint kind, cf_engine *e[2])
+{
+  if (kind == KIND_FIELDS) {
+    e[0] = self->engine;
+    e[1] = self->bottom;
+  } else {
+    e[0] = self->fields ? self->whole : self->engine;
+    e[1] = NULL;
+  }
+}
+
+/* The kind of frame `buf` under the negotiated caps: fields with
+ * interlaced caps, except the frames of mixed caps that do not carry
+ * GST_VIDEO_BUFFER_FLAG_INTERLACED. */
+static gint frame_kind(const GstCudaConvolve *self, GstBuffer *buf)
+{
+  if (!self->fields ||
+      (self->mixed &&
+       !GST_BUFFER_FLAG_IS_SET(buf, GST_VIDEO_BUFFER_FLAG_INTERLACED)))
+    return KIND_FRAME;
+  return KIND_FIELDS;
+}
+
+/* Filter frame `in` of `kind` into `out` (cf_engine_process_frame):
+ * each field apart where it is fields. */
+static cf_status process_kind(GstCudaConvolve *self, gint kind,
+                              const cf_frame *in, const cf_frame *out)
+{
+  cf_engine *e[2];
+  engines_of(self, kind, e);
+  if (kind != KIND_FIELDS)
+    return cf_engine_process_frame(e[0], in, out);
+  for (guint parity = 0; parity < 2; parity++) {
+    if (!e[parity])
+      continue;
+    cf_frame fi, fo;
+    field_of(in, parity, &fi);
+    field_of(out, parity, &fo);
+    cf_status s = cf_engine_process_frame(e[parity], &fi, &fo);
+    if (s != CF_OK)
+      return s;
+  }
+  return CF_OK;
+}
+
+/* The oldest frame the engines of the frames in flight hold, into `out`
+ * (cf_engine_flush_frame). */
+static cf_status flush_kind(GstCudaConvolve *self, const cf_frame *out,
+                            int *got)
+{
+  cf_engine *e[2];
+  engines_of(self, self->held_kind, e);
+  *got = 0;
+  if (self->held_kind != KIND_FIELDS)
+    return e[0] ? cf_engine_flush_frame(e[0], out, got) : CF_OK;
+  for (guint parity = 0; parity < 2; parity++) {
+    if (!e[parity])
+      continue;
+    cf_frame fo;
+    int g = 0;
+    field_of(out, parity, &fo);
+    cf_status s = cf_engine_flush_frame(e[parity], &fo, &g);
+    if (s != CF_OK)
+      return s;
+    if (!parity)
+      *got = g;
+  }
+  return CF_OK;
+}
+
+/* Restart the temporal history of the engines of `kind` (KIND_NONE: of
+ * all of them). */
+static void reset_kind(GstCudaConvolve *self, gint kind)
+{
+  cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  for (guint i = 0; i < 3; i++) {
+    if (!all[i])
+      continue;
+    gint is = i == 2 || !self->fields ? KIND_FRAME : KIND_FIELDS;
+    if (kind == KIND_NONE || kind == is)
+      cf_engine_reset(all[i]);
+  }
+}
+
+/* The backend the engines run on: the CPU once any of them moved there
+ * (backend auto after a device failure). */
+static cf_backend engines_backend(const GstCudaConvolve *self)
+{
+  const cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  for (guint i = 1; i < 3; i++)
+    if (all[i] && cf_engine_backend(all[i]) == CF_BACKEND_CPU)
+      return CF_BACKEND_CPU;
+  return cf_engine_backend(self->engine);
+}
+
+/* The engine that moved to the CPU, for its reason (the first engine
+ * where none did). */
+static const cf_engine *fallen_engine(const GstCudaConvolve *self)
+{
+  const cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  for (guint i = 0; i < 3; i++)
+    if (all[i] && cf_engine_fallback_reason(all[i]))
+      return all[i];
+  return self->engine;
+}
+
 /* ---- the engine -------------------------------------------------------- */
 
 /* Outcome of ensure_engine: what to report once the lock is released. */
@@ -898,7 +1069,10 @@ static gboolean describe_engine(GstCudaConvolve *self)
 {
   gchar *was = self->backend_in_use;
   self->backend_in_use = g_strdup_printf(
-      "%s; latency %u frame%s", cf_engine_describe(self->engine),
+      "%s%s; latency %u frame%s", cf_engine_describe(self->engine),
+      !self->fields ? ""
+      : self->mixed ? "; interlaced frames per field, progressive ones whole"
+                    : "; per field (interlaced)",
       self->latency_frames, self->latency_frames == 1 ? "" : "s");
   gboolean changed = g_strcmp0(was, self->backend_in_use) != 0;
   g_free(was);
@@ -910,7 +1084,7 @@ static gboolean describe_engine(GstCudaConvolve *self)
  * the bus, once, and in backend-in-use. */
 static void note_fallback(GstCudaConvolve *self)
 {
-  cf_backend now = cf_engine_backend(self->engine);
+  cf_backend now = engines_backend(self);
   GST_OBJECT_LOCK(self);
   cf_backend was = self->running;
   self->running = now;
@@ -924,10 +1098,10 @@ static void note_fallback(GstCudaConvolve *self)
                        "on on the %s, no frame lost",
                        cf_backend_name(was), cf_backend_name(now)),
                       ("%s; now: %s",
-                       cf_engine_fallback_reason(self->engine)
-                           ? cf_engine_fallback_reason(self->engine)
+                       cf_engine_fallback_reason(fallen_engine(self))
+                           ? cf_engine_fallback_reason(fallen_engine(self))
                            : "no reason given",
-                       cf_engine_describe(self->engine)));
+                       cf_engine_describe(fallen_engine(self))));
   g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
@@ -1023,15 +1197,17 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* self->active and newk: the streaming thread's alone */
     const cf_kernel2d *k = newk ? newk : self->active;
     GST_OBJECT_UNLOCK(self);
-    cf_status st = cf_engine_new_video(&cfg, k, &e);
+    cf_engine *es[3];
+    cf_status st = new_engines(&cfg, info, k, es);
     if (st != CF_OK && cpu_retry) {
       GST_WARNING_OBJECT(self,
                          "CUDA memory, but the CUDA engine cannot run "
                          "(%s): the CPU filters it through host mappings",
                          cf_last_error());
       cfg.backend = CF_BACKEND_CPU;
-      st = cf_engine_new_video(&cfg, k, &e);
+      st = new_engines(&cfg, info, k, es);
     }
+    e = es[0];
     GST_OBJECT_LOCK(self);
     if (st != CF_OK) {
       g_free(made_comps);
@@ -1050,7 +1226,15 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     g_clear_pointer(&self->made, cf_swap_prep2d_free);
     g_mutex_lock(&self->engine_lock);
     cf_engine_free(self->engine);
+    cf_engine_free(self->bottom);
+    cf_engine_free(self->whole);
     self->engine = e;
+    self->bottom = es[1];
+    self->whole = es[2];
+    self->fields = GST_VIDEO_INFO_IS_INTERLACED(info);
+    self->mixed = GST_VIDEO_INFO_INTERLACE_MODE(info) ==
+                  GST_VIDEO_INTERLACE_MODE_MIXED;
+    self->held_kind = KIND_NONE;
     g_atomic_int_inc(&self->engine_gen);
     g_mutex_unlock(&self->engine_lock);
     /* an interim engine leaves the settings pending: the frames after count
@@ -1086,8 +1270,13 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
    * its history kept (a control binding animates them frame by frame) */
   if (self->output_serial != self->engine_output_serial) {
     self->engine_output_serial = self->output_serial;
-    if (cf_engine_set_output2d(self->engine, self->scale, self->bias,
-                               self->absolute) == CF_OK) {
+    cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+    cf_status os = CF_OK;
+    for (guint i = 0; i < 3 && os == CF_OK; i++)
+      if (all[i])
+        os = cf_engine_set_output2d(all[i], self->scale, self->bias,
+                                    self->absolute);
+    if (os == CF_OK) {
       self->built.scale = self->scale;
       self->built.bias = self->bias;
       self->built.absolute = self->absolute;
@@ -1101,6 +1290,24 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     }
   }
   cf_status ks = CF_OK;
+  /* the other fields' engines (and mixed caps' frame engine) first: the
+   * swap built ahead is the top engine's */
+  cf_engine *extra[2] = {self->bottom, self->whole};
+  for (guint i = 0; i < 2 && newk && ks == CF_OK; i++)
+    if (extra[i])
+      ks = cf_engine_set_kernel2d(extra[i], newk);
+  if (ks != CF_OK) {
+    /* those that took it go back to the kernel in force */
+    for (guint i = 0; i < 2; i++)
+      if (extra[i] && self->active)
+        (void)cf_engine_set_kernel2d(extra[i], self->active);
+    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
+                                 "the previous kernel", cf_last_error());
+    note_add(note, why);
+    cf_kernel2d_free(newk);
+    cf_swap_prep2d_free(prep);
+    return;
+  }
   if (newk && prep) { /* the setter built it: nothing to allocate here */
     ks = cf_engine_set_prepared2d(self->engine, prep);
     /* what it retired goes back in the next setter's thread */
@@ -1113,6 +1320,9 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   if (ks != CF_OK) {
     gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
                                  "the previous kernel", cf_last_error());
+    for (guint i = 0; i < 2; i++)
+      if (extra[i] && self->active)
+        (void)cf_engine_set_kernel2d(extra[i], self->active);
     note_add(note, why);
     cf_kernel2d_free(newk);
     return;
@@ -1138,6 +1348,10 @@ static void free_engine(GstCudaConvolve *self)
   g_mutex_lock(&self->engine_lock);
   cf_engine_free(self->engine);
   self->engine = NULL;
+  g_clear_pointer(&self->bottom, cf_engine_free);
+  g_clear_pointer(&self->whole, cf_engine_free);
+  self->fields = self->mixed = FALSE;
+  self->held_kind = KIND_NONE;
   g_atomic_int_inc(&self->engine_gen);
   g_mutex_unlock(&self->engine_lock);
   g_clear_pointer(&self->engine_components, g_free);
@@ -1366,7 +1580,7 @@ static GstFlowReturn flush_one(GstCudaConvolve *self, GstBuffer **out)
     return GST_FLOW_ERROR;
   }
   int got = 0;
-  cf_status s = cf_engine_flush_frame(self->engine, &f, &got);
+  cf_status s = flush_kind(self, &f, &got);
   unmap_frame(&vout);
   note_fallback(self);
   if (s != CF_OK) {
@@ -1410,7 +1624,7 @@ static void drop_pending(GstCudaConvolve *self, GList **sticky)
       frame_of(&v, &f);
       int got = 1;
       while (got)
-        if (cf_engine_flush_frame(self->engine, &f, &got) != CF_OK) {
+        if (flush_kind(self, &f, &got) != CF_OK) {
           GST_WARNING_OBJECT(self, "dropping the pending frames: %s",
                              cf_last_error());
           break;
@@ -1533,11 +1747,16 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
     GST_OBJECT_LOCK(self);
     gboolean rebuild = self->engine && !self->await_caps &&
                        self->config_serial != self->engine_config_serial;
-    if (!self->inflight_frames || !(discont || rebuild))
+    /* mixed caps: a progressive frame after interlaced ones or the
+     * reverse goes through other engines; those in flight leave first */
+    gboolean other = self->held_kind != KIND_NONE &&
+                     frame_kind(self, in) != self->held_kind;
+    if (!self->inflight_frames || !(discont || rebuild || other))
       break; /* with the lock held: no rebuild may slip in */
     GST_OBJECT_UNLOCK(self);
-    GstFlowReturn ret =
-        push_pending(self, discont ? "discont" : "new settings");
+    GstFlowReturn ret = push_pending(self, discont  ? "discont"
+                                           : rebuild ? "new settings"
+                                                     : "another kind of frame");
     if (ret != GST_FLOW_OK)
       return ret;
   }
@@ -1568,10 +1787,18 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
     note_fallback(self);
   if (!report_note(self, &note))
     return GST_FLOW_ERROR;
+  gint kind = frame_kind(self, in);
   if (discont) {
     GST_DEBUG_OBJECT(self, "discont: temporal history restarts");
-    cf_engine_reset(self->engine);
+    reset_kind(self, KIND_NONE);
+  } else if (self->held_kind != KIND_NONE && kind != self->held_kind) {
+    /* its engines last saw frames from before the other kind's run */
+    GST_DEBUG_OBJECT(self, "mixed: %s after %s: their temporal history "
+                     "restarts", kind == KIND_FIELDS ? "fields" : "a frame",
+                     kind == KIND_FIELDS ? "frames" : "fields");
+    reset_kind(self, kind);
   }
+  self->held_kind = kind;
   announce_latency(self);
   return GST_FLOW_OK;
 }
@@ -1609,7 +1836,7 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
                       ("cannot map an output buffer"));
     return GST_FLOW_ERROR;
   }
-  cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
+  cf_status s = process_kind(self, self->held_kind, &fin, &fout);
   unmap_frame(&vout);
   unmap_frame(&vin);
   note_fallback(self);
@@ -1694,7 +1921,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
       !filter->negotiated || caps_cuda(incaps) != self->cuda_caps ||
       GST_VIDEO_INFO_FORMAT(was) != GST_VIDEO_INFO_FORMAT(in_info) ||
       GST_VIDEO_INFO_WIDTH(was) != GST_VIDEO_INFO_WIDTH(in_info) ||
-      GST_VIDEO_INFO_HEIGHT(was) != GST_VIDEO_INFO_HEIGHT(in_info);
+      GST_VIDEO_INFO_HEIGHT(was) != GST_VIDEO_INFO_HEIGHT(in_info) ||
+      GST_VIDEO_INFO_INTERLACE_MODE(was) != GST_VIDEO_INFO_INTERLACE_MODE(in_info);
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);
@@ -1827,10 +2055,25 @@ static gchar *frame_unfit(GstCudaConvolve *self, GstBuffer *buf)
         gst_buffer_get_size(buf), GST_VIDEO_INFO_WIDTH(info),
         GST_VIDEO_INFO_HEIGHT(info), fmt);
   gchar *why = NULL;
+  guint h = (guint)GST_VIDEO_INFO_HEIGHT(info);
   for (guint c = 0; c < GST_VIDEO_FRAME_N_COMPONENTS(&vf) && !why; c++) {
     guint p = GST_VIDEO_FRAME_COMP_PLANE(&vf, c);
     gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p);
     gsize rows = (gsize)GST_VIDEO_FRAME_COMP_HEIGHT(&vf, c);
+    if (GST_VIDEO_INFO_IS_INTERLACED(info)) {
+      /* the rows the fields' engines read: each field's own share, every
+       * other row (interlaced 4:2:0 has an even number of chroma rows,
+       * half of them each field's; a field of h / 2 luma rows,
+       * h = 4n + 2, has n + 1 of them where the frame's own height
+       * counts 2n + 1 in all) */
+      gsize top = (gsize)GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(vf.info.finfo, c,
+                                                            (h + 1) / 2);
+      gsize bottom =
+          h / 2 ? (gsize)GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(vf.info.finfo, c,
+                                                            h / 2)
+                : 0;
+      rows = MAX(rows, MAX(2 * top - 1, 2 * bottom));
+    }
     gsize row = (gsize)GST_VIDEO_FRAME_COMP_WIDTH(&vf, c) *
                 (gsize)GST_VIDEO_FRAME_COMP_PSTRIDE(&vf, c);
     /* with a meta each plane is mapped apart, else the buffer is one */
@@ -2053,7 +2296,7 @@ static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
   cf_frame fin, fout;
   frame_of(in, &fin);
   frame_of(out, &fout);
-  cf_status s = cf_engine_process_frame(self->engine, &fin, &fout);
+  cf_status s = process_kind(self, self->held_kind, &fin, &fout);
   note_fallback(self);
   if (s != CF_OK) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
@@ -2080,7 +2323,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     self->next_pts = GST_CLOCK_TIME_NONE;
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
-      cf_engine_reset(self->engine);
+      reset_kind(self, KIND_NONE);
     }
     gboolean ok = GST_BASE_TRANSFORM_CLASS(gst_cuda_convolve_parent_class)
                       ->sink_event(trans, event);
@@ -2761,6 +3004,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->qos_proportion = 1.0;
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
+  self->held_kind = KIND_NONE;
   gst_queue_array_set_clear_func(self->inflight, unref_held);
   /* around the base class's chain (set in its instance init, before this) */
   GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);

@@ -602,6 +602,10 @@ static GstBuffer *make_input(ref_rng *r, const gcase *c, int padded)
     for (unsigned p = 0; p < planes; p++) {
       unsigned pw, ph;
       ref2d_plane_size(&c->d, p, w, h, &pw, &ph);
+      /* interlaced 4:2:0: an even number of chroma rows, half of them
+       * each field's (GStreamer's own layout) */
+      if (GST_VIDEO_INFO_IS_INTERLACED(info) && c->d.plane_suby[p])
+        ph += ph % 2;
       stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(info, p) +
                   (gint)(ref_rng_range(r, 1, 13) * c->d.bytes);
       offset[p] = size;
@@ -4460,6 +4464,315 @@ static void test_cuda_memory(void **state)
 }
 #endif
 
+
+/* ------------------------------------------------------------------ */
+/* Interlaced video                                                     */
+
+/* Field `parity` (0 top, 1 bottom) of frame f: every other row of each
+ * plane, from row `parity` (the test's own split, not the element's). */
+static void tfield_of(const cf_frame *f, unsigned parity, cf_frame *out)
+{
+  memset(out, 0, sizeof *out);
+  for (unsigned p = 0; p < 3; p++)
+    if (f->data[p]) {
+      out->data[p] = (uint8_t *)f->data[p] + parity * f->stride[p];
+      out->stride[p] = 2 * f->stride[p];
+    }
+}
+
+/* What an interlaced case expects: the reference's output of each frame
+ * pushed, in order, with the frame and how it was filtered. */
+typedef struct ilwant {
+  GstBuffer *in, *want;
+  GstVideoInfo info; /* the caps it came with */
+  int fields;
+} ilwant;
+
+static void ilwant_free(gpointer data)
+{
+  ilwant *w = data;
+  gst_buffer_unref(w->in);
+  gst_buffer_unref(w->want);
+  g_free(w);
+}
+
+typedef struct ilcase {
+  gcase c;
+  const char *mode; /* interlace-mode of the caps now */
+  /* the references: top field, bottom field (NULL for a frame of one
+   * row), whole frame */
+  ref2d_video *ref[3];
+  int last; /* -1, or whether the last frame was filtered as fields */
+  GQueue want;
+  unsigned out; /* frames out so far */
+} ilcase;
+
+static void il_refs(ilcase *ic)
+{
+  gcase *c = &ic->c;
+  unsigned h = c->cfg.height;
+  unsigned heights[3] = {(h + 1) / 2, h / 2, h};
+  for (unsigned i = 0; i < 3; i++) {
+    ref2d_video_free(ic->ref[i]);
+    ic->ref[i] = NULL;
+    if (!heights[i])
+      continue;
+    cf_video_config cfg = c->cfg;
+    cfg.height = heights[i];
+    ic->ref[i] = ref2d_video_new(&cfg, c->k.t, c->k.kh, c->k.kw, c->k.taps);
+    CHECK(ic->ref[i] != NULL, "reference: out of memory");
+  }
+  ic->last = -1;
+}
+
+/* New caps: progressive, interleaved (either field order) or mixed. The
+ * engines restart (another interlace mode), as the references do. */
+static void il_caps(ilcase *ic, const char *mode)
+{
+  gcase *c = &ic->c;
+  char *s = g_strdup_printf(
+      "video/x-raw,format=%s,width=%u,height=%u,framerate=25/1,"
+      "interlace-mode=%s",
+      c->fmt->gst, c->cfg.width, c->cfg.height, mode);
+  GstCaps *caps = gst_caps_from_string(s);
+  CHECK(caps && gst_video_info_from_caps(&c->info, caps), "bad caps %s", s);
+  gst_caps_unref(caps);
+  gst_harness_set_src_caps_str(c->h, s);
+  g_free(s);
+  ic->mode = mode;
+  add_case("caps %s; ", mode);
+  il_refs(ic);
+}
+
+/* Pull what came out, each against the reference's frame in turn. */
+static void il_pull(ilcase *ic, const char *what)
+{
+  gcase *c = &ic->c;
+  GstBuffer *out;
+  while ((out = gst_harness_try_pull(c->h)) != NULL) {
+    ilwant *w = g_queue_pop_head(&ic->want);
+    CHECK(w != NULL, "%s: output %u, more than the frames pushed", what,
+          ic->out);
+    CHECK(GST_BUFFER_PTS(out) == GST_BUFFER_PTS(w->in),
+          "%s: output %u has pts %" GST_TIME_FORMAT ", want %" GST_TIME_FORMAT,
+          what, ic->out, GST_TIME_ARGS(GST_BUFFER_PTS(out)),
+          GST_TIME_ARGS(GST_BUFFER_PTS(w->in)));
+    GstVideoFrame vin, vout, vwant;
+    CHECK(gst_video_frame_map(&vin, &w->info, w->in, GST_MAP_READ), "map in");
+    CHECK(gst_video_frame_map(&vout, &w->info, out, GST_MAP_READ), "map out");
+    CHECK(gst_video_frame_map(&vwant, &w->info, w->want, GST_MAP_READ),
+          "map want");
+    cf_frame fin, fout, fwant;
+    frame_of(&vin, &fin);
+    frame_of(&vout, &fout);
+    frame_of(&vwant, &fwant);
+    char msg[160];
+    if (!w->fields) {
+      snprintf(msg, sizeof msg, "%s: output %u (a frame)", what, ic->out);
+      compare(c, &fin, &fout, &fwant, msg);
+    } else {
+      for (unsigned parity = 0; parity < 2; parity++) {
+        gcase f = *c; /* compare reads the sizes, components and kernel */
+        f.cfg.height = parity ? c->cfg.height / 2 : (c->cfg.height + 1) / 2;
+        if (!f.cfg.height)
+          continue;
+        cf_frame a, b, e;
+        tfield_of(&fin, parity, &a);
+        tfield_of(&fout, parity, &b);
+        tfield_of(&fwant, parity, &e);
+        snprintf(msg, sizeof msg, "%s: output %u, %s field", what, ic->out,
+                 parity ? "bottom" : "top");
+        compare(&f, &a, &b, &e, msg);
+      }
+    }
+    gst_video_frame_unmap(&vwant);
+    gst_video_frame_unmap(&vout);
+    gst_video_frame_unmap(&vin);
+    ilwant_free(w);
+    gst_buffer_unref(out);
+    ic->out++;
+  }
+}
+
+/* One random frame in; with mixed caps interlaced or not as `interlaced`
+ * says. The reference filters it as the element should: fields apart,
+ * each with the history of its own parity; a progressive frame of mixed
+ * caps whole; a change between the two restarts the history of the
+ * kind it goes to (its last frames came before the other kind's run). */
+static void il_push(ilcase *ic, ref_rng *r, int interlaced, int discont,
+                    const char *what)
+{
+  gcase *c = &ic->c;
+  int fields = strncmp(ic->mode, "interleaved", 11) == 0 ||
+               (!strcmp(ic->mode, "mixed") && interlaced);
+  GstBuffer *in = make_input(r, c, ref_rng_u64(r) % 3 == 0);
+  GstClockTime dur = GST_SECOND / 25;
+  GST_BUFFER_PTS(in) = 1000 + c->n * dur;
+  GST_BUFFER_DURATION(in) = dur;
+  GST_BUFFER_OFFSET(in) = c->n++;
+  if (fields && strcmp(ic->mode, "progressive"))
+    GST_BUFFER_FLAG_SET(in, GST_VIDEO_BUFFER_FLAG_INTERLACED);
+  if (fields && ref_rng_u64(r) % 2)
+    GST_BUFFER_FLAG_SET(in, GST_VIDEO_BUFFER_FLAG_TFF);
+  if (discont) {
+    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+    for (unsigned i = 0; i < 3; i++)
+      if (ic->ref[i])
+        ref2d_video_reset(ic->ref[i]);
+  } else if (ic->last >= 0 && ic->last != fields) {
+    for (unsigned i = fields ? 0 : 2; i < (fields ? 2u : 3u); i++)
+      if (ic->ref[i])
+        ref2d_video_reset(ic->ref[i]);
+  }
+  ic->last = fields;
+  /* the reference, in a frame of the caps' own layout */
+  ilwant *w = g_new0(ilwant, 1);
+  w->in = gst_buffer_ref(in);
+  w->fields = fields;
+  w->info = c->info;
+  w->want = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&c->info), NULL);
+  GstVideoFrame vin, vwant;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vwant, &c->info, w->want, GST_MAP_WRITE),
+        "map want");
+  cf_frame fin, fwant;
+  frame_of(&vin, &fin);
+  frame_of(&vwant, &fwant);
+  if (fields) {
+    for (unsigned parity = 0; parity < 2; parity++)
+      if (ic->ref[parity]) {
+        cf_frame a, b;
+        tfield_of(&fin, parity, &a);
+        tfield_of(&fwant, parity, &b);
+        CHECK(ref2d_video_frame(ic->ref[parity], &a, &b, NULL),
+              "reference failed");
+      }
+  } else {
+    CHECK(ref2d_video_frame(ic->ref[2], &fin, &fwant, NULL),
+          "reference failed");
+  }
+  gst_video_frame_unmap(&vwant);
+  gst_video_frame_unmap(&vin);
+  g_queue_push_tail(&ic->want, w);
+  GstFlowReturn fr = gst_harness_push(c->h, in);
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what,
+        gst_flow_get_name(fr));
+  il_pull(ic, what);
+}
+
+/* A broadcast engineer's interlaced video (interlace-mode interleaved,
+ * either field order, or mixed): each field is filtered as a picture of
+ * its own (its rows every other row of the frame's, the chroma rows of
+ * 4:2:0 too; borders at the field's edges; an odd height's top field one
+ * row more), so that a vertical tap never blends the two fields,
+ * captured 1/50 s apart (the frame was filtered whole: combing smeared
+ * into the picture on motion); a temporal kernel (3D .npy) weighs the
+ * earlier fields of the same parity; with mixed caps the frames without
+ * GST_VIDEO_BUFFER_FLAG_INTERLACED are filtered as frames. Random
+ * formats (GRAY8, RGBA, I420, NV12 first), sizes (odd heights, one row),
+ * kernels, padded strides, pipeline-depth 0..2 (the latency query and
+ * backend-in-use still say D frames), DISCONT, a flush, and caps going
+ * from interlaced to progressive and back (frames of the old caps out
+ * first, each checked against the reference). */
+static void test_interlaced(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 71);
+  static const char *const modes[] = {
+      "interleaved,field-order=top-field-first",
+      "interleaved,field-order=bottom-field-first", "interleaved", "mixed"};
+  static const unsigned first[] = {0, 2, 8, 9}; /* GRAY8 RGBA I420 NV12 */
+  for (unsigned rep = 0; rep < 16; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    set_case("interlaced %u: ", rep);
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
+    g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+    gst_harness_set_upstream_latency(c->h, 0);
+    const gfmt *f = &formats[rep < 8 ? first[rep % 4]
+                                     : ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    if (rep % 4 == 1)
+      h |= 1; /* odd: the top field has a row more */
+    unsigned t = 1 + (unsigned)(ref_rng_u64(&r) % 3), kh, kw;
+    rand_config(c, &r, f, rep % 2);
+    rand_ksides(&r, w, h, t, &kh, &kw);
+    if (kh == 1)
+      kh = 3; /* vertical taps: where the fields would blend */
+    kern_make(&c->k, &r, t, kh, kw, 0);
+    if (t > 1) { /* a 3D .npy, as a temporal kernel comes */
+      char *path = write_npy("il.npy", &c->k, 1);
+      g_object_set(c->h->element, "kernel-file", path, NULL);
+      g_free(path);
+    } else {
+      set_kernel(c->h->element, &c->k);
+    }
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    config_describe(c);
+    add_case("depth %u ", depth);
+    const char *mode = modes[ref_rng_u64(&r) % 4];
+    /* interlaced, progressive, interlaced again (another mode maybe) */
+    for (unsigned seg = 0; seg < 3; seg++) {
+      il_caps(&ic, seg == 1 ? "progressive" : mode);
+      if (seg == 0) {
+        /* D frames of latency, as on progressive video */
+        check_in_use_latency(c, depth);
+        GstQuery *q = gst_query_new_latency();
+        CHECK(gst_pad_peer_query(c->h->sinkpad, q), "latency query failed");
+        gboolean live;
+        GstClockTime min, max;
+        gst_query_parse_latency(q, &live, &min, &max);
+        gst_query_unref(q);
+        CHECK(min == depth * (GST_SECOND / 25),
+              "latency %" GST_TIME_FORMAT " at depth %u, want %u frames",
+              GST_TIME_ARGS(min), depth, depth);
+      }
+      unsigned n = 3 + (unsigned)(ref_rng_u64(&r) % 5);
+      for (unsigned i = 0; i < n; i++) {
+        int interlaced = !strcmp(ic.mode, "mixed")
+                             ? ref_rng_u64(&r) % 3 != 0
+                             : strcmp(ic.mode, "progressive") != 0;
+        il_push(&ic, &r, interlaced, i == n - 1 && seg == 2, "frame");
+      }
+      if (seg == 0 && t > 1) {
+        /* a flush: the frames in flight go, the history restarts */
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_start()),
+              "flush-start");
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_stop(TRUE)),
+              "flush-stop");
+        GstSegment sg;
+        gst_segment_init(&sg, GST_FORMAT_TIME);
+        CHECK(gst_harness_push_event(c->h, gst_event_new_segment(&sg)),
+              "segment");
+        ic.out += g_queue_get_length(&ic.want);
+        g_queue_clear_full(&ic.want, ilwant_free);
+        for (unsigned i = 0; i < 3; i++)
+          if (ic.ref[i])
+            ref2d_video_reset(ic.ref[i]);
+        for (unsigned i = 0; i < 3; i++)
+          il_push(&ic, &r, 1, 0, "frame after a flush");
+      }
+    }
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
+          g_queue_get_length(&ic.want));
+    check_no_bus_errors(c);
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -4522,6 +4835,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_qos_depth, teardown),
       cmocka_unit_test_teardown(test_device_fallback, teardown),
       cmocka_unit_test_teardown(test_meta_tags, teardown),
+      cmocka_unit_test_teardown(test_interlaced, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
