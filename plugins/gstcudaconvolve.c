@@ -34,8 +34,8 @@
  * with). Changes to
  * border, cval, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
- * temporal history restarts), as do caps of another format or size
- * (caps that change only the framerate, pixel aspect ratio or colorimetry
+ * temporal history restarts), as do caps of another format, size or
+ * interlace mode (caps that change only the framerate, pixel aspect ratio or colorimetry
  * keep the engine and its history); the frames the old engine holds are
  * pushed out first, and before any new caps. backend=cuda set while streaming
  * where no device is usable is refused at once (a g_warning, as below:
@@ -67,6 +67,27 @@
  * preset is taken whatever size or sigma is set: a preset that does not
  * use them (the 3x3 ones; sigma for box) leaves them for the presets that
  * do; setting one while such a preset is the kernel is refused.
+ *
+ * Interlaced video (interlace-mode=interleaved, either field order, and
+ * mixed) is filtered field by field: each field (the top one rows 0, 2,
+ * 4, ... of every plane, the bottom one rows 1, 3, ...; the chroma rows
+ * of 4:2:0 alternate between the fields too, as GStreamer lays them out)
+ * is a picture of its own, (h + 1) / 2 and h / 2 rows high, with the
+ * border at its own edges, so that a vertical tap never blends lines
+ * captured at two instants (as AviSynth's SeparateFields().Blur().Weave()).
+ * Each parity has its own engine, and so its own temporal history: a
+ * temporal kernel's taps weigh the earlier fields of the same parity.
+ * With mixed caps a frame without GST_VIDEO_BUFFER_FLAG_INTERLACED is
+ * progressive and filtered whole, by a third engine; a frame of the other
+ * kind than the one before pushes the frames in flight out first (at
+ * pipeline-depth D > 0) and starts the temporal history of its kind anew
+ * (its last frames came before the other kind's run). The latency stays
+ * D frames. Caps that change the interlace mode rebuild the engines.
+ * interlace-mode=alternate (one field per buffer, caps feature
+ * format:Interlaced) is not taken: the pads do not carry that feature, so
+ * linking or negotiation fails ("neither element can handle caps");
+ * convert upstream (e.g. interlace or videoconvert to interleaved), or
+ * deinterlace first.
  *
  * Negotiation offers only the formats the components fit: with
  * components=luma a YUV or gray format, with components=gb an RGB one, so
@@ -1922,7 +1943,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
       GST_VIDEO_INFO_FORMAT(was) != GST_VIDEO_INFO_FORMAT(in_info) ||
       GST_VIDEO_INFO_WIDTH(was) != GST_VIDEO_INFO_WIDTH(in_info) ||
       GST_VIDEO_INFO_HEIGHT(was) != GST_VIDEO_INFO_HEIGHT(in_info) ||
-      GST_VIDEO_INFO_INTERLACE_MODE(was) != GST_VIDEO_INFO_INTERLACE_MODE(in_info);
+      GST_VIDEO_INFO_INTERLACE_MODE(was) !=
+          GST_VIDEO_INFO_INTERLACE_MODE(in_info);
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);
