@@ -8,7 +8,15 @@
     installed cudafilter-1.0.pc (--cflags, and --static --libs resolving);
   - every function the headers declare called from C and from C++ by its
     plain (extern "C") name, and libcudafilter exporting exactly those;
-  - libcudafilter.so -> .so.0 -> .so.X.Y.Z, SONAME libcudafilter.so.0;
+  - libcudafilter.so -> .so.0 -> .so.X.Y.Z, SONAME libcudafilter.so.0
+    (default_library shared or both);
+  - libcudafilter.a (static or both) with none of its internal functions
+    visible, and the .pc's --static --libs enough to link it;
+  - a small application filtering a signal through the installed
+    library, checked against a plain convolution: linked with pkg-config
+    --libs against the .so (shared, both), and with --static --libs
+    against libcudafilter.a alone (static, both);
+  - the GStreamer plugin exporting no cf_* function;
   - the programs and the GStreamer plugin finding libcudafilter where it
     was installed (RUNPATH), outside the prefix /usr the loader searches;
   - a manual page for every program in bindir.
@@ -48,6 +56,117 @@ def elf_dynamic(path):
     runpath = re.findall(r'\((?:RUNPATH|RPATH)\).*\[(.*)\]', out)
     soname = re.findall(r'\(SONAME\).*\[(.*)\]', out)
     return needed, ':'.join(runpath).split(':') if runpath else [], soname
+
+# An application of the installed library: a signal through a CPU engine
+# (an FFT path: FFTW's plans, worker threads) in uneven pieces, drained,
+# against a plain convolution in double.
+CONSUMER = r"""
+#include <cudafilter/cudafilter.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define N 3000
+#define L 100
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;
+static float uni(void)
+{
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng >> 40) / 16777216.0 * 2.0 - 1.0);
+}
+
+int main(void)
+{
+  static float x[N], h[L], y[N + 4096];
+  cf_kernel *k = NULL;
+  cf_engine *e = NULL;
+  cf_audio_config cfg;
+  size_t i, n, got = 0;
+  double worst = 0, scale = 0;
+  for (i = 0; i < N; i++)
+    x[i] = uni();
+  for (i = 0; i < L; i++)
+    scale += fabs(h[i] = uni());
+  cf_audio_config_init(&cfg);
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.algorithm = CF_ALGO_FFT_UNIFORM;
+  cfg.block_size = 64;
+  cfg.threads = 2;
+  if (cf_kernel_new_shared(h, L, &k) != CF_OK ||
+      cf_engine_new_audio(&cfg, k, &e) != CF_OK) {
+    fprintf(stderr, "engine: %s\n", cf_last_error());
+    return 1;
+  }
+  for (i = 0; i < N; i += n, got += n) {
+    n = N - i < 37 ? N - i : 37;
+    if (cf_engine_process(e, x + i, y + got, n) != CF_OK) {
+      fprintf(stderr, "process: %s\n", cf_last_error());
+      return 1;
+    }
+  }
+  n = cf_engine_tail(e);
+  if (n != cf_engine_latency(e) + L - 1 || got + n > sizeof y / sizeof *y ||
+      cf_engine_drain(e, y + got, n, &n) != CF_OK) {
+    fprintf(stderr, "drain: %s\n", cf_last_error());
+    return 1;
+  }
+  for (i = 0; i < N + L - 1; i++) {
+    double want = 0;
+    size_t j;
+    for (j = 0; j < L; j++)
+      if (i >= j && i - j < N)
+        want += (double)h[j] * x[i - j];
+    want -= y[i + cf_engine_latency(e)];
+    if (fabs(want) > worst)
+      worst = fabs(want);
+  }
+  printf("%s: %zu frames, worst error %.3g of %.3g\n", cf_engine_describe(e),
+         (size_t)N, worst, scale);
+  cf_engine_free(e);
+  cf_kernel_free(k);
+  return worst <= 1e-5 * scale ? 0 : 2;
+}
+"""
+
+
+def consumer(cc, tmp, env, static, libdir):
+    """Build CONSUMER against the installed .pc (static: --static --libs,
+    libcudafilter.a asked for by its file name) and run it; its failure."""
+    kind = 'static' if static else 'shared'
+    src = os.path.join(tmp, 'consumer.c')
+    with open(src, 'w') as f:
+        f.write(CONSUMER)
+    flags = []
+    for a in (['--cflags'], ['--static', '--libs'] if static else ['--libs']):
+        r = run(['pkg-config'] + a + ['cudafilter-1.0'], env=env)
+        if r.returncode:
+            return 'pkg-config %s cudafilter-1.0: %s' % (' '.join(a),
+                                                        r.stdout.strip())
+        flags.append(r.stdout.split())
+    libs = flags[1]
+    if static:
+        # where both are installed the linker takes the .so for
+        # -lcudafilter: ask for the archive by its name
+        libs = ['-l:libcudafilter.a' if a == '-lcudafilter' else a
+                for a in libs]
+    exe = os.path.join(tmp, 'consumer-' + kind)
+    r = run(cc + ['-std=c11', '-Wall', '-Werror'] + flags[0] +
+            [src, '-o', exe] + libs + ['-lm'])
+    if r.returncode:
+        return 'a %s application of the installed .pc (%s) does not ' \
+            'link:\n%s' % (kind, ' '.join(libs), r.stdout)
+    needed = elf_dynamic(exe)[0]
+    if static and any(n.startswith('libcudafilter') for n in needed):
+        return 'the static application needs %s' % needed
+    if not static and 'libcudafilter.so.0' not in needed:
+        return 'the shared application does not need libcudafilter.so.0 ' \
+            '(%s)' % needed
+    r = run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+    print('%s application: %s' % (kind, r.stdout.strip()))
+    if r.returncode:
+        return 'the %s application of the installed library: exit %d:\n%s' \
+            % (kind, r.returncode, r.stdout)
+    return None
 
 
 def main():
@@ -109,6 +228,7 @@ def main():
         pcdir = D(os.path.join(libdir, 'pkgconfig'))
         pc = os.path.join(pcdir, 'cudafilter-1.0.pc')
         cflags = ['-I' + D(incdir)]
+        pc_env = None
         if not os.path.exists(pc):
             bad.append('no %s' % pc[len(dest):])
         elif not shutil.which('pkg-config'):
@@ -117,6 +237,7 @@ def main():
             env = dict(os.environ, PKG_CONFIG_PATH=pcdir,
                        PKG_CONFIG_SYSROOT_DIR=dest)
             env.pop('PKG_CONFIG_LIBDIR', None)
+            pc_env = env
             for a in (['--cflags'], ['--libs'], ['--static', '--libs']):
                 r = run(['pkg-config'] + a + ['cudafilter-1.0'], env=env)
                 if r.returncode:
@@ -167,34 +288,65 @@ def main():
                            (lang, ', '.join(wrong[:8])))
 
         # the library: its links, its name, what it exports
-        lib = D(os.path.join(libdir, 'libcudafilter.so'))
-        ver = opts.get('version') or json.load(open(os.path.join(
-            build, 'meson-info', 'intro-projectinfo.json')))['version']
-        chain = [os.path.basename(lib), 'libcudafilter.so.0',
-                 'libcudafilter.so.' + ver]
-        for a, b in zip(chain, chain[1:]):
-            p = os.path.join(os.path.dirname(lib), a)
-            if not os.path.islink(p) or os.readlink(p) != b:
-                bad.append('%s is not a link to %s' % (a, b))
-        real = os.path.join(os.path.dirname(lib), chain[-1])
-        if os.path.isfile(real):
-            if elf_dynamic(real)[2] != ['libcudafilter.so.0']:
-                bad.append('SONAME %s' % elf_dynamic(real)[2])
-            out = run(['nm', '-D', '--defined-only', real]).stdout
-            exported = set(ln.split()[-1] for ln in out.splitlines()
-                           if len(ln.split()) == 3)
-            exported -= {'_init', '_fini', '__bss_start', '_edata', '_end'}
-            leaked = sorted(exported - names)
+        kinds = {'shared': ['shared'], 'static': ['static'],
+                 'both': ['shared', 'static']}[opts['default_library']]
+        archive = D(os.path.join(libdir, 'libcudafilter.a'))
+        if 'static' in kinds and not os.path.isfile(archive):
+            bad.append('default_library=%s installs no %s' %
+                       (opts['default_library'], archive[len(dest):]))
+        if 'static' not in kinds and os.path.exists(archive):
+            bad.append('default_library=shared installs %s' %
+                       archive[len(dest):])
+        if 'static' in kinds and os.path.isfile(archive):
+            # the archive's global functions that a program can reach: the
+            # declared ones (-fvisibility=hidden keeps the rest inside the
+            # program or plugin that links them in)
+            out = run(['readelf', '-sW', archive]).stdout
+            visible = set()
+            for ln in out.splitlines():
+                f = ln.split()
+                if len(f) >= 8 and f[4] in ('GLOBAL', 'WEAK') and \
+                        f[5] == 'DEFAULT' and f[6] != 'UND':
+                    visible.add(f[7])
+            leaked = sorted(v for v in visible - names
+                            if not v.startswith('__cuda'))
             if leaked:
-                bad.append('libcudafilter exports %d symbols no header '
-                           'declares: %s' % (len(leaked),
-                                             ', '.join(leaked[:12])))
-            missing = sorted(names - exported)
+                bad.append('libcudafilter.a holds %d visible symbols no '
+                           'header declares: %s' % (len(leaked),
+                                                    ', '.join(leaked[:12])))
+            missing = sorted(names - visible)
             if missing:
-                bad.append('declared but not exported (a link error): %s' %
+                bad.append('declared but not in libcudafilter.a: %s' %
                            ', '.join(missing))
-        else:
-            bad.append('no %s' % real[len(dest):])
+        if 'shared' in kinds:
+            lib = D(os.path.join(libdir, 'libcudafilter.so'))
+            ver = opts.get('version') or json.load(open(os.path.join(
+                build, 'meson-info', 'intro-projectinfo.json')))['version']
+            chain = [os.path.basename(lib), 'libcudafilter.so.0',
+                     'libcudafilter.so.' + ver]
+            for a, b in zip(chain, chain[1:]):
+                p = os.path.join(os.path.dirname(lib), a)
+                if not os.path.islink(p) or os.readlink(p) != b:
+                    bad.append('%s is not a link to %s' % (a, b))
+            real = os.path.join(os.path.dirname(lib), chain[-1])
+            if os.path.isfile(real):
+                if elf_dynamic(real)[2] != ['libcudafilter.so.0']:
+                    bad.append('SONAME %s' % elf_dynamic(real)[2])
+                out = run(['nm', '-D', '--defined-only', real]).stdout
+                exported = set(ln.split()[-1] for ln in out.splitlines()
+                               if len(ln.split()) == 3)
+                exported -= {'_init', '_fini', '__bss_start', '_edata', '_end'}
+                leaked = sorted(exported - names)
+                if leaked:
+                    bad.append('libcudafilter exports %d symbols no header '
+                               'declares: %s' % (len(leaked),
+                                                 ', '.join(leaked[:12])))
+                missing = sorted(names - exported)
+                if missing:
+                    bad.append('declared but not exported (a link error): %s' %
+                               ', '.join(missing))
+            else:
+                bad.append('no %s' % real[len(dest):])
 
         # programs and plugin: find the library where it was installed
         search = prefix not in ('/usr', '/')
@@ -215,6 +367,26 @@ def main():
             page = D(os.path.join(mandir, 'man1', os.path.basename(f) + '.1'))
             if not os.path.exists(page):
                 bad.append('no manual page %s' % page[len(dest):])
+
+        # the plugin: a module, exporting GStreamer's entry points and none
+        # of the library's functions (default_library=static: it holds
+        # them)
+        for f in glob.glob(D(os.path.join(libdir, 'gstreamer-1.0', '*.so'))):
+            out = run(['nm', '-D', '--defined-only', f]).stdout
+            cf = sorted(ln.split()[-1] for ln in out.splitlines()
+                        if ln.split() and ln.split()[-1].startswith('cf_'))
+            if cf:
+                bad.append('%s exports %s' % (f[len(dest):],
+                                              ', '.join(cf[:8])))
+
+        # applications of the installed library, as built
+        if pc_env is None:
+            print('skipped: the applications (no pkg-config)')
+        else:
+            for kind in kinds:
+                err = consumer(cc, tmp, pc_env, kind == 'static', D(libdir))
+                if err:
+                    bad.append(err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
