@@ -129,16 +129,21 @@ int main(void)
 """
 
 
-def consumer(cc, tmp, env, static, libdir):
+def consumer(cc, tmp, env, static, libdir, prefix):
     """Build CONSUMER against the installed .pc (static: --static --libs,
-    libcudafilter.a asked for by its file name) and run it; its failure."""
+    libcudafilter.a asked for by its file name) and run it; its failure.
+    The .pc's prefix moved to the staged one (prefix), not a sysroot: that
+    would move the paths of the other libraries it names (cudart's -L)."""
     kind = 'static' if static else 'shared'
+    env = dict(env)
+    env.pop('PKG_CONFIG_SYSROOT_DIR', None)
     src = os.path.join(tmp, 'consumer.c')
     with open(src, 'w') as f:
         f.write(CONSUMER)
     flags = []
     for a in (['--cflags'], ['--static', '--libs'] if static else ['--libs']):
-        r = run(['pkg-config'] + a + ['cudafilter-1.0'], env=env)
+        r = run(['pkg-config', '--define-variable=prefix=' + prefix] + a +
+                ['cudafilter-1.0'], env=env)
         if r.returncode:
             return 'pkg-config %s cudafilter-1.0: %s' % (' '.join(a),
                                                         r.stdout.strip())
@@ -308,8 +313,7 @@ def main():
                 if len(f) >= 8 and f[4] in ('GLOBAL', 'WEAK') and \
                         f[5] == 'DEFAULT' and f[6] != 'UND':
                     visible.add(f[7])
-            leaked = sorted(v for v in visible - names
-                            if not v.startswith('__cuda'))
+            leaked = sorted(visible - names)
             if leaked:
                 bad.append('libcudafilter.a holds %d visible symbols no '
                            'header declares: %s' % (len(leaked),
@@ -384,7 +388,8 @@ def main():
             print('skipped: the applications (no pkg-config)')
         else:
             for kind in kinds:
-                err = consumer(cc, tmp, pc_env, kind == 'static', D(libdir))
+                err = consumer(cc, tmp, pc_env, kind == 'static', D(libdir),
+                               D(prefix))
                 if err:
                     bad.append(err)
     finally:
