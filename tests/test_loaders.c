@@ -716,6 +716,11 @@ static void test_npy_bad_magic(void **state)
   memcpy(p, "\x93NUMPY\x04\x00", 8);
   write_bytes(path, p, n);
   expect_npy_error(path, "version 4.0");
+  /* numpy writes and reads 1.0, 2.0 and 3.0 only: a minor version is
+   * another format (it passed as 1.0) */
+  memcpy(p, "\x93NUMPY\x01\x01", 8);
+  write_bytes(path, p, n);
+  expect_npy_error(path, "version 1.1");
   write_bytes(path, p, 7);
   expect_npy_error(path, "too short");
   free(p);
@@ -766,6 +771,37 @@ static void test_npy_absurd_shape(void **state)
   const char *path = write_raw_npy("huge.npy", 2, "<f4", "(64, 64, 244141)",
                                    16);
   expect_npy_error(path, "expected 4000006144 bytes, the file has 16");
+}
+
+/* Shapes at the limits load, random values checked: 256 channels
+ * (CF_MAX_CHANNELS) per-channel and as a matrix's side, 4096 kernels
+ * (CF_KERNEL_MAX_COUNT) as a matrix; one more kernel is refused by the
+ * loader, naming its limit. */
+static void test_npy_limit_edges(void **state)
+{
+  (void)state;
+  static const npy_spec edges[] = {
+      {2, {CF_MAX_CHANNELS, 0}, 4, '<', 0, 1},
+      {3, {1, CF_MAX_CHANNELS, 0}, 8, '>', 1, 2},
+      {3, {CF_KERNEL_MAX_COUNT / CF_MAX_CHANNELS, CF_MAX_CHANNELS, 0}, 4,
+       '<', 0, 3},
+  };
+  for (size_t e = 0; e < sizeof edges / sizeof *edges; e++) {
+    npy_spec sp = edges[e];
+    sp.dims[sp.ndim - 1] = ref_rng_range(&rng, 1, 3);
+    double *v = random_values(&sp);
+    const char *path = fixture("edge.npy");
+    write_npy(path, &sp, v);
+    cf_kernel *k;
+    expect_ok(cf_kernel_load(path, 0, &k), path);
+    expect_npy_kernel(k, &sp, v);
+    cf_kernel_free(k);
+    free(v);
+  }
+  /* 17 x 241 = 4097 kernels, each side within the channel limit */
+  const char *path = write_raw_npy("edge.npy", 1, "<f4", "(17, 241, 1)",
+                                   4097 * 4);
+  expect_npy_error(path, "4097 kernels, more than the limit of 4096");
 }
 
 static void test_npy_header_syntax(void **state)
@@ -1031,6 +1067,10 @@ static void fill_frame(AVFrame *fr, float *const *x, size_t at)
       float v = x[c][at + (size_t)i];
       if (fr->format == AV_SAMPLE_FMT_S16)
         ((int16_t *)fr->data[0])[i * ch + c] = to_s16(v);
+      else if (fr->format == AV_SAMPLE_FMT_U8) /* x already on its grid */
+        fr->data[0][i * ch + c] = (uint8_t)(lrintf(v * 128.0f) + 128);
+      else if (fr->format == AV_SAMPLE_FMT_DBL)
+        ((double *)fr->data[0])[i * ch + c] = v;
       else
         ((float *)fr->data[0])[i * ch + c] = v;
     }
@@ -1427,23 +1467,64 @@ static void test_audio_resample_edges(void **state)
 #endif
 }
 
+/* Unsigned 8-bit samples resampled: the silence fed around the kernel
+ * is 0x80 (0.0), not 0x00 (-1.0). The same values written as float32
+ * give the reference: every tap alike. */
+static void test_audio_u8_resampled(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  static const int pairs[][2] = {{48000, 44100}, {8000, 48000},
+                                 {44100, 22050}};
+  for (unsigned ch = 1; ch <= 2; ch++) {
+    const int *r = pairs[ref_rng_range(&rng, 0, 2)];
+    size_t n = ref_rng_range(&rng, 1, 3000);
+    float **x = random_channels((int)ch, n);
+    for (unsigned c = 0; c < ch; c++)
+      for (size_t i = 0; i < n; i++) /* on the 8-bit grid: -1 .. 127/128 */
+        x[c][i] = (float)((double)ref_rng_range(&rng, 0, 255) - 128.0) / 128.0f;
+    const char *u8 = fixture("u8.wav"), *f32 = fixture("u8-as-f32.wav");
+    write_audio(u8, AV_CODEC_ID_PCM_U8, AV_SAMPLE_FMT_U8, r[0], (int)ch, x, n);
+    write_audio(f32, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, r[0], (int)ch,
+                x, n);
+    free_channels(x, (int)ch);
+    cf_kernel *k, *want;
+    expect_ok(cf_kernel_load(u8, (unsigned)r[1], &k), u8);
+    expect_ok(cf_kernel_load(f32, (unsigned)r[1], &want), f32);
+    assert_int_equal(cf_kernel_count(k), ch);
+    for (unsigned c = 0; c < ch; c++) {
+      size_t m;
+      const float *w = cf_kernel_taps(want, c, &m);
+      assert_int_equal(m, resampled_len(n, (size_t)r[0], (size_t)r[1]));
+      expect_taps(k, c, w, m, 1e-6);
+    }
+    cf_kernel_free(k);
+    cf_kernel_free(want);
+  }
+#endif
+}
+
 static void test_audio_nonfinite(void **state)
 {
   (void)state;
   SKIP_WITHOUT_LIBAV();
 #ifdef CF_TEST_HAVE_LIBAV
-  size_t n = ref_rng_range(&rng, 10, 5000);
-  float **x = random_channels(2, n);
-  size_t c = ref_rng_range(&rng, 0, 1), i = ref_rng_range(&rng, 0, n - 1);
-  x[c][i] = ref_rng_range(&rng, 0, 1) ? NAN : -INFINITY;
-  const char *path = fixture("nan.wav");
-  write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 48000, 2, x, n);
-  char key[96];
-  snprintf(key, sizeof key, "channel %zu, sample %zu is %s", c, i,
-           isnan(x[c][i]) ? "NaN" : "infinite");
-  free_channels(x, 2);
-  cf_kernel *k;
-  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, key);
+  for (int f64 = 0; f64 < 2; f64++) { /* float, double samples */
+    size_t n = ref_rng_range(&rng, 10, 5000);
+    float **x = random_channels(2, n);
+    size_t c = ref_rng_range(&rng, 0, 1), i = ref_rng_range(&rng, 0, n - 1);
+    x[c][i] = ref_rng_range(&rng, 0, 1) ? NAN : -INFINITY;
+    const char *path = fixture("nan.wav");
+    write_audio(path, f64 ? AV_CODEC_ID_PCM_F64LE : AV_CODEC_ID_PCM_F32LE,
+                f64 ? AV_SAMPLE_FMT_DBL : AV_SAMPLE_FMT_FLT, 48000, 2, x, n);
+    char key[96];
+    snprintf(key, sizeof key, "channel %zu, sample %zu is %s", c, i,
+             isnan(x[c][i]) ? "NaN" : "infinite");
+    free_channels(x, 2);
+    cf_kernel *k;
+    expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, key);
+  }
 #endif
 }
 
@@ -1485,6 +1566,28 @@ static void test_audio_truncated(void **state)
   const char *msg = cf_last_error();
   expect_error(s, &k, CF_E_FORMAT, path,
                strstr(msg, "truncated") ? "truncated" : "decoding audio");
+  /* STREAMINFO stating one sample more than the frames hold (its 36-bit
+   * count at bytes 21..25) */
+  n = ref_rng_range(&rng, 100, 5000);
+  x = random_channels(1, n);
+  write_audio(path, AV_CODEC_ID_FLAC, AV_SAMPLE_FMT_S16, 44100, 1, x, n);
+  free_channels(x, 1);
+  size_t len;
+  unsigned char *b = read_bytes(path, &len);
+  assert_true(len > 42 && !memcmp(b, "fLaC", 4) && (b[4] & 0x7f) == 0);
+  uint64_t total = (uint64_t)(b[21] & 0x0f) << 32 | (uint64_t)b[22] << 24 |
+                   (uint64_t)b[23] << 16 | (uint64_t)b[24] << 8 | b[25];
+  assert_int_equal(total, n);
+  total++;
+  b[21] = (unsigned char)((b[21] & 0xf0) | (total >> 32));
+  for (int i = 0; i < 4; i++)
+    b[22 + i] = (unsigned char)(total >> (24 - 8 * i));
+  write_bytes(path, b, len);
+  free(b);
+  char key[96];
+  snprintf(key, sizeof key, "the header says %zu samples, the file holds %zu",
+           n + 1, n);
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path, key);
 #endif
 }
 
@@ -1571,7 +1674,8 @@ static unsigned char *put_int(unsigned char *p, uint64_t v, int bytes, bool be)
 #endif
 
 /* Valid WAV files libav 5.1 decodes as noise without a word: RIFX (the
- * big-endian WAV: its samples were read as little-endian) and
+ * big-endian WAV, 16, 24 or 32 bits: its samples were read as
+ * little-endian; cut short, refused as a RIFF file is) and
  * WAVE_FORMAT_EXTENSIBLE PCM of 24 valid bits in 32-bit containers
  * (taken for 24-bit floats: a NaN tap, or a false "truncated"). Every tap
  * against the file's integers in float64. */
@@ -1580,11 +1684,11 @@ static void test_audio_wav_libav_misreads(void **state)
   (void)state;
   SKIP_WITHOUT_LIBAV();
 #ifdef CF_TEST_HAVE_LIBAV
-  for (int kind = 0; kind < 3; kind++) /* RIFX 16, RIFX 24, 24 in 32 */
+  for (int kind = 0; kind < 4; kind++) /* RIFX 16, 24, 24 in 32, RIFX 32 */
     for (unsigned ch = 1; ch <= 4; ch++) {
-      bool be = kind < 2, ext = kind == 2;
+      bool be = kind != 2, ext = kind == 2;
       int bytes = kind == 0 ? 2 : kind == 1 ? 3 : 4;
-      int bits = kind == 0 ? 16 : 24;
+      int bits = kind == 0 ? 16 : kind == 3 ? 32 : 24;
       size_t n = ref_rng_range(&rng, 1, 3000);
       size_t data = n * ch * (size_t)bytes;
       size_t fmt = ext ? 40 : 16, total = 12 + 8 + fmt + 8 + data;
@@ -1613,8 +1717,9 @@ static void test_audio_wav_libav_misreads(void **state)
       memcpy(p, "data", 4);
       p = put_int(p + 4, data, 4, be);
       for (size_t i = 0; i < n * ch; i++) {
-        x[i] = (int32_t)ref_rng_range(&rng, 0, ((uint64_t)1 << bits) - 1) -
-               (int32_t)(1 << (bits - 1));
+        x[i] = (int32_t)((int64_t)ref_rng_range(&rng, 0,
+                                                ((uint64_t)1 << bits) - 1) -
+                         ((int64_t)1 << (bits - 1)));
         /* 24 valid bits in 32: the high ones (left-justified) */
         uint64_t v = (uint32_t)x[i] << (ext ? 8 : 0);
         p = put_int(p, v, bytes, be);
@@ -1629,10 +1734,16 @@ static void test_audio_wav_libav_misreads(void **state)
       float *want = malloc(n * sizeof *want);
       for (unsigned c = 0; c < ch; c++) {
         for (size_t i = 0; i < n; i++)
-          want[i] = (float)((double)x[i * ch + c] / (double)(1 << (bits - 1)));
+          want[i] = (float)((double)x[i * ch + c] /
+                            (double)((int64_t)1 << (bits - 1)));
         expect_taps(k, c, want, n, 0.0);
       }
       cf_kernel_free(k);
+      if (be) { /* a few bytes short of the header's data size */
+        truncate_file(path, total - ref_rng_range(&rng, 1, data < 8 ? data : 8));
+        expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+                     "truncated: the WAV header says");
+      }
       free(want);
       free(x);
       free(w);
@@ -1681,6 +1792,11 @@ static void test_audio_rates(void **state)
   write_wav(path, 1, 48000, x, 16);
   expect_error(cf_kernel_load(path, 187, &k), &k, CF_E_INVALID, path,
                "cannot resample 48000 Hz to 187 Hz: more than 256x down");
+  /* exactly 256x down is within the limit, as 256x up is */
+  write_wav(path, 1, 256000, x, 16);
+  expect_ok(cf_kernel_load(path, 1000, &k), path);
+  assert_int_equal(cf_kernel_max_len(k), resampled_len(16, 256000, 1000));
+  cf_kernel_free(k);
   /* libswresample converts at most 64 channels: 65 were an internal
    * error ("cannot set up the audio resampler: Invalid argument") */
   write_wav(path, 65, 48000, x, 8);
@@ -1799,6 +1915,7 @@ int main(void)
       cmocka_unit_test(test_npy_bad_magic),
       cmocka_unit_test(test_npy_dtypes),
       cmocka_unit_test(test_npy_absurd_shape),
+      cmocka_unit_test(test_npy_limit_edges),
       cmocka_unit_test(test_npy_header_syntax),
       cmocka_unit_test(test_npy_nonfinite),
       cmocka_unit_test(test_npy_fuzz),
@@ -1811,6 +1928,7 @@ int main(void)
       cmocka_unit_test(test_audio_resample),
       cmocka_unit_test(test_audio_resample_gain),
       cmocka_unit_test(test_audio_resample_edges),
+      cmocka_unit_test(test_audio_u8_resampled),
       cmocka_unit_test(test_audio_nonfinite),
       cmocka_unit_test(test_audio_truncated),
       cmocka_unit_test(test_audio_wav_streamed),
