@@ -381,7 +381,8 @@ static const char *const algorithms[] = {"auto", "direct", "fft-uniform",
 static void fir_case(ref_rng *r, int index)
 {
   static const char *const routings[] = {"shared", "per-channel", "matrix"};
-  int routing = (int)ref_rng_range(r, 0, 2);
+  /* case 0: a matrix read from per-channel kernels (flat, below) */
+  int routing = index == 0 ? 2 : (int)ref_rng_range(r, 0, 2);
   unsigned cin = (unsigned)ref_rng_range(r, 1, 4);
   unsigned cout = routing == 2 ? (unsigned)ref_rng_range(r, 1, 4) : cin;
   unsigned count = routing == 0 ? 1 : routing == 1 ? cin : cout * cin;
@@ -414,6 +415,9 @@ static void fir_case(ref_rng *r, int index)
   char kpath[PATH_MAX], name[64];
   int text = routing == 0 && ref_rng_u64(r) % 2;
   int f64 = (int)(ref_rng_u64(r) % 2);
+  /* a matrix as cout x cin per-channel kernels, output-major (a 2D .npy,
+   * as a true-stereo WAV holds them), read with --routing matrix */
+  int flat = routing == 2 && (index == 0 || ref_rng_u64(r) % 2);
   snprintf(name, sizeof name, "fir%d.%s", index, text ? "txt" : "npy");
   tmp_path(kpath, sizeof kpath, name);
   size_t shape[3];
@@ -422,8 +426,8 @@ static void fir_case(ref_rng *r, int index)
   } else if (routing == 0) {
     shape[0] = len;
     write_npy(kpath, f64, shape, 1, h);
-  } else if (routing == 1) {
-    shape[0] = cin;
+  } else if (routing == 1 || flat) {
+    shape[0] = count;
     shape[1] = len;
     write_npy(kpath, f64, shape, 2, h);
   } else {
@@ -440,7 +444,7 @@ static void fir_case(ref_rng *r, int index)
                           "--block", bbuf, "--algorithm", algo, "-v",
                           "--backend", "cpu"};
   int na = 13;
-  if (ref_rng_u64(r) % 2) {
+  if (ref_rng_u64(r) % 2 || flat) {
     args[na++] = "--routing";
     args[na++] = routings[routing];
   }
@@ -456,9 +460,10 @@ static void fir_case(ref_rng *r, int index)
            "case %d: %s%s, %u in, %u out, %zu taps, "
            "%zu frames, block %u, %s%s, pipeline-depth %u",
            index, routings[routing],
-           text  ? " (text)"
-           : f64 ? " (npy f8)"
-                 : " (npy f4)",
+           text   ? " (text)"
+           : flat ? " (npy as per-channel kernels)"
+           : f64  ? " (npy f8)"
+                  : " (npy f4)",
            cin, cout, len, n, block, algo, drain ? ", drain" : "", depth);
   printf("%s\n", what);
 
@@ -629,6 +634,14 @@ static void test_fir_bad_input(void **state)
     fail_msg("a WAV file in: status %d, %zu bytes out, stderr: %s",
              res.status, res.out_len, res.err);
   result_free(&res);
+  /* RF64, the WAV of files past 4 GiB (ffmpeg -rf64 auto) */
+  memcpy(riff, "RF64\xff\xff\xff\xffWAVEds64", 16);
+  run_cli(args, riff, sizeof riff, &r, 1, 0, &res);
+  if (res.status != 1 || res.out_len != 0 ||
+      !strstr(res.err, "standard input is a WAV file: fir reads raw float32"))
+    fail_msg("an RF64 WAV file in: status %d, %zu bytes out, stderr: %s",
+             res.status, res.out_len, res.err);
+  result_free(&res);
   /* one NaN or infinity at a random sample: said once, naming it */
   size_t n = ref_rng_range(&r, 200, 3000);
   float *x = malloc(2 * n * sizeof *x);
@@ -716,7 +729,7 @@ static void test_usage_errors(void **state)
   expect(unknown, 2, "--bogus");
   const char *zero[] = {NULL, "fir", "--kernel", kpath, "--channels", "0",
                         NULL};
-  expect(zero, 2, "--channels");
+  expect(zero, 2, "--channels: 0 is out of range 1..256");
   const char *nokernel[] = {NULL, "fir", "--channels", "2", NULL};
   expect(nokernel, 2, "--kernel");
   const char *badnum[] = {NULL, "fir", "--kernel", kpath, "--channels", "2",
@@ -733,6 +746,13 @@ static void test_usage_errors(void **state)
   const char *maxblock[] = {NULL, "fir", "--kernel", kpath, "--channels",
                             "2", "--block", "65536", NULL};
   expect(maxblock, 0, NULL);
+  /* --rate's range is the loaders' (an audio kernel file's rate) */
+  const char *maxrate[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                           "1", "--rate", "1000000", NULL};
+  expect(maxrate, 0, NULL);
+  const char *bigrate[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                           "1", "--rate", "1000001", NULL};
+  expect(bigrate, 2, "--rate: 1000001 is out of range 1..1000000");
   const char *negative[] = {NULL, "fir", "--kernel", kpath, "--channels",
                             "-1", NULL};
   expect(negative, 2, "--channels");
@@ -2104,6 +2124,32 @@ static void test_apply_clip(void **state)
     assert_int_equal(access(outp, F_OK), -1);
     assert_no_part_files();
   }
+  /* Samples at full scale, +1 and -1, are not beyond it: written as
+   * they are, no clipping said (two were counted clipped: QA mutant) */
+  ref_rng_fill(&r, x, 64);
+  for (size_t i = 0; i < 64; i++)
+    x[i] *= 0.5f;
+  size_t at = ref_rng_range(&r, 0, 31);
+  x[at] = 1.0f;
+  x[32 + at] = -1.0f;
+  write_wav(inp, W_F32, 8000, 1, x, 64);
+  float one = 1.0f;
+  write_text_kernel(kpath, &one, 1);
+  unlink(outp);
+  const char *full[] = {NULL, "apply", "-q", "-k", kpath, "--backend", "cpu",
+                        "-c", "pcm_s16le", inp, outp, NULL};
+  result res;
+  run_simple(full, &res);
+  if (res.status != 0 || strstr(res.err, "clipped"))
+    fail_msg("samples at full scale: exit %d, stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  wav w;
+  read_wav(outp, &w);
+  assert_int_equal(w.frames, 64);
+  assert_true(w.x[at] == 32767.0 && w.x[32 + at] == -32768.0);
+  free(w.x);
+  unlink(outp);
   unlink(inp);
   unlink(kpath);
 #else
