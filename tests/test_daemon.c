@@ -530,7 +530,9 @@ static void test_audio_reference(void **state)
    * without a sample lost or repeated */
   for (int round = 0; round < 5; round++) {
     int fallback = round == 4;
-    unsigned rate = rates[ref_rng_range(&rng, 0, 4)];
+    /* round 0 at the default rate, its key left out (as channels where
+     * they are 2, the default): QA mutant, a default of 44100 passed */
+    unsigned rate = round == 0 ? 48000 : rates[ref_rng_range(&rng, 0, 4)];
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 3);
     unsigned block = (unsigned)ref_rng_range(&rng, 0, 1)
                          ? (unsigned)ref_rng_range(&rng, 8, 700)
@@ -571,14 +573,20 @@ static void test_audio_reference(void **state)
     write_asoundrc(in, out);
     char conf[600]; /* fixture() reuses its buffers */
     snprintf(conf, sizeof conf, "%s", fixture("a.conf"));
+    char rate_key[32] = "", ch_key[32] = "";
+    if (round)
+      snprintf(rate_key, sizeof rate_key, "rate = %u\n", rate);
+    if (ch != 2)
+      snprintf(ch_key, sizeof ch_key, "channels = %u\n", ch);
     write_text(conf,
                "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
-               "rate = %u\nchannels = %u\nblock = %u\nalgorithm = %s\n"
+               "%s%sblock = %u\nalgorithm = %s\n"
                "pipeline-depth = %u\n"
                "backend = %s\nkernel-file = %s\ngain = %.1f\n"
                "duration = %.17g\n",
-               rate, ch, block, algo, depth, fallback ? "auto" : "cpu",
-               strrchr(kpath, '/') + 1, gain, (double)frames / rate);
+               rate_key, ch_key, block, algo, depth,
+               fallback ? "auto" : "cpu", strrchr(kpath, '/') + 1, gain,
+               (double)frames / rate);
     running r;
     start_daemon_ok(&r, conf);
     wait_state(&r, "mic", "finished");
@@ -596,6 +604,7 @@ static void test_audio_reference(void **state)
     double lat = status_num(&r, "mic", "latency-frames");
     double xruns = status_num(&r, "mic", "xruns");
     double errors = status_num(&r, "mic", "errors");
+    double got_rate = status_num(&r, "mic", "rate");
     char *st = ctl(&r, "status mic");
     const char *be = field(st, "mic", "backend");
     CHECK(be && !strcmp(be, "cpu"), "backend %s at the end: %s",
@@ -606,6 +615,7 @@ static void test_audio_reference(void **state)
     CHECK(got_frames == (double)frames, "status says %.0f frames, not %zu",
           got_frames, frames);
     CHECK(errors == 0, "%.0f engine errors", errors);
+    CHECK(got_rate == rate, "status says rate %.0f, not %u", got_rate, rate);
     CHECK(lat < frames, "latency %.0f", lat);
     /* the depth's blocks, and on the direct path nothing else */
     CHECK(lat >= (double)depth * block &&
@@ -982,6 +992,14 @@ static void test_bad_config(void **state)
          "output: its folder"},
         {"[stream f]\ntype = file\ninput = cin.wav\noutput = kept.wav\n"
          "kernel = 1\noverwrite = false\n",
+         "kept.wav exists (overwrite = false keeps it)"},
+        /* false written no or 0, as the config parser takes it (QA
+         * mutant: 0 refused passed) */
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = kept.wav\n"
+         "kernel = 1\noverwrite = 0\n",
+         "kept.wav exists (overwrite = false keeps it)"},
+        {"[stream f]\ntype = file\ninput = cin.wav\noutput = kept.wav\n"
+         "kernel = 1\noverwrite = no\n",
          "kept.wav exists (overwrite = false keeps it)"},
         /* a link to nothing: the commit's link() failed on it, after the
          * whole run (QA) */
@@ -4203,6 +4221,21 @@ static void test_control(void **state)
             !strstr(a, "live type="),
         "a command with a NUL byte: %s", a);
   free(a);
+  /* a relative path is the caller's: cudafilterctl makes it absolute,
+   * the daemon's folder being another (QA mutant: sent as given) */
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s", fixture(""));
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s -s %s swap-kernel live k1.txt 0 "
+           ">%s 2>&1", dir, ctl_bin, r.sock, fixture("ctl.out"));
+  st = system(cmd);
+  m = slurp(fixture("ctl.out"), NULL);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "swap-kernel k1.txt: %s", m);
+  free(m);
+  a = ctl(&r, "status live");
+  f = field(a, "live", "kernel");
+  CHECK(f && !strcmp(f, fixture("k1.txt")), "kernel after swap-kernel "
+        "k1.txt: %s", a);
+  free(a);
   a = ctl(&r, "set live kernel-file '%s'", fixture("k1.txt"));
   CHECK(answer_ok(a), "set with a quoted path: %s", a);
   free(a);
@@ -4217,6 +4250,29 @@ static void test_control(void **state)
   free(a);
   CHECK(status_num(&r, "live", "crossfade") == 0.05,
         "a refused swap changed the crossfade");
+  /* the ranges of a live change are the config's: crossfade 0..60 s, gain
+   * -120..120 dB (QA mutants: 600 s and any gain passed); a gain taken
+   * is the stream's from then on (status, and the next kernel's) */
+  a = ctl(&r, "swap-kernel live %s 60.5", fixture("k1.txt"));
+  CHECK(!answer_ok(a) &&
+            strstr(a, "crossfade '60.5' is not a number of seconds in 0..60"),
+        "swap-kernel with a crossfade of 60.5 s: %s", a);
+  free(a);
+  a = ctl(&r, "set live gain 120.5");
+  CHECK(!answer_ok(a) &&
+            strstr(a, "gain: '120.5' is not a number of dB in -120..120"),
+        "set gain 120.5: %s", a);
+  free(a);
+  a = ctl(&r, "set live gain -6.5");
+  CHECK(answer_ok(a), "set gain -6.5: %s", a);
+  free(a);
+  a = ctl(&r, "set live kernel-file %s", fixture("k1.txt"));
+  CHECK(answer_ok(a), "set kernel-file after a gain: %s", a);
+  free(a);
+  CHECK(status_num(&r, "live", "gain") == -6.5, "the gain set is not kept");
+  a = ctl(&r, "set live gain 0");
+  CHECK(answer_ok(a), "set gain 0: %s", a);
+  free(a);
   snprintf(cmd, sizeof cmd, "%s -s >/dev/null 2>&1", ctl_bin);
   st = system(cmd);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "cudafilterctl -s: %d", st);
