@@ -32,6 +32,7 @@
 #include "y4m.h"
 #ifdef CF_TEST_HAVE_LIBAV
 #include "avmake.h"
+#include "ref2d.h"
 #endif
 
 #ifdef CF_TEST_HAVE_LIBAV
@@ -6828,6 +6829,250 @@ static void test_help_version(void **state)
   result_free(&res);
 }
 
+/* Interlaced files through `apply` (broadcast material: the fields
+ * captured 1/50 s apart). The CLI filtered each frame whole, its
+ * vertical taps blending the two fields (combing smeared), and wrote the
+ * output without its field order (marked progressive). Now each field
+ * (rows 0, 2, ... and 1, 3, ...; 4:2:0's chroma rows alternating too)
+ * is filtered as a picture of its own with a temporal history per
+ * parity, as cudaconvolve filters it, and the field order is kept. The
+ * input: rawvideo in Matroska with its FieldOrder (libav's decoder flags
+ * the frames interlaced: checked); a random temporal kernel and border;
+ * the output (rawvideo) compared per field with ref2d's float64 video
+ * reference; a progressive file of the same frames filtered whole. */
+#ifdef CF_TEST_HAVE_LIBAV
+static void il_write(const char *path, enum AVPixelFormat fmt, unsigned w,
+                     unsigned h, enum AVFieldOrder order,
+                     unsigned char *const *frames, unsigned nf, size_t bytes)
+{
+  AVRational ms = {1, 1000};
+  AVFormatContext *oc = avmake_new(path, "matroska");
+  AVStream *v = avmake_gray(oc, (int)w, (int)h, ms);
+  v->codecpar->format = fmt;
+  v->codecpar->codec_tag = avcodec_pix_fmt_to_codec_tag(fmt);
+  v->codecpar->field_order = order;
+  v->avg_frame_rate = (AVRational){25, 1};
+  avmake_begin(oc);
+  for (unsigned i = 0; i < nf; i++)
+    avmake_put(oc, v, frames[i], bytes, (int64_t)i * 40, 40, ms);
+  avmake_end(oc);
+}
+
+/* Whether libav decodes the first frame of path as interlaced. */
+static int il_decoded_interlaced(const char *path)
+{
+  AVFormatContext *ic = NULL;
+  assert_true(avformat_open_input(&ic, path, NULL, NULL) >= 0);
+  assert_true(avformat_find_stream_info(ic, NULL) >= 0);
+  const AVCodec *c = avcodec_find_decoder(ic->streams[0]->codecpar->codec_id);
+  AVCodecContext *d = avcodec_alloc_context3(c);
+  assert_non_null(d);
+  assert_true(avcodec_parameters_to_context(d, ic->streams[0]->codecpar) >= 0);
+  assert_true(avcodec_open2(d, c, NULL) >= 0);
+  AVPacket *pkt = av_packet_alloc();
+  AVFrame *fr = av_frame_alloc();
+  int got = -1;
+  while (got < 0 && av_read_frame(ic, pkt) >= 0) {
+    assert_true(avcodec_send_packet(d, pkt) >= 0);
+    av_packet_unref(pkt);
+    if (avcodec_receive_frame(d, fr) >= 0)
+#ifdef AV_FRAME_FLAG_INTERLACED
+      got = !!(fr->flags & AV_FRAME_FLAG_INTERLACED);
+#else
+      got = !!fr->interlaced_frame; /* libavutil before 58.7 */
+#endif
+  }
+  av_frame_free(&fr);
+  av_packet_free(&pkt);
+  avcodec_free_context(&d);
+  avformat_close_input(&ic);
+  return got;
+}
+#endif
+
+static void test_apply_interlaced(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 41);
+  enum { N = 4 };
+  static const char *const borders[] = {"constant", "nearest", "reflect",
+                                        "mirror", "wrap"};
+  for (int c = 0; c < 10; c++) {
+    int yuv = c % 2;
+    int prog = c >= 8; /* the same frames, progressive: filtered whole */
+    enum AVFieldOrder order =
+        prog ? AV_FIELD_PROGRESSIVE : c % 4 < 2 ? AV_FIELD_TT : AV_FIELD_BB;
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 24);
+    unsigned h = 2 * (unsigned)ref_rng_range(&r, 1, 10) + (c / 2 % 2);
+    if (yuv && c < 4) /* 4n + 2 rows: the bottom field's last chroma row */
+      h = 4 * (unsigned)ref_rng_range(&r, 0, 5) + 2;
+    unsigned cw = yuv ? (w + 1) / 2 : 0, ch = yuv ? (h + 1) / 2 : 0;
+    size_t plane = (size_t)w * h, cplane = (size_t)cw * ch;
+    size_t bytes = plane + 2 * cplane;
+    /* the kernel: 1..2 temporal taps of 1..5 x 1..5, some negative */
+    unsigned kt = (unsigned)ref_rng_range(&r, 1, 2);
+    unsigned kh = (unsigned)ref_rng_range(&r, 1, 5);
+    unsigned kw = (unsigned)ref_rng_range(&r, 1, 5);
+    float taps[2 * 25];
+    for (unsigned i = 0; i < kt * kh * kw; i++)
+      taps[i] = (float)((ref_rng_unit(&r) * 1.3 - 0.2) / (kt * kh * kw));
+    const char *border = borders[ref_rng_range(&r, 0, 4)];
+    double cval = (double)ref_rng_range(&r, 0, 255);
+    char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], cvs[32];
+    tmp_path(kpath, sizeof kpath, "il-k.npy");
+    tmp_path(inp, sizeof inp, "il-in.mkv");
+    tmp_path(outp, sizeof outp, "il-out.mkv");
+    unlink(outp);
+    size_t shape[3] = {kt, kh, kw};
+    write_npy(kpath, 0, shape, 3, taps);
+    snprintf(cvs, sizeof cvs, "%g", cval);
+    /* the frames, and each padded for the reference: a chroma row more
+     * (4n + 2 rows: the bottom field's last, a copy of the row above it
+     * in that field, as the CLI extends it) */
+    unsigned char *frames[N], *padded[N], *want = malloc(bytes + 2 * cw);
+    assert_non_null(want);
+    for (int t = 0; t < N; t++) {
+      frames[t] = malloc(bytes);
+      padded[t] = calloc(1, bytes + 2 * cw);
+      assert_non_null(frames[t]);
+      assert_non_null(padded[t]);
+      for (size_t i = 0; i < bytes; i++)
+        frames[t][i] = (unsigned char)ref_rng_range(&r, 0, 255);
+      memcpy(padded[t], frames[t], plane);
+      for (int q = 0; q < 2 * yuv; q++) {
+        unsigned char *dq = padded[t] + plane + (size_t)q * (cplane + cw);
+        memcpy(dq, frames[t] + plane + (size_t)q * cplane, cplane);
+        if (h % 4 == 2)
+          memcpy(dq + (size_t)ch * cw, dq + (size_t)(ch > 1 ? ch - 2 : 0) * cw,
+                 cw);
+      }
+    }
+    enum AVPixelFormat fmt = yuv ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_GRAY8;
+    il_write(inp, fmt, w, h, order, frames, N, bytes);
+    char what[160];
+    snprintf(what, sizeof what, "%s %ux%u %s, kernel %ux%ux%u, border %s",
+             yuv ? "yuv420p" : "gray8", w, h,
+             prog ? "progressive" : order == AV_FIELD_TT ? "tff" : "bff", kt,
+             kh, kw, border);
+    printf("%s\n", what);
+    if (il_decoded_interlaced(inp) != !prog)
+      fail_msg("%s: libav does not decode the input as %s", what,
+               prog ? "progressive" : "interlaced");
+    int constant = !strcmp(border, "constant");
+    const char *args[] = {NULL,     "apply",    "--kernel2d", kpath,
+                          "--backend", "cpu",   "-c",         "rawvideo",
+                          "--border", border,   inp,          outp,
+                          constant ? "--cval" : NULL, cvs,    NULL};
+    result res;
+    run_simple(args, &res);
+    if (res.status != 0)
+      fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+    result_free(&res);
+    /* the reference: one engine per field (or the frame) */
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.width = w;
+    cfg.format = yuv ? CF_PIX_I420 : CF_PIX_GRAY8;
+    cfg.border = constant ? CF_BORDER_CONSTANT
+                 : !strcmp(border, "nearest") ? CF_BORDER_NEAREST
+                 : !strcmp(border, "reflect") ? CF_BORDER_REFLECT
+                 : !strcmp(border, "mirror")  ? CF_BORDER_MIRROR
+                                              : CF_BORDER_WRAP;
+    cfg.cval = constant ? (float)cval : 0.0f;
+    ref2d_video *rv[2] = {NULL, NULL};
+    unsigned parts = prog ? 1 : 2;
+    for (unsigned q = 0; q < parts; q++) {
+      cfg.height = prog ? h : q ? h / 2 : (h + 1) / 2;
+      if (cfg.height)
+        assert_non_null(rv[q] = ref2d_video_new(&cfg, kt, kh, kw, taps));
+    }
+    AVFormatContext *ic = NULL;
+    if (avformat_open_input(&ic, outp, NULL, NULL) < 0 ||
+        avformat_find_stream_info(ic, NULL) < 0)
+      fail_msg("%s: libav cannot read %s", what, outp);
+    AVPacket *pkt = av_packet_alloc();
+    assert_non_null(pkt);
+    int t = 0;
+    for (; av_read_frame(ic, pkt) >= 0; t++) {
+      if (t >= N || (size_t)pkt->size != bytes)
+        fail_msg("%s: frame %d of %d bytes, want %d of %zu", what, t,
+                 pkt->size, N, bytes);
+      size_t stride[3] = {w, cw, cw};
+      size_t off[3] = {0, plane, plane + cplane + cw};
+      for (unsigned q = 0; q < parts; q++) {
+        if (!rv[q])
+          continue;
+        cf_frame in, out;
+        memset(&in, 0, sizeof in);
+        memset(&out, 0, sizeof out);
+        for (int p = 0; p < 1 + 2 * yuv; p++) {
+          in.data[p] = padded[t] + off[p] + q * stride[p];
+          out.data[p] = want + off[p] + q * stride[p];
+          in.stride[p] = out.stride[p] = parts * stride[p];
+        }
+        double *val[3] = {NULL, NULL, NULL};
+        unsigned fh = prog ? h : q ? h / 2 : (h + 1) / 2;
+        for (int p = 0; p < 1 + 2 * yuv; p++)
+          assert_non_null(val[p] = calloc((size_t)w * h + 1, sizeof(double)));
+        assert_true(ref2d_video_frame(rv[q], &in, &out, val));
+        /* the field's rows of the output, against its values before the
+         * store (a tie may round either way) */
+        for (int p = 0; p < 1 + 2 * yuv; p++) {
+          unsigned pw = p ? cw : w, ph = p ? (fh + 1) / 2 : fh;
+          unsigned rows = p ? ch : h;
+          for (unsigned y = 0; y < ph; y++) {
+            unsigned fy = parts * y + q;
+            if (fy >= rows)
+              continue; /* the bottom field's row past the frame */
+            for (unsigned x = 0; x < pw; x++) {
+              const unsigned char *g =
+                  pkt->data + (p ? plane + (size_t)(p - 1) * cplane : 0) +
+                  (size_t)fy * pw + x;
+              double v = val[p][(size_t)y * pw + x];
+              double e = 1e-4 * (1.0 + fabs(v));
+              double lo = nearbyint(v - e), hi = nearbyint(v + e);
+              lo = lo < 0 ? 0 : lo > 255 ? 255 : lo;
+              hi = hi < 0 ? 0 : hi > 255 ? 255 : hi;
+              if (*g < lo || *g > hi)
+                fail_msg("%s: frame %d plane %c %s (%u, %u): got %u, want "
+                         "%g (%.4f)",
+                         what, t, "YUV"[p],
+                         prog ? "row" : q ? "bottom field row" : "top field row",
+                         x, fy, *g, lo, v);
+            }
+          }
+          free(val[p]);
+        }
+      }
+      av_packet_unref(pkt);
+    }
+    if (t != N)
+      fail_msg("%s: %d frames out, want %d", what, t, N);
+    if (ic->streams[0]->codecpar->field_order != order)
+      fail_msg("%s: field order %d out, want %d (the input's)", what,
+               (int)ic->streams[0]->codecpar->field_order, (int)order);
+    av_packet_free(&pkt);
+    avformat_close_input(&ic);
+    for (unsigned q = 0; q < 2; q++)
+      ref2d_video_free(rv[q]);
+    for (int k = 0; k < N; k++) {
+      free(frames[k]);
+      free(padded[k]);
+    }
+    free(want);
+    unlink(inp);
+    unlink(outp);
+    unlink(kpath);
+  }
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 int main(void)
 {
   cli_path = getenv("CF_CLI");
@@ -6901,6 +7146,7 @@ int main(void)
     cmocka_unit_test(test_info),
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),
+    cmocka_unit_test(test_apply_interlaced),
   };
   /* e.g. CF_TEST_FILTER='test_conv2d*' for a short run under valgrind. */
   check_filter_from_env();

@@ -6,7 +6,9 @@
  * twins and their YUVA ones, alpha copied) are filtered as decoded;
  * others are converted with libswscale to the closest one first, and the
  * result back to the input's format where the encoder takes it (else to
- * the nearest it takes). */
+ * the nearest it takes). Interlaced frames (AV_FRAME_FLAG_INTERLACED)
+ * are filtered field by field, as the cudaconvolve element filters them
+ * (fields_of), and written with their field order. */
 #ifdef CF_CLI_HAVE_LIBAV
 #include "apply.h"
 
@@ -31,7 +33,7 @@
 /* libswscale, loaded here on first use (only video needs it; the
  * library's own libav loader leaves it out). */
 #define SWS_FUNCTIONS(X)                                                       \
-  X(sws_getContext) X(sws_scale_frame) X(sws_freeContext)                      \
+  X(sws_getContext) X(sws_scale_frame) X(sws_scale) X(sws_freeContext)         \
   X(sws_isSupportedOutput)
 static struct {
 #define SWS_POINTER(f) __typeof__(f) *f;
@@ -163,6 +165,25 @@ typedef struct vrun {
   AVPacket **held;
   size_t nheld, held_bytes;
   bool dec_ended;
+  /* Interlaced frames (the command line's; not under hooks, whose
+   * engine is the caller's, nor turned a quarter, where the fields
+   * become columns): each field a picture of its own (field_of), on
+   * fe[0] (the top field: rows 0, 2, ...) and fe[1] (the bottom one;
+   * none for a frame of one row), made from fcfg and k at the first
+   * such frame; a progressive frame of the same stream whole, on e.
+   * kind: what the last frame was (-1 none, 0 a frame, 1 fields); a
+   * change starts the history of the kind it goes to anew. The
+   * conversions of interlaced frames go field by field too (to_proc_f,
+   * to_enc_f: the top and the bottom field's). pdec, pfield: 4:2:0
+   * frames of 4n + 2 rows with their bottom field's last chroma row
+   * (pad_field_chroma). */
+  cf_video_config fcfg;
+  const cf_kernel2d *k;
+  cf_engine *fe[2];
+  int kind;
+  struct SwsContext *to_proc_f[2], *to_enc_f[2];
+  AVFrame *pdec, *pfield;
+  bool told_fields;
 } vrun;
 
 static int av_err(const vrun *r, const char *path, const char *what, int err)
@@ -180,12 +201,15 @@ static int new_frame_of(const vrun *r, enum AVPixelFormat f, int w, int h,
     return apply_error("out of memory");
   fr->format = f;
   fr->width = w;
-  fr->height = h;
+  /* rows for a multiple of 4: the bottom field of a 4:2:0 frame of
+   * 4n + 2 rows has a chroma row past the frame's (pad_field_chroma) */
+  fr->height = (h + 3) & ~3;
   int err = cf_av->av_frame_get_buffer(fr, 0);
   if (err < 0) {
     cf_av->av_frame_free(&fr);
     return apply_av_error(r->out_path, "frame buffer", err);
   }
+  fr->height = h;
   *out = fr;
   return 0;
 }
@@ -641,6 +665,208 @@ static void note_conversion(const vrun *r, enum AVPixelFormat ef)
                                       : " for the encoder");
 }
 
+/* ---- interlaced frames ------------------------------------------------- */
+
+static bool frame_interlaced(const AVFrame *f)
+{
+#ifdef AV_FRAME_FLAG_INTERLACED
+  return f->flags & AV_FRAME_FLAG_INTERLACED;
+#else
+  return f->interlaced_frame;
+#endif
+}
+
+static bool frame_tff(const AVFrame *f)
+{
+#ifdef AV_FRAME_FLAG_TOP_FIELD_FIRST
+  return f->flags & AV_FRAME_FLAG_TOP_FIELD_FIRST;
+#else
+  return f->top_field_first;
+#endif
+}
+
+/* dst marked interlaced (top field first) or progressive as src is, for
+ * the encoder and the muxer. */
+static void copy_field_flags(AVFrame *dst, const AVFrame *src)
+{
+#ifdef AV_FRAME_FLAG_INTERLACED
+  const int m = AV_FRAME_FLAG_INTERLACED | AV_FRAME_FLAG_TOP_FIELD_FIRST;
+  dst->flags = (dst->flags & ~m) | (src->flags & m);
+#else
+  dst->interlaced_frame = src->interlaced_frame;
+  dst->top_field_first = src->top_field_first;
+#endif
+}
+
+/* The output's field order: the input stream's where it says one, else
+ * the first frame's where it is interlaced (its top or bottom field
+ * first), else unknown (as before: a progressive file stays as it was). */
+static enum AVFieldOrder field_order(const vrun *r)
+{
+  enum AVFieldOrder o = r->ist->codecpar->field_order;
+  if (o != AV_FIELD_UNKNOWN || !r->first || !frame_interlaced(r->first))
+    return o;
+  return frame_tff(r->first) ? AV_FIELD_TT : AV_FIELD_BB;
+}
+
+/* Field `parity` (0 top, 1 bottom) of frame f: every other row of each
+ * plane from row `parity` on, as the element takes it (the chroma rows
+ * of 4:2:0 alternate between the fields too). */
+static void field_of(const cf_frame *f, unsigned parity, cf_frame *out)
+{
+  memset(out, 0, sizeof *out);
+  for (int p = 0; p < 3; p++)
+    if (f->data[p]) {
+      out->data[p] = (uint8_t *)f->data[p] + parity * f->stride[p];
+      out->stride[p] = 2 * f->stride[p];
+    }
+}
+
+/* Whether the fields of frame f reach a chroma row past its own: 4:2:0
+ * of 4n + 2 rows, whose bottom field (2n + 1 rows, rows 1, 3, ...) has
+ * n + 1 chroma rows (1, 3, ..., 2n + 1) where the frame has 2n + 1. */
+static bool field_chroma_short(const AVFrame *f)
+{
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(f->format);
+  return d && !(d->flags & AV_PIX_FMT_FLAG_RGB) && d->nb_components >= 3 &&
+         d->log2_chroma_h == 1 && f->height % 4 == 2;
+}
+
+/* src, where its fields reach a chroma row past it (field_chroma_short),
+ * copied into *pad (made here, with the rows: new_frame_of) with that row
+ * a copy of the one above it in the bottom field (row 2n - 1; a frame of
+ * 2 rows: its one chroma row), as a field's last row extends; *out: the
+ * frame to take (src or *pad). */
+static int pad_field_chroma(vrun *r, AVFrame **pad, const AVFrame *src,
+                            const AVFrame **out)
+{
+  int err;
+  *out = src;
+  if (!field_chroma_short(src))
+    return 0;
+  if (!*pad && (err = new_frame_of(r, src->format, src->width, src->height,
+                                   pad)))
+    return err;
+  if ((err = cf_av->av_frame_make_writable(*pad)) < 0)
+    return apply_av_error(r->out_path, "frame buffer", err);
+  const AVPixFmtDescriptor *d = cf_av->av_pix_fmt_desc_get(src->format);
+  int planes = cf_av->av_pix_fmt_count_planes(src->format);
+  for (int p = 0; p < planes; p++) {
+    int step = 1, w = src->width, h = src->height;
+    bool sub = false;
+    for (int c = 0; c < d->nb_components; c++)
+      if (d->comp[c].plane == p) {
+        step = d->comp[c].step;
+        sub = c == 1 || c == 2;
+      }
+    if (sub) {
+      w = -((-w) >> d->log2_chroma_w);
+      h = -((-h) >> d->log2_chroma_h);
+    }
+    size_t bytes = (size_t)w * (size_t)step;
+    ptrdiff_t sl = src->linesize[p], dl = (*pad)->linesize[p];
+    for (int y = 0; y < h; y++)
+      memcpy((*pad)->data[p] + y * dl, src->data[p] + y * sl, bytes);
+    if (sub) /* h = 2n + 1: row 2n + 1 from row 2n - 1 (2 rows: from 0) */
+      memcpy((*pad)->data[p] + h * dl,
+             (*pad)->data[p] + (h > 1 ? h - 2 : 0) * dl, bytes);
+  }
+  *out = *pad;
+  return 0;
+}
+
+/* src converted into dst (of src's size) field by field, ctx[0] the top
+ * field's conversion and ctx[1] the bottom one's (made here): a 4:2:0
+ * conversion of an interlaced frame never blends the fields' rows. src's
+ * fields must have their rows (pad_field_chroma). */
+static int scale_fields(struct SwsContext *ctx[2], AVFrame *dst,
+                        const AVFrame *src, const char *path)
+{
+  int w = src->width, h = src->height;
+  int sp = cf_av->av_pix_fmt_count_planes(src->format);
+  int dp = cf_av->av_pix_fmt_count_planes(dst->format);
+  for (int parity = 0; parity < 2; parity++) {
+    int fh = parity ? h / 2 : (h + 1) / 2;
+    if (!fh)
+      continue;
+    if (!ctx[parity] &&
+        !(ctx[parity] = sws.sws_getContext(
+              w, fh, src->format, w, fh, dst->format,
+              SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL)))
+      return apply_error("%s: libswscale cannot convert %s to %s", path,
+                         cf_av->av_get_pix_fmt_name(src->format),
+                         cf_av->av_get_pix_fmt_name(dst->format));
+    const uint8_t *s[4];
+    uint8_t *d[4];
+    int sl[4], dl[4];
+    for (int p = 0; p < 4; p++) { /* a palette (past the planes) as it is */
+      s[p] = src->data[p] && p < sp
+                 ? src->data[p] + parity * src->linesize[p]
+                 : src->data[p];
+      sl[p] = p < sp ? 2 * src->linesize[p] : src->linesize[p];
+      d[p] = dst->data[p] && p < dp
+                 ? dst->data[p] + parity * dst->linesize[p]
+                 : dst->data[p];
+      dl[p] = p < dp ? 2 * dst->linesize[p] : dst->linesize[p];
+    }
+    int err = sws.sws_scale(ctx[parity], s, sl, 0, fh, d, dl);
+    if (err < 0)
+      return apply_av_error(path, "pixel format conversion", err);
+  }
+  return 0;
+}
+
+/* The fields' engines (fe), made at the first interlaced frame from the
+ * run's config and kernel: (oh + 1) / 2 and oh / 2 rows. */
+static int field_engines(vrun *r)
+{
+  if (r->fe[0])
+    return 0;
+  for (unsigned parity = 0; parity < 2; parity++) {
+    cf_video_config cfg = r->fcfg;
+    cfg.height = parity ? (unsigned)r->oh / 2 : ((unsigned)r->oh + 1) / 2;
+    if (cfg.height && cf_engine_new_video(&cfg, r->k, &r->fe[parity]) != CF_OK)
+      return apply_error("cannot create the engine of the %s field "
+                         "(%ux%u): %s",
+                         parity ? "bottom" : "top", cfg.width, cfg.height,
+                         cf_last_error());
+  }
+  return 0;
+}
+
+/* in filtered into out: field by field where `fields` (on fe), else
+ * whole (on e, or the caller's hook); a frame of the other kind than
+ * the last one starts the history of its kind anew (its last frames
+ * came before the other kind's run), as the element does. */
+static cf_status process(vrun *r, bool fields, const cf_frame *in,
+                         cf_frame *out, double t)
+{
+  if (r->kind >= 0 && r->kind != (int)fields) {
+    cf_engine *e[2] = {fields ? r->fe[0] : r->own_e ? r->e : NULL,
+                       fields ? r->fe[1] : NULL};
+    for (int i = 0; i < 2; i++) {
+      cf_status st = e[i] ? cf_engine_reset(e[i]) : CF_OK;
+      if (st != CF_OK)
+        return st;
+    }
+  }
+  r->kind = fields;
+  if (!fields)
+    return r->h ? r->h->process_frame(r->h->user, r->e, in, out, t)
+                : cf_engine_process_frame(r->e, in, out);
+  for (unsigned parity = 0; parity < 2; parity++) {
+    if (!r->fe[parity])
+      continue;
+    cf_frame fi, fo;
+    field_of(in, parity, &fi);
+    field_of(out, parity, &fo);
+    cf_status st = cf_engine_process_frame(r->fe[parity], &fi, &fo);
+    if (st != CF_OK)
+      return st;
+  }
+  return CF_OK;
+}
+
 static int open_output(vrun *r, const char *tmp)
 {
   const apply_opts *o = r->o;
@@ -706,6 +932,9 @@ static int open_output(vrun *r, const char *tmp)
           !strncmp(d->name, "yuvj", 4) ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
   }
   r->enc->framerate = fps;
+  /* the input's field order, as ffmpeg keeps it (frames are sent with
+   * their interlaced and top-field-first flags: filter_frame) */
+  r->enc->field_order = field_order(r);
   /* 1/fps as ffmpeg does (some encoders want a small time base); the
    * stream's own where the rate is unknown. */
   r->enc->time_base = fps.num > 0 && fps.den > 0
@@ -854,10 +1083,33 @@ static int filter_frame(vrun *r, AVFrame *fr)
                        "frame: write a video file (.mkv, .y4m), or take one "
                        "frame first (ffmpeg -frames:v 1)",
                        r->out_path, r->o->in_path);
+  /* interlaced: field by field (not under hooks, nor turned a quarter:
+   * whole there, with a note) */
+  bool fields = frame_interlaced(fr) && !r->h && !r->swap;
+  if (frame_interlaced(fr) && !fields && !r->told_fields &&
+      apply_input_notes(r->o)) {
+    r->told_fields = true;
+    fprintf(stderr,
+            "%s: note: %s is interlaced: filtered here as progressive "
+            "frames, its fields together (%s)\n",
+            apply_prog(r->o), r->o->in_path,
+            r->h ? "the daemon filters whole frames"
+                 : "turned a quarter, its fields are columns");
+  }
+  if (fields && (err = field_engines(r)))
+    return err;
   AVFrame *src = img;
+  bool padded = false; /* src's fields have their chroma rows */
   if (r->to_proc) {
-    if ((err = cf_av->av_frame_make_writable(r->pin)) < 0 ||
-        (err = sws.sws_scale_frame(r->to_proc, r->pin, img)) < 0)
+    const AVFrame *from = img;
+    if ((err = cf_av->av_frame_make_writable(r->pin)) < 0)
+      return apply_av_error(r->o->in_path, "pixel format conversion", err);
+    if (fields) {
+      if ((err = pad_field_chroma(r, &r->pdec, img, &from)) ||
+          (err = scale_fields(r->to_proc_f, r->pin, from, r->o->in_path)))
+        return err;
+      padded = true;
+    } else if ((err = sws.sws_scale_frame(r->to_proc, r->pin, img)) < 0)
       return apply_av_error(r->o->in_path, "pixel format conversion", err);
     src = r->pin;
   }
@@ -866,6 +1118,13 @@ static int filter_frame(vrun *r, AVFrame *fr)
       return apply_av_error(r->out_path, "frame buffer", err);
     turn_frame(r, r->prot, src);
     src = r->prot;
+    padded = false;
+  }
+  if (fields && !padded) {
+    const AVFrame *from;
+    if ((err = pad_field_chroma(r, &r->pfield, src, &from)))
+      return err;
+    src = (AVFrame *)from;
   }
   if ((err = cf_av->av_frame_make_writable(r->pout)) < 0)
     return apply_av_error(r->out_path, "frame buffer", err);
@@ -910,9 +1169,7 @@ static int filter_frame(vrun *r, AVFrame *fr)
   as_cf_frame(src, &in);
   as_cf_frame(r->pout, &out);
   cf_status st =
-      r->h ? r->h->process_frame(r->h->user, r->e, &in, &out,
-                                 (double)pts * av_q2d(r->enc->time_base))
-           : cf_engine_process_frame(r->e, &in, &out);
+      process(r, fields, &in, &out, (double)pts * av_q2d(r->enc->time_base));
   apply_note_fallback(r->e, &r->told);
   if (st != CF_OK)
     return apply_error("frame %lld: filtering failed: %s",
@@ -936,11 +1193,16 @@ static int filter_frame(vrun *r, AVFrame *fr)
   }
   AVFrame *dst = r->pout;
   if (r->to_enc) {
-    if ((err = cf_av->av_frame_make_writable(r->penc)) < 0 ||
-        (err = sws.sws_scale_frame(r->to_enc, r->penc, r->pout)) < 0)
+    if ((err = cf_av->av_frame_make_writable(r->penc)) < 0)
+      return apply_av_error(r->out_path, "pixel format conversion", err);
+    if (fields) { /* pout's fields have their rows: the engines wrote them */
+      if ((err = scale_fields(r->to_enc_f, r->penc, r->pout, r->out_path)))
+        return err;
+    } else if ((err = sws.sws_scale_frame(r->to_enc, r->penc, r->pout)) < 0)
       return apply_av_error(r->out_path, "pixel format conversion", err);
     dst = r->penc;
   }
+  copy_field_flags(dst, fr);
   r->last_pts = pts;
   dst->pts = pts;
   dst->sample_aspect_ratio = turned_sar(
@@ -1109,6 +1371,16 @@ static void close_run(vrun *r)
     sws.sws_freeContext(r->to_proc);
   if (r->to_enc)
     sws.sws_freeContext(r->to_enc);
+  for (int i = 0; i < 2; i++) {
+    if (r->to_proc_f[i])
+      sws.sws_freeContext(r->to_proc_f[i]);
+    if (r->to_enc_f[i])
+      sws.sws_freeContext(r->to_enc_f[i]);
+    if (r->fe[i])
+      cf_engine_free(r->fe[i]);
+  }
+  cf_av->av_frame_free(&r->pdec);
+  cf_av->av_frame_free(&r->pfield);
   if (r->own_e)
     cf_engine_free(r->e);
   free(r->map);
@@ -1145,7 +1417,8 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
                 apply_components_fn components, const apply_vhooks *h,
                 apply_vresult *res)
 {
-  vrun r = {.o = o, .h = h, .out_path = o->out_path, .vstream = -1};
+  vrun r = {.o = o, .h = h, .out_path = o->out_path, .vstream = -1,
+            .kind = -1, .k = k};
   cf_pixel_format cf = CF_PIX_GRAY8;
   cf_video_config cfg = o->vcfg;
   double t0 = apply_now();
@@ -1183,6 +1456,7 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
       goto done;
     }
     r.own_e = true;
+    r.fcfg = cfg; /* for the fields' engines (field_engines) */
   }
   if ((rc = open_output(&r, tmp)))
     goto done;
