@@ -7073,6 +7073,100 @@ static void test_apply_interlaced(void **state)
 #endif
 }
 
+/* The libswscale conversions of an interlaced frame go field by field:
+ * a 4:1:0 input (filtered as 4:2:0, written back as 4:1:0) whose top
+ * field's chroma is one value and the bottom one's another (chroma rows
+ * alternating between the fields, as libav lays them out) keeps them
+ * apart through an identity kernel; converted whole, the upsampling and
+ * the downsampling blended the two fields' chroma rows. */
+static void test_apply_interlaced_convert(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  av_log_set_level(AV_LOG_ERROR);
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 42);
+  for (int c = 0; c < 3; c++) {
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 20);
+    unsigned h = 8 * (unsigned)ref_rng_range(&r, 1, 4);
+    unsigned cw = (w + 3) / 4, ch = h / 4;
+    size_t plane = (size_t)w * h, cplane = (size_t)cw * ch;
+    size_t bytes = plane + 2 * cplane;
+    unsigned char val[2][2]; /* [component][field] */
+    for (int q = 0; q < 4; q++)
+      val[q / 2][q % 2] = (unsigned char)ref_rng_range(&r, 16, 240);
+    unsigned char *frame = malloc(bytes);
+    assert_non_null(frame);
+    for (size_t i = 0; i < plane; i++)
+      frame[i] = (unsigned char)ref_rng_range(&r, 16, 235);
+    for (unsigned k = 0; k < 2; k++) /* chroma row y: field y % 2's */
+      for (unsigned y = 0; y < ch; y++)
+        memset(frame + plane + k * cplane + (size_t)y * cw, val[k][y % 2],
+               cw);
+    char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+    tmp_path(kpath, sizeof kpath, "ilc-k.npy");
+    tmp_path(inp, sizeof inp, "ilc-in.mkv");
+    tmp_path(outp, sizeof outp, "ilc-out.mkv");
+    unlink(outp);
+    float one = 1.0f;
+    size_t shape[2] = {1, 1};
+    write_npy(kpath, 0, shape, 2, &one);
+    unsigned char *frames[2] = {frame, frame};
+    il_write(inp, AV_PIX_FMT_YUV410P, w, h, AV_FIELD_TT, frames, 2, bytes);
+    char what[96];
+    snprintf(what, sizeof what, "yuv410p %ux%u tff, identity", w, h);
+    printf("%s\n", what);
+    const char *args[] = {NULL, "apply", "--kernel2d", kpath, "--backend",
+                          "cpu", "-c", "rawvideo", inp, outp, NULL};
+    result res;
+    run_simple(args, &res);
+    if (res.status != 0)
+      fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+    if (!strstr(res.err, "filtered as yuv420p"))
+      fail_msg("%s: not filtered as yuv420p (the test's premise):\n%s", what,
+               res.err);
+    result_free(&res);
+    AVFormatContext *ic = NULL;
+    if (avformat_open_input(&ic, outp, NULL, NULL) < 0 ||
+        avformat_find_stream_info(ic, NULL) < 0)
+      fail_msg("%s: libav cannot read %s", what, outp);
+    if (ic->streams[0]->codecpar->format != AV_PIX_FMT_YUV410P)
+      fail_msg("%s: %s out, want yuv410p", what,
+               av_get_pix_fmt_name(ic->streams[0]->codecpar->format));
+    AVPacket *pkt = av_packet_alloc();
+    assert_non_null(pkt);
+    int t = 0;
+    for (; av_read_frame(ic, pkt) >= 0; t++) {
+      if ((size_t)pkt->size != bytes)
+        fail_msg("%s: frame %d of %d bytes, want %zu", what, t, pkt->size,
+                 bytes);
+      for (unsigned k = 0; k < 2; k++)
+        for (unsigned y = 0; y < ch; y++)
+          for (unsigned x = 0; x < cw; x++) {
+            int g = pkt->data[plane + k * cplane + (size_t)y * cw + x];
+            if (abs(g - val[k][y % 2]) > 1)
+              fail_msg("%s: frame %d %c at (%u, %u), the %s field's: got "
+                       "%d, want %d (the other field's %d)",
+                       what, t, "UV"[k], x, y, y % 2 ? "bottom" : "top", g,
+                       val[k][y % 2], val[k][1 - y % 2]);
+          }
+      av_packet_unref(pkt);
+    }
+    if (t != 2)
+      fail_msg("%s: %d frames out, want 2", what, t);
+    av_packet_free(&pkt);
+    avformat_close_input(&ic);
+    free(frame);
+    unlink(inp);
+    unlink(outp);
+    unlink(kpath);
+  }
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 int main(void)
 {
   cli_path = getenv("CF_CLI");
@@ -7147,6 +7241,7 @@ int main(void)
     cmocka_unit_test(test_demo),
     cmocka_unit_test(test_help_version),
     cmocka_unit_test(test_apply_interlaced),
+    cmocka_unit_test(test_apply_interlaced_convert),
   };
   /* e.g. CF_TEST_FILTER='test_conv2d*' for a short run under valgrind. */
   check_filter_from_env();
