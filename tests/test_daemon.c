@@ -4567,6 +4567,78 @@ static void test_control(void **state)
   stop_daemon(&r);
 }
 
+/* An interlaced video file in a file stream (YUV4MPEG2 "It": top field
+ * first): the daemon's engine is made for whole frames, and it filters
+ * them so (as before), saying so once in its log, where `cudafilter
+ * apply` filters field by field; the output keeps the field order. */
+static void test_file_video_interlaced(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.format = CF_PIX_GRAY8;
+  cfg.width = (unsigned)ref_rng_range(&rng, 1, 24);
+  cfg.height = (unsigned)ref_rng_range(&rng, 2, 18);
+  size_t n = ref_rng_range(&rng, 2, 6);
+  vkern k;
+  vkern_random(&k);
+  set_case("interlaced GRAY8 %ux%u, %zu frames, kernel %ux%ux%u%s%s",
+           cfg.width, cfg.height, n, k.t, k.kh, k.kw, k.preset ? " preset " : "",
+           k.preset ? k.preset : "");
+  printf("%s\n", g_case);
+  size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
+  unsigned char *buf = xalloc(n * fb);
+  unsigned char **in = xalloc(n * sizeof *in);
+  for (size_t i = 0; i < n * fb; i++)
+    buf[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n; t++)
+    in[t] = buf + t * fb;
+  char inp[600], outp[600], kp[600], conf[600];
+  snprintf(inp, sizeof inp, "%s", fixture("vil.y4m"));
+  snprintf(outp, sizeof outp, "%s", fixture("vilout.y4m"));
+  snprintf(kp, sizeof kp, "%s", fixture("vilk.txt"));
+  snprintf(conf, sizeof conf, "%s", fixture("vil.conf"));
+  y4m_write(inp, 0, cfg.width, cfg.height, 25, in, n);
+  { /* its header's "Ip" (progressive) made "It" */
+    size_t len = 0;
+    char *y = slurp(inp, &len);
+    char *ip = y ? strstr(y, " Ip ") : NULL;
+    CHECK(ip != NULL, "no Ip in the y4m header");
+    ip[2] = 't';
+    FILE *o = fopen(inp, "wb");
+    CHECK(o && fwrite(y, 1, len, o) == len && fclose(o) == 0, "rewrite %s",
+          inp);
+    free(y);
+  }
+  unlink(outp);
+  write_text(conf,
+             "[stream clip]\ntype = file\ninput = vil.y4m\n"
+             "output = vilout.y4m\n%sbackend = cpu\n",
+             vkern_conf(&k, kp));
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "clip", "finished");
+  unsigned char *out;
+  size_t got = y4m_read(outp, 0, cfg.width, cfg.height, &out);
+  CHECK(got == n, "%zu frames written, want %zu", got, n);
+  check_video(&cfg, &k, NULL, 0, in, out, n); /* whole frames */
+  free(out);
+  char *y = slurp(outp, NULL);
+  CHECK(y && strstr(y, " It ") && strstr(y, " It ") < strstr(y, "FRAME"),
+        "the output's field order is not kept (no It in its header)");
+  free(y);
+  char *l = slurp(r.log, NULL);
+  CHECK(l && strstr(l, "is interlaced: filtered here as progressive frames"),
+        "no note on interlaced video in the log:\n%s", l ? l : "");
+  free(l);
+  stop_daemon(&r);
+  free(buf);
+  free(in);
+  free(k.taps);
+}
+
 int main(void)
 {
   daemon_bin = getenv("CF_DAEMON");
@@ -4624,6 +4696,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_video, kill_left),
       cmocka_unit_test_teardown(test_file_video_live, kill_left),
       cmocka_unit_test_teardown(test_file_video_refused, kill_left),
+      cmocka_unit_test_teardown(test_file_video_interlaced, kill_left),
       cmocka_unit_test_teardown(test_file_stuck_output, kill_left),
       cmocka_unit_test_teardown(test_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_restart_in_background, kill_left),
