@@ -6970,6 +6970,9 @@ static void test_apply_interlaced(void **state)
     run_simple(args, &res);
     if (res.status != 0)
       fail_msg("%s: exit %d, stderr:\n%s", what, res.status, res.err);
+    if ((strstr(res.err, "; per field (interlaced)") != NULL) == prog)
+      fail_msg("%s: the summary does not say how it was filtered:\n%s", what,
+               res.err);
     result_free(&res);
     /* the reference: one engine per field (or the frame) */
     cf_video_config cfg;

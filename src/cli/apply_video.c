@@ -184,6 +184,7 @@ typedef struct vrun {
   struct SwsContext *to_proc_f[2], *to_enc_f[2];
   AVFrame *pdec, *pfield;
   bool told_fields;
+  int64_t field_frames; /* filtered per field, for the summary */
 } vrun;
 
 static int av_err(const vrun *r, const char *path, const char *what, int err)
@@ -851,6 +852,7 @@ static cf_status process(vrun *r, bool fields, const cf_frame *in,
     }
   }
   r->kind = fields;
+  r->field_frames += fields;
   if (!fields)
     return r->h ? r->h->process_frame(r->h->user, r->e, in, out, t)
                 : cf_engine_process_frame(r->e, in, out);
@@ -1497,11 +1499,15 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
                r.repeated ? "repeated" : "more dropped");
     fprintf(stderr,
             "cudafilter: wrote %s: %lld frames%s, %dx%d, %s (%s); "
-            "%.1f frames/s on %s\n",
+            "%.1f frames/s on %s%s\n",
             o->out_path, (long long)(r.frames - r.dropped + r.repeated), extra,
             r.ow, r.oh,
             r.enc->codec->name, cf_av->av_get_pix_fmt_name(r.enc->pix_fmt),
-            el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e));
+            el > 0.0 ? (double)r.frames / el : 0.0, cf_engine_describe(r.e),
+            !r.field_frames ? ""
+            : r.field_frames < r.frames
+                ? "; interlaced frames per field, progressive ones whole"
+                : "; per field (interlaced)");
   }
 done:
   close_run(&r);
