@@ -86,8 +86,8 @@
  * interlace-mode=alternate (one field per buffer, caps feature
  * format:Interlaced) is not taken: the pads do not carry that feature, so
  * linking or negotiation fails ("neither element can handle caps");
- * convert upstream (e.g. interlace or videoconvert to interleaved), or
- * deinterlace first.
+ * deinterlace first (deinterlace takes alternate fields; videoconvert
+ * keeps the interlace mode, so it does not make them interleaved).
  *
  * Negotiation offers only the formats the components fit: with
  * components=luma a YUV or gray format, with components=gb an RGB one, so
