@@ -9,6 +9,9 @@
 #include "kernel2d.h"
 #include "memory.h"
 #include "video.h"
-#include "version.h"
+/* generated (the build tree's include/cudafilter): by its directory, not
+ * as "version.h", which a parent project's own version.h ahead on the
+ * include path would stand for (cudafilter as a Meson subproject) */
+#include <cudafilter/version.h>
 
 #endif
