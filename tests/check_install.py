@@ -129,11 +129,15 @@ int main(void)
 """
 
 
-def consumer(cc, tmp, env, static, libdir, prefix):
+def consumer(cc, tmp, env, static, libdir, prefix, sanitize):
     """Build CONSUMER against the installed .pc (static: --static --libs,
     libcudafilter.a asked for by its file name) and run it; its failure.
     The .pc's prefix moved to the staged one (prefix), not a sysroot: that
-    would move the paths of the other libraries it names (cudart's -L)."""
+    would move the paths of the other libraries it names (cudart's -L).
+    sanitize: the build's b_sanitize ('none', 'address,undefined', or a
+    list), which the application is built with too: a library built with
+    ASan needs its runtime first (the application, built without it,
+    stopped: "ASan runtime does not come first"), an archive its symbols."""
     kind = 'static' if static else 'shared'
     env = dict(env)
     env.pop('PKG_CONFIG_SYSROOT_DIR', None)
@@ -155,7 +159,11 @@ def consumer(cc, tmp, env, static, libdir, prefix):
         libs = ['-l:libcudafilter.a' if a == '-lcudafilter' else a
                 for a in libs]
     exe = os.path.join(tmp, 'consumer-' + kind)
-    r = run(cc + ['-std=c11', '-Wall', '-Werror'] + flags[0] +
+    if isinstance(sanitize, (list, tuple)):
+        sanitize = ','.join(sanitize)
+    san = ['-fsanitize=' + sanitize] if sanitize and sanitize != 'none' \
+        else []
+    r = run(cc + ['-std=c11', '-Wall', '-Werror'] + san + flags[0] +
             [src, '-o', exe] + libs + ['-lm'])
     if r.returncode:
         return 'a %s application of the installed .pc (%s) does not ' \
@@ -389,7 +397,7 @@ def main():
         else:
             for kind in kinds:
                 err = consumer(cc, tmp, pc_env, kind == 'static', D(libdir),
-                               D(prefix))
+                               D(prefix), opts.get('b_sanitize', 'none'))
                 if err:
                     bad.append(err)
     finally:
