@@ -2695,9 +2695,9 @@ static void check_csr(unsigned want, const char *after)
 /* GRAY32F frames of denormals (a float picture fading to black, the
  * difference of two near-equal frames): on x86 the CPU backend filters
  * with denormals flushed to zero (video.h), so every output is exactly 0
- * (they came out denormal, the separable path 1.8x and the FFT path 1.4x
- * slower for it on this project's EPYC VM: bench_conv2d --format GRAY32F
- * --in). Whatever the caller's MXCSR (rounding, FTZ, DAZ), its control
+ * (they came out denormal, the FFT path 1.2x slower for it on this
+ * project's EPYC VM: bench/results/video-denormal-vm-2026-12-01.md).
+ * Whatever the caller's MXCSR (rounding, FTZ, DAZ), its control
  * bits are as they were after every call, whether the work ran on the
  * caller's thread, the pool's or the pipeline's worker. */
 static void test_denormal_input(void **state)

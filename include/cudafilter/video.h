@@ -34,8 +34,9 @@
  * it), and give the caller back its control bits as they were. GRAY32F
  * samples, taps, products and sums below FLT_MIN (1.2e-38) count as 0, so
  * an output that only such samples reach is exactly 0; GRAY32F frames
- * holding denormals then cost no more than others (without: the separable
- * path 1.8x and the FFT path 1.4x slower on this project's EPYC VM).
+ * holding denormals then cost no more than others (without: the FFT path
+ * 1.2x slower on this project's AMD EPYC VM, direct and separable alike
+ * there; many Intel CPUs are reported to take far longer on them).
  * Elsewhere than x86 the CPU's mode is left as it is; on CUDA the device's
  * own rules hold.
  *

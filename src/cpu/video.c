@@ -885,8 +885,10 @@ static cf_status video_process(void *impl, const cf_frame *in,
   v->out = out;
   /* denormals flushed, as the audio engine does (fpenv.h): in this
    * thread, and in the pool's workers, which take this thread's control
-   * register (GRAY32F frames holding denormals ran the separable path
-   * 1.8x and the FFT path 1.4x slower on this project's EPYC VM) */
+   * register (GRAY32F frames of denormals ran the FFT path 1.2x slower
+   * on this project's EPYC VM, the others alike: bench/results/
+   * video-denormal-vm-2026-12-01.md; many Intel CPUs are reported to
+   * be far slower on them) */
   cf_fpenv env = cf_fpenv_enter();
   cf_pool_run(v->pool, run_band, v, v->nbands);
   cf_fpenv_leave(env);
