@@ -738,6 +738,19 @@ first_nonfinite(const float *x, size_t n)
 
 static GstClockTime frame_time(const GstCudaFir *self, guint64 k);
 
+/* Where frame k is, for a message: its time, or (buffers without
+ * timestamps, as filesrc ! capsfilter gives) its frame, counted from the
+ * stream's start. */
+static void frame_where(const GstCudaFir *self, guint64 k, char *buf,
+                        size_t n)
+{
+  if (GST_CLOCK_TIME_IS_VALID(self->base_ts))
+    g_snprintf(buf, n, "%" GST_TIME_FORMAT,
+               GST_TIME_ARGS(frame_time(self, k)));
+  else
+    g_snprintf(buf, n, "frame %" G_GUINT64_FORMAT, k);
+}
+
 /* Float input that holds NaN or infinity is filtered as the engine does
  * it (engine.h: the outputs it reaches are not finite, on the FFT paths
  * those of its whole block, before it too), and said once a run on the
@@ -753,15 +766,8 @@ static void check_finite(GstCudaFir *self, const float *x, size_t n)
     return;
   self->told_nonfinite = TRUE;
   guint64 frame = self->frames_in + at / self->cin;
-  /* where: its time, or (buffers without timestamps, as filesrc !
-   * capsfilter gives) its frame, counted from the stream's start */
   char where[64];
-  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime t = frame_time(self, frame);
-    g_snprintf(where, sizeof where, "%" GST_TIME_FORMAT, GST_TIME_ARGS(t));
-  } else {
-    g_snprintf(where, sizeof where, "frame %" G_GUINT64_FORMAT, frame);
-  }
+  frame_where(self, frame, where, sizeof where);
   GST_ELEMENT_WARNING(
       self, STREAM, FORMAT,
       ("cudafir: the input holds %s at %s (channel %zu)",
@@ -790,12 +796,7 @@ static void check_output(GstCudaFir *self, const float *y, size_t n,
   self->told_overflow = TRUE;
   guint64 frame = f0 + at / self->cout;
   char where[64];
-  if (GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
-    GstClockTime t = frame_time(self, frame);
-    g_snprintf(where, sizeof where, "%" GST_TIME_FORMAT, GST_TIME_ARGS(t));
-  } else {
-    g_snprintf(where, sizeof where, "frame %" G_GUINT64_FORMAT, frame);
-  }
+  frame_where(self, frame, where, sizeof where);
   GST_ELEMENT_WARNING(
       self, STREAM, FORMAT,
       ("cudafir: the output is %s at %s (channel %zu), the input finite: "
