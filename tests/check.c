@@ -108,6 +108,15 @@ int check_backend_skip(const char *name)
 #include <xmmintrin.h>
 #endif
 
+#if defined(__SSE2__)
+void check_mxcsr(unsigned want, const char *after)
+{
+  unsigned now = _mm_getcsr();
+  CHECK((now & ~0x3fu) == (want & ~0x3fu),
+        "after %s the caller's MXCSR is %#x, it was %#x", after, now, want);
+}
+#endif
+
 int check_mxcsr_settable(void)
 {
 #if defined(__SSE2__)

@@ -54,6 +54,11 @@ int check_backend_skip(const char *name);
  * DAZ, rounding): 0 under valgrind, which runs every thread in the
  * default mode whatever is set, and where there is no SSE; says why. */
 int check_mxcsr_settable(void);
+#if defined(__SSE2__)
+/* CHECK that the caller's MXCSR control bits (the exception flags aside)
+ * are `want` after the call named `after`. */
+void check_mxcsr(unsigned want, const char *after);
+#endif
 
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \

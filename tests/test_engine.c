@@ -2557,16 +2557,6 @@ static void test_nan_input(void **state)
   }
 }
 
-#if defined(__SSE2__)
-/* The caller's MXCSR control bits (the exception flags aside) are `want`. */
-static void check_csr(unsigned want, const char *after)
-{
-  unsigned now = _mm_getcsr();
-  CHECK((now & ~0x3fu) == (want & ~0x3fu),
-        "after %s the caller's MXCSR is %#x, it was %#x", after, now, want);
-}
-#endif
-
 /* A signal, then denormal samples (a tail decaying to silence passes
  * there): on x86 the CPU engine computes with denormals flushed to zero
  * (engine.h), so every output that only denormal inputs reach is exactly
@@ -2629,13 +2619,13 @@ static void test_denormal_input(void **state)
       }
     _mm_setcsr(word);
     cf_engine *e = make_engine(&k, block);
-    check_csr(word, "cf_engine_new_audio");
+    check_mxcsr(word, "cf_engine_new_audio");
     run ru;
     run_start(&ru, e, block, n + cf_engine_tail(e) + 8);
     run_feed(&ru, &r, in.x, n, c % 2);
-    check_csr(word, "process");
+    check_mxcsr(word, "process");
     run_drain(&ru, &r);
-    check_csr(word, "drain");
+    check_mxcsr(word, "drain");
     _mm_setcsr(saved);
     for (size_t t = ru.lat + n1 + reach; t < ru.pos; t++)
       for (unsigned o = 0; o < ch; o++)
@@ -2654,16 +2644,16 @@ static void test_denormal_input(void **state)
     _mm_setcsr(word);
     CHECK_OK(cf_engine_process(e, in.x, ru.out, n));
     CHECK_OK(cf_engine_set_kernel(e, kk2, block));
-    check_csr(word, "set_kernel");
+    check_mxcsr(word, "set_kernel");
     CHECK_OK(cf_engine_prepare_kernel(e, kk));
-    check_csr(word, "prepare_kernel");
+    check_mxcsr(word, "prepare_kernel");
     CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
-    check_csr(word, "prepare_swap");
+    check_mxcsr(word, "prepare_swap");
     CHECK_OK(cf_engine_process(e, in.x, ru.out, n));
     CHECK_OK(cf_engine_set_prepared(e, p, 0));
-    check_csr(word, "set_prepared");
+    check_mxcsr(word, "set_prepared");
     CHECK_OK(cf_engine_reset(e));
-    check_csr(word, "reset");
+    check_mxcsr(word, "reset");
     _mm_setcsr(saved);
     cf_swap_prep_free(p);
     cf_kernel_free(kk);

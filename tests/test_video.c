@@ -2682,14 +2682,6 @@ static void test_fallback(void **state)
 
 #if defined(__SSE2__)
 #include <xmmintrin.h>
-
-/* The caller's MXCSR control bits (the exception flags aside) are `want`. */
-static void check_csr(unsigned want, const char *after)
-{
-  unsigned now = _mm_getcsr();
-  CHECK((now & ~0x3fu) == (want & ~0x3fu),
-        "after %s the caller's MXCSR is %#x, it was %#x", after, now, want);
-}
 #endif
 
 /* GRAY32F frames of denormals (a float picture fading to black, the
@@ -2740,7 +2732,7 @@ static void test_denormal_input(void **state)
     cf_engine *e = NULL;
     _mm_setcsr(word);
     cf_status s = cf_engine_new_video(&cfg, kk, &e);
-    check_csr(word, "cf_engine_new_video");
+    check_mxcsr(word, "cf_engine_new_video");
     _mm_setcsr(saved);
     CHECK(s == CF_OK, "cf_engine_new_video returned %s: %s",
           cf_status_name(s), cf_last_error());
@@ -2754,13 +2746,13 @@ static void test_denormal_input(void **state)
       _mm_setcsr(word);
       if (f < frames) {
         s = cf_engine_process_frame(e, &fi, &fo);
-        check_csr(word, "cf_engine_process_frame");
+        check_mxcsr(word, "cf_engine_process_frame");
         got = f >= cfg.pipeline_depth;
       } else {
         do /* the pending ones, the last one checked below */
           s = cf_engine_flush_frame(e, &fo, &got);
         while (s == CF_OK && got && ++got_frames < frames);
-        check_csr(word, "cf_engine_flush_frame");
+        check_mxcsr(word, "cf_engine_flush_frame");
       }
       _mm_setcsr(saved);
       CHECK(s == CF_OK, "frame %u: %s", f, cf_last_error());
@@ -2777,26 +2769,26 @@ static void test_denormal_input(void **state)
     cf_swap_prep2d *p = NULL;
     _mm_setcsr(word);
     s = cf_engine_set_kernel2d(e, kk);
-    check_csr(word, "cf_engine_set_kernel2d");
+    check_mxcsr(word, "cf_engine_set_kernel2d");
     if (s == CF_OK) {
       s = cf_engine_prepare_kernel2d(e, kk);
-      check_csr(word, "cf_engine_prepare_kernel2d");
+      check_mxcsr(word, "cf_engine_prepare_kernel2d");
     }
     if (s == CF_OK) {
       s = cf_engine_prepare_swap2d(e, kk, &p);
-      check_csr(word, "cf_engine_prepare_swap2d");
+      check_mxcsr(word, "cf_engine_prepare_swap2d");
     }
     if (s == CF_OK) {
       s = cf_engine_set_prepared2d(e, p);
-      check_csr(word, "cf_engine_set_prepared2d");
+      check_mxcsr(word, "cf_engine_set_prepared2d");
     }
     if (s == CF_OK) {
       s = cf_engine_set_output2d(e, 2.0f, 0.0f, 1);
-      check_csr(word, "cf_engine_set_output2d");
+      check_mxcsr(word, "cf_engine_set_output2d");
     }
     if (s == CF_OK) {
       s = cf_engine_process_frame(e, &fi, &fo);
-      check_csr(word, "cf_engine_process_frame after the swaps");
+      check_mxcsr(word, "cf_engine_process_frame after the swaps");
     }
     _mm_setcsr(saved);
     CHECK(s == CF_OK, "after the frames: %s", cf_last_error());
