@@ -351,8 +351,7 @@ typedef struct {
    * for a frame of one row), and with mixed caps `whole` filters the
    * frames that come without GST_VIDEO_BUFFER_FLAG_INTERLACED
    * (progressive ones) as frames. Built, fed, flushed and reset together;
-   * the kernel swap built ahead (prepared) is the top engine's, the
-   * others take the kernel by cf_engine_set_kernel2d. */
+   * each has its own kernel swap built ahead (prepared[1], [2]). */
   cf_engine *bottom, *whole;
   gboolean fields; /* the engines are per field (interlaced caps) */
   gboolean mixed;  /* and the caps are mixed: `whole` for progressive frames */
@@ -361,12 +360,14 @@ typedef struct {
    * starts its engines' history anew (streaming thread) */
   gint held_kind;
   cf_kernel2d *active; /* the engine's kernel */
-  /* the swap to kernel number prepared_serial, built by the setter for
-   * the engine (cf_engine_prepare_swap2d); made: one the streaming thread
-   * put in force, holding the kernel state it retired, freed by the next
-   * setter (cf_swap_prep2d_free waits for the device: not in the
-   * streaming thread). Under the object lock. */
-  cf_swap_prep2d *prepared, *made;
+  /* the swaps to kernel number prepared_serial, built by the setter for
+   * the engines (cf_engine_prepare_swap2d), in the order engine,
+   * bottom, whole (NULL where there is no such engine or none could be
+   * built: that one takes the kernel by cf_engine_set_kernel2d); made:
+   * those the streaming thread put in force, holding the kernel state
+   * they retired, freed by the next setter (cf_swap_prep2d_free waits for
+   * the device: not in the streaming thread). Under the object lock. */
+  cf_swap_prep2d *prepared[3], *made[3];
   guint prepared_serial;
   /* bumped (atomically, under engine_lock) with every engine made or
    * dropped: a swap built for an engine since replaced is never handed to
@@ -784,9 +785,23 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
   return prep; /* out of memory: the change just goes unprepared */
 }
 
+/* Move the three swaps of `from` to `to` (NULL left behind). */
+static void swaps_take(cf_swap_prep2d **from, cf_swap_prep2d **to)
+{
+  for (guint i = 0; i < 3; i++)
+    to[i] = g_steal_pointer(&from[i]);
+}
+
+static void swaps_free(cf_swap_prep2d **p)
+{
+  for (guint i = 0; i < 3; i++)
+    g_clear_pointer(&p[i], cf_swap_prep2d_free);
+}
+
 /* In the setter's thread, before the streaming thread takes the new
- * kernel (from update_kernel): build the swap to it
- * (cf_engine_prepare_swap2d): the FFT plan the engine will need, measured
+ * kernel (from update_kernel): build the swap to it for each engine
+ * (cf_engine_prepare_swap2d; interlaced video's field engines and mixed
+ * video's frame engine too): the FFT plan the engine will need, measured
  * (up to a second the first time on a machine, then from FFTW's wisdom on
  * disk: the engine's own kernel change never measures, and a new tile
  * size would run on an estimated plan, 15-30% slower per frame), and on
@@ -796,36 +811,42 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
  * kernel state the last swap retired. No lock held. */
 static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
 {
+  cf_swap_prep2d *made[3];
   GST_OBJECT_LOCK(self);
-  cf_swap_prep2d *made = self->made;
-  self->made = NULL;
+  swaps_take(self->made, made);
   GST_OBJECT_UNLOCK(self);
-  cf_swap_prep2d_free(made);
+  swaps_free(made);
   if (!prep.k)
     return;
-  cf_swap_prep2d *p = NULL;
+  cf_swap_prep2d *p[3] = {NULL, NULL, NULL};
   g_mutex_lock(&self->engine_lock);
   gint gen = g_atomic_int_get(&self->engine_gen);
-  if (self->engine &&
-      cf_engine_prepare_swap2d(self->engine, prep.k, &p) != CF_OK)
-    GST_DEBUG_OBJECT(self, "no swap built ahead: %s", cf_last_error());
+  /* each engine's own (an interlaced stream's fields are pictures of
+   * their own sizes, a mixed stream's frames another) */
+  cf_engine *es[3] = {self->engine, self->bottom, self->whole};
+  gboolean any = FALSE;
+  for (guint i = 0; i < 3; i++) {
+    if (es[i] && cf_engine_prepare_swap2d(es[i], prep.k, &p[i]) != CF_OK)
+      GST_DEBUG_OBJECT(self, "no swap built ahead for engine %u: %s", i,
+                       cf_last_error());
+    any |= p[i] != NULL;
+  }
   g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
   cf_kernel2d_free(prep.k);
+  cf_swap_prep2d *older[3] = {NULL, NULL, NULL};
   GST_OBJECT_LOCK(self);
-  cf_swap_prep2d *older = self->prepared;
-  /* still the last change, for the engine running */
-  if (p && prep.serial == self->kernel_serial &&
+  /* still the last change, for the engines running */
+  if (any && prep.serial == self->kernel_serial &&
       gen == g_atomic_int_get(&self->engine_gen)) {
-    self->prepared = g_steal_pointer(&p);
+    swaps_take(self->prepared, older);
+    swaps_take(p, self->prepared);
     self->prepared_serial = prep.serial;
     self->prepared_gen = gen;
-  } else {
-    older = NULL;
   }
   self->preparing--;
   GST_OBJECT_UNLOCK(self);
-  cf_swap_prep2d_free(older);
-  cf_swap_prep2d_free(p);
+  swaps_free(older);
+  swaps_free(p);
 }
 
 /* ---- fields ------------------------------------------------------------ */
@@ -1176,11 +1197,11 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* reported once: the next try waits for the next change */
     self->engine_kernel_serial = self->kernel_serial;
   }
-  /* the swap built for this kernel, if there is one */
-  cf_swap_prep2d *prep = NULL;
-  if (newk && self->prepared && self->prepared_serial == self->kernel_serial &&
+  /* the swaps built for this kernel, if there are */
+  cf_swap_prep2d *prep[3] = {NULL, NULL, NULL};
+  if (newk && self->prepared_serial == self->kernel_serial &&
       self->prepared_gen == g_atomic_int_get(&self->engine_gen))
-    prep = g_steal_pointer(&self->prepared);
+    swaps_take(self->prepared, prep);
 
   /* Components the format lacks while upstream is asked for one they fit
    * (await_caps): the frames still coming in this format are filtered with
@@ -1241,10 +1262,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* the old engine's frames in flight were pushed out before
      * (prepare_engine, set_info) */
     g_warn_if_fail(gst_queue_array_is_empty(self->inflight));
-    /* swaps built for the old engine go before it */
-    g_clear_pointer(&prep, cf_swap_prep2d_free);
-    g_clear_pointer(&self->prepared, cf_swap_prep2d_free);
-    g_clear_pointer(&self->made, cf_swap_prep2d_free);
+    /* swaps built for the old engines go before them */
+    swaps_free(prep);
+    swaps_free(self->prepared);
+    swaps_free(self->made);
     g_mutex_lock(&self->engine_lock);
     cf_engine_free(self->engine);
     cf_engine_free(self->bottom);
@@ -1278,7 +1299,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     note->fatal = !self->engine || rebuild;
     if (note->fatal) {
       cf_kernel2d_free(newk);
-      cf_swap_prep2d_free(prep);
+      swaps_free(prep);
       return;
     }
     /* the previous engine goes on, with its settings and the new kernel
@@ -1310,46 +1331,42 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       note_add(note, why);
     }
   }
+  /* each engine takes the new kernel by the swap the setter built for it
+   * (allocating, planning and waiting for nothing here), else by
+   * cf_engine_set_kernel2d; the top field's (or the frame's) engine last:
+   * where one refuses it, those that took it go back to the kernel in
+   * force */
   cf_status ks = CF_OK;
-  /* the other fields' engines (and mixed caps' frame engine) first: the
-   * swap built ahead is the top engine's */
-  cf_engine *extra[2] = {self->bottom, self->whole};
-  for (guint i = 0; i < 2 && newk && ks == CF_OK; i++)
-    if (extra[i])
-      ks = cf_engine_set_kernel2d(extra[i], newk);
-  if (ks != CF_OK) {
-    /* those that took it go back to the kernel in force */
-    for (guint i = 0; i < 2; i++)
-      if (extra[i] && self->active)
-        (void)cf_engine_set_kernel2d(extra[i], self->active);
-    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
-                                 "the previous kernel", cf_last_error());
-    note_add(note, why);
-    cf_kernel2d_free(newk);
-    cf_swap_prep2d_free(prep);
-    return;
-  }
-  if (newk && prep) { /* the setter built it: nothing to allocate here */
-    ks = cf_engine_set_prepared2d(self->engine, prep);
-    /* what it retired goes back in the next setter's thread */
-    if (self->made) /* never: a setter frees it before it builds */
-      cf_swap_prep2d_free(self->made);
-    self->made = g_steal_pointer(&prep);
-  } else if (newk) {
-    ks = cf_engine_set_kernel2d(self->engine, newk);
+  cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  static const guint order[3] = {1, 2, 0};
+  guint took = 0;
+  for (; took < 3 && newk && ks == CF_OK; took++) {
+    guint i = order[took];
+    if (!all[i])
+      continue;
+    if (prep[i]) {
+      ks = cf_engine_set_prepared2d(all[i], prep[i]);
+      /* what it retired goes back in the next setter's thread */
+      if (self->made[i]) /* never: a setter frees them before it builds */
+        cf_swap_prep2d_free(self->made[i]);
+      self->made[i] = g_steal_pointer(&prep[i]);
+    } else {
+      ks = cf_engine_set_kernel2d(all[i], newk);
+    }
   }
   if (ks != CF_OK) {
     gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
                                  "the previous kernel", cf_last_error());
-    for (guint i = 0; i < 2; i++)
-      if (extra[i] && self->active)
-        (void)cf_engine_set_kernel2d(extra[i], self->active);
+    for (guint j = 0; j + 1 < took; j++)
+      if (all[order[j]] && self->active)
+        (void)cf_engine_set_kernel2d(all[order[j]], self->active);
     note_add(note, why);
     cf_kernel2d_free(newk);
+    swaps_free(prep);
     return;
   }
 kernel_done:
-  cf_swap_prep2d_free(prep); /* a new engine took the kernel itself */
+  swaps_free(prep); /* a new engine took the kernel itself */
   if (newk) {
     cf_kernel2d_free(self->active);
     self->active = newk;
@@ -1363,9 +1380,9 @@ kernel_done:
 /* Drop the engine and the metadata of the frames it held. */
 static void free_engine(GstCudaConvolve *self)
 {
-  /* swaps built for it: before it (an engine outlives its swaps) */
-  g_clear_pointer(&self->prepared, cf_swap_prep2d_free);
-  g_clear_pointer(&self->made, cf_swap_prep2d_free);
+  /* swaps built for them: before them (an engine outlives its swaps) */
+  swaps_free(self->prepared);
+  swaps_free(self->made);
   g_mutex_lock(&self->engine_lock);
   cf_engine_free(self->engine);
   self->engine = NULL;

@@ -4773,6 +4773,80 @@ static void test_interlaced(void **state)
   tmp_cleanup();
 }
 
+/* Kernel changes while PLAYING interlaced video (interleaved or mixed):
+ * every engine (the top and bottom fields', mixed caps' frame engine)
+ * takes the new kernel from the next frame on, its own history kept,
+ * and each by the swap the setter built for it: on the emulated device
+ * the frames after a change allocate, plan and wait for nothing (the
+ * bottom field's and the frame engine's changes were made in the
+ * streaming thread). Random formats, sizes (odd heights), kernels of
+ * other shapes (larger than a field too, temporal ones), depth 0..2. */
+static void test_interlaced_change(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 72);
+  static const unsigned first[] = {0, 2, 8, 9}; /* GRAY8 RGBA I420 NV12 */
+  for (unsigned rep = 0; rep < 6; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    set_case("interlaced change %u: ", rep);
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
+    g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+    const gfmt *f = &formats[rep < 4 ? first[rep] : ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r) + 2, h = rand_side(&r) + 2;
+    if (rep % 2)
+      h |= 1; /* odd: the top field has a row more */
+    rand_config(c, &r, f, 0);
+    kern_make(&c->k, &r, 1, 3, 3, 0);
+    set_kernel(c->h->element, &c->k);
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    config_describe(c);
+    add_case("depth %u ", depth);
+    const char *mode = rep % 3 == 2 ? "mixed" : "interleaved";
+    il_caps(&ic, mode);
+    gst_harness_play(c->h);
+    int mixed = !strcmp(mode, "mixed");
+    /* both kinds first with mixed caps: the engines are built */
+    for (unsigned i = 0; i < 3; i++)
+      il_push(&ic, &r, !mixed || i != 1, 0, "first kernel");
+    for (unsigned change = 0; change < 3; change++) {
+      unsigned t = 1 + (unsigned)(ref_rng_u64(&r) % 2), kh, kw;
+      rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
+      kern_make(&c->k, &r, t, kh, kw, 0);
+      set_kernel(c->h->element, &c->k);
+      for (unsigned i = 0; i < 3; i++)
+        if (ic.ref[i])
+          ref2d_video_set_kernel(ic.ref[i], t, kh, kw, c->k.taps);
+      add_case("-> %ux%ux%u ", t, kh, kw);
+      steady_mark m;
+      steady_take(&m);
+      /* the frame after the change of each kind: the kind a mixed
+       * stream was in, then the other (its engines restarting) */
+      unsigned n = 2 + (unsigned)(ref_rng_u64(&r) % 3);
+      for (unsigned i = 0; i < n; i++)
+        il_push(&ic, &r, !mixed || (i + change) % 2, 0, "after a change");
+      check_steady(&m, "the frames after a kernel change");
+    }
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
+          g_queue_get_length(&ic.want));
+    check_no_bus_errors(c);
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -4836,6 +4910,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_device_fallback, teardown),
       cmocka_unit_test_teardown(test_meta_tags, teardown),
       cmocka_unit_test_teardown(test_interlaced, teardown),
+      cmocka_unit_test_teardown(test_interlaced_change, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
