@@ -83,11 +83,31 @@
  * pipeline-depth D > 0) and starts the temporal history of its kind anew
  * (its last frames came before the other kind's run). The latency stays
  * D frames. Caps that change the interlace mode rebuild the engines.
- * interlace-mode=alternate (one field per buffer, caps feature
- * format:Interlaced) is not taken: the pads do not carry that feature, so
- * linking or negotiation fails ("neither element can handle caps");
- * deinterlace first (deinterlace takes alternate fields; videoconvert
- * keeps the interlace mode, so it does not make them interleaved).
+ *
+ * interlace-mode=alternate (caps feature format:Interlaced, in system
+ * memory; v4l2src gives it from some SDI and analog capture cards): each
+ * buffer is one field, filtered as a picture of its own on the engine of
+ * its parity, so that a temporal kernel weighs the earlier fields of that
+ * parity, as with interleaved frames; the output, in the same caps, keeps
+ * the buffer's field flags, timestamps and metas. The caps' height h is
+ * the frame's; GStreamer lays out GST_VIDEO_INFO_FIELD_HEIGHT, (h + 1) /
+ * 2 rows, in a buffer of either parity (4:2:0 chroma: half that, rounded
+ * up). A top field is that many rows, a bottom field h / 2, so that with
+ * an odd h its buffer's last row lies past the field: it repeats the
+ * field's last row (a frame of one row: a bottom field is filtered as its
+ * one row). A buffer's parity is its flags': GST_VIDEO_BUFFER_FLAG_TOP_FIELD
+ * (TFF | ONEFIELD) or BOTTOM_FIELD (ONEFIELD alone), so that one flagged
+ * both is TOP_FIELD, as GST_VIDEO_BUFFER_IS_TOP_FIELD reads it. A buffer
+ * with neither (no ONEFIELD; TFF alone included), which the caps do not
+ * allow, is taken as the field after the one before, the other parity
+ * (after new caps or a flush, top), with a warning in the debug log.
+ * Latency: each parity's engine holds D fields, so the latency is D
+ * frames (2 D fields: D durations of the caps' framerate, which is the
+ * frames'; at 0/1, 2 D times the longest field buffer). Fields leave in
+ * the order they came: field t when field t + 2 D comes, where they
+ * alternate; after a run of one parity the fields of the other held
+ * before it leave first (flushed from their engine, its history going
+ * on), at most 2 D fields after they came.
  *
  * Negotiation offers only the formats the components fit: with
  * components=luma a YUV or gray format, with components=gb an RGB one, so
@@ -107,7 +127,8 @@
  * overlaps the copies and compute of different frames; the CPU filters a
  * frame on a worker thread while the element goes on), so frame t leaves
  * when frame t + D arrives, with its own timestamps, duration, offsets,
- * flags and metas. The latency query adds D frame durations (from the
+ * flags and metas (alternate fields: D frames, see above). The latency
+ * query adds D frame durations (from the
  * framerate; at a variable framerate, 0/1, D times the longest buffer
  * duration seen so far, a buffer without one lasting until the next; a
  * duration past a minute, a still shown until further notice, is not a
@@ -359,6 +380,17 @@ typedef struct {
    * frame of the other kind pushes the frames in flight out first and
    * starts its engines' history anew (streaming thread) */
   gint held_kind;
+  /* interlace-mode alternate: every buffer is one field (of
+   * GST_VIDEO_INFO_FIELD_HEIGHT rows), filtered as a picture on the
+   * engine of its parity, `engine` (top) or `bottom`; the frames in
+   * flight are fields, each its parity on it (field_quark) */
+  gboolean alternate;
+  /* the parity (0 top, 1 bottom) of the field being filtered, and of the
+   * last one that came (-1: none since the caps or a flush), for a buffer
+   * without a field flag; whether that was said (streaming thread) */
+  guint parity;
+  gint last_parity;
+  gboolean told_unflagged;
   cf_kernel2d *active; /* the engine's kernel */
   /* the swaps to kernel number prepared_serial, built by the setter for
    * the engines (cf_engine_prepare_swap2d), in the order engine,
@@ -466,10 +498,17 @@ enum {
 #define DEFAULT_THREADS 0
 #define MAX_SIGMA 1e6
 
+#define FORMATS_STR                                                            \
+  "format = (string) { GRAY8, GRAY16_LE, RGBA, BGRA, RGBx, BGRx, RGB, BGR, "   \
+  "I420, NV12, Y444, Y42B }, width = (int) [ 1, 32768 ], height = (int) "      \
+  "[ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
+
+/* system memory: progressive and interleaved or mixed frames; and one
+ * field per buffer (interlace-mode alternate), which GStreamer puts
+ * under the format:Interlaced feature */
 #define CAPS_STR                                                               \
-  "video/x-raw, format = (string) { GRAY8, GRAY16_LE, RGBA, BGRA, RGBx, "     \
-  "BGRx, RGB, BGR, I420, NV12, Y444, Y42B }, width = (int) [ 1, 32768 ], "    \
-  "height = (int) [ 1, 32768 ], framerate = (fraction) [ 0/1, MAX ]"
+  "video/x-raw, " FORMATS_STR "; video/x-raw(format:Interlaced), " FORMATS_STR \
+  ", interlace-mode = (string) alternate"
 
 /* what 1.22's GstCudaMemory allocates (no GRAY8, GRAY16_LE) */
 #define CUDA_CAPS_STR                                                          \
@@ -867,10 +906,18 @@ static void field_of(const cf_frame *f, guint parity, cf_frame *out)
     }
 }
 
+static gboolean info_alternate(const GstVideoInfo *info)
+{
+  return GST_VIDEO_INFO_INTERLACE_MODE(info) ==
+         GST_VIDEO_INTERLACE_MODE_ALTERNATE;
+}
+
 /* The engines for frames of `info` with cfg (its height the frame's):
  * out[0] the frame's, or with interlaced caps the top field's; out[1]
- * the bottom field's (none for a frame of one row); out[2] with mixed
- * caps the one for progressive frames. All or none. */
+ * the bottom field's (none for a frame of one row, except with alternate
+ * caps: a buffer flagged bottom there is filtered as the one row it
+ * holds); out[2] with mixed caps the one for progressive frames. All or
+ * none. */
 static cf_status new_engines(cf_video_config *cfg, const GstVideoInfo *info,
                              const cf_kernel2d *k, cf_engine *out[3])
 {
@@ -878,7 +925,8 @@ static cf_status new_engines(cf_video_config *cfg, const GstVideoInfo *info,
   gboolean fields = GST_VIDEO_INFO_IS_INTERLACED(info);
   gboolean mixed = GST_VIDEO_INFO_INTERLACE_MODE(info) ==
                    GST_VIDEO_INTERLACE_MODE_MIXED;
-  guint heights[3] = {fields ? (h + 1) / 2 : h, fields ? h / 2 : 0,
+  guint bottom = info_alternate(info) ? MAX(h / 2, 1) : h / 2;
+  guint heights[3] = {fields ? (h + 1) / 2 : h, fields ? bottom : 0,
                       mixed ? h : 0};
   cf_status st = CF_OK;
   out[0] = out[1] = out[2] = NULL;
@@ -919,13 +967,104 @@ static gint frame_kind(const GstCudaConvolve *self, GstBuffer *buf)
   return KIND_FIELDS;
 }
 
+/* ---- alternate fields ---- */
+
+/* The parity a field held (in flight) came as, on its metadata. */
+static GQuark field_quark(void)
+{
+  return g_quark_from_static_string("cudaconvolve-field-parity");
+}
+
+/* The parity (0 top, 1 bottom) of field buffer `buf` under alternate
+ * caps. Its flags say it: GST_VIDEO_BUFFER_FLAG_TOP_FIELD is TFF |
+ * ONEFIELD, BOTTOM_FIELD is ONEFIELD alone, so that a buffer flagged both
+ * is TOP_FIELD, as GST_VIDEO_BUFFER_IS_TOP_FIELD reads it. One without
+ * ONEFIELD (neither flag; TFF alone is no field flag either) is taken as
+ * the field after the last one, the caps requiring them to alternate:
+ * the other parity, the first one top (a warning in the debug log, once
+ * per caps). Every buffer that comes counts, dropped ones too
+ * (streaming thread). */
+static guint field_parity(GstCudaConvolve *self, GstBuffer *buf)
+{
+  guint p;
+  if (GST_BUFFER_FLAG_IS_SET(buf, GST_VIDEO_BUFFER_FLAG_ONEFIELD)) {
+    p = GST_BUFFER_FLAG_IS_SET(buf, GST_VIDEO_BUFFER_FLAG_TFF) ? 0 : 1;
+  } else {
+    p = self->last_parity >= 0 ? !self->last_parity : 0;
+    if (!self->told_unflagged)
+      GST_WARNING_OBJECT(
+          self,
+          "interlace-mode alternate, but a buffer (pts %" GST_TIME_FORMAT
+          ") carries neither TOP_FIELD nor BOTTOM_FIELD: taken as the "
+          "%s field (fields alternate)",
+          GST_TIME_ARGS(GST_BUFFER_PTS(buf)), p ? "bottom" : "top");
+    self->told_unflagged = TRUE;
+  }
+  self->last_parity = (gint)p;
+  return p;
+}
+
+/* The parity of the oldest field in flight, or -1 where none is. */
+static gint head_parity(GstCudaConvolve *self)
+{
+  guint n = gst_queue_array_get_length(self->inflight);
+  for (guint i = 0; i < n; i++) {
+    GstMiniObject *o = gst_queue_array_peek_nth(self->inflight, i);
+    if (GST_IS_BUFFER(o))
+      return GPOINTER_TO_INT(gst_mini_object_get_qdata(o, field_quark())) - 1;
+  }
+  return -1;
+}
+
+/* The fields of `parity` in flight (each in that parity's engine). */
+static guint held_of(GstCudaConvolve *self, guint parity)
+{
+  guint n = gst_queue_array_get_length(self->inflight), held = 0;
+  for (guint i = 0; i < n; i++) {
+    GstMiniObject *o = gst_queue_array_peek_nth(self->inflight, i);
+    if (GST_IS_BUFFER(o) && GPOINTER_TO_UINT(gst_mini_object_get_qdata(
+                                o, field_quark())) == parity + 1)
+      held++;
+  }
+  return held;
+}
+
+/* GStreamer lays out GST_VIDEO_INFO_FIELD_HEIGHT rows, (h + 1) / 2, in
+ * a field buffer of either parity; the bottom field of a frame of odd
+ * height h has h / 2, and its engine writes those. The rows past them
+ * (one luma row; a 4:2:0 chroma row where (h + 1) / 2 is odd) repeat the
+ * field's last row, rather than keep what the output buffer held. */
+static void pad_field(GstCudaConvolve *self, guint parity, const cf_frame *out)
+{
+  const GstVideoInfo *info = &GST_VIDEO_FILTER(self)->out_info;
+  guint h = (guint)GST_VIDEO_INFO_HEIGHT(info);
+  if (!self->alternate || !parity || h % 2 == 0 || h == 1)
+    return;
+  const GstVideoFormatInfo *fi = info->finfo;
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(info) && p < 3; p++) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(fi, p, comp);
+    guint rows = (guint)GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(
+        fi, comp[0], GST_VIDEO_INFO_FIELD_HEIGHT(info));
+    guint have = (guint)GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(fi, comp[0], h / 2);
+    gsize bytes = (gsize)GST_VIDEO_INFO_COMP_WIDTH(info, comp[0]) *
+                  (gsize)GST_VIDEO_INFO_COMP_PSTRIDE(info, comp[0]);
+    guint8 *d = out->data[p];
+    for (guint y = have; y < rows; y++)
+      memcpy(d + y * out->stride[p], d + (have - 1) * out->stride[p], bytes);
+  }
+}
+
 /* Filter frame `in` of `kind` into `out` (cf_engine_process_frame):
- * each field apart where it is fields. */
+ * each field apart where it is fields; with alternate caps the buffer,
+ * a field, on the engine of its parity (self->parity). */
 static cf_status process_kind(GstCudaConvolve *self, gint kind,
                               const cf_frame *in, const cf_frame *out)
 {
   cf_engine *e[2];
   engines_of(self, kind, e);
+  if (self->alternate)
+    return cf_engine_process_frame(e[self->parity ? 1 : 0], in, out);
   if (kind != KIND_FIELDS)
     return cf_engine_process_frame(e[0], in, out);
   for (guint parity = 0; parity < 2; parity++) {
@@ -942,13 +1081,23 @@ static cf_status process_kind(GstCudaConvolve *self, gint kind,
 }
 
 /* The oldest frame the engines of the frames in flight hold, into `out`
- * (cf_engine_flush_frame). */
+ * (cf_engine_flush_frame); with alternate caps the oldest field, from
+ * its parity's engine. */
 static cf_status flush_kind(GstCudaConvolve *self, const cf_frame *out,
                             int *got)
 {
   cf_engine *e[2];
   engines_of(self, self->held_kind, e);
   *got = 0;
+  if (self->alternate) {
+    gint parity = head_parity(self);
+    if (parity < 0 || !e[parity])
+      return CF_OK;
+    cf_status s = cf_engine_flush_frame(e[parity], out, got);
+    if (s == CF_OK && *got)
+      pad_field(self, (guint)parity, out);
+    return s;
+  }
   if (self->held_kind != KIND_FIELDS)
     return e[0] ? cf_engine_flush_frame(e[0], out, got) : CF_OK;
   for (guint parity = 0; parity < 2; parity++) {
@@ -1114,7 +1263,8 @@ static gboolean describe_engine(GstCudaConvolve *self)
       "%s%s; latency %u frame%s", cf_engine_describe(self->engine),
       !self->fields ? ""
       : self->mixed ? "; interlaced frames per field, progressive ones whole"
-                    : "; per field (interlaced)",
+      : self->alternate ? "; one field per buffer (alternate), per parity"
+                        : "; per field (interlaced)",
       self->latency_frames, self->latency_frames == 1 ? "" : "s");
   gboolean changed = g_strcmp0(was, self->backend_in_use) != 0;
   g_free(was);
@@ -1276,6 +1426,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->fields = GST_VIDEO_INFO_IS_INTERLACED(info);
     self->mixed = GST_VIDEO_INFO_INTERLACE_MODE(info) ==
                   GST_VIDEO_INTERLACE_MODE_MIXED;
+    self->alternate = info_alternate(info);
     self->held_kind = KIND_NONE;
     g_atomic_int_inc(&self->engine_gen);
     g_mutex_unlock(&self->engine_lock);
@@ -1388,7 +1539,7 @@ static void free_engine(GstCudaConvolve *self)
   self->engine = NULL;
   g_clear_pointer(&self->bottom, cf_engine_free);
   g_clear_pointer(&self->whole, cf_engine_free);
-  self->fields = self->mixed = FALSE;
+  self->fields = self->mixed = self->alternate = FALSE;
   self->held_kind = KIND_NONE;
   g_atomic_int_inc(&self->engine_gen);
   g_mutex_unlock(&self->engine_lock);
@@ -1406,8 +1557,9 @@ static void free_engine(GstCudaConvolve *self)
 #define MAX_FRAME_PERIOD (60 * GST_SECOND)
 
 /* What the element adds: D frame durations from the framerate, or at a
- * variable framerate (0/1) from the longest buffer seen. Object lock
- * held. */
+ * variable framerate (0/1) from the longest buffer seen. With alternate
+ * caps (the framerate a frame's, each buffer a field) the engine of each
+ * parity holds D fields: D frames, 2 D buffers. Object lock held. */
 static GstClockTime our_latency(GstCudaConvolve *self)
 {
   if (!self->latency_frames)
@@ -1416,7 +1568,8 @@ static GstClockTime our_latency(GstCudaConvolve *self)
     return gst_util_uint64_scale_int_round(
         (guint64)self->latency_frames * GST_SECOND, self->fps_d, self->fps_n);
   return GST_CLOCK_TIME_IS_VALID(self->max_duration)
-             ? self->latency_frames * self->max_duration
+             ? (self->alternate ? 2 : 1) * self->latency_frames *
+                   self->max_duration
              : 0;
 }
 
@@ -1660,13 +1813,23 @@ static void drop_pending(GstCudaConvolve *self, GList **sticky)
         gst_video_frame_map(&v, &filter->out_info, scratch, GST_MAP_WRITE)) {
       cf_frame f;
       frame_of(&v, &f);
-      int got = 1;
-      while (got)
-        if (flush_kind(self, &f, &got) != CF_OK) {
-          GST_WARNING_OBJECT(self, "dropping the pending frames: %s",
-                             cf_last_error());
-          break;
+      for (guint i = 0; i < 2; i++) {
+        /* alternate caps: each parity's engine in turn (flush_kind takes
+         * the oldest field's, and the queue is not popped here) */
+        cf_engine *e = i ? self->bottom : self->engine;
+        if (self->alternate ? !e : i > 0)
+          continue;
+        int got = 1;
+        while (got) {
+          cf_status st = self->alternate ? cf_engine_flush_frame(e, &f, &got)
+                                         : flush_kind(self, &f, &got);
+          if (st != CF_OK) {
+            GST_WARNING_OBJECT(self, "dropping the pending frames: %s",
+                               cf_last_error());
+            break;
+          }
         }
+      }
       gst_video_frame_unmap(&v);
     } else {
       GST_WARNING_OBJECT(self, "no scratch frame to drop the pending "
@@ -1841,17 +2004,53 @@ static GstFlowReturn prepare_engine(GstCudaConvolve *self, GstBuffer *in)
   return GST_FLOW_OK;
 }
 
+/* Alternate caps at depth D: field `parity` is about to go in, and its
+ * engine, holding D fields, to hand out its oldest. The fields of the
+ * other parity that came before that one leave first (flushed from their
+ * engine, whose history goes on), so that fields leave in the order they
+ * came. Where the fields alternate none does: field t leaves when field
+ * t + 2 D comes, as with interleaved frames; after a run of one parity,
+ * at most 2 D fields later. */
+static GstFlowReturn make_room(GstCudaConvolve *self, guint parity)
+{
+  while (self->latency_frames &&
+         held_of(self, parity) >= self->latency_frames &&
+         head_parity(self) != (gint)parity) {
+    GstBuffer *out;
+    GstFlowReturn ret = flush_one(self, &out);
+    if (ret != GST_FLOW_OK || !out)
+      return ret;
+    GST_LOG_OBJECT(self, "%s field out before the %s one it came before",
+                   parity ? "top" : "bottom", parity ? "bottom" : "top");
+    ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  return GST_FLOW_OK;
+}
+
 /* Pipelined (D > 0): frame t enters the engine, which writes frame t - D
- * once D frames are in flight; that output gets frame t - D's metadata.
- * Also every frame of CUDA memory (D = 0 too): GstVideoFilter would map
- * those on the host. */
+ * once D frames are in flight; that output gets frame t - D's metadata
+ * (with alternate caps, per parity: field t's engine writes the D-th
+ * field of its parity before it, which make_room made the oldest in
+ * flight). Also every frame of CUDA memory (D = 0 too): GstVideoFilter
+ * would map those on the host. */
 static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
                                      GstBuffer **outbuf)
 {
   GstVideoFilter *filter = GST_VIDEO_FILTER(self);
   GstBuffer *out;
+  GstFlowReturn ret =
+      self->alternate ? make_room(self, self->parity) : GST_FLOW_OK;
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref(in);
+    return ret;
+  }
+  gboolean wrote = self->alternate
+                       ? held_of(self, self->parity) >= self->latency_frames
+                       : self->inflight_frames >= self->latency_frames;
   /* the engine needs an output frame even when it writes nothing to it */
-  GstFlowReturn ret = alloc_output(self, &out);
+  ret = alloc_output(self, &out);
   if (ret != GST_FLOW_OK) {
     gst_buffer_unref(in);
     return ret;
@@ -1875,6 +2074,8 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
     return GST_FLOW_ERROR;
   }
   cf_status s = process_kind(self, self->held_kind, &fin, &fout);
+  if (s == CF_OK && wrote)
+    pad_field(self, self->parity, &fout);
   unmap_frame(&vout);
   unmap_frame(&vin);
   note_fallback(self);
@@ -1885,10 +2086,12 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
                       ("processing a frame: %s", cf_last_error()));
     return GST_FLOW_ERROR;
   }
-  gboolean wrote = self->inflight_frames >= self->latency_frames;
   GstBuffer *meta = gst_buffer_new();
   copy_meta(self, in, meta);
   gst_buffer_unref(in);
+  if (self->alternate)
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(meta), field_quark(),
+                              GUINT_TO_POINTER(self->parity + 1), NULL);
   if (self->frame_discont) /* its output, D frames later, follows a gap */
     GST_BUFFER_FLAG_SET(meta, GST_BUFFER_FLAG_DISCONT);
   gst_queue_array_push_tail(self->inflight, meta);
@@ -1970,6 +2173,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->next_pts = GST_CLOCK_TIME_NONE;
+  self->last_parity = -1;
+  self->told_unflagged = FALSE;
   self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, new_frames, &note);
@@ -2099,7 +2304,7 @@ static gchar *frame_unfit(GstCudaConvolve *self, GstBuffer *buf)
     guint p = GST_VIDEO_FRAME_COMP_PLANE(&vf, c);
     gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p);
     gsize rows = (gsize)GST_VIDEO_FRAME_COMP_HEIGHT(&vf, c);
-    if (GST_VIDEO_INFO_IS_INTERLACED(info)) {
+    if (GST_VIDEO_INFO_IS_INTERLACED(info) && !info_alternate(info)) {
       /* the rows the fields' engines read: each field's own share, every
        * other row (interlaced 4:2:0 has an even number of chroma rows,
        * half of them each field's; a field of h / 2 luma rows,
@@ -2162,6 +2367,10 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
       self->qos_gap = self->qos_lost_discont = TRUE;
     return ret;
   }
+  /* alternate caps: which field it is (dropped ones count, for the
+   * parity of the next one without a field flag) */
+  if (info_alternate(&GST_VIDEO_FILTER(self)->in_info))
+    self->parity = field_parity(self, in);
   /* a frame that does not fit its buffer is dropped as a late one is:
    * the next frame kept carries DISCONT, the history goes on */
   gchar *why = frame_unfit(self, in);
@@ -2336,6 +2545,8 @@ static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
   frame_of(in, &fin);
   frame_of(out, &fout);
   cf_status s = process_kind(self, self->held_kind, &fin, &fout);
+  if (s == CF_OK)
+    pad_field(self, self->parity, &fout);
   note_fallback(self);
   if (s != CF_OK) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("cudaconvolve failed"),
@@ -2360,6 +2571,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     reset_qos(self); /* as the base class's own, which it never uses */
     self->last_pts = GST_CLOCK_TIME_NONE;
     self->next_pts = GST_CLOCK_TIME_NONE;
+    self->last_parity = -1;
     if (self->engine) {
       GST_DEBUG_OBJECT(self, "flush: temporal history restarts");
       reset_kind(self, KIND_NONE);
@@ -3044,6 +3256,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->inflight = gst_queue_array_new(CF_VIDEO_MAX_DEPTH + 1);
   self->held_kind = KIND_NONE;
+  self->last_parity = -1;
   gst_queue_array_set_clear_func(self->inflight, unref_held);
   /* around the base class's chain (set in its instance init, before this) */
   GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);

@@ -4486,6 +4486,8 @@ typedef struct ilwant {
   GstBuffer *in, *want;
   GstVideoInfo info; /* the caps it came with */
   int fields;
+  int alt;       /* alternate caps: the field's parity (else -1) */
+  unsigned rows; /* and its rows */
 } ilwant;
 
 static void ilwant_free(gpointer data)
@@ -4505,13 +4507,26 @@ typedef struct ilcase {
   int last; /* -1, or whether the last frame was filtered as fields */
   GQueue want;
   unsigned out; /* frames out so far */
+  int alternate;   /* the caps now are interlace-mode=alternate */
+  int last_parity; /* of the last field pushed with them (-1: none) */
 } ilcase;
+
+/* The rows of a field of parity `parity` of a frame of h rows: with
+ * alternate caps a buffer flagged bottom of a frame of one row holds its
+ * one row. */
+static unsigned il_field_rows(const ilcase *ic, unsigned parity)
+{
+  unsigned h = ic->c.cfg.height;
+  if (!parity)
+    return (h + 1) / 2;
+  return ic->alternate && h == 1 ? 1 : h / 2;
+}
 
 static void il_refs(ilcase *ic)
 {
   gcase *c = &ic->c;
   unsigned h = c->cfg.height;
-  unsigned heights[3] = {(h + 1) / 2, h / 2, h};
+  unsigned heights[3] = {il_field_rows(ic, 0), il_field_rows(ic, 1), h};
   for (unsigned i = 0; i < 3; i++) {
     ref2d_video_free(ic->ref[i]);
     ic->ref[i] = NULL;
@@ -4525,15 +4540,19 @@ static void il_refs(ilcase *ic)
   ic->last = -1;
 }
 
-/* New caps: progressive, interleaved (either field order) or mixed. The
- * engines restart (another interlace mode), as the references do. */
-static void il_caps(ilcase *ic, const char *mode)
+/* New caps: progressive, interleaved (either field order), mixed or
+ * alternate (at `fps`, 25/1 where NULL). The engines restart (another
+ * interlace mode), as the references do. */
+static void il_caps_fps(ilcase *ic, const char *mode, const char *fps)
 {
   gcase *c = &ic->c;
-  char *s = g_strdup_printf(
-      "video/x-raw,format=%s,width=%u,height=%u,framerate=25/1,"
-      "interlace-mode=%s",
-      c->fmt->gst, c->cfg.width, c->cfg.height, mode);
+  ic->alternate = !strcmp(mode, "alternate");
+  ic->last_parity = -1;
+  char *s =
+      g_strdup_printf("video/x-raw%s,format=%s,width=%u,height=%u,framerate=%s,"
+                      "interlace-mode=%s",
+                      ic->alternate ? "(format:Interlaced)" : "", c->fmt->gst,
+                      c->cfg.width, c->cfg.height, fps ? fps : "25/1", mode);
   GstCaps *caps = gst_caps_from_string(s);
   CHECK(caps && gst_video_info_from_caps(&c->info, caps), "bad caps %s", s);
   gst_caps_unref(caps);
@@ -4542,6 +4561,11 @@ static void il_caps(ilcase *ic, const char *mode)
   ic->mode = mode;
   add_case("caps %s; ", mode);
   il_refs(ic);
+}
+
+static void il_caps(ilcase *ic, const char *mode)
+{
+  il_caps_fps(ic, mode, NULL);
 }
 
 /* Pull what came out, each against the reference's frame in turn. */
@@ -4567,7 +4591,39 @@ static void il_pull(ilcase *ic, const char *what)
     frame_of(&vout, &fout);
     frame_of(&vwant, &fwant);
     char msg[160];
-    if (!w->fields) {
+    if (w->alt >= 0) {
+      /* one field: its own rows, the rest of its buffer (a bottom field
+       * of an odd height: GStreamer lays out (h + 1) / 2 rows) its last
+       * row again; its flags as they came */
+      gcase f = *c;
+      f.cfg.height = w->rows;
+      snprintf(msg, sizeof msg, "%s: output %u, a %s field", what, ic->out,
+               w->alt ? "bottom" : "top");
+      compare(&f, &fin, &fout, &fwant, msg);
+      for (unsigned p = 0; p < c->d.planes; p++) {
+        unsigned pw, have, rows;
+        ref2d_plane_size(&c->d, p, c->cfg.width, f.cfg.height, &pw, &have);
+        gint comp[GST_VIDEO_MAX_COMPONENTS];
+        gst_video_format_info_component(w->info.finfo, p, comp);
+        rows = (unsigned)GST_VIDEO_INFO_COMP_HEIGHT(&w->info, comp[0]);
+        size_t row = ref2d_row_bytes(&c->d, p, c->cfg.width);
+        for (unsigned y = have; y < rows; y++)
+          CHECK(!memcmp((uint8_t *)fout.data[p] + y * fout.stride[p],
+                        (uint8_t *)fout.data[p] + (have - 1) * fout.stride[p],
+                        row),
+                "%s: plane %u row %u (past the field's %u) is not its last",
+                msg, p, y, have);
+      }
+      guint mask = GST_VIDEO_BUFFER_FLAG_INTERLACED |
+                   GST_VIDEO_BUFFER_FLAG_TFF | GST_VIDEO_BUFFER_FLAG_RFF |
+                   GST_VIDEO_BUFFER_FLAG_ONEFIELD;
+      CHECK((GST_BUFFER_FLAGS(out) & mask) == (GST_BUFFER_FLAGS(w->in) & mask),
+            "%s: flags 0x%x, came with 0x%x", msg, GST_BUFFER_FLAGS(out) & mask,
+            GST_BUFFER_FLAGS(w->in) & mask);
+      CHECK(GST_BUFFER_DURATION(out) == GST_BUFFER_DURATION(w->in) &&
+                GST_BUFFER_OFFSET(out) == GST_BUFFER_OFFSET(w->in),
+            "%s: duration or offset changed", msg);
+    } else if (!w->fields) {
       snprintf(msg, sizeof msg, "%s: output %u (a frame)", what, ic->out);
       compare(c, &fin, &fout, &fwant, msg);
     } else {
@@ -4629,6 +4685,7 @@ static void il_push(ilcase *ic, ref_rng *r, int interlaced, int discont,
   ilwant *w = g_new0(ilwant, 1);
   w->in = gst_buffer_ref(in);
   w->fields = fields;
+  w->alt = -1;
   w->info = c->info;
   w->want = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&c->info), NULL);
   GstVideoFrame vin, vwant;
@@ -4764,6 +4821,245 @@ static void test_interlaced(void **state)
     CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
     il_pull(&ic, "at EOS");
     CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
+          g_queue_get_length(&ic.want));
+    check_no_bus_errors(c);
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
+/* How a field comes (alt_push): flagged TOP_FIELD or BOTTOM_FIELD, the
+ * other parity than the field before mostly, sometimes the same one
+ * (a field lost upstream); with no field flag (taken as the other parity
+ * than the last, the first top); TFF alone (no field flag either);
+ * flagged both (TFF | ONEFIELD: GStreamer's TOP_FIELD). */
+enum { ALT_NEXT, ALT_SAME, ALT_NONE, ALT_TFF_ONLY, ALT_BOTH };
+
+/* One random field in, with alternate caps: a buffer of the caps' field
+ * height (GST_VIDEO_INFO_FIELD_HEIGHT: (h + 1) / 2 rows for either
+ * parity), filtered by the reference of its parity, whose history is the
+ * earlier fields of that parity alone. */
+static void alt_push(ilcase *ic, ref_rng *r, int how, int discont,
+                     const char *what)
+{
+  gcase *c = &ic->c;
+  int last = ic->last_parity;
+  unsigned parity;
+  guint flags = 0;
+  switch (how) {
+  case ALT_NEXT:
+  case ALT_SAME:
+    parity = last < 0 ? (unsigned)(ref_rng_u64(r) % 2)
+                      : (unsigned)(how == ALT_NEXT ? !last : last);
+    flags = parity ? GST_VIDEO_BUFFER_FLAG_BOTTOM_FIELD
+                   : GST_VIDEO_BUFFER_FLAG_TOP_FIELD;
+    break;
+  case ALT_BOTH:
+    parity = 0;
+    flags =
+        GST_VIDEO_BUFFER_FLAG_TOP_FIELD | GST_VIDEO_BUFFER_FLAG_BOTTOM_FIELD;
+    break;
+  default:
+    parity = last < 0 ? 0 : (unsigned)!last;
+    flags = how == ALT_TFF_ONLY ? GST_VIDEO_BUFFER_FLAG_TFF : 0;
+    break;
+  }
+  if (ref_rng_u64(r) % 2)
+    flags |= GST_VIDEO_BUFFER_FLAG_INTERLACED;
+  ic->last_parity = (int)parity;
+  GstBuffer *in = make_input(r, c, ref_rng_u64(r) % 3 == 0);
+  GstClockTime dur = GST_SECOND / 50;
+  GST_BUFFER_PTS(in) = 1000 + c->n * dur;
+  GST_BUFFER_DURATION(in) = dur;
+  GST_BUFFER_OFFSET(in) = c->n++;
+  GST_BUFFER_FLAG_SET(in, flags);
+  if (discont) {
+    GST_BUFFER_FLAG_SET(in, GST_BUFFER_FLAG_DISCONT);
+    for (unsigned i = 0; i < 3; i++)
+      if (ic->ref[i])
+        ref2d_video_reset(ic->ref[i]);
+  }
+  ilwant *w = g_new0(ilwant, 1);
+  w->in = gst_buffer_ref(in);
+  w->alt = (int)parity;
+  w->rows = il_field_rows(ic, parity);
+  w->info = c->info;
+  w->want = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&c->info), NULL);
+  GstVideoFrame vin, vwant;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vwant, &c->info, w->want, GST_MAP_WRITE),
+        "map want");
+  cf_frame fin, fwant;
+  frame_of(&vin, &fin);
+  frame_of(&vwant, &fwant);
+  CHECK(ref2d_video_frame(ic->ref[parity], &fin, &fwant, NULL),
+        "reference failed");
+  gst_video_frame_unmap(&vwant);
+  gst_video_frame_unmap(&vin);
+  g_queue_push_tail(&ic->want, w);
+  GstFlowReturn fr = gst_harness_push(c->h, in);
+  CHECK(fr == GST_FLOW_OK, "%s: push returned %s", what, gst_flow_get_name(fr));
+  il_pull(ic, what);
+}
+
+/* The latency the element answers the query with. */
+static GstClockTime query_latency(gcase *c)
+{
+  GstQuery *q = gst_query_new_latency();
+  CHECK(gst_pad_peer_query(c->h->sinkpad, q), "latency query failed");
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(q, &live, &min, &max);
+  gst_query_unref(q);
+  return min;
+}
+
+/* A capture card's interlaced video as v4l2src gives it from some SDI or
+ * analog cards: interlace-mode=alternate (caps feature format:Interlaced),
+ * one field per buffer, flagged TOP_FIELD or BOTTOM_FIELD, the caps'
+ * height the frame's. Each field is filtered as a picture of its own on
+ * the engine of its parity, a temporal kernel weighing the earlier fields
+ * of that parity alone (as with interleaved frames); the outputs keep
+ * the fields' flags, timestamps and order. Random formats (GRAY8, I420,
+ * NV12, RGB first), sizes (odd heights: the bottom field a row less than
+ * the buffer GStreamer lays out, whose last row repeats the field's),
+ * kernels (3D .npy), pipeline-depth 0..2 (latency D frames, 2 D fields,
+ * also at framerate 0/1 from the fields' durations), a random field
+ * sequence (a parity twice, unflagged buffers, TFF alone, both flags),
+ * a flush, DISCONT, EOS, and caps to interleaved or progressive and back
+ * (engines rebuilt, fields of the old caps out first). Before the
+ * element took alternate caps negotiation failed. */
+static void test_alternate(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 73);
+  static const unsigned first[] = {0, 8, 9, 6}; /* GRAY8 I420 NV12 RGB */
+  static const char *const others[] = {"interleaved", "progressive", "mixed"};
+  for (unsigned rep = 0; rep < 12; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    set_case("alternate %u: ", rep);
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
+    g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+    gst_harness_set_upstream_latency(c->h, 0);
+    const gfmt *f =
+        &formats[rep < 8 ? first[rep % 4] : ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    if (rep % 3 == 1)
+      h |= 1; /* odd: the bottom field a row less than its buffer */
+    unsigned t = 1 + (unsigned)(ref_rng_u64(&r) % 3), kh, kw;
+    rand_config(c, &r, f, rep % 2);
+    rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
+    if (kh == 1)
+      kh = 3;
+    kern_make(&c->k, &r, t, kh, kw, 0);
+    if (t > 1) {
+      char *path = write_npy("alt.npy", &c->k, 1);
+      g_object_set(c->h->element, "kernel-file", path, NULL);
+      g_free(path);
+    } else {
+      set_kernel(c->h->element, &c->k);
+    }
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    config_describe(c);
+    add_case("depth %u ", depth);
+    int vfr = rep % 4 == 3; /* framerate 0/1: the latency from durations */
+    for (unsigned seg = 0; seg < 3; seg++) {
+      if (seg == 1)
+        il_caps(&ic, others[ref_rng_u64(&r) % 3]);
+      else
+        il_caps_fps(&ic, "alternate", vfr && seg == 0 ? "0/1" : NULL);
+      unsigned n = 4 + (unsigned)(ref_rng_u64(&r) % 7);
+      for (unsigned i = 0; i < n; i++) {
+        if (!ic.alternate) {
+          int interlaced = strcmp(ic.mode, "progressive") &&
+                           (strcmp(ic.mode, "mixed") || ref_rng_u64(&r) % 2);
+          il_push(&ic, &r, interlaced, 0, "frame");
+          continue;
+        }
+        unsigned u = (unsigned)(ref_rng_u64(&r) % 16);
+        int how = u < 10   ? ALT_NEXT
+                  : u < 12 ? ALT_SAME
+                  : u < 13 ? ALT_NONE
+                  : u < 14 ? ALT_TFF_ONLY
+                  : u < 15 ? ALT_BOTH
+                           : ALT_NEXT;
+        alt_push(&ic, &r, how, i == n - 1 && seg == 2, "field");
+      }
+      /* the output caps as the input's: alternate ones with the
+       * format:Interlaced feature, the others without */
+      GstCaps *oc = gst_pad_get_current_caps(c->h->sinkpad);
+      CHECK(oc && gst_caps_is_fixed(oc), "no output caps");
+      const gchar *om = gst_structure_get_string(gst_caps_get_structure(oc, 0),
+                                                 "interlace-mode");
+      CHECK(!!gst_caps_features_contains(gst_caps_get_features(oc, 0),
+                                         GST_CAPS_FEATURE_FORMAT_INTERLACED) ==
+                    ic.alternate &&
+                om && !strncmp(ic.mode, om, strlen(om)),
+            "caps %s in, %" GST_PTR_FORMAT " out", ic.mode, oc);
+      gst_caps_unref(oc);
+      if (seg == 0) {
+        /* what the element takes for alternate caps downstream would
+         * take: the same, feature and all */
+        GstPad *sink = gst_element_get_static_pad(c->h->element, "sink");
+        GstCaps *any = gst_caps_from_string(
+            "video/x-raw(format:Interlaced),interlace-mode=alternate");
+        GstCaps *takes = gst_pad_query_caps(sink, any);
+        CHECK(!gst_caps_is_empty(takes),
+              "alternate caps refused: %" GST_PTR_FORMAT, takes);
+        for (guint i = 0; i < gst_caps_get_size(takes); i++)
+          CHECK(gst_caps_features_contains(gst_caps_get_features(takes, i),
+                                           GST_CAPS_FEATURE_FORMAT_INTERLACED),
+                "alternate caps query answered %" GST_PTR_FORMAT, takes);
+        gst_caps_unref(takes);
+        gst_caps_unref(any);
+        gst_object_unref(sink);
+        /* D frames: D of the caps' framerate, else 2 D fields of the
+         * longest field buffer */
+        check_in_use_latency(c, depth);
+        GstClockTime lat = query_latency(c);
+        GstClockTime want =
+            vfr ? depth * 2 * (GST_SECOND / 50) : depth * (GST_SECOND / 25);
+        CHECK(lat == want,
+              "latency %" GST_TIME_FORMAT
+              " at depth %u, want %" GST_TIME_FORMAT,
+              GST_TIME_ARGS(lat), depth, GST_TIME_ARGS(want));
+      }
+      if (seg == 0 && t > 1) {
+        /* a flush: the fields in flight go, the history restarts, and an
+         * unflagged field after it is top again */
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_start()),
+              "flush-start");
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_stop(TRUE)),
+              "flush-stop");
+        GstSegment sg;
+        gst_segment_init(&sg, GST_FORMAT_TIME);
+        CHECK(gst_harness_push_event(c->h, gst_event_new_segment(&sg)),
+              "segment");
+        ic.out += g_queue_get_length(&ic.want);
+        g_queue_clear_full(&ic.want, ilwant_free);
+        for (unsigned i = 0; i < 3; i++)
+          if (ic.ref[i])
+            ref2d_video_reset(ic.ref[i]);
+        ic.last_parity = -1;
+        alt_push(&ic, &r, ALT_NONE, 0, "unflagged field after a flush");
+        for (unsigned i = 0; i < 3; i++)
+          alt_push(&ic, &r, ALT_NEXT, 0, "field after a flush");
+      }
+    }
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    CHECK(g_queue_is_empty(&ic.want), "%u fields never came out",
           g_queue_get_length(&ic.want));
     check_no_bus_errors(c);
     for (unsigned i = 0; i < 3; i++)
@@ -4911,6 +5207,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_meta_tags, teardown),
       cmocka_unit_test_teardown(test_interlaced, teardown),
       cmocka_unit_test_teardown(test_interlaced_change, teardown),
+      cmocka_unit_test_teardown(test_alternate, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
