@@ -21,25 +21,23 @@
  * PLAYING take effect at the next frame handed to the engine after the
  * property is set, and keep the temporal history (a kernel with more
  * temporal taps than the one before takes the frames it lacks as black:
- * the engine keeps only what the running kernel needs). A new kernel that runs on
- * FFT tiles of a size not planned yet has its FFT plan made (measured: up
- * to a second the first time on a machine, then from FFTW's wisdom) in the
- * thread that sets the property (g_object_set returns once it is done);
- * on the CUDA backend that thread also builds the new kernel's device
- * buffers, cuFFT plans and spectra (cf_engine_prepare_swap2d), so the
- * streaming thread only puts them in force; frames keep flowing with the
- * previous kernel meanwhile. scale, bias and absolute
- * apply from the next frame in, the engine and its temporal history going
- * on (cf_engine_set_output2d; frames held keep the values they went in
- * with). Changes to
- * border, cval, components, backend, device-id,
+ * the engine keeps only what the running kernel needs). A new kernel that runs
+ * on FFT tiles of a size not planned yet has its FFT plan made (measured: up to
+ * a second the first time on a machine, then from FFTW's wisdom) in the thread
+ * that sets the property (g_object_set returns once it is done); on the CUDA
+ * backend that thread also builds the new kernel's device buffers, cuFFT plans
+ * and spectra (cf_engine_prepare_swap2d), so the streaming thread only puts
+ * them in force; frames keep flowing with the previous kernel meanwhile. scale,
+ * bias and absolute apply from the next frame in, the engine and its temporal
+ * history going on (cf_engine_set_output2d; frames held keep the values they
+ * went in with). Changes to border, cval, components, backend, device-id,
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as do caps of another format, size or
- * interlace mode (caps that change only the framerate, pixel aspect ratio or colorimetry
- * keep the engine and its history); the frames the old engine holds are
- * pushed out first, and before any new caps. backend=cuda set while streaming
- * where no device is usable is refused at once (a g_warning, as below:
- * the property keeps its value), and so are components the stream's
+ * interlace mode (caps that change only the framerate, pixel aspect ratio or
+ * colorimetry keep the engine and its history); the frames the old engine holds
+ * are pushed out first, and before any new caps. backend=cuda set while
+ * streaming where no device is usable is refused at once (a g_warning, as
+ * below: the property keeps its value), and so are components the stream's
  * format lacks where upstream offers no format that has them, or
  * downstream takes none of those it offers (with an element warning
  * naming which). A rebuild the engine refuses (a device-id that
@@ -140,7 +138,9 @@
  * arrive while frames are held (tags, TOC, custom events) wait among them
  * and leave in the order they came; a flush drops them, except sticky
  * ones (tags), which stay on the source pad for the next frame.
- * `backend-in-use` names the engine and its latency in frames. With
+ * `backend-in-use` names the engine and its latency in frames (with
+ * interlaced caps the top field's, and the bottom field's or progressive
+ * frames' engine where it took another path). With
  * backend=auto, a CUDA device that fails mid-stream leaves the frames to
  * the CPU, none lost or repeated: a warning goes on the bus and
  * `backend-in-use` changes (notify).
@@ -1256,16 +1256,42 @@ static void settings_put_back(GstCudaConvolve *self, EngineNote *note)
 
 /* backend-in-use: the engine and its latency; whether that changed.
  * Object lock held. */
+/* Whether engine descriptions a and b ("cpu: 720x288 I420, kernel 1x5x5,
+ * direct, 2 bands, ...") say the same but for the frame size: a
+ * frame's fields, one row apart, usually do. */
+static gboolean same_path(const char *a, const char *b)
+{
+  const char *ca = strchr(a, ':'), *cb = strchr(b, ':');
+  const char *ra = strstr(a, ", "), *rb = strstr(b, ", ");
+  if (!ca || !cb || !ra || !rb)
+    return strcmp(a, b) == 0;
+  return ca - a == cb - b && strncmp(a, b, (size_t)(ca - a)) == 0 &&
+         strcmp(ra, rb) == 0;
+}
+
 static gboolean describe_engine(GstCudaConvolve *self)
 {
   gchar *was = self->backend_in_use;
+  /* the top field's engine (or the frame's), and the others' where they
+   * took another path (a backend of their own after a fallback, another
+   * algorithm or band count for their size) */
+  const char *top = cf_engine_describe(self->engine);
+  GString *more = g_string_new(NULL);
+  const cf_engine *other[2] = {self->bottom, self->whole};
+  static const char *const name[2] = {"bottom field", "progressive frames"};
+  for (guint i = 0; i < 2; i++) {
+    const char *d = other[i] ? cf_engine_describe(other[i]) : NULL;
+    if (d && !same_path(top, d))
+      g_string_append_printf(more, "; %s: %s", name[i], d);
+  }
   self->backend_in_use = g_strdup_printf(
-      "%s%s; latency %u frame%s", cf_engine_describe(self->engine),
+      "%s%s%s; latency %u frame%s", top,
       !self->fields ? ""
       : self->mixed ? "; interlaced frames per field, progressive ones whole"
       : self->alternate ? "; one field per buffer (alternate), per parity"
                         : "; per field (interlaced)",
-      self->latency_frames, self->latency_frames == 1 ? "" : "s");
+      more->str, self->latency_frames, self->latency_frames == 1 ? "" : "s");
+  g_string_free(more, TRUE);
   gboolean changed = g_strcmp0(was, self->backend_in_use) != 0;
   g_free(was);
   return changed;

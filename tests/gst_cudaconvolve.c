@@ -5143,6 +5143,119 @@ static void test_interlaced_change(void **state)
   tmp_cleanup();
 }
 
+/* An engine like the element's for a picture of w x h (the case's
+ * config, threads and backend): its description. */
+static gchar *twin_describe(gcase *c, unsigned h, guint threads)
+{
+  cf_video_config tc = c->cfg;
+  tc.height = h;
+  tc.threads = threads;
+  tc.backend = strcmp(case_backend(), "cpu") ? CF_BACKEND_CUDA : CF_BACKEND_CPU;
+  cf_kernel2d *k;
+  cf_engine *e;
+  CHECK(cf_kernel2d_new(c->k.t, c->k.kh, c->k.kw, c->k.taps, &k) == CF_OK &&
+            cf_engine_new_video(&tc, k, &e) == CF_OK,
+        "twin engine (%ux%u): %s", tc.width, h, cf_last_error());
+  gchar *d = g_strdup(cf_engine_describe(e));
+  cf_engine_free(e);
+  cf_kernel2d_free(k);
+  return d;
+}
+
+/* backend-in-use with interlaced caps names the top field's engine, and
+ * the bottom field's or mixed caps' frame engine where that one took
+ * another path than the top's (not where only the frame size differs):
+ * each checked against an engine made here for its size (on the CPU at
+ * 2 threads a frame of 64 rows is 2 bands, its fields 1). */
+static void test_interlaced_in_use(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 73);
+  static const char *const modes[] = {"mixed", "mixed", "interleaved",
+                                      "alternate"};
+  for (unsigned rep = 0; rep < 6; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    set_case("interlaced in use %u: ", rep);
+    guint threads = 2;
+    g_object_set(c->h->element, "threads", threads, NULL);
+    const gfmt *f = &formats[0];
+    CHECK(f->cf == CF_PIX_GRAY8, "formats[0] is not GRAY8");
+    unsigned w = 64, h = rep < 2 ? 64 + rep : rand_side(&r) + 2;
+    unsigned kh = 7, kw = 7;
+    if (rep >= 2)
+      rand_ksides(&r, w, h, 1, &kh, &kw);
+    cf_video_config_init(&c->cfg);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    c->cfg.components = CF_COMP_Y;
+    kern_make(&c->k, &r, 1, kh, kw, 0);
+    set_kernel(c->h->element, &c->k);
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    config_describe(c);
+    const char *mode = modes[rep < 2 ? rep : 2 + ref_rng_u64(&r) % 2];
+    il_caps(&ic, mode);
+    gst_harness_play(c->h);
+    int alternate = !strcmp(mode, "alternate");
+    if (!alternate)
+      il_push(&ic, &r, 1, 0, "frame");
+    gchar *in_use = NULL;
+    g_object_get(c->h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use != NULL, "no backend-in-use");
+    unsigned hb = alternate ? MAX(h / 2, 1) : h / 2;
+    gchar *top = twin_describe(c, (h + 1) / 2, threads);
+    CHECK(g_str_has_prefix(in_use, top),
+          "backend-in-use '%s', want the top "
+          "field's '%s' first",
+          in_use, top);
+    gchar *size = g_strdup_printf("%ux%u ", w, (h + 1) / 2);
+    const char *names[2] = {"bottom field: ", "progressive frames: "};
+    unsigned heights[2] = {hb, !strcmp(mode, "mixed") ? h : 0};
+    for (unsigned i = 0; i < 2; i++) {
+      gchar *d = heights[i] ? twin_describe(c, heights[i], threads) : NULL;
+      /* the top's description at this engine's size: the same path */
+      gchar *as = NULL;
+      if (d) {
+        gchar **parts = g_strsplit(top, size, 2);
+        gchar *other = g_strdup_printf("%ux%u ", w, heights[i]);
+        as = g_strjoinv(other, parts);
+        g_free(other);
+        g_strfreev(parts);
+      }
+      gchar *want = d ? g_strconcat(names[i], d, NULL) : NULL;
+      int differs = d && strcmp(as, d) != 0;
+      CHECK(differs ? strstr(in_use, want) != NULL
+                    : strstr(in_use, names[i]) == NULL,
+            "backend-in-use '%s': %s '%s' (top '%s')", in_use,
+            differs ? "lacks" : "names", d ? d : names[i], top);
+      if (rep < 2 && i == 1 && !strcmp(case_backend(), "cpu"))
+        CHECK(differs,
+              "the 64-row frame's engine took the fields' path: "
+              "'%s', '%s'",
+              d, top);
+      g_free(want);
+      g_free(as);
+      g_free(d);
+    }
+    g_free(size);
+    g_free(top);
+    g_free(in_use);
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    check_no_bus_errors(c);
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -5207,6 +5320,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_meta_tags, teardown),
       cmocka_unit_test_teardown(test_interlaced, teardown),
       cmocka_unit_test_teardown(test_interlaced_change, teardown),
+      cmocka_unit_test_teardown(test_interlaced_in_use, teardown),
       cmocka_unit_test_teardown(test_alternate, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
