@@ -41,15 +41,20 @@ typedef struct vpipe {
   unsigned depth, nslots;
   job *jobs;
   /* jobs [head, head + count) are pending, in order; those before `next`
-   * are done, `next` is the one the worker runs or waits for */
-  unsigned head, count, next;
+   * are done, `next` is the one the worker runs or waits for. Frame
+   * numbers, in 64 bits: job i is in slot i % nslots, and a 32-bit count
+   * wrapping at 2^32 frames (2.3 years at 60 fps, 207 days at 240) moved
+   * that by 2^32 % nslots, two pending jobs in one slot (depth 2: the
+   * output of frame 2^32 - 1 was frame 2^32's; QA) */
+  uint64_t head, next;
+  unsigned count;
   int reset_pending, quit, started;
   /* test only (CF_TEST_PIPE_LAZY set at creation): the worker starts a job
    * only once the caller waits for it (jobs before `wanted`), so that a
    * test's changes between calls meet jobs still queued, as a loaded
    * machine's would */
   int lazy;
-  unsigned wanted;
+  uint64_t wanted;
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t work, done;

@@ -1,0 +1,193 @@
+/* The pipelined CPU video backend (src/cpu/video_pipe.c, compiled into
+ * this test) where a long run takes it: past 2^32 frames (2.3 years at
+ * 60 fps, 207 days at 240). Job i lives in slot i % (D + 1); a 32-bit
+ * frame count wrapping at 2^32 moved that by 2^32 % (D + 1), so two
+ * pending jobs shared a slot and a frame's output was another's (QA: at
+ * depth 2 the output of frame 2^32 - 1 was frame 2^32's). Driving 2^32
+ * real frames through it takes hours, so the test starts the pipeline's
+ * frame count a few frames before 2^32, as a stream that has run that
+ * long has it, then filters frames across it. The inner backend is a
+ * stand-in that copies each frame (the real one is the video suite's to
+ * check): every output must be its own input, D frames later, in order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* the internal functions video_pipe.c calls are the stand-ins below
+ * (meson.build renames them, so a static libcudafilter.a's own never
+ * meet them) */
+#include "../src/cpu/video_pipe.c"
+#include "check.h"
+#include "ref.h"
+
+/* ---- stand-ins for the engine's internals video_pipe.c uses ------------ */
+
+static char pipe_error[512];
+cf_status cf_fail(cf_status status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(pipe_error, sizeof pipe_error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* GRAY8 only: one plane of width bytes a row */
+cf_status cf_video_check_frame(const cf_video_config *cfg, const cf_frame *f,
+                               const char *which)
+{
+  if (!f->data[0] || f->stride[0] < cfg->width)
+    return cf_fail(CF_E_INVALID, "%s frame: no plane or a short stride", which);
+  return CF_OK;
+}
+
+cf_status cf_video_check_frames(const cf_video_config *cfg, const cf_frame *in,
+                                const cf_frame *out)
+{
+  cf_status s = cf_video_check_frame(cfg, in, "input");
+  return s == CF_OK ? cf_video_check_frame(cfg, out, "output") : s;
+}
+
+void cf_video_copy_frame(const cf_video_config *cfg, const cf_frame *src,
+                         const cf_frame *dst)
+{
+  for (unsigned r = 0; r < cfg->height; r++)
+    memcpy((uint8_t *)dst->data[0] + r * dst->stride[0],
+           (const uint8_t *)src->data[0] + r * src->stride[0], cfg->width);
+}
+
+/* The inner backend: output = input. */
+typedef struct {
+  cf_video_config cfg;
+} copier;
+
+static cf_status copy_process(void *impl, const cf_frame *in,
+                              const cf_frame *out)
+{
+  cf_video_copy_frame(&((copier *)impl)->cfg, in, out);
+  return CF_OK;
+}
+static void copy_reset(void *impl)
+{
+  (void)impl;
+}
+static cf_status copy_set_kernel(void *impl, const cf_kernel2d *k)
+{
+  (void)impl, (void)k;
+  return CF_OK;
+}
+static void copy_describe(const void *impl, char *buf, size_t n)
+{
+  (void)impl;
+  snprintf(buf, n, "copy");
+}
+static void copy_destroy(void *impl)
+{
+  free(impl);
+}
+static size_t copy_latency(const void *impl)
+{
+  (void)impl;
+  return 0;
+}
+static cf_status copy_flush(void *impl, const cf_frame *out, int *got)
+{
+  (void)impl, (void)out;
+  *got = 0;
+  return CF_OK;
+}
+static void copy_set_output(void *impl, const cf_video_out *o)
+{
+  (void)impl, (void)o;
+}
+
+static const cf_video_ops copy_ops = {
+    copy_process, copy_reset,   copy_set_kernel, copy_describe,
+    copy_destroy, copy_latency, copy_flush,      copy_set_output};
+
+cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                           cf_fft_mode fft_mode, void **impl,
+                           const cf_video_ops **ops)
+{
+  (void)k, (void)fft_mode;
+  copier *c = calloc(1, sizeof *c);
+  if (!c)
+    return cf_fail(CF_E_NOMEM, "copier: out of memory");
+  c->cfg = *cfg;
+  *impl = c;
+  *ops = &copy_ops;
+  return CF_OK;
+}
+
+/* ---- the test ------------------------------------------------------------ */
+
+/* Every depth 1..CF_VIDEO_MAX_DEPTH, the frame count started up to 3 D
+ * frames before 2^32, random frames across it: each output is its own
+ * input, D calls later, in order; flush gives the last D. */
+static void test_past_2_32_frames(void **state)
+{
+  (void)state;
+  ref_rng rng;
+  ref_rng_init(&rng, check_seed);
+  enum { W = 7, H = 3, FRAMES = 40 };
+  static uint8_t in[FRAMES][W * H], out[W * H];
+  for (unsigned depth = 1; depth <= CF_VIDEO_MAX_DEPTH; depth++) {
+    unsigned before = (unsigned)ref_rng_range(&rng, 1, 3 * depth);
+    set_case("pipeline_depth %u, frame count from 2^32 - %u", depth, before);
+    cf_video_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.width = W;
+    cfg.height = H;
+    cfg.format = CF_PIX_GRAY8;
+    cfg.scale = 1.0f;
+    cfg.pipeline_depth = depth;
+    void *impl;
+    const cf_video_ops *ops;
+    CHECK(cf_cpu_video_pipe_new(&cfg, NULL, CF_FFT_QUICK, &impl, &ops) == CF_OK,
+          "cf_cpu_video_pipe_new: %s", pipe_error);
+    vpipe *p = impl;
+    pthread_mutex_lock(&p->mu); /* the worker waits: nothing pending */
+    p->head = p->next = p->wanted = ((uint64_t)1 << 32) - before;
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < FRAMES; i++) {
+      for (int j = 0; j < W * H; j++)
+        in[i][j] = (uint8_t)ref_rng_u64(&rng);
+      in[i][0] = (uint8_t)i; /* distinct whatever the draw */
+      cf_frame fi = {{in[i]}, {W}}, fo = {{out}, {W}};
+      memset(out, 0xee, sizeof out);
+      CHECK(ops->process(impl, &fi, &fo) == CF_OK, "frame %d: %s", i,
+            pipe_error);
+      int from = i - (int)depth;
+      if (from >= 0)
+        CHECK(!memcmp(out, in[from], sizeof out),
+              "the output given with frame %d (count 2^32 - %u + %d) is "
+              "not frame %d's (it starts %u, frame %d's %u)",
+              i, before, i, from, out[0], from, in[from][0]);
+    }
+    for (unsigned i = 0; i < depth; i++) {
+      cf_frame fo = {{out}, {W}};
+      int got = 0;
+      CHECK(ops->flush(impl, &fo, &got) == CF_OK && got, "flush %u", i);
+      int from = FRAMES - (int)depth + (int)i;
+      CHECK(!memcmp(out, in[from], sizeof out),
+            "flush %u gave frame %u's output, not frame %d's", i, out[0], from);
+    }
+    ops->destroy(impl);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_past_2_32_frames),
+  };
+  check_seed = ref_seed();
+  check_filter_from_env();
+  return cmocka_run_group_tests_name("video-pipe", tests, NULL, NULL);
+}
