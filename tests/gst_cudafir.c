@@ -226,6 +226,7 @@ typedef struct {
   GstClockTime jump_ts;
   gboolean times_unchecked; /* more moves than the element times exactly */
   size_t droppable_seen;    /* buffers flagged DROPPABLE */
+  guint64 off0;             /* the offset of frame 0 (push_offset0) */
 } collected;
 
 /* The time of output frame k, as its input frame had it; end: where
@@ -292,9 +293,12 @@ static void collect_buf(collected *c, GstBuffer *b, GstAudioFormat f)
   CHECK(GST_BUFFER_DURATION(b) == end - want, "buffer %zu: duration %"
         GST_TIME_FORMAT ", expected %" GST_TIME_FORMAT, c->buffers,
         GST_TIME_ARGS(GST_BUFFER_DURATION(b)), GST_TIME_ARGS(end - want));
-  CHECK(GST_BUFFER_OFFSET(b) == c->frames, "buffer %zu: offset %"
-        G_GUINT64_FORMAT ", expected %zu", c->buffers, GST_BUFFER_OFFSET(b),
-        c->frames);
+  CHECK(GST_BUFFER_OFFSET(b) == c->off0 + c->frames &&
+            GST_BUFFER_OFFSET_END(b) == c->off0 + c->frames + n,
+        "buffer %zu: offsets %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT
+        ", expected %" G_GUINT64_FORMAT " + %zu..%zu",
+        c->buffers, GST_BUFFER_OFFSET(b), GST_BUFFER_OFFSET_END(b), c->off0,
+        c->frames, c->frames + n);
 stamped:
   if (GST_BUFFER_IS_DISCONT(b))
     c->discont_seen++;
@@ -331,6 +335,9 @@ static GstBufferFlags push_flags; /* set on every buffer push_frames makes */
  * where push_floor (a container's precision: Matroska's milliseconds) */
 static GstClockTime push_quantum;
 static gboolean push_floor;
+/* the offset push_frames gives frame 0 (a source's running count, as
+ * far out as a long run takes it) */
+static guint64 push_offset0;
 
 /* Push frames [from, from + n) of x (interleaved, cin channels) as one
  * buffer of format f, timestamped on the grid from t0 (frame `from`
@@ -359,8 +366,8 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
                              gst_util_uint64_scale_int_round(
                                  from + n, GST_SECOND, (gint)rate) -
                              GST_BUFFER_PTS(b);
-    GST_BUFFER_OFFSET(b) = from;
-    GST_BUFFER_OFFSET_END(b) = from + n;
+    GST_BUFFER_OFFSET(b) = push_offset0 + from;
+    GST_BUFFER_OFFSET_END(b) = push_offset0 + from + n;
     if (push_quantum) {
       GstClockTime q = push_quantum, t = GST_BUFFER_PTS(b);
       GST_BUFFER_PTS(b) = (push_floor ? t : t + q / 2) / q * q;
@@ -2297,6 +2304,95 @@ static void test_timestamp_moves(void **state)
     CHECK(c.discont_seen == 1, "%d DISCONT buffers: the moves cut the stream",
           c.discont_seen);
     check_one_filter(&c, x, n, 1, hk, len);
+    gst_harness_teardown(h);
+    free(c.y);
+    free(x);
+    free(hk);
+  }
+}
+
+/* A stream met where a long run takes it (QA, a 24/7 broadcast): first
+ * timestamps at 30 days, a year, an hour before GST_CLOCK_TIME_NONE;
+ * offsets crossing 2^32 and 2^53, or near G_MAXUINT64; rates up to
+ * 192 kHz; a move of the input's timestamps mid-stream (a live source
+ * resumed). Output times are the frame count's from the first buffer
+ * (gst_util_uint64_scale of the frame count, as far out as that), the
+ * offsets that count from the first's, the values one uninterrupted
+ * filter's, the latency query that of the frames held. */
+static void test_far_timestamps(void **state)
+{
+  (void)state;
+  static const unsigned rates[] = {44100, 48000, 96000, 192000};
+  const GstClockTime day = 24 * 3600 * GST_SECOND;
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    unsigned rate = cs % 5 == 4 ? (unsigned)ref_rng_range(&rng, 8000, 192000)
+                                : rates[ref_rng_range(&rng, 0, 3)];
+    /* direct and FFT paths, the reference kept short */
+    size_t len = ref_rng_range(&rng, 1, 4000);
+    size_t n = ref_rng_range(&rng, 3000, 12000);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    GstClockTime jitter = ref_rng_range(&rng, 0, GST_SECOND - 1);
+    GstClockTime t0 = cs % 3 == 0   ? 30 * day + jitter
+                      : cs % 3 == 1 ? 365 * day + jitter
+                                    : GST_CLOCK_TIME_NONE - 3600 * GST_SECOND -
+                                          jitter;
+    guint64 off0 = cs % 3 == 0   ? ((guint64)1 << 32) - ref_rng_range(&rng, 1, n)
+                   : cs % 3 == 1 ? ((guint64)1 << 53) - ref_rng_range(&rng, 1, n)
+                                 : G_MAXUINT64 - ((guint64)1 << 33);
+    GstClockTimeDiff move =
+        (GstClockTimeDiff)ref_rng_range(&rng, 2, 39) * GST_MSECOND;
+    if (cs % 2)
+      move = -move;
+    float *hk = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    size_t sizes[4096];
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    size_t jump_chunk = nc > 1 ? ref_rng_range(&rng, 1, nc - 1) : 1;
+    set_case("first pts %" G_GUINT64_FORMAT " ns, offset %" G_GUINT64_FORMAT
+             ", %u Hz, %u ch, %zu taps, block %u, depth %u, %zu frames in "
+             "%zu chunks, timestamps move by %" G_GINT64_FORMAT
+             " ms at chunk %zu",
+             t0, off0, rate, ch, len, block, depth, n, nc, move / GST_MSECOND,
+             jump_chunk);
+    collected c;
+    collect_init(&c, ch, rate, t0, n + len);
+    c.off0 = push_offset0 = off0;
+    for (size_t k = 0; k < nc; k++) {
+      if (k == jump_chunk) {
+        c.jump_at = at;
+        c.jump_ts = t0 + move + gst_util_uint64_scale_int_round(
+                                    at, GST_SECOND, (gint)rate);
+      }
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, sizes[k], ch, rate,
+                        k >= jump_chunk ? t0 + move : t0, k == 0) ==
+                GST_FLOW_OK,
+            "push %zu", k);
+      at += sizes[k];
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    }
+    push_offset0 = 0;
+    guint64 lat;
+    g_object_get(h->element, "latency", &lat, NULL);
+    GstClockTime held = gst_util_uint64_scale_int_round(n - c.frames,
+                                                        GST_SECOND, (gint)rate);
+    /* all of it held: a latency longer than the stream */
+    CHECK(c.frames ? lat == held : lat >= held, "latency %" G_GUINT64_FORMAT
+          " ns with %zu frames (%" G_GUINT64_FORMAT " ns) held", lat,
+          n - c.frames, held);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == n + len - 1, "%zu frames out, expected %zu", c.frames,
+          n + len - 1);
+    CHECK(c.discont_seen == 1, "%d DISCONT buffers: the stream was cut",
+          c.discont_seen);
+    check_one_filter(&c, x, n, ch, hk, len);
     gst_harness_teardown(h);
     free(c.y);
     free(x);
@@ -4954,6 +5050,7 @@ int main(void)
       cmocka_unit_test(test_kernel_file_error_codes),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_timestamp_rounding),
+      cmocka_unit_test(test_far_timestamps),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_change_then_break),
       cmocka_unit_test(test_kernel_burst),
