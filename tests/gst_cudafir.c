@@ -3410,11 +3410,26 @@ static void test_gain_controlled(void **state)
           "the control binding on gain was refused");
     gst_object_unref(src);
     set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    /* every other case a live pipeline that has run for days: its
+     * timestamps and running time far out (the segment's start and base),
+     * its stream time, on which the control points are, from 0 */
+    GstClockTime t0 = 0;
+    if (cs % 2) {
+      GstSegment seg;
+      gst_segment_init(&seg, GST_FORMAT_TIME);
+      const GstClockTime day = 24 * 3600 * GST_SECOND;
+      t0 = seg.start = 30 * day + ref_rng_u64(&rng) % GST_SECOND;
+      seg.base = 7 * day + ref_rng_u64(&rng) % GST_SECOND;
+      seg.position = t0;
+      add_case(", segment start %" G_GUINT64_FORMAT " base %" G_GUINT64_FORMAT,
+               seg.start, seg.base);
+      assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    }
     collected c;
-    collect_init(&c, ch, rate, 0, n + 1);
+    collect_init(&c, ch, rate, t0, n + 1);
     for (size_t pos = 0; pos < n;) {
       size_t k = pick(ref_rng_range(&rng, 1, 900), n - pos);
-      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, pos, k, ch, rate, 0,
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, pos, k, ch, rate, t0,
                         pos == 0) == GST_FLOW_OK, "push at frame %zu", pos);
       pos += k;
       /* the value in force for the last output frame's buffer */
