@@ -3093,21 +3093,26 @@ static void test_gap(void **state)
     if (!flagged)
       long_gap = g > tail;
     size_t n = n1 + g + n2, total = n + len - 1;
+    /* every other case where a long run takes it: a year in */
+    GstClockTime t0 = cs % 2 ? 365 * 24 * 3600 * GST_SECOND +
+                                   ref_rng_u64(&rng) % GST_SECOND
+                             : 0;
     set_case("%s of %zu frames after %zu, %zu more, block %u, %zu taps, %u "
              "ch, tail %zu: %s",
              flagged    ? "GAP buffer"
              : long_gap ? "long gap"
                         : "gap",
              g, n1, n2, block, len, ch, tail, long_gap ? "long" : "short");
+    add_case(", first pts %" G_GUINT64_FORMAT " ns", t0);
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
     memset(x + n1 * ch, 0, g * ch * sizeof *x);
-    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, 0,
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, t0,
                       TRUE) == GST_FLOW_OK,
           "push before the gap");
-    GstClockTime t1 = gst_util_uint64_scale_int_round(n1, GST_SECOND,
-                                                      (gint)rate),
-                 t2 = gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
-                                                      (gint)rate);
+    GstClockTime t1 = t0 + gst_util_uint64_scale_int_round(n1, GST_SECOND,
+                                                           (gint)rate),
+                 t2 = t0 + gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
+                                                           (gint)rate);
     if (flagged) {
       GstBuffer *b =
           gst_buffer_new_allocate(NULL, g * ch * sizeof(float), NULL);
@@ -3118,15 +3123,15 @@ static void test_gap(void **state)
       CHECK(gst_harness_push(hn, b) == GST_FLOW_OK, "push the GAP buffer");
     } else
       assert_true(gst_harness_push_event(hn, gst_event_new_gap(t1, t2 - t1)));
-    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, n1 + g, n2, ch, rate, 0,
-                      FALSE) == GST_FLOW_OK,
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, n1 + g, n2, ch, rate,
+                      t0, FALSE) == GST_FLOW_OK,
           "push after the gap");
     assert_true(gst_harness_push_event(hn, gst_event_new_eos()));
     /* place every output buffer by its timestamp */
     float *y = xalloc(total * ch * sizeof *y);
     unsigned char *have = xalloc(total);
     memset(have, 0, total);
-    GstClockTime last_end = 0, gap_at = GST_CLOCK_TIME_NONE;
+    GstClockTime last_end = t0, gap_at = GST_CLOCK_TIME_NONE;
     GstBuffer *b;
     GstEvent *ev;
     while ((ev = gst_harness_try_pull_event(hn))) {
@@ -3148,7 +3153,9 @@ static void test_gap(void **state)
       CHECK(!GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_GAP),
             "buffer %zu at %" GST_TIME_FORMAT " is flagged GAP", nbuf,
             GST_TIME_ARGS(pts));
-      size_t at = (size_t)gst_util_uint64_scale_round(pts, rate, GST_SECOND);
+      size_t at = pts >= t0 ? (size_t)gst_util_uint64_scale_round(
+                                  pts - t0, rate, GST_SECOND)
+                            : total;
       GstMapInfo m;
       assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
       size_t fr = m.size / (ch * sizeof(float));
@@ -3181,8 +3188,8 @@ static void test_gap(void **state)
             missing, first_missing, n1 + len - 1, n1 + g);
       CHECK(GST_CLOCK_TIME_IS_VALID(gap_at), "long gap: no GAP event "
                                              "downstream");
-      GstClockTime hole = gst_util_uint64_scale_int_round(
-          first_missing, GST_SECOND, (gint)rate);
+      GstClockTime hole = t0 + gst_util_uint64_scale_int_round(
+                                    first_missing, GST_SECOND, (gint)rate);
       CHECK(gap_at + GST_MSECOND / 10 >= hole,
             "the GAP event at %" GST_TIME_FORMAT
             " is before the data it follows (to %" GST_TIME_FORMAT ")",
