@@ -67,7 +67,7 @@ int main(int argc, char **argv)
   size_t buffers[16] = {1024, 4096}, nb = 2;
   unsigned block = 1024, threads = 0, channels = 2, calls = 400;
   double gap_ms = 3;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       fprintf(stderr, "usage: bench_paced [--lengths L,..] [--buffers N,..] "
@@ -93,7 +93,6 @@ int main(int argc, char **argv)
       fprintf(stderr, "bench_paced: unknown option %s\n", a);
       return 2;
     }
-    i++;
   }
   if (calls < 20 || channels == 0 || !(gap_ms >= 0) || !isfinite(gap_ms)) {
     fprintf(stderr, "bench_paced: --calls >= 20, --channels >= 1, "

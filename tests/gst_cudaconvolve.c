@@ -1156,8 +1156,8 @@ static void test_change_prepared(void **state)
     g_object_get(c.h->element, "threads", &threads, NULL);
     tc.threads = threads;
     tc.backend = CF_BACKEND_CPU;
-    cf_kernel2d *k0, *k1;
-    cf_engine *twin;
+    cf_kernel2d *k0 = NULL, *k1 = NULL;
+    cf_engine *twin = NULL;
     CHECK(cf_kernel2d_new(1, 3, 3, c.k.taps, &k0) == CF_OK &&
               cf_kernel2d_new(1, kh, kw, big.taps, &k1) == CF_OK &&
               cf_engine_new_video(&tc, k0, &twin) == CF_OK &&
@@ -3328,8 +3328,8 @@ static void test_caps_same_frames(void **state)
   test_rng(&r, 33);
   static const char *const extra[] = {
       "framerate=30/1", "framerate=0/1", "framerate=30/1,pixel-aspect-ratio=4/3",
-      "framerate=30/1,pixel-aspect-ratio=4/3,interlace-mode=progressive,"
-      "chroma-site=jpeg"};
+      ("framerate=30/1,pixel-aspect-ratio=4/3,interlace-mode=progressive,"
+       "chroma-site=jpeg")};
   for (unsigned rep = 0; rep < 4; rep++) {
     gcase c;
     dstream s;

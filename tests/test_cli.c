@@ -1439,7 +1439,7 @@ static size_t parse_written(const char *err)
 {
   const char *p = strstr(err, "wrote ");
   const char *q = p ? strstr(p, ": ") : NULL;
-  unsigned long long n;
+  unsigned long long n = 0;
   if (!q || sscanf(q, ": %llu frames", &n) != 1)
     fail_msg("no 'wrote OUT: N frames' in stderr:\n%s", err);
   return (size_t)n;

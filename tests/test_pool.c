@@ -67,6 +67,7 @@ static void run_item(void *ctx, unsigned i)
   volatile unsigned x = 0;
   for (unsigned k = 0; k < j->spin; k++)
     x += k;
+  (void)x;
   atomic_fetch_add(&j->count[i], 1);
 }
 

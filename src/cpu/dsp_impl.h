@@ -200,7 +200,14 @@ static void fir(const float *x, const float *hrev, size_t len, float *out,
   }
 }
 
+/* GCC's __builtin_shuffle takes a mask vector; clang has only
+ * __builtin_shufflevector (constant indices), which GCC has since 12. */
+#if defined(__clang__)
+#define SHUF8(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
 typedef int v8i __attribute__((vector_size(32)));
+#define SHUF8(v, ...) __builtin_shuffle(v, (v8i){__VA_ARGS__})
+#endif
 
 /* Interleaved complex multiply-add: a1 += x * (hr, hr) and
  * a2 += x * (hi, hi) give (xr hr, xi hr) and (xr hi, xi hi); the product
@@ -208,28 +215,31 @@ typedef int v8i __attribute__((vector_size(32)));
  * real part negated, done once per bin after all partitions. Bins are the
  * outer loop so the accumulators stay in registers (16 floats = 8 bins at
  * a time) while every partition is added. */
+#define CMAC_RE 0, 0, 2, 2, 4, 4, 6, 6
+#define CMAC_IM 1, 1, 3, 3, 5, 5, 7, 7
+#define CMAC_SWAP 1, 0, 3, 2, 5, 4, 7, 6
 static void cmac(float *acc, const float *const *x, const float *const *h,
                  size_t n, size_t nb)
 {
-  const v8i dup_re = {0, 0, 2, 2, 4, 4, 6, 6};
-  const v8i dup_im = {1, 1, 3, 3, 5, 5, 7, 7};
-  const v8i swap = {1, 0, 3, 2, 5, 4, 7, 6};
   const v8 sign = {-1, 1, -1, 1, -1, 1, -1, 1};
   for (size_t b = 0; b < 2 * nb; b += 16) {
     v8 r0 = {0}, r1 = {0}, i0 = {0}, i1 = {0};
     for (size_t p = 0; p < n; p++) {
       v8 x0 = load8(x[p] + b), x1 = load8(x[p] + b + 8);
       v8 h0 = load8(h[p] + b), h1 = load8(h[p] + b + 8);
-      r0 += x0 * __builtin_shuffle(h0, dup_re);
-      i0 += x0 * __builtin_shuffle(h0, dup_im);
-      r1 += x1 * __builtin_shuffle(h1, dup_re);
-      i1 += x1 * __builtin_shuffle(h1, dup_im);
+      r0 += x0 * SHUF8(h0, CMAC_RE);
+      i0 += x0 * SHUF8(h0, CMAC_IM);
+      r1 += x1 * SHUF8(h1, CMAC_RE);
+      i1 += x1 * SHUF8(h1, CMAC_IM);
     }
-    store8(acc + b, load8(acc + b) + r0 + sign * __builtin_shuffle(i0, swap));
+    store8(acc + b, load8(acc + b) + r0 + sign * SHUF8(i0, CMAC_SWAP));
     store8(acc + b + 8,
-           load8(acc + b + 8) + r1 + sign * __builtin_shuffle(i1, swap));
+           load8(acc + b + 8) + r1 + sign * SHUF8(i1, CMAC_SWAP));
   }
 }
+#undef CMAC_RE
+#undef CMAC_IM
+#undef CMAC_SWAP
 
 /* The accumulators of DSP_ROWS output rows of one block of conv2d and
  * conv2d_win: loaded from o (add) or zero, and stored back. */
