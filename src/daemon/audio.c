@@ -361,6 +361,12 @@ static bool pa_start(cfd_audio *a, GError **err)
   }
   const PaDeviceInfo *ii = Pa_GetDeviceInfo(din);
   const PaDeviceInfo *oi = Pa_GetDeviceInfo(dout);
+  if (!ii || !oi) { /* find_device checked the indices: never, but PA's */
+    g_set_error(err, CFD_ERROR, 0,
+                "PortAudio has no information on device %d (%s)",
+                ii ? (int)dout : (int)din, ii ? "output" : "input");
+    return false;
+  }
   PaStreamParameters ip = {
       din, (int)sc->channels, paFloat32,
       sc->latency > 0 ? sc->latency : ii->defaultLowInputLatency, NULL};
