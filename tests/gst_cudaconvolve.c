@@ -4509,6 +4509,8 @@ typedef struct ilcase {
   unsigned out; /* frames out so far */
   int alternate;   /* the caps now are interlace-mode=alternate */
   int last_parity; /* of the last field pushed with them (-1: none) */
+  int drop_next;   /* alt_push: the field is late (a QoS event before it
+                      makes it so): dropped, nothing to want */
 } ilcase;
 
 /* The rows of a field of parity `parity` of a frame of h rows: with
@@ -4881,6 +4883,18 @@ static void alt_push(ilcase *ic, ref_rng *r, int how, int discont,
       if (ic->ref[i])
         ref2d_video_reset(ic->ref[i]);
   }
+  if (ic->drop_next) {
+    /* late: the element drops it, its engine never sees it */
+    ic->drop_next = 0;
+    GstEvent *qos = gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.0, 0,
+                                      GST_BUFFER_PTS(in));
+    CHECK(gst_harness_push_upstream_event(c->h, qos), "QoS event refused");
+    GstFlowReturn fr = gst_harness_push(c->h, in);
+    CHECK(fr == GST_FLOW_OK, "%s (late): push returned %s", what,
+          gst_flow_get_name(fr));
+    il_pull(ic, what);
+    return;
+  }
   ilwant *w = g_new0(ilwant, 1);
   w->in = gst_buffer_ref(in);
   w->alt = (int)parity;
@@ -5062,6 +5076,141 @@ static void test_alternate(void **state)
     CHECK(g_queue_is_empty(&ic.want), "%u fields never came out",
           g_queue_get_length(&ic.want));
     check_no_bus_errors(c);
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
+/* An alternate stream's life at pipeline-depth 0..2 (changed
+ * mid-stream too: the engines rebuilt, the fields held out first): random
+ * fields (a parity twice, unflagged ones), late fields that QoS drops (an
+ * unflagged field after one still counts it), kernel changes between the
+ * two fields of a frame (temporal ones with more taps than before: each
+ * parity's engine takes it at its next field), DISCONT, GAP (the fields
+ * held out before it), new caps of another framerate (engines and
+ * history kept), a flush, EOS; frames of 1 to 3 rows, odd heights with
+ * 4:2:0 chroma, padded strides. Every field against the reference of its
+ * parity, in the order they came. */
+static void test_alternate_stream(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 74);
+  static const unsigned first[] = {8, 9, 0, 6}; /* I420 NV12 GRAY8 RGB */
+  for (unsigned rep = 0; rep < 16; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    set_case("alternate stream %u: ", rep);
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
+    g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+    gst_harness_set_upstream_latency(c->h, 0);
+    const gfmt *f =
+        &formats[rep < 8 ? first[rep % 4] : ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rep % 4 == 0 ? 1 + rep % 3 : rand_side(&r);
+    if (rep % 2)
+      h |= 1;
+    unsigned t = 1 + (unsigned)(ref_rng_u64(&r) % 2), kh, kw;
+    rand_config(c, &r, f, rep % 2);
+    rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
+    kern_make(&c->k, &r, t, kh, kw, 0);
+    set_kernel(c->h->element, &c->k);
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    config_describe(c);
+    add_case("depth %u ", depth);
+    il_caps_fps(&ic, "alternate", rep % 3 == 2 ? "0/1" : NULL);
+    gst_harness_play(c->h);
+    unsigned fps = 25; /* new caps each time (equal ones are no change) */
+    int rebuilt = 0;
+    unsigned n = 20 + (unsigned)(ref_rng_u64(&r) % 20);
+    for (unsigned i = 0; i < n; i++) {
+      unsigned u = (unsigned)(ref_rng_u64(&r) % 24);
+      if (u == 0) { /* a kernel change, between two fields maybe */
+        unsigned nt = 1 + (unsigned)(ref_rng_u64(&r) % 3);
+        rand_ksides(&r, w, (h + 1) / 2, nt, &kh, &kw);
+        kern_make(&c->k, &r, nt, kh, kw, 0);
+        set_kernel(c->h->element, &c->k);
+        for (unsigned k = 0; k < 2; k++)
+          if (ic.ref[k])
+            ref2d_video_set_kernel(ic.ref[k], nt, kh, kw, c->k.taps);
+        add_case("-> %ux%ux%u at %u ", nt, kh, kw, i);
+        continue;
+      }
+      if (u == 1) { /* a gap: held fields out first */
+        CHECK(gst_harness_push_event(c->h, gst_event_new_gap(c->n * 1000, 1)),
+              "gap");
+        add_case("GAP ");
+        il_pull(&ic, "after a gap");
+        CHECK(g_queue_is_empty(&ic.want), "%u fields held past a GAP",
+              g_queue_get_length(&ic.want));
+        continue;
+      }
+      if (u == 2) { /* only the framerate changes: engines kept */
+        char *s = g_strdup_printf(
+            "video/x-raw(format:Interlaced),format=%s,width=%u,height=%u,"
+            "framerate=%u/1,interlace-mode=alternate",
+            f->gst, w, h, fps = fps % 40 + 26);
+        gst_harness_set_src_caps_str(c->h, s);
+        g_free(s);
+        ic.last_parity = -1; /* new caps: an unflagged field is top */
+        add_case("fps ");
+        il_pull(&ic, "after new caps");
+        continue;
+      }
+      if (u == 3 && depth) { /* flush */
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_start()),
+              "flush-start");
+        CHECK(gst_harness_push_event(c->h, gst_event_new_flush_stop(TRUE)),
+              "flush-stop");
+        GstSegment sg;
+        gst_segment_init(&sg, GST_FORMAT_TIME);
+        CHECK(gst_harness_push_event(c->h, gst_event_new_segment(&sg)),
+              "segment");
+        ic.out += g_queue_get_length(&ic.want);
+        g_queue_clear_full(&ic.want, ilwant_free);
+        for (unsigned k = 0; k < 3; k++)
+          if (ic.ref[k])
+            ref2d_video_reset(ic.ref[k]);
+        ic.last_parity = -1;
+        add_case("FLUSH ");
+        continue;
+      }
+      if (u == 8) { /* another depth: the engines are rebuilt at the
+                     * next field kept, the held ones out first */
+        depth = (depth + 1 + (unsigned)(ref_rng_u64(&r) % 2)) % 3;
+        g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+        add_case("depth %u ", depth);
+        rebuilt = 1;
+        continue;
+      }
+      ic.drop_next = u >= 4 && u < 7 && !rebuilt;
+      if (rebuilt) {
+        for (unsigned k = 0; k < 3; k++)
+          if (ic.ref[k])
+            ref2d_video_reset(ic.ref[k]);
+        rebuilt = 0;
+      }
+      unsigned v = (unsigned)(ref_rng_u64(&r) % 16);
+      int how = v < 9 ? ALT_NEXT : v < 13 ? ALT_SAME : ALT_NONE;
+      add_case("%s%s%s ", ic.drop_next ? "late " : "", u == 7 ? "D " : "",
+               how == ALT_NEXT ? "n" : how == ALT_SAME ? "s" : "u");
+      alt_push(&ic, &r, how, u == 7, "field");
+    }
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    CHECK(g_queue_is_empty(&ic.want), "%u fields never came out",
+          g_queue_get_length(&ic.want));
+    char msg[1024];
+    CHECK(!bus_pop(c, GST_MESSAGE_ERROR, msg, sizeof msg), "element error: %s",
+          msg);
     for (unsigned i = 0; i < 3; i++)
       ref2d_video_free(ic.ref[i]);
     gcase_close(c);
@@ -5322,6 +5471,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_interlaced_change, teardown),
       cmocka_unit_test_teardown(test_interlaced_in_use, teardown),
       cmocka_unit_test_teardown(test_alternate, teardown),
+      cmocka_unit_test_teardown(test_alternate_stream, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
