@@ -345,6 +345,9 @@ typedef struct {
                            thread) */
   cf_backend running;   /* the engine's backend as last seen (backend=auto
                            may leave CUDA mid-stream) */
+  guint on_cpu;         /* and which of engine, bottom, whole were on the
+                           CPU (bits 0, 1, 2), as backend-in-use says them:
+                           each may fall back at its own call */
   guint latency_frames; /* the engine's latency D */
 
   /* what the latency query answers from, under the object lock */
@@ -1140,6 +1143,17 @@ static cf_backend engines_backend(const GstCudaConvolve *self)
   return cf_engine_backend(self->engine);
 }
 
+/* Which engines run on the CPU: bit i for engine, bottom, whole. */
+static guint engines_on_cpu(const GstCudaConvolve *self)
+{
+  const cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  guint mask = 0;
+  for (guint i = 0; i < 3; i++)
+    if (all[i] && cf_engine_backend(all[i]) == CF_BACKEND_CPU)
+      mask |= 1u << i;
+  return mask;
+}
+
 /* The engine that moved to the CPU, for its reason (the first engine
  * where none did). */
 static const cf_engine *fallen_engine(const GstCudaConvolve *self)
@@ -1254,8 +1268,6 @@ static void settings_put_back(GstCudaConvolve *self, EngineNote *note)
   note->put_back[n] = NULL;
 }
 
-/* backend-in-use: the engine and its latency; whether that changed.
- * Object lock held. */
 /* Whether engine descriptions a and b ("cpu: 720x288 I420, kernel 1x5x5,
  * direct, 2 bands, ...") say the same but for the frame size: a
  * frame's fields, one row apart, usually do. */
@@ -1269,6 +1281,8 @@ static gboolean same_path(const char *a, const char *b)
          strcmp(ra, rb) == 0;
 }
 
+/* backend-in-use: the engine and its latency; whether that changed.
+ * Object lock held. */
 static gboolean describe_engine(GstCudaConvolve *self)
 {
   gchar *was = self->backend_in_use;
@@ -1299,18 +1313,25 @@ static gboolean describe_engine(GstCudaConvolve *self)
 
 /* After an engine call: backend=auto leaves a failing CUDA device for the
  * CPU inside the call, losing no frame (the engine's contract). Say so on
- * the bus, once, and in backend-in-use. */
+ * the bus, once, and in backend-in-use, for each engine that falls back
+ * (interlaced video's engines each at their own call: the second one to
+ * fall back, a field or frame later, was still named on the device). */
 static void note_fallback(GstCudaConvolve *self)
 {
   cf_backend now = engines_backend(self);
+  guint on_cpu = engines_on_cpu(self);
   GST_OBJECT_LOCK(self);
   cf_backend was = self->running;
   self->running = now;
-  if (now != was)
-    describe_engine(self);
+  gboolean moved = on_cpu != self->on_cpu;
+  self->on_cpu = on_cpu;
+  gboolean described = (moved || now != was) && describe_engine(self);
   GST_OBJECT_UNLOCK(self);
-  if (now == was)
+  if (now == was) {
+    if (described)
+      g_object_notify(G_OBJECT(self), "backend-in-use");
     return;
+  }
   GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
                       ("cudaconvolve: the %s backend failed; filtering goes "
                        "on on the %s, no frame lost",
@@ -1465,6 +1486,7 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->built = snap;
     self->latency_frames = (guint)cf_engine_latency(e);
     self->running = cf_engine_backend(e);
+    self->on_cpu = engines_on_cpu(self);
     note->described |= describe_engine(self);
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
     goto kernel_done;

@@ -5405,6 +5405,91 @@ static void test_interlaced_in_use(void **state)
   tmp_cleanup();
 }
 
+/* A device failing mid-stream under alternate or mixed caps (backend
+ * auto; the fake device fails at the N-th data call of each engine, so
+ * that the top field's or interlaced frames' engine falls back to the CPU
+ * a field or frame before the bottom field's or the progressive frames'
+ * engine, or after): every frame comes out right, one warning goes on the
+ * bus, and backend-in-use ends naming the CPU for every engine. It named
+ * the second engine to fall back as still on the device: only a change
+ * of the engines' common backend (the first fallback) described them
+ * again. */
+static void test_interlaced_fallback(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 75);
+  for (unsigned rep = 0; rep < 8; rep++) {
+    ilcase ic;
+    memset(&ic, 0, sizeof ic);
+    g_queue_init(&ic.want);
+    gcase *c = &ic.c;
+    gcase_open(c);
+    unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
+    unsigned fail_at = 1 + (unsigned)(ref_rng_u64(&r) % 3);
+    int alternate = rep % 2 == 0;
+    set_case("interlaced fallback %u (fake device failing at data call %u "
+             "of each engine): ",
+             rep, fail_at);
+    g_object_set(c->h->element, "pipeline-depth", depth, NULL);
+    gst_util_set_object_arg(G_OBJECT(c->h->element), "backend", "auto");
+    gst_harness_set_upstream_latency(c->h, 0);
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r) + 1;
+    rand_config(c, &r, f, rep % 2);
+    unsigned t = 1 + (unsigned)(ref_rng_u64(&r) % 2), kh, kw;
+    rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
+    kern_make(&c->k, &r, t, kh, kw, 0);
+    set_kernel(c->h->element, &c->k);
+    c->fmt = f;
+    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+    c->cfg.width = w;
+    c->cfg.height = h;
+    c->cfg.format = f->cf;
+    config_describe(c);
+    add_case("depth %u ", depth);
+    char spec[32];
+    snprintf(spec, sizeof spec, "call:%u", fail_at);
+    setenv("CF_TEST_FAKE_DEVICE", spec, 1); /* read as the engines are built */
+    il_caps(&ic, alternate ? "alternate" : "mixed");
+    gst_harness_play(c->h);
+    gchar *in_use = NULL;
+    g_object_get(c->h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use && strstr(in_use, "fake device"),
+          "backend-in-use '%s' before the fault", in_use ? in_use : "NULL");
+    g_free(in_use);
+    /* each engine gets fail_at data calls and more, the two kinds (or
+     * parities) in turn */
+    unsigned n = 2 * (fail_at + 2) + (unsigned)(ref_rng_u64(&r) % 4);
+    for (unsigned i = 0; i < n; i++) {
+      if (alternate)
+        alt_push(&ic, &r, ALT_NEXT, 0, "field");
+      else
+        il_push(&ic, &r, i % 2 == 0, 0, "frame");
+    }
+    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
+    il_pull(&ic, "at EOS");
+    unsetenv("CF_TEST_FAKE_DEVICE");
+    CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
+          g_queue_get_length(&ic.want));
+    g_object_get(c->h->element, "backend-in-use", &in_use, NULL);
+    CHECK(in_use && !strncmp(in_use, "cpu", 3) &&
+              !strstr(in_use, "fake device"),
+          "backend-in-use '%s' after every engine fell back",
+          in_use ? in_use : "NULL");
+    g_free(in_use);
+    char msg[1024];
+    CHECK(bus_pop(c, GST_MESSAGE_WARNING, msg, sizeof msg) &&
+              strstr(msg, "backend failed"),
+          "no warning about the fallback on the bus");
+    check_no_bus_errors(c); /* and only one warning */
+    for (unsigned i = 0; i < 3; i++)
+      ref2d_video_free(ic.ref[i]);
+    gcase_close(c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -5472,6 +5557,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_interlaced_in_use, teardown),
       cmocka_unit_test_teardown(test_alternate, teardown),
       cmocka_unit_test_teardown(test_alternate_stream, teardown),
+      cmocka_unit_test_teardown(test_interlaced_fallback, teardown),
 #ifdef CF_HAVE_GSTCUDA
       cmocka_unit_test_teardown(test_cuda_memory, teardown),
 #endif
