@@ -258,7 +258,8 @@ static double engine_work(const kset *k, size_t n, unsigned block)
   return (direct < fft ? direct : fft) + per_block;
 }
 
-/* CF_TEST_WORK, 0..1 (default 1): the emulated device (suite cudaemu)
+/* CF_TEST_WORK, 0..1 (default 1; 0.5 for this suite under the sanitizers,
+ * whose plain run has the full cases): the emulated device (suite cudaemu)
  * runs the kernels one thread at a time, tens of times slower than the
  * CPU backend, and sets it lower so that its suite keeps inside CI's
  * time, an ASan build included. It scales ENGINE_WORK and the lengths
