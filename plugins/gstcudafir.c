@@ -1860,6 +1860,27 @@ static GstClockTime segment_resumes_at(const GstSegment *old,
              : GST_CLOCK_TIME_NONE;
 }
 
+/* Where the segment that SEGMENT_DONE ends stops playing, the next one
+ * (a looping player's segment seek) starting there in running time: its
+ * stop or, a loop seek to 0 having none (wavparse keeps stop NONE), the
+ * end SEGMENT_DONE names, else where the input ended. The ring-out went
+ * on past it and overlapped the next loop (QA: playbin looping a WAV). */
+static GstClockTime segment_done_at(const GstCudaFir *self, GstEvent *ev)
+{
+  const GstSegment *seg = &GST_BASE_TRANSFORM(self)->segment;
+  if (seg->format != GST_FORMAT_TIME || seg->rate < 0)
+    return GST_CLOCK_TIME_NONE; /* reverse: no ring-out anyway */
+  if (GST_CLOCK_TIME_IS_VALID(seg->stop))
+    return seg->stop;
+  GstFormat fmt;
+  gint64 pos;
+  gst_event_parse_segment_done(ev, &fmt, &pos);
+  if (fmt == GST_FORMAT_TIME && pos >= 0 &&
+      GST_CLOCK_TIME_IS_VALID((GstClockTime)pos))
+    return (GstClockTime)pos;
+  return input_end(self);
+}
+
 static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
@@ -1931,10 +1952,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
   }
   case GST_EVENT_SEGMENT_DONE: /* nothing goes past the segment's end */
     if (self->frames_in)
-      push_residue(self,
-                   bt->segment.format == GST_FORMAT_TIME && bt->segment.rate > 0
-                       ? bt->segment.stop
-                       : GST_CLOCK_TIME_NONE);
+      push_residue(self, segment_done_at(self, ev));
     break;
   case GST_EVENT_GAP: {
     GstFlowReturn ret;

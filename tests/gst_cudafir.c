@@ -1680,7 +1680,7 @@ static void test_segments(void **state)
     GstSegment seg;
     gst_segment_init(&seg, GST_FORMAT_TIME);
     size_t at = 0; /* frames of the current output item so far */
-    GstClockTime t0 = 0;
+    GstClockTime t0 = 0, data_end = GST_CLOCK_TIME_NONE;
     for (int it = 0; it < items; it++) {
       size_t k = ref_rng_range(&rng, 1, 12000);
       int how = it + 1 < items ? (int)(ref_rng_u64(&rng) % 3) : 3;
@@ -1706,9 +1706,13 @@ static void test_segments(void **state)
               gst_harness_push_event(h, gst_event_new_stream_start("cf-next")));
         }
         t0 = ref_rng_range(&rng, 0, 3) * GST_SECOND;
+        /* a seek's new base: the running time where the segment ended,
+         * its stop or, without one, where its data did */
         guint64 base =
-            seg.base +
-            (seg.stop != GST_CLOCK_TIME_NONE ? seg.stop - seg.start : 0);
+            seg.base + (seg.stop != GST_CLOCK_TIME_NONE ? seg.stop - seg.start
+                        : data_end != GST_CLOCK_TIME_NONE
+                            ? data_end - seg.start
+                            : 0);
         gst_segment_init(&seg, GST_FORMAT_TIME);
         seg.start = seg.time = t0;
         seg.base = base;
@@ -1716,8 +1720,15 @@ static void test_segments(void **state)
       }
       GstClockTime end =
           t0 + gst_util_uint64_scale_int_round(at + k, GST_SECOND, (gint)rate);
-      /* a loop's segment ends where its data does (a segment seek) */
-      seg.stop = how == 0 ? end : GST_CLOCK_TIME_NONE;
+      /* a loop's segment ends where its data does (a segment seek with
+       * a stop), or has no stop (a player's loop seek to 0 with stop
+       * NONE, as wavparse takes it: its SEGMENT_DONE says where the data
+       * ended) */
+      gboolean no_stop = how == 0 && ref_rng_u64(&rng) % 2;
+      if (no_stop)
+        add_case(" (no stop)");
+      seg.stop = how == 0 && !no_stop ? end : GST_CLOCK_TIME_NONE;
+      data_end = GST_CLOCK_TIME_NONE;
       GstEvent *ev = gst_event_new_segment(&seg);
       gst_event_set_seqnum(ev, SEQ_BASE + (guint32)o);
       assert_true(gst_harness_push_event(h, ev));
@@ -1731,9 +1742,11 @@ static void test_segments(void **state)
       n[o] += k;
       at += k;
       want[o] = n[o];
-      if (how == 0)
+      if (how == 0) {
         assert_true(gst_harness_push_event(
             h, gst_event_new_segment_done(GST_FORMAT_TIME, end)));
+        data_end = end;
+      }
       if (how == 2) {
         /* the same again: the stream goes on in it */
         seg.stop = GST_CLOCK_TIME_NONE;
