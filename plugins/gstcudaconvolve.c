@@ -20,7 +20,7 @@
  * pass unchanged, apart from scale/bias/absolute). Kernel changes while
  * PLAYING take effect at the next frame handed to the engine after the
  * property is set, and keep the temporal history (a kernel with more
- * temporal taps than the one before takes the frames it lacks as black:
+ * temporal taps than the one before takes the frames it lacks as zeros:
  * the engine keeps only what the running kernel needs). A new kernel that runs
  * on FFT tiles of a size not planned yet has its FFT plan made (measured: up to
  * a second the first time on a machine, then from FFTW's wisdom) in the thread
