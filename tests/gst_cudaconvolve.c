@@ -4652,6 +4652,44 @@ static void il_pull(ilcase *ic, const char *what)
   }
 }
 
+/* An interlaced case: its harness open, nothing pushed. */
+static void il_open(ilcase *ic)
+{
+  memset(ic, 0, sizeof *ic);
+  g_queue_init(&ic->want);
+  gcase_open(&ic->c);
+}
+
+/* The case's format and frame size (its config otherwise set), said in
+ * the case's description. */
+static void il_frame(ilcase *ic, const gfmt *f, unsigned w, unsigned h)
+{
+  gcase *c = &ic->c;
+  c->fmt = f;
+  CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
+  c->cfg.width = w;
+  c->cfg.height = h;
+  c->cfg.format = f->cf;
+  config_describe(c);
+}
+
+/* EOS: what is held comes out, each against its reference, and all of
+ * what was pushed (`unit`: frames or fields) came out. */
+static void il_eos(ilcase *ic, const char *unit)
+{
+  CHECK(gst_harness_push_event(ic->c.h, gst_event_new_eos()), "eos");
+  il_pull(ic, "at EOS");
+  CHECK(g_queue_is_empty(&ic->want), "%u %s never came out",
+        g_queue_get_length(&ic->want), unit);
+}
+
+static void il_close(ilcase *ic)
+{
+  for (unsigned i = 0; i < 3; i++)
+    ref2d_video_free(ic->ref[i]);
+  gcase_close(&ic->c);
+}
+
 /* One random frame in; with mixed caps interlaced or not as `interlaced`
  * says. The reference filters it as the element should: fields apart,
  * each with the history of its own parity; a progressive frame of mixed
@@ -4744,10 +4782,8 @@ static void test_interlaced(void **state)
   static const unsigned first[] = {0, 2, 8, 9}; /* GRAY8 RGBA I420 NV12 */
   for (unsigned rep = 0; rep < 16; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     set_case("interlaced %u: ", rep);
     unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
     g_object_set(c->h->element, "pipeline-depth", depth, NULL);
@@ -4770,12 +4806,7 @@ static void test_interlaced(void **state)
     } else {
       set_kernel(c->h->element, &c->k);
     }
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     add_case("depth %u ", depth);
     const char *mode = modes[ref_rng_u64(&r) % 4];
     /* interlaced, progressive, interlaced again (another mode maybe) */
@@ -4820,14 +4851,9 @@ static void test_interlaced(void **state)
           il_push(&ic, &r, 1, 0, "frame after a flush");
       }
     }
-    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
-    il_pull(&ic, "at EOS");
-    CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
-          g_queue_get_length(&ic.want));
+    il_eos(&ic, "frames");
     check_no_bus_errors(c);
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
@@ -4954,10 +4980,8 @@ static void test_alternate(void **state)
   static const char *const others[] = {"interleaved", "progressive", "mixed"};
   for (unsigned rep = 0; rep < 12; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     set_case("alternate %u: ", rep);
     unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
     g_object_set(c->h->element, "pipeline-depth", depth, NULL);
@@ -4980,12 +5004,7 @@ static void test_alternate(void **state)
     } else {
       set_kernel(c->h->element, &c->k);
     }
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     add_case("depth %u ", depth);
     int vfr = rep % 4 == 3; /* framerate 0/1: the latency from durations */
     for (unsigned seg = 0; seg < 3; seg++) {
@@ -5071,14 +5090,9 @@ static void test_alternate(void **state)
           alt_push(&ic, &r, ALT_NEXT, 0, "field after a flush");
       }
     }
-    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
-    il_pull(&ic, "at EOS");
-    CHECK(g_queue_is_empty(&ic.want), "%u fields never came out",
-          g_queue_get_length(&ic.want));
+    il_eos(&ic, "fields");
     check_no_bus_errors(c);
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
@@ -5101,10 +5115,8 @@ static void test_alternate_stream(void **state)
   static const unsigned first[] = {8, 9, 0, 6}; /* I420 NV12 GRAY8 RGB */
   for (unsigned rep = 0; rep < 16; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     set_case("alternate stream %u: ", rep);
     unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
     g_object_set(c->h->element, "pipeline-depth", depth, NULL);
@@ -5119,12 +5131,7 @@ static void test_alternate_stream(void **state)
     rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
     kern_make(&c->k, &r, t, kh, kw, 0);
     set_kernel(c->h->element, &c->k);
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     add_case("depth %u ", depth);
     il_caps_fps(&ic, "alternate", rep % 3 == 2 ? "0/1" : NULL);
     gst_harness_play(c->h);
@@ -5204,16 +5211,11 @@ static void test_alternate_stream(void **state)
                how == ALT_NEXT ? "n" : how == ALT_SAME ? "s" : "u");
       alt_push(&ic, &r, how, u == 7, "field");
     }
-    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
-    il_pull(&ic, "at EOS");
-    CHECK(g_queue_is_empty(&ic.want), "%u fields never came out",
-          g_queue_get_length(&ic.want));
+    il_eos(&ic, "fields");
     char msg[1024];
     CHECK(!bus_pop(c, GST_MESSAGE_ERROR, msg, sizeof msg), "element error: %s",
           msg);
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
@@ -5234,10 +5236,8 @@ static void test_interlaced_change(void **state)
   static const unsigned first[] = {0, 2, 8, 9}; /* GRAY8 RGBA I420 NV12 */
   for (unsigned rep = 0; rep < 6; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     set_case("interlaced change %u: ", rep);
     unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
     g_object_set(c->h->element, "pipeline-depth", depth, NULL);
@@ -5248,12 +5248,7 @@ static void test_interlaced_change(void **state)
     rand_config(c, &r, f, 0);
     kern_make(&c->k, &r, 1, 3, 3, 0);
     set_kernel(c->h->element, &c->k);
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     add_case("depth %u ", depth);
     const char *mode = rep % 3 == 2 ? "mixed" : "interleaved";
     il_caps(&ic, mode);
@@ -5280,14 +5275,9 @@ static void test_interlaced_change(void **state)
         il_push(&ic, &r, !mixed || (i + change) % 2, 0, "after a change");
       check_steady(&m, "the frames after a kernel change");
     }
-    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
-    il_pull(&ic, "at EOS");
-    CHECK(g_queue_is_empty(&ic.want), "%u frames never came out",
-          g_queue_get_length(&ic.want));
+    il_eos(&ic, "frames");
     check_no_bus_errors(c);
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
@@ -5325,10 +5315,8 @@ static void test_interlaced_in_use(void **state)
                                       "alternate"};
   for (unsigned rep = 0; rep < 6; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     set_case("interlaced in use %u: ", rep);
     guint threads = 2;
     g_object_set(c->h->element, "threads", threads, NULL);
@@ -5339,15 +5327,10 @@ static void test_interlaced_in_use(void **state)
     if (rep >= 2)
       rand_ksides(&r, w, h, 1, &kh, &kw);
     cf_video_config_init(&c->cfg);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
     c->cfg.components = CF_COMP_Y;
     kern_make(&c->k, &r, 1, kh, kw, 0);
     set_kernel(c->h->element, &c->k);
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     const char *mode = modes[rep < 2 ? rep : 2 + ref_rng_u64(&r) % 2];
     il_caps(&ic, mode);
     gst_harness_play(c->h);
@@ -5395,12 +5378,9 @@ static void test_interlaced_in_use(void **state)
     g_free(size);
     g_free(top);
     g_free(in_use);
-    CHECK(gst_harness_push_event(c->h, gst_event_new_eos()), "eos");
-    il_pull(&ic, "at EOS");
+    il_eos(&ic, "frames");
     check_no_bus_errors(c);
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
@@ -5421,10 +5401,8 @@ static void test_interlaced_fallback(void **state)
   test_rng(&r, 75);
   for (unsigned rep = 0; rep < 8; rep++) {
     ilcase ic;
-    memset(&ic, 0, sizeof ic);
-    g_queue_init(&ic.want);
+    il_open(&ic);
     gcase *c = &ic.c;
-    gcase_open(c);
     unsigned depth = (unsigned)(ref_rng_u64(&r) % 3);
     unsigned fail_at = 1 + (unsigned)(ref_rng_u64(&r) % 3);
     int alternate = rep % 2 == 0;
@@ -5441,12 +5419,7 @@ static void test_interlaced_fallback(void **state)
     rand_ksides(&r, w, (h + 1) / 2, t, &kh, &kw);
     kern_make(&c->k, &r, t, kh, kw, 0);
     set_kernel(c->h->element, &c->k);
-    c->fmt = f;
-    CHECK(ref2d_fmt_get(f->cf, &c->d), "ref2d lacks %s", f->gst);
-    c->cfg.width = w;
-    c->cfg.height = h;
-    c->cfg.format = f->cf;
-    config_describe(c);
+    il_frame(&ic, f, w, h);
     add_case("depth %u ", depth);
     char spec[32];
     snprintf(spec, sizeof spec, "call:%u", fail_at);
@@ -5483,9 +5456,7 @@ static void test_interlaced_fallback(void **state)
               strstr(msg, "backend failed"),
           "no warning about the fallback on the bus");
     check_no_bus_errors(c); /* and only one warning */
-    for (unsigned i = 0; i < 3; i++)
-      ref2d_video_free(ic.ref[i]);
-    gcase_close(c);
+    il_close(&ic);
   }
   tmp_cleanup();
 }
