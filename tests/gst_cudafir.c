@@ -2231,6 +2231,29 @@ static void test_same_caps_again(void **state)
   }
 }
 
+/* F32 frames x pushed in the nc chunks `sizes`, stamped from t0 and,
+ * from chunk jump_chunk on, `move` later (no DISCONT), the output
+ * collected into c after each, which is told where the move is. */
+static void push_moving(GstHarness *h, collected *c, const float *x,
+                        const size_t *sizes, size_t nc, unsigned ch,
+                        unsigned rate, GstClockTime t0, GstClockTimeDiff move,
+                        size_t jump_chunk)
+{
+  size_t at = 0;
+  for (size_t k = 0; k < nc; k++) {
+    if (k == jump_chunk) {
+      c->jump_at = at;
+      c->jump_ts = t0 + move +
+                   gst_util_uint64_scale_int_round(at, GST_SECOND, (gint)rate);
+    }
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, sizes[k], ch, rate,
+                      k >= jump_chunk ? t0 + move : t0, k == 0) == GST_FLOW_OK,
+          "push %zu", k);
+    at += sizes[k];
+    collect(h, c, GST_AUDIO_FORMAT_F32LE);
+  }
+}
+
 /* A live source resumed after a pause moves its timestamps by a few ms
  * to tens of ms without DISCONT (audiotestsrc: +20 ms): less than a
  * discontinuity, so the history goes on, and every output frame leaves
@@ -2253,7 +2276,7 @@ static void test_timestamp_moves(void **state)
     float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
     GstHarness *h = fir_f32(hk, len, block, ch, rate);
     size_t sizes[4096];
-    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096);
     size_t jump_chunk = nc > 1 ? ref_rng_range(&rng, 1, nc - 1) : 1;
     GstClockTime t0 = GST_SECOND;
     collected c;
@@ -2264,19 +2287,7 @@ static void test_timestamp_moves(void **state)
     /* every input flagged: a cut output's second part is not (it
      * carried the flags and metas once more) */
     push_flags = GST_BUFFER_FLAG_DROPPABLE;
-    for (size_t k = 0; k < nc; k++) {
-      if (k == jump_chunk) {
-        c.jump_at = at;
-        c.jump_ts = t0 + move + gst_util_uint64_scale_int_round(
-                                    at, GST_SECOND, (gint)rate);
-      }
-      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, sizes[k], ch, rate,
-                        k >= jump_chunk ? t0 + move : t0, k == 0) ==
-                GST_FLOW_OK,
-            "push %zu", k);
-      at += sizes[k];
-      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
-    }
+    push_moving(h, &c, x, sizes, nc, ch, rate, t0, move, jump_chunk);
     push_flags = 0;
     assert_true(gst_harness_push_event(h, gst_event_new_eos()));
     collect(h, &c, GST_AUDIO_FORMAT_F32LE);
@@ -2369,7 +2380,7 @@ static void test_far_timestamps(void **state)
                  NULL);
     set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
     size_t sizes[4096];
-    size_t nc = ref_chunking(&rng, n, block, sizes, 4096), at = 0;
+    size_t nc = ref_chunking(&rng, n, block, sizes, 4096);
     size_t jump_chunk = nc > 1 ? ref_rng_range(&rng, 1, nc - 1) : 1;
     set_case("first pts %" G_GUINT64_FORMAT " ns, offset %" G_GUINT64_FORMAT
              ", %u Hz, %u ch, %zu taps, block %u, depth %u, %zu frames in "
@@ -2380,19 +2391,7 @@ static void test_far_timestamps(void **state)
     collected c;
     collect_init(&c, ch, rate, t0, n + len);
     c.off0 = push_offset0 = off0;
-    for (size_t k = 0; k < nc; k++) {
-      if (k == jump_chunk) {
-        c.jump_at = at;
-        c.jump_ts = t0 + move + gst_util_uint64_scale_int_round(
-                                    at, GST_SECOND, (gint)rate);
-      }
-      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, sizes[k], ch, rate,
-                        k >= jump_chunk ? t0 + move : t0, k == 0) ==
-                GST_FLOW_OK,
-            "push %zu", k);
-      at += sizes[k];
-      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
-    }
+    push_moving(h, &c, x, sizes, nc, ch, rate, t0, move, jump_chunk);
     push_offset0 = 0;
     guint64 lat;
     g_object_get(h->element, "latency", &lat, NULL);
