@@ -2174,6 +2174,19 @@ static void test_restart(void **state)
 
 /* ---- type=file: audio files through libav ---- */
 
+/* n random frames of fb bytes, in one block (*buf, freed by the caller
+ * with the array of pointers to each frame returned). */
+static unsigned char **random_frames(size_t n, size_t fb, unsigned char **buf)
+{
+  *buf = xalloc(n * fb);
+  unsigned char **fr = xalloc(n * sizeof *fr);
+  for (size_t i = 0; i < n * fb; i++)
+    (*buf)[i] = (unsigned char)ref_rng_u64(&rng);
+  for (size_t t = 0; t < n; t++)
+    fr[t] = *buf + t * fb;
+  return fr;
+}
+
 static int skip_without_libav(void)
 {
   if (have_libav)
@@ -2306,12 +2319,8 @@ static void test_file_cut_short(void **state)
   unsigned vw = 32, vh = 16, fps = 25;
   size_t nf = fps * (size_t)ref_rng_range(&rng, 15, 25);
   size_t fb = y4m_frame_bytes(1, vw, vh);
-  unsigned char *buf = xalloc(nf * fb);
-  unsigned char **fr = xalloc(nf * sizeof *fr);
-  for (size_t i = 0; i < nf * fb; i++)
-    buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < nf; t++)
-    fr[t] = buf + t * fb;
+  unsigned char *buf;
+  unsigned char **fr = random_frames(nf, fb, &buf);
   snprintf(in, sizeof in, "%s", fixture("cut.y4m"));
   snprintf(whole, sizeof whole, "%s", fixture("whole.y4m"));
   y4m_write(in, 1, vw, vh, fps, fr, nf);
@@ -2986,12 +2995,8 @@ static void test_file_video(void **state)
              fallback ? fault : "");
     printf("%s\n", g_case);
     size_t fb = y4m_frame_bytes(i420, cfg.width, cfg.height);
-    unsigned char *buf = xalloc(n * fb);
-    unsigned char **in = xalloc(n * sizeof *in);
-    for (size_t i = 0; i < n * fb; i++)
-      buf[i] = (unsigned char)ref_rng_u64(&rng);
-    for (size_t t = 0; t < n; t++)
-      in[t] = buf + t * fb;
+    unsigned char *buf;
+    unsigned char **in = random_frames(n, fb, &buf);
     char inp[600], outp[600], kp[600], conf[600];
     snprintf(inp, sizeof inp, "%s", fixture("vin.y4m"));
     snprintf(outp, sizeof outp, "%s", fixture("vout.y4m"));
@@ -3076,12 +3081,7 @@ static void vclip_fill(vclip *c, size_t n)
   free(c->in);
   size_t fb = y4m_frame_bytes(0, c->cfg.width, c->cfg.height);
   c->n = n;
-  c->buf = xalloc(n * fb);
-  c->in = xalloc(n * sizeof *c->in);
-  for (size_t i = 0; i < n * fb; i++)
-    c->buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < n; t++)
-    c->in[t] = c->buf + t * fb;
+  c->in = random_frames(n, fb, &c->buf);
 }
 
 static void vclip_random(vclip *c, size_t n)
@@ -4589,12 +4589,8 @@ static void test_file_video_interlaced(void **state)
            k.preset ? k.preset : "");
   printf("%s\n", g_case);
   size_t fb = y4m_frame_bytes(0, cfg.width, cfg.height);
-  unsigned char *buf = xalloc(n * fb);
-  unsigned char **in = xalloc(n * sizeof *in);
-  for (size_t i = 0; i < n * fb; i++)
-    buf[i] = (unsigned char)ref_rng_u64(&rng);
-  for (size_t t = 0; t < n; t++)
-    in[t] = buf + t * fb;
+  unsigned char *buf;
+  unsigned char **in = random_frames(n, fb, &buf);
   char inp[600], outp[600], kp[600], conf[600];
   snprintf(inp, sizeof inp, "%s", fixture("vil.y4m"));
   snprintf(outp, sizeof outp, "%s", fixture("vilout.y4m"));
