@@ -223,6 +223,10 @@ __global__ void __launch_bounds__(FIR_THREADS)
   const unsigned long long t = *d_t;
   const size_t tile0 = (size_t)blockIdx.x * TILE;
   const unsigned b = threadIdx.x * RB;
+  // a thread whose outputs are all past the call's frames (a block shorter
+  // than the tile) stages its share and keeps the barriers, but sums no
+  // taps: its outputs are not stored
+  const bool busy = tile0 + b < frames;
   double dacc[RB];
 CF_UNROLL
   for (int j = 0; j < RB; j++)
@@ -256,7 +260,7 @@ CF_UNROLL
           hs[i] = taps[r.off + seg0 + i];
       __syncthreads();
       const float *hseg = CT ? cf_c_taps + r.off + seg0 : hs;
-      for (unsigned k1 = 0; k1 < seglen; k1 += FIR_DCHUNK) {
+      for (unsigned k1 = 0; busy && k1 < seglen; k1 += FIR_DCHUNK) {
         float acc[RB];
         chunk_sums<RB>(xs, pl, b, seglen, k1, hseg, acc);
 CF_UNROLL
