@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "ref.h"
+#include "test_filter.h"
 
 char g_case[4096];
 const char *check_variant = "";
@@ -55,15 +56,20 @@ void *xalloc(size_t n)
   return p;
 }
 
-void check_filter_from_env(void)
+double check_work(void)
 {
-  const char *filter = getenv("CF_TEST_FILTER");
-  const char *skip = getenv("CF_TEST_SKIP");
-  if (filter && *filter)
-    cmocka_set_test_filter(filter);
-  if (skip && *skip)
-    cmocka_set_skip_filter(skip);
+  const char *w = getenv("CF_TEST_WORK");
+  double x = w ? atof(w) : 1.0;
+  return x > 0 && x <= 1 ? x : 1.0;
 }
+
+unsigned check_cases(unsigned n)
+{
+  unsigned k = (unsigned)(n * check_work() + 0.999);
+  return k < 1 ? 1 : k > n ? n : k;
+}
+
+void check_filter_from_env(void) { test_filter_from_env(); }
 
 int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
                        size_t nvariants, check_variant_info (*select)(size_t))

@@ -41,6 +41,14 @@ int check_run_variants(const struct CMUnitTest *tests, size_t ntests,
                        size_t nvariants,
                        check_variant_info (*select)(size_t v));
 
+/* CF_TEST_WORK, 0..1 (default 1): the share of its random cases a suite
+ * runs. The sanitizer builds set it below 1 for their longest suites
+ * (tests/meson.build): the plain build runs every case, the sanitizers
+ * look for memory errors on the same paths, and CI's two builds must fit
+ * its 20 minutes. check_cases(n): n cases scaled by it, at least one. */
+double check_work(void);
+unsigned check_cases(unsigned n);
+
 /* Honour CF_TEST_FILTER and CF_TEST_SKIP (cmocka's patterns: * and ?,
  * e.g. 'test_gap' or 'test_file_video*') for the next group run. Every
  * suite calls it (check_run_variants does). */

@@ -552,7 +552,7 @@ static int bus_warning_says(GstBus *bus, const char *needle)
  * bus and in backend-in-use. */
 static void run_random_stream(GstAudioFormat f, int cases, int fault)
 {
-  for (int cs = 0; cs < cases; cs++) {
+  for (unsigned cs = 0; cs < check_cases((unsigned)cases); cs++) {
     unsigned ch = (unsigned)ref_rng_range(&rng, 1, 4);
     unsigned rate = (unsigned)ref_rng_range(&rng, 8000, 96000);
     size_t len = random_len();

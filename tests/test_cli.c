@@ -521,8 +521,8 @@ static void test_fir_random(void **state)
   (void)state;
   ref_rng r;
   ref_rng_init(&r, ref_seed());
-  for (int i = 0; i < 14; i++)
-    fir_case(&r, i);
+  for (unsigned i = 0; i < check_cases(14); i++)
+    fir_case(&r, (int)i);
 }
 
 /* A one-channel shared kernel file; returns its path in buf. */
@@ -1675,8 +1675,8 @@ static void test_apply_random(void **state)
 #ifdef CF_TEST_HAVE_LIBAV
   ref_rng r;
   ref_rng_init(&r, ref_seed());
-  for (int i = 0; i < 12; i++)
-    apply_case(&r, i);
+  for (unsigned i = 0; i < check_cases(12); i++)
+    apply_case(&r, (int)i);
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();
@@ -5044,10 +5044,10 @@ static void test_apply_resample(void **state)
   ref_rng_init(&r, ref_seed() + 11);
   const double gain[2] = {rs_codec_gain(&rs_codecs[0], one),
                           rs_codec_gain(&rs_codecs[1], one)};
-  for (int i = 0; i < 6; i++)
-    resample_case(&r, i, one, gain);
-  for (int i = 0; i < 3; i++)
-    resample_exact_case(&r, i, one);
+  for (unsigned i = 0; i < check_cases(6); i++)
+    resample_case(&r, (int)i, one, gain);
+  for (unsigned i = 0; i < check_cases(3); i++)
+    resample_exact_case(&r, (int)i, one);
   /* shorter than libswresample's filter, which its flush alone loses:
    * each input frame still gives its share of the output */
   for (int t = 0; t < 3; t++) {

@@ -264,16 +264,7 @@ static double engine_work(const kset *k, size_t n, unsigned block)
  * CPU backend, and sets it lower so that its suite keeps inside CI's
  * time, an ASan build included. It scales ENGINE_WORK and the lengths
  * of test_swap_long. */
-static double work_factor(void)
-{
-  static double f;
-  if (f == 0) {
-    const char *w = getenv("CF_TEST_WORK");
-    double x = w ? atof(w) : 1.0;
-    f = x > 0 && x <= 1 ? x : 1.0;
-  }
-  return f;
-}
+static double work_factor(void) { return check_work(); }
 
 static double work_cap(void) { return ENGINE_WORK * work_factor(); }
 

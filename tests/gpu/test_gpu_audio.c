@@ -24,6 +24,7 @@
 #include <cudafilter/memory.h>
 
 #include "../ref.h"
+#include "../test_filter.h"
 #include "steady.h"
 
 static uint64_t seed;
@@ -819,5 +820,6 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_steady_state),
       cmocka_unit_test(test_prepared_swap),
   };
+  test_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,6 +42,7 @@
 
 #include "../ref.h"
 #include "../ref2d.h"
+#include "../test_filter.h"
 
 /* the emulated runtime's count (tests/emu/ctx_emu.h); NULL on a device */
 unsigned long long cf_emu_foreign_ctx_calls(void) __attribute__((weak));
@@ -489,6 +490,7 @@ int main(void)
       cmocka_unit_test(test_pending_error),
       cmocka_unit_test(test_device_range),
   };
+  test_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif
 }

@@ -39,6 +39,7 @@
 #include "../ref.h"
 #include "../ref2d.h"
 #include "../kernel_samples.h"
+#include "../test_filter.h"
 
 static ref_rng rng;
 static uint64_t seed;
@@ -474,6 +475,7 @@ int main(void)
       cmocka_unit_test(test_fir1d),
       cmocka_unit_test(test_conv2d),
   };
+  test_filter_from_env();
   return cmocka_run_group_tests_name("gpu_kernels", tests, NULL, NULL);
 }
 

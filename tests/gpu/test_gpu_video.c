@@ -46,6 +46,7 @@
 #endif
 
 #include "../ref.h"
+#include "../test_filter.h"
 #include "steady.h"
 
 /* The emulated device (tests/emu, suite cudaemu) counts the bytes it
@@ -1254,5 +1255,6 @@ int main(int argc, char **argv)
 #endif
       cmocka_unit_test(test_faults),
   };
+  test_filter_from_env();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
