@@ -2544,12 +2544,21 @@ static gboolean gst_cuda_convolve_transform_meta(GstBaseTransform *trans,
 static void sync_controlled(GstCudaConvolve *self, GstBuffer *in)
 {
   GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
-  if (trans->segment.format != GST_FORMAT_TIME)
+  if (trans->segment.format != GST_FORMAT_TIME || !GST_BUFFER_PTS_IS_VALID(in))
     return;
-  GstClockTime st = gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME,
-                                               GST_BUFFER_PTS(in));
-  if (GST_CLOCK_TIME_IS_VALID(st) &&
-      !gst_object_sync_values(GST_OBJECT(self), st))
+  /* also for a frame that starts before the segment (after an accurate
+   * seek a decoder's first frame, the one shown, does: videotestsrc's at
+   * 0.48 s for a seek to 0.5 s), which gst_segment_to_stream_time() puts
+   * nowhere: it kept the values of where the stream was before the seek
+   * (QA). Before stream time 0, the values at 0. */
+  guint64 st = 0;
+  gint sign = gst_segment_to_stream_time_full(&trans->segment, GST_FORMAT_TIME,
+                                              GST_BUFFER_PTS(in), &st);
+  if (sign == 0)
+    return;
+  if (sign < 0)
+    st = 0;
+  if (!gst_object_sync_values(GST_OBJECT(self), st))
     GST_DEBUG_OBJECT(self,
                      "a control binding has no value at %" GST_TIME_FORMAT,
                      GST_TIME_ARGS(st));

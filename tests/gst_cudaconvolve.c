@@ -1378,13 +1378,35 @@ static void test_controlled_properties(void **state)
     }
     add_case("ramps over %u frames to cval %.9g scale %.9g bias %.9g", frames,
              to[0], to[1], to[2]);
+    /* every other case the first frame starts before the segment, as a
+     * decoder's after an accurate seek (it shows the seek's target): its
+     * stream time is still the segment's time less the distance (it kept
+     * the values from before the seek: QA), here half the ramp on */
+    GstClockTime off = 0;
+    if (rep % 2) {
+      GstSegment seg;
+      gst_segment_init(&seg, GST_FORMAT_TIME);
+      seg.start = 1000 + c.n * dur + dur / 2;
+      off = span / 2;
+      seg.time = seg.start + off;
+      add_case(", the first frame %" G_GUINT64_FORMAT " ns before a segment "
+               "at stream time %" G_GUINT64_FORMAT,
+               dur / 2, seg.time);
+      CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+            "segment refused");
+    }
     for (guint k = 0; k < frames; k++) {
-      /* push_check's PTS (the harness's segment starts at 0), in the
-       * order GstInterpolationControlSource computes */
-      double at = (double)(1000 + c.n * dur);
-      c.cfg.cval = (float)(from[0] + at * ((to[0] - from[0]) / (double)span));
-      c.cfg.scale = (float)(from[1] + at * ((to[1] - from[1]) / (double)span));
-      c.cfg.bias = (float)(from[2] + at * ((to[2] - from[2]) / (double)span));
+      /* push_check's PTS in stream time, in the order
+       * GstInterpolationControlSource computes */
+      double at = (double)(1000 + c.n * dur + off);
+      double v[3];
+      for (int i = 0; i < 3; i++) /* the last point's value past it */
+        v[i] = at >= (double)span
+                   ? to[i]
+                   : from[i] + at * ((to[i] - from[i]) / (double)span);
+      c.cfg.cval = (float)v[0];
+      c.cfg.scale = (float)v[1];
+      c.cfg.bias = (float)v[2];
       gcase_new_ref(&c);
       push_check(&c, &r, 0, 0, "a controlled frame");
       gfloat got[3];
