@@ -295,6 +295,10 @@ typedef struct {
   guint pipeline_depth, threads;
 } EngineSettings;
 
+/* Components values kept (recent_components) for caps negotiated while
+ * the property changed more than once. */
+#define RECENT_COMPONENTS 8
+
 typedef struct {
   GstVideoFilter parent;
 
@@ -336,6 +340,10 @@ typedef struct {
                           caps (AWAIT_CAPS_FRAMES at most) */
   GstVideoFormat stream_format; /* of the caps set_info took last */
   gchar *engine_components;     /* the components the engine was built with */
+  gchar *recent_components[RECENT_COMPONENTS]; /* the values set last,
+                                   newest last: caps negotiated for any
+                                   of them may still come */
+  guint n_recent;
   EngineSettings built;         /* and the other properties: a rebuild the
                                    engine refuses puts them back */
   gchar *backend_in_use;
@@ -1346,14 +1354,33 @@ static void note_fallback(GstCudaConvolve *self)
 
 /* The components frames of format fname are filtered with while upstream
  * is asked for a format the components set fit: those of the engine
- * before, where they fit. Object lock held. */
+ * before, where they fit; else the newest of those set lately that do:
+ * components changed again before the caps negotiated for them came (a
+ * UI stepping from "rgb" to "uv" on I420 took "uv" at once, then the
+ * BGRA that "rgb" had asked for stopped the stream: QA). Object lock
+ * held. */
 static const gchar *interim_components(GstCudaConvolve *self,
                                        const gchar *fname)
 {
-  return self->engine_components &&
-                 components_fit(self->engine_components, fname)
-             ? self->engine_components
-             : NULL;
+  if (self->engine_components && components_fit(self->engine_components, fname))
+    return self->engine_components;
+  for (guint i = self->n_recent; i-- > 0;)
+    if (components_fit(self->recent_components[i], fname))
+      return self->recent_components[i];
+  return NULL;
+}
+
+/* A components value taken by the setter, kept among the recent ones.
+ * Object lock held. */
+static void remember_components(GstCudaConvolve *self, const gchar *s)
+{
+  if (self->n_recent == RECENT_COMPONENTS) {
+    g_free(self->recent_components[0]);
+    memmove(self->recent_components, self->recent_components + 1,
+            (RECENT_COMPONENTS - 1) * sizeof self->recent_components[0]);
+    self->n_recent--;
+  }
+  self->recent_components[self->n_recent++] = g_strdup(s);
 }
 
 /* Bring the engine up to date with the properties: a new engine when there
@@ -1592,6 +1619,8 @@ static void free_engine(GstCudaConvolve *self)
   g_atomic_int_inc(&self->engine_gen);
   g_mutex_unlock(&self->engine_lock);
   g_clear_pointer(&self->engine_components, g_free);
+  while (self->n_recent)
+    g_free(self->recent_components[--self->n_recent]);
   cf_kernel2d_free(self->active);
   self->active = NULL;
   if (self->inflight)
@@ -3169,6 +3198,7 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     self->components = g_strdup(s);
     self->config_serial++;
     self->await_caps = unfit ? AWAIT_CAPS_FRAMES : 0;
+    remember_components(self, s);
     GST_OBJECT_UNLOCK(self);
     if (unfit)
       gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));

@@ -1976,6 +1976,85 @@ static void test_components_interim(void **state)
   }
 }
 
+/* Components changed twice before upstream renegotiates, as a UI stepping
+ * through them does: "rgb" on YUV asks upstream for an RGB format, then
+ * "uv", which the YUV stream has, is taken at once. The RGB caps that
+ * the first asked for then arrive: they were refused, neither "uv" nor
+ * the engine's components fitting them, and the stream stopped with
+ * "'uv' is not a component of BGRA" (QA: components set from a thread
+ * while playing). Now its frames are filtered with the components that
+ * asked for them, upstream is asked for a format the newest fit, and
+ * caps in one bring them in. */
+static void test_components_changed_again(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 76);
+  static const char *const to_rgb[] = {"gb", "r", "rgb", "red"};
+  static const char *const to_yuv[] = {"y", "uv", "u", "v"};
+  for (unsigned rep = 0; rep < 3; rep++) {
+    gcase c;
+    gcase_open(&c);
+    const gfmt *f = &formats[ref_rng_range(&r, 8, 11)],
+               *to = &formats[ref_rng_range(&r, 2, 7)];
+    const char *first = to_rgb[ref_rng_range(&r, 0, 3)],
+               *then = to_yuv[ref_rng_range(&r, 0, 3)];
+    unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+    set_case("changed again %u: %s, components all -> %s -> %s, caps %s "
+             "for the first: ",
+             rep, f->gst, first, then, to->gst);
+    cf_video_config_init(&c.cfg);
+    rand_ksides(&r, w, h, 1, &kh, &kw);
+    kern_make(&c.k, &r, 1, kh, kw, 0);
+    set_kernel(c.h->element, &c.k);
+    set_caps(&c, f, w, h);
+    CHECK_OK(cf_components_from_string("all", f->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "before");
+
+    while (gst_harness_upstream_events_in_queue(c.h))
+      gst_event_unref(gst_harness_pull_upstream_event(c.h));
+    GstPad *sink = gst_element_get_static_pad(c.h->element, "sink");
+    gulong probe = gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
+                                     answer_any_caps, NULL, NULL);
+    g_object_set(c.h->element, "components", first, NULL);
+    g_object_set(c.h->element, "components", then, NULL);
+    gchar *now = NULL;
+    g_object_get(c.h->element, "components", &now, NULL);
+    CHECK(now && !strcmp(now, then), "components read %s, set %s", now, then);
+    g_free(now);
+    CHECK_OK(cf_components_from_string(then, f->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "a frame in the stream's format");
+    while (gst_harness_upstream_events_in_queue(c.h))
+      gst_event_unref(gst_harness_pull_upstream_event(c.h));
+
+    unsigned w2 = rand_side(&r), h2 = rand_side(&r);
+    set_caps(&c, to, w2, h2);
+    CHECK_OK(cf_components_from_string(first, to->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "caps negotiated for the first components");
+    push_check(&c, &r, 0, 0, "caps negotiated for the first components");
+    int reconfigure = 0;
+    GstEvent *ev;
+    while ((ev = gst_harness_try_pull_upstream_event(c.h)) != NULL) {
+      reconfigure |= GST_EVENT_TYPE(ev) == GST_EVENT_RECONFIGURE;
+      gst_event_unref(ev);
+    }
+    CHECK(reconfigure, "no reconfigure event upstream for '%s'", then);
+
+    gst_pad_remove_probe(sink, probe);
+    gst_object_unref(sink);
+    set_caps(&c, f, w2, h2);
+    CHECK_OK(cf_components_from_string(then, f->cf, &c.cfg.components));
+    gcase_new_ref(&c);
+    push_check(&c, &r, 0, 0, "renegotiated");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5527,6 +5606,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
       cmocka_unit_test_teardown(test_components_live, teardown),
       cmocka_unit_test_teardown(test_components_interim, teardown),
+      cmocka_unit_test_teardown(test_components_changed_again, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
       cmocka_unit_test_teardown(test_bad_kernel_file, teardown),
       cmocka_unit_test_teardown(test_refused_rebuild, teardown),
