@@ -2222,13 +2222,14 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
       gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(in_info));
   GST_OBJECT_LOCK(self);
   self->stream_format = GST_VIDEO_INFO_FORMAT(in_info);
-  gchar *comps = !components_fit(self->components, fname) &&
-                         interim_components(self, fname)
-                     ? g_strdup(self->components)
-                     : NULL;
+  const gchar *interim = !components_fit(self->components, fname)
+                             ? interim_components(self, fname)
+                             : NULL;
+  gchar *comps = interim ? g_strdup(self->components) : NULL;
+  gchar *fallback = interim ? g_strdup(interim) : NULL;
   GST_OBJECT_UNLOCK(self);
-  gboolean ask = comps && upstream_can_fit(self, comps, incaps, NULL);
-  g_free(comps);
+  const char *side = NULL;
+  gboolean ask = comps && upstream_can_fit(self, comps, incaps, &side);
   /* caps that change neither the frames' format and size nor their
    * memory (another framerate, pixel aspect ratio, colorimetry) keep the
    * engine and its temporal history: it would filter those frames
@@ -2253,9 +2254,33 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->last_parity = -1;
   self->told_unflagged = FALSE;
   self->await_caps = ask ? AWAIT_CAPS_FRAMES : 0;
+  /* components these caps lack, and upstream cannot give a format they
+   * fit now (it is renegotiating for another value set since): those
+   * they were negotiated for go on, as the property, with a warning,
+   * rather than the stream stopping (QA) */
+  gboolean put_back = comps && !ask && !strcmp(self->components, comps);
+  if (put_back) {
+    g_free(self->components);
+    self->components = g_strdup(fallback);
+    self->config_serial++;
+  }
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, new_frames, &note);
+  if (put_back) {
+    note_add(&note, g_strdup_printf("components: '%s' are not in the new "
+                                    "%s and %s",
+                                    comps, fname, side ? side : "?"));
+    guint n = 0;
+    while (note.put_back[n])
+      n++;
+    if (n + 1 < G_N_ELEMENTS(note.put_back)) {
+      note.put_back[n] = "components";
+      note.put_back[n + 1] = NULL;
+    }
+  }
   GST_OBJECT_UNLOCK(self);
+  g_free(comps);
+  g_free(fallback);
   if (ask)
     gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
   gboolean ok = report_note(self, &note);
@@ -3198,7 +3223,8 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
     self->components = g_strdup(s);
     self->config_serial++;
     self->await_caps = unfit ? AWAIT_CAPS_FRAMES : 0;
-    remember_components(self, s);
+    if (fmt != GST_VIDEO_FORMAT_UNKNOWN) /* streaming: caps may cross */
+      remember_components(self, s);
     GST_OBJECT_UNLOCK(self);
     if (unfit)
       gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
