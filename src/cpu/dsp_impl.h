@@ -141,6 +141,20 @@ static size_t fir_shifted(const float *x, const float *hrev, size_t len,
 }
 #endif
 
+/* fir's last outputs, fewer than a vector, one at a time and rounded as
+ * the vector loops round them: their h * x contracts to an FMA where the
+ * build has one (-mfma; __FP_FAST_FMAF), and a plain a += h * x here
+ * became a product rounded apart from its sum (GCC vectorises the
+ * products, vmulps, and keeps the sum in order, vaddss). An output then
+ * came out 1-2 ulp apart by where a process() call's chunk ended, and
+ * engine.h promises any chunking the same output as one call (QA: every
+ * direct-path stream on the AVX2 table differed from its one-call run). */
+#ifdef __FP_FAST_FMAF
+#define FIR_MADD(acc, h, x) ((acc) = __builtin_fmaf((h), (x), (acc)))
+#else
+#define FIR_MADD(acc, h, x) ((acc) += (h) * (x))
+#endif
+
 /* 4 * DSP_VW outputs per pass (4 accumulators): each tap is broadcast
  * once and used 4 times; loads hit L1 since the window slides by one
  * float. */
@@ -193,7 +207,7 @@ static void fir(const float *x, const float *hrev, size_t len, float *out,
       size_t j1 = j0 + FIR_BLOCK < len ? j0 + FIR_BLOCK : len;
       float a = 0.0f;
       for (size_t j = j0; j < j1; j++)
-        a += hrev[j] * x[i + j];
+        FIR_MADD(a, hrev[j], x[i + j]);
       t += a;
     }
     out[i] = t;
