@@ -708,12 +708,109 @@ static void test_prepare_kernel2d_takeover(void **state)
   CHECK(fresh, "8 draws, every tile planned before the prepare");
 }
 
+/* The application's own FFTW plans, in a thread of its own, while engines
+ * plan theirs: an audio host whose other plug-ins use FFTW, a video app
+ * with its own spectra. FFTW's planner is one per process; the library's
+ * lock covered only its own planning, and this crashed the process in
+ * FFTW (double free, corrupted heap) or hung it (QA). fft.c hooks FFTW's
+ * planner to its lock when the library is loaded. Fresh engine sizes
+ * (FFT sizes above every other case's), each checked on an impulse. */
+typedef struct host_planner {
+  atomic_int stop;
+  atomic_size_t plans, failed;
+  uint64_t seed;
+} host_planner;
+
+static void *host_plans(void *arg)
+{
+  host_planner *h = arg;
+  float *in = fftwf_malloc(20000 * sizeof *in);
+  fftwf_complex *out = fftwf_malloc(10001 * sizeof *out);
+  ref_rng r;
+  ref_rng_init(&r, h->seed);
+  while (!atomic_load(&h->stop)) {
+    int n = 2 * (int)ref_rng_range(&r, 32, 2048);
+    fftwf_plan p = in && out ? fftwf_plan_dft_r2c_1d(n, in, out,
+                                                      FFTW_ESTIMATE)
+                             : NULL;
+    if (p)
+      fftwf_destroy_plan(p);
+    else
+      atomic_fetch_add(&h->failed, 1);
+    atomic_fetch_add(&h->plans, 1);
+  }
+  fftwf_free(in);
+  fftwf_free(out);
+  return NULL;
+}
+
+static void test_host_plans_meanwhile(void **state)
+{
+  (void)state;
+  setenv("CF_FFT_PLANNING", "estimate", 1);
+  host_planner h = {.seed = check_seed + 40};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, host_plans, &h) == 0, "pthread_create");
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 41);
+  enum { ENGINES = 12 };
+  unsigned made = 0;
+  for (unsigned i = 0; i < ENGINES; i++) {
+    /* FFT sizes of 2 x block and more: above test_many_sizes' 20000 */
+    unsigned block = 10001 + 131 * i + (unsigned)ref_rng_range(&r, 0, 130);
+    size_t len = block, n = 2 * (size_t)block;
+    float *taps = xalloc(len * sizeof *taps), *x = xalloc(n * sizeof *x);
+    float *y = xalloc(n * sizeof *y);
+    ref_rng_fill(&r, taps, len);
+    memset(x, 0, n * sizeof *x);
+    x[0] = 1;
+    cf_kernel *k = NULL;
+    cf_engine *e = NULL;
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = CF_ALGO_FFT_UNIFORM;
+    cfg.block_size = block;
+    cfg.threads = 1;
+    set_case("engine %u of %d: block %u, %zu taps", i, ENGINES, block, len);
+    cf_status s = cf_kernel_new_shared(taps, len, &k);
+    if (s == CF_OK)
+      s = cf_engine_new_audio(&cfg, k, &e);
+    if (s == CF_OK)
+      s = cf_engine_process(e, x, y, n);
+    CHECK(s == CF_OK, "%s: %s", cf_status_name(s), cf_last_error());
+    /* the impulse response: the taps, latency frames later */
+    size_t lat = cf_engine_latency(e);
+    double err = 0, norm = 0;
+    for (size_t j = 0; j < len && lat + j < n; j++) {
+      err += (y[lat + j] - taps[j]) * (double)(y[lat + j] - taps[j]);
+      norm += (double)taps[j] * taps[j];
+    }
+    CHECK(lat + len <= n && sqrt(err / norm) < 2e-5,
+          "latency %zu: impulse response off by relative L2 %.3g", lat,
+          sqrt(err / norm));
+    made++;
+    cf_engine_free(e);
+    cf_kernel_free(k);
+    free(taps), free(x), free(y);
+  }
+  atomic_store(&h.stop, 1);
+  pthread_join(th, NULL);
+  unsetenv("CF_FFT_PLANNING");
+  set_case("%u engines", made);
+  CHECK(atomic_load(&h.plans) > 0 && atomic_load(&h.failed) == 0,
+        "the application's thread made %zu plans, %zu failed",
+        atomic_load(&h.plans), atomic_load(&h.failed));
+}
+
 int main(void)
 {
   setenv("CF_FFT_WISDOM", "none", 1);
   unsetenv("CF_FFT_PLANNING");
   check_seed = ref_seed();
   const struct CMUnitTest tests[] = {
+      /* first: its engines' sizes new to the process */
+      cmocka_unit_test(test_host_plans_meanwhile),
       cmocka_unit_test(test_engine_swap_is_quick),
       cmocka_unit_test(test_prepare_kernel),
       cmocka_unit_test(test_prepare_kernel2d),

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../engine/error_internal.h"
+#include "cf_config.h"
 #include "cudafilter/engine.h"
 
 struct cf_fft {
@@ -62,6 +63,49 @@ static cf_fft *entry(size_t i)
   cf_fft *s = atomic_load_explicit(&seg[i / SEG_SIZES], memory_order_acquire);
   return &s[i % SEG_SIZES];
 }
+
+/* FFTW's planner is one per process: the application that embeds the
+ * library (an audio host, a video editor, another plug-in, any library it
+ * links that plans with libfftw3f) shares it, and `lock` serialises only
+ * this library's planning. Planner hooks (FFTW 3.3.5+), installed when
+ * the library is loaded, make every fftwf_plan_* and fftwf_destroy_plan
+ * in the process take `fftw_lock`, as fftwf_make_planner_thread_safe()
+ * (libfftw3f_threads) would; an application that calls that later puts
+ * its own lock in place, which serialises the same calls. Wisdom import
+ * and export, which FFTW does not hook, take it here. A plan begun before
+ * the hooks were in place ends without having taken the lock: the after
+ * hook releases it only in a thread that holds it. QA: a host thread
+ * making its own plans while engines were made crashed the process in
+ * FFTW's planner (double free, corrupted heap) or hung it, 6 runs of 6;
+ * with the hooks installed at the first planning instead of at load, 3
+ * of 8 still did (the host's plan under way then). */
+static pthread_mutex_t fftw_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int fftw_held;
+
+static void fftw_before(void)
+{
+  pthread_mutex_lock(&fftw_lock);
+  fftw_held = 1;
+}
+
+static void fftw_after(void)
+{
+  if (fftw_held) {
+    fftw_held = 0;
+    pthread_mutex_unlock(&fftw_lock);
+  }
+}
+
+#if CF_HAVE_FFTW_HOOKS
+/* libfftw3f's since 3.3.5, what fftwf_make_planner_thread_safe() calls;
+ * fftw3.h does not declare it */
+void fftwf_set_planner_hooks(void (*before)(void), void (*after)(void));
+
+__attribute__((constructor)) static void fftw_hooks_install(void)
+{
+  fftwf_set_planner_hooks(fftw_before, fftw_after);
+}
+#endif
 
 void cf_fft_planner_lock(void)
 {
@@ -120,8 +164,11 @@ static void wisdom_load(void)
     return;
   done = 1;
   wisdom_path(path, sizeof path, 0);
-  if (path[0])
+  if (path[0]) {
+    fftw_before();
     fftwf_import_wisdom_from_filename(path); /* absent or stale: ignored */
+    fftw_after();
+  }
 }
 
 /* Write to a temporary name and rename, so readers never see half a file;
@@ -135,9 +182,12 @@ static void wisdom_save(void)
   wisdom_path(path, sizeof path, 1);
   if (!path[0])
     return;
-  fftwf_import_wisdom_from_filename(path); /* absent or stale: ignored */
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  if (!fftwf_export_wisdom_to_filename(tmp) || rename(tmp, path) != 0)
+  fftw_before();
+  fftwf_import_wisdom_from_filename(path); /* absent or stale: ignored */
+  int saved = fftwf_export_wisdom_to_filename(tmp);
+  fftw_after();
+  if (!saved || rename(tmp, path) != 0)
     unlink(tmp);
 }
 
