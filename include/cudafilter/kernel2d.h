@@ -51,7 +51,10 @@ const float *cf_kernel2d_taps(const cf_kernel2d *k);
  *   box       N x N (default 3), every tap 1 / N^2.
  *   sharpen   3 x 3: [0 -1 0; -1 5 -1; 0 -1 0].
  *   unsharp   N x N (default 5), 2 * delta - gaussian(N, sigma): the image
- *             plus once its difference from the blurred image.
+ *             plus once its difference from the blurred image; the delta
+ *             at the origin [N / 2][N / 2] (integer division: for an even
+ *             N half a tap past the Gaussian's centre c each way), so the
+ *             image is not shifted.
  *   sobel-x   3 x 3: [1 0 -1; 2 0 -2; 1 0 -1]  (convolution flips it, so
  *             brightness rising to the right gives a positive response);
  *   sobel-y   3 x 3: [1 2 1; 0 0 0; -1 -2 -1]  (positive where brightness

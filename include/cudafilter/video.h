@@ -143,7 +143,10 @@ typedef struct cf_video_config {
   cf_backend backend;      /* default CF_BACKEND_AUTO */
   int device_id;           /* CUDA device, default 0 */
   cf_algorithm2d algorithm;/* default CF_ALGO2D_AUTO */
-  unsigned threads;        /* 0 = one per core (default) */
+  unsigned threads;        /* 0 = one per core (default); any count is
+                              taken, the CPU runs at most one band (a
+                              thread) per 16 rows, one for small work:
+                              cf_engine_describe() says how many */
   unsigned pipeline_depth; /* frames in flight, 0..CF_VIDEO_MAX_DEPTH
                               (default 0): the latency in frames, see
                               above */
