@@ -265,6 +265,7 @@ struct ref2d_video {
   double **hist; /* hist[0]: the frame before, ...; kept of them */
   unsigned kept, cap;
   double *cur;
+  double *base; /* the frames not kept (ref2d_video_set_base), or NULL */
 };
 
 static int set_taps(ref2d_video *v, unsigned t, unsigned kh, unsigned kw,
@@ -325,8 +326,25 @@ void ref2d_video_free(ref2d_video *v)
     free(v->hist[i]);
   free(v->hist);
   free(v->cur);
+  free(v->base);
   free(v->k);
   free(v);
+}
+
+int ref2d_video_set_base(ref2d_video *v, const cf_frame *f)
+{
+  free(v->base);
+  v->base = NULL;
+  if (!f)
+    return 1;
+  if (!(v->base = malloc(v->total * sizeof *v->base)))
+    return 0;
+  for (unsigned c = 0; c < v->fmt.ncomp; c++)
+    for (unsigned y = 0; y < v->ch[c]; y++)
+      for (unsigned x = 0; x < v->cw[c]; x++)
+        v->base[v->coff[c] + (size_t)y * v->cw[c] + x] =
+            ref2d_load(&v->fmt, f, &v->fmt.comp[c], x, y);
+  return 1;
 }
 
 void ref2d_video_set_output(ref2d_video *v, float scale, float bias,
@@ -379,12 +397,13 @@ int ref2d_video_frame(ref2d_video *v, const cf_frame *in, const cf_frame *out,
     if (!acc)
       return 0;
     /* frames before the first (or a reset) contribute nothing at all, not
-     * even cval through the border */
+     * even cval through the border; with a base frame, they are it */
     ref2d_convolve(v->cur + v->coff[c], cw, ch, v->k, v->kh, v->kw, cfg->border,
                    cfg->cval, acc, 0);
-    for (unsigned tau = 1; tau < v->t && tau <= v->kept; tau++)
-      ref2d_convolve(v->hist[tau - 1] + v->coff[c], cw, ch, v->k + tau * kslice,
-                     v->kh, v->kw, cfg->border, cfg->cval, acc, 1);
+    for (unsigned tau = 1; tau < v->t && (tau <= v->kept || v->base); tau++)
+      ref2d_convolve((tau <= v->kept ? v->hist[tau - 1] : v->base) + v->coff[c],
+                     cw, ch, v->k + tau * kslice, v->kh, v->kw, cfg->border,
+                     cfg->cval, acc, 1);
     for (unsigned y = 0; y < ch; y++)
       for (unsigned x = 0; x < cw; x++) {
         double s =

@@ -976,6 +976,26 @@ static void vcase_reset(vcase *c)
     ref2d_video_reset(c->aref);
 }
 
+/* A random frame stands for the frames the history lacks: the engine's
+ * (cf_engine_set_history_frame) and the references'. */
+static void vcase_set_base(vcase *c, ref_rng *r)
+{
+  vcase_fill(c, r);
+  CHECK_OK(cf_engine_set_history_frame(c->e, &c->in.f));
+  CHECK(ref2d_video_set_base(c->ref, &c->in.f), "reference: out of memory");
+  if (c->aref) {
+    fbuf_copy(&c->ain, &c->in);
+    for (unsigned k = 0; k < c->d.ncomp; k++)
+      for (unsigned y = 0; y < c->ch[k]; y++)
+        for (unsigned x = 0; x < c->cw[k]; x++)
+          put_float(
+              &c->d, &c->ain, &c->d.comp[k], x, y,
+              fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
+    CHECK(ref2d_video_set_base(c->aref, &c->ain.f),
+          "reference: out of memory");
+  }
+}
+
 /* One random single-configuration case: `frames` frames with kernel k. */
 static void run_case(ref_rng *r, const cf_video_config *cfg, const kern *k,
                      unsigned frames, const char *what)
@@ -1402,6 +1422,85 @@ static void test_temporal(void **state)
     vcase_close(&v);
     kern_free(&k);
   }
+}
+
+/* cf_engine_set_history_frame: a random frame stands for the frames the
+ * history lacks (before the first, after each reset, and those beyond the
+ * frames kept when a kernel of more temporal taps comes), on every path
+ * and depth; refused once a frame went in, and for a frame that does not
+ * fit. */
+static void test_history_frame(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 41);
+  for (unsigned c = 0; c < 10; c++) {
+    cf_pixel_format f =
+        c < 3 ? CF_PIX_GRAY32F : all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = 2 + c % 3, t2 = t + 1 + (unsigned)(ref_rng_u64(&r) % 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t2, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    if (c % 4 == 0)
+      cfg.border = CF_BORDER_CONSTANT;
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("history frame #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    CHECK(cf_engine_set_history_frame(v.e, NULL) == CF_OK,
+          "set_history_frame(NULL) before any frame: %s", cf_last_error());
+    vcase_set_base(&v, &r);
+    if (c % 3 == 1) { /* a reset before any frame changes nothing */
+      add_case("reset first ");
+      vcase_reset(&v);
+    }
+    unsigned n1 = (unsigned)ref_rng_range(&r, 1, t + 2);
+    for (unsigned i = 0; i < n1; i++)
+      vcase_step(&v, &r, "history frame, from the start");
+    CHECK(cf_engine_set_history_frame(v.e, &v.in.f) == CF_E_STATE,
+          "set_history_frame after a frame: not refused");
+    vcase_reset(&v);
+    unsigned n2 = (unsigned)ref_rng_range(&r, 1, t + 1);
+    for (unsigned i = 0; i < n2; i++)
+      vcase_step(&v, &r, "history frame, after a reset");
+    /* a kernel reaching further back than the frames kept */
+    kern_make(&k, &r, t2, kh, kw, rand_kind(&r), fmt_is_int(f));
+    add_case("| then T %u ", t2);
+    vcase_set_kernel(&v, &k);
+    unsigned n3 = (unsigned)ref_rng_range(&r, 1, t2 + 1);
+    for (unsigned i = 0; i < n3; i++)
+      vcase_step(&v, &r, "history frame, longer kernel");
+    vcase_close(&v);
+    kern_free(&k);
+  }
+  /* a frame that does not fit, and an audio engine */
+  cf_video_config cfg;
+  cf_video_config_init(&cfg);
+  cfg.width = 4;
+  cfg.height = 3;
+  cfg.format = CF_PIX_GRAY32F;
+  cfg.backend = V->backend;
+  float taps[2] = {0.5f, 0.5f}, px[12] = {0};
+  cf_kernel2d *kk = NULL;
+  CHECK_OK(cf_kernel2d_new(2, 1, 1, taps, &kk));
+  cf_engine *e = NULL;
+  CHECK_OK(cf_engine_new_video(&cfg, kk, &e));
+  cf_frame fr = {{px, NULL, NULL}, {2 * sizeof(float), 0, 0}}; /* too short */
+  CHECK(cf_engine_set_history_frame(e, &fr) == CF_E_INVALID,
+        "a frame with rows shorter than the width: not refused");
+  fr.stride[0] = 4 * sizeof(float);
+  px[5] = NAN;
+  CHECK(cf_engine_set_history_frame(e, &fr) == CF_E_INVALID &&
+            strstr(cf_last_error(), "row 1"),
+        "a NaN sample: %s", cf_last_error());
+  px[5] = 0;
+  CHECK_OK(cf_engine_set_history_frame(e, &fr));
+  cf_engine_free(e);
+  cf_kernel2d_free(kk);
 }
 
 /* set_kernel2d takes effect at the next frame, with other sizes and other
@@ -2614,6 +2713,10 @@ static void fault_case(ref_rng *r, unsigned c)
         strstr(cf_engine_describe(v.e), "fake device"),
         "the fake device is not in use: backend %s, '%s'",
         cf_backend_name(cf_engine_backend(v.e)), cf_engine_describe(v.e));
+  if (c % 3 == 2) { /* the CPU the engine moves to takes it too */
+    add_case("| history frame ");
+    vcase_set_base(&v, r);
+  }
   add_case("| ");
   for (unsigned i = 0, swaps = 0; i <= nops; i++) {
     cf_backend b = cf_engine_backend(v.e);
@@ -2854,7 +2957,8 @@ int main(void)
       cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_bad_frames),
       cmocka_unit_test(test_borders),     cmocka_unit_test(test_large_kernels),
       cmocka_unit_test(test_thin_frames), cmocka_unit_test(test_formats),
-      cmocka_unit_test(test_temporal),    cmocka_unit_test(test_set_kernel),
+      cmocka_unit_test(test_temporal),    cmocka_unit_test(test_history_frame),
+      cmocka_unit_test(test_set_kernel),
       cmocka_unit_test(test_set_output),
       cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
       cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),

@@ -107,9 +107,16 @@ static void copy_set_output(void *impl, const cf_video_out *o)
   (void)impl, (void)o;
 }
 
+static cf_status copy_set_base(void *impl, const cf_frame *f)
+{
+  (void)impl, (void)f;
+  return CF_OK;
+}
+
 static const cf_video_ops copy_ops = {
     copy_process, copy_reset,   copy_set_kernel, copy_describe,
-    copy_destroy, copy_latency, copy_flush,      copy_set_output};
+    copy_destroy, copy_latency, copy_flush,      copy_set_output,
+    copy_set_base};
 
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            cf_fft_mode fft_mode, void **impl,

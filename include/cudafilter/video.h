@@ -9,7 +9,8 @@
  *
  * where (*) is scipy.ndimage.convolve(x, k_tau, mode=border, cval=cval,
  * origin=0) (see kernel2d.h for the index formula). Frames before the first
- * (and before a reset) contribute nothing. Samples are converted to float
+ * (and before a reset) contribute nothing, unless
+ * cf_engine_set_history_frame() gave a frame to stand for them. Samples are converted to float
  * in their own units (GRAY8 0..255, GRAY16 0..65535, float as is; cval is
  * in the same units); integer formats round to nearest (ties to even) and
  * saturate on store, NaN storing as 0. Components not selected, and alpha,
@@ -209,6 +210,20 @@ cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
  * waits for nothing: a value animated frame by frame (a GStreamer control
  * binding) costs no engine rebuild. CF_E_INVALID for a scale or bias that
  * is not finite. */
+/* The frames the history lacks are f (a frame of the engine's size and
+ * format, copied; its strides may be padded), not zeros: those before the
+ * first frame, before the first after each reset, and those further back
+ * than the frames kept when a kernel with more temporal taps is set. A
+ * temporal kernel then reads, say, the format's black there, where zeros
+ * are black only in RGB and gray formats (in YUV: Y 0, U = V 0, a
+ * saturated green; black is Y 16 (0 in full range), U = V 128). NULL goes
+ * back to zeros. Only before the first frame (CF_E_STATE after);
+ * CF_E_INVALID for a frame that does not fit and for a GRAY32F sample
+ * that is not finite. Costs nothing per frame on the CPU; on CUDA a
+ * device copy of f and, at each frame after a reset, a device-side copy
+ * into each slot the history lacks. */
+cf_status cf_engine_set_history_frame(cf_engine *e, const cf_frame *f);
+
 cf_status cf_engine_set_output2d(cf_engine *e, float scale, float bias,
                                  int absolute);
 

@@ -43,6 +43,8 @@ typedef struct chan {
   int filter;
   int *xmap;   /* padl + padr source columns for the pads (-1: cval) */
   uint8_t *hist; /* t planes of w * h samples (temporal kernels), a ring */
+  uint8_t *base; /* w * h samples: the frames the history lacks (set_base),
+                    or NULL: those contribute nothing */
 } chan;
 
 typedef struct slice {
@@ -188,6 +190,10 @@ static void fetch_row(video *v, const chan *c, unsigned tau, long vr,
         for (unsigned x = 0; x < c->w; x++)
           memcpy(h + (size_t)x * sb, src + (size_t)x * c->step, sb);
     }
+  } else if (tau > v->seen) { /* a frame the engine has not got */
+    size_t sb = sample_bytes(c->type);
+    v->dsp->pix_in(c->base + (size_t)r * c->w * sb, (unsigned)sb,
+                   (int)c->type, mid, c->w);
   } else {
     unsigned slot = (v->head + v->hist_t - tau) % v->hist_t;
     v->dsp->pix_in(hist_row(c, slot, r), sample_bytes(c->type), (int)c->type,
@@ -242,11 +248,13 @@ static float *ring_hfilt(video *v, band *b, const chan *c, unsigned tau,
   return row;
 }
 
-/* Slices with a source: the current frame and the frames kept. */
+/* Slices with a source: the current frame and the frames kept, or all
+ * of them where the frames the engine lacks are a base frame (the
+ * filtered channels have one each or none). */
 static unsigned active_slices(const video *v)
 {
   unsigned n = v->seen + 1;
-  return n < v->p.t ? n : v->p.t;
+  return n < v->p.t && !v->ch[0].base ? n : v->p.t;
 }
 
 static void store_row(video *v, const chan *c, const float *acc, long r)
@@ -939,9 +947,42 @@ static void video_destroy(void *impl)
   for (unsigned k = 0; k < v->nchan; k++) {
     free(v->ch[k].xmap);
     cf_free(v->ch[k].hist);
+    cf_free(v->ch[k].base);
   }
   cf_pool_free(v->pool);
   free(v);
+}
+
+/* The frames the history lacks: f's filtered components (a tight frame
+ * of the engine's size and format), kept in the history's sample format;
+ * NULL: none (they contribute nothing). All made or none changed. */
+static cf_status video_set_base(void *impl, const cf_frame *f)
+{
+  video *v = impl;
+  uint8_t *nb[4] = {NULL, NULL, NULL, NULL};
+  for (unsigned k = 0; f && k < v->nchan; k++) {
+    const chan *c = &v->ch[k];
+    if (!c->filter)
+      continue;
+    size_t sb = sample_bytes(c->type);
+    if (!(nb[k] = cf_alloc((size_t)c->w * c->h * sb))) {
+      for (unsigned j = 0; j < k; j++)
+        cf_free(nb[j]);
+      return cf_fail(CF_E_NOMEM, "video: out of memory for the history's "
+                     "base frame");
+    }
+    for (unsigned r = 0; r < c->h; r++) {
+      const uint8_t *src = row_ptr(f, c, r);
+      uint8_t *dst = nb[k] + (size_t)r * c->w * sb;
+      for (unsigned x = 0; x < c->w; x++)
+        memcpy(dst + (size_t)x * sb, src + (size_t)x * c->step, sb);
+    }
+  }
+  for (unsigned k = 0; k < v->nchan; k++) {
+    cf_free(v->ch[k].base);
+    v->ch[k].base = nb[k];
+  }
+  return CF_OK;
 }
 
 static void video_set_output(void *impl, const cf_video_out *o)
@@ -954,7 +995,8 @@ static void video_set_output(void *impl, const cf_video_out *o)
 
 static const cf_video_ops ops_table = {
     video_process,  video_reset,   video_set_kernel, video_describe,
-    video_destroy,  video_latency, video_flush,      video_set_output};
+    video_destroy,  video_latency, video_flush,      video_set_output,
+    video_set_base};
 
 static void add_chan(video *v, const cf_chan_desc *d, int filter)
 {

@@ -191,6 +191,15 @@ static void pipe_set_output(void *impl, const cf_video_out *o)
   ((vpipe *)impl)->out = *o;
 }
 
+/* Before the first frame (video_internal.h): the worker is idle, but
+ * waited for all the same, as a kernel set is. */
+static cf_status pipe_set_base(void *impl, const cf_frame *f)
+{
+  vpipe *p = impl;
+  wait_idle(p);
+  return p->iops->set_base(p->inner, f);
+}
+
 static size_t pipe_latency(const void *impl)
 {
   return ((const vpipe *)impl)->depth;
@@ -230,7 +239,8 @@ static void pipe_destroy(void *impl)
 
 static const cf_video_ops pipe_ops = {
     pipe_process, pipe_reset,   pipe_set_kernel, pipe_describe,
-    pipe_destroy, pipe_latency, pipe_flush,      pipe_set_output};
+    pipe_destroy, pipe_latency, pipe_flush,      pipe_set_output,
+    pipe_set_base};
 
 static uint8_t *alloc_frame(size_t bytes)
 {

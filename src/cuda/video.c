@@ -139,6 +139,7 @@ typedef struct cvideo {
   /* temporal ring (T > 1) */
   uint8_t *d_ring;
   unsigned ring_n, head, seen;
+  uint8_t *d_base; /* the frames the ring lacks (set_base), or NULL */
   /* pipelined queue */
   unsigned long long enq, deq;
   int broken;
@@ -893,6 +894,36 @@ static cf_status compute_band(cvideo *v, const uint8_t *src, unsigned nslots,
   return CF_OK;
 }
 
+/* With a base frame (set_base): the slots of the frames the ring lacks
+ * for the next frame (tau = seen + 1 .. T - 1: after a reset, at the
+ * start, or for a kernel reaching further back than the frames kept) get
+ * a copy of it, after the compute of the frames before (pipelined frames
+ * in flight read what they had, as move_ring orders its copies), before
+ * the next frame's; their spectra are stale. Then the ring holds T - 1
+ * frames. */
+static cf_status fill_base(cvideo *v)
+{
+  unsigned t = v->k.t;
+  if (!v->d_base || t <= 1 || v->seen >= t - 1)
+    return CF_OK;
+  cudaStream_t cs = v->s[0].st;
+  if (v->have_prev)
+    CF_CU(cudaStreamWaitEvent(cs, v->ev_frame, 0));
+  for (unsigned tau = v->seen + 1; tau < t; tau++) {
+    unsigned rs = (v->head + 1 + v->ring_n - tau) % v->ring_n;
+    spectra_slot_written(v, rs);
+    CF_CU(cudaMemcpyAsync(v->d_ring + (size_t)rs * v->frame_bytes,
+                          v->d_base, v->frame_bytes, cudaMemcpyDeviceToDevice,
+                          cs));
+  }
+  CF_CU(cudaEventRecord(v->ev_frame, cs));
+  v->have_prev = 1;
+  for (unsigned i = 1; i < v->nslots; i++)
+    CF_CU(cudaStreamWaitEvent(v->s[i].st, v->ev_frame, 0));
+  v->seen = t - 1;
+  return CF_OK;
+}
+
 static unsigned active_slices(const cvideo *v)
 {
   unsigned n = v->seen + 1;
@@ -923,6 +954,9 @@ static cf_status process_live(cvideo *v, const cf_frame *in,
   const slot *sc = s0;
   cudaStream_t up_st = v->s[1].st, down_st = v->s[2].st;
   int pin_in = frame_direct(v, in), pin_out = frame_direct(v, out);
+  cf_status fs = fill_base(v); /* on s0's stream, before the compute */
+  if (fs != CF_OK)
+    return fs;
   unsigned nt = active_slices(v);
   unsigned head = v->k.t > 1 ? (v->head + 1) % v->ring_n : 0;
   /* The frame goes straight into its ring slot: nothing else reads that
@@ -1015,6 +1049,8 @@ static cf_status process_pipelined(cvideo *v, const cf_frame *in,
   if (s != CF_OK)
     return s;
   CF_CU(cudaEventRecord(sl->ev_up, sl->st));
+  if ((s = fill_base(v)) != CF_OK) /* recorded in ev_frame, waited below */
+    return s;
   unsigned nt = active_slices(v), head = 0, nslots = 1;
   const uint8_t *src = sl->d_in;
   if (v->k.t > 1) {
@@ -1148,6 +1184,7 @@ static void video_destroy(void *impl)
       (void)cudaStreamSynchronize(v->s[i].st); /* nothing to tell */
   kset_free(&v->k);
   cudaFree(v->d_ring);
+  cudaFree(v->d_base);
   for (unsigned i = 0; i < MAX_SLOTS; i++) {
     slot *sl = &v->s[i];
     cudaFreeHost(sl->h_in);
@@ -1184,9 +1221,38 @@ static void video_set_output(void *impl, const cf_video_out *o)
   v->cfg.absolute = o->absolute;
 }
 
+/* Before the first frame (video_internal.h): the copy in device memory,
+ * made here; the ring gets it before each frame that lacks frames
+ * (fill_base). */
+static cf_status video_set_base(void *impl, const cf_frame *f)
+{
+  cvideo *v = impl;
+  CF_CUDA_SCOPE(sc);
+  cf_status s = cf_cuda_enter(&sc, v->dev);
+  if (s != CF_OK)
+    return s;
+  uint8_t *d = NULL;
+  if (f) {
+    cudaError_t ce = cf_cuda_malloc((void **)&d, v->frame_bytes);
+    const char *call = "cudaMalloc(history base)";
+    if (ce == cudaSuccess) {
+      ce = cudaMemcpy(d, f->data[0], v->frame_bytes, cudaMemcpyHostToDevice);
+      call = "cudaMemcpy(history base)";
+    }
+    if (ce != cudaSuccess) {
+      cudaFree(d);
+      return cf_cuda_status(ce, call, __FILE__, __LINE__);
+    }
+  }
+  cudaFree(v->d_base);
+  v->d_base = d;
+  return CF_OK;
+}
+
 static const cf_video_ops ops_table = {
     video_process,  video_reset,   video_set_kernel, video_describe,
-    video_destroy,  video_latency, video_flush,      video_set_output};
+    video_destroy,  video_latency, video_flush,      video_set_output,
+    video_set_base};
 
 static cf_status make_slots(cvideo *v)
 {

@@ -203,9 +203,16 @@ static void fv_set_output(void *impl, const cf_video_out *o)
   f->vops->set_output(f->inner, o);
 }
 
+static cf_status fv_set_base(void *impl, const cf_frame *fr)
+{
+  fake *f = impl;
+  return f->vops->set_base(f->inner, fr);
+}
+
 static const cf_video_ops fake_video_ops = {
     fv_process,   fv_reset,   fv_set_kernel, fv_describe,
     fake_destroy, fv_latency, fv_flush,      fv_set_output,
+    fv_set_base,
 };
 
 cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,

@@ -171,6 +171,8 @@ struct cf_video_front {
   unsigned depth;
   unsigned bands; /* the CPU backend's, when the engine started on it */
   cf_video_out out; /* the next frame's output stage (set_output2d) */
+  uint8_t *base;    /* set_history_frame's (tight), or NULL */
+  int begun;        /* a frame was given */
   /* while auto runs on CUDA: frames [n - hcap, n) in hist and meta; the
    * kernels they and the next frame use (the newest last) */
   int watch;
@@ -387,6 +389,11 @@ static cf_status front_switch(cf_engine *e, const cf_frame *cur,
   const cf_video_ops *ops = NULL;
   const cf_kernel2d *k = front_meta(f, start).k;
   cf_status s = cf_cpu_video_new(&cfg, k, CF_FFT_QUICK, &impl, &ops);
+  if (s == CF_OK && f->base) {
+    cf_frame b = tight_at(f, f->base);
+    if ((s = ops->set_base(impl, &b)) != CF_OK)
+      ops->destroy(impl);
+  }
   if (s != CF_OK)
     return s;
   uint8_t *scratch = malloc(f->frame_bytes);
@@ -511,6 +518,7 @@ void cf_video_front_free(cf_engine *e)
   e->impl = NULL;
   if (e->vfront) {
     front_forget(e->vfront);
+    free(e->vfront->base);
     free(e->vfront);
     e->vfront = NULL;
   }
@@ -556,6 +564,7 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (!in || !out)
     return cf_fail(CF_E_INVALID, "process_frame: %s frame is NULL",
                    in ? "output" : "input");
+  e->vfront->begun = 1;
   if (!front_watching(e))
     return e->vops->process(e->impl, in, out);
   struct cf_video_front *f = e->vfront;
@@ -627,6 +636,48 @@ CF_PUBLIC cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
                                    CF_OK)
     return s;
   return e->vops->set_kernel(e->impl, k);
+}
+
+CF_PUBLIC cf_status cf_engine_set_history_frame(cf_engine *e,
+                                               const cf_frame *f)
+{
+  CF_NEED(e, "set_history_frame", "engine");
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "set_history_frame: this is an audio engine");
+  struct cf_video_front *fr = e->vfront;
+  if (fr->begun)
+    return cf_fail(CF_E_STATE, "set_history_frame: the engine has had "
+                   "frames; set it before the first");
+  uint8_t *copy = NULL;
+  cf_frame t;
+  if (f) {
+    cf_status s = cf_video_check_frame(&fr->cfg, f, "history");
+    if (s != CF_OK)
+      return s;
+    if (!(copy = malloc(fr->frame_bytes)))
+      return cf_fail(CF_E_NOMEM, "set_history_frame: out of memory");
+    t = tight_at(fr, copy);
+    cf_video_copy_frame(&fr->cfg, f, &t);
+    if (fr->cfg.format == CF_PIX_GRAY32F) /* a NaN would stay for good */
+      for (size_t i = 0; i < fr->frame_bytes / sizeof(float); i++) {
+        float x;
+        memcpy(&x, copy + i * sizeof x, sizeof x);
+        if (!isfinite(x)) {
+          free(copy);
+          return cf_fail(CF_E_INVALID, "set_history_frame: sample %zu "
+                         "(row %zu) is %g, not a finite number",
+                         i % fr->cfg.width, i / fr->cfg.width, (double)x);
+        }
+      }
+  }
+  cf_status s = e->vops->set_base(e->impl, copy ? &t : NULL);
+  if (s != CF_OK) {
+    free(copy);
+    return s;
+  }
+  free(fr->base);
+  fr->base = copy;
+  return CF_OK;
 }
 
 CF_PUBLIC cf_status cf_engine_set_output2d(cf_engine *e, float scale,

@@ -69,6 +69,10 @@ typedef struct cf_video_ops {
   /* The output stage of the frames processed from now on (those in
    * flight keep theirs). */
   void (*set_output)(void *impl, const cf_video_out *o);
+  /* The frames the history lacks (cf_engine_set_history_frame): a tight
+   * frame of the engine's size and format, copied; NULL for none. Called
+   * before the first frame only. */
+  cf_status (*set_base)(void *impl, const cf_frame *f);
 } cf_video_ops;
 
 /* The checks every backend makes of a frame pair: planes present, strides
