@@ -1477,6 +1477,43 @@ static void test_history_frame(void **state)
     vcase_close(&v);
     kern_free(&k);
   }
+  /* cf_engine_set_history_black: the format's black, as this test writes
+   * it (YUV: Y 16, or 0 in full range, U = V 128; else zeros) */
+  for (unsigned c = 0; c < 6; c++) {
+    cf_pixel_format f = all_formats[c < 4 ? 9 + c : ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r), t = 2 + c % 2;
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config vc;
+    rand_config(&vc, &r, f, w, h, ref_rng_u64(&r) % 2);
+    int full = (int)(ref_rng_u64(&r) % 2);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("history black #%u, %s range: ", c, full ? "full" : "limited");
+    config_describe(&vc);
+    size_t bytes = cf_frame_layout(f, w, h, NULL, NULL);
+    uint8_t *black = xalloc(bytes);
+    cf_frame bf;
+    cf_frame_layout(f, w, h, black, &bf);
+    if (f == CF_PIX_I420 || f == CF_PIX_NV12 || f == CF_PIX_Y444 ||
+        f == CF_PIX_Y42B) {
+      memset(black, 128, bytes);
+      memset(black, full ? 0 : 16, (size_t)w * h);
+    }
+    vcase v;
+    vcase_open(&v, &r, &vc, &k);
+    CHECK_OK(cf_engine_set_history_black(v.e, full));
+    CHECK(ref2d_video_set_base(v.ref, &bf), "reference: out of memory");
+    if (v.aref)
+      CHECK(ref2d_video_set_base(v.aref, &bf), "reference: out of memory");
+    for (unsigned i = 0; i < t; i++)
+      vcase_step(&v, &r, "history black");
+    vcase_reset(&v);
+    vcase_step(&v, &r, "history black, after a reset");
+    vcase_close(&v);
+    kern_free(&k);
+    free(black);
+  }
   /* a frame that does not fit, and an audio engine */
   cf_video_config cfg;
   cf_video_config_init(&cfg);

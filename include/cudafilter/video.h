@@ -223,6 +223,11 @@ cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
  * device copy of f and, at each frame after a reset, a device-side copy
  * into each slot the history lacks. */
 cf_status cf_engine_set_history_frame(cf_engine *e, const cf_frame *f);
+/* cf_engine_set_history_frame with a frame of the format's black: in YUV
+ * formats Y 16 (0 with full_range) and U = V 128, in RGB and gray formats
+ * zeros. Unlike no history frame, black frames are filtered as frames:
+ * with border CONSTANT, cval reaches the output through their borders. */
+cf_status cf_engine_set_history_black(cf_engine *e, int full_range);
 
 cf_status cf_engine_set_output2d(cf_engine *e, float scale, float bias,
                                  int absolute);

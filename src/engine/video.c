@@ -680,6 +680,30 @@ CF_PUBLIC cf_status cf_engine_set_history_frame(cf_engine *e,
   return CF_OK;
 }
 
+CF_PUBLIC cf_status cf_engine_set_history_black(cf_engine *e,
+                                               int full_range)
+{
+  CF_NEED(e, "set_history_black", "engine");
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "set_history_black: this is an audio engine");
+  const struct cf_video_front *fr = e->vfront;
+  const cf_format_desc *d = cf_format_desc_get(fr->cfg.format);
+  /* RGB and gray: zeros; YUV: 8-bit planes Y, then U, V */
+  uint8_t *b = calloc(1, fr->frame_bytes);
+  if (!b)
+    return cf_fail(CF_E_NOMEM, "set_history_black: out of memory");
+  cf_frame t = tight_at(fr, b);
+  for (unsigned p = 0; d->planes > 1 && p < d->planes; p++) {
+    size_t n = (size_t)cf_sub_w(fr->cfg.width, d->plane_sub[p]) *
+               d->plane_bpp[p] *
+               cf_sub_h(fr->cfg.height, d->plane_sub[p]);
+    memset(t.data[p], p ? 128 : full_range ? 0 : 16, n);
+  }
+  cf_status s = cf_engine_set_history_frame(e, &t);
+  free(b);
+  return s;
+}
+
 CF_PUBLIC cf_status cf_engine_set_output2d(cf_engine *e, float scale,
                                            float bias, int absolute)
 {
