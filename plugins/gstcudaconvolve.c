@@ -20,8 +20,11 @@
  * pass unchanged, apart from scale/bias/absolute). Kernel changes while
  * PLAYING take effect at the next frame handed to the engine after the
  * property is set, and keep the temporal history (a kernel with more
- * temporal taps than the one before takes the frames it lacks as zeros:
- * the engine keeps only what the running kernel needs). A new kernel that runs
+ * temporal taps than the one before takes the frames it lacks as black
+ * frames: the engine keeps only what the running kernel needs). The
+ * frames before the first, and after a flush or DISCONT, are black frames
+ * too: zeros in RGB and gray, in YUV Y 16 (0 where the caps' colorimetry
+ * says full range) and U = V 128. A new kernel that runs
  * on FFT tiles of a size not planned yet has its FFT plan made (measured: up to
  * a second the first time on a machine, then from FFTW's wisdom) in the thread
  * that sets the property (g_object_set returns once it is done); on the CUDA
@@ -941,10 +944,16 @@ static cf_status new_engines(cf_video_config *cfg, const GstVideoInfo *info,
                       mixed ? h : 0};
   cf_status st = CF_OK;
   out[0] = out[1] = out[2] = NULL;
+  /* the frames before the first (and after a flush or a DISCONT) are
+   * black frames, not zeros, which are a saturated green in YUV */
+  gboolean full = GST_VIDEO_INFO_COLORIMETRY(info).range ==
+                  GST_VIDEO_COLOR_RANGE_0_255;
   for (guint i = 0; i < 3 && st == CF_OK; i++)
     if (heights[i]) {
       cfg->height = heights[i];
       st = cf_engine_new_video(cfg, k, &out[i]);
+      if (st == CF_OK)
+        st = cf_engine_set_history_black(out[i], full);
     }
   cfg->height = h;
   if (st != CF_OK)
@@ -2234,7 +2243,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
    * memory (another framerate, pixel aspect ratio, colorimetry) keep the
    * engine and its temporal history: it would filter those frames
    * alike, and a temporal filter restarting at each such renegotiation
-   * (a decoder's, videorate's) showed as a pulse (QA) */
+   * (a decoder's, videorate's) showed as a pulse (QA); but YUV of another
+   * range has another black, which the engines' history starts from */
   const GstVideoInfo *was = &filter->in_info;
   gboolean new_frames =
       !filter->negotiated || caps_cuda(incaps) != self->cuda_caps ||
@@ -2242,7 +2252,11 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
       GST_VIDEO_INFO_WIDTH(was) != GST_VIDEO_INFO_WIDTH(in_info) ||
       GST_VIDEO_INFO_HEIGHT(was) != GST_VIDEO_INFO_HEIGHT(in_info) ||
       GST_VIDEO_INFO_INTERLACE_MODE(was) !=
-          GST_VIDEO_INFO_INTERLACE_MODE(in_info);
+          GST_VIDEO_INFO_INTERLACE_MODE(in_info) ||
+      (GST_VIDEO_INFO_IS_YUV(in_info) &&
+       (GST_VIDEO_INFO_COLORIMETRY(was).range == GST_VIDEO_COLOR_RANGE_0_255) !=
+           (GST_VIDEO_INFO_COLORIMETRY(in_info).range ==
+            GST_VIDEO_COLOR_RANGE_0_255));
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);

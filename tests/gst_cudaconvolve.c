@@ -524,6 +524,9 @@ static void gcase_new_ref(gcase *c)
   ref2d_video_free(c->ref);
   c->ref = ref2d_video_new(&c->cfg, c->k.t, c->k.kh, c->k.kw, c->k.taps);
   CHECK(c->ref != NULL, "reference: out of memory");
+  /* the frames before the first are black (limited range: the caps'
+   * default) */
+  CHECK(ref2d_video_set_black(c->ref, 0), "reference: out of memory");
 }
 
 static void gcase_open(gcase *c)
@@ -3474,6 +3477,102 @@ static void test_caps_same_frames(void **state)
   }
 }
 
+/* The frames before the first are black, in YUV too: a black I420 or
+ * NV12 clip through a temporal kernel stays black from its first frame
+ * (Y 16, or 0 in full range, U = V 128; it was Y 16 * k0, U = V 128 * k0,
+ * a green flash: stop 52's playbin QA), after a flush, and after new caps
+ * of the other range (the engines restart from its black). */
+static void test_history_black(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 61);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    const char *fmt = rep % 2 ? "NV12" : "I420";
+    int full = rep >= 2;
+    unsigned w = 2 * (unsigned)ref_rng_range(&r, 1, 12);
+    unsigned hh = 2 * (unsigned)ref_rng_range(&r, 1, 12);
+    unsigned t = (unsigned)ref_rng_range(&r, 2, 4);
+    float taps[4];
+    double sum = 0;
+    for (unsigned i = 0; i < t; i++)
+      sum += taps[i] = (float)(0.2 + ref_rng_unit(&r));
+    for (unsigned i = 0; i < t; i++) /* a temporal average */
+      taps[i] = (float)(taps[i] / sum);
+    set_case("history black %u: %s %ux%u, %s range, %u taps: ", rep, fmt, w,
+             hh, full ? "full" : "limited", t);
+    GstHarness *h = harness_new();
+    kern k = {t, 1, 1, taps};
+    set_kernel(h->element, &k);
+    char *caps = g_strdup_printf(
+        "video/x-raw,format=%s,width=%u,height=%u,framerate=25/1%s", fmt, w,
+        hh, full ? ",colorimetry=1:4:5:4" : "");
+    GstVideoInfo info;
+    GstCaps *cc = gst_caps_from_string(caps);
+    CHECK(cc && gst_video_info_from_caps(&info, cc) &&
+              (info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255) == full,
+          "bad caps %s", caps);
+    gst_caps_unref(cc);
+    gst_harness_set_src_caps_str(h, caps);
+    g_free(caps);
+    uint8_t y0 = full ? 0 : 16;
+    for (unsigned f = 0; f < 2 * t; f++) {
+      if (f == t && rep == 3) { /* limited range now: its black at once */
+        caps = g_strdup_printf("video/x-raw,format=%s,width=%u,height=%u,"
+                               "framerate=25/1,colorimetry=bt601",
+                               fmt, w, hh);
+        cc = gst_caps_from_string(caps);
+        CHECK(cc && gst_video_info_from_caps(&info, cc) &&
+                  info.colorimetry.range == GST_VIDEO_COLOR_RANGE_16_235,
+              "bad caps %s", caps);
+        gst_caps_unref(cc);
+        gst_harness_set_src_caps_str(h, caps);
+        g_free(caps);
+        y0 = 16;
+      } else if (f == t) { /* a flush: black again before the next */
+        CHECK(gst_harness_push_event(h, gst_event_new_flush_start()),
+              "flush-start refused");
+        CHECK(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)),
+              "flush-stop refused");
+        GstSegment seg;
+        gst_segment_init(&seg, GST_FORMAT_TIME);
+        CHECK(gst_harness_push_event(h, gst_event_new_segment(&seg)),
+              "segment refused");
+      }
+      GstBuffer *b = gst_harness_create_buffer(h, GST_VIDEO_INFO_SIZE(&info));
+      GstVideoFrame vf;
+      CHECK(gst_video_frame_map(&vf, &info, b, GST_MAP_WRITE), "cannot map");
+      for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&vf); p++)
+        for (gint y = 0; y < GST_VIDEO_FRAME_COMP_HEIGHT(&vf, p); y++)
+          memset((uint8_t *)GST_VIDEO_FRAME_PLANE_DATA(&vf, p) +
+                     y * GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p),
+                 p ? 128 : y0, GST_VIDEO_FRAME_COMP_WIDTH(&vf, p) *
+                                   GST_VIDEO_FRAME_COMP_PSTRIDE(&vf, p));
+      gst_video_frame_unmap(&vf);
+      GST_BUFFER_PTS(b) = f * GST_SECOND / 25;
+      GST_BUFFER_DURATION(b) = GST_SECOND / 25;
+      CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "frame %u refused", f);
+      GstBuffer *o = gst_harness_try_pull(h);
+      CHECK(o && gst_video_frame_map(&vf, &info, o, GST_MAP_READ),
+            "frame %u: no output", f);
+      for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&vf); p++)
+        for (gint y = 0; y < GST_VIDEO_FRAME_COMP_HEIGHT(&vf, p); y++)
+          for (gint x = 0; x < GST_VIDEO_FRAME_COMP_WIDTH(&vf, p) *
+                                   GST_VIDEO_FRAME_COMP_PSTRIDE(&vf, p);
+               x++) {
+            uint8_t got = ((const uint8_t *)GST_VIDEO_FRAME_PLANE_DATA(
+                &vf, p))[y * GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p) + x];
+            CHECK(got == (p ? 128 : y0),
+                  "frame %u: plane %u (%u, %d) is %u, want %u (black)", f, p,
+                  x, y, got, p ? 128 : y0);
+          }
+      gst_video_frame_unmap(&vf);
+      gst_buffer_unref(o);
+    }
+    gst_harness_teardown(h);
+  }
+}
+
 static void count_notify(GObject *obj, GParamSpec *ps, gpointer data)
 {
   (void)obj;
@@ -4651,7 +4750,8 @@ static void il_refs(ilcase *ic)
     cf_video_config cfg = c->cfg;
     cfg.height = heights[i];
     ic->ref[i] = ref2d_video_new(&cfg, c->k.t, c->k.kh, c->k.kw, c->k.taps);
-    CHECK(ic->ref[i] != NULL, "reference: out of memory");
+    CHECK(ic->ref[i] != NULL && ref2d_video_set_black(ic->ref[i], 0),
+          "reference: out of memory");
   }
   ic->last = -1;
 }
@@ -5604,6 +5704,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_formats, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
+      cmocka_unit_test_teardown(test_history_black, teardown),
       cmocka_unit_test_teardown(test_reverse_temporal, teardown),
       cmocka_unit_test_teardown(test_trickmode_temporal, teardown),
       cmocka_unit_test_teardown(test_change_while_playing, teardown),

@@ -331,6 +331,20 @@ void ref2d_video_free(ref2d_video *v)
   free(v);
 }
 
+int ref2d_video_set_black(ref2d_video *v, int full_range)
+{
+  free(v->base);
+  if (!(v->base = calloc(v->total, sizeof *v->base)))
+    return 0;
+  cf_pixel_format f = v->cfg.format;
+  if (f == CF_PIX_I420 || f == CF_PIX_NV12 || f == CF_PIX_Y444 ||
+      f == CF_PIX_Y42B)
+    for (unsigned c = 0; c < 3; c++)
+      for (size_t i = 0; i < (size_t)v->cw[c] * v->ch[c]; i++)
+        v->base[v->coff[c] + i] = c ? 128 : full_range ? 0 : 16;
+  return 1;
+}
+
 int ref2d_video_set_base(ref2d_video *v, const cf_frame *f)
 {
   free(v->base);

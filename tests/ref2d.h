@@ -90,6 +90,9 @@ void ref2d_video_reset(ref2d_video *v);
 /* The frames not kept (before the first, after a reset, beyond those
  * kept) are f (loaded now), not zeros; NULL: zeros. 0: out of memory. */
 int ref2d_video_set_base(ref2d_video *v, const cf_frame *f);
+/* ref2d_video_set_base with the format's black: YUV Y 16 (0 in full
+ * range), U = V 128; zeros in the others. */
+int ref2d_video_set_black(ref2d_video *v, int full_range);
 /* Next frame on: the output stage (scale, bias, absolute). */
 void ref2d_video_set_output(ref2d_video *v, float scale, float bias,
                             int absolute);
