@@ -944,23 +944,27 @@ typedef struct conv2d_params {
   int absolute;
 } conv2d_params;
 
-/* y_t for one component at (x, y) in float64, before rounding:
- * frames[0..t] are the input frames so far (frames[t] the current one). */
-static double ref_conv2d_at(const conv2d_params *p, const cview *v,
+/* y_t for component c at (x, y) in float64, before rounding:
+ * frames[0..t] are the input frames so far (frames[t] the current one);
+ * those before the first are black frames of f (limited range: YUV Y 16,
+ * U = V 128; zeros else). */
+static double ref_conv2d_at(const conv2d_params *p, const vfmt *f,
+                            unsigned c, const cview *v,
                             unsigned char *const *frames, size_t t,
                             unsigned x, unsigned y)
 {
   long cy = p->kh / 2, cx = p->kw / 2;
   double acc = 0.0;
-  for (unsigned tau = 0; tau < p->t && tau <= t; tau++) {
-    const unsigned char *fr = frames[t - tau];
+  double black = f->layout == L_PACKED ? 0.0 : c ? 128.0 : 16.0;
+  for (unsigned tau = 0; tau < p->t; tau++) {
+    const unsigned char *fr = tau <= t ? frames[t - tau] : NULL;
     for (unsigned m = 0; m < p->kh; m++) {
       long yi = border_index((long)y - (long)m + cy, v->h, p->border);
       for (unsigned n = 0; n < p->kw; n++) {
         long xi = border_index((long)x - (long)n + cx, v->w, p->border);
-        double s = xi < 0 || yi < 0
-                     ? p->cval
-                     : cv_get(v, fr, (unsigned)xi, (unsigned)yi);
+        double s = xi < 0 || yi < 0 ? p->cval
+                   : fr             ? cv_get(v, fr, (unsigned)xi, (unsigned)yi)
+                                    : black;
         acc += (double)p->taps[((size_t)tau * p->kh + m) * p->kw + n] * s;
       }
     }
@@ -989,7 +993,7 @@ static void check_frame(const char *what, const vfmt *f, unsigned w,
                      "(%u, %u)", what, t, c, x, y);
           continue;
         }
-        double want = ref_conv2d_at(p, &v, frames, t, x, y);
+        double want = ref_conv2d_at(p, f, c, &v, frames, t, x, y);
         if (v.sample == S_F32) {
           num += (g - want) * (g - want);
           den += want * want;
@@ -4194,7 +4198,7 @@ static void test_apply_jpeg(void **state)
     double se = 0.0;
     for (unsigned y = 0; y < v.h; y++)
       for (unsigned x = 0; x < v.w; x++) {
-        double want = ref_conv2d_at(&p, &v, frames, 0, x, y);
+        double want = ref_conv2d_at(&p, f, c, &v, frames, 0, x, y);
         want = c ? (want - 128.0) * 255.0 / 224.0 + 128.0
                  : (want - 16.0) * 255.0 / 219.0;
         want = fmin(fmax(want, 0.0), 255.0);
@@ -6989,8 +6993,11 @@ static void test_apply_interlaced(void **state)
     unsigned parts = prog ? 1 : 2;
     for (unsigned q = 0; q < parts; q++) {
       cfg.height = prog ? h : q ? h / 2 : (h + 1) / 2;
-      if (cfg.height)
+      if (cfg.height) {
         assert_non_null(rv[q] = ref2d_video_new(&cfg, kt, kh, kw, taps));
+        /* the frames before the first: limited-range black */
+        assert_true(ref2d_video_set_black(rv[q], 0));
+      }
     }
     AVFormatContext *ic = NULL;
     if (avformat_open_input(&ic, outp, NULL, NULL) < 0 ||

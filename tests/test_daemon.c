@@ -2919,7 +2919,8 @@ static void check_video(const cf_video_config *cfg, const vkern *k1,
   int i420 = cfg->format == CF_PIX_I420;
   size_t fb = y4m_frame_bytes(i420, cfg->width, cfg->height);
   ref2d_video *v = ref2d_video_new(cfg, k1->t, k1->kh, k1->kw, k1->taps);
-  CHECK(v != NULL, "ref2d_video_new");
+  /* the frames before the first: black (the y4m files' limited range) */
+  CHECK(v != NULL && ref2d_video_set_black(v, 0), "ref2d_video_new");
   unsigned char *want = xalloc(fb);
   for (size_t t = 0; t < n; t++) {
     if (k2 && t == at)

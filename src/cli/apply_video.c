@@ -817,6 +817,22 @@ static int scale_fields(struct SwsContext *ctx[2], AVFrame *dst,
   return 0;
 }
 
+/* The frames before the first (and after each DISCONT) are black frames
+ * of the range the engine's frames are in: the decoded pixels' own, or
+ * libswscale's (full for the yuvj formats only), not zeros (a saturated
+ * green in YUV). An engine that has had frames (a daemon's, looping a
+ * file) keeps the black it had. */
+static int history_black(const vrun *r, cf_engine *e)
+{
+  const char *n = cf_av->av_get_pix_fmt_name(r->proc);
+  bool full = (n && !strncmp(n, "yuvj", 4)) ||
+              (r->proc == r->dec_fmt && r->dec->color_range == AVCOL_RANGE_JPEG);
+  cf_status s = cf_engine_set_history_black(e, full);
+  if (s != CF_OK && s != CF_E_STATE)
+    return apply_error("the engine's history: %s", cf_last_error());
+  return 0;
+}
+
 /* The fields' engines (fe), made at the first interlaced frame from the
  * run's config and kernel: (oh + 1) / 2 and oh / 2 rows. */
 static int field_engines(vrun *r)
@@ -831,6 +847,9 @@ static int field_engines(vrun *r)
                          "(%ux%u): %s",
                          parity ? "bottom" : "top", cfg.width, cfg.height,
                          cf_last_error());
+    int rc = cfg.height ? history_black(r, r->fe[parity]) : 0;
+    if (rc)
+      return rc;
   }
   return 0;
 }
@@ -1460,7 +1479,7 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     r.own_e = true;
     r.fcfg = cfg; /* for the fields' engines (field_engines) */
   }
-  if ((rc = open_output(&r, tmp)))
+  if ((rc = history_black(&r, r.e)) || (rc = open_output(&r, tmp)))
     goto done;
   if (o->verbose)
     describe(&r, k);

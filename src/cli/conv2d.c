@@ -379,7 +379,10 @@ int cli_conv2d(int argc, char **argv)
 
   size_t frame_bytes = cf_frame_layout(o.cfg.format, o.cfg.width,
                                        o.cfg.height, NULL, NULL);
-  if (cf_engine_new_video(&o.cfg, k, &e) != CF_OK) {
+  /* raw frames: the frames before the first are limited-range black (a
+   * .yuv file says no range; limited is video's) */
+  if (cf_engine_new_video(&o.cfg, k, &e) != CF_OK ||
+      cf_engine_set_history_black(e, 0) != CF_OK) {
     rc = cli_error("cannot create the engine: %s", cf_last_error());
     goto done;
   }
