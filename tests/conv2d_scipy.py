@@ -433,9 +433,14 @@ def run_case(idx, cli, rng, tmp, fmt, stats, verbose):
                         f"in frame {t}"
                 continue
             ref = np.zeros(got.shape)
-            for tau in range(min(k.shape[0], t + 1)):
-                ref += sp_convolve(ins[t - tau][c].astype(np.float64),
-                                   k[tau], border, cval)
+            # the frames before the first: black frames (raw YUV is taken
+            # as limited range: Y 16, U = V 128; zeros otherwise)
+            black = (0.0 if fmt.name not in ("I420", "NV12", "Y444", "Y42B")
+                     else 128.0 if c else 16.0)
+            for tau in range(k.shape[0]):
+                src = (ins[t - tau][c].astype(np.float64) if tau <= t
+                       else np.full(got.shape, black))
+                ref += sp_convolve(src, k[tau], border, cval)
             ref = scale * ref + bias
             if absolute:
                 ref = np.abs(ref)
