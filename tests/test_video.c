@@ -826,6 +826,19 @@ static void vcase_flush(vcase *c, const char *what)
   }
 }
 
+/* c->ain: the input's magnitudes (float formats: the reference on |x|,
+ * see check_samples). */
+static void abs_input(vcase *c)
+{
+  fbuf_copy(&c->ain, &c->in);
+  for (unsigned k = 0; k < c->d.ncomp; k++)
+    for (unsigned y = 0; y < c->ch[k]; y++)
+      for (unsigned x = 0; x < c->cw[k]; x++)
+        put_float(
+            &c->d, &c->ain, &c->d.comp[k], x, y,
+            fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
+}
+
 /* Run the input now in c->in through engine and reference. `samples`: also
  * compare the selected samples (else the caller does). With a pipeline,
  * the frame checked is the one the engine hands out now, if any. */
@@ -868,13 +881,7 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
   CHECK(ref2d_video_frame(c->ref, &c->in.f, &want->f, val),
         "reference: out of memory");
   if (c->aref) {
-    fbuf_copy(&c->ain, &c->in);
-    for (unsigned k = 0; k < c->d.ncomp; k++)
-      for (unsigned y = 0; y < c->ch[k]; y++)
-        for (unsigned x = 0; x < c->cw[k]; x++)
-          put_float(
-              &c->d, &c->ain, &c->d.comp[k], x, y,
-              fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
+    abs_input(c);
     CHECK(ref2d_video_frame(c->aref, &c->ain.f, &c->aout.f, aval),
           "reference: out of memory");
   }
@@ -984,13 +991,7 @@ static void vcase_set_base(vcase *c, ref_rng *r)
   CHECK_OK(cf_engine_set_history_frame(c->e, &c->in.f));
   CHECK(ref2d_video_set_base(c->ref, &c->in.f), "reference: out of memory");
   if (c->aref) {
-    fbuf_copy(&c->ain, &c->in);
-    for (unsigned k = 0; k < c->d.ncomp; k++)
-      for (unsigned y = 0; y < c->ch[k]; y++)
-        for (unsigned x = 0; x < c->cw[k]; x++)
-          put_float(
-              &c->d, &c->ain, &c->d.comp[k], x, y,
-              fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
+    abs_input(c);
     CHECK(ref2d_video_set_base(c->aref, &c->ain.f),
           "reference: out of memory");
   }
