@@ -2658,7 +2658,9 @@ static void test_pipeline(void **state)
  * call:F (set while the engine is created) makes backend=auto take the
  * CPU as if it were CUDA (pipelined at depth D as CUDA would be) and its
  * F-th process_frame or flush_frame call fail as a device error (kernel:K:
- * its K-th kernel set fail as a device allocation would). Random
+ * its K-th kernel set fail as a device allocation would; base:1: the
+ * history frame set before the first frame, so that the engine starts on
+ * the CPU with it). Random
  * formats, sizes, temporal kernels, depths 0..7 and a random sequence of
  * frames, flushes, resets and kernel swaps (other sizes and T); F falls on
  * the first call, the last (a flush with nothing pending), the first
@@ -2733,13 +2735,20 @@ static void fault_case(ref_rng *r, unsigned c)
   }
   if (!K && (F == 0 || F > total))
     F = (unsigned)ref_rng_range(r, 1, total);
-  if (K)
+  /* or (base:1) the history frame, set before the first frame */
+  int B = c % 12 == 2;
+  if (B)
+    set_case("fallback #%u: fault at the history frame: ", c);
+  else if (K)
     set_case("fallback #%u: fault at swap %u of %u: ", c, K, nswap);
   else
     set_case("fallback #%u: fault at call %u of %u: ", c, F, total);
   config_describe(&cfg);
   char env[64];
-  snprintf(env, sizeof env, K ? "kernel:%u" : "call:%u", K ? K : F);
+  if (B)
+    snprintf(env, sizeof env, "base:1");
+  else
+    snprintf(env, sizeof env, K ? "kernel:%u" : "call:%u", K ? K : F);
   setenv("CF_TEST_FAKE_DEVICE", env, 1);
   vcase v;
   cf_status st;
@@ -2758,7 +2767,7 @@ static void fault_case(ref_rng *r, unsigned c)
   add_case("| ");
   for (unsigned i = 0, swaps = 0; i <= nops; i++) {
     cf_backend b = cf_engine_backend(v.e);
-    int off = K ? swaps >= K : calls[i] >= F;
+    int off = B || (K ? swaps >= K : calls[i] >= F);
     CHECK(b == (off ? CF_BACKEND_CPU : CF_BACKEND_CUDA),
           "after %u calls and %u swaps (fault at %s %u) the engine is on %s",
           calls[i], swaps, K ? "swap" : "call", K ? K : F,

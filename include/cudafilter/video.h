@@ -204,12 +204,6 @@ cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
  * force running; backend auto moves to the CPU instead. */
 cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
 
-/* Change the output stage (scale, bias, absolute: the formula above) from
- * the next frame on, the temporal state kept; frames in flight
- * (pipeline_depth) keep the stage they were given. Allocates nothing and
- * waits for nothing: a value animated frame by frame (a GStreamer control
- * binding) costs no engine rebuild. CF_E_INVALID for a scale or bias that
- * is not finite. */
 /* The frames the history lacks are f (a frame of the engine's size and
  * format, copied; its strides may be padded), not zeros: those before the
  * first frame, before the first after each reset, and those further back
@@ -221,7 +215,10 @@ cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
  * CF_E_INVALID for a frame that does not fit and for a GRAY32F sample
  * that is not finite. Costs nothing per frame on the CPU; on CUDA a
  * device copy of f and, at each frame after a reset, a device-side copy
- * into each slot the history lacks. */
+ * into each slot the history lacks. Where the device cannot hold that
+ * copy (CF_E_NOMEM, a device error), backend auto moves to the CPU (with
+ * f; cf_engine_fallback_reason says why), backend cuda returns the error
+ * with the history as it was. */
 cf_status cf_engine_set_history_frame(cf_engine *e, const cf_frame *f);
 /* cf_engine_set_history_frame with a frame of the format's black: in YUV
  * formats Y 16 (0 with full_range) and U = V 128, in RGB and gray formats
@@ -229,6 +226,12 @@ cf_status cf_engine_set_history_frame(cf_engine *e, const cf_frame *f);
  * with border CONSTANT, cval reaches the output through their borders. */
 cf_status cf_engine_set_history_black(cf_engine *e, int full_range);
 
+/* Change the output stage (scale, bias, absolute: the formula above) from
+ * the next frame on, the temporal state kept; frames in flight
+ * (pipeline_depth) keep the stage they were given. Allocates nothing and
+ * waits for nothing: a value animated frame by frame (a GStreamer control
+ * binding) costs no engine rebuild. CF_E_INVALID for a scale or bias that
+ * is not finite. */
 cf_status cf_engine_set_output2d(cf_engine *e, float scale, float bias,
                                  int absolute);
 

@@ -137,9 +137,10 @@ cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
 void cf_cuda_fir_free_prepared(void *prepared);
 
 /* Test only (src/engine/fake.c): which call of a fake device fails (0:
- * none), counting the calls that move data and the kernel swaps. */
+ * none), counting the calls that move data, the kernel swaps and (video)
+ * the history frames set. */
 typedef struct cf_fake_fault {
-  unsigned long long call, swap;
+  unsigned long long call, swap, base;
 } cf_fake_fault;
 /* 1 with *at set where CF_TEST_FAKE_DEVICE asks backend=auto to take the
  * CPU as if it were the device, else 0. */

@@ -11,7 +11,9 @@
  * drain; video: process_frame or flush_frame) fails with CF_E_DEVICE,
  * having done nothing, and the front switches to a real CPU backend; with
  * "kernel:N" its N-th kernel swap fails so, with CF_E_NOMEM (a device
- * allocation failing for a new kernel); any other value fakes a device
+ * allocation failing for a new kernel), and with "base:N" (video) its
+ * N-th history frame (cf_engine_set_history_frame) so; any other value
+ * fakes a device
  * that never fails. Unset, nothing changes. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@ typedef struct fake {
   const cf_backend_ops *ops;
   const cf_video_ops *vops;
   cf_fake_fault at; /* 0: never */
-  unsigned long long calls, swaps;
+  unsigned long long calls, swaps, bases;
 } fake;
 
 int cf_fake_device(cf_fake_fault *at)
@@ -34,6 +36,7 @@ int cf_fake_device(cf_fake_fault *at)
     return 0;
   at->call = strncmp(env, "call:", 5) ? 0 : strtoull(env + 5, NULL, 10);
   at->swap = strncmp(env, "kernel:", 7) ? 0 : strtoull(env + 7, NULL, 10);
+  at->base = strncmp(env, "base:", 5) ? 0 : strtoull(env + 5, NULL, 10);
   return 1;
 }
 
@@ -206,6 +209,10 @@ static void fv_set_output(void *impl, const cf_video_out *o)
 static cf_status fv_set_base(void *impl, const cf_frame *fr)
 {
   fake *f = impl;
+  if (++f->bases == f->at.base)
+    return cf_fail(CF_E_NOMEM, "fake device: out of memory for history "
+                   "frame %llu (CF_TEST_FAKE_DEVICE=base:%llu)", f->bases,
+                   f->at.base);
   return f->vops->set_base(f->inner, fr);
 }
 

@@ -671,6 +671,17 @@ CF_PUBLIC cf_status cf_engine_set_history_frame(cf_engine *e,
       }
   }
   cf_status s = e->vops->set_base(e->impl, copy ? &t : NULL);
+  if (s != CF_OK && front_watching(e) && cf_device_failure(s)) {
+    /* backend=auto: the device could not take it (its copy of the frame
+     * not allocated): the CPU, which takes it from the front */
+    uint8_t *old = fr->base;
+    fr->base = copy;
+    if ((s = front_switch(e, NULL, NULL, NULL)) == CF_OK) {
+      free(old);
+      return CF_OK;
+    }
+    fr->base = old;
+  }
   if (s != CF_OK) {
     free(copy);
     return s;
