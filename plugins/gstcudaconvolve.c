@@ -1521,7 +1521,13 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     self->engine_components = made_comps;
     self->built = snap;
     self->latency_frames = (guint)cf_engine_latency(e);
-    self->running = cf_engine_backend(e);
+    /* an engine that left the device as it was built (backend auto: its
+     * black history frame found no device memory) is said at the first
+     * frame, as one leaving it mid-stream */
+    gboolean fell = FALSE;
+    for (guint i = 0; i < 3; i++)
+      fell |= es[i] && cf_engine_fallback_reason(es[i]) != NULL;
+    self->running = fell ? CF_BACKEND_CUDA : cf_engine_backend(e);
     self->on_cpu = engines_on_cpu(self);
     note->described |= describe_engine(self);
     GST_INFO_OBJECT(self, "engine: %s", self->backend_in_use);
