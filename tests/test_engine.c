@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -3149,6 +3150,29 @@ static void test_backends(void **state)
         cf_status_name(st), cf_last_error());
   CHECK(cf_routing_from_string("stale", &rt) == CF_E_INVALID,
         "routing 'stale' accepted");
+  /* devices named, and ids that name none */
+  const char *why = NULL;
+  int ndev = cf_device_count(&why);
+  char desc[128];
+  CHECK(cf_device_describe(0, NULL, 16) == CF_E_INVALID &&
+            cf_device_describe(0, desc, 0) == CF_E_INVALID,
+        "cf_device_describe with no buffer: not CF_E_INVALID");
+  const int bad_ids[] = {-1, INT_MIN, ndev, ndev + 7};
+  for (unsigned i = 0; i < 4; i++) {
+    strcpy(desc, "stale");
+    st = cf_device_describe(bad_ids[i], desc, sizeof desc);
+    CHECK(ndev ? st == CF_E_INVALID && strstr(cf_last_error(), "out of range")
+               : st == CF_E_UNAVAILABLE && why &&
+                     strstr(cf_last_error(), why),
+          "cf_device_describe(%d) with %d devices returned %s: '%s'",
+          bad_ids[i], ndev, cf_status_name(st), cf_last_error());
+    CHECK(desc[0] == '\0', "cf_device_describe(%d) failed leaving '%s'",
+          bad_ids[i], desc);
+  }
+  for (int i = 0; i < ndev; i++) {
+    CHECK_OK(cf_device_describe(i, desc, sizeof desc));
+    CHECK(strlen(desc) > 3, "device %d described as '%s'", i, desc);
+  }
   st = cf_backend_available(CF_BACKEND_CUDA, &reason);
   if (st != CF_OK)
     CHECK(reason && strstr(cf_last_error(), reason),

@@ -314,7 +314,11 @@ cf_status cf_algorithm_from_string(const char *s, cf_algorithm *out);
 
 /* CUDA devices this process can use (0 when none: reason says why). */
 int cf_device_count(const char **reason);
-/* "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB" */
+/* Device id's name into buf (len bytes, truncated to fit): "NVIDIA H100
+ * 80GB HBM3, sm_90, 79.1 GiB". CF_E_UNAVAILABLE where there is no device
+ * (cf_last_error says why, as cf_device_count's reason), CF_E_INVALID for
+ * an id outside 0 .. cf_device_count() - 1 or a NULL buf or len 0; buf
+ * is then "" (when it can hold that). */
 cf_status cf_device_describe(int id, char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -45,6 +45,17 @@ CF_PUBLIC int cf_device_count(const char **reason)
 
 CF_PUBLIC cf_status cf_device_describe(int id, char *buf, size_t len)
 {
+  if (!buf || !len)
+    return cf_fail(CF_E_INVALID, "device_describe: %s",
+                   buf ? "buffer of length 0" : "NULL buffer");
+  buf[0] = '\0';
+  const char *reason = NULL;
+  int n = cf_device_count(&reason);
+  if (n == 0)
+    return cf_fail(CF_E_UNAVAILABLE, "CUDA device %d: %s", id, reason);
+  if (id < 0 || id >= n)
+    return cf_fail(CF_E_INVALID, "CUDA device %d: out of range (%d device%s, "
+                   "0 to %d)", id, n, n == 1 ? "" : "s", n - 1);
   struct cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties(&prop, id);
   if (err != cudaSuccess) {

@@ -15,8 +15,10 @@ CF_PUBLIC int cf_device_count(const char **reason)
 
 CF_PUBLIC cf_status cf_device_describe(int id, char *buf, size_t len)
 {
-  (void)buf;
-  (void)len;
+  if (!buf || !len)
+    return cf_fail(CF_E_INVALID, "device_describe: %s",
+                   buf ? "buffer of length 0" : "NULL buffer");
+  buf[0] = '\0';
   return cf_fail(CF_E_UNAVAILABLE, "CUDA device %d: %s", id, no_cuda);
 }
 
