@@ -1718,8 +1718,13 @@ static void test_swap_prepared_misfit(void **state)
     size_t t0 = n / 2;
     float *scratch = xalloc(sizeof(float) * n * cf_engine_out_channels(e));
     CHECK_OK(cf_engine_process(e, in.x, scratch, t0));
+    /* every other case, the swap made on a second engine (engine.h: a
+     * plain set_kernel of its kernel) */
+    cf_engine *twin = c % 2 ? make_engine(&k0, block) : NULL;
+    if (twin)
+      add_case("(made on another engine) ");
     cf_swap_prep *p = NULL;
-    CHECK_OK(cf_engine_prepare_swap(e, kk, &p));
+    CHECK_OK(cf_engine_prepare_swap(twin ? twin : e, kk, &p));
     /* NULL, and a set of other channel counts */
     CHECK(cf_engine_set_prepared(e, NULL, 0) == CF_E_INVALID, "NULL swap");
     kset k2;
@@ -1745,6 +1750,7 @@ static void test_swap_prepared_misfit(void **state)
     run_start(&ru, e, block, n + cf_engine_latency(e) + 8000 + 8);
     finish_prepared(&ru, &r, &in, 0, S, p, X, &k0, &k1,
                     "prepared across a reset");
+    cf_engine_free(twin); /* after p (engine.h) */
     cf_kernel_free(kk);
     free(scratch);
     input_free(&in);

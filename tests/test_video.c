@@ -920,6 +920,8 @@ static void vcase_step(vcase *c, ref_rng *r, const char *what)
  * every test of swaps checks both against the reference. */
 static unsigned swaps_made;
 
+static void vcase_ref_kernel(vcase *c, const kern *k);
+
 static void vcase_set_kernel(vcase *c, const kern *k)
 {
   cf_kernel2d *kk = kern_build(k);
@@ -942,6 +944,12 @@ static void vcase_set_kernel(vcase *c, const kern *k)
   cf_kernel2d_free(kk);
   CHECK(s == CF_OK, "%s(%ux%ux%u) returned %s: %s", how, k->t, k->kh, k->kw,
         cf_status_name(s), cf_last_error());
+  vcase_ref_kernel(c, k);
+}
+
+/* The references take kernel k from the next frame on. */
+static void vcase_ref_kernel(vcase *c, const kern *k)
+{
   CHECK(ref2d_video_set_kernel(c->ref, k->t, k->kh, k->kw, k->taps),
         "reference: out of memory");
   c->taps = (size_t)k->t * k->kh * k->kw;
@@ -1422,6 +1430,68 @@ static void test_temporal(void **state)
       vcase_step(&v, &r, "temporal, after reset");
     vcase_close(&v);
     kern_free(&k);
+  }
+}
+
+/* A prepared swap set on another engine than the one it was made on
+ * (video.h): the plain swap to its kernel, also where its engine is gone
+ * and the new one was made in its place (its memory reused: on the
+ * device backend the prepared state is that engine's own). */
+static void test_prepared_elsewhere(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 43);
+  for (unsigned c = 0; c < 8; c++) {
+    cf_pixel_format f = all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = 1 + c % 3, t2 = (unsigned)ref_rng_range(&r, 1, 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t > t2 ? t : t2, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    int gone = c % 2 == 0;
+    set_case("prepared elsewhere #%u (%s): ", c,
+             gone ? "its engine freed first" : "its engine alive");
+    config_describe(&cfg);
+    kern k = {0}, k2 = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    kern_make(&k2, &r, t2, kh, kw, rand_kind(&r), fmt_is_int(f));
+    cf_kernel2d *kk = kern_build(&k), *kk2 = kern_build(&k2);
+    /* the other engine's frames of another size (the device's prepared
+     * state fits its own only) */
+    cf_video_config ocfg = cfg;
+    ocfg.width = rand_side(&r);
+    ocfg.height = rand_side(&r);
+    add_case("(other engine %ux%u) ", ocfg.width, ocfg.height);
+    cf_engine *other = NULL;
+    CHECK_OK(cf_engine_new_video(&ocfg, kk, &other));
+    cf_swap_prep2d *p = NULL;
+    CHECK_OK(cf_engine_prepare_swap2d(other, kk2, &p));
+    if (gone)
+      cf_engine_free(other);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    unsigned n1 = (unsigned)ref_rng_range(&r, 0, 3);
+    for (unsigned i = 0; i < n1; i++)
+      vcase_step(&v, &r, "before the swap");
+    add_case("| swap after %u frames to ", n1);
+    kern_describe(&k2);
+    cf_status s = cf_engine_set_prepared2d(v.e, p);
+    CHECK(s == CF_OK, "set_prepared2d with another engine's swap returned "
+          "%s: %s", cf_status_name(s), cf_last_error());
+    vcase_ref_kernel(&v, &k2);
+    unsigned n2 = (unsigned)ref_rng_range(&r, 1, 4);
+    for (unsigned i = 0; i < n2; i++)
+      vcase_step(&v, &r, "after another engine's prepared swap");
+    vcase_close(&v);
+    cf_swap_prep2d_free(p);
+    if (!gone)
+      cf_engine_free(other);
+    cf_kernel2d_free(kk);
+    cf_kernel2d_free(kk2);
+    kern_free(&k);
+    kern_free(&k2);
   }
 }
 
@@ -3005,6 +3075,7 @@ int main(void)
       cmocka_unit_test(test_borders),     cmocka_unit_test(test_large_kernels),
       cmocka_unit_test(test_thin_frames), cmocka_unit_test(test_formats),
       cmocka_unit_test(test_temporal),    cmocka_unit_test(test_history_frame),
+      cmocka_unit_test(test_prepared_elsewhere),
       cmocka_unit_test(test_set_kernel),
       cmocka_unit_test(test_set_output),
       cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),

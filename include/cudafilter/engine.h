@@ -279,7 +279,8 @@ cf_status cf_engine_prepare_kernel(const cf_engine *e,
  * (clearing the set's state: a memset of its delay lines), allocating
  * nothing. Where the prepared work cannot serve (on the CPU: more input
  * since than the history holds, about swap_history frames; an engine
- * that moved to the CPU since), set_prepared makes a plain set_kernel.
+ * that moved to the CPU since; another engine than the one p was made
+ * on), set_prepared makes a plain set_kernel of p's kernel.
  * A p is made once. */
 typedef struct cf_swap_prep cf_swap_prep;
 cf_status cf_engine_prepare_swap(const cf_engine *e, const cf_kernel *kernel,

@@ -267,8 +267,9 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     copy of k is kept there instead of a new one);
  *   - cf_swap_prep2d_free(p) then, in any thread but a real-time one
  *     (made or not; it gives device memory back, after the frames that
- *     read it), also after the engine is gone. set_prepared2d takes only a
- *     p made on the same engine.
+ *     read it), also after the engine is gone. set_prepared2d on another
+ *     engine than p's (even one made where p's engine was, after it was
+ *     freed) makes the plain swap to p's kernel.
  * A kernel with more temporal taps than any before brings the longer
  * history of frames it needs, made here too (on the device, and with
  * backend auto the CPU fallback's host copies): set_prepared2d moves the

@@ -486,6 +486,7 @@ CF_PUBLIC cf_status cf_engine_new_audio(const cf_audio_config *cfg,
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "engine: out of memory");
+  e->id = cf_engine_new_id();
   if (pthread_mutex_init(&e->impl_lock, NULL) != 0) {
     free(e);
     return cf_fail(CF_E_NOMEM, "engine: no mutex");
@@ -758,7 +759,14 @@ CF_PUBLIC cf_status cf_engine_prepare_kernel(const cf_engine *e,
 
 #define PREP_DEAD CF_SWAPS_START
 
+unsigned long long cf_engine_new_id(void)
+{
+  static unsigned long long last;
+  return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 struct cf_swap_prep {
+  unsigned long long engine; /* the id of the engine it was made on */
   cf_kernel *k;       /* for a plain swap where the bank cannot serve */
   void *bank;         /* the CPU's bank primed to t0, the CUDA backend's
                          bank, or NULL */
@@ -821,6 +829,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap(const cf_engine *e,
    * impl_lock). The resets before the history is read: a reset meanwhile
    * shows at set_prepared. */
   p->resets = __atomic_load_n(&e->resets, __ATOMIC_ACQUIRE);
+  p->engine = e->id;
   if ((s = cf_kernel_copy(kernel, &p->k)) != CF_OK) {
     free(p);
     return s;
@@ -873,7 +882,7 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
     return s; /* p can still be made */
   p->used = 1;
   s = CF_E_STATE;
-  if (p->bank && !p->cuda && p->impl == e->impl && !fb_active(e)) {
+  if (p->bank && !p->cuda && p->engine == e->id && p->impl == e->impl && !fb_active(e)) {
     /* a reset (or drain) since: the bank's spectra serve, primed again on
      * the frames since (QA: a transport locate made it a set_kernel, 26 ms
      * and 69 allocations in the audio thread at 480000 taps) */
@@ -883,7 +892,7 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
     if (s == CF_OK)
       p->bank = NULL; /* the engine's now */
   }
-  if (p->bank && p->cuda && p->impl == e->impl &&
+  if (p->bank && p->cuda && p->engine == e->id && p->impl == e->impl &&
       e->backend == CF_BACKEND_CUDA) {
     /* the device's bank needs no history (resets do not matter); with
      * backend auto, the stage first, as in set_kernel: p's copy of the

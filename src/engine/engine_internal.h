@@ -25,6 +25,9 @@ typedef struct cf_fb_stage cf_fb_stage;
 
 /* One engine: audio engines have ops, video engines vops. */
 struct cf_engine {
+  /* unique in the process (cf_engine_new_id): the engine a prepared swap
+   * was made on, where another may have taken its memory since */
+  unsigned long long id;
   const cf_backend_ops *ops;
   const struct cf_video_ops *vops;
   void *impl;
@@ -135,6 +138,9 @@ cf_status cf_cuda_fir_prepare_swap(const void *impl, const cf_kernel *k,
 cf_status cf_cuda_fir_set_prepared(void *impl, void *prepared, size_t crossfade,
                                    void **dead, unsigned *ndead, unsigned cap);
 void cf_cuda_fir_free_prepared(void *prepared);
+
+/* A new engine's id (struct cf_engine), never 0. */
+unsigned long long cf_engine_new_id(void);
 
 /* Test only (src/engine/fake.c): which call of a fake device fails (0:
  * none), counting the calls that move data, the kernel swaps and (video)

@@ -463,6 +463,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   cf_engine *e = calloc(1, sizeof *e);
   if (!e)
     return cf_fail(CF_E_NOMEM, "video engine: out of memory");
+  e->id = cf_engine_new_id();
   /* guards e->impl against a switch to the CPU while prepare_swap2d
    * builds on it in another thread */
   if (pthread_mutex_init(&e->impl_lock, NULL) != 0) {
@@ -737,6 +738,7 @@ CF_PUBLIC cf_status cf_engine_set_output2d(cf_engine *e, float scale,
 #define PREP2D_DEAD 8
 
 struct cf_swap_prep2d {
+  unsigned long long engine; /* the id of the engine it was made on */
   cf_kernel2d *k;   /* for the plain swap; with backend auto on the device,
                        the fallback's record takes it (then NULL) */
   void *cuda;       /* the CUDA backend's kernel state, or NULL */
@@ -780,6 +782,7 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
   cf_swap_prep2d *p = calloc(1, sizeof *p);
   if (!p)
     return cf_fail(CF_E_NOMEM, "prepare_swap2d: out of memory");
+  p->engine = e->id;
   if ((s = cf_kernel2d_copy(k, &p->k)) != CF_OK) {
     free(p);
     return s;
@@ -834,7 +837,7 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
   if (p->used)
     return cf_fail(CF_E_INVALID, "set_prepared2d: this swap was made");
   p->used = 1;
-  if (p->cuda && p->impl == e->impl && e->backend == CF_BACKEND_CUDA) {
+  if (p->cuda && p->engine == e->id && p->impl == e->impl && e->backend == CF_BACKEND_CUDA) {
     /* with backend auto, the kernel's record first, as in set_kernel2d:
      * p's kernel goes into it, and the kernels it drops into p (nothing
      * allocated or freed here while the history is long enough) */
