@@ -679,16 +679,21 @@ CF_PUBLIC cf_status cf_engine_set_history_frame(cf_engine *e,
     fr->base = copy;
     if ((s = front_switch(e, NULL, NULL, NULL)) == CF_OK) {
       free(old);
-      return CF_OK;
+      copy = NULL; /* fr->base, freed below: the CPU is for good */
+    } else {
+      fr->base = old;
     }
-    fr->base = old;
   }
   if (s != CF_OK) {
     free(copy);
     return s;
   }
+  /* the front's copy serves only a switch from the device to the CPU
+   * (front_switch); the backend keeps its own */
   free(fr->base);
-  fr->base = copy;
+  fr->base = front_watching(e) ? copy : NULL;
+  if (!fr->base)
+    free(copy);
   return CF_OK;
 }
 
