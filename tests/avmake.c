@@ -3,6 +3,7 @@
 #include "avmake.h"
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/mem.h>
+#include <libavutil/samplefmt.h>
 
 AVFormatContext *avmake_new(const char *path, const char *format)
 {
@@ -96,6 +98,79 @@ void avmake_end(AVFormatContext *oc)
   assert_true(av_write_trailer(oc) >= 0);
   avio_closep(&oc->pb);
   avformat_free_context(oc);
+}
+
+/* Sends fr (NULL flushes) and writes every packet that comes out. */
+static void encode_frame(AVCodecContext *enc, const AVFrame *fr,
+                         AVFormatContext *oc, AVStream *st)
+{
+  AVPacket *pkt = av_packet_alloc();
+  assert_non_null(pkt);
+  assert_true(avcodec_send_frame(enc, fr) >= 0);
+  while (avcodec_receive_packet(enc, pkt) >= 0) {
+    av_packet_rescale_ts(pkt, enc->time_base, st->time_base);
+    pkt->stream_index = st->index;
+    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
+  }
+  av_packet_free(&pkt);
+}
+
+void avmake_encoded(const char *path, const char *encoder, int rate,
+                    int channels, float *const *x, size_t n)
+{
+  const AVCodec *codec = avcodec_find_encoder_by_name(encoder);
+  assert_non_null(codec);
+  AVFormatContext *oc = NULL;
+  assert_true(avformat_alloc_output_context2(&oc, NULL, NULL, path) >= 0);
+  AVCodecContext *enc = avcodec_alloc_context3(codec);
+  assert_non_null(enc);
+  enc->sample_fmt = codec->sample_fmts[0];
+  for (const enum AVSampleFormat *f = codec->sample_fmts; *f >= 0; f++)
+    if (*f == AV_SAMPLE_FMT_FLT || *f == AV_SAMPLE_FMT_FLTP)
+      enc->sample_fmt = *f;
+  assert_true(enc->sample_fmt == AV_SAMPLE_FMT_FLT ||
+              enc->sample_fmt == AV_SAMPLE_FMT_FLTP);
+  enc->sample_rate = rate;
+  enc->time_base = (AVRational){1, rate};
+  enc->bit_rate = 64000 * channels;
+  av_channel_layout_default(&enc->ch_layout, channels);
+  if (oc->oformat->flags & AVFMT_GLOBALHEADER)
+    enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  assert_true(avcodec_open2(enc, codec, NULL) >= 0);
+  AVStream *st = avformat_new_stream(oc, NULL);
+  assert_non_null(st);
+  assert_true(avcodec_parameters_from_context(st->codecpar, enc) >= 0);
+  st->time_base = enc->time_base;
+  avmake_begin(oc);
+  bool fixed = enc->frame_size > 0 &&
+               !(codec->capabilities & (AV_CODEC_CAP_VARIABLE_FRAME_SIZE |
+                                        AV_CODEC_CAP_SMALL_LAST_FRAME));
+  size_t block = enc->frame_size > 0 ? (size_t)enc->frame_size : 1024;
+  bool planar = av_sample_fmt_is_planar(enc->sample_fmt);
+  AVFrame *fr = av_frame_alloc();
+  assert_non_null(fr);
+  for (size_t at = 0; at < n; at += block) {
+    fr->nb_samples = (int)(fixed || n - at >= block ? block : n - at);
+    fr->format = enc->sample_fmt;
+    fr->sample_rate = rate;
+    assert_true(av_channel_layout_copy(&fr->ch_layout, &enc->ch_layout) >= 0);
+    assert_true(av_frame_get_buffer(fr, 0) >= 0);
+    for (int i = 0; i < fr->nb_samples; i++)
+      for (int c = 0; c < channels; c++) {
+        float v = at + (size_t)i < n ? x[c][at + (size_t)i] : 0.0f;
+        if (planar)
+          ((float *)fr->data[c])[i] = v;
+        else
+          ((float *)fr->data[0])[i * channels + c] = v;
+      }
+    fr->pts = (int64_t)at;
+    encode_frame(enc, fr, oc, st);
+    av_frame_unref(fr);
+  }
+  encode_frame(enc, NULL, oc, st);
+  av_frame_free(&fr);
+  avcodec_free_context(&enc);
+  avmake_end(oc);
 }
 
 void frames_at(const char *path, unsigned w, unsigned h, unsigned nf, int fps,

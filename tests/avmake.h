@@ -25,6 +25,15 @@ void avmake_put(AVFormatContext *oc, const AVStream *st, const void *data,
 /* Writes the trailer, closes the file, frees oc. */
 void avmake_end(AVFormatContext *oc);
 
+/* channels x[c][0..n) at rate, encoded with `encoder` (libav's name:
+ * "aac", "libmp3lame", "libopus", ...) at 64 kb/s a channel from float
+ * samples; the container from path's extension; the codec's priming
+ * and padding as libav writes them (an MP4's edit list, a LAME header,
+ * Opus's pre-skip; none in ADTS or Matroska for AAC). The last frame of
+ * a fixed-size codec is padded with zeros. */
+void avmake_encoded(const char *path, const char *encoder, int rate,
+                    int channels, float *const *x, size_t n);
+
 /* GRAY8 frames (rawvideo) in Matroska at times pts[] (ms), said to be at
  * fps (its DefaultDuration); frame i's pixels all (i * 37) % 256. */
 void frames_at(const char *path, unsigned w, unsigned h, unsigned nf, int fps,

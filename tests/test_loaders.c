@@ -25,6 +25,9 @@
 #include "cudafilter/kernel.h"
 #include "cudafilter/kernel2d.h"
 #include "fixture.h"
+#ifdef CF_TEST_HAVE_LIBAV
+#include "avmake.h"
+#endif
 #include "ref.h"
 
 #ifdef CF_TEST_HAVE_LIBAV
@@ -1856,6 +1859,170 @@ static void test_audio_rates(void **state)
 /* Decoded samples are capped, not only resampled ones: a small FLAC file
  * of silence holds billions of samples (230 kB: 3 billion), which took
  * seconds to minutes to downsample into a kernel within the limits. */
+#ifdef CF_TEST_HAVE_LIBAV
+/* A lossy-coded impulse response: the encoder's name, the file, the
+ * rate, and the most taps past the IR's own length the file leaves
+ * (padding it does not state: an MP4's length is in whole ms, rounded,
+ * and the loader keeps a ms more; ADTS and Matroska state no AAC
+ * padding, up to a frame; libav's MP3 demuxer trims at most the last
+ * frame of the LAME header's padding, 18 samples seen left). */
+typedef struct lossy_case {
+  const char *encoder, *name;
+  int rate;
+  size_t extra;
+} lossy_case;
+
+static const lossy_case lossy_cases[] = {
+    {"aac", "ir.m4a", 44100, 89},      {"aac", "ir.m4a", 48000, 96},
+    {"aac", "ir.aac", 48000, 1024},    {"aac", "ir.mka", 44100, 1024},
+    {"libmp3lame", "ir.mp3", 44100, 1152}, {"libopus", "ir.opus", 48000, 0},
+};
+
+/* Channel c's direct sound, at `at` + 7c (0.5), and a decaying random
+ * tail after it, n samples in all. */
+static float **lossy_ir(int channels, size_t at, size_t n)
+{
+  float **x = random_channels(channels, n);
+  for (int c = 0; c < channels; c++)
+    for (size_t i = 0; i < n; i++) {
+      size_t d = at + 7 * (size_t)c;
+      x[c][i] = i < d ? 0.0f
+                : i == d ? 0.5f
+                         : 0.05f * x[c][i] *
+                               expf(-(float)(i - d) / (float)(n / 8));
+    }
+  return x;
+}
+
+/* The lag (-64..64) at which taps t best match the IR x of n samples at
+ * r times its rate (linearly interpolated there): a codec's band limit
+ * spreads the direct sound over its neighbours (AAC at 64 kb/s made
+ * the tap 2 before it the largest), the whole IR still lines up. */
+static int best_lag(const float *t, size_t len, const float *x, size_t n,
+                    double r)
+{
+  int best = 0;
+  double top = -INFINITY;
+  for (int lag = -64; lag <= 64; lag++) {
+    double sum = 0.0;
+    for (size_t j = 0; (double)j < (double)(n - 1) * r; j++) {
+      double p = (double)j / r, f = p - floor(p);
+      size_t i = (size_t)p;
+      double xr = (1.0 - f) * x[i] + f * x[i + 1];
+      long at = (long)j + lag;
+      if (at >= 0 && (size_t)at < len)
+        sum += xr * (double)t[at];
+    }
+    if (sum > top) {
+      top = sum;
+      best = lag;
+    }
+  }
+  return best;
+}
+#endif
+
+/* Lossy files start with the encoder's priming (AAC 1024 samples, LAME
+ * 1105, Opus 312) and end padded to a frame: loaded, the IR's direct
+ * sound must stay where it was (where the file says where it starts, and
+ * for AAC, whose first frame is always priming, where it does not) and
+ * the taps end where the file says; resampled, the direct sound moves to
+ * at * out / in (within a tap of the IR linearly interpolated there). */
+static void test_audio_lossy_priming(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (size_t i = 0; i < sizeof lossy_cases / sizeof *lossy_cases; i++) {
+    const lossy_case *lc = &lossy_cases[i];
+    if (!avcodec_find_encoder_by_name(lc->encoder)) {
+      print_message("skipped %s: no %s encoder\n", lc->name, lc->encoder);
+      continue;
+    }
+    int channels = (int)ref_rng_range(&rng, 1, 2);
+    size_t at = ref_rng_range(&rng, 100, 3000);
+    /* a last frame of 256 samples or more: FFmpeg 5.1's AAC encoder left
+     * the last 13 of 6157 out of the file */
+    size_t n = (at + ref_rng_range(&rng, 2000, 6000)) / 1024 * 1024 +
+               ref_rng_range(&rng, 256, 1023);
+    float **x = lossy_ir(channels, at, n);
+    const char *path = fixture(lc->name);
+    avmake_encoded(path, lc->encoder, lc->rate, channels, x, n);
+    static const unsigned outs[] = {0, 32000, 96000};
+    for (int o = 0; o < 3; o++) {
+      unsigned out = outs[o];
+      cf_kernel *k;
+      expect_ok(cf_kernel_load(path, out, &k), path);
+      assert_int_equal(cf_kernel_count(k), channels);
+      double r = out ? (double)out / lc->rate : 1.0;
+      /* the taps: the IR's span at the new rate and the resampler's ring
+       * after it (kernel.h), and the file's unstated padding */
+      size_t lo = out ? resampled_len(n, (size_t)lc->rate, out) : n;
+      size_t hi = lo + (size_t)ceil((double)lc->extra * r);
+      for (int c = 0; c < channels; c++) {
+        size_t len;
+        const float *t = cf_kernel_taps(k, (unsigned)c, &len);
+        int lag = best_lag(t, len, x[c], n, r);
+        int tol = out ? 1 : 0;
+        if (abs(lag) > tol || len < lo || len > hi)
+          print_error("%s (%s at %d Hz, %d ch) loaded at %u Hz: channel %d "
+                      "%d taps late; %zu taps, want %zu..%zu\n", path,
+                      lc->encoder, lc->rate, channels, out, c, lag, len, lo,
+                      hi);
+        assert_true(abs(lag) <= tol);
+        assert_in_range(len, lo, hi);
+      }
+      cf_kernel_free(k);
+    }
+    free_channels(x, channels);
+  }
+#endif
+}
+
+/* A load writes nothing to the process's stderr (the embedding
+ * application's): libav's decoders said "Could not update timestamps
+ * for skipped samples" on every MP3 and Opus load with a LAME header or
+ * a pre-skip, at libav's default log level. */
+static void test_audio_lossy_quiet(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  static const char *const files[][2] = {
+      {"libmp3lame", "quiet.mp3"}, {"libopus", "quiet.opus"}, {"aac", "quiet.m4a"}};
+  const char *log = fixture("stderr.txt");
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    if (!avcodec_find_encoder_by_name(files[i][0]))
+      continue;
+    float **x = lossy_ir(2, 500, 5000);
+    const char *path = fixture(files[i][1]);
+    avmake_encoded(path, files[i][0], 48000, 2, x, 5000);
+    free_channels(x, 2);
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    assert_int_equal(dup2(fd, 2), 2);
+    close(fd);
+    av_log_set_level(AV_LOG_INFO); /* libav's default, quiet in main */
+    cf_kernel *k;
+    cf_status s = cf_kernel_load(path, 44100, &k);
+    av_log_set_level(AV_LOG_QUIET);
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    expect_ok(s, path);
+    cf_kernel_free(k);
+    size_t len;
+    unsigned char *said = read_bytes(log, &len);
+    said[len] = 0;
+    if (len)
+      print_error("%s: the load wrote to stderr: %s\n", path, said);
+    free(said);
+    assert_int_equal(len, 0);
+  }
+#endif
+}
+
 static void test_audio_decoded_limit(void **state)
 {
   (void)state;
@@ -1934,6 +2101,8 @@ int main(void)
       cmocka_unit_test(test_audio_wav_streamed),
     cmocka_unit_test(test_audio_wav_libav_misreads),
       cmocka_unit_test(test_audio_rates),
+      cmocka_unit_test(test_audio_lossy_priming),
+      cmocka_unit_test(test_audio_lossy_quiet),
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),
   };

@@ -94,7 +94,11 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *    by file rate / `rate` so that the filter's gain stays as it was; the
  *    resampler's ring after the last sample kept (ceil(n * rate / file
  *    rate) + 16 * ceil(rate / file rate) + 8 taps), the ring before the
- *    first added to the first tap (the DC gain exact).
+ *    first added to the first tap (the DC gain exact). Lossy codecs'
+ *    priming is dropped (as the file states it: MP3's LAME header,
+ *    Opus's pre-skip, an MP4's edit list; AAC without it, in ADTS or
+ *    Matroska: its first frame, 1024 samples) and their padding after
+ *    the stated length (an MP4's length in ms: up to 1 ms more kept).
  * Errors name the file, the position (byte, line:column or tap) and the
  * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
 cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);

@@ -48,7 +48,8 @@
   X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
   X(av_get_media_type_string) X(av_get_sample_fmt_name)                     \
   X(av_interleaved_write_frame) X(av_log_set_level) X(av_new_packet) X(av_packet_alloc)          \
-  X(av_packet_free) X(av_packet_rescale_ts) X(av_packet_unref)               \
+  X(av_packet_free) X(av_packet_get_side_data) X(av_packet_rescale_ts)    \
+  X(av_packet_unref)               \
   X(av_read_frame) X(av_rescale_q) X(av_sample_fmt_is_planar)                \
   X(av_strerror) X(av_write_trailer) X(avcodec_alloc_context3)               \
   X(avcodec_decode_subtitle2) X(avcodec_descriptor_get)                     \

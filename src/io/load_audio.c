@@ -45,6 +45,13 @@ typedef struct audio_loader {
   size_t max_in;      /* per channel, at the file's rate */
   size_t max_len;     /* per channel, after resampling */
   int64_t decoded;    /* samples per channel at the file's rate */
+  /* Encoder priming and end padding (lossy codecs): decoded samples to
+   * drop before the first (AAC whose file states no priming) and the
+   * most to keep (a lossy stream's stated length; 0: no limit) */
+  int64_t skip, end;
+  /* whether the file states its priming (a packet's skip samples, which
+   * the decoder drops, or the codec's initial padding) */
+  bool priming_stated;
   /* silence fed before the kernel, at the file's rate and as resampled:
    * the resampler's ringing before the kernel's first sample comes out
    * there (lead_out samples) */
@@ -184,6 +191,25 @@ static cf_status open_input(audio_loader *a)
     return av_fail(a, CF_E_NOMEM, "audio decoder", AVERROR(ENOMEM));
   if ((err = cf_av->avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
     return av_fail(a, CF_E_FORMAT, "audio decoder parameters", err);
+  /* The decoder drops the priming and end padding the demuxer states
+   * (MP3's LAME delay, Opus's pre-skip, an MP4 edit list); without the
+   * packets' time base it wrote "Could not update timestamps for skipped
+   * samples" to stderr on every such load. Its other messages (a
+   * corrupt frame's) are demoted to verbose: the load's own error says
+   * what failed, and an embedding application's stderr is its own (the
+   * log callback is process-wide; this offset is the decoder's). */
+  a->dec->pkt_timebase = st->time_base;
+  a->dec->log_level_offset = AV_LOG_VERBOSE - AV_LOG_ERROR;
+  a->priming_stated = st->codecpar->initial_padding > 0;
+  /* A lossy stream of a stated length (an MP4's edit list, an Ogg's last
+   * granule) decodes to whole frames: the encoder's padding after the
+   * end came out as taps (an AAC IR of 12000 samples in .m4a loaded as
+   * 12288). */
+  const AVCodecDescriptor *d = cf_av->avcodec_descriptor_get(id);
+  if (d && !(d->props & AV_CODEC_PROP_LOSSLESS) &&
+      a->fmt->duration_estimation_method == AVFMT_DURATION_FROM_STREAM &&
+      st->duration != AV_NOPTS_VALUE && st->duration > 0)
+    a->end = st->duration; /* in samples at the first frame (take_frame) */
   if ((err = cf_av->avcodec_open2(a->dec, codec, NULL)) < 0)
     return av_fail(a, CF_E_FORMAT, "cannot open the audio decoder", err);
   if (!(a->pkt = cf_av->av_packet_alloc()) || !(a->frame = cf_av->av_frame_alloc()))
@@ -240,19 +266,20 @@ static cf_status open_resampler(audio_loader *a, const AVFrame *fr)
   return CF_OK;
 }
 
-/* Float input is checked before resampling, so the position is exact. */
-static cf_status check_finite(const audio_loader *a, const AVFrame *fr)
+/* Float input is checked before resampling, so the position is exact:
+ * n samples from in[] (a plane a channel, or one packed plane). */
+static cf_status check_finite(const audio_loader *a, const uint8_t *const *in,
+                              size_t n)
 {
-  enum AVSampleFormat f = fr->format;
+  enum AVSampleFormat f = a->in_format;
   enum AVSampleFormat packed = cf_av->av_get_packed_sample_fmt(f);
   if (packed != AV_SAMPLE_FMT_FLT && packed != AV_SAMPLE_FMT_DBL)
     return CF_OK;
   bool planar = cf_av->av_sample_fmt_is_planar(f);
-  size_t bps = (size_t)cf_av->av_get_bytes_per_sample(f), n = a->channels;
-  for (size_t i = 0; i < (size_t)fr->nb_samples; i++)
-    for (size_t c = 0; c < n; c++) {
-      const uint8_t *p = planar ? fr->extended_data[c] + i * bps
-                                : fr->extended_data[0] + (i * n + c) * bps;
+  size_t bps = (size_t)cf_av->av_get_bytes_per_sample(f), nc = a->channels;
+  for (size_t i = 0; i < n; i++)
+    for (size_t c = 0; c < nc; c++) {
+      const uint8_t *p = planar ? in[c] + i * bps : in[0] + (i * nc + c) * bps;
       float fv;
       double v;
       if (bps == 4) {
@@ -382,6 +409,23 @@ static cf_status take_frame(audio_loader *a, const AVFrame *fr)
     s = open_resampler(a, fr);
     if (s == CF_OK && a->out_rate != a->in_rate)
       s = feed_lead(a);
+    const AVStream *st = a->fmt->streams[a->stream];
+    /* An MP4 states its length in the movie's time scale (1 ms from
+     * libav, 1/600 s from QuickTime): rounded, it cut the last 5
+     * samples off a 12000-sample AAC IR at 44.1 kHz. A millisecond more
+     * is kept there, of the encoder's 288 samples of padding or more. */
+    if (a->end)
+      a->end = cf_av->av_rescale_q(a->end, st->time_base,
+                                   (AVRational){1, a->in_rate}) +
+               (strstr(a->fmt->iformat->name, "mp4") ? (a->in_rate + 999) / 1000
+                                                     : 0);
+    /* AAC's first frame is the decoder's warm-up (its MDCT overlaps the
+     * frame before, which every encoder primes with 1024 samples or
+     * more): where the file states no priming (ADTS, Matroska, an MP4
+     * without an edit list) the IR came out 1024 samples late. The
+     * frame is dropped, as an MP4's edit list would have it. */
+    if (st->codecpar->codec_id == AV_CODEC_ID_AAC && !a->priming_stated)
+      a->skip = fr->nb_samples;
   }
   if (s != CF_OK)
     return s;
@@ -389,13 +433,27 @@ static cf_status take_frame(audio_loader *a, const AVFrame *fr)
       (unsigned)fr->ch_layout.nb_channels != a->channels)
     return cf_fail(CF_E_FORMAT, "%s: the audio format changes at sample "
                    "%lld", a->path, (long long)a->decoded);
-  if ((size_t)a->decoded + (size_t)fr->nb_samples > a->max_in)
+  /* the samples kept: after the priming, up to the stated end */
+  int64_t from = a->skip < fr->nb_samples ? a->skip : fr->nb_samples;
+  int64_t n = fr->nb_samples - from;
+  a->skip -= from;
+  if (a->end && n > a->end - a->decoded)
+    n = a->end > a->decoded ? a->end - a->decoded : 0;
+  if (n == 0)
+    return CF_OK;
+  if ((size_t)a->decoded + (size_t)n > a->max_in)
     return too_long(a, a->max_in, a->in_rate);
-  if ((s = check_finite(a, fr)) != CF_OK)
+  const uint8_t *in[CF_MAX_CHANNELS];
+  size_t bps = (size_t)cf_av->av_get_bytes_per_sample(a->in_format);
+  bool planar = cf_av->av_sample_fmt_is_planar(a->in_format);
+  for (unsigned c = 0; c < (planar ? a->channels : 1); c++)
+    in[c] = fr->extended_data[c] +
+            (size_t)from * bps * (planar ? 1 : a->channels);
+  if ((s = check_finite(a, in, (size_t)n)) != CF_OK)
     return s;
   int got;
-  s = resample(a, (const uint8_t **)fr->extended_data, fr->nb_samples, &got);
-  a->decoded += fr->nb_samples;
+  s = resample(a, in, (int)n, &got);
+  a->decoded += n;
   return s;
 }
 
@@ -434,8 +492,14 @@ static cf_status decode_all(audio_loader *a)
       s = cf_fail(CF_E_FORMAT, "%s: truncated or corrupt data at byte %lld "
                   "(after %lld samples)", a->path, (long long)a->pkt->pos,
                   (long long)a->decoded);
-    else
+    else {
+      size_t size;
+      const uint8_t *skip = cf_av->av_packet_get_side_data(
+          a->pkt, AV_PKT_DATA_SKIP_SAMPLES, &size);
+      if (skip && size >= 4 && (skip[0] | skip[1] | skip[2] | skip[3]))
+        a->priming_stated = true; /* the decoder drops it */
       s = decode(a, a->pkt);
+    }
     cf_av->av_packet_unref(a->pkt);
   }
   if (s != CF_OK)
