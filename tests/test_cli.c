@@ -942,12 +942,13 @@ typedef struct conv2d_params {
   const char *border;
   double cval, scale, bias;
   int absolute;
+  int full_range; /* YUV black: Y 0 rather than 16 (conv2d --range full) */
 } conv2d_params;
 
 /* y_t for component c at (x, y) in float64, before rounding:
  * frames[0..t] are the input frames so far (frames[t] the current one);
- * those before the first are black frames of f (limited range: YUV Y 16,
- * U = V 128; zeros else). */
+ * those before the first are black frames of f (YUV: Y 16, or 0 with
+ * p->full_range, U = V 128; zeros else). */
 static double ref_conv2d_at(const conv2d_params *p, const vfmt *f,
                             unsigned c, const cview *v,
                             unsigned char *const *frames, size_t t,
@@ -955,7 +956,10 @@ static double ref_conv2d_at(const conv2d_params *p, const vfmt *f,
 {
   long cy = p->kh / 2, cx = p->kw / 2;
   double acc = 0.0;
-  double black = f->layout == L_PACKED ? 0.0 : c ? 128.0 : 16.0;
+  double black = f->layout == L_PACKED ? 0.0
+                 : c                    ? 128.0
+                 : p->full_range        ? 0.0
+                                        : 16.0;
   for (unsigned tau = 0; tau < p->t; tau++) {
     const unsigned char *fr = tau <= t ? frames[t - tau] : NULL;
     for (unsigned m = 0; m < p->kh; m++) {
@@ -1050,7 +1054,7 @@ static void write_text_kernel2d(const char *path, const conv2d_params *p)
 static void identity_kernel2d(char *path, size_t n, const char *name)
 {
   static const float id[1] = {1.0f};
-  const conv2d_params pid = {1, 1, 1, id, "reflect", 0, 1, 0, 0};
+  const conv2d_params pid = {1, 1, 1, id, "reflect", 0, 1, 0, 0, 0};
   tmp_path(path, n, name);
   write_text_kernel2d(path, &pid);
 }
@@ -1069,6 +1073,10 @@ static void fill_frames(ref_rng *r, const vfmt *f, unsigned char *buf,
   }
 }
 
+/* Set: conv2d_case draws a temporal kernel and --range full (the black
+ * frames before the first, Y 0 in YUV). */
+static int conv2d_full_temporal;
+
 /* One random case of conv2d (raw frames through a pipe) or, with
  * via_apply, of `apply` on a YUV4MPEG2 file (GRAY8 and I420: what
  * libav's y4m reads and writes as they are). */
@@ -1083,6 +1091,8 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
   unsigned h = (unsigned)ref_rng_range(r, 1, 30);
   conv2d_params p = {0};
   p.t = ref_rng_u64(r) % 3 ? 1 : (unsigned)ref_rng_range(r, 2, 3);
+  if (conv2d_full_temporal)
+    p.t = (unsigned)ref_rng_range(r, 2, 3);
   p.kh = (unsigned)ref_rng_range(r, 1, 7);
   p.kw = (unsigned)ref_rng_range(r, 1, 7);
   p.border = borders[ref_rng_u64(r) % 5];
@@ -1114,6 +1124,8 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
   p.absolute = ref_rng_u64(r) % 4 == 0;
   p.cval = f->sample == S_F32 ? 0.5 : floor(0.3 * range);
   unsigned comps = f->ncomp == 1 ? 1u : (unsigned)ref_rng_range(r, 1, 7);
+  if (conv2d_full_temporal)
+    comps |= 1u; /* Y, whose black the range sets */
   size_t nframes = ref_rng_range(r, 1, 5);
   size_t fb = vfmt_frame_bytes(f, w, h);
 
@@ -1156,6 +1168,15 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
   int na = 25;
   if (p.absolute)
     args[na++] = "--absolute";
+  /* the raw frames' range: the black frames before the first */
+  unsigned range_sel = via_apply ? 0 : (unsigned)(ref_rng_u64(r) % 3);
+  if (conv2d_full_temporal)
+    range_sel = 2;
+  if (range_sel) {
+    args[na++] = "--range";
+    args[na++] = range_sel == 2 ? "full" : "limited";
+    p.full_range = range_sel == 2;
+  }
   char inp[PATH_MAX], outp[PATH_MAX];
   if (via_apply) {
     /* apply takes the same options, less the frame's size and format
@@ -1183,10 +1204,12 @@ static void conv2d_case(ref_rng *r, int index, const char *fmt_name,
 
   char what[256];
   snprintf(what, sizeof what, "%s case %d: %s %ux%u, %zu frames, kernel "
-           "%ux%ux%u (%s), %s, %s, components %u%s",
+           "%ux%ux%u (%s), %s, %s, components %u%s%s",
            via_apply ? "apply (y4m)" : "conv2d", index, fmt_name, w, h,
            nframes, p.t, p.kh, p.kw, text ? "text" : "npy", p.border, algo,
-           comps, p.absolute ? ", absolute" : "");
+           comps, p.absolute ? ", absolute" : "",
+           range_sel == 2 ? ", --range full" : range_sel ? ", --range limited"
+                                                         : "");
   printf("%s\n", what);
 
   unsigned char *in = malloc(nframes * fb);
@@ -1240,6 +1263,11 @@ static void test_conv2d_random(void **state)
   }
   for (int i = 0; i < 4; i++)
     conv2d_case(&r, index++, vfmts[ref_rng_u64(&r) % NVFMTS].name, 0);
+  /* full-range YUV with temporal taps (the frames before the first are
+   * its black) */
+  conv2d_full_temporal = 1;
+  conv2d_case(&r, index++, ref_rng_u64(&r) % 2 ? "I420" : "NV12", 0);
+  conv2d_full_temporal = 0;
 }
 
 /* A preset against the same reference: box 3 on GRAY8 is every tap 1/9. */
@@ -1251,7 +1279,7 @@ static void test_conv2d_preset(void **state)
   float taps[9];
   for (int i = 0; i < 9; i++)
     taps[i] = 1.0f / 9.0f;
-  conv2d_params p = {1, 3, 3, taps, "nearest", 0.0, 1.0, 0.0, 0};
+  conv2d_params p = {1, 3, 3, taps, "nearest", 0.0, 1.0, 0.0, 0, 0};
   const char *args[] = {NULL, "conv2d", "--preset", "box", "--size", "3",
                         "-W", "23", "-H", "17", "-f", "gray8", "--border",
                         "nearest", NULL};
@@ -1277,7 +1305,7 @@ static void test_conv2d_preset(void **state)
 static void small_kernel2d(char *buf, size_t len)
 {
   static const float taps[9] = {0, 0.25f, 0, 0.25f, 0, 0.25f, 0, 0.25f, 0};
-  conv2d_params p = {1, 3, 3, taps, "reflect", 0, 1, 0, 0};
+  conv2d_params p = {1, 3, 3, taps, "reflect", 0, 1, 0, 0, 0};
   tmp_path(buf, len, "small2d.txt");
   write_text_kernel2d(buf, &p);
 }
@@ -3859,7 +3887,7 @@ static void unit_kernel2d(ref_rng *r, char *kpath, size_t len,
     sum += taps[i] = 0.05f + (float)ref_rng_unit(r);
   for (int i = 0; i < 9; i++)
     taps[i] = (float)(taps[i] / sum);
-  *p = (conv2d_params){1, 3, 3, taps, "reflect", 0, 1, 0, 0};
+  *p = (conv2d_params){1, 3, 3, taps, "reflect", 0, 1, 0, 0, 0};
   tmp_path(kpath, len, name);
   write_text_kernel2d(kpath, p);
 }

@@ -52,6 +52,10 @@ static void usage_conv2d(FILE *f)
     "      --scale S        multiply the convolution by S (default 1)\n"
     "      --bias B         then add B (default 0)\n"
     "      --absolute       then take the absolute value\n"
+    "      --range R        limited (default) or full: the YUV frames'\n"
+    "                       sample range, for the black frames a temporal\n"
+    "                       kernel reads before the first (Y 16 or 0, U and\n"
+    "                       V 128; RGB and gray: zeros either way)\n"
     "  -c, --components C   what to filter: a mask (1 = R/Y, 2 = G/U,\n"
     "                       4 = B/V) or names: all, luma, chroma, r,g,b or\n"
     "                       y,u,v, or runs such as gb, uv (default all; the\n"
@@ -75,6 +79,7 @@ typedef struct conv2d_opts {
   bool have_width, have_height, have_format;
   cf_video_config cfg;
   bool verbose;
+  bool full_range; /* --range full */
 } conv2d_opts;
 
 int cli_video_components(const char *cmd, const char *s,
@@ -181,6 +186,7 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
     {"absolute", no_argument, NULL, CLI_V_ABSOLUTE},
     {"components", required_argument, NULL, 'c'},
     {"algorithm", required_argument, NULL, CLI_V_ALGORITHM},
+    {"range", required_argument, NULL, 'R'},
     CLI_ENGINE_OPTIONS,
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -238,6 +244,15 @@ static int conv2d_parse(int argc, char **argv, conv2d_opts *o)
       if ((rc = cli_engine_option(CMD, c, optarg, &o->cfg.backend,
                                   &o->cfg.threads, &o->cfg.device_id)))
         return rc;
+      break;
+    case 'R':
+      if (!strcasecmp(optarg, "full"))
+        o->full_range = true;
+      else if (!strcasecmp(optarg, "limited"))
+        o->full_range = false;
+      else
+        return cli_usage_error(CMD, "--range: '%s' is not limited or full",
+                               optarg);
       break;
     case 'v': o->verbose = true; break;
     case 'h': usage_conv2d(stdout); exit(0);
@@ -379,10 +394,10 @@ int cli_conv2d(int argc, char **argv)
 
   size_t frame_bytes = cf_frame_layout(o.cfg.format, o.cfg.width,
                                        o.cfg.height, NULL, NULL);
-  /* raw frames: the frames before the first are limited-range black (a
-   * .yuv file says no range; limited is video's) */
+  /* raw frames: the frames before the first are black, of --range (a
+   * .yuv file says no range; limited, video's, unless told) */
   if (cf_engine_new_video(&o.cfg, k, &e) != CF_OK ||
-      cf_engine_set_history_black(e, 0) != CF_OK) {
+      cf_engine_set_history_black(e, o.full_range) != CF_OK) {
     rc = cli_error("cannot create the engine: %s", cf_last_error());
     goto done;
   }
