@@ -2985,8 +2985,13 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
  * application watching it hears) and through GLib (stderr: gst-launch
  * sets properties before the pipeline has a bus). Not under the object
  * lock: posting takes it. */
+/* A set this thread's set_property refused: no notify for it (the
+ * property keeps its value; GParamSpecs are G_PARAM_EXPLICIT_NOTIFY). */
+static _Thread_local gboolean refused_here;
+
 #define REFUSE(self, prop, ...)                                                \
   do {                                                                         \
+    refused_here = TRUE;                                                       \
     gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
     GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
     g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);        \
@@ -3158,9 +3163,25 @@ static void set_finite(GstCudaConvolve *self, gfloat *field, gfloat v,
   GST_OBJECT_UNLOCK(self);
 }
 
+static void set_property_body(GObject *object, guint prop_id,
+                              const GValue *value, GParamSpec *pspec);
+
+/* notify::<property> for a value taken, none for one refused (an
+ * application binding a control to notify showed a value the element had
+ * refused and did not hold) */
 static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
                                            const GValue *value,
                                            GParamSpec *pspec)
+{
+  refused_here = FALSE;
+  set_property_body(object, prop_id, value, pspec);
+  if (!refused_here)
+    g_object_notify_by_pspec(object, pspec);
+  refused_here = FALSE;
+}
+
+static void set_property_body(GObject *object, guint prop_id,
+                              const GValue *value, GParamSpec *pspec)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
   switch (prop_id) {
@@ -3403,7 +3424,8 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
 }
 
 #define PARAM_FLAGS                                                            \
-  (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)
+  (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING |     \
+   G_PARAM_EXPLICIT_NOTIFY)
 
 static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
 {

@@ -2071,6 +2071,85 @@ static void test_components_changed_again(void **state)
   }
 }
 
+static void count_notify(GObject *obj, GParamSpec *pspec, gpointer data)
+{
+  (void)obj;
+  (void)pspec;
+  (*(int *)data)++;
+}
+
+/* A refused set leaves no notify::<property> (the value did not change:
+ * an application showing the property from its notify showed a value
+ * the element did not take); a set that is taken gives one. Random bad
+ * and good values of each property that refuses, not streaming. */
+static void test_refused_no_notify(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 44);
+  GstElement *e = gst_element_factory_make("cudaconvolve", NULL);
+  CHECK(e != NULL, "no cudaconvolve");
+  static const char *const props[] = {"cval", "scale", "bias", "components",
+                                      "size", "sigma", "kernel"};
+  for (unsigned rep = 0; rep < 3 * G_N_ELEMENTS(props); rep++) {
+    const char *prop = props[(rep + ref_rng_u64(&r)) % G_N_ELEMENTS(props)];
+    gboolean preset = !strcmp(prop, "size") || !strcmp(prop, "sigma");
+    set_case("refused %s, no notify (#%u): ", prop, rep);
+    if (preset) /* 3x3, takes neither */
+      gst_util_set_object_arg(G_OBJECT(e), "preset", "sharpen");
+    int n = 0;
+    gchar *sig = g_strdup_printf("notify::%s", prop);
+    gulong id = g_signal_connect(e, sig, G_CALLBACK(count_notify), &n);
+    g_free(sig);
+    int w0 = g_warnings;
+    float bad = ref_rng_u64(&r) % 2 ? NAN : -INFINITY;
+    float good = (float)ref_rng_sym(&r) * 100.0f;
+    kern k = {0};
+    if (!strcmp(prop, "components")) {
+      static const char *const nope[] = {"q", "rgbq", "7x"};
+      g_object_set(e, prop, nope[ref_rng_u64(&r) % 3], NULL);
+    } else if (!strcmp(prop, "size")) {
+      g_object_set(e, prop, (guint)ref_rng_range(&r, 4, 9), NULL);
+    } else if (!strcmp(prop, "sigma")) {
+      g_object_set(e, prop, 0.5 + (double)ref_rng_range(&r, 0, 30) / 10.0,
+                   NULL);
+    } else if (!strcmp(prop, "kernel")) {
+      kern_make(&k, &r, 1, 3, 3, 1);
+      k.taps[ref_rng_u64(&r) % 9] = bad;
+      set_kernel(e, &k);
+    } else {
+      g_object_set(e, prop, bad, NULL);
+    }
+    CHECK(g_warnings == w0 + 1, "the bad %s was not refused", prop);
+    CHECK(n == 0, "a refused %s notified %d times", prop, n);
+    /* a value taken notifies */
+    if (preset)
+      gst_util_set_object_arg(G_OBJECT(e), "preset", "gaussian");
+    if (!strcmp(prop, "components")) {
+      g_object_set(e, prop, ref_rng_u64(&r) % 2 ? "all" : "luma", NULL);
+    } else if (!strcmp(prop, "size")) {
+      g_object_set(e, prop, (guint)(2 * ref_rng_range(&r, 1, 4) + 1), NULL);
+    } else if (!strcmp(prop, "sigma")) {
+      g_object_set(e, prop, 0.5 + (double)ref_rng_range(&r, 0, 30) / 10.0,
+                   NULL);
+    } else if (!strcmp(prop, "kernel")) {
+      for (unsigned i = 0; i < 9; i++)
+        if (!isfinite(k.taps[i]))
+          k.taps[i] = good;
+      set_kernel(e, &k);
+    } else {
+      g_object_set(e, prop, good, NULL);
+    }
+    CHECK(g_warnings == w0 + 1, "a good %s was refused: '%s'", prop,
+          g_last_warning);
+    CHECK(n == 1, "a %s taken notified %d times, want once", prop, n);
+    kern_free(&k);
+    g_signal_handler_disconnect(e, id);
+    gst_util_set_object_arg(G_OBJECT(e), "preset", "none");
+  }
+  gst_object_unref(e);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -3571,13 +3650,6 @@ static void test_history_black(void **state)
     }
     gst_harness_teardown(h);
   }
-}
-
-static void count_notify(GObject *obj, GParamSpec *ps, gpointer data)
-{
-  (void)obj;
-  (void)ps;
-  (*(int *)data)++;
 }
 
 /* A setting the engine refuses while streaming (backend=cuda where no
@@ -5733,6 +5805,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_components_changed_again, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
+      cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test_teardown(test_bad_kernel_file, teardown),
       cmocka_unit_test_teardown(test_refused_rebuild, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
