@@ -882,7 +882,8 @@ CF_PUBLIC cf_status cf_engine_set_prepared(cf_engine *e, cf_swap_prep *p,
     return s; /* p can still be made */
   p->used = 1;
   s = CF_E_STATE;
-  if (p->bank && !p->cuda && p->engine == e->id && p->impl == e->impl && !fb_active(e)) {
+  if (p->bank && !p->cuda && p->engine == e->id && p->impl == e->impl &&
+      !fb_active(e)) {
     /* a reset (or drain) since: the bank's spectra serve, primed again on
      * the frames since (QA: a transport locate made it a set_kernel, 26 ms
      * and 69 allocations in the audio thread at 480000 taps) */

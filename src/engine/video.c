@@ -842,7 +842,8 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
   if (p->used)
     return cf_fail(CF_E_INVALID, "set_prepared2d: this swap was made");
   p->used = 1;
-  if (p->cuda && p->engine == e->id && p->impl == e->impl && e->backend == CF_BACKEND_CUDA) {
+  if (p->cuda && p->engine == e->id && p->impl == e->impl &&
+      e->backend == CF_BACKEND_CUDA) {
     /* with backend auto, the kernel's record first, as in set_kernel2d:
      * p's kernel goes into it, and the kernels it drops into p (nothing
      * allocated or freed here while the history is long enough) */
