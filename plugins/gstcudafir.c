@@ -100,7 +100,14 @@
  * count's usual layout, 5.1 for six). The file is read when `kernel-file`
  * is set; `trim` and `routing` rebuild the kernel from those taps
  * (the file may have changed or gone since), and only a new stream rate
- * reads an audio file again, to resample it. Integer output (S16LE,
+ * reads an audio file again, to resample it. A kernel change that
+ * cannot be used (a file missing or malformed, a routing its kernels
+ * do not fit) is refused with a warning on the bus while the element
+ * runs (PAUSED or PLAYING, before the first buffer too) where the
+ * kernel set before is good, the properties and the kernel staying as
+ * they were; set in NULL or READY, or with nothing good set before, it
+ * is kept and the stream fails to start with an error naming it.
+ * Integer output (S16LE,
  * S32LE) is rounded to nearest, ties to even, and saturated; no dither. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
  *
@@ -255,6 +262,11 @@ typedef struct {
    * kernels). */
   guint mat_in, mat_out, mat_n;
   gboolean per_channel;
+
+  /* between start and stop (PAUSED, PLAYING): a bad kernel set then is
+   * refused where a good one is set, the engine made or not (object
+   * lock) */
+  gboolean started;
 
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
@@ -1729,6 +1741,9 @@ static gboolean gst_cuda_fir_start(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
   restart(self);
+  GST_OBJECT_LOCK(self);
+  self->started = TRUE;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -1738,6 +1753,7 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
   ReadOnly was = read_only_now(self);
   free_engine(self);
   GST_OBJECT_LOCK(self);
+  self->started = FALSE;
   self->latency = 0; /* nothing filtered: nothing added (our_latency) */
   self->rate = 0;
   GST_OBJECT_UNLOCK(self);
@@ -2300,8 +2316,10 @@ static void refuse(GstCudaFir *self, const char *prop)
  * property and the kernel staying as they were (a trim was taken
  * anyway: it read back what did not play); a checked set goes to
  * the streaming thread (pending), which swaps it in at its next buffer.
- * Before streaming, a set that cannot be built is kept: starting fails
- * with its message as an element error. */
+ * So is a set that cannot be built once the element runs (PAUSED,
+ * PLAYING) before its first caps, where the kernel set before can be.
+ * Otherwise (NULL, READY; or nothing good set yet) a set that cannot be
+ * built is kept: starting fails with its message as an element error. */
 static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
                                 const char *name)
 {
@@ -2317,9 +2335,21 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   params_take(self, &p);
   cf_engine *engine = self->engine;
   streaming = engine != NULL;
+  gboolean started = self->started;
   guint rate = self->rate, cin = self->cin, cout = self->cout;
   GST_OBJECT_UNLOCK(self);
   cf_swap_prep_free(made);
+  /* Running (PAUSED, PLAYING) but before the first caps, no engine yet:
+   * a good kernel set already stays against a bad one, as while
+   * streaming. The bad one was kept, and the stream failed at its first
+   * buffer (QA: a typo in a kernel-file set just after PLAYING). A file
+   * that did not load when set is not read again here. */
+  gboolean guard = streaming;
+  if (!streaming && started && (p.file ? p.loaded != NULL : p.taps->len > 0)) {
+    cf_kernel *cur = build_kernel(&p, 0, 0);
+    guard = cur != NULL;
+    cf_kernel_free(cur);
+  }
   switch (id) {
   case PROP_KERNEL: {
     gchar *why = NULL;
@@ -2349,7 +2379,7 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   }
   k = not_numbers ? NULL
                   : build_kernel(&p, streaming ? rate : 0, streaming ? cin : 0);
-  ok = !not_numbers && (k != NULL || !streaming);
+  ok = !not_numbers && (k != NULL || !guard);
   if (!streaming && p.read_failed) { /* kept, and said at negotiation */
     g_free(p.file_error);
     p.file_error = g_strdup(fir_error);

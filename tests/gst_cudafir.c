@@ -4681,6 +4681,131 @@ static void test_bad_values(void **state)
   gst_object_unref(bus);
 }
 
+/* A bad kernel set once the element runs (PAUSED or PLAYING) but before
+ * its first buffer (no caps yet, so no engine) where a good kernel was
+ * set before: refused with a warning, the property and the kernel
+ * staying as they were, as while streaming. It was kept, and the stream
+ * then failed at its first buffer (an operator's typo in a kernel-file
+ * just after PLAYING took a broadcast chain down). In NULL or READY the
+ * bad set is still kept and the start fails with an error naming it
+ * (test_bad_values, test_kernel_file_error_codes). Random multichannel
+ * layouts (5.1, 7.1, 16 unpositioned), formats and kernels; the stream
+ * is checked against the float64 reference of the good kernel. */
+static void test_bad_kernel_before_first_buffer(void **state)
+{
+  (void)state;
+  static const unsigned chans[] = {6, 8, 16};
+  static const GstAudioFormat fmts[] = {
+      GST_AUDIO_FORMAT_F32LE, GST_AUDIO_FORMAT_S16LE, GST_AUDIO_FORMAT_S32LE};
+  const char *good = fixture("early-good.npy"),
+             *garbage = fixture("early-garbage.txt"),
+             *missing = fixture("early-missing.wav");
+  unlink(missing);
+  write_bytes(garbage, "0.5 x\n", 6);
+  for (int cs = 0; cs < 4; cs++) {
+    /* 0: taps, then a missing file, PLAYING; 1: a per-channel file, then
+     * a garbage one, PAUSED; 2: that file, then routing=shared, PLAYING;
+     * 3: taps, then a missing file, READY: kept, the start fails */
+    unsigned ch = chans[ref_rng_range(&rng, 0, 2)];
+    GstAudioFormat f = fmts[ref_rng_range(&rng, 0, 2)];
+    size_t len = ref_rng_range(&rng, 1, 3000);
+    size_t n = ref_rng_range(&rng, 1, 4000);
+    unsigned rate = ref_rng_range(&rng, 0, 1) ? 48000 : 96000;
+    GstState st = cs == 1 ? GST_STATE_PAUSED
+                  : cs == 3 ? GST_STATE_READY
+                            : GST_STATE_PLAYING;
+    set_case("case %d: %u ch %s at %u Hz, %zu taps, %zu frames, %s", cs, ch,
+             fmt_name(f), rate, len, n, gst_element_state_get_name(st));
+    int file = cs == 1 || cs == 2;
+    float *hk = random_kernel(len * (file ? ch : 1));
+    for (size_t i = 0; i < len * (file ? ch : 1); i++)
+      hk[i] *= 0.5f; /* integer output unclipped */
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%u, %zu)", ch, len);
+    if (file)
+      write_npy(good, shape, hk, ch * len);
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    g_object_set(h->element, "drain", FALSE, NULL);
+    if (st != GST_STATE_PLAYING)
+      CHECK(gst_element_set_state(h->element, st) == GST_STATE_CHANGE_SUCCESS,
+            "to %s", gst_element_state_get_name(st));
+    if (file)
+      g_object_set(h->element, "kernel-file", good, NULL);
+    else
+      set_taps(h->element, hk, len);
+    const char *bad = cs == 1 ? garbage : missing;
+    if (cs == 2)
+      gst_util_set_object_arg(G_OBJECT(h->element), "routing", "shared");
+    else
+      g_object_set(h->element, "kernel-file", bad, NULL);
+    gchar *kf = NULL;
+    gint routing = -2;
+    g_object_get(h->element, "kernel-file", &kf, "routing", &routing, NULL);
+    if (cs == 3) { /* kept: said at the start */
+      CHECK(kf && !strcmp(kf, bad), "in READY the bad kernel-file reads "
+            "back as %s", kf ? kf : "(null)");
+      CHECK(!bus_has(bus, GST_MESSAGE_WARNING, bad),
+            "in READY the bad kernel-file was refused");
+      g_free(kf);
+      gst_harness_play(h);
+      set_caps(h, f, rate, ch, ch);
+      float *x = random_input(f, 64 * ch);
+      CHECK(push_frames(h, f, x, 0, 64, ch, rate, 0, TRUE) != GST_FLOW_OK,
+            "a stream started on a missing kernel-file set in READY");
+      CHECK(bus_has(bus, GST_MESSAGE_ERROR, bad),
+            "no error naming %s at the start", bad);
+      free(x);
+    } else {
+      CHECK(bus_warning_says(bus, cs == 2 ? "routing=shared" : bad),
+            "a bad %s in %s before the first buffer: no warning naming it",
+            cs == 2 ? "routing" : "kernel-file",
+            gst_element_state_get_name(st));
+      if (file)
+        CHECK(kf && !strcmp(kf, good) && routing == -1,
+              "kernel-file %s, routing %d read back, expected %s, auto",
+              kf ? kf : "(null)", routing, good);
+      else
+        CHECK(!kf && get_ntaps(h->element, NULL) == len,
+              "kernel-file %s, %zu taps read back, expected none, %zu",
+              kf ? kf : "(null)", get_ntaps(h->element, NULL), len);
+      g_free(kf);
+      set_caps(h, f, rate, ch, ch);
+      float *x = random_input(f, n * ch);
+      collected c;
+      collect_init(&c, ch, rate, 0, n + 1);
+      for (size_t at = 0; at < n;) {
+        size_t m = pick(ref_rng_range(&rng, 1, 1500), n - at);
+        CHECK(push_frames(h, f, x, at, m, ch, rate, 0, at == 0) ==
+                  GST_FLOW_OK,
+              "push at frame %zu: the stream failed on a refused kernel", at);
+        at += m;
+      }
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      collect(h, &c, f);
+      CHECK(c.frames == n, "%zu frames out, expected %zu", c.frames, n);
+      CHECK(!bus_has(bus, GST_MESSAGE_ERROR, ""), "an error on the bus");
+      for (unsigned j = 0; j < ch; j++) {
+        double *w = ref_channel(x, n, ch, j, hk + (file ? j * len : 0), len,
+                                n);
+        double e = out_rel_l2(f, c.y + j, ch, w, n, len);
+        CHECK(e <= tolerance(f, len), "channel %u: error %.3g against the "
+              "good kernel", j, e);
+        free(w);
+      }
+      free(c.y);
+      free(x);
+    }
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+    free(hk);
+  }
+  unlink(good);
+  unlink(garbage);
+}
+
 /* ---- a real pipeline from file to file ----------------------------------- */
 
 static void test_pipeline_files(void **state)
@@ -5105,6 +5230,7 @@ int main(void)
       cmocka_unit_test(test_kernel_file_kept),
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_bad_kernel_before_first_buffer),
       cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_overflow_output),
       cmocka_unit_test(test_pipeline_files),
