@@ -2625,7 +2625,9 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
           "the stream rate, its gain kept), .npy or text; setting it clears kernel. "
           "Read when set (trim and routing reuse its taps; an audio "
           "file is read again for a new rate). Changes while PLAYING "
-          "crossfade",
+          "crossfade; one that does not load is refused in PAUSED or "
+          "PLAYING where a good kernel is set (kept in NULL or READY: the "
+          "start then fails naming it)",
           NULL, live));
   g_object_class_install_property(oc, PROP_ROUTING,
       g_param_spec_enum("routing", "Routing",
