@@ -1660,10 +1660,14 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
   return res;
 }
 
-/* Output caps over 2 channels whose positions are still open (a matrix
- * changing the count): those downstream takes first (GstBaseTransform
- * asks it nothing once the rest is fixed), else the count's usual layout
- * (an unpositioned 0 where GStreamer has none for it). */
+/* Output caps whose positions are still open (a matrix changing the
+ * count): those downstream takes first (GstBaseTransform asks it nothing
+ * once the rest is fixed), else, over 2 channels, the count's usual
+ * layout (an unpositioned 0 where GStreamer has none for it). A mask
+ * downstream gives is taken only where it fits the count (0: unpositioned).
+ * Stereo and mono too: a downmix to 2 left the mask out, and downstream
+ * asking for channel-mask=0x3 (an appsink's or a capsfilter's caps) was
+ * not-negotiated (QA). */
 static GstCaps *gst_cuda_fir_fixate_caps(GstBaseTransform *bt,
                                          GstPadDirection dir, GstCaps *caps,
                                          GstCaps *othercaps)
@@ -1674,19 +1678,23 @@ static GstCaps *gst_cuda_fir_fixate_caps(GstBaseTransform *bt,
   GstStructure *st = gst_caps_get_structure(othercaps, 0);
   gint ch = 0;
   if (dir == GST_PAD_SINK && gst_structure_get_int(st, "channels", &ch) &&
-      ch > 2 && !gst_structure_has_field(st, "channel-mask")) {
+      ch > 0 && !gst_structure_has_field(st, "channel-mask")) {
     GstCaps *peer = gst_pad_peer_query_caps(bt->srcpad, othercaps);
     guint64 mask = 0;
-    if (peer && !gst_caps_is_empty(peer) && !gst_caps_is_any(peer) &&
+    gboolean down =
+        peer && !gst_caps_is_empty(peer) && !gst_caps_is_any(peer) &&
         gst_structure_get(gst_caps_get_structure(peer, 0), "channel-mask",
-                          GST_TYPE_BITMASK, &mask, NULL))
+                          GST_TYPE_BITMASK, &mask, NULL) &&
+        (mask == 0 || __builtin_popcountll(mask) == ch);
+    if (peer)
+      gst_caps_unref(peer);
+    if (down)
       GST_DEBUG_OBJECT(bt, "downstream's positions first: 0x%" G_GINT64_MODIFIER
                        "x", mask);
     else
-      mask = gst_audio_channel_get_fallback_mask(ch);
-    if (peer)
-      gst_caps_unref(peer);
-    gst_structure_set(st, "channel-mask", GST_TYPE_BITMASK, mask, NULL);
+      mask = ch > 2 ? gst_audio_channel_get_fallback_mask(ch) : 0;
+    if (down || ch > 2)
+      gst_structure_set(st, "channel-mask", GST_TYPE_BITMASK, mask, NULL);
   }
   return gst_caps_fixate(othercaps);
 }

@@ -3637,19 +3637,27 @@ static void test_matrix_file(void **state)
 /* A matrix that changes the channel count to over 2: the output takes
  * the positions downstream asks for (5.1 side, unpositioned), else the
  * count's usual layout (5.1 for six), where it was always unpositioned,
- * which audioconvert cannot remix nor flacenc take (QA). The samples
+ * which audioconvert cannot remix nor flacenc take (QA). A downmix to
+ * stereo (from 5.1, 7.1, 16 unpositioned) takes downstream's
+ * channel-mask=0x3 too: an appsink or capsfilter asking for it was
+ * not-negotiated, the output caps having no mask (QA). The samples
  * against the reference in each case. */
 static void test_matrix_positions(void **state)
 {
   (void)state;
-  for (int cs = 0; cs < 4; cs++) {
-    unsigned ci = (unsigned)ref_rng_range(&rng, 1, 2),
-             co = cs < 3 ? 6 : (unsigned)ref_rng_range(&rng, 3, 8);
+  static const unsigned many[] = {6, 8, 16};
+  for (int cs = 0; cs < 6; cs++) {
+    unsigned ci = cs < 4 ? (unsigned)ref_rng_range(&rng, 1, 2)
+                         : many[ref_rng_range(&rng, 0, 2)],
+             co = cs < 3 ? 6 : cs == 3 ? (unsigned)ref_rng_range(&rng, 3, 8)
+                                       : 2;
     size_t len = ref_rng_range(&rng, 1, 300), n = ref_rng_range(&rng, 1, 4000);
-    guint64 down = cs == 0 ? 0x60f : 0, want =
-        cs == 0 ? 0x60f : cs == 1 ? 0 : gst_audio_channel_get_fallback_mask(co);
+    guint64 down = cs == 0 ? 0x60f : cs >= 4 ? 0x3 : 0, want =
+        cs == 0 ? 0x60f : cs == 1 ? 0 : cs >= 4 ? 0x3
+                : gst_audio_channel_get_fallback_mask(co);
     set_case("%u -> %u channels, downstream %s", ci, co,
-             cs == 0 ? "5.1 side" : cs == 1 ? "unpositioned" : "open");
+             cs == 0 ? "5.1 side" : cs == 1 ? "unpositioned"
+             : cs >= 4 ? "stereo 0x3" : "open");
     float *hm = random_kernel((size_t)ci * co * len);
     char shape[64];
     snprintf(shape, sizeof shape, "(%u, %u, %zu)", co, ci, len);
@@ -3659,7 +3667,7 @@ static void test_matrix_positions(void **state)
     GstHarness *h = new_fir();
     g_object_set(h->element, "kernel-file", path, NULL);
     set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, ci, 0);
-    if (cs < 2) {
+    if (cs < 2 || cs >= 4) {
       char caps[96];
       snprintf(caps, sizeof caps,
                "audio/x-raw,channel-mask=(bitmask)0x%" G_GINT64_MODIFIER "x",
