@@ -29,7 +29,11 @@
  * no discontinuity, the history going on, but the frames after it leave
  * with their moved times, an output buffer cut where it falls; a move
  * under 1 ms (a container's rounding: Matroska keeps milliseconds) is
- * jitter, the frame count's times going on. A new
+ * jitter, the frame count's times going on. Buffers without
+ * timestamps leave without them; where they start on a later buffer
+ * (an appsrc stamping from its second buffer on), the timeline is
+ * counted back from it to the run's first frame, so the held frames and
+ * all after leave timed. A new
  * segment that moves the stream in running or stream time (a segment seek
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
@@ -921,6 +925,25 @@ static void anchor_start(GstCudaFir *self, GstClockTime pts)
   self->anchors[0].frame = 0;
   self->anchors[0].ts = pts;
   self->n_anchors = GST_CLOCK_TIME_IS_VALID(pts) ? 1 : 0;
+}
+
+/* The run's first timestamp on a later buffer, those before it having
+ * none (an appsrc stamping from its second buffer on): the timeline
+ * starts where it puts the run's first frame, counted back, so that the
+ * frames held and all after leave timed (and with offsets, where the
+ * buffer has one); the whole run left untimed (QA). Where it cannot be
+ * counted back (a time or offset before the frames' length), that stays
+ * untimed. */
+static void anchor_late(GstCudaFir *self, GstClockTime pts, guint64 offset)
+{
+  GstClockTime back = gst_util_uint64_scale_int_round(
+      self->frames_in, GST_SECOND, (gint)self->rate);
+  if (GST_CLOCK_TIME_IS_VALID(pts) && pts >= back) {
+    anchor_start(self, pts - back);
+    if (self->base_offset == GST_BUFFER_OFFSET_NONE &&
+        offset != GST_BUFFER_OFFSET_NONE && offset >= self->frames_in)
+      self->base_offset = offset - self->frames_in;
+  }
 }
 
 /* A buffer whose timestamp is off the frame count by JITTER_TOLERANCE
@@ -2164,6 +2187,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                        cf_gst_memory_is_pinned(gst_buffer_peek_memory(in, 0))
                            ? ""
                            : "not ");
+  } else if (!GST_CLOCK_TIME_IS_VALID(self->base_ts)) {
+    anchor_late(self, GST_BUFFER_PTS(in), GST_BUFFER_OFFSET(in));
   } else {
     anchor_move(self, GST_BUFFER_PTS(in));
   }

@@ -2477,6 +2477,108 @@ static void test_timestamp_rounding(void **state)
   }
 }
 
+/* Buffers without timestamps first, then with (an appsrc stamping from
+ * its second buffer on): from the first timestamp on, every output
+ * buffer is timed, the held frames included, as the frame count from
+ * the run's first frame puts them counted back from it (with offsets
+ * likewise); the whole run left untimed. Random channels (stereo, 5.1,
+ * 7.1), kernel (FFT paths: frames held), block and buffer sizes; the
+ * samples against the float64 reference. */
+static void test_timestamps_from_later_buffer(void **state)
+{
+  (void)state;
+  static const unsigned chans[] = {2, 6, 8};
+  for (int cs = 0; cs < 3; cs++) {
+    unsigned ch = chans[ref_rng_range(&rng, 0, 2)], rate = 96000;
+    size_t len = ref_rng_range(&rng, 1, 2000), n = ref_rng_range(&rng, 2, 6000);
+    size_t n0 = ref_rng_range(&rng, 1, n - 1); /* frames without timestamps */
+    guint block = 1u << ref_rng_range(&rng, 6, 10);
+    GstClockTime t0 = ref_rng_range(&rng, 1, 3600) * GST_SECOND;
+    set_case("%u ch, %zu taps, block %u, %zu frames, the first %zu untimed, "
+             "then from %" GST_TIME_FORMAT, ch, len, block, n, n0,
+             GST_TIME_ARGS(t0));
+    float *hk = random_kernel(len);
+    GstHarness *h = fir_f32(hk, len, block, ch, rate);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    float *y = xalloc(n * ch * sizeof *y + 4);
+    size_t got = 0;
+    gboolean timed = FALSE; /* a timestamped buffer went in */
+    for (size_t at = 0; at < n;) {
+      size_t m = pick(ref_rng_range(&rng, 1, 1200), (at < n0 ? n0 : n) - at);
+      gboolean stamp = at >= n0;
+      GstBuffer *b = gst_buffer_new_allocate(NULL, m * ch * 4, NULL);
+      CHECK(b && gst_buffer_fill(b, 0, x + at * ch, m * ch * 4) == m * ch * 4,
+            "a buffer of %zu frames", m);
+      if (stamp) {
+        GST_BUFFER_PTS(b) = t0 + gst_util_uint64_scale_int_round(
+                                     at, GST_SECOND, (gint)rate);
+        GST_BUFFER_DURATION(b) =
+            t0 + gst_util_uint64_scale_int_round(at + m, GST_SECOND,
+                                                 (gint)rate) -
+            GST_BUFFER_PTS(b);
+        GST_BUFFER_OFFSET(b) = at;
+        GST_BUFFER_OFFSET_END(b) = at + m;
+      }
+      if (at == 0)
+        GST_BUFFER_FLAG_SET(b, GST_BUFFER_FLAG_DISCONT);
+      CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push at frame %zu", at);
+      at += m;
+      timed |= stamp;
+      GstBuffer *o;
+      while ((o = gst_harness_try_pull(h))) {
+        size_t k = gst_buffer_get_size(o) / (ch * 4);
+        CHECK(got + k <= n, "more frames out than in");
+        gst_buffer_extract(o, 0, y + got * ch, k * ch * 4);
+        GstClockTime want = t0 + gst_util_uint64_scale_int_round(
+                                     got, GST_SECOND, (gint)rate),
+                     end = t0 + gst_util_uint64_scale_int_round(
+                                    got + k, GST_SECOND, (gint)rate);
+        if (timed)
+          CHECK(GST_BUFFER_PTS(o) == want &&
+                    GST_BUFFER_DURATION(o) == end - want &&
+                    GST_BUFFER_OFFSET(o) == got &&
+                    GST_BUFFER_OFFSET_END(o) == got + k,
+                "output frames %zu..%zu: pts %" GST_TIME_FORMAT " + %"
+                GST_TIME_FORMAT ", offsets %" G_GUINT64_FORMAT "..%"
+                G_GUINT64_FORMAT "; expected %" GST_TIME_FORMAT " + %"
+                GST_TIME_FORMAT ", the same frames",
+                got, got + k, GST_TIME_ARGS(GST_BUFFER_PTS(o)),
+                GST_TIME_ARGS(GST_BUFFER_DURATION(o)), GST_BUFFER_OFFSET(o),
+                GST_BUFFER_OFFSET_END(o), GST_TIME_ARGS(want),
+                GST_TIME_ARGS(end - want));
+        got += k;
+        gst_buffer_unref(o);
+      }
+    }
+    g_object_set(h->element, "drain", FALSE, NULL);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    GstBuffer *o;
+    while ((o = gst_harness_try_pull(h))) {
+      size_t k = gst_buffer_get_size(o) / (ch * 4);
+      CHECK(got + k <= n, "more frames out than in at EOS");
+      GstClockTime want = t0 + gst_util_uint64_scale_int_round(
+                                   got, GST_SECOND, (gint)rate);
+      CHECK(GST_BUFFER_PTS(o) == want, "held frames %zu..: pts %"
+            GST_TIME_FORMAT ", expected %" GST_TIME_FORMAT, got,
+            GST_TIME_ARGS(GST_BUFFER_PTS(o)), GST_TIME_ARGS(want));
+      gst_buffer_extract(o, 0, y + got * ch, k * ch * 4);
+      got += k;
+      gst_buffer_unref(o);
+    }
+    CHECK(got == n, "%zu frames out, expected %zu", got, n);
+    for (unsigned j = 0; j < ch; j++) {
+      double *w = ref_channel(x, n, ch, j, hk, len, n);
+      double e = ref_rel_l2(y + j, ch, w, 1, n);
+      CHECK(e <= 2e-5, "channel %u: error %.3g", j, e);
+      free(w);
+    }
+    gst_harness_teardown(h);
+    free(hk);
+    free(x);
+    free(y);
+  }
+}
+
 /* Finite input whose filtering overflows float (a sample of 3e38 through
  * a tap of 2; S16 through taps of 2e38 and more): the output is not finite, and
  * nothing said so on the bus (the input check looks for NaN and infinity
@@ -5220,6 +5322,7 @@ int main(void)
       cmocka_unit_test(test_kernel_file_error_codes),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_timestamp_rounding),
+      cmocka_unit_test(test_timestamps_from_later_buffer),
       cmocka_unit_test(test_far_timestamps),
       cmocka_unit_test(test_kernel_swap),
       cmocka_unit_test(test_kernel_change_then_break),
