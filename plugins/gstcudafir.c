@@ -2319,8 +2319,13 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
 
 /* ---- GObject -------------------------------------------------------------- */
 
+/* A set this thread's set_property refused: no notify for it (the
+ * property keeps its value; GParamSpecs are G_PARAM_EXPLICIT_NOTIFY). */
+static _Thread_local gboolean refused_here;
+
 static void refuse(GstCudaFir *self, const char *prop)
 {
+  refused_here = TRUE;
   char msg[512];
   g_strlcpy(msg, fir_error, sizeof msg);
   GST_WARNING_OBJECT(self, "%s refused: %s", prop, msg);
@@ -2485,8 +2490,24 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   params_clear(&p);
 }
 
+static void set_property_body(GObject *obj, guint id, const GValue *value,
+                              GParamSpec *pspec);
+
+/* notify::<property> for a value taken, none for one refused (an
+ * application showing the property from its notify showed a value the
+ * element had refused and did not hold) */
 static void gst_cuda_fir_set_property(GObject *obj, guint id,
                                       const GValue *value, GParamSpec *pspec)
+{
+  refused_here = FALSE;
+  set_property_body(obj, id, value, pspec);
+  if (!refused_here)
+    g_object_notify_by_pspec(obj, pspec);
+  refused_here = FALSE;
+}
+
+static void set_property_body(GObject *obj, guint id, const GValue *value,
+                              GParamSpec *pspec)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
   switch (id) {
@@ -2637,7 +2658,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *bc = GST_BASE_TRANSFORM_CLASS(klass);
   GstAudioFilterClass *ac = GST_AUDIO_FILTER_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  const GParamFlags rw =
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
   const GParamFlags live = rw | GST_PARAM_MUTABLE_PLAYING;
   const GParamFlags ready = rw | GST_PARAM_MUTABLE_READY;
 

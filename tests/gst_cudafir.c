@@ -4628,6 +4628,77 @@ static void test_kernel_file_error_codes(void **state)
 }
 
 /* An element error or warning on the element's bus naming `needle`. */
+static void count_notify(GObject *obj, GParamSpec *pspec, gpointer data)
+{
+  (void)obj;
+  (void)pspec;
+  (*(int *)data)++;
+}
+
+/* A refused kernel or kernel-file leaves no notify::<property> (the
+ * value did not change: an application showing it from its notify showed
+ * a value the element did not take); a value taken gives one. Streaming,
+ * random bad and good values. */
+static void test_refused_no_notify(void **state)
+{
+  (void)state;
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  float one = 0.75f;
+  set_taps(h->element, &one, 1);
+  set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 2, 2);
+  float x[2 * 64] = {0.5f};
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 2, 48000, 0, TRUE) ==
+            GST_FLOW_OK,
+        "push");
+  char good_file[1024]; /* fixture's names are a ring of 8 */
+  g_strlcpy(good_file, fixture("notify-good.npy"), sizeof good_file);
+  float taps[40];
+  for (unsigned rep = 0; rep < 12; rep++) {
+    unsigned what = (unsigned)(ref_rng_u64(&rng) % 3);
+    const char *prop = what < 2 ? "kernel" : "kernel-file";
+    set_case("refused %s, no notify (#%u)", prop, rep);
+    int n = 0;
+    gchar *sig = g_strdup_printf("notify::%s", prop);
+    gulong id = g_signal_connect(h->element, sig, G_CALLBACK(count_notify),
+                                 &n);
+    g_free(sig);
+    size_t len = ref_rng_range(&rng, 1, 40);
+    for (size_t i = 0; i < len; i++)
+      taps[i] = (float)ref_rng_sym(&rng);
+    if (what < 2) { /* a tap not finite */
+      taps[ref_rng_u64(&rng) % len] = what ? NAN : -INFINITY;
+      set_taps(h->element, taps, len);
+    } else {
+      g_object_set(h->element, "kernel-file",
+                   ref_rng_u64(&rng) % 2 ? "/nonexistent/ir.wav"
+                                         : fixture("notify-missing.npy"),
+                   NULL);
+    }
+    CHECK(bus_has(bus, GST_MESSAGE_WARNING, "refused"),
+          "the bad %s was not refused", prop);
+    CHECK(n == 0, "a refused %s notified %d times", prop, n);
+    /* a value taken notifies once */
+    for (size_t i = 0; i < len; i++)
+      taps[i] = (float)ref_rng_sym(&rng);
+    if (what < 2) {
+      set_taps(h->element, taps, len);
+    } else {
+      write_npy(good_file, "(5,)", taps, 5);
+      g_object_set(h->element, "kernel-file", good_file, NULL);
+    }
+    CHECK(!bus_has(bus, GST_MESSAGE_WARNING, ""), "a good %s was refused",
+          prop);
+    CHECK(n == 1, "a %s taken notified %d times, want once", prop, n);
+    g_signal_handler_disconnect(h->element, id);
+    set_taps(h->element, &one, 1);
+  }
+  gst_element_set_bus(h->element, NULL);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5341,6 +5412,7 @@ int main(void)
       cmocka_unit_test(test_kernel_file_kept),
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
       cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_overflow_output),
