@@ -136,6 +136,8 @@ void avmake_encoded(const char *path, const char *encoder, int rate,
   av_channel_layout_default(&enc->ch_layout, channels);
   if (oc->oformat->flags & AVFMT_GLOBALHEADER)
     enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  /* libav's own Vorbis encoder is marked experimental */
+  enc->strict_std_compliance = FF_COMPLIANCE_EXPERIMENTAL;
   assert_true(avcodec_open2(enc, codec, NULL) >= 0);
   AVStream *st = avformat_new_stream(oc, NULL);
   assert_non_null(st);
