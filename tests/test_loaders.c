@@ -2030,6 +2030,54 @@ static void test_audio_lossy_quiet(void **state)
 #endif
 }
 
+/* Lossy files cut short (a download broken off, `head -c`): libav
+ * plays what is left, only logging "filesize and duration do not match"
+ * (MP3) or "File ended prematurely" (Matroska), and an Ogg file's length
+ * comes from its last page, so the half of an IR loaded as the kernel.
+ * The whole file loads; cut anywhere from 20 % to 80 % of its size, or
+ * an Ogg file before its last page, it fails, naming the file and that
+ * it is truncated. Long enough (about 1.5 s) for several Ogg pages. */
+static void test_audio_lossy_truncated(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  static const char *const files[][2] = {
+      {"libmp3lame", "cut.mp3"}, {"libopus", "cut.opus"},
+      {"libvorbis", "cut.ogg"},  {"libopus", "cut.mka"},
+      {"aac", "cut.mka"},        {"libmp3lame", "cut.mka"}};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    if (!avcodec_find_encoder_by_name(files[i][0])) {
+      print_message("skipped %s: no %s encoder\n", files[i][1], files[i][0]);
+      continue;
+    }
+    int channels = (int)ref_rng_range(&rng, 1, 2);
+    size_t n = ref_rng_range(&rng, 60000, 80000);
+    float **x = lossy_ir(channels, ref_rng_range(&rng, 100, 3000), n);
+    const char *path = fixture(files[i][1]);
+    avmake_encoded(path, files[i][0], 48000, channels, x, n);
+    free_channels(x, channels);
+    cf_kernel *k;
+    expect_ok(cf_kernel_load(path, 0, &k), path);
+    cf_kernel_free(k);
+    size_t size;
+    unsigned char *whole = read_bytes(path, &size);
+    truncate_file(path, size * ref_rng_range(&rng, 20, 80) / 100);
+    expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+                 "truncated");
+    size_t last = size - 4;
+    while (last > 0 && memcmp(whole + last, "OggS", 4) != 0)
+      last--;
+    if (last > 0) {
+      write_bytes(path, whole, last);
+      expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+                   "without an end-of-stream page");
+    }
+    free(whole);
+  }
+#endif
+}
+
 static void test_audio_decoded_limit(void **state)
 {
   (void)state;
@@ -2110,6 +2158,7 @@ int main(void)
       cmocka_unit_test(test_audio_rates),
       cmocka_unit_test(test_audio_lossy_priming),
       cmocka_unit_test(test_audio_lossy_quiet),
+      cmocka_unit_test(test_audio_lossy_truncated),
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),
   };

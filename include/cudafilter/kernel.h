@@ -99,6 +99,9 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *    Opus's pre-skip, an MP4's edit list; AAC without it, in ADTS or
  *    Matroska: its first frame, 1024 samples) and their padding after
  *    the stated length (an MP4's length in ms: up to 1 ms more kept).
+ *    A file that decodes short of its stated length (beyond a lossy
+ *    codec's priming, padding and two frames), or an Ogg file whose
+ *    last page is cut or missing, is truncated (CF_E_FORMAT).
  * Errors name the file, the position (byte, line:column or tap) and the
  * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
 cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);

@@ -52,6 +52,12 @@ typedef struct audio_loader {
   /* whether the file states its priming (a packet's skip samples, which
    * the decoder drops, or the codec's initial padding) */
   bool priming_stated;
+  /* samples the file says to drop (its packets' skip samples at the
+   * start and end, AAC's first frame where unstated) and the longest
+   * frame decoded: what a whole lossy file may decode short of its
+   * stated length (check_complete) */
+  int64_t dropped;
+  int max_frame;
   /* silence fed before the kernel, at the file's rate and as resampled:
    * the resampler's ringing before the kernel's first sample comes out
    * there (lead_out samples) */
@@ -158,15 +164,21 @@ static cf_status open_input(audio_loader *a)
     /* a file that opens, whose header libav cannot make sense of, is
      * malformed: libav says EIO or ENOMEM for some (a FLAC block length
      * past the file, a WAV fmt chunk of 1000 bytes) */
-    FILE *f = (err == AVERROR(EIO) || err == AVERROR(ENOMEM))
+    FILE *f = (err == AVERROR(EIO) || err == AVERROR(ENOMEM) ||
+               err == AVERROR_EOF)
                   ? fopen(cf_av_local(a->path), "rb")
                   : NULL;
     if (f) {
       fclose(f);
       char buf[AV_ERROR_MAX_STRING_SIZE];
       cf_av->av_strerror(err, buf, sizeof buf);
-      return cf_fail(CF_E_FORMAT, "%s: cannot open as audio: malformed or "
-                     "not audio (libav says: %s)", a->path, buf);
+      /* an Ogg file cut short, or a container with no audio packets,
+       * ends before libav has read the stream's headers */
+      return cf_fail(CF_E_FORMAT, "%s: cannot open as audio: %s (libav "
+                     "says: %s)", a->path, err == AVERROR_EOF
+                     ? "the file ends before its audio starts: truncated, "
+                       "or it holds none"
+                     : "malformed or not audio", buf);
     }
     return av_fail(a, io ? CF_E_IO : CF_E_FORMAT, "cannot open as audio",
                    err);
@@ -424,8 +436,10 @@ static cf_status take_frame(audio_loader *a, const AVFrame *fr)
      * more): where the file states no priming (ADTS, Matroska, an MP4
      * without an edit list) the IR came out 1024 samples late. The
      * frame is dropped, as an MP4's edit list would have it. */
-    if (st->codecpar->codec_id == AV_CODEC_ID_AAC && !a->priming_stated)
+    if (st->codecpar->codec_id == AV_CODEC_ID_AAC && !a->priming_stated) {
       a->skip = fr->nb_samples;
+      a->dropped += a->skip;
+    }
   }
   if (s != CF_OK)
     return s;
@@ -433,6 +447,8 @@ static cf_status take_frame(audio_loader *a, const AVFrame *fr)
       (unsigned)fr->ch_layout.nb_channels != a->channels)
     return cf_fail(CF_E_FORMAT, "%s: the audio format changes at sample "
                    "%lld", a->path, (long long)a->decoded);
+  if (fr->nb_samples > a->max_frame)
+    a->max_frame = fr->nb_samples;
   /* the samples kept: after the priming, up to the stated end */
   int64_t from = a->skip < fr->nb_samples ? a->skip : fr->nb_samples;
   int64_t n = fr->nb_samples - from;
@@ -504,16 +520,21 @@ static cf_status decode_all(audio_loader *a)
       uint8_t *skip = cf_av->av_packet_get_side_data(
           a->pkt, AV_PKT_DATA_SKIP_SAMPLES, &size);
       if (skip && size >= 8) {
-        if (skip_count(skip))
+        uint32_t start = skip_count(skip), end = skip_count(skip + 4);
+        if (start)
           a->priming_stated = true; /* the decoder drops it */
         /* libav's Ogg demuxer times Vorbis's first packet as 128
          * samples (two short blocks) that the decoder never outputs, so
          * its end trim, from the last granule, cut 128 samples too many
          * (an IR of 12000 samples loaded as 11872): the stated length
          * (a->end) cuts there instead */
-        if (a->end && a->fmt->streams[a->stream]->codecpar->codec_id ==
-                          AV_CODEC_ID_VORBIS)
+        if (end && a->end &&
+            a->fmt->streams[a->stream]->codecpar->codec_id ==
+                AV_CODEC_ID_VORBIS) {
           memset(skip + 4, 0, 4);
+          end = 0;
+        }
+        a->dropped += (int64_t)start + end;
       }
       s = decode(a, a->pkt);
     }
@@ -567,24 +588,103 @@ static cf_status check_wav_length(audio_loader *a)
   return s;
 }
 
+/* The length a file states, in samples at its rate (0: none): its
+ * stream's, else the container's where the audio is all it holds
+ * (Matroska states the segment's, in ms). */
+static int64_t stated_length(const audio_loader *a)
+{
+  const AVStream *st = a->fmt->streams[a->stream];
+  AVRational rate = {1, a->in_rate};
+  if (a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
+    return 0;
+  if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
+    return cf_av->av_rescale_q(st->duration, st->time_base, rate);
+  if (a->fmt->nb_streams == 1 && a->fmt->duration != AV_NOPTS_VALUE &&
+      a->fmt->duration > 0)
+    return cf_av->av_rescale_q(a->fmt->duration, AV_TIME_BASE_Q, rate);
+  return 0;
+}
+
+/* libav takes an Ogg file's length from its last whole page, so a file
+ * cut short loaded as what was left (half an Opus IR, without a word).
+ * A whole one's pages run to its end, each logical stream's last one
+ * flagged end-of-stream. */
+static cf_status check_ogg_end(const audio_loader *a)
+{
+  if (strcmp(a->fmt->iformat->name, "ogg") != 0 || cf_av_is_url(a->path))
+    return CF_OK;
+  FILE *f;
+  size_t size = 0, at = 0;
+  cf_status s = cf_io_open(a->path, &f);
+  if (s != CF_OK)
+    return s;
+  s = cf_io_size(a->path, f, &size);
+  enum { STREAMS = 16 };
+  uint32_t serial[STREAMS];
+  bool ended[STREAMS];
+  unsigned streams = 0;
+  unsigned char h[27 + 255];
+  while (s == CF_OK && at < size) {
+    size_t got = fseek(f, (long)at, SEEK_SET) == 0 ? fread(h, 1, 27, f) : 0;
+    if (memcmp(h, "OggS", got < 4 ? got : 4) != 0 || (got > 4 && h[4] != 0))
+      break; /* no page where one should start: libav resyncs */
+    size_t body = 0;
+    bool whole = got == 27 && fread(h + 27, 1, h[26], f) == h[26];
+    for (unsigned i = 0; whole && i < h[26]; i++)
+      body += h[27 + i];
+    if (!whole || body > size - at - 27 - h[26]) {
+      s = cf_fail(CF_E_FORMAT, "%s: truncated: its Ogg page at byte %zu "
+                  "runs past the end of the file (%zu bytes)", a->path, at,
+                  size);
+      break;
+    }
+    uint32_t id = h[14] | (uint32_t)h[15] << 8 | (uint32_t)h[16] << 16 |
+                  (uint32_t)h[17] << 24;
+    unsigned i = 0;
+    while (i < streams && serial[i] != id)
+      i++;
+    if (i == streams && streams < STREAMS) {
+      serial[streams] = id;
+      ended[streams++] = false;
+    }
+    if (i < streams)
+      ended[i] = ended[i] || (h[5] & 0x04);
+    at += 27 + h[26] + body;
+  }
+  for (unsigned i = 0; s == CF_OK && at == size && i < streams; i++)
+    if (!ended[i])
+      s = cf_fail(CF_E_FORMAT, "%s: truncated: its Ogg stream %u ends "
+                  "without an end-of-stream page", a->path, (unsigned)serial[i]);
+  fclose(f);
+  return s;
+}
+
 /* Lossless streams whose header states the length (WAV, FLAC) must
- * decode to that length: otherwise the file was cut short. */
+ * decode to that length: otherwise the file was cut short. Others
+ * (lossy, or a length the container states) decode to it within the
+ * priming and padding the file states, two frames (AAC's priming in
+ * Matroska, a frame's unstated padding) and a millisecond (a length in
+ * ms): a truncated MP3 with a Xing header loaded as the half that was
+ * left, libav only logging "filesize and duration do not match". */
 static cf_status check_complete(const audio_loader *a)
 {
   const AVStream *st = a->fmt->streams[a->stream];
   const AVCodecDescriptor *d = cf_av->avcodec_descriptor_get(st->codecpar->codec_id);
-  if (a->recoded || st->duration == AV_NOPTS_VALUE || st->duration <= 0 ||
-      !d ||
-      !(d->props & AV_CODEC_PROP_LOSSLESS) ||
-      a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
-    return CF_OK;
-  int64_t want = cf_av->av_rescale_q(st->duration, st->time_base,
-                              (AVRational){1, a->in_rate});
-  if (a->decoded < want)
-    return cf_fail(CF_E_FORMAT, "%s: truncated: the header says %lld "
-                   "samples, the file holds %lld", a->path, (long long)want,
-                   (long long)a->decoded);
-  return CF_OK;
+  int64_t want = a->recoded ? 0 : stated_length(a);
+  if (d && (d->props & AV_CODEC_PROP_LOSSLESS) && want > 0 &&
+      st->duration != AV_NOPTS_VALUE && st->duration > 0) {
+    if (a->decoded < want)
+      return cf_fail(CF_E_FORMAT, "%s: truncated: the header says %lld "
+                     "samples, the file holds %lld", a->path,
+                     (long long)want, (long long)a->decoded);
+  } else if (want > 0 && a->decoded + a->dropped + 2 * (int64_t)a->max_frame +
+                                 a->in_rate / 1000 + 1 < want) {
+    return cf_fail(CF_E_FORMAT, "%s: truncated: the file states %lld "
+                   "samples, %lld decoded (and %lld of priming and padding "
+                   "dropped)", a->path, (long long)want,
+                   (long long)a->decoded, (long long)a->dropped);
+  }
+  return check_ogg_end(a);
 }
 
 static cf_status finish(audio_loader *a, cf_kernel **out)
