@@ -2078,6 +2078,49 @@ static void test_audio_lossy_truncated(void **state)
 #endif
 }
 
+/* Files with no audio to load fail naming the file and why: a video
+ * (it said "no decodable audio stream: Stream not found"), an MP4
+ * whose audio track has no samples (libav drops the track), Matroska
+ * and Ogg files with an audio stream and no packets (they said "End of
+ * file"), a WAV of no samples, an MP3 of no frames. */
+static void test_audio_no_audio(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  cf_kernel *k;
+  unsigned w = (unsigned)ref_rng_range(&rng, 2, 64);
+  int64_t pts[3] = {0, 40, 80};
+  const char *path = fixture("video.mkv");
+  frames_at(path, w, w, 3, 25, pts);
+  expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+               "no audio stream: libav took it for 'matroska,webm', holding "
+               "video (rawvideo)");
+  static const char *const empty[][3] = {
+      {"empty.mka", NULL, "the file ends before its audio starts"},
+      {"empty.wav", NULL, "no audio samples decoded"},
+      {"empty.m4a", "aac", "no audio stream"},
+      {"empty.opus", "libopus", "the file ends before its audio starts"},
+      {"empty.mp3", "libmp3lame", "malformed or not audio"}};
+  for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) {
+    path = fixture(empty[i][0]);
+    if (empty[i][1]) {
+      if (!avcodec_find_encoder_by_name(empty[i][1]))
+        continue;
+      float none = 0.0f, *x[1] = {&none};
+      avmake_encoded(path, empty[i][1], 48000, 1, x, 0);
+    } else {
+      AVFormatContext *oc = avmake_new(path, NULL);
+      avmake_pcm(oc, 48000, (AVRational){1, 48000});
+      avmake_begin(oc);
+      avmake_end(oc);
+    }
+    expect_error(cf_kernel_load(path, 0, &k), &k, CF_E_FORMAT, path,
+                 empty[i][2]);
+  }
+#endif
+}
+
 static void test_audio_decoded_limit(void **state)
 {
   (void)state;
@@ -2159,6 +2202,7 @@ int main(void)
       cmocka_unit_test(test_audio_lossy_priming),
       cmocka_unit_test(test_audio_lossy_quiet),
       cmocka_unit_test(test_audio_lossy_truncated),
+      cmocka_unit_test(test_audio_no_audio),
       cmocka_unit_test(test_audio_decoded_limit),
       cmocka_unit_test(test_audio_missing),
   };

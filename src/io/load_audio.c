@@ -149,6 +149,36 @@ static enum AVCodecID wav_codec(const audio_loader *a, enum AVCodecID id)
   }
 }
 
+/* No audio stream to decode (err from av_find_best_stream): a video
+ * file said "no decodable audio stream: Stream not found"; it now says
+ * what the file holds (an MP4 whose audio track has no samples holds
+ * none: libav drops the track), or which codec has no decoder here. */
+static cf_status no_audio(const audio_loader *a, int err)
+{
+  char held[128] = "";
+  size_t at = 0;
+  const AVStream *audio = NULL;
+  for (unsigned i = 0; i < a->fmt->nb_streams && at < sizeof held; i++) {
+    const AVCodecParameters *p = a->fmt->streams[i]->codecpar;
+    const char *type = cf_av->av_get_media_type_string(p->codec_type);
+    if (p->codec_type == AVMEDIA_TYPE_AUDIO && !audio)
+      audio = a->fmt->streams[i];
+    int w = snprintf(held + at, sizeof held - at, "%s%s (%s)", i ? ", " : "",
+                     type ? type : "unknown",
+                     cf_av->avcodec_get_name(p->codec_id));
+    at += w > 0 ? (size_t)w : 0;
+  }
+  if (err == AVERROR_DECODER_NOT_FOUND && audio)
+    return cf_fail(CF_E_FORMAT, "%s: no decoder for its audio (codec '%s') "
+                   "in this libav", a->path,
+                   cf_av->avcodec_get_name(audio->codecpar->codec_id));
+  if (err == AVERROR_STREAM_NOT_FOUND)
+    return cf_fail(CF_E_FORMAT, "%s: no audio stream: libav took it for "
+                   "'%s', holding %s", a->path, a->fmt->iformat->name,
+                   a->fmt->nb_streams ? held : "no streams");
+  return av_fail(a, CF_E_FORMAT, "no decodable audio stream", err);
+}
+
 static cf_status open_input(audio_loader *a)
 {
   /* a local name with a ':' ("ir:1.wav") is that file, where libav took
@@ -163,9 +193,10 @@ static cf_status open_input(audio_loader *a)
               err == AVERROR(EISDIR) || err == AVERROR(EIO);
     /* a file that opens, whose header libav cannot make sense of, is
      * malformed: libav says EIO or ENOMEM for some (a FLAC block length
-     * past the file, a WAV fmt chunk of 1000 bytes) */
+     * past the file, a WAV fmt chunk of 1000 bytes), EINVAL for an MP3
+     * of no frames */
     FILE *f = (err == AVERROR(EIO) || err == AVERROR(ENOMEM) ||
-               err == AVERROR_EOF)
+               err == AVERROR(EINVAL) || err == AVERROR_EOF)
                   ? fopen(cf_av_local(a->path), "rb")
                   : NULL;
     if (f) {
@@ -189,7 +220,7 @@ static cf_status open_input(audio_loader *a)
   a->stream = cf_av->av_find_best_stream(a->fmt, AVMEDIA_TYPE_AUDIO, -1, -1, &codec,
                                   0);
   if (a->stream < 0)
-    return av_fail(a, CF_E_FORMAT, "no decodable audio stream", a->stream);
+    return no_audio(a, a->stream);
   AVStream *st = a->fmt->streams[a->stream];
   enum AVCodecID id = wav_codec(a, st->codecpar->codec_id);
   if (id != st->codecpar->codec_id) {
