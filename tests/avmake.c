@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,12 +125,15 @@ void avmake_encoded(const char *path, const char *encoder, int rate,
   assert_true(avformat_alloc_output_context2(&oc, NULL, NULL, path) >= 0);
   AVCodecContext *enc = avcodec_alloc_context3(codec);
   assert_non_null(enc);
-  enc->sample_fmt = codec->sample_fmts[0];
+  /* float where the encoder takes it, else 16-bit (FLAC) */
+  enc->sample_fmt = AV_SAMPLE_FMT_NONE;
   for (const enum AVSampleFormat *f = codec->sample_fmts; *f >= 0; f++)
-    if (*f == AV_SAMPLE_FMT_FLT || *f == AV_SAMPLE_FMT_FLTP)
+    if (*f == AV_SAMPLE_FMT_FLT || *f == AV_SAMPLE_FMT_FLTP ||
+        ((*f == AV_SAMPLE_FMT_S16 || *f == AV_SAMPLE_FMT_S16P) &&
+         enc->sample_fmt == AV_SAMPLE_FMT_NONE))
       enc->sample_fmt = *f;
-  assert_true(enc->sample_fmt == AV_SAMPLE_FMT_FLT ||
-              enc->sample_fmt == AV_SAMPLE_FMT_FLTP);
+  assert_true(enc->sample_fmt != AV_SAMPLE_FMT_NONE);
+  bool s16 = av_get_packed_sample_fmt(enc->sample_fmt) == AV_SAMPLE_FMT_S16;
   enc->sample_rate = rate;
   enc->time_base = (AVRational){1, rate};
   enc->bit_rate = 64000 * channels;
@@ -160,10 +164,13 @@ void avmake_encoded(const char *path, const char *encoder, int rate,
     for (int i = 0; i < fr->nb_samples; i++)
       for (int c = 0; c < channels; c++) {
         float v = at + (size_t)i < n ? x[c][at + (size_t)i] : 0.0f;
-        if (planar)
-          ((float *)fr->data[c])[i] = v;
+        size_t at_c = planar ? (size_t)i : (size_t)i * (size_t)channels + (size_t)c;
+        uint8_t *plane = fr->data[planar ? c : 0];
+        if (s16)
+          ((int16_t *)plane)[at_c] = (int16_t)lrintf(
+              fminf(fmaxf(v * 32768.0f, -32768.0f), 32767.0f));
         else
-          ((float *)fr->data[0])[i * channels + c] = v;
+          ((float *)plane)[at_c] = v;
       }
     fr->pts = (int64_t)at;
     encode_frame(enc, fr, oc, st);

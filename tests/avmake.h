@@ -26,8 +26,8 @@ void avmake_put(AVFormatContext *oc, const AVStream *st, const void *data,
 void avmake_end(AVFormatContext *oc);
 
 /* channels x[c][0..n) at rate, encoded with `encoder` (libav's name:
- * "aac", "libmp3lame", "libopus", ...) at 64 kb/s a channel from float
- * samples; the container from path's extension; the codec's priming
+ * "aac", "libmp3lame", "libopus", "flac", ...) at 64 kb/s a channel from
+ * float samples (16-bit ones, rounded, where it takes no float); the container from path's extension; the codec's priming
  * and padding as libav writes them (an MP4's edit list, a LAME header,
  * Opus's pre-skip; none in ADTS or Matroska for AAC). The last frame of
  * a fixed-size codec is padded with zeros. */

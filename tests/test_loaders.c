@@ -2045,7 +2045,8 @@ static void test_audio_lossy_truncated(void **state)
   static const char *const files[][2] = {
       {"libmp3lame", "cut.mp3"}, {"libopus", "cut.opus"},
       {"libvorbis", "cut.ogg"},  {"libopus", "cut.mka"},
-      {"aac", "cut.mka"},        {"libmp3lame", "cut.mka"}};
+      {"aac", "cut.mka"},        {"libmp3lame", "cut.mka"},
+      {"flac", "cut.oga"}};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     if (!avcodec_find_encoder_by_name(files[i][0])) {
       print_message("skipped %s: no %s encoder\n", files[i][1], files[i][0]);
