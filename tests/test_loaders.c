@@ -1625,6 +1625,93 @@ static void write_wav(const char *path, unsigned channels, uint32_t rate,
 }
 #endif
 
+#ifdef CF_TEST_HAVE_LIBAV
+/* Mono PCM of `bits` (24 or 32) at 48 kHz, little-endian, written by
+ * hand as RIFF WAV or Sony Wave64 (its chunks named by GUIDs, sizes in
+ * 64 bits counting their 24-byte headers). */
+static void write_pcm(const char *path, bool w64, unsigned bits,
+                      const int32_t *v, size_t n)
+{
+  static const unsigned char riff[16] = {'r', 'i', 'f', 'f', 0x2e, 0x91,
+      0xcf, 0x11, 0xa5, 0xd6, 0x28, 0xdb, 0x04, 0xc1, 0x00, 0x00};
+  static const unsigned char tail[12] = {0xf3, 0xac, 0xd3, 0x11, 0x8c, 0xd1,
+      0x00, 0xc0, 0x4f, 0x8e, 0xdb, 0x8a}; /* of the wave, fmt, data GUIDs */
+  unsigned bps = bits / 8;
+  size_t data = n * bps, fmt_at = w64 ? 40 : 12, hs = w64 ? 24 : 8;
+  size_t head = fmt_at + hs + 16 + hs;
+  unsigned char *b = calloc(1, head + data);
+  assert_non_null(b);
+#define PUT(at, val, len)                                                    \
+  for (size_t i_ = 0; i_ < (len); i_++)                                      \
+    b[(at) + i_] = (unsigned char)((uint64_t)(val) >> (8 * i_))
+  if (w64) {
+    memcpy(b, riff, 16);
+    PUT(16, head + data, 8);
+    memcpy(b + 24, "wave", 4);
+    memcpy(b + 28, tail, 12);
+    memcpy(b + 40, "fmt ", 4);
+    memcpy(b + 44, tail, 12);
+    PUT(56, 24 + 16, 8);
+    memcpy(b + 80, "data", 4);
+    memcpy(b + 84, tail, 12);
+    PUT(96, 24 + data, 8);
+  } else {
+    memcpy(b, "RIFFxxxxWAVEfmt ", 16);
+    PUT(4, head + data - 8, 4);
+    PUT(16, 16, 4);
+    memcpy(b + 36, "data", 4);
+    PUT(40, data, 4);
+  }
+  size_t f = fmt_at + hs;
+  PUT(f, 1, 2); /* PCM */
+  PUT(f + 2, 1, 2);
+  PUT(f + 4, 48000, 4);
+  PUT(f + 8, 48000 * bps, 4);
+  PUT(f + 12, bps, 2);
+  PUT(f + 14, bits, 2);
+  for (size_t i = 0; i < n; i++)
+    PUT(head + i * bps, (uint32_t)v[i], bps);
+#undef PUT
+  write_bytes(path, b, head + data);
+  free(b);
+}
+#endif
+
+/* 24- and 32-bit PCM in WAV and Wave64 at full scale 1.0 (kernel.h): each
+ * tap is the float nearest v / 2^(bits-1), from the float64 reference,
+ * over random values and both extremes. */
+static void test_audio_pcm_levels(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  for (int c = 0; c < 4; c++) {
+    bool w64 = c & 1;
+    unsigned bits = c & 2 ? 32 : 24;
+    size_t n = ref_rng_range(&rng, 3, 5000);
+    int32_t *v = malloc(n * sizeof *v);
+    float *want = malloc(n * sizeof *want);
+    assert_true(v && want);
+    double top = ldexp(1.0, (int)bits - 1);
+    for (size_t i = 0; i < n; i++) {
+      double u = (double)ref_rng_range(&rng, 0, 1u << 30) / (double)(1u << 30);
+      v[i] = i == 0   ? (int32_t)-top
+             : i == 1 ? (int32_t)(top - 1.0)
+                      : (int32_t)floor((2.0 * u - 1.0) * (top - 1.0));
+      want[i] = (float)((double)v[i] / top);
+    }
+    const char *path = fixture(w64 ? "pcm.w64" : "pcm.wav");
+    write_pcm(path, w64, bits, v, n);
+    cf_kernel *k;
+    expect_ok(cf_kernel_load(path, 0, &k), path);
+    expect_taps(k, 0, want, n, 0.0);
+    cf_kernel_free(k);
+    free(v);
+    free(want);
+  }
+#endif
+}
+
 /* A WAV written while recording (a live capture, a pipe into a file)
  * states no data size: 0, or 0xFFFFFFFF. Its data runs to the end of the
  * file, libav's last read of it coming up short. */
@@ -2197,6 +2284,7 @@ int main(void)
       cmocka_unit_test(test_audio_u8_resampled),
       cmocka_unit_test(test_audio_nonfinite),
       cmocka_unit_test(test_audio_truncated),
+      cmocka_unit_test(test_audio_pcm_levels),
       cmocka_unit_test(test_audio_wav_streamed),
     cmocka_unit_test(test_audio_wav_libav_misreads),
       cmocka_unit_test(test_audio_rates),
