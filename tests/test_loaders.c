@@ -2001,7 +2001,8 @@ static int best_lag(const float *t, size_t len, const float *x, size_t n,
     for (size_t j = 0; (double)j < (double)(n - 1) * r; j++) {
       double p = (double)j / r, f = p - floor(p);
       size_t i = (size_t)p;
-      double xr = (1.0 - f) * x[i] + f * x[i + 1];
+      /* j / r rounds up to n - 1 at the last j: no x[n] */
+      double xr = i + 1 < n ? (1.0 - f) * x[i] + f * x[i + 1] : x[i];
       long at = (long)j + lag;
       if (at >= 0 && (size_t)at < len)
         sum += xr * (double)t[at];
