@@ -48,6 +48,10 @@
 static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
+static const char *daemon_opt;  /* an option more for the next start */
+/* JOURNAL_STREAM for the next start: 0 none, 1 the log's own file (as
+ * systemd sets it), 2 another file's */
+static int journal_stream;
 static ref_rng rng;
 static int have_portaudio, have_gst, have_libav;
 
@@ -133,7 +137,17 @@ static int start_daemon(running *r, const char *conf)
     setenv("JACK_NO_START_SERVER", "1", 1);
     if (fake_device)
       setenv("CF_TEST_FAKE_DEVICE", fake_device, 1);
-    execl(daemon_bin, daemon_bin, "-c", conf, "-s", r->sock, (char *)NULL);
+    unsetenv("JOURNAL_STREAM");
+    struct stat js;
+    if (journal_stream &&
+        stat(journal_stream == 1 ? r->log : conf, &js) == 0) {
+      char v[64];
+      snprintf(v, sizeof v, "%llu:%llu", (unsigned long long)js.st_dev,
+               (unsigned long long)js.st_ino);
+      setenv("JOURNAL_STREAM", v, 1);
+    }
+    execl(daemon_bin, daemon_bin, "-c", conf, "-s", r->sock,
+          daemon_opt ? daemon_opt : (char *)NULL, (char *)NULL);
     _exit(127);
   }
   double t0 = now_s();
@@ -2025,13 +2039,37 @@ static int count_in(const char *text, const char *what)
   return n;
 }
 
+/* The length of the time a log line starts with,
+ * "2026-12-02T02:42:15.123+0100 ", and *t that time (s since the epoch);
+ * 0 where there is none. */
+static size_t log_stamp(const char *line, double *t)
+{
+  struct tm tm = {0};
+  int ms = 0, off = 0, n = 0;
+  char sign = 0;
+  if (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c%4d %n", &tm.tm_year,
+             &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+             &ms, &sign, &off, &n) != 9 ||
+      n != 29 || (sign != '+' && sign != '-'))
+    return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  int offs = (off / 100 * 60 + off % 100) * 60;
+  *t = (double)timegm(&tm) - (sign == '+' ? offs : -offs) + ms * 1e-3;
+  return (size_t)n;
+}
+
 /* Lines of a log that neither the daemon ("cudafilterd: ...") nor GLib's
- * debug log ("(cudafilterd:PID): DOMAIN-DEBUG: ...") wrote. */
+ * debug log ("(cudafilterd:PID): DOMAIN-DEBUG: ...") wrote, after the
+ * time the line starts with. */
 static int foreign_lines(const char *log)
 {
   int n = 0;
   for (const char *p = log; p && *p;) {
     const char *e = strchr(p, '\n');
+    double t;
+    size_t st = log_stamp(p, &t);
+    p += st;
     size_t len = e ? (size_t)(e - p) : strlen(p);
     if (len && strncmp(p, "cudafilterd: ", 13) &&
         strncmp(p, "(cudafilterd:", 13))
@@ -2039,6 +2077,87 @@ static int foreign_lines(const char *log)
     p = e ? e + 1 : NULL;
   }
   return n;
+}
+
+/* Every line of the daemon's log starts with the local time it was
+ * written (QA: a log file under nohup or runit had no time on any line:
+ * when a stream failed, or a reload came, could not be told), its own
+ * lines and the libraries' (an element's GLib warning); not where stderr
+ * is the systemd journal (JOURNAL_STREAM names it), which stamps its own,
+ * unless --timestamps=always; none with --timestamps=never. */
+static void test_log_times(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  char conf[600], missing[600];
+  snprintf(conf, sizeof conf, "%s", fixture("times.conf"));
+  snprintf(missing, sizeof missing, "%s", fixture("times-none.txt"));
+  write_text(conf, "[stream t]\ntype = pipeline\npipeline = videotestsrc "
+                   "is-live=true ! video/x-raw,format=GRAY8,width=32,"
+                   "height=16 ! cudaconvolve preset=box size=3 ! fakesink\n");
+  /* a zone of its own (no tzdata needed): the offset is read back */
+  char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+  setenv("TZ", "CFT-5:30", 1);
+  static const struct {
+    int journal;
+    const char *opt;
+    int stamps;
+  } runs[] = {{0, NULL, 1},
+              {2, NULL, 1}, /* JOURNAL_STREAM of another file: not ours */
+              {1, NULL, 0},
+              {1, "--timestamps=always", 1},
+              {0, "--timestamps=never", 0}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    journal_stream = runs[i].journal;
+    daemon_opt = runs[i].opt;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    double t0 = (double)tv.tv_sec + tv.tv_usec * 1e-6;
+    running r;
+    int rc = start_daemon(&r, conf);
+    journal_stream = 0;
+    daemon_opt = NULL;
+    if (rc)
+      print_log(&r);
+    CHECK(rc == 0, "cudafilterd %s exited with %d", runs[i].opt, rc);
+    char *a = ctl(&r, "set t kernel-file %s", missing);
+    CHECK(!answer_ok(a), "a missing kernel file taken: %s", a);
+    free(a);
+    stop_daemon(&r);
+    gettimeofday(&tv, NULL);
+    double t1 = (double)tv.tv_sec + tv.tv_usec * 1e-6;
+    char *log = slurp(r.log, NULL);
+    CHECK(log && strstr(log, "cudafilterd: stopping") &&
+              strstr(log, "(cudafilterd:"),
+          "run %zu: the log lacks the daemon's or GLib's lines:\n%s", i,
+          log ? log : "");
+    int lines = 0;
+    for (const char *p = log; *p;) {
+      const char *e = strchr(p, '\n');
+      double t = 0;
+      size_t st = log_stamp(p, &t);
+      if (runs[i].stamps)
+        CHECK(st && t >= t0 - 1 && t <= t1 + 1,
+              "run %zu (%s, JOURNAL_STREAM %d): a line without its time "
+              "(%.3f, ran %.3f..%.3f):\n%s",
+              i, runs[i].opt ? runs[i].opt : "auto", runs[i].journal, t, t0,
+              t1, log);
+      else
+        CHECK(!st, "run %zu (%s, JOURNAL_STREAM %d): a time stamped:\n%s", i,
+              runs[i].opt ? runs[i].opt : "auto", runs[i].journal, log);
+      lines++;
+      p = e ? e + 1 : p + strlen(p);
+    }
+    CHECK(lines >= 3 && log[strlen(log) - 1] == '\n', "run %zu: log:\n%s",
+          i, log);
+    free(log);
+  }
+  if (tz)
+    setenv("TZ", tz, 1);
+  else
+    unsetenv("TZ");
+  free(tz);
 }
 
 static void test_restart(void **state)
@@ -4681,6 +4800,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),
+      cmocka_unit_test_teardown(test_log_times, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),

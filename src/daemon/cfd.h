@@ -265,4 +265,18 @@ void cfd_pipeline_reread(cfd_pipeline *p, GString *report);
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                        GError **err);
 
+/* The time in front of each log line (logtime.c): auto puts it there
+ * unless stderr is the systemd journal (JOURNAL_STREAM), which stamps
+ * lines itself. */
+typedef enum cfd_log_times {
+  CFD_LOG_TIMES_AUTO,
+  CFD_LOG_TIMES_ALWAYS,
+  CFD_LOG_TIMES_NEVER
+} cfd_log_times;
+/* "auto", "always", "never"; false for anything else. */
+bool cfd_log_times_parse(const char *when, cfd_log_times *out);
+/* From here on stdout, stderr and GLib's messages put the time in front
+ * of every line, where `when` says so; whether they do. */
+bool cfd_log_times_start(cfd_log_times when);
+
 #endif

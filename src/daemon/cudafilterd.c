@@ -1434,7 +1434,7 @@ static gboolean on_term(gpointer user)
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: cudafilterd -c FILE [-s SOCKET] [--check]\n"
+          "usage: cudafilterd -c FILE [-s SOCKET] [-t WHEN] [--check]\n"
           "Filter live audio (PortAudio), GStreamer pipelines, and audio "
           "and video\nfiles (libav) through cudafilter, as the config FILE "
           "says (an example,\nevery key explained: "
@@ -1447,6 +1447,10 @@ static void usage(FILE *f)
           "                      $XDG_RUNTIME_DIR/cudafilterd.sock, or\n"
           "                      /tmp/cudafilterd-UID/cudafilterd.sock)\n"
           "      --check         check FILE (kernels loaded) and exit\n"
+          "  -t, --timestamps WHEN  the local time in front of each log line\n"
+          "                      (stderr): auto (the default: unless stderr is\n"
+          "                      the systemd journal, which stamps its own),\n"
+          "                      always or never (a supervisor that stamps)\n"
           "  -h, --help\n"
           "  -V, --version\n\n"
           "SIGHUP reloads FILE; SIGTERM and SIGINT stop. cudafilterctl talks "
@@ -1458,17 +1462,26 @@ int main(int argc, char **argv)
   static const struct option opts[] = {{"config", 1, NULL, 'c'},
                                        {"socket", 1, NULL, 's'},
                                        {"check", 0, NULL, 'k'},
+                                       {"timestamps", 1, NULL, 't'},
                                        {"help", 0, NULL, 'h'},
                                        {"version", 0, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
   const char *cfg_path = NULL, *sock = NULL;
   bool check = false;
+  cfd_log_times times = CFD_LOG_TIMES_AUTO;
   int o;
-  while ((o = getopt_long(argc, argv, "c:s:hV", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "c:s:t:hV", opts, NULL)) != -1) {
     switch (o) {
     case 'c': cfg_path = optarg; break;
     case 's': sock = optarg; break;
     case 'k': check = true; break;
+    case 't':
+      if (!cfd_log_times_parse(optarg, &times)) {
+        fprintf(stderr, "cudafilterd: --timestamps takes auto, always or "
+                        "never, not '%s'\n", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("cudafilterd %s\n", cf_version()); return 0;
     default: usage(stderr); return 2;
@@ -1487,6 +1500,11 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  /* a daemon's log (not --check's answer): every line with its time,
+   * the libraries' lines too (from here: GStreamer takes its log stream
+   * when it starts) */
+  if (!check)
+    cfd_log_times_start(times);
   /* The config's folder is the daemon's: a relative path in a pipeline
    * line (GStreamer's own, out of the config's sight) is then relative to
    * the config, as every other path in it. The paths given here are
