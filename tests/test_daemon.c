@@ -1496,6 +1496,56 @@ static void test_pipelines_reload(void **state)
   a = ctl(&r, "swap-kernel a %s", fixture("k3.txt"));
   CHECK(answer_ok(a), "swap-kernel: %s", a);
   free(a);
+  /* taps that make no kernel with b's kernel-width and kernel-height:
+   * the element keeps them as its setting and refuses them at its next
+   * frame, keeping its kernel (QA: `set cam kernel 1,2,3` answered ok);
+   * a shape set first takes them */
+  {
+    char taps[1024];
+    unsigned w = (unsigned)ref_rng_range(&rng, 2, 5);
+    unsigned h = (unsigned)ref_rng_range(&rng, 1, 4), n;
+    do
+      n = (unsigned)ref_rng_range(&rng, 2, 40);
+    while ((unsigned)lround(sqrt(n)) * (unsigned)lround(sqrt(n)) == n);
+    for (int step = 0; step < 3; step++) {
+      unsigned len = step == 0 ? n : step == 1 ? w * h + 1 : w * h;
+      size_t at = 0;
+      for (unsigned i = 0; i < len; i++)
+        at += (size_t)snprintf(taps + at, sizeof taps - at, "%s%.3f",
+                               i ? ", " : "", ref_rng_sym(&rng) + 0.01);
+      a = ctl(&r, "set b kernel %s", taps);
+      if (step < 2)
+        CHECK(!answer_ok(a) && strstr(a, "f refused kernel = ") &&
+                  strstr(a, step ? "not a multiple of kernel-width"
+                                 : "not a square number") &&
+                  strstr(a, "kernel stays unset"),
+              "%u taps with kernel-width %u answered: %s", len, step ? w : 0,
+              a);
+      else
+        CHECK(answer_ok(a), "%u taps with kernel-width %u answered: %s", len,
+              w, a);
+      free(a);
+      if (step == 0) {
+        a = ctl(&r, "set b f.kernel-width %u", w);
+        CHECK(answer_ok(a), "set kernel-width %u: %s", w, a);
+        free(a);
+      }
+    }
+    char want[64];
+    snprintf(want, sizeof want, "kernel 1x%ux%u,", h, w);
+    double t0 = now_s();
+    for (;;) {
+      char *st = ctl(&r, "status b");
+      const char *be = field(st, "b", "backend-in-use");
+      bool taken = be && strstr(be, want);
+      CHECK(taken || now_s() - t0 < 5, "b runs '%s', not %s", be ? be : "",
+            want);
+      free(st);
+      if (taken)
+        break;
+      usleep(20000);
+    }
+  }
   /* the stream goes on through all that */
   double b0 = status_num(&r, "a", "buffers");
   wait_for(&r, "a", "buffers", b0 + 5);

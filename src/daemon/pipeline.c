@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <gst/gst.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -597,6 +598,40 @@ static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
   return !kept;
 }
 
+/* Why cudaconvolve cannot shape the taps `v` into a kernel with its
+ * kernel-width and kernel-height as they are, or NULL. The element keeps
+ * such taps as its setting (gst-launch may set kernel-width after them)
+ * and refuses them only at its next frame, in its streaming thread,
+ * keeping its kernel: `set` read the setting back and answered ok (QA:
+ * `set cam kernel 1,2,3`). Its rules (compile_kernel), checked first. */
+static char *conv_taps_unshaped(GstElement *el, const GValue *v)
+{
+  if (strcmp(G_OBJECT_TYPE_NAME(el), "GstCudaConvolve") ||
+      !GST_VALUE_HOLDS_ARRAY(v))
+    return NULL;
+  guint n = gst_value_array_get_size(v), w = 0, h = 0;
+  if (!n) /* unset: the kernel comes from the preset or file again */
+    return NULL;
+  g_object_get(el, "kernel-width", &w, "kernel-height", &h, NULL);
+  if (!w && !h) {
+    guint side = (guint)llround(sqrt((double)n));
+    if ((guint64)side * side != n)
+      return g_strdup_printf("%u taps are not a square number: set "
+                             "kernel-width or kernel-height first",
+                             n);
+  } else if (!w || !h) {
+    guint given = w ? w : h;
+    if (n % given)
+      return g_strdup_printf("%u taps are not a multiple of kernel-%s %u", n,
+                             w ? "width" : "height", given);
+  } else if (n % ((guint64)w * h)) {
+    return g_strdup_printf("%u taps are not a multiple of kernel-width x "
+                           "kernel-height, %u x %u",
+                           n, w, h);
+  }
+  return NULL;
+}
+
 /* " MIN..MAX" of a numeric property, or NULL. */
 static char *range_of(GParamSpec *ps)
 {
@@ -660,7 +695,7 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                          *(value + strspn(value, " \t")) != '<'
                      ? g_strdup_printf("<%s>", value)
                      : g_strdup(value);
-    char *range = NULL;
+    char *range = NULL, *unshaped = NULL;
     GError *te = NULL;
     /* decimal commas told as in the config's kernel = (GStreamer read
      * "0,5" as the taps 0 and 5; QA) */
@@ -679,11 +714,28 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                   GST_OBJECT_NAME(el), key, value,
                   (range = range_of(ps)) ? range : "",
                   g_param_spec_get_blurb(ps));
-    else
+    else if ((unshaped = conv_taps_unshaped(el, &v))) {
+      GValue was = G_VALUE_INIT;
+      g_value_init(&was, G_PARAM_SPEC_VALUE_TYPE(ps));
+      g_object_get_property(G_OBJECT(el), ps->name, &was);
+      /* as set_checked says it (an unset kernel: the preset's or file's) */
+      char *kept = gst_value_array_get_size(&was) ? gst_value_serialize(&was)
+                                                  : NULL;
+      if (kept)
+        g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
+                    GST_OBJECT_NAME(el), key, value, unshaped, kept);
+      else
+        g_set_error(err, CFD_ERROR, 0,
+                    "%s refused %s = %s (%s); %s stays unset, as it was",
+                    GST_OBJECT_NAME(el), key, value, unshaped, key);
+      g_free(kept);
+      g_value_unset(&was);
+    } else
       ok = set_checked(p, el, ps, &v, value, err);
     g_value_unset(&v);
     g_free(text);
     g_free(range);
+    g_free(unshaped);
   }
   gst_object_unref(el);
   if (ok) /* a kernel file set is the one a reload compares with */
