@@ -52,6 +52,7 @@ static const char *daemon_opt;  /* an option more for the next start */
 /* JOURNAL_STREAM for the next start: 0 none, 1 the log's own file (as
  * systemd sets it), 2 another file's */
 static int journal_stream;
+static int std_closed; /* the next start: stdout and stderr closed */
 static ref_rng rng;
 static int have_portaudio, have_gst, have_libav;
 
@@ -127,7 +128,10 @@ static int start_daemon(running *r, const char *conf)
   live_pid = r->pid;
   if (r->pid == 0) {
     int fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
+    if (std_closed) {
+      close(1);
+      close(2);
+    } else if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
       close(fd);
@@ -2208,6 +2212,37 @@ static void test_log_times(void **state)
   else
     unsetenv("TZ");
   free(tz);
+}
+
+/* Started with stdout and stderr closed (`cudafilterd ... >&- 2>&-`, a
+ * supervisor's), the daemon holds them on /dev/null: the files it opens
+ * next took those numbers and its log went into them (QA: GLib's eventfd
+ * was fd 1 and 2; an output file or the socket could be as well). */
+static void test_std_closed(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("closed.conf"));
+  write_text(conf, "%s", live_pipe("c", 3));
+  running r;
+  std_closed = 1;
+  int rc = start_daemon(&r, conf);
+  std_closed = 0;
+  CHECK(rc == 0, "cudafilterd with stdout and stderr closed exited %d", rc);
+  char *a = ctl(&r, "reload"); /* a line in the log */
+  CHECK(answer_ok(a), "reload: %s", a);
+  free(a);
+  for (int fd = 1; fd <= 2; fd++) {
+    char link[64], to[600];
+    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)r.pid, fd);
+    ssize_t n = readlink(link, to, sizeof to - 1);
+    to[n > 0 ? n : 0] = 0;
+    CHECK(!strcmp(to, "/dev/null"), "fd %d of the daemon is '%s', not "
+          "/dev/null", fd, to);
+  }
+  stop_daemon(&r);
 }
 
 static void test_restart(void **state)
@@ -4851,6 +4886,7 @@ int main(void)
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_log_times, kill_left),
+      cmocka_unit_test_teardown(test_std_closed, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),

@@ -34,6 +34,7 @@
 #include "cfd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
@@ -1466,6 +1467,15 @@ int main(int argc, char **argv)
                                        {"help", 0, NULL, 'h'},
                                        {"version", 0, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
+  /* stdin, stdout or stderr closed (`cudafilterd ... >&- 2>&-`, a
+   * supervisor's): the next files opened took their numbers, and the log
+   * went into them (QA: GLib's eventfd was fd 1 and 2; an output file or
+   * the control socket could as well be): /dev/null holds them */
+  int nul;
+  while ((nul = open("/dev/null", O_RDWR)) >= 0 && nul <= 2)
+    ;
+  if (nul > 2)
+    close(nul);
   const char *cfg_path = NULL, *sock = NULL;
   bool check = false;
   cfd_log_times times = CFD_LOG_TIMES_AUTO;
