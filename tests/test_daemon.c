@@ -2175,6 +2175,9 @@ static void test_log_times(void **state)
     if (rc)
       print_log(&r);
     CHECK(rc == 0, "cudafilterd %s exited with %d", runs[i].opt, rc);
+    /* streaming: before, the element keeps a file that does not load as
+     * its setting, with a warning (its stream does not start) */
+    wait_for(&r, "t", "buffers", 1);
     char *a = ctl(&r, "set t kernel-file %s", missing);
     CHECK(!answer_ok(a), "a missing kernel file taken: %s", a);
     free(a);
@@ -2242,6 +2245,76 @@ static void test_std_closed(void **state)
     CHECK(!strcmp(to, "/dev/null"), "fd %d of the daemon is '%s', not "
           "/dev/null", fd, to);
   }
+  stop_daemon(&r);
+}
+
+/* A kernel file set or swapped in before a pipeline's stream has caps
+ * (a network source whose sender has not started) is loaded then: our
+ * elements keep one that does not load as their setting until caps come,
+ * and the stream fails then, so the daemon answered ok (QA: `set hall
+ * kernel-file typo.wav`). A file that loads is taken. */
+static void test_set_before_caps(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  char conf[600], good[600], good2d[600], nan[600];
+  snprintf(conf, sizeof conf, "%s", fixture("nocaps.conf"));
+  snprintf(good, sizeof good, "%s", fixture("nocaps-k.txt"));
+  snprintf(good2d, sizeof good2d, "%s", fixture("nocaps-k2d.txt"));
+  snprintf(nan, sizeof nan, "%s", fixture("nocaps-nan.txt"));
+  write_text(conf, "[stream v]\ntype = pipeline\npipeline = appsrc "
+                   "is-live=true ! cudaconvolve preset=box size=3 ! "
+                   "fakesink async=false\n"
+                   "[stream a]\ntype = pipeline\npipeline = appsrc "
+                   "is-live=true ! cudafir kernel=\"<0.5, 0.5>\" ! "
+                   "fakesink async=false\n");
+  unsigned len = (unsigned)ref_rng_range(&rng, 1, 16);
+  unsigned side = (unsigned)ref_rng_range(&rng, 1, 4);
+  char taps[1024];
+  size_t at = 0;
+  for (unsigned i = 0; i < len; i++)
+    at += (size_t)snprintf(taps + at, sizeof taps - at, "%.4f\n",
+                           ref_rng_sym(&rng) + 0.01);
+  write_text(good, "%s", taps);
+  at = 0;
+  for (unsigned y = 0; y < side; y++)
+    for (unsigned x = 0; x < side; x++)
+      at += (size_t)snprintf(taps + at, sizeof taps - at, "%.4f%s",
+                             ref_rng_sym(&rng) + 0.01,
+                             x + 1 < side ? " " : "\n");
+  write_text(good2d, "%s", taps);
+  write_text(nan, "0.5\nnan\n");
+  running r;
+  start_daemon_ok(&r, conf);
+  static const struct {
+    const char *stream, *cmd, *words;
+  } bad[] = {
+      {"v", "set", "refused kernel-file = "},
+      {"a", "set", "refused kernel-file = "},
+      {"v", "swap-kernel", "kernel is unchanged"},
+      {"a", "swap-kernel", "kernel is unchanged"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    /* a swap-kernel of a file not there is refused as such already */
+    const char *file = i == 0 ? fixture("nocaps-none.txt") : nan;
+    char *a = !strcmp(bad[i].cmd, "set")
+                  ? ctl(&r, "set %s kernel-file %s", bad[i].stream, file)
+                  : ctl(&r, "swap-kernel %s %s", bad[i].stream, file);
+    CHECK(!answer_ok(a) && strstr(a, bad[i].words) && strstr(a, file),
+          "%s %s %s before caps answered: %s", bad[i].cmd, bad[i].stream,
+          file, a);
+    free(a);
+  }
+  char *a = ctl(&r, "set a kernel-file %s", good);
+  CHECK(answer_ok(a), "set a kernel-file of %u taps: %s", len, a);
+  free(a);
+  a = ctl(&r, "swap-kernel v %s", good2d);
+  CHECK(answer_ok(a), "swap-kernel v of %ux%u taps: %s", side, side, a);
+  free(a);
+  char *st = ctl(&r, "status");
+  CHECK(!strstr(st, "error="), "a stream failed: %s", st);
+  free(st);
   stop_daemon(&r);
 }
 
@@ -4887,6 +4960,7 @@ int main(void)
       cmocka_unit_test_teardown(test_restart, kill_left),
       cmocka_unit_test_teardown(test_log_times, kill_left),
       cmocka_unit_test_teardown(test_std_closed, kill_left),
+      cmocka_unit_test_teardown(test_set_before_caps, kill_left),
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),

@@ -632,6 +632,38 @@ static char *conv_taps_unshaped(GstElement *el, const GValue *v)
   return NULL;
 }
 
+/* Why our element el cannot load `file` as its kernel, or NULL (also for
+ * other elements, and an unset file). Before its stream has caps, our
+ * elements keep a file that does not load as their setting (negotiation
+ * then fails, naming it), so a set or swap read back as taken (QA: `set
+ * hall kernel-file typo.wav` on a network stream whose sender had not
+ * started answered ok; the stream failed when it did). Loaded here first
+ * (at the file's own rate: the element resamples it to the stream's). */
+static char *kernel_file_unloadable(GstElement *el, const char *file)
+{
+  const char *type = G_OBJECT_TYPE_NAME(el);
+  cf_status s;
+  if (!file || !*file)
+    return NULL;
+  if (!strcmp(type, "GstCudaConvolve")) {
+    cf_kernel2d *k = NULL;
+    s = cf_kernel2d_load(file, &k);
+    cf_kernel2d_free(k);
+  } else if (!strcmp(type, "GstCudaFir")) {
+    cf_kernel *k = NULL;
+    s = cf_kernel_load(file, 0, &k);
+    cf_kernel_free(k);
+  } else {
+    return NULL;
+  }
+  if (s == CF_OK)
+    return NULL;
+  /* as the elements say it: the file named once */
+  return strstr(cf_last_error(), file)
+             ? g_strdup(cf_last_error())
+             : g_strdup_printf("%s: %s", file, cf_last_error());
+}
+
 /* " MIN..MAX" of a numeric property, or NULL. */
 static char *range_of(GParamSpec *ps)
 {
@@ -730,6 +762,18 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                     GST_OBJECT_NAME(el), key, value, unshaped, key);
       g_free(kept);
       g_value_unset(&was);
+    } else if (!strcmp(key, "kernel-file") && G_VALUE_HOLDS_STRING(&v) &&
+               (unshaped = kernel_file_unloadable(el, g_value_get_string(&v)))) {
+      char *was = NULL;
+      g_object_get(el, "kernel-file", &was, NULL);
+      if (was && *was)
+        g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
+                    GST_OBJECT_NAME(el), key, value, unshaped, was);
+      else
+        g_set_error(err, CFD_ERROR, 0,
+                    "%s refused %s = %s (%s); %s stays unset, as it was",
+                    GST_OBJECT_NAME(el), key, value, unshaped, key);
+      g_free(was);
     } else
       ok = set_checked(p, el, ps, &v, value, err);
     g_value_unset(&v);
@@ -773,6 +817,14 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
   if (!p->filter) {
     g_set_error(err, CFD_ERROR, 0,
                 "the pipeline has no cudafir or cudaconvolve element");
+    return false;
+  }
+  char *unloadable = kernel_file_unloadable(p->filter, file);
+  if (unloadable) {
+    g_set_error(err, CFD_ERROR, 0, "%s refused %s (%s); its kernel is "
+                "unchanged",
+                GST_OBJECT_NAME(p->filter), file, unloadable);
+    g_free(unloadable);
     return false;
   }
   GObjectClass *oc = G_OBJECT_GET_CLASS(p->filter);
