@@ -39,8 +39,8 @@ static size_t stamp_now(char *buf, size_t size)
   char date[24], zone[8];
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
   strftime(zone, sizeof zone, "%z", &tm);
-  int n = snprintf(buf, size, "%s.%03d%s ", date, (int)(tv.tv_usec / 1000),
-                   zone);
+  int n =
+      snprintf(buf, size, "%s.%03d%s ", date, (int)(tv.tv_usec / 1000), zone);
   return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
 
@@ -107,7 +107,8 @@ static bool stderr_is_journal(void)
   if (!js || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2)
     return false;
   struct stat st;
-  return fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+  return fstat(STDERR_FILENO, &st) == 0 &&
+         (unsigned long long)st.st_dev == dev &&
          (unsigned long long)st.st_ino == ino;
 }
 
