@@ -6682,6 +6682,16 @@ static void test_info(void **state)
            !strstr((char *)res.out, "no NVIDIA driver (libcuda.so.1 not "
                                     "found)"))
     fail_msg("info without a driver: %s", (char *)res.out);
+  /* a build without the backend names why as configure found it: with
+   * -Dcuda=disabled and nvcc installed it said 'nvcc was not found'
+   * (QA) */
+  const char *out = (const char *)res.out;
+  if (strstr(out, "built without CUDA")) {
+    if (CF_TEST_CUDA_DISABLED && !strstr(out, "-Dcuda=disabled"))
+      fail_msg("info, built with -Dcuda=disabled, does not say so: %s", out);
+    if (CF_TEST_NVCC_FOUND && strstr(out, "nvcc was not found"))
+      fail_msg("info says nvcc was not found, configure found it: %s", out);
+  }
   result_free(&res);
 }
 

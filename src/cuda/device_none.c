@@ -2,9 +2,11 @@
 #include <stdio.h>
 
 #include "../engine/video_internal.h"
+#include "cf_config.h"
 
-static const char no_cuda[] = "built without CUDA (nvcc was not found at "
-                              "configure time)";
+/* CF_NO_CUDA_WHY: the reason meson found (the option disabled, nvcc or
+ * a library missing), not a guess: nvcc may well be installed */
+static const char no_cuda[] = "built without CUDA (" CF_NO_CUDA_WHY ")";
 
 CF_PUBLIC int cf_device_count(const char **reason)
 {
