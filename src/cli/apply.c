@@ -109,7 +109,7 @@ static void usage_apply(FILE *f)
       "                       temporal taps over the last T frames)\n"
       "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
       "                       sobel-y, laplacian or emboss\n"
-      "      --size N, --sigma S   preset size and sigma\n"
+      "      --size N, --sigma S   preset size and sigma (as in conv2d)\n"
       "      --border MODE    reflect (default), mirror, nearest, wrap,\n"
       "                       constant\n"
       "      --cval V, --scale S, --bias B, --absolute   as in conv2d\n"
