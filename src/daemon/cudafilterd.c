@@ -1455,7 +1455,10 @@ static void usage(FILE *f)
           "  -h, --help\n"
           "  -V, --version\n\n"
           "SIGHUP reloads FILE; SIGTERM and SIGINT stop. cudafilterctl talks "
-          "to\nthe control socket.\n");
+          "to\nthe control socket.\n\n"
+          "Exit status: 0 stopped (or FILE checked out), 1 a stream could "
+          "not start\n(or another runtime error), 2 usage error or FILE does "
+          "not check out.\n");
 }
 
 int main(int argc, char **argv)
