@@ -2229,6 +2229,59 @@ static void test_audio_decoded_limit(void **state)
 #endif
 }
 
+/* file:NAME names the file NAME (file:///a the path ///a), for kernel
+ * files as for apply's INPUT and OUTPUT (README): every loader took the
+ * prefix for part of the name, "cannot open: No such file or
+ * directory". The taps are those of the plain name. */
+static void test_file_prefix(void **state)
+{
+  (void)state;
+  size_t n = ref_rng_range(&rng, 1, 500);
+  float *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  random_taps(x, n);
+  const char *path = fixture("prefixed.txt");
+  write_text(path, x, n);
+  char name[2][4096];
+  snprintf(name[0], sizeof name[0], "file:%s", path);
+  snprintf(name[1], sizeof name[1], "file://%s", path); /* absolute */
+  assert_true(path[0] == '/');
+  for (int i = 0; i < 2; i++) {
+    cf_kernel *k, *t;
+    expect_ok(cf_kernel_load(path, 0, &t), path);
+    size_t len;
+    const float *want = cf_kernel_taps(t, 0, &len);
+    expect_ok(cf_kernel_load(name[i], 0, &k), name[i]);
+    expect_taps(k, 0, want, len, 0.0);
+    cf_kernel_free(k);
+    expect_ok(cf_kernel_load_text(name[i], &k), name[i]);
+    expect_taps(k, 0, want, len, 0.0);
+    cf_kernel_free(k);
+    cf_kernel_free(t);
+  }
+#ifdef CF_TEST_HAVE_LIBAV
+  path = fixture("prefixed.wav");
+  float *ch[1] = {x};
+  for (size_t i = 0; i < n; i++)
+    x[i] = fmaxf(-1.0f, fminf(1.0f, x[i]));
+  write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 48000, 1, ch, n);
+  snprintf(name[0], sizeof name[0], "file:%s", path);
+  cf_kernel *a;
+  expect_ok(cf_kernel_load(name[0], 0, &a), name[0]);
+  expect_taps(a, 0, x, n, 0.0);
+  cf_kernel_free(a);
+  expect_ok(cf_kernel_load_audio(name[0], 0, &a), name[0]);
+  expect_taps(a, 0, x, n, 0.0);
+  cf_kernel_free(a);
+#endif
+  free(x);
+  path = fixture("missing.txt");
+  snprintf(name[0], sizeof name[0], "file:%s", path);
+  cf_kernel *k;
+  expect_error(cf_kernel_load(name[0], 0, &k), &k, CF_E_IO, name[0],
+               "No such file");
+}
+
 static void test_audio_missing(void **state)
 {
   (void)state;
@@ -2274,6 +2327,7 @@ int main(void)
       cmocka_unit_test(test_npy_nonfinite),
       cmocka_unit_test(test_npy_fuzz),
       cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_file_prefix),
       cmocka_unit_test(test_fifo),
       cmocka_unit_test(test_random_bytes),
       cmocka_unit_test(test_audio_wav_s16),

@@ -29,7 +29,8 @@ cf_status cf_io_check_args(const char *path, cf_kernel **out);
  * cannot be stat()ed passes (its opener says why). */
 cf_status cf_io_check_file(const char *path);
 /* fopen(path, "rb") of a regular file (cf_io_check_file; a FIFO never
- * blocks the open); CF_E_IO names path and errno. */
+ * blocks the open); CF_E_IO names path and errno. Both take file:NAME
+ * for NAME. */
 cf_status cf_io_open(const char *path, FILE **out);
 /* cf_io_check_args then cf_io_open: how every loader starts. */
 cf_status cf_io_begin(const char *path, cf_kernel **out, FILE **f);

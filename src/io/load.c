@@ -72,10 +72,19 @@ static cf_status not_regular(const char *path, mode_t mode)
                  file_kind(mode));
 }
 
+/* The file a kernel path names: file:NAME is NAME (file:///a the path
+ * ///a), as libav and the README have it for every file we open; every
+ * kernel file named so failed as "cannot open: No such file or
+ * directory" (QA). */
+static const char *local_name(const char *path)
+{
+  return strncmp(path, "file:", 5) ? path : path + 5;
+}
+
 cf_status cf_io_check_file(const char *path)
 {
   struct stat st;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+  if (stat(local_name(path), &st) == 0 && !S_ISREG(st.st_mode))
     return not_regular(path, st.st_mode);
   return CF_OK;
 }
@@ -89,7 +98,7 @@ cf_status cf_io_open(const char *path, FILE **out)
   if (s != CF_OK)
     return s;
   /* O_NONBLOCK: a FIFO put there since the stat must not block open() */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = open(local_name(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return cf_fail(CF_E_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
