@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "av_lazy.h"
 
@@ -68,6 +69,12 @@ typedef struct audio_loader {
   /* a WAV whose codec wav_codec corrected: libav's stated length came
    * from the codec it took (check_wav_length checks the length) */
   bool recoded;
+  /* a chained Ogg file (walk_ogg): it states its last link's length */
+  bool chained;
+  /* the stream's decoder, and its last packet's time (chained: a link
+   * starts where it goes back) */
+  const AVCodec *codec;
+  int64_t last_pts;
   cf_io_taps *chan;   /* channels arrays */
 } audio_loader;
 
@@ -179,6 +186,29 @@ static cf_status no_audio(const audio_loader *a, int err)
   return av_fail(a, CF_E_FORMAT, "no decodable audio stream", err);
 }
 
+/* A decoder for the stream from its parameters, in a->dec (a fresh one
+ * where one was open): an AVERROR. */
+static int open_decoder(audio_loader *a)
+{
+  const AVStream *st = a->fmt->streams[a->stream];
+  cf_av->avcodec_free_context(&a->dec);
+  if (!(a->dec = cf_av->avcodec_alloc_context3(a->codec)))
+    return AVERROR(ENOMEM);
+  int err = cf_av->avcodec_parameters_to_context(a->dec, st->codecpar);
+  if (err < 0)
+    return err;
+  /* The decoder drops the priming and end padding the demuxer states
+   * (MP3's LAME delay, Opus's pre-skip, an MP4 edit list); without the
+   * packets' time base it wrote "Could not update timestamps for skipped
+   * samples" to stderr on every such load. Its other messages (a
+   * corrupt frame's) are demoted to verbose: the load's own error says
+   * what failed, and an embedding application's stderr is its own (the
+   * log callback is process-wide; this offset is the decoder's). */
+  a->dec->pkt_timebase = st->time_base;
+  a->dec->log_level_offset = AV_LOG_VERBOSE - AV_LOG_ERROR;
+  return cf_av->avcodec_open2(a->dec, a->codec, NULL);
+}
+
 static cf_status open_input(audio_loader *a)
 {
   /* a local name with a ':' ("ir:1.wav") is that file, where libav took
@@ -230,19 +260,10 @@ static cf_status open_input(audio_loader *a)
       return av_fail(a, CF_E_FORMAT, "no decoder for its samples",
                      AVERROR_DECODER_NOT_FOUND);
   }
-  if (!(a->dec = cf_av->avcodec_alloc_context3(codec)))
-    return av_fail(a, CF_E_NOMEM, "audio decoder", AVERROR(ENOMEM));
-  if ((err = cf_av->avcodec_parameters_to_context(a->dec, st->codecpar)) < 0)
-    return av_fail(a, CF_E_FORMAT, "audio decoder parameters", err);
-  /* The decoder drops the priming and end padding the demuxer states
-   * (MP3's LAME delay, Opus's pre-skip, an MP4 edit list); without the
-   * packets' time base it wrote "Could not update timestamps for skipped
-   * samples" to stderr on every such load. Its other messages (a
-   * corrupt frame's) are demoted to verbose: the load's own error says
-   * what failed, and an embedding application's stderr is its own (the
-   * log callback is process-wide; this offset is the decoder's). */
-  a->dec->pkt_timebase = st->time_base;
-  a->dec->log_level_offset = AV_LOG_VERBOSE - AV_LOG_ERROR;
+  a->codec = codec;
+  if ((err = open_decoder(a)) < 0)
+    return av_fail(a, err == AVERROR(ENOMEM) ? CF_E_NOMEM : CF_E_FORMAT,
+                   "cannot open the audio decoder", err);
   a->priming_stated = st->codecpar->initial_padding > 0;
   /* A lossy stream of a stated length (an MP4's edit list, an Ogg's last
    * granule) decodes to whole frames: the encoder's padding after the
@@ -253,8 +274,6 @@ static cf_status open_input(audio_loader *a)
       a->fmt->duration_estimation_method == AVFMT_DURATION_FROM_STREAM &&
       st->duration != AV_NOPTS_VALUE && st->duration > 0)
     a->end = st->duration; /* in samples at the first frame (take_frame) */
-  if ((err = cf_av->avcodec_open2(a->dec, codec, NULL)) < 0)
-    return av_fail(a, CF_E_FORMAT, "cannot open the audio decoder", err);
   if (!(a->pkt = cf_av->av_packet_alloc()) || !(a->frame = cf_av->av_frame_alloc()))
     return av_fail(a, CF_E_NOMEM, "audio frame", AVERROR(ENOMEM));
   return CF_OK;
@@ -533,6 +552,19 @@ static cf_status decode(audio_loader *a, const AVPacket *pkt)
   }
 }
 
+/* The last link's frames out of the decoder, and a fresh one for the
+ * next (from the stream's parameters, which libav's Ogg demuxer takes
+ * from the new link's headers). */
+static cf_status next_link(audio_loader *a)
+{
+  cf_status s = decode(a, NULL);
+  int err;
+  if (s == CF_OK && (err = open_decoder(a)) < 0)
+    s = av_fail(a, err == AVERROR(ENOMEM) ? CF_E_NOMEM : CF_E_FORMAT,
+                "cannot open the audio decoder for a chained link", err);
+  return s;
+}
+
 static cf_status decode_all(audio_loader *a)
 {
   cf_status s = CF_OK;
@@ -547,6 +579,15 @@ static cf_status decode_all(audio_loader *a)
                   "(after %lld samples)", a->path, (long long)a->pkt->pos,
                   (long long)a->decoded);
     else {
+      /* A chained Ogg file's next link starts over at time 0 where
+       * libav goes on with the same decoder, its state the last link's:
+       * the second link's direct sound came out at a tenth (0.04 for
+       * 0.40). The link decodes as the file of it alone does. */
+      if (a->chained && a->pkt->pts != AV_NOPTS_VALUE) {
+        if (a->last_pts != AV_NOPTS_VALUE && a->pkt->pts < a->last_pts)
+          s = next_link(a);
+        a->last_pts = a->pkt->pts;
+      }
       size_t size;
       uint8_t *skip = cf_av->av_packet_get_side_data(
           a->pkt, AV_PKT_DATA_SKIP_SAMPLES, &size);
@@ -567,12 +608,22 @@ static cf_status decode_all(audio_loader *a)
         }
         a->dropped += (int64_t)start + end;
       }
-      s = decode(a, a->pkt);
+      if (s == CF_OK)
+        s = decode(a, a->pkt);
     }
     cf_av->av_packet_unref(a->pkt);
   }
   if (s != CF_OK)
     return s;
+  /* libav 5.1 reads a chained Ogg file's links of its first link's
+   * codec only: Opus then Vorbis said "I/O error: reading audio:
+   * Invalid argument" */
+  if (err == AVERROR(EINVAL) && a->chained)
+    return cf_fail(CF_E_FORMAT, "%s: a chained Ogg file whose links "
+                   "change codec (after %lld samples of %s): libav reads "
+                   "links of one codec only", a->path, (long long)a->decoded,
+                   cf_av->avcodec_get_name(
+                       a->fmt->streams[a->stream]->codecpar->codec_id));
   if (err != AVERROR_EOF)
     return av_fail(a, CF_E_IO, "reading audio", err);
   return decode(a, NULL);
@@ -626,8 +677,21 @@ static int64_t stated_length(const audio_loader *a)
 {
   const AVStream *st = a->fmt->streams[a->stream];
   AVRational rate = {1, a->in_rate};
-  if (a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
+  if (a->fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM ||
+      a->chained)
     return 0;
+  /* A stream that starts after 0 (an Ogg Opus stream's first granule
+   * past its samples: a capture of a live stream, RFC 7845 4.3): libav
+   * 5.1 gives an Opus stream's last granule as its duration, a Vorbis
+   * one's less the start; an Opus capture 10 s in was refused as
+   * "truncated: the file states 501312 samples, 60000 decoded" (QA).
+   * Less the start it is the length, or less than it: never more. */
+  if (st->duration != AV_NOPTS_VALUE && st->duration > 0 &&
+      st->start_time != AV_NOPTS_VALUE && st->start_time > 0)
+    return st->duration > st->start_time
+               ? cf_av->av_rescale_q(st->duration - st->start_time,
+                                     st->time_base, rate)
+               : 0;
   if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
     return cf_av->av_rescale_q(st->duration, st->time_base, rate);
   if (a->fmt->nb_streams == 1 && a->fmt->duration != AV_NOPTS_VALUE &&
@@ -637,10 +701,17 @@ static int64_t stated_length(const audio_loader *a)
 }
 
 /* libav takes an Ogg file's length from its last whole page, so a file
- * cut short loaded as what was left (half an Opus IR, without a word).
- * A whole one's pages run to its end, each logical stream's last one
- * flagged end-of-stream. */
-static cf_status check_ogg_end(const audio_loader *a)
+ * cut short loaded as what was left (half an Opus IR, without a word):
+ * its pages are walked before decoding, each must lie whole in the file.
+ * A file that ends on a whole page without an end-of-stream flag loads:
+ * a recorder stopped without one (gst-launch-1.0 without -e, a stream
+ * dump) writes it so, and a whole file refused is worse than a file cut
+ * at a page boundary loaded. A chained file (links one after another,
+ * as `cat a.opus b.opus` makes it: a beginning-of-stream page after
+ * other pages) states only its last link's length, which cut the kernel
+ * there (a 60000-sample link and a 2000-sample one loaded as 2312 taps,
+ * QA): a->chained says so. */
+static cf_status walk_ogg(audio_loader *a)
 {
   if (strcmp(a->fmt->iformat->name, "ogg") != 0 || cf_av_is_url(a->path))
     return CF_OK;
@@ -650,14 +721,13 @@ static cf_status check_ogg_end(const audio_loader *a)
   if (s != CF_OK)
     return s;
   s = cf_io_size(a->path, f, &size);
-  enum { STREAMS = 16 };
-  uint32_t serial[STREAMS];
-  bool ended[STREAMS];
-  unsigned streams = 0;
+  bool others = false; /* a page that begins no stream seen */
   unsigned char h[27 + 255];
   while (s == CF_OK && at < size) {
-    size_t got = fseek(f, (long)at, SEEK_SET) == 0 ? fread(h, 1, 27, f) : 0;
-    if (memcmp(h, "OggS", got < 4 ? got : 4) != 0 || (got > 4 && h[4] != 0))
+    size_t got = fseeko(f, (off_t)at, SEEK_SET) == 0 ? fread(h, 1, 27, f)
+                                                      : 0;
+    if (got == 0 || memcmp(h, "OggS", got < 4 ? got : 4) != 0 ||
+        (got > 4 && h[4] != 0))
       break; /* no page where one should start: libav resyncs */
     size_t body = 0;
     bool whole = got == 27 && fread(h + 27, 1, h[26], f) == h[26];
@@ -669,24 +739,15 @@ static cf_status check_ogg_end(const audio_loader *a)
                   size);
       break;
     }
-    uint32_t id = h[14] | (uint32_t)h[15] << 8 | (uint32_t)h[16] << 16 |
-                  (uint32_t)h[17] << 24;
-    unsigned i = 0;
-    while (i < streams && serial[i] != id)
-      i++;
-    if (i == streams && streams < STREAMS) {
-      serial[streams] = id;
-      ended[streams++] = false;
-    }
-    if (i < streams)
-      ended[i] = ended[i] || (h[5] & 0x04);
+    if (h[5] & 0x02)
+      a->chained = a->chained || others;
+    else
+      others = true;
     at += 27 + h[26] + body;
   }
-  for (unsigned i = 0; s == CF_OK && at == size && i < streams; i++)
-    if (!ended[i])
-      s = cf_fail(CF_E_FORMAT, "%s: truncated: its Ogg stream %u ends "
-                  "without an end-of-stream page", a->path, (unsigned)serial[i]);
   fclose(f);
+  if (s == CF_OK && a->chained)
+    a->end = 0; /* the last link's length: decoded whole */
   return s;
 }
 
@@ -715,7 +776,7 @@ static cf_status check_complete(const audio_loader *a)
                    "dropped)", a->path, (long long)want,
                    (long long)a->decoded, (long long)a->dropped);
   }
-  return check_ogg_end(a);
+  return CF_OK;
 }
 
 static cf_status finish(audio_loader *a, cf_kernel **out)
@@ -819,10 +880,13 @@ CF_PUBLIC cf_status cf_kernel_load_audio(const char *path, unsigned rate,
   /* libav would open a FIFO blocking, and read a pipe's rest */
   if ((s = cf_io_check_file(path)) != CF_OK)
     return s;
-  audio_loader a = {.path = path, .out_rate = (int)rate};
+  audio_loader a = {.path = path, .out_rate = (int)rate,
+                   .last_pts = AV_NOPTS_VALUE};
   s = open_input(&a);
   if (s == CF_OK)
     s = check_wav_length(&a);
+  if (s == CF_OK)
+    s = walk_ogg(&a);
   if (s == CF_OK)
     s = decode_all(&a);
   if (s == CF_OK)
