@@ -2450,6 +2450,29 @@ static void test_file_prefix(void **state)
                "No such file");
 }
 
+/* A kernel given as a libav URL to cf_kernel_load_audio (cache:NAME
+ * here: no network needed) loads as the file does. A WAV failed as
+ * "cannot open: No such file or directory": its length check opened the
+ * URL as a path (Ogg and MP3 ones loaded). */
+static void test_audio_url(void **state)
+{
+  (void)state;
+  SKIP_WITHOUT_LIBAV();
+#ifdef CF_TEST_HAVE_LIBAV
+  size_t n = ref_rng_range(&rng, 1, 4000);
+  float **x = random_channels(1, n);
+  const char *path = fixture("url.wav");
+  write_audio(path, AV_CODEC_ID_PCM_F32LE, AV_SAMPLE_FMT_FLT, 48000, 1, x, n);
+  char url[4096];
+  snprintf(url, sizeof url, "cache:%s", path);
+  cf_kernel *k;
+  expect_ok(cf_kernel_load_audio(url, 0, &k), url);
+  expect_taps(k, 0, x[0], n, 0.0);
+  cf_kernel_free(k);
+  free_channels(x, 1);
+#endif
+}
+
 static void test_audio_missing(void **state)
 {
   (void)state;
@@ -2517,6 +2540,7 @@ int main(void)
       cmocka_unit_test(test_audio_ogg_whole),
       cmocka_unit_test(test_audio_no_audio),
       cmocka_unit_test(test_audio_decoded_limit),
+      cmocka_unit_test(test_audio_url),
       cmocka_unit_test(test_audio_missing),
   };
   check_filter_from_env();

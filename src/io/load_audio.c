@@ -636,7 +636,10 @@ static cf_status decode_all(audio_loader *a)
  * in their ds64 chunk). */
 static cf_status check_wav_length(audio_loader *a)
 {
-  if (strcmp(a->fmt->iformat->name, "wav") != 0)
+  /* not a URL's: the path is no file's (a WAV at http://... or
+   * cache:NAME failed as "cannot open: No such file or directory",
+   * where Ogg and MP3 ones load; QA) */
+  if (strcmp(a->fmt->iformat->name, "wav") != 0 || cf_av_is_url(a->path))
     return CF_OK;
   FILE *f;
   size_t size = 0, at = 12;
