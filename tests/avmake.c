@@ -102,7 +102,7 @@ void avmake_end(AVFormatContext *oc)
 }
 
 /* Sends fr (NULL flushes) and writes every packet that comes out. */
-static void encode_frame(AVCodecContext *enc, const AVFrame *fr,
+void avmake_encode_frame(AVCodecContext *enc, const AVFrame *fr,
                          AVFormatContext *oc, AVStream *st)
 {
   AVPacket *pkt = av_packet_alloc();
@@ -173,10 +173,10 @@ void avmake_encoded(const char *path, const char *encoder, int rate,
           ((float *)plane)[at_c] = v;
       }
     fr->pts = (int64_t)at;
-    encode_frame(enc, fr, oc, st);
+    avmake_encode_frame(enc, fr, oc, st);
     av_frame_unref(fr);
   }
-  encode_frame(enc, NULL, oc, st);
+  avmake_encode_frame(enc, NULL, oc, st);
   av_frame_free(&fr);
   avcodec_free_context(&enc);
   avmake_end(oc);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 
 /* An output of `format` at path; streams are added, then avmake_begin. */
@@ -24,6 +25,10 @@ void avmake_put(AVFormatContext *oc, const AVStream *st, const void *data,
                 size_t n, int64_t pts, int64_t dur, AVRational tb);
 /* Writes the trailer, closes the file, frees oc. */
 void avmake_end(AVFormatContext *oc);
+/* Sends fr to enc (NULL flushes) and writes every packet that comes out
+ * on st. */
+void avmake_encode_frame(AVCodecContext *enc, const AVFrame *fr,
+                         AVFormatContext *oc, AVStream *st);
 
 /* channels x[c][0..n) at rate, encoded with `encoder` (libav's name:
  * "aac", "libmp3lame", "libopus", "flac", ...) at 64 kb/s a channel from

@@ -1049,19 +1049,6 @@ static int16_t to_s16(float x)
   return (int16_t)(q > 32767 ? 32767 : q < -32768 ? -32768 : q);
 }
 
-static void encode(AVCodecContext *enc, const AVFrame *fr, AVFormatContext *oc,
-                   AVStream *st)
-{
-  AVPacket *pkt = av_packet_alloc();
-  assert_true(avcodec_send_frame(enc, fr) >= 0);
-  while (avcodec_receive_packet(enc, pkt) >= 0) {
-    av_packet_rescale_ts(pkt, enc->time_base, st->time_base);
-    pkt->stream_index = st->index;
-    assert_true(av_interleaved_write_frame(oc, pkt) >= 0);
-  }
-  av_packet_free(&pkt);
-}
-
 static void fill_frame(AVFrame *fr, float *const *x, size_t at)
 {
   int ch = fr->ch_layout.nb_channels;
@@ -1109,10 +1096,10 @@ static void write_audio(const char *path, enum AVCodecID id,
     assert_true(av_frame_get_buffer(fr, 0) >= 0);
     fill_frame(fr, x, at);
     fr->pts = (int64_t)at;
-    encode(enc, fr, oc, st);
+    avmake_encode_frame(enc, fr, oc, st);
     av_frame_unref(fr);
   }
-  encode(enc, NULL, oc, st);
+  avmake_encode_frame(enc, NULL, oc, st);
   assert_true(av_write_trailer(oc) >= 0);
   av_frame_free(&fr);
   avio_closep(&oc->pb);

@@ -632,6 +632,21 @@ static char *conv_taps_unshaped(GstElement *el, const GValue *v)
   return NULL;
 }
 
+/* A set the daemon refuses for el: key = value, why, and what el keeps
+ * (kept; NULL where the setting stays unset). */
+static void refused_keeping(GError **err, GstElement *el, const char *key,
+                            const char *value, const char *why,
+                            const char *kept)
+{
+  if (kept)
+    g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
+                GST_OBJECT_NAME(el), key, value, why, kept);
+  else
+    g_set_error(err, CFD_ERROR, 0,
+                "%s refused %s = %s (%s); %s stays unset, as it was",
+                GST_OBJECT_NAME(el), key, value, why, key);
+}
+
 /* Why our element el cannot load `file` as its kernel, or NULL (also for
  * other elements, and an unset file). Before its stream has caps, our
  * elements keep a file that does not load as their setting (negotiation
@@ -753,26 +768,14 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
       /* as set_checked says it (an unset kernel: the preset's or file's) */
       char *kept = gst_value_array_get_size(&was) ? gst_value_serialize(&was)
                                                   : NULL;
-      if (kept)
-        g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
-                    GST_OBJECT_NAME(el), key, value, unshaped, kept);
-      else
-        g_set_error(err, CFD_ERROR, 0,
-                    "%s refused %s = %s (%s); %s stays unset, as it was",
-                    GST_OBJECT_NAME(el), key, value, unshaped, key);
+      refused_keeping(err, el, key, value, unshaped, kept);
       g_free(kept);
       g_value_unset(&was);
     } else if (!strcmp(key, "kernel-file") && G_VALUE_HOLDS_STRING(&v) &&
                (unshaped = kernel_file_unloadable(el, g_value_get_string(&v)))) {
       char *was = NULL;
       g_object_get(el, "kernel-file", &was, NULL);
-      if (was && *was)
-        g_set_error(err, CFD_ERROR, 0, "%s refused %s = %s (%s) and keeps %s",
-                    GST_OBJECT_NAME(el), key, value, unshaped, was);
-      else
-        g_set_error(err, CFD_ERROR, 0,
-                    "%s refused %s = %s (%s); %s stays unset, as it was",
-                    GST_OBJECT_NAME(el), key, value, unshaped, key);
+      refused_keeping(err, el, key, value, unshaped, was && *was ? was : NULL);
       g_free(was);
     } else
       ok = set_checked(p, el, ps, &v, value, err);
