@@ -2152,6 +2152,12 @@ static void test_log_times(void **state)
   /* a zone of its own (no tzdata needed): the offset is read back */
   char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
   setenv("TZ", "CFT-5:30", 1);
+  /* GStreamer's debug lines too: stamped, and without colour codes in a
+   * log file */
+  char *gd = getenv("GST_DEBUG") ? strdup(getenv("GST_DEBUG")) : NULL;
+  setenv("GST_DEBUG", "cudaconvolve:4", 1);
+  unsetenv("GST_DEBUG_NO_COLOR");
+  unsetenv("GST_DEBUG_COLOR_MODE");
   static const struct {
     int journal;
     const char *opt;
@@ -2183,9 +2189,11 @@ static void test_log_times(void **state)
     double t1 = (double)tv.tv_sec + tv.tv_usec * 1e-6;
     char *log = slurp(r.log, NULL);
     CHECK(log && strstr(log, "cudafilterd: stopping") &&
-              strstr(log, "(cudafilterd:"),
-          "run %zu: the log lacks the daemon's or GLib's lines:\n%s", i,
-          log ? log : "");
+              strstr(log, "(cudafilterd:") && strstr(log, "cudaconvolve"),
+          "run %zu: the log lacks the daemon's, GLib's or GStreamer's "
+          "lines:\n%s", i, log ? log : "");
+    CHECK(!strchr(log, '\033'), "run %zu: colour codes in the log:\n%s", i,
+          log);
     int lines = 0;
     for (const char *p = log; *p;) {
       const char *e = strchr(p, '\n');
@@ -2212,6 +2220,11 @@ static void test_log_times(void **state)
   else
     unsetenv("TZ");
   free(tz);
+  if (gd)
+    setenv("GST_DEBUG", gd, 1);
+  else
+    unsetenv("GST_DEBUG");
+  free(gd);
 }
 
 /* Started with stdout and stderr closed (`cudafilterd ... >&- 2>&-`, a

@@ -1543,6 +1543,13 @@ int main(int argc, char **argv)
     g_unix_signal_add(SIGINT, on_term, &d);
   }
 #ifdef CFD_HAVE_GST
+  /* GStreamer's debug lines (GST_DEBUG) come in colour unless told
+   * otherwise, escape codes in a log file or the journal (QA); where
+   * stderr is no terminal they come plain, unless GST_DEBUG_NO_COLOR or
+   * GST_DEBUG_COLOR_MODE says how */
+  if (!isatty(STDERR_FILENO) && !g_getenv("GST_DEBUG_NO_COLOR") &&
+      !g_getenv("GST_DEBUG_COLOR_MODE"))
+    g_setenv("GST_DEBUG_COLOR_MODE", "off", FALSE);
   GError *ge = NULL;
   if (!gst_init_check(NULL, NULL, &ge)) {
     say("GStreamer: %s", ge ? ge->message : "cannot initialise");
