@@ -1902,6 +1902,30 @@ static GstPadProbeReturn answer_any_caps(GstPad *pad, GstPadProbeInfo *info,
   return GST_PAD_PROBE_HANDLED;
 }
 
+/* A case of w x h frames in format f, all components filtered by a
+ * random kernel, playing, one frame checked; the upstream events so far
+ * dropped and upstream answering caps queries as a converter (the probe
+ * on *sink, which the caller removes and unrefs). */
+static gulong start_components_all(gcase *c, ref_rng *r, const gfmt *f,
+                                   unsigned w, unsigned h, GstPad **sink)
+{
+  unsigned kh, kw;
+  cf_video_config_init(&c->cfg);
+  rand_ksides(r, w, h, 1, &kh, &kw);
+  kern_make(&c->k, r, 1, kh, kw, 0);
+  set_kernel(c->h->element, &c->k);
+  set_caps(c, f, w, h);
+  CHECK_OK(cf_components_from_string("all", f->cf, &c->cfg.components));
+  gcase_new_ref(c);
+  gst_harness_play(c->h);
+  push_check(c, r, 0, 0, "before");
+  while (gst_harness_upstream_events_in_queue(c->h))
+    gst_event_unref(gst_harness_pull_upstream_event(c->h));
+  *sink = gst_element_get_static_pad(c->h->element, "sink");
+  return gst_pad_add_probe(*sink, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
+                           answer_any_caps, NULL, NULL);
+}
+
 /* The same through GstHarness, with upstream answering caps queries as a
  * converter but renegotiating only when the test does: the element sends
  * a reconfigure event upstream; frames still in the old format, and new
@@ -1922,24 +1946,11 @@ static void test_components_interim(void **state)
     const gfmt *f = from[ref_rng_range(&r, 0, 3)],
                *to = &formats[ref_rng_range(&r, 2, 7)];
     const char *target = to_rgb[ref_rng_range(&r, 0, 3)];
-    unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+    unsigned w = rand_side(&r), h = rand_side(&r);
     set_case("interim %u: %s -> %s, components all -> %s: ", rep, f->gst,
              to->gst, target);
-    cf_video_config_init(&c.cfg);
-    rand_ksides(&r, w, h, 1, &kh, &kw);
-    kern_make(&c.k, &r, 1, kh, kw, 0);
-    set_kernel(c.h->element, &c.k);
-    set_caps(&c, f, w, h);
-    CHECK_OK(cf_components_from_string("all", f->cf, &c.cfg.components));
-    gcase_new_ref(&c);
-    gst_harness_play(c.h);
-    push_check(&c, &r, 0, 0, "before");
-
-    while (gst_harness_upstream_events_in_queue(c.h))
-      gst_event_unref(gst_harness_pull_upstream_event(c.h));
-    GstPad *sink = gst_element_get_static_pad(c.h->element, "sink");
-    gulong probe = gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
-                                     answer_any_caps, NULL, NULL);
+    GstPad *sink;
+    gulong probe = start_components_all(&c, &r, f, w, h, &sink);
     g_object_set(c.h->element, "components", target, NULL);
     int reconfigure = 0;
     GstEvent *ev;
@@ -2003,25 +2014,12 @@ static void test_components_changed_again(void **state)
                *to = &formats[ref_rng_range(&r, 2, 7)];
     const char *first = to_rgb[ref_rng_range(&r, 0, 3)],
                *then = to_yuv[ref_rng_range(&r, 0, 3)];
-    unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+    unsigned w = rand_side(&r), h = rand_side(&r);
     set_case("changed again %u: %s, components all -> %s -> %s, caps %s "
              "for the first: ",
              rep, f->gst, first, then, to->gst);
-    cf_video_config_init(&c.cfg);
-    rand_ksides(&r, w, h, 1, &kh, &kw);
-    kern_make(&c.k, &r, 1, kh, kw, 0);
-    set_kernel(c.h->element, &c.k);
-    set_caps(&c, f, w, h);
-    CHECK_OK(cf_components_from_string("all", f->cf, &c.cfg.components));
-    gcase_new_ref(&c);
-    gst_harness_play(c.h);
-    push_check(&c, &r, 0, 0, "before");
-
-    while (gst_harness_upstream_events_in_queue(c.h))
-      gst_event_unref(gst_harness_pull_upstream_event(c.h));
-    GstPad *sink = gst_element_get_static_pad(c.h->element, "sink");
-    gulong probe = gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
-                                     answer_any_caps, NULL, NULL);
+    GstPad *sink;
+    gulong probe = start_components_all(&c, &r, f, w, h, &sink);
     g_object_set(c.h->element, "components", first, NULL);
     g_object_set(c.h->element, "components", then, NULL);
     gchar *now = NULL;
