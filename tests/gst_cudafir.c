@@ -4627,6 +4627,115 @@ static void test_kernel_file_error_codes(void **state)
   }
 }
 
+/* A kernel file holding zeros only (an impulse response bounced or
+ * exported empty, a WAV or a text file, trim or not) is refused as a
+ * malformed one is, naming it: set before the stream, the start fails
+ * with an element error; set while streaming on a good kernel, a warning,
+ * the previous kernel filtering on. It muted the output without a word
+ * (QA). Explicit `kernel` taps of 0 are a mute meant: taken. */
+static void test_silent_kernel_file(void **state)
+{
+  (void)state;
+  const char *path = NULL;
+  for (int cs = 0; cs < 4; cs++) {
+    gboolean wav = cs % 2, streaming = cs / 2, trim = ref_rng_u64(&rng) % 2;
+    size_t len = ref_rng_range(&rng, 1, 3000);
+    unsigned ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    path = fixture(wav ? "silent-ir.wav" : "silent-ir.txt");
+    set_case("%s of %zu zeros, %u ch, trim %d, set %s", wav ? "WAV" : "text",
+             len, ch, trim, streaming ? "while streaming" : "before");
+    float *zeros = calloc(len * ch, sizeof *zeros);
+    assert_non_null(zeros);
+    if (wav) {
+      write_wav(path, zeros, len, ch, 48000);
+      cf_kernel *k = NULL;
+      cf_status st = cf_kernel_load(path, 48000, &k);
+      cf_kernel_free(k);
+      if (st == CF_E_UNAVAILABLE) { /* a build without libav */
+        print_message("skipped: WAV kernels: %s\n", cf_last_error());
+        unlink(path);
+        free(zeros);
+        continue;
+      }
+    } else {
+      FILE *f = fopen(path, "w");
+      CHECK(f, "%s: %s", path, strerror(errno));
+      for (size_t i = 0; i < len; i++)
+        fprintf(f, "%s0", i ? " " : "");
+      CHECK(fputs("\n", f) >= 0 && fclose(f) == 0, "%s: %s", path,
+            strerror(errno));
+    }
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    g_object_set(h->element, "trim", trim, NULL);
+    const float half = 0.5f;
+    if (streaming)
+      set_taps(h->element, &half, 1);
+    else
+      g_object_set(h->element, "kernel-file", path, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, ch, ch);
+    size_t n = 256;
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, 2 * n * ch);
+    GstFlowReturn r =
+        push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ch, 48000, 0, TRUE);
+    if (!streaming) {
+      CHECK(r != GST_FLOW_OK, "a stream ran on a silent kernel-file");
+      CHECK(bus_has_detail(bus, GST_MESSAGE_ERROR, path, "silent"),
+            "no element error naming %s and saying it is silent", path);
+    } else {
+      CHECK(r == GST_FLOW_OK, "push on <0.5> failed");
+      g_object_set(h->element, "kernel-file", path, NULL);
+      CHECK(bus_has_detail(bus, GST_MESSAGE_WARNING, path, "silent"),
+            "no warning naming %s and saying it is silent", path);
+      gchar *kf = NULL;
+      g_object_get(h->element, "kernel-file", &kf, NULL);
+      CHECK(kf == NULL, "kernel-file reads back %s after it was refused", kf);
+      g_free(kf);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, n, n, ch, 48000, 0,
+                        FALSE) == GST_FLOW_OK,
+            "push after the refusal failed");
+      size_t got = 0;
+      GstBuffer *o;
+      while ((o = gst_harness_try_pull(h))) {
+        GstMapInfo m;
+        assert_true(gst_buffer_map(o, &m, GST_MAP_READ));
+        for (size_t i = 0; i < m.size / sizeof(float); i++, got++) {
+          float y;
+          memcpy(&y, m.data + i * sizeof y, sizeof y);
+          CHECK(y == 0.5f * x[got], "sample %zu: %g, expected %g (<0.5>)", got,
+                y, 0.5f * x[got]);
+        }
+        gst_buffer_unmap(o, &m);
+        gst_buffer_unref(o);
+      }
+      CHECK(got == 2 * n * ch, "%zu samples out of %zu", got, 2 * n * ch);
+    }
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+    unlink(path);
+    free(x);
+    free(zeros);
+  }
+  /* kernel=<0, 0, 0>: taken, the output silence */
+  set_case("kernel of zeros");
+  static const float z[3] = {0};
+  GstHarness *h = new_fir();
+  set_taps(h->element, z, 3);
+  set_caps(h, GST_AUDIO_FORMAT_S16LE, 48000, 1, 1);
+  float *x = random_input(GST_AUDIO_FORMAT_S16LE, 100);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_S16LE, x, 0, 100, 1, 48000, 0, TRUE) ==
+            GST_FLOW_OK,
+        "kernel=<0, 0, 0> refused");
+  GstBuffer *o = gst_harness_pull(h);
+  CHECK(o && gst_buffer_memcmp(o, 0, (gint16[100]){0}, 200) == 0,
+        "kernel=<0, 0, 0>: the output is not silence");
+  gst_buffer_unref(o);
+  gst_harness_teardown(h);
+  free(x);
+}
+
 /* An element error or warning on the element's bus naming `needle`. */
 static void count_notify(GObject *obj, GParamSpec *pspec, gpointer data)
 {
@@ -5391,6 +5500,7 @@ int main(void)
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_number_types),
       cmocka_unit_test(test_kernel_file_error_codes),
+      cmocka_unit_test(test_silent_kernel_file),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_timestamp_rounding),
       cmocka_unit_test(test_timestamps_from_later_buffer),
