@@ -86,9 +86,11 @@
  * the partial frame waits for the rest of its bytes.
  *
  * The engine works in float32, 24 bits of precision, whatever the format:
- * F32LE and S16LE pass an identity kernel bit for bit, but S32LE and
- * F64LE samples are rounded to float32 on the way in (S32LE beyond
- * |x| = 2^24 by up to 64 LSB; F64LE within a relative 2^-24, 6e-8).
+ * F32LE and S16LE pass an identity kernel bit for bit (F32LE's
+ * denormals, below 1.2e-38, excepted: the CPU backend flushes them to 0
+ * on x86, engine.h), but S32LE and F64LE samples are rounded to float32
+ * on the way in (S32LE beyond |x| = 2^24 by up to 64 LSB; F64LE within a
+ * relative 2^-24, 6e-8, where float32 reaches: from 1.2e-38 to 3.4e38).
  *
  * The kernel comes from `kernel` (one kernel for every channel) or
  * `kernel-file`: a WAV/FLAC/any audio file libav decodes (resampled to
