@@ -809,8 +809,12 @@ static void check_finite(GstCudaFir *self, const float *x, size_t n)
   frame_where(self, frame, where, sizeof where);
   GST_ELEMENT_WARNING(
       self, STREAM, FORMAT,
-      ("cudafir: the input holds %s at %s (channel %zu)",
-       isnan(x[at]) ? "NaN" : "infinity", where, at % self->cin),
+      ("cudafir: the input holds %s at %s (channel %zu)%s",
+       isnan(x[at]) ? "NaN" : "infinity", where, at % self->cin,
+       /* a finite double past FLT_MAX is infinite once in float32 */
+       !isnan(x[at]) && self->format == GST_AUDIO_FORMAT_F64LE
+           ? ", or a value beyond float32's range (3.4e38)"
+           : ""),
       ("frame %" G_GUINT64_FORMAT " since the last restart; the outputs it "
        "reaches are not finite (on the FFT paths its whole block's, up to "
        "block-size frames before it); said once until a flush",

@@ -4736,6 +4736,30 @@ static void test_silent_kernel_file(void **state)
   free(x);
 }
 
+/* An F64LE sample finite as a double but past float32's 3.4e38 is
+ * infinite in the engine: the warning said "the input holds infinity"
+ * of a finite 1e39 (QA); it now says it may be a value beyond float32's
+ * range. */
+static void test_f64_beyond_float(void **state)
+{
+  (void)state;
+  double big = ref_rng_range(&rng, 0, 1) ? 1e39 : -3.5e38;
+  set_case("F64LE sample %g", big);
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  set_caps(h, GST_AUDIO_FORMAT_F64LE, 48000, 1, 1);
+  double x[4] = {0.5, big, 1e-3, 0.25};
+  GstBuffer *b = gst_buffer_new_memdup(x, sizeof x);
+  GST_BUFFER_PTS(b) = 0;
+  CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "push");
+  CHECK(bus_has(bus, GST_MESSAGE_WARNING, "beyond float32's range"),
+        "no warning saying %g is beyond float32's range", big);
+  gst_element_set_bus(h->element, NULL);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 /* An element error or warning on the element's bus naming `needle`. */
 static void count_notify(GObject *obj, GParamSpec *pspec, gpointer data)
 {
@@ -5501,6 +5525,7 @@ int main(void)
       cmocka_unit_test(test_kernel_number_types),
       cmocka_unit_test(test_kernel_file_error_codes),
       cmocka_unit_test(test_silent_kernel_file),
+      cmocka_unit_test(test_f64_beyond_float),
       cmocka_unit_test(test_timestamp_moves),
       cmocka_unit_test(test_timestamp_rounding),
       cmocka_unit_test(test_timestamps_from_later_buffer),
