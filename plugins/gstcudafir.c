@@ -585,20 +585,6 @@ static cf_status file_taps(kernel_params *p, unsigned rate, cf_kernel **out)
   return CF_OK;
 }
 
-/* Whether every tap of every kernel of k is 0. */
-static gboolean kernel_silent(const cf_kernel *k)
-{
-  unsigned n = cf_kernel_count(k);
-  for (unsigned i = 0; i < n; i++) {
-    size_t len;
-    const float *t = cf_kernel_taps(k, i, &len);
-    for (size_t j = 0; j < len; j++)
-      if (t[j] != 0.0f)
-        return FALSE;
-  }
-  return TRUE;
-}
-
 /* The kernel set the properties p describe, for a stream of `channels` at
  * `rate` (0, 0: for validation and caps before the stream is known).
  * May read the file (file_taps): call it without the object lock, with
@@ -622,12 +608,6 @@ static cf_kernel *build_kernel(kernel_params *p, unsigned rate,
   }
   if (s != CF_OK && !p->file)
     fir_engine_error(s);
-  /* an impulse response of zeros only (a bounce or export that came out
-   * empty) would mute the stream without a word; explicit `kernel` taps
-   * of 0 are taken: a mute meant */
-  if (s == CF_OK && p->file && kernel_silent(k))
-    s = fir_fail("%s is silent: every tap is 0, which would make the "
-                 "output silence", p->file);
   if (s == CF_OK && p->trim && (s = trim_kernel(&k)) != CF_OK)
     fir_engine_error(s);
   if (s == CF_OK)

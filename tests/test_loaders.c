@@ -2437,6 +2437,60 @@ static void test_file_prefix(void **state)
                "No such file");
 }
 
+/* A file of zeros only (an impulse response exported empty) is refused
+ * by cf_kernel_load in every format, naming it; one tap not 0, anywhere,
+ * and it loads. Text, .npy (per-channel) and a 16-bit WAV. */
+static void test_silent_file(void **state)
+{
+  (void)state;
+  for (unsigned c = 0; c < 12; c++) {
+    unsigned kind = c % 3, ch = 1 + (unsigned)ref_rng_range(&rng, 0, 3);
+    size_t n = ref_rng_range(&rng, 1, 300), all = kind == 0 ? n : n * ch;
+    /* the one tap that is not 0 in the odd cases (text: one channel) */
+    size_t hot = c & 1 ? ref_rng_range(&rng, 0, all - 1) : SIZE_MAX;
+    char name[32];
+    snprintf(name, sizeof name, "silent-%u.%s", c,
+             kind == 0 ? "txt" : kind == 1 ? "npy" : "wav");
+    const char *path = fixture(name);
+    if (kind == 0) {
+      FILE *f = fopen(path, "w");
+      assert_non_null(f);
+      for (size_t i = 0; i < n; i++)
+        fputs(i == hot ? "0.25 " : ref_rng_range(&rng, 0, 1) ? "-0.0\n" : "0, ",
+              f);
+      fclose(f);
+    } else if (kind == 1) {
+      npy_spec sp = {2, {ch, n, 0}, c & 2 ? 8 : 4, '<', 0, 1};
+      double *v = calloc(n * ch, sizeof *v);
+      if (hot != SIZE_MAX)
+        v[hot] = -1e-3;
+      write_npy(path, &sp, v);
+      free(v);
+    } else {
+#ifdef CF_TEST_HAVE_LIBAV
+      int16_t *x = calloc(n * ch, sizeof *x);
+      if (hot != SIZE_MAX)
+        x[hot] = 1;
+      write_wav(path, ch, 48000, x, n);
+      free(x);
+#else
+      continue;
+#endif
+    }
+    cf_kernel *k = NULL;
+    cf_status s = cf_kernel_load(path, 0, &k);
+    if (hot == SIZE_MAX) {
+      expect_error(s, &k, CF_E_FORMAT, path, "is silent: every tap is 0");
+    } else {
+      if (s != CF_OK)
+        print_error("%s (tap %zu of %zu not 0): %s\n", path, hot, all,
+                    cf_last_error());
+      assert_int_equal(s, CF_OK);
+      cf_kernel_free(k);
+    }
+  }
+}
+
 /* A kernel given as a libav URL to cf_kernel_load_audio (cache:NAME
  * here: no network needed) loads as the file does. A WAV failed as
  * "cannot open: No such file or directory": its length check opened the
@@ -2490,6 +2544,7 @@ int main(void)
       cmocka_unit_test(test_text_nonfinite),
       cmocka_unit_test(test_text_decimal_comma),
       cmocka_unit_test(test_text_empty),
+      cmocka_unit_test(test_silent_file),
       cmocka_unit_test(test_text_nul),
       cmocka_unit_test(test_text_endless),
       cmocka_unit_test(test_text_stray_byte),

@@ -102,6 +102,8 @@ size_t cf_kernel_max_len(const cf_kernel *k);
  *    A file that decodes short of its stated length (beyond a lossy
  *    codec's priming, padding and two frames), or an Ogg file whose
  *    last page is cut or missing, is truncated (CF_E_FORMAT).
+ * A file whose every tap is 0 is refused (CF_E_FORMAT, "is silent"): it
+ * would mute a stream without a word; cf_kernel_new takes zeros.
  * Errors name the file, the position (byte, line:column or tap) and the
  * problem: truncated data, NaN/Inf, absurd sizes, unsupported dtype. */
 cf_status cf_kernel_load(const char *path, unsigned rate, cf_kernel **out);

@@ -250,8 +250,29 @@ cf_status cf_io_text_as_npy(const char *path, cf_status s)
                  "magic at byte 0); read as text: %s", path, text);
 }
 
-CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
-                                   cf_kernel **out)
+/* A file whose every tap is 0 (an impulse response bounced or exported
+ * empty, a wrong file) would mute every stream it is set on without a
+ * word: refused, naming it. Taps of 0 given as such (cf_kernel_new) are
+ * a mute meant, and taken. */
+static cf_status refuse_silent(const char *path, cf_status s, cf_kernel **out)
+{
+  if (s != CF_OK)
+    return s;
+  unsigned n = cf_kernel_count(*out);
+  for (unsigned i = 0; i < n; i++) {
+    size_t len;
+    const float *t = cf_kernel_taps(*out, i, &len);
+    for (size_t j = 0; j < len; j++)
+      if (t[j] != 0.0f)
+        return CF_OK;
+  }
+  cf_kernel_free(*out);
+  *out = NULL;
+  return cf_fail(CF_E_FORMAT, "%s is silent: every tap is 0, which would "
+                 "make the output silence", path);
+}
+
+static cf_status kernel_load(const char *path, unsigned rate, cf_kernel **out)
 {
   cf_status s = cf_io_check_args(path, out);
   cf_io_kind kind;
@@ -273,4 +294,10 @@ CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
       (s == CF_E_FORMAT || s == CF_E_UNAVAILABLE))
     return cf_io_text_as_npy(path, cf_kernel_load_text(path, out));
   return s;
+}
+
+CF_PUBLIC cf_status cf_kernel_load(const char *path, unsigned rate,
+                                   cf_kernel **out)
+{
+  return refuse_silent(path, kernel_load(path, rate, out), out);
 }
