@@ -2513,10 +2513,52 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
   refused_here = FALSE;
 }
 
+/* block-size, backend, device-id, pipeline-depth and threads shape the
+ * engine built for the stream: set while it runs (GObject does not hold
+ * to their MUTABLE_READY flag; a harness or an application sets them in
+ * PLAYING) they were stored and read back, while the running engine went
+ * on with the old ones until a caps change rebuilt it (QA: pipeline-depth
+ * set while PLAYING, the latency unchanged). Refused once the engine is
+ * made; before (NULL, READY, or running without caps yet) taken, for the
+ * engine about to be made. The same value is no change. Call with
+ * kernel_lock held (build_engine reads them and makes the engine under
+ * it). */
+static gboolean refused_ready_only(GstCudaFir *self, GParamSpec *pspec,
+                                   const GValue *value)
+{
+  GValue now = G_VALUE_INIT;
+  g_value_init(&now, G_PARAM_SPEC_VALUE_TYPE(pspec));
+  g_object_get_property(G_OBJECT(self), pspec->name, &now);
+  gboolean same = g_param_values_cmp(pspec, value, &now) == 0;
+  GST_OBJECT_LOCK(self);
+  gboolean running = self->engine != NULL;
+  GST_OBJECT_UNLOCK(self);
+  gboolean refused = running && !same;
+  if (refused) {
+    gchar *was = g_strdup_value_contents(&now);
+    fir_fail("%s cannot change while a stream runs (the engine was built "
+             "with it at the stream's start): set it in NULL or READY; it "
+             "stays %s",
+             pspec->name, was);
+    g_free(was);
+    refuse(self, pspec->name);
+  }
+  g_value_unset(&now);
+  return refused;
+}
+
 static void set_property_body(GObject *obj, guint id, const GValue *value,
                               GParamSpec *pspec)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
+  gboolean ready_only = (pspec->flags & GST_PARAM_MUTABLE_READY) != 0;
+  if (ready_only) {
+    g_mutex_lock(&self->kernel_lock);
+    if (refused_ready_only(self, pspec, value)) {
+      g_mutex_unlock(&self->kernel_lock);
+      return;
+    }
+  }
   switch (id) {
   case PROP_KERNEL:
   case PROP_KERNEL_FILE:
@@ -2558,6 +2600,8 @@ static void set_property_body(GObject *obj, guint id, const GValue *value,
     G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
+  if (ready_only)
+    g_mutex_unlock(&self->kernel_lock);
 }
 
 static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,

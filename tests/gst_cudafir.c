@@ -4832,6 +4832,100 @@ static void test_refused_no_notify(void **state)
   gst_harness_teardown(h);
 }
 
+/* block-size, pipeline-depth, threads, backend and device-id shape the
+ * engine made at the stream's caps: set while it runs they were stored
+ * and read back, the engine going on with the old ones (the latency
+ * unchanged: QA). Refused there with a warning naming the property, no
+ * notify, the value and the latency kept and the stream going on; the
+ * same value is no change; set before the caps (PLAYING, no engine yet)
+ * or back in READY they are taken. */
+static void test_ready_only_running(void **state)
+{
+  (void)state;
+  static const guint blocks[] = {64, 256, 1000};
+  for (unsigned rep = 0; rep < 3; rep++) {
+    guint b1 = blocks[ref_rng_range(&rng, 0, 2)];
+    set_case("engine-shaping properties while streaming, block %u (#%u)", b1,
+             rep);
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    float taps[700];
+    size_t len = ref_rng_range(&rng, 600, 700); /* the FFT path */
+    for (size_t i = 0; i < len; i++)
+      taps[i] = (float)ref_rng_sym(&rng) / 16;
+    set_taps(h->element, taps, len);
+    g_object_set(h->element, "block-size", b1, NULL); /* PLAYING, no caps */
+    CHECK(!bus_has(bus, GST_MESSAGE_WARNING, ""),
+          "block-size set before the caps was refused");
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, 48000, 1, 1);
+    float x[512 * 6]; /* a buffer before the sets and one after each */
+    ref_rng_fill(&rng, x, G_N_ELEMENTS(x));
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 512, 1, 48000, 0,
+                      TRUE) == GST_FLOW_OK, "push");
+    guint64 lat0, lat1;
+    g_object_get(h->element, "latency", &lat0, NULL);
+    static const char *const props[] = {"block-size", "pipeline-depth",
+                                        "threads", "device-id", "backend"};
+    for (unsigned i = 0; i < G_N_ELEMENTS(props); i++) {
+      const char *prop = props[i];
+      int n = 0;
+      gchar *sig = g_strdup_printf("notify::%s", prop);
+      gulong id = g_signal_connect(h->element, sig, G_CALLBACK(count_notify),
+                                   &n);
+      g_free(sig);
+      GValue was = G_VALUE_INIT, now = G_VALUE_INIT;
+      GParamSpec *ps =
+          g_object_class_find_property(G_OBJECT_GET_CLASS(h->element), prop);
+      g_value_init(&was, ps->value_type);
+      g_value_init(&now, ps->value_type);
+      g_object_get_property(G_OBJECT(h->element), prop, &was);
+      /* the same value: no change, no warning */
+      g_object_set_property(G_OBJECT(h->element), prop, &was);
+      CHECK(!bus_has(bus, GST_MESSAGE_WARNING, ""),
+            "%s set to its own value was refused", prop);
+      const char *other = !strcmp(prop, "block-size")       ? "2048"
+                          : !strcmp(prop, "pipeline-depth") ? "2"
+                          : !strcmp(prop, "threads")        ? "3"
+                          : !strcmp(prop, "device-id")      ? "1"
+                          : !strcmp(backend, "cpu")         ? "auto"
+                                                            : "cpu";
+      gst_util_set_object_arg(G_OBJECT(h->element), prop, other);
+      CHECK(bus_has_detail(bus, GST_MESSAGE_WARNING, prop,
+                           "cannot change while a stream runs"),
+            "%s=%s set while streaming was not refused", prop, other);
+      g_object_get_property(G_OBJECT(h->element), prop, &now);
+      CHECK(g_param_values_cmp(ps, &was, &now) == 0,
+            "%s read back another value than the engine's after a refused "
+            "set", prop);
+      CHECK(n == 1, "%s: %d notifies for a set to the same value and a "
+            "refused one, want 1 (GObject's for the first)", prop, n);
+      g_signal_handler_disconnect(h->element, id);
+      g_value_unset(&was);
+      g_value_unset(&now);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 512 * (i + 1), 512, 1,
+                        48000, 0, FALSE) == GST_FLOW_OK,
+            "the stream stopped after a refused %s", prop);
+    }
+    g_object_get(h->element, "latency", &lat1, NULL);
+    CHECK(lat1 == lat0, "latency %" G_GUINT64_FORMAT " ns, was %"
+          G_GUINT64_FORMAT, lat1, lat0);
+    /* back in READY: taken, for the next stream */
+    CHECK(gst_element_set_state(h->element, GST_STATE_READY) ==
+              GST_STATE_CHANGE_SUCCESS, "to READY");
+    g_object_set(h->element, "block-size", 2048u, "pipeline-depth", 1u, NULL);
+    guint bs, depth;
+    g_object_get(h->element, "block-size", &bs, "pipeline-depth", &depth,
+                 NULL);
+    CHECK(bs == 2048 && depth == 1 && !bus_has(bus, GST_MESSAGE_WARNING, ""),
+          "block-size %u, pipeline-depth %u set in READY: not taken", bs,
+          depth);
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5548,6 +5642,7 @@ int main(void)
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_refused_no_notify),
+      cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
       cmocka_unit_test(test_nonfinite_input),
       cmocka_unit_test(test_overflow_output),
