@@ -4923,6 +4923,48 @@ static void test_file_video_interlaced(void **state)
   free(k.taps);
 }
 
+/* A config that is no regular file, or too large, is refused at once
+ * with what it is (QA: a FIFO waited for ever for a writer, /dev/zero
+ * took memory until there was none, a large file was read whole). */
+static void test_config_file_kinds(void **state)
+{
+  (void)state;
+  char fifo[600], big[600], args[1400];
+  snprintf(fifo, sizeof fifo, "%s", fixture("fifo.conf"));
+  snprintf(big, sizeof big, "%s", fixture("big.conf"));
+  unlink(fifo);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno));
+  /* 17 MB, sparse: read whole (no limit), it ended "a NUL byte" */
+  int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0 && ftruncate(fd, 17 << 20) == 0, "%s: %s", big,
+        strerror(errno));
+  close(fd);
+  const struct {
+    const char *path, *words;
+  } cases[] = {
+      {fifo, "not a config file but a FIFO"},
+      {"/dev/null", "not a config file but a character device"},
+      {tmp_dir, "not a config file but a directory"},
+      {big, "larger than a config may be (16 MiB"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    set_case("config %s", cases[i].path);
+    /* (`timeout`: without the check, the FIFO's open never returns) */
+    snprintf(args, sizeof args, "2 %s --check -c %s", daemon_bin,
+             cases[i].path);
+    double t0 = now_s();
+    char *msg;
+    int st = run_captured("timeout", args, &msg);
+    CHECK(st == 2 && msg && strstr(msg, cases[i].words) &&
+              strstr(msg, cases[i].path) && now_s() - t0 < 1.5,
+          "--check exited %d after %.2f s: %s", st, now_s() - t0,
+          msg ? msg : "");
+    free(msg);
+  }
+  unlink(fifo);
+  unlink(big);
+}
+
 int main(void)
 {
   daemon_bin = getenv("CF_DAEMON");
@@ -4989,6 +5031,7 @@ int main(void)
       cmocka_unit_test_teardown(test_restart_in_background, kill_left),
       cmocka_unit_test_teardown(test_reload_probes_once, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
+      cmocka_unit_test_teardown(test_config_file_kinds, kill_left),
       cmocka_unit_test(test_percentiles),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

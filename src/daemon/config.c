@@ -5,6 +5,7 @@
 #include "cfd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -995,14 +996,87 @@ static size_t first_bad_line(const char *text, gsize len)
   return hi;
 }
 
+/* The largest config file read (an inline kernel of a million taps
+ * fits). */
+#define CFD_CONFIG_MAX (16u << 20)
+
+/* What a path that is not a regular file is, for its message. */
+static const char *file_kind(mode_t mode)
+{
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a FIFO or a pipe"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+/* The config's bytes (NUL-terminated, as g_file_get_contents gives
+ * them): a regular file of at most CFD_CONFIG_MAX bytes. QA: a FIFO as
+ * the config (or a reload's) waited for ever for a writer, /dev/zero or
+ * /dev/urandom took memory until the machine had none, a 3 GB file was
+ * read whole (3 GB, 14 s) to say "a NUL byte". */
+static bool read_config(const char *path, char **text, gsize *len,
+                        GError **err)
+{
+  /* O_NONBLOCK: the open of a FIFO with no writer returns at once */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    g_set_error(err, CFD_ERROR, 0, "%s: cannot open: %s", path,
+                g_strerror(errno));
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    g_set_error(err, CFD_ERROR, 0, "%s: not a config file but %s", path,
+                file_kind(st.st_mode));
+    close(fd);
+    return false;
+  }
+  GString *b = g_string_sized_new(st.st_size > 0 && st.st_size <= CFD_CONFIG_MAX
+                                      ? (gsize)st.st_size + 1
+                                      : 4096);
+  char buf[65536];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      g_set_error(err, CFD_ERROR, 0, "%s: read error: %s", path,
+                  g_strerror(errno));
+      break;
+    }
+    if (r == 0) {
+      close(fd);
+      *len = b->len;
+      *text = g_string_free(b, FALSE);
+      return true;
+    }
+    /* (a file that grows while read stops here too) */
+    if (b->len + (gsize)r > CFD_CONFIG_MAX) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "%s: larger than a config may be (%u MiB; a kernel that "
+                  "long: kernel-file)",
+                  path, CFD_CONFIG_MAX >> 20);
+      break;
+    }
+    g_string_append_len(b, buf, r);
+  }
+  close(fd);
+  g_string_free(b, TRUE);
+  return false;
+}
+
 cfd_config *cfd_config_load(const char *path, const GPtrArray *known,
                             GError **err)
 {
-  GKeyFile *kf = g_key_file_new();
-  GError *e = NULL;
   char *text = NULL;
   gsize len = 0;
-  bool read = g_file_get_contents(path, &text, &len, &e);
+  if (!read_config(path, &text, &len, err))
+    return NULL;
+  GKeyFile *kf = g_key_file_new();
+  GError *e = NULL;
+  bool read = true;
   /* a UTF-8 byte order mark (some editors write one) is skipped, as in
    * kernel text files: GKeyFile refused the first line, the mark
    * invisible in its message */
