@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -49,6 +50,7 @@ static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
+static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 /* JOURNAL_STREAM for the next start: 0 none, 1 the log's own file (as
  * systemd sets it), 2 another file's */
 static int journal_stream;
@@ -139,6 +141,11 @@ static int start_daemon(running *r, const char *conf)
     setenv("HOME", tmp_dir, 1);
     unsetenv("XDG_RUNTIME_DIR");
     setenv("JACK_NO_START_SERVER", "1", 1);
+    if (nofile_limit) {
+      struct rlimit rl = {nofile_limit, nofile_limit};
+      if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        _exit(126);
+    }
     if (fake_device)
       setenv("CF_TEST_FAKE_DEVICE", fake_device, 1);
     unsetenv("JOURNAL_STREAM");
@@ -4923,6 +4930,63 @@ static void test_file_video_interlaced(void **state)
   free(k.taps);
 }
 
+/* Clients that connect and send nothing hold no one up for long, and a
+ * daemon short of descriptors says so once (QA: at ulimit -n 40, 40 idle
+ * clients made accept() fail with EMFILE in a loop at full CPU, 230,000
+ * log lines in 5 s, and `status` waited 5 s; 200 idle clients held it
+ * 10 s at any limit). */
+static void test_control_crowd(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  float x[2 * 400];
+  ref_rng_fill(&rng, x, 2 * 400);
+  write_wav(fixture("crowd.wav"), W_F32, 8000, 2, x, 400);
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("crowd.conf"));
+  write_text(conf, "[stream s]\ntype = file\ninput = crowd.wav\noutput = "
+                   "crowd-out.wav\nkernel = 0.5, 0.25\n");
+  running r;
+  nofile_limit = 40; /* a quarter for clients: 10 */
+  int rc = start_daemon(&r, conf);
+  nofile_limit = 0;
+  if (rc)
+    print_log(&r);
+  CHECK(rc == 0, "cudafilterd exited with %d", rc);
+  wait_state(&r, "s", "finished");
+  enum { IDLE = 40 };
+  int idle[IDLE];
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+  for (int i = 0; i < IDLE; i++) {
+    idle[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(idle[i] >= 0 &&
+              connect(idle[i], (struct sockaddr *)&a, sizeof a) == 0,
+          "idle client %d: %s", i, strerror(errno));
+  }
+  double t0 = now_s();
+  char *ans = ctl(&r, "status s");
+  double took = now_s() - t0;
+  CHECK(answer_ok(ans) && took < 2.5,
+        "status behind %d idle clients: %.2f s: %s", IDLE, took, ans);
+  free(ans);
+  /* the first, silent longest, made room, and was told why */
+  struct timeval tv = {.tv_sec = 2};
+  setsockopt(idle[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char got[256] = "";
+  ssize_t k = read(idle[0], got, sizeof got - 1);
+  CHECK(k > 0 && strstr(got, "error: too many clients at once"),
+        "the first idle client read %zd: %s", k, got);
+  for (int i = 0; i < IDLE; i++)
+    close(idle[i]);
+  char *log = slurp(r.log, NULL);
+  int lines = count_in(log ? log : "", "control socket:");
+  CHECK(lines <= 1, "%d 'control socket:' lines in the log", lines);
+  free(log);
+  stop_daemon(&r);
+}
+
 /* A config that is no regular file, or too large, is refused at once
  * with what it is (QA: a FIFO waited for ever for a writer, /dev/zero
  * took memory until there was none, a large file was read whole). */
@@ -5032,6 +5096,7 @@ int main(void)
       cmocka_unit_test_teardown(test_reload_probes_once, kill_left),
       cmocka_unit_test_teardown(test_control, kill_left),
       cmocka_unit_test_teardown(test_config_file_kinds, kill_left),
+      cmocka_unit_test_teardown(test_control_crowd, kill_left),
       cmocka_unit_test(test_percentiles),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */
