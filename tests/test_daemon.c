@@ -8,6 +8,7 @@
  * PCM through a FIFO, written a half at a time. */
 #define _GNU_SOURCE /* F_SETPIPE_SZ */
 #include <cudafilter/version.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -51,6 +52,7 @@ static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
+static const char *sock_path;   /* the next start's socket; NULL: ctl.sock */
 /* JOURNAL_STREAM for the next start: 0 none, 1 the log's own file (as
  * systemd sets it), 2 another file's */
 static int journal_stream;
@@ -122,7 +124,8 @@ static void write_asoundrc(const char *in, const char *out)
  * status (+1000 for a signal) when it ended first. */
 static int start_daemon(running *r, const char *conf)
 {
-  snprintf(r->sock, sizeof r->sock, "%s", fixture("ctl.sock"));
+  snprintf(r->sock, sizeof r->sock, "%s",
+           sock_path ? sock_path : fixture("ctl.sock"));
   snprintf(r->log, sizeof r->log, "%s", fixture("daemon.log"));
   unlink(r->sock);
   r->pid = fork();
@@ -4930,6 +4933,56 @@ static void test_file_video_interlaced(void **state)
   free(k.taps);
 }
 
+/* A socket path as long as sun_path takes (107 bytes) is bound, and
+ * nothing is left of it once stopped (QA: the temporary name
+ * "PATH.PID" did not fit, GLib cut it to PATH's length: "chmod
+ * PATH.PID: No such file or directory", exit 1, a socket file left; so
+ * for any path over 107 less the PID's digits and a point). */
+static void test_socket_long_path(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  float x[2 * 400];
+  ref_rng_fill(&rng, x, 2 * 400);
+  write_wav(fixture("lp.wav"), W_F32, 8000, 2, x, 400);
+  char conf[600], dir[600], sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  snprintf(conf, sizeof conf, "%s", fixture("lp.conf"));
+  write_text(conf, "[stream s]\ntype = file\ninput = lp.wav\noutput = "
+                   "lp-out.wav\nkernel = 0.5, 0.25\n");
+  snprintf(dir, sizeof dir, "%s", fixture("lp"));
+  mkdir(dir, 0700);
+  size_t room = sizeof sock - 1 - strlen(dir) - 1;
+  CHECK(strlen(dir) + 2 < sizeof sock, "%s: too long a test folder", dir);
+  /* lengths near the end, the longest first */
+  for (size_t cut = 0; cut < 8; cut += 3) {
+    set_case("a socket path of %zu bytes", sizeof sock - 1 - cut);
+    int n = snprintf(sock, sizeof sock, "%s/", dir);
+    memset(sock + n, 's', room - cut);
+    sock[n + room - cut] = 0;
+    sock_path = sock;
+    running r;
+    int rc = start_daemon(&r, conf);
+    sock_path = NULL;
+    if (rc)
+      print_log(&r);
+    CHECK(rc == 0, "cudafilterd exited with %d", rc);
+    char *ans = ctl(&r, "status s");
+    CHECK(answer_ok(ans), "%s", ans);
+    free(ans);
+    stop_daemon(&r); /* the socket is gone */
+    DIR *dd = opendir(dir);
+    CHECK(dd != NULL, "%s: %s", dir, strerror(errno));
+    struct dirent *e;
+    int left = 0;
+    while ((e = readdir(dd)))
+      left += e->d_name[0] != '.';
+    closedir(dd);
+    CHECK(left == 0, "%d files left in %s", left, dir);
+  }
+  rmdir(dir);
+}
+
 /* Clients that connect and send nothing hold no one up for long, and a
  * daemon short of descriptors says so once (QA: at ulimit -n 40, 40 idle
  * clients made accept() fail with EMFILE in a loop at full CPU, 230,000
@@ -5097,6 +5150,7 @@ int main(void)
       cmocka_unit_test_teardown(test_control, kill_left),
       cmocka_unit_test_teardown(test_config_file_kinds, kill_left),
       cmocka_unit_test_teardown(test_control_crowd, kill_left),
+      cmocka_unit_test_teardown(test_socket_long_path, kill_left),
       cmocka_unit_test(test_percentiles),
   };
   /* e.g. CF_TEST_FILTER='test_file_video*' */

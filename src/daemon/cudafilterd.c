@@ -1308,8 +1308,18 @@ static bool listen_socket(daemon_state *d, GError **err)
     unlink(d->socket_path); /* stale */
   }
   /* bound and listening under a temporary name, then renamed: a client
-   * that sees the path can connect */
+   * that sees the path can connect. A path within a few bytes of
+   * sun_path's size has no room for ".PID": bound where it is (QA: GLib
+   * cut the temporary name to the path's own length, bound that, then
+   * chmod of the full name failed, "No such file or directory", and a
+   * socket file was left at the path) */
   char *tmp = g_strdup_printf("%s.%d", d->socket_path, (int)getpid());
+  bool direct =
+      strlen(tmp) >= sizeof(((struct sockaddr_un *)0)->sun_path);
+  if (direct) {
+    g_free(tmp);
+    tmp = g_strdup(d->socket_path);
+  }
   GSocketAddress *taddr = g_unix_socket_address_new(tmp);
   unlink(tmp);
   d->listener = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
@@ -1337,7 +1347,7 @@ static bool listen_socket(daemon_state *d, GError **err)
     d->socket_dev = st.st_dev;
     d->socket_ino = st.st_ino;
   }
-  if (ok && rename(tmp, d->socket_path) != 0) {
+  if (ok && !direct && rename(tmp, d->socket_path) != 0) {
     g_set_error(err, CFD_ERROR, 0, "rename to %s: %s", d->socket_path,
                 g_strerror(errno));
     ok = false;
