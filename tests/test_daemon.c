@@ -4561,6 +4561,22 @@ static void test_control(void **state)
             strstr(a, "gain: '120.5' is not a number of dB in -120..120"),
         "set gain 120.5: %s", a);
   free(a);
+  /* numbers as the config takes them: decimal, finite, the whole word
+   * (QA: gain 0x10 was 16 dB, crossfade 0x1 1 s, swap-kernel's '' 0 s) */
+  {
+    static const char *const refused[] = {
+        "set live gain 0x10", "set live gain 1e-400", "set live gain nan",
+        "set live gain 3dB", "set live crossfade 0x1", "set live crossfade inf",
+        "swap-kernel live k1.txt 0x1", "swap-kernel live k1.txt ''",
+        "swap-kernel live k1.txt 1e308"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+      set_case("%s", refused[i]);
+      a = ctl(&r, "%s", refused[i]);
+      CHECK(!answer_ok(a) && strstr(a, "is not a number"), "%s: %s",
+            refused[i], a);
+      free(a);
+    }
+  }
   a = ctl(&r, "set live gain -6.5");
   CHECK(answer_ok(a), "set gain -6.5: %s", a);
   free(a);

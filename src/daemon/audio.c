@@ -1420,8 +1420,7 @@ static bool video_set(cfd_audio *a, const char *key, const char *value,
     }
     size = (unsigned)v;
   } else if (!strcmp(key, "sigma")) {
-    sigma = g_ascii_strtod(value, &end);
-    if (!*value || *end || !(sigma >= 0 && sigma <= 1e6)) {
+    if (!cfd_parse_decimal(value, 0, 1e6, &sigma)) {
       g_set_error(err, CFD_ERROR, 0,
                   "sigma: '%s' is not a number in "
                   "0..1e6%s",
@@ -1469,10 +1468,10 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
   float *taps = NULL;
   size_t len = 0;
   double gain = sc->gain_db;
-  char *end;
   if (!strcmp(key, "crossfade")) {
-    double x = g_ascii_strtod(value, &end);
-    if (!*value || *end || !(x >= 0 && x <= 60)) {
+    /* decimal, as in the config (QA: 0x1 was taken as 1 s) */
+    double x = 0;
+    if (!cfd_parse_decimal(value, 0, 60, &x)) {
       g_set_error(err, CFD_ERROR, 0,
                   "crossfade: '%s' is not a number of "
                   "seconds in 0..60%s",
@@ -1483,8 +1482,8 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
     return true;
   }
   if (!strcmp(key, "gain")) {
-    gain = g_ascii_strtod(value, &end);
-    if (!*value || *end || !(gain >= -CF_GAIN_DB_MAX && gain <= CF_GAIN_DB_MAX)) {
+    /* decimal, as in the config (QA: 0x10 was taken as 16 dB) */
+    if (!cfd_parse_decimal(value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX, &gain)) {
       g_set_error(err, CFD_ERROR, 0,
                   "gain: '%s' is not a number of dB in "
                   "%g..%g%s",

@@ -131,6 +131,10 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
  * taps also apart by spaces, or only two, the first 0 ("0,5" was the
  * taps 0 and 5); *err then says so. */
 bool cfd_taps_decimal_commas(const char *s, GError **err);
+/* A decimal number in lo..hi, the whole of v (a config's value, a live
+ * change's): strtod also reads hex ("0x10" is 16), inf and nan, and an
+ * underflow. False where v is not one. */
+bool cfd_parse_decimal(const char *v, double lo, double hi, double *out);
 /* After "'V' is not a number": where V has a comma, that a number takes a
  * point (a decimal comma, as German writes it; QA), else "". */
 static inline const char *cfd_comma_hint(const char *v)

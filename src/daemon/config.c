@@ -335,12 +335,8 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
     *out = def;
     return true;
   }
-  char *end;
-  errno = 0;
-  double x = g_ascii_strtod(g_strstrip(v), &end);
-  /* a decimal number (strtod also reads hex: 0x10 would be 16) */
-  bool ok = *v && !*end && !strpbrk(v, "xX") && errno == 0 && isfinite(x) &&
-            x >= lo && x <= hi;
+  double x = 0;
+  bool ok = cfd_parse_decimal(g_strstrip(v), lo, hi, &x);
   if (!ok)
     bad(r, key, "'%s' is not a number in %g..%g%s", v, lo, hi,
         cfd_comma_hint(v));
@@ -348,6 +344,19 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
     *out = x;
   g_free(v);
   return ok;
+}
+
+bool cfd_parse_decimal(const char *v, double lo, double hi, double *out)
+{
+  char *end;
+  errno = 0;
+  double x = g_ascii_strtod(v, &end);
+  /* a decimal number (strtod also reads hex: 0x10 would be 16) */
+  if (!*v || *end || strpbrk(v, "xX") || errno != 0 || !isfinite(x) ||
+      !(x >= lo && x <= hi))
+    return false;
+  *out = x;
+  return true;
 }
 
 static bool get_bool(reader *r, const char *key, bool def, bool *out)

@@ -778,9 +778,8 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
     return false;
   double xf = -1;
   if (argv[3]) {
-    char *end;
-    xf = g_ascii_strtod(argv[3], &end);
-    if (*end || !(xf >= 0 && xf <= 60)) {
+    /* decimal, as in the config (QA: 0x1 was 1 s, '' was 0) */
+    if (!cfd_parse_decimal(argv[3], 0, 60, &xf)) {
       g_set_error(err, CFD_ERROR, 0,
                   "crossfade '%s' is not a number of "
                   "seconds in 0..60%s",
