@@ -1260,6 +1260,16 @@ static bool socket_fits(const char *path, bool make, GError **err)
                 path, folder);
     return false;
   }
+  /* QA: a folder the daemon may not write in passed --check, and the
+   * start exited 1 ("Error binding to address: Permission denied"),
+   * which the unit restarts for ever (access() also says EROFS) */
+  if (g_file_test(folder, G_FILE_TEST_IS_DIR) &&
+      access(folder, W_OK | X_OK) != 0) {
+    g_set_error(err, CFD_ERROR, 0,
+                "socket %s: no file can be made in its folder %s: %s", path,
+                folder, g_strerror(errno));
+    return false;
+  }
   return true;
 }
 
