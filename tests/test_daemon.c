@@ -5073,6 +5073,85 @@ static void test_socket_folder_unwritable(void **state)
   rmdir(fixture("rw"));
 }
 
+/* A second daemon on the socket of one that is stopped (SIGSTOP) with a
+ * full listen queue is refused at once, and one on a stale socket (its
+ * daemon killed) starts (QA: the second's probe connect waited for
+ * ever). */
+static void test_socket_taken(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  float x[2 * 400];
+  ref_rng_fill(&rng, x, 2 * 400);
+  write_wav(fixture("tk.wav"), W_F32, 8000, 2, x, 400);
+  char conf[600], args[1400];
+  snprintf(conf, sizeof conf, "%s", fixture("tk.conf"));
+  write_text(conf, "[stream s]\ntype = file\ninput = tk.wav\noutput = "
+                   "tk-out.wav\nkernel = 0.5, 0.25\n");
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_state(&r, "s", "finished");
+  CHECK(kill(r.pid, SIGSTOP) == 0, "SIGSTOP: %s", strerror(errno));
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r.sock);
+  int fds[400], n = 0;
+  for (; n < 400; n++) {
+    fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fds[n] < 0 || connect(fds[n], (struct sockaddr *)&a, sizeof a)) {
+      CHECK(fds[n] >= 0 && errno == EAGAIN, "connect %d: %s", n,
+            strerror(errno));
+      break;
+    }
+  }
+  CHECK(n < 400, "the listen queue took 400");
+  set_case("a stopped daemon, its queue full (%d)", n);
+  snprintf(args, sizeof args, "2 %s -c %s -s %s", daemon_bin, conf, r.sock);
+  double t0 = now_s();
+  char *msg;
+  int st = run_captured("timeout", args, &msg);
+  CHECK(st == 1 && msg && strstr(msg, "another cudafilterd answers on") &&
+            now_s() - t0 < 1.5,
+        "exited %d after %.2f s: %s", st, now_s() - t0, msg ? msg : "");
+  free(msg);
+  for (int i = 0; i <= n && i < 400; i++)
+    close(fds[i]);
+  kill(r.pid, SIGCONT);
+  /* killed: its socket stale, taken over by the next start */
+  set_case("a stale socket");
+  kill(r.pid, SIGKILL);
+  waitpid(r.pid, NULL, 0);
+  r.pid = live_pid = 0;
+  struct stat sb;
+  CHECK(stat(r.sock, &sb) == 0 && S_ISSOCK(sb.st_mode), "no stale socket");
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork");
+  if (pid == 0) {
+    int fd = open(r.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(daemon_bin, daemon_bin, "-c", conf, "-s", r.sock, (char *)NULL);
+    _exit(127);
+  }
+  r.pid = live_pid = pid;
+  t0 = now_s();
+  char *ans = NULL;
+  while (now_s() - t0 < 10) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    bool up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (up && (ans = ctl(&r, "status s")) && answer_ok(ans))
+      break;
+    free(ans);
+    ans = NULL;
+    usleep(5000);
+  }
+  CHECK(ans && answer_ok(ans), "no daemon on the stale socket: %s",
+        ans ? ans : "");
+  free(ans);
+  stop_daemon(&r);
+}
+
 /* Clients that connect and send nothing hold no one up for long, and a
  * daemon short of descriptors says so once (QA: at ulimit -n 40, 40 idle
  * clients made accept() fail with EMFILE in a loop at full CPU, 230,000
@@ -5241,6 +5320,7 @@ int main(void)
       cmocka_unit_test_teardown(test_config_file_kinds, kill_left),
       cmocka_unit_test_teardown(test_control_crowd, kill_left),
       cmocka_unit_test_teardown(test_socket_long_path, kill_left),
+      cmocka_unit_test_teardown(test_socket_taken, kill_left),
       cmocka_unit_test_teardown(test_socket_folder_unwritable, kill_left),
       cmocka_unit_test(test_percentiles),
   };

@@ -1305,7 +1305,17 @@ static bool listen_socket(daemon_state *d, GError **err)
   if (g_file_test(d->socket_path, G_FILE_TEST_EXISTS)) {
     GSocket *probe = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM,
                                   G_SOCKET_PROTOCOL_DEFAULT, NULL);
-    bool live = probe && g_socket_connect(probe, addr, NULL, NULL);
+    /* without waiting: a daemon there whose listen queue is full (one
+     * stopped, or swamped) is live too (QA: the blocking connect waited
+     * for ever, and the start with it) */
+    GError *pe = NULL;
+    if (probe)
+      g_socket_set_blocking(probe, FALSE);
+    bool live = probe && (g_socket_connect(probe, addr, NULL, &pe) ||
+                          g_error_matches(pe, G_IO_ERROR,
+                                          G_IO_ERROR_WOULD_BLOCK) ||
+                          g_error_matches(pe, G_IO_ERROR, G_IO_ERROR_PENDING));
+    g_clear_error(&pe);
     if (probe)
       g_object_unref(probe);
     if (live) {
