@@ -44,7 +44,9 @@
  * takes effect at once, no crossfade); the same caps or segment sent
  * again do not. A GAP event is silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
- * goes on downstream as a GAP after them), and output buffers never carry
+ * goes on downstream as a GAP after them); it runs from the stream's end
+ * to the gap's end where the gap starts within 40 ms of it (a jitter
+ * buffer's lost-packet gap is an estimate), and output buffers never carry
  * the GAP flag, since a sink skips those. In reverse playback (a segment
  * of rate < 0: a decoder pushes a chunk's buffers latest first, none
  * following the one before it in time) every buffer is a run of its
@@ -1808,11 +1810,18 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                                                   GstBuffer **outbuf);
 
 /* A GAP event while frames are held: the gap is silence, through which
- * the held frames and the kernel's tail ring out. Up to the engine's tail
- * of it is filtered as zeros, as a buffer would be; the rest, if any,
- * follows as a GAP event after the held frames, and the stream restarts
- * at the next buffer (its state is all zeros by then). TRUE when the
- * event was taken care of here; FALSE: forward it as it is. */
+ * the held frames and the kernel's tail ring out. The silence runs from
+ * where the stream is to the gap's end, the gap's start being off the
+ * stream's end by up to JUMP_TOLERANCE as a buffer's may be: a jitter
+ * buffer's lost-packet gap is an estimate (rtpjitterbuffer's: a GAP
+ * starting 1.47 ms before the last buffer's end, the next buffer at its
+ * end), and silence of the gap's duration from the stream's end ran
+ * past the next buffer, which came out overlapping it (QA). Up to the
+ * engine's tail of it is filtered as zeros, as a buffer would be; the
+ * rest, if any, follows as a GAP event after the held frames, and the
+ * stream restarts at the next buffer (its state is all zeros by then).
+ * A gap the stream's frames already cover is nothing more. TRUE when
+ * the event was taken care of here; FALSE: forward it as it is. */
 static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
                                GstFlowReturn *ret)
 {
@@ -1825,15 +1834,23 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     return FALSE;
   GstClockTime expect = input_end(self);
   GstClockTimeDiff d = GST_CLOCK_DIFF(expect, ts);
-  guint64 n =
-      GST_CLOCK_TIME_IS_VALID(dur)
-          ? gst_util_uint64_scale_int_round(dur, (gint)self->rate, GST_SECOND)
-          : 0;
-  if (n == 0 || d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE) {
+  if (!GST_CLOCK_TIME_IS_VALID(dur) || dur == 0 || d > JUMP_TOLERANCE ||
+      d < -JUMP_TOLERANCE) {
     /* not where the stream is: a discontinuity */
     *ret = push_residue(self, ts);
     return FALSE;
   }
+  GstClockTime end = ts + dur;
+  if (end <= expect) { /* covered by the frames before it */
+    GST_DEBUG_OBJECT(self, "gap to %" GST_TIME_FORMAT " before the stream's "
+                     "end, %" GST_TIME_FORMAT ": nothing to fill",
+                     GST_TIME_ARGS(end), GST_TIME_ARGS(expect));
+    return TRUE;
+  }
+  guint64 n = gst_util_uint64_scale_int_round(end - expect, (gint)self->rate,
+                                              GST_SECOND);
+  if (n == 0)
+    return TRUE;
   guint64 k = MIN(n, (guint64)cf_engine_tail(self->engine));
   GstBuffer *zeros = gst_buffer_new_allocate(NULL, k * self->in_bpf, NULL);
   if (!zeros) {
@@ -1869,7 +1886,7 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
    * of the gap from where they end. Not the ring-out, even with drain: it
    * is silence the gap covers, and the stream after it starts inside that
    * time. */
-  GstClockTime rest = ts + kdur, end = ts + dur;
+  GstClockTime rest = expect + kdur;
   *ret = push_held(self, FALSE, GST_CLOCK_TIME_NONE);
   if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
     rest = self->out_end;

@@ -3332,6 +3332,124 @@ static void test_gap(void **state)
   }
 }
 
+/* A GAP event whose start is off the stream's end by up to the 40 ms a
+ * timestamp may move: a jitter buffer's lost-packet gap is an estimate
+ * (rtpjitterbuffer do-lost=true ! rtpL16depay, 3% of the packets dropped:
+ * a GAP of 4.24 ms starting 1.47 ms before the last buffer's end, the
+ * next buffer at the gap's end). The silence runs from where the stream
+ * is to the gap's end: the next buffer, at that end, follows it. It ran
+ * the gap's duration from the stream's end instead, 1.47 ms past the
+ * gap's end, and the buffer after it came out overlapping the silence's
+ * output by as much (a gap starting after the stream's end: a hole in
+ * the output instead) (QA). Live: the buffer after the gap is DISCONT
+ * (every other case), as rtpL16depay pushes it, or not. */
+static void test_gap_moved(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 8; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = ref_rng_range(&rng, 129, 1500);
+    size_t n1 = ref_rng_range(&rng, 2000, 5000),
+           n2 = ref_rng_range(&rng, 1, 3000);
+    gboolean discont = cs % 4 >= 2;
+    float *h1 = random_kernel(len);
+    GstHarness *hn = new_fir();
+    set_taps(hn->element, h1, len);
+    g_object_set(hn->element, "block-size", 256, "drain", TRUE, NULL);
+    set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    /* a gap shorter than the engine's tail: all of it comes out as data
+     * (test_gap has the longer ones) */
+    guint64 lat_ns = 0;
+    g_object_get(hn->element, "latency", &lat_ns, NULL);
+    size_t tail =
+        (size_t)gst_util_uint64_scale_round(lat_ns, rate, GST_SECOND) + len - 1;
+    size_t g = ref_rng_range(&rng, MAX(tail / 4, 60), tail - 1);
+    /* the gap's start off the stream's end by o frames, 1 to 37 ms,
+     * before it (cs even) or after it (cs odd: inside the gap) */
+    size_t o = ref_rng_range(&rng, 48, cs % 2 ? g - 1 : 1800);
+    size_t n = n1 + g + n2, total = n + len - 1;
+    GstClockTime t0 = cs % 3 ? GST_SECOND : 0;
+    set_case("gap of %zu frames after %zu, starting %zu frames %s the "
+             "stream's end, %zu more%s, %zu taps, %u ch",
+             g, n1, o, cs % 2 ? "after" : "before", n2,
+             discont ? " (DISCONT)" : "", len, ch);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    memset(x + n1 * ch, 0, g * ch * sizeof *x);
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, t0,
+                      TRUE) == GST_FLOW_OK,
+          "push before the gap");
+    GstClockTime gs = t0 + gst_util_uint64_scale_int_round(
+                               cs % 2 ? n1 + o : n1 - o, GST_SECOND,
+                               (gint)rate),
+                 ge = t0 + gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
+                                                           (gint)rate);
+    assert_true(gst_harness_push_event(hn, gst_event_new_gap(gs, ge - gs)));
+    CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, n1 + g, n2, ch, rate, t0,
+                      discont) == GST_FLOW_OK,
+          "push after the gap");
+    assert_true(gst_harness_push_event(hn, gst_event_new_eos()));
+    float *y = xalloc(total * ch * sizeof *y);
+    unsigned char *have = xalloc(total);
+    memset(have, 0, total);
+    GstClockTime last_end = t0;
+    GstBuffer *b;
+    size_t nbuf = 0;
+    while ((b = gst_harness_try_pull(hn))) {
+      GstClockTime pts = GST_BUFFER_PTS(b);
+      /* half a frame of rounding */
+      CHECK(GST_CLOCK_TIME_IS_VALID(pts) && pts + 10417 >= last_end,
+            "buffer %zu at %" GST_TIME_FORMAT
+            " overlaps the one before, ending at %" GST_TIME_FORMAT,
+            nbuf, GST_TIME_ARGS(pts), GST_TIME_ARGS(last_end));
+      size_t at = (size_t)gst_util_uint64_scale_round(pts - t0, rate,
+                                                      GST_SECOND);
+      GstMapInfo m;
+      assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
+      size_t fr = m.size / (ch * sizeof(float));
+      CHECK(at + fr <= total, "buffer %zu: frames [%zu, %zu) past the %zu "
+                              "expected",
+            nbuf, at, at + fr, total);
+      memcpy(y + at * ch, m.data, fr * ch * sizeof(float));
+      memset(have + at, 1, fr);
+      gst_buffer_unmap(b, &m);
+      last_end = pts + GST_BUFFER_DURATION(b);
+      gst_buffer_unref(b);
+      nbuf++;
+    }
+    /* with DISCONT the history restarts at the buffer after the gap:
+     * the ring-out of the frames before it stops there */
+    size_t missing = 0, first_missing = total;
+    for (size_t i = 0; i < total; i++)
+      if (!have[i] && !missing++)
+        first_missing = i;
+    CHECK(missing == 0, "%zu output frames missing, the first at %zu",
+          missing, first_missing);
+    for (unsigned k = 0; k < ch; k++) {
+      double *want = ref_channel(x, n, ch, k, h1, len, total);
+      if (discont) { /* two runs: before the gap's end, and after */
+        double *w2 = ref_channel(x + (n1 + g) * ch, n2, ch, k, h1, len,
+                                 n2 + len - 1);
+        double *w1 = ref_channel(x, n1 + g, ch, k, h1, len, n1 + g);
+        for (size_t i = 0; i < total; i++)
+          want[i] = i < n1 + g ? w1[i] : w2[i - n1 - g];
+        free(w1);
+        free(w2);
+      }
+      double e = ref_rel_l2(y + k, ch, want, 1, total);
+      CHECK(e <= 2e-5,
+            "channel %u: error %.3g against the input with silence in the "
+            "gap",
+            k, e);
+      free(want);
+    }
+    gst_harness_teardown(hn);
+    free(y);
+    free(have);
+    free(x);
+    free(h1);
+  }
+}
+
 /* ---- gain: ramps and GstController --------------------------------------- */
 
 /* `gain` set while PLAYING, as a fader: each change ramps linearly in
@@ -5633,6 +5751,7 @@ int main(void)
       cmocka_unit_test(test_file_load_off_thread),
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
+      cmocka_unit_test(test_gap_moved),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_matrix_positions),
       cmocka_unit_test(test_caps_without_mask),
