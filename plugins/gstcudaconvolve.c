@@ -131,7 +131,9 @@
  * flags and metas (alternate fields: D frames, see above). The latency
  * query adds D frame durations (from the
  * framerate; at a variable framerate, 0/1, D times the longest buffer
- * duration seen so far, a buffer without one lasting until the next; a
+ * duration seen so far, a buffer without one lasting until the next,
+ * and where a GAP event came between them, the next one's period running
+ * from the gap's end; a
  * duration past a minute, a still shown until further notice, is not a
  * frame's period and is not counted) and
  * a latency message is posted when that changes.
@@ -2729,6 +2731,21 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     if (ret != GST_FLOW_OK) /* dropped; the event goes on regardless */
       GST_INFO_OBJECT(self, "frames held before %s: %s",
                       GST_EVENT_TYPE_NAME(event), gst_flow_get_name(ret));
+    if (GST_EVENT_TYPE(event) == GST_EVENT_GAP) {
+      /* a frame without a duration lasts until the next one, but not
+       * across a gap: the frames held went out before it and the frame
+       * after it waits for none. The time since the frame before it
+       * (5 s of a live source's GAP at 0/1) counted as a frame period,
+       * and the latency became D times that for good (QA); from the
+       * gap's end it is a frame's */
+      GstClockTime ts, dur;
+      gst_event_parse_gap(event, &ts, &dur);
+      if (GST_CLOCK_TIME_IS_VALID(ts)) {
+        GstClockTime end = GST_CLOCK_TIME_IS_VALID(dur) ? ts + dur : ts;
+        if (!GST_CLOCK_TIME_IS_VALID(self->last_pts) || end > self->last_pts)
+          self->last_pts = end;
+      }
+    }
     break;
   }
   case GST_EVENT_CAPS: break; /* set_info pushes the frames out first */

@@ -2986,6 +2986,18 @@ static void ds_eos(dstream *s)
   CHECK(eos, "EOS did not come out");
 }
 
+/* A GAP event of `gap` ns where the next frame would be: the held frames
+ * come out before it, the frames after it follow the gap. */
+static void ds_gap(dstream *s, GstClockTime gap)
+{
+  GstHarness *h = s->c->h;
+  CHECK(gst_harness_push_event(h, gst_event_new_gap(s->pts, gap)),
+        "GAP refused");
+  ds_expect(s, s->held, "at a GAP");
+  s->held = 0;
+  s->pts += gap;
+}
+
 /* flush-start, flush-stop, segment: the held frames are dropped and the
  * history restarts. */
 static void ds_flush(dstream *s)
@@ -3139,6 +3151,13 @@ static void test_depth_latency(void **state)
        * 5 s of nothing, no frame period (the latency said 5 s a frame) */
       s.pts += 5 * GST_SECOND;
       ds_push(&s, &r, 1, "DISCONT frame after a pause");
+      /* a live source's 5 s GAP (rtpjitterbuffer's lost frames): the
+       * frames held went out before it, the frame after it waited for
+       * none, and its distance to the frame before the gap is no frame
+       * period (the latency said 5 s a frame, for good; QA) */
+      ds_push(&s, &r, 0, "frame");
+      ds_gap(&s, 5 * GST_SECOND);
+      ds_push(&s, &r, 0, "frame after a 5 s GAP");
     }
     GstClockTime frame =
         vfr ? longest : gst_util_uint64_scale_int_round(GST_SECOND, fd, fn);
