@@ -136,7 +136,9 @@
  * from the gap's end; a
  * duration past a minute, a still shown until further notice, is not a
  * frame's period and is not counted) and
- * a latency message is posted when that changes.
+ * a latency message is posted when that changes (at a variable
+ * framerate, by 1 ms or 1% at least: periods measured from jittering
+ * timestamps grow by nanoseconds; the query says it exactly).
  * The frames in flight are pushed out at EOS and before a DISCONT buffer
  * (they are filtered with the history they had), a segment, a gap, new
  * caps or a rebuilt engine; a flush drops them. Serialized events that
@@ -1668,13 +1670,21 @@ static GstClockTime our_latency(GstCudaConvolve *self)
 }
 
 /* A latency message when our latency changed (another depth, framerate,
- * or a longer buffer at a variable framerate): the pipeline asks again. */
+ * or a longer buffer at a variable framerate): the pipeline asks again.
+ * At a variable framerate, not for a change under 1% of the latency
+ * announced and under 1 ms: periods measured from jittering timestamps
+ * (rtpvrawdepay behind rtpjitterbuffer) grow by nanoseconds, and each
+ * new longest posted a message (10 in 20 s), the pipeline recomputing
+ * its latency for each (QA). The query says the latency exactly. */
 static void announce_latency(GstCudaConvolve *self)
 {
   GST_OBJECT_LOCK(self);
   GstClockTime now = our_latency(self);
-  gboolean changed = now != self->announced;
-  self->announced = now;
+  GstClockTime was = self->announced;
+  GstClockTime tol = self->fps_n > 0 ? 0 : MIN(GST_MSECOND, was / 100);
+  gboolean changed = now != was && (now > was ? now - was : was - now) >= tol;
+  if (changed)
+    self->announced = now;
   GST_OBJECT_UNLOCK(self);
   if (!changed)
     return;

@@ -3209,6 +3209,75 @@ static void test_depth_latency(void **state)
   }
 }
 
+/* Framerate 0/1, buffers without a duration, timestamps that jitter by
+ * nanoseconds (rtpvrawdepay behind rtpjitterbuffer, its clock skew
+ * corrected): every frame period a few ns longer than the longest before
+ * it posted a latency message for a change of ns (10 in 20 s of a
+ * 160x120 RTP stream at depth 2: 136.666610 ms, .666640, .666656 ...),
+ * each making the pipeline recompute and redistribute its latency. A
+ * change under 1% of the latency and under 1 ms is not announced now;
+ * the query still says it exactly (QA). */
+static void test_depth_latency_jitter(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 77);
+  gcase c;
+  dstream s;
+  unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+  set_case("depth latency jitter: ");
+  depth_case(&c, &s, &r, depth, 1);
+  char *caps = g_strdup_printf("video/x-raw,format=%s,width=%u,height=%u,"
+                               "framerate=0/1",
+                               c.fmt->gst, c.cfg.width, c.cfg.height);
+  gst_harness_set_src_caps_str(c.h, caps);
+  g_free(caps);
+  GstClockTime up = (GstClockTime)ref_rng_range(&r, 0, 50) * GST_MSECOND;
+  gst_harness_set_upstream_latency(c.h, up);
+  s.no_dur = 1;
+  GstClockTime base = GST_SECOND / 30, longest = base;
+  s.dur = base;
+  ds_push(&s, &r, 1, "frame");
+  ds_push(&s, &r, 0, "frame");
+  GstMessage *m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY);
+  CHECK(m != NULL, "no latency message once a frame period was seen");
+  gst_message_unref(m);
+  while ((m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY)))
+    gst_message_unref(m);
+  unsigned n = (unsigned)ref_rng_range(&r, 20, 40), msgs = 0;
+  for (unsigned i = 0; i < n; i++) {
+    /* each period the longest yet, by 1 to 50 ns */
+    longest += (GstClockTime)ref_rng_range(&r, 1, 50);
+    s.dur = longest;
+    ds_push(&s, &r, 0, "frame");
+    while ((m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY))) {
+      msgs++;
+      gst_message_unref(m);
+    }
+  }
+  s.dur = base;
+  ds_push(&s, &r, 0, "frame"); /* the last period in: the one before */
+  GstClockTime want = up + depth * longest;
+  CHECK(msgs == 0,
+        "%u latency messages for %u periods each a few ns longer (to "
+        "%" GST_TIME_FORMAT ")",
+        msgs, n, GST_TIME_ARGS(longest));
+  CHECK(gst_harness_query_latency(c.h) == want,
+        "latency %" GST_TIME_FORMAT ", want %" GST_TIME_FORMAT,
+        GST_TIME_ARGS(gst_harness_query_latency(c.h)), GST_TIME_ARGS(want));
+  /* a period a millisecond longer is announced */
+  s.dur = longest + GST_MSECOND;
+  ds_push(&s, &r, 0, "frame");
+  ds_push(&s, &r, 0, "frame");
+  m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY);
+  CHECK(m != NULL, "no latency message for a period 1 ms longer");
+  gst_message_unref(m);
+  ds_eos(&s);
+  check_no_bus_errors(&c);
+  ds_clear(&s);
+  gcase_close(&c);
+}
+
 /* A flush drops the held frames; the frames after it match a fresh
  * reference. The element is torn down with frames held (nothing leaks). */
 static void test_depth_flush(void **state)
@@ -5831,6 +5900,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_pipeline, teardown),
       cmocka_unit_test_teardown(test_depth_stream, teardown),
       cmocka_unit_test_teardown(test_depth_latency, teardown),
+      cmocka_unit_test_teardown(test_depth_latency_jitter, teardown),
       cmocka_unit_test_teardown(test_depth_flush, teardown),
       cmocka_unit_test_teardown(test_depth_discont, teardown),
       cmocka_unit_test_teardown(test_depth_changes, teardown),
