@@ -1842,7 +1842,8 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
   }
   GstClockTime end = ts + dur;
   if (end <= expect) { /* covered by the frames before it */
-    GST_DEBUG_OBJECT(self, "gap to %" GST_TIME_FORMAT " before the stream's "
+    GST_DEBUG_OBJECT(self,
+                     "gap to %" GST_TIME_FORMAT " before the stream's "
                      "end, %" GST_TIME_FORMAT ": nothing to fill",
                      GST_TIME_ARGS(end), GST_TIME_ARGS(expect));
     return TRUE;

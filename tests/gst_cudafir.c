@@ -3378,9 +3378,9 @@ static void test_gap_moved(void **state)
     CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, 0, n1, ch, rate, t0,
                       TRUE) == GST_FLOW_OK,
           "push before the gap");
-    GstClockTime gs = t0 + gst_util_uint64_scale_int_round(
-                               cs % 2 ? n1 + o : n1 - o, GST_SECOND,
-                               (gint)rate),
+    GstClockTime gs = t0 +
+                      gst_util_uint64_scale_int_round(cs % 2 ? n1 + o : n1 - o,
+                                                      GST_SECOND, (gint)rate),
                  ge = t0 + gst_util_uint64_scale_int_round(n1 + g, GST_SECOND,
                                                            (gint)rate);
     assert_true(gst_harness_push_event(hn, gst_event_new_gap(gs, ge - gs)));
@@ -3401,14 +3401,14 @@ static void test_gap_moved(void **state)
             "buffer %zu at %" GST_TIME_FORMAT
             " overlaps the one before, ending at %" GST_TIME_FORMAT,
             nbuf, GST_TIME_ARGS(pts), GST_TIME_ARGS(last_end));
-      size_t at = (size_t)gst_util_uint64_scale_round(pts - t0, rate,
-                                                      GST_SECOND);
+      size_t at =
+          (size_t)gst_util_uint64_scale_round(pts - t0, rate, GST_SECOND);
       GstMapInfo m;
       assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
       size_t fr = m.size / (ch * sizeof(float));
-      CHECK(at + fr <= total, "buffer %zu: frames [%zu, %zu) past the %zu "
-                              "expected",
-            nbuf, at, at + fr, total);
+      CHECK(at + fr <= total,
+            "buffer %zu: frames [%zu, %zu) past the %zu expected", nbuf, at,
+            at + fr, total);
       memcpy(y + at * ch, m.data, fr * ch * sizeof(float));
       memset(have + at, 1, fr);
       gst_buffer_unmap(b, &m);
@@ -3422,13 +3422,13 @@ static void test_gap_moved(void **state)
     for (size_t i = 0; i < total; i++)
       if (!have[i] && !missing++)
         first_missing = i;
-    CHECK(missing == 0, "%zu output frames missing, the first at %zu",
-          missing, first_missing);
+    CHECK(missing == 0, "%zu output frames missing, the first at %zu", missing,
+          first_missing);
     for (unsigned k = 0; k < ch; k++) {
       double *want = ref_channel(x, n, ch, k, h1, len, total);
       if (discont) { /* two runs: before the gap's end, and after */
-        double *w2 = ref_channel(x + (n1 + g) * ch, n2, ch, k, h1, len,
-                                 n2 + len - 1);
+        double *w2 =
+            ref_channel(x + (n1 + g) * ch, n2, ch, k, h1, len, n2 + len - 1);
         double *w1 = ref_channel(x, n1 + g, ch, k, h1, len, n1 + g);
         for (size_t i = 0; i < total; i++)
           want[i] = i < n1 + g ? w1[i] : w2[i - n1 - g];
