@@ -7,7 +7,9 @@
  * a preset), borders, cval, scale/bias/absolute and components. All the
  * element's formats are integer: every selected sample must be within 1
  * code value of the reference; unselected components and alpha/X bytes
- * must be copied exactly. Also: padded input strides (GstVideoMeta),
+ * must be copied exactly. Also: awkward frame geometry (1x1, 1xN, odd
+ * sizes, kernels past the frame; test_geometry*), planes in GstMemory
+ * blocks of their own, padded input strides (GstVideoMeta),
  * temporal 3D kernels with flush and DISCONT restarting the history, kernel
  * and configuration changes while playing, caps renegotiation, the latency
  * query, timestamps, refused property values, property round trips, the
@@ -5846,6 +5848,253 @@ static void test_interlaced_fallback(void **state)
   tmp_cleanup();
 }
 
+/* ---- geometry (QA geom) ---- */
+
+/* A case of format f, w x h, an explicit kernel and border, on a fresh
+ * harness: components all, cval random, no extras. */
+static void geom_case(gcase *c, ref_rng *r, const gfmt *f, unsigned w,
+                      unsigned h, unsigned t, unsigned kh, unsigned kw,
+                      cf_border border)
+{
+  gcase_open(c);
+  cf_video_config_init(&c->cfg);
+  c->cfg.format = f->cf;
+  c->cfg.components = family(f->cf) == 0 ? CF_COMP_Y : CF_COMP_ALL;
+  c->cfg.border = border;
+  double m = f->cf == CF_PIX_GRAY16_LE ? 65535.0 : 255.0;
+  c->cfg.cval = (float)floor(ref_rng_unit(r) * m);
+  g_object_set(c->h->element, "components", "all", "cval", c->cfg.cval, NULL);
+  gst_util_set_object_arg(G_OBJECT(c->h->element), "border",
+                          border_names[border]);
+  kern_make(&c->k, r, t, kh, kw, 0);
+  set_kernel(c->h->element, &c->k);
+  set_caps(c, f, w, h);
+  gcase_new_ref(c);
+  config_describe(c);
+}
+
+/* The 1x1 identity copies every sample exactly. */
+static void check_identity(gcase *c, GstBuffer *in, GstBuffer *out)
+{
+  GstVideoFrame vin, vout;
+  CHECK(gst_video_frame_map(&vin, &c->info, in, GST_MAP_READ), "map in");
+  CHECK(gst_video_frame_map(&vout, &c->info, out, GST_MAP_READ), "map out");
+  cf_frame fin, fout;
+  frame_of(&vin, &fin);
+  frame_of(&vout, &fout);
+  for (unsigned k = 0; k < c->d.ncomp; k++) {
+    unsigned cw, ch;
+    ref2d_chan_size(&c->d.comp[k], c->cfg.width, c->cfg.height, &cw, &ch);
+    for (unsigned y = 0; y < ch; y++)
+      for (unsigned x = 0; x < cw; x++) {
+        double g = ref2d_load(&c->d, &fout, &c->d.comp[k], x, y);
+        double e = ref2d_load(&c->d, &fin, &c->d.comp[k], x, y);
+        CHECK(g == e, "identity: component %u at (%u, %u): got %g, want %g",
+              k, x, y, g, e);
+      }
+  }
+  gst_video_frame_unmap(&vin);
+  gst_video_frame_unmap(&vout);
+}
+
+/* Awkward frame geometry (QA): 1x1, 1xN, Nx1, 2x2 and odd sizes (odd
+ * 4:2:0 chroma, 3-byte RGB rows and odd GRAY16 rows, tight or padded),
+ * every format, against the reference: the 1x1 identity exactly, kernels
+ * taller and/or wider than the frame, 31x31, 1x63 and 63x1, a random
+ * border each. */
+static void test_geometry(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 90);
+  static const unsigned sizes[][2] = {{1, 1}, {1, 7},  {7, 1},  {2, 2},
+                                      {3, 5}, {5, 3},  {1, 2},  {2, 1},
+                                      {5, 1}, {17, 9}, {9, 17}, {31, 3}};
+  for (unsigned fi = 0; fi < NFORMATS; fi++)
+    for (unsigned rep = 0; rep < 5; rep++) {
+      unsigned si = (unsigned)(ref_rng_u64(&r) % G_N_ELEMENTS(sizes));
+      unsigned w = sizes[si][0], h = sizes[si][1], kh = 1, kw = 1;
+      unsigned kind = rep ? 1 + (unsigned)(ref_rng_u64(&r) % 6) : 0;
+      switch (kind) {
+      case 0: break; /* the identity */
+      case 1:
+        kh = h + 1 + (unsigned)(ref_rng_u64(&r) % 4);
+        kw = w + 1 + (unsigned)(ref_rng_u64(&r) % 4);
+        break;
+      case 2: kh = 2 * h + 3; kw = 2; break;
+      case 3: kw = 2 * w + 2; break;
+      case 4: kh = kw = 31; break;
+      case 5: kw = 63; break;
+      default: kh = 63; break;
+      }
+      gcase c;
+      set_case("geometry %u/%u: ", fi, rep);
+      geom_case(&c, &r, &formats[fi], w, h, 1, kh, kw,
+                (cf_border)(ref_rng_u64(&r) % 5));
+      if (kind == 0) {
+        c.k.taps[0] = 1.0f;
+        set_kernel(c.h->element, &c.k);
+        gcase_new_ref(&c);
+      }
+      for (unsigned n = 0; n < 2; n++) {
+        GstBuffer *in = make_input(&r, &c, n);
+        GST_BUFFER_PTS(in) = n * GST_SECOND / 25;
+        CHECK(gst_harness_push(c.h, gst_buffer_ref(in)) == GST_FLOW_OK,
+              "push");
+        GstBuffer *out = gst_harness_try_pull(c.h);
+        CHECK(out != NULL, "no output for frame %u", n);
+        if (kind == 0)
+          check_identity(&c, in, out);
+        check_buffers(&c, in, out, "geometry frame");
+        gst_buffer_unref(in);
+        gst_buffer_unref(out);
+      }
+      check_no_bus_errors(&c);
+      gcase_close(&c);
+    }
+}
+
+/* A random frame whose planes lie in GstMemory blocks of their own (a
+ * few junk bytes before each), described by a GstVideoMeta; `stride_pad`
+ * pads the rows. */
+static GstBuffer *make_split_input(ref_rng *r, const gcase *c, int stride_pad)
+{
+  const GstVideoInfo *info = &c->info;
+  unsigned w = GST_VIDEO_INFO_WIDTH(info), h = GST_VIDEO_INFO_HEIGHT(info);
+  gsize offset[GST_VIDEO_MAX_PLANES] = {0};
+  gint stride[GST_VIDEO_MAX_PLANES] = {0};
+  unsigned planes = GST_VIDEO_INFO_N_PLANES(info);
+  GstBuffer *b = gst_buffer_new();
+  gsize at = 0;
+  for (unsigned p = 0; p < planes; p++) {
+    unsigned pw, ph;
+    ref2d_plane_size(&c->d, p, w, h, &pw, &ph);
+    stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(info, p) +
+                (stride_pad ? (gint)(ref_rng_range(r, 1, 9) * c->d.bytes) : 0);
+    gsize junk = (gsize)ref_rng_range(r, 0, 17);
+    gsize size = junk + (gsize)stride[p] * ph;
+    GstMemory *m = gst_allocator_alloc(NULL, size, NULL);
+    GstMapInfo map;
+    CHECK(gst_memory_map(m, &map, GST_MAP_WRITE), "cannot map");
+    for (gsize i = 0; i < size; i++)
+      map.data[i] = (guint8)ref_rng_u64(r);
+    gst_memory_unmap(m, &map);
+    gst_buffer_append_memory(b, m);
+    offset[p] = at + junk;
+    at += size;
+  }
+  gst_buffer_add_video_meta_full(b, GST_VIDEO_FRAME_FLAG_NONE,
+                                 GST_VIDEO_INFO_FORMAT(info), w, h, planes,
+                                 offset, stride);
+  return b;
+}
+
+static void test_geometry_split(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 91);
+  for (unsigned fi = 0; fi < NFORMATS; fi++)
+    for (unsigned depth = 0; depth < 3; depth += 2) {
+      gcase c;
+      set_case("split planes, depth %u: ", depth);
+      unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+      rand_ksides(&r, w, h, 1, &kh, &kw);
+      geom_case(&c, &r, &formats[fi], w, h, 1, kh, kw,
+                (cf_border)(ref_rng_u64(&r) % 5));
+      g_object_set(c.h->element, "pipeline-depth", depth, NULL);
+      GstBuffer *ins[8];
+      unsigned n = 5;
+      for (unsigned i = 0; i < n; i++) {
+        ins[i] = make_split_input(&r, &c, i % 2);
+        GST_BUFFER_PTS(ins[i]) = i * GST_SECOND / 25;
+        GST_BUFFER_DURATION(ins[i]) = GST_SECOND / 25;
+        CHECK(gst_harness_push(c.h, gst_buffer_ref(ins[i])) == GST_FLOW_OK,
+              "push");
+      }
+      CHECK(gst_harness_push_event(c.h, gst_event_new_eos()), "eos");
+      for (unsigned i = 0; i < n; i++) {
+        GstBuffer *out = gst_harness_try_pull(c.h);
+        CHECK(out != NULL, "no output %u", i);
+        check_buffers(&c, ins[i], out, "split-plane frame");
+        gst_buffer_unref(out);
+        gst_buffer_unref(ins[i]);
+      }
+      check_no_bus_errors(&c);
+      gcase_close(&c);
+    }
+}
+
+/* 320x240 -> 17x9 -> 1x1 -> 64x48 -> 3x2 with a temporal kernel from a
+ * .npy, at depth 0..2: each size starts its history anew (no pixel of the
+ * frames before), the frames held leave before the new caps, filtered as
+ * the size before. */
+static void test_geometry_resize_temporal(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 92);
+  static const unsigned sizes[][2] = {{320, 240}, {17, 9}, {1, 1}, {64, 48},
+                                      {3, 2}};
+  for (unsigned depth = 0; depth < 3; depth++) {
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    gcase c;
+    set_case("resize temporal %s depth %u: ", f->gst, depth);
+    geom_case(&c, &r, f, sizes[0][0], sizes[0][1], 1, 1, 1,
+              (cf_border)(ref_rng_u64(&r) % 5));
+    kern_make(&c.k, &r, 3, 3, 3, 0);
+    char *path = write_npy("resize.npy", &c.k, 1);
+    g_object_set(c.h->element, "kernel-file", path, "pipeline-depth", depth,
+                 NULL);
+    g_free(path);
+    gcase_new_ref(&c);
+    GstBuffer *ins[4] = {NULL};
+    unsigned pulled = 0;
+    for (unsigned s = 0; s <= G_N_ELEMENTS(sizes); s++) {
+      gcase old = c;
+      c.ref = NULL;
+      if (s < G_N_ELEMENTS(sizes))
+        set_caps(&c, f, sizes[s][0], sizes[s][1]);
+      else
+        CHECK(gst_harness_push_event(c.h, gst_event_new_eos()), "eos");
+      /* the frames held under the caps before */
+      for (; s && pulled < 4; pulled++) {
+        GstBuffer *out = gst_harness_try_pull(c.h);
+        CHECK(out != NULL, "size %u: held frame %u did not come out", s,
+              pulled);
+        check_buffers(&old, ins[pulled], out, "held frame");
+        gst_buffer_unref(out);
+        gst_buffer_unref(ins[pulled]);
+      }
+      ref2d_video_free(old.ref);
+      if (s == G_N_ELEMENTS(sizes))
+        break;
+      gcase_new_ref(&c);
+      add_case("size %ux%u ", sizes[s][0], sizes[s][1]);
+      pulled = 0;
+      for (unsigned i = 0; i < 4; i++) {
+        ins[i] = make_input(&r, &c, i % 2);
+        GST_BUFFER_PTS(ins[i]) = c.n++ * GST_SECOND / 25;
+        GST_BUFFER_DURATION(ins[i]) = GST_SECOND / 25;
+        CHECK(gst_harness_push(c.h, gst_buffer_ref(ins[i])) == GST_FLOW_OK,
+              "push");
+        if (i >= depth) {
+          GstBuffer *out = gst_harness_try_pull(c.h);
+          CHECK(out != NULL, "no output for frame %u", pulled);
+          check_buffers(&c, ins[pulled], out, "frame after a size change");
+          gst_buffer_unref(out);
+          gst_buffer_unref(ins[pulled]);
+          pulled++;
+        }
+      }
+    }
+    CHECK(gst_harness_try_pull(c.h) == NULL, "a frame too many");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+  tmp_cleanup();
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -5873,6 +6122,9 @@ int main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_properties, teardown),
       cmocka_unit_test_teardown(test_formats, teardown),
+      cmocka_unit_test_teardown(test_geometry, teardown),
+      cmocka_unit_test_teardown(test_geometry_split, teardown),
+      cmocka_unit_test_teardown(test_geometry_resize_temporal, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
       cmocka_unit_test_teardown(test_history_black, teardown),
