@@ -6095,6 +6095,91 @@ static void test_geometry_resize_temporal(void **state)
   tmp_cleanup();
 }
 
+/* Downstream (a probe on the element's source pad) answering the
+ * allocation query with a pool of padded frames (GstVideoAlignment: rows
+ * padded, rows above and below), whose buffers carry a GstVideoMeta. */
+static GstPadProbeReturn padded_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
+                                           gpointer data)
+{
+  (void)pad, (void)data;
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY(pi);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION)
+    return GST_PAD_PROBE_OK;
+  GstCaps *caps = NULL;
+  GstVideoInfo info;
+  gst_query_parse_allocation(query, &caps, NULL);
+  if (!caps || !gst_video_info_from_caps(&info, caps))
+    return GST_PAD_PROBE_OK;
+  GstVideoAlignment align;
+  gst_video_alignment_reset(&align);
+  align.padding_top = 3;
+  align.padding_bottom = 2;
+  align.padding_left = 4;
+  align.padding_right = 7;
+  GstBufferPool *pool = gst_video_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_add_option(config,
+                                    GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
+  gst_buffer_pool_config_set_video_alignment(config, &align);
+  gst_buffer_pool_config_set_params(config, caps, (guint)info.size, 0, 0);
+  CHECK(gst_buffer_pool_set_config(pool, config), "padded pool refused");
+  config = gst_buffer_pool_get_config(pool);
+  guint size = 0;
+  gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
+  gst_structure_free(config);
+  gst_query_add_allocation_pool(query, pool, size, 0, 0);
+  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  gst_object_unref(pool);
+  return GST_PAD_PROBE_HANDLED; /* the query answered, TRUE */
+}
+
+/* Output frames in downstream's pool of padded frames: written where
+ * their GstVideoMeta says, as the next element reads them. */
+static void test_geometry_padded_output(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 93);
+  for (unsigned fi = 0; fi < NFORMATS; fi++) {
+    unsigned depth = fi % 3;
+    gcase c;
+    set_case("padded output pool, depth %u: ", depth);
+    unsigned w = rand_side(&r), h = rand_side(&r), kh, kw;
+    rand_ksides(&r, w, h, 1, &kh, &kw);
+    geom_case(&c, &r, &formats[fi], w, h, 1, kh, kw,
+              (cf_border)(ref_rng_u64(&r) % 5));
+    GstPad *src = gst_element_get_static_pad(c.h->element, "src");
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+                      padded_pool_probe, NULL, NULL);
+    gst_object_unref(src);
+    /* the caps already asked: ask again at the next frame */
+    gst_harness_push_upstream_event(c.h, gst_event_new_reconfigure());
+    g_object_set(c.h->element, "pipeline-depth", depth, NULL);
+    GstBuffer *ins[4];
+    for (unsigned i = 0; i < 4; i++) {
+      ins[i] = make_input(&r, &c, i % 2);
+      GST_BUFFER_PTS(ins[i]) = i * GST_SECOND / 25;
+      GST_BUFFER_DURATION(ins[i]) = GST_SECOND / 25;
+      CHECK(gst_harness_push(c.h, gst_buffer_ref(ins[i])) == GST_FLOW_OK,
+            "push");
+    }
+    CHECK(gst_harness_push_event(c.h, gst_event_new_eos()), "eos");
+    for (unsigned i = 0; i < 4; i++) {
+      GstBuffer *out = gst_harness_try_pull(c.h);
+      CHECK(out != NULL, "no output %u", i);
+      GstVideoMeta *vm = gst_buffer_get_video_meta(out);
+      CHECK(vm && vm->stride[0] > GST_VIDEO_INFO_PLANE_STRIDE(&c.info, 0),
+            "output %u is not from the padded pool", i);
+      check_buffers(&c, ins[i], out, "frame in a padded output buffer");
+      gst_buffer_unref(out);
+      gst_buffer_unref(ins[i]);
+    }
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -6125,6 +6210,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_geometry, teardown),
       cmocka_unit_test_teardown(test_geometry_split, teardown),
       cmocka_unit_test_teardown(test_geometry_resize_temporal, teardown),
+      cmocka_unit_test_teardown(test_geometry_padded_output, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
       cmocka_unit_test_teardown(test_history_black, teardown),
