@@ -1328,13 +1328,23 @@ static bool listen_socket(daemon_state *d, GError **err)
   }
   /* bound and listening under a temporary name, then renamed: a client
    * that sees the path can connect. A path within a few bytes of
-   * sun_path's size has no room for ".PID": bound where it is (QA: GLib
+   * sun_path's size has no room for ".PID": bound as .cfdPID in its
+   * folder, else where it is (QA: GLib
    * cut the temporary name to the path's own length, bound that, then
    * chmod of the full name failed, "No such file or directory", and a
    * socket file was left at the path) */
+  const size_t cap = sizeof(((struct sockaddr_un *)0)->sun_path);
   char *tmp = g_strdup_printf("%s.%d", d->socket_path, (int)getpid());
-  bool direct =
-      strlen(tmp) >= sizeof(((struct sockaddr_un *)0)->sun_path);
+  if (strlen(tmp) >= cap) { /* a shorter one in the same folder */
+    char *dir = g_path_get_dirname(d->socket_path);
+    g_free(tmp);
+    tmp = g_strdup_printf("%s/.cfd%d", dir, (int)getpid());
+    g_free(dir);
+  }
+  /* bound at the path itself, the file is there before the listen: a
+   * client that comes between is refused (the tests' start saw it under
+   * ASan); only where not even the short name fits */
+  bool direct = strlen(tmp) >= cap;
   if (direct) {
     g_free(tmp);
     tmp = g_strdup(d->socket_path);
