@@ -1216,7 +1216,10 @@ static void test_bad_config(void **state)
    * --help` (QA: status --help was a usage error, restart --help asked
    * the daemon to restart a stream "--help") */
   static const char *const helps[] = {"status --help", "restart -h",
-                                      "set a --help", "reload --help"};
+                                      "set a --help", "reload --help",
+                                      /* after -s alone (QA: "unknown
+                                       * option '--help'", exit 2) */
+                                      "--help", "-h"};
   for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
     char args[128];
     snprintf(args, sizeof args, "-s /nonexistent.sock %s", helps[i]);

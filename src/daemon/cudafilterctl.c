@@ -59,6 +59,12 @@ int main(int argc, char **argv)
     sock = g_strdup(argv[i + 1]);
     i += 2;
   }
+  /* -s SOCKET --help: the usage too (QA: "unknown option '--help'") */
+  if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+    usage(stdout);
+    g_free(sock);
+    return 0;
+  }
   if (i < argc && (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version"))) {
     printf("cudafilterctl %s\n", cf_version());
     g_free(sock);
