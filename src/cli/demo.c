@@ -330,19 +330,19 @@ static int demo_parse(int argc, char **argv, const char **out_path,
         return rc;
       break;
     case 'h':
-      puts("Usage: cudafilter demo [--out FILE] [--seconds S] "
-           "[--backend auto|cpu|cuda]\n"
+      puts("Usage: cudafilter demo [-o|--out FILE] [-s|--seconds S]\n"
+           "                       [--backend auto|cpu|cuda]\n"
            "       cudafilter demo --ir FILE   (write the room impulse "
            "response only)\n"
-           "Generate S seconds (default 10) of 48 kHz stereo test signal (a "
-           "sweep, clicks,\nnoise), filter it through a synthetic 1.5 s room "
-           "impulse response (72000\ntaps per channel, block 1024) and write "
-           "the result, reverb tail included,\nto FILE (default "
-           DEFAULT_OUT "; - is standard output, the report then on\n"
-           "standard error). Reports the speed as a multiple of real "
-           "time. FILE is\nwritten under a temporary name and renamed when "
-           "complete.\n\nExit status: 0 ok, 1 runtime error, 2 usage "
-           "error, 130 interrupted.");
+           "Generate S seconds (0.01..3600, default 10) of 48 kHz stereo "
+           "test signal\n(a sweep, clicks, noise), filter it through a "
+           "synthetic 1.5 s room impulse\nresponse (72000 taps per channel, "
+           "block 1024) and write the result, reverb\ntail included, to "
+           "FILE (default " DEFAULT_OUT "; - is standard output,\nthe "
+           "report then on standard error). Reports the speed as a multiple "
+           "of real\ntime. FILE is written under a temporary name and "
+           "renamed when complete.\n\nExit status: 0 ok, 1 runtime error, "
+           "2 usage error, 130 interrupted.");
       exit(0);
     default: return cli_bad_option("demo", c, argv);
     }
