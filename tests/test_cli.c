@@ -766,6 +766,10 @@ static void test_usage_errors(void **state)
   const char *baddepth[] = {NULL, "fir", "--kernel", kpath, "--channels",
                             "1", "--pipeline-depth", "9", NULL};
   expect(baddepth, 2, "--pipeline-depth");
+  /* the elements' device-id range (QA: 0..1024 here, 0..1023 there) */
+  const char *baddevice[] = {NULL, "fir", "--kernel", kpath, "--channels",
+                             "1", "--device", "1024", NULL};
+  expect(baddevice, 2, "--device: 1024 is out of range 0..1023");
   const char *novalue[] = {NULL, "fir", "--channels", NULL};
   expect(novalue, 2, "--channels");
   const char *nocmd[] = {NULL, "frobnicate", NULL};

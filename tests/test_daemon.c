@@ -888,6 +888,12 @@ static void test_bad_config(void **state)
       {"[stream a]\ntype = audio\nkernel = 1\nbackend = gpu\n", "backend"},
       {"[stream a]\ntype = audio\nkernel = 1\npipeline-depth = 9\n",
        "[stream a] pipeline-depth: '9' is not a whole number in 0..8"},
+      /* the ranges cudafilter's --threads and --device and the elements'
+       * threads and device-id take (QA: 0..256 and 0..63 here) */
+      {"[stream a]\ntype = audio\nkernel = 1\nthreads = 1025\n",
+       "[stream a] threads: '1025' is not a whole number in 0..1024"},
+      {"[stream a]\ntype = audio\nkernel = 1\ndevice-id = 1024\n",
+       "[stream a] device-id: '1024' is not a whole number in 0..1023"},
       {"[stream a]\ntype = audio\nkernel = 1\n[stream a]\ntype = audio\n"
        "kernel = 1\n",
        "a second [stream a]"},

@@ -69,7 +69,7 @@ int cli_engine_option(const char *cmd, int c, const char *arg,
     *threads = (unsigned)v;
     return 0;
   default:
-    if (!cli_parse_uint(cmd, "--device", arg, 0, 1024, &v))
+    if (!cli_parse_uint(cmd, "--device", arg, 0, 1023, &v))
       return CLI_EXIT_USAGE;
     *device = (int)v;
     return 0;

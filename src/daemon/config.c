@@ -586,8 +586,8 @@ static bool read_engine(reader *r, cfd_stream_conf *sc)
 {
   unsigned dev = 0;
   char *v;
-  if (!get_uint(r, "threads", 0, 256, 0, &sc->threads) ||
-      !get_uint(r, "device-id", 0, 63, 0, &dev))
+  if (!get_uint(r, "threads", 0, 1024, 0, &sc->threads) ||
+      !get_uint(r, "device-id", 0, 1023, 0, &dev))
     return false;
   sc->device_id = (int)dev;
   sc->backend = CF_BACKEND_AUTO;
