@@ -1439,6 +1439,11 @@ static void test_conv2d_usage_errors(void **state)
                 "--algorithm", "fastest");
   CONV2D_EXPECT(2, "--bogus", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
                 "--bogus");
+  /* the value as typed and the bounds in full (QA: 1000001 was "--sigma:
+   * 1e+06 is out of range 0..1e+06") */
+  CONV2D_EXPECT(2, "--sigma: 1000001 is out of range 0..1000000", "--preset",
+                "gaussian", "--sigma", "1000001", "-W", "8", "-H", "8", "-f",
+                "GRAY8");
   CONV2D_EXPECT(2, "extra", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
                 "extra");
   /* Runtime errors: a missing kernel file. */

@@ -142,8 +142,11 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *s,
                                    : "");
     return false;
   }
+  /* the value as typed, the bounds in full (QA: %g made 1000001 "1e+06",
+   * out of range "0..1e+06") */
   if (v < lo || v > hi) {
-    cli_usage_error(cmd, "%s: %g is out of range %g..%g", opt, v, lo, hi);
+    cli_usage_error(cmd, "%s: %s is out of range %.15g..%.15g", opt, s, lo,
+                    hi);
     return false;
   }
   *out = v;
