@@ -1444,6 +1444,11 @@ static void test_conv2d_usage_errors(void **state)
   CONV2D_EXPECT(2, "--sigma: 1000001 is out of range 0..1000000", "--preset",
                 "gaussian", "--sigma", "1000001", "-W", "8", "-H", "8", "-f",
                 "GRAY8");
+  /* sigma 0 is the preset's default, as cudaconvolve's sigma=0 and the
+   * daemon's sigma = 0 (QA: "--sigma: 0 must be greater than 0", the
+   * range said 0..) */
+  CONV2D_EXPECT(0, NULL, "--preset", "gaussian", "--sigma", "0", "-W", "8",
+                "-H", "8", "-f", "GRAY8");
   CONV2D_EXPECT(2, "extra", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
                 "extra");
   /* Runtime errors: a missing kernel file. */

@@ -40,8 +40,9 @@ static void usage_conv2d(FILE *f)
     "                       sobel-y, laplacian or emboss\n"
     "      --size N         preset size N x N (gaussian, box, unsharp;\n"
     "                       default 5, 3 and 5)\n"
-    "      --sigma S        preset sigma (gaussian, unsharp; default\n"
-    "                       0.3 * ((N - 1) / 2 - 1) + 0.8, as OpenCV)\n"
+    "      --sigma S        preset sigma, 0..1000000 (gaussian, unsharp;\n"
+    "                       0 or absent: 0.3 * ((N - 1) / 2 - 1) + 0.8, as\n"
+    "                       OpenCV)\n"
     "  -W, --width W        frame width in pixels\n"
     "  -H, --height H       frame height in pixels\n"
     "  -f, --format FMT     GRAY8, GRAY16_LE, GRAY32F, RGBA, BGRA, RGBx,\n"
@@ -112,10 +113,10 @@ int cli_video_option(const char *cmd, int c, const char *arg,
     o->have_size = true;
     return 0;
   case CLI_V_SIGMA:
+    /* 0: the preset's default, as cudaconvolve's sigma and the daemon's
+     * take it (QA: refused, "must be greater than 0") */
     if (!cli_parse_double(cmd, "--sigma", arg, 0.0, 1e6, &o->sigma))
       return CLI_EXIT_USAGE;
-    if (o->sigma <= 0.0)
-      return cli_usage_error(cmd, "--sigma: %s must be greater than 0", arg);
     o->have_sigma = true;
     return 0;
   case CLI_V_BORDER:
