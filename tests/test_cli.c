@@ -1449,6 +1449,9 @@ static void test_conv2d_usage_errors(void **state)
    * range said 0..) */
   CONV2D_EXPECT(0, NULL, "--preset", "gaussian", "--sigma", "0", "-W", "8",
                 "-H", "8", "-f", "GRAY8");
+  /* and so is size 0, which sharpen's refusal offers ("pass 0 or 3") */
+  CONV2D_EXPECT(0, NULL, "--preset", "box", "--size", "0", "-W", "8", "-H",
+                "8", "-f", "GRAY8");
   CONV2D_EXPECT(2, "extra", "-k", k, "-W", "8", "-H", "8", "-f", "GRAY8",
                 "extra");
   /* Runtime errors: a missing kernel file. */

@@ -38,8 +38,8 @@ static void usage_conv2d(FILE *f)
     "                       3D (T x Kh x Kw, tau = 0 the current frame)\n"
     "  -p, --preset NAME    gaussian, box, sharpen, unsharp, sobel-x,\n"
     "                       sobel-y, laplacian or emboss\n"
-    "      --size N         preset size N x N (gaussian, box, unsharp;\n"
-    "                       default 5, 3 and 5)\n"
+    "      --size N         preset size N x N, 0..4096 (gaussian, box,\n"
+    "                       unsharp; 0 or absent: 5, 3 and 5)\n"
     "      --sigma S        preset sigma, 0..1000000 (gaussian, unsharp;\n"
     "                       0 or absent: 0.3 * ((N - 1) / 2 - 1) + 0.8, as\n"
     "                       OpenCV)\n"
@@ -107,7 +107,9 @@ int cli_video_option(const char *cmd, int c, const char *arg,
     o->preset_name = arg;
     return 0;
   case CLI_V_SIZE:
-    if (!cli_parse_uint(cmd, "--size", arg, 1, CF_KERNEL2D_MAX_SIDE,
+    /* 0: the preset's default, as for cudaconvolve and the daemon (QA:
+     * refused, where sharpen's refusal says "pass 0 or 3") */
+    if (!cli_parse_uint(cmd, "--size", arg, 0, CF_KERNEL2D_MAX_SIDE,
                         &o->size))
       return CLI_EXIT_USAGE;
     o->have_size = true;
