@@ -930,6 +930,9 @@ static void test_bad_config(void **state)
       {"[stream a]\ntype = audio\nkernel = 1\ngain = -0,5\n",
        "gain: '-0,5' is not a number in -120..120 (write a decimal point"},
       {"[stream a]\ntype = audio\nkernel-file =  \n", "kernel-file: empty"},
+      /* the bounds in full (%g made them 0..1e+07, 10000001 inside) */
+      {"[stream a]\ntype = audio\nkernel = 1\nduration = 10000001\n",
+       "duration: '10000001' is not a number in 0..10000000"},
       {"[daemon]\n", "no [stream"},
       {"this is not a key file\n", "bad.conf"},
   };

@@ -1486,7 +1486,7 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
     if (!cfd_parse_decimal(value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX, &gain)) {
       g_set_error(err, CFD_ERROR, 0,
                   "gain: '%s' is not a number of dB in "
-                  "%g..%g%s",
+                  "%.15g..%.15g%s",
                   value, -CF_GAIN_DB_MAX, CF_GAIN_DB_MAX,
                   cfd_comma_hint(value));
       return false;

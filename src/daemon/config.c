@@ -338,7 +338,7 @@ static bool get_double(reader *r, const char *key, double lo, double hi,
   double x = 0;
   bool ok = cfd_parse_decimal(g_strstrip(v), lo, hi, &x);
   if (!ok)
-    bad(r, key, "'%s' is not a number in %g..%g%s", v, lo, hi,
+    bad(r, key, "'%s' is not a number in %.15g..%.15g%s", v, lo, hi,
         cfd_comma_hint(v));
   else
     *out = x;
