@@ -3138,6 +3138,138 @@ static void test_file_live(void **state)
   free(k2.h);
 }
 
+/* The whole answer on fd (a send_line), which is closed; malloc'd. */
+static char *answer_on(int fd)
+{
+  size_t cap = 1 << 16, n = 0;
+  char *ans = xalloc(cap);
+  ssize_t k;
+  while (n < cap - 1 && (k = read(fd, ans + n, cap - 1 - n)) > 0)
+    n += (size_t)k;
+  ans[n] = 0;
+  close(fd);
+  return ans;
+}
+
+/* A kernel read in a thread (QA: `set live kernel-file` of a 16M-tap
+ * file took 6.4 s, every other client waiting): while a long text
+ * kernel (k2's taps, then millions of zeros) is read for a running file
+ * stream, `status` answers at once; a `swap-kernel` of the same stream
+ * asked meanwhile is made after it and wins; the output then is k3's.
+ * A stop while a kernel is read tells its client no and exits 0. */
+static void test_kernel_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 8000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  /* realtime: stopped long before its end (20 s), however slow the
+   * loads (seconds under ASan, FFT plans being measured) */
+  size_t frames = 20 * rate;
+  unsigned block = 1u << ref_rng_range(&rng, 7, 9);
+  size_t zeros = ref_rng_range(&rng, 1500000, 2000000);
+  set_case("kernel in background: %u channels, block %u, %zu taps", ch, block,
+           zeros);
+  kset k1, k2, k3;
+  kset_random(&k1, ch, (unsigned)ref_rng_range(&rng, 1, 300), 0);
+  kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 300), 0);
+  kset_random(&k3, ch, (unsigned)ref_rng_range(&rng, 1, 300), 0);
+  char k1p[600], k2p[600], k3p[600], in[600], out[600], conf[600];
+  snprintf(k1p, sizeof k1p, "%s", fixture("kb1.txt"));
+  snprintf(k2p, sizeof k2p, "%s", fixture("kb2.txt"));
+  snprintf(k3p, sizeof k3p, "%s", fixture("kb3.txt"));
+  snprintf(in, sizeof in, "%s", fixture("kb-in.wav"));
+  snprintf(out, sizeof out, "%s", fixture("kb-out.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("kb.conf"));
+  kset_write(&k1, k1p);
+  kset_write(&k3, k3p);
+  /* k2 and the zeros: a long file that reads slowly */
+  size_t cap = (size_t)k2.len * 24 + 2 * zeros + 16, n = 0;
+  char *t = xalloc(cap);
+  for (unsigned i = 0; i < k2.len; i++)
+    n += (size_t)snprintf(t + n, cap - n, "%.9g\n", k2.h[i]);
+  memset(t + n, '0', 2 * zeros);
+  for (size_t i = 0; i < zeros; i++)
+    t[n + 2 * i + 1] = '\n';
+  write_bytes(k2p, t, n + 2 * zeros);
+  free(t);
+  float *x = xalloc(sizeof(float) * frames * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  write_wav(in, W_F32, rate, ch, x, frames);
+  unlink(out);
+  write_text(conf,
+             "[stream live]\ntype = file\ninput = %s\noutput = %s\n"
+             "block = %u\nbackend = cpu\nkernel-file = %s\n"
+             "crossfade = 0\nrealtime = true\n",
+             in, out, block, k1p);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "live", "frames", block);
+  double t0 = now_s();
+  char line[700];
+  snprintf(line, sizeof line, "set live kernel-file %s\n", k2p);
+  int fd = send_line(&r, line);
+  usleep(20000);
+  snprintf(line, sizeof line, "swap-kernel live %s\n", k3p);
+  int fd3 = send_line(&r, line);
+  double ts = now_s();
+  char *st = ctl(&r, "status live");
+  ts = now_s() - ts;
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  int ready = poll(&pf, 1, 0);
+  char *a = answer_on(fd);
+  double tl = now_s() - t0;
+  char *a3 = answer_on(fd3);
+  CHECK(answer_ok(st), "status: %s", st);
+  CHECK(answer_ok(a), "set kernel-file (%zu taps): %s", zeros + k2.len, a);
+  CHECK(answer_ok(a3), "swap-kernel after it: %s", a3);
+  CHECK(ready == 0 && ts < tl / 4,
+        "status took %.3f s while a kernel of %zu taps was read (%.3f s): "
+        "it waited for the load",
+        ts, zeros + k2.len, tl);
+  free(st);
+  free(a);
+  free(a3);
+  /* the later change won: both made, k3 last */
+  st = ctl(&r, "status live");
+  const char *kn = field(st, "live", "kernel");
+  CHECK(kn && strstr(kn, "kb3.txt"), "kernel after both: %s", st);
+  free(st);
+  double S = status_num(&r, "live", "last-swap-frame");
+  CHECK(status_num(&r, "live", "swaps") == 2, "%.0f swaps",
+        status_num(&r, "live", "swaps"));
+  wait_for(&r, "live", "frames", S + 4 * block);
+  /* stopped while a kernel is read: it is told, the daemon exits 0 */
+  snprintf(line, sizeof line, "set live kernel-file %s\n", k2p);
+  fd = send_line(&r, line);
+  usleep(20000);
+  stop_daemon(&r);
+  a = answer_on(fd);
+  CHECK(strstr(a, "error: the daemon is stopping"), "set during the stop: %s",
+        a);
+  free(a);
+  /* from the last swap on, the output is k3's */
+  wav w;
+  read_wav(out, &w);
+  size_t s = (size_t)S;
+  CHECK(w.frames >= s + 4 * block && w.frames < frames,
+        "%zu frames written, the swap at %zu", w.frames, s);
+  double *y3 = reference(&k3, x, w.frames, 1.0);
+  for (unsigned c = 0; c < ch; c++) {
+    double e = rel_l2_dd(w.x + s * ch + c, y3 + s * ch + c, ch, w.frames - s);
+    CHECK(e <= 2e-5,
+          "channel %u after the swap at %zu: relative L2 error "
+          "%.3g against k3",
+          c, s, e);
+  }
+  free(y3);
+  free(w.x);
+  free(x);
+  free(k1.h);
+  free(k2.h);
+  free(k3.h);
+}
+
 /* ---- video files ---- */
 
 /* A T x Kh x Kw kernel (or a preset, taps worked out here: box N is every
@@ -5310,6 +5442,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
+      cmocka_unit_test_teardown(test_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),
       cmocka_unit_test_teardown(test_file_rate_rise, kill_left),

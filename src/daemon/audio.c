@@ -6,11 +6,12 @@
  * Both take kernel changes and report the same statistics.
  *
  * The callback never waits for the control thread. A new kernel is loaded
- * in the thread that asks for it, and there also the swap is built
- * (cf_engine_prepare_swap, on the engine's input history): the callback
- * then only replays the periods since (cf_engine_set_prepared) instead of
- * the whole kernel's length. It is handed over through one atomic pointer
- * that the callback takes at its next period; the engine crossfades. */
+ * in a thread of the daemon's (cfd_change_build), the swap built in its
+ * loop (cf_engine_prepare_swap, on the engine's input history): the
+ * callback then only replays the periods since (cf_engine_set_prepared)
+ * instead of the whole kernel's length. It is handed over through one
+ * atomic pointer that the callback takes at its next period; the engine
+ * crossfades. */
 #include "cfd.h"
 
 #if defined(CFD_HAVE_PORTAUDIO) || defined(CFD_HAVE_LIBAV)
@@ -1386,9 +1387,50 @@ bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
   return true;
 }
 
+/* A live change of a kernel key (set, swap-kernel): what to build, from
+ * the stream's keys as they are when it is asked; the kernel built in
+ * any thread; taken in the loop. */
+struct cfd_change {
+  bool video;
+  char *file;  /* audio: kernel-file, or NULL (taps); video: kernel2d */
+  float *taps; /* audio: kernel */
+  size_t len;
+  unsigned rate;
+  double gain, crossfade;
+  char *preset; /* video */
+  unsigned size;
+  double sigma;
+  cf_kernel *k; /* built */
+  cf_kernel2d *k2;
+  GError *error; /* why not */
+};
+
+void cfd_change_free(cfd_change *ch)
+{
+  if (!ch)
+    return;
+  g_free(ch->file);
+  g_free(ch->taps);
+  g_free(ch->preset);
+  cf_kernel_free(ch->k);
+  cf_kernel2d_free(ch->k2);
+  g_clear_error(&ch->error);
+  g_free(ch);
+}
+
+void cfd_change_build(cfd_change *ch)
+{
+  if (ch->video)
+    ch->k2 = cfd_kernel2d_build(ch->file, ch->preset, ch->size, ch->sigma,
+                                &ch->error);
+  else
+    ch->k = cfd_kernel_build(ch->file, ch->taps, ch->len, ch->rate, ch->gain,
+                             &ch->error);
+}
+
 /* Live keys of a video file stream: kernel2d, preset, size, sigma. */
-static bool video_set(cfd_audio *a, const char *key, const char *value,
-                      GError **err)
+static bool video_change(cfd_audio *a, const char *key, const char *value,
+                         cfd_change **out, GError **err)
 {
   cfd_stream_conf *sc = a->sc;
   char *file = g_strdup(sc->kernel2d_file);
@@ -1441,29 +1483,32 @@ static bool video_set(cfd_audio *a, const char *key, const char *value,
                 key, file);
     ok = false;
   }
-  cf_kernel2d *k =
-      ok ? cfd_kernel2d_build(file, preset, size, sigma, err) : NULL;
-  ok = k && video_handover(a, k, err);
-  if (ok) {
-    g_free(sc->kernel2d_file);
-    g_free(sc->preset_name);
-    sc->kernel2d_file = file;
-    sc->preset_name = preset;
-    sc->size = size;
-    sc->sigma = sigma;
-  } else {
+  if (!ok) {
     g_free(file);
     g_free(preset);
+    return false;
   }
-  return ok;
+  cfd_change *ch = g_new0(cfd_change, 1);
+  ch->video = true;
+  ch->file = file;
+  ch->preset = preset;
+  ch->size = size;
+  ch->sigma = sigma;
+  *out = ch;
+  return true;
 }
 
-bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
-                   GError **err)
+bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
+                      double crossfade, cfd_change **out, GError **err)
 {
   cfd_stream_conf *sc = a->sc;
+  *out = NULL;
   if (sc->video)
-    return video_set(a, key, value, err);
+    return video_change(a, key ? key : "kernel2d", value, out, err);
+  if (!key) /* swap-kernel: its crossfade is this swap's alone */
+    key = "kernel-file";
+  else
+    crossfade = -1;
   char *file = NULL;
   float *taps = NULL;
   size_t len = 0;
@@ -1509,34 +1554,51 @@ bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
     taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
     len = sc->kernel_len;
   }
-  cf_kernel *k = cfd_kernel_build(file, taps, len, sc->rate, gain, err);
-  bool ok = k && cfd_audio_swap(a, k, sc->crossfade, err);
-  if (ok) {
-    g_free(sc->kernel_file);
-    g_free(sc->kernel_taps);
-    sc->kernel_file = file;
-    sc->kernel_taps = taps;
-    sc->kernel_len = len;
-    sc->gain_db = gain;
-  } else {
-    g_free(file);
-    g_free(taps);
-  }
-  return ok;
+  cfd_change *ch = g_new0(cfd_change, 1);
+  ch->file = file;
+  ch->taps = taps;
+  ch->len = len;
+  ch->rate = sc->rate;
+  ch->gain = gain;
+  ch->crossfade = crossfade >= 0 ? crossfade : sc->crossfade;
+  *out = ch;
+  return true;
 }
 
-bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
-                         GError **err)
+bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err)
 {
-  if (a->sc->video)
-    return video_set(a, "kernel2d", file, err);
-  double was = a->sc->crossfade;
-  if (crossfade >= 0)
-    a->sc->crossfade = crossfade;
-  bool ok = cfd_audio_set(a, "kernel-file", file, err);
-  /* the crossfade given is this swap's (handed over with it), not the
-   * stream's from now on; a refused swap changes nothing */
-  a->sc->crossfade = was;
+  cfd_stream_conf *sc = a->sc;
+  bool ok;
+  if (ch->error) {
+    g_propagate_error(err, ch->error);
+    ch->error = NULL;
+    ok = false;
+  } else if (ch->video) {
+    cf_kernel2d *k = ch->k2;
+    ch->k2 = NULL;
+    ok = video_handover(a, k, err);
+    if (ok) {
+      g_free(sc->kernel2d_file);
+      g_free(sc->preset_name);
+      sc->kernel2d_file = g_steal_pointer(&ch->file);
+      sc->preset_name = g_steal_pointer(&ch->preset);
+      sc->size = ch->size;
+      sc->sigma = ch->sigma;
+    }
+  } else {
+    cf_kernel *k = ch->k;
+    ch->k = NULL;
+    ok = cfd_audio_swap(a, k, ch->crossfade, err);
+    if (ok) {
+      g_free(sc->kernel_file);
+      g_free(sc->kernel_taps);
+      sc->kernel_file = g_steal_pointer(&ch->file);
+      sc->kernel_taps = g_steal_pointer(&ch->taps);
+      sc->kernel_len = ch->len;
+      sc->gain_db = ch->gain;
+    }
+  }
+  cfd_change_free(ch);
   return ok;
 }
 
@@ -1547,15 +1609,6 @@ bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
 {
   (void)a;
   (void)sc;
-  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
-  return false;
-}
-bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
-                         GError **err)
-{
-  (void)a;
-  (void)file;
-  (void)crossfade;
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
 }
@@ -1673,14 +1726,31 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
 }
-bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
-                   GError **err)
+bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
+                      double crossfade, cfd_change **ch, GError **err)
 {
   (void)a;
   (void)key;
   (void)value;
+  (void)crossfade;
+  *ch = NULL;
   g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
   return false;
+}
+void cfd_change_build(cfd_change *ch)
+{
+  (void)ch;
+}
+bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err)
+{
+  (void)a;
+  (void)ch;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
+  return false;
+}
+void cfd_change_free(cfd_change *ch)
+{
+  (void)ch;
 }
 
 #endif

@@ -241,14 +241,26 @@ bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
  * stream; its plans are made here. Nothing changes. */
 bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
                            GError **err);
-/* swap-kernel: the kernel in `file` (gain as set), crossfaded over
- * `crossfade` s (< 0: as set; a video file stream: none, from the next
- * frame). Refused, nothing changes, the crossfade included. */
-bool cfd_audio_swap_file(cfd_audio *a, const char *file, double crossfade,
-                         GError **err);
-/* Live keys: kernel-file, kernel, gain, crossfade. */
-bool cfd_audio_set(cfd_audio *a, const char *key, const char *value,
-                   GError **err);
+/* A live change of a kernel key, in three steps so that a long kernel
+ * (seconds to read and resample) holds no one up: cfd_audio_change
+ * checks the value in the loop and says what to build, from the stream's
+ * keys as they are then; cfd_change_build loads it, in any thread;
+ * cfd_audio_change_apply hands it over, in the loop.
+ *   key: kernel-file, kernel, gain, crossfade (audio); kernel2d, preset,
+ *   size, sigma (video); NULL: swap-kernel, value a file, crossfade this
+ *   swap's in s (< 0: as set; ignored for a set). */
+typedef struct cfd_change cfd_change;
+/* False: refused (err), nothing changes. True with *ch NULL: done here
+ * (crossfade); else *ch to build and apply (or free). */
+bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
+                      double crossfade, cfd_change **ch, GError **err);
+/* Touches nothing but ch: any thread. */
+void cfd_change_build(cfd_change *ch);
+/* ch's kernel (or why it could not be built) to a, the stream ch was
+ * asked of; its keys (and status) follow. Refused, nothing changes. ch
+ * is freed. */
+bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err);
+void cfd_change_free(cfd_change *ch);
 
 cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err);
 /* Send EOS, wait up to 2 s for it to reach the sinks, then stop. */

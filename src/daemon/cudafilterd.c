@@ -69,6 +69,13 @@ typedef struct stream {
    * id while it runs (neither audio nor pipe meanwhile), else 0 */
   guint64 probing;
   GPtrArray *waiting; /* client *: a `restart` answered once it is done */
+  /* Live kernel changes (set, swap-kernel) of an audio or file stream,
+   * made one after another in the order asked, each answered once made:
+   * the one whose kernel is read in a thread (a long kernel takes
+   * seconds; the loop, and every other client, would wait), and those
+   * asked meanwhile */
+  struct change_job *job;
+  GQueue *changes; /* queued_change * */
 } stream;
 
 typedef struct client client;
@@ -107,6 +114,7 @@ typedef struct daemon_state {
   GPtrArray *reload_waiting, *reload_next; /* client * */
   guint64 probe_ids; /* the last probe's id (stream.probing) */
   unsigned probes;   /* probes whose thread has not returned */
+  unsigned loads;    /* live changes' kernels whose thread has not returned */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -137,11 +145,64 @@ static void stream_tell_waiting(stream *s, const char *why)
   g_ptr_array_set_size(s->waiting, 0);
 }
 
+/* A kernel change asked of a stream, waiting for the one before it. */
+typedef struct queued_change {
+  client *cl;
+  char *key; /* NULL: swap-kernel */
+  char *value;
+  double crossfade; /* swap-kernel's; < 0: the stream's */
+} queued_change;
+
+/* A change whose kernel is read in a thread. */
+typedef struct change_job {
+  daemon_state *d;
+  stream *s;  /* NULL once the stream no longer wants it */
+  client *cl; /* answered when it is made (NULL: answered already) */
+  cfd_change *ch;
+} change_job;
+
+static void queued_change_free(queued_change *q)
+{
+  g_free(q->key);
+  g_free(q->value);
+  g_free(q);
+}
+
+static void answer_error(client *cl, const char *why)
+{
+  g_string_append_printf(client_out(cl), "error: %s\n", why);
+  client_reply(cl);
+}
+
+/* The kernel changes asked of s and not made are given up (the stream
+ * stops, starts again, or a reload gives it its file's kernel): their
+ * clients get `error: why`; a kernel being read is dropped once read. */
+static void stream_drop_changes(stream *s, const char *why)
+{
+  if (s->job) {
+    answer_error(s->job->cl, why);
+    s->job->cl = NULL;
+    s->job->s = NULL;
+    s->job = NULL;
+  }
+  if (!s->changes)
+    return;
+  queued_change *q;
+  while ((q = g_queue_pop_head(s->changes))) {
+    answer_error(q->cl, why);
+    queued_change_free(q);
+  }
+}
+
 static void stream_stop(stream *s)
 {
   if (!s)
     return;
   stream_tell_waiting(s, "the stream was stopped before it started");
+  stream_drop_changes(s, "the stream was stopped before its new kernel was "
+                         "read; the change is not made");
+  if (s->changes)
+    g_queue_free(s->changes);
   if (s->waiting)
     g_ptr_array_free(s->waiting, TRUE);
   cfd_audio_stop(s->audio);
@@ -219,6 +280,8 @@ static bool wants_restart(stream *s)
  * what it read). */
 static void stream_halt(stream *s)
 {
+  stream_drop_changes(s, "the stream was started again before its new "
+                         "kernel was read; the change is not made");
   cfd_audio_stop(s->audio);
   cfd_pipeline_stop(s->pipe);
   s->audio = NULL;
@@ -571,6 +634,12 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
                                sc->name, sc->stale_input);
       if (sc->type != CFD_PIPELINE) {
         GError *e = NULL;
+        /* the file's kernel, read after them, wins over live changes
+         * still being read */
+        if (swap)
+          stream_drop_changes(old, "a reload gave the stream its file's "
+                                   "new kernel before this one was read; "
+                                   "the change is not made");
         if (cfd_audio_retune(old->audio, old->sc, sc, swap, &e)) {
           if (swap)
             g_string_append_printf(report, "%s: new kernel\n", sc->name);
@@ -750,10 +819,136 @@ static stream *need_stream(daemon_state *d, const char *name, GError **err)
   return s;
 }
 
-static bool cmd_set(daemon_state *d, char **argv, const char *rest,
-                    GString *out, GError **err)
+static void change_done(GObject *src, GAsyncResult *res, gpointer user);
+
+/* In the change's thread: its kernel read (cf_kernel_load is
+ * thread-safe). Nothing of the daemon's is touched here. */
+static void change_read(GTask *t, gpointer src, gpointer data,
+                        GCancellable *cancel)
 {
-  (void)out;
+  (void)src;
+  (void)data;
+  (void)cancel;
+  change_job *j = g_task_get_task_data(t);
+  cfd_change_build(j->ch);
+  g_task_return_boolean(t, TRUE);
+}
+
+static void change_job_free(change_job *j)
+{
+  cfd_change_free(j->ch);
+  g_free(j);
+}
+
+/* A kernel change of s (running: s->audio), asked by cl: its value
+ * checked, and its kernel read in a thread (*later set: cl is answered
+ * once it is made); a change with no kernel to read is made at once. */
+static bool change_start(daemon_state *d, stream *s, client *cl,
+                         const char *key, const char *value, double crossfade,
+                         bool *later, GError **err)
+{
+  if (d->stopping) {
+    g_set_error(err, CFD_ERROR, 0, "the daemon is stopping: no change");
+    return false;
+  }
+  cfd_change *ch = NULL;
+  if (!cfd_audio_change(s->audio, key, value, crossfade, &ch, err))
+    return false;
+  if (!ch)
+    return true;
+  change_job *j = g_new0(change_job, 1);
+  j->d = d;
+  j->s = s;
+  j->cl = cl;
+  j->ch = ch;
+  s->job = j;
+  d->loads++;
+  GTask *t = g_task_new(NULL, NULL, change_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)change_job_free);
+  g_task_run_in_thread(t, change_read);
+  g_object_unref(t);
+  *later = true;
+  return false;
+}
+
+/* The changes asked of s while one was read, in their order, until one
+ * has a kernel to read. */
+static void change_next(daemon_state *d, stream *s)
+{
+  queued_change *q;
+  while (!s->job && s->changes && (q = g_queue_pop_head(s->changes))) {
+    GError *e = NULL;
+    bool later = false;
+    bool ok =
+        change_start(d, s, q->cl, q->key, q->value, q->crossfade, &later, &e);
+    if (!later) {
+      if (ok) {
+        g_string_append(client_out(q->cl), "ok\n");
+        client_reply(q->cl);
+      } else {
+        answer_error(q->cl, e->message);
+        g_error_free(e);
+      }
+    }
+    queued_change_free(q);
+  }
+}
+
+/* Back in the loop: the kernel (or why it could not be read) goes to
+ * the stream, if it still wants it; its client is answered, and the
+ * stream's next change begins. */
+static void change_done(GObject *src, GAsyncResult *res, gpointer user)
+{
+  (void)src;
+  (void)user;
+  change_job *j = g_task_get_task_data(G_TASK(res));
+  daemon_state *d = j->d;
+  d->loads--;
+  stream *s = j->s;
+  if (!s) /* given up, its client answered */
+    return;
+  s->job = NULL;
+  if (d->stopping) {
+    stream_drop_changes(s, "the daemon is stopping: the change is not made");
+    answer_error(j->cl, "the daemon is stopping: the change is not made");
+    return;
+  }
+  cfd_change *ch = j->ch;
+  j->ch = NULL;
+  GError *e = NULL;
+  if (cfd_audio_change_apply(s->audio, ch, &e)) {
+    g_string_append(client_out(j->cl), "ok\n");
+    client_reply(j->cl);
+  } else {
+    answer_error(j->cl, e->message);
+    g_error_free(e);
+  }
+  change_next(d, s);
+}
+
+/* A kernel change of s: made after those asked before it (*later: cl
+ * waits), or begun now. */
+static bool change_ask(daemon_state *d, stream *s, client *cl, const char *key,
+                       const char *value, double crossfade, bool *later,
+                       GError **err)
+{
+  if (!s->job && (!s->changes || g_queue_is_empty(s->changes)))
+    return change_start(d, s, cl, key, value, crossfade, later, err);
+  queued_change *q = g_new0(queued_change, 1);
+  q->cl = cl;
+  q->key = g_strdup(key);
+  q->value = g_strdup(value);
+  q->crossfade = crossfade;
+  if (!s->changes)
+    s->changes = g_queue_new();
+  g_queue_push_tail(s->changes, q);
+  *later = true;
+  return false;
+}
+
+static bool cmd_set(daemon_state *d, client *cl, char **argv, const char *rest,
+                    bool *later, GError **err)
+{
   if (!argv[1] || !argv[2] || !rest) {
     g_set_error(err, CFD_ERROR, 0, "usage: set STREAM KEY VALUE");
     return false;
@@ -761,13 +956,13 @@ static bool cmd_set(daemon_state *d, char **argv, const char *rest,
   stream *s = need_stream(d, argv[1], err);
   if (!s)
     return false;
-  return s->audio ? cfd_audio_set(s->audio, argv[2], rest, err)
+  return s->audio ? change_ask(d, s, cl, argv[2], rest, -1, later, err)
                   : cfd_pipeline_set(s->pipe, argv[2], rest, err);
 }
 
-static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
+static bool cmd_swap(daemon_state *d, client *cl, char **argv, bool *later,
+                     GError **err)
 {
-  (void)out;
   if (!argv[1] || !argv[2] || (argv[3] && argv[4])) {
     g_set_error(err, CFD_ERROR, 0,
                 "usage: swap-kernel STREAM FILE [CROSSFADE_SECONDS]");
@@ -794,7 +989,7 @@ static bool cmd_swap(daemon_state *d, char **argv, GString *out, GError **err)
                 "a video kernel changes at the next frame: no crossfade");
     return false;
   }
-  return cfd_audio_swap_file(s->audio, argv[2], xf, err);
+  return change_ask(d, s, cl, NULL, argv[2], xf, later, err);
 }
 
 /* restart STREAM: stop it (a file stream finishes its output with what
@@ -880,7 +1075,8 @@ static char **split_words(const char *line, GError **err)
 static void reload_request(daemon_state *d, client *cl);
 
 /* One request line from cl; the answer in out, the last line "ok" or
- * "error:". False where the answer comes later (a reload). */
+ * "error:". False where the answer comes later (a reload, a restart's
+ * probe, a kernel being read). */
 static bool handle(daemon_state *d, client *cl, const char *line,
                    GString *out)
 {
@@ -894,13 +1090,17 @@ static bool handle(daemon_state *d, client *cl, const char *line,
     g_set_error(&err, CFD_ERROR, 0, "empty command");
   } else if (!strcmp(argv[0], "status")) {
     ok = cmd_status(d, argv, out, &err);
-  } else if (!strcmp(argv[0], "set")) {
+  } else if (!strcmp(argv[0], "set") || !strcmp(argv[0], "swap-kernel")) {
     /* the value is the words after KEY: `set s kernel 1, 2, 3` */
     char *value = n >= 4 ? g_strjoinv(" ", argv + 3) : NULL;
-    ok = cmd_set(d, argv, value, out, &err);
+    bool later = false;
+    ok = !strcmp(argv[0], "set") ? cmd_set(d, cl, argv, value, &later, &err)
+                                 : cmd_swap(d, cl, argv, &later, &err);
     g_free(value);
-  } else if (!strcmp(argv[0], "swap-kernel")) {
-    ok = cmd_swap(d, argv, out, &err);
+    if (later) { /* a kernel being read: answered once it is taken */
+      g_strfreev(argv);
+      return false;
+    }
   } else if (!strcmp(argv[0], "reload") && n == 1 && !d->stopping) {
     reload_request(d, cl);
     g_strfreev(argv);
@@ -953,7 +1153,7 @@ struct client {
   GString *in, *out;
   gsize sent;
   double since; /* now_s() at its connection */
-  /* WAITING: for a reload (or a restart's probe), neither watched nor
+  /* WAITING: for a reload (a restart's probe, a kernel), neither watched nor
    * timed */
   enum { READING, WAITING, ANSWERING, DRAINING } state;
   bool too_long; /* once answered, the rest of the line is read (closed
@@ -1048,7 +1248,7 @@ static void client_answer(client *c)
     if (len && c->in->str[len - 1] == '\r')
       c->in->str[len - 1] = 0;
     if (!handle(c->d, c, c->in->str, c->out)) {
-      c->state = WAITING; /* client_reply, once the reload is made */
+      c->state = WAITING; /* client_reply, once the answer is known */
       drop_source(&c->io);
       drop_source(&c->timer);
       return;
@@ -1758,7 +1958,7 @@ int main(int argc, char **argv)
      * (its clients are told no) */
     d.stopping = true;
     cfd_file_probes_cancel();
-    while (d.reloading || d.probes)
+    while (d.reloading || d.probes || d.loads)
       g_main_context_iteration(NULL, TRUE);
   } else {
     say("%s", err->message);
