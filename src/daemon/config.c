@@ -3,6 +3,7 @@
  * keys). Everything is checked here, kernels included, so that a reload
  * either gets a config that can run or keeps the old one. */
 #include "cfd.h"
+#include "../io/file_kind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1009,17 +1010,6 @@ static size_t first_bad_line(const char *text, gsize len)
  * fits). */
 #define CFD_CONFIG_MAX (16u << 20)
 
-/* What a path that is not a regular file is, for its message. */
-static const char *file_kind(mode_t mode)
-{
-  return S_ISDIR(mode)    ? "a directory"
-         : S_ISFIFO(mode) ? "a FIFO or a pipe"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "not a regular file";
-}
-
 /* The config's bytes (NUL-terminated, as g_file_get_contents gives
  * them): a regular file of at most CFD_CONFIG_MAX bytes. QA: a FIFO as
  * the config (or a reload's) waited for ever for a writer, /dev/zero or
@@ -1036,9 +1026,14 @@ static bool read_config(const char *path, char **text, gsize *len,
     return false;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
+    g_set_error(err, CFD_ERROR, 0, "%s: %s", path, g_strerror(errno));
+    close(fd);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
     g_set_error(err, CFD_ERROR, 0, "%s: not a config file but %s", path,
-                file_kind(st.st_mode));
+                cf_file_kind(st.st_mode));
     close(fd);
     return false;
   }

@@ -1,6 +1,7 @@
 /* Kernel files: find the format from the content, and the helpers every
  * loader shares. */
 #include "io_internal.h"
+#include "file_kind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,17 +50,6 @@ cf_status cf_io_check_args(const char *path, cf_kernel **out)
   return CF_OK;
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *file_kind(mode_t mode)
-{
-  return S_ISDIR(mode)    ? "a directory"
-         : S_ISFIFO(mode) ? "a FIFO or a pipe (as the shell's <(...) is)"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "something else";
-}
-
 /* Kernel files are read twice (sniffed, then loaded) and their size is
  * checked: a pipe would give its first page to the sniffer and the rest
  * (or a hang in open(), with no writer left) to the loader. */
@@ -69,7 +59,7 @@ static cf_status not_regular(const char *path, mode_t mode)
     return cf_fail(CF_E_IO, "%s: cannot open: is a directory", path);
   return cf_fail(CF_E_IO, "%s: not a regular file but %s: a kernel file "
                  "is read more than once; save it to a file first", path,
-                 file_kind(mode));
+                 cf_file_kind(mode));
 }
 
 /* The file a kernel path names: file:NAME is NAME (file:///a the path
