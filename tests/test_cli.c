@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -6678,6 +6679,120 @@ static void test_apply_interrupt(void **state)
 #endif
 }
 
+/* Run the CLI with stdin from in_path, stdout to out_path (NULL: a
+ * pipe), under a file size limit of `limit` bytes (ulimit -f, a quota);
+ * returns its exit status (or 128 + signal), its stderr in *err (free). */
+static int run_fsize_limited(const char **args, const char *in_path,
+                             const char *out_path, rlim_t limit, char **err)
+{
+  char errp[PATH_MAX];
+  tmp_path(errp, sizeof errp, "fsize-stderr.txt");
+  args[0] = cli_path;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct rlimit rl = {limit, limit};
+    int in = open(in_path, O_RDONLY);
+    int out = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+                       : open("/dev/null", O_WRONLY);
+    int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || e < 0 || setrlimit(RLIMIT_FSIZE, &rl) != 0)
+      _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(e, 2);
+    signal(SIGXFSZ, SIG_DFL);
+    execv(cli_path, (char *const *)args);
+    _exit(127);
+  }
+  int status = wait_status(pid);
+  size_t n;
+  unsigned char *b = read_file(errp, &n);
+  *err = realloc(b, n + 1);
+  assert_non_null(*err);
+  (*err)[n] = '\0';
+  unlink(errp);
+  return status;
+}
+
+/* A file size limit reached (ulimit -f, as a quota or a full disk stops a
+ * long recording's output): SIGXFSZ killed the CLI (exit 153, "File size
+ * limit exceeded" from the shell), apply leaving OUTPUT.cf-part-PID
+ * behind; now the write fails with EFBIG, said, exit 1, no partial file
+ * (QA). fir's output up to the limit is the filtered input's start. */
+static void test_file_size_limit(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  const size_t taps = ref_rng_range(&r, 16, 64);
+  const size_t frames = ref_rng_range(&r, 40000, 80000);
+  const rlim_t limit = (rlim_t)ref_rng_range(&r, 8, 16) * 1024;
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  float *h = malloc(taps * sizeof *h), *x = malloc(frames * sizeof *x);
+  assert_non_null(h);
+  assert_non_null(x);
+  ref_rng_fill(&r, h, taps);
+  ref_rng_fill(&r, x, frames);
+  tmp_path(kpath, sizeof kpath, "fsize-k.txt");
+  write_text_kernel(kpath, h, taps);
+
+  /* fir: raw float32 in, stdout a regular file */
+  tmp_path(inp, sizeof inp, "fsize-in.f32");
+  tmp_path(outp, sizeof outp, "fsize-out.f32");
+  FILE *f = fopen(inp, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(x, sizeof *x, frames, f), frames);
+  assert_int_equal(fclose(f), 0);
+  const char *fir[] = {NULL, "fir", "-k", kpath, "-c", "1", "--algorithm",
+                       "direct", NULL};
+  char *err;
+  int status = run_fsize_limited(fir, inp, outp, limit, &err);
+  printf("fir, %zu taps, %zu frames, limit %lu bytes: exit %d: %s", taps,
+         frames, (unsigned long)limit, status, err);
+  if (status != 1 || !strstr(err, "File too large"))
+    fail_msg("fir past the file size limit: exit %d, want 1 and the "
+             "reason; stderr:\n%s", status, err);
+  free(err);
+  size_t n;
+  float *y = (float *)read_file(outp, &n);
+  assert_int_equal(n, (size_t)limit);
+  for (size_t m = 0; m < n / sizeof *y; m++) {
+    double want = ref_conv_at(x, frames, h, taps, m);
+    if (fabs((double)y[m] - want) > 1e-5 * (1.0 + fabs(want)))
+      fail_msg("fir output %zu: %g, want %g", m, (double)y[m], want);
+  }
+  free(y);
+  unlink(inp);
+  unlink(outp);
+
+#ifdef CF_TEST_HAVE_LIBAV
+  /* apply: OUTPUT written under a temporary name */
+  tmp_path(inp, sizeof inp, "fsize-in.wav");
+  tmp_path(outp, sizeof outp, "fsize-out.wav");
+  unlink(outp);
+  for (size_t i = 0; i < frames; i++)
+    x[i] = roundf(x[i] * 16384.0f) / 32768.0f;
+  write_wav(inp, W_S16, 48000, 1, x, frames);
+  const char *apply[] = {NULL, "apply", "-q", "-k", kpath, inp, outp, NULL};
+  status = run_fsize_limited(apply, "/dev/null", NULL, limit, &err);
+  printf("apply, limit %lu bytes: exit %d: %s", (unsigned long)limit, status,
+         err);
+  if (status != 1 || !strstr(err, "File too large"))
+    fail_msg("apply past the file size limit: exit %d, want 1 and the "
+             "reason; stderr:\n%s", status, err);
+  free(err);
+  struct stat sb;
+  assert_true(stat(outp, &sb) != 0);
+  assert_no_part_files();
+  unlink(inp);
+#endif
+  unlink(kpath);
+  free(h);
+  free(x);
+}
+
 static void test_info(void **state)
 {
   (void)state;
@@ -7297,6 +7412,7 @@ int main(void)
     cmocka_unit_test(test_apply_mp3_delay),
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
+    cmocka_unit_test(test_file_size_limit),
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),

@@ -656,6 +656,10 @@ static int run(int argc, char **argv)
 {
   /* A closed stdout shows up as EPIPE from write(), handled there. */
   signal(SIGPIPE, SIG_IGN);
+  /* A file size limit (ulimit -f) reached: EFBIG from write(), said as a
+   * failed write (exit 1, apply's temporary file removed), not death by
+   * SIGXFSZ (exit 153, OUTPUT.cf-part-PID left behind: QA). */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage_main(stderr);
     return CLI_EXIT_USAGE;
