@@ -4643,9 +4643,13 @@ static void test_apply_codec_name(void **state)
   size_t n;
   unsigned char *b = read_file(outp, &n);
   assert_non_null(b);
-  /* WAVE_FORMAT_G722_ADPCM (0x028f) in the fmt chunk */
-  assert_true(n > 22 && !memcmp(b + 12, "fmt ", 4));
-  assert_int_equal(get_le(b + 20, 2), 0x028f);
+  /* WAVE_FORMAT_G722_ADPCM (0x028f) in the fmt chunk (after the 28-byte
+   * JUNK chunk kept for RF64's ds64: test_apply_wav_rf64_room) */
+  size_t at = 12;
+  while (at + 10 <= n && memcmp(b + at, "fmt ", 4))
+    at += 8 + get_le(b + at + 4, 4);
+  assert_true(at + 10 <= n);
+  assert_int_equal(get_le(b + at + 8, 2), 0x028f);
   free(b);
   unlink(inp);
   unlink(outp);
@@ -6793,6 +6797,70 @@ static void test_file_size_limit(void **state)
   free(x);
 }
 
+/* A WAV OUTPUT past 4 GiB (16-bit stereo at 48 kHz: 6.2 hours; 32-bit
+ * float of a day-long 8 kHz logger: 1.2 days) was written with 32-bit
+ * sizes of 0xFFFFFFFF, libav warning "Filesize ... invalid for wav,
+ * output file will be broken" and apply saying "wrote", exit 0 (QA, a
+ * 4.8 GB file). It is RF64 there now, as ffmpeg's -rf64 auto writes it:
+ * every WAV keeps room for RF64's ds64 chunk right after "WAVE" (a
+ * 28-byte JUNK chunk, which WAV readers skip), and one past 4 GiB is
+ * made RF64 at its end. A 4 GiB run takes a minute; this checks the
+ * room kept and that the file still reads as the filtered input. */
+static void test_apply_wav_rf64_room(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  const size_t taps = ref_rng_range(&r, 16, 64);
+  const size_t frames = ref_rng_range(&r, 1000, 20000);
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  float *h = malloc(taps * sizeof *h), *x = malloc(frames * sizeof *x);
+  assert_non_null(h);
+  assert_non_null(x);
+  ref_rng_fill(&r, h, taps);
+  ref_rng_fill(&r, x, frames);
+  tmp_path(kpath, sizeof kpath, "rf64-k.txt");
+  write_text_kernel(kpath, h, taps);
+  tmp_path(inp, sizeof inp, "rf64-in.wav");
+  tmp_path(outp, sizeof outp, "rf64-out.wav");
+  unlink(outp);
+  write_wav(inp, W_F32, 8000, 1, x, frames);
+  const char *args[] = {NULL, "apply", "-q", "-k", kpath, inp, outp, NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 0)
+    fail_msg("apply: exit %d; stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  size_t n;
+  unsigned char *b = read_file(outp, &n);
+  assert_true(n >= 48 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WAVE", 4));
+  if (memcmp(b + 12, "JUNK", 4) || get_le(b + 16, 4) != 28)
+    fail_msg("no room for RF64's ds64 after WAVE (chunk '%.4s', %u bytes): "
+             "a WAV past 4 GiB would be broken", (const char *)b + 12,
+             (unsigned)get_le(b + 16, 4));
+  free(b);
+  wav w;
+  read_wav(outp, &w);
+  assert_int_equal(w.kind, W_F32);
+  assert_int_equal(w.frames, frames);
+  for (size_t m = 0; m < frames; m++) {
+    double want = ref_conv_at(x, frames, h, taps, m);
+    if (fabs(w.x[m] - want) > 1e-5 * (1.0 + fabs(want)))
+      fail_msg("output %zu: %g, want %g", m, w.x[m], want);
+  }
+  free(w.x);
+  unlink(inp);
+  unlink(outp);
+  unlink(kpath);
+  free(h);
+  free(x);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_info(void **state)
 {
   (void)state;
@@ -7413,6 +7481,7 @@ int main(void)
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_file_size_limit),
+    cmocka_unit_test(test_apply_wav_rf64_room),
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),

@@ -1142,6 +1142,14 @@ int apply_write_header(const apply_opts *o, AVFormatContext *oc,
         (err = cf_av->av_opt_set_int(oc->priv_data, "update", 1, 0)) < 0)
       return apply_av_error(o->out_path, "image2 option update", err);
   }
+  /* A WAV past 4 GiB (a day of 8 kHz float, 6.2 hours of 16-bit stereo
+   * at 48 kHz) was written with sizes of 0xFFFFFFFF ("output file will
+   * be broken", exit 0: QA); it is RF64 there, as ffmpeg's -rf64 auto
+   * writes it (its ds64 room, a 28-byte JUNK chunk, in every WAV).
+   * wavenc's RF64_AUTO is -1. */
+  if (!strcmp(oc->oformat->name, "wav") &&
+      (err = cf_av->av_opt_set_int(oc->priv_data, "rf64", -1, 0)) < 0)
+    return apply_av_error(o->out_path, "wav option rf64", err);
   if ((err = cf_av->avformat_write_header(oc, NULL)) < 0)
     return apply_av_error(o->out_path, "cannot write the header", err);
   return 0;
