@@ -16,7 +16,10 @@
  * queues of device work) is not counted.
  *
  * And a kernel swap that runs out of memory (each allocation in turn
- * made to fail: test_swap2d_nomem) leaves the kernel in force running.
+ * made to fail: test_swap2d_nomem) leaves the kernel in force running;
+ * engine creation that runs out of memory (test_new_nomem: each
+ * allocation of cf_engine_new_audio / _video in turn) says CF_E_NOMEM
+ * and leaks nothing (a count of live blocks).
  *
  * The counting replaces malloc, calloc, realloc, free, posix_memalign,
  * aligned_alloc and memalign for the whole process (glibc's __libc_*
@@ -57,6 +60,8 @@ static atomic_long allocs;
  * builds, where the suite is skipped). */
 static atomic_long fail_in;
 static atomic_int failed;
+/* test_new_nomem: blocks allocated and not yet freed (while counting) */
+static atomic_long live;
 
 #ifndef RT_NO_COUNT
 void *__libc_malloc(size_t);
@@ -80,6 +85,13 @@ static void note(void)
     atomic_fetch_add(&allocs, 1);
 }
 
+static void *born(void *p)
+{
+  if (p)
+    atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+  return p;
+}
+
 static int fail_here(void)
 {
   if (atomic_load_explicit(&fail_in, memory_order_relaxed) <= 0 ||
@@ -94,7 +106,7 @@ RT_EXPORT void *malloc(size_t n)
   note();
   if (fail_here())
     return NULL;
-  return __libc_malloc(n);
+  return born(__libc_malloc(n));
 }
 
 RT_EXPORT void *calloc(size_t a, size_t b)
@@ -102,7 +114,7 @@ RT_EXPORT void *calloc(size_t a, size_t b)
   note();
   if (fail_here())
     return NULL;
-  return __libc_calloc(a, b);
+  return born(__libc_calloc(a, b));
 }
 
 RT_EXPORT void *realloc(void *p, size_t n)
@@ -110,13 +122,20 @@ RT_EXPORT void *realloc(void *p, size_t n)
   note();
   if (fail_here())
     return NULL;
-  return __libc_realloc(p, n);
+  void *q = __libc_realloc(p, n);
+  if (!p && q)
+    atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+  else if (p && !n && !q)
+    atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+  return q;
 }
 
 RT_EXPORT void free(void *p)
 {
-  if (p)
+  if (p) {
     note();
+    atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+  }
   __libc_free(p);
 }
 
@@ -130,7 +149,7 @@ RT_EXPORT int posix_memalign(void **p, size_t align, size_t n)
   void *q = __libc_memalign(align, n);
   if (!q)
     return ENOMEM;
-  *p = q;
+  *p = born(q);
   return 0;
 }
 
@@ -139,7 +158,7 @@ RT_EXPORT void *aligned_alloc(size_t align, size_t n)
   note();
   if (fail_here())
     return NULL;
-  return __libc_memalign(align, n);
+  return born(__libc_memalign(align, n));
 }
 
 RT_EXPORT void *memalign(size_t align, size_t n)
@@ -147,7 +166,7 @@ RT_EXPORT void *memalign(size_t align, size_t n)
   note();
   if (fail_here())
     return NULL;
-  return __libc_memalign(align, n);
+  return born(__libc_memalign(align, n));
 }
 #endif
 
@@ -871,6 +890,124 @@ static void test_swap2d_nomem(void **state)
   }
 }
 
+/* Engine creation on a box with little memory: each allocation of
+ * cf_engine_new_audio / cf_engine_new_video in turn made to fail (random
+ * configurations: paths, channels, threads, pipeline depths, a temporal
+ * kernel). Every failure is CF_E_NOMEM with a message, and leaves no
+ * block behind (the live count of the shim above). Each configuration
+ * is built once first, so that the FFT plans it needs are made (FFTW's
+ * planner aborts when its malloc fails) and kept. */
+static void new_nomem_check(cf_status s, long before, const char *what,
+                            long n)
+{
+  long left = atomic_load(&live) - before;
+  int f = atomic_load(&failed);
+  CHECK(s == CF_OK || f, "%s failed with no allocation failing: %s", what,
+        cf_last_error());
+  CHECK(s == CF_OK || s == CF_E_NOMEM,
+        "%s, allocation %ld failing: returned %s (%s), not CF_E_NOMEM", what,
+        n, cf_status_name(s), cf_last_error());
+  CHECK(s == CF_OK || cf_last_error()[0] != '\0',
+        "%s, allocation %ld failing: CF_E_NOMEM with no message", what, n);
+  CHECK(left == 0, "%s, allocation %ld failing (%s): %ld block(s) leaked",
+        what, n, s == CF_OK ? "created" : cf_last_error(), left);
+}
+
+static void test_new_nomem(void **state)
+{
+  (void)state;
+  PLAIN_BUILD_ONLY();
+  static const cf_algorithm algos[] = {CF_ALGO_DIRECT, CF_ALGO_FFT_UNIFORM,
+                                       CF_ALGO_FFT_NONUNIFORM};
+  for (unsigned c = 0; c < 6; c++) {
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = algos[c % 3];
+    cfg.channels = (unsigned)ref_rng_range(&rng, 1, 4);
+    cfg.threads = (unsigned)ref_rng_range(&rng, 1, 3);
+    cfg.pipeline_depth = (unsigned)ref_rng_range(&rng, 0, 3);
+    cfg.block_size = 1u << ref_rng_range(&rng, 5, 8);
+    cfg.swap_history = (size_t)ref_rng_range(&rng, 0, 4096);
+    size_t len = (size_t)ref_rng_range(&rng, 1, 3000);
+    float *h = random_taps(len);
+    cf_kernel *k = NULL;
+    CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_audio(&cfg, k, &e) == CF_OK, "engine: %s",
+          cf_last_error());
+    char what[256];
+    snprintf(what, sizeof what, "cf_engine_new_audio (%s, %u ch, %zu taps, "
+             "depth %u)", cf_engine_describe(e), cfg.channels, len,
+             cfg.pipeline_depth);
+    cf_engine_free(e);
+    int made = 0;
+    for (long n = 1; !made && n < 5000; n++) {
+      long before = atomic_load(&live);
+      atomic_store(&failed, 0);
+      atomic_store(&fail_in, n);
+      e = NULL;
+      cf_status s = cf_engine_new_audio(&cfg, k, &e);
+      atomic_store(&fail_in, 0);
+      made = !atomic_load(&failed);
+      cf_engine_free(e);
+      new_nomem_check(s, before, what, n);
+    }
+    CHECK(made, "%s: never created", what);
+    cf_kernel_free(k);
+    free(h);
+  }
+  static const cf_algorithm2d algos2d[] = {CF_ALGO2D_DIRECT,
+                                           CF_ALGO2D_SEPARABLE,
+                                           CF_ALGO2D_FFT};
+  for (unsigned c = 0; c < 6; c++) {
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.format = c % 2 ? CF_PIX_RGBA : CF_PIX_GRAY32F;
+    cfg.width = (unsigned)ref_rng_range(&rng, 6, 64);
+    cfg.height = (unsigned)ref_rng_range(&rng, 6, 48);
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = algos2d[c % 3];
+    cfg.threads = (unsigned)ref_rng_range(&rng, 1, 3);
+    cfg.pipeline_depth = (unsigned)ref_rng_range(&rng, 0, 2);
+    unsigned t = (unsigned)ref_rng_range(&rng, 1, 4);
+    unsigned kh = (unsigned)ref_rng_range(&rng, 1, 7);
+    unsigned kw = (unsigned)ref_rng_range(&rng, 1, 7);
+    size_t nt = (size_t)t * kh * kw;
+    float *taps = xalloc(nt * sizeof *taps);
+    for (size_t j = 0; j < nt; j++) /* rank 1, so separable applies */
+      taps[j] = (float)(1 + j / kw % 3) * (float)(1 + j % kw % 4) /
+                (float)(8 * nt);
+    cf_kernel2d *k = NULL;
+    CHECK(cf_kernel2d_new(t, kh, kw, taps, &k) == CF_OK, "kernel: %s",
+          cf_last_error());
+    cf_engine *e = NULL;
+    CHECK(cf_engine_new_video(&cfg, k, &e) == CF_OK, "engine: %s",
+          cf_last_error());
+    char what[256];
+    snprintf(what, sizeof what, "cf_engine_new_video (%s, %ux%u, %ux%ux%u "
+             "kernel, depth %u)", cf_engine_describe(e), cfg.width,
+             cfg.height, t, kh, kw, cfg.pipeline_depth);
+    cf_engine_free(e);
+    int made = 0;
+    for (long n = 1; !made && n < 5000; n++) {
+      long before = atomic_load(&live);
+      atomic_store(&failed, 0);
+      atomic_store(&fail_in, n);
+      e = NULL;
+      cf_status s = cf_engine_new_video(&cfg, k, &e);
+      atomic_store(&fail_in, 0);
+      made = !atomic_load(&failed);
+      cf_engine_free(e);
+      new_nomem_check(s, before, what, n);
+    }
+    CHECK(made, "%s: never created", what);
+    cf_kernel2d_free(k);
+    free(taps);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -882,6 +1019,7 @@ int main(void)
       cmocka_unit_test(test_prepared_burst),
       cmocka_unit_test(test_prepared2d),
       cmocka_unit_test(test_swap2d_nomem),
+      cmocka_unit_test(test_new_nomem),
   };
 #ifdef RT_NO_COUNT
   (void)tests;
