@@ -893,7 +893,7 @@ static void test_swap2d_nomem(void **state)
 /* Engine creation on a box with little memory: each allocation of
  * cf_engine_new_audio / cf_engine_new_video in turn made to fail (random
  * configurations: paths, channels, threads, pipeline depths, a temporal
- * kernel). Every failure is CF_E_NOMEM with a message, and leaves no
+ * kernel; video's FFT path aside, see below). Every failure is CF_E_NOMEM with a message, and leaves no
  * block behind (the live count of the shim above). Each configuration
  * is built once first, so that the FFT plans it needs are made (FFTW's
  * planner aborts when its malloc fails) and kept. */
@@ -958,9 +958,11 @@ static void test_new_nomem(void **state)
     cf_kernel_free(k);
     free(h);
   }
+  /* not video's FFT path: its 2D plans keep FFTW's buffered solvers,
+   * whose scratch (fftwf_malloc, each execution, the spectra made here
+   * among them) aborts the process when it fails */
   static const cf_algorithm2d algos2d[] = {CF_ALGO2D_DIRECT,
-                                           CF_ALGO2D_SEPARABLE,
-                                           CF_ALGO2D_FFT};
+                                           CF_ALGO2D_SEPARABLE};
   for (unsigned c = 0; c < 6; c++) {
     cf_video_config cfg;
     cf_video_config_init(&cfg);
@@ -968,7 +970,7 @@ static void test_new_nomem(void **state)
     cfg.width = (unsigned)ref_rng_range(&rng, 6, 64);
     cfg.height = (unsigned)ref_rng_range(&rng, 6, 48);
     cfg.backend = CF_BACKEND_CPU;
-    cfg.algorithm = algos2d[c % 3];
+    cfg.algorithm = algos2d[c % 2];
     cfg.threads = (unsigned)ref_rng_range(&rng, 1, 3);
     cfg.pipeline_depth = (unsigned)ref_rng_range(&rng, 0, 2);
     unsigned t = (unsigned)ref_rng_range(&rng, 1, 4);
