@@ -23,6 +23,9 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../src/cpu/fpenv.h"
 #include "../src/cpu/pool.h"
@@ -217,12 +220,77 @@ static void test_caller_fpenv(void **state)
 }
 #endif
 
+/* A box with little memory: a worker's stack that cannot be had (RLIMIT_AS
+ * a few MiB over what the process maps, in a child) fails cf_pool_new
+ * with CF_E_NOMEM and a message saying so (it said CF_E_INTERNAL
+ * "cannot start thread 1 of 1", under a daemon's memory limit: QA). Not
+ * under AddressSanitizer, whose shadow memory RLIMIT_AS does not allow. */
+static size_t mapped_bytes(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb * 1024;
+}
+
+static void test_no_memory_for_threads(void **state)
+{
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
+  skip();
+#endif
+  size_t vm = mapped_bytes();
+  CHECK(vm > 0, "no VmSize in /proc/self/status");
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork failed");
+  if (pid == 0) {
+    /* room for small allocations, not for an 8 MiB thread stack */
+    struct rlimit rl = {vm + (2u << 20), vm + (2u << 20)};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+      _exit(3);
+    pthread_attr_t a;
+    size_t stack = 0;
+    pthread_attr_init(&a);
+    pthread_attr_getstacksize(&a, &stack);
+    pthread_attr_destroy(&a);
+    if (stack < (4u << 20))
+      _exit(4); /* a small default stack: this cannot run out */
+    cf_pool *p = NULL;
+    pool_error[0] = 0;
+    cf_status s = cf_pool_new(3, &p);
+    if (s == CF_OK)
+      _exit(5);
+    if (p)
+      _exit(6);
+    fprintf(stderr, "cf_pool_new: %d: %s\n", (int)s, pool_error);
+    _exit(s == CF_E_NOMEM && strstr(pool_error, "out of memory") ? 0 : 7);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 4) {
+    print_message("skipped: the default thread stack is under 4 MiB\n");
+    skip();
+  }
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "child: status %d (3: setrlimit, 5: the pool started, 6: out set on "
+        "failure, 7: not CF_E_NOMEM saying out of memory)",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_item_once),
       cmocka_unit_test(test_hot_back_to_back),
       cmocka_unit_test(test_caller_fpenv),
+      cmocka_unit_test(test_no_memory_for_threads),
   };
   check_seed = ref_seed();
   check_filter_from_env();

@@ -26,11 +26,13 @@
 #define _GNU_SOURCE
 #include "pool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,13 +179,21 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out)
     cf_pool_free(p);
     return cf_fail(CF_E_NOMEM, "thread pool: out of memory");
   }
-  for (unsigned i = 0; i < nw; i++)
-    if (pthread_create(&p->workers[i], NULL, worker, p) != 0) {
+  for (unsigned i = 0; i < nw; i++) {
+    int err = pthread_create(&p->workers[i], NULL, worker, p);
+    if (err != 0) {
       p->nthreads = i + 1; /* join the ones that started */
       cf_pool_free(p);
-      return cf_fail(CF_E_INTERNAL, "thread pool: cannot start thread %u of "
-                     "%u", i + 1, nw);
+      /* EAGAIN: no memory for its stack (a memory limit: QA) or a limit
+       * on threads; CF_E_NOMEM, as engine.h documents for resources */
+      return cf_fail(err == EAGAIN ? CF_E_NOMEM : CF_E_INTERNAL,
+                     "thread pool: cannot start thread %u of %u: %s%s", i + 1,
+                     nw, strerror(err),
+                     err == EAGAIN ? " (out of memory for its stack, or a "
+                                     "limit on threads)"
+                                   : "");
     }
+  }
   *out = p;
   return CF_OK;
 }
