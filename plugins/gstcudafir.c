@@ -2478,9 +2478,20 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
   /* and the swap itself, on the engine's input history: the streaming
    * thread then replays only the buffers since */
   cf_swap_prep *prep = NULL;
-  if (ok && k && streaming &&
-      cf_engine_prepare_swap(engine, k, &prep) != CF_OK)
+  cf_status ps = ok && k && streaming ? cf_engine_prepare_swap(engine, k, &prep)
+                                      : CF_OK;
+  if (ps == CF_E_NOMEM) {
+    /* refused here, where the setter hears of it: the streaming thread
+     * would run out of memory the same (QA: under a memory limit a
+     * daemon's `set` of a 2^24-tap kernel-file answered ok, the swap
+     * failing later with a warning on the bus only, after the streaming
+     * thread had stalled 100 ms allocating) */
+    fir_fail("the new kernel does not fit in memory: %s", cf_last_error());
+    g_clear_pointer(&k, cf_kernel_free);
+    ok = FALSE;
+  } else if (ps != CF_OK) {
     GST_WARNING_OBJECT(self, "building the swap: %s", cf_last_error());
+  }
   GST_OBJECT_LOCK(self);
   if (ok)
     params_store(self, &p);
@@ -2751,7 +2762,8 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
           "file is read again for a new rate). Changes while PLAYING "
           "crossfade; one that does not load is refused in PAUSED or "
           "PLAYING where a good kernel is set (kept in NULL or READY: the "
-          "start then fails naming it)",
+          "start then fails naming it), and so is one that does not fit "
+          "in memory while streaming",
           NULL, live));
   g_object_class_install_property(oc, PROP_ROUTING,
       g_param_spec_enum("routing", "Routing",
