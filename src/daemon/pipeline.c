@@ -79,11 +79,15 @@ static gboolean on_bus(GstBus *bus, GstMessage *m, gpointer user)
       gst_message_parse_warning(m, &e, &dbg);
     char *more = detail(dbg);
     if (type == GST_MESSAGE_ERROR) {
-      /* our elements give why after the debug text's first line */
+      /* our elements give why after the debug text's first line; not
+       * again where their message holds it already (QA: a kernel that
+       * did not fit was said twice in status) */
       const char *why = dbg && strchr(dbg, '\n') && GST_IS_ELEMENT(m->src) &&
                                 is_ours(GST_ELEMENT(m->src))
                             ? strchr(dbg, '\n') + 1
                             : NULL;
+      if (why && (!*why || (e && strstr(e->message, why))))
+        why = NULL;
       p->error = g_strdup_printf("%s: %s%s%s", GST_OBJECT_NAME(m->src),
                                  e ? e->message : "error", why ? ": " : "",
                                  why ? why : "");
