@@ -890,29 +890,56 @@ static void test_swap2d_nomem(void **state)
   }
 }
 
+typedef cf_status (*engine_new_fn)(const void *cfg, const void *k,
+                                   cf_engine **e);
+
+static cf_status new_audio(const void *cfg, const void *k, cf_engine **e)
+{
+  return cf_engine_new_audio(cfg, k, e);
+}
+
+static cf_status new_video(const void *cfg, const void *k, cf_engine **e)
+{
+  return cf_engine_new_video(cfg, k, e);
+}
+
+/* make(cfg, k) with its 1st, 2nd, ... allocation failing, until one
+ * where none fails (the engine made); each failure checked. */
+static void fail_each_alloc(const char *what, engine_new_fn make,
+                            const void *cfg, const void *k)
+{
+  int made = 0;
+  for (long n = 1; !made && n < 5000; n++) {
+    long before = atomic_load(&live);
+    atomic_store(&failed, 0);
+    atomic_store(&fail_in, n);
+    cf_engine *e = NULL;
+    cf_status s = make(cfg, k, &e);
+    atomic_store(&fail_in, 0);
+    made = !atomic_load(&failed);
+    cf_engine_free(e);
+    long left = atomic_load(&live) - before;
+    int f = atomic_load(&failed);
+    CHECK(s == CF_OK || f, "%s failed with no allocation failing: %s", what,
+          cf_last_error());
+    CHECK(s == CF_OK || s == CF_E_NOMEM,
+          "%s, allocation %ld failing: returned %s (%s), not CF_E_NOMEM", what,
+          n, cf_status_name(s), cf_last_error());
+    CHECK(s == CF_OK || cf_last_error()[0] != '\0',
+          "%s, allocation %ld failing: CF_E_NOMEM with no message", what, n);
+    CHECK(left == 0, "%s, allocation %ld failing (%s): %ld block(s) leaked",
+          what, n, s == CF_OK ? "created" : cf_last_error(), left);
+  }
+  CHECK(made, "%s: never created", what);
+}
+
 /* Engine creation on a box with little memory: each allocation of
  * cf_engine_new_audio / cf_engine_new_video in turn made to fail (random
  * configurations: paths, channels, threads, pipeline depths, a temporal
- * kernel; video's FFT path aside, see below). Every failure is CF_E_NOMEM with a message, and leaves no
- * block behind (the live count of the shim above). Each configuration
- * is built once first, so that the FFT plans it needs are made (FFTW's
- * planner aborts when its malloc fails) and kept. */
-static void new_nomem_check(cf_status s, long before, const char *what,
-                            long n)
-{
-  long left = atomic_load(&live) - before;
-  int f = atomic_load(&failed);
-  CHECK(s == CF_OK || f, "%s failed with no allocation failing: %s", what,
-        cf_last_error());
-  CHECK(s == CF_OK || s == CF_E_NOMEM,
-        "%s, allocation %ld failing: returned %s (%s), not CF_E_NOMEM", what,
-        n, cf_status_name(s), cf_last_error());
-  CHECK(s == CF_OK || cf_last_error()[0] != '\0',
-        "%s, allocation %ld failing: CF_E_NOMEM with no message", what, n);
-  CHECK(left == 0, "%s, allocation %ld failing (%s): %ld block(s) leaked",
-        what, n, s == CF_OK ? "created" : cf_last_error(), left);
-}
-
+ * kernel; video's FFT path aside, see below). Every failure is CF_E_NOMEM with
+ * a message, and leaves no block behind (the live count of the shim above).
+ * Each configuration is built once first, so that the FFT plans it needs are
+ * made (FFTW's planner aborts when its malloc fails) and kept. */
 static void test_new_nomem(void **state)
 {
   (void)state;
@@ -942,19 +969,7 @@ static void test_new_nomem(void **state)
              "depth %u)", cf_engine_describe(e), cfg.channels, len,
              cfg.pipeline_depth);
     cf_engine_free(e);
-    int made = 0;
-    for (long n = 1; !made && n < 5000; n++) {
-      long before = atomic_load(&live);
-      atomic_store(&failed, 0);
-      atomic_store(&fail_in, n);
-      e = NULL;
-      cf_status s = cf_engine_new_audio(&cfg, k, &e);
-      atomic_store(&fail_in, 0);
-      made = !atomic_load(&failed);
-      cf_engine_free(e);
-      new_nomem_check(s, before, what, n);
-    }
-    CHECK(made, "%s: never created", what);
+    fail_each_alloc(what, new_audio, &cfg, k);
     cf_kernel_free(k);
     free(h);
   }
@@ -992,19 +1007,7 @@ static void test_new_nomem(void **state)
              "kernel, depth %u)", cf_engine_describe(e), cfg.width,
              cfg.height, t, kh, kw, cfg.pipeline_depth);
     cf_engine_free(e);
-    int made = 0;
-    for (long n = 1; !made && n < 5000; n++) {
-      long before = atomic_load(&live);
-      atomic_store(&failed, 0);
-      atomic_store(&fail_in, n);
-      e = NULL;
-      cf_status s = cf_engine_new_video(&cfg, k, &e);
-      atomic_store(&fail_in, 0);
-      made = !atomic_load(&failed);
-      cf_engine_free(e);
-      new_nomem_check(s, before, what, n);
-    }
-    CHECK(made, "%s: never created", what);
+    fail_each_alloc(what, new_video, &cfg, k);
     cf_kernel2d_free(k);
     free(taps);
   }
