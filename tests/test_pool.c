@@ -10,6 +10,7 @@
  * element ran on one thread. Workers run each job in the caller's
  * floating-point control register (x86: the audio engine flushes
  * denormals during its calls, src/cpu/fpenv.h). */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,7 +24,9 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +288,88 @@ static void test_no_memory_for_threads(void **state)
         WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
 }
 
+/* A file of the fake cgroup tree, its folders made as needed. */
+static void put(const char *root, const char *rel, const char *text)
+{
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", root, rel);
+  for (char *s = path + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+    *s = '\0';
+    (void)mkdir(path, 0700);
+    *s = '/';
+  }
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* cf_cpu_count follows a container's CPU quota (cgroup v2 cpu.max, v1
+ * cpu.cfs_quota_us / cpu.cfs_period_us), rounded up, the lowest over a
+ * cgroup and its parents; none, "max", -1 and unreadable files are no
+ * limit. Before, a container given two CPUs' time on a 16-CPU host ran
+ * 16 threads per engine, taking turns at the limit. Checked on fake
+ * trees, and the real count against the real tree. */
+static void test_cgroup_quota(void **state)
+{
+  (void)state;
+  char root[] = "/tmp/cf-cgroup-XXXXXX";
+  assert_non_null(mkdtemp(root));
+  char proc[1100], fs[1100];
+  snprintf(proc, sizeof proc, "%s/cgroup", root);
+  snprintf(fs, sizeof fs, "%s/fs", root);
+
+  /* v2, in a nested cgroup */
+  put(root, "cgroup", "0::/a/b\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 0); /* no files */
+  put(root, "fs/a/b/cpu.max", "max 100000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 0);
+  put(root, "fs/a/b/cpu.max", "150000 100000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 2); /* 1.5 rounds up */
+  put(root, "fs/a/cpu.max", "50000 100000\n"); /* the parent's is lower */
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 1);
+  put(root, "fs/a/cpu.max", "900000 100000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 2);
+  put(root, "fs/cpu.max", "300000 300000\n"); /* the root folder counts */
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 1);
+  put(root, "fs/cpu.max", "garbage\n");
+  put(root, "fs/a/b/cpu.max", "0 100000\n"); /* nonsense is no limit */
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 9);
+  /* a container without its own cgroup namespace: the path is the
+   * host's, the tree mounted is its own: the root's file holds */
+  put(root, "cgroup", "0::/docker/xyz\n");
+  put(root, "fs/cpu.max", "400000 100000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 4);
+
+  /* v1, cpu and cpuacct mounted together, or cpu alone */
+  put(root, "cgroup", "9:memory:/m\n4:cpu,cpuacct:/c\n0::/\n");
+  put(root, "fs/cpu.max", "max 100000\n");
+  put(root, "fs/cpu,cpuacct/c/cpu.cfs_quota_us", "-1\n");
+  put(root, "fs/cpu,cpuacct/c/cpu.cfs_period_us", "100000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 0);
+  put(root, "fs/cpu,cpuacct/c/cpu.cfs_quota_us", "250000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 3);
+  put(root, "cgroup", "2:cpu:/d\n");
+  put(root, "fs/cpu/d/cpu.cfs_quota_us", "100000\n");
+  put(root, "fs/cpu/d/cpu.cfs_period_us", "50000\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 2);
+  put(root, "cgroup", "not a cgroup line\n");
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 0);
+  snprintf(proc, sizeof proc, "%s/none", root);
+  assert_int_equal(cf_cgroup_cpu_limit(proc, fs), 0);
+
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+
+  /* this process: its affinity, lowered by its real quota if any */
+  cpu_set_t set;
+  assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+  unsigned aff = (unsigned)CPU_COUNT(&set);
+  unsigned q = cf_cgroup_cpu_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+  assert_int_equal(cf_cpu_count(), q && q < aff ? q : aff);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -292,6 +377,7 @@ int main(void)
       cmocka_unit_test(test_hot_back_to_back),
       cmocka_unit_test(test_caller_fpenv),
       cmocka_unit_test(test_no_memory_for_threads),
+      cmocka_unit_test(test_cgroup_quota),
   };
   check_seed = ref_seed();
   check_filter_from_env();

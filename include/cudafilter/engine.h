@@ -85,7 +85,9 @@ typedef struct cf_audio_config {
   cf_backend backend;    /* default CF_BACKEND_AUTO */
   int device_id;         /* CUDA device, default 0 */
   cf_algorithm algorithm;/* default CF_ALGO_AUTO */
-  unsigned threads;      /* worker threads, 0 = one per core (default);
+  unsigned threads;      /* worker threads, 0 = one per core the process
+                            may use (its CPU affinity, lowered to its
+                            cgroup's CPU quota; the default);
                             on the CPU at most one per input channel (a
                             channel is the unit of work: cf_engine_describe
                             says how many run), at most 2^20 */

@@ -144,7 +144,9 @@ typedef struct cf_video_config {
   cf_backend backend;      /* default CF_BACKEND_AUTO */
   int device_id;           /* CUDA device, default 0 */
   cf_algorithm2d algorithm;/* default CF_ALGO2D_AUTO */
-  unsigned threads;        /* 0 = one per core (default); any count is
+  unsigned threads;        /* 0 = one per core the process may use (its
+                              CPU affinity, lowered to its cgroup's CPU
+                              quota; the default); any count is
                               taken, the CPU runs at most one band (a
                               thread) per 16 rows, one for small work:
                               cf_engine_describe() says how many */

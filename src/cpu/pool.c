@@ -27,12 +27,15 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,13 +152,128 @@ static void *worker(void *arg)
   return NULL;
 }
 
+/* The first line of PATH (at most size-1 bytes), 0 where unreadable. */
+static int read_line(const char *path, char *buf, size_t size)
+{
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return 0;
+  int ok = fgets(buf, (int)size, f) != NULL;
+  fclose(f);
+  return ok;
+}
+
+/* ceil(quota / period) of a cgroup, 0 for no limit or an unreadable one */
+static unsigned cpus_of_quota(long long quota, long long period)
+{
+  if (quota <= 0 || period <= 0)
+    return 0;
+  long long n = (quota + period - 1) / period;
+  return n > (long long)UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+/* The lowest limit found in DIR and each folder above it up to ROOT (a
+ * limit on a parent holds its children), by the v2 file cpu.max ("QUOTA
+ * PERIOD" or "max PERIOD") or the v1 pair cpu.cfs_quota_us (-1 for none)
+ * and cpu.cfs_period_us. */
+static unsigned limit_up_from(const char *root, const char *dir, int v2)
+{
+  char path[4096], line[128];
+  size_t rlen = strlen(root);
+  if (snprintf(path, sizeof path, "%s%s", root, dir) >= (int)sizeof path)
+    return 0;
+  unsigned best = 0;
+  for (;;) {
+    size_t len = strlen(path);
+    unsigned n = 0;
+    long long q, per;
+    char file[4200], word[32];
+    if (v2) {
+      if (snprintf(file, sizeof file, "%s/cpu.max", path) < (int)sizeof file &&
+          read_line(file, line, sizeof line) &&
+          sscanf(line, "%31s %lld", word, &per) == 2 &&
+          strcmp(word, "max") != 0 && sscanf(word, "%lld", &q) == 1)
+        n = cpus_of_quota(q, per);
+    } else if (snprintf(file, sizeof file, "%s/cpu.cfs_quota_us", path) <
+                   (int)sizeof file &&
+               read_line(file, line, sizeof line) &&
+               sscanf(line, "%lld", &q) == 1 &&
+               snprintf(file, sizeof file, "%s/cpu.cfs_period_us", path) <
+                   (int)sizeof file &&
+               read_line(file, line, sizeof line) &&
+               sscanf(line, "%lld", &per) == 1) {
+      n = cpus_of_quota(q, per);
+    }
+    if (n && (!best || n < best))
+      best = n;
+    if (len <= rlen)
+      return best;
+    char *slash = strrchr(path + rlen, '/');
+    if (!slash)
+      return best;
+    *slash = '\0';
+  }
+}
+
+unsigned cf_cgroup_cpu_limit(const char *proc_cgroup, const char *root)
+{
+  FILE *f = fopen(proc_cgroup, "re");
+  if (!f)
+    return 0;
+  char line[4096], dir[4096];
+  unsigned best = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    /* "ID:CONTROLLERS:PATH": v2 is "0::PATH", v1's CPU line names "cpu"
+     * among its controllers, mounted as ROOT/cpu or ROOT/cpu,cpuacct */
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2 || c2[1] != '/')
+      continue;
+    *c2 = '\0';
+    const char *ctrls = c1 + 1, *path = c2 + 1;
+    unsigned n = 0;
+    if (!*ctrls) {
+      n = limit_up_from(root, strcmp(path, "/") ? path : "", 1);
+    } else {
+      int cpu = 0;
+      char list[256];
+      snprintf(list, sizeof list, "%s", ctrls);
+      for (char *save, *w = strtok_r(list, ",", &save); w;
+           w = strtok_r(NULL, ",", &save))
+        cpu |= !strcmp(w, "cpu");
+      if (!cpu)
+        continue;
+      /* v1 mounts the hierarchy under its controllers' names */
+      if (snprintf(dir, sizeof dir, "%s/%s", root, ctrls) >= (int)sizeof dir)
+        continue;
+      struct stat st;
+      if (stat(dir, &st) != 0 &&
+          snprintf(dir, sizeof dir, "%s/cpu", root) >= (int)sizeof dir)
+        continue;
+      n = limit_up_from(dir, strcmp(path, "/") ? path : "", 0);
+    }
+    if (n && (!best || n < best))
+      best = n;
+  }
+  fclose(f);
+  return best;
+}
+
 unsigned cf_cpu_count(void)
 {
+  unsigned n = 0;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (unsigned)CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
+    n = (unsigned)CPU_COUNT(&set);
+  else {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n = c > 0 ? (unsigned)c : 1;
+  }
+  /* a container's CPU quota: 16 CPUs seen, 2 CPUs' worth of time given,
+   * and 16 threads would take turns at its limit (QA) */
+  unsigned q = cf_cgroup_cpu_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+  return q && q < n ? q : n;
 }
 
 cf_status cf_pool_new(unsigned threads, cf_pool **out)

@@ -23,7 +23,15 @@ void cf_pool_run(cf_pool *p, cf_pool_fn fn, void *ctx, unsigned n);
  * lock. */
 int cf_pool_hot(cf_pool *p);
 
-/* Online CPUs of this process (sched affinity), at least 1. */
+/* The CPUs this process may use: those of its sched affinity, fewer
+ * where its cgroup's CPU quota allows less time (ceil(quota / period)),
+ * at least 1. */
 unsigned cf_cpu_count(void);
+/* The CPUs' worth of time that the cgroups named in PROC_CGROUP (the
+ * format of /proc/self/cgroup) allow, with the cgroup file system at ROOT
+ * (v2: ROOT/PATH/cpu.max; v1: ROOT/cpu,cpuacct/PATH/cpu.cfs_quota_us and
+ * cpu.cfs_period_us), the lowest over each cgroup and its parents: 0 for
+ * no limit or none readable. */
+unsigned cf_cgroup_cpu_limit(const char *proc_cgroup, const char *root);
 
 #endif
