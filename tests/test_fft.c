@@ -6,6 +6,9 @@
  * reference). Then the same through the library: a swap to a kernel that
  * needs new sizes says "not measured" in the engine's description, and a
  * new engine for that kernel measures.
+ * Last, engines made and run at once in threads of their own, as an
+ * application with many streams does, against the reference and against
+ * each run alone.
  *
  * Measuring is on here (CF_FFT_PLANNING unset) and wisdom is in memory
  * only (CF_FFT_WISDOM=none), so each size this process has not planned is
@@ -803,6 +806,114 @@ static void test_host_plans_meanwhile(void **state)
         atomic_load(&h.plans), atomic_load(&h.failed));
 }
 
+/* One stream of test_engines_in_threads: an engine made, fed a random
+ * chunking and drained in its own thread. */
+typedef struct stream_job {
+  uint64_t seed;
+  pthread_barrier_t *start; /* NULL: alone */
+  unsigned ch;
+  size_t len, n, frames; /* frames: y's length, n + the engine's tail */
+  size_t lat;            /* the engine's latency */
+  float *h, *x, *y;
+  cf_status s;
+  char why[600];
+} stream_job;
+
+static void *stream_thread(void *arg)
+{
+  stream_job *j = arg;
+  ref_rng r;
+  ref_rng_init(&r, j->seed);
+  j->ch = (unsigned)ref_rng_range(&r, 1, 3);
+  /* kernels past the direct path, some long enough for the non-uniform
+   * partitions: FFT sizes that threads plan at once */
+  j->len = ref_rng_range(&r, 200, 6000);
+  j->n = ref_rng_range(&r, 2000, 6000);
+  j->h = xalloc(j->len * sizeof *j->h);
+  j->x = xalloc(j->n * j->ch * sizeof *j->x);
+  ref_rng_fill(&r, j->h, j->len);
+  ref_rng_fill(&r, j->x, j->n * j->ch);
+  cf_audio_config cfg;
+  cf_audio_config_init(&cfg);
+  cfg.channels = j->ch;
+  cfg.backend = CF_BACKEND_CPU;
+  cfg.block_size = (unsigned)ref_rng_range(&r, 16, 700);
+  cfg.algorithm = ref_rng_range(&r, 0, 1) ? CF_ALGO_FFT_NONUNIFORM
+                                          : CF_ALGO_FFT_UNIFORM;
+  cfg.threads = (unsigned)ref_rng_range(&r, 0, 3);
+  cf_kernel *k = NULL;
+  cf_engine *e = NULL;
+  if (j->start)
+    pthread_barrier_wait(j->start);
+  cf_status s = cf_kernel_new_shared(j->h, j->len, &k);
+  if (s == CF_OK)
+    s = cf_engine_new_audio(&cfg, k, &e);
+  size_t sizes[4096], m = 0, pos = 0, wrote = 0;
+  if (s == CF_OK) {
+    j->frames = j->n + cf_engine_tail(e);
+    j->y = xalloc(j->frames * j->ch * sizeof *j->y);
+    m = ref_chunking(&r, j->n, cfg.block_size, sizes, 4096);
+  }
+  for (size_t i = 0; s == CF_OK && i < m; pos += sizes[i++])
+    s = cf_engine_process(e, j->x + pos * j->ch, j->y + pos * j->ch,
+                          sizes[i]);
+  if (s == CF_OK)
+    s = cf_engine_drain(e, j->y + j->n * j->ch, j->frames - j->n, &wrote);
+  snprintf(j->why, sizeof j->why, "%u ch, %zu taps, %zu frames in %zu "
+           "calls, %s: %s", j->ch, j->len, j->n, m,
+           e ? cf_engine_describe(e) : "no engine",
+           s == CF_OK ? "ok" : cf_last_error());
+  j->frames = s == CF_OK ? j->frames : 0;
+  j->lat = e ? cf_engine_latency(e) : 0;
+  j->s = s;
+  cf_engine_free(e);
+  cf_kernel_free(k);
+  return NULL;
+}
+
+/* An application running many streams in one process: THREADS engines
+ * made at once (their FFT sizes planned concurrently, with the plan cache
+ * and FFTW's planner shared), each streaming random chunks in its own
+ * thread with its own worker pool (threads 0..3: more threads than cores
+ * in all). Every output matches the float64 reference, and each stream
+ * run again alone afterwards gives the very same samples: running beside
+ * others changes nothing. */
+static void test_engines_in_threads(void **state)
+{
+  (void)state;
+  enum { THREADS = 8 };
+  setenv("CF_FFT_PLANNING", "estimate", 1);
+  stream_job jobs[THREADS], alone;
+  pthread_t th[THREADS];
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, THREADS);
+  for (unsigned i = 0; i < THREADS; i++) {
+    jobs[i] = (stream_job){.seed = check_seed + 60 + i, .start = &start};
+    CHECK(pthread_create(&th[i], NULL, stream_thread, &jobs[i]) == 0,
+          "pthread_create");
+  }
+  for (unsigned i = 0; i < THREADS; i++)
+    pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&start);
+  for (unsigned i = 0; i < THREADS; i++) {
+    stream_job *j = &jobs[i];
+    set_case("stream %u of %d: %s", i, THREADS, j->why);
+    CHECK(j->s == CF_OK, "%s: %s", cf_status_name(j->s), j->why);
+    double err = ref_worst_channel_l2(j->x, j->y, j->n, j->ch, j->h, j->len,
+                                      j->lat);
+    CHECK(err <= 2e-5, "relative L2 error %.3g beside %d other streams", err,
+          THREADS - 1);
+    alone = (stream_job){.seed = check_seed + 60 + i};
+    stream_thread(&alone);
+    CHECK(alone.s == CF_OK && alone.frames == j->frames &&
+              memcmp(alone.y, j->y, j->frames * j->ch * sizeof *j->y) == 0,
+          "alone, the stream gives other samples (%s)", alone.why);
+    free(alone.h), free(alone.x), free(alone.y);
+    free(j->h), free(j->x), free(j->y);
+  }
+  unsetenv("CF_FFT_PLANNING");
+}
+
 int main(void)
 {
   setenv("CF_FFT_WISDOM", "none", 1);
@@ -821,6 +932,7 @@ int main(void)
       cmocka_unit_test(test_wisdom_saves_merge),
       cmocka_unit_test(test_estimate_setting),
       cmocka_unit_test(test_many_sizes),
+      cmocka_unit_test(test_engines_in_threads),
   };
   check_filter_from_env();
   return cmocka_run_group_tests_name("fft", tests, NULL, NULL);
