@@ -7,11 +7,13 @@ as subprojects/cudafilter and a version.h of its own on its include path
 own "version.h" and uses both. Configured (cuda, gstreamer, portaudio,
 libav, tests disabled, bench off: the library alone), then only the
 program's object file compiled: the headers as cudafilter_dep gives them,
-without building the library. About 5 s.
+without building the library; and configure's summary saying why each
+part is left out. About 5 s.
 
   check_subproject.py SOURCE_ROOT -- MESON [ARGS...]"""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +72,19 @@ def main():
         if r.returncode:
             print(r.stdout[-4000:])
             print('FAIL: the parent project does not configure')
+            return 1
+        # configure's summary names each part the options left out and
+        # what it lacks: a packager building without PortAudio saw only a
+        # 'found: NO' among the configure lines
+        summary = r.stdout[r.stdout.find('cudafilter 0.'):]
+        want = ['CUDA backend', 'libav kernel files', 'GStreamer plugin',
+                'daemon live audio', 'tests']
+        missing = [w for w in want if not re.search(
+            r'^\s*' + re.escape(w) + r'\s*: NO \(\S', summary, re.M)]
+        if missing:
+            print(summary[:3000])
+            print('FAIL: the configure summary does not say why there is no '
+                  + ', '.join(missing))
             return 1
         # the program's object alone (the headers, not the library)
         ninja = shutil.which('ninja') or shutil.which('samu')
