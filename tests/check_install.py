@@ -19,7 +19,10 @@
   - the GStreamer plugin exporting no cf_* function;
   - the programs and the GStreamer plugin finding libcudafilter where it
     was installed (RUNPATH), outside the prefix /usr the loader searches;
-  - a manual page for every program in bindir.
+  - a manual page for every program in bindir;
+  - the systemd unit's ExecStart an installed program, and the example
+    config, copied to ~/.config/cudafilterd.conf as the unit reads it,
+    checking out (cudafilterd --check).
 
   check_install.py BUILD_ROOT CC [CC ARGS...] -- CXX|'' -- MESON [ARGS...]
 
@@ -379,6 +382,47 @@ def main():
             page = D(os.path.join(mandir, 'man1', os.path.basename(f) + '.1'))
             if not os.path.exists(page):
                 bad.append('no manual page %s' % page[len(dest):])
+
+        # the systemd user unit starts the installed daemon, and the
+        # installed example config, copied where the unit reads it
+        # (~/.config/cudafilterd.conf, the unit's comment), checks out as
+        # it is: its kernel-file named ~/.config/kernels/... (relative to
+        # the config file) and the unit did not start. The staged tree
+        # stands for the prefix in the copy's paths.
+        unitdir = D(os.path.join(prefix, 'lib', 'systemd', 'user'))
+        for u in sorted(glob.glob(os.path.join(unitdir, '*.service'))):
+            execs = re.findall(r'^ExecStart=(\S+)', open(u).read(), re.M)
+            for e in execs:
+                if os.path.dirname(e) != bindir or not os.path.isfile(D(e)):
+                    bad.append('%s: ExecStart=%s is not an installed program '
+                               '(bindir %s)' % (u[len(dest):], e, bindir))
+            if not execs:
+                bad.append('%s: no ExecStart=' % u[len(dest):])
+        daemon = D(os.path.join(bindir, 'cudafilterd'))
+        example = D(os.path.join(absd(opts['datadir']), 'cudafilter',
+                                 'examples', 'cudafilterd.conf'))
+        if os.path.isfile(daemon):
+            home = os.path.join(tmp, 'home', '.config')
+            os.makedirs(home)
+            conf = os.path.join(home, 'cudafilterd.conf')
+            text = open(example).read() if os.path.isfile(example) else ''
+            with open(conf, 'w') as f:
+                f.write(re.sub(r'^(kernel-file\s*=\s*)' + re.escape(
+                    prefix.rstrip('/') + '/'),
+                    lambda m: m.group(1) + D(prefix.rstrip('/')) + '/',
+                    text, flags=re.M))
+            r = run([daemon, '--check', '-c', conf],
+                    env=dict(os.environ, LD_LIBRARY_PATH=D(libdir)))
+            if not text:
+                bad.append('no example config %s' % example[len(dest):])
+            elif r.returncode and 'without PortAudio' in r.stdout:
+                print('skipped: the example config (no PortAudio: %s)' %
+                      r.stdout.strip())
+            elif r.returncode:
+                bad.append('the example config, copied to ~/.config/'
+                           'cudafilterd.conf as the systemd unit reads it, '
+                           'does not check out (exit %d):\n%s' %
+                           (r.returncode, r.stdout))
 
         # the plugin: a module, exporting GStreamer's entry points and none
         # of the library's functions (default_library=static: it holds
