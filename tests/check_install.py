@@ -3,8 +3,8 @@
 `meson install --destdir` into a temporary folder, then
 
   - every file under the prefix, no test or bench program among them;
-  - the headers in includedir/cudafilter, each one compiling alone as C11
-    and as C++17 (-Wall -Wextra -pedantic -Werror), found through the
+  - the headers in includedir/cudafilter, each one compiling alone as C89,
+    C99, C11, C++98 and C++17 (-Wall -Wextra -pedantic -Werror), found through the
     installed cudafilter-1.0.pc (--cflags, and --static --libs resolving);
   - every function the headers declare called from C and from C++ by its
     plain (extern "C") name, and libcudafilter exporting exactly those;
@@ -278,9 +278,14 @@ def main():
                     'fn cf_all[] = {\n%s};\n' % ''.join(
                         '  (fn)%s,\n' % n
                         for n in sorted(names)))
-        langs = [('C11', cc + ['-x', 'c', '-std=c11', '-Wstrict-prototypes'])]
+        # C89 and C++98 too: an application's build may be older than
+        # ours (a // comment, an inline or a bool in a header breaks it)
+        langs = [(l, cc + ['-x', 'c', '-std=' + l.lower(),
+                           '-Wstrict-prototypes'])
+                 for l in ('C89', 'C99', 'C11')]
         if cxx:
-            langs.append(('C++17', cxx + ['-x', 'c++', '-std=c++17']))
+            langs += [(l, cxx + ['-x', 'c++', '-std=' + l.lower()])
+                      for l in ('C++98', 'C++17')]
         else:
             print('skipped: the headers as C++ (no C++ compiler: c++, g++ '
                   'or clang++)')
