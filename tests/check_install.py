@@ -19,6 +19,8 @@
   - the GStreamer plugin exporting no cf_* function;
   - the programs and the GStreamer plugin finding libcudafilter where it
     was installed (RUNPATH), outside the prefix /usr the loader searches;
+  - no installed file naming the build or source folder or a temporary
+    file of nvcc's (reproducible builds);
   - a manual page for every program in bindir;
   - the systemd unit's ExecStart an installed program, and the example
     config, copied to ~/.config/cudafilterd.conf as the unit reads it,
@@ -229,6 +231,29 @@ def main():
             if not os.path.isdir(f) and os.path.commonpath(
                     [D(prefix), f]) != D(prefix):
                 bad.append('%s: outside the prefix' % f[len(dest):])
+
+        # reproducible: no installed file names the build or source
+        # folder, nor one of nvcc's temporary files (tmpxft_<pid>_...: the
+        # kernels' objects' STT_FILE symbols were named after nvcc's
+        # process id, and two builds of one tree differed)
+        srcroot = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # (a folder's path with its slash, when long enough that binary
+        # data cannot hold it by chance; not with debug information, whose
+        # DW_AT_comp_dir is the build folder unless -ffile-prefix-map says
+        # otherwise, as a distribution's build flags do)
+        marks = [(p.encode(), what) for p, what in (
+            (os.path.join(os.path.abspath(build), ''), 'the build folder'),
+            (os.path.join(srcroot, ''), 'the source folder'))
+            if len(p) >= 8 and not opts.get('debug')]
+        marks.append((b'tmpxft_', "nvcc's temporary file names"))
+        for f in sorted(glob.glob(D('/**'), recursive=True)):
+            if os.path.isfile(f) and not os.path.islink(f):
+                data = open(f, 'rb').read()
+                for m, what in marks:
+                    if m in data:
+                        bad.append('%s holds %s (%s): it differs from one '
+                                   'build to another' % (f[len(dest):], what,
+                                                         m.decode()))
 
         # headers: each alone, C and C++
         srcdir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
