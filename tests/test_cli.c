@@ -6797,6 +6797,193 @@ static void test_file_size_limit(void **state)
   free(x);
 }
 
+/* An AIFF OUTPUT past 4 GiB (AIFF states its FORM and SSND chunk sizes
+ * and its frame count in 32 bits, and has no wider form as WAV has RF64)
+ * was written with every size wrapped, libav silent, apply saying
+ * "wrote", exit 0 (QA: in a 4.01 GiB file FORM said 11 MiB and COMM 2.9
+ * million of its 1.08 billion frames). Where INPUT's header states its
+ * length, that is refused before anything is read, naming the limit: here
+ * an RF64 WAV whose ds64 states billions of 8-bit frames (written as
+ * 16-bit AIFF: twice the bytes) while it holds a few thousand, so nothing
+ * near 4 GiB is written. The same INPUT into .w64 is not refused. */
+static void test_apply_aiff_past_4gib(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  const unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+  const size_t held = ref_rng_range(&r, 500, 4000);
+  /* 2 bytes a sample in AIFF: past 2^32 bytes from 2^31 / ch frames */
+  const uint64_t said = (((uint64_t)1 << 31) / ch) + ref_rng_range(&r, 1000, 1u << 30);
+  static const char *const ext[] = {"aiff", "aif", "aifc"};
+  const char *e = ext[ref_rng_range(&r, 0, 2)];
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[64];
+  small_kernel(kpath, sizeof kpath, "aiff4g-k.txt", 3);
+  tmp_path(inp, sizeof inp, "aiff4g-in.wav");
+  snprintf(name, sizeof name, "aiff4g-out.%s", e);
+  tmp_path(outp, sizeof outp, name);
+  unlink(outp);
+  /* RF64: RIFF and data sizes 0xFFFFFFFF, the real ones in ds64 */
+  size_t n = held * ch;
+  unsigned char *b = malloc(80 + n);
+  assert_non_null(b);
+  memcpy(b, "RF64\xff\xff\xff\xffWAVEds64", 16);
+  put_le(b + 16, 28, 4);
+  put_le(b + 20, said * ch + 72, 8); /* RIFF size */
+  put_le(b + 28, said * ch, 8);      /* data size */
+  put_le(b + 36, said, 8);           /* sample count */
+  put_le(b + 44, 0, 4);              /* table length */
+  memcpy(b + 48, "fmt ", 4);
+  put_le(b + 52, 16, 4);
+  put_le(b + 56, 1, 2); /* PCM */
+  put_le(b + 58, ch, 2);
+  put_le(b + 60, 8000, 4);
+  put_le(b + 64, 8000 * ch, 4);
+  put_le(b + 68, ch, 2);
+  put_le(b + 70, 8, 2); /* unsigned 8-bit */
+  memcpy(b + 72, "data\xff\xff\xff\xff", 8);
+  for (size_t i = 0; i < n; i++)
+    b[80 + i] = (unsigned char)ref_rng_u64(&r);
+  FILE *f = fopen(inp, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, 80 + n, f), 80 + n);
+  assert_int_equal(fclose(f), 0);
+  free(b);
+  const char *args[] = {NULL, "apply", "-y", "-k", kpath, inp, outp, NULL};
+  result res;
+  run_simple(args, &res);
+  printf("%u channel(s), %llu frames stated, %zu held, into .%s: exit %d: "
+         "%s", ch, (unsigned long long)said, held, e, res.status, res.err);
+  if (res.status != 1 || !strstr(res.err, "AIFF") ||
+      !strstr(res.err, "4 GiB") || !strstr(res.err, outp))
+    fail_msg("INPUT past 4 GiB into .%s: exit %d, want 1 naming the 4 GiB "
+             "limit of AIFF; stderr:\n%s", e, res.status, res.err);
+  result_free(&res);
+  assert_int_equal(access(outp, F_OK), -1);
+  assert_no_part_files();
+  /* W64's sizes are 64-bit: written (what INPUT holds) */
+  tmp_path(outp, sizeof outp, "aiff4g-out.w64");
+  const char *w64[] = {NULL, "apply", "-q", "-y", "-k", kpath, inp, outp,
+                       NULL};
+  run_simple(w64, &res);
+  if (res.status != 0)
+    fail_msg(".w64: exit %d; stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  unlink(outp);
+  unlink(inp);
+  unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
+static uint32_t get_be32(const unsigned char *p)
+{
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
+}
+
+/* An AIFF OUTPUT whose length INPUT does not state (a WAV streamed with
+ * sizes 0xFFFFFFFF, whose length libav only estimates from its bit rate)
+ * stops where it would pass AIFF's 4 GiB, exit 1, naming the limit, and
+ * leaves no file. CF_TEST_SIZE_LIMIT (for tests only) puts the limit
+ * inside a small file. Under the limit, the AIFF's sizes say what it
+ * holds and its samples are the filtered input (float64 reference). */
+static void test_apply_aiff_size_limit(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  const size_t taps = ref_rng_range(&r, 1, 40);
+  const size_t frames = ref_rng_range(&r, 2000, 30000);
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], lim[32];
+  float *h = malloc(taps * sizeof *h), *x = malloc(frames * sizeof *x);
+  assert_true(h && x);
+  ref_rng_fill(&r, h, taps);
+  for (size_t i = 0; i < taps; i++)
+    h[i] /= (float)taps; /* no clipping */
+  ref_rng_fill(&r, x, frames);
+  for (size_t i = 0; i < frames; i++)
+    x[i] = roundf(x[i] * 16384.0f) / 32768.0f;
+  tmp_path(kpath, sizeof kpath, "aifflim-k.txt");
+  write_text_kernel(kpath, h, taps);
+  tmp_path(inp, sizeof inp, "aifflim-in.wav");
+  tmp_path(outp, sizeof outp, "aifflim-out.aiff");
+  unlink(outp);
+  write_wav(inp, W_S16, 8000, 1, x, frames);
+  size_t n;
+  unsigned char *b = read_file(inp, &n);
+  assert_true(n > 44 && !memcmp(b + 36, "data", 4));
+  put_le(b + 4, 0xffffffffu, 4);
+  put_le(b + 40, 0xffffffffu, 4);
+  FILE *f = fopen(inp, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+  free(b);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", kpath, inp, outp,
+                        NULL};
+  result res;
+
+  /* under the limit: whole, its sizes true */
+  snprintf(lim, sizeof lim, "%zu", 2 * frames + 4096);
+  setenv("CF_TEST_SIZE_LIMIT", lim, 1);
+  run_simple(args, &res);
+  if (res.status != 0)
+    fail_msg("under the limit: exit %d; stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  b = read_file(outp, &n);
+  assert_true(n > 54 && !memcmp(b, "FORM", 4) && !memcmp(b + 8, "AIFF", 4));
+  assert_int_equal(get_be32(b + 4), n - 8);
+  size_t at = 12, ssnd = 0;
+  while (at + 8 <= n) {
+    uint32_t len = get_be32(b + at + 4);
+    if (!memcmp(b + at, "COMM", 4))
+      assert_int_equal(get_be32(b + at + 10), frames);
+    if (!memcmp(b + at, "SSND", 4)) {
+      assert_int_equal(len, 8 + 2 * frames);
+      ssnd = at + 16;
+    }
+    at += 8 + len + (len & 1);
+  }
+  assert_true(ssnd && ssnd + 2 * frames <= n);
+  for (size_t m = 0; m < frames; m++) {
+    double y = (int16_t)(b[ssnd + 2 * m] << 8 | b[ssnd + 2 * m + 1]) / 32768.0;
+    double want = ref_conv_at(x, frames, h, taps, m);
+    if (fabs(y - want) > 0.6 / 32768.0 + 1e-6)
+      fail_msg("output %zu: %g, want %g", m, y, want);
+  }
+  free(b);
+  unlink(outp);
+
+  /* at the limit: stopped, said, nothing left */
+  size_t cut = ref_rng_range(&r, 100, 2 * frames - 100);
+  snprintf(lim, sizeof lim, "%zu", cut);
+  setenv("CF_TEST_SIZE_LIMIT", lim, 1);
+  run_simple(args, &res);
+  unsetenv("CF_TEST_SIZE_LIMIT");
+  printf("%zu frames, limit %zu bytes: exit %d: %s", frames, cut, res.status,
+         res.err);
+  if (res.status != 1 || !strstr(res.err, "AIFF") ||
+      !strstr(res.err, lim) || !strstr(res.err, outp))
+    fail_msg("past the limit: exit %d, want 1 naming AIFF's limit; "
+             "stderr:\n%s", res.status, res.err);
+  result_free(&res);
+  assert_int_equal(access(outp, F_OK), -1);
+  assert_no_part_files();
+  unlink(inp);
+  unlink(kpath);
+  free(h);
+  free(x);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A WAV OUTPUT past 4 GiB (16-bit stereo at 48 kHz: 6.2 hours; 32-bit
  * float of a day-long 8 kHz logger: 1.2 days) was written with 32-bit
  * sizes of 0xFFFFFFFF, libav warning "Filesize ... invalid for wav,
@@ -7482,6 +7669,8 @@ int main(void)
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_file_size_limit),
     cmocka_unit_test(test_apply_wav_rf64_room),
+    cmocka_unit_test(test_apply_aiff_past_4gib),
+    cmocka_unit_test(test_apply_aiff_size_limit),
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),

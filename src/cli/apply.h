@@ -157,8 +157,17 @@ int apply_subs_convert(apply_subconv *sc, const AVStream *is,
                        const AVPacket *pkt, AVPacket *to, bool *got,
                        const char *in_path, bool quiet);
 void apply_subs_free(apply_subconv **sc);
-/* av_interleaved_write_frame, then o->wrote where it succeeded. */
+/* av_interleaved_write_frame, then o->wrote where it succeeded. A
+ * packet that would take OUTPUT past what its format's header can state
+ * (apply_size_limit) is refused, said: APPLY_ERR_SAID. */
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
+/* A libav-style error already said through apply_error: apply_av_error
+ * says nothing more of it. */
+#define APPLY_ERR_SAID FFERRTAG('C', 'F', 'S', 'D')
+/* The most bytes OUTPUT (oc, its header written) may hold, where its
+ * format states its sizes in 32 bits with no wider form (AIFF); 0: no
+ * such limit. *name: the format as a message names it. */
+int64_t apply_size_limit(const AVFormatContext *oc, const char **name);
 /* Writes pkt, a packet of a copied stream of ic (apply_discont_packet
  * has had it), as output stream os_index of oc, rescaled to its time
  * base. A decoding time that still goes back (by less than a jump: a

@@ -210,7 +210,7 @@ int apply_av_error(const char *path, const char *what, int err)
   /* libav stopped because the command line was signalled: the caller
    * says it was interrupted ("writing failed: Immediate exit requested"
    * read as an I/O error, QA) */
-  if (err == AVERROR_EXIT && interrupted)
+  if ((err == AVERROR_EXIT && interrupted) || err == APPLY_ERR_SAID)
     return CLI_EXIT_RUNTIME;
   char msg[AV_ERROR_MAX_STRING_SIZE];
   cf_av->av_strerror(err, msg, sizeof msg);
@@ -627,8 +627,38 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
   d->next[si] = dts + (pkt->duration > 0 ? pkt->duration : 0);
 }
 
+/* AIFF (and AIFF-C) states its FORM and SSND chunk sizes and its frame
+ * count in 32 bits: libav's aiffenc wrapped them past 4 GiB without a
+ * word, exit 0 (QA: a 4.01 GiB file said 11 MiB, 2.9 million frames of
+ * its 1.08 billion). A WAV is RF64 there (apply_write_header); the other
+ * muxers apply writes PCM with state wider sizes (W64, CAF, Sox, MP4,
+ * Matroska, FLAC) or none (IRCAM, raw PCM), or, as AU, write "unknown"
+ * (0xFFFFFFFF, which readers read to the end) past 2 GiB. Only a file
+ * whose header is updated at its end (seekable) states sizes: a pipe's
+ * AIFF has none to be wrong. CF_TEST_SIZE_LIMIT=BYTES (for tests only)
+ * sets a lower limit, so that it is reached without writing 4 GiB. */
+int64_t apply_size_limit(const AVFormatContext *oc, const char **name)
+{
+  if (strcmp(oc->oformat->name, "aiff") || !oc->pb ||
+      !(oc->pb->seekable & AVIO_SEEKABLE_NORMAL))
+    return 0;
+  *name = "an AIFF file";
+  const char *t = getenv("CF_TEST_SIZE_LIMIT");
+  long long v = t && *t ? strtoll(t, NULL, 10) : 0;
+  return v > 0 ? (int64_t)v : (int64_t)UINT32_MAX;
+}
+
 int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt)
 {
+  const char *name = NULL;
+  int64_t limit = apply_size_limit(oc, &name);
+  if (limit && cf_av->avio_seek(oc->pb, 0, SEEK_CUR) + pkt->size > limit) {
+    apply_error("%s: stopped: %s holds at most %lld bytes (4 GiB: its "
+                "sizes are 32-bit); write .w64, .caf or .wav (RF64 past "
+                "4 GiB), or cut INPUT into parts",
+                o->out_path, name, (long long)limit);
+    return APPLY_ERR_SAID;
+  }
   int err = cf_av->av_interleaved_write_frame(oc, pkt);
   if (err >= 0 && o->wrote)
     o->wrote(o->out_abort_user);
@@ -1520,6 +1550,34 @@ static int pick_rate(const AVCodec *codec, int rate)
   return best;
 }
 
+/* OUTPUT refused before anything is read where INPUT's length, as its
+ * header states it, makes it larger than its format can hold (AIFF: 4
+ * GiB; apply_size_limit). A length estimated from the bit rate is not
+ * trusted: apply_write stops at the limit. */
+static int check_size(const output *o, const input *in)
+{
+  const char *name = NULL;
+  int64_t limit = apply_size_limit(o->oc, &name);
+  int bits = cf_av->av_get_bits_per_sample(o->enc->codec_id);
+  if (!limit || in->expect <= 0 || bits <= 0 ||
+      in->fmt->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE)
+    return 0;
+  double frames = (double)in->expect * o->enc->sample_rate / in->rate;
+  double bytes = (double)cf_av->avio_seek(o->oc->pb, 0, SEEK_CUR) +
+                 frames * o->channels * bits / 8.0;
+  if (bytes <= (double)limit)
+    return 0;
+  return apply_error("%s: %s holds at most %lld bytes (4 GiB: its sizes "
+                     "are 32-bit), and %s's %lld frames (%.1f hours) make "
+                     "%.2f GiB of %u-channel %d-bit %s: write .w64, .caf "
+                     "or .wav (RF64 past 4 GiB), or cut INPUT into parts",
+                     o->path, name, (long long)limit,
+                     in->path, (long long)in->expect,
+                     (double)in->expect / in->rate / 3600.0,
+                     bytes / 1073741824.0, o->channels, bits,
+                     o->enc->codec->name);
+}
+
 static int output_open(output *o, const apply_opts *opt, const input *in,
                        unsigned channels)
 {
@@ -1664,7 +1722,9 @@ static int output_open(output *o, const apply_opts *opt, const input *in,
                       : 0;
   if ((rc = apply_file_metadata(o->oc, in->fmt, true, shift, path)))
     return rc;
-  return apply_write_header(opt, o->oc, o->tmp);
+  if ((rc = apply_write_header(opt, o->oc, o->tmp)))
+    return rc;
+  return check_size(o, in);
 }
 
 /* Write the packets the encoder has ready. */

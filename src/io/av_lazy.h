@@ -45,7 +45,7 @@
   X(av_guess_frame_rate) X(av_filename_number_test) X(av_freep)             \
   X(av_opt_set_double) X(av_opt_set_int) X(av_strdup)                       \
   X(av_pix_fmt_desc_get)                                                     \
-  X(av_get_bytes_per_sample) X(av_get_packed_sample_fmt)                     \
+  X(av_get_bytes_per_sample) X(av_get_bits_per_sample) X(av_get_packed_sample_fmt)                     \
   X(av_get_media_type_string) X(av_get_sample_fmt_name)                     \
   X(av_interleaved_write_frame) X(av_log_set_level) X(av_new_packet) X(av_packet_alloc)          \
   X(av_packet_free) X(av_packet_get_side_data) X(av_packet_rescale_ts)    \
@@ -67,7 +67,7 @@
   X(avformat_init_output)                                                    \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
   X(av_malloc) X(avio_alloc_context) X(avio_context_free)                   \
-  X(avio_closep) X(avio_find_protocol_name) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
+  X(avio_closep) X(avio_seek) X(avio_find_protocol_name) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
   X(swr_convert)                                                             \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
 
