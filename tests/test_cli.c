@@ -4019,7 +4019,7 @@ static void test_apply_image(void **state)
   struct stat sb;
   assert_true(stat(png, &sb) != 0);
   const char *a5[] = {NULL, "apply", "--kernel2d", kpath, inp, seq, NULL};
-  expect(a5, 1, "numbered image sequence");
+  expect(a5, 2, "numbered image sequence");
   char seq1[PATH_MAX];
   tmp_path(seq1, sizeof seq1, "image-001.png");
   assert_true(stat(seq1, &sb) != 0);
@@ -6984,6 +6984,41 @@ static void test_apply_aiff_size_limit(void **state)
 #endif
 }
 
+/* -f of a format that writes files of its own (hls, dash, segment) into
+ * an OUTPUT file is a usage error said before anything is read, as the
+ * help's exit status has it (exit 2, as for any -f that cannot be); it
+ * was exit 1. */
+static void test_apply_own_files_format(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  static const char *const fmt[][2] = {
+      {"hls", "own-out.m3u8"}, {"dash", "own-out.mpd"},
+      {"segment", "own-out-%03d.wav"}};
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  float x[256];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  ref_rng_fill(&r, x, 256);
+  small_kernel(kpath, sizeof kpath, "own-k.txt", 3);
+  tmp_path(inp, sizeof inp, "own-in.wav");
+  write_wav(inp, W_F32, 48000, 1, x, 256);
+  for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++) {
+    tmp_path(outp, sizeof outp, fmt[i][1]);
+    const char *args[] = {NULL, "apply", "-y", "-k", kpath, "-f", fmt[i][0],
+                          inp, outp, NULL};
+    expect(args, 2, "writes files of its own");
+    assert_int_equal(access(outp, F_OK), -1);
+  }
+  assert_no_part_files();
+  unlink(inp);
+  unlink(kpath);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A WAV OUTPUT past 4 GiB (16-bit stereo at 48 kHz: 6.2 hours; 32-bit
  * float of a day-long 8 kHz logger: 1.2 days) was written with 32-bit
  * sizes of 0xFFFFFFFF, libav warning "Filesize ... invalid for wav,
@@ -7671,6 +7706,7 @@ int main(void)
     cmocka_unit_test(test_apply_wav_rf64_room),
     cmocka_unit_test(test_apply_aiff_past_4gib),
     cmocka_unit_test(test_apply_aiff_size_limit),
+    cmocka_unit_test(test_apply_own_files_format),
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),

@@ -155,7 +155,11 @@ static void usage_apply(FILE *f)
       "closest to INPUT's, as ffmpeg chooses it; a note says so (not with\n"
       "-q), and clipping and the peak are measured on what is written.\n"
       "\n"
-      "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
+      "Exit status: 0 ok, 1 runtime error (the files, or an option they\n"
+      "contradict: a --channel-layout or --routing the kernel does not fit,\n"
+      "a --stream INPUT lacks), 2 usage error (the command line alone, said\n"
+      "before anything is read: an option's value, a -f or -c that cannot\n"
+      "be, a -f whose files cannot be renamed into place), 130 interrupted.\n",
       f);
 }
 

@@ -1119,8 +1119,11 @@ int apply_check_output(const apply_opts *o, bool video)
           AV_CODEC_ID_NONE)
     rc = apply_error("%s: format '%s' holds no %s", o->out_path,
                      oc->oformat->name, video ? "video" : "audio");
-  if (!rc)
-    rc = check_nofile(o, oc, !in_place(o->out_path));
+  /* a format that writes files of its own (-f hls, dash, segment) into
+   * an OUTPUT renamed into place: -f as given cannot be, as above (it
+   * was exit 1) */
+  if (!rc && check_nofile(o, oc, !in_place(o->out_path)))
+    rc = CLI_EXIT_USAGE;
   if (oc)
     cf_av->avformat_free_context(oc);
   checks_quiet = false;
