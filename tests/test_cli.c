@@ -7019,6 +7019,107 @@ static void test_apply_own_files_format(void **state)
 #endif
 }
 
+/* libav's W64 muxer counted the data chunk's padding to 8 bytes in its
+ * size (Sony's Wave64 leaves it out): 1001 frames of 16-bit mono were
+ * read back as 1004, 24-bit ones with "Invalid PCM packet" (QA). The
+ * data chunk states what it holds, read here byte by byte, its samples
+ * the filtered input's (float64 reference), and read back through libav
+ * INPUT's frame count. */
+static void test_apply_w64_sizes(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  ref_rng r;
+  ref_rng_init(&r, ref_seed());
+  const unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
+  const size_t taps = ref_rng_range(&r, 1, 20);
+  /* not a multiple of 8 bytes of sound, mostly */
+  const size_t frames = ref_rng_range(&r, 1000, 9000) | 1;
+  static const struct {
+    const char *codec;
+    unsigned bytes;
+  } kinds[] = {{"pcm_s16le", 2}, {"pcm_s24le", 3}, {"pcm_u8", 1}};
+  const size_t k = ref_rng_range(&r, 0, 2);
+  char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], back[PATH_MAX];
+  float *h = malloc(taps * sizeof *h), *x = malloc(frames * ch * sizeof *x);
+  assert_true(h && x);
+  ref_rng_fill(&r, h, taps);
+  for (size_t i = 0; i < taps; i++)
+    h[i] /= (float)taps; /* no clipping */
+  ref_rng_fill(&r, x, frames * ch);
+  for (size_t i = 0; i < frames * ch; i++)
+    x[i] *= 0.5f;
+  tmp_path(kpath, sizeof kpath, "w64-k.txt");
+  write_text_kernel(kpath, h, taps);
+  tmp_path(inp, sizeof inp, "w64-in.wav");
+  tmp_path(outp, sizeof outp, "w64-out.w64");
+  tmp_path(back, sizeof back, "w64-back.wav");
+  write_wav(inp, W_F32, 16000, ch, x, frames);
+  const char *a1[] = {NULL, "apply", "-q", "-y", "-k", kpath, "-c",
+                      kinds[k].codec, inp, outp, NULL};
+  expect(a1, 0, NULL);
+  size_t n;
+  unsigned char *b = read_file(outp, &n);
+  size_t at = 40, data = 0, bpf = ch * kinds[k].bytes;
+  assert_true(n > 64 && !memcmp(b, "riff", 4));
+  while (at + 24 <= n) {
+    uint64_t size = get_le(b + at + 16, 4) | (uint64_t)get_le(b + at + 20, 4)
+                                                 << 32;
+    if (!memcmp(b + at, "data", 4)) {
+      printf("%u channel(s), %zu frames of %s: data chunk of %llu bytes\n",
+             ch, frames, kinds[k].codec, (unsigned long long)size);
+      if (size != 24 + frames * bpf)
+        fail_msg("W64 data chunk of %llu bytes, want 24 + %zu (its padding "
+                 "counted)", (unsigned long long)size, frames * bpf);
+      data = at + 24;
+      break;
+    }
+    at += (size_t)((size + 7) & ~(uint64_t)7);
+  }
+  assert_true(data && data + frames * bpf <= n);
+  double scale = kinds[k].bytes == 1 ? 128.0 : kinds[k].bytes == 2 ? 32768.0
+                                                                    : 8388608.0;
+  for (size_t m = 0; m < frames; m++)
+    for (unsigned c = 0; c < ch; c++) {
+      const unsigned char *p = b + data + m * bpf + c * kinds[k].bytes;
+      int32_t v = kinds[k].bytes == 1 ? (int32_t)p[0] - 128
+                  : kinds[k].bytes == 2
+                      ? (int16_t)(p[0] | p[1] << 8)
+                      : (int32_t)((uint32_t)(p[0] | p[1] << 8 | p[2] << 16)
+                                  << 8) >> 8;
+      double want = 0.0;
+      for (size_t j = 0; j < taps && j <= m; j++)
+        want += (double)h[j] * x[(m - j) * ch + c];
+      if (fabs(v / scale - want) > 0.51 / scale + 1e-6)
+        fail_msg("frame %zu channel %u: %g, want %g", m, c, v / scale, want);
+    }
+  free(b);
+  /* libav reads INPUT's frames back, no more */
+  const char *a2[] = {NULL, "apply", "-q", "-y", "-k", kpath, outp, back,
+                      NULL};
+  result res;
+  run_simple(a2, &res);
+  if (res.status != 0 || res.err[0])
+    fail_msg("reading the W64 back: exit %d; stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  wav w;
+  read_wav(back, &w);
+  if (w.frames != frames)
+    fail_msg("the W64 read back: %zu frames, want %zu", w.frames, frames);
+  free(w.x);
+  unlink(inp);
+  unlink(outp);
+  unlink(back);
+  unlink(kpath);
+  free(h);
+  free(x);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 /* A WAV OUTPUT past 4 GiB (16-bit stereo at 48 kHz: 6.2 hours; 32-bit
  * float of a day-long 8 kHz logger: 1.2 days) was written with 32-bit
  * sizes of 0xFFFFFFFF, libav warning "Filesize ... invalid for wav,
@@ -7707,6 +7808,7 @@ int main(void)
     cmocka_unit_test(test_apply_aiff_past_4gib),
     cmocka_unit_test(test_apply_aiff_size_limit),
     cmocka_unit_test(test_apply_own_files_format),
+    cmocka_unit_test(test_apply_w64_sizes),
     cmocka_unit_test(test_apply_replace),
     cmocka_unit_test(test_apply_no_clobber_race),
     cmocka_unit_test_teardown(test_apply_colon_names, colon_names_teardown),

@@ -1899,6 +1899,48 @@ static int output_write(output *o, const float *x, size_t frames, bool final)
   return rc ? rc : output_queue(o, NULL, 0, true);
 }
 
+/* libav's W64 muxer (5.1) counts the padding after the data chunk (to
+ * 8 bytes) in its size, which Sony's Wave64 leaves out: readers took 1
+ * to 7 bytes of zeros for sound (QA: 1001 frames of 16-bit mono read
+ * back as 1004; 24-bit: "Invalid PCM packet, data has size 2"). In the
+ * file written (the temporary one), the data chunk's size is made what
+ * it holds, `end` its end, where the muxer's is that and the padding. */
+static int w64_data_size(const output *o, int64_t end)
+{
+  if (!o->tmp || strcmp(o->oc->oformat->name, "w64"))
+    return 0;
+  FILE *f = fopen(o->tmp, "r+b");
+  if (!f)
+    return apply_error("%s: cannot reopen %s to finish it: %s", o->path,
+                       o->tmp, strerror(errno));
+  unsigned char c[24];
+  int64_t at = 40; /* past the riff GUID, its size and the wave GUID */
+  bool ok = true;
+  while (fseeko(f, (off_t)at, SEEK_SET) == 0 && fread(c, 1, 24, f) == 24) {
+    uint64_t size = 0;
+    for (int i = 7; i >= 0; i--)
+      size = size << 8 | c[16 + i];
+    if (memcmp(c, "data", 4) != 0) {
+      if (size < 24 || size > (uint64_t)INT64_MAX - 8)
+        break;
+      at += (int64_t)((size + 7) & ~(uint64_t)7);
+      continue;
+    }
+    uint64_t want = (uint64_t)(end - at);
+    if (end >= at + 24 && size > want && size - want < 8) {
+      for (int i = 0; i < 8; i++)
+        c[i] = (unsigned char)(want >> (8 * i));
+      ok = fseeko(f, (off_t)(at + 16), SEEK_SET) == 0 &&
+           fwrite(c, 1, 8, f) == 8;
+    }
+    break;
+  }
+  if (fclose(f) != 0 || !ok)
+    return apply_error("%s: cannot finish %s: %s", o->path, o->tmp,
+                       strerror(errno));
+  return 0;
+}
+
 static int output_finish(output *o)
 {
   int err = cf_av->avcodec_send_frame(o->enc, NULL);
@@ -1907,11 +1949,12 @@ static int output_finish(output *o)
   int rc = output_packets(o);
   if (rc)
     return rc;
+  int64_t end = o->oc->pb ? cf_av->avio_seek(o->oc->pb, 0, SEEK_CUR) : -1;
   if ((err = cf_av->av_write_trailer(o->oc)) < 0)
     return apply_av_error(o->path, "cannot finish", err);
   if (o->oc->pb && (err = cf_av->avio_closep(&o->oc->pb)) < 0)
     return apply_av_error(o->path, "cannot close", err);
-  return 0;
+  return end > 0 ? w64_data_size(o, end) : 0;
 }
 
 static void output_close(output *o)
