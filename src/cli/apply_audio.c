@@ -1034,11 +1034,24 @@ static __thread const void *trial_ctx;
 static __thread bool checks_quiet;
 static pthread_once_t trial_log_once = PTHREAD_ONCE_INIT;
 
+/* libav's warnings that say nothing to apply's user, shown as notes
+ * (-v) instead: a demuxer's "Estimating duration from bitrate, this may
+ * be inaccurate" (CAF, W64 and other PCM inputs without a stated frame
+ * count, on every run: QA), where the duration is only the progress
+ * line's total and every frame is read whatever it says. */
+static bool libav_noise(int level, const char *fmt)
+{
+  return level == AV_LOG_WARNING && fmt &&
+         strstr(fmt, "Estimating duration from bitrate") != NULL;
+}
+
 static void trial_log(void *avcl, int level, const char *fmt, va_list vl)
 {
   if (checks_quiet || (avcl && avcl == trial_ctx))
     return;
-  cf_av->av_log_default_callback(avcl, level, fmt, vl);
+  cf_av->av_log_default_callback(avcl, libav_noise(level, fmt) ? AV_LOG_INFO
+                                                                : level,
+                                 fmt, vl);
 }
 
 static void trial_log_install(void)
