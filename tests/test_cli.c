@@ -6815,7 +6815,8 @@ static void test_apply_aiff_past_4gib(void **state)
   const unsigned ch = (unsigned)ref_rng_range(&r, 1, 3);
   const size_t held = ref_rng_range(&r, 500, 4000);
   /* 2 bytes a sample in AIFF: past 2^32 bytes from 2^31 / ch frames */
-  const uint64_t said = (((uint64_t)1 << 31) / ch) + ref_rng_range(&r, 1000, 1u << 30);
+  const uint64_t said =
+      (((uint64_t)1 << 31) / ch) + ref_rng_range(&r, 1000, 1u << 30);
   static const char *const ext[] = {"aiff", "aif", "aifc"};
   const char *e = ext[ref_rng_range(&r, 0, 2)];
   char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[64];
@@ -6854,18 +6855,19 @@ static void test_apply_aiff_past_4gib(void **state)
   result res;
   run_simple(args, &res);
   printf("%u channel(s), %llu frames stated, %zu held, into .%s: exit %d: "
-         "%s", ch, (unsigned long long)said, held, e, res.status, res.err);
+         "%s",
+         ch, (unsigned long long)said, held, e, res.status, res.err);
   if (res.status != 1 || !strstr(res.err, "AIFF") ||
       !strstr(res.err, "4 GiB") || !strstr(res.err, outp))
     fail_msg("INPUT past 4 GiB into .%s: exit %d, want 1 naming the 4 GiB "
-             "limit of AIFF; stderr:\n%s", e, res.status, res.err);
+             "limit of AIFF; stderr:\n%s",
+             e, res.status, res.err);
   result_free(&res);
   assert_int_equal(access(outp, F_OK), -1);
   assert_no_part_files();
   /* W64's sizes are 64-bit: written (what INPUT holds) */
   tmp_path(outp, sizeof outp, "aiff4g-out.w64");
-  const char *w64[] = {NULL, "apply", "-q", "-y", "-k", kpath, inp, outp,
-                       NULL};
+  const char *w64[] = {NULL, "apply", "-q", "-y", "-k", kpath, inp, outp, NULL};
   run_simple(w64, &res);
   if (res.status != 0)
     fail_msg(".w64: exit %d; stderr:\n%s", res.status, res.err);
@@ -6924,8 +6926,8 @@ static void test_apply_aiff_size_limit(void **state)
   assert_int_equal(fwrite(b, 1, n, f), n);
   assert_int_equal(fclose(f), 0);
   free(b);
-  const char *args[] = {NULL, "apply", "-q", "-y", "-k", kpath, inp, outp,
-                        NULL};
+  const char *args[] = {NULL,  "apply", "-q", "-y", "-k",
+                        kpath, inp,     outp, NULL};
   result res;
 
   /* under the limit: whole, its sizes true */
@@ -6967,10 +6969,11 @@ static void test_apply_aiff_size_limit(void **state)
   unsetenv("CF_TEST_SIZE_LIMIT");
   printf("%zu frames, limit %zu bytes: exit %d: %s", frames, cut, res.status,
          res.err);
-  if (res.status != 1 || !strstr(res.err, "AIFF") ||
-      !strstr(res.err, lim) || !strstr(res.err, outp))
+  if (res.status != 1 || !strstr(res.err, "AIFF") || !strstr(res.err, lim) ||
+      !strstr(res.err, outp))
     fail_msg("past the limit: exit %d, want 1 naming AIFF's limit; "
-             "stderr:\n%s", res.status, res.err);
+             "stderr:\n%s",
+             res.status, res.err);
   result_free(&res);
   assert_int_equal(access(outp, F_OK), -1);
   assert_no_part_files();
@@ -6992,9 +6995,9 @@ static void test_apply_own_files_format(void **state)
 {
   (void)state;
 #ifdef CF_TEST_HAVE_LIBAV
-  static const char *const fmt[][2] = {
-      {"hls", "own-out.m3u8"}, {"dash", "own-out.mpd"},
-      {"segment", "own-out-%03d.wav"}};
+  static const char *const fmt[][2] = {{"hls", "own-out.m3u8"},
+                                       {"dash", "own-out.mpd"},
+                                       {"segment", "own-out-%03d.wav"}};
   char kpath[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
   float x[256];
   ref_rng r;
@@ -7005,8 +7008,8 @@ static void test_apply_own_files_format(void **state)
   write_wav(inp, W_F32, 48000, 1, x, 256);
   for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++) {
     tmp_path(outp, sizeof outp, fmt[i][1]);
-    const char *args[] = {NULL, "apply", "-y", "-k", kpath, "-f", fmt[i][0],
-                          inp, outp, NULL};
+    const char *args[] = {NULL, "apply",   "-y", "-k", kpath,
+                          "-f", fmt[i][0], inp,  outp, NULL};
     expect(args, 2, "writes files of its own");
     assert_int_equal(access(outp, F_OK), -1);
   }
@@ -7055,8 +7058,8 @@ static void test_apply_w64_sizes(void **state)
   tmp_path(outp, sizeof outp, "w64-out.w64");
   tmp_path(back, sizeof back, "w64-back.wav");
   write_wav(inp, W_F32, 16000, ch, x, frames);
-  const char *a1[] = {NULL, "apply", "-q", "-y", "-k", kpath, "-c",
-                      kinds[k].codec, inp, outp, NULL};
+  const char *a1[] = {NULL, "apply",        "-q", "-y", "-k", kpath,
+                      "-c", kinds[k].codec, inp,  outp, NULL};
   expect(a1, 0, NULL);
   size_t n;
   unsigned char *b = read_file(outp, &n);
@@ -7066,27 +7069,29 @@ static void test_apply_w64_sizes(void **state)
     uint64_t size = get_le(b + at + 16, 4) | (uint64_t)get_le(b + at + 20, 4)
                                                  << 32;
     if (!memcmp(b + at, "data", 4)) {
-      printf("%u channel(s), %zu frames of %s: data chunk of %llu bytes\n",
-             ch, frames, kinds[k].codec, (unsigned long long)size);
+      printf("%u channel(s), %zu frames of %s: data chunk of %llu bytes\n", ch,
+             frames, kinds[k].codec, (unsigned long long)size);
       if (size != 24 + frames * bpf)
         fail_msg("W64 data chunk of %llu bytes, want 24 + %zu (its padding "
-                 "counted)", (unsigned long long)size, frames * bpf);
+                 "counted)",
+                 (unsigned long long)size, frames * bpf);
       data = at + 24;
       break;
     }
     at += (size_t)((size + 7) & ~(uint64_t)7);
   }
   assert_true(data && data + frames * bpf <= n);
-  double scale = kinds[k].bytes == 1 ? 128.0 : kinds[k].bytes == 2 ? 32768.0
-                                                                    : 8388608.0;
+  double scale = kinds[k].bytes == 1   ? 128.0
+                 : kinds[k].bytes == 2 ? 32768.0
+                                       : 8388608.0;
   for (size_t m = 0; m < frames; m++)
     for (unsigned c = 0; c < ch; c++) {
       const unsigned char *p = b + data + m * bpf + c * kinds[k].bytes;
-      int32_t v = kinds[k].bytes == 1 ? (int32_t)p[0] - 128
-                  : kinds[k].bytes == 2
-                      ? (int16_t)(p[0] | p[1] << 8)
-                      : (int32_t)((uint32_t)(p[0] | p[1] << 8 | p[2] << 16)
-                                  << 8) >> 8;
+      int32_t v =
+          kinds[k].bytes == 1 ? (int32_t)p[0] - 128
+          : kinds[k].bytes == 2
+              ? (int16_t)(p[0] | p[1] << 8)
+              : (int32_t)((uint32_t)(p[0] | p[1] << 8 | p[2] << 16) << 8) >> 8;
       double want = 0.0;
       for (size_t j = 0; j < taps && j <= m; j++)
         want += (double)h[j] * x[(m - j) * ch + c];
@@ -7095,13 +7100,11 @@ static void test_apply_w64_sizes(void **state)
     }
   free(b);
   /* libav reads INPUT's frames back, no more */
-  const char *a2[] = {NULL, "apply", "-q", "-y", "-k", kpath, outp, back,
-                      NULL};
+  const char *a2[] = {NULL, "apply", "-q", "-y", "-k", kpath, outp, back, NULL};
   result res;
   run_simple(a2, &res);
   if (res.status != 0 || res.err[0])
-    fail_msg("reading the W64 back: exit %d; stderr:\n%s", res.status,
-             res.err);
+    fail_msg("reading the W64 back: exit %d; stderr:\n%s", res.status, res.err);
   result_free(&res);
   wav w;
   read_wav(back, &w);
@@ -7155,8 +7158,8 @@ static void test_apply_libav_noise(void **state)
   tmp_path(outp, sizeof outp, "noise-out.wav");
   write_wav(inp, W_F32, 44100, 1, x, frames);
   /* a float W64 states its length (a fact chunk): 24-bit there */
-  const char *a1[] = {NULL, "apply", "-y", "-k", kpath, "-c", "pcm_s24le",
-                      inp, mid, NULL};
+  const char *a1[] = {NULL, "apply",     "-y", "-k", kpath,
+                      "-c", "pcm_s24le", inp,  mid,  NULL};
   if (!strcmp(e, "caf"))
     a1[6] = "pcm_f32be";
   expect(a1, 0, NULL);

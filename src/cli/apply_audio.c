@@ -1049,9 +1049,8 @@ static void trial_log(void *avcl, int level, const char *fmt, va_list vl)
 {
   if (checks_quiet || (avcl && avcl == trial_ctx))
     return;
-  cf_av->av_log_default_callback(avcl, libav_noise(level, fmt) ? AV_LOG_INFO
-                                                                : level,
-                                 fmt, vl);
+  cf_av->av_log_default_callback(
+      avcl, libav_noise(level, fmt) ? AV_LOG_INFO : level, fmt, vl);
 }
 
 static void trial_log_install(void)
@@ -1583,15 +1582,14 @@ static int check_size(const output *o, const input *in)
                  frames * o->channels * bits / 8.0;
   if (bytes <= (double)limit)
     return 0;
-  return apply_error("%s: %s holds at most %lld bytes (4 GiB: its sizes "
-                     "are 32-bit), and %s's %lld frames (%.1f hours) make "
-                     "%.2f GiB of %u-channel %d-bit %s: write .w64, .caf "
-                     "or .wav (RF64 past 4 GiB), or cut INPUT into parts",
-                     o->path, name, (long long)limit,
-                     in->path, (long long)in->expect,
-                     (double)in->expect / in->rate / 3600.0,
-                     bytes / 1073741824.0, o->channels, bits,
-                     o->enc->codec->name);
+  return apply_error(
+      "%s: %s holds at most %lld bytes (4 GiB: its sizes "
+      "are 32-bit), and %s's %lld frames (%.1f hours) make "
+      "%.2f GiB of %u-channel %d-bit %s: write .w64, .caf "
+      "or .wav (RF64 past 4 GiB), or cut INPUT into parts",
+      o->path, name, (long long)limit, in->path, (long long)in->expect,
+      (double)in->expect / in->rate / 3600.0, bytes / 1073741824.0, o->channels,
+      bits, o->enc->codec->name);
 }
 
 static int output_open(output *o, const apply_opts *opt, const input *in,
@@ -1924,8 +1922,8 @@ static int w64_data_size(const output *o, int64_t end)
     return 0;
   FILE *f = fopen(o->tmp, "r+b");
   if (!f)
-    return apply_error("%s: cannot reopen %s to finish it: %s", o->path,
-                       o->tmp, strerror(errno));
+    return apply_error("%s: cannot reopen %s to finish it: %s", o->path, o->tmp,
+                       strerror(errno));
   unsigned char c[24];
   int64_t at = 40; /* past the riff GUID, its size and the wave GUID */
   bool ok = true;
@@ -1943,8 +1941,8 @@ static int w64_data_size(const output *o, int64_t end)
     if (end >= at + 24 && size > want && size - want < 8) {
       for (int i = 0; i < 8; i++)
         c[i] = (unsigned char)(want >> (8 * i));
-      ok = fseeko(f, (off_t)(at + 16), SEEK_SET) == 0 &&
-           fwrite(c, 1, 8, f) == 8;
+      ok =
+          fseeko(f, (off_t)(at + 16), SEEK_SET) == 0 && fwrite(c, 1, 8, f) == 8;
     }
     break;
   }
