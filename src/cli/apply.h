@@ -165,7 +165,7 @@ int apply_write(const apply_opts *o, AVFormatContext *oc, AVPacket *pkt);
  * says nothing more of it. */
 #define APPLY_ERR_SAID FFERRTAG('C', 'F', 'S', 'D')
 /* The most bytes OUTPUT (oc, its header written) may hold, where its
- * format states its sizes in 32 bits with no wider form (AIFF); 0: no
+ * format states its sizes in 32 bits with no wider form (AIFF, AST); 0: no
  * such limit. *name: the format as a message names it. */
 int64_t apply_size_limit(const AVFormatContext *oc, const char **name);
 /* Writes pkt, a packet of a copied stream of ic (apply_discont_packet

@@ -635,14 +635,21 @@ void apply_discont_packet(apply_discont *d, const AVFormatContext *ic,
  * Matroska, FLAC) or none (IRCAM, raw PCM), or, as AU, write "unknown"
  * (0xFFFFFFFF, which readers read to the end) past 2 GiB. Only a file
  * whose header is updated at its end (seekable) states sizes: a pipe's
- * AIFF has none to be wrong. CF_TEST_SIZE_LIMIT=BYTES (for tests only)
- * sets a lower limit, so that it is reached without writing 4 GiB. */
+ * AIFF has none to be wrong. AST (.ast, GameCube sound) wraps its 32-bit
+ * size the same way (seen past 4 GiB as AIFF was). CF_TEST_SIZE_LIMIT=
+ * BYTES (for tests only) sets a lower limit, so that it is reached
+ * without writing 4 GiB. */
 int64_t apply_size_limit(const AVFormatContext *oc, const char **name)
 {
-  if (strcmp(oc->oformat->name, "aiff") || !oc->pb ||
-      !(oc->pb->seekable & AVIO_SEEKABLE_NORMAL))
+  const char *f = oc->oformat->name;
+  if (!oc->pb || !(oc->pb->seekable & AVIO_SEEKABLE_NORMAL))
     return 0;
-  *name = "an AIFF file";
+  if (!strcmp(f, "aiff"))
+    *name = "an AIFF file";
+  else if (!strcmp(f, "ast")) /* GameCube sound: its STRM size too */
+    *name = "an AST file";
+  else
+    return 0;
   const char *t = getenv("CF_TEST_SIZE_LIMIT");
   long long v = t && *t ? strtoll(t, NULL, 10) : 0;
   return v > 0 ? (int64_t)v : (int64_t)UINT32_MAX;
