@@ -3848,7 +3848,8 @@ static void test_refused_rebuild(void **state)
 }
 
 /* Kernel files that do not load (garbage text, a 1D .npy, an empty file,
- * a NaN tap), taken as cudafir takes a bad kernel-file. Before streaming:
+ * a NaN tap, all taps 0: a black picture), taken as cudafir takes a bad
+ * kernel-file. Before streaming:
  * a warning on the bus, the file kept, and negotiation fails with an
  * element error naming it; no frame passes unfiltered (the identity).
  * While streaming: a warning on the bus, the property and the kernel as
@@ -3859,11 +3860,14 @@ static void test_bad_kernel_file(void **state)
   ref_rng r;
   test_rng(&r, 46);
   static const char *const names[] = {"garbage.txt", "one-d.npy", "empty.txt",
-                                      "nan.npy", "absent.npy"};
+                                      "nan.npy", "absent.npy", "zeros.npy"};
   for (unsigned i = 0; i < G_N_ELEMENTS(names); i++) {
     static const float taps[4] = {0.25f, NAN, 0.5f, 0.25f};
+    static const float zeros[9] = {0};
     char *path;
-    if (i == 4) { /* no such file */
+    if (i == 5) {
+      path = write_npy_shape(names[i], "(3, 3)", zeros, 9);
+    } else if (i == 4) { /* no such file */
       path = tmp_path(names[i]);
       unlink(path);
     } else if (i == 1 || i == 3) {
@@ -3893,6 +3897,8 @@ static void test_bad_kernel_file(void **state)
           gst_flow_get_name(fr));
     CHECK(bus_pop(&c, GST_MESSAGE_ERROR, msg, sizeof msg), "no element error");
     CHECK(strstr(msg, names[i]), "error '%s' does not name %s", msg, names[i]);
+    CHECK(i != 5 || strstr(msg, "every tap of its"),
+          "error '%s' does not say every tap is 0", msg);
     /* a resource error, as filesrc's (and cudafir's): an application
      * tells a missing file from a bad one by its code (it was a
      * LIBRARY_ERROR_SETTINGS for both) */

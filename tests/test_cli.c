@@ -1461,6 +1461,16 @@ static void test_conv2d_usage_errors(void **state)
   unlink(missing);
   CONV2D_EXPECT(1, "no-such-kernel2d.npy", "-k", missing, "-W", "8", "-H",
                 "8", "-f", "GRAY8");
+  /* a file of zeros: every picture black, refused naming it */
+  char zeros[PATH_MAX];
+  tmp_path(zeros, sizeof zeros, "zeros2d.txt");
+  FILE *zf = fopen(zeros, "w");
+  CHECK(zf && fputs("0 0 0\n0 -0 0\n\n0 0.0 0\n0 0 0e5\n", zf) >= 0 &&
+            fclose(zf) == 0,
+        "cannot write %s", zeros);
+  CONV2D_EXPECT(1, "zeros2d.txt holds only zeros: every tap of its 2x2x3",
+                "-k", zeros, "-W", "8", "-H", "8", "-f", "GRAY8");
+  unlink(zeros);
 #undef CONV2D_EXPECT
 }
 

@@ -2296,8 +2296,9 @@ static void test_set_before_caps(void **state)
   (void)state;
   if (skip_without_gst())
     skip();
-  char conf[600], good[600], good2d[600], nan[600];
+  char conf[600], good[600], good2d[600], nan[600], zeros[600];
   snprintf(conf, sizeof conf, "%s", fixture("nocaps.conf"));
+  snprintf(zeros, sizeof zeros, "%s", fixture("nocaps-zeros2d.txt"));
   snprintf(good, sizeof good, "%s", fixture("nocaps-k.txt"));
   snprintf(good2d, sizeof good2d, "%s", fixture("nocaps-k2d.txt"));
   snprintf(nan, sizeof nan, "%s", fixture("nocaps-nan.txt"));
@@ -2323,6 +2324,7 @@ static void test_set_before_caps(void **state)
                              x + 1 < side ? " " : "\n");
   write_text(good2d, "%s", taps);
   write_text(nan, "0.5\nnan\n");
+  write_text(zeros, "0 0\n0 0\n"); /* a black picture */
   running r;
   start_daemon_ok(&r, conf);
   static const struct {
@@ -2332,10 +2334,14 @@ static void test_set_before_caps(void **state)
       {"a", "set", "refused kernel-file = "},
       {"v", "swap-kernel", "kernel is unchanged"},
       {"a", "swap-kernel", "kernel is unchanged"},
+      {"v", "set", "every tap of its"},
+      {"v", "swap-kernel", "every tap of its"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     /* a swap-kernel of a file not there is refused as such already */
-    const char *file = i == 0 ? fixture("nocaps-none.txt") : nan;
+    const char *file = i == 0 ? fixture("nocaps-none.txt")
+                       : i >= 4 ? zeros
+                                : nan;
     char *a = !strcmp(bad[i].cmd, "set")
                   ? ctl(&r, "set %s kernel-file %s", bad[i].stream, file)
                   : ctl(&r, "swap-kernel %s %s", bad[i].stream, file);

@@ -907,6 +907,20 @@ static const char *write_raw_npy(const char *descr, const char *shape,
   return path;
 }
 
+/* The first 4 bytes of the data of a version 1 .npy file become those of
+ * v, in host order. */
+static void raw_npy_set_first(const char *path, uint32_t v)
+{
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  unsigned char h[10];
+  assert_int_equal(fread(h, 1, 10, f), 10);
+  long data = 10 + (long)(h[8] | h[9] << 8);
+  assert_int_equal(fseek(f, data, SEEK_SET), 0);
+  assert_int_equal(fwrite(&v, 4, 1, f), 1);
+  assert_int_equal(fclose(f), 0);
+}
+
 static void expect_npy_error(const char *path, const char *key)
 {
   cf_kernel2d *k = (cf_kernel2d *)&rng;
@@ -968,13 +982,16 @@ static void test_npy_shapes(void **state)
   /* Within the limits, but a tiny file: refused before allocating. */
   expect_npy_error(write_raw_npy("<f8", "(64, 512, 512)", 16),
                    "expected 134217728 bytes, the file has 16");
-  /* The largest shapes the header allows are read. */
+  /* The largest shapes the header allows are read (a tap not 0: a file
+   * of zeros is refused, test_all_zeros). */
   const char *path = write_raw_npy("<f4", "(1, 4096)", 4 * 4096);
+  raw_npy_set_first(path, 0x3f800000u); /* 1.0f */
   cf_kernel2d *k;
   expect_ok(cf_kernel2d_load_npy(path, &k), path);
   assert_int_equal(cf_kernel2d_width(k), 4096);
   cf_kernel2d_free(k);
   path = write_raw_npy(">f4", "(64, 1, 2)", 4 * 128);
+  raw_npy_set_first(path, 0x0000803fu); /* 1.0f, big-endian */
   expect_ok(cf_kernel2d_load(path, &k), path);
   assert_int_equal(cf_kernel2d_frames(k), 64);
   cf_kernel2d_free(k);
@@ -1059,6 +1076,48 @@ static void test_npy_fuzz(void **state)
 }
 
 /* ---- any file ------------------------------------------------------ */
+
+/* A kernel file whose every tap is 0 (or -0) blacks out every picture it
+ * is set on: refused by every loader, naming the file and saying so,
+ * as the 1D loader refuses a silent one. One tap of 1e-30 anywhere, and
+ * the file loads as it is. Random shapes, text and .npy forms. */
+static void test_all_zeros(void **state)
+{
+  (void)state;
+  for (unsigned i = 0; i < 24; i++) {
+    ref_kernel r;
+    random_kernel(&r, i & 1);
+    int npy = (i >> 1) & 1;
+    npy_spec sp = {.size = i & 1 ? 8 : 4, .order = i & 4 ? '>' : '<',
+                   .fortran = (i >> 3) & 1, .ndim3 = 1, .version = 1};
+    for (size_t j = 0; j < ref_count(&r); j++)
+      r.v[j] = ref_rng_range(&rng, 0, 1) ? -0.0 : 0.0;
+    const char *path = fixture(npy ? "zeros.npy" : "zeros.txt");
+    set_case("%ux%ux%u, %s", r.t, r.kh, r.kw, npy ? "npy" : "text");
+    for (int one = 0; one < 2; one++) {
+      if (one)
+        r.v[ref_rng_range(&rng, 0, ref_count(&r) - 1)] = 1e-30;
+      if (npy)
+        write_npy(path, &sp, &r);
+      else
+        write_text(path, &r);
+      for (int how = 0; how < 2; how++) {
+        cf_kernel2d *k = NULL;
+        cf_status s = how ? cf_kernel2d_load(path, &k)
+                          : npy ? cf_kernel2d_load_npy(path, &k)
+                                : cf_kernel2d_load_text(path, &k);
+        if (one) {
+          expect_ok(s, path);
+          expect_ref(k, &r);
+          cf_kernel2d_free(k);
+        } else {
+          expect_error(s, &k, CF_E_FORMAT, path, "every tap of its");
+        }
+      }
+    }
+    free(r.v);
+  }
+}
 
 static void test_not_text_nor_npy(void **state)
 {
@@ -1152,6 +1211,7 @@ int main(void)
       cmocka_unit_test(test_npy_shapes),
       cmocka_unit_test(test_npy_nonfinite),
       cmocka_unit_test(test_npy_fuzz),
+      cmocka_unit_test(test_all_zeros),
       cmocka_unit_test(test_not_text_nor_npy),
       cmocka_unit_test(test_missing_file),
   };

@@ -90,6 +90,8 @@ cf_status cf_preset_from_string(const char *s, cf_preset *out);
  *    refused as the 1D text loader refuses them (kernel.h);
  *  - NumPy .npy (float32/float64, either byte order, C or Fortran order):
  *    2D (Kh x Kw) or 3D (T x Kh x Kw).
+ * A file whose every tap is 0 is refused (CF_E_FORMAT, "holds only
+ * zeros"): it would black out every picture; cf_kernel2d_new takes zeros.
  * Errors name the file, the position and the problem, as the 1D loaders. */
 cf_status cf_kernel2d_load(const char *path, cf_kernel2d **out);
 cf_status cf_kernel2d_load_text(const char *path, cf_kernel2d **out);

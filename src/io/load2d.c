@@ -30,9 +30,21 @@ static cf_status begin(const char *path, cf_kernel2d **out, FILE **f)
   return s == CF_OK ? cf_io_open(path, f) : s;
 }
 
+/* A file whose every tap is 0 (an array saved before it was filled, a
+ * wrong file) would black the picture out without a word, as a silent
+ * impulse response mutes a stream (cf_kernel_load): refused, naming it.
+ * Zeros given as such (cf_kernel2d_new: a `kernel` typed by the user,
+ * with a bias to paint a flat picture) are meant, and taken. */
 static cf_status make(const char *path, unsigned t, unsigned kh, unsigned kw,
                       const float *taps, cf_kernel2d **out)
 {
+  size_t n = (size_t)t * kh * kw, i = 0;
+  while (i < n && taps[i] == 0.0f)
+    i++;
+  if (n && i == n)
+    return cf_fail(CF_E_FORMAT, "%s holds only zeros: every tap of its "
+                   "%ux%ux%u kernel is 0, which would black out every "
+                   "filtered picture", path, t, kh, kw);
   cf_status s = cf_kernel2d_new(t, kh, kw, taps, out);
   return s == CF_OK ? s : cf_io_with_path(path, s);
 }
