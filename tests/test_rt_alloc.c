@@ -4,8 +4,8 @@
  * the malloc family, in every thread, while CPU engines stream: random
  * kernels, paths, thread counts, pipeline depths (the front's delay) and
  * chunkings, a reset and a kernel swap with its crossfade in the counted
- * stretch; the video engine the same per frame, live and pipelined
- * (FFTW's scratch on the FFT path aside, as video.h says). The audio
+ * stretch; the video engine the same per frame, live and pipelined,
+ * the FFT path included. The audio
  * output is checked against the float64 reference, GRAY32F frames
  * against ref2d. And cf_host_alloc, which keeps freed blocks: audio-sized
  * ones cost no heap allocation once a stream runs. And prepared swaps:
@@ -647,8 +647,7 @@ static void test_prepared2d(void **state)
 }
 
 /* Video engines on random formats, paths, temporal depths and pipeline
- * depths: no allocation per frame after the first (on the FFT path, FFTW's
- * own scratch is allowed: video.h). */
+ * depths: no allocation per frame after the first, on every path. */
 static void test_video(void **state)
 {
   (void)state;
@@ -703,9 +702,9 @@ static void test_video(void **state)
             cf_last_error());
     }
     long got = counted();
-    /* FFTW's buffered 2D plans allocate inside the FFT path (video.h) */
-    int fftw_may = strstr(cf_engine_describe(e), "fft") != NULL;
-    CHECK(got == 0 || fftw_may, "%ld allocations or frees in 11 frames", got);
+    /* the FFT path too: FFTW's buffered 2D plans allocated scratch in each
+     * transform, and aborted the process where it could not be had */
+    CHECK(got == 0, "%ld allocations or frees in 11 frames", got);
     if (cfg.format == CF_PIX_GRAY32F && t == 1 && !cfg.pipeline_depth) {
       /* the same frame each time: the spatial convolution */
       size_t np = (size_t)cfg.width * cfg.height;
@@ -794,15 +793,17 @@ static void test_host_memory(void **state)
  * there left maps missing and rings of two sizes, and the next frame
  * crashed). Each allocation of set_kernel2d (and of prepare_swap2d with
  * set_prepared2d) in turn fails; the frames after it are checked against
- * the reference, with the old kernel where the swap failed. Direct and
- * separable paths: FFTW's planner aborts when its malloc fails. */
+ * the reference, with the old kernel where the swap failed. Every path;
+ * on the FFT path the tile sizes are planned first (FFTW's planner aborts
+ * when its malloc fails), and the kernel's spectra, which run FFTW's
+ * transforms, once aborted the process too (buffered 2D plans allocated
+ * their scratch in each transform). */
 static void test_swap2d_nomem(void **state)
 {
   (void)state;
   PLAIN_BUILD_ONLY();
-  /* not the FFT path: FFTW's planner aborts when its malloc fails */
   static const cf_algorithm2d algos[] = {CF_ALGO2D_DIRECT,
-                                         CF_ALGO2D_SEPARABLE};
+                                         CF_ALGO2D_SEPARABLE, CF_ALGO2D_FFT};
   const unsigned t[2] = {1, 3}, kh[2] = {5, 7}, kw[2] = {3, 4};
   float *taps[2];
   cf_kernel2d *k[2];
@@ -815,17 +816,24 @@ static void test_swap2d_nomem(void **state)
     CHECK(cf_kernel2d_new(t[i], kh[i], kw[i], taps[i], &k[i]) == CF_OK,
           "kernel: %s", cf_last_error());
   }
-  for (unsigned c = 0; c < 8; c++) {
+  for (unsigned c = 0; c < 12; c++) {
     cf_video_config cfg;
     cf_video_config_init(&cfg);
     cfg.format = CF_PIX_GRAY32F;
     cfg.width = (unsigned)ref_rng_range(&rng, 6, 40);
     cfg.height = (unsigned)ref_rng_range(&rng, 6, 30);
     cfg.backend = CF_BACKEND_CPU;
-    cfg.algorithm = algos[c % 2];
+    cfg.algorithm = algos[c % 3];
     cfg.threads = 1;
     cfg.border = (cf_border)(ref_rng_u64(&rng) % 5);
-    int prepared = c >= 4;
+    int prepared = c >= 6;
+    if (cfg.algorithm == CF_ALGO2D_FFT) { /* both kernels' tiles planned */
+      cf_engine *e = NULL;
+      CHECK(cf_engine_new_video(&cfg, k[0], &e) == CF_OK &&
+                cf_engine_prepare_kernel2d(e, k[1]) == CF_OK,
+            "planning: %s", cf_last_error());
+      cf_engine_free(e);
+    }
     size_t np = (size_t)cfg.width * cfg.height;
     float *in = xalloc(np * sizeof *in), *out = xalloc(np * sizeof *out);
     float *scratch = xalloc(np * sizeof *scratch);
@@ -936,8 +944,8 @@ static void fail_each_alloc(const char *what, engine_new_fn make,
 /* Engine creation on a box with little memory: each allocation of
  * cf_engine_new_audio / cf_engine_new_video in turn made to fail (random
  * configurations: paths, channels, threads, pipeline depths, a temporal
- * kernel; video's FFT path aside, see below). Every failure is CF_E_NOMEM with
- * a message, and leaves no block behind (the live count of the shim above).
+ * kernel). Every failure is CF_E_NOMEM with a message, and leaves no
+ * block behind (the live count of the shim above).
  * Each configuration is built once first, so that the FFT plans it needs are
  * made (FFTW's planner aborts when its malloc fails) and kept. */
 static void test_new_nomem(void **state)
@@ -973,11 +981,11 @@ static void test_new_nomem(void **state)
     cf_kernel_free(k);
     free(h);
   }
-  /* not video's FFT path: its 2D plans keep FFTW's buffered solvers,
-   * whose scratch (fftwf_malloc, each execution, the spectra made here
-   * among them) aborts the process when it fails */
-  static const cf_algorithm2d algos2d[] = {CF_ALGO2D_DIRECT,
-                                           CF_ALGO2D_SEPARABLE};
+  /* video's FFT path too: its 2D plans kept FFTW's buffered solvers,
+   * whose scratch (allocated in each transform, the kernel's spectra made
+   * here among them) aborted the process when it could not be had */
+  static const cf_algorithm2d algos2d[] = {
+      CF_ALGO2D_DIRECT, CF_ALGO2D_SEPARABLE, CF_ALGO2D_FFT};
   for (unsigned c = 0; c < 6; c++) {
     cf_video_config cfg;
     cf_video_config_init(&cfg);
@@ -985,12 +993,20 @@ static void test_new_nomem(void **state)
     cfg.width = (unsigned)ref_rng_range(&rng, 6, 64);
     cfg.height = (unsigned)ref_rng_range(&rng, 6, 48);
     cfg.backend = CF_BACKEND_CPU;
-    cfg.algorithm = algos2d[c % 2];
+    cfg.algorithm = algos2d[c % 3];
     cfg.threads = (unsigned)ref_rng_range(&rng, 1, 3);
     cfg.pipeline_depth = (unsigned)ref_rng_range(&rng, 0, 2);
     unsigned t = (unsigned)ref_rng_range(&rng, 1, 4);
     unsigned kh = (unsigned)ref_rng_range(&rng, 1, 7);
     unsigned kw = (unsigned)ref_rng_range(&rng, 1, 7);
+    if (cfg.algorithm == CF_ALGO2D_FFT) { /* tiles of 128 to 512 a side:
+                                             FFTW's buffered scratch of
+                                             more than 64 KiB was malloc'ed */
+      cfg.width = (unsigned)ref_rng_range(&rng, 100, 300);
+      cfg.height = (unsigned)ref_rng_range(&rng, 100, 300);
+      kh = (unsigned)ref_rng_range(&rng, 20, 70);
+      kw = (unsigned)ref_rng_range(&rng, 20, 70);
+    }
     size_t nt = (size_t)t * kh * kw;
     float *taps = xalloc(nt * sizeof *taps);
     for (size_t j = 0; j < nt; j++) /* rank 1, so separable applies */

@@ -44,8 +44,9 @@
  * Frames are processed one per call; the engine keeps the last T - 1 input
  * frames (their filtered components) as state. cf_engine_reset() forgets them.
  * cf_engine_set_kernel2d() takes effect at the next frame. The engine
- * allocates nothing per frame; on the CPU's FFT path FFTW's buffered 2D
- * plans (the faster ones there) allocate scratch inside each transform.
+ * allocates nothing per frame, on any path (the CPU's FFT plans are made
+ * without FFTW's buffered solvers, which allocate scratch inside each
+ * transform and abort the process where they cannot have it).
  *
  * Latency. With pipeline_depth 0 (the default, "live") no latency is
  * added: cf_engine_process_frame() returns with the frame's result in

@@ -194,13 +194,15 @@ static void wisdom_save(void)
 static void plan_pair(size_t rows, size_t n, float *in, float *spec,
                       unsigned flags, cf_fft *f)
 {
-  /* 1D (the audio paths): no buffered solver, whose transforms allocate
-   * scratch on every call; engine.h promises process() never allocates.
-   * Measured here it changed no plan's speed (power-of-2 and smooth sizes
-   * were unbuffered already); it keeps another machine's measuring from
-   * picking one. 2D (video tiles) keeps them: 8-15% faster on 1080p. */
-  if (rows == 1)
-    flags |= FFTW_NO_BUFFERING;
+  /* No buffered solver: their transforms allocate scratch on every call
+   * (engine.h and video.h promise process() never allocates), and FFTW
+   * aborts the process when that allocation fails (QA: a 2D tile's
+   * transform under a memory limit, the kernel spectra of a swap among
+   * them, could not return CF_E_NOMEM). 1D: measured here it changed no
+   * plan's speed (power-of-2 and smooth sizes were unbuffered already).
+   * 2D (video tiles): they were 8-15% faster on 1080p (f54a3aa); that is
+   * the price of a stream that survives running out of memory. */
+  flags |= FFTW_NO_BUFFERING;
   if (rows == 1) {
     f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
     f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
