@@ -307,6 +307,32 @@ typedef struct {
   guint pipeline_depth, threads;
 } EngineSettings;
 
+/* A kernel change's way back: the kernel settings as they were before a
+ * set of kernel, kernel-file, preset, size, sigma, kernel-width or
+ * kernel-height, put back where the engines running cannot have the
+ * memory of the new kernel (prepare_kernel). The pointers are the
+ * settings' own; the change leaves those it replaces here (undo_drop),
+ * and they are freed when it is taken. Under kernel_lock and the object
+ * lock. */
+typedef struct {
+  guint depth;  /* nested sets (a bus handler setting a property from
+                   within a warning): the outermost one's */
+  GArray *taps; /* a reference */
+  guint kernel_width, kernel_height;
+  gchar *kernel_file;
+  cf_kernel2d *file_kernel;
+  gchar *file_error;
+  gint preset;
+  guint size;
+  gdouble sigma;
+  KernelSource source;
+  guint64 set_at[SRC_PRESET + 1], settings;
+  cf_kernel2d *kernel;
+  gchar *kernel_error;
+  guint kernel_serial;
+  gchar *nomem; /* why the new kernel does not fit: put back */
+} KernelUndo;
+
 /* Components values kept (recent_components) for caps negotiated while
  * the property changed more than once. */
 #define RECENT_COMPONENTS 8
@@ -386,6 +412,12 @@ typedef struct {
    * lock: the engine it prepares for stays while it works */
   cf_engine *engine;
   GMutex engine_lock;
+  /* held by a set of a kernel setting from before it changes anything
+   * until its kernel is prepared (or refused and put back: undo), so
+   * that kernel changes come one at a time; before the object lock.
+   * Recursive: a bus handler may set a property from within a set. */
+  GRecMutex kernel_lock;
+  KernelUndo undo;
   /* Interlaced caps (interleave-mode interleaved or mixed): each field is
    * filtered as a picture of its own, on an engine per field parity, so
    * that a vertical tap never reaches into the other field (captured at
@@ -820,6 +852,119 @@ static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
   return k;
 }
 
+/* ---- a kernel change's way back (KernelUndo) ---- */
+
+/* A set of a kernel setting begins (before it changes anything): the
+ * settings as they are, kept. Takes kernel_lock. */
+static void undo_begin(GstCudaConvolve *self)
+{
+  g_rec_mutex_lock(&self->kernel_lock);
+  GST_OBJECT_LOCK(self);
+  KernelUndo *u = &self->undo;
+  if (u->depth++ == 0) {
+    u->taps = g_array_ref(self->taps);
+    u->kernel_width = self->kernel_width;
+    u->kernel_height = self->kernel_height;
+    u->kernel_file = self->kernel_file;
+    u->file_kernel = self->file_kernel;
+    u->file_error = self->file_error;
+    u->preset = self->preset;
+    u->size = self->size;
+    u->sigma = self->sigma;
+    u->source = self->source;
+    memcpy(u->set_at, self->set_at, sizeof u->set_at);
+    u->settings = self->settings;
+    u->kernel = self->kernel;
+    u->kernel_error = self->kernel_error;
+    u->kernel_serial = self->kernel_serial;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* The change replaces the compiled kernel / the file's: the old ones are
+ * freed, unless the undo holds them (freed when the change is taken).
+ * Object lock held. */
+static void undo_drop_kernel(GstCudaConvolve *self)
+{
+  if (!self->undo.depth || self->kernel != self->undo.kernel)
+    cf_kernel2d_free(self->kernel);
+  if (!self->undo.depth || self->kernel_error != self->undo.kernel_error)
+    g_free(self->kernel_error);
+  self->kernel = NULL;
+  self->kernel_error = NULL;
+}
+
+static void undo_drop_file(GstCudaConvolve *self)
+{
+  KernelUndo *u = &self->undo;
+  if (!u->depth || self->file_kernel != u->file_kernel)
+    cf_kernel2d_free(self->file_kernel);
+  if (!u->depth || self->kernel_file != u->kernel_file)
+    g_free(self->kernel_file);
+  if (!u->depth || self->file_error != u->file_error)
+    g_free(self->file_error);
+  self->file_kernel = NULL;
+  self->kernel_file = NULL;
+  self->file_error = NULL;
+}
+
+/* Put what the undo holds back in place of the current value, or free it
+ * where the current value is something else and the change is taken. */
+#define UNDO_SETTLE(self, field, freefn, back)                                 \
+  do {                                                                         \
+    if ((self)->field != (self)->undo.field) {                                 \
+      if (back) {                                                              \
+        freefn((self)->field);                                                 \
+        (self)->field = (self)->undo.field;                                    \
+      } else {                                                                 \
+        freefn((self)->undo.field);                                            \
+      }                                                                        \
+    }                                                                          \
+    (self)->undo.field = NULL;                                                 \
+  } while (0)
+
+/* The set ends: where the new kernel did not fit (undo.nomem), the
+ * settings go back as they were, the kernel serial with them (the
+ * streaming thread, held back by `preparing`, never saw the new one);
+ * else what the change replaced is freed. Returns undo.nomem (the
+ * caller's) for the refusal, or NULL. Releases kernel_lock. */
+static gchar *undo_end(GstCudaConvolve *self)
+{
+  GST_OBJECT_LOCK(self);
+  KernelUndo *u = &self->undo;
+  gchar *nomem = NULL;
+  if (--u->depth == 0) {
+    gboolean back = (nomem = g_steal_pointer(&u->nomem)) != NULL;
+    if (back && self->taps != u->taps) { /* the reference goes back */
+      g_array_unref(self->taps);
+      self->taps = u->taps;
+    } else {
+      g_array_unref(u->taps);
+    }
+    u->taps = NULL;
+    UNDO_SETTLE(self, kernel_file, g_free, back);
+    UNDO_SETTLE(self, file_kernel, cf_kernel2d_free, back);
+    UNDO_SETTLE(self, file_error, g_free, back);
+    UNDO_SETTLE(self, kernel, cf_kernel2d_free, back);
+    UNDO_SETTLE(self, kernel_error, g_free, back);
+    if (back) {
+      self->kernel_width = u->kernel_width;
+      self->kernel_height = u->kernel_height;
+      self->preset = u->preset;
+      self->size = u->size;
+      self->sigma = u->sigma;
+      self->source = u->source;
+      memcpy(self->set_at, u->set_at, sizeof u->set_at);
+      self->settings = u->settings;
+      self->kernel_serial = u->kernel_serial;
+    }
+  }
+  GST_OBJECT_UNLOCK(self);
+  g_rec_mutex_unlock(&self->kernel_lock);
+  return nomem;
+}
+#undef UNDO_SETTLE
+
 /* A kernel change for the setter to prepare (prepare_kernel). */
 typedef struct {
   cf_kernel2d *k; /* a copy of the new kernel, or NULL: nothing to do */
@@ -834,8 +979,7 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
 {
   gchar *err;
   cf_kernel2d *k = compile_kernel(self, &err);
-  cf_kernel2d_free(self->kernel);
-  g_free(self->kernel_error);
+  undo_drop_kernel(self);
   self->kernel = k;
   self->kernel_error = err;
   self->kernel_serial++;
@@ -887,16 +1031,38 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
    * their own sizes, a mixed stream's frames another) */
   cf_engine *es[3] = {self->engine, self->bottom, self->whole};
   gboolean any = FALSE;
-  for (guint i = 0; i < 3; i++) {
-    if (es[i] && cf_engine_prepare_swap2d(es[i], prep.k, &p[i]) != CF_OK)
+  gchar *nomem = NULL;
+  for (guint i = 0; i < 3 && !nomem; i++) {
+    cf_status ps =
+        es[i] ? cf_engine_prepare_swap2d(es[i], prep.k, &p[i]) : CF_OK;
+    if (ps == CF_E_NOMEM)
+      nomem = g_strdup(cf_last_error());
+    else if (ps != CF_OK)
       GST_DEBUG_OBJECT(self, "no swap built ahead for engine %u: %s", i,
                        cf_last_error());
     any |= p[i] != NULL;
   }
   g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
   cf_kernel2d_free(prep.k);
+  if (nomem) {
+    swaps_free(p);
+    any = FALSE;
+  }
   cf_swap_prep2d *older[3] = {NULL, NULL, NULL};
   GST_OBJECT_LOCK(self);
+  /* Memory the new kernel cannot have: the streaming thread would run out
+   * the same when it swaps (in its thread, on the CPU), the failure then
+   * a warning on the bus only, after the set had been taken (QA: a
+   * cudafilterctl set of a kernel that did not fit under a memory limit
+   * answered ok). The set is refused (undo_end), as cudafir refuses it. */
+  if (nomem && self->undo.depth && prep.serial == self->kernel_serial) {
+    g_free(self->undo.nomem);
+    self->undo.nomem = g_steal_pointer(&nomem);
+  }
+  if (nomem)
+    GST_WARNING_OBJECT(self, "the new kernel does not fit in memory: %s",
+                       nomem);
+  g_free(nomem);
   /* still the last change, for the engines running */
   if (any && prep.serial == self->kernel_serial &&
       gen == g_atomic_int_get(&self->engine_gen)) {
@@ -3108,11 +3274,9 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
     g_free(why);
     return;
   }
-  cf_kernel2d_free(self->file_kernel);
+  undo_drop_file(self);
   self->file_kernel = k;
-  g_free(self->kernel_file);
   self->kernel_file = k || why ? g_strdup(path) : NULL;
-  g_free(self->file_error);
   self->file_error = why ? g_strdup(why) : NULL;
   set_source(self, SRC_FILE, !k && !why);
   KernelPrep prep = update_kernel(self);
@@ -3205,8 +3369,23 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
                                            const GValue *value,
                                            GParamSpec *pspec)
 {
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  gboolean kernel_setting =
+      prop_id == PROP_KERNEL || prop_id == PROP_KERNEL_FILE ||
+      prop_id == PROP_PRESET || prop_id == PROP_SIZE || prop_id == PROP_SIGMA ||
+      prop_id == PROP_KERNEL_WIDTH || prop_id == PROP_KERNEL_HEIGHT;
   refused_here = FALSE;
+  if (kernel_setting)
+    undo_begin(self);
   set_property_body(object, prop_id, value, pspec);
+  gchar *nomem = kernel_setting ? undo_end(self) : NULL;
+  if (nomem) {
+    REFUSE(self, g_param_spec_get_name(pspec),
+           "the new kernel does not fit in memory: %s; the kernel stays as "
+           "it was",
+           nomem);
+    g_free(nomem);
+  }
   if (!refused_here)
     g_object_notify_by_pspec(object, pspec);
   refused_here = FALSE;
@@ -3403,6 +3582,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   g_free(self->backend_in_use);
   g_free(self->posted);
   g_mutex_clear(&self->engine_lock);
+  g_rec_mutex_clear(&self->kernel_lock);
 #ifdef CF_HAVE_GSTCUDA
   gst_clear_object(&self->cuda_ctx);
 #endif
@@ -3449,6 +3629,7 @@ static void gst_cuda_convolve_init(GstCudaConvolve *self)
   self->base_chain = GST_PAD_CHAINFUNC(sink);
   gst_pad_set_chain_function(sink, GST_DEBUG_FUNCPTR(gst_cuda_convolve_chain));
   g_mutex_init(&self->engine_lock);
+  g_rec_mutex_init(&self->kernel_lock);
   GST_OBJECT_LOCK(self);
   KernelPrep prep = update_kernel(self); /* no engine yet: NULL */
   GST_OBJECT_UNLOCK(self);
@@ -3508,7 +3689,9 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "Kw for temporal taps) or text (one row per line, a blank line "
           "between temporal taps); loaded when set. NULL: not used. One "
           "that does not load is refused while playing (a warning), kept "
-          "if set before: negotiation fails, naming it",
+          "if set before: negotiation fails, naming it. A kernel (from "
+          "this, kernel or preset) that does not fit in memory while "
+          "streaming is refused, the kernel before going on",
           DEFAULT_KERNEL_FILE, flags));
   g_object_class_install_property(
       gobject_class, PROP_PRESET,

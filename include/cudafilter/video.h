@@ -260,7 +260,9 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     another thread calls process_frame (not while one swaps kernels):
  *     what cf_engine_prepare_kernel2d makes, and on CUDA the new kernel's
  *     device buffers, plans (each run once) and spectra, built on a
- *     stream of their own;
+ *     stream of their own; on the CPU the memory the swap will need is
+ *     made and given back, CF_E_NOMEM where it cannot be had (a history
+ *     of T frames counted even where the engine keeps one already);
  *   - cf_engine_set_prepared2d(e, p), later, in the engine's thread:
  *     exactly cf_engine_set_kernel2d(e, k) at that moment (the same
  *     frames out); on CUDA it allocates, frees, plans and waits for

@@ -102,6 +102,7 @@ typedef struct video {
   size_t rowlen, mb; /* padded row length, output row length (floats) */
   unsigned head, seen;/* history: slot of the current frame, frames kept */
   unsigned hist_t;    /* slots in each history ring */
+  int trial;          /* cf_cpu_video_try's: nothing runs on it */
   /* per frame */
   const cf_frame *in, *out;
   char desc[200];
@@ -789,7 +790,16 @@ static cf_status alloc_history(const video *v, unsigned t, uint8_t **nh)
     if (!c->filter || t <= 1)
       continue;
     size_t plane = (size_t)c->w * c->h * sample_bytes(c->type);
-    if (!(nh[k] = cf_alloc((size_t)t * plane))) {
+    size_t bytes = (size_t)t * plane;
+    void *p = NULL;
+    /* a trial (cf_cpu_video_try) asks for the address space only: up to
+     * 64 frames of 4K (1.6 GB) written to for nothing would cost some
+     * hundreds of ms */
+    if (v->trial && posix_memalign(&p, 64, bytes) == 0)
+      nh[k] = p;
+    else if (!v->trial)
+      nh[k] = cf_alloc(bytes);
+    if (!nh[k]) {
       for (unsigned j = 0; j < k; j++)
         cf_free(nh[j]);
       return cf_fail(CF_E_NOMEM, "video: out of memory for %u frames of "
@@ -1036,15 +1046,10 @@ cf_status cf_cpu_video_prepare(const cf_video_config *cfg, unsigned nbands,
   return s;
 }
 
-cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
-                           cf_fft_mode fft_mode, void **impl,
-                           const cf_video_ops **ops)
+/* v (zeroed) for frames of cfg: its components, no kernel, no threads. */
+static void video_setup(video *v, const cf_video_config *cfg,
+                        cf_fft_mode fft_mode)
 {
-  if (cfg->pipeline_depth)
-    return cf_cpu_video_pipe_new(cfg, k, fft_mode, impl, ops);
-  video *v = calloc(1, sizeof *v);
-  if (!v)
-    return cf_fail(CF_E_NOMEM, "video: out of memory");
   v->cfg = *cfg;
   v->fmt = cf_format_desc_get(cfg->format);
   v->dsp = cf_dsp_get();
@@ -1062,7 +1067,32 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   for (unsigned i = 0; i < v->fmt->ncomp && !v->copy_rows; i++)
     if (!(mask & (1u << i)))
       add_chan(v, &v->fmt->comp[i], 0);
+}
 
+cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
+                           const cf_kernel2d *k)
+{
+  video *v = calloc(1, sizeof *v);
+  if (!v)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  video_setup(v, cfg, CF_FFT_QUICK);
+  v->trial = 1;
+  v->nbands = nbands ? nbands : cf_cpu_video_bands(cfg, k);
+  cf_status s = install_kernel(v, k); /* the history too, as from none */
+  video_destroy(v);
+  return s;
+}
+
+cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
+                           cf_fft_mode fft_mode, void **impl,
+                           const cf_video_ops **ops)
+{
+  if (cfg->pipeline_depth)
+    return cf_cpu_video_pipe_new(cfg, k, fft_mode, impl, ops);
+  video *v = calloc(1, sizeof *v);
+  if (!v)
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  video_setup(v, cfg, fft_mode);
   v->nbands = cf_cpu_video_bands(cfg, k);
   cf_status s = cf_pool_new(v->nbands, &v->pool);
   if (s == CF_OK)

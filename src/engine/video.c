@@ -794,6 +794,12 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
   }
   /* the CPU's plan, or the one a switch from the device would use */
   s = cf_engine_prepare_kernel2d(e, k);
+  if (s == CF_OK && e->started != CF_BACKEND_CUDA)
+    /* the CPU's swap allocates in the engine's thread (set_prepared2d is
+     * the plain swap there): whether it can have that memory is found
+     * here, where the caller can still refuse the kernel (cudaconvolve's
+     * setter, as cudafir's refuses an audio kernel that does not fit) */
+    s = cf_cpu_video_try(&e->vfront->cfg, e->vfront->bands, k);
   if (s == CF_OK && e->started == CF_BACKEND_CUDA) {
     /* The device's kernel state, built here; under impl_lock, as a switch
      * to the CPU in the engine's thread destroys the CUDA impl. A device

@@ -117,6 +117,15 @@ unsigned cf_cpu_video_bands(const cf_video_config *cfg, const cf_kernel2d *k);
  * arguments: any thread (cf_engine_prepare_kernel2d). */
 cf_status cf_cpu_video_prepare(const cf_video_config *cfg, unsigned nbands,
                                const cf_kernel2d *k);
+/* Whether the memory a CPU engine for cfg cut into nbands bands (0: as
+ * cf_cpu_video_prepare) needs for a change to kernel k can be had now:
+ * the plan, scratch, border maps and (for T > 1) a history of T frames
+ * are made, and given back; CF_E_NOMEM where they cannot, CF_E_INVALID
+ * where set_kernel would refuse k. Plans an FFT size not planned yet as
+ * CF_FFT_QUICK does. Reads only its arguments: any thread
+ * (cf_engine_prepare_swap2d). */
+cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
+                           const cf_kernel2d *k);
 
 /* The CPU video backend wrapped so that its at.call-th process or flush
  * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with
