@@ -730,6 +730,16 @@ static cf_status make_bands(video *v)
                  ? (unsigned)((32 + outrows - 1) / outrows * outrows)
                  : 0;
   unsigned nrings = p->t * (v->chunk ? nf : 1);
+  /* what a band asks for, said where it cannot be had */
+  size_t need = outrows * v->mb * sizeof(float);
+  if (p->algo != ALGO_FFT)
+    need += (size_t)nrings * (p->kh + outrows - 1) *
+            (p->algo == ALGO_DIRECT ? v->rowlen : v->mb) * sizeof(float);
+  if (p->algo == ALGO_SEPARABLE)
+    need += v->rowlen * sizeof(float);
+  if (p->algo == ALGO_FFT)
+    need += (p->nh * p->nw + (p->t + 1) * 2 * p->nbins +
+             p->t * p->nh * v->rowlen) * sizeof(float);
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
     int ok = (b->rings = calloc(nrings, sizeof *b->rings)) &&
@@ -751,8 +761,11 @@ static cf_status make_bands(video *v)
            (b->acc = cf_alloc(2 * p->nbins * sizeof(float))) &&
            (b->bandbuf = cf_alloc(p->t * p->nh * v->rowlen * sizeof(float)));
     if (!ok)
-      return cf_fail(CF_E_NOMEM, "video: out of memory for %u-row scratch "
-                     "of %zu floats", p->kh + 1, v->rowlen);
+      return cf_fail(CF_E_NOMEM, "video: out of memory for the scratch of "
+                     "%u band%s, %.1f MiB a band (%s path, kernel %ux%ux%u)",
+                     v->nbands, v->nbands == 1 ? "" : "s",
+                     (double)need / (1 << 20), algo_names[p->algo], p->t,
+                     p->kh, p->kw);
   }
   return CF_OK;
 }
