@@ -124,8 +124,8 @@ typedef enum cf_algorithm2d {
   CF_ALGO2D_AUTO,
   CF_ALGO2D_DIRECT,
   CF_ALGO2D_SEPARABLE, /* refused for a kernel that is not rank 1 */
-  CF_ALGO2D_FFT        /* CPU: refused for a kernel side over 1024 (tile
-                          limit) */
+  CF_ALGO2D_FFT        /* CPU: tiles of up to 8192 a side, for any
+                          kernel up to CF_KERNEL2D_MAX_SIDE */
 } cf_algorithm2d;
 
 /* Largest frame side accepted. */

@@ -506,8 +506,13 @@ static void run_band(void *ctx, unsigned bi)
 #define NS_FFT_BIN 0.5
 #define NS_FFT_COPY 0.5
 
-static const unsigned tile_sizes[] = {8,   12,  16,  24,  32,  48,  64, 96,
-                                      128, 192, 256, 384, 512, 768, 1024};
+/* Up to 8192, the 2D FFT's limit: any kernel side up to
+ * CF_KERNEL2D_MAX_SIDE has a tile. They ended at 1024, and AUTO took a
+ * larger kernel direct (an 1100x1100 kernel on 1080p: over a minute a
+ * frame, QA); forced FFT refused it. */
+static const unsigned tile_sizes[] = {8,    12,   16,   24,   32,  48,  64,
+                                      96,   128,  192,  256,  384, 512, 768,
+                                      1024, 1536, 2048, 3072, 4096, 6144, 8192};
 #define NTILE (sizeof tile_sizes / sizeof tile_sizes[0])
 
 /* FFT tile for a kh x kw kernel on a w x h grid, and its cost per frame
@@ -612,7 +617,7 @@ static cf_status choose_algo(const cf_video_config *cfg, unsigned nbands,
     if (c_fft == 0)
       return cf_fail(CF_E_INVALID,
                      "video: a %ux%u kernel is too large for "
-                     "the FFT path (tiles up to 1024)",
+                     "the FFT path (tiles up to 8192)",
                      k->kh, k->kw);
     return CF_OK;
   default:
