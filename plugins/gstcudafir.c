@@ -646,6 +646,14 @@ static void update_shape(GstCudaFir *self, const cf_kernel *k)
 static gchar *channels_refused(GstCudaFir *self, guint ch)
 {
   const char *what = self->kernel_file ? self->kernel_file : "kernel";
+  if (self->mat_in && ch != self->mat_in && self->per_channel &&
+      self->mat_in % ch == 0 && self->mat_in / ch <= 256)
+    return g_strdup_printf("%s has %u per-channel kernels, the stream has "
+                           "%u channel%s; routing=matrix reads them as a "
+                           "%u x %u matrix (%u channel%s in, %u out)",
+                           what, self->mat_in, ch, ch == 1 ? "" : "s",
+                           self->mat_in / ch, ch, ch, ch == 1 ? "" : "s",
+                           self->mat_in / ch);
   if (self->mat_in && ch != self->mat_in && self->per_channel)
     return g_strdup_printf("%s has %u per-channel kernels, the stream has "
                            "%u channel%s",

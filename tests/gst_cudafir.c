@@ -4043,6 +4043,11 @@ static void test_routing(void **state)
                   "has 2 per-channel kernels, the stream has 3 channels", TRUE);
   routing_refused("auto", p2, 1,
                   "has 2 per-channel kernels, the stream has 1 channel", TRUE);
+  /* ... and where they divide the stream's channels, the routing that
+   * takes them (a stereo IR on mono: QA, coming from afir) */
+  routing_refused("auto", p2, 1,
+                  "routing=matrix reads them as a 2 x 1 matrix (1 channel "
+                  "in, 2 out)", TRUE);
   routing_refused("auto", pm, 1, "maps 2 input channels to 1", TRUE);
 }
 

@@ -819,6 +819,14 @@ static void test_runtime_errors(void **state)
   /* ... and its two kernels do not fit three channels. */
   const char *a4[] = {NULL, "fir", "--kernel", npy, "--channels", "3", NULL};
   expect(a4, 1, "stereo.npy");
+  /* On one channel, the message names the routing that takes them (a
+   * stereo IR on mono: QA, coming from afir), and it does. */
+  const char *a4m[] = {NULL, "fir", "--kernel", npy, "--channels", "1", NULL};
+  expect(a4m, 1, "--routing matrix reads them as a 2 x 1 matrix (1 channel "
+                 "in, 2 out)");
+  const char *a4r[] = {NULL, "fir", "--kernel", npy, "--channels", "1",
+                       "--routing", "matrix", NULL};
+  expect(a4r, 0, NULL);
 
   /* A truncated .npy. */
   tmp_path(trunc, sizeof trunc, "truncated.npy");
@@ -4505,6 +4513,19 @@ static void test_apply_errors(void **state)
   write_npy(pc, 0, shape, 2, h2);
   const char *a4[] = {NULL, "apply", "-y", "-k", pc, inp, outp, NULL};
   expect(a4, 1, "3 channels");
+  /* a stereo IR on mono: the message names the routing that takes it
+   * (QA, coming from afir), and it does */
+  char mono[PATH_MAX], mono_out[PATH_MAX];
+  tmp_path(mono, sizeof mono, "apply-e-mono.wav");
+  tmp_path(mono_out, sizeof mono_out, "apply-e-mono-out.wav");
+  write_wav(mono, W_F32, 12345, 1, x, 100);
+  const char *a4m[] = {NULL, "apply", "-y", "-k", pc, mono, outp, NULL};
+  expect(a4m, 1, "--routing matrix reads them as a 2 x 1 matrix (1 channel "
+                 "in, 2 out)");
+  const char *a4r[] = {NULL, "apply", "-y", "-q", "--routing", "matrix", "-k",
+                       pc, mono, mono_out, NULL};
+  expect(a4r, 0, NULL);
+  unlink(mono), unlink(mono_out);
   const char *a5[] = {NULL, "apply", "-y", "--routing", "matrix", "-k", kpath,
                       inp, outp, NULL};
   expect(a5, 1, "--routing matrix");

@@ -2249,6 +2249,16 @@ static int check_kernel(const apply_opts *o, cf_kernel **kp,
     return apply_error("--routing %s given, but kernel %s is %s",
                        cf_routing_name(o->routing), o->kernel_path,
                        cf_routing_name(r));
+  /* a stereo IR on mono, a true-stereo IR's four channels on stereo:
+   * the usual wish is the matrix, which the message names (QA: afir
+   * users were left to find --routing in the help) */
+  if (r == CF_ROUTING_PER_CHANNEL && ins != channels && ins % channels == 0)
+    return apply_error("kernel %s has %u per-channel kernels, but %s has %u "
+                       "channel%s; --routing matrix reads them as a %u x %u "
+                       "matrix (%u channel%s in, %u out)",
+                       o->kernel_path, ins, o->in_path, channels,
+                       channels == 1 ? "" : "s", ins / channels, channels,
+                       channels, channels == 1 ? "" : "s", ins / channels);
   if (r == CF_ROUTING_PER_CHANNEL && ins != channels)
     return apply_error("kernel %s has %u per-channel kernels, but %s has %u "
                        "channel%s",

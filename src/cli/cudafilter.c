@@ -401,6 +401,14 @@ static int fir_check_kernel(const fir_opts *o, cf_kernel **kp)
     return cli_error("--routing %s given, but kernel %s is %s",
                      cf_routing_name(o->routing), o->kernel_path,
                      cf_routing_name(r));
+  if (r == CF_ROUTING_PER_CHANNEL && ins != o->channels &&
+      ins % o->channels == 0)
+    return cli_error("kernel %s has %u per-channel kernels, but --channels "
+                     "is %lu; --routing matrix reads them as a %lu x %lu "
+                     "matrix (%lu channel%s in, %lu out)",
+                     o->kernel_path, ins, o->channels, ins / o->channels,
+                     o->channels, o->channels, o->channels == 1 ? "" : "s",
+                     ins / o->channels);
   if (r == CF_ROUTING_PER_CHANNEL && ins != o->channels)
     return cli_error("kernel %s has %u per-channel kernels, but --channels "
                      "is %lu", o->kernel_path, ins, o->channels);
