@@ -4340,6 +4340,7 @@ static void test_file_bad(void **state)
   write_wav(fixture("b.wav"), W_F32, 22050, 2, x, 64);
   write_wav(fixture("c.wav"), W_F32, 22050, 2, x, 64);
   write_text(fixture("b.txt"), "0.5 0.25\n");
+  write_wav(fixture("ts.wav"), W_F32, 22050, 4, x, 32);
   write_text(fixture("notaudio.wav"), "RIFF but not really");
   write_text(fixture("exists.wav"), "an older output");
   unsigned char vf[16 * 8 * 3 / 2], *vfp = vf;
@@ -4421,6 +4422,14 @@ static void test_file_bad(void **state)
        "border: applies to video files"},
       {"[stream f]\ntype = file\ninput = b.wav\noutput = o.wav\n",
        "kernel2d or preset"},
+      /* a true-stereo IR's four channels: the input's count named (not
+       * a channels key the file stream has not), and the way to a
+       * matrix (QA, coming from afir) */
+      {"[stream f]\ntype = file\nkernel-file = ts.wav\ninput = b.wav\n"
+       "output = o.wav\n",
+       "for 4 input channels, but the input has 2; a stream takes a matrix"},
+      {"[stream f]\ntype = audio\nkernel-file = ts.wav\nchannels = 2\n",
+       "but channels = 2; a stream takes a matrix"},
       /* the output as asked, checked before anything runs */
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\nformat = nonsense\n",
