@@ -44,6 +44,25 @@
 
 #define SPIN_NS 100000 /* 100 us */
 
+/* Workers' stacks. glibc gives a thread RLIMIT_STACK (8 MiB on most
+ * systems) of address space: 16 audio engines of 16 channels at threads
+ * = 16 made 240 workers, 1.9 GB of stacks of which each touched a few
+ * KiB (VmSize 3.2 GB, RSS 340 MB), and under RLIMIT_AS (ulimit -v, a
+ * container, the daemon on a small box) engines failed to start with
+ * memory to spare (QA). The jobs' stack use, measured by painting the
+ * workers' stacks (high-water mark, with the thread's TLS) in the engine,
+ * video, fft, rt-alloc, gst and daemon suites, bench_engine up to 480000
+ * taps and bench_conv2d up to 4K FFT tiles (x86-64 with AVX-512, glibc
+ * 2.36, FFTW 3.3.10): 17 KiB streaming (FIR lanes, FFTW executes, video
+ * bands), 64 KiB where a worker plans a new FFT size with FFTW_MEASURE
+ * (a bank built in parallel: FFTW's trial transforms take buffers of up
+ * to 64 KiB on the stack); 17 KiB streaming in the ASan build. 256 KiB
+ * leaves 4x the largest. The guard below it is FFTW's largest stack
+ * buffer, so that one overrunning the stack faults instead of landing in
+ * other memory; it costs address space only. */
+#define WORKER_STACK ((size_t)256 << 10)
+#define WORKER_GUARD ((size_t)64 << 10)
+
 #define TICKET_JOINED 20 /* bits counting the workers in a job */
 #define TICKET_CLOSED ((uint64_t)1 << TICKET_JOINED)
 #define TICKET_GEN(g) ((uint64_t)(g) << (TICKET_JOINED + 1))
@@ -297,9 +316,21 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out)
     cf_pool_free(p);
     return cf_fail(CF_E_NOMEM, "thread pool: out of memory");
   }
+  /* the attributes where they take (a system whose minimum stack is
+   * larger keeps its default) */
+  pthread_attr_t attr;
+  int have_attr = nw && pthread_attr_init(&attr) == 0;
+  if (have_attr && (pthread_attr_setstacksize(&attr, WORKER_STACK) != 0 ||
+                    pthread_attr_setguardsize(&attr, WORKER_GUARD) != 0)) {
+    pthread_attr_destroy(&attr);
+    have_attr = 0;
+  }
   for (unsigned i = 0; i < nw; i++) {
-    int err = pthread_create(&p->workers[i], NULL, worker, p);
+    int err = pthread_create(&p->workers[i], have_attr ? &attr : NULL, worker,
+                             p);
     if (err != 0) {
+      if (have_attr)
+        pthread_attr_destroy(&attr);
       p->nthreads = i + 1; /* join the ones that started */
       cf_pool_free(p);
       /* EAGAIN: no memory for its stack (a memory limit: QA) or a limit
@@ -312,6 +343,8 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out)
                                    : "");
     }
   }
+  if (have_attr)
+    pthread_attr_destroy(&attr);
   *out = p;
   return CF_OK;
 }
