@@ -28,6 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "ref.h"
@@ -3233,6 +3236,130 @@ static void test_backends(void **state)
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* Address space                                                        */
+
+/* /proc/self/status's FIELD ("VmSize", "VmRSS") in bytes, 0 if absent. */
+static size_t status_bytes(const char *field)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256], fmt[64];
+  size_t kb = 0;
+  snprintf(fmt, sizeof fmt, "%s: %%zu kB", field);
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, fmt, &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb * 1024;
+}
+
+/* Many engines of many threads in a small address space (RLIMIT_AS: ulimit
+ * -v, a container, the daemon on a small box). 16 engines of 16 channels
+ * at threads = 16 made 240 workers: on glibc's default 8 MiB stacks 1.9 GB
+ * of address space (3.2 GB VmSize, 332 MB RSS in all), so under a limit
+ * the engines failed with memory to spare (QA). Here 16 such engines
+ * stream in a child under VmSize + 192 MiB: engine 0 against the float64
+ * reference, the others bit-identical to it. */
+static void test_threads_small_address_space(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU || V->algo != CF_ALGO_FFT_UNIFORM ||
+      V->depth) {
+    print_message("skipped: once, on cpu-fft-uniform\n");
+    return;
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
+  skip();
+#endif
+  enum { NE = 16, CH = 16, THREADS = 16, BLOCK = 256 };
+  const size_t len = 2048, n = 3000, room = (size_t)192 << 20;
+  ref_rng r;
+  test_rng(&r, 61);
+  set_case("threads_small_address_space: %u engines of %u channels, "
+           "threads %u, %zu taps, block %u", NE, CH, THREADS, len, BLOCK);
+  float *h = malloc(len * sizeof *h);
+  float *x = malloc(n * CH * sizeof *x);
+  size_t ny = n + len - 1 + BLOCK;
+  float *y = malloc(ny * CH * sizeof *y), *y0 = malloc(ny * CH * sizeof *y0);
+  CHECK(h && x && y && y0, "out of memory");
+  ref_rng_fill(&r, h, len);
+  ref_rng_fill(&r, x, n * CH);
+  cf_kernel *k = NULL;
+  CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "cf_kernel_new_shared: %s",
+        cf_last_error());
+  size_t vm = status_bytes("VmSize");
+  CHECK(vm > 0, "no VmSize in /proc/self/status");
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork failed");
+  if (pid == 0) {
+    struct rlimit rl = {vm + room, vm + room};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+      _exit(3);
+    cf_audio_config cfg;
+    cf_audio_config_init(&cfg);
+    cfg.channels = CH;
+    cfg.block_size = BLOCK;
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = CF_ALGO_FFT_UNIFORM;
+    cfg.threads = THREADS;
+    cfg.swap_history = 0; /* 1 MiB a channel by default: not the point */
+    cf_engine *e[NE] = {0};
+    for (unsigned i = 0; i < NE; i++) {
+      cf_status st = cf_engine_new_audio(&cfg, k, &e[i]);
+      if (st != CF_OK) {
+        fprintf(stderr, "engine %u of %u: %s: %s (VmSize %zu MiB)\n", i + 1,
+                NE, cf_status_name(st), cf_last_error(),
+                status_bytes("VmSize") >> 20);
+        _exit(4);
+      }
+    }
+    fprintf(stderr, "%u engines: VmSize %zu MiB (+%zu), VmRSS %zu MiB, %s\n",
+            NE, status_bytes("VmSize") >> 20,
+            (status_bytes("VmSize") - vm) >> 20, status_bytes("VmRSS") >> 20,
+            cf_engine_describe(e[0]));
+    size_t lat = cf_engine_latency(e[0]);
+    for (unsigned i = 0; i < NE; i++) {
+      float *out = i ? y : y0;
+      size_t got = 0;
+      memset(out, 0, ny * CH * sizeof *out);
+      if (cf_engine_process(e[i], x, out, n) != CF_OK ||
+          cf_engine_drain(e[i], out + n * CH, ny - n, &got) != CF_OK ||
+          got != lat + len - 1) {
+        fprintf(stderr, "engine %u: %s (drained %zu, want %zu)\n", i,
+                cf_last_error(), got, lat + len - 1);
+        _exit(5);
+      }
+      if (i && memcmp(y, y0, ny * CH * sizeof *y)) {
+        fprintf(stderr, "engine %u's output differs from engine 0's\n", i);
+        _exit(6);
+      }
+    }
+    double err = ref_worst_channel_l2(x, y0, n, CH, h, len, lat);
+    if (!(err < 2e-5)) {
+      fprintf(stderr, "engine 0: relative L2 error %g\n", err);
+      _exit(7);
+    }
+    for (unsigned i = 0; i < NE; i++)
+      cf_engine_free(e[i]);
+    _exit(0);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+  cf_kernel_free(k);
+  free(h);
+  free(x);
+  free(y);
+  free(y0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "child: status %d (3: setrlimit, 4: an engine not made in VmSize + "
+        "%zu MiB, 5: process/drain failed, 6: engines differ, 7: wrong "
+        "output)",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), room >> 20);
+}
+
 static check_variant_info select_variant(size_t v)
 {
   V = &variants[v];
@@ -3271,6 +3398,7 @@ int main(void)
     cmocka_unit_test(test_denormal_input),
     cmocka_unit_test(test_fallback),
     cmocka_unit_test(test_fallback_plan),
+    cmocka_unit_test(test_threads_small_address_space),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

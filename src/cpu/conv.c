@@ -166,7 +166,8 @@ static cf_status stage_init(cf_conv *c, stage *st, const float *const *taps,
   for (unsigned i = 0; i < c->k; i++)
     for (size_t j = 0; j < st->nk[i]; j++, slot += 2 * st->nbs)
       st->h[i * n + j] = slot;
-  stage_fill(c, st, taps, lens);
+  if (taps)
+    stage_fill(c, st, taps, lens);
   return CF_OK;
 }
 
@@ -224,7 +225,8 @@ cf_status cf_conv_new(const cf_conv_plan *pl, const float *const *taps,
       s = cf_fail(CF_E_NOMEM, "convolver: out of memory for %zu taps", hk);
       goto fail;
     }
-    head_fill(c, i, taps[i]);
+    if (taps)
+      head_fill(c, i, taps[i]);
   }
   if (pl->nstages) {
     size_t rcap = pow2_at_least(ahead + pl->latency + 2 * c->blk);

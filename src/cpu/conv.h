@@ -14,7 +14,9 @@ typedef struct cf_conv cf_conv;
 
 /* taps[i], lens[i]: kernel i (len 0 allowed: outputs zeros). Every
  * cf_conv_process() call must pass at most max_chunk frames. mode: how
- * FFT plans not made yet are made (CF_FFT_QUICK in a running stream). */
+ * FFT plans not made yet are made (CF_FFT_QUICK in a running stream).
+ * taps NULL: made (allocated, planned) for kernels of these lengths but
+ * not loaded, for cf_conv_reload() to load them in another thread. */
 /* The FFT size of a stage of partition p: 2p, rounded up to a size with
  * no prime factor above 7, whose transforms FFTW does without allocating
  * (a prime p would take Rader's algorithm, which allocates per call, and

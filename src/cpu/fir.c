@@ -169,8 +169,10 @@ static void lane_describe(lane *l, const cf_conv_plan *pl, size_t lmax)
            cf_conv_hasty(l->conv) ? ", FFT plans not measured" : "");
 }
 
+/* A new lane for input `in` of k; with `load` 0 its convolver is made but
+ * not loaded (lane_reload loads it, allocating nothing). */
 static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
-                           unsigned in)
+                           unsigned in, int load)
 {
   lane_kernels r;
   cf_conv_plan pl;
@@ -192,7 +194,8 @@ static cf_status lane_init(const fir *f, lane *l, const cf_kernel *k,
   for (unsigned j = 0; j < l->nk; j++)
     l->y[j] = ybuf + (size_t)j * STEP;
   cf_status s =
-      cf_conv_new(&pl, r.taps, r.lens, l->nk, STEP, f->fft_mode, &l->conv);
+      cf_conv_new(&pl, load ? r.taps : NULL, r.lens, l->nk, STEP,
+                  f->fft_mode, &l->conv);
   if (s == CF_OK)
     lane_describe(l, &pl, r.lmax);
   return s;
@@ -242,7 +245,7 @@ static void build_lane(void *ctx, unsigned c)
   if (j->reuse)
     lane_reload(j->f, l, j->k, c);
   else
-    l->status = lane_init(j->f, l, j->k, c);
+    l->status = lane_init(j->f, l, j->k, c, 1);
   if (l->status != CF_OK)
     snprintf(l->error, sizeof l->error, "%s", cf_last_error());
   else if (j->prime && l->conv)
@@ -280,9 +283,19 @@ static cf_status bank_make(const fir *f, bank *reuse, cf_pool *pool,
     build_job job = {f, b, k, primed, reuse != NULL};
     if (pool && ((double)f->cin * (double)cf_kernel_max_len(k) >=
                      BUILD_PARALLEL_MIN_TAPS ||
-                 cf_pool_hot(pool)))
-      cf_pool_run(pool, build_lane, &job, f->cin);
-    else
+                 cf_pool_hot(pool))) {
+      /* a new bank is allocated (and its FFT sizes planned) here, its
+       * kernels loaded on the pool: a worker that allocates takes a glibc
+       * malloc arena of its own, 64 MiB of address space kept for the
+       * life of the process (16 engines of 16 channels at threads = 16 on
+       * 2 CPUs: 15 arenas, 960 MiB of VmSize; under RLIMIT_AS engines
+       * failed to start with memory to spare: QA) */
+      for (unsigned i = 0; !reuse && s == CF_OK && i < f->cin; i++)
+        s = lane_init(f, &b->lanes[i], k, i, 0);
+      job.reuse = 1;
+      if (s == CF_OK)
+        cf_pool_run(pool, build_lane, &job, f->cin);
+    } else
       for (unsigned i = 0; i < f->cin; i++)
         build_lane(&job, i);
   }

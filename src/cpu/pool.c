@@ -52,14 +52,16 @@
  * memory to spare (QA). The jobs' stack use, measured by painting the
  * workers' stacks (high-water mark, with the thread's TLS) in the engine,
  * video, fft, rt-alloc, gst and daemon suites, bench_engine up to 480000
- * taps and bench_conv2d up to 4K FFT tiles (x86-64 with AVX-512, glibc
- * 2.36, FFTW 3.3.10): 17 KiB streaming (FIR lanes, FFTW executes, video
- * bands), 64 KiB where a worker plans a new FFT size with FFTW_MEASURE
- * (a bank built in parallel: FFTW's trial transforms take buffers of up
- * to 64 KiB on the stack); 17 KiB streaming in the ASan build. 256 KiB
- * leaves 4x the largest. The guard below it is FFTW's largest stack
- * buffer, so that one overrunning the stack faults instead of landing in
- * other memory; it costs address space only. */
+ * taps and bench_conv2d up to 4K FFT tiles, fresh FFTW wisdom or not
+ * (x86-64 with AVX-512, glibc 2.36, FFTW 3.3.10), release and ASan
+ * builds: 17 KiB at most (FIR lanes, kernel spectra, FFTW executes,
+ * video bands). Before fir.c planned a new bank in the calling thread, a
+ * worker planning an FFT size with FFTW_MEASURE took 64 KiB (FFTW's
+ * trial transforms take buffers of up to 64 KiB on the stack, as its
+ * buffered 2D transforms of video tiles may). 256 KiB leaves 4x that.
+ * The guard below it is FFTW's largest stack buffer, so that one
+ * overrunning the stack faults instead of landing in other memory; it
+ * costs address space only. */
 #define WORKER_STACK ((size_t)256 << 10)
 #define WORKER_GUARD ((size_t)64 << 10)
 
