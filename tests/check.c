@@ -140,3 +140,17 @@ int check_mxcsr_settable(void)
   fflush(stdout);
   return 0;
 }
+
+size_t check_status_bytes(const char *field)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t flen = strlen(field), kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, field, flen) && line[flen] == ':' &&
+        sscanf(line + flen + 1, "%zu kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb * 1024;
+}

@@ -62,6 +62,10 @@ int check_backend_skip(const char *name);
  * DAZ, rounding): 0 under valgrind, which runs every thread in the
  * default mode whatever is set, and where there is no SSE; says why. */
 int check_mxcsr_settable(void);
+/* /proc/self/status's FIELD ("VmSize", "VmRSS") in bytes, 0 if absent:
+ * the tests under RLIMIT_AS (a small box) give a child what it maps now
+ * and some room. */
+size_t check_status_bytes(const char *field);
 #if defined(__SSE2__)
 /* CHECK that the caller's MXCSR control bits (the exception flags aside)
  * are `want` after the call named `after`. */

@@ -3937,20 +3937,6 @@ static void test_bad_kernel_file(void **state)
   }
 }
 
-/* The address space this process maps (VmSize), 0 if unknown. */
-static size_t mapped_bytes(void)
-{
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb * 1024;
-}
-
 /* A small box: a kernel set while streaming whose memory cannot be had
  * (64 temporal taps: a history of 64 frames, ~50 MB, under RLIMIT_AS
  * 8 MiB over what the process maps) is refused by the setter, named,
@@ -3997,7 +3983,7 @@ static void test_kernel_nomem(void **state)
   CHECK(getrlimit(RLIMIT_AS, &was) == 0, "getrlimit: %s", strerror(errno));
   for (int file = 0; file < 2; file++) {
     const char *prop = file ? "kernel-file" : "kernel";
-    size_t vm = mapped_bytes();
+    size_t vm = check_status_bytes("VmSize");
     CHECK(vm > 0, "no VmSize in /proc/self/status");
     struct rlimit low = {vm + (8u << 20), was.rlim_max};
     CHECK(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit: %s", strerror(errno));

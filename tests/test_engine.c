@@ -3239,21 +3239,6 @@ static void test_backends(void **state)
 /* ------------------------------------------------------------------ */
 /* Address space                                                        */
 
-/* /proc/self/status's FIELD ("VmSize", "VmRSS") in bytes, 0 if absent. */
-static size_t status_bytes(const char *field)
-{
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256], fmt[64];
-  size_t kb = 0;
-  snprintf(fmt, sizeof fmt, "%s: %%zu kB", field);
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, fmt, &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb * 1024;
-}
-
 /* Many engines of many threads in a small address space (RLIMIT_AS: ulimit
  * -v, a container, the daemon on a small box). 16 engines of 16 channels
  * at threads = 16 made 240 workers: on glibc's default 8 MiB stacks 1.9 GB
@@ -3289,7 +3274,7 @@ static void test_threads_small_address_space(void **state)
   cf_kernel *k = NULL;
   CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "cf_kernel_new_shared: %s",
         cf_last_error());
-  size_t vm = status_bytes("VmSize");
+  size_t vm = check_status_bytes("VmSize");
   CHECK(vm > 0, "no VmSize in /proc/self/status");
   fflush(NULL);
   pid_t pid = fork();
@@ -3312,13 +3297,13 @@ static void test_threads_small_address_space(void **state)
       if (st != CF_OK) {
         fprintf(stderr, "engine %u of %u: %s: %s (VmSize %zu MiB)\n", i + 1,
                 NE, cf_status_name(st), cf_last_error(),
-                status_bytes("VmSize") >> 20);
+                check_status_bytes("VmSize") >> 20);
         _exit(4);
       }
     }
     fprintf(stderr, "%u engines: VmSize %zu MiB (+%zu), VmRSS %zu MiB, %s\n",
-            NE, status_bytes("VmSize") >> 20,
-            (status_bytes("VmSize") - vm) >> 20, status_bytes("VmRSS") >> 20,
+            NE, check_status_bytes("VmSize") >> 20,
+            (check_status_bytes("VmSize") - vm) >> 20, check_status_bytes("VmRSS") >> 20,
             cf_engine_describe(e[0]));
     size_t lat = cf_engine_latency(e[0]);
     for (unsigned i = 0; i < NE; i++) {

@@ -228,19 +228,6 @@ static void test_caller_fpenv(void **state)
  * with CF_E_NOMEM and a message saying so (it said CF_E_INTERNAL
  * "cannot start thread 1 of 1", under a daemon's memory limit: QA). Not
  * under AddressSanitizer, whose shadow memory RLIMIT_AS does not allow. */
-static size_t mapped_bytes(void)
-{
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb * 1024;
-}
-
 static void test_no_memory_for_threads(void **state)
 {
   (void)state;
@@ -248,7 +235,7 @@ static void test_no_memory_for_threads(void **state)
   print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
   skip();
 #endif
-  size_t vm = mapped_bytes();
+  size_t vm = check_status_bytes("VmSize");
   CHECK(vm > 0, "no VmSize in /proc/self/status");
   fflush(NULL);
   pid_t pid = fork();
@@ -304,7 +291,7 @@ static void test_threads_small_address_space(void **state)
   skip();
 #endif
   enum { NP = 16, NT = 16, ITEMS = 64 };
-  size_t vm = mapped_bytes(), room = (size_t)128 << 20;
+  size_t vm = check_status_bytes("VmSize"), room = (size_t)128 << 20;
   CHECK(vm > 0, "no VmSize in /proc/self/status");
   fflush(NULL);
   pid_t pid = fork();
@@ -317,11 +304,11 @@ static void test_threads_small_address_space(void **state)
     for (unsigned i = 0; i < NP; i++)
       if (cf_pool_new(NT, &p[i]) != CF_OK) {
         fprintf(stderr, "pool %u of %u: %s (VmSize %zu MiB)\n", i + 1, NP,
-                pool_error, mapped_bytes() >> 20);
+                pool_error, check_status_bytes("VmSize") >> 20);
         _exit(4);
       }
     fprintf(stderr, "%u pools of %u threads: VmSize %zu MiB (+%zu)\n", NP,
-            NT, mapped_bytes() >> 20, (mapped_bytes() - vm) >> 20);
+            NT, check_status_bytes("VmSize") >> 20, (check_status_bytes("VmSize") - vm) >> 20);
     for (unsigned i = 0; i < NP; i++) {
       atomic_uint done = 0;
       cf_pool_run(p[i], deep_item, &done, ITEMS);

@@ -3160,14 +3160,7 @@ static void test_nomem_named(void **state)
     print_message("note: tested in the cpu-direct variant\n");
     return;
   }
-  size_t vm = 0;
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  while (f && fgets(line, sizeof line, f) &&
-         sscanf(line, "VmSize: %zu kB", &vm) != 1)
-    ;
-  if (f)
-    fclose(f);
+  size_t vm = check_status_bytes("VmSize");
   CHECK(vm > 0, "no VmSize in /proc/self/status");
   /* one ring of 4000 rows of ~3900 floats, 62 MB: an allocation glibc
    * maps anew (above its mmap threshold, 32 MiB at most), which the
@@ -3186,7 +3179,7 @@ static void test_nomem_named(void **state)
   pid_t pid = fork();
   CHECK(pid >= 0, "fork: %s", strerror(errno));
   if (pid == 0) {
-    struct rlimit rl = {vm * 1024 + (16u << 20), vm * 1024 + (16u << 20)};
+    struct rlimit rl = {vm + (16u << 20), vm + (16u << 20)};
     if (setrlimit(RLIMIT_AS, &rl) != 0)
       _exit(3);
     cf_video_config cfg;
