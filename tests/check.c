@@ -8,6 +8,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "ref.h"
 #include "test_filter.h"
 
@@ -153,4 +157,19 @@ size_t check_status_bytes(const char *field)
   if (f)
     fclose(f);
   return kb * 1024;
+}
+
+int check_fork_limited(size_t room)
+{
+  size_t vm = check_status_bytes("VmSize");
+  CHECK(vm > 0, "no VmSize in /proc/self/status");
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    struct rlimit rl = {vm + room, vm + room};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+      _exit(3);
+  }
+  return (int)pid;
 }

@@ -66,6 +66,10 @@ int check_mxcsr_settable(void);
  * the tests under RLIMIT_AS (a small box) give a child what it maps now
  * and some room. */
 size_t check_status_bytes(const char *field);
+/* fork() a child whose address space (RLIMIT_AS) is what this process
+ * maps now and ROOM bytes more: 0 in the child (which _exit(3)s where the
+ * limit cannot be set), the child's pid in the parent. */
+int check_fork_limited(size_t room);
 #if defined(__SSE2__)
 /* CHECK that the caller's MXCSR control bits (the exception flags aside)
  * are `want` after the call named `after`. */

@@ -3275,14 +3275,8 @@ static void test_threads_small_address_space(void **state)
   CHECK(cf_kernel_new_shared(h, len, &k) == CF_OK, "cf_kernel_new_shared: %s",
         cf_last_error());
   size_t vm = check_status_bytes("VmSize");
-  CHECK(vm > 0, "no VmSize in /proc/self/status");
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0, "fork failed");
+  pid_t pid = check_fork_limited(room);
   if (pid == 0) {
-    struct rlimit rl = {vm + room, vm + room};
-    if (setrlimit(RLIMIT_AS, &rl) != 0)
-      _exit(3);
     cf_audio_config cfg;
     cf_audio_config_init(&cfg);
     cfg.channels = CH;

@@ -235,17 +235,10 @@ static void test_no_memory_for_threads(void **state)
   print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
   skip();
 #endif
-  size_t vm = check_status_bytes("VmSize");
-  CHECK(vm > 0, "no VmSize in /proc/self/status");
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0, "fork failed");
+  /* room for small allocations, not for 31 workers' stacks (320 KiB
+   * each with their guards, pool.c) */
+  pid_t pid = check_fork_limited(2u << 20);
   if (pid == 0) {
-    /* room for small allocations, not for 31 workers' stacks (320 KiB
-     * each with their guards, pool.c) */
-    struct rlimit rl = {vm + (2u << 20), vm + (2u << 20)};
-    if (setrlimit(RLIMIT_AS, &rl) != 0)
-      _exit(3);
     cf_pool *p = NULL;
     pool_error[0] = 0;
     /* more than glibc's cache of the earlier tests' stacks holds (it
@@ -292,14 +285,8 @@ static void test_threads_small_address_space(void **state)
 #endif
   enum { NP = 16, NT = 16, ITEMS = 64 };
   size_t vm = check_status_bytes("VmSize"), room = (size_t)128 << 20;
-  CHECK(vm > 0, "no VmSize in /proc/self/status");
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0, "fork failed");
+  pid_t pid = check_fork_limited(room);
   if (pid == 0) {
-    struct rlimit rl = {vm + room, vm + room};
-    if (setrlimit(RLIMIT_AS, &rl) != 0)
-      _exit(3);
     cf_pool *p[NP] = {0};
     for (unsigned i = 0; i < NP; i++)
       if (cf_pool_new(NT, &p[i]) != CF_OK) {
