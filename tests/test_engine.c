@@ -3258,6 +3258,8 @@ static void test_threads_small_address_space(void **state)
   print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
   skip();
 #endif
+  if (check_under_valgrind())
+    skip();
   enum { NE = 16, CH = 16, THREADS = 16, BLOCK = 256 };
   const size_t len = 2048, n = 3000, room = (size_t)192 << 20;
   ref_rng r;

@@ -283,6 +283,8 @@ static void test_threads_small_address_space(void **state)
   print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
   skip();
 #endif
+  if (check_under_valgrind())
+    skip();
   enum { NP = 16, NT = 16, ITEMS = 64 };
   size_t vm = check_status_bytes("VmSize"), room = (size_t)128 << 20;
   pid_t pid = check_fork_limited(room);
