@@ -102,7 +102,6 @@ typedef struct video {
   size_t rowlen, mb; /* padded row length, output row length (floats) */
   unsigned head, seen;/* history: slot of the current frame, frames kept */
   unsigned hist_t;    /* slots in each history ring */
-  int trial;          /* cf_cpu_video_try's: nothing runs on it */
   /* per frame */
   const cf_frame *in, *out;
   char desc[200];
@@ -810,13 +809,16 @@ static cf_status alloc_history(const video *v, unsigned t, uint8_t **nh)
     size_t plane = (size_t)c->w * c->h * sample_bytes(c->type);
     size_t bytes = (size_t)t * plane;
     void *p = NULL;
-    /* a trial (cf_cpu_video_try) asks for the address space only: up to
-     * 64 frames of 4K (1.6 GB) written to for nothing would cost some
-     * hundreds of ms */
-    if (v->trial && posix_memalign(&p, 64, bytes) == 0)
+    /* Not zeroed: a slot is read only once a frame is written to it
+     * (frames the engine has not had come from the base frame, or are
+     * not in the sum: active_slices), so its pages are touched one frame at
+     * a time as frames come. Zeroed (cf_alloc), a swap to 64 frames of
+     * 1080p GRAY16 stopped the streaming thread for 116 ms (bench_conv2d
+     * --swap-from 3 --temporal 64 --format GRAY16_LE, 515 ms seen in a
+     * loaded daemon: QA). A trial (cf_cpu_video_try) asks for the address
+     * space alone so. */
+    if (posix_memalign(&p, 64, bytes) == 0)
       nh[k] = p;
-    else if (!v->trial)
-      nh[k] = cf_alloc(bytes);
     if (!nh[k]) {
       for (unsigned j = 0; j < k; j++)
         cf_free(nh[j]);
@@ -1094,7 +1096,6 @@ cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
   if (!v)
     return cf_fail(CF_E_NOMEM, "video: out of memory");
   video_setup(v, cfg, CF_FFT_QUICK);
-  v->trial = 1;
   v->nbands = nbands ? nbands : cf_cpu_video_bands(cfg, k);
   cf_status s = install_kernel(v, k); /* the history too, as from none */
   video_destroy(v);
