@@ -3223,6 +3223,242 @@ static void test_file_live(void **state)
   free(k2.h);
 }
 
+/* A random cout x cin matrix of len taps. */
+static void kset_matrix(kset *k, unsigned cout, unsigned cin, unsigned len)
+{
+  k->routing = 2;
+  k->cin = cin;
+  k->cout = cout;
+  k->len = len;
+  k->h = xalloc(sizeof(float) * cout * cin * len);
+  ref_rng_fill(&rng, k->h, (size_t)cout * cin * len);
+}
+
+/* A matrix kernel k (kset routing 2) as an audio file's channels, the
+ * way a true-stereo IR is written: channel o * cin + i is output o's
+ * kernel from input i (L<-L, L<-R, R<-L, R<-R). */
+static void kset_write_wav(const kset *k, const char *path, unsigned rate)
+{
+  unsigned n = k->cout * k->cin;
+  float *ir = xalloc(sizeof(float) * k->len * n);
+  for (unsigned c = 0; c < n; c++)
+    for (unsigned t = 0; t < k->len; t++)
+      ir[(size_t)t * n + c] = k->h[(size_t)c * k->len + t];
+  write_wav(path, W_F32, rate, n, ir, k->len);
+  free(ir);
+}
+
+/* routing = matrix reads an IR file's N channels as an N/C x C matrix on
+ * C input channels, as apply --routing and cudafir do (QA: a true-stereo
+ * IR WAV on a stereo stream was refused, "a stream takes a matrix from a
+ * 3D .npy only"): at the start, on a reload and by `set` while a file
+ * runs (crossfaded), against the float64 reference of the matrix. What
+ * does not fit is refused, naming why, the stream going on: a bad value,
+ * a routing the kernel has not, per-channel kernels of the wrong count,
+ * and a change of the output channel count of a running stream. */
+static void test_file_routing(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  const unsigned rate = 8000;
+  char in[600], out[600], conf[600], irp[600], ir2p[600];
+  snprintf(in, sizeof in, "%s", fixture("rin.wav"));
+  snprintf(out, sizeof out, "%s", fixture("rout.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("routing.conf"));
+  snprintf(irp, sizeof irp, "%s", fixture("rir.wav"));
+  snprintf(ir2p, sizeof ir2p, "%s", fixture("rir2.wav"));
+  /* 1 or 2 channels in, 1..3 out, at least two kernels (one channel is
+   * a shared kernel, not a matrix) */
+  for (int round = 0; round < 2; round++) {
+    unsigned cin = round ? 2 : 1;
+    unsigned cout = (unsigned)ref_rng_range(&rng, cin == 1 ? 2 : 1, 3);
+    kset k, k2;
+    kset_matrix(&k, cout, cin, (unsigned)ref_rng_range(&rng, 1, 700));
+    kset_matrix(&k2, cout, cin, (unsigned)ref_rng_range(&rng, 1, 700));
+    size_t frames = ref_rng_range(&rng, 1, 30000);
+    double gain = (double)ref_rng_range(&rng, 0, 120) / 10.0 - 6.0;
+    unsigned block = 1u << ref_rng_range(&rng, 6, 12);
+    set_case("routing matrix: %u in, %u out, %u then %u taps, %zu frames, "
+             "block %u, gain %.1f dB",
+             cin, k.cout, k.len, k2.len, frames, block, gain);
+    kset_write_wav(&k, irp, rate);
+    float *x = xalloc(sizeof(float) * frames * cin);
+    ref_rng_fill(&rng, x, frames * cin);
+    write_wav(in, W_F32, rate, cin, x, frames);
+    unlink(out);
+    write_text(conf,
+               "[stream r]\ntype = file\ninput = rin.wav\noutput = rout.wav\n"
+               "block = %u\nbackend = cpu\nkernel-file = rir.wav\n"
+               "routing = matrix\ngain = %.1f\n",
+               block, gain);
+    running r;
+    start_daemon_ok(&r, conf);
+    wait_state(&r, "r", "finished");
+    char *st = ctl(&r, "status r");
+    const char *f = field(st, "r", "routing");
+    CHECK(f && !strcmp(f, "matrix"), "status: routing %s: %s",
+          f ? f : "missing", st);
+    char want[32];
+    snprintf(want, sizeof want, "%u->%u", cin, k.cout);
+    f = field(st, "r", "channels");
+    CHECK(f && !strcmp(f, want), "status: channels %s, want %s: %s",
+          f ? f : "missing", want, st);
+    free(st);
+    double g = pow(10.0, gain / 20.0);
+    double *y = reference(&k, x, frames, g);
+    check_wav(out, y, frames, k.cout, rate);
+    free(y);
+    /* the IR rewritten: a reload runs it again, routed as before */
+    kset_write_wav(&k2, irp, rate);
+    kill(r.pid, SIGHUP);
+    wait_restarted(&r, "r", 1, "SIGHUP: the stream did not run again");
+    wait_state(&r, "r", "finished");
+    y = reference(&k2, x, frames, g);
+    check_wav(out, y, frames, k.cout, rate);
+    free(y);
+    stop_daemon(&r);
+    free(x);
+    free(k.h);
+    free(k2.h);
+  }
+
+  /* a true-stereo IR on a stereo file, paced: refusals while it runs,
+   * then `set kernel-file` of another, crossfaded */
+  kset k1, k2, sir;
+  kset_matrix(&k1, 2, 2, (unsigned)ref_rng_range(&rng, 1, 400));
+  kset_matrix(&k2, 2, 2, (unsigned)ref_rng_range(&rng, 1, 400));
+  kset_matrix(&sir, 1, 2, 8); /* a stereo IR: 1 x 2 as a matrix on stereo */
+  char st2p[600], ir3p[600];
+  snprintf(st2p, sizeof st2p, "%s", fixture("rst.wav"));
+  snprintf(ir3p, sizeof ir3p, "%s", fixture("rir3.wav"));
+  kset_write_wav(&k1, irp, rate);
+  kset_write_wav(&k2, ir2p, rate);
+  kset_write_wav(&sir, st2p, rate);
+  {
+    float three[3 * 4];
+    ref_rng_fill(&rng, three, 12);
+    write_wav(ir3p, W_F32, rate, 3, three, 4);
+  }
+  size_t frames = ref_rng_range(&rng, 12000, 16000);
+  double xf = (double)ref_rng_range(&rng, 0, 800) / rate;
+  unsigned block = 1u << ref_rng_range(&rng, 6, 10);
+  set_case("live routing: block %u, %zu frames, crossfade %.0f frames", block,
+           frames, xf * rate);
+  float *x = xalloc(sizeof(float) * frames * 2);
+  ref_rng_fill(&rng, x, frames * 2);
+  write_wav(in, W_F32, rate, 2, x, frames);
+  unlink(out);
+  write_text(conf,
+             "[stream live]\ntype = file\ninput = rin.wav\n"
+             "output = rout.wav\nblock = %u\nbackend = cpu\n"
+             "kernel-file = rir.wav\nrouting = matrix\n"
+             "crossfade = %.17g\nrealtime = true\n",
+             block, xf);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "live", "frames", 1);
+  static const struct {
+    const char *cmd, *words;
+  } refused[] = {
+      {"set live routing diagonal",
+       "routing: 'diagonal' is not shared, per-channel or matrix"},
+      /* four per-channel kernels on two channels */
+      {"set live routing per-channel",
+       "a per-channel kernel set for 4 input channels, but the input has "
+       "2; routing = matrix reads them as a 2 x 2 matrix"},
+      {"set live routing shared", "routing = shared, but"},
+      /* a stereo IR as a matrix on stereo: 1 x 2, one channel out */
+      {"set live kernel-file rst.wav",
+       "makes 1 output channel, but the running stream writes 2: its "
+       "output file cannot change its channel count"},
+      {"set live kernel-file rir3.wav",
+       "rir3.wav: 3 kernels cannot be read as a matrix of 2 inputs"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "%s", refused[i].cmd);
+    char *sp = strrchr(cmd, ' ');
+    if (strstr(sp, ".wav")) /* the daemon takes the client's full path */
+      snprintf(sp + 1, sizeof cmd - (size_t)(sp + 1 - cmd), "%s",
+               fixture(strrchr(refused[i].cmd, ' ') + 1));
+    char *a = ctl(&r, "%s", cmd);
+    CHECK(!answer_ok(a) && strstr(a, refused[i].words), "%s: %s", cmd, a);
+    free(a);
+  }
+  char *st = ctl(&r, "status live");
+  const char *f = field(st, "live", "state");
+  CHECK(f && !strcmp(f, "running"), "after the refusals: %s", st);
+  CHECK(status_num(&r, "live", "swaps") == 0, "a refusal swapped: %s", st);
+  f = field(st, "live", "routing");
+  CHECK(f && !strcmp(f, "matrix"), "after the refusals: %s", st);
+  free(st);
+  char *a = ctl(&r, "set live kernel-file %s", ir2p);
+  CHECK(answer_ok(a), "set kernel-file: %s", a);
+  free(a);
+  wait_state(&r, "live", "finished");
+  double S = status_num(&r, "live", "last-swap-frame");
+  CHECK(status_num(&r, "live", "swaps") == 1 && S > 0 && S < (double)frames,
+        "%.0f swaps, at frame %.0f of %zu", status_num(&r, "live", "swaps"), S,
+        frames);
+  st = ctl(&r, "status live");
+  f = field(st, "live", "kernel");
+  CHECK(f && strstr(f, "rir2.wav"), "status: %s", st);
+  f = field(st, "live", "channels");
+  CHECK(f && !strcmp(f, "2->2"), "status: %s", st);
+  free(st);
+  stop_daemon(&r);
+  double *y1 = reference(&k1, x, frames, 1.0);
+  double *y2 = reference(&k2, x, frames, 1.0);
+  size_t X = (size_t)llround(xf * rate), s = (size_t)S;
+  for (size_t n = 0; n < frames; n++) {
+    double w = n < s ? 0 : n < s + X ? (double)(n - s + 1) / (X + 1) : 1;
+    for (unsigned c = 0; c < 2; c++)
+      y1[n * 2 + c] = (1 - w) * y1[n * 2 + c] + w * y2[n * 2 + c];
+  }
+  check_wav(out, y1, frames, 2, rate);
+  free(y1);
+  free(y2);
+  free(x);
+
+  /* --check: the routing named, a bad value refused, and without
+   * routing the message names it */
+  char body[800];
+  snprintf(body, sizeof body,
+           "[stream s]\ntype = file\ninput = rin.wav\noutput = rout.wav\n"
+           "kernel-file = rir.wav\nrouting = matrix\n");
+  write_text(conf, "%s", body);
+  char args[700], *msg;
+  snprintf(args, sizeof args, "--check -c %s", conf);
+  int rc = run_captured(daemon_bin, args, &msg);
+  CHECK(rc == 0 && msg && strstr(msg, "1 stream, ok"), "--check: %d: %s", rc,
+        msg ? msg : "");
+  free(msg);
+  check_refused("routing.conf",
+                "[stream s]\ntype = file\ninput = rin.wav\n"
+                "output = rout.wav\nkernel-file = rir.wav\n",
+                "kernel-file: a per-channel kernel set for 4 input channels, "
+                "but the input has 2; routing = matrix reads them as a 2 x 2 "
+                "matrix (outputs x inputs: 2 channels in, 2 out)");
+  check_refused("routing.conf",
+                "[stream s]\ntype = file\ninput = rin.wav\n"
+                "output = rout.wav\nkernel-file = rir.wav\n"
+                "routing = true-stereo\n",
+                "[stream s] routing: 'true-stereo' is not shared, "
+                "per-channel or matrix");
+  check_refused("routing.conf",
+                "[stream s]\ntype = file\ninput = rin.wav\n"
+                "output = rout.wav\nkernel = 1, 0.5\nrouting = matrix\n",
+                "routing = matrix, but kernel (taps) is shared");
+  check_refused("routing.conf",
+                "[stream s]\ntype = file\ninput = rin.wav\n"
+                "output = rout.wav\npreset = box\nrouting = matrix\n",
+                "routing: applies to audio files");
+  free(k1.h);
+  free(k2.h);
+  free(sir.h);
+}
+
 /* The whole answer on fd (a send_line), which is closed; malloc'd. */
 static char *answer_on(int fd)
 {
@@ -4424,12 +4660,19 @@ static void test_file_bad(void **state)
        "kernel2d or preset"},
       /* a true-stereo IR's four channels: the input's count named (not
        * a channels key the file stream has not), and the way to a
-       * matrix (QA, coming from afir) */
+       * matrix: routing = matrix (QA, coming from afir) */
       {"[stream f]\ntype = file\nkernel-file = ts.wav\ninput = b.wav\n"
        "output = o.wav\n",
-       "for 4 input channels, but the input has 2; a stream takes a matrix"},
+       "for 4 input channels, but the input has 2; routing = matrix reads "
+       "them as a 2 x 2 matrix"},
       {"[stream f]\ntype = audio\nkernel-file = ts.wav\nchannels = 2\n",
-       "but channels = 2; a stream takes a matrix"},
+       "but channels = 2; routing = matrix reads them"},
+      {"[stream f]\ntype = audio\nkernel-file = ts.wav\nchannels = 2\n"
+       "routing = per-channel\n",
+       "but channels = 2; routing = matrix reads them"},
+      {"[stream f]\ntype = audio\nkernel-file = ts.wav\nchannels = 3\n"
+       "routing = matrix\n",
+       "kernel-file: routing = matrix: "},
       /* the output as asked, checked before anything runs */
       {"[stream f]\ntype = file\nkernel = 1\ninput = b.wav\n"
        "output = o.wav\nformat = nonsense\n",
@@ -5537,6 +5780,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
+      cmocka_unit_test_teardown(test_file_routing, kill_left),
       cmocka_unit_test_teardown(test_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),

@@ -45,6 +45,7 @@ struct cfd_audio {
   PaStream *pa;
 #endif
   unsigned out_channels;
+  cf_routing routing; /* the kernel's in use, for status */
   float *silence;   /* block * channels zeros: a period with no input */
   double budget_us; /* one period */
   uint64_t limit;   /* input frames before the stream ends; 0: none */
@@ -974,6 +975,7 @@ static cfd_audio *audio_start(const cfd_stream_conf *sc, bool probed,
     goto fail;
   }
   a->out_channels = cf_engine_out_channels(a->e);
+  a->routing = cf_kernel_routing(sc->kernel);
   a->silence = g_new0(float, (size_t)sc->block * sc->channels);
   a->budget_us = 1e6 * sc->block / sc->rate;
   a->limit = (uint64_t)llround(sc->duration * sc->rate);
@@ -1151,16 +1153,16 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
       " proc-us-mean=%.1f proc-us-p50=%.1f "
       "proc-us-p99=%.1f proc-us-max=%.1f swaps=%" G_GUINT64_FORMAT
       " last-swap-frame=%" G_GUINT64_FORMAT " last-swap-us=%.1f"
-      " kernel=%s gain=%g crossfade=%g",
+      " kernel=%s gain=%g crossfade=%g routing=%s",
       file_state_names[st],
       cf_backend_name((cf_backend)atomic_load(&a->backend)), in, outp, sc->rate,
-      sc->channels, a->out_channels, sc->block, sc->pipeline_depth,
-      a->latency, (guint64)atomic_load(&a->frames), secs, sc->seconds,
+      sc->channels, a->out_channels, sc->block, sc->pipeline_depth, a->latency,
+      (guint64)atomic_load(&a->frames), secs, sc->seconds,
       el > 0 ? secs / el : 0.0, sc->realtime ? "true" : "false",
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->errors), mean,
       p50, p99, max, (guint64)atomic_load(&a->swaps),
       (guint64)atomic_load(&a->swap_frame), (double)atomic_load(&a->swap_us),
-      kern, sc->gain_db, sc->crossfade);
+      kern, sc->gain_db, sc->crossfade, cf_routing_name(a->routing));
   g_free(in);
   g_free(outp);
   g_free(kern);
@@ -1211,14 +1213,13 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       out,
       "state=%s backend=%s rate=%u channels=%u->%u block=%u "
       "pipeline-depth=%u latency-frames=%zu device-latency-ms=%.1f/%.1f "
-      "frames=%" G_GUINT64_FORMAT
-      " periods=%" G_GUINT64_FORMAT " xruns=%" G_GUINT64_FORMAT
-      " errors=%" G_GUINT64_FORMAT
+      "frames=%" G_GUINT64_FORMAT " periods=%" G_GUINT64_FORMAT
+      " xruns=%" G_GUINT64_FORMAT " errors=%" G_GUINT64_FORMAT
       " proc-us-mean=%.1f proc-us-p50=%.1f proc-us-p99=%.1f "
       "proc-us-max=%.1f budget-us=%.1f "
       "swaps=%" G_GUINT64_FORMAT " last-swap-frame=%" G_GUINT64_FORMAT
       " last-swap-us=%.1f"
-      " kernel=%s gain=%g crossfade=%g",
+      " kernel=%s gain=%g crossfade=%g routing=%s",
       atomic_load(&a->finished) ? "finished" : "running",
       cf_backend_name((cf_backend)atomic_load(&a->backend)), a->sc->rate,
       a->sc->channels, a->out_channels, a->sc->block, a->sc->pipeline_depth,
@@ -1227,7 +1228,8 @@ void cfd_audio_status(cfd_audio *a, GString *out)
       (guint64)atomic_load(&a->periods), (guint64)atomic_load(&a->xruns),
       (guint64)atomic_load(&a->errors), mean, p50, p99, max, a->budget_us,
       (guint64)atomic_load(&a->swaps), (guint64)atomic_load(&a->swap_frame),
-      (double)atomic_load(&a->swap_us), kern, a->sc->gain_db, a->sc->crossfade);
+      (double)atomic_load(&a->swap_us), kern, a->sc->gain_db, a->sc->crossfade,
+      cf_routing_name(a->routing));
   g_free(kern);
   if (err)
     g_string_append_printf(out, " last-error=%s",
@@ -1292,6 +1294,27 @@ static bool video_handover(cfd_audio *a, cf_kernel2d *k, GError **err)
   return true;
 }
 
+/* Whether kernel k (its inputs checked when it was built) makes the
+ * running stream's output channels: a device opened, an output file's
+ * stream written with that many cannot take another count (the engine
+ * refuses it too, naming neither the routing nor why) */
+static bool outputs_fit(const cfd_audio *a, const cf_kernel *k, GError **err)
+{
+  cf_routing r = cf_kernel_routing(k);
+  unsigned outs =
+      r == CF_ROUTING_MATRIX ? cf_kernel_outputs(k) : a->sc->channels;
+  if (outs == a->out_channels)
+    return true;
+  g_set_error(err, CFD_ERROR, 0,
+              "the new kernel set (%s, %u x %u) makes %u output channel%s, "
+              "but the running stream writes %u: its %s cannot change its "
+              "channel count while it runs",
+              cf_routing_name(r), cf_kernel_outputs(k), cf_kernel_inputs(k),
+              outs, outs == 1 ? "" : "s", a->out_channels,
+              a->file ? "output file" : "output device");
+  return false;
+}
+
 bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
 {
   if (a->file && cfd_audio_ended(a)) {
@@ -1304,6 +1327,10 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   }
   /* refusals (a kernel set that does not fit the stream) come here, not
    * in the callback; the plans are measured in this thread */
+  if (!outputs_fit(a, k, err)) {
+    cf_kernel_free(k);
+    return false;
+  }
   if (cf_engine_prepare_kernel(a->e, k) != CF_OK) {
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
     cf_kernel_free(k);
@@ -1316,6 +1343,7 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
     cf_kernel_free(k);
     return false;
   }
+  cf_routing routing = cf_kernel_routing(k);
   cf_kernel_free(k);
   atomic_store(&a->pending_crossfade, crossfade);
   /* a swap the callback has not taken yet is replaced */
@@ -1328,12 +1356,15 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
     not_taken(a, err);
     return false;
   }
+  a->routing = routing;
   return true;
 }
 
 bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
                            GError **err)
 {
+  if (!a->sc->video && !outputs_fit(a, sc->kernel, err))
+    return false;
   cf_status s = a->sc->video ? cf_engine_prepare_kernel2d(a->e, sc->kernel2d)
                              : cf_engine_prepare_kernel(a->e, sc->kernel);
   if (s != CF_OK)
@@ -1384,6 +1415,7 @@ bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
   own->kernel_len = sc->kernel_len;
   own->gain_db = sc->gain_db;
   own->crossfade = sc->crossfade;
+  own->routing = sc->routing;
   return true;
 }
 
@@ -1395,7 +1427,9 @@ struct cfd_change {
   char *file;  /* audio: kernel-file, or NULL (taps); video: kernel2d */
   float *taps; /* audio: kernel */
   size_t len;
-  unsigned rate;
+  unsigned rate, channels; /* audio: the stream's, in */
+  int routing;             /* audio: as cfd_stream_conf's */
+  bool file_stream;
   double gain, crossfade;
   char *preset; /* video */
   unsigned size;
@@ -1423,9 +1457,14 @@ void cfd_change_build(cfd_change *ch)
   if (ch->video)
     ch->k2 = cfd_kernel2d_build(ch->file, ch->preset, ch->size, ch->sigma,
                                 &ch->error);
-  else
-    ch->k = cfd_kernel_build(ch->file, ch->taps, ch->len, ch->rate, ch->gain,
-                             &ch->error);
+  else if ((ch->k = cfd_kernel_build(ch->file, ch->taps, ch->len, ch->rate,
+                                     ch->gain, ch->routing, ch->channels,
+                                     &ch->error)) &&
+           !cfd_kernel_fits_input(ch->k, ch->channels, ch->file_stream,
+                                  &ch->error)) {
+    cf_kernel_free(ch->k);
+    ch->k = NULL;
+  }
 }
 
 /* Live keys of a video file stream: kernel2d, preset, size, sigma. */
@@ -1513,6 +1552,7 @@ bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
   float *taps = NULL;
   size_t len = 0;
   double gain = sc->gain_db;
+  int routing = sc->routing;
   if (!strcmp(key, "crossfade")) {
     /* decimal, as in the config (QA: 0x1 was taken as 1 s) */
     double x = 0;
@@ -1536,6 +1576,14 @@ bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
                   cfd_comma_hint(value));
       return false;
     }
+  } else if (!strcmp(key, "routing")) {
+    cf_routing r;
+    if (cf_routing_from_string(value, &r) != CF_OK) {
+      g_set_error(err, CFD_ERROR, 0,
+                  "routing: '%s' is not shared, per-channel or matrix", value);
+      return false;
+    }
+    routing = (int)r;
   } else if (!strcmp(key, "kernel-file")) {
     file = g_strdup(value);
   } else if (!strcmp(key, "kernel")) {
@@ -1544,12 +1592,12 @@ bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
   } else {
     g_set_error(err, CFD_ERROR, 0,
                 "'%s' cannot change while the stream "
-                "runs (kernel-file, kernel, gain and crossfade can; "
-                "reload for the rest)",
+                "runs (kernel-file, kernel, gain, crossfade and routing "
+                "can; reload for the rest)",
                 key);
     return false;
   }
-  if (!file && !taps) { /* gain: the same kernel again */
+  if (!file && !taps) { /* gain, routing: the same kernel again */
     file = g_strdup(sc->kernel_file);
     taps = g_memdup2(sc->kernel_taps, sc->kernel_len * sizeof(float));
     len = sc->kernel_len;
@@ -1559,6 +1607,9 @@ bool cfd_audio_change(cfd_audio *a, const char *key, const char *value,
   ch->taps = taps;
   ch->len = len;
   ch->rate = sc->rate;
+  ch->channels = sc->channels;
+  ch->routing = routing;
+  ch->file_stream = a->file;
   ch->gain = gain;
   ch->crossfade = crossfade >= 0 ? crossfade : sc->crossfade;
   *out = ch;
@@ -1596,6 +1647,7 @@ bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err)
       sc->kernel_taps = g_steal_pointer(&ch->taps);
       sc->kernel_len = ch->len;
       sc->gain_db = ch->gain;
+      sc->routing = ch->routing;
     }
   }
   cfd_change_free(ch);

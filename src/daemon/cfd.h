@@ -56,7 +56,10 @@ typedef struct cfd_stream_conf {
   size_t kernel_len;
   double gain_db;
   double crossfade;  /* s */
-  cf_kernel *kernel; /* loaded at rate, gain applied */
+  int routing;       /* cf_routing the kernel is to have (matrix also reads
+                        N per-channel kernels as an N/C x C matrix, as
+                        apply --routing does); -1: the kernel file's own */
+  cf_kernel *kernel; /* loaded at rate, gain applied, routed */
   /* file */
   double seconds;       /* the input's length as it announces it; 0 */
   char *stale_input;    /* why the input could not be probed on a reload
@@ -116,9 +119,19 @@ void cfd_config_free(cfd_config *c);
 void cfd_stream_conf_free(cfd_stream_conf *sc);
 
 /* The kernel for an audio stream: `file` (any format cf_kernel_load
- * reads, resampled to `rate`) or `taps`, scaled by gain_db. */
+ * reads, resampled to `rate`) or `taps`, scaled by gain_db, with
+ * `routing` (cf_routing, or -1: as it is) on `channels` input channels:
+ * matrix reads per-channel kernels as a matrix (cf_kernel_as_matrix, as
+ * apply --routing and cudafir's routing do); a kernel of another routing
+ * is refused. */
 cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
-                            unsigned rate, double gain_db, GError **err);
+                            unsigned rate, double gain_db, int routing,
+                            unsigned channels, GError **err);
+/* Whether kernel k takes `channels` input channels; else err says why
+ * (and, for per-channel kernels a matrix would take, that routing =
+ * matrix reads them so). file: the count is a file stream's input's. */
+bool cfd_kernel_fits_input(const cf_kernel *k, unsigned channels, bool file,
+                           GError **err);
 
 /* A 2D kernel: `file` (any format cf_kernel2d_load reads) or the
  * preset named `preset` (with size and sigma, 0: its defaults). */
@@ -246,9 +259,9 @@ bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
  * checks the value in the loop and says what to build, from the stream's
  * keys as they are then; cfd_change_build loads it, in any thread;
  * cfd_audio_change_apply hands it over, in the loop.
- *   key: kernel-file, kernel, gain, crossfade (audio); kernel2d, preset,
- *   size, sigma (video); NULL: swap-kernel, value a file, crossfade this
- *   swap's in s (< 0: as set; ignored for a set). */
+ *   key: kernel-file, kernel, gain, crossfade, routing (audio); kernel2d,
+ *   preset, size, sigma (video); NULL: swap-kernel, value a file,
+ *   crossfade this swap's in s (< 0: as set; ignored for a set). */
 typedef struct cfd_change cfd_change;
 /* False: refused (err), nothing changes. True with *ch NULL: done here
  * (crossfade); else *ch to build and apply (or free). */

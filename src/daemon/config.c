@@ -50,6 +50,7 @@ static const key_info stream_keys[] = {
     {"kernel", T_AUDIO | T_FILE, true},
     {"gain", T_AUDIO | T_FILE, true},
     {"crossfade", T_AUDIO | T_FILE, true},
+    {"routing", T_AUDIO | T_FILE, true},
     {"realtime", T_FILE, false},
     {"stream", T_FILE, false},
     {"kernel2d", T_FILE, true},
@@ -257,14 +258,51 @@ bool cfd_parse_taps(const char *s, float **taps, size_t *len, GError **err)
   return true;
 }
 
+/* routing (-1: none asked) on a kernel as loaded: the CLI's --routing,
+ * cf_kernel_as_matrix doing the reading */
+static bool route(cf_kernel **kp, const char *what, int routing,
+                  unsigned channels, GError **err)
+{
+  cf_routing have = cf_kernel_routing(*kp);
+  if (routing < 0 || (cf_routing)routing == have)
+    return true;
+  if (routing == CF_ROUTING_MATRIX && have == CF_ROUTING_PER_CHANNEL) {
+    cf_kernel *m = NULL;
+    if (cf_kernel_as_matrix(*kp, channels, &m) != CF_OK) {
+      const char *why = cf_last_error();
+      if (g_str_has_prefix(why, "kernel as matrix: "))
+        why += strlen("kernel as matrix: ");
+      g_set_error(err, CFD_ERROR, 0, "routing = matrix: %s: %s", what, why);
+      return false;
+    }
+    cf_kernel_free(*kp);
+    *kp = m;
+    return true;
+  }
+  unsigned n = cf_kernel_count(*kp);
+  g_set_error(err, CFD_ERROR, 0, "routing = %s, but %s is %s (%u kernel%s)%s",
+              cf_routing_name((cf_routing)routing), what, cf_routing_name(have),
+              n, n == 1 ? "" : "s",
+              routing == CF_ROUTING_MATRIX
+                  ? "; matrix reads per-channel kernels (an audio file's "
+                    "channels, a 2D .npy) or a 3D .npy"
+                  : "");
+  return false;
+}
+
 cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
-                            unsigned rate, double gain_db, GError **err)
+                            unsigned rate, double gain_db, int routing,
+                            unsigned channels, GError **err)
 {
   cf_kernel *k = NULL;
   cf_status s = file ? cf_kernel_load(file, rate, &k)
                      : cf_kernel_new_shared(taps, len, &k);
   if (s != CF_OK) {
     g_set_error(err, CFD_ERROR, 0, "%s", cf_last_error());
+    return NULL;
+  }
+  if (!route(&k, file ? file : "kernel (taps)", routing, channels, err)) {
+    cf_kernel_free(k);
     return NULL;
   }
   if (gain_db != 0.0 &&
@@ -274,6 +312,34 @@ cf_kernel *cfd_kernel_build(const char *file, const float *taps, size_t len,
     return NULL;
   }
   return k;
+}
+
+bool cfd_kernel_fits_input(const cf_kernel *k, unsigned channels, bool file,
+                           GError **err)
+{
+  cf_routing rt = cf_kernel_routing(k);
+  unsigned ins =
+      rt == CF_ROUTING_MATRIX ? cf_kernel_inputs(k) : cf_kernel_count(k);
+  if (rt == CF_ROUTING_SHARED || ins == channels)
+    return true;
+  /* A file stream has no channels key: its input's count is meant (QA:
+   * "but channels = 2" named a key not written). A true-stereo IR's four
+   * channels, or a stereo IR on mono, are a matrix routing = matrix
+   * reads (QA, coming from afir: apply and cudafir read them so, the
+   * daemon had no such key) */
+  char *hint = rt == CF_ROUTING_PER_CHANNEL && ins % channels == 0
+                   ? g_strdup_printf("; routing = matrix reads them as a "
+                                     "%u x %u matrix (outputs x inputs: %u "
+                                     "channel%s in, %u out)",
+                                     ins / channels, channels, channels,
+                                     channels == 1 ? "" : "s", ins / channels)
+                   : NULL;
+  g_set_error(
+      err, CFD_ERROR, 0, "a %s kernel set for %u input channel%s, but %s %u%s",
+      cf_routing_name(rt), ins, ins == 1 ? "" : "s",
+      file ? "the input has" : "channels =", channels, hint ? hint : "");
+  g_free(hint);
+  return false;
 }
 
 /* ---- values ---- */
@@ -638,6 +704,14 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
              cf_algorithm_from_string(g_strstrip(v), &sc->algorithm),
              "auto, direct, fft-uniform or fft-nonuniform"))
     return false;
+  cf_routing routing;
+  sc->routing = -1; /* the kernel file's own */
+  if ((v = get(r, "routing"))) {
+    if (!named(r, "routing", v, cf_routing_from_string(g_strstrip(v), &routing),
+               "shared, per-channel or matrix"))
+      return false;
+    sc->routing = (int)routing;
+  }
   char *file = get(r, "kernel-file");
   char *taps = get(r, "kernel");
   if (!file == !taps) {
@@ -667,33 +741,16 @@ static bool read_audio(reader *r, const char *dir, cfd_stream_conf *sc)
     sc->kernel_file = resolve(dir, file);
     g_free(file);
   }
-  sc->kernel = cfd_kernel_build(sc->kernel_file, sc->kernel_taps,
-                                sc->kernel_len, sc->rate, sc->gain_db, &e);
-  if (!sc->kernel) {
+  sc->kernel =
+      cfd_kernel_build(sc->kernel_file, sc->kernel_taps, sc->kernel_len,
+                       sc->rate, sc->gain_db, sc->routing, sc->channels, &e);
+  if (!sc->kernel ||
+      !cfd_kernel_fits_input(sc->kernel, sc->channels, is_file, &e)) {
     bad(r, sc->kernel_file ? "kernel-file" : "kernel", "%s", e->message);
     g_error_free(e);
     return false;
   }
-  cf_routing rt = cf_kernel_routing(sc->kernel);
-  unsigned ins = rt == CF_ROUTING_MATRIX ? cf_kernel_inputs(sc->kernel)
-                                         : cf_kernel_count(sc->kernel);
-  if (rt == CF_ROUTING_SHARED || ins == sc->channels)
-    return true;
-  /* A file stream has no channels key: its input's count is meant (QA:
-   * "but channels = 2" named a key not written). A true-stereo IR's four
-   * channels, or a stereo IR on mono, are a matrix the stream takes from
-   * a 3D .npy only (QA, coming from afir: apply and cudafir read them
-   * with routing matrix, the daemon has no such key). */
-  return bad(r, sc->kernel_file ? "kernel-file" : "kernel",
-             "a %s kernel set for %u input channel%s, but %s %u%s",
-             cf_routing_name(rt), ins, ins == 1 ? "" : "s",
-             sc->type == CFD_FILE ? "the input has" : "channels =",
-             sc->channels,
-             rt == CF_ROUTING_PER_CHANNEL && ins % sc->channels == 0
-                 ? "; a stream takes a matrix (a true-stereo IR: 2 x 2, "
-                   "outputs x inputs) from a 3D .npy (outputs x inputs x "
-                   "taps) only, not from an audio file's channels"
-                 : "");
+  return true;
 }
 
 cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
@@ -720,8 +777,8 @@ cf_kernel2d *cfd_kernel2d_build(const char *file, const char *preset,
 static bool read_video(reader *r, const char *dir, cfd_stream_conf *sc)
 {
   static const char *const audio_only[] = {
-      "kernel-file", "kernel", "gain", "crossfade", "block", "stream",
-      "pipeline-depth"};
+      "kernel-file", "kernel", "gain",   "crossfade",
+      "routing",     "block",  "stream", "pipeline-depth"};
   for (size_t i = 0; i < G_N_ELEMENTS(audio_only); i++)
     if (g_key_file_has_key(r->kf, r->group, audio_only[i], NULL))
       return bad(r, audio_only[i],
@@ -878,6 +935,7 @@ static int cmp_str(const void *a, const void *b)
 static cfd_stream_conf *read_stream(reader *r, const char *dir)
 {
   cfd_stream_conf *sc = g_new0(cfd_stream_conf, 1);
+  sc->routing = -1;
   sc->name = g_strdup(r->group + strlen("stream "));
   g_strstrip(sc->name);
   bool ok = true;

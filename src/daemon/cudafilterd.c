@@ -14,7 +14,8 @@
  *                                  (values with spaces in quotes); or
  *                                  one line of JSON
  *   set STREAM KEY VALUE...        a live change (audio, file:
- *                                  kernel-file, kernel, gain, crossfade;
+ *                                  kernel-file, kernel, gain, crossfade,
+ *                                  routing;
  *                                  video file: kernel2d, preset, size,
  *                                  sigma; pipeline: [ELEMENT.]PROPERTY)
  *   swap-kernel STREAM FILE [S]    a new kernel, crossfaded over S seconds
