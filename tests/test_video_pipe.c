@@ -19,6 +19,9 @@
 
 #include <cmocka.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 /* the internal functions video_pipe.c calls are the stand-ins below
  * (meson.build renames them, so a static libcudafilter.a's own never
  * meet them) */
@@ -189,10 +192,56 @@ static void test_past_2_32_frames(void **state)
   }
 }
 
+/* A small box: the pipeline's thread that cannot get its stack (a child
+ * under RLIMIT_AS 1 MiB over what it maps) fails the engine with
+ * CF_E_NOMEM saying so, not CF_E_INTERNAL (QA, as the pool's did). Not
+ * under AddressSanitizer or valgrind, where the limit does not hold. */
+static void test_no_memory_for_thread(void **state)
+{
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
+  skip();
+#endif
+  if (check_under_valgrind())
+    skip();
+  pid_t pid = check_fork_limited(1u << 20);
+  if (pid == 0) {
+    cf_video_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.width = 5;
+    cfg.height = 4;
+    cfg.format = CF_PIX_GRAY8;
+    cfg.scale = 1.0f;
+    cfg.pipeline_depth = 2;
+    /* glibc keeps the stacks of the earlier tests' threads (up to 40
+     * MiB) and hands them out again: engines until one needs a new one */
+    for (int i = 0; i < 16; i++) {
+      void *impl = NULL;
+      const cf_video_ops *ops = NULL;
+      cf_status s =
+          cf_cpu_video_pipe_new(&cfg, NULL, CF_FFT_QUICK, &impl, &ops);
+      if (s == CF_OK)
+        continue; /* kept: its thread keeps its stack */
+      fprintf(stderr, "engine %d: cf_cpu_video_pipe_new: %d: %s\n", i + 1,
+              (int)s, pipe_error);
+      _exit(s == CF_E_NOMEM && strstr(pipe_error, "out of memory") ? 0 : 5);
+    }
+    _exit(4);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "child: status %d (3: setrlimit, 4: 16 engines were made, 5: not "
+        "CF_E_NOMEM saying out of memory: see stderr)",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_past_2_32_frames),
+      cmocka_unit_test(test_no_memory_for_thread),
   };
   check_seed = ref_seed();
   check_filter_from_env();

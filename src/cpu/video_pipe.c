@@ -11,6 +11,7 @@
  * between two frames applies between them: a reset is carried by the next
  * job; a kernel change waits until the queued jobs are done (they keep
  * the kernel they were enqueued with), as on the CUDA pipeline. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -287,9 +288,18 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
   if (s == CF_OK && !p->jobs)
     s = cf_fail(CF_E_NOMEM, "video: out of memory");
   if (s == CF_OK) {
-    p->started = pthread_create(&p->thread, NULL, worker, p) == 0;
+    int err = pthread_create(&p->thread, NULL, worker, p);
+    p->started = err == 0;
+    /* EAGAIN: no memory for its stack (a memory limit) or a limit on
+     * threads: CF_E_NOMEM, as video.h documents for resources (it was
+     * CF_E_INTERNAL, as the pool's was: QA) */
     if (!p->started)
-      s = cf_fail(CF_E_INTERNAL, "video: cannot start the pipeline thread");
+      s = cf_fail(err == EAGAIN ? CF_E_NOMEM : CF_E_INTERNAL,
+                  "video: cannot start the pipeline thread: %s%s",
+                  strerror(err),
+                  err == EAGAIN ? " (out of memory for its stack, or a "
+                                  "limit on threads)"
+                                : "");
   }
   if (s != CF_OK) {
     pipe_destroy(p);
