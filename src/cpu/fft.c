@@ -200,8 +200,9 @@ static void plan_pair(size_t rows, size_t n, float *in, float *spec,
    * transform under a memory limit, the kernel spectra of a swap among
    * them, could not return CF_E_NOMEM). 1D: measured here it changed no
    * plan's speed (power-of-2 and smooth sizes were unbuffered already).
-   * 2D (video tiles): they were 8-15% faster on 1080p (f54a3aa); that is
-   * the price of a stream that survives running out of memory. */
+   * 2D (video tiles): they were 8-15% faster on 1080p (f54a3aa), 13-20%
+   * measured again (bench/results/fft2d-buffering-vm-2026-12-02.md); that
+   * is the price of a stream that survives running out of memory. */
   flags |= FFTW_NO_BUFFERING;
   if (rows == 1) {
     f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
