@@ -3478,6 +3478,107 @@ static char *answer_on(int fd)
  * stream, `status` answers at once; a `swap-kernel` of the same stream
  * asked meanwhile is made after it and wins; the output then is k3's.
  * A stop while a kernel is read tells its client no and exits 0. */
+/* A reload whose kernel makes another output channel count than a
+ * running file stream writes: the stream is restarted with its new
+ * section (its output file, from the start, has the new channel count
+ * and the new kernel's samples), saying why; the other stream runs on,
+ * untouched (it refused the whole reload). */
+static void test_reload_outputs(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  const unsigned rate = 8000, ch = 2;
+  size_t frames = (size_t)rate * 2; /* paced: running at the reload */
+  char in[600], out[600], out2[600], conf[600];
+  snprintf(in, sizeof in, "%s", fixture("oin.wav"));
+  snprintf(out, sizeof out, "%s", fixture("oout.wav"));
+  snprintf(out2, sizeof out2, "%s", fixture("osteady.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("outputs.conf"));
+  kset k, k2;
+  kset_random(&k, ch, (unsigned)ref_rng_range(&rng, 1, 300), 1);
+  for (;;) { /* a matrix of 1 or 3 outputs */
+    kset_random(&k2, ch, (unsigned)ref_rng_range(&rng, 1, 300), 2);
+    if (k2.cout != ch)
+      break;
+    free(k2.h);
+  }
+  set_case("%u taps, then a %u x %u matrix of %u taps", k.len, k2.cout, ch,
+           k2.len);
+  kset_write(&k, fixture("ok.npy"));
+  kset_write(&k2, fixture("ok2.npy"));
+  float *x = xalloc(sizeof(float) * frames * ch);
+  ref_rng_fill(&rng, x, frames * ch);
+  for (size_t i = 0; i < frames * ch; i++)
+    x[i] *= 0.5f;
+  write_wav(in, W_F32, rate, ch, x, frames);
+  unlink(out);
+  unlink(out2);
+  static const char steady[] =
+      "[stream steady]\ntype = file\ninput = oin.wav\n"
+      "output = osteady.wav\nkernel-file = ok.npy\nrealtime = true\n";
+  write_text(conf,
+             "[stream mix]\ntype = file\ninput = oin.wav\n"
+             "output = oout.wav\nkernel-file = ok.npy\nrealtime = true\n%s",
+             steady);
+  running r;
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "mix", "frames", 1);
+  double before = wait_for(&r, "steady", "frames", 1);
+  write_text(conf,
+             "[stream mix]\ntype = file\ninput = oin.wav\n"
+             "output = oout.wav\nkernel-file = ok2.npy\nrealtime = true\n%s",
+             steady);
+  /* its input moved away meanwhile: restarted, it could not read it; it
+   * runs on with its old section, and the reload says so */
+  char away[600];
+  snprintf(away, sizeof away, "%s", fixture("oin.away"));
+  CHECK(rename(in, away) == 0, "rename");
+  char *a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) &&
+            strstr(a, "mix: keeps its old section: its new "
+                      "kernel takes a restart (the new kernel "
+                      "set (matrix,") &&
+            strstr(a, "its input cannot be read now"),
+        "reload with the input away: %s", a);
+  free(a);
+  CHECK(rename(away, in) == 0, "rename");
+  a = ctl(&r, "status mix");
+  const char *f = field(a, "mix", "kernel");
+  CHECK(f && strstr(f, "/ok.npy"),
+        "kernel after a reload that could not restart it: %s", a);
+  f = field(a, "mix", "state");
+  CHECK(f && !strcmp(f, "running"),
+        "state after a reload that could not restart it: %s", a);
+  free(a);
+  a = ctl(&r, "reload");
+  char want[200];
+  snprintf(want, sizeof want,
+           "mix: restarted (the new kernel set (matrix, %u x %u) makes %u "
+           "output channel%s, but the running stream writes %u",
+           k2.cout, ch, k2.cout, k2.cout == 1 ? "" : "s", ch);
+  CHECK(answer_ok(a) && strstr(a, want) && !strstr(a, "steady:"),
+        "reload: %s (want '%s')", a, want);
+  free(a);
+  CHECK(status_num(&r, "steady", "frames") >= before, "steady started again");
+  wait_state(&r, "mix", "finished");
+  wait_state(&r, "steady", "finished");
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "reload: mix: restarted (the new kernel set"),
+        "the log: %s", log ? log : "");
+  free(log);
+  stop_daemon(&r);
+  double *y = reference(&k2, x, frames, 1);
+  check_wav(out, y, frames, k2.cout, rate);
+  free(y);
+  y = reference(&k, x, frames, 1);
+  check_wav(out2, y, frames, k.cout, rate);
+  free(y);
+  free(x);
+  free(k.h);
+  free(k2.h);
+}
+
 static void test_kernel_in_background(void **state)
 {
   (void)state;
@@ -5072,25 +5173,57 @@ static void test_control(void **state)
   st = system(cmd);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "cudafilterctl -s: %d", st);
 
-  /* a reload whose kernel does not fit a running stream changes nothing
-   * (the finished one would have run again with it) */
+  /* a reload whose kernel makes another output channel count than a
+   * running stream writes restarts that stream with it, saying why (it
+   * refused the whole reload); the other stream stays as it is */
   snprintf(body, sizeof body,
            "[stream live]\ntype = file\ninput = long.wav\noutput = live.wav\n"
            "kernel-file = mx12.npy\nrealtime = true\n"
            "[stream other]\ntype = file\ninput = short.wav\n"
-           "output = other.wav\nkernel-file = mx12.npy\noverwrite = false\n");
+           "output = other.wav\nkernel-file = k1.txt\noverwrite = false\n");
   write_text(conf, "%s", body);
   a = ctl(&r, "reload");
-  CHECK(!answer_ok(a) && strstr(a, "stream live cannot take its new kernel") &&
+  CHECK(answer_ok(a) &&
+            strstr(a, "live: restarted (the new kernel set (matrix, 1 x 2) "
+                      "makes 1 output channel, but the running stream "
+                      "writes 2") &&
             !strstr(a, "other:"),
-        "reload with a kernel that does not fit: %s", a);
+        "reload with a kernel of one output channel: %s", a);
   free(a);
   a = ctl(&r, "status");
   const char *ost = field(a, "other", "state");
-  CHECK(ost && !strcmp(ost, "finished"), "after a refused reload: %s", a);
-  f = field(a, "other", "kernel");
-  CHECK(f && strstr(f, "k1.txt"), "after a refused reload: %s", a);
+  CHECK(ost && !strcmp(ost, "finished"), "after the reload: %s", a);
+  f = field(a, "live", "kernel");
+  CHECK(f && strstr(f, "mx12.npy"), "after the reload: %s", a);
   free(a);
+  wait_for(&r, "live", "frames", 1);
+  /* a live change of the output count stays refused: no restart behind
+   * the user's back */
+  a = ctl(&r, "swap-kernel live %s 0", fixture("k1.txt"));
+  CHECK(!answer_ok(a) && strstr(a, "makes 2 output channels, but the "
+                                   "running stream writes 1"),
+        "swap-kernel to two outputs: %s", a);
+  free(a);
+  a = ctl(&r, "set live kernel-file %s", fixture("k1.txt"));
+  CHECK(!answer_ok(a) && strstr(a, "makes 2 output channels, but the "
+                                   "running stream writes 1"),
+        "set kernel-file to two outputs: %s", a);
+  free(a);
+  /* and back: restarted again */
+  snprintf(body, sizeof body,
+           "[stream live]\ntype = file\ninput = long.wav\noutput = live.wav\n"
+           "kernel-file = k1.txt\nrealtime = true\n"
+           "[stream other]\ntype = file\ninput = short.wav\n"
+           "output = other.wav\nkernel-file = k1.txt\noverwrite = false\n");
+  write_text(conf, "%s", body);
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "live: restarted (") &&
+            strstr(a, "makes 2 output channels, but the running stream "
+                      "writes 1") &&
+            !strstr(a, "other:"),
+        "reload back to two outputs: %s", a);
+  free(a);
+  wait_state(&r, "live", "running");
   /* spaces after a value change nothing: no restart */
   snprintf(body, sizeof body,
            "[stream live]\ntype = file\ninput = long.wav  \n"
@@ -5184,8 +5317,8 @@ static void test_control(void **state)
   CHECK(strstr(log, "stream other cannot start (restart)") &&
             strstr(log, "other: stays finished"),
         "the log: %s", log);
-  CHECK(count_in(log, "reloaded") == 4 &&
-            strstr(log, "cannot take its new kernel"),
+  CHECK(count_in(log, "reloaded") == 6 &&
+            strstr(log, "reload: live: restarted (the new kernel set"),
         "the log: %s", log);
   free(log);
   /* inputs gone (a job's input deleted once filtered; one moved while
@@ -5781,6 +5914,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_routing, kill_left),
+      cmocka_unit_test_teardown(test_reload_outputs, kill_left),
       cmocka_unit_test_teardown(test_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_file_late_change, kill_left),
       cmocka_unit_test_teardown(test_file_damaged, kill_left),

@@ -1360,10 +1360,16 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err)
   return true;
 }
 
+bool cfd_audio_outputs_fit(const cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err)
+{
+  return a->sc->video || outputs_fit(a, sc->kernel, err);
+}
+
 bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
                            GError **err)
 {
-  if (!a->sc->video && !outputs_fit(a, sc->kernel, err))
+  if (!cfd_audio_outputs_fit(a, sc, err))
     return false;
   cf_status s = a->sc->video ? cf_engine_prepare_kernel2d(a->e, sc->kernel2d)
                              : cf_engine_prepare_kernel(a->e, sc->kernel);
@@ -1656,6 +1662,14 @@ bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err)
 
 #else /* neither PortAudio nor libav */
 
+bool cfd_audio_outputs_fit(const cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err)
+{
+  (void)a;
+  (void)sc;
+  g_set_error(err, CFD_ERROR, 0, "built without PortAudio or libav");
+  return false;
+}
 bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,
                            GError **err)
 {

@@ -250,6 +250,11 @@ bool cfd_audio_swap(cfd_audio *a, cf_kernel *k, double crossfade, GError **err);
 bool cfd_audio_retune(cfd_audio *a, const cfd_stream_conf *was,
                       cfd_stream_conf *sc, bool swap,
                       GError **err);
+/* Whether the kernel of section sc (a reload's) makes the running
+ * stream's output channel count (a video stream's always does); if not,
+ * why (a reload restarts such a stream). Nothing changes. */
+bool cfd_audio_outputs_fit(const cfd_audio *a, const cfd_stream_conf *sc,
+                           GError **err);
 /* Whether the kernel of section sc (a reload's) fits the running
  * stream; its plans are made here. Nothing changes. */
 bool cfd_audio_kernel_fits(cfd_audio *a, const cfd_stream_conf *sc,

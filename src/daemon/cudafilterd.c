@@ -573,19 +573,29 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     return false;
   }
   /* every kernel a running stream is to take must fit it, or nothing
-   * changes */
+   * changes; one that makes another count of output channels than the
+   * stream writes cannot be swapped in: that stream is restarted with its
+   * new section, as for a change beyond its kernel (name -> why) */
+  GHashTable *regrown =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   for (guint i = 0; i < c->streams->len; i++) {
     cfd_stream_conf *sc = c->streams->pdata[i];
     stream *old = find_stream(d, sc->name);
     bool swap;
     GError *e = NULL;
-    if (reload_how(old, sc, &swap) == RELOAD_RETUNE && swap &&
-        sc->type != CFD_PIPELINE && !cfd_audio_kernel_fits(old->audio, sc, &e)) {
+    if (reload_how(old, sc, &swap) != RELOAD_RETUNE || !swap ||
+        sc->type == CFD_PIPELINE)
+      continue;
+    if (!cfd_audio_outputs_fit(old->audio, sc, &e)) {
+      g_hash_table_insert(regrown, g_strdup(sc->name), g_strdup(e->message));
+      g_clear_error(&e);
+    } else if (!cfd_audio_kernel_fits(old->audio, sc, &e)) {
       g_set_error(err, CFD_ERROR, 0,
                   "reload refused, the running streams stay: stream %s "
                   "cannot take its new kernel: %s",
                   sc->name, e->message);
       g_error_free(e);
+      g_hash_table_destroy(regrown);
       cfd_config_free(c);
       return false;
     }
@@ -611,6 +621,21 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
                                "started; status shows how it is");
     bool swap;
     retune_how how = reload_how(old, sc, &swap);
+    const char *regrow = g_hash_table_lookup(regrown, sc->name);
+    if (how == RELOAD_RETUNE && regrow) {
+      if (sc->stale_input) {
+        /* restarted, it could not read its input: it runs on as it was */
+        g_string_append_printf(report,
+                               "%s: keeps its old section: its new kernel "
+                               "takes a restart (%s), and its input cannot "
+                               "be read now (%s)\n",
+                               sc->name, regrow, sc->stale_input);
+        ok = false;
+        g_ptr_array_add(next, old);
+        continue;
+      }
+      how = RELOAD_START;
+    }
     if (how == RELOAD_DOWN) {
       /* its new section, tried now; with restart again later */
       cfd_stream_conf_free(old->sc);
@@ -728,10 +753,15 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       continue;
     }
     cfd_stream_conf_free(old_sc);
-    g_string_append_printf(report, "%s: %s\n", s->sc->name,
-                           old ? "restarted" : "started");
+    if (old && regrow)
+      g_string_append_printf(report, "%s: restarted (%s)\n", s->sc->name,
+                             regrow);
+    else
+      g_string_append_printf(report, "%s: %s\n", s->sc->name,
+                             old ? "restarted" : "started");
     g_ptr_array_add(next, s);
   }
+  g_hash_table_destroy(regrown);
   /* what is left ran from sections the file no longer has */
   for (guint i = 0; i < d->streams->len; i++) {
     stream *s = d->streams->pdata[i];
