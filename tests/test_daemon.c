@@ -3489,7 +3489,7 @@ static void test_reload_outputs(void **state)
   if (skip_without_libav())
     skip();
   const unsigned rate = 8000, ch = 2;
-  size_t frames = (size_t)rate * 2; /* paced: running at the reload */
+  size_t frames = (size_t)rate * 4; /* paced: running at both reloads */
   char in[600], out[600], out2[600], conf[600];
   snprintf(in, sizeof in, "%s", fixture("oin.wav"));
   snprintf(out, sizeof out, "%s", fixture("oout.wav"));
