@@ -70,10 +70,11 @@ size_t check_status_bytes(const char *field);
  * maps now and ROOM bytes more: 0 in the child (which _exit(3)s where the
  * limit cannot be set), the child's pid in the parent. */
 int check_fork_limited(size_t room);
-/* Whether this runs under valgrind (its preload library in LD_PRELOAD):
- * it makes the threads' stacks itself, whatever their attributes ask, so
- * an address-space limit on them does not hold. Says so when it does. */
-int check_under_valgrind(void);
+/* Whether an address-space limit (RLIMIT_AS) holds for threads' stacks
+ * here: not under AddressSanitizer (its shadow memory) nor valgrind (its
+ * preload library in LD_PRELOAD: it makes thread stacks its own size,
+ * whatever their attributes ask). Says why where it does not. */
+int check_thread_limit_holds(void);
 #if defined(__SSE2__)
 /* CHECK that the caller's MXCSR control bits (the exception flags aside)
  * are `want` after the call named `after`. */

@@ -3254,11 +3254,7 @@ static void test_threads_small_address_space(void **state)
     print_message("skipped: once, on cpu-fft-uniform\n");
     return;
   }
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
-  skip();
-#endif
-  if (check_under_valgrind())
+  if (!check_thread_limit_holds())
     skip();
   enum { NE = 16, CH = 16, THREADS = 16, BLOCK = 256 };
   const size_t len = 2048, n = 3000, room = (size_t)192 << 20;

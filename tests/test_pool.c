@@ -279,11 +279,7 @@ static void deep_item(void *ctx, unsigned i)
 static void test_threads_small_address_space(void **state)
 {
   (void)state;
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
-  skip();
-#endif
-  if (check_under_valgrind())
+  if (!check_thread_limit_holds())
     skip();
   enum { NP = 16, NT = 16, ITEMS = 64 };
   size_t vm = check_status_bytes("VmSize"), room = (size_t)128 << 20;

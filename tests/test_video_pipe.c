@@ -199,11 +199,7 @@ static void test_past_2_32_frames(void **state)
 static void test_no_memory_for_thread(void **state)
 {
   (void)state;
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("skipped: RLIMIT_AS does not work under AddressSanitizer\n");
-  skip();
-#endif
-  if (check_under_valgrind())
+  if (!check_thread_limit_holds())
     skip();
   pid_t pid = check_fork_limited(1u << 20);
   if (pid == 0) {
