@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ref.h"
@@ -189,4 +190,12 @@ int check_thread_limit_holds(void)
   fflush(stdout);
   return 0;
 #endif
+}
+
+int check_child_status(int pid)
+{
+  int st = 0;
+  CHECK(waitpid((pid_t)pid, &st, 0) == (pid_t)pid, "waitpid: %s",
+        strerror(errno));
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
 }

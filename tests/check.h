@@ -75,6 +75,9 @@ int check_fork_limited(size_t room);
  * preload library in LD_PRELOAD: it makes thread stacks its own size,
  * whatever their attributes ask). Says why where it does not. */
 int check_thread_limit_holds(void);
+/* Waits for the child PID (check_fork_limited's): its exit status, or
+ * minus the signal that ended it. */
+int check_child_status(int pid);
 #if defined(__SSE2__)
 /* CHECK that the caller's MXCSR control bits (the exception flags aside)
  * are `want` after the call named `after`. */

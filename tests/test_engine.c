@@ -3323,18 +3323,17 @@ static void test_threads_small_address_space(void **state)
       cf_engine_free(e[i]);
     _exit(0);
   }
-  int st = 0;
-  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+  int st = check_child_status(pid);
   cf_kernel_free(k);
   free(h);
   free(x);
   free(y);
   free(y0);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+  CHECK(st == 0,
         "child: status %d (3: setrlimit, 4: an engine not made in VmSize + "
         "%zu MiB, 5: process/drain failed, 6: engines differ, 7: wrong "
         "output)",
-        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), room >> 20);
+        st, room >> 20);
 }
 
 static check_variant_info select_variant(size_t v)

@@ -251,12 +251,11 @@ static void test_no_memory_for_threads(void **state)
     fprintf(stderr, "cf_pool_new: %d: %s\n", (int)s, pool_error);
     _exit(s == CF_E_NOMEM && strstr(pool_error, "out of memory") ? 0 : 7);
   }
-  int st = 0;
-  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+  int st = check_child_status(pid);
+  CHECK(st == 0,
         "child: status %d (3: setrlimit, 5: the pool started, 6: out set on "
         "failure, 7: not CF_E_NOMEM saying out of memory)",
-        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+        st);
 }
 
 /* A job that needs DEEP bytes of stack, as the deepest measured (FFTW
@@ -303,12 +302,11 @@ static void test_threads_small_address_space(void **state)
     }
     _exit(0);
   }
-  int st = 0;
-  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+  int st = check_child_status(pid);
+  CHECK(st == 0,
         "child: status %d (3: setrlimit, 4: a pool not made in VmSize + "
         "%zu MiB, 5: items lost)",
-        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), room >> 20);
+        st, room >> 20);
 }
 
 /* A file of the fake cgroup tree, its folders made as needed. */

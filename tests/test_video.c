@@ -3242,13 +3242,12 @@ static void test_nomem_named(void **state)
               : 5);
   }
   cf_kernel2d_free(k);
-  int st = 0;
-  CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+  int st = check_child_status(pid);
+  CHECK(st == 0,
         "child: status %d (3: setrlimit, 4: the engine was made, 5: not "
         "CF_E_NOMEM saying the MiB a band wanted and for what: see "
         "stderr)",
-        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+        st);
 }
 
 static check_variant_info select_variant(size_t v)

@@ -225,12 +225,11 @@ static void test_no_memory_for_thread(void **state)
     }
     _exit(4);
   }
-  int st = 0;
-  CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+  int st = check_child_status(pid);
+  CHECK(st == 0,
         "child: status %d (3: setrlimit, 4: 16 engines were made, 5: not "
         "CF_E_NOMEM saying out of memory: see stderr)",
-        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+        st);
 }
 
 int main(void)
