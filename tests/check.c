@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -198,4 +200,29 @@ int check_child_status(int pid)
   CHECK(waitpid((pid_t)pid, &st, 0) == (pid_t)pid, "waitpid: %s",
         strerror(errno));
   return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+int check_engine_thread_mask(char why[CHECK_WHY])
+{
+  static const int through[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+  sigset_t m;
+  if (pthread_sigmask(SIG_BLOCK, NULL, &m) != 0) {
+    snprintf(why, CHECK_WHY, "pthread_sigmask failed");
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof through / sizeof *through; i++)
+    if (sigismember(&m, through[i]) != 1) {
+      snprintf(why, CHECK_WHY, "lets %s (%d) through", strsignal(through[i]),
+               through[i]);
+      return 1;
+    }
+  for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+    if (sigismember(&m, faults[i]) != 0) {
+      snprintf(why, CHECK_WHY, "blocks %s (%d)", strsignal(faults[i]),
+               faults[i]);
+      return 1;
+    }
+  return 0;
 }

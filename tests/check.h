@@ -78,6 +78,13 @@ int check_thread_limit_holds(void);
 /* Waits for the child PID (check_fork_limited's): its exit status, or
  * minus the signal that ended it. */
 int check_child_status(int pid);
+/* The calling thread's signal mask against cf_thread_start's (pool.h):
+ * nonzero where it lets an asynchronous signal through (SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM) or blocks a fault's
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL), saying which in why: to be called in
+ * one of the engine's threads. */
+enum { CHECK_WHY = 96 };
+int check_engine_thread_mask(char why[CHECK_WHY]);
 #if defined(__SSE2__)
 /* CHECK that the caller's MXCSR control bits (the exception flags aside)
  * are `want` after the call named `after`. */

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -223,6 +224,57 @@ static void test_caller_fpenv(void **state)
 }
 #endif
 
+typedef struct {
+  pthread_t caller;
+  atomic_int on_worker, bad;
+  char why[CHECK_WHY]; /* the first bad worker's */
+} mask_job;
+
+static void mask_item(void *ctx, unsigned i)
+{
+  (void)i;
+  mask_job *j = ctx;
+  if (!pthread_equal(pthread_self(), j->caller)) {
+    atomic_fetch_add(&j->on_worker, 1);
+    char why[CHECK_WHY];
+    if (check_engine_thread_mask(why) && atomic_exchange(&j->bad, 1) == 0)
+      memcpy(j->why, why, sizeof why);
+  }
+  sleep_us(300); /* long enough that the workers join */
+}
+
+/* The workers start with the application's signals blocked (a fault's
+ * not), though the pool is made from a thread that blocks none: a SIGINT
+ * or SIGCHLD went to whichever thread the kernel chose, a worker's too,
+ * where the application's handler interrupted nothing it waited in, and
+ * a sigwait() thread never saw it (QA). The caller's mask is kept. */
+static void test_workers_block_signals(void **state)
+{
+  (void)state;
+  sigset_t none, was, after;
+  sigemptyset(&none);
+  CHECK(pthread_sigmask(SIG_SETMASK, &none, &was) == 0, "sigmask");
+  cf_pool *p;
+  assert_int_equal(cf_pool_new(3, &p), CF_OK);
+  pthread_sigmask(SIG_BLOCK, NULL, &after);
+  pthread_sigmask(SIG_SETMASK, &was, NULL);
+  CHECK(sigismember(&after, SIGINT) == 0 && sigismember(&after, SIGCHLD) == 0,
+        "cf_pool_new left the caller's signals blocked");
+  mask_job *j = xalloc(sizeof *j);
+  j->caller = pthread_self();
+  atomic_store(&j->on_worker, 0);
+  atomic_store(&j->bad, 0);
+  for (int tries = 0; atomic_load(&j->on_worker) == 0 && tries < 50; tries++)
+    cf_pool_run(p, mask_item, j, 16);
+  int on = atomic_load(&j->on_worker), bad = atomic_load(&j->bad);
+  char why[CHECK_WHY];
+  memcpy(why, j->why, sizeof why);
+  free(j);
+  cf_pool_free(p);
+  CHECK(on > 0, "no worker took an item in 50 jobs of 16 items of 0.3 ms");
+  CHECK(!bad, "a worker thread %s", why);
+}
+
 /* A box with little memory: a worker's stack that cannot be had (RLIMIT_AS
  * a few MiB over what the process maps, in a child) fails cf_pool_new
  * with CF_E_NOMEM and a message saying so (it said CF_E_INTERNAL
@@ -397,6 +449,7 @@ int main(void)
       cmocka_unit_test(test_every_item_once),
       cmocka_unit_test(test_hot_back_to_back),
       cmocka_unit_test(test_caller_fpenv),
+      cmocka_unit_test(test_workers_block_signals),
       cmocka_unit_test(test_no_memory_for_threads),
       cmocka_unit_test(test_threads_small_address_space),
       cmocka_unit_test(test_cgroup_quota),

@@ -70,9 +70,15 @@ typedef struct {
   cf_video_config cfg;
 } copier;
 
+/* check_engine_thread_mask() where the pipeline's thread ran a frame
+ * (-1: none ran), and what it said */
+static int pipe_thread_mask = -1;
+static char pipe_thread_why[CHECK_WHY];
+
 static cf_status copy_process(void *impl, const cf_frame *in,
                               const cf_frame *out)
 {
+  pipe_thread_mask = check_engine_thread_mask(pipe_thread_why);
   cf_video_copy_frame(&((copier *)impl)->cfg, in, out);
   return CF_OK;
 }
@@ -192,6 +198,40 @@ static void test_past_2_32_frames(void **state)
   }
 }
 
+/* The pipeline's thread starts with the application's signals blocked
+ * (a fault's not), though the engine is made from a thread that blocks
+ * none: as the pool's workers (test_pool), it took SIGINT or SIGCHLD
+ * where the application waited for them elsewhere (QA). */
+static void test_thread_blocks_signals(void **state)
+{
+  (void)state;
+  enum { W = 5, H = 2 };
+  static uint8_t in[W * H], out[W * H];
+  cf_video_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.width = W;
+  cfg.height = H;
+  cfg.format = CF_PIX_GRAY8;
+  cfg.scale = 1.0f;
+  cfg.pipeline_depth = 1;
+  sigset_t none, was;
+  sigemptyset(&none);
+  CHECK(pthread_sigmask(SIG_SETMASK, &none, &was) == 0, "sigmask");
+  void *impl;
+  const cf_video_ops *ops;
+  cf_status s = cf_cpu_video_pipe_new(&cfg, NULL, CF_FFT_QUICK, &impl, &ops);
+  pthread_sigmask(SIG_SETMASK, &was, NULL);
+  CHECK(s == CF_OK, "cf_cpu_video_pipe_new: %s", pipe_error);
+  pipe_thread_mask = -1;
+  cf_frame fi = {{in}, {W}}, fo = {{out}, {W}};
+  for (int i = 0; i < 3; i++)
+    CHECK(ops->process(impl, &fi, &fo) == CF_OK, "frame %d: %s", i,
+          pipe_error);
+  ops->destroy(impl);
+  CHECK(pipe_thread_mask != -1, "the pipeline's thread ran no frame");
+  CHECK(pipe_thread_mask == 0, "the pipeline's thread %s", pipe_thread_why);
+}
+
 /* A small box: the pipeline's thread that cannot get its stack (a child
  * under RLIMIT_AS 1 MiB over what it maps) fails the engine with
  * CF_E_NOMEM saying so, not CF_E_INTERNAL (QA, as the pool's did). Not
@@ -237,6 +277,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_past_2_32_frames),
       cmocka_unit_test(test_no_memory_for_thread),
+      cmocka_unit_test(test_thread_blocks_signals),
   };
   check_seed = ref_seed();
   check_filter_from_env();

@@ -32,7 +32,11 @@
  * = 0 (one per core) or > 1 it hands channels to worker threads of normal
  * priority and waits for them (a mutex and a condition variable); with
  * threads = 1 it takes no lock and waits for nothing (a host whose audio
- * callback must not block sets it, and runs one engine per core).
+ * callback must not block sets it, and runs one engine per core). The
+ * engine's threads (these workers, a pipelined video engine's thread)
+ * start with every signal blocked but a fault's (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGTRAP, SIGSYS, SIGABRT), whatever the creating thread's mask:
+ * the application's signals go to its own threads.
  *
  * On the CUDA backend every call (of audio and video engines, and
  * cf_host_alloc / cf_host_free) works in the primary context of the

@@ -328,8 +328,8 @@ cf_status cf_pool_new(unsigned threads, cf_pool **out)
     have_attr = 0;
   }
   for (unsigned i = 0; i < nw; i++) {
-    int err = pthread_create(&p->workers[i], have_attr ? &attr : NULL, worker,
-                             p);
+    int err = cf_thread_start(&p->workers[i], have_attr ? &attr : NULL,
+                              worker, p);
     if (err != 0) {
       if (have_attr)
         pthread_attr_destroy(&attr);

@@ -7,8 +7,37 @@
 
 #include "cudafilter/error.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+
 typedef struct cf_pool cf_pool;
 typedef void (*cf_pool_fn)(void *ctx, unsigned item);
+
+/* pthread_create for the engine's own threads: they start with every
+ * signal blocked but a fault's (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
+ * SIGSYS, SIGABRT), whatever the creating thread's mask, so that the
+ * application's SIGINT, SIGTERM, SIGCHLD... reach one of its threads, its
+ * handler interrupting the call it was meant to (a read without
+ * SA_RESTART), or the thread that sigwait()s for them, never one of ours
+ * (GLib's threads start so too). The caller's mask is as it was. */
+static inline int cf_thread_start(pthread_t *t, const pthread_attr_t *attr,
+                                  void *(*fn)(void *), void *arg)
+{
+  sigset_t all, was;
+  sigfillset(&all);
+  /* a fault's signal blocked is a kill without its handler (a sanitizer's
+   * report, a crash handler's dump) */
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                               SIGTRAP, SIGSYS, SIGABRT};
+  for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+    sigdelset(&all, faults[i]);
+  int masked = pthread_sigmask(SIG_SETMASK, &all, &was) == 0;
+  int err = pthread_create(t, attr, fn, arg);
+  if (masked)
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+  return err;
+}
 
 /* threads: total including the caller; 1 makes a pool that runs inline. */
 cf_status cf_pool_new(unsigned threads, cf_pool **out);

@@ -20,6 +20,7 @@
 
 #include "../engine/video_internal.h"
 #include "fpenv.h"
+#include "pool.h"
 
 typedef struct job {
   uint8_t *in, *out; /* tight frames */
@@ -288,7 +289,7 @@ cf_status cf_cpu_video_pipe_new(const cf_video_config *cfg,
   if (s == CF_OK && !p->jobs)
     s = cf_fail(CF_E_NOMEM, "video: out of memory");
   if (s == CF_OK) {
-    int err = pthread_create(&p->thread, NULL, worker, p);
+    int err = cf_thread_start(&p->thread, NULL, worker, p);
     p->started = err == 0;
     /* EAGAIN: no memory for its stack (a memory limit) or a limit on
      * threads: CF_E_NOMEM, as video.h documents for resources (it was
