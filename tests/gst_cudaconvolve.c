@@ -5778,8 +5778,8 @@ static gchar *twin_describe(gcase *c, unsigned h, guint threads)
   tc.height = h;
   tc.threads = threads;
   tc.backend = strcmp(case_backend(), "cpu") ? CF_BACKEND_CUDA : CF_BACKEND_CPU;
-  cf_kernel2d *k;
-  cf_engine *e;
+  cf_kernel2d *k = NULL;
+  cf_engine *e = NULL;
   CHECK(cf_kernel2d_new(c->k.t, c->k.kh, c->k.kw, c->k.taps, &k) == CF_OK &&
             cf_engine_new_video(&tc, k, &e) == CF_OK,
         "twin engine (%ux%u): %s", tc.width, h, cf_last_error());
