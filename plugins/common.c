@@ -222,6 +222,15 @@ void cf_gst_post_warning(GstElement *el, GQuark domain, gint code, gchar *text,
                            func, line);
 }
 
+gboolean cf_gst_warn_without_bus(GstElement *el)
+{
+  GstBus *bus = gst_element_get_bus(el);
+  if (!bus)
+    return TRUE;
+  gst_object_unref(bus);
+  return FALSE;
+}
+
 GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
                                    const gchar *blurb, GParamFlags flags)
 {

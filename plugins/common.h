@@ -55,6 +55,15 @@ void cf_gst_post_warning(GstElement *el, GQuark domain, gint code, gchar *text,
   cf_gst_post_warning(GST_ELEMENT(el), domain, code, text, detail, __FILE__,   \
                       GST_FUNCTION, __LINE__)
 
+/* Whether a setting refused (or kept, not usable) is also said with
+ * g_warning: only where el has no bus to carry the warning (gst-launch
+ * and gst_parse_launch set properties before there is one). Where it
+ * has one, the application hears of it there; a g_warning besides went
+ * to its stderr, and aborted one run with G_DEBUG=fatal-warnings, as
+ * test suites and many applications run, for a value the element had
+ * refused and gone on from (QA: a Python UI setting a NaN tap). */
+gboolean cf_gst_warn_without_bus(GstElement *el);
+
 /* The kernel properties: a GstValueArray of any numbers (no element
  * type in the spec: GObject refused the doubles Python's floats and most
  * C code make where the spec said gfloat, before the element saw them).

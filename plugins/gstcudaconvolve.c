@@ -39,7 +39,7 @@
  * interlace mode (caps that change only the framerate, pixel aspect ratio or
  * colorimetry keep the engine and its history); the frames the old engine holds
  * are pushed out first, and before any new caps. backend=cuda set while
- * streaming where no device is usable is refused at once (a g_warning, as
+ * streaming where no device is usable is refused at once (a warning, as
  * below: the property keeps its value), and so are components the stream's
  * format lacks where upstream offers no format that has them, or
  * downstream takes none of those it offers (with an element warning
@@ -52,10 +52,11 @@
  *
  * A property value that is wrong on its own (a size or sigma the preset
  * refuses, an unknown component name) is refused with an element warning
- * on the bus and a g_warning (gst-launch sets properties before there is
- * a bus), and the property keeps its value; GObject itself refuses a NaN
- * or infinite tap, cval, scale or bias (outside every float range) with
- * its own g_warning, before the element sees it. A kernel file that does not
+ * on the bus, or a g_warning where there is no bus (gst-launch sets
+ * properties before there is one), and the property keeps its value;
+ * GObject itself refuses a NaN or infinite cval, scale or bias (outside
+ * every float range) with its own g_warning, before the element sees it
+ * (a NaN or infinite tap the element refuses). A kernel file that does not
  * load (missing, malformed, a NaN tap) is also an element warning; while
  * streaming it is refused the same way, the kernel going on, and set
  * before, it is kept, as cudafir keeps one: negotiation fails with an
@@ -3180,9 +3181,10 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 /* ---- properties ---------------------------------------------------------- */
 
 /* Refuse a value: a warning naming the property and why, on the bus (an
- * application watching it hears) and through GLib (stderr: gst-launch
- * sets properties before the pipeline has a bus). Not under the object
- * lock: posting takes it. */
+ * application watching it hears), else, where there is no bus yet
+ * (gst-launch sets properties before it makes the pipeline), through
+ * GLib: cf_gst_warn_without_bus. Not under the object lock: posting
+ * takes it. */
 /* A set this thread's set_property refused: no notify for it (the
  * property keeps its value; GParamSpecs are G_PARAM_EXPLICIT_NOTIFY). */
 static _Thread_local gboolean refused_here;
@@ -3192,7 +3194,8 @@ static _Thread_local gboolean refused_here;
     refused_here = TRUE;                                                       \
     gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
     GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
-    g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);        \
+    if (cf_gst_warn_without_bus(GST_ELEMENT(self)))                            \
+      g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);      \
     CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, \
                         g_strdup_printf("cudaconvolve refused %s, keeping "    \
                                         "the previous value",                  \
@@ -3255,7 +3258,7 @@ static void set_kernel_array(GstCudaConvolve *self, const GValue *value)
  * setting, and negotiation fails with an element error naming it: frames
  * passing with the kernel from before (the identity, where the file was
  * the only kernel set) would hide the mistake. Either way a warning on
- * the bus (and with GLib, for where there is no bus yet: gst-launch sets
+ * the bus (or with GLib, where there is no bus yet: gst-launch sets
  * properties before it makes the pipeline). */
 static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
 {
@@ -3285,8 +3288,9 @@ static void set_kernel_file(GstCudaConvolve *self, const gchar *path)
   if (!why)
     return;
   GST_WARNING_OBJECT(self, "kernel-file: %s", why);
-  g_warning("%s: kernel-file: %s; no stream starts with it",
-            GST_OBJECT_NAME(self), why);
+  if (cf_gst_warn_without_bus(GST_ELEMENT(self)))
+    g_warning("%s: kernel-file: %s; no stream starts with it",
+              GST_OBJECT_NAME(self), why);
   gchar *detail = g_strdup_printf("%s; no stream starts with it (negotiation "
                                   "fails) until another kernel is set",
                                   why);

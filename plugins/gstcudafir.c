@@ -2364,12 +2364,9 @@ static void refuse(GstCudaFir *self, const char *prop)
   GST_WARNING_OBJECT(self, "%s refused: %s", prop, msg);
   /* gst-launch sets properties before the element has a bus: the
    * message would be lost */
-  GstBus *bus = gst_element_get_bus(GST_ELEMENT(self));
-  if (!bus)
+  if (cf_gst_warn_without_bus(GST_ELEMENT(self)))
     g_warning("%s: %s refused, keeping the previous value: %s",
               GST_OBJECT_NAME(self), prop, msg);
-  else
-    gst_object_unref(bus);
   CF_GST_POST_WARNING(
       self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
       g_strdup_printf("cudafir: %s refused, keeping the previous value", prop),
@@ -2523,12 +2520,19 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     /* said now, as cudaconvolve says it: an application (and
      * cudafilterd's --check and reload, which catch it) hears of it
      * before the stream fails to start (QA: a reload took a pipeline
-     * whose kernel-file did not exist, and its stream died) */
+     * whose kernel-file did not exist, and its stream died); on the bus
+     * where there is one (it was said with GLib alone, which an
+     * application set in NULL or READY heard only on stderr: QA) */
     char msg[512];
     g_strlcpy(msg, fir_error, sizeof msg);
     GST_WARNING_OBJECT(self, "kernel: %s", msg);
-    g_warning("%s: %s: %s; no stream starts with it", GST_OBJECT_NAME(self),
-              name, msg);
+    if (cf_gst_warn_without_bus(GST_ELEMENT(self)))
+      g_warning("%s: %s: %s; no stream starts with it",
+                GST_OBJECT_NAME(self), name, msg);
+    gchar *detail = g_strdup_printf("%s; no stream starts with it", msg);
+    CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                        g_strdup_printf("cudafir: bad %s", name), detail);
+    g_free(detail);
   }
   cf_kernel_free(k);
   params_clear(&p);

@@ -5049,6 +5049,67 @@ static void test_ready_only_running(void **state)
   }
 }
 
+/* g_warnings from the element ("cudafir" domain) while counted. */
+static int fir_g_warnings;
+static char fir_last_warning[1024];
+
+static void count_fir_warning(const gchar *domain, GLogLevelFlags level,
+                              const gchar *msg, gpointer data)
+{
+  (void)domain, (void)level, (void)data;
+  fir_g_warnings++;
+  snprintf(fir_last_warning, sizeof fir_last_warning, "%s", msg);
+}
+
+/* A setting refused (a NaN tap) or kept though it cannot be used (a
+ * kernel-file that does not load, in NULL) is said once: on the bus
+ * where the element has one, as an application in a pipeline hears of
+ * it, and with GLib only where it has none (gst-launch sets properties
+ * before there is a bus). The kept file was said with GLib alone, which
+ * an application heard only on stderr, and which aborted one run with
+ * G_DEBUG=fatal-warnings (QA: a Python application). */
+static void test_said_once(void **state)
+{
+  (void)state;
+  set_case("refusals said once");
+  char *missing = g_strdup_printf("/nonexistent/said-once-%u.wav",
+                                  (unsigned)ref_rng_range(&rng, 0, 100000));
+  float nan_taps[3] = {0.5f, 0.25f, 0.125f};
+  unsigned at = (unsigned)ref_rng_range(&rng, 0, 2); /* inclusive */
+  nan_taps[at] = NAN;
+  char nan_said[32];
+  snprintf(nan_said, sizeof nan_said, "tap %u is NaN", at);
+  guint lh = g_log_set_handler("cudafir", G_LOG_LEVEL_WARNING,
+                               count_fir_warning, NULL);
+  fir_g_warnings = 0;
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", missing, NULL);
+  CHECK(fir_g_warnings == 0, "a kept kernel-file said with GLib besides the "
+        "bus: %s", fir_last_warning);
+  CHECK(bus_warning_says(bus, missing),
+        "no warning on the bus naming the kept kernel-file %s", missing);
+  set_taps(h->element, nan_taps, 3);
+  CHECK(fir_g_warnings == 0, "a refused kernel said with GLib besides the "
+        "bus: %s", fir_last_warning);
+  CHECK(bus_warning_says(bus, nan_said), "no warning naming %s", nan_said);
+  /* no bus: with GLib */
+  gst_element_set_bus(h->element, NULL);
+  g_object_set(h->element, "kernel-file", missing, NULL);
+  CHECK(fir_g_warnings == 1 && strstr(fir_last_warning, missing),
+        "%d warnings with GLib for a kept kernel-file without a bus, the "
+        "last '%s'", fir_g_warnings, fir_last_warning);
+  set_taps(h->element, nan_taps, 3);
+  CHECK(fir_g_warnings == 2 && strstr(fir_last_warning, nan_said),
+        "%d warnings with GLib for a refused kernel without a bus, the last "
+        "'%s'", fir_g_warnings, fir_last_warning);
+  gst_harness_teardown(h);
+  g_log_remove_handler("cudafir", lh);
+  gst_object_unref(bus);
+  g_free(missing);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5277,8 +5338,21 @@ static void test_bad_kernel_before_first_buffer(void **state)
     if (cs == 3) { /* kept: said at the start */
       CHECK(kf && !strcmp(kf, bad), "in READY the bad kernel-file reads "
             "back as %s", kf ? kf : "(null)");
+      /* on the bus as kept (test_said_once), not as refused */
+      GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+      GError *err = NULL;
+      if (m)
+        gst_message_parse_warning(m, &err, NULL);
+      CHECK(err && strstr(err->message, bad) &&
+                strstr(err->message, "no stream starts with it") &&
+                !strstr(err->message, "refused"),
+            "in READY the bad kernel-file was refused, or not said as kept: "
+            "%s", err ? err->message : "no warning");
+      g_clear_error(&err);
+      if (m)
+        gst_message_unref(m);
       CHECK(!bus_has(bus, GST_MESSAGE_WARNING, bad),
-            "in READY the bad kernel-file was refused");
+            "in READY the bad kernel-file was said twice");
       g_free(kf);
       gst_harness_play(h);
       set_caps(h, f, rate, ch, ch);
@@ -5741,6 +5815,7 @@ int main(void)
       cmocka_unit_test(test_same_caps_again),
       cmocka_unit_test(test_kernel_number_types),
       cmocka_unit_test(test_kernel_file_error_codes),
+      cmocka_unit_test(test_said_once),
       cmocka_unit_test(test_silent_kernel_file),
       cmocka_unit_test(test_f64_beyond_float),
       cmocka_unit_test(test_timestamp_moves),

@@ -2174,9 +2174,11 @@ static void test_log_times(void **state)
     skip();
   char conf[600];
   snprintf(conf, sizeof conf, "%s", fixture("times.conf"));
-  write_text(conf, "[stream t]\ntype = pipeline\npipeline = videotestsrc "
-                   "is-live=true ! video/x-raw,format=GRAY8,width=32,"
-                   "height=16 ! cudaconvolve preset=box size=3 ! fakesink\n");
+#define TIMES_CONF(extra)                                                      \
+  "[stream t]\ntype = pipeline\npipeline = videotestsrc is-live=true ! "       \
+  "video/x-raw,format=GRAY8,width=32,height=16 ! cudaconvolve preset=box "     \
+  "size=3" extra " ! fakesink\n"
+  write_text(conf, TIMES_CONF(""));
   /* a zone of its own (no tzdata needed): the offset is read back */
   char *tz = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
   setenv("TZ", "CFT-5:30", 1);
@@ -2208,10 +2210,18 @@ static void test_log_times(void **state)
     if (rc)
       print_log(&r);
     CHECK(rc == 0, "cudafilterd %s exited with %d", runs[i].opt, rc);
-    /* the element refuses a NaN tap with a GLib warning */
+    /* the element refuses a NaN tap: on the bus in a running pipeline */
     char *a = ctl(&r, "set t kernel 1,2,nan,4");
     CHECK(!answer_ok(a) && strstr(a, "NaN"), "a NaN tap taken: %s", a);
     free(a);
+    /* with a GLib warning where it has no bus yet: gst_parse_launch, as a
+     * reload's check of the edited config builds its pipeline */
+    write_text(conf, TIMES_CONF(" kernel=\"<1, nan, 1, 1>\""));
+    a = ctl(&r, "reload");
+    CHECK(!answer_ok(a) && strstr(a, "NaN"), "a reload with a NaN tap: %s",
+          a);
+    free(a);
+    write_text(conf, TIMES_CONF(""));
     stop_daemon(&r);
     gettimeofday(&tv, NULL);
     double t1 = (double)tv.tv_sec + tv.tv_usec * 1e-6;
@@ -2253,6 +2263,7 @@ static void test_log_times(void **state)
   else
     unsetenv("GST_DEBUG");
   free(gd);
+#undef TIMES_CONF
 }
 
 /* Started with stdout and stderr closed (`cudafilterd ... >&- 2>&-`, a
