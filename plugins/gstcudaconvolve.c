@@ -3765,7 +3765,7 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
                         DEFAULT_BACKEND, flags));
   g_object_class_install_property(
       gobject_class, PROP_DEVICE_ID,
-      g_param_spec_int("device-id", "Device id",
+      g_param_spec_int("device-id", "Device ID",
                        "CUDA device for the cuda and auto backends",
                        0, CF_GST_MAX_DEVICE_ID, DEFAULT_DEVICE_ID,
                        flags));

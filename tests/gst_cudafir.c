@@ -4662,7 +4662,7 @@ static void test_nonfinite_input(void **state)
  * that sets them on one sets them on the other (cudafir's device-id and
  * threads stopped at 255 and 256, cudaconvolve's at 1023 and 1024).
  * pipeline-depth counts different things (blocks, frames) with the
- * engines' own limits. */
+ * engines' own limits. Their nicks are the same too. */
 static void test_shared_property_ranges(void **state)
 {
   (void)state;
@@ -4674,8 +4674,14 @@ static void test_shared_property_ranges(void **state)
   for (guint i = 0; i < n; i++) {
     GParamSpec *q = g_object_class_find_property(G_OBJECT_GET_CLASS(v),
                                                  ps[i]->name);
-    if (!q || ps[i]->owner_type != G_OBJECT_TYPE(a) ||
-        !strcmp(ps[i]->name, "pipeline-depth"))
+    if (!q || ps[i]->owner_type != G_OBJECT_TYPE(a))
+      continue;
+    /* the label a UI shows (a PyGObject settings dialog showed "Device
+     * ID" for one and "Device id" for the other) */
+    CHECK(!strcmp(g_param_spec_get_nick(ps[i]), g_param_spec_get_nick(q)),
+          "%s: nick '%s' on cudafir, '%s' on cudaconvolve", ps[i]->name,
+          g_param_spec_get_nick(ps[i]), g_param_spec_get_nick(q));
+    if (!strcmp(ps[i]->name, "pipeline-depth"))
       continue;
     CHECK(G_PARAM_SPEC_VALUE_TYPE(ps[i]) == G_PARAM_SPEC_VALUE_TYPE(q),
           "%s: %s on cudafir, %s on cudaconvolve", ps[i]->name,
