@@ -592,7 +592,27 @@ static void test_audio_reference(void **state)
     kset k;
     kset_random(&k, ch, len, routing);
     const char *kpath = fixture(routing ? "k.npy" : "k.txt");
-    kset_write(&k, kpath);
+    /* a matrix as the file's cout x cin kernels in a row (a (cout * cin,
+     * len) .npy, as a true-stereo IR's channels) with the routing key,
+     * where it is one (2 kernels or more) */
+    int routing_key = routing == 2 && k.cout * k.cin >= 2 &&
+                      ref_rng_range(&rng, 0, 1);
+    if (routing_key) {
+      kset rows = k;
+      rows.routing = 1;
+      rows.cin = k.cout * k.cin;
+      kset_write(&rows, kpath);
+    } else {
+      kset_write(&k, kpath);
+    }
+    if (routing_key)
+      set_case("round %d: rate %u, %u channels, period %u, depth %u, %u "
+               "taps, a %u x %u matrix from %u kernels by routing = matrix, "
+               "%s, gain %.1f dB, %zu frames%s%s",
+               round, rate, ch, block, depth, len, k.cout, k.cin,
+               k.cout * k.cin, algo, gain, frames,
+               fallback ? ", fake device failing at " : "",
+               fallback ? fault : "");
     /* input: a few periods more than is filtered */
     size_t in_frames = frames + 4 * (size_t)block;
     float *x = xalloc(sizeof(float) * in_frames * ch);
@@ -617,10 +637,10 @@ static void test_audio_reference(void **state)
                "%s%sblock = %u\nalgorithm = %s\n"
                "pipeline-depth = %u\n"
                "backend = %s\nkernel-file = %s\ngain = %.1f\n"
-               "duration = %.17g\n",
+               "duration = %.17g\n%s",
                rate_key, ch_key, block, algo, depth,
                fallback ? "auto" : "cpu", strrchr(kpath, '/') + 1, gain,
-               (double)frames / rate);
+               (double)frames / rate, routing_key ? "routing = matrix\n" : "");
     running r;
     start_daemon_ok(&r, conf);
     wait_state(&r, "mic", "finished");
