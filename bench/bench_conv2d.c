@@ -23,7 +23,8 @@
  *                [--kernel N|KhxKw] [--temporal T] [--preset NAME]
  *                [--sigma S] [--kernel-file F] [--algo A] [--threads N]
  *                [--border B] [--components MASK] [--frames N] [--in FILE]
- *                [--seed N] [--check-out FILE] [--swap-from N [--prepare]]
+ *                [--seed N] [--check-out FILE]
+ *                [--swap-from N [--prepare | --prepared]]
  *                [--tsv]
  *
  * --swap-from N: the engine starts on a random N x N kernel and filters one
@@ -35,7 +36,10 @@
  * made (estimated where the size was new). --prepare calls
  * cf_engine_prepare_kernel2d() first (timed too), as cudaconvolve does in
  * the thread that sets the property: the change then finds a measured
- * plan.
+ * plan. --prepared builds the whole swap first
+ * (cf_engine_prepare_swap2d(), timed: what cudaconvolve's setter does
+ * now) and makes the change by cf_engine_set_prepared2d() (the streaming
+ * thread's part).
  */
 #include <errno.h>
 #include <math.h>
@@ -69,7 +73,8 @@ typedef struct options {
   uint64_t seed;
   const char *check_out;
   unsigned swap_from; /* --swap-from N: start on an N x N kernel */
-  int prepare;        /* --prepare: cf_engine_prepare_kernel2d first */
+  int prepare;        /* --prepare: cf_engine_prepare_kernel2d first;
+                         2 (--prepared): cf_engine_prepare_swap2d */
   int tsv;
 } options;
 
@@ -204,7 +209,8 @@ static void usage(FILE *f)
     "                    [--sigma S] [--kernel-file F] [--algo A]\n"
     "                    [--threads N] [--border B] [--components MASK]\n"
     "                    [--frames N] [--in FILE] [--seed N]\n"
-    "                    [--check-out FILE] [--swap-from N [--prepare]]\n"
+    "                    [--check-out FILE]\n"
+    "                    [--swap-from N [--prepare | --prepared]]\n"
     "                    [--tsv]\n"
     "  Times cf_engine_process_frame() on 1080p (default) frames by\n"
     "  regression: ms/frame (90%% CI), Mpixel/s, and T*Kh*Kw multiply-adds\n"
@@ -229,6 +235,8 @@ static void usage(FILE *f)
     "           order, from a fresh engine and write the outputs there;\n"
     "  --swap-from N: start on an N x N kernel, change to this one, time\n"
     "           the change; --prepare: cf_engine_prepare_kernel2d() first;\n"
+    "           --prepared: cf_engine_prepare_swap2d() first, the change\n"
+    "           by cf_engine_set_prepared2d();\n"
     "  --tsv: one tab-separated result line (see bench/README.md).\n");
 }
 
@@ -362,6 +370,8 @@ static void parse(int argc, char **argv, options *o)
       if (parse_uint(v, 1, 1024, &o->swap_from) != 0) bad(a, v);
     } else if (!strcmp(a, "--prepare")) {
       o->prepare = 1;
+    } else if (!strcmp(a, "--prepared")) {
+      o->prepare = 2;
     } else {
       fprintf(stderr, "bench_conv2d: unknown argument %s\n", a);
       usage(stderr);
@@ -449,17 +459,22 @@ int main(int argc, char **argv)
     cf_kernel2d_free(k0);
     if (cf_engine_process_frame(w.e, &w.in[0], &w.out) != CF_OK)
       die("process_frame");
+    cf_swap_prep2d *sp = NULL;
     if (o.prepare) {
       const double tp = cf_bench_now();
-      if (cf_engine_prepare_kernel2d(w.e, k) != CF_OK)
-        die("prepare_kernel2d");
+      if (o.prepare == 2 ? cf_engine_prepare_swap2d(w.e, k, &sp) != CF_OK
+                         : cf_engine_prepare_kernel2d(w.e, k) != CF_OK)
+        die(o.prepare == 2 ? "prepare_swap2d" : "prepare_kernel2d");
       prep_ms = (cf_bench_now() - tp) * 1e3;
     }
     const double t0 = cf_bench_now();
-    if (cf_engine_set_kernel2d(w.e, k) != CF_OK) die("set_kernel2d");
+    if (sp ? cf_engine_set_prepared2d(w.e, sp) != CF_OK
+           : cf_engine_set_kernel2d(w.e, k) != CF_OK)
+      die(sp ? "set_prepared2d" : "set_kernel2d");
     const double t1 = cf_bench_now();
     if (cf_engine_process_frame(w.e, &w.in[1 % o.nframes], &w.out) != CF_OK)
       die("process_frame");
+    cf_swap_prep2d_free(sp); /* the kernel state the change retired */
     swap_ms = (t1 - t0) * 1e3;
     after_ms = (cf_bench_now() - t1) * 1e3;
   } else if (cf_engine_new_video(&cfg, k, &w.e) != CF_OK) {
@@ -540,11 +555,12 @@ int main(int argc, char **argv)
            o.threads ? "" : " (one per core)");
     printf("engine:    %s (built in %.1f ms)\n", describe, t_new * 1e3);
     if (swap_ms >= 0)
-      printf("swap:      set_kernel2d from %ux%u %.2f ms, the next frame "
-             "%.2f ms\n", o.swap_from, o.swap_from, swap_ms, after_ms);
+      printf("swap:      %s from %ux%u %.2f ms, the next frame %.2f ms\n",
+             o.prepare == 2 ? "set_prepared2d" : "set_kernel2d", o.swap_from,
+             o.swap_from, swap_ms, after_ms);
     if (prep_ms >= 0)
-      printf("prepare:   prepare_kernel2d %.2f ms (before the change)\n",
-             prep_ms);
+      printf("prepare:   %s %.2f ms (before the change)\n",
+             o.prepare == 2 ? "prepare_swap2d" : "prepare_kernel2d", prep_ms);
     printf("time:      %.3f ms/frame, 90%% CI %.3f..%.3f, r2 %.4f, %zu "
            "points, %zu frames\n", ms, ms_lo, ms_hi, r.r2, r.points,
            r.total_iters);
