@@ -27,10 +27,12 @@
  * says full range) and U = V 128. A new kernel that runs
  * on FFT tiles of a size not planned yet has its FFT plan made (measured: up to
  * a second the first time on a machine, then from FFTW's wisdom) in the thread
- * that sets the property (g_object_set returns once it is done); on the CUDA
- * backend that thread also builds the new kernel's device buffers, cuFFT plans
- * and spectra (cf_engine_prepare_swap2d), so the streaming thread only puts
- * them in force; frames keep flowing with the previous kernel meanwhile. scale,
+ * that sets the property (g_object_set returns once it is done); that thread
+ * also builds the new kernel's state (cf_engine_prepare_swap2d: on the CPU
+ * its plan, spectra, scratch and history; on CUDA its device buffers, cuFFT
+ * plans and spectra), so the streaming thread only puts it in force; frames
+ * keep flowing with the previous kernel meanwhile. Of sets in a row, the
+ * next frame takes the last one. scale,
  * bias and absolute apply from the next frame in, the engine and its temporal
  * history going on (cf_engine_set_output2d; frames held keep the values they
  * went in with). Changes to border, cval, components, backend, device-id,
@@ -1011,9 +1013,10 @@ static void swaps_free(cf_swap_prep2d **p)
  * video's frame engine too): the FFT plan the engine will need, measured
  * (up to a second the first time on a machine, then from FFTW's wisdom on
  * disk: the engine's own kernel change never measures, and a new tile
- * size would run on an estimated plan, 15-30% slower per frame), and on
- * CUDA the kernel's device buffers, plans and spectra, so that the
- * streaming thread's swap allocates, frees and waits for nothing. The
+ * size would run on an estimated plan, 15-30% slower per frame), on the
+ * CPU the kernel's plan, spectra, scratch, border maps and history, on
+ * CUDA its device buffers, plans and spectra, so that the streaming
+ * thread's swap allocates, frees and waits for nothing. The
  * stream goes on with the previous kernel meanwhile. Also gives back the
  * kernel state the last swap retired. No lock held. */
 static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)

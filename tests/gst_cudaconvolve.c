@@ -4053,6 +4053,98 @@ static void test_kernel_nomem(void **state)
   g_free(path);
 }
 
+/* A burst of kernel sets, as a slider bound to the kernel makes: each set
+ * builds the new kernel's state (plan, spectra, scratch, the history a
+ * longer kernel needs) in the setter's thread, where a kernel that does
+ * not fit is refused, and keeps it for the streaming thread, which only
+ * puts the last one in force. Seen: the streaming thread built it all
+ * again at the next frame (a 255x255 kernel on 1080p stopped the stream
+ * for 35-75 ms, an 1100x1100 one for 165-320 ms: bench_conv2d
+ * --prepared), so that memory gone since the set (RLIMIT_AS lowered
+ * here, another stream in a daemon) refused an accepted kernel there, a
+ * warning on the bus and the old kernel going on. Every frame equals the
+ * reference of the kernel set last before it. */
+static void test_kernel_burst(void **state)
+{
+  (void)state;
+  int limit = 1;
+#if defined(__SANITIZE_ADDRESS__)
+  print_message("RLIMIT_AS does not work under AddressSanitizer: the frames "
+                "are checked, not the memory\n");
+  limit = 0;
+#endif
+  if (strcmp(case_backend(), "cpu") != 0) {
+    print_message("skipped: host memory, backend %s\n", case_backend());
+    skip();
+  }
+  ref_rng r;
+  test_rng(&r, 93);
+  const gfmt *f = &formats[1]; /* GRAY16_LE: 2 bytes a sample kept */
+  /* the last kernel's history one allocation of 45-56 MB (as in
+   * test_kernel_nomem): one the streaming thread could not have */
+  unsigned w = 700 + (unsigned)ref_rng_range(&r, 0, 80),
+           h = 500 + (unsigned)ref_rng_range(&r, 0, 60);
+  gcase c;
+  gcase_open(&c);
+  rand_config(&c, &r, f, 0);
+  kern_make(&c.k, &r, 1, 3, 3, 0);
+  set_kernel(c.h->element, &c.k);
+  set_caps(&c, f, w, h);
+  gcase_new_ref(&c);
+  config_describe(&c);
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "before");
+  unsigned n = (unsigned)ref_rng_range(&r, 3, 6);
+  add_case("| %u sets: ", n);
+  int w0 = g_warnings;
+  for (unsigned i = 0; i < n; i++) {
+    kern_free(&c.k);
+    if (i + 1 == n)
+      kern_make(&c.k, &r, 64, 3, 3, 0);
+    else
+      kern_make(&c.k, &r, (unsigned)ref_rng_range(&r, 1, 3),
+                (unsigned)ref_rng_range(&r, 1, 12),
+                (unsigned)ref_rng_range(&r, 1, 40), 0);
+    add_case("%ux%ux%u ", c.k.t, c.k.kh, c.k.kw);
+    set_kernel(c.h->element, &c.k);
+    if (i + 1 < n && ref_rng_u64(&r) % 3 == 0) { /* a frame between */
+      add_case("(a frame) ");
+      CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
+            "reference: out of memory");
+      push_check(&c, &r, 0, 0, "a frame within the burst");
+    }
+  }
+  CHECK(g_warnings == w0, "a set of the burst was refused: %s",
+        g_last_warning);
+  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
+        "reference: out of memory");
+  struct rlimit was;
+  CHECK(getrlimit(RLIMIT_AS, &was) == 0, "getrlimit: %s", strerror(errno));
+  size_t vm = check_status_bytes("VmSize");
+  CHECK(vm > 0, "no VmSize in /proc/self/status");
+  struct rlimit low = {limit ? vm + (8u << 20) : was.rlim_cur, was.rlim_max};
+  CHECK(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit: %s", strerror(errno));
+  GstBuffer *in = make_input(&r, &c, 0);
+  GstBuffer *keep = gst_buffer_ref(in);
+  GstFlowReturn fr = gst_harness_push(c.h, in);
+  GstBuffer *out = gst_harness_try_pull(c.h);
+  int lifted = setrlimit(RLIMIT_AS, &was);
+  CHECK(lifted == 0, "setrlimit back: %s", strerror(errno));
+  CHECK(fr == GST_FLOW_OK && out, "the frame after the burst: %s, %s",
+        gst_flow_get_name(fr), out ? "an output" : "no output");
+  char msg[1024];
+  CHECK(!bus_pop(&c, GST_MESSAGE_WARNING, msg, sizeof msg),
+        "the last kernel, accepted at its set, refused at the next frame: %s",
+        msg);
+  check_buffers(&c, keep, out, "the frame after the burst, memory short");
+  gst_buffer_unref(keep);
+  gst_buffer_unref(out);
+  for (int i = 0; i < 3; i++)
+    push_check(&c, &r, 0, 0, "the last kernel of the burst");
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
 /* Collects the buffers a fakesink hands over. */
 typedef struct {
   GMutex lock;
@@ -6358,6 +6450,7 @@ int main(int argc, char **argv)
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test_teardown(test_bad_kernel_file, teardown),
       cmocka_unit_test_teardown(test_kernel_nomem, teardown),
+      cmocka_unit_test_teardown(test_kernel_burst, teardown),
       cmocka_unit_test_teardown(test_refused_rebuild, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),

@@ -11,9 +11,10 @@
  * ones cost no heap allocation once a stream runs. And prepared swaps:
  * set_prepared and the chunks after it (test_prepared; built again as
  * rt-alloc-cudaemu, CF_RT_EMU, for set_prepared with backend auto on the
- * emulated device), and there video's set_prepared2d (test_prepared2d);
- * there what the emulated runtime allocates inside its own functions (its
- * queues of device work) is not counted.
+ * emulated device), and video's set_prepared2d (test_prepared2d: on the
+ * CPU here, with backend auto on the emulated device there); there what
+ * the emulated runtime allocates inside its own functions (its queues of
+ * device work) is not counted.
  *
  * And a kernel swap that runs out of memory (each allocation in turn
  * made to fail: test_swap2d_nomem) leaves the kernel in force running;
@@ -537,26 +538,23 @@ static void test_prepared_burst(void **state)
   free(y);
 }
 
-/* Video kernel swaps built ahead (video.h, cf_engine_prepare_swap2d) with
- * backend auto on the emulated device (the cudaemu build only: on the CPU
- * backend set_prepared2d is the plain swap, which may allocate, as
- * video.h says). Only set_prepared2d is counted (the emulator allocates
- * for every operation it queues, inside its own functions, which are not
- * counted): the call that keeps the CPU fallback's record of the kernel,
+/* Video kernel swaps built ahead (video.h, cf_engine_prepare_swap2d)
+ * with backend auto on the emulated device (the cudaemu build), and on
+ * the CPU backend (the plain build; the FFT path every other case). Only
+ * set_prepared2d is counted (the emulator allocates for every operation
+ * it queues, inside its own functions, which are not counted): on the
+ * device the call that keeps the CPU fallback's record of the kernel,
  * which once copied the kernel there and freed the kernels no frame held
  * used any more, and, for a kernel of more temporal taps than any before,
  * lengthened its history there (and the device's ring through a plain
- * swap). Random shapes and temporal lengths 1..3, pipeline depths 0..2;
+ * swap); on the CPU the call that was the plain swap, making the plan,
+ * scratch, maps and history prepare_swap2d had made as a trial already
+ * (QA). Random shapes and temporal lengths 1..3, pipeline depths 0..2;
  * every frame out against the float64 reference with the kernel it was
  * taken with. */
 static void test_prepared2d(void **state)
 {
   (void)state;
-#ifndef CF_RT_EMU
-  print_message("skipped: on the CPU backend set_prepared2d is the plain "
-                "swap; counted on the emulated device (rt-alloc-cudaemu)\n");
-  skip();
-#else
   enum { NF = 14 };
   for (unsigned c = 0; c < 6; c++) {
     cf_video_config cfg;
@@ -564,7 +562,12 @@ static void test_prepared2d(void **state)
     cfg.format = CF_PIX_GRAY32F;
     cfg.width = (unsigned)ref_rng_range(&rng, 8, 90);
     cfg.height = (unsigned)ref_rng_range(&rng, 8, 60);
+#ifdef CF_RT_EMU
     cfg.backend = CF_BACKEND_AUTO;
+#else
+    cfg.backend = CF_BACKEND_CPU;
+    cfg.algorithm = c % 2 ? CF_ALGO2D_FFT : CF_ALGO2D_AUTO;
+#endif
     cfg.border = (cf_border)(ref_rng_u64(&rng) % 5);
     cfg.pipeline_depth = c % 3;
     float *taps[NF];
@@ -584,8 +587,10 @@ static void test_prepared2d(void **state)
     cf_engine *e = NULL;
     CHECK(cf_engine_new_video(&cfg, k[0], &e) == CF_OK, "engine: %s",
           cf_last_error());
+#ifdef CF_RT_EMU
     CHECK(cf_engine_backend(e) == CF_BACKEND_CUDA,
           "backend auto on the emulated device: %s", cf_engine_describe(e));
+#endif
     ref2d_video *ref = ref2d_video_new(&cfg, t[0], kh[0], kw[0], taps[0]);
     CHECK(ref, "reference: out of memory");
     size_t np = (size_t)cfg.width * cfg.height;
@@ -643,7 +648,6 @@ static void test_prepared2d(void **state)
     free(scratch);
     free(want);
   }
-#endif
 }
 
 /* Video engines on random formats, paths, temporal depths and pipeline

@@ -141,6 +141,14 @@ cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
   return CF_OK;
 }
 
+/* The copier takes no state built ahead: a plain swap. */
+cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
+                                 cf_cpu_built *b)
+{
+  (void)impl, (void)ops, (void)b;
+  return CF_E_STATE;
+}
+
 /* ---- the test ------------------------------------------------------------ */
 
 /* Every depth 1..CF_VIDEO_MAX_DEPTH, the frame count started up to 3 D

@@ -260,13 +260,14 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     another thread calls process_frame (not while one swaps kernels):
  *     what cf_engine_prepare_kernel2d makes, and on CUDA the new kernel's
  *     device buffers, plans (each run once) and spectra, built on a
- *     stream of their own; on the CPU the memory the swap will need is
- *     made and given back, CF_E_NOMEM where it cannot be had (a history
- *     of T frames counted even where the engine keeps one already);
+ *     stream of their own; on the CPU the new kernel's plan, spectra,
+ *     scratch, border maps and history of T frames (made even where the
+ *     engine keeps one already), CF_E_NOMEM where they cannot be had;
  *   - cf_engine_set_prepared2d(e, p), later, in the engine's thread:
  *     exactly cf_engine_set_kernel2d(e, k) at that moment (the same
- *     frames out); on CUDA it allocates, frees, plans and waits for
- *     nothing (frames in flight keep the kernel they were enqueued with),
+ *     frames out); it allocates, frees, plans and waits for nothing (on
+ *     CUDA frames in flight keep the kernel they were enqueued with; a
+ *     pipelined CPU engine waits for its worker, as set_kernel2d does),
  *     and the kernel state it retires goes into p (with backend auto,
  *     also the kernels the CPU fallback's record no longer needs: p's
  *     copy of k is kept there instead of a new one);
@@ -280,8 +281,8 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  * backend auto the CPU fallback's host copies): set_prepared2d moves the
  * frames kept into it on the device. Where the prepared state cannot serve
  * (an engine that moved to the CPU since, another swap in between that
- * lengthened the history, or the CPU backend itself), set_prepared2d makes
- * the plain swap. A p is made once. */
+ * lengthened the history), set_prepared2d makes the plain swap. A p is
+ * made once. */
 typedef struct cf_swap_prep2d cf_swap_prep2d;
 cf_status cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
                                    cf_swap_prep2d **out);

@@ -830,7 +830,7 @@ static cf_status alloc_history(const video *v, unsigned t, uint8_t **nh)
 }
 
 /* Take the rings nh (alloc_history(v, t)), keeping the most recent frames
- * that fit. */
+ * that fit; the rings they replace go into nh, for the caller to free. */
 static void set_history(video *v, unsigned t, uint8_t **nh)
 {
   unsigned keep = v->seen < t - 1 ? v->seen : t - 1;
@@ -842,72 +842,134 @@ static void set_history(video *v, unsigned t, uint8_t **nh)
     for (unsigned tau = 1; tau <= keep; tau++)
       memcpy(nh[k] + (t - tau) * plane,
              hist_row(c, (v->head + v->hist_t - tau) % v->hist_t, 0), plane);
-    cf_free(c->hist);
+    uint8_t *old = c->hist;
     c->hist = nh[k];
+    nh[k] = old;
   }
   v->hist_t = t;
   v->head = 0;
   v->seen = keep;
 }
 
-/* Build plan, scratch and maps for kernel k; on failure v is unchanged. */
-static cf_status install_kernel(video *v, const cf_kernel2d *k)
-{
-  plan np;
-  cf_fpenv env = cf_fpenv_enter(); /* the spectra as the frames see taps */
-  cf_status s = make_plan(v, k, &np);
-  cf_fpenv_leave(env);
-  if (s != CF_OK)
-    return s;
-  video trial = *v;
-  trial.p = np;
-  trial.bands = NULL;
-  if ((s = make_bands(&trial)) != CF_OK) {
-    free_bands(&trial);
-    free_plan(&np);
-    return s;
-  }
-  /* The maps and the history too before anything changes: a failure
-   * leaves the kernel in force running. A shorter kernel keeps the ring as
-   * it is: the frames beyond its t - 1 are forgotten after its first
-   * frame, not now, so that a longer kernel set before that frame still
-   * finds them (two swaps in a row are the last one). */
+/* A kernel's state, all made before anything changes (make_kstate), then
+ * put in force (put_kstate), which leaves the state it replaced in its
+ * place for free_kstate. */
+typedef struct {
+  plan p;
+  band *bands;
+  unsigned nbands;
+  size_t mb, rowlen;
+  unsigned chunk;
   int *xm[4];
   uint8_t *nh[4];
-  int grow = k->t > v->hist_t || (k->t > 1 && !v->ch[0].hist);
-  if ((s = make_xmaps(v, &np, xm)) == CF_OK && grow &&
-      (s = alloc_history(v, k->t, nh)) != CF_OK)
-    for (unsigned j = 0; j < v->nchan; j++) /* the maps made go */
-      free(xm[j]);
-  if (s != CF_OK) {
-    free_bands(&trial);
-    free_plan(&np);
+  unsigned hist_t; /* the rings in nh are of hist_t slots (0: none) */
+} kstate;
+
+static void free_kstate(kstate *ks)
+{
+  video tmp = {.bands = ks->bands, .nbands = ks->nbands};
+  free_bands(&tmp);
+  free_plan(&ks->p);
+  for (unsigned j = 0; j < 4; j++) {
+    free(ks->xm[j]);
+    cf_free(ks->nh[j]);
+  }
+  memset(ks, 0, sizeof *ks);
+}
+
+/* Whether a change of v to a kernel of t temporal taps makes new history
+ * rings (t slots): a shorter kernel keeps the ring as it is (the frames
+ * beyond its t - 1 are forgotten after its first frame, not now, so that
+ * a longer kernel set before that frame still finds them: two swaps in a
+ * row are the last one). */
+static int history_grows(const video *v, unsigned t)
+{
+  return t > v->hist_t || (t > 1 && !v->ch[0].hist);
+}
+
+/* The plan, scratch and maps of kernel k for v, and with `grow` its
+ * history rings: all made, or none (ks zeroed; v unchanged either
+ * way). */
+static cf_status make_kstate(const video *v, const cf_kernel2d *k, int grow,
+                             kstate *ks)
+{
+  memset(ks, 0, sizeof *ks);
+  cf_fpenv env = cf_fpenv_enter(); /* the spectra as the frames see taps */
+  cf_status s = make_plan(v, k, &ks->p);
+  cf_fpenv_leave(env);
+  if (s != CF_OK) { /* it gave back what it made (not always zeroed) */
+    memset(ks, 0, sizeof *ks);
     return s;
   }
-  free_bands(v);
-  free_plan(&v->p);
-  v->p = np;
-  v->bands = trial.bands;
-  v->mb = trial.mb;
-  v->rowlen = trial.rowlen;
-  v->chunk = trial.chunk;
+  video trial = *v;
+  trial.p = ks->p;
+  trial.bands = NULL;
+  s = make_bands(&trial);
+  ks->bands = trial.bands;
+  ks->nbands = trial.nbands;
+  ks->mb = trial.mb;
+  ks->rowlen = trial.rowlen;
+  ks->chunk = trial.chunk;
+  if (s == CF_OK && (s = make_xmaps(v, &ks->p, ks->xm)) != CF_OK)
+    memset(ks->xm, 0, sizeof ks->xm);
+  if (s == CF_OK && grow) {
+    if ((s = alloc_history(v, k->t, ks->nh)) == CF_OK)
+      ks->hist_t = k->t;
+    else
+      memset(ks->nh, 0, sizeof ks->nh);
+  }
+  if (s != CF_OK)
+    free_kstate(ks);
+  return s;
+}
+
+/* Put kernel state ks (make_kstate for v's shape, with its history rings
+ * where history_grows) in force; what it replaces goes into ks. */
+static void put_kstate(video *v, kstate *ks)
+{
+  int grow = history_grows(v, ks->p.t);
+  plan op = v->p;
+  band *ob = v->bands;
+  v->p = ks->p;
+  v->bands = ks->bands;
+  ks->p = op;
+  ks->bands = ob;
+  size_t mb = v->mb, rowlen = v->rowlen;
+  unsigned chunk = v->chunk;
+  v->mb = ks->mb, v->rowlen = ks->rowlen, v->chunk = ks->chunk;
+  ks->mb = mb, ks->rowlen = rowlen, ks->chunk = chunk;
   for (unsigned j = 0; j < v->nchan; j++) {
-    free(v->ch[j].xmap);
-    v->ch[j].xmap = xm[j];
+    int *x = v->ch[j].xmap;
+    v->ch[j].xmap = ks->xm[j];
+    ks->xm[j] = x;
   }
   if (grow)
-    set_history(v, k->t, nh);
+    set_history(v, ks->hist_t, ks->nh);
   snprintf(v->desc, sizeof v->desc,
            "%ux%u %s, kernel %ux%ux%u, %s%s, %u band%s",
-           v->cfg.width, v->cfg.height, v->fmt->name, k->t, k->kh, k->kw,
-           algo_names[v->p.algo], v->p.algo == ALGO_FFT ? " tiles" : "",
-           v->nbands, v->nbands == 1 ? "" : "s");
+           v->cfg.width, v->cfg.height, v->fmt->name, v->p.t, v->p.kh,
+           v->p.kw, algo_names[v->p.algo],
+           v->p.algo == ALGO_FFT ? " tiles" : "", v->nbands,
+           v->nbands == 1 ? "" : "s");
   if (v->p.algo == ALGO_FFT) {
     size_t l = strlen(v->desc);
     snprintf(v->desc + l, sizeof v->desc - l, " (%zux%zu%s)", v->p.nh, v->p.nw,
              cf_fft_hasty(v->p.fft) ? ", FFT plan not measured" : "");
   }
-  return s;
+}
+
+/* Build plan, scratch and maps for kernel k; on failure v is unchanged.
+ * The maps and the history too before anything changes: a failure
+ * leaves the kernel in force running. */
+static cf_status install_kernel(video *v, const cf_kernel2d *k)
+{
+  kstate ks;
+  cf_status s = make_kstate(v, k, history_grows(v, k->t), &ks);
+  if (s != CF_OK)
+    return s;
+  put_kstate(v, &ks);
+  free_kstate(&ks);
+  return CF_OK;
 }
 
 /* ---- frames ---- */
@@ -1089,17 +1151,86 @@ static void video_setup(video *v, const cf_video_config *cfg,
       add_chan(v, &v->fmt->comp[i], 0);
 }
 
+/* A kernel's state built ahead (cf_cpu_video_build): the shape it was
+ * built for (a video without kernel or threads) and the state. */
+struct cf_cpu_built {
+  video *shape;
+  kstate ks;
+  int used; /* put in force: ks holds the state it replaced */
+};
+
+cf_status cf_cpu_video_build(const cf_video_config *cfg, unsigned nbands,
+                             const cf_kernel2d *k, cf_cpu_built **out)
+{
+  *out = NULL;
+  cf_cpu_built *b = calloc(1, sizeof *b);
+  if (!b || !(b->shape = calloc(1, sizeof *b->shape))) {
+    free(b);
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  }
+  video_setup(b->shape, cfg, CF_FFT_QUICK);
+  b->shape->nbands = nbands ? nbands : cf_cpu_video_bands(cfg, k);
+  /* the history too, as from none */
+  cf_status s = make_kstate(b->shape, k, 1, &b->ks);
+  if (s != CF_OK) {
+    cf_cpu_video_free_built(b);
+    return s;
+  }
+  *out = b;
+  return CF_OK;
+}
+
+void cf_cpu_video_free_built(cf_cpu_built *b)
+{
+  if (!b)
+    return;
+  free_kstate(&b->ks);
+  free(b->shape);
+  free(b);
+}
+
 cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
                            const cf_kernel2d *k)
 {
-  video *v = calloc(1, sizeof *v);
-  if (!v)
-    return cf_fail(CF_E_NOMEM, "video: out of memory");
-  video_setup(v, cfg, CF_FFT_QUICK);
-  v->nbands = nbands ? nbands : cf_cpu_video_bands(cfg, k);
-  cf_status s = install_kernel(v, k); /* the history too, as from none */
-  video_destroy(v);
+  cf_cpu_built *b;
+  cf_status s = cf_cpu_video_build(cfg, nbands, k, &b);
+  cf_cpu_video_free_built(b);
   return s;
+}
+
+/* Whether state built for `shape` serves v: the same bands and the same
+ * components of the same sizes, border and algorithm choice. */
+static int same_shape(const video *shape, const video *v)
+{
+  const cf_video_config *a = &shape->cfg, *c = &v->cfg;
+  if (shape->nbands != v->nbands || shape->nchan != v->nchan ||
+      shape->fmt != v->fmt || shape->dsp != v->dsp ||
+      shape->copy_rows != v->copy_rows || a->width != c->width ||
+      a->height != c->height || a->border != c->border ||
+      a->algorithm != c->algorithm)
+    return 0;
+  for (unsigned j = 0; j < v->nchan; j++) {
+    const chan *x = &shape->ch[j], *y = &v->ch[j];
+    if (x->w != y->w || x->h != y->h || x->type != y->type ||
+        x->filter != y->filter || x->plane != y->plane ||
+        x->offset != y->offset || x->step != y->step)
+      return 0;
+  }
+  return 1;
+}
+
+cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
+                                 cf_cpu_built *b)
+{
+  if (ops != &ops_table)
+    return cf_cpu_video_pipe_set_built(impl, ops, b);
+  video *v = impl;
+  if (b->used || !same_shape(b->shape, v) ||
+      (history_grows(v, b->ks.p.t) && b->ks.hist_t != b->ks.p.t))
+    return CF_E_STATE;
+  b->used = 1;
+  put_kstate(v, &b->ks);
+  return CF_OK;
 }
 
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,

@@ -244,6 +244,16 @@ static const cf_video_ops pipe_ops = {
     pipe_destroy, pipe_latency, pipe_flush,      pipe_set_output,
     pipe_set_base};
 
+cf_status cf_cpu_video_pipe_set_built(void *impl, const cf_video_ops *ops,
+                                      cf_cpu_built *b)
+{
+  if (ops != &pipe_ops)
+    return CF_E_STATE;
+  vpipe *p = impl;
+  wait_idle(p);
+  return cf_cpu_video_set_built(p->inner, p->iops, b);
+}
+
 static uint8_t *alloc_frame(size_t bytes)
 {
   return aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -747,6 +747,7 @@ struct cf_swap_prep2d {
   cf_kernel2d *k;   /* for the plain swap; with backend auto on the device,
                        the fallback's record takes it (then NULL) */
   void *cuda;       /* the CUDA backend's kernel state, or NULL */
+  cf_cpu_built *cpu; /* the CPU backend's, or NULL */
   const void *impl; /* the engine it was built for */
   int used;         /* set_prepared2d ran */
   cf_kernel2d *dead[PREP2D_DEAD]; /* the record's, dropped at the swap */
@@ -763,6 +764,7 @@ CF_PUBLIC void cf_swap_prep2d_free(cf_swap_prep2d *p)
   if (!p)
     return;
   cf_cuda_video_free_prepared(p->cuda);
+  cf_cpu_video_free_built(p->cpu);
   cf_kernel2d_free(p->k);
   for (unsigned i = 0; i < p->ndead; i++)
     cf_kernel2d_free(p->dead[i]);
@@ -795,11 +797,17 @@ CF_PUBLIC cf_status cf_engine_prepare_swap2d(const cf_engine *e,
   /* the CPU's plan, or the one a switch from the device would use */
   s = cf_engine_prepare_kernel2d(e, k);
   if (s == CF_OK && e->started != CF_BACKEND_CUDA)
-    /* the CPU's swap allocates in the engine's thread (set_prepared2d is
-     * the plain swap there): whether it can have that memory is found
-     * here, where the caller can still refuse the kernel (cudaconvolve's
-     * setter, as cudafir's refuses an audio kernel that does not fit) */
-    s = cf_cpu_video_try(&e->vfront->cfg, e->vfront->bands, k);
+    /* The CPU's kernel state (plan, spectra, scratch, border maps, the
+     * history rings of a longer kernel), made here and kept for
+     * set_prepared2d, which then makes, plans and frees nothing in the
+     * engine's thread (it made it all again there after a trial here:
+     * a 255x255 kernel on 1080p stopped the stream for 35-75 ms, an
+     * 1100x1100 one for 165-320 ms: bench/results/
+     * swap-prepared-cpu-vm-2026-12-02.md, QA); made where
+     * the caller can still refuse a kernel whose memory cannot be had
+     * (cudaconvolve's setter, as cudafir's refuses an audio kernel that
+     * does not fit) */
+    s = cf_cpu_video_build(&e->vfront->cfg, e->vfront->bands, k, &p->cpu);
   if (s == CF_OK && e->started == CF_BACKEND_CUDA) {
     /* The device's kernel state, built here; under impl_lock, as a switch
      * to the CPU in the engine's thread destroys the CUDA impl. A device
@@ -864,6 +872,14 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
       return CF_OK; /* p->cuda holds the kernel state retired */
     if (watched && !p->k)
       p->k = f->kern[--f->nkern]; /* the device did not swap */
+  }
+  if (p->cpu && p->engine == e->id && e->backend == CF_BACKEND_CPU &&
+      !front_watching(e)) {
+    /* the state it retires goes into p->cpu (CF_E_STATE: built for
+     * another shape of engine: the plain swap) */
+    cf_status s = cf_cpu_video_set_built(e->impl, e->vops, p->cpu);
+    if (s != CF_E_STATE)
+      return s;
   }
   return cf_engine_set_kernel2d(e, p->k);
 }

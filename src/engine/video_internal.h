@@ -126,6 +126,23 @@ cf_status cf_cpu_video_prepare(const cf_video_config *cfg, unsigned nbands,
  * (cf_engine_prepare_swap2d). */
 cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
                            const cf_kernel2d *k);
+/* cf_cpu_video_try keeping what it made, for a later change to k in the
+ * engine's thread (cf_engine_set_prepared2d) that then makes, plans and
+ * frees nothing: cf_cpu_video_set_built puts it in force on CPU engine
+ * impl (ops: its ops; a pipelined one waits for its worker), the state it
+ * replaces going into b; CF_E_STATE where b was made for another shape
+ * of engine or was put in force already (make a plain swap then).
+ * cf_cpu_video_free_built gives b back, in any thread. */
+typedef struct cf_cpu_built cf_cpu_built;
+cf_status cf_cpu_video_build(const cf_video_config *cfg, unsigned nbands,
+                             const cf_kernel2d *k, cf_cpu_built **out);
+cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
+                                 cf_cpu_built *b);
+void cf_cpu_video_free_built(cf_cpu_built *b);
+/* video_pipe.c's part of cf_cpu_video_set_built: CF_E_STATE where ops are
+ * not a pipelined CPU engine's. */
+cf_status cf_cpu_video_pipe_set_built(void *impl, const cf_video_ops *ops,
+                                      cf_cpu_built *b);
 
 /* The CPU video backend wrapped so that its at.call-th process or flush
  * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with
