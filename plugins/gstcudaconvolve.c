@@ -454,10 +454,15 @@ typedef struct {
    * the engines (cf_engine_prepare_swap2d), in the order engine,
    * bottom, whole (NULL where there is no such engine or none could be
    * built: that one takes the kernel by cf_engine_set_kernel2d); made:
-   * those the streaming thread put in force, holding the kernel state
-   * they retired, freed by the next setter (cf_swap_prep2d_free waits for
-   * the device: not in the streaming thread). Under the object lock. */
+   * those the streaming thread put in force on the device, holding the
+   * kernel state they retired, freed by the next setter
+   * (cf_swap_prep2d_free waits for the device: not in the streaming
+   * thread; the CPU's are given back at once, by the reaper). Under the
+   * object lock. */
   cf_swap_prep2d *prepared[3], *made[3];
+  /* gives back the CPU state the streaming thread's swaps retire, off
+   * that thread (made at the first; finalize waits for it) */
+  GThreadPool *reaper;
   guint prepared_serial;
   /* bumped (atomically, under engine_lock) with every engine made or
    * dropped: a swap built for an engine since replaced is never handed to
@@ -992,6 +997,13 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
   if (k && self->engine && cf_kernel2d_copy(k, &prep.k) == CF_OK)
     self->preparing++;
   return prep; /* out of memory: the change just goes unprepared */
+}
+
+/* The reaper's: a swap's retired CPU state given back. */
+static void reap_swap(gpointer swap, gpointer unused)
+{
+  (void)unused;
+  cf_swap_prep2d_free(swap);
 }
 
 /* Move the three swaps of `from` to `to` (NULL left behind). */
@@ -1766,10 +1778,21 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       continue;
     if (prep[i]) {
       ks = cf_engine_set_prepared2d(all[i], prep[i]);
-      /* what it retired goes back in the next setter's thread */
       if (self->made[i]) /* never: a setter frees them before it builds */
         cf_swap_prep2d_free(self->made[i]);
-      self->made[i] = g_steal_pointer(&prep[i]);
+      /* the CPU state it retired (the old kernel's spectra, scratch,
+       * border maps, history: 40-80 MB for an 1100x1100 kernel on 1080p
+       * RGBA) given back now, in the reaper's thread, neither here nor
+       * at the next set (it stayed till then: QA); CUDA's at the next
+       * setter (cudaFree waits for the device) */
+      if (ks == CF_OK && cf_engine_backend(all[i]) == CF_BACKEND_CPU &&
+          (self->reaper ||
+           (self->reaper = g_thread_pool_new(reap_swap, NULL, 1, FALSE,
+                                             NULL))) &&
+          g_thread_pool_push(self->reaper, prep[i], NULL))
+        prep[i] = NULL;
+      else
+        self->made[i] = g_steal_pointer(&prep[i]);
     } else {
       ks = cf_engine_set_kernel2d(all[i], newk);
     }
@@ -3577,6 +3600,8 @@ static void gst_cuda_convolve_get_property(GObject *object, guint prop_id,
 static void gst_cuda_convolve_finalize(GObject *object)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  if (self->reaper) /* what it holds given back first */
+    g_thread_pool_free(self->reaper, FALSE, TRUE);
   free_engine(self);
   gst_queue_array_free(self->inflight);
   g_array_unref(self->taps);
