@@ -59,17 +59,26 @@ static size_t fresh_even(ref_rng *r, size_t lo, size_t hi)
   return 2 * ref_rng_range(r, lo / 2, hi / 2);
 }
 
-/* Forward then inverse against a float64 DFT of random input. */
+/* Forward then inverse against a float64 DFT of random input. 2D: the
+ * spectrum transposed (fft.h), the transforms on a scratch of their own
+ * (its contents from an earlier transform must not matter). */
 static void check_transform(const cf_fft *f, size_t rows, size_t n, ref_rng *r)
 {
   size_t nb = n / 2 + 1, count = rows * n;
   float *x = cf_alloc(count * sizeof *x), *in = cf_alloc(count * sizeof *in);
   float *spec = cf_alloc(2 * rows * nb * sizeof *spec);
   float *back = cf_alloc(count * sizeof *back);
-  CHECK(x && in && spec && back, "out of memory");
+  size_t ns = rows > 1 ? cf_fft2_scratch(f) : 1;
+  float *scratch = cf_alloc(ns * sizeof *scratch);
+  CHECK(x && in && spec && back && scratch, "out of memory");
+  CHECK(rows == 1 || ns >= 2 * rows * nb, "scratch of %zu floats", ns);
   ref_rng_fill(r, x, count);
+  ref_rng_fill(r, scratch, ns);
   memcpy(in, x, count * sizeof *x);
-  cf_fft_forward(f, in, spec);
+  if (rows == 1)
+    cf_fft_forward(f, in, spec);
+  else
+    cf_fft2_forward(f, in, spec, scratch);
   double err = 0, norm = 0;
   for (size_t u = 0; u < rows; u++)
     for (size_t k = 0; k < nb; k++) {
@@ -82,13 +91,17 @@ static void check_transform(const cf_fft *f, size_t rows, size_t n, ref_rng *r)
           re += x[a * n + b] * cos(ph);
           im += x[a * n + b] * sin(ph);
         }
-      const float *g = spec + 2 * (u * nb + k);
+      const float *g = spec + 2 * (rows == 1 ? k : k * rows + u);
       err += (g[0] - re) * (g[0] - re) + (g[1] - im) * (g[1] - im);
       norm += re * re + im * im;
     }
   CHECK(sqrt(err / norm) < 1e-5, "%zux%zu forward: relative L2 %.3g", rows, n,
         sqrt(err / norm));
-  cf_fft_inverse(f, spec, back); /* unnormalised: count * x */
+  ref_rng_fill(r, scratch, ns);
+  if (rows == 1) /* unnormalised: count * x */
+    cf_fft_inverse(f, spec, back);
+  else
+    cf_fft2_inverse(f, spec, back, scratch);
   err = norm = 0;
   for (size_t i = 0; i < count; i++) {
     double d = back[i] / (double)count - x[i];
@@ -97,7 +110,7 @@ static void check_transform(const cf_fft *f, size_t rows, size_t n, ref_rng *r)
   }
   CHECK(sqrt(err / norm) < 1e-5, "%zux%zu inverse: relative L2 %.3g", rows, n,
         sqrt(err / norm));
-  cf_free(x), cf_free(in), cf_free(spec), cf_free(back);
+  cf_free(x), cf_free(in), cf_free(spec), cf_free(back), cf_free(scratch);
 }
 
 static const cf_fft *get(size_t rows, size_t n, cf_fft_mode mode)
@@ -132,6 +145,33 @@ static void test_quick_then_measure(void **state)
     CHECK(get(rows, n, CF_FFT_QUICK) == m, "quick ignored the measured plan");
     CHECK(get(rows, n, CF_FFT_MEASURE) == m, "measure planned twice");
     check_transform(m, rows, n, &r);
+  }
+}
+
+/* 2D transforms wide enough for the column blocks of src/cpu/fft.c (64
+ * columns of bins a block): whole blocks only, whole blocks and a
+ * remainder, rows a multiple of its 8-row transpose strips or not, on
+ * measured and estimated plans. Sizes of their own (n 126..300). */
+static void test_2d_column_blocks(void **state)
+{
+  (void)state;
+  ref_rng r;
+  ref_rng_init(&r, check_seed + 3);
+  static const size_t sizes[][2] = {
+      {13, 254}, /* 128 bins a row: two blocks */
+      {24, 130}, /* 66: a block and 2 more */
+      {3, 128},  /* 65: a block and 1 */
+      {8, 126},  /* 64: one block */
+  };
+  for (size_t i = 0; i < 5; i++) {
+    size_t rows, n;
+    if (i < 4)
+      rows = sizes[i][0], n = sizes[i][1];
+    else /* a random one */
+      rows = ref_rng_range(&r, 2, 21), n = fresh_even(&r, 132, 300);
+    set_case("%zux%zu", rows, n);
+    check_transform(get(rows, n, CF_FFT_QUICK), rows, n, &r);
+    check_transform(get(rows, n, CF_FFT_MEASURE), rows, n, &r);
   }
 }
 
@@ -945,6 +985,7 @@ int main(void)
       cmocka_unit_test(test_prepare_kernel2d_takeover),
       cmocka_unit_test(test_quick_then_measure),
       cmocka_unit_test(test_measure_then_quick),
+      cmocka_unit_test(test_2d_column_blocks),
       cmocka_unit_test(test_quick_from_wisdom),
       cmocka_unit_test(test_wisdom_saves_merge),
       cmocka_unit_test(test_estimate_setting),

@@ -18,7 +18,7 @@
  * past that a new size is refused with CF_E_NOMEM. A plan pair holds
  * about 2-3 floats per point of a 1D size (~1 MB at 131072) or ~5 per
  * row and column of a 2D one, plus 10-30 KB of FFTW's structures; an
- * entry here is 40 bytes. Only ~2000 even 7-smooth 1D sizes exist up to
+ * entry here is 72 bytes. Only ~2000 even 7-smooth 1D sizes exist up to
  * 2^24, so the bound matters for 2D tiles: at 1080p tiles, ~50 KB each,
  * 32768 sizes would hold ~1.6 GB. */
 #include "fft.h"
@@ -36,9 +36,21 @@
 #include "cf_config.h"
 #include "cudafilter/engine.h"
 
+/* Columns of a 2D spectrum transformed at a go: transposed into a block
+ * of the scratch (COL_BLOCK x rows bins, in cache), then out of place
+ * into the spectrum. 64: 8 to 256 were measured on tiles of 128x512 to
+ * 3072x3072 here, none better throughout
+ * (bench/results/fft2d-columns-vm-2026-12-02.md). */
+#define COL_BLOCK 64
+
 struct cf_fft {
   size_t rows, n; /* rows = 1: a 1D transform */
-  fftwf_plan fwd, inv;
+  /* 1D: the pair. 2D: fwd/inv the rows' r2c/c2r (row-major, rows x
+   * (n/2 + 1) bins, on the scratch), cf/cb the columns' c2c forward
+   * (block to spectrum) and backward (spectrum to block) on COL_BLOCK
+   * contiguous columns, rf/rb the same on the last nb % COL_BLOCK (NULL
+   * where there are none). */
+  fftwf_plan fwd, inv, cf, cb, rf, rb;
   int hasty; /* FFTW_ESTIMATE where FFTW_MEASURE was asked for */
 };
 
@@ -191,8 +203,23 @@ static void wisdom_save(void)
     unlink(tmp);
 }
 
-static void plan_pair(size_t rows, size_t n, float *in, float *spec,
-                      unsigned flags, cf_fft *f)
+/* Floats of a 2D transform's scratch: the row-major spectrum, then (at a
+ * 64-byte boundary) the column block. */
+static size_t scratch_block(size_t rows, size_t n)
+{
+  return (2 * rows * (n / 2 + 1) + 15) / 16 * 16;
+}
+
+static size_t scratch_floats(size_t rows, size_t n)
+{
+  size_t nb = n / 2 + 1;
+  return scratch_block(rows, n) + 2 * rows * (nb < COL_BLOCK ? nb : COL_BLOCK);
+}
+
+/* The plans of f, the 2D ones made on in (rows x n), spec (the
+ * transposed spectrum) and scratch (scratch_floats). 1 if all are. */
+static int plan_pair(size_t rows, size_t n, float *in, float *spec,
+                     float *scratch, unsigned flags, cf_fft *f)
 {
   /* No buffered solver: their transforms allocate scratch on every call
    * (engine.h and video.h promise process() never allocates), and FFTW
@@ -200,29 +227,49 @@ static void plan_pair(size_t rows, size_t n, float *in, float *spec,
    * transform under a memory limit, the kernel spectra of a swap among
    * them, could not return CF_E_NOMEM). 1D: measured here it changed no
    * plan's speed (power-of-2 and smooth sizes were unbuffered already).
-   * 2D (video tiles): they were 8-15% faster on 1080p (f54a3aa), 13-20%
-   * measured again (bench/results/fft2d-buffering-vm-2026-12-02.md); that
-   * is the price of a stream that survives running out of memory. */
+   * 2D (video tiles): FFTW's own 2D plans were 13-20% slower unbuffered
+   * (bench/results/fft2d-buffering-vm-2026-12-02.md), their column
+   * transforms strided or in place; the 2D transform is therefore made
+   * here of contiguous out-of-place ones on the caller's scratch: the
+   * rows r2c, then blocks of COL_BLOCK columns transposed and transformed
+   * into the spectrum (what FFTW's buffered solver does on a buffer of
+   * its own), the spectrum left transposed. */
   flags |= FFTW_NO_BUFFERING;
+  fftwf_complex *sp = (fftwf_complex *)spec;
   if (rows == 1) {
-    f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, (fftwf_complex *)spec, flags);
-    f->inv = fftwf_plan_dft_c2r_1d((int)n, (fftwf_complex *)spec, in,
-                                   flags | FFTW_DESTROY_INPUT);
-  } else {
-    f->fwd = fftwf_plan_dft_r2c_2d((int)rows, (int)n, in, (fftwf_complex *)spec,
-                                   flags);
-    f->inv = fftwf_plan_dft_c2r_2d((int)rows, (int)n, (fftwf_complex *)spec, in,
-                                   flags | FFTW_DESTROY_INPUT);
+    f->fwd = fftwf_plan_dft_r2c_1d((int)n, in, sp, flags);
+    f->inv = fftwf_plan_dft_c2r_1d((int)n, sp, in, flags | FFTW_DESTROY_INPUT);
+    return f->fwd && f->inv;
   }
+  int ni = (int)n, ri = (int)rows, nb = (int)(n / 2 + 1);
+  fftwf_complex *sc = (fftwf_complex *)scratch;
+  fftwf_complex *blk = (fftwf_complex *)(scratch + scratch_block(rows, n));
+  f->fwd = fftwf_plan_many_dft_r2c(1, &ni, ri, in, NULL, 1, ni, sc, NULL, 1, nb,
+                                   flags);
+  f->inv = fftwf_plan_many_dft_c2r(1, &ni, ri, sc, NULL, 1, nb, in, NULL, 1, ni,
+                                   flags | FFTW_DESTROY_INPUT);
+  int ok = f->fwd && f->inv;
+  for (int w = COL_BLOCK, i = 0; i < 2; w = nb % COL_BLOCK, i++) {
+    if (w > nb || w == 0)
+      continue;
+    fftwf_plan *fp = i ? &f->rf : &f->cf, *bp = i ? &f->rb : &f->cb;
+    *fp = fftwf_plan_many_dft(1, &ri, w, blk, NULL, 1, ri, sp, NULL, 1, ri,
+                              FFTW_FORWARD, flags | FFTW_DESTROY_INPUT);
+    *bp = fftwf_plan_many_dft(1, &ri, w, sp, NULL, 1, ri, blk, NULL, 1, ri,
+                              FFTW_BACKWARD, flags | FFTW_DESTROY_INPUT);
+    ok = ok && *fp && *bp;
+  }
+  return ok;
 }
 
 static void plan_drop(cf_fft *f)
 {
-  if (f->fwd)
-    fftwf_destroy_plan(f->fwd);
-  if (f->inv)
-    fftwf_destroy_plan(f->inv);
-  f->fwd = f->inv = NULL;
+  fftwf_plan *all[] = {&f->fwd, &f->inv, &f->cf, &f->cb, &f->rf, &f->rb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    if (*all[i])
+      fftwf_destroy_plan(*all[i]);
+    *all[i] = NULL;
+  }
 }
 
 static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
@@ -232,25 +279,29 @@ static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
   size_t nb = rows * (n / 2 + 1);
   float *in = cf_alloc(rows * n * sizeof *in);
   float *spec = cf_alloc(2 * nb * sizeof *spec);
+  float *scratch =
+      rows > 1 ? cf_alloc(scratch_floats(rows, n) * sizeof *scratch) : NULL;
   cf_status s = CF_OK;
-  if (!in || !spec) {
+  if (!in || !spec || (rows > 1 && !scratch)) {
     s = cf_fail(CF_E_NOMEM, "FFT size %zu: out of memory for planning", n);
     goto out;
   }
   unsigned flags = planner_flags();
   f->hasty = 0;
-  f->fwd = f->inv = NULL; /* the slot may hold a failed attempt's */
+  /* the slot may hold a failed attempt's */
+  f->fwd = f->inv = f->cf = f->cb = f->rf = f->rb = NULL;
+  int ok = 0;
   if (flags == FFTW_MEASURE && mode == CF_FFT_QUICK) {
-    plan_pair(rows, n, in, spec, flags | FFTW_WISDOM_ONLY, f);
-    if (!f->fwd || !f->inv) { /* no wisdom for this size */
+    ok = plan_pair(rows, n, in, spec, scratch, flags | FFTW_WISDOM_ONLY, f);
+    if (!ok) { /* no wisdom for this size */
       plan_drop(f);
       flags = FFTW_ESTIMATE;
       f->hasty = 1;
     }
   }
-  if (!f->fwd)
-    plan_pair(rows, n, in, spec, flags, f);
-  if (!f->fwd || !f->inv) {
+  if (!ok)
+    ok = plan_pair(rows, n, in, spec, scratch, flags, f);
+  if (!ok) {
     plan_drop(f);
     s = cf_fail(CF_E_INTERNAL, "FFTW could not plan a real FFT of size "
                 "%zux%zu", rows, n);
@@ -260,6 +311,7 @@ static cf_status make(size_t rows, size_t n, cf_fft_mode mode, cf_fft *f)
 out:
   cf_free(in);
   cf_free(spec);
+  cf_free(scratch);
   return s;
 }
 
@@ -362,6 +414,68 @@ void cf_fft_forward(const cf_fft *f, float *in, float *spec)
 void cf_fft_inverse(const cf_fft *f, float *spec, float *out)
 {
   fftwf_execute_dft_c2r(f->inv, (fftwf_complex *)spec, out);
+}
+
+size_t cf_fft2_scratch(const cf_fft *f)
+{
+  return scratch_floats(f->rows, f->n);
+}
+
+/* Bins move as pairs of floats. */
+typedef struct bin {
+  float re, im;
+} bin;
+
+/* The w columns of a (row-major, nb bins a row, from the block's first
+ * column) to the block t (w x rows), or back when back; 8 rows at a
+ * time, so that each of t's rows is written (or read) 64 bytes at once. */
+static void transpose_block(bin *restrict a, bin *restrict t, size_t rows,
+                            size_t nb, size_t w, int back)
+{
+  size_t j0 = 0;
+  for (; j0 + 8 <= rows; j0 += 8)
+    for (size_t i = 0; i < w; i++) {
+      bin *tc = t + i * rows + j0, *ac = a + j0 * nb + i;
+      if (back)
+        for (size_t j = 0; j < 8; j++)
+          ac[j * nb] = tc[j];
+      else
+        for (size_t j = 0; j < 8; j++)
+          tc[j] = ac[j * nb];
+    }
+  for (; j0 < rows; j0++)
+    for (size_t i = 0; i < w; i++) {
+      if (back)
+        a[j0 * nb + i] = t[i * rows + j0];
+      else
+        t[i * rows + j0] = a[j0 * nb + i];
+    }
+}
+
+void cf_fft2_forward(const cf_fft *f, float *in, float *spec, float *scratch)
+{
+  size_t rows = f->rows, nb = f->n / 2 + 1;
+  bin *sc = (bin *)scratch, *blk = (bin *)(scratch + scratch_block(rows, f->n));
+  fftwf_execute_dft_r2c(f->fwd, in, (fftwf_complex *)sc);
+  for (size_t k0 = 0; k0 < nb; k0 += COL_BLOCK) {
+    size_t w = nb - k0 < COL_BLOCK ? nb - k0 : COL_BLOCK;
+    transpose_block(sc + k0, blk, rows, nb, w, 0);
+    fftwf_execute_dft(w == COL_BLOCK ? f->cf : f->rf, (fftwf_complex *)blk,
+                      (fftwf_complex *)spec + k0 * rows);
+  }
+}
+
+void cf_fft2_inverse(const cf_fft *f, float *spec, float *out, float *scratch)
+{
+  size_t rows = f->rows, nb = f->n / 2 + 1;
+  bin *sc = (bin *)scratch, *blk = (bin *)(scratch + scratch_block(rows, f->n));
+  for (size_t k0 = 0; k0 < nb; k0 += COL_BLOCK) {
+    size_t w = nb - k0 < COL_BLOCK ? nb - k0 : COL_BLOCK;
+    fftwf_execute_dft(w == COL_BLOCK ? f->cb : f->rb,
+                      (fftwf_complex *)spec + k0 * rows, (fftwf_complex *)blk);
+    transpose_block(sc + k0, blk, rows, nb, w, 1);
+  }
+  fftwf_execute_dft_c2r(f->inv, (fftwf_complex *)sc, out);
 }
 
 void *cf_alloc(size_t bytes)

@@ -26,8 +26,8 @@ size_t cf_fft_smooth(size_t n);
  * size and mode per process (the planner is serialised) and shared:
  * executing them is thread-safe. */
 cf_status cf_fft_get(size_t n, cf_fft_mode mode, const cf_fft **out);
-/* The same for a rows x n 2D real transform (row-major, n even); the
- * spectrum is rows x (n/2 + 1) interleaved bins. */
+/* The same for a rows x n 2D real transform (row-major, n even), run
+ * with cf_fft2_forward/inverse. */
 cf_status cf_fft2_get(size_t rows, size_t n, cf_fft_mode mode,
                       const cf_fft **out);
 /* 1 if the plan was estimated where CF_FFT_PLANNING asked for measuring
@@ -37,6 +37,17 @@ int cf_fft_hasty(const cf_fft *f);
 void cf_fft_forward(const cf_fft *f, float *in, float *spec);
 /* Unnormalised: out = n * ifft. spec is clobbered. */
 void cf_fft_inverse(const cf_fft *f, float *spec, float *out);
+
+/* 2D plans. The spectrum is transposed: (n/2 + 1) columns of rows
+ * interleaved bins each, bin (u, k) at spec[2 * (k * rows + u)] (what a
+ * pointwise product needs, and the layout whose column transforms are
+ * contiguous). scratch: cf_fft2_scratch(f) floats, the caller's (the
+ * transforms allocate nothing), neither in, out nor spec; its contents
+ * are clobbered. All pointers 64-byte aligned. */
+size_t cf_fft2_scratch(const cf_fft *f);
+void cf_fft2_forward(const cf_fft *f, float *in, float *spec, float *scratch);
+/* Unnormalised: out = rows * n * ifft. spec is clobbered. */
+void cf_fft2_inverse(const cf_fft *f, float *spec, float *out, float *scratch);
 
 /* 64-byte aligned allocation, zeroed; free with cf_free. */
 /* FFTW's planner is one per process and not thread-safe: code outside

@@ -11,8 +11,8 @@
  *  - direct: dsp->conv2d, several output rows per pass;
  *  - separable (rank-1 slices): dsp->fir along rows into a ring of
  *    filtered rows, then dsp->conv2d with a one-column kernel down them;
- *  - FFT: tiles of nh x nw, FFTW r2c, the spectra of all slices summed,
- *    one inverse per tile.
+ *  - FFT: tiles of nh x nw, 2D r2c (fft.h: the spectra transposed), the
+ *    spectra of all slices summed, one inverse per tile.
  * Rounding, saturation, scale, bias and |.| happen in the store of each
  * finished row. Everything is allocated when the kernel is set. */
 #include <limits.h>
@@ -374,7 +374,8 @@ static void band_fft(video *v, band *b, const chan *c, long y0, long y1)
           memcpy(dst, src, n * sizeof *dst);
           memset(dst + n, 0, (nw - n) * sizeof *dst);
         }
-        cf_fft_forward(p->fft, b->tile, b->spec + tau * 2 * p->nbins);
+        /* acc: the scratch (make_bands) */
+        cf_fft2_forward(p->fft, b->tile, b->spec + tau * 2 * p->nbins, b->acc);
       }
       const float *xs[CF_KERNEL2D_MAX_FRAMES], *hs[CF_KERNEL2D_MAX_FRAMES];
       for (unsigned tau = 0; tau < nt; tau++) {
@@ -383,7 +384,8 @@ static void band_fft(video *v, band *b, const chan *c, long y0, long y1)
       }
       memset(b->acc, 0, 2 * p->nbins * sizeof *b->acc);
       v->dsp->cmac(b->acc, xs, hs, nt, p->nbins);
-      cf_fft_inverse(p->fft, b->acc, b->tile);
+      /* spec: the scratch (make_bands) */
+      cf_fft2_inverse(p->fft, b->acc, b->tile, b->spec);
       size_t n = c->w - tx < vw ? c->w - tx : vw;
       for (long r = 0; r < rows; r++)
         memcpy(b->out + (size_t)r * v->mb + tx,
@@ -561,13 +563,18 @@ static cf_status fft_spectra(plan *p, const float *taps, cf_fft_mode mode)
     return s;
   p->nbins = round_up(p->nh * (p->nw / 2 + 1), 16);
   float *tile = cf_alloc(p->nh * p->nw * sizeof *tile);
-  if (!tile)
+  float *scratch = cf_alloc(cf_fft2_scratch(p->fft) * sizeof *scratch);
+  if (!tile || !scratch) {
+    cf_free(tile);
+    cf_free(scratch);
     return cf_fail(CF_E_NOMEM, "video: out of memory for the FFT tile");
+  }
   float norm = 1.0f / (float)(p->nh * p->nw);
   for (unsigned t = 0; t < p->t; t++) {
     p->s[t].spec = cf_alloc(2 * p->nbins * sizeof(float));
     if (!p->s[t].spec) {
       cf_free(tile);
+      cf_free(scratch);
       return cf_fail(CF_E_NOMEM, "video: out of memory for kernel spectra");
     }
     memset(tile, 0, p->nh * p->nw * sizeof *tile);
@@ -575,9 +582,10 @@ static cf_status fft_spectra(plan *p, const float *taps, cf_fft_mode mode)
     for (unsigned m = 0; m < p->kh; m++)
       for (unsigned n = 0; n < p->kw; n++)
         tile[m * p->nw + n] = k[m * p->kw + n] * norm;
-    cf_fft_forward(p->fft, tile, p->s[t].spec);
+    cf_fft2_forward(p->fft, tile, p->s[t].spec, scratch);
   }
   cf_free(tile);
+  cf_free(scratch);
   return CF_OK;
 }
 
@@ -741,9 +749,17 @@ static cf_status make_bands(video *v)
             (p->algo == ALGO_DIRECT ? v->rowlen : v->mb) * sizeof(float);
   if (p->algo == ALGO_SEPARABLE)
     need += v->rowlen * sizeof(float);
-  if (p->algo == ALGO_FFT)
-    need += (p->nh * p->nw + (p->t + 1) * 2 * p->nbins +
-             p->t * p->nh * v->rowlen) * sizeof(float);
+  /* FFT: acc is the forward transforms' scratch (free until the spectra
+   * are summed into it), spec the inverse's (the spectra spent by then):
+   * each at least cf_fft2_scratch() floats */
+  size_t nspec = 0, nacc = 0;
+  if (p->algo == ALGO_FFT) {
+    size_t scratch = cf_fft2_scratch(p->fft);
+    nspec = p->t * 2 * p->nbins > scratch ? p->t * 2 * p->nbins : scratch;
+    nacc = 2 * p->nbins > scratch ? 2 * p->nbins : scratch;
+    need += (p->nh * p->nw + nspec + nacc + p->t * p->nh * v->rowlen) *
+            sizeof(float);
+  }
   for (unsigned i = 0; i < v->nbands; i++) {
     band *b = &v->bands[i];
     int ok = (b->rings = calloc(nrings, sizeof *b->rings)) &&
@@ -761,8 +777,8 @@ static cf_status make_bands(video *v)
       ok = (b->tmp = cf_alloc(v->rowlen * sizeof(float))) != NULL;
     if (ok && p->algo == ALGO_FFT)
       ok = (b->tile = cf_alloc(p->nh * p->nw * sizeof(float))) &&
-           (b->spec = cf_alloc(p->t * 2 * p->nbins * sizeof(float))) &&
-           (b->acc = cf_alloc(2 * p->nbins * sizeof(float))) &&
+           (b->spec = cf_alloc(nspec * sizeof(float))) &&
+           (b->acc = cf_alloc(nacc * sizeof(float))) &&
            (b->bandbuf = cf_alloc(p->t * p->nh * v->rowlen * sizeof(float)));
     if (!ok)
       return cf_fail(CF_E_NOMEM, "video: out of memory for the scratch of "
