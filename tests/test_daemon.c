@@ -50,6 +50,7 @@
 static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
+static const char *kernel_gate; /* CF_TEST_KERNEL_GATE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -157,6 +158,8 @@ static int start_daemon(running *r, const char *conf)
     }
     if (fake_device)
       setenv("CF_TEST_FAKE_DEVICE", fake_device, 1);
+    if (kernel_gate)
+      setenv("CF_TEST_KERNEL_GATE", kernel_gate, 1);
     unsetenv("JOURNAL_STREAM");
     struct stat js;
     if (journal_stream &&
@@ -253,6 +256,19 @@ static int send_line(const running *r, const char *line)
             write(fd, line, len) == (ssize_t)len,
         "%s: %s", line, strerror(errno));
   return fd;
+}
+
+/* The whole answer on fd (a send_line), which is closed; malloc'd. */
+static char *answer_on(int fd)
+{
+  size_t cap = 1 << 16, n = 0;
+  char *ans = xalloc(cap);
+  ssize_t k;
+  while (n < cap - 1 && (k = read(fd, ans + n, cap - 1 - n)) > 0)
+    n += (size_t)k;
+  ans[n] = 0;
+  close(fd);
+  return ans;
 }
 
 /* One command; the answer (malloc'd), whose last line is ok/error. */
@@ -2035,6 +2051,107 @@ static void test_pipeline_reload_kernel_file(void **state)
   stop_daemon(&r);
 }
 
+/* A pipeline's kernel file read in a thread (QA: `set STREAM kernel-file`
+ * of a 4096 x 4096 .npy held the loop 7.5 s, a 2^20-tap WAV 0.3 s:
+ * status, every other client, the log and SIGHUP waited). The daemon's
+ * check of a kernel file first reads CF_TEST_KERNEL_GATE, a named pipe
+ * here: the test holds the read open. Meanwhile `status` answers and
+ * the stream runs on; a swap-kernel asked meanwhile waits its turn; both
+ * are answered ok once let go, and the output is the second kernel's. */
+static void test_pipeline_kernel_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.7 + 0.2 * ref_rng_unit(&rng);
+  double g1 = 0.4 + 0.2 * ref_rng_unit(&rng);
+  double g2 = 0.1 + 0.2 * ref_rng_unit(&rng);
+  set_case("pipeline kernel file read slowly, gain %.3f -> %.3f -> %.3f", g0,
+           g1, g2);
+  char conf[600], k0[600], k1[600], k2[600], out[600], gate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pb.conf"));
+  snprintf(k0, sizeof k0, "%s", fixture("pb0.txt"));
+  snprintf(k1, sizeof k1, "%s", fixture("pb1.txt"));
+  snprintf(k2, sizeof k2, "%s", fixture("pb2.txt"));
+  snprintf(out, sizeof out, "%s", fixture("pb.raw"));
+  snprintf(gate, sizeof gate, "%s", fixture("pb.gate"));
+  unlink(out);
+  unlink(gate);
+  write_text(k0, "%.6f\n", g0);
+  write_text(k1, "%.6f\n", g1);
+  write_text(k2, "%.6f\n", g2);
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  write_text(conf,
+             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true volume=1.0 samplesperbuffer=80 ! "
+             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
+             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n",
+             k0, out);
+  running r;
+  kernel_gate = gate;
+  start_daemon_ok(&r, conf);
+  kernel_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
+  char line[700];
+  snprintf(line, sizeof line, "set p kernel-file %s\n", k1);
+  int fd1 = send_line(&r, line);
+  /* open once the daemon reads it: from here its read waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  int fs = send_line(&r, "status p\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
+  if (ready != 1) { /* the loop waits for the file: let it go */
+    close(w);
+    print_log(&r);
+  }
+  CHECK(ready == 1, "status was not answered while a kernel file was read");
+  char *a = answer_on(fs);
+  const char *f = field(a, "p", "buffers");
+  CHECK(answer_ok(a) && f, "status: %s", a);
+  double b0 = atof(f);
+  free(a);
+  /* the stream runs on meanwhile */
+  double b1 = wait_for(&r, "p", "buffers", b0 + 20);
+  CHECK(b1 >= b0 + 20, "%.0f buffers, then %.0f while the file was read", b0,
+        b1);
+  /* the next change of the stream waits for this one */
+  snprintf(line, sizeof line, "swap-kernel p %s\n", k2);
+  int fd2 = send_line(&r, line);
+  a = ctl(&r, "status");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd pa[2] = {{.fd = fd1, .events = POLLIN},
+                         {.fd = fd2, .events = POLLIN}};
+  CHECK(poll(pa, 2, 0) == 0, "a change was answered before its file was "
+                             "read");
+  close(w); /* the first read goes on */
+  a = answer_on(fd1);
+  CHECK(answer_ok(a), "set kernel-file: %s", a);
+  free(a);
+  /* the swap's read waits for the gate too */
+  w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  close(w);
+  a = answer_on(fd2);
+  CHECK(answer_ok(a), "swap-kernel after it: %s", a);
+  free(a);
+  a = ctl(&r, "status p");
+  CHECK(answer_ok(a) && !strstr(a, "error"), "status after: %s", a);
+  free(a);
+  peak = wait_peak(out, g2);
+  CHECK(fabs(peak - g2) < 0.02, "peak %.4f after both changes, want %.4f",
+        peak, g2);
+  /* a reload compares with the file as swapped in: no change */
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && !strstr(a, "new kernel"), "reload: %s", a);
+  free(a);
+  stop_daemon(&r);
+}
+
 /* Beyond one machine (DESIGN: GStreamer's network elements carry streams
  * to daemons on other hosts): a sender stream puts a file on RTP (L24
  * over UDP, in real time), a receiver stream takes it off, filters it
@@ -3488,19 +3605,6 @@ static void test_file_routing(void **state)
   free(k1.h);
   free(k2.h);
   free(sir.h);
-}
-
-/* The whole answer on fd (a send_line), which is closed; malloc'd. */
-static char *answer_on(int fd)
-{
-  size_t cap = 1 << 16, n = 0;
-  char *ans = xalloc(cap);
-  ssize_t k;
-  while (n < cap - 1 && (k = read(fd, ans + n, cap - 1 - n)) > 0)
-    n += (size_t)k;
-  ans[n] = 0;
-  close(fd);
-  return ans;
 }
 
 /* A kernel read in a thread (QA: `set live kernel-file` of a 16M-tap
@@ -5933,6 +6037,8 @@ int main(void)
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_kernel_in_background,
+                                kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

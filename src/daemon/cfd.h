@@ -286,9 +286,18 @@ void cfd_pipeline_stop(cfd_pipeline *p);
 void cfd_pipeline_status(cfd_pipeline *p, GString *out);
 /* Whether the pipeline has stopped: *failed by an error, else EOS. */
 bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed);
-/* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). */
+/* A kernel file to be read by one of our elements (set ... kernel-file,
+ * swap-kernel): the file is checked and the element takes it in a
+ * thread (cfd_pipeline_job_run: a big kernel takes seconds, a file on a
+ * slow disk or a named pipe longer, and the loop, every other client,
+ * the log and SIGHUP would wait), the answer made back in the loop
+ * (cfd_pipeline_job_finish). */
+typedef struct cfd_pipeline_job cfd_pipeline_job;
+/* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). True
+ * where it is made, or (*job set) where its kernel file is to be read:
+ * the rest is cfd_pipeline_job_run's. */
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
-                      GError **err);
+                      cfd_pipeline_job **job, GError **err);
 /* A reload: each of our elements whose kernel file's bytes changed since
  * the stream took it (started, set, swapped, reloaded) reads it again;
  * a line each in report. report NULL: the files are only noted as they
@@ -297,7 +306,17 @@ void cfd_pipeline_reread(cfd_pipeline *p, GString *report);
 /* The filter element's kernel-file (and crossfade, for cudafir, when
  * crossfade >= 0). */
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
-                       GError **err);
+                       cfd_pipeline_job **job, GError **err);
+/* In a thread: the job's file checked and set on its element (which
+ * holds a reference of its own: the stream may stop meanwhile). Nothing
+ * of the daemon's is touched. */
+void cfd_pipeline_job_run(cfd_pipeline_job *j);
+/* Back in the loop, p the job's stream, still running: the element's
+ * messages logged, its file noted for a reload; whether it took it (else
+ * err says why, as a set made at once says it). */
+bool cfd_pipeline_job_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                             GError **err);
+void cfd_pipeline_job_free(cfd_pipeline_job *j);
 
 /* The time in front of each log line (logtime.c): auto puts it there
  * unless stderr is the systemd journal (JOURNAL_STREAM), which stamps

@@ -70,11 +70,11 @@ typedef struct stream {
    * id while it runs (neither audio nor pipe meanwhile), else 0 */
   guint64 probing;
   GPtrArray *waiting; /* client *: a `restart` answered once it is done */
-  /* Live kernel changes (set, swap-kernel) of an audio or file stream,
-   * made one after another in the order asked, each answered once made:
-   * the one whose kernel is read in a thread (a long kernel takes
-   * seconds; the loop, and every other client, would wait), and those
-   * asked meanwhile */
+  /* Live changes (set, swap-kernel), made one after another in the
+   * order asked, each answered once made: the one whose kernel is read in
+   * a thread (a long kernel takes seconds; the loop, and every other
+   * client, would wait), and those asked meanwhile. A pipeline's: the
+   * kernel file its element reads in a thread (cfd_pipeline_job) */
   struct change_job *job;
   GQueue *changes; /* queued_change * */
 } stream;
@@ -157,9 +157,10 @@ typedef struct queued_change {
 /* A change whose kernel is read in a thread. */
 typedef struct change_job {
   daemon_state *d;
-  stream *s;  /* NULL once the stream no longer wants it */
-  client *cl; /* answered when it is made (NULL: answered already) */
-  cfd_change *ch;
+  stream *s;            /* NULL once the stream no longer wants it */
+  client *cl;           /* answered when it is made (NULL: answered already) */
+  cfd_change *ch;       /* an audio or file stream's */
+  cfd_pipeline_job *pj; /* a pipeline's */
 } change_job;
 
 static void queued_change_free(queued_change *q)
@@ -861,19 +862,24 @@ static void change_read(GTask *t, gpointer src, gpointer data,
   (void)data;
   (void)cancel;
   change_job *j = g_task_get_task_data(t);
-  cfd_change_build(j->ch);
+  if (j->pj)
+    cfd_pipeline_job_run(j->pj);
+  else
+    cfd_change_build(j->ch);
   g_task_return_boolean(t, TRUE);
 }
 
 static void change_job_free(change_job *j)
 {
   cfd_change_free(j->ch);
+  cfd_pipeline_job_free(j->pj);
   g_free(j);
 }
 
-/* A kernel change of s (running: s->audio), asked by cl: its value
- * checked, and its kernel read in a thread (*later set: cl is answered
- * once it is made); a change with no kernel to read is made at once. */
+/* A change of s (running), asked by cl (key NULL: swap-kernel): its
+ * value checked, and its kernel read in a thread (*later set: cl is
+ * answered once it is made); a change with no kernel to read is made at
+ * once. */
 static bool change_start(daemon_state *d, stream *s, client *cl,
                          const char *key, const char *value, double crossfade,
                          bool *later, GError **err)
@@ -883,15 +889,24 @@ static bool change_start(daemon_state *d, stream *s, client *cl,
     return false;
   }
   cfd_change *ch = NULL;
-  if (!cfd_audio_change(s->audio, key, value, crossfade, &ch, err))
-    return false;
-  if (!ch)
-    return true;
+  cfd_pipeline_job *pj = NULL;
+  if (s->pipe) {
+    bool ok = key ? cfd_pipeline_set(s->pipe, key, value, &pj, err)
+                  : cfd_pipeline_swap(s->pipe, value, crossfade, &pj, err);
+    if (!pj)
+      return ok;
+  } else {
+    if (!cfd_audio_change(s->audio, key, value, crossfade, &ch, err))
+      return false;
+    if (!ch)
+      return true;
+  }
   change_job *j = g_new0(change_job, 1);
   j->d = d;
   j->s = s;
   j->cl = cl;
   j->ch = ch;
+  j->pj = pj;
   s->job = j;
   d->loads++;
   GTask *t = g_task_new(NULL, NULL, change_done, NULL);
@@ -944,10 +959,16 @@ static void change_done(GObject *src, GAsyncResult *res, gpointer user)
     answer_error(j->cl, "the daemon is stopping: the change is not made");
     return;
   }
-  cfd_change *ch = j->ch;
-  j->ch = NULL;
   GError *e = NULL;
-  if (cfd_audio_change_apply(s->audio, ch, &e)) {
+  bool ok;
+  if (j->pj) {
+    ok = cfd_pipeline_job_finish(s->pipe, j->pj, &e);
+  } else {
+    cfd_change *ch = j->ch;
+    j->ch = NULL;
+    ok = cfd_audio_change_apply(s->audio, ch, &e);
+  }
+  if (ok) {
     g_string_append(client_out(j->cl), "ok\n");
     client_reply(j->cl);
   } else {
@@ -987,8 +1008,7 @@ static bool cmd_set(daemon_state *d, client *cl, char **argv, const char *rest,
   stream *s = need_stream(d, argv[1], err);
   if (!s)
     return false;
-  return s->audio ? change_ask(d, s, cl, argv[2], rest, -1, later, err)
-                  : cfd_pipeline_set(s->pipe, argv[2], rest, err);
+  return change_ask(d, s, cl, argv[2], rest, -1, later, err);
 }
 
 static bool cmd_swap(daemon_state *d, client *cl, char **argv, bool *later,
@@ -1013,9 +1033,7 @@ static bool cmd_swap(daemon_state *d, client *cl, char **argv, bool *later,
       return false;
     }
   }
-  if (s->pipe)
-    return cfd_pipeline_swap(s->pipe, argv[2], xf, err);
-  if (s->sc->video && xf >= 0) {
+  if (!s->pipe && s->sc->video && xf >= 0) {
     g_set_error(err, CFD_ERROR, 0,
                 "a video kernel changes at the next frame: no crossfade");
     return false;

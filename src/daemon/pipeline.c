@@ -247,6 +247,50 @@ static void catch_warning(const gchar *domain, GLogLevelFlags level,
   g_log_default_handler(domain, level, msg, NULL);
 }
 
+/* The warnings our elements post while a job's thread sets a property on
+ * them (their refusal): noted by the bus's sync handler, in the thread
+ * that posts them, for that thread's job; the bus watch logs them as
+ * ever. */
+typedef struct heard {
+  GThread *thread;
+  GstElement *el;
+  char *why; /* the last one's text, as refusal_said takes it */
+} heard;
+
+static GSList *hearers; /* heard *, under catch_lock */
+
+/* A warning's why: our elements give it after the debug text's first
+ * line. */
+static char *warning_why(GstMessage *m)
+{
+  GError *e = NULL;
+  char *dbg = NULL;
+  gst_message_parse_warning(m, &e, &dbg);
+  const char *nl = dbg ? strchr(dbg, '\n') : NULL;
+  char *why = g_strdup(nl && nl[1] ? nl + 1 : e ? e->message : "?");
+  g_clear_error(&e);
+  g_free(dbg);
+  return why;
+}
+
+static GstBusSyncReply hear_warning(GstBus *bus, GstMessage *m, gpointer user)
+{
+  (void)bus;
+  (void)user;
+  if (GST_MESSAGE_TYPE(m) != GST_MESSAGE_WARNING)
+    return GST_BUS_PASS;
+  g_mutex_lock(&catch_lock);
+  for (GSList *l = hearers; l; l = l->next) {
+    heard *h = l->data;
+    if (h->thread == g_thread_self() && m->src == GST_OBJECT(h->el)) {
+      g_free(h->why);
+      h->why = warning_why(m);
+    }
+  }
+  g_mutex_unlock(&catch_lock);
+  return GST_BUS_PASS;
+}
+
 bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
 {
   static gsize installed;
@@ -371,6 +415,7 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
   cfd_pipeline_reread(p, NULL);
   GstBus *bus = gst_element_get_bus(pipe);
   p->watch = gst_bus_add_watch(bus, on_bus, p);
+  gst_bus_set_sync_handler(bus, hear_warning, NULL, NULL);
   gst_object_unref(bus);
   if (gst_element_set_state(pipe, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
@@ -467,16 +512,23 @@ void cfd_pipeline_status(cfd_pipeline *p, GString *out)
   g_free(backend);
 }
 
-/* Set ps on el to v where the element's state lets it take it now, and
- * say so where the element kept its old value instead (our elements
- * refuse a bad value with a warning: the client must hear it). A value
- * read back changed but not as asked (an element that rounds or
- * normalises) counts as taken. */
 /* Why el refused a value: the text of the warning it posted while the
  * value was set (our elements post one), taken off the bus here and
- * logged as the bus watch would; NULL if none. */
+ * logged as the bus watch would; NULL if none. p NULL: in a job's
+ * thread, the one it posted there. */
 static char *refusal_said(cfd_pipeline *p, GstElement *el)
 {
+  if (!p) { /* in a job's thread: what hear_warning noted */
+    char *why = NULL;
+    g_mutex_lock(&catch_lock);
+    for (GSList *l = hearers; l && !why; l = l->next) {
+      heard *h = l->data;
+      if (h->thread == g_thread_self() && h->el == el)
+        why = g_strdup(h->why);
+    }
+    g_mutex_unlock(&catch_lock);
+    return why;
+  }
   GstBus *bus = gst_element_get_bus(p->pipe);
   if (!bus)
     return NULL;
@@ -485,15 +537,8 @@ static char *refusal_said(cfd_pipeline *p, GstElement *el)
   while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING))) {
     /* the last: one the streaming thread posted before may be queued */
     if (m->src == GST_OBJECT(el)) {
-      GError *e = NULL;
-      char *dbg = NULL;
-      gst_message_parse_warning(m, &e, &dbg);
-      /* our elements give why after the debug text's first line */
-      const char *nl = dbg ? strchr(dbg, '\n') : NULL;
       g_free(why);
-      why = g_strdup(nl && nl[1] ? nl + 1 : e ? e->message : "?");
-      g_clear_error(&e);
-      g_free(dbg);
+      why = warning_why(m);
     }
     on_bus(bus, m, p);
     gst_message_unref(m);
@@ -531,6 +576,11 @@ static bool same_value(const GValue *a, const GValue *b)
   return true;
 }
 
+/* Set ps on el to v where the element's state lets it take it now, and
+ * say so where the element kept its old value instead (our elements
+ * refuse a bad value with a warning: the client must hear it). A value
+ * read back changed but not as asked (an element that rounds or
+ * normalises) counts as taken. p NULL: in a job's thread. */
 static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
                         const GValue *v, const char *value, GError **err)
 {
@@ -664,6 +714,14 @@ static char *kernel_file_unloadable(GstElement *el, const char *file)
   cf_status s;
   if (!file || !*file)
     return NULL;
+  /* tests only: a named pipe read to its end first, a kernel file as
+   * slow to read as the test wants (a big one, a slow disk) */
+  const char *gate = g_getenv("CF_TEST_KERNEL_GATE");
+  if (gate && *gate) {
+    gchar *d = NULL;
+    g_file_get_contents(gate, &d, NULL, NULL);
+    g_free(d);
+  }
   if (!strcmp(type, "GstCudaConvolve")) {
     cf_kernel2d *k = NULL;
     s = cf_kernel2d_load(file, &k);
@@ -702,9 +760,103 @@ static char *range_of(GParamSpec *ps)
   return NULL;
 }
 
-bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
-                      GError **err)
+/* set ... kernel-file of our element: the file checked (see
+ * kernel_file_unloadable), then set. p NULL: in a job's thread. */
+static bool set_file(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
+                     const GValue *v, const char *value, GError **err)
 {
+  char *why = kernel_file_unloadable(el, g_value_get_string(v));
+  if (!why)
+    return set_checked(p, el, ps, v, value, err);
+  char *was = NULL;
+  g_object_get(el, "kernel-file", &was, NULL);
+  refused_keeping(err, el, ps->name, value, why, was && *was ? was : NULL);
+  g_free(was);
+  g_free(why);
+  return false;
+}
+
+static bool swap_file(cfd_pipeline *p, GstElement *el, const char *file,
+                      double crossfade, GError **err);
+
+struct cfd_pipeline_job {
+  GstElement *el;
+  GParamSpec *ps; /* set: kernel-file; NULL: swap-kernel */
+  GValue v;       /* set: the file */
+  char *value;    /* as asked (swap: the file) */
+  double crossfade;
+  bool ok;
+  GError *err;
+  char *sum; /* the file's SHA-256 as the element took it */
+};
+
+static cfd_pipeline_job *job_new(GstElement *el, GParamSpec *ps,
+                                 const GValue *v, const char *value,
+                                 double crossfade)
+{
+  cfd_pipeline_job *j = g_new0(cfd_pipeline_job, 1);
+  j->el = gst_object_ref(el);
+  if (ps) {
+    j->ps = g_param_spec_ref(ps);
+    g_value_init(&j->v, G_VALUE_TYPE(v));
+    g_value_copy(v, &j->v);
+  }
+  j->value = g_strdup(value);
+  j->crossfade = crossfade;
+  return j;
+}
+
+void cfd_pipeline_job_run(cfd_pipeline_job *j)
+{
+  heard h = {g_thread_self(), j->el, NULL};
+  g_mutex_lock(&catch_lock);
+  hearers = g_slist_prepend(hearers, &h);
+  g_mutex_unlock(&catch_lock);
+  j->ok = j->ps ? set_file(NULL, j->el, j->ps, &j->v, j->value, &j->err)
+                : swap_file(NULL, j->el, j->value, j->crossfade, &j->err);
+  g_mutex_lock(&catch_lock);
+  hearers = g_slist_remove(hearers, &h);
+  g_mutex_unlock(&catch_lock);
+  g_free(h.why);
+  if (j->ok) { /* the one a reload compares with */
+    char *f = kernel_file_of(j->el);
+    j->sum = f ? file_sum(f) : NULL;
+    g_free(f);
+  }
+}
+
+bool cfd_pipeline_job_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                             GError **err)
+{
+  /* the element's warnings logged now, as for a set made at once */
+  g_free(refusal_said(p, j->el));
+  if (j->sum)
+    g_hash_table_replace(p->kernel_sums, g_strdup(GST_OBJECT_NAME(j->el)),
+                         g_steal_pointer(&j->sum));
+  if (!j->ok)
+    g_propagate_error(err, g_steal_pointer(&j->err));
+  return j->ok;
+}
+
+void cfd_pipeline_job_free(cfd_pipeline_job *j)
+{
+  if (!j)
+    return;
+  gst_object_unref(j->el);
+  if (j->ps) {
+    g_param_spec_unref(j->ps);
+    g_value_unset(&j->v);
+  }
+  g_free(j->value);
+  g_clear_error(&j->err);
+  g_free(j->sum);
+  g_free(j);
+}
+
+bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
+                      cfd_pipeline_job **job, GError **err)
+{
+  *job = NULL;
   const char *dot = strrchr(key, '.');
   GstElement *el;
   if (dot) {
@@ -776,11 +928,10 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
       g_free(kept);
       g_value_unset(&was);
     } else if (!strcmp(key, "kernel-file") && G_VALUE_HOLDS_STRING(&v) &&
-               (unshaped = kernel_file_unloadable(el, g_value_get_string(&v)))) {
-      char *was = NULL;
-      g_object_get(el, "kernel-file", &was, NULL);
-      refused_keeping(err, el, key, value, unshaped, was && *was ? was : NULL);
-      g_free(was);
+               is_ours(el) && g_value_get_string(&v) &&
+               *g_value_get_string(&v)) {
+      *job = job_new(el, ps, &v, value, -1);
+      ok = true;
     } else
       ok = set_checked(p, el, ps, &v, value, err);
     g_value_unset(&v);
@@ -789,14 +940,16 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
     g_free(unshaped);
   }
   gst_object_unref(el);
-  if (ok) /* a kernel file set is the one a reload compares with */
+  /* a kernel file set (unset here) is the one a reload compares with */
+  if (ok && !*job && !strcmp(key, "kernel-file"))
     cfd_pipeline_reread(p, NULL);
   return ok;
 }
 
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
-                       GError **err)
+                       cfd_pipeline_job **job, GError **err)
 {
+  *job = NULL;
   /* checked here: before streaming the elements keep a file that does
    * not load (to fail at start), so a swap would seem taken */
   GStatBuf st;
@@ -826,53 +979,60 @@ bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                 "the pipeline has no cudafir or cudaconvolve element");
     return false;
   }
-  char *unloadable = kernel_file_unloadable(p->filter, file);
+  *job = job_new(p->filter, NULL, NULL, file, crossfade);
+  return true;
+}
+
+/* swap-kernel's file checked and set on el, the filter element. p NULL:
+ * in a job's thread. */
+static bool swap_file(cfd_pipeline *p, GstElement *el, const char *file,
+                      double crossfade, GError **err)
+{
+  char *unloadable = kernel_file_unloadable(el, file);
   if (unloadable) {
     g_set_error(err, CFD_ERROR, 0, "%s refused %s (%s); its kernel is "
                 "unchanged",
-                GST_OBJECT_NAME(p->filter), file, unloadable);
+                GST_OBJECT_NAME(el), file, unloadable);
     g_free(unloadable);
     return false;
   }
-  GObjectClass *oc = G_OBJECT_GET_CLASS(p->filter);
+  GObjectClass *oc = G_OBJECT_GET_CLASS(el);
   guint64 was_xf = 0;
   if (crossfade >= 0) {
     if (!g_object_class_find_property(oc, "crossfade")) {
       g_set_error(err, CFD_ERROR, 0,
                   "%s has no crossfade (a video kernel "
                   "changes at the next frame)",
-                  GST_OBJECT_NAME(p->filter));
+                  GST_OBJECT_NAME(el));
       return false;
     }
-    g_object_get(p->filter, "crossfade", &was_xf, NULL);
-    g_object_set(p->filter, "crossfade", (guint64)(crossfade * GST_SECOND),
+    g_object_get(el, "crossfade", &was_xf, NULL);
+    g_object_set(el, "crossfade", (guint64)(crossfade * GST_SECOND),
                  NULL);
   }
-  g_object_set(p->filter, "kernel-file", file, NULL);
+  g_object_set(el, "kernel-file", file, NULL);
   /* the elements keep their kernel when a file does not load: say so */
   char *now = NULL;
-  g_object_get(p->filter, "kernel-file", &now, NULL);
+  g_object_get(el, "kernel-file", &now, NULL);
   bool ok = now && !strcmp(now, file);
   /* the crossfade given is this swap's (cudafir keeps the value a change
    * is made with), not the element's from now on; a refused swap changes
    * nothing */
   if (crossfade >= 0)
-    g_object_set(p->filter, "crossfade", was_xf, NULL);
+    g_object_set(el, "crossfade", was_xf, NULL);
   if (!ok) {
     /* why, as set answers it: the warning the element posted */
-    char *why = refusal_said(p, p->filter);
+    char *why = refusal_said(p, el);
     if (why)
       g_set_error(err, CFD_ERROR, 0, "%s refused %s (%s); its kernel is "
                   "unchanged",
-                  GST_OBJECT_NAME(p->filter), file, why);
+                  GST_OBJECT_NAME(el), file, why);
     else
       g_set_error(err, CFD_ERROR, 0,
                   "%s refused %s (its kernel is "
                   "unchanged; the daemon's log has the element's message)",
-                  GST_OBJECT_NAME(p->filter), file);
+                  GST_OBJECT_NAME(el), file);
     g_free(why);
-  } else {
-    cfd_pipeline_reread(p, NULL);
   }
   g_free(now);
   return ok;
@@ -913,8 +1073,9 @@ bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed)
   return false;
 }
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
-                      GError **err)
+                      cfd_pipeline_job **job, GError **err)
 {
+  *job = NULL;
   (void)p;
   (void)key;
   (void)value;
@@ -927,13 +1088,31 @@ void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
   (void)report;
 }
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
-                       GError **err)
+                       cfd_pipeline_job **job, GError **err)
 {
+  *job = NULL;
   (void)p;
   (void)file;
   (void)crossfade;
   g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
   return false;
+}
+
+void cfd_pipeline_job_run(cfd_pipeline_job *j)
+{
+  (void)j;
+}
+bool cfd_pipeline_job_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                             GError **err)
+{
+  (void)p;
+  (void)j;
+  g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
+  return false;
+}
+void cfd_pipeline_job_free(cfd_pipeline_job *j)
+{
+  (void)j;
 }
 
 #endif
