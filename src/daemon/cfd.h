@@ -301,8 +301,9 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
 /* A reload: each of our elements whose kernel file's bytes changed since
  * the stream took it (started, set, swapped, reloaded) reads it again;
  * a line each in report. report NULL: the files are only noted as they
- * are (the stream took them just now). */
-void cfd_pipeline_reread(cfd_pipeline *p, GString *report);
+ * are (the stream took them just now). jobs (cfd_pipeline_job *), if not
+ * NULL, takes those reads, for cfd_pipeline_job_run. */
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs);
 /* The filter element's kernel-file (and crossfade, for cudafir, when
  * crossfade >= 0). */
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,

@@ -148,10 +148,11 @@ static void stream_tell_waiting(stream *s, const char *why)
 
 /* A kernel change asked of a stream, waiting for the one before it. */
 typedef struct queued_change {
-  client *cl;
-  char *key; /* NULL: swap-kernel */
+  client *cl; /* NULL: a reload's (pj), no one to answer */
+  char *key;  /* NULL: swap-kernel */
   char *value;
-  double crossfade; /* swap-kernel's; < 0: the stream's */
+  double crossfade;     /* swap-kernel's; < 0: the stream's */
+  cfd_pipeline_job *pj; /* a reload's kernel file read again, or NULL */
 } queued_change;
 
 /* A change whose kernel is read in a thread. */
@@ -165,6 +166,7 @@ typedef struct change_job {
 
 static void queued_change_free(queued_change *q)
 {
+  cfd_pipeline_job_free(q->pj);
   g_free(q->key);
   g_free(q->value);
   g_free(q);
@@ -172,6 +174,8 @@ static void queued_change_free(queued_change *q)
 
 static void answer_error(client *cl, const char *why)
 {
+  if (!cl) /* a reload's change: the reload was answered */
+    return;
   g_string_append_printf(client_out(cl), "error: %s\n", why);
   client_reply(cl);
 }
@@ -564,6 +568,8 @@ static retune_how reload_how(const stream *old, const cfd_stream_conf *sc,
              : RELOAD_START;
 }
 
+static void change_again(daemon_state *d, stream *s, cfd_pipeline_job *pj);
+
 /* The file as read (c), or why it could not be (load_err, taken). */
 static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
                    GString *report, GError **err)
@@ -681,8 +687,14 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
           ok = false;
         }
       } else if (old->pipe) {
-        /* its kernel files, edited in place, are a change too */
-        cfd_pipeline_reread(old->pipe, report);
+        /* its kernel files, edited in place, are a change too: each
+         * element reads its own again in a thread, after the stream's
+         * changes asked before */
+        GPtrArray *jobs = g_ptr_array_new();
+        cfd_pipeline_reread(old->pipe, report, jobs);
+        for (guint k = 0; k < jobs->len; k++)
+          change_again(d, old, jobs->pdata[k]);
+        g_ptr_array_free(jobs, TRUE);
       }
       g_ptr_array_add(next, old);
       continue;
@@ -876,21 +888,23 @@ static void change_job_free(change_job *j)
   g_free(j);
 }
 
-/* A change of s (running), asked by cl (key NULL: swap-kernel): its
- * value checked, and its kernel read in a thread (*later set: cl is
- * answered once it is made); a change with no kernel to read is made at
- * once. */
+/* A change of s (running), asked by cl (key NULL: swap-kernel; pj: a
+ * reload's, whose job is given, cl NULL): its value checked, and its
+ * kernel read in a thread (*later set: cl is answered once it is made);
+ * a change with no kernel to read is made at once. */
 static bool change_start(daemon_state *d, stream *s, client *cl,
                          const char *key, const char *value, double crossfade,
-                         bool *later, GError **err)
+                         cfd_pipeline_job *pj, bool *later, GError **err)
 {
   if (d->stopping) {
+    cfd_pipeline_job_free(pj);
     g_set_error(err, CFD_ERROR, 0, "the daemon is stopping: no change");
     return false;
   }
   cfd_change *ch = NULL;
-  cfd_pipeline_job *pj = NULL;
-  if (s->pipe) {
+  if (pj) {
+    /* given */
+  } else if (s->pipe) {
     bool ok = key ? cfd_pipeline_set(s->pipe, key, value, &pj, err)
                   : cfd_pipeline_swap(s->pipe, value, crossfade, &pj, err);
     if (!pj)
@@ -925,10 +939,13 @@ static void change_next(daemon_state *d, stream *s)
   while (!s->job && s->changes && (q = g_queue_pop_head(s->changes))) {
     GError *e = NULL;
     bool later = false;
-    bool ok =
-        change_start(d, s, q->cl, q->key, q->value, q->crossfade, &later, &e);
+    cfd_pipeline_job *pj = g_steal_pointer(&q->pj);
+    bool ok = change_start(d, s, q->cl, q->key, q->value, q->crossfade, pj,
+                           &later, &e);
     if (!later) {
-      if (ok) {
+      if (!q->cl) {
+        g_clear_error(&e); /* a reload's, not made: the daemon stops */
+      } else if (ok) {
         g_string_append(client_out(q->cl), "ok\n");
         client_reply(q->cl);
       } else {
@@ -968,10 +985,10 @@ static void change_done(GObject *src, GAsyncResult *res, gpointer user)
     j->ch = NULL;
     ok = cfd_audio_change_apply(s->audio, ch, &e);
   }
-  if (ok) {
+  if (ok && j->cl) {
     g_string_append(client_out(j->cl), "ok\n");
     client_reply(j->cl);
-  } else {
+  } else if (!ok) {
     answer_error(j->cl, e->message);
     g_error_free(e);
   }
@@ -985,7 +1002,7 @@ static bool change_ask(daemon_state *d, stream *s, client *cl, const char *key,
                        GError **err)
 {
   if (!s->job && (!s->changes || g_queue_is_empty(s->changes)))
-    return change_start(d, s, cl, key, value, crossfade, later, err);
+    return change_start(d, s, cl, key, value, crossfade, NULL, later, err);
   queued_change *q = g_new0(queued_change, 1);
   q->cl = cl;
   q->key = g_strdup(key);
@@ -996,6 +1013,25 @@ static bool change_ask(daemon_state *d, stream *s, client *cl, const char *key,
   g_queue_push_tail(s->changes, q);
   *later = true;
   return false;
+}
+
+/* A reload's kernel file read again by a pipeline's element (pj): after
+ * the changes asked before, no client answered. */
+static void change_again(daemon_state *d, stream *s, cfd_pipeline_job *pj)
+{
+  if (!s->job && (!s->changes || g_queue_is_empty(s->changes))) {
+    bool later = false;
+    GError *e = NULL;
+    change_start(d, s, NULL, NULL, NULL, -1, pj, &later, &e);
+    g_clear_error(&e); /* none: the job is given */
+    return;
+  }
+  queued_change *q = g_new0(queued_change, 1);
+  q->pj = pj;
+  q->crossfade = -1;
+  if (!s->changes)
+    s->changes = g_queue_new();
+  g_queue_push_tail(s->changes, q);
 }
 
 static bool cmd_set(daemon_state *d, client *cl, char **argv, const char *rest,

@@ -353,7 +353,10 @@ static char *kernel_file_of(GstElement *el)
 typedef struct kernels_walk {
   cfd_pipeline *p;
   GString *report; /* NULL: only note the files as they are */
+  GPtrArray *jobs; /* the elements' reads, for a thread; NULL: made here */
 } kernels_walk;
+
+static cfd_pipeline_job *job_again(GstElement *el, const char *file);
 
 /* One element: its kernel file noted, or (report) taken again where its
  * bytes changed since they were noted. */
@@ -368,8 +371,12 @@ static void walk_kernel(const GValue *v, gpointer user)
                                           GST_OBJECT_NAME(el));
     if (w->report && was && strcmp(was, sum)) {
       /* the same path set again: the element reads it again and swaps
-       * as for `set` (a kernel it refuses is on the bus, in the log) */
-      g_object_set(el, "kernel-file", f, NULL);
+       * as for `set` (a kernel it refuses is on the bus, in the log),
+       * in a thread where the caller takes the jobs */
+      if (w->jobs)
+        g_ptr_array_add(w->jobs, job_again(el, f));
+      else
+        g_object_set(el, "kernel-file", f, NULL);
       g_string_append_printf(w->report, "%s: new kernel (%s read %s again)\n",
                              w->p->name, GST_OBJECT_NAME(el), f);
     }
@@ -379,9 +386,9 @@ static void walk_kernel(const GValue *v, gpointer user)
   g_free(f);
 }
 
-void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs)
 {
-  kernels_walk w = {p, report};
+  kernels_walk w = {p, report, jobs};
   GstIterator *it = gst_bin_iterate_recurse(GST_BIN(p->pipe));
   GstIteratorResult r = gst_iterator_foreach(it, walk_kernel, &w);
   if (r != GST_ITERATOR_DONE)
@@ -412,7 +419,7 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
     add_probe(p->filter, "sink", probe_in, p);
     add_probe(p->filter, "src", probe_out, p);
   }
-  cfd_pipeline_reread(p, NULL);
+  cfd_pipeline_reread(p, NULL, NULL);
   GstBus *bus = gst_element_get_bus(pipe);
   p->watch = gst_bus_add_watch(bus, on_bus, p);
   gst_bus_set_sync_handler(bus, hear_warning, NULL, NULL);
@@ -701,6 +708,19 @@ static void refused_keeping(GError **err, GstElement *el, const char *key,
                 GST_OBJECT_NAME(el), key, value, why, key);
 }
 
+/* Tests only: CF_TEST_KERNEL_GATE, a named pipe read to its end before
+ * a kernel file is read, makes the read as slow as the test wants (a big
+ * kernel, a slow disk). */
+static void test_gate(void)
+{
+  const char *gate = g_getenv("CF_TEST_KERNEL_GATE");
+  if (gate && *gate) {
+    gchar *d = NULL;
+    g_file_get_contents(gate, &d, NULL, NULL);
+    g_free(d);
+  }
+}
+
 /* Why our element el cannot load `file` as its kernel, or NULL (also for
  * other elements, and an unset file). Before its stream has caps, our
  * elements keep a file that does not load as their setting (negotiation
@@ -714,14 +734,7 @@ static char *kernel_file_unloadable(GstElement *el, const char *file)
   cf_status s;
   if (!file || !*file)
     return NULL;
-  /* tests only: a named pipe read to its end first, a kernel file as
-   * slow to read as the test wants (a big one, a slow disk) */
-  const char *gate = g_getenv("CF_TEST_KERNEL_GATE");
-  if (gate && *gate) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  test_gate();
   if (!strcmp(type, "GstCudaConvolve")) {
     cf_kernel2d *k = NULL;
     s = cf_kernel2d_load(file, &k);
@@ -781,7 +794,8 @@ static bool swap_file(cfd_pipeline *p, GstElement *el, const char *file,
 
 struct cfd_pipeline_job {
   GstElement *el;
-  GParamSpec *ps; /* set: kernel-file; NULL: swap-kernel */
+  GParamSpec *ps; /* set: kernel-file; NULL: swap-kernel, or again */
+  bool again;     /* a reload's: the file set again, to be read again */
   GValue v;       /* set: the file */
   char *value;    /* as asked (swap: the file) */
   double crossfade;
@@ -806,19 +820,33 @@ static cfd_pipeline_job *job_new(GstElement *el, GParamSpec *ps,
   return j;
 }
 
+static cfd_pipeline_job *job_again(GstElement *el, const char *file)
+{
+  cfd_pipeline_job *j = job_new(el, NULL, NULL, file, -1);
+  j->again = true;
+  return j;
+}
+
 void cfd_pipeline_job_run(cfd_pipeline_job *j)
 {
   heard h = {g_thread_self(), j->el, NULL};
   g_mutex_lock(&catch_lock);
   hearers = g_slist_prepend(hearers, &h);
   g_mutex_unlock(&catch_lock);
-  j->ok = j->ps ? set_file(NULL, j->el, j->ps, &j->v, j->value, &j->err)
-                : swap_file(NULL, j->el, j->value, j->crossfade, &j->err);
+  if (j->ps) {
+    j->ok = set_file(NULL, j->el, j->ps, &j->v, j->value, &j->err);
+  } else if (j->again) { /* noted already: the element reads it again */
+    test_gate();
+    g_object_set(j->el, "kernel-file", j->value, NULL);
+    j->ok = true;
+  } else {
+    j->ok = swap_file(NULL, j->el, j->value, j->crossfade, &j->err);
+  }
   g_mutex_lock(&catch_lock);
   hearers = g_slist_remove(hearers, &h);
   g_mutex_unlock(&catch_lock);
   g_free(h.why);
-  if (j->ok) { /* the one a reload compares with */
+  if (j->ok && !j->again) { /* the one a reload compares with */
     char *f = kernel_file_of(j->el);
     j->sum = f ? file_sum(f) : NULL;
     g_free(f);
@@ -942,7 +970,7 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
   gst_object_unref(el);
   /* a kernel file set (unset here) is the one a reload compares with */
   if (ok && !*job && !strcmp(key, "kernel-file"))
-    cfd_pipeline_reread(p, NULL);
+    cfd_pipeline_reread(p, NULL, NULL);
   return ok;
 }
 
@@ -1082,10 +1110,11 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
   g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
   return false;
 }
-void cfd_pipeline_reread(cfd_pipeline *p, GString *report)
+void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs)
 {
   (void)p;
   (void)report;
+  (void)jobs;
 }
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                        cfd_pipeline_job **job, GError **err)
