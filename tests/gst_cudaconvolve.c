@@ -4152,8 +4152,8 @@ static void test_kernel_burst(void **state)
  * small one held both until the user changed kernels again (40-80 MB for
  * an 1100x1100 kernel on 1080p RGBA; QA). Here a 255x255 kernel's FFT
  * state on 800x600 is retired by a 3x3 kernel: VmRSS falls back by half
- * of what it took, within 5 s (the old state is freed in GStreamer's
- * thread pool). */
+ * of what it took, within 5 s (the old state is freed in the element's
+ * reaper thread). */
 static void test_swap_gives_back(void **state)
 {
   (void)state;

@@ -151,6 +151,19 @@ cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
 
 /* ---- the test ------------------------------------------------------------ */
 
+/* A pipelined engine's config: GRAY8 pictures of w x h, the rest 0. */
+static cf_video_config gray8_config(unsigned w, unsigned h, unsigned depth)
+{
+  cf_video_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.width = w;
+  cfg.height = h;
+  cfg.format = CF_PIX_GRAY8;
+  cfg.scale = 1.0f;
+  cfg.pipeline_depth = depth;
+  return cfg;
+}
+
 /* Every depth 1..CF_VIDEO_MAX_DEPTH, the frame count started up to 3 D
  * frames before 2^32, random frames across it: each output is its own
  * input, D calls later, in order; flush gives the last D. */
@@ -164,13 +177,7 @@ static void test_past_2_32_frames(void **state)
   for (unsigned depth = 1; depth <= CF_VIDEO_MAX_DEPTH; depth++) {
     unsigned before = (unsigned)ref_rng_range(&rng, 1, 3 * depth);
     set_case("pipeline_depth %u, frame count from 2^32 - %u", depth, before);
-    cf_video_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.width = W;
-    cfg.height = H;
-    cfg.format = CF_PIX_GRAY8;
-    cfg.scale = 1.0f;
-    cfg.pipeline_depth = depth;
+    cf_video_config cfg = gray8_config(W, H, depth);
     void *impl;
     const cf_video_ops *ops;
     CHECK(cf_cpu_video_pipe_new(&cfg, NULL, CF_FFT_QUICK, &impl, &ops) == CF_OK,
@@ -215,13 +222,7 @@ static void test_thread_blocks_signals(void **state)
   (void)state;
   enum { W = 5, H = 2 };
   static uint8_t in[W * H], out[W * H];
-  cf_video_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.width = W;
-  cfg.height = H;
-  cfg.format = CF_PIX_GRAY8;
-  cfg.scale = 1.0f;
-  cfg.pipeline_depth = 1;
+  cf_video_config cfg = gray8_config(W, H, 1);
   sigset_t none, was;
   sigemptyset(&none);
   CHECK(pthread_sigmask(SIG_SETMASK, &none, &was) == 0, "sigmask");
