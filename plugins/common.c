@@ -231,6 +231,30 @@ gboolean cf_gst_warn_without_bus(GstElement *el)
   return FALSE;
 }
 
+GHashTable *cf_gst_refusals_new(void)
+{
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+void cf_gst_refusals_note(GHashTable *t, const gchar *prop, const gchar *why)
+{
+  g_hash_table_replace(t, g_strdup(prop), g_strdup(why));
+}
+
+gchar *cf_gst_refusals_text(GHashTable *t)
+{
+  if (!g_hash_table_size(t))
+    return NULL;
+  GList *keys = g_list_sort(g_hash_table_get_keys(t), (GCompareFunc)strcmp);
+  GString *s = g_string_new(NULL);
+  for (GList *l = keys; l; l = l->next)
+    g_string_append_printf(s, "%s%s (%s)", s->len ? "; " : "",
+                           (const gchar *)l->data,
+                           (const gchar *)g_hash_table_lookup(t, l->data));
+  g_list_free(keys);
+  return g_string_free(s, FALSE);
+}
+
 GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
                                    const gchar *blurb, GParamFlags flags)
 {

@@ -64,6 +64,17 @@ void cf_gst_post_warning(GstElement *el, GQuark domain, gint code, gchar *text,
  * refused and gone on from (QA: a Python UI setting a NaN tap). */
 gboolean cf_gst_warn_without_bus(GstElement *el);
 
+/* Settings refused while the element was stopped (NULL, READY): they
+ * make its next start fail with an element error naming them, where the
+ * stream ran with the value before (QA: `cudafir 'kernel=<0.5,nan>'` in
+ * gst-launch passed the audio unfiltered, exit 0, while a bad kernel-file
+ * failed the start). A table of property name -> why (object lock held
+ * for all three); a value taken for a property forgets its refusal. */
+GHashTable *cf_gst_refusals_new(void);
+void cf_gst_refusals_note(GHashTable *t, const gchar *prop, const gchar *why);
+/* "prop (why); prop2 (why2)", sorted by name, or NULL where none */
+gchar *cf_gst_refusals_text(GHashTable *t);
+
 /* The kernel properties: a GstValueArray of any numbers (no element
  * type in the spec: GObject refused the doubles Python's floats and most
  * C code make where the spec said gfloat, before the element saw them).

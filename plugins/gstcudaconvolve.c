@@ -56,7 +56,12 @@
  * refuses, an unknown component name) is refused with an element warning
  * on the bus, or a g_warning where there is no bus (gst-launch sets
  * properties before there is one), and the property keeps its value;
- * GObject itself refuses a NaN or infinite cval, scale or bias (outside
+ * refused while stopped (NULL, READY: a gst-launch line's values), it
+ * also makes the next start fail with an element error naming the
+ * property and why, until that property (for kernel, kernel-file and
+ * preset: any of the three, the last set winning) takes a value: frames
+ * passed with the kernel before, unfiltered where it was the identity,
+ * and gst-launch exited 0. GObject itself refuses a NaN or infinite cval, scale or bias (outside
  * every float range) with its own g_warning, before the element sees it
  * (a NaN or infinite tap the element refuses). A kernel file that does not
  * load (missing, malformed, a NaN tap) is also an element warning; while
@@ -345,6 +350,10 @@ typedef struct {
 
   /* properties, under the object lock */
   GArray *taps; /* gfloat: the kernel property */
+  /* between start and stop; values refused while not (NULL, READY) make
+   * the next start fail, naming them (cf_gst_refusals_new) */
+  gboolean started;
+  GHashTable *refusals;
   guint kernel_width, kernel_height;
   gchar *kernel_file;
   cf_kernel2d *file_kernel; /* kernel_file, loaded when set */
@@ -3175,7 +3184,25 @@ static gboolean gst_cuda_convolve_decide_allocation(GstBaseTransform *trans,
 
 static gboolean gst_cuda_convolve_start(GstBaseTransform *trans)
 {
-  reset_qos(GST_CUDA_CONVOLVE(trans));
+  GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
+  /* a value refused while stopped: frames would pass without it (a
+   * gst-launch line's NaN tap left them unfiltered, exit 0; QA) */
+  GST_OBJECT_LOCK(self);
+  gchar *refused = cf_gst_refusals_text(self->refusals);
+  guint n = g_hash_table_size(self->refusals);
+  GST_OBJECT_UNLOCK(self);
+  if (refused) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("cudaconvolve: refused before the start: %s", refused),
+                      ("set %s to a value taken (or unset it) to start",
+                       n == 1 ? "it" : "them"));
+    g_free(refused);
+    return FALSE;
+  }
+  reset_qos(self);
+  GST_OBJECT_LOCK(self);
+  self->started = TRUE;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -3184,6 +3211,7 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   reset_qos(self);
   GST_OBJECT_LOCK(self);
+  self->started = FALSE;
   free_engine(self); /* and the frames in flight */
   g_clear_pointer(&self->posted, g_free);
   self->stream_format = GST_VIDEO_FORMAT_UNKNOWN;
@@ -3220,6 +3248,16 @@ static _Thread_local gboolean refused_here;
     refused_here = TRUE;                                                       \
     gchar *why_ = g_strdup_printf(__VA_ARGS__);                                \
     GST_WARNING_OBJECT(self, "%s refused: %s", prop, why_);                    \
+    GST_OBJECT_LOCK(self);                                                     \
+    if (!self->started) { /* stopped: no start until a value is taken */       \
+      cf_gst_refusals_note(self->refusals, prop, why_);                        \
+      gchar *more_ = g_strdup_printf("%s; no stream starts until %s is set "   \
+                                     "to a value taken",                       \
+                                     why_, prop);                              \
+      g_free(why_);                                                            \
+      why_ = more_;                                                            \
+    }                                                                          \
+    GST_OBJECT_UNLOCK(self);                                                   \
     if (cf_gst_warn_without_bus(GST_ELEMENT(self)))                            \
       g_warning("%s: %s refused: %s", GST_OBJECT_NAME(self), prop, why_);      \
     CF_GST_POST_WARNING(self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, \
@@ -3416,8 +3454,20 @@ static void gst_cuda_convolve_set_property(GObject *object, guint prop_id,
            nomem);
     g_free(nomem);
   }
-  if (!refused_here)
+  if (!refused_here) {
+    /* a value taken: its refusal before no longer stops a start (nor,
+     * the last set of them winning, the other kernel sources') */
+    GST_OBJECT_LOCK(self);
+    g_hash_table_remove(self->refusals, pspec->name);
+    if (prop_id == PROP_KERNEL || prop_id == PROP_KERNEL_FILE ||
+        prop_id == PROP_PRESET) {
+      g_hash_table_remove(self->refusals, "kernel");
+      g_hash_table_remove(self->refusals, "kernel-file");
+      g_hash_table_remove(self->refusals, "preset");
+    }
+    GST_OBJECT_UNLOCK(self);
     g_object_notify_by_pspec(object, pspec);
+  }
   refused_here = FALSE;
 }
 
@@ -3605,6 +3655,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   free_engine(self);
   gst_queue_array_free(self->inflight);
   g_array_unref(self->taps);
+  g_hash_table_destroy(self->refusals);
   g_free(self->kernel_file);
   cf_kernel2d_free(self->file_kernel);
   g_free(self->file_error);
@@ -3629,6 +3680,7 @@ static void unref_held(gpointer obj)
 static void gst_cuda_convolve_init(GstCudaConvolve *self)
 {
   self->taps = g_array_new(FALSE, FALSE, sizeof(gfloat));
+  self->refusals = cf_gst_refusals_new();
   self->kernel_width = DEFAULT_KERNEL_WIDTH;
   self->kernel_height = DEFAULT_KERNEL_HEIGHT;
   self->preset = DEFAULT_PRESET;

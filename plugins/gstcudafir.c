@@ -116,6 +116,12 @@
  * kernel set before is good, the properties and the kernel staying as
  * they were; set in NULL or READY, or with nothing good set before, it
  * is kept and the stream fails to start with an error naming it.
+ * A value refused at once (a tap that is no number, NaN or infinite)
+ * keeps the property as it was; refused in NULL or READY (as a
+ * gst-launch line sets it), it also makes the next start fail with an
+ * element error naming the property and why, until the property (or,
+ * for `kernel`, `kernel-file`) is set to a value taken: the stream would
+ * have run without it, unfiltered where it was the only kernel.
  * Integer output (S16LE,
  * S32LE) is rounded to nearest, ties to even, and saturated; no dither. Without a kernel the element
  * passes audio through unchanged (the identity kernel).
@@ -276,6 +282,9 @@ typedef struct {
    * refused where a good one is set, the engine made or not (object
    * lock) */
   gboolean started;
+  /* values refused while stopped (NULL, READY): the next start fails,
+   * naming them (cf_gst_refusals_new; object lock) */
+  GHashTable *refusals;
 
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
@@ -1788,6 +1797,20 @@ static gboolean gst_cuda_fir_transform_size(GstBaseTransform *bt,
 static gboolean gst_cuda_fir_start(GstBaseTransform *bt)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
+  /* a value refused while stopped: the stream would run without it
+   * (unfiltered where it was the only kernel) */
+  GST_OBJECT_LOCK(self);
+  gchar *refused = cf_gst_refusals_text(self->refusals);
+  guint n = g_hash_table_size(self->refusals);
+  GST_OBJECT_UNLOCK(self);
+  if (refused) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("cudafir: refused before the start: %s", refused),
+                      ("set %s to a value taken (or unset it) to start",
+                       n == 1 ? "it" : "them"));
+    g_free(refused);
+    return FALSE;
+  }
   restart(self);
   GST_OBJECT_LOCK(self);
   self->started = TRUE;
@@ -2362,15 +2385,26 @@ static void refuse(GstCudaFir *self, const char *prop)
   char msg[512];
   g_strlcpy(msg, fir_error, sizeof msg);
   GST_WARNING_OBJECT(self, "%s refused: %s", prop, msg);
+  /* stopped: no stream starts until the property takes a value */
+  GST_OBJECT_LOCK(self);
+  gboolean stopped = !self->started;
+  if (stopped)
+    cf_gst_refusals_note(self->refusals, prop, msg);
+  GST_OBJECT_UNLOCK(self);
+  const char *then = stopped ? "; no stream starts until it is set to a "
+                               "value taken"
+                             : "";
   /* gst-launch sets properties before the element has a bus: the
    * message would be lost */
   if (cf_gst_warn_without_bus(GST_ELEMENT(self)))
-    g_warning("%s: %s refused, keeping the previous value: %s",
-              GST_OBJECT_NAME(self), prop, msg);
+    g_warning("%s: %s refused, keeping the previous value: %s%s",
+              GST_OBJECT_NAME(self), prop, msg, then);
+  gchar *detail = g_strdup_printf("%s%s", msg, then);
   CF_GST_POST_WARNING(
       self, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
       g_strdup_printf("cudafir: %s refused, keeping the previous value", prop),
-      msg);
+      detail);
+  g_free(detail);
 }
 
 /* A change of kernel, kernel-file, routing or trim. The new set is
@@ -2549,8 +2583,19 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
 {
   refused_here = FALSE;
   set_property_body(obj, id, value, pspec);
-  if (!refused_here)
+  if (!refused_here) {
+    /* a value taken: its refusal before no longer stops a start (nor,
+     * the last set of the two winning, the other kernel source's) */
+    GstCudaFir *self = GST_CUDA_FIR(obj);
+    GST_OBJECT_LOCK(self);
+    g_hash_table_remove(self->refusals, pspec->name);
+    if (id == PROP_KERNEL || id == PROP_KERNEL_FILE) {
+      g_hash_table_remove(self->refusals, "kernel");
+      g_hash_table_remove(self->refusals, "kernel-file");
+    }
+    GST_OBJECT_UNLOCK(self);
     g_object_notify_by_pspec(obj, pspec);
+  }
   refused_here = FALSE;
 }
 
@@ -2714,6 +2759,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
+  g_hash_table_destroy(self->refusals);
   g_free(self->kernel_file);
   cf_kernel_free(self->file_kernel);
   g_free(self->file_error);
@@ -2727,6 +2773,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
 static void gst_cuda_fir_init(GstCudaFir *self)
 {
   self->taps = g_array_new(FALSE, FALSE, sizeof(float));
+  self->refusals = cf_gst_refusals_new();
   g_mutex_init(&self->kernel_lock);
   self->routing = ROUTING_AUTO;
   self->block_size = DEFAULT_BLOCK_SIZE;
@@ -2762,9 +2809,10 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   g_object_class_install_property(oc, PROP_KERNEL,
       cf_gst_param_spec_taps("kernel", "Kernel",
           "FIR taps applied to every channel, e.g. \"<0.25, 0.5, 0.25>\" "
-          "(finite numbers of any type, kept as floats; setting it clears "
-          "kernel-file; empty: the identity). Changes while PLAYING "
-          "crossfade",
+          "(finite numbers of any type, kept as floats; others are "
+          "refused, and if set in NULL or READY the next start fails "
+          "until a kernel is taken; setting it clears kernel-file; empty: "
+          "the identity). Changes while PLAYING crossfade",
           live));
   g_object_class_install_property(oc, PROP_KERNEL_FILE,
       g_param_spec_string("kernel-file", "Kernel file",

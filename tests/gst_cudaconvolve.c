@@ -3880,6 +3880,86 @@ static void test_refused_rebuild(void **state)
  * element error naming it; no frame passes unfiltered (the identity).
  * While streaming: a warning on the bus, the property and the kernel as
  * they were. */
+/* The outcome of a gst-launch line: the first error's message (g_free),
+ * or NULL where the stream reached EOS. */
+static gchar *launch_outcome(const char *desc)
+{
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch(%s): %s", desc, err ? err->message : "?");
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 20 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK(m, "%s: neither EOS nor an error", desc);
+  gchar *said = NULL;
+  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error(m, &err, NULL);
+    said = g_strdup(err->message);
+    g_clear_error(&err);
+  }
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  return said;
+}
+
+/* A value refused while stopped (a gst-launch line's NaN tap, a sigma
+ * the preset does not take) makes the start fail with an element error
+ * naming the property and why, as a kernel-file that does not load
+ * does; the frames passed with the kernel before (the identity), exit 0,
+ * the refusal only a GLib warning on stderr (QA). A value taken for it
+ * (or for another kernel source: the last set wins) lets it start. */
+static void test_refused_before_start(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 9001);
+  unsigned at = (unsigned)ref_rng_range(&r, 0, 8);
+  int inf = (int)ref_rng_range(&r, 0, 1);
+  char taps[128] = "";
+  for (unsigned i = 0; i < 9; i++)
+    g_strlcat(taps, i == at ? (inf ? ",inf" : ",nan") : ",0.1", sizeof taps);
+  char kernel_said[64];
+  snprintf(kernel_said, sizeof kernel_said, "kernel (tap %u is %s", at,
+           inf ? "infinite" : "NaN");
+  struct {
+    char set[200];
+    const char *said; /* NULL: it runs */
+  } lines[] = {
+      {"", kernel_said},
+      {"preset=box sigma=2", "sigma (preset 'box' takes no sigma"},
+      {"preset=sharpen", NULL},
+      {"kernel=<1>", NULL},
+  };
+  snprintf(lines[0].set, sizeof lines[0].set, "kernel=<%s>", taps + 1);
+  for (unsigned i = 2; i < 4; i++) { /* after the bad kernel */
+    char then[64];
+    g_strlcpy(then, lines[i].set, sizeof then);
+    g_snprintf(lines[i].set, sizeof lines[i].set, "%s %s", lines[0].set,
+               then);
+  }
+  for (unsigned i = 0; i < G_N_ELEMENTS(lines); i++) {
+    gchar *desc = g_strdup_printf(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=GRAY8,width=32,"
+        "height=24 ! cudaconvolve %s ! fakesink",
+        lines[i].set);
+    g_warnings = 0;
+    gchar *said = launch_outcome(desc);
+    if (lines[i].said)
+      CHECK(said && strstr(said, lines[i].said) && strstr(said, "refused"),
+            "%s: the start's error '%s' does not name '%s'", desc,
+            said ? said : "(none: EOS)", lines[i].said);
+    else
+      CHECK(!said, "%s: %s", desc, said);
+    CHECK(g_warnings == 1 && strstr(g_last_warning, "no stream starts"),
+          "%s: %d warnings, the last '%s'", desc, g_warnings, g_last_warning);
+    g_free(said);
+    g_free(desc);
+  }
+}
+
 static void test_bad_kernel_file(void **state)
 {
   (void)state;
@@ -6535,6 +6615,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_components_changed_again, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
+      cmocka_unit_test_teardown(test_refused_before_start, teardown),
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test_teardown(test_bad_kernel_file, teardown),
       cmocka_unit_test_teardown(test_kernel_nomem, teardown),

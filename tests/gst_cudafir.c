@@ -5116,6 +5116,79 @@ static void test_said_once(void **state)
   g_free(missing);
 }
 
+/* The outcome of a gst-launch line: the first error's message (g_free),
+ * or NULL where the stream reached EOS. The line's properties are set
+ * before there is a bus: their refusals are said with GLib, counted. */
+static gchar *launch_outcome(const char *desc)
+{
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch(%s): %s", desc, err ? err->message : "?");
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 20 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK(m, "%s: neither EOS nor an error", desc);
+  gchar *said = NULL;
+  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error(m, &err, NULL);
+    said = g_strdup(err->message);
+    g_clear_error(&err);
+  }
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  return said;
+}
+
+/* A kernel refused while stopped (a gst-launch line's NaN tap) makes the
+ * start fail with an element error naming the property and why, as a
+ * kernel-file that does not load does; the audio passed unfiltered, exit
+ * 0, the refusal only a GLib warning on stderr (QA). A value taken for
+ * it (or the other kernel source) after lets the stream start. */
+static void test_refused_before_start(void **state)
+{
+  (void)state;
+  set_case("a value refused before the start");
+  guint lh = g_log_set_handler("cudafir", G_LOG_LEVEL_WARNING,
+                               count_fir_warning, NULL);
+  unsigned at = (unsigned)ref_rng_range(&rng, 0, 2);
+  int inf = (int)ref_rng_range(&rng, 0, 1);
+  char taps[64] = "", want[64];
+  for (unsigned i = 0; i < 3; i++)
+    g_strlcat(taps, i == at ? (inf ? ",inf" : ",nan") : ",0.25", sizeof taps);
+  snprintf(want, sizeof want, "kernel (tap %u is %s", at,
+           inf ? "infinite" : "NaN");
+  char desc[512];
+  snprintf(desc, sizeof desc,
+           "audiotestsrc num-buffers=3 ! cudafir kernel=<%s> ! fakesink",
+           taps + 1);
+  fir_g_warnings = 0;
+  gchar *said = launch_outcome(desc);
+  CHECK(said && strstr(said, want) && strstr(said, "refused"),
+        "%s: the start's error '%s' does not name '%s'", desc,
+        said ? said : "(none: EOS)", want);
+  CHECK(fir_g_warnings == 1 && strstr(fir_last_warning, "no stream starts"),
+        "%s: %d warnings, the last '%s'", desc, fir_g_warnings,
+        fir_last_warning);
+  g_free(said);
+  const char *after[] = {"kernel=<0.5,0.5>", "kernel-file=%s"};
+  const char *fpath = fixture("refused-then.txt");
+  CHECK(g_file_set_contents(fpath, "0.5 0.5\n", -1, NULL), "write %s", fpath);
+  for (unsigned i = 0; i < 2; i++) {
+    char then[160];
+    snprintf(then, sizeof then, after[i], fpath);
+    snprintf(desc, sizeof desc,
+             "audiotestsrc num-buffers=3 ! cudafir kernel=<%s> %s ! "
+             "fakesink",
+             taps + 1, then);
+    said = launch_outcome(desc);
+    CHECK(!said, "%s: %s", desc, said);
+  }
+  g_log_remove_handler("cudafir", lh);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5846,6 +5919,7 @@ int main(void)
       cmocka_unit_test(test_kernel_file_kept),
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_refused_before_start),
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
