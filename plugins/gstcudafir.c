@@ -105,7 +105,11 @@
  * R<-L, R<-R; a file written input-major, L->L, L->R, R->L, R->R, has its
  * middle two channels the other way round), and the output has N / C
  * channels (over two: at the positions downstream asks for, else the
- * count's usual layout, 5.1 for six). The file is read when `kernel-file`
+ * count's usual layout, 5.1 for six). Input of a channel count the kernel
+ * set does not take (fixed upstream: `audio/x-raw,channels=2 ! cudafir
+ * kernel=<1,2,3,4> routing=matrix`) fails the stream with a warning or an
+ * element error on the bus naming the kernel against the count; an
+ * audioconvert before the element picks a count that fits. The file is read when `kernel-file`
  * is set; `trim` and `routing` rebuild the kernel from those taps
  * (the file may have changed or gone since), and only a new stream rate
  * reads an audio file again, to resample it. A kernel change that
@@ -276,6 +280,9 @@ typedef struct {
    * channel count divides it (routing=matrix on a file of per-channel
    * kernels). */
   guint mat_in, mat_out, mat_n;
+  /* the input count whose refusal in a caps query was said (0: none),
+   * once for the kernel set (update_shape clears it) */
+  guint told_channels;
   gboolean per_channel;
 
   /* between start and stop (PAUSED, PLAYING): a bad kernel set then is
@@ -637,6 +644,7 @@ static void update_shape(GstCudaFir *self, const cf_kernel *k)
 {
   self->mat_in = self->mat_out = self->mat_n = 0;
   self->per_channel = FALSE;
+  self->told_channels = 0;
   if (k && cf_kernel_routing(k) != CF_ROUTING_SHARED &&
       !(cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL &&
         self->routing == ROUTING_MATRIX)) {
@@ -672,12 +680,64 @@ static gchar *channels_refused(GstCudaFir *self, guint ch)
                            "kernels), the stream has %u",
                            what, self->mat_in, self->mat_out, self->mat_out,
                            self->mat_in, ch);
+  /* the taps of `kernel` are one kernel, however many */
+  if (self->mat_n == 1 && !self->kernel_file) {
+    gchar *one = self->taps->len
+                     ? g_strdup_printf("kernel is one kernel (of %u taps)",
+                                       self->taps->len)
+                     : g_strdup("no kernel is set: the identity is one "
+                                "kernel");
+    gchar *why = g_strdup_printf(
+        "routing=matrix: %s, not a multiple of the stream's %u channels: "
+        "a matrix of C_out x C_in kernels comes from a kernel-file (a 3D "
+        ".npy, or per-channel kernels read as one)",
+        one, ch);
+    g_free(one);
+    return why;
+  }
   if (self->mat_n && (self->mat_n % ch || self->mat_n / ch > 256))
     return g_strdup_printf("routing=matrix: %s holds %u kernel%s, not a "
                            "multiple of the stream's %u channels",
                            what, self->mat_n, self->mat_n == 1 ? "" : "s",
                            ch);
   return NULL;
+}
+
+/* Input caps of one channel count that the kernel set does not take:
+ * upstream asking with them (a caps query, its caps fixed) cannot start
+ * (basesrc fails not-negotiated, the reason in no message: QA, a
+ * gst-launch line with audio/x-raw,channels=2 before a 1-kernel matrix).
+ * A warning on the bus names why, once for the kernel set; the caps
+ * event's element error does where the caps come that far. */
+static void say_channels_refused(GstCudaFir *self, GstCaps *caps)
+{
+  gint ch = 0;
+  if (gst_caps_get_size(caps) != 1 ||
+      !gst_structure_get_int(gst_caps_get_structure(caps, 0), "channels",
+                             &ch) ||
+      ch <= 0)
+    return;
+  /* a caps query before the element is in a pipeline (gst_parse_launch
+   * links before it adds them): told when it can be heard */
+  GstBus *bus = gst_element_get_bus(GST_ELEMENT(self));
+  if (!bus)
+    return;
+  gst_object_unref(bus);
+  GST_OBJECT_LOCK(self);
+  gchar *why = self->told_channels != (guint)ch
+                   ? channels_refused(self, (guint)ch)
+                   : NULL;
+  if (why)
+    self->told_channels = (guint)ch;
+  GST_OBJECT_UNLOCK(self);
+  if (!why)
+    return;
+  GST_WARNING_OBJECT(self, "%s", why);
+  CF_GST_POST_WARNING(self, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                      g_strdup("cudafir: the input's channels do not fit "
+                               "the kernel"),
+                      why);
+  g_free(why);
 }
 
 /* ---- conversion ------------------------------------------------------- */
@@ -1663,9 +1723,13 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
     res = gst_caps_ref(caps);
   } else {
     res = gst_caps_new_empty();
+    /* see below */
+    gboolean link_check =
+        !gst_pad_is_linked(dir == GST_PAD_SRC ? bt->sinkpad : bt->srcpad);
     for (guint i = 0; i < gst_caps_get_size(caps); i++) {
       GstStructure *st = gst_caps_get_structure(caps, i);
       const GValue *ch = gst_structure_get_value(st, "channels");
+      gboolean mapped = FALSE;
       for (guint p = 0; p < np; p++) {
         guint from = dir == GST_PAD_SINK ? pin[p] : pout[p];
         guint to = dir == GST_PAD_SINK ? pout[p] : pin[p];
@@ -1695,6 +1759,22 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
         if (to != from)
           gst_structure_remove_field(n, "channel-mask");
         res = gst_caps_merge_structure(res, n);
+        mapped = TRUE;
+      }
+      /* Asked while nothing is linked on the side the caps are for: a
+       * link check (gst-launch, gst_element_link), not a negotiation.
+       * Input counts the kernel set does not take are offered last (and
+       * outputs for an input count it does not take), so that the link
+       * holds: it failed, "can't handle caps", and a gst-launch user met
+       * the reason nowhere (QA: audio/x-raw,channels=2 ! cudafir
+       * kernel=<1,2,3,4> routing=matrix). Negotiation then says why (a
+       * warning below, or the caps event's element error). Once linked,
+       * a peer is offered the counts that fit alone, which an
+       * audioconvert picks from. */
+      if (link_check && (dir == GST_PAD_SRC || !mapped)) {
+        GstStructure *n = gst_structure_copy(st);
+        gst_structure_remove_fields(n, "channels", "channel-mask", NULL);
+        res = gst_caps_merge_structure(res, n);
       }
     }
   }
@@ -1706,6 +1786,8 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
   }
   GST_DEBUG_OBJECT(self, "transformed %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT,
                    caps, res);
+  if (np && dir == GST_PAD_SINK && gst_caps_is_empty(res))
+    say_channels_refused(self, caps);
   return res;
 }
 

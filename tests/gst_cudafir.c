@@ -5189,6 +5189,93 @@ static void test_refused_before_start(void **state)
   g_log_remove_handler("cudafir", lh);
 }
 
+/* The warnings cudafir posted while a gst-launch line ran to an error
+ * or EOS (g_free; "" where none), and whether it ended in an error. */
+static gchar *launch_warnings(const char *desc, gboolean *failed)
+{
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  CHECK(p && !err, "gst_parse_launch(%s): %s", desc, err ? err->message : "?");
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(p);
+  GString *said = g_string_new(NULL);
+  *failed = FALSE;
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop_filtered(
+        bus, 20 * GST_SECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_WARNING);
+    CHECK(m, "%s: neither EOS nor an error", desc);
+    GstMessageType t = GST_MESSAGE_TYPE(m);
+    if (t == GST_MESSAGE_WARNING && GST_IS_ELEMENT(m->src) &&
+        g_str_has_prefix(GST_OBJECT_NAME(m->src), "cudafir")) {
+      gst_message_parse_warning(m, &err, NULL);
+      g_string_append_printf(said, "%s\n", err->message);
+      g_clear_error(&err);
+    }
+    gst_message_unref(m);
+    if (t != GST_MESSAGE_WARNING) {
+      *failed = t == GST_MESSAGE_ERROR;
+      break;
+    }
+  }
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  return g_string_free(said, FALSE);
+}
+
+/* A gst-launch line whose caps give cudafir a channel count its kernel
+ * set does not take links, and the stream fails with a warning naming
+ * the kernel against the count (the --routing matrix hint of the CLI
+ * where per-channel kernels would fit as a matrix): it failed to link,
+ * "can't handle caps", and GST_DEBUG=cudafir:4 said no reason (QA). */
+static void test_channels_said(void **state)
+{
+  (void)state;
+  set_case("a channel count the kernel does not take, said");
+  unsigned ntaps = (unsigned)ref_rng_range(&rng, 2, 6);
+  char taps[64] = "";
+  for (unsigned i = 0; i < ntaps; i++)
+    g_strlcat(taps, i ? ",0.5" : "1", sizeof taps);
+  gchar *desc = g_strdup_printf("audiotestsrc num-buffers=3 ! "
+                                "audio/x-raw,channels=2 ! cudafir "
+                                "kernel=<%s> routing=matrix ! fakesink",
+                                taps);
+  gboolean failed = FALSE;
+  gchar *said = launch_warnings(desc, &failed);
+  gchar *want = g_strdup_printf("kernel is one kernel (of %u taps), not a "
+                                "multiple of the stream's 2 channels",
+                                ntaps);
+  CHECK(failed && strstr(said, want), "%s: %s, warnings '%s', not '%s'", desc,
+        failed ? "failed" : "ran", said, want);
+  g_free(want);
+  g_free(said);
+  g_free(desc);
+  /* per-channel kernels a matrix would read: the hint */
+  unsigned outs = (unsigned)ref_rng_range(&rng, 2, 3), len = 8;
+  const char *path = fixture("said-per-channel.npy");
+  float *h = xalloc(sizeof(float) * 2 * outs * len);
+  for (unsigned i = 0; i < 2 * outs * len; i++)
+    h[i] = (float)ref_rng_range(&rng, 1, 100) / 100.0f;
+  char shape[32];
+  snprintf(shape, sizeof shape, "(%u, %u)", 2 * outs, len);
+  write_npy(path, shape, h, 2 * outs * len);
+  free(h);
+  desc = g_strdup_printf("audiotestsrc num-buffers=3 ! audio/x-raw,channels=2 "
+                         "! cudafir kernel-file=%s ! fakesink",
+                         path);
+  said = launch_warnings(desc, &failed);
+  want = g_strdup_printf("has %u per-channel kernels, the stream has 2 "
+                         "channels; routing=matrix reads them as a %u x 2 "
+                         "matrix",
+                         2 * outs, outs);
+  CHECK(failed && strstr(said, want), "%s: %s, warnings '%s', not '%s'", desc,
+        failed ? "failed" : "ran", said, want);
+  g_free(want);
+  g_free(said);
+  g_free(desc);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -5920,6 +6007,7 @@ int main(void)
       cmocka_unit_test(test_shared_property_ranges),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_refused_before_start),
+      cmocka_unit_test(test_channels_said),
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
