@@ -61,7 +61,8 @@
  * property and why, until that property (for kernel, kernel-file and
  * preset: any of the three, the last set winning) takes a value: frames
  * passed with the kernel before, unfiltered where it was the identity,
- * and gst-launch exited 0. GObject itself refuses a NaN or infinite cval, scale or bias (outside
+ * and gst-launch exited 0.
+ * GObject itself refuses a NaN or infinite cval, scale or bias (outside
  * every float range) with its own g_warning, before the element sees it
  * (a NaN or infinite tap the element refuses). A kernel file that does not
  * load (missing, malformed, a NaN tap) is also an element warning; while

@@ -109,9 +109,10 @@
  * set does not take (fixed upstream: `audio/x-raw,channels=2 ! cudafir
  * kernel=<1,2,3,4> routing=matrix`) fails the stream with a warning or an
  * element error on the bus naming the kernel against the count; an
- * audioconvert before the element picks a count that fits. The file is read when `kernel-file`
- * is set; `trim` and `routing` rebuild the kernel from those taps
- * (the file may have changed or gone since), and only a new stream rate
+ * audioconvert before the element picks a count that fits.
+ * The file is read when `kernel-file` is set; `trim` and `routing`
+ * rebuild the kernel from those taps (the file may have changed or gone
+ * since), and only a new stream rate
  * reads an audio file again, to resample it. A kernel change that
  * cannot be used (a file missing, malformed or silent: every tap 0, as
  * an impulse response exported empty is; a routing its kernels

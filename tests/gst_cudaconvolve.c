@@ -3937,8 +3937,7 @@ static void test_refused_before_start(void **state)
   for (unsigned i = 2; i < 4; i++) { /* after the bad kernel */
     char then[64];
     g_strlcpy(then, lines[i].set, sizeof then);
-    g_snprintf(lines[i].set, sizeof lines[i].set, "%s %s", lines[0].set,
-               then);
+    g_snprintf(lines[i].set, sizeof lines[i].set, "%s %s", lines[0].set, then);
   }
   for (unsigned i = 0; i < G_N_ELEMENTS(lines); i++) {
     gchar *desc = g_strdup_printf(
