@@ -4312,6 +4312,99 @@ static void test_swap_gives_back(void **state)
   gcase_close(&c);
 }
 
+/* A kernel change to fewer temporal taps gives the longer history back,
+ * soon: the CPU kept the ring of the longest kernel until a longer one
+ * came or the end (a 64-frame kernel left for a 3x3 one held 63 frames:
+ * 130 MB at 1080p GRAY8, 500 MB in RGBA; QA). Here 16 frames of 1280x720
+ * GRAY8 (14.7 MB): VmRSS falls back by half of what they took within 5 s
+ * of the swap to 3x3 (given back in GStreamer's thread pool), and the
+ * frames after it, a 3-frame kernel's too, equal the reference. */
+static void test_history_gives_back(void **state)
+{
+  (void)state;
+  if (strcmp(case_backend(), "cpu") != 0) {
+    print_message("skipped: host memory, backend %s\n", case_backend());
+    skip();
+  }
+  int measure = 1;
+#if defined(__SANITIZE_ADDRESS__)
+  print_message("AddressSanitizer keeps freed memory in quarantine: the "
+                "frames are checked, not the memory\n");
+  measure = 0;
+#endif
+  const char *pre = getenv("LD_PRELOAD");
+  if (pre && strstr(pre, "vgpreload")) {
+    print_message("under valgrind: the frames are checked, not the memory\n");
+    measure = 0;
+  }
+  mallopt(M_MMAP_THRESHOLD, 128 << 10); /* as test_swap_gives_back */
+  ref_rng r;
+  test_rng(&r, 95);
+  const gfmt *f = &formats[0]; /* GRAY8 */
+  gcase c;
+  gcase_open(&c);
+  rand_config(&c, &r, f, 0);
+  kern_make(&c.k, &r, 1, 3, 3, 0);
+  set_kernel(c.h->element, &c.k);
+  set_caps(&c, f, 1280, 720);
+  gcase_new_ref(&c);
+  config_describe(&c);
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "3x3 first");
+  size_t rss0 = check_status_bytes("VmRSS");
+  kern_free(&c.k);
+  kern_make(&c.k, &r, 16, 1, 1, 0);
+  set_kernel(c.h->element, &c.k);
+  for (int i = 0; i < 17; i++) { /* every slot of the history written */
+    GstBuffer *in = make_input(&r, &c, 0);
+    GST_BUFFER_PTS(in) = 1000 + c.n * (GST_SECOND / 25);
+    GST_BUFFER_DURATION(in) = GST_SECOND / 25;
+    c.n++;
+    CHECK(gst_harness_push(c.h, in) == GST_FLOW_OK, "16-frame kernel frame %d",
+          i);
+    GstBuffer *out = gst_harness_try_pull(c.h);
+    CHECK(out, "16-frame kernel frame %d: no output", i);
+    gst_buffer_unref(out);
+  }
+  size_t rss1 = check_status_bytes("VmRSS");
+  kern_free(&c.k);
+  kern_make(&c.k, &r, 1, 3, 3, 0);
+  set_kernel(c.h->element, &c.k);
+  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
+        "reference: out of memory");
+  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel");
+  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel, again");
+  size_t rss2 = 0, want = rss1 - (rss1 - rss0) / 2;
+  if (measure) {
+    CHECK(rss1 > rss0 + (8u << 20),
+          "the 16-frame kernel took VmRSS %zu -> %zu kB only: the test "
+          "cannot tell",
+          rss0 >> 10, rss1 >> 10);
+    for (int i = 0; i < 500; i++) {
+      rss2 = check_status_bytes("VmRSS");
+      if (rss2 <= want)
+        break;
+      g_usleep(10000);
+    }
+    print_message("VmRSS %zu kB, %zu kB with the 16-frame kernel, %zu kB "
+                  "after the swap to 3x3\n",
+                  rss0 >> 10, rss1 >> 10, rss2 >> 10);
+    CHECK(rss2 <= want,
+          "VmRSS %zu kB with the 3x3 kernel, 5 s after the swap: %zu kB "
+          "before the 16-frame kernel, %zu kB with it (its history kept)",
+          rss2 >> 10, rss0 >> 10, rss1 >> 10);
+  }
+  kern_free(&c.k);
+  kern_make(&c.k, &r, 3, 3, 3, 0);
+  set_kernel(c.h->element, &c.k);
+  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
+        "reference: out of memory");
+  for (int i = 0; i < 4; i++)
+    push_check(&c, &r, 0, 0, "a 3-frame kernel after the 3x3 one");
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
 /* Collects the buffers a fakesink hands over. */
 typedef struct {
   GMutex lock;
@@ -6620,6 +6713,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_kernel_nomem, teardown),
       cmocka_unit_test_teardown(test_kernel_burst, teardown),
       cmocka_unit_test_teardown(test_swap_gives_back, teardown),
+      cmocka_unit_test_teardown(test_history_gives_back, teardown),
       cmocka_unit_test_teardown(test_refused_rebuild, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
