@@ -422,7 +422,9 @@ typedef struct {
   /* the streaming side (engine calls happen in the streaming thread or
    * with it stopped); built and swapped under the object lock and
    * engine_lock, which a setter's prepare_kernel holds without the object
-   * lock: the engine it prepares for stays while it works */
+   * lock: the engine it prepares for stays while it works. engine_lock
+   * first, never waited for with the object lock held (a getter waited
+   * for a whole prepare: QA) */
   cf_engine *engine;
   GMutex engine_lock;
   /* held by a set of a kernel setting from before it changes anything
@@ -1391,7 +1393,21 @@ typedef struct {
   gboolean fatal;           /* no engine to go on with */
   const char *put_back[11]; /* properties a refused rebuild put back */
   gboolean described;       /* backend-in-use changed */
+  /* what a new engine replaced, freed without the object lock
+   * (report_note): the swaps before the engines they were built for */
+  cf_swap_prep2d *old_swaps[9];
+  cf_engine *old_engines[3];
 } EngineNote;
+
+/* Free what a new engine replaced (an engine outlives its swaps). No lock
+ * held: freeing an 1100x1100 kernel's engine and swaps takes a while. */
+static void note_retire(EngineNote *note)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(note->old_swaps); i++)
+    g_clear_pointer(&note->old_swaps[i], cf_swap_prep2d_free);
+  for (guint i = 0; i < G_N_ELEMENTS(note->old_engines); i++)
+    g_clear_pointer(&note->old_engines[i], cf_engine_free);
+}
 
 /* Add why (taken) to what ensure_engine reports, after what it has. */
 static void note_add(EngineNote *note, gchar *why)
@@ -1604,10 +1620,7 @@ static void remember_components(GstCudaConvolve *self, const gchar *s)
 static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
                           gboolean rebuild, EngineNote *note)
 {
-  note->msg = NULL;
-  note->fatal = FALSE;
-  note->put_back[0] = NULL;
-  note->described = FALSE;
+  memset(note, 0, sizeof *note);
   gboolean need_config = rebuild || !self->engine ||
                          self->config_serial != self->engine_config_serial;
   cf_kernel2d *newk = NULL;
@@ -1684,6 +1697,12 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       st = new_engines(&cfg, info, k, es);
     }
     e = es[0];
+    /* engine_lock before the object lock, neither held while waiting for
+     * the other: a setter's prepare_kernel holds engine_lock while it
+     * builds the swaps for a new kernel (seconds for a big one), and
+     * every getter waited that long for the object lock held here (QA) */
+    if (st == CF_OK)
+      g_mutex_lock(&self->engine_lock);
     GST_OBJECT_LOCK(self);
     if (st != CF_OK) {
       g_free(made_comps);
@@ -1696,14 +1715,14 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     /* the old engine's frames in flight were pushed out before
      * (prepare_engine, set_info) */
     g_warn_if_fail(gst_queue_array_is_empty(self->inflight));
-    /* swaps built for the old engines go before them */
-    swaps_free(prep);
-    swaps_free(self->prepared);
-    swaps_free(self->made);
-    g_mutex_lock(&self->engine_lock);
-    cf_engine_free(self->engine);
-    cf_engine_free(self->bottom);
-    cf_engine_free(self->whole);
+    /* swaps built for the old engines go before them, once the locks
+     * are released (report_note) */
+    swaps_take(prep, note->old_swaps);
+    swaps_take(self->prepared, note->old_swaps + 3);
+    swaps_take(self->made, note->old_swaps + 6);
+    note->old_engines[0] = self->engine;
+    note->old_engines[1] = self->bottom;
+    note->old_engines[2] = self->whole;
     self->engine = e;
     self->bottom = es[1];
     self->whole = es[2];
@@ -1750,46 +1769,39 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
     if (self->config_serial == seen)
       settings_put_back(self, note);
   }
+  /* The engine calls below (the new kernel's swap: seconds for a big
+   * kernel that no swap was built ahead for) are made without the object
+   * lock: the engines are this thread's, and a getter waited for all of
+   * them (QA). What they need from the settings is read before. */
+  gboolean set_output = self->output_serial != self->engine_output_serial;
+  gfloat scale = self->scale, bias = self->bias;
+  gboolean absolute = self->absolute;
+  if (set_output)
+    self->engine_output_serial = self->output_serial;
+  cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+  cf_swap_prep2d *made[3] = {NULL, NULL, NULL};
+  cf_status os = CF_OK, ks = CF_OK;
+  static const guint order[3] = {1, 2, 0};
+  guint took = 0;
+  if (set_output || newk)
+    GST_OBJECT_UNLOCK(self);
   /* scale, bias, absolute: the engine's output stage from this frame on,
    * its history kept (a control binding animates them frame by frame) */
-  if (self->output_serial != self->engine_output_serial) {
-    self->engine_output_serial = self->output_serial;
-    cf_engine *all[3] = {self->engine, self->bottom, self->whole};
-    cf_status os = CF_OK;
-    for (guint i = 0; i < 3 && os == CF_OK; i++)
-      if (all[i])
-        os = cf_engine_set_output2d(all[i], self->scale, self->bias,
-                                    self->absolute);
-    if (os == CF_OK) {
-      self->built.scale = self->scale;
-      self->built.bias = self->bias;
-      self->built.absolute = self->absolute;
-    } else {
-      gchar *why = g_strdup_printf("scale, bias, absolute refused by the "
-                                   "engine: %s; keeping scale=%g bias=%g "
-                                   "absolute=%d", cf_last_error(),
-                                   self->built.scale, self->built.bias,
-                                   self->built.absolute);
-      note_add(note, why);
-    }
-  }
+  for (guint i = 0; set_output && i < 3 && os == CF_OK; i++)
+    if (all[i])
+      os = cf_engine_set_output2d(all[i], scale, bias, absolute);
+  gchar *output_why = os != CF_OK ? g_strdup(cf_last_error()) : NULL;
   /* each engine takes the new kernel by the swap the setter built for it
    * (allocating, planning and waiting for nothing here), else by
    * cf_engine_set_kernel2d; the top field's (or the frame's) engine last:
    * where one refuses it, those that took it go back to the kernel in
    * force */
-  cf_status ks = CF_OK;
-  cf_engine *all[3] = {self->engine, self->bottom, self->whole};
-  static const guint order[3] = {1, 2, 0};
-  guint took = 0;
   for (; took < 3 && newk && ks == CF_OK; took++) {
     guint i = order[took];
     if (!all[i])
       continue;
     if (prep[i]) {
       ks = cf_engine_set_prepared2d(all[i], prep[i]);
-      if (self->made[i]) /* never: a setter frees them before it builds */
-        cf_swap_prep2d_free(self->made[i]);
       /* the CPU state it retired (the old kernel's spectra, scratch,
        * border maps, history: 40-80 MB for an 1100x1100 kernel on 1080p
        * RGBA) given back now, in the reaper's thread, neither here nor
@@ -1802,17 +1814,43 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
           g_thread_pool_push(self->reaper, prep[i], NULL))
         prep[i] = NULL;
       else
-        self->made[i] = g_steal_pointer(&prep[i]);
+        made[i] = g_steal_pointer(&prep[i]);
     } else {
       ks = cf_engine_set_kernel2d(all[i], newk);
     }
   }
-  if (ks != CF_OK) {
-    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
-                                 "the previous kernel", cf_last_error());
+  gchar *kernel_why = ks != CF_OK ? g_strdup(cf_last_error()) : NULL;
+  if (ks != CF_OK)
     for (guint j = 0; j + 1 < took; j++)
       if (all[order[j]] && self->active)
         (void)cf_engine_set_kernel2d(all[order[j]], self->active);
+  if (set_output || newk)
+    GST_OBJECT_LOCK(self);
+  for (guint i = 0; i < 3; i++)
+    if (made[i]) {
+      if (self->made[i]) /* never: a setter frees them before it builds */
+        cf_swap_prep2d_free(self->made[i]);
+      self->made[i] = made[i];
+    }
+  if (set_output) {
+    if (os == CF_OK) {
+      self->built.scale = scale;
+      self->built.bias = bias;
+      self->built.absolute = absolute;
+    } else {
+      gchar *why = g_strdup_printf("scale, bias, absolute refused by the "
+                                   "engine: %s; keeping scale=%g bias=%g "
+                                   "absolute=%d", output_why,
+                                   self->built.scale, self->built.bias,
+                                   self->built.absolute);
+      note_add(note, why);
+    }
+  }
+  g_free(output_why);
+  if (ks != CF_OK) {
+    gchar *why = g_strdup_printf("kernel refused by the engine: %s; keeping "
+                                 "the previous kernel", kernel_why);
+    g_free(kernel_why);
     note_add(note, why);
     cf_kernel2d_free(newk);
     swaps_free(prep);
@@ -1830,17 +1868,23 @@ kernel_done:
   }
 }
 
-/* Drop the engine and the metadata of the frames it held. */
+/* Drop the engine and the metadata of the frames it held. Takes
+ * engine_lock (a setter may be preparing a kernel for the engine: it
+ * waits for that) and then the object lock: call it with neither held
+ * (stop waited for a prepare with the object lock held, and every getter
+ * with it: QA). The engines and their swaps are freed with no lock. */
 static void free_engine(GstCudaConvolve *self)
 {
-  /* swaps built for them: before them (an engine outlives its swaps) */
-  swaps_free(self->prepared);
-  swaps_free(self->made);
+  EngineNote old;
+  memset(&old, 0, sizeof old);
   g_mutex_lock(&self->engine_lock);
-  cf_engine_free(self->engine);
-  self->engine = NULL;
-  g_clear_pointer(&self->bottom, cf_engine_free);
-  g_clear_pointer(&self->whole, cf_engine_free);
+  GST_OBJECT_LOCK(self);
+  /* swaps built for them: before them (an engine outlives its swaps) */
+  swaps_take(self->prepared, old.old_swaps);
+  swaps_take(self->made, old.old_swaps + 3);
+  old.old_engines[0] = g_steal_pointer(&self->engine);
+  old.old_engines[1] = g_steal_pointer(&self->bottom);
+  old.old_engines[2] = g_steal_pointer(&self->whole);
   self->fields = self->mixed = self->alternate = FALSE;
   self->held_kind = KIND_NONE;
   g_atomic_int_inc(&self->engine_gen);
@@ -1848,11 +1892,13 @@ static void free_engine(GstCudaConvolve *self)
   g_clear_pointer(&self->engine_components, g_free);
   while (self->n_recent)
     g_free(self->recent_components[--self->n_recent]);
-  cf_kernel2d_free(self->active);
-  self->active = NULL;
+  cf_kernel2d *active = g_steal_pointer(&self->active);
   if (self->inflight)
     gst_queue_array_clear(self->inflight);
   self->inflight_frames = 0;
+  GST_OBJECT_UNLOCK(self);
+  note_retire(&old);
+  cf_kernel2d_free(active);
 }
 
 /* ---- latency ------------------------------------------------------------- */
@@ -2190,6 +2236,7 @@ static GstFlowReturn push_pending(GstCudaConvolve *self, const gchar *why)
 /* Report what ensure_engine noted; FALSE when the stream cannot go on. */
 static gboolean report_note(GstCudaConvolve *self, EngineNote *note)
 {
+  note_retire(note);
   /* it changes by itself: an application watching it hears */
   if (note->described)
     g_object_notify(G_OBJECT(self), "backend-in-use");
@@ -3211,9 +3258,9 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   reset_qos(self);
+  free_engine(self); /* and the frames in flight */
   GST_OBJECT_LOCK(self);
   self->started = FALSE;
-  free_engine(self); /* and the frames in flight */
   g_clear_pointer(&self->posted, g_free);
   self->stream_format = GST_VIDEO_FORMAT_UNKNOWN;
   self->await_caps = 0;

@@ -3504,6 +3504,7 @@ static void test_same_values_keep_history(void **state)
 static GMutex build_mu;
 static GCond build_cv;
 static gboolean build_shut, build_hit;
+static guint builds_done; /* cf_engine_new_video calls returned */
 
 __attribute__((visibility("default"))) cf_status
 cf_engine_new_video(const cf_video_config *cfg, const cf_kernel2d *k,
@@ -3524,7 +3525,12 @@ cf_status cf_engine_new_video(const cf_video_config *cfg,
       g_cond_wait(&build_cv, &build_mu);
   }
   g_mutex_unlock(&build_mu);
-  return real ? real(cfg, k, out) : CF_E_INTERNAL;
+  cf_status s = real ? real(cfg, k, out) : CF_E_INTERNAL;
+  g_mutex_lock(&build_mu);
+  builds_done++;
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+  return s;
 }
 
 /* Wait up to 5 s for *flag (under build_mu); whether it came. */
@@ -3622,6 +3628,314 @@ static void test_setter_during_build(void **state)
     c.cfg.scale = j.scale;
     ref2d_video_set_output(c.ref, c.cfg.scale, c.cfg.bias, c.cfg.absolute);
     push_check(&c, &r, 0, 0, "the frame after, with the scale set");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
+/* ---- getters while the streaming thread waits (test_getter_during_*) -- */
+
+/* cf_engine_prepare_swap2d, as a setter's thread calls it (prepare_kernel,
+ * the engine_lock held), held while prep_shut is set, or failing (no swap
+ * built ahead: the streaming thread then swaps with cf_engine_set_kernel2d)
+ * while prep_fail is; cf_engine_set_kernel2d, as the streaming thread
+ * calls it, held while swap_shut is set. Exported as cf_engine_new_video
+ * above. */
+static gboolean prep_shut, prep_hit, prep_fail, swap_shut, swap_hit;
+
+__attribute__((visibility("default"))) cf_status
+cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
+                         cf_swap_prep2d **out);
+cf_status cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
+                                   cf_swap_prep2d **out)
+{
+  static cf_status (*real)(const cf_engine *, const cf_kernel2d *,
+                           cf_swap_prep2d **);
+  if (!real)
+    real = (cf_status(*)(const cf_engine *, const cf_kernel2d *,
+                         cf_swap_prep2d **))dlsym(RTLD_NEXT,
+                                                  "cf_engine_prepare_swap2d");
+  g_mutex_lock(&build_mu);
+  if (prep_shut) {
+    prep_hit = TRUE;
+    g_cond_broadcast(&build_cv);
+    while (prep_shut)
+      g_cond_wait(&build_cv, &build_mu);
+  }
+  gboolean fail = prep_fail;
+  g_mutex_unlock(&build_mu);
+  *out = NULL;
+  return real && !fail ? real(e, k, out) : CF_E_INTERNAL;
+}
+
+__attribute__((visibility("default"))) cf_status
+cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k);
+cf_status cf_engine_set_kernel2d(cf_engine *e, const cf_kernel2d *k)
+{
+  static cf_status (*real)(cf_engine *, const cf_kernel2d *);
+  if (!real)
+    real = (cf_status(*)(cf_engine *, const cf_kernel2d *))dlsym(
+        RTLD_NEXT, "cf_engine_set_kernel2d");
+  g_mutex_lock(&build_mu);
+  if (swap_shut) {
+    swap_hit = TRUE;
+    g_cond_broadcast(&build_cv);
+    while (swap_shut)
+      g_cond_wait(&build_cv, &build_mu);
+  }
+  g_mutex_unlock(&build_mu);
+  return real ? real(e, k) : CF_E_INTERNAL;
+}
+
+static void held_release(gboolean *shut)
+{
+  g_mutex_lock(&build_mu);
+  *shut = FALSE;
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+}
+
+/* Wait up to 5 s for builds_done to pass `n`; whether it did. */
+static gboolean builds_wait(guint n)
+{
+  gint64 end = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&build_mu);
+  while (builds_done <= n && g_cond_wait_until(&build_cv, &build_mu, end))
+    ;
+  gboolean got = builds_done > n;
+  g_mutex_unlock(&build_mu);
+  return got;
+}
+
+typedef struct {
+  GstElement *e;
+  const kern *k;
+  guint gets; /* backend-in-use reads, 1 ms apart */
+  gboolean done;
+} getter_job;
+
+/* An application's UI thread polling the read-only property */
+static gpointer getter_thread(gpointer data)
+{
+  getter_job *g = data;
+  for (guint i = 0; i < g->gets; i++) {
+    gchar *in_use = NULL;
+    g_object_get(g->e, "backend-in-use", &in_use, NULL);
+    g_free(in_use);
+    if (i + 1 < g->gets)
+      g_usleep(1000);
+  }
+  g_mutex_lock(&build_mu);
+  g->done = TRUE;
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+  return NULL;
+}
+
+static gpointer set_kernel_thread(gpointer data)
+{
+  getter_job *g = data;
+  set_kernel(g->e, g->k);
+  return NULL;
+}
+
+/* A UI polling backend-in-use while a setter's thread prepares a new
+ * kernel (the swap built ahead: seconds for a 4096x4096 kernel; held
+ * here) and the stream rebuilds its engine for another border: the
+ * streaming thread waits for the prepare before it installs the new
+ * engine. It waited with the object lock held, and every getter with it
+ * (2.4 s seen for backend-in-use with a 4095x4095 box kernel on 320x240;
+ * QA). The getter returns while the prepare is held; the frame is the
+ * new border's with the kernel before (the new one is not ready), the
+ * next one the new kernel's, both against the reference. */
+static void test_getter_during_build(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 61);
+  for (unsigned rep = 0; rep < 2; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("getter during a build %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "first frame");
+    push_check(&c, &r, 0, 0, "second frame");
+    kern k2 = {0};
+    kern_make(&k2, &r, 1, c.k.kh, c.k.kw, 0);
+    getter_job sk = {c.h->element, &k2, 0, FALSE};
+    g_mutex_lock(&build_mu);
+    prep_shut = TRUE;
+    prep_hit = FALSE;
+    g_mutex_unlock(&build_mu);
+    GThread *kt = g_thread_new("set-kernel", set_kernel_thread, &sk);
+    gboolean prepping = build_wait(&prep_hit);
+    c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "border",
+                            border_names[c.cfg.border]);
+    gcase_new_ref(&c); /* a new engine, the kernel before */
+    build_job j = {c.h, make_input(&r, &c, 0), GST_FLOW_ERROR, 1.0f, FALSE};
+    GstClockTime dur = GST_SECOND / 25;
+    GST_BUFFER_PTS(j.in) = 1000 + c.n * dur;
+    GST_BUFFER_DURATION(j.in) = dur;
+    c.n++;
+    g_mutex_lock(&build_mu);
+    guint built = builds_done;
+    g_mutex_unlock(&build_mu);
+    GThread *pt = prepping ? g_thread_new("push", push_thread, &j) : NULL;
+    /* the new engine made: the streaming thread goes to install it */
+    gboolean rebuilt = prepping && builds_wait(built);
+    getter_job g = {c.h->element, NULL, 100, FALSE};
+    GThread *gt = rebuilt ? g_thread_new("get", getter_thread, &g) : NULL;
+    gboolean got = rebuilt && build_wait(&g.done);
+    held_release(&prep_shut);
+    g_thread_join(kt);
+    if (pt)
+      g_thread_join(pt);
+    if (gt)
+      g_thread_join(gt);
+    CHECK(prepping, "the new kernel was not prepared in the setter's thread");
+    CHECK(rebuilt, "no new engine was built for the new border");
+    CHECK(got, "g_object_get(backend-in-use) waited while the streaming "
+          "thread waited for a kernel being prepared");
+    CHECK(j.fr == GST_FLOW_OK, "push returned %s", gst_flow_get_name(j.fr));
+    GstBuffer *out = gst_harness_try_pull(c.h);
+    CHECK(out != NULL, "no output for the frame rebuilt for");
+    check_buffers(&c, j.in, out, "the frame rebuilt for (the kernel before)");
+    gst_buffer_unref(out);
+    gst_buffer_unref(j.in);
+    kern_free(&c.k);
+    c.k = k2;
+    gcase_new_ref(&c); /* spatial: no history to keep */
+    push_check(&c, &r, 0, 0, "the frame after, with the new kernel");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
+typedef struct {
+  GstElement *e;
+  GstStateChangeReturn ret;
+} state_job;
+
+static gpointer ready_thread(gpointer data)
+{
+  state_job *sj = data;
+  sj->ret = gst_element_set_state(sj->e, GST_STATE_READY);
+  return NULL;
+}
+
+/* The stream stopped (READY) while a setter's thread prepares a new
+ * kernel (held): stop waits for the prepare before it frees the engine
+ * it works on, and waited with the object lock held, a UI polling
+ * backend-in-use with it (QA). The getter returns while the prepare is
+ * held; the stop completes once it is let go, and the kernel set is the
+ * one read back. */
+static void test_getter_during_stop(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 63);
+  gcase c;
+  gcase_open(&c);
+  set_case("getter during a stop: ");
+  rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "first frame");
+  kern k2 = {0};
+  kern_make(&k2, &r, 1, c.k.kh, c.k.kw, 0);
+  getter_job sk = {c.h->element, &k2, 0, FALSE};
+  g_mutex_lock(&build_mu);
+  prep_shut = TRUE;
+  prep_hit = FALSE;
+  g_mutex_unlock(&build_mu);
+  GThread *kt = g_thread_new("set-kernel", set_kernel_thread, &sk);
+  gboolean prepping = build_wait(&prep_hit);
+  state_job sj = {c.h->element, GST_STATE_CHANGE_FAILURE};
+  GThread *rt = prepping ? g_thread_new("ready", ready_thread, &sj) : NULL;
+  getter_job g = {c.h->element, NULL, 100, FALSE};
+  GThread *gt = prepping ? g_thread_new("get", getter_thread, &g) : NULL;
+  gboolean got = prepping && build_wait(&g.done);
+  held_release(&prep_shut);
+  g_thread_join(kt);
+  if (rt)
+    g_thread_join(rt);
+  if (gt)
+    g_thread_join(gt);
+  CHECK(prepping, "the new kernel was not prepared in the setter's thread");
+  CHECK(got, "g_object_get(backend-in-use) waited while the stop waited for "
+        "a kernel being prepared");
+  CHECK(sj.ret == GST_STATE_CHANGE_SUCCESS, "READY: %s",
+        gst_element_state_change_return_get_name(sj.ret));
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(c.h->element), "kernel", &v);
+  guint n = gst_value_array_get_size(&v);
+  gboolean same = n == k2.kh * k2.kw;
+  for (guint i = 0; same && i < n; i++)
+    same = g_value_get_float(gst_value_array_get_value(&v, i)) == k2.taps[i];
+  g_value_unset(&v);
+  CHECK(same, "the kernel set during the stop reads back as another");
+  kern_free(&k2);
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
+/* A kernel the setter could not prepare ahead (no swap built: the
+ * streaming thread computes it, cf_engine_set_kernel2d, seconds for a big
+ * kernel; held here): a UI reading backend-in-use meanwhile waited for
+ * the whole swap, made under the object lock (QA). It returns while the
+ * swap is held; the frame is the new kernel's, against the reference. */
+static void test_getter_during_swap(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 62);
+  for (unsigned rep = 0; rep < 2; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("getter during a swap %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "first frame");
+    push_check(&c, &r, 0, 0, "second frame");
+    kern k2 = {0};
+    kern_make(&k2, &r, 1, c.k.kh, c.k.kw, 0);
+    g_mutex_lock(&build_mu);
+    prep_fail = TRUE;
+    g_mutex_unlock(&build_mu);
+    set_kernel(c.h->element, &k2);
+    g_mutex_lock(&build_mu);
+    prep_fail = FALSE;
+    swap_shut = TRUE;
+    swap_hit = FALSE;
+    g_mutex_unlock(&build_mu);
+    kern_free(&c.k);
+    c.k = k2;
+    gcase_new_ref(&c); /* spatial: no history to keep */
+    build_job j = {c.h, make_input(&r, &c, 0), GST_FLOW_ERROR, 1.0f, FALSE};
+    GstClockTime dur = GST_SECOND / 25;
+    GST_BUFFER_PTS(j.in) = 1000 + c.n * dur;
+    GST_BUFFER_DURATION(j.in) = dur;
+    c.n++;
+    GThread *pt = g_thread_new("push", push_thread, &j);
+    gboolean swapping = build_wait(&swap_hit);
+    getter_job g = {c.h->element, NULL, 1, FALSE};
+    GThread *gt = swapping ? g_thread_new("get", getter_thread, &g) : NULL;
+    gboolean got = swapping && build_wait(&g.done);
+    held_release(&swap_shut);
+    g_thread_join(pt);
+    if (gt)
+      g_thread_join(gt);
+    CHECK(swapping, "the streaming thread did not swap the kernel itself");
+    CHECK(got, "g_object_get(backend-in-use) waited for the kernel swap");
+    CHECK(j.fr == GST_FLOW_OK, "push returned %s", gst_flow_get_name(j.fr));
+    GstBuffer *out = gst_harness_try_pull(c.h);
+    CHECK(out != NULL, "no output for the frame swapped for");
+    check_buffers(&c, j.in, out, "the frame with the new kernel");
+    gst_buffer_unref(out);
+    gst_buffer_unref(j.in);
+    push_check(&c, &r, 0, 0, "the frame after");
     check_no_bus_errors(&c);
     gcase_close(&c);
   }
@@ -6700,6 +7014,9 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_controlled_properties, teardown),
       cmocka_unit_test_teardown(test_output_keeps_history, teardown),
       cmocka_unit_test_teardown(test_setter_during_build, teardown),
+      cmocka_unit_test_teardown(test_getter_during_build, teardown),
+      cmocka_unit_test_teardown(test_getter_during_swap, teardown),
+      cmocka_unit_test_teardown(test_getter_during_stop, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
