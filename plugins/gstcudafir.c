@@ -293,6 +293,10 @@ typedef struct {
   /* values refused while stopped (NULL, READY): the next start fails,
    * naming them (cf_gst_refusals_new; object lock) */
   GHashTable *refusals;
+  /* build_engine is making an engine from block-size, backend,
+   * device-id, pipeline-depth and threads as they were when it began
+   * (object lock): those are refused meanwhile, as once it runs */
+  gboolean building;
 
   /* streaming state (streaming thread; engine pointer also read under the
    * object lock for the read-only properties) */
@@ -1435,17 +1439,18 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cfg.pipeline_depth = self->pipeline_depth;
   cfg.threads = self->threads;
   params_take(self, &p);
+  self->building = TRUE;
   GST_OBJECT_UNLOCK(self);
   cf_kernel *k = build_kernel(&p, rate, channels);
   /* a kernel-file missing or unreadable: as filesrc says it */
   gint code = !k && p.file && (p.read_failed || p.file_error)
                   ? cf_gst_kernel_file_code(p.file)
                   : GST_RESOURCE_ERROR_SETTINGS;
-  if (p.read) { /* the file read for this rate: kept for the next change */
-    GST_OBJECT_LOCK(self);
+  GST_OBJECT_LOCK(self);
+  if (p.read) /* the file read for this rate: kept for the next change */
     params_store(self, &p);
-    GST_OBJECT_UNLOCK(self);
-  }
+  self->building = k != NULL;
+  GST_OBJECT_UNLOCK(self);
   params_clear(&p);
   if (!k) {
     g_mutex_unlock(&self->kernel_lock);
@@ -1457,6 +1462,9 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   cf_status s = cf_engine_new_audio(&cfg, k, &e);
   cf_kernel_free(k);
   if (s != CF_OK) {
+    GST_OBJECT_LOCK(self);
+    self->building = FALSE;
+    GST_OBJECT_UNLOCK(self);
     g_mutex_unlock(&self->kernel_lock);
     CF_GST_POST_FATAL(
         self, &self->posted, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
@@ -1471,6 +1479,7 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   drop_swaps(self);
   cf_engine *old = self->engine;
   self->engine = e;
+  self->building = FALSE;
   g_clear_pointer(&self->posted, g_free);
   self->running = cf_engine_backend(e);
   self->rate = rate;
@@ -2688,10 +2697,13 @@ static void gst_cuda_fir_set_property(GObject *obj, guint id,
  * PLAYING) they were stored and read back, while the running engine went
  * on with the old ones until a caps change rebuilt it (QA: pipeline-depth
  * set while PLAYING, the latency unchanged). Refused once the engine is
- * made; before (NULL, READY, or running without caps yet) taken, for the
- * engine about to be made. The same value is no change. Call with
- * kernel_lock held (build_engine reads them and makes the engine under
- * it). */
+ * made or being made (build_engine took them); before (NULL, READY, or
+ * running without caps yet) taken, for the engine about to be made. The
+ * same value is no change. Without kernel_lock, which build_engine holds
+ * while it makes the engine (a set of the same threads from a UI thread
+ * waited 93 ms for a 2^20-tap engine; QA): where it is not refused it
+ * returns with the object lock held, for the caller to store the value
+ * under it, so that build_engine takes the settings before or after. */
 static gboolean refused_ready_only(GstCudaFir *self, GParamSpec *pspec,
                                    const GValue *value)
 {
@@ -2700,15 +2712,17 @@ static gboolean refused_ready_only(GstCudaFir *self, GParamSpec *pspec,
   g_object_get_property(G_OBJECT(self), pspec->name, &now);
   gboolean same = g_param_values_cmp(pspec, value, &now) == 0;
   GST_OBJECT_LOCK(self);
-  gboolean running = self->engine != NULL;
-  GST_OBJECT_UNLOCK(self);
+  gboolean building = self->engine == NULL && self->building;
+  gboolean running = self->engine != NULL || building;
   gboolean refused = running && !same;
+  if (refused)
+    GST_OBJECT_UNLOCK(self);
   if (refused) {
     gchar *was = g_strdup_value_contents(&now);
-    fir_fail("%s cannot change while a stream runs (the engine was built "
-             "with it at the stream's start): set it in NULL or READY; it "
-             "stays %s",
-             pspec->name, was);
+    fir_fail("%s cannot change while a stream runs (the engine %s with "
+             "it at the stream's start): set it in NULL or READY; it stays "
+             "%s",
+             pspec->name, building ? "is being built" : "was built", was);
     g_free(was);
     refuse(self, pspec->name);
   }
@@ -2721,23 +2735,21 @@ static void set_property_body(GObject *obj, guint id, const GValue *value,
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
   gboolean ready_only = (pspec->flags & GST_PARAM_MUTABLE_READY) != 0;
-  if (ready_only) {
-    g_mutex_lock(&self->kernel_lock);
-    if (refused_ready_only(self, pspec, value)) {
-      g_mutex_unlock(&self->kernel_lock);
-      return;
-    }
-  }
   switch (id) {
   case PROP_KERNEL:
   case PROP_KERNEL_FILE:
   case PROP_ROUTING:
   case PROP_TRIM:
+    g_return_if_fail(!ready_only);
     set_kernel_property(self, id, value, g_param_spec_get_name(pspec));
     return;
   default: break;
   }
-  GST_OBJECT_LOCK(self);
+  /* (a ready-only one returns with the object lock held if taken) */
+  if (ready_only && refused_ready_only(self, pspec, value))
+    return;
+  if (!ready_only)
+    GST_OBJECT_LOCK(self);
   switch (id) {
   case PROP_BLOCK_SIZE:
     self->block_size = g_value_get_uint(value);
@@ -2769,8 +2781,6 @@ static void set_property_body(GObject *obj, guint id, const GValue *value,
     G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
-  if (ready_only)
-    g_mutex_unlock(&self->kernel_lock);
 }
 
 static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
