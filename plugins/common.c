@@ -295,6 +295,23 @@ gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why)
   return TRUE;
 }
 
+void cf_gst_taps_value(GstObject *obj, GArray *const *taps, GValue *value)
+{
+  GST_OBJECT_LOCK(obj);
+  guint n = (*taps)->len;
+  gfloat *copy = n ? g_malloc(n * sizeof *copy) : NULL;
+  if (n)
+    memcpy(copy, (*taps)->data, n * sizeof *copy);
+  GST_OBJECT_UNLOCK(obj);
+  for (guint i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_TYPE_FLOAT);
+    g_value_set_float(&v, copy[i]);
+    gst_value_array_append_and_take_value(value, &v);
+  }
+  g_free(copy);
+}
+
 gint cf_gst_kernel_file_code(const gchar *path)
 {
   if (!path || !*path)

@@ -84,6 +84,12 @@ gchar *cf_gst_refusals_text(GHashTable *t);
 GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,
                                    const gchar *blurb, GParamFlags flags);
 gboolean cf_gst_value_taps(const GValue *array, GArray *taps, gchar **why);
+/* The `kernel` property's value (a GstValueArray of floats) from the taps
+ * in `taps`, read under the object lock and copied: the copy is taken
+ * (g_free). The GValues (1M for a 2^20-tap kernel: 61 ms) are made
+ * without the lock, which the streaming thread and every other getter
+ * waited for meanwhile (QA). */
+void cf_gst_taps_value(GstObject *obj, GArray *const *taps, GValue *value);
 
 /* The resource error code for a kernel-file that could not be used:
  * NOT_FOUND (no such file), OPEN_READ (there, not readable), else

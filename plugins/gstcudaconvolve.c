@@ -3661,16 +3661,12 @@ static void gst_cuda_convolve_get_property(GObject *object, guint prop_id,
                                            GValue *value, GParamSpec *pspec)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
+  if (prop_id == PROP_KERNEL) { /* the GValues made without the lock */
+    cf_gst_taps_value(GST_OBJECT(self), &self->taps, value);
+    return;
+  }
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
-  case PROP_KERNEL:
-    for (guint i = 0; i < self->taps->len; i++) {
-      GValue v = G_VALUE_INIT;
-      g_value_init(&v, G_TYPE_FLOAT);
-      g_value_set_float(&v, g_array_index(self->taps, gfloat, i));
-      gst_value_array_append_and_take_value(value, &v);
-    }
-    break;
   case PROP_KERNEL_WIDTH: g_value_set_uint(value, self->kernel_width); break;
   case PROP_KERNEL_HEIGHT: g_value_set_uint(value, self->kernel_height); break;
   case PROP_KERNEL_FILE: g_value_set_string(value, self->kernel_file); break;

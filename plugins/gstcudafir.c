@@ -2787,17 +2787,12 @@ static void gst_cuda_fir_get_property(GObject *obj, guint id, GValue *value,
                                     GParamSpec *pspec)
 {
   GstCudaFir *self = GST_CUDA_FIR(obj);
+  if (id == PROP_KERNEL) { /* the GValues made without the lock */
+    cf_gst_taps_value(GST_OBJECT(self), &self->taps, value);
+    return;
+  }
   GST_OBJECT_LOCK(self);
   switch (id) {
-  case PROP_KERNEL: {
-    for (guint i = 0; i < self->taps->len; i++) {
-      GValue v = G_VALUE_INIT;
-      g_value_init(&v, G_TYPE_FLOAT);
-      g_value_set_float(&v, g_array_index(self->taps, float, i));
-      gst_value_array_append_and_take_value(value, &v);
-    }
-    break;
-  }
   case PROP_KERNEL_FILE:
     g_value_set_string(value, self->kernel_file);
     break;

@@ -3881,6 +3881,82 @@ static void test_getter_during_stop(void **state)
   gcase_close(&c);
 }
 
+/* gst_value_array_append_and_take_value, as the element's `kernel` getter
+ * calls it for each tap: whether lock_watch's object lock was held then
+ * (trylock fails; nothing else takes it while the test reads). Exported
+ * as the other stand-ins; the real one after. */
+static GstElement *lock_watch;
+static guint lock_watch_calls;
+static gboolean lock_watch_held;
+
+__attribute__((visibility("default"))) void
+gst_value_array_append_and_take_value(GValue *value, GValue *append_value);
+void gst_value_array_append_and_take_value(GValue *value, GValue *append_value)
+{
+  static void (*real)(GValue *, GValue *);
+  if (!real)
+    real = (void (*)(GValue *, GValue *))dlsym(
+        RTLD_NEXT, "gst_value_array_append_and_take_value");
+  GstElement *w = g_atomic_pointer_get(&lock_watch);
+  if (w) {
+    lock_watch_calls++;
+    if (g_mutex_trylock(GST_OBJECT_GET_LOCK(w)))
+      g_mutex_unlock(GST_OBJECT_GET_LOCK(w));
+    else
+      lock_watch_held = TRUE;
+  }
+  real(value, append_value);
+}
+
+/* The taps `kernel` reads back as, in *n; lock_watch_held says whether
+ * the object lock was held while its GValues were made. */
+static float *kernel_read_watched(GstElement *e, guint *n)
+{
+  lock_watch_calls = 0;
+  lock_watch_held = FALSE;
+  g_atomic_pointer_set(&lock_watch, e);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(e), "kernel", &v);
+  g_atomic_pointer_set(&lock_watch, NULL);
+  *n = gst_value_array_get_size(&v);
+  float *taps = g_new0(float, *n + 1);
+  for (guint i = 0; i < *n; i++)
+    taps[i] = g_value_get_float(gst_value_array_get_value(&v, i));
+  g_value_unset(&v);
+  return taps;
+}
+
+/* `kernel` read back while streaming: the GValues of its taps are made
+ * without the object lock, which the streaming thread and every other
+ * getter waited for (QA); the taps are those set. */
+static void test_kernel_get_unlocked(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 64);
+  gcase c;
+  gcase_open(&c);
+  set_case("kernel read back: ");
+  int via = g_kernel_via;
+  g_kernel_via = VIA_ARRAY;
+  rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+  g_kernel_via = via;
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "first frame");
+  guint got, want = c.k.t * c.k.kh * c.k.kw;
+  float *back = kernel_read_watched(c.h->element, &got);
+  CHECK(lock_watch_calls == want, "%u taps made by the getter, %u set (the "
+        "stand-in not reached?)", lock_watch_calls, want);
+  CHECK(!lock_watch_held, "the kernel getter made its GValues with the "
+        "object lock held");
+  CHECK(got == want && memcmp(back, c.k.taps, want * sizeof *back) == 0,
+        "kernel reads back as %u other taps, %u set", got, want);
+  g_free(back);
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
 /* A kernel the setter could not prepare ahead (no swap built: the
  * streaming thread computes it, cf_engine_set_kernel2d, seconds for a big
  * kernel; held here): a UI reading backend-in-use meanwhile waited for
@@ -7017,6 +7093,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_getter_during_build, teardown),
       cmocka_unit_test_teardown(test_getter_during_swap, teardown),
       cmocka_unit_test_teardown(test_getter_during_stop, teardown),
+      cmocka_unit_test_teardown(test_kernel_get_unlocked, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),

@@ -3127,6 +3127,82 @@ static void test_setter_during_build(void **state)
   free(x);
 }
 
+/* gst_value_array_append_and_take_value, as the element's `kernel` getter
+ * calls it for each tap: whether lock_watch's object lock was held then
+ * (trylock fails; nothing else takes it while the test reads). Exported
+ * as the other stand-ins; the real one after. */
+static GstElement *lock_watch;
+static guint lock_watch_calls;
+static gboolean lock_watch_held;
+
+__attribute__((visibility("default"))) void
+gst_value_array_append_and_take_value(GValue *value, GValue *append_value);
+void gst_value_array_append_and_take_value(GValue *value, GValue *append_value)
+{
+  static void (*real)(GValue *, GValue *);
+  if (!real)
+    real = (void (*)(GValue *, GValue *))dlsym(
+        RTLD_NEXT, "gst_value_array_append_and_take_value");
+  GstElement *w = g_atomic_pointer_get(&lock_watch);
+  if (w) {
+    lock_watch_calls++;
+    if (g_mutex_trylock(GST_OBJECT_GET_LOCK(w)))
+      g_mutex_unlock(GST_OBJECT_GET_LOCK(w));
+    else
+      lock_watch_held = TRUE;
+  }
+  real(value, append_value);
+}
+
+/* The taps `kernel` reads back as, in *n; lock_watch_held says whether
+ * the object lock was held while its GValues were made. */
+static float *kernel_read_watched(GstElement *e, guint *n)
+{
+  lock_watch_calls = 0;
+  lock_watch_held = FALSE;
+  g_atomic_pointer_set(&lock_watch, e);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(e), "kernel", &v);
+  g_atomic_pointer_set(&lock_watch, NULL);
+  *n = gst_value_array_get_size(&v);
+  float *taps = g_new0(float, *n + 1);
+  for (guint i = 0; i < *n; i++)
+    taps[i] = g_value_get_float(gst_value_array_get_value(&v, i));
+  g_value_unset(&v);
+  return taps;
+}
+
+/* `kernel` read back while streaming: the GValues of its taps (1M for a
+ * 2^20-tap kernel: 61 ms) are made without the object lock, which the
+ * streaming thread and every other getter waited for (QA); the taps are
+ * those set. */
+static void test_kernel_get_unlocked(void **state)
+{
+  (void)state;
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t len = ref_rng_range(&rng, 1, 3000), n = ref_rng_range(&rng, 1, 3000);
+  set_case("kernel read back: %u ch, taps %zu", ch, len);
+  float *hk = random_kernel(len);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+  GstHarness *h = fir_f32(hk, len, 256, ch, rate);
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, n, ch, rate, 0, TRUE) ==
+            GST_FLOW_OK,
+        "push");
+  guint got;
+  float *back = kernel_read_watched(h->element, &got);
+  CHECK(lock_watch_calls == len, "%u taps made by the getter, %zu set (the "
+        "stand-in not reached?)", lock_watch_calls, len);
+  CHECK(!lock_watch_held, "the kernel getter made its GValues with the "
+        "object lock held");
+  CHECK(got == len && memcmp(back, hk, len * sizeof *hk) == 0,
+        "kernel reads back as %u other taps, %zu set", got, len);
+  g_free(back);
+  gst_harness_teardown(h);
+  free(hk);
+  free(x);
+}
+
 /* kernel-file set while PLAYING, its file slow to read (held at open):
  * buffers keep flowing with the old kernel meanwhile (the streaming
  * thread never waits for a file), and once it is read the new kernel
@@ -6120,6 +6196,7 @@ int main(void)
       cmocka_unit_test(test_gain_control_threads),
       cmocka_unit_test(test_file_load_off_thread),
       cmocka_unit_test(test_setter_during_build),
+      cmocka_unit_test(test_kernel_get_unlocked),
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
       cmocka_unit_test(test_gap_moved),
