@@ -804,8 +804,8 @@ static cf_status make_preset(gint preset, guint size, gdouble sigma,
                             preset_takes_sigma(preset) ? sigma : 0.0, k);
 }
 
-/* The kernel the settings describe, or NULL with *err set. Object lock
- * held. */
+/* The kernel the settings describe, or NULL with *err set. With
+ * kernel_lock held (update_kernel). */
 static cf_kernel2d *compile_kernel(GstCudaConvolve *self, gchar **err)
 {
   cf_kernel2d *k = NULL;
@@ -991,14 +991,26 @@ typedef struct {
   guint serial;   /* its kernel_serial */
 } KernelPrep;
 
-/* Recompile after a kernel setting changed. Object lock held. With an
- * engine running, returns a copy of the new kernel for prepare_kernel(),
- * which the caller must call once it has released the lock (the
- * streaming thread takes the new kernel only after that), else k NULL. */
+/* Recompile after a kernel setting changed. Object lock held, and
+ * kernel_lock (a kernel setter's, undo_begin; or the instance's init):
+ * the lock is released while the kernel is compiled and copied (a
+ * 4095x4095 preset: 100 ms, its copy 50 ms; every getter and the
+ * streaming thread waited for them: QA), the settings compile_kernel
+ * reads being the kernel setters' alone, which kernel_lock keeps. With
+ * an engine running, returns a copy of the new kernel for
+ * prepare_kernel(), which the caller must call once it has released the
+ * lock (the streaming thread takes the new kernel only after that), else
+ * k NULL. */
 static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
 {
   gchar *err;
+  gboolean streaming = self->engine != NULL;
+  GST_OBJECT_UNLOCK(self);
   cf_kernel2d *k = compile_kernel(self, &err);
+  cf_kernel2d *copy = NULL;
+  if (k && streaming && cf_kernel2d_copy(k, &copy) != CF_OK)
+    copy = NULL; /* out of memory: the change just goes unprepared */
+  GST_OBJECT_LOCK(self);
   undo_drop_kernel(self);
   self->kernel = k;
   self->kernel_error = err;
@@ -1006,9 +1018,13 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
   if (err)
     GST_DEBUG_OBJECT(self, "kernel settings disagree for now: %s", err);
   KernelPrep prep = {NULL, self->kernel_serial};
-  if (k && self->engine && cf_kernel2d_copy(k, &prep.k) == CF_OK)
+  if (copy && self->engine) {
+    prep.k = copy;
     self->preparing++;
-  return prep; /* out of memory: the change just goes unprepared */
+  } else {
+    cf_kernel2d_free(copy); /* the stream stopped meanwhile */
+  }
+  return prep; /* an engine made meanwhile takes the kernel unprepared */
 }
 
 /* The reaper's: a swap's retired CPU state given back. */
@@ -3428,21 +3444,24 @@ static void set_preset(GstCudaConvolve *self, guint prop_id,
       prop_id == PROP_SIGMA ? g_value_get_double(value) : self->sigma;
   gboolean is_preset_prop = prop_id == PROP_PRESET;
   /* check what the preset would be asked for, when it is (or becomes) the
-   * kernel's source */
+   * kernel's source; without the object lock (a 4095x4095 gaussian is
+   * made in 100 ms), the values staying as they are under kernel_lock,
+   * which this set holds (undo_begin) */
   if (preset != CF_GST_PRESET_NONE &&
       (is_preset_prop || self->source == SRC_PRESET)) {
+    GST_OBJECT_UNLOCK(self);
     cf_kernel2d *k = NULL;
     gboolean with_size = preset_takes_size(preset) || prop_id == PROP_SIZE;
     gboolean with_sigma = preset_takes_sigma(preset) || prop_id == PROP_SIGMA;
     if (cf_kernel2d_preset((cf_preset)(preset - 1), with_size ? size : 0,
                            with_sigma ? sigma : 0.0, &k) != CF_OK) {
       gchar *why = g_strdup(cf_last_error());
-      GST_OBJECT_UNLOCK(self);
       REFUSE(self, prop, "%s", why);
       g_free(why);
       return;
     }
     cf_kernel2d_free(k);
+    GST_OBJECT_LOCK(self);
   }
   gboolean was = self->source == SRC_PRESET;
   self->preset = preset;

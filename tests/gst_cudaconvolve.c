@@ -3957,6 +3957,113 @@ static void test_kernel_get_unlocked(void **state)
   gcase_close(&c);
 }
 
+/* cf_kernel2d_preset, held at its preset_hold-th call from when that is
+ * set (under build_mu) until it is cleared. Exported as the others. */
+static guint preset_hold, preset_calls;
+static gboolean preset_hit;
+
+__attribute__((visibility("default"))) cf_status
+cf_kernel2d_preset(cf_preset p, unsigned size, double sigma,
+                   cf_kernel2d **out);
+cf_status cf_kernel2d_preset(cf_preset p, unsigned size, double sigma,
+                             cf_kernel2d **out)
+{
+  static cf_status (*real)(cf_preset, unsigned, double, cf_kernel2d **);
+  if (!real)
+    real = (cf_status(*)(cf_preset, unsigned, double, cf_kernel2d **))dlsym(
+        RTLD_NEXT, "cf_kernel2d_preset");
+  g_mutex_lock(&build_mu);
+  if (preset_hold && ++preset_calls == preset_hold) {
+    preset_hit = TRUE;
+    g_cond_broadcast(&build_cv);
+    while (preset_hold)
+      g_cond_wait(&build_cv, &build_mu);
+  }
+  g_mutex_unlock(&build_mu);
+  return real ? real(p, size, sigma, out) : CF_E_INTERNAL;
+}
+
+typedef struct {
+  GstElement *e;
+  const char *prop, *value;
+} arg_job;
+
+static gpointer set_arg_thread(gpointer data)
+{
+  arg_job *a = data;
+  gst_util_set_object_arg(G_OBJECT(a->e), a->prop, a->value);
+  return NULL;
+}
+
+/* Set prop to value in a thread, cf_kernel2d_preset held at its
+ * hold-th call meanwhile: whether it was reached, and whether
+ * backend-in-use could be read while it was held. */
+static void set_preset_held(GstElement *e, const char *prop,
+                            const char *value, guint hold, gboolean *reached,
+                            gboolean *got)
+{
+  g_mutex_lock(&build_mu);
+  preset_calls = 0;
+  preset_hit = FALSE;
+  preset_hold = hold;
+  g_mutex_unlock(&build_mu);
+  arg_job a = {e, prop, value};
+  GThread *st = g_thread_new("set-preset", set_arg_thread, &a);
+  *reached = build_wait(&preset_hit);
+  getter_job g = {e, NULL, 1, FALSE};
+  GThread *gt = *reached ? g_thread_new("get", getter_thread, &g) : NULL;
+  *got = *reached && build_wait(&g.done);
+  g_mutex_lock(&build_mu);
+  preset_hold = 0;
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+  g_thread_join(st);
+  if (gt)
+    g_thread_join(gt);
+}
+
+/* A UI reading backend-in-use while another of its threads sets a preset
+ * (4095x4095: made in 100 ms, made twice, checked and then compiled, and
+ * copied for the swap in 50 ms more): it waited for all of it, made under
+ * the object lock, as did the streaming thread (QA). With the preset's
+ * making held, first where the set checks it, then where the kernel is
+ * compiled: the getter returns; the frames after are the preset's,
+ * against the reference. */
+static void test_getter_during_compile(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 65);
+  gcase c;
+  gcase_open(&c);
+  set_case("getter during a preset's compile: ");
+  rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+  gst_harness_play(c.h);
+  push_check(&c, &r, 0, 0, "first frame");
+  unsigned size = 3 + 2 * (unsigned)ref_rng_range(&r, 0, 3);
+  g_object_set(c.h->element, "size", size, NULL); /* not the kernel yet */
+  gboolean reached, got;
+  set_preset_held(c.h->element, "preset", "box", 1, &reached, &got);
+  CHECK(reached, "setting preset did not make the preset to check it");
+  CHECK(got, "g_object_get(backend-in-use) waited while preset was checked");
+  kern_free(&c.k);
+  kern_preset(&c.k, "box", size, 0.0);
+  gcase_new_ref(&c); /* spatial: no history to keep */
+  push_check(&c, &r, 0, 0, "the box preset");
+  char text[16];
+  g_snprintf(text, sizeof text, "%u", size + 2);
+  set_preset_held(c.h->element, "size", text, 2, &reached, &got);
+  CHECK(reached, "setting size did not compile the preset");
+  CHECK(got, "g_object_get(backend-in-use) waited while the kernel was "
+        "compiled");
+  kern_free(&c.k);
+  kern_preset(&c.k, "box", size + 2, 0.0);
+  gcase_new_ref(&c);
+  push_check(&c, &r, 0, 0, "the box preset, the new size");
+  check_no_bus_errors(&c);
+  gcase_close(&c);
+}
+
 /* A kernel the setter could not prepare ahead (no swap built: the
  * streaming thread computes it, cf_engine_set_kernel2d, seconds for a big
  * kernel; held here): a UI reading backend-in-use meanwhile waited for
@@ -7094,6 +7201,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_getter_during_swap, teardown),
       cmocka_unit_test_teardown(test_getter_during_stop, teardown),
       cmocka_unit_test_teardown(test_kernel_get_unlocked, teardown),
+      cmocka_unit_test_teardown(test_getter_during_compile, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
