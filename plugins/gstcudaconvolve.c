@@ -476,6 +476,12 @@ typedef struct {
    * that thread (made at the first; finalize waits for it) */
   GThreadPool *reaper;
   guint prepared_serial;
+  /* a copy of kernel number ready_serial, the setter's (prepare_kernel),
+   * which the streaming thread takes rather than copying the kernel
+   * under the object lock (64 MB for 4096x4096: getters waited 40 ms;
+   * QA). Under the object lock. */
+  cf_kernel2d *ready;
+  guint ready_serial;
   /* bumped (atomically, under engine_lock) with every engine made or
    * dropped: a swap built for an engine since replaced is never handed to
    * the new one, even where the new one took the old one's address */
@@ -1087,7 +1093,7 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
     any |= p[i] != NULL;
   }
   g_mutex_unlock(&self->engine_lock); /* the kernel change says why again */
-  cf_kernel2d_free(prep.k);
+  gboolean fits = nomem == NULL;
   if (nomem) {
     swaps_free(p);
     any = FALSE;
@@ -1115,8 +1121,18 @@ static void prepare_kernel(GstCudaConvolve *self, KernelPrep prep)
     self->prepared_serial = prep.serial;
     self->prepared_gen = gen;
   }
+  /* the copy, for the streaming thread to take (a refused one is never
+   * the kernel: undo_end puts the serial before it back) */
+  cf_kernel2d *stale = NULL;
+  if (fits && prep.serial == self->kernel_serial) {
+    stale = self->ready;
+    self->ready = g_steal_pointer(&prep.k);
+    self->ready_serial = prep.serial;
+  }
   self->preparing--;
   GST_OBJECT_UNLOCK(self);
+  cf_kernel2d_free(stale);
+  cf_kernel2d_free(prep.k);
   swaps_free(older);
   swaps_free(p);
 }
@@ -1642,7 +1658,13 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
   cf_kernel2d *newk = NULL;
   if ((self->kernel_serial != self->engine_kernel_serial && !self->preparing) ||
       !self->active) {
-    if (self->kernel) {
+    /* the setter's copy where it made one for this kernel, else one
+     * made here (a kernel set while no engine ran) */
+    if (self->ready && self->ready_serial != self->kernel_serial)
+      g_clear_pointer(&self->ready, cf_kernel2d_free); /* an older one */
+    if (self->kernel && self->ready) {
+      newk = g_steal_pointer(&self->ready);
+    } else if (self->kernel) {
       if (cf_kernel2d_copy(self->kernel, &newk) != CF_OK) {
         note->msg = g_strdup_printf("kernel: %s", cf_last_error());
         note->fatal = !self->engine;
@@ -3716,6 +3738,7 @@ static void gst_cuda_convolve_finalize(GObject *object)
   if (self->reaper) /* what it holds given back first */
     g_thread_pool_free(self->reaper, FALSE, TRUE);
   free_engine(self);
+  cf_kernel2d_free(self->ready);
   gst_queue_array_free(self->inflight);
   g_array_unref(self->taps);
   g_hash_table_destroy(self->refusals);

@@ -4064,6 +4064,113 @@ static void test_getter_during_compile(void **state)
   gcase_close(&c);
 }
 
+/* cf_kernel2d_copy, held while copy_shut is set where called in a thread
+ * that set copy_watched (the streaming thread of a harness push made by
+ * watched_push_thread). Exported as the others. */
+static _Thread_local gboolean copy_watched;
+static gboolean copy_shut, copy_hit;
+
+__attribute__((visibility("default"))) cf_status
+cf_kernel2d_copy(const cf_kernel2d *k, cf_kernel2d **out);
+cf_status cf_kernel2d_copy(const cf_kernel2d *k, cf_kernel2d **out)
+{
+  static cf_status (*real)(const cf_kernel2d *, cf_kernel2d **);
+  if (!real)
+    real = (cf_status(*)(const cf_kernel2d *, cf_kernel2d **))dlsym(
+        RTLD_NEXT, "cf_kernel2d_copy");
+  if (copy_watched) {
+    g_mutex_lock(&build_mu);
+    if (copy_shut) {
+      copy_hit = TRUE;
+      g_cond_broadcast(&build_cv);
+      while (copy_shut)
+        g_cond_wait(&build_cv, &build_mu);
+    }
+    g_mutex_unlock(&build_mu);
+  }
+  return real ? real(k, out) : CF_E_INTERNAL;
+}
+
+static gpointer watched_push_thread(gpointer data)
+{
+  build_job *j = data;
+  copy_watched = TRUE;
+  j->fr = gst_harness_push(j->h, gst_buffer_ref(j->in));
+  g_mutex_lock(&build_mu);
+  j->set_done = TRUE; /* here: pushed */
+  g_cond_broadcast(&build_cv);
+  g_mutex_unlock(&build_mu);
+  return NULL;
+}
+
+/* Wait up to 5 s for *a or *b (under build_mu). */
+static void build_wait_either(const gboolean *a, const gboolean *b)
+{
+  gint64 end = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&build_mu);
+  while (!*a && !*b && g_cond_wait_until(&build_cv, &build_mu, end))
+    ;
+  g_mutex_unlock(&build_mu);
+}
+
+/* A kernel set (prepared in the setter's thread) and then a border: the
+ * next frame's new engine takes the new kernel. The streaming thread
+ * copied it for that with the object lock held (64 MB for 4096x4096: a
+ * UI's getter waited 40 ms; QA); it now takes the setter's copy. With
+ * any copy the streaming thread makes held, backend-in-use is read while
+ * the frame is in flight; the frame is the new border's and kernel's,
+ * against the reference. */
+static void test_getter_during_copy(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 66);
+  for (unsigned rep = 0; rep < 2; rep++) {
+    gcase c;
+    gcase_open(&c);
+    set_case("getter during a kernel copy %u: ", rep);
+    rand_case(&c, &r, &formats[ref_rng_u64(&r) % NFORMATS], 1, 1);
+    gst_harness_play(c.h);
+    push_check(&c, &r, 0, 0, "first frame");
+    kern_free(&c.k);
+    kern_make(&c.k, &r, 1, 1 + (unsigned)ref_rng_range(&r, 0, 6),
+              1 + (unsigned)ref_rng_range(&r, 0, 6), 0);
+    set_kernel(c.h->element, &c.k);
+    c.cfg.border = (cf_border)((c.cfg.border + 1) % 5);
+    gst_util_set_object_arg(G_OBJECT(c.h->element), "border",
+                            border_names[c.cfg.border]);
+    gcase_new_ref(&c);
+    build_job j = {c.h, make_input(&r, &c, 0), GST_FLOW_ERROR, 1.0f, FALSE};
+    GstClockTime dur = GST_SECOND / 25;
+    GST_BUFFER_PTS(j.in) = 1000 + c.n * dur;
+    GST_BUFFER_DURATION(j.in) = dur;
+    c.n++;
+    g_mutex_lock(&build_mu);
+    copy_shut = TRUE;
+    copy_hit = FALSE;
+    g_mutex_unlock(&build_mu);
+    GThread *pt = g_thread_new("push", watched_push_thread, &j);
+    build_wait_either(&copy_hit, &j.set_done);
+    getter_job g = {c.h->element, NULL, 1, FALSE};
+    GThread *gt = g_thread_new("get", getter_thread, &g);
+    gboolean got = build_wait(&g.done);
+    held_release(&copy_shut);
+    g_thread_join(pt);
+    g_thread_join(gt);
+    CHECK(got, "g_object_get(backend-in-use) waited while the streaming "
+          "thread copied the kernel");
+    CHECK(j.fr == GST_FLOW_OK, "push returned %s", gst_flow_get_name(j.fr));
+    GstBuffer *out = gst_harness_try_pull(c.h);
+    CHECK(out != NULL, "no output for the frame");
+    check_buffers(&c, j.in, out, "the frame with the new kernel and border");
+    gst_buffer_unref(out);
+    gst_buffer_unref(j.in);
+    push_check(&c, &r, 0, 0, "the frame after");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
+}
+
 /* A kernel the setter could not prepare ahead (no swap built: the
  * streaming thread computes it, cf_engine_set_kernel2d, seconds for a big
  * kernel; held here): a UI reading backend-in-use meanwhile waited for
@@ -7202,6 +7309,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_getter_during_stop, teardown),
       cmocka_unit_test_teardown(test_kernel_get_unlocked, teardown),
       cmocka_unit_test_teardown(test_getter_during_compile, teardown),
+      cmocka_unit_test_teardown(test_getter_during_copy, teardown),
       cmocka_unit_test_teardown(test_timestamps, teardown),
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
