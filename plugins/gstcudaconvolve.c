@@ -1735,9 +1735,9 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
       st = new_engines(&cfg, info, k, es);
     }
     e = es[0];
-    /* engine_lock before the object lock, neither held while waiting for
-     * the other: a setter's prepare_kernel holds engine_lock while it
-     * builds the swaps for a new kernel (seconds for a big one), and
+    /* engine_lock before the object lock, never waited for with the
+     * object lock held: a setter's prepare_kernel holds engine_lock while
+     * it builds the swaps for a new kernel (seconds for a big one), and
      * every getter waited that long for the object lock held here (QA) */
     if (st == CF_OK)
       g_mutex_lock(&self->engine_lock);
