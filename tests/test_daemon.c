@@ -51,6 +51,7 @@ static const char *daemon_bin, *ctl_bin;
 static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static const char *kernel_gate; /* CF_TEST_KERNEL_GATE for the next start */
+static const char *start_gate;  /* CF_TEST_START_GATE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -160,6 +161,8 @@ static int start_daemon(running *r, const char *conf)
       setenv("CF_TEST_FAKE_DEVICE", fake_device, 1);
     if (kernel_gate)
       setenv("CF_TEST_KERNEL_GATE", kernel_gate, 1);
+    if (start_gate)
+      setenv("CF_TEST_START_GATE", start_gate, 1);
     unsetenv("JOURNAL_STREAM");
     struct stat js;
     if (journal_stream &&
@@ -2181,6 +2184,116 @@ static void test_pipeline_kernel_in_background(void **state)
   CHECK(fabs(peak - g3) < 0.02, "peak %.4f after the reload, want %.4f", peak,
         g3);
   stop_daemon(&r);
+}
+
+/* A pipeline stream started again (`restart`, its restart policy) is
+ * built and set playing in a thread, where its elements load their
+ * kernel files (QA: `restart v` of a cudaconvolve with a 4096 x 4096
+ * .npy held the loop 9.1 s: `status` of another stream waited). The
+ * daemon reads CF_TEST_START_GATE, once it exists (a named pipe made
+ * here after the daemon's start), before it builds a pipeline: the test
+ * holds the build. Meanwhile `status` answers (the stream starting), a
+ * set is refused saying so, and a second restart waits for the start
+ * under way; both restarts are answered once let go, and the output is
+ * then the kernel file's as edited before the restart. A start that
+ * fails answers why (its file sink's folder gone). */
+static void test_pipeline_restart_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.6 + 0.3 * ref_rng_unit(&rng);
+  double g1 = 0.1 + 0.3 * ref_rng_unit(&rng);
+  set_case("pipeline restarted slowly, gain %.3f -> %.3f", g0, g1);
+  char conf[600], kp[600], tmp[600], dir[600], out[700], gate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("ps.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("ps.txt"));
+  snprintf(tmp, sizeof tmp, "%s", fixture("ps.tmp"));
+  snprintf(dir, sizeof dir, "%s", fixture("ps.d"));
+  snprintf(out, sizeof out, "%s/out.raw", dir);
+  snprintf(gate, sizeof gate, "%s", fixture("ps.gate"));
+  unlink(gate);
+  unlink(out);
+  rmdir(dir);
+  CHECK(mkdir(dir, 0700) == 0, "mkdir %s: %s", dir, strerror(errno));
+  write_text(kp, "%.6f\n", g0);
+  write_text(conf,
+             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true volume=1.0 samplesperbuffer=80 ! "
+             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
+             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n",
+             kp, out);
+  running r;
+  start_gate = gate; /* none yet: the daemon's own start goes on */
+  start_daemon_ok(&r, conf);
+  start_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
+  write_text(tmp, "%.6f\n", g1);
+  CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fd1 = send_line(&r, "restart p\n");
+  /* open once the daemon reads it: from here its build waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  int fs = send_line(&r, "status\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
+  if (ready != 1) { /* the loop builds the pipeline: let it go */
+    close(w);
+    print_log(&r);
+  }
+  CHECK(ready == 1, "status was not answered while a pipeline was built");
+  char *a = answer_on(fs);
+  const char *f = field(a, "p", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+  free(a);
+  a = ctl(&r, "set p crossfade 0");
+  CHECK(!answer_ok(a) && strstr(a, "p is starting") &&
+            strstr(a, "pipeline being built"),
+        "set while starting: %s", a);
+  free(a);
+  /* a restart asked meanwhile waits for this start */
+  int fd2 = send_line(&r, "restart p\n");
+  a = ctl(&r, "status p");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd pa[2] = {{.fd = fd1, .events = POLLIN},
+                         {.fd = fd2, .events = POLLIN}};
+  CHECK(poll(pa, 2, 0) == 0, "a restart was answered before its start");
+  close(w); /* the build goes on */
+  a = answer_on(fd1);
+  CHECK(answer_ok(a) && strstr(a, "p: started again"), "restart: %s", a);
+  free(a);
+  a = answer_on(fd2);
+  CHECK(answer_ok(a) && strstr(a, "p: started again"),
+        "restart asked while it started: %s", a);
+  free(a);
+  wait_state(&r, "p", "PLAYING");
+  peak = wait_peak(out, g1);
+  CHECK(fabs(peak - g1) < 0.02, "peak %.4f after the restart, want %.4f",
+        peak, g1);
+  /* a start that fails says why: its sink's folder is gone */
+  CHECK(unlink(out) == 0 && rmdir(dir) == 0, "remove %s: %s", dir,
+        strerror(errno));
+  fd1 = send_line(&r, "restart p\n");
+  w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  close(w);
+  a = answer_on(fd1);
+  CHECK(!answer_ok(a) && strstr(a, "p cannot start, it is down") &&
+            strstr(a, out),
+        "restart into a folder gone: %s", a);
+  free(a);
+  a = ctl(&r, "status p");
+  f = field(a, "p", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "down") && strstr(a, out),
+        "status after: %s", a);
+  free(a);
+  stop_daemon(&r);
+  unlink(gate);
 }
 
 /* Beyond one machine (DESIGN: GStreamer's network elements carry streams
@@ -6069,6 +6182,8 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_kernel_in_background,
+                                kill_left),
+      cmocka_unit_test_teardown(test_pipeline_restart_in_background,
                                 kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),

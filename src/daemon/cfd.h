@@ -281,6 +281,13 @@ bool cfd_audio_change_apply(cfd_audio *a, cfd_change *ch, GError **err);
 void cfd_change_free(cfd_change *ch);
 
 cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err);
+/* The same in another thread (built and set playing: our elements load
+ * their kernel files there, seconds for a big one), its bus not watched
+ * yet: cfd_pipeline_watch, in the daemon's loop, then (the messages
+ * posted meanwhile are kept for it). Nothing of the daemon's is touched. */
+cfd_pipeline *cfd_pipeline_start_unwatched(const cfd_stream_conf *sc,
+                                           GError **err);
+void cfd_pipeline_watch(cfd_pipeline *p);
 /* Send EOS, wait up to 2 s for it to reach the sinks, then stop. */
 void cfd_pipeline_stop(cfd_pipeline *p);
 void cfd_pipeline_status(cfd_pipeline *p, GString *out);

@@ -328,23 +328,40 @@ typedef struct probe_job {
   cfd_stream_conf *sc; /* a copy: the stream's may change meanwhile */
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
+  cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
 } probe_job;
 
 static void probe_job_free(probe_job *j)
 {
+  cfd_pipeline_stop(j->pipe); /* one no stream took */
   cfd_stream_conf_free(j->sc);
   g_free(j);
 }
 
-/* In the probe's thread: nothing of the daemon's is touched here. */
+/* A pipeline stream's section as its start in a thread needs it. */
+static cfd_stream_conf *pipeline_conf_copy(const cfd_stream_conf *sc)
+{
+  cfd_stream_conf *c = g_new0(cfd_stream_conf, 1);
+  c->name = g_strdup(sc->name);
+  c->type = sc->type;
+  c->pipeline = g_strdup(sc->pipeline);
+  c->filter = g_strdup(sc->filter);
+  return c;
+}
+
+/* In the probe's thread: nothing of the daemon's is touched here. A
+ * pipeline stream's pipeline is built and started here (its elements
+ * load their kernel files: seconds for a big one), unwatched. */
 static void probe_read(GTask *t, gpointer src, gpointer data,
                        GCancellable *cancel)
 {
   (void)src;
   (void)cancel;
-  const probe_job *j = data;
+  probe_job *j = data;
   GError *e = NULL;
-  if (cfd_file_input_unchanged(j->sc, &e))
+  if (j->sc->type == CFD_PIPELINE
+          ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
+          : cfd_file_input_unchanged(j->sc, &e))
     g_task_return_boolean(t, TRUE);
   else
     g_task_return_error(t, e);
@@ -355,7 +372,7 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
 static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
 {
   (void)src;
-  const probe_job *j = g_task_get_task_data(G_TASK(res));
+  probe_job *j = g_task_get_task_data(G_TASK(res));
   daemon_state *d = j->d;
   d->probes--;
   GError *e = NULL;
@@ -376,7 +393,11 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     stream_tell_waiting(s, "the daemon is stopping");
     return;
   }
-  if (ok) {
+  if (ok && j->pipe) {
+    s->pipe = g_steal_pointer(&j->pipe);
+    cfd_pipeline_watch(s->pipe);
+    g_clear_pointer(&s->down_error, g_free);
+  } else if (ok) {
     ok = stream_begin(s, PROBED, &e);
   } else {
     g_free(s->down_error);
@@ -389,18 +410,21 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
 
 /* Start s again from its section, whatever runs stopped first; a file
  * stream's input is probed in a thread, and the start made when it is
- * done (probe_done): false then, s->probing set. Else started at once. */
+ * done (probe_done), a pipeline stream's pipeline built and started in a
+ * thread (its elements load their kernels there): false then, s->probing
+ * set. Else started at once. */
 static bool stream_try_later(daemon_state *d, stream *s, bool asked,
                              GError **err)
 {
   bool was_down = s->down_error != NULL;
   stream_halt(s);
-  if (s->sc->type != CFD_FILE)
+  if (s->sc->type == CFD_AUDIO)
     return stream_begin(s, PROBE_NOW, err);
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
-  j->sc = cfd_stream_conf_copy(s->sc);
+  j->sc = s->sc->type == CFD_PIPELINE ? pipeline_conf_copy(s->sc)
+                                      : cfd_stream_conf_copy(s->sc);
   j->asked = asked;
   j->was_down = was_down;
   s->probing = j->id;
@@ -851,8 +875,11 @@ static stream *need_stream(daemon_state *d, const char *name, GError **err)
     g_set_error(err, CFD_ERROR, 0, "no stream named '%s'", name ? name : "");
   else if (s->probing) {
     g_set_error(err, CFD_ERROR, 0,
-                "stream %s is starting (its input being probed); try again "
-                "once status says it runs", name);
+                "stream %s is starting (%s); try again once status says it "
+                "runs", name,
+                s->sc->type == CFD_PIPELINE
+                    ? "its pipeline being built, its kernels loaded"
+                    : "its input being probed");
     return NULL;
   } else if (!s->audio && !s->pipe) {
     g_set_error(err, CFD_ERROR, 0,
