@@ -69,6 +69,11 @@ typedef struct stream {
    * says nothing: the loop, and every client, would wait): the probe's
    * id while it runs (neither audio nor pipe meanwhile), else 0 */
   guint64 probing;
+  /* a pipeline stream's start under way is of a section a reload has
+   * changed since: once it is done, that pipeline is stopped and the
+   * stream started again from its new section (two copies of one
+   * pipeline would open the same device and write the same files) */
+  bool start_again;
   GPtrArray *waiting; /* client *: a `restart` answered once it is done */
   /* Live changes (set, swap-kernel), made one after another in the
    * order asked, each answered once made: the one whose kernel is read in
@@ -317,6 +322,9 @@ static bool stream_begin(stream *s, start_probe how, GError **err)
   return false;
 }
 
+static bool stream_try_later(daemon_state *d, stream *s, bool asked,
+                             GError **err);
+
 /* How a start that waited for its probe went, in the log (and to the
  * clients that asked). */
 static void stream_started(stream *s, bool asked, bool was_down,
@@ -391,6 +399,17 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
   if (d->stopping) {
     g_clear_error(&e);
     stream_tell_waiting(s, "the daemon is stopping");
+    return;
+  }
+  if (s->start_again) { /* that pipeline stopped before the next starts */
+    s->start_again = false;
+    cfd_pipeline_stop(g_steal_pointer(&j->pipe));
+    g_clear_error(&e);
+    /* a reload's: told as a restart's, not counted as the policy's */
+    ok = stream_try_later(d, s, true, &e);
+    if (ok || !s->probing)
+      stream_started(s, true, j->was_down, ok ? NULL : e);
+    g_clear_error(&e);
     return;
   }
   if (ok && j->pipe) {
@@ -647,6 +666,22 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
+    if (old && old->probing && old->sc->type == CFD_PIPELINE) {
+      /* its pipeline being built: the same section goes on starting;
+       * another is started once that start is done (not beside it) */
+      bool same = sc->type == CFD_PIPELINE &&
+                  !strcmp(old->sc->shape, sc->shape);
+      old->start_again = old->start_again || !same;
+      cfd_stream_conf_free(old->sc);
+      old->sc = take_conf(c, i);
+      g_string_append_printf(report,
+                             same ? "%s: starting (as it was)\n"
+                                  : "%s: restarts with its new section "
+                                    "once its start under way is done\n",
+                             old->sc->name);
+      g_ptr_array_add(next, old);
+      continue;
+    }
     if (old && old->probing) /* down until then: tried now, as down */
       stream_tell_waiting(old, "a reload took the stream over before it "
                                "started; status shows how it is");
