@@ -52,6 +52,7 @@ static pid_t live_pid;          /* a daemon a failed test left running */
 static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static const char *kernel_gate; /* CF_TEST_KERNEL_GATE for the next start */
 static const char *start_gate;  /* CF_TEST_START_GATE for the next start */
+static const char *sum_gate;    /* CF_TEST_SUM_GATE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -163,6 +164,8 @@ static int start_daemon(running *r, const char *conf)
       setenv("CF_TEST_KERNEL_GATE", kernel_gate, 1);
     if (start_gate)
       setenv("CF_TEST_START_GATE", start_gate, 1);
+    if (sum_gate)
+      setenv("CF_TEST_SUM_GATE", sum_gate, 1);
     unsetenv("JOURNAL_STREAM");
     struct stat js;
     if (journal_stream &&
@@ -2018,8 +2021,10 @@ static void test_pipeline_reload_kernel_file(void **state)
   double g0 = 0.25 + 0.5 * ref_rng_unit(&rng);
   double g1 = 0.1 + 0.1 * ref_rng_unit(&rng);
   set_case("pipeline kernel file edited, gain %.3f -> %.3f", g0, g1);
-  char conf[600], kp[600], out[600], tmp[600];
+  char conf[600], kp[600], out[600], tmp[600], gate[600];
   snprintf(conf, sizeof conf, "%s", fixture("pk.conf"));
+  snprintf(gate, sizeof gate, "%s", fixture("pk.gate"));
+  unlink(gate);
   snprintf(kp, sizeof kp, "%s", fixture("pk.txt"));
   snprintf(tmp, sizeof tmp, "%s", fixture("pk.tmp"));
   snprintf(out, sizeof out, "%s", fixture("pk.raw"));
@@ -2033,7 +2038,9 @@ static void test_pipeline_reload_kernel_file(void **state)
              "buffer-mode=unbuffered location=%s\n",
              kp, out);
   running r;
+  sum_gate = gate; /* none yet */
   start_daemon_ok(&r, conf);
+  sum_gate = NULL;
   wait_state(&r, "p", "PLAYING");
   wait_for(&r, "p", "buffers", 20);
   double before = wait_peak(out, g0);
@@ -2047,9 +2054,28 @@ static void test_pipeline_reload_kernel_file(void **state)
   double after = wait_peak(out, g1);
   CHECK(fabs(after - g1) < 0.02, "peak %.4f after the reload, want %.4f",
         after, g1);
-  /* unchanged, it is no change */
-  a = ctl(&r, "reload");
+  /* unchanged, it is no change, and not read again (QA: its checksum
+   * held the loop, 0.21 s for a 64 MB .npy): CF_TEST_SUM_GATE, read
+   * before a kernel file's checksum, is not read */
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fs = send_line(&r, "reload\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed */
+  if (ready != 1) { /* the loop reads the file: let it go */
+    close(open(gate, O_WRONLY));
+    print_log(&r);
+  }
+  unlink(gate);
+  CHECK(ready == 1, "a reload read an unchanged kernel file again");
+  a = answer_on(fs);
   CHECK(answer_ok(a) && !strstr(a, "new kernel"), "reload again: %s", a);
+  free(a);
+  /* touched, its bytes as they were: no change either */
+  write_text(tmp, "%.6f\n", g1);
+  CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && !strstr(a, "new kernel"), "reload, file rewritten "
+        "as it was: %s", a);
   free(a);
   stop_daemon(&r);
 }
