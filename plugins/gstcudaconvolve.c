@@ -472,8 +472,12 @@ typedef struct {
    * thread; the CPU's are given back at once, by the reaper). Under the
    * object lock. */
   cf_swap_prep2d *prepared[3], *made[3];
-  /* gives back the CPU state the streaming thread's swaps retire, off
-   * that thread (made at the first; finalize waits for it) */
+  /* the CPU state the streaming thread's swaps retire (cf_swap_prep2d),
+   * given back off that thread by the reaper, a GLib pool thread woken
+   * for each (made at the first); what it has not taken when the element
+   * goes, finalize gives back (a wake-up whose thread could not start,
+   * under a memory limit, stays queued: nothing waits for it) */
+  GAsyncQueue *retired;
   GThreadPool *reaper;
   guint prepared_serial;
   /* a copy of kernel number ready_serial, the setter's (prepare_kernel),
@@ -1033,11 +1037,13 @@ static G_GNUC_WARN_UNUSED_RESULT KernelPrep update_kernel(GstCudaConvolve *self)
   return prep; /* an engine made meanwhile takes the kernel unprepared */
 }
 
-/* The reaper's: a swap's retired CPU state given back. */
-static void reap_swap(gpointer swap, gpointer unused)
+/* The reaper's: every retired swap queued gives its CPU state back. */
+static void reap_swaps(gpointer unused, gpointer queue)
 {
   (void)unused;
-  cf_swap_prep2d_free(swap);
+  cf_swap_prep2d *p;
+  while ((p = g_async_queue_try_pop(queue)))
+    cf_swap_prep2d_free(p);
 }
 
 /* Move the three swaps of `from` to `to` (NULL left behind). */
@@ -1847,12 +1853,15 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
        * setter (cudaFree waits for the device) */
       if (ks == CF_OK && cf_engine_backend(all[i]) == CF_BACKEND_CPU &&
           (self->reaper ||
-           (self->reaper = g_thread_pool_new(reap_swap, NULL, 1, FALSE,
-                                             NULL))) &&
-          g_thread_pool_push(self->reaper, prep[i], NULL))
-        prep[i] = NULL;
-      else
+           (self->reaper = g_thread_pool_new(reap_swaps, self->retired, 1,
+                                             FALSE, NULL)))) {
+        g_async_queue_push(self->retired, g_steal_pointer(&prep[i]));
+        /* FALSE: no thread could start; the next wake-up or finalize
+         * takes it */
+        (void)g_thread_pool_push(self->reaper, GINT_TO_POINTER(1), NULL);
+      } else {
         made[i] = g_steal_pointer(&prep[i]);
+      }
     } else {
       ks = cf_engine_set_kernel2d(all[i], newk);
     }
@@ -3735,8 +3744,12 @@ static void gst_cuda_convolve_get_property(GObject *object, guint prop_id,
 static void gst_cuda_convolve_finalize(GObject *object)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(object);
-  if (self->reaper) /* what it holds given back first */
-    g_thread_pool_free(self->reaper, FALSE, TRUE);
+  /* the reaper's wake-ups dropped, the one running waited for; what it
+   * left given back here */
+  if (self->reaper)
+    g_thread_pool_free(self->reaper, TRUE, TRUE);
+  reap_swaps(NULL, self->retired);
+  g_async_queue_unref(self->retired);
   free_engine(self);
   cf_kernel2d_free(self->ready);
   gst_queue_array_free(self->inflight);
@@ -3766,6 +3779,7 @@ static void unref_held(gpointer obj)
 static void gst_cuda_convolve_init(GstCudaConvolve *self)
 {
   self->taps = g_array_new(FALSE, FALSE, sizeof(gfloat));
+  self->retired = g_async_queue_new();
   self->refusals = cf_gst_refusals_new();
   self->kernel_width = DEFAULT_KERNEL_WIDTH;
   self->kernel_height = DEFAULT_KERNEL_HEIGHT;
