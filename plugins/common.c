@@ -241,7 +241,8 @@ void cf_gst_refusals_note(GHashTable *t, const gchar *prop, const gchar *why)
   g_hash_table_replace(t, g_strdup(prop), g_strdup(why));
 }
 
-gchar *cf_gst_refusals_text(GHashTable *t)
+/* "prop (why); prop2 (why2)", sorted by name, or NULL where none */
+static gchar *refusals_text(GHashTable *t)
 {
   if (!g_hash_table_size(t))
     return NULL;
@@ -253,6 +254,23 @@ gchar *cf_gst_refusals_text(GHashTable *t)
                            (const gchar *)g_hash_table_lookup(t, l->data));
   g_list_free(keys);
   return g_string_free(s, FALSE);
+}
+
+gboolean cf_gst_refusals_start(GstElement *el, const gchar *who,
+                               GHashTable *t)
+{
+  GST_OBJECT_LOCK(el);
+  gchar *refused = refusals_text(t);
+  guint n = g_hash_table_size(t);
+  GST_OBJECT_UNLOCK(el);
+  if (!refused)
+    return TRUE;
+  GST_ELEMENT_ERROR(el, RESOURCE, SETTINGS,
+                    ("%s: refused before the start: %s", who, refused),
+                    ("set %s to a value taken (or unset it) to start",
+                     n == 1 ? "it" : "them"));
+  g_free(refused);
+  return FALSE;
 }
 
 GParamSpec *cf_gst_param_spec_taps(const gchar *name, const gchar *nick,

@@ -72,8 +72,11 @@ gboolean cf_gst_warn_without_bus(GstElement *el);
  * for all three); a value taken for a property forgets its refusal. */
 GHashTable *cf_gst_refusals_new(void);
 void cf_gst_refusals_note(GHashTable *t, const gchar *prop, const gchar *why);
-/* "prop (why); prop2 (why2)", sorted by name, or NULL where none */
-gchar *cf_gst_refusals_text(GHashTable *t);
+/* At start: FALSE, having posted the element error that names them
+ * ("<who>: refused before the start: prop (why); prop2 (why2)"), where
+ * t holds refusals; TRUE where none. Takes the object lock. */
+gboolean cf_gst_refusals_start(GstElement *el, const gchar *who,
+                               GHashTable *t);
 
 /* The kernel properties: a GstValueArray of any numbers (no element
  * type in the spec: GObject refused the doubles Python's floats and most

@@ -3282,18 +3282,8 @@ static gboolean gst_cuda_convolve_start(GstBaseTransform *trans)
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
   /* a value refused while stopped: frames would pass without it (a
    * gst-launch line's NaN tap left them unfiltered, exit 0; QA) */
-  GST_OBJECT_LOCK(self);
-  gchar *refused = cf_gst_refusals_text(self->refusals);
-  guint n = g_hash_table_size(self->refusals);
-  GST_OBJECT_UNLOCK(self);
-  if (refused) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("cudaconvolve: refused before the start: %s", refused),
-                      ("set %s to a value taken (or unset it) to start",
-                       n == 1 ? "it" : "them"));
-    g_free(refused);
+  if (!cf_gst_refusals_start(GST_ELEMENT(self), "cudaconvolve", self->refusals))
     return FALSE;
-  }
   reset_qos(self);
   GST_OBJECT_LOCK(self);
   self->started = TRUE;

@@ -1891,18 +1891,8 @@ static gboolean gst_cuda_fir_start(GstBaseTransform *bt)
   GstCudaFir *self = GST_CUDA_FIR(bt);
   /* a value refused while stopped: the stream would run without it
    * (unfiltered where it was the only kernel) */
-  GST_OBJECT_LOCK(self);
-  gchar *refused = cf_gst_refusals_text(self->refusals);
-  guint n = g_hash_table_size(self->refusals);
-  GST_OBJECT_UNLOCK(self);
-  if (refused) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("cudafir: refused before the start: %s", refused),
-                      ("set %s to a value taken (or unset it) to start",
-                       n == 1 ? "it" : "them"));
-    g_free(refused);
+  if (!cf_gst_refusals_start(GST_ELEMENT(self), "cudafir", self->refusals))
     return FALSE;
-  }
   restart(self);
   GST_OBJECT_LOCK(self);
   self->started = TRUE;

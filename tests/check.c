@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -225,4 +226,35 @@ int check_engine_thread_mask(char why[CHECK_WHY])
       return 1;
     }
   return 0;
+}
+
+int check_rss_shows_frees(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+  printf("AddressSanitizer keeps freed memory in quarantine: the frames "
+         "are checked, not the memory\n");
+  fflush(stdout);
+  return 0;
+#else
+  const char *p = getenv("LD_PRELOAD");
+  if (p && strstr(p, "vgpreload")) {
+    printf("under valgrind: the frames are checked, not the memory\n");
+    fflush(stdout);
+    return 0;
+  }
+  mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  return 1;
+#endif
+}
+
+size_t check_rss_down_to(size_t want)
+{
+  size_t rss = 0;
+  for (int i = 0; i < 500; i++) {
+    rss = check_status_bytes("VmRSS");
+    if (rss <= want)
+      break;
+    usleep(10000);
+  }
+  return rss;
 }

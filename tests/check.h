@@ -83,6 +83,16 @@ int check_child_status(int pid);
  * SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM) or blocks a fault's
  * (SIGSEGV, SIGBUS, SIGFPE, SIGILL), saying which in why: to be called in
  * one of the engine's threads. */
+/* Whether VmRSS can show memory given back here: not under
+ * AddressSanitizer (its quarantine keeps freed blocks) nor valgrind; says
+ * why where it cannot. Where it can, glibc is made to map blocks of 128
+ * KiB and more on their own (M_MMAP_THRESHOLD), so that a free gives them
+ * back: it raises that threshold past each mapped block freed (up to 32
+ * MiB), after which earlier tests' frees left large blocks on the heap. */
+int check_rss_shows_frees(void);
+/* VmRSS once it is at most WANT bytes (memory given back in another
+ * thread), read every 10 ms for up to 5 s: the last value read. */
+size_t check_rss_down_to(size_t want);
 enum { CHECK_WHY = 96 };
 int check_engine_thread_mask(char why[CHECK_WHY]);
 #if defined(__SSE2__)

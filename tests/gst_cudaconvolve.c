@@ -50,7 +50,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -4829,14 +4828,70 @@ static void test_kernel_burst(void **state)
   gcase_close(&c);
 }
 
+/* What test_swap_gives_back and test_history_gives_back share: a CPU
+ * stream of w x h in f with a 3x3 kernel, then a large kernel (t x kh x
+ * kw) for `frames` frames, then 3x3 again: VmRSS falls back by half of
+ * what the large kernel took within 5 s (where VmRSS can show it: the
+ * old state is given back in the element's reaper thread), and the 3x3
+ * frames equal the reference. c is left open, with its stream. */
+static void large_then_small(gcase *c, ref_rng *r, const gfmt *f,
+                             unsigned w, unsigned h, unsigned t, unsigned kh,
+                             unsigned kw, int frames)
+{
+  int measure = check_rss_shows_frees();
+  gcase_open(c);
+  rand_config(c, r, f, 0);
+  kern_make(&c->k, r, 1, 3, 3, 0);
+  set_kernel(c->h->element, &c->k);
+  set_caps(c, f, w, h);
+  gcase_new_ref(c);
+  config_describe(c);
+  gst_harness_play(c->h);
+  push_check(c, r, 0, 0, "3x3 first");
+  size_t rss0 = check_status_bytes("VmRSS");
+  kern_make(&c->k, r, t, kh, kw, 0);
+  set_kernel(c->h->element, &c->k);
+  for (int i = 0; i < frames; i++) { /* its state (every history slot) used */
+    GstBuffer *in = make_input(r, c, 0);
+    GST_BUFFER_PTS(in) = 1000 + c->n * (GST_SECOND / 25);
+    GST_BUFFER_DURATION(in) = GST_SECOND / 25;
+    c->n++;
+    CHECK(gst_harness_push(c->h, in) == GST_FLOW_OK,
+          "%ux%ux%u kernel, frame %d", t, kh, kw, i);
+    GstBuffer *out = gst_harness_try_pull(c->h);
+    CHECK(out, "%ux%ux%u kernel, frame %d: no output", t, kh, kw, i);
+    gst_buffer_unref(out);
+  }
+  size_t rss1 = check_status_bytes("VmRSS");
+  kern_make(&c->k, r, 1, 3, 3, 0);
+  set_kernel(c->h->element, &c->k);
+  CHECK(ref2d_video_set_kernel(c->ref, c->k.t, c->k.kh, c->k.kw, c->k.taps),
+        "reference: out of memory");
+  push_check(c, r, 0, 0, "3x3 after the large kernel");
+  push_check(c, r, 0, 0, "3x3 after the large kernel, again");
+  check_no_bus_errors(c);
+  if (!measure)
+    return;
+  CHECK(rss1 > rss0 + (8u << 20),
+        "the %ux%ux%u kernel took VmRSS %zu -> %zu kB only: the test cannot "
+        "tell", t, kh, kw, rss0 >> 10, rss1 >> 10);
+  size_t want = rss1 - (rss1 - rss0) / 2;
+  size_t rss2 = check_rss_down_to(want);
+  print_message("VmRSS %zu kB, %zu kB with the %ux%ux%u kernel, %zu kB after "
+                "the swap back to 3x3\n",
+                rss0 >> 10, rss1 >> 10, t, kh, kw, rss2 >> 10);
+  CHECK(rss2 <= want,
+        "VmRSS %zu kB with the 3x3 kernel, 5 s after the swap: %zu kB before "
+        "the %ux%ux%u kernel, %zu kB with it (its state kept)",
+        rss2 >> 10, rss0 >> 10, t, kh, kw, rss1 >> 10);
+}
+
 /* A kernel change gives back the state of the kernel it retires, soon,
  * not at the next kernel change: the CPU's swaps kept it in the swap,
  * freed by the next setter, so a stream that left a large kernel for a
  * small one held both until the user changed kernels again (40-80 MB for
  * an 1100x1100 kernel on 1080p RGBA; QA). Here a 255x255 kernel's FFT
- * state on 800x600 is retired by a 3x3 kernel: VmRSS falls back by half
- * of what it took, within 5 s (the old state is freed in the element's
- * reaper thread). */
+ * state on 800x600 GRAY16 retired by a 3x3 kernel. */
 static void test_swap_gives_back(void **state)
 {
   (void)state;
@@ -4844,75 +4899,10 @@ static void test_swap_gives_back(void **state)
     print_message("skipped: host memory, backend %s\n", case_backend());
     skip();
   }
-  int measure = 1;
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("AddressSanitizer keeps freed memory in quarantine: the "
-                "frames are checked, not the memory\n");
-  measure = 0;
-#endif
-  const char *pre = getenv("LD_PRELOAD");
-  if (pre && strstr(pre, "vgpreload")) {
-    print_message("under valgrind: the frames are checked, not the memory\n");
-    measure = 0;
-  }
-  /* blocks of 128 KiB and more mapped on their own, so that a free gives
-   * them back to the system: glibc raises that threshold past the size
-   * of each mapped block freed (up to 32 MiB), after which the earlier
-   * tests' frees left the large kernel's state on the heap */
-  mallopt(M_MMAP_THRESHOLD, 128 << 10);
   ref_rng r;
   test_rng(&r, 94);
-  const gfmt *f = &formats[1]; /* GRAY16_LE */
   gcase c;
-  gcase_open(&c);
-  rand_config(&c, &r, f, 0);
-  kern_make(&c.k, &r, 1, 3, 3, 0);
-  set_kernel(c.h->element, &c.k);
-  set_caps(&c, f, 800, 600);
-  gcase_new_ref(&c);
-  config_describe(&c);
-  gst_harness_play(c.h);
-  push_check(&c, &r, 0, 0, "3x3 first");
-  size_t rss0 = check_status_bytes("VmRSS");
-  kern_make(&c.k, &r, 1, 255, 255, 0);
-  set_kernel(c.h->element, &c.k);
-  for (int i = 0; i < 3; i++) {
-    GstBuffer *in = make_input(&r, &c, 0);
-    GST_BUFFER_PTS(in) = 1000 + c.n * (GST_SECOND / 25);
-    GST_BUFFER_DURATION(in) = GST_SECOND / 25;
-    c.n++;
-    CHECK(gst_harness_push(c.h, in) == GST_FLOW_OK, "large kernel frame %d", i);
-    GstBuffer *out = gst_harness_try_pull(c.h);
-    CHECK(out, "large kernel frame %d: no output", i);
-    gst_buffer_unref(out);
-  }
-  size_t rss1 = check_status_bytes("VmRSS");
-  kern_make(&c.k, &r, 1, 3, 3, 0);
-  set_kernel(c.h->element, &c.k);
-  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
-        "reference: out of memory");
-  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel");
-  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel, again");
-  check_no_bus_errors(&c);
-  if (measure) {
-    CHECK(rss1 > rss0 + (8u << 20),
-          "the 255x255 kernel took VmRSS %zu -> %zu kB only: the test "
-          "cannot tell", rss0 >> 10, rss1 >> 10);
-    size_t want = rss1 - (rss1 - rss0) / 2, rss2 = 0;
-    for (int i = 0; i < 500; i++) {
-      rss2 = check_status_bytes("VmRSS");
-      if (rss2 <= want)
-        break;
-      g_usleep(10000);
-    }
-    print_message("VmRSS %zu kB, %zu kB with the 255x255 kernel, %zu kB "
-                  "after the swap back to 3x3\n",
-                  rss0 >> 10, rss1 >> 10, rss2 >> 10);
-    CHECK(rss2 <= want,
-          "VmRSS %zu kB with the 3x3 kernel, 5 s after the swap: %zu kB "
-          "before the 255x255 kernel, %zu kB with it (its state kept)",
-          rss2 >> 10, rss0 >> 10, rss1 >> 10);
-  }
+  large_then_small(&c, &r, &formats[1], 800, 600, 1, 255, 255, 3);
   gcase_close(&c);
 }
 
@@ -4920,9 +4910,8 @@ static void test_swap_gives_back(void **state)
  * soon: the CPU kept the ring of the longest kernel until a longer one
  * came or the end (a 64-frame kernel left for a 3x3 one held 63 frames:
  * 130 MB at 1080p GRAY8, 500 MB in RGBA; QA). Here 16 frames of 1280x720
- * GRAY8 (14.7 MB): VmRSS falls back by half of what they took within 5 s
- * of the swap to 3x3 (given back in GStreamer's thread pool), and the
- * frames after it, a 3-frame kernel's too, equal the reference. */
+ * GRAY8 (14.7 MB) left for 3x3; then a 3-frame kernel's frames equal the
+ * reference too. */
 static void test_history_gives_back(void **state)
 {
   (void)state;
@@ -4930,75 +4919,10 @@ static void test_history_gives_back(void **state)
     print_message("skipped: host memory, backend %s\n", case_backend());
     skip();
   }
-  int measure = 1;
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("AddressSanitizer keeps freed memory in quarantine: the "
-                "frames are checked, not the memory\n");
-  measure = 0;
-#endif
-  const char *pre = getenv("LD_PRELOAD");
-  if (pre && strstr(pre, "vgpreload")) {
-    print_message("under valgrind: the frames are checked, not the memory\n");
-    measure = 0;
-  }
-  mallopt(M_MMAP_THRESHOLD, 128 << 10); /* as test_swap_gives_back */
   ref_rng r;
   test_rng(&r, 95);
-  const gfmt *f = &formats[0]; /* GRAY8 */
   gcase c;
-  gcase_open(&c);
-  rand_config(&c, &r, f, 0);
-  kern_make(&c.k, &r, 1, 3, 3, 0);
-  set_kernel(c.h->element, &c.k);
-  set_caps(&c, f, 1280, 720);
-  gcase_new_ref(&c);
-  config_describe(&c);
-  gst_harness_play(c.h);
-  push_check(&c, &r, 0, 0, "3x3 first");
-  size_t rss0 = check_status_bytes("VmRSS");
-  kern_free(&c.k);
-  kern_make(&c.k, &r, 16, 1, 1, 0);
-  set_kernel(c.h->element, &c.k);
-  for (int i = 0; i < 17; i++) { /* every slot of the history written */
-    GstBuffer *in = make_input(&r, &c, 0);
-    GST_BUFFER_PTS(in) = 1000 + c.n * (GST_SECOND / 25);
-    GST_BUFFER_DURATION(in) = GST_SECOND / 25;
-    c.n++;
-    CHECK(gst_harness_push(c.h, in) == GST_FLOW_OK, "16-frame kernel frame %d",
-          i);
-    GstBuffer *out = gst_harness_try_pull(c.h);
-    CHECK(out, "16-frame kernel frame %d: no output", i);
-    gst_buffer_unref(out);
-  }
-  size_t rss1 = check_status_bytes("VmRSS");
-  kern_free(&c.k);
-  kern_make(&c.k, &r, 1, 3, 3, 0);
-  set_kernel(c.h->element, &c.k);
-  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
-        "reference: out of memory");
-  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel");
-  push_check(&c, &r, 0, 0, "3x3 after the temporal kernel, again");
-  size_t rss2 = 0, want = rss1 - (rss1 - rss0) / 2;
-  if (measure) {
-    CHECK(rss1 > rss0 + (8u << 20),
-          "the 16-frame kernel took VmRSS %zu -> %zu kB only: the test "
-          "cannot tell",
-          rss0 >> 10, rss1 >> 10);
-    for (int i = 0; i < 500; i++) {
-      rss2 = check_status_bytes("VmRSS");
-      if (rss2 <= want)
-        break;
-      g_usleep(10000);
-    }
-    print_message("VmRSS %zu kB, %zu kB with the 16-frame kernel, %zu kB "
-                  "after the swap to 3x3\n",
-                  rss0 >> 10, rss1 >> 10, rss2 >> 10);
-    CHECK(rss2 <= want,
-          "VmRSS %zu kB with the 3x3 kernel, 5 s after the swap: %zu kB "
-          "before the 16-frame kernel, %zu kB with it (its history kept)",
-          rss2 >> 10, rss0 >> 10, rss1 >> 10);
-  }
-  kern_free(&c.k);
+  large_then_small(&c, &r, &formats[0], 1280, 720, 16, 1, 1, 17);
   kern_make(&c.k, &r, 3, 3, 3, 0);
   set_kernel(c.h->element, &c.k);
   CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),

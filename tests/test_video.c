@@ -3236,18 +3236,7 @@ static void test_prepared_history_given_back(void **state)
     print_message("note: tested in the cpu-direct variant\n");
     return;
   }
-  int measure = 1;
-#if defined(__SANITIZE_ADDRESS__)
-  print_message("AddressSanitizer keeps freed memory in quarantine: the "
-                "frames are checked, not the memory\n");
-  measure = 0;
-#endif
-  const char *pre = getenv("LD_PRELOAD");
-  if (pre && strstr(pre, "vgpreload")) {
-    print_message("under valgrind: the frames are checked, not the memory\n");
-    measure = 0;
-  }
-  mallopt(M_MMAP_THRESHOLD, 128 << 10); /* large blocks unmapped when freed */
+  int measure = check_rss_shows_frees();
   ref_rng r;
   test_rng(&r, 33);
   cf_video_config cfg;
