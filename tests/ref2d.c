@@ -380,12 +380,6 @@ void ref2d_video_reset(ref2d_video *v)
   v->kept = 0;
 }
 
-void ref2d_video_forget(ref2d_video *v, unsigned n)
-{
-  if (v->kept > n)
-    v->kept = n;
-}
-
 unsigned ref2d_video_kept(const ref2d_video *v)
 {
   return v->kept;

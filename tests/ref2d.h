@@ -87,9 +87,6 @@ void ref2d_video_free(ref2d_video *v);
 int ref2d_video_set_kernel(ref2d_video *v, unsigned t, unsigned kh, unsigned kw,
                            const float *taps);
 void ref2d_video_reset(ref2d_video *v);
-/* Forget the kept frames beyond the n most recent (a CPU engine's
- * cf_engine_set_prepared2d to a kernel of n + 1 temporal taps). */
-void ref2d_video_forget(ref2d_video *v, unsigned n);
 /* The frames not kept (before the first, after a reset, beyond those
  * kept) are f (loaded now), not zeros; NULL: zeros. 0: out of memory. */
 int ref2d_video_set_base(ref2d_video *v, const cf_frame *f);

@@ -475,8 +475,6 @@ typedef struct vcase {
   fbuf ain, aout;
   double *aval[3];
   size_t taps; /* T * Kh * Kw of the kernel in use */
-  int cpu_built; /* started on the CPU: prepared swaps put the CPU state
-                    prepared in force (shorter histories too) */
   /* if set, frames go through one buffer holding, plane by plane, the
    * input plane and then the output plane (disjoint, spans interleaved) */
   uint8_t *shared;
@@ -599,7 +597,6 @@ static void vcase_open_status(vcase *c, ref_rng *r, const cf_video_config *cfg,
   cf_kernel2d *kk = kern_build(k);
   cf_status s = cf_engine_new_video(cfg, kk, &c->e);
   cf_kernel2d_free(kk);
-  c->cpu_built = s == CF_OK && cf_engine_backend(c->e) == CF_BACKEND_CPU;
   if (s == CF_OK)
     CHECK(cf_engine_latency(c->e) == c->depth,
           "pipeline_depth %u: cf_engine_latency %zu", c->depth,
@@ -925,59 +922,34 @@ static void vcase_step(vcase *c, ref_rng *r, const char *what)
 
 /* Every other swap is a prepared one (cf_engine_prepare_swap2d, then
  * cf_engine_set_prepared2d): the same frames out as set_kernel2d's, so
- * every test of swaps checks both against the reference (but on the
- * CPU, where a prepared kernel with fewer temporal taps forgets the
- * frames beyond its T - 1 at once: the references too then). */
+ * every test of swaps checks both against the reference. */
 static unsigned swaps_made;
 
 static void vcase_ref_kernel(vcase *c, const kern *k);
 
-/* The prepared swap to k; *held (if not NULL) gets the swap, given back
- * by the caller, else it is given back here. */
-static void vcase_set_prepared(vcase *c, const kern *k, cf_swap_prep2d **held)
+static void vcase_set_kernel(vcase *c, const kern *k)
 {
   cf_kernel2d *kk = kern_build(k);
-  cf_swap_prep2d *p = NULL;
-  const char *how = "cf_engine_prepare_swap2d";
-  cf_status s = cf_engine_prepare_swap2d(c->e, kk, &p);
-  if (s == CF_OK) {
-    how = "cf_engine_set_prepared2d";
-    s = cf_engine_set_prepared2d(c->e, p);
-    if (s == CF_OK)
-      CHECK(cf_engine_set_prepared2d(c->e, p) == CF_E_INVALID,
-            "a prepared swap made twice: %s", cf_last_error());
+  cf_status s;
+  const char *how = "cf_engine_set_kernel2d";
+  if (swaps_made++ % 2) {
+    cf_swap_prep2d *p = NULL;
+    how = "cf_engine_prepare_swap2d";
+    if ((s = cf_engine_prepare_swap2d(c->e, kk, &p)) == CF_OK) {
+      how = "cf_engine_set_prepared2d";
+      s = cf_engine_set_prepared2d(c->e, p);
+      if (s == CF_OK)
+        CHECK(cf_engine_set_prepared2d(c->e, p) == CF_E_INVALID,
+              "a prepared swap made twice: %s", cf_last_error());
+    }
+    cf_swap_prep2d_free(p);
+  } else {
+    s = cf_engine_set_kernel2d(c->e, kk);
   }
   cf_kernel2d_free(kk);
-  if (held)
-    *held = p;
-  else
-    cf_swap_prep2d_free(p);
   CHECK(s == CF_OK, "%s(%ux%ux%u) returned %s: %s", how, k->t, k->kh, k->kw,
         cf_status_name(s), cf_last_error());
   vcase_ref_kernel(c, k);
-  if (c->cpu_built) {
-    ref2d_video_forget(c->ref, k->t - 1);
-    if (c->aref)
-      ref2d_video_forget(c->aref, k->t - 1);
-  }
-}
-
-static void vcase_set_plain(vcase *c, const kern *k)
-{
-  cf_kernel2d *kk = kern_build(k);
-  cf_status s = cf_engine_set_kernel2d(c->e, kk);
-  cf_kernel2d_free(kk);
-  CHECK(s == CF_OK, "cf_engine_set_kernel2d(%ux%ux%u) returned %s: %s", k->t,
-        k->kh, k->kw, cf_status_name(s), cf_last_error());
-  vcase_ref_kernel(c, k);
-}
-
-static void vcase_set_kernel(vcase *c, const kern *k)
-{
-  if (swaps_made++ % 2)
-    vcase_set_prepared(c, k, NULL);
-  else
-    vcase_set_plain(c, k);
 }
 
 /* The references take kernel k from the next frame on. */
@@ -1733,9 +1705,7 @@ static void test_set_kernel(void **state)
       fit_kernel(w, h, tt[s + 1], &kh, &kw);
       kern_make(&k, &r, tt[s + 1], kh, kw, rand_kind(&r), fmt_is_int(f));
       if (s == 1) { /* two swaps in a row are the second: a 1-frame kernel
-                       in between forgets no history (set_kernel2d's; a
-                       prepared one on the CPU forgets it at once, and
-                       the references with it) */
+                       in between forgets no history */
         kern k1 = {0};
         kern_make(&k1, &r, 1, 1 + kh / 2, 1 + kw / 2, rand_kind(&r),
                   fmt_is_int(f));
@@ -3220,74 +3190,6 @@ static void test_swap_history_untouched(void **state)
   kern_free(&k64);
 }
 
-/* A prepared swap to fewer temporal taps gives the longer history back
- * with the swap: the CPU kept the ring of the longest kernel until a
- * longer one came or the end (63 frames of 1080p after a 64-frame kernel
- * left for a 3x3 one: 130-500 MB; QA). Here 16 frames of 1280x720 GRAY8:
- * after the swap to a 2-frame kernel and the prepared swap given back,
- * VmRSS is down by most of the 15 frames; and the frames equal the
- * reference across temporal -> shorter -> longer swaps, one right after
- * the shorter one (which forgot the frames beyond its T - 1 at once). */
-static void test_prepared_history_given_back(void **state)
-{
-  (void)state;
-  if (V->backend != CF_BACKEND_CPU || V->algo != CF_ALGO2D_DIRECT ||
-      V->pipelined) {
-    print_message("note: tested in the cpu-direct variant\n");
-    return;
-  }
-  int measure = check_rss_shows_frees();
-  ref_rng r;
-  test_rng(&r, 33);
-  cf_video_config cfg;
-  rand_config(&cfg, &r, CF_PIX_GRAY8, 1280, 720, 0);
-  cfg.algorithm = CF_ALGO2D_DIRECT;
-  cfg.threads = 1;
-  kern k16 = {0}, k2 = {0}, k5 = {0}, k1 = {0};
-  kern_make(&k16, &r, 16, 1, 1, K_GENERAL, 1);
-  kern_make(&k2, &r, 2, 1, 3, K_GENERAL, 1);
-  kern_make(&k5, &r, 5, 3, 1, K_GENERAL, 1);
-  kern_make(&k1, &r, 1, 3, 3, K_GENERAL, 1);
-  set_case("prepared history: ");
-  config_describe(&cfg);
-  vcase v;
-  vcase_open(&v, &r, &cfg, &k16);
-  for (int i = 0; i < 17; i++)
-    vcase_step(&v, &r, "16-frame kernel");
-  size_t rss0 = check_status_bytes("VmRSS");
-  cf_swap_prep2d *p = NULL;
-  add_case("| prepared 2x1x3 ");
-  vcase_set_prepared(&v, &k2, &p);
-  cf_swap_prep2d_free(p);
-  size_t rss1 = check_status_bytes("VmRSS");
-  size_t ring = (size_t)15 * 1280 * 720;
-  print_message("prepared swap 16 -> 2 frames: VmRSS %+.1f MB, the history "
-                "beyond 1 frame %.1f MB\n",
-                ((double)rss1 - (double)rss0) / 1e6, (double)ring / 1e6);
-  if (measure)
-    CHECK(rss0 > 0 && rss1 + ring * 3 / 4 < rss0,
-          "VmRSS %zu kB before the prepared swap from 16 to 2 frames, %zu "
-          "kB after it was given back: the 15 frames of history (%zu kB) "
-          "kept",
-          rss0 >> 10, rss1 >> 10, ring >> 10);
-  /* a longer kernel right after: it sees the 1 frame kept */
-  add_case("then 5x3x1 ");
-  vcase_set_plain(&v, &k5);
-  for (int i = 0; i < 3; i++)
-    vcase_step(&v, &r, "5-frame kernel after the prepared 2-frame one");
-  add_case("| prepared 1x3x3, a frame, prepared 5x3x1 ");
-  vcase_set_prepared(&v, &k1, NULL);
-  vcase_step(&v, &r, "1-frame kernel");
-  vcase_set_prepared(&v, &k5, NULL);
-  for (int i = 0; i < 5; i++)
-    vcase_step(&v, &r, "5-frame kernel after the 1-frame one");
-  vcase_close(&v);
-  kern_free(&k16);
-  kern_free(&k2);
-  kern_free(&k5);
-  kern_free(&k1);
-}
-
 /* A big kernel on big frames where memory is short (RLIMIT_AS 16 MiB
  * over what the process maps, in a child): CF_E_NOMEM, and the message
  * says how much the scratch wanted, for what (it said "out of memory
@@ -3375,7 +3277,6 @@ int main(void)
       cmocka_unit_test(test_nomem_named),
       cmocka_unit_test(test_auto_huge_kernel),
       cmocka_unit_test(test_swap_history_untouched),
-      cmocka_unit_test(test_prepared_history_given_back),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

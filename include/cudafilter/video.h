@@ -264,11 +264,10 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  *     scratch, border maps and history of T frames (made even where the
  *     engine keeps one already), CF_E_NOMEM where they cannot be had;
  *   - cf_engine_set_prepared2d(e, p), later, in the engine's thread:
- *     cf_engine_set_kernel2d(e, k) at that moment (the same frames out,
- *     but for the CPU history of a shorter kernel, below); it allocates,
- *     frees, plans and waits for nothing (on CUDA frames in flight keep
- *     the kernel they were enqueued with; a pipelined CPU engine waits
- *     for its worker, as set_kernel2d does),
+ *     exactly cf_engine_set_kernel2d(e, k) at that moment (the same
+ *     frames out); it allocates, frees, plans and waits for nothing (on
+ *     CUDA frames in flight keep the kernel they were enqueued with; a
+ *     pipelined CPU engine waits for its worker, as set_kernel2d does),
  *     and the kernel state it retires goes into p (with backend auto,
  *     also the kernels the CPU fallback's record no longer needs: p's
  *     copy of k is kept there instead of a new one);
@@ -280,15 +279,7 @@ cf_status cf_engine_prepare_kernel2d(const cf_engine *e, const cf_kernel2d *k);
  * A kernel with more temporal taps than any before brings the longer
  * history of frames it needs, made here too (on the device, and with
  * backend auto the CPU fallback's host copies): set_prepared2d moves the
- * frames kept into it on the device. On the CPU the history is made of
- * the kernel's length too: a kernel with fewer temporal taps than the
- * history holds keeps the last T - 1 frames in it (set_prepared2d copies
- * them there) and the longer history goes into p, given back with it
- * (set_kernel2d keeps the longer one, for a longer kernel set before the
- * next frame). Unlike set_kernel2d, the frames beyond T - 1 are so
- * forgotten at once: a kernel with more temporal taps set before the next
- * frame does not see them (after a frame, neither would have). Where the
- * prepared state cannot serve
+ * frames kept into it on the device. Where the prepared state cannot serve
  * (an engine that moved to the CPU since, another swap in between that
  * lengthened the history), set_prepared2d makes the plain swap. A p is
  * made once. */

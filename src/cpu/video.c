@@ -897,8 +897,7 @@ static void free_kstate(kstate *ks)
  * rings (t slots): a shorter kernel keeps the ring as it is (the frames
  * beyond its t - 1 are forgotten after its first frame, not now, so that
  * a longer kernel set before that frame still finds them: two swaps in a
- * row are the last one). cf_cpu_video_set_built shortens it: put_kstate's
- * `fit`. */
+ * row are the last one). */
 static int history_grows(const video *v, unsigned t)
 {
   return t > v->hist_t || (t > 1 && !v->ch[0].hist);
@@ -941,16 +940,10 @@ static cf_status make_kstate(const video *v, const cf_kernel2d *k, int grow,
 }
 
 /* Put kernel state ks (make_kstate for v's shape, with its history rings
- * where history_grows) in force; what it replaces goes into ks. With
- * `fit`, rings ks brings of the kernel's length (cf_cpu_video_build's)
- * replace longer ones too: the frames beyond its t - 1 are forgotten now
- * and the longer rings go into ks, to be given back with it (a swap from
- * 64 frames of 1080p to a 3x3 kernel held 63 frames, 130-500 MB, until a
- * longer kernel or the end: QA). */
-static void put_kstate(video *v, kstate *ks, int fit)
+ * where history_grows) in force; what it replaces goes into ks. */
+static void put_kstate(video *v, kstate *ks)
 {
-  int grow = history_grows(v, ks->p.t) ||
-             (fit && ks->hist_t == ks->p.t && ks->p.t < v->hist_t);
+  int grow = history_grows(v, ks->p.t);
   plan op = v->p;
   band *ob = v->bands;
   v->p = ks->p;
@@ -990,7 +983,7 @@ static cf_status install_kernel(video *v, const cf_kernel2d *k)
   cf_status s = make_kstate(v, k, history_grows(v, k->t), &ks);
   if (s != CF_OK)
     return s;
-  put_kstate(v, &ks, 0);
+  put_kstate(v, &ks);
   free_kstate(&ks);
   return CF_OK;
 }
@@ -1252,7 +1245,7 @@ cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
       (history_grows(v, b->ks.p.t) && b->ks.hist_t != b->ks.p.t))
     return CF_E_STATE;
   b->used = 1;
-  put_kstate(v, &b->ks, 1);
+  put_kstate(v, &b->ks);
   return CF_OK;
 }
 

@@ -130,9 +130,7 @@ cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
  * engine's thread (cf_engine_set_prepared2d) that then makes, plans and
  * frees nothing: cf_cpu_video_set_built puts it in force on CPU engine
  * impl (ops: its ops; a pipelined one waits for its worker), the state it
- * replaces going into b (the history rings too where b's are shorter: the
- * frames beyond its T - 1 forgotten at once, the kept ones copied into
- * b's rings); CF_E_STATE where b was made for another shape
+ * replaces going into b; CF_E_STATE where b was made for another shape
  * of engine or was put in force already (make a plain swap then).
  * cf_cpu_video_free_built gives b back, in any thread. */
 typedef struct cf_cpu_built cf_cpu_built;
