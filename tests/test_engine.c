@@ -2937,6 +2937,7 @@ static void test_bad_config(void **state)
         {cf_engine_prepare_swap2d(NULL, k2, &sp2),
          "prepare_swap2d: NULL engine"},
         {cf_engine_set_prepared2d(NULL, NULL), "set_prepared2d: NULL engine"},
+        {cf_engine_take_retired2d(NULL, &sp2), "take_retired2d: NULL engine"},
         {cf_kernel_set(NULL, 0, taps, 3), "kernel set: NULL kernel"},
         {cf_kernel_scale(NULL, 2.0f), "kernel scale: NULL kernel"},
     };

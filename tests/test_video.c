@@ -927,12 +927,13 @@ static unsigned swaps_made;
 
 static void vcase_ref_kernel(vcase *c, const kern *k);
 
-static void vcase_set_kernel(vcase *c, const kern *k)
+/* The swap to k: prepared (prepare_swap2d, set_prepared2d) or plain. */
+static void vcase_swap(vcase *c, const kern *k, int prepared)
 {
   cf_kernel2d *kk = kern_build(k);
   cf_status s;
   const char *how = "cf_engine_set_kernel2d";
-  if (swaps_made++ % 2) {
+  if (prepared) {
     cf_swap_prep2d *p = NULL;
     how = "cf_engine_prepare_swap2d";
     if ((s = cf_engine_prepare_swap2d(c->e, kk, &p)) == CF_OK) {
@@ -950,6 +951,25 @@ static void vcase_set_kernel(vcase *c, const kern *k)
   CHECK(s == CF_OK, "%s(%ux%ux%u) returned %s: %s", how, k->t, k->kh, k->kw,
         cf_status_name(s), cf_last_error());
   vcase_ref_kernel(c, k);
+}
+
+static void vcase_set_kernel(vcase *c, const kern *k)
+{
+  vcase_swap(c, k, swaps_made++ % 2);
+}
+
+/* cf_engine_take_retired2d: whether it handed something over (given
+ * back here); it may not be made twice. */
+static int vcase_take_retired(vcase *c)
+{
+  cf_swap_prep2d *p = NULL;
+  cf_status s = cf_engine_take_retired2d(c->e, &p);
+  CHECK(s == CF_OK, "cf_engine_take_retired2d: %s", cf_last_error());
+  if (p)
+    CHECK(cf_engine_set_prepared2d(c->e, p) == CF_E_INVALID,
+          "set_prepared2d took what take_retired2d gave: %s", cf_last_error());
+  cf_swap_prep2d_free(p);
+  return p != NULL;
 }
 
 /* The references take kernel k from the next frame on. */
@@ -1802,6 +1822,10 @@ static void test_set_output(void **state)
   CHECK_OK(cf_engine_new_audio(&ac, k1, &a));
   CHECK(cf_engine_set_output2d(a, 1.0f, 0.0f, 0) == CF_E_STATE,
         "an audio engine: %s", cf_last_error());
+  cf_swap_prep2d *none = (cf_swap_prep2d *)&one;
+  CHECK(cf_engine_take_retired2d(a, &none) == CF_E_STATE && !none &&
+            strstr(cf_last_error(), "take_retired2d: this is an audio engine"),
+        "take_retired2d on an audio engine: %s", cf_last_error());
   cf_engine_free(a);
   cf_kernel_free(k1);
 }
@@ -3190,6 +3214,171 @@ static void test_swap_history_untouched(void **state)
   kern_free(&k64);
 }
 
+/* A swap to fewer temporal taps gives the longer history up at the
+ * engine's next frame: the CPU kept the ring of the longest kernel until
+ * a longer one came or the end (cudaconvolve leaving a 64-frame kernel
+ * for a 3x3 one held 152 MB of 1080p GRAY8, 439 MB in RGBA; QA). Here
+ * 12-16 frames of about 800x480 GRAY8, swapped to 1-3 frames by
+ * set_prepared2d and by set_kernel2d: nothing to take before a frame,
+ * the history at the frame after (cf_engine_take_retired2d), and VmRSS
+ * down by most of the 15 frames once it is given back; the frames equal
+ * the reference throughout, a longer kernel after the shorter one's
+ * frames included. The pipelined engine (its worker gives the history
+ * up, handed over by a later call) checks the frames and that it comes
+ * once its worker has filtered a frame with the short kernel. */
+static void test_history_given_back(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU ||
+      (V->algo != CF_ALGO2D_DIRECT && !V->pipelined)) {
+    print_message("note: tested in the cpu-direct and cpu-pipelined "
+                  "variants\n");
+    return;
+  }
+  int measure = !V->pipelined && check_rss_shows_frees();
+  ref_rng r;
+  test_rng(&r, 34);
+  for (int prepared = 0; prepared < 2; prepared++) {
+    cf_video_config cfg;
+    /* large enough for VmRSS to tell (measured), small in the
+     * pipelined variant */
+    unsigned w =
+        V->pipelined ? rand_side(&r) : (unsigned)ref_rng_range(&r, 700, 900);
+    unsigned h =
+        V->pipelined ? rand_side(&r) : (unsigned)ref_rng_range(&r, 400, 560);
+    rand_config(&cfg, &r, CF_PIX_GRAY8, w, h, 0);
+    cfg.algorithm = V->algo;
+    cfg.threads = 1;
+    unsigned tl = (unsigned)ref_rng_range(&r, 12, 16);
+    unsigned ts = (unsigned)ref_rng_range(&r, 1, 3);
+    kern kl = {0}, ks = {0}, km = {0};
+    kern_make(&kl, &r, tl, 1, 1, K_GENERAL, 1);
+    kern_make(&ks, &r, ts, 1, 3, K_GENERAL, 1);
+    kern_make(&km, &r, ts + 3, 3, 1, K_GENERAL, 1);
+    set_case("history given back (%s): ", prepared ? "prepared" : "plain");
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &kl);
+    for (unsigned i = 0; i <= tl; i++) /* every slot written */
+      vcase_step(&v, &r, "the long kernel");
+    if (measure) /* as below */
+      malloc_trim(0);
+    size_t rss0 = check_status_bytes("VmRSS");
+    add_case("| %ux1x3 ", ts);
+    vcase_swap(&v, &ks, prepared);
+    CHECK(cf_engine_take_retired2d(v.e, NULL) == CF_E_INVALID &&
+              strstr(cf_last_error(), "take_retired2d: NULL out"),
+          "cf_engine_take_retired2d(e, NULL): %s", cf_last_error());
+    CHECK(!vcase_take_retired(&v),
+          "the history was given up at the swap: a longer kernel set "
+          "before the next frame would lack frames");
+    int got = 0;
+    for (unsigned i = 0; i < 3 + cfg.pipeline_depth; i++) {
+      vcase_step(&v, &r, "the short kernel");
+      got += vcase_take_retired(&v);
+    }
+    CHECK(got == 1,
+          "%d histories handed over after the swap from %u to %u frames", got,
+          tl, ts);
+    size_t ring = (size_t)(tl - ts) * w * h;
+    if (measure) {
+      /* a ring served from free heap earlier tests left (the whole
+       * suite) goes back to the heap, not to the system: trimmed (the
+       * heap before the swap too, so that only the ring tells) */
+      malloc_trim(0);
+      size_t rss1 = check_status_bytes("VmRSS");
+      print_message("swap %u -> %u frames (%s), then frames: VmRSS %+.1f "
+                    "MB, the %u history slots given up %.1f MB\n",
+                    tl, ts, prepared ? "prepared" : "plain",
+                    ((double)rss1 - (double)rss0) / 1e6, tl - ts,
+                    (double)ring / 1e6);
+      CHECK(got == 1 && rss0 > 0 && rss1 + ring * 3 / 4 < rss0,
+            "VmRSS %zu kB before the swap from %u to %u frames, %zu kB "
+            "after frames with it: the history beyond its frames (%zu kB) "
+            "kept",
+            rss0 >> 10, tl, ts, rss1 >> 10, ring >> 10);
+    }
+    /* a longer kernel after the short one's frames: it sees only those */
+    add_case("| %ux3x1 ", km.t);
+    vcase_swap(&v, &km, !prepared);
+    for (unsigned i = 0; i < km.t + 1; i++) {
+      vcase_step(&v, &r, "a longer kernel after the short one");
+      (void)vcase_take_retired(&v);
+    }
+    vcase_close(&v);
+    kern_free(&kl);
+    kern_free(&ks);
+    kern_free(&km);
+  }
+}
+
+/* Two swaps in a row with no frame between are the second, also where
+ * the first shortened the history: the engine gives the longer history
+ * up only at its own next frame (a first fix gave it up at the swap,
+ * and cudaconvolve, which changes the kernel of all its engines at the
+ * frame of one, then had a field engine lack the frames of a longer
+ * kernel set before its next field: test_alternate_stream, QA). Two
+ * engines fed in turn as two fields are, each swap made on both after
+ * a frame of one: long -> short -> long, random sizes, kernels, swap
+ * kinds; every frame against the reference. */
+static void test_history_two_fields(void **state)
+{
+  (void)state;
+  if (V->backend != CF_BACKEND_CPU) {
+    print_message("note: tested in the cpu variants\n");
+    return;
+  }
+  ref_rng r;
+  test_rng(&r, 35);
+  for (unsigned c = 0; c < 4; c++) {
+    cf_pixel_format f = c < 2 ? CF_PIX_GRAY32F : CF_PIX_GRAY8;
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, 0);
+    unsigned tl = (unsigned)ref_rng_range(&r, 4, 8);
+    unsigned ts = (unsigned)ref_rng_range(&r, 1, tl - 1);
+    unsigned t2 = (unsigned)ref_rng_range(&r, ts + 1, tl);
+    kern k[4] = {{0}};
+    unsigned tt[4] = {tl, ts, t2, ts};
+    for (unsigned i = 0; i < 4; i++) {
+      unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+      fit_kernel(w, h, tt[i], &kh, &kw);
+      kern_make(&k[i], &r, tt[i], kh, kw, rand_kind(&r), fmt_is_int(f));
+    }
+    set_case("two fields #%u, %u -> %u -> %u: ", c, tl, ts, t2);
+    config_describe(&cfg);
+    vcase e[2];
+    vcase_open(&e[0], &r, &cfg, &k[0]);
+    vcase_open(&e[1], &r, &cfg, &k[0]);
+    for (unsigned i = 0; i < 2 * tl + 1; i++)
+      vcase_step(&e[i % 2], &r, "the long kernel");
+    /* after a frame of e[1]: the short kernel on both; a frame of e[0]
+     * (which gives its history up); the longer one on both, then each
+     * in turn, e[1] first (its history still the long one's) */
+    for (unsigned j = 0; j < 2; j++)
+      vcase_swap(&e[j], &k[1], (int)(ref_rng_u64(&r) % 2));
+    vcase_step(&e[0], &r, "a field with the short kernel");
+    (void)vcase_take_retired(&e[0]);
+    for (unsigned j = 0; j < 2; j++)
+      vcase_swap(&e[j], &k[2], (int)(ref_rng_u64(&r) % 2));
+    for (unsigned i = 0; i < 2 * t2 + 2; i++) {
+      vcase_step(&e[(i + 1) % 2], &r, "the longer kernel after the short");
+      (void)vcase_take_retired(&e[(i + 1) % 2]);
+    }
+    /* and the short one again, both swaps right after another frame */
+    for (unsigned j = 0; j < 2; j++)
+      vcase_swap(&e[j], &k[3], (int)(ref_rng_u64(&r) % 2));
+    for (unsigned i = 0; i < 4; i++) {
+      vcase_step(&e[i % 2], &r, "the short kernel again");
+      (void)vcase_take_retired(&e[i % 2]);
+    }
+    vcase_close(&e[0]);
+    vcase_close(&e[1]);
+    for (unsigned i = 0; i < 4; i++)
+      kern_free(&k[i]);
+  }
+}
+
 /* A big kernel on big frames where memory is short (RLIMIT_AS 16 MiB
  * over what the process maps, in a child): CF_E_NOMEM, and the message
  * says how much the scratch wanted, for what (it said "out of memory
@@ -3259,24 +3448,37 @@ static check_variant_info select_variant(size_t v)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_backends),    cmocka_unit_test(test_api),
-      cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_bad_frames),
-      cmocka_unit_test(test_borders),     cmocka_unit_test(test_large_kernels),
-      cmocka_unit_test(test_thin_frames), cmocka_unit_test(test_formats),
-      cmocka_unit_test(test_temporal),    cmocka_unit_test(test_history_frame),
+      cmocka_unit_test(test_backends),
+      cmocka_unit_test(test_api),
+      cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_bad_frames),
+      cmocka_unit_test(test_borders),
+      cmocka_unit_test(test_large_kernels),
+      cmocka_unit_test(test_thin_frames),
+      cmocka_unit_test(test_formats),
+      cmocka_unit_test(test_temporal),
+      cmocka_unit_test(test_history_frame),
       cmocka_unit_test(test_prepared_elsewhere),
       cmocka_unit_test(test_set_kernel),
       cmocka_unit_test(test_set_output),
-      cmocka_unit_test(test_saturation),  cmocka_unit_test(test_round_ties),
-      cmocka_unit_test(test_nan),         cmocka_unit_test(test_rank1),
-      cmocka_unit_test(test_rank2),       cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_big),         cmocka_unit_test(test_shared_buffer),
-      cmocka_unit_test(test_zero_slices), cmocka_unit_test(test_flush_cpu),
-      cmocka_unit_test(test_pipeline),    cmocka_unit_test(test_fallback),
+      cmocka_unit_test(test_saturation),
+      cmocka_unit_test(test_round_ties),
+      cmocka_unit_test(test_nan),
+      cmocka_unit_test(test_rank1),
+      cmocka_unit_test(test_rank2),
+      cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_big),
+      cmocka_unit_test(test_shared_buffer),
+      cmocka_unit_test(test_zero_slices),
+      cmocka_unit_test(test_flush_cpu),
+      cmocka_unit_test(test_pipeline),
+      cmocka_unit_test(test_fallback),
       cmocka_unit_test(test_denormal_input),
       cmocka_unit_test(test_nomem_named),
       cmocka_unit_test(test_auto_huge_kernel),
       cmocka_unit_test(test_swap_history_untouched),
+      cmocka_unit_test(test_history_given_back),
+      cmocka_unit_test(test_history_two_fields),
   };
   return check_run_variants(tests, sizeof tests / sizeof *tests,
                             sizeof variants / sizeof *variants,

@@ -289,6 +289,20 @@ cf_status cf_engine_prepare_swap2d(const cf_engine *e, const cf_kernel2d *k,
 cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p);
 void cf_swap_prep2d_free(cf_swap_prep2d *p);
 
+/* A kernel with fewer temporal taps than the history holds (by
+ * set_kernel2d or set_prepared2d) keeps the longer history until the
+ * engine's next frame (a longer kernel set before it still finds every
+ * frame); on the CPU that frame puts a history of the kernel's length in
+ * force (made with the swap, the frames it needs copied there) and sets
+ * the longer one aside, freeing nothing. cf_engine_take_retired2d(e,
+ * &p), in the engine's thread, hands what was set aside over in *p, to
+ * give back with cf_swap_prep2d_free in any thread (set_prepared2d
+ * refuses it); *p is NULL where there is none (always on CUDA, whose
+ * history stays). It allocates one small block where there is some; the
+ * next kernel change gives it back too (set_kernel2d freeing it,
+ * set_prepared2d putting it into its p). */
+cf_status cf_engine_take_retired2d(cf_engine *e, cf_swap_prep2d **out);
+
 const char *cf_pixel_format_name(cf_pixel_format f);
 /* GStreamer's names: "GRAY8", "GRAY16_LE", "GRAY32F", "RGBA", "BGRA",
  * "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12", "Y444", "Y42B"

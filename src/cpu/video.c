@@ -102,6 +102,21 @@ typedef struct video {
   size_t rowlen, mb; /* padded row length, output row length (floats) */
   unsigned head, seen;/* history: slot of the current frame, frames kept */
   unsigned hist_t;    /* slots in each history ring */
+  /* A kernel of fewer temporal taps than the rings hold keeps them until
+   * its first frame (a longer kernel set before that frame still finds
+   * every frame: two swaps in a row are the last one); rings of its
+   * length wait in fit (fit_t slots, 0: none; NULL rings for 1), and
+   * that frame (video_process, the engine's own: a field engine of
+   * cudaconvolve's at its own next field) moves the frames still needed
+   * there and parks the longer rings in spent. A 64-frame kernel left
+   * for a 3x3 one held 63 frames of 1080p (152 MB GRAY8, 439 MB RGBA)
+   * until a longer kernel or the end (QA). Nothing is freed in the
+   * frame: spent is given back by cf_cpu_video_take_spent (the element's
+   * reaper) or by the next kernel change. spent_ready (atomic) hands
+   * spent from a pipelined engine's worker to the engine's thread. */
+  uint8_t *fit[4], *spent[4];
+  unsigned fit_t;
+  int spent_ready;
   /* per frame */
   const cf_frame *in, *out;
   char desc[200];
@@ -879,6 +894,7 @@ typedef struct {
   int *xm[4];
   uint8_t *nh[4];
   unsigned hist_t; /* the rings in nh are of hist_t slots (0: none) */
+  uint8_t *back[2][4]; /* rings v gave up (fit, spent), freed with ks */
 } kstate;
 
 static void free_kstate(kstate *ks)
@@ -889,15 +905,17 @@ static void free_kstate(kstate *ks)
   for (unsigned j = 0; j < 4; j++) {
     free(ks->xm[j]);
     cf_free(ks->nh[j]);
+    cf_free(ks->back[0][j]);
+    cf_free(ks->back[1][j]);
   }
   memset(ks, 0, sizeof *ks);
 }
 
 /* Whether a change of v to a kernel of t temporal taps makes new history
- * rings (t slots): a shorter kernel keeps the ring as it is (the frames
- * beyond its t - 1 are forgotten after its first frame, not now, so that
- * a longer kernel set before that frame still finds them: two swaps in a
- * row are the last one). */
+ * rings (t slots): a shorter kernel keeps the ring as it is until its
+ * first frame (the frames beyond its t - 1 are forgotten then, not now,
+ * so that a longer kernel set before that frame still finds them: two
+ * swaps in a row are the last one), which puts v->fit in force. */
 static int history_grows(const video *v, unsigned t)
 {
   return t > v->hist_t || (t > 1 && !v->ch[0].hist);
@@ -974,17 +992,69 @@ static void put_kstate(video *v, kstate *ks)
   }
 }
 
+/* Move v's rings waiting for a shorter kernel's first frame into to
+ * (empty), none waiting then. */
+static void take_fit(video *v, uint8_t **to)
+{
+  for (unsigned j = 0; j < 4; j++) {
+    to[j] = v->fit[j];
+    v->fit[j] = NULL;
+  }
+  v->fit_t = 0;
+}
+
+/* Move the rings a frame gave up into to (empty), if there are. */
+static int take_spent(video *v, uint8_t **to)
+{
+  if (!__atomic_load_n(&v->spent_ready, __ATOMIC_ACQUIRE))
+    return 0;
+  for (unsigned j = 0; j < 4; j++) {
+    to[j] = v->spent[j];
+    v->spent[j] = NULL;
+  }
+  __atomic_store_n(&v->spent_ready, 0, __ATOMIC_RELEASE);
+  return 1;
+}
+
+/* After a frame filtered with a kernel of fewer temporal taps than the
+ * rings hold: the rings of its length in force, the frames it needs
+ * copied there, the longer ones parked for take_spent (where the last
+ * ones are still parked: at a later frame). Allocates and frees
+ * nothing. */
+static void fit_history(video *v)
+{
+  if (!v->fit_t || v->fit_t != v->p.t || v->fit_t >= v->hist_t ||
+      __atomic_load_n(&v->spent_ready, __ATOMIC_ACQUIRE))
+    return;
+  set_history(v, v->fit_t, v->fit); /* v->fit: the longer rings now */
+  take_fit(v, v->spent);
+  __atomic_store_n(&v->spent_ready, 1, __ATOMIC_RELEASE);
+}
+
 /* Build plan, scratch and maps for kernel k; on failure v is unchanged.
  * The maps and the history too before anything changes: a failure
  * leaves the kernel in force running. */
 static cf_status install_kernel(video *v, const cf_kernel2d *k)
 {
   kstate ks;
-  cf_status s = make_kstate(v, k, history_grows(v, k->t), &ks);
+  int grow = history_grows(v, k->t);
+  cf_status s = make_kstate(v, k, grow, &ks);
   if (s != CF_OK)
     return s;
   put_kstate(v, &ks);
+  /* rings of an earlier shorter kernel, and those a frame gave up, freed
+   * with the state replaced */
+  take_fit(v, ks.back[0]);
+  take_spent(v, ks.back[1]);
   free_kstate(&ks);
+  /* rings of a shorter kernel's length, for its first frame (none
+   * to be had: the longer ones stay) */
+  if (!grow && k->t < v->hist_t) {
+    if (alloc_history(v, k->t, v->fit) == CF_OK)
+      v->fit_t = k->t;
+    else
+      memset(v->fit, 0, sizeof v->fit);
+  }
   return CF_OK;
 }
 
@@ -1012,6 +1082,7 @@ static cf_status video_process(void *impl, const cf_frame *in,
     v->head = (v->head + 1) % v->hist_t;
     v->seen = v->seen + 1 < v->p.t - 1 ? v->seen + 1 : v->p.t - 1;
   }
+  fit_history(v);
   v->in = v->out = NULL;
   return CF_OK;
 }
@@ -1056,6 +1127,10 @@ static void video_destroy(void *impl)
     free(v->ch[k].xmap);
     cf_free(v->ch[k].hist);
     cf_free(v->ch[k].base);
+  }
+  for (unsigned k = 0; k < 4; k++) {
+    cf_free(v->fit[k]);
+    cf_free(v->spent[k]);
   }
   cf_pool_free(v->pool);
   free(v);
@@ -1245,7 +1320,40 @@ cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
       (history_grows(v, b->ks.p.t) && b->ks.hist_t != b->ks.p.t))
     return CF_E_STATE;
   b->used = 1;
-  put_kstate(v, &b->ks);
+  kstate *ks = &b->ks;
+  take_spent(v, ks->back[1]);
+  if (!history_grows(v, ks->p.t) && ks->p.t < v->hist_t &&
+      ks->hist_t == ks->p.t) {
+    /* b's rings wait for the kernel's first frame (fit_history); those
+     * of a shorter kernel set before, if any, go into b */
+    for (unsigned j = 0; j < 4; j++) {
+      uint8_t *x = ks->nh[j];
+      ks->nh[j] = v->fit[j];
+      v->fit[j] = x;
+    }
+    v->fit_t = ks->p.t;
+  } else {
+    take_fit(v, ks->back[0]);
+  }
+  put_kstate(v, ks);
+  return CF_OK;
+}
+
+cf_status cf_cpu_video_take_spent(void *impl, const cf_video_ops *ops,
+                                  cf_cpu_built **out)
+{
+  *out = NULL;
+  if (ops != &ops_table)
+    return cf_cpu_video_pipe_take_spent(impl, ops, out);
+  video *v = impl;
+  if (!__atomic_load_n(&v->spent_ready, __ATOMIC_ACQUIRE))
+    return CF_OK;
+  cf_cpu_built *b = calloc(1, sizeof *b);
+  if (!b) /* taken at a later call */
+    return cf_fail(CF_E_NOMEM, "video: out of memory");
+  b->used = 1; /* holds rings, no kernel */
+  take_spent(v, b->ks.back[1]);
+  *out = b;
   return CF_OK;
 }
 

@@ -254,6 +254,16 @@ cf_status cf_cpu_video_pipe_set_built(void *impl, const cf_video_ops *ops,
   return cf_cpu_video_set_built(p->inner, p->iops, b);
 }
 
+cf_status cf_cpu_video_pipe_take_spent(void *impl, const cf_video_ops *ops,
+                                       cf_cpu_built **out)
+{
+  if (ops != &pipe_ops)
+    return CF_OK; /* not a CPU engine: nothing */
+  /* no wait for the worker: it hands the rings over (spent_ready) */
+  vpipe *p = impl;
+  return cf_cpu_video_take_spent(p->inner, p->iops, out);
+}
+
 static uint8_t *alloc_frame(size_t bytes)
 {
   return aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -884,6 +884,32 @@ CF_PUBLIC cf_status cf_engine_set_prepared2d(cf_engine *e, cf_swap_prep2d *p)
   return cf_engine_set_kernel2d(e, p->k);
 }
 
+CF_PUBLIC cf_status cf_engine_take_retired2d(cf_engine *e, cf_swap_prep2d **out)
+{
+  if (!out)
+    return cf_fail(CF_E_INVALID, "take_retired2d: NULL out");
+  *out = NULL;
+  CF_NEED(e, "take_retired2d", "engine");
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "take_retired2d: this is an audio engine");
+  if (e->backend != CF_BACKEND_CPU)
+    return CF_OK;
+  cf_cpu_built *b = NULL;
+  cf_status s = cf_cpu_video_take_spent(e->impl, e->vops, &b);
+  if (s != CF_OK || !b)
+    return s;
+  cf_swap_prep2d *p = calloc(1, sizeof *p);
+  if (!p) {
+    cf_cpu_video_free_built(b); /* given back here then */
+    return cf_fail(CF_E_NOMEM, "take_retired2d: out of memory");
+  }
+  p->engine = e->id;
+  p->used = 1; /* no kernel to set */
+  p->cpu = b;
+  *out = p;
+  return CF_OK;
+}
+
 CF_PUBLIC cf_status cf_engine_prepare_kernel2d(const cf_engine *e,
                                                const cf_kernel2d *k)
 {

@@ -139,10 +139,23 @@ cf_status cf_cpu_video_build(const cf_video_config *cfg, unsigned nbands,
 cf_status cf_cpu_video_set_built(void *impl, const cf_video_ops *ops,
                                  cf_cpu_built *b);
 void cf_cpu_video_free_built(cf_cpu_built *b);
+/* The history rings CPU engine impl (ops: its ops or a pipelined one's;
+ * any other: none) gave up at a frame since: a kernel of fewer temporal
+ * taps than its rings hold keeps them until its first frame, which puts
+ * rings of its length in force and parks the longer ones, given back
+ * here (*out, to free with cf_cpu_video_free_built in any thread; NULL
+ * where there are none) or by the next kernel change. In the engine's
+ * thread; allocates one small block where there are some. */
+cf_status cf_cpu_video_take_spent(void *impl, const cf_video_ops *ops,
+                                  cf_cpu_built **out);
 /* video_pipe.c's part of cf_cpu_video_set_built: CF_E_STATE where ops are
  * not a pipelined CPU engine's. */
 cf_status cf_cpu_video_pipe_set_built(void *impl, const cf_video_ops *ops,
                                       cf_cpu_built *b);
+/* video_pipe.c's part of cf_cpu_video_take_spent: none where ops are
+ * not a pipelined CPU engine's. */
+cf_status cf_cpu_video_pipe_take_spent(void *impl, const cf_video_ops *ops,
+                                       cf_cpu_built **out);
 
 /* The CPU video backend wrapped so that its at.call-th process or flush
  * call fails with CF_E_DEVICE, and its at.swap-th set_kernel with
