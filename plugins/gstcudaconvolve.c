@@ -32,7 +32,10 @@
  * its plan, spectra, scratch and history; on CUDA its device buffers, cuFFT
  * plans and spectra), so the streaming thread only puts it in force; frames
  * keep flowing with the previous kernel meanwhile. Of sets in a row, the
- * next frame takes the last one. scale,
+ * next frame takes the last one. The state a change retires is given
+ * back by a thread of the element's; on the CPU the longer history of a
+ * kernel with more temporal taps too, once each engine filtered a frame
+ * with the shorter one (cf_engine_take_retired2d). scale,
  * bias and absolute apply from the next frame in, the engine and its temporal
  * history going on (cf_engine_set_output2d; frames held keep the values they
  * went in with). Changes to border, cval, components, backend, device-id,
@@ -473,7 +476,8 @@ typedef struct {
    * object lock. */
   cf_swap_prep2d *prepared[3], *made[3];
   /* the CPU state the streaming thread's swaps retire (cf_swap_prep2d),
-   * given back off that thread by the reaper, a GLib pool thread woken
+   * and the histories its frames give up (process_one), given back off
+   * that thread by the reaper, a GLib pool thread woken
    * for each (made at the first); what it has not taken when the element
    * goes, finalize gives back (a wake-up whose thread could not start,
    * under a memory limit, stays queued: nothing waits for it) */
@@ -1046,6 +1050,19 @@ static void reap_swaps(gpointer unused, gpointer queue)
     cf_swap_prep2d_free(p);
 }
 
+/* Hand retired CPU state p to the reaper (streaming thread); FALSE where
+ * it has no thread (none could be made): p stays the caller's. */
+static gboolean to_reaper(GstCudaConvolve *self, cf_swap_prep2d *p)
+{
+  if (!self->reaper && !(self->reaper = g_thread_pool_new(
+                             reap_swaps, self->retired, 1, FALSE, NULL)))
+    return FALSE;
+  g_async_queue_push(self->retired, p);
+  /* FALSE: no thread could start; the next wake-up or finalize takes it */
+  (void)g_thread_pool_push(self->reaper, GINT_TO_POINTER(1), NULL);
+  return TRUE;
+}
+
 /* Move the three swaps of `from` to `to` (NULL left behind). */
 static void swaps_take(cf_swap_prep2d **from, cf_swap_prep2d **to)
 {
@@ -1316,25 +1333,41 @@ static void pad_field(GstCudaConvolve *self, guint parity, const cf_frame *out)
   }
 }
 
-/* Filter frame `in` of `kind` into `out` (cf_engine_process_frame):
- * each field apart where it is fields; with alternate caps the buffer,
- * a field, on the engine of its parity (self->parity). */
+/* cf_engine_process_frame, then the history engine e gave up at the
+ * frame (a kernel of fewer temporal taps put its own in force at its
+ * first frame: a 64-frame kernel left for a 3x3 one held 152 MB of
+ * 1080p GRAY8 until a longer kernel or the end, QA) given back by the
+ * reaper, as the state a swap retires (cf_engine_take_retired2d). */
+static cf_status process_one(GstCudaConvolve *self, cf_engine *e,
+                             const cf_frame *in, const cf_frame *out)
+{
+  cf_status s = cf_engine_process_frame(e, in, out);
+  cf_swap_prep2d *p = NULL;
+  if (s == CF_OK && cf_engine_take_retired2d(e, &p) == CF_OK && p &&
+      !to_reaper(self, p))
+    cf_swap_prep2d_free(p); /* no thread: here */
+  return s;
+}
+
+/* Filter frame `in` of `kind` into `out` (process_one): each field
+ * apart where it is fields; with alternate caps the buffer, a field, on
+ * the engine of its parity (self->parity). */
 static cf_status process_kind(GstCudaConvolve *self, gint kind,
                               const cf_frame *in, const cf_frame *out)
 {
   cf_engine *e[2];
   engines_of(self, kind, e);
   if (self->alternate)
-    return cf_engine_process_frame(e[self->parity ? 1 : 0], in, out);
+    return process_one(self, e[self->parity ? 1 : 0], in, out);
   if (kind != KIND_FIELDS)
-    return cf_engine_process_frame(e[0], in, out);
+    return process_one(self, e[0], in, out);
   for (guint parity = 0; parity < 2; parity++) {
     if (!e[parity])
       continue;
     cf_frame fi, fo;
     field_of(in, parity, &fi);
     field_of(out, parity, &fo);
-    cf_status s = cf_engine_process_frame(e[parity], &fi, &fo);
+    cf_status s = process_one(self, e[parity], &fi, &fo);
     if (s != CF_OK)
       return s;
   }
@@ -1852,16 +1885,10 @@ static void ensure_engine(GstCudaConvolve *self, const GstVideoInfo *info,
        * at the next set (it stayed till then: QA); CUDA's at the next
        * setter (cudaFree waits for the device) */
       if (ks == CF_OK && cf_engine_backend(all[i]) == CF_BACKEND_CPU &&
-          (self->reaper ||
-           (self->reaper = g_thread_pool_new(reap_swaps, self->retired, 1,
-                                             FALSE, NULL)))) {
-        g_async_queue_push(self->retired, g_steal_pointer(&prep[i]));
-        /* FALSE: no thread could start; the next wake-up or finalize
-         * takes it */
-        (void)g_thread_pool_push(self->reaper, GINT_TO_POINTER(1), NULL);
-      } else {
+          to_reaper(self, prep[i]))
+        prep[i] = NULL;
+      else
         made[i] = g_steal_pointer(&prep[i]);
-      }
     } else {
       ks = cf_engine_set_kernel2d(all[i], newk);
     }

@@ -4801,7 +4801,7 @@ static void test_kernel_burst(void **state)
   gcase_close(&c);
 }
 
-/* test_swap_gives_back's case (kept apart for other large kernels): a CPU
+/* What test_swap_gives_back and test_history_gives_back share: a CPU
  * stream of w x h in f with a 3x3 kernel, then a large kernel (t x kh x
  * kw) for `frames` frames, then 3x3 again: VmRSS falls back by half of
  * what the large kernel took within 5 s (where VmRSS can show it: the
@@ -4876,6 +4876,35 @@ static void test_swap_gives_back(void **state)
   test_rng(&r, 94);
   gcase c;
   large_then_small(&c, &r, &formats[1], 800, 600, 1, 255, 255, 3);
+  gcase_close(&c);
+}
+
+/* A kernel change to fewer temporal taps gives the longer history back
+ * soon after: the CPU kept the ring of the longest kernel until a longer
+ * one came or the end (a 64-frame kernel left for a 3x3 one held 63
+ * frames: 152 MB at 1080p GRAY8, 439 MB in RGBA; QA). The engine gives
+ * it up at its first frame with the shorter kernel, and the element's
+ * reaper frees it (cf_engine_take_retired2d). Here 16 frames of 1280x720
+ * GRAY8 (14.7 MB) left for 3x3; then a 3-frame kernel's frames equal the
+ * reference too. */
+static void test_history_gives_back(void **state)
+{
+  (void)state;
+  if (strcmp(case_backend(), "cpu") != 0) {
+    print_message("skipped: host memory, backend %s\n", case_backend());
+    skip();
+  }
+  ref_rng r;
+  test_rng(&r, 95);
+  gcase c;
+  large_then_small(&c, &r, &formats[0], 1280, 720, 16, 1, 1, 17);
+  kern_make(&c.k, &r, 3, 3, 3, 0);
+  set_kernel(c.h->element, &c.k);
+  CHECK(ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps),
+        "reference: out of memory");
+  for (int i = 0; i < 4; i++)
+    push_check(&c, &r, 0, 0, "a 3-frame kernel after the 3x3 one");
+  check_no_bus_errors(&c);
   gcase_close(&c);
 }
 
@@ -7193,6 +7222,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_kernel_nomem, teardown),
       cmocka_unit_test_teardown(test_kernel_burst, teardown),
       cmocka_unit_test_teardown(test_swap_gives_back, teardown),
+      cmocka_unit_test_teardown(test_history_gives_back, teardown),
       cmocka_unit_test_teardown(test_refused_rebuild, teardown),
       cmocka_unit_test_teardown(test_allocation, teardown),
       cmocka_unit_test_teardown(test_pipeline, teardown),
