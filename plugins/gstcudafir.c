@@ -37,7 +37,9 @@
  * segment that moves the stream in running or stream time (a segment seek
  * looping, the next item of a gapless playlist) and the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
- * they belong to, before the new one; so does new caps, in the old format
+ * they belong to, before the new one (a segment that only changes the
+ * rate, in the same direction, where the stream is, running and stream
+ * time going on, moves neither: the filter goes on through it); so does new caps, in the old format
  * (the ring-out then stops where the input ended), also caps the kernel
  * cannot take, before their error. A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
@@ -2012,7 +2014,11 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
 
 /* Whether the stream goes on through a new segment: the next input frame
  * (where the frame count puts it) at the same running and stream time in
- * both. Without timestamps, only the same segment again. */
+ * both. Without timestamps, only the same segment again. Another rate in
+ * the same direction goes on too (a player's seek without FLUSH to rate
+ * 2.0 where the stream is: the samples go on; the history restarted
+ * there, a reverb's tail cut, QA); one that turns the direction round
+ * does not (reverse playback filters every buffer on its own). */
 static gboolean segment_continues(const GstCudaFir *self, const GstSegment *old,
                                   const GstSegment *seg)
 {
@@ -2020,8 +2026,8 @@ static gboolean segment_continues(const GstCudaFir *self, const GstSegment *old,
     return TRUE;
   GstClockTime t = input_end(self);
   if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
-      !GST_CLOCK_TIME_IS_VALID(t) || old->rate != seg->rate ||
-      old->applied_rate != seg->applied_rate)
+      !GST_CLOCK_TIME_IS_VALID(t) || (old->rate < 0) != (seg->rate < 0) ||
+      (old->applied_rate < 0) != (seg->applied_rate < 0))
     return FALSE;
   guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
   guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);

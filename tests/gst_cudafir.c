@@ -1801,6 +1801,77 @@ static void test_segments(void **state)
   }
 }
 
+/* A player's smooth rate change (a seek without FLUSH to rate 2.0, 0.5,
+ * ..., at the position the stream reached): the new segment starts where
+ * the input is, running and stream time going on, so the samples go on
+ * and so does the filter, as through the same segment sent again: one
+ * run, filtered from silence once, its timestamps without a gap, one
+ * DISCONT. It restarted there (QA: the held frames pushed, a reverb's
+ * tail cut at the change and the history started from silence). */
+static void test_rate_change_goes_on(void **state)
+{
+  (void)state;
+  const double rates[] = {2.0, 0.5, 1.5, 4.0};
+  for (int cs = 0; cs < 4; cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    size_t len = ref_rng_range(&rng, 201, 6000);
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    size_t na = ref_rng_range(&rng, 1, 9000), nb = ref_rng_range(&rng, 1, 9000);
+    double r = rates[cs];
+    set_case("rate change to %g: %u ch, %zu taps, block %u, pipeline-depth %u, "
+             "%zu frames then %zu", r, ch, len, block, depth, na, nb);
+    float *hk = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, (na + nb) * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 "drain", TRUE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    GstClockTime t0 = GST_SECOND;
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.start = seg.time = seg.position = t0;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    collected c;
+    collect_init(&c, ch, rate, t0, na + nb + len);
+    for (size_t at = 0; at < na + nb;) {
+      if (at == na) { /* the seek: the new rate from where the input is */
+        GstClockTime tr =
+            t0 + gst_util_uint64_scale_int_round(na, GST_SECOND, (gint)rate);
+        GstSegment s2 = seg;
+        s2.base = gst_segment_to_running_time(&seg, GST_FORMAT_TIME, tr);
+        s2.start = s2.time = s2.position = tr;
+        s2.rate = r;
+        assert_true(gst_harness_push_event(h, gst_event_new_segment(&s2)));
+      }
+      size_t end = at < na ? na : na + nb;
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), end - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, t0,
+                        at == 0) == GST_FLOW_OK, "push");
+      at += k;
+      collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    }
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &c, GST_AUDIO_FORMAT_F32LE);
+    CHECK(c.frames == na + nb + len - 1, "%zu frames out, expected %zu (the "
+          "input and one ring-out)", c.frames, na + nb + len - 1);
+    CHECK(c.discont_seen == 1, "%d DISCONT buffers, expected 1",
+          c.discont_seen);
+    for (unsigned k = 0; k < ch; k++) {
+      double *w = ref_channel(x, na + nb, ch, k, hk, len, na + nb + len - 1);
+      double err = ref_rel_l2(c.y + k, ch, w, 1, c.frames);
+      CHECK(err <= 2e-5, "channel %u: relative L2 error %.3g against the "
+            "whole stream filtered once", k, err);
+      free(w);
+    }
+    free(c.y);
+    gst_harness_teardown(h);
+    free(x);
+    free(hk);
+  }
+}
+
 /* ---- caps renegotiation mid-stream ---------------------------------------- */
 
 /* Reverse playback (a segment of rate -1): the chunks come latest
@@ -6130,6 +6201,7 @@ int main(void)
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_resume_before_end),
       cmocka_unit_test(test_segments),
+      cmocka_unit_test(test_rate_change_goes_on),
       cmocka_unit_test(test_reverse_playback),
       cmocka_unit_test(test_reverse_decoded),
       cmocka_unit_test(test_renegotiate),
