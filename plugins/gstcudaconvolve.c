@@ -6,8 +6,13 @@
  * channel or a YUV plane at its own resolution), then scaled, biased,
  * optionally made absolute, rounded and saturated: see
  * include/cudafilter/video.h. A 3D kernel (T x Kh x Kw, from a .npy or a
- * text file) also weighs the T - 1 previous frames; a flush or a DISCONT
- * buffer forgets them, and in reverse playback (a segment of rate < 0)
+ * text file) also weighs the T - 1 previous frames; a flush, a DISCONT
+ * buffer, a new stream (STREAM_START of another stream or group) and a
+ * segment that moves the stream in running or stream time (a looping
+ * segment seek, a gapless playlist's next item, whose first frames come
+ * without DISCONT; not the same segment again, nor a new rate, in the
+ * same direction, where the stream is) forget them, and in reverse
+ * playback (a segment of rate < 0)
  * each frame starts anew: the frames before it came later in time (its
  * output is DISCONT only where it came so). In a trick-mode segment (a
  * seek with TRICKMODE, TRICKMODE_KEY_UNITS or TRICKMODE_FORWARD_PREDICTED:
@@ -22,7 +27,7 @@
  * property is set, and keep the temporal history (a kernel with more
  * temporal taps than the one before takes the frames it lacks as black
  * frames: the engine keeps only what the running kernel needs). The
- * frames before the first, and after a flush or DISCONT, are black frames
+ * frames before the first, and after any of those, are black frames
  * too: zeros in RGB and gray, in YUV Y 16 (0 where the caps' colorimetry
  * says full range) and U = V 128. A new kernel that runs
  * on FFT tiles of a size not planned yet has its FFT plan made (measured: up to
@@ -421,6 +426,12 @@ typedef struct {
   GstClockTime next_pts;     /* where the last frame kept ended (pts +
                                 duration; NONE: not known), for a trick
                                 mode's frames (streaming thread) */
+  /* a new stream (STREAM_START of another stream or group) or a segment
+   * that moves the stream in time came: the next frame kept starts a new
+   * history (streaming thread) */
+  gboolean stream_moved;
+  gboolean stream_seen, has_group; /* the last STREAM_START's */
+  guint stream_hash, group_id;
 
   /* the streaming side (engine calls happen in the streaming thread or
    * with it stopped); built and swapped under the object lock and
@@ -2896,7 +2907,9 @@ gst_cuda_convolve_submit_input_buffer(GstBaseTransform *trans,
     self->next_pts = GST_CLOCK_TIME_IS_VALID(pts) && GST_CLOCK_TIME_IS_VALID(dur)
                          ? pts + dur
                          : GST_CLOCK_TIME_NONE;
-    self->frame_new_stream = discont || restart || self->qos_lost_discont;
+    self->frame_new_stream =
+        discont || restart || self->qos_lost_discont || self->stream_moved;
+    self->stream_moved = FALSE;
     self->frame_discont = discont || self->qos_gap;
     self->qos_gap = self->qos_lost_discont = FALSE;
     return GST_FLOW_OK;
@@ -3028,6 +3041,70 @@ static GstFlowReturn gst_cuda_convolve_transform_frame(GstVideoFilter *filter,
   return GST_FLOW_OK;
 }
 
+/* Whether the stream goes on through a new segment, as cudafir sees it:
+ * where the last frame ended (else began) at the same running and stream
+ * time in both, in the same direction (a seek without FLUSH to another
+ * rate where the stream is); without that time, only the same segment
+ * again. A looping segment seek and a playlist's next item move it: their
+ * first frames come without DISCONT (Matroska, theoradec; playbin and
+ * playbin3 gapless), and the temporal taps weighed the end of the loop,
+ * or of the item before, as the frames before them (QA). */
+static gboolean segment_continues(const GstCudaConvolve *self,
+                                  const GstSegment *old, const GstSegment *seg)
+{
+  /* the same mapping again (a harness's with new caps): the base class
+   * moves its copy's position with every frame */
+  if (old->format == seg->format && old->rate == seg->rate &&
+      old->applied_rate == seg->applied_rate && old->base == seg->base &&
+      old->offset == seg->offset && old->start == seg->start &&
+      old->stop == seg->stop && old->time == seg->time)
+    return TRUE;
+  GstClockTime t = GST_CLOCK_TIME_IS_VALID(self->next_pts) ? self->next_pts
+                                                           : self->last_pts;
+  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
+      !GST_CLOCK_TIME_IS_VALID(t) || (old->rate < 0) != (seg->rate < 0))
+    return FALSE;
+  guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
+  guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
+  return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
+         gst_segment_to_stream_time(old, GST_FORMAT_TIME, t) ==
+             gst_segment_to_stream_time(seg, GST_FORMAT_TIME, t);
+}
+
+/* A new stream or a segment that moves it: the frames in flight went out
+ * with the history they had; the next frame kept starts a new one. The
+ * same STREAM_START again (a harness's with new caps) is no new stream. */
+static void note_stream_moves(GstCudaConvolve *self, GstEvent *event)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEGMENT) {
+    const GstSegment *seg;
+    gst_event_parse_segment(event, &seg);
+    if (!segment_continues(self, &trans->segment, seg)) {
+      GST_DEBUG_OBJECT(self, "a segment that moves the stream: temporal "
+                       "history restarts at the next frame");
+      self->stream_moved = TRUE;
+    }
+  } else if (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START) {
+    const gchar *id = NULL;
+    guint group = 0;
+    gst_event_parse_stream_start(event, &id);
+    gboolean has_group = gst_event_parse_group_id(event, &group);
+    guint hash = id ? g_str_hash(id) : 0;
+    if (self->stream_seen &&
+        (hash != self->stream_hash || has_group != self->has_group ||
+         group != self->group_id)) {
+      GST_DEBUG_OBJECT(self, "a new stream: temporal history restarts at "
+                       "the next frame");
+      self->stream_moved = TRUE;
+    }
+    self->stream_seen = TRUE;
+    self->stream_hash = hash;
+    self->has_group = has_group;
+    self->group_id = group;
+  }
+}
+
 static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
                                              GstEvent *event)
 {
@@ -3070,6 +3147,7 @@ static gboolean gst_cuda_convolve_sink_event(GstBaseTransform *trans,
     if (ret != GST_FLOW_OK) /* dropped; the event goes on regardless */
       GST_INFO_OBJECT(self, "frames held before %s: %s",
                       GST_EVENT_TYPE_NAME(event), gst_flow_get_name(ret));
+    note_stream_moves(self, event);
     if (GST_EVENT_TYPE(event) == GST_EVENT_GAP) {
       /* a frame without a duration lasts until the next one, but not
        * across a gap: the frames held went out before it and the frame
@@ -3334,6 +3412,7 @@ static gboolean gst_cuda_convolve_stop(GstBaseTransform *trans)
   self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->next_pts = GST_CLOCK_TIME_NONE;
+  self->stream_moved = self->stream_seen = FALSE;
   self->announced = 0;
   /* nothing runs: as before negotiation (the blurb) */
   gboolean had = self->backend_in_use != NULL;

@@ -864,9 +864,11 @@ static void test_reverse_temporal(void **state)
     gst_segment_init(&seg, GST_FORMAT_TIME);
     CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
           "forward segment refused");
-    /* the history goes on from the last reverse frame (a segment alone
-     * does not restart it; a flushing seek would) */
-    for (unsigned i = 0; i < 3; i++)
+    /* forward again (a segment that turns the direction round, as one
+     * that moves the stream in time): a new history, from black, not the
+     * last reverse frame weighed as the one before; then it builds up */
+    push_check(&c, &r, 0, 2, "first forward frame again");
+    for (unsigned i = 0; i < 2; i++)
       push_check(&c, &r, 0, 0, "forward frame again");
     check_no_bus_errors(&c);
     gcase_close(&c);
@@ -1026,6 +1028,73 @@ static void test_temporal_flush_discont(void **state)
     gcase_close(&c);
   }
   tmp_cleanup();
+}
+
+/* What a player sends between two runs of frames without a DISCONT on
+ * the first frame after it (Matroska and theoradec do not mark them):
+ * a looping segment seek (SEGMENT_DONE, the same stretch again, running
+ * time going on) and a gapless playlist's next item (STREAM_START of
+ * another group, timestamps from the start again) start a new temporal
+ * history, as a DISCONT does; a rate change where the stream is (a seek
+ * without FLUSH to rate 2.0) and the same STREAM_START again keep it.
+ * The loop and the next item had the temporal taps weigh the end of the
+ * stretch, or of the item before, as the frames before their first (QA:
+ * playbin looping and gapless over a Theora file). */
+static void test_temporal_new_stream(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 53);
+  for (unsigned rep = 0; rep < 8; rep++) {
+    gcase c;
+    gcase_open(&c);
+    const gfmt *f = &formats[ref_rng_u64(&r) % NFORMATS];
+    int how = (int)(rep % 4);
+    set_case("new stream by %s: ", how == 0   ? "a looping segment"
+                                    : how == 1 ? "the next item"
+                                    : how == 2 ? "a rate change"
+                                               : "the same STREAM_START");
+    rand_case(&c, &r, f, 2 + rep % 2, 0);
+    unsigned first = (unsigned)ref_rng_range(&r, 2, 4);
+    for (unsigned i = 0; i < first; i++)
+      push_check(&c, &r, 0, 0, "frame of the first run");
+    GstClockTime dur = GST_SECOND / 25; /* push_check's */
+    GstClockTime end = 1000 + c.n * dur;
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    int restart = how < 2;
+    if (how == 0) { /* the frames from the first again, after the end */
+      CHECK(gst_harness_push_event(
+                c.h, gst_event_new_segment_done(GST_FORMAT_TIME, end)),
+            "segment-done");
+      seg.base = end;
+      c.n = 0;
+    } else if (how == 1) { /* a new item: from 0 again, another group */
+      GstEvent *ss = gst_event_new_stream_start("cf-next-item");
+      gst_event_set_group_id(ss, gst_util_group_id_next());
+      CHECK(gst_harness_push_event(c.h, ss), "stream-start");
+      seg.base = end;
+      c.n = 0;
+    } else if (how == 2) { /* rate 2 from where the stream is */
+      seg.start = seg.time = seg.position = end;
+      seg.base = end; /* the running time there, as before */
+      seg.rate = 2.0;
+    } else { /* the one the harness sent, again */
+      GstEvent *ss = gst_pad_get_sticky_event(c.h->srcpad,
+                                              GST_EVENT_STREAM_START, 0);
+      CHECK(ss, "no STREAM_START on the harness's pad");
+      CHECK(gst_harness_push_event(c.h, ss), "stream-start again");
+    }
+    if (how != 3)
+      CHECK(gst_harness_push_event(c.h, gst_event_new_segment(&seg)),
+            "segment");
+    push_check(&c, &r, 0, restart ? 2 : 0,
+               restart ? "first frame (from black)" : "first frame after");
+    for (unsigned i = 0; i < 2; i++)
+      push_check(&c, &r, 0, 0, "frame after");
+    check_no_bus_errors(&c);
+    gcase_close(&c);
+  }
 }
 
 /* Kernel changes while playing apply from the next frame and keep the
@@ -7192,6 +7261,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_geometry_padded_output, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
+      cmocka_unit_test_teardown(test_temporal_new_stream, teardown),
       cmocka_unit_test_teardown(test_history_black, teardown),
       cmocka_unit_test_teardown(test_reverse_temporal, teardown),
       cmocka_unit_test_teardown(test_trickmode_temporal, teardown),
