@@ -53,6 +53,7 @@ static const char *fake_device; /* CF_TEST_FAKE_DEVICE for the next start */
 static const char *kernel_gate; /* CF_TEST_KERNEL_GATE for the next start */
 static const char *start_gate;  /* CF_TEST_START_GATE for the next start */
 static const char *sum_gate;    /* CF_TEST_SUM_GATE for the next start */
+static const char *set_gate;    /* CF_TEST_SET_GATE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -166,6 +167,8 @@ static int start_daemon(running *r, const char *conf)
       setenv("CF_TEST_START_GATE", start_gate, 1);
     if (sum_gate)
       setenv("CF_TEST_SUM_GATE", sum_gate, 1);
+    if (set_gate)
+      setenv("CF_TEST_SET_GATE", set_gate, 1);
     unsetenv("JOURNAL_STREAM");
     struct stat js;
     if (journal_stream &&
@@ -2349,6 +2352,231 @@ static void test_pipeline_restart_in_background(void **state)
         "status after: %s", a);
   free(a);
   stop_daemon(&r);
+}
+
+/* A GRAY16_LE frame as cudaconvolve (border reflect) makes it from `in`
+ * with the kh x kw taps k (as floats, the element's): the float64
+ * reference, rounded and saturated as the element stores it. */
+static void gray16_ref(const uint16_t *in, unsigned w, unsigned h,
+                       const double *k, unsigned kh, unsigned kw, double *out)
+{
+  double *x = xalloc(sizeof *x * w * h), *kf = xalloc(sizeof *kf * kh * kw);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    x[i] = in[i];
+  for (size_t i = 0; i < (size_t)kh * kw; i++)
+    kf[i] = (float)k[i];
+  ref2d_convolve(x, w, h, kf, kh, kw, CF_BORDER_REFLECT, 0, out, 0);
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    out[i] = fmin(65535, fmax(0, nearbyint(out[i])));
+  free(x);
+  free(kf);
+}
+
+/* The largest difference of the last whole frame in path (GRAY16_LE,
+ * n samples) from want; -1 while there is none. */
+static double last_frame_off(const char *path, const double *want, size_t n)
+{
+  size_t len = 0;
+  char *b = slurp(path, &len);
+  double off = -1;
+  size_t fb = n * 2;
+  if (b && len >= fb) {
+    const unsigned char *f = (const unsigned char *)b + (len / fb - 1) * fb;
+    off = 0;
+    for (size_t i = 0; i < n; i++)
+      off = fmax(off, fabs((double)(f[2 * i] | f[2 * i + 1] << 8) - want[i]));
+  }
+  free(b);
+  return off;
+}
+
+/* last_frame_off once it is at most 1 (rounding), or as it is after 5 s
+ * (polled: a loaded machine writes late). */
+static double wait_frame(const char *path, const double *want, size_t n)
+{
+  double off = last_frame_off(path, want, n);
+  for (int t = 0; t < 100 && (off < 0 || off > 1); t++) {
+    usleep(50000);
+    off = last_frame_off(path, want, n);
+  }
+  return off;
+}
+
+/* n taps for a set or a config: "t0,t1,..." (as read back into k). */
+static void taps_text(double *k, size_t n, char *text, size_t cap)
+{
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    char t[32];
+    snprintf(t, sizeof t, "%.6g", 0.02 + ref_rng_unit(&rng) / (double)n);
+    k[i] = strtod(t, NULL);
+    at += (size_t)snprintf(text + at, cap - at, "%s%s", i ? "," : "", t);
+  }
+}
+
+/* A `set` of a pipeline stream's cudaconvolve or cudafir property runs
+ * the element's setter, where cudaconvolve prepares its new kernel (QA:
+ * `set v size 4095` of a box took 2.9 s, and `status` of every other
+ * stream waited as long): made in a thread, answered once made.
+ * CF_TEST_SET_GATE, once it exists (a named pipe made here), is read
+ * before the setter: the test holds the set. Meanwhile `status` and a
+ * set of another stream are answered, a second set of the stream waits
+ * for the first, and the output is the old kernel's; once let go, the
+ * first is answered ok and the output is the new kernel's (against the
+ * float64 reference), the second with the element's refusal. A restart
+ * while a set is held drops it (its client told so) and the started
+ * stream is its section's, not given the set made late. */
+static void test_pipeline_set_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  /* an even width: rows of GRAY16 video are padded to 4 bytes */
+  const unsigned w = 2 * (unsigned)ref_rng_range(&rng, 4, 12),
+                 h = (unsigned)ref_rng_range(&rng, 6, 16);
+  const unsigned s0 = 3, s1 = 5, s2 = 3;
+  set_case("pipeline set held, %ux%u GRAY16_LE, %ux%u -> %ux%u taps", w, h, s0,
+           s0, s1, s1);
+  size_t n = (size_t)w * h;
+  char conf[600], in[600], out[600], gate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pset.conf"));
+  snprintf(in, sizeof in, "%s", fixture("pset-in.raw"));
+  snprintf(out, sizeof out, "%s", fixture("pset-out.raw"));
+  snprintf(gate, sizeof gate, "%s", fixture("pset.gate"));
+  unlink(gate);
+  unlink(out);
+  uint16_t *x = xalloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (uint16_t)ref_rng_range(&rng, 0, 65535);
+  FILE *f = fopen(in, "wb");
+  CHECK(f && fwrite(x, sizeof *x, n, f) == n && fclose(f) == 0,
+        "cannot write %s", in);
+  double k0[9], k1[25], k2[9];
+  char t0[400], t1[800], t2[400];
+  taps_text(k0, s0 * s0, t0, sizeof t0);
+  taps_text(k1, s1 * s1, t1, sizeof t1);
+  taps_text(k2, s2 * s2, t2, sizeof t2);
+  double *y0 = xalloc(n * sizeof *y0), *y1 = xalloc(n * sizeof *y1),
+         *y2 = xalloc(n * sizeof *y2);
+  gray16_ref(x, w, h, k0, s0, s0, y0);
+  gray16_ref(x, w, h, k1, s1, s1, y1);
+  gray16_ref(x, w, h, k2, s2, s2, y2);
+  double apart = 0, apart2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    apart = fmax(apart, fabs(y0[i] - y1[i]));
+    apart2 = fmax(apart2, fabs(y0[i] - y2[i]));
+  }
+  CHECK(apart > 8 && apart2 > 8, "kernels too alike to tell: %g, %g", apart,
+        apart2);
+  /* a raw frame read again and again, at 100 frames/s */
+  write_text(conf,
+             "[stream v]\ntype = pipeline\npipeline = multifilesrc "
+             "location=%s loop=true ! rawvideoparse format=gray16-le "
+             "width=%u height=%u framerate=100/1 ! clocksync ! cudaconvolve "
+             "name=f kernel=\"<%s>\" backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n"
+             "[stream o]\ntype = pipeline\npipeline = videotestsrc "
+             "is-live=true ! video/x-raw,format=GRAY8,width=32,height=16,"
+             "framerate=50/1 ! cudaconvolve preset=box size=3 backend=cpu ! "
+             "fakesink\n",
+             in, w, h, t0, out);
+  running r;
+  set_gate = gate; /* none yet: read once the test makes it */
+  start_daemon_ok(&r, conf);
+  set_gate = NULL;
+  wait_state(&r, "v", "PLAYING");
+  wait_state(&r, "o", "PLAYING");
+  double off = wait_frame(out, y0, n);
+  CHECK(off >= 0 && off <= 1, "output off by %g from the first kernel", off);
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  char line[1000];
+  snprintf(line, sizeof line, "set v kernel %s\n", t1);
+  int fd1 = send_line(&r, line);
+  /* open once the setter reads it: from here the set waits for us; the
+   * path gone, no other set is held */
+  int wr = open(gate, O_WRONLY);
+  CHECK(wr >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int fs = send_line(&r, "status\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
+  if (ready != 1) {                /* the loop runs the setter: let it go */
+    close(wr);
+    print_log(&r);
+  }
+  CHECK(ready == 1, "status was not answered while a set was made");
+  char *a = answer_on(fs);
+  const char *st = field(a, "v", "state");
+  CHECK(answer_ok(a) && st && !strcmp(st, "PLAYING"), "status: %s", a);
+  free(a);
+  a = ctl(&r, "set o size 5");
+  CHECK(answer_ok(a), "a set of another stream meanwhile: %s", a);
+  free(a);
+  /* the stream's next set waits for this one: a NaN tap, refused */
+  int fd2 = send_line(&r, "set v kernel 0.5,nan,0.25,0.25\n");
+  a = ctl(&r, "status o");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd pa[2] = {{.fd = fd1, .events = POLLIN},
+                         {.fd = fd2, .events = POLLIN}};
+  CHECK(poll(pa, 2, 0) == 0, "a set was answered before it was made");
+  off = last_frame_off(out, y0, n);
+  CHECK(off >= 0 && off <= 1,
+        "output off by %g from the first kernel while "
+        "the set was held",
+        off);
+  close(wr); /* the set goes on */
+  a = answer_on(fd1);
+  CHECK(answer_ok(a), "set v kernel (%ux%u): %s", s1, s1, a);
+  free(a);
+  a = answer_on(fd2);
+  CHECK(!answer_ok(a) && strstr(a, "refused kernel") && strstr(a, "NaN") &&
+            strstr(a, "keeps"),
+        "set of a NaN tap after it: %s", a);
+  free(a);
+  off = wait_frame(out, y1, n);
+  CHECK(off >= 0 && off <= 1, "output off by %g from the new kernel", off);
+  /* a restart while a set is held: the set is dropped, its client told;
+   * the stream starts from its section (k0), and the set made late on
+   * the old pipeline's element reaches nothing */
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  snprintf(line, sizeof line, "set v kernel %s\n", t2);
+  fd1 = send_line(&r, line);
+  wr = open(gate, O_WRONLY);
+  CHECK(wr >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  a = ctl(&r, "restart v");
+  CHECK(answer_ok(a) && strstr(a, "v: started again"), "restart: %s", a);
+  free(a);
+  a = answer_on(fd1);
+  CHECK(!answer_ok(a) && strstr(a, "started again before") &&
+            strstr(a, "not made"),
+        "a set held over a restart: %s", a);
+  free(a);
+  close(wr);
+  wait_state(&r, "v", "PLAYING");
+  double b0 = status_num(&r, "v", "buffers");
+  off = wait_frame(out, y0, n);
+  CHECK(off >= 0 && off <= 1,
+        "output off by %g from the section's kernel "
+        "after the restart",
+        off);
+  /* some frames later still the section's (the late set went nowhere) */
+  CHECK(wait_for(&r, "v", "buffers", b0 + 20) >= b0 + 20,
+        "the stream stopped after the restart");
+  off = last_frame_off(out, y0, n);
+  CHECK(off >= 0 && off <= 1,
+        "output off by %g from the section's kernel "
+        "(off by %g from the dropped set's)",
+        off, last_frame_off(out, y2, n));
+  a = ctl(&r, "status");
+  CHECK(answer_ok(a) && !strstr(a, "error="), "status after: %s", a);
+  free(a);
+  stop_daemon(&r);
+  free(x);
+  free(y0);
+  free(y1);
+  free(y2);
 }
 
 /* Beyond one machine (DESIGN: GStreamer's network elements carry streams
@@ -6236,10 +6464,9 @@ int main(void)
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
-      cmocka_unit_test_teardown(test_pipeline_kernel_in_background,
-                                kill_left),
-      cmocka_unit_test_teardown(test_pipeline_restart_in_background,
-                                kill_left),
+      cmocka_unit_test_teardown(test_pipeline_kernel_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_restart_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

@@ -293,16 +293,17 @@ void cfd_pipeline_stop(cfd_pipeline *p);
 void cfd_pipeline_status(cfd_pipeline *p, GString *out);
 /* Whether the pipeline has stopped: *failed by an error, else EOS. */
 bool cfd_pipeline_ended(cfd_pipeline *p, bool *failed);
-/* A kernel file to be read by one of our elements (set ... kernel-file,
- * swap-kernel): the file is checked and the element takes it in a
- * thread (cfd_pipeline_job_run: a big kernel takes seconds, a file on a
- * slow disk or a named pipe longer, and the loop, every other client,
- * the log and SIGHUP would wait), the answer made back in the loop
+/* A property set on one of our elements (set ..., swap-kernel): the
+ * value is checked, and the element takes it in a thread
+ * (cfd_pipeline_job_run: its setter prepares a new kernel, seconds for
+ * a big one, and a kernel file is read first, on a slow disk or from a
+ * named pipe longer; the loop, every other client, the log and SIGHUP
+ * would wait), the answer made back in the loop
  * (cfd_pipeline_job_finish). */
 typedef struct cfd_pipeline_job cfd_pipeline_job;
 /* key "ELEMENT.PROPERTY" (or "PROPERTY" of the filter element). True
- * where it is made, or (*job set) where its kernel file is to be read:
- * the rest is cfd_pipeline_job_run's. */
+ * where it is made (another element's property), or (*job set) where
+ * one of our elements is to take it: the rest is cfd_pipeline_job_run's. */
 bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
                       cfd_pipeline_job **job, GError **err);
 /* A reload: each of our elements whose kernel file's bytes changed since
@@ -315,9 +316,9 @@ void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs);
  * crossfade >= 0). */
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,
                        cfd_pipeline_job **job, GError **err);
-/* In a thread: the job's file checked and set on its element (which
- * holds a reference of its own: the stream may stop meanwhile). Nothing
- * of the daemon's is touched. */
+/* In a thread: the job's value (a file checked first) set on its
+ * element (which holds a reference of its own: the stream may stop
+ * meanwhile). Nothing of the daemon's is touched. */
 void cfd_pipeline_job_run(cfd_pipeline_job *j);
 /* Back in the loop, p the job's stream, still running: the element's
  * messages logged, its file noted for a reload; whether it took it (else

@@ -43,6 +43,10 @@ static void usage(FILE *f)
              "SOCKET defaults to $XDG_RUNTIME_DIR/cudafilterd.sock (else "
              "/tmp/cudafilterd-UID/cudafilterd.sock). Only a daemon of "
              "this user's or root's is answered.\n\n"
+             "A set or swap-kernel is answered once it is made (a kernel "
+             "read, an element's setter run: status and other clients are "
+             "answered meanwhile), or refused with the reason; a stream's "
+             "changes are made one after another in the order asked.\n\n"
              "Exit status: 0 ok, 1 the daemon answered an error, 2 usage "
              "error, 3 no daemon answered (within CUDAFILTERCTL_TIMEOUT "
              "seconds, default 60).\n");

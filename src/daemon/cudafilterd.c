@@ -210,8 +210,9 @@ static void stream_stop(stream *s)
   if (!s)
     return;
   stream_tell_waiting(s, "the stream was stopped before it started");
-  stream_drop_changes(s, "the stream was stopped before its new kernel was "
-                         "read; the change is not made");
+  stream_drop_changes(s, "the stream was stopped before the change was "
+                         "made (its kernel read, or its element's setter "
+                         "done); the change is not made");
   if (s->changes)
     g_queue_free(s->changes);
   if (s->waiting)
@@ -291,8 +292,9 @@ static bool wants_restart(stream *s)
  * what it read). */
 static void stream_halt(stream *s)
 {
-  stream_drop_changes(s, "the stream was started again before its new "
-                         "kernel was read; the change is not made");
+  stream_drop_changes(s, "the stream was started again before the change "
+                         "was made (its kernel read, or its element's "
+                         "setter done); the change is not made");
   cfd_audio_stop(s->audio);
   cfd_pipeline_stop(s->pipe);
   s->audio = NULL;

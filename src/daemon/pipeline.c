@@ -663,6 +663,20 @@ static bool same_value(const GValue *a, const GValue *b)
   return true;
 }
 
+/* Tests only: CF_TEST_SET_GATE, a path that, once it exists (a named
+ * pipe), is read to its end before one of our elements is given a
+ * property set: its setter (where cudaconvolve prepares a kernel: 2.9 s
+ * for a 4095 x 4095 box) as slow as the test wants. */
+static void set_gate(GstElement *el)
+{
+  const char *gate = g_getenv("CF_TEST_SET_GATE");
+  if (gate && *gate && is_ours(el) && g_file_test(gate, G_FILE_TEST_EXISTS)) {
+    gchar *d = NULL;
+    g_file_get_contents(gate, &d, NULL, NULL);
+    g_free(d);
+  }
+}
+
 /* Set ps on el to v where the element's state lets it take it now, and
  * say so where the element kept its old value instead (our elements
  * refuse a bad value with a warning: the client must hear it). A value
@@ -694,6 +708,7 @@ static bool set_checked(cfd_pipeline *p, GstElement *el, GParamSpec *ps,
     g_value_init(&before, G_PARAM_SPEC_VALUE_TYPE(ps));
     g_object_get_property(G_OBJECT(el), ps->name, &before);
   }
+  set_gate(el);
   g_object_set_property(G_OBJECT(el), ps->name, v);
   if (!readable)
     return true;
@@ -874,15 +889,22 @@ static bool swap_file(cfd_pipeline *p, GstElement *el, const char *file,
 
 struct cfd_pipeline_job {
   GstElement *el;
-  GParamSpec *ps; /* set: kernel-file; NULL: swap-kernel, or again */
+  GParamSpec *ps; /* set: the property; NULL: swap-kernel, or again */
   bool again;     /* a reload's: the file set again, to be read again */
-  GValue v;       /* set: the file */
+  GValue v;       /* set: the value */
   char *value;    /* as asked (swap: the file) */
   double crossfade;
   bool ok;
   GError *err;
   char *sum; /* the file's SHA-256 as the element took it */
 };
+
+/* A set of a kernel file to load (not one unset). */
+static bool job_loads(const cfd_pipeline_job *j)
+{
+  return j->ps && !strcmp(j->ps->name, "kernel-file") &&
+         g_value_get_string(&j->v) && *g_value_get_string(&j->v);
+}
 
 static cfd_pipeline_job *job_new(GstElement *el, GParamSpec *ps,
                                  const GValue *v, const char *value,
@@ -913,8 +935,10 @@ void cfd_pipeline_job_run(cfd_pipeline_job *j)
   g_mutex_lock(&catch_lock);
   hearers = g_slist_prepend(hearers, &h);
   g_mutex_unlock(&catch_lock);
-  if (j->ps) {
+  if (job_loads(j)) {
     j->ok = set_file(NULL, j->el, j->ps, &j->v, j->value, &j->err);
+  } else if (j->ps) {
+    j->ok = set_checked(NULL, j->el, j->ps, &j->v, j->value, &j->err);
   } else if (j->again) { /* noted already: the element reads it again */
     test_gate();
     g_object_set(j->el, "kernel-file", j->value, NULL);
@@ -926,7 +950,8 @@ void cfd_pipeline_job_run(cfd_pipeline_job *j)
   hearers = g_slist_remove(hearers, &h);
   g_mutex_unlock(&catch_lock);
   g_free(h.why);
-  if (j->ok && !j->again) { /* the one a reload compares with */
+  if (j->ok && (job_loads(j) || (!j->ps && !j->again))) {
+    /* the one a reload compares with */
     char *f = kernel_file_of(j->el);
     j->sum = f ? file_sum(f) : NULL;
     g_free(f);
@@ -1035,9 +1060,9 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
       refused_keeping(err, el, key, value, unshaped, kept);
       g_free(kept);
       g_value_unset(&was);
-    } else if (!strcmp(key, "kernel-file") && G_VALUE_HOLDS_STRING(&v) &&
-               is_ours(el) && g_value_get_string(&v) &&
-               *g_value_get_string(&v)) {
+    } else if (is_ours(el)) {
+      /* its setter may prepare a kernel (cudaconvolve: 2.9 s for a
+       * 4095 x 4095 box; QA), or load a file: in a thread */
       *job = job_new(el, ps, &v, value, -1);
       ok = true;
     } else
@@ -1048,9 +1073,6 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
     g_free(unshaped);
   }
   gst_object_unref(el);
-  /* a kernel file set (unset here) is the one a reload compares with */
-  if (ok && !*job && !strcmp(key, "kernel-file"))
-    cfd_pipeline_reread(p, NULL, NULL);
   return ok;
 }
 
