@@ -2354,6 +2354,121 @@ static void test_pipeline_restart_in_background(void **state)
   stop_daemon(&r);
 }
 
+/* A reload that starts a pipeline stream (a new or changed section)
+ * builds and sets it playing in a thread, where its elements load their
+ * kernel files (QA: a reload restarting a cudaconvolve with a 4096 x
+ * 4096 .npy held the loop for seconds: `status` of every other stream
+ * waited). CF_TEST_START_GATE, once it exists (a named pipe made here),
+ * holds the build: meanwhile `status` is answered (the stream
+ * starting), a set is refused saying so, and a restart asked waits; the
+ * reload is answered once the start is done, as before ("p: restarted"),
+ * the restart with it, and the output is the new section's kernel. A
+ * new section that cannot start brings the old one back, said in the
+ * reload's answer. */
+static void test_pipeline_reload_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.6 + 0.3 * ref_rng_unit(&rng);
+  double g1 = 0.1 + 0.3 * ref_rng_unit(&rng);
+  set_case("pipeline restarted by a reload, slowly, gain %.3f -> %.3f", g0, g1);
+  char conf[600], k0[600], k1[600], out[600], gate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pr.conf"));
+  snprintf(k0, sizeof k0, "%s", fixture("pr0.txt"));
+  snprintf(k1, sizeof k1, "%s", fixture("pr1.txt"));
+  snprintf(out, sizeof out, "%s", fixture("pr.raw"));
+  snprintf(gate, sizeof gate, "%s", fixture("pr.gate"));
+  unlink(gate);
+  unlink(out);
+  write_text(k0, "%.6f\n", g0);
+  write_text(k1, "%.6f\n", g1);
+  static const char *const section =
+      "[stream p]\ntype = pipeline\npipeline = audiotestsrc is-live=true "
+      "volume=1.0 samplesperbuffer=80 ! audio/x-raw,format=F32LE,rate=8000,"
+      "channels=1 ! cudafir kernel-file=%s crossfade=0 backend=cpu ! "
+      "filesink buffer-mode=unbuffered location=%s\n"
+      "[stream o]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
+      "cudafir kernel=\"<0.5, 0.5>\" backend=cpu ! fakesink\n";
+  write_text(conf, section, k0, out);
+  running r;
+  start_gate = gate; /* none yet: the daemon's own start goes on */
+  start_daemon_ok(&r, conf);
+  start_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
+  /* p's section changed (its kernel file's path): restarted */
+  write_text(conf, section, k1, out);
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fr = send_line(&r, "reload\n");
+  /* open once the start reads it: from here the build waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int fs = send_line(&r, "status\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
+  if (ready != 1) {                /* the loop builds it: let it go */
+    close(w);
+    print_log(&r);
+  }
+  CHECK(ready == 1, "status was not answered while a reload's pipeline was "
+                    "built");
+  char *a = answer_on(fs);
+  const char *f = field(a, "p", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting") && field(a, "o", "state"),
+        "status: %s", a);
+  free(a);
+  a = ctl(&r, "set o gain -1");
+  CHECK(answer_ok(a), "a set of another stream meanwhile: %s", a);
+  free(a);
+  a = ctl(&r, "set p crossfade 0");
+  CHECK(!answer_ok(a) && strstr(a, "p is starting"), "set while starting: %s",
+        a);
+  free(a);
+  int fx = send_line(&r, "restart p\n");
+  a = ctl(&r, "status o");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd pa[2] = {{.fd = fr, .events = POLLIN},
+                         {.fd = fx, .events = POLLIN}};
+  CHECK(poll(pa, 2, 0) == 0, "the reload or restart was answered before its "
+                             "start");
+  close(w); /* the build goes on */
+  a = answer_on(fr);
+  CHECK(answer_ok(a) && strstr(a, "p: restarted") && !strstr(a, "o:"),
+        "reload: %s", a);
+  free(a);
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "p: started again"),
+        "restart asked while the reload started it: %s", a);
+  free(a);
+  wait_state(&r, "p", "PLAYING");
+  peak = wait_peak(out, g1);
+  CHECK(fabs(peak - g1) < 0.02, "peak %.4f after the reload, want %.4f", peak,
+        g1);
+  /* a section that cannot start (its sink's folder missing): the old
+   * one runs again, and the reload says so */
+  char bad[700];
+  snprintf(bad, sizeof bad, "%s.d/none/out.raw", out);
+  write_text(conf, section, k0, bad);
+  a = ctl(&r, "reload");
+  CHECK(!answer_ok(a) && strstr(a, "p: the old section runs again") &&
+            strstr(a, bad) && strstr(a, "some streams did not take"),
+        "reload of a section that cannot start: %s", a);
+  free(a);
+  wait_state(&r, "p", "PLAYING");
+  CHECK(wait_for(&r, "p", "buffers", 10) >= 10,
+        "the old section does not run again");
+  peak = wait_peak(out, g1);
+  CHECK(fabs(peak - g1) < 0.02,
+        "peak %.4f with the old section back, want "
+        "%.4f",
+        peak, g1);
+  stop_daemon(&r);
+}
+
 /* A GRAY16_LE frame as cudaconvolve (border reflect) makes it from `in`
  * with the kh x kw taps k (as floats, the element's): the float64
  * reference, rounded and saturated as the element stores it. */
@@ -6467,6 +6582,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_restart_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

@@ -118,6 +118,9 @@ typedef struct daemon_state {
    * the file again once this one is made. */
   bool reloading, reload_again, stopping;
   GPtrArray *reload_waiting, *reload_next; /* client * */
+  /* the reload made, while pipelines it starts are built in threads
+   * (reloading stays set): answered once the last is done */
+  struct reload_answer *answer;
   guint64 probe_ids; /* the last probe's id (stream.probing) */
   unsigned probes;   /* probes whose thread has not returned */
   unsigned loads;    /* live changes' kernels whose thread has not returned */
@@ -339,12 +342,23 @@ typedef struct probe_job {
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
   cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
+  /* A reload's start (of a new or changed section, or one that was
+   * down): `said` its report's word; fallback the old section, started
+   * again should the new one fail (a pipeline's in the thread too,
+   * from its copy: fell_back then, and first why the new one failed) */
+  const char *said;
+  cfd_stream_conf *fallback, *fallback_copy;
+  bool fell_back;
+  char *first;
 } probe_job;
 
 static void probe_job_free(probe_job *j)
 {
   cfd_pipeline_stop(j->pipe); /* one no stream took */
   cfd_stream_conf_free(j->sc);
+  cfd_stream_conf_free(j->fallback);
+  cfd_stream_conf_free(j->fallback_copy);
+  g_free(j->first);
   g_free(j);
 }
 
@@ -369,13 +383,23 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
   (void)cancel;
   probe_job *j = data;
   GError *e = NULL;
-  if (j->sc->type == CFD_PIPELINE
-          ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
-          : cfd_file_input_unchanged(j->sc, &e))
+  bool ok = j->sc->type == CFD_PIPELINE
+                ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
+                : cfd_file_input_unchanged(j->sc, &e);
+  if (!ok && j->fallback_copy) { /* a reload's: the old section again */
+    j->first = g_strdup(e->message);
+    g_clear_error(&e);
+    ok = j->fell_back =
+        (j->pipe = cfd_pipeline_start_unwatched(j->fallback_copy, &e)) != NULL;
+  }
+  if (ok)
     g_task_return_boolean(t, TRUE);
   else
     g_task_return_error(t, e);
 }
+
+static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
+                           GError *e);
 
 /* Back in the loop: the stream (if it is still the one probed for)
  * starts, or is down with the probe's error. */
@@ -392,6 +416,11 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     stream *t = d->streams->pdata[i];
     if (t->probing == j->id)
       s = t;
+  }
+  if (j->said) { /* a reload's start */
+    reload_started(d, s, j, ok, e);
+    g_clear_error(&e);
+    return;
   }
   if (!s) { /* stopped, or taken over by a reload, meanwhile */
     g_clear_error(&e);
@@ -615,6 +644,157 @@ static retune_how reload_how(const stream *old, const cfd_stream_conf *sc,
 
 static void change_again(daemon_state *d, stream *s, cfd_pipeline_job *pj);
 
+/* A reload made, answered (and logged) once the pipelines it starts in
+ * threads are running, or have failed (d->answer meanwhile). */
+typedef struct reload_answer {
+  GPtrArray *waiting; /* client * */
+  GString *report;
+  bool ok;
+  GError *err; /* the reload's own: refused, or some streams failed */
+  unsigned pending;
+} reload_answer;
+
+static void reload_finish(daemon_state *d);
+
+/* A pipeline stream a reload starts (s, from s->sc; halted, or new):
+ * built and set playing in a thread (probe_read), s starting
+ * meanwhile; reload_started makes the rest. old_sc (taken; NULL: none)
+ * is started again should the new section fail, as at once it was;
+ * said is the report's word for a start, was_down for a stream that was
+ * down (still down if it fails). */
+static void reload_start_later(daemon_state *d, stream *s,
+                               cfd_stream_conf *old_sc, const char *said,
+                               bool was_down)
+{
+  probe_job *j = g_new0(probe_job, 1);
+  j->d = d;
+  j->id = ++d->probe_ids;
+  j->sc = pipeline_conf_copy(s->sc);
+  j->said = said;
+  j->was_down = was_down;
+  /* with a restart policy a failed start is down, tried again */
+  if (old_sc && s->sc->restart == CFD_RESTART_NO) {
+    j->fallback = old_sc;
+    if (old_sc->type == CFD_PIPELINE)
+      j->fallback_copy = pipeline_conf_copy(old_sc);
+  } else {
+    cfd_stream_conf_free(old_sc);
+  }
+  s->probing = j->id;
+  s->ended_at = 0;
+  s->told_end = false;
+  d->probes++;
+  d->answer->pending++;
+  GTask *t = g_task_new(NULL, NULL, probe_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)probe_job_free);
+  g_task_run_in_thread(t, probe_read);
+  g_object_unref(t);
+}
+
+/* Back in the loop, a reload's start done (probe_done): what the
+ * synchronous start made (the report's lines, the old section again, or
+ * down) made now; the reload answered once the last is done. */
+static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
+                           GError *e)
+{
+  reload_answer *ra = d->answer;
+  GString *report = ra->report;
+  const char *name = j->sc->name;
+  if (!s) { /* none can stop it meanwhile: reloads wait for this one */
+    g_string_append_printf(report, "%s: stopped before it started\n", name);
+    ra->ok = false;
+  } else if (d->stopping) {
+    stream_tell_waiting(s, "the daemon is stopping");
+    g_string_append_printf(report,
+                           "%s: not started: the daemon is "
+                           "stopping\n",
+                           name);
+    ra->ok = false;
+  } else {
+    s->probing = 0;
+    if (ok) {
+      s->pipe = g_steal_pointer(&j->pipe);
+      cfd_pipeline_watch(s->pipe);
+      g_clear_pointer(&s->down_error, g_free);
+      if (j->fell_back) {
+        ra->ok = false;
+        g_string_append_printf(report,
+                               "stream %s: %s\n%s: the old section runs "
+                               "again\n",
+                               name, j->first, name);
+        cfd_stream_conf_free(s->sc);
+        s->sc = g_steal_pointer(&j->fallback);
+      } else {
+        g_string_append_printf(report, "%s: %s\n", name, j->said);
+      }
+    } else if (j->was_down || s->sc->restart != CFD_RESTART_NO) {
+      g_free(s->down_error);
+      s->down_error = g_strdup(e->message);
+      s->ended_at = now_s();
+      if (j->was_down) {
+        g_string_append_printf(report, "%s: still down: %s\n", name,
+                               e->message);
+      } else {
+        say("stream %s cannot start: %s; trying every %g s", name, e->message,
+            s->sc->restart_delay);
+        g_string_append_printf(report, "%s: %s\n", name, j->said);
+      }
+    } else {
+      ra->ok = false;
+      char *why = g_strdup_printf("stream %s: %s", name,
+                                  j->first ? j->first : e->message);
+      g_string_append_printf(report, "%s\n", why);
+      bool back = false;
+      if (j->fallback_copy) { /* tried in the thread */
+        g_string_append_printf(report,
+                               "%s: the old section cannot start again: "
+                               "%s\n",
+                               name, e->message);
+      } else if (j->fallback) { /* not a pipeline: here, as it was */
+        cfd_stream_conf *tried = s->sc;
+        s->sc = j->fallback;
+        GError *e2 = NULL;
+        back = stream_begin(s, PROBE_NOW, &e2); /* probed long ago */
+        g_string_append_printf(report, "%s: %s%s\n", name,
+                               back ? "the old section runs again"
+                                    : "the old section cannot start again: ",
+                               back ? "" : e2->message);
+        g_clear_error(&e2);
+        if (back) {
+          j->fallback = NULL;
+          cfd_stream_conf_free(tried);
+        } else {
+          s->sc = tried;
+        }
+      }
+      if (!back) {
+        /* kept, down with its new section: status shows why; `restart`,
+         * a later reload (or its restart policy) tries it again */
+        g_free(s->down_error);
+        s->down_error = g_steal_pointer(&why);
+        s->ended_at = now_s();
+        say("stream %s is down: %s", name, s->down_error);
+        g_string_append_printf(report,
+                               "%s: down (status shows why; "
+                               "restart tries it again)\n",
+                               name);
+      }
+      g_free(why);
+    }
+    /* a `restart` asked meanwhile is answered with this start */
+    if (s->waiting && s->waiting->len) {
+      GError *de = NULL;
+      if (!s->audio && !s->pipe)
+        g_set_error(&de, CFD_ERROR, 0, "%s",
+                    s->down_error ? s->down_error : "?");
+      stream_started(s, true, j->was_down, de);
+      g_clear_error(&de);
+    }
+  }
+  if (!--ra->pending)
+    reload_finish(d);
+}
+
 /* The file as read (c), or why it could not be (load_err, taken). */
 static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
                    GString *report, GError **err)
@@ -708,6 +888,11 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       /* its new section, tried now; with restart again later */
       cfd_stream_conf_free(old->sc);
       old->sc = take_conf(c, i);
+      if (old->sc->type == CFD_PIPELINE) {
+        reload_start_later(d, old, NULL, "restarted (it was down)", true);
+        g_ptr_array_add(next, old);
+        continue;
+      }
       GError *e = NULL;
       if (stream_begin(old, LOAD_PROBED, &e))
         g_string_append_printf(report, "%s: restarted (it was down)\n",
@@ -790,6 +975,16 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       old_sc = old->sc;
       old->sc = NULL;
       stream_stop(old);
+    }
+    if (sc->type == CFD_PIPELINE) {
+      /* built and set playing in a thread (its elements load their
+       * kernels there: seconds for a big one), the reload answered once
+       * it is done */
+      stream *s = g_new0(stream, 1);
+      s->sc = take_conf(c, i);
+      reload_start_later(d, s, old_sc, old ? "restarted" : "started", false);
+      g_ptr_array_add(next, s);
+      continue;
     }
     GError *e = NULL;
     stream *s = stream_start(take_conf(c, i), LOAD_PROBED, &e);
@@ -1743,26 +1938,6 @@ static bool listen_socket(daemon_state *d, GError **err)
 
 /* A reload, from SIGHUP or the control socket, with the file as read:
  * the report goes into the log line by line, and to the clients. */
-static bool do_reload(daemon_state *d, cfd_config *c, GError *load_err,
-                      GString *report, GError **err)
-{
-  gsize at = report->len;
-  GError *e = NULL;
-  bool ok = reload(d, c, load_err, report, &e);
-  char **lines = g_strsplit(report->str + at, "\n", -1);
-  for (char **l = lines; *l; l++)
-    if (**l)
-      say("reload: %s", *l);
-  g_strfreev(lines);
-  if (ok)
-    say("reloaded %s", d->config_path);
-  else {
-    say("%s", e->message);
-    g_propagate_error(err, e);
-  }
-  return ok;
-}
-
 /* What a reload's thread reads: the file, and the file streams' inputs
  * as they were probed (copied: the streams may change meanwhile). */
 typedef struct reload_job {
@@ -1828,45 +2003,74 @@ static void reload_request(daemon_state *d, client *cl)
     reload_run(d);
 }
 
-/* Back in the loop: the streams change, each waiting client gets the
- * report and ok or the error. */
+/* Back in the loop: the streams change; each waiting client gets the
+ * report and ok or the error once the pipelines the reload starts in
+ * threads are done (reload_finish). */
 static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
 {
   (void)src;
   daemon_state *d = user;
-  GError *load_err = NULL, *e = NULL;
+  GError *load_err = NULL;
   cfd_config *c = g_task_propagate_pointer(G_TASK(res), &load_err);
-  GPtrArray *waiting = d->reload_waiting;
+  reload_answer *ra = g_new0(reload_answer, 1);
+  ra->waiting = d->reload_waiting;
+  ra->report = g_string_new(NULL);
+  ra->ok = true;
   d->reload_waiting = d->reload_next;
   d->reload_next = g_ptr_array_new();
-  d->reloading = false;
-  GString *report = g_string_new(NULL);
-  bool ok;
+  d->answer = ra; /* d->reloading stays set until it is answered */
   if (d->stopping) {
     cfd_config_free(c);
     g_clear_error(&load_err);
-    g_set_error(&e, CFD_ERROR, 0, "the daemon is stopping: no reload");
-    say("%s", e->message);
-    ok = false;
-  } else {
-    ok = do_reload(d, c, load_err, report, &e);
+    g_set_error(&ra->err, CFD_ERROR, 0, "the daemon is stopping: no reload");
+    ra->ok = false;
+  } else if (!reload(d, c, load_err, ra->report, &ra->err)) {
+    ra->ok = false;
   }
-  for (guint i = 0; i < waiting->len; i++) {
-    client *cl = waiting->pdata[i];
-    g_string_append(cl->out, report->str);
-    if (ok)
+  if (!ra->pending)
+    reload_finish(d);
+}
+
+/* The reload made (d->answer), its starts done: logged, and answered. */
+static void reload_finish(daemon_state *d)
+{
+  reload_answer *ra = d->answer;
+  d->answer = NULL;
+  d->reloading = false;
+  char **lines = g_strsplit(ra->report->str, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l)
+      say("reload: %s", *l);
+  g_strfreev(lines);
+  if (!ra->ok && !ra->err)
+    g_set_error(&ra->err, CFD_ERROR, 0,
+                "reload: some streams did not take the new config (above)");
+  if (ra->ok)
+    say("reloaded %s", d->config_path);
+  else
+    say("%s", ra->err->message);
+  for (guint i = 0; i < ra->waiting->len; i++) {
+    client *cl = ra->waiting->pdata[i];
+    g_string_append(cl->out, ra->report->str);
+    if (ra->ok)
       g_string_append(cl->out, "ok\n");
     else
-      g_string_append_printf(cl->out, "error: %s\n", e->message);
+      g_string_append_printf(cl->out, "error: %s\n", ra->err->message);
     client_reply(cl);
   }
-  g_ptr_array_free(waiting, TRUE);
-  g_string_free(report, TRUE);
-  g_clear_error(&e);
+  g_ptr_array_free(ra->waiting, TRUE);
+  g_string_free(ra->report, TRUE);
+  g_clear_error(&ra->err);
+  g_free(ra);
+  /* nothing is read now: those asked meanwhile, whenever, take the
+   * next read */
+  for (guint i = 0; i < d->reload_next->len; i++)
+    g_ptr_array_add(d->reload_waiting, d->reload_next->pdata[i]);
+  g_ptr_array_set_size(d->reload_next, 0);
   if (d->reload_again) {
     d->reload_again = false;
     if (d->stopping) {
-      waiting = d->reload_waiting;
+      GPtrArray *waiting = d->reload_waiting;
       d->reload_waiting = g_ptr_array_new();
       for (guint i = 0; i < waiting->len; i++) {
         client *cl = waiting->pdata[i];
