@@ -2084,6 +2084,40 @@ static void test_pipeline_reload_kernel_file(void **state)
   CHECK(answer_ok(a) && !strstr(a, "new kernel"), "reload, file rewritten "
         "as it was: %s", a);
   free(a);
+  /* edited, it is checksummed in a thread (QA: in the loop, 0.21 s of
+   * status waiting for a 64 MB .npy): status is answered while the
+   * checksum is held, the reload once it is made */
+  double g2 = 0.5 + 0.3 * ref_rng_unit(&rng);
+  write_text(tmp, "%.6f\n", g2);
+  CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  fs = send_line(&r, "reload\n");
+  /* open once the checksum reads it: from here it waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int fq = send_line(&r, "status\n");
+  pf.fd = fq;
+  ready = poll(&pf, 1, 20000);
+  if (ready != 1) { /* the loop checksums the file: let it go */
+    close(w);
+    print_log(&r);
+  }
+  CHECK(ready == 1, "status was not answered while a kernel file was "
+                    "checksummed");
+  a = answer_on(fq);
+  CHECK(answer_ok(a) && field(a, "p", "state"), "status: %s", a);
+  free(a);
+  pf.fd = fs;
+  CHECK(poll(&pf, 1, 0) == 0, "the reload was answered before its "
+                              "checksum");
+  close(w);
+  a = answer_on(fs);
+  CHECK(answer_ok(a) && strstr(a, "p: new kernel"), "reload, edited: %s", a);
+  free(a);
+  after = wait_peak(out, g2);
+  CHECK(fabs(after - g2) < 0.02, "peak %.4f after the last reload, want %.4f",
+        after, g2);
   stop_daemon(&r);
 }
 

@@ -310,8 +310,20 @@ bool cfd_pipeline_set(cfd_pipeline *p, const char *key, const char *value,
  * the stream took it (started, set, swapped, reloaded) reads it again;
  * a line each in report. report NULL: the files are only noted as they
  * are (the stream took them just now). jobs (cfd_pipeline_job *), if not
- * NULL, takes those reads, for cfd_pipeline_job_run. */
+ * NULL, takes instead a checksum of each file whose stamp changed since
+ * it was noted (read whole: not in the daemon's loop), for
+ * cfd_pipeline_job_run and then cfd_pipeline_sum_finish. */
 void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs);
+/* Which pipeline p is of all the daemon started (one stopped and
+ * another started never share it), and which a checksum job is for. */
+uint64_t cfd_pipeline_serial(const cfd_pipeline *p);
+uint64_t cfd_pipeline_job_serial(const cfd_pipeline_job *j);
+/* Back in the loop, a checksum job run for p (its serial the job's): the
+ * file noted; where its bytes changed, a line in report and the
+ * element's read of it again (a job, for after the stream's changes
+ * asked before), else NULL. */
+cfd_pipeline_job *cfd_pipeline_sum_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                                          GString *report);
 /* The filter element's kernel-file (and crossfade, for cudafir, when
  * crossfade >= 0). */
 bool cfd_pipeline_swap(cfd_pipeline *p, const char *file, double crossfade,

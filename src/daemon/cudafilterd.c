@@ -795,6 +795,67 @@ static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
     reload_finish(d);
 }
 
+/* A reload's checksum of a pipeline's kernel file (pj), made in a
+ * thread; the reload answered once it is done. */
+typedef struct sum_job {
+  daemon_state *d;
+  char *name; /* the stream's */
+  cfd_pipeline_job *pj;
+} sum_job;
+
+static void sum_job_free(sum_job *j)
+{
+  cfd_pipeline_job_free(j->pj);
+  g_free(j->name);
+  g_free(j);
+}
+
+static void sum_read(GTask *t, gpointer src, gpointer data,
+                     GCancellable *cancel)
+{
+  (void)src;
+  (void)cancel;
+  sum_job *j = data;
+  cfd_pipeline_job_run(j->pj); /* nothing of the daemon's is touched */
+  g_task_return_boolean(t, TRUE);
+}
+
+/* Back in the loop: the file noted, and read again by its element where
+ * its bytes changed, if the stream still runs that pipeline (a restart
+ * meanwhile started another, which read its files itself). */
+static void sum_done(GObject *src, GAsyncResult *res, gpointer user)
+{
+  (void)src;
+  (void)user;
+  sum_job *j = g_task_get_task_data(G_TASK(res));
+  daemon_state *d = j->d;
+  reload_answer *ra = d->answer;
+  stream *s = find_stream(d, j->name);
+  if (!d->stopping && s && s->pipe &&
+      cfd_pipeline_serial(s->pipe) == cfd_pipeline_job_serial(j->pj)) {
+    cfd_pipeline_job *again =
+        cfd_pipeline_sum_finish(s->pipe, j->pj, ra->report);
+    if (again)
+      change_again(d, s, again);
+  }
+  if (!--ra->pending)
+    reload_finish(d);
+}
+
+static void reload_sum_later(daemon_state *d, const char *name,
+                             cfd_pipeline_job *pj)
+{
+  sum_job *j = g_new0(sum_job, 1);
+  j->d = d;
+  j->name = g_strdup(name);
+  j->pj = pj;
+  d->answer->pending++;
+  GTask *t = g_task_new(NULL, NULL, sum_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)sum_job_free);
+  g_task_run_in_thread(t, sum_read);
+  g_object_unref(t);
+}
+
 /* The file as read (c), or why it could not be (load_err, taken). */
 static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
                    GString *report, GError **err)
@@ -933,13 +994,14 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
           ok = false;
         }
       } else if (old->pipe) {
-        /* its kernel files, edited in place, are a change too: each
-         * element reads its own again in a thread, after the stream's
-         * changes asked before */
+        /* its kernel files, edited in place, are a change too: one whose
+         * stamp changed is checksummed in a thread, and where its bytes
+         * did, its element reads it again in a thread, after the
+         * stream's changes asked before */
         GPtrArray *jobs = g_ptr_array_new();
         cfd_pipeline_reread(old->pipe, report, jobs);
         for (guint k = 0; k < jobs->len; k++)
-          change_again(d, old, jobs->pdata[k]);
+          reload_sum_later(d, old->sc->name, jobs->pdata[k]);
         g_ptr_array_free(jobs, TRUE);
       }
       g_ptr_array_add(next, old);

@@ -31,7 +31,10 @@ struct cfd_pipeline {
   /* our elements' kernel files as they took them: element name -> the
    * file's stamp and SHA-256, "STAMP SUM" (file_sum) */
   GHashTable *kernel_sums;
+  uint64_t serial; /* this pipeline's, of all the daemon starts */
 };
+
+static _Atomic uint64_t serials;
 
 bool cfd_pipeline_available(const char **why)
 {
@@ -397,9 +400,12 @@ typedef struct kernels_walk {
 } kernels_walk;
 
 static cfd_pipeline_job *job_again(GstElement *el, const char *file);
+static cfd_pipeline_job *job_sum(GstElement *el, const char *file,
+                                 const char *was, uint64_t serial);
 
 /* One element: its kernel file noted, or (report) taken again where its
- * bytes changed since they were noted. */
+ * bytes changed since they were noted; with jobs, one whose stamp
+ * changed is checksummed in a thread instead (a job for the caller). */
 static void walk_kernel(const GValue *v, gpointer user)
 {
   kernels_walk *w = user;
@@ -412,6 +418,12 @@ static void walk_kernel(const GValue *v, gpointer user)
    * not read again in the daemon's loop (QA: 0.21 s of status waiting
    * for a 64 MB .npy left as it was) */
   if (was && stamp_same(was, f)) {
+    g_free(f);
+    return;
+  }
+  /* a changed one is read whole (0.21 s for 64 MB): not in the loop */
+  if (f && w->report && w->jobs) {
+    g_ptr_array_add(w->jobs, job_sum(el, f, was, w->p->serial));
     g_free(f);
     return;
   }
@@ -488,6 +500,7 @@ cfd_pipeline *cfd_pipeline_start_unwatched(const cfd_stream_conf *sc,
   p->pipe = gst_object_ref_sink(pipe);
   p->kernel_sums =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  p->serial = atomic_fetch_add(&serials, 1) + 1;
   /* none: a pipeline that only carries a stream (a sender to a daemon
    * on another host); set takes ELEMENT.PROPERTY there */
   p->filter = find_filter(pipe, sc->filter, &e);
@@ -889,6 +902,11 @@ static bool swap_file(cfd_pipeline *p, GstElement *el, const char *file,
 
 struct cfd_pipeline_job {
   GstElement *el;
+  /* a reload's checksum of the kernel file (value) whose stamp changed
+   * since it was noted (was, or NULL), for the pipeline of that serial */
+  bool sum_only;
+  char *was;
+  uint64_t serial;
   GParamSpec *ps; /* set: the property; NULL: swap-kernel, or again */
   bool again;     /* a reload's: the file set again, to be read again */
   GValue v;       /* set: the value */
@@ -929,8 +947,55 @@ static cfd_pipeline_job *job_again(GstElement *el, const char *file)
   return j;
 }
 
+static cfd_pipeline_job *job_sum(GstElement *el, const char *file,
+                                 const char *was, uint64_t serial)
+{
+  cfd_pipeline_job *j = job_new(el, NULL, NULL, file, -1);
+  j->sum_only = true;
+  j->was = g_strdup(was);
+  j->serial = serial;
+  return j;
+}
+
+uint64_t cfd_pipeline_serial(const cfd_pipeline *p)
+{
+  return p->serial;
+}
+
+uint64_t cfd_pipeline_job_serial(const cfd_pipeline_job *j)
+{
+  return j->serial;
+}
+
+cfd_pipeline_job *cfd_pipeline_sum_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                                          GString *report)
+{
+  /* the element set to another file since: that one is noted */
+  char *f = kernel_file_of(j->el);
+  bool same = f && !strcmp(f, j->value);
+  g_free(f);
+  if (!same || !j->sum)
+    return NULL;
+  cfd_pipeline_job *again = NULL;
+  /* the bytes, not the stamp: a file touched is no new kernel */
+  if (j->was && strcmp(strchr(j->was, ' '), strchr(j->sum, ' '))) {
+    /* the same path set again: the element reads it again and swaps as
+     * for `set` (a kernel it refuses is on the bus, in the log) */
+    again = job_again(j->el, j->value);
+    g_string_append_printf(report, "%s: new kernel (%s read %s again)\n",
+                           p->name, GST_OBJECT_NAME(j->el), j->value);
+  }
+  g_hash_table_replace(p->kernel_sums, g_strdup(GST_OBJECT_NAME(j->el)),
+                       g_steal_pointer(&j->sum));
+  return again;
+}
+
 void cfd_pipeline_job_run(cfd_pipeline_job *j)
 {
+  if (j->sum_only) {
+    j->sum = file_sum(j->value);
+    return;
+  }
   heard h = {g_thread_self(), j->el, NULL};
   g_mutex_lock(&catch_lock);
   hearers = g_slist_prepend(hearers, &h);
@@ -941,7 +1006,11 @@ void cfd_pipeline_job_run(cfd_pipeline_job *j)
     j->ok = set_checked(NULL, j->el, j->ps, &j->v, j->value, &j->err);
   } else if (j->again) { /* noted already: the element reads it again */
     test_gate();
-    g_object_set(j->el, "kernel-file", j->value, NULL);
+    /* unless a set gave it another file since the reload */
+    char *f = kernel_file_of(j->el);
+    if (f && !strcmp(f, j->value))
+      g_object_set(j->el, "kernel-file", j->value, NULL);
+    g_free(f);
     j->ok = true;
   } else {
     j->ok = swap_file(NULL, j->el, j->value, j->crossfade, &j->err);
@@ -983,6 +1052,7 @@ void cfd_pipeline_job_free(cfd_pipeline_job *j)
   g_free(j->value);
   g_clear_error(&j->err);
   g_free(j->sum);
+  g_free(j->was);
   g_free(j);
 }
 
@@ -1253,6 +1323,24 @@ bool cfd_pipeline_job_finish(cfd_pipeline *p, cfd_pipeline_job *j,
 void cfd_pipeline_job_free(cfd_pipeline_job *j)
 {
   (void)j;
+}
+uint64_t cfd_pipeline_serial(const cfd_pipeline *p)
+{
+  (void)p;
+  return 0;
+}
+uint64_t cfd_pipeline_job_serial(const cfd_pipeline_job *j)
+{
+  (void)j;
+  return 0;
+}
+cfd_pipeline_job *cfd_pipeline_sum_finish(cfd_pipeline *p, cfd_pipeline_job *j,
+                                          GString *report)
+{
+  (void)p;
+  (void)j;
+  (void)report;
+  return NULL;
 }
 
 #endif
