@@ -247,6 +247,24 @@ int check_rss_shows_frees(void)
 #endif
 }
 
+size_t check_heap_in_use(void)
+{
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+size_t check_heap_down_to(size_t want)
+{
+  size_t used = 0;
+  for (int i = 0; i < 500; i++) {
+    used = check_heap_in_use();
+    if (used <= want)
+      break;
+    usleep(10000);
+  }
+  return used;
+}
+
 size_t check_rss_down_to(size_t want)
 {
   size_t rss = 0;

@@ -93,6 +93,15 @@ int check_rss_shows_frees(void);
 /* VmRSS once it is at most WANT bytes (memory given back in another
  * thread), read every 10 ms for up to 5 s: the last value read. */
 size_t check_rss_down_to(size_t want);
+/* Bytes malloc has handed out and not had back, in every arena, mapped
+ * blocks included (mallinfo2: uordblks + hblkhd): what a free shows at
+ * once, where VmRSS may not (a block served from heap pages an earlier
+ * test left resident; malloc_trim cannot give back every such page). As
+ * check_rss_shows_frees says, not under AddressSanitizer nor valgrind. */
+size_t check_heap_in_use(void);
+/* check_heap_in_use() once it is at most WANT bytes, read every 10 ms for
+ * up to 5 s: the last value read. */
+size_t check_heap_down_to(size_t want);
 enum { CHECK_WHY = 96 };
 int check_engine_thread_mask(char why[CHECK_WHY]);
 #if defined(__SSE2__)
