@@ -90,6 +90,10 @@ int check_child_status(int pid);
  * back: it raises that threshold past each mapped block freed (up to 32
  * MiB), after which earlier tests' frees left large blocks on the heap. */
 int check_rss_shows_frees(void);
+/* Whether this test runs under valgrind (its preload in LD_PRELOAD); if
+ * so, says "skipped under valgrind: " and why (a part of a test that
+ * valgrind itself makes impossible). */
+int check_under_valgrind(const char *why);
 /* VmRSS once it is at most WANT bytes (memory given back in another
  * thread), read every 10 ms for up to 5 s: the last value read. */
 size_t check_rss_down_to(size_t want);
