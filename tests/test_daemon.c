@@ -280,6 +280,28 @@ static char *answer_on(int fd)
   return ans;
 }
 
+/* For the tests that hold a daemon's worker at a gate (a FIFO that a
+ * CF_TEST_*_GATE names, opened by the worker at its exact point): `cmd`
+ * sent on a connection of its own, the answer read once it comes, for a
+ * hang, not a speed (none before: 20 s). Unanswered, the gate's writer
+ * `w` is closed (the worker goes on, so the daemon can be stopped) and the
+ * daemon's log printed; the test fails, saying `cmd` was not answered
+ * while `what`. */
+static char *answer_while_held(const running *r, const char *cmd, int w,
+                               const char *what)
+{
+  int fd = send_line(r, cmd);
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000);
+  if (ready != 1) {
+    close(w);
+    print_log(r);
+  }
+  CHECK(ready == 1, "%.*s was not answered while %s", (int)strcspn(cmd, "\n"),
+        cmd, what);
+  return answer_on(fd);
+}
+
 /* One command; the answer (malloc'd), whose last line is ok/error. */
 /* Send len bytes to the daemon's socket; its whole answer (malloc'd). */
 static char *ctl_bytes(const running *r, const char *line, size_t len)
@@ -2096,16 +2118,7 @@ static void test_pipeline_reload_kernel_file(void **state)
   int w = open(gate, O_WRONLY);
   CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
   CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
-  int fq = send_line(&r, "status\n");
-  pf.fd = fq;
-  ready = poll(&pf, 1, 20000);
-  if (ready != 1) { /* the loop checksums the file: let it go */
-    close(w);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "status was not answered while a kernel file was "
-                    "checksummed");
-  a = answer_on(fq);
+  a = answer_while_held(&r, "status\n", w, "a kernel file was checksummed");
   CHECK(answer_ok(a) && field(a, "p", "state"), "status: %s", a);
   free(a);
   pf.fd = fs;
@@ -2175,15 +2188,7 @@ static void test_pipeline_kernel_in_background(void **state)
   /* open once the daemon reads it: from here its read waits for us */
   int w = open(gate, O_WRONLY);
   CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  int fs = send_line(&r, "status p\n");
-  struct pollfd pf = {.fd = fs, .events = POLLIN};
-  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
-  if (ready != 1) { /* the loop waits for the file: let it go */
-    close(w);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "status was not answered while a kernel file was read");
-  char *a = answer_on(fs);
+  char *a = answer_while_held(&r, "status p\n", w, "a kernel file was read");
   const char *f = field(a, "p", "buffers");
   CHECK(answer_ok(a) && f, "status: %s", a);
   double b0 = atof(f);
@@ -2229,9 +2234,9 @@ static void test_pipeline_kernel_in_background(void **state)
   snprintf(tmp, sizeof tmp, "%s", fixture("pb2.tmp"));
   write_text(tmp, "%.6f\n", g3);
   CHECK(rename(tmp, k2) == 0, "rename: %s", strerror(errno));
-  fs = send_line(&r, "reload\n");
-  pf.fd = fs;
-  ready = poll(&pf, 1, 20000);
+  int fs = send_line(&r, "reload\n");
+  struct pollfd pf = {.fd = fs, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed */
   if (ready != 1) { /* the loop waits for the file: let it go */
     close(open(gate, O_WRONLY));
     print_log(&r);
@@ -2309,15 +2314,7 @@ static void test_pipeline_restart_in_background(void **state)
   /* open once the daemon reads it: from here its build waits for us */
   int w = open(gate, O_WRONLY);
   CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  int fs = send_line(&r, "status\n");
-  struct pollfd pf = {.fd = fs, .events = POLLIN};
-  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
-  if (ready != 1) { /* the loop builds the pipeline: let it go */
-    close(w);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "status was not answered while a pipeline was built");
-  char *a = answer_on(fs);
+  char *a = answer_while_held(&r, "status\n", w, "a pipeline was built");
   const char *f = field(a, "p", "state");
   CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
   free(a);
@@ -2343,15 +2340,7 @@ static void test_pipeline_restart_in_background(void **state)
              "kernel-file=%s crossfade=0 backend=cpu ! filesink "
              "buffer-mode=unbuffered location=%s\n",
              k2, out);
-  fs = send_line(&r, "reload\n");
-  pf.fd = fs;
-  ready = poll(&pf, 1, 20000);
-  if (ready != 1) {
-    close(w);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "a reload was not answered while a pipeline was built");
-  a = answer_on(fs);
+  a = answer_while_held(&r, "reload\n", w, "a pipeline was built");
   CHECK(answer_ok(a) && strstr(a, "p: restarts with its new section"),
         "reload while starting: %s", a);
   free(a);
@@ -2440,16 +2429,8 @@ static void test_pipeline_reload_in_background(void **state)
   int w = open(gate, O_WRONLY);
   CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
   CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
-  int fs = send_line(&r, "status\n");
-  struct pollfd pf = {.fd = fs, .events = POLLIN};
-  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
-  if (ready != 1) {                /* the loop builds it: let it go */
-    close(w);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "status was not answered while a reload's pipeline was "
-                    "built");
-  char *a = answer_on(fs);
+  char *a =
+      answer_while_held(&r, "status\n", w, "a reload's pipeline was built");
   const char *f = field(a, "p", "state");
   CHECK(answer_ok(a) && f && !strcmp(f, "starting") && field(a, "o", "state"),
         "status: %s", a);
@@ -2646,15 +2627,7 @@ static void test_pipeline_set_in_background(void **state)
   int wr = open(gate, O_WRONLY);
   CHECK(wr >= 0, "open %s: %s", gate, strerror(errno));
   CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
-  int fs = send_line(&r, "status\n");
-  struct pollfd pf = {.fd = fs, .events = POLLIN};
-  int ready = poll(&pf, 1, 20000); /* a hang, not a speed: none before */
-  if (ready != 1) {                /* the loop runs the setter: let it go */
-    close(wr);
-    print_log(&r);
-  }
-  CHECK(ready == 1, "status was not answered while a set was made");
-  char *a = answer_on(fs);
+  char *a = answer_while_held(&r, "status\n", wr, "a set was made");
   const char *st = field(a, "v", "state");
   CHECK(answer_ok(a) && st && !strcmp(st, "PLAYING"), "status: %s", a);
   free(a);
