@@ -340,3 +340,17 @@ gint cf_gst_kernel_file_code(const gchar *path)
     return GST_RESOURCE_ERROR_OPEN_READ;
   return GST_RESOURCE_ERROR_SETTINGS;
 }
+
+gboolean cf_gst_segment_goes_on(const GstSegment *old, const GstSegment *seg,
+                                GstClockTime t)
+{
+  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
+      !GST_CLOCK_TIME_IS_VALID(t) || (old->rate < 0) != (seg->rate < 0) ||
+      (old->applied_rate < 0) != (seg->applied_rate < 0))
+    return FALSE;
+  guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
+  guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
+  return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
+         gst_segment_to_stream_time(old, GST_FORMAT_TIME, t) ==
+             gst_segment_to_stream_time(seg, GST_FORMAT_TIME, t);
+}

@@ -101,6 +101,13 @@ void cf_gst_taps_value(GstObject *obj, GArray *const *taps, GValue *value);
 gint cf_gst_kernel_file_code(const gchar *path);
 
 /* The element registrations, one per element file. */
+/* Whether a new TIME segment seg carries on the stream old mapped: at
+ * time t (where the stream is), the same running and stream time in both,
+ * in the same direction (the signs of rate and applied rate); FALSE
+ * without a valid t. What makes a filter's history go on through it. */
+gboolean cf_gst_segment_goes_on(const GstSegment *old, const GstSegment *seg,
+                                GstClockTime t);
+
 gboolean cf_gst_register_cudafir(GstPlugin *plugin);
 gboolean cf_gst_register_cudaconvolve(GstPlugin *plugin);
 

@@ -3059,16 +3059,10 @@ static gboolean segment_continues(const GstCudaConvolve *self,
       old->offset == seg->offset && old->start == seg->start &&
       old->stop == seg->stop && old->time == seg->time)
     return TRUE;
-  GstClockTime t = GST_CLOCK_TIME_IS_VALID(self->next_pts) ? self->next_pts
-                                                           : self->last_pts;
-  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
-      !GST_CLOCK_TIME_IS_VALID(t) || (old->rate < 0) != (seg->rate < 0))
-    return FALSE;
-  guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
-  guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
-  return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
-         gst_segment_to_stream_time(old, GST_FORMAT_TIME, t) ==
-             gst_segment_to_stream_time(seg, GST_FORMAT_TIME, t);
+  return cf_gst_segment_goes_on(old, seg,
+                                GST_CLOCK_TIME_IS_VALID(self->next_pts)
+                                    ? self->next_pts
+                                    : self->last_pts);
 }
 
 /* A new stream or a segment that moves it: the frames in flight went out

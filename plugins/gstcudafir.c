@@ -2024,16 +2024,7 @@ static gboolean segment_continues(const GstCudaFir *self, const GstSegment *old,
 {
   if (gst_segment_is_equal(old, seg))
     return TRUE;
-  GstClockTime t = input_end(self);
-  if (old->format != GST_FORMAT_TIME || seg->format != GST_FORMAT_TIME ||
-      !GST_CLOCK_TIME_IS_VALID(t) || (old->rate < 0) != (seg->rate < 0) ||
-      (old->applied_rate < 0) != (seg->applied_rate < 0))
-    return FALSE;
-  guint64 r0 = gst_segment_to_running_time(old, GST_FORMAT_TIME, t);
-  guint64 r1 = gst_segment_to_running_time(seg, GST_FORMAT_TIME, t);
-  return GST_CLOCK_TIME_IS_VALID(r0) && r0 == r1 &&
-         gst_segment_to_stream_time(old, GST_FORMAT_TIME, t) ==
-             gst_segment_to_stream_time(seg, GST_FORMAT_TIME, t);
+  return cf_gst_segment_goes_on(old, seg, input_end(self));
 }
 
 /* Where, in the old segment's timestamps, the new one starts playing (its
