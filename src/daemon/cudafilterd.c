@@ -1777,7 +1777,10 @@ static gboolean on_accept(GSocket *listener, GIOCondition cond, gpointer user)
   daemon_state *d = user;
   (void)cond;
   for (;;) {
-    if (d->clients->len >= d->max_clients && !idlest_client(d)) {
+    /* chosen before the accept: a client that sends meanwhile is no
+     * longer idle, and none might be left to make room */
+    client *old = NULL;
+    if (d->clients->len >= d->max_clients && !(old = idlest_client(d))) {
       accept_pause(d, 50); /* until one is done, or one is that idle */
       return G_SOURCE_REMOVE;
     }
@@ -1803,8 +1806,7 @@ static gboolean on_accept(GSocket *listener, GIOCondition cond, gpointer user)
       return G_SOURCE_REMOVE;
     }
     d->accept_failed = false;
-    if (d->clients->len >= d->max_clients) {
-      client *old = idlest_client(d);
+    if (old) {
       static const char gone[] = "error: too many clients at once: this "
                                  "one, silent longest, is closed\n";
       g_socket_send(old->sock, gone, sizeof gone - 1, NULL, NULL);
