@@ -2026,6 +2026,21 @@ static double tail_peak(const char *path, size_t n)
   return have >= n ? peak : 0;
 }
 
+/* The pipeline stream p of the tests that read its gain from the peak
+ * of its output (wait_peak): a live tone through cudafir with the one-tap
+ * kernel file `kernel`, written raw to `out`; `more` (sections) after it. */
+static void write_gain_pipeline(const char *conf, const char *kernel,
+                                const char *out, const char *more)
+{
+  write_text(conf,
+             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true volume=1.0 samplesperbuffer=80 ! "
+             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
+             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n%s",
+             kernel, out, more);
+}
+
 /* The peak of the last 800 samples of a file once it is within 0.02 of
  * want, or as it is after 5 s (polled: a loaded machine writes late). */
 static double wait_peak(const char *path, double want)
@@ -2059,13 +2074,7 @@ static void test_pipeline_reload_kernel_file(void **state)
   snprintf(out, sizeof out, "%s", fixture("pk.raw"));
   unlink(out);
   write_text(kp, "%.6f\n", g0);
-  write_text(conf,
-             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
-             "is-live=true volume=1.0 samplesperbuffer=80 ! "
-             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
-             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
-             "buffer-mode=unbuffered location=%s\n",
-             kp, out);
+  write_gain_pipeline(conf, kp, out, "");
   running r;
   sum_gate = gate; /* none yet */
   start_daemon_ok(&r, conf);
@@ -2168,13 +2177,7 @@ static void test_pipeline_kernel_in_background(void **state)
   write_text(k1, "%.6f\n", g1);
   write_text(k2, "%.6f\n", g2);
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
-  write_text(conf,
-             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
-             "is-live=true volume=1.0 samplesperbuffer=80 ! "
-             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
-             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
-             "buffer-mode=unbuffered location=%s\n",
-             k0, out);
+  write_gain_pipeline(conf, k0, out, "");
   running r;
   kernel_gate = gate;
   start_daemon_ok(&r, conf);
@@ -2293,13 +2296,7 @@ static void test_pipeline_restart_in_background(void **state)
   CHECK(mkdir(dir, 0700) == 0, "mkdir %s: %s", dir, strerror(errno));
   write_text(kp, "%.6f\n", g0);
   write_text(k2, "%.6f\n", g2);
-  write_text(conf,
-             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
-             "is-live=true volume=1.0 samplesperbuffer=80 ! "
-             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
-             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
-             "buffer-mode=unbuffered location=%s\n",
-             kp, out);
+  write_gain_pipeline(conf, kp, out, "");
   running r;
   start_gate = gate; /* none yet: the daemon's own start goes on */
   start_daemon_ok(&r, conf);
@@ -2333,13 +2330,7 @@ static void test_pipeline_restart_in_background(void **state)
   CHECK(poll(pa, 2, 0) == 0, "a restart was answered before its start");
   /* a reload that changes the section is answered meanwhile; the stream
    * starts from it once this start is done (not beside it) */
-  write_text(conf,
-             "[stream p]\ntype = pipeline\npipeline = audiotestsrc "
-             "is-live=true volume=1.0 samplesperbuffer=80 ! "
-             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
-             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
-             "buffer-mode=unbuffered location=%s\n",
-             k2, out);
+  write_gain_pipeline(conf, k2, out, "");
   a = answer_while_held(&r, "reload\n", w, "a pipeline was built");
   CHECK(answer_ok(a) && strstr(a, "p: restarts with its new section"),
         "reload while starting: %s", a);
@@ -2406,14 +2397,10 @@ static void test_pipeline_reload_in_background(void **state)
   unlink(out);
   write_text(k0, "%.6f\n", g0);
   write_text(k1, "%.6f\n", g1);
-  static const char *const section =
-      "[stream p]\ntype = pipeline\npipeline = audiotestsrc is-live=true "
-      "volume=1.0 samplesperbuffer=80 ! audio/x-raw,format=F32LE,rate=8000,"
-      "channels=1 ! cudafir kernel-file=%s crossfade=0 backend=cpu ! "
-      "filesink buffer-mode=unbuffered location=%s\n"
+  static const char *const other =
       "[stream o]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
       "cudafir kernel=\"<0.5, 0.5>\" backend=cpu ! fakesink\n";
-  write_text(conf, section, k0, out);
+  write_gain_pipeline(conf, k0, out, other);
   running r;
   start_gate = gate; /* none yet: the daemon's own start goes on */
   start_daemon_ok(&r, conf);
@@ -2422,7 +2409,7 @@ static void test_pipeline_reload_in_background(void **state)
   double peak = wait_peak(out, g0);
   CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
   /* p's section changed (its kernel file's path): restarted */
-  write_text(conf, section, k1, out);
+  write_gain_pipeline(conf, k1, out, other);
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   int fr = send_line(&r, "reload\n");
   /* open once the start reads it: from here the build waits for us */
@@ -2467,7 +2454,7 @@ static void test_pipeline_reload_in_background(void **state)
    * one runs again, and the reload says so */
   char bad[700];
   snprintf(bad, sizeof bad, "%s.d/none/out.raw", out);
-  write_text(conf, section, k0, bad);
+  write_gain_pipeline(conf, k0, bad, other);
   a = ctl(&r, "reload");
   CHECK(!answer_ok(a) && strstr(a, "p: the old section runs again") &&
             strstr(a, bad) && strstr(a, "some streams did not take"),
