@@ -70,6 +70,7 @@
 
 #include "check.h"
 #include "gst_registry.h"
+#include "gst_launch.h"
 #include "gst_lock_watch.h"
 #include "gst_test_metas.h"
 #include "gpu/steady.h"
@@ -4508,31 +4509,6 @@ static void test_refused_rebuild(void **state)
  * element error naming it; no frame passes unfiltered (the identity).
  * While streaming: a warning on the bus, the property and the kernel as
  * they were. */
-/* The outcome of a gst-launch line: the first error's message (g_free),
- * or NULL where the stream reached EOS. */
-static gchar *launch_outcome(const char *desc)
-{
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  CHECK(p && !err, "gst_parse_launch(%s): %s", desc, err ? err->message : "?");
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  GstMessage *m = gst_bus_timed_pop_filtered(
-      bus, 20 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
-  CHECK(m, "%s: neither EOS nor an error", desc);
-  gchar *said = NULL;
-  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
-    gst_message_parse_error(m, &err, NULL);
-    said = g_strdup(err->message);
-    g_clear_error(&err);
-  }
-  gst_message_unref(m);
-  gst_object_unref(bus);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  return said;
-}
-
 /* A value refused while stopped (a gst-launch line's NaN tap, a sigma
  * the preset does not take) makes the start fail with an element error
  * naming the property and why, as a kernel-file that does not load

@@ -31,6 +31,7 @@
 
 #include "check.h"
 #include "gst_registry.h"
+#include "gst_launch.h"
 #include "gst_lock_watch.h"
 #include "gst_test_metas.h"
 #include "fixture.h"
@@ -5341,32 +5342,6 @@ static void test_said_once(void **state)
   g_log_remove_handler("cudafir", lh);
   gst_object_unref(bus);
   g_free(missing);
-}
-
-/* The outcome of a gst-launch line: the first error's message (g_free),
- * or NULL where the stream reached EOS. The line's properties are set
- * before there is a bus: their refusals are said with GLib, counted. */
-static gchar *launch_outcome(const char *desc)
-{
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  CHECK(p && !err, "gst_parse_launch(%s): %s", desc, err ? err->message : "?");
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  GstMessage *m = gst_bus_timed_pop_filtered(
-      bus, 20 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
-  CHECK(m, "%s: neither EOS nor an error", desc);
-  gchar *said = NULL;
-  if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
-    gst_message_parse_error(m, &err, NULL);
-    said = g_strdup(err->message);
-    g_clear_error(&err);
-  }
-  gst_message_unref(m);
-  gst_object_unref(bus);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  return said;
 }
 
 /* A kernel refused while stopped (a gst-launch line's NaN tap) makes the
