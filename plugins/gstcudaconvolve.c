@@ -52,13 +52,13 @@
  * streaming where no device is usable is refused at once (a warning, as
  * below: the property keeps its value), and so are components the stream's
  * format lacks where upstream offers no format that has them, or
- * downstream takes none of those it offers (with an element warning
- * naming which). A rebuild the engine refuses (a device-id that
- * does not exist, components the format negotiated then lacks) is an
- * element warning: the engine before
- * goes on, and the settings it needed go back to its values (notified),
- * so that they describe the engine running and the next change builds on
- * them rather than failing the same way.
+ * downstream takes none of those it offers, or, behind a tee, its other
+ * branches take none of them (with an element warning naming which). A rebuild
+ * the engine refuses (a device-id that does not exist, components the format
+ * negotiated then lacks) is an element warning: the engine before goes on, and
+ * the settings it needed go back to its values (notified), so that they
+ * describe the engine running and the next change builds on them rather than
+ * failing the same way.
  *
  * A property value that is wrong on its own (a size or sigma the preset
  * refuses, an unknown component name) is refused with an element warning
@@ -132,12 +132,16 @@
  * that a videoconvert before the element converts to one of them. Caps
  * sent with a format they do not fit are an element error naming the
  * components. Components set while streaming that the current format
- * lacks make the element ask upstream for a format they fit, where
- * upstream can give one and downstream take it (a reconfigure event:
- * videoconvert converts from its next frame on; the frames already on
- * their way are filtered with the previous components); elsewhere a
- * warning names the components and the previous ones go on (the property
- * goes back to them).
+ * lacks make the element ask upstream for a format they fit (a
+ * reconfigure event: videoconvert converts from its next frame on; the
+ * frames already on their way are filtered with the previous components),
+ * where upstream can give one and downstream take it, and, behind a tee,
+ * its other branches take it too (with components=luma on one branch, r
+ * on another is refused: the element's upstream peer, a tee's src pad,
+ * does not see those branches, and the renegotiation stopped the stream:
+ * QA); elsewhere a warning
+ * names the components and the previous ones go on (the property goes
+ * back to them).
  *
  * Latency. With pipeline-depth 0 (the default) the element adds none:
  * each frame leaves filtered in the call that brought it. With
@@ -722,11 +726,131 @@ static GstCaps *fitting_caps(GstCaps *from, const gchar *comps)
  * not fitting after all. */
 #define AWAIT_CAPS_FRAMES 300
 
+/* Components an element answers the caps queries of this thread for, in
+ * place of its own, while it asks the pipeline whether it could take them
+ * (upstream_links_unfit): the queries go through the whole pipeline and
+ * back to it within the asking thread, and the streaming threads'
+ * negotiations go on with the components it has. */
+typedef struct Probing {
+  GstCudaConvolve *self;
+  const gchar *comps;
+} Probing;
+
+static GPrivate probing = G_PRIVATE_INIT(NULL);
+
+/* The components self answers this thread's caps queries for: the ones
+ * probed, else its own (g_free). */
+static gchar *answering_components(GstCudaConvolve *self, gboolean *probe)
+{
+  const Probing *pr = g_private_get(&probing);
+  *probe = pr && pr->self == self;
+  if (*probe)
+    return g_strdup(pr->comps);
+  GST_OBJECT_LOCK(self);
+  gchar *comps = g_strdup(self->components);
+  GST_OBJECT_UNLOCK(self);
+  return comps;
+}
+
+/* The element's own pad that feeds sink pad `sink`: its peer, followed
+ * through ghost pads across bins' edges (NULL where there is none). */
+static GstPad *feeding_pad(GstPad *sink)
+{
+  GstPad *p = gst_pad_get_peer(sink);
+  for (guint hops = 0; p && GST_IS_PROXY_PAD(p) && hops < 64; hops++) {
+    GstPad *next = NULL;
+    if (GST_IS_GHOST_PAD(p)) { /* a bin's src pad: the pad in the bin */
+      next = gst_ghost_pad_get_target(GST_GHOST_PAD(p));
+    } else { /* in a bin, from its ghost sink pad: what feeds that */
+      GstProxyPad *ghost = gst_proxy_pad_get_internal(GST_PROXY_PAD(p));
+      if (ghost) {
+        next = gst_pad_get_peer(GST_PAD(ghost));
+        gst_object_unref(ghost);
+      }
+    }
+    gst_object_unref(p);
+    p = next;
+  }
+  return p;
+}
+
+/* Can link `p` (a src pad) carry its stream in some format, asked of both
+ * sides: what downstream of it takes (every branch a tee below sends to),
+ * and of that what p's element can give? */
+static gboolean link_can_carry(GstPad *p)
+{
+  GstCaps *same = gst_pad_get_current_caps(p);
+  if (same) { /* the same stream, in any format */
+    same = gst_caps_make_writable(same);
+    for (guint i = 0; i < gst_caps_get_size(same); i++)
+      gst_structure_remove_fields(gst_caps_get_structure(same, i), "format",
+                                  "colorimetry", "chroma-site", NULL);
+  }
+  GstCaps *down = gst_pad_peer_query_caps(p, same);
+  GstCaps *both = !gst_caps_is_empty(down) ? gst_pad_query_caps(p, down) : NULL;
+  gboolean yes = both && !gst_caps_is_empty(both);
+  GST_DEBUG_OBJECT(p,
+                   "downstream takes %" GST_PTR_FORMAT ", of which "
+                   "upstream gives %" GST_PTR_FORMAT,
+                   down, both);
+  if (both)
+    gst_caps_unref(both);
+  gst_caps_unref(down);
+  if (same)
+    gst_caps_unref(same);
+  return yes;
+}
+
+/* The branch points above the element (elements with several src pads:
+ * a tee), up to a source or an element with other than one sink pad: can
+ * the link into each carry a format, were the element's components
+ * comps? upstream_can_fit asks the element's upstream peer, which does not
+ * see past a tee: a tee's src pad answers a caps query with what comes
+ * into the tee, and what its other branches take counts only at the link
+ * into it, where the renegotiation upstream asks (QA: components=luma on
+ * one branch, then r on the other, were taken and the stream stopped
+ * with a bare not-negotiated error). NULL where they can, else which
+ * stands in the way (g_free). */
+static gchar *upstream_links_unfit(GstCudaConvolve *self, const gchar *comps)
+{
+  Probing pr = {self, comps};
+  g_private_set(&probing, &pr);
+  gchar *why = NULL;
+  GstPad *p = feeding_pad(GST_BASE_TRANSFORM_SINK_PAD(self));
+  for (guint hops = 0; p && !why && hops < 64; hops++) {
+    GstElement *el = gst_pad_get_parent_element(p);
+    gst_object_unref(p);
+    p = NULL;
+    if (!el)
+      break;
+    GstPad *in = NULL;
+    GST_OBJECT_LOCK(el);
+    gboolean branches = el->numsrcpads > 1;
+    if (el->numsinkpads == 1)
+      in = gst_object_ref(el->sinkpads->data);
+    GST_OBJECT_UNLOCK(el);
+    if (in) {
+      p = feeding_pad(in);
+      gst_object_unref(in);
+    }
+    if (p && branches && !link_can_carry(p))
+      why = g_strdup_printf("the other branches of %s take no format that "
+                            "has them",
+                            GST_ELEMENT_NAME(el));
+    gst_object_unref(el);
+  }
+  if (p)
+    gst_object_unref(p);
+  g_private_set(&probing, NULL);
+  return why;
+}
+
 /* Can upstream give the stream of caps `cur` in a format comps fit (a
  * videoconvert before the element can), and downstream take it (the
- * output keeps the input's format)? */
+ * output keeps the input's format)? Where not, *why says which side
+ * stands in the way (g_free; why may be NULL). */
 static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
-                                 GstCaps *cur, const char **why)
+                                 GstCaps *cur, gchar **why)
 {
   GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
   /* the same stream in any format they fit */
@@ -743,18 +867,23 @@ static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
                       ? gst_pad_peer_query_caps(trans->srcpad, can)
                       : NULL;
   gboolean yes = both && !gst_caps_is_empty(both);
-  /* which side stands in the way, for the refusal (why may be NULL) */
+  /* the links above, a tee's other branches included */
+  gchar *far = yes ? upstream_links_unfit(self, comps) : NULL;
   if (why)
-    *why = yes ? NULL
-         : can && !gst_caps_is_empty(can)
-             ? "upstream offers a format that has them but downstream takes "
-               "none"
-             : "upstream offers no format that has them";
+    *why = far   ? g_strdup(far)
+           : yes ? NULL
+           : can && !gst_caps_is_empty(can)
+               ? g_strdup("upstream offers a format that has them but "
+                          "downstream takes none")
+               : g_strdup("upstream offers no format that has them");
+  if (far)
+    yes = FALSE;
   GST_INFO_OBJECT(self,
                   "components '%s' do not fit %" GST_PTR_FORMAT
                   "; upstream can give %" GST_PTR_FORMAT
-                  ", downstream take %" GST_PTR_FORMAT,
-                  comps, cur, can, both);
+                  ", downstream take %" GST_PTR_FORMAT "%s%s",
+                  comps, cur, can, both, far ? "; but " : "", far ? far : "");
+  g_free(far);
   if (can)
     gst_caps_unref(can);
   if (both)
@@ -772,15 +901,15 @@ static gboolean upstream_can_fit(GstCudaConvolve *self, const gchar *comps,
  * videoconvert converts to it). Where the components fit none of them,
  * the caps as they are: negotiation goes on and set_info refuses the
  * format with an error that names the components (empty caps would end
- * in not-negotiated, and no word of why). */
+ * in not-negotiated, and no word of why); but none for components probed
+ * (upstream_links_unfit), where that is the answer sought. */
 static GstCaps *gst_cuda_convolve_transform_caps(GstBaseTransform *trans,
                                                  GstPadDirection direction,
                                                  GstCaps *caps, GstCaps *filter)
 {
   GstCudaConvolve *self = GST_CUDA_CONVOLVE(trans);
-  GST_OBJECT_LOCK(self);
-  gchar *comps = g_strdup(self->components);
-  GST_OBJECT_UNLOCK(self);
+  gboolean probe;
+  gchar *comps = answering_components(self, &probe);
   GstCaps *from = gst_caps_is_any(caps)
                       ? gst_pad_get_pad_template_caps(direction == GST_PAD_SINK
                                                           ? trans->srcpad
@@ -788,7 +917,7 @@ static GstCaps *gst_cuda_convolve_transform_caps(GstBaseTransform *trans,
                       : gst_caps_ref(caps);
   GstCaps *ret = fitting_caps(from, comps);
   g_free(comps);
-  if (gst_caps_is_empty(ret)) {
+  if (gst_caps_is_empty(ret) && !probe) {
     gst_caps_unref(ret);
     ret = gst_caps_copy(from);
   }
@@ -2595,7 +2724,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   gchar *comps = interim ? g_strdup(self->components) : NULL;
   gchar *fallback = interim ? g_strdup(interim) : NULL;
   GST_OBJECT_UNLOCK(self);
-  const char *side = NULL;
+  gchar *side = NULL;
   gboolean ask = comps && upstream_can_fit(self, comps, incaps, &side);
   /* caps that change neither the frames' format and size nor their
    * memory (another framerate, pixel aspect ratio, colorimetry) keep the
@@ -2653,6 +2782,7 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   GST_OBJECT_UNLOCK(self);
   g_free(comps);
   g_free(fallback);
+  g_free(side);
   if (ask)
     gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
   gboolean ok = report_note(self, &note);
@@ -3724,19 +3854,22 @@ static void set_property_body(GObject *object, guint prop_id,
     if (unfit) {
       GstCaps *cur =
           gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
-      const char *side = "upstream offers no format that has them";
+      gchar *side = NULL;
       gboolean ask = cur && upstream_can_fit(self, s, cur, &side);
       if (cur)
         gst_caps_unref(cur);
       if (!ask) {
-        gchar *why = g_strdup_printf("'%s': the stream's %s lacks them and "
-                                     "%s; the components stay as they are",
-                                     s, gst_video_format_to_string(fmt),
-                                     side);
+        gchar *why = g_strdup_printf(
+            "'%s': the stream's %s lacks them and %s; the components stay "
+            "as they are",
+            s, gst_video_format_to_string(fmt),
+            side ? side : "upstream offers no format that has them");
         REFUSE(self, "components", "%s", why);
         g_free(why);
+        g_free(side);
         return;
       }
+      g_free(side);
     }
     GST_OBJECT_LOCK(self);
     g_free(self->components);
@@ -4026,7 +4159,8 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "2 = G/U, 4 = B/V); words apart by commas or spaces; gray video "
           "has one component (y). Negotiation offers the formats they fit; "
           "set while playing to ones the format lacks, upstream is asked "
-          "for another",
+          "for another, or where none can come (behind a tee: that its "
+          "other branches take too) they are refused with a warning",
           DEFAULT_COMPONENTS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,

@@ -1811,20 +1811,37 @@ static void live_comps_out(GstElement *sink, GstBuffer *b, GstPad *pad,
   g_ptr_array_add(l->out_caps, gst_pad_get_current_caps(pad));
 }
 
-/* Run `line` (cudaconvolve "c", fakesink "sink") to EOS; the warnings
- * posted, joined, into warn. FALSE without EOS (msg says why). */
-static int run_collect(const char *line, live_comps *l, char *warn,
-                       size_t nwarn, char *msg, size_t nmsg)
+/* Collect l's frames: cudaconvolve `conv`'s input through probe `in`,
+ * fakesink `sink`'s handoffs. */
+static void collect_at(GstElement *pipe, const char *conv, const char *sink,
+                       live_comps *l, GstPadProbeCallback in)
+{
+  l->conv = gst_bin_get_by_name(GST_BIN(pipe), conv);
+  GstElement *s = gst_bin_get_by_name(GST_BIN(pipe), sink);
+  CHECK(l->conv && s, "no %s or %s in the pipeline", conv, sink);
+  GstPad *pad = gst_element_get_static_pad(l->conv, "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, in, l, NULL);
+  gst_object_unref(pad);
+  g_object_set(s, "signal-handoffs", TRUE, NULL);
+  g_signal_connect(s, "handoff", G_CALLBACK(live_comps_out), l);
+  gst_object_unref(s);
+}
+
+/* Run `line` (cudaconvolve "c", fakesink "sink", their frames into l; with
+ * l2, cudaconvolve "c2" and fakesink "sink2" too, into l2) to EOS, l's
+ * frames probed by `in` (NULL: live_comps_in); the warnings posted, each
+ * after its element's name, joined, into warn. FALSE without EOS (msg
+ * says why). */
+static int run_collect(const char *line, live_comps *l, GstPadProbeCallback in,
+                       live_comps *l2, char *warn, size_t nwarn, char *msg,
+                       size_t nmsg)
 {
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch(line, &err);
   CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
-  l->conv = gst_bin_get_by_name(GST_BIN(pipe), "c");
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
-  GstPad *pad = gst_element_get_static_pad(l->conv, "sink");
-  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, live_comps_in, l, NULL);
-  g_object_set(sink, "signal-handoffs", TRUE, NULL);
-  g_signal_connect(sink, "handoff", G_CALLBACK(live_comps_out), l);
+  collect_at(pipe, "c", "sink", l, in ? in : live_comps_in);
+  if (l2)
+    collect_at(pipe, "c2", "sink2", l2, live_comps_in);
   CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
             GST_STATE_CHANGE_FAILURE,
         "pipeline does not start");
@@ -1846,8 +1863,8 @@ static int run_collect(const char *line, live_comps *l, char *warn,
         gst_message_parse_error(m, &e, &dbg);
       size_t used = strlen(warn);
       if (t == GST_MESSAGE_WARNING)
-        snprintf(warn + used, nwarn - used, "%s | %s; ", e->message,
-                 dbg ? dbg : "");
+        snprintf(warn + used, nwarn - used, "%s: %s | %s; ",
+                 GST_MESSAGE_SRC_NAME(m), e->message, dbg ? dbg : "");
       else
         snprintf(msg, nmsg, "%s | %s", e->message, dbg ? dbg : "");
       g_clear_error(&e);
@@ -1860,9 +1877,9 @@ static int run_collect(const char *line, live_comps *l, char *warn,
   }
   gst_object_unref(bus);
   gst_element_set_state(pipe, GST_STATE_NULL);
-  gst_object_unref(pad);
-  gst_object_unref(sink);
   gst_object_unref(l->conv);
+  if (l2)
+    gst_object_unref(l2->conv);
   gst_object_unref(pipe);
   return eos;
 }
@@ -1946,7 +1963,8 @@ static void test_components_live(void **state)
         mode == 3 ? src->gst : "", mode == 3 ? " !" : "");
     set_case("%s; components=%s at frame %u: ", line, target, l.at);
     char warn[2048], msg[512];
-    int eos = run_collect(line, &l, warn, sizeof warn, msg, sizeof msg);
+    int eos =
+        run_collect(line, &l, NULL, NULL, warn, sizeof warn, msg, sizeof msg);
     g_free(line);
     CHECK(eos, "no EOS: %s", msg);
     CHECK(l.in->len == n && l.out->len == n, "%u frames in, %u out, want %u",
@@ -1978,6 +1996,174 @@ static void test_components_live(void **state)
     g_ptr_array_unref(l.in_caps);
     g_ptr_array_unref(l.out);
     g_ptr_array_unref(l.out_caps);
+  }
+}
+
+/* c's components changed twice as frames come: to `first` at frame l.at,
+ * to l.target at frame then_at; what they read at the last frame (of n)
+ * into final. */
+typedef struct tee_steps {
+  live_comps l; /* first: live_comps_out takes it as a live_comps */
+  const char *first;
+  unsigned then_at, n;
+  gchar *final;
+} tee_steps;
+
+static GstPadProbeReturn tee_steps_in(GstPad *pad, GstPadProbeInfo *info,
+                                      gpointer data)
+{
+  tee_steps *t = data;
+  live_comps *l = &t->l;
+  g_ptr_array_add(l->in, gst_buffer_ref(GST_PAD_PROBE_INFO_BUFFER(info)));
+  g_ptr_array_add(l->in_caps, gst_pad_get_current_caps(pad));
+  if (l->in->len == l->at + 1)
+    g_object_set(l->conv, "components", t->first, NULL);
+  if (l->in->len == t->then_at + 1)
+    g_object_set(l->conv, "components", l->target, NULL);
+  if (l->in->len == t->n)
+    g_object_get(l->conv, "components", &t->final, NULL);
+  return GST_PAD_PROBE_OK;
+}
+
+static live_comps live_comps_new(const char *target, unsigned at)
+{
+  live_comps l = {
+      NULL,
+      target,
+      at,
+      g_ptr_array_new_with_free_func((GDestroyNotify)gst_buffer_unref),
+      g_ptr_array_new_with_free_func((GDestroyNotify)gst_caps_unref),
+      g_ptr_array_new_with_free_func((GDestroyNotify)gst_buffer_unref),
+      g_ptr_array_new_with_free_func((GDestroyNotify)gst_caps_unref)};
+  return l;
+}
+
+static void live_comps_free(live_comps *l)
+{
+  g_ptr_array_unref(l->in);
+  g_ptr_array_unref(l->in_caps);
+  g_ptr_array_unref(l->out);
+  g_ptr_array_unref(l->out_caps);
+}
+
+/* Two cudaconvolve on two branches of a tee after a videoconvert (one
+ * camera filtered two ways), c2's components set on the line. While
+ * playing, c takes components the stream's format has (no new format),
+ * then ones of the other family, which no format c2's components fit has:
+ * luma on one branch, r on the other. The setter asked only its upstream
+ * peer, which through a tee does not see the other branch: it took them
+ * and asked for a new format, negotiation failed and the stream stopped
+ * with a bare "not-negotiated" naming neither element nor property (QA).
+ * Now they are refused with a warning from c naming the components, the
+ * format and the tee's other branches; the property keeps its value and
+ * every frame of both branches is filtered, in the source's format, with
+ * the components it had. Where c2 takes every format (components=all),
+ * the change is taken as without a tee: both branches get the frames
+ * after it in a format c's new components fit. No queues: one streaming thread,
+ * so that the frame after the change is the first videoconvert sends after it
+ * (with queues, a fast source had sent all its frames before the change came,
+ * and no renegotiation followed); the sinks, async=false, do not wait
+ * for a preroll that the other branch's frames would have to pass. */
+static void test_components_tee(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 96);
+  static const char *const yuv_src[] = {"I420", "NV12", "Y444", "Y42B"};
+  static const char *const rgb_src[] = {"RGBA", "BGRA", "RGBx",
+                                        "BGRx", "RGB",  "BGR"};
+  static const char *const yuv_first[] = {"chroma", "u", "uv", "v"};
+  static const char *const rgb_first[] = {"g", "rb", "blue"};
+  static const char *const yuv_other[] = {"luma", "y", "yuv"};
+  static const char *const rgb_other[] = {"r", "gb"};
+  static const char *const to_rgb[] = {"r", "gb", "rgb", "red"};
+  static const char *const to_yuv[] = {"luma", "chroma", "u", "yuv"};
+  for (unsigned rep = 0; rep < 6; rep++) {
+    int yuv = rep % 2 == 0;
+    int conflict = rep < 4; /* else c2 takes every format: no conflict */
+    const char *fname = yuv ? yuv_src[ref_rng_range(&r, 0, 3)]
+                            : rgb_src[ref_rng_range(&r, 0, 5)];
+    const gfmt *src = NULL;
+    for (unsigned j = 0; j < NFORMATS; j++)
+      if (!strcmp(formats[j].gst, fname))
+        src = &formats[j];
+    CHECK(src != NULL, "format %s", fname);
+    const char *first = yuv ? yuv_first[ref_rng_range(&r, 0, 3)]
+                            : rgb_first[ref_rng_range(&r, 0, 2)];
+    const char *other = !conflict ? "all"
+                        : yuv     ? yuv_other[ref_rng_range(&r, 0, 2)]
+                                  : rgb_other[ref_rng_range(&r, 0, 1)];
+    const char *target =
+        yuv ? to_rgb[ref_rng_range(&r, 0, 3)] : to_yuv[ref_rng_range(&r, 0, 3)];
+    unsigned n = (unsigned)ref_rng_range(&r, 8, 14),
+             w = 2 * (unsigned)ref_rng_range(&r, 4, 30),
+             h = 2 * (unsigned)ref_rng_range(&r, 4, 20),
+             size = 1 + 2 * (unsigned)ref_rng_range(&r, 1, 2),
+             at = (unsigned)ref_rng_range(&r, 1, 3);
+    tee_steps t = {live_comps_new(target, at), first,
+                   (unsigned)ref_rng_range(&r, at + 1, n - 3), n, NULL};
+    live_comps l2 = live_comps_new(NULL, n + 1); /* never set */
+    gchar *line = g_strdup_printf(
+        "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
+        "width=%u,height=%u,framerate=25/1 ! videoconvert ! tee name=t "
+        "t. ! cudaconvolve name=c backend=%s preset=box size=%u "
+        "border=nearest ! fakesink name=sink async=false "
+        "t. ! cudaconvolve name=c2 backend=%s preset=box size=%u "
+        "border=nearest components=%s ! fakesink name=sink2 async=false",
+        n, src->gst, w, h, case_backend(), size, case_backend(), size, other);
+    set_case("%s; c: components=%s at frame %u, %s at frame %u: ", line, first,
+             at, target, t.then_at);
+    char warn[2048], msg[512];
+    int eos = run_collect(line, &t.l, tee_steps_in, &l2, warn, sizeof warn, msg,
+                          sizeof msg);
+    g_free(line);
+    CHECK(eos, "no EOS: %s", msg);
+    CHECK(t.l.in->len == n && t.l.out->len == n && l2.in->len == n &&
+              l2.out->len == n,
+          "c: %u frames in, %u out; c2: %u in, %u out; want %u", t.l.in->len,
+          t.l.out->len, l2.in->len, l2.out->len, n);
+    gchar *want = g_strdup_printf("'%s'", target);
+    if (conflict)
+      CHECK(!strncmp(warn, "c: ", 3) && !strstr(warn, "; c") &&
+                strstr(warn, "components") && strstr(warn, want) &&
+                strstr(warn, src->gst) && strstr(warn, "other branches of t"),
+            "want one warning, from c, naming components %s, the stream's "
+            "%s and the other branches of tee t: '%s'",
+            want, src->gst, warn);
+    else
+      CHECK(!warn[0], "warning posted: %s", warn);
+    g_free(want);
+    const char *now = conflict ? first : target;
+    CHECK(t.final && !strcmp(t.final, now), "c's components read %s, not %s",
+          t.final ? t.final : "(null)", now);
+    g_free(t.final);
+    for (unsigned i = 0; i < n; i++) {
+      CHECK(gst_caps_is_equal(g_ptr_array_index(t.l.in_caps, i),
+                              g_ptr_array_index(l2.in_caps, i)),
+            "frame %u: the branches' caps differ", i);
+      const char *f = gst_structure_get_string(
+          gst_caps_get_structure(g_ptr_array_index(t.l.in_caps, i), 0),
+          "format");
+      /* without a conflict, the frames after the change come in a
+       * format the new components fit, to both branches */
+      cf_pixel_format pf = CF_PIX_GRAY8;
+      int converted = f && cf_pixel_format_from_string(f, &pf) == CF_OK &&
+                      comps_fit(target, pf);
+      if (!conflict && i > t.then_at)
+        CHECK(converted, "frame %u in %s, which components=%s does not fit", i,
+              f ? f : "?", target);
+      else
+        CHECK(f && !strcmp(f, src->gst), "frame %u in %s, not the source's %s",
+              i, f ? f : "?", src->gst);
+      live_comps_check(&t.l, i,
+                       i < at      ? "all"
+                       : converted ? target
+                                   : first,
+                       size);
+      live_comps_check(&l2, i, other, size);
+    }
+    live_comps_free(&t.l);
+    live_comps_free(&l2);
   }
 }
 
@@ -7267,6 +7453,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_concurrent_setters, teardown),
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
       cmocka_unit_test_teardown(test_components_live, teardown),
+      cmocka_unit_test_teardown(test_components_tee, teardown),
       cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_components_changed_again, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
