@@ -2013,6 +2013,36 @@ static void test_pipeline_file(void **state)
   free(k.h);
 }
 
+/* A sink that fails only in finishing, at the stop's EOS (filesink
+ * holding what it has till then, writing to a full disk): the daemon's
+ * log says so, where the failure was lost with the bus watch gone. */
+static void test_pipeline_stop_fails(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  if (access("/dev/full", W_OK) != 0)
+    skip();
+  char conf[600];
+  snprintf(conf, sizeof conf, "%s", fixture("full.conf"));
+  write_text(conf,
+             "[stream full]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true samplesperbuffer=100 ! audio/x-raw,format=F32LE,"
+             "rate=8000,channels=1 ! cudafir kernel=\"<0.5,0.25>\" "
+             "backend=cpu ! filesink location=/dev/full buffer-mode=full "
+             "buffer-size=10000000\n");
+  running r;
+  start_daemon_ok(&r, conf);
+  double n = wait_for(&r, "full", "buffers", 3);
+  CHECK(n >= 3, "%g buffers through cudafir", n);
+  stop_daemon(&r);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "stream full stopped: filesink") &&
+            strstr(log, "No space left"),
+        "a failed finish is not in the log:\n%s", log ? log : "");
+  free(log);
+}
+
 /* The peak of the last n float samples of a file (0 when shorter). */
 static double tail_peak(const char *path, size_t n)
 {
@@ -6580,6 +6610,7 @@ int main(void)
       cmocka_unit_test_teardown(test_live_change, kill_left),
       cmocka_unit_test_teardown(test_pipelines_reload, kill_left),
       cmocka_unit_test_teardown(test_pipeline_file, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_stop_fails, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_restart_in_background, kill_left),

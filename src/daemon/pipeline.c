@@ -555,6 +555,16 @@ void cfd_pipeline_stop(cfd_pipeline *p)
       GstMessage *m = gst_bus_timed_pop_filtered(
           bus, 2 * GST_SECOND,
           (GstMessageType)(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+      /* the watch is gone: an error in finishing (a sink's last write to
+       * a full disk) is told here, or no one hears of it (QA: filesink
+       * on /dev/full with its data held till EOS, exit 0, nothing in the
+       * log) */
+      if (m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR)
+        on_bus(bus, m, p);
+      else if (!m)
+        g_printerr("cudafilterd: stream %s did not finish within 2 s of "
+                   "its end (EOS): what it wrote may be cut short\n",
+                   p->name);
       if (m)
         gst_message_unref(m);
     }
