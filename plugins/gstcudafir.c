@@ -924,7 +924,11 @@ static void check_output(GstCudaFir *self, const float *y, size_t n,
  * starts (its offset too, counted in frames), and the partial frame at
  * its end is carried on; NULL where no
  * frame is whole yet. So no frame is misread or lost. FALSE: out of
- * memory (*inp is released). */
+ * memory, or input that does not map, said on the bus (*inp is
+ * released). Mapped, not gst_buffer_extract'ed: that copies nothing of
+ * memory that does not map, telling no one (and puts NULL in the
+ * buffer's place for it), and the bytes of a fresh allocation went out
+ * as sound (QA). */
 static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
 {
   GstBuffer *in = *inp;
@@ -934,8 +938,16 @@ static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
   GstClockTime pts = have ? self->carry_pts : GST_BUFFER_PTS(in);
   guint64 offset = have ? self->carry_offset : GST_BUFFER_OFFSET(in);
   *inp = NULL;
+  GstMapInfo im;
+  if (!gst_buffer_map(in, &im, GST_MAP_READ)) {
+    gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("cudafir: cannot map input"),
+                      (NULL));
+    return FALSE;
+  }
   if (whole == 0) { /* still inside the first frame */
-    gst_buffer_extract(in, 0, self->carry + have, size);
+    memcpy(self->carry + have, im.data, size);
+    gst_buffer_unmap(in, &im);
     self->carry_len = total;
     self->carry_pts = pts;
     self->carry_offset = offset;
@@ -947,14 +959,18 @@ static gboolean join_frames(GstCudaFir *self, GstBuffer **inp)
   if (!out || !gst_buffer_map(out, &m, GST_MAP_WRITE)) {
     if (out)
       gst_buffer_unref(out);
+    gst_buffer_unmap(in, &im);
     gst_buffer_unref(in);
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
+                      (NULL));
     return FALSE;
   }
   memcpy(m.data, self->carry, have);
-  gst_buffer_extract(in, 0, m.data + have, whole - have);
+  memcpy(m.data + have, im.data, whole - have);
   gst_buffer_unmap(out, &m);
   self->carry_len = total - whole;
-  gst_buffer_extract(in, whole - have, self->carry, self->carry_len);
+  memcpy(self->carry, im.data + (whole - have), self->carry_len);
+  gst_buffer_unmap(in, &im);
   GstClockTime dur = gst_util_uint64_scale_int_round(whole / bpf, GST_SECOND,
                                                      (gint)self->rate);
   self->carry_pts = GST_CLOCK_TIME_IS_VALID(pts) ? pts + dur : pts;
@@ -2268,11 +2284,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                      "buffer of %" G_GSIZE_FORMAT " bytes ends inside "
                      "a frame: carrying the rest over",
                      gst_buffer_get_size(in));
-    if (!join_frames(self, &in)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("cudafir: out of memory"),
-                        (NULL));
+    if (!join_frames(self, &in))
       return GST_FLOW_ERROR;
-    }
     if (!in)
       return GST_FLOW_OK;
   }

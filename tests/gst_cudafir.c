@@ -4885,6 +4885,94 @@ static void test_nonfinite_input(void **state)
     free(h);
   }
 }
+/* Memory that neither maps nor copies (memory that lives on a device
+ * can be so): an allocator of it, for test_unreadable_input. */
+typedef GstAllocator NoMapAllocator;
+typedef GstAllocatorClass NoMapAllocatorClass;
+GType no_map_allocator_get_type(void);
+G_DEFINE_TYPE(NoMapAllocator, no_map_allocator, GST_TYPE_ALLOCATOR)
+
+static gpointer no_map(GstMemory *m, gsize max, GstMapFlags f)
+{
+  (void)m, (void)max, (void)f;
+  return NULL;
+}
+static void no_unmap(GstMemory *m)
+{
+  (void)m;
+}
+static GstMemory *no_copy(GstMemory *m, gssize o, gssize n)
+{
+  (void)m, (void)o, (void)n;
+  return NULL;
+}
+static void no_map_free(GstAllocator *a, GstMemory *m)
+{
+  (void)a;
+  g_free(m);
+}
+static void no_map_allocator_class_init(NoMapAllocatorClass *k)
+{
+  k->free = no_map_free;
+}
+static void no_map_allocator_init(NoMapAllocator *a)
+{
+  a->mem_type = "NoMapMemory";
+  a->mem_map = no_map;
+  a->mem_unmap = no_unmap;
+  a->mem_copy = no_copy;
+  a->mem_share = no_copy;
+  GST_OBJECT_FLAG_SET(a, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+}
+
+/* Input that does not map fails the stream, naming it, and nothing goes
+ * out; also where the buffer does not end on a frame and its bytes are
+ * joined to the next: there they were gst_buffer_extract'ed unchecked,
+ * and the bytes of a fresh allocation filtered and pushed as sound (QA).
+ * Cases: a buffer ending inside a frame; one after such a buffer (the
+ * carried bytes joined to it); one shorter than a frame; one of whole
+ * frames. */
+static void test_unreadable_input(void **state)
+{
+  (void)state;
+  GstAllocator *alloc = g_object_new(no_map_allocator_get_type(), NULL);
+  for (int how = 0; how < 4; how++) {
+    unsigned ch = (unsigned)ref_rng_range(&rng, 2, 4);
+    gsize bpf = ch * sizeof(float);
+    size_t frames = ref_rng_range(&rng, 1, 500);
+    float h[2] = {0.5f, 0.25f};
+    GstHarness *hh = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(hh->element, bus);
+    set_taps(hh->element, h, 2);
+    set_caps(hh, GST_AUDIO_FORMAT_F32LE, 48000, ch, ch);
+    if (how == 1) { /* a readable buffer ending inside a frame first */
+      GstBuffer *first = gst_buffer_new_allocate(NULL, bpf + 2, NULL);
+      gst_buffer_memset(first, 0, 0, bpf + 2);
+      CHECK(gst_harness_push(hh, first) == GST_FLOW_OK, "readable push");
+    }
+    gsize size = how == 2   ? bpf - 1
+                 : how == 3 ? frames * bpf
+                            : frames * bpf + (how == 0 ? 3 : 0);
+    GstMemory *m = g_new0(GstMemory, 1);
+    gst_memory_init(m, 0, alloc, NULL, size, 0, 0, size);
+    GstBuffer *b = gst_buffer_new();
+    gst_buffer_append_memory(b, m);
+    guint before = gst_harness_buffers_received(hh);
+    GstFlowReturn fr = gst_harness_push(hh, b);
+    guint out = gst_harness_buffers_received(hh) - before;
+    CHECK(fr == GST_FLOW_ERROR && out == 0 &&
+              bus_has(bus, GST_MESSAGE_ERROR, "cannot map input"),
+          "case %d (%u ch, %" G_GSIZE_FORMAT " bytes): flow %s, %u buffers "
+          "out, or the error does not say the input does not map",
+          how, ch, size, gst_flow_get_name(fr), out);
+    gst_element_set_bus(hh->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(hh);
+  }
+  gst_object_unref(alloc);
+}
+
 /* The properties both elements have (device-id, threads, backend, ...)
  * take the same values on both: an application or a cudafilterd config
  * that sets them on one sets them on the other (cudafir's device-id and
@@ -6217,6 +6305,7 @@ int main(void)
       cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
       cmocka_unit_test(test_nonfinite_input),
+      cmocka_unit_test(test_unreadable_input),
       cmocka_unit_test(test_overflow_output),
       cmocka_unit_test(test_pipeline_files),
       cmocka_unit_test(test_meta_tags),
