@@ -7404,6 +7404,29 @@ static void test_demo(void **state)
              res.out_len, data);
 #endif
   result_free(&res);
+  /* a full disk: said once, as the write that failed (a second "cannot
+   * close" followed it, QA) */
+  if (access("/dev/full", W_OK) == 0) {
+    char errp[PATH_MAX], cmd[2 * PATH_MAX + 64];
+    tmp_path(errp, sizeof errp, "full.err");
+    snprintf(cmd, sizeof cmd,
+             "'%s' demo --seconds 0.01 --out - >/dev/full "
+             "2>'%s'",
+             cli_path, errp);
+    int st = system(cmd);
+    size_t n = 0;
+    char *msg = (char *)read_file(errp, &n);
+    if (msg)
+      msg[n] = 0; /* read_file leaves a byte for it */
+    const char *said = msg ? strstr(msg, "No space left on device") : NULL;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !said ||
+        !strstr(msg, "demo: cannot write -") ||
+        strstr(said + 1, "No space left on device"))
+      fail_msg("demo --out - > /dev/full: status %d, stderr '%s'", st,
+               msg ? msg : "");
+    free(msg);
+    unlink(errp);
+  }
   /* SIGINT, SIGTERM or SIGHUP part way: exit 130, an earlier --out file
    * as it was and no temporary file (it left the file cut short, a WAV
    * that reads as a shorter one, over the earlier; QA) */

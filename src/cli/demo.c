@@ -195,13 +195,16 @@ static int writer_write(writer *w, const float *x, size_t frames)
   return err < 0 ? av_failed(w, "cannot write", err) : 0;
 }
 
-/* Finish the file when ok, else just release everything. */
+/* Finish the file when ok, else just release everything (a failure
+ * then is the one already said again: "cannot close" after "cannot
+ * write" of a full disk, QA). */
 static int writer_close(writer *w, bool ok)
 {
   int rc = 0, err;
   if (ok && (err = cf_av->av_write_trailer(w->oc)) < 0)
     rc = av_failed(w, "cannot finish", err);
-  if (w->oc && w->oc->pb && (err = cf_av->avio_closep(&w->oc->pb)) < 0 && !rc)
+  if (w->oc && w->oc->pb && (err = cf_av->avio_closep(&w->oc->pb)) < 0 && ok &&
+      !rc)
     rc = av_failed(w, "cannot close", err);
   cf_av->avformat_free_context(w->oc);
   cf_av->av_packet_free(&w->pkt);
