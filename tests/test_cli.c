@@ -7427,6 +7427,30 @@ static void test_demo(void **state)
     free(msg);
     unlink(errp);
   }
+  /* --ir where the file cannot be written whole (a file size limit
+   * standing in for a full disk): exit 1 naming why, an earlier file as
+   * it was and no temporary file (it was left cut short, a WAV whose
+   * header has no sizes, over the earlier; QA) */
+  {
+    char errp[PATH_MAX], cmd[3 * PATH_MAX + 64];
+    tmp_path(errp, sizeof errp, "ir.err");
+    write_file(path, "earlier\n", 8);
+    snprintf(cmd, sizeof cmd, "ulimit -f 16; exec '%s' demo --ir '%s' 2>'%s'",
+             cli_path, path, errp);
+    int st = system(cmd);
+    size_t n = 0;
+    char *msg = (char *)read_file(errp, &n);
+    if (msg)
+      msg[n] = 0; /* read_file leaves a byte for it */
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !msg ||
+        !strstr(msg, "File too large") || !file_equals(path, "earlier\n"))
+      fail_msg("demo --ir past a file size limit: status %d, earlier file "
+               "kept %d, stderr '%s'",
+               st, file_equals(path, "earlier\n"), msg ? msg : "");
+    assert_no_part_files();
+    free(msg);
+    unlink(errp);
+  }
   /* SIGINT, SIGTERM or SIGHUP part way: exit 130, an earlier --out file
    * as it was and no temporary file (it left the file cut short, a WAV
    * that reads as a shorter one, over the earlier; QA) */

@@ -264,14 +264,20 @@ static FILE *report_stream(const char *path)
   return stdout;
 }
 
+static char *part_name(const char *path, bool *oom);
+
 /* `demo --ir FILE`: the room as a stereo WAV, one kernel per channel (for
- * `cudafir kernel-file=FILE` and the examples in the README). */
+ * `cudafir kernel-file=FILE` and the examples in the README); under a
+ * temporary name too (a full disk left FILE cut short, a WAV whose
+ * header holds no sizes yet, QA). */
 static int write_room(const char *path)
 {
   cf_kernel *room = NULL;
   float *ir = NULL;
+  char *tmp = NULL;
   writer w = {0};
   int rc = 0;
+  bool oom;
   if (make_room(&room) != CF_OK) {
     rc = cli_error("demo: cannot build the room kernel: %s", cf_last_error());
     goto done;
@@ -286,7 +292,11 @@ static int write_room(const char *path)
     for (size_t k = 0; k < (size_t)IR_TAPS; k++)
       ir[k * CHANNELS + ch] = k < len ? 0.5f * h[k] : 0.0f;
   }
-  if ((rc = writer_open(&w, path)))
+  if (!(tmp = part_name(path, &oom)) && oom) {
+    rc = cli_error("demo: out of memory");
+    goto done;
+  }
+  if ((rc = writer_open(&w, tmp ? tmp : path)))
     goto done;
   if ((rc = writer_write(&w, ir, IR_TAPS))) {
     writer_close(&w, false);
@@ -294,11 +304,24 @@ static int write_room(const char *path)
   }
   if ((rc = writer_close(&w, true)))
     goto done;
+#ifdef CF_CLI_HAVE_LIBAV
+  const char *local = cf_av_local(path);
+#else
+  const char *local = path;
+#endif
+  if (tmp && rename(tmp, local) != 0) {
+    rc = cli_error("demo: cannot rename %s to %s: %s", tmp, path,
+                   strerror(errno));
+    goto done;
+  }
   fprintf(report_stream(path),
           "wrote %s: the demo's room impulse response at -6 dB, %d taps "
           "(%.1f s) per channel, stereo, %d Hz, %s\n",
           path, IR_TAPS, (double)IR_TAPS / RATE, RATE, writer_kind());
 done:
+  if (rc && tmp)
+    unlink(tmp);
+  free(tmp);
   free(ir);
   cf_kernel_free(room);
   return rc;
