@@ -1033,9 +1033,16 @@ void cfd_audio_stop(cfd_audio *a)
     return;
 #ifdef CFD_HAVE_PORTAUDIO
   if (a->pa) {
-    if (Pa_IsStreamStopped(a->pa) == 0)
-      Pa_StopStream(a->pa); /* plays what is queued; errors: closing anyway */
-    Pa_CloseStream(a->pa);
+    /* Pa_StopStream plays what is queued; failing, closing anyway, but
+     * said: the end of the output may not have played (a device gone) */
+    GError *e = NULL;
+    if (Pa_IsStreamStopped(a->pa) == 0 &&
+        !pa_ok(Pa_StopStream(a->pa), "stopping the stream", &e))
+      fprintf(stderr, "cudafilterd: stream %s: %s\n", a->sc->name, e->message);
+    g_clear_error(&e);
+    if (!pa_ok(Pa_CloseStream(a->pa), "closing the stream", &e))
+      fprintf(stderr, "cudafilterd: stream %s: %s\n", a->sc->name, e->message);
+    g_clear_error(&e);
   }
 #endif
   if (a->thread) { /* the output is finished with what was read */
