@@ -687,13 +687,15 @@ static gchar *channels_refused(GstCudaFir *self, guint ch)
                            "kernels), the stream has %u",
                            what, self->mat_in, self->mat_out, self->mat_out,
                            self->mat_in, ch);
-  /* the taps of `kernel` are one kernel, however many */
-  if (self->mat_n == 1 && !self->kernel_file) {
-    gchar *one = self->taps->len
-                     ? g_strdup_printf("kernel is one kernel (of %u taps)",
-                                       self->taps->len)
-                     : g_strdup("no kernel is set: the identity is one "
-                                "kernel");
+  /* the taps of `kernel` are one kernel, however many: a 1 x 1 matrix on
+   * mono, nothing else */
+  if (self->mat_n == 1 && !self->kernel_file && ch != 1) {
+    gchar *one =
+        self->taps->len
+            ? g_strdup_printf("kernel is one kernel (of %u tap%s)",
+                              self->taps->len, self->taps->len == 1 ? "" : "s")
+            : g_strdup("no kernel is set: the identity is one "
+                       "kernel");
     gchar *why = g_strdup_printf(
         "routing=matrix: %s, not a multiple of the stream's %u channels: "
         "a matrix of C_out x C_in kernels comes from a kernel-file (a 3D "

@@ -4256,6 +4256,15 @@ static void test_routing(void **state)
                  len, cs % 2 == 0);
     free(hm);
   }
+  /* `kernel`'s taps are one kernel: routing=matrix takes them as a 1 x 1
+   * matrix on mono, as it takes a one-channel kernel-file (QA: refused,
+   * "kernel is one kernel (of 1 taps), not a multiple of the stream's 1
+   * channels") */
+  set_case("kernel taps as a 1 x 1 matrix");
+  size_t len1 = ref_rng_range(&rng, 1, 2000);
+  float *h1 = random_kernel(len1);
+  routing_case("matrix", NULL, h1, len1, 1, 1, NULL, len1, 0);
+  free(h1);
   set_case("routings a file cannot serve");
   float m[3 * 4] = {1, 0, 0, 0, 0.5f, 0, 0, 0, 0.25f};
   const char *p2 = fixture("routing-2.npy"), *p3 = fixture("routing-3.npy"),
