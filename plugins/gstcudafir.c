@@ -2965,7 +2965,9 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
       oc, PROP_DRAIN,
       g_param_spec_boolean(
           "drain", "Drain",
-          "At EOS, and before a discontinuity, a new segment or new caps, "
+          "At EOS, and before a discontinuity, a segment that moves the "
+          "stream in time or caps of another format (not a new rate where "
+          "the stream is, nor the same caps again), "
           "also emit the filter's ring-out (kernel length - 1 frames) "
           "after the held frames; but never past where the stream resumes "
           "(for new caps: where the input ended)",
