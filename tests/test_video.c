@@ -479,6 +479,12 @@ typedef struct vcase {
    * input plane and then the output plane (disjoint, spans interleaved) */
   uint8_t *shared;
   size_t sh_in[3], sh_out[3];
+  /* with `side` set, plane p of `shared` at sh_in[p] is one image of
+   * rows sh_stride[p] bytes apart, each an input row and then an output
+   * row (rows of two ROIs side by side), the output ROI sh_out[p]
+   * bytes into it */
+  int side;
+  size_t sh_stride[3];
   /* pipeline_depth D > 0: the result of frame t arrives with frame t + D
    * (or from cf_engine_flush_frame). Each frame's expected output waits in
    * a ring of D + 1 slots; the output buffer is always prefilled with
@@ -844,6 +850,41 @@ static void abs_input(vcase *c)
             fabsf((float)ref2d_load(&c->d, &c->in.f, &c->d.comp[k], x, y)));
 }
 
+/* c->side: the rows of plane p's shared image (those of the input's
+ * and the output's buffers, guard bytes included, whichever are more). */
+static size_t side_nrows(const vcase *c, unsigned p)
+{
+  size_t si = c->in.f.stride[p], so = c->got.f.stride[p];
+  size_t ri = (c->in.size[p] + si - 1) / si, ro = (c->got.size[p] + so - 1) / so;
+  return ri > ro ? ri : ro;
+}
+
+/* c->side: put the input and output rows of plane p into the shared
+ * image (`put`), or take the output rows back, checking the input rows
+ * there are unchanged. Rows of a tight buffer's last row are short. */
+static void side_rows(vcase *c, unsigned p, int put)
+{
+  uint8_t *img = c->shared + c->sh_in[p];
+  size_t si = c->in.f.stride[p], so = c->got.f.stride[p];
+  size_t rows = side_nrows(c, p);
+  for (size_t r = 0; r < rows; r++) {
+    size_t ni = r * si < c->in.size[p] ? c->in.size[p] - r * si : 0;
+    size_t no = r * so < c->got.size[p] ? c->got.size[p] - r * so : 0;
+    ni = ni < si ? ni : si;
+    no = no < so ? no : so;
+    uint8_t *ri = img + r * c->sh_stride[p], *ro = ri + c->sh_out[p];
+    if (put) {
+      memcpy(ri, c->in.mem[p] + r * si, ni);
+      memcpy(ro, c->got.mem[p] + r * so, no);
+    } else {
+      memcpy(c->got.mem[p] + r * so, ro, no);
+      CHECK(!memcmp(ri, c->in.mem[p] + r * si, ni),
+            "frame %u: the engine wrote into input plane %u row %zu (ROIs "
+            "side by side in one image)", c->frames, p, r);
+    }
+  }
+}
+
 /* Run the input now in c->in through engine and reference. `samples`: also
  * compare the selected samples (else the caller does). With a pipeline,
  * the frame checked is the one the engine hands out now, if any. */
@@ -864,7 +905,19 @@ static void vcase_run_cmp(vcase *c, ref_rng *r, const char *what, int samples)
   fbuf_copy(want, &c->got);
   fbuf_copy(&c->in_copy, &c->in);
   cf_status s;
-  if (c->shared) {
+  if (c->shared && c->side) {
+    cf_frame fi = c->in.f, fo = c->got.f;
+    for (unsigned p = 0; p < c->d.planes; p++) {
+      uint8_t *img = c->shared + c->sh_in[p];
+      fi.data[p] = img;
+      fo.data[p] = img + c->sh_out[p];
+      fi.stride[p] = fo.stride[p] = c->sh_stride[p];
+      side_rows(c, p, 1);
+    }
+    s = cf_engine_process_frame(c->e, &fi, &fo);
+    for (unsigned p = 0; p < c->d.planes; p++)
+      side_rows(c, p, 0);
+  } else if (c->shared) {
     cf_frame fi = c->in.f, fo = c->got.f;
     for (unsigned p = 0; p < c->d.planes; p++) {
       memcpy(c->shared + c->sh_in[p], c->in.mem[p], c->in.size[p]);
@@ -2612,6 +2665,90 @@ static void test_shared_buffer(void **state)
   }
 }
 
+/* Input and output as two ROIs side by side in one image (OpenCV-style:
+ * the left half filtered into the right half, rows of one stride, odd
+ * gaps): they share no byte, so they are accepted and filtered as from
+ * separate buffers (QA: the overlap check compared the spans from first
+ * to last byte, which interleave, and refused them as "overlap"). An
+ * output ROI one byte to the left, holding the last byte of each input
+ * row, is refused, naming the overlap, writing nothing; one ending just
+ * where the input row starts again is taken. */
+static void test_roi_side_by_side(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 44);
+  static const cf_pixel_format fs[] = {CF_PIX_GRAY8, CF_PIX_RGB, CF_PIX_I420,
+                                       CF_PIX_NV12, CF_PIX_GRAY16_LE,
+                                       CF_PIX_GRAY32F, CF_PIX_BGRA};
+  for (unsigned c = 0; c < sizeof fs / sizeof *fs; c++) {
+    cf_pixel_format f = fs[c];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    kern k = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    set_case("roi_side_by_side #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &k);
+    size_t off = 0;
+    for (unsigned p = 0; p < v.d.planes; p++) {
+      size_t gap = ref_rng_range(&r, 0, 5);
+      v.sh_in[p] = off;
+      v.sh_out[p] = v.in.f.stride[p] + gap;
+      v.sh_stride[p] = v.sh_out[p] + v.got.f.stride[p] + ref_rng_range(&r, 0, 3);
+      off += v.sh_stride[p] * side_nrows(&v, p);
+    }
+    add_case("image strides %zu/%zu/%zu, output ROI at byte %zu/%zu/%zu ",
+             v.sh_stride[0], v.sh_stride[1], v.sh_stride[2], v.sh_out[0],
+             v.sh_out[1], v.sh_out[2]);
+    v.shared = xalloc(off);
+    ref_rng lr = r;
+    for (size_t i = 0; i < off; i++)
+      v.shared[i] = (uint8_t)ref_rng_u64(&lr);
+    v.side = 1;
+    vcase_step(&v, &r, "ROIs side by side");
+    /* output rows overlapping the input rows' last byte: refused */
+    unsigned p = (unsigned)ref_rng_range(&r, 0, v.d.planes - 1);
+    size_t row = ref2d_row_bytes(&v.d, p, w);
+    cf_frame fi = v.in.f, fo = v.got.f;
+    for (unsigned q = 0; q < v.d.planes; q++) {
+      side_rows(&v, q, 1);
+      fi.data[q] = v.shared + v.sh_in[q];
+      fo.data[q] = v.shared + v.sh_in[q] + v.sh_out[q];
+      fi.stride[q] = fo.stride[q] = v.sh_stride[q];
+    }
+    fo.data[p] = (uint8_t *)fi.data[p] + row - 1;
+    uint8_t *before = xalloc(off);
+    memcpy(before, v.shared, off);
+    cf_status st = cf_engine_process_frame(v.e, &fi, &fo);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "overlap"),
+          "output plane %u overlapping the last byte of each input row: "
+          "returned %s (%s), want CF_E_INVALID naming the overlap",
+          p, cf_status_name(st), cf_last_error());
+    CHECK(!memcmp(before, v.shared, off),
+          "a frame refused for overlapping ROIs wrote into the image");
+    free(before);
+    for (unsigned i = 0; i < t; i++)
+      vcase_step(&v, &r, "ROIs side by side, after a refused frame");
+    if (!cfg.pipeline_depth) {
+      /* output rows ending where the next input row starts: taken */
+      fo.data[p] = (uint8_t *)fi.data[p] + v.sh_stride[p] -
+                   ref2d_row_bytes(&v.d, p, w);
+      st = cf_engine_process_frame(v.e, &fi, &fo);
+      CHECK(st == CF_OK,
+            "output plane %u rows ending just before the input's next: "
+            "returned %s: %s", p, cf_status_name(st), cf_last_error());
+    }
+    vcase_close(&v);
+    kern_free(&k);
+  }
+}
+
 /* Kernels with an all-zero temporal slice, and all-zero kernels (the
  * output is the bias): every path takes them, forced separable included
  * (a zero slice is the outer product of a zero column and a row). */
@@ -3469,6 +3606,7 @@ int main(void)
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_big),
       cmocka_unit_test(test_shared_buffer),
+      cmocka_unit_test(test_roi_side_by_side),
       cmocka_unit_test(test_zero_slices),
       cmocka_unit_test(test_flush_cpu),
       cmocka_unit_test(test_pipeline),

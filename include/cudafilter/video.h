@@ -182,7 +182,11 @@ cf_status cf_engine_new_video(const cf_video_config *cfg,
                               const cf_kernel2d *k, cf_engine **out);
 
 /* Filter one frame. `in` and `out` are frames of the configured size and
- * format and must not overlap. Host memory always; with backend
+ * format that share no byte: no in-place filtering (CF_E_INVALID naming
+ * the planes that overlap, nothing written). Only the rows' bytes count,
+ * not the stride padding between them: two ROIs of one image side by
+ * side (the left half filtered into the right half, one stride) are
+ * taken. Host memory always; with backend
  * CF_BACKEND_CUDA the planes may also be device memory of the engine's
  * device (cudaMalloc, a GstCudaMemory mapped with GST_MAP_CUDA, any
  * context), copied device to device and never through the host; the

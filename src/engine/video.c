@@ -78,12 +78,6 @@ static cf_status check_kernel2d(const cf_kernel2d *k)
 
 /* ---- frames (both backends check them the same way) ---- */
 
-static int ranges_overlap(const uint8_t *a, size_t na, const uint8_t *b,
-                          size_t nb)
-{
-  return a < b + nb && b < a + na;
-}
-
 cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
                                const char *which)
 {
@@ -118,13 +112,45 @@ cf_status cf_video_check_frame(const cf_video_config *c, const cf_frame *f,
   return CF_OK;
 }
 
-static size_t plane_span(const cf_video_config *c, const cf_frame *f,
-                         unsigned p)
+/* Plane p of f as rows: h rows of `row` bytes, `stride` apart. */
+typedef struct plane_rows {
+  uintptr_t at;
+  size_t stride, row, h;
+} plane_rows;
+
+static plane_rows rows_of(const cf_video_config *c, const cf_frame *f,
+                          unsigned p)
 {
   const cf_format_desc *d = cf_format_desc_get(c->format);
-  size_t w = cf_sub_w(c->width, d->plane_sub[p]);
-  size_t h = cf_sub_h(c->height, d->plane_sub[p]);
-  return f->stride[p] * (h - 1) + w * d->plane_bpp[p];
+  plane_rows r = {(uintptr_t)f->data[p], f->stride[p],
+                  cf_sub_w(c->width, d->plane_sub[p]) * d->plane_bpp[p],
+                  cf_sub_h(c->height, d->plane_sub[p])};
+  return r;
+}
+
+/* Whether a byte of some row of a is a byte of some row of b. Not the
+ * spans from first to last byte (QA: two ROIs side by side in one
+ * image, an OpenCV-style left half filtered into the right half, share
+ * no byte, but their rows interleave and the spans overlap: that was
+ * refused as "overlap"). Planes passed cf_video_check_frame (strides >=
+ * rows, every address below 2^57), so no sum here wraps. O(rows of a). */
+static int rows_overlap(plane_rows a, plane_rows b)
+{
+  uintptr_t a_end = a.at + a.stride * (a.h - 1) + a.row;
+  uintptr_t b_end = b.at + b.stride * (b.h - 1) + b.row;
+  if (!(a.at < b_end && b.at < a_end))
+    return 0;
+  for (size_t i = 0; i < a.h; i++) {
+    uintptr_t x = a.at + a.stride * i; /* row [x, x + a.row) */
+    /* b's rows j with b.at + j * stride < x + a.row and
+     * b.at + j * stride + b.row > x: the first j past the second bound */
+    size_t j = 0;
+    if (x >= b.at + b.row)
+      j = (x - b.at - b.row) / b.stride + 1;
+    if (j < b.h && b.at + b.stride * j < x + a.row)
+      return 1;
+  }
+  return 0;
 }
 
 cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
@@ -138,8 +164,7 @@ cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
   unsigned planes = cf_format_desc_get(c->format)->planes;
   for (unsigned a = 0; a < planes; a++)
     for (unsigned b = 0; b < planes; b++)
-      if (ranges_overlap(in->data[a], plane_span(c, in, a), out->data[b],
-                         plane_span(c, out, b)))
+      if (rows_overlap(rows_of(c, in, a), rows_of(c, out, b)))
         return cf_fail(CF_E_INVALID, "process_frame: input plane %u and "
                        "output plane %u overlap", a, b);
   return CF_OK;
