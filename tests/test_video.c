@@ -2507,6 +2507,36 @@ static void test_bad_frames(void **state)
             "%s, want CF_E_INVALID",
             cf_status_name(st));
     }
+    if (v.d.planes > 1) {
+      /* output planes sharing bytes (QA: U == V was taken, one plane's
+       * results written over the other's); the flush refuses them too,
+       * keeping its frame */
+      unsigned a = (unsigned)ref_rng_range(&r, 0, v.d.planes - 2);
+      unsigned b = (unsigned)ref_rng_range(&r, a + 1, v.d.planes - 1);
+      size_t rb = ref2d_row_bytes(&v.d, b, w);
+      cf_frame out = v.got.f;
+      out.data[b] = (uint8_t *)out.data[a] +
+                    ref_rng_range(&r, 0, ref2d_row_bytes(&v.d, a, w) - 1);
+      out.stride[b] = out.stride[a] > rb ? out.stride[a] : rb;
+      fbuf_copy(&v.want, &v.got);
+      cf_status st = cf_engine_process_frame(v.e, &v.in.f, &out);
+      CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "overlap"),
+            "output planes %u and %u overlapping: returned %s (%s), want "
+            "CF_E_INVALID naming the overlap", a, b, cf_status_name(st),
+            cf_last_error());
+      if (cfg.pipeline_depth) {
+        int got = -1;
+        st = cf_engine_flush_frame(v.e, &out, &got);
+        CHECK(st == CF_E_INVALID && !got,
+              "flush_frame with output planes %u and %u overlapping: "
+              "returned %s, got %d, want CF_E_INVALID and 0", a, b,
+              cf_status_name(st), got);
+      }
+      for (unsigned q = 0; q < v.d.planes; q++)
+        CHECK(!memcmp(v.got.mem[q], v.want.mem[q], v.got.size[q]),
+              "overlapping output planes: a refused call wrote into output "
+              "plane %u", q);
+    }
     { /* in == out */
       cf_status st = cf_engine_process_frame(v.e, &v.in.f, &v.in.f);
       CHECK(st == CF_E_INVALID, "in == out: returned %s, want CF_E_INVALID",

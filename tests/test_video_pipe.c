@@ -50,11 +50,17 @@ cf_status cf_video_check_frame(const cf_video_config *cfg, const cf_frame *f,
   return CF_OK;
 }
 
+cf_status cf_video_check_output(const cf_video_config *cfg,
+                                const cf_frame *out)
+{
+  return cf_video_check_frame(cfg, out, "output");
+}
+
 cf_status cf_video_check_frames(const cf_video_config *cfg, const cf_frame *in,
                                 const cf_frame *out)
 {
   cf_status s = cf_video_check_frame(cfg, in, "input");
-  return s == CF_OK ? cf_video_check_frame(cfg, out, "output") : s;
+  return s == CF_OK ? cf_video_check_output(cfg, out) : s;
 }
 
 void cf_video_copy_frame(const cf_video_config *cfg, const cf_frame *src,

@@ -186,7 +186,8 @@ cf_status cf_engine_new_video(const cf_video_config *cfg,
  * the planes that overlap, nothing written). Only the rows' bytes count,
  * not the stride padding between them: two ROIs of one image side by
  * side (the left half filtered into the right half, one stride) are
- * taken. Host memory always; with backend
+ * taken. Nor may the planes of `out` share a byte with one another
+ * (those of `in` may). Host memory always; with backend
  * CF_BACKEND_CUDA the planes may also be device memory of the engine's
  * device (cudaMalloc, a GstCudaMemory mapped with GST_MAP_CUDA, any
  * context), copied device to device and never through the host; the
@@ -198,7 +199,8 @@ cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
 
 /* Write the oldest result still pending (pipeline_depth > 0) to `out` and
  * set *got = 1, or set *got = 0 when none is pending (always with
- * pipeline_depth 0). */
+ * pipeline_depth 0). `out` is checked as process_frame's (CF_E_INVALID,
+ * the result kept for the next call). */
 cf_status cf_engine_flush_frame(cf_engine *e, const cf_frame *out, int *got);
 
 /* Replace the kernel from the next frame on. The temporal state is kept:

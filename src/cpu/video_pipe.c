@@ -167,7 +167,7 @@ static cf_status pipe_flush(void *impl, const cf_frame *out, int *got)
   *got = 0;
   if (!p->count)
     return CF_OK;
-  cf_status s = cf_video_check_frame(&p->cfg, out, "output");
+  cf_status s = cf_video_check_output(&p->cfg, out);
   if (s == CF_OK)
     s = deliver(p, out);
   *got = s == CF_OK;

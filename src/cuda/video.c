@@ -1128,7 +1128,7 @@ static cf_status video_flush(void *impl, const cf_frame *out, int *got)
   *got = 0;
   if (v->enq == v->deq)
     return CF_OK;
-  cf_status s = cf_video_check_frame(&v->cfg, out, "output");
+  cf_status s = cf_video_check_output(&v->cfg, out);
   if (s != CF_OK)
     return s;
   if (v->broken)

@@ -153,12 +153,28 @@ static int rows_overlap(plane_rows a, plane_rows b)
   return 0;
 }
 
+cf_status cf_video_check_output(const cf_video_config *c, const cf_frame *out)
+{
+  cf_status s = cf_video_check_frame(c, out, "output");
+  if (s != CF_OK)
+    return s;
+  /* QA: I420 with out U == out V (or U inside Y's rows) was taken, one
+   * plane's results written over the other's, OK returned */
+  unsigned planes = cf_format_desc_get(c->format)->planes;
+  for (unsigned a = 0; a < planes; a++)
+    for (unsigned b = a + 1; b < planes; b++)
+      if (rows_overlap(rows_of(c, out, a), rows_of(c, out, b)))
+        return cf_fail(CF_E_INVALID, "process_frame: output planes %u and %u "
+                       "overlap", a, b);
+  return CF_OK;
+}
+
 cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
                                 const cf_frame *out)
 {
   cf_status s = cf_video_check_frame(c, in, "input");
   if (s == CF_OK)
-    s = cf_video_check_frame(c, out, "output");
+    s = cf_video_check_output(c, out);
   if (s != CF_OK)
     return s;
   unsigned planes = cf_format_desc_get(c->format)->planes;

@@ -76,9 +76,13 @@ typedef struct cf_video_ops {
 } cf_video_ops;
 
 /* The checks every backend makes of a frame pair: planes present, strides
- * large enough, input and output not overlapping (src/engine/video.c). */
+ * large enough, input and output not overlapping, nor output planes one
+ * another (src/engine/video.c); cf_video_check_output: an output frame
+ * alone (flush_frame). */
 cf_status cf_video_check_frame(const cf_video_config *cfg, const cf_frame *f,
                                const char *which);
+cf_status cf_video_check_output(const cf_video_config *cfg,
+                                const cf_frame *out);
 cf_status cf_video_check_frames(const cf_video_config *cfg,
                                 const cf_frame *in, const cf_frame *out);
 
