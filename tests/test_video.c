@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2695,6 +2696,154 @@ static void test_shared_buffer(void **state)
   }
 }
 
+/* A helper thread for test_swap_from_thread: prepares the swaps it is
+ * asked for (cf_engine_prepare_swap2d while the test's thread filters,
+ * as video.h allows) and frees what it is handed back (used swaps and
+ * what take_retired2d gave), in its own thread. */
+typedef struct xswap {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  const cf_engine *e;
+  cf_kernel2d *ask;   /* to prepare (taken by the thread) */
+  cf_swap_prep2d *p;  /* made, with its status and message */
+  int made, quit;
+  cf_status st;
+  char err[512];
+  cf_swap_prep2d *back[16]; /* to free */
+  unsigned nback;
+} xswap;
+
+static void *xswap_main(void *arg)
+{
+  xswap *x = arg;
+  pthread_mutex_lock(&x->mu);
+  for (;;) {
+    while (!x->quit && !x->ask && !x->nback)
+      pthread_cond_wait(&x->cv, &x->mu);
+    while (x->nback) {
+      cf_swap_prep2d *b = x->back[--x->nback];
+      pthread_mutex_unlock(&x->mu);
+      cf_swap_prep2d_free(b);
+      pthread_mutex_lock(&x->mu);
+    }
+    if (x->ask) {
+      cf_kernel2d *k = x->ask;
+      x->ask = NULL;
+      pthread_mutex_unlock(&x->mu);
+      cf_swap_prep2d *p = NULL;
+      cf_status st = cf_engine_prepare_swap2d(x->e, k, &p);
+      cf_kernel2d_free(k);
+      pthread_mutex_lock(&x->mu);
+      x->p = p;
+      x->st = st;
+      snprintf(x->err, sizeof x->err, "%s", st ? cf_last_error() : "");
+      x->made = 1;
+      pthread_cond_broadcast(&x->cv);
+    } else if (x->quit)
+      break;
+  }
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
+}
+
+static void xswap_give_back(xswap *x, cf_swap_prep2d *p)
+{
+  if (!p)
+    return;
+  pthread_mutex_lock(&x->mu);
+  CHECK(x->nback < 16, "xswap: too many given back");
+  x->back[x->nback++] = p;
+  pthread_cond_broadcast(&x->cv);
+  pthread_mutex_unlock(&x->mu);
+}
+
+/* Kernel swaps prepared in another thread while this one filters (the
+ * live use video.h describes): each kernel is asked for at one frame,
+ * prepared while the next frames run, put in force with
+ * cf_engine_set_prepared2d two frames later, and every output compared
+ * with the reference; what cf_engine_take_retired2d hands over after
+ * each frame, and the used swaps, are freed by the other thread. Kernels
+ * change shape and temporal length (the history grows and shrinks).
+ * Under tests/tsan/run this is the video engine's cross-thread swap. */
+static void test_swap_from_thread(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 45);
+  for (unsigned c = 0; c < 4; c++) {
+    cf_pixel_format f = all_formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    enum { NK = 4 };
+    kern ks[NK + 1];
+    memset(ks, 0, sizeof ks);
+    for (unsigned i = 0; i <= NK; i++) {
+      unsigned t = (unsigned)ref_rng_range(&r, 1, 3);
+      unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+      fit_kernel(w, h, t, &kh, &kw);
+      kern_make(&ks[i], &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
+    }
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
+    set_case("swap_from_thread #%u: ", c);
+    config_describe(&cfg);
+    vcase v;
+    vcase_open(&v, &r, &cfg, &ks[0]);
+    xswap x;
+    memset(&x, 0, sizeof x);
+    pthread_mutex_init(&x.mu, NULL);
+    pthread_cond_init(&x.cv, NULL);
+    x.e = v.e;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, xswap_main, &x) == 0, "pthread_create");
+    unsigned asked = 0, frame = 0;
+    for (unsigned i = 1; i <= NK; i++) {
+      /* ask, run two frames while it is made, then put it in force */
+      pthread_mutex_lock(&x.mu);
+      x.ask = kern_build(&ks[i]);
+      x.made = 0;
+      pthread_cond_broadcast(&x.cv);
+      pthread_mutex_unlock(&x.mu);
+      asked = frame;
+      for (; frame < asked + 2; frame++) {
+        vcase_step(&v, &r, "swap from a thread: while it is prepared");
+        cf_swap_prep2d *ret = NULL;
+        CHECK_OK(cf_engine_take_retired2d(v.e, &ret));
+        xswap_give_back(&x, ret);
+      }
+      pthread_mutex_lock(&x.mu);
+      while (!x.made)
+        pthread_cond_wait(&x.cv, &x.mu);
+      cf_swap_prep2d *p = x.p;
+      cf_status st = x.st;
+      pthread_mutex_unlock(&x.mu);
+      CHECK(st == CF_OK, "prepare_swap2d(%ux%ux%u) in another thread: %s",
+            ks[i].t, ks[i].kh, ks[i].kw, x.err);
+      add_case("| swap %u at frame %u to %ux%ux%u ", i, frame, ks[i].t,
+               ks[i].kh, ks[i].kw);
+      st = cf_engine_set_prepared2d(v.e, p);
+      CHECK(st == CF_OK, "set_prepared2d: %s", cf_last_error());
+      vcase_ref_kernel(&v, &ks[i]);
+      xswap_give_back(&x, p);
+    }
+    for (unsigned i = 0; i < ks[NK].t + 1; i++) {
+      vcase_step(&v, &r, "swap from a thread: after the last");
+      cf_swap_prep2d *ret = NULL;
+      CHECK_OK(cf_engine_take_retired2d(v.e, &ret));
+      xswap_give_back(&x, ret);
+    }
+    pthread_mutex_lock(&x.mu);
+    x.quit = 1;
+    pthread_cond_broadcast(&x.cv);
+    pthread_mutex_unlock(&x.mu);
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&x.cv);
+    pthread_mutex_destroy(&x.mu);
+    vcase_close(&v);
+    for (unsigned i = 0; i <= NK; i++)
+      kern_free(&ks[i]);
+  }
+}
+
 /* Input and output as two ROIs side by side in one image (OpenCV-style:
  * the left half filtered into the right half, rows of one stride, odd
  * gaps): they share no byte, so they are accepted and filtered as from
@@ -3551,7 +3700,7 @@ static void test_history_two_fields(void **state)
  * says how much the scratch wanted, for what (it said "out of memory
  * for 34-row scratch of 4352 floats" where each band wanted 308 MiB:
  * `cudafilter conv2d` of a 64x33x33 kernel on 4K RGBA under a 400 MB
- * limit; QA). A 1x4000x9 kernel on 4K GRAY8, the direct path (no FFTW planner, which aborts when its
+ * limit; QA). A 1x4000x9 kernel on 8K GRAY8, the direct path (no FFTW planner, which aborts when its
  * malloc fails); not under ASan, whose shadow RLIMIT_AS does not allow. */
 static void test_nomem_named(void **state)
 {
@@ -3564,9 +3713,14 @@ static void test_nomem_named(void **state)
     print_message("note: tested in the cpu-direct variant\n");
     return;
   }
-  /* one ring of 4000 rows of ~3900 floats, 62 MB: an allocation glibc
+  /* one ring of 4000 rows of ~7700 floats, 123 MB: an allocation glibc
    * maps anew (above its mmap threshold, 32 MiB at most), which the
-   * limit refuses whatever free heap earlier tests left */
+   * limit refuses whatever free heap earlier tests left; over the 64 MiB
+   * a glibc arena's heap may reach, for a thread arena's reserved heap
+   * (one for each thread of an earlier test that allocated; counted in
+   * VmSize, so not under the limit) would take 62 MB of a 4K ring:
+   * glibc retries there when the main arena's mmap fails (seen after
+   * test_swap_from_thread's helper thread) */
   unsigned t = 1, kh = 4000, kw = 9;
   size_t n = (size_t)t * kh * kw;
   float *taps = malloc(n * sizeof *taps);
@@ -3581,7 +3735,7 @@ static void test_nomem_named(void **state)
   if (pid == 0) {
     cf_video_config cfg;
     cf_video_config_init(&cfg);
-    cfg.width = 3840, cfg.height = 2160;
+    cfg.width = 7680, cfg.height = 4320;
     cfg.format = CF_PIX_GRAY8;
     cfg.backend = CF_BACKEND_CPU;
     cfg.algorithm = CF_ALGO2D_DIRECT;
@@ -3637,6 +3791,7 @@ int main(void)
       cmocka_unit_test(test_big),
       cmocka_unit_test(test_shared_buffer),
       cmocka_unit_test(test_roi_side_by_side),
+      cmocka_unit_test(test_swap_from_thread),
       cmocka_unit_test(test_zero_slices),
       cmocka_unit_test(test_flush_cpu),
       cmocka_unit_test(test_pipeline),
