@@ -182,7 +182,8 @@ cf_status cf_video_check_frames(const cf_video_config *c, const cf_frame *in,
     for (unsigned b = 0; b < planes; b++)
       if (rows_overlap(rows_of(c, in, a), rows_of(c, out, b)))
         return cf_fail(CF_E_INVALID, "process_frame: input plane %u and "
-                       "output plane %u overlap", a, b);
+                       "output plane %u overlap (filtering in place is not "
+                       "supported: give the output its own memory)", a, b);
   return CF_OK;
 }
 
