@@ -54,6 +54,7 @@ static const char *kernel_gate; /* CF_TEST_KERNEL_GATE for the next start */
 static const char *start_gate;  /* CF_TEST_START_GATE for the next start */
 static const char *sum_gate;    /* CF_TEST_SUM_GATE for the next start */
 static const char *set_gate;    /* CF_TEST_SET_GATE for the next start */
+static const char *stop_gate;   /* CF_TEST_STOP_GATE for the next start */
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -169,6 +170,8 @@ static int start_daemon(running *r, const char *conf)
       setenv("CF_TEST_SUM_GATE", sum_gate, 1);
     if (set_gate)
       setenv("CF_TEST_SET_GATE", set_gate, 1);
+    if (stop_gate)
+      setenv("CF_TEST_STOP_GATE", stop_gate, 1);
     unsetenv("JOURNAL_STREAM");
     struct stat js;
     if (journal_stream &&
@@ -2498,6 +2501,131 @@ static void test_pipeline_reload_in_background(void **state)
         "peak %.4f with the old section back, want "
         "%.4f",
         peak, g1);
+  stop_daemon(&r);
+}
+
+/* A pipeline stream stopped (`restart`, its restart policy, a reload
+ * that restarts or removes it) waits up to 2 s for its EOS to reach its
+ * sinks: that wait was made in the daemon's loop, where `status` of every
+ * stream waited as long. Now in a thread, and the start that replaces it
+ * only once it is done (its device, its files let go). CF_TEST_STOP_GATE,
+ * once it exists (a named pipe made here), is read before a pipeline is
+ * stopped: the test holds the stop. Meanwhile `status` answers (the
+ * stream starting), and the restart is answered once let go, with the
+ * kernel file as edited before. Then a reload renames the section (p
+ * goes, q comes on the same output): while p's stop is held, status
+ * shows q starting, and q's build (CF_TEST_START_GATE, a named pipe
+ * too) is not begun for the half second looked at (made beside p's
+ * stop, it began within milliseconds); the reload is answered once both
+ * are done, as before. */
+static void test_pipeline_stop_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.6 + 0.3 * ref_rng_unit(&rng);
+  double g1 = 0.1 + 0.2 * ref_rng_unit(&rng);
+  double g2 = 0.35 + 0.2 * ref_rng_unit(&rng);
+  set_case("pipeline stopped slowly, gain %.3f -> %.3f, renamed %.3f", g0, g1,
+           g2);
+  char conf[600], kp[600], k2[600], tmp[600], out[600], gate[600],
+      sgate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pt.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("pt.txt"));
+  snprintf(k2, sizeof k2, "%s", fixture("pt2.txt"));
+  snprintf(tmp, sizeof tmp, "%s", fixture("pt.tmp"));
+  snprintf(out, sizeof out, "%s", fixture("pt.raw"));
+  snprintf(gate, sizeof gate, "%s", fixture("pt.gate"));
+  snprintf(sgate, sizeof sgate, "%s", fixture("pt.sgate"));
+  unlink(gate);
+  unlink(sgate);
+  unlink(out);
+  write_text(kp, "%.6f\n", g0);
+  write_text(k2, "%.6f\n", g2);
+  static const char *const other =
+      "[stream o]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
+      "cudafir kernel=\"<0.5, 0.5>\" backend=cpu ! fakesink\n";
+  write_gain_pipeline(conf, kp, out, other);
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_gate = sgate; /* nor starts */
+  start_daemon_ok(&r, conf);
+  stop_gate = start_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
+  write_text(tmp, "%.6f\n", g1);
+  CHECK(rename(tmp, kp) == 0, "rename: %s", strerror(errno));
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fx = send_line(&r, "restart p\n");
+  /* open once the stop reads it: from here the stop waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  char *a = answer_while_held(&r, "status\n", w, "a pipeline was stopped");
+  const char *f = field(a, "p", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting") && field(a, "o", "state"),
+        "status: %s", a);
+  free(a);
+  struct pollfd px = {.fd = fx, .events = POLLIN};
+  CHECK(poll(&px, 1, 0) == 0, "the restart was answered before its stop");
+  close(w); /* the stop goes on */
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "p: started again"), "restart: %s", a);
+  free(a);
+  wait_state(&r, "p", "PLAYING");
+  peak = wait_peak(out, g1);
+  CHECK(fabs(peak - g1) < 0.02, "peak %.4f after the restart, want %.4f",
+        peak, g1);
+  /* p renamed q (the same output): q starts once p is stopped */
+  write_text(conf,
+             "[stream q]\ntype = pipeline\npipeline = audiotestsrc "
+             "is-live=true volume=1.0 samplesperbuffer=80 ! "
+             "audio/x-raw,format=F32LE,rate=8000,channels=1 ! cudafir "
+             "kernel-file=%s crossfade=0 backend=cpu ! filesink "
+             "buffer-mode=unbuffered location=%s\n%s",
+             k2, out, other);
+  CHECK(mkfifo(gate, 0600) == 0 && mkfifo(sgate, 0600) == 0, "mkfifo: %s",
+        strerror(errno));
+  int fr = send_line(&r, "reload\n");
+  w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  a = answer_while_held(&r, "status\n", w, "a reload's pipeline was stopped");
+  f = field(a, "q", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting") &&
+            field(a, "o", "state") && !field(a, "p", "state"),
+        "status while p stops: %s", a);
+  free(a);
+  /* q's build does not begin while p's stop is held: none reads its
+   * gate (a writer's open without one fails, ENXIO) */
+  for (int t = 0; t < 50; t++) {
+    int ws = open(sgate, O_WRONLY | O_NONBLOCK);
+    int err = errno;
+    if (ws >= 0)
+      close(ws);
+    CHECK(ws < 0 && err == ENXIO,
+          "q's pipeline was being built while p's was stopped (%s)",
+          ws < 0 ? strerror(err) : "its gate was read");
+    usleep(10000);
+  }
+  struct pollfd pr = {.fd = fr, .events = POLLIN};
+  CHECK(poll(&pr, 1, 0) == 0, "the reload was answered before its stop");
+  close(w);
+  /* then q's build begins: let go */
+  int ws = open(sgate, O_WRONLY);
+  CHECK(ws >= 0, "open %s: %s", sgate, strerror(errno));
+  CHECK(unlink(sgate) == 0, "unlink %s: %s", sgate, strerror(errno));
+  close(ws);
+  a = answer_on(fr);
+  CHECK(answer_ok(a) && strstr(a, "p: stopped (not in the file)") &&
+            strstr(a, "q: started") && !strstr(a, "o:"),
+        "reload: %s", a);
+  free(a);
+  wait_state(&r, "q", "PLAYING");
+  peak = wait_peak(out, g2);
+  CHECK(fabs(peak - g2) < 0.02, "peak %.4f after the reload, want %.4f", peak,
+        g2);
   stop_daemon(&r);
 }
 
@@ -6616,6 +6744,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_restart_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

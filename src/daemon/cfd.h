@@ -288,7 +288,11 @@ cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err);
 cfd_pipeline *cfd_pipeline_start_unwatched(const cfd_stream_conf *sc,
                                            GError **err);
 void cfd_pipeline_watch(cfd_pipeline *p);
-/* Send EOS, wait up to 2 s for it to reach the sinks, then stop. */
+/* Its bus no longer watched (in the daemon's loop): from here nothing of
+ * the loop's touches p, which cfd_pipeline_stop may stop in a thread. */
+void cfd_pipeline_unwatch(cfd_pipeline *p);
+/* Send EOS, wait up to 2 s for it to reach the sinks, then stop: in the
+ * daemon's loop, or in any thread once p is unwatched (or never was). */
 void cfd_pipeline_stop(cfd_pipeline *p);
 void cfd_pipeline_status(cfd_pipeline *p, GString *out);
 /* Whether the pipeline has stopped: *failed by an error, else EOS. */

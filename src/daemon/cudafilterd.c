@@ -124,6 +124,7 @@ typedef struct daemon_state {
   guint64 probe_ids; /* the last probe's id (stream.probing) */
   unsigned probes;   /* probes whose thread has not returned */
   unsigned loads;    /* live changes' kernels whose thread has not returned */
+  unsigned stops;    /* pipelines given up, stopped in a thread not done */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -206,6 +207,19 @@ static void stream_drop_changes(stream *s, const char *why)
     answer_error(q->cl, why);
     queued_change_free(q);
   }
+}
+
+static void stream_stop(stream *s);
+
+/* s stopped, its pipeline (unwatched) added to stops where stops is not
+ * NULL: stopped in a thread (stop_later), its EOS waited for there. */
+static void stream_stop_into(stream *s, GPtrArray *stops)
+{
+  if (s && s->pipe && stops) {
+    cfd_pipeline_unwatch(s->pipe);
+    g_ptr_array_add(stops, g_steal_pointer(&s->pipe));
+  }
+  stream_stop(s);
 }
 
 static void stream_stop(stream *s)
@@ -292,16 +306,17 @@ static bool wants_restart(stream *s)
 }
 
 /* Whatever of s runs is stopped (a file stream's output finished with
- * what it read). */
-static void stream_halt(stream *s)
+ * what it read), but its pipeline: returned unwatched, for the caller
+ * to stop (in a thread: its EOS is waited for up to 2 s). */
+static cfd_pipeline *stream_halt(stream *s)
 {
   stream_drop_changes(s, "the stream was started again before the change "
                          "was made (its kernel read, or its element's "
                          "setter done); the change is not made");
   cfd_audio_stop(s->audio);
-  cfd_pipeline_stop(s->pipe);
   s->audio = NULL;
-  s->pipe = NULL;
+  cfd_pipeline_unwatch(s->pipe);
+  return g_steal_pointer(&s->pipe);
 }
 
 /* Start s from its section (a file stream's input known as `how`
@@ -342,6 +357,9 @@ typedef struct probe_job {
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
   cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
+  /* what ran before (unwatched): stopped in the thread first, so that
+   * the start finds its device (or files) let go */
+  cfd_pipeline *old_pipe;
   /* A reload's start (of a new or changed section, or one that was
    * down): `said` its report's word; fallback the old section, started
    * again should the new one fail (a pipeline's in the thread too,
@@ -354,7 +372,8 @@ typedef struct probe_job {
 
 static void probe_job_free(probe_job *j)
 {
-  cfd_pipeline_stop(j->pipe); /* one no stream took */
+  cfd_pipeline_stop(j->old_pipe); /* never: the thread stopped it */
+  cfd_pipeline_stop(j->pipe);     /* never: probe_done gave it up */
   cfd_stream_conf_free(j->sc);
   cfd_stream_conf_free(j->fallback);
   cfd_stream_conf_free(j->fallback_copy);
@@ -383,6 +402,7 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
   (void)cancel;
   probe_job *j = data;
   GError *e = NULL;
+  cfd_pipeline_stop(g_steal_pointer(&j->old_pipe));
   bool ok = j->sc->type == CFD_PIPELINE
                 ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
                 : cfd_file_input_unchanged(j->sc, &e);
@@ -401,8 +421,67 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
 static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
                            GError *e);
 
+/* Pipelines given up (unwatched), stopped in a thread: each waits up to
+ * 2 s for its EOS to reach its sinks (the loop, and every client,
+ * waited). done, if not NULL, is called back in the loop once they are
+ * stopped; the daemon's own stop waits for them (d->stops). */
+typedef struct stop_job {
+  daemon_state *d;
+  GPtrArray *pipes; /* cfd_pipeline * */
+  void (*done)(daemon_state *d);
+} stop_job;
+
+static void stop_job_free(stop_job *j)
+{
+  for (guint i = 0; i < j->pipes->len; i++)
+    cfd_pipeline_stop(j->pipes->pdata[i]); /* none: stopped in the thread */
+  g_ptr_array_free(j->pipes, TRUE);
+  g_free(j);
+}
+
+static void stop_read(GTask *t, gpointer src, gpointer data,
+                      GCancellable *cancel)
+{
+  (void)src;
+  (void)cancel;
+  stop_job *j = data;
+  for (guint i = 0; i < j->pipes->len; i++)
+    cfd_pipeline_stop(j->pipes->pdata[i]); /* nothing of the daemon's */
+  g_ptr_array_set_size(j->pipes, 0);
+  g_task_return_boolean(t, TRUE);
+}
+
+static void stop_done(GObject *src, GAsyncResult *res, gpointer user)
+{
+  (void)src;
+  (void)user;
+  stop_job *j = g_task_get_task_data(G_TASK(res));
+  j->d->stops--;
+  if (j->done)
+    j->done(j->d);
+}
+
+/* pipes taken */
+static void stop_later(daemon_state *d, GPtrArray *pipes,
+                       void (*done)(daemon_state *d))
+{
+  stop_job *j = g_new0(stop_job, 1);
+  j->d = d;
+  j->pipes = pipes;
+  j->done = done;
+  d->stops++;
+  GTask *t = g_task_new(NULL, NULL, stop_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)stop_job_free);
+  g_task_run_in_thread(t, stop_read);
+  g_object_unref(t);
+}
+
+static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e);
+
 /* Back in the loop: the stream (if it is still the one probed for)
- * starts, or is down with the probe's error. */
+ * starts, or is down with the probe's error; a pipeline built that no
+ * stream took (it stopped, or a reload took it over, meanwhile) is
+ * stopped in a thread. */
 static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
 {
   (void)src;
@@ -411,6 +490,16 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
   d->probes--;
   GError *e = NULL;
   bool ok = g_task_propagate_boolean(G_TASK(res), &e);
+  probe_made(d, j, ok, e);
+  if (j->pipe) {
+    GPtrArray *pipes = g_ptr_array_new();
+    g_ptr_array_add(pipes, g_steal_pointer(&j->pipe));
+    stop_later(d, pipes, NULL);
+  }
+}
+
+static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
+{
   stream *s = NULL;
   for (guint i = 0; !s && i < d->streams->len; i++) {
     stream *t = d->streams->pdata[i];
@@ -432,9 +521,11 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     stream_tell_waiting(s, "the daemon is stopping");
     return;
   }
-  if (s->start_again) { /* that pipeline stopped before the next starts */
+  if (s->start_again) {
+    /* that pipeline is stopped before the next starts (in its thread,
+     * stream_try_later) */
     s->start_again = false;
-    cfd_pipeline_stop(g_steal_pointer(&j->pipe));
+    s->pipe = g_steal_pointer(&j->pipe);
     g_clear_error(&e);
     /* a reload's: told as a restart's, not counted as the policy's */
     ok = stream_try_later(d, s, true, &e);
@@ -462,17 +553,22 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
  * stream's input is probed in a thread, and the start made when it is
  * done (probe_done), a pipeline stream's pipeline built and started in a
  * thread (its elements load their kernels there): false then, s->probing
- * set. Else started at once. */
+ * set. Else started at once. A pipeline that ran is stopped in that
+ * thread before (its EOS waited for up to 2 s: the loop, and every
+ * client, waited), and before the start (a device, its files let go). */
 static bool stream_try_later(daemon_state *d, stream *s, bool asked,
                              GError **err)
 {
   bool was_down = s->down_error != NULL;
-  stream_halt(s);
-  if (s->sc->type == CFD_AUDIO)
+  cfd_pipeline *old = stream_halt(s);
+  if (s->sc->type == CFD_AUDIO) {
+    cfd_pipeline_stop(old); /* a pipeline section made a sound one */
     return stream_begin(s, PROBE_NOW, err);
+  }
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
+  j->old_pipe = old;
   j->sc = s->sc->type == CFD_PIPELINE ? pipeline_conf_copy(s->sc)
                                       : cfd_stream_conf_copy(s->sc);
   j->asked = asked;
@@ -652,6 +748,11 @@ typedef struct reload_answer {
   bool ok;
   GError *err; /* the reload's own: refused, or some streams failed */
   unsigned pending;
+  /* the pipelines it stops (of streams removed or restarted), stopped
+   * in a thread (their EOS waited for up to 2 s each), and only then the
+   * pipeline starts it has to make (GTask *: a start finds its device,
+   * or its files, let go, a renamed section's too) */
+  GPtrArray *stops, *starts;
 } reload_answer;
 
 static void reload_finish(daemon_state *d);
@@ -687,8 +788,20 @@ static void reload_start_later(daemon_state *d, stream *s,
   d->answer->pending++;
   GTask *t = g_task_new(NULL, NULL, probe_done, NULL);
   g_task_set_task_data(t, j, (GDestroyNotify)probe_job_free);
-  g_task_run_in_thread(t, probe_read);
-  g_object_unref(t);
+  g_ptr_array_add(d->answer->starts, t); /* reload_stopped runs it */
+}
+
+/* A reload's pipelines stopped (its stops), or none to stop: its
+ * pipeline starts are made. */
+static void reload_stopped(daemon_state *d)
+{
+  reload_answer *ra = d->answer;
+  for (guint i = 0; i < ra->starts->len; i++) {
+    GTask *t = ra->starts->pdata[i];
+    g_task_run_in_thread(t, probe_read);
+    g_object_unref(t);
+  }
+  g_ptr_array_set_size(ra->starts, 0);
 }
 
 /* Back in the loop, a reload's start done (probe_done): what the
@@ -1036,7 +1149,11 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     if (old) {
       old_sc = old->sc;
       old->sc = NULL;
-      stream_stop(old);
+      /* a pipeline section's start waits for the old pipeline's stop
+       * (both in threads); another kind of stream starts here, so the
+       * old one is stopped here first */
+      stream_stop_into(old, sc->type == CFD_PIPELINE ? d->answer->stops
+                                                     : NULL);
     }
     if (sc->type == CFD_PIPELINE) {
       /* built and set playing in a thread (its elements load their
@@ -1098,7 +1215,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *s = d->streams->pdata[i];
     g_string_append_printf(report, "%s: stopped (not in the file)\n",
                            s->sc->name);
-    stream_stop(s);
+    stream_stop_into(s, d->answer->stops);
   }
   g_ptr_array_free(d->streams, TRUE);
   d->streams = next;
@@ -2033,6 +2150,7 @@ static void reload_read(GTask *t, gpointer src, gpointer data,
 }
 
 static void reload_done(GObject *src, GAsyncResult *res, gpointer user);
+static void reload_stops_done(daemon_state *d);
 
 static void reload_run(daemon_state *d)
 {
@@ -2080,6 +2198,8 @@ static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
   ra->waiting = d->reload_waiting;
   ra->report = g_string_new(NULL);
   ra->ok = true;
+  ra->stops = g_ptr_array_new();
+  ra->starts = g_ptr_array_new();
   d->reload_waiting = d->reload_next;
   d->reload_next = g_ptr_array_new();
   d->answer = ra; /* d->reloading stays set until it is answered */
@@ -2091,7 +2211,21 @@ static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
   } else if (!reload(d, c, load_err, ra->report, &ra->err)) {
     ra->ok = false;
   }
+  if (ra->stops->len) { /* the starts once they are stopped */
+    ra->pending++;
+    stop_later(d, g_steal_pointer(&ra->stops), reload_stops_done);
+  } else {
+    reload_stopped(d);
+  }
   if (!ra->pending)
+    reload_finish(d);
+}
+
+/* Back in the loop, the pipelines a reload stops stopped: its starts. */
+static void reload_stops_done(daemon_state *d)
+{
+  reload_stopped(d);
+  if (!--d->answer->pending)
     reload_finish(d);
 }
 
@@ -2125,6 +2259,9 @@ static void reload_finish(daemon_state *d)
   g_ptr_array_free(ra->waiting, TRUE);
   g_string_free(ra->report, TRUE);
   g_clear_error(&ra->err);
+  if (ra->stops)
+    g_ptr_array_free(ra->stops, TRUE);
+  g_ptr_array_free(ra->starts, TRUE);
   g_free(ra);
   /* nothing is read now: those asked meanwhile, whenever, take the
    * next read */
@@ -2375,7 +2512,7 @@ int main(int argc, char **argv)
      * (its clients are told no) */
     d.stopping = true;
     cfd_file_probes_cancel();
-    while (d.reloading || d.probes || d.loads)
+    while (d.reloading || d.probes || d.loads || d.stops)
       g_main_context_iteration(NULL, TRUE);
   } else {
     say("%s", err->message);

@@ -540,12 +540,33 @@ fail:
   return NULL;
 }
 
+void cfd_pipeline_unwatch(cfd_pipeline *p)
+{
+  if (p && p->watch) {
+    g_source_remove(p->watch);
+    p->watch = 0;
+  }
+}
+
+/* Tests only: CF_TEST_STOP_GATE, a path that, once it exists (a named
+ * pipe), is read to its end before a pipeline is stopped: the stop (an
+ * EOS waited for up to 2 s) as slow as the test wants. */
+static void stop_gate(void)
+{
+  const char *gate = g_getenv("CF_TEST_STOP_GATE");
+  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
+    gchar *d = NULL;
+    g_file_get_contents(gate, &d, NULL, NULL);
+    g_free(d);
+  }
+}
+
 void cfd_pipeline_stop(cfd_pipeline *p)
 {
   if (!p)
     return;
-  if (p->watch)
-    g_source_remove(p->watch);
+  cfd_pipeline_unwatch(p);
+  stop_gate();
   GstState st = GST_STATE_NULL;
   gst_element_get_state(p->pipe, &st, NULL, 0);
   if (st == GST_STATE_PLAYING && !p->error && !p->eos) {
@@ -1275,6 +1296,10 @@ bool cfd_pipeline_check(const cfd_stream_conf *sc, GError **err)
   (void)sc;
   g_set_error(err, CFD_ERROR, 0, "built without GStreamer");
   return false;
+}
+void cfd_pipeline_unwatch(cfd_pipeline *p)
+{
+  (void)p;
 }
 void cfd_pipeline_stop(cfd_pipeline *p)
 {
