@@ -2629,6 +2629,111 @@ static void test_pipeline_stop_in_background(void **state)
   stop_daemon(&r);
 }
 
+/* A reload's re-read of an edited pipeline kernel file against a `set`
+ * of another file made meanwhile (the two guards of the dset commits,
+ * untested till now). The checksum of the edited file is made in a
+ * thread (held by CF_TEST_SUM_GATE): a `set p kernel-file` of another
+ * file made meanwhile wins, the checksum, back in the loop, is of a file
+ * the element no longer has and is dropped (no "new kernel" said, the
+ * set's kernel playing). Then the checksum made first and the set held
+ * (CF_TEST_SET_GATE) before its setter: the reload finds the element
+ * still on the edited file and has it read again after the set (its
+ * report says so), but that read, once the set gave the element another
+ * file, leaves it on the set's. */
+static void test_pipeline_reread_after_set(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.6 + 0.3 * ref_rng_unit(&rng);
+  double g1 = 0.1 + 0.1 * ref_rng_unit(&rng);
+  double g2 = 0.3 + 0.2 * ref_rng_unit(&rng);
+  double g3 = 0.1 + 0.1 * ref_rng_unit(&rng);
+  double g4 = 0.3 + 0.2 * ref_rng_unit(&rng);
+  set_case("kernel file edited under a set: %.3f, %.3f, %.3f, %.3f, %.3f", g0,
+           g1, g2, g3, g4);
+  char conf[600], ka[600], kb[600], kc[600], tmp[600], out[600], sum[600],
+      setg[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pg.conf"));
+  snprintf(ka, sizeof ka, "%s", fixture("pga.txt"));
+  snprintf(kb, sizeof kb, "%s", fixture("pgb.txt"));
+  snprintf(kc, sizeof kc, "%s", fixture("pgc.txt"));
+  snprintf(tmp, sizeof tmp, "%s", fixture("pg.tmp"));
+  snprintf(out, sizeof out, "%s", fixture("pg.raw"));
+  snprintf(sum, sizeof sum, "%s", fixture("pg.sum"));
+  snprintf(setg, sizeof setg, "%s", fixture("pg.set"));
+  unlink(sum);
+  unlink(setg);
+  unlink(out);
+  write_text(ka, "%.6f\n", g0);
+  write_text(kb, "%.6f\n", g2);
+  write_text(kc, "%.6f\n", g4);
+  write_gain_pipeline(conf, ka, out, "");
+  running r;
+  sum_gate = sum; /* none yet */
+  set_gate = setg;
+  start_daemon_ok(&r, conf);
+  sum_gate = set_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f before, want %.4f", peak, g0);
+  /* ka edited; its checksum held while kb is set */
+  write_text(tmp, "%.6f\n", g1);
+  CHECK(rename(tmp, ka) == 0, "rename: %s", strerror(errno));
+  CHECK(mkfifo(sum, 0600) == 0, "mkfifo %s: %s", sum, strerror(errno));
+  int fr = send_line(&r, "reload\n");
+  int w = open(sum, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", sum, strerror(errno));
+  CHECK(unlink(sum) == 0, "unlink %s: %s", sum, strerror(errno));
+  char line[700];
+  snprintf(line, sizeof line, "set p kernel-file %s\n", kb);
+  char *a = answer_while_held(&r, line, w, "a kernel file was checksummed");
+  CHECK(answer_ok(a), "set while the checksum is held: %s", a);
+  free(a);
+  close(w);
+  a = answer_on(fr);
+  CHECK(answer_ok(a) && !strstr(a, "new kernel"),
+        "reload, its checksum of a file the element has left: %s", a);
+  free(a);
+  peak = wait_peak(out, g2);
+  CHECK(fabs(peak - g2) < 0.02, "peak %.4f after the set, want %.4f", peak,
+        g2);
+  /* back on ka, edited again: the checksum made, the set of kc held */
+  a = ctl(&r, "set p kernel-file %s", ka);
+  CHECK(answer_ok(a), "set back: %s", a);
+  free(a);
+  peak = wait_peak(out, g1);
+  CHECK(fabs(peak - g1) < 0.02, "peak %.4f set back, want %.4f", peak, g1);
+  write_text(tmp, "%.6f\n", g3);
+  CHECK(rename(tmp, ka) == 0, "rename: %s", strerror(errno));
+  CHECK(mkfifo(setg, 0600) == 0, "mkfifo %s: %s", setg, strerror(errno));
+  snprintf(line, sizeof line, "set p kernel-file %s\n", kc);
+  int fs = send_line(&r, line);
+  w = open(setg, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", setg, strerror(errno));
+  CHECK(unlink(setg) == 0, "unlink %s: %s", setg, strerror(errno));
+  a = answer_while_held(&r, "reload\n", w, "a set was made");
+  CHECK(answer_ok(a) && strstr(a, "p: new kernel"),
+        "reload while a set is made: %s", a);
+  free(a);
+  close(w);
+  a = answer_on(fs);
+  CHECK(answer_ok(a), "set of %s: %s", kc, a);
+  free(a);
+  /* asked after the reload's read again: answered once that is made */
+  a = ctl(&r, "set p crossfade 0");
+  CHECK(answer_ok(a), "set after: %s", a);
+  free(a);
+  double n = status_num(&r, "p", "buffers");
+  wait_for(&r, "p", "buffers", n + 30);
+  peak = tail_peak(out, 800);
+  CHECK(fabs(peak - g4) < 0.02,
+        "peak %.4f once the reload's read again is done, want %.4f (the "
+        "set's file; %.4f: the edited one read again)",
+        peak, g4, g3);
+  stop_daemon(&r);
+}
+
 /* A GRAY16_LE frame as cudaconvolve (border reflect) makes it from `in`
  * with the kh x kw taps k (as floats, the element's): the float64
  * reference, rounded and saturated as the element stores it. */
@@ -6745,6 +6850,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_reread_after_set, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),
