@@ -55,6 +55,9 @@ static const char *start_gate;  /* CF_TEST_START_GATE for the next start */
 static const char *sum_gate;    /* CF_TEST_SUM_GATE for the next start */
 static const char *set_gate;    /* CF_TEST_SET_GATE for the next start */
 static const char *stop_gate;   /* CF_TEST_STOP_GATE for the next start */
+/* the next start returns once the socket is there, its pipelines maybe
+ * still being built (else once none is: status says no stream starting) */
+static int boot_unwaited;
 static const char *daemon_opt;  /* an option more for the next start */
 static unsigned nofile_limit;   /* RLIMIT_NOFILE for the next start; 0 */
 static size_t as_limit;         /* RLIMIT_AS (bytes) for the next start; 0 */
@@ -126,8 +129,41 @@ static void write_asoundrc(const char *in, const char *out)
              in, out);
 }
 
-/* Start cudafilterd -c conf; wait for its socket. Returns 0, or the exit
- * status (+1000 for a signal) when it ended first. */
+/* Whether the daemon's status says a stream is starting (its own start
+ * builds its pipelines in threads once its socket is served); false where
+ * it cannot be asked (its exit is seen next). */
+static bool boot_starting(const running *r)
+{
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", r->sock);
+  if (fd < 0)
+    return false;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      write(fd, "status\n", 7) != 7) {
+    close(fd);
+    return false;
+  }
+  char buf[4096];
+  size_t n = 0;
+  ssize_t k;
+  bool starting = false;
+  while ((k = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
+    n += (size_t)k;
+    buf[n] = 0;
+    starting = starting || strstr(buf, "state=starting");
+    if (n > sizeof buf / 2) { /* keep the tail: a word cut in two */
+      memmove(buf, buf + n - 64, 64);
+      n = 64;
+    }
+  }
+  close(fd);
+  return starting;
+}
+
+/* Start cudafilterd -c conf; wait for its socket (and, unless
+ * boot_unwaited, its pipelines built). Returns 0, or the exit status
+ * (+1000 for a signal) when it ended first. */
 static int start_daemon(running *r, const char *conf)
 {
   snprintf(r->sock, sizeof r->sock, "%s",
@@ -193,11 +229,13 @@ static int start_daemon(running *r, const char *conf)
       return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
     }
     struct stat sb;
-    if (stat(r->sock, &sb) == 0 && S_ISSOCK(sb.st_mode))
+    if (stat(r->sock, &sb) == 0 && S_ISSOCK(sb.st_mode) &&
+        (boot_unwaited || !boot_starting(r)))
       return 0;
     usleep(10000);
   }
-  CHECK(0, "cudafilterd did not open %s in 30 s", r->sock);
+  CHECK(0, "cudafilterd did not open %s (or build its pipelines) in 30 s",
+        r->sock);
   return -1;
 }
 
@@ -2732,6 +2770,84 @@ static void test_pipeline_reread_after_set(void **state)
         "set's file; %.4f: the edited one read again)",
         peak, g4, g3);
   stop_daemon(&r);
+}
+
+/* The daemon's own start builds its pipeline streams in threads once it
+ * serves its control socket (QA: a cudaconvolve with a 4096 x 4096 .npy
+ * held the start 9.1 s, its socket there and no one answered): the
+ * daemon's start reads CF_TEST_START_GATE, a named pipe made before it,
+ * before it builds p. Meanwhile `status` answers (p starting), a set is
+ * refused saying so, a restart waits for the start under way; let go,
+ * the restart is answered, the log says the stream runs, and the output
+ * is the kernel's. A pipeline that cannot start (its sink's folder
+ * missing) still ends the daemon's start with exit 1, saying why. */
+static void test_pipeline_boot_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.3 + 0.6 * ref_rng_unit(&rng);
+  set_case("pipeline built slowly at the daemon's start, gain %.3f", g0);
+  char conf[600], kp[600], out[600], gate[600], bad[700];
+  snprintf(conf, sizeof conf, "%s", fixture("pb.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("pb.txt"));
+  snprintf(out, sizeof out, "%s", fixture("pb.raw"));
+  snprintf(gate, sizeof gate, "%s", fixture("pb.gate"));
+  unlink(gate);
+  unlink(out);
+  write_text(kp, "%.6f\n", g0);
+  write_gain_pipeline(conf, kp, out, "");
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  running r;
+  start_gate = gate;
+  boot_unwaited = 1;
+  start_daemon_ok(&r, conf);
+  start_gate = NULL;
+  boot_unwaited = 0;
+  /* open once the start reads it: from here the build waits for us */
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  char *a = answer_while_held(&r, "status\n", w,
+                              "the daemon's start built a pipeline");
+  const char *f = field(a, "p", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+  free(a);
+  a = ctl(&r, "set p crossfade 0");
+  CHECK(!answer_ok(a) && strstr(a, "p is starting"), "set while starting: %s",
+        a);
+  free(a);
+  int fx = send_line(&r, "restart p\n");
+  a = ctl(&r, "status p");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd px = {.fd = fx, .events = POLLIN};
+  CHECK(poll(&px, 1, 0) == 0, "the restart was answered before the start");
+  char *log = slurp(r.log, NULL);
+  CHECK(log && !strstr(log, "running"), "the log says it runs: %s", log);
+  free(log);
+  close(w); /* the build goes on */
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "p: started again"),
+        "restart asked while the daemon started it: %s", a);
+  free(a);
+  wait_state(&r, "p", "PLAYING");
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f, want %.4f", peak, g0);
+  log = slurp(r.log, NULL);
+  CHECK(log && strstr(log, "1 stream running; control socket"),
+        "the log does not say the stream runs: %s", log);
+  free(log);
+  stop_daemon(&r);
+  /* one that cannot start: exit 1, as a start in the loop did */
+  snprintf(bad, sizeof bad, "%s.d/none/out.raw", out);
+  write_gain_pipeline(conf, kp, bad, "");
+  int rc = start_daemon(&r, conf);
+  log = slurp(r.log, NULL);
+  CHECK(rc == 1 && log && strstr(log, "stream p: pipeline cannot start") &&
+            strstr(log, bad),
+        "a start whose pipeline cannot start exited %d: %s", rc, log);
+  free(log);
 }
 
 /* A GRAY16_LE frame as cudaconvolve (border reflect) makes it from `in`
@@ -6851,6 +6967,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reread_after_set, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_boot_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),
       cmocka_unit_test_teardown(test_network, kill_left),
       cmocka_unit_test_teardown(test_restart, kill_left),

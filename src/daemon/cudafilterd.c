@@ -125,6 +125,7 @@ typedef struct daemon_state {
   unsigned probes;   /* probes whose thread has not returned */
   unsigned loads;    /* live changes' kernels whose thread has not returned */
   unsigned stops;    /* pipelines given up, stopped in a thread not done */
+  unsigned booting;  /* the daemon's own pipeline starts not done */
   GMainLoop *loop;
   int exit_code;
 } daemon_state;
@@ -356,6 +357,7 @@ typedef struct probe_job {
   cfd_stream_conf *sc; /* a copy: the stream's may change meanwhile */
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
+  bool boot;           /* the daemon's own start of the stream */
   cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
   /* what ran before (unwatched): stopped in the thread first, so that
    * the start finds its device (or files) let go */
@@ -478,6 +480,22 @@ static void stop_later(daemon_state *d, GPtrArray *pipes,
 
 static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e);
 
+/* The daemon's own start done (its pipelines built in threads): said
+ * in the log, unless it stops (or exits, a stream not started). */
+static void boot_said(daemon_state *d)
+{
+  if (d->stopping || d->exit_code)
+    return;
+  unsigned down = 0;
+  for (guint i = 0; i < d->streams->len; i++) {
+    stream *s = d->streams->pdata[i];
+    down += !s->audio && !s->pipe;
+  }
+  say("%u stream%s running%s; control socket %s", d->streams->len - down,
+      d->streams->len - down == 1 ? "" : "s",
+      down ? " (and some down, tried again)" : "", d->socket_path);
+}
+
 /* Back in the loop: the stream (if it is still the one probed for)
  * starts, or is down with the probe's error; a pipeline built that no
  * stream took (it stopped, or a reload took it over, meanwhile) is
@@ -496,6 +514,8 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
     g_ptr_array_add(pipes, g_steal_pointer(&j->pipe));
     stop_later(d, pipes, NULL);
   }
+  if (j->boot && !--d->booting)
+    boot_said(d);
 }
 
 static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
@@ -519,6 +539,29 @@ static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
   if (d->stopping) {
     g_clear_error(&e);
     stream_tell_waiting(s, "the daemon is stopping");
+    return;
+  }
+  if (j->boot && !s->start_again) { /* the daemon's own start */
+    if (ok) {
+      s->pipe = g_steal_pointer(&j->pipe);
+      cfd_pipeline_watch(s->pipe);
+    } else if (s->sc->restart != CFD_RESTART_NO) {
+      say("stream %s cannot start: %s; trying every %g s", s->sc->name,
+          e->message, s->sc->restart_delay);
+      s->down_error = g_strdup(e->message);
+      s->ended_at = now_s();
+    } else {
+      /* as when it was built before the loop ran: the daemon exits 1,
+       * the outputs of the file streams it started as they were */
+      say("stream %s: %s", s->sc->name, e->message);
+      if (!d->exit_code)
+        d->exit_code = 1;
+      g_main_loop_quit(d->loop);
+    }
+    /* a `restart` asked meanwhile is answered with this start */
+    if (s->waiting && s->waiting->len)
+      stream_started(s, true, false, ok ? NULL : e);
+    g_clear_error(&e);
     return;
   }
   if (s->start_again) {
@@ -582,6 +625,26 @@ static bool stream_try_later(daemon_state *d, stream *s, bool asked,
   g_task_run_in_thread(t, probe_read);
   g_object_unref(t);
   return false;
+}
+
+/* A pipeline stream of the daemon's own start (s, from s->sc): built
+ * and set playing in a thread as a restart's is, once the loop runs
+ * (its elements load their kernel files there: seconds for a big one,
+ * the control socket not served meanwhile), s starting meanwhile. */
+static void boot_start_later(daemon_state *d, stream *s)
+{
+  probe_job *j = g_new0(probe_job, 1);
+  j->d = d;
+  j->id = ++d->probe_ids;
+  j->sc = pipeline_conf_copy(s->sc);
+  j->boot = true;
+  s->probing = j->id;
+  d->probes++;
+  d->booting++;
+  GTask *t = g_task_new(NULL, NULL, probe_done, NULL);
+  g_task_set_task_data(t, j, (GDestroyNotify)probe_job_free);
+  g_task_run_in_thread(t, probe_read);
+  g_object_unref(t);
 }
 
 /* Every 50 ms: streams that ended (or could not start again) are started
@@ -2488,6 +2551,12 @@ int main(int argc, char **argv)
   bool ok = !d.exit_code && listen_socket(&d, &err);
   for (guint i = 0; ok && i < c->streams->len; i++) {
     cfd_stream_conf *sc = take_conf(c, i);
+    if (sc->type == CFD_PIPELINE) { /* built once the loop runs */
+      stream *s = g_new0(stream, 1);
+      s->sc = sc;
+      g_ptr_array_add(d.streams, s);
+      continue;
+    }
     stream *s = stream_start(sc, LOAD_PROBED, &err);
     if (s)
       g_ptr_array_add(d.streams, s);
@@ -2498,16 +2567,18 @@ int main(int argc, char **argv)
   cfd_config_free(c);
   if (ok) {
     g_timeout_add(50, on_tick, &d);
-    unsigned down = 0;
+    /* its pipelines built in threads, the control socket served
+     * meanwhile (status shows them starting); said once they run */
     for (guint i = 0; i < d.streams->len; i++) {
       stream *s = d.streams->pdata[i];
-      down += !s->audio && !s->pipe;
+      if (s->sc->type == CFD_PIPELINE)
+        boot_start_later(&d, s);
     }
-    say("%u stream%s running%s; control socket %s", d.streams->len - down,
-        d.streams->len - down == 1 ? "" : "s",
-        down ? " (and some down, tried again)" : "", d.socket_path);
+    if (!d.booting)
+      boot_said(&d);
     g_main_loop_run(d.loop);
-    say("stopping");
+    if (!d.exit_code) /* else a stream of its start said why */
+      say("stopping");
     /* a reload being read: its thread finishes before the streams go
      * (its clients are told no) */
     d.stopping = true;
