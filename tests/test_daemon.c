@@ -2664,7 +2664,46 @@ static void test_pipeline_stop_in_background(void **state)
   peak = wait_peak(out, g2);
   CHECK(fabs(peak - g2) < 0.02, "peak %.4f after the reload, want %.4f", peak,
         g2);
+  /* a stop (SIGTERM) while a reload's stop is held: the reload's start
+   * is not built (its gate, left there, would hold it for ever) and the
+   * reload answered so; the daemon exits 0 */
+  write_gain_pipeline(conf, kp, out, other);
+  CHECK(mkfifo(gate, 0600) == 0 && mkfifo(sgate, 0600) == 0, "mkfifo: %s",
+        strerror(errno));
+  fr = send_line(&r, "reload\n");
+  w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  kill(r.pid, SIGTERM);
+  /* the loop has seen it once it says so (the stop then waits for the
+   * reload) */
+  double t0 = now_s();
+  char *log = NULL;
+  while (!(log = slurp(r.log, NULL)) || !strstr(log, "cudafilterd: stopping")) {
+    free(log);
+    log = NULL;
+    if (now_s() - t0 > 20)
+      close(w);
+    CHECK(now_s() - t0 < 20, "the daemon did not say it stops");
+    usleep(20000);
+  }
+  free(log);
+  close(w);
+  struct pollfd pf = {.fd = fr, .events = POLLIN};
+  int ready = poll(&pf, 1, 20000); /* a hang, not a speed */
+  if (ready != 1) { /* the start was built: let it go */
+    close(open(sgate, O_WRONLY | O_NONBLOCK));
+    print_log(&r);
+  }
+  CHECK(ready == 1, "the reload was not answered: its start was built "
+                    "while the daemon stopped");
+  a = answer_on(fr);
+  CHECK(strstr(a, "q: stopped (not in the file)") &&
+            strstr(a, "p: not started: the daemon is stopping"),
+        "reload stopped by SIGTERM: %s", a);
+  free(a);
   stop_daemon(&r);
+  unlink(sgate);
 }
 
 /* A reload's re-read of an edited pipeline kernel file against a `set`

@@ -358,6 +358,7 @@ typedef struct probe_job {
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
   bool boot;           /* the daemon's own start of the stream */
+  bool skip;           /* not built: the daemon stops (a reload's start) */
   cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
   /* what ran before (unwatched): stopped in the thread first, so that
    * the start finds its device (or files) let go */
@@ -405,6 +406,10 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
   probe_job *j = data;
   GError *e = NULL;
   cfd_pipeline_stop(g_steal_pointer(&j->old_pipe));
+  if (j->skip) {
+    g_task_return_new_error(t, CFD_ERROR, 0, "the daemon is stopping");
+    return;
+  }
   bool ok = j->sc->type == CFD_PIPELINE
                 ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
                 : cfd_file_input_unchanged(j->sc, &e);
@@ -861,6 +866,9 @@ static void reload_stopped(daemon_state *d)
   reload_answer *ra = d->answer;
   for (guint i = 0; i < ra->starts->len; i++) {
     GTask *t = ra->starts->pdata[i];
+    /* the daemon stopping meanwhile: not built, only answered so */
+    if (d->stopping)
+      ((probe_job *)g_task_get_task_data(t))->skip = true;
     g_task_run_in_thread(t, probe_read);
     g_object_unref(t);
   }
