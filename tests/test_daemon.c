@@ -161,6 +161,28 @@ static bool boot_starting(const running *r)
   return starting;
 }
 
+/* How many of process pid's descriptors are open on path. */
+static int fd_count(pid_t pid, const char *path)
+{
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  DIR *dp = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (dp && (e = readdir(dp))) {
+    char link[400], to[700];
+    snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+    ssize_t k = readlink(link, to, sizeof to - 1);
+    if (k <= 0)
+      continue;
+    to[k] = 0;
+    n += !strcmp(to, path);
+  }
+  if (dp)
+    closedir(dp);
+  return n;
+}
+
 /* Start cudafilterd -c conf; wait for its socket (and, unless
  * boot_unwaited, its pipelines built). Returns 0, or the exit status
  * (+1000 for a signal) when it ended first. */
@@ -2583,7 +2605,12 @@ static void test_pipeline_stop_in_background(void **state)
   static const char *const other =
       "[stream o]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
       "cudafir kernel=\"<0.5, 0.5>\" backend=cpu ! fakesink\n";
-  write_gain_pipeline(conf, kp, out, other);
+  static const char *const other_x =
+      "[stream o]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
+      "cudafir kernel=\"<0.5, 0.5>\" backend=cpu ! fakesink\n"
+      "[stream x]\ntype = pipeline\npipeline = audiotestsrc is-live=true ! "
+      "fakesink\n";
+  write_gain_pipeline(conf, kp, out, other_x);
   running r;
   stop_gate = gate; /* none yet: stops go on */
   start_gate = sgate; /* nor starts */
@@ -2615,7 +2642,8 @@ static void test_pipeline_stop_in_background(void **state)
   peak = wait_peak(out, g1);
   CHECK(fabs(peak - g1) < 0.02, "peak %.4f after the restart, want %.4f",
         peak, g1);
-  /* p renamed q (the same output): q starts once p is stopped */
+  /* p renamed q (the same output): q starts once p is stopped; x,
+   * removed, is stopped beside p (not after it) */
   write_text(conf,
              "[stream q]\ntype = pipeline\npipeline = audiotestsrc "
              "is-live=true volume=1.0 samplesperbuffer=80 ! "
@@ -2628,6 +2656,15 @@ static void test_pipeline_stop_in_background(void **state)
   int fr = send_line(&r, "reload\n");
   w = open(gate, O_WRONLY);
   CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  /* both stops read the gate at once (a hang guard, not a speed) */
+  int readers = 0;
+  for (double t0 = now_s(); (readers = fd_count(r.pid, gate)) < 2;) {
+    if (now_s() - t0 > 20)
+      close(w);
+    CHECK(now_s() - t0 < 20, "one pipeline stop at a time (%d held)",
+          readers);
+    usleep(10000);
+  }
   CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
   a = answer_while_held(&r, "status\n", w, "a reload's pipeline was stopped");
   f = field(a, "q", "state");
@@ -2657,6 +2694,7 @@ static void test_pipeline_stop_in_background(void **state)
   close(ws);
   a = answer_on(fr);
   CHECK(answer_ok(a) && strstr(a, "p: stopped (not in the file)") &&
+            strstr(a, "x: stopped (not in the file)") &&
             strstr(a, "q: started") && !strstr(a, "o:"),
         "reload: %s", a);
   free(a);

@@ -428,21 +428,25 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
 static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
                            GError *e);
 
-/* Pipelines given up (unwatched), stopped in a thread: each waits up to
- * 2 s for its EOS to reach its sinks (the loop, and every client,
- * waited). done, if not NULL, is called back in the loop once they are
- * stopped; the daemon's own stop waits for them (d->stops). */
-typedef struct stop_job {
+/* Pipelines given up (unwatched), stopped in threads, one each: each
+ * waits up to 2 s for its EOS to reach its sinks (the loop, and every
+ * client, waited; one after another, as long again for each). done, if
+ * not NULL, is called back in the loop once they are all stopped; the
+ * daemon's own stop waits for them (d->stops). */
+typedef struct stop_batch {
   daemon_state *d;
-  GPtrArray *pipes; /* cfd_pipeline * */
+  unsigned left;
   void (*done)(daemon_state *d);
+} stop_batch;
+
+typedef struct stop_job {
+  stop_batch *b;
+  cfd_pipeline *pipe;
 } stop_job;
 
 static void stop_job_free(stop_job *j)
 {
-  for (guint i = 0; i < j->pipes->len; i++)
-    cfd_pipeline_stop(j->pipes->pdata[i]); /* none: stopped in the thread */
-  g_ptr_array_free(j->pipes, TRUE);
+  cfd_pipeline_stop(j->pipe); /* none: stopped in the thread */
   g_free(j);
 }
 
@@ -452,9 +456,7 @@ static void stop_read(GTask *t, gpointer src, gpointer data,
   (void)src;
   (void)cancel;
   stop_job *j = data;
-  for (guint i = 0; i < j->pipes->len; i++)
-    cfd_pipeline_stop(j->pipes->pdata[i]); /* nothing of the daemon's */
-  g_ptr_array_set_size(j->pipes, 0);
+  cfd_pipeline_stop(g_steal_pointer(&j->pipe)); /* nothing of the daemon's */
   g_task_return_boolean(t, TRUE);
 }
 
@@ -462,25 +464,34 @@ static void stop_done(GObject *src, GAsyncResult *res, gpointer user)
 {
   (void)src;
   (void)user;
-  stop_job *j = g_task_get_task_data(G_TASK(res));
-  j->d->stops--;
-  if (j->done)
-    j->done(j->d);
+  stop_batch *b = ((stop_job *)g_task_get_task_data(G_TASK(res)))->b;
+  b->d->stops--;
+  if (--b->left)
+    return;
+  if (b->done)
+    b->done(b->d);
+  g_free(b);
 }
 
-/* pipes taken */
+/* pipes (at least one) taken */
 static void stop_later(daemon_state *d, GPtrArray *pipes,
                        void (*done)(daemon_state *d))
 {
-  stop_job *j = g_new0(stop_job, 1);
-  j->d = d;
-  j->pipes = pipes;
-  j->done = done;
-  d->stops++;
-  GTask *t = g_task_new(NULL, NULL, stop_done, NULL);
-  g_task_set_task_data(t, j, (GDestroyNotify)stop_job_free);
-  g_task_run_in_thread(t, stop_read);
-  g_object_unref(t);
+  stop_batch *b = g_new0(stop_batch, 1);
+  b->d = d;
+  b->left = pipes->len;
+  b->done = done;
+  for (guint i = 0; i < pipes->len; i++) {
+    stop_job *j = g_new0(stop_job, 1);
+    j->b = b;
+    j->pipe = pipes->pdata[i];
+    d->stops++;
+    GTask *t = g_task_new(NULL, NULL, stop_done, NULL);
+    g_task_set_task_data(t, j, (GDestroyNotify)stop_job_free);
+    g_task_run_in_thread(t, stop_read);
+    g_object_unref(t);
+  }
+  g_ptr_array_free(pipes, TRUE);
 }
 
 static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e);
@@ -633,9 +644,10 @@ static bool stream_try_later(daemon_state *d, stream *s, bool asked,
 }
 
 /* A pipeline stream of the daemon's own start (s, from s->sc): built
- * and set playing in a thread as a restart's is, once the loop runs
- * (its elements load their kernel files there: seconds for a big one,
- * the control socket not served meanwhile), s starting meanwhile. */
+ * and set playing in a thread as a restart's is, once the loop runs, s
+ * starting meanwhile (its elements load their kernel files there,
+ * seconds for a big one: built before the loop ran, no client was
+ * answered meanwhile). */
 static void boot_start_later(daemon_state *d, stream *s)
 {
   probe_job *j = g_new0(probe_job, 1);
@@ -817,7 +829,7 @@ typedef struct reload_answer {
   GError *err; /* the reload's own: refused, or some streams failed */
   unsigned pending;
   /* the pipelines it stops (of streams removed or restarted), stopped
-   * in a thread (their EOS waited for up to 2 s each), and only then the
+   * in threads (their EOS waited for up to 2 s each), and only then the
    * pipeline starts it has to make (GTask *: a start finds its device,
    * or its files, let go, a renamed section's too) */
   GPtrArray *stops, *starts;
