@@ -7479,6 +7479,23 @@ static GstPadProbeReturn align_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
   return GST_PAD_PROBE_HANDLED;
 }
 
+/* Another kernel of 1..3 frames, 1..3 x 1..3 taps, on the element (as
+ * the array or a .npy) and in c->k. */
+static void storm_kernel(gcase *c, ref_rng *r)
+{
+  kern_make(&c->k, r, (unsigned)ref_rng_range(r, 1, 3),
+            (unsigned)ref_rng_range(r, 1, 3), (unsigned)ref_rng_range(r, 1, 3),
+            0);
+  if (ref_rng_u64(r) % 2) {
+    set_kernel(c->h->element, &c->k);
+  } else {
+    char *path = write_npy("storm.npy", &c->k, 1);
+    g_object_set(c->h->element, "kernel-file", path, NULL);
+    g_free(path);
+  }
+  add_case("| kernel %ux%ux%u ", c->k.t, c->k.kh, c->k.kw);
+}
+
 /* A video call's stream (camera, cudaconvolve, encoder with simulcast
  * and adaptive resolution): new caps every 0..4 frames, another size
  * (720p down to 1x1, odd 4:2:0 sizes), format (NV12, I420, RGBA, any)
@@ -7545,7 +7562,7 @@ static void test_caps_storm(void **state)
     int prop_luma = 0; /* the components property: "luma", else "all" */
     for (unsigned step = 0, caps_here = 0; caps_here < 25; step++) {
       /* the change */
-      unsigned what = step ? (unsigned)(ref_rng_u64(&r) % 10) : 0;
+      unsigned what = step ? (unsigned)(ref_rng_u64(&r) % 11) : 0;
       const gfmt *nf = f;
       unsigned nw = w, nh = h;
       const char *nrate = rate;
@@ -7583,6 +7600,9 @@ static void test_caps_storm(void **state)
         s.drain_next = 1;
         gcase_new_ref(&c);
         add_case("| comps 0x%x ", c.cfg.components);
+      } else if (what == 10) { /* another kernel, from the next frame */
+        storm_kernel(&c, &r);
+        ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
       } else if (what == 8) { /* a seek: the held frames dropped */
         ds_flush(&s);
         add_case("| flush ");
@@ -7611,6 +7631,10 @@ static void test_caps_storm(void **state)
           g_object_set(c.h->element, "components", luma ? "luma" : "all",
                        NULL);
         prop_luma = luma;
+        /* a kernel for the new size, set just before its caps */
+        int new_kernel = f && ref_rng_u64(&r) % 3 == 0;
+        if (new_kernel)
+          storm_kernel(&c, &r);
         char *caps = g_strdup_printf(
             "video/x-raw,format=%s,width=%u,height=%u,framerate=%s", nf->gst,
             nw, nh, nrate);
@@ -7634,6 +7658,8 @@ static void test_caps_storm(void **state)
           g_object_set(c.h->element, "components", "luma", NULL);
         if (new_frames || comps_change || !c.ref)
           gcase_new_ref(&c);
+        else if (new_kernel)
+          ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
         /* the latency query: D frames of the new rate */
         if (c.info.fps_n > 0) {
           GstClockTime lat = gst_harness_query_latency(c.h);
@@ -7690,6 +7716,31 @@ typedef struct seen_in {
   GQueue frames; /* GstSample * */
   unsigned n;    /* frames seen */
 } seen_in;
+
+/* The pipeline of test_caps_storm_pipeline or test_crop_pipeline and
+ * what its probe saw: teardown stops it where a check failed. */
+static GstElement *storm_pipe;
+static seen_in storm_seen;
+
+static void seen_init(seen_in *s)
+{
+  g_mutex_init(&s->mu);
+  g_cond_init(&s->cv);
+  g_queue_init(&s->frames);
+  s->n = 0;
+}
+
+static void storm_pipe_stop(void)
+{
+  if (!storm_pipe)
+    return;
+  gst_element_set_state(storm_pipe, GST_STATE_NULL);
+  gst_object_unref(storm_pipe);
+  storm_pipe = NULL;
+  g_queue_clear_full(&storm_seen.frames, (GDestroyNotify)gst_sample_unref);
+  g_mutex_clear(&storm_seen.mu);
+  g_cond_clear(&storm_seen.cv);
+}
 
 static GstPadProbeReturn seen_in_probe(GstPad *pad, GstPadProbeInfo *pi,
                                        gpointer data)
@@ -7755,13 +7806,11 @@ static void test_caps_storm_pipeline(void **state)
     g_object_set(cc, "kernel-file", path, "cval", c.cfg.cval,
                  "pipeline-depth", depth, "threads", 1, NULL);
     g_free(path);
-    seen_in seen;
-    g_mutex_init(&seen.mu);
-    g_cond_init(&seen.cv);
-    g_queue_init(&seen.frames);
-    seen.n = 0;
+    seen_in *seen_p = &storm_seen;
+    seen_init(seen_p);
+    storm_pipe = pipe;
     GstPad *sink = gst_element_get_static_pad(cc, "sink");
-    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe, &seen,
+    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe, seen_p,
                       NULL);
     gst_object_unref(sink);
     /* the camera: 160x90 NV12, rows padded, planes at offsets */
@@ -7820,11 +7869,11 @@ static void test_caps_storm_pipeline(void **state)
       /* the frame reaches the element before the next change (a frame
        * videoscale refuses to make would stall here: 20 s) */
       gint64 end = g_get_monotonic_time() + 20 * G_TIME_SPAN_SECOND;
-      g_mutex_lock(&seen.mu);
-      while (seen.n <= i && g_cond_wait_until(&seen.cv, &seen.mu, end))
+      g_mutex_lock(&seen_p->mu);
+      while (seen_p->n <= i && g_cond_wait_until(&seen_p->cv, &seen_p->mu, end))
         ;
-      unsigned got = seen.n;
-      g_mutex_unlock(&seen.mu);
+      unsigned got = seen_p->n;
+      g_mutex_unlock(&seen_p->mu);
       CHECK(got > i, "frame %u did not reach cudaconvolve", i);
     }
     GstFlowReturn fr = GST_FLOW_ERROR;
@@ -7841,9 +7890,9 @@ static void test_caps_storm_pipeline(void **state)
       g_signal_emit_by_name(out, "try-pull-sample", (GstClockTime)0, &got);
       if (!got)
         break;
-      g_mutex_lock(&seen.mu);
-      GstSample *in = g_queue_pop_head(&seen.frames);
-      g_mutex_unlock(&seen.mu);
+      g_mutex_lock(&seen_p->mu);
+      GstSample *in = g_queue_pop_head(&seen_p->frames);
+      g_mutex_unlock(&seen_p->mu);
       CHECK(in != NULL, "output %u: more outputs than frames in", n);
       GstVideoInfo ii, oi;
       CHECK(gst_sample_get_caps(in) &&
@@ -7890,20 +7939,126 @@ static void test_caps_storm_pipeline(void **state)
       gst_sample_unref(got);
       n++;
     }
-    g_mutex_lock(&seen.mu);
-    guint left = g_queue_get_length(&seen.frames);
-    g_mutex_unlock(&seen.mu);
+    g_mutex_lock(&seen_p->mu);
+    guint left = g_queue_get_length(&seen_p->frames);
+    g_mutex_unlock(&seen_p->mu);
     CHECK(left == 0, "%u frames went in and did not come out (%u did)",
           left, n);
-    gst_element_set_state(pipe, GST_STATE_NULL);
-    g_queue_clear_full(&seen.frames, (GDestroyNotify)gst_sample_unref);
-    g_mutex_clear(&seen.mu);
-    g_cond_clear(&seen.cv);
     gst_object_unref(cam);
     gst_object_unref(enc);
     gst_object_unref(cc);
     gst_object_unref(out);
-    gst_object_unref(pipe);
+    storm_pipe_stop();
+    ref2d_video_free(c.ref);
+    kern_free(&c.k);
+  }
+  tmp_cleanup();
+}
+
+/* videocrop before cudaconvolve, as an app cropping its camera (odd left
+ * and top edges too; I420, NV12, RGBA, any format): cudaconvolve asks for
+ * no GstVideoCropMeta (its answer to the allocation query names
+ * GstVideoMeta alone), so videocrop crops itself: the frames come in the
+ * cropped size and without a crop meta, and each output is the
+ * reference's for the cropped frame (the border at the crop's edges).
+ * A crop meta that comes anyway is passed on (test_meta_tags,
+ * test_caps_storm). */
+static void test_crop_pipeline(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 99);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    const gfmt *f = rep < 3 ? &formats[(unsigned[]){9, 8, 2}[rep]]
+                            : &formats[ref_rng_u64(&r) % NFORMATS];
+    unsigned w = (unsigned)ref_rng_range(&r, 12, 70);
+    unsigned h = (unsigned)ref_rng_range(&r, 12, 50);
+    unsigned top = (unsigned)ref_rng_range(&r, 0, 5);
+    unsigned left = (unsigned)ref_rng_range(&r, 0, 5);
+    unsigned bottom = (unsigned)ref_rng_range(&r, 0, 5);
+    unsigned right = (unsigned)ref_rng_range(&r, 0, 5);
+    unsigned depth = (unsigned)ref_rng_range(&r, 0, 2);
+    gcase c;
+    memset(&c, 0, sizeof c);
+    cf_video_config_init(&c.cfg);
+    c.cfg.border = (cf_border)(ref_rng_u64(&r) % 5);
+    c.cfg.cval = (float)ref_rng_range(&r, 0, 255);
+    kern_make(&c.k, &r, (unsigned)ref_rng_range(&r, 1, 2),
+              (unsigned)ref_rng_range(&r, 1, 5),
+              (unsigned)ref_rng_range(&r, 1, 5), 0);
+    char *path = write_npy("crop.npy", &c.k, 1);
+    set_case("crop pipeline %u: %s %ux%u, crop top %u left %u bottom %u "
+             "right %u, depth %u, kernel %ux%ux%u, %s: ",
+             rep, f->gst, w, h, top, left, bottom, right, depth, c.k.t,
+             c.k.kh, c.k.kw, border_names[c.cfg.border]);
+    char *line = g_strdup_printf(
+        "videotestsrc num-buffers=6 pattern=snow ! "
+        "video/x-raw,format=%s,width=%u,height=%u,framerate=25/1 ! "
+        "videocrop top=%u left=%u bottom=%u right=%u ! "
+        "cudaconvolve name=cc components=all ! "
+        "appsink name=out sync=false wait-on-eos=false",
+        f->gst, w, h, top, left, bottom, right);
+    GError *err = NULL;
+    GstElement *pipe = gst_parse_launch(line, &err);
+    g_free(line);
+    CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+    GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
+    GstElement *out = gst_bin_get_by_name(GST_BIN(pipe), "out");
+    gst_util_set_object_arg(G_OBJECT(cc), "backend", case_backend());
+    gst_util_set_object_arg(G_OBJECT(cc), "border",
+                            border_names[c.cfg.border]);
+    g_object_set(cc, "kernel-file", path, "cval", c.cfg.cval,
+                 "pipeline-depth", depth, "threads", 1, NULL);
+    g_free(path);
+    seen_in *seen_p = &storm_seen;
+    seen_init(seen_p);
+    storm_pipe = pipe;
+    GstPad *sink = gst_element_get_static_pad(cc, "sink");
+    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe, seen_p,
+                      NULL);
+    gst_object_unref(sink);
+    CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
+              GST_STATE_CHANGE_FAILURE,
+          "the pipeline does not start");
+    char msg[1024];
+    int eos = wait_eos(pipe, 30, msg, sizeof msg);
+    CHECK(eos, "the stream did not reach EOS: %s", msg);
+    unsigned n = 0;
+    for (;; n++) {
+      GstSample *got = NULL;
+      g_signal_emit_by_name(out, "try-pull-sample", (GstClockTime)0, &got);
+      if (!got)
+        break;
+      GstSample *in = g_queue_pop_head(&seen_p->frames);
+      CHECK(in != NULL, "output %u: more outputs than frames in", n);
+      GstVideoInfo ii;
+      CHECK(gst_video_info_from_caps(&ii, gst_sample_get_caps(in)),
+            "frame %u came without caps", n);
+      CHECK(ii.width == (int)(w - left - right) &&
+                ii.height == (int)(h - top - bottom),
+            "frame %u: %dx%d after the crop", n, ii.width, ii.height);
+      GstBuffer *ib = gst_sample_get_buffer(in);
+      CHECK(!gst_buffer_get_video_crop_meta(ib),
+            "frame %u came with a crop meta, the crop not applied", n);
+      if (!c.ref) {
+        CHECK(ref2d_fmt_get(f->cf, &c.d), "ref2d lacks %s", f->gst);
+        c.fmt = f;
+        c.cfg.format = f->cf;
+        c.cfg.width = (unsigned)ii.width;
+        c.cfg.height = (unsigned)ii.height;
+        c.cfg.components = family(f->cf) == 0 ? CF_COMP_Y : CF_COMP_ALL;
+        gcase_new_ref(&c);
+      }
+      c.info = ii;
+      check_buffers(&c, ib, gst_sample_get_buffer(got), "cropped frame");
+      gst_sample_unref(in);
+      gst_sample_unref(got);
+    }
+    CHECK(n == 6 && g_queue_is_empty(&seen_p->frames),
+          "%u outputs, %u frames in", n, seen_p->n);
+    gst_object_unref(cc);
+    gst_object_unref(out);
+    storm_pipe_stop();
     ref2d_video_free(c.ref);
     kern_free(&c.k);
   }
@@ -7915,6 +8070,7 @@ static int teardown(void **state)
   (void)state;
   /* test_bad_values' own bus, where it failed before letting it go */
   g_clear_object(&refusal_bus);
+  storm_pipe_stop(); /* where a check failed with it running */
   g_check_discont = FALSE; /* where a test failed before clearing it */
   tmp_cleanup();
   return 0;
@@ -7943,6 +8099,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_geometry_padded_output, teardown),
       cmocka_unit_test_teardown(test_caps_storm, teardown),
       cmocka_unit_test_teardown(test_caps_storm_pipeline, teardown),
+      cmocka_unit_test_teardown(test_crop_pipeline, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
       cmocka_unit_test_teardown(test_temporal_flush_discont, teardown),
       cmocka_unit_test_teardown(test_temporal_new_stream, teardown),
