@@ -2749,7 +2749,14 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   self->cuda_caps = caps_cuda(incaps);
   self->fps_n = GST_VIDEO_INFO_FPS_N(in_info);
   self->fps_d = GST_VIDEO_INFO_FPS_D(in_info);
-  self->max_duration = GST_CLOCK_TIME_NONE;
+  /* a frame's period does not change with its size or format: at 0/1 the
+   * longest buffer seen still counts (forgotten here, the latency went to
+   * 0 at each resolution step of a WebRTC receiver and back a frame
+   * later, two latency messages a step; QA); fields and frames (another
+   * interlace mode) last differently */
+  if (!filter->negotiated || GST_VIDEO_INFO_INTERLACE_MODE(was) !=
+                                 GST_VIDEO_INFO_INTERLACE_MODE(in_info))
+    self->max_duration = GST_CLOCK_TIME_NONE;
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->next_pts = GST_CLOCK_TIME_NONE;
   self->last_parity = -1;

@@ -7479,6 +7479,89 @@ static GstPadProbeReturn align_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
   return GST_PAD_PROBE_HANDLED;
 }
 
+/* A WebRTC receiver's stream: framerate 0/1, the resolution stepping
+ * (new caps every few frames, 0/1 again) at depth 1..3. A frame's period
+ * does not change with its size: the latency query says D times the
+ * longest buffer seen, before and right after each new caps, and no
+ * latency message comes from a step (the latency went to 0 at each and
+ * back one frame later, two messages and two recalculations of the
+ * pipeline's latency a step, a live sink told 0 in between; QA). Frames
+ * with a duration and without one (a frame lasts until the next). */
+static void test_latency_caps_vfr(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 100);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    gcase c;
+    dstream s;
+    unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
+    set_case("latency caps vfr %u: ", rep);
+    depth_case(&c, &s, &r, depth, 1);
+    s.no_dur = rep % 2;
+    add_case("%s", s.no_dur ? "no durations " : "");
+    gst_harness_play(c.h);
+    gst_harness_set_upstream_latency(c.h, 0);
+    GstClockTime longest = 0, lat;
+    for (unsigned step = 0; step < 6; step++) {
+      const gfmt *f = step ? &formats[ref_rng_u64(&r) % NFORMATS] : c.fmt;
+      unsigned w = rand_side(&r), h = rand_side(&r);
+      if (step && f == c.fmt && w == c.cfg.width && h == c.cfg.height)
+        w++;
+      char *caps = g_strdup_printf(
+          "video/x-raw,format=%s,width=%u,height=%u,framerate=0/1", f->gst,
+          w, h);
+      GstCaps *cc = gst_caps_from_string(caps);
+      CHECK(cc && gst_video_info_from_caps(&c.info, cc), "bad caps %s", caps);
+      gst_caps_unref(cc);
+      CHECK(ref2d_fmt_get(f->cf, &c.d), "ref2d lacks %s", f->gst);
+      GstMessage *m;
+      while ((m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY)) != NULL)
+        gst_message_unref(m);
+      g_object_set(c.h->element, "components", "all", NULL);
+      gst_harness_set_src_caps_str(c.h, caps);
+      g_free(caps);
+      c.fmt = f;
+      c.cfg.width = w;
+      c.cfg.height = h;
+      c.cfg.format = f->cf;
+      c.cfg.components = family(f->cf) == 0 ? CF_COMP_Y : CF_COMP_ALL;
+      ds_expect(&s, s.held, "at new caps");
+      s.held = 0;
+      gcase_new_ref(&c);
+      add_case("| %s %ux%u ", f->gst, w, h);
+      if (step) {
+        lat = gst_harness_query_latency(c.h);
+        CHECK(lat == depth * longest,
+              "right after new caps: latency %" GST_TIME_FORMAT
+              ", want %u x %" GST_TIME_FORMAT,
+              GST_TIME_ARGS(lat), depth, GST_TIME_ARGS(longest));
+        m = gst_bus_pop_filtered(c.bus, GST_MESSAGE_LATENCY);
+        CHECK(m == NULL, "a latency message at new caps of the same period");
+      }
+      unsigned n = (unsigned)ref_rng_range(&r, 2, 4);
+      for (unsigned i = 0; i < n; i++) {
+        GstClockTime was_dur = s.dur;
+        s.dur = (GstClockTime)ref_rng_range(&r, 20, 45) * GST_MSECOND;
+        /* without durations a frame's period shows at the next frame
+         * of the same caps */
+        GstClockTime counted = s.no_dur ? (i ? was_dur : 0) : s.dur;
+        ds_push(&s, &r, s.in == 0, "frame");
+        longest = MAX(longest, counted);
+        lat = gst_harness_query_latency(c.h);
+        CHECK(lat == depth * longest,
+              "frame %u: latency %" GST_TIME_FORMAT ", want %u x %"
+              GST_TIME_FORMAT,
+              i, GST_TIME_ARGS(lat), depth, GST_TIME_ARGS(longest));
+      }
+    }
+    ds_eos(&s);
+    check_no_bus_errors(&c);
+    ds_clear(&s);
+    gcase_close(&c);
+  }
+}
+
 /* Another kernel of 1..3 frames, 1..3 x 1..3 taps, on the element (as
  * the array or a .npy) and in c->k. */
 static void storm_kernel(gcase *c, ref_rng *r)
@@ -8098,6 +8181,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_geometry_resize_temporal, teardown),
       cmocka_unit_test_teardown(test_geometry_padded_output, teardown),
       cmocka_unit_test_teardown(test_caps_storm, teardown),
+      cmocka_unit_test_teardown(test_latency_caps_vfr, teardown),
       cmocka_unit_test_teardown(test_caps_storm_pipeline, teardown),
       cmocka_unit_test_teardown(test_crop_pipeline, teardown),
       cmocka_unit_test_teardown(test_padded_strides, teardown),
