@@ -7586,7 +7586,8 @@ static void storm_kernel(gcase *c, ref_rng *r)
  * pipeline-depth; camera frames with padded strides, plane offsets or
  * planes in memories of their own, crop metas; downstream's pool
  * padded (GstVideoAlignment) or not, asking for a new one at times
- * (RECONFIGURE); a seek's flush, DISCONT frames; temporal kernels. Every frame
+ * (RECONFIGURE); a seek's flush, DISCONT frames, GAP events; temporal
+ * kernels, another kernel now and then. Every frame
  * comes out once, in order, with its timestamps, crop and the caps it
  * came with (the held ones before the new caps), filtered as the
  * reference for its settings; a new size or format restarts the
@@ -7645,7 +7646,7 @@ static void test_caps_storm(void **state)
     int prop_luma = 0; /* the components property: "luma", else "all" */
     for (unsigned step = 0, caps_here = 0; caps_here < 25; step++) {
       /* the change */
-      unsigned what = step ? (unsigned)(ref_rng_u64(&r) % 11) : 0;
+      unsigned what = step ? (unsigned)(ref_rng_u64(&r) % 12) : 0;
       const gfmt *nf = f;
       unsigned nw = w, nh = h;
       const char *nrate = rate;
@@ -7683,6 +7684,9 @@ static void test_caps_storm(void **state)
         s.drain_next = 1;
         gcase_new_ref(&c);
         add_case("| comps 0x%x ", c.cfg.components);
+      } else if (what == 11) { /* frames lost in the network: a GAP */
+        ds_gap(&s, (GstClockTime)ref_rng_range(&r, 1, 3) * s.dur);
+        add_case("| gap ");
       } else if (what == 10) { /* another kernel, from the next frame */
         storm_kernel(&c, &r);
         ref2d_video_set_kernel(c.ref, c.k.t, c.k.kh, c.k.kw, c.k.taps);
