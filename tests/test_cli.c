@@ -2531,6 +2531,199 @@ static void test_apply_damaged(void **state)
 #endif
 }
 
+/* Files whose header states their length (a WAV's, W64's or CAF's data
+ * chunk, an AIFF's frame count, FLAC's STREAMINFO, an AU's data size),
+ * cut at a random point, as a copy or a recording stopped early leaves
+ * them: apply writes what is there and warns, naming the file, the
+ * frames stated and those read (exit 0, as for damaged packets); cut
+ * before the first whole frame, it is an error and nothing is written.
+ * The whole file: no such word. It said nothing of either (libav's
+ * "Packet corrupt" at most) and wrote "0 frames" with exit 0. */
+static void test_apply_cut_short(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 24000 };
+  static const struct {
+    const char *ext, *encoder;
+  } fmts[] = {{"wav", NULL},         {"w64", "pcm_s16le"},
+              {"caf", "pcm_s16be"},  {"aiff", "pcm_s16be"},
+              {"au", "pcm_s16be"},   {"flac", "flac"}};
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[32];
+  static float x[N * CH], xc[CH][N];
+  float *planes[CH] = {xc[0], xc[1]};
+  identity_case(x, N * CH, 31, one, "cut-k.txt");
+  for (size_t i = 0; i < N; i++)
+    for (unsigned c = 0; c < CH; c++)
+      xc[c][i] = x[i * CH + c];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 31);
+  tmp_path(outp, sizeof outp, "cut-out.wav");
+  for (size_t f = 0; f < sizeof fmts / sizeof *fmts; f++) {
+    snprintf(name, sizeof name, "cut-in.%s", fmts[f].ext);
+    tmp_path(inp, sizeof inp, name);
+    if (fmts[f].encoder)
+      avmake_encoded(inp, fmts[f].encoder, 44100, CH, planes, N);
+    else
+      write_wav(inp, W_S16, 44100, CH, x, N);
+    struct stat st;
+    assert_int_equal(stat(inp, &st), 0);
+    /* 0: whole; 1: cut in the last three fifths of its sound; 2 (PCM):
+     * inside its first frame */
+    for (int cut = 0; cut < 3; cut++) {
+      off_t len = st.st_size;
+      /* the sound is (about, for FLAC) the file's last `sound` bytes;
+       * FLAC's first frame of 4608 its first fifth */
+      off_t sound = N * CH * 2;
+      if (cut == 1)
+        len = st.st_size - sound + sound * 2 / 5 +
+              (off_t)ref_rng_range(&r, 0, (size_t)(sound * 3 / 5 - 1));
+      if (cut == 2) {
+        if (!strcmp(fmts[f].ext, "flac"))
+          continue;
+        len = st.st_size - sound + (off_t)ref_rng_range(&r, 0, CH * 2 - 1);
+      }
+      if (cut)
+        assert_int_equal(truncate(inp, len), 0);
+      unlink(outp);
+      const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                            NULL};
+      result res;
+      run_simple(args, &res);
+      char want[PATH_MAX + 64];
+      snprintf(want, sizeof want, "%s is cut short: its header states %d "
+               "frames", inp, N);
+      const char *at = strstr(res.err, want);
+      if (cut == 0 && (res.status != 0 || strstr(res.err, "cut short")))
+        fail_msg("apply on a whole .%s: exit %d, stderr:\n%s", fmts[f].ext,
+                 res.status, res.err);
+      if (cut == 2) {
+        if (res.status != 1 || !at || !strstr(at, "none of them are there") ||
+            access(outp, F_OK) == 0)
+          fail_msg("apply on a .%s cut to %lld of %lld bytes, inside its "
+                   "first frame: exit %d, %s, stderr:\n%s",
+                   fmts[f].ext, (long long)len, (long long)st.st_size,
+                   res.status, access(outp, F_OK) ? "no output" : "an output",
+                   res.err);
+      }
+      if (cut == 1) {
+        long long there = -1;
+        const char *w = at ? strstr(at, "), ") : NULL;
+        if (res.status != 0 || !at || !strstr(res.err, "warning: ") || !w ||
+            sscanf(w, "), %lld were there", &there) != 1)
+          fail_msg("apply on a .%s cut to %lld of %lld bytes: exit %d, "
+                   "stderr:\n%s",
+                   fmts[f].ext, (long long)len, (long long)st.st_size,
+                   res.status, res.err);
+        wav o;
+        read_wav(outp, &o);
+        if ((long long)o.frames != there || there <= 0 || there >= N)
+          fail_msg(".%s cut to %lld of %lld bytes: %zu frames written, %lld "
+                   "said read, of %d",
+                   fmts[f].ext, (long long)len, (long long)st.st_size,
+                   o.frames, there, N);
+        for (size_t i = 0; i < o.frames * CH; i++)
+          if (o.x[i] != (double)lrintf(x[i] * 32768.0f))
+            fail_msg(".%s cut short: sample %zu: %g, want %g", fmts[f].ext,
+                     i, o.x[i], (double)lrintf(x[i] * 32768.0f));
+        free(o.x);
+      }
+      result_free(&res);
+    }
+    unlink(inp);
+  }
+  unlink(outp);
+  unlink(one);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
+/* A YUV4MPEG2 file cut inside a frame: libav drops the partial frame
+ * without a word; apply warns, naming the file, where it ends and the
+ * whole frames written (exit 0); cut inside the first frame it wrote "0
+ * frames" with exit 0: now an error, nothing written. The whole file
+ * and one cut between frames: no such word. */
+static void test_apply_cut_short_y4m(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { NF = 5 };
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 32);
+  unsigned w = 2 * (unsigned)ref_rng_range(&r, 4, 20),
+           h = 2 * (unsigned)ref_rng_range(&r, 4, 20);
+  size_t fb = y4m_frame_bytes(1, w, h);
+  unsigned char *frames[NF];
+  for (int i = 0; i < NF; i++) {
+    frames[i] = malloc(fb);
+    assert_non_null(frames[i]);
+    for (size_t j = 0; j < fb; j++)
+      frames[i][j] = (unsigned char)ref_rng_u64(&r);
+  }
+  char inp[PATH_MAX], outp[PATH_MAX];
+  tmp_path(inp, sizeof inp, "cut-in.y4m");
+  tmp_path(outp, sizeof outp, "cut-out.y4m");
+  /* 0: whole; 1: between frames; 2: inside a later frame; 3: inside the
+   * first */
+  for (int cut = 0; cut < 4; cut++) {
+    y4m_write(inp, 1, w, h, 25, frames, NF);
+    struct stat st;
+    assert_int_equal(stat(inp, &st), 0);
+    off_t data = st.st_size - (off_t)(NF * (fb + 6)); /* the header's */
+    long long k = cut == 3 ? 0 : (long long)ref_rng_range(&r, 1, NF - 1);
+    off_t len = cut == 0 ? st.st_size
+                : cut == 1
+                    ? data + (off_t)k * (off_t)(fb + 6)
+                    : data + (off_t)k * (off_t)(fb + 6) +
+                          (off_t)ref_rng_range(&r, 1, fb + 5);
+    assert_int_equal(truncate(inp, len), 0);
+    unlink(outp);
+    const char *args[] = {NULL, "apply", "-q", "-y", "--preset", "box", inp,
+                          outp, NULL};
+    result res;
+    run_simple(args, &res);
+    char want[PATH_MAX + 128];
+    snprintf(want, sizeof want, "%s is cut short: it ends %lld bytes into "
+             "%s", inp, (long long)(len - data - k * (long long)(fb + 6)),
+             cut == 3 ? "its first frame" : "frame");
+    const char *at = strstr(res.err, want);
+    if (cut < 2) {
+      unsigned char *got = NULL;
+      if (res.status != 0 || strstr(res.err, "cut short") ||
+          y4m_read(outp, 1, w, h, &got) != (cut ? (size_t)k : NF))
+        fail_msg("apply on a .y4m of %d frames %s: exit %d, stderr:\n%s", NF,
+                 cut ? "cut between two" : "whole", res.status, res.err);
+      free(got);
+    } else if (cut == 2) {
+      char tail[96];
+      snprintf(tail, sizeof tail, " %lld, which takes %zu", k + 1, fb + 6);
+      unsigned char *got = NULL;
+      if (res.status != 0 || !at || !strstr(at, tail) ||
+          y4m_read(outp, 1, w, h, &got) != (size_t)k)
+        fail_msg("apply on a .y4m cut inside frame %lld of %d: exit %d, "
+                 "stderr:\n%s",
+                 k + 1, NF, res.status, res.err);
+      free(got);
+    } else if (res.status != 1 || !at || access(outp, F_OK) == 0) {
+      fail_msg("apply on a .y4m cut inside its first frame: exit %d, %s, "
+               "stderr:\n%s",
+               res.status, access(outp, F_OK) ? "no output" : "an output",
+               res.err);
+    }
+    result_free(&res);
+  }
+  for (int i = 0; i < NF; i++)
+    free(frames[i]);
+  unlink(inp);
+  unlink(outp);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
 /* A FLAC metadata block walk: calls back for each (type, data, len). The
  * file's audio frames follow the block marked last. */
 static size_t flac_blocks(const unsigned char *b, size_t n, int want_type,
@@ -7950,6 +8143,8 @@ int main(void)
     cmocka_unit_test(test_apply_codec_format),
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
+    cmocka_unit_test(test_apply_cut_short),
+    cmocka_unit_test(test_apply_cut_short_y4m),
     cmocka_unit_test(test_apply_damaged_video_end),
     cmocka_unit_test(test_apply_damaged_pts),
     cmocka_unit_test(test_apply_copies_refused),

@@ -135,7 +135,8 @@ static void usage_apply(FILE *f)
       "      --threads N      worker threads, 0 = one per core (default 0)\n"
       "      --device ID      CUDA device (default 0)\n"
       "  -q, --quiet          no progress line, no summary, no notes: only\n"
-      "                       warnings (clipping, damaged packets) and\n"
+      "                       warnings (clipping, damaged packets, INPUT\n"
+      "                       cut short) and\n"
       "                       errors, libav's too\n"
       "  -v, --verbose        describe the files and the engine (and show\n"
       "                       libav's notes)\n"
@@ -149,6 +150,13 @@ static void usage_apply(FILE *f)
       "under a temporary name and renamed when complete: a failed or\n"
       "interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no partial file and\n"
       "an existing OUTPUT untouched.\n"
+      "\n"
+      "INPUT cut short (a copy or a recording stopped early) is filtered\n"
+      "up to where it ends, with a warning that names it and says what its\n"
+      "header states against what was there (WAV, W64, AIFF, CAF, FLAC, AU:\n"
+      "their frames; YUV4MPEG2: its size, a partial last frame); cut before\n"
+      "its first whole frame it is an error, nothing written. Formats that\n"
+      "state no length (raw streams, Ogg) and pipes cannot tell it.\n"
       "\n"
       "The kernel runs at INPUT's rate. Where the encoder cannot write that\n"
       "rate (libopus: 48, 24, 16, 12 or 8 kHz; MP3: 8 to 48 kHz), the\n"
@@ -421,6 +429,22 @@ int cli_apply(int argc, char **argv)
               "cudafilter: warning: %s: %u damaged packet(s) "
               "skipped\n",
               opt.in_path, res.corrupt);
+    if (res.stated > res.frames_in)
+      fprintf(stderr,
+              "cudafilter: warning: %s is cut short: its header states "
+              "%lld frames (%.3f s), %lld were there (%.3f s); %s ends "
+              "with them\n",
+              opt.in_path, (long long)res.stated,
+              (double)res.stated / res.in_rate, (long long)res.frames_in,
+              (double)res.frames_in / res.in_rate, opt.out_path);
+    else if (res.stated_bytes > res.held_bytes)
+      fprintf(stderr,
+              "cudafilter: warning: %s is cut short: its header states "
+              "%lld bytes of sound, %lld were there (%lld frames, %.3f s); "
+              "%s ends with them\n",
+              opt.in_path, (long long)res.stated_bytes,
+              (long long)res.held_bytes, (long long)res.frames_in,
+              (double)res.frames_in / res.in_rate, opt.out_path);
     if (res.clipped) {
       const char *fc = float_codec(&opt);
       fprintf(stderr,

@@ -300,7 +300,15 @@ typedef struct apply_result {
   uint64_t clipped; /* samples beyond full scale (integer outputs) */
   double peak;      /* largest |output sample| */
   unsigned corrupt; /* damaged input packets skipped */
-  bool stopped;     /* hooks->stop ended the input early */
+  /* frames INPUT's header states (WAV, W64, AIFF, CAF, FLAC, AU), at
+   * in_rate; 0: it states none. More than frames_in: the file is cut
+   * short (apply warns). */
+  int64_t stated;
+  /* or, where its sound is not counted in frames (a WAV's ADPCM, a CAF's
+   * ALAC), the bytes its data chunk states and those in the file, fewer:
+   * cut short; else 0 */
+  int64_t stated_bytes, held_bytes;
+  bool stopped; /* hooks->stop ended the input early */
   char codec[32];   /* the encoder */
   char engine[160]; /* cf_engine_describe (no hooks) */
 } apply_result;

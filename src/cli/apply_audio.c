@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -56,6 +57,10 @@ typedef struct input {
   size_t cap;
   int64_t frames;   /* decoded, per channel */
   int64_t expect;   /* frames the container announces, or 0 */
+  int64_t stated;   /* frames the header states exactly (stated_length) */
+  /* or, not in frames, a data chunk's bytes said and those in the file:
+   * the file is cut short */
+  int64_t stated_bytes, held_bytes;
   unsigned corrupt; /* packets the decoder refused */
   bool eof;
   bool draining; /* the decoder is told the input ended */
@@ -233,6 +238,109 @@ int apply_open_input(AVFormatContext **fmt, const char *path)
   return err;
 }
 
+/* Whether st's length is one its file's header states, sample for
+ * sample (a WAV's or W64's data size, an AIFF's frame count, a CAF's
+ * data size or packet table, FLAC's STREAMINFO, an AU's data size), so
+ * that fewer samples read mean the file was cut short (a copy or a
+ * recording stopped early). Not a length libav estimates (from the bit
+ * rate, the last timestamp of an Ogg) or a container's rounded duration
+ * that priming and padding make differ from the samples decoded. */
+static bool stated_length(const AVFormatContext *fmt, const AVStream *st)
+{
+  static const char *const formats[] = {"wav", "w64", "aiff", "caf", "flac",
+                                        "au"};
+  if (st->duration == AV_NOPTS_VALUE || st->duration <= 0 ||
+      fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
+    return false;
+  for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+    if (!strcmp(fmt->iformat->name, formats[i]))
+      return true;
+  return false;
+}
+
+static uint64_t get_le_n(const unsigned char *p, unsigned n)
+{
+  uint64_t v = 0;
+  while (n--)
+    v = v << 8 | p[n];
+  return v;
+}
+
+static uint64_t get_be_n(const unsigned char *p, unsigned n)
+{
+  uint64_t v = 0;
+  for (unsigned i = 0; i < n; i++)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* The sound a WAV (RF64, BW64), W64 or CAF header says its data chunk
+ * holds: where it starts and its bytes, and the file's size; false where
+ * it is not a regular file or the header says no size (a stream's WAV,
+ * 0 or 0xFFFFFFFF; a CAF's -1: to the end). libav reads these files up
+ * to their end without a word, and gives no length for a data chunk
+ * that runs past it (wavdec) or for none of them (w64, caf), so the
+ * header is read here. */
+static bool data_chunk(const char *path, const char *format, int64_t *off,
+                       int64_t *size, int64_t *file_size)
+{
+  bool wav = !strcmp(format, "wav"), w64 = !strcmp(format, "w64"),
+       caf = !strcmp(format, "caf");
+  if ((!wav && !w64 && !caf) || cf_av_is_url(path))
+    return false;
+  /* O_NONBLOCK: a FIFO's open waits for a writer, long gone by now */
+  int fd = open(cf_av_local(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0)
+    return false;
+  FILE *f;
+  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, "rb"))) {
+    close(fd);
+    return false;
+  }
+  bool found = false;
+  unsigned char b[40];
+  if (fread(b, 1, w64 ? 40 : 12, f) != (w64 ? 40u : 12u))
+    goto done;
+  *file_size = sb.st_size;
+  bool rf64 = wav && (!memcmp(b, "RF64", 4) || !memcmp(b, "BW64", 4));
+  uint64_t ds64 = 0; /* RF64's data size */
+  int64_t at = wav ? 12 : w64 ? 40 : 8;
+  for (int i = 0; i < 4096 && at < sb.st_size; i++) {
+    unsigned hl = w64 ? 24 : caf ? 12 : 8; /* a chunk's header */
+    if (fseeko(f, at, SEEK_SET) || fread(b, 1, hl, f) != hl)
+      break;
+    uint64_t n = w64 ? get_le_n(b + 16, 8) : caf ? get_be_n(b + 4, 8)
+                                                  : get_le_n(b + 4, 4);
+    if (rf64 && !memcmp(b, "ds64", 4) && fread(b + 8, 1, 16, f) == 16)
+      ds64 = get_le_n(b + 16, 8);
+    if (!memcmp(b, "data", 4)) {
+      if (wav) {
+        *size = (int64_t)(rf64 && n == 0xFFFFFFFFu ? ds64 : n);
+        found = *size > 0 && (rf64 || n != 0xFFFFFFFFu);
+        *off = at + 8;
+      } else if (w64) {
+        found = n > 24 && n < INT64_MAX;
+        *size = (int64_t)n - 24;
+        *off = at + 24;
+      } else { /* after a 4-byte edit count */
+        found = n > 4 && n < INT64_MAX;
+        *size = (int64_t)n - 4;
+        *off = at + 16;
+      }
+      break;
+    }
+    if (w64 ? n < 24 || n > (uint64_t)sb.st_size
+            : n > (uint64_t)sb.st_size)
+      break;
+    at += w64 ? (int64_t)((n + 7) & ~(uint64_t)7)
+              : (int64_t)(hl + n + (wav ? n & 1 : 0));
+  }
+done:
+  fclose(f);
+  return found;
+}
+
 static int input_open(input *in, const char *path)
 {
   int err;
@@ -305,6 +413,21 @@ static int input_open(input *in, const char *path)
   else if (in->fmt->duration > 0)
     in->expect = cf_av->av_rescale_q(in->fmt->duration, AV_TIME_BASE_Q,
                                      (AVRational){1, in->rate});
+  int64_t off, size, file_size;
+  if (stated_length(in->fmt, st))
+    in->stated = in->expect;
+  else if (data_chunk(path, in->fmt->iformat->name, &off, &size, &file_size) &&
+           off + size > file_size) {
+    /* in frames where they have a size (PCM), else in bytes */
+    int bits = cf_av->av_get_bits_per_sample(st->codecpar->codec_id);
+    int align = st->codecpar->block_align;
+    if (bits > 0 && bits % 8 == 0 && align == n * bits / 8)
+      in->stated = size / align;
+    else {
+      in->stated_bytes = size;
+      in->held_bytes = file_size > off ? file_size - off : 0;
+    }
+  }
   return 0;
 }
 
@@ -2367,6 +2490,20 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
     describe(opt, &in, &out, k, e);
 
   rc = run(opt, &in, &out, e, kernel_len);
+  /* cut short before its first sample: nothing of it to write (read in
+   * part, apply warns and writes what there is) */
+  if (!rc && !h && in.frames == 0 && in.stated > 0)
+    rc = apply_error("%s is cut short: its header states %lld frames "
+                     "(%.3f s at %d Hz), none of them are there; nothing "
+                     "written",
+                     opt->in_path, (long long)in.stated,
+                     (double)in.stated / in.rate, in.rate);
+  else if (!rc && !h && in.frames == 0 && in.stated_bytes > 0)
+    rc = apply_error("%s is cut short: its header states %lld bytes of "
+                     "sound, %lld of them are there and none could be "
+                     "decoded; nothing written",
+                     opt->in_path, (long long)in.stated_bytes,
+                     (long long)in.held_bytes);
   if (!rc)
     rc = apply_commit(opt, tmp);
   res->frames_in = in.frames;
@@ -2378,6 +2515,11 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   res->peak = out.peak;
   res->corrupt = in.corrupt;
   res->stopped = in.stopped;
+  if (!in.stopped) {
+    res->stated = in.stated;
+    res->stated_bytes = in.stated_bytes;
+    res->held_bytes = in.held_bytes;
+  }
   snprintf(res->codec, sizeof res->codec, "%s", out.enc->codec->name);
   if (!h)
     snprintf(res->engine, sizeof res->engine, "%s", cf_engine_describe(e));

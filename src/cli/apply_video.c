@@ -156,6 +156,9 @@ typedef struct vrun {
   char shown[48]; /* what was done, for the note */
   AVFrame *prot;
   unsigned corrupt;
+  /* a YUV4MPEG2 file's (cut_short): where its frames start, where the
+   * last one read ends, how many were read; y4m_at -1: not one */
+  int64_t y4m_at, y4m_end, y4m_frames;
   bool told;
   bool one_image; /* OUTPUT holds one picture (image2, no %d) */
   /* read ahead by open_input: the first decoded frame, the packets of
@@ -365,6 +368,35 @@ static int vstopping(void *opaque)
 #define HELD_MAX ((size_t)64 << 20)
 #define HELD_EACH ((size_t)256)
 
+/* A YUV4MPEG2 frame read: where it ends. */
+static void y4m_packet(vrun *r, const AVPacket *pkt)
+{
+  if (r->y4m_at < 0 || pkt->pos < 0)
+    return;
+  if (pkt->pos + pkt->size > r->y4m_end)
+    r->y4m_end = pkt->pos + pkt->size;
+  r->y4m_frames++;
+}
+
+/* The bytes a YUV4MPEG2 file read to its end holds past its whole
+ * frames, 0 where none (or not such a file, or read from a pipe, whose
+ * size is not known): it is cut inside the next frame (a copy or a
+ * recording stopped early). libav's demuxer drops that partial frame
+ * without a word, and the header states no frame count: the file's size
+ * tells. *pic: a frame's picture bytes. */
+static int64_t y4m_cut(const vrun *r, int *pic)
+{
+  if (r->y4m_at < 0 || r->stopped)
+    return 0;
+  int64_t size = cf_av->avio_size(r->fmt->pb);
+  if (size <= r->y4m_end)
+    return 0;
+  *pic = cf_av->av_image_get_buffer_size(r->ist->codecpar->format,
+                                         r->ist->codecpar->width,
+                                         r->ist->codecpar->height, 1);
+  return size - r->y4m_end;
+}
+
 static int read_first(vrun *r)
 {
   const char *path = r->o->in_path;
@@ -405,6 +437,7 @@ static int read_first(vrun *r)
       return vstopping(r) ? 130 : apply_av_error(path, "reading failed", err);
     apply_discont_packet(&r->disc, r->fmt, r->pkt);
     if (r->pkt->stream_index == r->vstream) {
+      y4m_packet(r, r->pkt);
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
       cf_av->av_packet_unref(r->pkt);
       if (apply_damaged(err))
@@ -437,6 +470,11 @@ static int open_input(vrun *r)
   r->fmt->interrupt_callback.opaque = r;
   if ((err = apply_open_input(&r->fmt, path)) < 0)
     return vstopping(r) ? 130 : av_err(r, path, "cannot open", err);
+  /* its header read, nothing more yet */
+  r->y4m_at = r->y4m_end =
+      !strcmp(r->fmt->iformat->name, "yuv4mpegpipe") && r->fmt->pb
+          ? cf_av->avio_seek(r->fmt->pb, 0, SEEK_CUR)
+          : -1;
   if ((err = cf_av->avformat_find_stream_info(r->fmt, NULL)) < 0)
     return vstopping(r) ? 130
                         : av_err(r, path, "cannot read its stream info", err);
@@ -1304,6 +1342,7 @@ static int pump(vrun *r)
     apply_discont_packet(&r->disc, r->fmt, r->pkt);
     int si = r->pkt->stream_index;
     if (si == r->vstream) {
+      y4m_packet(r, r->pkt);
       err = cf_av->avcodec_send_packet(r->dec, r->pkt);
       if (apply_damaged(err))
         r->corrupt++; /* skipped, as ffmpeg does; told at the end */
@@ -1489,6 +1528,15 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     rc = apply_error("%s has no video frame: there is no picture to write "
                      "to %s",
                      o->in_path, o->out_path);
+  /* cut short before its first whole frame: nothing to write (a cut
+   * later: a warning, what there is written) */
+  int pic = 0;
+  int64_t cut = rc || h ? 0 : y4m_cut(&r, &pic);
+  if (cut && !r.y4m_frames)
+    rc = apply_error("%s is cut short: it ends %lld bytes into its first "
+                     "frame, which takes %d (the FRAME line and %d of "
+                     "picture); there is no whole frame, nothing written",
+                     o->in_path, (long long)cut, pic + 6, pic);
   res->frames = r.frames - r.dropped + r.repeated;
   res->dropped = r.dropped;
   if (r.turn)
@@ -1506,6 +1554,13 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
             "cudafilter: warning: %s: %u damaged packet(s) "
             "skipped\n",
             o->in_path, r.corrupt);
+  if (cut)
+    fprintf(stderr,
+            "cudafilter: warning: %s is cut short: it ends %lld bytes into "
+            "frame %lld, which takes %d (the FRAME line and %d of picture); "
+            "%s ends with the %lld whole frames before it\n",
+            o->in_path, (long long)cut, (long long)r.y4m_frames + 1, pic + 6,
+            pic, o->out_path, (long long)r.y4m_frames);
   if (!o->quiet || o->verbose) {
     double el = apply_now() - t0;
     char extra[96] = "";

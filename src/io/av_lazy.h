@@ -14,6 +14,7 @@
 #include <libavutil/dict.h>
 #include <libavutil/display.h>
 #include <libavutil/frame.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/log.h>
 #include <libavutil/mem.h>
 #include <libavutil/opt.h>
@@ -67,7 +68,7 @@
   X(avformat_init_output)                                                    \
   X(avformat_new_stream) X(avformat_open_input) X(avformat_query_codec) X(avformat_write_header)     \
   X(av_malloc) X(avio_alloc_context) X(avio_context_free)                   \
-  X(avio_closep) X(avio_seek) X(avio_find_protocol_name) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
+  X(avio_closep) X(avio_seek) X(avio_size) X(av_image_get_buffer_size) X(avio_find_protocol_name) X(avio_open) X(avio_open2) X(swr_alloc_set_opts2)            \
   X(swr_convert)                                                             \
   X(swr_free) X(swr_get_out_samples) X(swr_init)
 
