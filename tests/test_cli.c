@@ -2632,6 +2632,25 @@ static void test_apply_cut_short(void **state)
     }
     unlink(inp);
   }
+  /* whole files whose codec has frames of its own: their length told
+   * as packets (an ALAC .caf's 49152 for 48000 was "cut short") */
+  static const struct {
+    const char *name, *encoder;
+  } whole[] = {{"cut-alac.caf", "alac"}, {"cut-adpcm.wav", "adpcm_ms"},
+               {"cut-mp3.wav", "libmp3lame"}};
+  for (size_t f = 0; f < sizeof whole / sizeof *whole; f++) {
+    tmp_path(inp, sizeof inp, whole[f].name);
+    avmake_encoded(inp, whole[f].encoder, 44100, CH, planes, N);
+    const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                          NULL};
+    result res;
+    run_simple(args, &res);
+    if (res.status != 0 || strstr(res.err, "cut short"))
+      fail_msg("apply on a whole %s: exit %d, stderr:\n%s", whole[f].name,
+               res.status, res.err);
+    result_free(&res);
+    unlink(inp);
+  }
   unlink(outp);
   unlink(one);
   assert_no_part_files();

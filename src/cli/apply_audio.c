@@ -239,16 +239,18 @@ int apply_open_input(AVFormatContext **fmt, const char *path)
 }
 
 /* Whether st's length is one its file's header states, sample for
- * sample (a WAV's or W64's data size, an AIFF's frame count, a CAF's
- * data size or packet table, FLAC's STREAMINFO, an AU's data size), so
+ * sample (a WAV's data size or fact chunk, an AIFF's frame count,
+ * FLAC's STREAMINFO, an AU's data size), so
  * that fewer samples read mean the file was cut short (a copy or a
  * recording stopped early). Not a length libav estimates (from the bit
  * rate, the last timestamp of an Ogg) or a container's rounded duration
  * that priming and padding make differ from the samples decoded. */
 static bool stated_length(const AVFormatContext *fmt, const AVStream *st)
 {
-  static const char *const formats[] = {"wav", "w64", "aiff", "caf", "flac",
-                                        "au"};
+  /* (not a CAF's: libav counts its packet table's packets whole, an
+   * ALAC .caf of 48000 frames 49152, not the frames it says are valid;
+   * its data chunk is read instead, data_chunk) */
+  static const char *const formats[] = {"wav", "w64", "aiff", "flac", "au"};
   if (st->duration == AV_NOPTS_VALUE || st->duration <= 0 ||
       fmt->duration_estimation_method != AVFMT_DURATION_FROM_STREAM)
     return false;
