@@ -712,6 +712,13 @@ static void expect(const char **args, int status, const char *in_stderr)
     fail_msg("%s: stderr lacks '%s':\n%s", args[1], in_stderr, res.err);
   if (status == 2 && !strstr(res.err, "--help"))
     fail_msg("usage error without a hint to --help:\n%s", res.err);
+  /* one line naming the problem, then where help is, as GNU tools say
+   * it (cudafilter alone printed its whole help, the line lost) */
+  if (status == 2 && (!strstr(res.err, "' for more information.\n") ||
+                      strstr(res.err, "Usage:") || strstr(res.err, "usage:")))
+    fail_msg("%s: a usage error, not one line and \"Try '... --help' for "
+             "more information.\":\n%s",
+             args[1] ? args[1] : "(no arguments)", res.err);
   /* a usage error is ours to say: libav's own line for it ("[NULL @
    * 0x...] Requested output format 'x' is not a suitable output format",
    * "[wav @ 0x...] Codec opus not supported in WAVE format") came too */
@@ -776,7 +783,8 @@ static void test_usage_errors(void **state)
   const char *nocmd[] = {NULL, "frobnicate", NULL};
   expect(nocmd, 2, "frobnicate");
   const char *noargs[] = {NULL, NULL};
-  expect(noargs, 2, NULL);
+  expect(noargs, 2, "cudafilter: missing COMMAND (fir, conv2d, apply, info "
+                    "or demo)\nTry 'cudafilter --help' for more information.");
   /* a decimal comma: the message says to write a point (QA) */
   const char *comma[] = {NULL, "demo", "--seconds", "2,5", NULL};
   expect(comma, 2, "'2,5' is not a number (write a decimal point");

@@ -668,10 +668,11 @@ static int run(int argc, char **argv)
    * failed write (exit 1, apply's temporary file removed), not death by
    * SIGXFSZ (exit 153, OUTPUT.cf-part-PID left behind: QA). */
   signal(SIGXFSZ, SIG_IGN);
-  if (argc < 2) {
-    usage_main(stderr);
-    return CLI_EXIT_USAGE;
-  }
+  /* a one-line error and where help is, as for any other usage error
+   * (and cudafilterd's, cudafilterctl's): the whole help buried it */
+  if (argc < 2)
+    return cli_usage_error(NULL, "missing COMMAND (fir, conv2d, apply, "
+                                 "info or demo)");
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
     usage_main(stdout);

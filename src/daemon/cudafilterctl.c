@@ -52,6 +52,13 @@ static void usage(FILE *f)
              "seconds, default 60).\n");
 }
 
+/* After a usage error's one line naming the problem, as GNU tools do
+ * (and cudafilter): the whole usage buried the line above it. */
+static void try_help(void)
+{
+  fputs("Try 'cudafilterctl --help' for more information.\n", stderr);
+}
+
 int main(int argc, char **argv)
 {
   char *sock = NULL;
@@ -63,7 +70,7 @@ int main(int argc, char **argv)
   if (i < argc && (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))) {
     if (i + 1 >= argc || !*argv[i + 1]) {
       fprintf(stderr, "cudafilterctl: %s needs a socket path\n", argv[i]);
-      usage(stderr);
+      try_help();
       return 2;
     }
     sock = g_strdup(argv[i + 1]);
@@ -81,7 +88,9 @@ int main(int argc, char **argv)
     return 0;
   }
   if (i >= argc) {
-    usage(stderr);
+    fprintf(stderr, "cudafilterctl: missing COMMAND (status, set, "
+                    "swap-kernel, restart or reload)\n");
+    try_help();
     g_free(sock);
     return 2;
   }
@@ -97,7 +106,7 @@ int main(int argc, char **argv)
   if (c == G_N_ELEMENTS(commands)) {
     fprintf(stderr, "cudafilterctl: unknown %s '%s'\n",
             argv[i][0] == '-' ? "option" : "command", argv[i]);
-    usage(stderr);
+    try_help();
     g_free(sock);
     return 2;
   }
@@ -117,7 +126,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "cudafilterctl: %s takes %s%d argument%s, not %d\n",
             commands[c], least[c] == most[c] ? "" : few ? "at least " : "at most ",
             n, n == 1 ? "" : "s", nargs);
-    usage(stderr);
+    try_help();
     g_free(sock);
     return 2;
   }
@@ -131,7 +140,7 @@ int main(int argc, char **argv)
       fprintf(stderr, "cudafilterctl: status takes [--json] [STREAM], in "
               "that order, not '%s%s%s'\n", argv[i + 1],
               nargs == 2 ? " " : "", nargs == 2 ? argv[i + 2] : "");
-      usage(stderr);
+      try_help();
       g_free(sock);
       return 2;
     }
@@ -150,6 +159,7 @@ int main(int argc, char **argv)
   for (int j = i; j < argc; j++) {
     if (strchr(argv[j], '\n')) {
       fprintf(stderr, "cudafilterctl: an argument holds a newline\n");
+      try_help();
       g_string_free(req, TRUE);
       g_free(sock);
       return 2;

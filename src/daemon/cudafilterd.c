@@ -2411,6 +2411,13 @@ static void usage(FILE *f)
           "not check out.\n");
 }
 
+/* After a usage error's one line naming the problem, as GNU tools do
+ * (and cudafilter): the whole usage buried the line above it. */
+static void try_help(void)
+{
+  fputs("Try 'cudafilterd --help' for more information.\n", stderr);
+}
+
 int main(int argc, char **argv)
 {
   static const struct option opts[] = {{"config", 1, NULL, 'c'},
@@ -2433,7 +2440,8 @@ int main(int argc, char **argv)
   bool check = false;
   cfd_log_times times = CFD_LOG_TIMES_AUTO;
   int o;
-  while ((o = getopt_long(argc, argv, "c:s:t:hV", opts, NULL)) != -1) {
+  opterr = 0; /* its messages said here, as cudafilter says them */
+  while ((o = getopt_long(argc, argv, ":c:s:t:hV", opts, NULL)) != -1) {
     switch (o) {
     case 'c': cfg_path = optarg; break;
     case 's': sock = optarg; break;
@@ -2442,12 +2450,25 @@ int main(int argc, char **argv)
       if (!cfd_log_times_parse(optarg, &times)) {
         fprintf(stderr, "cudafilterd: --timestamps takes auto, always or "
                         "never, not '%s'\n", optarg);
+        try_help();
         return 2;
       }
       break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("cudafilterd %s\n", cf_version()); return 0;
-    default: usage(stderr); return 2;
+    case ':': /* optind is past the word */
+      fprintf(stderr, "cudafilterd: option '%s' needs a value\n",
+              argv[optind - 1]);
+      try_help();
+      return 2;
+    default:
+      if (optopt && strncmp(argv[optind - 1], "--", 2))
+        fprintf(stderr, "cudafilterd: unknown option '-%c'\n", optopt);
+      else
+        fprintf(stderr, "cudafilterd: unknown option '%s'\n",
+                argv[optind - 1]);
+      try_help();
+      return 2;
     }
   }
   /* say what is wrong before the usage: `cudafilterd --check FILE` and
@@ -2455,12 +2476,12 @@ int main(int argc, char **argv)
   if (optind != argc) {
     fprintf(stderr, "cudafilterd: unexpected argument '%s'%s\n", argv[optind],
             cfg_path ? "" : " (the config is given with -c FILE)");
-    usage(stderr);
+    try_help();
     return 2;
   }
   if (!cfg_path) {
     fprintf(stderr, "cudafilterd: no config (give one with -c FILE)\n");
-    usage(stderr);
+    try_help();
     return 2;
   }
   /* a daemon's log (not --check's answer): every line with its time,
