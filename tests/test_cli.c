@@ -6971,6 +6971,236 @@ static int run_fsize_limited(const char **args, const char *in_path,
   return status;
 }
 
+/* `apply - OUT < FILE`: FILE cut short is told as a named one is (it
+ * said nothing: "-" is read as libav's "pipe:0", whose size libav does
+ * not know); from a pipe, nothing new is said (it cannot be told). A WAV
+ * cut at a random point, one cut inside its first frame, a YUV4MPEG2
+ * cut inside a later frame. */
+static void test_apply_cut_short_stdin(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 6000, NF = 4 };
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], want[256];
+  static float x[N * CH];
+  identity_case(x, N * CH, 41, one, "cutin-k.txt");
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 41);
+  tmp_path(inp, sizeof inp, "cutin.wav");
+  tmp_path(outp, sizeof outp, "cutin-out.wav");
+  write_wav(inp, W_S16, 44100, CH, x, N);
+  struct stat st;
+  assert_int_equal(stat(inp, &st), 0);
+  off_t sound = N * CH * 2, head = st.st_size - sound;
+  off_t len = head + sound / 5 +
+              (off_t)ref_rng_range(&r, 0, (size_t)(sound * 3 / 5));
+  assert_int_equal(truncate(inp, len), 0);
+  long long there = (len - head) / (CH * 2);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, "-", outp,
+                        NULL};
+  char *err;
+  int status = run_fsize_limited(args, inp, NULL, RLIM_INFINITY, &err);
+  snprintf(want, sizeof want, "warning: pipe:0 is cut short: its header "
+           "states %d frames (%.3f s), %lld were there", N, N / 44100.0,
+           there);
+  if (status != 0 || !strstr(err, want))
+    fail_msg("apply - < a .wav cut to %lld of %lld bytes: exit %d, "
+             "stderr:\n%s\nwant '%s'",
+             (long long)len, (long long)st.st_size, status, err, want);
+  free(err);
+  wav w;
+  read_wav(outp, &w);
+  if ((long long)w.frames != there)
+    fail_msg("%zu frames written, want %lld", w.frames, there);
+  for (size_t i = 0; i < w.frames * CH; i++)
+    if (w.x[i] != (double)lrintf(x[i] * 32768.0f))
+      fail_msg("sample %zu: %g, want %g", i, w.x[i],
+               (double)lrintf(x[i] * 32768.0f));
+  free(w.x);
+  /* from a pipe: nothing new said, what there is written */
+  size_t n;
+  unsigned char *bytes = read_file(inp, &n);
+  result res;
+  run_cli(args, bytes, n, NULL, 0, 1, &res);
+  if (res.status != 0 || strstr(res.err, "cut short"))
+    fail_msg("apply - from a pipe: exit %d, stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  free(bytes);
+  /* inside its first frame: an error, nothing written */
+  unlink(outp);
+  assert_int_equal(truncate(inp, head + (off_t)ref_rng_range(&r, 0, 3)), 0);
+  status = run_fsize_limited(args, inp, NULL, RLIM_INFINITY, &err);
+  snprintf(want, sizeof want, "pipe:0 is cut short: its header states %d "
+           "frames", N);
+  if (status != 1 || !strstr(err, want) ||
+      !strstr(err, "none of them are there; nothing written") ||
+      access(outp, F_OK) == 0)
+    fail_msg("apply - < a .wav cut inside its first frame: exit %d, %s, "
+             "stderr:\n%s",
+             status, access(outp, F_OK) ? "no output" : "an output", err);
+  free(err);
+  unlink(inp);
+  /* a YUV4MPEG2 cut inside frame k + 1 */
+  unsigned vw = 2 * (unsigned)ref_rng_range(&r, 4, 12),
+           vh = 2 * (unsigned)ref_rng_range(&r, 4, 12);
+  size_t fb = y4m_frame_bytes(1, vw, vh);
+  unsigned char *frames[NF];
+  for (int i = 0; i < NF; i++) {
+    frames[i] = malloc(fb);
+    assert_non_null(frames[i]);
+    for (size_t j = 0; j < fb; j++)
+      frames[i][j] = (unsigned char)ref_rng_u64(&r);
+  }
+  tmp_path(inp, sizeof inp, "cutin.y4m");
+  tmp_path(outp, sizeof outp, "cutin-out.y4m");
+  y4m_write(inp, 1, vw, vh, 25, frames, NF);
+  assert_int_equal(stat(inp, &st), 0);
+  off_t data = st.st_size - (off_t)(NF * (fb + 6));
+  long long k = (long long)ref_rng_range(&r, 2, NF - 1);
+  off_t into = (off_t)ref_rng_range(&r, 2, fb + 5);
+  assert_int_equal(
+      truncate(inp, data + (off_t)k * (off_t)(fb + 6) + into), 0);
+  const char *vargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", "-",
+                         outp, NULL};
+  status = run_fsize_limited(vargs, inp, NULL, RLIM_INFINITY, &err);
+  snprintf(want, sizeof want, "warning: pipe:0 is cut short: it ends %lld "
+           "bytes into frame %lld, which takes %zu",
+           (long long)into, k + 1, fb + 6);
+  unsigned char *got = NULL;
+  if (status != 0 || !strstr(err, want) ||
+      y4m_read(outp, 1, vw, vh, &got) != (size_t)k)
+    fail_msg("apply - < a .y4m cut inside frame %lld: exit %d, stderr:\n%s"
+             "\nwant '%s'", k + 1, status, err, want);
+  free(got);
+  free(err);
+  for (int i = 0; i < NF; i++)
+    free(frames[i]);
+  unlink(inp);
+  unlink(outp);
+  unlink(one);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
+/* The cut-short messages count in good English: one frame "was there"
+ * (it said "1 were there"), "the 1 whole frame", "1 byte into". */
+static void test_apply_cut_short_one(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 1, N = 800 };
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], want[PATH_MAX * 2 + 200];
+  static float x[N * CH];
+  identity_case(x, N * CH, 43, one, "cut1-k.txt");
+  tmp_path(inp, sizeof inp, "cut1.wav");
+  tmp_path(outp, sizeof outp, "cut1-out.wav");
+  write_wav(inp, W_S16, 8000, CH, x, N);
+  struct stat st;
+  assert_int_equal(stat(inp, &st), 0);
+  /* one frame and a byte of the next */
+  assert_int_equal(truncate(inp, st.st_size - N * CH * 2 + CH * 2 + 1), 0);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                        NULL};
+  result res;
+  run_simple(args, &res);
+  snprintf(want, sizeof want, "%s is cut short: its header states %d "
+           "frames (0.100 s), 1 was there (0.000 s); %s ends with it\n",
+           inp, N, outp);
+  if (res.status != 0 || !strstr(res.err, want))
+    fail_msg("a .wav of one frame: exit %d, stderr:\n%s\nwant '%s'",
+             res.status, res.err, want);
+  result_free(&res);
+  unlink(inp);
+  /* a YUV4MPEG2 cut 1 byte into its second frame */
+  unsigned w = 8, h = 8;
+  size_t fb = y4m_frame_bytes(1, w, h);
+  unsigned char f0[256], f1[256], *frames[2] = {f0, f1};
+  assert_true(fb <= sizeof f0);
+  memset(f0, 16, fb);
+  memset(f1, 200, fb);
+  tmp_path(inp, sizeof inp, "cut1.y4m");
+  tmp_path(outp, sizeof outp, "cut1-out.y4m");
+  y4m_write(inp, 1, w, h, 25, frames, 2);
+  assert_int_equal(stat(inp, &st), 0);
+  assert_int_equal(truncate(inp, st.st_size - (off_t)fb - 5), 0);
+  const char *vargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", inp,
+                         outp, NULL};
+  run_simple(vargs, &res);
+  snprintf(want, sizeof want, "%s is cut short: it ends 1 byte into frame 2, "
+           "which takes %zu (the FRAME line and %zu of picture); %s ends "
+           "with the 1 whole frame before it\n",
+           inp, fb + 6, fb, outp);
+  if (res.status != 0 || !strstr(res.err, want))
+    fail_msg("a .y4m of one frame and a byte: exit %d, stderr:\n%s\nwant "
+             "'%s'", res.status, res.err, want);
+  result_free(&res);
+  unlink(inp);
+  unlink(outp);
+  unlink(one);
+#else
+  skip();
+#endif
+}
+
+/* An INPUT that is empty and whole (a WAV whose data chunk states 0
+ * frames, a YUV4MPEG2 header alone) is no error, unlike one cut before
+ * its first frame: OUTPUT is written, empty, exit 0, audio and video
+ * alike; a warning says so (with -q too, as ffmpeg says "Output file is
+ * empty"): it said nothing with -q. */
+static void test_apply_empty_input(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], want[PATH_MAX * 2 + 64];
+  float x[8];
+  identity_case(x, 8, 44, one, "empty-k.txt");
+  tmp_path(inp, sizeof inp, "empty-in.wav");
+  tmp_path(outp, sizeof outp, "empty-out.wav");
+  write_wav(inp, W_S16, 44100, 2, x, 0);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                        NULL};
+  result res;
+  run_simple(args, &res);
+  snprintf(want, sizeof want, "warning: %s holds no frame: %s is written "
+           "empty\n", inp, outp);
+  if (res.status != 0 || !strstr(res.err, want))
+    fail_msg("an empty .wav: exit %d, stderr:\n%s\nwant '%s'", res.status,
+             res.err, want);
+  result_free(&res);
+  wav w;
+  read_wav(outp, &w);
+  if (w.frames != 0 || w.ch != 2)
+    fail_msg("an empty .wav: %zu frames, %u channels out", w.frames, w.ch);
+  free(w.x);
+  unlink(inp);
+  unlink(outp);
+  tmp_path(inp, sizeof inp, "empty-in.y4m");
+  tmp_path(outp, sizeof outp, "empty-out.y4m");
+  y4m_write(inp, 1, 16, 12, 25, NULL, 0);
+  const char *vargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", inp,
+                         outp, NULL};
+  run_simple(vargs, &res);
+  snprintf(want, sizeof want, "warning: %s holds no frame: %s is written "
+           "empty\n", inp, outp);
+  unsigned char *got = NULL;
+  if (res.status != 0 || !strstr(res.err, want) ||
+      y4m_read(outp, 1, 16, 12, &got) != 0)
+    fail_msg("a .y4m header alone: exit %d, stderr:\n%s\nwant '%s'",
+             res.status, res.err, want);
+  free(got);
+  result_free(&res);
+  unlink(inp);
+  unlink(outp);
+  unlink(one);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
 /* A file size limit reached (ulimit -f, as a quota or a full disk stops a
  * long recording's output): SIGXFSZ killed the CLI (exit 153, "File size
  * limit exceeded" from the shell), apply leaving OUTPUT.cf-part-PID
@@ -8184,6 +8414,9 @@ int main(void)
     cmocka_unit_test(test_apply_mp3_delay),
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
+    cmocka_unit_test(test_apply_cut_short_stdin),
+    cmocka_unit_test(test_apply_cut_short_one),
+    cmocka_unit_test(test_apply_empty_input),
     cmocka_unit_test(test_file_size_limit),
     cmocka_unit_test(test_apply_wav_rf64_room),
     cmocka_unit_test(test_apply_aiff_past_4gib),

@@ -136,8 +136,7 @@ static void usage_apply(FILE *f)
       "      --device ID      CUDA device (default 0)\n"
       "  -q, --quiet          no progress line, no summary, no notes: only\n"
       "                       warnings (clipping, damaged packets, INPUT\n"
-      "                       cut short) and\n"
-      "                       errors, libav's too\n"
+      "                       cut short or empty) and errors, libav's too\n"
       "  -v, --verbose        describe the files and the engine (and show\n"
       "                       libav's notes)\n"
       "  -h, --help           show this help\n"
@@ -156,7 +155,10 @@ static void usage_apply(FILE *f)
       "header states against what was there (WAV, W64, AIFF, CAF, FLAC, AU:\n"
       "their frames; YUV4MPEG2: its size, a partial last frame); cut before\n"
       "its first whole frame it is an error, nothing written. Formats that\n"
-      "state no length (raw streams, Ogg) and pipes cannot tell it.\n"
+      "state no length (raw streams, Ogg) and pipes cannot tell it; INPUT\n"
+      "'-' redirected from a file (< FILE) is checked as FILE. INPUT that\n"
+      "holds no frame and is whole (a WAV of 0 frames, a YUV4MPEG2 header\n"
+      "alone) is no error: OUTPUT is written empty, with a warning.\n"
       "\n"
       "The kernel runs at INPUT's rate. Where the encoder cannot write that\n"
       "rate (libopus: 48, 24, 16, 12 or 8 kHz; MP3: 8 to 48 kHz), the\n"
@@ -341,6 +343,16 @@ static int apply_parse(int argc, char **argv, apply_opts *o)
   /* "-" is standard input or output, as ffmpeg takes it (to libav it is
    * a file of that name) */
   o->in_path = strcmp(argv[optind], "-") ? argv[optind] : "pipe:0";
+  /* `apply - OUT < FILE`: FILE's size and header tell whether it is cut
+   * short, as a named one's (libav reads it as a pipe, whose size it
+   * does not know); where reading begins, before libav reads */
+  struct stat sb;
+  if (!strcmp(argv[optind], "-") && fstat(STDIN_FILENO, &sb) == 0 &&
+      S_ISREG(sb.st_mode)) {
+    off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
+    o->stdin_file = at >= 0;
+    o->stdin_at = at >= 0 ? (int64_t)at : 0;
+  }
   o->out_path = strcmp(argv[optind + 1], "-") ? argv[optind + 1] : "pipe:1";
   return 0;
 }
@@ -429,22 +441,34 @@ int cli_apply(int argc, char **argv)
               "cudafilter: warning: %s: %u damaged packet(s) "
               "skipped\n",
               opt.in_path, res.corrupt);
+    /* empty, and said so by its header (a WAV's data chunk of 0 bytes):
+     * not an error, as a file cut before its first frame is, but said
+     * (with -q too), as ffmpeg says "Output file is empty" */
+    if (res.frames_in == 0 && res.frames_out == 0 && !res.stopped)
+      fprintf(stderr,
+              "cudafilter: warning: %s holds no frame: %s is written "
+              "empty\n",
+              opt.in_path, opt.out_path);
     if (res.stated > res.frames_in)
       fprintf(stderr,
               "cudafilter: warning: %s is cut short: its header states "
-              "%lld frames (%.3f s), %lld were there (%.3f s); %s ends "
-              "with them\n",
-              opt.in_path, (long long)res.stated,
+              "%lld frame%s (%.3f s), %lld %s there (%.3f s); %s ends "
+              "with %s\n",
+              opt.in_path, (long long)res.stated, apply_s(res.stated),
               (double)res.stated / res.in_rate, (long long)res.frames_in,
-              (double)res.frames_in / res.in_rate, opt.out_path);
+              res.frames_in == 1 ? "was" : "were",
+              (double)res.frames_in / res.in_rate, opt.out_path,
+              res.frames_in == 1 ? "it" : "them");
     else if (res.stated_bytes > res.held_bytes)
       fprintf(stderr,
               "cudafilter: warning: %s is cut short: its header states "
-              "%lld bytes of sound, %lld were there (%lld frames, %.3f s); "
-              "%s ends with them\n",
+              "%lld byte%s of sound, %lld %s there (%lld frame%s, %.3f s); "
+              "%s ends with %s\n",
               opt.in_path, (long long)res.stated_bytes,
-              (long long)res.held_bytes, (long long)res.frames_in,
-              (double)res.frames_in / res.in_rate, opt.out_path);
+              apply_s(res.stated_bytes), (long long)res.held_bytes,
+              res.held_bytes == 1 ? "was" : "were", (long long)res.frames_in,
+              apply_s(res.frames_in), (double)res.frames_in / res.in_rate,
+              opt.out_path, res.frames_in == 1 ? "it" : "them");
     if (res.clipped) {
       const char *fc = float_codec(&opt);
       fprintf(stderr,

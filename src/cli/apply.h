@@ -49,7 +49,23 @@ typedef struct apply_opts {
   bool video;
   cli_video_opts v;
   cf_video_config vcfg;
+  /* INPUT is "-" (libav's "pipe:0") and standard input a regular file
+   * (`apply - OUT < FILE`): where reading it began (the header's offsets
+   * count from there), for the cut-short check, which a pipe cannot
+   * have; false: not so (a pipe, a terminal, the daemon's files) */
+  bool stdin_file;
+  int64_t stdin_at;
 } apply_opts;
+
+/* "" for 1, "s" for any other count: "1 frame", "2 frames" */
+static inline const char *apply_s(long long n)
+{
+  return n == 1 ? "" : "s";
+}
+
+/* The size of standard input where it is a regular file, from o's
+ * stdin_at on; -1 where it is not or o->stdin_file is false. */
+int64_t apply_stdin_size(const apply_opts *o);
 
 /* Set by SIGINT/SIGTERM; libav's blocking calls end through
  * apply_check_interrupt (an AVIOInterruptCB callback). */

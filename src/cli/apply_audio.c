@@ -276,45 +276,58 @@ static uint64_t get_be_n(const unsigned char *p, unsigned n)
   return v;
 }
 
+int64_t apply_stdin_size(const apply_opts *o)
+{
+  struct stat sb;
+  if (!o->stdin_file || fstat(STDIN_FILENO, &sb) || !S_ISREG(sb.st_mode))
+    return -1;
+  return sb.st_size > o->stdin_at ? sb.st_size - o->stdin_at : 0;
+}
+
 /* The sound a WAV (RF64, BW64), W64 or CAF header says its data chunk
  * holds: where it starts and its bytes, and the file's size; false where
  * it is not a regular file or the header says no size (a stream's WAV,
  * 0 or 0xFFFFFFFF; a CAF's -1: to the end). libav reads these files up
  * to their end without a word, and gives no length for a data chunk
  * that runs past it (wavdec) or for none of them (w64, caf), so the
- * header is read here. */
-static bool data_chunk(const char *path, const char *format, int64_t *off,
+ * header is read here: o's INPUT, or standard input where it is "-"
+ * and a regular file (read with pread from where apply began, libav
+ * reading it meanwhile). */
+static bool data_chunk(const apply_opts *o, const char *format, int64_t *off,
                        int64_t *size, int64_t *file_size)
 {
   bool wav = !strcmp(format, "wav"), w64 = !strcmp(format, "w64"),
        caf = !strcmp(format, "caf");
-  if ((!wav && !w64 && !caf) || cf_av_is_url(path))
+  const char *path = o->in_path;
+  bool in0 = !strcmp(path, "pipe:0") && o->stdin_file;
+  if ((!wav && !w64 && !caf) || (cf_av_is_url(path) && !in0))
     return false;
   /* O_NONBLOCK: a FIFO's open waits for a writer, long gone by now */
-  int fd = open(cf_av_local(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = in0 ? STDIN_FILENO
+               : open(cf_av_local(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int64_t base = in0 ? o->stdin_at : 0;
   struct stat sb;
   if (fd < 0)
     return false;
-  FILE *f;
-  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, "rb"))) {
-    close(fd);
-    return false;
-  }
   bool found = false;
   unsigned char b[40];
-  if (fread(b, 1, w64 ? 40 : 12, f) != (w64 ? 40u : 12u))
+  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < base)
     goto done;
-  *file_size = sb.st_size;
+  int64_t end = sb.st_size - base;
+  if (pread(fd, b, w64 ? 40 : 12, base) != (w64 ? 40 : 12))
+    goto done;
+  *file_size = end;
   bool rf64 = wav && (!memcmp(b, "RF64", 4) || !memcmp(b, "BW64", 4));
   uint64_t ds64 = 0; /* RF64's data size */
   int64_t at = wav ? 12 : w64 ? 40 : 8;
-  for (int i = 0; i < 4096 && at < sb.st_size; i++) {
+  for (int i = 0; i < 4096 && at < end; i++) {
     unsigned hl = w64 ? 24 : caf ? 12 : 8; /* a chunk's header */
-    if (fseeko(f, at, SEEK_SET) || fread(b, 1, hl, f) != hl)
+    if (pread(fd, b, hl, base + at) != (ssize_t)hl)
       break;
     uint64_t n = w64 ? get_le_n(b + 16, 8) : caf ? get_be_n(b + 4, 8)
                                                   : get_le_n(b + 4, 4);
-    if (rf64 && !memcmp(b, "ds64", 4) && fread(b + 8, 1, 16, f) == 16)
+    if (rf64 && !memcmp(b, "ds64", 4) &&
+        pread(fd, b + 8, 16, base + at + 8) == 16)
       ds64 = get_le_n(b + 16, 8);
     if (!memcmp(b, "data", 4)) {
       if (wav) {
@@ -332,18 +345,18 @@ static bool data_chunk(const char *path, const char *format, int64_t *off,
       }
       break;
     }
-    if (w64 ? n < 24 || n > (uint64_t)sb.st_size
-            : n > (uint64_t)sb.st_size)
+    if (w64 ? n < 24 || n > (uint64_t)end : n > (uint64_t)end)
       break;
     at += w64 ? (int64_t)((n + 7) & ~(uint64_t)7)
               : (int64_t)(hl + n + (wav ? n & 1 : 0));
   }
 done:
-  fclose(f);
+  if (!in0)
+    close(fd);
   return found;
 }
 
-static int input_open(input *in, const char *path)
+static int input_open(input *in, const char *path, const apply_opts *o)
 {
   int err;
   in->path = path;
@@ -418,7 +431,7 @@ static int input_open(input *in, const char *path)
   int64_t off, size, file_size;
   if (stated_length(in->fmt, st))
     in->stated = in->expect;
-  else if (data_chunk(path, in->fmt->iformat->name, &off, &size, &file_size) &&
+  else if (o && data_chunk(o, in->fmt->iformat->name, &off, &size, &file_size) &&
            off + size > file_size) {
     /* in frames where they have a size (PCM), else in bytes */
     int bits = cf_av->av_get_bits_per_sample(st->codecpar->codec_id);
@@ -2430,7 +2443,7 @@ int apply_probe(const char *path, int stream, unsigned *rate,
                 unsigned *channels, double *seconds, const apply_hooks *h)
 {
   input in = {.h = h, .want = stream};
-  int rc = input_open(&in, path);
+  int rc = input_open(&in, path, NULL);
   if (!rc) {
     *rate = (unsigned)in.rate;
     *channels = in.channels;
@@ -2453,7 +2466,7 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   size_t kernel_len = 0;
   int rc;
   memset(res, 0, sizeof *res);
-  if ((rc = input_open(&in, opt->in_path)))
+  if ((rc = input_open(&in, opt->in_path, opt)))
     goto done;
   if (h && ((unsigned)in.rate != h->rate || in.channels != h->channels)) {
     rc = apply_error("%s: %d Hz, %u channel(s): the stream was set up for "
@@ -2495,17 +2508,19 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   /* cut short before its first sample: nothing of it to write (read in
    * part, apply warns and writes what there is) */
   if (!rc && !h && in.frames == 0 && in.stated > 0)
-    rc = apply_error("%s is cut short: its header states %lld frames "
-                     "(%.3f s at %d Hz), none of them are there; nothing "
-                     "written",
-                     opt->in_path, (long long)in.stated,
-                     (double)in.stated / in.rate, in.rate);
+    rc = apply_error("%s is cut short: its header states %lld frame%s "
+                     "(%.3f s at %d Hz), %s; nothing written",
+                     opt->in_path, (long long)in.stated, apply_s(in.stated),
+                     (double)in.stated / in.rate, in.rate,
+                     in.stated == 1 ? "it is not there"
+                                    : "none of them are there");
   else if (!rc && !h && in.frames == 0 && in.stated_bytes > 0)
-    rc = apply_error("%s is cut short: its header states %lld bytes of "
-                     "sound, %lld of them are there and none could be "
+    rc = apply_error("%s is cut short: its header states %lld byte%s of "
+                     "sound, %lld of them %s there and none could be "
                      "decoded; nothing written",
                      opt->in_path, (long long)in.stated_bytes,
-                     (long long)in.held_bytes);
+                     apply_s(in.stated_bytes), (long long)in.held_bytes,
+                     in.held_bytes == 1 ? "is" : "are");
   if (!rc)
     rc = apply_commit(opt, tmp);
   res->frames_in = in.frames;

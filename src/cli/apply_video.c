@@ -388,7 +388,10 @@ static int64_t y4m_cut(const vrun *r, int *pic)
 {
   if (r->y4m_at < 0 || r->stopped)
     return 0;
+  /* `apply - OUT < FILE`: libav reads a pipe, of no size; FILE's */
   int64_t size = cf_av->avio_size(r->fmt->pb);
+  if (size < 0 && !strcmp(r->o->in_path, "pipe:0"))
+    size = apply_stdin_size(r->o);
   if (size <= r->y4m_end)
     return 0;
   *pic = cf_av->av_image_get_buffer_size(r->ist->codecpar->format,
@@ -1533,10 +1536,10 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   int pic = 0;
   int64_t cut = rc || h ? 0 : y4m_cut(&r, &pic);
   if (cut && !r.y4m_frames)
-    rc = apply_error("%s is cut short: it ends %lld bytes into its first "
+    rc = apply_error("%s is cut short: it ends %lld byte%s into its first "
                      "frame, which takes %d (the FRAME line and %d of "
                      "picture); there is no whole frame, nothing written",
-                     o->in_path, (long long)cut, pic + 6, pic);
+                     o->in_path, (long long)cut, apply_s(cut), pic + 6, pic);
   res->frames = r.frames - r.dropped + r.repeated;
   res->dropped = r.dropped;
   if (r.turn)
@@ -1554,13 +1557,22 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
             "cudafilter: warning: %s: %u damaged packet(s) "
             "skipped\n",
             o->in_path, r.corrupt);
+  /* empty (a YUV4MPEG2 header alone, not cut inside a frame): not an
+   * error, as a file cut before its first whole frame is, but said, as
+   * for an empty audio INPUT (image2 OUTPUT: an error above) */
+  if (!h && !r.frames && !r.stopped && !cut)
+    fprintf(stderr,
+            "cudafilter: warning: %s holds no frame: %s is written empty\n",
+            o->in_path, o->out_path);
   if (cut)
     fprintf(stderr,
-            "cudafilter: warning: %s is cut short: it ends %lld bytes into "
+            "cudafilter: warning: %s is cut short: it ends %lld byte%s into "
             "frame %lld, which takes %d (the FRAME line and %d of picture); "
-            "%s ends with the %lld whole frames before it\n",
-            o->in_path, (long long)cut, (long long)r.y4m_frames + 1, pic + 6,
-            pic, o->out_path, (long long)r.y4m_frames);
+            "%s ends with the %lld whole frame%s before it\n",
+            o->in_path, (long long)cut, apply_s(cut),
+            (long long)r.y4m_frames + 1, pic + 6, pic, o->out_path,
+            (long long)r.y4m_frames,
+            apply_s(r.y4m_frames));
   if (!o->quiet || o->verbose) {
     double el = apply_now() - t0;
     char extra[96] = "";
