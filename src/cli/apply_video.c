@@ -213,6 +213,13 @@ static int new_frame_of(const vrun *r, enum AVPixelFormat f, int w, int h,
     cf_av->av_frame_free(&fr);
     return apply_av_error(r->out_path, "frame buffer", err);
   }
+  /* zeroed once: libswscale's vector loops read past a row's last pixel
+   * (an odd width, 4:1:0 chroma) into the padding and weigh it by 0;
+   * memcheck cannot see the 0 and took the muxer's write of the frame for
+   * uninitialised bytes (cli under valgrind: yuv410p 5x16 through the
+   * field conversions), so the padding holds zeros, not heap contents */
+  for (int p = 0; p < AV_NUM_DATA_POINTERS && fr->buf[p]; p++)
+    memset(fr->buf[p]->data, 0, fr->buf[p]->size);
   fr->height = h;
   *out = fr;
   return 0;
