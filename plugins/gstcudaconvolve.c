@@ -53,7 +53,10 @@
  * below: the property keeps its value), and so are components the stream's
  * format lacks where upstream offers no format that has them, or
  * downstream takes none of those it offers, or, behind a tee, its other
- * branches take none of them (with an element warning naming which). A rebuild
+ * branches take none of them, with an element warning naming which
+ * (behind a tee also components the format has, where another branch
+ * asked for a format that lacks them; two elements changed at once are
+ * checked one after the other: components_check). A rebuild
  * the engine refuses (a device-id that does not exist, components the format
  * negotiated then lacks) is an element warning: the engine before goes on, and
  * the settings it needed go back to its values (notified), so that they
@@ -843,6 +846,47 @@ static gchar *upstream_links_unfit(GstCudaConvolve *self, const gchar *comps)
     gst_object_unref(p);
   g_private_set(&probing, NULL);
   return why;
+}
+
+/* Held by a components setter from its check (upstream_can_fit,
+ * upstream_links_unfit) to its commit, so that the check of another
+ * element's change sees this one's committed value: two elements behind a
+ * tee set at the same instant from two threads (components=r on one,
+ * luma on the other, both from all) each checked against the other's old
+ * components, both were taken and the stream stopped with a bare
+ * not-negotiated (QA). Process-wide (the elements may be in different bins,
+ * a tee's branches anywhere below it): changes in unrelated pipelines
+ * wait for each other's check only. Taken by setters only, never on the
+ * streaming path (caps queries, set_info): the checks' caps queries run
+ * through the pipeline to other elements' transform_caps, which take only
+ * their object locks; a setter takes it with no object lock held, and
+ * lets it go before posting its refusal and sending its reconfigure
+ * event. Recursive: a setter that the check's queries reach in the same
+ * thread (an application's query probe) does not wait for itself. */
+static GRecMutex components_check;
+
+/* Tests only: with CF_TEST_COMPONENTS_GATE set, a setter posts an element
+ * message "cudaconvolve-test-components" with field point "waiting" before
+ * it waits for another's check, and "checked" between its check and its
+ * commit, so that a test's bus sync handler holding it there orders two
+ * setters without timing. */
+static void components_test_point(GstCudaConvolve *self, const char *point)
+{
+  if (!g_getenv("CF_TEST_COMPONENTS_GATE"))
+    return;
+  GstStructure *st = gst_structure_new("cudaconvolve-test-components", "point",
+                                       G_TYPE_STRING, point, NULL);
+  /* FALSE where the element has no bus: then nobody waits for it */
+  (void)gst_element_post_message(GST_ELEMENT(self),
+                                 gst_message_new_element(GST_OBJECT(self), st));
+}
+
+static void components_check_lock(GstCudaConvolve *self)
+{
+  if (g_rec_mutex_trylock(&components_check))
+    return;
+  components_test_point(self, "waiting");
+  g_rec_mutex_lock(&components_check);
 }
 
 /* Can upstream give the stream of caps `cur` in a format comps fit (a
@@ -3850,14 +3894,21 @@ static void set_property_body(GObject *object, guint prop_id,
      * it cannot, they are refused now (the property keeps its value),
      * rather than taken and put back at the next frame, after
      * g_object_set (and a cudafilterd `set`) had returned. */
+    /* The check and the commit in one piece with respect to the other
+     * elements' (components_check_lock): two changed at once behind a
+     * tee each checked against the other's old components (QA). */
+    components_check_lock(self);
     GST_OBJECT_LOCK(self);
     GstVideoFormat fmt = self->stream_format;
     gboolean same = !strcmp(s, self->components);
     GST_OBJECT_UNLOCK(self);
-    if (same) /* as they are: no rebuild, the history goes on */
+    if (same) { /* as they are: no rebuild, the history goes on */
+      g_rec_mutex_unlock(&components_check);
       return;
+    }
     gboolean unfit = fmt != GST_VIDEO_FORMAT_UNKNOWN &&
                      !components_fit(s, gst_video_format_to_string(fmt));
+    gchar *why = NULL;
     if (unfit) {
       GstCaps *cur =
           gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
@@ -3865,19 +3916,32 @@ static void set_property_body(GObject *object, guint prop_id,
       gboolean ask = cur && upstream_can_fit(self, s, cur, &side);
       if (cur)
         gst_caps_unref(cur);
-      if (!ask) {
-        gchar *why = g_strdup_printf(
+      if (!ask)
+        why = g_strdup_printf(
             "'%s': the stream's %s lacks them and %s; the components stay "
             "as they are",
             s, gst_video_format_to_string(fmt),
             side ? side : "upstream offers no format that has them");
-        REFUSE(self, "components", "%s", why);
-        g_free(why);
-        g_free(side);
-        return;
-      }
       g_free(side);
+    } else if (fmt != GST_VIDEO_FORMAT_UNKNOWN) {
+      /* components the format has, but behind a tee another branch may
+       * have asked for a format that lacks them (components=r there
+       * while the stream is still YUV, then luma here): taken, the
+       * renegotiation found no format for both and the stream stopped
+       * with a bare not-negotiated (QA) */
+      gchar *far = upstream_links_unfit(self, s);
+      if (far)
+        why = g_strdup_printf("'%s': %s; the components stay as they are", s,
+                              far);
+      g_free(far);
     }
+    if (why) {
+      g_rec_mutex_unlock(&components_check);
+      REFUSE(self, "components", "%s", why);
+      g_free(why);
+      return;
+    }
+    components_test_point(self, "checked");
     GST_OBJECT_LOCK(self);
     g_free(self->components);
     self->components = g_strdup(s);
@@ -3886,6 +3950,7 @@ static void set_property_body(GObject *object, guint prop_id,
     if (fmt != GST_VIDEO_FORMAT_UNKNOWN) /* streaming: caps may cross */
       remember_components(self, s);
     GST_OBJECT_UNLOCK(self);
+    g_rec_mutex_unlock(&components_check);
     if (unfit)
       gst_base_transform_reconfigure_sink(GST_BASE_TRANSFORM(self));
     return;
@@ -4167,7 +4232,9 @@ static void gst_cuda_convolve_class_init(GstCudaConvolveClass *klass)
           "has one component (y). Negotiation offers the formats they fit; "
           "set while playing to ones the format lacks, upstream is asked "
           "for another, or where none can come (behind a tee: that its "
-          "other branches take too) they are refused with a warning",
+          "other branches take too) they are refused with a warning (behind "
+          "a tee also ones the format has, where another branch asked for "
+          "a format that lacks them)",
           DEFAULT_COMPONENTS, flags));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,

@@ -2167,6 +2167,227 @@ static void test_components_tee(void **state)
   }
 }
 
+/* Two elements on two branches of a tee, both at components=all, set at
+ * once from two threads to components of two families (r on one, luma on
+ * the other): no format has both. Each setter checked against the other's
+ * old components (all), both were taken and the stream stopped with a bare
+ * not-negotiated (QA). tee_race holds c's setter between its check and
+ * its commit (CF_TEST_COMPONENTS_GATE: the element posts a message there,
+ * which the pipeline bus's sync handler answers by waiting) while c2 is
+ * set from another thread, and lets it go once c2's setter has returned
+ * or waits for c's commit: no timing. */
+typedef struct tee_race {
+  live_comps l; /* first: live_comps_out takes it as a live_comps */
+  live_comps *l2;
+  const char *target2; /* for c2 */
+  int concurrent;
+  unsigned n;
+  GMutex m;
+  GCond cv;
+  int gated, released, waited, a_done, b_done, b_done_held;
+  gchar *final, *final2;
+} tee_race;
+
+static GstBusSyncReply tee_race_sync(GstBus *bus, GstMessage *m, gpointer data)
+{
+  (void)bus;
+  tee_race *t = data;
+  const GstStructure *st = gst_message_get_structure(m);
+  if (GST_MESSAGE_TYPE(m) != GST_MESSAGE_ELEMENT || !st ||
+      !gst_structure_has_name(st, "cudaconvolve-test-components"))
+    return GST_BUS_PASS;
+  const char *point = gst_structure_get_string(st, "point");
+  g_mutex_lock(&t->m);
+  if (point && !strcmp(point, "waiting") &&
+      GST_MESSAGE_SRC(m) == GST_OBJECT(t->l2->conv))
+    t->waited = 1;
+  if (point && !strcmp(point, "checked") &&
+      GST_MESSAGE_SRC(m) == GST_OBJECT(t->l.conv) && !t->gated) {
+    t->gated = 1;
+    g_cond_broadcast(&t->cv);
+    while (!t->released)
+      g_cond_wait(&t->cv, &t->m);
+  }
+  g_cond_broadcast(&t->cv);
+  g_mutex_unlock(&t->m);
+  gst_message_unref(m);
+  return GST_BUS_DROP;
+}
+
+static gpointer tee_race_set(gpointer data)
+{
+  tee_race *t = data;
+  g_object_set(t->l.conv, "components", t->l.target, NULL);
+  g_mutex_lock(&t->m);
+  t->a_done = 1;
+  g_cond_broadcast(&t->cv);
+  g_mutex_unlock(&t->m);
+  return NULL;
+}
+
+static gpointer tee_race_set2(gpointer data)
+{
+  tee_race *t = data;
+  g_object_set(t->l2->conv, "components", t->target2, NULL);
+  g_mutex_lock(&t->m);
+  t->b_done = 1;
+  g_cond_broadcast(&t->cv);
+  g_mutex_unlock(&t->m);
+  return NULL;
+}
+
+static GstPadProbeReturn tee_race_in(GstPad *pad, GstPadProbeInfo *info,
+                                     gpointer data)
+{
+  tee_race *t = data;
+  live_comps *l = &t->l;
+  g_ptr_array_add(l->in, gst_buffer_ref(GST_PAD_PROBE_INFO_BUFFER(info)));
+  g_ptr_array_add(l->in_caps, gst_pad_get_current_caps(pad));
+  if (l->in->len == l->at + 1 && !t->concurrent) {
+    g_object_set(l->conv, "components", l->target, NULL);
+    g_object_set(t->l2->conv, "components", t->target2, NULL);
+  } else if (l->in->len == l->at + 1) {
+    GstObject *pipe = gst_object_get_parent(GST_OBJECT(l->conv));
+    GstBus *bus = gst_element_get_bus(GST_ELEMENT(pipe));
+    gst_bus_set_sync_handler(bus, tee_race_sync, t, NULL);
+    GThread *a = g_thread_new("set-c", tee_race_set, t);
+    g_mutex_lock(&t->m);
+    while (!t->gated && !t->a_done)
+      g_cond_wait(&t->cv, &t->m);
+    g_mutex_unlock(&t->m);
+    GThread *b = g_thread_new("set-c2", tee_race_set2, t);
+    g_mutex_lock(&t->m);
+    while (!t->b_done && !t->waited)
+      g_cond_wait(&t->cv, &t->m);
+    t->b_done_held = t->b_done && t->gated && !t->a_done;
+    t->released = 1;
+    g_cond_broadcast(&t->cv);
+    g_mutex_unlock(&t->m);
+    g_thread_join(a);
+    g_thread_join(b);
+    gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
+    gst_object_unref(bus);
+    gst_object_unref(pipe);
+  }
+  if (l->in->len == t->n) {
+    g_object_get(l->conv, "components", &t->final, NULL);
+    g_object_get(t->l2->conv, "components", &t->final2, NULL);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* c and c2 behind a tee, both at components=all, set at once to components
+ * no one format has (one RGB, the other YUV; the source RGB, YUV or
+ * gray, so that either, both or neither fits the format it has): from two
+ * threads, c's setter held between its check and its commit until c2's
+ * has returned or waits for it; or one after the other in the streaming
+ * thread, before the renegotiation c's change asked for (c2's components
+ * fitting the format still flowing were taken unchecked: QA). Before, both
+ * were taken and the stream stopped with a bare not-negotiated; now c2 is
+ * checked against c's new components and refused with a warning naming
+ * the components and the tee, the stream reaches EOS, every frame out on
+ * both branches, c's filtered with its new components from the frame
+ * the change came at (in the format they fit), c2's with all. */
+static void test_components_tee_race(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 97);
+  static const char *const srcs[] = {"I420", "NV12", "Y444", "RGBA",
+                                     "BGRx", "RGB",  "GRAY8"};
+  static const char *const rgb_words[] = {"r", "gb", "rgb", "red"};
+  static const char *const yuv_words[] = {"luma", "y", "chroma", "u", "yuv"};
+  g_setenv("CF_TEST_COMPONENTS_GATE", "1", TRUE);
+  for (unsigned rep = 0; rep < 8; rep++) {
+    int concurrent = rep < 6;
+    const char *fname = srcs[ref_rng_range(&r, 0, 6)];
+    const gfmt *src = NULL;
+    for (unsigned j = 0; j < NFORMATS; j++)
+      if (!strcmp(formats[j].gst, fname))
+        src = &formats[j];
+    CHECK(src != NULL, "format %s", fname);
+    const char *rgbw = rgb_words[ref_rng_range(&r, 0, 3)],
+               *yuvw = yuv_words[ref_rng_range(&r, 0, 4)];
+    int c_rgb = rep % 2 == 0;
+    const char *target = c_rgb ? rgbw : yuvw, *target2 = c_rgb ? yuvw : rgbw;
+    unsigned n = (unsigned)ref_rng_range(&r, 6, 10),
+             w = 2 * (unsigned)ref_rng_range(&r, 4, 20),
+             h = 2 * (unsigned)ref_rng_range(&r, 4, 16),
+             size = 1 + 2 * (unsigned)ref_rng_range(&r, 1, 2),
+             at = (unsigned)ref_rng_range(&r, 1, n - 3);
+    tee_race t;
+    memset(&t, 0, sizeof t);
+    t.l = live_comps_new(target, at);
+    live_comps l2 = live_comps_new(NULL, n + 1); /* set by tee_race_in */
+    t.l2 = &l2;
+    t.target2 = target2;
+    t.concurrent = concurrent;
+    t.n = n;
+    g_mutex_init(&t.m);
+    g_cond_init(&t.cv);
+    gchar *line = g_strdup_printf(
+        "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
+        "width=%u,height=%u,framerate=25/1 ! videoconvert ! tee name=t "
+        "t. ! cudaconvolve name=c backend=%s preset=box size=%u "
+        "border=nearest ! fakesink name=sink async=false "
+        "t. ! cudaconvolve name=c2 backend=%s preset=box size=%u "
+        "border=nearest ! fakesink name=sink2 async=false",
+        n, src->gst, w, h, case_backend(), size, case_backend(), size);
+    set_case("%s; at frame %u %s: c components=%s, c2 %s: ", line, at,
+             concurrent ? "from two threads at once" : "one after the other",
+             target, target2);
+    char warn[2048], msg[512];
+    int eos = run_collect(line, &t.l, tee_race_in, &l2, warn, sizeof warn, msg,
+                          sizeof msg);
+    g_free(line);
+    g_mutex_clear(&t.m);
+    g_cond_clear(&t.cv);
+    if (concurrent)
+      CHECK(t.gated, "c's setter never reached its commit");
+    CHECK(eos, "no EOS: %s", msg);
+    CHECK(t.l.in->len == n && t.l.out->len == n && l2.in->len == n &&
+              l2.out->len == n,
+          "c: %u frames in, %u out; c2: %u in, %u out; want %u", t.l.in->len,
+          t.l.out->len, l2.in->len, l2.out->len, n);
+    gchar *want = g_strdup_printf("'%s'", target2);
+    CHECK(!strncmp(warn, "c2: ", 4) && !strstr(warn, "; c") &&
+              strstr(warn, "components") && strstr(warn, want) &&
+              strstr(warn, "other branches of t"),
+          "want one warning, from c2, naming components %s and the other "
+          "branches of tee t: '%s'",
+          want, warn);
+    g_free(want);
+    CHECK(t.final && !strcmp(t.final, target) && t.final2 &&
+              !strcmp(t.final2, "all"),
+          "components read c %s, c2 %s; want %s, all",
+          t.final ? t.final : "(null)", t.final2 ? t.final2 : "(null)", target);
+    g_free(t.final);
+    g_free(t.final2);
+    for (unsigned i = 0; i < n; i++) {
+      CHECK(gst_caps_is_equal(g_ptr_array_index(t.l.in_caps, i),
+                              g_ptr_array_index(l2.in_caps, i)),
+            "frame %u: the branches' caps differ", i);
+      const char *f = gst_structure_get_string(
+          gst_caps_get_structure(g_ptr_array_index(t.l.in_caps, i), 0),
+          "format");
+      cf_pixel_format pf = CF_PIX_GRAY8;
+      int fits = f && cf_pixel_format_from_string(f, &pf) == CF_OK &&
+                 comps_fit(target, pf);
+      if (i > at)
+        CHECK(fits, "frame %u in %s, which components=%s does not fit", i,
+              f ? f : "?", target);
+      live_comps_check(&t.l, i, i >= at && fits ? target : "all", size);
+      live_comps_check(&l2, i, "all", size);
+    }
+    CHECK(!t.b_done_held,
+          "c2's setter returned while c's was between its check and its "
+          "commit");
+    live_comps_free(&t.l);
+    live_comps_free(&l2);
+  }
+  g_unsetenv("CF_TEST_COMPONENTS_GATE");
+}
+
 /* Upstream as a converter answers the caps query: any format asked for. */
 static GstPadProbeReturn answer_any_caps(GstPad *pad, GstPadProbeInfo *info,
                                          gpointer data)
@@ -8213,6 +8434,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_components_negotiation, teardown),
       cmocka_unit_test_teardown(test_components_live, teardown),
       cmocka_unit_test_teardown(test_components_tee, teardown),
+      cmocka_unit_test_teardown(test_components_tee_race, teardown),
       cmocka_unit_test_teardown(test_components_interim, teardown),
       cmocka_unit_test_teardown(test_components_changed_again, teardown),
       cmocka_unit_test_teardown(test_bad_values, teardown),
