@@ -3908,6 +3908,163 @@ static void test_file_cut_short(void **state)
   stop_daemon(&r);
 }
 
+/* A file stream's stop finishes its output (and a sound stream's plays
+ * what is queued: the output latency, or more): it was made in the
+ * daemon's loop for `restart`, the restart policy and a reload, where
+ * `status` of every stream waited as long. Now in a thread, and the start
+ * that replaces it only once it is done (its output, its device let go).
+ * CF_TEST_STOP_GATE (a named pipe made here) is read before a stream is
+ * stopped: the test holds the stop. Meanwhile `status` answers (f
+ * starting), the old run has not said its end, and neither the restart
+ * nor the reload is answered; let go, the old run says it stopped before
+ * the new one starts, and the answers come as before. */
+static void test_file_stop_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 20, 30);
+  set_case("a realtime file stream of %zu s stopped slowly", frames / rate);
+  char in[600], conf[600], gate[600];
+  snprintf(in, sizeof in, "%s", fixture("fs.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("fs.conf"));
+  snprintf(gate, sizeof gate, "%s", fixture("fs.gate"));
+  unlink(gate);
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  write_wav(in, W_F32, rate, 1, x, frames);
+  free(x);
+  static const char *const fmt =
+      "[stream f]\ntype = file\ninput = fs.wav\noutput = %s\n"
+      "kernel = 0.5\nrealtime = true\n";
+  write_text(conf, fmt, "fs-out.wav");
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_daemon_ok(&r, conf);
+  stop_gate = NULL;
+  wait_state(&r, "f", "running");
+  wait_for(&r, "f", "frames", rate / 4.0);
+  for (int step = 0; step < 2; step++) {
+    const char *what = step ? "a reload's file stream was stopped"
+                            : "a file stream was stopped";
+    if (step)
+      write_text(conf, fmt, "fs-out2.wav"); /* beyond its kernel */
+    CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+    int fx = send_line(&r, step ? "reload\n" : "restart f\n");
+    /* open once the stop reads it: from here the stop waits for us */
+    int w = open(gate, O_WRONLY);
+    CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+    CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+    char *a = answer_while_held(&r, "status\n", w, what);
+    const char *f = field(a, "f", "state");
+    CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+    free(a);
+    char *l = slurp(r.log, NULL);
+    size_t n = 0;
+    for (const char *p = l; p && (p = strstr(p, "stream f stopped: wrote"));
+         p++)
+      n++;
+    CHECK(n == (size_t)step, "the stop was made before it was let go:\n%s",
+          l);
+    free(l);
+    struct pollfd px = {.fd = fx, .events = POLLIN};
+    CHECK(poll(&px, 1, 0) == 0, "answered before the stop was let go");
+    close(w); /* the stop goes on */
+    a = answer_on(fx);
+    CHECK(answer_ok(a) &&
+              strstr(a, step ? "f: restarted" : "f: started again"),
+          "%s: %s", step ? "reload" : "restart", a);
+    free(a);
+    wait_state(&r, "f", "running");
+    wait_for(&r, "f", "frames", rate / 4.0); /* its input opened */
+    l = slurp(r.log, NULL);
+    const char *stopped = l ? strstr(l, "stream f stopped: wrote") : NULL;
+    for (int k = 0; stopped && k < step; k++)
+      stopped = strstr(stopped + 1, "stream f stopped: wrote");
+    CHECK(stopped && (step || strstr(stopped, "started again (restart)")),
+          "the old run's end is not in the log (or not before the new "
+          "start):\n%s",
+          l);
+    free(l);
+  }
+  stop_daemon(&r);
+}
+
+/* A reload that makes a pipeline section a file one (and back) stopped
+ * the old pipeline (its EOS waited for up to 2 s), or the old file stream
+ * (its output finished), in the daemon's loop before the new kind started
+ * there: `status` of every stream waited. Now it is stopped in a thread
+ * as any reload's stop is, the new stream started once it is done, the
+ * reload answered then. CF_TEST_STOP_GATE holds the stop. */
+static void test_reload_kind_stop_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_gst() || skip_without_libav())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 20, 30);
+  double g0 = 0.3 + 0.5 * ref_rng_unit(&rng);
+  set_case("pipeline (gain %.3f) -> file of %zu s -> pipeline", g0,
+           frames / rate);
+  char conf[600], kp[600], out[600], in[600], gate[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pk.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("pk.txt"));
+  snprintf(out, sizeof out, "%s", fixture("pk.raw"));
+  snprintf(in, sizeof in, "%s", fixture("pk.wav"));
+  snprintf(gate, sizeof gate, "%s", fixture("pk.gate"));
+  unlink(gate);
+  unlink(out);
+  write_text(kp, "%.6f\n", g0);
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  write_wav(in, W_F32, rate, 1, x, frames);
+  free(x);
+  write_gain_pipeline(conf, kp, out, "");
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_daemon_ok(&r, conf);
+  stop_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  for (int step = 0; step < 2; step++) {
+    if (step == 0)
+      write_text(conf, "[stream p]\ntype = file\ninput = pk.wav\n"
+                       "output = pk-out.wav\nkernel = 0.5\nrealtime = true\n");
+    else
+      write_gain_pipeline(conf, kp, out, "");
+    CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+    int fr = send_line(&r, "reload\n");
+    int w = open(gate, O_WRONLY);
+    CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+    CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+    char *a = answer_while_held(&r, "status\n", w,
+                                step ? "a file stream made a pipeline was "
+                                       "stopped"
+                                     : "a pipeline made a file stream was "
+                                       "stopped");
+    const char *f = field(a, "p", "state");
+    CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+    free(a);
+    struct pollfd pr = {.fd = fr, .events = POLLIN};
+    CHECK(poll(&pr, 1, 0) == 0, "the reload was answered before its stop");
+    close(w); /* the stop goes on */
+    a = answer_on(fr);
+    CHECK(answer_ok(a) && strstr(a, "p: restarted"), "reload: %s", a);
+    free(a);
+    wait_state(&r, "p", step ? "PLAYING" : "running");
+    if (!step)
+      wait_for(&r, "p", "frames", rate / 4.0); /* its input opened */
+  }
+  double peak = wait_peak(out, g0);
+  CHECK(fabs(peak - g0) < 0.02, "peak %.4f of the pipeline again, want %.4f",
+        peak, g0);
+  char *l = slurp(r.log, NULL);
+  CHECK(l && strstr(l, "stream p stopped: wrote"),
+        "the file stream's end is not in the log:\n%s", l);
+  free(l);
+  stop_daemon(&r);
+}
+
 /* Relative L2 error of got against want, both strided. */
 static double rel_l2_dd(const double *got, const double *want, size_t stride,
                         size_t n)
@@ -7070,6 +7227,9 @@ int main(void)
       cmocka_unit_test_teardown(test_file_streams, kill_left),
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
+      cmocka_unit_test_teardown(test_file_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_reload_kind_stop_in_background,
+                                kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_routing, kill_left),
       cmocka_unit_test_teardown(test_reload_outputs, kill_left),

@@ -1027,10 +1027,25 @@ bool cfd_audio_ended_how(cfd_audio *a, bool *failed)
   return ended;
 }
 
+/* Tests only: CF_TEST_STOP_GATE, a path that, once it exists (a named
+ * pipe), is read to its end before a stream is stopped (as a pipeline's
+ * stop reads it): the stop (Pa_StopStream playing what is queued, a file
+ * stream's output finished) as slow as the test wants. */
+static void stop_gate(void)
+{
+  const char *gate = g_getenv("CF_TEST_STOP_GATE");
+  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
+    gchar *d = NULL;
+    g_file_get_contents(gate, &d, NULL, NULL);
+    g_free(d);
+  }
+}
+
 void cfd_audio_stop(cfd_audio *a)
 {
   if (!a)
     return;
+  stop_gate();
 #ifdef CFD_HAVE_PORTAUDIO
   if (a->pa) {
     /* Pa_StopStream plays what is queued; failing, closing anyway, but

@@ -231,7 +231,8 @@ bool cfd_audio_ended(cfd_audio *a);
 bool cfd_audio_ended_how(cfd_audio *a, bool *failed);
 /* Let the buffered output play, close the devices, free. A file stream
  * still running ends where its input stands: the output is finished
- * with what was read. */
+ * with what was read. It takes as long as that (the output latency, or
+ * more; an encoder's flush): in any thread, once nothing else touches a. */
 void cfd_audio_stop(cfd_audio *a);
 /* The same, but a file stream's output is dropped (its temporary file
  * removed, OUTPUT left as it was): a daemon that did not start. */

@@ -74,6 +74,10 @@ typedef struct stream {
    * stream started again from its new section (two copies of one
    * pipeline would open the same device and write the same files) */
   bool start_again;
+  /* its probe's thread stops what ran before (its sound or file stream,
+   * or pipeline) before it starts again: a reload starts its new
+   * section only once that start is done, as start_again says */
+  bool handed;
   GPtrArray *waiting; /* client *: a `restart` answered once it is done */
   /* Live changes (set, swap-kernel), made one after another in the
    * order asked, each answered once made: the one whose kernel is read in
@@ -212,14 +216,18 @@ static void stream_drop_changes(stream *s, const char *why)
 
 static void stream_stop(stream *s);
 
-/* s stopped, its pipeline (unwatched) added to stops where stops is not
- * NULL: stopped in a thread (stop_later), its EOS waited for there. */
-static void stream_stop_into(stream *s, GPtrArray *stops)
+/* s stopped, its pipeline (unwatched) added to stops, its sound or file
+ * stream to audio_stops: stopped in a thread (stop_later), its EOS (its
+ * queued sound played, its output file finished) waited for there. */
+static void stream_stop_into(stream *s, GPtrArray *stops,
+                             GPtrArray *audio_stops)
 {
-  if (s && s->pipe && stops) {
+  if (s && s->pipe) {
     cfd_pipeline_unwatch(s->pipe);
     g_ptr_array_add(stops, g_steal_pointer(&s->pipe));
   }
+  if (s && s->audio)
+    g_ptr_array_add(audio_stops, g_steal_pointer(&s->audio));
   stream_stop(s);
 }
 
@@ -306,16 +314,20 @@ static bool wants_restart(stream *s)
   return ended && (failed || s->sc->restart == CFD_RESTART_ALWAYS);
 }
 
-/* Whatever of s runs is stopped (a file stream's output finished with
- * what it read), but its pipeline: returned unwatched, for the caller
- * to stop (in a thread: its EOS is waited for up to 2 s). */
-static cfd_pipeline *stream_halt(stream *s)
+/* What of s runs is taken from it, for the caller to stop (in a thread:
+ * a pipeline's EOS is waited for up to 2 s, a sound stream's queued
+ * output played, a file stream's output finished with what it read):
+ * its pipeline returned unwatched, its sound or file stream in *audio
+ * (NULL for one that has ended: nothing queued, its output done; it is
+ * freed here). */
+static cfd_pipeline *stream_halt(stream *s, cfd_audio **audio)
 {
   stream_drop_changes(s, "the stream was started again before the change "
                          "was made (its kernel read, or its element's "
                          "setter done); the change is not made");
-  cfd_audio_stop(s->audio);
-  s->audio = NULL;
+  *audio = g_steal_pointer(&s->audio);
+  if (*audio && cfd_audio_ended(*audio))
+    cfd_audio_stop(g_steal_pointer(audio));
   cfd_pipeline_unwatch(s->pipe);
   return g_steal_pointer(&s->pipe);
 }
@@ -363,11 +375,16 @@ typedef struct probe_job {
   /* what ran before (unwatched): stopped in the thread first, so that
    * the start finds its device (or files) let go */
   cfd_pipeline *old_pipe;
+  cfd_audio *old_audio;
+  /* nothing to probe (a sound stream, or a reload's section the load
+   * probed): the start is made in the loop once the old is stopped */
+  bool no_probe;
   /* A reload's start (of a new or changed section, or one that was
    * down): `said` its report's word; fallback the old section, started
    * again should the new one fail (a pipeline's in the thread too,
    * from its copy: fell_back then, and first why the new one failed) */
   const char *said;
+  char *said_own; /* where said is made for it */
   cfd_stream_conf *fallback, *fallback_copy;
   bool fell_back;
   char *first;
@@ -376,6 +393,8 @@ typedef struct probe_job {
 static void probe_job_free(probe_job *j)
 {
   cfd_pipeline_stop(j->old_pipe); /* never: the thread stopped it */
+  cfd_audio_stop(j->old_audio);   /* nor this */
+  g_free(j->said_own);
   cfd_pipeline_stop(j->pipe);     /* never: probe_done gave it up */
   cfd_stream_conf_free(j->sc);
   cfd_stream_conf_free(j->fallback);
@@ -406,13 +425,15 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
   probe_job *j = data;
   GError *e = NULL;
   cfd_pipeline_stop(g_steal_pointer(&j->old_pipe));
+  cfd_audio_stop(g_steal_pointer(&j->old_audio));
   if (j->skip) {
     g_task_return_new_error(t, CFD_ERROR, 0, "the daemon is stopping");
     return;
   }
-  bool ok = j->sc->type == CFD_PIPELINE
-                ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
-                : cfd_file_input_unchanged(j->sc, &e);
+  bool ok = j->no_probe ? true
+             : j->sc->type == CFD_PIPELINE
+                 ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
+                 : cfd_file_input_unchanged(j->sc, &e);
   if (!ok && j->fallback_copy) { /* a reload's: the old section again */
     j->first = g_strdup(e->message);
     g_clear_error(&e);
@@ -430,7 +451,9 @@ static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
 
 /* Pipelines given up (unwatched), stopped in threads, one each: each
  * waits up to 2 s for its EOS to reach its sinks (the loop, and every
- * client, waited; one after another, as long again for each). done, if
+ * client, waited; one after another, as long again for each). Sound and
+ * file streams too: Pa_StopStream plays what is queued (the output
+ * latency, or more), a file stream's output is finished. done, if
  * not NULL, is called back in the loop once they are all stopped; the
  * daemon's own stop waits for them (d->stops). */
 typedef struct stop_batch {
@@ -441,12 +464,14 @@ typedef struct stop_batch {
 
 typedef struct stop_job {
   stop_batch *b;
-  cfd_pipeline *pipe;
+  cfd_pipeline *pipe; /* or */
+  cfd_audio *audio;
 } stop_job;
 
 static void stop_job_free(stop_job *j)
 {
   cfd_pipeline_stop(j->pipe); /* none: stopped in the thread */
+  cfd_audio_stop(j->audio);
   g_free(j);
 }
 
@@ -457,6 +482,7 @@ static void stop_read(GTask *t, gpointer src, gpointer data,
   (void)cancel;
   stop_job *j = data;
   cfd_pipeline_stop(g_steal_pointer(&j->pipe)); /* nothing of the daemon's */
+  cfd_audio_stop(g_steal_pointer(&j->audio));
   g_task_return_boolean(t, TRUE);
 }
 
@@ -473,18 +499,22 @@ static void stop_done(GObject *src, GAsyncResult *res, gpointer user)
   g_free(b);
 }
 
-/* pipes (at least one) taken */
-static void stop_later(daemon_state *d, GPtrArray *pipes,
+/* pipes and audios (NULL: none; at least one of them all) taken */
+static void stop_later(daemon_state *d, GPtrArray *pipes, GPtrArray *audios,
                        void (*done)(daemon_state *d))
 {
   stop_batch *b = g_new0(stop_batch, 1);
   b->d = d;
-  b->left = pipes->len;
+  guint np = pipes->len, n = np + (audios ? audios->len : 0);
+  b->left = n;
   b->done = done;
-  for (guint i = 0; i < pipes->len; i++) {
+  for (guint i = 0; i < n; i++) {
     stop_job *j = g_new0(stop_job, 1);
     j->b = b;
-    j->pipe = pipes->pdata[i];
+    if (i < np)
+      j->pipe = pipes->pdata[i];
+    else
+      j->audio = audios->pdata[i - np];
     d->stops++;
     GTask *t = g_task_new(NULL, NULL, stop_done, NULL);
     g_task_set_task_data(t, j, (GDestroyNotify)stop_job_free);
@@ -492,6 +522,8 @@ static void stop_later(daemon_state *d, GPtrArray *pipes,
     g_object_unref(t);
   }
   g_ptr_array_free(pipes, TRUE);
+  if (audios)
+    g_ptr_array_free(audios, TRUE);
 }
 
 static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e);
@@ -528,7 +560,7 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
   if (j->pipe) {
     GPtrArray *pipes = g_ptr_array_new();
     g_ptr_array_add(pipes, g_steal_pointer(&j->pipe));
-    stop_later(d, pipes, NULL);
+    stop_later(d, pipes, NULL, NULL);
   }
   if (j->boot && !--d->booting)
     boot_said(d);
@@ -552,6 +584,7 @@ static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
     return;
   }
   s->probing = 0;
+  s->handed = false;
   if (d->stopping) {
     g_clear_error(&e);
     stream_tell_waiting(s, "the daemon is stopping");
@@ -612,26 +645,31 @@ static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
  * stream's input is probed in a thread, and the start made when it is
  * done (probe_done), a pipeline stream's pipeline built and started in a
  * thread (its elements load their kernels there): false then, s->probing
- * set. Else started at once. A pipeline that ran is stopped in that
- * thread before (its EOS waited for up to 2 s: the loop, and every
- * client, waited), and before the start (a device, its files let go). */
+ * set. Else (a sound stream that was down) started at once. What ran is
+ * stopped in that thread before (a pipeline's EOS waited for up to 2 s,
+ * a sound stream's queued output played, a file stream's output
+ * finished: the loop, and every client, waited), and before the start
+ * (a device, its files let go); a sound stream is started in the loop
+ * once it is done. */
 static bool stream_try_later(daemon_state *d, stream *s, bool asked,
                              GError **err)
 {
   bool was_down = s->down_error != NULL;
-  cfd_pipeline *old = stream_halt(s);
-  if (s->sc->type == CFD_AUDIO) {
-    cfd_pipeline_stop(old); /* a pipeline section made a sound one */
+  cfd_audio *old_audio;
+  cfd_pipeline *old = stream_halt(s, &old_audio);
+  if (s->sc->type == CFD_AUDIO && !old && !old_audio)
     return stream_begin(s, PROBE_NOW, err);
-  }
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
   j->old_pipe = old;
+  j->old_audio = old_audio;
+  j->no_probe = s->sc->type == CFD_AUDIO;
   j->sc = s->sc->type == CFD_PIPELINE ? pipeline_conf_copy(s->sc)
                                       : cfd_stream_conf_copy(s->sc);
   j->asked = asked;
   j->was_down = was_down;
+  s->handed = old || old_audio;
   s->probing = j->id;
   s->ended_at = 0;
   s->told_end = false;
@@ -833,30 +871,38 @@ typedef struct reload_answer {
    * pipeline starts it has to make (GTask *: a start finds its device,
    * or its files, let go, a renamed section's too) */
   GPtrArray *stops, *starts;
+  GPtrArray *audio_stops; /* cfd_audio *: stopped with stops */
 } reload_answer;
 
 static void reload_finish(daemon_state *d);
 
 /* A pipeline stream a reload starts (s, from s->sc; halted, or new):
  * built and set playing in a thread (probe_read), s starting
- * meanwhile; reload_started makes the rest. old_sc (taken; NULL: none)
+ * meanwhile; reload_started makes the rest. Another kind (what ran
+ * there stopped in a thread: its start waits for that) is started by
+ * reload_started, in the loop. old_sc (taken; NULL: none)
  * is started again should the new section fail, as at once it was;
  * said is the report's word for a start, was_down for a stream that was
  * down (still down if it fails). */
-static void reload_start_later(daemon_state *d, stream *s,
-                               cfd_stream_conf *old_sc, const char *said,
-                               bool was_down)
+static probe_job *reload_start_later(daemon_state *d, stream *s,
+                                     cfd_stream_conf *old_sc,
+                                     const char *said, bool was_down)
 {
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
-  j->sc = pipeline_conf_copy(s->sc);
+  if (s->sc->type == CFD_PIPELINE) {
+    j->sc = pipeline_conf_copy(s->sc);
+  } else { /* started in the loop once the reload's stops are done */
+    j->sc = cfd_stream_conf_copy(s->sc);
+    j->no_probe = true;
+  }
   j->said = said;
   j->was_down = was_down;
   /* with a restart policy a failed start is down, tried again */
   if (old_sc && s->sc->restart == CFD_RESTART_NO) {
     j->fallback = old_sc;
-    if (old_sc->type == CFD_PIPELINE)
+    if (old_sc->type == CFD_PIPELINE && !j->no_probe)
       j->fallback_copy = pipeline_conf_copy(old_sc);
   } else {
     cfd_stream_conf_free(old_sc);
@@ -869,6 +915,7 @@ static void reload_start_later(daemon_state *d, stream *s,
   GTask *t = g_task_new(NULL, NULL, probe_done, NULL);
   g_task_set_task_data(t, j, (GDestroyNotify)probe_job_free);
   g_ptr_array_add(d->answer->starts, t); /* reload_stopped runs it */
+  return j;
 }
 
 /* A reload's pipelines stopped (its stops), or none to stop: its
@@ -908,7 +955,16 @@ static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
     ra->ok = false;
   } else {
     s->probing = 0;
-    if (ok) {
+    GError *own = NULL;
+    if (ok && j->no_probe) { /* a sound or file stream: started here */
+      ok = stream_begin(s, LOAD_PROBED, &own);
+      if (!ok)
+        e = own;
+    }
+    if (ok && j->no_probe) {
+      g_clear_pointer(&s->down_error, g_free);
+      g_string_append_printf(report, "%s: %s\n", name, j->said);
+    } else if (ok) {
       s->pipe = g_steal_pointer(&j->pipe);
       cfd_pipeline_watch(s->pipe);
       g_clear_pointer(&s->down_error, g_free);
@@ -977,6 +1033,7 @@ static void reload_started(daemon_state *d, stream *s, probe_job *j, bool ok,
       }
       g_free(why);
     }
+    g_clear_error(&own);
     /* a `restart` asked meanwhile is answered with this start */
     if (s->waiting && s->waiting->len) {
       GError *de = NULL;
@@ -1105,10 +1162,12 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
-    if (old && old->probing && old->sc->type == CFD_PIPELINE) {
+    if (old && old->probing &&
+        (old->sc->type == CFD_PIPELINE || old->handed)) {
       /* its pipeline being built: the same section goes on starting;
        * another is started once that start is done (not beside it) */
       bool same = sc->type == CFD_PIPELINE &&
+                  old->sc->type == CFD_PIPELINE &&
                   !strcmp(old->sc->shape, sc->shape);
       old->start_again = old->start_again || !same;
       cfd_stream_conf_free(old->sc);
@@ -1229,22 +1288,26 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
       g_ptr_array_add(next, s);
       continue;
     }
+    bool ran = old && (old->audio || old->pipe);
     if (old) {
       old_sc = old->sc;
       old->sc = NULL;
-      /* a pipeline section's start waits for the old pipeline's stop
-       * (both in threads); another kind of stream starts here, so the
-       * old one is stopped here first */
-      stream_stop_into(old, sc->type == CFD_PIPELINE ? d->answer->stops
-                                                     : NULL);
+      /* the start waits for the old stream's stop (in a thread: a
+       * pipeline's EOS, a sound stream's queued output, a file stream's
+       * output finished) */
+      stream_stop_into(old, d->answer->stops, d->answer->audio_stops);
     }
-    if (sc->type == CFD_PIPELINE) {
-      /* built and set playing in a thread (its elements load their
-       * kernels there: seconds for a big one), the reload answered once
-       * it is done */
+    if (sc->type == CFD_PIPELINE || ran) {
+      /* a pipeline built and set playing in a thread (its elements load
+       * their kernels there: seconds for a big one), another kind
+       * started in the loop once what ran is stopped; the reload
+       * answered once it is done */
       stream *s = g_new0(stream, 1);
       s->sc = take_conf(c, i);
-      reload_start_later(d, s, old_sc, old ? "restarted" : "started", false);
+      probe_job *j = reload_start_later(d, s, old_sc,
+                                        old ? "restarted" : "started", false);
+      if (old && regrow)
+        j->said = j->said_own = g_strdup_printf("restarted (%s)", regrow);
       g_ptr_array_add(next, s);
       continue;
     }
@@ -1298,7 +1361,7 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *s = d->streams->pdata[i];
     g_string_append_printf(report, "%s: stopped (not in the file)\n",
                            s->sc->name);
-    stream_stop_into(s, d->answer->stops);
+    stream_stop_into(s, d->answer->stops, d->answer->audio_stops);
   }
   g_ptr_array_free(d->streams, TRUE);
   d->streams = next;
@@ -2282,6 +2345,7 @@ static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
   ra->report = g_string_new(NULL);
   ra->ok = true;
   ra->stops = g_ptr_array_new();
+  ra->audio_stops = g_ptr_array_new();
   ra->starts = g_ptr_array_new();
   d->reload_waiting = d->reload_next;
   d->reload_next = g_ptr_array_new();
@@ -2294,9 +2358,10 @@ static void reload_done(GObject *src, GAsyncResult *res, gpointer user)
   } else if (!reload(d, c, load_err, ra->report, &ra->err)) {
     ra->ok = false;
   }
-  if (ra->stops->len) { /* the starts once they are stopped */
+  if (ra->stops->len || ra->audio_stops->len) { /* the starts after */
     ra->pending++;
-    stop_later(d, g_steal_pointer(&ra->stops), reload_stops_done);
+    stop_later(d, g_steal_pointer(&ra->stops),
+               g_steal_pointer(&ra->audio_stops), reload_stops_done);
   } else {
     reload_stopped(d);
   }
@@ -2344,6 +2409,8 @@ static void reload_finish(daemon_state *d)
   g_clear_error(&ra->err);
   if (ra->stops)
     g_ptr_array_free(ra->stops, TRUE);
+  if (ra->audio_stops)
+    g_ptr_array_free(ra->audio_stops, TRUE);
   g_ptr_array_free(ra->starts, TRUE);
   g_free(ra);
   /* nothing is read now: those asked meanwhile, whenever, take the
