@@ -4065,6 +4065,40 @@ static void test_reload_kind_stop_in_background(void **state)
   stop_daemon(&r);
 }
 
+/* A pipeline whose EOS no element takes at its stop (gst_element_
+ * send_event FALSE) had its finish skipped, nothing said: its files may
+ * be cut short. CF_TEST_EOS_REFUSED makes the EOS refused; `restart`
+ * stops the pipeline, and the log says so, naming the stream. */
+static void test_pipeline_eos_refused(void **state)
+{
+  (void)state;
+  if (skip_without_gst())
+    skip();
+  double g0 = 0.3 + 0.5 * ref_rng_unit(&rng);
+  set_case("EOS refused, gain %.3f", g0);
+  char conf[600], kp[600], out[600];
+  snprintf(conf, sizeof conf, "%s", fixture("pe.conf"));
+  snprintf(kp, sizeof kp, "%s", fixture("pe.txt"));
+  snprintf(out, sizeof out, "%s", fixture("pe.raw"));
+  unlink(out);
+  write_text(kp, "%.6f\n", g0);
+  write_gain_pipeline(conf, kp, out, "");
+  running r;
+  setenv("CF_TEST_EOS_REFUSED", "1", 1);
+  start_daemon_ok(&r, conf);
+  unsetenv("CF_TEST_EOS_REFUSED");
+  wait_state(&r, "p", "PLAYING");
+  char *a = ctl(&r, "restart p");
+  CHECK(answer_ok(a) && strstr(a, "p: started again"), "restart: %s", a);
+  free(a);
+  char *l = slurp(r.log, NULL);
+  CHECK(l && strstr(l, "stream p did not take its end (EOS)"),
+        "the refused EOS is not in the log:\n%s", l);
+  free(l);
+  wait_state(&r, "p", "PLAYING");
+  stop_daemon(&r);
+}
+
 /* Relative L2 error of got against want, both strided. */
 static double rel_l2_dd(const double *got, const double *want, size_t stride,
                         size_t n)
@@ -7215,6 +7249,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_pipeline_eos_refused, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reread_after_set, kill_left),
       cmocka_unit_test_teardown(test_pipeline_boot_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_states, kill_left),

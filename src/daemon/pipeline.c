@@ -561,6 +561,18 @@ static void stop_gate(void)
   }
 }
 
+/* The EOS that lets p's sinks finish their files: whether an element
+ * took it. Tests only: CF_TEST_EOS_REFUSED set (non-empty), it is not
+ * sent, as if refused (no element of gst's own refuses it: every
+ * GstBaseSrc takes it). */
+static gboolean send_eos(cfd_pipeline *p)
+{
+  const char *refused = g_getenv("CF_TEST_EOS_REFUSED");
+  if (refused && *refused)
+    return FALSE;
+  return gst_element_send_event(p->pipe, gst_event_new_eos());
+}
+
 void cfd_pipeline_stop(cfd_pipeline *p)
 {
   if (!p)
@@ -572,7 +584,7 @@ void cfd_pipeline_stop(cfd_pipeline *p)
   if (st == GST_STATE_PLAYING && !p->error && !p->eos) {
     /* let muxers and file sinks finish their files */
     GstBus *bus = gst_element_get_bus(p->pipe);
-    if (gst_element_send_event(p->pipe, gst_event_new_eos())) {
+    if (send_eos(p)) {
       GstMessage *m = gst_bus_timed_pop_filtered(
           bus, 2 * GST_SECOND,
           (GstMessageType)(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
@@ -588,6 +600,12 @@ void cfd_pipeline_stop(cfd_pipeline *p)
                    p->name);
       if (m)
         gst_message_unref(m);
+    } else {
+      /* no element took it (a source that cannot end, a bin without
+       * one): its files are not finished, said as a late EOS is */
+      g_printerr("cudafilterd: stream %s did not take its end (EOS): what "
+                 "it wrote may be cut short\n",
+                 p->name);
     }
     gst_object_unref(bus);
   }
