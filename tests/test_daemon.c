@@ -4099,6 +4099,63 @@ static void test_pipeline_eos_refused(void **state)
   stop_daemon(&r);
 }
 
+/* An audio stream's stop lets Pa_StopStream play what is queued (the
+ * output latency, or more): `restart` made it in the daemon's loop,
+ * where `status` of every stream waited. Now in a thread (the ALSA file
+ * PCMs stand in for the devices), the new stream opened on the same
+ * devices only once the old has let them go. CF_TEST_STOP_GATE holds the
+ * stop: status answers (mic starting), the restart is answered once let
+ * go, and the stream runs again. */
+static void test_audio_stop_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_portaudio())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 20, 30);
+  set_case("a live stream of %zu s stopped slowly", frames / rate);
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  char in[600], out[600], conf[600], gate[600];
+  snprintf(in, sizeof in, "%s", fixture("as-in.raw"));
+  snprintf(out, sizeof out, "%s", fixture("as-out.raw"));
+  snprintf(conf, sizeof conf, "%s", fixture("as.conf"));
+  snprintf(gate, sizeof gate, "%s", fixture("as.gate"));
+  unlink(gate);
+  write_bytes(in, x, sizeof(float) * frames);
+  free(x);
+  write_asoundrc(in, out);
+  write_text(conf,
+             "[stream mic]\ntype = audio\ninput = cfin\noutput = cfout\n"
+             "rate = %u\nchannels = 1\nbackend = cpu\nkernel = 0.5\n"
+             "duration = %zu\n",
+             rate, frames / rate);
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_daemon_ok(&r, conf);
+  stop_gate = NULL;
+  wait_state(&r, "mic", "running");
+  wait_for(&r, "mic", "frames", rate / 8.0);
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fx = send_line(&r, "restart mic\n");
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  char *a = answer_while_held(&r, "status\n", w, "an audio stream was stopped");
+  const char *f = field(a, "mic", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+  free(a);
+  struct pollfd px = {.fd = fx, .events = POLLIN};
+  CHECK(poll(&px, 1, 0) == 0, "the restart was answered before its stop");
+  close(w); /* the stop goes on */
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "mic: started again"), "restart: %s", a);
+  free(a);
+  wait_state(&r, "mic", "running");
+  wait_for(&r, "mic", "frames", rate / 8.0);
+  stop_daemon(&r);
+}
+
 /* Relative L2 error of got against want, both strided. */
 static double rel_l2_dd(const double *got, const double *want, size_t stride,
                         size_t n)
@@ -7263,6 +7320,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stream_notes, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_audio_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_reload_kind_stop_in_background,
                                 kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
