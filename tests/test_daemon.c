@@ -4002,6 +4002,34 @@ static void test_file_stop_in_background(void **state)
           l);
     free(l);
   }
+  /* a reload while a restart's stop is held: it does not start the new
+   * section beside the old run still finishing its output; that start
+   * is made once the restart's is done */
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  int fx = send_line(&r, "restart f\n");
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  write_text(conf, fmt, "fs-out3.wav");
+  char *a = answer_while_held(&r, "reload\n", w, "a restart's stop was held");
+  CHECK(answer_ok(a) && strstr(a, "f: restarts with its new section once "
+                                  "its start under way is done"),
+        "reload while f's stop is held: %s", a);
+  free(a);
+  a = ctl(&r, "status f");
+  const char *f = field(a, "f", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+  free(a);
+  close(w); /* the stop goes on */
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "f: started again"), "restart: %s", a);
+  free(a);
+  wait_state(&r, "f", "running");
+  a = ctl(&r, "status f");
+  f = field(a, "f", "output");
+  CHECK(f && strstr(f, "fs-out3.wav"), "f runs without its new section: %s",
+        a);
+  free(a);
   stop_daemon(&r);
 }
 
