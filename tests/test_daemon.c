@@ -3979,15 +3979,13 @@ static void test_file_stop_in_background(void **state)
     for (const char *p = l; p && (p = strstr(p, "stream f stopped: wrote"));
          p++)
       n++;
-    CHECK(n == (size_t)step, "the stop was made before it was let go:\n%s",
-          l);
+    CHECK(n == (size_t)step, "the stop was made before it was let go:\n%s", l);
     free(l);
     struct pollfd px = {.fd = fx, .events = POLLIN};
     CHECK(poll(&px, 1, 0) == 0, "answered before the stop was let go");
     close(w); /* the stop goes on */
     a = answer_on(fx);
-    CHECK(answer_ok(a) &&
-              strstr(a, step ? "f: restarted" : "f: started again"),
+    CHECK(answer_ok(a) && strstr(a, step ? "f: restarted" : "f: started again"),
           "%s: %s", step ? "reload" : "restart", a);
     free(a);
     wait_state(&r, "f", "running");
@@ -4027,8 +4025,7 @@ static void test_file_stop_in_background(void **state)
   wait_state(&r, "f", "running");
   a = ctl(&r, "status f");
   f = field(a, "f", "output");
-  CHECK(f && strstr(f, "fs-out3.wav"), "f runs without its new section: %s",
-        a);
+  CHECK(f && strstr(f, "fs-out3.wav"), "f runs without its new section: %s", a);
   free(a);
   stop_daemon(&r);
 }
@@ -7365,8 +7362,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_audio_stop_in_background, kill_left),
-      cmocka_unit_test_teardown(test_reload_kind_stop_in_background,
-                                kill_left),
+      cmocka_unit_test_teardown(test_reload_kind_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_routing, kill_left),
       cmocka_unit_test_teardown(test_reload_outputs, kill_left),

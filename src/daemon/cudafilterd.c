@@ -395,7 +395,7 @@ static void probe_job_free(probe_job *j)
   cfd_pipeline_stop(j->old_pipe); /* never: the thread stopped it */
   cfd_audio_stop(j->old_audio);   /* nor this */
   g_free(j->said_own);
-  cfd_pipeline_stop(j->pipe);     /* never: probe_done gave it up */
+  cfd_pipeline_stop(j->pipe); /* never: probe_done gave it up */
   cfd_stream_conf_free(j->sc);
   cfd_stream_conf_free(j->fallback);
   cfd_stream_conf_free(j->fallback_copy);
@@ -431,9 +431,9 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
     return;
   }
   bool ok = j->no_probe ? true
-             : j->sc->type == CFD_PIPELINE
-                 ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
-                 : cfd_file_input_unchanged(j->sc, &e);
+            : j->sc->type == CFD_PIPELINE
+                ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
+                : cfd_file_input_unchanged(j->sc, &e);
   if (!ok && j->fallback_copy) { /* a reload's: the old section again */
     j->first = g_strdup(e->message);
     g_clear_error(&e);
@@ -885,8 +885,8 @@ static void reload_finish(daemon_state *d);
  * said is the report's word for a start, was_down for a stream that was
  * down (still down if it fails). */
 static probe_job *reload_start_later(daemon_state *d, stream *s,
-                                     cfd_stream_conf *old_sc,
-                                     const char *said, bool was_down)
+                                     cfd_stream_conf *old_sc, const char *said,
+                                     bool was_down)
 {
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
@@ -1162,12 +1162,10 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     stream *old = find_stream(d, sc->name);
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
-    if (old && old->probing &&
-        (old->sc->type == CFD_PIPELINE || old->handed)) {
+    if (old && old->probing && (old->sc->type == CFD_PIPELINE || old->handed)) {
       /* its pipeline being built: the same section goes on starting;
        * another is started once that start is done (not beside it) */
-      bool same = sc->type == CFD_PIPELINE &&
-                  old->sc->type == CFD_PIPELINE &&
+      bool same = sc->type == CFD_PIPELINE && old->sc->type == CFD_PIPELINE &&
                   !strcmp(old->sc->shape, sc->shape);
       old->start_again = old->start_again || !same;
       cfd_stream_conf_free(old->sc);
