@@ -348,8 +348,27 @@ static void finished(void *user)
   atomic_store(&a->finished, true);
 }
 
+/* PortAudio's calls on streams, one at a time in the process: a stream's
+ * stop and close run in a thread of their own (a restart's or a
+ * reload's), while the loop or another thread may open and start another
+ * stream, and PortAudio does not promise that calls on several streams at
+ * once are safe (its host APIs: ALSA, JACK, Pulse). A start waits for a
+ * stop under way (Pa_StopStream plays what is queued: up to the output's
+ * latency). */
+static GMutex pa_calls;
+
+static bool pa_start_locked(cfd_audio *a, GError **err);
+
 /* Open the devices and start the callback. */
 static bool pa_start(cfd_audio *a, GError **err)
+{
+  g_mutex_lock(&pa_calls);
+  bool ok = pa_start_locked(a, err);
+  g_mutex_unlock(&pa_calls);
+  return ok;
+}
+
+static bool pa_start_locked(cfd_audio *a, GError **err)
 {
   const cfd_stream_conf *sc = a->sc;
   GError *e = NULL;
@@ -1051,12 +1070,14 @@ void cfd_audio_stop(cfd_audio *a)
     /* Pa_StopStream plays what is queued; failing, closing anyway, but
      * said: the end of the output may not have played (a device gone) */
     GError *e = NULL;
+    g_mutex_lock(&pa_calls);
     if (Pa_IsStreamStopped(a->pa) == 0 &&
         !pa_ok(Pa_StopStream(a->pa), "stopping the stream", &e))
       fprintf(stderr, "cudafilterd: stream %s: %s\n", a->sc->name, e->message);
     g_clear_error(&e);
     if (!pa_ok(Pa_CloseStream(a->pa), "closing the stream", &e))
       fprintf(stderr, "cudafilterd: stream %s: %s\n", a->sc->name, e->message);
+    g_mutex_unlock(&pa_calls);
     g_clear_error(&e);
   }
 #endif
