@@ -8068,6 +8068,76 @@ static GstPadProbeReturn seen_in_probe(GstPad *pad, GstPadProbeInfo *pi,
   return GST_PAD_PROBE_OK;
 }
 
+/* A random case for a pipeline test: border, cval and a kernel of
+ * T_LO..T_HI frames, 1..K_HI rows and columns, written to NAME (the path
+ * returned, the caller's to free). */
+static char *seen_case(gcase *c, ref_rng *r, unsigned t_lo, unsigned t_hi,
+                       unsigned k_hi, const char *name)
+{
+  memset(c, 0, sizeof *c);
+  cf_video_config_init(&c->cfg);
+  c->cfg.border = (cf_border)(ref_rng_u64(r) % 5);
+  c->cfg.cval = (float)ref_rng_range(r, 0, 255);
+  kern_make(&c->k, r, (unsigned)ref_rng_range(r, t_lo, t_hi),
+            (unsigned)ref_rng_range(r, 1, k_hi),
+            (unsigned)ref_rng_range(r, 1, k_hi), 0);
+  return write_npy(name, &c->k, 1);
+}
+
+/* The pipeline LINE (a cudaconvolve named cc, an appsink named out), cc
+ * set up for case C with the kernel file PATH (freed here) at DEPTH and
+ * storm_seen's probe on its sink pad; not started. *cc and *out are the
+ * caller's to give to seen_pipe_done(). */
+static GstElement *seen_pipe_make(const char *line, const gcase *c,
+                                  char *path, unsigned depth, GstElement **cc,
+                                  GstElement **out)
+{
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch(line, &err);
+  CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
+  *out = gst_bin_get_by_name(GST_BIN(pipe), "out");
+  gst_util_set_object_arg(G_OBJECT(*cc), "backend", case_backend());
+  gst_util_set_object_arg(G_OBJECT(*cc), "border",
+                          border_names[c->cfg.border]);
+  g_object_set(*cc, "kernel-file", path, "cval", c->cfg.cval,
+               "pipeline-depth", depth, "threads", 1, NULL);
+  g_free(path);
+  seen_init(&storm_seen);
+  storm_pipe = pipe;
+  GstPad *sink = gst_element_get_static_pad(*cc, "sink");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe,
+                    &storm_seen, NULL);
+  gst_object_unref(sink);
+  return pipe;
+}
+
+/* The next output in OUT (the Nth) and the frame it came from, as
+ * storm_seen's probe saw it go in; FALSE where OUT holds no more. */
+static gboolean seen_next(GstElement *out, unsigned n, GstSample **in,
+                          GstSample **got)
+{
+  *got = NULL;
+  g_signal_emit_by_name(out, "try-pull-sample", (GstClockTime)0, got);
+  if (!*got)
+    return FALSE;
+  g_mutex_lock(&storm_seen.mu);
+  *in = g_queue_pop_head(&storm_seen.frames);
+  g_mutex_unlock(&storm_seen.mu);
+  CHECK(*in != NULL, "output %u: more outputs than frames in", n);
+  return TRUE;
+}
+
+/* The end of a case of seen_pipe_make(): the pipeline stopped, all freed. */
+static void seen_pipe_done(gcase *c, GstElement *cc, GstElement *out)
+{
+  gst_object_unref(cc);
+  gst_object_unref(out);
+  storm_pipe_stop();
+  ref2d_video_free(c->ref);
+  kern_free(&c->k);
+}
+
 /* A camera (appsrc: NV12 with padded strides and plane offsets, as
  * v4l2src gives them) through videoconvert and videoscale to the size and
  * format a capsfilter asks, changed every 1..4 frames as an encoder's
@@ -8087,40 +8157,18 @@ static void test_caps_storm_pipeline(void **state)
   for (unsigned rep = 0; rep < 2; rep++) {
     unsigned depth = (unsigned)ref_rng_range(&r, 1, 3);
     gcase c;
-    memset(&c, 0, sizeof c);
-    cf_video_config_init(&c.cfg);
-    c.cfg.border = (cf_border)(ref_rng_u64(&r) % 5);
-    c.cfg.cval = (float)ref_rng_range(&r, 0, 255);
-    kern_make(&c.k, &r, (unsigned)ref_rng_range(&r, 2, 3),
-              (unsigned)ref_rng_range(&r, 1, 3),
-              (unsigned)ref_rng_range(&r, 1, 3), 0);
-    char *path = write_npy("storm-pipe.npy", &c.k, 1);
+    char *path = seen_case(&c, &r, 2, 3, 3, "storm-pipe.npy");
     set_case("caps storm pipeline %u, depth %u, kernel %ux%ux%u, %s: ", rep,
              depth, c.k.t, c.k.kh, c.k.kw, border_names[c.cfg.border]);
-    GError *err = NULL;
-    GstElement *pipe = gst_parse_launch(
+    GstElement *cc, *out;
+    GstElement *pipe = seen_pipe_make(
         "appsrc name=cam format=time ! videoconvert ! videoscale ! "
         "capsfilter name=enc ! cudaconvolve name=cc components=all ! "
         "appsink name=out sync=false wait-on-eos=false",
-        &err);
-    CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
+        &c, path, depth, &cc, &out);
     GstElement *cam = gst_bin_get_by_name(GST_BIN(pipe), "cam");
     GstElement *enc = gst_bin_get_by_name(GST_BIN(pipe), "enc");
-    GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
-    GstElement *out = gst_bin_get_by_name(GST_BIN(pipe), "out");
-    gst_util_set_object_arg(G_OBJECT(cc), "backend", case_backend());
-    gst_util_set_object_arg(G_OBJECT(cc), "border",
-                            border_names[c.cfg.border]);
-    g_object_set(cc, "kernel-file", path, "cval", c.cfg.cval,
-                 "pipeline-depth", depth, "threads", 1, NULL);
-    g_free(path);
     seen_in *seen_p = &storm_seen;
-    seen_init(seen_p);
-    storm_pipe = pipe;
-    GstPad *sink = gst_element_get_static_pad(cc, "sink");
-    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe, seen_p,
-                      NULL);
-    gst_object_unref(sink);
     /* the camera: 160x90 NV12, rows padded, planes at offsets */
     GstVideoInfo cinfo;
     gst_video_info_set_format(&cinfo, GST_VIDEO_FORMAT_NV12, 160, 90);
@@ -8193,15 +8241,8 @@ static void test_caps_storm_pipeline(void **state)
     GstVideoInfo was;
     gst_video_info_init(&was);
     unsigned n = 0;
-    for (;;) {
-      GstSample *got = NULL;
-      g_signal_emit_by_name(out, "try-pull-sample", (GstClockTime)0, &got);
-      if (!got)
-        break;
-      g_mutex_lock(&seen_p->mu);
-      GstSample *in = g_queue_pop_head(&seen_p->frames);
-      g_mutex_unlock(&seen_p->mu);
-      CHECK(in != NULL, "output %u: more outputs than frames in", n);
+    GstSample *in, *got;
+    while (seen_next(out, n, &in, &got)) {
       GstVideoInfo ii, oi;
       CHECK(gst_sample_get_caps(in) &&
                 gst_video_info_from_caps(&ii, gst_sample_get_caps(in)),
@@ -8254,11 +8295,7 @@ static void test_caps_storm_pipeline(void **state)
           left, n);
     gst_object_unref(cam);
     gst_object_unref(enc);
-    gst_object_unref(cc);
-    gst_object_unref(out);
-    storm_pipe_stop();
-    ref2d_video_free(c.ref);
-    kern_free(&c.k);
+    seen_pipe_done(&c, cc, out);
   }
   tmp_cleanup();
 }
@@ -8287,14 +8324,7 @@ static void test_crop_pipeline(void **state)
     unsigned right = (unsigned)ref_rng_range(&r, 0, 5);
     unsigned depth = (unsigned)ref_rng_range(&r, 0, 2);
     gcase c;
-    memset(&c, 0, sizeof c);
-    cf_video_config_init(&c.cfg);
-    c.cfg.border = (cf_border)(ref_rng_u64(&r) % 5);
-    c.cfg.cval = (float)ref_rng_range(&r, 0, 255);
-    kern_make(&c.k, &r, (unsigned)ref_rng_range(&r, 1, 2),
-              (unsigned)ref_rng_range(&r, 1, 5),
-              (unsigned)ref_rng_range(&r, 1, 5), 0);
-    char *path = write_npy("crop.npy", &c.k, 1);
+    char *path = seen_case(&c, &r, 1, 2, 5, "crop.npy");
     set_case("crop pipeline %u: %s %ux%u, crop top %u left %u bottom %u "
              "right %u, depth %u, kernel %ux%ux%u, %s: ",
              rep, f->gst, w, h, top, left, bottom, right, depth, c.k.t,
@@ -8306,25 +8336,10 @@ static void test_crop_pipeline(void **state)
         "cudaconvolve name=cc components=all ! "
         "appsink name=out sync=false wait-on-eos=false",
         f->gst, w, h, top, left, bottom, right);
-    GError *err = NULL;
-    GstElement *pipe = gst_parse_launch(line, &err);
+    GstElement *cc, *out;
+    GstElement *pipe = seen_pipe_make(line, &c, path, depth, &cc, &out);
     g_free(line);
-    CHECK(pipe && !err, "gst_parse_launch: %s", err ? err->message : "?");
-    GstElement *cc = gst_bin_get_by_name(GST_BIN(pipe), "cc");
-    GstElement *out = gst_bin_get_by_name(GST_BIN(pipe), "out");
-    gst_util_set_object_arg(G_OBJECT(cc), "backend", case_backend());
-    gst_util_set_object_arg(G_OBJECT(cc), "border",
-                            border_names[c.cfg.border]);
-    g_object_set(cc, "kernel-file", path, "cval", c.cfg.cval,
-                 "pipeline-depth", depth, "threads", 1, NULL);
-    g_free(path);
     seen_in *seen_p = &storm_seen;
-    seen_init(seen_p);
-    storm_pipe = pipe;
-    GstPad *sink = gst_element_get_static_pad(cc, "sink");
-    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, seen_in_probe, seen_p,
-                      NULL);
-    gst_object_unref(sink);
     CHECK(gst_element_set_state(pipe, GST_STATE_PLAYING) !=
               GST_STATE_CHANGE_FAILURE,
           "the pipeline does not start");
@@ -8332,13 +8347,8 @@ static void test_crop_pipeline(void **state)
     int eos = wait_eos(pipe, 30, msg, sizeof msg);
     CHECK(eos, "the stream did not reach EOS: %s", msg);
     unsigned n = 0;
-    for (;; n++) {
-      GstSample *got = NULL;
-      g_signal_emit_by_name(out, "try-pull-sample", (GstClockTime)0, &got);
-      if (!got)
-        break;
-      GstSample *in = g_queue_pop_head(&seen_p->frames);
-      CHECK(in != NULL, "output %u: more outputs than frames in", n);
+    GstSample *in, *got;
+    for (; seen_next(out, n, &in, &got); n++) {
       GstVideoInfo ii;
       CHECK(gst_video_info_from_caps(&ii, gst_sample_get_caps(in)),
             "frame %u came without caps", n);
@@ -8364,11 +8374,7 @@ static void test_crop_pipeline(void **state)
     }
     CHECK(n == 6 && g_queue_is_empty(&seen_p->frames),
           "%u outputs, %u frames in", n, seen_p->n);
-    gst_object_unref(cc);
-    gst_object_unref(out);
-    storm_pipe_stop();
-    ref2d_video_free(c.ref);
-    kern_free(&c.k);
+    seen_pipe_done(&c, cc, out);
   }
   tmp_cleanup();
 }
