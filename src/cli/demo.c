@@ -265,6 +265,7 @@ static FILE *report_stream(const char *path)
 }
 
 static char *part_name(const char *path, bool *oom);
+static int part_commit(const char *tmp, const char *path);
 
 /* `demo --ir FILE`: the room as a stereo WAV, one kernel per channel (for
  * `cudafir kernel-file=FILE` and the examples in the README); under a
@@ -304,16 +305,8 @@ static int write_room(const char *path)
   }
   if ((rc = writer_close(&w, true)))
     goto done;
-#ifdef CF_CLI_HAVE_LIBAV
-  const char *local = cf_av_local(path);
-#else
-  const char *local = path;
-#endif
-  if (tmp && rename(tmp, local) != 0) {
-    rc = cli_error("demo: cannot rename %s to %s: %s", tmp, path,
-                   strerror(errno));
+  if ((rc = part_commit(tmp, path)))
     goto done;
-  }
   fprintf(report_stream(path),
           "wrote %s: the demo's room impulse response at -6 dB, %d taps "
           "(%.1f s) per channel, stereo, %d Hz, %s\n",
@@ -417,6 +410,21 @@ static char *part_name(const char *path, bool *oom)
   return tmp;
 }
 
+/* A complete TMP from part_name() takes PATH's place; nothing to do
+ * where PATH was written in place (TMP NULL). */
+static int part_commit(const char *tmp, const char *path)
+{
+#ifdef CF_CLI_HAVE_LIBAV
+  const char *local = cf_av_local(path);
+#else
+  const char *local = path;
+#endif
+  if (tmp && rename(tmp, local) != 0)
+    return cli_error("demo: cannot rename %s to %s: %s", tmp, path,
+                     strerror(errno));
+  return 0;
+}
+
 int cli_demo(int argc, char **argv)
 {
   static float in[BLOCK * CHANNELS], out[BLOCK * CHANNELS];
@@ -515,16 +523,8 @@ int cli_demo(int argc, char **argv)
   opened = false;
   if ((rc = writer_close(&w, true)))
     goto done;
-#ifdef CF_CLI_HAVE_LIBAV
-  const char *local = cf_av_local(path);
-#else
-  const char *local = path;
-#endif
-  if (tmp && rename(tmp, local) != 0) {
-    rc = cli_error("demo: cannot rename %s to %s: %s", tmp, path,
-                   strerror(errno));
+  if ((rc = part_commit(tmp, path)))
     goto done;
-  }
 
   /* the full convolution: total + taps - 1 frames */
   size_t frames = total + written - cf_engine_latency(e);
