@@ -621,6 +621,24 @@ static void vcase_open(vcase *c, ref_rng *r, const cf_video_config *cfg,
   vcase_open_status(c, r, cfg, k, NULL);
 }
 
+/* A case of format F at random (size, a kernel K of 1 or 2 frames, the
+ * config), described after the name set_case gave it, and opened: the
+ * start of the tests of where the planes lie (test_shared_buffer,
+ * test_roi_side_by_side). */
+static void vcase_open_rand(vcase *v, kern *k, ref_rng *r, cf_pixel_format f)
+{
+  unsigned w = rand_side(r), h = rand_side(r);
+  unsigned t = (unsigned)ref_rng_range(r, 1, 2);
+  unsigned kh = rand_kside(r, h), kw = rand_kside(r, w);
+  fit_kernel(w, h, t, &kh, &kw);
+  cf_video_config cfg;
+  rand_config(&cfg, r, f, w, h, ref_rng_u64(r) % 2);
+  *k = (kern){0};
+  kern_make(k, r, t, kh, kw, rand_kind(r), fmt_is_int(f));
+  config_describe(&cfg);
+  vcase_open(v, r, &cfg, k);
+}
+
 static void vcase_flush(vcase *c, const char *what);
 
 /* Closing checks the frames still in the pipeline first. */
@@ -2674,19 +2692,10 @@ static void test_shared_buffer(void **state)
   static const cf_pixel_format fs[] = {CF_PIX_I420, CF_PIX_NV12, CF_PIX_RGBA,
                                        CF_PIX_GRAY16_LE, CF_PIX_GRAY32F};
   for (unsigned c = 0; c < 5; c++) {
-    cf_pixel_format f = fs[c];
-    unsigned w = rand_side(&r), h = rand_side(&r);
-    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
-    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
-    fit_kernel(w, h, t, &kh, &kw);
-    cf_video_config cfg;
-    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
-    kern k = {0};
-    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
     set_case("shared_buffer #%u: ", c);
-    config_describe(&cfg);
     vcase v;
-    vcase_open(&v, &r, &cfg, &k);
+    kern k;
+    vcase_open_rand(&v, &k, &r, fs[c]);
     size_t off = 0;
     for (unsigned p = 0; p < v.d.planes; p++) {
       v.sh_in[p] = off;
@@ -2695,7 +2704,7 @@ static void test_shared_buffer(void **state)
       off += (v.got.size[p] + 7) & ~(size_t)7;
     }
     v.shared = xalloc(off);
-    for (unsigned i = 0; i < t + 1; i++)
+    for (unsigned i = 0; i < k.t + 1; i++)
       vcase_step(&v, &r, "shared buffer");
     vcase_close(&v);
     kern_free(&k);
@@ -2867,19 +2876,10 @@ static void test_roi_side_by_side(void **state)
                                        CF_PIX_NV12, CF_PIX_GRAY16_LE,
                                        CF_PIX_GRAY32F, CF_PIX_BGRA};
   for (unsigned c = 0; c < sizeof fs / sizeof *fs; c++) {
-    cf_pixel_format f = fs[c];
-    unsigned w = rand_side(&r), h = rand_side(&r);
-    unsigned t = (unsigned)ref_rng_range(&r, 1, 2);
-    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
-    fit_kernel(w, h, t, &kh, &kw);
-    cf_video_config cfg;
-    rand_config(&cfg, &r, f, w, h, ref_rng_u64(&r) % 2);
-    kern k = {0};
-    kern_make(&k, &r, t, kh, kw, rand_kind(&r), fmt_is_int(f));
     set_case("roi_side_by_side #%u: ", c);
-    config_describe(&cfg);
     vcase v;
-    vcase_open(&v, &r, &cfg, &k);
+    kern k;
+    vcase_open_rand(&v, &k, &r, fs[c]);
     size_t off = 0;
     for (unsigned p = 0; p < v.d.planes; p++) {
       size_t gap = ref_rng_range(&r, 0, 5);
@@ -2899,7 +2899,7 @@ static void test_roi_side_by_side(void **state)
     vcase_step(&v, &r, "ROIs side by side");
     /* output rows overlapping the input rows' last byte: refused */
     unsigned p = (unsigned)ref_rng_range(&r, 0, v.d.planes - 1);
-    size_t row = ref2d_row_bytes(&v.d, p, w);
+    size_t row = ref2d_row_bytes(&v.d, p, v.cfg.width);
     cf_frame fi = v.in.f, fo = v.got.f;
     for (unsigned q = 0; q < v.d.planes; q++) {
       side_rows(&v, q, 1);
@@ -2918,12 +2918,12 @@ static void test_roi_side_by_side(void **state)
     CHECK(!memcmp(before, v.shared, off),
           "a frame refused for overlapping ROIs wrote into the image");
     free(before);
-    for (unsigned i = 0; i < t; i++)
+    for (unsigned i = 0; i < k.t; i++)
       vcase_step(&v, &r, "ROIs side by side, after a refused frame");
-    if (!cfg.pipeline_depth) {
+    if (!v.cfg.pipeline_depth) {
       /* output rows ending where the next input row starts: taken */
       fo.data[p] = (uint8_t *)fi.data[p] + v.sh_stride[p] -
-                   ref2d_row_bytes(&v.d, p, w);
+                   ref2d_row_bytes(&v.d, p, v.cfg.width);
       st = cf_engine_process_frame(v.e, &fi, &fo);
       CHECK(st == CF_OK,
             "output plane %u rows ending just before the input's next: "
