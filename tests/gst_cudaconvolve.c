@@ -7570,12 +7570,13 @@ static void test_geometry_resize_temporal(void **state)
 }
 
 /* Downstream (a probe on the element's source pad) answering the
- * allocation query with a pool of padded frames (GstVideoAlignment: rows
- * padded, rows above and below), whose buffers carry a GstVideoMeta. */
-static GstPadProbeReturn padded_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
-                                           gpointer data)
+ * allocation query, for whatever caps it is asked, with a pool of frames
+ * with the padding `data` (a GstVideoAlignment), whose buffers carry a
+ * GstVideoMeta. */
+static GstPadProbeReturn align_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
+                                          gpointer data)
 {
-  (void)pad, (void)data;
+  (void)pad;
   GstQuery *query = GST_PAD_PROBE_INFO_QUERY(pi);
   if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION)
     return GST_PAD_PROBE_OK;
@@ -7584,12 +7585,7 @@ static GstPadProbeReturn padded_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
   gst_query_parse_allocation(query, &caps, NULL);
   if (!caps || !gst_video_info_from_caps(&info, caps))
     return GST_PAD_PROBE_OK;
-  GstVideoAlignment align;
-  gst_video_alignment_reset(&align);
-  align.padding_top = 3;
-  align.padding_bottom = 2;
-  align.padding_left = 4;
-  align.padding_right = 7;
+  GstVideoAlignment align = *(const GstVideoAlignment *)data;
   GstBufferPool *pool = gst_video_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
@@ -7606,6 +7602,21 @@ static GstPadProbeReturn padded_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
   gst_object_unref(pool);
   return GST_PAD_PROBE_HANDLED; /* the query answered, TRUE */
+}
+
+/* align_pool_probe's pool of padded frames (rows padded, rows above and
+ * below). */
+static GstPadProbeReturn padded_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
+                                           gpointer data)
+{
+  (void)data;
+  GstVideoAlignment align;
+  gst_video_alignment_reset(&align);
+  align.padding_top = 3;
+  align.padding_bottom = 2;
+  align.padding_left = 4;
+  align.padding_right = 7;
+  return align_pool_probe(pad, pi, &align);
 }
 
 /* Output frames in downstream's pool of padded frames: written where
@@ -7665,39 +7676,6 @@ static GstPadProbeReturn out_caps_probe(GstPad *pad, GstPadProbeInfo *pi,
                             gst_pad_get_current_caps(pad),
                             (GDestroyNotify)gst_caps_unref);
   return GST_PAD_PROBE_OK;
-}
-
-/* Downstream's pool with the padding `data` (a GstVideoAlignment) gives,
- * for whatever caps it is asked (as padded_pool_probe). */
-static GstPadProbeReturn align_pool_probe(GstPad *pad, GstPadProbeInfo *pi,
-                                          gpointer data)
-{
-  (void)pad;
-  GstQuery *query = GST_PAD_PROBE_INFO_QUERY(pi);
-  if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION)
-    return GST_PAD_PROBE_OK;
-  GstCaps *caps = NULL;
-  GstVideoInfo info;
-  gst_query_parse_allocation(query, &caps, NULL);
-  if (!caps || !gst_video_info_from_caps(&info, caps))
-    return GST_PAD_PROBE_OK;
-  GstVideoAlignment align = *(const GstVideoAlignment *)data;
-  GstBufferPool *pool = gst_video_buffer_pool_new();
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_buffer_pool_config_add_option(config,
-                                    GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
-  gst_buffer_pool_config_set_video_alignment(config, &align);
-  gst_buffer_pool_config_set_params(config, caps, (guint)info.size, 0, 0);
-  CHECK(gst_buffer_pool_set_config(pool, config), "padded pool refused");
-  config = gst_buffer_pool_get_config(pool);
-  guint size = 0;
-  gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
-  gst_structure_free(config);
-  gst_query_add_allocation_pool(query, pool, size, 0, 0);
-  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
-  gst_object_unref(pool);
-  return GST_PAD_PROBE_HANDLED;
 }
 
 /* A WebRTC receiver's stream: framerate 0/1, the resolution stepping
