@@ -2046,6 +2046,47 @@ static void live_comps_free(live_comps *l)
   g_ptr_array_unref(l->out_caps);
 }
 
+/* The line of the tee tests: N frames of SRC at WxH through videoconvert
+ * to a tee, a cudaconvolve on each branch (c, and c2 with components
+ * C2_COMPS where not NULL), box kernels of SIZE, each to a fakesink. */
+static gchar *tee_line(unsigned n, const gfmt *src, unsigned w, unsigned h,
+                       unsigned size, const char *c2_comps)
+{
+  gchar *comps = c2_comps ? g_strdup_printf(" components=%s", c2_comps)
+                          : g_strdup("");
+  gchar *line = g_strdup_printf(
+      "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
+      "width=%u,height=%u,framerate=25/1 ! videoconvert ! tee name=t "
+      "t. ! cudaconvolve name=c backend=%s preset=box size=%u "
+      "border=nearest ! fakesink name=sink async=false "
+      "t. ! cudaconvolve name=c2 backend=%s preset=box size=%u "
+      "border=nearest%s ! fakesink name=sink2 async=false",
+      n, src->gst, w, h, case_backend(), size, case_backend(), size, comps);
+  g_free(comps);
+  return line;
+}
+
+/* Both branches of a tee test passed all N frames, in and out. */
+static void tee_check_counts(const live_comps *l, const live_comps *l2,
+                             unsigned n)
+{
+  CHECK(l->in->len == n && l->out->len == n && l2->in->len == n &&
+            l2->out->len == n,
+        "c: %u frames in, %u out; c2: %u in, %u out; want %u", l->in->len,
+        l->out->len, l2->in->len, l2->out->len, n);
+}
+
+/* The format frame I came to both branches in (the same caps to both). */
+static const char *tee_frame_format(const live_comps *l, const live_comps *l2,
+                                    unsigned i)
+{
+  CHECK(gst_caps_is_equal(g_ptr_array_index(l->in_caps, i),
+                          g_ptr_array_index(l2->in_caps, i)),
+        "frame %u: the branches' caps differ", i);
+  return gst_structure_get_string(
+      gst_caps_get_structure(g_ptr_array_index(l->in_caps, i), 0), "format");
+}
+
 /* Two cudaconvolve on two branches of a tee after a videoconvert (one
  * camera filtered two ways), c2's components set on the line. While
  * playing, c takes components the stream's format has (no new format),
@@ -2103,14 +2144,7 @@ static void test_components_tee(void **state)
     tee_steps t = {live_comps_new(target, at), first,
                    (unsigned)ref_rng_range(&r, at + 1, n - 3), n, NULL};
     live_comps l2 = live_comps_new(NULL, n + 1); /* never set */
-    gchar *line = g_strdup_printf(
-        "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
-        "width=%u,height=%u,framerate=25/1 ! videoconvert ! tee name=t "
-        "t. ! cudaconvolve name=c backend=%s preset=box size=%u "
-        "border=nearest ! fakesink name=sink async=false "
-        "t. ! cudaconvolve name=c2 backend=%s preset=box size=%u "
-        "border=nearest components=%s ! fakesink name=sink2 async=false",
-        n, src->gst, w, h, case_backend(), size, case_backend(), size, other);
+    gchar *line = tee_line(n, src, w, h, size, other);
     set_case("%s; c: components=%s at frame %u, %s at frame %u: ", line, first,
              at, target, t.then_at);
     char warn[2048], msg[512];
@@ -2118,10 +2152,7 @@ static void test_components_tee(void **state)
                           sizeof msg);
     g_free(line);
     CHECK(eos, "no EOS: %s", msg);
-    CHECK(t.l.in->len == n && t.l.out->len == n && l2.in->len == n &&
-              l2.out->len == n,
-          "c: %u frames in, %u out; c2: %u in, %u out; want %u", t.l.in->len,
-          t.l.out->len, l2.in->len, l2.out->len, n);
+    tee_check_counts(&t.l, &l2, n);
     gchar *want = g_strdup_printf("'%s'", target);
     if (conflict)
       CHECK(!strncmp(warn, "c: ", 3) && !strstr(warn, "; c") &&
@@ -2138,12 +2169,7 @@ static void test_components_tee(void **state)
           t.final ? t.final : "(null)", now);
     g_free(t.final);
     for (unsigned i = 0; i < n; i++) {
-      CHECK(gst_caps_is_equal(g_ptr_array_index(t.l.in_caps, i),
-                              g_ptr_array_index(l2.in_caps, i)),
-            "frame %u: the branches' caps differ", i);
-      const char *f = gst_structure_get_string(
-          gst_caps_get_structure(g_ptr_array_index(t.l.in_caps, i), 0),
-          "format");
+      const char *f = tee_frame_format(&t.l, &l2, i);
       /* without a conflict, the frames after the change come in a
        * format the new components fit, to both branches */
       cf_pixel_format pf = CF_PIX_GRAY8;
@@ -2325,14 +2351,7 @@ static void test_components_tee_race(void **state)
     t.n = n;
     g_mutex_init(&t.m);
     g_cond_init(&t.cv);
-    gchar *line = g_strdup_printf(
-        "videotestsrc num-buffers=%u pattern=snow ! video/x-raw,format=%s,"
-        "width=%u,height=%u,framerate=25/1 ! videoconvert ! tee name=t "
-        "t. ! cudaconvolve name=c backend=%s preset=box size=%u "
-        "border=nearest ! fakesink name=sink async=false "
-        "t. ! cudaconvolve name=c2 backend=%s preset=box size=%u "
-        "border=nearest ! fakesink name=sink2 async=false",
-        n, src->gst, w, h, case_backend(), size, case_backend(), size);
+    gchar *line = tee_line(n, src, w, h, size, NULL);
     set_case("%s; at frame %u %s: c components=%s, c2 %s: ", line, at,
              concurrent ? "from two threads at once" : "one after the other",
              target, target2);
@@ -2345,10 +2364,7 @@ static void test_components_tee_race(void **state)
     if (concurrent)
       CHECK(t.gated, "c's setter never reached its commit");
     CHECK(eos, "no EOS: %s", msg);
-    CHECK(t.l.in->len == n && t.l.out->len == n && l2.in->len == n &&
-              l2.out->len == n,
-          "c: %u frames in, %u out; c2: %u in, %u out; want %u", t.l.in->len,
-          t.l.out->len, l2.in->len, l2.out->len, n);
+    tee_check_counts(&t.l, &l2, n);
     gchar *want = g_strdup_printf("'%s'", target2);
     CHECK(!strncmp(warn, "c2: ", 4) && !strstr(warn, "; c") &&
               strstr(warn, "components") && strstr(warn, want) &&
@@ -2364,12 +2380,7 @@ static void test_components_tee_race(void **state)
     g_free(t.final);
     g_free(t.final2);
     for (unsigned i = 0; i < n; i++) {
-      CHECK(gst_caps_is_equal(g_ptr_array_index(t.l.in_caps, i),
-                              g_ptr_array_index(l2.in_caps, i)),
-            "frame %u: the branches' caps differ", i);
-      const char *f = gst_structure_get_string(
-          gst_caps_get_structure(g_ptr_array_index(t.l.in_caps, i), 0),
-          "format");
+      const char *f = tee_frame_format(&t.l, &l2, i);
       cf_pixel_format pf = CF_PIX_GRAY8;
       int fits = f && cf_pixel_format_from_string(f, &pf) == CF_OK &&
                  comps_fit(target, pf);
