@@ -1829,6 +1829,39 @@ static unsigned char *read_file(const char *path, size_t *n)
   return b;
 }
 
+/* system(CMD), CMD sending its standard error to the file ERRP: the
+ * status, and in *MSG that file's text, NUL-ended (NULL where there is
+ * none), the caller's to free. */
+static int system_err(const char *cmd, const char *errp, char **msg)
+{
+  int st = system(cmd);
+  size_t n = 0;
+  *msg = (char *)read_file(errp, &n);
+  if (*msg)
+    (*msg)[n] = 0; /* read_file leaves a byte for it */
+  return st;
+}
+
+#ifdef CF_TEST_HAVE_LIBAV
+/* NF pictures of FB random bytes (YUV4MPEG2 frames' pictures), for
+ * y4m_write; frames_free frees them. */
+static void rand_frames(unsigned char **frames, int nf, size_t fb, ref_rng *r)
+{
+  for (int i = 0; i < nf; i++) {
+    frames[i] = malloc(fb);
+    assert_non_null(frames[i]);
+    for (size_t j = 0; j < fb; j++)
+      frames[i][j] = (unsigned char)ref_rng_u64(r);
+  }
+}
+
+static void frames_free(unsigned char **frames, int nf)
+{
+  for (int i = 0; i < nf; i++)
+    free(frames[i]);
+}
+#endif
+
 static void avi_put(avi_buf *a, const void *p, size_t n)
 {
   if (a->n + n > a->cap) {
@@ -2683,12 +2716,7 @@ static void test_apply_cut_short_y4m(void **state)
            h = 2 * (unsigned)ref_rng_range(&r, 4, 20);
   size_t fb = y4m_frame_bytes(1, w, h);
   unsigned char *frames[NF];
-  for (int i = 0; i < NF; i++) {
-    frames[i] = malloc(fb);
-    assert_non_null(frames[i]);
-    for (size_t j = 0; j < fb; j++)
-      frames[i][j] = (unsigned char)ref_rng_u64(&r);
-  }
+  rand_frames(frames, NF, fb, &r);
   char inp[PATH_MAX], outp[PATH_MAX];
   tmp_path(inp, sizeof inp, "cut-in.y4m");
   tmp_path(outp, sizeof outp, "cut-out.y4m");
@@ -2741,8 +2769,7 @@ static void test_apply_cut_short_y4m(void **state)
     }
     result_free(&res);
   }
-  for (int i = 0; i < NF; i++)
-    free(frames[i]);
+  frames_free(frames, NF);
   unlink(inp);
   unlink(outp);
   assert_no_part_files();
@@ -7046,12 +7073,7 @@ static void test_apply_cut_short_stdin(void **state)
            vh = 2 * (unsigned)ref_rng_range(&r, 4, 12);
   size_t fb = y4m_frame_bytes(1, vw, vh);
   unsigned char *frames[NF];
-  for (int i = 0; i < NF; i++) {
-    frames[i] = malloc(fb);
-    assert_non_null(frames[i]);
-    for (size_t j = 0; j < fb; j++)
-      frames[i][j] = (unsigned char)ref_rng_u64(&r);
-  }
+  rand_frames(frames, NF, fb, &r);
   tmp_path(inp, sizeof inp, "cutin.y4m");
   tmp_path(outp, sizeof outp, "cutin-out.y4m");
   y4m_write(inp, 1, vw, vh, 25, frames, NF);
@@ -7074,8 +7096,7 @@ static void test_apply_cut_short_stdin(void **state)
              "\nwant '%s'", k + 1, status, err, want);
   free(got);
   free(err);
-  for (int i = 0; i < NF; i++)
-    free(frames[i]);
+  frames_free(frames, NF);
   unlink(inp);
   unlink(outp);
   unlink(one);
@@ -7863,11 +7884,8 @@ static void test_demo(void **state)
              "'%s' demo --seconds 0.01 --out - >/dev/full "
              "2>'%s'",
              cli_path, errp);
-    int st = system(cmd);
-    size_t n = 0;
-    char *msg = (char *)read_file(errp, &n);
-    if (msg)
-      msg[n] = 0; /* read_file leaves a byte for it */
+    char *msg;
+    int st = system_err(cmd, errp, &msg);
     const char *said = msg ? strstr(msg, "No space left on device") : NULL;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !said ||
         !strstr(msg, "demo: cannot write -") ||
@@ -7887,11 +7905,8 @@ static void test_demo(void **state)
     write_file(path, "earlier\n", 8);
     snprintf(cmd, sizeof cmd, "ulimit -f 16; exec '%s' demo --ir '%s' 2>'%s'",
              cli_path, path, errp);
-    int st = system(cmd);
-    size_t n = 0;
-    char *msg = (char *)read_file(errp, &n);
-    if (msg)
-      msg[n] = 0; /* read_file leaves a byte for it */
+    char *msg;
+    int st = system_err(cmd, errp, &msg);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !msg ||
         !strstr(msg, "File too large") || !file_equals(path, "earlier\n"))
       fail_msg("demo --ir past a file size limit: status %d, earlier file "
@@ -7947,11 +7962,8 @@ static void test_help_version(void **state)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
       snprintf(cmd, sizeof cmd, "'%s' %s >/dev/full 2>'%s'", cli_path,
                cmds[i], errp);
-      int st = system(cmd);
-      size_t n = 0;
-      char *msg = (char *)read_file(errp, &n);
-      if (msg)
-        msg[n] = 0; /* read_file leaves a byte for it */
+      char *msg;
+      int st = system_err(cmd, errp, &msg);
       if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !msg ||
           !strstr(msg, "standard output: No space left on device"))
         fail_msg("%s > /dev/full: status %d, stderr '%s'", cmds[i], st,
