@@ -1052,12 +1052,7 @@ bool cfd_audio_ended_how(cfd_audio *a, bool *failed)
  * stream's output finished) as slow as the test wants. */
 static void stop_gate(void)
 {
-  const char *gate = g_getenv("CF_TEST_STOP_GATE");
-  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  cfd_test_gate("CF_TEST_STOP_GATE");
 }
 
 void cfd_audio_stop(cfd_audio *a)

@@ -182,6 +182,12 @@ char *cfd_status_json(const char *lines);
 void cfd_percentiles(const float *v, size_t n, double *mean, double *p50,
                      double *p99, double *max);
 
+/* Tests only: where the environment variable `env` names a path that
+ * exists (a named pipe), read it to its end: the slow part it stands
+ * before (a pipeline's build, stop, setter, checksum, kernel read; an
+ * audio stream's stop) held as long as the test wants. */
+void cfd_test_gate(const char *env);
+
 /* ---- streams ---- */
 typedef struct cfd_audio cfd_audio;
 typedef struct cfd_pipeline cfd_pipeline;

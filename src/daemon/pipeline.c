@@ -347,12 +347,7 @@ static char *file_stamp(const char *path)
  * (a named pipe), is read to its end first. */
 static char *file_sum(const char *path)
 {
-  const char *gate = g_getenv("CF_TEST_SUM_GATE");
-  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  cfd_test_gate("CF_TEST_SUM_GATE");
   char *stamp = file_stamp(path);
   gchar *data = NULL;
   gsize n = 0;
@@ -464,12 +459,7 @@ void cfd_pipeline_reread(cfd_pipeline *p, GString *report, GPtrArray *jobs)
  * wants. */
 static void start_gate(void)
 {
-  const char *gate = g_getenv("CF_TEST_START_GATE");
-  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  cfd_test_gate("CF_TEST_START_GATE");
 }
 
 cfd_pipeline *cfd_pipeline_start(const cfd_stream_conf *sc, GError **err)
@@ -553,12 +543,7 @@ void cfd_pipeline_unwatch(cfd_pipeline *p)
  * EOS waited for up to 2 s) as slow as the test wants. */
 static void stop_gate(void)
 {
-  const char *gate = g_getenv("CF_TEST_STOP_GATE");
-  if (gate && *gate && g_file_test(gate, G_FILE_TEST_EXISTS)) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  cfd_test_gate("CF_TEST_STOP_GATE");
 }
 
 /* The EOS that lets p's sinks finish their files: whether an element
@@ -731,12 +716,8 @@ static bool same_value(const GValue *a, const GValue *b)
  * for a 4095 x 4095 box) as slow as the test wants. */
 static void set_gate(GstElement *el)
 {
-  const char *gate = g_getenv("CF_TEST_SET_GATE");
-  if (gate && *gate && is_ours(el) && g_file_test(gate, G_FILE_TEST_EXISTS)) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  if (is_ours(el))
+    cfd_test_gate("CF_TEST_SET_GATE");
 }
 
 /* Set ps on el to v where the element's state lets it take it now, and
@@ -870,12 +851,7 @@ static void refused_keeping(GError **err, GstElement *el, const char *key,
  * kernel, a slow disk). */
 static void test_gate(void)
 {
-  const char *gate = g_getenv("CF_TEST_KERNEL_GATE");
-  if (gate && *gate) {
-    gchar *d = NULL;
-    g_file_get_contents(gate, &d, NULL, NULL);
-    g_free(d);
-  }
+  cfd_test_gate("CF_TEST_KERNEL_GATE");
 }
 
 /* Why our element el cannot load `file` as its kernel, or NULL (also for
