@@ -343,6 +343,17 @@ static char *answer_on(int fd)
   return ans;
 }
 
+/* The writer of a gate FIFO (a CF_TEST_*_GATE's), opened once the
+ * daemon's worker opens it to read (from here that worker waits for the
+ * test) and the FIFO's name unlinked (the next gate read finds none). */
+static int gate_writer(const char *gate)
+{
+  int w = open(gate, O_WRONLY);
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  return w;
+}
+
 /* For the tests that hold a daemon's worker at a gate (a FIFO that a
  * CF_TEST_*_GATE names, opened by the worker at its exact point): `cmd`
  * sent on a connection of its own, the answer read once it comes, for a
@@ -2232,9 +2243,7 @@ static void test_pipeline_reload_kernel_file(void **state)
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   fs = send_line(&r, "reload\n");
   /* open once the checksum reads it: from here it waits for us */
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   a = answer_while_held(&r, "status\n", w, "a kernel file was checksummed");
   CHECK(answer_ok(a) && field(a, "p", "state"), "status: %s", a);
   free(a);
@@ -2521,9 +2530,7 @@ static void test_pipeline_reload_in_background(void **state)
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   int fr = send_line(&r, "reload\n");
   /* open once the start reads it: from here the build waits for us */
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   char *a =
       answer_while_held(&r, "status\n", w, "a reload's pipeline was built");
   const char *f = field(a, "p", "state");
@@ -2639,9 +2646,7 @@ static void test_pipeline_stop_in_background(void **state)
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   int fx = send_line(&r, "restart p\n");
   /* open once the stop reads it: from here the stop waits for us */
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   char *a = answer_while_held(&r, "status\n", w, "a pipeline was stopped");
   const char *f = field(a, "p", "state");
   CHECK(answer_ok(a) && f && !strcmp(f, "starting") && field(a, "o", "state"),
@@ -2703,9 +2708,7 @@ static void test_pipeline_stop_in_background(void **state)
   CHECK(poll(&pr, 1, 0) == 0, "the reload was answered before its stop");
   close(w);
   /* then q's build begins: let go */
-  int ws = open(sgate, O_WRONLY);
-  CHECK(ws >= 0, "open %s: %s", sgate, strerror(errno));
-  CHECK(unlink(sgate) == 0, "unlink %s: %s", sgate, strerror(errno));
+  int ws = gate_writer(sgate);
   close(ws);
   a = answer_on(fr);
   CHECK(answer_ok(a) && strstr(a, "p: stopped (not in the file)") &&
@@ -2724,9 +2727,7 @@ static void test_pipeline_stop_in_background(void **state)
   CHECK(mkfifo(gate, 0600) == 0 && mkfifo(sgate, 0600) == 0, "mkfifo: %s",
         strerror(errno));
   fr = send_line(&r, "reload\n");
-  w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  w = gate_writer(gate);
   kill(r.pid, SIGTERM);
   /* the loop has seen it once it says so (the stop then waits for the
    * reload) */
@@ -2812,9 +2813,7 @@ static void test_pipeline_reread_after_set(void **state)
   CHECK(rename(tmp, ka) == 0, "rename: %s", strerror(errno));
   CHECK(mkfifo(sum, 0600) == 0, "mkfifo %s: %s", sum, strerror(errno));
   int fr = send_line(&r, "reload\n");
-  int w = open(sum, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", sum, strerror(errno));
-  CHECK(unlink(sum) == 0, "unlink %s: %s", sum, strerror(errno));
+  int w = gate_writer(sum);
   char line[700];
   snprintf(line, sizeof line, "set p kernel-file %s\n", kb);
   char *a = answer_while_held(&r, line, w, "a kernel file was checksummed");
@@ -2839,9 +2838,7 @@ static void test_pipeline_reread_after_set(void **state)
   CHECK(mkfifo(setg, 0600) == 0, "mkfifo %s: %s", setg, strerror(errno));
   snprintf(line, sizeof line, "set p kernel-file %s\n", kc);
   int fs = send_line(&r, line);
-  w = open(setg, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", setg, strerror(errno));
-  CHECK(unlink(setg) == 0, "unlink %s: %s", setg, strerror(errno));
+  w = gate_writer(setg);
   a = answer_while_held(&r, "reload\n", w, "a set was made");
   CHECK(answer_ok(a) && strstr(a, "p: new kernel"),
         "reload while a set is made: %s", a);
@@ -2897,9 +2894,7 @@ static void test_pipeline_boot_in_background(void **state)
   start_gate = NULL;
   boot_unwaited = 0;
   /* open once the start reads it: from here the build waits for us */
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   char *a = answer_while_held(&r, "status\n", w,
                               "the daemon's start built a pipeline");
   const char *f = field(a, "p", "state");
@@ -3096,9 +3091,7 @@ static void test_pipeline_set_in_background(void **state)
   int fd1 = send_line(&r, line);
   /* open once the setter reads it: from here the set waits for us; the
    * path gone, no other set is held */
-  int wr = open(gate, O_WRONLY);
-  CHECK(wr >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int wr = gate_writer(gate);
   char *a = answer_while_held(&r, "status\n", wr, "a set was made");
   const char *st = field(a, "v", "state");
   CHECK(answer_ok(a) && st && !strcmp(st, "PLAYING"), "status: %s", a);
@@ -3136,9 +3129,7 @@ static void test_pipeline_set_in_background(void **state)
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   snprintf(line, sizeof line, "set v kernel %s\n", t2);
   fd1 = send_line(&r, line);
-  wr = open(gate, O_WRONLY);
-  CHECK(wr >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  wr = gate_writer(gate);
   a = ctl(&r, "restart v");
   CHECK(answer_ok(a) && strstr(a, "v: started again"), "restart: %s", a);
   free(a);
@@ -3967,9 +3958,7 @@ static void test_file_stop_in_background(void **state)
     CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
     int fx = send_line(&r, step ? "reload\n" : "restart f\n");
     /* open once the stop reads it: from here the stop waits for us */
-    int w = open(gate, O_WRONLY);
-    CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-    CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+    int w = gate_writer(gate);
     char *a = answer_while_held(&r, "status\n", w, what);
     const char *f = field(a, "f", "state");
     CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
@@ -4005,9 +3994,7 @@ static void test_file_stop_in_background(void **state)
    * is made once the restart's is done */
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   int fx = send_line(&r, "restart f\n");
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   write_text(conf, fmt, "fs-out3.wav");
   char *a = answer_while_held(&r, "reload\n", w, "a restart's stop was held");
   CHECK(answer_ok(a) && strstr(a, "f: restarts with its new section once "
@@ -4073,9 +4060,7 @@ static void test_reload_kind_stop_in_background(void **state)
       write_gain_pipeline(conf, kp, out, "");
     CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
     int fr = send_line(&r, "reload\n");
-    int w = open(gate, O_WRONLY);
-    CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-    CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+    int w = gate_writer(gate);
     char *a = answer_while_held(&r, "status\n", w,
                                 step ? "a file stream made a pipeline was "
                                        "stopped"
@@ -4179,9 +4164,7 @@ static void test_audio_stop_in_background(void **state)
   wait_for(&r, "mic", "frames", (double)frames);
   CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
   int fx = send_line(&r, "restart mic\n");
-  int w = open(gate, O_WRONLY);
-  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
-  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  int w = gate_writer(gate);
   char *a = answer_while_held(&r, "status\n", w, "an audio stream was stopped");
   const char *f = field(a, "mic", "state");
   CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
