@@ -4017,6 +4017,111 @@ static void test_file_stop_in_background(void **state)
   stop_daemon(&r);
 }
 
+/* How many of the daemon's descriptors are open on `path` (a named pipe
+ * its threads hold open while they wait at a gate). */
+static unsigned fds_on(pid_t pid, const char *path)
+{
+  char dir[64], link[700], target[700];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  DIR *dd = opendir(dir);
+  CHECK(dd, "opendir %s: %s", dir, strerror(errno));
+  unsigned n = 0;
+  struct dirent *e;
+  while ((e = readdir(dd))) {
+    snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k <= 0)
+      continue;
+    target[k] = 0;
+    n += !strncmp(target, path, strlen(path));
+  }
+  closedir(dd);
+  return n;
+}
+
+/* At its own stop (SIGTERM) the daemon stopped its streams one after
+ * another, each waited for (a pipeline's EOS up to 2 s, a sound stream's
+ * queued sound, a file stream's output finished): a daemon of 40
+ * pipelines that did not take their EOS took 80 s, past systemd's 90-s
+ * stop timeout with a few more. Now every stop runs at once, each in a
+ * thread. CF_TEST_STOP_GATE (a named pipe, kept open here until every
+ * stop has reached it) holds them: all three are seen waiting there at
+ * once (the daemon's descriptors on the pipe), where one after another
+ * only the first ever was; let go, the daemon ends, the file streams'
+ * outputs finished. */
+static void test_shutdown_stops_at_once(void **state)
+{
+  (void)state;
+  if (skip_without_gst() || skip_without_libav())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 20, 30);
+  set_case("two realtime file streams of %zu s and a pipeline stopped",
+           frames / rate);
+  char in[600], conf[600], gate[600], out[2][600];
+  snprintf(in, sizeof in, "%s", fixture("sd.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("sd.conf"));
+  snprintf(gate, sizeof gate, "%s", fixture("sd.gate"));
+  for (int i = 0; i < 2; i++) {
+    snprintf(out[i], sizeof out[i], "%s", fixture(i ? "sd-b.wav" : "sd-a.wav"));
+    unlink(out[i]);
+  }
+  unlink(gate);
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  write_wav(in, W_F32, rate, 1, x, frames);
+  free(x);
+  write_text(conf,
+             "[stream a]\ntype = file\ninput = sd.wav\noutput = sd-a.wav\n"
+             "kernel = 0.5\nrealtime = true\n"
+             "[stream b]\ntype = file\ninput = sd.wav\noutput = sd-b.wav\n"
+             "kernel = 0.25\nrealtime = true\n"
+             "[stream p]\ntype = pipeline\n"
+             "pipeline = audiotestsrc is-live=true ! fakesink\n");
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_daemon_ok(&r, conf);
+  stop_gate = NULL;
+  wait_state(&r, "p", "PLAYING");
+  wait_state(&r, "a", "running");
+  wait_state(&r, "b", "running");
+  wait_for(&r, "a", "frames", rate / 4.0);
+  wait_for(&r, "b", "frames", rate / 4.0);
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  kill(r.pid, SIGTERM);
+  int w = open(gate, O_WRONLY); /* once a stop reads it */
+  CHECK(w >= 0, "open %s: %s", gate, strerror(errno));
+  unsigned held = 0;
+  for (double t0 = now_s(); (held = fds_on(r.pid, gate)) < 3 &&
+                            now_s() - t0 < 10;)
+    usleep(20000);
+  CHECK(unlink(gate) == 0, "unlink %s: %s", gate, strerror(errno));
+  close(w); /* the stops go on */
+  if (held < 3)
+    print_log(&r);
+  CHECK(held == 3, "%u of the 3 streams' stops were under way at once "
+                   "(10 s after SIGTERM)", held);
+  int st = 0;
+  pid_t wp;
+  for (double t0 = now_s();
+       (wp = waitpid(r.pid, &st, WNOHANG)) == 0 && now_s() - t0 < 20;)
+    usleep(10000);
+  CHECK(wp == r.pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "cudafilterd did not end well after its stops were let go (%d)", st);
+  r.pid = live_pid = 0;
+  char *l = slurp(r.log, NULL);
+  CHECK(l && strstr(l, "stream a stopped: wrote") &&
+            strstr(l, "stream b stopped: wrote"),
+        "a file stream's output was not finished:\n%s", l ? l : "");
+  free(l);
+  for (int i = 0; i < 2; i++) {
+    wav wo;
+    read_wav(out[i], &wo); /* its header finished: parsed */
+    CHECK(wo.frames > 0, "%s: no frame", out[i]);
+    free(wo.x);
+  }
+}
+
 /* A reload that makes a pipeline section a file one (and back) stopped
  * the old pipeline (its EOS waited for up to 2 s), or the old file stream
  * (its output finished), in the daemon's loop before the new kind started
@@ -7346,6 +7451,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_audio_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_reload_kind_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_shutdown_stops_at_once, kill_left),
       cmocka_unit_test_teardown(test_file_live, kill_left),
       cmocka_unit_test_teardown(test_file_routing, kill_left),
       cmocka_unit_test_teardown(test_reload_outputs, kill_left),

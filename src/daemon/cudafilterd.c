@@ -2697,15 +2697,28 @@ int main(int argc, char **argv)
     if (!d.exit_code)
       d.exit_code = 1;
   }
+  /* every stream stopped at once, each in a thread (a pipeline waits up
+   * to 2 s for its EOS, a sound stream plays what is queued, a file
+   * stream finishes its output): one after another, a daemon of many
+   * streams took their sum, past a service manager's stop timeout */
+  GPtrArray *pipes = g_ptr_array_new(), *audios = g_ptr_array_new();
   for (guint i = 0; i < d.streams->len; i++) {
     stream *s = d.streams->pdata[i];
     if (d.exit_code) { /* not started: outputs as they were */
       cfd_audio_discard(s->audio);
       s->audio = NULL;
     }
-    stream_stop(s);
+    stream_stop_into(s, pipes, audios);
   }
   g_ptr_array_free(d.streams, TRUE);
+  if (pipes->len || audios->len) {
+    stop_later(&d, pipes, audios, NULL);
+    while (d.stops)
+      g_main_context_iteration(NULL, TRUE);
+  } else {
+    g_ptr_array_free(pipes, TRUE);
+    g_ptr_array_free(audios, TRUE);
+  }
   while (d.clients->len) {
     /* an answer not yet sent (a restart or a reload the stop ended):
      * one try to hand it over */
