@@ -44,7 +44,10 @@
  * cannot take, before their error. A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
  * takes effect at once, no crossfade); the same caps or segment sent
- * again do not. A GAP event is silence: the held frames and the
+ * again do not. With qos=true a buffer GstBaseTransform drops as late
+ * (a QoS message on the bus) makes the next one a discontinuity: its
+ * samples are lost, and nothing is filtered across them. A GAP event is
+ * silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them); it runs from the stream's end
  * to the gap's end where the gap starts within 40 ms of it (a jitter
@@ -331,6 +334,9 @@ typedef struct {
   GQueue parts; /* output parts cut at an anchor, for generate_output */
   guint64 frames_in, frames_out; /* since the restart */
   gboolean discont;     /* the next output buffer starts a new run */
+  /* qos=true: GstBaseTransform dropped a late input buffer since the
+   * last one filtered (submit_input_buffer): a discontinuity */
+  gboolean qos_dropped;
   GstClockTime out_end; /* end of the last buffer pushed (NONE: unknown) */
   float *fin, *fout;   /* conversion scratch */
   size_t scratch_frames;
@@ -813,6 +819,7 @@ static void restart(GstCudaFir *self)
   self->n_anchors = 0;
   self->frames_in = self->frames_out = 0;
   self->discont = TRUE;
+  self->qos_dropped = FALSE;
   self->carry_len = 0;
   self->told_nonfinite = FALSE;
   self->told_overflow = FALSE;
@@ -2163,6 +2170,13 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
                          self->carry_len);
       self->carry_len = 0;
     }
+    /* after buffers dropped for QoS the gap does not follow the stream:
+     * a discontinuity at its time */
+    GstClockTime gts;
+    gst_event_parse_gap(ev, &gts, NULL);
+    if (self->qos_dropped && self->frames_in)
+      push_residue(self, gts);
+    self->qos_dropped = FALSE;
     if (gap_as_silence(self, ev, &ret)) {
       gst_event_unref(ev);
       return ret == GST_FLOW_OK;
@@ -2181,6 +2195,25 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     break;
   }
   return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)->sink_event(bt, ev);
+}
+
+/* qos=true: the base class drops input whose running time is at or
+ * before the earliest time downstream's QoS events ask for, posting a QoS
+ * message, and marks its next output DISCONT. The next buffer is then a
+ * discontinuity here too (generate_output): the frames held before the
+ * hole go out, the history restarts. */
+static GstFlowReturn gst_cuda_fir_submit_input_buffer(GstBaseTransform *bt,
+                                                      gboolean is_discont,
+                                                      GstBuffer *in)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  GstFlowReturn r = GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
+                        ->submit_input_buffer(bt, is_discont, in);
+  if (r == GST_BASE_TRANSFORM_FLOW_DROPPED) {
+    GST_DEBUG_OBJECT(self, "a late buffer dropped for QoS");
+    self->qos_dropped = TRUE;
+  }
+  return r;
 }
 
 static gboolean gst_cuda_fir_query(GstBaseTransform *bt, GstPadDirection dir,
@@ -2257,9 +2290,15 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     GstClockTimeDiff d = GST_CLOCK_DIFF(expect, GST_BUFFER_PTS(in));
     jump = d > JUMP_TOLERANCE || d < -JUMP_TOLERANCE;
   }
-  if ((GST_BUFFER_IS_DISCONT(in) || jump) && self->frames_in) {
+  /* A buffer dropped for QoS before this one: its samples are gone, and
+   * the history convolved across the hole as if the input went on (under
+   * 40 ms, no jump seen: the times moved, nothing DISCONT, QA). */
+  gboolean dropped = self->qos_dropped;
+  self->qos_dropped = FALSE;
+  if ((GST_BUFFER_IS_DISCONT(in) || jump || dropped) && self->frames_in) {
     GST_DEBUG_OBJECT(self, "discontinuity%s: pushing the held frames",
-                     jump ? " (timestamp jump)" : "");
+                     jump ? " (timestamp jump)"
+                          : dropped ? " (buffers dropped for QoS)" : "");
     ret = push_residue(self, GST_BUFFER_PTS(in));
     if (ret != GST_FLOW_OK) {
       gst_buffer_unref(in);
@@ -2273,7 +2312,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * (it added its silent tail at EOS). */
   if (apply_kernel_change(self, self->frames_in == 0) && self->frames_in == 0)
     cf_engine_reset(self->engine);
-  if (GST_BUFFER_IS_DISCONT(in) && self->carry_len) {
+  if ((GST_BUFFER_IS_DISCONT(in) || dropped) && self->carry_len) {
     GST_WARNING_OBJECT(self,
                        "dropping %" G_GSIZE_FORMAT " bytes of a frame "
                        "cut before a discontinuity",
@@ -3012,6 +3051,7 @@ static void gst_cuda_fir_class_init(GstCudaFirClass *klass)
   bc->query = gst_cuda_fir_query;
   bc->propose_allocation = gst_cuda_fir_propose_allocation;
   bc->generate_output = gst_cuda_fir_generate_output;
+  bc->submit_input_buffer = gst_cuda_fir_submit_input_buffer;
   bc->passthrough_on_same_caps = FALSE;
 
   gst_type_mark_as_plugin_api(cf_gst_routing_get_type(), 0);

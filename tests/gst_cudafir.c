@@ -1480,6 +1480,100 @@ static void test_discont_soon(void **state)
     run_break(3);
 }
 
+/* qos=true (GstBaseTransform's, off by default): a QoS event from
+ * downstream saying the stream is late makes the base class drop the
+ * input buffers that are late before they reach the filter, posting a QoS
+ * message. A dropped buffer is a discontinuity, as a DISCONT buffer is:
+ * the frames held before it go out (the ring-out, with drain, up to where
+ * the next buffer starts), and the stream after it restarts from
+ * silence, its first buffer DISCONT. The history ran on across the hole
+ * (a drop under 40 ms: samples lost, the filter convolving across them,
+ * the times moved without DISCONT; QA). */
+static void test_qos_drop(void **state)
+{
+  (void)state;
+  for (unsigned cs = 0; cs < check_cases(6); cs++) {
+    unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 3);
+    size_t len = random_len();
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 2);
+    size_t na = ref_rng_range(&rng, 1, 9000), nb = ref_rng_range(&rng, 1, 6000);
+    /* frames dropped, in 1..3 buffers: under 40 ms mostly (a timestamp
+     * jump already restarted the filter), under 1 ms now and then (taken
+     * as a container's rounding) */
+    size_t drop = cs % 3 == 0 ? ref_rng_range(&rng, 1, 40)
+                  : cs % 3 == 1 ? ref_rng_range(&rng, 41, 1700)
+                                : ref_rng_range(&rng, 1701, 6000);
+    unsigned nd = (unsigned)MIN(drop, (size_t)ref_rng_range(&rng, 1, 3));
+    set_case("qos drop of %zu frames in %u buffers, %u ch, %zu taps, block "
+             "%u, pipeline-depth %u, A %zu, B %zu frames",
+             drop, nd, ch, len, block, depth, na, nb);
+    float *hk = random_kernel(len);
+    size_t n = na + drop + nb;
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+    GstHarness *h = new_fir();
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 "qos", TRUE, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected a, b;
+    collect_init(&a, ch, rate, 0, na + len);
+    for (size_t at = 0; at < na;) {
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        at == 0) == GST_FLOW_OK, "push A");
+      at += k;
+    }
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+    /* downstream: late up to the start of B (buffers starting before it,
+     * in running time, are dropped) */
+    GstClockTime td = gst_util_uint64_scale_int_round(na, GST_SECOND,
+                                                      (gint)rate);
+    GstClockTime tb = gst_util_uint64_scale_int_round(na + drop, GST_SECOND,
+                                                      (gint)rate);
+    CHECK(gst_harness_push_upstream_event(
+              h, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.5,
+                                   GST_CLOCK_DIFF(td, tb - 1), td)),
+          "QoS event refused");
+    for (size_t at = na, i = 0; at < na + drop; i++) {
+      size_t k = i + 1 == nd ? na + drop - at : MIN(drop / nd, na + drop - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        FALSE) == GST_FLOW_OK, "push a late buffer");
+      at += k;
+    }
+    GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_QOS);
+    CHECK(m, "no QoS message for the %u buffers dropped", nd);
+    gst_message_unref(m);
+    collect_init(&b, ch, rate, tb, nb + len);
+    b.off0 = na + drop;
+    for (size_t at = na + drop; at < n;) {
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), n - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        FALSE) == GST_FLOW_OK, "push B");
+      at += k;
+      collect_split(h, &a, &b, tb, GST_AUDIO_FORMAT_F32LE);
+    }
+    /* A: its input and the ring-out up to where B starts */
+    size_t a_total = MIN(na + len - 1, na + drop);
+    CHECK(a.frames == a_total, "A: %zu frames out, expected %zu", a.frames,
+          a_total);
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+    CHECK(b.frames == nb + len - 1, "B: %zu frames out, expected %zu",
+          b.frames, nb + len - 1);
+    CHECK(b.discont_seen == 1, "B: %d DISCONT buffers, expected its first",
+          b.discont_seen);
+    check_two_runs(&a, &b, x, na, x + (na + drop) * ch, nb, ch, hk, len);
+    gst_element_set_bus(h->element, NULL);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+    free(x);
+    free(hk);
+  }
+}
+
 static void test_flush(void **state)
 {
   (void)state;
@@ -6269,6 +6363,7 @@ int main(void)
       cmocka_unit_test(test_notify_read_only),
       cmocka_unit_test(test_discont),
       cmocka_unit_test(test_discont_soon),
+      cmocka_unit_test(test_qos_drop),
       cmocka_unit_test(test_flush),
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_resume_before_end),
