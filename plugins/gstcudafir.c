@@ -114,7 +114,11 @@
  * set does not take (fixed upstream: `audio/x-raw,channels=2 ! cudafir
  * kernel=<1,2,3,4> routing=matrix`) fails the stream with a warning or an
  * element error on the bus naming the kernel against the count; an
- * audioconvert before the element picks a count that fits.
+ * audioconvert before the element picks a count that fits. Downstream
+ * that takes none of the output counts the matrix gives (a capsfilter
+ * after the element) fails the stream not-negotiated with a warning
+ * naming the kernel's output count against downstream's; an
+ * audioconvert after the element converts it.
  * The file is read when `kernel-file` is set; `trim` and `routing`
  * rebuild the kernel from those taps (the file may have changed or gone
  * since), and only a new stream rate
@@ -289,6 +293,9 @@ typedef struct {
   /* the input count whose refusal in a caps query was said (0: none),
    * once for the kernel set (update_shape clears it) */
   guint told_channels;
+  /* the output-side refusal last said (NULL: none), once for the kernel
+   * set and downstream's counts (update_shape clears it) */
+  gchar *told_out;
   gboolean per_channel;
 
   /* between start and stop (PAUSED, PLAYING): a bad kernel set then is
@@ -658,6 +665,7 @@ static void update_shape(GstCudaFir *self, const cf_kernel *k)
   self->mat_in = self->mat_out = self->mat_n = 0;
   self->per_channel = FALSE;
   self->told_channels = 0;
+  g_clear_pointer(&self->told_out, g_free);
   if (k && cf_kernel_routing(k) != CF_ROUTING_SHARED &&
       !(cf_kernel_routing(k) == CF_ROUTING_PER_CHANNEL &&
         self->routing == ROUTING_MATRIX)) {
@@ -752,6 +760,84 @@ static void say_channels_refused(GstCudaFir *self, GstCaps *caps)
                       g_strdup("cudafir: the input's channels do not fit "
                                "the kernel"),
                       why);
+  g_free(why);
+}
+
+/* Downstream (its caps `down`, on the source pad) takes none of the
+ * channel counts the matrix kernel gives, for the input counts upstream
+ * offers (`up`, NULL: any): the stream cannot start, and upstream fails
+ * "not negotiated", the reason in no message (QA: a capsfilter of 2
+ * channels after a 4 x 2 matrix). A warning on the bus names the counts,
+ * once for the kernel set and downstream's caps. pin/pout: the kernel's
+ * (in, out) pairs. */
+static void say_output_refused(GstCudaFir *self, GstCaps *down, GstCaps *up,
+                               const guint *pin, const guint *pout, guint np)
+{
+  GstBus *bus = gst_element_get_bus(GST_ELEMENT(self));
+  if (!bus)
+    return;
+  gst_object_unref(bus);
+  /* the counts downstream accepts, as its caps write them */
+  GString *acc = g_string_new(NULL);
+  for (guint i = 0; i < gst_caps_get_size(down); i++) {
+    const GValue *v =
+        gst_structure_get_value(gst_caps_get_structure(down, i), "channels");
+    gchar *t = v ? gst_value_serialize(v) : g_strdup("any count");
+    if (t && !strstr(acc->str, t))
+      g_string_append_printf(acc, "%s%s", acc->len ? " or " : "", t);
+    g_free(t);
+  }
+  /* the pairs upstream can give the input of */
+  GString *pairs = g_string_new(NULL);
+  guint shown = 0, last = 0, last_in = 0;
+  for (guint p = 0; p < np; p++) {
+    gboolean offered = !up;
+    for (guint i = 0; up && i < gst_caps_get_size(up); i++) {
+      const GValue *v =
+          gst_structure_get_value(gst_caps_get_structure(up, i), "channels");
+      GValue want = G_VALUE_INIT;
+      g_value_init(&want, G_TYPE_INT);
+      g_value_set_int(&want, (gint)pin[p]);
+      offered |= !v || gst_value_intersect(NULL, v, &want);
+      g_value_unset(&want);
+    }
+    if (!offered)
+      continue;
+    g_string_append_printf(pairs, "%s%u from %u in", shown ? ", " : "",
+                           pout[p], pin[p]);
+    last = pout[p];
+    last_in = pin[p];
+    shown++;
+  }
+  GST_OBJECT_LOCK(self);
+  const char *what = self->kernel_file ? self->kernel_file : "kernel";
+  gchar *why =
+      shown == 1
+          ? g_strdup_printf("routing=matrix: %s gives %u output channel%s "
+                            "from %u in; downstream accepts %s (an "
+                            "audioconvert after cudafir converts the count)",
+                            what, last, last == 1 ? "" : "s", last_in,
+                            acc->str)
+          : g_strdup_printf("routing=matrix: %s gives output channels %s; "
+                            "downstream accepts %s (an audioconvert after "
+                            "cudafir converts the count)",
+                            what, shown ? pairs->str : "for no input count "
+                            "upstream offers", acc->str);
+  gboolean told = self->told_out && !strcmp(self->told_out, why);
+  if (!told) {
+    g_free(self->told_out);
+    self->told_out = g_strdup(why);
+  }
+  GST_OBJECT_UNLOCK(self);
+  g_string_free(acc, TRUE);
+  g_string_free(pairs, TRUE);
+  if (!told) {
+    GST_WARNING_OBJECT(self, "%s", why);
+    CF_GST_POST_WARNING(self, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                        g_strdup("cudafir: the output's channels do not fit "
+                                 "downstream"),
+                        why);
+  }
   g_free(why);
 }
 
@@ -1734,14 +1820,11 @@ static gboolean gst_cuda_fir_setup(GstAudioFilter *filter,
   return build_engine(self, info);
 }
 
-/* Matrix routing maps C_in channels to C_out: caps change accordingly. */
-static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
-                                          GstPadDirection dir, GstCaps *caps,
-                                          GstCaps *filter)
+/* The (in, out) channel pairs the kernel set allows (64 at most); 0:
+ * the count stays. */
+static guint kernel_pairs(GstCudaFir *self, guint pin[64], guint pout[64])
 {
-  GstCudaFir *self = GST_CUDA_FIR(bt);
-  /* the (in, out) channel pairs the kernel allows */
-  guint pin[64], pout[64], np = 0;
+  guint np = 0;
   GST_OBJECT_LOCK(self);
   if (self->mat_in) {
     pin[0] = self->mat_in;
@@ -1755,18 +1838,32 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
       }
   }
   GST_OBJECT_UNLOCK(self);
+  return np;
+}
+
+/* Matrix routing maps C_in channels to C_out: caps change accordingly. */
+static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
+                                          GstPadDirection dir, GstCaps *caps,
+                                          GstCaps *filter)
+{
+  GstCudaFir *self = GST_CUDA_FIR(bt);
+  guint pin[64], pout[64], np = kernel_pairs(self, pin, pout);
   GstCaps *res;
   if (np == 0) {
     res = gst_caps_ref(caps);
   } else {
     res = gst_caps_new_empty();
     /* see below */
-    gboolean link_check =
-        !gst_pad_is_linked(dir == GST_PAD_SRC ? bt->sinkpad : bt->srcpad);
+    /* a pad being linked, or links checked before streaming (inactive
+     * pads: gst_parse_launch links a capsfilter after the element once
+     * both its pads are linked, and checks the caps against those the
+     * element gives through it) */
+    gboolean link_check = !gst_pad_is_linked(bt->sinkpad) ||
+                          !gst_pad_is_linked(bt->srcpad) ||
+                          !GST_PAD_IS_ACTIVE(bt->srcpad);
     for (guint i = 0; i < gst_caps_get_size(caps); i++) {
       GstStructure *st = gst_caps_get_structure(caps, i);
       const GValue *ch = gst_structure_get_value(st, "channels");
-      gboolean mapped = FALSE;
       for (guint p = 0; p < np; p++) {
         guint from = dir == GST_PAD_SINK ? pin[p] : pout[p];
         guint to = dir == GST_PAD_SINK ? pout[p] : pin[p];
@@ -1796,7 +1893,6 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
         if (to != from)
           gst_structure_remove_field(n, "channel-mask");
         res = gst_caps_merge_structure(res, n);
-        mapped = TRUE;
       }
       /* Asked while nothing is linked on the side the caps are for: a
        * link check (gst-launch, gst_element_link), not a negotiation.
@@ -1808,7 +1904,10 @@ static GstCaps *gst_cuda_fir_transform_caps(GstBaseTransform *bt,
        * warning below, or the caps event's element error). Once linked,
        * a peer is offered the counts that fit alone, which an
        * audioconvert picks from. */
-      if (link_check && (dir == GST_PAD_SRC || !mapped)) {
+      /* Likewise outputs downstream may not take (a capsfilter after the
+       * element): the link holds, negotiation says why
+       * (say_output_refused). */
+      if (link_check) {
         GstStructure *n = gst_structure_copy(st);
         gst_structure_remove_fields(n, "channels", "channel-mask", NULL);
         res = gst_caps_merge_structure(res, n);
@@ -2220,6 +2319,32 @@ static gboolean gst_cuda_fir_query(GstBaseTransform *bt, GstPadDirection dir,
                                  GstQuery *q)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
+  if (GST_QUERY_TYPE(q) == GST_QUERY_CAPS && dir == GST_PAD_SINK) {
+    gboolean ok =
+        GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)->query(bt, dir, q);
+    GstCaps *res = NULL;
+    gst_query_parse_caps_result(q, &res);
+    guint pin[64], pout[64], np;
+    /* upstream negotiating (pads active and linked) finds no input: where
+     * downstream takes no output count the matrix gives, say so */
+    if (ok && res && gst_caps_is_empty(res) &&
+        GST_PAD_IS_ACTIVE(bt->srcpad) && gst_pad_is_linked(bt->srcpad) &&
+        gst_pad_is_linked(bt->sinkpad) &&
+        (np = kernel_pairs(self, pin, pout)) > 0) {
+      GstCaps *up = NULL;
+      gst_query_parse_caps(q, &up);
+      GstCaps *down = gst_pad_peer_query_caps(bt->srcpad, NULL);
+      if (down && !gst_caps_is_empty(down) && !gst_caps_is_any(down)) {
+        GstCaps *in = gst_cuda_fir_transform_caps(bt, GST_PAD_SRC, down, up);
+        if (gst_caps_is_empty(in))
+          say_output_refused(self, down, up, pin, pout, np);
+        gst_caps_unref(in);
+      }
+      if (down)
+        gst_caps_unref(down);
+    }
+    return ok;
+  }
   if (GST_QUERY_TYPE(q) != GST_QUERY_LATENCY || dir != GST_PAD_SRC)
     return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)
         ->query(bt, dir, q);
@@ -2895,6 +3020,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_free(self->fin);
   g_free(self->fout);
   g_free(self->posted);
+  g_free(self->told_out);
   g_free(self->ctl);
   G_OBJECT_CLASS(gst_cuda_fir_parent_class)->finalize(obj);
 }

@@ -5669,6 +5669,47 @@ static void test_channels_said(void **state)
   g_free(desc);
 }
 
+/* routing=matrix sets the output's channel count: where downstream takes
+ * none the kernel gives (a capsfilter after cudafir), the stream fails
+ * with a warning naming the kernel's count against downstream's. It
+ * failed "not negotiated", the reason in no message (QA). Input fixed
+ * upstream (a capsfilter before) or converted (audioconvert) alike. */
+static void test_output_channels_said(void **state)
+{
+  (void)state;
+  for (int cs = 0; cs < 2; cs++) {
+    unsigned outs = (unsigned)ref_rng_range(&rng, 1, 4), len = 6;
+    unsigned down = outs == 1 ? 2 : outs - 1 + (unsigned)(ref_rng_u64(&rng) % 2) * 2;
+    if (down == outs)
+      down = outs + 1;
+    set_case("a %u x 2 matrix, downstream takes %u channels, upstream %s",
+             outs, down, cs ? "audioconvert" : "fixed at 2");
+    const char *path = fixture("said-matrix-out.npy");
+    float *h = xalloc(sizeof(float) * 2 * outs * len);
+    for (unsigned i = 0; i < 2 * outs * len; i++)
+      h[i] = (float)ref_rng_range(&rng, 1, 100) / 100.0f;
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%u, 2, %u)", outs, len);
+    write_npy(path, shape, h, 2 * outs * len);
+    free(h);
+    gchar *desc = g_strdup_printf(
+        "audiotestsrc num-buffers=3 ! %s ! cudafir kernel-file=%s ! "
+        "audio/x-raw,channels=%u%s ! fakesink",
+        cs ? "audioconvert ! audio/x-raw,channels=2" : "audio/x-raw,channels=2",
+        path, down, down > 2 ? ",channel-mask=(bitmask)0x0" : "");
+    gboolean failed = FALSE;
+    gchar *said = launch_warnings(desc, &failed);
+    gchar *want = g_strdup_printf("gives %u output channel%s from 2 in; "
+                                  "downstream accepts %u",
+                                  outs, outs == 1 ? "" : "s", down);
+    CHECK(failed && strstr(said, want), "%s: %s, warnings '%s', not '%s'",
+          desc, failed ? "failed" : "ran", said, want);
+    g_free(want);
+    g_free(said);
+    g_free(desc);
+  }
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -6405,6 +6446,7 @@ int main(void)
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_refused_before_start),
       cmocka_unit_test(test_channels_said),
+      cmocka_unit_test(test_output_channels_said),
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
