@@ -50,8 +50,9 @@
  * silence: the held frames and the
  * kernel's tail ring out through it in order (a gap longer than the tail
  * goes on downstream as a GAP after them); it runs from the stream's end
- * to the gap's end where the gap starts within 40 ms of it (a jitter
- * buffer's lost-packet gap is an estimate), and output buffers never carry
+ * to the gap's end where the gap starts before it or up to 40 ms after
+ * it (a jitter buffer's lost-packet gap is an estimate; a gap ending
+ * before the stream's end changes nothing), and output buffers never carry
  * the GAP flag, since a sink skips those. In reverse playback (a segment
  * of rate < 0: a decoder pushes a chunk's buffers latest first, none
  * following the one before it in time) every buffer is a run of its
@@ -2050,8 +2051,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
 
 /* A GAP event while frames are held: the gap is silence, through which
  * the held frames and the kernel's tail ring out. The silence runs from
- * where the stream is to the gap's end, the gap's start being off the
- * stream's end by up to JUMP_TOLERANCE as a buffer's may be: a jitter
+ * where the stream is to the gap's end, the gap starting before the
+ * stream's end or after it by up to JUMP_TOLERANCE as a buffer may: a jitter
  * buffer's lost-packet gap is an estimate (rtpjitterbuffer's: a GAP
  * starting 1.47 ms before the last buffer's end, the next buffer at its
  * end), and silence of the gap's duration from the stream's end ran
@@ -2073,8 +2074,13 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
     return FALSE;
   GstClockTime expect = input_end(self);
   GstClockTimeDiff d = GST_CLOCK_DIFF(expect, ts);
-  if (!GST_CLOCK_TIME_IS_VALID(dur) || dur == 0 || d > JUMP_TOLERANCE ||
-      d < -JUMP_TOLERANCE) {
+  /* A gap starting further back (by more than a buffer may move) but
+   * reaching the stream's end or not: the frames sent cover its start,
+   * and the rest is silence from the stream's end as for one nearer. As a
+   * discontinuity at its start, it cut the ring-out there, and a gap
+   * wholly in the past restarted the history, the buffer after it
+   * following the stream all the same (QA: gaps 41 ms to 200 ms back). */
+  if (!GST_CLOCK_TIME_IS_VALID(dur) || dur == 0 || d > JUMP_TOLERANCE) {
     /* not where the stream is: a discontinuity */
     *ret = push_residue(self, ts);
     return FALSE;

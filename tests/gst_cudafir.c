@@ -3654,6 +3654,135 @@ static void test_gap(void **state)
   }
 }
 
+/* Random buffers and GAP events, each gap's start before the stream's
+ * end by up to 39 ms (a jitter buffer's estimates) or up to 208 ms (a
+ * gap back over frames already sent), or after it by under 1 ms, its end before
+ * the stream's end, within the engine's tail or far past it, sometimes
+ * two gaps in a row, the next buffer at the gap's end (or where the
+ * stream is, for a gap it covers). The stream is the input with every
+ * gap's time as silence: every output frame comes out at most once, in
+ * timestamp order, equal to the float64 reference of that signal; frames
+ * left out are only those the reference has at exactly zero (a long
+ * gap's silence goes on as a GAP event). */
+static void test_gap_random(void **state)
+{
+  (void)state;
+  for (unsigned cs = 0; cs < check_cases(10); cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = ref_rng_range(&rng, 1, 1500);
+    guint block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 1);
+    int steps = (int)ref_rng_range(&rng, 2, 8);
+    float *hk = random_kernel(len);
+    GstHarness *hn = new_fir();
+    set_taps(hn->element, hk, len);
+    g_object_set(hn->element, "block-size", block, "pipeline-depth", depth,
+                 "drain", TRUE, NULL);
+    set_caps(hn, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    guint64 lat_ns = 0;
+    g_object_get(hn->element, "latency", &lat_ns, NULL);
+    size_t tail =
+        (size_t)gst_util_uint64_scale_round(lat_ns, rate, GST_SECOND) + len - 1;
+    GstClockTime t0 = cs % 2 ? GST_SECOND : 0;
+    set_case("%zu taps, block %u, pipeline-depth %u, tail %zu, %u ch, t0 %"
+             G_GUINT64_FORMAT ":", len, block, depth, tail, ch, t0);
+    size_t cap = 400000;
+    float *x = xalloc(cap * ch * sizeof *x);
+    size_t e = 0; /* the stream's end, in frames from t0 */
+#define AT(f) (t0 + gst_util_uint64_scale_int_round((f), GST_SECOND, (gint)rate))
+    for (int st = 0; st < steps; st++) {
+      size_t nb = ref_rng_range(&rng, 1, 4000);
+      float *in = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
+      memcpy(x + e * ch, in, nb * ch * sizeof *x);
+      free(in);
+      for (size_t at = e; at < e + nb;) {
+        size_t k = pick(ref_rng_range(&rng, 1, 1500), e + nb - at);
+        CHECK(push_frames(hn, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, t0,
+                          at == 0) == GST_FLOW_OK, "push at %zu", at);
+        at += k;
+      }
+      e += nb;
+      add_case(" %zu frames;", nb);
+      if (st + 1 == steps)
+        break;
+      int gaps = ref_rng_u64(&rng) % 3 == 0 ? 2 : 1;
+      for (int gi = 0; gi < gaps; gi++) {
+        /* start: up to 1900 frames (39.6 ms) before the end, or up to 40
+         * after it; end: before the stream's end, or within twice the
+         * tail past it, or far past */
+        long s = (long)e - (long)ref_rng_range(&rng, 0, MIN(e, 1900));
+        unsigned where = (unsigned)(ref_rng_u64(&rng) % 4);
+        if (where == 0)
+          s = (long)e + (long)ref_rng_range(&rng, 0, 40);
+        else if (where == 1) /* far back: from up to 10000 frames before */
+          s = (long)e - (long)ref_rng_range(&rng, MIN(e, 1900), MIN(e, 10000));
+        size_t end;
+        switch (ref_rng_u64(&rng) % 4) {
+        case 0: end = (size_t)s + ref_rng_range(&rng, 1, e - (size_t)MIN((long)e, s) + 1); break;
+        case 1: end = e + ref_rng_range(&rng, 1, tail + 1); break;
+        case 2: end = e + ref_rng_range(&rng, tail, 2 * tail + 2); break;
+        default: end = e + ref_rng_range(&rng, 2 * tail + 2, 2 * tail + 20000); break;
+        }
+        if (end <= (size_t)s)
+          end = (size_t)s + 1;
+        add_case(" gap [%ld, %zu);", s, end);
+        assert_true(gst_harness_push_event(
+            hn, gst_event_new_gap(AT((size_t)s), AT(end) - AT((size_t)s))));
+        if (end > e) {
+          memset(x + e * ch, 0, (end - e) * ch * sizeof *x);
+          e = end;
+        }
+      }
+    }
+    assert_true(gst_harness_push_event(hn, gst_event_new_eos()));
+    size_t total = e + len - 1;
+    float *y = xalloc(total * ch * sizeof *y + 4);
+    unsigned char *have = xalloc(total + 1);
+    GstClockTime last_end = t0;
+    GstBuffer *b;
+    size_t nbuf = 0;
+    while ((b = gst_harness_try_pull(hn))) {
+      GstClockTime pts = GST_BUFFER_PTS(b);
+      CHECK(GST_CLOCK_TIME_IS_VALID(pts) && pts + 10417 >= last_end,
+            "buffer %zu at %" GST_TIME_FORMAT " before the end of the one "
+            "before, %" GST_TIME_FORMAT, nbuf, GST_TIME_ARGS(pts),
+            GST_TIME_ARGS(last_end));
+      size_t at = (size_t)gst_util_uint64_scale_round(pts - t0, rate,
+                                                      GST_SECOND);
+      GstMapInfo m;
+      assert_true(gst_buffer_map(b, &m, GST_MAP_READ));
+      size_t fr = m.size / (ch * sizeof(float));
+      CHECK(at + fr <= total, "buffer %zu: frames [%zu, %zu) past the %zu "
+            "expected", nbuf, at, at + fr, total);
+      for (size_t i = at; i < at + fr; i++)
+        CHECK(!have[i]++, "buffer %zu: frame %zu came out twice", nbuf, i);
+      memcpy(y + at * ch, m.data, fr * ch * sizeof(float));
+      gst_buffer_unmap(b, &m);
+      last_end = pts + GST_BUFFER_DURATION(b);
+      gst_buffer_unref(b);
+      nbuf++;
+    }
+    for (unsigned c = 0; c < ch; c++) {
+      double *w = ref_channel(x, e, ch, c, hk, len, total);
+      for (size_t i = 0; i < total; i++) {
+        CHECK(have[i] || w[i] == 0.0, "frame %zu missing, its reference %g",
+              i, w[i]);
+        if (!have[i])
+          y[i * ch + c] = 0.0f;
+      }
+      double err = ref_rel_l2(y + c, ch, w, 1, total);
+      CHECK(err <= 2e-5, "channel %u: error %.3g", c, err);
+      free(w);
+    }
+#undef AT
+    free(y);
+    free(have);
+    free(x);
+    free(hk);
+    gst_harness_teardown(hn);
+  }
+}
+
 /* A GAP event whose start is off the stream's end by up to the 40 ms a
  * timestamp may move: a jitter buffer's lost-packet gap is an estimate
  * (rtpjitterbuffer do-lost=true ! rtpL16depay, 3% of the packets dropped:
@@ -6436,6 +6565,7 @@ int main(void)
       cmocka_unit_test(test_routing),
       cmocka_unit_test(test_gap),
       cmocka_unit_test(test_gap_moved),
+      cmocka_unit_test(test_gap_random),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_matrix_positions),
       cmocka_unit_test(test_caps_without_mask),
