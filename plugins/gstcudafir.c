@@ -41,7 +41,11 @@
  * rate, in the same direction, where the stream is, running and stream
  * time going on, moves neither: the filter goes on through it); so does new caps, in the old format
  * (the ring-out then stops where the input ended), also caps the kernel
- * cannot take, before their error. A discontinuity, a flush and new caps
+ * cannot take, before their error. STREAM_GROUP_DONE (a gapless
+ * player's item ending, playbin3) has the group's held frames go out
+ * before it; the ring-out, with drain=true, waits for an EOS right
+ * after it (the last item), the next item starting where the input
+ * ended (anything else drops it). A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
  * takes effect at once, no crossfade); the same caps or segment sent
  * again do not. With qos=true a buffer GstBaseTransform drops as late
@@ -342,6 +346,10 @@ typedef struct {
   GQueue parts; /* output parts cut at an anchor, for generate_output */
   guint64 frames_in, frames_out; /* since the restart */
   gboolean discont;     /* the next output buffer starts a new run */
+  /* the ring-out of a stream group that STREAM_GROUP_DONE ended, timed,
+   * for an EOS after it (the last item); the next item's start, or
+   * anything else, drops it (push_group_done) */
+  GstBuffer *group_tail;
   /* qos=true: GstBaseTransform dropped a late input buffer since the
    * last one filtered (submit_input_buffer): a discontinuity */
   gboolean qos_dropped;
@@ -907,6 +915,7 @@ static void restart(GstCudaFir *self)
   self->frames_in = self->frames_out = 0;
   self->discont = TRUE;
   self->qos_dropped = FALSE;
+  gst_buffer_replace(&self->group_tail, NULL);
   self->carry_len = 0;
   self->told_nonfinite = FALSE;
   self->told_overflow = FALSE;
@@ -1651,9 +1660,10 @@ static void note_fallback(GstCudaFir *self)
  * input, and with `ring_out` the kernel's ring-out too, but none of the
  * ring-out past `until` (where the stream resumes after a discontinuity;
  * GST_CLOCK_TIME_NONE: no limit): output timestamps overlap no more than
- * the input's do. Then restart. */
+ * the input's do. With `keep`, the ring-out past the input's end is not
+ * pushed but left there, timed (NULL: none). Then restart. */
 static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
-                               GstClockTime until)
+                               GstClockTime until, GstBuffer **keep)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   if (!self->engine || self->frames_in == 0) {
@@ -1740,15 +1750,62 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   gst_buffer_unmap(out, &map);
   if (self->discont)
     GST_BUFFER_FLAG_SET(out, GST_BUFFER_FLAG_DISCONT);
-  GST_DEBUG_OBJECT(self, "pushing %zu residual frames", want);
+  GstBuffer *rest = NULL;
+  if (keep && want > held) { /* the ring-out waits */
+    if (held == 0) {
+      rest = out;
+      out = NULL;
+    } else {
+      rest = gst_buffer_copy_region(out, GST_BUFFER_COPY_MEMORY, held * bpf,
+                                    (want - held) * bpf);
+      if (!rest) {
+        gst_buffer_unref(out);
+        restart(self);
+        return GST_FLOW_ERROR;
+      }
+      gst_buffer_resize(out, 0, (gssize)(held * bpf));
+    }
+    GstClockTime end = self->out_end; /* what was pushed ends there */
+    stamp_part(self, rest, self->frames_out + held, self->frames_out + want);
+    self->out_end = end;
+    want = held;
+  }
+  GST_DEBUG_OBJECT(self, "pushing %zu residual frames%s", want,
+                   rest ? ", the ring-out kept" : "");
   /* the held frames timed as their input frames were (the ring-out, past
    * the input, by the last anchor's count) */
-  GstFlowReturn r = stamp_output(self, &out, self->frames_out,
-                                 self->frames_out + want, bpf, FALSE);
+  GstFlowReturn r = out ? stamp_output(self, &out, self->frames_out,
+                                       self->frames_out + want, bpf, FALSE)
+                        : GST_FLOW_OK;
   restart(self);
-  if (r != GST_FLOW_OK)
+  if (keep)
+    *keep = rest;
+  if (r != GST_FLOW_OK || !out)
     return r;
   return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
+}
+
+/* STREAM_GROUP_DONE (a gapless player ending an item: playbin3, the next
+ * item's STREAM_START and SEGMENT after it): the group's frames all go
+ * out before it, the held ones too (they came after it, in the next
+ * stream, as the new segment pushed them). The next item starts where
+ * the input ended, so the ring-out would overlap it: with `drain` it is
+ * kept for an EOS that may follow instead (the last item: it goes out
+ * then, as at an EOS alone) and dropped when anything else comes. */
+static GstFlowReturn push_group_done(GstCudaFir *self)
+{
+  if (!self->engine || !self->frames_in)
+    return GST_FLOW_OK;
+  GST_OBJECT_LOCK(self);
+  gboolean drain = self->drain;
+  GST_OBJECT_UNLOCK(self);
+  if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
+    drain = FALSE; /* as push_residue */
+  GstBuffer *tail = NULL;
+  GstFlowReturn r = push_held(self, drain, GST_CLOCK_TIME_NONE,
+                              drain ? &tail : NULL);
+  self->group_tail = tail;
+  return r;
 }
 
 /* The end of a stream (EOS, new caps, a discontinuity: the stream goes on
@@ -1766,7 +1823,7 @@ static GstFlowReturn push_residue(GstCudaFir *self, GstClockTime until)
   GST_OBJECT_UNLOCK(self);
   if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
     drain = FALSE;
-  return push_held(self, drain, until);
+  return push_held(self, drain, until, NULL);
 }
 
 /* Apply a kernel change made while streaming (checked when it was set):
@@ -2039,6 +2096,7 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
   GST_OBJECT_UNLOCK(self);
   notify_read_only(self, was);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
+  gst_buffer_replace(&self->group_tail, NULL);
   g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
   g_clear_pointer(&self->fout, g_free);
@@ -2133,7 +2191,7 @@ static gboolean gap_as_silence(GstCudaFir *self, GstEvent *ev,
    * is silence the gap covers, and the stream after it starts inside that
    * time. */
   GstClockTime rest = expect + kdur;
-  *ret = push_held(self, FALSE, GST_CLOCK_TIME_NONE);
+  *ret = push_held(self, FALSE, GST_CLOCK_TIME_NONE, NULL);
   if (GST_CLOCK_TIME_IS_VALID(self->out_end) && self->out_end > rest)
     rest = self->out_end;
   if (*ret == GST_FLOW_OK && rest < end)
@@ -2196,6 +2254,12 @@ static GstClockTime segment_done_at(const GstCudaFir *self, GstEvent *ev)
 static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
+  /* a group's kept ring-out is for an EOS right after it: the stream
+   * going on in any way drops it (a buffer: generate_output) */
+  if (self->group_tail && (GST_EVENT_TYPE(ev) == GST_EVENT_CAPS ||
+                           GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT ||
+                           GST_EVENT_TYPE(ev) == GST_EVENT_GAP))
+    gst_buffer_replace(&self->group_tail, NULL);
   switch (GST_EVENT_TYPE(ev)) {
   case GST_EVENT_CAPS: {
     /* the held frames go out in the old format, before the new caps; the
@@ -2262,6 +2326,12 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     }
     break;
   }
+  case GST_EVENT_STREAM_GROUP_DONE:
+    push_group_done(self);
+    break;
+  case GST_EVENT_STREAM_START: /* the next item: no ring-out into it */
+    gst_buffer_replace(&self->group_tail, NULL);
+    break;
   case GST_EVENT_SEGMENT_DONE: /* nothing goes past the segment's end */
     if (self->frames_in)
       push_residue(self, segment_done_at(self, ev));
@@ -2294,6 +2364,11 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
                          "dropping %" G_GSIZE_FORMAT " bytes of a "
                          "frame cut at the end of the stream",
                          self->carry_len);
+    if (self->group_tail) { /* the last item's ring-out */
+      GstBuffer *t = self->group_tail;
+      self->group_tail = NULL;
+      gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), t);
+    }
     push_residue(self, GST_CLOCK_TIME_NONE);
     break;
   default:
@@ -2403,6 +2478,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   *outbuf = NULL;
   if (!in)
     return GST_FLOW_OK;
+  gst_buffer_replace(&self->group_tail, NULL); /* push_group_done */
   if (!self->engine) {
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("cudafir: no format"),
@@ -3017,6 +3093,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   cf_engine_free(self->engine);
   cf_kernel_free(self->pending);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
+  gst_buffer_replace(&self->group_tail, NULL);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
   g_hash_table_destroy(self->refusals);

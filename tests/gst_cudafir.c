@@ -1896,6 +1896,118 @@ static void test_segments(void **state)
   }
 }
 
+/* Output frames that reached the harness's sink pad before it saw a
+ * STREAM_GROUP_DONE (G_MAXSIZE: none seen), in frames of `bpf` bytes. */
+typedef struct {
+  size_t frames, at_done, bpf;
+} group_watch;
+
+static GstPadProbeReturn on_group_data(GstPad *pad, GstPadProbeInfo *info,
+                                       gpointer data)
+{
+  (void)pad;
+  group_watch *w = data;
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
+    w->frames += gst_buffer_get_size(GST_PAD_PROBE_INFO_BUFFER(info)) / w->bpf;
+  else if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) ==
+           GST_EVENT_STREAM_GROUP_DONE)
+    w->at_done = w->frames;
+  return GST_PAD_PROBE_OK;
+}
+
+/* STREAM_GROUP_DONE (a gapless player switching items: playbin3, a
+ * stream-start and a segment for the next item after it): every frame of
+ * the group ends before it (the held frames; a gapless item's output
+ * followed it, in the next stream's start), with no ring-out where the
+ * next item starts, since that item starts where the input ended; where
+ * EOS comes instead (the last item) the ring-out goes out before it with
+ * drain=true, as at an EOS alone. The next item starts from silence. */
+static void test_stream_group_done(void **state)
+{
+  (void)state;
+  for (unsigned cs = 0; cs < check_cases(8); cs++) {
+    unsigned rate = 44100, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = random_len() % 4000 + 1;
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 1);
+    gboolean last = cs % 2, drain = cs % 4 != 3;
+    size_t na = ref_rng_range(&rng, 1, 9000), nb = last ? 0 : ref_rng_range(&rng, 1, 5000);
+    set_case("group done then %s, drain %d, %u ch, %zu taps, block %u, "
+             "pipeline-depth %u, A %zu, B %zu frames",
+             last ? "EOS" : "the next item", drain, ch, len, block, depth, na,
+             nb);
+    float *hk = random_kernel(len);
+    float *xa = random_input(GST_AUDIO_FORMAT_F32LE, na * ch);
+    float *xb = random_input(GST_AUDIO_FORMAT_F32LE, (nb + 1) * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, hk, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 "drain", drain, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    group_watch w = {0, G_MAXSIZE, ch * sizeof(float)};
+    gulong probe = gst_pad_add_probe(
+        h->sinkpad,
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        on_group_data, &w, NULL);
+    collected a, b;
+    collect_init(&a, ch, rate, 0, na + len);
+    for (size_t at = 0; at < na;) {
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, 0,
+                        at == 0) == GST_FLOW_OK, "push A");
+      at += k;
+    }
+    assert_true(gst_harness_push_event(h, gst_event_new_stream_group_done(1)));
+    CHECK(w.at_done == na, "%zu frames out before STREAM_GROUP_DONE, "
+          "expected the group's %zu", w.at_done, na);
+    GstClockTime ta = gst_util_uint64_scale_int_round(na, GST_SECOND,
+                                                      (gint)rate);
+    if (last) {
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+      size_t want = drain ? na + len - 1 : na;
+      CHECK(a.frames == want, "A: %zu frames out by EOS, expected %zu",
+            a.frames, want);
+      for (unsigned c = 0; c < ch; c++) {
+        double *wa = ref_channel(xa, na, ch, c, hk, len, want);
+        double e = ref_rel_l2(a.y + c, ch, wa, 1, want);
+        CHECK(e <= 2e-5, "A channel %u: error %.3g", c, e);
+        free(wa);
+      }
+      free(a.y);
+    } else {
+      /* the next item: its own timestamps from 0, running time going on
+       * where A's input ended */
+      assert_true(gst_harness_push_event(h, gst_event_new_stream_start("cf-b")));
+      GstSegment seg;
+      gst_segment_init(&seg, GST_FORMAT_TIME);
+      seg.base = ta;
+      assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+      collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+      CHECK(a.frames == na, "A: %zu frames out, expected %zu (no ring-out "
+            "into the next item)", a.frames, na);
+      collect_init(&b, ch, rate, 0, nb + len);
+      for (size_t at = 0; at < nb;) {
+        size_t k = pick(ref_rng_range(&rng, 1, 3000), nb - at);
+        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, at, k, ch, rate, 0,
+                          at == 0) == GST_FLOW_OK, "push B");
+        at += k;
+      }
+      assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+      collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+      size_t want_b = drain ? nb + len - 1 : nb;
+      CHECK(b.frames == want_b, "B: %zu frames out, expected %zu", b.frames,
+            want_b);
+      check_two_runs(&a, &b, xa, na, xb, nb, ch, hk, len);
+    }
+    gst_pad_remove_probe(h->sinkpad, probe);
+    gst_harness_teardown(h);
+    free(xa);
+    free(xb);
+    free(hk);
+  }
+}
+
 /* A player's smooth rate change (a seek without FLUSH to rate 2.0, 0.5,
  * ..., at the position the stream reached): the new segment starts where
  * the input is, running and stream time going on, so the samples go on
@@ -6538,6 +6650,7 @@ int main(void)
       cmocka_unit_test(test_new_segment),
       cmocka_unit_test(test_resume_before_end),
       cmocka_unit_test(test_segments),
+      cmocka_unit_test(test_stream_group_done),
       cmocka_unit_test(test_rate_change_goes_on),
       cmocka_unit_test(test_reverse_playback),
       cmocka_unit_test(test_reverse_decoded),
