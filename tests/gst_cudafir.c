@@ -1931,7 +1931,8 @@ static void test_stream_group_done(void **state)
     unsigned block = 1u << ref_rng_range(&rng, 5, 10);
     guint depth = (guint)ref_rng_range(&rng, 0, 1);
     gboolean last = cs % 2, drain = cs % 4 != 3;
-    size_t na = ref_rng_range(&rng, 1, 9000), nb = last ? 0 : ref_rng_range(&rng, 1, 5000);
+    size_t na = ref_rng_range(&rng, 1, 9000),
+           nb = last ? 0 : ref_rng_range(&rng, 1, 5000);
     set_case("group done then %s, drain %d, %u ch, %zu taps, block %u, "
              "pipeline-depth %u, A %zu, B %zu frames",
              last ? "EOS" : "the next item", drain, ch, len, block, depth, na,
@@ -1978,7 +1979,8 @@ static void test_stream_group_done(void **state)
     } else {
       /* the next item: its own timestamps from 0, running time going on
        * where A's input ended */
-      assert_true(gst_harness_push_event(h, gst_event_new_stream_start("cf-b")));
+      assert_true(
+          gst_harness_push_event(h, gst_event_new_stream_start("cf-b")));
       GstSegment seg;
       gst_segment_init(&seg, GST_FORMAT_TIME);
       seg.base = ta;
@@ -3801,7 +3803,8 @@ static void test_gap_random(void **state)
     size_t cap = 400000;
     float *x = xalloc(cap * ch * sizeof *x);
     size_t e = 0; /* the stream's end, in frames from t0 */
-#define AT(f) (t0 + gst_util_uint64_scale_int_round((f), GST_SECOND, (gint)rate))
+#define AT(f)                                                                  \
+  (t0 + gst_util_uint64_scale_int_round((f), GST_SECOND, (gint)rate))
     for (int st = 0; st < steps; st++) {
       size_t nb = ref_rng_range(&rng, 1, 4000);
       float *in = random_input(GST_AUDIO_FORMAT_F32LE, nb * ch);
@@ -3830,10 +3833,15 @@ static void test_gap_random(void **state)
           s = (long)e - (long)ref_rng_range(&rng, MIN(e, 1900), MIN(e, 10000));
         size_t end;
         switch (ref_rng_u64(&rng) % 4) {
-        case 0: end = (size_t)s + ref_rng_range(&rng, 1, e - (size_t)MIN((long)e, s) + 1); break;
+        case 0: /* ending before the stream's end */
+          end = (size_t)s +
+                ref_rng_range(&rng, 1, e - (size_t)MIN((long)e, s) + 1);
+          break;
         case 1: end = e + ref_rng_range(&rng, 1, tail + 1); break;
         case 2: end = e + ref_rng_range(&rng, tail, 2 * tail + 2); break;
-        default: end = e + ref_rng_range(&rng, 2 * tail + 2, 2 * tail + 20000); break;
+        default:
+          end = e + ref_rng_range(&rng, 2 * tail + 2, 2 * tail + 20000);
+          break;
         }
         if (end <= (size_t)s)
           end = (size_t)s + 1;
@@ -5920,7 +5928,8 @@ static void test_output_channels_said(void **state)
   (void)state;
   for (int cs = 0; cs < 2; cs++) {
     unsigned outs = (unsigned)ref_rng_range(&rng, 1, 4), len = 6;
-    unsigned down = outs == 1 ? 2 : outs - 1 + (unsigned)(ref_rng_u64(&rng) % 2) * 2;
+    unsigned down =
+        outs == 1 ? 2 : outs - 1 + (unsigned)(ref_rng_u64(&rng) % 2) * 2;
     if (down == outs)
       down = outs + 1;
     set_case("a %u x 2 matrix, downstream takes %u channels, upstream %s",
