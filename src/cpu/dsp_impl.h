@@ -287,7 +287,7 @@ row_into(vf a[DSP_ROWS][DSP_NV], const float *xr, const float *wq, size_t kw,
       IN_REG(xv[v]);
     }
     for (int r = r0; r <= r1; r++) {
-      vf h = bcastv(wq[j - (size_t)r * kw]);
+      vf h = bcastv(wq[(ptrdiff_t)j - (ptrdiff_t)r * (ptrdiff_t)kw]);
       for (int v = 0; v < DSP_NV; v++)
         a[r][v] += h * xv[v];
     }
@@ -362,7 +362,7 @@ edge_rows(const float *row, const float *wq, size_t kw, float *const *o,
         IN_REG(xv[v]);
       }
       for (int r = 0; r < nr; r++) {
-        vf h = bcastv(wq[j - (size_t)(r0 + r) * kw]);
+        vf h = bcastv(wq[(ptrdiff_t)j - (ptrdiff_t)(r0 + r) * (ptrdiff_t)kw]);
         for (int v = 0; v < DSP_NV; v++)
           a[r][v] += h * xv[v];
       }
