@@ -1282,6 +1282,20 @@ static void test_api(void **state)
       }
       CHECK(size == off, "cf_frame_layout(%s, %u, %u) = %zu, want %zu",
             fmt_names[i], w, h, size, off);
+      /* no base: the strides alone, every plane pointer NULL (no offset
+       * added to NULL: clang's UBSan -fsanitize=pointer-overflow checks
+       * this in the clang ASan build) */
+      cf_frame nb;
+      memset(&nb, 0x5a, sizeof nb);
+      CHECK(cf_frame_layout(f, w, h, NULL, &nb) == size,
+            "cf_frame_layout(%s, %u, %u, NULL, &out) differs from one with "
+            "a base", fmt_names[i], w, h);
+      for (unsigned p = 0; p < 3; p++)
+        CHECK(nb.data[p] == NULL &&
+                  nb.stride[p] == (p < d.planes ? fr.stride[p] : 0),
+              "cf_frame_layout(%s, %u, %u, NULL, &out): plane %u at %p "
+              "stride %zu, want NULL and %zu", fmt_names[i], w, h, p,
+              nb.data[p], nb.stride[p], p < d.planes ? fr.stride[p] : 0);
       free(base);
     }
     CHECK(cf_frame_layout(f, 0, 5, NULL, NULL) == 0 &&
