@@ -1544,6 +1544,221 @@ static void test_temporal(void **state)
   }
 }
 
+/* I420 and NV12 frames (tight) of one size: the same samples laid out
+ * otherwise (U and V planes, or UV interleaved). `from` I420: src to
+ * NV12; NV12: src to I420; any other: src copied as it is. */
+static void yuv420_relayout(const uint8_t *src, cf_pixel_format from,
+                            uint8_t *dst, unsigned w, unsigned h)
+{
+  size_t ys = (size_t)w * h, cs = (size_t)((w + 1) / 2) * ((h + 1) / 2);
+  memcpy(dst, src, ys);
+  for (size_t i = 0; i < cs; i++) {
+    if (from == CF_PIX_I420) { /* U plane, V plane -> UV pairs */
+      dst[ys + 2 * i] = src[ys + i];
+      dst[ys + 2 * i + 1] = src[ys + cs + i];
+    } else if (from == CF_PIX_NV12) {
+      dst[ys + i] = src[ys + 2 * i];
+      dst[ys + cs + i] = src[ys + 2 * i + 1];
+    } else {
+      dst[ys + i] = src[ys + i], dst[ys + cs + i] = src[ys + cs + i];
+    }
+  }
+}
+
+/* The result for frame `idx` the engine wrote into `got` (tight, in format
+ * fmt) against the float64 reference's I420 frame: every sample within 1
+ * code value (unselected components copied). */
+static void format_switch_check(const uint8_t *got, cf_pixel_format fmt,
+                                const uint8_t *want, uint8_t *tmp, unsigned w,
+                                unsigned h, size_t bytes, unsigned idx)
+{
+  yuv420_relayout(got, fmt == CF_PIX_NV12 ? CF_PIX_NV12 : CF_PIX_GRAY8, tmp, w,
+                  h);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < bytes; i++)
+    if (abs((int)tmp[i] - (int)want[i]) > 1 && !bad++)
+      first = i;
+  CHECK(!bad,
+        "frame %u (delivered in %s): %zu of %zu bytes off by more "
+        "than 1 from the reference without a switch; first at I420 byte "
+        "%zu (%s): got %d, want %d",
+        idx, fmt_name(fmt), bad, bytes, first,
+        first < (size_t)w * h ? "Y" : "U or V", tmp[first], want[first]);
+}
+
+/* cf_engine_set_pixel_format: a decoder or camera changing between I420
+ * and NV12 mid-stream (the same planes, chroma laid out otherwise) keeps
+ * the temporal history. A random temporal kernel over random frames, the
+ * format changed at random frames (and flushed first where frames are in
+ * flight: CF_E_STATE before); every output frame against a float64
+ * reference that filters the same samples as I420 throughout, without a
+ * switch. Also: a swap prepared before a switch and set after it, and the
+ * pairs refused. Before the call existed, a change of format meant a new
+ * engine, the history restarting (cudaconvolve's caps change): the
+ * frames after the switch are what this checks. */
+static void test_format_switch(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 47);
+  if (V->backend == CF_BACKEND_CUDA) { /* its ring holds frames' bytes */
+    cf_video_config cfg;
+    rand_config(&cfg, &r, CF_PIX_I420, 16, 16, 0);
+    kern k = {0};
+    kern_make(&k, &r, 2, 3, 3, rand_kind(&r), 1);
+    cf_kernel2d *kk = kern_build(&k);
+    cf_engine *e = NULL;
+    CHECK_OK(cf_engine_new_video(&cfg, kk, &e));
+    cf_status st = cf_engine_set_pixel_format(e, CF_PIX_NV12);
+    CHECK(st == CF_E_UNAVAILABLE && strstr(cf_last_error(), "new engine"),
+          "set_pixel_format on CUDA: %s (%s), want CF_E_UNAVAILABLE saying "
+          "to build a new engine",
+          cf_status_name(st), cf_last_error());
+    cf_engine_free(e);
+    cf_kernel2d_free(kk);
+    kern_free(&k);
+    return;
+  }
+  for (unsigned c = 0; c < 10; c++) {
+    unsigned w = rand_side(&r), h = rand_side(&r);
+    unsigned t = 2 + (unsigned)ref_rng_range(&r, 0, 3);
+    unsigned kh = rand_kside(&r, h), kw = rand_kside(&r, w);
+    fit_kernel(w, h, t, &kh, &kw);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, CF_PIX_I420, w, h, ref_rng_u64(&r) % 2);
+    cf_video_config rcfg = cfg; /* the reference: I420 throughout */
+    cf_pixel_format fmt = ref_rng_u64(&r) % 2 ? CF_PIX_NV12 : CF_PIX_I420;
+    cfg.format = fmt;
+    kern k = {0}, k2 = {0};
+    kern_make(&k, &r, t, kh, kw, rand_kind(&r), 1);
+    set_case("format_switch #%u: ", c);
+    config_describe(&cfg);
+    kern_describe(&k);
+    cf_kernel2d *kk = kern_build(&k);
+    cf_engine *e = NULL;
+    CHECK_OK(cf_engine_new_video(&cfg, kk, &e));
+    ref2d_video *ref = ref2d_video_new(&rcfg, k.t, k.kh, k.kw, k.taps);
+    CHECK(ref != NULL, "reference: out of memory");
+    if (c % 3 == 0) { /* black where the history lacks frames */
+      CHECK_OK(cf_engine_set_history_black(e, 0));
+      CHECK(ref2d_video_set_black(ref, 0), "reference: out of memory");
+    }
+    /* a swap to another temporal kernel, built before the first switch
+     * and put in force after it (its state holds samples, not bytes) */
+    cf_swap_prep2d *prep = NULL;
+    cf_kernel2d *kk2 = NULL;
+    if (c % 2) {
+      kern_make(&k2, &r, 2 + (unsigned)ref_rng_range(&r, 0, 3), kh, kw,
+                rand_kind(&r), 1);
+      kk2 = kern_build(&k2);
+      CHECK_OK(cf_engine_prepare_swap2d(e, kk2, &prep));
+    }
+    size_t bytes = cf_frame_layout(CF_PIX_I420, w, h, NULL, NULL);
+    unsigned n = t + 4 + (unsigned)ref_rng_range(&r, 0, 6);
+    uint8_t *in = xalloc(bytes), *fin = xalloc(bytes), *tmp = xalloc(bytes);
+    uint8_t *out = xalloc(bytes);
+    uint8_t **want = xalloc(n * sizeof *want);
+    size_t depth = cf_engine_latency(e);
+    unsigned done = 0, switches = 0, swapped = 0;
+    for (unsigned i = 0; i < n; i++) {
+      if (i > 0 && (ref_rng_u64(&r) % 3 == 0 || (i == n - 2 && !switches))) {
+        cf_pixel_format to = fmt == CF_PIX_I420 ? CF_PIX_NV12 : CF_PIX_I420;
+        if (i - done > 0) { /* results in flight: flush them first */
+          cf_status st = cf_engine_set_pixel_format(e, to);
+          CHECK(st == CF_E_STATE && strstr(cf_last_error(), "flush"),
+                "set_pixel_format with %u frames pending: %s (%s), want "
+                "CF_E_STATE",
+                i - done, cf_status_name(st), cf_last_error());
+          for (int got = 1; got;) {
+            cf_frame o;
+            cf_frame_layout(fmt, w, h, out, &o);
+            CHECK_OK(cf_engine_flush_frame(e, &o, &got));
+            if (got) {
+              format_switch_check(out, fmt, want[done], tmp, w, h, bytes, done);
+              done++;
+            }
+          }
+        }
+        CHECK_OK(cf_engine_set_pixel_format(e, to));
+        fmt = to;
+        switches++;
+      }
+      if (prep && switches && !swapped && ref_rng_u64(&r) % 2 == 0) {
+        CHECK_OK(cf_engine_set_prepared2d(e, prep));
+        CHECK(ref2d_video_set_kernel(ref, k2.t, k2.kh, k2.kw, k2.taps),
+              "reference: out of memory");
+        swapped = 1;
+      }
+      for (size_t b = 0; b < bytes; b++)
+        in[b] = (uint8_t)ref_rng_u64(&r);
+      want[i] = xalloc(bytes);
+      cf_frame ri, ro, fi, fo;
+      cf_frame_layout(CF_PIX_I420, w, h, in, &ri);
+      cf_frame_layout(CF_PIX_I420, w, h, want[i], &ro);
+      CHECK(ref2d_video_frame(ref, &ri, &ro, NULL), "reference: out of memory");
+      yuv420_relayout(in, fmt == CF_PIX_NV12 ? CF_PIX_I420 : CF_PIX_GRAY8, fin,
+                      w, h);
+      for (size_t b = 0; b < bytes; b++)
+        out[b] = (uint8_t)ref_rng_u64(&r);
+      cf_frame_layout(fmt, w, h, fin, &fi);
+      cf_frame_layout(fmt, w, h, out, &fo);
+      CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
+      if (i + 1 - done > depth) {
+        format_switch_check(out, fmt, want[done], tmp, w, h, bytes, done);
+        done++;
+      }
+    }
+    for (int got = 1; got;) {
+      cf_frame o;
+      cf_frame_layout(fmt, w, h, out, &o);
+      CHECK_OK(cf_engine_flush_frame(e, &o, &got));
+      if (got) {
+        format_switch_check(out, fmt, want[done], tmp, w, h, bytes, done);
+        done++;
+      }
+    }
+    CHECK(done == n, "%u frames out of %u", done, n);
+    /* pairs that are not one layout of the other */
+    cf_status st = cf_engine_set_pixel_format(e, CF_PIX_Y42B);
+    CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "Y42B"),
+          "set_pixel_format(%s -> Y42B): %s (%s), want CF_E_INVALID naming it",
+          fmt_name(fmt), cf_status_name(st), cf_last_error());
+    st = cf_engine_set_pixel_format(e, (cf_pixel_format)99);
+    CHECK(st == CF_E_INVALID, "set_pixel_format(99): %s, want CF_E_INVALID",
+          cf_status_name(st));
+    CHECK_OK(cf_engine_set_pixel_format(e, fmt)); /* as it is: nothing */
+    for (unsigned i = 0; i < n; i++)
+      free(want[i]);
+    free(want);
+    free(in);
+    free(fin);
+    free(tmp);
+    free(out);
+    cf_swap_prep2d_free(prep);
+    cf_kernel2d_free(kk2);
+    cf_kernel2d_free(kk);
+    cf_engine_free(e);
+    ref2d_video_free(ref);
+    kern_free(&k);
+    kern_free(&k2);
+  }
+  /* a gray engine has no other layout */
+  cf_video_config g;
+  rand_config(&g, &r, CF_PIX_GRAY8, 8, 8, 0);
+  kern k = {0};
+  kern_make(&k, &r, 2, 3, 3, rand_kind(&r), 1);
+  cf_kernel2d *kk = kern_build(&k);
+  cf_engine *e = NULL;
+  CHECK_OK(cf_engine_new_video(&g, kk, &e));
+  cf_status st = cf_engine_set_pixel_format(e, CF_PIX_NV12);
+  CHECK(st == CF_E_INVALID && strstr(cf_last_error(), "GRAY8"),
+        "set_pixel_format(GRAY8 -> NV12): %s (%s), want CF_E_INVALID",
+        cf_status_name(st), cf_last_error());
+  cf_engine_free(e);
+  cf_kernel2d_free(kk);
+  kern_free(&k);
+}
+
 /* A prepared swap set on another engine than the one it was made on
  * (video.h): the plain swap to its kernel, also where its engine is gone
  * and the new one was made in its place (its memory reused: on the
@@ -3798,6 +4013,7 @@ int main(void)
       cmocka_unit_test(test_thin_frames),
       cmocka_unit_test(test_formats),
       cmocka_unit_test(test_temporal),
+      cmocka_unit_test(test_format_switch),
       cmocka_unit_test(test_history_frame),
       cmocka_unit_test(test_prepared_elsewhere),
       cmocka_unit_test(test_set_kernel),

@@ -129,9 +129,8 @@ static cf_status copy_set_base(void *impl, const cf_frame *f)
 }
 
 static const cf_video_ops copy_ops = {
-    copy_process, copy_reset,   copy_set_kernel, copy_describe,
-    copy_destroy, copy_latency, copy_flush,      copy_set_output,
-    copy_set_base};
+    copy_process, copy_reset, copy_set_kernel, copy_describe, copy_destroy,
+    copy_latency, copy_flush, copy_set_output, copy_set_base, NULL};
 
 cf_status cf_cpu_video_new(const cf_video_config *cfg, const cf_kernel2d *k,
                            cf_fft_mode fft_mode, void **impl,

@@ -244,6 +244,20 @@ cf_status cf_engine_set_history_black(cf_engine *e, int full_range);
 cf_status cf_engine_set_output2d(cf_engine *e, float scale, float bias,
                                  int absolute);
 
+/* Change the frames' pixel format from the next frame on, the temporal
+ * history kept (the frames before still count in the temporal sum), where
+ * the new format holds the same components on the same grids laid out
+ * otherwise: I420 <-> NV12 (both Y, U, V at 4:2:0; a decoder or camera
+ * changing its output format mid-stream). The format it has: nothing.
+ * The history frame, kernel, output stage and kernel swaps built ahead
+ * stay; frames and cf_frame_layout follow the new format from then on.
+ * CF_E_INVALID for another pair (naming both; build a new engine);
+ * CF_E_STATE while results are pending (pipeline_depth > 0: flush them
+ * first with cf_engine_flush_frame); CF_E_UNAVAILABLE on CUDA (and backend
+ * auto running there), whose device history holds the frames' bytes in
+ * their layout: build a new engine there (its history starts anew). */
+cf_status cf_engine_set_pixel_format(cf_engine *e, cf_pixel_format format);
+
 /* Get ready for a later cf_engine_set_kernel2d(e, k): make, in the calling
  * thread, the FFT plan the CPU would use for k (measured, as at creation:
  * up to a second the first time on a machine, then from FFTW's wisdom on

@@ -979,10 +979,8 @@ static void put_kstate(video *v, kstate *ks)
   }
   if (grow)
     set_history(v, ks->hist_t, ks->nh);
-  snprintf(v->desc, sizeof v->desc,
-           "%ux%u %s, kernel %ux%ux%u, %s%s, %u band%s",
-           v->cfg.width, v->cfg.height, v->fmt->name, v->p.t, v->p.kh,
-           v->p.kw, algo_names[v->p.algo],
+  snprintf(v->desc, sizeof v->desc, "kernel %ux%ux%u, %s%s, %u band%s", v->p.t,
+           v->p.kh, v->p.kw, algo_names[v->p.algo],
            v->p.algo == ALGO_FFT ? " tiles" : "", v->nbands,
            v->nbands == 1 ? "" : "s");
   if (v->p.algo == ALGO_FFT) {
@@ -1115,7 +1113,8 @@ static cf_status video_flush(void *impl, const cf_frame *out, int *got)
 static void video_describe(const void *impl, char *buf, size_t n)
 {
   const video *v = impl;
-  snprintf(buf, n, "%s, %s", v->desc, v->dsp->name);
+  snprintf(buf, n, "%ux%u %s, %s, %s", v->cfg.width, v->cfg.height,
+           v->fmt->name, v->desc, v->dsp->name);
 }
 
 static void video_destroy(void *impl)
@@ -1176,10 +1175,37 @@ static void video_set_output(void *impl, const cf_video_out *o)
   v->cfg.absolute = o->absolute;
 }
 
+static void video_setup(video *v, const cf_video_config *cfg,
+                        cf_fft_mode fft_mode);
+
+/* Another layout of the same grids (I420 <-> NV12): only where each
+ * component's samples are read and written changes; the history, base
+ * frame, border maps and kernel state hold samples, not bytes. */
+static cf_status video_set_format(void *impl, cf_pixel_format f)
+{
+  video *v = impl;
+  if (!cf_format_same_grids(v->cfg.format, f))
+    return cf_fail(CF_E_INVALID, "video: cannot change %s frames to %s",
+                   v->fmt->name, cf_pixel_format_name(f));
+  video w; /* the channels of f, in v's order (allocates nothing) */
+  memset(&w, 0, sizeof w);
+  cf_video_config c = v->cfg;
+  c.format = f;
+  video_setup(&w, &c, v->fft_mode);
+  for (unsigned k = 0; k < v->nchan; k++) {
+    v->ch[k].plane = w.ch[k].plane;
+    v->ch[k].offset = w.ch[k].offset;
+    v->ch[k].step = w.ch[k].step;
+  }
+  v->cfg.format = f;
+  v->fmt = w.fmt;
+  return CF_OK;
+}
+
 static const cf_video_ops ops_table = {
-    video_process,  video_reset,   video_set_kernel, video_describe,
-    video_destroy,  video_latency, video_flush,      video_set_output,
-    video_set_base};
+    video_process,  video_reset,     video_set_kernel, video_describe,
+    video_destroy,  video_latency,   video_flush,      video_set_output,
+    video_set_base, video_set_format};
 
 static void add_chan(video *v, const cf_chan_desc *d, int filter)
 {
@@ -1294,8 +1320,11 @@ cf_status cf_cpu_video_try(const cf_video_config *cfg, unsigned nbands,
 static int same_shape(const video *shape, const video *v)
 {
   const cf_video_config *a = &shape->cfg, *c = &v->cfg;
+  /* the state holds samples: a layout of the same grids (I420 <-> NV12,
+   * cf_engine_set_pixel_format since it was built) serves */
+  int relaid = shape->fmt != v->fmt;
   if (shape->nbands != v->nbands || shape->nchan != v->nchan ||
-      shape->fmt != v->fmt || shape->dsp != v->dsp ||
+      !cf_format_same_grids(a->format, c->format) || shape->dsp != v->dsp ||
       shape->copy_rows != v->copy_rows || a->width != c->width ||
       a->height != c->height || a->border != c->border ||
       a->algorithm != c->algorithm)
@@ -1303,8 +1332,9 @@ static int same_shape(const video *shape, const video *v)
   for (unsigned j = 0; j < v->nchan; j++) {
     const chan *x = &shape->ch[j], *y = &v->ch[j];
     if (x->w != y->w || x->h != y->h || x->type != y->type ||
-        x->filter != y->filter || x->plane != y->plane ||
-        x->offset != y->offset || x->step != y->step)
+        x->filter != y->filter ||
+        (!relaid && (x->plane != y->plane || x->offset != y->offset ||
+                     x->step != y->step)))
       return 0;
   }
   return 1;

@@ -202,6 +202,27 @@ static cf_status pipe_set_base(void *impl, const cf_frame *f)
   return p->iops->set_base(p->inner, f);
 }
 
+/* The queued frames' tight copies are in the format they came in: only
+ * with none pending (flushed), the worker idle then. */
+static cf_status pipe_set_format(void *impl, cf_pixel_format f)
+{
+  vpipe *p = impl;
+  pthread_mutex_lock(&p->mu);
+  unsigned pending = p->count;
+  pthread_mutex_unlock(&p->mu);
+  if (pending)
+    return cf_fail(CF_E_STATE,
+                   "video: %u frame%s of %s still pending; flush "
+                   "them (cf_engine_flush_frame) before changing to %s",
+                   pending, pending == 1 ? "" : "s",
+                   cf_pixel_format_name(p->cfg.format),
+                   cf_pixel_format_name(f));
+  cf_status s = p->iops->set_format(p->inner, f);
+  if (s == CF_OK)
+    p->cfg.format = f;
+  return s;
+}
+
 static size_t pipe_latency(const void *impl)
 {
   return ((const vpipe *)impl)->depth;
@@ -240,9 +261,8 @@ static void pipe_destroy(void *impl)
 }
 
 static const cf_video_ops pipe_ops = {
-    pipe_process, pipe_reset,   pipe_set_kernel, pipe_describe,
-    pipe_destroy, pipe_latency, pipe_flush,      pipe_set_output,
-    pipe_set_base};
+    pipe_process, pipe_reset, pipe_set_kernel, pipe_describe, pipe_destroy,
+    pipe_latency, pipe_flush, pipe_set_output, pipe_set_base, pipe_set_format};
 
 cf_status cf_cpu_video_pipe_set_built(void *impl, const cf_video_ops *ops,
                                       cf_cpu_built *b)

@@ -1252,7 +1252,7 @@ static cf_status video_set_base(void *impl, const cf_frame *f)
 static const cf_video_ops ops_table = {
     video_process,  video_reset,   video_set_kernel, video_describe,
     video_destroy,  video_latency, video_flush,      video_set_output,
-    video_set_base};
+    video_set_base, NULL /* set_format: the ring holds frames' bytes */};
 
 static cf_status make_slots(cvideo *v)
 {

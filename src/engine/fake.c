@@ -219,7 +219,7 @@ static cf_status fv_set_base(void *impl, const cf_frame *fr)
 static const cf_video_ops fake_video_ops = {
     fv_process,   fv_reset,   fv_set_kernel, fv_describe,
     fake_destroy, fv_latency, fv_flush,      fv_set_output,
-    fv_set_base,
+    fv_set_base,  NULL, /* the stand-in for the device does as CUDA does */
 };
 
 cf_status cf_fake_video_new(const cf_video_config *cfg, const cf_kernel2d *k,

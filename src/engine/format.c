@@ -53,6 +53,14 @@ const cf_format_desc *cf_format_desc_get(cf_pixel_format f)
   return (unsigned)f < NFORMATS ? &formats[f] : NULL;
 }
 
+int cf_format_same_grids(cf_pixel_format a, cf_pixel_format b)
+{
+  /* Y444 and RGB share grids too, but not components */
+  int a420 = a == CF_PIX_I420 || a == CF_PIX_NV12;
+  int b420 = b == CF_PIX_I420 || b == CF_PIX_NV12;
+  return cf_format_desc_get(a) && (a == b || (a420 && b420));
+}
+
 CF_PUBLIC const char *cf_pixel_format_name(cf_pixel_format f)
 {
   return (unsigned)f < NFORMATS ? formats[f].name : "unknown";

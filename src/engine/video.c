@@ -213,6 +213,10 @@ struct cf_video_front {
   unsigned depth;
   unsigned bands; /* the CPU backend's, when the engine started on it */
   cf_video_out out; /* the next frame's output stage (set_output2d) */
+  /* the frames' format now: cfg.format, or the other layout of its grids
+   * that cf_engine_set_pixel_format put in force (only on the CPU, never
+   * while the front watches the device); the engine's thread's */
+  cf_pixel_format format;
   uint8_t *base;    /* set_history_frame's (tight), or NULL */
   int begun;        /* a frame was given */
   /* while auto runs on CUDA: frames [n - hcap, n) in hist and meta; the
@@ -231,7 +235,7 @@ struct cf_video_front {
 static cf_frame tight_at(const struct cf_video_front *f, uint8_t *base)
 {
   cf_frame t;
-  cf_frame_layout(f->cfg.format, f->cfg.width, f->cfg.height, base, &t);
+  cf_frame_layout(f->format, f->cfg.width, f->cfg.height, base, &t);
   return t;
 }
 
@@ -533,6 +537,7 @@ CF_PUBLIC cf_status cf_engine_new_video(const cf_video_config *cfg,
   if (s == CF_OK) {
     struct cf_video_front *f = e->vfront;
     f->cfg = *cfg;
+    f->format = cfg->format;
     f->out = (cf_video_out){cfg->scale, cfg->bias, cfg->absolute};
     f->depth = (unsigned)e->vops->latency(e->impl);
     f->frame_bytes = cf_frame_layout(cfg->format, cfg->width, cfg->height,
@@ -694,13 +699,15 @@ CF_PUBLIC cf_status cf_engine_set_history_frame(cf_engine *e,
   uint8_t *copy = NULL;
   cf_frame t;
   if (f) {
-    cf_status s = cf_video_check_frame(&fr->cfg, f, "history");
+    cf_video_config now = fr->cfg; /* in the frames' format now */
+    now.format = fr->format;
+    cf_status s = cf_video_check_frame(&now, f, "history");
     if (s != CF_OK)
       return s;
     if (!(copy = malloc(fr->frame_bytes)))
       return cf_fail(CF_E_NOMEM, "set_history_frame: out of memory");
     t = tight_at(fr, copy);
-    cf_video_copy_frame(&fr->cfg, f, &t);
+    cf_video_copy_frame(&now, f, &t);
     if (fr->cfg.format == CF_PIX_GRAY32F) /* a NaN would stay for good */
       for (size_t i = 0; i < fr->frame_bytes / sizeof(float); i++) {
         float x;
@@ -746,7 +753,7 @@ CF_PUBLIC cf_status cf_engine_set_history_black(cf_engine *e,
   if (!e->vops)
     return cf_fail(CF_E_STATE, "set_history_black: this is an audio engine");
   const struct cf_video_front *fr = e->vfront;
-  const cf_format_desc *d = cf_format_desc_get(fr->cfg.format);
+  const cf_format_desc *d = cf_format_desc_get(fr->format);
   /* RGB and gray: zeros; YUV: 8-bit planes Y, then U, V */
   uint8_t *b = calloc(1, fr->frame_bytes);
   if (!b)
@@ -760,6 +767,41 @@ CF_PUBLIC cf_status cf_engine_set_history_black(cf_engine *e,
   }
   cf_status s = cf_engine_set_history_frame(e, &t);
   free(b);
+  return s;
+}
+
+CF_PUBLIC cf_status cf_engine_set_pixel_format(cf_engine *e,
+                                               cf_pixel_format format)
+{
+  CF_NEED(e, "set_pixel_format", "engine");
+  if (!e->vops)
+    return cf_fail(CF_E_STATE, "set_pixel_format: this is an audio engine");
+  struct cf_video_front *fr = e->vfront;
+  if (format == fr->format)
+    return CF_OK;
+  if (!cf_format_same_grids(fr->format, format))
+    return cf_fail(CF_E_INVALID,
+                   "set_pixel_format: %s frames cannot change "
+                   "to %s (%s): only I420 and NV12, the same planes laid "
+                   "out otherwise, change into each other; build a new "
+                   "engine",
+                   cf_pixel_format_name(fr->format),
+                   cf_pixel_format_name(format),
+                   cf_format_desc_get(format) ? "other components or grids"
+                                              : "an unknown format");
+  /* the device's history (and the host copies a switch to the CPU
+   * replays) are frames' bytes in their layout */
+  if (front_watching(e) || !e->vops->set_format)
+    return cf_fail(CF_E_UNAVAILABLE,
+                   "set_pixel_format: the %s backend "
+                   "keeps its history as frames of %s; build a new engine "
+                   "for %s (the history starts anew)",
+                   cf_backend_name(e->backend),
+                   cf_pixel_format_name(fr->format),
+                   cf_pixel_format_name(format));
+  cf_status s = e->vops->set_format(e->impl, format);
+  if (s == CF_OK)
+    fr->format = format;
   return s;
 }
 

@@ -28,6 +28,10 @@ typedef struct cf_format_desc {
 } cf_format_desc;
 
 const cf_format_desc *cf_format_desc_get(cf_pixel_format f);
+/* Whether formats a and b hold the same components on the same grids in
+ * the same sample type, only laid out otherwise (I420 and NV12, or a == b):
+ * an engine's filtered state serves either. */
+int cf_format_same_grids(cf_pixel_format a, cf_pixel_format b);
 #define CF_SUB_X 1u
 #define CF_SUB_Y 2u
 /* Width and height of a grid subsampled by `sub`: a halved side rounds
@@ -73,6 +77,11 @@ typedef struct cf_video_ops {
    * frame of the engine's size and format, copied; NULL for none. Called
    * before the first frame only. */
   cf_status (*set_base)(void *impl, const cf_frame *f);
+  /* The frames' format from the next frame on, one that
+   * cf_format_same_grids() pairs with the engine's: the history kept.
+   * CF_E_STATE with results pending. NULL: the backend cannot (its
+   * history holds frames in their layout: CUDA). */
+  cf_status (*set_format)(void *impl, cf_pixel_format f);
 } cf_video_ops;
 
 /* The checks every backend makes of a frame pair: planes present, strides
