@@ -47,7 +47,9 @@
  * pipeline-depth or threads rebuild the engine at the next frame (the
  * temporal history restarts), as do caps of another format, size or
  * interlace mode (caps that change only the framerate, pixel aspect ratio or
- * colorimetry keep the engine and its history); the frames the old engine holds
+ * colorimetry keep the engine and its history, and so do I420 <-> NV12 at
+ * the same size on the CPU: cf_engine_set_pixel_format; on CUDA that too
+ * restarts it); the frames the old engine holds
  * are pushed out first, and before any new caps. backend=cuda set while
  * streaming where no device is usable is refused at once (a warning, as
  * below: the property keeps its value), and so are components the stream's
@@ -2726,6 +2728,29 @@ static GstFlowReturn process_delayed(GstCudaConvolve *self, GstBuffer *in,
 
 /* ---- GstBaseTransform / GstVideoFilter ---------------------------------- */
 
+/* Whether caps `in_info` (incaps) after `was` change only I420 into NV12
+ * or back: the same size, memory, interlace mode and range, engines
+ * running. */
+static gboolean relayout_only(GstCudaConvolve *self, const GstVideoInfo *was,
+                              GstCaps *incaps, const GstVideoInfo *in_info)
+{
+  if (!GST_VIDEO_FILTER(self)->negotiated || !self->engine)
+    return FALSE; /* `was` holds no format */
+  GstVideoFormat a = GST_VIDEO_INFO_FORMAT(was);
+  GstVideoFormat b = GST_VIDEO_INFO_FORMAT(in_info);
+  gboolean a420 = a == GST_VIDEO_FORMAT_I420 || a == GST_VIDEO_FORMAT_NV12;
+  gboolean b420 = b == GST_VIDEO_FORMAT_I420 || b == GST_VIDEO_FORMAT_NV12;
+  return a420 && b420 && a != b && caps_cuda(incaps) == self->cuda_caps &&
+         GST_VIDEO_INFO_WIDTH(was) == GST_VIDEO_INFO_WIDTH(in_info) &&
+         GST_VIDEO_INFO_HEIGHT(was) == GST_VIDEO_INFO_HEIGHT(in_info) &&
+         GST_VIDEO_INFO_INTERLACE_MODE(was) ==
+             GST_VIDEO_INFO_INTERLACE_MODE(in_info) &&
+         (GST_VIDEO_INFO_COLORIMETRY(was).range ==
+          GST_VIDEO_COLOR_RANGE_0_255) ==
+             (GST_VIDEO_INFO_COLORIMETRY(in_info).range ==
+              GST_VIDEO_COLOR_RANGE_0_255);
+}
+
 static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
                                            GstCaps *incaps,
                                            GstVideoInfo *in_info,
@@ -2788,6 +2813,34 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
        (GST_VIDEO_INFO_COLORIMETRY(was).range == GST_VIDEO_COLOR_RANGE_0_255) !=
            (GST_VIDEO_INFO_COLORIMETRY(in_info).range ==
             GST_VIDEO_COLOR_RANGE_0_255));
+  /* I420 <-> NV12 at the same size, memory and the rest (a decoder or
+   * camera changing its output format mid-stream): the same planes laid
+   * out otherwise. The engines take the new layout and keep their
+   * temporal history (a temporal filter pulsed at each such switch, QA);
+   * where one cannot (CUDA's ring holds the frames' bytes), new engines */
+  gboolean relaid = FALSE;
+  if (new_frames && relayout_only(self, was, incaps, in_info)) {
+    cf_pixel_format to = GST_VIDEO_INFO_FORMAT(in_info) == GST_VIDEO_FORMAT_NV12
+                             ? CF_PIX_NV12
+                             : CF_PIX_I420;
+    cf_engine *all[3] = {self->engine, self->bottom, self->whole};
+    cf_status st = CF_OK;
+    for (guint i = 0; i < 3 && st == CF_OK; i++)
+      if (all[i])
+        st = cf_engine_set_pixel_format(all[i], to);
+    relaid = st == CF_OK;
+    if (relaid)
+      GST_DEBUG_OBJECT(self,
+                       "%s: the engines take the new layout, their "
+                       "temporal history going on",
+                       fname);
+    else
+      GST_INFO_OBJECT(self,
+                      "%s: a new engine (the temporal history "
+                      "restarts): %s",
+                      fname, cf_last_error());
+    new_frames = !relaid;
+  }
   EngineNote note;
   GST_OBJECT_LOCK(self);
   self->cuda_caps = caps_cuda(incaps);
@@ -2818,6 +2871,8 @@ static gboolean gst_cuda_convolve_set_info(GstVideoFilter *filter,
   }
   /* a new format or size: a new engine (the temporal history restarts) */
   ensure_engine(self, in_info, new_frames, &note);
+  if (relaid && self->engine) /* backend-in-use names the format */
+    note.described |= describe_engine(self);
   if (put_back) {
     note_add(&note, g_strdup_printf("components: '%s' are not in the new "
                                     "%s and %s",

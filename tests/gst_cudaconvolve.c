@@ -4754,6 +4754,127 @@ static void test_caps_same_frames(void **state)
   }
 }
 
+/* Write I420 samples (tight Y, U, V) into a buffer of `info` (I420 or
+ * NV12), or read them back out of one. */
+static void yuv420_buffer_io(const GstVideoInfo *info, GstBuffer *b,
+                             uint8_t *tight, gboolean put)
+{
+  GstVideoFrame vf;
+  CHECK(gst_video_frame_map(&vf, info, b, put ? GST_MAP_WRITE : GST_MAP_READ),
+        "cannot map a %s buffer",
+        gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info)));
+  guint w = GST_VIDEO_INFO_WIDTH(info), hh = GST_VIDEO_INFO_HEIGHT(info);
+  guint cw = (w + 1) / 2, ch = (hh + 1) / 2;
+  gboolean nv12 = GST_VIDEO_INFO_FORMAT(info) == GST_VIDEO_FORMAT_NV12;
+  for (guint c = 0; c < 3; c++) {
+    guint pw = c ? cw : w, ph = c ? ch : hh;
+    uint8_t *t = tight + (c ? (size_t)w * hh + (size_t)(c - 1) * cw * ch : 0);
+    guint p = nv12 && c ? 1 : c, step = nv12 && c ? 2 : 1;
+    uint8_t *base = (uint8_t *)GST_VIDEO_FRAME_PLANE_DATA(&vf, p) +
+                    (nv12 && c == 2 ? 1 : 0);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p);
+    for (guint y = 0; y < ph; y++)
+      for (guint x = 0; x < pw; x++) {
+        uint8_t *at = base + (size_t)y * stride + (size_t)x * step;
+        if (put)
+          *at = t[(size_t)y * pw + x];
+        else
+          t[(size_t)y * pw + x] = *at;
+      }
+  }
+  gst_video_frame_unmap(&vf);
+}
+
+/* A decoder or camera changing its output between I420 and NV12 at the
+ * same size (new caps mid-stream): the temporal history goes on through
+ * the switch on the CPU (it restarted, as for any other format, and a
+ * temporal filter pulsed at each such switch; QA). A random temporal
+ * kernel over random frames, the format switched at random frames; every
+ * output frame against a float64 reference that filters the same samples
+ * without a switch. */
+static void test_caps_nv12_i420(void **state)
+{
+  (void)state;
+  if (strcmp(case_backend(), "cpu")) /* CUDA: a new engine, documented */
+    return;
+  ref_rng r;
+  test_rng(&r, 83);
+  for (unsigned rep = 0; rep < 4; rep++) {
+    unsigned w = (unsigned)ref_rng_range(&r, 1, 24);
+    unsigned hh = (unsigned)ref_rng_range(&r, 1, 24);
+    kern k = {0};
+    kern_make(&k, &r, (unsigned)ref_rng_range(&r, 2, 4),
+              (unsigned)ref_rng_range(&r, 1, 3),
+              (unsigned)ref_rng_range(&r, 1, 3), 0);
+    gboolean nv12 = rep % 2;
+    set_case("caps NV12/I420 %u: %ux%u, kernel %ux%ux%u, from %s: ", rep, w, hh,
+             k.t, k.kh, k.kw, nv12 ? "NV12" : "I420");
+    GstHarness *h = harness_new();
+    set_kernel(h->element, &k);
+    cf_video_config cfg;
+    cf_video_config_init(&cfg);
+    cfg.width = w;
+    cfg.height = hh;
+    cfg.format = CF_PIX_I420;
+    ref2d_video *ref = ref2d_video_new(&cfg, k.t, k.kh, k.kw, k.taps);
+    CHECK(ref && ref2d_video_set_black(ref, 0), "reference: out of memory");
+    gst_harness_play(h);
+    size_t bytes = cf_frame_layout(CF_PIX_I420, w, hh, NULL, NULL);
+    uint8_t *in = xalloc(bytes), *want = xalloc(bytes), *got = xalloc(bytes);
+    unsigned n = 2 * k.t + 4, switches = 0;
+    GstVideoInfo info;
+    for (unsigned f = 0; f < n; f++) {
+      if (f == 0 || (f > 1 && ref_rng_u64(&r) % 3 == 0) ||
+          (f == n - k.t && !switches)) {
+        if (f) {
+          nv12 = !nv12;
+          switches++;
+          add_case("%s at %u ", nv12 ? "NV12" : "I420", f);
+        }
+        char *caps = g_strdup_printf(
+            "video/x-raw,format=%s,width=%u,height=%u,framerate=25/1",
+            nv12 ? "NV12" : "I420", w, hh);
+        GstCaps *cc = gst_caps_from_string(caps);
+        CHECK(cc && gst_video_info_from_caps(&info, cc), "bad caps %s", caps);
+        gst_caps_unref(cc);
+        gst_harness_set_src_caps_str(h, caps);
+        g_free(caps);
+      }
+      for (size_t i = 0; i < bytes; i++)
+        in[i] = (uint8_t)ref_rng_u64(&r);
+      cf_frame ri, ro;
+      cf_frame_layout(CF_PIX_I420, w, hh, in, &ri);
+      cf_frame_layout(CF_PIX_I420, w, hh, want, &ro);
+      CHECK(ref2d_video_frame(ref, &ri, &ro, NULL), "reference: out of memory");
+      GstBuffer *b = gst_harness_create_buffer(h, GST_VIDEO_INFO_SIZE(&info));
+      yuv420_buffer_io(&info, b, in, TRUE);
+      GST_BUFFER_PTS(b) = f * GST_SECOND / 25;
+      GST_BUFFER_DURATION(b) = GST_SECOND / 25;
+      CHECK(gst_harness_push(h, b) == GST_FLOW_OK, "frame %u refused", f);
+      GstBuffer *out = gst_harness_try_pull(h);
+      CHECK(out != NULL, "no output for frame %u", f);
+      yuv420_buffer_io(&info, out, got, FALSE);
+      gst_buffer_unref(out);
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < bytes; i++)
+        if (abs((int)got[i] - (int)want[i]) > 1 && !bad++)
+          first = i;
+      CHECK(!bad,
+            "frame %u (%s): %zu of %zu samples off by more than 1 "
+            "from the reference without a switch; first I420 byte %zu: got "
+            "%d, want %d",
+            f, nv12 ? "NV12" : "I420", bad, bytes, first, got[first],
+            want[first]);
+    }
+    free(in);
+    free(want);
+    free(got);
+    ref2d_video_free(ref);
+    kern_free(&k);
+    gst_harness_teardown(h);
+  }
+}
+
 /* The frames before the first are black, in YUV too: a black I420 or
  * NV12 clip through a temporal kernel stays black from its first frame
  * (Y 16, or 0 in full range, U = V 128; it was Y 16 * k0, U = V 128 * k0,
@@ -8451,6 +8572,7 @@ int main(int argc, char **argv)
       cmocka_unit_test_teardown(test_depth_changes, teardown),
       cmocka_unit_test_teardown(test_same_values_keep_history, teardown),
       cmocka_unit_test_teardown(test_caps_same_frames, teardown),
+      cmocka_unit_test_teardown(test_caps_nv12_i420, teardown),
       cmocka_unit_test_teardown(test_depth_launch, teardown),
       cmocka_unit_test_teardown(test_depth_allocation, teardown),
       cmocka_unit_test_teardown(test_depth_events, teardown),
