@@ -1544,6 +1544,47 @@ static void test_temporal(void **state)
   }
 }
 
+/* A refused frame (CF_E_INVALID: nothing written, the state as it was) is
+ * no first frame: set_history_frame is still taken after it (it answered
+ * CF_E_STATE "the engine has had frames"). */
+static void test_history_after_refused(void **state)
+{
+  (void)state;
+  ref_rng r;
+  test_rng(&r, 59);
+  cf_video_config cfg;
+  rand_config(&cfg, &r, CF_PIX_I420, 6, 4, 0);
+  kern k = {0};
+  kern_make(&k, &r, 2, 1, 3, rand_kind(&r), 1);
+  cf_kernel2d *kk = kern_build(&k);
+  cf_engine *e = NULL;
+  set_case("history after a refused frame: ");
+  CHECK_OK(cf_engine_new_video(&cfg, kk, &e));
+  size_t bytes = cf_frame_layout(CF_PIX_I420, 6, 4, NULL, NULL);
+  uint8_t *in = xalloc(bytes), *out = xalloc(bytes);
+  memset(in, 100, bytes);
+  cf_frame fi, fo;
+  cf_frame_layout(CF_PIX_I420, 6, 4, in, &fi);
+  cf_frame_layout(CF_PIX_I420, 6, 4, out, &fo);
+  cf_frame bad = fi;
+  bad.data[2] = NULL;
+  CHECK(cf_engine_process_frame(e, &bad, &fo) == CF_E_INVALID,
+        "a frame with a NULL plane was not refused");
+  cf_status st = cf_engine_set_history_frame(e, &fi);
+  CHECK(st == CF_OK,
+        "set_history_frame after a refused frame: %s (%s), "
+        "want CF_OK",
+        cf_status_name(st), cf_last_error());
+  CHECK_OK(cf_engine_process_frame(e, &fi, &fo));
+  CHECK(cf_engine_set_history_frame(e, &fi) == CF_E_STATE,
+        "set_history_frame after a frame was not CF_E_STATE");
+  cf_engine_free(e);
+  cf_kernel2d_free(kk);
+  kern_free(&k);
+  free(in);
+  free(out);
+}
+
 /* I420 and NV12 frames (tight) of one size: the same samples laid out
  * otherwise (U and V planes, or UV interleaved). `from` I420: src to
  * NV12; NV12: src to I420; any other: src copied as it is. */
@@ -4008,6 +4049,7 @@ int main(void)
       cmocka_unit_test(test_api),
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_bad_frames),
+      cmocka_unit_test(test_history_after_refused),
       cmocka_unit_test(test_borders),
       cmocka_unit_test(test_large_kernels),
       cmocka_unit_test(test_thin_frames),

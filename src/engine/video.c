@@ -612,9 +612,14 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
   if (!in || !out)
     return cf_fail(CF_E_INVALID, "process_frame: %s frame is NULL",
                    in ? "output" : "input");
-  e->vfront->begun = 1;
-  if (!front_watching(e))
-    return e->vops->process(e->impl, in, out);
+  /* a refused frame (CF_E_INVALID: nothing written, the state as it
+   * was) is no first frame: set_history_frame stays open after it */
+  if (!front_watching(e)) {
+    cf_status s = e->vops->process(e->impl, in, out);
+    if (s != CF_E_INVALID)
+      e->vfront->begun = 1;
+    return s;
+  }
   struct cf_video_front *f = e->vfront;
   cf_status s = cf_video_check_frames(&f->cfg, in, out);
   if (s == CF_OK)
@@ -623,6 +628,7 @@ CF_PUBLIC cf_status cf_engine_process_frame(cf_engine *e, const cf_frame *in,
     s = front_host_frame(f, out, "output");
   if (s != CF_OK)
     return s;
+  f->begun = 1;
   s = e->vops->process(e->impl, in, out);
   if (s == CF_OK) {
     front_frame m = front_meta(f, f->n);
