@@ -1585,6 +1585,73 @@ static void test_history_after_refused(void **state)
   free(out);
 }
 
+/* A frame of one row whose stride is below its row's bytes is refused
+ * (video.h, cf_frame: the stride must hold the row, for any height), as
+ * FFmpeg's av_image_copy_plane asserts and every GstVideoInfo has it, though
+ * no row after the first uses it; at the row's bytes it is taken. Every
+ * format, every plane, input, output and history frame. */
+static void test_one_row_stride(void **state)
+{
+  (void)state;
+  if (V->backend == CF_BACKEND_CUDA && V->pipelined)
+    return; /* one CUDA variant is enough: the check is the front's */
+  ref_rng r;
+  test_rng(&r, 53);
+  for (unsigned i = 0; i < NFORMATS; i++) {
+    cf_pixel_format f = all_formats[i];
+    unsigned w = (unsigned)ref_rng_range(&r, 2, 20);
+    cf_video_config cfg;
+    rand_config(&cfg, &r, f, w, 1, 0);
+    cfg.pipeline_depth = 0;
+    kern k = {0};
+    kern_make(&k, &r, 2, 1, 3, rand_kind(&r), fmt_is_int(f));
+    cf_kernel2d *kk = kern_build(&k);
+    cf_engine *e = NULL;
+    set_case("one row stride: %s %ux1: ", fmt_name(f), w);
+    CHECK_OK(cf_engine_new_video(&cfg, kk, &e));
+    size_t bytes = cf_frame_layout(f, w, 1, NULL, NULL);
+    uint8_t *in = xalloc(bytes), *out = xalloc(bytes), *keep = xalloc(bytes);
+    for (size_t b = 0; b < bytes; b++)
+      in[b] = (uint8_t)ref_rng_u64(&r), out[b] = (uint8_t)ref_rng_u64(&r);
+    if (f == CF_PIX_GRAY32F)
+      for (size_t b = 0; b < bytes; b += 4)
+        memcpy(in + b, &(float){(float)ref_rng_sym(&r)}, 4);
+    memcpy(keep, out, bytes);
+    ref2d_fmt d;
+    ref2d_fmt_get(f, &d);
+    for (unsigned p = 0; p < d.planes; p++)
+      for (unsigned which = 0; which < 3; which++) {
+        cf_frame fi, fo;
+        cf_frame_layout(f, w, 1, in, &fi);
+        cf_frame_layout(f, w, 1, out, &fo);
+        size_t row = fi.stride[p];
+        size_t small = ref_rng_range(&r, 0, row - 1);
+        (which == 1 ? &fo : &fi)->stride[p] = small;
+        cf_status st = which == 2 ? cf_engine_set_history_frame(e, &fi)
+                                  : cf_engine_process_frame(e, &fi, &fo);
+        const char *name = which == 0   ? "input"
+                           : which == 1 ? "output"
+                                        : "history";
+        CHECK(st == CF_E_INVALID && strstr(cf_last_error(), name) &&
+                  strstr(cf_last_error(), "less than its row"),
+              "%s plane %u stride %zu (row %zu bytes, one row): %s (%s), "
+              "want CF_E_INVALID naming the stride",
+              name, p, small, row, cf_status_name(st), cf_last_error());
+        CHECK(!memcmp(out, keep, bytes), "a refused frame wrote its output");
+      }
+    cf_frame fi, fo;
+    cf_frame_layout(f, w, 1, in, &fi);
+    cf_frame_layout(f, w, 1, out, &fo);
+    CHECK_OK(cf_engine_process_frame(e, &fi, &fo)); /* stride = row */
+    cf_engine_free(e);
+    cf_kernel2d_free(kk);
+    kern_free(&k);
+    free(in);
+    free(out);
+    free(keep);
+  }
+}
+
 /* I420 and NV12 frames (tight) of one size: the same samples laid out
  * otherwise (U and V planes, or UV interleaved). `from` I420: src to
  * NV12; NV12: src to I420; any other: src copied as it is. */
@@ -4049,6 +4116,7 @@ int main(void)
       cmocka_unit_test(test_api),
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_bad_frames),
+      cmocka_unit_test(test_one_row_stride),
       cmocka_unit_test(test_history_after_refused),
       cmocka_unit_test(test_borders),
       cmocka_unit_test(test_large_kernels),

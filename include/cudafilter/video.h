@@ -161,7 +161,11 @@ void cf_video_config_init(cf_video_config *cfg);
 /* One frame: plane pointers and the bytes between the starts of rows.
  * Packed formats use plane 0; I420, Y444 and Y42B planes Y, U, V; NV12
  * planes Y, UV.
- * A stride may exceed the row's bytes (padded rows). */
+ * A stride may exceed the row's bytes (padded rows), never fall below them
+ * (CF_E_INVALID naming the plane): also for a plane of one row (a frame of
+ * height 1, or 2 for I420/NV12 chroma), whose stride no later row uses,
+ * as FFmpeg (av_image_copy_plane asserts it) and GStreamer (GstVideoInfo)
+ * keep it; above them any stride is taken there, it being unused. */
 typedef struct cf_frame {
   void *data[3];
   size_t stride[3];
@@ -169,7 +173,8 @@ typedef struct cf_frame {
 
 /* Describe a tightly packed frame starting at `base` (rows without
  * padding, planes one after another as in a raw .yuv file; `out` may be
- * NULL). Returns the frame's size in bytes, or 0 (with a message for
+ * NULL; `base` may be NULL: out's strides alone, its plane pointers
+ * NULL, no offset added to a null pointer). Returns the frame's size in bytes, or 0 (with a message for
  * cf_last_error(), *out untouched) for an unknown format, a zero side, a
  * side over CF_VIDEO_MAX_SIDE or a size that size_t cannot hold. */
 size_t cf_frame_layout(cf_pixel_format fmt, unsigned width, unsigned height,
