@@ -331,6 +331,23 @@ void ref2d_video_free(ref2d_video *v)
   free(v);
 }
 
+int ref2d_video_set_format(ref2d_video *v, cf_pixel_format f)
+{
+  ref2d_fmt d;
+  if (!ref2d_fmt_get(f, &d) || d.ncomp != v->fmt.ncomp ||
+      d.is_float != v->fmt.is_float || d.bytes != v->fmt.bytes)
+    return 0;
+  for (unsigned c = 0; c < d.ncomp; c++) {
+    unsigned cw, ch;
+    ref2d_chan_size(&d.comp[c], v->cfg.width, v->cfg.height, &cw, &ch);
+    if (cw != v->cw[c] || ch != v->ch[c])
+      return 0;
+  }
+  v->fmt = d; /* the history holds samples: it goes on */
+  v->cfg.format = f;
+  return 1;
+}
+
 int ref2d_video_set_black(ref2d_video *v, int full_range)
 {
   free(v->base);

@@ -93,6 +93,10 @@ int ref2d_video_set_base(ref2d_video *v, const cf_frame *f);
 /* ref2d_video_set_base with the format's black: YUV Y 16 (0 in full
  * range), U = V 128; zeros in the others. */
 int ref2d_video_set_black(ref2d_video *v, int full_range);
+/* Next frame on: frames in format f, whose components lie on the same
+ * grids as the current format's (I420 <-> NV12), the history kept. 0 where
+ * they do not. */
+int ref2d_video_set_format(ref2d_video *v, cf_pixel_format f);
 /* Next frame on: the output stage (scale, bias, absolute). */
 void ref2d_video_set_output(ref2d_video *v, float scale, float bias,
                             int absolute);
