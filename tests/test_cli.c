@@ -7044,14 +7044,14 @@ static void test_apply_cut_short_stdin(void **state)
       fail_msg("sample %zu: %g, want %g", i, w.x[i],
                (double)lrintf(x[i] * 32768.0f));
   free(w.x);
-  /* from a pipe: nothing new said, what there is written */
+  /* from a pipe: the same said (test_apply_cut_short_pipe) */
   size_t n;
   unsigned char *bytes = read_file(inp, &n);
   result res;
   run_cli(args, bytes, n, NULL, 0, 1, &res);
-  if (res.status != 0 || strstr(res.err, "cut short"))
-    fail_msg("apply - from a pipe: exit %d, stderr:\n%s", res.status,
-             res.err);
+  if (res.status != 0 || !strstr(res.err, want))
+    fail_msg("apply - from a pipe: exit %d, stderr:\n%s\nwant '%s'",
+             res.status, res.err, want);
   result_free(&res);
   free(bytes);
   /* inside its first frame: an error, nothing written */
@@ -7098,6 +7098,153 @@ static void test_apply_cut_short_stdin(void **state)
   free(err);
   frames_free(frames, NF);
   unlink(inp);
+  unlink(outp);
+  unlink(one);
+  assert_no_part_files();
+#else
+  skip();
+#endif
+}
+
+/* A WAV, W64 or CAF cut short and sent through a pipe (written to
+ * apply's standard input in random pieces) is told as the same file
+ * named is: its header (the tap's first bytes) states N frames, fewer
+ * came before the pipe's end (said nothing, and lost its tail silently,
+ * before). Whole, cut at a seeded point, cut inside the first frame,
+ * and a streaming writer's WAV (data size 0xFFFFFFFF or 0: unknown, not
+ * cut short); the output sample for sample the frames that came. A
+ * YUV4MPEG2 cut inside frame k + 1 through a pipe: the warning, and the
+ * k frames written those the whole file named gives. */
+static void test_apply_cut_short_pipe(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 12000, NF = 5 };
+  static const struct {
+    const char *ext, *encoder;
+  } fmts[] = {{"wav", NULL}, {"w64", "pcm_s16le"}, {"caf", "pcm_s16be"}};
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[32], want[256];
+  static float x[N * CH], xc[CH][N];
+  float *planes[CH] = {xc[0], xc[1]};
+  identity_case(x, N * CH, 47, one, "cutp-k.txt");
+  for (size_t i = 0; i < N; i++)
+    for (unsigned c = 0; c < CH; c++)
+      xc[c][i] = x[i * CH + c];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 47);
+  tmp_path(outp, sizeof outp, "cutp-out.wav");
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, "-", outp,
+                        NULL};
+  for (size_t f = 0; f < sizeof fmts / sizeof *fmts; f++) {
+    snprintf(name, sizeof name, "cutp-in.%s", fmts[f].ext);
+    tmp_path(inp, sizeof inp, name);
+    if (fmts[f].encoder)
+      avmake_encoded(inp, fmts[f].encoder, 44100, CH, planes, N);
+    else
+      write_wav(inp, W_S16, 44100, CH, x, N);
+    size_t size;
+    unsigned char *bytes = read_file(inp, &size);
+    unlink(inp);
+    size_t sound = N * CH * 2, head = size - sound;
+    /* 0: whole; 1: cut at a seeded point; 2: inside its first frame;
+     * 3, 4 (WAV): cut, its data size 0xFFFFFFFF, 0 (a stream's) */
+    for (int cut = 0; cut < (fmts[f].encoder ? 3 : 5); cut++) {
+      size_t len = size;
+      if (cut == 1 || cut >= 3)
+        len = head + sound / 5 + ref_rng_range(&r, 0, sound * 4 / 5 - 1);
+      if (cut == 2)
+        len = head + ref_rng_range(&r, 0, CH * 2 - 1);
+      if (cut >= 3) /* "data" and its size end the 44-byte header */
+        memset(bytes + head - 4, cut == 3 ? 0xFF : 0, 4);
+      long long there = (long long)(len - head) / (CH * 2);
+      unlink(outp);
+      result res;
+      run_cli(args, bytes, len, &r, 1, 1, &res);
+      snprintf(want, sizeof want, "warning: pipe:0 is cut short: its header "
+               "states %d frames (%.3f s), %lld were there (%.3f s)",
+               N, N / 44100.0, there, there / 44100.0);
+      bool told = strstr(res.err, "cut short");
+      if (cut == 2) {
+        if (res.status != 1 || !told ||
+            !strstr(res.err, "none of them are there; nothing written") ||
+            access(outp, F_OK) == 0)
+          fail_msg("a .%s cut to %zu of %zu bytes, inside its first frame, "
+                   "through a pipe: exit %d, %s, stderr:\n%s",
+                   fmts[f].ext, len, size, res.status,
+                   access(outp, F_OK) ? "no output" : "an output", res.err);
+        result_free(&res);
+        continue;
+      }
+      if (res.status != 0 || (cut == 1 ? !strstr(res.err, want) : told))
+        fail_msg("a .%s (case %d) of %zu of %zu bytes through a pipe: exit "
+                 "%d, stderr:\n%s\nwant %s'%s'",
+                 fmts[f].ext, cut, len, size, res.status, res.err,
+                 cut == 1 ? "" : "no 'cut short', not ", want);
+      result_free(&res);
+      wav o;
+      read_wav(outp, &o);
+      if ((long long)o.frames != there)
+        fail_msg(".%s (case %d) through a pipe: %zu frames written, %lld "
+                 "came", fmts[f].ext, cut, o.frames, there);
+      for (size_t i = 0; i < o.frames * CH; i++)
+        if (o.x[i] != (double)lrintf(x[i] * 32768.0f))
+          fail_msg(".%s (case %d) through a pipe: sample %zu: %g, want %g",
+                   fmts[f].ext, cut, i, o.x[i],
+                   (double)lrintf(x[i] * 32768.0f));
+      free(o.x);
+    }
+    free(bytes);
+  }
+  /* a YUV4MPEG2 cut inside frame k + 1 */
+  unsigned vw = 2 * (unsigned)ref_rng_range(&r, 4, 12),
+           vh = 2 * (unsigned)ref_rng_range(&r, 4, 12);
+  size_t fb = y4m_frame_bytes(1, vw, vh);
+  unsigned char *frames[NF];
+  rand_frames(frames, NF, fb, &r);
+  char whole[PATH_MAX];
+  tmp_path(inp, sizeof inp, "cutp.y4m");
+  tmp_path(whole, sizeof whole, "cutp-whole.y4m");
+  tmp_path(outp, sizeof outp, "cutp-out.y4m");
+  y4m_write(inp, 1, vw, vh, 25, frames, NF);
+  frames_free(frames, NF);
+  const char *wargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", inp,
+                         whole, NULL};
+  result res;
+  run_simple(wargs, &res);
+  assert_int_equal(res.status, 0);
+  result_free(&res);
+  size_t size;
+  unsigned char *bytes = read_file(inp, &size);
+  size_t data = size - NF * (fb + 6);
+  long long k = (long long)ref_rng_range(&r, 1, NF - 1);
+  size_t into = ref_rng_range(&r, 1, fb + 5);
+  const char *vargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", "-",
+                         outp, NULL};
+  run_cli(vargs, bytes, data + (size_t)k * (fb + 6) + into, &r, 1, 1, &res);
+  snprintf(want, sizeof want, "warning: pipe:0 is cut short: it ends %zu "
+           "byte%s into frame %lld, which takes %zu",
+           into, into == 1 ? "" : "s", k + 1, fb + 6);
+  unsigned char *got = NULL, *ref = NULL;
+  if (res.status != 0 || !strstr(res.err, want) ||
+      y4m_read(outp, 1, vw, vh, &got) != (size_t)k)
+    fail_msg("a .y4m cut inside frame %lld through a pipe: exit %d, "
+             "stderr:\n%s\nwant '%s'", k + 1, res.status, res.err, want);
+  assert_int_equal(y4m_read(whole, 1, vw, vh, &ref), NF);
+  if (memcmp(got, ref, (size_t)k * fb))
+    fail_msg("a .y4m cut inside frame %lld through a pipe: its %lld frames "
+             "differ from the whole file's first", k + 1, k);
+  result_free(&res);
+  /* whole through a pipe: nothing said */
+  run_cli(vargs, bytes, size, &r, 1, 1, &res);
+  if (res.status != 0 || strstr(res.err, "cut short"))
+    fail_msg("a whole .y4m through a pipe: exit %d, stderr:\n%s", res.status,
+             res.err);
+  result_free(&res);
+  free(got);
+  free(ref);
+  free(bytes);
+  unlink(inp);
+  unlink(whole);
   unlink(outp);
   unlink(one);
   assert_no_part_files();
@@ -8427,6 +8574,7 @@ int main(void)
     cmocka_unit_test(test_apply_rotation),
     cmocka_unit_test(test_apply_interrupt),
     cmocka_unit_test(test_apply_cut_short_stdin),
+    cmocka_unit_test(test_apply_cut_short_pipe),
     cmocka_unit_test(test_apply_cut_short_one),
     cmocka_unit_test(test_apply_empty_input),
     cmocka_unit_test(test_file_size_limit),

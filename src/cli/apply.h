@@ -51,8 +51,9 @@ typedef struct apply_opts {
   cf_video_config vcfg;
   /* INPUT is "-" (libav's "pipe:0") and standard input a regular file
    * (`apply - OUT < FILE`): where reading it began (the header's offsets
-   * count from there), for the cut-short check, which a pipe cannot
-   * have; false: not so (a pipe, a terminal, the daemon's files) */
+   * count from there), for the cut-short check; false: not so (a pipe
+   * or a terminal, read through a tap: apply_open_input; the daemon's
+   * files) */
   bool stdin_file;
   int64_t stdin_at;
 } apply_opts;
@@ -86,7 +87,18 @@ double apply_now(void);
  * joined, 25 then 50 fps, the probe took the first part's 25 fps where
  * ffmpeg's sees 50 (and keeps every frame). libav's error code (*fmt
  * freed on failure). */
-int apply_open_input(AVFormatContext **fmt, const char *path);
+int apply_open_input(AVFormatContext **fmt, const char *path, bool tap);
+/* tap (INPUT "-" where standard input is a pipe, not a regular file):
+ * read it through a tap that keeps its first APPLY_TAP_HEAD bytes (the
+ * header) and counts every byte read, nothing more held, so that a WAV,
+ * W64, CAF or YUV4MPEG2 cut short is told at its end as a file's is:
+ * the length its header states against the bytes that came. */
+#define APPLY_TAP_HEAD ((size_t)64 << 10)
+/* avformat_close_input, and the tap's freeing where fmt has one. */
+void apply_close_input(AVFormatContext **fmt);
+/* The bytes fmt's tap read from standard input, where it read them to
+ * their end; -1 where fmt has no tap or it has not reached the end. */
+int64_t apply_tap_size(const AVFormatContext *fmt);
 
 /* "cudafilter: PATH: WHAT: libav's message"; returns CLI_EXIT_RUNTIME. */
 int apply_av_error(const char *path, const char *what, int err);

@@ -61,6 +61,10 @@ typedef struct input {
   /* or, not in frames, a data chunk's bytes said and those in the file:
    * the file is cut short */
   int64_t stated_bytes, held_bytes;
+  /* its data chunk (data_chunk): where it starts and its bytes, its
+   * frames' size (0: not counted in frames); chunk_size 0: none read */
+  int64_t chunk_off, chunk_size;
+  int chunk_align;
   unsigned corrupt; /* packets the decoder refused */
   bool eof;
   bool draining; /* the decoder is told the input ended */
@@ -224,17 +228,100 @@ int apply_av_error(const char *path, const char *what, int err)
 
 /* ---- input ------------------------------------------------------------- */
 
-int apply_open_input(AVFormatContext **fmt, const char *path)
+/* Standard input read through a tap (apply_open_input): its first
+ * bytes, and how many came. */
+typedef struct apply_tap {
+  unsigned char head[APPLY_TAP_HEAD];
+  size_t held;   /* bytes of head */
+  int64_t total; /* bytes read */
+  bool eof;      /* read to its end */
+} apply_tap;
+
+static int tap_read(void *opaque, uint8_t *buf, int n)
+{
+  apply_tap *t = opaque;
+  ssize_t got;
+  while ((got = read(STDIN_FILENO, buf, (size_t)n)) < 0 && errno == EINTR)
+    if (interrupted)
+      return AVERROR_EXIT;
+  if (got < 0)
+    return AVERROR(errno);
+  if (got == 0) {
+    t->eof = true;
+    return AVERROR_EOF;
+  }
+  if (t->held < APPLY_TAP_HEAD) {
+    size_t k = APPLY_TAP_HEAD - t->held < (size_t)got ? APPLY_TAP_HEAD - t->held
+                                                        : (size_t)got;
+    memcpy(t->head + t->held, buf, k);
+    t->held += k;
+  }
+  t->total += got;
+  return (int)got;
+}
+
+/* fmt's tap, or NULL */
+static apply_tap *tap_of(const AVFormatContext *fmt)
+{
+  return fmt && (fmt->flags & AVFMT_FLAG_CUSTOM_IO) && fmt->pb &&
+                 fmt->pb->read_packet == tap_read
+             ? fmt->pb->opaque
+             : NULL;
+}
+
+static void tap_free(AVIOContext *pb)
+{
+  if (!pb)
+    return;
+  free(pb->opaque);
+  cf_av->av_freep(&pb->buffer);
+  cf_av->avio_context_free(&pb);
+}
+
+int64_t apply_tap_size(const AVFormatContext *fmt)
+{
+  const apply_tap *t = tap_of(fmt);
+  return t && t->eof ? t->total : -1;
+}
+
+void apply_close_input(AVFormatContext **fmt)
+{
+  AVIOContext *pb = tap_of(*fmt) ? (*fmt)->pb : NULL;
+  cf_av->avformat_close_input(fmt);
+  tap_free(pb);
+}
+
+int apply_open_input(AVFormatContext **fmt, const char *path, bool tap)
 {
   AVDictionary *opts = NULL;
+  AVIOContext *pb = NULL;
+  if (tap) {
+    enum { TAP_BUF = 32768 }; /* libav's pipe protocol's */
+    apply_tap *t = calloc(1, sizeof *t);
+    unsigned char *buf = cf_av->av_malloc(TAP_BUF);
+    if (!*fmt)
+      *fmt = cf_av->avformat_alloc_context();
+    if (t && buf && *fmt)
+      pb = cf_av->avio_alloc_context(buf, TAP_BUF, 0, t, tap_read, NULL, NULL);
+    if (!pb) {
+      free(t);
+      cf_av->av_freep(&buf);
+      return AVERROR(ENOMEM);
+    }
+    (*fmt)->pb = pb;
+  }
   /* a local name with a ':' ("take:2.wav") is that file, where libav
    * took "take" for a protocol (QA) */
   char *name = cf_av_is_url(path) ? NULL : cf_av_file_name(cf_av_local(path));
   int err = cf_av->av_dict_set(&opts, "scan_all_pmts", "1", 0);
   if (err >= 0)
     err = cf_av->avformat_open_input(fmt, name ? name : path, NULL, &opts);
+  else if (pb) /* not opened: the caller frees fmt */
+    (*fmt)->pb = NULL;
   cf_av->av_dict_free(&opts);
   free(name);
+  if (err < 0) /* libav leaves a custom pb to its owner */
+    tap_free(pb);
   return err;
 }
 
@@ -284,50 +371,77 @@ int64_t apply_stdin_size(const apply_opts *o)
   return sb.st_size > o->stdin_at ? sb.st_size - o->stdin_at : 0;
 }
 
-/* The sound a WAV (RF64, BW64), W64 or CAF header says its data chunk
- * holds: where it starts and its bytes, and the file's size; false where
- * it is not a regular file or the header says no size (a stream's WAV,
- * 0 or 0xFFFFFFFF; a CAF's -1: to the end). libav reads these files up
- * to their end without a word, and gives no length for a data chunk
- * that runs past it (wavdec) or for none of them (w64, caf), so the
- * header is read here: o's INPUT, or standard input where it is "-"
- * and a regular file (read with pread from where apply began, libav
- * reading it meanwhile). */
-static bool data_chunk(const apply_opts *o, const char *format, int64_t *off,
-                       int64_t *size, int64_t *file_size)
+/* Where a header is read from: a file (pread from base on, libav
+ * reading it meanwhile) or a tap's first bytes. */
+typedef struct hdr_src {
+  int fd;
+  int64_t base;
+  const apply_tap *tap;
+} hdr_src;
+
+static bool hdr_read(const hdr_src *s, void *b, size_t n, int64_t at)
 {
+  if (s->tap) {
+    if (at < 0 || (uint64_t)at + n > s->tap->held)
+      return false;
+    memcpy(b, s->tap->head + at, n);
+    return true;
+  }
+  return pread(s->fd, b, n, s->base + at) == (ssize_t)n;
+}
+
+/* The sound a WAV (RF64, BW64), W64 or CAF header says its data chunk
+ * holds: where it starts and its bytes, and the file's size (-1 read
+ * through a pipe: known at its end, apply_tap_size); false where it is
+ * not a regular file or a pipe read through fmt's tap, or the header
+ * says no size (a stream's WAV, 0 or 0xFFFFFFFF; a CAF's -1: to the
+ * end). libav reads these files up to their end without a word, and
+ * gives no length for a data chunk that runs past it (wavdec) or for
+ * none of them (w64, caf), so the header is read here: o's INPUT, or
+ * standard input where it is "-" and a regular file (read with pread
+ * from where apply began, libav reading it meanwhile) or a pipe (the
+ * tap's first bytes). */
+static bool data_chunk(const apply_opts *o, const AVFormatContext *fmt,
+                       int64_t *off, int64_t *size, int64_t *file_size)
+{
+  const char *format = fmt->iformat->name;
   bool wav = !strcmp(format, "wav"), w64 = !strcmp(format, "w64"),
        caf = !strcmp(format, "caf");
   const char *path = o->in_path;
-  bool in0 = !strcmp(path, "pipe:0") && o->stdin_file;
+  hdr_src src = {.fd = -1, .tap = tap_of(fmt)};
+  bool in0 = !strcmp(path, "pipe:0") && (o->stdin_file || src.tap);
   if ((!wav && !w64 && !caf) || (cf_av_is_url(path) && !in0))
     return false;
   /* O_NONBLOCK: a FIFO's open waits for a writer, long gone by now */
-  int fd = in0 ? STDIN_FILENO
-               : open(cf_av_local(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  int64_t base = in0 ? o->stdin_at : 0;
+  if (!src.tap)
+    src.fd = in0 ? STDIN_FILENO
+                 : open(cf_av_local(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  src.base = in0 && !src.tap ? o->stdin_at : 0;
   struct stat sb;
-  if (fd < 0)
+  if (!src.tap && src.fd < 0)
     return false;
   bool found = false;
   unsigned char b[40];
-  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < base)
+  int64_t end; /* the chunks are looked for up to there */
+  if (src.tap)
+    end = (int64_t)src.tap->held;
+  else if (fstat(src.fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < src.base)
     goto done;
-  int64_t end = sb.st_size - base;
-  if (pread(fd, b, w64 ? 40 : 12, base) != (w64 ? 40 : 12))
+  else
+    end = sb.st_size - src.base;
+  if (!hdr_read(&src, b, w64 ? 40 : 12, 0))
     goto done;
-  *file_size = end;
+  *file_size = src.tap ? -1 : end;
   bool rf64 = wav && (!memcmp(b, "RF64", 4) || !memcmp(b, "BW64", 4));
   uint64_t ds64 = 0; /* RF64's data size */
   int64_t at = wav ? 12 : w64 ? 40 : 8;
   for (int i = 0; i < 4096 && at < end; i++) {
     unsigned hl = w64 ? 24 : caf ? 12 : 8; /* a chunk's header */
-    if (pread(fd, b, hl, base + at) != (ssize_t)hl)
+    if (!hdr_read(&src, b, hl, at))
       break;
     uint64_t n = w64 ? get_le_n(b + 16, 8) : caf ? get_be_n(b + 4, 8)
                                                   : get_le_n(b + 4, 4);
-    if (rf64 && !memcmp(b, "ds64", 4) &&
-        pread(fd, b + 8, 16, base + at + 8) == 16)
+    if (rf64 && !memcmp(b, "ds64", 4) && hdr_read(&src, b + 8, 16, at + 8))
       ds64 = get_le_n(b + 16, 8);
     if (!memcmp(b, "data", 4)) {
       if (wav) {
@@ -351,9 +465,24 @@ static bool data_chunk(const apply_opts *o, const char *format, int64_t *off,
               : (int64_t)(hl + n + (wav ? n & 1 : 0));
   }
 done:
-  if (!in0)
-    close(fd);
+  if (!in0 && src.fd >= 0)
+    close(src.fd);
   return found;
+}
+
+/* in's data chunk (chunk_off, chunk_size) against file_size, the
+ * bytes its file holds: where they are fewer, it is cut short (stated,
+ * or stated_bytes and held_bytes). */
+static void input_cut(input *in, int64_t file_size)
+{
+  if (in->chunk_size <= 0 || in->chunk_off + in->chunk_size <= file_size)
+    return;
+  if (in->chunk_align > 0)
+    in->stated = in->chunk_size / in->chunk_align;
+  else {
+    in->stated_bytes = in->chunk_size;
+    in->held_bytes = file_size > in->chunk_off ? file_size - in->chunk_off : 0;
+  }
 }
 
 static int input_open(input *in, const char *path, const apply_opts *o)
@@ -366,7 +495,8 @@ static int input_open(input *in, const char *path, const apply_opts *o)
     return apply_error("out of memory");
   in->fmt->interrupt_callback.callback = input_stopping;
   in->fmt->interrupt_callback.opaque = in;
-  if ((err = apply_open_input(&in->fmt, path)) < 0)
+  if ((err = apply_open_input(&in->fmt, path, o && !strcmp(path, "pipe:0") &&
+                                                   !o->stdin_file)) < 0)
     return input_stopping(in) ? 130 : apply_av_error(path, "cannot open", err);
   if ((err = cf_av->avformat_find_stream_info(in->fmt, NULL)) < 0)
     return input_stopping(in)
@@ -431,17 +561,17 @@ static int input_open(input *in, const char *path, const apply_opts *o)
   int64_t off, size, file_size;
   if (stated_length(in->fmt, st))
     in->stated = in->expect;
-  else if (o && data_chunk(o, in->fmt->iformat->name, &off, &size, &file_size) &&
-           off + size > file_size) {
+  else if (o && data_chunk(o, in->fmt, &off, &size, &file_size)) {
     /* in frames where they have a size (PCM), else in bytes */
     int bits = cf_av->av_get_bits_per_sample(st->codecpar->codec_id);
     int align = st->codecpar->block_align;
-    if (bits > 0 && bits % 8 == 0 && align == n * bits / 8)
-      in->stated = size / align;
-    else {
-      in->stated_bytes = size;
-      in->held_bytes = file_size > off ? file_size - off : 0;
-    }
+    in->chunk_off = off;
+    in->chunk_size = size;
+    in->chunk_align = bits > 0 && bits % 8 == 0 && align == n * bits / 8
+                          ? align
+                          : 0;
+    if (file_size >= 0) /* a pipe's: at its end (input_cut) */
+      input_cut(in, file_size);
   }
   return 0;
 }
@@ -908,7 +1038,7 @@ static void input_close(input *in)
   cf_av->av_frame_free(&in->frame);
   cf_av->av_packet_free(&in->pkt);
   cf_av->avcodec_free_context(&in->dec);
-  cf_av->avformat_close_input(&in->fmt);
+  apply_close_input(&in->fmt);
   free(in->buf);
 }
 
@@ -2505,6 +2635,10 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
     describe(opt, &in, &out, k, e);
 
   rc = run(opt, &in, &out, e, kernel_len);
+  /* a pipe read to its end: its bytes are known now */
+  int64_t piped = apply_tap_size(in.fmt);
+  if (!rc && piped >= 0 && !in.stopped)
+    input_cut(&in, piped);
   /* cut short before its first sample: nothing of it to write (read in
    * part, apply warns and writes what there is) */
   if (!rc && !h && in.frames == 0 && in.stated > 0)

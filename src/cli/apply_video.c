@@ -386,8 +386,8 @@ static void y4m_packet(vrun *r, const AVPacket *pkt)
 }
 
 /* The bytes a YUV4MPEG2 file read to its end holds past its whole
- * frames, 0 where none (or not such a file, or read from a pipe, whose
- * size is not known): it is cut inside the next frame (a copy or a
+ * frames, 0 where none (or not such a file; a pipe's size is the bytes
+ * its tap counted to its end): it is cut inside the next frame (a copy or a
  * recording stopped early). libav's demuxer drops that partial frame
  * without a word, and the header states no frame count: the file's size
  * tells. *pic: a frame's picture bytes. */
@@ -398,7 +398,8 @@ static int64_t y4m_cut(const vrun *r, int *pic)
   /* `apply - OUT < FILE`: libav reads a pipe, of no size; FILE's */
   int64_t size = cf_av->avio_size(r->fmt->pb);
   if (size < 0 && !strcmp(r->o->in_path, "pipe:0"))
-    size = apply_stdin_size(r->o);
+    size = r->o->stdin_file ? apply_stdin_size(r->o)
+                            : apply_tap_size(r->fmt); /* a pipe's */
   if (size <= r->y4m_end)
     return 0;
   *pic = cf_av->av_image_get_buffer_size(r->ist->codecpar->format,
@@ -478,7 +479,9 @@ static int open_input(vrun *r)
     return apply_error("out of memory");
   r->fmt->interrupt_callback.callback = vstopping;
   r->fmt->interrupt_callback.opaque = r;
-  if ((err = apply_open_input(&r->fmt, path)) < 0)
+  if ((err = apply_open_input(&r->fmt, path,
+                              !strcmp(path, "pipe:0") && !r->o->stdin_file)) <
+      0)
     return vstopping(r) ? 130 : av_err(r, path, "cannot open", err);
   /* its header read, nothing more yet */
   r->y4m_at = r->y4m_end =
@@ -1426,7 +1429,7 @@ static void close_run(vrun *r)
   cf_av->avformat_free_context(r->oc);
   cf_av->avcodec_free_context(&r->enc);
   cf_av->avcodec_free_context(&r->dec);
-  cf_av->avformat_close_input(&r->fmt);
+  apply_close_input(&r->fmt);
   cf_av->av_packet_free(&r->pkt);
   cf_av->av_packet_free(&r->opkt);
   cf_av->av_frame_free(&r->frame);
