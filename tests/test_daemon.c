@@ -3865,6 +3865,16 @@ static void test_file_cut_short(void **state)
         "the end of the cut input is not said:\n%s", l);
   CHECK(we && (!strstr(wl, want) || strstr(wl, want) > we),
         "a whole input is said to end early:\n%s", l);
+  /* and as apply says it: its header's frames against those there */
+  char said[128];
+  snprintf(said, sizeof said, "is cut short: its header states %zu frames "
+           "(%.3f s), ", frames, (double)frames / rate);
+  const char *cs = strstr(c, said);
+  CHECK(cs && cs < ce && strstr(cs, "were there") < ce &&
+            strstr(cs, "cut-out.wav ends with them") < ce,
+        "the cut input's header is not said: want '%s' in\n%s", said, l);
+  cs = strstr(wl, "cut short");
+  CHECK(!cs || cs > we, "a whole input is said to be cut short:\n%s", l);
   free(l);
   stop_daemon(&r);
 
@@ -3888,7 +3898,8 @@ static void test_file_cut_short(void **state)
                    "output = whole-out.y4m\npreset = box\nsize = 3\n");
   start_daemon_ok(&r, conf);
   wait_for(&r, "c", "frames", fps / 2.0);
-  /* a header, then "FRAME\n" and the picture: 6 frames stay */
+  /* a header, then "FRAME\n" and the picture: 6 frames stay (libav
+   * has read 32 KiB, 42 frames, and goes on to their end) */
   CHECK(truncate(in, (off_t)(64 + 6 * (fb + 6))) == 0, "truncate: %s",
         strerror(errno));
   wait_state(&r, "c", "finished");
@@ -3909,6 +3920,52 @@ static void test_file_cut_short(void **state)
         "the end of the cut video is not said:\n%s", l);
   CHECK(we && (!strstr(wl, want) || strstr(wl, want) > we),
         "a whole video is said to end early:\n%s", l);
+  cs = strstr(wl, "cut short");
+  CHECK(!cs || cs > we, "a whole video is said to be cut short:\n%s", l);
+  free(l);
+  stop_daemon(&r);
+
+  /* cut inside frame kf + 1, past what libav has read when it is cut
+   * (its 32 KiB buffer, 2 frames of 128x64, when 2 are out): its partial
+   * frame said as apply says it */
+  vw = 128, vh = 64, nf = 50;
+  fb = y4m_frame_bytes(1, vw, vh);
+  fr = random_frames(nf, fb, &buf);
+  y4m_write(in, 1, vw, vh, fps, fr, nf);
+  free(fr);
+  free(buf);
+  struct stat vst;
+  CHECK(stat(in, &vst) == 0, "stat: %s", strerror(errno));
+  size_t kf = 32768 / (fb + 6) + 8, into = ref_rng_range(&rng, 1, fb + 5);
+  off_t vhead = vst.st_size - (off_t)(nf * (fb + 6));
+  write_text(conf, "[stream c]\ntype = file\ninput = cut.y4m\n"
+                   "output = cut-out.y4m\npreset = box\nsize = 3\n"
+                   "realtime = true\n");
+  start_daemon_ok(&r, conf);
+  wait_for(&r, "c", "frames", 2);
+  CHECK(truncate(in, vhead + (off_t)(kf * (fb + 6) + into)) == 0,
+        "truncate: %s", strerror(errno));
+  wait_state(&r, "c", "finished");
+  l = NULL;
+  for (double t0 = now_s();;) {
+    free(l);
+    l = slurp(r.log, NULL);
+    if (l && strstr(l, "stream c finished"))
+      break;
+    CHECK(now_s() - t0 < 5, "no line in the log for the end of c");
+    usleep(20000);
+  }
+  c = strstr(l, "stream c finished");
+  ce = strchr(c, '\n');
+  snprintf(said, sizeof said, "is cut short: it ends %zu byte%s into frame "
+           "%zu, which takes %zu", into, into == 1 ? "" : "s", kf + 1, fb + 6);
+  cs = strstr(c, said);
+  char ends[64];
+  snprintf(ends, sizeof ends, "cut-out.y4m ends with the %zu whole frames",
+           kf);
+  CHECK(ce && cs && cs < ce && strstr(cs, ends) && strstr(cs, ends) < ce,
+        "the cut video's partial frame is not said: want '%s' in\n%s", said,
+        l);
   free(l);
   stop_daemon(&r);
 }

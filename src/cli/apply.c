@@ -451,26 +451,10 @@ int cli_apply(int argc, char **argv)
               "cudafilter: warning: %s holds no frame: %s is written "
               "empty\n",
               opt.in_path, opt.out_path);
-    if (res.stated > res.frames_in)
-      fprintf(stderr,
-              "cudafilter: warning: %s is cut short: its header states "
-              "%lld frame%s (%.3f s), %lld %s there (%.3f s); %s ends "
-              "with %s\n",
-              opt.in_path, (long long)res.stated, apply_s(res.stated),
-              (double)res.stated / res.in_rate, (long long)res.frames_in,
-              res.frames_in == 1 ? "was" : "were",
-              (double)res.frames_in / res.in_rate, opt.out_path,
-              res.frames_in == 1 ? "it" : "them");
-    else if (res.stated_bytes > res.held_bytes)
-      fprintf(stderr,
-              "cudafilter: warning: %s is cut short: its header states "
-              "%lld byte%s of sound, %lld %s there (%lld frame%s, %.3f s); "
-              "%s ends with %s\n",
-              opt.in_path, (long long)res.stated_bytes,
-              apply_s(res.stated_bytes), (long long)res.held_bytes,
-              res.held_bytes == 1 ? "was" : "were", (long long)res.frames_in,
-              apply_s(res.frames_in), (double)res.frames_in / res.in_rate,
-              opt.out_path, res.frames_in == 1 ? "it" : "them");
+    char said[2 * PATH_MAX + 200];
+    if (apply_cut_short_said(said, sizeof said, &res, opt.in_path,
+                             opt.out_path))
+      fprintf(stderr, "cudafilter: warning: %s\n", said);
     if (res.clipped) {
       const char *fc = float_codec(&opt);
       fprintf(stderr,

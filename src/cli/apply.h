@@ -341,6 +341,15 @@ typedef struct apply_result {
   char engine[160]; /* cf_engine_describe (no hooks) */
 } apply_result;
 
+/* The sentence that tells res's INPUT in cut short (its header's frames,
+ * or bytes, against those there), out ending with what was there:
+ * "IN is cut short: its header states 48000 frames (1.000 s), 7489 were
+ * there (0.156 s); OUT ends with them", into buf (n bytes); "" and 0
+ * where res tells no cut. apply's warning and cudafilterd's finished
+ * line alike. */
+size_t apply_cut_short_said(char *buf, size_t n, const apply_result *res,
+                            const char *in, const char *out);
+
 /* The audio half: INPUT's main audio stream through the kernel (or
  * h->engine) into tmp, renamed to OUTPUT when complete (tmp NULL: OUTPUT
  * written in place). 0, 130 (interrupted) or CLI_EXIT_RUNTIME; on an
@@ -387,7 +396,20 @@ typedef struct apply_vresult {
   char codec[32];
   char shown[48]; /* how the picture was made as shown ("turned a quarter
                      clockwise"), or "" */
+  /* a YUV4MPEG2 INPUT cut inside frame cut_whole + 1: its bytes there,
+   * and a frame's picture bytes; cut_bytes 0: not cut */
+  int64_t cut_bytes, cut_whole;
+  int cut_pic;
 } apply_vresult;
+
+/* The sentence that tells res's YUV4MPEG2 INPUT cut inside a frame, out
+ * ending with the whole frames before it: "IN is cut short: it ends 315
+ * bytes into frame 7, which takes 774 (the FRAME line and 768 of
+ * picture); OUT ends with the 6 whole frames before it", into buf (n
+ * bytes); "" and 0 where res tells no cut. apply's warning and
+ * cudafilterd's finished line alike. */
+size_t apply_y4m_cut_said(char *buf, size_t n, const apply_vresult *res,
+                          const char *in, const char *out);
 
 /* --components for the format the frames are filtered in: a mask, or an
  * exit status after saying why. */

@@ -485,6 +485,32 @@ static void input_cut(input *in, int64_t file_size)
   }
 }
 
+size_t apply_cut_short_said(char *buf, size_t n, const apply_result *res,
+                            const char *in, const char *out)
+{
+  int w = 0;
+  long long got = (long long)res->frames_in;
+  if (res->stated > res->frames_in)
+    w = snprintf(buf, n,
+                 "%s is cut short: its header states %lld frame%s (%.3f s), "
+                 "%lld %s there (%.3f s); %s ends with %s",
+                 in, (long long)res->stated, apply_s(res->stated),
+                 (double)res->stated / res->in_rate, got,
+                 got == 1 ? "was" : "were", (double)got / res->in_rate, out,
+                 got == 1 ? "it" : "them");
+  else if (res->stated_bytes > res->held_bytes)
+    w = snprintf(buf, n,
+                 "%s is cut short: its header states %lld byte%s of sound, "
+                 "%lld %s there (%lld frame%s, %.3f s); %s ends with %s",
+                 in, (long long)res->stated_bytes, apply_s(res->stated_bytes),
+                 (long long)res->held_bytes,
+                 res->held_bytes == 1 ? "was" : "were", got, apply_s(got),
+                 (double)got / res->in_rate, out, got == 1 ? "it" : "them");
+  else if (n)
+    buf[0] = 0;
+  return w > 0 ? (size_t)w : 0;
+}
+
 static int input_open(input *in, const char *path, const apply_opts *o)
 {
   int err;

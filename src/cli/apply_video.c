@@ -408,6 +408,24 @@ static int64_t y4m_cut(const vrun *r, int *pic)
   return size - r->y4m_end;
 }
 
+size_t apply_y4m_cut_said(char *buf, size_t n, const apply_vresult *res,
+                          const char *in, const char *out)
+{
+  int w = 0;
+  if (res->cut_bytes > 0)
+    w = snprintf(buf, n,
+                 "%s is cut short: it ends %lld byte%s into frame %lld, "
+                 "which takes %d (the FRAME line and %d of picture); %s "
+                 "ends with the %lld whole frame%s before it",
+                 in, (long long)res->cut_bytes, apply_s(res->cut_bytes),
+                 (long long)res->cut_whole + 1, res->cut_pic + 6,
+                 res->cut_pic, out, (long long)res->cut_whole,
+                 apply_s(res->cut_whole));
+  else if (n)
+    buf[0] = 0;
+  return w > 0 ? (size_t)w : 0;
+}
+
 static int read_first(vrun *r)
 {
   const char *path = r->o->in_path;
@@ -1544,8 +1562,8 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   /* cut short before its first whole frame: nothing to write (a cut
    * later: a warning, what there is written) */
   int pic = 0;
-  int64_t cut = rc || h ? 0 : y4m_cut(&r, &pic);
-  if (cut && !r.y4m_frames)
+  int64_t cut = rc ? 0 : y4m_cut(&r, &pic);
+  if (cut && !r.y4m_frames && !h)
     rc = apply_error("%s is cut short: it ends %lld byte%s into its first "
                      "frame, which takes %d (the FRAME line and %d of "
                      "picture); there is no whole frame, nothing written",
@@ -1558,6 +1576,9 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
   res->height = (unsigned)r.oh;
   res->stopped = r.stopped;
   res->corrupt = r.corrupt;
+  res->cut_bytes = cut;
+  res->cut_whole = r.y4m_frames;
+  res->cut_pic = pic;
   snprintf(res->codec, sizeof res->codec, "%s",
            r.enc ? r.enc->codec->name : "?");
   if (rc || (rc = apply_commit(o, tmp)))
@@ -1574,15 +1595,10 @@ int apply_video(const apply_opts *o, const char *tmp, const cf_kernel2d *k,
     fprintf(stderr,
             "cudafilter: warning: %s holds no frame: %s is written empty\n",
             o->in_path, o->out_path);
-  if (cut)
-    fprintf(stderr,
-            "cudafilter: warning: %s is cut short: it ends %lld byte%s into "
-            "frame %lld, which takes %d (the FRAME line and %d of picture); "
-            "%s ends with the %lld whole frame%s before it\n",
-            o->in_path, (long long)cut, apply_s(cut),
-            (long long)r.y4m_frames + 1, pic + 6, pic, o->out_path,
-            (long long)r.y4m_frames,
-            apply_s(r.y4m_frames));
+  char said[2 * PATH_MAX + 200];
+  if (!h && apply_y4m_cut_said(said, sizeof said, res, o->in_path,
+                               o->out_path))
+    fprintf(stderr, "cudafilter: warning: %s\n", said);
   if (!o->quiet || o->verbose) {
     double el = apply_now() - t0;
     char extra[96] = "";

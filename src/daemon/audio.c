@@ -703,7 +703,7 @@ static gpointer file_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_audio(&o, a->tmp, &h, &a->res);
   apply_capture(NULL, 0);
-  char wrote[320];
+  char wrote[2 * PATH_MAX + 640];
   int w = snprintf(wrote, sizeof wrote, "%.2f s",
                    (double)a->res.frames_out /
                        (a->res.rate ? a->res.rate : sc->rate));
@@ -722,9 +722,17 @@ static gpointer file_thread(gpointer user)
   if (rc == 0 && !a->res.stopped && sc->seconds > 0 &&
       read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) && w > 0 &&
       (size_t)w < sizeof wrote)
-    snprintf(wrote + w, sizeof wrote - (size_t)w,
-             "; the input ended at %.2f s of the %.2f s it was probed to hold",
-             read_s, sc->seconds);
+    w += snprintf(wrote + w, sizeof wrote - (size_t)w,
+                  "; the input ended at %.2f s of the %.2f s it was probed "
+                  "to hold",
+                  read_s, sc->seconds);
+  /* its header's length against what was there, as apply says it (QA: a
+   * WAV cut while read said only where it ended) */
+  char said[2 * PATH_MAX + 200];
+  if (rc == 0 && apply_cut_short_said(said, sizeof said, &a->res, sc->input,
+                                      sc->output) &&
+      w > 0 && (size_t)w < sizeof wrote)
+    snprintf(wrote + w, sizeof wrote - (size_t)w, "; %s", said);
   file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
@@ -788,7 +796,7 @@ static gpointer video_thread(gpointer user)
   apply_capture(a->error, sizeof a->error);
   int rc = apply_video(&o, a->tmp, a->k2d, NULL, &h, &a->vres);
   apply_capture(NULL, 0);
-  char wrote[384];
+  char wrote[2 * PATH_MAX + 640];
   size_t w = 0;
   w += (size_t)snprintf(wrote, sizeof wrote, "%lld frames",
                         (long long)a->vres.frames);
@@ -811,9 +819,16 @@ static gpointer video_thread(gpointer user)
   if (rc == 0 && !a->vres.stopped && sc->seconds > 0 &&
       read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) &&
       w < sizeof wrote)
-    snprintf(wrote + w, sizeof wrote - w,
-             "; the input ended at %.2f s of the %.2f s it was probed to hold",
-             read_s, sc->seconds);
+    w += (size_t)snprintf(wrote + w, sizeof wrote - w,
+                          "; the input ended at %.2f s of the %.2f s it was "
+                          "probed to hold",
+                          read_s, sc->seconds);
+  /* a YUV4MPEG2 cut inside a frame, as apply says it */
+  char said[2 * PATH_MAX + 200];
+  if (rc == 0 && apply_y4m_cut_said(said, sizeof said, &a->vres, sc->input,
+                                    sc->output) &&
+      w < sizeof wrote)
+    snprintf(wrote + w, sizeof wrote - w, "; %s", said);
   file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
 }
