@@ -688,6 +688,23 @@ static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote)
   atomic_store(&a->state, (int)st);
 }
 
+/* The end of a file stream's finished line, after wrote's first w
+ * bytes (cap in all): where its input ended (read_s) well before the
+ * length it was probed to hold (seconds) and it ran to its end (ran),
+ * that; then said, apply's sentence for an input cut short (or ""). */
+static void end_said(char *wrote, size_t cap, size_t w, bool ran,
+                     double read_s, double seconds, const char *said)
+{
+  if (ran && seconds > 0 && read_s < seconds - fmax(1.0, 0.02 * seconds) &&
+      w < cap)
+    w += (size_t)snprintf(wrote + w, cap - w,
+                          "; the input ended at %.2f s of the %.2f s it was "
+                          "probed to hold",
+                          read_s, seconds);
+  if (said[0] && w < cap)
+    snprintf(wrote + w, cap - w, "; %s", said);
+}
+
 static gpointer file_thread(gpointer user)
 {
   cfd_audio *a = user;
@@ -719,20 +736,13 @@ static gpointer file_thread(gpointer user)
    * "finished" alone told nothing (QA: a 60 s WAV truncated to 1 s while
    * it was read) */
   double read_s = (double)atomic_load(&a->frames) / sc->rate;
-  if (rc == 0 && !a->res.stopped && sc->seconds > 0 &&
-      read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) && w > 0 &&
-      (size_t)w < sizeof wrote)
-    w += snprintf(wrote + w, sizeof wrote - (size_t)w,
-                  "; the input ended at %.2f s of the %.2f s it was probed "
-                  "to hold",
-                  read_s, sc->seconds);
-  /* its header's length against what was there, as apply says it (QA: a
-   * WAV cut while read said only where it ended) */
-  char said[2 * PATH_MAX + 200];
-  if (rc == 0 && apply_cut_short_said(said, sizeof said, &a->res, sc->input,
-                                      sc->output) &&
-      w > 0 && (size_t)w < sizeof wrote)
-    snprintf(wrote + w, sizeof wrote - (size_t)w, "; %s", said);
+  /* and its header's length against what was there, as apply says it
+   * (QA: a WAV cut while read said only where it ended) */
+  char said[2 * PATH_MAX + 200] = "";
+  if (rc == 0)
+    apply_cut_short_said(said, sizeof said, &a->res, sc->input, sc->output);
+  end_said(wrote, sizeof wrote, w > 0 ? (size_t)w : sizeof wrote,
+           rc == 0 && !a->res.stopped, read_s, sc->seconds, said);
   file_done(a, rc, a->res.stopped, wrote);
   return NULL;
 }
@@ -816,19 +826,12 @@ static gpointer video_thread(gpointer user)
   /* where the input ended well before the length it was probed to hold,
    * as for sound (the last frame's start: a frame short at most) */
   double read_s = atomic_load(&a->frames) ? a->t_last - a->t_first : 0.0;
-  if (rc == 0 && !a->vres.stopped && sc->seconds > 0 &&
-      read_s < sc->seconds - fmax(1.0, 0.02 * sc->seconds) &&
-      w < sizeof wrote)
-    w += (size_t)snprintf(wrote + w, sizeof wrote - w,
-                          "; the input ended at %.2f s of the %.2f s it was "
-                          "probed to hold",
-                          read_s, sc->seconds);
-  /* a YUV4MPEG2 cut inside a frame, as apply says it */
-  char said[2 * PATH_MAX + 200];
-  if (rc == 0 && apply_y4m_cut_said(said, sizeof said, &a->vres, sc->input,
-                                    sc->output) &&
-      w < sizeof wrote)
-    snprintf(wrote + w, sizeof wrote - w, "; %s", said);
+  /* and a YUV4MPEG2 cut inside a frame, as apply says it */
+  char said[2 * PATH_MAX + 200] = "";
+  if (rc == 0)
+    apply_y4m_cut_said(said, sizeof said, &a->vres, sc->input, sc->output);
+  end_said(wrote, sizeof wrote, w, rc == 0 && !a->vres.stopped, read_s,
+           sc->seconds, said);
   file_done(a, rc, a->vres.stopped, wrote);
   return NULL;
 }
