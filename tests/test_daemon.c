@@ -3927,7 +3927,10 @@ static void test_file_cut_short(void **state)
 
   /* cut inside frame kf + 1, past what libav has read when it is cut
    * (its 32 KiB buffer, 2 frames of 128x64, when 2 are out): its partial
-   * frame said as apply says it */
+   * frame said as apply says it. kf leaves the test about a second (24
+   * frames at 25 fps) to cut it before the stream reads that far: with 8
+   * frames (0.3 s) a test process held up that long on a loaded CI
+   * machine would see the whole file read */
   vw = 128, vh = 64, nf = 50;
   fb = y4m_frame_bytes(1, vw, vh);
   fr = random_frames(nf, fb, &buf);
@@ -3936,7 +3939,7 @@ static void test_file_cut_short(void **state)
   free(buf);
   struct stat vst;
   CHECK(stat(in, &vst) == 0, "stat: %s", strerror(errno));
-  size_t kf = 32768 / (fb + 6) + 8, into = ref_rng_range(&rng, 1, fb + 5);
+  size_t kf = 32768 / (fb + 6) + 24, into = ref_rng_range(&rng, 1, fb + 5);
   off_t vhead = vst.st_size - (off_t)(nf * (fb + 6));
   write_text(conf, "[stream c]\ntype = file\ninput = cut.y4m\n"
                    "output = cut-out.y4m\npreset = box\nsize = 3\n"
