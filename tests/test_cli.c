@@ -2580,6 +2580,67 @@ static void test_apply_damaged(void **state)
  * before the first whole frame, it is an error and nothing is written.
  * The whole file: no such word. It said nothing of either (libav's
  * "Packet corrupt" at most) and wrote "0 frames" with exit 0. */
+/* A compressed file cut so short that no frame of it decodes (a Matroska
+ * or MP4 whose first cluster or sample table is cut: libav logs "File
+ * ended prematurely" and gives no frame) was "IN holds no frame: OUT is
+ * written empty", exit 0, as for a whole file of 0 frames: a damaged
+ * file called empty (QA). Its container gives it a length (rounded, or
+ * estimated: not enough to count a cut in frames, enough to know it was
+ * not empty): an error, exit 1, nothing written. A whole file of no
+ * frame (a WAV of 0 frames) stays a valid empty output. */
+static void test_apply_damaged_no_frame(void **state)
+{
+  (void)state;
+#ifdef CF_TEST_HAVE_LIBAV
+  enum { CH = 2, N = 48000 };
+  char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
+  static float x[N * CH], xc[CH][N];
+  float *planes[CH] = {xc[0], xc[1]};
+  identity_case(x, N * CH, 37, one, "dmg-k.txt");
+  for (size_t i = 0; i < N; i++)
+    for (unsigned c = 0; c < CH; c++)
+      xc[c][i] = x[i * CH + c];
+  ref_rng r;
+  ref_rng_init(&r, ref_seed() + 37);
+  tmp_path(outp, sizeof outp, "dmg-out.wav");
+  tmp_path(inp, sizeof inp, "dmg-in.mka");
+  /* 1 s of FLAC in Matroska (about 190 kB, of 16-bit noise): its header
+   * and Tracks in the first 1.5 kB, its first block (4608 frames) past
+   * the first 5%; cut between the two, not one frame decodes */
+  avmake_encoded(inp, "flac", 48000, CH, planes, N);
+  struct stat st;
+  assert_int_equal(stat(inp, &st), 0);
+  off_t len = st.st_size / 100 +
+              (off_t)ref_rng_range(&r, 0, (size_t)(st.st_size * 3 / 100));
+  assert_int_equal(truncate(inp, len), 0);
+  unlink(outp);
+  const char *args[] = {NULL, "apply", "-q", "-y", "-k", one, inp, outp,
+                        NULL};
+  result res;
+  run_simple(args, &res);
+  if (res.status != 1 || access(outp, F_OK) == 0 ||
+      !strstr(res.err, "no frame of it could be decoded, though its "
+                       "container gives it 1.0") ||
+      strstr(res.err, "is written empty"))
+    fail_msg("apply on a FLAC .mka cut to %lld of %lld bytes, before its "
+             "first frame: exit %d, %s, stderr:\n%s",
+             (long long)len, (long long)st.st_size, res.status,
+             access(outp, F_OK) ? "no output" : "an output", res.err);
+  /* a whole WAV of 0 frames: still an empty output, exit 0 */
+  tmp_path(inp, sizeof inp, "dmg-empty.wav");
+  write_wav(inp, W_S16, 48000, CH, x, 0);
+  unlink(outp);
+  run_simple(args, &res);
+  if (res.status != 0 || access(outp, F_OK) != 0 ||
+      !strstr(res.err, "holds no frame: "))
+    fail_msg("apply on a WAV of 0 frames: exit %d, stderr:\n%s", res.status,
+             res.err);
+#else
+  printf("skipped: apply needs libav, which this build lacks\n");
+  skip();
+#endif
+}
+
 static void test_apply_cut_short(void **state)
 {
   (void)state;
@@ -8560,6 +8621,7 @@ int main(void)
     cmocka_unit_test(test_apply_copies),
     cmocka_unit_test(test_apply_damaged),
     cmocka_unit_test(test_apply_cut_short),
+    cmocka_unit_test(test_apply_damaged_no_frame),
     cmocka_unit_test(test_apply_cut_short_y4m),
     cmocka_unit_test(test_apply_damaged_video_end),
     cmocka_unit_test(test_apply_damaged_pts),

@@ -2681,6 +2681,16 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
                      opt->in_path, (long long)in.stated_bytes,
                      apply_s(in.stated_bytes), (long long)in.held_bytes,
                      in.held_bytes == 1 ? "is" : "are");
+  /* no exact length, but a container that gives it one (Matroska's
+   * Duration, rounded; an estimate) and no frame decoded: damaged or cut
+   * before its first frame (libav: "File ended prematurely"), not the
+   * empty file "holds no frame" would call it (QA: a FLAC or Opus .mka
+   * cut after its header, exit 0 and an empty OUTPUT) */
+  else if (!rc && !h && in.frames == 0 && in.expect > 0)
+    rc = apply_error("%s: no frame of it could be decoded, though its "
+                     "container gives it %.3f s: the file is damaged or cut "
+                     "short; nothing written",
+                     opt->in_path, (double)in.expect / in.rate);
   if (!rc)
     rc = apply_commit(opt, tmp);
   res->frames_in = in.frames;
