@@ -4,7 +4,8 @@
  * an impulse), DISCONT, flush, EOS drain, caps renegotiation, kernel swap
  * while playing, matrix routing, gain (ramps, GstController) and trim,
  * bad property values, and
- * a real filesrc ! rawaudioparse ! cudafir ! filesink pipeline.
+ * a real filesrc ! rawaudioparse ! cudafir ! filesink pipeline, and
+ * gapless playback of WAV items through playbin3, playbin and concat.
  *
  * Runs on the backend the element picks (auto: CUDA where a device is
  * usable, else the CPU); CF_GST_BACKEND=cpu|cuda forces one. Environment:
@@ -6322,6 +6323,263 @@ static void test_pipeline_files(void **state)
   free(hk);
 }
 
+/* ---- gapless playback: playbin3, playbin, concat over WAV files ---------- */
+
+/* What cudafir received (sink) and sent (src) in a gapless run: a log of
+ * the serialized events and DISCONT buffers at its sink pad, and at its src
+ * pad every output frame (F32, interleaved) with the running time of each
+ * buffer, checked to go on without a gap or overlap. */
+typedef struct {
+  GString *log;      /* sink side: events in order, DISCONT buffers */
+  GArray *out;       /* float: the output frames */
+  unsigned ch, rate;
+  GstSegment seg;    /* src side */
+  guint64 rt_next;   /* running time where the last output ended */
+  double worst_jump; /* frames: the largest |rt - rt_next| seen */
+  guint64 buffers;
+  gboolean not_f32;  /* caps other than F32LE at the src pad */
+} gapless_watch;
+
+static GstPadProbeReturn on_gapless_in(GstPad *pad, GstPadProbeInfo *info,
+                                       gpointer data)
+{
+  (void)pad;
+  gapless_watch *w = data;
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (GST_BUFFER_IS_DISCONT(b))
+      g_string_append_printf(w->log, " DISCONT@%" GST_TIME_FORMAT,
+                             GST_TIME_ARGS(GST_BUFFER_PTS(b)));
+    return GST_PAD_PROBE_OK;
+  }
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT(info);
+  if (!GST_EVENT_IS_SERIALIZED(ev))
+    return GST_PAD_PROBE_OK;
+  g_string_append_printf(w->log, " %s", GST_EVENT_TYPE_NAME(ev));
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT) {
+    const GstSegment *s;
+    gst_event_parse_segment(ev, &s);
+    g_string_append_printf(w->log, "(start %" GST_TIME_FORMAT " base %"
+                           GST_TIME_FORMAT ")", GST_TIME_ARGS(s->start),
+                           GST_TIME_ARGS(s->base));
+  } else if (GST_EVENT_TYPE(ev) == GST_EVENT_STREAM_START) {
+    guint g = 0;
+    if (gst_event_parse_group_id(ev, &g))
+      g_string_append_printf(w->log, "(group %u)", g);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn on_gapless_out(GstPad *pad, GstPadProbeInfo *info,
+                                        gpointer data)
+{
+  (void)pad;
+  gapless_watch *w = data;
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) {
+    GstEvent *ev = GST_PAD_PROBE_INFO_EVENT(info);
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT)
+      gst_event_copy_segment(ev, &w->seg);
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_CAPS) {
+      GstCaps *c;
+      GstAudioInfo ai;
+      gst_event_parse_caps(ev, &c);
+      if (!gst_audio_info_from_caps(&ai, c) ||
+          GST_AUDIO_INFO_FORMAT(&ai) != GST_AUDIO_FORMAT_F32LE)
+        w->not_f32 = TRUE;
+    }
+    return GST_PAD_PROBE_OK;
+  }
+  GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER(info);
+  GstMapInfo m;
+  if (!gst_buffer_map(b, &m, GST_MAP_READ))
+    return GST_PAD_PROBE_OK;
+  size_t frames = m.size / (sizeof(float) * w->ch);
+  g_array_append_vals(w->out, m.data, (guint)(frames * w->ch));
+  gst_buffer_unmap(b, &m);
+  guint64 rt = gst_segment_to_running_time(&w->seg, GST_FORMAT_TIME,
+                                           GST_BUFFER_PTS(b));
+  if (GST_CLOCK_TIME_IS_VALID(rt) && w->buffers) {
+    double d = fabs(((double)rt - (double)w->rt_next) * w->rate / 1e9);
+    if (d > w->worst_jump)
+      w->worst_jump = d;
+  }
+  if (GST_CLOCK_TIME_IS_VALID(rt))
+    w->rt_next = rt + gst_util_uint64_scale_int_round(frames, GST_SECOND,
+                                                      (gint)w->rate);
+  w->buffers++;
+  return GST_PAD_PROBE_OK;
+}
+
+typedef struct {
+  char uri[8][600];
+  int n, next;
+} gapless_list;
+
+static void on_about_to_finish(GstElement *pb, gpointer data)
+{
+  gapless_list *l = data;
+  if (l->next < l->n)
+    g_object_set(pb, "uri", l->uri[l->next++], NULL);
+}
+
+/* Two or three WAV items cut from one random recording, played gaplessly
+ * through a cudafir of a random kernel with drain=true: `how` 0 playbin3
+ * (about-to-finish setting the next uri), 1 playbin, 2 concat of filesrc
+ * ! wavparse per item. The output is the concatenated recording filtered
+ * as one signal (the history carried over each change of item, no
+ * ring-out between them), its full convolution, running time going on. */
+static void run_gapless(int how)
+{
+  static const char *const names[] = {"playbin3", "playbin", "concat"};
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  int items = (int)ref_rng_range(&rng, 2, 3);
+  size_t len = ref_rng_range(&rng, 1, 3000);
+  size_t n[3], total = 0;
+  for (int i = 0; i < items; i++)
+    total += n[i] = ref_rng_range(&rng, 2000, 20000);
+  set_case("gapless %s: %d items, %u ch, %zu taps, %zu frames", names[how],
+           items, ch, len, total);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, total * ch);
+  float *hk = random_kernel(len);
+  gapless_list l = {.n = items, .next = 1};
+  char path[3][512];
+  size_t at = 0;
+  for (int i = 0; i < items; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "gapless-%d.wav", i);
+    snprintf(path[i], sizeof path[i], "%s", fixture(name));
+    write_wav(path[i], x + at * ch, n[i], ch, rate);
+    at += n[i];
+    gchar *u = gst_filename_to_uri(path[i], NULL);
+    CHECK(u, "no uri for %s", path[i]);
+    g_strlcpy(l.uri[i], u ? u : "", sizeof l.uri[i]);
+    g_free(u);
+  }
+  GstElement *p, *fir;
+  GError *err = NULL;
+  if (how < 2) {
+    p = gst_element_factory_make(names[how], NULL);
+    CHECK(p, "no %s element", names[how]);
+    fir = gst_element_factory_make("cudafir", NULL);
+    GstElement *sink = gst_element_factory_make("fakesink", NULL);
+    CHECK(fir && sink, "no cudafir or fakesink");
+    g_object_set(sink, "sync", FALSE, NULL);
+    g_object_set(p, "uri", l.uri[0], "audio-filter", fir, "audio-sink", sink,
+                 NULL);
+    g_signal_connect(p, "about-to-finish", G_CALLBACK(on_about_to_finish), &l);
+    gst_object_ref(fir);
+  } else {
+    GString *d = g_string_new("concat name=c ! cudafir name=f ! fakesink "
+                              "sync=false");
+    for (int i = 0; i < items; i++)
+      g_string_append_printf(d, " filesrc location=%s ! wavparse ! c.",
+                             path[i]);
+    p = gst_parse_launch(d->str, &err);
+    g_string_free(d, TRUE);
+    CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+    fir = gst_bin_get_by_name(GST_BIN(p), "f");
+  }
+  set_taps(fir, hk, len);
+  g_object_set(fir, "drain", TRUE, "block-size",
+               1u << ref_rng_range(&rng, 6, 11), NULL);
+  gst_util_set_object_arg(G_OBJECT(fir), "backend", backend);
+  gapless_watch w = {.log = g_string_new(""),
+                     .out = g_array_new(FALSE, FALSE, sizeof(float)),
+                     .ch = ch, .rate = rate};
+  gst_segment_init(&w.seg, GST_FORMAT_TIME);
+  GstPad *sp = gst_element_get_static_pad(fir, "sink");
+  GstPad *op = gst_element_get_static_pad(fir, "src");
+  gst_pad_add_probe(sp, GST_PAD_PROBE_TYPE_BUFFER |
+                    GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_gapless_in, &w,
+                    NULL);
+  gst_pad_add_probe(op, GST_PAD_PROBE_TYPE_BUFFER |
+                    GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_gapless_out, &w,
+                    NULL);
+  gst_object_unref(sp);
+  gst_object_unref(op);
+  CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE, "PLAYING failed");
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *m = gst_bus_timed_pop_filtered(bus, 20 * GST_SECOND,
+                                             GST_MESSAGE_EOS |
+                                                 GST_MESSAGE_ERROR);
+  gchar *dbg = NULL;
+  if (m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+    GError *e = NULL;
+    gst_message_parse_error(m, &e, &dbg);
+    g_free(dbg);
+    dbg = g_strdup(e->message);
+    g_error_free(e);
+  }
+  print_message("  cudafir received:%s\n", w.log->str);
+  CHECK(m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "ended with %s: %s",
+        m ? GST_MESSAGE_TYPE_NAME(m) : "a timeout", dbg ? dbg : "");
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  CHECK(gst_element_set_state(p, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS,
+        "NULL failed");
+  size_t want = total + len - 1, got = w.out->len / ch;
+  CHECK(!w.not_f32, "cudafir's output was not F32LE");
+  CHECK(how == 2 || l.next == items, "about-to-finish gave %d of %d items", l.next, items);
+  CHECK(got == want, "%zu frames out, expected %zu (%zu in + %zu - 1 taps)",
+        got, want, total, len);
+  CHECK(w.worst_jump < 1.0, "output running time jumps by %.1f frames",
+        w.worst_jump);
+  const float *y = (const float *)(void *)w.out->data;
+  for (unsigned k = 0; k < ch; k++) {
+    /* each item filtered from silence, its ring-out cut where the next
+     * starts; the last one's in full */
+    double *r = xalloc(want * sizeof *r);
+    size_t from = 0;
+    for (int i = 0; i < items; i++) {
+      size_t ny = n[i] + (i == items - 1 ? len - 1 : 0);
+      double *ri = ref_channel(x + from * ch, n[i], ch, k, hk, len, ny);
+      memcpy(r + from, ri, ny * sizeof *r);
+      free(ri);
+      from += n[i];
+    }
+    double e = ref_rel_l2(y + k, ch, r, 1, want);
+    /* the whole recording filtered as one signal: what a reverb carried
+     * over each change of item would give (not what cudafir does) */
+    double *whole = ref_channel(x, total, ch, k, hk, len, want);
+    double ew = ref_rel_l2(y + k, ch, whole, 1, want);
+    print_message("  channel %u: error %.3g per item, %.3g against the "
+                  "whole recording filtered\n", k, e, ew);
+    free(whole);
+    CHECK(e <= 2e-5, "channel %u: error %.3g against each item filtered "
+          "from silence (items of %zu, %zu, %zu frames)", k, e, n[0], n[1],
+          items > 2 ? n[2] : 0);
+    free(r);
+  }
+  g_free(dbg);
+  g_string_free(w.log, TRUE);
+  g_array_free(w.out, TRUE);
+  gst_object_unref(fir);
+  gst_object_unref(p);
+  for (int i = 0; i < items; i++)
+    unlink(path[i]);
+  free(x);
+  free(hk);
+}
+
+static void test_gapless_playbin3(void **state)
+{
+  (void)state;
+  run_gapless(0);
+}
+
+static void test_gapless_playbin(void **state)
+{
+  (void)state;
+  run_gapless(1);
+}
+
+static void test_gapless_concat(void **state)
+{
+  (void)state;
+  run_gapless(2);
+}
+
 /* ---- misuse: state cycling, changes while running, data before caps ---- */
 
 /* Which metas an output carries (gst_test_metas.h): on a new output
@@ -6706,6 +6964,9 @@ int main(void)
       cmocka_unit_test(test_unreadable_input),
       cmocka_unit_test(test_overflow_output),
       cmocka_unit_test(test_pipeline_files),
+      cmocka_unit_test(test_gapless_playbin3),
+      cmocka_unit_test(test_gapless_playbin),
+      cmocka_unit_test(test_gapless_concat),
       cmocka_unit_test(test_meta_tags),
       cmocka_unit_test(test_misuse),
   };
