@@ -42,10 +42,14 @@
  * time going on, moves neither: the filter goes on through it); so does new caps, in the old format
  * (the ring-out then stops where the input ended), also caps the kernel
  * cannot take, before their error. STREAM_GROUP_DONE (a gapless
- * player's item ending, playbin3) has the group's held frames go out
+ * player's item ending, playbin) has the group's held frames go out
  * before it; the ring-out, with drain=true, waits for an EOS right
- * after it (the last item), the next item starting where the input
- * ended (anything else drops it). A discontinuity, a flush and new caps
+ * after it (the last item). The next item of a gapless playlist (a
+ * STREAM_START of another stream, then a segment starting within 1 ms
+ * of the running time where the input ended, the same format: playbin,
+ * playbin3, concat) goes on as one signal with the item before, whose
+ * ring-out is added to its first frames, drain or not (anything else
+ * drops it). A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
  * takes effect at once, no crossfade); the same caps or segment sent
  * again do not. With qos=true a buffer GstBaseTransform drops as late
@@ -350,6 +354,19 @@ typedef struct {
    * for an EOS after it (the last item); the next item's start, or
    * anything else, drops it (push_group_done) */
   GstBuffer *group_tail;
+  /* Gapless: the ring-out of the playlist item before (float, gain
+   * applied, cout channels interleaved), added to the output frames
+   * that follow from ring_pos on, so the items play as one signal
+   * (add_ring). ring_pending: made at STREAM_GROUP_DONE, waiting for a
+   * segment that starts at running time pend_rt (where the item's input
+   * ended); anything else drops it. keep_ring: push_held keeps the
+   * ring-out it computes there. new_item: a STREAM_START of another
+   * stream came since the last segment. */
+  float *ring;
+  size_t ring_frames, ring_pos, ring_cap;
+  gboolean ring_pending, keep_ring, new_item;
+  GstClockTime pend_rt;
+  gchar *stream_id;
   /* qos=true: GstBaseTransform dropped a late input buffer since the
    * last one filtered (submit_input_buffer): a discontinuity */
   gboolean qos_dropped;
@@ -1656,14 +1673,73 @@ static void note_fallback(GstCudaFir *self)
   g_object_notify(G_OBJECT(self), "backend-in-use");
 }
 
+/* The ring-out carried over a change of item, dropped: a flush, a
+ * stop, a discontinuity, new caps, a segment elsewhere, EOS. */
+static void drop_ring(GstCudaFir *self)
+{
+  self->ring_frames = self->ring_pos = 0;
+  self->ring_pending = FALSE;
+}
+
+/* Add the carried ring-out to the next `frames` output frames y. */
+static void add_ring(GstCudaFir *self, float *y, size_t frames)
+{
+  if (self->ring_pending || self->ring_pos >= self->ring_frames)
+    return;
+  size_t k = MIN(frames, self->ring_frames - self->ring_pos);
+  const float *c = self->ring + self->ring_pos * self->cout;
+  for (size_t i = 0; i < k * self->cout; i++)
+    y[i] += c[i];
+  self->ring_pos += k;
+}
+
+/* Keep frames y[0..n) as the ring-out to carry (keep_ring); FALSE when
+ * out of memory (nothing carried then). */
+static gboolean save_ring(GstCudaFir *self, const float *y, size_t n)
+{
+  size_t need = n * self->cout;
+  if (need > self->ring_cap) {
+    float *r = g_try_realloc(self->ring, need * sizeof(float));
+    if (!r) {
+      drop_ring(self);
+      return FALSE;
+    }
+    self->ring = r;
+    self->ring_cap = need;
+  }
+  memcpy(self->ring, y, need * sizeof(float));
+  self->ring_frames = n;
+  self->ring_pos = 0;
+  return TRUE;
+}
+
+static GstFlowReturn push_held_run(GstCudaFir *self, gboolean ring_out,
+                                   GstClockTime until, GstBuffer **keep);
+
+/* push_held_run; the run ending there, what is left of a ring-out carried
+ * into it goes too (it rang on past where the run's output stops: a
+ * loop's segment end, a discontinuity), unless a new one is kept for the
+ * next item (keep_ring) */
+static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
+                               GstClockTime until, GstBuffer **keep)
+{
+  GstFlowReturn r = push_held_run(self, ring_out, until, keep);
+  if (!self->keep_ring)
+    drop_ring(self);
+  return r;
+}
+
 /* Push what the engine still holds: the `latency` frames behind the
  * input, and with `ring_out` the kernel's ring-out too, but none of the
  * ring-out past `until` (where the stream resumes after a discontinuity;
  * GST_CLOCK_TIME_NONE: no limit): output timestamps overlap no more than
  * the input's do. With `keep`, the ring-out past the input's end is not
- * pushed but left there, timed (NULL: none). Then restart. */
-static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
-                               GstClockTime until, GstBuffer **keep)
+ * pushed but left there, timed (NULL: none). A ring-out carried into
+ * the run is added to what goes out; with keep_ring, the ring-out past the
+ * input's end is kept in `ring` for the next item (and goes out only as
+ * `keep` asks). Then restart. */
+static GstFlowReturn push_held_run(GstCudaFir *self, gboolean ring_out,
+                                   GstClockTime until, GstBuffer **keep)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   if (!self->engine || self->frames_in == 0) {
@@ -1728,6 +1804,19 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
     restart(self);
     return ret;
   }
+  apply_gain(self, self->fout + skip * self->cout, self->frames_out, want);
+  add_ring(self, self->fout + skip * self->cout, want);
+  if (self->keep_ring) { /* a change of item: the ring-out carried over */
+    drop_ring(self);
+    if (want > held)
+      save_ring(self, self->fout + (skip + held) * self->cout, want - held);
+    if (!keep)
+      want = held;
+    if (want == 0) {
+      restart(self);
+      return ret;
+    }
+  }
   gsize bpf = (gsize)self->cout * GST_AUDIO_FORMAT_INFO_WIDTH(
                   gst_audio_format_get_info(self->format)) / 8;
   GstAllocator *alloc = cf_gst_host_allocator_get();
@@ -1743,7 +1832,6 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
     restart(self);
     return GST_FLOW_ERROR;
   }
-  apply_gain(self, self->fout + skip * self->cout, self->frames_out, want);
   check_output(self, self->fout + skip * self->cout, want, self->frames_out);
   cf_gst_from_float(self->format, self->fout + skip * self->cout, map.data,
                     want * self->cout);
@@ -1785,27 +1873,59 @@ static GstFlowReturn push_held(GstCudaFir *self, gboolean ring_out,
   return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), out);
 }
 
-/* STREAM_GROUP_DONE (a gapless player ending an item: playbin3, the next
- * item's STREAM_START and SEGMENT after it): the group's frames all go
- * out before it, the held ones too (they came after it, in the next
- * stream, as the new segment pushed them). The next item starts where
- * the input ended, so the ring-out would overlap it: with `drain` it is
- * kept for an EOS that may follow instead (the last item: it goes out
- * then, as at an EOS alone) and dropped when anything else comes. */
-static GstFlowReturn push_group_done(GstCudaFir *self)
+/* STREAM_GROUP_DONE (a gapless player ending an item: playbin, the next
+ * item's STREAM_START and SEGMENT after it), or (`for_eos` FALSE) that
+ * segment where no STREAM_GROUP_DONE came (playbin3, concat): the
+ * group's frames all go out before it, the held ones too (they came
+ * after it, in the next stream, as the new segment pushed them). The
+ * next item starts where the input ended, so the ring-out would overlap
+ * it: it is kept (ring) to be added to the next item's first frames
+ * where that item starts there in running time, the items playing as one
+ * signal (a live album's tracks); with `drain` and `for_eos` also as a
+ * buffer for an EOS that may follow instead (the last item: it goes out
+ * then, as at an EOS alone). Anything else drops both. */
+static GstFlowReturn push_group_done(GstCudaFir *self, gboolean for_eos)
 {
   if (!self->engine || !self->frames_in)
     return GST_FLOW_OK;
   GST_OBJECT_LOCK(self);
-  gboolean drain = self->drain;
+  gboolean drain = self->drain && for_eos;
   GST_OBJECT_UNLOCK(self);
-  if (GST_BASE_TRANSFORM(self)->segment.rate < 0)
+  const GstSegment *seg = &GST_BASE_TRANSFORM(self)->segment;
+  if (seg->rate < 0)
     drain = FALSE; /* as push_residue */
+  /* the ring-out, drain or not, is carried into the next item if it
+   * starts where this one ended in running time (item_follows) */
+  GstClockTime rt = GST_CLOCK_TIME_NONE;
+  if (seg->rate > 0 && seg->format == GST_FORMAT_TIME &&
+      GST_CLOCK_TIME_IS_VALID(self->base_ts))
+    rt = gst_segment_to_running_time(seg, GST_FORMAT_TIME, input_end(self));
+  gboolean carry = GST_CLOCK_TIME_IS_VALID(rt);
   GstBuffer *tail = NULL;
-  GstFlowReturn r = push_held(self, drain, GST_CLOCK_TIME_NONE,
+  self->keep_ring = carry;
+  GstFlowReturn r = push_held(self, drain || carry, GST_CLOCK_TIME_NONE,
                               drain ? &tail : NULL);
+  self->keep_ring = FALSE;
   self->group_tail = tail;
+  self->ring_pending = carry && self->ring_frames;
+  self->pend_rt = rt;
   return r;
+}
+
+/* A segment starting where an item ended, at running time `rt` (within
+ * a millisecond: a container's rounding), forward: the next item of a
+ * gapless playlist, played back to back. */
+static gboolean item_follows(GstClockTime rt, const GstSegment *seg)
+{
+  if (seg->format != GST_FORMAT_TIME || seg->rate <= 0 ||
+      !GST_CLOCK_TIME_IS_VALID(rt))
+    return FALSE;
+  guint64 at = gst_segment_to_running_time(seg, GST_FORMAT_TIME, seg->start);
+  if (!GST_CLOCK_TIME_IS_VALID(at))
+    return FALSE;
+  GstClockTimeDiff d = GST_CLOCK_DIFF(rt, at);
+  return d <= (GstClockTimeDiff)GST_MSECOND &&
+         d >= -(GstClockTimeDiff)GST_MSECOND;
 }
 
 /* The end of a stream (EOS, new caps, a discontinuity: the stream goes on
@@ -2097,6 +2217,11 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
   notify_read_only(self, was);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   gst_buffer_replace(&self->group_tail, NULL);
+  drop_ring(self);
+  g_clear_pointer(&self->ring, g_free);
+  self->ring_cap = 0;
+  g_clear_pointer(&self->stream_id, g_free);
+  self->new_item = FALSE;
   g_clear_pointer(&self->posted, g_free);
   g_clear_pointer(&self->fin, g_free);
   g_clear_pointer(&self->fout, g_free);
@@ -2260,6 +2385,9 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
                            GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT ||
                            GST_EVENT_TYPE(ev) == GST_EVENT_GAP))
     gst_buffer_replace(&self->group_tail, NULL);
+  /* a ring-out waiting for the next item's segment: a gap first */
+  if (self->ring_pending && GST_EVENT_TYPE(ev) == GST_EVENT_GAP)
+    drop_ring(self);
   switch (GST_EVENT_TYPE(ev)) {
   case GST_EVENT_CAPS: {
     /* the held frames go out in the old format, before the new caps; the
@@ -2296,6 +2424,10 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
         !(gst_audio_info_from_caps(&info, caps) &&
           gst_audio_info_is_equal(&info, &self->info)))
       push_residue(self, input_end(self));
+    /* nothing carried into another format */
+    if (self->ring_frames && !(gst_audio_info_from_caps(&info, caps) &&
+                               gst_audio_info_is_equal(&info, &self->info)))
+      drop_ring(self);
     if (why) {
       /* GST_PTR_FORMAT is for GStreamer's own printf, not GLib's */
       gchar *text = gst_caps_to_string(caps);
@@ -2313,25 +2445,57 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
   }
   case GST_EVENT_FLUSH_STOP:
     restart(self);
+    drop_ring(self);
     break;
   case GST_EVENT_SEGMENT: {
     /* the held frames belong to the old segment: out before the new one
      * replaces it downstream (bt->segment is still the old one here) */
     const GstSegment *seg;
     gst_event_parse_segment(ev, &seg);
+    gboolean item = self->new_item;
+    self->new_item = FALSE;
+    /* the next item of a gapless playlist, starting where the one before
+     * ended: its ring-out goes on into this one, as one signal (playbin3
+     * and concat: STREAM_START, SEGMENT; playbin: STREAM_GROUP_DONE
+     * before them, which pushed the held frames) */
+    if (item && !self->ring_pending && self->frames_in && self->engine &&
+        bt->segment.rate > 0 && bt->segment.format == GST_FORMAT_TIME &&
+        GST_CLOCK_TIME_IS_VALID(self->base_ts) &&
+        item_follows(gst_segment_to_running_time(&bt->segment,
+                                                 GST_FORMAT_TIME,
+                                                 input_end(self)),
+                     seg)) {
+      GST_DEBUG_OBJECT(self, "next item: its ring-out carried over");
+      push_group_done(self, FALSE);
+    }
+    if (self->ring_pending) {
+      if (item && item_follows(self->pend_rt, seg))
+        self->ring_pending = FALSE; /* add_ring from here on */
+      else
+        drop_ring(self);
+    }
     if (self->frames_in && self->engine &&
         !segment_continues(self, &bt->segment, seg)) {
       GST_DEBUG_OBJECT(self, "new segment: pushing the held frames");
       push_residue(self, segment_resumes_at(&bt->segment, seg));
+      drop_ring(self);
     }
     break;
   }
   case GST_EVENT_STREAM_GROUP_DONE:
-    push_group_done(self);
+    push_group_done(self, TRUE);
     break;
-  case GST_EVENT_STREAM_START: /* the next item: no ring-out into it */
+  case GST_EVENT_STREAM_START: { /* the next item: no ring-out into it */
+    const gchar *sid = NULL;
+    gst_event_parse_stream_start(ev, &sid);
+    if (g_strcmp0(sid, self->stream_id)) {
+      self->new_item = self->stream_id != NULL;
+      g_free(self->stream_id);
+      self->stream_id = g_strdup(sid);
+    }
     gst_buffer_replace(&self->group_tail, NULL);
     break;
+  }
   case GST_EVENT_SEGMENT_DONE: /* nothing goes past the segment's end */
     if (self->frames_in)
       push_residue(self, segment_done_at(self, ev));
@@ -2370,6 +2534,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), t);
     }
     push_residue(self, GST_CLOCK_TIME_NONE);
+    drop_ring(self);
     break;
   default:
     break;
@@ -2479,6 +2644,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   if (!in)
     return GST_FLOW_OK;
   gst_buffer_replace(&self->group_tail, NULL); /* push_group_done */
+  if (self->ring_pending) /* no segment of the next item came first */
+    drop_ring(self);
   if (!self->engine) {
     gst_buffer_unref(in);
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("cudafir: no format"),
@@ -2507,6 +2674,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
                      jump ? " (timestamp jump)"
                           : dropped ? " (buffers dropped for QoS)" : "");
     ret = push_residue(self, GST_BUFFER_PTS(in));
+    drop_ring(self);
     if (ret != GST_FLOW_OK) {
       gst_buffer_unref(in);
       return ret;
@@ -2627,6 +2795,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     if (s == CF_OK) {
       float *y = (float *)(inplace ? im.data : om.data);
       apply_gain(self, y, self->frames_out, n);
+      add_ring(self, y, n);
       check_output(self, y, n, self->frames_out);
     }
   } else if (n) {
@@ -2636,6 +2805,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     s = cf_engine_process(self->engine, self->fin, self->fout, n + pad);
     if (s == CF_OK) {
       apply_gain(self, self->fout + skip * self->cout, self->frames_out, m);
+      add_ring(self, self->fout + skip * self->cout, m);
       check_output(self, self->fout + skip * self->cout, m, self->frames_out);
     }
     if (s == CF_OK && m) /* in place: read into fin already */
@@ -3094,6 +3264,8 @@ static void gst_cuda_fir_finalize(GObject *obj)
   cf_kernel_free(self->pending);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   gst_buffer_replace(&self->group_tail, NULL);
+  g_free(self->ring);
+  g_free(self->stream_id);
   g_mutex_clear(&self->kernel_lock);
   g_array_free(self->taps, TRUE);
   g_hash_table_destroy(self->refusals);
