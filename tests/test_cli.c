@@ -2388,6 +2388,18 @@ static void identity_case(float *x, size_t n, unsigned seed, char *one,
   tmp_path(one, PATH_MAX, name);
   write_text_kernel(one, &h, 1);
 }
+
+/* identity_case's x of n frames of ch channels, and the same samples
+ * channel by channel in planes[c][0..n) (as avmake_encoded takes them). */
+static void identity_planes(float *x, float *const *planes, size_t n,
+                            unsigned ch, unsigned seed, char *one,
+                            const char *name)
+{
+  identity_case(x, n * ch, seed, one, name);
+  for (size_t i = 0; i < n; i++)
+    for (unsigned c = 0; c < ch; c++)
+      planes[c][i] = x[i * ch + c];
+}
 #endif
 
 /* "-" is standard input and output, as ffmpeg takes it: to libav it is a
@@ -2596,10 +2608,7 @@ static void test_apply_damaged_no_frame(void **state)
   char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX];
   static float x[N * CH], xc[CH][N];
   float *planes[CH] = {xc[0], xc[1]};
-  identity_case(x, N * CH, 37, one, "dmg-k.txt");
-  for (size_t i = 0; i < N; i++)
-    for (unsigned c = 0; c < CH; c++)
-      xc[c][i] = x[i * CH + c];
+  identity_planes(x, planes, N, CH, 37, one, "dmg-k.txt");
   ref_rng r;
   ref_rng_init(&r, ref_seed() + 37);
   tmp_path(outp, sizeof outp, "dmg-out.wav");
@@ -2654,10 +2663,7 @@ static void test_apply_cut_short(void **state)
   char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[32];
   static float x[N * CH], xc[CH][N];
   float *planes[CH] = {xc[0], xc[1]};
-  identity_case(x, N * CH, 31, one, "cut-k.txt");
-  for (size_t i = 0; i < N; i++)
-    for (unsigned c = 0; c < CH; c++)
-      xc[c][i] = x[i * CH + c];
+  identity_planes(x, planes, N, CH, 31, one, "cut-k.txt");
   ref_rng r;
   ref_rng_init(&r, ref_seed() + 31);
   tmp_path(outp, sizeof outp, "cut-out.wav");
@@ -7187,10 +7193,7 @@ static void test_apply_cut_short_pipe(void **state)
   char one[PATH_MAX], inp[PATH_MAX], outp[PATH_MAX], name[32], want[256];
   static float x[N * CH], xc[CH][N];
   float *planes[CH] = {xc[0], xc[1]};
-  identity_case(x, N * CH, 47, one, "cutp-k.txt");
-  for (size_t i = 0; i < N; i++)
-    for (unsigned c = 0; c < CH; c++)
-      xc[c][i] = x[i * CH + c];
+  identity_planes(x, planes, N, CH, 47, one, "cutp-k.txt");
   ref_rng r;
   ref_rng_init(&r, ref_seed() + 47);
   tmp_path(outp, sizeof outp, "cutp-out.wav");
