@@ -407,6 +407,20 @@ static GstFlowReturn push_frames(GstHarness *h, GstAudioFormat f,
   return ret;
 }
 
+/* x's n frames of ch channels (F32LE, from frame 0 at t0) pushed in
+ * random chunks of 1 to 3000 frames, the first DISCONT. */
+static void push_chunks(GstHarness *h, const float *x, size_t n, unsigned ch,
+                        unsigned rate, GstClockTime t0, const char *what)
+{
+  for (size_t at = 0; at < n;) {
+    size_t k = pick(ref_rng_range(&rng, 1, 3000), n - at);
+    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, t0,
+                      at == 0) == GST_FLOW_OK,
+          "push %s at frame %zu", what, at);
+    at += k;
+  }
+}
+
 /* Random input in [-0.5, 0.5), made representable in format f. */
 static float *random_input(GstAudioFormat f, size_t samples)
 {
@@ -1294,12 +1308,7 @@ static void test_latency_after_stop(void **state)
       float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
       collected c;
       collect_init(&c, ch, rate, 0, n + 1);
-      for (size_t at = 0; at < n;) {
-        size_t k = pick(ref_rng_range(&rng, 1, 3000), n - at);
-        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
-                          at == 0) == GST_FLOW_OK, "push at frame %zu", at);
-        at += k;
-      }
+      push_chunks(h, x, n, ch, rate, 0, "the input");
       collect(h, &c, GST_AUDIO_FORMAT_F32LE);
       guint64 prop = G_MAXUINT64;
       g_object_get(h->element, "latency", &prop, NULL);
@@ -1394,12 +1403,7 @@ static void run_break(int how)
   set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
   collected a, b;
   collect_init(&a, ch, rate, 0, na + len);
-  for (size_t at = 0; at < na;) {
-    size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
-    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, 0,
-                      at == 0) == GST_FLOW_OK, "push A");
-    at += k;
-  }
+  push_chunks(h, xa, na, ch, rate, 0, "A");
   collect(h, &a, GST_AUDIO_FORMAT_F32LE);
   size_t a_before = a.frames;
   GstClockTime tb =
@@ -1521,12 +1525,7 @@ static void test_qos_drop(void **state)
     set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
     collected a, b;
     collect_init(&a, ch, rate, 0, na + len);
-    for (size_t at = 0; at < na;) {
-      size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
-      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
-                        at == 0) == GST_FLOW_OK, "push A");
-      at += k;
-    }
+    push_chunks(h, x, na, ch, rate, 0, "A");
     collect(h, &a, GST_AUDIO_FORMAT_F32LE);
     /* downstream: late up to the start of B (buffers starting before it,
      * in running time, are dropped) */
@@ -1621,12 +1620,7 @@ static void run_resume_back(int how)
   GstClockTime ta = GST_SECOND; /* room for B before A's start */
   collected a, b;
   collect_init(&a, ch, rate, ta, na + len);
-  for (size_t at = 0; at < na;) {
-    size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
-    CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, ta,
-                      at == 0) == GST_FLOW_OK, "push A");
-    at += k;
-  }
+  push_chunks(h, xa, na, ch, rate, ta, "A");
   collect(h, &a, GST_AUDIO_FORMAT_F32LE);
   size_t held = na - a.frames;
   /* where B resumes, in A's timestamps */
@@ -1977,12 +1971,7 @@ static void test_stream_group_done(void **state)
         on_group_data, &w, NULL);
     collected a, b;
     collect_init(&a, ch, rate, 0, na + len);
-    for (size_t at = 0; at < na;) {
-      size_t k = pick(ref_rng_range(&rng, 1, 3000), na - at);
-      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xa, at, k, ch, rate, 0,
-                        at == 0) == GST_FLOW_OK, "push A");
-      at += k;
-    }
+    push_chunks(h, xa, na, ch, rate, 0, "A");
     assert_true(gst_harness_push_event(h, gst_event_new_stream_group_done(1)));
     CHECK(w.at_done == na, "%zu frames out before STREAM_GROUP_DONE, "
           "expected the group's %zu", w.at_done, na);
@@ -2014,12 +2003,7 @@ static void test_stream_group_done(void **state)
       CHECK(a.frames == na, "A: %zu frames out, expected %zu (no ring-out "
             "into the next item)", a.frames, na);
       collect_init(&b, ch, rate, 0, nb + len);
-      for (size_t at = 0; at < nb;) {
-        size_t k = pick(ref_rng_range(&rng, 1, 3000), nb - at);
-        CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, xb, at, k, ch, rate, 0,
-                          at == 0) == GST_FLOW_OK, "push B");
-        at += k;
-      }
+      push_chunks(h, xb, nb, ch, rate, 0, "B");
       assert_true(gst_harness_push_event(h, gst_event_new_eos()));
       collect(h, &b, GST_AUDIO_FORMAT_F32LE);
       size_t want_b = drain ? nb + len - 1 : nb;
