@@ -2635,6 +2635,7 @@ static void test_apply_damaged_no_frame(void **state)
              "first frame: exit %d, %s, stderr:\n%s",
              (long long)len, (long long)st.st_size, res.status,
              access(outp, F_OK) ? "no output" : "an output", res.err);
+  result_free(&res);
   /* a whole WAV of 0 frames: still an empty output, exit 0 */
   tmp_path(inp, sizeof inp, "dmg-empty.wav");
   write_wav(inp, W_S16, 48000, CH, x, 0);
@@ -2644,6 +2645,7 @@ static void test_apply_damaged_no_frame(void **state)
       !strstr(res.err, "holds no frame: "))
     fail_msg("apply on a WAV of 0 frames: exit %d, stderr:\n%s", res.status,
              res.err);
+  result_free(&res);
 #else
   printf("skipped: apply needs libav, which this build lacks\n");
   skip();
