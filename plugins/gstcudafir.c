@@ -35,7 +35,8 @@
  * counted back from it to the run's first frame, so the held frames and
  * all after leave timed. A new
  * segment that moves the stream in running or stream time (a segment seek
- * looping, the next item of a gapless playlist) and the end of a segment
+ * looping; the next item of a gapless playlist only as said below) and
+ * the end of a segment
  * (SEGMENT_DONE) do the same, and the held frames go out in the segment
  * they belong to, before the new one (a segment that only changes the
  * rate, in the same direction, where the stream is, running and stream
