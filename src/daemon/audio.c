@@ -662,7 +662,8 @@ static void file_opts(cfd_audio *a, apply_opts *o)
 }
 
 /* The run's end: its state, said in the log; `wrote` tells how much. */
-static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote)
+static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote,
+                      const char *tail)
 {
   const cfd_stream_conf *sc = a->sc;
   a->wall = (now_us() - a->t0) * 1e-6;
@@ -682,27 +683,32 @@ static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote)
             "opened; nothing written\n",
             sc->name);
   else
-    fprintf(stderr, "cudafilterd: stream %s %s: wrote %s, %s%s, in %.3f s\n",
+    fprintf(stderr,
+            "cudafilterd: stream %s %s: wrote %s, %s%s, in %.3f s%s\n",
             sc->name, file_state_names[st], sc->output, wrote,
-            st == FILE_STOPPED ? " (the input read so far)" : "", a->wall);
+            st == FILE_STOPPED ? " (the input read so far)" : "", a->wall,
+            tail);
   atomic_store(&a->state, (int)st);
 }
 
-/* The end of a file stream's finished line, after wrote's first w
- * bytes (cap in all): where its input ended (read_s) well before the
- * length it was probed to hold (seconds) and it ran to its end (ran),
- * that; then said, apply's sentence for an input cut short (or ""). */
-static void end_said(char *wrote, size_t cap, size_t w, bool ran,
-                     double read_s, double seconds, const char *said)
+/* The end of a file stream's finished line, after its run time, into
+ * tail (cap bytes): where its input ended (read_s) well before the
+ * length it was probed to hold (seconds) though it ran to its end
+ * (ran), and `said` (apply's
+ * cut-short sentence, or ""), each after "; " (docs helper: after the
+ * output's own words, the run time read as the cut-short sentence's). */
+static void end_said(char *tail, size_t cap, bool ran, double read_s,
+                     double seconds, const char *said)
 {
-  if (ran && seconds > 0 && read_s < seconds - fmax(1.0, 0.02 * seconds) &&
-      w < cap)
-    w += (size_t)snprintf(wrote + w, cap - w,
-                          "; the input ended at %.2f s of the %.2f s it was "
-                          "probed to hold",
-                          read_s, seconds);
+  size_t w = 0;
+  tail[0] = 0;
+  if (ran && seconds > 0 && read_s < seconds - fmax(1.0, 0.02 * seconds))
+    w = (size_t)snprintf(tail, cap,
+                         "; the input ended at %.2f s of the %.2f s it was "
+                         "probed to hold",
+                         read_s, seconds);
   if (said[0] && w < cap)
-    snprintf(wrote + w, cap - w, "; %s", said);
+    snprintf(tail + w, cap - w, "; %s", said);
 }
 
 static gpointer file_thread(gpointer user)
@@ -741,9 +747,10 @@ static gpointer file_thread(gpointer user)
   char said[2 * PATH_MAX + 200] = "";
   if (rc == 0)
     apply_cut_short_said(said, sizeof said, &a->res, sc->input, sc->output);
-  end_said(wrote, sizeof wrote, w > 0 ? (size_t)w : sizeof wrote,
-           rc == 0 && !a->res.stopped, read_s, sc->seconds, said);
-  file_done(a, rc, a->res.stopped, wrote);
+  char tail[2 * PATH_MAX + 400];
+  end_said(tail, sizeof tail, rc == 0 && !a->res.stopped, read_s,
+           sc->seconds, said);
+  file_done(a, rc, a->res.stopped, wrote, tail);
   return NULL;
 }
 
@@ -830,9 +837,10 @@ static gpointer video_thread(gpointer user)
   char said[2 * PATH_MAX + 200] = "";
   if (rc == 0)
     apply_y4m_cut_said(said, sizeof said, &a->vres, sc->input, sc->output);
-  end_said(wrote, sizeof wrote, w, rc == 0 && !a->vres.stopped, read_s,
+  char tail[2 * PATH_MAX + 400];
+  end_said(tail, sizeof tail, rc == 0 && !a->vres.stopped, read_s,
            sc->seconds, said);
-  file_done(a, rc, a->vres.stopped, wrote);
+  file_done(a, rc, a->vres.stopped, wrote, tail);
   return NULL;
 }
 
