@@ -691,24 +691,26 @@ static void file_done(cfd_audio *a, int rc, bool stopped, const char *wrote,
   atomic_store(&a->state, (int)st);
 }
 
-/* The end of a file stream's finished line, after its run time, into
- * tail (cap bytes): where its input ended (read_s) well before the
- * length it was probed to hold (seconds) though it ran to its end
- * (ran), and `said` (apply's
+/* A file stream's end (file_done), its finished line ended, after its
+ * run time, with where its input ended (read_s) well before the length
+ * it was probed to hold (where it ran to its end), and `said` (apply's
  * cut-short sentence, or ""), each after "; " (docs helper: after the
  * output's own words, the run time read as the cut-short sentence's). */
-static void end_said(char *tail, size_t cap, bool ran, double read_s,
-                     double seconds, const char *said)
+static void file_end(cfd_audio *a, int rc, bool stopped, const char *wrote,
+                     double read_s, const char *said)
 {
+  double seconds = a->sc->seconds;
+  char tail[2 * PATH_MAX + 400] = "";
   size_t w = 0;
-  tail[0] = 0;
-  if (ran && seconds > 0 && read_s < seconds - fmax(1.0, 0.02 * seconds))
-    w = (size_t)snprintf(tail, cap,
+  if (rc == 0 && !stopped && seconds > 0 &&
+      read_s < seconds - fmax(1.0, 0.02 * seconds))
+    w = (size_t)snprintf(tail, sizeof tail,
                          "; the input ended at %.2f s of the %.2f s it was "
                          "probed to hold",
                          read_s, seconds);
-  if (said[0] && w < cap)
-    snprintf(tail + w, cap - w, "; %s", said);
+  if (said[0] && w < sizeof tail)
+    snprintf(tail + w, sizeof tail - w, "; %s", said);
+  file_done(a, rc, stopped, wrote, tail);
 }
 
 static gpointer file_thread(gpointer user)
@@ -747,10 +749,7 @@ static gpointer file_thread(gpointer user)
   char said[2 * PATH_MAX + 200] = "";
   if (rc == 0)
     apply_cut_short_said(said, sizeof said, &a->res, sc->input, sc->output);
-  char tail[2 * PATH_MAX + 400];
-  end_said(tail, sizeof tail, rc == 0 && !a->res.stopped, read_s,
-           sc->seconds, said);
-  file_done(a, rc, a->res.stopped, wrote, tail);
+  file_end(a, rc, a->res.stopped, wrote, read_s, said);
   return NULL;
 }
 
@@ -837,10 +836,7 @@ static gpointer video_thread(gpointer user)
   char said[2 * PATH_MAX + 200] = "";
   if (rc == 0)
     apply_y4m_cut_said(said, sizeof said, &a->vres, sc->input, sc->output);
-  char tail[2 * PATH_MAX + 400];
-  end_said(tail, sizeof tail, rc == 0 && !a->vres.stopped, read_s,
-           sc->seconds, said);
-  file_done(a, rc, a->vres.stopped, wrote, tail);
+  file_end(a, rc, a->vres.stopped, wrote, read_s, said);
   return NULL;
 }
 
