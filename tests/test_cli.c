@@ -1860,6 +1860,24 @@ static void frames_free(unsigned char **frames, int nf)
   for (int i = 0; i < nf; i++)
     free(frames[i]);
 }
+
+/* A YUV4MPEG2 file at path of nf random 4:2:0 frames (25 fps) of a
+ * random even size (8..24 square, from r) into *vw x *vh; its frame's
+ * bytes returned. */
+static size_t rand_y4m(const char *path, int nf, ref_rng *r, unsigned *vw,
+                       unsigned *vh)
+{
+  *vw = 2 * (unsigned)ref_rng_range(r, 4, 12);
+  *vh = 2 * (unsigned)ref_rng_range(r, 4, 12);
+  size_t fb = y4m_frame_bytes(1, *vw, *vh);
+  unsigned char **frames = calloc((size_t)nf, sizeof *frames);
+  assert_non_null(frames);
+  rand_frames(frames, nf, fb, r);
+  y4m_write(path, 1, *vw, *vh, 25, frames, nf);
+  frames_free(frames, nf);
+  free(frames);
+  return fb;
+}
 #endif
 
 static void avi_put(avi_buf *a, const void *p, size_t n)
@@ -7138,14 +7156,10 @@ static void test_apply_cut_short_stdin(void **state)
   free(err);
   unlink(inp);
   /* a YUV4MPEG2 cut inside frame k + 1 */
-  unsigned vw = 2 * (unsigned)ref_rng_range(&r, 4, 12),
-           vh = 2 * (unsigned)ref_rng_range(&r, 4, 12);
-  size_t fb = y4m_frame_bytes(1, vw, vh);
-  unsigned char *frames[NF];
-  rand_frames(frames, NF, fb, &r);
+  unsigned vw, vh;
   tmp_path(inp, sizeof inp, "cutin.y4m");
   tmp_path(outp, sizeof outp, "cutin-out.y4m");
-  y4m_write(inp, 1, vw, vh, 25, frames, NF);
+  size_t fb = rand_y4m(inp, NF, &r, &vw, &vh);
   assert_int_equal(stat(inp, &st), 0);
   off_t data = st.st_size - (off_t)(NF * (fb + 6));
   long long k = (long long)ref_rng_range(&r, 2, NF - 1);
@@ -7165,7 +7179,6 @@ static void test_apply_cut_short_stdin(void **state)
              "\nwant '%s'", k + 1, status, err, want);
   free(got);
   free(err);
-  frames_free(frames, NF);
   unlink(inp);
   unlink(outp);
   unlink(one);
@@ -7262,17 +7275,12 @@ static void test_apply_cut_short_pipe(void **state)
     free(bytes);
   }
   /* a YUV4MPEG2 cut inside frame k + 1 */
-  unsigned vw = 2 * (unsigned)ref_rng_range(&r, 4, 12),
-           vh = 2 * (unsigned)ref_rng_range(&r, 4, 12);
-  size_t fb = y4m_frame_bytes(1, vw, vh);
-  unsigned char *frames[NF];
-  rand_frames(frames, NF, fb, &r);
+  unsigned vw, vh;
   char whole[PATH_MAX];
   tmp_path(inp, sizeof inp, "cutp.y4m");
   tmp_path(whole, sizeof whole, "cutp-whole.y4m");
   tmp_path(outp, sizeof outp, "cutp-out.y4m");
-  y4m_write(inp, 1, vw, vh, 25, frames, NF);
-  frames_free(frames, NF);
+  size_t fb = rand_y4m(inp, NF, &r, &vw, &vh);
   const char *wargs[] = {NULL, "apply", "-q", "-y", "--preset", "box", inp,
                          whole, NULL};
   result res;
