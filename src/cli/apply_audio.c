@@ -485,6 +485,19 @@ static void input_cut(input *in, int64_t file_size)
   }
 }
 
+/* The bytes o's INPUT holds now (a local file, or standard input where
+ * it is one), after its read; -1 where not known (a URL, a pipe). */
+static int64_t input_size_now(const apply_opts *o)
+{
+  if (!strcmp(o->in_path, "pipe:0"))
+    return apply_stdin_size(o);
+  struct stat sb;
+  if (cf_av_is_url(o->in_path) || stat(cf_av_local(o->in_path), &sb) ||
+      !S_ISREG(sb.st_mode))
+    return -1;
+  return sb.st_size;
+}
+
 size_t apply_cut_short_said(char *buf, size_t n, const apply_result *res,
                             const char *in, const char *out)
 {
@@ -2665,6 +2678,16 @@ int apply_audio(const apply_opts *opt, const char *tmp, const apply_hooks *h,
   int64_t piped = apply_tap_size(in.fmt);
   if (!rc && piped >= 0 && !in.stopped)
     input_cut(&in, piped);
+  /* a file cut while it was read (whole at its open: a W64's or CAF's
+   * data chunk, whose length libav does not give as it gives a WAV's,
+   * was compared with its size then only): its bytes now, as a pipe's
+   * (QA: a daemon's file stream of a W64 cut while read said nothing) */
+  int64_t now = !rc && piped < 0 && !in.stopped && in.chunk_size > 0 &&
+                        !in.stated && !in.stated_bytes
+                    ? input_size_now(opt)
+                    : -1;
+  if (now >= 0)
+    input_cut(&in, now);
   /* cut short before its first sample: nothing of it to write (read in
    * part, apply warns and writes what there is) */
   if (!rc && !h && in.frames == 0 && in.stated > 0)
