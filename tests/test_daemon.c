@@ -3970,7 +3970,41 @@ static void test_file_cut_short(void **state)
         "the cut video's partial frame is not said: want '%s' in\n%s", said,
         l);
   free(l);
+  /* and in status */
+  char *a = ctl(&r, "status c");
+  const char *v = field(a, "c", "cut-short");
+  CHECK(v && !strcmp(v, "true") && (v = field(a, "c", "input-ended")) &&
+            !strcmp(v, "true"),
+        "the cut video's status: %s", a);
+  free(a);
   stop_daemon(&r);
+}
+
+static void check_json(const running *r);
+
+/* A finished file stream's end of input in status: input-ended, the
+ * frames read (its `frames`), and cut-short; where cut, the frames its
+ * header states (stated, 0: not cut). */
+static void check_input_end(const running *r, const char *name,
+                            long long stated)
+{
+  char *a = ctl(r, "status %s", name);
+  const char *v = field(a, name, "input-ended");
+  CHECK(answer_ok(a) && v && !strcmp(v, "true"), "%s input-ended: %s", name,
+        a);
+  char frames[64];
+  v = field(a, name, "frames");
+  snprintf(frames, sizeof frames, "%s", v ? v : "?");
+  v = field(a, name, "input-frames");
+  CHECK(v && !strcmp(v, frames), "%s input-frames, not its frames: %s", name,
+        a);
+  v = field(a, name, "cut-short");
+  CHECK(v && !strcmp(v, stated ? "true" : "false"), "%s cut-short: %s", name,
+        a);
+  v = field(a, name, "stated-frames");
+  CHECK(stated ? v && atoll(v) == stated && atoll(frames) < stated : !v,
+        "%s stated-frames (want %lld): %s", name, stated, a);
+  free(a);
 }
 
 /* The same for a W64 and a CAF (PCM) cut while read: only a WAV's
@@ -4026,6 +4060,11 @@ static void test_file_cut_short_w64_caf(void **state)
     running r;
     start_daemon_ok(&r, conf);
     wait_for(&r, "c", "frames", (double)rate / 8);
+    char *a = ctl(&r, "status c");
+    const char *v = field(a, "c", "input-ended");
+    CHECK(v && !strcmp(v, "false") && !field(a, "c", "cut-short"),
+          "c running: %s", a);
+    free(a);
     CHECK(truncate(in, head + (off_t)(kept * 2 * 2)) == 0, "truncate: %s",
           strerror(errno));
     wait_state(&r, "c", "finished");
@@ -4059,6 +4098,9 @@ static void test_file_cut_short_w64_caf(void **state)
     CHECK(we && (!cs || cs > we), "a whole %s is said to be cut short:\n%s",
           fmts[f].ext, l);
     free(l);
+    check_input_end(&r, "c", (long long)stated);
+    check_input_end(&r, "w", 0);
+    check_json(&r);
     stop_daemon(&r);
   }
 #endif

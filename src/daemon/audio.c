@@ -1140,6 +1140,40 @@ void cfd_audio_discard(cfd_audio *a)
   cfd_audio_stop(a);
 }
 
+/* A file stream's end of input, in its status line: whether its input
+ * was read to its end (input-ended), and once its run is over, whether
+ * its header states more than was there (cut-short, as the finished
+ * line's sentence says it); for sound the frames read (input-frames)
+ * and, cut short, the frames (or the bytes, where its sound is not
+ * counted in frames) its header states against those there. */
+static void file_input_status(cfd_audio *a, file_state st, GString *out)
+{
+  g_string_append_printf(out, " input-ended=%s",
+                         st == FILE_FINISHED ? "true" : "false");
+#ifdef CFD_HAVE_LIBAV
+  if (st != FILE_FINISHED && st != FILE_STOPPED)
+    return;
+  if (a->sc->video) {
+    g_string_append_printf(
+        out, " cut-short=%s",
+        apply_y4m_cut_said(NULL, 0, &a->vres, "", "") ? "true" : "false");
+    return;
+  }
+  bool cut = apply_cut_short_said(NULL, 0, &a->res, "", "") > 0;
+  g_string_append_printf(out, " input-frames=%" G_GINT64_FORMAT " cut-short=%s",
+                         (gint64)a->res.frames_in, cut ? "true" : "false");
+  if (cut && a->res.stated > a->res.frames_in)
+    g_string_append_printf(out, " stated-frames=%" G_GINT64_FORMAT,
+                           (gint64)a->res.stated);
+  else if (cut)
+    g_string_append_printf(out,
+                           " stated-bytes=%" G_GINT64_FORMAT
+                           " held-bytes=%" G_GINT64_FORMAT,
+                           (gint64)a->res.stated_bytes,
+                           (gint64)a->res.held_bytes);
+#endif
+}
+
 /* A video file stream's status line. */
 static void video_status(cfd_audio *a, GString *out, double mean, double p50,
                          double p99, double max)
@@ -1180,6 +1214,7 @@ static void video_status(cfd_audio *a, GString *out, double mean, double p50,
                            (gint64)a->vres.frames, a->vres.codec,
                            a->vres.corrupt, (gint64)a->vres.dropped);
 #endif
+  file_input_status(a, st, out);
   if (st == FILE_FAILED) {
     char *e = cfd_quoted(a->error);
     g_string_append_printf(out, " error=%s", e);
@@ -1236,6 +1271,7 @@ static void file_status(cfd_audio *a, GString *out, double mean, double p50,
         a->res.peak > 0 ? 20 * log10(a->res.peak) : -999.0, a->res.codec,
         a->res.corrupt);
 #endif
+  file_input_status(a, st, out);
   if (st == FILE_FAILED) {
     char *e = cfd_quoted(a->error);
     g_string_append_printf(out, " error=%s", e);
