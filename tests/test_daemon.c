@@ -4210,6 +4210,64 @@ static void test_file_stop_in_background(void **state)
   stop_daemon(&r);
 }
 
+/* A finished file stream replaced (a reload that changes its section
+ * beyond its kernel, a `restart`) was stopped in the daemon's loop (its
+ * thread joined, its engine freed; a finished sound stream's device
+ * closed), where every client waited as long. Now in a thread, as a
+ * running one's is. CF_TEST_STOP_GATE holds that stop: `status` is
+ * answered meanwhile, the reload or restart once it is let go. */
+static void test_finished_stop_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate * (size_t)ref_rng_range(&rng, 1, 3);
+  set_case("a finished %zu-frame file stream replaced", frames);
+  char in[600], conf[600], gate[600];
+  snprintf(in, sizeof in, "%s", fixture("ff.wav"));
+  snprintf(conf, sizeof conf, "%s", fixture("ff.conf"));
+  snprintf(gate, sizeof gate, "%s", fixture("ff.gate"));
+  unlink(gate);
+  float *x = xalloc(sizeof(float) * frames);
+  ref_rng_fill(&rng, x, frames);
+  write_wav(in, W_F32, rate, 1, x, frames);
+  free(x);
+  static const char *const fmt =
+      "[stream f]\ntype = file\ninput = ff.wav\noutput = %s\nkernel = 0.5\n";
+  write_text(conf, fmt, "ff-out.wav");
+  running r;
+  stop_gate = gate; /* none yet: stops go on */
+  start_daemon_ok(&r, conf);
+  stop_gate = NULL;
+  for (int step = 0; step < 2; step++) {
+    const char *what = step ? "a finished file stream was stopped (restart)"
+                            : "a finished file stream was stopped (reload)";
+    wait_state(&r, "f", "finished");
+    if (!step)
+      write_text(conf, fmt, "ff-out2.wav"); /* beyond its kernel */
+    CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+    int fx = send_line(&r, step ? "restart f\n" : "reload\n");
+    int w = gate_writer(gate);
+    char *a = answer_while_held(&r, "status\n", w, what);
+    CHECK(answer_ok(a) && field(a, "f", "state"), "status: %s", a);
+    free(a);
+    struct pollfd px = {.fd = fx, .events = POLLIN};
+    CHECK(poll(&px, 1, 0) == 0, "answered before the stop was let go");
+    close(w); /* the stop goes on */
+    a = answer_on(fx);
+    CHECK(answer_ok(a) && strstr(a, step ? "f: started again" : "f: restarted"),
+          "%s: %s", step ? "restart" : "reload", a);
+    free(a);
+  }
+  wait_state(&r, "f", "finished");
+  char *a = ctl(&r, "status f");
+  const char *f = field(a, "f", "output");
+  CHECK(f && strstr(f, "ff-out2.wav"), "f runs without its new section: %s", a);
+  free(a);
+  stop_daemon(&r);
+}
+
 /* How many of the daemon's descriptors are open on `path` (a named pipe
  * its threads hold open while they wait at a gate). */
 static unsigned fds_on(pid_t pid, const char *path)
@@ -7643,6 +7701,7 @@ int main(void)
       cmocka_unit_test_teardown(test_file_cut_short, kill_left),
       cmocka_unit_test_teardown(test_file_cut_short_w64_caf, kill_left),
       cmocka_unit_test_teardown(test_file_stop_in_background, kill_left),
+      cmocka_unit_test_teardown(test_finished_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_audio_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_reload_kind_stop_in_background, kill_left),
       cmocka_unit_test_teardown(test_shutdown_stops_at_once, kill_left),

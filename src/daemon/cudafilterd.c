@@ -317,17 +317,15 @@ static bool wants_restart(stream *s)
 /* What of s runs is taken from it, for the caller to stop (in a thread:
  * a pipeline's EOS is waited for up to 2 s, a sound stream's queued
  * output played, a file stream's output finished with what it read):
- * its pipeline returned unwatched, its sound or file stream in *audio
- * (NULL for one that has ended: nothing queued, its output done; it is
- * freed here). */
+ * its pipeline returned unwatched, its sound or file stream in *audio,
+ * one that has ended too (its device closed, its thread joined and its
+ * engine freed there: in the loop, every client waited for them). */
 static cfd_pipeline *stream_halt(stream *s, cfd_audio **audio)
 {
   stream_drop_changes(s, "the stream was started again before the change "
                          "was made (its kernel read, or its element's "
                          "setter done); the change is not made");
   *audio = g_steal_pointer(&s->audio);
-  if (*audio && cfd_audio_ended(*audio))
-    cfd_audio_stop(g_steal_pointer(audio));
   cfd_pipeline_unwatch(s->pipe);
   return g_steal_pointer(&s->pipe);
 }
@@ -669,7 +667,11 @@ static bool stream_try_later(daemon_state *d, stream *s, bool asked,
                                       : cfd_stream_conf_copy(s->sc);
   j->asked = asked;
   j->was_down = was_down;
-  s->handed = old || old_audio;
+  /* a finished file stream (its output written) is stopped there too,
+   * but a reload may take the stream over meanwhile, as it starts a
+   * finished file stream's new section beside its stop */
+  s->handed = old || (old_audio && !(s->sc->type == CFD_FILE &&
+                                     cfd_audio_ended(old_audio)));
   s->probing = j->id;
   s->ended_at = 0;
   s->told_end = false;
@@ -1281,7 +1283,9 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
         g_ptr_array_add(next, old);
         continue;
       }
-      stream_stop(old);
+      /* in a thread, as a running one's stop (its device closed, its
+       * thread joined, its engine freed: the loop waited for them) */
+      stream_stop_into(old, d->answer->stops, d->answer->audio_stops);
       g_string_append_printf(report, "%s: restarted\n", s->sc->name);
       g_ptr_array_add(next, s);
       continue;
