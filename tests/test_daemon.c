@@ -2951,6 +2951,151 @@ static void test_pipeline_boot_in_background(void **state)
   free(log);
 }
 
+/* The daemon's own start made its sound and file streams one after
+ * another before its loop ran (their engines: a long kernel's FFT
+ * plans, a CUDA context; their devices and files), its socket there and
+ * no one answered, no other stream running. Now each starts in a thread
+ * once the loop runs, as its pipelines do. CF_TEST_AUDIO_START_GATE_f (a
+ * named pipe) holds f's start, a 65536-tap WAV kernel, before its engine
+ * is made: meanwhile `status` answers (f starting), g (another file
+ * stream) runs and finishes, a set is refused saying f is starting, a
+ * restart waits for that start, a reload that changes f (its gain) says
+ * it restarts once that start is done; let go, the restart is answered,
+ * the log says g runs and f starts again, and f's output is the
+ * convolution at the new gain (float64 reference).
+ * A file stream that cannot start (its output kept by overwrite = false)
+ * still ends the daemon's start with exit 1, saying why. */
+static int skip_without_libav(void);
+
+static void test_file_boot_in_background(void **state)
+{
+  (void)state;
+  if (skip_without_libav())
+    skip();
+  unsigned rate = 8000;
+  size_t frames = rate / 2 + ref_rng_range(&rng, 0, rate / 2), taps = 65536;
+  set_case("a file stream of %zu frames, a %zu-tap kernel, started slowly",
+           frames, taps);
+  char conf[600], in[600], kp[600], out[600], gate[600], env[64];
+  snprintf(conf, sizeof conf, "%s", fixture("fb.conf"));
+  snprintf(in, sizeof in, "%s", fixture("fb.wav"));
+  snprintf(kp, sizeof kp, "%s", fixture("fb-k.wav"));
+  snprintf(out, sizeof out, "%s", fixture("fb-out.wav"));
+  snprintf(gate, sizeof gate, "%s", fixture("fb.gate"));
+  unlink(gate);
+  unlink(out);
+  float *x = xalloc(sizeof(float) * frames), *h = xalloc(sizeof(float) * taps);
+  ref_rng_fill(&rng, x, frames);
+  ref_rng_fill(&rng, h, taps);
+  for (size_t i = 0; i < taps; i++)
+    h[i] *= 0.02f / (float)(1 + i / 64); /* a decaying tail: no clipping */
+  write_wav(in, W_F32, rate, 1, x, frames);
+  write_wav(kp, W_F32, rate, 1, h, taps);
+  static const char *const fmt =
+      "[stream f]\ntype = file\ninput = fb.wav\noutput = fb-out.wav\n"
+      "kernel-file = fb-k.wav\n%s"
+      "[stream g]\ntype = file\ninput = fb.wav\noutput = fb-g.wav\n"
+      "kernel = 0.5\n";
+  write_text(conf, fmt, "");
+  CHECK(mkfifo(gate, 0600) == 0, "mkfifo %s: %s", gate, strerror(errno));
+  snprintf(env, sizeof env, "CF_TEST_AUDIO_START_GATE_f");
+  setenv(env, gate, 1); /* the daemon's (a fork of this) */
+  running r;
+  boot_unwaited = 1;
+  start_daemon_ok(&r, conf);
+  boot_unwaited = 0;
+  unsetenv(env);
+  /* open once the start reads it: from here f's start waits for us */
+  int w = gate_writer(gate);
+  char *a = answer_while_held(&r, "status\n", w,
+                              "the daemon's start made a file stream");
+  const char *f = field(a, "f", "state");
+  CHECK(answer_ok(a) && f && !strcmp(f, "starting"), "status: %s", a);
+  free(a);
+  wait_state(&r, "g", "finished"); /* not held up by f */
+  a = ctl(&r, "set f gain -6");
+  CHECK(!answer_ok(a) && strstr(a, "f is starting"), "set while starting: %s",
+        a);
+  free(a);
+  int fx = send_line(&r, "restart f\n");
+  a = ctl(&r, "status f");
+  CHECK(answer_ok(a), "status: %s", a);
+  free(a);
+  struct pollfd px = {.fd = fx, .events = POLLIN};
+  CHECK(poll(&px, 1, 0) == 0, "the restart was answered before the start");
+  /* a reload that changes f: started again from its new section once
+   * the start under way is done, not beside it */
+  write_text(conf, fmt, "gain = -6\n");
+  a = ctl(&r, "reload");
+  CHECK(answer_ok(a) && strstr(a, "f: restarts with its new section once "
+                                  "its start under way is done"),
+        "reload while f starts: %s", a);
+  free(a);
+  char *log = slurp(r.log, NULL);
+  CHECK(log && !strstr(log, "streams running"), "the log says they run: %s",
+        log);
+  free(log);
+  close(w); /* the start goes on */
+  a = answer_on(fx);
+  CHECK(answer_ok(a) && strstr(a, "f: started again"),
+        "restart asked while the daemon started it: %s", a);
+  free(a);
+  wait_state(&r, "f", "finished");
+  /* said once the daemon's starts are done: f's then starts again */
+  const char *runs = "1 stream running, 1 starting again (a reload "
+                        "changed it); control socket";
+  for (double t0 = now_s();; usleep(20000)) {
+    log = slurp(r.log, NULL);
+    if ((log && strstr(log, runs)) ||
+        now_s() - t0 > 5)
+      break;
+    free(log);
+  }
+  CHECK(log && strstr(log, runs), "the log does not say '%s': %s", runs,
+        log);
+  free(log);
+  stop_daemon(&r);
+  wav wo;
+  read_wav(out, &wo);
+  CHECK(wo.ch == 1 && wo.frames == frames, "%s: %u channel(s), %zu frames",
+        out, wo.ch, wo.frames);
+  double *want = xalloc(sizeof(double) * frames);
+  float *got = xalloc(sizeof(float) * frames);
+  ref_conv(x, frames, h, taps, want, frames);
+  for (size_t i = 0; i < frames; i++) {
+    want[i] *= pow(10.0, -6.0 / 20); /* the reload's gain */
+    got[i] = (float)wo.x[i];
+  }
+  double err = ref_rel_l2(got, 1, want, 1, frames);
+  CHECK(err <= 2e-5, "f's output: relative L2 error %.3g", err);
+  free(want);
+  free(got);
+  free(wo.x);
+  free(x);
+  free(h);
+  /* one that cannot start: exit 1, as a start before the loop did */
+  write_text(conf, fmt, "overwrite = false\n");
+  int rc = start_daemon(&r, conf);
+  if (rc == 0) {
+    /* its socket was served before the start failed (in a thread once
+     * the loop runs); its exit follows */
+    int st = 0;
+    pid_t got_pid = 0;
+    for (double t0 = now_s();
+         (got_pid = waitpid(r.pid, &st, WNOHANG)) == 0 && now_s() - t0 < 10;)
+      usleep(10000);
+    if (got_pid == r.pid) {
+      rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+      r.pid = live_pid = 0;
+    }
+  }
+  log = slurp(r.log, NULL);
+  CHECK(rc == 1 && log && strstr(log, "stream f: ") &&
+            strstr(log, "overwrite = false keeps it"),
+        "a start whose file stream cannot start exited %d: %s", rc, log);
+  free(log);
+}
+
 /* A GRAY16_LE frame as cudaconvolve (border reflect) makes it from `in`
  * with the kh x kw taps k (as floats, the element's): the float64
  * reference, rounded and saturated as the element stores it. */
@@ -7683,6 +7828,7 @@ int main(void)
       cmocka_unit_test_teardown(test_pipeline_reload_kernel_file, kill_left),
       cmocka_unit_test_teardown(test_pipeline_kernel_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_restart_in_background, kill_left),
+      cmocka_unit_test_teardown(test_file_boot_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_set_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_reload_in_background, kill_left),
       cmocka_unit_test_teardown(test_pipeline_stop_in_background, kill_left),

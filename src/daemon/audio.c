@@ -956,6 +956,12 @@ cfd_stream_conf *cfd_stream_conf_copy(const cfd_stream_conf *sc)
 static cfd_audio *audio_start(const cfd_stream_conf *sc, bool probed,
                               GError **err)
 {
+  /* tests only: CF_TEST_AUDIO_START_GATE_<NAME>, a named pipe read to
+   * its end here, before stream NAME's engine is made (an FFT plan, a
+   * CUDA context: seconds for a long kernel), as long as the test wants */
+  char *gate = g_strdup_printf("CF_TEST_AUDIO_START_GATE_%s", sc->name);
+  cfd_test_gate(gate);
+  g_free(gate);
   bool file = sc->type == CFD_FILE;
 #ifndef CFD_HAVE_PORTAUDIO
   if (!file) {

@@ -75,8 +75,9 @@ typedef struct stream {
    * pipeline would open the same device and write the same files) */
   bool start_again;
   /* its probe's thread stops what ran before (its sound or file stream,
-   * or pipeline) before it starts again: a reload starts its new
-   * section only once that start is done, as start_again says */
+   * or pipeline) before it starts again, or makes the daemon's own start
+   * of its sound or file stream: a reload starts its new section only
+   * once that start is done, as start_again says */
   bool handed;
   GPtrArray *waiting; /* client *: a `restart` answered once it is done */
   /* Live changes (set, swap-kernel), made one after another in the
@@ -368,6 +369,12 @@ typedef struct probe_job {
   bool asked;          /* by `restart` (else by the restart policy) */
   bool was_down;
   bool boot;           /* the daemon's own start of the stream */
+  /* a sound or file stream of the daemon's own start, started in the
+   * thread from sc (a copy with its kernels: its engine is made there,
+   * an FFT plan, a CUDA context; its device or files opened), or why sc
+   * could not be copied */
+  cfd_audio *audio;
+  char *no_copy;
   bool skip;           /* not built: the daemon stops (a reload's start) */
   cfd_pipeline *pipe;  /* a pipeline stream's, started in the thread */
   /* what ran before (unwatched): stopped in the thread first, so that
@@ -394,6 +401,8 @@ static void probe_job_free(probe_job *j)
   cfd_audio_stop(j->old_audio);   /* nor this */
   g_free(j->said_own);
   cfd_pipeline_stop(j->pipe); /* never: probe_done gave it up */
+  cfd_audio_stop(j->audio);   /* nor this */
+  g_free(j->no_copy);
   cfd_stream_conf_free(j->sc);
   cfd_stream_conf_free(j->fallback);
   cfd_stream_conf_free(j->fallback_copy);
@@ -428,7 +437,13 @@ static void probe_read(GTask *t, gpointer src, gpointer data,
     g_task_return_new_error(t, CFD_ERROR, 0, "the daemon is stopping");
     return;
   }
+  if (j->no_copy) {
+    g_task_return_new_error(t, CFD_ERROR, 0, "%s", j->no_copy);
+    return;
+  }
   bool ok = j->no_probe ? true
+            : j->boot && j->sc->type != CFD_PIPELINE
+                ? (j->audio = start_audio(j->sc, LOAD_PROBED, &e)) != NULL
             : j->sc->type == CFD_PIPELINE
                 ? (j->pipe = cfd_pipeline_start_unwatched(j->sc, &e)) != NULL
                 : cfd_file_input_unchanged(j->sc, &e);
@@ -532,14 +547,21 @@ static void boot_said(daemon_state *d)
 {
   if (d->stopping || d->exit_code)
     return;
-  unsigned down = 0;
+  unsigned down = 0, again = 0;
   for (guint i = 0; i < d->streams->len; i++) {
     stream *s = d->streams->pdata[i];
-    down += !s->audio && !s->pipe;
+    /* started again from a section a reload changed meanwhile: not down */
+    again += s->probing != 0;
+    down += !s->audio && !s->pipe && !s->probing;
   }
-  say("%u stream%s running%s; control socket %s", d->streams->len - down,
-      d->streams->len - down == 1 ? "" : "s",
-      down ? " (and some down, tried again)" : "", d->socket_path);
+  unsigned up = d->streams->len - down - again;
+  char *more = again ? g_strdup_printf(", %u starting again (a reload "
+                                       "changed %s)",
+                                       again, again == 1 ? "it" : "them")
+                     : g_strdup("");
+  say("%u stream%s running%s%s; control socket %s", up, up == 1 ? "" : "s",
+      more, down ? " (and some down, tried again)" : "", d->socket_path);
+  g_free(more);
 }
 
 /* Back in the loop: the stream (if it is still the one probed for)
@@ -555,10 +577,17 @@ static void probe_done(GObject *src, GAsyncResult *res, gpointer user)
   GError *e = NULL;
   bool ok = g_task_propagate_boolean(G_TASK(res), &e);
   probe_made(d, j, ok, e);
-  if (j->pipe) {
-    GPtrArray *pipes = g_ptr_array_new();
-    g_ptr_array_add(pipes, g_steal_pointer(&j->pipe));
-    stop_later(d, pipes, NULL, NULL);
+  /* a daemon that exits for a stream its start could not start leaves
+   * the outputs of the file streams it started as they were */
+  if (j->audio && d->exit_code)
+    cfd_audio_discard(g_steal_pointer(&j->audio));
+  if (j->pipe || j->audio) {
+    GPtrArray *pipes = g_ptr_array_new(), *audios = g_ptr_array_new();
+    if (j->pipe)
+      g_ptr_array_add(pipes, g_steal_pointer(&j->pipe));
+    if (j->audio)
+      g_ptr_array_add(audios, g_steal_pointer(&j->audio));
+    stop_later(d, pipes, audios, NULL);
   }
   if (j->boot && !--d->booting)
     boot_said(d);
@@ -589,7 +618,9 @@ static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
     return;
   }
   if (j->boot && !s->start_again) { /* the daemon's own start */
-    if (ok) {
+    if (ok && j->audio) {
+      s->audio = g_steal_pointer(&j->audio);
+    } else if (ok) {
       s->pipe = g_steal_pointer(&j->pipe);
       cfd_pipeline_watch(s->pipe);
     } else if (s->sc->restart != CFD_RESTART_NO) {
@@ -616,6 +647,7 @@ static void probe_made(daemon_state *d, probe_job *j, bool ok, GError *e)
      * stream_try_later) */
     s->start_again = false;
     s->pipe = g_steal_pointer(&j->pipe);
+    s->audio = g_steal_pointer(&j->audio);
     g_clear_error(&e);
     /* a reload's: told as a restart's, not counted as the policy's */
     ok = stream_try_later(d, s, true, &e);
@@ -683,17 +715,32 @@ static bool stream_try_later(daemon_state *d, stream *s, bool asked,
   return false;
 }
 
-/* A pipeline stream of the daemon's own start (s, from s->sc): built
- * and set playing in a thread as a restart's is, once the loop runs, s
- * starting meanwhile (its elements load their kernel files there,
- * seconds for a big one: built before the loop ran, no client was
- * answered meanwhile). */
+/* A stream of the daemon's own start (s, from s->sc), started in a
+ * thread once the loop runs, s starting meanwhile: a pipeline built and
+ * set playing as a restart's is (its elements load their kernel files
+ * there, seconds for a big one), a sound or file stream's engine made
+ * there (its FFT plans, a CUDA context: seconds for a long kernel) and
+ * its device or files opened. Started before the loop ran, one after
+ * another, no client was answered and no other stream ran meanwhile. */
 static void boot_start_later(daemon_state *d, stream *s)
 {
   probe_job *j = g_new0(probe_job, 1);
   j->d = d;
   j->id = ++d->probe_ids;
-  j->sc = pipeline_conf_copy(s->sc);
+  if (s->sc->type == CFD_PIPELINE) {
+    j->sc = pipeline_conf_copy(s->sc);
+  } else {
+    /* the thread's own: a reload meanwhile replaces the stream's */
+    const cfd_stream_conf *sc = s->sc;
+    j->sc = cfd_stream_conf_copy(sc);
+    if ((sc->kernel && cf_kernel_copy(sc->kernel, &j->sc->kernel) != CF_OK) ||
+        (sc->kernel2d &&
+         cf_kernel2d_copy(sc->kernel2d, &j->sc->kernel2d) != CF_OK))
+      j->no_copy = g_strdup_printf("its kernel cannot be copied for its "
+                                   "start: %s",
+                                   cf_last_error());
+    s->handed = true; /* a reload waits for this start */
+  }
   j->boot = true;
   s->probing = j->id;
   d->probes++;
@@ -1165,10 +1212,15 @@ static bool reload(daemon_state *d, cfd_config *c, GError *load_err,
     if (old) /* taken over or replaced below; not stopped as removed */
       g_ptr_array_remove(d->streams, old);
     if (old && old->probing && (old->sc->type == CFD_PIPELINE || old->handed)) {
-      /* its pipeline being built: the same section goes on starting;
+      /* its pipeline being built (or the daemon's own start of its
+       * sound or file stream made): the same section goes on starting;
        * another is started once that start is done (not beside it) */
-      bool same = sc->type == CFD_PIPELINE && old->sc->type == CFD_PIPELINE &&
-                  !strcmp(old->sc->shape, sc->shape);
+      bool same = sc->type == old->sc->type &&
+                  !strcmp(old->sc->shape, sc->shape) &&
+                  (sc->type == CFD_PIPELINE ||
+                   (same_kernel(old->sc->kernel, sc->kernel) &&
+                    same_kernel2d(old->sc->kernel2d, sc->kernel2d) &&
+                    old->sc->crossfade == sc->crossfade));
       old->start_again = old->start_again || !same;
       cfd_stream_conf_free(old->sc);
       old->sc = take_conf(c, i);
@@ -1438,7 +1490,8 @@ static stream *need_stream(daemon_state *d, const char *name, GError **err)
                 "runs", name,
                 s->sc->type == CFD_PIPELINE
                     ? "its pipeline being built, its kernels loaded"
-                    : "its input being probed");
+                    : "its input being probed, or its engine made and its "
+                      "device or files opened");
     return NULL;
   } else if (!s->audio && !s->pipe) {
     g_set_error(err, CFD_ERROR, 0,
@@ -2660,30 +2713,18 @@ int main(int argc, char **argv)
     d.exit_code = 2; /* the config's (or -s's) to mend: not restarted */
   bool ok = !d.exit_code && listen_socket(&d, &err);
   for (guint i = 0; ok && i < c->streams->len; i++) {
-    cfd_stream_conf *sc = take_conf(c, i);
-    if (sc->type == CFD_PIPELINE) { /* built once the loop runs */
-      stream *s = g_new0(stream, 1);
-      s->sc = sc;
-      g_ptr_array_add(d.streams, s);
-      continue;
-    }
-    stream *s = stream_start(sc, LOAD_PROBED, &err);
-    if (s)
-      g_ptr_array_add(d.streams, s);
-    else
-      cfd_stream_conf_free(sc);
-    ok = s != NULL;
+    stream *s = g_new0(stream, 1); /* started once the loop runs */
+    s->sc = take_conf(c, i);
+    g_ptr_array_add(d.streams, s);
   }
   cfd_config_free(c);
   if (ok) {
     g_timeout_add(50, on_tick, &d);
-    /* its pipelines built in threads, the control socket served
-     * meanwhile (status shows them starting); said once they run */
-    for (guint i = 0; i < d.streams->len; i++) {
-      stream *s = d.streams->pdata[i];
-      if (s->sc->type == CFD_PIPELINE)
-        boot_start_later(&d, s);
-    }
+    /* its streams started in threads, side by side, the control socket
+     * served meanwhile (status shows them starting); said once they
+     * run */
+    for (guint i = 0; i < d.streams->len; i++)
+      boot_start_later(&d, d.streams->pdata[i]);
     if (!d.booting)
       boot_said(&d);
     g_main_loop_run(d.loop);
