@@ -49,7 +49,8 @@
  * STREAM_START of another stream, then a segment starting within 1 ms
  * of the running time where the input ended, the same format: playbin,
  * playbin3, concat) goes on as one signal with the item before, whose
- * ring-out is added to its first frames, drain or not (anything else
+ * ring-out is added to its first frames, drain or not, its first output
+ * buffer not DISCONT though its input came so (anything else
  * drops it). A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
  * takes effect at once, no crossfade); the same caps or segment sent
@@ -366,6 +367,12 @@ typedef struct {
   float *ring;
   size_t ring_frames, ring_pos, ring_cap;
   gboolean ring_pending, keep_ring, new_item;
+  /* the output goes on from the run before (a gapless item's next one):
+   * the next input buffer's DISCONT is no discontinuity, and goes
+   * (fir_chain) */
+  gboolean goes_on;
+  gboolean in_discont; /* the input buffer came DISCONT (fir_chain) */
+  GstPadChainFunction base_chain; /* GstBaseTransform's */
   GstClockTime pend_rt;
   gchar *stream_id;
   /* qos=true: GstBaseTransform dropped a late input buffer since the
@@ -932,6 +939,7 @@ static void restart(GstCudaFir *self)
   self->n_anchors = 0;
   self->frames_in = self->frames_out = 0;
   self->discont = TRUE;
+  self->goes_on = FALSE;
   self->qos_dropped = FALSE;
   gst_buffer_replace(&self->group_tail, NULL);
   self->carry_len = 0;
@@ -1908,7 +1916,9 @@ static GstFlowReturn push_group_done(GstCudaFir *self, gboolean for_eos)
                               drain ? &tail : NULL);
   self->keep_ring = FALSE;
   self->group_tail = tail;
-  self->ring_pending = carry && self->ring_frames;
+  /* pending with no ring-out too (a kernel of one tap): the next item's
+   * segment still says whether the output goes on (no DISCONT) */
+  self->ring_pending = carry;
   self->pend_rt = rt;
   return r;
 }
@@ -2470,10 +2480,17 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       push_group_done(self, FALSE);
     }
     if (self->ring_pending) {
-      if (item && item_follows(self->pend_rt, seg))
+      if (item && item_follows(self->pend_rt, seg)) {
         self->ring_pending = FALSE; /* add_ring from here on */
-      else
+        /* the output goes on from the item before: its first buffer is
+         * no discontinuity, though the input's comes DISCONT (a
+         * decoder's first of an item); it said one, and a sink
+         * resynchronised there */
+        self->discont = FALSE;
+        self->goes_on = TRUE;
+      } else {
         drop_ring(self);
+      }
     }
     if (self->frames_in && self->engine &&
         !segment_continues(self, &bt->segment, seg)) {
@@ -2541,6 +2558,33 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     break;
   }
   return GST_BASE_TRANSFORM_CLASS(gst_cuda_fir_parent_class)->sink_event(bt, ev);
+}
+
+/* GstBaseTransform's chain, the input's DISCONT flag taken off and kept
+ * in in_discont for generate_output: the base class marks the next
+ * buffer it outputs DISCONT for any DISCONT input, whatever
+ * generate_output says, and the element's own DISCONT (self->discont,
+ * the first output of a run) is the truthful one. Where the input's
+ * frames were all held back, the pending mark went on a later buffer
+ * in the middle of a run (the first after a gapless change of item,
+ * whose held frames the element pushed itself); and a gapless item's
+ * first buffer, DISCONT from its decoder, marked an output that goes on
+ * from the item before (goes_on: the next buffer after that segment
+ * only; new caps or a flush in between restart the run and clear it). */
+static GstFlowReturn fir_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
+{
+  GstCudaFir *self = GST_CUDA_FIR(parent);
+  self->in_discont = FALSE;
+  if (GST_BUFFER_IS_DISCONT(buf)) {
+    self->in_discont = !self->goes_on;
+    if (self->goes_on)
+      GST_DEBUG_OBJECT(self, "the next item's first buffer is DISCONT: the "
+                       "output goes on from the item before");
+    buf = gst_buffer_make_writable(buf);
+    GST_BUFFER_FLAG_UNSET(buf, GST_BUFFER_FLAG_DISCONT);
+  }
+  self->goes_on = FALSE;
+  return self->base_chain(pad, parent, buf);
 }
 
 /* qos=true: the base class drops input whose running time is at or
@@ -2670,7 +2714,9 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * 40 ms, no jump seen: the times moved, nothing DISCONT, QA). */
   gboolean dropped = self->qos_dropped;
   self->qos_dropped = FALSE;
-  if ((GST_BUFFER_IS_DISCONT(in) || jump || dropped) && self->frames_in) {
+  gboolean in_discont = self->in_discont;
+  self->in_discont = FALSE;
+  if ((in_discont || jump || dropped) && self->frames_in) {
     GST_DEBUG_OBJECT(self, "discontinuity%s: pushing the held frames",
                      jump ? " (timestamp jump)"
                           : dropped ? " (buffers dropped for QoS)" : "");
@@ -2688,7 +2734,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * (it added its silent tail at EOS). */
   if (apply_kernel_change(self, self->frames_in == 0) && self->frames_in == 0)
     cf_engine_reset(self->engine);
-  if ((GST_BUFFER_IS_DISCONT(in) || dropped) && self->carry_len) {
+  if ((in_discont || dropped) && self->carry_len) {
     GST_WARNING_OBJECT(self,
                        "dropping %" G_GSIZE_FORMAT " bytes of a frame "
                        "cut before a discontinuity",
@@ -2718,7 +2764,7 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * ring-out would repeat time already played. (Its held frames used to
    * follow it with the next buffer, their times going up.) */
   gboolean reverse = bt->segment.rate < 0;
-  if (reverse && GST_BUFFER_IS_DISCONT(in))
+  if (reverse && in_discont)
     self->discont = TRUE;
   GstClockTime in_pts = GST_BUFFER_PTS(in), in_dur = GST_BUFFER_DURATION(in);
   guint64 in_off = GST_BUFFER_OFFSET(in), in_off_end = GST_BUFFER_OFFSET_END(in);
@@ -3296,6 +3342,9 @@ static void gst_cuda_fir_init(GstCudaFir *self)
   self->trim = DEFAULT_TRIM;
   self->out_end = GST_CLOCK_TIME_NONE;
   restart(self);
+  GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(self);
+  self->base_chain = GST_PAD_CHAINFUNC(sink);
+  gst_pad_set_chain_function(sink, fir_chain);
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), FALSE);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }

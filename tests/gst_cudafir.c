@@ -1881,8 +1881,11 @@ static void test_segments(void **state)
     for (int o = 0; o < outs; o++) {
       CHECK(c[o].frames == want[o], "item %d: %zu frames out, expected %zu", o,
             c[o].frames, want[o]);
-      CHECK(c[o].discont_seen == 1, "item %d: %d DISCONT buffers", o,
-            c[o].discont_seen);
+      /* one DISCONT where the output starts from silence; none where
+       * it goes on from the item before */
+      CHECK(c[o].discont_seen == !carried[o], "item %d: %d DISCONT buffers "
+            "(%s)", o, c[o].discont_seen,
+            carried[o] ? "going on from the one before" : "from silence");
       /* the items this one goes on from, as one signal */
       int from = o;
       while (from > 0 && carried[from])
@@ -2009,6 +2012,10 @@ static void test_stream_group_done(void **state)
       size_t want_b = drain ? nb + len - 1 : nb;
       CHECK(b.frames == want_b, "B: %zu frames out, expected %zu", b.frames,
             want_b);
+      /* B's first buffer came DISCONT (a decoder's first of an item), but
+       * the output goes on from A's: no DISCONT on it (it said one) */
+      CHECK(b.discont_seen == 0, "B: %d DISCONT buffers out, expected none "
+            "(the output goes on from A)", b.discont_seen);
       /* A then B filtered as one signal: A's ring-out goes on into B */
       float *xab = xalloc((na + nb) * ch * sizeof *xab);
       memcpy(xab, xa, na * ch * sizeof *xab);
@@ -6360,6 +6367,7 @@ typedef struct {
   double worst_jump; /* frames: the largest |rt - rt_next| seen */
   guint64 buffers;
   gboolean not_f32;  /* caps other than F32LE at the src pad */
+  guint disconts;    /* DISCONT buffers at the src pad */
 } gapless_watch;
 
 static GstPadProbeReturn on_gapless_in(GstPad *pad, GstPadProbeInfo *info,
@@ -6429,6 +6437,7 @@ static GstPadProbeReturn on_gapless_out(GstPad *pad, GstPadProbeInfo *info,
     w->rt_next = rt + gst_util_uint64_scale_int_round(frames, GST_SECOND,
                                                       (gint)w->rate);
   w->buffers++;
+  w->disconts += GST_BUFFER_IS_DISCONT(b);
   return GST_PAD_PROBE_OK;
 }
 
@@ -6573,6 +6582,10 @@ static void run_gapless(int how)
         got, want, total, len);
   CHECK(w.worst_jump < 1.0, "output running time jumps by %.1f frames",
         w.worst_jump);
+  /* every item's first buffer comes DISCONT; the output goes on as one
+   * signal, DISCONT at its start alone (each item's first said it) */
+  CHECK(w.disconts == 1, "%u DISCONT buffers out, expected 1 (the "
+        "output goes on over each change of item)", w.disconts);
   const float *y = (const float *)(void *)w.out->data;
   for (unsigned k = 0; k < ch; k++) {
     double *r = ref_channel(x, total, ch, k, hk, len, want);
