@@ -51,7 +51,9 @@
  * playbin3, concat) goes on as one signal with the item before, whose
  * ring-out is added to its first frames, drain or not, its first output
  * buffer not DISCONT though its input came so (anything else
- * drops it). A discontinuity, a flush and new caps
+ * drops it). So does a loop: SEGMENT_DONE where the input ended, then
+ * a segment starting there in running time (a segment seek without
+ * FLUSH looping a sample), the loop seamless, not cut at its end. A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
  * takes effect at once, no crossfade); the same caps or segment sent
  * again do not. With qos=true a buffer GstBaseTransform drops as late
@@ -367,6 +369,9 @@ typedef struct {
   float *ring;
   size_t ring_frames, ring_pos, ring_cap;
   gboolean ring_pending, keep_ring, new_item;
+  /* the ring-out pending is a loop's: SEGMENT_DONE, where the input
+   * ended (a segment seek looping), not a change of item */
+  gboolean pend_loop;
   /* the output goes on from the run before (a gapless item's next one):
    * the next input buffer's DISCONT is no discontinuity, and goes
    * (fir_chain) */
@@ -1687,7 +1692,7 @@ static void note_fallback(GstCudaFir *self)
 static void drop_ring(GstCudaFir *self)
 {
   self->ring_frames = self->ring_pos = 0;
-  self->ring_pending = FALSE;
+  self->ring_pending = self->pend_loop = FALSE;
 }
 
 /* Add the carried ring-out to the next `frames` output frames y. */
@@ -2479,8 +2484,10 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       GST_DEBUG_OBJECT(self, "next item: its ring-out carried over");
       push_group_done(self, FALSE);
     }
+    gboolean loop = self->pend_loop;
+    self->pend_loop = FALSE;
     if (self->ring_pending) {
-      if (item && item_follows(self->pend_rt, seg)) {
+      if ((item || loop) && item_follows(self->pend_rt, seg)) {
         self->ring_pending = FALSE; /* add_ring from here on */
         /* the output goes on from the item before: its first buffer is
          * no discontinuity, though the input's comes DISCONT (a
@@ -2514,10 +2521,32 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
     gst_buffer_replace(&self->group_tail, NULL);
     break;
   }
-  case GST_EVENT_SEGMENT_DONE: /* nothing goes past the segment's end */
-    if (self->frames_in)
-      push_residue(self, segment_done_at(self, ev));
+  case GST_EVENT_SEGMENT_DONE: { /* nothing goes past the segment's end */
+    if (!self->frames_in)
+      break;
+    /* A looping player's segment seek: the next segment (no FLUSH) starts
+     * at the running time where this one is done. Where the input ran up
+     * to that end, the loop goes on from it as one signal, as a gapless
+     * item does: the held frames go out now, the ring-out is kept for
+     * the next segment if it starts there (item_follows), else dropped.
+     * It was cut at the end, the next loop filtered from silence (QA). */
+    GstClockTime at = segment_done_at(self, ev);
+    const GstSegment *seg = &bt->segment;
+    GstClockTime end = input_end(self);
+    if (GST_CLOCK_TIME_IS_VALID(at) && GST_CLOCK_TIME_IS_VALID(end) &&
+        GST_CLOCK_TIME_IS_VALID(self->base_ts) && seg->rate > 0 &&
+        seg->format == GST_FORMAT_TIME &&
+        GST_CLOCK_DIFF(end, at) <= (GstClockTimeDiff)GST_MSECOND &&
+        GST_CLOCK_DIFF(at, end) <= (GstClockTimeDiff)GST_MSECOND) {
+      GST_DEBUG_OBJECT(self, "segment done where the input ended: its "
+                       "ring-out waits for the loop's next segment");
+      push_group_done(self, FALSE);
+      self->pend_loop = self->ring_pending;
+    } else {
+      push_residue(self, at);
+    }
     break;
+  }
   case GST_EVENT_GAP: {
     GstFlowReturn ret;
     if (self->carry_len) { /* the rest of that frame is not coming */

@@ -1735,9 +1735,10 @@ static GstPadProbeReturn on_sink_data(GstPad *pad, GstPadProbeInfo *info,
  * running time), the next item of a gapless playlist (timestamps from 0
  * again, running time going on), or the same segment again, which goes on
  * seamlessly. Every item's output lies in its own segment, after what was
- * played, and equals its input filtered from silence, or, for a next item
- * after a STREAM_START of another stream, going on from the item before
- * (its ring-out added to the next one's first frames); the held frames
+ * played, and equals its input filtered from silence, or, for a loop
+ * and for a next item after a STREAM_START of another stream, going on
+ * from the item before (its ring-out added to the next one's first
+ * frames, no DISCONT); the held frames
  * come out before the next segment, and the ring-out as frames of its own
  * only where nothing follows (EOS, with drain). */
 static void test_segments(void **state)
@@ -1809,6 +1810,10 @@ static void test_segments(void **state)
               gst_harness_push_event(h, gst_event_new_stream_start(sid)));
           carried[o] = prev_how == 1;
         }
+        /* a loop goes on from where it was done, its new segment
+         * starting there in running time (below): seamless */
+        if (prev_how == 0)
+          carried[o] = TRUE;
         t0 = ref_rng_range(&rng, 0, 3) * GST_SECOND;
         /* a seek's new base: the running time where the segment ended,
          * its stop or, without one, where its data did */
@@ -6409,6 +6414,11 @@ static GstPadProbeReturn on_gapless_out(GstPad *pad, GstPadProbeInfo *info,
     GstEvent *ev = GST_PAD_PROBE_INFO_EVENT(info);
     if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT)
       gst_event_copy_segment(ev, &w->seg);
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_FLUSH_STOP) { /* a flushing seek */
+      g_array_set_size(w->out, 0);
+      w->buffers = w->disconts = 0;
+      w->worst_jump = 0;
+    }
     if (GST_EVENT_TYPE(ev) == GST_EVENT_CAPS) {
       GstCaps *c;
       GstAudioInfo ai;
@@ -6625,6 +6635,124 @@ static void test_gapless_concat(void **state)
 {
   (void)state;
   run_gapless(2);
+}
+
+/* A looping player: a WAV played, then at each SEGMENT_DONE a segment
+ * seek without FLUSH to its start (gst_element_seek with
+ * GST_SEEK_FLAG_SEGMENT, as an application loops a sample), the last
+ * play a plain seek without FLUSH that ends in EOS. wavparse sends
+ * SEGMENT_DONE, then a segment whose running time goes on where the
+ * data ended, its first buffer DISCONT. The loop is seamless: the output
+ * is the looped signal filtered as one (each loop's ring-out going on
+ * into the next, the history carried), DISCONT at its start alone,
+ * running time without a gap. It was filtered from silence at every
+ * loop, the ring-out cut at the segment's end (QA). */
+static void test_loop_seek(void **state)
+{
+  (void)state;
+  unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+  size_t len = ref_rng_range(&rng, 2, 3000), n = ref_rng_range(&rng, 2000,
+                                                                12000);
+  int loops = (int)ref_rng_range(&rng, 1, 3); /* seeks back to the start */
+  unsigned block = 1u << ref_rng_range(&rng, 6, 11);
+  set_case("loop seek: %d loops of %zu frames, %u ch, %zu taps, block %u",
+           loops, n, ch, len, block);
+  float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
+  float *hk = random_kernel(len);
+  const char *path = fixture("loop.wav");
+  write_wav(path, x, n, ch, rate);
+  gchar *d = g_strdup_printf("filesrc location=%s ! wavparse ! "
+                             "audioconvert ! audio/x-raw,format=F32LE ! "
+                             "cudafir name=f ! fakesink sync=false",
+                             path);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(d, &err);
+  g_free(d);
+  CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+  GstElement *fir = gst_bin_get_by_name(GST_BIN(p), "f");
+  set_taps(fir, hk, len);
+  g_object_set(fir, "drain", TRUE, "block-size", block, NULL);
+  gst_util_set_object_arg(G_OBJECT(fir), "backend", backend);
+  gapless_watch w = {.log = g_string_new(""),
+                     .out = g_array_new(FALSE, FALSE, sizeof(float)),
+                     .ch = ch, .rate = rate};
+  gst_segment_init(&w.seg, GST_FORMAT_TIME);
+  GstPad *sp = gst_element_get_static_pad(fir, "sink");
+  GstPad *op = gst_element_get_static_pad(fir, "src");
+  gst_pad_add_probe(sp, GST_PAD_PROBE_TYPE_BUFFER |
+                    GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_gapless_in, &w,
+                    NULL);
+  gst_pad_add_probe(op, GST_PAD_PROBE_TYPE_BUFFER |
+                    GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
+                    GST_PAD_PROBE_TYPE_EVENT_FLUSH, on_gapless_out, &w,
+                    NULL);
+  gst_object_unref(sp);
+  gst_object_unref(op);
+  CHECK(gst_element_set_state(p, GST_STATE_PAUSED) !=
+            GST_STATE_CHANGE_FAILURE, "PAUSED failed");
+  CHECK(gst_element_get_state(p, NULL, NULL, 10 * GST_SECOND) ==
+            GST_STATE_CHANGE_SUCCESS, "no preroll");
+  CHECK(gst_element_seek(p, 1.0, GST_FORMAT_TIME,
+                         GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT,
+                         GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_NONE, -1),
+        "the first segment seek failed");
+  CHECK(gst_element_set_state(p, GST_STATE_PLAYING) !=
+            GST_STATE_CHANGE_FAILURE, "PLAYING failed");
+  GstBus *bus = gst_element_get_bus(p);
+  int played = 0;
+  GstMessage *m;
+  for (;;) {
+    m = gst_bus_timed_pop_filtered(bus, 20 * GST_SECOND,
+                                   GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
+                                       GST_MESSAGE_SEGMENT_DONE);
+    if (!m || GST_MESSAGE_TYPE(m) != GST_MESSAGE_SEGMENT_DONE)
+      break;
+    gst_message_unref(m);
+    played++;
+    /* again from the start: looping on, or once more to the end */
+    GstSeekFlags f = played < loops ? GST_SEEK_FLAG_SEGMENT : 0;
+    CHECK(gst_element_seek(p, 1.0, GST_FORMAT_TIME, f, GST_SEEK_TYPE_SET, 0,
+                           GST_SEEK_TYPE_NONE, -1),
+          "the loop seek %d failed", played);
+  }
+  print_message("  cudafir received:%s\n", w.log->str);
+  gst_element_set_state(p, GST_STATE_NULL);
+  CHECK(m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS, "ended with %s",
+        m ? GST_MESSAGE_TYPE_NAME(m) : "a timeout");
+  gst_message_unref(m);
+  gst_object_unref(bus);
+  CHECK(played == loops, "%d SEGMENT_DONE, expected %d", played, loops);
+  size_t total = (size_t)(loops + 1) * n, want = total + len - 1;
+  size_t got = w.out->len / ch;
+  CHECK(got == want, "%zu frames out, expected %zu (%d plays of %zu + %zu - "
+        "1 taps)", got, want, loops + 1, n, len);
+  CHECK(w.worst_jump < 1.0, "output running time jumps by %.1f frames",
+        w.worst_jump);
+  float *xl = xalloc(total * ch * sizeof *xl);
+  for (int i = 0; i <= loops; i++)
+    memcpy(xl + (size_t)i * n * ch, x, n * ch * sizeof *xl);
+  const float *y = (const float *)(void *)w.out->data;
+  for (unsigned k = 0; k < ch; k++) {
+    double *r = ref_channel(xl, total, ch, k, hk, len, want);
+    double e = ref_rel_l2(y + k, ch, r, 1, want);
+    size_t i = 0; /* where it first differs, for the message */
+    while (i < want && fabs(y[i * ch + k] - r[i]) <= 1e-3)
+      i++;
+    CHECK(e <= 2e-5, "channel %u: error %.3g against the looped signal "
+          "filtered as one, first off at frame %zu (loops of %zu)", k, e, i,
+          n);
+    free(r);
+  }
+  free(xl);
+  CHECK(w.disconts == 1, "%u DISCONT buffers out, expected 1 (the loop "
+        "goes on)", w.disconts);
+  g_string_free(w.log, TRUE);
+  g_array_free(w.out, TRUE);
+  gst_object_unref(fir);
+  gst_object_unref(p);
+  unlink(path);
+  free(x);
+  free(hk);
 }
 
 /* ---- misuse: state cycling, changes while running, data before caps ---- */
@@ -7014,6 +7142,7 @@ int main(void)
       cmocka_unit_test(test_gapless_playbin3),
       cmocka_unit_test(test_gapless_playbin),
       cmocka_unit_test(test_gapless_concat),
+      cmocka_unit_test(test_loop_seek),
       cmocka_unit_test(test_meta_tags),
       cmocka_unit_test(test_misuse),
   };
