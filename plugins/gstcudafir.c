@@ -130,7 +130,8 @@
  * audioconvert before the element picks a count that fits. Downstream
  * that takes none of the output counts the matrix gives (a capsfilter
  * after the element) fails the stream not-negotiated with a warning
- * naming the kernel's output count against downstream's; an
+ * naming the kernel's output count against downstream's, whether
+ * upstream asked with a caps query or pushed its caps straight away; an
  * audioconvert after the element converts it.
  * The file is read when `kernel-file` is set; `trim` and `routing`
  * rebuild the kernel from those taps (the file may have changed or gone
@@ -2392,6 +2393,28 @@ static GstClockTime segment_done_at(const GstCudaFir *self, GstEvent *ev)
   return input_end(self);
 }
 
+/* Caps pushed with no caps query before them (an appsrc with caps set,
+ * a harness, a source that decides alone): where downstream takes none
+ * of the output counts the matrix gives for them, GstBaseTransform
+ * fails them not-negotiated, and only the query said why
+ * (gst_cuda_fir_query): the stream failed with no word (QA). The same
+ * warning here, naming the counts, once (say_output_refused). */
+static void say_caps_refused_downstream(GstCudaFir *self, GstCaps *caps)
+{
+  GstBaseTransform *bt = GST_BASE_TRANSFORM(self);
+  guint pin[64], pout[64], np = kernel_pairs(self, pin, pout);
+  if (np == 0 || !gst_caps_is_fixed(caps))
+    return;
+  GstCaps *out = gst_cuda_fir_transform_caps(bt, GST_PAD_SINK, caps, NULL);
+  GstCaps *down = gst_pad_peer_query_caps(bt->srcpad, NULL);
+  if (down && !gst_caps_is_empty(down) && !gst_caps_is_any(down) &&
+      !gst_caps_can_intersect(out, down))
+    say_output_refused(self, down, caps, pin, pout, np);
+  gst_caps_unref(out);
+  if (down)
+    gst_caps_unref(down);
+}
+
 static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
 {
   GstCudaFir *self = GST_CUDA_FIR(bt);
@@ -2457,6 +2480,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
       gst_event_unref(ev);
       return FALSE;
     }
+    say_caps_refused_downstream(self, caps);
     break;
   }
   case GST_EVENT_FLUSH_STOP:

@@ -5995,6 +5995,56 @@ static void test_output_channels_said(void **state)
   }
 }
 
+/* The same through a harness, which pushes its caps event with no caps
+ * query first (an application's appsrc with caps set, a source that
+ * decides alone): where downstream takes no output count the matrix
+ * gives, the stream fails not-negotiated with the warning naming the
+ * counts. Only a caps query said it; a caps event alone failed with no
+ * word (QA). */
+static void test_output_channels_caps_event(void **state)
+{
+  (void)state;
+  unsigned outs = (unsigned)ref_rng_range(&rng, 1, 4), len = 6;
+  unsigned down = outs == 1 ? 2 : outs - 1;
+  set_case("a %u x 2 matrix, downstream takes %u channels, caps pushed "
+           "without a query", outs, down);
+  const char *path = fixture("said-matrix-event.npy");
+  float *hm = xalloc(sizeof(float) * 2 * outs * len);
+  for (unsigned i = 0; i < 2 * outs * len; i++)
+    hm[i] = (float)ref_rng_range(&rng, 1, 100) / 100.0f;
+  char shape[32];
+  snprintf(shape, sizeof shape, "(%u, 2, %u)", outs, len);
+  write_npy(path, shape, hm, 2 * outs * len);
+  free(hm);
+  GstHarness *h = new_fir();
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_object_set(h->element, "kernel-file", path, NULL);
+  char in[128], out[160];
+  snprintf(in, sizeof in, "audio/x-raw,format=F32LE,rate=48000,channels=2,"
+           "layout=interleaved");
+  snprintf(out, sizeof out, "audio/x-raw,format=F32LE,rate=48000,"
+           "channels=%u,layout=interleaved%s", down,
+           down > 2 ? ",channel-mask=(bitmask)0x0" : "");
+  gst_harness_set_sink_caps_str(h, out);
+  /* the caps event straight away: no query has asked the element yet */
+  gst_harness_set_src_caps_str(h, in);
+  float x[2 * 64];
+  for (unsigned i = 0; i < 2 * 64; i++)
+    x[i] = 0.25f;
+  CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, 0, 64, 2, 48000, 0, TRUE) ==
+            GST_FLOW_NOT_NEGOTIATED,
+        "caps downstream does not take streamed");
+  gchar *want = g_strdup_printf("gives %u output channel%s from 2 in; "
+                                "downstream accepts %u",
+                                outs, outs == 1 ? "" : "s", down);
+  CHECK(bus_warning_says(bus, want), "no warning saying '%s'", want);
+  g_free(want);
+  gst_element_set_bus(h->element, NULL);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}
+
 static void test_bad_values(void **state)
 {
   (void)state;
@@ -7132,6 +7182,7 @@ int main(void)
       cmocka_unit_test(test_refused_before_start),
       cmocka_unit_test(test_channels_said),
       cmocka_unit_test(test_output_channels_said),
+      cmocka_unit_test(test_output_channels_caps_event),
       cmocka_unit_test(test_refused_no_notify),
       cmocka_unit_test(test_ready_only_running),
       cmocka_unit_test(test_bad_kernel_before_first_buffer),
