@@ -49,9 +49,13 @@
  * STREAM_START of another stream, then a segment starting within 1 ms
  * of the running time where the input ended, the same format: playbin,
  * playbin3, concat) goes on as one signal with the item before, whose
- * ring-out is added to its first frames, drain or not, its first output
+ * ring-out goes on into its first frames, drain or not, its first output
  * buffer not DISCONT though its input came so (anything else
- * drops it). So does a loop: SEGMENT_DONE where the input ended, then
+ * drops it); a kernel or gain set after an item's last buffer
+ * crossfades (ramps) from the next item's first frame, the ring-out
+ * included, and one running goes on across (the item's last input
+ * frames, the engine's tail of them, are replayed into the reset
+ * engine). So does a loop: SEGMENT_DONE where the input ended, then
  * a segment starting there in running time (a segment seek without
  * FLUSH looping a sample), the loop seamless, not cut at its end. A discontinuity, a flush and new caps
  * restart the filter history (a kernel change not yet in force then
@@ -405,7 +409,49 @@ typedef struct {
     double g;
   } gains[MAX_GAINS];
   guint n_gains;
+  /* gains[] frames count from this many frames before the run's first:
+   * a run going on from the item before (a gapless change of item, a
+   * loop) keeps that item's schedule, a ramp going on across */
+  guint64 gain_origin;
   gdouble *ctl; /* controlled gain values, scratch */
+  /* The kernels in the engine (streaming thread), for a change of item
+   * to build again after the reset that carries the ring-out over
+   * (resume_carry): k_cur alone, or a crossfade from k_cur to k_to over
+   * input frames [fade_start, fade_start + fade_len) of the run (frames
+   * before its first are negative), k_wait waiting for it to end
+   * (wait_len: its crossfade). */
+  cf_kernel *k_cur, *k_to, *k_wait;
+  gint64 fade_start;
+  guint64 fade_len, wait_len;
+  /* the run goes on from the one before (resume_carry): a kernel change
+   * at its first buffer crossfades, as mid-stream */
+  gboolean resumed;
+  /* The last input frames (cin floats each, a ring of hist_cap frames,
+   * the newest ending at hist_pos; up to cf_engine_tail of them), of the
+   * run and of those it goes on from: at a change of item the engine,
+   * reset to carry the ring-out over, is brought back by replaying them
+   * (resume_carry), so that a kernel change at the next item's first
+   * buffer crossfades the item before's ring-out too. hist_lost: some
+   * could not be kept (memory): the ring-out is added instead. */
+  float *hist;
+  size_t hist_cap, hist_len, hist_pos;
+  gboolean hist_lost;
+  /* At a change of item whose ring-out is carried (push_group_done):
+   * the crossfade running there (its kernels, copies; `d` frames of it
+   * done) and the gain schedule, for the next item's segment to take
+   * on where it follows (resume_carry); dropped with the ring-out. */
+  struct {
+    gboolean valid;
+    cf_kernel *from, *to, *wait;
+    guint64 fade_len, wait_len, d;
+    size_t tail; /* the engine's tail there (cf_engine_tail) */
+    struct {
+      guint64 frame;
+      double g;
+    } gains[MAX_GAINS];
+    guint n_gains;
+    guint64 origin;
+  } pass;
   size_t ctl_len;
 } GstCudaFir;
 
@@ -910,6 +956,8 @@ static void drop_swaps(GstCudaFir *self)
   g_clear_pointer(&self->made, cf_swap_prep_free);
 }
 
+static void kernels_clear(GstCudaFir *self);
+
 static void free_engine(GstCudaFir *self)
 {
   g_mutex_lock(&self->kernel_lock); /* a kernel change may be preparing it */
@@ -920,10 +968,269 @@ static void free_engine(GstCudaFir *self)
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(e);
+  kernels_clear(self);
 }
 
 static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once);
 static void reset_gain(GstCudaFir *self);
+
+/* ---- the kernels in force, for a change of item ----------------------- */
+
+/* Crossfades that ended by input frame `at` of the run: their kernel
+ * alone from there. */
+static void fade_settle(GstCudaFir *self, gint64 at)
+{
+  while (self->k_to && self->fade_start + (gint64)self->fade_len <= at) {
+    cf_kernel_free(self->k_cur);
+    self->k_cur = self->k_to;
+    self->k_to = self->k_wait;
+    self->k_wait = NULL;
+    self->fade_start += (gint64)self->fade_len;
+    self->fade_len = self->wait_len;
+  }
+}
+
+/* A reset or drain: every swap completes, the newest kernel alone
+ * (engine.h). */
+static void fade_complete(GstCudaFir *self)
+{
+  cf_kernel *newest = self->k_wait   ? self->k_wait
+                      : self->k_to ? self->k_to
+                                   : self->k_cur;
+  if (self->k_cur != newest)
+    cf_kernel_free(self->k_cur);
+  if (self->k_to != newest)
+    cf_kernel_free(self->k_to);
+  self->k_cur = newest;
+  self->k_to = self->k_wait = NULL;
+}
+
+/* The engine took a swap to k (taken) over xf frames at the run's next
+ * input frame: as the engine does, after a crossfade running, where it
+ * ends, the newest of those waiting. */
+static void fade_note(GstCudaFir *self, cf_kernel *k, guint64 xf)
+{
+  gint64 at = (gint64)self->frames_in;
+  fade_settle(self, at);
+  if (!self->k_to || self->fade_start >= at) {
+    /* none running, or one asked for at this same frame: the newer takes
+     * its place (no output of it given yet) */
+    cf_kernel_free(self->k_to);
+    self->k_to = k;
+    self->fade_start = at;
+    self->fade_len = xf;
+  } else {
+    cf_kernel_free(self->k_wait);
+    self->k_wait = k;
+    self->wait_len = xf;
+  }
+  fade_settle(self, at); /* xf 0: in force at once */
+}
+
+static void pass_clear(GstCudaFir *self)
+{
+  g_clear_pointer(&self->pass.from, cf_kernel_free);
+  g_clear_pointer(&self->pass.to, cf_kernel_free);
+  g_clear_pointer(&self->pass.wait, cf_kernel_free);
+  self->pass.valid = FALSE;
+}
+
+static void kernels_clear(GstCudaFir *self)
+{
+  g_clear_pointer(&self->k_cur, cf_kernel_free);
+  g_clear_pointer(&self->k_to, cf_kernel_free);
+  g_clear_pointer(&self->k_wait, cf_kernel_free);
+  pass_clear(self);
+}
+
+/* At a change of item whose ring-out is carried (push_group_done, before
+ * the drain): the crossfade running at the run's input end and the gain
+ * schedule, for the next item to go on with (resume_carry). Without
+ * memory for the kernels' copies, the next item starts on the newest
+ * kernel, as after a discontinuity. */
+static void pass_take(GstCudaFir *self)
+{
+  pass_clear(self);
+  gint64 at = (gint64)self->frames_in;
+  fade_settle(self, at);
+  if (self->k_to) {
+    if (!self->k_cur || cf_kernel_copy(self->k_cur, &self->pass.from) ||
+        cf_kernel_copy(self->k_to, &self->pass.to) ||
+        (self->k_wait && cf_kernel_copy(self->k_wait, &self->pass.wait))) {
+      GST_WARNING_OBJECT(self, "no memory to carry a crossfade over the "
+                         "change of item: %s", cf_last_error());
+      pass_clear(self);
+      return;
+    }
+    self->pass.d = (guint64)(at - self->fade_start);
+    self->pass.fade_len = self->fade_len;
+    self->pass.wait_len = self->wait_len;
+  }
+  self->pass.tail = cf_engine_tail(self->engine);
+  memcpy(self->pass.gains, self->gains, sizeof self->gains);
+  self->pass.n_gains = self->n_gains;
+  self->pass.origin = self->gain_origin + self->frames_in;
+  self->pass.valid = TRUE;
+}
+
+static gboolean ensure_scratch(GstCudaFir *self, size_t frames);
+static void note_fallback(GstCudaFir *self);
+static void drop_ring(GstCudaFir *self);
+
+/* Input frames x[0..n) kept as the last ones (hist). */
+static void hist_add(GstCudaFir *self, const float *x, size_t n)
+{
+  size_t c = self->cin, want = cf_engine_tail(self->engine);
+  if (n == 0 || (want == 0 && self->hist_cap == 0))
+    return; /* no frame of history counts (one tap, no latency) */
+  if (want > self->hist_cap) { /* a longer kernel: the oldest first */
+    float *h = g_try_malloc(want * c * sizeof(float));
+    if (!h) {
+      self->hist_lost = TRUE;
+      return;
+    }
+    size_t len = self->hist_len, cap = self->hist_cap;
+    size_t start = cap ? (self->hist_pos + cap - len) % cap : 0;
+    size_t first = MIN(len, cap - start);
+    if (len) {
+      memcpy(h, self->hist + start * c, first * c * sizeof(float));
+      memcpy(h + first * c, self->hist, (len - first) * c * sizeof(float));
+    }
+    g_free(self->hist);
+    self->hist = h;
+    self->hist_cap = want;
+    self->hist_pos = len % want;
+  }
+  size_t cap = self->hist_cap;
+  if (n >= cap) {
+    x += (n - cap) * c;
+    n = cap;
+  }
+  size_t first = MIN(n, cap - self->hist_pos);
+  memcpy(self->hist + self->hist_pos * c, x, first * c * sizeof(float));
+  memcpy(self->hist, x + first * c, (n - first) * c * sizeof(float));
+  self->hist_pos = (self->hist_pos + n) % cap;
+  self->hist_len = MIN(self->hist_len + n, cap);
+}
+
+/* m frames from `back` frames before the newest end, into out. */
+static void hist_read(const GstCudaFir *self, float *out, size_t back,
+                      size_t m)
+{
+  size_t c = self->cin, cap = self->hist_cap;
+  size_t start = (self->hist_pos + cap - back) % cap;
+  size_t first = MIN(m, cap - start);
+  memcpy(out, self->hist + start * c, first * c * sizeof(float));
+  memcpy(out + first * c, self->hist, (m - first) * c * sizeof(float));
+}
+
+/* The next item follows, its ring-out carried (the engine reset since,
+ * on the newest kernel). The items are one signal: the engine is
+ * brought back to where the item before ended by replaying its last
+ * input frames (the engine's tail of them: every output from there on
+ * is exact, as a swap's priming), the kernels as they were in force
+ * (a crossfade running goes on; one that started before those frames
+ * from silence before them), the outputs thrown away; the ring-out is
+ * then in the engine and is not added. A kernel change at the next
+ * item's first buffer then crossfades the item before's ring-out too,
+ * as anywhere in a stream, and the gain schedule goes on. Where the
+ * frames were not kept, the ring-out is added (the engine going on from
+ * silence on the newest kernel). */
+static void resume_carry(GstCudaFir *self)
+{
+  if (!self->pass.valid || !self->engine) {
+    pass_clear(self);
+    return;
+  }
+  memcpy(self->gains, self->pass.gains, sizeof self->gains);
+  self->n_gains = self->pass.n_gains;
+  self->gain_origin = self->pass.origin;
+  self->resumed = TRUE;
+  size_t r = MIN(self->hist_len, self->pass.tail);
+  if (self->hist_lost || r == 0) {
+    GST_DEBUG_OBJECT(self, "no input kept: the ring-out is added");
+    pass_clear(self);
+    return;
+  }
+  cf_engine *e = self->engine;
+  gboolean fade = self->pass.to != NULL, wait = self->pass.wait != NULL;
+  guint64 d = fade ? self->pass.d : 0;
+  guint64 z = d > r ? d - r : 0; /* silence before the frames kept */
+  guint64 total = z + r, at = z + r - d; /* where the crossfade starts */
+  gboolean swapped = FALSE, waited = FALSE, ours = FALSE;
+  cf_status s = CF_OK;
+  if (fade) { /* `from` alone: a reset completes the swap */
+    s = cf_engine_set_kernel(e, self->pass.from, 0);
+    if (s == CF_OK)
+      s = cf_engine_reset(e);
+  }
+  for (guint64 t = 0; s == CF_OK && t < total;) {
+    if (fade && !swapped && t == at) {
+      s = cf_engine_set_kernel(e, self->pass.to, self->pass.fade_len);
+      swapped = TRUE;
+      continue;
+    }
+    /* asked for during that crossfade, after its start (one at the
+     * same frame took its place), it waits for the crossfade's end */
+    if (wait && swapped && !waited && t > at) {
+      s = cf_engine_set_kernel(e, self->pass.wait, self->pass.wait_len);
+      waited = TRUE;
+      continue;
+    }
+    guint64 stop = total;
+    if (fade && !swapped)
+      stop = MIN(stop, at);
+    if (wait && swapped && !waited)
+      stop = MIN(stop, at + 1);
+    size_t m = (size_t)MIN(stop - t, 4096);
+    if (!ensure_scratch(self, m)) {
+      s = fir_fail("out of memory for %zu frames of replay", m);
+      ours = TRUE;
+      break;
+    }
+    size_t zeros = t < z ? (size_t)MIN(z - t, m) : 0;
+    memset(self->fin, 0, zeros * self->cin * sizeof(float));
+    if (m > zeros)
+      hist_read(self, self->fin + zeros * self->cin,
+                (size_t)(total - (t + zeros)), m - zeros);
+    s = cf_engine_process(e, self->fin, self->fout, m);
+    t += m;
+  }
+  if (s == CF_OK && fade && !swapped) /* at the end: the next item's start */
+    s = cf_engine_set_kernel(e, self->pass.to, self->pass.fade_len);
+  if (s != CF_OK && !ours)
+    fir_engine_error(s); /* the engine's words */
+  note_fallback(self);
+  if (s != CF_OK) {
+    GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                        ("cudafir: the filter could not go on into the "
+                         "next item; it starts from silence"),
+                        ("%s", fir_error));
+    cf_engine_reset(e);
+    fade_complete(self);
+    drop_ring(self);
+    pass_clear(self);
+    return;
+  }
+  self->ring_frames = self->ring_pos = 0; /* in the engine now */
+  if (fade) {
+    g_clear_pointer(&self->k_cur, cf_kernel_free);
+    g_clear_pointer(&self->k_to, cf_kernel_free);
+    g_clear_pointer(&self->k_wait, cf_kernel_free);
+    self->k_cur = g_steal_pointer(&self->pass.from);
+    self->k_to = g_steal_pointer(&self->pass.to);
+    self->k_wait = g_steal_pointer(&self->pass.wait);
+    self->fade_start = -(gint64)d;
+    self->fade_len = self->pass.fade_len;
+    self->wait_len = self->pass.wait_len;
+  }
+  GST_DEBUG_OBJECT(self, "going on into the next item: %zu input frames "
+                   "replayed (%" G_GUINT64_FORMAT " of silence before), "
+                   "%s", r, z,
+                   fade ? "the crossfade running there going on"
+                        : "no crossfade running");
+  pass_clear(self);
+}
 
 /* Forget the history: the next buffer starts a new run of timestamps. */
 static void restart(GstCudaFir *self)
@@ -935,10 +1242,17 @@ static void restart(GstCudaFir *self)
     /* a kernel change waiting for the next buffer goes in first: the
      * reset completes it (engine.h), so the newest kernel alone filters
      * what follows; applied after the reset, it crossfaded from the old
-     * kernel after a flush or a discontinuity (QA) */
-    apply_kernel_change(self, TRUE);
+     * kernel after a flush or a discontinuity (QA). Not at a change of
+     * item carried over (keep_ring): the next item's first buffer takes
+     * it, crossfading (resume_carry) */
+    if (!self->keep_ring)
+      apply_kernel_change(self, TRUE);
     cf_engine_reset(self->engine);
+    fade_complete(self);
   }
+  self->resumed = FALSE;
+  if (!self->keep_ring) /* a new run: no input before it */
+    self->hist_len = self->hist_pos = 0, self->hist_lost = FALSE;
   self->skip = self->latency;
   self->base_ts = GST_CLOCK_TIME_NONE;
   self->base_offset = GST_BUFFER_OFFSET_NONE;
@@ -1258,6 +1572,7 @@ static void reset_gain(GstCudaFir *self)
   self->gains[0].frame = 0;
   self->gains[0].g = pow(10.0, db / 20.0);
   self->n_gains = 1;
+  self->gain_origin = 0;
 }
 
 /* A `gain` set since the last buffer: it ramps from the input frame S
@@ -1279,7 +1594,7 @@ static void take_gain(GstCudaFir *self)
   GST_OBJECT_UNLOCK(self);
   if (!fresh)
     return;
-  guint64 s = self->frames_in;
+  guint64 s = self->frames_in + self->gain_origin;
   if (s == 0) { /* nothing out yet: nothing to ramp from */
     self->gains[0].frame = 0;
     self->gains[0].g = g1;
@@ -1354,7 +1669,7 @@ static gboolean apply_controlled_gain(GstCudaFir *self, float *y, guint64 f0,
   }
   /* the last value goes on where the control ends (unbound, disabled);
    * the property set by gst_object_sync_values is this value already */
-  self->gains[0].frame = f0 + n;
+  self->gains[0].frame = self->gain_origin + f0 + n;
   self->gains[0].g = g;
   self->n_gains = 1;
   GST_OBJECT_LOCK(self);
@@ -1374,6 +1689,7 @@ static void apply_gain(GstCudaFir *self, float *y, guint64 f0, size_t n)
     return;
   size_t c = self->cout;
   guint i = 0;
+  f0 += self->gain_origin;
   for (size_t k = 0; k < n; k++) {
     float gf = (float)gain_at(self, f0 + k, &i);
     for (size_t j = 0; j < c; j++)
@@ -1615,8 +1931,8 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   }
   cf_engine *e = NULL;
   cf_status s = cf_engine_new_audio(&cfg, k, &e);
-  cf_kernel_free(k);
   if (s != CF_OK) {
+    cf_kernel_free(k);
     GST_OBJECT_LOCK(self);
     self->building = FALSE;
     GST_OBJECT_UNLOCK(self);
@@ -1647,7 +1963,11 @@ static gboolean build_engine(GstCudaFir *self, const GstAudioInfo *info)
   GST_OBJECT_UNLOCK(self);
   g_mutex_unlock(&self->kernel_lock);
   cf_engine_free(old);
+  kernels_clear(self);
+  self->k_cur = k; /* the kernel in force (resume_carry) */
   self->scratch_frames = 0; /* channel counts may have changed */
+  g_clear_pointer(&self->hist, g_free); /* so has the frame's size */
+  self->hist_cap = self->hist_len = self->hist_pos = 0;
   restart(self);
   GST_INFO_OBJECT(self, "%s, latency %zu frames", cf_engine_describe(e),
                   latency);
@@ -1694,6 +2014,8 @@ static void drop_ring(GstCudaFir *self)
 {
   self->ring_frames = self->ring_pos = 0;
   self->ring_pending = self->pend_loop = FALSE;
+  if (!self->keep_ring)
+    pass_clear(self);
 }
 
 /* Add the carried ring-out to the next `frames` output frames y. */
@@ -1917,6 +2239,16 @@ static GstFlowReturn push_group_done(GstCudaFir *self, gboolean for_eos)
     rt = gst_segment_to_running_time(seg, GST_FORMAT_TIME, input_end(self));
   gboolean carry = GST_CLOCK_TIME_IS_VALID(rt);
   GstBuffer *tail = NULL;
+  if (carry) {
+    /* the items are one signal: a kernel or gain set since the last
+     * buffer takes effect here, at the next frame of it, crossfading
+     * (ramping) through the ring-out and on into the next item as
+     * anywhere in a stream; the ring-out was the old kernel's and
+     * gain's, the next item on the new ones at once (QA) */
+    take_gain(self);
+    apply_kernel_change(self, FALSE);
+    pass_take(self);
+  }
   self->keep_ring = carry;
   GstFlowReturn r = push_held(self, drain || carry, GST_CLOCK_TIME_NONE,
                               drain ? &tail : NULL);
@@ -1983,7 +2315,10 @@ static gboolean apply_kernel_change(GstCudaFir *self, gboolean at_once)
   /* a built swap replays only the buffers since it was built */
   cf_status s = p ? cf_engine_set_prepared(self->engine, p, (size_t)xf)
                   : cf_engine_set_kernel(self->engine, k, (size_t)xf);
-  cf_kernel_free(k);
+  if (s == CF_OK && k)
+    fade_note(self, k, xf); /* the kernels in force (resume_carry) */
+  else
+    cf_kernel_free(k);
   if (p) { /* its memory goes back in the setter's thread */
     GST_OBJECT_LOCK(self);
     cf_swap_prep *older = self->made;
@@ -2243,6 +2578,8 @@ static gboolean gst_cuda_fir_stop(GstBaseTransform *bt)
   g_clear_pointer(&self->fin, g_free);
   g_clear_pointer(&self->fout, g_free);
   self->scratch_frames = 0;
+  g_clear_pointer(&self->hist, g_free);
+  self->hist_cap = self->hist_len = self->hist_pos = 0;
   return TRUE;
 }
 
@@ -2519,6 +2856,7 @@ static gboolean gst_cuda_fir_sink_event(GstBaseTransform *bt, GstEvent *ev)
          * resynchronised there */
         self->discont = FALSE;
         self->goes_on = TRUE;
+        resume_carry(self);
       } else {
         drop_ring(self);
       }
@@ -2785,8 +3123,14 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
    * new kernel alone. The reset (a no-op on no history) completes the
    * swap, so the old kernel's length no longer counts in the ring-out
    * (it added its silent tail at EOS). */
-  if (apply_kernel_change(self, self->frames_in == 0) && self->frames_in == 0)
+  gboolean fresh = self->frames_in == 0 && !self->resumed;
+  self->resumed = FALSE;
+  if (fresh) /* from silence (a change of item not followed) */
+    self->hist_len = self->hist_pos = 0, self->hist_lost = FALSE;
+  if (apply_kernel_change(self, fresh) && fresh) {
     cf_engine_reset(self->engine);
+    fade_complete(self);
+  }
   if ((in_discont || dropped) && self->carry_len) {
     GST_WARNING_OBJECT(self,
                        "dropping %" G_GSIZE_FORMAT " bytes of a frame "
@@ -2890,6 +3234,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
   cf_status s = CF_OK;
   if (n && direct) {
     check_finite(self, (const float *)im.data, n);
+    if (!reverse) /* before: in place, the output overwrites it */
+      hist_add(self, (const float *)im.data, n);
     s = cf_engine_process(self->engine, (const float *)im.data,
                           (float *)(inplace ? im.data : om.data), n);
     if (s == CF_OK) {
@@ -2902,6 +3248,8 @@ static GstFlowReturn gst_cuda_fir_generate_output(GstBaseTransform *bt,
     cf_gst_to_float(self->format, im.data, self->fin, n * self->cin);
     memset(self->fin + n * self->cin, 0, pad * self->cin * sizeof(float));
     check_finite(self, self->fin, n);
+    if (!reverse)
+      hist_add(self, self->fin, n);
     s = cf_engine_process(self->engine, self->fin, self->fout, n + pad);
     if (s == CF_OK) {
       apply_gain(self, self->fout + skip * self->cout, self->frames_out, m);
@@ -3150,8 +3498,9 @@ static void set_kernel_property(GstCudaFir *self, guint id, const GValue *value,
     g_clear_pointer(&self->pending_prep, cf_swap_prep_free);
     if (prep)
       self->pending_prep = g_steal_pointer(&prep);
-    else
-      self->pending = g_steal_pointer(&k);
+    /* with the swap too: the streaming thread keeps the kernels in force,
+     * for a change of item to go on crossfading (resume_carry) */
+    self->pending = g_steal_pointer(&k);
     self->pending_crossfade = self->crossfade;
   } else if (ok) {
     update_shape(self, k);
@@ -3362,6 +3711,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   drop_swaps(self); /* before the engine they were built for */
   cf_engine_free(self->engine);
   cf_kernel_free(self->pending);
+  kernels_clear(self);
   g_queue_clear_full(&self->parts, (GDestroyNotify)gst_buffer_unref);
   gst_buffer_replace(&self->group_tail, NULL);
   g_free(self->ring);
@@ -3374,6 +3724,7 @@ static void gst_cuda_fir_finalize(GObject *obj)
   g_free(self->file_error);
   g_free(self->fin);
   g_free(self->fout);
+  g_free(self->hist);
   g_free(self->posted);
   g_free(self->told_out);
   g_free(self->ctl);

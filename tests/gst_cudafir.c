@@ -2045,6 +2045,133 @@ static void test_stream_group_done(void **state)
   }
 }
 
+/* A kernel or gain change at a gapless change of item (a player setting
+ * the next track's kernel-file in about-to-finish, or as the item
+ * ends): the items play as one signal, so `crossfade` means there what
+ * it means anywhere in a stream. A change made since the last buffer
+ * takes effect at the next one, the new item's first (frame S of the
+ * one signal): y[n] = (1 - w) y_old[n] + w y_new[n], w = (n - S + 1) /
+ * (X + 1) over X = crossfade frames, y_old and y_new the whole signal
+ * through either kernel, the old item's ring-out included; a gain ramps
+ * so over the whole output; a crossfade started late in the item before
+ * goes on across the change. The carried ring-out was the old kernel's
+ * and gain's alone, and the new item started on the new kernel and gain
+ * at once, with no crossfade (QA). Checked against that float64
+ * reference, with STREAM_GROUP_DONE (playbin) or without (playbin3,
+ * concat), the change set before or after the change of item's events,
+ * or inside the item before. */
+static void test_gapless_kernel_change(void **state)
+{
+  (void)state;
+  for (unsigned cs = 0; cs < check_cases(8); cs++) {
+    unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
+    size_t len = ref_rng_range(&rng, 2, 3000);
+    unsigned block = 1u << ref_rng_range(&rng, 5, 10);
+    guint depth = (guint)ref_rng_range(&rng, 0, 1);
+    gboolean drain = ref_rng_u64(&rng) % 2, group = cs % 2;
+    /* 0: kernel set after A, before the change of item; 1: kernel set
+     * between the next item's segment and its first buffer; 2: kernel
+     * set inside A, its crossfade running on into B; 3: gain set
+     * after A */
+    int when = (int)(cs / 2 % 4);
+    guint64 xf_ms = ref_rng_range(&rng, 1, 30);
+    size_t xf = (size_t)gst_util_uint64_scale_int_round(
+        xf_ms * GST_MSECOND, (gint)rate, GST_SECOND);
+    size_t na = ref_rng_range(&rng, 2 * xf + 1, 9000),
+           nb = ref_rng_range(&rng, 2 * xf + 1, 6000);
+    size_t early = when == 2 ? ref_rng_range(&rng, 1, xf) : 0;
+    size_t S = na - early; /* where the change takes effect */
+    double g1 = when == 3 ? pow(10.0, -6.0 / 20.0) : 1.0;
+    set_case("gapless %s, change %s, drain %d, %u ch, %zu taps, block %u, "
+             "pipeline-depth %u, crossfade %zu frames, A %zu, B %zu frames",
+             group ? "with STREAM_GROUP_DONE" : "without",
+             when == 0   ? "of kernel after A"
+             : when == 1 ? "of kernel before B's first buffer"
+             : when == 2 ? "of kernel inside A"
+                         : "of gain after A",
+             drain, ch, len, block, depth, xf, na, nb);
+    if (when == 2)
+      add_case(", %zu frames before its end", early);
+    float *h0 = random_kernel(len), *h1 = random_kernel(len);
+    float *x = random_input(GST_AUDIO_FORMAT_F32LE, (na + nb) * ch);
+    GstHarness *h = new_fir();
+    set_taps(h->element, h0, len);
+    g_object_set(h->element, "block-size", block, "pipeline-depth", depth,
+                 "drain", drain, "crossfade", xf_ms * GST_MSECOND, NULL);
+    set_caps(h, GST_AUDIO_FORMAT_F32LE, rate, ch, ch);
+    collected a, b;
+    collect_init(&a, ch, rate, 0, na + len);
+    for (size_t at = 0; at < na;) {
+      size_t end = at < S ? S : na;
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), end - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x, at, k, ch, rate, 0,
+                        at == 0) == GST_FLOW_OK, "push A at %zu", at);
+      at += k;
+      if (at == S && when == 2)
+        set_taps(h->element, h1, len);
+    }
+    if (when == 0)
+      set_taps(h->element, h1, len);
+    if (when == 3)
+      g_object_set(h->element, "gain", -6.0, NULL);
+    GstClockTime ta = gst_util_uint64_scale_int_round(na, GST_SECOND,
+                                                      (gint)rate);
+    if (group)
+      assert_true(
+          gst_harness_push_event(h, gst_event_new_stream_group_done(1)));
+    assert_true(gst_harness_push_event(h, gst_event_new_stream_start("cf-b")));
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    seg.base = ta;
+    assert_true(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+    collect(h, &a, GST_AUDIO_FORMAT_F32LE);
+    CHECK(a.frames == na, "A: %zu frames out, expected %zu", a.frames, na);
+    if (when == 1)
+      set_taps(h->element, h1, len);
+    collect_init(&b, ch, rate, 0, nb + len);
+    for (size_t at = 0; at < nb;) {
+      size_t k = pick(ref_rng_range(&rng, 1, 3000), nb - at);
+      CHECK(push_frames(h, GST_AUDIO_FORMAT_F32LE, x + na * ch, at, k, ch,
+                        rate, 0, at == 0) == GST_FLOW_OK,
+            "push B at %zu", at);
+      at += k;
+    }
+    assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    collect(h, &b, GST_AUDIO_FORMAT_F32LE);
+    size_t want_b = drain ? nb + len - 1 : nb, ny = na + want_b;
+    CHECK(b.frames == want_b, "B: %zu frames out, expected %zu", b.frames,
+          want_b);
+    for (unsigned c = 0; c < ch; c++) {
+      double *r0 = ref_channel(x, na + nb, ch, c, h0, len, ny);
+      double *r1 = ref_channel(x, na + nb, ch, c, h1, len, ny);
+      for (size_t n = 0; n < ny; n++) {
+        double w = n < S ? 0 : n >= S + xf ? 1
+                   : (double)(n - S + 1) / (double)(xf + 1);
+        if (when == 3) /* a gain ramp on the one kernel */
+          r0[n] *= 1.0 + (g1 - 1.0) * w;
+        else
+          r0[n] = (1 - w) * r0[n] + w * r1[n];
+      }
+      double ea = ref_rel_l2(a.y + c, ch, r0, 1, na);
+      double eb = ref_rel_l2(b.y + c, ch, r0 + na, 1, want_b);
+      size_t i = 0; /* where B first differs, for the message */
+      while (i < want_b && fabs(b.y[i * ch + c] - r0[na + i]) <= 1e-4)
+        i++;
+      CHECK(ea <= 2e-5 && eb <= 2e-5, "channel %u: A error %.3g, B error "
+            "%.3g, first off at B's frame %zu (one signal, crossfading at "
+            "frame %zu)", c, ea, eb, i, S);
+      free(r0);
+      free(r1);
+    }
+    free(a.y);
+    free(b.y);
+    gst_harness_teardown(h);
+    free(x);
+    free(h0);
+    free(h1);
+  }
+}
+
 /* A player's smooth rate change (a seek without FLUSH to rate 2.0, 0.5,
  * ..., at the position the stream reached): the new segment starts where
  * the input is, running and stream time going on, so the samples go on
@@ -7143,6 +7270,7 @@ int main(void)
       cmocka_unit_test(test_resume_before_end),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_stream_group_done),
+      cmocka_unit_test(test_gapless_kernel_change),
       cmocka_unit_test(test_rate_change_goes_on),
       cmocka_unit_test(test_reverse_playback),
       cmocka_unit_test(test_reverse_decoded),
