@@ -6824,29 +6824,43 @@ static void test_gapless_concat(void **state)
  * into the next, the history carried), DISCONT at its start alone,
  * running time without a gap. It was filtered from silence at every
  * loop, the ring-out cut at the segment's end (QA). */
-static void test_loop_seek(void **state)
+static void run_loop(gboolean playbin)
 {
-  (void)state;
   unsigned rate = 48000, ch = (unsigned)ref_rng_range(&rng, 1, 2);
   size_t len = ref_rng_range(&rng, 2, 3000), n = ref_rng_range(&rng, 2000,
                                                                 12000);
   int loops = (int)ref_rng_range(&rng, 1, 3); /* seeks back to the start */
   unsigned block = 1u << ref_rng_range(&rng, 6, 11);
-  set_case("loop seek: %d loops of %zu frames, %u ch, %zu taps, block %u",
-           loops, n, ch, len, block);
+  set_case("loop seek through %s: %d loops of %zu frames, %u ch, %zu taps, "
+           "block %u", playbin ? "playbin" : "filesrc ! wavparse", loops, n,
+           ch, len, block);
   float *x = random_input(GST_AUDIO_FORMAT_F32LE, n * ch);
   float *hk = random_kernel(len);
   const char *path = fixture("loop.wav");
   write_wav(path, x, n, ch, rate);
-  gchar *d = g_strdup_printf("filesrc location=%s ! wavparse ! "
-                             "audioconvert ! audio/x-raw,format=F32LE ! "
-                             "cudafir name=f ! fakesink sync=false",
-                             path);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(d, &err);
-  g_free(d);
-  CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
-  GstElement *fir = gst_bin_get_by_name(GST_BIN(p), "f");
+  GstElement *p, *fir;
+  if (playbin) { /* as run_gapless: the float WAV decodes to F32LE */
+    p = gst_element_factory_make("playbin", NULL);
+    fir = gst_element_factory_make("cudafir", NULL);
+    GstElement *sink = gst_element_factory_make("fakesink", NULL);
+    CHECK(p && fir && sink, "no playbin, cudafir or fakesink");
+    g_object_set(sink, "sync", FALSE, NULL);
+    gchar *u = gst_filename_to_uri(path, NULL);
+    CHECK(u, "no uri for %s", path);
+    g_object_set(p, "uri", u, "audio-filter", fir, "audio-sink", sink, NULL);
+    g_free(u);
+    gst_object_ref(fir);
+  } else {
+    gchar *d = g_strdup_printf("filesrc location=%s ! wavparse ! "
+                               "audioconvert ! audio/x-raw,format=F32LE ! "
+                               "cudafir name=f ! fakesink sync=false",
+                               path);
+    GError *err = NULL;
+    p = gst_parse_launch(d, &err);
+    g_free(d);
+    CHECK(p && !err, "gst_parse_launch: %s", err ? err->message : "?");
+    fir = gst_bin_get_by_name(GST_BIN(p), "f");
+  }
   set_taps(fir, hk, len);
   g_object_set(fir, "drain", TRUE, "block-size", block, NULL);
   gst_util_set_object_arg(G_OBJECT(fir), "backend", backend);
@@ -6930,6 +6944,18 @@ static void test_loop_seek(void **state)
   unlink(path);
   free(x);
   free(hk);
+}
+
+static void test_loop_seek(void **state)
+{
+  (void)state;
+  run_loop(FALSE);
+}
+
+static void test_loop_seek_playbin(void **state)
+{
+  (void)state;
+  run_loop(TRUE);
 }
 
 /* ---- misuse: state cycling, changes while running, data before caps ---- */
@@ -7322,6 +7348,7 @@ int main(void)
       cmocka_unit_test(test_gapless_playbin),
       cmocka_unit_test(test_gapless_concat),
       cmocka_unit_test(test_loop_seek),
+      cmocka_unit_test(test_loop_seek_playbin),
       cmocka_unit_test(test_meta_tags),
       cmocka_unit_test(test_misuse),
   };
