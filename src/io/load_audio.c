@@ -530,12 +530,22 @@ static uint32_t skip_count(const uint8_t *p)
          (uint32_t)p[3] << 24;
 }
 
-/* Sends one packet (NULL flushes) and takes every frame it yields. */
+/* Sends one packet (NULL flushes) and takes every frame it yields. A
+ * packet that runs to the end of the file and does not decode is the
+ * file's last frame cut off: an MP3 cut inside a frame failed as
+ * "Invalid data found when processing input", not a word of the cut
+ * (test_audio_lossy_truncated, seed 1796290762). */
 static cf_status decode(audio_loader *a, const AVPacket *pkt)
 {
-  char what[64];
-  snprintf(what, sizeof what, "decoding audio after sample %lld",
-           (long long)a->decoded);
+  char what[160];
+  int64_t size = a->fmt && a->fmt->pb ? cf_av->avio_size(a->fmt->pb) : -1;
+  if (pkt && pkt->pos >= 0 && size > 0 && pkt->pos + pkt->size >= size)
+    snprintf(what, sizeof what, "truncated: its last packet (byte %lld of "
+             "%lld) is cut off: decoding audio after sample %lld",
+             (long long)pkt->pos, (long long)size, (long long)a->decoded);
+  else
+    snprintf(what, sizeof what, "decoding audio after sample %lld",
+             (long long)a->decoded);
   int err = cf_av->avcodec_send_packet(a->dec, pkt);
   if (err < 0)
     return av_fail(a, CF_E_FORMAT, what, err);
